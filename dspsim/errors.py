@@ -1,0 +1,28 @@
+"""Exceptions raised by dspsim.
+
+Everything a user can get wrong (a model key, a value, a size, a file) raises a
+``DspsimInputError``, a ``ValueError`` subclass whose message is one line naming what was wrong
+and what is allowed. The CLI prints that line and exits 2.
+"""
+
+from __future__ import annotations
+
+
+class DspsimInputError(ValueError):
+    """Bad input: the message names the offending item and what is allowed."""
+
+
+class ConfigError(DspsimInputError):
+    """A model file or override is missing, malformed, unknown or out of range."""
+
+
+class AllocationError(DspsimInputError):
+    """A buffer does not fit the memory it was asked of (TCM bank pool or DDR)."""
+
+
+class DeadlockError(RuntimeError):
+    """The simulation ran out of events while processes were still waiting."""
+
+    def __init__(self, waiting: list[str]):
+        self.waiting = waiting
+        super().__init__("simulation deadlocked: processes still waiting: " + ", ".join(waiting))

@@ -1,0 +1,207 @@
+"""The DSP core: runs the kernels' cost model against TCM or uncached DDR, programs and waits on
+iDMA descriptors.
+
+Kernels are generators, called from the op's process with ``yield from``; their return value is
+what the C function returns. Against TCM a kernel call is one timeout of its closed-form cost
+(loads are pipelined). Against DDR there is no vector data cache: every vector load issues a
+request on the DDR port at the simulated time the core reaches it and stalls the core until the
+data is back; stores are posted to a write buffer of ``core.write_buffer_entries`` and stall the
+core only when it is full. One SimPy event per DDR access, none per cycle.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+import simpy
+
+from dspsim.config import Core as CoreCfg
+from dspsim.hw.ddr import DdrPort
+from dspsim.hw.idma import IdmaChannel, Transfer
+from dspsim.hw.memory import Ptr
+from dspsim.kernels import numerics
+from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM, LoopShape
+from dspsim.trace import Recorder
+
+Proc = Generator[simpy.Event, Any, Any]
+
+
+class Core:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        cfg: CoreCfg,
+        port: DdrPort,
+        idma: list[IdmaChannel],
+        recorder: Recorder,
+        warn,
+        move_data: bool,
+    ):
+        self.env = env
+        self.cfg = cfg
+        self.port = port
+        self.idma = idma
+        self.recorder = recorder
+        self.warn = warn
+        self.move_data = move_data
+        self._write_buffer: deque[float] = deque()
+        # what the op is doing now, stamped on every trace row
+        self.pass_name = ""
+        self.tile = -1
+        self.buffer = -1
+        self.waiting_for: str | None = None
+        # accounting
+        self.compute_cycles = 0.0  # kernels' issue cycles and overheads, descriptor programming
+        self.ddr_stall_cycles = 0.0
+        self.idma_wait_cycles = {"wait_in": 0.0, "wait_out": 0.0}
+
+    # ---------------------------------------------------------------- iDMA (IDMA_COPY / IDMA_WAIT)
+    def idma_copy(self, channel: int, src: Ptr, dst: Ptr, nbytes: int, kind: str) -> Proc:
+        """Program a descriptor on ``channel``: costs the core ``idma.setup_cycles``."""
+        start = self.env.now
+        setup = self.idma[channel].setup_cycles
+        if setup:
+            yield self.env.timeout(setup)
+        self.compute_cycles += setup
+        t = self.idma[channel].submit(
+            src,
+            dst,
+            nbytes,
+            kind=kind,
+            tile=self.tile,
+            pass_name=self.pass_name,
+            buffer=self.buffer,
+        )
+        self.recorder.record(
+            "core",
+            "setup",
+            f"{kind} ch{channel} #{t.index}",
+            start,
+            self.env.now,
+            nbytes,
+            self.tile,
+            self.pass_name,
+            self.buffer,
+        )
+        return t
+
+    def idma_wait(self, transfer: Transfer | None, kind: str, quirk: str = "") -> Proc:
+        """Block until ``transfer`` is done. ``None`` is a handle the C never wrote."""
+        if transfer is None:
+            if quirk:
+                self.warn("unwritten_handle", quirk)
+            return
+        if transfer.done.triggered:
+            return
+        start = self.env.now
+        self.waiting_for = f"core (waiting for idma{transfer.channel} #{transfer.index})"
+        yield transfer.done
+        self.waiting_for = None
+        self.idma_wait_cycles[kind] += self.env.now - start
+        self.recorder.record(
+            "core",
+            kind,
+            f"ch{transfer.channel} #{transfer.index}",
+            start,
+            self.env.now,
+            transfer.nbytes,
+            self.tile,
+            self.pass_name,
+            self.buffer,
+        )
+
+    # ---------------------------------------------------------------- kernels
+    def vecmaxf(self, x: Ptr, n: int) -> Proc:
+        yield from self._execute(VECMAXF, n, x, None)
+        if not self.move_data or n <= 0:
+            return np.float32(0.0)
+        return numerics.vecmaxf(x.mem.f32(x, n), self.cfg.lanes_f32)
+
+    def vecexpf_max(self, z: Ptr, x: Ptr, n: int, max_value: float) -> Proc:
+        yield from self._execute(VECEXPF_MAX, n, x, z)
+        if self.move_data and n > 0:
+            z.mem.f32(z, n)[:] = numerics.vecexpf_max(x.mem.f32(x, n), max_value)
+
+    def vecsum(self, x: Ptr, n: int) -> Proc:
+        yield from self._execute(VECSUM, n, x, None)
+        if not self.move_data or n <= 0:
+            return np.float32(0.0)
+        return numerics.vecsum(x.mem.f32(x, n), self.cfg.lanes_f32)
+
+    def vecmul(self, z: Ptr, x: Ptr, scalar: float, n: int) -> Proc:
+        yield from self._execute(VECMUL, n, x, z)
+        if self.move_data and n > 0:
+            z.mem.f32(z, n)[:] = numerics.vecmul(x.mem.f32(x, n), scalar)
+
+    def _execute(self, shape: LoopShape, n: int, src: Ptr, dst: Ptr | None) -> Proc:
+        if n <= 0:  # the C returns before doing anything
+            return
+        start = self.env.now
+        if src.in_ddr or (dst is not None and dst.in_ddr):
+            stall = yield from self._stalling_loop(
+                shape, n, src.in_ddr, dst is not None and dst.in_ddr
+            )
+        else:
+            yield self.env.timeout(shape.tcm_cycles(n, self.cfg))
+            stall = 0.0
+        self.compute_cycles += self.env.now - start - stall
+        self.ddr_stall_cycles += stall
+        self.recorder.record(
+            "core",
+            "compute",
+            shape.name,
+            start,
+            self.env.now,
+            4 * n,
+            self.tile,
+            self.pass_name,
+            self.buffer,
+            stall,
+        )
+
+    def _stalling_loop(self, shape: LoopShape, n: int, load_ddr: bool, store_ddr: bool) -> Proc:
+        """Walk the loop access by access; return the cycles stalled on DDR.
+
+        ``owed`` is issue time the core must spend before its next memory access; it is paid
+        with the timeout that brings the core to that access, so each DDR access costs one event.
+        """
+        env, cfg, request = self.env, self.cfg, self.port.request
+        ii = shape.ii_cycles(cfg)
+        wb, wb_depth = self._write_buffer, cfg.write_buffer_entries
+        stall = 0.0
+        owed = float(cfg.call_overhead_cycles)
+        # the prologue's priming load(s) issue no loop iteration, hence 0 issue cycles
+        prologue = (1, (cfg.vector_bytes,) * shape.priming_loads, (), 0)
+        body = [
+            (count, loads, stores, ii) for count, loads, stores in shape.segments(n, cfg.lanes_f32)
+        ]
+        for count, loads, stores, issue in [prologue] + body:
+            for _ in range(count):
+                if load_ddr:
+                    for nbytes in loads:
+                        if nbytes:
+                            if owed:
+                                yield env.timeout(owed)
+                            done = request(nbytes, False, "core")
+                            stall += done - env.now
+                            owed = done - env.now
+                owed += issue
+                if store_ddr:
+                    for nbytes in stores:
+                        if nbytes:  # the store leaves at the end of the iteration
+                            yield env.timeout(owed)
+                            owed = 0.0
+                            while wb and wb[0] <= env.now:
+                                wb.popleft()
+                            if len(wb) == wb_depth:
+                                wait = wb.popleft() - env.now
+                                stall += wait
+                                yield env.timeout(wait)
+                            wb.append(request(nbytes, True, "core"))
+        owed += shape.reduction_ops(cfg.lanes_f32) * cfg.alu_latency_cycles
+        if owed:
+            yield env.timeout(owed)
+        return stall

@@ -1,0 +1,124 @@
+"""An iDMA channel: a descriptor FIFO served, in order, by one long-lived process.
+
+``IDMA_COPY`` programs a descriptor (the core pays ``idma.setup_cycles``, see
+:meth:`dspsim.hw.core.Core.idma_copy`) and appends it to the channel's FIFO; the channel moves
+its bytes as DDR requests of ``idma.burst_bytes``, keeping at most ``idma.max_outstanding`` in
+flight, and finishes a descriptor (all its bursts back) before it starts the next. That FIFO
+order is what keeps the seed's write-back of a buffer ahead of the next prefetch into it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import simpy
+
+from dspsim.config import Idma
+from dspsim.errors import DspsimInputError
+from dspsim.hw.ddr import DdrPort
+from dspsim.hw.memory import Ptr
+from dspsim.trace import Recorder
+
+
+@dataclass(eq=False)
+class Transfer:
+    """A descriptor and the handle ``IDMA_COPY`` returns (``vret``)."""
+
+    channel: int
+    index: int
+    src: Ptr
+    dst: Ptr
+    nbytes: int
+    done: simpy.Event
+    kind: str = "copy_in"  # copy_in: DDR -> TCM, copy_out: TCM -> DDR
+    tile: int = -1
+    pass_name: str = ""
+    buffer: int = -1
+    start: float = -1.0
+    end: float = -1.0
+    burst_done: list[float] = field(default_factory=list)
+
+
+class IdmaChannel:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        index: int,
+        cfg: Idma,
+        port: DdrPort,
+        recorder: Recorder,
+        move_data: bool,
+    ):
+        self.env = env
+        self.index = index
+        self.name = f"idma{index}"
+        self.setup_cycles = cfg.setup_cycles
+        self.burst_bytes = cfg.burst_bytes
+        self.max_outstanding = cfg.max_outstanding
+        self.port = port
+        self.recorder = recorder
+        self.move_data = move_data
+        self.fifo: simpy.Store = simpy.Store(env)
+        self.submitted = 0
+        self.busy_cycles = 0.0
+        self.current: Transfer | None = None
+        self.process = env.process(self._serve())
+
+    def submit(self, src: Ptr, dst: Ptr, nbytes: int, **tags) -> Transfer:
+        """Append a descriptor to the FIFO (the core has already paid for programming it)."""
+        if not (src.in_ddr or dst.in_ddr):
+            raise DspsimInputError(
+                f"iDMA copy {src!r} -> {dst!r}: one side must be DDR (TCM-to-TCM not modelled)"
+            )
+        t = Transfer(self.index, self.submitted, src, dst, nbytes, self.env.event(), **tags)
+        self.submitted += 1
+        self.fifo.put(t)
+        return t
+
+    def _serve(self):
+        env = self.env
+        request = self.port.request
+        burst, window = self.burst_bytes, self.max_outstanding
+        while True:
+            t: Transfer = yield self.fifo.get()
+            self.current = t
+            t.start = env.now
+            write = t.dst.in_ddr
+            inflight: deque[float] = deque()
+            done_times = t.burst_done
+            for offset in range(0, t.nbytes, burst):
+                if len(inflight) == window:
+                    oldest = inflight.popleft()
+                    if oldest > env.now:
+                        yield env.timeout(oldest - env.now)
+                done = request(min(burst, t.nbytes - offset), write, self.name)
+                inflight.append(done)
+                done_times.append(done)
+            if inflight and inflight[-1] > env.now:  # FIFO port: the last burst ends last
+                yield env.timeout(inflight[-1] - env.now)
+            if self.move_data and t.nbytes:
+                t.dst.mem.write(t.dst.addr, t.src.mem.read(t.src.addr, t.nbytes).copy())
+            t.end = env.now
+            self.busy_cycles += t.end - t.start
+            self.current = None
+            self.recorder.record(
+                self.name,
+                t.kind,
+                f"#{t.index}",
+                t.start,
+                t.end,
+                t.nbytes,
+                t.tile,
+                t.pass_name,
+                t.buffer,
+            )
+            t.done.succeed()
+
+    def describe_waiting(self) -> str | None:
+        """What this channel is stuck on, if anything (for deadlock reports)."""
+        if self.current is not None:
+            return f"{self.name} (in descriptor #{self.current.index})"
+        if self.fifo.items:
+            return f"{self.name} ({len(self.fifo.items)} descriptors queued)"
+        return None

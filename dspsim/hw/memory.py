@@ -1,0 +1,95 @@
+"""Byte-addressable memories (DDR, each DataRAM) and typed pointers into them.
+
+A :class:`Ptr` is what a C ``float32_t *`` is in the seed: a memory and a byte address, and
+``ptr + k`` advances ``k`` float32 elements. With the data path on, a memory is backed by numpy
+arrays so that kernels and iDMA transfers move real values; with it off, only addresses exist.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import numpy as np
+
+from dspsim.errors import AllocationError
+
+
+@dataclass(frozen=True)
+class Ptr:
+    mem: Memory
+    addr: int
+
+    def __add__(self, elements: int) -> Ptr:
+        return Ptr(self.mem, self.addr + 4 * int(elements))
+
+    @property
+    def in_ddr(self) -> bool:
+        return self.mem.kind == "ddr"
+
+    def __repr__(self) -> str:
+        return f"{self.mem.name}:0x{self.addr:x}"
+
+
+class Memory:
+    """A range of addresses made of allocated blocks, each optionally backed by bytes."""
+
+    def __init__(self, name: str, kind: str, base: int, size_bytes: int, data: bool):
+        self.name = name
+        self.kind = kind  # "ddr" or "tcm"
+        self.base = base
+        self.size_bytes = size_bytes
+        self.data = data
+        self._starts: list[int] = []
+        self._blocks: list[tuple[int, int, np.ndarray | None]] = []  # (start, size, bytes)
+        self._next = base
+        self._structs: dict[int, object] = {}
+
+    def store_struct(self, ptr: Ptr, value: object) -> None:
+        """Keep a small C struct (a parameter block) at ``ptr`` as a Python object."""
+        self._structs[ptr.addr] = value
+
+    def load_struct(self, ptr: Ptr) -> object:
+        if ptr.addr not in self._structs:
+            raise AllocationError(f"{self.name} 0x{ptr.addr:x} holds no parameter block")
+        return self._structs[ptr.addr]
+
+    def add_block(self, size_bytes: int, alignment: int = 128, what: str = "buffer") -> Ptr:
+        """Reserve ``size_bytes`` at the next aligned address (bump allocation)."""
+        start = -(-self._next // alignment) * alignment
+        if start + size_bytes > self.base + self.size_bytes:
+            free = self.base + self.size_bytes - start
+            raise AllocationError(
+                f"{what} of {size_bytes} bytes does not fit {self.name} "
+                f"({max(free, 0)} bytes free of {self.size_bytes})"
+            )
+        backing = np.zeros(size_bytes + 256, np.uint8) if self.data else None  # + over-read slack
+        self._starts.append(start)
+        self._blocks.append((start, size_bytes, backing))
+        self._next = start + size_bytes
+        return Ptr(self, start)
+
+    def _locate(self, addr: int, nbytes: int) -> tuple[np.ndarray, int]:
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i < 0:
+            raise AllocationError(f"{self.name} address 0x{addr:x} is outside any allocation")
+        start, size, backing = self._blocks[i]
+        off = addr - start
+        if off + nbytes > len(backing):
+            raise AllocationError(
+                f"{self.name} access 0x{addr:x}+{nbytes} runs past its allocation of {size} bytes"
+            )
+        return backing, off
+
+    def f32(self, ptr: Ptr, n: int) -> np.ndarray:
+        """A writable float32 view of ``n`` elements at ``ptr`` (data path on only)."""
+        backing, off = self._locate(ptr.addr, 4 * n)
+        return backing[off : off + 4 * n].view(np.float32)
+
+    def read(self, addr: int, nbytes: int) -> np.ndarray:
+        backing, off = self._locate(addr, nbytes)
+        return backing[off : off + nbytes]
+
+    def write(self, addr: int, values: np.ndarray) -> None:
+        backing, off = self._locate(addr, len(values))
+        backing[off : off + len(values)] = values

@@ -1,0 +1,142 @@
+"""Loop structure of the seed's four SIMD kernels, from which their cycle cost follows.
+
+A kernel call is a prologue (call overhead, one priming load) and its *segments*: runs of
+loop iterations that touch memory the same way. Each segment is
+``(count, load_bytes, store_bytes)``: ``count`` iterations, each issuing the listed vector loads
+and stores (0 bytes = a predicated-off access that touches no memory).
+
+Cost of a call, with ``II`` the initiation interval of the main loop:
+
+- against TCM (pipelined):   ``call_overhead + iterations * II + reduction_ops * alu_latency``
+- against DDR (no cache):    each load stalls the core for its round trip, so an iteration costs
+  ``sum(load stalls) + II``; stores are posted to the write buffer and stall only when it is full.
+
+``II = max(ceil(memory ops / load_store_units), ceil(alu ops / vector_alu_slots))`` counts the
+operations the seed's loop body issues per iteration; see each shape below.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dspsim.config import Core
+
+Segment = tuple[int, tuple[int, ...], tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class LoopShape:
+    name: str
+    data_loads: int  # vector loads of the input per iteration
+    table_loads: int  # loads from local constant tables per iteration (never DDR)
+    stores: int  # vector stores per iteration
+    alu_ops: int  # vector ALU / multiply operations per iteration
+    segments: Callable[[int, int], list[Segment]]  # (n, lanes) -> segments
+    reduction_ops: Callable[[int], int]  # lanes -> dependent ops after the loop
+    # IVP_LAN_2XF32_PP: the aligning load that primes the alignment register reads one whole
+    # vector in the prologue, before the loop (from DDR it is one more stalling round trip).
+    priming_loads: int = 1
+
+    def ii_cycles(self, core: Core) -> int:
+        mem_ops = self.data_loads + self.table_loads + self.stores
+        return max(
+            1,
+            math.ceil(mem_ops / core.load_store_units),
+            math.ceil(self.alu_ops / core.vector_alu_slots),
+        )
+
+    def iterations(self, n: int, lanes: int) -> int:
+        return sum(count for count, _, _ in self.segments(n, lanes))
+
+    def tcm_cycles(self, n: int, core: Core) -> int:
+        """Cycles of one call whose input and output are in TCM (loads pipelined)."""
+        if n <= 0:
+            return 0
+        return (
+            core.call_overhead_cycles
+            + self.iterations(n, core.lanes_f32) * self.ii_cycles(core)
+            + self.reduction_ops(core.lanes_f32) * core.alu_latency_cycles
+        )
+
+
+def _log2(lanes: int) -> int:
+    return max(0, (lanes - 1).bit_length())
+
+
+def _two_accumulator_segments(n: int, lanes: int) -> list[Segment]:
+    """vecmaxf / vecsum: 2 vectors per iteration, then one predicated variable-length pass."""
+    vb = 4 * lanes
+    main = n // (2 * lanes)
+    tail_bytes = (n & (2 * lanes - 1)) * 4
+    tail = (1, (max(0, min(vb, tail_bytes)), max(0, min(vb, tail_bytes - vb))), ())
+    return [(main, (vb, vb), ()), tail]
+
+
+def _one_vector_variable_segments(n: int, lanes: int) -> list[Segment]:
+    """vecexpf_max: ceil(N / lanes) iterations, variable-length load and store on the last."""
+    vb = 4 * lanes
+    full, rest = divmod(n, lanes)
+    segs = [(full, (vb,), (vb,))]
+    if rest:
+        segs.append((1, (4 * rest,), (4 * rest,)))
+    return segs
+
+
+def _one_vector_extra_segments(n: int, lanes: int) -> list[Segment]:
+    """vecmul: N / lanes iterations, then one more full aligning load and a variable store.
+
+    The extra iteration always loads a whole vector (IVP_LAN_2XF32_IP), even when N is a
+    multiple of the lane count: the seed's vecmul reads up to one vector past the array's end.
+    """
+    vb = 4 * lanes
+    full, rest = divmod(n, lanes)
+    return [(full, (vb,), (vb,)), (1, (vb,), (4 * rest,))]
+
+
+VECMAXF = LoopShape(
+    "vecmaxf",
+    data_loads=2,  # IVP_LAN_2XF32_IP x2
+    table_loads=0,
+    stores=0,
+    alu_ops=2,  # IVP_MAXN_2XF32 x2
+    segments=_two_accumulator_segments,
+    # combine the two accumulators, then log2(lanes) rotate (SEL) + max steps, then MOVF32
+    reduction_ops=lambda lanes: 2 + 2 * _log2(lanes),
+)
+
+VECSUM = LoopShape(
+    "vecsum",
+    data_loads=2,
+    table_loads=0,
+    stores=0,
+    alu_ops=2,  # IVP_ADDN_2XF32 x2
+    segments=_two_accumulator_segments,
+    # add the two accumulators, then IVP_RADDN_2XF32: an adder tree of log2(lanes) levels
+    reduction_ops=lambda lanes: 1 + _log2(lanes),
+)
+
+VECEXPF_MAX = LoopShape(
+    "vecexpf_max",
+    data_loads=1,  # IVP_LAVN_2XF32_XP
+    table_loads=7,  # the seven expftblf coefficients (IVP_LSRN_2XF32_IP/XP) inside the loop
+    stores=1,  # IVP_SAVN_2XF32_XP
+    # UN, ULE, UEQ; SUB, MOVT, MAX; TRUNC; MUL, MULAH; PACKVRNR, SRLI, PACKH, SRLI; FLOAT; MOVT;
+    # MUL (x^2); 6 MULA; ADD, SRLI, SUB, SLLI, SLLI; MUL, MUL
+    alu_ops=30,
+    segments=_one_vector_variable_segments,
+    reduction_ops=lambda lanes: 0,
+)
+
+VECMUL = LoopShape(
+    "vecmul",
+    data_loads=1,  # IVP_LAN_2XF32_IP
+    table_loads=0,
+    stores=1,  # IVP_SAN_2XF32_IP
+    alu_ops=1,  # IVP_MULN_2XF32
+    segments=_one_vector_extra_segments,
+    reduction_ops=lambda lanes: 0,
+)
+
+KERNELS = {k.name: k for k in (VECMAXF, VECEXPF_MAX, VECSUM, VECMUL)}
