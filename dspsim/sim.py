@@ -131,6 +131,7 @@ class Result:
     output: np.ndarray | None = field(default=None, repr=False)
     trace: pd.DataFrame | None = field(default=None, repr=False)
     port_log: list[tuple] | None = field(default=None, repr=False)
+    model: HardwareModel | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         keys = (
@@ -148,6 +149,13 @@ class Result:
             "manifest",
         )
         return {k: getattr(self, k) for k in keys}
+
+
+def _relative(df: pd.DataFrame, origin: float) -> pd.DataFrame:
+    """Trace times counted from the op's timer start, as the pass spans are."""
+    df["start_cycle"] -= origin
+    df["end_cycle"] -= origin
+    return df
 
 
 def seed_input(n: int) -> np.ndarray:
@@ -236,8 +244,9 @@ def simulate(
         manifest=manifest(model),
         warnings=list(dsp.warnings.values()),
         output=dsp.ddr.f32(output_mem.ptr, n).copy() if data else None,
-        trace=dsp.recorder.frame() if trace else None,
+        trace=_relative(dsp.recorder.frame(), dsp.cycles_start) if trace else None,
         port_log=dsp.port.log,
+        model=model,
     )
 
 

@@ -66,6 +66,7 @@ class Core:
         if setup:
             yield self.env.timeout(setup)
         self.compute_cycles += setup
+        tcm_side = dst if kind == "copy_in" else src
         t = self.idma[channel].submit(
             src,
             dst,
@@ -73,7 +74,7 @@ class Core:
             kind=kind,
             tile=self.tile,
             pass_name=self.pass_name,
-            buffer=self.buffer,
+            buffer=tcm_side.mem.bank,
         )
         self.recorder.record(
             "core",

@@ -34,8 +34,11 @@ class Ptr:
 class Memory:
     """A range of addresses made of allocated blocks, each optionally backed by bytes."""
 
-    def __init__(self, name: str, kind: str, base: int, size_bytes: int, data: bool):
+    def __init__(
+        self, name: str, kind: str, base: int, size_bytes: int, data: bool, bank: int = -1
+    ):
         self.name = name
+        self.bank = bank  # DataRAM index for TCM, -1 for DDR
         self.kind = kind  # "ddr" or "tcm"
         self.base = base
         self.size_bytes = size_bytes

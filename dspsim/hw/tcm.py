@@ -22,7 +22,7 @@ class TileManager:
     def __init__(self, cfg: Tcm, data: bool):
         stride = max(TCM_STRIDE, cfg.bank_bytes)
         self.banks = [
-            Memory(f"dram{i}", "tcm", TCM_BASE + i * stride, cfg.bank_bytes, data)
+            Memory(f"dram{i}", "tcm", TCM_BASE + i * stride, cfg.bank_bytes, data, bank=i)
             for i in range(cfg.banks)
         ]
         for bank in self.banks:
