@@ -32,6 +32,7 @@ from dspsim.ops.softmax import SOFTMAX_CMD, hbDSPSoftmaxParam
 from dspsim.trace import Recorder
 
 MODES = ("pingpong", "direct")
+FIDELITIES = ("burst", "tile")
 # The DSP's 32-bit window onto DDR (hbDSPAddrMap addresses).
 DDR_BASE = 0x8000_0000
 DDR_WINDOW_BYTES = 0x8000_0000
@@ -179,10 +180,17 @@ def simulate(
     data: bool = True,
     trace: bool = False,
     port_log: bool = False,
+    fidelity: str = "burst",
 ) -> Result:
-    """Run one version of the softmax op on ``n`` elements (or on ``x``) and return the result."""
+    """Run one version of the softmax op on ``n`` elements (or on ``x``) and return the result.
+
+    ``fidelity``: ``burst`` (every DDR access an event) or ``tile`` (one event per transfer or
+    kernel call, durations from the same formulas).
+    """
     if mode not in MODES:
         raise DspsimInputError(f"mode {mode!r}: allowed {', '.join(MODES)}")
+    if fidelity not in FIDELITIES:
+        raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
     if x is not None:
         n = len(x)
     n = check_n(n)
