@@ -133,6 +133,7 @@ class Result:
     trace: pd.DataFrame | None = field(default=None, repr=False)
     port_log: list[tuple] | None = field(default=None, repr=False)
     model: HardwareModel | None = field(default=None, repr=False)
+    origin_cycle: float = 0.0  # absolute cycle of the op's timer start (port_log is absolute)
 
     def to_json(self) -> dict[str, Any]:
         keys = (
@@ -255,6 +256,7 @@ def simulate(
         trace=_relative(dsp.recorder.frame(), dsp.cycles_start) if trace else None,
         port_log=dsp.port.log,
         model=model,
+        origin_cycle=dsp.cycles_start,
     )
 
 
