@@ -153,8 +153,16 @@ def _split_key(key: str) -> tuple[str, str]:
     return section, name
 
 
+_TYPE_WORDS = {int: "an integer", float: "a number"}
+
+
+def _field_type(f: dataclasses.Field) -> type:
+    # annotations are strings under `from __future__ import annotations`
+    return f.type if isinstance(f.type, type) else {"int": int, "float": float, "str": str}[f.type]
+
+
 def _coerce(key: str, f: dataclasses.Field, value: Any) -> Any:
-    want = f.type if isinstance(f.type, type) else {"int": int, "float": float, "str": str}[f.type]
+    want = _field_type(f)
     if want is str:
         if not isinstance(value, str):
             raise ConfigError(f"{key} = {value!r}: expected a string")
@@ -163,7 +171,7 @@ def _coerce(key: str, f: dataclasses.Field, value: Any) -> Any:
             raise ConfigError(f"{key} = {value!r}: allowed values are {', '.join(choices)}")
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{key} = {value!r}: expected a {want.__name__}")
+        raise ConfigError(f"{key} = {value!r}: expected {_TYPE_WORDS[want]}")
     if want is int:
         if isinstance(value, float) and not value.is_integer():
             raise ConfigError(f"{key} = {value!r}: expected an integer")
@@ -263,14 +271,12 @@ def parse_value(key: str, text: str) -> Any:
     """Parse the value half of ``KEY=VALUE`` by the key's type: strings stay text, numbers parse."""
     section, name = _split_key(key)
     f = {f.name: f for f in fields(SECTIONS[section])}[name]
-    if f.type in (str, "str"):
+    if _field_type(f) is str:
         return text.strip().strip("'\"")
     try:
         return tomllib.loads(f"v = {text.strip()}")["v"]
     except tomllib.TOMLDecodeError:
-        raise ConfigError(
-            f"{key} = {text!r}: expected a {f.type if isinstance(f.type, str) else f.type.__name__}"
-        ) from None
+        raise ConfigError(f"{key} = {text!r}: expected {_TYPE_WORDS[_field_type(f)]}") from None
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:

@@ -153,6 +153,13 @@ class Result:
         return {k: getattr(self, k) for k in keys}
 
 
+def run_to_completion(env: simpy.Environment, dsp: Dsp, main: simpy.Process) -> None:
+    """Run until no event is left; if ``main`` has not finished, name who is still waiting."""
+    env.run()
+    if not main.triggered:
+        raise DeadlockError(dsp.waiting())
+
+
 def _relative(df: pd.DataFrame, origin: float) -> pd.DataFrame:
     """Trace times counted from the op's timer start, as the pass spans are."""
     df["start_cycle"] -= origin
@@ -216,10 +223,7 @@ def simulate(
         ucp.submit(task, priority=0)
         yield ucp.wait_done(task)
 
-    host_proc = env.process(host())
-    env.run()
-    if not host_proc.triggered:
-        raise DeadlockError(dsp.waiting())
+    run_to_completion(env, dsp, env.process(host()))
 
     wall_s = time.perf_counter() - wall_start
     cycles = int(round(dsp.self_cycles))

@@ -180,28 +180,29 @@ class Core:
             (count, loads, stores, ii) for count, loads, stores in shape.segments(n, cfg.lanes_f32)
         ]
         for count, loads, stores, issue in [prologue] + body:
+            # only accesses that reach DDR cost events; predicated-off (0-byte) ones vanish
+            loads = tuple(b for b in loads if b) if load_ddr else ()
+            stores = tuple(b for b in stores if b) if store_ddr else ()
             for _ in range(count):
-                if load_ddr:
-                    for nbytes in loads:
-                        if nbytes:
-                            if owed:
-                                yield env.timeout(owed)
-                            done = request(nbytes, False, "core")
-                            stall += done - env.now
-                            owed = done - env.now
+                for nbytes in loads:
+                    if owed:
+                        yield env.timeout(owed)
+                    now = env.now
+                    done = request(now, nbytes, False, "core")
+                    stall += done - now
+                    owed = done - now
                 owed += issue
-                if store_ddr:
-                    for nbytes in stores:
-                        if nbytes:  # the store leaves at the end of the iteration
-                            yield env.timeout(owed)
-                            owed = 0.0
-                            while wb and wb[0] <= env.now:
-                                wb.popleft()
-                            if len(wb) == wb_depth:
-                                wait = wb.popleft() - env.now
-                                stall += wait
-                                yield env.timeout(wait)
-                            wb.append(request(nbytes, True, "core"))
+                for nbytes in stores:  # a store leaves at the end of its iteration
+                    yield env.timeout(owed)
+                    owed = 0.0
+                    now = env.now
+                    if len(wb) == wb_depth:  # full: wait for the oldest posted store
+                        oldest = wb.popleft()
+                        if oldest > now:
+                            stall += oldest - now
+                            yield env.timeout(oldest - now)
+                            now = env.now
+                    wb.append(request(now, nbytes, True, "core"))
         owed += shape.reduction_ops(cfg.lanes_f32) * cfg.alu_latency_cycles
         if owed:
             yield env.timeout(owed)

@@ -41,9 +41,9 @@ class DdrPort:
         # (issue, data_start, data_end, done, bytes, is_write, requester) when logging
         self.log: list[tuple] | None = [] if log else None
 
-    def request(self, nbytes: int, write: bool, requester: str = "") -> float:
-        """Issue a request of ``nbytes`` now; return the cycle at which it completes."""
-        now = self.env.now
+    def request(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
+        """Issue a request of ``nbytes`` at ``now`` (the current simulated time, passed in by
+        the requester, who already knows it); return the cycle at which it completes."""
         slot = self._slot_free[0]
         start = slot if slot > now else now
         path = self._path_free

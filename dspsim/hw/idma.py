@@ -10,7 +10,7 @@ order is what keeps the seed's write-back of a buffer ahead of the next prefetch
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import simpy
 
@@ -37,7 +37,6 @@ class Transfer:
     buffer: int = -1
     start: float = -1.0
     end: float = -1.0
-    burst_done: list[float] = field(default_factory=list)
 
 
 class IdmaChannel:
@@ -83,20 +82,19 @@ class IdmaChannel:
         while True:
             t: Transfer = yield self.fifo.get()
             self.current = t
-            t.start = env.now
+            now = t.start = env.now
             write = t.dst.in_ddr
             inflight: deque[float] = deque()
-            done_times = t.burst_done
-            for offset in range(0, t.nbytes, burst):
+            full, rest = divmod(t.nbytes, burst)
+            for nbytes in [burst] * full + ([rest] if rest else []):
                 if len(inflight) == window:
                     oldest = inflight.popleft()
-                    if oldest > env.now:
-                        yield env.timeout(oldest - env.now)
-                done = request(min(burst, t.nbytes - offset), write, self.name)
-                inflight.append(done)
-                done_times.append(done)
-            if inflight and inflight[-1] > env.now:  # FIFO port: the last burst ends last
-                yield env.timeout(inflight[-1] - env.now)
+                    if oldest > now:
+                        yield env.timeout(oldest - now)
+                        now = env.now
+                inflight.append(request(now, nbytes, write, self.name))
+            if inflight and inflight[-1] > now:  # FIFO port: the last burst ends last
+                yield env.timeout(inflight[-1] - now)
             if self.move_data and t.nbytes:
                 t.dst.mem.write(t.dst.addr, t.src.mem.read(t.src.addr, t.nbytes).copy())
             t.end = env.now

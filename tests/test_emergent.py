@@ -1,0 +1,16 @@
+"""The document's cycle figures are calibration targets, never inputs to the simulator."""
+
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "dspsim"
+FIGURES = re.compile(r"5[_,]?154[_,]?293|7[_,]?648[_,]?254")
+
+
+def test_document_figures_appear_only_as_calibration_targets():
+    hits = []
+    for path in PACKAGE.rglob("*.py"):
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            if FIGURES.search(line) and "SEED_MEASUREMENTS_CYCLES" not in line:
+                hits.append(f"{path.name}:{lineno}: {line.strip()}")
+    assert not hits, hits
