@@ -230,6 +230,12 @@ def _check_cross(m: HardwareModel) -> None:
             f"softmax.tile_bytes = {m.softmax.tile_bytes}: larger than a DataRAM "
             f"(tcm.bank_bytes = {m.tcm.bank_bytes}); allowed 4 to {m.tcm.bank_bytes}"
         )
+    lanes = m.core.lanes_f32
+    if lanes & (lanes - 1):
+        raise ConfigError(
+            f"core.lanes_f32 = {lanes}: must be a power of two (the kernels' lane reductions "
+            "halve the vector each step)"
+        )
     if m.idma.channels < 2:
         raise ConfigError(
             f"idma.channels = {m.idma.channels}: the ping-pong schedule needs 2 or more"

@@ -1,48 +1,284 @@
-"""What the four kernels compute, in float32, vectorised with numpy.
+"""What the four SIMD kernels compute, bit for bit in float32, vectorised with numpy.
 
-Each function takes and returns float32 numpy arrays and follows the seed's evaluation order
-where it changes the result (two vector accumulators, then a reduction across lanes).
+Each function follows the seed's C where the evaluation order or an instruction's semantics
+changes the result: two vector accumulators and a predicated tail in ``vecmaxf``/``vecsum``, the
+lane reduction, and in ``vecexpf_max`` the NatureDSP fixed-point range reduction, the float
+polynomial in the seed's Estrin/Horner order and the scaling through two exponent halves.
+
+Where the seed's C does not pin an instruction down, this module makes one documented choice
+(the assumptions are collected here so they can be revisited in one place):
+
+* ``IVP_MAXN_2XF32`` propagates NaN: if either operand is NaN the result is NaN (IEEE 754-2019
+  ``maximum``). The ISA has a separate ``IVP_MAXNUMN_2XF32`` for the NaN-ignoring ``maxNum``,
+  which NatureDSP's own softmax uses when it wants NaN ignored, so the plain MAX is taken to be
+  the propagating one.
+* ``IVP_MULAN_2XF32`` (``acc += a * b``) is fused: one rounding of the exact ``a * b + acc``.
+* ``IVP_RADDN_2XF32`` sums the lanes as a pairwise tree of halves (lane i + lane i + lanes/2,
+  and so on down to one lane), each add rounded to float32.
+* ``IVP_TRUNCN_2XF32`` truncates toward zero and saturates to int32; NaN gives INT32_MAX.
+* ``IVP_PACKVRNRN_2X64W`` shifts the 64-bit lane right arithmetically *without* rounding and
+  keeps the low 32 bits (the ``nr`` forms neither round nor saturate). NatureDSP's softmax takes
+  the integer exponent with the same instruction and a shift of 54, which is only correct if it
+  floors, and flooring makes the fraction and the integer part (``PACKH`` then shift) agree
+  exactly: ``exp_int + exp_fract * 2^-31 == floor(W / 2^23) / 2^31``.
+* float32 arithmetic rounds to nearest even and keeps subnormals (no flush to zero).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from dspsim.errors import DspsimInputError
 
-def _lane_accumulators(x: np.ndarray, lanes: int, fill: float) -> np.ndarray:
-    """Rows of the two accumulators' inputs: shape (iterations, 2, lanes), tail padded."""
-    per_iter = 2 * lanes
-    padded = -(-len(x) // per_iter) * per_iter
-    buf = np.full(padded, fill, np.float32)
-    buf[: len(x)] = x
-    return buf.reshape(-1, 2, lanes)
+_F32 = np.float32
+
+# NatureDSP constants (Cadence NatureDSP expf tables, as published in pytorch/executorch).
+# 2^x on [0, 1), highest degree first: the seed loads them as p0..p6.
+EXPFTBLF_BITS: tuple[int, ...] = (
+    0x39655635,
+    0x3AA24C7A,
+    0x3C1EB2D1,
+    0x3D633DDB,
+    0x3E75FF24,
+    0x3F317212,
+    0x3F800000,
+)
+INVLN2_Q30 = 1549082005  # round(2^30 / ln 2)
+EXPF_MAX_BITS = 0x42B17218  # expfminmax[1] = 88.722839f, the overflow guard
+EXPF_MIN_BITS = 0xC2CE8ED0  # expfminmax[0] = -103.27893f (not used by the seed's kernel)
+
+_INT32_MIN = -(2**31)
+_INT32_MAX = 2**31 - 1
+_MASK32 = 0xFFFFFFFF
+
+
+def _f32_from_bits(bits: int) -> np.float32:
+    return np.array([bits], dtype=np.uint32).view(np.float32)[0]
+
+
+def _expftblf() -> tuple[np.float32, ...]:
+    return tuple(_f32_from_bits(b) for b in EXPFTBLF_BITS)
+
+
+def expf_overflow_threshold() -> np.float32:
+    """The guard ``x >= 88.722839f`` above which the seed's kernel returns +inf."""
+    return _f32_from_bits(EXPF_MAX_BITS)
+
+
+def _check_lanes(lanes: int) -> None:
+    # The rotate-and-max / reduce-add trees halve the vector each step.
+    if not isinstance(lanes, int | np.integer) or lanes < 1 or lanes & (lanes - 1):
+        raise DspsimInputError(
+            f"float32 lanes per vector must be a power of two >= 1 for the lane reduction, "
+            f"got {lanes!r}"
+        )
+
+
+def _as_f32(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    if x.ndim != 1:
+        raise DspsimInputError(f"kernel input must be a 1-D array, got shape {x.shape}")
+    return x.astype(_F32, copy=False)
+
+
+def _maxf(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
+    """IVP_MAXN_2XF32: elementwise max, NaN if either operand is NaN (see module docstring)."""
+    return np.maximum(a, b)  # numpy's maximum propagates NaN
+
+
+def _fma_f32(a: np.ndarray, b: np.ndarray | np.float32, c: np.ndarray | np.float32) -> np.ndarray:
+    """``a * b + c`` rounded once to float32, as a fused multiply-add.
+
+    The float32 product is exact in float64. The float64 sum is turned into its round-to-odd
+    value (truncate, then set the last bit if anything was lost, the lost part coming from an
+    exact TwoSum); rounding a round-to-odd float64 to float32 is then the correctly rounded
+    fused result, with no double-rounding error.
+    """
+    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
+    c64 = np.asarray(c, np.float64)
+    s = p + c64
+    bb = s - p
+    err = (p - (s - bb)) + (c64 - bb)
+    inexact = np.isfinite(s) & (err != 0)
+    if np.any(inexact):
+        bits = np.array(s, dtype=np.float64, copy=True).view(np.int64)
+        # s was rounded away from zero when the lost part has the opposite sign: step back one
+        # ulp toward zero (one less in the magnitude bits, whatever the sign), then make it odd.
+        away = inexact & ((err < 0) != (s < 0))
+        bits = np.where(away, bits - 1, bits)
+        bits = np.where(inexact, bits | 1, bits)
+        s = bits.view(np.float64)
+    return s.astype(_F32)
+
+
+def _trunc_q(x: np.ndarray, frac_bits: int) -> np.ndarray:
+    """IVP_TRUNCN_2XF32(x, q): int32(trunc(x * 2^q)), saturating, NaN -> INT32_MAX (int64)."""
+    v = np.trunc(x.astype(np.float64) * float(2**frac_bits))
+    v = np.where(np.isnan(v), float(_INT32_MAX), v)
+    return np.clip(v, _INT32_MIN, _INT32_MAX).astype(np.int64)
+
+
+def _mul_q30_via_16bit_halves(t: np.ndarray, constant: int) -> np.ndarray:
+    """IVP_MULN_2X16X32_0 then IVP_MULAHN_2X16X32_1 with a 32-bit constant seen as two int16.
+
+    ``IVP_MOVNX16_FROMN_2X32`` reinterprets each 32-bit lane of the constant as two 16-bit
+    elements (little endian: element 0 = low half, element 1 = high half, both signed). ``_0``
+    multiplies element 0 by the 32-bit ``t`` into the 64-bit lane; ``MULAH ... _1`` adds element 1
+    times ``t`` shifted left by 16. For invln2_Q30 = 0x5C551D95 the low half 0x1D95 is positive as
+    an int16, so the pair is exactly ``t * invln2_Q30`` (|W| < 2^62, no wrap in the lane).
+    """
+    lo = constant & 0xFFFF
+    hi = (constant >> 16) & 0xFFFF
+    lo = lo - 0x10000 if lo >= 0x8000 else lo
+    hi = hi - 0x10000 if hi >= 0x8000 else hi
+    return t * lo + ((t * hi) << 16)
+
+
+def _expf_masks(
+    x: np.ndarray, mx: np.float32, guard_shifted_input: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """b_nan, b_max, b_inf and x - max, as the seed's kernel computes them."""
+    shifted = x - mx
+    b_nan = np.isnan(x)  # IVP_UNN_2XF32(x, x)
+    guarded = shifted if guard_shifted_input else x
+    b_max = ~(guarded < expf_overflow_threshold())  # IVP_ULEN_2XF32(88.72f, v): <= or unordered
+    b_inf = (x == np.inf) | b_nan  # IVP_UEQN_2XF32(x, +inf): == or unordered
+    return b_nan, b_max, b_inf, shifted
+
+
+def expf_input_flags(
+    x: np.ndarray, max_value: float, guard_shifted_input: bool = False
+) -> dict[str, int]:
+    """How many elements raise the kernel's NaN flag and its overflow guard (NaN excluded).
+
+    ``overflow_guard`` counts the elements that ``vecexpf_max`` replaces by 127 and so turns into
+    +inf: with the seed's guard every raw input >= 88.722839, with ``guard_shifted_input`` every
+    ``x - max`` >= 88.722839 (or unordered, e.g. ``inf - inf``).
+    """
+    x = _as_f32(x)
+    with np.errstate(all="ignore"):
+        b_nan, b_max, _, _ = _expf_masks(x, _F32(max_value), guard_shifted_input)
+    return {
+        "nan_inputs": int(np.count_nonzero(b_nan)),
+        "overflow_guard": int(np.count_nonzero(b_max & ~b_nan)),
+    }
 
 
 def vecmaxf(x: np.ndarray, lanes: int) -> np.float32:
-    if len(x) == 0:
-        return np.float32(0.0)
-    acc = np.max(_lane_accumulators(x, lanes, -np.inf), axis=0)  # (2, lanes)
-    return np.float32(np.max(np.maximum(acc[0], acc[1])))
+    """The seed's ``vecmaxf``: the largest element, or 0.0f for an empty array.
+
+    Two accumulators of ``lanes`` start at -inf and take 2*lanes elements per iteration; the tail
+    is a predicated max (lanes past the end keep their value, which padding with -inf
+    reproduces); then the two accumulators are combined and rotated by lanes/2, lanes/4, ..., 1
+    with a max at each step, and lane 0 is returned.
+
+    NaN: ``IVP_MAXN_2XF32`` is taken to propagate NaN, so any NaN element makes the result NaN
+    (whatever its position, so the order of the reduction does not matter).
+    """
+    _check_lanes(lanes)
+    x = _as_f32(x)
+    if len(x) == 0:  # if (N <= 0) return 0.f;
+        return _F32(0.0)
+    per_iter = 2 * lanes
+    buf = np.full(-(-len(x) // per_iter) * per_iter, -np.inf, _F32)
+    buf[: len(x)] = x
+    acc = np.maximum.reduce(buf.reshape(-1, 2, lanes), axis=0)  # (2, lanes)
+    v = _maxf(acc[0], acc[1])
+    step = lanes // 2
+    while step >= 1:  # IVP_SELN_2XF32I(v, v, ROTATE_RIGHT_<step>) then max
+        v = _maxf(v, np.roll(v, -step))
+        step //= 2
+    return _F32(v[0])
 
 
 def vecsum(x: np.ndarray, lanes: int) -> np.float32:
+    """The seed's ``vecsum``: float32 sum in the kernel's order, or 0.0f for an empty array.
+
+    Two accumulators of ``lanes`` start at +0.0; each lane adds its elements one after the other
+    in loop order (element ``i`` goes to accumulator ``(i // lanes) % 2``, lane ``i % lanes``);
+    the tail is a predicated add (padding with -0.0, the exact identity of IEEE addition, gives
+    the same bits); then ``acc0 + acc1`` and ``IVP_RADDN_2XF32`` as a pairwise tree of halves.
+    """
+    _check_lanes(lanes)
+    x = _as_f32(x)
+    if len(x) == 0:  # if (N <= 0) return 0.f;
+        return _F32(0.0)
+    per_iter = 2 * lanes
+    buf = np.full(-(-len(x) // per_iter) * per_iter, -0.0, _F32)
+    buf[: len(x)] = x
+    rows = buf.reshape(-1, 2, lanes)
+    # A sequential float32 sum along the iteration axis, which np.cumsum performs in order
+    # (np.sum may reorder into pairwise partial sums). The accumulators start at +0.0.
+    with np.errstate(over="ignore", invalid="ignore"):
+        acc = np.cumsum(rows, axis=0, dtype=_F32)[-1] + _F32(0.0)
+        v = (acc[0] + acc[1]).astype(_F32)
+        while len(v) > 1:
+            half = len(v) // 2
+            v = (v[:half] + v[half:]).astype(_F32)
+    return _F32(v[0])
+
+
+def vecexpf_max(x: np.ndarray, max_value: float, guard_shifted_input: bool = False) -> np.ndarray:
+    """The seed's ``vecexpf_max``: ``exp(x - max_value)`` per element, in float32.
+
+    As the C computes it: NaN/overflow/inf flags (the overflow guard ``x >= 88.722839f`` tests
+    the raw input unless ``guard_shifted_input``, the corrected kernel, tests ``x - max``);
+    ``xin = x - max``, replaced by 127 where guarded, floored at -128 by ``IVP_MAXN``; truncated
+    to Q24; times invln2 in Q30 giving ``W`` in Q54; split into a Q31 fraction ``f`` in [0, 1) and
+    an integer ``k`` with ``k + f = W / 2^54`` (to 2^-31); ``2^f`` by the degree-6 ``expftblf``
+    polynomial in the seed's order with fused multiply-adds; times ``2^k`` as two float32 scales
+    ``2^(e1-127) * 2^(e2-127)`` with ``e1 + e2 = k + 254``. +inf and NaN inputs pass through the
+    polynomial unchanged (+inf and NaN out); guarded elements give +inf. A NaN ``x - max`` on a
+    non-NaN input (``max`` NaN, or ``-inf - -inf``) survives ``IVP_MAXN`` and truncates to
+    INT32_MAX, so it also gives +inf.
+
+    Accuracy (measured in tests): relative error <= 3e-7 where the result is a normal float32;
+    within 2 subnormal ULPs below. See the module docstring for the instruction assumptions.
+    """
+    x = _as_f32(x)
     if len(x) == 0:
-        return np.float32(0.0)
-    # Each lane of each accumulator adds its elements in loop order: a sequential float32 sum,
-    # which np.cumsum performs (np.sum would use pairwise summation).
-    acc = np.cumsum(_lane_accumulators(x, lanes, 0.0), axis=0, dtype=np.float32)[-1]
-    lanes_sum = (acc[0] + acc[1]).astype(np.float32)
-    while len(lanes_sum) > 1:  # IVP_RADDN_2XF32: a pairwise adder tree across the lanes
-        half = len(lanes_sum) // 2
-        lanes_sum = (lanes_sum[:half] + lanes_sum[half:]).astype(np.float32)
-    return np.float32(lanes_sum[0])
+        return np.empty(0, _F32)
+    mx = _F32(max_value)
+    with np.errstate(all="ignore"):
+        _, b_max, b_inf, xin = _expf_masks(x, mx, guard_shifted_input)
+        xin = np.where(b_max, _F32(127.0), xin)
+        xin = _maxf(xin, _F32(-128.0))
 
+        t = _trunc_q(xin, 24)  # Q24, int32 range
+        w = _mul_q30_via_16bit_halves(t, INVLN2_Q30)  # Q24 * Q30 -> Q54, int64
+        # IVP_PACKVRNRN_2X64W(W, 22): arithmetic shift, low 32 bits (Q54 -> Q32 fraction);
+        # IVP_SRLIN_2X32U(., 1): logical shift to an unsigned Q31 in [0, 2^31).
+        exp_fract = ((w >> 22) & _MASK32) >> 1
+        # IVP_PACKHN_2X64W(W): bits 63..32 (Q54 -> Q22); IVP_SRLIN_2X32(., 22): logical shift.
+        # For negative exponents this yields k + 1024 instead of k; the extra 1024 becomes 512 in
+        # each half below and 512 << 23 falls off the 32-bit lane, so the scales are exact.
+        exp_int = ((w >> 32) & _MASK32) >> 22
 
-def vecexpf_max(x: np.ndarray, max_value: float) -> np.ndarray:
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        return np.exp(x.astype(np.float32) - np.float32(max_value)).astype(np.float32)
+        # IVP_FLOATN_2X32(exp_fract, 31): int32 -> float32 (round to nearest), times 2^-31.
+        xin = exp_fract.astype(np.int32).astype(_F32) * _F32(2.0**-31)
+        xin = np.where(b_inf, x, xin)  # +inf / NaN pass through
+
+        p0, p1, p2, p3, p4, p5, p6 = _expftblf()
+        xin2 = xin * xin
+        p1 = _fma_f32(xin, p0, p1)
+        p3 = _fma_f32(xin, p2, p3)
+        p5 = _fma_f32(xin, p4, p5)
+        p3 = _fma_f32(xin2, p1, p3)
+        p5 = _fma_f32(xin2, p3, p5)
+        p6 = _fma_f32(xin, p5, p6)
+
+        exp_int = (exp_int + 254) & _MASK32
+        e1 = exp_int >> 1
+        e2 = (exp_int - e1) & _MASK32
+        scl1 = ((e1 << 23) & _MASK32).astype(np.uint32).view(_F32)
+        scl2 = ((e2 << 23) & _MASK32).astype(np.uint32).view(_F32)
+        zout = (p6 * scl1).astype(_F32)
+        zout = (zout * scl2).astype(_F32)
+    return zout
 
 
 def vecmul(x: np.ndarray, scalar: float) -> np.ndarray:
-    with np.errstate(over="ignore", invalid="ignore"):
-        return (x * np.float32(scalar)).astype(np.float32)
+    """The seed's ``vecmul``: each element times ``scalar``, one float32 rounding each."""
+    x = _as_f32(x)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        return (x * _F32(scalar)).astype(_F32)
