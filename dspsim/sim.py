@@ -49,6 +49,7 @@ class Dsp:
         data: bool,
         trace: bool,
         port_log: bool = False,
+        fidelity: str = "burst",
     ):
         self.env = env
         self.model = model
@@ -57,11 +58,14 @@ class Dsp:
         self.port = DdrPort(env, model.ddr, log=port_log)
         self.ddr = Memory("ddr", "ddr", DDR_BASE, DDR_WINDOW_BYTES, data)
         self.tm = TileManager(model.tcm, data)
+        tile = fidelity == "tile"
         self.idma = [
-            IdmaChannel(env, ch, model.idma, self.port, self.recorder, data)
+            IdmaChannel(env, ch, model.idma, self.port, self.recorder, data, tile)
             for ch in range(model.idma.channels)
         ]
-        self.core = Core(env, model.core, self.port, self.idma, self.recorder, self.warn, data)
+        self.core = Core(
+            env, model.core, self.port, self.idma, self.recorder, self.warn, data, tile
+        )
         self.TILE_SIZE = model.softmax.tile_bytes
         self.IVP_2N = model.core.vector_bytes
         self.cycles_start = 0.0
@@ -115,6 +119,13 @@ class Dsp:
         return [s for s in stuck if s] or ["host (waiting for a task that never finished)"]
 
 
+# what a run reports in JSON, in this order
+JSON_FIELDS = (
+    "mode", "n", "cycles", "time_us", "bytes", "busy_cycles", "stall_cycles",
+    "ddr_contention_cycles", "passes", "events", "wall_s", "warnings", "manifest",
+)
+
+
 @dataclass
 class Result:
     mode: str
@@ -129,6 +140,7 @@ class Result:
     manifest: dict[str, Any]
     warnings: list[dict[str, Any]]
     stall_cycles: dict[str, int]
+    ddr_contention_cycles: int  # requests queued for the data path behind another engine's
     output: np.ndarray | None = field(default=None, repr=False)
     trace: pd.DataFrame | None = field(default=None, repr=False)
     port_log: list[tuple] | None = field(default=None, repr=False)
@@ -136,21 +148,7 @@ class Result:
     origin_cycle: float = 0.0  # absolute cycle of the op's timer start (port_log is absolute)
 
     def to_json(self) -> dict[str, Any]:
-        keys = (
-            "mode",
-            "n",
-            "cycles",
-            "time_us",
-            "bytes",
-            "busy_cycles",
-            "stall_cycles",
-            "passes",
-            "events",
-            "wall_s",
-            "warnings",
-            "manifest",
-        )
-        return {k: getattr(self, k) for k in keys}
+        return {k: getattr(self, k) for k in JSON_FIELDS}
 
 
 def run_to_completion(env: simpy.Environment, dsp: Dsp, main: simpy.Process) -> None:
@@ -204,7 +202,7 @@ def simulate(
     n = check_n(n)
     wall_start = time.perf_counter()
     env = simpy.Environment()
-    dsp = Dsp(env, model, data=data, trace=trace, port_log=port_log)
+    dsp = Dsp(env, model, data=data, trace=trace, port_log=port_log, fidelity=fidelity)
     ucp = Ucp(dsp, firmware_registry())
 
     # test_softmax_op, for one version
@@ -244,6 +242,7 @@ def simulate(
             "idma_in": int(round(core.idma_wait_cycles["wait_in"])),
             "idma_out": int(round(core.idma_wait_cycles["wait_out"])),
         },
+        ddr_contention_cycles=int(round(dsp.port.contention_cycles)),
         passes=[
             {
                 "name": p["name"],

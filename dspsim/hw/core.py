@@ -23,7 +23,7 @@ from dspsim.hw.ddr import DdrPort
 from dspsim.hw.idma import IdmaChannel, Transfer
 from dspsim.hw.memory import Ptr
 from dspsim.kernels import numerics
-from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM, LoopShape
+from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM, LoopShape, ddr_call
 from dspsim.trace import Recorder
 
 Proc = Generator[simpy.Event, Any, Any]
@@ -39,6 +39,7 @@ class Core:
         recorder: Recorder,
         warn,
         move_data: bool,
+        tile_fidelity: bool = False,
     ):
         self.env = env
         self.cfg = cfg
@@ -47,6 +48,7 @@ class Core:
         self.recorder = recorder
         self.warn = warn
         self.move_data = move_data
+        self.tile_fidelity = tile_fidelity
         self._write_buffer: deque[float] = deque()
         # what the op is doing now, stamped on every trace row
         self.pass_name = ""
@@ -141,10 +143,11 @@ class Core:
         if n <= 0:  # the C returns before doing anything
             return
         start = self.env.now
-        if src.in_ddr or (dst is not None and dst.in_ddr):
-            stall = yield from self._stalling_loop(
-                shape, n, src.in_ddr, dst is not None and dst.in_ddr
-            )
+        load_ddr, store_ddr = src.in_ddr, dst is not None and dst.in_ddr
+        if (load_ddr or store_ddr) and self.tile_fidelity:
+            stall = yield from self._ddr_call(shape, n, load_ddr, store_ddr)
+        elif load_ddr or store_ddr:
+            stall = yield from self._stalling_loop(shape, n, load_ddr, store_ddr)
         else:
             yield self.env.timeout(shape.tcm_cycles(n, self.cfg))
             stall = 0.0
@@ -162,6 +165,16 @@ class Core:
             self.buffer,
             stall,
         )
+
+    def _ddr_call(self, shape: LoopShape, n: int, load_ddr: bool, store_ddr: bool) -> Proc:
+        """Tile fidelity: the whole call as one timeout, from the closed form of the walk."""
+        port, now = self.port, self.env.now
+        call = ddr_call(shape, n, self.cfg, port.latency_cycles, port.cycles_per_byte,
+                        load_ddr, store_ddr)
+        done = port.bulk(now, call.read_bytes, call.write_bytes, call.cycles, "core",
+                         ends_with_latency=False)
+        yield self.env.timeout(done - now)
+        return call.stall_cycles + (done - now - call.cycles)
 
     def _stalling_loop(self, shape: LoopShape, n: int, load_ddr: bool, store_ddr: bool) -> Proc:
         """Walk the loop access by access; return the cycles stalled on DDR.

@@ -10,6 +10,10 @@ The port is a FIFO server with three parameters:
 
 One request alone therefore takes ``latency + bytes / bandwidth`` cycles.
 
+At ``tile`` fidelity a whole transfer or kernel call is one reservation (:meth:`DdrPort.bulk`):
+its duration alone is the closed form of the burst-level recursion (:func:`transfer_cycles`,
+:func:`dspsim.kernels.shapes.ddr_call`), stretched when the port is shared.
+
 Because service is deterministic and first-come-first-served, the completion time of a request
 is fully known the moment it is issued. The port therefore computes it at issue (a calendar of
 slot-free times and a data-path-free time) instead of running a process that wakes per request;
@@ -21,10 +25,35 @@ they really leave the requester (never booked ahead), or FIFO order would be wro
 from __future__ import annotations
 
 import heapq
+import math
 
 import simpy
 
 from dspsim.config import Ddr
+
+
+def transfer_cycles(
+    nbytes: int, burst_bytes: int, window: int, latency_cycles: float, cycles_per_byte: float
+) -> float:
+    """Cycles from a transfer's first burst issue to its last burst's completion, alone on the
+    port: bursts of ``burst_bytes`` (the last one partial), at most ``window`` in flight.
+
+    Burst ``i`` completes at ``max(done[i-window] + size_i / bw + L, done[i-1] + size_i / bw)``:
+    a max-plus recurrence whose longest path is either all data-path steps (bandwidth-bound)
+    or as many window jumps as fit (latency-bound); the answer is the larger of the two.
+    """
+    if nbytes <= 0:
+        return 0.0
+    n = math.ceil(nbytes / burst_bytes)
+    last = nbytes - (n - 1) * burst_bytes
+    bandwidth_bound = nbytes * cycles_per_byte + latency_cycles
+    jumps, lead = divmod(n - 1, window)  # window jumps, then bursts of the first wave
+    if jumps == 0:
+        return bandwidth_bound
+    beat = burst_bytes * cycles_per_byte
+    latency_bound = (lead + 1) * beat + (jumps - 1) * (beat + latency_cycles) \
+        + last * cycles_per_byte + 2 * latency_cycles
+    return max(bandwidth_bound, latency_bound)
 
 
 class DdrPort:
@@ -32,12 +61,17 @@ class DdrPort:
         self.env = env
         self.latency_cycles = cfg.latency_cycles
         self.cycles_per_byte = 1.0 / cfg.bytes_per_cycle
+        self.max_outstanding = cfg.max_outstanding
         self._slot_free = [0.0] * cfg.max_outstanding  # heap: when each request slot frees
         self._path_free = 0.0  # when the data path is next free
         self.bytes_read = 0
         self.bytes_written = 0
         self.requests = 0
         self.busy_cycles = 0.0  # data-path occupancy
+        # cycles requests waited for the data path while another requester's data held it
+        self.contention_cycles = 0.0
+        self._path_owner = ""
+        self._usage: list[tuple[float, float, float]] = []  # tile fidelity: path bookings
         # (issue, data_start, data_end, done, bytes, is_write, requester) when logging
         self.log: list[tuple] | None = [] if log else None
 
@@ -48,6 +82,9 @@ class DdrPort:
         start = slot if slot > now else now
         path = self._path_free
         data_start = path if path > start else start
+        if path > start and self._path_owner != requester:
+            self.contention_cycles += path - start
+        self._path_owner = requester
         data_end = data_start + nbytes * self.cycles_per_byte
         self._path_free = data_end
         done = data_end + self.latency_cycles
@@ -61,3 +98,67 @@ class DdrPort:
         if self.log is not None:
             self.log.append((now, data_start, data_end, done, nbytes, write, requester))
         return done
+
+    def bulk(
+        self,
+        now: float,
+        read_bytes: int,
+        write_bytes: int,
+        alone_cycles: float,
+        requester: str,
+        ends_with_latency: bool = True,
+    ) -> float:
+        """Tile fidelity: a whole transfer or kernel call issued at ``now`` that would take
+        ``alone_cycles`` alone on the port; return the cycle at which it completes.
+
+        The data path is shared as a fluid, first come first served: each reservation uses
+        the path at its own pace (its bytes' path time over its duration alone, less the final
+        latency for a transfer) but only from the capacity that earlier reservations leave.
+        Its bytes are through when it has accumulated their path time; it completes no earlier
+        than alone. A window-bound transfer that leaves gaps between its bursts thus does not
+        delay a concurrent one, while bandwidth-bound ones queue behind each other. One SimPy
+        event per reservation; ``ends_with_latency`` is False for a kernel call, whose posted
+        stores do not hold it up.
+        """
+        tail = self.latency_cycles if ends_with_latency else 0.0
+        # a kernel's last posted stores cross the path after it returns: book what fits
+        path_cycles = min((read_bytes + write_bytes) * self.cycles_per_byte,
+                          max(alone_cycles - tail, 0.0))
+        own_rate = min(1.0, path_cycles / max(alone_cycles - tail, 1e-12))
+        served_at = self._take_capacity(now, path_cycles, own_rate)
+        duration = max(alone_cycles, served_at - now + tail)
+        self.contention_cycles += duration - alone_cycles
+        self._account(read_bytes, False, read_bytes * self.cycles_per_byte)
+        self._account(write_bytes, True, write_bytes * self.cycles_per_byte)
+        if self.log is not None:
+            self.log.append((now, now, served_at, now + duration, read_bytes + write_bytes,
+                             write_bytes > 0, requester))
+        return now + duration
+
+    def _take_capacity(self, now: float, need: float, own_rate: float) -> float:
+        """Book ``need`` cycles of data path from ``now`` at up to ``own_rate`` of it, out of
+        what earlier bookings leave free; return when the last of it is served."""
+        use = [seg for seg in self._usage if seg[1] > now]  # (start, end, share) segments
+        cuts = sorted({now, *(t for s, e, _ in use for t in (s, e) if t > now)})
+        booked: list[tuple[float, float, float]] = []
+        t, left = now, need
+        for nxt in cuts[1:] + [math.inf]:
+            busy = sum(share for s, e, share in use if s <= t < e)
+            rate = min(own_rate, max(0.0, 1.0 - busy))
+            if rate > 0 and (nxt == math.inf or rate * (nxt - t) >= left):
+                booked.append((t, t + left / rate, rate))
+                t += left / rate
+                break
+            if rate > 0:
+                booked.append((t, nxt, rate))
+                left -= rate * (nxt - t)
+            t = nxt
+        self._usage = use + booked
+        return t
+
+    def _account(self, nbytes: int, write: bool, occupancy: float) -> None:
+        self.busy_cycles += occupancy
+        if write:
+            self.bytes_written += nbytes
+        else:
+            self.bytes_read += nbytes

@@ -16,7 +16,7 @@ import simpy
 
 from dspsim.config import Idma
 from dspsim.errors import DspsimInputError
-from dspsim.hw.ddr import DdrPort
+from dspsim.hw.ddr import DdrPort, transfer_cycles
 from dspsim.hw.memory import Ptr
 from dspsim.trace import Recorder
 
@@ -48,6 +48,7 @@ class IdmaChannel:
         port: DdrPort,
         recorder: Recorder,
         move_data: bool,
+        tile_fidelity: bool = False,
     ):
         self.env = env
         self.index = index
@@ -58,6 +59,7 @@ class IdmaChannel:
         self.port = port
         self.recorder = recorder
         self.move_data = move_data
+        self.tile_fidelity = tile_fidelity
         self.fifo: simpy.Store = simpy.Store(env)
         self.submitted = 0
         self.busy_cycles = 0.0
@@ -85,8 +87,16 @@ class IdmaChannel:
             now = t.start = env.now
             write = t.dst.in_ddr
             inflight: deque[float] = deque()
-            full, rest = divmod(t.nbytes, burst)
-            for nbytes in [burst] * full + ([rest] if rest else []):
+            if self.tile_fidelity:  # the whole descriptor as one reservation, no bursts
+                alone = transfer_cycles(t.nbytes, burst, min(window, self.port.max_outstanding),
+                                        self.port.latency_cycles, self.port.cycles_per_byte)
+                reads, writes = (0, t.nbytes) if write else (t.nbytes, 0)
+                inflight.append(self.port.bulk(now, reads, writes, alone, self.name))
+                bursts = []
+            else:
+                full, rest = divmod(t.nbytes, burst)
+                bursts = [burst] * full + ([rest] if rest else [])
+            for nbytes in bursts:
                 if len(inflight) == window:
                     oldest = inflight.popleft()
                     if oldest > now:

@@ -61,6 +61,61 @@ class LoopShape:
         )
 
 
+@dataclass(frozen=True)
+class DdrCall:
+    """A kernel call against DDR in closed form (tile fidelity, and the analytic bounds)."""
+
+    cycles: float
+    stall_cycles: float
+    read_bytes: int
+    write_bytes: int
+
+
+def ddr_call(
+    shape: LoopShape,
+    n: int,
+    core: Core,
+    latency_cycles: float,
+    cycles_per_byte: float,
+    load_ddr: bool,
+    store_ddr: bool,
+) -> DdrCall:
+    """The burst-level walk of :meth:`dspsim.hw.core.Core._stalling_loop`, summed, for a core
+    alone on the port: each DDR load stalls ``latency + bytes / bandwidth``; a store leaves at
+    the end of its iteration and holds the data path for ``bytes / bandwidth``, which delays the
+    next load; a full write buffer bounds an iteration below by a store's round trip / entries.
+    """
+    if n <= 0:
+        return DdrCall(0.0, 0.0, 0, 0)
+    ii = shape.ii_cycles(core)
+    cycles = float(core.call_overhead_cycles)
+    stall = 0.0
+    read = write = 0
+    prologue = (1, (core.vector_bytes,) * shape.priming_loads, ())
+    runs = [(prologue, 0)] + [(seg, ii) for seg in shape.segments(n, core.lanes_f32)]
+    trailing_store_delay = 0.0
+    for (count, loads, stores), issue in runs:
+        if not count:
+            continue
+        loads = [b for b in loads if b] if load_ddr else []
+        stores = [b for b in stores if b] if store_ddr else []
+        load_stall = sum(latency_cycles + b * cycles_per_byte for b in loads)
+        store_path = sum(b * cycles_per_byte for b in stores)
+        # the previous iteration's stores hold the path when this iteration's first load issues
+        delay = trailing_store_delay if loads else 0.0
+        per_iter_delay = store_path if loads else 0.0
+        per_iter = load_stall + issue + per_iter_delay
+        if stores:
+            per_iter = max(per_iter, (latency_cycles + store_path) / core.write_buffer_entries)
+        cycles += delay + count * per_iter - per_iter_delay
+        stall += delay + count * (per_iter - issue) - per_iter_delay
+        trailing_store_delay = store_path
+        read += count * sum(loads)
+        write += count * sum(stores)
+    cycles += shape.reduction_ops(core.lanes_f32) * core.alu_latency_cycles
+    return DdrCall(cycles, stall, read, write)
+
+
 def _log2(lanes: int) -> int:
     return max(0, (lanes - 1).bit_length())
 
