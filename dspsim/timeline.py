@@ -1,0 +1,574 @@
+"""Timeline (Gantt) figures of a run: one lane per engine, the DDR port below.
+
+Lanes, top to bottom:
+
+- **pass**: the op's passes and their spans;
+- **core**: kernels coloured by kernel; waiting on an input copy, on an output copy, and kernels
+  stalled on DDR (hatched, with the stalled share in the label: an uncached kernel's stalls are
+  spread over all of its accesses, so they have no interval of their own); descriptor
+  programming;
+- **iDMA ch0, ch1, ...**: input copies (DDR -> TCM) and output copies (TCM -> DDR), tile numbers;
+- **TCM buffer 0, 1, ...**: which tile each buffer holds and whether it is filling, ready,
+  computing, computed (waiting for its output copy) or draining; a buffer that holds two tiles
+  at once (refilled while it drains) is split into sub-lanes;
+- **DDR data path**: achieved bandwidth (bytes/cycle, reads and writes stacked) per time bin;
+- **DDR requests in flight**: mean outstanding requests per time bin, by requester.
+
+The x axis is DSP cycles from the op's timer start, with microseconds (model clock) on top.
+Bars narrower than :data:`MIN_BAR_PX` pixels are drawn that wide, so that a 200-cycle kernel
+stays visible in a 5-million-cycle run; use a window to see true widths.
+
+Figures are drawn with matplotlib's object API on an Agg canvas (no pyplot, no global state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dspsim.errors import DspsimInputError
+from dspsim.stalls import (
+    binned_mean,
+    core_breakdown,
+    port_log_arrays,
+    require_trace,
+    tcm_segments,
+)
+
+FIGURE_FORMATS = (".png", ".svg")
+MIN_BAR_PX = 2.0
+LABEL_MIN_PX = 22.0
+DPI = 120
+
+KERNEL_COLOURS = {
+    "vecmaxf": "#8172b3",
+    "vecexpf_max": "#c44e52",
+    "vecsum": "#dd8452",
+    "vecmul": "#937860",
+}
+EXTRA_KERNEL_COLOURS = ("#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
+COPY_COLOURS = {"copy_in": "#4c72b0", "copy_out": "#55a868"}
+WAIT_COLOURS = {"wait_in": "#c6d4ec", "wait_out": "#cce6c8"}
+SETUP_COLOUR = "#222222"
+TCM_COLOURS = {
+    "filling": "#a6c3e6",
+    "ready": "#e4e4e4",
+    "computing": "#f2c14e",
+    "computed": "#f3e4b3",
+    "draining": "#a8d5a2",
+}
+REQUESTER_COLOURS = {"core": "#6b6b6b", "idma0": "#4c72b0", "idma1": "#64b5cd"}
+PASS_COLOURS = ("#ececec", "#dadada")
+COMPUTE_SUMMARY_COLOUR = "#f2c14e"
+
+
+def _ddr_stall_handle():
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor="#bbbbbb", edgecolor="#333333", hatch="xx",
+                 label="core stalled on DDR (hatched)")
+
+
+# ------------------------------------------------------------------------------ arguments
+def parse_window(text: str) -> tuple[float, float]:
+    """``START:END`` in cycles (underscores allowed) -> (start, end); checked against the run
+    by :func:`check_window`."""
+    start_s, sep, end_s = str(text).partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        start, end = float(start_s.replace("_", "")), float(end_s.replace("_", ""))
+    except ValueError:
+        raise DspsimInputError(
+            f"window {text!r}: expected START:END in cycles, e.g. 0:200000"
+        ) from None
+    if not (np.isfinite(start) and np.isfinite(end)) or start >= end:
+        raise DspsimInputError(f"window {text!r}: START must be less than END (cycles)")
+    return start, end
+
+
+def check_window(window: tuple[float, float] | None, cycles: float) -> tuple[float, float]:
+    """The window to draw: the whole run, or ``window`` if it lies inside the run."""
+    if window is None:
+        return 0.0, float(cycles)
+    start, end = window
+    if start < 0 or end > cycles or start >= end:
+        raise DspsimInputError(
+            f"window {start:g}:{end:g} is outside the run: allowed 0 <= START < END <= "
+            f"{cycles:g} cycles"
+        )
+    return float(start), float(end)
+
+
+def check_figure_path(path: str | Path) -> Path:
+    """A writable ``.png`` or ``.svg`` path (checked before simulating)."""
+    p = Path(path)
+    if p.suffix.lower() not in FIGURE_FORMATS:
+        raise DspsimInputError(
+            f"timeline file {str(p)!r}: unknown extension {p.suffix or '(none)'!r}; "
+            f"allowed {', '.join(FIGURE_FORMATS)}"
+        )
+    return check_writable(p, "timeline file")
+
+
+def check_writable(p: Path, what: str) -> Path:
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise DspsimInputError(f"{what} {str(p)!r}: directory {str(parent)!r} does not exist")
+    if p.is_dir():
+        raise DspsimInputError(f"{what} {str(p)!r}: is a directory, expected a file name")
+    import os
+
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise DspsimInputError(f"{what} {str(p)!r}: not writable")
+    return p
+
+
+# ------------------------------------------------------------------------------ drawing helpers
+def _kernel_colour(kernel: str, extra: dict[str, str]) -> str:
+    if kernel in KERNEL_COLOURS:
+        return KERNEL_COLOURS[kernel]
+    if kernel not in extra:
+        extra[kernel] = EXTRA_KERNEL_COLOURS[len(extra) % len(EXTRA_KERNEL_COLOURS)]
+    return extra[kernel]
+
+
+class _Lanes:
+    """Draws bars into one axes, widening the ones too narrow to see."""
+
+    def __init__(self, ax, lo: float, hi: float, width_px: float):
+        self.ax = ax
+        self.lo, self.hi = lo, hi
+        self.cycles_per_px = (hi - lo) / max(width_px, 1.0)
+        self.min_w = MIN_BAR_PX * self.cycles_per_px
+
+    def visible(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        return (end > self.lo) & (start < self.hi)
+
+    def bars(self, start, end, y: float, h: float, **style) -> None:
+        start = np.asarray(start, float)
+        end = np.asarray(end, float)
+        sel = self.visible(start, end) & (end > start)
+        if not sel.any():
+            return
+        s = start[sel]
+        w = np.maximum(end[sel] - s, self.min_w)
+        style.setdefault("linewidth", 0)
+        self.ax.broken_barh(np.column_stack([s, w]), (y - h / 2, h), **style)
+
+    def labels(self, start, end, texts: Sequence[str], y: float, **style) -> None:
+        start = np.asarray(start, float)
+        end = np.asarray(end, float)
+        a, b = np.maximum(start, self.lo), np.minimum(end, self.hi)
+        px = (b - a) / self.cycles_per_px
+        style = {"ha": "center", "va": "center", "fontsize": 7, "clip_on": True} | style
+        for x0, x1, p, text in zip(a, b, px, texts):
+            if p >= max(LABEL_MIN_PX, 5.5 * len(text)):
+                self.ax.text((x0 + x1) / 2, y, text, **style)
+
+
+def _lane_spec(result: Any, trace: pd.DataFrame, segs: pd.DataFrame) -> list[tuple[str, str]]:
+    """(key, label) per lane, top to bottom."""
+    channels = {e for e in trace["engine"].unique() if e.startswith("idma")}
+    model = getattr(result, "model", None)
+    if model is not None:
+        channels |= {f"idma{c}" for c in range(model.idma.channels)}
+    lanes = [("pass", "pass"), ("core", "core")]
+    lanes += [(ch, f"iDMA ch{ch[4:]}") for ch in sorted(channels, key=lambda e: int(e[4:]))]
+    if len(segs):
+        for b in sorted(segs["buffer"].unique()):
+            n_sub = int(segs.loc[segs["buffer"] == b, "lane"].max()) + 1
+            for k in range(n_sub):
+                suffix = f" ({k + 1})" if n_sub > 1 else ""
+                lanes.append((f"tcm{b}.{k}", f"TCM buffer {b}{suffix}"))
+    else:
+        lanes.append(("tcm", "TCM buffers"))
+    return lanes
+
+
+def draw_engine_lanes(
+    ax, result: Any, lo: float, hi: float, width_px: float, tcm: bool = True
+) -> list[Any]:
+    """Draw the pass, core, iDMA and (optionally) TCM lanes; return legend handles."""
+    from matplotlib.patches import Patch
+
+    trace = require_trace(result)
+    segs = tcm_segments(trace, result.passes) if tcm else pd.DataFrame(columns=["buffer"])
+    lanes = _lane_spec(result, trace, segs)
+    if not tcm:
+        lanes = [lane for lane in lanes if not lane[0].startswith("tcm")]
+    ypos = {key: -i for i, (key, _) in enumerate(lanes)}
+    draw = _Lanes(ax, lo, hi, width_px)
+    h = 0.72
+    handles: list[Any] = []
+
+    # pass lane
+    for i, p in enumerate(result.passes):
+        s, e = float(p["start_cycle"]), float(p["end_cycle"])
+        draw.bars([s], [e], ypos["pass"], h, facecolors=PASS_COLOURS[i % 2])
+        draw.labels([s], [e], [f"{p['name']}: {e - s:,.0f} cycles"], ypos["pass"], fontsize=8)
+
+    # core lane: waits first (background), then descriptor programming, then kernels on top,
+    # the longest last (bars widened to MIN_BAR_PX may cover a neighbour: show the bigger one)
+    core = trace[trace["engine"] == "core"]
+    y = ypos["core"]
+    for kind, label in (("wait_in", "core waiting on iDMA input"),
+                        ("wait_out", "core waiting on iDMA output")):
+        rows = core[core["kind"] == kind]
+        if len(rows):
+            draw.bars(rows["start_cycle"], rows["end_cycle"], y, h, facecolors=WAIT_COLOURS[kind])
+            handles.append(Patch(facecolor=WAIT_COLOURS[kind], label=label))
+    setup = core[core["kind"] == "setup"]
+    if len(setup):
+        draw.bars(setup["start_cycle"], setup["end_cycle"], y, h * 0.45, facecolors=SETUP_COLOUR)
+        handles.append(Patch(facecolor=SETUP_COLOUR, label="core programming an iDMA descriptor"))
+    comp = core[core["kind"] == "compute"]
+    extra: dict[str, str] = {}
+    any_stall = False
+    total = (comp["end_cycle"] - comp["start_cycle"]).groupby(comp["what"], sort=False).sum()
+    for kernel in total.sort_values(kind="stable").index:
+        rows = comp[comp["what"] == kernel]
+        colour = _kernel_colour(str(kernel), extra)
+        dur = (rows["end_cycle"] - rows["start_cycle"]).to_numpy(float)
+        stall = rows["ddr_stall_cycles"].to_numpy(float)
+        stalled = stall > 0
+        s, e = rows["start_cycle"].to_numpy(float), rows["end_cycle"].to_numpy(float)
+        draw.bars(s[~stalled], e[~stalled], y, h, facecolors=colour)
+        if stalled.any():
+            any_stall = True
+            draw.bars(s[stalled], e[stalled], y, h, facecolors=colour, edgecolor="#333333",
+                      hatch="xx", linewidth=0.0)
+        handles.append(Patch(facecolor=colour, label=f"core: {kernel}"))
+        share = np.divide(stall, dur, out=np.zeros_like(dur), where=dur > 0)
+        texts = [
+            f"{kernel}: {100 * f:.1f}% of it stalled on DDR" if f > 0 else str(kernel)
+            for f in share
+        ]
+        draw.labels(s, e, texts, y, fontsize=8,
+                    bbox={"facecolor": "white", "alpha": 0.8, "pad": 1, "linewidth": 0})
+    if any_stall:
+        handles.append(_ddr_stall_handle())
+
+    # iDMA lanes
+    for key, _ in lanes:
+        if not key.startswith("idma"):
+            continue
+        rows = trace[trace["engine"] == key]
+        if rows.empty:
+            ax.text(lo + 0.005 * (hi - lo), ypos[key], "idle", va="center", fontsize=8,
+                    color="#777777")
+            continue
+        for kind in ("copy_in", "copy_out"):
+            r = rows[rows["kind"] == kind]
+            draw.bars(r["start_cycle"], r["end_cycle"], ypos[key], h,
+                      facecolors=COPY_COLOURS[kind], edgecolor="white", linewidth=0.6)
+            draw.labels(r["start_cycle"], r["end_cycle"], [f"t{t}" for t in r["tile"]],
+                        ypos[key], color="white")
+    copy_labels = {"copy_in": "iDMA input copy (DDR→TCM)", "copy_out": "iDMA output copy (TCM→DDR)"}
+    for kind in trace.loc[trace["engine"] != "core", "kind"].unique():
+        if kind in copy_labels:
+            handles.append(Patch(facecolor=COPY_COLOURS[kind], label=copy_labels[kind]))
+
+    # TCM lanes
+    if tcm and len(segs):
+        for (b, k), group in segs.groupby(["buffer", "lane"]):
+            yk = ypos[f"tcm{b}.{k}"]
+            for state in TCM_COLOURS:
+                r = group[group["state"] == state]
+                draw.bars(r["start_cycle"], r["end_cycle"], yk, h, facecolors=TCM_COLOURS[state])
+            held = group.groupby(["pass", "tile"], sort=False).agg(
+                start=("start_cycle", "min"), end=("end_cycle", "max")
+            )
+            if ((held["end"] - held["start"]).mean() / draw.cycles_per_px) >= 8:
+                draw.bars(held["start"], held["end"], yk, h, facecolors="none",
+                          edgecolor="#555555", linewidth=0.5)
+            draw.labels(held["start"], held["end"],
+                        [f"t{t}" for _, t in held.index], yk, fontsize=7)
+        for state in TCM_COLOURS:
+            if (segs["state"] == state).any():
+                handles.append(Patch(facecolor=TCM_COLOURS[state], label=f"TCM tile {state}"))
+    elif tcm:
+        ax.text(lo + 0.005 * (hi - lo), ypos["tcm"], "unused (no ping-pong buffers here)",
+                va="center", fontsize=8, color="#777777")
+
+    ax.set_yticks([ypos[k] for k, _ in lanes], [label for _, label in lanes])
+    ax.set_ylim(-len(lanes) + 0.5, 0.5)
+    ax.tick_params(axis="y", length=0)
+    for i in range(1, len(lanes)):
+        ax.axhline(-i + 0.5, color="#bbbbbb", linewidth=0.4)
+    return handles
+
+
+def ddr_series(result: Any, lo: float, hi: float, bins: int) -> dict[str, Any]:
+    """The DDR port per time bin over [lo, hi] (cycles): achieved read and write bandwidth
+    (bytes/cycle; a request's bytes cross the data path evenly over its data phase) and mean
+    requests in flight (issue to completion) per requester."""
+    log = port_log_arrays(result)
+    edges = np.linspace(lo, hi, bins + 1)
+    span = log["data_end"] - log["data_start"]
+    rate = np.divide(log["bytes"], span, out=np.zeros_like(span), where=span > 0)
+    out: dict[str, Any] = {"edges": edges}
+    for write, key in ((False, "read_bytes_per_cycle"), (True, "write_bytes_per_cycle")):
+        sel = log["is_write"] == write
+        out[key] = binned_mean(log["data_start"][sel], log["data_end"][sel], rate[sel], edges)
+    out["requests_in_flight"] = {
+        who: binned_mean(log["issue"][sel], log["done"][sel], np.ones(sel.sum()), edges)
+        for who in sorted(set(log["requester"].tolist()))
+        for sel in [log["requester"] == who]
+    }
+    return out
+
+
+def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int) -> list[Any]:
+    """DDR achieved bandwidth and requests in flight, binned over [lo, hi]; legend handles."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    series = ddr_series(result, lo, hi, bins)
+    edges = series["edges"]
+    handles: list[Any] = []
+    model = getattr(result, "model", None)
+    base = np.zeros(bins)
+    for key, label, colour in (("read_bytes_per_cycle", "DDR read", COPY_COLOURS["copy_in"]),
+                               ("write_bytes_per_cycle", "DDR write", COPY_COLOURS["copy_out"])):
+        v = series[key]
+        if v.any():
+            ax_bw.stairs(base + v, edges, baseline=base, fill=True, color=colour, alpha=0.85)
+            handles.append(Patch(facecolor=colour, label=f"{label} (bytes/cycle)"))
+        base = base + v
+    if model is not None:
+        peak = model.ddr.bytes_per_cycle
+        ax_bw.axhline(peak, color="black", linestyle="--", linewidth=0.8)
+        handles.append(Line2D([], [], color="black", linestyle="--",
+                              label=f"DDR port peak {peak:g} bytes/cycle"))
+        ax_bw.set_ylim(0, peak * 1.25)
+    ax_bw.set_ylabel("DDR data path\n(bytes/cycle)", fontsize=8)
+
+    base = np.zeros(bins)
+    for who, v in series["requests_in_flight"].items():
+        colour = REQUESTER_COLOURS.get(who, "#999999")
+        ax_req.stairs(base + v, edges, baseline=base, fill=True, color=colour, alpha=0.85)
+        handles.append(Patch(facecolor=colour, label=f"DDR requests in flight: {who}"))
+        base = base + v
+    top = max(float(base.max()) if bins else 0.0, 1.0)
+    ax_req.set_ylim(0, top * 1.2)
+    ax_req.set_ylabel("DDR requests\nin flight (count)", fontsize=8)
+    bin_cycles = (hi - lo) / bins
+    ax_req.text(0.995, 0.95, f"means over {bin_cycles:,.0f}-cycle bins", transform=ax_req.transAxes,
+                ha="right", va="top", fontsize=7, color="#555555")
+    return handles
+
+
+def _format_cycles(ax) -> None:
+    from matplotlib.ticker import FuncFormatter
+
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+
+
+def _us_axis(ax, clock_mhz: float) -> None:
+    sec = ax.secondary_xaxis(
+        "top", functions=(lambda c: c / clock_mhz, lambda us: us * clock_mhz)
+    )
+    sec.set_xlabel("time (µs)", fontsize=9)
+    sec.tick_params(labelsize=8)
+
+
+def _pass_lines(axes, result: Any, lo: float, hi: float) -> None:
+    for p in result.passes[1:]:
+        x = float(p["start_cycle"])
+        if lo < x < hi:
+            for a in axes:
+                a.axvline(x, color="black", linestyle=(0, (4, 3)), linewidth=0.8, zorder=5)
+
+
+def _title(result: Any, lo: float, hi: float) -> str:
+    model = result.model
+    tile = model.softmax.tile_bytes
+    tile_text = (
+        f"tile {tile:,} bytes ({tile // 4:,} float32)"
+        if result.mode == "pingpong"
+        else f"no tiles (TILE_SIZE {tile:,} bytes unused)"
+    )
+    text = (
+        f"{model.name} softmax, {result.mode}, n = {result.n:,}, {tile_text}: "
+        f"{result.cycles:,} cycles = {result.time_us:,.1f} µs at {model.core.clock_mhz:g} MHz"
+    )
+    if lo > 0 or hi < result.cycles:
+        text += f"\nwindow {lo:,.0f} .. {hi:,.0f} cycles"
+    return text
+
+
+def _save(fig, path: Path) -> Path:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    try:
+        fig.savefig(path, dpi=DPI)
+    except OSError as e:
+        raise DspsimInputError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+    return path
+
+
+def _legend(fig, handles: list[Any], ncol: int = 5) -> None:
+    seen: dict[str, Any] = {}
+    for h in handles:
+        seen.setdefault(h.get_label(), h)
+    fig.legend(handles=list(seen.values()), loc="lower center", ncol=ncol, fontsize=8,
+               frameon=False, bbox_to_anchor=(0.5, 0.0))
+
+
+# ------------------------------------------------------------------------------ figures
+def timeline_figure(result: Any, window: tuple[float, float] | None = None):
+    """The timeline of one run as a matplotlib Figure (not yet saved)."""
+    from matplotlib.figure import Figure
+
+    require_trace(result)
+    lo, hi = check_window(window, result.cycles)
+    fig = Figure(figsize=(16, 9.5))
+    gs = fig.add_gridspec(3, 1, height_ratios=[6.2, 1.3, 1.3], hspace=0.08,
+                          left=0.075, right=0.985, top=0.885, bottom=0.165)
+    ax = fig.add_subplot(gs[0])
+    ax_bw = fig.add_subplot(gs[1], sharex=ax)
+    ax_req = fig.add_subplot(gs[2], sharex=ax)
+    width_px = fig.get_figwidth() * DPI * ax.get_position().width
+    handles = draw_engine_lanes(ax, result, lo, hi, width_px)
+    handles += draw_ddr(ax_bw, ax_req, result, lo, hi, bins=int(min(600, width_px // 2)))
+    ax.set_xlim(lo, hi)
+    for a in (ax, ax_bw):
+        a.tick_params(axis="x", labelbottom=False)
+    for a in (ax_bw, ax_req):
+        a.tick_params(axis="y", labelsize=8)
+        a.grid(axis="y", color="#dddddd", linewidth=0.5)
+    _format_cycles(ax_req)
+    ax_req.set_xlabel("time (cycles from the op's timer start)", fontsize=9)
+    ax_req.tick_params(axis="x", labelsize=8)
+    _us_axis(ax, result.model.core.clock_mhz)
+    _pass_lines([ax, ax_bw, ax_req], result, lo, hi)
+    fig.suptitle(_title(result, lo, hi), fontsize=11, y=0.975)
+    _legend(fig, handles)
+    fig.text(0.985, 0.005, f"bars narrower than {MIN_BAR_PX:g} px drawn {MIN_BAR_PX:g} px wide; "
+             "dashed verticals: pass boundaries", ha="right", va="bottom", fontsize=7,
+             color="#555555")
+    return fig
+
+
+def plot_timeline(
+    result: Any, path: str | Path, window: tuple[float, float] | None = None
+) -> Path:
+    """Draw the timeline of ``result`` (a run with trace and port log) to a .png or .svg file."""
+    p = check_figure_path(path)
+    return _save(timeline_figure(result, window), p)
+
+
+def compare_figure(results: Sequence[Any]):
+    """Runs above each other on one cycle axis (same scale), and where each core's time goes."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    longest = float(max(r.cycles for r in results))
+    heights = []
+    for _ in results:
+        heights += [3.0, 1.0]
+    heights.append(0.25 + 0.55 * len(results))
+    fig = Figure(figsize=(16, 3.4 * len(results) + 2.6))
+    gs = fig.add_gridspec(len(heights), 1, height_ratios=heights, hspace=0.35,
+                          left=0.075, right=0.985, top=0.90, bottom=0.12)
+    axes = []
+    handles: list[Any] = []
+    width_px = None
+    for i, r in enumerate(results):
+        require_trace(r)
+        ax = fig.add_subplot(gs[2 * i], sharex=axes[0] if axes else None)
+        ax_bw = fig.add_subplot(gs[2 * i + 1], sharex=ax)
+        width_px = width_px or fig.get_figwidth() * DPI * ax.get_position().width
+        handles += draw_engine_lanes(ax, r, 0.0, longest, width_px, tcm=False)
+        twin = ax_bw.twinx()  # requests are drawn but hidden: only bandwidth here
+        handles += draw_ddr(ax_bw, twin, r, 0.0, float(r.cycles), bins=int(width_px // 2))[:3]
+        twin.set_visible(False)
+        ax.set_title(_title(r, 0.0, float(r.cycles)), fontsize=10, loc="left",
+                     pad=34 if i == 0 else 6)
+        ax.tick_params(axis="x", labelbottom=False)
+        ax_bw.tick_params(axis="x", labelbottom=False)
+        ax_bw.tick_params(axis="y", labelsize=8)
+        _pass_lines([ax, ax_bw], r, 0.0, float(r.cycles))
+        for a in (ax, ax_bw):
+            a.axvline(r.cycles, color="#c44e52", linewidth=1.2)
+        axes += [ax, ax_bw]
+
+    # where each core's time goes, on the same cycle axis: the bars' lengths are the run times
+    ax_sum = fig.add_subplot(gs[-1], sharex=axes[0])
+    parts = (
+        ("compute_cycles", "computing", COMPUTE_SUMMARY_COLOUR, None),
+        ("idma_setup_cycles", "programming iDMA", SETUP_COLOUR, None),
+        ("wait_in_cycles", "waiting on iDMA input", WAIT_COLOURS["wait_in"], None),
+        ("wait_out_cycles", "waiting on iDMA output", WAIT_COLOURS["wait_out"], None),
+        ("wait_ddr_cycles", "stalled on DDR", "#bbbbbb", "xx"),
+        ("other_cycles", "other", "#ffffff", None),
+    )
+    for i, r in enumerate(results):
+        rows = core_breakdown(r.trace, r.passes)
+        left = 0.0
+        y = -i
+        for key, label, colour, hatch in parts:
+            v = sum(p[key] for p in rows)
+            if v <= 0:
+                continue
+            ax_sum.barh(y, max(v, longest / width_px * MIN_BAR_PX), left=left, height=0.6,
+                        color=colour, hatch=hatch, edgecolor="#333333" if hatch else colour,
+                        linewidth=0)
+            pct = 100.0 * v / r.cycles
+            if v / longest * width_px > 90:
+                ax_sum.text(left + v / 2, y, f"{label} {pct:.1f}%", ha="center", va="center",
+                            fontsize=8, bbox={"facecolor": "white", "alpha": 0.85, "pad": 1,
+                                              "linewidth": 0})
+            left += v
+        ax_sum.text(left + longest * 0.005, y, f"{r.cycles:,} cycles", va="center", fontsize=8)
+    ax_sum.set_yticks([-i for i in range(len(results))],
+                      [f"core time,\n{r.mode}" for r in results])
+    ax_sum.set_ylim(-len(results) + 0.4, 0.6)
+    ax_sum.tick_params(axis="y", length=0, labelsize=8)
+    handles.append(Patch(facecolor=COMPUTE_SUMMARY_COLOUR, label="core computing (summary bar)"))
+    handles.append(_ddr_stall_handle())
+    ax_sum.set_xlim(0, longest * 1.08)
+    _format_cycles(ax_sum)
+    ax_sum.set_xlabel("time (cycles from the op's timer start)", fontsize=9)
+    _us_axis(axes[0], results[0].model.core.clock_mhz)
+    fig.suptitle("the same op, its versions on one time scale", fontsize=12, y=0.995)
+    _legend(fig, handles, ncol=5)
+    fig.text(0.985, 0.005, "red verticals: end of each run; dashed verticals: pass boundaries; "
+             f"bars narrower than {MIN_BAR_PX:g} px drawn {MIN_BAR_PX:g} px wide", ha="right",
+             va="bottom", fontsize=7, color="#555555")
+    return fig
+
+
+def plot_compare(results: Sequence[Any], path: str | Path) -> Path:
+    """Several runs on one cycle axis (a .png or .svg file)."""
+    if not results:
+        raise DspsimInputError("compare: give at least one run")
+    p = check_figure_path(path)
+    return _save(compare_figure(results), p)
+
+
+def default_timeline_path(result_path: str | Path) -> Path:
+    """``run.json`` / ``run.json.gz`` -> ``run_timeline.png`` beside it."""
+    p = Path(result_path)
+    stem = p.name[: -len(".json.gz")] if p.name.lower().endswith(".json.gz") else p.stem
+    return p.with_name(f"{stem}_timeline.png")
+
+
+def plot_timeline_cli(args: Any) -> int:
+    """``dspsim plot timeline RESULT [--out FILE] [--window START:END]``."""
+    from dspsim.results_io import load_run
+
+    out = check_figure_path(args.out or default_timeline_path(args.result))
+    window = parse_window(args.window) if args.window is not None else None
+    result = load_run(args.result)
+    if result.port_log is None:
+        raise DspsimInputError(f"{args.result!r} was saved without its DDR port log")
+    plot_timeline(result, out, window)
+    print(f"wrote timeline to {out}")
+    return 0

@@ -1,0 +1,220 @@
+"""Timeline figures, saved runs and their command-line errors."""
+
+import gzip
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dspsim.cli import main
+from dspsim.errors import DspsimInputError
+from dspsim.results_io import load_run, save_run
+from dspsim.sim import simulate
+from dspsim.stalls import stall_summary
+from dspsim.timeline import (
+    check_window,
+    ddr_series,
+    default_timeline_path,
+    parse_window,
+    plot_compare,
+    plot_timeline,
+    timeline_figure,
+)
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def headline(j6):
+    """The headline run: all tiles of all three passes."""
+    return simulate(j6, "pingpong", 100_000, data=False, trace=True, port_log=True)
+
+
+@pytest.fixture(scope="module")
+def direct(j6):
+    return simulate(j6, "direct", 20_000, data=False, trace=True, port_log=True)
+
+
+def run_cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_headline_figure_has_every_lane_and_a_full_title(headline):
+    fig = timeline_figure(headline)
+    lanes = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert lanes == ["pass", "core", "iDMA ch0", "iDMA ch1", "TCM buffer 0", "TCM buffer 1"]
+    title = fig._suptitle.get_text()
+    for part in ("pingpong", "n = 100,000", "tile 32,768 bytes", f"{headline.cycles:,} cycles"):
+        assert part in title
+    assert fig.axes[0].get_xlim() == (0.0, float(headline.cycles))
+    labels = [a.get_ylabel() for a in fig.axes] + [a.get_xlabel() for a in fig.axes]
+    assert any("bytes/cycle" in t for t in labels) and any("(cycles" in t for t in labels)
+    assert any("(µs)" in t for t in labels + [c.get_xlabel() for a in fig.axes
+                                               for c in a.child_axes])
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    for entry in ("core waiting on iDMA input", "iDMA input copy (DDR→TCM)",
+                  "iDMA output copy (TCM→DDR)", "TCM tile draining", "core: vecmaxf"):
+        assert entry in legend
+
+
+def test_png_and_svg_files(headline, direct, tmp_path):
+    png = plot_timeline(headline, tmp_path / "pp.png")
+    assert png.read_bytes()[:8] == PNG
+    svg = plot_timeline(direct, tmp_path / "d.svg")
+    assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()[:2000]
+    cmp = plot_compare([headline, direct], tmp_path / "cmp.png")
+    assert cmp.read_bytes()[:8] == PNG
+
+
+def test_direct_core_is_drawn_stalled_on_ddr(direct):
+    fig = timeline_figure(direct)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert any("stalled on DDR" in t for t in texts)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "core stalled on DDR (hatched)" in legend
+    assert "core waiting on iDMA input" not in legend  # only what is drawn
+
+
+def test_window_zooms(headline, tmp_path):
+    fig = timeline_figure(headline, (1_000_000, 1_300_000))
+    assert fig.axes[0].get_xlim() == (1_000_000.0, 1_300_000.0)
+    assert "window 1,000,000 .. 1,300,000 cycles" in fig._suptitle.get_text()
+    plot_timeline(headline, tmp_path / "w.png", (0, 1000))
+
+
+def test_ddr_lane_conserves_bytes(headline):
+    # all bytes moved during the op appear under the bandwidth curve, whatever the bins
+    for bins in (1, 7, 600):
+        s = ddr_series(headline, 0.0, float(headline.cycles), bins)
+        width = np.diff(s["edges"])
+        read = float((s["read_bytes_per_cycle"] * width).sum())
+        write = float((s["write_bytes_per_cycle"] * width).sum())
+        assert read == pytest.approx(headline.bytes["ddr_read"], rel=1e-9)
+        assert write == pytest.approx(headline.bytes["ddr_write"], rel=1e-9)
+        peak = headline.model.ddr.bytes_per_cycle
+        assert (s["read_bytes_per_cycle"] + s["write_bytes_per_cycle"] <= peak * (1 + 1e-6)).all()
+        inflight = sum(s["requests_in_flight"].values())
+        assert inflight.max() <= headline.model.ddr.max_outstanding * (1 + 1e-6)
+    assert set(s["requests_in_flight"]) == {"idma0", "idma1"}
+
+
+@pytest.mark.parametrize("text", ["5", "a:b", "10:5", "3:3", ":7", "nan:4"])
+def test_parse_window_rejects(text):
+    with pytest.raises(DspsimInputError, match="window"):
+        parse_window(text)
+
+
+def test_window_outside_the_run():
+    assert parse_window("1_000:2_000") == (1000.0, 2000.0)
+    assert check_window(None, 500) == (0.0, 500.0)
+    with pytest.raises(DspsimInputError, match="outside the run"):
+        check_window((100.0, 600.0), 500)
+    with pytest.raises(DspsimInputError, match="outside the run"):
+        check_window((-1.0, 100.0), 500)
+
+
+def test_save_and_load_round_trip(headline, tmp_path):
+    for name in ("run.json", "run.json.gz"):
+        p = save_run(headline, tmp_path / name)
+        back = load_run(p)
+        pd.testing.assert_frame_equal(back.trace, headline.trace)
+        assert back.port_log == [tuple(x) for x in headline.port_log]
+        assert back.model == headline.model
+        assert back.to_json() == json.loads(json.dumps(headline.to_json()))
+        assert back.origin_cycle == headline.origin_cycle
+        assert stall_summary(back) == stall_summary(headline)
+    assert gzip.open(tmp_path / "run.json.gz").read(30).startswith(b'{"format":"dspsim-run"')
+
+
+def test_default_plot_path():
+    assert default_timeline_path("a/run.json.gz").as_posix() == "a/run_timeline.png"
+    assert default_timeline_path("run.json").as_posix() == "run_timeline.png"
+
+
+def test_cli_run_then_plot_from_the_saved_run(tmp_path, capsys):
+    saved = tmp_path / "run.json.gz"
+    code, out, _ = run_cli(capsys, "run", "--mode", "direct", "--n", "3000", "--save", saved,
+                           "--timeline", tmp_path / "live.png", "--window", "0:100000")
+    assert code == 0 and "wrote timeline" in out
+    code, out, _ = run_cli(capsys, "plot", "timeline", saved)
+    assert code == 0 and (tmp_path / "run_timeline.png").read_bytes()[:8] == PNG
+    code, _, _ = run_cli(capsys, "plot", "timeline", saved, "--out", tmp_path / "z.svg",
+                         "--window", "1000:20000")
+    assert code == 0 and (tmp_path / "z.svg").exists()
+
+
+def test_plot_sweep_dispatches_its_arguments(monkeypatch, capsys):
+    import sys
+    import types
+
+    seen = {}
+    fake = types.ModuleType("dspsim.sweep_plot")
+    fake.plot_sweep_cli = lambda args: seen.update(vars(args)) or 0
+    monkeypatch.setitem(sys.modules, "dspsim.sweep_plot", fake)
+    code, _, _ = run_cli(capsys, "plot", "sweep", "t.csv", "--x", "n", "--heatmap", "a", "b")
+    assert code == 0
+    assert (seen["file"], seen["x"], seen["y"], seen["hue"], seen["heatmap"], seen["out"]) == (
+        "t.csv", "n", "cycles", None, ["a", "b"], None)
+
+
+def write(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: d / "missing.json", "not found"),
+        (lambda d: write(d / "x.json", b"\x00\x01garbage"), "is not a dspsim result"),
+        (lambda d: write(d / "x.json", b'{"traceEvents": []}'), "is not a dspsim result"),
+        (lambda d: write(d / "x.json", b"[1, 2]"), "is not a dspsim result"),
+        (lambda d: write(d / "x.json.gz", gzip.compress(b'{"format": "dspsim-run", '
+                                                        b'"format_version": 1}')),
+         "is not a dspsim result"),
+        (lambda d: write(d / "x.json", b'{"format": "dspsim-run", "format_version": 99}'),
+         "format version"),
+    ],
+)
+def test_plot_or_report_a_file_that_is_not_a_result(tmp_path, capsys, make, message):
+    path = make(tmp_path)
+    for argv in (("plot", "timeline", path, "--out", tmp_path / "o.png"), ("report", path)):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 2 and message in err and err.count("\n") == 1 and not out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--timeline", "x.jpg"], "unknown extension '.jpg'; allowed .png, .svg"),
+        (["--timeline", "noext"], "unknown extension '(none)'"),
+        (["--timeline", "/nonexistent-dir/x.png"], "does not exist"),
+        (["--save", "x.pickle"], "allowed .json, .json.gz"),
+        (["--window", "0:10"], "give --timeline"),
+        (["--timeline", "{tmp}/x.png", "--window", "0:99999999"], "outside the run"),
+        (["--timeline", "{tmp}/x.png", "--window", "9:1"], "START must be less than END"),
+    ],
+)
+def test_run_output_errors_are_one_line(tmp_path, capsys, argv, message):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    code, out, err = run_cli(capsys, "run", "--n", "1000", *argv)
+    assert code == 2 and message in err and err.count("\n") == 1 and not out
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_unwritable_directory(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        import os
+
+        if os.access(locked, os.W_OK):  # running as root: permissions do not bind
+            pytest.skip("directory permissions are not enforced for this user")
+        code, _, err = run_cli(capsys, "run", "--n", "1000", "--timeline", locked / "x.png")
+        assert code == 2 and "not writable" in err
+    finally:
+        locked.chmod(0o700)
