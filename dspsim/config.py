@@ -273,6 +273,13 @@ def load_model(
     return model
 
 
+def check_value(key: str, value: Any) -> Any:
+    """Check one value for one model key on its own (type and range); return it coerced."""
+    section, name = _split_key(key)
+    f = {f.name: f for f in fields(SECTIONS[section])}[name]
+    return _coerce(key, f, value)
+
+
 def parse_value(key: str, text: str) -> Any:
     """Parse the value half of ``KEY=VALUE`` by the key's type: strings stay text, numbers parse."""
     section, name = _split_key(key)

@@ -111,7 +111,8 @@ from typing import Any
 import pandas as pd
 
 from dspsim import __version__
-from dspsim.config import SECTIONS, HardwareModel, _coerce, all_keys, load_model, parse_value
+from dspsim.config import SECTIONS, HardwareModel, all_keys, load_model, parse_value
+from dspsim.config import check_value as check_model_value
 from dspsim.errors import DspsimInputError
 from dspsim.sim import FIDELITIES, MODES, git_sha, simulate
 
@@ -178,8 +179,7 @@ def check_value(key: str, value: Any) -> Any:
                 f"n = {value!r}: must be a positive integer (number of float32 elements)"
             )
         return value
-    key_type(key)  # unknown key -> one-line error
-    return _coerce(key, _model_field(key), value)
+    return check_model_value(key, value)  # unknown key, wrong type or range -> one-line error
 
 
 def format_value(value: Any) -> str:
