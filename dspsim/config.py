@@ -83,6 +83,9 @@ class Softmax:
         choices=("seed", "split"),
         doc="'seed': buffer b uses channel b for in and out; 'split': inputs ch0, outputs ch1",
     )
+    guard_shifted_input: bool = _key(
+        doc="vecexpf_max's overflow guard tests x - max (true, corrected) or raw x (false, seed)"
+    )
 
 
 @dataclass(frozen=True)
@@ -153,12 +156,13 @@ def _split_key(key: str) -> tuple[str, str]:
     return section, name
 
 
-_TYPE_WORDS = {int: "an integer", float: "a number"}
+_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false"}
 
 
 def _field_type(f: dataclasses.Field) -> type:
     # annotations are strings under `from __future__ import annotations`
-    return f.type if isinstance(f.type, type) else {"int": int, "float": float, "str": str}[f.type]
+    names = {"int": int, "float": float, "str": str, "bool": bool}
+    return f.type if isinstance(f.type, type) else names[f.type]
 
 
 def _coerce(key: str, f: dataclasses.Field, value: Any) -> Any:
@@ -169,6 +173,10 @@ def _coerce(key: str, f: dataclasses.Field, value: Any) -> Any:
         choices = f.metadata["choices"]
         if choices and value not in choices:
             raise ConfigError(f"{key} = {value!r}: allowed values are {', '.join(choices)}")
+        return value
+    if want is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key} = {value!r}: expected true or false")
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{key} = {value!r}: expected {_TYPE_WORDS[want]}")

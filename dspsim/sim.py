@@ -21,6 +21,7 @@ import simpy
 from dspsim import __version__
 from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError, DspsimInputError
+from dspsim.hazards import AccessLog
 from dspsim.host.ucp import Ucp
 from dspsim.hw.core import Core
 from dspsim.hw.ddr import DdrPort
@@ -58,13 +59,15 @@ class Dsp:
         self.port = DdrPort(env, model.ddr, log=port_log)
         self.ddr = Memory("ddr", "ddr", DDR_BASE, DDR_WINDOW_BYTES, data)
         self.tm = TileManager(model.tcm, data)
+        self.accesses = AccessLog()
         tile = fidelity == "tile"
         self.idma = [
-            IdmaChannel(env, ch, model.idma, self.port, self.recorder, data, tile)
+            IdmaChannel(env, ch, model.idma, self.port, self.recorder, data, self.accesses, tile)
             for ch in range(model.idma.channels)
         ]
         self.core = Core(
-            env, model.core, self.port, self.idma, self.recorder, self.warn, data, tile
+            env, model.core, self.port, self.idma, self.recorder, self.warn, data, self.accesses,
+            tile, model.softmax.guard_shifted_input,
         )
         self.TILE_SIZE = model.softmax.tile_bytes
         self.IVP_2N = model.core.vector_bytes
@@ -88,6 +91,22 @@ class Dsp:
                     "frame waits only for the last output copy, not for the other channel's",
                 )
 
+    def check_running_max(self, max_value: float, src: Ptr, length: int) -> None:
+        """Report the seed's running max that starts at 0.0f when it changed the result."""
+        if not self.ddr.data or self.model.softmax.max_init != "zero" or max_value != 0.0:
+            return
+        with np.errstate(invalid="ignore"):
+            true_max = float(np.nanmax(self.ddr.f32(src, length))) if length else 0.0
+        if true_max < 0.0:
+            effect = ("every exp(x - 0) underflows to 0: the sum is 0 and the output inf/NaN"
+                      if true_max < -103.0 else "exp(x - 0) is used instead of exp(x - max)")
+            self.warn(
+                "max_init_zero",
+                f"the ping-pong running max starts at 0.0f and every input is below 0 (true "
+                f"max {true_max:.6g}), so the max used is 0.0: {effect}; "
+                'softmax.max_init = "-inf" corrects it',
+            )
+
     def hb_dsp_mem_map(self, phy_addr: int, size_bytes: int) -> Ptr:
         return Ptr(self.ddr, phy_addr)
 
@@ -110,9 +129,9 @@ class Dsp:
             self.passes[-1]["end_cycle"] = self.env.now
         self.core.pass_name = ""
 
-    def warn(self, code: str, message: str) -> None:
+    def warn(self, code: str, message: str, count: int = 1) -> None:
         entry = self.warnings.setdefault(code, {"code": code, "message": message, "count": 0})
-        entry["count"] += 1
+        entry["count"] += int(count)
 
     def waiting(self) -> list[str]:
         stuck = [self.core.waiting_for] + [ch.describe_waiting() for ch in self.idma]
@@ -122,7 +141,8 @@ class Dsp:
 # what a run reports in JSON, in this order
 JSON_FIELDS = (
     "mode", "n", "cycles", "time_us", "bytes", "busy_cycles", "stall_cycles",
-    "ddr_contention_cycles", "passes", "events", "wall_s", "warnings", "manifest",
+    "ddr_contention_cycles", "passes", "events", "wall_s", "warnings", "hazards", "output",
+    "manifest",
 )
 
 
@@ -141,7 +161,9 @@ class Result:
     warnings: list[dict[str, Any]]
     stall_cycles: dict[str, int]
     ddr_contention_cycles: int  # requests queued for the data path behind another engine's
-    output: np.ndarray | None = field(default=None, repr=False)
+    hazards: list[dict[str, Any]] = field(default_factory=list)
+    output: dict[str, Any] | None = None  # summary of the output array (data path on)
+    output_array: np.ndarray | None = field(default=None, repr=False)
     trace: pd.DataFrame | None = field(default=None, repr=False)
     port_log: list[tuple] | None = field(default=None, repr=False)
     model: HardwareModel | None = field(default=None, repr=False)
@@ -163,6 +185,32 @@ def _relative(df: pd.DataFrame, origin: float) -> pd.DataFrame:
     df["start_cycle"] -= origin
     df["end_cycle"] -= origin
     return df
+
+
+def reference_softmax(x: np.ndarray) -> np.ndarray:
+    """Softmax in float64, shifted by the max (NaN where the input makes it undefined)."""
+    x64 = np.asarray(x, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(x64 - np.max(x64))
+        return e / e.sum()
+
+
+def output_summary(out: np.ndarray, x: np.ndarray) -> dict[str, Any]:
+    """Sum, non-finite counts, and the max relative error against a float64 softmax over the
+    elements whose reference exceeds 1e-30 (``None`` when there are none)."""
+    ref = reference_softmax(x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mask = np.isfinite(ref) & (ref > 1e-30)
+        rel = np.abs(out[mask].astype(np.float64) - ref[mask]) / ref[mask]
+    rel = np.where(np.isnan(rel), np.inf, rel)
+    max_rel = float(rel.max()) if rel.size else None
+    return {
+        "sum": float(np.sum(out, dtype=np.float64)),
+        "nan_count": int(np.isnan(out).sum()),
+        "inf_count": int(np.isinf(out).sum()),
+        "max_rel_err": max_rel if max_rel is None or np.isfinite(max_rel) else None,
+        "wrong_count": int(np.count_nonzero(rel > 1e-3)),
+    }
 
 
 def seed_input(n: int) -> np.ndarray:
@@ -224,6 +272,8 @@ def simulate(
     run_to_completion(env, dsp, env.process(host()))
 
     wall_s = time.perf_counter() - wall_start
+    out = dsp.ddr.f32(output_mem.ptr, n).copy() if data else None
+    x_in = dsp.ddr.f32(input_data.ptr, n) if data else None
     cycles = int(round(dsp.self_cycles))
     core = dsp.core
     return Result(
@@ -255,7 +305,9 @@ def simulate(
         wall_s=wall_s,
         manifest=manifest(model),
         warnings=list(dsp.warnings.values()),
-        output=dsp.ddr.f32(output_mem.ptr, n).copy() if data else None,
+        hazards=dsp.accesses.hazards(origin=dsp.cycles_start),
+        output=output_summary(out, x_in) if data else None,
+        output_array=out if data else None,
         trace=_relative(dsp.recorder.frame(), dsp.cycles_start) if trace else None,
         port_log=dsp.port.log,
         model=model,

@@ -19,6 +19,7 @@ import numpy as np
 import simpy
 
 from dspsim.config import Core as CoreCfg
+from dspsim.hazards import AccessLog
 from dspsim.hw.ddr import DdrPort
 from dspsim.hw.idma import IdmaChannel, Transfer
 from dspsim.hw.memory import Ptr
@@ -39,7 +40,9 @@ class Core:
         recorder: Recorder,
         warn,
         move_data: bool,
+        accesses: AccessLog,
         tile_fidelity: bool = False,
+        guard_shifted_input: bool = False,
     ):
         self.env = env
         self.cfg = cfg
@@ -49,6 +52,8 @@ class Core:
         self.warn = warn
         self.move_data = move_data
         self.tile_fidelity = tile_fidelity
+        self.accesses = accesses
+        self.guard_shifted_input = guard_shifted_input
         self._write_buffer: deque[float] = deque()
         # what the op is doing now, stamped on every trace row
         self.pass_name = ""
@@ -126,7 +131,19 @@ class Core:
     def vecexpf_max(self, z: Ptr, x: Ptr, n: int, max_value: float) -> Proc:
         yield from self._execute(VECEXPF_MAX, n, x, z)
         if self.move_data and n > 0:
-            z.mem.f32(z, n)[:] = numerics.vecexpf_max(x.mem.f32(x, n), max_value)
+            xs, guard = x.mem.f32(x, n), self.guard_shifted_input
+            flags = numerics.expf_input_flags(xs, max_value, guard)
+            if flags["nan_inputs"]:
+                self.warn("nan_input", "NaN inputs: vecexpf_max flags them (b_nan) but never "
+                          "uses the flag, so they flow through to the output",
+                          flags["nan_inputs"])
+            if flags["overflow_guard"]:
+                self.warn("overflow_guard", "vecexpf_max's overflow guard tests the raw input, "
+                          "so an element >= 88.72 gives exp = +inf and the softmax NaN although "
+                          "softmax is shift-invariant (softmax.guard_shifted_input = true tests "
+                          "x - max instead)" if not guard else "vecexpf_max's overflow guard "
+                          "fired on x - max >= 88.72", flags["overflow_guard"])
+            z.mem.f32(z, n)[:] = numerics.vecexpf_max(xs, max_value, guard)
 
     def vecsum(self, x: Ptr, n: int) -> Proc:
         yield from self._execute(VECSUM, n, x, None)
@@ -153,6 +170,11 @@ class Core:
             stall = 0.0
         self.compute_cycles += self.env.now - start - stall
         self.ddr_stall_cycles += stall
+        end = self.env.now
+        for ptr, write in ((src, False), (dst, True)):
+            if ptr is not None:
+                self.accesses.add("core", ptr.mem.name, ptr.addr, 4 * n, write, start, end,
+                                  shape.name, self.tile, self.pass_name)
         self.recorder.record(
             "core",
             "compute",

@@ -16,6 +16,7 @@ import simpy
 
 from dspsim.config import Idma
 from dspsim.errors import DspsimInputError
+from dspsim.hazards import AccessLog
 from dspsim.hw.ddr import DdrPort, transfer_cycles
 from dspsim.hw.memory import Ptr
 from dspsim.trace import Recorder
@@ -48,6 +49,7 @@ class IdmaChannel:
         port: DdrPort,
         recorder: Recorder,
         move_data: bool,
+        accesses: AccessLog,
         tile_fidelity: bool = False,
     ):
         self.env = env
@@ -60,6 +62,7 @@ class IdmaChannel:
         self.recorder = recorder
         self.move_data = move_data
         self.tile_fidelity = tile_fidelity
+        self.accesses = accesses
         self.fifo: simpy.Store = simpy.Store(env)
         self.submitted = 0
         self.busy_cycles = 0.0
@@ -96,18 +99,24 @@ class IdmaChannel:
             else:
                 full, rest = divmod(t.nbytes, burst)
                 bursts = [burst] * full + ([rest] if rest else [])
-            for nbytes in bursts:
+            landed = 0  # bytes already in the destination
+            for i, nbytes in enumerate(bursts):
                 if len(inflight) == window:
                     oldest = inflight.popleft()
                     if oldest > now:
                         yield env.timeout(oldest - now)
                         now = env.now
+                    if self.move_data:  # bursts land in order as they complete
+                        landed = self._land(t, landed, (i - window + 1) * burst)
                 inflight.append(request(now, nbytes, write, self.name))
             if inflight and inflight[-1] > now:  # FIFO port: the last burst ends last
                 yield env.timeout(inflight[-1] - now)
-            if self.move_data and t.nbytes:
-                t.dst.mem.write(t.dst.addr, t.src.mem.read(t.src.addr, t.nbytes).copy())
+            if self.move_data:
+                self._land(t, landed, t.nbytes)
             t.end = env.now
+            for ptr, is_write in ((t.src, False), (t.dst, True)):
+                self.accesses.add(self.name, ptr.mem.name, ptr.addr, t.nbytes, is_write, t.start,
+                                  t.end, f"{t.kind} #{t.index}", t.tile, t.pass_name)
             self.busy_cycles += t.end - t.start
             self.current = None
             self.recorder.record(
@@ -122,6 +131,14 @@ class IdmaChannel:
                 t.buffer,
             )
             t.done.succeed()
+
+    @staticmethod
+    def _land(t: Transfer, landed: int, upto: int) -> int:
+        """Copy bytes ``landed:upto`` of the transfer to its destination; return ``upto``."""
+        if upto > landed:
+            t.dst.mem.write(t.dst.addr + landed, t.src.mem.read(t.src.addr + landed,
+                                                                upto - landed).copy())
+        return max(landed, upto)
 
     def describe_waiting(self) -> str | None:
         """What this channel is stuck on, if anything (for deadlock reports)."""

@@ -43,6 +43,15 @@ def IDMA_WAIT(dsp, channel: int, vret, kind: str):  # noqa: N802
     )
 
 
+def reciprocal(dsp, sum_value: float) -> np.float32:
+    """``1.0f / sum`` in float32: +inf for a zero sum, which the model reports."""
+    if dsp.core.move_data and not sum_value:
+        dsp.warn("zero_sum", "the sum of exponentials is 0: 1/sum is +inf and the output "
+                 "inf/NaN")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.float32(1.0) / np.float32(sum_value)
+
+
 # ------------------------------------------------------------------------- tile functions
 def tile_max(dsp, out_addr: Ptr, in_addr: Ptr, size: int, max_: list, param: float):
     max_value = yield from dsp.core.vecmaxf(in_addr, size)
@@ -55,7 +64,7 @@ def tile_sum(dsp, out_addr: Ptr, in_addr: Ptr, size: int, sum_: list, param: flo
 
 
 def tile_mul(dsp, out_addr: Ptr, in_addr: Ptr, size: int, out: list, param: float):
-    div = np.float32(1.0) / np.float32(param) if param else np.float32(np.inf)
+    div = reciprocal(dsp, param)
     yield from dsp.core.vecmul(out_addr, in_addr, div, size)
 
 
@@ -143,7 +152,7 @@ def dsp_softmax(dsp, input: Ptr, length: int, output: Ptr):
     dsp.begin_pass("sum")
     sum_ = yield from core.vecsum(output, length)
     dsp.begin_pass("mul")
-    div = np.float32(1.0) / sum_ if sum_ else np.float32(np.inf)
+    div = reciprocal(dsp, sum_)
     yield from core.vecmul(output, output, div, length)
     dsp.end_pass()
     return 0
@@ -170,6 +179,7 @@ def hb_dsp_softmax(dsp, input: Ptr, output: Ptr, tm):
         yield from hb_dsp_ping_pong_frame(
             dsp, dst, src, src_idma, dst_idma, length, tile_max, max_value, 0, False
         )
+        dsp.check_running_max(max_value[0], src, length)  # model check, not in the C
         dsp.begin_pass("exp_sum")
         sum_value = [np.float32(0.0)]
         yield from hb_dsp_ping_pong_frame(

@@ -1,0 +1,157 @@
+"""The data path: real values through DDR, iDMA and TCM; quirks; hazards; the host check."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dspsim.arrays import host_check
+from dspsim.cli import main
+from dspsim.sim import reference_softmax, simulate
+
+MODES = ("pingpong", "direct")
+
+
+@pytest.fixture(scope="module")
+def seed_runs(j6):
+    return {m: simulate(j6, m, 100_000) for m in MODES}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_seed_input_is_accurate(seed_runs, mode):
+    out = seed_runs[mode].output
+    assert out["max_rel_err"] <= 1e-6
+    assert abs(out["sum"] - 1.0) <= 1e-5
+    assert out["nan_count"] == out["inf_count"] == 0
+
+
+def test_the_seeds_host_check_passes(seed_runs):
+    check = host_check(seed_runs["direct"].output_array, seed_runs["pingpong"].output_array)
+    assert check["passed"] and check["max_rel_diff"] <= 1e-6
+
+
+def test_the_output_buffer_holds_the_result(j6):
+    x = np.linspace(-3, 5, 777, dtype=np.float32)
+    for mode in MODES:
+        y = simulate(j6, mode, x=x).output_array
+        np.testing.assert_allclose(y, reference_softmax(x), rtol=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 31, 33, 1000, 8193, 20_001])
+@pytest.mark.parametrize("mode", MODES)
+def test_random_inputs(j6, mode, n):
+    x = (np.random.default_rng(n).normal(size=n) * 10).astype(np.float32)
+    r = simulate(j6, mode, x=x, trace=False)
+    assert r.output["max_rel_err"] <= 1e-5
+    assert not r.hazards
+
+
+def test_the_two_versions_sum_in_different_orders(j6):
+    """Ping-pong adds one scalar per tile; direct reduces the whole array in vectors."""
+    x = (np.random.default_rng(7).normal(size=50_000) * 10).astype(np.float32)
+    small_tiles = j6.with_overrides({"softmax.tile_bytes": 4096})
+    a = simulate(small_tiles, "pingpong", x=x).output_array
+    b = simulate(small_tiles, "direct", x=x).output_array
+    assert not np.array_equal(a, b)
+    assert host_check(b, a)["passed"]
+
+
+def test_running_max_from_zero_underflows_on_very_negative_input(j6):
+    x = np.full(3000, -200.0, np.float32)
+    x[::7] = -150.0
+    faithful = simulate(j6, "pingpong", x=x)
+    codes = {w["code"] for w in faithful.warnings}
+    assert {"max_init_zero", "zero_sum"} <= codes
+    assert faithful.output["nan_count"] + faithful.output["inf_count"] == len(x)
+    direct = simulate(j6, "direct", x=x)  # its max comes from the data: fine
+    assert direct.output["max_rel_err"] <= 1e-5
+    fixed = simulate(j6.with_overrides({"softmax.max_init": "-inf"}), "pingpong", x=x)
+    assert not {"max_init_zero", "zero_sum"} & {w["code"] for w in fixed.warnings}
+    assert fixed.output["max_rel_err"] <= 1e-5
+
+
+def test_overflow_guard_on_the_raw_input_makes_softmax_nan(j6):
+    x = np.linspace(0, 100, 500, dtype=np.float32)  # elements above 88.72
+    for mode in MODES:
+        faithful = simulate(j6, mode, x=x)
+        assert "overflow_guard" in {w["code"] for w in faithful.warnings}
+        assert faithful.output["nan_count"] > 0
+        fixed = simulate(j6.with_overrides({"softmax.guard_shifted_input": True}), mode, x=x)
+        assert "overflow_guard" not in {w["code"] for w in fixed.warnings}
+        assert fixed.output["nan_count"] == 0 and fixed.output["max_rel_err"] <= 1e-5
+
+
+def test_nan_inputs_flow_through_and_are_reported(j6):
+    x = np.ones(100, np.float32)
+    x[10] = np.nan
+    r = simulate(j6, "direct", x=x)
+    nan = {w["code"]: w for w in r.warnings}["nan_input"]
+    assert nan["count"] == 1
+    assert r.output["nan_count"] > 0
+
+
+def test_the_seed_schedule_has_no_hazard(seed_runs):
+    assert seed_runs["pingpong"].hazards == [] and seed_runs["direct"].hazards == []
+
+
+def test_inputs_on_one_channel_outputs_on_the_other_race(j6):
+    """In-place buffers: the prefetch of tile k+2 (channel 0) overwrites the buffer while the
+    write-back of tile k (channel 1) still reads it. Channel FIFO order no longer protects it."""
+    r = simulate(j6.with_overrides({"softmax.schedule": "split"}), "pingpong", 100_000)
+    assert r.hazards
+    h = r.hazards[0]
+    assert h["memory"].startswith("dram") and h["pass"] in ("exp_sum", "mul")
+    assert "copy_in" in " ".join(h["engines"]) and "copy_out" in " ".join(h["engines"])
+    assert h["kind"] == "write to bytes an unfinished read still needs"
+    assert {"idma0", "idma1"} == {e.split()[0] for e in h["engines"]}
+
+
+def test_data_moves_only_with_the_data_path(j6):
+    r = simulate(j6, "pingpong", 5000, data=False)
+    assert r.output is None and r.output_array is None
+    with_data = simulate(j6, "pingpong", 5000)
+    assert r.cycles == with_data.cycles  # values never change timing
+
+
+def test_run_json_reports_output_warnings_hazards(capsys, tmp_path):
+    x = np.ones(64, np.float32)
+    x[0] = 95.0
+    np.save(tmp_path / "x.npy", x)
+    code = main(["run", "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"),
+                 "--json", "--mode", "direct"])
+    obj = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert set(obj["output"]) >= {"sum", "nan_count", "inf_count", "max_rel_err"}
+    assert "overflow_guard" in {w["code"] for w in obj["warnings"]}
+    assert obj["hazards"] == []
+    assert np.load(tmp_path / "y.npy").shape == (64,)
+
+
+def test_reproduce_json_has_the_host_check(capsys):
+    assert main(["reproduce", "--json"]) == 0
+    check = json.loads(capsys.readouterr().out)["check"]
+    assert check["passed"] and check["max_rel_diff"] <= 1e-6
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: np.save(p, np.ones(4)), "dtype float64"),
+        (lambda p: np.save(p, np.ones((2, 2), np.float32)), "expected a 1-D array"),
+        (lambda p: np.save(p, np.ones(0, np.float32)), "empty array"),
+        (lambda p: p.write_text("not numpy"), "not a .npy file"),
+        (lambda p: None, "no such file"),
+    ],
+)
+def test_bad_input_arrays(capsys, tmp_path, make, message):
+    path = tmp_path / "x.npy"
+    make(path)
+    code = main(["run", "--input", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_a_length_that_does_not_fit_ddr_is_refused(capsys):
+    code = main(["run", "--n", "400000000", "--no-data"])
+    err = capsys.readouterr().err
+    assert code == 2 and "does not fit ddr" in err
