@@ -100,6 +100,9 @@ class IdmaChannel:
                 full, rest = divmod(t.nbytes, burst)
                 bursts = [burst] * full + ([rest] if rest else [])
             landed = 0  # bytes already in the destination
+            if self.move_data:
+                src_bytes = t.src.mem.read(t.src.addr, t.nbytes)
+                dst_bytes = t.dst.mem.read(t.dst.addr, t.nbytes)  # a writable view
             for i, nbytes in enumerate(bursts):
                 if len(inflight) == window:
                     oldest = inflight.popleft()
@@ -107,12 +110,14 @@ class IdmaChannel:
                         yield env.timeout(oldest - now)
                         now = env.now
                     if self.move_data:  # bursts land in order as they complete
-                        landed = self._land(t, landed, (i - window + 1) * burst)
+                        upto = (i - window + 1) * burst
+                        dst_bytes[landed:upto] = src_bytes[landed:upto]
+                        landed = upto
                 inflight.append(request(now, nbytes, write, self.name))
             if inflight and inflight[-1] > now:  # FIFO port: the last burst ends last
                 yield env.timeout(inflight[-1] - now)
             if self.move_data:
-                self._land(t, landed, t.nbytes)
+                dst_bytes[landed:] = src_bytes[landed:]
             t.end = env.now
             for ptr, is_write in ((t.src, False), (t.dst, True)):
                 self.accesses.add(self.name, ptr.mem.name, ptr.addr, t.nbytes, is_write, t.start,
@@ -131,14 +136,6 @@ class IdmaChannel:
                 t.buffer,
             )
             t.done.succeed()
-
-    @staticmethod
-    def _land(t: Transfer, landed: int, upto: int) -> int:
-        """Copy bytes ``landed:upto`` of the transfer to its destination; return ``upto``."""
-        if upto > landed:
-            t.dst.mem.write(t.dst.addr + landed, t.src.mem.read(t.src.addr + landed,
-                                                                upto - landed).copy())
-        return max(landed, upto)
 
     def describe_waiting(self) -> str | None:
         """What this channel is stuck on, if anything (for deadlock reports)."""
