@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
 from dspsim.errors import DspsimInputError
+from dspsim.paths import writable_file
 
 
 def load_input(path: str) -> np.ndarray:
@@ -48,12 +48,7 @@ def load_input(path: str) -> np.ndarray:
 
 def check_output_path(path: str) -> None:
     """Refuse, before simulating, an output path that cannot be written."""
-    p = Path(path)
-    if p.suffix != ".npy":
-        raise DspsimInputError(f"--output {path!r}: expected a .npy file name")
-    parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise DspsimInputError(f"--output {path!r}: cannot write there")
+    writable_file(path, "--output", (".npy",))
 
 
 def save_output(path: str, y: np.ndarray) -> None:

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from dspsim.errors import DspsimInputError
+from dspsim.paths import writable_file
 from dspsim.stalls import (
     assign_lanes,
     binned_mean,
@@ -59,14 +60,7 @@ _NAMES = {
 
 
 def check_trace_path(path: str | Path) -> Path:
-    from dspsim.timeline import check_writable
-
-    p = Path(path)
-    if p.suffix.lower() != ".json":
-        raise DspsimInputError(
-            f"trace file {str(p)!r}: unknown extension {p.suffix or '(none)'!r}; allowed .json"
-        )
-    return check_writable(p, "trace file")
+    return writable_file(path, "trace file", (".json",))
 
 
 def check_limit(limit: int) -> int:

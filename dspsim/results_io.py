@@ -26,6 +26,7 @@ import pandas as pd
 
 from dspsim.config import SECTIONS, HardwareModel
 from dspsim.errors import DspsimInputError
+from dspsim.paths import suffix_of, writable_file
 from dspsim.stalls import PORT_LOG_FIELDS
 from dspsim.trace import COLUMNS
 
@@ -34,21 +35,8 @@ FORMAT_VERSION = 1
 SAVE_SUFFIXES = (".json", ".json.gz")
 
 
-def _suffix(p: Path) -> str:
-    name = p.name.lower()
-    return ".json.gz" if name.endswith(".json.gz") else p.suffix.lower()
-
-
 def check_save_path(path: str | Path) -> Path:
-    from dspsim.timeline import check_writable
-
-    p = Path(path)
-    if _suffix(p) not in SAVE_SUFFIXES:
-        raise DspsimInputError(
-            f"saved-run file {str(p)!r}: unknown extension {_suffix(p) or '(none)'!r}; "
-            f"allowed {', '.join(SAVE_SUFFIXES)}"
-        )
-    return check_writable(p, "saved-run file")
+    return writable_file(path, "saved-run file", tuple(SAVE_SUFFIXES))
 
 
 def run_document(result: Any) -> dict[str, Any]:
@@ -82,7 +70,7 @@ def save_run(result: Any, path: str | Path) -> Path:
     p = check_save_path(path)
     text = json.dumps(run_document(result), separators=(",", ":"), default=_json_default)
     try:
-        if _suffix(p) == ".json.gz":
+        if suffix_of(p, SAVE_SUFFIXES) == ".json.gz":
             with gzip.open(p, "wt", encoding="utf-8", compresslevel=6) as f:
                 f.write(text)
         else:
@@ -209,14 +197,7 @@ class RunOutputs:
 
 
 def check_tiles_path(path: str | Path) -> Path:
-    from dspsim.timeline import check_writable
-
-    p = Path(path)
-    if p.suffix.lower() != ".csv":
-        raise DspsimInputError(
-            f"tiles file {str(p)!r}: unknown extension {p.suffix or '(none)'!r}; allowed .csv"
-        )
-    return check_writable(p, "tiles file")
+    return writable_file(path, "tiles file", (".csv",))
 
 
 def write_tiles_csv(result: Any, path: str | Path) -> Path:

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from dspsim.errors import DspsimInputError
+from dspsim.paths import writable_file
 from dspsim.stalls import (
     binned_mean,
     core_breakdown,
@@ -106,26 +107,7 @@ def check_window(window: tuple[float, float] | None, cycles: float) -> tuple[flo
 
 def check_figure_path(path: str | Path) -> Path:
     """A writable ``.png`` or ``.svg`` path (checked before simulating)."""
-    p = Path(path)
-    if p.suffix.lower() not in FIGURE_FORMATS:
-        raise DspsimInputError(
-            f"timeline file {str(p)!r}: unknown extension {p.suffix or '(none)'!r}; "
-            f"allowed {', '.join(FIGURE_FORMATS)}"
-        )
-    return check_writable(p, "timeline file")
-
-
-def check_writable(p: Path, what: str) -> Path:
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise DspsimInputError(f"{what} {str(p)!r}: directory {str(parent)!r} does not exist")
-    if p.is_dir():
-        raise DspsimInputError(f"{what} {str(p)!r}: is a directory, expected a file name")
-    import os
-
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise DspsimInputError(f"{what} {str(p)!r}: not writable")
-    return p
+    return writable_file(path, "timeline file", tuple(FIGURE_FORMATS))
 
 
 # ------------------------------------------------------------------------------ drawing helpers
