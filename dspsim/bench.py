@@ -3,7 +3,8 @@
 ``python -m dspsim.bench`` reports, in one run: the bare SimPy rate of ``env.timeout`` events,
 then for each version at the headline size the simulation wall time, events per second,
 simulated cycles per second and the ratio to the bare rate, with the data path on and off,
-and the tile-fidelity speed-up. Each figure is the best of ``--repeat`` runs.
+the tile-fidelity speed-up per point, and the wall time of a 1,000-point sweep on two worker
+processes. Each simulation figure is the best of ``--repeat`` runs.
 Speed is measured here, never asserted in the test suite.
 """
 
@@ -48,7 +49,7 @@ def bare_simpy_rate(events: int = 300_000) -> float:
     return events / wall
 
 
-def run_benchmark(n: int = 100_000, repeat: int = 3) -> dict[str, Any]:
+def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000) -> dict[str, Any]:
     model = load_model()
     bare = bare_simpy_rate()
     out: dict[str, Any] = {
@@ -78,8 +79,12 @@ def run_benchmark(n: int = 100_000, repeat: int = 3) -> dict[str, Any]:
     walls = {(r["mode"], r["fidelity"], r["data"]): r["wall_s"] for r in out["runs"]}
     out["tile_speedup"] = {
         mode: walls[(mode, "burst", False)] / walls[(mode, "tile", False)]
-        for mode in ("pingpong", "direct") if (mode, "tile", False) in walls
+        for mode in ("pingpong", "direct")
     }
+    if sweep_points:
+        from dspsim.sweep import bench_sweep
+
+        out["sweep"] = bench_sweep(points=sweep_points, jobs=2)
     return out
 
 
@@ -95,16 +100,22 @@ def print_report(b: dict[str, Any]) -> None:
     for k, w in b["both_versions_wall_s"].items():
         print(f"both versions together ({k}): {w:.3f} s")
     for mode, s in b["tile_speedup"].items():
-        print(f"tile fidelity speed-up, {mode}: {s:.1f}x")
+        print(f"tile fidelity speed-up per point, {mode}: {s:.1f}x")
+    if "sweep" in b:
+        sw = b["sweep"]
+        print(f"sweep of {sw['points']:,} points (tile fidelity, --jobs 2): {sw['wall_s']:.1f} s, "
+              f"{sw['points_per_s']:.0f} points/s")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m dspsim.bench", description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=100_000)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--sweep-points", type=int, default=1000,
+                   help="points of the sweep benchmark (0 skips it)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    b = run_benchmark(args.n, args.repeat)
+    b = run_benchmark(args.n, args.repeat, args.sweep_points)
     if args.json:
         print(json.dumps(b, indent=2))
     else:
