@@ -1,0 +1,344 @@
+"""Closed-form bounds and estimates for both versions of the seed's softmax.
+
+``bounds(model, mode, n)`` returns, without simulating, what the model's parameters alone imply
+for one run: the traffic, three lower bounds on the op's cycles and a closed-form estimate.
+
+Symbols: ``L`` = ``ddr.latency_cycles``, ``B`` = ``ddr.bytes_per_cycle``, ``b`` =
+``idma.burst_bytes``, ``k`` = ``idma.max_outstanding`` (per channel), ``m`` =
+``ddr.max_outstanding`` (port), ``S`` = ``idma.setup_cycles``.
+
+Lower bounds (no run of the model can beat any of them):
+
+- **DMA-bound** ``dma_bound_cycles`` = bytes that must cross the port before the op stops its
+  timer / ``B``: the port's data path moves one request at a time.
+- **Latency-bound** ``latency_bound_cycles`` = requests x ``L`` / outstanding: every request
+  holds a slot for at least ``L``. Ping-pong: all iDMA bursts, outstanding ``min(m, channels x
+  k)`` per pass (one channel carries the max pass under the 'split' schedule). Direct: the
+  core's vector loads, which stall the core, so one is outstanding at a time.
+- **Compute-bound** ``compute_bound_cycles`` = the core's own issue cycles: each kernel's
+  :meth:`~dspsim.kernels.shapes.LoopShape.tcm_cycles` (per tile in ping-pong) plus ``S`` per
+  iDMA descriptor it programs.
+
+``lower_bound_cycles`` is the largest of the three, named by ``binding_bound``.
+
+The "must cross before the timer stops" matters: the ping-pong frame waits only for the last
+output copy of a pass, so at the end of the op the other channel's last output copy may still be
+in flight (the simulation warns ``unwaited_copy``); the direct version leaves its last posted
+store in the write buffer. Those bytes and requests are left out of the bounds (they are still
+counted in ``ddr_read_bytes`` / ``ddr_write_bytes``, which match the simulation exactly).
+
+Estimates (``estimate_cycles``):
+
+- **Direct**: the core walks each kernel's loop; every vector load stalls it for ``L + bytes /
+  B``, plus the data-path time of the store posted just before it (stores and loads share the
+  path in issue order), plus ``L`` more when ``m = 1`` (the store holds the only slot), plus the
+  loop's issue cycles. The core is the port's only requester, so this is exact up to rounding:
+  the direct version is always in its uncontended regime.
+- **Ping-pong**, per pass of ``T`` tiles, the larger of two forms. *Path*: the pass's bytes at
+  the two channels' joint throughput ``X2 = min(B, min(m, 2k) b / (L + b/B))`` (or one
+  channel's share at its own ``X1``, if that takes longer), plus a round trip, the descriptor
+  setups and the last tile's compute. *Staged*: the first tile's copy, then for each next tile
+  the largest of the core's work on the previous one (kernels and setups), half a buffer's
+  round trip (compute, output copy, prefetch into it: the two buffers alternate) and, under
+  'split', one channel carrying every input (output) copy; then the last tile's compute and
+  output copy. A copy alone on a channel takes ``max(L + bytes/B, rounds of min(k, m) bursts
+  per round trip)``. The estimate is within 5 % of the simulation (``tests/test_analytic.py``)
+  in two uncontended regimes: (a) a single tile per pass (everything is serial) and (b) at
+  least ``UNCONTENDED_MIN_TILES`` (10) tiles per pass with one pacing resource ahead of every
+  other by ``UNCONTENDED_MARGIN`` (3x); see :func:`regime`. Elsewhere the two channels and the
+  core interleave in ways a closed form does not follow: use the simulation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dspsim.config import HardwareModel
+from dspsim.errors import DspsimInputError
+from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
+from dspsim.sim import check_n
+
+MODES = ("pingpong", "direct")
+# Where the ping-pong estimate is trusted (see :func:`regime`): tiles per pass, and how far the
+# pacing resource must be ahead of every other.
+UNCONTENDED_MIN_TILES = 10
+UNCONTENDED_MARGIN = 3.0
+
+
+def bounds(model: HardwareModel, mode: str, n: int) -> dict[str, Any]:
+    """Traffic, lower bounds and closed-form estimate of one run (units in the key names)."""
+    if mode not in MODES:
+        raise DspsimInputError(f"mode {mode!r}: allowed {', '.join(MODES)}")
+    n = check_n(n)
+    out = _pingpong(model, n) if mode == "pingpong" else _direct(model, n)
+    named = {
+        "dma": out["dma_bound_cycles"],
+        "latency": out["latency_bound_cycles"],
+        "compute": out["compute_bound_cycles"],
+    }
+    binding = max(named, key=named.get)
+    out["lower_bound_cycles"] = named[binding]
+    out["binding_bound"] = binding
+    out["regime"] = regime(model, mode, n)
+    order = (
+        "ddr_read_bytes",
+        "ddr_write_bytes",
+        "ddr_requests",
+        "dma_bound_cycles",
+        "latency_bound_cycles",
+        "compute_bound_cycles",
+        "lower_bound_cycles",
+        "binding_bound",
+        "estimate_cycles",
+        "regime",
+    )
+    return {k: out[k] for k in order} | {k: v for k, v in out.items() if k not in order}
+
+
+# --------------------------------------------------------------------------------- direct
+def _direct(model: HardwareModel, n: int) -> dict[str, Any]:
+    core, ddr = model.core, model.ddr
+    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+    slot_blocks = ddr.max_outstanding == 1  # a posted store holds the only slot for L
+    vb = core.vector_bytes
+    # dsp_softmax's calls in order: every load is from DDR; (shape, stores to DDR)
+    calls = ((VECMAXF, False), (VECEXPF_MAX, True), (VECSUM, False), (VECMUL, True))
+    read = write = loads = stores = 0
+    compute = 0.0
+    estimate = 0.0
+    # how long the next load must wait for the store posted just before it: the store's data
+    # on the path, and with one slot (m = 1) its whole round trip; carried across calls
+    after_store = 0.0
+    last_store_bytes = 0
+    for shape, store_ddr in calls:
+        ii = shape.ii_cycles(core)
+        compute += shape.tcm_cycles(n, core)
+        t = float(core.call_overhead_cycles)
+        pending = max(0.0, after_store - core.call_overhead_cycles)
+
+        def load(nbytes: int) -> float:
+            nonlocal pending, read, loads
+            cost = pending + lat + nbytes * cpb
+            pending = 0.0
+            read += nbytes
+            loads += 1
+            return cost
+
+        for _ in range(shape.priming_loads):
+            t += load(vb)
+        for count, seg_loads, seg_stores in shape.segments(n, core.lanes_f32):
+            if count <= 0:
+                continue
+            nz_loads = [b for b in seg_loads if b]
+            nz_stores = [b for b in seg_stores if b] if store_ddr else []
+            # first iteration of the segment (it sees whatever store precedes it)
+            first = sum(load(b) for b in nz_loads) + ii
+            store_wait = (
+                (sum(nz_stores) * cpb + (lat if slot_blocks else 0.0)) if nz_stores else 0.0
+            )
+            if count > 1:
+                # later iterations: each first load waits for the previous iteration's store
+                rest_load = sum(lat + b * cpb for b in nz_loads)
+                if nz_loads:
+                    rest_load += store_wait
+                t += first + (count - 1) * (rest_load + ii)
+                read += (count - 1) * sum(nz_loads)
+                loads += (count - 1) * len(nz_loads)
+            else:
+                t += first
+            write += count * sum(nz_stores)
+            stores += count * len(nz_stores)
+            if nz_stores:
+                pending = store_wait
+                last_store_bytes = nz_stores[-1]
+        tail = shape.reduction_ops(core.lanes_f32) * core.alu_latency_cycles
+        t += tail
+        after_store = max(0.0, pending - tail)
+        estimate += t
+    # the last posted store (vecmul's last iteration) may still be crossing when the timer stops
+    must_cross = read + write - last_store_bytes
+    return {
+        "ddr_read_bytes": read,
+        "ddr_write_bytes": write,
+        "ddr_requests": loads + stores,
+        "dma_bound_cycles": must_cross * cpb,
+        "latency_bound_cycles": loads * lat,  # dependent loads: one outstanding
+        "compute_bound_cycles": compute,
+        "estimate_cycles": estimate,
+        "outstanding_requests": 1,
+    }
+
+
+# ------------------------------------------------------------------------------ ping-pong
+def _tiles(n: int, tile_elems: int) -> list[int]:
+    full, rest = divmod(n, tile_elems)
+    return [tile_elems] * full + ([rest] if rest else [])
+
+
+def _single_channel_cycles(nbytes: int, lat: float, cpb: float, burst: int, window: int) -> float:
+    """One descriptor alone on one channel: bursts, at most ``window`` in flight."""
+    if nbytes <= 0:
+        return 0.0
+    requests = -(-nbytes // burst)
+    rounds = -(-requests // window)  # window-limited: a round of bursts per burst round trip
+    last_round_bytes = nbytes - (rounds - 1) * window * burst
+    return max(
+        lat + nbytes * cpb,
+        (rounds - 1) * (lat + burst * cpb) + last_round_bytes * cpb + lat,
+    )
+
+
+def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
+    core, ddr, idma = model.core, model.ddr, model.idma
+    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+    burst, k, m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
+    setup = idma.setup_cycles
+    split = model.softmax.schedule == "split"
+    tiles = _tiles(n, max(1, model.softmax.tile_bytes // 4))
+    n_tiles = len(tiles)
+    occupancy = lat + burst * cpb  # a burst's slot time when the path is free
+
+    def throughput(channels: int) -> float:
+        return min(ddr.bytes_per_cycle, min(m, channels * k) * burst / occupancy)
+
+    def single(nbytes: int) -> float:
+        return _single_channel_cycles(nbytes, lat, cpb, burst, min(k, m))
+
+    def requests(nbytes: int) -> int:
+        return -(-nbytes // burst)
+
+    def c_max(s: int) -> int:
+        return VECMAXF.tcm_cycles(s, core)
+
+    def c_sum(s: int) -> int:
+        return VECEXPF_MAX.tcm_cycles(s, core) + VECSUM.tcm_cycles(s, core)
+
+    def c_mul(s: int) -> int:
+        return VECMUL.tcm_cycles(s, core)
+
+    read = write = n_req = 0
+    compute = dma_cycles = lat_cycles = estimate = 0.0
+    passes = (("max", c_max, False), ("exp_sum", c_sum, True), ("mul", c_mul, True))
+    per_pass: dict[str, float] = {}
+    for index, (name, cost, write_back) in enumerate(passes):
+        in_bytes = 4 * n
+        out_bytes = in_bytes if write_back else 0
+        read += in_bytes
+        write += out_bytes
+        # channels in use: one for a single tile, or for the max pass under 'split' (inputs ch0)
+        channels = 1 if (n_tiles == 1 or (split and not write_back)) else 2
+        d_in = [single(4 * s) for s in tiles]
+        d_out = [single(4 * s) if write_back else 0.0 for s in tiles]
+        cost_i = [cost(s) for s in tiles]
+        # descriptors the core programs after tile i: its output copy, the prefetch of i + 2
+        setups = [(1 if write_back else 0) + (1 if i + 2 < n_tiles else 0) for i in range(n_tiles)]
+        pass_compute = sum(cost_i) + (min(2, n_tiles) + sum(setups)) * setup
+        compute += pass_compute
+        pass_requests = sum(requests(4 * s) for s in tiles) * (2 if write_back else 1)
+        n_req += pass_requests
+        # the last pass may stop its timer with the other buffer's last output copy in flight
+        unwaited = 4 * tiles[-2] if (write_back and index == 2 and n_tiles >= 2) else 0
+        dma_cycles += (in_bytes + out_bytes - unwaited) * cpb
+        lat_cycles += (pass_requests - requests(unwaited)) * lat / min(m, channels * k)
+
+        last = n_tiles - 1
+        tail = cost_i[last] + ((setup + d_out[last]) if write_back else 0.0)
+        if n_tiles == 1:
+            per_pass[name] = setup + d_in[0] + tail
+            estimate += per_pass[name]
+            continue
+        # Non-path form: the gap between the core's starts of tiles i - 1 and i is set by the
+        # core itself, by a buffer's round trip (compute, its output copy, the prefetch into it:
+        # two tiles apart) or, under 'split', by one channel carrying every input (output).
+        gaps = 0.0
+        for i in range(1, n_tiles):
+            core_gap = cost_i[i - 1] + setups[i - 1] * setup
+            j = i - 1  # the buffer cycle that ends with tile i + 1's input, averaged per tile
+            nxt = d_in[j + 2] if j + 2 < n_tiles else 0.0
+            if split:
+                cycle = (cost_i[j] + setups[j] * setup + max(d_out[j], nxt)) / 2
+                serial = max(d_in[i], d_out[i - 1])
+            else:
+                cycle = (cost_i[j] + setups[j] * setup + d_out[j] + nxt) / 2
+                serial = 0.0
+            gaps += max(core_gap, cycle, serial)
+        # the first two inputs share the path (seed) or queue on channel 0 ('split')
+        first_in = d_in[0] if split else max(d_in[0], lat + 4 * (tiles[0] + tiles[1]) * cpb)
+        staged = 2 * setup + first_in + gaps + tail
+        # Path form: the pass's bytes at the channels' joint throughput, or one channel's share
+        # at its own, then the last compute (the last output copy overlaps the other channel's).
+        path_bytes = in_bytes + out_bytes
+        copies = 2 if write_back else 1
+        if split:  # inputs on channel 0, outputs on channel 1
+            channel_bytes = in_bytes
+        else:  # buffer b's copies go on channel b: even tiles on 0, odd tiles on 1
+            channel_bytes = copies * 4 * max(sum(tiles[0::2]), sum(tiles[1::2]))
+        transfer = max(path_bytes / throughput(channels), channel_bytes / throughput(1))
+        path = 2 * setup + transfer + lat + cost_i[last] + (setup if write_back else 0.0)
+        per_pass[name] = max(staged, path)
+        estimate += per_pass[name]
+    return {
+        "ddr_read_bytes": read,
+        "ddr_write_bytes": write,
+        "ddr_requests": n_req,
+        "dma_bound_cycles": dma_cycles,
+        "latency_bound_cycles": lat_cycles,
+        "compute_bound_cycles": compute,
+        "estimate_cycles": estimate,
+        "tiles_per_pass": n_tiles,
+        "pass_estimate_cycles": per_pass,
+        "outstanding_requests": min(m, (1 if n_tiles == 1 else 2) * k),
+        "joint_throughput_bytes_per_cycle": throughput(1 if n_tiles == 1 else 2),
+    }
+
+
+def regime(model: HardwareModel, mode: str, n: int, margin: float = UNCONTENDED_MARGIN) -> str:
+    """The regime of one run: ``'uncontended'`` where the closed-form estimate is trusted to 5 %.
+
+    Direct is always uncontended: the core is the port's only requester. Ping-pong is
+    uncontended with one tile per pass (everything is serial), or when one pacing resource
+    exceeds every other by ``margin`` per tile: the port's data path (``tile bytes / B``), the
+    request windows (``tile bytes / X2``), the round trips (``L`` per descriptor, the two
+    channels' overlapping) or the core
+    (kernel cycles plus descriptor setup; it must also cover one tile's copies in and out).
+    Otherwise ``'mixed'``: the channels and the core interleave in ways no closed form follows.
+    """
+    if mode == "direct":
+        return "uncontended"
+    tiles = len(_tiles(n, max(1, model.softmax.tile_bytes // 4)))
+    if tiles == 1:
+        return "uncontended"
+    if tiles < UNCONTENDED_MIN_TILES:  # filling and draining the pipeline are not small
+        return "mixed"
+    core, ddr, idma = model.core, model.ddr, model.idma
+    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+    s = max(1, model.softmax.tile_bytes // 4)
+    window = min(ddr.max_outstanding, 2 * idma.max_outstanding)
+    window_rate = window * idma.burst_bytes / (lat + idma.burst_bytes * cpb)
+    one = _single_channel_cycles(
+        4 * s, lat, cpb, idma.burst_bytes, min(idma.max_outstanding, ddr.max_outstanding)
+    )
+    checks = (
+        (VECMAXF.tcm_cycles(s, core), 1),
+        (VECEXPF_MAX.tcm_cycles(s, core) + VECSUM.tcm_cycles(s, core), 2),
+        (VECMUL.tcm_cycles(s, core), 2),
+    )
+    split = model.softmax.schedule == "split"
+    for kernel_cycles, descriptors in checks:
+        nbytes = 4 * s * descriptors
+        # round trips of the two channels overlap; 'split' carries the max pass on one channel
+        channels = 1 if (split and descriptors == 1) else 2
+        pace = {
+            "path": nbytes * cpb,
+            "window": nbytes / window_rate,
+            "latency": lat * descriptors / channels,
+            "core": kernel_cycles + descriptors * idma.setup_cycles,
+        }
+        top, second = sorted(pace.values(), reverse=True)[:2]
+        if top < margin * second:
+            return "mixed"
+        if max(pace, key=pace.get) == "window" and ddr.max_outstanding < 2 * idma.max_outstanding:
+            return "mixed"  # the channels share too few port slots: how they split them varies
+        if max(pace, key=pace.get) == "core" and pace["core"] < margin * one * descriptors:
+            return "mixed"
+    return "uncontended"

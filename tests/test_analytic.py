@@ -1,0 +1,141 @@
+"""Closed-form bounds and estimates (dspsim.analytic) against the simulation."""
+
+import io
+import json
+from contextlib import redirect_stdout
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from dspsim.analytic import bounds, regime
+from dspsim.cli import main
+from dspsim.errors import DspsimInputError
+from dspsim.sim import simulate
+
+configs = st.fixed_dictionaries(
+    {
+        "ddr.latency_cycles": st.floats(5, 800),
+        "ddr.bytes_per_cycle": st.floats(0.03, 32),
+        "ddr.max_outstanding": st.sampled_from([1, 2, 4, 16, 64]),
+        "idma.max_outstanding": st.sampled_from([1, 2, 3, 4, 8, 32]),
+        "idma.burst_bytes": st.sampled_from([16, 64, 128]),
+        "idma.setup_cycles": st.floats(0, 100),
+        "softmax.tile_bytes": st.sampled_from([256, 1024, 4096, 8192, 32768]),
+        "softmax.schedule": st.sampled_from(["seed", "split"]),
+    }
+)
+
+
+def run(model, mode, n):
+    return simulate(model, mode, n, data=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(kv=configs, mode=st.sampled_from(["pingpong", "direct"]), n=st.integers(1, 12_000))
+def test_a_run_never_beats_its_lower_bound_and_traffic_is_exact(j6, kv, mode, n):
+    model = j6.with_overrides(kv)
+    r = run(model, mode, n)
+    b = bounds(model, mode, n)
+    assert r.bytes == {"ddr_read": b["ddr_read_bytes"], "ddr_write": b["ddr_write_bytes"]}
+    for name in ("dma_bound_cycles", "latency_bound_cycles", "compute_bound_cycles"):
+        assert r.cycles >= b[name] - 1, name  # simulated cycles are rounded to an integer
+    assert b["lower_bound_cycles"] == max(
+        b["dma_bound_cycles"], b["latency_bound_cycles"], b["compute_bound_cycles"]
+    )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(kv=configs, tiles=st.integers(10, 40), extra=st.integers(0, 8191))
+def test_pingpong_estimate_within_5_percent_when_uncontended(j6, kv, tiles, extra):
+    """Uncontended ping-pong with many tiles per pass: one resource paces the pipeline."""
+    model = j6.with_overrides(kv)
+    n = tiles * (model.softmax.tile_bytes // 4) + extra % (model.softmax.tile_bytes // 4)
+    assume(regime(model, "pingpong", n) == "uncontended")
+    est = bounds(model, "pingpong", n)["estimate_cycles"]
+    assert est == pytest.approx(run(model, "pingpong", n).cycles, rel=0.05)
+
+
+@settings(max_examples=15, deadline=None)
+@given(kv=configs, n=st.integers(1, 8192))
+def test_pingpong_estimate_within_5_percent_for_one_tile_per_pass(j6, kv, n):
+    """One tile per pass: copy in, compute, copy out, all serial on channel 0."""
+    model = j6.with_overrides(kv)
+    n = min(n, model.softmax.tile_bytes // 4)
+    assert regime(model, "pingpong", n) == "uncontended"
+    est = bounds(model, "pingpong", n)["estimate_cycles"]
+    assert est == pytest.approx(run(model, "pingpong", n).cycles, rel=0.05)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    kv=st.fixed_dictionaries(
+        {
+            "ddr.latency_cycles": st.floats(1, 800),
+            "ddr.bytes_per_cycle": st.floats(0.03, 32),
+            "ddr.max_outstanding": st.sampled_from([1, 2, 64]),
+            "core.write_buffer_entries": st.sampled_from([1, 2, 8]),
+            "core.call_overhead_cycles": st.integers(0, 100),
+            "core.lanes_f32": st.sampled_from([8, 16, 32, 64]),
+        }
+    ),
+    n=st.integers(1, 6_000),
+)
+def test_direct_estimate_follows_the_core_to_1_percent(j6, kv, n):
+    """The core is the port's only requester: the direct version is always uncontended."""
+    model = j6.with_overrides(kv)
+    assert regime(model, "direct", n) == "uncontended"
+    est = bounds(model, "direct", n)["estimate_cycles"]
+    cycles = run(model, "direct", n).cycles  # rounded to an integer: allow one cycle
+    assert abs(est - cycles) <= 0.01 * cycles + 1
+
+
+@pytest.mark.parametrize("mode", ["pingpong", "direct"])
+def test_j6_headline_is_uncontended_and_estimated_closely(j6, mode):
+    b = bounds(j6, mode, 100_000)
+    r = run(j6, mode, 100_000)
+    assert b["regime"] == "uncontended"
+    assert b["estimate_cycles"] == pytest.approx(r.cycles, rel=0.01)
+    assert b["binding_bound"] == "dma"  # both versions are port-bandwidth-bound in the J6 fit
+
+
+def test_j6_pingpong_sits_on_its_port_bandwidth(j6):
+    """Every byte crosses the port at ddr.bytes_per_cycle; ping-pong adds only the pipeline
+    fill and drain of its three passes (a few round trips and kernel calls)."""
+    b = bounds(j6, "pingpong", 100_000)
+    all_bytes_cycles = (b["ddr_read_bytes"] + b["ddr_write_bytes"]) / j6.ddr.bytes_per_cycle
+    cycles = run(j6, "pingpong", 100_000).cycles
+    assert (
+        all_bytes_cycles
+        <= cycles
+        <= all_bytes_cycles + 3 * (2 * j6.ddr.latency_cycles + 4 * j6.idma.setup_cycles + 3_000)
+    )
+
+
+def test_more_latency_only_raises_the_latency_bound(j6):
+    a = bounds(j6, "pingpong", 50_000)
+    b = bounds(
+        j6.with_overrides({"ddr.latency_cycles": 2 * j6.ddr.latency_cycles}), "pingpong", 50_000
+    )
+    assert b["latency_bound_cycles"] == pytest.approx(2 * a["latency_bound_cycles"])
+    assert b["dma_bound_cycles"] == a["dma_bound_cycles"]
+    assert b["compute_bound_cycles"] == a["compute_bound_cycles"]
+
+
+@pytest.mark.parametrize(
+    "mode, n, match", [("turbo", 10, "mode"), ("direct", 0, "n = 0"), ("direct", 2.5, "n = 2.5")]
+)
+def test_bad_input_is_rejected(j6, mode, n, match):
+    with pytest.raises(DspsimInputError, match=match):
+        bounds(j6, mode, n)
+
+
+def test_run_json_carries_the_bounds():
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        assert main(["run", "--json", "--n", "3000", "--mode", "direct"]) == 0
+    obj = json.loads(buf.getvalue())
+    b = obj["bounds"]
+    assert b["lower_bound_cycles"] <= obj["cycles"]
+    assert b["ddr_read_bytes"] == obj["bytes"]["ddr_read"]
+    assert b["regime"] == "uncontended"

@@ -1,0 +1,291 @@
+"""Calibration: measurement syntax, fitting, identifiability, model-file output, CLI."""
+
+import io
+import json
+import tomllib
+from contextlib import redirect_stderr, redirect_stdout
+from datetime import date
+
+import pytest
+
+from dspsim.calibrate import (
+    SEED_MEASUREMENTS_CYCLES,
+    Measurement,
+    calibrate,
+    fit,
+    fit_seed,
+    parse_free,
+    parse_measurement,
+    read_measurements_csv,
+    write_model_file,
+)
+from dspsim.cli import main
+from dspsim.config import load_model
+from dspsim.errors import DspsimInputError
+from dspsim.sim import simulate
+
+LB = ["ddr.latency_cycles=20:2000", "ddr.bytes_per_cycle=0.05:20"]
+
+
+def measured(truth, mode, n, **settings):
+    cycles = simulate(truth.with_overrides(settings), mode, n, data=False).cycles
+    return Measurement(mode, cycles, n, settings)
+
+
+def cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+# ------------------------------------------------------------------------- syntax
+@pytest.mark.parametrize(
+    "text, mode, n, settings, cycles",
+    [
+        ("pingpong=5154293", "pingpong", 100_000, {}, 5_154_293),
+        ("direct=7_648_254", "direct", 100_000, {}, 7_648_254),
+        (
+            "pingpong,n=50000,softmax.tile_bytes=8192=2600000",
+            "pingpong",
+            50_000,
+            {"softmax.tile_bytes": 8192},
+            2_600_000,
+        ),
+        (
+            "pingpong,softmax.schedule=split,n=10=123",
+            "pingpong",
+            10,
+            {"softmax.schedule": "split"},
+            123,
+        ),
+    ],
+)
+def test_measurement_syntax(text, mode, n, settings, cycles):
+    m = parse_measurement(text)
+    assert (m.mode, m.n, m.settings, m.cycles) == (mode, n, settings, cycles)
+    assert parse_measurement(m.spec()) == m  # the spec round-trips
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("pingpong", "expected MODE"),
+        ("=5", "expected MODE"),
+        ("pingpong=5,154,293", "no commas"),
+        ("pingpong=-3", "positive number"),
+        ("turbo=5", "version 'turbo' unknown"),
+        ("pingpong,n=0=5", "n = '0'"),
+        ("pingpong,tile=5=5", "not KEY=VALUE|unknown model key"),
+        ("pingpong,ddr.latency=3=5", "unknown model key"),
+        ("pingpong,ddr.latency_cycles=fast=5", "expected a"),
+    ],
+)
+def test_bad_measurements_are_named(text, match):
+    with pytest.raises(DspsimInputError, match=match):
+        parse_measurement(text)
+
+
+def test_measurements_csv(tmp_path):
+    p = tmp_path / "m.csv"
+    p.write_text(
+        "mode,n,cycles,softmax.tile_bytes\npingpong,50000,2600000,8192\ndirect,,7648254,\n"
+    )
+    a, b = read_measurements_csv(p)
+    assert a == Measurement("pingpong", 2_600_000, 50_000, {"softmax.tile_bytes": 8192})
+    assert b == Measurement("direct", 7_648_254, 100_000, {})
+
+
+@pytest.mark.parametrize(
+    "body, match",
+    [
+        ("mode,n\npingpong,5\n", "missing column 'cycles'"),
+        ("mode,cycles,ddr.latency\npingpong,5,3\n", "unknown model key"),
+        ("mode,cycles\npingpong,abc\n", "line 2"),
+        ("mode,cycles\n", "no measurements"),
+    ],
+)
+def test_bad_csv_is_named(tmp_path, body, match):
+    p = tmp_path / "m.csv"
+    p.write_text(body)
+    with pytest.raises(DspsimInputError, match=match):
+        read_measurements_csv(p)
+
+
+def test_free_ranges(j6):
+    p = parse_free("ddr.latency_cycles", j6)
+    assert p.lo == pytest.approx(j6.ddr.latency_cycles / 100)
+    assert p.hi == pytest.approx(j6.ddr.latency_cycles * 100)
+    k = parse_free("idma.max_outstanding=1:64", j6)
+    assert (k.lo, k.hi, k.integer) == (1, 64, True)
+    for text, match in [
+        ("ddr.latency", "unknown model key"),
+        ("softmax.schedule", "text values"),
+        ("ddr.latency_cycles=5", "LO:HI"),
+        ("ddr.latency_cycles=9:3", "LO < HI"),
+        ("ddr.latency_cycles=0:3", "greater than 0"),
+        ("idma.max_outstanding=1:5000", "allows 1 to 1024"),
+    ]:
+        with pytest.raises(DspsimInputError, match=match):
+            parse_free(text, j6)
+
+
+def test_a_free_key_cannot_also_be_set_by_a_measurement(j6):
+    m = Measurement("pingpong", 1e6, 1000, {"ddr.latency_cycles": 100.0})
+    with pytest.raises(DspsimInputError, match="which is free"):
+        calibrate(j6, [m], ["ddr.latency_cycles"])
+
+
+# ------------------------------------------------------------------------- fitting
+def test_recovers_latency_and_bandwidth_from_a_perturbed_start(j6):
+    truth = j6.with_overrides({"ddr.latency_cycles": 150.0, "ddr.bytes_per_cycle": 0.6})
+    ms = [
+        measured(truth, "pingpong", 20_000),
+        measured(truth, "direct", 4_000),
+        measured(truth, "pingpong", 2_048, **{"softmax.tile_bytes": 8192}),
+    ]
+    start = j6.with_overrides({"ddr.latency_cycles": 200.0, "ddr.bytes_per_cycle": 0.45})
+    f = fit(start, ms, {"ddr.latency_cycles": (20, 2000), "ddr.bytes_per_cycle": (0.05, 20)})
+    assert f.values["ddr.latency_cycles"] == pytest.approx(150.0, rel=0.02)
+    assert f.values["ddr.bytes_per_cycle"] == pytest.approx(0.6, rel=0.02)
+    assert max(abs(r) for r in f.residuals_pct) < 0.1
+
+
+def test_recovers_an_integer_key_with_the_continuous_ones(j6):
+    truth = j6.with_overrides(
+        {"ddr.latency_cycles": 400.0, "ddr.bytes_per_cycle": 2.0, "idma.max_outstanding": 2}
+    )
+    ms = [
+        measured(truth, "pingpong", 20_000),
+        measured(truth, "direct", 4_000),
+        measured(truth, "pingpong", 2_048, **{"softmax.tile_bytes": 8192}),
+    ]
+    start = j6.with_overrides(
+        {"ddr.latency_cycles": 300.0, "ddr.bytes_per_cycle": 3.0, "idma.max_outstanding": 5}
+    )
+    c = calibrate(start, ms, LB + ["idma.max_outstanding=1:6"], identify=False)
+    assert c.values["idma.max_outstanding"] == 2
+    assert c.values["ddr.latency_cycles"] == pytest.approx(400.0, rel=0.02)
+    assert c.values["ddr.bytes_per_cycle"] == pytest.approx(2.0, rel=0.02)
+
+
+def test_the_documents_two_figures_are_met_from_a_perturbed_start():
+    start = load_model(overrides={"ddr.latency_cycles": 250.0, "ddr.bytes_per_cycle": 0.2})
+    f = fit_seed(start)
+    assert all(abs(r) <= 0.5 for r in f.residuals_pct)
+    # and the fitted model really simulates those figures
+    for mode, target in SEED_MEASUREMENTS_CYCLES.items():
+        assert simulate(f.model, mode, 100_000, data=False).cycles == pytest.approx(
+            target, rel=0.005
+        )
+
+
+# ------------------------------------------------------------------ identifiability
+def test_one_measurement_does_not_determine_latency_and_the_proposal_settles_it(j6):
+    """A bandwidth-bound ping-pong figure pins bandwidth, not latency; the proposed measurement,
+    taken on the 'board' (the truth), then determines both."""
+    truth = j6.with_overrides({"ddr.latency_cycles": 150.0, "ddr.bytes_per_cycle": 0.6})
+    start = j6.with_overrides({"ddr.latency_cycles": 300.0, "ddr.bytes_per_cycle": 3.0})
+    one = [measured(truth, "pingpong", 20_000)]
+    c = calibrate(start, one, LB)
+    iv = {i.key: i for i in c.intervals}
+    assert not c.determined
+    assert not iv["ddr.latency_cycles"].determined
+    assert iv["ddr.latency_cycles"].reaches_search_bound
+    assert iv["ddr.bytes_per_cycle"].determined
+    assert iv["ddr.bytes_per_cycle"].lo <= 0.6 <= iv["ddr.bytes_per_cycle"].hi
+    # every reported equally good fit really is within 1 % of the measurement
+    for g in c.good:
+        model = start.with_overrides(g.values)
+        assert simulate(model, "pingpong", 20_000, data=False).cycles == pytest.approx(
+            one[0].cycles, rel=0.01
+        )
+    # the proposal's predictions are what the simulation gives for those fits
+    pr = c.proposal
+    assert pr is not None and pr.spread_pct > 10
+    for values, cycles in pr.predictions[:2]:
+        model = start.with_overrides({**pr.measurement.settings, **values})
+        assert simulate(model, pr.measurement.mode, pr.measurement.n, data=False).cycles == cycles
+    # take it on the board: now both keys are determined, around the truth
+    pm = pr.measurement
+    two = one + [measured(truth, pm.mode, pm.n, **pm.settings)]
+    c2 = calibrate(start, two, LB)
+    assert c2.determined
+    iv2 = {i.key: i for i in c2.intervals}
+    assert iv2["ddr.latency_cycles"].lo <= 150.0 <= iv2["ddr.latency_cycles"].hi
+    assert iv2["ddr.latency_cycles"].hi / iv2["ddr.latency_cycles"].lo < 1.2
+
+
+# ------------------------------------------------------------------------- model file
+def test_out_writes_a_complete_model_with_fitted_values_and_comments(j6, tmp_path):
+    truth = j6.with_overrides({"ddr.latency_cycles": 150.0, "ddr.bytes_per_cycle": 0.6})
+    ms = [measured(truth, "pingpong", 20_000), measured(truth, "direct", 4_000)]
+    c = calibrate(j6, ms, LB, identify=False)
+    out = write_model_file(c, tmp_path / "fitted.toml", date=date(2030, 1, 2))
+    written = out.read_text().splitlines()
+    original = open(j6.source).read().splitlines()
+    assert len(written) == len(original)
+    changed = [(a, b) for a, b in zip(original, written) if a != b]
+    assert [b.split("=")[0].strip() for _, b in changed] == ["latency_cycles", "bytes_per_cycle"]
+    for _, line in changed:
+        assert "2030-01-02" in line and "pingpong,n=20000=" in line and "direct,n=4000=" in line
+    again = load_model(out)
+    assert again.ddr.latency_cycles == pytest.approx(150.0, rel=0.02)
+    assert again.flat() | {"ddr.latency_cycles": 0, "ddr.bytes_per_cycle": 0} == j6.flat() | {
+        "ddr.latency_cycles": 0,
+        "ddr.bytes_per_cycle": 0,
+    }
+    tomllib.loads(out.read_text())  # valid TOML
+
+
+# ------------------------------------------------------------------------------- CLI
+def test_cli_calibrate_json_and_out(j6, tmp_path):
+    truth = j6.with_overrides({"ddr.latency_cycles": 150.0, "ddr.bytes_per_cycle": 0.6})
+    a = measured(truth, "pingpong", 20_000)
+    csv = tmp_path / "m.csv"
+    b = measured(truth, "direct", 4_000)
+    csv.write_text(f"mode,n,cycles\ndirect,{b.n},{b.cycles}\n")
+    out = tmp_path / "fit.toml"
+    code, stdout, err = cli(
+        "calibrate",
+        "--measured",
+        a.spec(),
+        "--measured-csv",
+        str(csv),
+        "--free",
+        LB[0],
+        "--free",
+        LB[1],
+        "--out",
+        str(out),
+        "--json",
+    )
+    assert code == 0, err
+    obj = json.loads(stdout)
+    assert obj["fit"]["ddr.latency_cycles"]["unit"] == "cycles"
+    assert "ns at 1000 MHz" in obj["fit"]["ddr.latency_cycles"]["reading"]
+    assert "GB/s" in obj["fit"]["ddr.bytes_per_cycle"]["reading"]
+    assert [round(m["residual_pct"], 3) for m in obj["measurements"]] == [0.0, 0.0]
+    assert obj["identifiability"]["determined"] is True
+    lat = obj["identifiability"]["intervals"]["ddr.latency_cycles"]
+    assert lat["lo"] <= 150.0 <= lat["hi"]
+    assert load_model(out).ddr.latency_cycles == pytest.approx(150.0, rel=0.02)
+
+
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--free", "ddr.latency_cycles"], "no measurements"),
+        (["--measured", "pingpong=5"], "nothing to fit"),
+        (["--measured", "pingpong=5", "--free", "ddr.latency_cycles", "--out", "x.txt"], ".toml"),
+        (
+            ["--measured", "pingpong,softmax.tile_bytes=6=5", "--free", "ddr.latency_cycles"],
+            "multiple of 4",
+        ),
+        (["--measured-csv", "/nonexistent.csv", "--free", "ddr.latency_cycles"], "not found"),
+    ],
+)
+def test_cli_errors_are_one_line_exit_2(argv, match):
+    code, out, err = cli("calibrate", *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and match in err
