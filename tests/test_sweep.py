@@ -27,7 +27,6 @@ from dspsim.errors import DspsimInputError
 from dspsim.sim import FIDELITIES, simulate
 from dspsim.sweep import (
     bench_sweep,
-    best_fidelity,
     build_sweep,
     check_out,
     key_columns,
@@ -467,10 +466,6 @@ def test_bench_sweep_reports_its_rate():
     r = bench_sweep(points=4, jobs=1, n=N, fidelity="burst")
     assert r["points"] == 4
     assert r["points_per_s"] == pytest.approx(r["points"] / r["wall_s"])
-
-
-def test_best_fidelity_is_a_known_one():
-    assert best_fidelity() in FIDELITIES
 
 
 # ------------------------------------------------------------------------------ figures
