@@ -668,7 +668,7 @@ class Calibration:
     # ------------------------------------------------------------ rendering
     def to_json(self) -> dict[str, Any]:
         def fit_values(v: dict[str, float]) -> dict[str, float]:
-            return {k: (int(round(x)) if _is_int_key(k) else x) for k, x in v.items()}
+            return {p.key: (int(round(v[p.key])) if p.integer else v[p.key]) for p in self.free}
 
         return {
             "model": self.model.source,
