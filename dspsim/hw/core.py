@@ -164,7 +164,9 @@ class Core:
         if (load_ddr or store_ddr) and self.tile_fidelity:
             stall = yield from self._ddr_call(shape, n, load_ddr, store_ddr)
         elif load_ddr or store_ddr:
-            stall = yield from self._stalling_loop(shape, n, load_ddr, store_ddr)
+            # its own process: each of its many events resumes one generator, not the op's
+            # whole chain of `yield from` frames
+            stall = yield self.env.process(self._stalling_loop(shape, n, load_ddr, store_ddr))
         else:
             yield self.env.timeout(shape.tcm_cycles(n, self.cfg))
             stall = 0.0
@@ -223,9 +225,8 @@ class Core:
                     if owed:
                         yield env.timeout(owed)
                     now = env.now
-                    done = request(now, nbytes, False, "core")
-                    stall += done - now
-                    owed = done - now
+                    owed = request(now, nbytes, False, "core") - now  # the round trip
+                    stall += owed
                 owed += issue
                 for nbytes in stores:  # a store leaves at the end of its iteration
                     yield env.timeout(owed)

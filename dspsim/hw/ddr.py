@@ -66,8 +66,6 @@ class DdrPort:
         self._path_free = 0.0  # when the data path is next free
         self.bytes_read = 0
         self.bytes_written = 0
-        self.requests = 0
-        self.busy_cycles = 0.0  # data-path occupancy
         # cycles requests waited for the data path while another requester's data held it
         self.contention_cycles = 0.0
         self._path_owner = ""
@@ -80,17 +78,16 @@ class DdrPort:
         the requester, who already knows it); return the cycle at which it completes."""
         slot = self._slot_free[0]
         start = slot if slot > now else now
-        path = self._path_free
-        data_start = path if path > start else start
-        if path > start and self._path_owner != requester:
-            self.contention_cycles += path - start
+        data_start = self._path_free
+        if data_start > start:
+            if self._path_owner != requester:
+                self.contention_cycles += data_start - start
+        else:
+            data_start = start
         self._path_owner = requester
-        data_end = data_start + nbytes * self.cycles_per_byte
-        self._path_free = data_end
+        data_end = self._path_free = data_start + nbytes * self.cycles_per_byte
         done = data_end + self.latency_cycles
         heapq.heapreplace(self._slot_free, done)
-        self.busy_cycles += data_end - data_start
-        self.requests += 1
         if write:
             self.bytes_written += nbytes
         else:
@@ -98,6 +95,11 @@ class DdrPort:
         if self.log is not None:
             self.log.append((now, data_start, data_end, done, nbytes, write, requester))
         return done
+
+    @property
+    def busy_cycles(self) -> float:
+        """Data-path occupancy: every byte crosses it once at the port's bandwidth."""
+        return (self.bytes_read + self.bytes_written) * self.cycles_per_byte
 
     def bulk(
         self,
@@ -128,8 +130,8 @@ class DdrPort:
         served_at = self._take_capacity(now, path_cycles, own_rate)
         duration = max(alone_cycles, served_at - now + tail)
         self.contention_cycles += duration - alone_cycles
-        self._account(read_bytes, False, read_bytes * self.cycles_per_byte)
-        self._account(write_bytes, True, write_bytes * self.cycles_per_byte)
+        self.bytes_read += read_bytes
+        self.bytes_written += write_bytes
         if self.log is not None:
             self.log.append((now, now, served_at, now + duration, read_bytes + write_bytes,
                              write_bytes > 0, requester))
@@ -155,10 +157,3 @@ class DdrPort:
             t = nxt
         self._usage = use + booked
         return t
-
-    def _account(self, nbytes: int, write: bool, occupancy: float) -> None:
-        self.busy_cycles += occupancy
-        if write:
-            self.bytes_written += nbytes
-        else:
-            self.bytes_read += nbytes
