@@ -12,10 +12,13 @@ from dspsim.sim import simulate
 from tests.test_engine import make_dsp, reference_copy_cycles, run_proc
 
 GRID = [
-    *(("pingpong", tile, lat, k, bw) for tile, lat, k, bw in itertools.product(
+    *(("pingpong", tile, lat, k, bw, 64) for tile, lat, k, bw in itertools.product(
         [4096, 16384, 65536], [20.0, 114.0, 600.0], [1, 4, 32], [0.388, 4.0, 32.0])),
-    *(("direct", 32768, lat, 32, bw) for lat, bw in itertools.product(
+    *(("direct", 32768, lat, 32, bw, 64) for lat, bw in itertools.product(
         [20.0, 114.0, 600.0], [0.388, 4.0, 32.0])),
+    # the port's own request slots: shared by both channels, and by loads and posted stores
+    *((mode, 16384, lat, 32, bw, slots) for mode, lat, bw, slots in itertools.product(
+        ["pingpong", "direct"], [20.0, 600.0], [0.388, 32.0], [1, 2, 8])),
 ]
 UNCONTENDED = 0.02  # the burst run's DDR contention below 2 % of its cycles
 
@@ -23,13 +26,14 @@ UNCONTENDED = 0.02  # the burst run's DDR contention below 2 % of its cycles
 @pytest.fixture(scope="module")
 def agreement(j6):
     rows = []
-    for mode, tile, lat, k, bw in GRID:
+    for mode, tile, lat, k, bw, slots in GRID:
         m = j6.with_overrides({"softmax.tile_bytes": tile, "ddr.latency_cycles": lat,
-                               "idma.max_outstanding": k, "ddr.bytes_per_cycle": bw})
+                               "idma.max_outstanding": k, "ddr.bytes_per_cycle": bw,
+                               "ddr.max_outstanding": slots})
         burst = simulate(m, mode, 20_000, data=False)
         tile_run = simulate(m, mode, 20_000, data=False, fidelity="tile")
         rows.append({
-            "point": (mode, tile, lat, k, bw),
+            "point": (mode, tile, lat, k, bw, slots),
             "error": tile_run.cycles / burst.cycles - 1.0,
             "contention": burst.ddr_contention_cycles / burst.cycles,
             "events": (burst.events, tile_run.events),

@@ -194,9 +194,9 @@ class Core:
         """Tile fidelity: the whole call as one timeout, from the closed form of the walk."""
         port, now = self.port, self.env.now
         call = ddr_call(shape, n, self.cfg, port.latency_cycles, port.cycles_per_byte,
-                        load_ddr, store_ddr)
+                        load_ddr, store_ddr, port.max_outstanding)
         done = port.bulk(now, call.read_bytes, call.write_bytes, call.cycles, "core",
-                         ends_with_latency=False)
+                         self.cfg.vector_bytes)
         yield self.env.timeout(done - now)
         return call.stall_cycles + (done - now - call.cycles)
 

@@ -62,11 +62,12 @@ class DdrPort:
         self.latency_cycles = cfg.latency_cycles
         self.cycles_per_byte = 1.0 / cfg.bytes_per_cycle
         self.max_outstanding = cfg.max_outstanding
-        self._slot_free = [0.0] * cfg.max_outstanding  # heap: when each request slot frees
+        # heap of (when a request slot frees, who holds it until then)
+        self._slot_free: list[tuple[float, str]] = [(0.0, "")] * cfg.max_outstanding
         self._path_free = 0.0  # when the data path is next free
         self.bytes_read = 0
         self.bytes_written = 0
-        # cycles requests waited for the data path while another requester's data held it
+        # cycles requests waited for a slot or the data path that another requester held
         self.contention_cycles = 0.0
         self._path_owner = ""
         self._usage: list[tuple[float, float, float]] = []  # tile fidelity: path bookings
@@ -76,8 +77,13 @@ class DdrPort:
     def request(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
         """Issue a request of ``nbytes`` at ``now`` (the current simulated time, passed in by
         the requester, who already knows it); return the cycle at which it completes."""
-        slot = self._slot_free[0]
-        start = slot if slot > now else now
+        slot, holder = self._slot_free[0]
+        if slot > now:
+            start = slot
+            if holder != requester:  # all slots taken, the next to free by another engine
+                self.contention_cycles += slot - now
+        else:
+            start = now
         data_start = self._path_free
         if data_start > start:
             if self._path_owner != requester:
@@ -87,7 +93,7 @@ class DdrPort:
         self._path_owner = requester
         data_end = self._path_free = data_start + nbytes * self.cycles_per_byte
         done = data_end + self.latency_cycles
-        heapq.heapreplace(self._slot_free, done)
+        heapq.heapreplace(self._slot_free, (done, requester))
         if write:
             self.bytes_written += nbytes
         else:
@@ -108,27 +114,27 @@ class DdrPort:
         write_bytes: int,
         alone_cycles: float,
         requester: str,
-        ends_with_latency: bool = True,
+        request_bytes: int,
     ) -> float:
         """Tile fidelity: a whole transfer or kernel call issued at ``now`` that would take
         ``alone_cycles`` alone on the port; return the cycle at which it completes.
 
-        The data path is shared as a fluid, first come first served: each reservation uses
-        the path at its own pace (its bytes' path time over its duration alone, less the final
-        latency for a transfer) but only from the capacity that earlier reservations leave.
-        Its bytes are through when it has accumulated their path time; it completes no earlier
-        than alone. A window-bound transfer that leaves gaps between its bursts thus does not
-        delay a concurrent one, while bandwidth-bound ones queue behind each other. One SimPy
-        event per reservation; ``ends_with_latency`` is False for a kernel call, whose posted
-        stores do not hold it up.
+        The port is shared as a fluid, first come first served: each reservation would use the
+        data path at its own average pace alone (its bytes' path time over ``alone_cycles``),
+        but only out of the share that earlier reservations leave. It completes when it has
+        accumulated its path time, and no earlier than alone. A window-bound transfer that
+        leaves gaps between its bursts thus does not delay a concurrent one, while
+        bandwidth-bound ones queue behind each other. The port's request slots cap the share
+        all reservations together can use: ``max_outstanding`` requests of ``request_bytes``,
+        each holding its slot for a round trip. One SimPy event per reservation.
         """
-        tail = self.latency_cycles if ends_with_latency else 0.0
         # a kernel's last posted stores cross the path after it returns: book what fits
-        path_cycles = min((read_bytes + write_bytes) * self.cycles_per_byte,
-                          max(alone_cycles - tail, 0.0))
-        own_rate = min(1.0, path_cycles / max(alone_cycles - tail, 1e-12))
-        served_at = self._take_capacity(now, path_cycles, own_rate)
-        duration = max(alone_cycles, served_at - now + tail)
+        path_cycles = min((read_bytes + write_bytes) * self.cycles_per_byte, alone_cycles)
+        own_rate = path_cycles / alone_cycles if alone_cycles > 0 else 1.0
+        beat = request_bytes * self.cycles_per_byte
+        capacity = min(1.0, self.max_outstanding * beat / (beat + self.latency_cycles))
+        served_at = self._take_capacity(now, path_cycles, min(own_rate, capacity), capacity)
+        duration = max(alone_cycles, served_at - now)
         self.contention_cycles += duration - alone_cycles
         self.bytes_read += read_bytes
         self.bytes_written += write_bytes
@@ -137,16 +143,16 @@ class DdrPort:
                              write_bytes > 0, requester))
         return now + duration
 
-    def _take_capacity(self, now: float, need: float, own_rate: float) -> float:
+    def _take_capacity(self, now: float, need: float, own_rate: float, capacity: float) -> float:
         """Book ``need`` cycles of data path from ``now`` at up to ``own_rate`` of it, out of
-        what earlier bookings leave free; return when the last of it is served."""
+        the ``capacity`` earlier bookings leave free; return when the last of it is served."""
         use = [seg for seg in self._usage if seg[1] > now]  # (start, end, share) segments
         cuts = sorted({now, *(t for s, e, _ in use for t in (s, e) if t > now)})
         booked: list[tuple[float, float, float]] = []
         t, left = now, need
         for nxt in cuts[1:] + [math.inf]:
             busy = sum(share for s, e, share in use if s <= t < e)
-            rate = min(own_rate, max(0.0, 1.0 - busy))
+            rate = min(own_rate, max(0.0, capacity - busy))
             if rate > 0 and (nxt == math.inf or rate * (nxt - t) >= left):
                 booked.append((t, t + left / rate, rate))
                 t += left / rate

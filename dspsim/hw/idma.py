@@ -94,7 +94,7 @@ class IdmaChannel:
                 alone = transfer_cycles(t.nbytes, burst, min(window, self.port.max_outstanding),
                                         self.port.latency_cycles, self.port.cycles_per_byte)
                 reads, writes = (0, t.nbytes) if write else (t.nbytes, 0)
-                inflight.append(self.port.bulk(now, reads, writes, alone, self.name))
+                inflight.append(self.port.bulk(now, reads, writes, alone, self.name, burst))
                 bursts = []
             else:
                 full, rest = divmod(t.nbytes, burst)

@@ -79,11 +79,13 @@ def ddr_call(
     cycles_per_byte: float,
     load_ddr: bool,
     store_ddr: bool,
+    port_slots: int = 2,
 ) -> DdrCall:
     """The burst-level walk of :meth:`dspsim.hw.core.Core._stalling_loop`, summed, for a core
     alone on the port: each DDR load stalls ``latency + bytes / bandwidth``; a store leaves at
     the end of its iteration and holds the data path for ``bytes / bandwidth``, which delays the
-    next load; a full write buffer bounds an iteration below by a store's round trip / entries.
+    next load (with a single port slot, for its whole round trip); a full write buffer bounds an
+    iteration below by a store's round trip / entries.
     """
     if n <= 0:
         return DdrCall(0.0, 0.0, 0, 0)
@@ -101,6 +103,8 @@ def ddr_call(
         stores = [b for b in stores if b] if store_ddr else []
         load_stall = sum(latency_cycles + b * cycles_per_byte for b in loads)
         store_path = sum(b * cycles_per_byte for b in stores)
+        if port_slots == 1:  # the next load needs the slot the store holds until it is done
+            store_path += latency_cycles * len(stores)
         # the previous iteration's stores hold the path when this iteration's first load issues
         delay = trailing_store_delay if loads else 0.0
         per_iter_delay = store_path if loads else 0.0
