@@ -35,14 +35,20 @@ def load_input(path: str) -> np.ndarray:
         ) from None
     if not isinstance(x, np.ndarray):
         raise DspsimInputError(f"--input {path!r}: holds several arrays; expected one .npy array")
+    return check_input_array(x, f"--input {path!r}")
+
+
+def check_input_array(x: np.ndarray, what: str) -> np.ndarray:
+    """``x`` if it is a non-empty 1-D float32 array, else a one-line error naming ``what``."""
+    x = np.asarray(x)
     if x.dtype != np.float32:
         raise DspsimInputError(
-            f"--input {path!r}: dtype {x.dtype}, expected float32 (x.astype(numpy.float32))"
+            f"{what}: dtype {x.dtype}, expected float32 (x.astype(numpy.float32))"
         )
     if x.ndim != 1:
-        raise DspsimInputError(f"--input {path!r}: shape {x.shape}, expected a 1-D array")
+        raise DspsimInputError(f"{what}: shape {x.shape}, expected a 1-D array")
     if x.size == 0:
-        raise DspsimInputError(f"--input {path!r}: empty array, expected at least 1 element")
+        raise DspsimInputError(f"{what}: empty array, expected at least 1 element")
     return x
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from dspsim.arrays import check_output_path, host_check, load_input, save_output
 from dspsim.config import HardwareModel, load_model
 from dspsim.errors import DeadlockError, DspsimInputError
+from dspsim.results_io import json_default
 from dspsim.sim import MODES, Result, simulate
 
 
@@ -56,16 +57,8 @@ def model_from_args(args: argparse.Namespace) -> HardwareModel:
 
 
 def emit_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=2, default=_json_default)
+    json.dump(obj, sys.stdout, indent=2, default=json_default)
     sys.stdout.write("\n")
-
-
-def _json_default(o: Any) -> Any:
-    if hasattr(o, "item"):  # numpy scalars
-        return o.item()
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 # ------------------------------------------------------------------------------------ run
@@ -73,7 +66,8 @@ def add_run(sub) -> None:
     p = sub.add_parser("run", help="simulate one version of the softmax op")
     add_model_args(p)
     p.add_argument("--mode", choices=MODES, default="pingpong")
-    p.add_argument("--n", type=positive_int, default=100_000, help="float32 elements")
+    p.add_argument("--n", type=positive_int,
+                   help="float32 elements (default 100000, or the --input array's length)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_data_args(p, arrays=True)
     # outputs: the run is traced (and its DDR port logged) only when one of these asks for it

@@ -36,6 +36,7 @@ import pandas as pd
 
 from dspsim.errors import DspsimInputError
 from dspsim.paths import writable_file
+from dspsim.results_io import json_default
 from dspsim.stalls import (
     assign_lanes,
     binned_mean,
@@ -305,13 +306,7 @@ def write_trace(result: Any, path: str | Path, limit: int = DEFAULT_EVENT_LIMIT)
     obj = trace_events(result, limit)
     try:
         with open(p, "w", encoding="utf-8") as f:
-            json.dump(obj, f, separators=(",", ":"), default=_json_default)
+            json.dump(obj, f, separators=(",", ":"), default=json_default)
     except OSError as e:
         raise DspsimInputError(f"cannot write {str(p)!r}: {e.strerror or e}") from None
     return p
-
-
-def _json_default(o: Any) -> Any:
-    if hasattr(o, "item"):
-        return o.item()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

@@ -20,7 +20,7 @@ import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -29,6 +29,9 @@ from dspsim.errors import DspsimInputError
 from dspsim.paths import suffix_of, writable_file
 from dspsim.stalls import PORT_LOG_FIELDS
 from dspsim.trace import COLUMNS
+
+if TYPE_CHECKING:
+    from dspsim.sim import Result
 
 FORMAT = "dspsim-run"
 FORMAT_VERSION = 1
@@ -68,7 +71,7 @@ def run_document(result: Any) -> dict[str, Any]:
 def save_run(result: Any, path: str | Path) -> Path:
     """Write ``result`` to ``path`` (``.json`` or ``.json.gz``)."""
     p = check_save_path(path)
-    text = json.dumps(run_document(result), separators=(",", ":"), default=_json_default)
+    text = json.dumps(run_document(result), separators=(",", ":"), default=json_default)
     try:
         if suffix_of(p, SAVE_SUFFIXES) == ".json.gz":
             with gzip.open(p, "wt", encoding="utf-8", compresslevel=6) as f:
@@ -87,7 +90,7 @@ def _not_a_run(p: Path, why: str) -> DspsimInputError:
     )
 
 
-def load_run(path: str | Path):
+def load_run(path: str | Path) -> Result:
     """Read a saved run back as a :class:`dspsim.sim.Result` (with trace, port log, model)."""
     from dspsim.sim import JSON_FIELDS, Result
 
@@ -142,7 +145,8 @@ def load_run(path: str | Path):
         raise _not_a_run(p, f"missing or malformed field: {e}") from None
 
 
-def _json_default(o: Any) -> Any:
+def json_default(o: Any) -> Any:
+    """``json`` fallback for numpy scalars and arrays."""
     if hasattr(o, "item"):
         return o.item()
     if hasattr(o, "tolist"):
@@ -228,6 +232,13 @@ def run_outputs(args: Any) -> RunOutputs:
         raise DspsimInputError("--window zooms the timeline: give --timeline FILE.png|.svg too")
     if limit is not None and trace is None:
         raise DspsimInputError("--trace-limit limits the trace: give --trace FILE.json too")
+    named = [(opt, Path(v).resolve()) for opt, v in (
+        ("--timeline", timeline), ("--trace", trace), ("--tiles", tiles), ("--save", save),
+        ("--output", getattr(args, "output", None))) if v]
+    for i, (opt, path) in enumerate(named):
+        for other, other_path in named[:i]:
+            if path == other_path:
+                raise DspsimInputError(f"{other} and {opt} name the same file {str(path)!r}")
     return RunOutputs(
         timeline=check_figure_path(timeline) if timeline else None,
         window=parse_window(window) if window is not None else None,

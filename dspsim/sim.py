@@ -19,6 +19,7 @@ import pandas as pd
 import simpy
 
 from dspsim import __version__
+from dspsim.arrays import check_input_array
 from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError, DspsimInputError
 from dspsim.hazards import AccessLog
@@ -229,25 +230,31 @@ def check_n(n: Any) -> int:
 def simulate(
     model: HardwareModel,
     mode: str = "pingpong",
-    n: int = 100_000,
+    n: int | None = None,
     x: np.ndarray | None = None,
     data: bool = True,
     trace: bool = False,
     port_log: bool = False,
     fidelity: str = "burst",
 ) -> Result:
-    """Run one version of the softmax op on ``n`` elements (or on ``x``) and return the result.
+    """Run one version of the softmax op and return the result.
 
-    ``fidelity``: ``burst`` (every DDR access an event) or ``tile`` (one event per transfer or
-    kernel call, durations from the same formulas).
+    The input is ``x`` (1-D float32, needs ``data``) or the seed's ``x[i] = 1 + i/n`` with ``n``
+    elements (default 100,000). ``fidelity``: ``burst`` (every DDR access an event) or ``tile``
+    (one event per transfer or kernel call, durations from the same formulas).
     """
     if mode not in MODES:
         raise DspsimInputError(f"mode {mode!r}: allowed {', '.join(MODES)}")
     if fidelity not in FIDELITIES:
         raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
     if x is not None:
+        if not data:
+            raise DspsimInputError("an input array needs the data path: pass data=True")
+        x = check_input_array(x, "x")
+        if n is not None and n != len(x):
+            raise DspsimInputError(f"n = {n} but the input array has {len(x)} elements")
         n = len(x)
-    n = check_n(n)
+    n = check_n(100_000 if n is None else n)
     wall_start = time.perf_counter()
     env = simpy.Environment()
     dsp = Dsp(env, model, data=data, trace=trace, port_log=port_log, fidelity=fidelity)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,9 @@ from dspsim.stalls import (
     require_trace,
     tcm_segments,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FIGURE_FORMATS = (".png", ".svg")
 MIN_BAR_PX = 2.0
@@ -404,7 +407,7 @@ def _legend(fig, handles: list[Any], ncol: int = 5) -> None:
 
 
 # ------------------------------------------------------------------------------ figures
-def timeline_figure(result: Any, window: tuple[float, float] | None = None):
+def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> Figure:
     """The timeline of one run as a matplotlib Figure (not yet saved)."""
     from matplotlib.figure import Figure
 
@@ -446,7 +449,7 @@ def plot_timeline(
     return _save(timeline_figure(result, window), p)
 
 
-def compare_figure(results: Sequence[Any]):
+def compare_figure(results: Sequence[Any]) -> Figure:
     """Runs above each other on one cycle axis (same scale), and where each core's time goes."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch

@@ -12,7 +12,7 @@ core only when it is full. One SimPy event per DDR access, none per cycle.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ class Core:
         port: DdrPort,
         idma: list[IdmaChannel],
         recorder: Recorder,
-        warn,
+        warn: Callable[..., None],
         move_data: bool,
         accesses: AccessLog,
         tile_fidelity: bool = False,

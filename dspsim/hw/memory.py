@@ -66,7 +66,7 @@ class Memory:
                 f"{what} of {size_bytes} bytes does not fit {self.name} "
                 f"({max(free, 0)} bytes free of {self.size_bytes})"
             )
-        backing = np.zeros(size_bytes + 256, np.uint8) if self.data else None  # + over-read slack
+        backing = np.zeros(size_bytes, np.uint8) if self.data else None
         self._starts.append(start)
         self._blocks.append((start, size_bytes, backing))
         self._next = start + size_bytes
@@ -78,7 +78,7 @@ class Memory:
             raise AllocationError(f"{self.name} address 0x{addr:x} is outside any allocation")
         start, size, backing = self._blocks[i]
         off = addr - start
-        if off + nbytes > len(backing):
+        if off + nbytes > size:
             raise AllocationError(
                 f"{self.name} access 0x{addr:x}+{nbytes} runs past its allocation of {size} bytes"
             )

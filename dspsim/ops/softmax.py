@@ -7,11 +7,21 @@ an iDMA macro is where the C calls it. ``dsp`` carries what the C reaches throug
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dspsim.hw.idma import Transfer
 from dspsim.hw.memory import Ptr
+from dspsim.hw.tcm import TileManager
+
+if TYPE_CHECKING:
+    from dspsim.sim import Dsp
+
+Proc = Generator[Any, Any, Any]  # a SimPy process body: what ``yield from`` runs
+TileFunc = Callable[["Dsp", Ptr, Ptr, int, list, float], Proc]
 
 HB_IDMA_CH0, HB_IDMA_CH1 = 0, 1
 XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1 = 0, 1
@@ -26,14 +36,14 @@ class hbDSPSoftmaxParam:  # noqa: N801 - the seed's struct name
 
 
 # ------------------------------------------------------------------------- iDMA macros
-def IDMA_COPY(dsp, channel: int, src: Ptr, dst: Ptr, size: int, tile: int):  # noqa: N802
+def IDMA_COPY(dsp: Dsp, channel: int, src: Ptr, dst: Ptr, size: int, tile: int) -> Proc:
     """``IDMA_COPY(ch, vret, src, dst, size)``: returns the handle (``vret``)."""
     kind = "copy_in" if dst.mem.kind == "tcm" else "copy_out"
     dsp.core.tile = tile
     return (yield from dsp.core.idma_copy(dsp.channel_for(channel, kind), src, dst, size, kind))
 
 
-def IDMA_WAIT(dsp, channel: int, vret, kind: str):  # noqa: N802
+def IDMA_WAIT(dsp: Dsp, channel: int, vret: Transfer | None, kind: str) -> Proc:
     """``IDMA_WAIT(ch, vret)``: block until the descriptor behind ``vret`` is done."""
     yield from dsp.core.idma_wait(
         vret,
@@ -43,7 +53,7 @@ def IDMA_WAIT(dsp, channel: int, vret, kind: str):  # noqa: N802
     )
 
 
-def reciprocal(dsp, sum_value: float) -> np.float32:
+def reciprocal(dsp: Dsp, sum_value: float) -> np.float32:
     """``1.0f / sum`` in float32: +inf for a zero sum, which the model reports."""
     if dsp.core.move_data and not sum_value:
         dsp.warn("zero_sum", "the sum of exponentials is 0: 1/sum is +inf and the output "
@@ -53,34 +63,34 @@ def reciprocal(dsp, sum_value: float) -> np.float32:
 
 
 # ------------------------------------------------------------------------- tile functions
-def tile_max(dsp, out_addr: Ptr, in_addr: Ptr, size: int, max_: list, param: float):
+def tile_max(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, max_: list, param: float) -> Proc:
     max_value = yield from dsp.core.vecmaxf(in_addr, size)
     max_[0] = max_value if max_value > max_[0] else max_[0]
 
 
-def tile_sum(dsp, out_addr: Ptr, in_addr: Ptr, size: int, sum_: list, param: float):
+def tile_sum(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, sum_: list, param: float) -> Proc:
     yield from dsp.core.vecexpf_max(out_addr, in_addr, size, param)
     sum_[0] = np.float32(sum_[0] + (yield from dsp.core.vecsum(out_addr, size)))
 
 
-def tile_mul(dsp, out_addr: Ptr, in_addr: Ptr, size: int, out: list, param: float):
+def tile_mul(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, out: list, param: float) -> Proc:
     div = reciprocal(dsp, param)
     yield from dsp.core.vecmul(out_addr, in_addr, div, size)
 
 
 # ------------------------------------------------------------------------- ping-pong frame
 def hb_dsp_ping_pong_frame(
-    dsp,
+    dsp: Dsp,
     dst: Ptr,
     src: Ptr,
     src_idma: list[Ptr],
     dst_idma: list[Ptr],
     length: int,
-    func,
+    func: TileFunc,
     func_out: list,
     func_in: float,
     with_out_idma: bool = True,
-):
+) -> Proc:
     size = [0, 0]
     vret_in = [None, None]
     vret_out = [None, None]  # uninitialised in the C
@@ -143,7 +153,7 @@ def hb_dsp_ping_pong_frame(
 
 
 # ------------------------------------------------------------------------- direct version
-def dsp_softmax(dsp, input: Ptr, length: int, output: Ptr):
+def dsp_softmax(dsp: Dsp, input: Ptr, length: int, output: Ptr) -> Proc:
     core = dsp.core
     dsp.begin_pass("max")
     max_value = yield from core.vecmaxf(input, length)
@@ -159,7 +169,7 @@ def dsp_softmax(dsp, input: Ptr, length: int, output: Ptr):
 
 
 # ------------------------------------------------------------------------- the operator
-def hb_dsp_softmax(dsp, input: Ptr, output: Ptr, tm):
+def hb_dsp_softmax(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
     ptr: hbDSPSoftmaxParam = dsp.ddr.load_struct(input)
     src = dsp.hb_dsp_mem_map(ptr.input, ptr.data_size)
     dst = output
