@@ -166,3 +166,27 @@ def test_the_seeds_host_check_is_too_tight_for_general_inputs(j6):
     assert pp.output["max_rel_err"] <= 1e-5 and direct.output["max_rel_err"] <= 1e-5
     check = host_check(direct.output_array, pp.output_array)
     assert not check["passed"] and 1e-6 < check["max_rel_diff"] < 1e-5
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"x": np.ones((2, 2), np.float32)}, "expected a 1-D array"),
+        ({"x": np.ones(8)}, "dtype float64"),
+        ({"x": np.ones(0, np.float32)}, "empty array"),
+        ({"x": np.ones(8, np.float32), "n": 9}, "n = 9 but the input array has 8"),
+        ({"x": np.ones(8, np.float32), "data": False}, "needs the data path"),
+    ],
+)
+def test_simulate_checks_its_input_array(j6, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        simulate(j6, "direct", **kwargs)
+
+
+def test_run_refuses_contradictions(capsys, tmp_path):
+    np.save(tmp_path / "x.npy", np.ones(8, np.float32))
+    assert main(["run", "--input", str(tmp_path / "x.npy"), "--n", "9"]) == 2
+    assert "n = 9 but the input array has 8" in capsys.readouterr().err
+    same = str(tmp_path / "a.json")
+    assert main(["run", "--n", "64", "--trace", same, "--save", same]) == 2
+    assert "name the same file" in capsys.readouterr().err
