@@ -29,11 +29,12 @@ counted in ``ddr_read_bytes`` / ``ddr_write_bytes``, which match the simulation 
 
 Estimates (``estimate_cycles``):
 
-- **Direct**: the core walks each kernel's loop; every vector load stalls it for ``L + bytes /
-  B``, plus the data-path time of the store posted just before it (stores and loads share the
-  path in issue order), plus ``L`` more when ``m = 1`` (the store holds the only slot), plus the
-  loop's issue cycles. The core is the port's only requester, so this is exact up to rounding:
-  the direct version is always in its uncontended regime.
+- **Direct**: each kernel call is :func:`dspsim.kernels.shapes.ddr_call` (the core walks the
+  loop; every vector load stalls it for ``L + bytes / B``, plus the data-path time of the store
+  posted just before it, plus ``L`` more when ``m = 1``, plus the loop's issue cycles), plus the
+  hand-over between calls: vecexpf_max's last posted store still holds the path (and with
+  ``m = 1`` the slot) when vecsum's first load issues. The core is the port's only requester,
+  so this is exact up to rounding: the direct version is always in its uncontended regime.
 - **Ping-pong**, per pass of ``T`` tiles, the larger of two forms. *Path*: the pass's bytes at
   the two channels' joint throughput ``X2 = min(B, min(m, 2k) b / (L + b/B))`` (or one
   channel's share at its own ``X1``, if that takes longer), plus a round trip, the descriptor
@@ -41,21 +42,26 @@ Estimates (``estimate_cycles``):
   the largest of the core's work on the previous one (kernels and setups), half a buffer's
   round trip (compute, output copy, prefetch into it: the two buffers alternate) and, under
   'split', one channel carrying every input (output) copy; then the last tile's compute and
-  output copy. A copy alone on a channel takes ``max(L + bytes/B, rounds of min(k, m) bursts
-  per round trip)``. The estimate is within 5 % of the simulation (``tests/test_analytic.py``)
-  in two uncontended regimes: (a) a single tile per pass (everything is serial) and (b) at
-  least ``UNCONTENDED_MIN_TILES`` (10) tiles per pass with one pacing resource ahead of every
-  other by ``UNCONTENDED_MARGIN`` (3x); see :func:`regime`. Elsewhere the two channels and the
-  core interleave in ways a closed form does not follow: use the simulation.
+  output copy. A copy alone on a channel takes :func:`dspsim.hw.ddr.transfer_cycles` with
+  ``min(k, m)`` bursts in flight. Every tile but the last is full, so each sum over a pass's
+  tiles is the full tiles' term times their count plus the last tile's: no work per tile. The
+  estimate is within 5 % of the simulation (``tests/test_analytic.py``) in two uncontended
+  regimes: (a) a single tile per pass (everything is serial) and (b) at least
+  ``UNCONTENDED_MIN_TILES`` (10) tiles per pass with one pacing resource ahead of every other
+  by ``UNCONTENDED_MARGIN`` (3x); see :func:`regime`. Elsewhere the two channels and the core
+  interleave in ways a closed form does not follow: use the simulation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from dspsim.config import HardwareModel
 from dspsim.errors import DspsimInputError
-from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
+from dspsim.hw.ddr import transfer_cycles
+from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM, LoopShape, ddr_call
 from dspsim.sim import check_n
 
 MODES = ("pingpong", "direct")
@@ -96,65 +102,56 @@ def bounds(model: HardwareModel, mode: str, n: int) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------- direct
+_DIRECT_CALLS = ((VECMAXF, False), (VECEXPF_MAX, True), (VECSUM, False), (VECMUL, True))
+"""dsp_softmax's calls in order: every load is from DDR; (shape, stores to DDR)."""
+
+
+def _last_stores(shape: LoopShape, n: int, lanes: int) -> list[int]:
+    """Bytes of the stores in a call's last storing iteration (posted when it returns)."""
+    for count, _, stores in reversed(shape.segments(n, lanes)):
+        nonzero = [b for b in stores if b]
+        if count > 0 and nonzero:
+            return nonzero
+    return []
+
+
+def _ddr_requests(shape: LoopShape, n: int, lanes: int, store_ddr: bool) -> tuple[int, int]:
+    """(loads, stores) one call against DDR issues: the priming load(s), then every iteration's
+    accesses that touch memory (predicated-off ones issue nothing)."""
+    loads, stores = shape.priming_loads, 0
+    for count, seg_loads, seg_stores in shape.segments(n, lanes):
+        loads += count * sum(1 for b in seg_loads if b)
+        if store_ddr:
+            stores += count * sum(1 for b in seg_stores if b)
+    return loads, stores
+
+
 def _direct(model: HardwareModel, n: int) -> dict[str, Any]:
     core, ddr = model.core, model.ddr
     lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
     slot_blocks = ddr.max_outstanding == 1  # a posted store holds the only slot for L
-    vb = core.vector_bytes
-    # dsp_softmax's calls in order: every load is from DDR; (shape, stores to DDR)
-    calls = ((VECMAXF, False), (VECEXPF_MAX, True), (VECSUM, False), (VECMUL, True))
     read = write = loads = stores = 0
-    compute = 0.0
-    estimate = 0.0
-    # how long the next load must wait for the store posted just before it: the store's data
-    # on the path, and with one slot (m = 1) its whole round trip; carried across calls
-    after_store = 0.0
+    compute = estimate = 0.0
+    # The previous call's last posted store still holds the data path (with one slot, the
+    # slot) when this call's first load issues, after its call overhead: ddr_call sees each
+    # call alone, so that hand-over is added here.
+    carried = 0.0
     last_store_bytes = 0
-    for shape, store_ddr in calls:
-        ii = shape.ii_cycles(core)
+    for shape, store_ddr in _DIRECT_CALLS:
+        call = ddr_call(shape, n, core, lat, cpb, True, store_ddr, ddr.max_outstanding)
+        estimate += call.cycles + max(0.0, carried - core.call_overhead_cycles)
         compute += shape.tcm_cycles(n, core)
-        t = float(core.call_overhead_cycles)
-        pending = max(0.0, after_store - core.call_overhead_cycles)
-
-        def load(nbytes: int) -> float:
-            nonlocal pending, read, loads
-            cost = pending + lat + nbytes * cpb
-            pending = 0.0
-            read += nbytes
-            loads += 1
-            return cost
-
-        for _ in range(shape.priming_loads):
-            t += load(vb)
-        for count, seg_loads, seg_stores in shape.segments(n, core.lanes_f32):
-            if count <= 0:
-                continue
-            nz_loads = [b for b in seg_loads if b]
-            nz_stores = [b for b in seg_stores if b] if store_ddr else []
-            # first iteration of the segment (it sees whatever store precedes it)
-            first = sum(load(b) for b in nz_loads) + ii
-            store_wait = (
-                (sum(nz_stores) * cpb + (lat if slot_blocks else 0.0)) if nz_stores else 0.0
-            )
-            if count > 1:
-                # later iterations: each first load waits for the previous iteration's store
-                rest_load = sum(lat + b * cpb for b in nz_loads)
-                if nz_loads:
-                    rest_load += store_wait
-                t += first + (count - 1) * (rest_load + ii)
-                read += (count - 1) * sum(nz_loads)
-                loads += (count - 1) * len(nz_loads)
-            else:
-                t += first
-            write += count * sum(nz_stores)
-            stores += count * len(nz_stores)
-            if nz_stores:
-                pending = store_wait
-                last_store_bytes = nz_stores[-1]
+        read += call.read_bytes
+        write += call.write_bytes
+        call_loads, call_stores = _ddr_requests(shape, n, core.lanes_f32, store_ddr)
+        loads += call_loads
+        stores += call_stores
+        last = _last_stores(shape, n, core.lanes_f32) if store_ddr else []
+        if last:
+            last_store_bytes = last[-1]
         tail = shape.reduction_ops(core.lanes_f32) * core.alu_latency_cycles
-        t += tail
-        after_store = max(0.0, pending - tail)
-        estimate += t
+        store_wait = sum(last) * cpb + (lat * len(last) if slot_blocks else 0.0)
+        carried = max(0.0, store_wait - tail)
     # the last posted store (vecmul's last iteration) may still be crossing when the timer stops
     must_cross = read + write - last_store_bytes
     return {
@@ -170,22 +167,43 @@ def _direct(model: HardwareModel, n: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ ping-pong
-def _tiles(n: int, tile_elems: int) -> list[int]:
-    full, rest = divmod(n, tile_elems)
-    return [tile_elems] * full + ([rest] if rest else [])
+@dataclass(frozen=True)
+class _Tiling:
+    """A pass's tiles: ``full`` tiles of ``size`` elements, then one of ``rest`` if non-zero.
+
+    Every tile but the last is full, so per-tile sums are closed forms over two sizes.
+    """
+
+    size: int
+    full: int
+    rest: int
+
+    @classmethod
+    def of(cls, n: int, tile_elems: int) -> _Tiling:
+        full, rest = divmod(n, tile_elems)
+        return cls(tile_elems, full, rest)
+
+    @property
+    def count(self) -> int:
+        return self.full + (1 if self.rest else 0)
+
+    def at(self, i: int) -> int:
+        """Elements of tile ``i``."""
+        return self.size if i < self.full else self.rest
+
+    def total(self, f: Callable[[int], float]) -> float:
+        """``f(elements)`` summed over the tiles."""
+        return self.full * f(self.size) + (f(self.rest) if self.rest else 0)
+
+    def parity_elems(self, parity: int) -> int:
+        """Elements in the tiles of even (0) or odd (1) index: buffer 0's or buffer 1's."""
+        full = (self.full + 1 - parity) // 2
+        rest = self.rest if self.full % 2 == parity else 0
+        return full * self.size + rest
 
 
-def _single_channel_cycles(nbytes: int, lat: float, cpb: float, burst: int, window: int) -> float:
-    """One descriptor alone on one channel: bursts, at most ``window`` in flight."""
-    if nbytes <= 0:
-        return 0.0
-    requests = -(-nbytes // burst)
-    rounds = -(-requests // window)  # window-limited: a round of bursts per burst round trip
-    last_round_bytes = nbytes - (rounds - 1) * window * burst
-    return max(
-        lat + nbytes * cpb,
-        (rounds - 1) * (lat + burst * cpb) + last_round_bytes * cpb + lat,
-    )
+def _tile_elems(model: HardwareModel) -> int:
+    return max(1, model.softmax.tile_bytes // 4)
 
 
 def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
@@ -194,15 +212,15 @@ def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
     burst, k, m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
     setup = idma.setup_cycles
     split = model.softmax.schedule == "split"
-    tiles = _tiles(n, max(1, model.softmax.tile_bytes // 4))
-    n_tiles = len(tiles)
+    tiles = _Tiling.of(n, _tile_elems(model))
+    n_tiles = tiles.count
     occupancy = lat + burst * cpb  # a burst's slot time when the path is free
 
     def throughput(channels: int) -> float:
         return min(ddr.bytes_per_cycle, min(m, channels * k) * burst / occupancy)
 
     def single(nbytes: int) -> float:
-        return _single_channel_cycles(nbytes, lat, cpb, burst, min(k, m))
+        return transfer_cycles(nbytes, burst, min(k, m), lat, cpb)
 
     def requests(nbytes: int) -> int:
         return -(-nbytes // burst)
@@ -216,10 +234,36 @@ def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
     def c_mul(s: int) -> int:
         return VECMUL.tcm_cycles(s, core)
 
+    def d_in(i: int) -> float:
+        return single(4 * tiles.at(i))
+
+    def d_out(i: int, write_back: bool) -> float:
+        return single(4 * tiles.at(i)) if write_back else 0.0
+
+    def setups(i: int, write_back: bool) -> int:
+        """Descriptors the core programs after tile i: its output copy, the prefetch of i + 2."""
+        return (1 if write_back else 0) + (1 if i + 2 < n_tiles else 0)
+
+    def gap(i: int, cost: Callable[[int], int], write_back: bool) -> float:
+        """Between the core's starts of tiles i - 1 and i: the core's own work, a buffer's round
+        trip (compute, its output copy, the prefetch into it: two tiles apart) or, under
+        'split', one channel carrying every input (output)."""
+        j = i - 1  # the buffer cycle that ends with tile i + 1's input, averaged per tile
+        work = cost(tiles.at(j)) + setups(j, write_back) * setup
+        nxt = d_in(j + 2) if j + 2 < n_tiles else 0.0
+        if split:
+            cycle = (work + max(d_out(j, write_back), nxt)) / 2
+            serial = max(d_in(i), d_out(j, write_back))
+        else:
+            cycle = (work + d_out(j, write_back) + nxt) / 2
+            serial = 0.0
+        return max(work, cycle, serial)
+
     read = write = n_req = 0
     compute = dma_cycles = lat_cycles = estimate = 0.0
     passes = (("max", c_max, False), ("exp_sum", c_sum, True), ("mul", c_mul, True))
     per_pass: dict[str, float] = {}
+    last = n_tiles - 1
     for index, (name, cost, write_back) in enumerate(passes):
         in_bytes = 4 * n
         out_bytes = in_bytes if write_back else 0
@@ -227,43 +271,33 @@ def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
         write += out_bytes
         # channels in use: one for a single tile, or for the max pass under 'split' (inputs ch0)
         channels = 1 if (n_tiles == 1 or (split and not write_back)) else 2
-        d_in = [single(4 * s) for s in tiles]
-        d_out = [single(4 * s) if write_back else 0.0 for s in tiles]
-        cost_i = [cost(s) for s in tiles]
-        # descriptors the core programs after tile i: its output copy, the prefetch of i + 2
-        setups = [(1 if write_back else 0) + (1 if i + 2 < n_tiles else 0) for i in range(n_tiles)]
-        pass_compute = sum(cost_i) + (min(2, n_tiles) + sum(setups)) * setup
+
+        total_setups = n_tiles * (1 if write_back else 0) + max(0, n_tiles - 2)
+        pass_compute = tiles.total(cost) + (min(2, n_tiles) + total_setups) * setup
         compute += pass_compute
-        pass_requests = sum(requests(4 * s) for s in tiles) * (2 if write_back else 1)
+        pass_requests = int(tiles.total(lambda s: requests(4 * s))) * (2 if write_back else 1)
         n_req += pass_requests
         # the last pass may stop its timer with the other buffer's last output copy in flight
-        unwaited = 4 * tiles[-2] if (write_back and index == 2 and n_tiles >= 2) else 0
+        unwaited = 4 * tiles.at(last - 1) if (write_back and index == 2 and n_tiles >= 2) else 0
         dma_cycles += (in_bytes + out_bytes - unwaited) * cpb
         lat_cycles += (pass_requests - requests(unwaited)) * lat / min(m, channels * k)
 
-        last = n_tiles - 1
-        tail = cost_i[last] + ((setup + d_out[last]) if write_back else 0.0)
+        tail = cost(tiles.at(last)) + ((setup + d_out(last, True)) if write_back else 0.0)
         if n_tiles == 1:
-            per_pass[name] = setup + d_in[0] + tail
+            per_pass[name] = setup + d_in(0) + tail
             estimate += per_pass[name]
             continue
-        # Non-path form: the gap between the core's starts of tiles i - 1 and i is set by the
-        # core itself, by a buffer's round trip (compute, its output copy, the prefetch into it:
-        # two tiles apart) or, under 'split', by one channel carrying every input (output).
-        gaps = 0.0
-        for i in range(1, n_tiles):
-            core_gap = cost_i[i - 1] + setups[i - 1] * setup
-            j = i - 1  # the buffer cycle that ends with tile i + 1's input, averaged per tile
-            nxt = d_in[j + 2] if j + 2 < n_tiles else 0.0
-            if split:
-                cycle = (cost_i[j] + setups[j] * setup + max(d_out[j], nxt)) / 2
-                serial = max(d_in[i], d_out[i - 1])
-            else:
-                cycle = (cost_i[j] + setups[j] * setup + d_out[j] + nxt) / 2
-                serial = 0.0
-            gaps += max(core_gap, cycle, serial)
+
+        # Non-path form: the core's starts of consecutive tiles are paced by the largest of
+        # the gaps :func:`gap` lists; gaps 1 .. T-3 see full tiles only (i - 1, i, i + 1 <
+        # T - 1) and a prefetch after each, so they are all equal: the last two see the final,
+        # possibly partial, tile.
+        generic = max(0, n_tiles - 3)
+        gaps = (generic * gap(1, cost, write_back) if generic else 0.0) + sum(
+            gap(i, cost, write_back) for i in range(max(1, n_tiles - 2), n_tiles)
+        )
         # the first two inputs share the path (seed) or queue on channel 0 ('split')
-        first_in = d_in[0] if split else max(d_in[0], lat + 4 * (tiles[0] + tiles[1]) * cpb)
+        first_in = d_in(0) if split else max(d_in(0), lat + 4 * (tiles.at(0) + tiles.at(1)) * cpb)
         staged = 2 * setup + first_in + gaps + tail
         # Path form: the pass's bytes at the channels' joint throughput, or one channel's share
         # at its own, then the last compute (the last output copy overlaps the other channel's).
@@ -272,9 +306,9 @@ def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
         if split:  # inputs on channel 0, outputs on channel 1
             channel_bytes = in_bytes
         else:  # buffer b's copies go on channel b: even tiles on 0, odd tiles on 1
-            channel_bytes = copies * 4 * max(sum(tiles[0::2]), sum(tiles[1::2]))
+            channel_bytes = copies * 4 * max(tiles.parity_elems(0), tiles.parity_elems(1))
         transfer = max(path_bytes / throughput(channels), channel_bytes / throughput(1))
-        path = 2 * setup + transfer + lat + cost_i[last] + (setup if write_back else 0.0)
+        path = 2 * setup + transfer + lat + cost(tiles.at(last)) + (setup if write_back else 0.0)
         per_pass[name] = max(staged, path)
         estimate += per_pass[name]
     return {
@@ -305,18 +339,18 @@ def regime(model: HardwareModel, mode: str, n: int, margin: float = UNCONTENDED_
     """
     if mode == "direct":
         return "uncontended"
-    tiles = len(_tiles(n, max(1, model.softmax.tile_bytes // 4)))
+    tiles = _Tiling.of(n, _tile_elems(model)).count
     if tiles == 1:
         return "uncontended"
     if tiles < UNCONTENDED_MIN_TILES:  # filling and draining the pipeline are not small
         return "mixed"
     core, ddr, idma = model.core, model.ddr, model.idma
     lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
-    s = max(1, model.softmax.tile_bytes // 4)
+    s = _tile_elems(model)
     window = min(ddr.max_outstanding, 2 * idma.max_outstanding)
     window_rate = window * idma.burst_bytes / (lat + idma.burst_bytes * cpb)
-    one = _single_channel_cycles(
-        4 * s, lat, cpb, idma.burst_bytes, min(idma.max_outstanding, ddr.max_outstanding)
+    one = transfer_cycles(
+        4 * s, idma.burst_bytes, min(idma.max_outstanding, ddr.max_outstanding), lat, cpb
     )
     checks = (
         (VECMAXF.tcm_cycles(s, core), 1),

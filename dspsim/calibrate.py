@@ -8,8 +8,10 @@ with, and the cycle count measured. On the command line (``--measured``) it is w
     MODE[,n=N][,KEY=VALUE ...]=CYCLES
 
 - ``MODE`` is ``pingpong`` or ``direct``; ``n`` is the number of float32 elements (default
-  100000); every other ``KEY=VALUE`` is a model key set for that measurement only, e.g.
-  ``softmax.tile_bytes=8192`` (the board ran with that TILE_SIZE).
+  100000, at most :data:`MAX_N`: the host's input and output arrays must fit the DSP's DDR
+  window, checked when the measurement is read); every other ``KEY=VALUE`` is a model key set
+  for that measurement only, e.g. ``softmax.tile_bytes=8192`` (the board ran with that
+  TILE_SIZE).
 - Everything after the **last** ``=`` is the cycle count (digits, ``_`` allowed as a thousands
   separator), so the fields before it may hold ``=`` freely and nothing is ambiguous.
 
@@ -36,10 +38,12 @@ For every free key, the interval over which some choice of the other free keys k
 measurement within the tolerance (1 %) is found by profiling: the key is pinned at values
 stepping away from the fit, the other keys are refitted, and the edge is bisected. A key is
 *determined* when that set is one interval strictly inside its search range (one value for an
-integer key). When the measurements do not determine the keys, the equally good fits are
-simulated on candidate measurements a board can take (version, n, TILE_SIZE, schedule, the
-channels' outstanding-request limit) and the one on which they differ most is proposed, with the
-cycles each fit predicts there.
+integer key). When no value in the search ranges brings every measurement within the tolerance,
+the verdict says so with the best residuals reached, and
+:attr:`Calibration.fitted_within_tolerance` is false. When the measurements do not determine the
+keys, the equally good fits are simulated on candidate measurements a board can take (version,
+n, TILE_SIZE, schedule, the channels' outstanding-request limit) and the one on which they
+differ most is proposed, with the cycles each fit predicts there.
 
 ``--out`` writes the input model file back with the fitted values, each with a comment saying
 what it was fitted to and when; every other line and comment is kept.
@@ -56,9 +60,10 @@ import datetime as _dt
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -66,10 +71,11 @@ import numpy as np
 from dspsim.analytic import bounds as analytic_bounds
 from dspsim.config import SECTIONS, HardwareModel, _split_key, load_model, parse_value
 from dspsim.errors import ConfigError, DspsimInputError
-from dspsim.sim import FIDELITIES, MODES, simulate
+from dspsim.paths import writable_file
+from dspsim.sim import DDR_WINDOW_BYTES, FIDELITIES, MODES, simulate
 
 # The seed's profiling comment: cycles on J6 for 100,000 float32 elements.
-SEED_MEASUREMENTS_CYCLES = {"pingpong": 5_154_293, "direct": 7_648_254}
+SEED_MEASUREMENTS_CYCLES = MappingProxyType({"pingpong": 5_154_293, "direct": 7_648_254})
 
 DEFAULT_N = 100_000
 DEFAULT_TOLERANCE_PCT = 1.0
@@ -132,11 +138,34 @@ def _parse_cycles(text: str, where: str) -> float:
     return value
 
 
+# The host allocates the input and the output array (4 bytes an element each, on 4096-byte
+# boundaries) and a 64-byte parameter block in the DSP's DDR window, as dspsim.sim.simulate does.
+_HOST_ALIGN_BYTES = 4096
+_PARAM_BLOCK_BYTES = 64
+
+
+def ddr_bytes(n: int) -> int:
+    """Bytes of the DSP's DDR window one run of the op on ``n`` elements takes."""
+    array = -(-4 * n // _HOST_ALIGN_BYTES) * _HOST_ALIGN_BYTES
+    return 2 * array + _PARAM_BLOCK_BYTES
+
+
+MAX_N = (DDR_WINDOW_BYTES - _PARAM_BLOCK_BYTES) // 2 // _HOST_ALIGN_BYTES * _HOST_ALIGN_BYTES // 4
+"""The largest ``n`` whose arrays fit the DSP's DDR window."""
+
+
 def _parse_n(text: str, where: str) -> int:
     t = text.strip().replace("_", "")
     if not t.isdigit() or int(t) <= 0:
         raise DspsimInputError(f"{where}: n = {text.strip()!r} must be a positive integer")
-    return int(t)
+    n = int(t)
+    if ddr_bytes(n) > DDR_WINDOW_BYTES:
+        raise DspsimInputError(
+            f"{where}: n = {n} needs {ddr_bytes(n):,} bytes of DDR (input, output, parameter "
+            f"block), more than the DSP's {DDR_WINDOW_BYTES:,}-byte window; allowed n up to "
+            f"{MAX_N:,}"
+        )
+    return n
 
 
 def _check_mode(mode: str, where: str) -> str:
@@ -252,9 +281,10 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
         f = _field(key)
     except ConfigError as e:
         raise DspsimInputError(f"--free {text!r}: {e}") from None
-    if f.type in (str, "str"):
+    if f.type in (str, "str", bool, "bool"):
+        kind = "text" if f.type in (str, "str") else "true/false"
         raise DspsimInputError(
-            f"--free {text!r}: {key} takes text values; only numeric keys can be fitted"
+            f"--free {text!r}: {key} takes {kind} values; only numeric keys can be fitted"
         )
     integer = _is_int_key(key)
     if not eq:
@@ -287,7 +317,7 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
 
 
 def _as_free(model: HardwareModel, free: Any) -> list[FreeParam]:
-    if isinstance(free, dict):
+    if isinstance(free, Mapping):
         out = []
         for k, (lo, hi) in free.items():
             out.append(parse_free(f"{k}={lo}:{hi}", model))
@@ -659,6 +689,12 @@ class Calibration:
         return self.best.values
 
     @property
+    def fitted_within_tolerance(self) -> bool:
+        """Whether the best fit reproduces every measurement within the tolerance (if not, no
+        value in the search ranges does: the measurements are out of the model's reach)."""
+        return self.best.worst <= self.tolerance_pct / 100.0  # as calibrate() sorts fits
+
+    @property
     def residuals_pct(self) -> list[float]:
         return [100.0 * float(r) for r in self.best.residuals]
 
@@ -675,6 +711,8 @@ class Calibration:
             "fidelity": self.fidelity,
             "tolerance_pct": self.tolerance_pct,
             "free": {p.key: {"lo": p.lo, "hi": p.hi, "integer": p.integer} for p in self.free},
+            "fitted_within_tolerance": self.fitted_within_tolerance,
+            "max_abs_residual_pct": 100.0 * self.best.worst,
             "fit": {
                 p.key: {
                     "value": fit_values(self.values)[p.key],
@@ -761,22 +799,37 @@ class Calibration:
             L.append(f"  {m.label():<{lw}} {m.cycles:>16,.0f} {c:>17,.0f} {r:>+13.3f}")
         L.append("")
         tol = self.tolerance_pct
-        L.append(f"identifiability: where every measurement stays within {tol:g} %")
-        for iv in self.intervals:
-            L.append("  " + describe_interval(iv, self.values[iv.key], width))
-        L.append("")
-        if self.determined:
+        if not self.fitted_within_tolerance:
+            keys = ", ".join(p.key for p in self.free)
+            reached = ", ".join(
+                f"{r:+,.3f} % ({m.label()})"
+                for m, r in zip(self.measurements, self.residuals_pct)
+            )
             L.append(
-                "verdict: the measurements determine every free key (one interval each, "
-                "inside its search range)"
+                f"verdict: no values of {keys} in the search ranges reproduce the measurements "
+                f"within {tol:g} %; the best fit reached residuals of {reached}"
+            )
+        elif not self.intervals:
+            L.append(
+                f"verdict: every measurement is within {tol:g} %; identifiability not assessed"
             )
         else:
-            undetermined = [iv.key for iv in self.intervals if not iv.determined]
-            L.append(
-                f"verdict: the measurements do NOT determine {', '.join(undetermined)}: "
-                f"{len(self.good)} distinct fit(s) match every measurement within {tol:g} %"
-            )
-            L.extend("  " + line for line in fits_table(self.good, self.free))
+            L.append(f"identifiability: where every measurement stays within {tol:g} %")
+            for iv in self.intervals:
+                L.append("  " + describe_interval(iv, self.values[iv.key], width))
+            L.append("")
+            if self.determined:
+                L.append(
+                    "verdict: the measurements determine every free key (one interval each, "
+                    "inside its search range)"
+                )
+            else:
+                undetermined = [iv.key for iv in self.intervals if not iv.determined]
+                L.append(
+                    f"verdict: the measurements do NOT determine {', '.join(undetermined)}: "
+                    f"{len(self.good)} distinct fit(s) match every measurement within {tol:g} %"
+                )
+                L.extend("  " + line for line in fits_table(self.good, self.free))
         if self.proposal is not None:
             pr = self.proposal
             L.append("")
@@ -1032,11 +1085,13 @@ def _members(
 
 
 # ------------------------------------------------------------------------------- API
-def _best(prob: _Problem, points: list[FitPoint]) -> FitPoint:
-    """The least-squares fit; among fits as good (0.01 % of the worst measurement), the one
-    nearest the model's own values, so that refitting a calibrated model leaves it alone."""
-    least = min(points, key=lambda p: p.cost)
-    tied = [p for p in points if p.worst <= least.worst + 1e-4]
+def _best(prob: _Problem, points: list[FitPoint], tol: float) -> FitPoint:
+    """The least-squares fit among those within the tolerance (if any is); among fits as good
+    (0.01 % of the worst measurement), the one nearest the model's own values, so that
+    refitting a calibrated model leaves it alone."""
+    pool = [p for p in points if p.worst <= tol] or points
+    least = min(pool, key=lambda p: p.cost)
+    tied = [p for p in pool if p.worst <= least.worst + 1e-4]
 
     def distance(p: FitPoint) -> float:
         total = 0.0
@@ -1054,7 +1109,7 @@ def _best(prob: _Problem, points: list[FitPoint]) -> FitPoint:
 def calibrate(
     model: HardwareModel,
     measurements: list[Measurement],
-    free: list[FreeParam] | list[str] | dict[str, tuple[float, float]],
+    free: list[FreeParam] | list[str] | Mapping[str, tuple[float, float]],
     fidelity: str = "burst",
     tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
     identify: bool = True,
@@ -1068,7 +1123,7 @@ def calibrate(
     prob = _Problem(model, measurements, params, fidelity, progress)
     tol = tolerance_pct / 100.0
     points = prob.search()
-    best = _best(prob, points)
+    best = _best(prob, points, tol)
     good = [p for p in points if p.worst <= tol]
     intervals: list[Interval] = []
     edges: list[FitPoint] = []
@@ -1118,7 +1173,7 @@ def simulated_cycles(model: HardwareModel, m: Measurement, fidelity: str = "burs
 def fit(
     model: HardwareModel,
     measurements: list[Measurement],
-    free: dict[str, tuple[float, float]],
+    free: Mapping[str, tuple[float, float]],
     fidelity: str = "burst",
 ) -> Fit:
     """Best fit of the ``free`` keys (name -> (lo, hi)) to the measurements, no identifiability."""
@@ -1126,7 +1181,9 @@ def fit(
     return Fit(values=dict(c.values), residuals_pct=c.residuals_pct, model=c.fitted)
 
 
-SEED_FREE = {"ddr.latency_cycles": (1.0, 5000.0), "ddr.bytes_per_cycle": (0.01, 64.0)}
+SEED_FREE = MappingProxyType(
+    {"ddr.latency_cycles": (1.0, 5000.0), "ddr.bytes_per_cycle": (0.01, 64.0)}
+)
 
 
 def seed_measurements() -> list[Measurement]:
@@ -1188,7 +1245,12 @@ def write_model_file(cal: Calibration, path: str | Path, date: _dt.date | None =
         if r:
             comment += f"; {r}"
         iv = next((iv for iv in cal.intervals if iv.key == p.key), None)
-        if iv is not None:
+        if not cal.fitted_within_tolerance:
+            comment += (
+                f"; NOT within {cal.tolerance_pct:g} % of every measurement (worst "
+                f"{100 * cal.best.worst:.3g} %)"
+            )
+        elif iv is not None:
             comment += (
                 f"; all measurements within {cal.tolerance_pct:g} % for {iv.lo:.4g} .. "
                 f"{iv.hi:.4g}" + ("" if iv.determined else " (NOT determined)")
@@ -1301,8 +1363,8 @@ def run_from_args(
     for path in args.measured_csv:
         measurements.extend(read_measurements_csv(path))
     free = [parse_free(t, model) for t in args.free]
-    if args.out and not str(args.out).endswith(".toml"):
-        raise DspsimInputError(f"--out {args.out!r}: the model file must end in .toml")
+    if args.out:  # before the fit, which may take minutes
+        writable_file(args.out, "--out", (".toml",))
     cal = calibrate(
         model,
         measurements,

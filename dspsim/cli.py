@@ -280,7 +280,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         emit_json(cal.to_json())
     else:
         print(cal.text())
-    return 0
+    return 0 if cal.fitted_within_tolerance else 1
 
 
 COMMANDS: dict[str, tuple[Callable, Callable]] = {

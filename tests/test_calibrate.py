@@ -5,10 +5,15 @@ import json
 import tomllib
 from contextlib import redirect_stderr, redirect_stdout
 from datetime import date
+from types import MappingProxyType
 
 import pytest
+import simpy
 
+import dspsim.calibrate
 from dspsim.calibrate import (
+    MAX_N,
+    SEED_FREE,
     SEED_MEASUREMENTS_CYCLES,
     Measurement,
     calibrate,
@@ -22,7 +27,9 @@ from dspsim.calibrate import (
 from dspsim.cli import main
 from dspsim.config import load_model
 from dspsim.errors import DspsimInputError
-from dspsim.sim import simulate
+from dspsim.host.ucp import Ucp
+from dspsim.ops.registry import firmware_registry
+from dspsim.sim import Dsp, simulate
 
 LB = ["ddr.latency_cycles=20:2000", "ddr.bytes_per_cycle=0.05:20"]
 
@@ -121,6 +128,7 @@ def test_free_ranges(j6):
     for text, match in [
         ("ddr.latency", "unknown model key"),
         ("softmax.schedule", "text values"),
+        ("softmax.guard_shifted_input", "true/false values; only numeric keys can be fitted"),
         ("ddr.latency_cycles=5", "LO:HI"),
         ("ddr.latency_cycles=9:3", "LO < HI"),
         ("ddr.latency_cycles=0:3", "greater than 0"),
@@ -128,6 +136,45 @@ def test_free_ranges(j6):
     ]:
         with pytest.raises(DspsimInputError, match=match):
             parse_free(text, j6)
+
+
+def host_allocates(model, n):
+    """Whether the host's buffers for one run on ``n`` elements fit DDR, allocated as
+    ``dspsim.sim.simulate`` does (input and output arrays, parameter block), without running."""
+    ucp = Ucp(Dsp(simpy.Environment(), model, data=False, trace=False), firmware_registry())
+    try:
+        ucp.malloc(4 * n, "input array")
+        ucp.malloc(4 * n, "output array")
+        ucp.malloc(64, "parameter block")
+    except DspsimInputError:
+        return False
+    return True
+
+
+def test_a_measurement_must_fit_the_dsps_ddr_window(j6, tmp_path):
+    """Rejected when parsed, at exactly the length where the simulator's host runs out of DDR."""
+    assert host_allocates(j6, MAX_N) and not host_allocates(j6, MAX_N + 1)
+    assert parse_measurement(f"pingpong,n={MAX_N}=5").n == MAX_N
+    for text in (f"pingpong,n={MAX_N + 1}=5", "direct,n=1000000000=5"):
+        with pytest.raises(DspsimInputError, match=f"DDR.*allowed n up to {MAX_N:,}"):
+            parse_measurement(text)
+    p = tmp_path / "m.csv"
+    p.write_text(f"mode,n,cycles\npingpong,{MAX_N + 1},5\n")
+    with pytest.raises(DspsimInputError, match="line 2: n = .*DDR"):
+        read_measurements_csv(p)
+
+
+def test_the_seed_constants_are_read_only_and_their_ranges_are_used(j6):
+    with pytest.raises(TypeError):
+        SEED_MEASUREMENTS_CYCLES["pingpong"] = 1  # type: ignore[index]
+    with pytest.raises(TypeError):
+        SEED_FREE["ddr.latency_cycles"] = (1.0, 2.0)  # type: ignore[index]
+    c = calibrate(j6, [measured(j6, "direct", 500)], SEED_FREE, identify=False)
+    assert {p.key: (p.lo, p.hi) for p in c.free} == dict(SEED_FREE)
+    ranges = MappingProxyType({"ddr.latency_cycles": (50.0, 400.0)})
+    assert [(p.lo, p.hi) for p in calibrate(j6, c.measurements, ranges, identify=False).free] == [
+        (50.0, 400.0)
+    ]
 
 
 def test_a_free_key_cannot_also_be_set_by_a_measurement(j6):
@@ -216,6 +263,23 @@ def test_one_measurement_does_not_determine_latency_and_the_proposal_settles_it(
     assert iv2["ddr.latency_cycles"].hi / iv2["ddr.latency_cycles"].lo < 1.2
 
 
+def test_an_unreachable_measurement_is_reported_as_such(j6):
+    """No latency makes a 1000-element ping-pong run take 100 cycles: say so, no fits table."""
+    c = calibrate(j6, [Measurement("pingpong", 100, 1000)], ["ddr.latency_cycles"])
+    assert not c.fitted_within_tolerance
+    assert c.best.worst > 0.01 and not c.good and not c.intervals and c.proposal is None
+    text = c.text()
+    assert (
+        "no values of ddr.latency_cycles in the search ranges reproduce the measurements "
+        "within 1 %; the best fit reached residuals of +" in text
+    )
+    assert f"{c.residuals_pct[0]:+,.3f} % (pingpong,n=1000)" in text
+    assert "distinct fit" not in text and "identifiability" not in text
+    obj = c.to_json()
+    assert obj["fitted_within_tolerance"] is False
+    assert obj["max_abs_residual_pct"] == pytest.approx(abs(c.residuals_pct[0]))
+
+
 # ------------------------------------------------------------------------- model file
 def test_out_writes_a_complete_model_with_fitted_values_and_comments(j6, tmp_path):
     truth = j6.with_overrides({"ddr.latency_cycles": 150.0, "ddr.bytes_per_cycle": 0.6})
@@ -262,6 +326,7 @@ def test_cli_calibrate_json_and_out(j6, tmp_path):
     )
     assert code == 0, err
     obj = json.loads(stdout)
+    assert obj["fitted_within_tolerance"] is True
     assert obj["fit"]["ddr.latency_cycles"]["unit"] == "cycles"
     assert "ns at 1000 MHz" in obj["fit"]["ddr.latency_cycles"]["reading"]
     assert "GB/s" in obj["fit"]["ddr.bytes_per_cycle"]["reading"]
@@ -283,9 +348,36 @@ def test_cli_calibrate_json_and_out(j6, tmp_path):
             "multiple of 4",
         ),
         (["--measured-csv", "/nonexistent.csv", "--free", "ddr.latency_cycles"], "not found"),
+        (
+            ["--measured", "pingpong=5", "--free", "softmax.guard_shifted_input"],
+            "only numeric keys can be fitted",
+        ),
+        (
+            ["--measured", "pingpong,n=1000000000=5", "--free", "ddr.latency_cycles"],
+            "more than the DSP's 2,147,483,648-byte window",
+        ),
     ],
 )
 def test_cli_errors_are_one_line_exit_2(argv, match):
     code, out, err = cli("calibrate", *argv)
     assert code == 2
     assert err.count("\n") == 1 and match in err
+
+
+def test_out_is_checked_before_the_fit(tmp_path, monkeypatch):
+    def no_simulation(*args, **kwargs):
+        raise AssertionError("simulated before checking --out")
+
+    monkeypatch.setattr(dspsim.calibrate, "simulate", no_simulation)
+    target = tmp_path / "missing" / "fit.toml"
+    code, out, err = cli(
+        "calibrate", "--measured", "pingpong=5154293", "--free", "ddr.latency_cycles",
+        "--out", str(target),
+    )
+    assert code == 2 and err.count("\n") == 1
+    assert "--out" in err and "does not exist" in err
+
+
+def test_calibrate_exits_1_when_no_fit_reaches_the_measurements():
+    assert cli("calibrate", "--measured", "pingpong,n=1000=100", "--free",
+               "ddr.latency_cycles", "--fidelity", "tile")[0] == 1
