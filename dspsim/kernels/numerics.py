@@ -96,18 +96,19 @@ def _fma_f32(a: np.ndarray, b: np.ndarray | np.float32, c: np.ndarray | np.float
     """
     p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
     c64 = np.asarray(c, np.float64)
-    s = p + c64
+    s = np.asarray(p + c64)
     bb = s - p
     err = (p - (s - bb)) + (c64 - bb)
-    inexact = np.isfinite(s) & (err != 0)
-    if np.any(inexact):
-        bits = np.array(s, dtype=np.float64, copy=True).view(np.int64)
+    inexact = err != 0
+    inexact &= np.isfinite(s)
+    if inexact.any():
+        bits = s.view(np.int64)  # s is a fresh array: adjust its bits in place
         # s was rounded away from zero when the lost part has the opposite sign: step back one
         # ulp toward zero (one less in the magnitude bits, whatever the sign), then make it odd.
-        away = inexact & ((err < 0) != (s < 0))
-        bits = np.where(away, bits - 1, bits)
-        bits = np.where(inexact, bits | 1, bits)
-        s = bits.view(np.float64)
+        away = np.not_equal(err < 0, s < 0)
+        away &= inexact
+        np.subtract(bits, away, out=bits)
+        np.bitwise_or(bits, inexact, out=bits)
     return s.astype(_F32)
 
 
