@@ -24,7 +24,6 @@ they really leave the requester (never booked ahead), or FIFO order would be wro
 
 from __future__ import annotations
 
-import heapq
 import math
 
 import simpy
@@ -62,8 +61,12 @@ class DdrPort:
         self.latency_cycles = cfg.latency_cycles
         self.cycles_per_byte = 1.0 / cfg.bytes_per_cycle
         self.max_outstanding = cfg.max_outstanding
-        # heap of (when a request slot frees, who holds it until then)
-        self._slot_free: list[tuple[float, str]] = [(0.0, "")] * cfg.max_outstanding
+        # Request slots as a ring: the data path is FIFO and the latency constant, so requests
+        # complete in the order they were issued and the next slot to free is always the one
+        # the oldest request holds. When each slot frees, and who holds it until then:
+        self._slot_free = [0.0] * cfg.max_outstanding
+        self._slot_holder = [""] * cfg.max_outstanding
+        self._next_slot = 0
         self._path_free = 0.0  # when the data path is next free
         self.bytes_read = 0
         self.bytes_written = 0
@@ -77,10 +80,11 @@ class DdrPort:
     def request(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
         """Issue a request of ``nbytes`` at ``now`` (the current simulated time, passed in by
         the requester, who already knows it); return the cycle at which it completes."""
-        slot, holder = self._slot_free[0]
+        i = self._next_slot
+        slot = self._slot_free[i]
         if slot > now:
             start = slot
-            if holder != requester:  # all slots taken, the next to free by another engine
+            if self._slot_holder[i] != requester:  # all taken, the next to free by another
                 self.contention_cycles += slot - now
         else:
             start = now
@@ -93,7 +97,9 @@ class DdrPort:
         self._path_owner = requester
         data_end = self._path_free = data_start + nbytes * self.cycles_per_byte
         done = data_end + self.latency_cycles
-        heapq.heapreplace(self._slot_free, (done, requester))
+        self._slot_free[i] = done
+        self._slot_holder[i] = requester
+        self._next_slot = i + 1 if i + 1 < self.max_outstanding else 0
         if write:
             self.bytes_written += nbytes
         else:

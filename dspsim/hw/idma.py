@@ -81,7 +81,7 @@ class IdmaChannel:
         return t
 
     def _serve(self):
-        env = self.env
+        env, name, move_data = self.env, self.name, self.move_data
         request = self.port.request
         burst, window = self.burst_bytes, self.max_outstanding
         while True:
@@ -94,13 +94,13 @@ class IdmaChannel:
                 alone = transfer_cycles(t.nbytes, burst, min(window, self.port.max_outstanding),
                                         self.port.latency_cycles, self.port.cycles_per_byte)
                 reads, writes = (0, t.nbytes) if write else (t.nbytes, 0)
-                inflight.append(self.port.bulk(now, reads, writes, alone, self.name, burst))
+                inflight.append(self.port.bulk(now, reads, writes, alone, name, burst))
                 bursts = []
             else:
                 full, rest = divmod(t.nbytes, burst)
                 bursts = [burst] * full + ([rest] if rest else [])
             landed = 0  # bytes already in the destination
-            if self.move_data:
+            if move_data:
                 src_bytes = t.src.mem.read(t.src.addr, t.nbytes)
                 dst_bytes = t.dst.mem.read(t.dst.addr, t.nbytes)  # a writable view
             for i, nbytes in enumerate(bursts):
@@ -109,14 +109,14 @@ class IdmaChannel:
                     if oldest > now:
                         yield env.timeout(oldest - now)
                         now = env.now
-                    if self.move_data:  # bursts land in order as they complete
+                    if move_data:  # bursts land in order as they complete
                         upto = (i - window + 1) * burst
                         dst_bytes[landed:upto] = src_bytes[landed:upto]
                         landed = upto
-                inflight.append(request(now, nbytes, write, self.name))
+                inflight.append(request(now, nbytes, write, name))
             if inflight and inflight[-1] > now:  # FIFO port: the last burst ends last
                 yield env.timeout(inflight[-1] - now)
-            if self.move_data:
+            if move_data:
                 dst_bytes[landed:] = src_bytes[landed:]
             t.end = env.now
             for ptr, is_write in ((t.src, False), (t.dst, True)):
