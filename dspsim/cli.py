@@ -40,15 +40,13 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_model_args(p: argparse.ArgumentParser) -> None:
+def add_model_args(
+    p: argparse.ArgumentParser,
+    set_help: str = "override a model key, e.g. ddr.latency_cycles=300 (repeatable)",
+) -> None:
     p.add_argument("--model", metavar="PATH", help="model file (default: the packaged J6 model)")
     p.add_argument(
-        "--set",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        dest="overrides",
-        help="override a model key, e.g. ddr.latency_cycles=300 (repeatable)",
+        "--set", metavar="KEY=VALUE", action="append", default=[], dest="overrides", help=set_help
     )
 
 

@@ -1073,6 +1073,8 @@ def script_main(main) -> None:
 # ------------------------------------------------------------------------- command line
 def add_arguments(sub) -> None:
     """Declare ``dspsim sweep`` on the CLI's subparsers."""
+    from dspsim.cli import add_model_args  # the CLI imports this module lazily: no cycle
+
     p = sub.add_parser(
         "sweep",
         help="run a grid of model keys, n and mode into a CSV or parquet table (resumable)",
@@ -1090,15 +1092,7 @@ def add_arguments(sub) -> None:
     )
     p.add_argument("--mode", help="versions, e.g. pingpong,direct (default both)")
     p.add_argument("--n", help="float32 elements (default 100000); a list or range sweeps it")
-    p.add_argument("--model", metavar="PATH", help="model file (default: the packaged J6 model)")
-    p.add_argument(
-        "--set",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        dest="overrides",
-        help="fix a model key for every point (repeatable)",
-    )
+    add_model_args(p, set_help="fix a model key for every point (repeatable)")
     p.add_argument("--spec", metavar="FILE.toml", help="sweep spec file (see dspsim.sweep)")
     p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes (default 1)")
