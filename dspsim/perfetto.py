@@ -88,6 +88,20 @@ def _us(ns: int) -> float:
     return int(ns) / 1000.0
 
 
+def _slice_args(row, **extra) -> dict:
+    """The ``args`` of one X event: tile, pass, bytes, buffer and its cycles."""
+    return {
+        "tile": int(row.tile),
+        "pass": row.pass_name,
+        "bytes": int(row.bytes),
+        "buffer": int(row.buffer),
+        "cycles": float(row.end_cycle - row.start_cycle),
+        "start_cycle": float(row.start_cycle),
+        "end_cycle": float(row.end_cycle),
+        **extra,
+    }
+
+
 def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, str]]]:
     """All slices as a frame (thread, name, cat, ts_ns, end_ns, args, key) and the threads."""
     trace = require_trace(result)
@@ -100,16 +114,7 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
         else:
             name = f"{r.kind} t{r.tile}" if r.tile >= 0 else f"{r.kind} {r.what}"
             thread = f"iDMA ch{r.engine.removeprefix('idma')}"
-        args = {
-            "tile": int(r.tile),
-            "pass": r.pass_name,
-            "bytes": int(r.bytes),
-            "buffer": int(r.buffer),
-            "cycles": float(r.end_cycle - r.start_cycle),
-            "start_cycle": float(r.start_cycle),
-            "end_cycle": float(r.end_cycle),
-            "what": r.what,
-        }
+        args = _slice_args(r, what=r.what)
         if r.kind == "compute":
             args["ddr_stall_cycles"] = float(r.ddr_stall_cycles)
         rows.append(
@@ -117,16 +122,7 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
         )
     segs = tcm_segments(trace, result.passes).rename(columns={"pass": "pass_name"})
     for s in segs.itertuples(index=False):
-        args = {
-            "tile": int(s.tile),
-            "pass": s.pass_name,
-            "bytes": int(s.bytes),
-            "buffer": int(s.buffer),
-            "cycles": float(s.end_cycle - s.start_cycle),
-            "start_cycle": float(s.start_cycle),
-            "end_cycle": float(s.end_cycle),
-            "state": s.state,
-        }
+        args = _slice_args(s, state=s.state)
         rows.append((f"TCM buffer {s.buffer}", f"t{s.tile} {s.state}", "tcm", s.start_cycle,
                      s.end_cycle, args, (s.pass_name, s.tile)))
     df = pd.DataFrame(rows, columns=["thread", "name", "cat", "start", "end", "args", "key"])
