@@ -142,10 +142,15 @@ def all_keys() -> list[str]:
     return [f"{s}.{f.name}" for s, cls in SECTIONS.items() for f in fields(cls)]
 
 
-def key_doc(key: str) -> str:
+def _field(key: str) -> dataclasses.Field:
+    """The dataclass field behind a dotted model key (unknown keys: one-line error)."""
     section, name = _split_key(key)
-    f = {f.name: f for f in fields(SECTIONS[section])}[name]
-    return f.metadata["doc"]
+    return {f.name: f for f in fields(SECTIONS[section])}[name]
+
+
+def key_type(key: str) -> type:
+    """The Python type of a model key's values: int, float, str or bool."""
+    return _field_type(_field(key))
 
 
 def _split_key(key: str) -> tuple[str, str]:
@@ -283,15 +288,12 @@ def load_model(
 
 def check_value(key: str, value: Any) -> Any:
     """Check one value for one model key on its own (type and range); return it coerced."""
-    section, name = _split_key(key)
-    f = {f.name: f for f in fields(SECTIONS[section])}[name]
-    return _coerce(key, f, value)
+    return _coerce(key, _field(key), value)
 
 
 def parse_value(key: str, text: str) -> Any:
     """Parse the value half of ``KEY=VALUE`` by the key's type: strings stay text, numbers parse."""
-    section, name = _split_key(key)
-    f = {f.name: f for f in fields(SECTIONS[section])}[name]
+    f = _field(key)
     if _field_type(f) is str:
         return text.strip().strip("'\"")
     try:

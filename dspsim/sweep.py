@@ -90,7 +90,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import io
 import itertools
 import json
@@ -104,7 +103,7 @@ import time
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +112,7 @@ import pandas as pd
 from dspsim import __version__
 from dspsim.config import SECTIONS, HardwareModel, all_keys, load_model, parse_value
 from dspsim.config import check_value as check_model_value
+from dspsim.config import key_type as model_key_type
 from dspsim.errors import DspsimInputError
 from dspsim.sim import FIDELITIES, MODES, git_sha, simulate
 
@@ -142,27 +142,17 @@ class SweepAbortedError(RuntimeError):
 
 
 # ------------------------------------------------------------------------ keys and values
-def _model_field(key: str) -> dataclasses.Field | None:
-    section, dot, name = key.partition(".")
-    cls = SECTIONS.get(section)
-    if not dot or cls is None:
-        return None
-    return {f.name: f for f in fields(cls)}.get(name)
-
-
 def key_type(key: str) -> type:
-    """The Python type of a sweep key's values (``int``, ``float`` or ``str``)."""
+    """The Python type of a sweep key's values (``int``, ``float``, ``str`` or ``bool``)."""
     if key == "n":
         return int
     if key == "mode":
         return str
-    f = _model_field(key)
-    if f is None:
+    if "." not in key or key.split(".")[0] not in SECTIONS:
         raise DspsimInputError(
             f"unknown sweep key {key!r}; allowed: mode, n or a model key ({', '.join(all_keys())})"
         )
-    t = f.type
-    return t if isinstance(t, type) else {"int": int, "float": float, "str": str}[t]
+    return model_key_type(key)
 
 
 def check_value(key: str, value: Any) -> Any:
@@ -184,6 +174,8 @@ def check_value(key: str, value: Any) -> Any:
 
 def format_value(value: Any) -> str:
     """Canonical text of a value in the table: ints plain, floats round-trip exact."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
         return repr(value)
     return str(value)
@@ -195,6 +187,10 @@ def _canon_text(key: str, text: str) -> str:
     t = key_type(key)
     if t is str:
         return text
+    if t is bool:
+        if text.strip().lower() not in ("true", "false"):
+            raise ValueError(f"{key} value {text!r} is not true or false")
+        return text.strip().lower()
     try:
         number = float(text)
     except ValueError:
@@ -221,7 +217,7 @@ def _parse_number(key: str, text: str, what: str = "value") -> int | float:
 def _range_values(key: str, text: str) -> list[Any]:
     t = key_type(key)
     parts = text.split(":")
-    if t is str:
+    if t in (str, bool):
         raise DspsimInputError(
             f"{key}={text}: START:STOP:STEP ranges need a numeric key; list values as V1,V2,..."
         )
@@ -264,6 +260,8 @@ def parse_values(key: str, text: str) -> list[Any]:
             raise DspsimInputError(f"{key}={text}: empty value in the list")
         if t is str:
             raw = [s.strip("'\"") for s in items]
+        elif t is bool:
+            raw = [parse_value(key, s) for s in items]  # TOML true/false
         else:
             raw = [_parse_number(key, s) for s in items]
     return _checked(key, raw)

@@ -568,3 +568,18 @@ def test_plot_cli_writes_figures_and_rejects_unknown_columns(tmp_path):
         plot_sweep(src, x="ddr.latency_cycles", y="joules")
     with pytest.raises(DspsimInputError, match="allowed .png"):
         plot_sweep(src, x="ddr.latency_cycles", out=tmp_path / "f.bmp")
+
+
+def test_true_false_keys_sweep_and_resume(tmp_path, capsys):
+    out = tmp_path / "g.csv"
+    argv = ["sweep", "--param", "softmax.guard_shifted_input=true,false", "--n", "1000",
+            "--mode", "direct", "--out", str(out)]
+    assert main(argv) == 0
+    first = read_sweep(out)
+    values = first["softmax.guard_shifted_input"].astype(str).str.lower()
+    assert sorted(values) == ["false", "true"]
+    assert main(argv) == 0  # resumes: nothing missing, same rows
+    assert "(0 computed, 2 already in the file)" in capsys.readouterr().out
+    assert main(["sweep", "--param", "softmax.guard_shifted_input=yes", "--out",
+                 str(tmp_path / "h.csv")]) == 2
+    assert parse_values("softmax.guard_shifted_input", "true,false") == [True, False]
