@@ -61,7 +61,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -69,7 +69,13 @@ from typing import Any
 import numpy as np
 
 from dspsim.analytic import bounds as analytic_bounds
-from dspsim.config import SECTIONS, HardwareModel, _split_key, load_model, parse_value
+from dspsim.config import (
+    HardwareModel,
+    key_type,
+    load_model,
+    model_field,
+    parse_value,
+)
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.paths import writable_file
 from dspsim.sim import DDR_WINDOW_BYTES, FIDELITIES, MODES, simulate
@@ -117,13 +123,8 @@ class FreeParam:
         return self.lo > 0
 
 
-def _field(key: str):
-    section, name = _split_key(key)
-    return {f.name: f for f in fields(SECTIONS[section])}[name]
-
-
 def _is_int_key(key: str) -> bool:
-    return _field(key).type in (int, "int")
+    return key_type(key) is int
 
 
 def _parse_cycles(text: str, where: str) -> float:
@@ -231,7 +232,7 @@ def read_measurements_csv(path: str | Path) -> list[Measurement]:
     for c in columns:
         if c not in ("mode", "cycles", "n"):
             try:
-                _split_key(c)
+                model_field(c)  # unknown key: ConfigError
             except ConfigError as e:
                 raise DspsimInputError(f"{p}: column {c!r}: {e}") from None
     out = []
@@ -257,7 +258,7 @@ def read_measurements_csv(path: str | Path) -> list[Measurement]:
 
 def default_range(model: HardwareModel, key: str) -> tuple[float, float]:
     """A factor of 100 either side of the current value, clipped to the key's allowed range."""
-    f = _field(key)
+    f = model_field(key)
     v = float(model.get(key))
     lo_allowed = f.metadata["lo"] if f.metadata["lo"] is not None else -math.inf
     hi_allowed = f.metadata["hi"] if f.metadata["hi"] is not None else math.inf
@@ -278,11 +279,11 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
     key, eq, rng = text.partition("=")
     key = key.strip()
     try:
-        f = _field(key)
+        f = model_field(key)
     except ConfigError as e:
         raise DspsimInputError(f"--free {text!r}: {e}") from None
-    if f.type in (str, "str", bool, "bool"):
-        kind = "text" if f.type in (str, "str") else "true/false"
+    if key_type(key) in (str, bool):
+        kind = "text" if key_type(key) is str else "true/false"
         raise DspsimInputError(
             f"--free {text!r}: {key} takes {kind} values; only numeric keys can be fitted"
         )
@@ -903,7 +904,7 @@ def _merge(segments: list[tuple[float, float]], rel: float = 1e-3) -> list[tuple
 
 
 def _allowed(key: str) -> tuple[float, float]:
-    f = _field(key)
+    f = model_field(key)
     lo = f.metadata["lo"] if f.metadata["lo"] is not None else -math.inf
     hi = f.metadata["hi"] if f.metadata["hi"] is not None else math.inf
     return lo, hi

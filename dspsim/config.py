@@ -142,7 +142,7 @@ def all_keys() -> list[str]:
     return [f"{s}.{f.name}" for s, cls in SECTIONS.items() for f in fields(cls)]
 
 
-def _field(key: str) -> dataclasses.Field:
+def model_field(key: str) -> dataclasses.Field:
     """The dataclass field behind a dotted model key (unknown keys: one-line error)."""
     section, name = _split_key(key)
     return {f.name: f for f in fields(SECTIONS[section])}[name]
@@ -150,7 +150,7 @@ def _field(key: str) -> dataclasses.Field:
 
 def key_type(key: str) -> type:
     """The Python type of a model key's values: int, float, str or bool."""
-    return _field_type(_field(key))
+    return _field_type(model_field(key))
 
 
 def _split_key(key: str) -> tuple[str, str]:
@@ -288,12 +288,12 @@ def load_model(
 
 def check_value(key: str, value: Any) -> Any:
     """Check one value for one model key on its own (type and range); return it coerced."""
-    return _coerce(key, _field(key), value)
+    return _coerce(key, model_field(key), value)
 
 
 def parse_value(key: str, text: str) -> Any:
     """Parse the value half of ``KEY=VALUE`` by the key's type: strings stay text, numbers parse."""
-    f = _field(key)
+    f = model_field(key)
     if _field_type(f) is str:
         return text.strip().strip("'\"")
     try:
