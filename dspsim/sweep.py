@@ -1071,7 +1071,7 @@ def script_main(main) -> None:
 # ------------------------------------------------------------------------- command line
 def add_arguments(sub) -> None:
     """Declare ``dspsim sweep`` on the CLI's subparsers."""
-    from dspsim.cli import add_model_args  # the CLI imports this module lazily: no cycle
+    from dspsim.cli.common import add_model_args  # the CLI imports this module lazily: no cycle
 
     p = sub.add_parser(
         "sweep",

@@ -1,0 +1,5 @@
+import sys
+
+from dspsim.cli import main
+
+sys.exit(main())
