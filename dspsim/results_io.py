@@ -27,8 +27,7 @@ import pandas as pd
 from dspsim.config import SECTIONS, HardwareModel
 from dspsim.errors import DspsimInputError
 from dspsim.paths import suffix_of, writable_file
-from dspsim.stalls import PORT_LOG_FIELDS
-from dspsim.trace import COLUMNS
+from dspsim.probes import COLUMNS, PORT_LOG_FIELDS
 
 if TYPE_CHECKING:
     from dspsim.sim import Result

@@ -22,7 +22,6 @@ from dspsim import __version__
 from dspsim.arrays import check_input_array
 from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError, DspsimInputError
-from dspsim.hazards import AccessLog
 from dspsim.host.ucp import Ucp
 from dspsim.hw.core import Core
 from dspsim.hw.ddr import DdrPort
@@ -31,7 +30,7 @@ from dspsim.hw.memory import Memory, Ptr
 from dspsim.hw.tcm import TileManager
 from dspsim.ops.registry import firmware_registry
 from dspsim.ops.softmax import SOFTMAX_CMD, hbDSPSoftmaxParam
-from dspsim.trace import Recorder
+from dspsim.probes import AccessLog, Recorder
 
 MODES = ("pingpong", "direct")
 FIDELITIES = ("burst", "tile")

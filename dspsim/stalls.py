@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from dspsim.errors import DspsimInputError
+from dspsim.probes import PORT_LOG_FIELDS
 
 CORE_PARTS = (
     "compute_cycles",
@@ -434,7 +435,6 @@ def tcm_segments(trace: pd.DataFrame, passes: list[dict[str, Any]] | None = None
     return out.sort_values(["buffer", "start_cycle"], kind="stable").reset_index(drop=True)
 
 
-PORT_LOG_FIELDS = ("issue", "data_start", "data_end", "done", "bytes", "is_write", "requester")
 
 
 def port_log_arrays(result: Any) -> dict[str, np.ndarray]:

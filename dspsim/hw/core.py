@@ -19,13 +19,12 @@ import numpy as np
 import simpy
 
 from dspsim.config import Core as CoreCfg
-from dspsim.hazards import AccessLog
 from dspsim.hw.ddr import DdrPort
 from dspsim.hw.idma import IdmaChannel, Transfer
 from dspsim.hw.memory import Ptr
 from dspsim.kernels import numerics
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM, LoopShape, ddr_call
-from dspsim.trace import Recorder
+from dspsim.probes import AccessLog, Recorder
 
 Proc = Generator[simpy.Event, Any, Any]
 

@@ -16,10 +16,9 @@ import simpy
 
 from dspsim.config import Idma
 from dspsim.errors import DspsimInputError
-from dspsim.hazards import AccessLog
 from dspsim.hw.ddr import DdrPort, transfer_cycles
 from dspsim.hw.memory import Ptr
-from dspsim.trace import Recorder
+from dspsim.probes import AccessLog, Recorder
 
 
 @dataclass(eq=False)

@@ -1,18 +1,64 @@
-"""Data hazards between engines: who touched which bytes when.
+"""What a run records while it runs: the trace, the memory-access log, the DDR port log.
 
-Every iDMA transfer and every kernel call logs its memory accesses: the engine, the memory, the
-byte range, read or write, and the cycles over which it happens (a transfer writes its
-destination and reads its source from its start to its end; a kernel reads its input and
-writes its output over its whole call). A hazard is two accesses by different engines to
-overlapping bytes of one memory, overlapping in time, at least one of them a write: a read of
-bytes while a write to them is in flight, or a write to bytes that an unfinished read still
-needs. The log is small (a few entries per tile), so the check runs after the simulation.
+- :class:`Recorder`: one row per thing an engine did (compute, setup, waits, copies), turned into
+  one DataFrame at the end (nothing is kept when tracing is off).
+- :class:`AccessLog`: which bytes each engine touched when, and the data hazards between them
+  (two engines on overlapping bytes of one memory at overlapping times, one of them writing).
+- ``PORT_LOG_FIELDS``: the columns of the DDR port's request log (one tuple per request).
+
+Engine names (``core0``, ``core0.idma1``, ``ddr``) come from the platform that built the run;
+nothing here knows them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+import pandas as pd
+
+PORT_LOG_FIELDS = ("issue", "data_start", "data_end", "done", "bytes", "is_write", "requester")
+
+COLUMNS = [
+    "engine",  # core, idma0, idma1, ...
+    "kind",  # compute, setup, wait_in, wait_out, copy_in, copy_out
+    "what",  # kernel name or transfer description
+    "start_cycle",
+    "end_cycle",
+    "bytes",
+    "tile",  # tile index within the pass, -1 when not a tile
+    "pass",  # pass name (max, exp_sum, mul / max, exp, sum, mul)
+    "buffer",  # TCM buffer (ping-pong index), -1 when none
+    "ddr_stall_cycles",  # part of the row spent stalled on DDR (direct-mode kernels)
+]
+
+
+class Recorder:
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self.rows: list[tuple] = []
+
+    def record(
+        self,
+        engine: str,
+        kind: str,
+        what: str,
+        start: float,
+        end: float,
+        nbytes: int = 0,
+        tile: int = -1,
+        pass_name: str = "",
+        buffer: int = -1,
+        ddr_stall: float = 0.0,
+    ) -> None:
+        if self.enabled:
+            self.rows.append(
+                (engine, kind, what, start, end, nbytes, tile, pass_name, buffer, ddr_stall)
+            )
+
+    def frame(self) -> pd.DataFrame:
+        df = pd.DataFrame(self.rows, columns=COLUMNS)
+        return df.astype({"bytes": "int64", "tile": "int64", "buffer": "int64"})
 
 
 @dataclass(frozen=True)
