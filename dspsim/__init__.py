@@ -1,3 +1,34 @@
-"""dspsim: a discrete-event timing and functional model of a vision-DSP subsystem."""
+"""dspsim: a discrete-event timing and float32 functional model of a vision-DSP subsystem.
 
-__version__ = "0.1.0"
+The public API::
+
+    import dspsim
+    model = dspsim.load_model()                       # the packaged J6 model
+    r = dspsim.simulate(model, op="softmax", variant="pingpong", n=100_000)
+    r.cycles, r.busy_cycles, r.output
+    dspsim.ops.get_op("layernorm").variants
+"""
+
+from dspsim import ops  # noqa: E402  (registers every operator)
+from dspsim.config import HardwareModel, load_model  # noqa: E402
+from dspsim.errors import (  # noqa: E402
+    AllocationError,
+    ConfigError,
+    DeadlockError,
+    DspsimInputError,
+)
+from dspsim.run import Result, simulate  # noqa: E402
+from dspsim.version import __version__
+
+__all__ = [
+    "AllocationError",
+    "ConfigError",
+    "DeadlockError",
+    "DspsimInputError",
+    "HardwareModel",
+    "Result",
+    "__version__",
+    "load_model",
+    "ops",
+    "simulate",
+]

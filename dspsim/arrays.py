@@ -1,4 +1,4 @@
-"""Reading input arrays and writing output arrays for the command line (.npy, float32, 1-D)."""
+"""Reading input arrays and writing output arrays for the command line (.npy, float32)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from dspsim.errors import DspsimInputError
 from dspsim.paths import writable_file
 
 
-def load_input(path: str) -> np.ndarray:
-    """A 1-D float32 array from a .npy file; NaN and inf are allowed (they are reported)."""
+def load_input(path: str, ndim: int = 1) -> np.ndarray:
+    """An ``ndim``-D float32 array from a .npy file; NaN and inf are allowed (they are
+    reported)."""
     p = Path(path)
     try:
         with open(p, "rb") as f:
@@ -35,18 +36,19 @@ def load_input(path: str) -> np.ndarray:
         ) from None
     if not isinstance(x, np.ndarray):
         raise DspsimInputError(f"--input {path!r}: holds several arrays; expected one .npy array")
-    return check_input_array(x, f"--input {path!r}")
+    return check_input_array(x, f"--input {path!r}", ndim)
 
 
-def check_input_array(x: np.ndarray, what: str) -> np.ndarray:
-    """``x`` if it is a non-empty 1-D float32 array, else a one-line error naming ``what``."""
+def check_input_array(x: np.ndarray, what: str, ndim: int = 1) -> np.ndarray:
+    """``x`` if it is a non-empty ``ndim``-D float32 array, else a one-line error naming
+    ``what``."""
     x = np.asarray(x)
     if x.dtype != np.float32:
         raise DspsimInputError(
             f"{what}: dtype {x.dtype}, expected float32 (x.astype(numpy.float32))"
         )
-    if x.ndim != 1:
-        raise DspsimInputError(f"{what}: shape {x.shape}, expected a 1-D array")
+    if x.ndim != ndim:
+        raise DspsimInputError(f"{what}: shape {x.shape}, expected a {ndim}-D array")
     if x.size == 0:
         raise DspsimInputError(f"{what}: empty array, expected at least 1 element")
     return x

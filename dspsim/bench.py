@@ -21,7 +21,7 @@ from typing import Any
 import simpy
 
 from dspsim.config import load_model
-from dspsim.sim import simulate
+from dspsim.run import simulate
 
 
 def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -64,7 +64,7 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000) -
         for data in (False, True):
             for mode in ("pingpong", "direct"):
                 wall, r = best_of(
-                    repeat, functools.partial(simulate, model, mode, n, data=data,
+                    repeat, functools.partial(simulate, model, variant=mode, n=n, data=data,
                                               fidelity=fidelity)
                 )
                 out["runs"].append({
@@ -82,7 +82,7 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000) -
         for mode in ("pingpong", "direct")
     }
     if sweep_points:
-        from dspsim.sweep import bench_sweep
+        from dspsim.study.experiments import bench_sweep
 
         out["sweep"] = bench_sweep(points=sweep_points, jobs=2)
     return out

@@ -1,48 +1,55 @@
 """The hardware model: frozen dataclasses loaded from ``models/*.toml``.
 
-Every key a model file may hold is declared once, in the dataclasses below, with its type and
-allowed range in the field metadata. Unknown keys, wrong types and out-of-range values are
-rejected with a one-line :class:`ConfigError` naming the key, the value and what is allowed.
-Dotted overrides (``ddr.latency_cycles=300``) go through the same checks.
+A model file holds the hardware tables (``[core]``, ``[ddr]``, ``[idma]``, ``[tcm]``,
+``[host]``) and, optionally, one table per operator (``[softmax]``, ``[layernorm]``) whose keys
+the operator declares (:mod:`dspsim.schema`); an operator's keys the file does not give take
+the operator's defaults. A file may be partial: ``base = "j6"`` (a packaged model name, or a
+path relative to the file) inherits every table and key it does not give.
+
+Every key is declared once, with its type, range, unit and meaning; unknown tables and keys,
+wrong types and out-of-range values are rejected with a one-line :class:`ConfigError`. Dotted
+overrides (``ddr.latency_cycles=300``) go through the same checks.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
+import re
 import tomllib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from dspsim.errors import ConfigError
+from dspsim.schema import OP_SCHEMAS, Key, Params
+
+MAX_MODEL_FILE_BYTES = 1 << 20
+MAX_BASE_DEPTH = 16
 
 
 def _key(
     lo: float | None = None,
     hi: float | None = None,
-    choices: tuple = (),
+    unit: str = "",
     doc: str = "",
     positive: bool = False,
 ):
-    """A model key: its allowed range (``positive``: strictly above ``lo`` = 0) and meaning."""
-    return field(
-        metadata={"lo": lo, "hi": hi, "choices": choices, "doc": doc, "positive": positive}
-    )
+    """A hardware key's metadata: allowed range (``positive``: strictly above 0), unit, meaning."""
+    return field(metadata={"lo": lo, "hi": hi, "unit": unit, "doc": doc, "positive": positive})
 
 
 @dataclass(frozen=True)
 class Core:
-    clock_mhz: float = _key(1.0, 10_000.0, doc="DSP core clock")
-    lanes_f32: int = _key(1, 256, doc="float32 lanes per vector (IVP_N_2)")
-    load_store_units: int = _key(1, 8, doc="vector loads/stores issued per cycle")
-    vector_alu_slots: int = _key(1, 16, doc="vector ALU/multiply operations issued per cycle")
-    alu_latency_cycles: int = _key(1, 64, doc="latency of one dependent vector op (reductions)")
-    call_overhead_cycles: int = _key(0, 100_000, doc="kernel call, prologue, pipeline fill")
-    write_buffer_entries: int = _key(
-        1, 1024, doc="posted vector stores to DDR before the core stalls"
-    )
+    count: int = _key(1, 4, "cores", "DSP cores, each with its own iDMA channels and DataRAMs")
+    clock_mhz: float = _key(1.0, 10_000.0, "MHz", "DSP core clock")
+    lanes_f32: int = _key(1, 256, "lanes", "float32 lanes per vector (IVP_N_2)")
+    load_store_units: int = _key(1, 8, "ops/cycle", "vector loads/stores issued per cycle")
+    vector_alu_slots: int = _key(1, 16, "ops/cycle", "vector ALU/multiply ops issued per cycle")
+    alu_latency_cycles: int = _key(1, 64, "cycles", "latency of one dependent vector op")
+    call_overhead_cycles: int = _key(0, 100_000, "cycles", "kernel call, prologue, pipeline fill")
+    write_buffer_entries: int = _key(1, 1024, "stores", "posted DDR stores before the core stalls")
 
     @property
     def vector_bytes(self) -> int:
@@ -52,254 +59,105 @@ class Core:
 @dataclass(frozen=True)
 class Ddr:
     latency_cycles: float = _key(
-        0.0, 1e6, positive=True, doc="round trip of one request, port to DDR and back"
+        0.0, 1e6, "cycles", "round trip of one request, port to DDR and back", positive=True
     )
-    bytes_per_cycle: float = _key(1e-6, 1e4, doc="port bandwidth shared by core and iDMA")
-    max_outstanding: int = _key(1, 4096, doc="requests in flight on the port")
+    bytes_per_cycle: float = _key(1e-6, 1e4, "bytes/cycle", "port bandwidth, shared by all")
+    max_outstanding: int = _key(1, 4096, "requests", "requests in flight on the port")
 
 
 @dataclass(frozen=True)
 class Idma:
-    channels: int = _key(1, 8, doc="iDMA channels (descriptor FIFOs)")
-    max_outstanding: int = _key(1, 1024, doc="bursts in flight per channel (max_pif_req)")
-    burst_bytes: int = _key(1, 1 << 20, doc="bytes per DDR request of a channel")
-    setup_cycles: float = _key(0.0, 1e6, doc="core cycles to program one descriptor")
+    channels: int = _key(1, 8, "channels", "iDMA channels (descriptor FIFOs) per core")
+    max_outstanding: int = _key(1, 1024, "requests", "bursts in flight per channel (max_pif_req)")
+    burst_bytes: int = _key(1, 1 << 20, "bytes", "bytes per DDR request of a channel")
+    setup_cycles: float = _key(0.0, 1e6, "cycles", "core cycles to program one descriptor")
 
 
 @dataclass(frozen=True)
 class Tcm:
-    banks: int = _key(1, 8, doc="DataRAM banks (tile-manager colours)")
-    bank_bytes: int = _key(1, 1 << 30, doc="capacity of one DataRAM")
-
-
-@dataclass(frozen=True)
-class Softmax:
-    tile_bytes: int = _key(4, 1 << 30, doc="TILE_SIZE: bytes per ping-pong tile (multiple of 4)")
-    max_init: str = _key(
-        choices=("zero", "-inf"),
-        doc="running max start in the ping-pong path: 'zero' as the seed's C, '-inf' corrected",
-    )
-    schedule: str = _key(
-        choices=("seed", "split"),
-        doc="'seed': buffer b uses channel b for in and out; 'split': inputs ch0, outputs ch1",
-    )
-    guard_shifted_input: bool = _key(
-        doc="vecexpf_max's overflow guard tests x - max (true, corrected) or raw x (false, seed)"
-    )
+    banks: int = _key(1, 8, "banks", "DataRAM banks (tile-manager colours) per core")
+    bank_bytes: int = _key(1, 1 << 30, "bytes", "capacity of one DataRAM")
 
 
 @dataclass(frozen=True)
 class Host:
-    rpc_latency_us: float = _key(0.0, 1e6, doc="host submit-to-start and done-to-wake latency")
+    rpc_latency_us: float = _key(0.0, 1e6, "us", "host submit-to-start plus done-to-wake latency")
 
 
-SECTIONS: dict[str, type] = {
-    "core": Core,
-    "ddr": Ddr,
-    "idma": Idma,
-    "tcm": Tcm,
-    "softmax": Softmax,
-    "host": Host,
+HARDWARE: dict[str, type] = {"core": Core, "ddr": Ddr, "idma": Idma, "tcm": Tcm, "host": Host}
+
+
+def _hw_key(section: str, f: dataclasses.Field) -> Key:
+    names = {"int": int, "float": float, "str": str, "bool": bool}
+    m = f.metadata
+    return Key(
+        f"{section}.{f.name}",
+        f.type if isinstance(f.type, type) else names[f.type],
+        doc=m["doc"],
+        lo=m["lo"],
+        hi=m["hi"],
+        positive=m["positive"],
+        unit=m["unit"],
+    )
+
+
+HARDWARE_KEYS: dict[str, Key] = {
+    f"{s}.{f.name}": _hw_key(s, f) for s, cls in HARDWARE.items() for f in fields(cls)
 }
 
 
-@dataclass(frozen=True)
-class HardwareModel:
-    core: Core
-    ddr: Ddr
-    idma: Idma
-    tcm: Tcm
-    softmax: Softmax
-    host: Host
-    name: str = "model"
-    source: str = ""
-    overrides: tuple[tuple[str, Any], ...] = ()
+class _Sections(Mapping[str, Any]):
+    """Every table a model file may hold: hardware, then each registered operator's."""
 
-    def get(self, key: str) -> Any:
-        section, name = _split_key(key)
-        return getattr(getattr(self, section), name)
+    def _all(self) -> dict[str, Any]:
+        return {**HARDWARE, **OP_SCHEMAS}
 
-    def with_overrides(self, overrides: dict[str, Any] | list[str]) -> HardwareModel:
-        """Return a copy with dotted-key overrides applied and checked."""
-        pairs = parse_overrides(overrides) if isinstance(overrides, list) else dict(overrides)
-        raw = self.as_dict()
-        for key, value in pairs.items():
-            section, name = _split_key(key)
-            raw[section][name] = value
-        model = _build(raw, self.source)
-        return dataclasses.replace(
-            model, name=self.name, overrides=self.overrides + tuple(pairs.items())
-        )
+    def __getitem__(self, name: str) -> Any:
+        return self._all()[name]
 
-    def as_dict(self) -> dict[str, dict[str, Any]]:
-        return {s: dataclasses.asdict(getattr(self, s)) for s in SECTIONS}
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
 
-    def flat(self) -> dict[str, Any]:
-        return {f"{s}.{k}": v for s, d in self.as_dict().items() for k, v in d.items()}
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+SECTIONS: Mapping[str, Any] = _Sections()
 
 
 def all_keys() -> list[str]:
-    return [f"{s}.{f.name}" for s, cls in SECTIONS.items() for f in fields(cls)]
+    """Every settable key: hardware, then each operator's."""
+    return list(HARDWARE_KEYS) + [k.name for s in OP_SCHEMAS.values() for k in s.keys]
 
 
-def model_field(key: str) -> dataclasses.Field:
-    """The dataclass field behind a dotted model key (unknown keys: one-line error)."""
-    section, name = _split_key(key)
-    return {f.name: f for f in fields(SECTIONS[section])}[name]
+def model_key(key: str) -> Key:
+    """The :class:`Key` behind a dotted model key (unknown keys: one-line error)."""
+    if key in HARDWARE_KEYS:
+        return HARDWARE_KEYS[key]
+    section, _, name = key.partition(".")
+    schema = OP_SCHEMAS.get(section)
+    k = schema.key(name) if schema else None
+    if k is None:
+        raise ConfigError(f"unknown model key {key!r}; allowed keys: {', '.join(all_keys())}")
+    return k
+
+
+model_field = model_key  # the name the sweep and the calibration use
 
 
 def key_type(key: str) -> type:
     """The Python type of a model key's values: int, float, str or bool."""
-    return _field_type(model_field(key))
-
-
-def _split_key(key: str) -> tuple[str, str]:
-    section, _, name = key.partition(".")
-    cls = SECTIONS.get(section)
-    if cls is None or name not in {f.name for f in fields(cls)}:
-        raise ConfigError(f"unknown model key {key!r}; allowed keys: {', '.join(all_keys())}")
-    return section, name
-
-
-_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false"}
-
-
-def _field_type(f: dataclasses.Field) -> type:
-    # annotations are strings under `from __future__ import annotations`
-    names = {"int": int, "float": float, "str": str, "bool": bool}
-    return f.type if isinstance(f.type, type) else names[f.type]
-
-
-def _coerce(key: str, f: dataclasses.Field, value: Any) -> Any:
-    want = _field_type(f)
-    if want is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{key} = {value!r}: expected a string")
-        choices = f.metadata["choices"]
-        if choices and value not in choices:
-            raise ConfigError(f"{key} = {value!r}: allowed values are {', '.join(choices)}")
-        return value
-    if want is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key} = {value!r}: expected true or false")
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{key} = {value!r}: expected {_TYPE_WORDS[want]}")
-    if want is int:
-        if isinstance(value, float) and not value.is_integer():
-            raise ConfigError(f"{key} = {value!r}: expected an integer")
-        value = int(value)
-    else:
-        value = float(value)
-        if not math.isfinite(value):
-            raise ConfigError(f"{key} = {value!r}: expected a finite number")
-    lo, hi = f.metadata["lo"], f.metadata["hi"]
-    if f.metadata["positive"] and value <= 0:
-        raise ConfigError(f"{key} = {value!r}: must be greater than 0 (up to {hi:g})")
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise ConfigError(f"{key} = {value!r}: allowed range is {lo:g} to {hi:g}")
-    return value
-
-
-def _build(raw: dict[str, Any], source: str) -> HardwareModel:
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: expected tables [core], [ddr], ...")
-    unknown = set(raw) - set(SECTIONS) - {"model"}
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown section [{sorted(unknown)[0]}]; allowed: {', '.join(SECTIONS)}"
-        )
-    built = {}
-    for section, cls in SECTIONS.items():
-        table = raw.get(section)
-        if not isinstance(table, dict):
-            raise ConfigError(f"{source}: missing table [{section}]")
-        names = {f.name for f in fields(cls)}
-        for k in table:
-            if k not in names:
-                _split_key(f"{section}.{k}")  # raises with the list of allowed keys
-        values = {}
-        for f in fields(cls):
-            key = f"{section}.{f.name}"
-            if f.name not in table:
-                raise ConfigError(f"{source}: missing key {key} ({f.metadata['doc']})")
-            values[f.name] = _coerce(key, f, table[f.name])
-        built[section] = cls(**values)
-    model = HardwareModel(
-        **built, name=str(raw.get("model", {}).get("name", "model")), source=source
-    )
-    _check_cross(model)
-    return model
-
-
-def _check_cross(m: HardwareModel) -> None:
-    """Constraints between keys."""
-    if m.softmax.tile_bytes % 4:
-        raise ConfigError(
-            f"softmax.tile_bytes = {m.softmax.tile_bytes}: must be a multiple of 4 (float32)"
-        )
-    if m.softmax.tile_bytes > m.tcm.bank_bytes:
-        raise ConfigError(
-            f"softmax.tile_bytes = {m.softmax.tile_bytes}: larger than a DataRAM "
-            f"(tcm.bank_bytes = {m.tcm.bank_bytes}); allowed 4 to {m.tcm.bank_bytes}"
-        )
-    lanes = m.core.lanes_f32
-    if lanes & (lanes - 1):
-        raise ConfigError(
-            f"core.lanes_f32 = {lanes}: must be a power of two (the kernels' lane reductions "
-            "halve the vector each step)"
-        )
-    if m.idma.channels < 2:
-        raise ConfigError(
-            f"idma.channels = {m.idma.channels}: the ping-pong schedule needs 2 or more"
-        )
-    if m.tcm.banks < 2:
-        raise ConfigError(f"tcm.banks = {m.tcm.banks}: the ping-pong schedule needs 2 or more")
-
-
-def default_model_path() -> Path:
-    """The packaged J6 model (wheel) or the repository's ``models/j6.toml`` (editable)."""
-    packaged = resources.files("dspsim") / "models" / "j6.toml"
-    if packaged.is_file():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parents[1] / "models" / "j6.toml"
-
-
-def load_model(
-    path: str | Path | None = None, overrides: list[str] | dict | None = None
-) -> HardwareModel:
-    """Load a model file (default: the packaged J6 model) and apply overrides."""
-    p = Path(path) if path is not None else default_model_path()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"model file {str(p)!r} not found; pass an existing .toml file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"model file {str(p)!r} unreadable: {e.__class__.__name__}") from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"model file {str(p)!r} is not valid TOML: {e}") from None
-    model = _build(raw, str(p))
-    if overrides:
-        model = model.with_overrides(overrides)
-    return model
+    return model_key(key).type
 
 
 def check_value(key: str, value: Any) -> Any:
     """Check one value for one model key on its own (type and range); return it coerced."""
-    return _coerce(key, model_field(key), value)
+    return model_key(key).coerce(value)
 
 
 def parse_value(key: str, text: str) -> Any:
-    """Parse the value half of ``KEY=VALUE`` by the key's type: strings stay text, numbers parse."""
-    f = model_field(key)
-    if _field_type(f) is str:
-        return text.strip().strip("'\"")
-    try:
-        return tomllib.loads(f"v = {text.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
-        raise ConfigError(f"{key} = {text!r}: expected {_TYPE_WORDS[_field_type(f)]}") from None
+    """Parse the value half of ``KEY=VALUE`` by the key's type."""
+    return model_key(key).parse(text)
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
@@ -310,4 +168,219 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
             raise ConfigError(f"override {item!r}: expected KEY=VALUE, e.g. ddr.latency_cycles=300")
         key = key.strip()
         out[key] = parse_value(key, value)
+    return out
+
+
+@dataclass(frozen=True)
+class HardwareModel:
+    core: Core
+    ddr: Ddr
+    idma: Idma
+    tcm: Tcm
+    host: Host
+    ops: Mapping[str, Params] = field(default_factory=dict)  # op name -> its parameters
+    name: str = "model"
+    source: str = ""
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+    def __getattr__(self, name: str) -> Params:
+        """An operator's parameters as an attribute: ``model.softmax.tile_bytes``."""
+        ops = self.__dict__.get("ops", {})
+        if name in ops:
+            return ops[name]
+        raise AttributeError(f"model has no table {name!r}")
+
+    def get(self, key: str) -> Any:
+        k = model_key(key)
+        return getattr(getattr(self, k.section), k.short)
+
+    def params(self, op: str) -> Params:
+        return self.ops[op]
+
+    def with_overrides(self, overrides: dict[str, Any] | list[str]) -> HardwareModel:
+        """Return a copy with dotted-key overrides applied and checked."""
+        pairs = parse_overrides(overrides) if isinstance(overrides, list) else dict(overrides)
+        # op tables at their defaults stay out, so that only the ops whose parameters are set
+        # are checked against the hardware now (each op checks its own when it runs)
+        raw = {s: d for s, d in self.as_dict().items()
+               if s in HARDWARE or d != OP_SCHEMAS[s].defaults()}
+        for key, value in pairs.items():
+            k = model_key(key)
+            raw.setdefault(k.section, {})[k.short] = value
+        model = build_model(raw, self.source)
+        return dataclasses.replace(
+            model, name=self.name, overrides=self.overrides + tuple(pairs.items())
+        )
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        hw = {s: dataclasses.asdict(getattr(self, s)) for s in HARDWARE}
+        return hw | {s: dict(p) for s, p in self.ops.items()}
+
+    def flat(self) -> dict[str, Any]:
+        return {f"{s}.{k}": v for s, d in self.as_dict().items() for k, v in d.items()}
+
+
+def _table(source: str, raw: Mapping[str, Any], section: str) -> dict[str, Any]:
+    table = raw.get(section, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: {section} must be a table [{section}], got {table!r}")
+    return table
+
+
+def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
+    """A checked model from parsed tables (a model file's, after ``base`` is resolved)."""
+    unknown = set(raw) - set(SECTIONS) - {"model"}
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown table [{sorted(unknown)[0]}]; allowed: {', '.join(SECTIONS)}"
+        )
+    meta = _table(source, raw, "model")
+    if set(meta) - {"name"}:
+        raise ConfigError(f"{source}: unknown key model.{sorted(set(meta) - {'name'})[0]}; "
+                          "allowed: model.name")
+    built: dict[str, Any] = {}
+    for section, cls in HARDWARE.items():
+        table = _table(source, raw, section)
+        for k in table:
+            model_key(f"{section}.{k}")  # raises with the list of allowed keys
+        values = {}
+        for f in fields(cls):
+            key = HARDWARE_KEYS[f"{section}.{f.name}"]
+            if f.name not in table:
+                raise ConfigError(f"{source}: missing key {key.name} ({key.doc})")
+            values[f.name] = key.coerce(table[f.name])
+        built[section] = cls(**values)
+    ops = {}
+    for section, schema in OP_SCHEMAS.items():
+        table = _table(source, raw, section)
+        for k in table:
+            model_key(f"{section}.{k}")
+        ops[section] = Params(
+            section, {k.short: k.coerce(table.get(k.short, k.default)) for k in schema.keys}
+        )
+    name = meta.get("name", "model")
+    if not isinstance(name, str):
+        raise ConfigError(f"{source}: model.name = {name!r}: expected a string")
+    model = HardwareModel(**built, ops=ops, name=name, source=source)
+    _check_cross(model, [s for s in OP_SCHEMAS if raw.get(s)])
+    return model
+
+
+def _check_cross(m: HardwareModel, given: list[str]) -> None:
+    """Constraints between keys: the hardware's, then those of the operators whose tables the
+    file (or an override) gives; an op checks its defaults against the hardware when it runs."""
+    lanes = m.core.lanes_f32
+    if lanes & (lanes - 1):
+        raise ConfigError(
+            f"core.lanes_f32 = {lanes}: must be a power of two (the kernels' lane reductions "
+            "halve the vector each step)"
+        )
+    for section in given:
+        if OP_SCHEMAS[section].check is not None:
+            OP_SCHEMAS[section].check(m.ops[section], m)
+
+
+def models_dir() -> Path:
+    """The packaged models (wheel) or the repository's ``models/`` (editable install)."""
+    packaged = resources.files("dspsim") / "models"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[1] / "models"
+
+
+def default_model_path() -> Path:
+    return models_dir() / "j6.toml"
+
+
+def resolve_model_path(name_or_path: str | Path, relative_to: Path | None = None) -> Path:
+    """A packaged model name (``j6``) or a path (relative to ``relative_to``'s folder)."""
+    text = str(name_or_path)
+    if re.fullmatch(r"[A-Za-z0-9_-]+", text) and (models_dir() / f"{text}.toml").is_file():
+        return models_dir() / f"{text}.toml"
+    p = Path(text)
+    if relative_to is not None and not p.is_absolute():
+        p = relative_to.parent / p
+    return p
+
+
+def _read_toml(p: Path) -> dict[str, Any]:
+    shown = str(p)
+    try:
+        if not p.is_file():
+            if p.exists():
+                raise ConfigError(f"model file {shown!r} is not a regular file")
+            raise ConfigError(f"model file {shown!r} not found; pass an existing .toml file")
+        if p.stat().st_size > MAX_MODEL_FILE_BYTES:
+            raise ConfigError(f"model file {shown!r} is larger than {MAX_MODEL_FILE_BYTES} bytes")
+        with open(p, "rb") as f:
+            text = f.read(MAX_MODEL_FILE_BYTES + 1).decode("utf-8")
+    except ConfigError:
+        raise
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"model file {shown!r} unreadable: {e.__class__.__name__}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"model file {shown!r} is not valid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"model file {shown!r} is nested too deeply") from None
+
+
+def read_model_tables(p: Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A model file's tables with its ``base`` chain merged in (the file's own keys win)."""
+    raw = _read_toml(p)
+    base = raw.pop("base", None)
+    if base is None:
+        return raw
+    if not isinstance(base, str) or not base:
+        raise ConfigError(f"{p}: base = {base!r}: expected a model name (e.g. \"j6\") or a path")
+    base_path = resolve_model_path(base, p)
+    if base_path.resolve() in _seen or len(_seen) >= MAX_BASE_DEPTH:
+        raise ConfigError(f"{p}: base = {base!r} makes a loop of model files")
+    if not base_path.is_file():
+        raise ConfigError(f"{p}: base = {base!r}: no packaged model or file of that name")
+    merged = read_model_tables(base_path, _seen + (p.resolve(),))
+    for section, table in raw.items():
+        if isinstance(table, dict) and isinstance(merged.get(section), dict):
+            merged[section] = {**merged[section], **table}
+        else:
+            merged[section] = table
+    return merged
+
+
+def load_model(
+    path: str | Path | None = None, overrides: list[str] | dict | None = None
+) -> HardwareModel:
+    """Load a model file (default: the packaged J6 model; a name such as ``j6`` also works)
+    and apply overrides."""
+    p = default_model_path() if path is None else resolve_model_path(path)
+    model = build_model(read_model_tables(p), str(p))
+    if overrides:
+        model = model.with_overrides(overrides)
+    return model
+
+
+def key_sources(path: str | Path | None = None) -> dict[str, str]:
+    """Each key's comment in the model file (or the base it inherits it from): its label
+    (fact, derived, inferred, guess, fitted) and source."""
+    p = default_model_path() if path is None else resolve_model_path(path)
+    out: dict[str, str] = {}
+    chain = []
+    while True:
+        chain.append(p)
+        raw = _read_toml(p)
+        base = raw.get("base")
+        if not isinstance(base, str) or len(chain) > MAX_BASE_DEPTH:
+            break
+        p = resolve_model_path(base, p)
+    for q in reversed(chain):  # the base first, then what overrides it
+        section = ""
+        for line in q.read_text(encoding="utf-8").splitlines():
+            head = re.match(r"^\s*\[([A-Za-z0-9_]+)\]", line)
+            if head:
+                section = head.group(1)
+                continue
+            m = re.match(r"^\s*([A-Za-z0-9_]+)\s*=[^#]*#\s*(.*)$", line)
+            if m and section:
+                out[f"{section}.{m.group(1)}"] = m.group(2).strip()
     return out

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dspsim.sweep import experiment_parser, run_experiment, script_main
-from dspsim.sweep_plot import line_plot
+from dspsim.study.experiments import experiment_parser, run_experiment, script_main
+from dspsim.study.sweep_plot import line_plot
 
 NAME = "sweep_array_length"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -25,15 +25,15 @@ def main() -> None:
     args = experiment_parser(__doc__.splitlines()[0]).parse_args()
     df, out_dir = run_experiment(NAME, args, RESULTS, params={"n": LENGTHS})
 
-    fig = line_plot(df, "n", "cycles_per_element", hue="mode", source=NAME)
+    fig = line_plot(df, "n", "cycles_per_element", hue="variant", source=NAME)
     fig.savefig(out_dir / f"{NAME}.png", dpi=130)
 
     fits = {}
     for mode in ("pingpong", "direct"):
-        part = df[(df["mode"] == mode) & (df["n"] >= FIT_FROM)]
+        part = df[(df["variant"] == mode) & (df["n"] >= FIT_FROM)]
         per_element, fixed = np.polyfit(part["n"].astype(float), part["cycles"].astype(float), 1)
         fits[mode] = (per_element, fixed)
-    cyc = df.pivot_table(index="n", columns="mode", values="cycles").sort_index()
+    cyc = df.pivot_table(index="n", columns="variant", values="cycles").sort_index()
     faster = cyc["pingpong"] < cyc["direct"]
     # the smallest n from which ping-pong wins at every larger n of the sweep
     wins_from = None

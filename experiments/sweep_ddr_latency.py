@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from dspsim.config import load_model
-from dspsim.sweep import experiment_parser, run_experiment, script_main
-from dspsim.sweep_plot import line_plot, speedup_table
+from dspsim.study.experiments import experiment_parser, run_experiment, script_main
+from dspsim.study.sweep_plot import line_plot, speedup_table
 
 NAME = "sweep_ddr_latency"
 RESULTS = Path(__file__).resolve().parents[1] / "results"

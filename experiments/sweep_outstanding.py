@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from dspsim.config import load_model
-from dspsim.sweep import experiment_parser, run_experiment, script_main
-from dspsim.sweep_plot import heatmap
+from dspsim.study.experiments import experiment_parser, run_experiment, script_main
+from dspsim.study.sweep_plot import heatmap
 
 NAME = "sweep_outstanding"
 RESULTS = Path(__file__).resolve().parents[1] / "results"

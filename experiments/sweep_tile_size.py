@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from dspsim.config import load_model
-from dspsim.sim import simulate
-from dspsim.sweep import experiment_parser, run_experiment, script_main
-from dspsim.sweep_plot import line_plot
+from dspsim.run import simulate
+from dspsim.study.experiments import experiment_parser, run_experiment, script_main
+from dspsim.study.sweep_plot import line_plot
 
 NAME = "sweep_tile_size"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -29,8 +29,8 @@ def main() -> None:
     df, out_dir = run_experiment(
         NAME, args, RESULTS, params={"softmax.tile_bytes": TILES_BYTES}, n=N
     )
-    pp = df[df["mode"] == "pingpong"].set_index("softmax.tile_bytes")["cycles"].sort_index()
-    direct = df[df["mode"] == "direct"]["cycles"].median()
+    pp = df[df["variant"] == "pingpong"].set_index("softmax.tile_bytes")["cycles"].sort_index()
+    direct = df[df["variant"] == "direct"]["cycles"].median()
     best_tile = int(pp.idxmin())
     best = int(pp.min())
     near = pp[pp <= best * (1 + NEAR_BEST)]
@@ -40,10 +40,10 @@ def main() -> None:
     alt_df, _ = run_experiment(f"{NAME}_latency_bound", args, RESULTS,
                                params={"softmax.tile_bytes": TILES_BYTES}, n=N,
                                overrides=LATENCY_BOUND)
-    alt = alt_df[alt_df["mode"] == "pingpong"].set_index("softmax.tile_bytes")["cycles"]
+    alt = alt_df[alt_df["variant"] == "pingpong"].set_index("softmax.tile_bytes")["cycles"]
     alt = alt.sort_index()
 
-    fig = line_plot(df, "softmax.tile_bytes", "cycles", hue="mode", source=NAME)
+    fig = line_plot(df, "softmax.tile_bytes", "cycles", hue="variant", source=NAME)
     ax = fig.axes[0]
     ax.plot(alt.index, alt.values, "o--", color="tab:orange", alpha=0.6,
             label="pingpong, latency-bound reading (1 outstanding, 180 cycles)")
@@ -67,8 +67,8 @@ def main() -> None:
     # report fewer cycles than the work takes. Say so rather than recommend such a tile.
     early = [t for t in pp.index
              if any(w["code"] == "unwaited_copy" for w in simulate(
-                 load_model().with_overrides({"softmax.tile_bytes": int(t)}), "pingpong", N,
-                 data=False, fidelity=args.fidelity).warnings)]
+                 load_model().with_overrides({"softmax.tile_bytes": int(t)}), "softmax", "pingpong",
+                 N, data=False, fidelity=args.fidelity).warnings)]
     if best_tile in early:
         honest = pp.drop(early)
         print(

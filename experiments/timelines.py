@@ -20,10 +20,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from dspsim.analysis.compare import plot_compare
+from dspsim.analysis.stalls import core_breakdown, engine_utilisation
+from dspsim.analysis.tiles import tile_table
+from dspsim.analysis.timeline import plot_timeline
 from dspsim.config import load_model
-from dspsim.sim import simulate
-from dspsim.stalls import core_breakdown, engine_utilisation, tile_table
-from dspsim.timeline import plot_compare, plot_timeline
+from dspsim.run import simulate
 
 N = 100_000
 
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> str:
 
     model = load_model(args.model, args.overrides)
     runs = {
-        mode: simulate(model, mode, N, data=False, trace=True, port_log=True)
+        mode: simulate(model, variant=mode, n=N, data=False, trace=True, port_log=True)
         for mode in ("pingpong", "direct")
     }
     pp, direct = runs["pingpong"], runs["direct"]
@@ -60,7 +62,8 @@ def main(argv: list[str] | None = None) -> str:
     total = {m: pd.DataFrame(core_breakdown(r.trace, r.passes)).sum(numeric_only=True)
              for m, r in runs.items()}
     hidden_pct = 100.0 * tiles["hidden_dma_cycles"].sum() / tiles["dma_cycles"].sum()
-    ddr_pct = {m: engine_utilisation(r)["ddr"]["utilisation_pct"] for m, r in runs.items()}
+    ddr_pct = {m: engine_utilisation(r)[r.engines_of("ddr")[0]]["utilisation_pct"]
+               for m, r in runs.items()}
     moved = {m: sum(r.bytes.values()) for m, r in runs.items()}
     sentence = (
         f"Ping-pong takes {pp.cycles:,} cycles against {direct.cycles:,} for direct DDR "

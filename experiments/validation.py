@@ -19,8 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from dspsim import __version__
-from dspsim.analytic import UNCONTENDED_MARGIN, UNCONTENDED_MIN_TILES, bounds
-from dspsim.calibrate import (
+from dspsim.config import HardwareModel, load_model
+from dspsim.ops.softmax.bounds import UNCONTENDED_MARGIN, UNCONTENDED_MIN_TILES, bounds
+from dspsim.ops.softmax.reference import seed_input
+from dspsim.run import git_sha, simulate
+from dspsim.study.calibrate import (
     SEED_MEASUREMENTS_CYCLES,
     Calibration,
     calibrate,
@@ -30,8 +33,6 @@ from dspsim.calibrate import (
     seed_measurements,
     unit,
 )
-from dspsim.config import HardwareModel, load_model
-from dspsim.sim import git_sha, seed_input, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 100_000
@@ -175,7 +176,8 @@ def settle_section(three: Calibration) -> list[str]:
     m = pr.measurement
     tile_bytes = m.settings.get("softmax.tile_bytes", three.model.softmax.tile_bytes)
     j6_cycles = simulate(
-        three.model.with_overrides(m.settings), m.mode, m.n, data=False, fidelity=three.fidelity
+        three.model.with_overrides(m.settings), m.op, m.variant, shape=m.shape, data=False,
+        fidelity=three.fidelity,
     ).cycles
     j6_lat = three.model.ddr.latency_cycles
     far_values, far_cycles = max(pr.predictions, key=lambda vc: vc[0]["ddr.latency_cycles"])
@@ -233,8 +235,8 @@ def settle_section(three: Calibration) -> list[str]:
 def tile_fidelity_available(model: HardwareModel) -> bool:
     """Tile fidelity exists when it runs and processes fewer events than burst fidelity."""
     try:
-        burst = simulate(model, "pingpong", 20_000, data=False, fidelity="burst")
-        tile = simulate(model, "pingpong", 20_000, data=False, fidelity="tile")
+        burst = simulate(model, variant="pingpong", n=20_000, data=False, fidelity="burst")
+        tile = simulate(model, variant="pingpong", n=20_000, data=False, fidelity="tile")
     except (NotImplementedError, ValueError):
         return False
     return tile.events < burst.events
@@ -278,8 +280,8 @@ def fidelity_section(model: HardwareModel) -> list[str]:
     diffs = []
     for mode, n, settings in FIDELITY_CASES:
         m = model.with_overrides(settings)
-        b = simulate(m, mode, n, data=False, fidelity="burst")
-        t = simulate(m, mode, n, data=False, fidelity="tile")
+        b = simulate(m, variant=mode, n=n, data=False, fidelity="burst")
+        t = simulate(m, variant=mode, n=n, data=False, fidelity="tile")
         d = 100 * (t.cycles / b.cycles - 1)
         diffs.append(abs(d))
         rows.append(
@@ -352,8 +354,8 @@ def fidelity_section(model: HardwareModel) -> list[str]:
 def bounds_section(model: HardwareModel) -> list[str]:
     L = ["## 3. Agreement with the closed-form bounds", ""]
     L += [
-        "`dspsim.analytic.bounds(model, mode, n)` (also in `dspsim run --json` as `bounds`) "
-        "gives three lower bounds no run can beat (DMA: bytes that must cross the port / "
+        "`dspsim.ops.softmax.bounds.bounds(model, mode, n)` (also in `dspsim run --json` as "
+        "`bounds`) gives three lower bounds no run can beat (DMA: bytes that must cross the port / "
         "bandwidth; latency: requests x latency / outstanding; compute: the core's own kernel "
         "and descriptor cycles) and a closed-form estimate. For the J6 model at "
         f"n = {N:,}:",
@@ -363,7 +365,7 @@ def bounds_section(model: HardwareModel) -> list[str]:
     close = {}
     for mode in ("pingpong", "direct"):
         b = bounds(model, mode, N)
-        r = simulate(model, mode, N, data=False)
+        r = simulate(model, variant=mode, n=N, data=False)
         all_bytes = (b["ddr_read_bytes"] + b["ddr_write_bytes"]) / model.ddr.bytes_per_cycle
         close[mode] = (r.cycles, all_bytes, b)
         rows.append(
@@ -432,7 +434,7 @@ def bounds_section(model: HardwareModel) -> list[str]:
         mode = rng.choice(["pingpong", "direct"])
         n = rng.randint(1, 40_000)
         m = m0.with_overrides(kv)
-        r = simulate(m, mode, n, data=False)
+        r = simulate(m, variant=mode, n=n, data=False)
         b = bounds(m, mode, n)
         ratios.append(r.cycles / b["lower_bound_cycles"])
         violations += r.cycles < b["lower_bound_cycles"] - 1
@@ -465,8 +467,8 @@ def bounds_section(model: HardwareModel) -> list[str]:
     )
     L += [
         "",
-        "Uncontended regimes (`dspsim.analytic.regime`): the direct version always (the core "
-        "is the port's only requester); ping-pong with one tile per pass, or with "
+        "Uncontended regimes (`dspsim.ops.softmax.bounds.regime`): the direct version always "
+        "(the core is the port's only requester); ping-pong with one tile per pass, or with "
         f"{UNCONTENDED_MIN_TILES} or more tiles per pass and one pacing resource (port data "
         "path, request windows, round trips, core) ahead of every other by a factor of "
         f"{UNCONTENDED_MARGIN:g}. The tests hold the estimate to "
@@ -491,7 +493,7 @@ def accuracy_section(model: HardwareModel) -> list[str]:
         ref = e / e.sum()
         outs = {}
         for mode in ("pingpong", "direct"):
-            out = simulate(model, mode, N, x=x).output_array.astype(np.float64)
+            out = simulate(model, variant=mode, n=N, x=x).output_array.astype(np.float64)
             outs[mode] = out
             rel = np.abs(out - ref) / ref
             rows.append(

@@ -1,4 +1,4 @@
-"""Closed-form bounds and estimates (dspsim.analytic) against the simulation."""
+"""Closed-form bounds and estimates (dspsim.ops.softmax.bounds) against the simulation."""
 
 import io
 import json
@@ -8,13 +8,15 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import dspsim.analytic
-from dspsim.analytic import _Tiling, bounds, regime
+import dspsim.kernels.shapes
+import dspsim.ops.softmax.bounds
 from dspsim.cli import main
 from dspsim.errors import DspsimInputError
 from dspsim.hw.ddr import transfer_cycles
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM, LoopShape, ddr_call
-from dspsim.sim import simulate
+from dspsim.ops import get_op
+from dspsim.ops.softmax.bounds import _Tiling, bounds, regime
+from dspsim.run import simulate
 
 configs = st.fixed_dictionaries(
     {
@@ -31,7 +33,7 @@ configs = st.fixed_dictionaries(
 
 
 def run(model, mode, n):
-    return simulate(model, mode, n, data=False)
+    return simulate(model, variant=mode, n=n, data=False)
 
 
 @settings(max_examples=60, deadline=None)
@@ -107,8 +109,9 @@ def test_the_estimates_are_built_from_the_simulators_closed_forms(j6, monkeypatc
         copies.append(transfer_cycles(*args, **kwargs))
         return copies[-1]
 
-    monkeypatch.setattr(dspsim.analytic, "ddr_call", recorded_call)
-    monkeypatch.setattr(dspsim.analytic, "transfer_cycles", recorded_copy)
+    # the direct calls go through ddr_call_sequence, which calls ddr_call once per kernel
+    monkeypatch.setattr(dspsim.kernels.shapes, "ddr_call", recorded_call)
+    monkeypatch.setattr(dspsim.ops.softmax.bounds, "transfer_cycles", recorded_copy)
     model = j6.with_overrides({"core.call_overhead_cycles": 10_000})
     est = bounds(model, "direct", 3000)["estimate_cycles"]
     assert len(calls) == 4 and est == pytest.approx(sum(c.cycles for c in calls), rel=1e-12)
@@ -166,6 +169,7 @@ def test_tiling_sums_match_the_tile_list(n, size):
 @pytest.mark.parametrize("mode", ["pingpong", "direct"])
 def test_j6_headline_is_uncontended_and_estimated_closely(j6, mode):
     b = bounds(j6, mode, 100_000)
+    assert get_op("softmax").bounds(j6, mode, (100_000,)) == b  # the op-generic access
     r = run(j6, mode, 100_000)
     assert b["regime"] == "uncontended"
     assert b["estimate_cycles"] == pytest.approx(r.cycles, rel=0.01)
@@ -196,7 +200,12 @@ def test_more_latency_only_raises_the_latency_bound(j6):
 
 
 @pytest.mark.parametrize(
-    "mode, n, match", [("turbo", 10, "mode"), ("direct", 0, "n = 0"), ("direct", 2.5, "n = 2.5")]
+    "mode, n, match",
+    [
+        ("turbo", 10, "mode"),
+        ("direct", 0, "n = 0"),
+        ("direct", 2.5, "n = 2.5"),
+    ],
 )
 def test_bad_input_is_rejected(j6, mode, n, match):
     with pytest.raises(DspsimInputError, match=match):

@@ -10,8 +10,15 @@ from types import MappingProxyType
 import pytest
 import simpy
 
-import dspsim.calibrate
-from dspsim.calibrate import (
+import dspsim.study.calibrate.problem
+from dspsim.cli import main
+from dspsim.config import load_model
+from dspsim.errors import DspsimInputError
+from dspsim.host.ucp import Ucp
+from dspsim.ops.registry import firmware_registry
+from dspsim.platform import Platform
+from dspsim.run import simulate
+from dspsim.study.calibrate import (
     MAX_N,
     SEED_FREE,
     SEED_MEASUREMENTS_CYCLES,
@@ -24,18 +31,12 @@ from dspsim.calibrate import (
     read_measurements_csv,
     write_model_file,
 )
-from dspsim.cli import main
-from dspsim.config import load_model
-from dspsim.errors import DspsimInputError
-from dspsim.host.ucp import Ucp
-from dspsim.ops.registry import firmware_registry
-from dspsim.sim import Dsp, simulate
 
 LB = ["ddr.latency_cycles=20:2000", "ddr.bytes_per_cycle=0.05:20"]
 
 
 def measured(truth, mode, n, **settings):
-    cycles = simulate(truth.with_overrides(settings), mode, n, data=False).cycles
+    cycles = simulate(truth.with_overrides(settings), mode=mode, n=n, data=False).cycles
     return Measurement(mode, cycles, n, settings)
 
 
@@ -141,7 +142,7 @@ def test_free_ranges(j6):
 def host_allocates(model, n):
     """Whether the host's buffers for one run on ``n`` elements fit DDR, allocated as
     ``dspsim.sim.simulate`` does (input and output arrays, parameter block), without running."""
-    ucp = Ucp(Dsp(simpy.Environment(), model, data=False, trace=False), firmware_registry())
+    ucp = Ucp(Platform(simpy.Environment(), model, data=False), firmware_registry())
     try:
         ucp.malloc(4 * n, "input array")
         ucp.malloc(4 * n, "output array")
@@ -222,7 +223,7 @@ def test_the_documents_two_figures_are_met_from_a_perturbed_start():
     assert all(abs(r) <= 0.5 for r in f.residuals_pct)
     # and the fitted model really simulates those figures
     for mode, target in SEED_MEASUREMENTS_CYCLES.items():
-        assert simulate(f.model, mode, 100_000, data=False).cycles == pytest.approx(
+        assert simulate(f.model, mode=mode, n=100_000, data=False).cycles == pytest.approx(
             target, rel=0.005
         )
 
@@ -244,7 +245,7 @@ def test_one_measurement_does_not_determine_latency_and_the_proposal_settles_it(
     # every reported equally good fit really is within 1 % of the measurement
     for g in c.good:
         model = start.with_overrides(g.values)
-        assert simulate(model, "pingpong", 20_000, data=False).cycles == pytest.approx(
+        assert simulate(model, mode="pingpong", n=20_000, data=False).cycles == pytest.approx(
             one[0].cycles, rel=0.01
         )
     # the proposal's predictions are what the simulation gives for those fits
@@ -252,7 +253,8 @@ def test_one_measurement_does_not_determine_latency_and_the_proposal_settles_it(
     assert pr is not None and pr.spread_pct > 10
     for values, cycles in pr.predictions[:2]:
         model = start.with_overrides({**pr.measurement.settings, **values})
-        assert simulate(model, pr.measurement.mode, pr.measurement.n, data=False).cycles == cycles
+        pm = pr.measurement
+        assert simulate(model, pm.op, pm.variant, shape=pm.shape, data=False).cycles == cycles
     # take it on the board: now both keys are determined, around the truth
     pm = pr.measurement
     two = one + [measured(truth, pm.mode, pm.n, **pm.settings)]
@@ -368,7 +370,7 @@ def test_out_is_checked_before_the_fit(tmp_path, monkeypatch):
     def no_simulation(*args, **kwargs):
         raise AssertionError("simulated before checking --out")
 
-    monkeypatch.setattr(dspsim.calibrate, "simulate", no_simulation)
+    monkeypatch.setattr(dspsim.study.calibrate.problem, "simulate", no_simulation)
     target = tmp_path / "missing" / "fit.toml"
     code, out, err = cli(
         "calibrate", "--measured", "pingpong=5154293", "--free", "ddr.latency_cycles",
@@ -381,3 +383,297 @@ def test_out_is_checked_before_the_fit(tmp_path, monkeypatch):
 def test_calibrate_exits_1_when_no_fit_reaches_the_measurements():
     assert cli("calibrate", "--measured", "pingpong,n=1000=100", "--free",
                "ddr.latency_cycles", "--fidelity", "tile")[0] == 1
+
+
+# ------------------------------------------------------------- any op (op-generic calibration)
+def _fake_op():
+    """A second 1-D op for when no second op is registered: softmax's program under another
+    name, its own parameter table and no closed-form estimate."""
+    import dataclasses
+
+    from dspsim.ops.softmax import Softmax
+    from dspsim.ops.softmax.params import PARAMS
+    from dspsim.schema import OpSchema
+
+    class Fake(Softmax):
+        name = "fakeop"
+        cmd = 0x7FF1
+        document = None
+        params = OpSchema(
+            "fakeop",
+            tuple(dataclasses.replace(k, name="fakeop." + k.short) for k in PARAMS.keys),
+        )
+
+        def bounds(self, model, variant, shape):
+            return {}
+
+    return Fake()
+
+
+@pytest.fixture
+def second():
+    """(op name, model, variant, small shape) of a second op: layernorm if registered, else a
+    fake op registered for the test (and removed after it)."""
+    from dspsim.ops import OPS, op_names, register_op
+    from dspsim.schema import OP_SCHEMAS
+
+    if "layernorm" in op_names():
+        yield "layernorm", load_model(), "direct", (8, 256)
+        return
+    op = register_op(_fake_op())
+    try:
+        yield op.name, load_model(), "direct", (2048,)
+    finally:
+        OPS.pop(op.name, None)
+        OP_SCHEMAS.pop(op.name, None)
+
+
+def two_d_op():
+    from dspsim.ops import get_op, op_names
+
+    names = [n for n in op_names() if get_op(n).ndim == 2]
+    if not names:
+        pytest.skip("no 2-D op registered")
+    return get_op(names[0])
+
+
+def test_latency_is_calibrated_from_a_measurement_of_a_second_op(second):
+    name, model, variant, shape = second
+    truth = model.with_overrides({"ddr.latency_cycles": 150.0})
+    cycles = simulate(truth, name, variant, shape=shape, data=False).cycles
+    m = Measurement(variant, cycles, shape, {}, op=name)
+    assert parse_measurement(m.spec()) == m and m.label().startswith(f"{name}:{variant},")
+    c = calibrate(model, [m], ["ddr.latency_cycles=20:2000"])
+    assert c.fitted_within_tolerance and abs(c.residuals_pct[0]) < 1.0
+    # the fitted model really reproduces the measurement within 1 %
+    again = simulate(c.fitted, name, variant, shape=shape, data=False).cycles
+    assert again == pytest.approx(cycles, rel=0.01)
+    assert c.values["ddr.latency_cycles"] == pytest.approx(150.0, rel=0.05)
+    assert c.determined
+    # the reports say op and variant (and keep mode / n)
+    row = c.to_json()["measurements"][0]
+    assert (row["op"], row["variant"], tuple(row["shape"]), row["mode"]) == (
+        name, variant, shape, variant
+    )
+    assert row["n"] == m.n and row["spec"].startswith(f"{name}:{variant},")
+    assert f"of {name}," in c.text() and m.label() in c.text()
+
+
+def test_an_op_without_an_estimate_starts_from_tile_simulations(second, monkeypatch):
+    from dspsim.ops import get_op
+
+    name, model, variant, shape = second
+    monkeypatch.setattr(get_op(name), "bounds", lambda model, variant, shape: {})
+    truth = model.with_overrides({"ddr.latency_cycles": 150.0})
+    m = Measurement(variant, simulate(truth, name, variant, shape=shape, data=False).cycles,
+                    shape, {}, op=name)
+    fidelities = []
+    real = dspsim.study.calibrate.problem.simulate
+
+    def spy(*args, **kwargs):
+        fidelities.append(kwargs.get("fidelity"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dspsim.study.calibrate.problem, "simulate", spy)
+    c = calibrate(model, [m], ["ddr.latency_cycles=20:2000"], identify=False)
+    assert "tile" in fidelities and "burst" in fidelities
+    assert abs(c.residuals_pct[0]) < 1.0
+
+
+def test_the_proposal_asks_each_measured_op_for_its_candidates(j6, second):
+    from dspsim.ops import Op, get_op
+    from dspsim.study.calibrate import candidate_measurements
+
+    name, model, variant, shape = second
+    op = get_op(name)
+    m = Measurement(variant, 1e6, shape, {}, op=name)
+    cands = candidate_measurements(model, ["ddr.latency_cycles"], [m])
+    assert cands and all(c.op == name for c in cands)
+    assert all(c.label() != m.label() for c in cands)  # what was measured is not proposed
+    assert {c.variant for c in cands} <= set(op.variants)
+    if type(op).calibration_candidates is Op.calibration_candidates:  # the generic default
+        want = {(v, s) for v, s, _ in Op.calibration_candidates(op, model, [], shape)}
+        assert {(c.variant, c.shape) for c in cands} == want - {(variant, shape)}
+        assert any(c.shape == tuple(op.default_shape) for c in cands)
+    # softmax's own list: the seed case still proposes one 64 KiB tile per pass at n = 16384
+    seed = [Measurement("pingpong", 5e6), Measurement("direct", 7e6)]
+    labels = [c.label() for c in candidate_measurements(j6, LB, seed)]
+    assert "pingpong,n=16384,softmax.tile_bytes=65536" in labels
+    assert all(c.op == "softmax" for c in candidate_measurements(j6, LB, seed))
+
+
+def test_the_default_candidates_are_each_variant_at_three_shapes(j6):
+    from dspsim.ops import Op, get_op
+
+    op = get_op("softmax")
+    got = Op.calibration_candidates(op, j6, [], (20_000,))
+    assert got == [
+        (v, s, {}) for v in op.variants for s in [(6250,), (20_000,), (100_000,)]
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, op, variant, shape, cycles",
+    [
+        ("pingpong=5154293", "softmax", "pingpong", (100_000,), 5_154_293),
+        ("softmax:direct,n=50000=3900000", "softmax", "direct", (50_000,), 3_900_000),
+        ("softmax:pingpong,shape=2048=5", "softmax", "pingpong", (2048,), 5),
+        (" softmax : direct ,n=1_000=7", "softmax", "direct", (1000,), 7),
+    ],
+)
+def test_op_variant_shape_syntax(text, op, variant, shape, cycles):
+    m = parse_measurement(text)
+    assert (m.op, m.variant, m.shape, m.cycles) == (op, variant, shape, cycles)
+    assert (m.mode, m.n) == (variant, shape[0])
+    assert parse_measurement(m.spec()) == m == parse_measurement(m.spec(with_op=True))
+
+
+def test_a_2d_shape_is_written_rows_x_cols():
+    op = two_d_op()
+    v = op.default_variant
+    m = parse_measurement(f"{op.name}:{v},shape=64x32=1234567")
+    assert (m.op, m.variant, m.shape, m.cycles, m.n) == (op.name, v, (64, 32), 1_234_567, 2048)
+    assert m.label() == f"{op.name}:{v},shape=64x32"
+    assert parse_measurement(m.spec()) == m
+    assert parse_measurement(f"{op.name}:{v}=5").shape == tuple(op.default_shape)
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("nosuchop:direct=5", r"unknown op 'nosuchop'; allowed: .*softmax"),
+        ("softmax:turbo=5", r"version 'turbo' unknown; allowed for softmax: pingpong, direct"),
+        ("softmax=5", r"'softmax' is an op: write softmax:VARIANT"),
+        ("pingpong,shape=10x3=5", r"shape = '10x3': softmax takes one positive length"),
+        ("pingpong,shape=abc=5", r"shape = 'abc'"),
+        ("pingpong,n=5,shape=5=6", r"give n or shape, not both"),
+        ("pingpong,n=5,n=6=7", r"n is given twice"),
+    ],
+)
+def test_bad_op_variant_or_shape_is_named(text, match):
+    with pytest.raises(DspsimInputError, match=match) as e:
+        parse_measurement(text)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "tail, match",
+    [
+        ("direct,n=5=5", r"takes a 2-D shape, not n; write shape=ROWSxCOLS"),
+        ("direct,shape=8=5", r"takes 2 positive integers joined by 'x'"),
+        ("direct,shape=8x0=5", r"shape = '8x0'"),
+        ("turbo=5", r"version 'turbo' unknown; allowed for {op}: "),
+    ],
+)
+def test_bad_2d_shapes_are_named(tail, match):
+    op = two_d_op()
+    with pytest.raises(DspsimInputError, match=match.format(op=op.name)) as e:
+        parse_measurement(f"{op.name}:{tail}")
+    assert "\n" not in str(e.value)
+
+
+def host_fits(model, op, shape):
+    """Whether the host's buffers for one run of ``op`` on ``shape`` fit DDR, allocated as
+    ``dspsim.run.simulate`` does, without running."""
+    ucp = Ucp(Platform(simpy.Environment(), model, data=False), firmware_registry())
+    try:
+        ucp.malloc(op.input_bytes(shape), "input array")
+        ucp.malloc(op.input_bytes(shape), "output array")
+        ucp.malloc(64, "parameter block")
+    except DspsimInputError:
+        return False
+    return True
+
+
+def test_the_ddr_window_check_is_per_op(j6):
+    from dspsim.study.calibrate import ddr_bytes, max_first_dim
+
+    op = two_d_op()
+    cols = op.default_shape[1]
+    rows = max_first_dim(op.name, (1, cols))
+    assert host_fits(j6, op, (rows, cols)) and not host_fits(j6, op, (rows + 1, cols))
+    assert ddr_bytes((rows, cols), op.name) <= 2**31 < ddr_bytes((rows + 1, cols), op.name)
+    v = op.default_variant
+    assert parse_measurement(f"{op.name}:{v},shape={rows}x{cols}=5").shape == (rows, cols)
+    with pytest.raises(DspsimInputError, match=f"DDR.*allowed shape up to {rows}x{cols}"):
+        parse_measurement(f"{op.name}:{v},shape={rows + 1}x{cols}=5")
+    assert max_first_dim("softmax", (1,)) == MAX_N
+
+
+def test_measurement_defaults_and_checks():
+    from dspsim.ops import get_op, op_names
+
+    m = Measurement("direct", 5)
+    assert (m.op, m.shape, m.settings, m.n) == ("softmax", (100_000,), {}, 100_000)
+    assert Measurement("direct", 5, 1000) == Measurement("direct", 5, (1000,), op="softmax")
+    for name in op_names():
+        op = get_op(name)
+        assert Measurement(op.default_variant, 5, op=name).shape == tuple(op.default_shape)
+    with pytest.raises(DspsimInputError, match="turbo"):
+        Measurement("turbo", 5)
+    with pytest.raises(DspsimInputError, match="unknown op"):
+        Measurement("direct", 5, op="nosuchop")
+
+
+def test_seed_measurements_come_from_the_ops_documents():
+    from dspsim.ops import get_op, op_names
+    from dspsim.study.calibrate import seed_measurements
+
+    want = [
+        (name, v, tuple(get_op(name).document["shape"]), c)
+        for name in op_names()
+        if get_op(name).document
+        for v, c in get_op(name).document["cycles"].items()
+    ]
+    got = [(m.op, m.variant, m.shape, m.cycles) for m in seed_measurements()]
+    assert got == want and ("softmax", "pingpong", (100_000,), 5_154_293) in got
+    assert dict(SEED_MEASUREMENTS_CYCLES) == dict(get_op("softmax").document["cycles"])
+
+
+def test_measurements_csv_with_op_variant_and_shape(tmp_path):
+    op = two_d_op()
+    v = op.default_variant
+    p = tmp_path / "m.csv"
+    p.write_text(
+        "op,variant,n,shape,cycles,ddr.latency_cycles\n"
+        "softmax,direct,5000,,100,\n"
+        f"{op.name},{v},,64x32,200,120\n"
+        ",pingpong,,,300,\n"
+    )
+    a, b, c = read_measurements_csv(p)
+    assert a == Measurement("direct", 100, (5000,), {}, op="softmax")
+    assert b == Measurement(v, 200, (64, 32), {"ddr.latency_cycles": 120.0}, op=op.name)
+    assert c == Measurement("pingpong", 300)
+
+
+@pytest.mark.parametrize(
+    "body, match",
+    [
+        ("op,cycles\nsoftmax,5\n", "missing column 'variant' \\(or 'mode'\\)"),
+        ("variant,mode,cycles\ndirect,direct,5\n", "'variant' and 'mode' name the same"),
+        ("op,variant,cycles\nnosuchop,direct,5\n", "line 2: unknown op 'nosuchop'"),
+        ("variant,shape,cycles\ndirect,3x4,5\n", "line 2: shape = '3x4'"),
+        ("variant,n,shape,cycles\ndirect,4,4,5\n", "line 2: give n or shape, not both"),
+    ],
+)
+def test_bad_op_csv_is_named(tmp_path, body, match):
+    p = tmp_path / "m.csv"
+    p.write_text(body)
+    with pytest.raises(DspsimInputError, match=match) as e:
+        read_measurements_csv(p)
+    assert "\n" not in str(e.value)
+
+
+def test_cli_calibrates_from_a_second_op(second, tmp_path):
+    name, model, variant, shape = second
+    truth = model.with_overrides({"ddr.latency_cycles": 150.0})
+    cycles = simulate(truth, name, variant, shape=shape, data=False, fidelity="tile").cycles
+    spec = Measurement(variant, cycles, shape, {}, op=name).spec()
+    code, stdout, err = cli("calibrate", "--measured", spec, "--free", "ddr.latency_cycles=20:2000",
+                            "--fidelity", "tile", "--json")
+    assert code == 0, err
+    obj = json.loads(stdout)
+    row = obj["measurements"][0]
+    assert (row["op"], row["variant"], row["shape"]) == (name, variant, list(shape))
+    assert abs(row["residual_pct"]) < 1.0
+    assert obj["fit"]["ddr.latency_cycles"]["value"] == pytest.approx(150.0, rel=0.05)

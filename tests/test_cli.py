@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from dspsim.cli import main
@@ -19,12 +20,14 @@ def test_run_json_has_the_contracted_fields(capsys):
     code, out, _ = run_cli(capsys, "run", "--mode", "direct", "--n", "5000", "--json")
     assert code == 0
     obj = json.loads(out)
-    for key in ("mode", "n", "cycles", "time_us", "bytes", "busy_cycles", "passes", "events",
-                "wall_s", "manifest"):
+    for key in ("op", "variant", "mode", "shape", "n", "cycles", "time_us", "bytes",
+                "busy_cycles", "passes", "events", "wall_s", "manifest", "engines", "bounds"):
         assert key in obj
-    assert obj["mode"] == "direct" and obj["n"] == 5000 and isinstance(obj["cycles"], int)
+    assert obj["op"] == "softmax" and obj["variant"] == obj["mode"] == "direct"
+    assert obj["n"] == 5000 and obj["shape"] == [5000] and isinstance(obj["cycles"], int)
     assert set(obj["bytes"]) >= {"ddr_read", "ddr_write"}
-    assert set(obj["busy_cycles"]) >= {"core", "idma0", "idma1"}
+    assert set(obj["busy_cycles"]) == set(obj["engines"])
+    assert sorted(obj["engines"].values()) == ["core", "ddr", "idma", "idma"]
     assert {"name", "start_cycle", "end_cycle"} <= set(obj["passes"][0])
     assert obj["manifest"]["dspsim_version"] and obj["manifest"]["model"].endswith("j6.toml")
     assert obj["events"] > 0
@@ -62,7 +65,22 @@ def test_reproduce_table(capsys):
         (["run", "--set", "ddr.latency_cycles=0"], "greater than 0"),
         (["run", "--set", "softmax.tile_bytes=1048576"], "larger than a DataRAM"),
         (["run", "--model", "/no/such/model.toml"], "not found"),
-        (["run", "--mode", "fast"], "invalid choice"),
+        (["run", "--mode", "fast"], "no variant 'fast'"),
+        (["run", "--op", "fft"], "unknown op 'fft'"),
+        (["run", "--op", "softmax", "--variant", "rows"], "allowed: pingpong, direct"),
+        (["run", "--variant", "direct", "--mode", "pingpong"], "disagree"),
+        (["run", "--op", "layernorm", "--shape", "4,0"], "positive integers"),
+        (["run", "--op", "layernorm", "--shape", "4,x"], "positive integers"),
+        (["run", "--op", "layernorm", "--shape", "4"], "two positive integers"),
+        (["run", "--op", "layernorm", "--shape", "4,5,6"], "two positive integers"),
+        (["run", "--op", "layernorm", "--n", "1000"], "ROWS,COLS"),
+        (["run", "--op", "softmax", "--shape", "4,5"], "a positive integer n"),
+        (["run", "--set", "idma.channels=1"], "needs 2 iDMA channels"),
+        (["run", "--op", "layernorm", "--set", "tcm.banks=1"], "needs 2 DataRAM banks"),
+        (["run", "--op", "layernorm", "--shape", "2,100000"], "does not fit layernorm.tile_bytes"),
+        (["run", "--core", "1"], "cores 0 to 0"),
+        (["run", "--set", "core.count=5"], "allowed range"),
+        (["run", "--set", "layernorm.eps=-1"], "allowed range"),
         (["reproduce", "--set", "tcm.bank_bytes=0"], "allowed range"),
         (["frobnicate"], "invalid choice"),
     ],
@@ -86,3 +104,71 @@ def test_console_script_exit_code_without_traceback():
                        capture_output=True, text=True)
     assert p.returncode == 2
     assert p.stderr.startswith("dspsim: error:") and "Traceback" not in p.stderr
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.startswith("dspsim ")
+
+
+def test_ops_lists_every_op_variant_and_parameter(capsys):
+    code, out, _ = run_cli(capsys, "ops", "--json")
+    ops = {o["op"]: o for o in json.loads(out)}
+    assert code == 0 and {"softmax", "layernorm"} <= set(ops)
+    assert [v["variant"] for v in ops["softmax"]["variants"]] == ["pingpong", "direct"]
+    keys = {k["key"]: k for k in ops["layernorm"]["params"]}
+    assert keys["layernorm.eps"]["default"] == 1e-5
+    assert keys["layernorm.tile_bytes"]["unit"] == "bytes" and keys["layernorm.tile_bytes"]["doc"]
+    code, text, _ = run_cli(capsys, "ops")
+    assert code == 0 and "softmax.tile_bytes" in text and "layernorm" in text
+
+
+def test_keys_list_values_units_and_sources(capsys):
+    code, out, _ = run_cli(capsys, "keys", "--json")
+    rows = {r["key"]: r for r in json.loads(out)}
+    assert code == 0
+    assert rows["ddr.latency_cycles"]["label"] == "fitted"
+    assert rows["core.count"]["value"] == 1 and rows["core.count"]["label"] == "fact"
+    assert rows["ddr.bytes_per_cycle"]["unit"] == "bytes/cycle"
+    assert rows["layernorm.eps"]["source"] == "op default"
+
+
+def test_layernorm_runs_from_the_cli(capsys, tmp_path):
+    x = np.random.default_rng(0).normal(5, 2, (6, 40)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    code, out, _ = run_cli(capsys, "run", "--op", "layernorm", "--variant", "pingpong",
+                           "--input", str(tmp_path / "x.npy"), "--output",
+                           str(tmp_path / "y.npy"), "--json")
+    obj = json.loads(out)
+    assert code == 0 and obj["shape"] == [6, 40] and obj["output"]["within_tolerance"]
+    y = np.load(tmp_path / "y.npy")
+    ref = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.astype(np.float64).var(-1, keepdims=True)
+                                                    + 1e-5)
+    assert y.shape == (6, 40) and np.allclose(y, ref, rtol=1e-5, atol=1e-6)
+    np.save(tmp_path / "flat.npy", x.ravel())
+    code, _, err = run_cli(capsys, "run", "--op", "layernorm", "--input",
+                           str(tmp_path / "flat.npy"))
+    assert code == 2 and "expected a 2-D array" in err and err.count("\n") == 1
+
+
+def test_partial_model_file_inherits_from_its_base(capsys, tmp_path):
+    partial = tmp_path / "slow.toml"
+    partial.write_text('base = "j6"\n[ddr]\nlatency_cycles = 500.0  # guess: a slower DDR\n')
+    code, a, _ = run_cli(capsys, "run", "--n", "4096", "--json", "--no-data")
+    code2, b, _ = run_cli(capsys, "run", "--n", "4096", "--json", "--no-data", "--model",
+                          str(partial))
+    assert code == code2 == 0 and json.loads(b)["cycles"] > json.loads(a)["cycles"]
+    _, out, _ = run_cli(capsys, "keys", "--json", "--model", str(partial))
+    rows = {r["key"]: r for r in json.loads(out)}
+    assert rows["ddr.latency_cycles"]["value"] == 500.0
+    assert rows["ddr.latency_cycles"]["label"] == "guess"
+    assert rows["ddr.bytes_per_cycle"]["label"] == "fitted"  # inherited with its comment
+
+
+def test_second_core_runs_an_op(capsys):
+    code, out, _ = run_cli(capsys, "run", "--n", "4096", "--json", "--no-data", "--set",
+                           "core.count=2", "--core", "1")
+    obj = json.loads(out)
+    assert code == 0 and obj["core"] == "core1" and "core1.idma0" in obj["busy_cycles"]

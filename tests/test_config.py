@@ -86,5 +86,9 @@ def test_bad_model_files(tmp_path):
         load_model(missing)
     extra = tmp_path / "extra.toml"
     extra.write_text(text + "\n[gpu]\ncores = 3\n")
-    with pytest.raises(ConfigError, match=r"unknown section \[gpu\]"):
+    with pytest.raises(ConfigError, match=r"unknown table \[gpu\]"):
         load_model(extra)
+    meta = tmp_path / "meta.toml"
+    meta.write_text(text.replace('name = "j6"', 'name = "j6"\ncolour = "red"', 1))
+    with pytest.raises(ConfigError, match=r"unknown key model\.colour; allowed: model\.name"):
+        load_model(meta)

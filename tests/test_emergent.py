@@ -12,7 +12,8 @@ ALLOWED = re.compile(r"SEED_MEASUREMENTS_CYCLES|target|measured|doc|seed|calib",
 def test_document_figures_appear_only_as_calibration_targets():
     hits = []
     for path in PACKAGE.rglob("*.py"):
-        if path.name == "calibrate.py":  # the calibration module: the figures are its targets
+        # the calibration and an op's document (what it measured): the figures are targets there
+        if "calibrate" in path.relative_to(PACKAGE).parts or path.name == "document.py":
             continue
         for lineno, line in enumerate(path.read_text().splitlines(), 1):
             if FIGURES.search(line) and not ALLOWED.search(line):

@@ -1,6 +1,7 @@
 """The engines against their closed-form behaviour: DDR port, iDMA channel, core kernels."""
 
 import math
+import re
 
 import pytest
 import simpy
@@ -10,13 +11,16 @@ from hypothesis import strategies as st
 from dspsim.errors import DeadlockError
 from dspsim.hw.idma import Transfer
 from dspsim.kernels.shapes import KERNELS, VECEXPF_MAX, VECMAXF, VECSUM
-from dspsim.sim import Dsp, run_to_completion
+from dspsim.platform import Platform
+from dspsim.run import run_to_completion
 
 
-def make_dsp(model, **overrides):
+def make_dsp(model, fidelity="burst", **overrides):
+    """A fresh platform at ``fidelity``; returns its environment and its first core's DSP."""
     env = simpy.Environment()
     model = model.with_overrides(overrides) if overrides else model
-    return env, Dsp(env, model, data=False, trace=True)
+    platform = Platform(env, model, data=False, trace=True, fidelity=fidelity)
+    return env, platform.dsps[0]
 
 
 def run_proc(env, dsp, gen):
@@ -27,7 +31,7 @@ def run_proc(env, dsp, gen):
         out["value"] = yield from gen
         out["cycles"] = env.now - start
 
-    run_to_completion(env, dsp, env.process(main()))
+    run_to_completion(env, dsp.platform, env.process(main()))
     return out
 
 
@@ -104,7 +108,7 @@ def test_direct_vecmaxf_is_iterations_times_stall_plus_issue(j6, n):
     env, dsp = make_dsp(j6)
     c, d = j6.core, j6.ddr
     x = dsp.ddr.add_block(4 * n, 4096)
-    out = run_proc(env, dsp, dsp.core.vecmaxf(x, n))
+    out = run_proc(env, dsp, dsp.core.call("vecmaxf", n, x))
     stall = d.latency_cycles + c.vector_bytes / d.bytes_per_cycle
     main = n // (2 * c.lanes_f32)
     ii = VECMAXF.ii_cycles(c)
@@ -118,8 +122,9 @@ def test_direct_vecmaxf_is_iterations_times_stall_plus_issue(j6, n):
 def test_tcm_kernel_cost_is_closed_form(j6, n):
     env, dsp = make_dsp(j6)
     buf = dsp.tm.allocate(4 * n, 0, 128)
-    for shape, gen in [(VECMAXF, dsp.core.vecmaxf(buf, n)), (VECSUM, dsp.core.vecsum(buf, n)),
-                       (VECEXPF_MAX, dsp.core.vecexpf_max(buf, buf, n, 0.0))]:
+    for shape, gen in [(VECMAXF, dsp.core.call("vecmaxf", n, buf)),
+                       (VECSUM, dsp.core.call("vecsum", n, buf)),
+                       (VECEXPF_MAX, dsp.core.call("vecexpf_max", n, buf, buf, max_value=0.0))]:
         out = run_proc(env, dsp, gen)
         c = j6.core
         iters = shape.iterations(n, c.lanes_f32)
@@ -145,7 +150,8 @@ def test_write_buffer_bounds_posted_stores(j6):
         env, dsp = make_dsp(j6, **{"core.write_buffer_entries": entries})
         x = dsp.ddr.add_block(4 * n, 4096)
         z = dsp.ddr.add_block(4 * n, 4096)
-        cycles[entries] = run_proc(env, dsp, dsp.core.vecexpf_max(z, x, n, 0.0))["cycles"]
+        gen = dsp.core.call("vecexpf_max", n, x, z, max_value=0.0)
+        cycles[entries] = run_proc(env, dsp, gen)["cycles"]
         assert dsp.port.bytes_written == 4 * n
     assert cycles[1] >= cycles[64]
 
@@ -158,5 +164,6 @@ def test_deadlock_names_the_waiting_process(j6):
     def gen():
         yield from dsp.core.idma_wait(never, "wait_in")
 
-    with pytest.raises(DeadlockError, match=r"core \(waiting for idma1 #7\)"):
+    waiting = f"{dsp.core.name} (waiting for {dsp.idma[1].name} #7)"  # the core, channel 1
+    with pytest.raises(DeadlockError, match=re.escape(waiting)):
         run_proc(env, dsp, gen())

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from dspsim.hw.ddr import transfer_cycles
 from dspsim.kernels.shapes import KERNELS
-from dspsim.sim import simulate
+from dspsim.run import simulate
 from tests.test_engine import make_dsp, reference_copy_cycles, run_proc
 
 GRID = [
@@ -30,8 +30,8 @@ def agreement(j6):
         m = j6.with_overrides({"softmax.tile_bytes": tile, "ddr.latency_cycles": lat,
                                "idma.max_outstanding": k, "ddr.bytes_per_cycle": bw,
                                "ddr.max_outstanding": slots})
-        burst = simulate(m, mode, 20_000, data=False)
-        tile_run = simulate(m, mode, 20_000, data=False, fidelity="tile")
+        burst = simulate(m, variant=mode, n=20_000, data=False)
+        tile_run = simulate(m, variant=mode, n=20_000, data=False, fidelity="tile")
         rows.append({
             "point": (mode, tile, lat, k, bw, slots),
             "error": tile_run.cycles / burst.cycles - 1.0,
@@ -80,16 +80,14 @@ def test_direct_kernel_closed_form_equals_the_walk(j6, name, n):
     """A kernel alone on the port: one timeout at tile fidelity, the burst walk otherwise."""
     cycles = {}
     for fidelity in ("burst", "tile"):
-        env, dsp = make_dsp(j6)
-        if fidelity == "tile":
-            dsp.core.tile_fidelity = True
+        env, dsp = make_dsp(j6, fidelity=fidelity)
         x = dsp.ddr.add_block(4 * n + 256, 4096)
         z = dsp.ddr.add_block(4 * n + 256, 4096)
         if name in ("vecmaxf", "vecsum"):
-            gen = getattr(dsp.core, name)(x, n)
+            gen = dsp.core.call(name, n, x)
         elif name == "vecexpf_max":
-            gen = dsp.core.vecexpf_max(z, x, n, 0.0)
+            gen = dsp.core.call(name, n, x, z, max_value=0.0)
         else:
-            gen = dsp.core.vecmul(z, x, 0.5, n)
+            gen = dsp.core.call(name, n, x, z, scalar=0.5)
         cycles[fidelity] = run_proc(env, dsp, gen)["cycles"]
     assert cycles["tile"] == pytest.approx(cycles["burst"], rel=1e-9, abs=1e-6)

@@ -7,14 +7,15 @@ import pytest
 
 from dspsim.arrays import host_check
 from dspsim.cli import main
-from dspsim.sim import reference_softmax, simulate
+from dspsim.ops.softmax.reference import reference_softmax
+from dspsim.run import simulate
 
 MODES = ("pingpong", "direct")
 
 
 @pytest.fixture(scope="module")
 def seed_runs(j6):
-    return {m: simulate(j6, m, 100_000) for m in MODES}
+    return {m: simulate(j6, variant=m, n=100_000) for m in MODES}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -33,7 +34,7 @@ def test_the_seeds_host_check_passes(seed_runs):
 def test_the_output_buffer_holds_the_result(j6):
     x = np.linspace(-3, 5, 777, dtype=np.float32)
     for mode in MODES:
-        y = simulate(j6, mode, x=x).output_array
+        y = simulate(j6, variant=mode, x=x).output_array
         np.testing.assert_allclose(y, reference_softmax(x), rtol=1e-5)
 
 
@@ -41,7 +42,7 @@ def test_the_output_buffer_holds_the_result(j6):
 @pytest.mark.parametrize("mode", MODES)
 def test_random_inputs(j6, mode, n):
     x = (np.random.default_rng(n).normal(size=n) * 10).astype(np.float32)
-    r = simulate(j6, mode, x=x, trace=False)
+    r = simulate(j6, variant=mode, x=x, trace=False)
     assert r.output["max_rel_err"] <= 1e-5
     assert not r.hazards
 
@@ -50,8 +51,8 @@ def test_the_two_versions_sum_in_different_orders(j6):
     """Ping-pong adds one scalar per tile; direct reduces the whole array in vectors."""
     x = (np.random.default_rng(7).normal(size=50_000) * 10).astype(np.float32)
     small_tiles = j6.with_overrides({"softmax.tile_bytes": 4096})
-    a = simulate(small_tiles, "pingpong", x=x).output_array
-    b = simulate(small_tiles, "direct", x=x).output_array
+    a = simulate(small_tiles, variant="pingpong", x=x).output_array
+    b = simulate(small_tiles, variant="direct", x=x).output_array
     assert not np.array_equal(a, b)
     assert host_check(b, a)["passed"]
 
@@ -59,13 +60,13 @@ def test_the_two_versions_sum_in_different_orders(j6):
 def test_running_max_from_zero_underflows_on_very_negative_input(j6):
     x = np.full(3000, -200.0, np.float32)
     x[::7] = -150.0
-    faithful = simulate(j6, "pingpong", x=x)
+    faithful = simulate(j6, variant="pingpong", x=x)
     codes = {w["code"] for w in faithful.warnings}
     assert {"max_init_zero", "zero_sum"} <= codes
     assert faithful.output["nan_count"] + faithful.output["inf_count"] == len(x)
-    direct = simulate(j6, "direct", x=x)  # its max comes from the data: fine
+    direct = simulate(j6, variant="direct", x=x)  # its max comes from the data: fine
     assert direct.output["max_rel_err"] <= 1e-5
-    fixed = simulate(j6.with_overrides({"softmax.max_init": "-inf"}), "pingpong", x=x)
+    fixed = simulate(j6.with_overrides({"softmax.max_init": "-inf"}), variant="pingpong", x=x)
     assert not {"max_init_zero", "zero_sum"} & {w["code"] for w in fixed.warnings}
     assert fixed.output["max_rel_err"] <= 1e-5
 
@@ -73,10 +74,11 @@ def test_running_max_from_zero_underflows_on_very_negative_input(j6):
 def test_overflow_guard_on_the_raw_input_makes_softmax_nan(j6):
     x = np.linspace(0, 100, 500, dtype=np.float32)  # elements above 88.72
     for mode in MODES:
-        faithful = simulate(j6, mode, x=x)
+        faithful = simulate(j6, variant=mode, x=x)
         assert "overflow_guard" in {w["code"] for w in faithful.warnings}
         assert faithful.output["nan_count"] > 0
-        fixed = simulate(j6.with_overrides({"softmax.guard_shifted_input": True}), mode, x=x)
+        guarded = j6.with_overrides({"softmax.guard_shifted_input": True})
+        fixed = simulate(guarded, variant=mode, x=x)
         assert "overflow_guard" not in {w["code"] for w in fixed.warnings}
         assert fixed.output["nan_count"] == 0 and fixed.output["max_rel_err"] <= 1e-5
 
@@ -84,7 +86,7 @@ def test_overflow_guard_on_the_raw_input_makes_softmax_nan(j6):
 def test_nan_inputs_flow_through_and_are_reported(j6):
     x = np.ones(100, np.float32)
     x[10] = np.nan
-    r = simulate(j6, "direct", x=x)
+    r = simulate(j6, variant="direct", x=x)
     nan = {w["code"]: w for w in r.warnings}["nan_input"]
     assert nan["count"] == 1
     assert r.output["nan_count"] > 0
@@ -97,19 +99,20 @@ def test_the_seed_schedule_has_no_hazard(seed_runs):
 def test_inputs_on_one_channel_outputs_on_the_other_race(j6):
     """In-place buffers: the prefetch of tile k+2 (channel 0) overwrites the buffer while the
     write-back of tile k (channel 1) still reads it. Channel FIFO order no longer protects it."""
-    r = simulate(j6.with_overrides({"softmax.schedule": "split"}), "pingpong", 100_000)
+    r = simulate(j6.with_overrides({"softmax.schedule": "split"}), variant="pingpong", n=100_000)
     assert r.hazards
     h = r.hazards[0]
-    assert h["memory"].startswith("dram") and h["pass"] in ("exp_sum", "mul")
+    assert h["memory"].startswith(f"{r.core}.dram")  # a DataRAM of the op's core
+    assert h["pass"] in ("exp_sum", "mul")
     assert "copy_in" in " ".join(h["engines"]) and "copy_out" in " ".join(h["engines"])
     assert h["kind"] == "write to bytes an unfinished read still needs"
-    assert {"idma0", "idma1"} == {e.split()[0] for e in h["engines"]}
+    assert set(r.engines_of("idma")) == {e.split()[0] for e in h["engines"]}
 
 
 def test_data_moves_only_with_the_data_path(j6):
-    r = simulate(j6, "pingpong", 5000, data=False)
+    r = simulate(j6, variant="pingpong", n=5000, data=False)
     assert r.output is None and r.output_array is None
-    with_data = simulate(j6, "pingpong", 5000)
+    with_data = simulate(j6, variant="pingpong", n=5000)
     assert r.cycles == with_data.cycles  # values never change timing
 
 
@@ -162,7 +165,7 @@ def test_the_seeds_host_check_is_too_tight_for_general_inputs(j6):
     (one scalar per tile against a whole-array vector reduction), so on ordinary data they
     differ by more than the 1e-6 the seed's host check allows. It passes on the seed's ramp."""
     x = (np.random.default_rng(0).normal(size=100_000) * 4).astype(np.float32)
-    pp, direct = (simulate(j6, m, x=x) for m in MODES)
+    pp, direct = (simulate(j6, variant=m, x=x) for m in MODES)
     assert pp.output["max_rel_err"] <= 1e-5 and direct.output["max_rel_err"] <= 1e-5
     check = host_check(direct.output_array, pp.output_array)
     assert not check["passed"] and 1e-6 < check["max_rel_diff"] < 1e-5
@@ -174,19 +177,20 @@ def test_the_seeds_host_check_is_too_tight_for_general_inputs(j6):
         ({"x": np.ones((2, 2), np.float32)}, "expected a 1-D array"),
         ({"x": np.ones(8)}, "dtype float64"),
         ({"x": np.ones(0, np.float32)}, "empty array"),
-        ({"x": np.ones(8, np.float32), "n": 9}, "n = 9 but the input array has 8"),
+        ({"x": np.ones(8, np.float32), "n": 9},
+         r"shape \(9,\) but the input array has shape \(8,\)"),
         ({"x": np.ones(8, np.float32), "data": False}, "needs the data path"),
     ],
 )
 def test_simulate_checks_its_input_array(j6, kwargs, message):
     with pytest.raises(ValueError, match=message):
-        simulate(j6, "direct", **kwargs)
+        simulate(j6, variant="direct", **kwargs)
 
 
 def test_run_refuses_contradictions(capsys, tmp_path):
     np.save(tmp_path / "x.npy", np.ones(8, np.float32))
     assert main(["run", "--input", str(tmp_path / "x.npy"), "--n", "9"]) == 2
-    assert "n = 9 but the input array has 8" in capsys.readouterr().err
+    assert "shape (9,) but the input array has shape (8,)" in capsys.readouterr().err
     same = str(tmp_path / "a.json")
     assert main(["run", "--n", "64", "--trace", same, "--save", same]) == 2
     assert "name the same file" in capsys.readouterr().err

@@ -341,3 +341,115 @@ def test_softmax_on_random_inputs(n):
     assert max_rel_err(y, x) <= 1e-5
     if n == 1:
         assert y[0] == 1.0
+
+
+# ----------------------------------------------------------------------------- batches (2-D)
+LANES = st.sampled_from([1, 2, 4, 8, 16, 32])
+SPECIAL = st.sampled_from(
+    [
+        0.0,
+        -0.0,
+        math.nan,
+        -math.nan,
+        math.inf,
+        -math.inf,
+        2.0**-149,
+        -(2.0**-149),
+        1e-40,
+        -1e-40,
+        3.4e38,
+        -3.4e38,
+        88.75,
+        -88.75,
+        1.0,
+        -1.0,
+    ]
+)
+ELEMENT = st.one_of(SPECIAL, st.floats(width=32, allow_nan=True, allow_subnormal=True))
+
+
+@st.composite
+def batches(draw, max_rows: int = 6, max_n: int = 150):
+    """A (rows, n) float32 batch rich in NaN/inf/-0.0/subnormals, and one float32 per row."""
+    rows = draw(st.integers(1, max_rows))
+    n = draw(st.integers(0, max_n))
+    x = draw(hnp.arrays(F32, (rows, n), elements=ELEMENT))
+    per_row = draw(hnp.arrays(F32, (rows,), elements=ELEMENT))
+    return x, per_row
+
+
+def bits(a) -> np.ndarray:
+    return np.asarray(a, F32).view(np.uint32)
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches(), LANES)
+def test_batched_reductions_are_the_1d_calls_bit_for_bit(batch, lanes):
+    x, _ = batch
+    for fn in (vecmaxf, vecsum):
+        got = fn(x, lanes)
+        assert isinstance(got, np.ndarray) and got.dtype == F32 and got.shape == (len(x),)
+        for i, row in enumerate(x):
+            one = fn(row, lanes)
+            assert isinstance(one, np.float32)
+            assert bits(got[i]) == bits(one), (fn.__name__, i)
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches(), st.booleans(), st.booleans())
+def test_batched_elementwise_are_the_1d_calls_bit_for_bit(batch, per_row, guard):
+    x, scalars = batch
+    arg = scalars if per_row else scalars[0]
+    row_arg = (lambda i: scalars[i]) if per_row else (lambda i: scalars[0])
+    e = vecexpf_max(x, arg, guard)
+    m = vecmul(x, arg)
+    flags = expf_input_flags(x, arg, guard)
+    for out in (e, m):
+        assert out.dtype == F32 and out.shape == x.shape
+    for key in ("nan_inputs", "overflow_guard"):
+        assert flags[key].shape == (len(x),)
+    for i, row in enumerate(x):
+        assert np.array_equal(bits(e[i]), bits(vecexpf_max(row, row_arg(i), guard)))
+        assert np.array_equal(bits(m[i]), bits(vecmul(row, row_arg(i))))
+        one = expf_input_flags(row, row_arg(i), guard)
+        assert {k: int(v[i]) for k, v in flags.items()} == one
+        assert all(type(v) is int for v in one.values())
+
+
+def test_batched_empty_rows_and_shapes():
+    x = np.empty((3, 0), F32)
+    assert np.array_equal(vecmaxf(x, 32), np.zeros(3, F32))
+    assert np.array_equal(vecsum(x, 32), np.zeros(3, F32))
+    assert vecexpf_max(x, np.zeros(3, F32)).shape == (3, 0)
+    assert vecmul(x, 2.0).shape == (3, 0)
+    assert vecsum(np.empty((0, 5), F32), 4).shape == (0,)
+    with pytest.raises(DspsimInputError, match="2-D"):
+        vecsum(np.ones((2, 2, 2), F32), 4)
+    with pytest.raises(DspsimInputError, match="one value per row"):
+        vecmul(np.ones((2, 4), F32), np.ones(3, F32))
+    with pytest.raises(DspsimInputError, match="one value per row"):
+        vecexpf_max(np.ones(4, F32), np.ones(4, F32))
+
+
+def test_batched_softmax_rows_match_the_1d_softmax():
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((5, 333)) * 10.0).astype(F32)
+    m = vecmaxf(x, 32)
+    e = vecexpf_max(x, m)
+    s = vecsum(e, 32)
+    y = vecmul(e, F32(1.0) / s)
+    for i in range(len(x)):
+        assert np.array_equal(bits(y[i]), bits(softmax_direct(x[i])))
+
+
+def test_vecmaxf_is_the_ieee_maximum_on_zeros_and_nan():
+    """-0.0 < +0.0 wherever they sit, and NaN is the default quiet NaN whatever its payload."""
+    for lanes in (1, 4, 32):
+        for n in (2, 9, 70):
+            for pos in (0, n // 2, n - 1):
+                x = np.full(n, -0.0, F32)
+                assert bits(vecmaxf(x, lanes)) == bits(F32(-0.0))
+                x[pos] = 0.0
+                assert bits(vecmaxf(x, lanes)) == bits(F32(0.0))
+                x[pos] = np.array([0xFFC01234], np.uint32).view(F32)[0]  # a negative NaN
+                assert bits(vecmaxf(x, lanes)) == 0x7FC00000

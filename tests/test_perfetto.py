@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
+from dspsim.analysis.perfetto import DDR_COUNTER, TCM_COUNTER, trace_events, write_trace
+from dspsim.analysis.series import interval_integral
 from dspsim.cli import main
-from dspsim.perfetto import DDR_COUNTER, TCM_COUNTER, trace_events, write_trace
-from dspsim.sim import simulate
-from dspsim.stalls import interval_integral
+from dspsim.run import simulate
 
 
 def ns(us):
@@ -19,7 +19,7 @@ def ns(us):
 
 @pytest.fixture(scope="module")
 def pingpong(j6):
-    return simulate(j6, "pingpong", 40_000, data=False, trace=True, port_log=True)
+    return simulate(j6, variant="pingpong", n=40_000, data=False, trace=True, port_log=True)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,10 @@ def test_slices_carry_args_and_times_from_cycles(doc, pingpong):
     names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M"
              and e["name"] == "thread_name"}
     per_thread = collections.Counter(names[e["tid"]] for e in xs if e["cat"] != "tcm")
-    rows = pingpong.trace["engine"].map(lambda s: "core" if s == "core" else f"iDMA ch{s[4:]}")
+    # the core's thread is "core", a channel's is numbered by its position among the run's
+    threads = {pingpong.core: "core"}
+    threads |= {ch: f"iDMA ch{i}" for i, ch in enumerate(pingpong.engines_of("idma"))}
+    rows = pingpong.trace["engine"].map(threads)
     assert per_thread == collections.Counter(rows)
 
 
@@ -161,14 +164,14 @@ def test_limit_cuts_and_resamples_and_says_so(pingpong):
 
 def test_overlapping_buffer_goes_to_an_extra_thread(j6):
     model = j6.with_overrides({"softmax.schedule": "split"})
-    r = simulate(model, "pingpong", 40_000, data=False, trace=True, port_log=True)
+    r = simulate(model, variant="pingpong", n=40_000, data=False, trace=True, port_log=True)
     names = check_structure(trace_events(r))
     assert "TCM buffer 0 (2)" in names.values()
 
 
 def test_clock_scales_timestamps(j6):
     slow = j6.with_overrides({"core.clock_mhz": 500.0})
-    r = simulate(slow, "direct", 3000, data=False, trace=True, port_log=True)
+    r = simulate(slow, variant="direct", n=3000, data=False, trace=True, port_log=True)
     doc = trace_events(r)
     check_structure(doc)
     x = [e for e in doc["traceEvents"] if e["ph"] == "X"]

@@ -8,24 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dspsim.analysis.series import assign_lanes, binned_mean, interval_integral
+from dspsim.analysis.stalls import CORE_PARTS, core_breakdown, stall_summary
+from dspsim.analysis.tiles import tcm_segments, tile_table
 from dspsim.cli import main
-from dspsim.sim import simulate
-from dspsim.stalls import (
-    CORE_PARTS,
-    assign_lanes,
-    binned_mean,
-    core_breakdown,
-    interval_integral,
-    stall_summary,
-    tcm_segments,
-    tile_table,
-)
+from dspsim.run import simulate
 
 
 @pytest.fixture(scope="module")
 def runs(j6):
     return {
-        mode: simulate(j6, mode, 50_000, data=False, trace=True, port_log=True)
+        mode: simulate(j6, mode=mode, n=50_000, data=False, trace=True, port_log=True)
         for mode in ("pingpong", "direct")
     }
 
@@ -55,7 +48,7 @@ def test_per_pass_compute_plus_waits_is_the_core_span(runs, mode):
     assert total["wait_out_cycles"] == pytest.approx(r.stall_cycles["idma_out"], abs=1.0)
     assert total["wait_ddr_cycles"] == pytest.approx(r.stall_cycles["ddr"], abs=1.0)
     busy = total["compute_cycles"] + total["idma_setup_cycles"]
-    assert busy == pytest.approx(r.busy_cycles["core"], abs=1.0)
+    assert busy == pytest.approx(r.busy_cycles[r.core], abs=1.0)
 
 
 def test_versions_stall_where_expected(runs):
@@ -77,7 +70,7 @@ def test_reconciles_for_any_size_and_schedule(j6, n, tile_floats, mode, schedule
     model = j6.with_overrides(
         {"softmax.tile_bytes": 4 * tile_floats, "softmax.schedule": schedule}
     )
-    r = simulate(model, mode, n, data=False, trace=True)
+    r = simulate(model, mode=mode, n=n, data=False, trace=True)
     check_reconciles(r)
     tiles = tile_table(r.trace, r.passes)
     assert (tiles["hidden_dma_cycles"] >= -1e-9).all()
@@ -88,19 +81,22 @@ def test_reconciles_for_any_size_and_schedule(j6, n, tile_floats, mode, schedule
 def test_engine_utilisation(runs):
     r = runs["pingpong"]
     eng = stall_summary(r)["engines"]
-    assert set(eng) == {"core", "idma0", "idma1", "ddr"}
+    # the core, both iDMA channels and the DDR port, by the run's names
+    assert list(eng) == list(r.engines)
+    assert r.engines_of("core") == [r.core] and len(r.engines_of("idma")) == 2
     for e in eng.values():
         assert 0.0 <= e["utilisation_pct"] <= 100.0 + 1e-9
         assert e["utilisation_pct"] == pytest.approx(100.0 * e["busy_cycles"] / r.cycles)
     copies = r.trace[r.trace["kind"].isin(["copy_in", "copy_out"])]
-    for ch in ("idma0", "idma1"):
+    for ch in r.engines_of("idma"):
         rows = copies[copies["engine"] == ch]
         assert eng[ch]["busy_cycles"] == pytest.approx(
             (rows["end_cycle"] - rows["start_cycle"]).sum()
         )
     moved = r.bytes["ddr_read"] + r.bytes["ddr_write"]
-    assert eng["ddr"]["achieved_bytes_per_cycle"] == pytest.approx(moved / r.cycles)
-    assert eng["ddr"]["achieved_bytes_per_cycle"] <= r.model.ddr.bytes_per_cycle * (1 + 1e-9)
+    (ddr,) = r.engines_of("ddr")
+    assert eng[ddr]["achieved_bytes_per_cycle"] == pytest.approx(moved / r.cycles)
+    assert eng[ddr]["achieved_bytes_per_cycle"] <= r.model.ddr.bytes_per_cycle * (1 + 1e-9)
 
 
 def test_tile_table_one_row_per_tile_per_pass(runs, j6):
@@ -123,7 +119,7 @@ def test_tile_table_one_row_per_tile_per_pass(runs, j6):
     assert tiles["wait_in_cycles"].sum() == pytest.approx(r.stall_cycles["idma_in"], abs=1.0)
     assert tiles["wait_out_cycles"].sum() == pytest.approx(r.stall_cycles["idma_out"], abs=1.0)
     # hidden DMA time is core work overlapping a copy: no more than the core's work
-    assert tiles["hidden_dma_cycles"].sum() <= r.busy_cycles["core"] * 2 + 1e-6
+    assert tiles["hidden_dma_cycles"].sum() <= r.busy_cycles[r.core] * 2 + 1e-6
     for c in tiles.columns:
         if c not in ("pass", "tile", "buffer", "bytes"):
             assert c.endswith(("_cycles", "_cycle", "_channel")), c
@@ -132,7 +128,7 @@ def test_tile_table_one_row_per_tile_per_pass(runs, j6):
 def test_hidden_dma_matches_brute_force_overlap(runs):
     r = runs["pingpong"]
     tiles = tile_table(r.trace, r.passes)
-    core = r.trace[(r.trace["engine"] == "core") & r.trace["kind"].isin(["compute", "setup"])]
+    core = r.trace[(r.trace["engine"] == r.core) & r.trace["kind"].isin(["compute", "setup"])]
     cs, ce = core["start_cycle"].to_numpy(), core["end_cycle"].to_numpy()
     for t in tiles.head(8).itertuples():
         expect = 0.0
@@ -162,7 +158,7 @@ def test_tcm_segments_cover_each_tile_without_gaps(runs):
 
 def test_split_schedule_refills_a_draining_buffer(j6):
     model = j6.with_overrides({"softmax.schedule": "split"})
-    r = simulate(model, "pingpong", 40_000, data=False, trace=True)
+    r = simulate(model, variant="pingpong", n=40_000, data=False, trace=True)
     segs = tcm_segments(r.trace, r.passes)
     assert segs["lane"].max() >= 1
 
@@ -228,7 +224,10 @@ def test_run_json_has_stalls(capsys):
     assert [p["pass"] for p in stalls["per_pass"]] == ["max", "exp_sum", "mul"]
     for p in stalls["per_pass"]:
         assert sum(p[k] for k in CORE_PARTS) == pytest.approx(p["span_cycles"])
-    assert set(stalls["engines"]) >= {"core", "idma0", "idma1", "ddr"}
+    # the core, both iDMA channels and the DDR port, by the run's names
+    assert list(stalls["engines"]) == list(obj["engines"])
+    assert sorted(obj["engines"].values()) == ["core", "ddr", "idma", "idma"]
+    assert obj["engines"][obj["core"]] == "core"
 
 
 def test_tiles_csv_and_report(tmp_path, capsys):

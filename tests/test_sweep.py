@@ -1,5 +1,5 @@
 """Parameter sweeps: grid expansion, rows against simulate(), failures, resume after kill -9,
-parallel and Dask executors, parquet, spec files, figures."""
+parallel and Dask executors, parquet, spec files, every op and variant, figures."""
 
 from __future__ import annotations
 
@@ -20,13 +20,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dspsim import sweep as sweep_module
 from dspsim.cli import main
 from dspsim.config import load_model
 from dspsim.errors import DspsimInputError
-from dspsim.sim import FIDELITIES, simulate
-from dspsim.sweep import (
-    bench_sweep,
+from dspsim.platform import FIDELITIES
+from dspsim.run import simulate
+from dspsim.study.experiments import bench_sweep
+from dspsim.study.sweep import (
     build_sweep,
     check_out,
     key_columns,
@@ -34,7 +34,8 @@ from dspsim.sweep import (
     read_sweep,
     run_sweep,
 )
-from dspsim.sweep_plot import heatmap, line_plot, plot_sweep, plot_sweep_cli, speedup_table
+from dspsim.study.sweep import executors as sweep_module
+from dspsim.study.sweep_plot import heatmap, line_plot, plot_sweep, plot_sweep_cli, speedup_table
 
 N = 4096
 CLI = [sys.executable, "-m", "dspsim.cli", "sweep"]
@@ -59,6 +60,9 @@ def test_ranges_include_stop_only_on_the_grid():
     assert parse_values("ddr.latency_cycles", "100,200") == [100.0, 200.0]
     assert parse_values("n", "1024:4096:1024") == [1024, 2048, 3072, 4096]
     assert parse_values("mode", "direct,pingpong") == ["direct", "pingpong"]
+    assert parse_values("variant", "direct,pingpong") == ["direct", "pingpong"]
+    assert parse_values("op", "softmax,layernorm") == ["softmax", "layernorm"]
+    assert parse_values("shape", "1024x256, 512X512") == ["1024x256", "512x512"]
     assert parse_values("softmax.schedule", "seed, split") == ["seed", "split"]
 
 
@@ -105,12 +109,16 @@ def test_grid_is_the_cartesian_product_first_key_outermost():
     assert points[0] == {
         "ddr.latency_cycles": 50.0,
         "idma.max_outstanding": 1,
+        "op": "softmax",
         "mode": "pingpong",
         "n": 4096,
     }
     assert points[1]["mode"] == "direct" and points[2]["idma.max_outstanding"] == 2
-    assert s.columns[:5] == ["ddr.latency_cycles", "idma.max_outstanding", "mode", "n", "cycles"]
-    assert s.columns[-2:] == ["wall_s", "error"]
+    # the table: op, the variant column, the size column, the swept keys, then the results
+    assert s.columns[:6] == [
+        "op", "mode", "n", "ddr.latency_cycles", "idma.max_outstanding", "cycles"
+    ]
+    assert s.columns[-4:] == ["warnings", "hazards", "wall_s", "error"]
     for c in (
         "core_busy_cycles",
         "idma0_busy_cycles",
@@ -156,6 +164,16 @@ def test_busy_columns_cover_the_most_channels_swept():
         (["--param", "n=64", "--jobs", "0"], "--jobs 0"),
         (["--param", "n=64", "--scheduler", "tcp://x:1"], "--scheduler needs --executor dask"),
         (["--param", "n=64", "--spec", "missing.toml"], "not found"),
+        (["--op", "nope"], "unknown op 'nope'"),
+        (["--op", "layernorm", "--variant", "fast"], "allowed for layernorm: pingpong, direct"),
+        (["--op", "softmax,layernorm"], "different dimensions"),
+        (["--variant", "pingpong", "--mode", "direct"], "not both"),
+        (["--param", "variant=pingpong", "--param", "mode=direct"], "not both"),
+        (["--op", "layernorm", "--n", "64"], "not n"),
+        (["--param", "shape=64x64"], "not shape"),
+        (["--op", "layernorm", "--param", "shape=64"], "expected 2 dimensions"),
+        (["--op", "layernorm", "--shape", "0,64"], "shape '0x64'"),
+        (["--op", "layernorm", "--param", "shape=64:128:64"], "need a numeric key"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, needle, tmp_path, capsys):
@@ -198,15 +216,19 @@ def test_rows_equal_simulate(tmp_path):
     base = load_model()
     for r in df.to_dict("records"):
         m = base.with_overrides({k: r[k] for k in ("ddr.latency_cycles", "idma.max_outstanding")})
-        want = simulate(m, r["mode"], N, data=False, fidelity="burst")
+        want = simulate(m, r["op"], r["variant"], N, data=False, fidelity="burst")
         assert r["cycles"] == want.cycles
         assert r["time_us"] == pytest.approx(want.time_us)
         assert r["ddr_read_bytes"] == want.bytes["ddr_read"]
         assert r["ddr_write_bytes"] == want.bytes["ddr_write"]
-        assert r["core_busy_cycles"] == want.busy_cycles["core"]
-        assert r["idma1_busy_cycles"] == want.busy_cycles["idma1"]
+        assert r["core_busy_cycles"] == want.busy_cycles[want.core]
+        assert r["idma1_busy_cycles"] == want.busy_cycles[want.engines_of("idma")[1]]
+        assert r["ddr_busy_cycles"] == want.busy_cycles[want.engines_of("ddr")[0]]
         assert r["ddr_stall_cycles"] == want.stall_cycles["ddr"]
         assert r["idma_in_stall_cycles"] == want.stall_cycles["idma_in"]
+        assert r["warnings"] == ";".join(dict.fromkeys(
+            w["code"] for w in want.warnings if w["severity"] != "info"))
+        assert r["hazards"] == len(want.hazards)
         assert r["error"] == ""
 
 
@@ -261,7 +283,7 @@ def test_fidelity_is_passed_through(tmp_path):
         assert len(df) == 1
         model = load_model().with_overrides({"ddr.latency_cycles": 50})
         try:
-            want = simulate(model, "pingpong", N, data=False, fidelity=fidelity)
+            want = simulate(model, variant="pingpong", n=N, data=False, fidelity=fidelity)
         except Exception as e:  # noqa: BLE001 - a fidelity not built yet fails the point
             assert type(e).__name__ in df["error"].iloc[0]
         else:
@@ -428,14 +450,17 @@ def test_spec_file(tmp_path):
         'softmax = { tile_bytes = "4096,8192" }\n'
     )
     s = build_sweep(["ddr.bytes_per_cycle=1,2"], spec=spec)
-    assert s.keys == [
+    grid_order = [
         "ddr.latency_cycles",
         "idma.max_outstanding",
         "softmax.tile_bytes",
         "ddr.bytes_per_cycle",
+        "op",
         "mode",
         "n",
     ]
+    assert [k for k, _ in s.axes] == grid_order
+    assert s.keys == ["op", "mode", "n", *grid_order[:4]]
     assert dict(s.axes)["idma.max_outstanding"] == (1, 3)
     assert s.size == 2 * 2 * 2 * 2
     assert s.fidelity == "burst" and s.model.idma.burst_bytes == 128
@@ -583,3 +608,199 @@ def test_true_false_keys_sweep_and_resume(tmp_path, capsys):
     assert main(["sweep", "--param", "softmax.guard_shifted_input=yes", "--out",
                  str(tmp_path / "h.csv")]) == 2
     assert parse_values("softmax.guard_shifted_input", "true,false") == [True, False]
+
+
+# ------------------------------------------------------------------------------ every op
+def test_layernorm_sweep_over_tile_bytes(tmp_path):
+    out = tmp_path / "ln.csv"
+    argv = ["sweep", "--op", "layernorm", "--param", "layernorm.tile_bytes=1024,4096",
+            "--shape", "32,128", "--fidelity", "tile", "--jobs", "1", "--out", str(out)]
+    assert main(argv) == 0
+    df = read_sweep(out)
+    assert key_columns(df) == ["op", "variant", "shape", "layernorm.tile_bytes"]
+    assert len(df) == 4 and set(df["op"]) == {"layernorm"} and set(df["shape"]) == {"32x128"}
+    assert sorted(set(df["variant"])) == ["direct", "pingpong"]  # every variant of the op
+    assert (df["error"] == "").all()
+    base = load_model()
+    for r in df.to_dict("records"):
+        m = base.with_overrides({"layernorm.tile_bytes": r["layernorm.tile_bytes"]})
+        want = simulate(m, "layernorm", r["variant"], shape=(32, 128), data=False,
+                        fidelity="tile")
+        assert r["cycles"] == want.cycles
+        assert r["core_busy_cycles"] == want.busy_cycles[want.core]
+        assert r["idma0_busy_cycles"] == want.busy_cycles[want.engines_of("idma")[0]]
+
+
+def test_layernorm_sweep_over_shape(tmp_path):
+    out = tmp_path / "ln.csv"
+    argv = ["sweep", "--op", "layernorm", "--param", "shape=32x128,64x64", "--variant",
+            "pingpong", "--fidelity", "tile", "--jobs", "1", "--out", str(out)]
+    assert main(argv) == 0
+    df = read_sweep(out)
+    assert key_columns(df) == ["op", "variant", "shape"]
+    assert list(df["shape"]) == ["32x128", "64x64"] and set(df["variant"]) == {"pingpong"}
+    for r in df.to_dict("records"):
+        rows, cols = map(int, r["shape"].split("x"))
+        want = simulate(load_model(), "layernorm", "pingpong", shape=(rows, cols), data=False,
+                        fidelity="tile")
+        assert r["cycles"] == want.cycles
+    # --shape takes a list too, and resumes: the same points, nothing computed again
+    s = build_sweep(op="layernorm", variants="pingpong", shape="32x128,64x64", fidelity="tile")
+    assert (run_sweep(s, out).computed, run_sweep(s, out).resumed) == (0, 2)
+    per_element = line_plot(df, "shape", "cycles_per_element")
+    assert per_element.axes[0].get_ylabel() == "cycles_per_element (cycles / elements)"
+
+
+def test_unknown_variant_for_the_op_is_refused_up_front():
+    with pytest.raises(DspsimInputError, match=r"variant 'split' .*allowed.*pingpong, direct"):
+        build_sweep(op="layernorm", variants="pingpong,split")
+    with pytest.raises(DspsimInputError, match=r"mode 'fast' .*softmax.*pingpong, direct"):
+        build_sweep(modes=["fast"])
+    with pytest.raises(DspsimInputError, match=r"variant 'fast'"):
+        build_sweep({"variant": "fast"}, op="softmax")
+
+
+def test_ops_of_different_dimension_are_refused():
+    with pytest.raises(DspsimInputError, match=r"softmax \(1-D\), layernorm \(2-D\)"):
+        build_sweep(op=["softmax", "layernorm"])
+    with pytest.raises(DspsimInputError, match="different dimensions"):
+        build_sweep(["op=layernorm,softmax"])
+
+
+def test_warnings_and_hazards_columns(tmp_path):
+    model = load_model()
+    # a large tile: the timer stops before the other channel's last write-back (burst fidelity)
+    late = simulate(model.with_overrides({"softmax.tile_bytes": 131072}), variant="pingpong",
+                    n=100_000, data=False, fidelity="burst")
+    assert "unwaited_copy" in [w["code"] for w in late.warnings]
+    split = simulate(model.with_overrides({"softmax.schedule": "split"}), variant="pingpong",
+                     n=100_000, data=False, fidelity="burst")
+    assert len(split.hazards) > 0
+    s = build_sweep(["softmax.tile_bytes=32768,131072", "softmax.schedule=seed,split"],
+                    modes="pingpong", n=100_000, fidelity="burst")
+    run_sweep(s, tmp_path / "w.csv")
+    df = read_sweep(tmp_path / "w.csv").set_index(["softmax.tile_bytes", "softmax.schedule"])
+    assert df["hazards"].dtype.name == "Int64" and pd.api.types.is_string_dtype(df["warnings"])
+    assert "unwaited_copy" in df.loc[(131072, "seed"), "warnings"].split(";")
+    assert "unwaited_copy" not in df.loc[(32768, "seed"), "warnings"].split(";")
+    assert df.loc[(32768, "split"), "hazards"] > 0 and df.loc[(32768, "seed"), "hazards"] == 0
+    for (tile, schedule), r in df.iterrows():
+        m = model.with_overrides({"softmax.tile_bytes": tile, "softmax.schedule": schedule})
+        want = simulate(m, variant="pingpong", n=100_000, data=False, fidelity="burst")
+        assert r["warnings"] == ";".join(dict.fromkeys(
+            w["code"] for w in want.warnings if w["severity"] != "info"))
+        assert r["hazards"] == len(want.hazards)
+    # a direct point raises no warning: its cell is empty, not NaN
+    s = build_sweep(modes="direct", n=N, fidelity="tile")
+    run_sweep(s, tmp_path / "d.csv")
+    assert list(read_sweep(tmp_path / "d.csv")["warnings"]) == [""]
+
+
+def test_variant_and_mode_sweeps_both_work(tmp_path, capsys):
+    tables = {}
+    for name, argv in (
+        ("variant", ["--variant", "direct,pingpong"]),
+        ("mode", ["--mode", "direct,pingpong"]),
+        ("param", ["--param", "variant=direct,pingpong"]),
+    ):
+        out = tmp_path / f"{name}.csv"
+        assert main(["sweep", *argv, "--n", str(N), "--out", str(out)]) == 0
+        tables[name] = read_sweep(out)
+    capsys.readouterr()
+    assert key_columns(tables["variant"]) == ["op", "variant", "n"]
+    assert key_columns(tables["mode"]) == ["op", "mode", "n"]  # the name the user used
+    assert key_columns(tables["param"]) == ["op", "variant", "n"]
+    assert build_sweep(modes="direct").variant_key == "mode"
+    assert build_sweep(variants="direct").variant_key == "variant"
+    assert build_sweep(op="layernorm").size_key == "shape" and build_sweep().size_key == "n"
+    assert build_sweep(op="layernorm").ops == ("layernorm",)
+    assert list(tables["mode"]["mode"]) == list(tables["variant"]["variant"]) == [
+        "direct", "pingpong"
+    ]
+    assert list(tables["mode"]["cycles"]) == list(tables["variant"]["cycles"])
+    assert list(tables["param"]["cycles"]) == list(tables["variant"]["cycles"])
+    # either name works for a figure of either table
+    for table in tables.values():
+        assert speedup_table(table)["speedup"].iloc[0] == pytest.approx(
+            table["cycles"].iloc[0] / table["cycles"].iloc[1]
+        )
+        fig = line_plot(table, "n", hue="mode")
+        assert len([ln for ln in fig.axes[0].get_lines() if ln.get_label() != "_nolegend_"]) >= 2
+
+
+def test_an_old_table_without_the_new_columns_is_refused(tmp_path, capsys):
+    out = tmp_path / "old.csv"
+    old = ("ddr.latency_cycles,mode,n,cycles,time_us,ddr_read_bytes,ddr_write_bytes,"
+           "core_busy_cycles,idma0_busy_cycles,idma1_busy_cycles,ddr_busy_cycles,"
+           "ddr_stall_cycles,idma_in_stall_cycles,idma_out_stall_cycles,wall_s,error\n"
+           "50.0,pingpong,4096,1,1.0,1,1,1,1,1,1,0,0,0,0.1,\n")
+    out.write_text(old)
+    argv = ["sweep", "--param", "ddr.latency_cycles=50", "--mode", "pingpong", "--n", str(N),
+            "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "different sweep" in err and err.count("\n") == 1
+    assert out.read_text() == old
+    # it still reads and plots: a table without an op column is of the default op
+    assert line_plot(read_sweep(out), "ddr.latency_cycles").axes[0].get_ylabel() == "cycles"
+
+
+def test_spec_file_names_the_op_variant_and_shape(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text('op = "layernorm"\nvariant = "direct"\nshape = [64, 256]\n'
+                    '[params]\nlayernorm = { tile_bytes = [8192, 16384] }\n')
+    s = build_sweep(spec=spec)
+    assert s.keys == ["op", "variant", "shape", "layernorm.tile_bytes"]
+    assert dict(s.axes)["shape"] == ("64x256",) and dict(s.axes)["variant"] == ("direct",)
+    # the options replace the file's scalars, the older name included
+    s = build_sweep(spec=spec, modes="pingpong", shape="32x128,64x64")
+    assert s.keys[:3] == ["op", "mode", "shape"]
+    assert dict(s.axes)["shape"] == ("32x128", "64x64")
+
+
+# ------------------------------------------------------------------------------ figures, any op
+def two_variant_table(op="layernorm", variants=("pingpong", "direct"), warn="") -> pd.DataFrame:
+    rows = []
+    for tile in (1024, 4096):
+        for i, v in enumerate(variants):
+            rows.append({"op": op, "variant": v, "shape": "32x128", f"{op}.tile_bytes": tile,
+                         "cycles": 1000 * (i + 1) + tile // 1024, "warnings": warn if i else "",
+                         "hazards": 0, "wall_s": 0.0, "error": ""})
+    return pd.DataFrame(rows)
+
+
+def test_speedup_is_the_other_variant_over_the_default_one():
+    df = two_variant_table()
+    table = speedup_table(df)
+    assert list(table.columns) == ["op", "shape", "layernorm.tile_bytes", "speedup", "warnings"]
+    assert list(table["speedup"]) == pytest.approx([2001 / 1001, 2004 / 1004])
+    fig = line_plot(df, "layernorm.tile_bytes", "speedup")
+    assert fig.axes[0].get_ylabel() == "speedup (direct cycles / pingpong cycles)"
+    # the default variant is the divisor whatever the order of the rows
+    flipped = two_variant_table(variants=("direct", "pingpong"))
+    assert list(speedup_table(flipped)["speedup"]) == pytest.approx([1001 / 2001, 1004 / 2004])
+    with pytest.raises(DspsimInputError, match="exactly two variants"):
+        speedup_table(df[df["variant"] == "pingpong"])
+    with pytest.raises(DspsimInputError, match="one op"):
+        speedup_table(pd.concat([df, two_variant_table(op="softmax")]))
+    with pytest.raises(DspsimInputError, match="variant .*column"):
+        speedup_table(df.drop(columns=["variant"]))
+
+
+def test_points_with_warnings_are_marked_on_line_plots():
+    def rings(fig):
+        return [ln for ln in fig.axes[0].get_lines() if ln.get_markerfacecolor() == "none"]
+
+    def legend(fig):
+        return [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+    quiet = line_plot(two_variant_table(), "layernorm.tile_bytes", hue="variant")
+    assert not rings(quiet) and "point with warnings" not in legend(quiet)
+    noisy = line_plot(two_variant_table(warn="unwaited_copy"), "layernorm.tile_bytes",
+                      hue="variant")
+    marked = [ln for ln in rings(noisy) if len(ln.get_xdata())]
+    assert len(marked) == 1 and list(marked[0].get_xdata()) == [1024, 4096]  # direct's two
+    assert legend(noisy).count("point with warnings") == 1
+    # a speed-up point is marked when either of its two runs warned
+    speed = line_plot(two_variant_table(warn="unwaited_copy"), "layernorm.tile_bytes", "speedup")
+    assert len([ln for ln in rings(speed) if len(ln.get_xdata())]) == 1

@@ -2,38 +2,42 @@
 
 import gzip
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dspsim.cli import main
-from dspsim.errors import DspsimInputError
-from dspsim.results_io import load_run, save_run
-from dspsim.sim import simulate
-from dspsim.stalls import stall_summary
-from dspsim.timeline import (
+from dspsim.analysis.compare import plot_compare
+from dspsim.analysis.stalls import stall_summary
+from dspsim.analysis.timeline import (
     check_window,
     ddr_series,
     default_timeline_path,
     parse_window,
-    plot_compare,
     plot_timeline,
     timeline_figure,
 )
+from dspsim.cli import main
+from dspsim.errors import DspsimInputError
+from dspsim.results import load_run, save_run
+from dspsim.run import simulate
 
 PNG = b"\x89PNG\r\n\x1a\n"
+# written by the release before operators plugged in (format version 1):
+# dspsim run --n 2000 --save run_v1_pingpong_n2000.json.gz
+V1_RUN = Path(__file__).parent / "data" / "run_v1_pingpong_n2000.json.gz"
 
 
 @pytest.fixture(scope="module")
 def headline(j6):
     """The headline run: all tiles of all three passes."""
-    return simulate(j6, "pingpong", 100_000, data=False, trace=True, port_log=True)
+    return simulate(j6, variant="pingpong", n=100_000, data=False, trace=True, port_log=True)
 
 
 @pytest.fixture(scope="module")
 def direct(j6):
-    return simulate(j6, "direct", 20_000, data=False, trace=True, port_log=True)
+    return simulate(j6, variant="direct", n=20_000, data=False, trace=True, port_log=True)
 
 
 def run_cli(capsys, *argv):
@@ -47,7 +51,8 @@ def test_headline_figure_has_every_lane_and_a_full_title(headline):
     lanes = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert lanes == ["pass", "core", "iDMA ch0", "iDMA ch1", "TCM buffer 0", "TCM buffer 1"]
     title = fig._suptitle.get_text()
-    for part in ("pingpong", "n = 100,000", "tile 32,768 bytes", f"{headline.cycles:,} cycles"):
+    for part in ("softmax, pingpong", "n = 100,000", "tile 32,768 bytes",
+                 f"{headline.cycles:,} cycles"):
         assert part in title
     assert fig.axes[0].get_xlim() == (0.0, float(headline.cycles))
     labels = [a.get_ylabel() for a in fig.axes] + [a.get_xlabel() for a in fig.axes]
@@ -98,7 +103,7 @@ def test_ddr_lane_conserves_bytes(headline):
         assert (s["read_bytes_per_cycle"] + s["write_bytes_per_cycle"] <= peak * (1 + 1e-6)).all()
         inflight = sum(s["requests_in_flight"].values())
         assert inflight.max() <= headline.model.ddr.max_outstanding * (1 + 1e-6)
-    assert set(s["requests_in_flight"]) == {"idma0", "idma1"}
+    assert set(s["requests_in_flight"]) == set(headline.engines_of("idma"))  # both channels
 
 
 @pytest.mark.parametrize("text", ["5", "a:b", "10:5", "3:3", ":7", "nan:4"])
@@ -129,6 +134,51 @@ def test_save_and_load_round_trip(headline, tmp_path):
     assert gzip.open(tmp_path / "run.json.gz").read(30).startswith(b'{"format":"dspsim-run"')
 
 
+def test_a_version_1_run_loads_with_todays_names(j6):
+    r = load_run(V1_RUN)
+    assert (r.op, r.variant, r.mode, r.shape, r.n) == ("softmax", "pingpong", "pingpong",
+                                                       (2000,), 2000)
+    assert r.model.core.count == 1 and r.model.softmax.tile_bytes == j6.softmax.tile_bytes
+    # the names a run simulated now has, everywhere: engines, busy cycles, trace, DDR requesters
+    now = simulate(r.model, variant="pingpong", n=2000, data=False, trace=True, port_log=True)
+    assert r.engines == now.engines and r.core == now.core
+    assert list(r.busy_cycles) == list(now.busy_cycles)
+    assert set(r.trace["engine"]) == set(now.trace["engine"])
+    assert {x[-1] for x in r.port_log} == {x[-1] for x in now.port_log}
+    assert set(stall_summary(r)["engines"]) == set(stall_summary(now)["engines"])
+    lanes = [t.get_text() for t in timeline_figure(r).axes[0].get_yticklabels()]
+    assert lanes == ["pass", "core", "iDMA ch0", "iDMA ch1", "TCM buffer 0"]  # one tile a pass
+
+
+def test_a_version_1_run_reports_plots_and_saves_as_version_2(tmp_path, capsys):
+    code, out, err = run_cli(capsys, "report", V1_RUN)
+    assert code == 0 and not err
+    assert out.startswith("softmax pingpong on core0: n = 2,000")
+    for word in ("wait_in_cycles", "core0.idma0", "hidden_dma_cycles", "exp_sum", "total"):
+        assert word in out
+    code, out, _ = run_cli(capsys, "plot", "timeline", V1_RUN, "--out", tmp_path / "v1.png")
+    assert code == 0 and (tmp_path / "v1.png").read_bytes()[:8] == PNG
+    r = load_run(V1_RUN)
+    back = load_run(save_run(r, tmp_path / "v2.json"))
+    assert json.loads((tmp_path / "v2.json").read_text())["format_version"] == 2
+    assert back.to_json() == r.to_json() and back.model == r.model
+    pd.testing.assert_frame_equal(back.trace, r.trace)
+
+
+def test_version_1_hazards_take_todays_names(tmp_path):
+    doc = json.loads(gzip.open(V1_RUN).read())
+    doc["result"]["hazards"] = [{
+        "cycle": 10, "kind": "write to bytes an unfinished read still needs", "memory": "dram0",
+        "address_range": ["0x8000000", "0x8000040"], "bytes": 64, "tiles": [2, 0],
+        "engines": ["idma1 copy_out #0", "idma0 copy_in #2"], "pass": "mul", "message": "...",
+    }]
+    path = tmp_path / "hazard.json"
+    path.write_text(json.dumps(doc))
+    (h,) = load_run(path).hazards
+    assert h["memory"] == "core0.dram0"
+    assert h["engines"] == ["core0.idma1 copy_out #0", "core0.idma0 copy_in #2"]
+
+
 def test_default_plot_path():
     assert default_timeline_path("a/run.json.gz").as_posix() == "a/run_timeline.png"
     assert default_timeline_path("run.json").as_posix() == "run_timeline.png"
@@ -151,9 +201,9 @@ def test_plot_sweep_dispatches_its_arguments(monkeypatch, capsys):
     import types
 
     seen = {}
-    fake = types.ModuleType("dspsim.sweep_plot")
+    fake = types.ModuleType("dspsim.study.sweep_plot")
     fake.plot_sweep_cli = lambda args: seen.update(vars(args)) or 0
-    monkeypatch.setitem(sys.modules, "dspsim.sweep_plot", fake)
+    monkeypatch.setitem(sys.modules, "dspsim.study.sweep_plot", fake)
     code, _, _ = run_cli(capsys, "plot", "sweep", "t.csv", "--x", "n", "--heatmap", "a", "b")
     assert code == 0
     assert (seen["file"], seen["x"], seen["y"], seen["hue"], seen["heatmap"], seen["out"]) == (
@@ -176,7 +226,9 @@ def write(path, data: bytes):
                                                         b'"format_version": 1}')),
          "is not a dspsim result"),
         (lambda d: write(d / "x.json", b'{"format": "dspsim-run", "format_version": 99}'),
-         "format version"),
+         "format version 99; this dspsim reads versions 1 and 2"),
+        (lambda d: write(d / "x.json", b'{"format": "dspsim-run", "format_version": "2"}'),
+         "format version '2'"),
     ],
 )
 def test_plot_or_report_a_file_that_is_not_a_result(tmp_path, capsys, make, message):

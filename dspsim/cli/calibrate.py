@@ -4,13 +4,75 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from dspsim.cli.common import add_model_args, emit_json, model_from_args
+from dspsim.config import HardwareModel
+from dspsim.platform import FIDELITIES
+
+if TYPE_CHECKING:
+    from dspsim.study.calibrate import Calibration
+    from dspsim.study.calibrate.problem import Progress
+
+CLI_DESCRIPTION = """\
+Fit free model keys to measured cycle counts, report the residuals, how well the measurements
+determine each key, and (when they do not) the measurement that would separate the fits.
+
+measurement syntax (--measured, repeatable):
+  [OP:]VARIANT[,n=N][,shape=RxC][,KEY=VALUE ...]=CYCLES
+  OP is a registered op (default softmax; `dspsim ops` lists them), VARIANT one of its variants
+  (softmax: pingpong or direct); n is a 1-D op's length, shape=RxC a 2-D op's rows x columns
+  (default: the op's default shape, e.g. softmax n=100000); KEY=VALUE sets a model key for that
+  measurement only; everything after the LAST '=' is the cycle count ('_' allowed).
+  e.g. --measured pingpong=5154293 --measured direct=7648254
+       --measured softmax:direct,n=50000=3900000
+       --measured "pingpong,n=50000,softmax.tile_bytes=8192=2600000"
+       --measured layernorm:pingpong,shape=1024x256=1234567
+--measured-csv FILE: columns cycles and variant (or mode), optional op, n, shape (RxC), and
+  model keys as further columns.
+--free KEY[=LO:HI]: default range a factor of 100 either side of the model's value.
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``dspsim calibrate`` (besides --model / --set)."""
+    from dspsim.study.calibrate import DEFAULT_TOLERANCE_PCT
+
+    p.add_argument(
+        "--measured",
+        metavar="SPEC=CYCLES",
+        action="append",
+        default=[],
+        help="a measurement, [OP:]VARIANT[,n=N][,shape=RxC][,KEY=VALUE...]=CYCLES (repeatable)",
+    )
+    p.add_argument(
+        "--measured-csv",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="CSV of measurements: columns variant,cycles[,op][,n][,shape][,model keys...] "
+        "(repeatable)",
+    )
+    p.add_argument(
+        "--free",
+        metavar="KEY[=LO:HI]",
+        action="append",
+        default=[],
+        help="a model key to fit, optionally its range (repeatable)",
+    )
+    p.add_argument(
+        "--tolerance-pct",
+        type=float,
+        default=DEFAULT_TOLERANCE_PCT,
+        metavar="PCT",
+        help="identifiability: every measurement within this %% (default 1)",
+    )
+    p.add_argument("--fidelity", choices=FIDELITIES, default="burst", help="simulation fidelity")
+    p.add_argument("--out", metavar="FILE.toml", help="write the fitted model file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def add_calibrate(sub) -> None:
-    from dspsim.calibrate import CLI_DESCRIPTION, add_arguments
-
     p = sub.add_parser(
         "calibrate",
         help="fit free model keys to measured cycle counts",
@@ -21,9 +83,25 @@ def add_calibrate(sub) -> None:
     add_arguments(p)
 
 
-def cmd_calibrate(args: argparse.Namespace) -> int:
-    from dspsim.calibrate import run_from_args
+def run_from_args(
+    model: HardwareModel, args: argparse.Namespace, progress: Progress = None
+) -> Calibration:
+    """What ``dspsim calibrate`` does with its parsed arguments."""
+    from dspsim.study.calibrate import run_calibration
 
+    return run_calibration(
+        model,
+        measured=args.measured,
+        measured_csv=args.measured_csv,
+        free=args.free,
+        fidelity=args.fidelity,
+        tolerance_pct=args.tolerance_pct,
+        out=args.out,
+        progress=progress,
+    )
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
     progress = (lambda msg: print(msg, file=sys.stderr)) if sys.stderr.isatty() else None
     cal = run_from_args(model_from_args(args), args, progress=progress)
     if args.json:

@@ -9,7 +9,7 @@ from typing import Any
 
 from dspsim.config import HardwareModel, load_model
 from dspsim.errors import DspsimInputError
-from dspsim.results_io import json_default
+from dspsim.results import json_default
 
 
 class UsageError(DspsimInputError):
@@ -58,4 +58,48 @@ def add_data_args(p: argparse.ArgumentParser, arrays: bool) -> None:
     if arrays:
         data.add_argument("--input", metavar="X.npy",
                           help="1-D float32 input (default: the seed's x[i] = 1 + i/n)")
-        data.add_argument("--output", metavar="Y.npy", help="write the softmax output here")
+        data.add_argument("--output", metavar="Y.npy", help="write the op's output here")
+
+
+def positive_shape(text: str) -> tuple[int, ...]:
+    """``--shape``: positive integers separated by commas (``1024,256``)."""
+    try:
+        dims = tuple(int(t.replace("_", "")) for t in text.split(","))
+    except ValueError:
+        dims = ()
+    if not dims or any(d <= 0 for d in dims):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected positive integers separated by commas, e.g. 1024,256"
+        )
+    return dims
+
+
+def add_op_args(p: argparse.ArgumentParser, fidelity: bool = True) -> None:
+    """--op, --variant (--mode), --n / --shape, --core, --fidelity."""
+    from dspsim.ops import default_op, op_names
+    from dspsim.platform import FIDELITIES
+
+    g = p.add_argument_group("operator")
+    g.add_argument("--op", default=default_op(), metavar="OP",
+                   help=f"operator: {', '.join(op_names())} (default {default_op()}; "
+                   "`dspsim ops`)")
+    g.add_argument("--variant", metavar="V", help="the op's variant (default: the op's first)")
+    g.add_argument("--mode", metavar="V", help="older name of --variant")
+    size = g.add_mutually_exclusive_group()
+    size.add_argument("--n", type=positive_int,
+                      help="float32 elements, for a 1-D op (default: the op's default shape, or "
+                      "the --input array's)")
+    size.add_argument("--shape", type=positive_shape, metavar="R,C",
+                      help="input shape, e.g. 1024,256 for a 2-D op")
+    g.add_argument("--core", type=int, default=0, metavar="K",
+                   help="run on core K (0 to core.count - 1; default 0)")
+    if fidelity:
+        g.add_argument("--fidelity", choices=FIDELITIES, default="burst",
+                       help="burst (every DDR access an event, the reference) or tile")
+
+
+def op_variant(args: argparse.Namespace) -> str | None:
+    """--variant, or --mode, its older name."""
+    if args.variant and args.mode and args.variant != args.mode:
+        raise UsageError(f"--variant {args.variant} and --mode {args.mode} disagree; give one")
+    return args.variant or args.mode

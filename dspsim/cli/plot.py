@@ -20,8 +20,11 @@ def add_plot(sub) -> None:
     s = kinds.add_parser("sweep", help="figure from a table written by `dspsim sweep`")
     s.add_argument("file", metavar="FILE", help="sweep table")
     s.add_argument("--x", metavar="KEY", help="column on the x axis (line plots)")
-    s.add_argument("--y", default="cycles", metavar="KEY", help="column on the y axis")
-    s.add_argument("--hue", metavar="KEY", help="one line per value of this column")
+    s.add_argument("--y", default="cycles", metavar="KEY",
+                   help="column on the y axis, or speedup (the other variant's cycles / the "
+                   "default variant's) or cycles_per_element (default cycles)")
+    s.add_argument("--hue", metavar="KEY",
+                   help="one line per value of this column (variant and mode are one column)")
     s.add_argument("--heatmap", nargs=2, metavar=("KEY1", "KEY2"), help="y over two keys")
     s.add_argument("--out", metavar="FILE", help="figure file")
 
@@ -29,15 +32,33 @@ def add_plot(sub) -> None:
 def cmd_plot(args: argparse.Namespace) -> int:
     if args.plot_kind == "sweep":
         try:
-            from dspsim.sweep_plot import plot_sweep_cli
+            from dspsim.study.sweep_plot import plot_sweep_cli
         except ModuleNotFoundError as e:
-            if e.name != "dspsim.sweep_plot":
+            if e.name != "dspsim.study.sweep_plot":
                 raise
-            raise DspsimInputError("plot sweep: dspsim.sweep_plot is not installed") from None
+            raise DspsimInputError("plot sweep: dspsim.study.sweep_plot is not installed") from None
         return plot_sweep_cli(args)
-    from dspsim.timeline import plot_timeline_cli
-
     return plot_timeline_cli(args)
+
+
+def plot_timeline_cli(args: argparse.Namespace) -> int:
+    """``dspsim plot timeline RESULT [--out FILE] [--window START:END]``."""
+    from dspsim.analysis.timeline import (
+        check_figure_path,
+        default_timeline_path,
+        parse_window,
+        plot_timeline,
+    )
+    from dspsim.results import load_run
+
+    out = check_figure_path(args.out or default_timeline_path(args.result))
+    window = parse_window(args.window) if args.window is not None else None
+    result = load_run(args.result)
+    if result.port_log is None:
+        raise DspsimInputError(f"{args.result!r} was saved without its DDR port log")
+    plot_timeline(result, out, window)
+    print(f"wrote timeline to {out}")
+    return 0
 
 
 def add_report(sub) -> None:
@@ -46,8 +67,8 @@ def add_report(sub) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from dspsim.results_io import load_run
-    from dspsim.stalls import report_text
+    from dspsim.analysis.report import report_text
+    from dspsim.results import load_run
 
     print(report_text(load_run(args.result)))
     return 0

@@ -10,19 +10,21 @@ from dspsim.cli.common import (
     UsageError,
     add_data_args,
     add_model_args,
+    add_op_args,
     emit_json,
     model_from_args,
+    op_variant,
     positive_int,
 )
-from dspsim.sim import MODES, Result, simulate
+from dspsim.ops import get_op, op_names
+from dspsim.platform import FIDELITIES
+from dspsim.run import Result, simulate
 
 
 def add_run(sub) -> None:
-    p = sub.add_parser("run", help="simulate one version of the softmax op")
+    p = sub.add_parser("run", help="simulate one variant of one op")
     add_model_args(p)
-    p.add_argument("--mode", choices=MODES, default="pingpong")
-    p.add_argument("--n", type=positive_int,
-                   help="float32 elements (default 100000, or the --input array's length)")
+    add_op_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_data_args(p, arrays=True)
     # outputs: the run is traced (and its DDR port logged) only when one of these asks for it
@@ -42,19 +44,17 @@ def add_run(sub) -> None:
 
 
 def run_object(r: Result) -> dict[str, Any]:
-    from dspsim.analytic import bounds
-
     obj = r.to_json()
-    obj["bounds"] = bounds(r.model, r.mode, r.n)
+    obj["bounds"] = get_op(r.op).bounds(r.model, r.variant, r.shape)
     if r.trace is not None:
-        from dspsim.stalls import stall_summary
+        from dspsim.analysis.stalls import stall_summary
 
         obj["stalls"] = stall_summary(r)
     return obj
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from dspsim.results_io import run_outputs
+    from dspsim.cli.outputs import run_outputs
 
     model = model_from_args(args)
     outputs = run_outputs(args)  # checks paths and extensions before simulating
@@ -62,10 +62,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("run: --input and --output need the data path; drop --no-data")
     if args.output:
         check_output_path(args.output)
-    x = load_input(args.input) if args.input else None
+    op = get_op(args.op)
+    x = load_input(args.input, op.ndim) if args.input else None
     r = simulate(
-        model, args.mode, args.n, x=x, data=not args.no_data, trace=outputs.needs_trace,
-        port_log=outputs.needs_port_log,
+        model, op.name, op_variant(args), args.n, shape=args.shape, x=x, data=not args.no_data,
+        trace=outputs.needs_trace, port_log=outputs.needs_port_log, fidelity=args.fidelity,
+        core=args.core,
     )
     written = outputs.write(r)
     if args.output:
@@ -74,9 +76,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(run_object(r))
         return 0
+    shape = "x".join(f"{d:,}" for d in r.shape)
     print(
-        f"{r.mode}: n = {r.n}, {r.cycles:,} cycles = {r.time_us:,.1f} us at "
-        f"{model.core.clock_mhz:g} MHz"
+        f"{r.op} {r.variant} on {r.core}: shape {shape} ({r.n:,} float32), {r.cycles:,} cycles "
+        f"= {r.time_us:,.1f} us at {model.core.clock_mhz:g} MHz ({args.fidelity} fidelity)"
     )
     print(f"  DDR bytes read {r.bytes['ddr_read']:,}, written {r.bytes['ddr_write']:,}")
     print("  busy cycles: " + ", ".join(f"{k} {v:,}" for k, v in r.busy_cycles.items()))
@@ -86,8 +89,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if r.output is not None:
         o = r.output
         err = "n/a" if o["max_rel_err"] is None else f"{o['max_rel_err']:.3g}"
+        abs_err = "n/a" if o.get("max_abs_err") is None else f"{o['max_abs_err']:.3g}"
         print(f"  output: sum {o['sum']:.9g}, {o['nan_count']} NaN, {o['inf_count']} inf, "
-              f"max relative error vs float64 {err}")
+              f"max relative error vs float64 {err}, max absolute error {abs_err}")
     for w in r.warnings:
         print(f"  warning [{w['code']}] x{w['count']}: {w['message']}")
     for h in r.hazards:
@@ -99,42 +103,65 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def add_reproduce(sub) -> None:
-    p = sub.add_parser("reproduce", help="both versions of the seed's softmax vs the document")
+    p = sub.add_parser("reproduce", help="every op's documented figures, simulated")
     add_model_args(p)
+    p.add_argument("--op", metavar="OP", help="only this op (default: every op with figures)")
+    p.add_argument("--fidelity", choices=FIDELITIES, default="burst",
+                   help="simulation fidelity (default burst, the reference)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_data_args(p, arrays=False)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from dspsim.calibrate import SEED_MEASUREMENTS_CYCLES as doc
-
     model = model_from_args(args)
-    runs = {m: simulate(model, m, 100_000, data=not args.no_data) for m in ("pingpong", "direct")}
-    ratio = runs["direct"].cycles / runs["pingpong"].cycles
-    doc_ratio = doc["direct"] / doc["pingpong"]
-    check = None
-    if not args.no_data:
-        check = host_check(runs["direct"].output_array, runs["pingpong"].output_array)
+    ops = [get_op(args.op)] if args.op else [get_op(name) for name in op_names()]
+    ops = [op for op in ops if op.document]
+    if not ops:
+        raise UsageError(f"reproduce: op {args.op!r} has no documented figures")
+    out = {}
+    for op in ops:
+        out[op.name] = _reproduce_op(op, model, args)
     if args.json:
-        obj = {**{m: run_object(r) for m, r in runs.items()}, "ratio": ratio}
+        emit_json(out[ops[0].name] if len(ops) == 1 else out)
+    return 0
+
+
+def _reproduce_op(op: Any, model: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Run each documented variant at the documented shape; compare with the figures."""
+    doc = op.document
+    runs = {
+        v: simulate(model, op.name, v, shape=doc["shape"], data=not args.no_data,
+                    fidelity=args.fidelity)
+        for v in doc["cycles"]
+    }
+    variants = list(doc["cycles"])
+    slow, fast = variants[-1], variants[0]
+    ratio = runs[slow].cycles / runs[fast].cycles
+    doc_ratio = doc["cycles"][slow] / doc["cycles"][fast]
+    check = None
+    if not args.no_data and doc.get("check"):
+        a, b, tolerance = doc["check"]
+        check = host_check(runs[a].output_array, runs[b].output_array, tolerance)
+    if args.json:
+        obj = {**{v: run_object(r) for v, r in runs.items()}, "ratio": ratio}
         if check is not None:
             obj["check"] = check
-        emit_json(obj)
-        return 0
-    print(f"softmax of 100,000 float32 on {model.name} ({model.source})")
+        return obj
+    print(f"{doc['title']} on {model.name} ({model.source})")
     print(f"{'version':<10} {'simulated_cycles':>17} {'document_cycles':>16} {'error_pct':>10}")
-    for mode, r in runs.items():
-        err = 100.0 * (r.cycles / doc[mode] - 1.0)
-        print(f"{mode:<10} {r.cycles:>17,} {doc[mode]:>16,} {err:>+10.2f}")
+    for v, r in runs.items():
+        err = 100.0 * (r.cycles / doc["cycles"][v] - 1.0)
+        print(f"{v:<10} {r.cycles:>17,} {doc['cycles'][v]:>16,} {err:>+10.2f}")
     err = 100.0 * (ratio / doc_ratio - 1.0)
-    print(f"{'ratio':<10} {ratio:>17.3f} {doc_ratio:>16.3f} {err:>+10.2f}   (direct / ping-pong)")
+    print(f"{'ratio':<10} {ratio:>17.3f} {doc_ratio:>16.3f} {err:>+10.2f}   ({slow} / {fast})")
     if check is not None:
+        a, b, tolerance = doc["check"]
         diff = "n/a" if check["max_rel_diff"] is None else f"{check['max_rel_diff']:.3g}"
-        print(f"host check (|direct - pingpong| / |direct| <= 1e-6 per element): "
+        print(f"host check (|{a} - {b}| / |{a}| <= {tolerance:g} per element): "
               f"{'passed' if check['passed'] else 'FAILED'}, max relative difference {diff}")
-    for mode, r in runs.items():
+    for v, r in runs.items():
         for w in r.warnings:
-            print(f"warning ({mode}) [{w['code']}] x{w['count']}: {w['message']}")
+            print(f"warning ({v}) [{w['code']}] x{w['count']}: {w['message']}")
         for h in r.hazards:
-            print(f"hazard ({mode}): {h['message']}")
-    return 0
+            print(f"hazard ({v}): {h['message']}")
+    return {}

@@ -1,18 +1,137 @@
-"""``dspsim sweep``."""
+"""``dspsim sweep``: the command line of ``dspsim.study.sweep``."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+
+from dspsim.cli.common import add_model_args
+from dspsim.errors import DspsimInputError
+from dspsim.ops import op_names
+from dspsim.platform import FIDELITIES
+from dspsim.study.sweep import (
+    DEFAULT_OP,
+    EXECUTORS,
+    SweepAbortedError,
+    build_sweep,
+    check_out,
+    import_dask,
+    journal_path,
+    run_sweep,
+)
+
+
+def shape_values(text: str | None) -> str | None:
+    """``--shape``: one shape as ``R,C`` (``1024,256``), or a list of ``ROWSxCOLS``
+    (``1024x256,512x512``); returned as the sweep's ``ROWSxCOLS,...`` text."""
+    if text is None or "x" in text.lower():
+        return text
+    return "x".join(t.strip() for t in text.split(","))
 
 
 def add_sweep(sub) -> None:
-    from dspsim.sweep import add_arguments
-
-    add_arguments(sub)
+    """Declare ``dspsim sweep`` on the CLI's subparsers."""
+    p = sub.add_parser(
+        "sweep",
+        help="run a grid of model keys, ops, variants and input sizes into a CSV or parquet "
+        "table (resumable)",
+        description="Each finished point is written at once; rerunning the same command "
+        "computes only the missing points. Exit codes: 0 all points succeeded, 1 some failed "
+        "(count on stderr), 2 bad input, 130 interrupted (finished points are kept).",
+    )
+    p.add_argument(
+        "--param",
+        metavar="KEY=VALUES",
+        action="append",
+        default=[],
+        help="swept key: KEY=V1,V2,... or KEY=START:STOP:STEP (STOP included when on the grid); "
+        "any model key, op, variant (or mode), n or shape (ROWSxCOLS) (repeatable)",
+    )
+    p.add_argument(
+        "--op",
+        metavar="OP",
+        help=f"operator(s), of one input dimension: {', '.join(op_names())} "
+        f"(default {DEFAULT_OP})",
+    )
+    p.add_argument(
+        "--variant", metavar="V1,V2", help="the op's variants (default: every variant of the op)"
+    )
+    p.add_argument(
+        "--mode", metavar="V1,V2", help="older name of --variant (the table's column is mode)"
+    )
+    p.add_argument(
+        "--n", help="a 1-D op's float32 elements (default: the op's); a list or range sweeps it"
+    )
+    p.add_argument(
+        "--shape",
+        metavar="R,C",
+        help="a 2-D op's input shape (default: the op's); a list: 1024x256,512x512",
+    )
+    add_model_args(p, set_help="fix a model key for every point (repeatable)")
+    p.add_argument(
+        "--spec", metavar="FILE.toml", help="sweep spec file (see dspsim.study.sweep.spec)"
+    )
+    p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    p.add_argument("--fidelity", choices=FIDELITIES, help="simulation fidelity (default tile)")
+    p.add_argument("--executor", choices=EXECUTORS, default="local")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler, e.g. tcp://host:8786")
+    p.add_argument(
+        "--retry-failed", action="store_true", help="compute again the points that failed before"
+    )
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    """Exit 0: every point succeeded; 1: some failed (count on stderr); 2: bad input."""
-    from dspsim.sweep import cli_main
-
-    return cli_main(args)
+    """Run ``dspsim sweep``. Exit 0: every point succeeded; 1: some failed (count on stderr) or
+    the sweep was aborted; 2: bad input; 130: interrupted."""
+    if args.jobs < 1:
+        raise DspsimInputError(f"--jobs {args.jobs}: must be a positive integer")
+    out = check_out(args.out)
+    if args.executor == "dask":
+        import_dask()
+    if args.variant is not None and args.mode is not None:
+        raise DspsimInputError("give --variant or --mode (its older name), not both")
+    sweep = build_sweep(
+        args.param,
+        op=args.op,
+        variants=args.variant,
+        modes=args.mode,
+        n=args.n,
+        shape=shape_values(args.shape),
+        model=args.model,
+        overrides=args.overrides,
+        fidelity=args.fidelity,
+        spec=args.spec,
+    )
+    try:
+        summary = run_sweep(
+            sweep,
+            out,
+            jobs=args.jobs,
+            executor=args.executor,
+            scheduler=args.scheduler,
+            retry_failed=args.retry_failed,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"dspsim: interrupted; finished points are in {journal_path(out)}; "
+            "rerun the same command to finish",
+            file=sys.stderr,
+        )
+        return 130
+    except SweepAbortedError as e:
+        print(
+            f"dspsim: error: {e}; finished points are in {journal_path(out)}; "
+            "rerun the same command to finish",
+            file=sys.stderr,
+        )
+        return 1
+    print(summary.line())
+    if summary.failed:
+        print(
+            f"dspsim: {summary.failed} of {summary.points} points failed; see the error column "
+            f"of {out}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

@@ -19,10 +19,10 @@ TCM_STRIDE = 0x0004_0000
 class TileManager:
     """``xvAllocateBuffer`` / ``xvFreeBuffer`` over the DataRAM banks, one pool per colour."""
 
-    def __init__(self, cfg: Tcm, data: bool):
+    def __init__(self, cfg: Tcm, data: bool, prefix: str = ""):
         stride = max(TCM_STRIDE, cfg.bank_bytes)
         self.banks = [
-            Memory(f"dram{i}", "tcm", TCM_BASE + i * stride, cfg.bank_bytes, data, bank=i)
+            Memory(f"{prefix}dram{i}", "tcm", TCM_BASE + i * stride, cfg.bank_bytes, data, bank=i)
             for i in range(cfg.banks)
         ]
         for bank in self.banks:
@@ -51,7 +51,7 @@ class TileManager:
         free = bank.size_bytes - sum(e - s for s, e in used)
         raise AllocationError(
             f"buffer of {size_bytes} bytes (alignment {alignment}) does not fit DataRAM colour "
-            f"{colour}: {free} of {bank.size_bytes} bytes free; use a smaller softmax.tile_bytes"
+            f"{colour}: {free} of {bank.size_bytes} bytes free; use smaller tiles or buffers"
         )
 
     def free(self, ptr: Ptr) -> None:

@@ -14,40 +14,10 @@ such values, or ``None``. Scalar arguments in ``args`` may be per-row arrays of 
 ``(rows,)``.
 """
 
-from __future__ import annotations
+from dspsim.kernels.registry import KERNELS, Kernel, get_kernel, register
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+__all__ = ["KERNELS", "Kernel", "get_kernel", "register"]
 
-from dspsim.errors import DspsimInputError
-from dspsim.kernels.shapes import LoopShape
-
-
-@dataclass(frozen=True)
-class Kernel:
-    name: str
-    shape: LoopShape
-    compute: Callable[..., Any]
-    reads: bool = True  # takes a source array
-    writes: bool = False  # writes a destination array
-
-
-KERNELS: dict[str, Kernel] = {}
-
-
-def register(kernel: Kernel) -> Kernel:
-    """Add a kernel to the library (a name may be registered once)."""
-    if kernel.name in KERNELS and KERNELS[kernel.name] is not kernel:
-        raise ValueError(f"kernel {kernel.name!r} is already registered")
-    KERNELS[kernel.name] = kernel
-    return kernel
-
-
-def get_kernel(name: str) -> Kernel:
-    try:
-        return KERNELS[name]
-    except KeyError:
-        raise DspsimInputError(
-            f"no kernel {name!r}; registered: {', '.join(sorted(KERNELS))}"
-        ) from None
+# The seed's kernels, linked into every firmware image (an op's own kernels are registered
+# when the op imports its kernel module).
+from dspsim.kernels import library  # noqa: E402, F401

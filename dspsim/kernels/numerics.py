@@ -5,13 +5,24 @@ changes the result: two vector accumulators and a predicated tail in ``vecmaxf``
 lane reduction, and in ``vecexpf_max`` the NatureDSP fixed-point range reduction, the float
 polynomial in the seed's Estrin/Horner order and the scaling through two exponent halves.
 
+Batches: every function takes ``x`` of shape ``(n,)`` (one call) or ``(rows, n)`` (``rows``
+independent calls, one per row, computed together). A reduction then returns a ``(rows,)``
+array instead of an ``np.float32``, an elementwise kernel a ``(rows, n)`` array, and a scalar
+argument (``max_value``, ``scalar``) may be a per-row ``(rows,)`` array. Each row's result is bit
+for bit the 1-D call's on that row: the batch runs the same float32 operations, lane for lane
+and in the same order.
+
 Where the seed's C does not pin an instruction down, this module makes one documented choice
 (the assumptions are collected here so they can be revisited in one place):
 
 * ``IVP_MAXN_2XF32`` propagates NaN: if either operand is NaN the result is NaN (IEEE 754-2019
   ``maximum``). The ISA has a separate ``IVP_MAXNUMN_2XF32`` for the NaN-ignoring ``maxNum``,
   which NatureDSP's own softmax uses when it wants NaN ignored, so the plain MAX is taken to be
-  the propagating one.
+  the propagating one. As IEEE 754-2019 ``maximum`` it orders -0.0 below +0.0, which makes the
+  max a total order: ``vecmaxf``'s result does not depend on the order of its comparisons.
+* A NaN result is the default quiet NaN (0x7FC00000): NaN payloads and signs are not modelled.
+  (numpy, like the ISA, returns one of the operands' NaNs, but which one depends on its loop, so
+  a row of a batch could otherwise differ from the 1-D call in a NaN's bits.)
 * ``IVP_MULAN_2XF32`` (``acc += a * b``) is fused: one rounding of the exact ``a * b + acc``.
 * ``IVP_RADDN_2XF32`` sums the lanes as a pairwise tree of halves (lane i + lane i + lanes/2,
   and so on down to one lane), each add rounded to float32.
@@ -75,26 +86,103 @@ def _check_lanes(lanes: int) -> None:
 
 
 def _as_f32(x: np.ndarray) -> np.ndarray:
+    """The kernel input as float32, of shape ``(n,)`` or ``(rows, n)`` (a batch of calls)."""
     x = np.asarray(x)
-    if x.ndim != 1:
-        raise DspsimInputError(f"kernel input must be a 1-D array, got shape {x.shape}")
+    if x.ndim not in (1, 2):
+        raise DspsimInputError(
+            f"kernel input must be a 1-D array or a 2-D batch of rows, got shape {x.shape}"
+        )
     return x.astype(_F32, copy=False)
 
 
+def _row_scalar(value: float | np.ndarray, x: np.ndarray) -> np.float32 | np.ndarray:
+    """A kernel's scalar argument in float32: a scalar, or for a batch ``x`` of shape
+    ``(rows, n)`` a per-row ``(rows,)`` array, returned as a ``(rows, 1)`` column that
+    broadcasts along each row."""
+    v = np.asarray(value)
+    if v.ndim == 0:
+        return _F32(v)
+    if x.ndim == 2 and v.shape == (x.shape[0],):
+        return v.astype(_F32)[:, None]
+    raise DspsimInputError(
+        f"a kernel's scalar argument must be a scalar, or one value per row of a 2-D batch; "
+        f"got shape {v.shape} for input shape {x.shape}"
+    )
+
+
+def _canonical_nan(a: np.ndarray) -> np.ndarray:
+    """Every NaN of the float32 array ``a`` (in place) made the default quiet NaN; returns ``a``."""
+    np.copyto(a, _F32(np.nan), where=np.isnan(a))
+    return a
+
+
+def _as_batch(x: np.ndarray) -> np.ndarray:
+    """A kernel input of shape ``(n,)`` or ``(rows, n)`` as ``(rows, n)`` (a view)."""
+    return x if x.ndim == 2 else x[None, :]
+
+
+def _reduction_result(v: np.ndarray, x: np.ndarray) -> np.float32 | np.ndarray:
+    """A reduction's per-row results ``(rows,)``: an ``np.float32`` for a 1-D call."""
+    v = _canonical_nan(np.asarray(v, _F32))
+    return _F32(v[0]) if x.ndim == 1 else v
+
+
+def _padded_iterations(x: np.ndarray, lanes: int, pad: float) -> np.ndarray:
+    """``x`` as ``(rows, iterations, 2, lanes)``: the vectors the two-accumulator loop reads,
+    the predicated tail's lanes past the end filled with ``pad``."""
+    rows, n = x.shape
+    per_iter = 2 * lanes
+    iterations = -(-n // per_iter)
+    buf = np.full((rows, iterations * per_iter), pad, _F32)
+    buf[:, :n] = x
+    return buf.reshape(rows, iterations, 2, lanes)
+
+
+def _sequential_sum(vectors: np.ndarray) -> np.ndarray:
+    """Accumulators starting at +0.0 that add ``vectors[:, k]`` for k = 0, 1, ... in turn, one
+    float32 rounding per add: ``(rows, iterations, 2, lanes) -> (rows, 2, lanes)``."""
+    # np.cumsum adds along the axis in order (np.sum may reorder into pairwise partial sums).
+    # It starts from the first element rather than +0.0; adding +0.0 at the end gives the same
+    # bits: the two differ only on a -0.0 running sum, which stays -0.0 only while every term
+    # is -0.0, and then +0.0 + -0.0 = +0.0 as the accumulator would have it.
+    return np.cumsum(vectors, axis=1, dtype=_F32)[:, -1] + _F32(0.0)
+
+
+def _radd(acc: np.ndarray) -> np.ndarray:
+    """``acc0 + acc1``, then IVP_RADDN_2XF32 as a pairwise tree of halves:
+    ``(rows, 2, lanes) -> (rows,)``, each add rounded to float32."""
+    v = (acc[:, 0] + acc[:, 1]).astype(_F32)
+    while v.shape[-1] > 1:
+        half = v.shape[-1] // 2
+        v = (v[:, :half] + v[:, half:]).astype(_F32)
+    return v[:, 0]
+
+
 def _maxf(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
-    """IVP_MAXN_2XF32: elementwise max, NaN if either operand is NaN (see module docstring)."""
-    return np.maximum(a, b)  # numpy's maximum propagates NaN
+    """IVP_MAXN_2XF32: elementwise IEEE 754-2019 ``maximum`` (see module docstring): NaN if
+    either operand is NaN (the default quiet NaN), and +0.0 above -0.0."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        m = np.maximum(a, b)  # propagates NaN, but returns either zero when they compare equal
+        both_zero = (a == 0) & (b == 0)
+        m = np.where(both_zero, a + b, m).astype(_F32)  # -0 + -0 = -0; any +0 gives +0
+    return _canonical_nan(m)
 
 
 def _fma_f32(a: np.ndarray, b: np.ndarray | np.float32, c: np.ndarray | np.float32) -> np.ndarray:
-    """``a * b + c`` rounded once to float32, as a fused multiply-add.
+    """``a * b + c`` rounded once to float32, as a fused multiply-add."""
+    return _add_exact_f32(np.asarray(a, np.float64) * np.asarray(b, np.float64), c)
 
-    The float32 product is exact in float64. The float64 sum is turned into its round-to-odd
-    value (truncate, then set the last bit if anything was lost, the lost part coming from an
-    exact TwoSum); rounding a round-to-odd float64 to float32 is then the correctly rounded
-    fused result, with no double-rounding error.
+
+def _add_exact_f32(p: np.ndarray, c: np.ndarray | np.float32) -> np.ndarray:
+    """``p + c`` rounded once to float32, for a float64 ``p`` holding an exact float32 product
+    (so ``fma(a, b, c) = _add_exact_f32(float64(a) * float64(b), c)``).
+
+    The float64 sum is turned into its round-to-odd value (truncate, then set the last bit if
+    anything was lost, the lost part coming from an exact TwoSum); rounding a round-to-odd
+    float64 to float32 is then the correctly rounded fused result, with no double-rounding
+    error.
     """
-    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
+    p = np.asarray(p, np.float64)
     c64 = np.asarray(c, np.float64)
     s = np.asarray(p + c64)
     bb = s - p
@@ -136,7 +224,7 @@ def _mul_q30_via_16bit_halves(t: np.ndarray, constant: int) -> np.ndarray:
 
 
 def _expf_masks(
-    x: np.ndarray, mx: np.float32, guard_shifted_input: bool
+    x: np.ndarray, mx: np.float32 | np.ndarray, guard_shifted_input: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """b_nan, b_max, b_inf and x - max, as the seed's kernel computes them."""
     shifted = x - mx
@@ -148,24 +236,32 @@ def _expf_masks(
 
 
 def expf_input_flags(
-    x: np.ndarray, max_value: float, guard_shifted_input: bool = False
-) -> dict[str, int]:
+    x: np.ndarray, max_value: float | np.ndarray, guard_shifted_input: bool = False
+) -> dict[str, int] | dict[str, np.ndarray]:
     """How many elements raise the kernel's NaN flag and its overflow guard (NaN excluded).
 
     ``overflow_guard`` counts the elements that ``vecexpf_max`` replaces by 127 and so turns into
     +inf: with the seed's guard every raw input >= 88.722839, with ``guard_shifted_input`` every
     ``x - max`` >= 88.722839 (or unordered, e.g. ``inf - inf``).
+
+    For a batch ``x`` of shape ``(rows, n)`` (``max_value`` a scalar or one per row) each count
+    is a ``(rows,)`` int64 array, the count of each row's call; for 1-D ``x`` it is an ``int``.
     """
     x = _as_f32(x)
+    mx = _row_scalar(max_value, x)
     with np.errstate(all="ignore"):
-        b_nan, b_max, _, _ = _expf_masks(x, _F32(max_value), guard_shifted_input)
+        b_nan, b_max, _, _ = _expf_masks(x, mx, guard_shifted_input)
+    nan_inputs = np.count_nonzero(b_nan, axis=-1)
+    overflow_guard = np.count_nonzero(b_max & ~b_nan, axis=-1)
+    if x.ndim == 1:
+        return {"nan_inputs": int(nan_inputs), "overflow_guard": int(overflow_guard)}
     return {
-        "nan_inputs": int(np.count_nonzero(b_nan)),
-        "overflow_guard": int(np.count_nonzero(b_max & ~b_nan)),
+        "nan_inputs": np.asarray(nan_inputs, np.int64),
+        "overflow_guard": np.asarray(overflow_guard, np.int64),
     }
 
 
-def vecmaxf(x: np.ndarray, lanes: int) -> np.float32:
+def vecmaxf(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
     """The seed's ``vecmaxf``: the largest element, or 0.0f for an empty array.
 
     Two accumulators of ``lanes`` start at -inf and take 2*lanes elements per iteration; the tail
@@ -174,52 +270,54 @@ def vecmaxf(x: np.ndarray, lanes: int) -> np.float32:
     with a max at each step, and lane 0 is returned.
 
     NaN: ``IVP_MAXN_2XF32`` is taken to propagate NaN, so any NaN element makes the result NaN
-    (whatever its position, so the order of the reduction does not matter).
+    (the default quiet NaN); with -0.0 below +0.0 the max is a total order, so the order of the
+    reduction does not matter. A ``(rows, n)`` batch gives one result per row, ``(rows,)``.
     """
     _check_lanes(lanes)
     x = _as_f32(x)
-    if len(x) == 0:  # if (N <= 0) return 0.f;
-        return _F32(0.0)
-    per_iter = 2 * lanes
-    buf = np.full(-(-len(x) // per_iter) * per_iter, -np.inf, _F32)
-    buf[: len(x)] = x
-    acc = np.maximum.reduce(buf.reshape(-1, 2, lanes), axis=0)  # (2, lanes)
-    v = _maxf(acc[0], acc[1])
+    xb = _as_batch(x)
+    if xb.shape[1] == 0:  # if (N <= 0) return 0.f;
+        return _reduction_result(np.zeros(xb.shape[0], _F32), x)
+    vectors = _padded_iterations(xb, lanes, -np.inf)  # (rows, iterations, 2, lanes)
+    # Each lane's running max over the iterations. np.maximum.reduce finds the right value in
+    # any order but may return either zero of a tie or any NaN's payload: fix both up to the
+    # IEEE maximum (+0.0 if the lane saw one; the default quiet NaN).
+    acc = np.maximum.reduce(vectors, axis=1)  # (rows, 2, lanes)
+    zero = acc == 0
+    if zero.any():
+        saw_plus_zero = (vectors.view(np.uint32) == 0).any(axis=1)
+        acc = np.where(zero & saw_plus_zero, _F32(0.0), acc)
+    acc = _canonical_nan(acc)
+    v = _maxf(acc[:, 0], acc[:, 1])
     step = lanes // 2
     while step >= 1:  # IVP_SELN_2XF32I(v, v, ROTATE_RIGHT_<step>) then max
-        v = _maxf(v, np.roll(v, -step))
+        v = _maxf(v, np.roll(v, -step, axis=-1))
         step //= 2
-    return _F32(v[0])
+    return _reduction_result(v[:, 0], x)
 
 
-def vecsum(x: np.ndarray, lanes: int) -> np.float32:
+def vecsum(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
     """The seed's ``vecsum``: float32 sum in the kernel's order, or 0.0f for an empty array.
 
     Two accumulators of ``lanes`` start at +0.0; each lane adds its elements one after the other
     in loop order (element ``i`` goes to accumulator ``(i // lanes) % 2``, lane ``i % lanes``);
     the tail is a predicated add (padding with -0.0, the exact identity of IEEE addition, gives
     the same bits); then ``acc0 + acc1`` and ``IVP_RADDN_2XF32`` as a pairwise tree of halves.
+    A ``(rows, n)`` batch gives one sum per row, ``(rows,)``.
     """
     _check_lanes(lanes)
     x = _as_f32(x)
-    if len(x) == 0:  # if (N <= 0) return 0.f;
-        return _F32(0.0)
-    per_iter = 2 * lanes
-    buf = np.full(-(-len(x) // per_iter) * per_iter, -0.0, _F32)
-    buf[: len(x)] = x
-    rows = buf.reshape(-1, 2, lanes)
-    # A sequential float32 sum along the iteration axis, which np.cumsum performs in order
-    # (np.sum may reorder into pairwise partial sums). The accumulators start at +0.0.
+    xb = _as_batch(x)
+    if xb.shape[1] == 0:  # if (N <= 0) return 0.f;
+        return _reduction_result(np.zeros(xb.shape[0], _F32), x)
     with np.errstate(over="ignore", invalid="ignore"):
-        acc = np.cumsum(rows, axis=0, dtype=_F32)[-1] + _F32(0.0)
-        v = (acc[0] + acc[1]).astype(_F32)
-        while len(v) > 1:
-            half = len(v) // 2
-            v = (v[:half] + v[half:]).astype(_F32)
-    return _F32(v[0])
+        v = _radd(_sequential_sum(_padded_iterations(xb, lanes, -0.0)))
+    return _reduction_result(v, x)
 
 
-def vecexpf_max(x: np.ndarray, max_value: float, guard_shifted_input: bool = False) -> np.ndarray:
+def vecexpf_max(
+    x: np.ndarray, max_value: float | np.ndarray, guard_shifted_input: bool = False
+) -> np.ndarray:
     """The seed's ``vecexpf_max``: ``exp(x - max_value)`` per element, in float32.
 
     As the C computes it: NaN/overflow/inf flags (the overflow guard ``x >= 88.722839f`` tests
@@ -233,13 +331,16 @@ def vecexpf_max(x: np.ndarray, max_value: float, guard_shifted_input: bool = Fal
     non-NaN input (``max`` NaN, or ``-inf - -inf``) survives ``IVP_MAXN`` and truncates to
     INT32_MAX, so it also gives +inf.
 
+    A ``(rows, n)`` batch computes each row with its own ``max_value`` (a scalar or one per
+    row, shape ``(rows,)``).
+
     Accuracy (measured in tests): relative error <= 3e-7 where the result is a normal float32;
     within 2 subnormal ULPs below. See the module docstring for the instruction assumptions.
     """
     x = _as_f32(x)
-    if len(x) == 0:
-        return np.empty(0, _F32)
-    mx = _F32(max_value)
+    mx = _row_scalar(max_value, x)
+    if x.shape[-1] == 0:
+        return np.empty(x.shape, _F32)
     with np.errstate(all="ignore"):
         _, b_max, b_inf, xin = _expf_masks(x, mx, guard_shifted_input)
         xin = np.where(b_max, _F32(127.0), xin)
@@ -275,11 +376,15 @@ def vecexpf_max(x: np.ndarray, max_value: float, guard_shifted_input: bool = Fal
         scl2 = ((e2 << 23) & _MASK32).astype(np.uint32).view(_F32)
         zout = (p6 * scl1).astype(_F32)
         zout = (zout * scl2).astype(_F32)
-    return zout
+    return _canonical_nan(zout)
 
 
-def vecmul(x: np.ndarray, scalar: float) -> np.ndarray:
-    """The seed's ``vecmul``: each element times ``scalar``, one float32 rounding each."""
+def vecmul(x: np.ndarray, scalar: float | np.ndarray) -> np.ndarray:
+    """The seed's ``vecmul``: each element times ``scalar``, one float32 rounding each.
+
+    For a ``(rows, n)`` batch ``scalar`` may be one value per row, shape ``(rows,)``.
+    """
     x = _as_f32(x)
+    s = _row_scalar(scalar, x)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        return (x * _F32(scalar)).astype(_F32)
+        return _canonical_nan((x * s).astype(_F32))

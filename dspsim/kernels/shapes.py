@@ -120,6 +120,88 @@ def ddr_call(
     return DdrCall(cycles, stall, read, write)
 
 
+@dataclass(frozen=True)
+class DdrWalk:
+    """A sequence of kernel calls against DDR in closed form (the core alone on the port)."""
+
+    cycles: float
+    read_bytes: int
+    write_bytes: int
+    loads: int  # requests: vector loads (each stalls the core)
+    stores: int  # requests: posted vector stores
+    must_cross_bytes: int  # bytes that cross before the last call returns (all but the last
+    # posted store)
+
+
+def _last_stores(shape: LoopShape, n: int, lanes: int) -> list[int]:
+    """Bytes of the stores in a call's last storing iteration (posted when it returns)."""
+    for count, _, stores in reversed(shape.segments(n, lanes)):
+        nonzero = [b for b in stores if b]
+        if count > 0 and nonzero:
+            return nonzero
+    return []
+
+
+def ddr_requests(shape: LoopShape, n: int, lanes: int, store_ddr: bool) -> tuple[int, int]:
+    """(loads, stores) one call against DDR issues: the priming load(s), then every iteration's
+    accesses that touch memory (predicated-off ones issue nothing)."""
+    loads, stores = shape.priming_loads, 0
+    for count, seg_loads, seg_stores in shape.segments(n, lanes):
+        loads += count * sum(1 for b in seg_loads if b)
+        if store_ddr:
+            stores += count * sum(1 for b in seg_stores if b)
+    return loads, stores
+
+
+def ddr_call_sequence(
+    calls: list[tuple[LoopShape, bool]] | tuple[tuple[LoopShape, bool], ...],
+    n: int,
+    core: Core,
+    latency_cycles: float,
+    cycles_per_byte: float,
+    port_slots: int,
+    repeat: int = 1,
+) -> DdrWalk:
+    """``calls`` (each ``(shape, stores to DDR)``, every load from DDR) one after another on
+    ``n`` elements, the whole sequence ``repeat`` times: :func:`ddr_call` per call, plus the
+    hand-over between calls: the previous call's last posted store still holds the data path
+    (with one port slot, the slot) when the next call's first load issues after its call
+    overhead. Exact up to rounding for the core alone on the port."""
+    lanes = core.lanes_f32
+    slot_blocks = port_slots == 1
+    read = write = loads = stores = 0
+    cycles = 0.0
+    carried = 0.0
+    last_store_bytes = 0
+    first_pass = 0.0
+    for rep in range(min(repeat, 2)):  # later repeats are the second one again
+        start = cycles
+        for shape, store_ddr in calls:
+            call = ddr_call(shape, n, core, latency_cycles, cycles_per_byte, True, store_ddr,
+                            port_slots)
+            cycles += call.cycles + max(0.0, carried - core.call_overhead_cycles)
+            read += call.read_bytes
+            write += call.write_bytes
+            call_loads, call_stores = ddr_requests(shape, n, lanes, store_ddr)
+            loads += call_loads
+            stores += call_stores
+            last = _last_stores(shape, n, lanes) if store_ddr else []
+            if last:
+                last_store_bytes = last[-1]
+            tail = shape.reduction_ops(lanes) * core.alu_latency_cycles
+            store_wait = sum(last) * cycles_per_byte + (latency_cycles * len(last)
+                                                        if slot_blocks else 0.0)
+            carried = max(0.0, store_wait - tail)
+        if rep == 0:
+            first_pass = cycles - start
+    if repeat > 2:
+        again = cycles - first_pass
+        cycles += (repeat - 2) * again
+        read, write = read * repeat // 2, write * repeat // 2
+        loads, stores = loads * repeat // 2, stores * repeat // 2
+    return DdrWalk(cycles, read, write, loads, stores, read + write - last_store_bytes)
+
+
 def _log2(lanes: int) -> int:
     return max(0, (lanes - 1).bit_length())
 

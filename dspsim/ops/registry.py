@@ -1,4 +1,5 @@
-"""The DSP firmware's op table: ``hb_dsp_register_fn(cmd, handler, latency)``."""
+"""The op registry (every operator dspsim can run) and the DSP firmware's command table
+(``hb_dsp_register_fn(cmd, handler, latency)``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,41 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dspsim.errors import DspsimInputError
+from dspsim.ops.base import Op
+from dspsim.schema import register_op_params
+
+OPS: dict[str, Op] = {}
+_DEFAULT: list[str] = []  # the op commands run when none is named
+
+
+def register_op(op: Op, default: bool = False) -> Op:
+    """Make an operator runnable: its parameter table, its command, its name; ``default``: the
+    op commands run when none is named."""
+    if op.name in OPS:
+        raise ValueError(f"op {op.name!r} is already registered")
+    if any(o.cmd == op.cmd for o in OPS.values()):
+        raise ValueError(f"op {op.name!r}: command 0x{op.cmd:x} is taken")
+    register_op_params(op.params)
+    OPS[op.name] = op
+    if default:
+        _DEFAULT[:] = [op.name]
+    return op
+
+
+def get_op(name: str) -> Op:
+    try:
+        return OPS[name]
+    except (KeyError, TypeError):
+        raise DspsimInputError(f"unknown op {name!r}; allowed: {', '.join(OPS)}") from None
+
+
+def op_names() -> list[str]:
+    return list(OPS)
+
+
+def default_op() -> str:
+    """The op a command runs when none is named (the seed's), else the first registered."""
+    return _DEFAULT[0] if _DEFAULT else next(iter(OPS))
 
 
 @dataclass(frozen=True)
@@ -32,10 +68,20 @@ class Registry:
         return self._ops[cmd]
 
 
-def firmware_registry() -> Registry:
-    """What the DSP image registers before ``hb_dsp_start``."""
-    from dspsim.ops.softmax import SOFTMAX_CMD, hb_dsp_softmax
+def _entry(op: Op) -> Callable:
+    """The handler the firmware calls: the op's C, with its parameters as its globals."""
 
+    def handler(dsp, input, output, tm):
+        dsp.params = dsp.model.params(op.name)
+        dsp.channel_map = None
+        return (yield from op.handler(dsp, input, output, tm))
+
+    return handler
+
+
+def firmware_registry() -> Registry:
+    """What the DSP image registers before ``hb_dsp_start``: every registered op."""
     registry = Registry()
-    registry.register_fn(SOFTMAX_CMD, hb_dsp_softmax, 0)
+    for op in OPS.values():
+        registry.register_fn(op.cmd, _entry(op), op.latency_us)
     return registry

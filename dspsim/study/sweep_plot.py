@@ -6,22 +6,26 @@ maps ``y`` over two keys (KEY1 across, KEY2 up), one panel per value of any othe
 
 ``y`` is any numeric column of the table, or a derived figure:
 
-- ``speedup``: direct cycles / ping-pong cycles for each combination of the other keys (the table
-  needs a ``mode`` column with both versions); heatmaps draw the crossover contour where it is 1.
-- ``cycles_per_element``: cycles / n.
+- ``speedup``: for each combination of the other keys, the cycles of the op's other variant
+  over the cycles of its default variant (``get_op(op).default_variant``); the table needs a
+  variant (or ``mode``) column with exactly two variants of one op, and the axis says which
+  (e.g. ``speedup (direct cycles / pingpong cycles)``). Heatmaps draw the crossover contour
+  where it is 1.
+- ``cycles_per_element``: cycles / elements (``n``, or the product of a ``shape``).
 
-Parameter columns are those before ``cycles`` (see ``dspsim.sweep``). Failed points (a non-empty
-``error``) are left out and counted in the title. Axes are labelled with the column names, which
-carry their units.
+Parameter columns are those before ``cycles`` (see ``dspsim.study.sweep.table``); ``mode`` and
+``variant`` name the same column (a table has one or the other). Failed points (a non-empty
+``error``) are left out and counted in the title; on line plots, points whose ``warnings`` cell
+is not empty are ringed with a hollow marker ("point with warnings"). Axes are labelled with the
+column names, which carry their units. A table without an ``op`` column is of the default op.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -30,21 +34,40 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from dspsim.errors import DspsimInputError
-from dspsim.sweep import key_columns, read_sweep
+from dspsim.ops import get_op
+from dspsim.study.sweep import DEFAULT_OP, key_columns, parse_shape, read_sweep
+
+if TYPE_CHECKING:
+    from argparse import Namespace
 
 DERIVED = ("speedup", "cycles_per_element")
 FIGURE_EXTENSIONS = (".png", ".svg", ".pdf")
 MAX_PANELS = 6
 MAX_LINES = 24
 LINESTYLES = ("-", "--", ":", "-.")
-LABELS = {
-    "speedup": "speedup (direct cycles / pingpong cycles)",
-    "cycles_per_element": "cycles_per_element (cycles / n)",
-}
+LABELS = {"cycles_per_element": "cycles_per_element (cycles / n)"}
+VARIANT_COLUMNS = ("variant", "mode")  # one column, under its name or its older one
+WARNED_MARKER = "o"  # hollow, drawn larger than the line's own markers
+WARNED_LABEL = "point with warnings"
 
 
-def label(column: str) -> str:
+def label(column: str, df: pd.DataFrame | None = None) -> str:
+    """An axis label: the column's name, with what a derived figure divides by what."""
+    if column == "speedup" and df is not None:
+        _, _, default, other = speedup_pair(df)
+        return f"speedup ({other} cycles / {default} cycles)"
+    if column == "cycles_per_element" and df is not None and "n" not in df.columns:
+        return "cycles_per_element (cycles / elements)"
     return LABELS.get(column, column)
+
+
+def resolve(df: pd.DataFrame, column: str) -> str:
+    """The table's name of ``column``: ``mode`` and ``variant`` stand for each other."""
+    if column not in df.columns and column in VARIANT_COLUMNS:
+        for other in VARIANT_COLUMNS:
+            if other in df.columns:
+                return other
+    return column
 
 
 def _require(df: pd.DataFrame, column: str, source: str) -> None:
@@ -53,28 +76,92 @@ def _require(df: pd.DataFrame, column: str, source: str) -> None:
         raise DspsimInputError(f"column {column!r} is not in {source}; allowed: {allowed}")
 
 
-def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Direct cycles / ping-pong cycles for each combination of the other parameter columns
-    (successful points only); the keys without ``mode``, then ``speedup``."""
+def _ok(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["error"] == ""] if "error" in df.columns else df
+
+
+def variant_column(df: pd.DataFrame) -> str | None:
+    """``variant`` or ``mode``, whichever the table has among its parameter columns."""
     keys = key_columns(df)
-    if "mode" not in keys:
-        raise DspsimInputError("speedup needs a mode column with both pingpong and direct")
-    ok = df[df["error"] == ""] if "error" in df.columns else df
-    others = [k for k in keys if k != "mode"]
-    cols = {}
-    for mode in ("pingpong", "direct"):
-        part = ok[ok["mode"] == mode]
+    return next((c for c in VARIANT_COLUMNS if c in keys), None)
+
+
+def speedup_pair(df: pd.DataFrame) -> tuple[str, str, str, str]:
+    """(op, variant column, the op's default variant, the other variant) of a table whose
+    speed-up is asked for: it needs a variant column with exactly two variants of one op, one
+    of them the op's default."""
+    col = variant_column(df)
+    if col is None:
+        raise DspsimInputError(
+            "speedup needs a variant (or mode) column with two variants of one op"
+        )
+    ops = list(dict.fromkeys(df["op"])) if "op" in df.columns else [DEFAULT_OP]
+    if len(ops) != 1:
+        raise DspsimInputError(
+            f"speedup needs the points of one op; the table has {', '.join(map(str, ops))}"
+        )
+    op = get_op(ops[0])
+    variants = list(dict.fromkeys(df[col]))
+    if len(variants) != 2:
+        raise DspsimInputError(
+            f"speedup needs exactly two variants of {op.name} in the {col} column; the table "
+            f"has {', '.join(map(str, variants))} (allowed: {', '.join(op.variants)})"
+        )
+    default = op.default_variant
+    if default not in variants:
+        raise DspsimInputError(
+            f"speedup divides by {op.name}'s default variant {default}; the table's {col} "
+            f"column has {', '.join(map(str, variants))}"
+        )
+    other = next(v for v in variants if v != default)
+    return op.name, col, default, other
+
+
+def _join_warnings(values: Sequence[Any]) -> str:
+    codes = [c for v in values if isinstance(v, str) for c in v.split(";") if c]
+    return ";".join(dict.fromkeys(codes))
+
+
+def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The other variant's cycles / the default variant's cycles for each combination of the
+    other parameter columns (successful points only): those keys, then ``speedup`` (and
+    ``warnings``, the codes of either point, when the table has that column)."""
+    _, col, default, other = speedup_pair(df)
+    keys = key_columns(df)
+    ok = _ok(df)
+    others = [k for k in keys if k != col]
+    wanted = ["cycles", *(["warnings"] if "warnings" in df.columns else [])]
+    parts = {}
+    for variant in (default, other):
+        part = ok[ok[col] == variant]
         if part.empty:
             raise DspsimInputError(
-                f"speedup needs {mode} points; the table has none that succeeded"
+                f"speedup needs {variant} points; the table has none that succeeded"
             )
-        cols[mode] = part.set_index(others)["cycles"].astype(float) if others else part["cycles"]
+        part = part.set_index(others)[wanted] if others else part[wanted].iloc[:1]
+        parts[variant] = part.assign(cycles=part["cycles"].astype(float))
     if not others:
-        value = float(cols["direct"].iloc[0]) / float(cols["pingpong"].iloc[0])
-        return pd.DataFrame({"speedup": [value]})
-    joined = pd.concat(cols, axis=1, join="inner")
-    joined["speedup"] = joined["direct"] / joined["pingpong"]
-    return joined[["speedup"]].reset_index()
+        a, b = parts[other].iloc[0], parts[default].iloc[0]
+        table = pd.DataFrame({"speedup": [a["cycles"] / b["cycles"]]})
+        if "warnings" in wanted:
+            table["warnings"] = [_join_warnings([a["warnings"], b["warnings"]])]
+        return table
+    joined = pd.concat(parts, axis=1, join="inner")
+    out = pd.DataFrame(index=joined.index)
+    out["speedup"] = joined[(other, "cycles")] / joined[(default, "cycles")]
+    if "warnings" in wanted:
+        out["warnings"] = [
+            _join_warnings(pair)
+            for pair in zip(joined[(other, "warnings")], joined[(default, "warnings")])
+        ]
+    return out.reset_index()
+
+
+def elements(df: pd.DataFrame) -> pd.Series:
+    """Elements of each point's input: ``n``, or the product of its ``shape``."""
+    if "n" in df.columns:
+        return df["n"].astype(float)
+    return df["shape"].map(lambda s: float(math.prod(parse_shape(str(s)))))
 
 
 def derive(df: pd.DataFrame, y: str, source: str = "the table") -> tuple[pd.DataFrame, list[str]]:
@@ -82,11 +169,13 @@ def derive(df: pd.DataFrame, y: str, source: str = "the table") -> tuple[pd.Data
     keys = key_columns(df)
     if y == "speedup":
         table = speedup_table(df)
-        return table, [k for k in keys if k != "mode"]
-    ok = df[df["error"] == ""].copy() if "error" in df.columns else df.copy()
+        col = variant_column(df)
+        return table, [k for k in keys if k != col]
+    ok = _ok(df).copy()
     if y == "cycles_per_element":
-        _require(df, "n", source)
-        ok[y] = ok["cycles"].astype(float) / ok["n"].astype(float)
+        if "n" not in df.columns and "shape" not in df.columns:
+            _require(df, "n", source)
+        ok[y] = ok["cycles"].astype(float) / elements(ok)
         return ok, keys
     _require(df, y, source)
     values = pd.to_numeric(ok[y], errors="coerce")
@@ -94,6 +183,16 @@ def derive(df: pd.DataFrame, y: str, source: str = "the table") -> tuple[pd.Data
         raise DspsimInputError(f"column {y!r} of {source} is not numeric")
     ok[y] = values.astype(float)
     return ok, keys
+
+
+def _order(value: Any) -> Any:
+    """Sort key of a parameter value: shapes (``64x256``) by their dimensions."""
+    if isinstance(value, str):
+        try:
+            return (0, parse_shape(value), "")
+        except DspsimInputError:
+            return (1, (), value)
+    return value
 
 
 def _varying(df: pd.DataFrame, keys: Sequence[str], exclude: Sequence[str]) -> list[str]:
@@ -142,7 +241,10 @@ def line_plot(
     hue: str | None = None,
     source: str = "the table",
 ) -> Figure:
-    """``y`` against ``x``, one line per value of ``hue`` and of any other varying key."""
+    """``y`` against ``x``, one line per value of ``hue`` and of any other varying key; points
+    with warnings ringed."""
+    x, y = resolve(df, x), resolve(df, y)
+    hue = resolve(df, hue) if hue is not None else None
     _require(df, x, source)
     if hue is not None:
         _require(df, hue, source)
@@ -173,18 +275,34 @@ def line_plot(
     names = [name if isinstance(name, tuple) else (name,) for name, _ in parts]
     firsts = list(dict.fromkeys(n[:1] for n in names))
     rests = list(dict.fromkeys(n[1:] for n in names))
+    warned_any = False
     for name, (_, part) in zip(names, parts):
         part = part.sort_values(x) if numeric_x else part
-        xs = part[x].to_numpy() if numeric_x else [categories.index(v) for v in part[x]]
+        xs = part[x].to_numpy() if numeric_x else np.array([categories.index(v) for v in part[x]])
+        color = f"C{firsts.index(name[:1]) % 10}"
         ax.plot(
             xs,
             part[y].to_numpy(),
             marker="o",
             markersize=3.5,
-            color=f"C{firsts.index(name[:1]) % 10}",
+            color=color,
             linestyle=LINESTYLES[rests.index(name[1:]) % len(LINESTYLES)],
             label=_group_label(groups, name) if groups else None,
         )
+        if "warnings" in part.columns:
+            warned = (part["warnings"].fillna("").astype(str) != "").to_numpy()
+            if warned.any():
+                warned_any = True
+                ax.plot(
+                    xs[warned],
+                    part[y].to_numpy()[warned],
+                    linestyle="none",
+                    marker=WARNED_MARKER,
+                    markersize=9,
+                    markerfacecolor="none",
+                    markeredgecolor=color,
+                    markeredgewidth=1.2,
+                )
     if numeric_x and _wide(data[x].to_numpy(dtype=float)):
         ax.set_xscale("log")
         _plain_ticks(ax.xaxis)
@@ -195,12 +313,25 @@ def line_plot(
         _plain_ticks(ax.yaxis)
     if y == "speedup":
         ax.axhline(1.0, color="0.4", linestyle="--", linewidth=1, label="speedup = 1")
+    if warned_any:  # one legend entry for every ring, whatever its colour
+        ax.plot(
+            [],
+            [],
+            linestyle="none",
+            marker=WARNED_MARKER,
+            markersize=9,
+            markerfacecolor="none",
+            markeredgecolor="0.25",
+            markeredgewidth=1.2,
+            label=WARNED_LABEL,
+        )
+    ylabel = label(y, df)
     ax.set_xlabel(label(x))
-    ax.set_ylabel(label(y))
+    ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.3)
-    if groups or y == "speedup":
+    if groups or y == "speedup" or warned_any:
         ax.legend(fontsize="small")
-    ax.set_title(f"{label(y)} vs {x}" + (f" ({failed} failed points not shown)" if failed else ""))
+    ax.set_title(f"{ylabel} vs {x}" + (f" ({failed} failed points not shown)" if failed else ""))
     return fig
 
 
@@ -214,6 +345,7 @@ def heatmap(
 ) -> Figure:
     """``y`` over ``key_x`` (across) x ``key_y`` (up); one panel per value of any other varying
     key. ``contour``: a level to outline (default 1 for ``speedup``, none otherwise)."""
+    key_x, key_y, y = resolve(df, key_x), resolve(df, key_y), resolve(df, y)
     for k in (key_x, key_y):
         _require(df, k, source)
     if key_x == key_y:
@@ -235,8 +367,8 @@ def heatmap(
             f"{len(panels)} panels ({', '.join(others)} vary besides {key_x} and {key_y}); at most "
             f"{MAX_PANELS}: plot a smaller sweep"
         )
-    xs = sorted(data[key_x].unique())
-    ys = sorted(data[key_y].unique())
+    xs = sorted(data[key_x].unique(), key=_order)
+    ys = sorted(data[key_y].unique(), key=_order)
     zall = data[y].to_numpy(dtype=float)
     vmin, vmax = np.nanmin(zall), np.nanmax(zall)
     if level is not None and vmin < level < vmax:
@@ -288,7 +420,7 @@ def heatmap(
             ax.set_title(_group_label(others, name), fontsize="medium")
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
-    fig.colorbar(image, ax=axes[: len(panels)].tolist(), label=label(y))
+    fig.colorbar(image, ax=axes[: len(panels)].tolist(), label=label(y, df))
     fig.suptitle(
         f"{y} over {key_x} x {key_y}" + (f" ({failed} failed points not shown)" if failed else "")
     )
@@ -339,7 +471,7 @@ def plot_sweep(
     return dest
 
 
-def plot_sweep_cli(args: argparse.Namespace) -> int:
+def plot_sweep_cli(args: Namespace) -> int:
     """``dspsim plot sweep``: ``args`` has file, x, y, hue, heatmap (two keys or None), out."""
     dest = plot_sweep(
         args.file,

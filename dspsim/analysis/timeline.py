@@ -3,20 +3,24 @@
 Lanes, top to bottom:
 
 - **pass**: the op's passes and their spans;
-- **core**: kernels coloured by kernel; waiting on an input copy, on an output copy, and kernels
-  stalled on DDR (hatched, with the stalled share in the label: an uncached kernel's stalls are
-  spread over all of its accesses, so they have no interval of their own); descriptor
-  programming;
-- **iDMA ch0, ch1, ...**: input copies (DDR -> TCM) and output copies (TCM -> DDR), tile numbers;
+- **core** (the core the op ran on): kernels, a colour per kernel in the order of its first
+  call; waiting on an input copy, on an output copy, and kernels stalled on DDR (hatched, with
+  the stalled share in the label: an uncached kernel's stalls are spread over all of its
+  accesses, so they have no interval of their own); descriptor programming;
+- **iDMA ch0, ch1, ...** (the core's channels, numbered by position): input copies
+  (DDR -> TCM) and output copies (TCM -> DDR), tile numbers;
 - **TCM buffer 0, 1, ...**: which tile each buffer holds and whether it is filling, ready,
   computing, computed (waiting for its output copy) or draining; a buffer that holds two tiles
   at once (refilled while it drains) is split into sub-lanes;
 - **DDR data path**: achieved bandwidth (bytes/cycle, reads and writes stacked) per time bin;
-- **DDR requests in flight**: mean outstanding requests per time bin, by requester.
+- **DDR requests in flight**: mean outstanding requests per time bin, by requester (the run's
+  engine names; the core grey, channels coloured by their number).
 
 The x axis is DSP cycles from the op's timer start, with microseconds (model clock) on top.
 Bars narrower than :data:`MIN_BAR_PX` pixels are drawn that wide, so that a 200-cycle kernel
 stays visible in a 5-million-cycle run; use a window to see true widths.
+
+Several runs on one cycle axis: :mod:`dspsim.analysis.compare`.
 
 Figures are drawn with matplotlib's object API on an Agg canvas (no pyplot, no global state).
 """
@@ -30,15 +34,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from dspsim.analysis.engines import COPY_KINDS, RunEngines, shape_text
+from dspsim.analysis.series import binned_mean, port_log_arrays
+from dspsim.analysis.stalls import require_trace
+from dspsim.analysis.tiles import tcm_segments
 from dspsim.errors import DspsimInputError
 from dspsim.paths import writable_file
-from dspsim.stalls import (
-    binned_mean,
-    core_breakdown,
-    port_log_arrays,
-    require_trace,
-    tcm_segments,
-)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -48,13 +49,10 @@ MIN_BAR_PX = 2.0
 LABEL_MIN_PX = 22.0
 DPI = 120
 
-KERNEL_COLOURS = {
-    "vecmaxf": "#8172b3",
-    "vecexpf_max": "#c44e52",
-    "vecsum": "#dd8452",
-    "vecmul": "#937860",
-}
-EXTRA_KERNEL_COLOURS = ("#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
+# kernels take these in the order the run first calls them
+KERNEL_COLOURS = (
+    "#8172b3", "#c44e52", "#dd8452", "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd",
+)
 COPY_COLOURS = {"copy_in": "#4c72b0", "copy_out": "#55a868"}
 WAIT_COLOURS = {"wait_in": "#c6d4ec", "wait_out": "#cce6c8"}
 SETUP_COLOUR = "#222222"
@@ -65,12 +63,14 @@ TCM_COLOURS = {
     "computed": "#f3e4b3",
     "draining": "#a8d5a2",
 }
-REQUESTER_COLOURS = {"core": "#6b6b6b", "idma0": "#4c72b0", "idma1": "#64b5cd"}
+# DDR requesters: the core, then its channels by number, then anything else
+CORE_REQUEST_COLOUR = "#6b6b6b"
+CHANNEL_REQUEST_COLOURS = ("#4c72b0", "#64b5cd", "#8172b3", "#55a868", "#ccb974", "#da8bc3")
+OTHER_REQUEST_COLOUR = "#999999"
 PASS_COLOURS = ("#ececec", "#dadada")
-COMPUTE_SUMMARY_COLOUR = "#f2c14e"
 
 
-def _ddr_stall_handle():
+def ddr_stall_handle():
     from matplotlib.patches import Patch
 
     return Patch(facecolor="#bbbbbb", edgecolor="#333333", hatch="xx",
@@ -114,12 +114,22 @@ def check_figure_path(path: str | Path) -> Path:
 
 
 # ------------------------------------------------------------------------------ drawing helpers
-def _kernel_colour(kernel: str, extra: dict[str, str]) -> str:
-    if kernel in KERNEL_COLOURS:
-        return KERNEL_COLOURS[kernel]
-    if kernel not in extra:
-        extra[kernel] = EXTRA_KERNEL_COLOURS[len(extra) % len(EXTRA_KERNEL_COLOURS)]
-    return extra[kernel]
+def kernel_colours(core: pd.DataFrame) -> dict[str, str]:
+    """A colour per kernel the core's rows call, in the order of their first call."""
+    comp = core[core["kind"] == "compute"].sort_values("start_cycle", kind="stable")
+    return {
+        str(k): KERNEL_COLOURS[i % len(KERNEL_COLOURS)]
+        for i, k in enumerate(pd.unique(comp["what"]))
+    }
+
+
+def requester_colour(who: str, engines: RunEngines) -> str:
+    """The colour of a DDR requester: the core's, or its channel's by number."""
+    if who == engines.core:
+        return CORE_REQUEST_COLOUR
+    if engines.is_channel(who):
+        return CHANNEL_REQUEST_COLOURS[engines.number(who) % len(CHANNEL_REQUEST_COLOURS)]
+    return OTHER_REQUEST_COLOUR
 
 
 class _Lanes:
@@ -156,14 +166,16 @@ class _Lanes:
                 self.ax.text((x0 + x1) / 2, y, text, **style)
 
 
-def _lane_spec(result: Any, trace: pd.DataFrame, segs: pd.DataFrame) -> list[tuple[str, str]]:
-    """(key, label) per lane, top to bottom."""
-    channels = {e for e in trace["engine"].unique() if e.startswith("idma")}
-    model = getattr(result, "model", None)
-    if model is not None:
-        channels |= {f"idma{c}" for c in range(model.idma.channels)}
-    lanes = [("pass", "pass"), ("core", "core")]
-    lanes += [(ch, f"iDMA ch{ch[4:]}") for ch in sorted(channels, key=lambda e: int(e[4:]))]
+def _engine_key(name: str) -> str:
+    return f"engine:{name}"
+
+
+def _lane_spec(engines: RunEngines, segs: pd.DataFrame) -> list[tuple[str, str]]:
+    """(key, label) per lane, top to bottom: pass, the core, its channels (idle ones too), TCM."""
+    lanes = [("pass", "pass")]
+    if engines.core is not None:
+        lanes.append((_engine_key(engines.core), engines.label(engines.core)))
+    lanes += [(_engine_key(ch), engines.label(ch)) for ch in engines.channels]
     if len(segs):
         for b in sorted(segs["buffer"].unique()):
             n_sub = int(segs.loc[segs["buffer"] == b, "lane"].max()) + 1
@@ -182,8 +194,10 @@ def draw_engine_lanes(
     from matplotlib.patches import Patch
 
     trace = require_trace(result)
-    segs = tcm_segments(trace, result.passes) if tcm else pd.DataFrame(columns=["buffer"])
-    lanes = _lane_spec(result, trace, segs)
+    engines = RunEngines.of(result)
+    segs = (tcm_segments(trace, result.passes, engines) if tcm
+            else pd.DataFrame(columns=["buffer"]))
+    lanes = _lane_spec(engines, segs)
     if not tcm:
         lanes = [lane for lane in lanes if not lane[0].startswith("tcm")]
     ypos = {key: -i for i, (key, _) in enumerate(lanes)}
@@ -199,8 +213,8 @@ def draw_engine_lanes(
 
     # core lane: waits first (background), then descriptor programming, then kernels on top,
     # the longest last (bars widened to MIN_BAR_PX may cover a neighbour: show the bigger one)
-    core = trace[trace["engine"] == "core"]
-    y = ypos["core"]
+    core = engines.core_rows(trace)
+    y = ypos[_engine_key(engines.core)] if engines.core is not None else 0.0
     for kind, label in (("wait_in", "core waiting on iDMA input"),
                         ("wait_out", "core waiting on iDMA output")):
         rows = core[core["kind"] == kind]
@@ -212,12 +226,12 @@ def draw_engine_lanes(
         draw.bars(setup["start_cycle"], setup["end_cycle"], y, h * 0.45, facecolors=SETUP_COLOUR)
         handles.append(Patch(facecolor=SETUP_COLOUR, label="core programming an iDMA descriptor"))
     comp = core[core["kind"] == "compute"]
-    extra: dict[str, str] = {}
+    colours = kernel_colours(core)
     any_stall = False
     total = (comp["end_cycle"] - comp["start_cycle"]).groupby(comp["what"], sort=False).sum()
     for kernel in total.sort_values(kind="stable").index:
         rows = comp[comp["what"] == kernel]
-        colour = _kernel_colour(str(kernel), extra)
+        colour = colours[str(kernel)]
         dur = (rows["end_cycle"] - rows["start_cycle"]).to_numpy(float)
         stall = rows["ddr_stall_cycles"].to_numpy(float)
         stalled = stall > 0
@@ -236,13 +250,12 @@ def draw_engine_lanes(
         draw.labels(s, e, texts, y, fontsize=8,
                     bbox={"facecolor": "white", "alpha": 0.8, "pad": 1, "linewidth": 0})
     if any_stall:
-        handles.append(_ddr_stall_handle())
+        handles.append(ddr_stall_handle())
 
     # iDMA lanes
-    for key, _ in lanes:
-        if not key.startswith("idma"):
-            continue
-        rows = trace[trace["engine"] == key]
+    for ch in engines.channels:
+        key = _engine_key(ch)
+        rows = trace[trace["engine"] == ch]
         if rows.empty:
             ax.text(lo + 0.005 * (hi - lo), ypos[key], "idle", va="center", fontsize=8,
                     color="#777777")
@@ -254,7 +267,7 @@ def draw_engine_lanes(
             draw.labels(r["start_cycle"], r["end_cycle"], [f"t{t}" for t in r["tile"]],
                         ypos[key], color="white")
     copy_labels = {"copy_in": "iDMA input copy (DDR→TCM)", "copy_out": "iDMA output copy (TCM→DDR)"}
-    for kind in trace.loc[trace["engine"] != "core", "kind"].unique():
+    for kind in engines.channel_rows(trace)["kind"].unique():
         if kind in copy_labels:
             handles.append(Patch(facecolor=COPY_COLOURS[kind], label=copy_labels[kind]))
 
@@ -300,9 +313,11 @@ def ddr_series(result: Any, lo: float, hi: float, bins: int) -> dict[str, Any]:
     for write, key in ((False, "read_bytes_per_cycle"), (True, "write_bytes_per_cycle")):
         sel = log["is_write"] == write
         out[key] = binned_mean(log["data_start"][sel], log["data_end"][sel], rate[sel], edges)
+    order = {name: i for i, name in enumerate(getattr(result, "engines", None) or {})}
+    requesters = sorted(set(log["requester"].tolist()), key=lambda w: (order.get(w, len(order)), w))
     out["requests_in_flight"] = {
         who: binned_mean(log["issue"][sel], log["done"][sel], np.ones(sel.sum()), edges)
-        for who in sorted(set(log["requester"].tolist()))
+        for who in requesters
         for sel in [log["requester"] == who]
     }
     return out
@@ -334,8 +349,9 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int) -> lis
     ax_bw.set_ylabel("DDR data path\n(bytes/cycle)", fontsize=8)
 
     base = np.zeros(bins)
+    engines = RunEngines.of(result)
     for who, v in series["requests_in_flight"].items():
-        colour = REQUESTER_COLOURS.get(who, "#999999")
+        colour = requester_colour(who, engines)
         ax_req.stairs(base + v, edges, baseline=base, fill=True, color=colour, alpha=0.85)
         handles.append(Patch(facecolor=colour, label=f"DDR requests in flight: {who}"))
         base = base + v
@@ -348,13 +364,13 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int) -> lis
     return handles
 
 
-def _format_cycles(ax) -> None:
+def format_cycles_axis(ax) -> None:
     from matplotlib.ticker import FuncFormatter
 
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
 
 
-def _us_axis(ax, clock_mhz: float) -> None:
+def add_us_axis(ax, clock_mhz: float) -> None:
     sec = ax.secondary_xaxis(
         "top", functions=(lambda c: c / clock_mhz, lambda us: us * clock_mhz)
     )
@@ -362,7 +378,7 @@ def _us_axis(ax, clock_mhz: float) -> None:
     sec.tick_params(labelsize=8)
 
 
-def _pass_lines(axes, result: Any, lo: float, hi: float) -> None:
+def draw_pass_lines(axes, result: Any, lo: float, hi: float) -> None:
     for p in result.passes[1:]:
         x = float(p["start_cycle"])
         if lo < x < hi:
@@ -370,16 +386,20 @@ def _pass_lines(axes, result: Any, lo: float, hi: float) -> None:
                 a.axvline(x, color="black", linestyle=(0, (4, 3)), linewidth=0.8, zorder=5)
 
 
-def _title(result: Any, lo: float, hi: float) -> str:
+def tile_bytes(trace: pd.DataFrame) -> int | None:
+    """The largest tile the run copied into TCM (bytes), or None when it has no tiles."""
+    copies = trace[(trace["tile"] >= 0) & trace["kind"].isin(COPY_KINDS)]
+    if copies.empty:
+        return None
+    return int(copies.groupby(["pass", "tile", "kind"], sort=False)["bytes"].sum().max())
+
+
+def run_title(result: Any, lo: float, hi: float) -> str:
     model = result.model
-    tile = model.softmax.tile_bytes
-    tile_text = (
-        f"tile {tile:,} bytes ({tile // 4:,} float32)"
-        if result.mode == "pingpong"
-        else f"no tiles (TILE_SIZE {tile:,} bytes unused)"
-    )
+    tile = tile_bytes(require_trace(result))
+    tile_text = f"tile {tile:,} bytes ({tile // 4:,} float32)" if tile else "no tiles"
     text = (
-        f"{model.name} softmax, {result.mode}, n = {result.n:,}, {tile_text}: "
+        f"{model.name} {result.op}, {result.variant}, {shape_text(result.shape)}, {tile_text}: "
         f"{result.cycles:,} cycles = {result.time_us:,.1f} µs at {model.core.clock_mhz:g} MHz"
     )
     if lo > 0 or hi < result.cycles:
@@ -387,7 +407,7 @@ def _title(result: Any, lo: float, hi: float) -> str:
     return text
 
 
-def _save(fig, path: Path) -> Path:
+def save_figure(fig, path: Path) -> Path:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)
@@ -398,7 +418,7 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def _legend(fig, handles: list[Any], ncol: int = 5) -> None:
+def figure_legend(fig, handles: list[Any], ncol: int = 5) -> None:
     seen: dict[str, Any] = {}
     for h in handles:
         seen.setdefault(h.get_label(), h)
@@ -428,13 +448,13 @@ def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> F
     for a in (ax_bw, ax_req):
         a.tick_params(axis="y", labelsize=8)
         a.grid(axis="y", color="#dddddd", linewidth=0.5)
-    _format_cycles(ax_req)
+    format_cycles_axis(ax_req)
     ax_req.set_xlabel("time (cycles from the op's timer start)", fontsize=9)
     ax_req.tick_params(axis="x", labelsize=8)
-    _us_axis(ax, result.model.core.clock_mhz)
-    _pass_lines([ax, ax_bw, ax_req], result, lo, hi)
-    fig.suptitle(_title(result, lo, hi), fontsize=11, y=0.975)
-    _legend(fig, handles)
+    add_us_axis(ax, result.model.core.clock_mhz)
+    draw_pass_lines([ax, ax_bw, ax_req], result, lo, hi)
+    fig.suptitle(run_title(result, lo, hi), fontsize=11, y=0.975)
+    figure_legend(fig, handles)
     fig.text(0.985, 0.005, f"bars narrower than {MIN_BAR_PX:g} px drawn {MIN_BAR_PX:g} px wide; "
              "dashed verticals: pass boundaries", ha="right", va="bottom", fontsize=7,
              color="#555555")
@@ -446,96 +466,8 @@ def plot_timeline(
 ) -> Path:
     """Draw the timeline of ``result`` (a run with trace and port log) to a .png or .svg file."""
     p = check_figure_path(path)
-    return _save(timeline_figure(result, window), p)
+    return save_figure(timeline_figure(result, window), p)
 
-
-def compare_figure(results: Sequence[Any]) -> Figure:
-    """Runs above each other on one cycle axis (same scale), and where each core's time goes."""
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
-
-    longest = float(max(r.cycles for r in results))
-    heights = []
-    for _ in results:
-        heights += [3.0, 1.0]
-    heights.append(0.25 + 0.55 * len(results))
-    fig = Figure(figsize=(16, 3.4 * len(results) + 2.6))
-    gs = fig.add_gridspec(len(heights), 1, height_ratios=heights, hspace=0.35,
-                          left=0.075, right=0.985, top=0.90, bottom=0.12)
-    axes = []
-    handles: list[Any] = []
-    width_px = None
-    for i, r in enumerate(results):
-        require_trace(r)
-        ax = fig.add_subplot(gs[2 * i], sharex=axes[0] if axes else None)
-        ax_bw = fig.add_subplot(gs[2 * i + 1], sharex=ax)
-        width_px = width_px or fig.get_figwidth() * DPI * ax.get_position().width
-        handles += draw_engine_lanes(ax, r, 0.0, longest, width_px, tcm=False)
-        twin = ax_bw.twinx()  # requests are drawn but hidden: only bandwidth here
-        handles += draw_ddr(ax_bw, twin, r, 0.0, float(r.cycles), bins=int(width_px // 2))[:3]
-        twin.set_visible(False)
-        ax.set_title(_title(r, 0.0, float(r.cycles)), fontsize=10, loc="left",
-                     pad=34 if i == 0 else 6)
-        ax.tick_params(axis="x", labelbottom=False)
-        ax_bw.tick_params(axis="x", labelbottom=False)
-        ax_bw.tick_params(axis="y", labelsize=8)
-        _pass_lines([ax, ax_bw], r, 0.0, float(r.cycles))
-        for a in (ax, ax_bw):
-            a.axvline(r.cycles, color="#c44e52", linewidth=1.2)
-        axes += [ax, ax_bw]
-
-    # where each core's time goes, on the same cycle axis: the bars' lengths are the run times
-    ax_sum = fig.add_subplot(gs[-1], sharex=axes[0])
-    parts = (
-        ("compute_cycles", "computing", COMPUTE_SUMMARY_COLOUR, None),
-        ("idma_setup_cycles", "programming iDMA", SETUP_COLOUR, None),
-        ("wait_in_cycles", "waiting on iDMA input", WAIT_COLOURS["wait_in"], None),
-        ("wait_out_cycles", "waiting on iDMA output", WAIT_COLOURS["wait_out"], None),
-        ("wait_ddr_cycles", "stalled on DDR", "#bbbbbb", "xx"),
-        ("other_cycles", "other", "#ffffff", None),
-    )
-    for i, r in enumerate(results):
-        rows = core_breakdown(r.trace, r.passes)
-        left = 0.0
-        y = -i
-        for key, label, colour, hatch in parts:
-            v = sum(p[key] for p in rows)
-            if v <= 0:
-                continue
-            ax_sum.barh(y, max(v, longest / width_px * MIN_BAR_PX), left=left, height=0.6,
-                        color=colour, hatch=hatch, edgecolor="#333333" if hatch else colour,
-                        linewidth=0)
-            pct = 100.0 * v / r.cycles
-            if v / longest * width_px > 90:
-                ax_sum.text(left + v / 2, y, f"{label} {pct:.1f}%", ha="center", va="center",
-                            fontsize=8, bbox={"facecolor": "white", "alpha": 0.85, "pad": 1,
-                                              "linewidth": 0})
-            left += v
-        ax_sum.text(left + longest * 0.005, y, f"{r.cycles:,} cycles", va="center", fontsize=8)
-    ax_sum.set_yticks([-i for i in range(len(results))],
-                      [f"core time,\n{r.mode}" for r in results])
-    ax_sum.set_ylim(-len(results) + 0.4, 0.6)
-    ax_sum.tick_params(axis="y", length=0, labelsize=8)
-    handles.append(Patch(facecolor=COMPUTE_SUMMARY_COLOUR, label="core computing (summary bar)"))
-    handles.append(_ddr_stall_handle())
-    ax_sum.set_xlim(0, longest * 1.08)
-    _format_cycles(ax_sum)
-    ax_sum.set_xlabel("time (cycles from the op's timer start)", fontsize=9)
-    _us_axis(axes[0], results[0].model.core.clock_mhz)
-    fig.suptitle("the same op, its versions on one time scale", fontsize=12, y=0.995)
-    _legend(fig, handles, ncol=5)
-    fig.text(0.985, 0.005, "red verticals: end of each run; dashed verticals: pass boundaries; "
-             f"bars narrower than {MIN_BAR_PX:g} px drawn {MIN_BAR_PX:g} px wide", ha="right",
-             va="bottom", fontsize=7, color="#555555")
-    return fig
-
-
-def plot_compare(results: Sequence[Any], path: str | Path) -> Path:
-    """Several runs on one cycle axis (a .png or .svg file)."""
-    if not results:
-        raise DspsimInputError("compare: give at least one run")
-    p = check_figure_path(path)
-    return _save(compare_figure(results), p)
 
 
 def default_timeline_path(result_path: str | Path) -> Path:
@@ -544,16 +476,3 @@ def default_timeline_path(result_path: str | Path) -> Path:
     stem = p.name[: -len(".json.gz")] if p.name.lower().endswith(".json.gz") else p.stem
     return p.with_name(f"{stem}_timeline.png")
 
-
-def plot_timeline_cli(args: Any) -> int:
-    """``dspsim plot timeline RESULT [--out FILE] [--window START:END]``."""
-    from dspsim.results_io import load_run
-
-    out = check_figure_path(args.out or default_timeline_path(args.result))
-    window = parse_window(args.window) if args.window is not None else None
-    result = load_run(args.result)
-    if result.port_log is None:
-        raise DspsimInputError(f"{args.result!r} was saved without its DDR port log")
-    plot_timeline(result, out, window)
-    print(f"wrote timeline to {out}")
-    return 0

@@ -3,8 +3,9 @@ chrome://tracing.
 
 The file is one JSON object ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}``:
 
-- one process (the DSP subsystem) with named threads (``M`` metadata events): ``core``,
-  ``iDMA ch0``, ``iDMA ch1``, ``TCM buffer 0``, ``TCM buffer 1``. Events on one thread never
+- one process (the DSP subsystem) with named threads (``M`` metadata events): ``core`` (the
+  core the op ran on), ``iDMA ch0``, ``iDMA ch1`` (its channels, numbered by position),
+  ``TCM buffer 0``, ``TCM buffer 1``. Events on one thread never
   overlap: where an engine's rows overlap (a TCM buffer refilled while it drains) the extra ones
   go to a thread of their own (``TCM buffer 0 (2)``);
 - ``X`` complete events, one per trace row (kernel, wait, descriptor programming, copy) and per
@@ -34,17 +35,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dspsim.analysis.engines import RunEngines, shape_text
+from dspsim.analysis.series import assign_lanes, binned_mean, port_log_arrays
+from dspsim.analysis.stalls import require_trace
+from dspsim.analysis.tiles import tcm_segments, tile_table
 from dspsim.errors import DspsimInputError
 from dspsim.paths import writable_file
-from dspsim.results_io import json_default
-from dspsim.stalls import (
-    assign_lanes,
-    binned_mean,
-    port_log_arrays,
-    require_trace,
-    tcm_segments,
-    tile_table,
-)
+from dspsim.results import json_default
 
 DEFAULT_EVENT_LIMIT = 200_000
 MIN_EVENT_LIMIT = 100
@@ -105,22 +102,22 @@ def _slice_args(row, **extra) -> dict:
 def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, str]]]:
     """All slices as a frame (thread, name, cat, ts_ns, end_ns, args, key) and the threads."""
     trace = require_trace(result)
+    engines = RunEngines.of(result)
     rows = []
     # "pass" is a Python keyword: itertuples would rename the field
     for r in trace.rename(columns={"pass": "pass_name"}).itertuples(index=False):
-        if r.engine == "core":
-            name = r.what if r.kind == "compute" else _NAMES.get(r.kind, r.kind)
-            thread = "core"
-        else:
+        if engines.is_channel(r.engine):
             name = f"{r.kind} t{r.tile}" if r.tile >= 0 else f"{r.kind} {r.what}"
-            thread = f"iDMA ch{r.engine.removeprefix('idma')}"
+        else:
+            name = r.what if r.kind == "compute" else _NAMES.get(r.kind, r.kind)
+        thread = engines.label(r.engine)
         args = _slice_args(r, what=r.what)
         if r.kind == "compute":
             args["ddr_stall_cycles"] = float(r.ddr_stall_cycles)
         rows.append(
             (thread, name, r.kind, r.start_cycle, r.end_cycle, args, (r.pass_name, r.tile))
         )
-    segs = tcm_segments(trace, result.passes).rename(columns={"pass": "pass_name"})
+    segs = tcm_segments(trace, result.passes, engines).rename(columns={"pass": "pass_name"})
     for s in segs.itertuples(index=False):
         args = _slice_args(s, state=s.state)
         rows.append((f"TCM buffer {s.buffer}", f"t{s.tile} {s.state}", "tcm", s.start_cycle,
@@ -130,8 +127,10 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
     df["end_ns"] = clock.ns(df["end"])
 
     # a thread per lane: an engine whose rows overlap gets extra threads
-    order = ["core"] + sorted(t for t in df["thread"].unique() if t.startswith("iDMA"))
-    order += sorted(t for t in df["thread"].unique() if t.startswith("TCM"))
+    labels = [engines.label(e) for e in (engines.core, *engines.channels) if e is not None]
+    order = [t for t in labels if t in set(df["thread"])]
+    order += sorted(set(df["thread"]) - set(order) - set(df.loc[df["cat"] == "tcm", "thread"]))
+    order += sorted(t for t in df.loc[df["cat"] == "tcm", "thread"].unique())
     lane_names = []
     df["lane"] = ""
     for base in order:
@@ -149,7 +148,8 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
 
 def _flows(result: Any, slices: pd.DataFrame) -> list[dict[str, Any]]:
     """Flow pairs input copy -> compute -> output copy, per tile, with the slices they bind to."""
-    tiles = tile_table(result.trace, result.passes).rename(columns={"pass": "pass_name"})
+    tiles = tile_table(result.trace, result.passes, RunEngines.of(result))
+    tiles = tiles.rename(columns={"pass": "pass_name"})
     by_key: dict[tuple, dict[str, list[int]]] = {}
     for i, (cat, key) in enumerate(zip(slices["cat"], slices["key"])):
         if cat in ("copy_in", "compute", "copy_out"):
@@ -230,7 +230,8 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
 
     meta: list[dict[str, Any]] = [
         {"ph": "M", "pid": PID, "name": "process_name",
-         "args": {"name": f"DSP subsystem ({model.name}, {result.mode}, n={result.n})"}},
+         "args": {"name": f"DSP subsystem ({model.name}, {result.op} {result.variant}, "
+                          f"{shape_text(result.shape)}, {result.core})"}},
     ]
     for t, name in threads:
         meta.append({"ph": "M", "pid": PID, "tid": t, "name": "thread_name",
@@ -277,8 +278,10 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
 
     other = {
         "generator": "dspsim",
-        "mode": result.mode,
-        "n": result.n,
+        "op": result.op,
+        "variant": result.variant,
+        "shape": list(result.shape),
+        "engines": dict(result.engines),  # the op's core, its channels and the DDR port
         "cycles": result.cycles,
         "clock_mhz": model.core.clock_mhz,
         "time_note": "ts and dur are microseconds = cycles / clock_mhz, rounded to 1 ns",

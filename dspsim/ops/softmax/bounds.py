@@ -1,5 +1,6 @@
 """Closed-form bounds and estimates for both versions of the seed's softmax.
 
+
 ``bounds(model, mode, n)`` returns, without simulating, what the model's parameters alone imply
 for one run: the traffic, three lower bounds on the op's cycles and a closed-form estimate.
 
@@ -61,8 +62,8 @@ from typing import Any
 from dspsim.config import HardwareModel
 from dspsim.errors import DspsimInputError
 from dspsim.hw.ddr import transfer_cycles
-from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM, LoopShape, ddr_call
-from dspsim.sim import check_n
+from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM, ddr_call_sequence
+from dspsim.schema import check_n
 
 MODES = ("pingpong", "direct")
 # Where the ping-pong estimate is trusted (see :func:`regime`): tiles per pass, and how far the
@@ -106,62 +107,18 @@ _DIRECT_CALLS = ((VECMAXF, False), (VECEXPF_MAX, True), (VECSUM, False), (VECMUL
 """dsp_softmax's calls in order: every load is from DDR; (shape, stores to DDR)."""
 
 
-def _last_stores(shape: LoopShape, n: int, lanes: int) -> list[int]:
-    """Bytes of the stores in a call's last storing iteration (posted when it returns)."""
-    for count, _, stores in reversed(shape.segments(n, lanes)):
-        nonzero = [b for b in stores if b]
-        if count > 0 and nonzero:
-            return nonzero
-    return []
-
-
-def _ddr_requests(shape: LoopShape, n: int, lanes: int, store_ddr: bool) -> tuple[int, int]:
-    """(loads, stores) one call against DDR issues: the priming load(s), then every iteration's
-    accesses that touch memory (predicated-off ones issue nothing)."""
-    loads, stores = shape.priming_loads, 0
-    for count, seg_loads, seg_stores in shape.segments(n, lanes):
-        loads += count * sum(1 for b in seg_loads if b)
-        if store_ddr:
-            stores += count * sum(1 for b in seg_stores if b)
-    return loads, stores
-
-
 def _direct(model: HardwareModel, n: int) -> dict[str, Any]:
-    core, ddr = model.core, model.ddr
-    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
-    slot_blocks = ddr.max_outstanding == 1  # a posted store holds the only slot for L
-    read = write = loads = stores = 0
-    compute = estimate = 0.0
-    # The previous call's last posted store still holds the data path (with one slot, the
-    # slot) when this call's first load issues, after its call overhead: ddr_call sees each
-    # call alone, so that hand-over is added here.
-    carried = 0.0
-    last_store_bytes = 0
-    for shape, store_ddr in _DIRECT_CALLS:
-        call = ddr_call(shape, n, core, lat, cpb, True, store_ddr, ddr.max_outstanding)
-        estimate += call.cycles + max(0.0, carried - core.call_overhead_cycles)
-        compute += shape.tcm_cycles(n, core)
-        read += call.read_bytes
-        write += call.write_bytes
-        call_loads, call_stores = _ddr_requests(shape, n, core.lanes_f32, store_ddr)
-        loads += call_loads
-        stores += call_stores
-        last = _last_stores(shape, n, core.lanes_f32) if store_ddr else []
-        if last:
-            last_store_bytes = last[-1]
-        tail = shape.reduction_ops(core.lanes_f32) * core.alu_latency_cycles
-        store_wait = sum(last) * cpb + (lat * len(last) if slot_blocks else 0.0)
-        carried = max(0.0, store_wait - tail)
-    # the last posted store (vecmul's last iteration) may still be crossing when the timer stops
-    must_cross = read + write - last_store_bytes
+    walk = ddr_call_sequence(_DIRECT_CALLS, n, model.core, model.ddr.latency_cycles,
+                             1.0 / model.ddr.bytes_per_cycle, model.ddr.max_outstanding)
     return {
-        "ddr_read_bytes": read,
-        "ddr_write_bytes": write,
-        "ddr_requests": loads + stores,
-        "dma_bound_cycles": must_cross * cpb,
-        "latency_bound_cycles": loads * lat,  # dependent loads: one outstanding
-        "compute_bound_cycles": compute,
-        "estimate_cycles": estimate,
+        "ddr_read_bytes": walk.read_bytes,
+        "ddr_write_bytes": walk.write_bytes,
+        "ddr_requests": walk.loads + walk.stores,
+        # the last posted store (vecmul's last iteration) may still cross when the timer stops
+        "dma_bound_cycles": walk.must_cross_bytes / model.ddr.bytes_per_cycle,
+        "latency_bound_cycles": walk.loads * model.ddr.latency_cycles,  # dependent loads
+        "compute_bound_cycles": float(sum(s.tcm_cycles(n, model.core) for s, _ in _DIRECT_CALLS)),
+        "estimate_cycles": walk.cycles,
         "outstanding_requests": 1,
     }
 

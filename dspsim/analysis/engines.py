@@ -1,0 +1,113 @@
+"""A run's engines as the analyses see them: which one is the op's core, which are its iDMA
+channels (in order), which is the DDR port, and how figures and traces label them.
+
+Engine names are made by the platform and read from the run (``Result.engines``,
+``Result.core``, ``Result.engines_of(kind)``); nothing under :mod:`dspsim.analysis` spells one.
+A channel is numbered by its position among the run's channels (``iDMA ch0``, ``iDMA ch1``:
+the number the op's C gives it and the one its waits name, ``ch1 #7``).
+
+Functions that get only a trace (:func:`~dspsim.analysis.stalls.core_breakdown`,
+:func:`~dspsim.analysis.tiles.tile_table`) take a :class:`RunEngines`; without one they read
+the roles off the trace: the core's rows compute, program descriptors and wait, a channel's rows
+copy (channels numbered in name order).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import pandas as pd
+
+CORE_KINDS = ("compute", "setup", "wait_in", "wait_out")  # what the core's trace rows do
+COPY_KINDS = ("copy_in", "copy_out")  # what a channel's trace rows do
+CHANNEL_KIND = "idma"
+PORT_KIND = "ddr"
+
+
+def _natural(name: str) -> list[Any]:
+    """Sort key: digit runs compare as numbers (``x2`` before ``x10``)."""
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", name) if t]
+
+
+@dataclass(frozen=True)
+class RunEngines:
+    """The engines of one run by role."""
+
+    core: str | None  # the op's core; None: whatever engine the core's rows name
+    channels: tuple[str, ...] = ()  # iDMA channels; a channel's number is its position
+    ports: tuple[str, ...] = ()  # the DDR port(s)
+    core_label: str = ""  # the core's lane and thread label (its kind)
+
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {ch: i for i, ch in enumerate(self.channels)}
+
+    @classmethod
+    def of(cls, result: Any) -> RunEngines:
+        """The run's own names (a result without them: read off its trace)."""
+        engines = getattr(result, "engines", None) or {}
+        core = result.core
+        if core not in engines:
+            trace = getattr(result, "trace", None)
+            return cls.from_trace(trace if trace is not None else pd.DataFrame(
+                columns=["engine", "kind"]))
+        kinds = dict(engines)
+        return cls(
+            core=core,
+            channels=tuple(n for n, k in kinds.items() if k == CHANNEL_KIND),
+            ports=tuple(n for n, k in kinds.items() if k == PORT_KIND),
+            core_label=kinds[core],
+        )
+
+    @classmethod
+    def from_trace(cls, trace: pd.DataFrame) -> RunEngines:
+        """Roles read off a trace alone (see the module docstring)."""
+        is_core = trace["kind"].isin(CORE_KINDS)
+        cores = list(pd.unique(trace.loc[is_core, "engine"]))
+        copiers = set(trace.loc[trace["kind"].isin(COPY_KINDS), "engine"]) - set(cores)
+        return cls(core=cores[0] if len(cores) == 1 else None,
+                   channels=tuple(sorted(copiers, key=_natural)))
+
+    # ------------------------------------------------------------------ trace rows
+    def core_rows(self, trace: pd.DataFrame) -> pd.DataFrame:
+        """The op's core's trace rows."""
+        if self.core is None:
+            return trace[trace["kind"].isin(CORE_KINDS)]
+        return trace[trace["engine"] == self.core]
+
+    def channel_rows(self, trace: pd.DataFrame) -> pd.DataFrame:
+        """The trace rows of the run's iDMA channels."""
+        return trace[trace["engine"].isin(self.channels)]
+
+    def number(self, channel: str) -> int:
+        """A channel's number: its position among the run's channels."""
+        return self._index[channel]
+
+    def numbers(self, engines: pd.Series) -> pd.Series:
+        return engines.map(self._index)
+
+    # ------------------------------------------------------------------ labels
+    def channel_label(self, channel: str) -> str:
+        return f"iDMA ch{self.number(channel)}"
+
+    def label(self, engine: str) -> str:
+        """How a lane or a trace thread names an engine."""
+        if engine == self.core:
+            return self.core_label or engine
+        if engine in self._index:
+            return self.channel_label(engine)
+        return engine
+
+    def is_channel(self, engine: str) -> bool:
+        return engine in self._index
+
+
+def shape_text(shape: Any) -> str:
+    """``n = 100,000`` for a vector, ``shape 64x1,024`` for more dimensions."""
+    dims = tuple(int(d) for d in shape)
+    if len(dims) == 1:
+        return f"n = {dims[0]:,}"
+    return "shape " + "x".join(f"{d:,}" for d in dims)

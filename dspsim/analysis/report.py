@@ -1,0 +1,93 @@
+"""The readable report of a run: the core's time per pass, engine utilisation, the tiles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dspsim.analysis.engines import RunEngines, shape_text
+from dspsim.analysis.stalls import CORE_PARTS, stall_summary
+from dspsim.analysis.tiles import tile_table
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    first = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in
+                      enumerate(zip(headers, widths)))
+    lines = [first, "  ".join("-" * w for w in widths)]
+    for r in rows:
+        lines.append(
+            "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                      enumerate(zip(r, widths)))
+        )
+    return "\n".join(lines)
+
+
+def _num(v: Any, digits: int = 0) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+        return "-"
+    return f"{v:,.{digits}f}"
+
+
+def report_text(result: Any) -> str:
+    """Readable tables: the core's time per pass, engine utilisation, and the tiles."""
+    summary = stall_summary(result)
+    model = getattr(result, "model", None)
+    clock = f" at {model.core.clock_mhz:g} MHz" if model is not None else ""
+    engines = RunEngines.of(result)
+    out = [
+        f"{result.op} {result.variant} on {result.core}: {shape_text(result.shape)}, "
+        f"{result.cycles:,} cycles = {result.time_us:,.1f} us" + clock,
+        "",
+        "where the core's time goes, per pass (cycles, and % of the pass span)",
+    ]
+    headers = ["pass", "span_cycles"] + list(CORE_PARTS)
+    rows = []
+    for p in summary["per_pass"] + [{"pass": "total"} | summary["total"]]:
+        span = p["span_cycles"]
+        cells = [p["pass"], _num(span)]
+        for k in CORE_PARTS:
+            pct = 100.0 * p[k] / span if span else 0.0
+            cells.append(f"{_num(p[k])} ({pct:4.1f}%)")
+        rows.append(cells)
+    out.append(_table(headers, rows))
+    out += ["", "engine utilisation (busy cycles, % of the op's cycles)"]
+    rows = [
+        [name, _num(e["busy_cycles"]), _num(e["utilisation_pct"], 1)]
+        for name, e in summary["engines"].items()
+    ]
+    out.append(_table(["engine", "busy_cycles", "utilisation_pct"], rows))
+    for port in engines.ports:
+        rate = summary["engines"][port]["achieved_bytes_per_cycle"]
+        out.append(f"DDR achieved {rate:.4f} bytes/cycle over the op")
+
+    tiles = tile_table(result.trace, result.passes, engines)
+    if len(tiles):
+        out += ["", "tiles (cycles; hidden = copy time overlapped by the core's work)"]
+        cols = [
+            "pass",
+            "tile",
+            "buffer",
+            "copy_in_start_cycle",
+            "compute_start_cycle",
+            "compute_end_cycle",
+            "copy_out_end_cycle",
+            "compute_cycles",
+            "dma_cycles",
+            "hidden_dma_cycles",
+            "exposed_dma_cycles",
+        ]
+        rows = [
+            [str(r["pass"]), str(r["tile"]), str(r["buffer"])] + [_num(r[c]) for c in cols[3:]]
+            for _, r in tiles.iterrows()
+        ]
+        out.append(_table(cols, rows))
+        dma, hidden = tiles["dma_cycles"].sum(), tiles["hidden_dma_cycles"].sum()
+        if dma:
+            out.append(
+                f"all tiles: {_num(dma)} DMA cycles, {_num(hidden)} hidden "
+                f"({100.0 * hidden / dma:.2f}%), {_num(dma - hidden)} exposed"
+            )
+    return "\n".join(out)

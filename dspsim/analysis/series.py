@@ -1,0 +1,84 @@
+"""Numeric helpers over a run's intervals: lanes, the DDR port log as arrays, time integrals.
+
+Shared by the tile analysis, the timeline figure and the Perfetto export; numpy only (no
+plotting, no pandas).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dspsim.errors import DspsimInputError
+from dspsim.probes import PORT_LOG_FIELDS
+
+
+def assign_lanes(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Greedy interval partitioning: a lane per interval so that no lane holds two overlapping
+    intervals (touching end-to-start is fine), using the fewest lanes."""
+    starts = np.asarray(starts, float)
+    ends = np.asarray(ends, float)
+    lanes = np.zeros(len(starts), dtype=int)
+    lane_end: list[float] = []
+    for i in np.lexsort((ends, starts)):  # by start, zero-length intervals first
+        for k, free in enumerate(lane_end):
+            if free <= starts[i]:
+                lanes[i], lane_end[k] = k, ends[i]
+                break
+        else:
+            lanes[i] = len(lane_end)
+            lane_end.append(ends[i])
+    return lanes
+
+
+def port_log_arrays(result: Any) -> dict[str, np.ndarray]:
+    """The DDR port log as numpy columns, times relative to the op's timer start (cycles)."""
+    log = getattr(result, "port_log", None)
+    if log is None:
+        raise DspsimInputError(
+            "this run has no DDR port log: simulate it with port_log=True (the CLI does so for "
+            "--timeline, --trace and --save)"
+        )
+    origin = float(getattr(result, "origin_cycle", 0.0))
+    if not log:
+        empty = np.zeros(0)
+        return {f: empty for f in PORT_LOG_FIELDS[:5]} | {
+            "is_write": np.zeros(0, bool),
+            "requester": np.zeros(0, dtype=str),
+        }
+    cols = list(zip(*log))
+    out = {f: np.asarray(cols[i], float) - origin for i, f in enumerate(PORT_LOG_FIELDS[:4])}
+    out["bytes"] = np.asarray(cols[4], float)
+    out["is_write"] = np.asarray(cols[5], bool)
+    out["requester"] = np.asarray(cols[6], dtype=str)
+    return out
+
+
+def interval_integral(
+    starts: np.ndarray, ends: np.ndarray, weights: np.ndarray, t: np.ndarray
+) -> np.ndarray:
+    """``F(t) = sum_i weights_i * |[starts_i, ends_i] ∩ (-inf, t]|`` at every ``t``.
+
+    Differences of F over bin edges give time-weighted sums per bin without a loop per interval:
+    with intervals sorted by start and by end, F(t) = t W_s(t) - WS_s(t) - (t W_e(t) - WE_e(t)).
+    """
+    t = np.asarray(t, float)
+    out = np.zeros_like(t)
+    for edge, sign in ((np.asarray(starts, float), 1.0), (np.asarray(ends, float), -1.0)):
+        order = np.argsort(edge, kind="stable")
+        e, w = edge[order], np.asarray(weights, float)[order]
+        cw = np.concatenate([[0.0], np.cumsum(w)])
+        cwe = np.concatenate([[0.0], np.cumsum(w * e)])
+        k = np.searchsorted(e, t, side="right")
+        out += sign * (t * cw[k] - cwe[k])
+    return out
+
+
+def binned_mean(
+    starts: np.ndarray, ends: np.ndarray, weights: np.ndarray, edges: np.ndarray
+) -> np.ndarray:
+    """Time-weighted mean, per bin, of the sum of ``weights`` of the intervals active then."""
+    f = interval_integral(starts, ends, weights, edges)
+    width = np.diff(edges)
+    return np.divide(np.diff(f), width, out=np.zeros(len(width)), where=width > 0)

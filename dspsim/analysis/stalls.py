@@ -1,0 +1,146 @@
+"""Where the core's time goes, per pass, and how busy each engine is.
+
+Everything here is computed from a run's trace (``simulate(..., trace=True)``); all times are DSP
+cycles counted from the op's timer start.
+
+Per pass, the core's span is split into disjoint parts:
+
+``span_cycles``
+    from the first to the last core trace row of the pass.
+``compute_cycles``
+    kernels executing, minus the part of them stalled on DDR.
+``idma_setup_cycles``
+    programming iDMA descriptors (``IDMA_COPY``).
+``wait_in_cycles`` / ``wait_out_cycles``
+    blocked in ``IDMA_WAIT`` on an input copy (DDR -> TCM) / an output copy (TCM -> DDR).
+``wait_ddr_cycles``
+    kernels stalled on uncached DDR accesses (kernels that read and write DDR directly).
+``other_cycles``
+    the part of the span no core row covers (0 for the seed's op).
+
+so that ``compute + idma_setup + wait_in + wait_out + wait_ddr + other = span`` exactly.
+The per-tile view is :mod:`dspsim.analysis.tiles`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from dspsim.analysis.engines import RunEngines
+from dspsim.errors import DspsimInputError
+
+CORE_PARTS = (
+    "compute_cycles",
+    "idma_setup_cycles",
+    "wait_in_cycles",
+    "wait_out_cycles",
+    "wait_ddr_cycles",
+    "other_cycles",
+)
+OUTSIDE_PASSES = "(outside passes)"
+
+
+def require_trace(result: Any) -> pd.DataFrame:
+    trace = getattr(result, "trace", None)
+    if trace is None:
+        raise DspsimInputError(
+            "this run has no trace: simulate it with trace=True (the CLI does so for --json, "
+            "--timeline, --trace, --tiles and --save)"
+        )
+    return trace
+
+
+def pass_names(trace: pd.DataFrame, passes: list[dict[str, Any]] | None) -> list[str]:
+    """Pass names in run order: the run's pass list first, then any the trace adds."""
+    names = [p["name"] for p in passes or []]
+    for name in pd.unique(trace["pass"]):
+        label = name or OUTSIDE_PASSES
+        if label not in names:
+            names.append(label)
+    return names
+
+
+def core_breakdown(
+    trace: pd.DataFrame,
+    passes: list[dict[str, Any]] | None = None,
+    engines: RunEngines | None = None,
+) -> list[dict[str, Any]]:
+    """Per pass: the core's span and its parts (see the module docstring), in cycles.
+
+    ``engines``: the run's (``RunEngines.of(result)``); default: read off the trace.
+    """
+    core = (engines or RunEngines.from_trace(trace)).core_rows(trace)
+    dur = core["end_cycle"] - core["start_cycle"]
+    stall = core["ddr_stall_cycles"]
+    kind = core["kind"]
+    label = core["pass"].where(core["pass"] != "", OUTSIDE_PASSES)
+    rows = []
+    for name in pass_names(trace, passes):
+        sel = (label == name).to_numpy()
+        if not sel.any():
+            continue
+        k, d, s = kind[sel], dur[sel], stall[sel]
+        start = float(core["start_cycle"][sel].min())
+        end = float(core["end_cycle"][sel].max())
+        parts = {
+            "compute_cycles": float((d - s)[k == "compute"].sum()),
+            "idma_setup_cycles": float(d[k == "setup"].sum()),
+            "wait_in_cycles": float(d[k == "wait_in"].sum()),
+            "wait_out_cycles": float(d[k == "wait_out"].sum()),
+            "wait_ddr_cycles": float(s[k == "compute"].sum()),
+        }
+        parts["other_cycles"] = (end - start) - float(d.sum())
+        rows.append(
+            {"pass": name, "start_cycle": start, "end_cycle": end, "span_cycles": end - start}
+            | parts
+        )
+    return rows
+
+
+def _clipped_busy(rows: pd.DataFrame, end_cycle: float) -> float:
+    start = rows["start_cycle"].clip(0.0, end_cycle)
+    end = rows["end_cycle"].clip(0.0, end_cycle)
+    return float((end - start).sum())
+
+
+def engine_utilisation(result: Any) -> dict[str, dict[str, float]]:
+    """Busy cycles and utilisation (percent of the op's cycles) of every engine of the run,
+    keyed by the run's engine names, in its order.
+
+    The core: computing or programming descriptors (not waiting, not stalled on DDR);
+    iDMA channels: a descriptor in progress; the DDR port: its data path moving bytes.
+    """
+    trace = require_trace(result)
+    engines = RunEngines.of(result)
+    total = float(result.cycles)
+    out: dict[str, dict[str, float]] = {}
+    if engines.core is not None:
+        core = engines.core_rows(trace)
+        core = core[core["kind"].isin(["compute", "setup"])]
+        busy = _clipped_busy(core, total) - float(core["ddr_stall_cycles"].sum())
+        out[engines.core] = {"busy_cycles": busy}
+    for ch in engines.channels:
+        out[ch] = {"busy_cycles": _clipped_busy(trace[trace["engine"] == ch], total)}
+    moved = float(sum(result.bytes.values()))
+    for port in engines.ports:
+        out[port] = {
+            "busy_cycles": float(result.busy_cycles.get(port, 0)),
+            "achieved_bytes_per_cycle": moved / total if total else 0.0,
+        }
+    for entry in out.values():
+        entry["utilisation_pct"] = 100.0 * entry["busy_cycles"] / total if total else 0.0
+    return out
+
+
+def stall_summary(result: Any) -> dict[str, Any]:
+    """The ``stalls`` object of ``dspsim run --json``: per pass, totals, per engine."""
+    per_pass = core_breakdown(require_trace(result), result.passes, RunEngines.of(result))
+    total = {"span_cycles": sum(p["span_cycles"] for p in per_pass)}
+    total |= {k: sum(p[k] for p in per_pass) for k in CORE_PARTS}
+    return {
+        "per_pass": per_pass,
+        "total": total,
+        "engines": engine_utilisation(result),
+    }

@@ -1,0 +1,240 @@
+"""One row per tile per pass, what each TCM buffer holds when, and the tiles CSV.
+
+Computed from a run's trace (``simulate(..., trace=True)``); all times are DSP cycles counted
+from the op's timer start. Per tile (one row per tile per pass, :func:`tile_table`):
+
+``dma_cycles``
+    the durations of the tile's input copy and output copy, added.
+``hidden_dma_cycles``
+    the part of those copies during which the core was doing useful work (computing or
+    programming descriptors): DMA time the double buffering hides behind the core's work.
+``exposed_dma_cycles``
+    ``dma_cycles - hidden_dma_cycles``: copy time during which the core was waiting (on this
+    copy, on another one, or on DDR) or idle. A copy that runs while the core waits on the other
+    buffer's copy is exposed: it hides behind another copy, not behind compute.
+``wait_in_cycles`` / ``wait_out_cycles``
+    core cycles in ``IDMA_WAIT`` on this tile's own input / output copy (the C's handles).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dspsim.analysis.engines import RunEngines
+from dspsim.analysis.series import assign_lanes
+from dspsim.analysis.stalls import OUTSIDE_PASSES, pass_names, require_trace
+from dspsim.errors import DspsimInputError
+from dspsim.paths import writable_file
+
+
+def _busy_integral(core: pd.DataFrame):
+    """``B(t)``: core cycles of useful work (compute net of DDR stalls, setup) before ``t``.
+
+    Core rows never overlap, so B is a running sum over rows sorted by start.
+    """
+    busy = core[core["kind"].isin(["compute", "setup"])].sort_values("start_cycle")
+    starts = busy["start_cycle"].to_numpy(float)
+    dur = (busy["end_cycle"] - busy["start_cycle"]).to_numpy(float)
+    stall = busy["ddr_stall_cycles"].to_numpy(float)
+    weight = np.divide(dur - stall, dur, out=np.zeros_like(dur), where=dur > 0)
+    before = np.concatenate([[0.0], np.cumsum(weight * dur)])
+
+    def integral(t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(starts, t, side="right") - 1
+        j = np.clip(i, 0, None)
+        inside = np.clip(t - starts[j], 0.0, dur[j]) * weight[j] if len(starts) else 0.0
+        return np.where(i >= 0, before[j] + inside, 0.0)
+
+    return integral
+
+
+TILE_COLUMNS = [
+    "pass",
+    "tile",
+    "buffer",
+    "bytes",
+    "copy_in_channel",
+    "copy_in_start_cycle",
+    "copy_in_end_cycle",
+    "compute_start_cycle",
+    "compute_end_cycle",
+    "copy_out_channel",
+    "copy_out_start_cycle",
+    "copy_out_end_cycle",
+    "copy_in_cycles",
+    "compute_cycles",
+    "ddr_stall_cycles",
+    "copy_out_cycles",
+    "wait_in_cycles",
+    "wait_out_cycles",
+    "dma_cycles",
+    "hidden_dma_cycles",
+    "exposed_dma_cycles",
+]
+
+
+def tile_table(
+    trace: pd.DataFrame,
+    passes: list[dict[str, Any]] | None = None,
+    engines: RunEngines | None = None,
+) -> pd.DataFrame:
+    """One row per tile per pass: its copies, its compute, hidden and exposed DMA cycles.
+
+    Kernel calls outside any tile (kernels on DDR, no copies) give one row per pass with
+    tile -1. Missing parts (no output copy in a pass that writes nothing back) are NaN. A copy's
+    channel is its number among the run's channels (``engines``, the run's:
+    ``RunEngines.of(result)``; default: read off the trace).
+    """
+    engines = engines or RunEngines.from_trace(trace)
+    core = engines.core_rows(trace)
+    copies = engines.channel_rows(trace)
+    copies = copies[copies["kind"].isin(["copy_in", "copy_out"])].copy()
+    copies["channel"] = engines.numbers(copies["engine"]).astype(int)
+    copies["index"] = copies["what"].str.removeprefix("#").astype(int)
+    integral = _busy_integral(core)
+    start = copies["start_cycle"].to_numpy(float)
+    end = copies["end_cycle"].to_numpy(float)
+    copies["dur"] = end - start
+    copies["hidden"] = integral(end) - integral(start) if len(copies) else 0.0
+
+    # a wait names the descriptor it waits on ("ch0 #7"): charge it to that copy's tile
+    waits = core[core["kind"].isin(["wait_in", "wait_out"])].copy()
+    handle = waits["what"].str.extract(r"ch(\d+) #(\d+)").astype(float)
+    waits["channel"], waits["index"] = handle[0], handle[1]
+    waits["dur"] = waits["end_cycle"] - waits["start_cycle"]
+    waits = waits.dropna(subset=["channel"]).astype({"channel": int, "index": int})
+    waits = waits.merge(
+        copies[["channel", "index", "pass", "tile"]],
+        on=["channel", "index"],
+        suffixes=("_core", ""),
+    )
+
+    key = ["pass", "tile"]
+    parts = []
+    for kind in ("copy_in", "copy_out"):
+        g = copies[copies["kind"] == kind].groupby(key, sort=False)
+        part = g.agg(
+            **{
+                f"{kind}_channel": ("channel", "first"),
+                f"{kind}_start_cycle": ("start_cycle", "min"),
+                f"{kind}_end_cycle": ("end_cycle", "max"),
+                f"{kind}_cycles": ("dur", "sum"),
+                f"{kind}_hidden": ("hidden", "sum"),
+                f"{kind}_bytes": ("bytes", "sum"),
+                f"{kind}_buffer": ("buffer", "first"),
+            }
+        )
+        parts.append(part)
+    comp = core[core["kind"] == "compute"].copy()
+    comp["dur"] = comp["end_cycle"] - comp["start_cycle"]
+    parts.append(
+        comp.groupby(key, sort=False).agg(
+            compute_start_cycle=("start_cycle", "min"),
+            compute_end_cycle=("end_cycle", "max"),
+            compute_cycles=("dur", "sum"),
+            ddr_stall_cycles=("ddr_stall_cycles", "sum"),
+            compute_bytes=("bytes", "max"),
+            compute_buffer=("buffer", "first"),
+        )
+    )
+    for kind in ("wait_in", "wait_out"):
+        w = waits[waits["kind"] == kind].groupby(key, sort=False)["dur"].sum()
+        parts.append(w.rename(f"{kind}_cycles").to_frame())
+    table = pd.concat(parts, axis=1).reset_index()
+    if table.empty:
+        return pd.DataFrame(columns=TILE_COLUMNS)
+
+    table["compute_cycles"] = table["compute_cycles"] - table["ddr_stall_cycles"].fillna(0.0)
+    for col in ("wait_in_cycles", "wait_out_cycles", "ddr_stall_cycles"):
+        table[col] = table[col].fillna(0.0)
+    dma = table["copy_in_cycles"].fillna(0.0) + table["copy_out_cycles"].fillna(0.0)
+    hidden = table["copy_in_hidden"].fillna(0.0) + table["copy_out_hidden"].fillna(0.0)
+    table["dma_cycles"] = dma
+    table["hidden_dma_cycles"] = hidden
+    table["exposed_dma_cycles"] = dma - hidden
+    table["bytes"] = (
+        table["copy_in_bytes"].fillna(table["compute_bytes"]).fillna(0).astype("int64")
+    )
+    buffer = table["copy_in_buffer"].fillna(table["copy_out_buffer"])
+    table["buffer"] = buffer.fillna(table["compute_buffer"]).fillna(-1).astype("int64")
+    for col in ("copy_in_channel", "copy_out_channel"):
+        table[col] = table[col].astype("Int64")
+
+    order = {name: i for i, name in enumerate(pass_names(trace, passes))}
+    table["_order"] = table["pass"].map(lambda p: order.get(p or OUTSIDE_PASSES, len(order)))
+    table = table.sort_values(["_order", "tile"], kind="stable")
+    return table[TILE_COLUMNS].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------ TCM buffers
+TCM_STATES = ("filling", "ready", "computing", "computed", "draining")
+
+
+def tcm_segments(
+    trace: pd.DataFrame,
+    passes: list[dict[str, Any]] | None = None,
+    engines: RunEngines | None = None,
+) -> pd.DataFrame:
+    """What each TCM buffer holds, as segments: one row per (tile, state).
+
+    States: ``filling`` (input copy), ``ready`` (filled, core not there yet), ``computing``,
+    ``computed`` (waiting for its output copy), ``draining`` (output copy). A tile occupies its
+    buffer from the start of its input copy to the end of its output copy (or of its compute
+    when nothing is written back). ``lane`` splits a buffer into sub-lanes where two tiles
+    occupy it at once (a buffer refilled while it drains).
+    """
+    cols = ["buffer", "lane", "pass", "tile", "state", "start_cycle", "end_cycle", "bytes"]
+    tiles = tile_table(trace, passes, engines)
+    tiles = tiles[(tiles["buffer"] >= 0) & tiles["copy_in_start_cycle"].notna()]
+    if tiles.empty:
+        return pd.DataFrame(columns=cols)
+    hold_end = tiles["copy_out_end_cycle"].fillna(tiles["compute_end_cycle"])
+    hold_end = hold_end.fillna(tiles["copy_in_end_cycle"])
+    lanes = np.zeros(len(tiles), dtype=int)
+    for b in tiles["buffer"].unique():
+        sel = (tiles["buffer"] == b).to_numpy()
+        lanes[sel] = assign_lanes(tiles["copy_in_start_cycle"][sel], hold_end[sel])
+    bounds = {
+        "filling": ("copy_in_start_cycle", "copy_in_end_cycle"),
+        "ready": ("copy_in_end_cycle", "compute_start_cycle"),
+        "computing": ("compute_start_cycle", "compute_end_cycle"),
+        "computed": ("compute_end_cycle", "copy_out_start_cycle"),
+        "draining": ("copy_out_start_cycle", "copy_out_end_cycle"),
+    }
+    parts = []
+    for state, (a, b) in bounds.items():
+        seg = pd.DataFrame(
+            {
+                "buffer": tiles["buffer"].to_numpy(),
+                "lane": lanes,
+                "pass": tiles["pass"].to_numpy(),
+                "tile": tiles["tile"].to_numpy(),
+                "state": state,
+                "start_cycle": tiles[a].to_numpy(float),
+                "end_cycle": tiles[b].to_numpy(float),
+                "bytes": tiles["bytes"].to_numpy(),
+            }
+        )
+        parts.append(seg[(seg["end_cycle"] > seg["start_cycle"])])
+    out = pd.concat(parts, ignore_index=True)
+    return out.sort_values(["buffer", "start_cycle"], kind="stable").reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------ tiles CSV
+def check_tiles_path(path: str | Path) -> Path:
+    return writable_file(path, "tiles file", (".csv",))
+
+
+def write_tiles_csv(result: Any, path: str | Path) -> Path:
+    """One row per tile per pass (see :func:`tile_table`) as CSV."""
+    p = check_tiles_path(path)
+    table = tile_table(require_trace(result), result.passes, RunEngines.of(result))
+    try:
+        table.to_csv(p, index=False, float_format="%.3f")
+    except OSError as e:
+        raise DspsimInputError(f"cannot write {str(p)!r}: {e.strerror or e}") from None
+    return p

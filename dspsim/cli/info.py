@@ -1,0 +1,77 @@
+"""``dspsim ops`` and ``dspsim keys``: what can be run and what can be set."""
+
+from __future__ import annotations
+
+import argparse
+
+from dspsim.cli.common import add_model_args, emit_json, model_from_args
+from dspsim.config import HARDWARE_KEYS, key_sources, model_key
+from dspsim.ops import get_op, op_names
+
+
+def add_ops(sub) -> None:
+    p = sub.add_parser("ops", help="every op, its variants and its parameters")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def ops_table() -> list[dict]:
+    out = []
+    for name in op_names():
+        op = get_op(name)
+        out.append({
+            "op": op.name,
+            "doc": op.doc,
+            "command": f"0x{op.cmd:04x}",
+            "input": "n (1-D)" if op.ndim == 1 else "shape ROWS,COLS (2-D)",
+            "default_shape": list(op.default_shape),
+            "variants": [
+                {"variant": v, "doc": d, "needs": op.requirements(v)}
+                for v, d in op.variants.items()
+            ],
+            "params": [k.describe() for k in op.params.keys],
+        })
+    return out
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    table = ops_table()
+    if args.json:
+        emit_json(table)
+        return 0
+    for op in table:
+        print(f"{op['op']} ({op['command']}): {op['doc']}")
+        print(f"  input: {op['input']}, default {'x'.join(map(str, op['default_shape']))}")
+        for v in op["variants"]:
+            need = ", ".join(f"{k} {n}" for k, n in v["needs"].items() if n) or "no TCM"
+            print(f"  variant {v['variant']:<10} {v['doc']} (needs {need})")
+        for k in op["params"]:
+            unit = f" {k['unit']}" if k["unit"] else ""
+            print(f"  {k['key']} = {k['default']!r}{unit}: {k['doc']} [{k['allowed']}]")
+        print()
+    return 0
+
+
+def add_keys(sub) -> None:
+    p = sub.add_parser("keys", help="every model key: value, unit, range, meaning, source")
+    add_model_args(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    model = model_from_args(args)
+    sources = key_sources(model.source)
+    rows = []
+    for key in list(HARDWARE_KEYS) + [f"{s}.{k}" for s, p in model.ops.items() for k in p]:
+        k = model_key(key)
+        source = sources.get(key, "" if key in HARDWARE_KEYS else "op default")
+        rows.append({**k.describe(), "value": model.get(key), "source": source,
+                     "label": source.split(":")[0].split()[0] if source else ""})
+    if args.json:
+        emit_json(rows)
+        return 0
+    for r in rows:
+        unit = f" {r['unit']}" if r["unit"] else ""
+        print(f"{r['key']:<32} {r['value']!r:>12}{unit:<13} [{r['allowed']}] {r['doc']}")
+        if r["source"]:
+            print(f"{'':<34}{r['source']}")
+    return 0

@@ -1,0 +1,88 @@
+"""What ``dspsim run`` writes besides its summary: the options checked before simulating, then
+the files (saved run, tiles CSV, Perfetto trace, timeline) written from the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dspsim.analysis.perfetto import (
+    DEFAULT_EVENT_LIMIT,
+    check_limit,
+    check_trace_path,
+    write_trace,
+)
+from dspsim.analysis.tiles import check_tiles_path, write_tiles_csv
+from dspsim.analysis.timeline import check_figure_path, check_window, parse_window, plot_timeline
+from dspsim.errors import DspsimInputError
+from dspsim.results import check_save_path, save_run
+
+
+@dataclass(frozen=True)
+class RunOutputs:
+    """What ``dspsim run`` was asked to write besides its summary, checked before simulating."""
+
+    timeline: Path | None = None
+    window: tuple[float, float] | None = None
+    trace: Path | None = None
+    trace_limit: int = 0
+    tiles: Path | None = None
+    save: Path | None = None
+    json: bool = False
+
+    @property
+    def needs_trace(self) -> bool:
+        return self.json or any((self.timeline, self.trace, self.tiles, self.save))
+
+    @property
+    def needs_port_log(self) -> bool:
+        return any((self.timeline, self.trace, self.save))
+
+    def write(self, result: Any) -> list[str]:
+        """Write every requested file; return one line per file written."""
+        check_window(self.window, result.cycles)  # before writing anything
+        done = []
+        if self.save:
+            save_run(result, self.save)
+            done.append(f"saved run to {self.save}")
+        if self.tiles:
+            write_tiles_csv(result, self.tiles)
+            done.append(f"wrote tile table to {self.tiles}")
+        if self.trace:
+            write_trace(result, self.trace, self.trace_limit)
+            done.append(f"wrote Perfetto trace to {self.trace} (open in ui.perfetto.dev)")
+        if self.timeline:
+            plot_timeline(result, self.timeline, self.window)
+            done.append(f"wrote timeline to {self.timeline}")
+        return done
+
+
+def run_outputs(args: Any) -> RunOutputs:
+    """Check the output options of ``dspsim run`` (paths, extensions, window syntax)."""
+    timeline = getattr(args, "timeline", None)
+    window = getattr(args, "window", None)
+    trace = getattr(args, "trace", None)
+    tiles = getattr(args, "tiles", None)
+    save = getattr(args, "save", None)
+    limit = getattr(args, "trace_limit", None)
+    if window is not None and timeline is None:
+        raise DspsimInputError("--window zooms the timeline: give --timeline FILE.png|.svg too")
+    if limit is not None and trace is None:
+        raise DspsimInputError("--trace-limit limits the trace: give --trace FILE.json too")
+    named = [(opt, Path(v).resolve()) for opt, v in (
+        ("--timeline", timeline), ("--trace", trace), ("--tiles", tiles), ("--save", save),
+        ("--output", getattr(args, "output", None))) if v]
+    for i, (opt, path) in enumerate(named):
+        for other, other_path in named[:i]:
+            if path == other_path:
+                raise DspsimInputError(f"{other} and {opt} name the same file {str(path)!r}")
+    return RunOutputs(
+        timeline=check_figure_path(timeline) if timeline else None,
+        window=parse_window(window) if window is not None else None,
+        trace=check_trace_path(trace) if trace else None,
+        trace_limit=check_limit(limit if limit is not None else DEFAULT_EVENT_LIMIT),
+        tiles=check_tiles_path(tiles) if tiles else None,
+        save=check_save_path(save) if save else None,
+        json=bool(getattr(args, "json", False)),
+    )

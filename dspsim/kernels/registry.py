@@ -1,0 +1,50 @@
+"""The kernel registry: ``name -> Kernel``; see :mod:`dspsim.kernels`."""
+
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dspsim.errors import DspsimInputError
+from dspsim.kernels.shapes import LoopShape
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    shape: LoopShape
+    compute: Callable[..., Any]
+    reads: bool = True  # takes a source array
+    writes: bool = False  # writes a destination array
+    results: int = 0  # values the C function returns (0: void, 1: a scalar, k: a tuple)
+
+    def no_data_result(self, rows: int = 1) -> Any:
+        """What a call returns with the data path off: zeros of the right shape."""
+        if not self.results:
+            return None
+        zero = np.float32(0.0) if rows == 1 else np.zeros(rows, np.float32)
+        return zero if self.results == 1 else (zero,) * self.results
+
+
+KERNELS: dict[str, Kernel] = {}
+
+
+def register(kernel: Kernel) -> Kernel:
+    """Add a kernel to the library (a name may be registered once)."""
+    if kernel.name in KERNELS and KERNELS[kernel.name] is not kernel:
+        raise ValueError(f"kernel {kernel.name!r} is already registered")
+    KERNELS[kernel.name] = kernel
+    return kernel
+
+
+def get_kernel(name: str) -> Kernel:
+    try:
+        return KERNELS[name]
+    except KeyError:
+        raise DspsimInputError(
+            f"no kernel {name!r}; registered: {', '.join(sorted(KERNELS))}"
+        ) from None

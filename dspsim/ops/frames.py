@@ -1,0 +1,121 @@
+"""The seed's reusable pieces, for any op: ``IDMA_COPY``, ``IDMA_WAIT`` and the ping-pong frame.
+
+Every function here is a SimPy process body running on a DSP core: ``yield from`` an iDMA
+macro or the frame is where the C calls it. ``dsp`` (:class:`dspsim.platform.Dsp`) carries
+what the C reaches through globals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+from dspsim.hw.idma import Transfer
+from dspsim.hw.memory import Ptr
+
+if TYPE_CHECKING:
+    from dspsim.platform import Dsp
+
+Proc = Generator[Any, Any, Any]  # a SimPy process body: what ``yield from`` runs
+# func(dsp, out_addr, in_addr, size, func_out, func_in): one tile's work, in TCM
+TileFunc = Callable[["Dsp", Ptr, Ptr, int, list, Any], Proc]
+
+HB_IDMA_CH0, HB_IDMA_CH1 = 0, 1
+XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1 = 0, 1
+UNWRITTEN_HANDLE = (
+    "the ping-pong frame waits on vret_out[] before any output copy has set it (first tile of "
+    "each buffer in a pass with write-back); modelled as an immediate return"
+)
+
+
+def IDMA_COPY(dsp: Dsp, channel: int, src: Ptr, dst: Ptr, size: int, tile: int) -> Proc:
+    """``IDMA_COPY(ch, vret, src, dst, size)``: returns the handle (``vret``)."""
+    kind = "copy_in" if dst.mem.kind == "tcm" else "copy_out"
+    dsp.core.tile = tile
+    if dsp.channel_map is not None:
+        channel = dsp.channel_map(channel, kind)
+    return (yield from dsp.core.idma_copy(channel, src, dst, size, kind))
+
+
+def IDMA_WAIT(dsp: Dsp, channel: int, vret: Transfer | None, kind: str) -> Proc:
+    """``IDMA_WAIT(ch, vret)``: block until the descriptor behind ``vret`` is done."""
+    yield from dsp.core.idma_wait(vret, kind, quirk=UNWRITTEN_HANDLE)
+
+
+def hb_dsp_ping_pong_frame(
+    dsp: Dsp,
+    dst: Ptr,
+    src: Ptr,
+    src_idma: list[Ptr],
+    dst_idma: list[Ptr],
+    length: int,
+    func: TileFunc,
+    func_out: list,
+    func_in: Any,
+    with_out_idma: bool = True,
+    block_elems: int = 0,
+) -> Proc:
+    """One pass over ``length`` float32 in tiles of ``block_elems`` (the seed's
+    ``TILE_SIZE >> 2``) through two TCM buffers: prefetch tiles 0 and 1 on channels 0 and 1;
+    per tile wait for its input (and, writing back, for the buffer's previous output), run
+    ``func`` in TCM, copy the tile out on the same channel, prefetch the tile after next into
+    the buffer; at the end wait for the last output."""
+    size = [0, 0]
+    vret_in = [None, None]
+    vret_out = [None, None]  # uninitialised in the C
+    i = 0
+    block_start = 0
+    output_start = 0
+    ping_pong = 0
+    tile_in = tile = 0  # tile indices, for the trace only
+
+    block = min(block_elems, length)
+    block_size = block << 2
+    size[0] = block
+    vret_in[0] = yield from IDMA_COPY(dsp, HB_IDMA_CH0, src, src_idma[0], block_size, tile_in)
+    tile_in += 1
+
+    block_start += block
+    if block_start < length:
+        block = min(block, length - block_start)
+        block_size = block << 2
+        size[1] = block
+        vret_in[1] = yield from IDMA_COPY(
+            dsp, HB_IDMA_CH1, src + block_start, src_idma[1], block_size, tile_in
+        )
+        tile_in += 1
+        block_start += block
+
+    while i < length:
+        dsp.core.tile, dsp.core.buffer = tile, ping_pong
+        i += size[ping_pong]
+        yield from IDMA_WAIT(dsp, ping_pong, vret_in[ping_pong], "wait_in")
+        if with_out_idma:
+            yield from IDMA_WAIT(dsp, ping_pong, vret_out[ping_pong], "wait_out")
+        dsp.core.tile = tile
+        yield from func(
+            dsp, dst_idma[ping_pong], src_idma[ping_pong], size[ping_pong], func_out, func_in
+        )
+
+        if with_out_idma:
+            vret_out[ping_pong] = yield from IDMA_COPY(
+                dsp, ping_pong, dst_idma[ping_pong], dst + output_start, size[ping_pong] << 2, tile
+            )
+            output_start += size[ping_pong]
+
+        if block_start < length:
+            block = min(block, length - block_start)
+            block_size = block << 2
+            size[ping_pong] = block
+            vret_in[ping_pong] = yield from IDMA_COPY(
+                dsp, ping_pong, src + block_start, src_idma[ping_pong], block_size, tile_in
+            )
+            tile_in += 1
+            block_start += block
+        ping_pong ^= 0x1
+        tile += 1
+
+    if with_out_idma:
+        yield from IDMA_WAIT(dsp, ping_pong ^ 0x01, vret_out[ping_pong ^ 0x01], "wait_out")
+    dsp.core.tile = dsp.core.buffer = -1
+    return 0

@@ -1,0 +1,167 @@
+"""The seed's softmax operator, written to be read beside its C.
+
+Every function here is a SimPy process body running on a DSP core: ``yield from`` a kernel
+(``dsp.core.call``), an iDMA macro or the ping-pong frame is where the C calls it. ``dsp``
+carries what the C reaches through globals (the core, the iDMA channels, the timer); the op's
+parameters (``TILE_SIZE`` = ``softmax.tile_bytes``, the quirk switches) are ``dsp.params``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dspsim.hw.memory import Ptr
+from dspsim.hw.tcm import TileManager
+from dspsim.kernels import numerics
+from dspsim.ops.frames import (
+    XV_MEM_BANK_COLOR_0,
+    XV_MEM_BANK_COLOR_1,
+    Proc,
+    hb_dsp_ping_pong_frame,
+)
+
+if TYPE_CHECKING:
+    from dspsim.platform import Dsp
+
+SOFTMAX_CMD = 0x1402
+
+
+@dataclass
+class hbDSPSoftmaxParam:  # noqa: N801 - the seed's struct name
+    data_size: int  # bytes
+    input: int  # physical address of the input in DDR
+    run_tcm_opt: int  # 0: direct DDR, 1: ping-pong TCM
+
+
+# ------------------------------------------------------------------------- quirk reports
+def reciprocal(dsp: Dsp, sum_value: float) -> np.float32:
+    """``1.0f / sum`` in float32: +inf for a zero sum, which the model reports."""
+    if dsp.move_data and not sum_value:
+        dsp.warn("zero_sum", "the sum of exponentials is 0: 1/sum is +inf and the output "
+                 "inf/NaN")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.float32(1.0) / np.float32(sum_value)
+
+
+def check_exp_input(dsp: Dsp, x: Ptr, n: int, max_value: float) -> None:
+    """Report what vecexpf_max's flags see in its input (model check, not in the C)."""
+    if not dsp.move_data or n <= 0:
+        return
+    guard = dsp.params.guard_shifted_input
+    flags = numerics.expf_input_flags(x.mem.f32(x, n), max_value, guard)
+    if flags["nan_inputs"]:
+        dsp.warn("nan_input", "NaN inputs: vecexpf_max flags them (b_nan) but never uses the "
+                 "flag, so they flow through to the output", flags["nan_inputs"])
+    if flags["overflow_guard"]:
+        dsp.warn("overflow_guard", "vecexpf_max's overflow guard tests the raw input, so an "
+                 "element >= 88.72 gives exp = +inf and the softmax NaN although softmax is "
+                 "shift-invariant (softmax.guard_shifted_input = true tests x - max instead)"
+                 if not guard else "vecexpf_max's overflow guard fired on x - max >= 88.72",
+                 flags["overflow_guard"])
+
+
+def check_running_max(dsp: Dsp, max_value: float, src: Ptr, length: int) -> None:
+    """Report the seed's running max that starts at 0.0f when it changed the result."""
+    if not dsp.move_data or dsp.params.max_init != "zero" or max_value != 0.0:
+        return
+    with np.errstate(invalid="ignore"):
+        true_max = float(np.nanmax(src.mem.f32(src, length))) if length else 0.0
+    if true_max < 0.0:
+        effect = ("every exp(x - 0) underflows to 0: the sum is 0 and the output inf/NaN"
+                  if true_max < -103.0 else "exp(x - 0) is used instead of exp(x - max)")
+        dsp.warn(
+            "max_init_zero",
+            f"the ping-pong running max starts at 0.0f and every input is below 0 (true "
+            f"max {true_max:.6g}), so the max used is 0.0: {effect}; "
+            'softmax.max_init = "-inf" corrects it',
+        )
+
+
+def vecexpf_max(dsp: Dsp, z: Ptr, x: Ptr, n: int, max_value: float) -> Proc:
+    check_exp_input(dsp, x, n, max_value)
+    yield from dsp.core.call("vecexpf_max", n, x, z, max_value=max_value,
+                             guard_shifted_input=dsp.params.guard_shifted_input)
+
+
+# ------------------------------------------------------------------------- tile functions
+def tile_max(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, max_: list, param: float) -> Proc:
+    max_value = yield from dsp.core.call("vecmaxf", size, in_addr)
+    max_[0] = max_value if max_value > max_[0] else max_[0]
+
+
+def tile_sum(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, sum_: list, param: float) -> Proc:
+    yield from vecexpf_max(dsp, out_addr, in_addr, size, param)
+    sum_[0] = np.float32(sum_[0] + (yield from dsp.core.call("vecsum", size, out_addr)))
+
+
+def tile_mul(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, out: list, param: float) -> Proc:
+    div = reciprocal(dsp, param)
+    yield from dsp.core.call("vecmul", size, in_addr, out_addr, scalar=div)
+
+
+# ------------------------------------------------------------------------- direct version
+def dsp_softmax(dsp: Dsp, input: Ptr, length: int, output: Ptr) -> Proc:
+    core = dsp.core
+    dsp.begin_pass("max")
+    max_value = yield from core.call("vecmaxf", length, input)
+    dsp.begin_pass("exp")
+    yield from vecexpf_max(dsp, output, input, length, max_value)
+    dsp.begin_pass("sum")
+    sum_ = yield from core.call("vecsum", length, output)
+    dsp.begin_pass("mul")
+    div = reciprocal(dsp, sum_)
+    yield from core.call("vecmul", length, output, output, scalar=div)
+    dsp.end_pass()
+    return 0
+
+
+# ------------------------------------------------------------------------- the operator
+def hb_dsp_softmax(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
+    ptr: hbDSPSoftmaxParam = dsp.ddr.load_struct(input)
+    src = dsp.hb_dsp_mem_map(ptr.input, ptr.data_size)
+    dst = output
+    TILE_SIZE = dsp.params.tile_bytes  # noqa: N806 - the seed's macro
+    if dsp.params.schedule == "split":  # inputs on channel 0, outputs on channel 1
+        dsp.channel_map = lambda channel, kind: 0 if kind == "copy_in" else 1
+
+    if ptr.run_tcm_opt:  # ping-pong optimisation
+        src_0 = tm.allocate(TILE_SIZE, XV_MEM_BANK_COLOR_0, dsp.IVP_2N)
+        dst_0 = src_0
+        src_1 = tm.allocate(TILE_SIZE, XV_MEM_BANK_COLOR_1, dsp.IVP_2N)
+        dst_1 = src_1
+        src_idma = [src_0, src_1]
+        dst_idma = [dst_0, dst_1]
+        length = ptr.data_size >> 2
+        block = TILE_SIZE >> 2
+
+        cycles_start = dsp.TIME_STAMP()
+        dsp.begin_pass("max")
+        max_value = [np.float32(0.0 if dsp.params.max_init == "zero" else -np.inf)]
+        yield from hb_dsp_ping_pong_frame(
+            dsp, dst, src, src_idma, dst_idma, length, tile_max, max_value, 0, False, block
+        )
+        check_running_max(dsp, max_value[0], src, length)  # model check, not in the C
+        dsp.begin_pass("exp_sum")
+        sum_value = [np.float32(0.0)]
+        yield from hb_dsp_ping_pong_frame(
+            dsp, dst, src, src_idma, dst_idma, length, tile_sum, sum_value, max_value[0], True,
+            block,
+        )
+        dsp.begin_pass("mul")
+        yield from hb_dsp_ping_pong_frame(
+            dsp, dst, dst, src_idma, dst_idma, length, tile_mul, [0], sum_value[0], True, block
+        )
+        dsp.end_pass()
+        tm.free(src_0)
+        tm.free(src_1)
+        cycles_stop = dsp.TIME_STAMP()
+    else:  # direct call to DDR
+        cycles_start = dsp.TIME_STAMP()
+        N = ptr.data_size >> 2  # noqa: N806
+        yield from dsp_softmax(dsp, src, N, dst)
+        cycles_stop = dsp.TIME_STAMP()
+    dsp.PROF(cycles_start, cycles_stop)  # self_cycles = cycles_stop - cycles_start; DSP_LOGI
+    return 0

@@ -1,0 +1,251 @@
+"""Run one operator on a fresh platform: ``simulate(model, op, variant, ...) -> Result``.
+
+The host side is the seed's ``test_softmax_op`` for any op: DDR buffers from ``hbUCPMalloc``,
+the input written into DDR, the op's parameter block, ``hbDSPRpcV2(cmd)``, submit to a core,
+wait. The reported cycles are the op's own ``TIME_STAMP`` span (``PROF``); the host's round
+trip is reported separately (``rpc_cycles``).
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import simpy
+
+from dspsim.arrays import check_input_array
+from dspsim.config import HardwareModel
+from dspsim.errors import DeadlockError, DspsimInputError
+from dspsim.host.ucp import Ucp
+from dspsim.ops.registry import firmware_registry, get_op
+from dspsim.platform import FIDELITIES, Platform
+from dspsim.schema import check_n
+from dspsim.version import __version__
+
+# what a run reports in JSON, in this order
+JSON_FIELDS = (
+    "op", "variant", "mode", "shape", "n", "core", "cycles", "time_us", "rpc_cycles", "bytes",
+    "busy_cycles", "stall_cycles", "ddr_contention_cycles", "passes", "events", "wall_s",
+    "warnings", "hazards", "output", "engines", "manifest",
+)
+
+
+@dataclass
+class Result:
+    op: str
+    variant: str
+    shape: tuple[int, ...]
+    cycles: int
+    time_us: float
+    bytes: dict[str, int]
+    busy_cycles: dict[str, int]  # per engine (names in ``engines``)
+    passes: list[dict[str, Any]]
+    events: int
+    wall_s: float
+    manifest: dict[str, Any]
+    warnings: list[dict[str, Any]]
+    stall_cycles: dict[str, int]
+    ddr_contention_cycles: int  # requests queued for the data path behind another engine's
+    engines: dict[str, str] = field(default_factory=dict)  # name -> core | idma | ddr
+    core: str = "core0"  # the core the op ran on
+    rpc_cycles: int = 0  # host submit to done, minus the op's own cycles
+    hazards: list[dict[str, Any]] = field(default_factory=list)
+    output: dict[str, Any] | None = None  # summary of the output array (data path on)
+    output_array: np.ndarray | None = field(default=None, repr=False)
+    trace: pd.DataFrame | None = field(default=None, repr=False)
+    port_log: list[tuple] | None = field(default=None, repr=False)
+    model: HardwareModel | None = field(default=None, repr=False)
+    origin_cycle: float = 0.0  # absolute cycle of the op's timer start (port_log is absolute)
+
+    @property
+    def mode(self) -> str:
+        """The variant's older name (``pingpong`` / ``direct``)."""
+        return self.variant
+
+    @property
+    def n(self) -> int:
+        """Elements in the input."""
+        return int(np.prod(self.shape))
+
+    def engines_of(self, kind: str) -> list[str]:
+        """The names of this run's engines of one kind (``core``, ``idma``, ``ddr``)."""
+        return [name for name, k in self.engines.items() if k == kind]
+
+    def to_json(self) -> dict[str, Any]:
+        obj = {k: getattr(self, k) for k in JSON_FIELDS}
+        obj["shape"] = list(self.shape)
+        return obj
+
+
+def run_to_completion(env: simpy.Environment, platform: Platform, main: simpy.Process) -> None:
+    """Run until no event is left; if ``main`` has not finished, name who is still waiting."""
+    env.run()
+    if not main.triggered:
+        raise DeadlockError(platform.waiting())
+
+
+def _relative(df: pd.DataFrame, origin: float) -> pd.DataFrame:
+    """Trace times counted from the op's timer start, as the pass spans are."""
+    df["start_cycle"] -= origin
+    df["end_cycle"] -= origin
+    return df
+
+
+def simulate(
+    model: HardwareModel,
+    op: str = "softmax",
+    variant: str | None = None,
+    n: int | None = None,
+    shape: tuple[int, ...] | list[int] | None = None,
+    x: np.ndarray | None = None,
+    data: bool = True,
+    trace: bool = False,
+    fidelity: str = "burst",
+    params: dict[str, Any] | None = None,
+    *,
+    mode: str | None = None,
+    port_log: bool = False,
+    core: int = 0,
+) -> Result:
+    """Run one variant of one op and return the result.
+
+    The input is ``x`` (float32 of the op's shape, needs ``data``) or the op's default input
+    of ``shape`` (or ``n`` elements, for a 1-D op; default: the op's default shape).
+    ``params`` sets op parameters for this run (``{"tile_bytes": 8192}`` or dotted keys).
+    ``fidelity``: ``burst`` (every DDR access an event) or ``tile`` (one event per transfer or
+    kernel call, durations from the same formulas). ``mode`` is an older name of ``variant``.
+    ``core`` picks the core the op runs on (of ``core.count``).
+    """
+    the_op = get_op(op)
+    if mode is not None:
+        if variant is not None and variant != mode:
+            raise DspsimInputError(f"variant {variant!r} and mode {mode!r} disagree; give one")
+        variant = mode
+    variant = the_op.check_variant(the_op.default_variant if variant is None else variant)
+    if fidelity not in FIDELITIES:
+        raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
+    if params:
+        model = model.with_overrides(
+            {(k if "." in k else f"{the_op.name}.{k}"): v for k, v in params.items()}
+        )
+    if isinstance(core, bool) or not isinstance(core, int) or not 0 <= core < model.core.count:
+        raise DspsimInputError(
+            f"core {core!r}: the platform has cores 0 to {model.core.count - 1} (core.count)"
+        )
+    if n is not None:
+        n = check_n(n)
+    if x is not None:
+        if not data:
+            raise DspsimInputError("an input array needs the data path: pass data=True")
+        x = check_input_array(x, "x", the_op.ndim)
+        given = the_op.shape_of(n=n, shape=shape) if (n is not None or shape is not None) else None
+        if given is not None and given != x.shape:
+            raise DspsimInputError(f"shape {given} but the input array has shape {x.shape}")
+        shape = x.shape
+        n = None
+    shape = the_op.shape_of(n=n, shape=shape)
+    the_op.check_run(model, variant, shape)
+
+    wall_start = time.perf_counter()
+    env = simpy.Environment()
+    platform = Platform(env, model, data=data, trace=trace, port_log=port_log, fidelity=fidelity)
+    ucp = Ucp(platform, firmware_registry())
+    dsp = platform.dsps[core]
+
+    # the host program (the seed's test_softmax_op, for any op)
+    data_size = the_op.input_bytes(shape)
+    input_data = ucp.malloc(data_size, "input array")
+    if data:
+        values = the_op.default_input(shape) if x is None else x
+        platform.ddr.f32(input_data.ptr, values.size)[:] = values.reshape(-1)
+    output_mem = ucp.malloc(data_size, "output array")
+    input_mem = ucp.malloc(64, "parameter block")
+    platform.ddr.store_struct(
+        input_mem.ptr, the_op.param_block(variant, shape, input_data.phy_addr)
+    )
+    task = ucp.rpc(input_mem, output_mem, the_op.cmd)
+
+    def host():
+        ucp.submit(task, priority=0, backend=core)
+        yield ucp.wait_done(task)
+
+    run_to_completion(env, platform, env.process(host()))
+
+    wall_s = time.perf_counter() - wall_start
+    count = int(np.prod(shape))
+    out = platform.ddr.f32(output_mem.ptr, count).copy().reshape(shape) if data else None
+    x_in = platform.ddr.f32(input_data.ptr, count).reshape(shape) if data else None
+    cycles = int(round(dsp.self_cycles))
+    engines = {dsp.name: "core", **{ch.name: "idma" for ch in dsp.idma}, "ddr": "ddr"}
+    c = dsp.core
+    return Result(
+        op=the_op.name,
+        variant=variant,
+        shape=tuple(shape),
+        cycles=cycles,
+        time_us=cycles / model.core.clock_mhz,
+        bytes={"ddr_read": platform.port.bytes_read, "ddr_write": platform.port.bytes_written},
+        busy_cycles={
+            dsp.name: int(round(c.compute_cycles)),
+            **{ch.name: int(round(ch.busy_cycles)) for ch in dsp.idma},
+            "ddr": int(round(platform.port.busy_cycles)),
+        },
+        stall_cycles={
+            "ddr": int(round(c.ddr_stall_cycles)),
+            "idma_in": int(round(c.idma_wait_cycles["wait_in"])),
+            "idma_out": int(round(c.idma_wait_cycles["wait_out"])),
+        },
+        ddr_contention_cycles=int(round(platform.port.contention_cycles)),
+        passes=[
+            {
+                "name": p["name"],
+                "start_cycle": int(round(p["start_cycle"] - dsp.cycles_start)),
+                "end_cycle": int(round(p["end_cycle"] - dsp.cycles_start)),
+            }
+            for p in dsp.passes
+        ],
+        events=next(env._eid),  # SimPy's event counter: every event scheduled (and processed)
+        wall_s=wall_s,
+        manifest=manifest(model),
+        warnings=list(platform.warnings.values()),
+        engines=engines,
+        core=dsp.name,
+        rpc_cycles=int(round(task.finished_cycle - task.submitted_cycle - dsp.self_cycles)),
+        hazards=platform.accesses.hazards(origin=dsp.cycles_start),
+        output=the_op.output_summary(out, x_in, model.params(the_op.name)) if data else None,
+        output_array=out,
+        trace=_relative(platform.recorder.frame(), dsp.cycles_start) if trace else None,
+        port_log=platform.port.log,
+        model=model,
+        origin_cycle=dsp.cycles_start,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def git_sha() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def manifest(model: HardwareModel) -> dict[str, Any]:
+    return {
+        "model": model.source,
+        "overrides": {k: v for k, v in model.overrides},
+        "dspsim_version": __version__,
+        "git_sha": git_sha(),
+    }

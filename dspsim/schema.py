@@ -1,0 +1,204 @@
+"""The one validator: typed keys with a range or choices, a unit and a meaning.
+
+Every key a user can set, hardware (``ddr.latency_cycles``) or operator
+(``softmax.tile_bytes``), is a :class:`Key`. A key coerces a value (TOML or ``--set`` text) to
+its type and checks its range, or raises a one-line :class:`ConfigError` naming the key, the
+value and what is allowed. Operators declare their keys here (:func:`register_op_params`) so
+that model files and overrides check them without the loader knowing any operator.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dspsim.errors import ConfigError
+
+_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+@dataclass(frozen=True)
+class Key:
+    """One settable key: ``section.name``, its type, default, range, unit and meaning."""
+
+    name: str  # dotted
+    type: type
+    doc: str = ""
+    default: Any = None  # None: no default (hardware keys come from the model file)
+    lo: float | None = None
+    hi: float | None = None
+    positive: bool = False  # strictly above 0 (``lo`` is then 0)
+    choices: tuple = ()
+    unit: str = ""
+
+    @property
+    def section(self) -> str:
+        return self.name.partition(".")[0]
+
+    @property
+    def short(self) -> str:
+        return self.name.partition(".")[2]
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Range and meaning as a mapping (what a dataclass field's metadata holds)."""
+        return {"lo": self.lo, "hi": self.hi, "positive": self.positive,
+                "choices": self.choices, "unit": self.unit, "doc": self.doc}
+
+    def allowed(self) -> str:
+        """What the key accepts, in words."""
+        if self.choices:
+            return "one of " + ", ".join(map(str, self.choices))
+        if self.type is bool:
+            return "true or false"
+        if self.type is str:
+            return "a string"
+        lo = "> 0" if self.positive else (f">= {self.lo:g}" if self.lo is not None else "")
+        hi = f"<= {self.hi:g}" if self.hi is not None else ""
+        return f"{_TYPE_WORDS[self.type]} {lo}{', ' if lo and hi else ''}{hi}".strip()
+
+    def coerce(self, value: Any) -> Any:
+        """``value`` as this key's type, checked; a one-line ConfigError otherwise."""
+        key, want = self.name, self.type
+        if want is str:
+            if not isinstance(value, str):
+                raise ConfigError(f"{key} = {value!r}: expected a string")
+            if self.choices and value not in self.choices:
+                raise ConfigError(
+                    f"{key} = {value!r}: allowed values are {', '.join(self.choices)}"
+                )
+            return value
+        if want is bool:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{key} = {value!r}: expected true or false")
+            return value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{key} = {value!r}: expected {_TYPE_WORDS[want]}")
+        if want is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ConfigError(f"{key} = {value!r}: expected an integer")
+            value = int(value)
+        else:
+            value = float(value)
+            if not math.isfinite(value):
+                raise ConfigError(f"{key} = {value!r}: expected a finite number")
+        if self.positive and value <= 0:
+            raise ConfigError(f"{key} = {value!r}: must be greater than 0 (up to {self.hi:g})")
+        if (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi):
+            raise ConfigError(f"{key} = {value!r}: allowed range is {self.lo:g} to {self.hi:g}")
+        if self.choices and value not in self.choices:
+            raise ConfigError(
+                f"{key} = {value!r}: allowed values are {', '.join(map(str, self.choices))}"
+            )
+        return value
+
+    def parse(self, text: str) -> Any:
+        """The value half of ``KEY=VALUE``, by this key's type: strings stay text."""
+        if "\n" in text or "\r" in text:
+            raise ConfigError(f"{self.name} = {text!r}: a value must be on one line")
+        if self.type is str:
+            return text.strip().strip("'\"")
+        try:
+            value = tomllib.loads(f"v = {text.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            want = _TYPE_WORDS[self.type]
+            raise ConfigError(f"{self.name} = {text!r}: expected {want}") from None
+        return value
+
+    def describe(self) -> dict[str, Any]:
+        """For ``dspsim keys`` / ``dspsim ops``: name, type, default, unit, range, doc."""
+        return {
+            "key": self.name,
+            "type": self.type.__name__,
+            "default": self.default,
+            "unit": self.unit,
+            "allowed": self.allowed(),
+            "doc": self.doc,
+        }
+
+
+class Params(Mapping[str, Any]):
+    """An operator's parameter values, read as attributes (``params.tile_bytes``); frozen."""
+
+    __slots__ = ("_section", "_values")
+
+    def __init__(self, section: str, values: Mapping[str, Any]):
+        object.__setattr__(self, "_section", section)
+        object.__setattr__(self, "_values", dict(values))
+
+    def __reduce__(self) -> tuple:
+        return (Params, (self._section, self._values))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"{self._section} has no parameter {name!r}") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Params are read-only")
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Params) and self._values == other._values
+
+    def __hash__(self) -> int:
+        return hash((self._section, tuple(sorted(self._values.items()))))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self._values.items())
+        return f"{self._section}({inner})"
+
+
+@dataclass(frozen=True)
+class OpSchema:
+    """An operator's parameter table: its keys and a check across keys and hardware."""
+
+    section: str
+    keys: tuple[Key, ...]
+    # check(params, hardware_model) -> None, raising ConfigError; run at model load
+    check: Callable[[Params, Any], None] | None = None
+
+    def key(self, short: str) -> Key | None:
+        for k in self.keys:
+            if k.short == short:
+                return k
+        return None
+
+    def defaults(self) -> dict[str, Any]:
+        return {k.short: k.default for k in self.keys}
+
+
+OP_SCHEMAS: dict[str, OpSchema] = {}
+
+
+def check_n(n: Any) -> int:
+    """``n`` if it is a positive integer (a number of float32 elements), else a one-line error."""
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n <= 0:
+        raise ConfigError(f"n = {n!r}: must be a positive integer (number of float32 elements)")
+    return int(n)
+
+
+def register_op_params(schema: OpSchema) -> OpSchema:
+    """Declare an operator's table (``[softmax]``) so model files and overrides check it."""
+    for k in schema.keys:
+        if k.section != schema.section or k.default is None:
+            raise ValueError(f"{k.name}: an op key needs its op's section and a default")
+        k.coerce(k.default)
+    OP_SCHEMAS[schema.section] = schema
+    return schema

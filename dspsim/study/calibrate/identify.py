@@ -1,0 +1,223 @@
+"""Identifiability: how well the measurements pin every free key, and what to measure next.
+
+For every free key, the interval over which some choice of the other free keys keeps **every**
+measurement within the tolerance (1 %) is found by profiling: the key is pinned at values
+stepping away from the fit, the other keys are refitted, and the edge is bisected. A key is
+*determined* when that set is one interval strictly inside its search range (one value for an
+integer key). When the measurements do not determine the keys, the equally good fits are
+simulated on candidate measurements a board can take (each measured op proposes its own:
+:meth:`~dspsim.ops.base.Op.calibration_candidates`) and the one on which they differ most is
+proposed, with the cycles each fit predicts there.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dspsim.config import HardwareModel
+from dspsim.errors import ConfigError
+from dspsim.ops import get_op
+from dspsim.run import simulate
+from dspsim.study.calibrate.measure import DEFAULT_OP, Measurement
+from dspsim.study.calibrate.params import FreeParam, allowed_range
+from dspsim.study.calibrate.problem import FitPoint, Problem
+
+
+@dataclass
+class Interval:
+    """Where a free key may lie with every measurement within the tolerance."""
+
+    key: str
+    lo: float
+    hi: float
+    segments: list[tuple[float, float]]
+    values: list[float] | None  # integer keys: the grid values that fit
+    reaches_search_bound: bool
+    determined: bool
+
+
+@dataclass
+class Proposal:
+    """The measurement on which the equally good fits differ most."""
+
+    measurement: Measurement
+    predictions: list[tuple[dict[str, float], float]]  # (fit values, predicted cycles)
+    spread_cycles: float
+    spread_pct: float
+    family_gap_pct: float | None = None  # smallest difference between two families' fits
+
+
+def _merge(segments: list[tuple[float, float]], rel: float = 1e-3) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(segments):
+        if out and a <= out[-1][1] * (1 + rel) + 1e-12:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def find_families(prob: Problem, good: list[FitPoint], limit: int = 4) -> list[FitPoint]:
+    """One representative (the best) per family of good fits: fits whose continuous values
+    agree within 1 % are one family, whatever their integer keys."""
+    families: list[FitPoint] = []
+    for g in sorted(good, key=lambda g: g.cost):
+        same = any(
+            all(
+                abs(g.values[p.key] - f.values[p.key]) <= 0.01 * max(abs(f.values[p.key]), 1e-12)
+                for p in prob.cont
+            )
+            for f in families
+        )
+        if not same:
+            families.append(g)
+    return families[:limit]
+
+
+def find_intervals(
+    prob: Problem, good: list[FitPoint], families: list[FitPoint], tol: float
+) -> tuple[list[Interval], list[FitPoint]]:
+    """Identifiability interval of every free key (profiled once per family); also the fits
+    at the intervals' edges."""
+    if not good:
+        return [], []
+    segments: dict[str, list[tuple[float, float]]] = {p.key: [] for p in prob.cont}
+    hits: dict[str, bool] = {p.key: False for p in prob.free}
+    edge_points: list[FitPoint] = []
+    for fam in families:
+        for p in prob.cont:
+            prob.progress(f"calibrate: profiling {p.key}")
+            (lo, hi), pts, hit = prob.profile(fam, p, tol)
+            segments[p.key].append((lo, hi))
+            edge_points.extend(pts)
+            hits[p.key] |= any(hit)
+    for g in good:  # fits not profiled still belong to the set
+        for p in prob.cont:
+            v = g.values[p.key]
+            segments[p.key].append((v, v))
+    out = []
+    for p in prob.free:
+        lo_allowed, hi_allowed = allowed_range(p.key)
+        if p.integer:
+            vals = sorted({int(round(g.values[p.key])) for g in good})
+            grid = sorted(
+                {int(round(v)) for c in prob.combos() for k, v in c.items() if k == p.key}
+            )
+            pos = [grid.index(v) for v in vals]
+            contiguous = pos == list(range(pos[0], pos[-1] + 1))
+            segs = (
+                [(float(vals[0]), float(vals[-1]))]
+                if contiguous
+                else [(float(v), float(v)) for v in vals]
+            )
+            at_search = (vals[0] == p.lo and p.lo > lo_allowed) or (
+                vals[-1] == p.hi and p.hi < hi_allowed
+            )
+            determined = len(vals) == 1 and not at_search
+            out.append(Interval(p.key, vals[0], vals[-1], segs, vals, at_search, determined))
+        else:
+            segs = _merge(segments[p.key])
+            lo, hi = segs[0][0], segs[-1][1]
+            # the profile stopped at the search range, not at a misfit: it may go on beyond
+            at_search = hits[p.key] and (
+                (math.isclose(lo, p.lo, rel_tol=1e-9) and p.lo > lo_allowed)
+                or (math.isclose(hi, p.hi, rel_tol=1e-9) and p.hi < hi_allowed)
+            )
+            determined = len(segs) == 1 and not at_search
+            out.append(Interval(p.key, lo, hi, segs, None, at_search, determined))
+    return out, edge_points
+
+
+def candidate_measurements(
+    model: HardwareModel, free_keys: Iterable[str], measured: list[Measurement]
+) -> list[Measurement]:
+    """Runs a board can make, as each measured op proposes them
+    (:meth:`~dspsim.ops.base.Op.calibration_candidates`, given the free keys and the op's
+    largest measured shape), less those already measured. With no measurement: the default
+    op's candidates at its default shape."""
+    free_keys = list(free_keys)
+    longest: dict[str, tuple[int, ...]] = {}  # op -> its largest measured shape, in order
+    for m in measured:
+        if m.op not in longest or m.n > math.prod(longest[m.op]):
+            longest[m.op] = m.shape
+    if not longest:
+        longest[DEFAULT_OP] = tuple(get_op(DEFAULT_OP).default_shape)
+    out: list[Measurement] = []
+    for name, shape in longest.items():
+        for variant, cand_shape, settings in get_op(name).calibration_candidates(
+            model, free_keys, shape
+        ):
+            out.append(Measurement(variant, math.nan, tuple(cand_shape), dict(settings), name))
+
+    def key(m: Measurement) -> tuple:
+        return (m.op, m.variant, m.shape, tuple(sorted(m.settings.items())))
+
+    seen = {key(m) for m in measured}
+    return [m for m in out if key(m) not in seen]
+
+
+def propose_measurement(prob: Problem, members: list[FitPoint], n_families: int) -> Proposal | None:
+    """The candidate on which the fits differ most: first the one whose smallest difference
+    between two families is largest (it tells every family apart), then the widest spread."""
+    if len(members) < 2:
+        return None
+    cands = candidate_measurements(prob.model, [p.key for p in prob.free], prob.measurements)
+    best: Proposal | None = None
+    best_score = (-math.inf, -math.inf)
+    for cand in cands:
+        preds = []
+        for mem in members:
+            try:
+                model = prob.model_with(mem.values, cand)
+            except ConfigError:
+                preds = []
+                break
+            r = simulate(
+                model, cand.op, cand.variant, shape=cand.shape, data=False, fidelity=prob.fidelity
+            )
+            preds.append(float(r.cycles))
+            prob.simulations += 1
+        if not preds:
+            continue
+        fam = preds[:n_families]
+        gap = (
+            min(100 * abs(a / b - 1) for a, b in itertools.combinations(fam, 2))
+            if len(fam) >= 2
+            else None
+        )
+        lo, hi = min(preds), max(preds)
+        spread_pct = 100 * (hi / lo - 1)
+        score = (gap if gap is not None else 0.0, spread_pct)
+        if score > best_score:
+            best_score = score
+            best = Proposal(
+                cand, [(m.values, c) for m, c in zip(members, preds)], hi - lo, spread_pct, gap
+            )
+    return best
+
+
+def spanning_members(
+    families: list[FitPoint],
+    good: list[FitPoint],
+    edges: list[FitPoint],
+    free: list[FreeParam],
+    limit: int = 8,
+) -> list[FitPoint]:
+    """Fits spanning the equally good set: one per family first, then the extremes of every
+    key (the fits at the edges of the identifiability intervals)."""
+    pool = good + edges
+    chosen = list(families)
+    for p in free:
+        for pick in (min, max):
+            chosen.append(pick(pool, key=lambda g: g.values[p.key]))
+    distinct: list[FitPoint] = []
+    for c in chosen:
+        if not any(
+            all(math.isclose(c.values[k], d.values[k], rel_tol=1e-4) for k in c.values)
+            for d in distinct
+        ):
+            distinct.append(c)
+    return distinct[: max(limit, len(families))]

@@ -1,0 +1,382 @@
+"""Measurements: what was run on the board and the cycles it took.
+
+On the command line (``--measured``) a measurement is written::
+
+    [OP:]VARIANT[,n=N][,shape=RxC][,KEY=VALUE ...]=CYCLES
+
+- ``OP`` is a registered op (default :data:`DEFAULT_OP`, the op a run without one is of), and
+  ``VARIANT`` one of its variants; ``n`` is the length of a 1-D op's input, ``shape`` the input
+  shape (``ROWSxCOLS`` for a 2-D op); both default to the op's default shape, and the host's
+  input and output arrays must fit the DSP's DDR window (checked when the measurement is read).
+  Every other ``KEY=VALUE`` is a model key set for that measurement only, e.g.
+  ``softmax.tile_bytes=8192`` (the board ran with that TILE_SIZE).
+- Everything after the **last** ``=`` is the cycle count (digits, ``_`` allowed as a thousands
+  separator), so the fields before it may hold ``=`` freely and nothing is ambiguous.
+
+Examples (measured cycles): ``pingpong=5154293``, ``direct=7_648_254``,
+``softmax:direct,n=50000=3900000``, ``"pingpong,n=50000,softmax.tile_bytes=8192=2600000"``,
+``layernorm:pingpong,shape=1024x256=1234567``.
+
+A CSV file (``--measured-csv``) holds one measurement per row: columns ``cycles`` and
+``variant`` (or ``mode``), optionally ``op``, ``n``, ``shape`` (``RxC``), and any model keys as
+further columns (an empty cell leaves the key alone, or the default).
+
+The document figures (:func:`seed_measurements`) come from the ops themselves: every registered
+op with a ``document`` gives its ``document["cycles"]`` per variant at ``document["shape"]``.
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from dspsim.config import HardwareModel, key_type, model_field, parse_value
+from dspsim.errors import ConfigError, DspsimInputError
+from dspsim.ops import Op, get_op, op_names
+from dspsim.platform import DDR_WINDOW_BYTES
+from dspsim.run import simulate
+
+# A measurement that names no op is of the op a run that names none is of.
+DEFAULT_OP: str = inspect.signature(simulate).parameters["op"].default
+
+# The default op's document figures {variant: cycles}, read-only (kept for older callers: the
+# calibration itself reads every op's document, see seed_measurements).
+SEED_MEASUREMENTS_CYCLES = MappingProxyType(
+    dict((get_op(DEFAULT_OP).document or {}).get("cycles", {}))
+)
+
+# The host allocates the input and the output array (``op.input_bytes(shape)`` each, on
+# 4096-byte boundaries) and a 64-byte parameter block in the DSP's DDR window, as
+# dspsim.run.simulate does.
+_HOST_ALIGN_BYTES = 4096
+_PARAM_BLOCK_BYTES = 64
+
+# The CSV columns that are not model keys.
+_CSV_FIELDS = ("op", "variant", "mode", "n", "shape", "cycles")
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def _as_shape(op: Op, shape: Any) -> tuple[int, ...]:
+    """The op's default shape for ``None``, a 1-D op's length for an int, else ``shape``."""
+    if shape is None:
+        return tuple(op.default_shape)
+    if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
+        return op.shape_of(n=int(shape))
+    return op.shape_of(shape=shape)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured run: the op's variant, its input shape, the model keys it was taken with,
+    the cycles.
+
+    ``shape`` may be given as an int for a 1-D op (its length ``n``) and defaults to the op's
+    default shape; ``op`` defaults to :data:`DEFAULT_OP`.
+    """
+
+    variant: str
+    cycles: float
+    shape: tuple[int, ...] = None  # type: ignore[assignment]  # None: the op's default shape
+    settings: dict[str, Any] = field(default_factory=dict)
+    op: str = DEFAULT_OP
+
+    def __post_init__(self) -> None:
+        the_op = get_op(self.op)
+        the_op.check_variant(self.variant)
+        object.__setattr__(self, "shape", _as_shape(the_op, self.shape))
+
+    @property
+    def mode(self) -> str:
+        """The variant's older name."""
+        return self.variant
+
+    @property
+    def n(self) -> int:
+        """Elements in the input."""
+        return int(np.prod(self.shape))
+
+    def label(self, with_op: bool = False) -> str:
+        """``[OP:]VARIANT,n=N|shape=RxC[,KEY=VALUE...]``: the measurement without its cycles
+        (the op is named when it is not :data:`DEFAULT_OP`, or with ``with_op``)."""
+        named = with_op or self.op != DEFAULT_OP
+        head = f"{self.op}:{self.variant}" if named else self.variant
+        size = f"n={self.shape[0]}" if len(self.shape) == 1 else f"shape={_shape_text(self.shape)}"
+        return ",".join([head, size] + [f"{k}={v}" for k, v in self.settings.items()])
+
+    def spec(self, with_op: bool = False) -> str:
+        """The measurement in the ``--measured`` syntax."""
+        return f"{self.label(with_op)}={self.cycles:.0f}"
+
+
+def is_int_key(key: str) -> bool:
+    """Whether a model key takes integer values."""
+    return key_type(key) is int
+
+
+def _parse_cycles(text: str, where: str) -> float:
+    t = text.strip().replace("_", "")
+    try:
+        value = float(t) if re.fullmatch(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?", t) else None
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value <= 0:
+        hint = " (write 1234567 or 1_234_567, no commas)" if "," in text else ""
+        raise DspsimInputError(f"{where}: cycles {text.strip()!r} is not a positive number{hint}")
+    return value
+
+
+# ------------------------------------------------------------------ the DSP's DDR window
+def ddr_bytes(shape: tuple[int, ...] | int, op: str = DEFAULT_OP) -> int:
+    """Bytes of the DSP's DDR window one run of ``op`` on ``shape`` takes (an int: a 1-D op's
+    length)."""
+    the_op = get_op(op)
+    shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+    array = -(-the_op.input_bytes(shape) // _HOST_ALIGN_BYTES) * _HOST_ALIGN_BYTES
+    return 2 * array + _PARAM_BLOCK_BYTES
+
+
+def max_first_dim(op: str, shape: tuple[int, ...]) -> int:
+    """The largest first dimension (the others as in ``shape``) whose arrays fit the DSP's DDR
+    window (0 if none does); ``op.input_bytes`` grows with it."""
+    rest = tuple(shape[1:])
+    if ddr_bytes((1,) + rest, op) > DDR_WINDOW_BYTES:
+        return 0
+    lo, hi = 1, 2
+    while ddr_bytes((hi,) + rest, op) <= DDR_WINDOW_BYTES:
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:  # lo fits, hi does not
+        mid = (lo + hi) // 2
+        if ddr_bytes((mid,) + rest, op) <= DDR_WINDOW_BYTES:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _check_fits_ddr(op: Op, shape: tuple[int, ...], where: str) -> None:
+    need = ddr_bytes(shape, op.name)
+    if need <= DDR_WINDOW_BYTES:
+        return
+    largest = max_first_dim(op.name, shape)
+    if len(shape) == 1:
+        what, allowed = f"n = {shape[0]}", f"n up to {largest:,}"
+    else:
+        rest = _shape_text(shape[1:])
+        what = f"shape = {_shape_text(shape)}"
+        allowed = f"shape up to {largest}x{rest}" if largest else "a smaller shape"
+    raise DspsimInputError(
+        f"{where}: {what} needs {need:,} bytes of DDR (input, output, parameter block), more "
+        f"than the DSP's {DDR_WINDOW_BYTES:,}-byte window; allowed {allowed}"
+    )
+
+
+MAX_N = max_first_dim(DEFAULT_OP, (1,)) if get_op(DEFAULT_OP).ndim == 1 else 0
+"""The largest ``n`` of the default op whose arrays fit the DSP's DDR window."""
+
+DEFAULT_N = int(np.prod(get_op(DEFAULT_OP).default_shape))
+"""Elements in the default op's default input."""
+
+
+# ------------------------------------------------------------------ parsing
+def _parse_op(text: str, where: str) -> Op:
+    try:
+        return get_op(text.strip())
+    except DspsimInputError as e:
+        raise DspsimInputError(f"{where}: {e}") from None
+
+
+def _check_variant(op: Op, text: str, where: str, named: bool) -> str:
+    variant = text.strip()
+    if variant in op.variants:
+        return variant
+    hint = ""
+    if not named and variant in op_names():  # an op given without its variant
+        v = get_op(variant).variants
+        hint = f" ({variant!r} is an op: write {variant}:VARIANT, VARIANT one of {', '.join(v)})"
+    raise DspsimInputError(
+        f"{where}: version {variant!r} unknown; allowed for {op.name}: "
+        f"{', '.join(op.variants)}{hint}"
+    )
+
+
+def _parse_n(text: str, where: str) -> int:
+    t = text.strip().replace("_", "")
+    if not t.isdigit() or int(t) <= 0:
+        raise DspsimInputError(f"{where}: n = {text.strip()!r} must be a positive integer")
+    return int(t)
+
+
+def _shape_example(op: Op) -> str:
+    return _shape_text(op.default_shape)
+
+
+def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[int, ...]:
+    """The input shape from the ``n`` and ``shape`` texts (``None``: not given), checked
+    against the op and the DSP's DDR window."""
+    if n is not None and shape is not None:
+        raise DspsimInputError(f"{where}: give n or shape, not both")
+    if n is not None:
+        if op.ndim != 1:
+            raise DspsimInputError(
+                f"{where}: {op.name} takes a {op.ndim}-D shape, not n; write "
+                f"shape={'x'.join(['ROWS', 'COLS'] if op.ndim == 2 else ['D'] * op.ndim)}, e.g. "
+                f"shape={_shape_example(op)}"
+            )
+        dims: tuple[int, ...] = (_parse_n(n, where),)
+    elif shape is not None:
+        parts = [p.strip().replace("_", "") for p in shape.strip().lower().split("x")]
+        want = (
+            "one positive length (or n=N)"
+            if op.ndim == 1
+            else f"{op.ndim} positive integers joined by 'x'"
+        )
+        if len(parts) != op.ndim or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise DspsimInputError(
+                f"{where}: shape = {shape.strip()!r}: {op.name} takes {want}, e.g. "
+                f"shape={_shape_example(op)}"
+            )
+        dims = tuple(int(p) for p in parts)
+    else:
+        dims = tuple(op.default_shape)
+    _check_fits_ddr(op, dims, where)
+    return dims
+
+
+def _setting(key: str, value: str, where: str) -> Any:
+    try:
+        return parse_value(key, value)
+    except ConfigError as e:
+        raise DspsimInputError(f"{where}: {e}") from None
+
+
+def _examples() -> str:
+    """One example measurement per registered op (its default variant and shape)."""
+    out = []
+    for name in op_names():
+        op = get_op(name)
+        shape = tuple(op.default_shape)
+        size = f"n={shape[0]}" if len(shape) == 1 else f"shape={_shape_text(shape)}"
+        out.append(f"{name}:{op.default_variant},{size}=CYCLES")
+    return " or ".join(out)
+
+
+def parse_measurement(text: str) -> Measurement:
+    """Parse ``[OP:]VARIANT[,n=N][,shape=RxC][,KEY=VALUE...]=CYCLES`` (the last ``=``
+    separates the cycles)."""
+    where = f"measurement {text!r}"
+    spec, eq, cycles_text = text.rpartition("=")
+    if not eq or not spec.strip():
+        raise DspsimInputError(
+            f"{where}: expected MODE[,n=N][,shape=RxC][,KEY=VALUE...]=CYCLES, MODE being "
+            f"[OP:]VARIANT; e.g. {_examples()}"
+        )
+    cycles = _parse_cycles(cycles_text, where)
+    head, *rest = spec.split(",")
+    op_text, colon, variant_text = head.rpartition(":")
+    op = _parse_op(op_text if colon else DEFAULT_OP, where)
+    variant = _check_variant(op, variant_text, where, named=bool(colon))
+    size: dict[str, str] = {}
+    raw: dict[str, str] = {}
+    for item in rest:
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise DspsimInputError(
+                f"{where}: field {item!r} is not KEY=VALUE (n=N, shape=RxC or a model key such "
+                "as ddr.latency_cycles=120)"
+            )
+        if key in ("n", "shape"):
+            if key in size:
+                raise DspsimInputError(f"{where}: {key} is given twice")
+            size[key] = value
+        else:
+            raw[key] = value
+    shape = _parse_shape(op, size.get("n"), size.get("shape"), where)
+    settings = {key: _setting(key, value, where) for key, value in raw.items()}
+    return Measurement(variant, cycles, shape, settings, op.name)
+
+
+def read_measurements_csv(path: str | Path) -> list[Measurement]:
+    """Measurements from a CSV file: columns cycles and variant (or mode), optional op, n,
+    shape (RxC), and model-key columns."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DspsimInputError(f"measurements file {str(p)!r} not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DspsimInputError(
+            f"measurements file {str(p)!r} unreadable: {e.__class__.__name__}"
+        ) from None
+    rows = list(csv.DictReader(text.splitlines()))
+    if not rows:
+        raise DspsimInputError(
+            f"{p}: no measurements (expected a header such as op,variant,n,cycles and rows)"
+        )
+    columns = [c.strip() for c in rows[0].keys() if c is not None]
+    layout = (
+        "columns are cycles, variant (or mode), optional op, n, shape (RxC) and model keys "
+        "such as ddr.latency_cycles"
+    )
+    if "cycles" not in columns:
+        raise DspsimInputError(f"{p}: missing column 'cycles'; {layout}")
+    if "variant" in columns and "mode" in columns:
+        raise DspsimInputError(f"{p}: columns 'variant' and 'mode' name the same; give one")
+    variant_col = "variant" if "variant" in columns else "mode"
+    if variant_col not in columns:
+        raise DspsimInputError(f"{p}: missing column 'variant' (or 'mode'); {layout}")
+    for c in columns:
+        if c not in _CSV_FIELDS:
+            try:
+                model_field(c)  # unknown key: ConfigError
+            except ConfigError as e:
+                raise DspsimInputError(f"{p}: column {c!r}: {e}") from None
+    out = []
+    for i, raw in enumerate(rows, start=2):
+        if None in raw:
+            raise DspsimInputError(f"{p} line {i}: more cells than columns")
+        row = {k.strip(): (v or "").strip() for k, v in raw.items()}
+        where = f"{p} line {i}"
+        op = _parse_op(row.get("op") or DEFAULT_OP, where)
+        variant = _check_variant(op, row[variant_col], where, named=bool(row.get("op")))
+        cycles = _parse_cycles(row["cycles"], where)
+        shape = _parse_shape(op, row.get("n") or None, row.get("shape") or None, where)
+        settings = {
+            c: _setting(c, row[c], where)
+            for c in columns
+            if c not in _CSV_FIELDS and row.get(c)
+        }
+        out.append(Measurement(variant, cycles, shape, settings, op.name))
+    return out
+
+
+# ------------------------------------------------------------------ the documents' figures
+def seed_measurements() -> list[Measurement]:
+    """The document figures of every registered op that has a document: its
+    ``document["cycles"]`` per variant, at ``document["shape"]``."""
+    out = []
+    for name in op_names():
+        doc = get_op(name).document
+        if not doc:
+            continue
+        shape = tuple(doc["shape"])
+        out += [Measurement(v, c, shape, {}, name) for v, c in doc["cycles"].items()]
+    return out
+
+
+def simulated_cycles(model: HardwareModel, m: Measurement, fidelity: str = "burst") -> int:
+    """The cycles the model simulates for the run ``m`` describes."""
+    if m.settings:
+        model = model.with_overrides(m.settings)
+    return simulate(model, m.op, m.variant, shape=m.shape, data=False, fidelity=fidelity).cycles

@@ -1,0 +1,342 @@
+"""The fit: least squares of the simulated cycles against the measured ones.
+
+Continuous keys are fitted by least squares on the relative error of every measurement
+(``scipy.optimize.least_squares``, in log space where the range is positive). Integer keys
+(``idma.max_outstanding``, ...) are enumerated on a grid and the continuous keys fitted for each
+grid value. Least squares is local, so every fit starts from the model's values *and* from the
+minima of the closed-form estimate (each op's ``bounds(...)["estimate_cycles"]``) over the free
+range: that is what finds a second, distant family of fits when there is one.
+
+:meth:`Problem.profile` walks one key away from a fit, refitting the others, to the edges where
+some measurement leaves the tolerance (the identifiability intervals are built on it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from dspsim.config import HardwareModel
+from dspsim.errors import ConfigError, DspsimInputError
+from dspsim.ops import get_op
+from dspsim.platform import FIDELITIES
+from dspsim.run import simulate
+from dspsim.study.calibrate.measure import Measurement, is_int_key
+from dspsim.study.calibrate.params import FreeParam
+
+Progress = Callable[[str], None] | None
+
+
+@dataclass
+class FitPoint:
+    """One set of free values and how the simulation matches every measurement with them."""
+
+    values: dict[str, float]
+    residuals: np.ndarray  # simulated / measured - 1, per measurement
+
+    @property
+    def worst(self) -> float:
+        return float(np.max(np.abs(self.residuals))) if len(self.residuals) else 0.0
+
+    @property
+    def cost(self) -> float:
+        return float(np.sum(self.residuals**2))
+
+
+class Problem:
+    """Measurements, free keys and a cache of simulations (one per calibration, never shared)."""
+
+    def __init__(
+        self,
+        model: HardwareModel,
+        measurements: list[Measurement],
+        free: list[FreeParam],
+        fidelity: str,
+        progress: Progress = None,
+    ):
+        if not measurements:
+            raise DspsimInputError(
+                "calibrate: no measurements; give --measured [OP:]VARIANT=CYCLES or --measured-csv "
+                "FILE"
+            )
+        if not free:
+            raise DspsimInputError("calibrate: nothing to fit; give --free KEY[=LO:HI]")
+        if fidelity not in FIDELITIES:
+            raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
+        keys = [p.key for p in free]
+        if len(set(keys)) != len(keys):
+            raise DspsimInputError(f"--free: a key is given twice ({', '.join(keys)})")
+        for m in measurements:
+            clash = set(m.settings) & set(keys)
+            if clash:
+                raise DspsimInputError(
+                    f"measurement {m.label()!r} sets {sorted(clash)[0]}, which is free; a free "
+                    "key cannot also be fixed by a measurement"
+                )
+            try:
+                model.with_overrides(m.settings)
+            except ConfigError as e:
+                raise DspsimInputError(f"measurement {m.label()!r}: {e}") from None
+        self.model = model
+        self.measurements = measurements
+        self.free = free
+        self.cont = [p for p in free if not p.integer]
+        self.ints = [p for p in free if p.integer]
+        self.fidelity = fidelity
+        self.progress = progress or (lambda _msg: None)
+        self._cache: dict[tuple, float] = {}
+        self.simulations = 0
+
+    # transforms between a key's value and the optimiser's coordinate
+    @staticmethod
+    def to_u(p: FreeParam, v: float) -> float:
+        return math.log(v) if p.log else v
+
+    @staticmethod
+    def from_u(p: FreeParam, u: float) -> float:
+        return math.exp(u) if p.log else u
+
+    def _clip(self, p: FreeParam, v: float) -> float:
+        return min(max(v, p.lo), p.hi)
+
+    def model_with(self, values: dict[str, float], m: Measurement) -> HardwareModel:
+        vals = {k: (int(round(v)) if is_int_key(k) else float(v)) for k, v in values.items()}
+        return self.model.with_overrides({**m.settings, **vals})
+
+    def simulated(
+        self, values: dict[str, float], index: int, fidelity: str | None = None
+    ) -> float:
+        """Cycles of measurement ``index``'s run with ``values`` (at ``fidelity``, default the
+        calibration's), simulated once."""
+        fidelity = fidelity or self.fidelity
+        key = (index, fidelity) + tuple(
+            sorted((k, float(f"{v:.12g}")) for k, v in values.items())
+        )
+        hit = self._cache.get(key)
+        if hit is None:
+            m = self.measurements[index]
+            try:
+                model = self.model_with(values, m)
+            except ConfigError:
+                hit = math.inf  # outside what the model allows: no fit lives here
+            else:
+                r = simulate(model, m.op, m.variant, shape=m.shape, data=False, fidelity=fidelity)
+                self.simulations += 1
+                hit = float(r.cycles)
+            self._cache[key] = hit
+        return hit
+
+    def residuals(self, values: dict[str, float]) -> np.ndarray:
+        out = np.empty(len(self.measurements))
+        for i, m in enumerate(self.measurements):
+            c = self.simulated(values, i)
+            out[i] = c / m.cycles - 1.0 if math.isfinite(c) else 10.0
+        return out
+
+    def surrogate_residuals(self, values: dict[str, float]) -> np.ndarray:
+        """Residuals of the op's closed-form estimate (cheap: no simulation), where it has one."""
+        out = np.empty(len(self.measurements))
+        for i, m in enumerate(self.measurements):
+            try:
+                est = get_op(m.op).bounds(self.model_with(values, m), m.variant, m.shape).get(
+                    "estimate_cycles"
+                )
+            except ConfigError:
+                est = math.inf
+            if est is None:
+                # the op gives no closed-form estimate: a tile-fidelity simulation stands in
+                # (one event per transfer or kernel call, so still cheap)
+                est = self.simulated(values, i, fidelity="tile")
+            out[i] = est / m.cycles - 1.0 if math.isfinite(est) else 10.0
+        return out
+
+    # ---------------------------------------------------------------- continuous fits
+    def fit_continuous(
+        self,
+        ints: dict[str, float],
+        start: dict[str, float],
+        fixed: dict[str, float] | None = None,
+        residual_fn: Callable[[dict[str, float]], np.ndarray] | None = None,
+    ) -> FitPoint:
+        """Least squares over the continuous keys not in ``fixed``, from ``start``."""
+        from scipy.optimize import least_squares
+
+        fixed = fixed or {}
+        fn = residual_fn or self.residuals
+        keys = [p for p in self.cont if p.key not in fixed]
+        base = {**ints, **fixed}
+        if not keys:
+            return FitPoint(dict(base), fn(base))
+        lo = np.array([self.to_u(p, p.lo) for p in keys])
+        hi = np.array([self.to_u(p, p.hi) for p in keys])
+        x0 = np.array([self.to_u(p, self._clip(p, start[p.key])) for p in keys])
+        x0 = np.clip(x0, lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
+
+        def values_at(x: np.ndarray) -> dict[str, float]:
+            return {**base, **{p.key: self.from_u(p, float(u)) for p, u in zip(keys, x)}}
+
+        sol = least_squares(
+            lambda x: fn(values_at(x)),
+            x0,
+            bounds=(lo, hi),
+            diff_step=1e-3,
+            xtol=1e-7,
+            ftol=1e-9,
+            gtol=1e-9,
+            max_nfev=60 if residual_fn is None else 200,
+        )
+        vals = values_at(sol.x)
+        return FitPoint(vals, fn(vals))
+
+    def surrogate_seeds(self, ints: dict[str, float], limit: int = 3) -> list[dict[str, float]]:
+        """Starting points: minima of the closed-form estimate's misfit over the free range."""
+        from scipy.ndimage import minimum_filter
+
+        if not self.cont:
+            return []
+        per_axis = max(3, int(round(400 ** (1 / len(self.cont)))))
+        axes = [np.linspace(self.to_u(p, p.lo), self.to_u(p, p.hi), per_axis) for p in self.cont]
+        grid = np.empty((per_axis,) * len(self.cont))
+        for idx in itertools.product(range(per_axis), repeat=len(self.cont)):
+            vals = {
+                **ints,
+                **{
+                    p.key: self.from_u(p, axes[a][i])
+                    for a, (p, i) in enumerate(zip(self.cont, idx))
+                },
+            }
+            grid[idx] = np.max(np.abs(self.surrogate_residuals(vals)))
+        minima = (grid == minimum_filter(grid, size=3, mode="nearest")) & (grid < 0.5)
+        order = sorted(zip(grid[minima], np.argwhere(minima)), key=lambda t: t[0])
+        seeds: list[dict[str, float]] = []
+        for _, idx in order[: 3 * limit]:
+            start = {
+                p.key: self.from_u(p, axes[a][i]) for a, (p, i) in enumerate(zip(self.cont, idx))
+            }
+            refined = self.fit_continuous(ints, start, residual_fn=self.surrogate_residuals)
+            seed = {p.key: refined.values[p.key] for p in self.cont}
+            if not any(self._close(seed, s, 0.03) for s in seeds):
+                seeds.append(seed)
+            if len(seeds) == limit:
+                break
+        return seeds
+
+    def _close(self, a: dict[str, float], b: dict[str, float], rel: float) -> bool:
+        for p in self.free:
+            if p.key not in a or p.key not in b:
+                continue
+            x, y = a[p.key], b[p.key]
+            scale = max(abs(x), abs(y), 1e-12) if p.log else max(p.hi - p.lo, 1e-12)
+            if abs(x - y) > rel * scale:
+                return False
+        return True
+
+    # ---------------------------------------------------------------- integer grid
+    def int_grid(self, p: FreeParam, points: int) -> list[int]:
+        lo, hi = int(p.lo), int(p.hi)
+        current = int(min(max(self.model.get(p.key), lo), hi))
+        if hi - lo + 1 <= points + 2:
+            return list(range(lo, hi + 1))
+        span = np.geomspace(lo, hi, points) if lo >= 1 else np.linspace(lo, hi, points)
+        return sorted({lo, hi, current} | {int(round(v)) for v in span})
+
+    def combos(self) -> list[dict[str, float]]:
+        if not self.ints:
+            return [{}]
+        points = 10
+        while True:
+            grids = [self.int_grid(p, points) for p in self.ints]
+            if math.prod(len(g) for g in grids) <= 48 or points <= 3:
+                break
+            points -= 1
+        return [dict(zip([p.key for p in self.ints], c)) for c in itertools.product(*grids)]
+
+    def search(self) -> list[FitPoint]:
+        """Fit the continuous keys for every integer combination, from several starts."""
+        found: list[FitPoint] = []
+        model_start = {p.key: float(self.model.get(p.key)) for p in self.cont}
+        for ints in self.combos():
+            label = ", ".join(f"{k}={v}" for k, v in ints.items()) or "continuous keys"
+            self.progress(f"calibrate: fitting with {label}")
+            starts = self.surrogate_seeds(ints)
+            if not any(self._close({**ints, **model_start}, {**ints, **s}, 0.03) for s in starts):
+                starts.append(model_start)
+            local: list[FitPoint] = []
+            for s in starts or [{}]:
+                pt = self.fit_continuous(ints, s)
+                if not any(self._close(pt.values, q.values, 0.005) for q in local):
+                    local.append(pt)
+            found.extend(local)
+        return found
+
+    # ---------------------------------------------------------------- profiles
+    def profile(
+        self, at: FitPoint, p: FreeParam, tol: float
+    ) -> tuple[list[float], list[FitPoint], list[bool]]:
+        """Edges of ``p``'s interval around ``at`` with every measurement within ``tol``.
+
+        Returns ([low, high], the fits at both edges, [low edge is the search bound, high ...]).
+        """
+        ints = {q.key: at.values[q.key] for q in self.ints}
+        u0 = self.to_u(p, at.values[p.key])
+        step0 = 0.02 if p.log else 0.02 * (p.hi - p.lo)
+        edges, points, hit = [], [], []
+        for direction in (-1, 1):
+            bound_u = self.to_u(p, p.lo if direction < 0 else p.hi)
+            good_u, good = u0, at
+            bad_u = None
+            step = step0
+            reached = False
+            while True:
+                u = u0 + direction * step
+                if (u - bound_u) * direction >= 0:
+                    u = bound_u
+                pt = self.fit_continuous(ints, good.values, {p.key: self.from_u(p, u)})
+                if pt.worst <= tol:
+                    good_u, good = u, pt
+                    if u == bound_u:
+                        reached = True
+                        break
+                    step *= 2
+                else:
+                    bad_u = u
+                    break
+            if bad_u is not None:
+                for _ in range(8):
+                    if abs(bad_u - good_u) < (5e-3 if p.log else 5e-3 * (p.hi - p.lo)):
+                        break
+                    mid = 0.5 * (good_u + bad_u)
+                    pt = self.fit_continuous(ints, good.values, {p.key: self.from_u(p, mid)})
+                    if pt.worst <= tol:
+                        good_u, good = mid, pt
+                    else:
+                        bad_u = mid
+            edges.append(self.from_u(p, good_u))
+            points.append(good)
+            hit.append(reached)
+        return edges, points, hit
+
+
+def best_fit(prob: Problem, points: list[FitPoint], tol: float) -> FitPoint:
+    """The least-squares fit among those within the tolerance (if any is); among fits as good
+    (0.01 % of the worst measurement), the one nearest the model's own values, so that
+    refitting a calibrated model leaves it alone."""
+    pool = [p for p in points if p.worst <= tol] or points
+    least = min(pool, key=lambda p: p.cost)
+    tied = [p for p in pool if p.worst <= least.worst + 1e-4]
+
+    def distance(p: FitPoint) -> float:
+        total = 0.0
+        for q in prob.free:
+            here = float(prob.model.get(q.key))
+            if q.log and here > 0:
+                total += (math.log(p.values[q.key]) - math.log(here)) ** 2
+            else:
+                total += ((p.values[q.key] - here) / (q.hi - q.lo)) ** 2
+        return total
+
+    return min(tied, key=distance)

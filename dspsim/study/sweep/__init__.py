@@ -1,0 +1,92 @@
+"""Parameter sweeps: a grid of model keys (plus ``op``, the variant and the input size) run point
+by point into a table.
+
+Command line
+------------
+``dspsim sweep --param KEY=V1,V2,... --param KEY=START:STOP:STEP [--op OP] [--variant V1,V2]
+[--n N | --shape R,C] [--model PATH] [--set KEY=VALUE] [--spec FILE.toml] --out
+FILE.csv|FILE.parquet [--jobs N] [--fidelity tile|burst] [--executor local|dask]
+[--scheduler ADDRESS] [--retry-failed]``
+
+- ``KEY`` is any model key (``dspsim.config.all_keys()``) or a special key: ``op`` (registered
+  ops), ``variant`` (or ``mode``, its older name: a sweep uses one or the other and its table
+  keeps the name used), ``n`` (a 1-D op's float32 elements) or ``shape`` (a 2-D op's input,
+  ``ROWSxCOLS``: ``--param shape=1024x256,512x512``).
+- ``V1,V2,...`` lists values; ``START:STOP:STEP`` (numeric keys only, STEP > 0, START <= STOP)
+  gives ``START, START+STEP, ...`` up to and including STOP when STOP lands on the grid
+  (``1:10:4`` is 1, 5, 9; ``0.1:0.5:0.1`` is 0.1 ... 0.5). Values are checked against the key's
+  type and range before anything runs; variants and shapes against the swept op(s).
+- The grid is the cartesian product of all keys, the first key outermost. ``--op`` (default the
+  op a run is of), ``--variant`` (default every variant of the op), ``--n`` / ``--shape``
+  (default the op's default shape) are the same as ``--param op=...`` and so on. Ops of
+  different input dimension cannot be swept together. ``--set`` fixes a model key for every
+  point.
+- The table's columns are ``op``, the variant column, the size column, the other swept keys,
+  then the results (``dspsim.study.sweep.table``).
+- ``--fidelity`` defaults to ``tile`` (one event per transfer or kernel call).
+
+Exit codes of ``dspsim sweep``: 0 when every point of the grid succeeded; 1 when some failed (the
+count is printed on stderr: "k of N points failed"); 2 for bad input (nothing was run); 130 when
+interrupted (finished points are kept).
+
+Modules
+-------
+- ``values``: sweep keys, value lists and ranges, the canonical text of a value.
+- ``spec``: the ``--spec FILE.toml`` format.
+- ``grid``: :class:`Sweep` (axes, points, columns) and :func:`build_sweep`.
+- ``executors``: one point, the local process pool, the dask executor.
+- ``files``: the table, journal and sidecar paths; atomic writes.
+- ``table``: the table's columns and :func:`read_sweep`.
+- ``journal``: :func:`run_sweep`, resumable and never losing a finished point.
+
+The command line itself is ``dspsim.cli.sweep``; figures are ``dspsim.study.sweep_plot``.
+"""
+
+from dspsim.study.sweep.executors import (
+    EXECUTORS,
+    SweepAbortedError,
+    evaluate_point,
+    import_dask,
+)
+from dspsim.study.sweep.files import EXTENSIONS, check_out, journal_path, sidecar_path
+from dspsim.study.sweep.grid import DEFAULT_FIDELITY, DEFAULT_N, DEFAULT_OP, Sweep, build_sweep
+from dspsim.study.sweep.journal import SweepSummary, run_sweep
+from dspsim.study.sweep.spec import load_spec
+from dspsim.study.sweep.table import key_columns, read_sweep
+from dspsim.study.sweep.values import (
+    check_value,
+    format_value,
+    key_type,
+    parse_param,
+    parse_shape,
+    parse_values,
+    shape_text,
+)
+
+__all__ = [
+    "DEFAULT_FIDELITY",
+    "DEFAULT_N",
+    "DEFAULT_OP",
+    "EXECUTORS",
+    "EXTENSIONS",
+    "Sweep",
+    "SweepAbortedError",
+    "SweepSummary",
+    "build_sweep",
+    "check_out",
+    "check_value",
+    "evaluate_point",
+    "format_value",
+    "import_dask",
+    "journal_path",
+    "key_columns",
+    "key_type",
+    "load_spec",
+    "parse_param",
+    "parse_shape",
+    "parse_values",
+    "read_sweep",
+    "run_sweep",
+    "shape_text",
+    "sidecar_path",
+]

@@ -1,0 +1,220 @@
+"""Running the points of a sweep: one point, a local process pool, a dask cluster.
+
+``--jobs N`` runs the points in N worker processes; the parent writes each row as its point
+completes. A progress bar (points done / total, rate, ETA) is drawn when stderr is a terminal.
+
+``--executor dask`` sends the points to a dask.distributed cluster (``pip install
+'dspsim[dask]'``): ``--scheduler ADDRESS`` (e.g. ``tcp://10.0.0.5:8786``) for an existing cluster,
+otherwise a LocalCluster of ``--jobs`` single-threaded worker processes. On a real cluster every
+worker needs the same dspsim installed (``pip install dspsim[dask]`` on each machine, then
+``dask scheduler`` on one and ``dask worker tcp://SCHEDULER:8786`` on the others); the machine
+running ``dspsim sweep`` writes the file, so only it needs the output directory.
+
+Both executors yield ``(point, result)`` pairs as points complete, with at most a few points per
+worker in flight, and call ``started()`` once the workers are up.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from typing import Any
+
+from dspsim.config import HardwareModel
+from dspsim.errors import DspsimInputError
+from dspsim.run import Result, simulate
+from dspsim.study.sweep.grid import DEFAULT_OP, Sweep
+from dspsim.study.sweep.values import SPECIAL_KEYS, VARIANT_KEYS, parse_shape
+
+EXECUTORS = ("local", "dask")
+
+
+class SweepAbortedError(RuntimeError):
+    """The sweep stopped before the grid was complete (a worker died, a cluster timed out);
+    every finished point is in the file."""
+
+
+def result_row(r: Result) -> dict[str, Any]:
+    """The result columns of one run, named by role rather than by engine: ``core_busy_cycles``
+    (the core the op ran on), ``idma<j>_busy_cycles`` (its channels in order),
+    ``ddr_busy_cycles``; the warning codes that fired (``;``-separated) and the hazard count."""
+    row: dict[str, Any] = {
+        "cycles": r.cycles,
+        "time_us": float(r.time_us),
+        "ddr_read_bytes": r.bytes["ddr_read"],
+        "ddr_write_bytes": r.bytes["ddr_write"],
+        "core_busy_cycles": r.busy_cycles[r.core],
+    }
+    row.update(
+        {f"idma{j}_busy_cycles": r.busy_cycles[e] for j, e in enumerate(r.engines_of("idma"))}
+    )
+    row["ddr_busy_cycles"] = sum(r.busy_cycles[e] for e in r.engines_of("ddr"))
+    row.update({f"{k}_stall_cycles": v for k, v in r.stall_cycles.items()})
+    # the warnings that change a result; notes (severity "info") do not mark a point
+    row["warnings"] = ";".join(
+        dict.fromkeys(str(w["code"]) for w in r.warnings if w.get("severity") != "info")
+    )
+    row["hazards"] = len(r.hazards)
+    return row
+
+
+def evaluate_point(model: HardwareModel, point: Mapping[str, Any], fidelity: str) -> dict[str, Any]:
+    """Run one point; never raises for the point's own failure: the reason goes in ``error``."""
+    start = time.perf_counter()
+    try:
+        overrides = {k: v for k, v in point.items() if k not in SPECIAL_KEYS}
+        m = model.with_overrides(overrides) if overrides else model
+        variant = next((point[k] for k in VARIANT_KEYS if k in point), None)
+        shape = parse_shape(point["shape"]) if "shape" in point else None
+        r = simulate(
+            m,
+            point.get("op", DEFAULT_OP),
+            variant,
+            n=point.get("n"),
+            shape=shape,
+            data=False,
+            fidelity=fidelity,
+        )
+        row = result_row(r)
+    except Exception as e:  # noqa: BLE001 - every failure of a point is recorded, not fatal
+        msg = " ".join(str(e).split()) or "no message"
+        return {"wall_s": time.perf_counter() - start, "error": f"{type(e).__name__}: {msg}"}
+    row["wall_s"] = time.perf_counter() - start
+    row["error"] = ""
+    return row
+
+
+# ------------------------------------------------------------------------ local processes
+def _worker_init(parent_pid: int) -> None:
+    # Ctrl-C reaches the whole process group: only the parent acts on it (it stops handing out
+    # points and keeps what finished); workers finish their point quietly.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A parent killed with -9 cannot shut the pool down, and forked workers share the queue's
+    # pipe so they would never see it close: they leave on their own once orphaned.
+    threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
+
+
+def _exit_when_orphaned(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(1.0)
+    os._exit(1)
+
+
+def local_results(
+    sweep: Sweep, todo: list[dict[str, Any]], jobs: int, started
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """The points of ``todo`` in this process (``jobs`` 1) or a pool of ``jobs`` processes."""
+    if jobs <= 1 or len(todo) <= 1:
+        started()
+        for p in todo:
+            yield p, evaluate_point(sweep.model, p, sweep.fidelity)
+        return
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs, len(todo)), initializer=_worker_init, initargs=(os.getpid(),)
+    )
+    try:
+        # workers are forked before the progress bar starts its thread
+        pool.submit(int).result()
+        started()
+        window = 4 * jobs  # bounded in flight: a huge grid is not all queued at once
+        it = iter(todo)
+        pending: dict[Any, dict[str, Any]] = {}
+
+        def fill() -> None:
+            for p in itertools.islice(it, max(0, window - len(pending))):
+                pending[pool.submit(evaluate_point, sweep.model, p, sweep.fidelity)] = p
+
+        fill()
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                p = pending.pop(f)
+                try:
+                    result = f.result()
+                except Exception as e:
+                    raise SweepAbortedError(
+                        f"a worker process failed ({type(e).__name__}: {e})"
+                    ) from None
+                yield p, result
+            fill()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+# ------------------------------------------------------------------------------------ dask
+def import_dask():
+    """``distributed``, or a one-line input error naming the extra to install."""
+    try:
+        import distributed
+    except ImportError:
+        raise DspsimInputError(
+            "--executor dask needs dask.distributed; install it with: pip install 'dspsim[dask]'"
+        ) from None
+    return distributed
+
+
+def dask_results(
+    sweep: Sweep,
+    todo: list[dict[str, Any]],
+    jobs: int,
+    started,
+    scheduler: str | None,
+    processes: bool,
+    timeout_s: float | None,
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """The points of ``todo`` on the cluster at ``scheduler``, or on a LocalCluster of ``jobs``
+    single-threaded workers (processes, or threads when ``processes`` is false)."""
+    import logging
+
+    distributed = import_dask()
+    cluster = None
+    try:
+        if scheduler:
+            client = distributed.Client(scheduler, timeout=timeout_s or 30)
+        else:
+            cluster = distributed.LocalCluster(
+                n_workers=max(1, jobs),
+                threads_per_worker=1,
+                processes=processes,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            client = distributed.Client(cluster, timeout=timeout_s or 30)
+    except OSError as e:
+        raise SweepAbortedError(f"cannot reach the dask scheduler {scheduler!r}: {e}") from None
+    try:
+        started()
+        window = 4 * max(1, sum(client.nthreads().values()))
+        it = iter(todo)
+        pending: dict[str, dict[str, Any]] = {}
+        ac = distributed.as_completed(timeout=timeout_s)
+
+        def fill() -> None:
+            for p in itertools.islice(it, max(0, window - len(pending))):
+                f = client.submit(evaluate_point, sweep.model, p, sweep.fidelity, pure=False)
+                pending[f.key] = p
+                ac.add(f)
+
+        fill()
+        try:
+            for f in ac:
+                p = pending.pop(f.key)
+                try:
+                    result = f.result()
+                except Exception as e:
+                    msg = f"a dask task failed ({type(e).__name__}: {e})"
+                    raise SweepAbortedError(msg) from None
+                yield p, result
+                fill()
+        except TimeoutError:
+            msg = f"the dask cluster did not finish within {timeout_s} s"
+            raise SweepAbortedError(msg) from None
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

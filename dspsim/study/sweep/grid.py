@@ -1,0 +1,281 @@
+"""The grid of a sweep: ordered (key, values) axes over a base model, at one fidelity, and the
+columns of its table.
+
+The grid is the cartesian product of all keys, the first key outermost. ``op`` (default: the op a
+run without one is of), the variant (``variant``, or ``mode``, its older name; default: every
+variant of the op) and the input size (``n`` for a 1-D op, ``shape`` for a 2-D one; default: the
+op's default shape) are always swept: given with ``--param`` they take their place among the
+keys, otherwise they come last (innermost), in that order. ``--set`` fixes a model key for every
+point. The fidelity defaults to ``tile`` (one event per transfer or kernel call).
+
+A table's columns are ``op``, the variant column, the size column, then the other swept keys in
+the order given (the grid order may differ: rows are written in grid order).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dspsim.config import HardwareModel, load_model, parse_value
+from dspsim.errors import DspsimInputError
+from dspsim.ops import Op, get_op
+from dspsim.platform import FIDELITIES
+from dspsim.run import git_sha, simulate
+from dspsim.study.sweep.spec import load_spec
+from dspsim.study.sweep.values import (
+    SIZE_KEYS,
+    SPECIAL_KEYS,
+    VARIANT_KEYS,
+    format_value,
+    parse_param,
+    parse_shape,
+    shape_text,
+    spec_values,
+)
+from dspsim.version import __version__
+
+# the op a sweep (like a run) is of when none is given
+DEFAULT_OP: str = inspect.signature(simulate).parameters["op"].default
+DEFAULT_N = int(math.prod(get_op(DEFAULT_OP).default_shape))  # its default length
+DEFAULT_FIDELITY = "tile"
+HEAD_COLUMNS = ("cycles", "time_us", "ddr_read_bytes", "ddr_write_bytes")
+STALL_COLUMNS = ("ddr_stall_cycles", "idma_in_stall_cycles", "idma_out_stall_cycles")
+CHECK_COLUMNS = ("warnings", "hazards")  # warning codes (";"-separated), hazard count
+TAIL_COLUMNS = ("wall_s", "error")
+TEXT_RESULT_COLUMNS = ("warnings", "error")
+MAX_POINTS = 10_000_000
+META_FORMAT = 2
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A grid of points: ordered (key, values) axes over a base model, at one fidelity."""
+
+    axes: tuple[tuple[str, tuple[Any, ...]], ...]
+    model: HardwareModel
+    fidelity: str
+
+    @property
+    def keys(self) -> list[str]:
+        """The parameter columns: ``op``, the variant column, the size column, then the other
+        swept keys in the grid's order."""
+        grid = [k for k, _ in self.axes]
+        return [k for k in SPECIAL_KEYS if k in grid] + [k for k in grid if k not in SPECIAL_KEYS]
+
+    @property
+    def variant_key(self) -> str:
+        """``variant``, or ``mode`` when the sweep was given its older name."""
+        return "mode" if "mode" in dict(self.axes) else "variant"
+
+    @property
+    def size_key(self) -> str:
+        """``n`` (1-D ops) or ``shape``."""
+        return "shape" if "shape" in dict(self.axes) else "n"
+
+    @property
+    def ops(self) -> tuple[str, ...]:
+        return tuple(dict(self.axes).get("op", (DEFAULT_OP,)))
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(v) for _, v in self.axes)
+
+    def points(self) -> Iterator[dict[str, Any]]:
+        """Every point, the first axis outermost."""
+        grid = [k for k, _ in self.axes]
+        for combo in itertools.product(*(v for _, v in self.axes)):
+            yield dict(zip(grid, combo))
+
+    def identity(self, point: Mapping[str, Any]) -> tuple[str, ...]:
+        return tuple(format_value(point[k]) for k in self.keys)
+
+    @property
+    def channels(self) -> int:
+        """iDMA channels to give busy columns to: the most any point has."""
+        counts = dict(self.axes).get("idma.channels", (self.model.idma.channels,))
+        return max(counts)
+
+    @property
+    def columns(self) -> list[str]:
+        busy = (
+            ["core_busy_cycles"]
+            + [f"idma{c}_busy_cycles" for c in range(self.channels)]
+            + ["ddr_busy_cycles"]
+        )
+        return [
+            *self.keys, *HEAD_COLUMNS, *busy, *STALL_COLUMNS, *CHECK_COLUMNS, *TAIL_COLUMNS
+        ]
+
+    def meta(self) -> dict[str, Any]:
+        """What makes two files the same sweep (columns, fidelity, fixed model values), plus
+        provenance."""
+        swept = set(self.keys)
+        return {
+            "format": META_FORMAT,
+            "columns": self.columns,
+            "fidelity": self.fidelity,
+            "fixed_model": {k: v for k, v in self.model.flat().items() if k not in swept},
+            "model_source": self.model.source,
+            "dspsim_version": __version__,
+            "git_sha": git_sha(),
+        }
+
+
+def _variants(ops: list[Op], column: str, given: list[str] | None) -> list[str]:
+    """The variants of a sweep over ``ops``: every given one must be a variant of each op;
+    default, the variants all of them have (every variant of a single op)."""
+    common = [v for v in ops[0].variants if all(v in o.variants for o in ops[1:])]
+    names = ", ".join(o.name for o in ops)
+    if given is None:
+        if not common:
+            raise DspsimInputError(
+                f"ops {names} have no variant in common; give --{column} or sweep them separately"
+            )
+        return common
+    for v in given:
+        for o in ops:
+            if v not in o.variants:
+                allowed = ", ".join(common) or "none in common"
+                where = o.name if len(ops) == 1 else f"every op of the sweep ({names})"
+                raise DspsimInputError(
+                    f"{column} {v!r} is not a variant of {o.name}; allowed for {where}: {allowed}"
+                )
+    return given
+
+
+def _sizes(ops: list[Op], axes: dict[str, list[Any]]) -> tuple[str, list[Any]]:
+    """The size key (``n`` or ``shape``) of ``ops`` and its values, checked against each op."""
+    dims = {o.ndim for o in ops}
+    if len(dims) > 1:
+        kinds = ", ".join(f"{o.name} ({o.ndim}-D)" for o in ops)
+        raise DspsimInputError(
+            f"ops {kinds} take inputs of different dimensions; sweep them separately"
+        )
+    key = "n" if dims == {1} else "shape"
+    other = "shape" if key == "n" else "n"
+    if other in axes:
+        want = "n (its length)" if key == "n" else "shape=ROWSxCOLS"
+        raise DspsimInputError(
+            f"{ops[0].name} takes a {ops[0].ndim}-D input: sweep {want}, not {other}"
+        )
+    if key not in axes:
+        defaults = {tuple(o.default_shape) for o in ops}
+        if len(defaults) > 1:
+            raise DspsimInputError(
+                f"ops {', '.join(o.name for o in ops)} have different default shapes; "
+                f"give --{key}"
+            )
+        default = defaults.pop()
+        return key, [int(default[0])] if key == "n" else [shape_text(default)]
+    for value in axes[key]:
+        for o in ops:
+            if key == "n":
+                o.shape_of(n=value)
+            elif len(parse_shape(value)) != o.ndim:
+                raise DspsimInputError(
+                    f"{o.name} shape {value}: expected {o.ndim} dimensions written "
+                    f"{'x'.join(['N'] * o.ndim) if o.ndim != 2 else 'ROWSxCOLS'}, e.g. "
+                    f"{shape_text(o.default_shape)}"
+                )
+    return key, axes[key]
+
+
+def build_sweep(
+    params: Sequence[str] | Mapping[str, Any] = (),
+    *,
+    op: str | Sequence[str] | None = None,
+    variants: str | Sequence[str] | None = None,
+    modes: str | Sequence[str] | None = None,
+    n: int | str | Sequence[int] | None = None,
+    shape: str | Sequence[Any] | None = None,
+    model: str | Path | None = None,
+    overrides: Sequence[str] | Mapping[str, Any] | None = None,
+    fidelity: str | None = None,
+    spec: str | Path | None = None,
+) -> Sweep:
+    """Build a sweep from ``--param`` texts (or a key -> values mapping), ops, variants (or
+    modes, their older name), n or shapes, a model file, fixed overrides, a fidelity and an
+    optional spec file (whose scalars these override).
+
+    ``op``, ``variants``, ``modes``, ``n`` and ``shape`` each take a list, the command line's
+    text (``"a,b"``, ``"1024:8192:1024"``, ``"1024x256,512x512"``) or one value (``shape``: a
+    ``ROWSxCOLS`` text or one tuple of ints)."""
+    loaded = load_spec(spec) if spec is not None else {"params": {}, "overrides": {}}
+    axes: dict[str, list[Any]] = dict(loaded["params"])
+
+    def add(key: str, values: list[Any]) -> None:
+        if key in axes:
+            raise DspsimInputError(f"sweep key {key!r} is given twice")
+        axes[key] = values
+
+    if isinstance(params, Mapping):
+        for key, value in params.items():
+            add(key, spec_values(key, value))
+    else:
+        for item in params:
+            add(*parse_param(item))
+    # the options replace the spec file's scalars; a swept key given again is an error
+    given = {"op": op, "variant": variants, "mode": modes, "n": n, "shape": shape}
+    extra: dict[str, list[Any]] = {}
+    for key in SPECIAL_KEYS:
+        value = given[key]
+        if value is not None:
+            if key in axes:
+                raise DspsimInputError(f"sweep key {key!r} is given twice (--{key} and --param)")
+            value = list(value) if isinstance(value, list | tuple) else value
+            extra[key] = spec_values(key, value)
+        elif key not in axes and key in loaded:
+            extra[key] = loaded[key]
+    for group in (VARIANT_KEYS, SIZE_KEYS):  # --mode replaces the file's variant too, and so on
+        if any(given[k] is not None for k in group):
+            for k in group:
+                if given[k] is None:
+                    extra.pop(k, None)
+
+    # op, variant and size: swept keys keep their place; the others come last, in this order
+    axes.setdefault("op", extra.pop("op", [DEFAULT_OP]))
+    ops = [get_op(name) for name in axes["op"]]
+    for key in VARIANT_KEYS:
+        if key in extra:
+            axes[key] = extra.pop(key)
+    if all(k in axes for k in VARIANT_KEYS):
+        raise DspsimInputError(
+            "give variant or mode, not both (mode is the older name of variant)"
+        )
+    column = next((k for k in VARIANT_KEYS if k in axes), "variant")
+    axes[column] = _variants(ops, column, axes.get(column))
+    axes.update(extra)  # n or shape
+    size_key, sizes = _sizes(ops, axes)
+    axes[size_key] = sizes
+
+    fixed: dict[str, Any] = dict(loaded["overrides"])
+    if overrides:
+        if isinstance(overrides, Mapping):
+            fixed.update(overrides)
+        else:
+            for item in overrides:
+                k, eq, v = item.partition("=")
+                if not eq or not k.strip():
+                    raise DspsimInputError(
+                        f"--set {item!r}: expected KEY=VALUE, e.g. ddr.latency_cycles=300"
+                    )
+                fixed[k.strip()] = parse_value(k.strip(), v)
+    for k in fixed:
+        if k in SPECIAL_KEYS:
+            raise DspsimInputError(f"--set {k}: {k} is not a model key; sweep it (--{k})")
+        if k in axes:
+            raise DspsimInputError(f"{k} is both fixed (--set) and swept (--param)")
+    base = load_model(model if model is not None else loaded.get("model"), dict(fixed) or None)
+    fid = fidelity if fidelity is not None else loaded.get("fidelity", DEFAULT_FIDELITY)
+    if fid not in FIDELITIES:
+        raise DspsimInputError(f"fidelity {fid!r}: allowed {', '.join(FIDELITIES)}")
+    sweep = Sweep(tuple((k, tuple(v)) for k, v in axes.items()), base, fid)
+    if sweep.size > MAX_POINTS:
+        raise DspsimInputError(f"the grid has {sweep.size:,} points; at most {MAX_POINTS:,}")
+    return sweep

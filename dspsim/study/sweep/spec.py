@@ -1,0 +1,74 @@
+"""Sweep spec files: ``dspsim sweep --spec FILE.toml`` holds a sweep in TOML::
+
+    model = "my_model.toml"           # optional, relative to this file; default the J6 model
+    fidelity = "tile"                 # optional
+    op = "softmax"                    # or a list of ops of one input dimension; optional
+    variant = ["pingpong", "direct"]  # or "pingpong,direct"; optional (``mode``: older name)
+    n = 100000                        # a 1-D op's length: or a list, or "1024:8192:1024"
+    # shape = ["1024x256", "512x512"] # a 2-D op's shapes instead of n (or [1024, 256]: one)
+
+    [set]                             # fixed overrides, optional
+    "idma.burst_bytes" = 128
+
+    [params]                          # swept keys, in this order
+    "ddr.latency_cycles" = [50, 100, 200]     # a list ...
+    "idma.max_outstanding" = "1:32:1"         # ... or the command line's text
+    softmax = { tile_bytes = "4096,16384" }   # nested tables name dotted keys too
+
+Command-line options override the file's scalars (model, fidelity, op, variant or mode, n or
+shape); ``--param`` keys are added after the file's, and a key given twice is an error.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from dspsim.errors import DspsimInputError
+from dspsim.study.sweep.values import SPECIAL_KEYS, spec_values
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for k, v in table.items():
+        if isinstance(v, dict):
+            yield from _flatten(v, f"{prefix}{k}.")
+        else:
+            yield f"{prefix}{k}", v
+
+
+def load_spec(path: str | Path) -> dict[str, Any]:
+    """Read a sweep spec file (format in the module docstring) into ``build_sweep`` arguments."""
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DspsimInputError(f"spec file {str(p)!r} not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DspsimInputError(f"spec file {str(p)!r} unreadable: {e.__class__.__name__}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise DspsimInputError(f"spec file {str(p)!r} is not valid TOML: {e}") from None
+    allowed = ("model", "fidelity", *SPECIAL_KEYS, "set", "params")
+    for k in raw:
+        if k not in allowed:
+            raise DspsimInputError(
+                f"spec file {str(p)!r}: unknown entry {k!r}; allowed: {', '.join(allowed)}"
+            )
+    out: dict[str, Any] = {}
+    if "model" in raw:
+        model = raw["model"]
+        if not isinstance(model, str):
+            raise DspsimInputError(f"spec file {str(p)!r}: model must be a path string")
+        out["model"] = str(p.parent / model) if not Path(model).is_absolute() else model
+    if "fidelity" in raw:
+        out["fidelity"] = raw["fidelity"]
+    for k in SPECIAL_KEYS:
+        if k in raw:
+            out[k] = spec_values(k, raw[k])
+    for k in ("set", "params"):
+        if k in raw and not isinstance(raw[k], dict):
+            raise DspsimInputError(f"spec file {str(p)!r}: [{k}] must be a table")
+    out["overrides"] = dict(_flatten(raw.get("set", {})))
+    out["params"] = {k: spec_values(k, v) for k, v in _flatten(raw.get("params", {}))}
+    return out

@@ -1,0 +1,239 @@
+"""Sweep keys and their values: types, checks, ``V1,V2,...`` lists and ``START:STOP:STEP``
+ranges, and the canonical text of a value in a sweep table.
+
+A sweep key is any model key (``dspsim.config.all_keys()``) or one of the special keys:
+
+- ``op``: a registered op (``dspsim.ops.op_names()``);
+- ``variant``: one of the swept op's variants; ``mode`` is its older name (a sweep uses one or
+  the other; its table keeps the name used);
+- ``n``: float32 elements of a 1-D op's input;
+- ``shape``: a 2-D op's input shape, written ``ROWSxCOLS`` (``1024x256``).
+
+``START:STOP:STEP`` (numeric keys only, STEP > 0, START <= STOP) gives ``START, START+STEP, ...``
+up to and including STOP when STOP lands on the grid (``1:10:4`` is 1, 5, 9; ``0.1:0.5:0.1`` is
+0.1 ... 0.5). Values are checked against the key's type and range before anything runs; a
+variant or a shape is checked against the sweep's ops when the grid is built
+(:func:`dspsim.study.sweep.grid.build_sweep`).
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Iterable
+from typing import Any
+
+from dspsim.config import SECTIONS, all_keys, parse_value
+from dspsim.config import check_value as check_model_value
+from dspsim.config import key_type as model_key_type
+from dspsim.errors import DspsimInputError
+from dspsim.ops import get_op
+
+VARIANT_KEYS = ("variant", "mode")  # ``mode`` is the older name of ``variant``
+SIZE_KEYS = ("n", "shape")  # a 1-D op's length, a 2-D op's ROWSxCOLS
+SPECIAL_KEYS = ("op", *VARIANT_KEYS, *SIZE_KEYS)
+MAX_VALUES_PER_KEY = 1_000_000
+
+
+def key_type(key: str) -> type:
+    """The Python type of a sweep key's values (``int``, ``float``, ``str`` or ``bool``)."""
+    if key == "n":
+        return int
+    if key in SPECIAL_KEYS:
+        return str
+    if "." not in key or key.split(".")[0] not in SECTIONS:
+        raise DspsimInputError(
+            f"unknown sweep key {key!r}; allowed: {', '.join(SPECIAL_KEYS)} or a model key "
+            f"({', '.join(all_keys())})"
+        )
+    return model_key_type(key)
+
+
+def shape_text(shape: Iterable[int]) -> str:
+    """A shape as a table cell: ``1024x256``."""
+    return "x".join(str(int(d)) for d in shape)
+
+
+def parse_shape(value: Any) -> tuple[int, ...]:
+    """``ROWSxCOLS`` text (or a sequence of ints) -> a tuple of positive ints."""
+    if isinstance(value, str):
+        parts = value.strip().lower().split("x")
+        try:
+            dims = tuple(int(p.strip().replace("_", "")) for p in parts)
+        except ValueError:
+            dims = ()
+    elif isinstance(value, list | tuple):
+        dims = tuple(value)
+    else:
+        dims = ()
+    if not dims or any(
+        isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in dims
+    ):
+        raise DspsimInputError(
+            f"shape {value!r}: expected positive integers written ROWSxCOLS, e.g. 1024x256"
+        )
+    return tuple(int(d) for d in dims)
+
+
+def check_value(key: str, value: Any) -> Any:
+    """Check one value of a sweep key on its own (type, range, choices); return it coerced.
+
+    A variant is only checked to be text here: which variants are allowed depends on the op(s)
+    of the sweep, checked when the grid is built."""
+    if key == "op":
+        return get_op(value).name  # unknown op -> one-line error naming the registered ones
+    if key in VARIANT_KEYS:
+        if not isinstance(value, str) or not value:
+            raise DspsimInputError(f"{key} {value!r}: expected a variant name")
+        return value
+    if key == "shape":
+        return shape_text(parse_shape(value))
+    if key == "n":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise DspsimInputError(
+                f"n = {value!r}: must be a positive integer (number of float32 elements)"
+            )
+        return value
+    return check_model_value(key, value)  # unknown key, wrong type or range -> one-line error
+
+
+def format_value(value: Any) -> str:
+    """Canonical text of a value in the table: ints plain, floats round-trip exact."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def canon_text(key: str, text: str) -> str:
+    """Canonical text of a parameter cell read back from a file (``100`` of a float key is
+    ``100.0``)."""
+    t = key_type(key)
+    if key == "shape":
+        try:
+            return shape_text(parse_shape(text))
+        except DspsimInputError as e:
+            raise ValueError(str(e)) from None
+    if t is str:
+        return text
+    if t is bool:
+        if text.strip().lower() not in ("true", "false"):
+            raise ValueError(f"{key} value {text!r} is not true or false")
+        return text.strip().lower()
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"{key} value {text!r} is not a number") from None
+    if t is int:
+        if not number.is_integer():
+            raise ValueError(f"{key} value {text!r} is not an integer")
+        return str(int(number))
+    return repr(number)
+
+
+def _parse_number(key: str, text: str, what: str = "value") -> int | float:
+    try:
+        v = tomllib.loads(f"v = {text.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        v = None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise DspsimInputError(f"{key}: {what} {text.strip()!r} is not a number")
+    if not math.isfinite(v):
+        raise DspsimInputError(f"{key}: {what} {text.strip()!r} is not a finite number")
+    return v
+
+
+def _range_values(key: str, text: str) -> list[Any]:
+    t = key_type(key)
+    parts = text.split(":")
+    if t in (str, bool):
+        raise DspsimInputError(
+            f"{key}={text}: START:STOP:STEP ranges need a numeric key; list values as V1,V2,..."
+        )
+    if len(parts) != 3:
+        raise DspsimInputError(f"{key}={text}: malformed range; expected START:STOP:STEP")
+    start, stop, step = (_parse_number(key, p, w) for p, w in zip(parts, ("START", "STOP", "STEP")))
+    if step <= 0:
+        raise DspsimInputError(f"{key}={text}: STEP must be greater than 0")
+    if start > stop:
+        raise DspsimInputError(f"{key}={text}: START is greater than STOP (ranges go upwards)")
+    if t is int:
+        if not all(float(v).is_integer() for v in (start, stop, step)):
+            raise DspsimInputError(f"{key}={text}: {key} takes integers")
+        start, stop, step = int(start), int(stop), int(step)
+        count = (stop - start) // step + 1
+    else:
+        # STOP is included when it lands on the grid up to rounding (0.1:0.3:0.1 gives 3 values)
+        count = math.floor((stop - start) / step * (1 + 1e-12) + 1e-9) + 1
+    if count > MAX_VALUES_PER_KEY:
+        raise DspsimInputError(
+            f"{key}={text}: {count:,} values; at most {MAX_VALUES_PER_KEY:,} per key"
+        )
+    if t is int:
+        return list(range(start, start + count * step, step))
+    # 12 significant digits: 0.1 + 2 * 0.1 is 0.3, not 0.30000000000000004
+    return [float(f"{start + i * step:.12g}") for i in range(count)]
+
+
+def parse_values(key: str, text: str) -> list[Any]:
+    """Values of ``KEY=TEXT``: ``V1,V2,...`` or ``START:STOP:STEP``, checked and coerced."""
+    t = key_type(key)
+    text = text.strip()
+    if not text:
+        raise DspsimInputError(f"{key}: no values; give V1,V2,... or START:STOP:STEP")
+    if ":" in text:
+        raw: list[Any] = _range_values(key, text)
+    else:
+        items = [s.strip() for s in text.split(",")]
+        if any(not s for s in items):
+            raise DspsimInputError(f"{key}={text}: empty value in the list")
+        if t is str:
+            raw = [s.strip("'\"") for s in items]
+        elif t is bool:
+            raw = [parse_value(key, s) for s in items]  # TOML true/false
+        else:
+            raw = [_parse_number(key, s) for s in items]
+    return _checked(key, raw)
+
+
+def _checked(key: str, raw: Iterable[Any]) -> list[Any]:
+    values = [check_value(key, v) for v in raw]
+    if not values:
+        raise DspsimInputError(f"{key}: no values; give V1,V2,... or START:STOP:STEP")
+    seen: set[str] = set()
+    for v in values:
+        if format_value(v) in seen:
+            raise DspsimInputError(f"{key}: value {format_value(v)} is given twice")
+        seen.add(format_value(v))
+    return values
+
+
+def parse_param(item: str) -> tuple[str, list[Any]]:
+    """``KEY=V1,V2,...`` or ``KEY=START:STOP:STEP`` -> (key, values)."""
+    key, eq, text = item.partition("=")
+    key = key.strip()
+    if not eq or not key:
+        raise DspsimInputError(
+            f"--param {item!r}: expected KEY=V1,V2,... or KEY=START:STOP:STEP, "
+            "e.g. ddr.latency_cycles=50:400:50"
+        )
+    return key, parse_values(key, text)
+
+
+def spec_values(key: str, value: Any) -> list[Any]:
+    """Values of a key given as data (a spec file, a mapping): a list, the command line's text,
+    or one scalar."""
+    if isinstance(value, str):
+        return parse_values(key, value)
+    if key == "shape" and isinstance(value, list | tuple) and value and all(
+        isinstance(d, int) and not isinstance(d, bool) for d in value
+    ):
+        return _checked(key, [value])  # one shape as a list of ints: [1024, 256]
+    if isinstance(value, list):
+        return _checked(key, value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _checked(key, [value])
+    raise DspsimInputError(f"{key} = {value!r}: expected a list, a string or a number")
