@@ -13,4 +13,5 @@ __all__ = ["OPS", "Op", "default_op", "get_op", "op_names", "register_op"]
 # The registrations: one line per op.
 # isort: off
 from dspsim.ops import softmax  # noqa: E402, F401
+from dspsim.ops import layernorm  # noqa: E402, F401
 # isort: on

@@ -1,0 +1,80 @@
+"""LayerNorm (RPC command 0x8001) as an :class:`~dspsim.ops.base.Op`: the proof that an operator
+plugs in. ``program.py`` is the DSP side, ``params.py`` the ``[layernorm]`` table,
+``reference.py`` the float64 answer, ``bounds.py`` the closed forms; its kernels are in
+:mod:`dspsim.kernels.layernorm`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dspsim.errors import DspsimInputError
+from dspsim.ops.base import Op, Proc, error_summary
+from dspsim.ops.layernorm import bounds as _bounds
+from dspsim.ops.layernorm.params import PARAMS
+from dspsim.ops.layernorm.program import (
+    LAYERNORM_CMD,
+    hb_dsp_layernorm,
+    hbDSPLayerNormParam,
+    rows_per_tile,
+)
+from dspsim.ops.layernorm.reference import default_input, reference_layernorm
+from dspsim.ops.registry import register_op
+
+
+class LayerNorm(Op):
+    name = "layernorm"
+    doc = "normalise each row of a float32 [rows, cols] tensor: (x - mean) / sqrt(var + eps)"
+    cmd = LAYERNORM_CMD
+    variants = {
+        "pingpong": "whole rows tiled through two TCM buffers (the seed's ping-pong frame); "
+                    "statistics then normalisation in TCM; one read and one write",
+        "direct": "the kernels read and write DDR row by row: three reads and one write",
+    }
+    default_variant = "pingpong"
+    params = PARAMS
+    ndim = 2
+    default_shape = (1024, 256)
+
+    def requirements(self, variant: str) -> dict[str, int]:
+        return {"channels": 2, "banks": 2} if variant == "pingpong" else super().requirements(
+            variant)
+
+    def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
+        super().check_run(model, variant, shape)
+        tile = model.layernorm.tile_bytes
+        if variant == "pingpong" and rows_per_tile(tile, shape[1]) == 0:
+            raise DspsimInputError(
+                f"layernorm pingpong: a row of {shape[1]} float32 ({4 * shape[1]} bytes) does "
+                f"not fit layernorm.tile_bytes = {tile}; allowed: tile_bytes >= {4 * shape[1]} "
+                f"(at most tcm.bank_bytes = {model.tcm.bank_bytes}), or the direct variant"
+            )
+
+    def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
+        return default_input(shape)
+
+    def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int) -> Any:
+        return hbDSPLayerNormParam(shape[0], shape[1], input_addr, int(variant == "pingpong"))
+
+    def handler(self, dsp: Any, input: Any, output: Any, tm: Any) -> Proc:
+        return hb_dsp_layernorm(dsp, input, output, tm)
+
+    def reference(self, x: np.ndarray, params: Any) -> np.ndarray:
+        return reference_layernorm(x, params.eps)
+
+    def output_summary(self, out: np.ndarray, x: np.ndarray, params: Any) -> dict[str, Any]:
+        ref = self.reference(x, params)
+        summary = error_summary(out, ref, floor=1e-6)
+        with np.errstate(invalid="ignore"):
+            tolerance = np.maximum(1e-5 * np.abs(ref), 1e-6)
+            ok = np.abs(out.astype(np.float64) - ref) <= tolerance
+        summary["within_tolerance"] = bool(np.all(ok | ~np.isfinite(ref)))
+        return summary
+
+    def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
+        return _bounds.bounds(model, variant, shape)
+
+
+LAYERNORM = register_op(LayerNorm())
