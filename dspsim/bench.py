@@ -1,10 +1,13 @@
 """Benchmark: how fast the simulator runs on this machine.
 
-``python -m dspsim.bench`` reports, in one run: the bare SimPy rate of ``env.timeout`` events,
-then for each version at the headline size the simulation wall time, events per second,
-simulated cycles per second and the ratio to the bare rate, with the data path on and off,
-the tile-fidelity speed-up per point, and the wall time of a 1,000-point sweep on two worker
-processes. Each simulation figure is the best of ``--repeat`` runs.
+``python -m dspsim.bench`` reports, for every op and variant at its headline size, with the
+data path on and off, on three engines (burst without event elision: the reference; burst
+with elision: the default; tile fidelity): the wall time, events, events per second and their
+ratio to the bare SimPy ``env.timeout`` rate measured right before each run (interleaved, so
+the ratio survives the machine's load changing); the tile-fidelity speed-up per point; the
+event-elision speed-up on burst ping-pong at 10^6 elements (the two engines run alternately);
+and the wall time of a 1,000-point sweep on two worker processes. Each simulation figure is
+the best of ``--repeat`` runs.
 Speed is measured here, never asserted in the test suite.
 """
 
@@ -33,7 +36,7 @@ def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
     return best, value
 
 
-def bare_simpy_rate(events: int = 300_000) -> float:
+def bare_simpy_rate(events: int = 100_000) -> float:
     """Events per second of one process yielding ``env.timeout(1)`` in a loop."""
 
     def proc(env: simpy.Environment):
@@ -45,42 +48,52 @@ def bare_simpy_rate(events: int = 300_000) -> float:
         env.process(proc(env))
         env.run()
 
-    wall, _ = best_of(3, once)
+    wall, _ = best_of(2, once)
     return events / wall
 
 
-def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000) -> dict[str, Any]:
-    model = load_model()
+def _measured(repeat: int, run: Callable[[], Any]) -> dict[str, Any]:
+    """Best-of wall time of ``run``, with the bare SimPy rate measured right before it (the
+    machine's speed drifts with load: a ratio taken side by side is comparable)."""
     bare = bare_simpy_rate()
+    wall, r = best_of(repeat, run)
+    return {
+        "wall_s": wall, "cycles": r.cycles, "events": r.events,
+        "events_per_s": r.events / wall, "simulated_cycles_per_s": r.cycles / wall,
+        "bare_simpy_events_per_s": bare, "ratio_to_bare_simpy": r.events / wall / bare,
+    }
+
+
+def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
+                  elision_n: int = 1_000_000) -> dict[str, Any]:
+    from dspsim.ops import get_op, op_names
+
+    model = load_model()
     out: dict[str, Any] = {
         "machine": f"{platform.machine()} {platform.python_implementation()} "
         f"{platform.python_version()}",
         "n": n,
-        "bare_simpy_events_per_s": bare,
         "runs": [],
     }
-    together = {}
-    for fidelity in ("burst", "tile"):
-        for data in (False, True):
-            for mode in ("pingpong", "direct"):
-                wall, r = best_of(
-                    repeat, functools.partial(simulate, model, variant=mode, n=n, data=data,
-                                              fidelity=fidelity)
-                )
-                out["runs"].append({
-                    "mode": mode, "fidelity": fidelity, "data": data, "wall_s": wall,
-                    "cycles": r.cycles, "events": r.events, "events_per_s": r.events / wall,
-                    "simulated_cycles_per_s": r.cycles / wall,
-                    "ratio_to_bare_simpy": r.events / wall / bare,
-                })
-                together[(fidelity, data)] = together.get((fidelity, data), 0.0) + wall
-    out["both_versions_wall_s"] = {f"{f}, data {'on' if d else 'off'}": w
-                                   for (f, d), w in together.items()}
-    walls = {(r["mode"], r["fidelity"], r["data"]): r["wall_s"] for r in out["runs"]}
+    for op in op_names():
+        shape = (n,) if get_op(op).ndim == 1 else get_op(op).default_shape
+        for variant in get_op(op).variants:
+            for fidelity, elide in (("burst", False), ("burst", True), ("tile", True)):
+                for data in (False, True):
+                    run = functools.partial(simulate, model, op, variant, shape=shape, data=data,
+                                            fidelity=fidelity, elide=elide)
+                    out["runs"].append({
+                        "op": op, "variant": variant, "shape": list(shape),
+                        "engine": fidelity if fidelity == "tile" else
+                        ("burst" if elide else "burst, no elision"),
+                        "data": data, **_measured(repeat, run),
+                    })
+    walls = {(r["op"], r["variant"], r["engine"], r["data"]): r["wall_s"] for r in out["runs"]}
     out["tile_speedup"] = {
-        mode: walls[(mode, "burst", False)] / walls[(mode, "tile", False)]
-        for mode in ("pingpong", "direct")
+        f"{op} {v}": walls[(op, v, "burst", False)] / walls[(op, v, "tile", False)]
+        for (op, v, e, d) in walls if e == "tile" and not d
     }
+    out["elision"] = elision_speedup(model, elision_n, repeat)
     if sweep_points:
         from dspsim.study.experiments import bench_sweep
 
@@ -88,19 +101,39 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000) -
     return out
 
 
+def elision_speedup(model: Any, n: int, repeat: int) -> list[dict[str, Any]]:
+    """Burst ping-pong at ``n``: the reference engine and the elided one, run alternately."""
+    rows = []
+    for data in (False, True):
+        walls: dict[bool, float] = {False: float("inf"), True: float("inf")}
+        events = {}
+        for _ in range(repeat):
+            for elide in (False, True):
+                wall, r = best_of(1, functools.partial(simulate, model, variant="pingpong", n=n,
+                                                       data=data, elide=elide))
+                walls[elide] = min(walls[elide], wall)
+                events[elide] = r.events
+        rows.append({"n": n, "data": data, "reference_wall_s": walls[False],
+                     "elided_wall_s": walls[True], "reference_events": events[False],
+                     "elided_events": events[True], "speedup": walls[False] / walls[True]})
+    return rows
+
+
 def print_report(b: dict[str, Any]) -> None:
     print(f"machine: {b['machine']}")
-    print(f"bare SimPy env.timeout rate: {b['bare_simpy_events_per_s']:,.0f} events/s")
-    print(f"{'mode':<9} {'fidelity':<8} {'data':<5} {'wall_s':>8} {'events':>8} "
-          f"{'events_per_s':>13} {'sim_cycles_per_s':>17} {'vs_bare':>8}")
+    print(f"{'op':<10} {'variant':<9} {'engine':<18} {'data':<5} {'wall_s':>8} {'events':>8} "
+          f"{'events_per_s':>13} {'bare_per_s':>11} {'vs_bare':>8}")
     for r in b["runs"]:
-        print(f"{r['mode']:<9} {r['fidelity']:<8} {'on' if r['data'] else 'off':<5} "
-              f"{r['wall_s']:>8.4f} {r['events']:>8,} {r['events_per_s']:>13,.0f} "
-              f"{r['simulated_cycles_per_s']:>17,.0f} {r['ratio_to_bare_simpy']:>8.2f}")
-    for k, w in b["both_versions_wall_s"].items():
-        print(f"both versions together ({k}): {w:.3f} s")
-    for mode, s in b["tile_speedup"].items():
-        print(f"tile fidelity speed-up per point, {mode}: {s:.1f}x")
+        print(f"{r['op']:<10} {r['variant']:<9} {r['engine']:<18} "
+              f"{'on' if r['data'] else 'off':<5} {r['wall_s']:>8.4f} {r['events']:>8,} "
+              f"{r['events_per_s']:>13,.0f} {r['bare_simpy_events_per_s']:>11,.0f} "
+              f"{r['ratio_to_bare_simpy']:>8.2f}")
+    for k, s in b["tile_speedup"].items():
+        print(f"tile fidelity speed-up per point over burst, {k}: {s:.1f}x")
+    for e in b["elision"]:
+        print(f"event elision, burst pingpong n = {e['n']:,}, data {'on' if e['data'] else 'off'}:"
+              f" {e['reference_events']:,} -> {e['elided_events']:,} events, "
+              f"{e['reference_wall_s']:.3f} s -> {e['elided_wall_s']:.3f} s ({e['speedup']:.2f}x)")
     if "sweep" in b:
         sw = b["sweep"]
         print(f"sweep of {sw['points']:,} points (tile fidelity, --jobs 2): {sw['wall_s']:.1f} s, "
@@ -113,9 +146,11 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--sweep-points", type=int, default=1000,
                    help="points of the sweep benchmark (0 skips it)")
+    p.add_argument("--elision-n", type=int, default=1_000_000,
+                   help="array length of the elision comparison (burst ping-pong)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    b = run_benchmark(args.n, args.repeat, args.sweep_points)
+    b = run_benchmark(args.n, args.repeat, args.sweep_points, args.elision_n)
     if args.json:
         print(json.dumps(b, indent=2))
     else:

@@ -49,12 +49,13 @@ class Dsp:
         self.warn = platform.warn
         self.idma = [
             idma_cls(env, ch, f"{self.name}.idma{ch}", model.idma, platform.port,
-                     platform.recorder, platform.data, platform.accesses)
+                     platform.recorder, platform.data, platform.accesses, platform.elide)
             for ch in range(model.idma.channels)
         ]
         self.tm = TileManager(model.tcm, platform.data, prefix=f"{self.name}.")
         self.core = core_cls(env, self.name, model.core, platform.port, self.idma,
-                             platform.recorder, platform.warn, platform.data, platform.accesses)
+                             platform.recorder, platform.warn, platform.data, platform.accesses,
+                             platform.elide)
         self.IVP_2N = model.core.vector_bytes
         self.params: Params | None = None  # the running op's parameters
         # the running op's channel assignment: (channel the C names, copy kind) -> channel used
@@ -108,13 +109,17 @@ class Platform:
         trace: bool = False,
         port_log: bool = False,
         fidelity: str = "burst",
+        elide: bool = True,
     ):
+        """``elide``: skip the events nothing else can observe (exact; :mod:`dspsim.hw.clock`);
+        off gives the reference engine with one event per DDR access."""
         if fidelity not in FIDELITIES:
             raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
         self.env = env
         self.model = model
         self.data = data
         self.fidelity = fidelity
+        self.elide = elide
         self.engine_classes = (Core, IdmaChannel) if fidelity == "burst" else (
             TileCore, TileIdmaChannel)
         self.recorder = Recorder(trace)

@@ -112,6 +112,7 @@ def simulate(
     mode: str | None = None,
     port_log: bool = False,
     core: int = 0,
+    elide: bool = True,
 ) -> Result:
     """Run one variant of one op and return the result.
 
@@ -120,7 +121,9 @@ def simulate(
     ``params`` sets op parameters for this run (``{"tile_bytes": 8192}`` or dotted keys).
     ``fidelity``: ``burst`` (every DDR access an event) or ``tile`` (one event per transfer or
     kernel call, durations from the same formulas). ``mode`` is an older name of ``variant``.
-    ``core`` picks the core the op runs on (of ``core.count``).
+    ``core`` picks the core the op runs on (of ``core.count``). ``elide=False`` runs the
+    reference engine without event elision (same results, more events; for tests and the
+    benchmark).
     """
     the_op = get_op(op)
     if mode is not None:
@@ -154,7 +157,8 @@ def simulate(
 
     wall_start = time.perf_counter()
     env = simpy.Environment()
-    platform = Platform(env, model, data=data, trace=trace, port_log=port_log, fidelity=fidelity)
+    platform = Platform(env, model, data=data, trace=trace, port_log=port_log, fidelity=fidelity,
+                        elide=elide)
     ucp = Ucp(platform, firmware_registry())
     dsp = platform.dsps[core]
 

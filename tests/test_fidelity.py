@@ -30,7 +30,7 @@ def agreement(j6):
         m = j6.with_overrides({"softmax.tile_bytes": tile, "ddr.latency_cycles": lat,
                                "idma.max_outstanding": k, "ddr.bytes_per_cycle": bw,
                                "ddr.max_outstanding": slots})
-        burst = simulate(m, variant=mode, n=20_000, data=False)
+        burst = simulate(m, variant=mode, n=20_000, data=False, elide=False)
         tile_run = simulate(m, variant=mode, n=20_000, data=False, fidelity="tile")
         rows.append({
             "point": (mode, tile, lat, k, bw, slots),

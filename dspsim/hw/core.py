@@ -20,6 +20,7 @@ from typing import Any
 import simpy
 
 from dspsim.config import Core as CoreCfg
+from dspsim.hw.clock import At
 from dspsim.hw.ddr import DdrPort
 from dspsim.hw.idma import IdmaChannel, Transfer
 from dspsim.hw.memory import Ptr
@@ -42,8 +43,10 @@ class Core:
         warn: Callable[..., None],
         move_data: bool,
         accesses: AccessLog,
+        elide: bool = True,
     ):
         self.env = env
+        self.elide = elide
         self.name = name
         self.cfg = cfg
         self.port = port
@@ -181,13 +184,17 @@ class Core:
         """Walk the loop access by access; return the cycles stalled on DDR.
 
         ``owed`` is issue time the core must spend before its next memory access; it is paid
-        with the timeout that brings the core to that access, so each DDR access costs one event.
+        with the wait that brings the core to that access, so each DDR access costs at most one
+        event. With ``elide``, a wait that ends before anything else in the queue advances the
+        local clock ``now`` instead (:mod:`dspsim.hw.clock`); the loop returns at a real event.
         """
-        env, cfg, request, name = self.env, self.cfg, self.port.request, self.name
+        env, cfg, request, name, elide = self.env, self.cfg, self.port.request, self.name, \
+            self.elide
         ii = shape.ii_cycles(cfg)
         wb, wb_depth = self._write_buffer, cfg.write_buffer_entries
         stall = 0.0
         owed = 0.0
+        now = env.now
         # the prologue's priming load(s) issue no loop iteration, hence 0 issue cycles
         prologue = (1, (cfg.vector_bytes,) * shape.priming_loads, (), 0)
         body = [
@@ -206,25 +213,33 @@ class Core:
                 for _ in range(count):
                     for nbytes in loads:
                         if owed:
-                            yield env.timeout(owed)
-                        now = env.now
+                            target = now + owed
+                            if not (elide and target < env.peek()):
+                                yield At(env, target)
+                            now = target
                         owed = request(now, nbytes, False, name) - now  # the round trip
                         stall += owed
                     owed += issue
                     for nbytes in stores:  # a store leaves at the end of its iteration
-                        yield env.timeout(owed)
+                        target = now + owed
+                        if not (elide and target < env.peek()):
+                            yield At(env, target)
+                        now = target
                         owed = 0.0
-                        now = env.now
                         if len(wb) == wb_depth:  # full: wait for the oldest posted store
                             oldest = wb.popleft()
                             if oldest > now:
                                 stall += oldest - now
-                                yield env.timeout(oldest - now)
-                                now = env.now
+                                target = now + (oldest - now)
+                                if not (elide and target < env.peek()):
+                                    yield At(env, target)
+                                now = target
                         wb.append(request(now, nbytes, True, name))
             owed += reduction
         if owed:
-            yield env.timeout(owed)
+            now = now + owed
+        if now != env.now:  # the call returns where the op can see it: a real event
+            yield At(env, now)
         return stall
 
 

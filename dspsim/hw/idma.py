@@ -18,6 +18,7 @@ import simpy
 
 from dspsim.config import Idma
 from dspsim.errors import DspsimInputError
+from dspsim.hw.clock import At
 from dspsim.hw.ddr import DdrPort, transfer_cycles
 from dspsim.hw.memory import Ptr
 from dspsim.probes import AccessLog, Recorder
@@ -52,8 +53,10 @@ class IdmaChannel:
         recorder: Recorder,
         move_data: bool,
         accesses: AccessLog,
+        elide: bool = True,
     ):
         self.env = env
+        self.elide = elide
         self.index = index
         self.name = name
         self.setup_cycles = cfg.setup_cycles
@@ -108,8 +111,11 @@ class IdmaChannel:
 
     def _move(self, t: Transfer):
         """Move the descriptor's bytes as bursts, at most ``max_outstanding`` in flight; bursts
-        land in order as they complete."""
-        env, name, move_data = self.env, self.name, self.move_data
+        land in order as they complete. With ``elide``, a wait that ends before anything else
+        in the queue advances a local clock instead of yielding (:mod:`dspsim.hw.clock`), and
+        the bursts completed meanwhile land at once, before the next real yield: nobody can
+        look at the destination in between."""
+        env, name, elide = self.env, self.name, self.elide
         request = self.port.request
         burst, window = self.burst_bytes, self.max_outstanding
         now = t.start
@@ -117,25 +123,29 @@ class IdmaChannel:
         inflight: deque[float] = deque()
         full, rest = divmod(t.nbytes, burst)
         bursts = [burst] * full + ([rest] if rest else [])
-        landed = 0  # bytes already in the destination
-        if move_data:
-            src_bytes = t.src.mem.read(t.src.addr, t.nbytes)
-            dst_bytes = t.dst.mem.read(t.dst.addr, t.nbytes)  # a writable view
+        lander = _Lander(t) if self.move_data else None
         for i, nbytes in enumerate(bursts):
             if len(inflight) == window:
                 oldest = inflight.popleft()
                 if oldest > now:
-                    yield env.timeout(oldest - now)
-                    now = env.now
-                if move_data:  # bursts land in order as they complete
-                    upto = (i - window + 1) * burst
-                    dst_bytes[landed:upto] = src_bytes[landed:upto]
-                    landed = upto
+                    target = now + (oldest - now)  # what Timeout(oldest - now) would give
+                    if not (elide and target < env.peek()):
+                        if lander:
+                            lander.land()
+                        yield At(env, target)
+                    now = target
+                if lander:  # bursts complete in order
+                    lander.completed((i - window + 1) * burst, immediately=not elide)
             inflight.append(request(now, nbytes, write, name))
         if inflight and inflight[-1] > now:  # FIFO port: the last burst ends last
-            yield env.timeout(inflight[-1] - now)
-        if move_data:
-            dst_bytes[landed:] = src_bytes[landed:]
+            now = now + (inflight[-1] - now)
+        if now != env.now:  # the copy ends where everyone can see it: a real event
+            if lander:
+                lander.land()
+            yield At(env, now)
+        if lander:
+            lander.completed(t.nbytes, immediately=True)
+
 
     def describe_waiting(self) -> str | None:
         """What this channel is stuck on, if anything (for deadlock reports)."""
@@ -144,6 +154,25 @@ class IdmaChannel:
         if self.fifo.items:
             return f"{self.name} ({len(self.fifo.items)} descriptors queued)"
         return None
+
+
+class _Lander:
+    """A descriptor's bytes landing in its destination in order, as its bursts complete."""
+
+    def __init__(self, t: Transfer):
+        self.src = t.src.mem.read(t.src.addr, t.nbytes)
+        self.dst = t.dst.mem.read(t.dst.addr, t.nbytes)  # a writable view
+        self.landed = self.upto = 0
+
+    def completed(self, upto: int, immediately: bool) -> None:
+        self.upto = upto
+        if immediately:
+            self.land()
+
+    def land(self) -> None:
+        if self.upto > self.landed:
+            self.dst[self.landed:self.upto] = self.src[self.landed:self.upto]
+            self.landed = self.upto
 
 
 class TileIdmaChannel(IdmaChannel):
