@@ -16,6 +16,7 @@ same ``heappush``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from heapq import heappush
 
 import simpy
@@ -32,3 +33,52 @@ class At(Event):
         self._value = None
         self._ok = True
         heappush(env._queue, (at, NORMAL, next(env._eid), self))
+
+
+class WalkState:
+    """Where a walk is: its local clock, and what it reports when it ends (``stall``)."""
+
+    __slots__ = ("now", "stall")
+
+    def __init__(self, now: float):
+        self.now = now
+        self.stall = 0.0
+
+
+Walk = Generator[float, None, None]  # yields the absolute times it waits until
+
+
+def drive(
+    env: simpy.Environment,
+    walk: Walk,
+    state: WalkState,
+    elide: bool,
+    before_wait: Callable[[], None] | None = None,
+    pending: float | None = None,
+) -> Generator[Event, None, None]:
+    """Run ``walk`` as (part of) a SimPy process body: each time it waits until ``target``,
+    advance the local clock if nothing else can act before (``elide``), else yield a real event
+    at ``target`` (``before_wait`` runs first: what others may look at must be in place). The
+    walk ends where everyone can see it: a real event at its local time. ``pending``: a target
+    the walk already yielded (it resumes a walk that ran elsewhere, see :func:`replay`)."""
+    target = next(walk, None) if pending is None else pending
+    while target is not None:
+        if not (elide and target < env.peek()):
+            if before_wait is not None:
+                before_wait()
+            yield At(env, target)
+        target = next(walk, None)
+    if state.now > env.now:
+        if before_wait is not None:
+            before_wait()
+        yield At(env, state.now)
+
+
+def replay(walk: Walk, horizon: float) -> float | None:
+    """Run ``walk`` with no events up to ``horizon``: every wait ending before it passes at
+    once; return the first wait target at or after ``horizon`` (the walk is paused there), or
+    ``None`` when the walk ended first."""
+    for target in walk:
+        if target >= horizon:
+            return target
+    return None

@@ -20,15 +20,18 @@ from typing import Any
 import simpy
 
 from dspsim.config import Core as CoreCfg
-from dspsim.hw.clock import At
+from dspsim.hw.clock import At, Walk, WalkState, drive
 from dspsim.hw.ddr import DdrPort
 from dspsim.hw.idma import IdmaChannel, Transfer
 from dspsim.hw.memory import Ptr
 from dspsim.kernels import get_kernel
-from dspsim.kernels.shapes import LoopShape, ddr_call
+from dspsim.kernels.shapes import LoopShape, ddr_call_sequence, last_store
 from dspsim.probes import AccessLog, Recorder
 
 Proc = Generator[simpy.Event, Any, Any]
+# Tile fidelity walks a call this short access by access: as exact, and cheaper than a closed
+# form that another requester might cut.
+CLOSED_FORM_MIN_ELEMENTS = 512
 
 
 class Core:
@@ -181,20 +184,31 @@ class Core:
     def _stalling_loop(
         self, shape: LoopShape, n: int, rows: int, load_ddr: bool, store_ddr: bool
     ) -> Proc:
-        """Walk the loop access by access; return the cycles stalled on DDR.
+        """The call access by access (:meth:`_walk`), as a process; return the DDR stall."""
+        state = WalkState(self.env.now)
+        walk = self._walk(shape, n, rows, load_ddr, store_ddr, state)
+        self.port.flows += 1
+        yield from drive(self.env, walk, state, self.elide)
+        self.port.flows -= 1
+        return state.stall
+
+    def _walk(
+        self, shape: LoopShape, n: int, rows: int, load_ddr: bool, store_ddr: bool,
+        state: WalkState,
+    ) -> Walk:
+        """Walk the loop access by access from ``state.now``, yielding each time the core waits
+        until a later time; ``state.stall`` ends as the cycles stalled on DDR.
 
         ``owed`` is issue time the core must spend before its next memory access; it is paid
         with the wait that brings the core to that access, so each DDR access costs at most one
-        event. With ``elide``, a wait that ends before anything else in the queue advances the
-        local clock ``now`` instead (:mod:`dspsim.hw.clock`); the loop returns at a real event.
+        wait (and, with elision, an event only when another process could act before it ends:
+        :mod:`dspsim.hw.clock`).
         """
-        env, cfg, request, name, elide = self.env, self.cfg, self.port.request, self.name, \
-            self.elide
+        cfg, request, name = self.cfg, self.port.request, self.name
         ii = shape.ii_cycles(cfg)
         wb, wb_depth = self._write_buffer, cfg.write_buffer_entries
-        stall = 0.0
         owed = 0.0
-        now = env.now
+        now = state.now
         # the prologue's priming load(s) issue no loop iteration, hence 0 issue cycles
         prologue = (1, (cfg.vector_bytes,) * shape.priming_loads, (), 0)
         body = [
@@ -213,47 +227,68 @@ class Core:
                 for _ in range(count):
                     for nbytes in loads:
                         if owed:
-                            target = now + owed
-                            if not (elide and target < env.peek()):
-                                yield At(env, target)
-                            now = target
+                            now = now + owed
+                            yield now
+                            state.now = now
                         owed = request(now, nbytes, False, name) - now  # the round trip
-                        stall += owed
+                        state.stall += owed
                     owed += issue
                     for nbytes in stores:  # a store leaves at the end of its iteration
-                        target = now + owed
-                        if not (elide and target < env.peek()):
-                            yield At(env, target)
-                        now = target
+                        now = now + owed
+                        yield now
+                        state.now = now
                         owed = 0.0
                         if len(wb) == wb_depth:  # full: wait for the oldest posted store
                             oldest = wb.popleft()
                             if oldest > now:
-                                stall += oldest - now
-                                target = now + (oldest - now)
-                                if not (elide and target < env.peek()):
-                                    yield At(env, target)
-                                now = target
+                                state.stall += oldest - now
+                                now = now + (oldest - now)
+                                yield now
+                                state.now = now
                         wb.append(request(now, nbytes, True, name))
             owed += reduction
         if owed:
-            now = now + owed
-        if now != env.now:  # the call returns where the op can see it: a real event
-            yield At(env, now)
-        return stall
+            state.now = now + owed
 
 
 class TileCore(Core):
-    """Tile fidelity: a DDR kernel call is one timeout, its duration from the closed form of
-    the burst-level walk (:func:`dspsim.kernels.shapes.ddr_call`), stretched by the port when
-    it is shared."""
+    """Tile fidelity: a DDR kernel call that starts alone on the port is one event, its
+    duration the closed form of the walk (:func:`dspsim.kernels.shapes.ddr_call_sequence`)
+    plus the wait of its first load for what the port still carries (the previous call's last
+    posted store); if another requester touches the port meanwhile, the port cuts it and the
+    call goes on access by access (:meth:`dspsim.hw.ddr.DdrPort.cut`)."""
 
     def _ddr_kernel(self, shape: LoopShape, n: int, rows: int, load_ddr: bool,
                     store_ddr: bool) -> Proc:
-        port, now = self.port, self.env.now
-        call = ddr_call(shape, n, self.cfg, port.latency_cycles, port.cycles_per_byte,
-                        load_ddr, store_ddr, port.max_outstanding)
-        done = port.bulk(now, rows * call.read_bytes, rows * call.write_bytes,
-                         rows * call.cycles, self.name, self.cfg.vector_bytes)
-        yield self.env.timeout(done - now)
-        return rows * call.stall_cycles + (done - now - rows * call.cycles)
+        port, env, cfg = self.port, self.env, self.cfg
+        start = env.now
+        if rows * n < CLOSED_FORM_MIN_ELEMENTS or not (
+                load_ddr and port.idle_for(self.name, start)):
+            return (yield from super()._ddr_kernel(shape, n, rows, load_ddr, store_ddr))
+        seq = ddr_call_sequence(((shape, store_ddr),), n, cfg, port.latency_cycles,
+                                port.cycles_per_byte, port.max_outstanding, repeat=rows)
+        first = start + cfg.call_overhead_cycles
+        extra = port.first_request_start(first) - first
+        end = start + extra + seq.cycles
+        state = WalkState(start)
+        walk = self._walk(shape, n, rows, load_ddr, store_ddr, state)
+        spec = port.speculate(self.name, env.active_process, walk)
+        port.flows += 1
+        try:
+            yield At(env, end)
+        except simpy.Interrupt:  # cut: on access by access from where the replay paused
+            yield from drive(env, walk, state, self.elide, pending=spec.pending)
+            stall = state.stall
+        else:
+            last = last_store(shape, n, cfg.lanes_f32) if store_ddr else None
+            tail = shape.reduction_ops(cfg.lanes_f32) * cfg.alu_latency_cycles
+            store = (end - tail, last) if last else None
+            done = port.book_call(self.name, start, end, seq.loads + seq.stores,
+                                  seq.read_bytes, seq.write_bytes, store)
+            if store:
+                self._write_buffer.append(done)
+                while len(self._write_buffer) > cfg.write_buffer_entries:
+                    self._write_buffer.popleft()
+            stall = seq.stall_cycles + extra
+        port.flows -= 1
+        return stall

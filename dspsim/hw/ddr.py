@@ -10,9 +10,12 @@ The port is a FIFO server with three parameters:
 
 One request alone therefore takes ``latency + bytes / bandwidth`` cycles.
 
-At ``tile`` fidelity a whole transfer or kernel call is one reservation (:meth:`DdrPort.bulk`):
-its duration alone is the closed form of the burst-level recursion (:func:`transfer_cycles`,
-:func:`dspsim.kernels.shapes.ddr_call`), stretched when the port is shared.
+At ``tile`` fidelity a transfer or kernel call that starts alone on an idle port runs as one
+event, its duration the closed form of the burst-level recursion (:func:`transfer_cycles`,
+:func:`dspsim.kernels.shapes.ddr_call_sequence`), and books what it leaves on the port when it
+ends. If another requester touches the port before then, the port *cuts* it: the flow's
+requests up to that moment are replayed into the calendar exactly, and the flow goes on burst
+by burst (a hybrid: closed forms where the port is not shared, bursts where it is).
 
 Because service is deterministic and first-come-first-served, the completion time of a request
 is fully known the moment it is issued. The port therefore computes it at issue (a calendar of
@@ -29,6 +32,7 @@ import math
 import simpy
 
 from dspsim.config import Ddr
+from dspsim.hw.clock import Walk, replay
 
 
 def transfer_cycles(
@@ -73,13 +77,17 @@ class DdrPort:
         # cycles requests waited for a slot or the data path that another requester held
         self.contention_cycles = 0.0
         self._path_owner = ""
-        self._usage: list[tuple[float, float, float]] = []  # tile fidelity: path bookings
+        # tile fidelity: the flow running as a closed form, if any, and the flows running now
+        self.speculation: Speculation | None = None
+        self.flows = 0
         # (issue, data_start, data_end, done, bytes, is_write, requester) when logging
         self.log: list[tuple] | None = [] if log else None
 
     def request(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
         """Issue a request of ``nbytes`` at ``now`` (the current simulated time, passed in by
         the requester, who already knows it); return the cycle at which it completes."""
+        if self.speculation is not None and self.speculation.requester != requester:
+            self.cut(now)
         i = self._next_slot
         slot = self._slot_free[i]
         if slot > now:
@@ -113,59 +121,104 @@ class DdrPort:
         """Data-path occupancy: every byte crosses it once at the port's bandwidth."""
         return (self.bytes_read + self.bytes_written) * self.cycles_per_byte
 
-    def bulk(
-        self,
-        now: float,
-        read_bytes: int,
-        write_bytes: int,
-        alone_cycles: float,
-        requester: str,
-        request_bytes: int,
-    ) -> float:
-        """Tile fidelity: a whole transfer or kernel call issued at ``now`` that would take
-        ``alone_cycles`` alone on the port; return the cycle at which it completes.
+    # ------------------------------------------------------------------ tile fidelity
+    def idle_for(self, requester: str, t: float) -> bool:
+        """No flow but ``requester``'s own finished ones on the port at ``t``: nothing running,
+        no request of anyone else in flight (a closed form may start here)."""
+        if self.speculation is not None or self.flows:
+            return False
+        if self._path_free > t and self._path_owner != requester:
+            return False
+        return all(free <= t or holder == requester
+                   for free, holder in zip(self._slot_free, self._slot_holder))
 
-        The port is shared as a fluid, first come first served: each reservation would use the
-        data path at its own average pace alone (its bytes' path time over ``alone_cycles``),
-        but only out of the share that earlier reservations leave. It completes when it has
-        accumulated its path time, and no earlier than alone. A window-bound transfer that
-        leaves gaps between its bursts thus does not delay a concurrent one, while
-        bandwidth-bound ones queue behind each other. The port's request slots cap the share
-        all reservations together can use: ``max_outstanding`` requests of ``request_bytes``,
-        each holding its slot for a round trip. One SimPy event per reservation.
-        """
-        # a kernel's last posted stores cross the path after it returns: book what fits
-        path_cycles = min((read_bytes + write_bytes) * self.cycles_per_byte, alone_cycles)
-        own_rate = path_cycles / alone_cycles if alone_cycles > 0 else 1.0
-        beat = request_bytes * self.cycles_per_byte
-        capacity = min(1.0, self.max_outstanding * beat / (beat + self.latency_cycles))
-        served_at = self._take_capacity(now, path_cycles, min(own_rate, capacity), capacity)
-        duration = max(alone_cycles, served_at - now)
-        self.contention_cycles += duration - alone_cycles
+    def first_request_start(self, t: float) -> float:
+        """When a request issued at ``t`` would start crossing the data path."""
+        return max(t, self._slot_free[self._next_slot], self._path_free)
+
+    def speculate(self, requester: str, process: simpy.Process, walk: Walk) -> Speculation:
+        """A flow runs as a closed form from now: nothing is booked until it ends (its owner
+        then calls :meth:`book_transfer` / :meth:`book_call`). ``walk`` is the same flow
+        burst by burst, for a cut."""
+        self.speculation = Speculation(requester, process, walk)
+        return self.speculation
+
+    def cut(self, now: float) -> None:
+        """Another requester touches the port at ``now`` during a closed form: book the flow's
+        requests issued before ``now`` by replaying its walk, and interrupt its owner, which
+        goes on burst by burst from where the walk paused (``pending``)."""
+        spec, self.speculation = self.speculation, None
+        spec.pending = replay(spec.walk, now)
+        spec.cut = True
+        spec.process.interrupt("cut")
+
+    def book_transfer(self, requester: str, start: float, nbytes: int, burst_bytes: int,
+                      window: int, write: bool) -> None:
+        """What a transfer alone on an idle port from ``start`` left: the slots its last
+        requests hold, the data path, the byte counts (exact: a burst's completion depends only
+        on the bursts before it, :func:`transfer_cycles` of the prefix)."""
+        self.speculation = None
+        m, lat, cpb = self.max_outstanding, self.latency_cycles, self.cycles_per_byte
+        window = min(window, m)
+        count = -(-nbytes // burst_bytes)
+        done = start
+        for r in range(max(0, count - m), count):
+            done = start + transfer_cycles(min((r + 1) * burst_bytes, nbytes), burst_bytes,
+                                           window, lat, cpb)
+            slot = (self._next_slot + r) % m
+            self._slot_free[slot] = done
+            self._slot_holder[slot] = requester
+        self._next_slot = (self._next_slot + count) % m
+        self._path_free = done - lat
+        self._path_owner = requester
+        self._count(nbytes, write)
+        if self.log is not None:
+            self.log.append((start, start, done - lat, done, nbytes, write, requester))
+
+    def book_call(self, requester: str, start: float, end: float, requests: int,
+                  read_bytes: int, write_bytes: int, last_store: tuple[float, int] | None
+                  ) -> float:
+        """What a kernel call alone from ``start`` to ``end`` left: its loads are dependent and
+        earlier stores cross before later loads, so every request is done by ``end`` but the
+        last, when it is a store posted at ``last_store[0]`` (of ``last_store[1]`` bytes). A
+        completion at or before ``end`` is as good as ``end`` for every later request. Return
+        the last request's completion."""
+        self.speculation = None
+        m = self.max_outstanding
+        data_end = last_done = end
+        if last_store is not None:
+            issue, nbytes = last_store
+            data_end = issue + nbytes * self.cycles_per_byte
+            last_done = data_end + self.latency_cycles
+        for r in range(max(0, requests - m), requests):
+            slot = (self._next_slot + r) % m
+            self._slot_free[slot] = last_done if r == requests - 1 else end
+            self._slot_holder[slot] = requester
+        self._next_slot = (self._next_slot + requests) % m
+        self._path_free = data_end
+        self._path_owner = requester
         self.bytes_read += read_bytes
         self.bytes_written += write_bytes
         if self.log is not None:
-            self.log.append((now, now, served_at, now + duration, read_bytes + write_bytes,
+            self.log.append((start, start, data_end, last_done, read_bytes + write_bytes,
                              write_bytes > 0, requester))
-        return now + duration
+        return last_done
 
-    def _take_capacity(self, now: float, need: float, own_rate: float, capacity: float) -> float:
-        """Book ``need`` cycles of data path from ``now`` at up to ``own_rate`` of it, out of
-        the ``capacity`` earlier bookings leave free; return when the last of it is served."""
-        use = [seg for seg in self._usage if seg[1] > now]  # (start, end, share) segments
-        cuts = sorted({now, *(t for s, e, _ in use for t in (s, e) if t > now)})
-        booked: list[tuple[float, float, float]] = []
-        t, left = now, need
-        for nxt in cuts[1:] + [math.inf]:
-            busy = sum(share for s, e, share in use if s <= t < e)
-            rate = min(own_rate, max(0.0, capacity - busy))
-            if rate > 0 and (nxt == math.inf or rate * (nxt - t) >= left):
-                booked.append((t, t + left / rate, rate))
-                t += left / rate
-                break
-            if rate > 0:
-                booked.append((t, nxt, rate))
-                left -= rate * (nxt - t)
-            t = nxt
-        self._usage = use + booked
-        return t
+    def _count(self, nbytes: int, write: bool) -> None:
+        if write:
+            self.bytes_written += nbytes
+        else:
+            self.bytes_read += nbytes
+
+
+class Speculation:
+    """A flow running as a closed form: who, its owner process, its walk (for a cut)."""
+
+    __slots__ = ("requester", "process", "walk", "pending", "cut")
+
+    def __init__(self, requester: str, process: simpy.Process, walk: Walk):
+        self.requester = requester
+        self.process = process
+        self.walk = walk
+        self.pending: float | None = None
+        self.cut = False

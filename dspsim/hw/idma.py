@@ -18,7 +18,7 @@ import simpy
 
 from dspsim.config import Idma
 from dspsim.errors import DspsimInputError
-from dspsim.hw.clock import At
+from dspsim.hw.clock import At, Walk, WalkState, drive
 from dspsim.hw.ddr import DdrPort, transfer_cycles
 from dspsim.hw.memory import Ptr
 from dspsim.probes import AccessLog, Recorder
@@ -110,42 +110,40 @@ class IdmaChannel:
             t.done.succeed()
 
     def _move(self, t: Transfer):
-        """Move the descriptor's bytes as bursts, at most ``max_outstanding`` in flight; bursts
-        land in order as they complete. With ``elide``, a wait that ends before anything else
-        in the queue advances a local clock instead of yielding (:mod:`dspsim.hw.clock`), and
-        the bursts completed meanwhile land at once, before the next real yield: nobody can
-        look at the destination in between."""
-        env, name, elide = self.env, self.name, self.elide
-        request = self.port.request
+        """Move the descriptor's bytes burst by burst (:meth:`_walk`)."""
+        state = WalkState(t.start)
+        lander = _Lander(t) if self.move_data else None
+        walk = self._walk(t, state, lander)
+        self.port.flows += 1
+        yield from drive(self.env, walk, state, self.elide, lander.land if lander else None)
+        self.port.flows -= 1
+        if lander:
+            lander.completed(t.nbytes, immediately=True)
+
+    def _walk(self, t: Transfer, state: WalkState, lander: _Lander | None) -> Walk:
+        """Bursts of ``idma.burst_bytes``, at most ``max_outstanding`` in flight, issued from
+        ``state.now``; yields each time the channel waits for a window slot, and leaves
+        ``state.now`` at the last burst's completion. Bursts land in order as they complete
+        (with elision, once before the next real event: nobody can look in between)."""
+        name, request = self.name, self.port.request
         burst, window = self.burst_bytes, self.max_outstanding
-        now = t.start
+        now = state.now
         write = t.dst.in_ddr
         inflight: deque[float] = deque()
         full, rest = divmod(t.nbytes, burst)
         bursts = [burst] * full + ([rest] if rest else [])
-        lander = _Lander(t) if self.move_data else None
         for i, nbytes in enumerate(bursts):
             if len(inflight) == window:
                 oldest = inflight.popleft()
                 if oldest > now:
-                    target = now + (oldest - now)  # what Timeout(oldest - now) would give
-                    if not (elide and target < env.peek()):
-                        if lander:
-                            lander.land()
-                        yield At(env, target)
-                    now = target
+                    now = now + (oldest - now)  # what Timeout(oldest - now) would give
+                    yield now
+                    state.now = now
                 if lander:  # bursts complete in order
-                    lander.completed((i - window + 1) * burst, immediately=not elide)
+                    lander.completed((i - window + 1) * burst, immediately=not self.elide)
             inflight.append(request(now, nbytes, write, name))
         if inflight and inflight[-1] > now:  # FIFO port: the last burst ends last
-            now = now + (inflight[-1] - now)
-        if now != env.now:  # the copy ends where everyone can see it: a real event
-            if lander:
-                lander.land()
-            yield At(env, now)
-        if lander:
-            lander.completed(t.nbytes, immediately=True)
-
+            state.now = now + (inflight[-1] - now)
 
     def describe_waiting(self) -> str | None:
         """What this channel is stuck on, if anything (for deadlock reports)."""
@@ -175,17 +173,38 @@ class _Lander:
             self.landed = self.upto
 
 
+# Tile fidelity moves a descriptor this short burst by burst: as exact, and cheaper than a
+# closed form that another requester might cut.
+CLOSED_FORM_MIN_BURSTS = 16
+
+
 class TileIdmaChannel(IdmaChannel):
-    """Tile fidelity: the whole descriptor as one reservation on the port, no bursts."""
+    """Tile fidelity: a descriptor that starts alone on an idle port is one event, its
+    duration :func:`transfer_cycles`; if another requester touches the port meanwhile, the
+    port cuts it and it goes on burst by burst (:meth:`dspsim.hw.ddr.DdrPort.cut`)."""
 
     def _move(self, t: Transfer):
-        port = self.port
-        alone = transfer_cycles(t.nbytes, self.burst_bytes,
-                                min(self.max_outstanding, port.max_outstanding),
-                                port.latency_cycles, port.cycles_per_byte)
-        reads, writes = (0, t.nbytes) if t.dst.in_ddr else (t.nbytes, 0)
-        done = port.bulk(t.start, reads, writes, alone, self.name, self.burst_bytes)
-        if done > t.start:
-            yield self.env.timeout(done - t.start)
-        if self.move_data:
-            t.dst.mem.read(t.dst.addr, t.nbytes)[:] = t.src.mem.read(t.src.addr, t.nbytes)
+        port, env = self.port, self.env
+        if t.nbytes < CLOSED_FORM_MIN_BURSTS * self.burst_bytes or not port.idle_for(
+                self.name, t.start):
+            yield from super()._move(t)
+            return
+        end = t.start + transfer_cycles(t.nbytes, self.burst_bytes,
+                                        min(self.max_outstanding, port.max_outstanding),
+                                        port.latency_cycles, port.cycles_per_byte)
+        state = WalkState(t.start)
+        lander = _Lander(t) if self.move_data else None
+        walk = self._walk(t, state, lander)
+        spec = port.speculate(self.name, self.process, walk)
+        port.flows += 1
+        try:
+            yield At(env, end)
+        except simpy.Interrupt:  # cut: on burst by burst from where the replay paused
+            yield from drive(env, walk, state, self.elide, lander.land if lander else None,
+                             pending=spec.pending)
+        else:
+            port.book_transfer(self.name, t.start, t.nbytes, self.burst_bytes,
+                               self.max_outstanding, t.dst.in_ddr)
+        port.flows -= 1
+        if lander:
+            lander.completed(t.nbytes, immediately=True)

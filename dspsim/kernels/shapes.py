@@ -17,6 +17,7 @@ operations the seed's loop body issues per iteration; see each shape below.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -127,6 +128,7 @@ class DdrWalk:
     cycles: float
     read_bytes: int
     write_bytes: int
+    stall_cycles: float  # the core waiting on DDR
     loads: int  # requests: vector loads (each stalls the core)
     stores: int  # requests: posted vector stores
     must_cross_bytes: int  # bytes that cross before the last call returns (all but the last
@@ -153,8 +155,9 @@ def ddr_requests(shape: LoopShape, n: int, lanes: int, store_ddr: bool) -> tuple
     return loads, stores
 
 
+@functools.lru_cache(maxsize=4096)
 def ddr_call_sequence(
-    calls: list[tuple[LoopShape, bool]] | tuple[tuple[LoopShape, bool], ...],
+    calls: tuple[tuple[LoopShape, bool], ...],
     n: int,
     core: Core,
     latency_cycles: float,
@@ -170,16 +173,18 @@ def ddr_call_sequence(
     lanes = core.lanes_f32
     slot_blocks = port_slots == 1
     read = write = loads = stores = 0
-    cycles = 0.0
+    cycles = stall = 0.0
     carried = 0.0
     last_store_bytes = 0
-    first_pass = 0.0
+    first_pass = first_stall = 0.0
     for rep in range(min(repeat, 2)):  # later repeats are the second one again
         start = cycles
         for shape, store_ddr in calls:
             call = ddr_call(shape, n, core, latency_cycles, cycles_per_byte, True, store_ddr,
                             port_slots)
-            cycles += call.cycles + max(0.0, carried - core.call_overhead_cycles)
+            handover = max(0.0, carried - core.call_overhead_cycles)
+            cycles += call.cycles + handover
+            stall += call.stall_cycles + handover
             read += call.read_bytes
             write += call.write_bytes
             call_loads, call_stores = ddr_requests(shape, n, lanes, store_ddr)
@@ -193,13 +198,25 @@ def ddr_call_sequence(
                                                         if slot_blocks else 0.0)
             carried = max(0.0, store_wait - tail)
         if rep == 0:
-            first_pass = cycles - start
+            first_pass, first_stall = cycles - start, stall
     if repeat > 2:
-        again = cycles - first_pass
-        cycles += (repeat - 2) * again
+        cycles += (repeat - 2) * (cycles - first_pass)
+        stall += (repeat - 2) * (stall - first_stall)
         read, write = read * repeat // 2, write * repeat // 2
         loads, stores = loads * repeat // 2, stores * repeat // 2
-    return DdrWalk(cycles, read, write, loads, stores, read + write - last_store_bytes)
+    return DdrWalk(cycles=cycles, stall_cycles=stall, read_bytes=read, write_bytes=write,
+                   loads=loads, stores=stores, must_cross_bytes=read + write - last_store_bytes)
+
+
+def last_store(shape: LoopShape, n: int, lanes: int) -> int | None:
+    """Bytes of a call's last request when it is a store (loads come first in an iteration),
+    else ``None``."""
+    for count, loads, stores in reversed(shape.segments(n, lanes)):
+        if count > 0 and any(stores):
+            return [b for b in stores if b][-1]
+        if count > 0 and any(loads):
+            return None
+    return None
 
 
 def _log2(lanes: int) -> int:
