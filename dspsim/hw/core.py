@@ -29,6 +29,8 @@ from dspsim.kernels.shapes import LoopShape, ddr_call_sequence, last_store
 from dspsim.probes import AccessLog, Recorder
 
 Proc = Generator[simpy.Event, Any, Any]
+# Elementwise kernel numerics run in slices of this many elements (bounded temporaries).
+NUMERICS_CHUNK_ELEMENTS = 1 << 16
 # Tile fidelity walks a call this short access by access: as exact, and cheaper than a closed
 # form that another requester might cut.
 CLOSED_FORM_MIN_ELEMENTS = 512
@@ -140,7 +142,30 @@ class Core:
         shape = (rows, n) if rows > 1 else (n,)
         xs = src.mem.f32(src, rows * n).reshape(shape)
         zs = dst.mem.f32(dst, rows * n).reshape(shape) if dst is not None else None
+        if kernel.elementwise and rows * n > NUMERICS_CHUNK_ELEMENTS:
+            return self._in_chunks(kernel, xs, zs, rows, n, args)
         return kernel.compute(xs, zs, self.cfg.lanes_f32, **args)
+
+    def _in_chunks(self, kernel: Any, xs: Any, zs: Any, rows: int, n: int,
+                   args: dict[str, Any]) -> None:
+        """An elementwise kernel over a long array, a slice at a time: the same bits, with
+        temporaries bounded by the slice (a block of short rows, or a run of one row)."""
+        lanes, chunk = self.cfg.lanes_f32, NUMERICS_CHUNK_ELEMENTS
+
+        def per_row(lo: int, hi: int) -> dict[str, Any]:  # per-row scalars of rows lo:hi
+            return {k: (v[lo:hi] if getattr(v, "ndim", 0) == 1 else v) for k, v in args.items()}
+
+        if n < chunk:  # blocks of whole rows
+            step = chunk // n
+            for lo in range(0, rows, step):
+                kernel.compute(xs[lo:lo + step], zs[lo:lo + step], lanes, **per_row(lo, lo + step))
+            return
+        for r in range(rows):  # each long row in runs
+            x, z = (xs[r], zs[r]) if rows > 1 else (xs, zs)
+            row_args = {k: (v[0] if getattr(v, "ndim", 0) == 1 else v)
+                        for k, v in per_row(r, r + 1).items()} if rows > 1 else args
+            for lo in range(0, n, chunk):
+                kernel.compute(x[lo:lo + chunk], z[lo:lo + chunk], lanes, **row_args)
 
     def _execute(
         self, shape: LoopShape, n: int, src: Ptr, dst: Ptr | None, rows: int = 1

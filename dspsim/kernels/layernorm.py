@@ -237,4 +237,5 @@ def compute_vecnorm(
 VECSUMSQ_DEV_KERNEL = register(
     Kernel("vecsumsq_dev", VECSUMSQ_DEV, compute_vecsumsq_dev, reads=True, writes=False, results=2)
 )
-VECNORM_KERNEL = register(Kernel("vecnorm", VECNORM, compute_vecnorm, reads=True, writes=True))
+VECNORM_KERNEL = register(
+    Kernel("vecnorm", VECNORM, compute_vecnorm, reads=True, writes=True, elementwise=True))

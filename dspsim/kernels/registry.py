@@ -21,6 +21,9 @@ class Kernel:
     reads: bool = True  # takes a source array
     writes: bool = False  # writes a destination array
     results: int = 0  # values the C function returns (0: void, 1: a scalar, k: a tuple)
+    # each output element depends on its input element only (and the call's scalars): the
+    # core may compute a long call in chunks, with the same bits, to bound its temporaries
+    elementwise: bool = False
 
     def no_data_result(self, rows: int = 1) -> Any:
         """What a call returns with the data path off: zeros of the right shape."""

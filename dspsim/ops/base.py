@@ -9,7 +9,7 @@ platform runs any op, the analyses read its result, the studies sweep its keys.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -140,27 +140,46 @@ class Op:
         return out
 
 
+SUMMARY_CHUNK_ELEMENTS = 1 << 18  # reference and error arrays are built this many at a time
+
+
 def error_summary(
-    out: np.ndarray, ref: np.ndarray, floor: float = 1e-30, wrong_rel: float = 1e-3
+    out: np.ndarray, ref: np.ndarray | Callable[[slice], np.ndarray], floor: float = 1e-30,
+    wrong_rel: float = 1e-3,
 ) -> dict[str, Any]:
     """Sum, non-finite counts, the max relative error over the elements whose reference
     exceeds ``floor`` in magnitude (``None`` when there are none), the max absolute error, and
-    how many elements are off by more than ``wrong_rel`` relative."""
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        ref_abs = np.abs(ref)
-        diff = np.abs(out.astype(np.float64) - ref)
-        mask = np.isfinite(ref) & (ref_abs > floor)
-        rel = diff[mask] / ref_abs[mask]
-        absolute = diff[np.isfinite(ref)]
-    rel = np.where(np.isnan(rel), np.inf, rel)
-    absolute = np.where(np.isnan(absolute), np.inf, absolute)
-    max_rel = float(rel.max()) if rel.size else None
-    max_abs = float(absolute.max()) if absolute.size else None
+    how many elements are off by more than ``wrong_rel`` relative.
+
+    ``ref`` is the float64 reference, or a function giving it for a slice of the flattened
+    output (so that a long run never holds a float64 copy of its whole output); the errors are
+    gathered a slice at a time either way."""
+    flat = out.reshape(-1)
+    max_rel = max_abs = -1.0
+    wrong = 0
+    seen_rel = seen_abs = False
+    for lo in range(0, flat.size, SUMMARY_CHUNK_ELEMENTS):
+        part = slice(lo, lo + SUMMARY_CHUNK_ELEMENTS)
+        r = ref(part) if callable(ref) else ref.reshape(-1)[part]
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            ref_abs = np.abs(r)
+            diff = np.abs(flat[part].astype(np.float64) - r)
+            finite = np.isfinite(r)
+            mask = finite & (ref_abs > floor)
+            rel = diff[mask] / ref_abs[mask]
+            absolute = diff[finite]
+        rel = np.where(np.isnan(rel), np.inf, rel)
+        absolute = np.where(np.isnan(absolute), np.inf, absolute)
+        if rel.size:
+            seen_rel, max_rel = True, max(max_rel, float(rel.max()))
+            wrong += int(np.count_nonzero(rel > wrong_rel))
+        if absolute.size:
+            seen_abs, max_abs = True, max(max_abs, float(absolute.max()))
     return {
         "sum": float(np.sum(out, dtype=np.float64)),
         "nan_count": int(np.isnan(out).sum()),
         "inf_count": int(np.isinf(out).sum()),
-        "max_rel_err": max_rel if max_rel is None or np.isfinite(max_rel) else None,
-        "max_abs_err": max_abs if max_abs is None or np.isfinite(max_abs) else None,
-        "wrong_count": int(np.count_nonzero(rel > wrong_rel)),
+        "max_rel_err": max_rel if seen_rel and np.isfinite(max_rel) else None,
+        "max_abs_err": max_abs if seen_abs and np.isfinite(max_abs) else None,
+        "wrong_count": wrong,
     }
