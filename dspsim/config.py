@@ -35,9 +35,12 @@ def _key(
     unit: str = "",
     doc: str = "",
     positive: bool = False,
+    default: Any = dataclasses.MISSING,
 ):
-    """A hardware key's metadata: allowed range (``positive``: strictly above 0), unit, meaning."""
-    return field(metadata={"lo": lo, "hi": hi, "unit": unit, "doc": doc, "positive": positive})
+    """A hardware key's metadata: allowed range (``positive``: strictly above 0), unit, meaning;
+    ``default``: the value of a model file that does not give the key (else it must)."""
+    return field(default=default,
+                 metadata={"lo": lo, "hi": hi, "unit": unit, "doc": doc, "positive": positive})
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,9 @@ class Idma:
 class Tcm:
     banks: int = _key(1, 8, "banks", "DataRAM banks (tile-manager colours) per core")
     bank_bytes: int = _key(1, 1 << 30, "bytes", "capacity of one DataRAM")
+    reserved_bytes: int = _key(0, 1 << 30, "bytes", "TCM per DataRAM the firmware keeps for "
+                               "itself: the tile manager never hands it out (capped at a "
+                               "DataRAM; 0 in a model file that does not give it)", default=0)
 
 
 @dataclass(frozen=True)
@@ -247,6 +253,9 @@ def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
         for f in fields(cls):
             key = HARDWARE_KEYS[f"{section}.{f.name}"]
             if f.name not in table:
+                if f.default is not dataclasses.MISSING:  # a key newer than the file
+                    values[f.name] = f.default
+                    continue
                 raise ConfigError(f"{source}: missing key {key.name} ({key.doc})")
             values[f.name] = key.coerce(table[f.name])
         built[section] = cls(**values)

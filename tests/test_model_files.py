@@ -73,7 +73,7 @@ def test_every_hardware_key_changes_some_run(j6):
     }
     # engines the platform builds, and the write buffer (below)
     built = {"core.count", "idma.channels", "tcm.banks", "core.write_buffer_entries",
-             "tcm.bank_bytes"}
+             "tcm.bank_bytes", "tcm.reserved_bytes"}
     assert set(bumps) | built == {k for k in all_keys()
                                   if k.split(".")[0] in ("core", "ddr", "idma", "tcm", "host")}
 
@@ -89,6 +89,11 @@ def test_every_hardware_key_changes_some_run(j6):
 
     with pytest.raises(ConfigError, match="larger than a DataRAM"):  # it bounds the tiles
         simulate(j6.with_overrides({"tcm.bank_bytes": 16384}), n=3000, data=False)
+    # the TCM the firmware keeps for itself bounds what the resident schedule keeps in TCM
+    n = 100_000
+    keep = [simulate(j6.with_overrides({"tcm.reserved_bytes": r}), n=n, variant="resident",
+                     data=False).cycles for r in (0, 200_000)]
+    assert keep[1] > keep[0]
     two = simulate(j6.with_overrides({"core.count": 2}), n=3000, data=False, core=1)
     assert two.core == "core1"
     three = simulate(j6.with_overrides({"idma.channels": 3}), n=3000, data=False)

@@ -27,6 +27,8 @@ class Op:
     latency_us: ClassVar[int] = 0  # hb_dsp_register_fn's latency hint
     variants: ClassVar[dict[str, str]]  # name -> what the schedule does
     default_variant: ClassVar[str]
+    # the variants a study (a sweep) compares when none is named; None: every variant
+    study_variants: ClassVar[tuple[str, ...] | None] = None
     params: ClassVar[OpSchema]
     ndim: ClassVar[int]  # input dimensions: 1 (``--n``) or 2 (``--shape ROWS,COLS``)
     default_shape: ClassVar[tuple[int, ...]]

@@ -1,8 +1,15 @@
 """The seed's softmax custom operator (RPC command 0x1402), as an :class:`~dspsim.ops.base.Op`.
 
-``program.py`` reads beside the C; ``params.py`` is the ``[softmax]`` table; ``reference.py``
-the float64 answer and the seed's input; ``bounds.py`` the closed forms; ``document.py`` the
-document's figures; ``calibration.py`` the runs that separate calibrations.
+``program.py`` reads beside the seed's C (``direct``, ``pingpong``); ``online.py``,
+``resident.py`` and ``rows.py`` are the new schedules, ``stream.py`` their k-buffer frame,
+``handler.py`` the command's switch, ``layout.py`` the tiles, buffers and channels they share
+with ``bounds_variants.py`` (the closed forms of every variant and shape; ``bounds.py`` holds
+the seed's on one row); ``params.py`` is the ``[softmax]`` table; ``reference.py`` the float64
+answer and the seed's input; ``document.py`` the document's figures; ``calibration.py`` the
+runs that separate calibrations.
+
+The input is a 1-D array ``(n,)`` (the seed's) or a ``[rows, cols]`` tensor, softmax along its
+last axis (a 1-D array is one row).
 """
 
 from __future__ import annotations
@@ -11,40 +18,110 @@ from typing import Any
 
 import numpy as np
 
+from dspsim.errors import DspsimInputError
 from dspsim.ops.base import Op, Proc, error_summary
 from dspsim.ops.registry import register_op
-from dspsim.ops.softmax import bounds as _bounds
+from dspsim.ops.softmax import bounds_variants
 from dspsim.ops.softmax.calibration import calibration_candidates
 from dspsim.ops.softmax.document import DOCUMENT
+from dspsim.ops.softmax.handler import hb_dsp_softmax
+from dspsim.ops.softmax.layout import (
+    VARIANT_CODES,
+    buffers_fit,
+    fits,
+    free_bank_bytes,
+    multibuffer_banks,
+    ping_pong_banks,
+    resident_layout,
+)
 from dspsim.ops.softmax.params import PARAMS
-from dspsim.ops.softmax.program import SOFTMAX_CMD, hb_dsp_softmax, hbDSPSoftmaxParam
-from dspsim.ops.softmax.reference import reference_softmax, seed_input
+from dspsim.ops.softmax.program import SOFTMAX_CMD, hbDSPSoftmaxParam
+from dspsim.ops.softmax.reference import default_input, reference_softmax
+
+_NEEDS = {
+    "pingpong": {"channels": 2, "banks": 2},
+    "direct": {"channels": 0, "banks": 0},
+    "online": {"channels": 2, "banks": 1},
+    "resident": {"channels": 2, "banks": 1},
+    "multibuffer": {"channels": 2, "banks": 1},
+    "rows": {"channels": 2, "banks": 1},
+}
 
 
 class Softmax(Op):
     name = "softmax"
-    doc = "softmax of a float32 vector: max; exp(x - max) and sum; multiply by 1/sum"
+    doc = ("softmax of a float32 vector, or of each row of a [rows, cols] tensor: max; "
+           "exp(x - max) and sum; multiply by 1/sum")
     cmd = SOFTMAX_CMD
     variants = {
         "pingpong": "three passes through two TCM buffers fed by two iDMA channels (the seed's "
-                    "run_tcm_opt = 1)",
+                    "run_tcm_opt = 1): 3 reads and 2 writes of the array",
         "direct": "the kernels read and write DDR directly (the seed's run_tcm_opt = 0)",
+        "online": "two passes through the seed's two buffers and channels: a running max and "
+                  "a rescaled running sum, then exp(x - max) / sum: 2 reads and 1 write",
+        "resident": "the array stays in the DataRAMs' free space: copied in once (max as it "
+                    "lands), exp, sum and multiply in TCM, copied out once; what does not fit "
+                    "is streamed with the online schedule",
+        "multibuffer": "the online schedule through softmax.buffers buffers over all DataRAMs, "
+                       "inputs and outputs on separate channels over all iDMA channels",
+        "rows": "whole rows per tile (2-D input), per-row max, exp, sum and multiply in TCM: "
+                "1 read and 1 write; rows longer than a tile run the online schedule",
     }
     default_variant = "pingpong"
+    study_variants = ("pingpong", "direct")  # the seed's trade-off: what a sweep compares
     params = PARAMS
-    ndim = 1
+    ndim = 1  # --n; a [rows, cols] shape (--shape) is accepted too (ndims)
+    ndims = (1, 2)
     default_shape = (100_000,)
     document = DOCUMENT
 
+    def shape_of(self, n: Any = None, shape: Any = None) -> tuple[int, ...]:
+        """``(n,)`` from ``n`` or a 1-D shape, or ``(rows, cols)`` from a 2-D shape."""
+        if n is not None or shape is None:
+            return super().shape_of(n=n, shape=shape)
+        dims = tuple(shape) if isinstance(shape, list | tuple) else (shape,)
+        if len(dims) not in self.ndims or any(
+            isinstance(d, bool) or not isinstance(d, int | np.integer) or d <= 0 for d in dims
+        ):
+            raise DspsimInputError(
+                f"softmax shape {shape!r}: expected a positive integer n or two positive "
+                "integers ROWS,COLS"
+            )
+        return tuple(int(d) for d in dims)
+
     def requirements(self, variant: str) -> dict[str, int]:
-        return {"channels": 2, "banks": 2} if variant == "pingpong" else super().requirements(
-            variant)
+        return dict(_NEEDS.get(variant, super().requirements(variant)))
+
+    def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
+        super().check_run(model, variant, shape)
+        if variant == "pingpong":
+            banks = [0, 1]  # the seed's one tile in DataRAM 0 and one in DataRAM 1
+        elif variant == "multibuffer":
+            banks = multibuffer_banks(model)
+        elif variant in ("online", "rows") or (
+                variant == "resident" and resident_layout(model, shape[-1]).streamed):
+            banks = ping_pong_banks(model)
+        else:
+            return
+        if not buffers_fit(model, banks):
+            per_bank = max(banks.count(b) for b in set(banks))
+            tile, free = model.softmax.tile_bytes, free_bank_bytes(model)
+            hint = {"multibuffer": ", fewer softmax.buffers or more tcm.banks",
+                    "pingpong": ""}.get(variant, " or tcm.banks >= 2" if per_bank > 1 else "")
+            raise DspsimInputError(
+                f"softmax {variant} puts {per_bank} tile(s) of softmax.tile_bytes = {tile} in "
+                f"one DataRAM, whose free space is {free} bytes (tcm.bank_bytes - "
+                f"tcm.reserved_bytes = {model.tcm.bank_bytes} - {model.tcm.reserved_bytes}); "
+                f"allowed: softmax.tile_bytes <= {_largest_tile(model, per_bank)}{hint}"
+            )
 
     def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
-        return seed_input(shape[0])
+        return default_input(shape)
 
     def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int) -> Any:
-        return hbDSPSoftmaxParam(4 * shape[0], input_addr, int(variant == "pingpong"))
+        rows = shape[0] if len(shape) == 2 else 1
+        return hbDSPSoftmaxParam(4 * int(np.prod(shape)), input_addr, VARIANT_CODES[variant],
+                                 rows)
 
     def handler(self, dsp: Any, input: Any, output: Any, tm: Any) -> Proc:
         return hb_dsp_softmax(dsp, input, output, tm)
@@ -56,12 +133,25 @@ class Softmax(Op):
         return error_summary(out, self.reference(x, params), floor=1e-30)
 
     def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
-        return _bounds.bounds(model, variant, shape[0])
+        return bounds_variants.bounds(model, self.check_variant(variant),
+                                      self.shape_of(shape=tuple(shape)))
 
     def calibration_candidates(
         self, model: Any, free_keys: Any, longest_shape: tuple[int, ...]
     ) -> list[tuple[str, tuple[int, ...], dict[str, Any]]]:
         return calibration_candidates(model, free_keys, longest_shape)
+
+
+def _largest_tile(model: Any, buffers: int) -> int:
+    """The largest multiple of 4 of which ``buffers`` tiles fit one DataRAM."""
+    lo, hi = 0, free_bank_bytes(model) // 4
+    while lo < hi:  # largest t with ``buffers`` tiles of 4 t bytes fitting
+        mid = (lo + hi + 1) // 2
+        if fits(model, buffers, 4 * mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return 4 * lo
 
 
 SOFTMAX = register_op(Softmax(), default=True)

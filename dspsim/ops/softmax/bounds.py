@@ -108,7 +108,7 @@ _DIRECT_CALLS = ((VECMAXF, False), (VECEXPF_MAX, True), (VECSUM, False), (VECMUL
 
 
 def _direct(model: HardwareModel, n: int) -> dict[str, Any]:
-    walk = ddr_call_sequence(_DIRECT_CALLS, n, model.core, model.ddr.latency_cycles,
+    walk = ddr_call_sequence(tuple(_DIRECT_CALLS), n, model.core, model.ddr.latency_cycles,
                              1.0 / model.ddr.bytes_per_cycle, model.ddr.max_outstanding)
     return {
         "ddr_read_bytes": walk.read_bytes,

@@ -4,6 +4,11 @@ Every function here is a SimPy process body running on a DSP core: ``yield from`
 (``dsp.core.call``), an iDMA macro or the ping-pong frame is where the C calls it. ``dsp``
 carries what the C reaches through globals (the core, the iDMA channels, the timer); the op's
 parameters (``TILE_SIZE`` = ``softmax.tile_bytes``, the quirk switches) are ``dsp.params``.
+
+This is the seed's code (``run_tcm_opt`` 0 and 1), with one addition: a ``[rows, cols]`` input
+(``rows`` in the parameter block, 1 for the seed's array) runs the seed's softmax on each row
+in turn, inside the timer. The new schedules are in ``online.py``, ``resident.py`` and
+``rows.py``; ``handler.py`` picks one.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ SOFTMAX_CMD = 0x1402
 class hbDSPSoftmaxParam:  # noqa: N801 - the seed's struct name
     data_size: int  # bytes
     input: int  # physical address of the input in DDR
-    run_tcm_opt: int  # 0: direct DDR, 1: ping-pong TCM
+    run_tcm_opt: int  # 0: direct DDR, 1: ping-pong TCM; 2 and up: the new schedules
+    # (dspsim.ops.softmax.layout.VARIANT_CODES, run by dspsim.ops.softmax.handler)
+    rows: int = 1  # softmax along the last axis of [rows, data_size / 4 / rows] (not the seed's)
 
 
 # ------------------------------------------------------------------------- quirk reports
@@ -118,6 +125,30 @@ def dsp_softmax(dsp: Dsp, input: Ptr, length: int, output: Ptr) -> Proc:
     return 0
 
 
+# ------------------------------------------------------------------------- ping-pong version
+def ping_pong_softmax(
+    dsp: Dsp, dst: Ptr, src: Ptr, src_idma: list[Ptr], dst_idma: list[Ptr], length: int,
+    block: int,
+) -> Proc:
+    """The ping-pong branch's three passes over one array (one row) of ``length`` float32."""
+    dsp.begin_pass("max")
+    max_value = [np.float32(0.0 if dsp.params.max_init == "zero" else -np.inf)]
+    yield from hb_dsp_ping_pong_frame(
+        dsp, dst, src, src_idma, dst_idma, length, tile_max, max_value, 0, False, block
+    )
+    check_running_max(dsp, max_value[0], src, length)  # model check, not in the C
+    dsp.begin_pass("exp_sum")
+    sum_value = [np.float32(0.0)]
+    yield from hb_dsp_ping_pong_frame(
+        dsp, dst, src, src_idma, dst_idma, length, tile_sum, sum_value, max_value[0], True,
+        block,
+    )
+    dsp.begin_pass("mul")
+    yield from hb_dsp_ping_pong_frame(
+        dsp, dst, dst, src_idma, dst_idma, length, tile_mul, [0], sum_value[0], True, block
+    )
+
+
 # ------------------------------------------------------------------------- the operator
 def hb_dsp_softmax(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
     ptr: hbDSPSoftmaxParam = dsp.ddr.load_struct(input)
@@ -127,6 +158,7 @@ def hb_dsp_softmax(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
     if dsp.params.schedule == "split":  # inputs on channel 0, outputs on channel 1
         dsp.channel_map = lambda channel, kind: 0 if kind == "copy_in" else 1
 
+    rows = ptr.rows  # 1 in the seed; a [rows, cols] input runs its rows one after the other
     if ptr.run_tcm_opt:  # ping-pong optimisation
         src_0 = tm.allocate(TILE_SIZE, XV_MEM_BANK_COLOR_0, dsp.IVP_2N)
         dst_0 = src_0
@@ -134,34 +166,23 @@ def hb_dsp_softmax(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
         dst_1 = src_1
         src_idma = [src_0, src_1]
         dst_idma = [dst_0, dst_1]
-        length = ptr.data_size >> 2
+        length = (ptr.data_size >> 2) // rows
         block = TILE_SIZE >> 2
 
         cycles_start = dsp.TIME_STAMP()
-        dsp.begin_pass("max")
-        max_value = [np.float32(0.0 if dsp.params.max_init == "zero" else -np.inf)]
-        yield from hb_dsp_ping_pong_frame(
-            dsp, dst, src, src_idma, dst_idma, length, tile_max, max_value, 0, False, block
-        )
-        check_running_max(dsp, max_value[0], src, length)  # model check, not in the C
-        dsp.begin_pass("exp_sum")
-        sum_value = [np.float32(0.0)]
-        yield from hb_dsp_ping_pong_frame(
-            dsp, dst, src, src_idma, dst_idma, length, tile_sum, sum_value, max_value[0], True,
-            block,
-        )
-        dsp.begin_pass("mul")
-        yield from hb_dsp_ping_pong_frame(
-            dsp, dst, dst, src_idma, dst_idma, length, tile_mul, [0], sum_value[0], True, block
-        )
+        for r in range(rows):
+            yield from ping_pong_softmax(
+                dsp, dst + r * length, src + r * length, src_idma, dst_idma, length, block
+            )
         dsp.end_pass()
         tm.free(src_0)
         tm.free(src_1)
         cycles_stop = dsp.TIME_STAMP()
     else:  # direct call to DDR
         cycles_start = dsp.TIME_STAMP()
-        N = ptr.data_size >> 2  # noqa: N806
-        yield from dsp_softmax(dsp, src, N, dst)
+        N = (ptr.data_size >> 2) // rows  # noqa: N806
+        for r in range(rows):
+            yield from dsp_softmax(dsp, src + r * N, N, dst + r * N)
         cycles_stop = dsp.TIME_STAMP()
     dsp.PROF(cycles_start, cycles_stop)  # self_cycles = cycles_stop - cycles_start; DSP_LOGI
     return 0

@@ -1,0 +1,283 @@
+"""Closed-form traffic, lower bounds and estimates of softmax on any shape and variant: the
+new schedules (``online``, ``resident``, ``multibuffer``, ``rows``) and the seed's two on a
+``[rows, cols]`` input (:mod:`dspsim.ops.softmax.bounds` covers them on one row, unchanged).
+
+Symbols as in :mod:`dspsim.ops.softmax.bounds`: ``L`` = ``ddr.latency_cycles``, ``B`` =
+``ddr.bytes_per_cycle``, ``b`` = ``idma.burst_bytes``, ``k`` = ``idma.max_outstanding``,
+``m`` = ``ddr.max_outstanding``, ``S`` = ``idma.setup_cycles``.
+
+Lower bounds (no run can beat any of them). The new variants wait for every copy they program
+before they stop the timer, so every byte and request counts:
+
+- ``dma_bound_cycles`` = (read + write bytes) / ``B``: the data path moves one request at a
+  time.
+- ``latency_bound_cycles`` = requests x ``L`` / ``min(m, c x k)``, ``c`` the channels the run
+  programs: every request holds a port slot for at least ``L``.
+- ``compute_bound_cycles``: the core's issue cycles, every kernel call in TCM
+  (``LoopShape.tcm_cycles``, including the one-element rescale exps: one per tile of pass 1
+  and one per row) plus ``S`` per descriptor.
+
+Traffic is exact (the tests compare it with the simulation's byte counts): ``online`` and
+``multibuffer`` read the array twice and write it once, ``resident`` reads its resident part
+once and the streamed rest twice and writes everything once, ``rows`` reads and writes once
+(twice and once when a row is longer than a tile and falls back to ``online``).
+
+``estimate_cycles`` adds to the pacing resource what cannot overlap it, pass by pass: a
+streamed pass takes the larger of its *path* form (the first descriptor, the pass's bytes but
+the last output at the channels' joint throughput ``min(B, min(m, c k) b / (L + b / B))``, a
+round trip, the last tile's compute, the last output copy alone) and its *core* form (the first
+input copy alone, the core's kernels and descriptors, the last output copy alone).
+``resident`` adds its phases: copy in (with the max), exp and sum (the port idles: the sum
+needs every element), multiply and copy out. A ``[rows, cols]`` input runs row after row
+(``rows`` excepted), so its estimate is the row's times the rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dspsim.hw.ddr import transfer_cycles
+from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
+from dspsim.ops.softmax import bounds as seed_bounds
+from dspsim.ops.softmax.bounds import _Tiling
+from dspsim.ops.softmax.layout import (
+    STREAM_BUFFERS,
+    channels_used,
+    resident_layout,
+    rows_per_tile,
+    stream_channels,
+    tile_elems,
+)
+
+ORDER = (
+    "ddr_read_bytes", "ddr_write_bytes", "ddr_requests", "dma_bound_cycles",
+    "latency_bound_cycles", "compute_bound_cycles", "lower_bound_cycles", "binding_bound",
+    "estimate_cycles",
+)
+_ADDITIVE = ("ddr_read_bytes", "ddr_write_bytes", "ddr_requests", "dma_bound_cycles",
+             "latency_bound_cycles", "compute_bound_cycles", "estimate_cycles")
+
+
+class _Cost:
+    """The model's constants and the per-call costs every variant is built from."""
+
+    def __init__(self, model: Any):
+        self.model = model
+        core, ddr, idma = model.core, model.ddr, model.idma
+        self.core = core
+        self.lat, self.cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+        self.burst, self.k, self.m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
+        self.setup = idma.setup_cycles
+        self.channels = idma.channels
+
+    def tcm(self, shape: Any, n: int) -> int:
+        return shape.tcm_cycles(n, self.core)
+
+    def requests(self, nbytes: int) -> int:
+        return -(-nbytes // self.burst)
+
+    def throughput(self, channels: int) -> float:
+        window = min(self.m, max(1, channels) * self.k)
+        return min(1.0 / self.cpb, window * self.burst / (self.lat + self.burst * self.cpb))
+
+    def single(self, nbytes: int) -> float:
+        """A copy alone on its channel and the port."""
+        return transfer_cycles(nbytes, self.burst, min(self.k, self.m), self.lat, self.cpb)
+
+    def pass1(self, s: int) -> int:  # online pass 1, one tile: max, exp, sum, rescale
+        return (self.tcm(VECMAXF, s) + self.tcm(VECEXPF_MAX, s) + self.tcm(VECSUM, s)
+                + self.tcm(VECEXPF_MAX, 1))
+
+    def pass2(self, s: int) -> int:  # online pass 2, one tile: exp, multiply
+        return self.tcm(VECEXPF_MAX, s) + self.tcm(VECMUL, s)
+
+    def row(self, cols: int) -> int:  # rows: the four kernels on one row
+        return (self.tcm(VECMAXF, cols) + self.tcm(VECEXPF_MAX, cols) + self.tcm(VECSUM, cols)
+                + self.tcm(VECMUL, cols))
+
+
+class _Work:
+    """What one row (or the whole tensor, for ``rows``) costs: sums of the four resources."""
+
+    def __init__(self) -> None:
+        self.read = self.write = self.requests = self.descriptors = 0
+        self.kernels = 0.0
+        self.channels = 1
+        self.estimate = 0.0
+
+    def stream_pass(self, c: _Cost, tiles: _Tiling, cost: Any, write_back: bool, policy: str,
+                    buffers: int = STREAM_BUFFERS) -> None:
+        """One pass of :func:`~dspsim.ops.softmax.stream.hb_dsp_stream_frame`."""
+        if not tiles.count:
+            return
+        nbytes = 4 * (tiles.full * tiles.size + tiles.rest)
+        copies = 2 if write_back else 1
+        self.read += nbytes
+        self.write += nbytes if write_back else 0
+        self.requests += copies * int(tiles.total(lambda s: c.requests(4 * s)))
+        self.descriptors += copies * tiles.count
+        kernels = tiles.total(cost)
+        self.kernels += kernels
+        # copies in flight: one per channel and one per buffer (its input or its output)
+        used = min(channels_used(policy, c.channels, write_back, tiles.count), buffers)
+        self.channels = max(self.channels, used)
+        ins, outs = stream_channels(policy, c.channels, write_back)
+        if policy == "pingpong":  # tile i's input and output on channel i % 2
+            lanes = [copies * _class_bytes(tiles, 2, j) for j in range(2)]
+        else:
+            lanes = [_class_bytes(tiles, len(ins), j) for j in range(len(ins))]
+            if write_back:
+                lanes += [_class_bytes(tiles, len(outs), j) for j in range(len(outs))]
+        transfer = max(copies * nbytes / c.throughput(used), max(lanes) / c.throughput(1))
+        if policy == "split" and write_back:  # inputs and outputs each on their own channels
+            transfer = max(transfer, nbytes / c.throughput(min(len(ins), buffers)),
+                           nbytes / c.throughput(min(len(outs), buffers)))
+        last = tiles.at(tiles.count - 1)
+        last_out = c.single(4 * last) if write_back else 0.0
+        path = (c.setup + transfer - (4 * last * c.cpb if write_back else 0.0) + c.lat
+                + cost(last) + (c.setup + last_out if write_back else 0.0))
+        core = c.single(4 * tiles.at(0)) + kernels + copies * tiles.count * c.setup + last_out
+        if policy == "split" and write_back and buffers == 2:
+            # a buffer is refilled only once the core has computed the other one: every input
+            # copy is exposed
+            core += tiles.total(lambda s: c.single(4 * s)) - c.single(4 * tiles.at(0))
+        self.estimate += max(path, core)
+
+
+def _class_bytes(tiles: _Tiling, p: int, j: int) -> int:
+    """Bytes of the tiles whose index is ``j`` modulo ``p`` (what channel ``j`` of ``p``
+    carries when tile i goes to channel i % p)."""
+    full = (tiles.full - j + p - 1) // p if tiles.full > j else 0
+    rest = tiles.rest if tiles.rest and tiles.full % p == j else 0
+    return 4 * (full * tiles.size + rest)
+
+
+def _online(c: _Cost, cols: int, policy: str) -> _Work:
+    w = _Work()
+    tiles = _Tiling.of(cols, tile_elems(c.model))
+    buffers = c.model.softmax.buffers if policy == "split" else STREAM_BUFFERS
+    w.stream_pass(c, tiles, c.pass1, False, policy, buffers)
+    rescale = c.tcm(VECEXPF_MAX, 1)  # the sum to the row's max, between the passes
+    w.kernels += rescale
+    w.estimate += rescale
+    w.stream_pass(c, tiles, c.pass2, True, policy, buffers)
+    return w
+
+
+def _resident(c: _Cost, cols: int) -> tuple[_Work, Any]:
+    lay = resident_layout(c.model, cols)
+    w = _Work()
+    sizes = [size for _, _, _, size in lay.chunks]
+    resident = 4 * lay.resident
+    w.read += resident
+    w.write += resident
+    w.requests += 2 * sum(c.requests(4 * s) for s in sizes)
+    w.descriptors += 2 * len(sizes)
+    w.channels = min(len(sizes), c.channels) if sizes else 1
+    maxes = sum(c.tcm(VECMAXF, s) for s in sizes)
+    muls = sum(c.tcm(VECMUL, s) for s in sizes)
+    exp_sum = sum(c.tcm(VECEXPF_MAX, e) + c.tcm(VECSUM, e) for e in lay.per_bank if e)
+    # chunk j on channel j % C: the busiest channel alone, or all of them at their joint rate
+    lanes = [4 * sum(sizes[j::c.channels]) for j in range(c.channels)]
+    transfer = max(resident / c.throughput(w.channels), max(lanes) / c.throughput(1))
+    load = 0.0
+    if sizes:
+        load = max(c.setup + transfer + c.lat + c.tcm(VECMAXF, sizes[-1]),
+                   len(sizes) * c.setup + c.single(4 * sizes[0]) + maxes)
+    stream = _Work()
+    if lay.streamed:
+        tiles = _Tiling.of(lay.streamed, tile_elems(c.model))
+        stream.stream_pass(c, tiles, c.pass1, False, "pingpong")
+        pass1 = stream.estimate
+        stream.stream_pass(c, tiles, c.pass2, True, "pingpong")
+        pass2 = stream.estimate - pass1
+        exp_sum += c.tcm(VECEXPF_MAX, 1)
+        w.read += stream.read
+        w.write += stream.write
+        w.requests += stream.requests
+        w.descriptors += stream.descriptors
+        w.channels = max(w.channels, stream.channels)
+        load += pass1
+    else:
+        pass2 = 0.0
+    out = 0.0
+    if sizes:
+        stream_out = 2 * 4 * lay.streamed
+        transfer = max(transfer, (resident + stream_out) / c.throughput(w.channels))
+        out = max(c.tcm(VECMUL, sizes[0]) + c.setup + transfer + c.lat,
+                  muls + len(sizes) * c.setup + max(c.single(4 * sizes[-1]), pass2))
+    else:
+        out = pass2
+    w.kernels += maxes + muls + exp_sum + stream.kernels
+    w.estimate = load + exp_sum + out
+    return w, lay
+
+
+def _fields(c: _Cost, w: _Work, rows: int) -> dict[str, Any]:
+    """The bounds of ``rows`` repetitions of ``w`` (``rows`` = 1: ``w`` is the whole run)."""
+    window = min(c.m, w.channels * c.k)
+    return {
+        "ddr_read_bytes": rows * w.read,
+        "ddr_write_bytes": rows * w.write,
+        "ddr_requests": rows * w.requests,
+        "dma_bound_cycles": rows * (w.read + w.write) * c.cpb,
+        "latency_bound_cycles": rows * w.requests * c.lat / window,
+        "compute_bound_cycles": rows * (w.kernels + w.descriptors * c.setup),
+        "estimate_cycles": rows * w.estimate,
+        "outstanding_requests": window,
+        "channels_used": w.channels,
+    }
+
+
+def _seed_rows(model: Any, variant: str, rows: int, cols: int) -> dict[str, Any]:
+    """The seed's variants on ``rows`` rows: one row's bounds, ``rows`` times (each row's
+    lower bounds count only what that row must do, so their sum is still a lower bound)."""
+    one = seed_bounds.bounds(model, variant, cols)
+    if rows == 1:
+        return one
+    out = {k: rows * one[k] for k in _ADDITIVE}
+    out.update({k: v for k, v in one.items() if k not in ORDER and k != "regime"})
+    out["rows"] = rows
+    return out
+
+
+def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
+    """Traffic, lower bounds and estimate of ``variant`` on ``shape`` (``(n,)`` or
+    ``(rows, cols)``), in closed form."""
+    rows, cols = (1, shape[0]) if len(shape) == 1 else shape
+    if variant in ("pingpong", "direct"):
+        out = _seed_rows(model, variant, rows, cols)
+        if rows == 1:
+            return out
+    else:
+        c = _Cost(model)
+        extra: dict[str, Any] = {}
+        if variant in ("online", "multibuffer"):
+            w = _online(c, cols, "split" if variant == "multibuffer" else "pingpong")
+            out = _fields(c, w, rows)
+            extra["tiles_per_pass"] = _Tiling.of(cols, tile_elems(model)).count
+        elif variant == "resident":
+            w, lay = _resident(c, cols)
+            out = _fields(c, w, rows)
+            extra["resident_bytes"] = rows * 4 * lay.resident
+            extra["streamed_bytes"] = rows * 4 * lay.streamed
+        elif variant == "rows":
+            per_tile = rows_per_tile(model, cols)
+            if per_tile:
+                w = _Work()
+                tiles = _Tiling.of(rows * cols, per_tile * cols)
+                w.stream_pass(c, tiles, lambda s: (s // cols) * c.row(cols), True, "pingpong")
+                out = _fields(c, w, 1)
+                extra["tiles"] = tiles.count
+            else:
+                out = _fields(c, _online(c, cols, "pingpong"), rows)
+            extra["rows_per_tile"] = per_tile
+        else:
+            raise ValueError(f"softmax has no variant {variant!r}")
+        out.update(extra)
+    named = {k: out[f"{k}_bound_cycles"] for k in ("dma", "latency", "compute")}
+    binding = max(named, key=named.get)
+    out["lower_bound_cycles"] = named[binding]
+    out["binding_bound"] = binding
+    out["estimate_cycles"] = max(out["estimate_cycles"], named[binding])
+    return {k: out[k] for k in ORDER} | {k: v for k, v in out.items() if k not in ORDER}

@@ -1,0 +1,144 @@
+"""Where the new softmax variants put things: shared by the programs and the closed forms.
+
+Pure functions of the model and the shape, so that ``program_*.py`` (what the C does) and
+``bounds_variants.py`` (what it costs) cannot disagree on a tile, a buffer or a channel.
+
+- :data:`VARIANT_CODES`: ``run_tcm_opt`` in the host's parameter block (the seed's 0 and 1,
+  then one code per new variant).
+- :func:`free_bank_bytes`: what the tile manager can hand out of one DataRAM
+  (``tcm.bank_bytes - tcm.reserved_bytes``).
+- :func:`stream_channels`: which iDMA channels carry a streamed pass's input and output copies.
+- :func:`multibuffer_banks`: the DataRAM of each of ``softmax.buffers`` buffers.
+- :func:`resident_layout`: how much of a row stays in TCM (``resident``) and how it is tiled.
+- :func:`rows_per_tile`: whole rows per tile (``rows``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# the host's run_tcm_opt: the seed's two values, then the new schedules
+VARIANT_CODES = {"direct": 0, "pingpong": 1, "online": 2, "resident": 3, "multibuffer": 4,
+                 "rows": 5}
+VARIANT_NAMES = {code: name for name, code in VARIANT_CODES.items()}
+STREAM_BUFFERS = 2  # online, rows and the streamed part of resident: one ping-pong pair
+
+
+def align_up(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+def tile_elems(model: Any) -> int:
+    """``TILE_SIZE >> 2``: float32 per tile."""
+    return max(1, model.softmax.tile_bytes // 4)
+
+
+def free_bank_bytes(model: Any) -> int:
+    """Bytes of one DataRAM the tile manager can hand out (the firmware keeps the rest)."""
+    return max(0, model.tcm.bank_bytes - model.tcm.reserved_bytes)
+
+
+def fits(model: Any, buffers: int, nbytes: int) -> bool:
+    """Whether ``buffers`` buffers of ``nbytes``, each aligned to a vector, fit one DataRAM's
+    free space (first fit from the bottom, as the tile manager allocates them)."""
+    if buffers <= 0:
+        return True
+    align = model.core.vector_bytes
+    return (buffers - 1) * align_up(nbytes, align) + nbytes <= free_bank_bytes(model)
+
+
+def ping_pong_banks(model: Any) -> list[int]:
+    """The DataRAM of each ping-pong buffer: buffer b in bank b (both in bank 0 with one)."""
+    return [b % model.tcm.banks for b in range(STREAM_BUFFERS)]
+
+
+def multibuffer_banks(model: Any) -> list[int]:
+    """The DataRAM of each of the ``softmax.buffers`` buffers: round robin over the banks."""
+    return [b % model.tcm.banks for b in range(model.softmax.buffers)]
+
+
+def buffers_fit(model: Any, banks: list[int]) -> bool:
+    """Whether tiles of ``softmax.tile_bytes`` in ``banks`` (one entry per buffer) fit."""
+    return all(fits(model, banks.count(b), model.softmax.tile_bytes) for b in set(banks))
+
+
+def stream_channels(policy: str, channels: int, write_back: bool) -> tuple[list[int], list[int]]:
+    """(input channels, output channels) of a streamed pass; tile i uses ``ins[i % len]`` and
+    ``outs[i % len]``.
+
+    ``pingpong``: the seed's assignment, tile i's input and output on channel i % 2 (FIFO
+    order on the channel keeps a buffer's write-back ahead of the next prefetch into it).
+    ``split``: inputs and outputs on separate channels, spread over all of the core's: the
+    first ceil(C / 2) carry inputs, the others outputs; a pass without write-back spreads its
+    inputs over all C.
+    """
+    if policy == "pingpong":
+        both = [0, 1]
+        return both, both
+    if not write_back:
+        return list(range(channels)), []
+    half = -(-channels // 2)
+    return list(range(half)), list(range(half, channels))
+
+
+def channels_used(policy: str, channels: int, write_back: bool, tiles: int) -> int:
+    """Distinct channels a pass of ``tiles`` tiles programs (the window of the latency bound)."""
+    ins, outs = stream_channels(policy, channels, write_back)
+    if policy == "pingpong":
+        return min(tiles, 2)
+    return min(tiles, len(ins)) + (min(tiles, len(outs)) if write_back else 0)
+
+
+@dataclass(frozen=True)
+class ResidentLayout:
+    """How ``resident`` holds one row of ``length`` float32.
+
+    ``per_bank``: float32 kept in each DataRAM (bank 0 first); they are the first
+    ``resident`` elements of the row, in order. ``streamed``: the rest, streamed with the
+    online schedule through two ping-pong buffers (allocated first, one per bank, when there
+    is a rest). ``chunks``: the resident part's copies as ``(bank, offset in the bank's buffer,
+    offset in the row, elements)``, at most a tile each, never across banks.
+    """
+
+    length: int
+    per_bank: tuple[int, ...]
+    chunks: tuple[tuple[int, int, int, int], ...]
+
+    @property
+    def resident(self) -> int:
+        return sum(self.per_bank)
+
+    @property
+    def streamed(self) -> int:
+        return self.length - self.resident
+
+
+def resident_layout(model: Any, length: int) -> ResidentLayout:
+    """The largest resident prefix of a row of ``length`` float32 that the DataRAMs' free space
+    holds: all of it when it fits; otherwise what is left beside the two stream buffers."""
+    banks, align = model.tcm.banks, model.core.vector_bytes
+    free = free_bank_bytes(model)
+    whole = [free // align * align // 4] * banks  # vectors' worth per bank, nothing streamed
+    if sum(whole) < length:
+        stream = ping_pong_banks(model)
+        tile = align_up(model.softmax.tile_bytes, align)
+        whole = [max(0, free - stream.count(b) * tile) // align * align // 4
+                 for b in range(banks)]
+    per_bank, left = [], length
+    for cap in whole:
+        take = min(cap, left)
+        per_bank.append(take)
+        left -= take
+    step = tile_elems(model)
+    chunks, row = [], 0
+    for bank, count in enumerate(per_bank):
+        for off in range(0, count, step):
+            chunks.append((bank, off, row + off, min(step, count - off)))
+        row += count
+    return ResidentLayout(length, tuple(per_bank), tuple(chunks))
+
+
+def rows_per_tile(model: Any, cols: int) -> int:
+    """Whole rows of ``cols`` float32 one ``softmax.tile_bytes`` buffer holds (0: too long)."""
+    return model.softmax.tile_bytes // (4 * cols)

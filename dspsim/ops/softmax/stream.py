@@ -1,0 +1,102 @@
+"""The seed's ping-pong frame, generalised: ``k`` TCM buffers, any channel assignment, and
+every wait that makes it correct (``hb_dsp_stream_frame``).
+
+Like :func:`dspsim.ops.frames.hb_dsp_ping_pong_frame` it runs one pass over ``length`` float32
+in tiles of ``block``: prefetch, per tile wait for its input, run ``func`` in TCM (in place),
+copy the tile out when the pass writes back, prefetch the tile ``k`` ahead into the buffer.
+What differs:
+
+- ``k`` buffers (``bufs``), tile i in buffer i % k;
+- channels from :func:`dspsim.ops.softmax.layout.stream_channels`: tile i's input on
+  ``ins[i % len(ins)]``, its output on ``outs[i % len(outs)]``;
+- the refill of a buffer waits for the buffer's output copy when that copy runs on another
+  channel than the refill (FIFO order protects it only on one channel). The wait is deferred
+  by one tile: after tile i is computed and its output programmed, the frame waits for tile
+  i - 1's output and refills that buffer with tile i - 1 + k, so the core never waits for the
+  copy it has just programmed;
+- no handle is waited on before it is written (the seed's ``unwritten_handle``), and at the
+  end the frame waits for *every* output copy, not only the last (the seed's
+  ``unwaited_copy``).
+
+``func(dsp, out_addr, in_addr, size, state, tile)`` runs one tile in TCM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from dspsim.hw.idma import Transfer
+from dspsim.hw.memory import Ptr
+from dspsim.ops.frames import IDMA_COPY, IDMA_WAIT, Proc
+from dspsim.ops.softmax.layout import stream_channels
+
+if TYPE_CHECKING:
+    from dspsim.platform import Dsp
+
+StreamFunc = Callable[["Dsp", Ptr, Ptr, int, Any, int], Proc]
+
+
+def hb_dsp_stream_frame(
+    dsp: Dsp,
+    dst: Ptr,
+    src: Ptr,
+    bufs: list[Ptr],
+    length: int,
+    block: int,
+    func: StreamFunc,
+    state: Any,
+    with_out_idma: bool,
+    policy: str = "pingpong",
+) -> Proc:
+    k = len(bufs)
+    count = -(-length // block) if length > 0 else 0
+    ins, outs = stream_channels(policy, len(dsp.idma), with_out_idma)
+
+    def size(i: int) -> int:
+        return min(block, length - i * block)
+
+    def in_ch(i: int) -> int:
+        return ins[i % len(ins)]
+
+    def out_ch(i: int) -> int:
+        return outs[i % len(outs)]
+
+    vret_in: list[Transfer | None] = [None] * k
+    vret_out: list[Transfer | None] = [None] * k
+    issued_out: list[tuple[int, Transfer]] = []
+
+    def fetch(i: int) -> Proc:
+        vret_in[i % k] = yield from IDMA_COPY(
+            dsp, in_ch(i), src + i * block, bufs[i % k], size(i) << 2, i
+        )
+
+    for i in range(min(k, count)):
+        yield from fetch(i)
+    pending = -1  # a tile whose buffer is refilled once its output copy is done
+    for i in range(count):
+        b = i % k
+        dsp.core.tile, dsp.core.buffer = i, b
+        yield from IDMA_WAIT(dsp, in_ch(i), vret_in[b], "wait_in")
+        yield from func(dsp, bufs[b], bufs[b], size(i), state, i)
+        if not with_out_idma:
+            if i + k < count:
+                yield from fetch(i + k)
+            continue
+        vret_out[b] = yield from IDMA_COPY(
+            dsp, out_ch(i), bufs[b], dst + i * block, size(i) << 2, i
+        )
+        issued_out.append((out_ch(i), vret_out[b]))
+        if out_ch(i) == in_ch(i + k):  # the channel's FIFO keeps the write-back first
+            if i + k < count:
+                yield from fetch(i + k)
+            continue
+        if pending >= 0 and pending + k < count:
+            dsp.core.tile, dsp.core.buffer = pending, pending % k
+            yield from IDMA_WAIT(dsp, out_ch(pending), vret_out[pending % k], "wait_out")
+            yield from fetch(pending + k)
+        pending = i
+    for channel, vret in issued_out:  # every output, in the order they were programmed
+        yield from IDMA_WAIT(dsp, channel, vret, "wait_out")
+    dsp.core.tile = dsp.core.buffer = -1
+    return 0
