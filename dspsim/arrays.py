@@ -1,47 +1,119 @@
-"""Reading input arrays and writing output arrays for the command line (.npy, float32)."""
+"""Reading input arrays and writing output arrays for the command line (.npy, float32).
+
+An input file is checked from its header before any of it is loaded: a regular file, a .npy
+header of a float32 array of the op's dimension, its size within what the DSP's DDR window can
+hold (the host allocates the input and an output array of the same size there), and the file
+long enough for the data the header announces. A header claiming 10^10 elements is refused in
+microseconds instead of attempting a 37 GiB allocation.
+"""
 
 from __future__ import annotations
 
+import math
+import os
+import stat
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from dspsim.errors import DspsimInputError
-from dspsim.paths import writable_file
+from dspsim.paths import atomic_write, writable_file
+
+if TYPE_CHECKING:
+    import numpy as np
+
+NPY_SUFFIXES = (".npy",)
+_HINT = "write one with numpy.save(path, x.astype(numpy.float32))"
+# the host's input and output arrays, each on a 4096-byte boundary, and its 64-byte parameter
+# block, in the DSP's DDR window (dspsim.platform.DDR_WINDOW_BYTES), as dspsim.run does
+_HOST_ALIGN_BYTES = 4096
+_PARAM_BLOCK_BYTES = 64
+
+
+def max_input_bytes() -> int:
+    """The largest float32 input (bytes) whose input and output arrays fit the DDR window."""
+    from dspsim.platform import DDR_WINDOW_BYTES
+
+    per_array = (DDR_WINDOW_BYTES - _PARAM_BLOCK_BYTES) // 2
+    return per_array // _HOST_ALIGN_BYTES * _HOST_ALIGN_BYTES
+
+
+def _npy_header(f, what: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, fortran_order, dtype) from the header of the .npy file ``f`` (at its start)."""
+    from numpy.lib import format as npy
+
+    try:
+        version = npy.read_magic(f)
+        if version == (1, 0):
+            return npy.read_array_header_1_0(f, max_header_size=10_000)
+        if version == (2, 0):
+            return npy.read_array_header_2_0(f, max_header_size=10_000)
+    except (ValueError, OSError, EOFError, SyntaxError) as e:
+        reason = str(e).splitlines()[0] if str(e) else e.__class__.__name__
+        raise DspsimInputError(f"{what}: not a readable .npy header ({reason}); {_HINT}") from None
+    raise DspsimInputError(f"{what}: .npy format version {version} is not supported; {_HINT}")
 
 
 def load_input(path: str, ndim: int = 1) -> np.ndarray:
     """An ``ndim``-D float32 array from a .npy file; NaN and inf are allowed (they are
-    reported)."""
+    reported). The header is checked before anything is allocated."""
+    import numpy as np
+
     p = Path(path)
+    what = f"--input {path!r}"
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise DspsimInputError(f"{what}: no such file") from None
+    except OSError as e:
+        raise DspsimInputError(f"{what}: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DspsimInputError(f"{what}: is a directory, expected a .npy file")
+    if not stat.S_ISREG(st.st_mode):
+        raise DspsimInputError(f"{what}: not a regular file (a device, FIFO or socket)")
     try:
         with open(p, "rb") as f:
             if f.read(6) != b"\x93NUMPY":
+                raise DspsimInputError(f"{what}: not a .npy file; {_HINT}")
+            f.seek(0)
+            shape, fortran, dtype = _npy_header(f, what)
+            offset = f.tell()
+            if dtype != np.float32:
                 raise DspsimInputError(
-                    f"--input {path!r}: not a .npy file; write one with "
-                    "numpy.save(path, x.astype(numpy.float32))"
+                    f"{what}: dtype {dtype}, expected float32 (x.astype(numpy.float32))"
                 )
-        x = np.load(p, allow_pickle=False)
+            if len(shape) != ndim:
+                raise DspsimInputError(f"{what}: shape {shape}, expected a {ndim}-D array")
+            count = math.prod(shape)
+            if count == 0:
+                raise DspsimInputError(f"{what}: empty array, expected at least 1 element")
+            nbytes = count * dtype.itemsize
+            if nbytes > max_input_bytes():
+                raise DspsimInputError(
+                    f"{what}: shape {shape} is {nbytes:,} bytes; the input and output arrays "
+                    f"must fit the DSP's DDR window: at most {max_input_bytes():,} bytes "
+                    f"({max_input_bytes() // 4:,} float32) each"
+                )
+            if st.st_size < offset + nbytes:
+                raise DspsimInputError(
+                    f"{what}: truncated: the header announces {nbytes:,} bytes of data, the "
+                    f"file holds {max(0, st.st_size - offset):,}"
+                )
+            data = f.read(nbytes)
+        x = np.frombuffer(data, dtype=dtype, count=count)
+        x = x.reshape(shape, order="F" if fortran else "C").copy()
     except DspsimInputError:
         raise
-    except FileNotFoundError:
-        raise DspsimInputError(f"--input {path!r}: no such file") from None
-    except IsADirectoryError:
-        raise DspsimInputError(f"--input {path!r}: is a directory, expected a .npy file") from None
     except (OSError, ValueError, EOFError) as e:
         reason = str(e).splitlines()[0] if str(e) else e.__class__.__name__
-        raise DspsimInputError(
-            f"--input {path!r}: not a readable .npy array ({reason}); "
-            "write one with numpy.save(path, x.astype(numpy.float32))"
-        ) from None
-    if not isinstance(x, np.ndarray):
-        raise DspsimInputError(f"--input {path!r}: holds several arrays; expected one .npy array")
-    return check_input_array(x, f"--input {path!r}", ndim)
+        raise DspsimInputError(f"{what}: not a readable .npy array ({reason}); {_HINT}") from None
+    return check_input_array(x, what, ndim)
 
 
 def check_input_array(x: np.ndarray, what: str, ndim: int = 1) -> np.ndarray:
     """``x`` if it is a non-empty ``ndim``-D float32 array, else a one-line error naming
     ``what``."""
+    import numpy as np
+
     x = np.asarray(x)
     if x.dtype != np.float32:
         raise DspsimInputError(
@@ -55,19 +127,34 @@ def check_input_array(x: np.ndarray, what: str, ndim: int = 1) -> np.ndarray:
 
 
 def check_output_path(path: str) -> None:
-    """Refuse, before simulating, an output path that cannot be written."""
-    writable_file(path, "--output", (".npy",))
+    """Refuse, before simulating, an output path that cannot be written (``.npy`` in any
+    case)."""
+    writable_file(path, "--output", NPY_SUFFIXES)
 
 
 def save_output(path: str, y: np.ndarray) -> None:
-    try:
-        np.save(path, y.astype(np.float32))
-    except OSError as e:
-        raise DspsimInputError(f"--output {path!r}: cannot write ({e.strerror})") from None
+    """Write ``y`` as float32 to exactly ``path`` (numpy would append ``.npy`` to a name that
+    does not end in lower-case ``.npy``), atomically."""
+    import numpy as np
+
+    data = y.astype(np.float32)
+    # numpy writes a real file with ndarray.tofile, whose errors carry no errno ("20000 requested
+    # and 224 written"): through a plain writer it writes in chunks and a full disk or a
+    # file-size limit is reported as such
+    atomic_write(path, lambda f: np.save(_Writer(f), data, allow_pickle=False), "--output")
+
+
+class _Writer:
+    """A file object numpy does not recognise as a file (see :func:`save_output`)."""
+
+    def __init__(self, f):
+        self.write = f.write
 
 
 def host_check(direct: np.ndarray, pingpong: np.ndarray, tolerance: float = 1e-6) -> dict:
     """The seed's host check: |direct - pingpong| / |direct| <= 1e-6 element by element."""
+    import numpy as np
+
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.abs(direct.astype(np.float64) - pingpong) / np.abs(direct.astype(np.float64))
     rel = np.where(np.isnan(rel), np.inf, rel)  # NaN compares false in C: count it as failing

@@ -1,23 +1,62 @@
-"""Output paths the command line writes: checked before any simulation runs."""
+"""Output paths: checked before any simulation runs, then written atomically.
+
+Every file dspsim writes goes through :func:`atomic_write` (or :func:`atomic_write_bytes`,
+:func:`atomic_write_text`): the content goes to a temporary file in the destination's folder,
+is fsynced, then renamed over the destination. On any failure (a full disk, a file-size limit,
+an exception in the writer, Ctrl-C) the temporary file is removed and the old file, if any, is
+left exactly as it was. A destination that is a symlink is written through: the file it points
+to is replaced, the link stays.
+
+:func:`writable_file` refuses, before anything runs, an output that exists and is not a regular
+file (a device such as ``/dev/full``, a FIFO, a socket, possibly behind a symlink), and
+:func:`check_distinct` two outputs of one command that are the same file (same resolved path,
+or hard links to one inode).
+"""
 
 from __future__ import annotations
 
 import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import IO, Any
 
 from dspsim.errors import DspsimInputError
 
 
 def suffix_of(p: Path, suffixes: tuple[str, ...]) -> str:
-    """The longest of ``suffixes`` that ``p`` ends with (``.json.gz`` before ``.gz``), else
-    its plain suffix."""
+    """The longest of ``suffixes`` that ``p`` ends with, in any case (``.json.gz`` before
+    ``.gz``), else its plain suffix (lower case)."""
     name = p.name.lower()
     matches = [s for s in suffixes if name.endswith(s)]
     return max(matches, key=len) if matches else p.suffix.lower()
 
 
+def _not_regular(p: Path, what: str) -> DspsimInputError:
+    return DspsimInputError(
+        f"{what} {str(p)!r}: exists and is not a regular file (a device, FIFO, socket or "
+        "directory); give a file name"
+    )
+
+
+def check_regular_or_absent(p: Path, what: str) -> None:
+    """Refuse ``p`` when it exists (through symlinks) and is not a regular file."""
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        return  # absent, or a dangling symlink: writing creates its target
+    except OSError as e:
+        raise DspsimInputError(f"{what} {str(p)!r}: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DspsimInputError(f"{what} {str(p)!r}: is a directory, expected a file name")
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_regular(p, what)
+
+
 def writable_file(path: str | Path, what: str, suffixes: tuple[str, ...]) -> Path:
-    """``path`` if it has one of ``suffixes`` and can be written, else a one-line error."""
+    """``path`` if it has one of ``suffixes`` (any case) and can be written, else a one-line
+    error. An existing output must be a regular file."""
     p = Path(path)
     if suffix_of(p, suffixes) not in suffixes:
         raise DspsimInputError(
@@ -27,8 +66,106 @@ def writable_file(path: str | Path, what: str, suffixes: tuple[str, ...]) -> Pat
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise DspsimInputError(f"{what} {str(p)!r}: directory {str(parent)!r} does not exist")
-    if p.is_dir():
-        raise DspsimInputError(f"{what} {str(p)!r}: is a directory, expected a file name")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+    check_regular_or_absent(p, what)
+    target_dir = Path(os.path.realpath(p)).parent
+    if not os.access(target_dir, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise DspsimInputError(f"{what} {str(p)!r}: not writable")
     return p
+
+
+def check_distinct(named: Iterable[tuple[str, str | Path | None]]) -> None:
+    """Refuse two outputs of one command that name one file: the same path once resolved
+    (symlinks, ``..``), or two hard links to one inode. ``named``: (option, path) pairs; paths
+    that are None are skipped."""
+    seen: list[tuple[str, Path, tuple[int, int] | None]] = []
+    for opt, path in named:
+        if path is None or str(path) == "":
+            continue
+        resolved = Path(os.path.realpath(path))
+        try:
+            st = os.stat(resolved)
+            inode: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except OSError:
+            inode = None
+        for other, other_path, other_inode in seen:
+            if resolved == other_path or (inode is not None and inode == other_inode):
+                raise DspsimInputError(f"{other} and {opt} name the same file {str(resolved)!r}")
+        seen.append((opt, resolved, inode))
+
+
+def _umask() -> int:
+    try:  # Linux 4.7+: read it without changing it
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _reason(e: OSError) -> str:
+    return e.strerror or str(e) or e.__class__.__name__
+
+
+def atomic_write(path: str | Path, writer: Callable[[IO[bytes]], Any], what: str = "") -> Path:
+    """Write ``path`` as ``writer(f)`` writes to the binary file object ``f``: to a temporary
+    file in the same folder, fsynced, then renamed over ``path``. On any failure the temporary
+    file is removed and ``path`` is left untouched; an ``OSError`` (a full disk, ``EFBIG`` under
+    a file-size limit) becomes a one-line :class:`DspsimInputError`. Returns ``path``."""
+    p = Path(path)
+    shown = f"{what} {str(p)!r}" if what else repr(str(p))
+    target = Path(os.path.realpath(p))  # through a symlink: replace its file, keep the link
+    check_regular_or_absent(target, what or "output")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    except OSError as e:
+        raise DspsimInputError(f"cannot write {shown}: {_reason(e)}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            writer(f)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise DspsimInputError(f"cannot write {shown}: {_reason(e)}") from None
+        raise
+    try:  # make the rename itself durable
+        dirfd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dirfd)
+        finally:
+            os.close(dirfd)
+    except OSError:
+        pass
+    return p
+
+
+def atomic_write_bytes(path: str | Path, data: bytes, what: str = "") -> Path:
+    """:func:`atomic_write` of ``data``."""
+    return atomic_write(path, lambda f: f.write(data), what)
+
+
+def atomic_write_text(path: str | Path, text: str, what: str = "", encoding: str = "utf-8") -> Path:
+    """:func:`atomic_write` of ``text`` (UTF-8 by default)."""
+    return atomic_write_bytes(path, text.encode(encoding), what)
+
+
+
+def atomic_savefig(fig: Any, path: str | Path, what: str = "figure", **kwargs: Any) -> Path:
+    """``fig.savefig`` (a matplotlib Figure) to ``path`` through :func:`atomic_write`; the format
+    is the extension's (any case) unless ``format=`` is given."""
+    fmt = kwargs.pop("format", None) or Path(path).suffix.lower().lstrip(".") or None
+    return atomic_write(path, lambda f: fig.savefig(f, format=fmt, **kwargs), what)

@@ -1,7 +1,9 @@
 """What a run records while it runs: the trace, the memory-access log, the DDR port log.
 
 - :class:`Recorder`: one row per thing an engine did (compute, setup, waits, copies), turned into
-  one DataFrame at the end (nothing is kept when tracing is off).
+  one DataFrame at the end (nothing is kept when tracing is off). With a ``limit`` it keeps the
+  first ``limit`` rows and counts the others (``dropped``; the frame's ``attrs["rows_dropped"]``),
+  so a huge run's trace holds bounded memory.
 - :class:`AccessLog`: which bytes each engine touched when, and the data hazards between them
   (two engines on overlapping bytes of one memory at overlapping times, one of them writing).
 - ``PORT_LOG_FIELDS``: the columns of the DDR port's request log (one tuple per request).
@@ -13,9 +15,10 @@ nothing here knows them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 PORT_LOG_FIELDS = ("issue", "data_start", "data_end", "done", "bytes", "is_write", "requester")
 
@@ -34,9 +37,11 @@ COLUMNS = [
 
 
 class Recorder:
-    def __init__(self, enabled: bool = True):
+    def __init__(self, enabled: bool = True, limit: int | None = None):
         self.enabled = enabled
         self.rows: list[tuple] = []
+        self.limit = limit  # keep at most this many rows (None: all)
+        self.dropped = 0  # rows not kept because of the limit
 
     def record(
         self,
@@ -52,13 +57,21 @@ class Recorder:
         ddr_stall: float = 0.0,
     ) -> None:
         if self.enabled:
+            if self.limit is not None and len(self.rows) >= self.limit:
+                self.dropped += 1
+                return
             self.rows.append(
                 (engine, kind, what, start, end, nbytes, tile, pass_name, buffer, ddr_stall)
             )
 
     def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         df = pd.DataFrame(self.rows, columns=COLUMNS)
-        return df.astype({"bytes": "int64", "tile": "int64", "buffer": "int64"})
+        df = df.astype({"bytes": "int64", "tile": "int64", "buffer": "int64"})
+        if self.dropped:
+            df.attrs["rows_dropped"] = self.dropped
+        return df
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,13 @@ result had ``mode`` and ``n``. :func:`load_run` reads it as version 2: the op is
 of its model, the variant its mode, the shape ``(n,)``, ``core.count = 1``, and every engine and
 memory takes the name today's platform gives it (``core0``, ``core0.idma0``, ``core0.dram0``).
 
+:func:`save_run` writes atomically (:mod:`dspsim.paths`). :func:`load_run` trusts nothing in the
+file: it reads at most :data:`MAX_RUN_BYTES` (decompressed: a gzip bomb stops there), rebuilds the
+model through :func:`dspsim.config.build_model` (as a model file's tables are checked) and checks
+every other field (types, ranges, finite numbers, engine names among the run's ``engines``, a
+non-empty trace); anything else is one line. A trace cut by ``--trace-limit`` is saved with
+``trace_rows_dropped`` and loaded with ``trace.attrs["rows_dropped"]``.
+
 This module sits below :mod:`dspsim.analysis`: it never imports an analysis.
 """
 
@@ -28,14 +35,15 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import math
+import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from dspsim.config import HARDWARE, HardwareModel, build_model, model_key
 from dspsim.errors import DspsimInputError
-from dspsim.paths import suffix_of, writable_file
+from dspsim.paths import atomic_write, suffix_of, writable_file
 from dspsim.probes import COLUMNS, PORT_LOG_FIELDS
 
 if TYPE_CHECKING:
@@ -45,6 +53,9 @@ FORMAT = "dspsim-run"
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 SAVE_SUFFIXES = (".json", ".json.gz")
+# a saved run (decompressed) larger than this is refused: a gzip bomb stops here
+MAX_RUN_BYTES = 512 << 20
+ENGINE_KINDS = ("core", "idma", "ddr")
 
 
 def check_save_path(path: str | Path) -> Path:
@@ -71,6 +82,9 @@ def run_document(result: Any) -> dict[str, Any]:
         "trace": {c: trace[c].tolist() for c in COLUMNS},
         "port_log": None,
     }
+    dropped = int(trace.attrs.get("rows_dropped", 0))
+    if dropped:  # a trace cut by a row limit says so
+        doc["trace_rows_dropped"] = dropped
     if result.port_log is not None:
         cols = list(zip(*result.port_log)) if result.port_log else [()] * len(PORT_LOG_FIELDS)
         doc["port_log"] = {f: list(cols[i]) for i, f in enumerate(PORT_LOG_FIELDS)}
@@ -78,17 +92,19 @@ def run_document(result: Any) -> dict[str, Any]:
 
 
 def save_run(result: Any, path: str | Path) -> Path:
-    """Write ``result`` to ``path`` (``.json`` or ``.json.gz``)."""
+    """Write ``result`` to ``path`` (``.json`` or ``.json.gz``), atomically: on any failure an
+    earlier file at ``path`` is left as it was."""
     p = check_save_path(path)
-    text = json.dumps(run_document(result), separators=(",", ":"), default=json_default)
-    try:
+    data = json.dumps(run_document(result), separators=(",", ":"), default=json_default).encode()
+
+    def write(f) -> None:
         if suffix_of(p, SAVE_SUFFIXES) == ".json.gz":
-            with gzip.open(p, "wt", encoding="utf-8", compresslevel=6) as f:
-                f.write(text)
+            with gzip.GzipFile(fileobj=f, mode="wb", compresslevel=6) as g:
+                g.write(data)
         else:
-            p.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise DspsimInputError(f"cannot write {str(p)!r}: {e.strerror or e}") from None
+            f.write(data)
+
+    atomic_write(p, write, "saved-run file")
     return p
 
 
@@ -99,24 +115,49 @@ def _not_a_run(p: Path, why: str) -> DspsimInputError:
     )
 
 
+def _read_capped(p: Path, limit: int) -> bytes:
+    """The file's bytes, gunzipped when it is gzip; more than ``limit`` bytes (once
+    decompressed) is refused without reading further."""
+    with open(p, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+        f.seek(0)
+        src = gzip.GzipFile(fileobj=f, mode="rb") if gz else f
+        chunks, total = [], 0
+        while chunk := src.read(1 << 20):
+            total += len(chunk)
+            if total > limit:
+                what = "decompresses to" if gz else "is"
+                raise _not_a_run(p, f"{what} more than {limit:,} bytes")
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def load_run(path: str | Path) -> Result:
     """Read a saved run back as a :class:`dspsim.run.Result` (with trace, port log, model).
 
-    Version-1 files are migrated (see the module docstring); other versions are refused.
+    Version-1 files are migrated (see the module docstring); other versions are refused. Every
+    field is checked (types, ranges, engine names, the model as a model file's tables are):
+    anything else is a one-line :class:`DspsimInputError`.
     """
+    import pandas as pd
+
     from dspsim.run import JSON_FIELDS, Result
 
     p = Path(path)
-    if not p.is_file():
-        raise DspsimInputError(f"result file {str(p)!r} not found")
     try:
-        with open(p, "rb") as f:
-            raw = f.read()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        doc = json.loads(raw.decode("utf-8"))
-    except (OSError, EOFError, UnicodeDecodeError, ValueError):
+        mode = os.stat(p).st_mode
+    except OSError:
+        raise DspsimInputError(f"result file {str(p)!r} not found") from None
+    if not stat.S_ISREG(mode):
+        raise DspsimInputError(f"result file {str(p)!r} is not a regular file")
+    try:
+        doc = json.loads(_read_capped(p, MAX_RUN_BYTES).decode("utf-8"))
+    except DspsimInputError:
+        raise
+    except (OSError, EOFError, UnicodeDecodeError, ValueError, gzip.BadGzipFile):
         raise _not_a_run(p, "not JSON") from None
+    except RecursionError:
+        raise _not_a_run(p, "nested too deeply") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise _not_a_run(p, "no dspsim-run format tag")
     version = doc.get("format_version")
@@ -130,6 +171,7 @@ def load_run(path: str | Path) -> Result:
         model = _model(doc["model"], p, version)
         if version == 1:
             _upgrade_v1(doc, model)
+        check_document(doc)
         trace = pd.DataFrame({c: doc["trace"][c] for c in COLUMNS}, columns=COLUMNS)
         trace = trace.astype(
             {
@@ -141,11 +183,13 @@ def load_run(path: str | Path) -> Result:
                 "ddr_stall_cycles": float,
             }
         )
+        if doc.get("trace_rows_dropped"):
+            trace.attrs["rows_dropped"] = int(doc["trace_rows_dropped"])
         port = doc["port_log"]
         port_log = None if port is None else list(zip(*(port[f] for f in PORT_LOG_FIELDS)))
         r = doc["result"]
         init = {f.name for f in dataclasses.fields(Result) if f.init}
-        values = {k: r[k] for k in JSON_FIELDS if k in init}
+        values = {k: r[k] for k in JSON_FIELDS if k in init and k in r}
         values["shape"] = tuple(int(d) for d in values["shape"])
         return Result(
             **values,
@@ -156,24 +200,36 @@ def load_run(path: str | Path) -> Result:
         )
     except DspsimInputError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
+    except _MalformedError as e:
+        raise _not_a_run(p, str(e)) from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise _not_a_run(p, f"missing or malformed field: {e}") from None
 
 
 def _model(m: dict[str, Any], p: Path, version: int) -> HardwareModel:
     """The saved model, rebuilt and checked as a model file's tables are."""
+    if not isinstance(m, dict):
+        raise _MalformedError("model is not a table")
     sections = m["sections"]
-    if not isinstance(sections, dict):
-        raise TypeError("model sections are not a table of tables")
+    if not isinstance(sections, dict) or not all(isinstance(t, dict) for t in sections.values()):
+        raise _MalformedError("model sections are not a table of tables")
+    for k in ("name", "source"):
+        if not isinstance(m[k], str):
+            raise _MalformedError(f"model {k} = {m[k]!r}: expected a string")
+    overrides = m["overrides"]
+    if not isinstance(overrides, list) or not all(
+        isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], str) for kv in overrides
+    ):
+        raise _MalformedError("model overrides: expected a list of [key, value] pairs")
     if version == 1:  # one core, before the key existed
         count = model_key("core.count")
-        sections[count.section] = {count.short: 1, **sections[count.section]}
+        sections[count.section] = {count.short: 1, **sections.get(count.section, {})}
     try:
-        model = build_model(sections, str(m["source"]))
+        model = build_model(sections, m["source"])
     except DspsimInputError as e:
         raise DspsimInputError(f"{str(p)!r}: its model does not load here: {e}") from None
     return dataclasses.replace(
-        model, name=m["name"], overrides=tuple(tuple(kv) for kv in m["overrides"])
+        model, name=m["name"], overrides=tuple(tuple(kv) for kv in overrides)
     )
 
 
@@ -230,3 +286,161 @@ def json_default(o: Any) -> Any:
     if hasattr(o, "tolist"):
         return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+# ------------------------------------------------------------------ checking a saved run
+class _MalformedError(ValueError):
+    """A field of a saved run is missing, of the wrong type or out of range."""
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _int(v: Any, where: str, lo: int = 0) -> int:
+    if not _is_int(v) or v < lo:
+        raise _MalformedError(f"{where} = {v!r}: expected an integer >= {lo}")
+    return v
+
+
+def _num(v: Any, where: str, lo: float | None = 0.0) -> float:
+    if not _is_num(v) or (lo is not None and v < lo):
+        floor = f" >= {lo:g}" if lo is not None else ""
+        raise _MalformedError(f"{where} = {v!r}: expected a finite number{floor}")
+    return float(v)
+
+
+def _typed(v: Any, t: type, where: str) -> Any:
+    if not isinstance(v, t):
+        raise _MalformedError(f"{where}: expected {'a table' if t is dict else f'a {t.__name__}'}")
+    return v
+
+
+def _column(values: Any, where: str, kind: str, allowed: set[str] | None = None) -> None:
+    """A whole column at once: ``kind`` int (>= -1), num (finite), nonneg (finite >= 0), str,
+    bool; ``allowed``: the strings it may hold."""
+    import numpy as np
+
+    if kind == "str":
+        if not all(type(x) is str for x in values):
+            raise _MalformedError(f"{where}: expected text in every row")
+        if allowed is not None and not set(values) <= allowed:
+            bad = sorted(set(values) - allowed)[0]
+            raise _MalformedError(
+                f"{where}: {bad!r} is not one of the run's engines {sorted(allowed)}"
+            )
+        return
+    if kind == "bool":
+        if not all(type(x) is bool for x in values):
+            raise _MalformedError(f"{where}: expected true or false in every row")
+        return
+    if any(type(x) is bool for x in values):
+        raise _MalformedError(f"{where}: expected numbers, found true/false")
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError):
+        arr = np.asarray([None])
+    if arr.ndim != 1 or arr.dtype.kind not in ("i" if kind == "int" else "if"):
+        raise _MalformedError(f"{where}: expected {'integers' if kind == 'int' else 'numbers'}")
+    if kind == "int" and len(arr) and arr.min() < -1:
+        raise _MalformedError(f"{where}: {int(arr.min())} is below -1")
+    if kind in ("num", "nonneg") and not np.isfinite(arr.astype(float)).all():
+        raise _MalformedError(f"{where}: NaN or infinite values")
+    if kind == "nonneg" and len(arr) and arr.min() < 0:
+        raise _MalformedError(f"{where}: negative values")
+
+
+def check_document(doc: dict[str, Any]) -> None:
+    """Check a (version 2) saved run field by field; raises ``_MalformedError`` naming the first
+    bad one. The model is checked by :func:`dspsim.config.build_model` (see ``_model``)."""
+    from dspsim.ops import get_op
+
+    r = _typed(doc["result"], dict, "result")
+    engines = _typed(r["engines"], dict, "result.engines")
+    if not engines:
+        raise _MalformedError("result.engines is empty")
+    for name, kind in engines.items():
+        if kind not in ENGINE_KINDS:
+            raise _MalformedError(f"engine {name!r} of kind {kind!r}: expected {ENGINE_KINDS}")
+    names = set(engines)
+    try:
+        op = get_op(_typed(r["op"], str, "result.op"))
+        op.check_variant(_typed(r["variant"], str, "result.variant"))
+    except DspsimInputError as e:
+        raise _MalformedError(str(e)) from None
+    if "mode" in r and r["mode"] != r["variant"]:
+        raise _MalformedError(f"result.mode {r['mode']!r} is not its variant {r['variant']!r}")
+    shape = _typed(r["shape"], list, "result.shape")
+    if not shape or not all(_is_int(d) and d > 0 for d in shape):
+        raise _MalformedError(f"result.shape = {shape!r}: expected positive integers")
+    try:
+        op.shape_of(shape=tuple(shape))
+    except DspsimInputError as e:
+        raise _MalformedError(str(e)) from None
+    if "n" in r and r["n"] != math.prod(shape):
+        raise _MalformedError(f"result.n = {r['n']!r} is not the product of its shape {shape}")
+    if engines.get(r["core"]) != "core":
+        raise _MalformedError(f"result.core = {r['core']!r} is not a core among its engines")
+    for k in ("cycles", "events", "ddr_contention_cycles"):
+        _int(r[k], f"result.{k}")
+    _int(r.get("rpc_cycles", 0), "result.rpc_cycles")
+    for k in ("time_us", "wall_s"):
+        _num(r[k], f"result.{k}")
+    for k, lo in (("bytes", ("ddr_read", "ddr_write")), ("stall_cycles", ()),
+                  ("busy_cycles", ())):
+        table = _typed(r[k], dict, f"result.{k}")
+        for need in lo:
+            table[need]  # noqa: B018 - KeyError names the missing one
+        for name, v in table.items():
+            if k == "busy_cycles" and name not in names:
+                raise _MalformedError(f"result.busy_cycles: {name!r} is not one of its engines")
+            _int(v, f"result.{k}.{name}")
+    for i, ps in enumerate(_typed(r["passes"], list, "result.passes")):
+        ps = _typed(ps, dict, f"result.passes[{i}]")
+        _typed(ps["name"], str, f"result.passes[{i}].name")
+        a = _num(ps["start_cycle"], f"result.passes[{i}].start_cycle", None)
+        if _num(ps["end_cycle"], f"result.passes[{i}].end_cycle", None) < a:
+            raise _MalformedError(f"result.passes[{i}] ends before it starts")
+    for key in ("warnings", "hazards"):
+        for i, w in enumerate(_typed(r.get(key, []), list, f"result.{key}")):
+            w = _typed(w, dict, f"result.{key}[{i}]")
+            _typed(w["message"], str, f"result.{key}[{i}].message")
+            if key == "warnings":
+                _typed(w["code"], str, f"result.warnings[{i}].code")
+                _int(w.get("count", 1), f"result.warnings[{i}].count")
+    out = r.get("output")
+    if out is not None:
+        for k, v in _typed(out, dict, "result.output").items():
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+                raise _MalformedError(f"result.output.{k} = {v!r}: expected a number")
+    _typed(r["manifest"], dict, "result.manifest")
+    _num(doc["origin_cycle"], "origin_cycle")
+    _int(doc.get("trace_rows_dropped", 0), "trace_rows_dropped")
+
+    trace = _typed(doc["trace"], dict, "trace")
+    lengths = {len(_typed(trace[c], list, f"trace.{c}")) for c in COLUMNS}
+    if len(lengths) != 1:
+        raise _MalformedError("trace columns of different lengths")
+    if lengths == {0}:
+        raise _MalformedError("the trace has no rows")
+    kinds = {"engine": "str", "kind": "str", "what": "str", "start_cycle": "num",
+             "end_cycle": "num", "bytes": "int", "tile": "int", "pass": "str", "buffer": "int",
+             "ddr_stall_cycles": "nonneg"}
+    for c in COLUMNS:
+        _column(trace[c], f"trace.{c}", kinds[c], names if c == "engine" else None)
+    _column(trace["bytes"], "trace.bytes", "nonneg")
+    if any(e < s for s, e in zip(trace["start_cycle"], trace["end_cycle"])):
+        raise _MalformedError("trace: a row ends before it starts")
+
+    port = doc["port_log"]
+    if port is not None:
+        port = _typed(port, dict, "port_log")
+        if len({len(_typed(port[f], list, f"port_log.{f}")) for f in PORT_LOG_FIELDS}) != 1:
+            raise _MalformedError("port_log columns of different lengths")
+        for f in PORT_LOG_FIELDS:
+            kind = {"bytes": "nonneg", "is_write": "bool", "requester": "str"}.get(f, "num")
+            _column(port[f], f"port_log.{f}", kind, names if f == "requester" else None)

@@ -13,10 +13,9 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import simpy
 
 from dspsim.arrays import check_input_array
@@ -27,6 +26,9 @@ from dspsim.ops.registry import firmware_registry, get_op
 from dspsim.platform import FIDELITIES, Platform
 from dspsim.schema import check_n
 from dspsim.version import __version__
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # what a run reports in JSON, in this order
 JSON_FIELDS = (
@@ -113,6 +115,7 @@ def simulate(
     port_log: bool = False,
     core: int = 0,
     elide: bool = True,
+    trace_limit: int | None = None,
 ) -> Result:
     """Run one variant of one op and return the result.
 
@@ -123,7 +126,8 @@ def simulate(
     kernel call, durations from the same formulas). ``mode`` is an older name of ``variant``.
     ``core`` picks the core the op runs on (of ``core.count``). ``elide=False`` runs the
     reference engine without event elision (same results, more events; for tests and the
-    benchmark).
+    benchmark). ``trace_limit``: keep only the first ``trace_limit`` trace rows (bounded memory
+    on huge runs; the trace's ``attrs["rows_dropped"]`` counts the others).
     """
     the_op = get_op(op)
     if mode is not None:
@@ -154,11 +158,17 @@ def simulate(
         n = None
     shape = the_op.shape_of(n=n, shape=shape)
     the_op.check_run(model, variant, shape)
+    if trace_limit is not None and (
+        isinstance(trace_limit, bool) or not isinstance(trace_limit, int) or trace_limit < 1
+    ):
+        raise DspsimInputError(f"trace_limit {trace_limit!r}: must be a positive integer")
 
     wall_start = time.perf_counter()
     env = simpy.Environment()
     platform = Platform(env, model, data=data, trace=trace, port_log=port_log, fidelity=fidelity,
                         elide=elide)
+    if trace_limit is not None:
+        platform.recorder.limit = trace_limit
     ucp = Ucp(platform, firmware_registry())
     dsp = platform.dsps[core]
 

@@ -1,6 +1,11 @@
 """The data path: real values through DDR, iDMA and TCM; quirks; hazards; the host check."""
 
 import json
+import os
+import resource
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -194,3 +199,77 @@ def test_run_refuses_contradictions(capsys, tmp_path):
     same = str(tmp_path / "a.json")
     assert main(["run", "--n", "64", "--trace", same, "--save", same]) == 2
     assert "name the same file" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ hostile arrays
+CLI = [sys.executable, "-m", "dspsim.cli"]
+ENV = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def cli(*argv, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *map(str, argv)], capture_output=True, text=True, env=ENV,
+                          timeout=timeout)
+
+
+def one_line(err: str) -> bool:
+    return err.count("\n") == 1 and err.startswith("dspsim: error:") and "Traceback" not in err
+
+
+def run_cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _npy_header(shape, descr="<f4") -> bytes:
+    header = repr({"descr": descr, "fortran_order": False, "shape": shape}).encode()
+    header += b" " * (63 - (len(header) + 10) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+
+
+def test_a_npy_header_claiming_ten_billion_elements_is_refused_before_loading(tmp_path):
+    bomb = tmp_path / "bomb.npy"
+    bomb.write_bytes(_npy_header((10**10,)) + b"\0" * 17)
+    assert bomb.stat().st_size < 200
+
+    def small_memory() -> None:  # an attempt to allocate the array fails instead of swapping
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    t0 = time.monotonic()
+    p = subprocess.run([*CLI, "run", "--input", str(bomb)], capture_output=True, text=True,
+                       env=ENV, timeout=60, preexec_fn=small_memory)
+    assert p.returncode == 2 and one_line(p.stderr) and "DDR window" in p.stderr, p.stderr
+    assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (_npy_header((1000,)) + b"\0" * 40, "truncated"),
+        (_npy_header((4, 4), "<f8") + b"\0" * 128, "dtype float64"),
+        (_npy_header((0,)), "empty array"),
+        (b"\x93NUMPY\x01\x00\xff\x00{garbage", "not a readable .npy header"),
+    ],
+)
+def test_bad_npy_headers_are_one_line(tmp_path, capsys, data, message):
+    x = tmp_path / "x.npy"
+    x.write_bytes(data)
+    code, _, err = run_cli(capsys, "run", "--input", x)
+    assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+def test_a_fifo_as_input_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "x.npy"
+    os.mkfifo(fifo)
+    p = cli("run", "--input", fifo, timeout=30)
+    assert p.returncode == 2 and one_line(p.stderr) and "not a regular file" in p.stderr
+
+
+def test_output_keeps_the_exact_name_given(tmp_path, capsys):
+    out = tmp_path / "U.NPY"
+    code, stdout, _ = run_cli(capsys, "run", "--n", "2000", "--output", out)
+    assert code == 0 and f"output written to {out}" in stdout
+    assert sorted(os.listdir(tmp_path)) == ["U.NPY"]
+    assert np.load(out).shape == (2000,)
+
+

@@ -804,3 +804,120 @@ def test_points_with_warnings_are_marked_on_line_plots():
     # a speed-up point is marked when either of its two runs warned
     speed = line_plot(two_variant_table(warn="unwaited_copy"), "layernorm.tile_bytes", "speedup")
     assert len([ln for ln in rings(speed) if len(ln.get_xdata())]) == 1
+
+
+# ------------------------------------------------------------------------------ trust no row
+def _hostile_small(out: Path, **kw):
+    kw.setdefault("n", 4096)
+    kw.setdefault("fidelity", "tile")
+    kw.setdefault("variants", ["pingpong", "direct"])
+    return build_sweep(kw.pop("params", {"ddr.latency_cycles": [50, 100, 400]}), **kw)
+
+
+@pytest.mark.parametrize("damage", ["delete", "garbage", "not a table"])
+@pytest.mark.parametrize("other", [["--fidelity", "burst"], ["--set", "idma.burst_bytes=128"]])
+def test_a_sweep_without_its_sidecar_is_not_resumed(tmp_path, capsys, damage, other):
+    out = tmp_path / "s.csv"
+    base = ["sweep", "--param", "ddr.latency_cycles=50,400", "--variant", "pingpong,direct",
+            "--n", "4096", "--out", out]
+    assert main([str(a) for a in base]) == 0
+    side = tmp_path / "s.csv.sweep.json"
+    if damage == "delete":
+        side.unlink()
+    else:
+        side.write_text("{not json" if damage == "garbage" else "[1, 2]")
+    before = out.read_bytes()
+    capsys.readouterr()
+    code, _, err = _run_cli(capsys, *base, *other)
+    assert code == 2 and err.count("\n") == 1 and "sidecar" in err and "afresh" in err, err
+    assert out.read_bytes() == before
+
+
+def test_edited_values_are_checked_and_their_points_computed_again(tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    s = _hostile_small(out)
+    run_sweep(s, out)
+    whole = read_sweep(out)
+    rows = list(csv.reader(io.StringIO(out.read_text())))
+    col = {c: i for i, c in enumerate(rows[0])}
+    rows[1][col["cycles"]] = "abc"
+    rows[2][col["time_us"]] = "-1"
+    rows[3][col["warnings"]] = "a b,c"
+    rows[4][col["hazards"]] = "1.5"
+    rows[5][col["error"]] = ""  # fine as it is: a finished point
+    rows[6][col["ddr_busy_cycles"]] = ""
+    with open(out, "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+    summary = run_sweep(s, out)
+    assert (summary.computed, summary.resumed, summary.dropped) == (5, len(whole) - 5, 5)
+    assert "invalid rows" in capsys.readouterr().err
+    again = read_sweep(out)
+    assert again.drop(columns="wall_s").equals(whole.drop(columns="wall_s"))
+
+
+def test_a_whole_last_row_without_its_newline_is_kept(tmp_path):
+    out = tmp_path / "s.csv"
+    s = _hostile_small(out)
+    run_sweep(s, out)
+    whole = out.read_bytes()
+    out.write_bytes(whole.rstrip(b"\n"))  # as an editor that strips the last newline leaves it
+    assert len(read_sweep(out)) == s.size
+    summary = run_sweep(s, out)
+    assert (summary.computed, summary.resumed) == (0, s.size)
+    assert out.read_bytes() == whole
+
+
+# ------------------------------------------------------------------------------ dask addresses
+@pytest.mark.parametrize("address", ["foo", "file:///tmp/x", "http://localhost:8786",
+                                     "tcp://localhost", "tcp://host:99999", "tcp://a b:1"])
+def test_a_scheduler_address_that_is_not_tcp_host_port_is_refused(tmp_path, capsys, address):
+    pytest.importorskip("distributed")
+    out = tmp_path / "s.csv"
+    code, _, err = _run_cli(capsys, "sweep", "--param", "ddr.latency_cycles=50", "--n", "4096",
+                            "--executor", "dask", "--scheduler", address, "--out", out)
+    assert code == 2 and err.count("\n") == 1 and "tcp://HOST:PORT" in err
+    assert not out.exists()
+
+
+def test_an_unreachable_scheduler_is_one_line_after_the_timeout(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("distributed")
+    from dspsim.study.sweep import executors
+
+    monkeypatch.setattr(executors, "DASK_CONNECT_TIMEOUT_S", 1.0)
+    out = tmp_path / "s.csv"
+    t0 = time.monotonic()
+    code, _, err = _run_cli(capsys, "sweep", "--param", "ddr.latency_cycles=50", "--n", "4096",
+                            "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9",
+                            "--out", out)
+    assert code == 2 and err.count("\n") == 1 and "cannot reach" in err, err
+    assert time.monotonic() - t0 < 15
+    assert not out.exists()  # nothing written before the cluster answered
+
+
+def test_a_dask_sweep_leaves_no_process_behind(tmp_path):
+    pytest.importorskip("distributed")
+    mark = f"dspsim-test-{os.getpid()}-{time.monotonic_ns()}"
+    p = _cli("sweep", "--param", "ddr.latency_cycles=50,100,200,400", "--n", "4096",
+             "--variant", "pingpong", "--executor", "dask", "--jobs", "2",
+             "--out", tmp_path / "s.csv", env={"DSPSIM_TEST_MARK": mark}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    left = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"DSPSIM_TEST_MARK={mark}".encode() in environ.read_bytes():
+                left.append(environ.parent.name)
+        except OSError:
+            pass
+    assert not left, f"processes left: {left}"
+
+
+def _run_cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _cli(*argv, timeout: float = 60, env=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "dspsim.cli", *map(str, argv)],
+                          capture_output=True, text=True, timeout=timeout, env=env)

@@ -27,8 +27,7 @@ import pandas as pd
 from dspsim.analysis.engines import RunEngines
 from dspsim.analysis.series import assign_lanes
 from dspsim.analysis.stalls import OUTSIDE_PASSES, pass_names, require_trace
-from dspsim.errors import DspsimInputError
-from dspsim.paths import writable_file
+from dspsim.paths import atomic_write_text, writable_file
 
 
 def _busy_integral(core: pd.DataFrame):
@@ -229,12 +228,21 @@ def check_tiles_path(path: str | Path) -> Path:
     return writable_file(path, "tiles file", (".csv",))
 
 
+def written_tile_table(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` as it is written: no tile (kernel calls outside any tile) and no buffer are
+    empty cells (NaN / NA), not -1."""
+    out = table.copy()
+    for col in ("tile", "buffer"):
+        out[col] = out[col].astype("Int64").mask(out[col] < 0)
+    return out
+
+
 def write_tiles_csv(result: Any, path: str | Path) -> Path:
-    """One row per tile per pass (see :func:`tile_table`) as CSV."""
+    """One row per tile per pass (see :func:`tile_table`) as CSV, written atomically; a row
+    outside any tile or buffer has those cells empty."""
     p = check_tiles_path(path)
-    table = tile_table(require_trace(result), result.passes, RunEngines.of(result))
-    try:
-        table.to_csv(p, index=False, float_format="%.3f")
-    except OSError as e:
-        raise DspsimInputError(f"cannot write {str(p)!r}: {e.strerror or e}") from None
-    return p
+    table = written_tile_table(
+        tile_table(require_trace(result), result.passes, RunEngines.of(result))
+    )
+    text = table.to_csv(index=False, float_format="%.3f")
+    return atomic_write_text(p, text, "tiles file")

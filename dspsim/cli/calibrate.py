@@ -7,10 +7,10 @@ import sys
 from typing import TYPE_CHECKING
 
 from dspsim.cli.common import add_model_args, emit_json, model_from_args
-from dspsim.config import HardwareModel
 from dspsim.platform import FIDELITIES
 
 if TYPE_CHECKING:
+    from dspsim.config import HardwareModel
     from dspsim.study.calibrate import Calibration
     from dspsim.study.calibrate.problem import Progress
 
@@ -35,9 +35,9 @@ measurement syntax (--measured, repeatable):
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``dspsim calibrate`` (besides --model / --set)."""
-    from dspsim.study.calibrate import DEFAULT_TOLERANCE_PCT
-
+    """The options of ``dspsim calibrate`` (besides --model / --set). Declaring them imports
+    nothing of the calibration (scipy, the fits): ``--tolerance-pct`` defaults to None, read as
+    :data:`dspsim.study.calibrate.DEFAULT_TOLERANCE_PCT` when the command runs."""
     p.add_argument(
         "--measured",
         metavar="SPEC=CYCLES",
@@ -63,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--tolerance-pct",
         type=float,
-        default=DEFAULT_TOLERANCE_PCT,
+        default=None,
         metavar="PCT",
         help="identifiability: every measurement within this %% (default 1)",
     )
@@ -87,15 +87,16 @@ def run_from_args(
     model: HardwareModel, args: argparse.Namespace, progress: Progress = None
 ) -> Calibration:
     """What ``dspsim calibrate`` does with its parsed arguments."""
-    from dspsim.study.calibrate import run_calibration
+    from dspsim.study.calibrate import DEFAULT_TOLERANCE_PCT, run_calibration
 
+    tolerance = getattr(args, "tolerance_pct", None)
     return run_calibration(
         model,
         measured=args.measured,
         measured_csv=args.measured_csv,
         free=args.free,
         fidelity=args.fidelity,
-        tolerance_pct=args.tolerance_pct,
+        tolerance_pct=DEFAULT_TOLERANCE_PCT if tolerance is None else tolerance,
         out=args.out,
         progress=progress,
     )

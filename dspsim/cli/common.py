@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
+import os
+import signal
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from dspsim.config import HardwareModel, load_model
@@ -20,6 +25,88 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
         where = self.prog.removeprefix("dspsim").strip()
         raise UsageError(f"{where}: {message}" if where else message)
+
+
+class StdoutError(DspsimInputError):
+    """Standard output cannot be written (full, closed): one line, exit 2."""
+
+
+class _GuardedStdout:
+    """``sys.stdout`` while a command runs: a write or flush that fails (ENOSPC, EBADF, EIO,
+    or no stdout at all) raises :class:`StdoutError`; a broken pipe stays a BrokenPipeError."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def _fail(self, e: OSError) -> StdoutError:
+        silence_stdout()
+        return StdoutError(f"cannot write to standard output: {e.strerror or e}")
+
+    def write(self, text: str) -> int:
+        if self._stream is None:
+            raise self._fail(OSError(errno.EBADF, "standard output is closed"))
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise self._fail(e) from None
+
+    def flush(self) -> None:
+        if self._stream is None:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise self._fail(e) from None
+
+    def isatty(self) -> bool:
+        return self._stream is not None and self._stream.isatty()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def guarded_stdout() -> Iterator[None]:
+    """Run a command with ``sys.stdout`` guarded (see :class:`_GuardedStdout`)."""
+    real = sys.stdout
+    sys.stdout = _GuardedStdout(real)
+    try:
+        yield
+    finally:
+        sys.stdout = real
+
+
+def silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null so that the interpreter's last flush of what is
+    still buffered cannot fail again (a traceback or exit code 120 after the one-line error)."""
+    try:
+        fd = sys.__stdout__.fileno() if sys.__stdout__ is not None else None
+    except (AttributeError, OSError, ValueError):
+        fd = None
+    if fd is None:
+        return
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
+
+
+def ignore_file_size_signal() -> None:
+    """Ignore SIGXFSZ: past a file-size limit a write then fails with EFBIG (a one-line error)
+    instead of the process being killed with the file half written."""
+    sig = getattr(signal, "SIGXFSZ", None)
+    if sig is None:
+        return
+    try:
+        signal.signal(sig, signal.SIG_IGN)
+    except (ValueError, OSError):  # not the main thread
+        pass
 
 
 def positive_int(text: str) -> int:

@@ -1,5 +1,9 @@
 """What ``dspsim run`` writes besides its summary: the options checked before simulating, then
-the files (saved run, tiles CSV, Perfetto trace, timeline) written from the result."""
+the files (saved run, tiles CSV, Perfetto trace, timeline) written from the result.
+
+Every file is written atomically (:mod:`dspsim.paths`): a failed write leaves an earlier file
+as it was. The analyses behind each file are imported only when that file is asked for.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dspsim.analysis.perfetto import (
-    DEFAULT_EVENT_LIMIT,
-    check_limit,
-    check_trace_path,
-    write_trace,
-)
-from dspsim.analysis.tiles import check_tiles_path, write_tiles_csv
-from dspsim.analysis.timeline import check_figure_path, check_window, parse_window, plot_timeline
 from dspsim.errors import DspsimInputError
-from dspsim.results import check_save_path, save_run
+from dspsim.paths import check_distinct
 
 
 @dataclass(frozen=True)
@@ -30,6 +26,7 @@ class RunOutputs:
     tiles: Path | None = None
     save: Path | None = None
     json: bool = False
+    row_limit: int | None = None  # --trace-limit given: the run keeps at most this many rows
 
     @property
     def needs_trace(self) -> bool:
@@ -41,25 +38,37 @@ class RunOutputs:
 
     def write(self, result: Any) -> list[str]:
         """Write every requested file; return one line per file written."""
-        check_window(self.window, result.cycles)  # before writing anything
+        if self.timeline:
+            from dspsim.analysis.timeline import check_window
+
+            check_window(self.window, result.cycles)  # before writing anything
         done = []
         if self.save:
+            from dspsim.results import save_run
+
             save_run(result, self.save)
             done.append(f"saved run to {self.save}")
         if self.tiles:
+            from dspsim.analysis.tiles import write_tiles_csv
+
             write_tiles_csv(result, self.tiles)
             done.append(f"wrote tile table to {self.tiles}")
         if self.trace:
+            from dspsim.analysis.perfetto import write_trace
+
             write_trace(result, self.trace, self.trace_limit)
             done.append(f"wrote Perfetto trace to {self.trace} (open in ui.perfetto.dev)")
         if self.timeline:
+            from dspsim.analysis.timeline import plot_timeline
+
             plot_timeline(result, self.timeline, self.window)
             done.append(f"wrote timeline to {self.timeline}")
         return done
 
 
 def run_outputs(args: Any) -> RunOutputs:
-    """Check the output options of ``dspsim run`` (paths, extensions, window syntax)."""
+    """Check the output options of ``dspsim run`` (paths, extensions, window syntax, that no two
+    outputs are one file)."""
     timeline = getattr(args, "timeline", None)
     window = getattr(args, "window", None)
     trace = getattr(args, "trace", None)
@@ -67,22 +76,38 @@ def run_outputs(args: Any) -> RunOutputs:
     save = getattr(args, "save", None)
     limit = getattr(args, "trace_limit", None)
     if window is not None and timeline is None:
-        raise DspsimInputError("--window zooms the timeline: give --timeline FILE.png|.svg too")
-    if limit is not None and trace is None:
-        raise DspsimInputError("--trace-limit limits the trace: give --trace FILE.json too")
-    named = [(opt, Path(v).resolve()) for opt, v in (
+        raise DspsimInputError(
+            "--window zooms the timeline: give --timeline FILE.png|.svg|.pdf too")
+    if limit is not None and trace is None and save is None:
+        raise DspsimInputError(
+            "--trace-limit limits the trace: give --trace FILE.json or --save FILE.json too"
+        )
+    if limit is not None and (tiles or timeline):
+        given = "--tiles" if tiles else "--timeline"
+        raise DspsimInputError(
+            f"--trace-limit keeps only the run's first trace rows; {given} needs all of them: "
+            f"drop --trace-limit or write {given} in another run"
+        )
+    check_distinct([
         ("--timeline", timeline), ("--trace", trace), ("--tiles", tiles), ("--save", save),
-        ("--output", getattr(args, "output", None))) if v]
-    for i, (opt, path) in enumerate(named):
-        for other, other_path in named[:i]:
-            if path == other_path:
-                raise DspsimInputError(f"{other} and {opt} name the same file {str(path)!r}")
+        ("--output", getattr(args, "output", None)),
+    ])
+    if timeline:
+        from dspsim.analysis.timeline import check_figure_path, parse_window
+    if trace:
+        from dspsim.analysis.perfetto import DEFAULT_EVENT_LIMIT, check_limit, check_trace_path
+    if tiles:
+        from dspsim.analysis.tiles import check_tiles_path
+    if save:
+        from dspsim.results import check_save_path
     return RunOutputs(
         timeline=check_figure_path(timeline) if timeline else None,
         window=parse_window(window) if window is not None else None,
         trace=check_trace_path(trace) if trace else None,
-        trace_limit=check_limit(limit if limit is not None else DEFAULT_EVENT_LIMIT),
+        trace_limit=check_limit(limit if limit is not None else DEFAULT_EVENT_LIMIT) if trace
+        else 0,
         tiles=check_tiles_path(tiles) if tiles else None,
         save=check_save_path(save) if save else None,
         json=bool(getattr(args, "json", False)),
+        row_limit=limit,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from dspsim.cli.common import _Parser
 from dspsim.errors import DspsimInputError
@@ -15,14 +16,15 @@ def add_plot(sub) -> None:
     )
     t = kinds.add_parser("timeline", help="timeline of a run saved by `dspsim run --save`")
     t.add_argument("result", metavar="RESULT", help="file written by `dspsim run --save`")
-    t.add_argument("--out", metavar="FILE.png|.svg", help="default: RESULT_timeline.png")
+    t.add_argument("--out", metavar="FILE.png|.svg|.pdf", help="default: RESULT_timeline.png")
     t.add_argument("--window", metavar="START:END", help="cycles from the op's timer start")
     s = kinds.add_parser("sweep", help="figure from a table written by `dspsim sweep`")
     s.add_argument("file", metavar="FILE", help="sweep table")
     s.add_argument("--x", metavar="KEY", help="column on the x axis (line plots)")
-    s.add_argument("--y", default="cycles", metavar="KEY",
+    s.add_argument("--y", default=None, metavar="KEY",
                    help="column on the y axis, or speedup (the other variant's cycles / the "
-                   "default variant's) or cycles_per_element (default cycles)")
+                   "default variant's) or cycles_per_element (default: speedup for --heatmap "
+                   "of a table with exactly two variants of one op, else cycles)")
     s.add_argument("--hue", metavar="KEY",
                    help="one line per value of this column (variant and mode are one column)")
     s.add_argument("--heatmap", nargs=2, metavar=("KEY1", "KEY2"), help="y over two keys")
@@ -49,16 +51,34 @@ def plot_timeline_cli(args: argparse.Namespace) -> int:
         parse_window,
         plot_timeline,
     )
+    from dspsim.paths import check_distinct
     from dspsim.results import load_run
 
     out = check_figure_path(args.out or default_timeline_path(args.result))
+    check_distinct([("RESULT", args.result), ("--out", out)])
     window = parse_window(args.window) if args.window is not None else None
     result = load_run(args.result)
     if result.port_log is None:
         raise DspsimInputError(f"{args.result!r} was saved without its DDR port log")
     plot_timeline(result, out, window)
+    note = cut_trace_note(result)
+    if note:
+        print(note, file=sys.stderr)
     print(f"wrote timeline to {out}")
     return 0
+
+
+def cut_trace_note(result) -> str | None:
+    """One line when the run's trace was cut by ``--trace-limit`` (what is drawn or summed
+    covers only the run's start), else None."""
+    dropped = int(result.trace.attrs.get("rows_dropped", 0)) if result.trace is not None else 0
+    if not dropped:
+        return None
+    return (
+        f"note: this run's trace holds only its first {len(result.trace):,} rows "
+        f"(--trace-limit; {dropped:,} more were not kept): what follows covers only the start "
+        "of the run"
+    )
 
 
 def add_report(sub) -> None:
@@ -70,5 +90,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from dspsim.analysis.report import report_text
     from dspsim.results import load_run
 
-    print(report_text(load_run(args.result)))
+    result = load_run(args.result)
+    note = cut_trace_note(result)
+    if note:
+        print(note)
+    print(report_text(result))
     return 0

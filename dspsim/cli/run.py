@@ -29,14 +29,17 @@ def add_run(sub) -> None:
     add_data_args(p, arrays=True)
     # outputs: the run is traced (and its DDR port logged) only when one of these asks for it
     out = p.add_argument_group("outputs")
-    out.add_argument("--timeline", metavar="FILE.png|.svg", help="draw the run's timeline")
+    out.add_argument("--timeline", metavar="FILE.png|.svg|.pdf",
+                     help="draw the run's timeline")
     out.add_argument("--window", metavar="START:END", help="timeline window, cycles from the "
                      "op's timer start (default: the whole run)")
-    out.add_argument("--trace", metavar="FILE.json",
+    out.add_argument("--trace", metavar="FILE.json[.gz]",
                      help="Chrome Trace Event file for ui.perfetto.dev / chrome://tracing")
     out.add_argument("--trace-limit", metavar="N", type=positive_int,
-                     help="keep at most N trace events (default 200,000): slices are cut at a "
-                     "point in time, the DDR counter is resampled; the file says what was done")
+                     help="keep at most N trace events in --trace, metadata included (default "
+                     "200,000): counters are resampled first, then slices are cut at a point in "
+                     "time; the file says what was done. Given, the run itself keeps only its "
+                     "first N trace rows (bounded memory; --save saves those)")
     out.add_argument("--tiles", metavar="FILE.csv",
                      help="one row per tile per pass: copies, compute, hidden/exposed DMA cycles")
     out.add_argument("--save", metavar="FILE.json[.gz]",
@@ -47,9 +50,14 @@ def run_object(r: Result) -> dict[str, Any]:
     obj = r.to_json()
     obj["bounds"] = get_op(r.op).bounds(r.model, r.variant, r.shape)
     if r.trace is not None:
-        from dspsim.analysis.stalls import stall_summary
+        dropped = int(r.trace.attrs.get("rows_dropped", 0))
+        if dropped:  # a cut trace would give a wrong breakdown: say so instead
+            obj["stalls"] = None
+            obj["trace_rows_dropped"] = dropped
+        else:
+            from dspsim.analysis.stalls import stall_summary
 
-        obj["stalls"] = stall_summary(r)
+            obj["stalls"] = stall_summary(r)
     return obj
 
 
@@ -67,7 +75,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     r = simulate(
         model, op.name, op_variant(args), args.n, shape=args.shape, x=x, data=not args.no_data,
         trace=outputs.needs_trace, port_log=outputs.needs_port_log, fidelity=args.fidelity,
-        core=args.core,
+        core=args.core, trace_limit=outputs.row_limit,
     )
     written = outputs.write(r)
     if args.output:

@@ -7,18 +7,8 @@ import sys
 
 from dspsim.cli.common import add_model_args
 from dspsim.errors import DspsimInputError
-from dspsim.ops import op_names
 from dspsim.platform import FIDELITIES
-from dspsim.study.sweep import (
-    DEFAULT_OP,
-    EXECUTORS,
-    SweepAbortedError,
-    build_sweep,
-    check_out,
-    import_dask,
-    journal_path,
-    run_sweep,
-)
+from dspsim.study.sweep.executors import EXECUTORS  # light: the grid and the table load later
 
 
 def shape_values(text: str | None) -> str | None:
@@ -31,6 +21,8 @@ def shape_values(text: str | None) -> str | None:
 
 def add_sweep(sub) -> None:
     """Declare ``dspsim sweep`` on the CLI's subparsers."""
+    from dspsim.ops import default_op, op_names
+
     p = sub.add_parser(
         "sweep",
         help="run a grid of model keys, ops, variants and input sizes into a CSV or parquet "
@@ -51,7 +43,7 @@ def add_sweep(sub) -> None:
         "--op",
         metavar="OP",
         help=f"operator(s), of one input dimension: {', '.join(op_names())} "
-        f"(default {DEFAULT_OP})",
+        f"(default {default_op()})",
     )
     p.add_argument(
         "--variant", metavar="V1,V2", help="the op's variants (default: every variant of the op)"
@@ -84,11 +76,24 @@ def add_sweep(sub) -> None:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run ``dspsim sweep``. Exit 0: every point succeeded; 1: some failed (count on stderr) or
     the sweep was aborted; 2: bad input; 130: interrupted."""
+    from dspsim.study.sweep import (
+        SweepAbortedError,
+        build_sweep,
+        check_out,
+        journal_path,
+        run_sweep,
+    )
+    from dspsim.study.sweep.executors import check_scheduler, import_dask
+
     if args.jobs < 1:
         raise DspsimInputError(f"--jobs {args.jobs}: must be a positive integer")
     out = check_out(args.out)
+    if args.scheduler is not None and args.executor != "dask":
+        raise DspsimInputError("--scheduler needs --executor dask")
     if args.executor == "dask":
         import_dask()
+        if args.scheduler is not None:
+            check_scheduler(args.scheduler)
     if args.variant is not None and args.mode is not None:
         raise DspsimInputError("give --variant or --mode (its older name), not both")
     sweep = build_sweep(

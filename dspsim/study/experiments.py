@@ -1,5 +1,6 @@
 """Canned sweeps: what the scripts in ``experiments/`` share, and the sweep benchmark of
-``python -m dspsim.bench``."""
+``python -m dspsim.bench``. An experiment's table is written by :func:`run_sweep` (its journal,
+then the whole file atomically through :mod:`dspsim.paths`)."""
 
 from __future__ import annotations
 
@@ -60,9 +61,10 @@ def script_main(main) -> None:
 def bench_sweep(
     points: int = 1000, jobs: int = 2, n: int = DEFAULT_N, fidelity: str = "tile"
 ) -> dict[str, float]:
-    """Time a ``points``-point sweep (every variant of the default op x DDR latencies from 20 to
-    2,000 cycles) into a temporary file with ``jobs`` worker processes."""
-    variants = len(get_op(DEFAULT_OP).variants)
+    """Time a ``points``-point sweep (the variants the default op studies x DDR latencies from
+    20 to 2,000 cycles) into a temporary file with ``jobs`` worker processes."""
+    op = get_op(DEFAULT_OP)
+    variants = len(op.study_variants or op.variants)
     if points < variants:
         raise DspsimInputError(f"points = {points}: at least {variants} (every variant)")
     count = points // variants

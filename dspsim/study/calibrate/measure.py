@@ -30,7 +30,9 @@ from __future__ import annotations
 import csv
 import inspect
 import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -61,6 +63,9 @@ _PARAM_BLOCK_BYTES = 64
 
 # The CSV columns that are not model keys.
 _CSV_FIELDS = ("op", "variant", "mode", "n", "shape", "cycles")
+# A measurements file is small: each row is a board run (and a simulation per fit step).
+MAX_CSV_BYTES = 1 << 20
+MAX_CSV_ROWS = 10_000
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:
@@ -307,23 +312,51 @@ def parse_measurement(text: str) -> Measurement:
     return Measurement(variant, cycles, shape, settings, op.name)
 
 
+def _read_csv_text(p: Path) -> str:
+    """A measurements file's text: a regular file of at most :data:`MAX_CSV_BYTES`."""
+    what = f"measurements file {str(p)!r}"
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise DspsimInputError(f"{what} not found") from None
+    except OSError as e:
+        raise DspsimInputError(f"{what} unreadable: {e.__class__.__name__}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise DspsimInputError(f"{what} is not a regular file")
+    try:
+        with open(p, "rb") as f:
+            data = f.read(MAX_CSV_BYTES + 1)
+        if len(data) > MAX_CSV_BYTES:
+            raise DspsimInputError(f"{what} is larger than {MAX_CSV_BYTES:,} bytes")
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise DspsimInputError(f"{what} unreadable: {e.__class__.__name__}") from None
+
+
 def read_measurements_csv(path: str | Path) -> list[Measurement]:
     """Measurements from a CSV file: columns cycles and variant (or mode), optional op, n,
     shape (RxC), and model-key columns."""
     p = Path(path)
+    text = _read_csv_text(p)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DspsimInputError(f"measurements file {str(p)!r} not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise DspsimInputError(
-            f"measurements file {str(p)!r} unreadable: {e.__class__.__name__}"
-        ) from None
-    rows = list(csv.DictReader(text.splitlines()))
+        header = next(csv.reader(text.splitlines()), [])
+    except csv.Error as e:
+        raise DspsimInputError(f"{p}: not a CSV file ({e})") from None
+    seen: set[str] = set()
+    for c in (c.strip() for c in header):
+        if c in seen:
+            raise DspsimInputError(f"{p}: column {c!r} is given twice; give each column once")
+        seen.add(c)
+    try:
+        rows = list(csv.DictReader(text.splitlines()))
+    except csv.Error as e:
+        raise DspsimInputError(f"{p}: not a CSV file ({e})") from None
     if not rows:
         raise DspsimInputError(
             f"{p}: no measurements (expected a header such as op,variant,n,cycles and rows)"
         )
+    if len(rows) > MAX_CSV_ROWS:
+        raise DspsimInputError(f"{p}: {len(rows):,} measurements; at most {MAX_CSV_ROWS:,}")
     columns = [c.strip() for c in rows[0].keys() if c is not None]
     layout = (
         "columns are cycles, variant (or mode), optional op, n, shape (RxC) and model keys "

@@ -14,6 +14,7 @@ from typing import Any
 
 from dspsim.config import load_model
 from dspsim.errors import DspsimInputError
+from dspsim.paths import atomic_write_text
 from dspsim.study.calibrate.measure import is_int_key
 from dspsim.study.calibrate.report import Calibration, reading
 
@@ -105,12 +106,7 @@ def write_model_file(cal: Calibration, path: str | Path, date: _dt.date | None =
             f"{src}; cannot write the fitted value back"
         )
     out = Path(path)
-    try:
-        out.write_text("".join(lines), encoding="utf-8")
-    except OSError as e:
-        raise DspsimInputError(
-            f"--out {str(out)!r}: cannot write: {e.__class__.__name__}"
-        ) from None
+    atomic_write_text(out, "".join(lines), "--out")  # an earlier file survives a failed write
     check = load_model(out)
     for key, (value, _) in replace.items():
         got = check.get(key)

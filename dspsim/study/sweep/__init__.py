@@ -37,31 +37,60 @@ Modules
 - ``executors``: one point, the local process pool, the dask executor.
 - ``files``: the table, journal and sidecar paths; atomic writes.
 - ``table``: the table's columns and :func:`read_sweep`.
+- ``resume``: reading finished rows back, streamed, every cell checked.
 - ``journal``: :func:`run_sweep`, resumable and never losing a finished point.
+
+The names below are imported from their modules on first use (nothing heavy at import).
 
 The command line itself is ``dspsim.cli.sweep``; figures are ``dspsim.study.sweep_plot``.
 """
 
-from dspsim.study.sweep.executors import (
-    EXECUTORS,
-    SweepAbortedError,
-    evaluate_point,
-    import_dask,
-)
-from dspsim.study.sweep.files import EXTENSIONS, check_out, journal_path, sidecar_path
-from dspsim.study.sweep.grid import DEFAULT_FIDELITY, DEFAULT_N, DEFAULT_OP, Sweep, build_sweep
-from dspsim.study.sweep.journal import SweepSummary, run_sweep
-from dspsim.study.sweep.spec import load_spec
-from dspsim.study.sweep.table import key_columns, read_sweep
-from dspsim.study.sweep.values import (
-    check_value,
-    format_value,
-    key_type,
-    parse_param,
-    parse_shape,
-    parse_values,
-    shape_text,
-)
+import importlib
+from typing import Any
+
+# name -> the module that defines it; imported on first use, so that ``dspsim.cli`` can declare
+# ``dspsim sweep`` without loading pandas, the executors or the grid
+_EXPORTS = {
+    "EXECUTORS": "executors",
+    "SweepAbortedError": "executors",
+    "evaluate_point": "executors",
+    "import_dask": "executors",
+    "EXTENSIONS": "files",
+    "check_out": "files",
+    "journal_path": "files",
+    "sidecar_path": "files",
+    "DEFAULT_FIDELITY": "grid",
+    "DEFAULT_N": "grid",
+    "DEFAULT_OP": "grid",
+    "Sweep": "grid",
+    "build_sweep": "grid",
+    "SweepSummary": "journal",
+    "run_sweep": "journal",
+    "load_spec": "spec",
+    "key_columns": "table",
+    "read_sweep": "table",
+    "check_value": "values",
+    "format_value": "values",
+    "key_type": "values",
+    "parse_param": "values",
+    "parse_shape": "values",
+    "parse_values": "values",
+    "shape_text": "values",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_EXPORTS))
+
 
 __all__ = [
     "DEFAULT_FIDELITY",

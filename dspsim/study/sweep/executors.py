@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from dspsim.config import HardwareModel
@@ -106,23 +106,28 @@ def _exit_when_orphaned(parent_pid: int) -> None:
 
 
 def local_results(
-    sweep: Sweep, todo: list[dict[str, Any]], jobs: int, started
+    sweep: Sweep, todo: Iterable[dict[str, Any]], jobs: int, started
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """The points of ``todo`` in this process (``jobs`` 1) or a pool of ``jobs`` processes."""
-    if jobs <= 1 or len(todo) <= 1:
+    """The points of ``todo`` (an iterator: never materialised) in this process (``jobs`` 1,
+    or a single point) or a pool of ``jobs`` processes."""
+    it = iter(todo)
+    first = list(itertools.islice(it, 2))
+    if jobs <= 1 or len(first) <= 1:
         started()
-        for p in todo:
+        for p in itertools.chain(first, it):
             yield p, evaluate_point(sweep.model, p, sweep.fidelity)
         return
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    it = itertools.chain(first, it)
     pool = ProcessPoolExecutor(
-        max_workers=min(jobs, len(todo)), initializer=_worker_init, initargs=(os.getpid(),)
+        max_workers=jobs, initializer=_worker_init, initargs=(os.getpid(),)
     )
     try:
         # workers are forked before the progress bar starts its thread
         pool.submit(int).result()
         started()
         window = 4 * jobs  # bounded in flight: a huge grid is not all queued at once
-        it = iter(todo)
         pending: dict[Any, dict[str, Any]] = {}
 
         def fill() -> None:
@@ -147,6 +152,16 @@ def local_results(
 
 
 # ------------------------------------------------------------------------------------ dask
+# the schemes a dask scheduler can be reached by from another process, each HOST:PORT
+SCHEDULER_SCHEMES = ("tcp", "tls")
+DASK_CONNECT_TIMEOUT_S = 10.0
+_ADDRESS = re.compile(
+    r"(?P<scheme>[a-z]+)://"
+    r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)"
+    r":(?P<port>[0-9]{1,5})"
+)
+
+
 def import_dask():
     """``distributed``, or a one-line input error naming the extra to install."""
     try:
@@ -158,63 +173,105 @@ def import_dask():
     return distributed
 
 
+def check_scheduler(address: str) -> str:
+    """``--scheduler``: ``tcp://HOST:PORT`` or ``tls://HOST:PORT``, checked before connecting
+    (no file://, http://, bare names)."""
+    m = _ADDRESS.fullmatch(address.strip()) if isinstance(address, str) else None
+    if m is None or m["scheme"] not in SCHEDULER_SCHEMES or not 0 < int(m["port"]) < 65536:
+        allowed = " or ".join(f"{scheme}://HOST:PORT" for scheme in SCHEDULER_SCHEMES)
+        raise DspsimInputError(
+            f"--scheduler {address!r}: expected {allowed}, e.g. tcp://10.0.0.5:8786"
+        )
+    return address.strip()
+
+
+class DaskCluster:
+    """A dask client on the scheduler at ``scheduler`` or on a LocalCluster of ``jobs``
+    single-threaded workers (processes, or threads when ``processes`` is false). Connects on
+    entry (an unreachable scheduler: one line after :data:`DASK_CONNECT_TIMEOUT_S`), and always
+    closes the client and the local cluster on exit, so no worker outlives the sweep."""
+
+    def __init__(self, scheduler: str | None, jobs: int, processes: bool):
+        self.scheduler = check_scheduler(scheduler) if scheduler else None
+        self.jobs = jobs
+        self.processes = processes
+        self.client = None
+        self.cluster = None
+
+    def __enter__(self) -> DaskCluster:
+        import logging
+
+        distributed = import_dask()
+        timeout = DASK_CONNECT_TIMEOUT_S
+        try:
+            if self.scheduler:
+                self.client = distributed.Client(self.scheduler, timeout=timeout)
+            else:
+                self.cluster = distributed.LocalCluster(
+                    n_workers=max(1, self.jobs),
+                    threads_per_worker=1,
+                    processes=self.processes,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+                self.client = distributed.Client(self.cluster, timeout=timeout)
+        except (OSError, TimeoutError, ValueError, TypeError) as e:  # TypeError: tls:// needs
+            self.close()  # dask's TLS configuration (distributed.comm.tls in dask's config)
+            where = f"the dask scheduler {self.scheduler}" if self.scheduler else "a local cluster"
+            msg = " ".join(str(e).split()) or type(e).__name__
+            raise DspsimInputError(f"cannot reach {where} within {timeout:g} s: {msg}") from None
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        client, cluster, self.client, self.cluster = self.client, self.cluster, None, None
+        for thing in (client, cluster):
+            if thing is not None:
+                try:
+                    thing.close()
+                except Exception:  # noqa: BLE001, S110 - closing what is left, best effort
+                    pass
+
+
 def dask_results(
     sweep: Sweep,
-    todo: list[dict[str, Any]],
-    jobs: int,
+    todo: Iterable[dict[str, Any]],
+    cluster: DaskCluster,
     started,
-    scheduler: str | None,
-    processes: bool,
     timeout_s: float | None,
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """The points of ``todo`` on the cluster at ``scheduler``, or on a LocalCluster of ``jobs``
-    single-threaded workers (processes, or threads when ``processes`` is false)."""
-    import logging
+    """The points of ``todo`` on ``cluster`` (connected), at most a few per worker in flight."""
+    import distributed
 
-    distributed = import_dask()
-    cluster = None
+    client = cluster.client
+    started()
+    window = 4 * max(1, sum(client.nthreads().values()))
+    it = iter(todo)
+    pending: dict[str, dict[str, Any]] = {}
+    ac = distributed.as_completed(timeout=timeout_s)
+
+    def fill() -> None:
+        for p in itertools.islice(it, max(0, window - len(pending))):
+            f = client.submit(evaluate_point, sweep.model, p, sweep.fidelity, pure=False)
+            pending[f.key] = p
+            ac.add(f)
+
+    fill()
     try:
-        if scheduler:
-            client = distributed.Client(scheduler, timeout=timeout_s or 30)
-        else:
-            cluster = distributed.LocalCluster(
-                n_workers=max(1, jobs),
-                threads_per_worker=1,
-                processes=processes,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
-            client = distributed.Client(cluster, timeout=timeout_s or 30)
-    except OSError as e:
-        raise SweepAbortedError(f"cannot reach the dask scheduler {scheduler!r}: {e}") from None
-    try:
-        started()
-        window = 4 * max(1, sum(client.nthreads().values()))
-        it = iter(todo)
-        pending: dict[str, dict[str, Any]] = {}
-        ac = distributed.as_completed(timeout=timeout_s)
-
-        def fill() -> None:
-            for p in itertools.islice(it, max(0, window - len(pending))):
-                f = client.submit(evaluate_point, sweep.model, p, sweep.fidelity, pure=False)
-                pending[f.key] = p
-                ac.add(f)
-
-        fill()
-        try:
-            for f in ac:
-                p = pending.pop(f.key)
-                try:
-                    result = f.result()
-                except Exception as e:
-                    msg = f"a dask task failed ({type(e).__name__}: {e})"
-                    raise SweepAbortedError(msg) from None
-                yield p, result
-                fill()
-        except TimeoutError:
-            msg = f"the dask cluster did not finish within {timeout_s} s"
-            raise SweepAbortedError(msg) from None
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        for f in ac:
+            p = pending.pop(f.key)
+            try:
+                result = f.result()
+            except Exception as e:
+                msg = f"a dask task failed ({type(e).__name__}: {e})"
+                raise SweepAbortedError(msg) from None
+            yield p, result
+            fill()
+    except TimeoutError:
+        msg = f"the dask cluster did not finish within {timeout_s} s"
+        raise SweepAbortedError(msg) from None

@@ -1,19 +1,21 @@
 """The files of a sweep: the table (``.csv`` or ``.parquet``), its journal (the CSV itself, or
 ``FILE.parquet.journal.csv``), its sidecar ``FILE.sweep.json``, and how they are written (whole
-files atomically: a temporary file, fsynced, then renamed over the old one)."""
+files atomically, through :func:`dspsim.paths.atomic_write`: a temporary file, fsynced, then
+renamed over the old one)."""
 
 from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from dspsim.errors import DspsimInputError
+from dspsim.paths import atomic_write, check_distinct, check_regular_or_absent
 
 EXTENSIONS = (".csv", ".parquet")
+
+__all__ = ["EXTENSIONS", "atomic_write", "check_out", "csv_bytes", "journal_path", "sidecar_path"]
 
 
 def sidecar_path(out: Path) -> Path:
@@ -26,6 +28,9 @@ def journal_path(out: Path) -> Path:
 
 
 def check_out(out: str | Path) -> Path:
+    """The sweep's output path, checked before anything runs: its extension, pyarrow for
+    parquet, and that neither it nor its journal or sidecar is something other than a regular
+    file (``/dev/full`` would be read forever) or one file under two names."""
     p = Path(out)
     if p.suffix not in EXTENSIONS:
         raise DspsimInputError(
@@ -39,21 +44,13 @@ def check_out(out: str | Path) -> Path:
             raise DspsimInputError(
                 "writing .parquet needs pyarrow; install it with: pip install 'dspsim[parquet]'"
             ) from None
+    named = [("--out", p), ("its sidecar", sidecar_path(p))]
+    if journal_path(p) != p:
+        named.append(("its journal", journal_path(p)))
+    for what, path in named:
+        check_regular_or_absent(path, f"{what}" if what == "--out" else f"--out {what}")
+    check_distinct(named)
     return p
-
-
-def atomic_write(path: Path, write) -> None:
-    """``write(f)`` to a temporary file beside ``path``, fsync it, then rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def csv_bytes(header: list[str], rows: Iterable[list[str]]) -> bytes:
@@ -61,4 +58,11 @@ def csv_bytes(header: list[str], rows: Iterable[list[str]]) -> bytes:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
     w.writerows(rows)
+    return buf.getvalue().encode("utf-8")
+
+
+def csv_line(row: list[str]) -> bytes:
+    """One row as one CSV line, newline included."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(row)
     return buf.getvalue().encode("utf-8")

@@ -14,6 +14,7 @@ the order given (the grid order may differ: rows are written in grid order).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import math
@@ -95,6 +96,28 @@ class Sweep:
     def identity(self, point: Mapping[str, Any]) -> tuple[str, ...]:
         return tuple(format_value(point[k]) for k in self.keys)
 
+    @functools.cached_property
+    def _radix(self) -> list[tuple[int, dict[str, int], int]]:
+        """Per axis: its cell in an identity, its values' positions by text, its stride."""
+        out = []
+        stride = self.size
+        for key, values in self.axes:
+            stride //= len(values)
+            positions = {format_value(v): j for j, v in enumerate(values)}
+            out.append((self.keys.index(key), positions, stride))
+        return out
+
+    def index_of(self, ident: Sequence[str]) -> int | None:
+        """The position in :meth:`points` of the point whose identity (cells in :attr:`keys`
+        order, canonical text) is ``ident``; None when it is not a point of this grid."""
+        index = 0
+        for cell, positions, stride in self._radix:
+            j = positions.get(ident[cell])
+            if j is None:
+                return None
+            index += j * stride
+        return index
+
     @property
     def channels(self) -> int:
         """iDMA channels to give busy columns to: the most any point has."""
@@ -129,8 +152,10 @@ class Sweep:
 
 def _variants(ops: list[Op], column: str, given: list[str] | None) -> list[str]:
     """The variants of a sweep over ``ops``: every given one must be a variant of each op;
-    default, the variants all of them have (every variant of a single op)."""
-    common = [v for v in ops[0].variants if all(v in o.variants for o in ops[1:])]
+    default, the variants all of them have, of those the first op studies by default
+    (``Op.study_variants``; every variant of a single op that names none)."""
+    first = ops[0].study_variants or tuple(ops[0].variants)
+    common = [v for v in first if all(v in o.variants for o in ops[1:])]
     names = ", ".join(o.name for o in ops)
     if given is None:
         if not common:

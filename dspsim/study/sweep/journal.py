@@ -11,11 +11,16 @@
   therefore leaves its finished points readable in the journal. Needs ``pyarrow``
   (``pip install 'dspsim[parquet]'``).
 - A sidecar ``FILE.sweep.json`` records how the file was made (columns, fidelity, the fixed model
-  values, dspsim version, git commit).
-- Rerunning the same sweep reads what is there, drops a torn last line left by a kill, and
-  computes only the missing points (a point is identified by its parameter values). A file made
-  by a different sweep (other columns, fidelity or fixed model values) is refused with one line.
-  Points that failed count as done; ``retry_failed`` computes them again.
+  values, dspsim version, git commit). A file holding finished rows whose sidecar is missing or
+  damaged is refused (nothing would tell which sweep wrote them).
+- Rerunning the same sweep reads what is there as a stream (:mod:`dspsim.study.sweep.resume`:
+  every cell of every row checked; invalid rows dropped and their points computed again; a torn
+  last line dropped unless it is a whole row) and computes only the missing points (a point is
+  identified by its parameter values). A file made by a different sweep (other columns,
+  fidelity or fixed model values) is refused with one line. Points that failed count as done;
+  ``retry_failed`` computes them again.
+- Memory is bounded whatever the grid: points are generated as they are handed out, and the
+  resume state is one byte per grid point (eight more while the table is put in grid order).
 - Only one sweep may write a file at a time (an advisory lock on it).
 
 A point that fails (e.g. ``softmax.tile_bytes`` larger than ``tcm.bank_bytes``) is recorded
@@ -24,29 +29,46 @@ with its error message and the sweep goes on.
 
 from __future__ import annotations
 
-import csv
-import io
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dspsim.errors import DspsimInputError
-from dspsim.study.sweep.executors import EXECUTORS, dask_results, import_dask, local_results
+from dspsim.paths import check_distinct
+from dspsim.study.sweep.executors import (
+    EXECUTORS,
+    DaskCluster,
+    check_scheduler,
+    dask_results,
+    import_dask,
+    local_results,
+)
 from dspsim.study.sweep.files import (
     atomic_write,
     check_out,
     csv_bytes,
+    csv_line,
     journal_path,
     sidecar_path,
 )
 from dspsim.study.sweep.grid import Sweep
-from dspsim.study.sweep.table import parquet_rows, read_csv_rows, typed_frame
-from dspsim.study.sweep.values import canon_text, format_value
+from dspsim.study.sweep.resume import (
+    DONE,
+    FAILED,
+    MISSING,
+    Locations,
+    Scan,
+    kept_rows,
+    read_header,
+    scan_rows,
+)
+from dspsim.study.sweep.values import format_value
 
 try:  # POSIX advisory locks; elsewhere two sweeps on one file are not guarded against
     import fcntl
@@ -64,11 +86,13 @@ class SweepSummary:
     resumed: int  # found already in the file
     failed: int  # grid points whose row has an error
     wall_s: float
+    dropped: int = 0  # invalid rows found in the file (their points were computed again)
 
     def line(self) -> str:
+        bad = f", {self.dropped:,} invalid rows recomputed" if self.dropped else ""
         return (
             f"sweep: {self.points:,} points ({self.computed:,} computed, {self.resumed:,} already "
-            f"in the file), {self.failed:,} failed, {self.wall_s:.1f} s -> {self.out}"
+            f"in the file){bad}, {self.failed:,} failed, {self.wall_s:.1f} s -> {self.out}"
         )
 
 
@@ -86,27 +110,45 @@ def _row_texts(sweep: Sweep, point: Mapping[str, Any], result: Mapping[str, Any]
     return out
 
 
-def _check_meta(out: Path, sweep: Sweep) -> None:
+def _different(out: Path, what: str) -> DspsimInputError:
+    return DspsimInputError(
+        f"{out} was written by a different sweep ({what}); choose another --out or delete it"
+    )
+
+
+def _check_meta(out: Path, sweep: Sweep, rows: int) -> None:
+    """The sidecar of a file holding ``rows`` finished rows must be there and be this sweep's."""
     side = sidecar_path(out)
-    if not side.exists():
-        return
+    fresh_hint = (
+        f"delete {out} (and {side.name}) to start afresh, restore the sidecar, or choose "
+        "another --out"
+    )
     try:
         old = json.loads(side.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return  # a damaged sidecar is rewritten; the header check still guards the columns
+    except FileNotFoundError:
+        raise DspsimInputError(
+            f"{out} holds {rows:,} finished rows but its sidecar {side.name} is missing: "
+            f"nothing tells which sweep wrote them; {fresh_hint}"
+        ) from None
+    except (OSError, ValueError, RecursionError):
+        old = None
+    if (
+        not isinstance(old, dict)
+        or not isinstance(old.get("columns"), list)
+        or not isinstance(old.get("fidelity"), str)
+        or not isinstance(old.get("fixed_model"), dict)
+    ):
+        raise DspsimInputError(
+            f"{out} holds {rows:,} finished rows but its sidecar {side.name} is damaged: "
+            f"nothing tells which sweep wrote them; {fresh_hint}"
+        )
     new = sweep.meta()
     for k in ("columns", "fidelity"):
-        if old.get(k) != new[k]:
-            raise DspsimInputError(
-                f"{out} was written by a different sweep ({k} {old.get(k)} there, {new[k]} "
-                "here); choose another --out or delete it"
-            )
+        if old[k] != new[k]:
+            raise _different(out, f"{k} {old[k]} there, {new[k]} here")
     for k, v in new["fixed_model"].items():
-        if k in old.get("fixed_model", {}) and old["fixed_model"][k] != v:
-            raise DspsimInputError(
-                f"{out} was written by a different sweep ({k} = {old['fixed_model'][k]} there, "
-                f"{v} here); choose another --out or delete it"
-            )
+        if k in old["fixed_model"] and old["fixed_model"][k] != v:
+            raise _different(out, f"{k} = {old['fixed_model'][k]} there, {v} here")
 
 
 def _busy(path: Path) -> DspsimInputError:
@@ -129,8 +171,10 @@ def _check_unlocked(path: Path) -> None:
 class _Journal:
     """Append-only CSV: one line per finished point, flushed at once, fsynced every second."""
 
-    def __init__(self, path: Path, header: list[str], good_bytes: int, fresh: bool):
+    def __init__(self, path: Path, header: list[str], good_bytes: int, fresh: bool,
+                 unterminated: bool = False):
         self.path = path
+        self.failed = False  # a write failed (full disk, file-size limit): reported once
         self.f = open(path, "a+b")  # noqa: SIM115 - closed in close()
         if fcntl is not None:
             try:
@@ -138,22 +182,33 @@ class _Journal:
             except OSError:
                 self.f.close()
                 raise _busy(path) from None
-        if fresh:
-            self.f.truncate(0)
-            self._write(csv_bytes(header, []))
-        elif self.f.seek(0, os.SEEK_END) != good_bytes:
-            self.f.truncate(good_bytes)  # drop a line torn by a kill
-        self.f.seek(0, os.SEEK_END)
-        self.fsync()
+        try:
+            if fresh:
+                self.f.truncate(0)
+                self._write(csv_bytes(header, []))
+            elif self.f.seek(0, os.SEEK_END) != good_bytes:
+                self.f.truncate(good_bytes)  # drop a line torn by a kill
+            self.f.seek(0, os.SEEK_END)
+            if unterminated:  # a whole last row without its newline: end it
+                self._write(b"\n")
+            self.fsync()
+        except BaseException:
+            self.f.close()
+            raise
 
     def _write(self, data: bytes) -> None:
-        self.f.write(data)
-        self.f.flush()
+        try:
+            self.f.write(data)
+            self.f.flush()
+        except OSError as e:
+            self.failed = True
+            raise DspsimInputError(
+                f"cannot append to {self.path}: {e.strerror or e}; the finished points are in "
+                "it: make room and rerun the same command to finish"
+            ) from None
 
     def append(self, row: list[str]) -> None:
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerow(row)
-        self._write(buf.getvalue().encode("utf-8"))  # one line, one write
+        self._write(csv_line(row))  # one line, one write
         if time.monotonic() - self.synced >= FSYNC_INTERVAL_S:
             self.fsync()
 
@@ -162,9 +217,60 @@ class _Journal:
         self.synced = time.monotonic()
 
     def close(self) -> None:
-        if not self.f.closed:
+        if self.f.closed:
+            return
+        try:
             self.fsync()
             self.f.close()
+        except OSError:
+            if not self.failed:  # already reported: the write that failed said it
+                raise
+        finally:
+            if not self.f.closed:
+                try:
+                    self.f.close()
+                except OSError:
+                    pass
+
+
+def _kept_lines(journal: Path, sweep: Sweep, drop_failed: bool) -> Iterator[bytes]:
+    """The journal's lines a resume keeps (valid, first of their point), newline-ended, in one
+    streamed pass; without the failed points' rows with ``drop_failed``."""
+    scan = Scan(bytearray(sweep.size))
+    for _, line, i in kept_rows(sweep, journal, scan):
+        if drop_failed and i is not None and scan.state[i] == FAILED:
+            continue
+        yield line + b"\n"
+
+
+def _rewrite_journal(journal: Path, sweep: Sweep, drop_failed: bool) -> None:
+    """Rewrite the journal with only the rows a resume keeps (atomically)."""
+    header = csv_bytes(sweep.columns, [])
+
+    def write(f) -> None:
+        f.write(header)
+        for line in _kept_lines(journal, sweep, drop_failed):
+            f.write(line)
+
+    atomic_write(journal, write, "sweep journal")
+
+
+def _read_parquet_rows(out: Path, sweep: Sweep) -> list[list[str]]:
+    from dspsim.study.sweep.table import parquet_rows
+
+    return parquet_rows(out, sweep) if out.suffix == ".parquet" and out.exists() else []
+
+
+def _scan(sweep: Sweep, out: Path, journal: Path) -> tuple[list[str], Scan, list]:
+    """(journal header, the scan, parquet rows) of what the files hold for ``sweep``."""
+    header, _ = read_header(journal) if journal.exists() else ([], 0)
+    if header and header != sweep.columns:
+        raise DspsimInputError(
+            f"{journal} was written by a different sweep (columns {','.join(header)}; this sweep "
+            f"has {','.join(sweep.columns)}); choose another --out or delete it"
+        )
+    parquet = _read_parquet_rows(out, sweep)
+    return header, scan_rows(sweep, journal if header else None, parquet), parquet
 
 
 def run_sweep(
@@ -192,6 +298,8 @@ def run_sweep(
         raise DspsimInputError(f"executor {executor!r}: allowed {', '.join(EXECUTORS)}")
     if executor == "dask":
         import_dask()
+        if scheduler:
+            check_scheduler(scheduler)
     elif scheduler:
         raise DspsimInputError("--scheduler needs --executor dask")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
@@ -199,50 +307,60 @@ def run_sweep(
     if not out.parent.is_dir():
         raise DspsimInputError(f"output directory {str(out.parent)!r} does not exist")
     journal = journal_path(out)
+    side = sidecar_path(out)
+    check_distinct([("--out", out), ("its journal", journal if journal != out else None),
+                    ("its sidecar", side)])
     _check_unlocked(journal)
     if fresh:
-        for p in (out, journal, sidecar_path(out)):
+        for p in (out, journal, side):
             p.unlink(missing_ok=True)
 
-    columns = sweep.columns
-    existing: list[list[str]] = []
-    good = 0
-    header: list[str] = []
-    if journal.exists():
-        header, existing, good = read_csv_rows(journal, columns)
-    if out.suffix == ".parquet" and out.exists():
-        existing = parquet_rows(out, sweep) + existing
-    if existing:
-        _check_meta(out, sweep)
+    header, scan, parquet = _scan(sweep, out, journal)
+    if scan.rows or scan.dropped or scan.duplicates:
+        _check_meta(out, sweep, scan.rows + scan.dropped + scan.duplicates)
+    retry = retry_failed and FAILED in scan.state
+    if retry:
+        scan.state = bytearray(scan.state.replace(bytes([FAILED]), bytes([MISSING])))
+    resumed = sweep.size - scan.state.count(MISSING)
+    if scan.dropped:
+        print(
+            f"dspsim: {scan.dropped:,} invalid rows in {journal} (e.g. {scan.reasons[0]}) are "
+            "dropped; their points are computed again",
+            file=sys.stderr,
+        )
 
-    nkeys = len(sweep.keys)
-    done: dict[tuple[str, ...], list[str]] = {}
-    for r in existing:
-        try:
-            ident = tuple(canon_text(k, v) for k, v in zip(sweep.keys, r[:nkeys]))
-        except ValueError as e:
-            raise DspsimInputError(f"{journal}: {e}; the file is damaged") from None
-        done.setdefault(ident, r)
-    grid_ids = {sweep.identity(p) for p in sweep.points()}
-    if retry_failed:
-        failed_ids = {i for i, r in done.items() if r[-1] and i in grid_ids}
-        if failed_ids:
-            for i in failed_ids:
-                del done[i]
-            # rewrite without them so the file never holds two rows for a point
-            atomic_write(journal, lambda f: f.write(csv_bytes(columns, done.values())))
-            header, _, good = read_csv_rows(journal, columns)
-    todo = [p for p in sweep.points() if sweep.identity(p) not in done]
-    resumed = sweep.size - len(todo)
+    with contextlib.ExitStack() as stack:
+        cluster = None
+        if executor == "dask" and resumed < sweep.size:  # connect before writing anything
+            cluster = stack.enter_context(DaskCluster(scheduler, jobs, dask_processes))
+        if header and (not scan.clean or retry):  # the file never holds two rows for a point
+            _rewrite_journal(journal, sweep, drop_failed=retry)
+            header, scan_after, _ = _scan(sweep, out, journal)
+            scan.good, scan.unterminated = scan_after.good, scan_after.unterminated
+        if not scan.rows:
+            atomic_write(side, lambda f: f.write(json.dumps(sweep.meta(), indent=2).encode()),
+                         "sweep sidecar")
+        computed = _run_points(sweep, journal, header, scan, resumed, jobs, executor, cluster,
+                               progress, timeout_s)
 
-    side = sidecar_path(out)
-    if not existing or not side.exists():
-        atomic_write(side, lambda f: f.write(json.dumps(sweep.meta(), indent=2).encode()))
+    failed = _finish(sweep, out, journal, parquet)
+    return SweepSummary(out, sweep.size, computed, resumed, failed, time.perf_counter() - t0,
+                        scan.dropped)
 
+
+def _run_points(sweep: Sweep, journal: Path, header: list[str], scan: Scan, resumed: int,
+                jobs: int, executor: str, cluster: DaskCluster | None, progress: bool | None,
+                timeout_s: float | None) -> int:
+    """Compute the points the scan found missing, appending each row as it completes; returns
+    how many were computed."""
+    state = scan.state
+    todo = (p for i, p in enumerate(sweep.points()) if state[i] == MISSING)  # a generator
     show = sys.stderr.isatty() if progress is None else progress
     bar = None
     computed = 0
-    writer = _Journal(journal, columns, good, fresh=not header)
+    writer = _Journal(journal, sweep.columns, scan.good, fresh=not header,
+                      unterminated=scan.unterminated)
+    results = None
     try:
 
         def started() -> None:
@@ -260,34 +378,78 @@ def run_sweep(
                     smoothing=0.05,
                 )
 
-        if todo:
-            if executor == "dask":
-                results = dask_results(
-                    sweep, todo, jobs, started, scheduler, dask_processes, timeout_s
-                )
+        if resumed < sweep.size:
+            if cluster is not None:
+                results = dask_results(sweep, todo, cluster, started, timeout_s)
             else:
                 results = local_results(sweep, todo, jobs, started)
             for point, result in results:
                 row = _row_texts(sweep, point, result)
                 writer.append(row)
-                done[sweep.identity(point)] = row
+                i = sweep.index_of(sweep.identity(point))
+                state[i] = FAILED if row[-1] else DONE
                 computed += 1
                 if bar is not None:
                     bar.update(1)
     finally:
+        if results is not None:
+            results.close()  # the executor's own clean-up runs now, not at garbage collection
         if bar is not None:
             bar.close()
         writer.close()
+    return computed
 
-    order = [sweep.identity(p) for p in sweep.points()]
-    extra = [i for i in done if i not in grid_ids]  # rows of earlier, other grids: kept
-    rows = [done[i] for i in order] + [done[i] for i in extra]
+
+def _increasing(values: Iterator[int]) -> bool:
+    last = None
+    for v in values:
+        if last is not None and v <= last:
+            return False
+        last = v
+    return True
+
+
+def _finish(sweep: Sweep, out: Path, journal: Path, parquet: list[list[str]]) -> int:
+    """Write the table in grid order (rows of other grids after them) unless it already is;
+    returns the failed points of the grid."""
+    loc = Locations(sweep.size)
+    # the journal is newer than a parquet file: its row of a point replaces the file's
+    scan = scan_rows(sweep, journal, parquet, loc, replace=True)
+
+    def order() -> Iterator[int]:  # where each row is, in grid order, then the other grids'
+        yield from (o for o in loc.slots if o != -1)
+        yield from loc.extras
+
+    in_order = scan.clean and not scan.torn and _increasing(order())
+
+    def lines() -> Iterator[bytes]:
+        with contextlib.ExitStack() as stack:
+            f = stack.enter_context(open(journal, "rb")) if journal.exists() else None
+            for where in order():
+                if where < -1:
+                    yield csv_line(parquet[-2 - where])
+                    continue
+                f.seek(where)
+                line = f.readline()
+                yield line if line.endswith(b"\n") else line + b"\n"
+
     if out.suffix == ".csv":
-        if rows != existing:  # grid order once complete; untouched if already so
-            atomic_write(out, lambda f: f.write(csv_bytes(columns, rows)))
+        if not in_order:
+            header = csv_bytes(sweep.columns, [])
+
+            def write(f) -> None:
+                f.write(header)
+                for line in lines():
+                    f.write(line)
+
+            atomic_write(out, write, "sweep table")
     else:
+        import csv as _csv
+
+        from dspsim.study.sweep.table import typed_frame
+
+        rows = [r for line in lines() for r in _csv.reader([line.decode("utf-8")])]
         df = typed_frame(sweep, rows)
-        atomic_write(out, lambda f: df.to_parquet(f, index=False))
+        atomic_write(out, lambda f: df.to_parquet(f, index=False), "sweep table")
         journal.unlink(missing_ok=True)
-    failed = sum(1 for i in order if done[i][-1])
-    return SweepSummary(out, sweep.size, computed, resumed, failed, time.perf_counter() - t0)
+    return scan.state.count(FAILED)

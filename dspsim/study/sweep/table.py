@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from dspsim.errors import DspsimInputError
+from dspsim.paths import check_regular_or_absent
 from dspsim.study.sweep.files import EXTENSIONS, journal_path
 from dspsim.study.sweep.grid import TEXT_RESULT_COLUMNS, Sweep
 from dspsim.study.sweep.values import format_value, key_type
@@ -39,6 +40,7 @@ def read_sweep(path: str | Path) -> pd.DataFrame:
             f"sweep file {str(p)!r}: unknown extension {p.suffix or '(none)'!r}; "
             f"allowed {', '.join(EXTENSIONS)}"
         )
+    check_regular_or_absent(p, "sweep file")
     frames = []
     if p.suffix == ".parquet" and p.exists():
         try:
@@ -49,8 +51,9 @@ def read_sweep(path: str | Path) -> pd.DataFrame:
             ) from None
     j = journal_path(p)
     if j.exists():
+        check_regular_or_absent(j, "sweep file")
         data = j.read_bytes()
-        text = data[: data.rfind(b"\n") + 1].decode("utf-8", errors="replace")
+        text = _whole_lines(data).decode("utf-8", errors="replace")
         if text.strip():
             try:
                 text_dtypes = dict.fromkeys(TEXT_RESULT_COLUMNS, str)
@@ -83,29 +86,22 @@ def key_columns(df: pd.DataFrame) -> list[str]:
     return cols[: cols.index("cycles")] if "cycles" in cols else []
 
 
-def read_csv_rows(path: Path, columns: list[str] | None) -> tuple[list[str], list[list[str]], int]:
-    """(header, rows, good_bytes) of a journal; a torn last line (no newline) is left out."""
-    data = path.read_bytes()
+def _whole_lines(data: bytes) -> bytes:
+    """``data`` without a torn last line: a last line without its newline is kept only when it
+    is a whole row of a finished point (as many cells as the header, the last, ``error``,
+    empty), the rows a resume keeps too (:mod:`dspsim.study.sweep.resume`)."""
     good = data.rfind(b"\n") + 1
+    tail = data[good:]
+    if not tail.strip() or good == 0:
+        return data[:good]
     try:
-        text = data[:good].decode("utf-8")
-    except UnicodeDecodeError:
-        raise DspsimInputError(f"{path}: not a UTF-8 CSV file written by dspsim sweep") from None
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows:
-        return [], [], good
-    header, body = rows[0], rows[1:]
-    if columns is not None and header != columns:
-        raise DspsimInputError(
-            f"{path} was written by a different sweep (columns {','.join(header)}; this sweep "
-            f"has {','.join(columns)}); choose another --out or delete it"
-        )
-    for i, r in enumerate(body, start=2):
-        if len(r) != len(header):
-            raise DspsimInputError(
-                f"{path} line {i}: {len(r)} fields, expected {len(header)}; the file is damaged"
-            )
-    return header, body, good
+        header = next(csv.reader([data[: data.find(b"\n")].decode("utf-8")]))
+        row = next(csv.reader([tail.decode("utf-8")], strict=True))
+    except (UnicodeDecodeError, csv.Error, StopIteration):
+        return data[:good]
+    if len(row) == len(header) and row[-1] == "":
+        return data + b"\n"
+    return data[:good]
 
 
 def parquet_rows(path: Path, sweep: Sweep) -> list[list[str]]:

@@ -1,0 +1,254 @@
+"""Reading a sweep's finished rows back, row by row, trusting none of them.
+
+A resumed sweep reads its journal (and the rows of an earlier parquet file) as a stream: the
+whole grid is never held in memory, only one byte per grid point (missing, done, failed) and, at
+the very end, one offset per point to write the table in grid order.
+
+Every row is checked column by column (:func:`check_row`): its parameter cells parse as their
+keys' values and pass their keys' checks; a finished point has every result cell (non-negative
+integers, ``time_us`` and ``wall_s`` finite and non-negative, ``warnings`` warning codes) and a
+failed one none but ``wall_s`` and its ``error`` (free text). An invalid row is dropped and its
+point computed again. A last line without its newline is kept when it is a whole, valid row of
+a finished point (a kill cannot tear a line into one: its last cell, ``error``, is empty), and
+dropped otherwise (then computed again): never lost.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dspsim.errors import DspsimInputError
+from dspsim.study.sweep.grid import Sweep
+from dspsim.study.sweep.values import canon_text, check_value, key_type
+
+MISSING, DONE, FAILED = 0, 1, 2
+_UINT = re.compile(r"[0-9]{1,19}")
+_CODES = re.compile(r"([A-Za-z0-9_]+(;[A-Za-z0-9_]+)*)?")
+_FLOAT_COLUMNS = ("time_us", "wall_s")
+
+
+def _typed(key: str, canon: str) -> Any:
+    t = key_type(key)
+    if key == "shape" or t is str:
+        return canon
+    if t is bool:
+        return canon == "true"
+    return int(canon) if t is int else float(canon)
+
+
+def _non_negative(column: str, text: str) -> None:
+    try:
+        v = float(text)
+    except ValueError:
+        raise ValueError(f"{column} = {text!r} is not a number") from None
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"{column} = {text!r} is not a finite non-negative number")
+
+
+def check_row(sweep: Sweep, cells: list[str]) -> tuple[tuple[str, ...], bool]:
+    """(identity, failed) of a valid row of ``sweep``'s table; ``ValueError`` naming the first
+    bad cell otherwise."""
+    columns = sweep.columns
+    if len(cells) != len(columns):
+        raise ValueError(f"{len(cells)} fields, expected {len(columns)}")
+    ident = []
+    for key, text in zip(sweep.keys, cells):
+        canon = canon_text(key, text)
+        try:
+            check_value(key, _typed(key, canon))
+        except DspsimInputError as e:
+            raise ValueError(str(e)) from None
+        ident.append(canon)
+    result = dict(zip(columns[len(sweep.keys):], cells[len(sweep.keys):]))
+    failed = result["error"] != ""
+    _non_negative("wall_s", result["wall_s"])
+    if "idma.channels" in sweep.keys:
+        channels = int(ident[sweep.keys.index("idma.channels")])
+    else:
+        channels = sweep.model.idma.channels
+    for c, v in result.items():
+        if c in ("wall_s", "error"):
+            continue
+        if failed:
+            if v != "":
+                raise ValueError(f"{c} = {v!r} in the row of a failed point")
+        elif c == "warnings":
+            if not _CODES.fullmatch(v):
+                raise ValueError(f"warnings = {v!r} is not a list of warning codes")
+        elif c in _FLOAT_COLUMNS:
+            _non_negative(c, v)
+        elif re.fullmatch(r"idma[0-9]+_busy_cycles", c) and int(c[4:-12]) >= channels:
+            if v != "":
+                raise ValueError(f"{c} = {v!r} for a point with {channels} channels")
+        elif not _UINT.fullmatch(v):
+            raise ValueError(f"{c} = {v!r} is not a non-negative integer")
+    return tuple(ident), failed
+
+
+def journal_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
+    """(offset, line without its newline, whether it had one) of every line after the
+    header."""
+    with open(path, "rb") as f:
+        header = f.readline()
+        offset = len(header)
+        for line in f:
+            ended = line.endswith(b"\n")
+            yield offset, line[:-1] if ended else line, ended
+            offset += len(line)
+
+
+def read_header(path: Path) -> tuple[list[str], int]:
+    """(header cells, its length in bytes) of a journal; ``[]`` when it has no whole header."""
+    with open(path, "rb") as f:
+        line = f.readline()
+    if not line.endswith(b"\n"):
+        return [], 0
+    try:
+        return next(csv.reader([line[:-1].decode("utf-8")]), []), len(line)
+    except (UnicodeDecodeError, csv.Error):
+        raise DspsimInputError(f"{path}: not a UTF-8 CSV file written by dspsim sweep") from None
+
+
+def parse_line(line: bytes) -> list[str] | None:
+    """The cells of one CSV line, or None when it is not one."""
+    try:
+        rows = list(csv.reader([line.decode("utf-8")], strict=True))
+    except (UnicodeDecodeError, csv.Error):
+        return None
+    return rows[0] if len(rows) == 1 else None
+
+
+@dataclass
+class Scan:
+    """What a journal (and an earlier parquet file) holds for a sweep."""
+
+    state: bytearray  # per grid point: MISSING, DONE or FAILED
+    rows: int = 0  # valid rows kept
+    dropped: int = 0  # invalid rows (their points are computed again)
+    duplicates: int = 0  # second rows of a point
+    extra: int = 0  # valid rows of points outside this grid (kept)
+    good: int = 0  # bytes of the journal to keep (a torn last line cut off)
+    torn: bool = False  # a last line without its newline was dropped
+    unterminated: bool = False  # a last line without its newline was kept
+    reasons: list[str] = field(default_factory=list)  # the first few invalid rows, why
+
+    @property
+    def clean(self) -> bool:
+        """Nothing to drop: the journal can be appended to as it is."""
+        return not (self.dropped or self.duplicates)
+
+
+def _classify(sweep: Sweep, cells: list[str] | None, scan: Scan, extras: set, where: str,
+              replace: bool = False):
+    """The grid index of a valid row (None: outside the grid), or False when it is dropped
+    (invalid, or a second row of a point unless ``replace``: then the later row counts)."""
+    if cells is None:
+        reason = "not a CSV line"
+    else:
+        try:
+            ident, failed = check_row(sweep, cells)
+        except ValueError as e:
+            reason = str(e)
+        else:
+            i = sweep.index_of(ident)
+            if i is None:
+                if ident in extras:
+                    scan.duplicates += 1
+                    return False
+                extras.add(ident)
+                scan.extra += 1
+                scan.rows += 1
+                return None
+            if scan.state[i] != MISSING:
+                scan.duplicates += 1
+                if not replace:
+                    return False
+            else:
+                scan.rows += 1
+            scan.state[i] = FAILED if failed else DONE
+            return i
+    scan.dropped += 1
+    if len(scan.reasons) < 3:
+        scan.reasons.append(f"{where}: {reason}")
+    return False
+
+
+def scan_rows(
+    sweep: Sweep,
+    journal: Path | None,
+    parquet: list[list[str]] = (),
+    locations: Locations | None = None,
+    replace: bool = False,
+) -> Scan:
+    """Check every row of ``parquet`` (text cells) then of ``journal``; with ``locations`` (one
+    slot per grid point) record where each kept row is: a journal offset, or ``-2 - k`` for the
+    parquet row ``k``. ``replace``: a later row of a point replaces an earlier one (else the
+    first is kept)."""
+    scan = Scan(bytearray(sweep.size))
+    extras: set[tuple[str, ...]] = set()
+    for k, cells in enumerate(parquet):
+        i = _classify(sweep, cells, scan, extras, f"parquet row {k + 1}", replace)
+        if locations is not None and i is not False:
+            _locate(locations, i, -2 - k)
+    for offset, _, i in kept_rows(sweep, journal, scan, extras, replace):
+        if locations is not None:
+            _locate(locations, i, offset)
+    return scan
+
+
+def kept_rows(
+    sweep: Sweep,
+    journal: Path | None,
+    scan: Scan | None = None,
+    extras: set | None = None,
+    replace: bool = False,
+) -> Iterator[tuple[int, bytes, int | None]]:
+    """(offset, line without its newline, grid index or None outside the grid) of every row of
+    ``journal`` a resume keeps, in file order, streamed; ``scan`` (default a fresh one) counts
+    what is kept and dropped."""
+    scan = scan if scan is not None else Scan(bytearray(sweep.size))
+    extras = extras if extras is not None else set()
+    if journal is None or not journal.exists():
+        return
+    scan.good = read_header(journal)[1]
+    for offset, line, ended in journal_lines(journal):
+        if not line and ended:
+            scan.good = offset + 1
+            continue  # a blank line
+        cells = parse_line(line)
+        if not ended:  # a torn line is kept only when it is a whole finished point's row
+            try:
+                keep = cells is not None and not check_row(sweep, cells)[1]
+            except ValueError:
+                keep = False
+            if not keep:
+                scan.torn = True
+                return
+            scan.unterminated = True
+        scan.good = offset + len(line) + ended
+        i = _classify(sweep, cells, scan, extras, f"{journal} at byte {offset}", replace)
+        if i is not False:
+            yield offset, line, i
+
+
+def _locate(locations: Locations, i: int | None, where: int) -> None:
+    if i is None:
+        locations.extras.append(where)
+    else:
+        locations.slots[i] = where
+
+
+class Locations:
+    """Where each grid point's row is (``slots``, -1: no row; 8 bytes a point) and the rows
+    outside the grid, in file order (``extras``)."""
+
+    def __init__(self, size: int):
+        self.slots = array("q", [-1]) * size
+        self.extras: list[int] = []
