@@ -3,30 +3,33 @@
 Writes results/sweep_array_length.csv and .png (cycles per element against n) and prints its
 conclusion in one sentence: a straight-line fit cycles = fixed + per_element * n for each version
 over the larger arrays, and from which n on ping-pong is the faster.
-Run: ``python experiments/sweep_array_length.py [--jobs 2] [--fidelity tile|burst]``.
+Run: ``python experiments/sweep_array_length.py [--jobs 2] [--fidelity tile|burst]
+[--out-dir DIR]``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
+from _results import RESULTS, finish_table
 
+from dspsim.analysis.timeline import save_figure
 from dspsim.study.experiments import experiment_parser, run_experiment, script_main
 from dspsim.study.sweep_plot import line_plot
 
 NAME = "sweep_array_length"
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+VARIANTS = ["pingpong", "direct"]  # the seed's two versions
 LENGTHS = [1 << k for k in range(6, 23)]  # 64 .. 4,194,304 float32
 FIT_FROM = 1 << 16  # fit the straight line where fixed costs no longer dominate
 
 
 def main() -> None:
     args = experiment_parser(__doc__.splitlines()[0]).parse_args()
-    df, out_dir = run_experiment(NAME, args, RESULTS, params={"n": LENGTHS})
+    df, out_dir = run_experiment(NAME, args, RESULTS, params={"n": LENGTHS},
+                                 variants=VARIANTS)
+    finish_table(out_dir / f"{NAME}.csv")
 
     fig = line_plot(df, "n", "cycles_per_element", hue="variant", source=NAME)
-    fig.savefig(out_dir / f"{NAME}.png", dpi=130)
+    save_figure(fig, out_dir / f"{NAME}.png", dpi=130)
 
     fits = {}
     for mode in ("pingpong", "direct"):

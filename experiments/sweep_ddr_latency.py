@@ -2,21 +2,21 @@
 
 Writes results/sweep_ddr_latency.csv and .png (speed-up of ping-pong over direct against the
 latency) and prints its conclusion in one sentence.
-Run: ``python experiments/sweep_ddr_latency.py [--jobs 2] [--fidelity tile|burst]``.
+Run: ``python experiments/sweep_ddr_latency.py [--jobs 2] [--fidelity tile|burst] [--out-dir DIR]``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
+from _results import RESULTS, finish_table
 
+from dspsim.analysis.timeline import save_figure
 from dspsim.config import load_model
 from dspsim.study.experiments import experiment_parser, run_experiment, script_main
 from dspsim.study.sweep_plot import line_plot, speedup_table
 
 NAME = "sweep_ddr_latency"
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+VARIANTS = ["pingpong", "direct"]  # the seed's two versions
 N = 100_000
 # 1 to 10,000 cycles, three points a decade: from SRAM-like to a congested far memory
 LATENCIES_CYCLES = [float(f"{v:.3g}") for v in np.logspace(0, 4, 13)]
@@ -38,8 +38,10 @@ def crossovers(lat: np.ndarray, speedup: np.ndarray) -> list[float]:
 def main() -> None:
     args = experiment_parser(__doc__.splitlines()[0]).parse_args()
     df, out_dir = run_experiment(
-        NAME, args, RESULTS, params={"ddr.latency_cycles": LATENCIES_CYCLES}, n=N
+        NAME, args, RESULTS, params={"ddr.latency_cycles": LATENCIES_CYCLES}, n=N,
+        variants=VARIANTS,
     )
+    finish_table(out_dir / f"{NAME}.csv")
     table = speedup_table(df).sort_values("ddr.latency_cycles")
     lat = table["ddr.latency_cycles"].to_numpy(dtype=float)
     s = table["speedup"].to_numpy(dtype=float)
@@ -48,7 +50,7 @@ def main() -> None:
     fitted = load_model().ddr.latency_cycles
     fig.axes[0].axvline(fitted, color="0.5", linestyle=":", label="model's latency_cycles")
     fig.axes[0].legend(fontsize="small")
-    fig.savefig(out_dir / f"{NAME}.png", dpi=130)
+    save_figure(fig, out_dir / f"{NAME}.png", dpi=130)
 
     cross = crossovers(lat, s)
     lo, hi = lat.min(), lat.max()

@@ -5,19 +5,19 @@ idma.max_outstanding x ddr.bytes_per_cycle.
 ``core_busy_cycles``) for at least half of the op's cycles, so the iDMA no longer dominates.
 Writes results/sweep_outstanding.csv and .png (heatmap of the core's busy fraction, with the
 contour where it is one half) and prints its conclusion in one sentence.
-Run: ``python experiments/sweep_outstanding.py [--jobs 2] [--fidelity tile|burst]``.
+Run: ``python experiments/sweep_outstanding.py [--jobs 2] [--fidelity tile|burst] [--out-dir DIR]``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from _results import RESULTS, finish_table
 
+from dspsim.analysis.timeline import save_figure
 from dspsim.config import load_model
 from dspsim.study.experiments import experiment_parser, run_experiment, script_main
 from dspsim.study.sweep_plot import heatmap
 
 NAME = "sweep_outstanding"
-RESULTS = Path(__file__).resolve().parents[1] / "results"
 N = 100_000
 OUTSTANDING = [1 << k for k in range(9)]  # 1 .. 256 bursts in flight per channel
 COMPUTE_BOUND = 0.5  # core busy fraction
@@ -32,9 +32,10 @@ def main() -> None:
         args,
         RESULTS,
         params={"idma.max_outstanding": OUTSTANDING, "ddr.bytes_per_cycle": bandwidths},
-        modes="pingpong",
+        variants="pingpong",
         n=N,
     )
+    finish_table(out_dir / f"{NAME}.csv")
     df["core_busy_fraction"] = df["core_busy_cycles"] / df["cycles"]
 
     fig = heatmap(
@@ -45,7 +46,7 @@ def main() -> None:
         contour=COMPUTE_BOUND,
         source=NAME,
     )
-    fig.savefig(out_dir / f"{NAME}.png", dpi=130)
+    save_figure(fig, out_dir / f"{NAME}.png", dpi=130)
 
     at_fit = df[df["ddr.bytes_per_cycle"] == fitted_bw]["core_busy_fraction"].max()
     bound = df[df["core_busy_fraction"] >= COMPUTE_BOUND]

@@ -10,7 +10,7 @@ under ``results/``:
 
 Then prints a one-sentence conclusion computed from the runs.
 
-Usage: ``python experiments/timelines.py [--out DIR] [--model PATH] [--set KEY=VALUE ...]``
+Usage: ``python experiments/timelines.py [--out-dir DIR] [--model PATH] [--set KEY=VALUE ...]``
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ import argparse
 from pathlib import Path
 
 import pandas as pd
+from _results import RESULTS
 
 from dspsim.analysis.compare import plot_compare
 from dspsim.analysis.stalls import core_breakdown, engine_utilisation
 from dspsim.analysis.tiles import tile_table
 from dspsim.analysis.timeline import plot_timeline
 from dspsim.config import load_model
+from dspsim.paths import atomic_write_text
 from dspsim.run import simulate
 
 N = 100_000
@@ -32,11 +34,12 @@ N = 100_000
 
 def main(argv: list[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results"))
+    ap.add_argument("--out-dir", metavar="DIR", default=str(RESULTS),
+                    help="where to write (default: results/)")
     ap.add_argument("--model", default=None)
     ap.add_argument("--set", action="append", default=[], dest="overrides")
     args = ap.parse_args(argv)
-    out = Path(args.out)
+    out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
     model = load_model(args.model, args.overrides)
@@ -57,7 +60,8 @@ def main(argv: list[str] | None = None) -> str:
     plot_timeline(pp, out / "timeline_pingpong_zoom.png", window)
 
     rows = [{"mode": m} | row for m, r in runs.items() for row in core_breakdown(r.trace, r.passes)]
-    pd.DataFrame(rows).to_csv(out / "timelines_stalls.csv", index=False, float_format="%.1f")
+    atomic_write_text(out / "timelines_stalls.csv",
+                      pd.DataFrame(rows).to_csv(index=False, float_format="%.1f"), "table")
 
     total = {m: pd.DataFrame(core_breakdown(r.trace, r.passes)).sum(numeric_only=True)
              for m, r in runs.items()}

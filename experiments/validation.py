@@ -2,7 +2,7 @@
 
 Every number in the report is computed by this script (calibration, identifiability, fidelity
 agreement, bounds, functional accuracy); the prose around them only names what was computed.
-Run: ``python experiments/validation.py [--out docs/validation.md]`` (a few minutes: the
+Run: ``python experiments/validation.py [--out-dir docs]`` (a few minutes: the
 identifiability study fits and profiles three free keys at burst fidelity).
 """
 
@@ -22,6 +22,7 @@ from dspsim import __version__
 from dspsim.config import HardwareModel, load_model
 from dspsim.ops.softmax.bounds import UNCONTENDED_MARGIN, UNCONTENDED_MIN_TILES, bounds
 from dspsim.ops.softmax.reference import seed_input
+from dspsim.paths import atomic_write_text
 from dspsim.run import git_sha, simulate
 from dspsim.study.calibrate import (
     SEED_MEASUREMENTS_CYCLES,
@@ -523,7 +524,8 @@ def accuracy_section(model: HardwareModel) -> list[str]:
 # ------------------------------------------------------------------------------ document
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(ROOT / "docs" / "validation.md"), metavar="FILE.md")
+    ap.add_argument("--out-dir", default=str(ROOT / "docs"), metavar="DIR",
+                    help="where to write validation.md (default: docs/)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     model = load_model()
@@ -549,9 +551,9 @@ def main() -> None:
         "5. the board measurement that would settle the remaining ambiguity.",
         "",
     ]
-    out = Path(args.out)
+    out = Path(args.out_dir) / "validation.md"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(head + body).rstrip() + "\n", encoding="utf-8")
+    atomic_write_text(out, "\n".join(head + body).rstrip() + "\n", "report")
     log(f"wrote {out} in {time.perf_counter() - t0:.0f} s")
 
 

@@ -1,12 +1,21 @@
 """The Chrome Trace Event export, checked on real runs."""
 
 import collections
+import gzip
 import json
 
 import numpy as np
 import pytest
 
-from dspsim.analysis.perfetto import DDR_COUNTER, TCM_COUNTER, trace_events, write_trace
+from dspsim.analysis.perfetto import (
+    DDR_COUNTER,
+    DDR_REQUESTS_COUNTER,
+    DEFAULT_EVENT_LIMIT,
+    TCM_COUNTER,
+    check_trace_path,
+    trace_events,
+    write_trace,
+)
 from dspsim.analysis.series import interval_integral
 from dspsim.cli import main
 from dspsim.run import simulate
@@ -54,7 +63,7 @@ def check_structure(doc):
 
 def test_structure_threads_and_no_overlap(doc):
     names = check_structure(doc)
-    assert set(names.values()) == {"core", "iDMA ch0", "iDMA ch1", "TCM buffer 0",
+    assert set(names.values()) == {"pass", "core", "iDMA ch0", "iDMA ch1", "TCM buffer 0",
                                    "TCM buffer 1"}
     json.dumps(doc)  # serialisable as is
 
@@ -72,7 +81,8 @@ def test_slices_carry_args_and_times_from_cycles(doc, pingpong):
     # every trace row is there once, on its engine's thread
     names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M"
              and e["name"] == "thread_name"}
-    per_thread = collections.Counter(names[e["tid"]] for e in xs if e["cat"] != "tcm")
+    per_thread = collections.Counter(names[e["tid"]] for e in xs
+                                     if e["cat"] not in ("tcm", "pass"))
     # the core's thread is "core", a channel's is numbered by its position among the run's
     threads = {pingpong.core: "core"}
     threads |= {ch: f"iDMA ch{i}" for i, ch in enumerate(pingpong.engines_of("idma"))}
@@ -174,7 +184,7 @@ def test_clock_scales_timestamps(j6):
     r = simulate(slow, variant="direct", n=3000, data=False, trace=True, port_log=True)
     doc = trace_events(r)
     check_structure(doc)
-    x = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    x = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] != "pass"]
     total_us = sum(e["dur"] for e in x)
     assert total_us == pytest.approx(r.cycles / 500.0, abs=1e-2)
     assert not [e for e in doc["traceEvents"] if e["name"] == TCM_COUNTER]
@@ -210,3 +220,148 @@ def test_write_trace_to_a_directory_is_refused(pingpong, tmp_path):
     target.mkdir()
     with pytest.raises(DspsimInputError, match="is a directory"):
         write_trace(pingpong, target)
+
+
+# ------------------------------------------------------------------ whole nanoseconds, no overlap
+@pytest.fixture(scope="module")
+def million(j6):
+    """n = 10^6 with 8 KiB tiles: ~1,500 tiles a pass, 51.5 million cycles."""
+    model = j6.with_overrides({"softmax.tile_bytes": 8192})
+    return simulate(model, variant="pingpong", n=1_000_000, data=False, trace=True,
+                    port_log=True)
+
+
+def test_no_slices_overlap_on_a_thread_at_a_million(million):
+    # before: ts and dur rounded separately, ts + dur in floating point passed the next slice's
+    # ts on 1,545 pairs; now neither a viewer adding floats nor one rounding to ns sees overlap
+    for limit in (DEFAULT_EVENT_LIMIT, 2_000_000):
+        doc = trace_events(million, limit)
+        check_structure(doc)
+        per_thread = collections.defaultdict(list)
+        for e in doc["traceEvents"]:
+            if e["ph"] == "X":
+                per_thread[e["tid"]].append(e)
+        assert sum(len(v) for v in per_thread.values()) > 1000
+        for rows in per_thread.values():
+            rows.sort(key=lambda e: (e["ts"], e["dur"]))
+            for a, b in zip(rows, rows[1:]):
+                assert a["ts"] + a["dur"] <= b["ts"], (a, b)
+
+
+def test_timestamps_are_whole_nanoseconds_from_whole_cycles(million):
+    doc = trace_events(million)
+    assert doc["displayTimeUnit"] == "ns"
+    clock = million.model.core.clock_mhz
+    for e in doc["traceEvents"]:
+        if e["ph"] in "XCsf":
+            assert abs(e["ts"] * 1000 - round(e["ts"] * 1000)) < 1e-6, e
+        if e["ph"] == "X":
+            dur_ns = e["dur"] * 1000
+            assert abs(dur_ns - round(dur_ns)) < 1e-6, e
+            a = e["args"]
+            if not a.get("cut"):  # whole cycles at the model's clock (1 ns a cycle on J6)
+                assert round(e["ts"] * 1000) == round(round(a["start_cycle"]) * 1000 / clock)
+                assert ns(e["ts"]) + ns(e["dur"]) == round(round(a["end_cycle"]) * 1000 / clock)
+    assert "microseconds" in doc["otherData"]["time_note"]
+
+
+def test_a_slow_clock_keeps_slices_apart(j6):
+    r = simulate(j6.with_overrides({"core.clock_mhz": 700.0}), variant="pingpong", n=20_000,
+                 data=False, trace=True, port_log=True)
+    check_structure(trace_events(r))
+
+
+# ------------------------------------------------------------------ gzip, flows, passes, requests
+def test_gzipped_trace(pingpong, tmp_path):
+    assert check_trace_path(tmp_path / "t.json.gz") == tmp_path / "t.json.gz"
+    assert check_trace_path(tmp_path / "t.JSON.GZ")
+    gz = write_trace(pingpong, tmp_path / "t.json.gz", limit=5000)
+    assert gz.read_bytes()[:2] == b"\x1f\x8b"
+    doc = json.loads(gzip.decompress(gz.read_bytes()))
+    check_structure(doc)
+    plain = json.loads(write_trace(pingpong, tmp_path / "t.json", limit=5000).read_text())
+    assert doc == plain
+    assert not list(tmp_path.glob("*.tmp"))  # written through a temporary file
+    from dspsim.errors import DspsimInputError
+
+    with pytest.raises(DspsimInputError, match="allowed .json, .json.gz"):
+        check_trace_path(tmp_path / "t.gz")
+
+
+def test_flows_carry_their_source_slices_category(doc):
+    events = doc["traceEvents"]
+    rows = slices_by_tid(events)
+    flows = [e for e in events if e["ph"] in "sf"]
+    assert flows and all(e["cat"] in ("copy_in", "compute") for e in flows)
+    for e in flows:
+        if e["ph"] == "s":
+            (src,) = enclosing(rows[e["tid"]], ns(e["ts"]))
+            assert e["cat"] == src["cat"]
+        else:
+            assert e["bp"] == "e"
+
+
+def test_pass_track(doc, pingpong):
+    names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    passes = [e for e in doc["traceEvents"] if e["ph"] == "X" and names[e["tid"]] == "pass"]
+    assert [e["name"] for e in passes] == [p["name"] for p in pingpong.passes]
+    for e, p in zip(passes, pingpong.passes):
+        assert e["cat"] == "pass"
+        assert ns(e["ts"]) == round(p["start_cycle"]) and ns(e["dur"]) == round(
+            p["end_cycle"]) - round(p["start_cycle"])
+    assert min(names) == min(t for t, n in names.items() if n == "pass")  # the top thread
+
+
+def test_ddr_requests_in_flight_per_requester(doc, pingpong):
+    c = [e for e in doc["traceEvents"] if e["ph"] == "C" and e["name"] == DDR_REQUESTS_COUNTER]
+    assert "exact" in doc["otherData"]["ddr_requests_in_flight"]
+    assert set(c[0]["args"]) == {"iDMA ch0", "iDMA ch1"}  # named as their threads
+    ts = np.array([ns(e["ts"]) for e in c], float)
+    assert (np.diff(ts) > 0).all()
+    channels = pingpong.engines_of("idma")
+    for label, engine in (("iDMA ch0", channels[0]), ("iDMA ch1", channels[1])):
+        v = np.array([e["args"][label] for e in c])
+        assert v.min() >= 0 and v.max() <= pingpong.model.idma.max_outstanding
+        log = np.array([(x[0], x[3]) for x in pingpong.port_log if x[6] == engine])
+        area_ns = float((log[:, 1] - log[:, 0]).sum()) * 1000.0 / pingpong.model.core.clock_mhz
+        assert float((v[:-1] * np.diff(ts)).sum()) == pytest.approx(area_ns, rel=1e-4)
+
+
+# ------------------------------------------------------------------ the limit is exact
+@pytest.mark.parametrize("limit", [100, 101, 137, 1000, 4321, 20_000])
+def test_limit_is_exact_metadata_included(pingpong, limit):
+    doc = trace_events(pingpong, limit)
+    events = doc["traceEvents"]
+    other = doc["otherData"]
+    assert len(events) <= limit and other["events"] == len(events)
+    assert other["event_limit"] == limit and "metadata" in other["limit_counts"]
+    check_structure(doc)
+    full = len(trace_events(pingpong, 10**7)["traceEvents"])
+    if full > limit:  # what was cut or resampled is said
+        assert other["slices"].startswith("cut at") or "resampled" in other[
+            "ddr_bytes_in_flight"]
+    cut = [e for e in events if e["ph"] == "X" and e["args"].get("cut")]
+    if other["slices"] != "all":
+        assert f"{len(cut):,} end at the cut" in other["slices"]
+
+
+def test_limit_at_a_million(million):
+    for limit in (100, 5_000, DEFAULT_EVENT_LIMIT):
+        doc = trace_events(million, limit)
+        assert len(doc["traceEvents"]) <= limit
+        names = {e["args"]["name"] for e in doc["traceEvents"]
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        assert "pass" in names
+        passes = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "pass"]
+        if doc["otherData"]["slices"] != "all":  # the pass across the cut ends there
+            assert passes and passes[-1]["args"].get("cut") is True
+
+
+def test_cli_writes_a_gzipped_trace(tmp_path, capsys):
+    out = tmp_path / "t.json.gz"
+    assert main(["run", "--n", "20000", "--no-data", "--trace", str(out),
+                 "--trace-limit", "3000"]) == 0
+    doc = json.loads(gzip.decompress(out.read_bytes()))
+    check_structure(doc)
+    assert len(doc["traceEvents"]) <= 3000 and doc["otherData"]["event_limit"] == 3000

@@ -8,12 +8,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dspsim.analysis.compare import plot_compare
+from dspsim.analysis.compare import compare_figure, plot_compare
+from dspsim.analysis.engines import RunEngines
 from dspsim.analysis.stalls import stall_summary
+from dspsim.analysis.tiles import tcm_segments, tile_table
 from dspsim.analysis.timeline import (
+    COPY_COLOURS,
+    DPI,
+    FIGURE_FORMATS,
+    LANE_H,
+    SETUP_COLOUR,
+    TCM_COLOURS,
+    WAIT_COLOURS,
+    check_figure_path,
     check_window,
     ddr_series,
     default_timeline_path,
+    kernel_colours,
     parse_window,
     plot_timeline,
     timeline_figure,
@@ -207,7 +218,7 @@ def test_plot_sweep_dispatches_its_arguments(monkeypatch, capsys):
     code, _, _ = run_cli(capsys, "plot", "sweep", "t.csv", "--x", "n", "--heatmap", "a", "b")
     assert code == 0
     assert (seen["file"], seen["x"], seen["y"], seen["hue"], seen["heatmap"], seen["out"]) == (
-        "t.csv", "n", "cycles", None, ["a", "b"], None)
+        "t.csv", "n", None, None, ["a", "b"], None)  # plot_sweep picks speedup or cycles
 
 
 def write(path, data: bytes):
@@ -270,3 +281,172 @@ def test_unwritable_directory(tmp_path, capsys):
         assert code == 2 and "not writable" in err
     finally:
         locked.chmod(0o700)
+
+
+# ------------------------------------------------------------------ the drawing tells the truth
+def agg_pixels(fig):
+    """The figure as the PNG has it: RGB pixels at the save resolution, and its renderer."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig.set_dpi(DPI)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[:, :, :3].astype(float), canvas.get_renderer()
+
+
+def hex_rgb(colour):
+    from matplotlib.colors import to_rgb
+
+    return np.array(to_rgb(colour)) * 255
+
+
+def lane_pixels(fig, pixels, y):
+    """The pixels inside one lane's bars (a pixel's margin left out at the top and bottom)."""
+    ax = fig.axes[0]
+    height = pixels.shape[0]
+    (x0, y_lo), (x1, y_hi) = ax.transData.transform(
+        [(ax.get_xlim()[0], y - LANE_H / 2), (ax.get_xlim()[1], y + LANE_H / 2)])
+    rows = slice(int(np.ceil(height - y_hi)) + 1, int(np.floor(height - y_lo)) - 1)
+    return pixels[rows, int(np.ceil(x0)) + 1:int(np.floor(x1)) - 1]
+
+
+def drawn_shares(block, colours: dict[str, str]) -> dict[str, float]:
+    """The share of a lane's pixels nearest to each state's colour (white: idle)."""
+    names = [*colours, "idle"]
+    palette = np.array([hex_rgb(c) for c in colours.values()] + [[255.0, 255.0, 255.0]])
+    dist = ((block[:, :, None, :] - palette[None, None]) ** 2).sum(axis=-1)
+    nearest = dist.argmin(axis=-1)
+    return {n: float((nearest == k).mean()) for k, n in enumerate(names)}
+
+
+def time_shares(rows: pd.DataFrame, key: str, lo: float, hi: float) -> dict[str, float]:
+    s = rows["start_cycle"].clip(lo, hi)
+    e = rows["end_cycle"].clip(lo, hi)
+    return ((e - s).groupby(rows[key]).sum() / (hi - lo)).to_dict()
+
+
+@pytest.fixture(scope="module")
+def million(j6):
+    """n = 10^6 with 8 KiB tiles: every bar narrower than a pixel at full width."""
+    model = j6.with_overrides({"softmax.tile_bytes": 8192})
+    return simulate(model, variant="pingpong", n=1_000_000, data=False, trace=True,
+                    port_log=True)
+
+
+def test_sub_pixel_bars_are_drawn_as_their_share_of_time(million):
+    """Before: every bar was drawn at least 2 px wide, so the core lane looked busy computing
+    all run (1 % busy) and the iDMA lanes, their copies framed in white, half idle (99.5 %)."""
+    fig = timeline_figure(million)
+    pixels, _ = agg_pixels(fig)
+    trace = million.trace
+    lo, hi = 0.0, float(million.cycles)
+    engines = million.engines_of("idma")
+    # the core: each kernel, descriptor programming, both waits
+    core = trace[trace["engine"] == million.core]
+    state = core["kind"].where(core["kind"] != "compute", "kernel " + core["what"])
+    want = time_shares(core.assign(state=state), "state", lo, hi)
+    colours = {f"kernel {k}": c for k, c in kernel_colours(core).items()}
+    colours |= {"setup": SETUP_COLOUR} | WAIT_COLOURS
+    got = drawn_shares(lane_pixels(fig, pixels, -1), colours)
+    assert sum(v for k, v in want.items() if k.startswith("kernel")) < 0.02  # 1 % busy
+    for name in colours:
+        assert got[name] == pytest.approx(want.get(name, 0.0), abs=0.02), (name, got, want)
+    # both channels: busy 99.5 % of the run, half input, half output copies
+    for y, ch in ((-2, engines[0]), (-3, engines[1])):
+        want = time_shares(trace[trace["engine"] == ch], "kind", lo, hi)
+        got = drawn_shares(lane_pixels(fig, pixels, y), COPY_COLOURS)
+        assert got["copy_in"] + got["copy_out"] > 0.95
+        for kind in COPY_COLOURS:
+            assert got[kind] == pytest.approx(want[kind], abs=0.03), (ch, got, want)
+    # the TCM buffers: filling, computing, draining... as long as they last
+    segs = tcm_segments(trace, million.passes, RunEngines.of(million))
+    for y, b in ((-4, 0), (-5, 1)):
+        want = time_shares(segs[segs["buffer"] == b], "state", lo, hi)
+        got = drawn_shares(lane_pixels(fig, pixels, y), TCM_COLOURS)
+        for name in TCM_COLOURS:
+            assert got[name] == pytest.approx(want.get(name, 0.0), abs=0.03), (b, got, want)
+    assert any("share of its time" in t.get_text() for t in fig.texts)
+
+
+def test_wide_bars_keep_their_labels_and_narrow_ones_their_share(headline):
+    # the headline: copies are wide (labelled bars), kernels a few hundred cycles (columns)
+    fig = timeline_figure(headline)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "t0" in texts and "t11" in texts
+    pixels, _ = agg_pixels(fig)
+    core = headline.trace[headline.trace["engine"] == headline.core]
+    busy = float((core["end_cycle"] - core["start_cycle"])[core["kind"] == "compute"].sum())
+    colours = {f"kernel {k}": c for k, c in kernel_colours(core).items()} | WAIT_COLOURS
+    got = drawn_shares(lane_pixels(fig, pixels, -1), colours)
+    drawn = sum(v for k, v in got.items() if k.startswith("kernel"))
+    assert drawn == pytest.approx(busy / headline.cycles, abs=0.01)  # 0.8 %, not 2 px each
+
+
+def test_window_tick_labels_stay_inside_the_figure(headline):
+    for window in ((1_000_000, 1_300_000), (0, 100_000), (12_345, 987_654), None):
+        fig = timeline_figure(headline, window)
+        _, renderer = agg_pixels(fig)
+        width = fig.bbox.width
+        for a in fig.axes + [c for ax in fig.axes for c in ax.child_axes]:
+            lo, hi = sorted(a.get_xlim())
+            for tick in a.xaxis.get_major_ticks():
+                label = tick.label1
+                if lo <= tick.get_loc() <= hi and label.get_visible() and label.get_text():
+                    box = label.get_window_extent(renderer)
+                    assert 0 <= box.x0 and box.x1 <= width, (window, label.get_text())
+
+
+def test_the_legend_lists_only_what_the_window_shows(headline):
+    tiles = tile_table(headline.trace, headline.passes)
+    t = tiles[(tiles["pass"] == "exp_sum") & (tiles["tile"] == 2)].iloc[0]
+    fig = timeline_figure(headline, (t["copy_in_start_cycle"], t["copy_out_end_cycle"]))
+    legend = [x.get_text() for x in fig.legends[0].get_texts()]
+    assert "core: vecexpf_max" in legend and "iDMA output copy (TCM→DDR)" in legend
+    for absent in ("core: vecmaxf", "core: vecmul"):  # kernels of other passes
+        assert absent not in legend
+    # the whole run lists them all
+    legend = [x.get_text() for x in timeline_figure(headline).legends[0].get_texts()]
+    assert {"core: vecmaxf", "core: vecmul", "core: vecexpf_max"} <= set(legend)
+    # a window of the max pass only reads: no output copy, nothing drains, no DDR write
+    legend = [x.get_text() for x in timeline_figure(headline, (0, 100_000)).legends[0]
+              .get_texts()]
+    for absent in ("iDMA output copy (TCM→DDR)", "TCM tile draining", "DDR write (bytes/cycle)",
+                   "core: vecexpf_max"):
+        assert absent not in legend
+
+
+def boxes_overlap(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_compare_footnote_legend_and_axes_do_not_overlap(headline, direct):
+    for fig in (compare_figure([headline, direct]), timeline_figure(headline)):
+        _, renderer = agg_pixels(fig)
+        legend = fig.legends[0].get_window_extent(renderer)
+        (note,) = [t for t in fig.texts if "verticals" in t.get_text()
+                   or "share of its time" in t.get_text()]
+        note = note.get_window_extent(renderer)
+        assert not boxes_overlap(legend, note)
+        assert 0 <= note.x0 and note.x1 <= fig.bbox.width
+        for a in fig.axes:
+            if a.get_visible():
+                assert not boxes_overlap(a.get_tightbbox(renderer), legend)
+
+
+def test_svg_keeps_text_and_pdf_is_a_figure_format(headline, tmp_path):
+    svg = plot_timeline(headline, tmp_path / "t.svg", (1_000_000, 1_300_000)).read_text()
+    assert "<text" in svg and "exp_sum: 2,06" in svg  # text stays text, searchable
+    pdf = plot_timeline(headline, tmp_path / "t.pdf", (1_000_000, 1_300_000))
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    assert plot_compare([headline], tmp_path / "c.pdf").read_bytes()[:5] == b"%PDF-"
+    assert FIGURE_FORMATS == (".png", ".svg", ".pdf")
+    assert check_figure_path(tmp_path / "x.PDF")
+    assert not list(tmp_path.glob("*.tmp"))  # written through a temporary file
+
+
+def test_plot_timeline_takes_pdf(tmp_path, capsys, headline):
+    saved = save_run(headline, tmp_path / "run.json.gz")
+    code, out, err = run_cli(capsys, "plot", "timeline", saved, "--out", tmp_path / "t.pdf",
+                             "--window", "0:200000")
+    assert code == 0, err
+    assert (tmp_path / "t.pdf").read_bytes()[:5] == b"%PDF-"

@@ -15,7 +15,8 @@ from dspsim.analysis.engines import RunEngines
 from dspsim.analysis.stalls import core_breakdown, require_trace
 from dspsim.analysis.timeline import (
     DPI,
-    MIN_BAR_PX,
+    OCCUPANCY_NOTE,
+    RIGHT,
     SETUP_COLOUR,
     WAIT_COLOURS,
     add_us_axis,
@@ -24,7 +25,7 @@ from dspsim.analysis.timeline import (
     draw_ddr,
     draw_engine_lanes,
     draw_pass_lines,
-    figure_legend,
+    finish_layout,
     format_cycles_axis,
     run_title,
     save_figure,
@@ -43,36 +44,42 @@ def compare_figure(results: Sequence[Any]) -> Figure:
     from matplotlib.patches import Patch
 
     longest = float(max(r.cycles for r in results))
+    xmax = longest * 1.16  # room after the bars for their totals
     heights = []
     for _ in results:
         heights += [3.0, 1.0]
     heights.append(0.25 + 0.55 * len(results))
     fig = Figure(figsize=(16, 3.4 * len(results) + 2.6))
     gs = fig.add_gridspec(len(heights), 1, height_ratios=heights, hspace=0.35,
-                          left=0.075, right=0.985, top=0.90, bottom=0.12)
+                          left=0.075, right=RIGHT, top=0.90, bottom=0.12)
     axes = []
     handles: list[Any] = []
     width_px = None
+    any_occupancy = any_pass_line = False
     for i, r in enumerate(results):
         require_trace(r)
         ax = fig.add_subplot(gs[2 * i], sharex=axes[0] if axes else None)
         ax_bw = fig.add_subplot(gs[2 * i + 1], sharex=ax)
         width_px = width_px or fig.get_figwidth() * DPI * ax.get_position().width
-        handles += draw_engine_lanes(ax, r, 0.0, longest, width_px, tcm=False)
+        lane_handles, used = draw_engine_lanes(ax, r, 0.0, xmax, width_px, tcm=False)
+        handles += lane_handles
+        any_occupancy |= used
         twin = ax_bw.twinx()  # requests are drawn but hidden: only bandwidth here
-        handles += draw_ddr(ax_bw, twin, r, 0.0, float(r.cycles), bins=int(width_px // 2))[:3]
+        bw_handles = draw_ddr(ax_bw, twin, r, 0.0, float(r.cycles), bins=int(width_px // 2))
+        handles += [h for h in bw_handles if "requests in flight" not in h.get_label()]
         twin.set_visible(False)
         ax.set_title(run_title(r, 0.0, float(r.cycles)), fontsize=10, loc="left",
                      pad=34 if i == 0 else 6)
         ax.tick_params(axis="x", labelbottom=False)
         ax_bw.tick_params(axis="x", labelbottom=False)
         ax_bw.tick_params(axis="y", labelsize=8)
-        draw_pass_lines([ax, ax_bw], r, 0.0, float(r.cycles))
+        any_pass_line |= draw_pass_lines([ax, ax_bw], r, 0.0, float(r.cycles))
         for a in (ax, ax_bw):
             a.axvline(r.cycles, color="#c44e52", linewidth=1.2)
         axes += [ax, ax_bw]
 
-    # where each core's time goes, on the same cycle axis: the bars' lengths are the run times
+    # where each core's time goes, on the same cycle axis: the bars' lengths are the run times,
+    # each part at its true length; parts too short to label are named after the bar
     ax_sum = fig.add_subplot(gs[-1], sharex=axes[0])
     parts = (
         ("compute_cycles", "computing", COMPUTE_SUMMARY_COLOUR, None),
@@ -82,44 +89,54 @@ def compare_figure(results: Sequence[Any]) -> Figure:
         ("wait_ddr_cycles", "stalled on DDR", "#bbbbbb", "xx"),
         ("other_cycles", "other", "#ffffff", None),
     )
+    drawn: set[str] = set()
     for i, r in enumerate(results):
         rows = core_breakdown(r.trace, r.passes, RunEngines.of(r))
         left = 0.0
         y = -i
+        small = []
         for key, label, colour, hatch in parts:
             v = sum(p[key] for p in rows)
             if v <= 0:
                 continue
-            ax_sum.barh(y, max(v, longest / width_px * MIN_BAR_PX), left=left, height=0.6,
-                        color=colour, hatch=hatch, edgecolor="#333333" if hatch else colour,
-                        linewidth=0)
+            ax_sum.barh(y, v, left=left, height=0.6, color=colour, hatch=hatch,
+                        edgecolor="#333333" if hatch else colour, linewidth=0)
+            drawn.add(key)
             pct = 100.0 * v / r.cycles
-            if v / longest * width_px > 90:
+            if v / xmax * width_px > 90:
                 ax_sum.text(left + v / 2, y, f"{label} {pct:.1f}%", ha="center", va="center",
                             fontsize=8, bbox={"facecolor": "white", "alpha": 0.85, "pad": 1,
                                               "linewidth": 0})
+            else:
+                small.append(f"{label} {pct:.2g}%")
             left += v
-        ax_sum.text(left + longest * 0.005, y, f"{r.cycles:,} cycles", va="center", fontsize=8)
+        text = f"{r.cycles:,} cycles" + (f"\n{', '.join(small)}" if small else "")
+        ax_sum.text(left + longest * 0.005, y, text, va="center", fontsize=7.5)
     ax_sum.set_yticks([-i for i in range(len(results))],
                       [f"core time,\n{r.variant}" for r in results])
     ax_sum.set_ylim(-len(results) + 0.4, 0.6)
     ax_sum.tick_params(axis="y", length=0, labelsize=8)
-    handles.append(Patch(facecolor=COMPUTE_SUMMARY_COLOUR, label="core computing (summary bar)"))
-    handles.append(ddr_stall_handle())
-    ax_sum.set_xlim(0, longest * 1.08)
+    if "compute_cycles" in drawn:
+        handles.append(Patch(facecolor=COMPUTE_SUMMARY_COLOUR,
+                             label="core computing (summary bar)"))
+    if "wait_ddr_cycles" in drawn:
+        handles.append(ddr_stall_handle())
+    ax_sum.set_xlim(0, xmax)
     format_cycles_axis(ax_sum)
     ax_sum.set_xlabel("time (cycles from the op's timer start)", fontsize=9)
     add_us_axis(axes[0], results[0].model.core.clock_mhz)
     fig.suptitle("the same op, its versions on one time scale", fontsize=12, y=0.995)
-    figure_legend(fig, handles, ncol=5)
-    fig.text(0.985, 0.005, "red verticals: end of each run; dashed verticals: pass boundaries; "
-             f"bars narrower than {MIN_BAR_PX:g} px drawn {MIN_BAR_PX:g} px wide", ha="right",
-             va="bottom", fontsize=7, color="#555555")
+    notes = ["red verticals: end of each run"]
+    if any_pass_line:
+        notes.append("dashed verticals: pass boundaries")
+    if any_occupancy:
+        notes.append(OCCUPANCY_NOTE)
+    finish_layout(fig, gs, handles, notes)
     return fig
 
 
 def plot_compare(results: Sequence[Any], path: str | Path) -> Path:
-    """Several runs on one cycle axis (a .png or .svg file)."""
+    """Several runs on one cycle axis (a .png, .svg or .pdf file)."""
     if not results:
         raise DspsimInputError("compare: give at least one run")
     p = check_figure_path(path)

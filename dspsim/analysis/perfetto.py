@@ -1,33 +1,44 @@
 """Export a run as a Chrome Trace Event Format file for Perfetto (ui.perfetto.dev) and
-chrome://tracing.
+chrome://tracing, as ``.json`` or gzipped ``.json.gz``.
 
 The file is one JSON object ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}``:
 
-- one process (the DSP subsystem) with named threads (``M`` metadata events): ``core`` (the
-  core the op ran on), ``iDMA ch0``, ``iDMA ch1`` (its channels, numbered by position),
-  ``TCM buffer 0``, ``TCM buffer 1``. Events on one thread never
-  overlap: where an engine's rows overlap (a TCM buffer refilled while it drains) the extra ones
-  go to a thread of their own (``TCM buffer 0 (2)``);
-- ``X`` complete events, one per trace row (kernel, wait, descriptor programming, copy) and per
-  TCM buffer state; ``ts`` and ``dur`` are microseconds computed from cycles and the model's
-  clock, rounded to whole nanoseconds so that back-to-back events stay back to back; ``args``
-  carry ``tile``, ``pass``, ``bytes``, ``buffer`` and ``cycles`` (plus ``start_cycle``,
-  ``end_cycle`` and, for kernels, ``ddr_stall_cycles``);
-- ``C`` counter events: ``DDR bytes in flight`` (requests issued and not yet completed, from the
-  DDR port log) and ``TCM occupancy`` (bytes held per buffer);
-- flow events (``s`` -> ``f``, bound to the enclosing slices) linking each tile's input copy to
-  its compute, and its compute to its output copy.
+- one process (the DSP subsystem) with named threads (``M`` metadata events): ``pass`` (the op's
+  passes), ``core`` (the core the op ran on), ``iDMA ch0``, ``iDMA ch1`` (its channels, numbered
+  by position), ``TCM buffer 0``, ``TCM buffer 1``. Events on one thread never overlap: where an
+  engine's rows overlap (a TCM buffer refilled while it drains) the extra ones go to a thread of
+  their own (``TCM buffer 0 (2)``);
+- ``X`` complete events, one per pass, per trace row (kernel, wait, descriptor programming, copy)
+  and per TCM buffer state; ``args`` carry ``tile``, ``pass``, ``bytes``, ``buffer`` and
+  ``cycles`` (plus ``start_cycle``, ``end_cycle`` and, for kernels, ``ddr_stall_cycles``);
+- ``C`` counter events: ``DDR bytes in flight`` and ``DDR requests in flight`` (one series per
+  requester, named as its thread), both from the DDR port log (a request is in flight from its
+  issue to its completion), and ``TCM occupancy`` (bytes held per buffer);
+- flow events (``s`` -> ``f``, the ``f`` bound to its enclosing slice with ``"bp": "e"``)
+  linking each tile's input copy to its compute, and its compute to its output copy; both ends
+  of a flow carry the category of the slice it leaves (``copy_in`` or ``compute``), so a viewer
+  that filters a category hides its flows with its slices.
 
-**Size limit.** Big runs would produce a trace the viewers choke on (the DDR counter alone has
-two samples per DDR request), so the export keeps at most ``limit`` events
-(:data:`DEFAULT_EVENT_LIMIT` unless told otherwise): slices and flows come first and are cut at a
-point in time if they alone exceed their share; the DDR counter is exact when it fits what is
-left, else resampled as time-weighted means over equal bins. What was kept, cut or resampled is
-written to ``otherData`` in the file.
+**Time.** The format's ``ts`` and ``dur`` are microseconds whatever ``displayTimeUnit`` says
+(Perfetto and chrome://tracing read them so; ``displayTimeUnit`` only sets how they are shown),
+so integer nanoseconds are written as microseconds with three decimals. They come from whole
+cycles: each boundary is rounded to a whole cycle, then to a whole nanosecond at the model's
+clock, a non-decreasing map, so slices that do not overlap in cycles do not overlap in the file.
+Where ``ts + dur`` added in floating point would pass the slice's end (``1.001 + 0.002`` is
+``1.0030000000000001``), ``dur`` is lowered by one unit in the last place of the end (far below
+a nanosecond): a viewer that adds them, or one that rounds each to nanoseconds, sees no overlap.
+
+**Size limit.** Big runs would produce a trace the viewers choke on, so the file holds at most
+``limit`` events in all, its metadata (``M``) events included (:data:`DEFAULT_EVENT_LIMIT` unless
+told otherwise). What does not fit is dropped in this order: the counters are resampled as
+time-weighted means over equal bins; then the slices, flows and TCM samples are cut at a point
+in time (a slice running across the cut ends there, with ``"cut": true`` in its args), the
+counters resampled up to the cut. ``otherData`` says what was kept, cut or resampled.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -40,15 +51,19 @@ from dspsim.analysis.series import assign_lanes, binned_mean, port_log_arrays
 from dspsim.analysis.stalls import require_trace
 from dspsim.analysis.tiles import tcm_segments, tile_table
 from dspsim.errors import DspsimInputError
-from dspsim.paths import writable_file
+from dspsim.paths import atomic_write, suffix_of, writable_file
 from dspsim.results import json_default
 
 DEFAULT_EVENT_LIMIT = 200_000
 MIN_EVENT_LIMIT = 100
+MIN_COUNTER_SAMPLES = 10  # per counter, when the counters must be resampled
+TRACE_FORMATS = (".json", ".json.gz")
 PID = 1
 DDR_COUNTER = "DDR bytes in flight"
+DDR_REQUESTS_COUNTER = "DDR requests in flight"
 TCM_COUNTER = "TCM occupancy (bytes)"
-FLOW_CATEGORY = "tile dataflow"
+PASS_THREAD = "pass"
+LIMIT_NOTE = "every event in traceEvents counts, the metadata (M) events included"
 
 _NAMES = {
     "wait_in": "wait for iDMA input",
@@ -58,7 +73,8 @@ _NAMES = {
 
 
 def check_trace_path(path: str | Path) -> Path:
-    return writable_file(path, "trace file", (".json",))
+    """A writable ``.json`` or ``.json.gz`` path (checked before simulating)."""
+    return writable_file(path, "trace file", TRACE_FORMATS)
 
 
 def check_limit(limit: int) -> int:
@@ -72,17 +88,37 @@ def check_limit(limit: int) -> int:
 
 
 class _Clock:
-    """Cycles -> integer nanoseconds -> microseconds as the format wants."""
+    """Cycles -> whole cycles -> integer nanoseconds (a non-decreasing map)."""
 
     def __init__(self, clock_mhz: float):
-        self.ns_per_cycle = 1000.0 / clock_mhz
+        self.clock_mhz = float(clock_mhz)
 
     def ns(self, cycles: Any) -> np.ndarray:
-        return np.rint(np.asarray(cycles, float) * self.ns_per_cycle).astype(np.int64)
+        c = np.rint(np.asarray(cycles, float)).astype(np.int64)
+        if self.clock_mhz.is_integer():  # exact: round half up of c * 1000 / MHz
+            mhz = int(self.clock_mhz)
+            return (2000 * c + mhz) // (2 * mhz)
+        return np.rint(c * (1000.0 / self.clock_mhz)).astype(np.int64)
+
+    def cycles(self, ns: float) -> float:
+        return ns * self.clock_mhz / 1000.0
 
 
-def _us(ns: int) -> float:
-    return int(ns) / 1000.0
+def _us(ns: Any) -> np.ndarray:
+    """Integer nanoseconds as the format's microseconds."""
+    return np.asarray(ns, np.int64) / 1000.0
+
+
+def _durations_us(ts_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
+    """``dur`` so that ``ts + dur``, added in floating point, never passes ``end``."""
+    ts, end = _us(ts_ns), _us(end_ns)
+    dur = _us(np.asarray(end_ns) - np.asarray(ts_ns))
+    for _ in range(8):
+        over = ts + dur > end
+        if not over.any():
+            break
+        dur[over] = np.maximum(dur[over] - np.spacing(end[over]), 0.0)
+    return dur
 
 
 def _slice_args(row, **extra) -> dict:
@@ -104,6 +140,11 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
     trace = require_trace(result)
     engines = RunEngines.of(result)
     rows = []
+    for p in result.passes:
+        s, e = float(p["start_cycle"]), float(p["end_cycle"])
+        args = {"tile": -1, "pass": p["name"], "bytes": 0, "buffer": -1, "cycles": e - s,
+                "start_cycle": s, "end_cycle": e}
+        rows.append((PASS_THREAD, str(p["name"]), "pass", s, e, args, (p["name"], -1)))
     # "pass" is a Python keyword: itertuples would rename the field
     for r in trace.rename(columns={"pass": "pass_name"}).itertuples(index=False):
         if engines.is_channel(r.engine):
@@ -123,21 +164,21 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
         rows.append((f"TCM buffer {s.buffer}", f"t{s.tile} {s.state}", "tcm", s.start_cycle,
                      s.end_cycle, args, (s.pass_name, s.tile)))
     df = pd.DataFrame(rows, columns=["thread", "name", "cat", "start", "end", "args", "key"])
-    df["ts_ns"] = clock.ns(df["start"])
-    df["end_ns"] = clock.ns(df["end"])
+    df["ts_ns"] = clock.ns(df["start"].to_numpy(float))
+    df["end_ns"] = clock.ns(df["end"].to_numpy(float))
 
     # a thread per lane: an engine whose rows overlap gets extra threads
+    threads_in = set(df["thread"])
+    tcm_threads = set(df.loc[df["cat"] == "tcm", "thread"])
     labels = [engines.label(e) for e in (engines.core, *engines.channels) if e is not None]
-    order = [t for t in labels if t in set(df["thread"])]
-    order += sorted(set(df["thread"]) - set(order) - set(df.loc[df["cat"] == "tcm", "thread"]))
-    order += sorted(t for t in df.loc[df["cat"] == "tcm", "thread"].unique())
+    order = [t for t in (PASS_THREAD, *labels) if t in threads_in]
+    order += sorted(threads_in - set(order) - tcm_threads) + sorted(tcm_threads)
     lane_names = []
     df["lane"] = ""
     for base in order:
         sel = (df["thread"] == base).to_numpy()
         lanes = assign_lanes(df.loc[sel, "ts_ns"], df.loc[sel, "end_ns"])
-        names = [base if k == 0 else f"{base} ({k + 1})" for k in lanes]
-        df.loc[sel, "lane"] = names
+        df.loc[sel, "lane"] = [base if k == 0 else f"{base} ({k + 1})" for k in lanes]
         lane_names += [base if k == 0 else f"{base} ({k + 1})" for k in range(lanes.max() + 1)]
     threads = [(i + 1, name) for i, name in enumerate(lane_names)]
     tid = {name: t for t, name in threads}
@@ -147,7 +188,8 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
 
 
 def _flows(result: Any, slices: pd.DataFrame) -> list[dict[str, Any]]:
-    """Flow pairs input copy -> compute -> output copy, per tile, with the slices they bind to."""
+    """Flow pairs input copy -> compute -> output copy, per tile: the slices they bind to and
+    the category of the slice each leaves."""
     tiles = tile_table(result.trace, result.passes, RunEngines.of(result))
     tiles = tiles.rename(columns={"pass": "pass_name"})
     by_key: dict[tuple, dict[str, list[int]]] = {}
@@ -159,40 +201,10 @@ def _flows(result: Any, slices: pd.DataFrame) -> list[dict[str, Any]]:
         parts = by_key.get((t.pass_name, t.tile), {})
         chain = [("copy_in", 0), ("compute", 0), ("compute", -1), ("copy_out", 0)]
         ends = [parts[c][k] if c in parts else None for c, k in chain]
-        for a, b in ((ends[0], ends[1]), (ends[2], ends[3])):
+        for (a, b), cat in (((ends[0], ends[1]), "copy_in"), ((ends[2], ends[3]), "compute")):
             if a is not None and b is not None:
-                flows.append({"from": a, "to": b, "name": f"{t.pass_name} t{t.tile}"})
+                flows.append({"from": a, "to": b, "cat": cat, "name": f"{t.pass_name} t{t.tile}"})
     return flows
-
-
-def _mid_ns(slices: pd.DataFrame, i: int) -> int:
-    return int((slices.at[i, "ts_ns"] + slices.at[i, "end_ns"]) // 2)
-
-
-def _ddr_counter(result: Any, clock: _Clock, end_ns: int, budget: int) -> tuple[list, str]:
-    """(ts_ns, bytes) samples of DDR bytes in flight up to ``end_ns``, within ``budget``."""
-    log = port_log_arrays(result)
-    if not len(log["issue"]):
-        return [(0, 0.0)], "no DDR requests"
-    t_ns = clock.ns(np.concatenate([log["issue"], log["done"]]))
-    delta = np.concatenate([log["bytes"], -log["bytes"]])
-    order = np.argsort(t_ns, kind="stable")
-    t_ns, level = t_ns[order], np.cumsum(delta[order])
-    last = np.r_[t_ns[1:] != t_ns[:-1], True]  # the level once every change at that ns is in
-    t_ns, level = t_ns[last], level[last]
-    keep = t_ns <= end_ns
-    t_ns, level = t_ns[keep], level[keep]
-    if len(t_ns) <= budget:
-        return list(zip(t_ns.tolist(), level.tolist())), "exact: one sample per change"
-    bins = max(budget, 1)
-    end_cycles = end_ns / clock.ns_per_cycle
-    edges = np.linspace(0.0, end_cycles, bins + 1)
-    mean = binned_mean(log["issue"], log["done"], log["bytes"], edges)
-    samples = list(zip(clock.ns(edges[:-1]).tolist(), mean.tolist()))
-    return samples, (
-        f"resampled: time-weighted mean over {bins:,} bins of {end_cycles / bins:,.1f} cycles "
-        f"(exact would need {len(t_ns):,} samples)"
-    )
 
 
 def _tcm_counter(slices: pd.DataFrame) -> list[tuple[int, dict[str, float]]]:
@@ -219,14 +231,115 @@ def _tcm_counter(slices: pd.DataFrame) -> list[tuple[int, dict[str, float]]]:
     ]
 
 
+class _DdrCounters:
+    """The two DDR counters from the port log: bytes in flight, requests in flight per
+    requester; exact (a sample per change) or resampled over equal bins, up to a time."""
+
+    def __init__(self, result: Any, clock: _Clock):
+        self.log = port_log_arrays(result)
+        self.clock = clock
+        self.issue_ns = clock.ns(self.log["issue"])
+        self.done_ns = clock.ns(self.log["done"])
+        engines = RunEngines.of(result)
+        order = {name: i for i, name in enumerate(getattr(result, "engines", None) or {})}
+        who = sorted(set(self.log["requester"].tolist()),
+                     key=lambda w: (order.get(w, len(order)), w))
+        self.requesters = [(w, engines.label(w)) for w in who]
+
+    def change_times(self, end_ns: int) -> np.ndarray:
+        t = np.unique(np.concatenate([self.issue_ns, self.done_ns]))
+        return t[t <= end_ns]
+
+    def exact(self, end_ns: int) -> tuple[list, list]:
+        """(bytes samples, requests samples), one per change up to ``end_ns``."""
+        t = self.change_times(end_ns)
+        if not len(t):
+            zero = {label: 0.0 for _, label in self.requesters}
+            return [(0, {"bytes": 0.0})], [(0, zero)]
+
+        def level(sel: np.ndarray, weights: np.ndarray) -> np.ndarray:
+            out = np.zeros(len(t))
+            for times, sign in ((self.issue_ns[sel], 1.0), (self.done_ns[sel], -1.0)):
+                order = np.argsort(times, kind="stable")
+                cum = np.concatenate([[0.0], np.cumsum(weights[sel][order])])
+                out += sign * cum[np.searchsorted(times[order], t, side="right")]
+            return out
+
+        every = np.ones(len(self.issue_ns), bool)
+        nbytes = level(every, self.log["bytes"])
+        counts = {label: level(self.log["requester"] == who, np.ones(len(every)))
+                  for who, label in self.requesters}
+        times = t.tolist()
+        return ([(ts, {"bytes": float(v)}) for ts, v in zip(times, nbytes)],
+                [(ts, {label: float(c[k]) for label, c in counts.items()})
+                 for k, ts in enumerate(times)])
+
+    def resampled(self, end_ns: int, bins: int) -> tuple[list, list, str]:
+        end_cycles = self.clock.cycles(end_ns)
+        bins = max(1, min(bins, int(end_cycles)))
+        edges = np.linspace(0.0, end_cycles, bins + 1)
+        at = self.clock.ns(edges[:-1]).tolist()
+        log = self.log
+        mean = binned_mean(log["issue"], log["done"], log["bytes"], edges)
+        counts = {label: binned_mean(log["issue"][sel], log["done"][sel], np.ones(sel.sum()),
+                                     edges)
+                  for who, label in self.requesters for sel in [log["requester"] == who]}
+        how = (f"resampled: time-weighted mean over {bins:,} bins of {end_cycles / bins:,.1f} "
+               f"cycles")
+        return ([(ts, {"bytes": float(v)}) for ts, v in zip(at, mean)],
+                [(ts, {label: float(c[k]) for label, c in counts.items()})
+                 for k, ts in enumerate(at)], how)
+
+
+def _fit_counters(ddr: _DdrCounters, end_ns: int, room: int) -> tuple[list, list, str, str]:
+    """Both DDR counters up to ``end_ns`` in at most ``room`` events: exact when they fit."""
+    exact_bytes, exact_req = ddr.exact(end_ns)
+    if len(exact_bytes) + len(exact_req) <= room:
+        how = "exact: one sample per change"
+        return exact_bytes, exact_req, how, how
+    bins = max(room // 2, 1)
+    res_bytes, res_req, how = ddr.resampled(end_ns, bins)
+    needed = f" (exact would need {len(exact_bytes):,} samples)"
+    return res_bytes, res_req, how + needed, how + needed
+
+
+def _cut_time(slices: pd.DataFrame, flows: list[dict], tcm: list, room: int) -> int:
+    """The latest time such that the slices starting before it, the flows both of whose
+    slices end by it and the TCM samples up to it take at most ``room`` events."""
+    ts = np.sort(slices["ts_ns"].to_numpy())
+    ends = slices["end_ns"].to_numpy()
+    flow_end = np.sort(np.array([max(ends[f["from"]], ends[f["to"]]) for f in flows], np.int64))
+    tcm_t = np.sort(np.array([t for t, _ in tcm], np.int64))
+    candidates = np.unique(np.concatenate([ts, slices["end_ns"].to_numpy()]))
+
+    def used(t: int) -> int:
+        return int(np.searchsorted(ts, t, side="left") + 2 * np.searchsorted(flow_end, t, "right")
+                   + np.searchsorted(tcm_t, t, side="right"))
+
+    lo, hi = 0, len(candidates) - 1  # the largest candidate index that fits
+    if used(candidates[0]) > room:
+        return int(candidates[0])
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if used(candidates[mid]) <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    return int(candidates[lo])
+
+
 def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any]:
-    """The whole trace object for ``result`` (a run with trace and DDR port log)."""
+    """The whole trace object for ``result`` (a run with trace and DDR port log): at most
+    ``limit`` events, metadata included."""
     limit = check_limit(limit)
     model = result.model
     clock = _Clock(model.core.clock_mhz)
     slices, threads = _slices(result, clock)
     flows = _flows(result, slices)
+    tcm_samples = _tcm_counter(slices)
+    ddr = _DdrCounters(result, clock)
     end_ns = int(clock.ns(result.cycles))
+    n_slices, n_flows = len(slices), len(flows)
 
     meta: list[dict[str, Any]] = [
         {"ph": "M", "pid": PID, "name": "process_name",
@@ -239,42 +352,51 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
         meta.append({"ph": "M", "pid": PID, "tid": t, "name": "thread_sort_index",
                      "args": {"sort_index": t}})
 
-    # slices and flows first; cut at a point in time if they alone exceed their share
-    tcm_samples = _tcm_counter(slices)
-    share = limit - len(meta) - min(len(tcm_samples), limit // 10) - MIN_EVENT_LIMIT // 2
+    room = limit - len(meta)
+    body = n_slices + 2 * n_flows + len(tcm_samples)
     cut_ns: int | None = None
-    n_slices, n_flows = len(slices), len(flows)
-    if len(slices) + 2 * len(flows) > share:
-        # each slice may bring up to two flow events: keep the earliest slices that fit
-        per_slice = 1 + 2 * len(flows) / max(len(slices), 1)
-        keep = max(int(share / per_slice), 1)
-        cut_ns = int(slices.at[min(keep, len(slices) - 1), "ts_ns"])
-    if cut_ns is not None:
-        kept = slices["end_ns"] <= cut_ns
-        flows = [f for f in flows if kept[f["from"]] and kept[f["to"]]]
-        slices = slices[kept]
+    n_clipped = 0
+    if body + 2 * MIN_COUNTER_SAMPLES > room:
+        # cut slices, flows and TCM samples at a point in time; keep a share for the counters
+        counters = max(2 * MIN_COUNTER_SAMPLES, room // 5)
+        cut_ns = _cut_time(slices, flows, tcm_samples, room - counters)
+        kept = (slices["ts_ns"] < cut_ns).to_numpy()
+        ends = slices["end_ns"].to_numpy()
+        flows = [f for f in flows if kept[f["from"]] and kept[f["to"]]
+                 and max(ends[f["from"]], ends[f["to"]]) <= cut_ns]
         tcm_samples = [s for s in tcm_samples if s[0] <= cut_ns]
+        clipped = kept & (ends > cut_ns)
+        slices = slices.copy()
+        slices["args"] = [a | {"cut": True} if c else a
+                          for a, c in zip(slices["args"], clipped)]
+        slices["end_ns"] = np.minimum(ends, cut_ns)
+        n_clipped = int(clipped.sum())
+        index = np.cumsum(kept) - 1  # old row -> new row
+        flows = [f | {"from": int(index[f["from"]]), "to": int(index[f["to"]])} for f in flows]
+        slices = slices[kept].reset_index(drop=True)
         end_ns = cut_ns
+    used = len(slices) + 2 * len(flows) + len(tcm_samples)
+    ddr_bytes, ddr_req, bytes_how, req_how = _fit_counters(ddr, end_ns, room - used)
+
     events = list(meta)
-    for r in slices.itertuples(index=False):
+    ts_us = _us(slices["ts_ns"])
+    dur_us = _durations_us(slices["ts_ns"].to_numpy(), slices["end_ns"].to_numpy())
+    for r, ts, dur in zip(slices.itertuples(index=False), ts_us.tolist(), dur_us.tolist()):
         events.append({"ph": "X", "pid": PID, "tid": int(r.tid), "name": r.name, "cat": r.cat,
-                       "ts": _us(r.ts_ns), "dur": _us(r.end_ns - r.ts_ns), "args": r.args})
-    all_slices = slices
+                       "ts": ts, "dur": dur, "args": r.args})
+    mid = ((slices["ts_ns"] + slices["end_ns"]) // 2).to_numpy()
+    tids = slices["tid"].to_numpy()
     for k, f in enumerate(flows):
         a, b = f["from"], f["to"]
-        common = {"pid": PID, "id": k + 1, "cat": FLOW_CATEGORY, "name": f["name"]}
-        events.append({"ph": "s", "tid": int(all_slices.at[a, "tid"]),
-                       "ts": _us(_mid_ns(all_slices, a))} | common)
-        events.append({"ph": "f", "bp": "e", "tid": int(all_slices.at[b, "tid"]),
-                       "ts": _us(_mid_ns(all_slices, b))} | common)
-    for ts, values in tcm_samples:
-        events.append({"ph": "C", "pid": PID, "name": TCM_COUNTER, "ts": _us(ts),
-                       "args": values})
-    budget = max(limit - len(events), 1)
-    ddr, ddr_how = _ddr_counter(result, clock, end_ns, budget)
-    for ts, value in ddr:
-        events.append({"ph": "C", "pid": PID, "name": DDR_COUNTER, "ts": _us(ts),
-                       "args": {"bytes": value}})
+        common = {"pid": PID, "id": k + 1, "cat": f["cat"], "name": f["name"]}
+        events.append({"ph": "s", "tid": int(tids[a]), "ts": float(_us(mid[a]))} | common)
+        events.append({"ph": "f", "bp": "e", "tid": int(tids[b]), "ts": float(_us(mid[b]))}
+                      | common)
+    for name, samples in ((TCM_COUNTER, tcm_samples), (DDR_COUNTER, ddr_bytes),
+                          (DDR_REQUESTS_COUNTER, ddr_req)):
+        for ts, values in samples:
+            events.append({"ph": "C", "pid": PID, "name": name, "ts": float(_us(ts)),
+                           "args": values})
 
     other = {
         "generator": "dspsim",
@@ -284,28 +406,43 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
         "engines": dict(result.engines),  # the op's core, its channels and the DDR port
         "cycles": result.cycles,
         "clock_mhz": model.core.clock_mhz,
-        "time_note": "ts and dur are microseconds = cycles / clock_mhz, rounded to 1 ns",
+        "time_note": (
+            "ts and dur are microseconds, as the format requires; each is a whole number of "
+            "nanoseconds (cycle boundaries rounded to whole cycles, then to whole ns at "
+            "clock_mhz); a dur may be lower by one unit in the last place of the slice's end "
+            "so that ts + dur, added in floating point, never passes it"
+        ),
         "event_limit": limit,
         "events": len(events),
+        "limit_counts": LIMIT_NOTE,
         "slices": (
             "all"
             if cut_ns is None
-            else f"cut at {cut_ns / clock.ns_per_cycle:,.0f} cycles to stay within the limit: "
-            f"kept {len(slices):,} of {n_slices:,} slices and {len(flows):,} of {n_flows:,} flows"
+            else f"cut at {clock.cycles(cut_ns):,.0f} cycles to stay within the limit: kept "
+            f"{len(slices):,} of {n_slices:,} slices ({n_clipped:,} end at the cut, marked "
+            f"\"cut\") and {len(flows):,} of {n_flows:,} flows; TCM occupancy and the DDR "
+            "counters end at the cut too"
         ),
-        "ddr_bytes_in_flight": ddr_how,
+        "ddr_bytes_in_flight": bytes_how,
+        "ddr_requests_in_flight": req_how,
+        "flows": "each flow carries the category of the slice it leaves (copy_in, compute)",
         "manifest": getattr(result, "manifest", {}),
     }
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
 
 
-def write_trace(result: Any, path: str | Path, limit: int = DEFAULT_EVENT_LIMIT) -> Path:
-    """Write the trace of ``result`` to a ``.json`` file; returns the path."""
-    p = check_trace_path(path)
+def trace_bytes(result: Any, path: str | Path, limit: int = DEFAULT_EVENT_LIMIT) -> bytes:
+    """The file's bytes: JSON, gzipped when ``path`` ends in ``.json.gz``."""
     obj = trace_events(result, limit)
-    try:
-        with open(p, "w", encoding="utf-8") as f:
-            json.dump(obj, f, separators=(",", ":"), default=json_default)
-    except OSError as e:
-        raise DspsimInputError(f"cannot write {str(p)!r}: {e.strerror or e}") from None
-    return p
+    data = json.dumps(obj, separators=(",", ":"), default=json_default).encode("utf-8")
+    if suffix_of(Path(path), TRACE_FORMATS) == ".json.gz":
+        data = gzip.compress(data, compresslevel=6, mtime=0)
+    return data
+
+
+def write_trace(result: Any, path: str | Path, limit: int = DEFAULT_EVENT_LIMIT) -> Path:
+    """Write the trace of ``result`` to a ``.json`` or ``.json.gz`` file, atomically; returns
+    the path."""
+    p = check_trace_path(path)
+    data = trace_bytes(result, p, limit)
+    return atomic_write(p, lambda f: f.write(data), "trace file")

@@ -1,4 +1,5 @@
-"""Numeric helpers over a run's intervals: lanes, the DDR port log as arrays, time integrals.
+"""Numeric helpers over a run's intervals: lanes, the DDR port log as arrays, time integrals,
+occupancy per time bin.
 
 Shared by the tile analysis, the timeline figure and the Perfetto export; numpy only (no
 plotting, no pandas).
@@ -82,3 +83,25 @@ def binned_mean(
     f = interval_integral(starts, ends, weights, edges)
     width = np.diff(edges)
     return np.divide(np.diff(f), width, out=np.zeros(len(width)), where=width > 0)
+
+
+def occupancy(
+    groups: list[tuple[np.ndarray, np.ndarray]], edges: np.ndarray
+) -> np.ndarray:
+    """Share of each bin's time spent in each group of intervals: an array (groups, bins).
+
+    ``groups`` is one ``(starts, ends)`` pair per state of one lane (intervals of one state may
+    not overlap each other). Where the groups of a bin add up to more than the whole bin (the
+    lane's intervals overlap), the bin's shares are scaled down to fill it exactly, so that a
+    stack of them never spills out of the lane.
+    """
+    edges = np.asarray(edges, float)
+    shares = np.zeros((len(groups), len(edges) - 1))
+    for k, (starts, ends) in enumerate(groups):
+        starts = np.asarray(starts, float)
+        if len(starts):
+            shares[k] = binned_mean(starts, ends, np.ones(len(starts)), edges)
+    total = shares.sum(axis=0)
+    over = total > 1.0
+    shares[:, over] /= total[over]
+    return np.clip(shares, 0.0, 1.0)

@@ -17,12 +17,17 @@ Lanes, top to bottom:
   engine names; the core grey, channels coloured by their number).
 
 The x axis is DSP cycles from the op's timer start, with microseconds (model clock) on top.
-Bars narrower than :data:`MIN_BAR_PX` pixels are drawn that wide, so that a 200-cycle kernel
-stays visible in a 5-million-cycle run; use a window to see true widths.
+Every bar is drawn at its true width. Where a lane holds bars narrower than :data:`MIN_BAR_PX`
+pixels, each pixel column of that lane is drawn as its occupancy instead: the share of the
+column's time spent in each state, stacked from the bottom of the lane (the white rest is idle
+time), so that a lane's coloured area is its time in each state whatever the zoom; bars wide
+enough keep their outlines and labels. The legend lists only what the window shows.
 
 Several runs on one cycle axis: :mod:`dspsim.analysis.compare`.
 
-Figures are drawn with matplotlib's object API on an Agg canvas (no pyplot, no global state).
+Figures are drawn with matplotlib's object API on an Agg canvas (no pyplot, no global state) and
+saved as ``.png``, ``.svg`` (text kept as text) or ``.pdf`` (:data:`FIGURE_FORMATS`, shared by
+every figure dspsim writes), atomically (:func:`dspsim.paths.atomic_savefig`).
 """
 
 from __future__ import annotations
@@ -35,19 +40,26 @@ import numpy as np
 import pandas as pd
 
 from dspsim.analysis.engines import COPY_KINDS, RunEngines, shape_text
-from dspsim.analysis.series import binned_mean, port_log_arrays
+from dspsim.analysis.series import binned_mean, occupancy, port_log_arrays
 from dspsim.analysis.stalls import require_trace
 from dspsim.analysis.tiles import tcm_segments
 from dspsim.errors import DspsimInputError
-from dspsim.paths import writable_file
+from dspsim.paths import atomic_savefig, suffix_of, writable_file
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-FIGURE_FORMATS = (".png", ".svg")
-MIN_BAR_PX = 2.0
+FIGURE_FORMATS = (".png", ".svg", ".pdf")  # every figure dspsim writes
+MIN_BAR_PX = 2.0  # narrower bars: their lane's pixel columns are drawn as occupancy
+EDGE_MIN_PX = 20.0  # outlines (white between copies, grey around a held tile) from this wide
 LABEL_MIN_PX = 22.0
+LANE_H = 0.72  # bar height, in lanes
 DPI = 120
+RIGHT = 0.97  # figure fraction: leaves room for the last x tick label
+OCCUPANCY_NOTE = (
+    f"where bars are narrower than {MIN_BAR_PX:g} px, each pixel column shows the share of its "
+    "time in each state, stacked (white: idle)"
+)
 
 # kernels take these in the order the run first calls them
 KERNEL_COLOURS = (
@@ -108,9 +120,28 @@ def check_window(window: tuple[float, float] | None, cycles: float) -> tuple[flo
     return float(start), float(end)
 
 
-def check_figure_path(path: str | Path) -> Path:
-    """A writable ``.png`` or ``.svg`` path (checked before simulating)."""
-    return writable_file(path, "timeline file", tuple(FIGURE_FORMATS))
+def check_figure_path(path: str | Path, what: str = "timeline file") -> Path:
+    """A writable figure path, ``.png``, ``.svg`` or ``.pdf`` (checked before simulating)."""
+    return writable_file(path, what, FIGURE_FORMATS)
+
+
+def save_figure(fig, path: str | Path, dpi: float = DPI, what: str = "figure") -> Path:
+    """Save ``fig`` to ``path`` atomically, its extension picking the format (one of
+    :data:`FIGURE_FORMATS`; SVG keeps its text as text)."""
+    from matplotlib import rc_context
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    path = Path(path)
+    fmt = suffix_of(path, FIGURE_FORMATS)
+    if fmt not in FIGURE_FORMATS:
+        raise DspsimInputError(
+            f"{what} {str(path)!r}: unknown extension {fmt or '(none)'!r}; "
+            f"allowed {', '.join(FIGURE_FORMATS)}"
+        )
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    with rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}):
+        return atomic_savefig(fig, path, what, dpi=dpi, format=fmt[1:])
 
 
 # ------------------------------------------------------------------------------ drawing helpers
@@ -133,34 +164,84 @@ def requester_colour(who: str, engines: RunEngines) -> str:
 
 
 class _Lanes:
-    """Draws bars into one axes, widening the ones too narrow to see."""
+    """Draws one axes' lanes: bars at their true widths; where a lane holds bars narrower than
+    :data:`MIN_BAR_PX` pixels, that lane's pixel columns as occupancy (:meth:`finish`)."""
 
     def __init__(self, ax, lo: float, hi: float, width_px: float):
         self.ax = ax
         self.lo, self.hi = lo, hi
+        # one occupancy column per pixel, edges on pixel boundaries (the axes start on one)
         self.cycles_per_px = (hi - lo) / max(width_px, 1.0)
+        self.edges = np.minimum(lo + np.arange(int(np.ceil(width_px - 1e-6)) + 1)
+                                * self.cycles_per_px, hi)
+        self.columns = len(self.edges) - 1
         self.min_w = MIN_BAR_PX * self.cycles_per_px
+        # lane y -> [(starts, ends, style, narrow?)], in the order drawn (stacked bottom-up)
+        self.groups: dict[float, list[tuple[np.ndarray, np.ndarray, dict, np.ndarray]]] = {}
+        self.used_occupancy = False
 
-    def visible(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-        return (end > self.lo) & (start < self.hi)
-
-    def bars(self, start, end, y: float, h: float, **style) -> None:
+    def clip(self, start, end) -> tuple[np.ndarray, np.ndarray]:
+        """The visible parts of the intervals that have any."""
         start = np.asarray(start, float)
         end = np.asarray(end, float)
-        sel = self.visible(start, end) & (end > start)
-        if not sel.any():
-            return
-        s = start[sel]
-        w = np.maximum(end[sel] - s, self.min_w)
-        style.setdefault("linewidth", 0)
-        self.ax.broken_barh(np.column_stack([s, w]), (y - h / 2, h), **style)
+        sel = (end > self.lo) & (start < self.hi) & (end > start)
+        return np.maximum(start[sel], self.lo), np.minimum(end[sel], self.hi)
+
+    def bars(self, start, end, y: float, colour: str, h: float = LANE_H,
+             hatch: str | None = None, edge: str | None = None) -> bool:
+        """Intervals of one state in the lane at ``y``; True when any of them is in the window.
+        ``h``: height of wide bars (occupancy columns always use the whole lane height);
+        ``edge``: outline colour for bars at least :data:`EDGE_MIN_PX` wide."""
+        s, e = self.clip(start, end)
+        if not len(s):
+            return False
+        narrow = (e - s) < self.min_w
+        style = {"facecolor": colour, "hatch": hatch,
+                 "edgecolor": "#333333" if hatch else colour}
+        self.groups.setdefault(y, []).append((s, e, style, narrow))
+        wide = ~narrow
+        if wide.any():
+            framed = wide & ((e - s) >= EDGE_MIN_PX * self.cycles_per_px) & (edge is not None)
+            for sel, lw in ((wide & ~framed, 0.0), (framed, 0.6)):
+                if sel.any():
+                    self.ax.broken_barh(
+                        np.column_stack([s[sel], e[sel] - s[sel]]), (y - h / 2, h),
+                        facecolors=colour, hatch=hatch, linewidth=lw,
+                        edgecolor=(edge if lw else style["edgecolor"]),
+                    )
+        return True
+
+    def finish(self) -> None:
+        """Draw the occupancy of every pixel column that holds a narrow bar: a white block over
+        the wide bars there, then each state's share of the column's time, stacked."""
+        edges = self.edges
+        for y, groups in self.groups.items():
+            narrow = [(s[n], e[n]) for s, e, _, n in groups if n.any()]
+            if not narrow:
+                continue
+            mixed = occupancy(narrow, edges).sum(axis=0) > 0
+            shares = occupancy([(s, e) for s, e, _, _ in groups], edges)
+            shares[:, ~mixed] = 0.0
+            bottom = np.full(self.columns, y - LANE_H / 2)
+            self.ax.stairs(np.where(mixed, y + LANE_H / 2, bottom), edges, baseline=bottom,
+                           fill=True, facecolor="white", linewidth=0, zorder=1.4,
+                           snap=False)
+            base = bottom
+            for (_, _, style, _), share in zip(groups, shares):
+                if share.any():
+                    top = base + share * LANE_H
+                    self.ax.stairs(top, edges, baseline=base, fill=True, linewidth=0,
+                                   zorder=1.5, snap=False, **style)
+                    base = top
+            self.used_occupancy = True
 
     def labels(self, start, end, texts: Sequence[str], y: float, **style) -> None:
         start = np.asarray(start, float)
         end = np.asarray(end, float)
         a, b = np.maximum(start, self.lo), np.minimum(end, self.hi)
         px = (b - a) / self.cycles_per_px
-        style = {"ha": "center", "va": "center", "fontsize": 7, "clip_on": True} | style
+        style = {"ha": "center", "va": "center", "fontsize": 7, "clip_on": True,
+                 "zorder": 3} | style
         for x0, x1, p, text in zip(a, b, px, texts):
             if p >= max(LABEL_MIN_PX, 5.5 * len(text)):
                 self.ax.text((x0 + x1) / 2, y, text, **style)
@@ -189,8 +270,9 @@ def _lane_spec(engines: RunEngines, segs: pd.DataFrame) -> list[tuple[str, str]]
 
 def draw_engine_lanes(
     ax, result: Any, lo: float, hi: float, width_px: float, tcm: bool = True
-) -> list[Any]:
-    """Draw the pass, core, iDMA and (optionally) TCM lanes; return legend handles."""
+) -> tuple[list[Any], bool]:
+    """Draw the pass, core, iDMA and (optionally) TCM lanes over [lo, hi]; return the legend
+    handles of what the window shows and whether any lane was drawn as occupancy."""
     from matplotlib.patches import Patch
 
     trace = require_trace(result)
@@ -202,46 +284,35 @@ def draw_engine_lanes(
         lanes = [lane for lane in lanes if not lane[0].startswith("tcm")]
     ypos = {key: -i for i, (key, _) in enumerate(lanes)}
     draw = _Lanes(ax, lo, hi, width_px)
-    h = 0.72
+    h = LANE_H
     handles: list[Any] = []
 
     # pass lane
     for i, p in enumerate(result.passes):
         s, e = float(p["start_cycle"]), float(p["end_cycle"])
-        draw.bars([s], [e], ypos["pass"], h, facecolors=PASS_COLOURS[i % 2])
+        draw.bars([s], [e], ypos["pass"], PASS_COLOURS[i % 2])
         draw.labels([s], [e], [f"{p['name']}: {e - s:,.0f} cycles"], ypos["pass"], fontsize=8)
 
-    # core lane: waits first (background), then descriptor programming, then kernels on top,
-    # the longest last (bars widened to MIN_BAR_PX may cover a neighbour: show the bigger one)
+    # core lane, stacked bottom-up where drawn as occupancy: kernels (the longest first),
+    # descriptor programming, waits
     core = engines.core_rows(trace)
     y = ypos[_engine_key(engines.core)] if engines.core is not None else 0.0
-    for kind, label in (("wait_in", "core waiting on iDMA input"),
-                        ("wait_out", "core waiting on iDMA output")):
-        rows = core[core["kind"] == kind]
-        if len(rows):
-            draw.bars(rows["start_cycle"], rows["end_cycle"], y, h, facecolors=WAIT_COLOURS[kind])
-            handles.append(Patch(facecolor=WAIT_COLOURS[kind], label=label))
-    setup = core[core["kind"] == "setup"]
-    if len(setup):
-        draw.bars(setup["start_cycle"], setup["end_cycle"], y, h * 0.45, facecolors=SETUP_COLOUR)
-        handles.append(Patch(facecolor=SETUP_COLOUR, label="core programming an iDMA descriptor"))
     comp = core[core["kind"] == "compute"]
     colours = kernel_colours(core)
     any_stall = False
     total = (comp["end_cycle"] - comp["start_cycle"]).groupby(comp["what"], sort=False).sum()
-    for kernel in total.sort_values(kind="stable").index:
+    for kernel in total.sort_values(ascending=False, kind="stable").index:
         rows = comp[comp["what"] == kernel]
         colour = colours[str(kernel)]
         dur = (rows["end_cycle"] - rows["start_cycle"]).to_numpy(float)
         stall = rows["ddr_stall_cycles"].to_numpy(float)
         stalled = stall > 0
         s, e = rows["start_cycle"].to_numpy(float), rows["end_cycle"].to_numpy(float)
-        draw.bars(s[~stalled], e[~stalled], y, h, facecolors=colour)
-        if stalled.any():
-            any_stall = True
-            draw.bars(s[stalled], e[stalled], y, h, facecolors=colour, edgecolor="#333333",
-                      hatch="xx", linewidth=0.0)
-        handles.append(Patch(facecolor=colour, label=f"core: {kernel}"))
+        shown = draw.bars(s[~stalled], e[~stalled], y, colour)
+        if draw.bars(s[stalled], e[stalled], y, colour, hatch="xx"):
+            any_stall = shown = True
+        if shown:
+            handles.append(Patch(facecolor=colour, label=f"core: {kernel}"))
         share = np.divide(stall, dur, out=np.zeros_like(dur), where=dur > 0)
         texts = [
             f"{kernel}: {100 * f:.1f}% of it stalled on DDR" if f > 0 else str(kernel)
@@ -251,8 +322,18 @@ def draw_engine_lanes(
                     bbox={"facecolor": "white", "alpha": 0.8, "pad": 1, "linewidth": 0})
     if any_stall:
         handles.append(ddr_stall_handle())
+    setup = core[core["kind"] == "setup"]
+    if draw.bars(setup["start_cycle"], setup["end_cycle"], y, SETUP_COLOUR, h=h * 0.45):
+        handles.append(Patch(facecolor=SETUP_COLOUR, label="core programming an iDMA descriptor"))
+    for kind, label in (("wait_in", "core waiting on iDMA input"),
+                        ("wait_out", "core waiting on iDMA output")):
+        rows = core[core["kind"] == kind]
+        if draw.bars(rows["start_cycle"], rows["end_cycle"], y, WAIT_COLOURS[kind]):
+            handles.append(Patch(facecolor=WAIT_COLOURS[kind], label=label))
 
     # iDMA lanes
+    copy_labels = {"copy_in": "iDMA input copy (DDR→TCM)", "copy_out": "iDMA output copy (TCM→DDR)"}
+    copies_shown: set[str] = set()
     for ch in engines.channels:
         key = _engine_key(ch)
         rows = trace[trace["engine"] == ch]
@@ -262,43 +343,48 @@ def draw_engine_lanes(
             continue
         for kind in ("copy_in", "copy_out"):
             r = rows[rows["kind"] == kind]
-            draw.bars(r["start_cycle"], r["end_cycle"], ypos[key], h,
-                      facecolors=COPY_COLOURS[kind], edgecolor="white", linewidth=0.6)
+            if draw.bars(r["start_cycle"], r["end_cycle"], ypos[key], COPY_COLOURS[kind],
+                         edge="white"):
+                copies_shown.add(kind)
             draw.labels(r["start_cycle"], r["end_cycle"], [f"t{t}" for t in r["tile"]],
                         ypos[key], color="white")
-    copy_labels = {"copy_in": "iDMA input copy (DDR→TCM)", "copy_out": "iDMA output copy (TCM→DDR)"}
-    for kind in engines.channel_rows(trace)["kind"].unique():
-        if kind in copy_labels:
+    for kind in copy_labels:
+        if kind in copies_shown:
             handles.append(Patch(facecolor=COPY_COLOURS[kind], label=copy_labels[kind]))
 
     # TCM lanes
     if tcm and len(segs):
+        states_shown: set[str] = set()
         for (b, k), group in segs.groupby(["buffer", "lane"]):
             yk = ypos[f"tcm{b}.{k}"]
             for state in TCM_COLOURS:
                 r = group[group["state"] == state]
-                draw.bars(r["start_cycle"], r["end_cycle"], yk, h, facecolors=TCM_COLOURS[state])
+                if draw.bars(r["start_cycle"], r["end_cycle"], yk, TCM_COLOURS[state]):
+                    states_shown.add(state)
             held = group.groupby(["pass", "tile"], sort=False).agg(
                 start=("start_cycle", "min"), end=("end_cycle", "max")
             )
-            if ((held["end"] - held["start"]).mean() / draw.cycles_per_px) >= 8:
-                draw.bars(held["start"], held["end"], yk, h, facecolors="none",
-                          edgecolor="#555555", linewidth=0.5)
+            hs, he = draw.clip(held["start"], held["end"])
+            wide = (he - hs) >= EDGE_MIN_PX * draw.cycles_per_px
+            if wide.any():
+                ax.broken_barh(np.column_stack([hs[wide], (he - hs)[wide]]), (yk - h / 2, h),
+                               facecolors="none", edgecolor="#555555", linewidth=0.5, zorder=1.6)
             draw.labels(held["start"], held["end"],
                         [f"t{t}" for _, t in held.index], yk, fontsize=7)
         for state in TCM_COLOURS:
-            if (segs["state"] == state).any():
+            if state in states_shown:
                 handles.append(Patch(facecolor=TCM_COLOURS[state], label=f"TCM tile {state}"))
     elif tcm:
         ax.text(lo + 0.005 * (hi - lo), ypos["tcm"], "unused (no ping-pong buffers here)",
                 va="center", fontsize=8, color="#777777")
+    draw.finish()
 
     ax.set_yticks([ypos[k] for k, _ in lanes], [label for _, label in lanes])
     ax.set_ylim(-len(lanes) + 0.5, 0.5)
     ax.tick_params(axis="y", length=0)
     for i in range(1, len(lanes)):
         ax.axhline(-i + 0.5, color="#bbbbbb", linewidth=0.4)
-    return handles
+    return handles, draw.used_occupancy
 
 
 def ddr_series(result: Any, lo: float, hi: float, bins: int) -> dict[str, Any]:
@@ -351,6 +437,8 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int) -> lis
     base = np.zeros(bins)
     engines = RunEngines.of(result)
     for who, v in series["requests_in_flight"].items():
+        if not v.any():  # no request of this engine in the window
+            continue
         colour = requester_colour(who, engines)
         ax_req.stairs(base + v, edges, baseline=base, fill=True, color=colour, alpha=0.85)
         handles.append(Patch(facecolor=colour, label=f"DDR requests in flight: {who}"))
@@ -378,12 +466,16 @@ def add_us_axis(ax, clock_mhz: float) -> None:
     sec.tick_params(labelsize=8)
 
 
-def draw_pass_lines(axes, result: Any, lo: float, hi: float) -> None:
+def draw_pass_lines(axes, result: Any, lo: float, hi: float) -> bool:
+    """Dashed verticals at the pass boundaries inside (lo, hi); True when there is one."""
+    drawn = False
     for p in result.passes[1:]:
         x = float(p["start_cycle"])
         if lo < x < hi:
+            drawn = True
             for a in axes:
                 a.axvline(x, color="black", linestyle=(0, (4, 3)), linewidth=0.8, zorder=5)
+    return drawn
 
 
 def tile_bytes(trace: pd.DataFrame) -> int | None:
@@ -407,23 +499,42 @@ def run_title(result: Any, lo: float, hi: float) -> str:
     return text
 
 
-def save_figure(fig, path: Path) -> Path:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    FigureCanvasAgg(fig)
-    try:
-        fig.savefig(path, dpi=DPI)
-    except OSError as e:
-        raise DspsimInputError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
-    return path
-
-
-def figure_legend(fig, handles: list[Any], ncol: int = 5) -> None:
+def figure_legend(fig, handles: list[Any], ncol: int = 5, y: float = 0.0):
     seen: dict[str, Any] = {}
     for h in handles:
         seen.setdefault(h.get_label(), h)
-    fig.legend(handles=list(seen.values()), loc="lower center", ncol=ncol, fontsize=8,
-               frameon=False, bbox_to_anchor=(0.5, 0.0))
+    return fig.legend(handles=list(seen.values()), loc="lower center", ncol=ncol, fontsize=8,
+                      frameon=False, bbox_to_anchor=(0.5, y))
+
+
+def finish_layout(fig, gs, handles: list[Any], notes: Sequence[str], ncol: int = 5) -> None:
+    """The footnote at the bottom right, the legend above it, the axes above the legend (room
+    measured for their tick labels and x label), and every x tick label inside the figure."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    height = fig.bbox.height
+    pad = 6.0 / height  # 6 px
+    y = pad / 2
+    if notes:
+        note = fig.text(RIGHT, y, "; ".join(notes), ha="right", va="bottom", fontsize=7,
+                        color="#555555")
+        y = note.get_window_extent(renderer).y1 / height + pad
+    legend = figure_legend(fig, handles, ncol, y)
+    top = legend.get_window_extent(renderer).y1 / height + pad
+    axes = [a for a in fig.axes if a.get_subplotspec() is not None and a.get_visible()]
+    lowest = min(axes, key=lambda a: a.get_position().y0)
+    below = lowest.get_position().y0 - lowest.get_tightbbox(renderer).y0 / height
+    gs.update(bottom=top + below)
+    for a in fig.axes:  # GridSpec.update moves only pyplot's figures' axes
+        spec = a.get_subplotspec()
+        if spec is not None and spec.get_topmost_subplotspec().get_gridspec() is gs:
+            a.set_position(spec.get_position(fig))
+    # an x tick label that would cross the figure's right edge ends at its tick instead
+    for a in fig.axes + [child for ax in fig.axes for child in ax.child_axes]:
+        for label in a.xaxis.get_ticklabels():
+            if label.get_text() and label.get_window_extent(renderer).x1 > fig.bbox.width - 1:
+                label.set_horizontalalignment("right")
 
 
 # ------------------------------------------------------------------------------ figures
@@ -435,12 +546,12 @@ def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> F
     lo, hi = check_window(window, result.cycles)
     fig = Figure(figsize=(16, 9.5))
     gs = fig.add_gridspec(3, 1, height_ratios=[6.2, 1.3, 1.3], hspace=0.08,
-                          left=0.075, right=0.985, top=0.885, bottom=0.165)
+                          left=0.075, right=RIGHT, top=0.885, bottom=0.165)
     ax = fig.add_subplot(gs[0])
     ax_bw = fig.add_subplot(gs[1], sharex=ax)
     ax_req = fig.add_subplot(gs[2], sharex=ax)
     width_px = fig.get_figwidth() * DPI * ax.get_position().width
-    handles = draw_engine_lanes(ax, result, lo, hi, width_px)
+    handles, used_occupancy = draw_engine_lanes(ax, result, lo, hi, width_px)
     handles += draw_ddr(ax_bw, ax_req, result, lo, hi, bins=int(min(600, width_px // 2)))
     ax.set_xlim(lo, hi)
     for a in (ax, ax_bw):
@@ -452,22 +563,21 @@ def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> F
     ax_req.set_xlabel("time (cycles from the op's timer start)", fontsize=9)
     ax_req.tick_params(axis="x", labelsize=8)
     add_us_axis(ax, result.model.core.clock_mhz)
-    draw_pass_lines([ax, ax_bw, ax_req], result, lo, hi)
+    notes = [OCCUPANCY_NOTE] if used_occupancy else []
+    if draw_pass_lines([ax, ax_bw, ax_req], result, lo, hi):
+        notes.append("dashed verticals: pass boundaries")
     fig.suptitle(run_title(result, lo, hi), fontsize=11, y=0.975)
-    figure_legend(fig, handles)
-    fig.text(0.985, 0.005, f"bars narrower than {MIN_BAR_PX:g} px drawn {MIN_BAR_PX:g} px wide; "
-             "dashed verticals: pass boundaries", ha="right", va="bottom", fontsize=7,
-             color="#555555")
+    finish_layout(fig, gs, handles, notes)
     return fig
 
 
 def plot_timeline(
     result: Any, path: str | Path, window: tuple[float, float] | None = None
 ) -> Path:
-    """Draw the timeline of ``result`` (a run with trace and port log) to a .png or .svg file."""
+    """Draw the timeline of ``result`` (a run with trace and port log) to a .png, .svg or .pdf
+    file."""
     p = check_figure_path(path)
     return save_figure(timeline_figure(result, window), p)
-
 
 
 def default_timeline_path(result_path: str | Path) -> Path:

@@ -13,11 +13,20 @@ maps ``y`` over two keys (KEY1 across, KEY2 up), one panel per value of any othe
   where it is 1.
 - ``cycles_per_element``: cycles / elements (``n``, or the product of a ``shape``).
 
+``--heatmap`` draws ``speedup`` by default when the table holds exactly two variants of one op
+(the question such a table answers), else ``cycles``. Each heatmap panel has its own colour
+scale and colour bar (logarithmic when the panel's values span more than
+:data:`LOG_RANGE` times), so that no panel is flattened by another's range; a contour level
+(1 for ``speedup``) inside a panel's range makes that panel's scale diverge around it.
+
 Parameter columns are those before ``cycles`` (see ``dspsim.study.sweep.table``); ``mode`` and
 ``variant`` name the same column (a table has one or the other). Failed points (a non-empty
-``error``) are left out and counted in the title; on line plots, points whose ``warnings`` cell
-is not empty are ringed with a hollow marker ("point with warnings"). Axes are labelled with the
-column names, which carry their units. A table without an ``op`` column is of the default op.
+``error``) are left out and counted in the title. Points whose ``warnings`` cell is not empty
+(a quirk of the code changed the result, e.g. ``unwaited_copy``: the timer stopped before the
+last copy ended) are marked: ringed with a hollow marker on line plots ("point with warnings"),
+dotted on heatmaps. Axes are labelled with the column names, which carry their units. A table
+without an ``op`` column is of the default op. Figures are written as ``.png``, ``.svg`` or
+``.pdf``, the formats of every figure dspsim writes.
 """
 
 from __future__ import annotations
@@ -29,10 +38,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.colors import TwoSlopeNorm
+from matplotlib.colors import LogNorm, Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import FuncFormatter, NullLocator
 
+from dspsim.analysis.timeline import FIGURE_FORMATS, check_figure_path, save_figure
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
 from dspsim.study.sweep import DEFAULT_OP, key_columns, parse_shape, read_sweep
@@ -41,7 +53,8 @@ if TYPE_CHECKING:
     from argparse import Namespace
 
 DERIVED = ("speedup", "cycles_per_element")
-FIGURE_EXTENSIONS = (".png", ".svg", ".pdf")
+FIGURE_EXTENSIONS = FIGURE_FORMATS  # one list for every figure dspsim writes
+LOG_RANGE = 10.0  # a heatmap panel whose values span more than this factor: log colour scale
 MAX_PANELS = 6
 MAX_LINES = 24
 LINESTYLES = ("-", "--", ":", "-.")
@@ -49,6 +62,7 @@ LABELS = {"cycles_per_element": "cycles_per_element (cycles / n)"}
 VARIANT_COLUMNS = ("variant", "mode")  # one column, under its name or its older one
 WARNED_MARKER = "o"  # hollow, drawn larger than the line's own markers
 WARNED_LABEL = "point with warnings"
+WARNED_HATCH = ".."  # heatmap cells of points with warnings
 
 
 def label(column: str, df: pd.DataFrame | None = None) -> str:
@@ -234,6 +248,31 @@ def _group_label(keys: Sequence[str], values: Any) -> str:
     return ", ".join(f"{k}={_fmt(v)}" for k, v in zip(keys, values))
 
 
+def warned_mask(df: pd.DataFrame) -> np.ndarray:
+    """True for the rows whose ``warnings`` cell names a warning."""
+    if "warnings" not in df.columns:
+        return np.zeros(len(df), bool)
+    return (df["warnings"].fillna("").astype(str) != "").to_numpy()
+
+
+def warning_codes(df: pd.DataFrame) -> str:
+    """The warning codes of a table's points, ``;``-separated, each once."""
+    return _join_warnings(list(df["warnings"])) if "warnings" in df.columns else ""
+
+
+def ring_warned(ax, xs, ys, warned, color, label: str | None = None) -> bool:
+    """Ring the points ``warned`` selects with a hollow marker (one legend entry when
+    ``label`` is given); True when any was ringed."""
+    warned = np.asarray(warned, bool)
+    if label is None and not warned.any():
+        return False
+    xs, ys = np.asarray(xs), np.asarray(ys)
+    ax.plot(xs[warned] if len(xs) else [], ys[warned] if len(ys) else [], linestyle="none",
+            marker=WARNED_MARKER, markersize=9, markerfacecolor="none", markeredgecolor=color,
+            markeredgewidth=1.2, label=label)
+    return bool(warned.any())
+
+
 def line_plot(
     df: pd.DataFrame,
     x: str,
@@ -290,19 +329,7 @@ def line_plot(
             label=_group_label(groups, name) if groups else None,
         )
         if "warnings" in part.columns:
-            warned = (part["warnings"].fillna("").astype(str) != "").to_numpy()
-            if warned.any():
-                warned_any = True
-                ax.plot(
-                    xs[warned],
-                    part[y].to_numpy()[warned],
-                    linestyle="none",
-                    marker=WARNED_MARKER,
-                    markersize=9,
-                    markerfacecolor="none",
-                    markeredgecolor=color,
-                    markeredgewidth=1.2,
-                )
+            warned_any |= ring_warned(ax, xs, part[y].to_numpy(), warned_mask(part), color)
     if numeric_x and _wide(data[x].to_numpy(dtype=float)):
         ax.set_xscale("log")
         _plain_ticks(ax.xaxis)
@@ -311,20 +338,12 @@ def line_plot(
     if _wide(data[y].to_numpy(dtype=float)):
         ax.set_yscale("log")
         _plain_ticks(ax.yaxis)
+    elif np.nanmax(np.abs(data[y].to_numpy(dtype=float))) >= 1e5:  # 5,000,000, not 5.0 1e6
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     if y == "speedup":
         ax.axhline(1.0, color="0.4", linestyle="--", linewidth=1, label="speedup = 1")
     if warned_any:  # one legend entry for every ring, whatever its colour
-        ax.plot(
-            [],
-            [],
-            linestyle="none",
-            marker=WARNED_MARKER,
-            markersize=9,
-            markerfacecolor="none",
-            markeredgecolor="0.25",
-            markeredgewidth=1.2,
-            label=WARNED_LABEL,
-        )
+        ring_warned(ax, [], [], [], "0.25", label=WARNED_LABEL)
     ylabel = label(y, df)
     ax.set_xlabel(label(x))
     ax.set_ylabel(ylabel)
@@ -333,6 +352,42 @@ def line_plot(
         ax.legend(fontsize="small")
     ax.set_title(f"{ylabel} vs {x}" + (f" ({failed} failed points not shown)" if failed else ""))
     return fig
+
+
+class _LogTwoSlopeNorm(Normalize):
+    """A diverging scale on a log axis: ``vmin`` -> 0, ``vcenter`` -> 0.5, ``vmax`` -> 1."""
+
+    def __init__(self, vcenter: float, vmin: float, vmax: float):
+        super().__init__(vmin, vmax)
+        self._knots = np.log([vmin, vcenter, vmax])
+
+    def __call__(self, value, clip=None):
+        v = np.ma.masked_invalid(np.ma.asarray(value, float))
+        out = np.interp(np.log(np.clip(v.filled(1.0), 1e-300, None)), self._knots,
+                        [0.0, 0.5, 1.0])
+        return np.ma.array(out, mask=np.ma.getmaskarray(v))
+
+    def inverse(self, value):
+        return np.exp(np.interp(value, [0.0, 0.5, 1.0], self._knots))
+
+
+def panel_norm(values: np.ndarray, level: float | None) -> tuple[Normalize, str]:
+    """A panel's own colour scale: diverging around ``level`` when the panel's values straddle
+    it, logarithmic when they span more than :data:`LOG_RANGE` times, else linear."""
+    v = values[np.isfinite(values)]
+    if not v.size:
+        return Normalize(0.0, 1.0), "viridis"
+    vmin, vmax = float(v.min()), float(v.max())
+    wide = vmin > 0 and vmax / vmin > LOG_RANGE
+    if level is not None and vmin < level < vmax:
+        return (_LogTwoSlopeNorm(level, vmin, vmax) if wide
+                else TwoSlopeNorm(level, vmin, vmax)), "RdBu"
+    if wide:
+        return LogNorm(vmin, vmax), "viridis"
+    if vmin == vmax:
+        pad = abs(vmin) * 0.05 or 0.5
+        vmin, vmax = vmin - pad, vmax + pad
+    return Normalize(vmin, vmax), "viridis"
 
 
 def heatmap(
@@ -344,7 +399,8 @@ def heatmap(
     source: str = "the table",
 ) -> Figure:
     """``y`` over ``key_x`` (across) x ``key_y`` (up); one panel per value of any other varying
-    key. ``contour``: a level to outline (default 1 for ``speedup``, none otherwise)."""
+    key, each with its own colour scale and colour bar; cells of points with warnings dotted.
+    ``contour``: a level to outline (default 1 for ``speedup``, none otherwise)."""
     key_x, key_y, y = resolve(df, key_x), resolve(df, key_y), resolve(df, y)
     for k in (key_x, key_y):
         _require(df, k, source)
@@ -369,62 +425,86 @@ def heatmap(
         )
     xs = sorted(data[key_x].unique(), key=_order)
     ys = sorted(data[key_y].unique(), key=_order)
-    zall = data[y].to_numpy(dtype=float)
-    vmin, vmax = np.nanmin(zall), np.nanmax(zall)
-    if level is not None and vmin < level < vmax:
-        norm = TwoSlopeNorm(level, vmin, vmax)
-        cmap = "RdBu"
-    else:
-        norm, cmap = None, "viridis"
     cols = min(len(panels), 3)
     rows = math.ceil(len(panels) / cols)
-    fig = Figure(figsize=(1.0 + 5.2 * cols, 0.6 + 4.4 * rows), layout="constrained")
+    fig = Figure(figsize=(1.6 + 5.8 * cols, 0.9 + 4.4 * rows), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
-    image = None
+    warned_any = contoured = False
     for ax, (name, part) in zip(axes, panels):
         grid = part.pivot_table(index=key_y, columns=key_x, values=y, aggfunc="mean")
         grid = grid.reindex(index=ys, columns=xs)
         z = np.ma.masked_invalid(grid.to_numpy(dtype=float))
-        image = ax.imshow(
-            z,
-            origin="lower",
-            aspect="auto",
-            cmap=cmap,
-            norm=norm,
-            vmin=None if norm else vmin,
-            vmax=None if norm else vmax,
-        )
+        norm, cmap = panel_norm(z.filled(np.nan), level)
+        image = ax.imshow(z, origin="lower", aspect="auto", cmap=cmap, norm=norm)
         if level is not None and z.shape[0] > 1 and z.shape[1] > 1:
             if np.nanmin(z.filled(np.nan)) < level < np.nanmax(z.filled(np.nan)):
-                cs = ax.contour(z, levels=[level], colors="k", linewidths=1.6)
-                ax.clabel(cs, fmt=lambda v: f"{y} = {v:g}", fontsize="small")
-        if z.size <= 150:
-            for (i, j), v in np.ndenumerate(z.filled(np.nan)):
-                if np.isfinite(v):
-                    r, g, b, _ = image.cmap(image.norm(v))
-                    dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
-                    ax.text(
-                        j,
-                        i,
-                        _short(v),
-                        ha="center",
-                        va="center",
-                        fontsize=7,
-                        color="white" if dark else "black",
-                    )
+                ax.contour(z, levels=[level], colors="k", linewidths=1.6)
+                contoured = True  # named in the legend: a label on the line hides cells
+        warned = np.zeros(z.shape, bool)
+        if "warnings" in part.columns:
+            marks = part.assign(_w=warned_mask(part)).groupby([key_y, key_x])["_w"].any()
+            warned = marks.unstack().reindex(index=ys, columns=xs).fillna(False).to_numpy(bool)
+        for (i, j), v in np.ndenumerate(z.filled(np.nan)):
+            if not np.isfinite(v):
+                continue
+            rgba = image.cmap(image.norm(v))
+            dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
+            if warned[i, j]:
+                warned_any = True
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, linewidth=0,
+                                       hatch=WARNED_HATCH,
+                                       edgecolor="white" if dark else "black"))
+            if z.size <= 150:
+                ax.text(j, i, _short(v), ha="center", va="center", fontsize=7, zorder=3,
+                        color="white" if dark else "black",  # over a contour, still legible
+                        bbox={"facecolor": rgba, "edgecolor": "none", "pad": 0.6})
         _ticks(ax.set_xticks, xs)
         _ticks(ax.set_yticks, ys)
         ax.set_xlabel(label(key_x))
         ax.set_ylabel(label(key_y))
         if others:
             ax.set_title(_group_label(others, name), fontsize="medium")
+        bar = fig.colorbar(image, ax=ax, label=label(y, df))
+        if isinstance(norm, (LogNorm, _LogTwoSlopeNorm)):
+            bar.set_ticks(log_ticks(norm.vmin, norm.vmax, level))
+            bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
+            bar.ax.yaxis.set_minor_locator(NullLocator())
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
-    fig.colorbar(image, ax=axes[: len(panels)].tolist(), label=label(y, df))
-    fig.suptitle(
-        f"{y} over {key_x} x {key_y}" + (f" ({failed} failed points not shown)" if failed else "")
-    )
+    title = f"{y} over {key_x} x {key_y}"
+    if len(panels) > 1:
+        title += " (each panel its own colour scale)"
+    if failed:
+        title += f" ({failed} failed points not shown)"
+    fig.suptitle(title)
+    handles: list[Any] = []
+    if contoured:
+        handles.append(Line2D([], [], color="k", linewidth=1.6, label=f"{y} = {level:g}"))
+    if warned_any:
+        handles.append(Patch(facecolor="white", edgecolor="0.2", hatch=WARNED_HATCH,
+                             label=f"dotted: {WARNED_LABEL} ({warning_codes(data)})"))
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", ncol=len(handles),
+                   fontsize="small", frameon=False)
     return fig
+
+
+def log_ticks(vmin: float, vmax: float, level: float | None = None) -> list[float]:
+    """Colour bar ticks on a log scale: 1, 2 and 5 times the powers of ten within
+    [vmin, vmax], both ends and ``level``."""
+    ticks = {vmin, vmax} | ({level} if level is not None and vmin < level < vmax else set())
+    for e in range(math.floor(math.log10(vmin)), math.ceil(math.log10(vmax)) + 1):
+        ticks |= {m * 10.0**e for m in (1, 2, 5) if vmin * 1.5 < m * 10.0**e < vmax / 1.5}
+    return sorted(ticks)
+
+
+def default_heatmap_y(df: pd.DataFrame) -> str:
+    """``speedup`` for a table of exactly two variants of one op, else ``cycles``."""
+    try:
+        speedup_pair(df)
+    except DspsimInputError:
+        return "cycles"
+    return "speedup"
 
 
 def _ticks(setter, values: Sequence[Any], most: int = 12) -> None:
@@ -436,22 +516,17 @@ def _ticks(setter, values: Sequence[Any], most: int = 12) -> None:
 def plot_sweep(
     path: str | Path,
     x: str | None = None,
-    y: str | None = "cycles",
+    y: str | None = None,
     hue: str | None = None,
     heatmap_keys: Sequence[str] | None = None,
     out: str | Path | None = None,
     contour: float | None = None,
 ) -> Path:
     """Draw a sweep file (line plot on ``x`` or heatmap on two keys) and save it; returns the
-    figure's path (default: the table's path with ``.png``)."""
+    figure's path (default: the table's path with ``.png``). ``y`` defaults to ``cycles`` on
+    line plots and to :func:`default_heatmap_y` on heatmaps."""
     src = Path(path)
-    y = y or "cycles"
     dest = Path(out) if out is not None else src.with_suffix(".png")
-    if dest.suffix not in FIGURE_EXTENSIONS:
-        raise DspsimInputError(
-            f"figure {str(dest)!r}: unknown extension {dest.suffix or '(none)'!r}; "
-            f"allowed {', '.join(FIGURE_EXTENSIONS)}"
-        )
     if heatmap_keys is not None and len(heatmap_keys) != 2:
         raise DspsimInputError("--heatmap needs exactly two keys: KEY1 KEY2")
     if heatmap_keys is None and x is None:
@@ -460,15 +535,14 @@ def plot_sweep(
         raise DspsimInputError("--heatmap draws two keys; leave out --hue")
     if heatmap_keys is not None and x is not None and x not in heatmap_keys:
         raise DspsimInputError(f"--x {x} is not one of the --heatmap keys; leave it out")
+    dest = check_figure_path(dest, "figure")
     df = read_sweep(src)
     if heatmap_keys is not None:
+        y = y or default_heatmap_y(df)
         fig = heatmap(df, heatmap_keys[0], heatmap_keys[1], y, contour=contour, source=str(src))
     else:
-        fig = line_plot(df, x, y, hue, source=str(src))
-    if not dest.parent.is_dir():
-        raise DspsimInputError(f"figure directory {str(dest.parent)!r} does not exist")
-    fig.savefig(dest, dpi=130)
-    return dest
+        fig = line_plot(df, x, y or "cycles", hue, source=str(src))
+    return save_figure(fig, dest, dpi=130)
 
 
 def plot_sweep_cli(args: Namespace) -> int:

@@ -1,0 +1,134 @@
+"""Sweep figures that tell the truth: a colour scale per heatmap panel, speed-up by default on a
+two-variant heatmap, points with warnings marked, every figure format."""
+
+import argparse
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.colors import LogNorm
+from matplotlib.image import AxesImage
+from matplotlib.patches import Rectangle
+
+from dspsim.analysis.timeline import FIGURE_FORMATS
+from dspsim.study import sweep_plot
+from dspsim.study.sweep_plot import (
+    FIGURE_EXTENSIONS,
+    WARNED_HATCH,
+    default_heatmap_y,
+    heatmap,
+    panel_norm,
+    plot_sweep,
+    plot_sweep_cli,
+)
+
+
+def two_variants(warn_at=()) -> pd.DataFrame:
+    """Ping-pong flat around 1,000 cycles, direct from 2,000 to 200,000: ranges 100x apart."""
+    rows = []
+    for lat in (10.0, 100.0, 1000.0):
+        for out in (1, 4, 16):
+            for variant, cycles in (("pingpong", 1000 + lat / out), ("direct", 2000 + 200 * lat)):
+                warned = variant == "pingpong" and (lat, out) in warn_at
+                rows.append({"op": "softmax", "variant": variant, "n": 1000,
+                             "ddr.latency_cycles": lat, "idma.max_outstanding": out,
+                             "cycles": int(cycles), "warnings": "unwaited_copy" if warned else "",
+                             "hazards": 0, "wall_s": 0.0, "error": ""})
+    return pd.DataFrame(rows)
+
+
+def panels(fig):
+    """(axes, image) of each heatmap panel, and the colour bars."""
+    images = [(a, im) for a in fig.axes for im in a.get_images() if isinstance(im, AxesImage)]
+    bars = [a for a in fig.axes if a.get_label() == "<colorbar>"]
+    return images, bars
+
+
+def test_each_panel_has_its_own_colour_scale_and_bar():
+    """Before: one scale for both variants, so ping-pong (1,000 to 1,100 cycles) was one flat
+    colour next to direct (2,000 to 200,000)."""
+    df = two_variants()
+    fig = heatmap(df, "ddr.latency_cycles", "idma.max_outstanding")
+    images, bars = panels(fig)
+    assert len(images) == 2 and len(bars) == 2
+    for ax, im in images:
+        variant = ax.get_title().split("=")[1]
+        cycles = df[df["variant"] == variant]["cycles"].to_numpy(float)
+        assert (im.norm.vmin, im.norm.vmax) == (cycles.min(), cycles.max())
+        shown = im.norm(im.get_array().compressed())
+        assert shown.min() == pytest.approx(0.0) and shown.max() == pytest.approx(1.0)
+        # more than 10x: a log scale; ping-pong's 10 % spread: linear
+        assert isinstance(im.norm, LogNorm) == (variant == "direct")
+    assert "each panel its own colour scale" in fig._suptitle.get_text()
+
+
+def test_panel_norms():
+    norm, cmap = panel_norm(np.array([0.01, 0.2, 0.9, np.nan]), 0.5)  # straddles, 90x
+    assert cmap == "RdBu" and norm(0.5) == pytest.approx(0.5)
+    assert norm(0.01) == pytest.approx(0.0) and norm(0.9) == pytest.approx(1.0)
+    assert norm.inverse(norm(0.2)) == pytest.approx(0.2)
+    norm, cmap = panel_norm(np.array([0.8, 1.3]), 1.0)  # straddles, narrow: linear diverging
+    assert cmap == "RdBu" and norm(1.0) == pytest.approx(0.5)
+    norm, _ = panel_norm(np.array([5.0, 5.0]), None)  # one value: still a valid scale
+    assert norm.vmin < 5.0 < norm.vmax
+
+
+def test_a_two_variant_heatmap_defaults_to_speedup(tmp_path, monkeypatch):
+    """Before: ``plot sweep --heatmap`` drew cycles (two panels) where speed-up was meant."""
+    src = tmp_path / "s.csv"
+    two_variants().to_csv(src, index=False)
+    assert default_heatmap_y(two_variants()) == "speedup"
+    one = two_variants()
+    assert default_heatmap_y(one[one["variant"] == "pingpong"]) == "cycles"
+    seen = []
+    real = sweep_plot.heatmap
+    monkeypatch.setattr(sweep_plot, "heatmap",
+                        lambda df, kx, ky, y, **kw: seen.append(y) or real(df, kx, ky, y, **kw))
+    plot_sweep(src, heatmap_keys=["ddr.latency_cycles", "idma.max_outstanding"])
+    ns = argparse.Namespace(file=str(src), x=None, y=None, hue=None,
+                            heatmap=["ddr.latency_cycles", "idma.max_outstanding"],
+                            out=str(tmp_path / "m.png"))
+    assert plot_sweep_cli(ns) == 0
+    plot_sweep(src, y="cycles", heatmap_keys=["ddr.latency_cycles", "idma.max_outstanding"])
+    single = tmp_path / "one.csv"
+    one[one["variant"] == "pingpong"].to_csv(single, index=False)
+    plot_sweep(single, heatmap_keys=["ddr.latency_cycles", "idma.max_outstanding"])
+    assert seen == ["speedup", "speedup", "cycles", "cycles"]
+    # line plots keep cycles
+    plot_sweep(src, x="ddr.latency_cycles", hue="variant")
+
+
+def test_heatmap_cells_with_warnings_are_dotted():
+    warned = {(100.0, 1), (1000.0, 16)}
+    fig = heatmap(two_variants(warned), "ddr.latency_cycles", "idma.max_outstanding")
+    images, _ = panels(fig)
+    for ax, _ in images:
+        dotted = [p for p in ax.patches if isinstance(p, Rectangle)
+                  and p.get_hatch() == WARNED_HATCH]
+        expect = 2 if ax.get_title() == "variant=pingpong" else 0
+        assert len(dotted) == expect
+        if expect:
+            cells = sorted((p.get_x() + 0.5, p.get_y() + 0.5) for p in dotted)
+            assert cells == [(1.0, 0.0), (2.0, 2.0)]  # (lat 100, out 1), (lat 1000, out 16)
+    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert legend == ["dotted: point with warnings (unwaited_copy)"]
+    # a speed-up cell is dotted when either of its runs warned
+    fig = heatmap(two_variants(warned), "ddr.latency_cycles", "idma.max_outstanding", "speedup")
+    (ax, _), = panels(fig)[0]
+    assert len([p for p in ax.patches if p.get_hatch() == WARNED_HATCH]) == 2
+    # no warnings: nothing dotted, no legend
+    fig = heatmap(two_variants(), "ddr.latency_cycles", "idma.max_outstanding", "speedup")
+    assert not fig.legends and not panels(fig)[0][0][0].patches
+
+
+def test_every_figure_format_and_svg_text(tmp_path):
+    assert FIGURE_EXTENSIONS is FIGURE_FORMATS and ".pdf" in FIGURE_FORMATS
+    src = tmp_path / "s.csv"
+    two_variants({(10.0, 1)}).to_csv(src, index=False)
+    keys = ["ddr.latency_cycles", "idma.max_outstanding"]
+    svg = plot_sweep(src, heatmap_keys=keys, out=tmp_path / "m.svg").read_text()
+    assert "<text" in svg and "speedup" in svg  # text kept as text
+    assert plot_sweep(src, x=keys[0], out=tmp_path / "l.pdf").read_bytes()[:5] == b"%PDF-"
+    assert (tmp_path / "s.png").exists() is False
+    assert plot_sweep(src, x=keys[0]).read_bytes()[:4] == b"\x89PNG"
+    assert not list(tmp_path.glob("*.tmp"))
