@@ -1,24 +1,35 @@
-"""The host's view of the DSPs (UCP): malloc, RPC task, submit, wait.
+"""The host's view of the DSPs (UCP): malloc, RPC task, submit, wait, release.
 
-Thin on purpose: it exists so that a run drives an op the way the seed's ``test_softmax_op``
-does: DDR buffers from ``hbUCPMalloc``, a parameter block, ``hbDSPRpcV2(cmd)``, submit to a
-backend core with a priority, wait for done. The RPC round trip (``host.rpc_latency_us``) is
-spent outside the op's own cycle count, which is what the seed's ``TIME_STAMP`` measures.
+It drives an op the way the seed's ``test_softmax_op`` does: DDR buffers from ``hbUCPMalloc``,
+a parameter block, ``hbDSPRpcV2(cmd)``, ``hbUCPSubmitTask`` to a backend with a priority,
+``hbUCPWaitTaskDone``, ``hbUCPReleaseTask``. The RPC round trip (``host.rpc_latency_us``) is
+spent outside the op's own cycle count, which is what the seed's ``TIME_STAMP`` measures: half
+of it between submit and the task reaching the DSP side, half between the op's end and the
+host seeing it done.
 
-Scheduling (one place to change it): each core runs one task at a time; waiting tasks go
-highest priority first (0-255), first come first served within a priority; a running task is
-never preempted.
+Backends: ``core<K>`` (``HB_UCP_DSP_CORE_<K>``; an int ``K`` works too) or ``any`` (the first
+free core). Tasks that find no eligible core free wait in **one shared queue**; whichever core
+frees first takes the best waiting task it may run. Who goes first is decided in one place,
+:class:`SchedulingPolicy`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import heapq
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
 
 import simpy
 
 from dspsim.errors import DspsimInputError
 from dspsim.hw.memory import Ptr
 from dspsim.ops.registry import Registry
+
+ANY = "any"  # HB_UCP_DSP_CORE_ANY
+PRIORITY_MIN, PRIORITY_MAX = 0, 255
+_CORE_NAME = re.compile(r"core(\d+)")
 
 
 @dataclass(frozen=True)
@@ -30,26 +41,124 @@ class SysMem:  # hbUCPSysMem
 
 @dataclass(eq=False)
 class Task:
+    """One RPC. Times are absolute cycles, -1 until they happen."""
+
     cmd: int
     input: SysMem
     output: SysMem
     done: simpy.Event
     priority: int = 0
-    backend: int = 0  # the core it runs on
-    submitted_cycle: float = -1.0
-    started_cycle: float = -1.0
-    finished_cycle: float = -1.0
+    backend: int | None = 0  # the core asked for; None: any core
+    core: int = -1  # the core it ran on
+    seq: int = -1  # submission order (the FIFO tie-break)
+    tag: dict[str, Any] = field(default_factory=dict)  # the submitter's labels (stream, index)
+    submitted_cycle: float = -1.0  # hbUCPSubmitTask
+    queued_cycle: float = -1.0  # reached the DSP side (half the RPC latency later)
+    started_cycle: float = -1.0  # a core took it
+    op_start_cycle: float = -1.0  # the op's TIME_STAMP start
+    op_cycles: float = -1.0  # the op's own span (PROF), what ``dspsim run`` reports
+    core_end_cycle: float = -1.0  # the op's handler returned: the core is free
+    finished_cycle: float = -1.0  # the host sees it done (half the RPC latency later)
+    released: bool = False
+
+
+class SchedulingPolicy:
+    """The UCP's scheduling, the one place to change it.
+
+    - A core runs one task at a time.
+    - Waiting tasks go highest ``priority`` first (0-255), first come first served within a
+      priority (by the order they reached the DSP side).
+    - ``any`` tasks start on the lowest-numbered free core; a task for ``core<K>`` waits for
+      core K only. All waiting tasks share one queue: a freed core takes the best task it is
+      eligible to run.
+    - **No preemption** (``PREEMPTIVE = False``): a running task always runs to its end. The
+      J6 UCP guide says priority 254 preempts 0-253 and 255 preempts both; that is not
+      modelled (an op would have to be interruptible mid-transfer). Here 254 and 255 are just
+      the highest priorities.
+    """
+
+    PREEMPTIVE = False
+
+    def __init__(self, cores: int):
+        self.cores = cores
+        # one heap per fixed core, one for "any": (-priority, seq, task); together one queue
+        self._fixed: list[list[tuple[int, int, Task]]] = [[] for _ in range(cores)]
+        self._any: list[tuple[int, int, Task]] = []
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    @staticmethod
+    def rank(task: Task) -> tuple[int, int]:
+        """Sort key of a waiting task: lower goes first."""
+        return (-task.priority, task.seq)
+
+    def core_for(self, task: Task, free: list[bool]) -> int | None:
+        """The core a task just arrived should start on now, or None (it waits)."""
+        if task.backend is not None:
+            return task.backend if free[task.backend] else None
+        return next((k for k, f in enumerate(free) if f), None)
+
+    def push(self, task: Task) -> None:
+        heap = self._any if task.backend is None else self._fixed[task.backend]
+        heapq.heappush(heap, (*self.rank(task), task))
+        self._count += 1
+
+    def pop_for(self, core: int) -> Task | None:
+        """The best waiting task ``core`` may run (removed from the queue), or None."""
+        fixed, anyq = self._fixed[core], self._any
+        if not fixed and not anyq:
+            return None
+        heap = fixed if not anyq or (fixed and fixed[0][:2] < anyq[0][:2]) else anyq
+        self._count -= 1
+        return heapq.heappop(heap)[2]
+
+
+def parse_backend(backend: Any, cores: int) -> int | None:
+    """``core<K>``, ``K`` or ``any`` -> the core index, or None for any; checked."""
+    allowed = f"allowed {ANY!r} or core0 to core{cores - 1} (core.count = {cores})"
+    if isinstance(backend, str):
+        if backend == ANY:
+            return None
+        m = _CORE_NAME.fullmatch(backend)
+        if m is None:
+            raise DspsimInputError(f"backend {backend!r}: {allowed}")
+        backend = int(m.group(1))
+    if isinstance(backend, bool) or not isinstance(backend, int):
+        raise DspsimInputError(f"backend {backend!r}: {allowed}")
+    if not 0 <= backend < cores:
+        raise DspsimInputError(f"backend core{backend}: the platform has no such core; {allowed}")
+    return backend
+
+
+def check_priority(priority: Any) -> int:
+    if (isinstance(priority, bool) or not isinstance(priority, int)
+            or not PRIORITY_MIN <= priority <= PRIORITY_MAX):
+        raise DspsimInputError(
+            f"task priority {priority!r}: allowed integers {PRIORITY_MIN} to {PRIORITY_MAX}"
+        )
+    return priority
 
 
 class Ucp:
-    def __init__(self, platform, registry: Registry):
+    def __init__(self, platform, registry: Registry, policy: SchedulingPolicy | None = None):
         self.platform = platform
         self.env = platform.env
         self.registry = registry
-        # HB_UCP_DSP_CORE_<k>: one task at a time per core, higher priority first
-        self._cores = [simpy.PriorityResource(self.env, capacity=1) for _ in platform.dsps]
+        self.cores = len(platform.dsps)
+        self.policy = policy or SchedulingPolicy(self.cores)
+        self._free = [True] * self.cores
+        self._seq = itertools.count()
         model = platform.model
         self._half_rpc_cycles = model.host.rpc_latency_us * model.core.clock_mhz / 2
+        # (cycle, tasks waiting in the queue) at every change
+        self.queue_log: list[tuple[float, int]] = [(0.0, 0)]
+        self.on_task_end = None  # optional callback(task) when a core finishes a task
+
+    @property
+    def half_rpc_cycles(self) -> float:
+        return self._half_rpc_cycles
 
     def malloc(self, size_bytes: int, what: str = "buffer") -> SysMem:
         """``hbUCPMalloc`` + ``hbDSPAddrMap``: DDR the DSP can see."""
@@ -63,33 +172,67 @@ class Ucp:
         self.registry.lookup(cmd)
         return Task(cmd, input_mem, output_mem, self.env.event())
 
-    def submit(self, task: Task, priority: int = 0, backend: int = 0) -> None:
-        """``hbUCPSubmitTask`` to DSP core ``backend``; priority 0-255 (higher first)."""
-        if not 0 <= priority <= 255:
-            raise DspsimInputError(f"task priority {priority}: allowed 0 to 255")
-        if not 0 <= backend < len(self._cores):
-            raise DspsimInputError(
-                f"backend core{backend}: the platform has core0 to core{len(self._cores) - 1} "
-                f"(core.count = {len(self._cores)})"
-            )
-        task.priority = priority
-        task.backend = backend
+    def submit(self, task: Task, priority: int = 0, backend: int | str = 0) -> None:
+        """``hbUCPSubmitTask``: to ``backend`` (``core<K>``, ``K`` or ``any``) with
+        ``priority`` 0-255 (higher first). Returns at once; ``wait_done`` waits."""
+        task.priority = check_priority(priority)
+        task.backend = parse_backend(backend, self.cores)
+        if task.submitted_cycle >= 0:
+            raise DspsimInputError("task submitted twice: make a new one with rpc()")
         task.submitted_cycle = self.env.now
-        self.env.process(self._execute(task))
+        self.env.process(self._arrive(task))
 
     def wait_done(self, task: Task) -> simpy.Event:
         """``hbUCPWaitTaskDone``: an event the host process yields."""
         return task.done
 
-    def _execute(self, task: Task):
+    def release(self, task: Task) -> None:
+        """``hbUCPReleaseTask``: the task is done with (its buffers stay the caller's)."""
+        if not task.done.triggered:
+            raise DspsimInputError("hbUCPReleaseTask of a task that has not finished")
+        task.released = True
+
+    # ------------------------------------------------------------------ the DSP side
+    def _arrive(self, task: Task):
+        yield self.env.timeout(self._half_rpc_cycles)
+        task.queued_cycle = self.env.now
+        task.seq = next(self._seq)
+        core = self.policy.core_for(task, self._free)
+        if core is None:
+            self.policy.push(task)
+            self._log_queue()
+        else:
+            self._start(task, core)
+
+    def _start(self, task: Task, core: int) -> None:
+        self._free[core] = False
+        task.core = core
+        task.started_cycle = self.env.now
+        self.env.process(self._run(task))
+
+    def _run(self, task: Task):
         env = self.env
-        yield env.timeout(self._half_rpc_cycles)
-        with self._cores[task.backend].request(priority=255 - task.priority) as slot:
-            yield slot
-            task.started_cycle = env.now
-            dsp = self.platform.dsps[task.backend]
-            op = self.registry.lookup(task.cmd)
-            yield from op.handler(dsp, task.input.ptr, task.output.ptr, dsp.tm)
+        dsp = self.platform.dsps[task.core]
+        op = self.registry.lookup(task.cmd)
+        dsp.self_cycles = None  # set by the op's PROF
+        yield from op.handler(dsp, task.input.ptr, task.output.ptr, dsp.tm)
+        task.op_start_cycle = dsp.cycles_start
+        task.op_cycles = dsp.self_cycles if dsp.self_cycles is not None else -1.0
+        task.core_end_cycle = env.now
+        self._free[task.core] = True
+        if self.on_task_end is not None:
+            self.on_task_end(task)
+        nxt = self.policy.pop_for(task.core)
+        if nxt is not None:
+            self._log_queue()
+            self._start(nxt, task.core)
         yield env.timeout(self._half_rpc_cycles)
         task.finished_cycle = env.now
         task.done.succeed()
+
+    def _log_queue(self) -> None:
+        now, count = self.env.now, len(self.policy)
+        if self.queue_log[-1][0] == now:
+            self.queue_log[-1] = (now, count)
+        else:
+            self.queue_log.append((now, count))

@@ -1,0 +1,346 @@
+"""Figures and traces of a workload run: task streams on one or more DSP cores.
+
+They read a workload run (``dspsim.study.workload.WorkloadRun``: ``core_names``,
+``queue_log``, ``ddr``, ``end_cycle``, ``model``, ``workload``) and its task table
+(``task_table(run)``), by attribute only, so that this layer does not import the study layer.
+
+**Timeline** (PNG or SVG), top to bottom, on one time axis (ms, or us for short runs, since the
+workload's t = 0, the origin of ``start_us``):
+
+- one lane per core: each task's op span on that core as a bar coloured by its stream,
+  labelled ``stream#index`` where wide enough; a red tick above each task that missed its
+  deadline. Bars narrower than :data:`MIN_BAR_PX` pixel are drawn that wide, and the figure
+  says so. When tasks are too short to draw one by one (median under :data:`OCCUPANCY_PX`
+  pixels) the lanes show **occupancy** instead: per bin of :data:`BIN_PX` pixels, the share of
+  the bin each stream ran on the core, stacked (the figure says which it drew);
+- the shared queue: tasks waiting (not running, not in RPC flight) over time, its longest
+  backlog marked;
+- the DDR data path: the share of ``ddr.bytes_per_cycle`` in use per bin (exact occupancy from
+  the run's DDR profile), its mean over the run dashed.
+
+**Trace** (Chrome Trace Event JSON, ui.perfetto.dev / chrome://tracing): process ``DSP cores``
+with one thread per core (a slice per task: name = stream, args = stream, index, priority,
+latency, wait, op cycles, missed), counters ``queue (tasks waiting)`` and, when profiled,
+``DDR data path (%)``; process ``host streams`` with a thread per stream (a slice per task from
+submit to done; tasks of one stream that overlap go to extra threads ``name (2)``). Every
+timestamp and duration is an integer number of microseconds (rounded from cycles with one
+monotone rounding, so back-to-back slices stay back to back and never overlap).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from dspsim.analysis.perfetto import check_trace_path
+from dspsim.analysis.series import assign_lanes, binned_mean
+from dspsim.analysis.timeline import check_figure_path, save_figure
+from dspsim.paths import atomic_write_bytes, atomic_write_text
+from dspsim.results import json_default
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+DPI = 120
+MIN_BAR_PX = 1.0
+OCCUPANCY_PX = 3.0  # median task narrower than this: draw occupancy, not bars
+BIN_PX = 2.0
+MAX_BIN_PX = 40.0
+LEGEND_COLUMNS = 4
+LABEL_PX_PER_CHAR = 6.0
+MISS_COLOUR = "#d62728"
+STREAM_COLOURS = (
+    "#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974",
+    "#64b5cd", "#c44e52", "#2f4b7c", "#a05195", "#665191", "#ffa600", "#003f5c", "#7a5195",
+)
+MAX_DDR_COUNTER_BINS = 2000
+
+
+def stream_colours(names: list[str]) -> dict[str, str]:
+    return {n: STREAM_COLOURS[i % len(STREAM_COLOURS)] for i, n in enumerate(names)}
+
+
+def _unit(end_us: float) -> tuple[str, float]:
+    return ("ms", 1000.0) if end_us >= 20_000 else ("us", 1.0)
+
+
+def _queue_steps(run: Any) -> tuple[np.ndarray, np.ndarray]:
+    q = np.asarray(run.queue_log, float).reshape(-1, 2)
+    return q[:, 0], q[:, 1]
+
+
+def _bins(run: Any, tasks: pd.DataFrame, div: float, width_px: float) -> tuple[bool, np.ndarray]:
+    """Whether the core lanes show occupancy, and the bin edges (x units) for occupancy and
+    the DDR lane: :data:`BIN_PX` pixels, or, when tasks are too short to draw, the longest
+    stream period (at least :data:`BIN_PX`, at most :data:`MAX_BIN_PX` pixels), so that
+    periodic streams do not beat against the bins."""
+    clock = run.model.core.clock_mhz
+    end_x = run.end_cycle / clock / div
+    x_per_px = end_x / max(width_px, 1.0)
+    widths_px = (tasks["op_cycles"].to_numpy(float) / clock / div) / x_per_px
+    occupancy = len(tasks) > 0 and float(np.median(widths_px)) < OCCUPANCY_PX
+    width = BIN_PX * x_per_px
+    if occupancy:
+        period = max(s.period_us for s in run.workload.streams) / div
+        width = min(max(period, width), MAX_BIN_PX * x_per_px)
+    bins = max(1, int(round(end_x / width)))
+    return occupancy, np.linspace(0.0, end_x, bins + 1)
+
+
+def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges) -> str:
+    """Bars or occupancy per core; returns the note on how they were drawn."""
+    clock = run.model.core.clock_mhz
+    end_x = run.end_cycle / clock / div
+    x_per_px = end_x / max(width_px, 1.0)
+    start = tasks["op_start_cycle"].to_numpy(float) / clock / div
+    stop = (tasks["op_start_cycle"] + tasks["op_cycles"]).to_numpy(float) / clock / div
+    ncores = len(run.core_names)
+    h = 0.74
+    bins = len(edges) - 1
+    for k, core in enumerate(run.core_names):
+        y = ncores - 1 - k
+        on = (tasks["core"] == core).to_numpy()
+        base = np.full(bins, y - h / 2)
+        for name, colour in colours.items():
+            sel = on & (tasks["stream"] == name).to_numpy()
+            if not sel.any():
+                continue
+            if occupancy:
+                share = binned_mean(start[sel], stop[sel], np.ones(sel.sum()), edges)
+                ax.stairs(base + h * share, edges, baseline=base.copy(), fill=True,
+                          color=colour, linewidth=0)
+                base = base + h * share
+            else:
+                s, e = start[sel], stop[sel]
+                w = np.maximum(e - s, MIN_BAR_PX * x_per_px)
+                ax.broken_barh(np.column_stack([s, w]), (y - h / 2, h), facecolor=colour,
+                               edgecolor="white", linewidth=0.3)
+                idx = tasks["index"].to_numpy()[sel]
+                for x0, x1, i in zip(s, e, idx):
+                    text = f"{name}#{i}"
+                    if (x1 - x0) / x_per_px >= LABEL_PX_PER_CHAR * len(text) + 4:
+                        ax.text((x0 + x1) / 2, y, text, ha="center", va="center", fontsize=7,
+                                color="white", clip_on=True)
+        if occupancy:
+            ax.axhline(y + h / 2, color="#bbbbbb", linewidth=0.5, linestyle=":")
+        missed = on & tasks["missed"].to_numpy(bool)
+        if missed.any():
+            ax.scatter(stop[missed], np.full(missed.sum(), y + h / 2 + 0.08), marker="v",
+                       s=14, color=MISS_COLOUR, linewidths=0, zorder=3)
+    ax.set_yticks(range(ncores), [run.core_names[ncores - 1 - y] for y in range(ncores)],
+                  fontsize=9)
+    ax.set_ylim(-0.6, ncores - 0.4)
+    unit = "ms" if div == 1000.0 else "us"
+    if occupancy:
+        return (f"core lanes: busy share per {edges[1] - edges[0]:,.1f}-{unit} bin, stacked by "
+                "stream (dotted: 100 %); tasks too short to draw one by one")
+    return (f"core lanes: one bar per task (its op span); bars narrower than {MIN_BAR_PX:g} px "
+            f"drawn {MIN_BAR_PX:g} px wide")
+
+
+def _draw_queue(ax, run, div) -> None:
+    clock = run.model.core.clock_mhz
+    t, q = _queue_steps(run)
+    x = np.append(t, run.end_cycle) / clock / div
+    y = np.append(q, q[-1])
+    ax.fill_between(x, y, step="post", color="#999999", alpha=0.45, linewidth=0)
+    ax.step(x, y, where="post", color="#444444", linewidth=0.7)
+    peak = int(np.argmax(q))
+    top = max(1.0, float(q.max()))
+    ax.set_ylim(0, top * 1.35)
+    ax.set_ylabel("queue\n(tasks)", fontsize=8)
+    ax.annotate(f"longest backlog {int(q[peak])}", (x[peak], q[peak]),
+                xytext=(4, 2), textcoords="offset points", fontsize=7, color="#333333")
+
+
+def _draw_ddr(ax, run, div, edges) -> None:
+    clock = run.model.core.clock_mhz
+    ax.set_ylabel("DDR path\n(% busy)", fontsize=8)
+    ax.set_ylim(0, 105)
+    mean = 100.0 * run.ddr_busy_cycles / run.end_cycle if run.end_cycle > 0 else 0.0
+    ax.axhline(mean, color="#333333", linestyle="--", linewidth=0.7)
+    ax.text(0.995, 0.9, f"mean {mean:.1f} % (dashed)", transform=ax.transAxes, ha="right",
+            va="top", fontsize=7, zorder=4,
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
+    if run.ddr is None:
+        ax.text(0.5, 0.5, "no DDR profile in this run", transform=ax.transAxes, ha="center",
+                va="center", fontsize=8, color="#777777")
+        return
+    d = run.ddr
+    util = 100.0 * binned_mean(d["start"], d["end"], d["share"], edges * div * clock)
+    ax.stairs(np.minimum(util, 100.0), edges, fill=True, color="#4c72b0", linewidth=0)
+
+
+def _legend(fig, run, colours, any_missed: bool, y: float) -> None:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    streams = {s.name: s for s in run.workload.streams}
+    handles = [
+        Patch(facecolor=c, label=f"{n} ({streams[n].op} {streams[n].variant}, prio "
+              f"{streams[n].priority}, {streams[n].backend})")
+        for n, c in colours.items()
+    ]
+    if any_missed:
+        handles.append(Line2D([], [], marker="v", linestyle="", color=MISS_COLOUR,
+                              label="deadline missed"))
+    fig.legend(handles=handles, loc="upper center", ncol=min(LEGEND_COLUMNS, len(handles)),
+               fontsize=8, frameon=False, bbox_to_anchor=(0.5, y))
+
+
+def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
+    """The timeline of a workload run (not yet saved)."""
+    from matplotlib.figure import Figure
+
+    clock = run.model.core.clock_mhz
+    unit, div = _unit(run.end_cycle / clock)
+    ncores = len(run.core_names)
+    colours = stream_colours([s.name for s in run.workload.streams])
+    misses = int(tasks["missed"].sum())
+    legend_rows = -(-(len(colours) + (misses > 0)) // LEGEND_COLUMNS)
+    # heights in inches: title 0.75, lanes, queue, DDR, x label 0.55, legend rows
+    lanes_in, strip_in, top_in, xlab_in = 0.62 * ncores + 0.3, 0.85, 0.75, 0.55
+    legend_in = 0.22 * legend_rows + 0.1
+    height = top_in + lanes_in + 2 * strip_in + 0.25 + xlab_in + legend_in
+    fig = Figure(figsize=(14, height))
+    gs = fig.add_gridspec(3, 1, height_ratios=[lanes_in, strip_in, strip_in], hspace=0.1,
+                          left=0.07, right=0.985, top=1 - top_in / height,
+                          bottom=(xlab_in + legend_in) / height)
+    ax = fig.add_subplot(gs[0])
+    ax_q = fig.add_subplot(gs[1], sharex=ax)
+    ax_d = fig.add_subplot(gs[2], sharex=ax)
+    width_px = fig.get_figwidth() * DPI * ax.get_position().width
+    occupancy, edges = _bins(run, tasks, div, width_px)
+    note = _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges)
+    _draw_queue(ax_q, run, div)
+    _draw_ddr(ax_d, run, div, edges)
+    ax.set_xlim(0, run.end_cycle / clock / div)
+    for a in (ax, ax_q):
+        a.tick_params(axis="x", labelbottom=False)
+    for a in (ax, ax_q, ax_d):
+        a.tick_params(axis="y", labelsize=8)
+        a.grid(axis="x", color="#e4e4e4", linewidth=0.5)
+    ax_d.tick_params(axis="x", labelsize=8)
+    ax_d.set_xlabel(f"time ({unit} since the workload's t = 0; model clock {clock:g} MHz)",
+                    fontsize=9)
+    fig.suptitle(
+        f"{Path(str(run.workload.source)).name}: {len(tasks):,} tasks, {len(colours)} "
+        f"stream(s) on {ncores} core(s), {run.fidelity} fidelity; {misses:,} deadline "
+        f"miss(es)\n{note}", fontsize=10, y=1 - 0.08 / height, va="top",
+    )
+    _legend(fig, run, colours, misses > 0, legend_in / height)
+    return fig
+
+
+def plot_workload(run: Any, tasks: pd.DataFrame, path: str | Path) -> Path:
+    """Draw the workload timeline to a .png or .svg file."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    p = check_figure_path(path)
+    fig = workload_figure(run, tasks)
+    FigureCanvasAgg(fig)
+    save_figure(fig, p)
+    return p
+
+
+# ------------------------------------------------------------------------------ trace
+def _us_int(cycles: Any, clock_mhz: float) -> np.ndarray:
+    """Cycles -> integer microseconds (one monotone rounding for every timestamp)."""
+    return np.rint(np.asarray(cycles, float) / clock_mhz).astype(np.int64)
+
+
+def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
+    """The Chrome Trace Event object of a workload run (format in the module docstring)."""
+    clock = run.model.core.clock_mhz
+    ev: list[dict[str, Any]] = []
+
+    def meta(pid, tid, kind, name, sort=None):
+        ev.append({"ph": "M", "pid": pid, "tid": tid, "name": kind, "args": {"name": name}})
+        if sort is not None:
+            ev.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index",
+                       "args": {"sort_index": sort}})
+
+    meta(1, 0, "process_name", "DSP cores")
+    meta(2, 0, "process_name", "host streams")
+    core_tid = {c: k + 1 for k, c in enumerate(run.core_names)}
+    for c, tid in core_tid.items():
+        meta(1, tid, "thread_name", c, tid)
+    op_start = _us_int(tasks["op_start_cycle"], clock)
+    op_end = _us_int(tasks["op_start_cycle"] + tasks["op_cycles"], clock)
+    submit = _us_int(tasks["submit_cycle"], clock)
+    done = _us_int(tasks["end_cycle"], clock)
+    for i, r in enumerate(tasks.itertuples(index=False)):
+        args = {"stream": r.stream, "index": int(r.index), "priority": int(r.priority),
+                "backend": r.backend, "latency_us": round(float(r.latency_us), 3),
+                "wait_us": round(float(r.start_us - r.queued_us), 3),
+                "op_cycles": int(r.op_cycles), "missed": bool(r.missed)}
+        ev.append({"ph": "X", "pid": 1, "tid": core_tid[r.core], "name": r.stream,
+                   "cat": "task", "ts": int(op_start[i]), "dur": int(op_end[i] - op_start[i]),
+                   "args": args})
+    index = tasks["index"].to_numpy()
+    latency = tasks["latency_us"].to_numpy(float)
+    core = tasks["core"].to_numpy()
+    missed = tasks["missed"].to_numpy(bool)
+    tid = 1
+    for s in run.workload.streams:
+        sel = (tasks["stream"] == s.name).to_numpy()
+        idx = np.flatnonzero(sel)
+        lanes = assign_lanes(submit[idx], done[idx]) if len(idx) else np.zeros(0, int)
+        for lane in range(int(lanes.max()) + 1 if len(lanes) else 0):
+            name = s.name if lane == 0 else f"{s.name} ({lane + 1})"
+            meta(2, tid + lane, "thread_name", name, tid + lane)
+        for j, lane in zip(idx, lanes):
+            ev.append({"ph": "X", "pid": 2, "tid": tid + int(lane),
+                       "name": f"{s.name}#{int(index[j])}", "cat": "latency",
+                       "ts": int(submit[j]), "dur": int(done[j] - submit[j]),
+                       "args": {"latency_us": round(float(latency[j]), 3),
+                                "core": str(core[j]), "missed": bool(missed[j])}})
+        tid += int(lanes.max()) + 1 if len(lanes) else 1
+    t, q = _queue_steps(run)
+    ts = _us_int(t, clock)
+    last = {}
+    for a, b in zip(ts, q):
+        last[int(a)] = int(b)  # one sample per microsecond: the state it ends in
+    for a, b in last.items():
+        ev.append({"ph": "C", "pid": 1, "tid": 0, "name": "queue (tasks waiting)", "ts": a,
+                   "args": {"tasks": b}})
+    ddr_note = "no DDR profile"
+    if run.ddr is not None and run.end_cycle > 0:
+        bins = int(min(MAX_DDR_COUNTER_BINS, max(1, run.end_cycle / clock // 10)))
+        edges = np.linspace(0.0, run.end_cycle, bins + 1)
+        d = run.ddr
+        util = 100.0 * binned_mean(d["start"], d["end"], d["share"], edges)
+        for a, u in zip(_us_int(edges[:-1], clock), util):
+            ev.append({"ph": "C", "pid": 1, "tid": 0, "name": "DDR data path (%)", "ts": int(a),
+                       "args": {"busy": round(float(min(u, 100.0)), 2)}})
+        ddr_note = (f"DDR data path: time-weighted mean per bin of {run.end_cycle / bins:,.0f} "
+                    "cycles")
+    return {
+        "traceEvents": ev,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "workload": str(run.workload.source),
+            "model": run.model.source,
+            "fidelity": run.fidelity,
+            "seed": run.workload.seed,
+            "clock_mhz": clock,
+            "time_unit": "integer microseconds since the workload's t = 0",
+            "ddr_counter": ddr_note,
+        },
+    }
+
+
+def write_workload_trace(run: Any, tasks: pd.DataFrame, path: str | Path) -> Path:
+    p = check_trace_path(path)
+    obj = workload_trace(run, tasks)
+    text = json.dumps(obj, default=json_default)
+    if p.name.lower().endswith(".gz"):
+        atomic_write_bytes(p, gzip.compress(text.encode("utf-8")), "--trace")
+    else:
+        atomic_write_text(p, text, "--trace")
+    return p

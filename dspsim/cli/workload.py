@@ -1,0 +1,144 @@
+"""``dspsim workload FILE.toml``: streams of DSP tasks on one or more cores."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from dspsim.cli.common import UsageError, add_model_args, emit_json, model_from_args
+from dspsim.platform import FIDELITIES
+
+
+def add_workload(sub) -> None:
+    p = sub.add_parser(
+        "workload", help="run streams of tasks (periods, priorities, backends) on the cores",
+        description="Run a workload file: streams of RPC tasks released periodically, "
+        "scheduled by the UCP (priority 0-255, higher first, FIFO within a priority, no "
+        "preemption) on core<K> or any core; report latency percentiles, deadline misses, "
+        "core and DDR utilisation and the queue's backlog.",
+    )
+    p.add_argument("file", metavar="FILE.toml", help="the workload (see docs/workloads.md)")
+    add_model_args(p, set_help="override a model key, e.g. core.count=2 (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--out", metavar="TASKS.csv", help="one row per task (written atomically)")
+    p.add_argument("--timeline", metavar="FILE.png|.svg",
+                   help="tasks per core coloured by stream, queue length, DDR utilisation")
+    p.add_argument("--trace", metavar="FILE.json",
+                   help="Chrome Trace Event file: a thread per core, the queue as a counter")
+    p.add_argument("--fidelity", choices=FIDELITIES, default="tile",
+                   help="tile (default: the fast engine) or burst (every DDR access an event)")
+    p.add_argument("--data", action="store_true",
+                   help="move values too (each stream's default input; slower)")
+
+
+def _check_outputs(args: argparse.Namespace) -> dict[str, Path]:
+    from dspsim.analysis.workload_plots import check_figure_path, check_trace_path
+    from dspsim.study.workload import check_csv_path
+
+    named = {}
+    for opt, value, check in (("--out", args.out, check_csv_path),
+                              ("--timeline", args.timeline, check_figure_path),
+                              ("--trace", args.trace, check_trace_path)):
+        if value:
+            path = check(value)
+            for other, other_path in named.items():
+                if other_path.resolve() == path.resolve():
+                    raise UsageError(f"workload: {other} and {opt} name the same file {value!r}")
+            named[opt] = path
+    return named
+
+
+def cmd_workload(args: argparse.Namespace) -> int:
+    from dspsim.study.workload import (
+        load_workload,
+        run_workload,
+        summarise,
+        task_table,
+        write_tasks_csv,
+    )
+
+    model = model_from_args(args)
+    workload = load_workload(args.file)
+    outputs = _check_outputs(args)
+    run = run_workload(workload, model, fidelity=args.fidelity, data=args.data,
+                       ddr_profile=bool(args.timeline or args.trace))
+    df = task_table(run)
+    summary = summarise(run, df)
+    written = []
+    if "--out" in outputs:
+        write_tasks_csv(df, outputs["--out"])
+        written.append(f"wrote {len(df):,} task rows to {outputs['--out']}")
+    if "--timeline" in outputs or "--trace" in outputs:
+        from dspsim.analysis.workload_plots import plot_workload, write_workload_trace
+
+        if "--timeline" in outputs:
+            plot_workload(run, df, outputs["--timeline"])
+            written.append(f"wrote timeline to {outputs['--timeline']}")
+        if "--trace" in outputs:
+            write_workload_trace(run, df, outputs["--trace"])
+            written.append(f"wrote Perfetto trace to {outputs['--trace']} (open in "
+                           "ui.perfetto.dev)")
+    if args.json:
+        summary["files"] = written
+        emit_json(summary)
+        return 0
+    print_summary(summary, model)
+    for line in written:
+        print(f"  {line}")
+    return 0
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:,.2f} ms"
+
+
+def print_summary(s: dict[str, Any], model: Any) -> None:
+    clock = model.core.clock_mhz
+    print(
+        f"workload {s['workload']} on {model.name}: {s['cores']} core(s), "
+        f"{len(s['streams'])} stream(s), {s['tasks']:,} tasks, {s['fidelity']} fidelity, "
+        f"seed {s['seed']}"
+    )
+    print(
+        f"  simulated {_ms(s['end_us'])} ({s['end_cycle']:,} cycles at {clock:g} MHz) in "
+        f"{s['wall_s']:.2f} s wall, {s['events']:,} events"
+    )
+    print(
+        f"  latency = submit to done, including the host RPC round trip of "
+        f"{s['rpc_latency_us']:g} us per task (half on submit, half on completion); op_us = "
+        "mean of the ops' own time (their TIME_STAMP span, as `dspsim run` reports it)"
+    )
+    head = (f"  {'stream':<14} {'op/variant':<19} {'prio':>4} {'backend':>7} {'tasks':>6} "
+            f"{'op_us':>9} {'p50_us':>9} {'p95_us':>9} {'p99_us':>9} {'max_us':>9} "
+            f"{'deadline':>9} {'missed':>6} {'tasks/s':>8}")
+    print(head)
+    for st in s["streams"]:
+        lat = st["latency_us"]
+        dl = "-" if st["deadline_us"] is None else f"{st['deadline_us']:,.0f}"
+        tput = "-" if st["throughput_per_s"] is None else f"{st['throughput_per_s']:.2f}"
+        print(
+            f"  {st['name']:<14} {st['op'] + '/' + st['variant']:<19} {st['priority']:>4} "
+            f"{st['backend']:>7} {st['tasks']:>6,} {st['op_cycles']['mean'] / clock:>9,.0f} "
+            f"{lat['p50']:>9,.0f} {lat['p95']:>9,.0f} {lat['p99']:>9,.0f} {lat['max']:>9,.0f} "
+            f"{dl:>9} {st['deadline_misses']:>6,} {tput:>8}"
+        )
+    print("  " + ", ".join(
+        f"{c['core']} {100 * c['utilisation']:.1f} % busy ({c['tasks']:,} tasks)"
+        for c in s["core_utilisation"]))
+    d = s["ddr"]
+    print(f"  DDR port {100 * d['utilisation']:.1f} % busy (data path; "
+          f"{d['bytes']['ddr_read'] / 1e6:,.1f} MB read, {d['bytes']['ddr_write'] / 1e6:,.1f} MB "
+          "written)")
+    q = s["queue"]
+    verdict = ("OVERLOADED: the backlog grows" if q["overloaded"]
+               else "the backlog does not grow")
+    longest = (f"longest backlog {q['longest_backlog']:,} task(s) waiting (at "
+               f"{_ms(q['longest_backlog_at_us'])})" if q["longest_backlog"] else
+               "no task ever waited for a core")
+    print(f"  queue: {longest}; outstanding tasks rise by {q['backlog_growth']:+.1f} over the "
+          f"releases: {verdict}")
+    if s["deadline_misses"]:
+        print(f"  {s['deadline_misses']:,} deadline miss(es)")
+    for w in s["warnings"]:
+        print(f"  note [{w['code']}] x{w['count']:,}: {w['message']}")

@@ -1,0 +1,32 @@
+"""Task streams on one or more DSP cores: workload files, their runs and what they mean.
+
+``load_workload(path)`` reads a TOML workload (:mod:`.spec`), ``run_workload(workload, model)``
+simulates it on a fresh platform (:mod:`.engine`), ``task_table`` / ``summarise`` /
+``write_tasks_csv`` read the run (:mod:`.summary`). The scheduling itself is the UCP's
+(:class:`dspsim.host.ucp.SchedulingPolicy`).
+"""
+
+from __future__ import annotations
+
+from dspsim.study.workload.engine import DdrMeter, WorkloadRun, release_cycles, run_workload
+from dspsim.study.workload.spec import (
+    Stream,
+    Workload,
+    WorkloadError,
+    check_workload,
+    load_workload,
+    parse_workload,
+)
+from dspsim.study.workload.summary import (
+    TASK_COLUMNS,
+    check_csv_path,
+    summarise,
+    task_table,
+    write_tasks_csv,
+)
+
+__all__ = [
+    "TASK_COLUMNS", "DdrMeter", "Stream", "Workload", "WorkloadError", "WorkloadRun",
+    "check_csv_path", "check_workload", "load_workload", "parse_workload", "release_cycles",
+    "run_workload", "summarise", "task_table", "write_tasks_csv",
+]

@@ -1,0 +1,169 @@
+"""What a workload run means: one row per task, and the summary per stream, per core, of the
+DDR port and of the queue.
+
+- **latency** is submit to done as the host sees it, RPC round trip included
+  (``host.rpc_latency_us``, half on submit and half on completion); ``op_cycles`` is the op's
+  own ``TIME_STAMP`` span, what ``dspsim run`` reports for the same op alone.
+- percentiles are numpy's default (linear between order statistics).
+- **utilisation** of a core: the time its ops' spans cover over the run (0 to the last task
+  done); of the DDR port: its data-path occupancy (every byte at ``ddr.bytes_per_cycle``) over
+  the same time.
+- **backlog**: tasks waiting in the shared queue (not counting those running or in RPC flight),
+  its maximum over the run; and its growth: a least-squares line through the tasks outstanding
+  (submitted, not done) that each release finds, over the release window. The run is
+  **overloaded** when that line rises by a task or more: the platform falls behind.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dspsim.paths import atomic_write_bytes, writable_file
+from dspsim.study.workload.engine import WorkloadRun
+
+TASK_COLUMNS = (
+    "stream", "index", "core", "backend", "priority", "submit_us", "queued_us", "start_us",
+    "end_us", "latency_us", "op_cycles", "deadline_us", "missed",
+)
+PERCENTILES = (50, 95, 99)
+GROWTH_LIMIT = 1.0  # tasks: a backlog line rising by this much over the releases is overload
+
+
+def task_table(run: WorkloadRun) -> pd.DataFrame:
+    """One row per task, in submission order (``TASK_COLUMNS`` plus the cycle columns)."""
+    streams = {s.name: s for s in run.workload.streams}
+    rows = []
+    for t in run.tasks:
+        s = streams[t.tag["stream"]]
+        rows.append((
+            s.name, t.tag["index"], run.core_names[t.core], s.backend, t.priority,
+            t.submitted_cycle, t.queued_cycle, t.started_cycle, t.finished_cycle,
+            t.op_start_cycle, t.op_cycles, t.core_end_cycle,
+        ))
+    df = pd.DataFrame(rows, columns=[
+        "stream", "index", "core", "backend", "priority", "submit_cycle", "queued_cycle",
+        "start_cycle", "end_cycle", "op_start_cycle", "op_cycles", "core_end_cycle",
+    ])
+    for c in ("submit", "queued", "start", "end"):
+        df[f"{c}_us"] = run.us(df[f"{c}_cycle"])
+    df["latency_us"] = df["end_us"] - df["submit_us"]
+    df["deadline_us"] = np.array(
+        [np.nan if streams[n].deadline_us is None else streams[n].deadline_us
+         for n in df["stream"]], float)
+    df["missed"] = df["deadline_us"].notna() & (df["latency_us"] > df["deadline_us"])
+    df["op_cycles"] = df["op_cycles"].round().astype("int64")
+    return df
+
+
+def _percentiles(values: np.ndarray) -> dict[str, float]:
+    out = {f"p{p}": float(np.percentile(values, p)) for p in PERCENTILES}
+    out["max"] = float(values.max())
+    out["mean"] = float(values.mean())
+    return out
+
+
+def backlog_growth(df: pd.DataFrame, run: WorkloadRun) -> float:
+    """The rise, over the release window, of a least-squares line through the tasks
+    outstanding that each release finds (0 with fewer than 3 releases)."""
+    submit = np.sort(df["submit_cycle"].to_numpy())
+    if len(submit) < 3 or submit[-1] <= submit[0]:
+        return 0.0
+    ends = np.sort(df["end_cycle"].to_numpy())
+    before = np.arange(len(submit))  # releases strictly before each one (ties: order)
+    done = np.searchsorted(ends, submit, side="right")
+    outstanding = before - done
+    slope = np.polyfit(submit - submit[0], outstanding.astype(float), 1)[0]
+    return float(slope * (submit[-1] - submit[0]))
+
+
+def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any]:
+    """Per stream, per core, DDR port, queue and run figures (a JSON-able dict)."""
+    df = task_table(run) if df is None else df
+    total = run.end_cycle
+    clock = run.clock_mhz
+    streams = []
+    for s in run.workload.streams:
+        d = df[df["stream"] == s.name]
+        span_s = (d["end_cycle"].max() - d["submit_cycle"].min()) / clock / 1e6
+        streams.append({
+            "name": s.name, "op": s.op, "variant": s.variant, "shape": list(s.shape),
+            "priority": s.priority, "backend": s.backend, "period_us": s.period_us,
+            "tasks": len(d), "completed": int((d["end_cycle"] >= 0).sum()),
+            "latency_us": _percentiles(d["latency_us"].to_numpy()),
+            "wait_us": _percentiles((d["start_us"] - d["queued_us"]).to_numpy()),
+            "op_cycles": _percentiles(d["op_cycles"].to_numpy(float)),
+            "deadline_us": s.deadline_us,
+            "deadline_misses": int(d["missed"].sum()),
+            "throughput_per_s": float(len(d) / span_s) if span_s > 0 else None,
+        })
+    cores = []
+    for name in run.core_names:
+        d = df[df["core"] == name]
+        busy = float(d["op_cycles"].sum())
+        cores.append({"core": name, "tasks": len(d), "busy_cycles": int(round(busy)),
+                      "utilisation": float(busy / total) if total > 0 else 0.0})
+    q = run.queue_log
+    peak = int(np.argmax(q[:, 1]))
+    growth = backlog_growth(df, run)
+    return {
+        "workload": run.workload.source,
+        "model": run.model.source,
+        "fidelity": run.fidelity,
+        "data": run.data,
+        "seed": run.workload.seed,
+        "tasks": len(df),
+        "cores": len(run.core_names),
+        "end_cycle": int(round(total)),
+        "end_us": total / clock,
+        "rpc_latency_us": run.rpc_cycles / clock,
+        "streams": streams,
+        "core_utilisation": cores,
+        "ddr": {
+            "busy_cycles": int(round(run.ddr_busy_cycles)),
+            "utilisation": run.ddr_busy_cycles / total if total > 0 else 0.0,
+            "bytes": run.ddr_bytes,
+        },
+        "queue": {
+            "longest_backlog": int(q[peak, 1]),
+            "longest_backlog_at_us": float(q[peak, 0] / clock),
+            "backlog_growth": growth,
+            "overloaded": growth >= GROWTH_LIMIT,
+        },
+        "deadline_misses": int(df["missed"].sum()),
+        "events": run.events,
+        "wall_s": run.wall_s,
+        "warnings": run.warnings,
+    }
+
+
+def check_csv_path(path: str | Path) -> Path:
+    return writable_file(path, "task table", (".csv",))
+
+
+def write_tasks_csv(df: pd.DataFrame, path: str | Path) -> Path:
+    """One row per task (``TASK_COLUMNS``), written atomically (a temporary file in the same
+    folder, then renamed over ``path``)."""
+    p = check_csv_path(path)
+
+    def text(v: Any, col: str) -> str:
+        if col.endswith("_us"):
+            return "" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.3f}"
+        if col == "missed":
+            return "1" if v else "0"
+        return str(v)
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(TASK_COLUMNS)
+    w.writerows([text(v, c) for v, c in zip(r, TASK_COLUMNS)]
+                for r in df[list(TASK_COLUMNS)].itertuples(index=False))
+    atomic_write_bytes(p, buf.getvalue().encode("utf-8"), "--out")
+    return p
+
+
