@@ -225,3 +225,21 @@ def test_the_command_line_imports_no_heavy_module_to_parse():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV,
                        timeout=60)
     assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr
+
+
+def test_models_report_the_same_run_under_each_model(capsys, tmp_path):
+    fast = tmp_path / "fast.toml"
+    fast.write_text('base = "j6"\n[ddr]\nbytes_per_cycle = 2.0  # guess: a faster port\n')
+    code, out, _ = run_cli(capsys, "run", "--variant", "direct", "--n", "4096", "--no-data",
+                           "--json", "--models", f"j6,{fast}")
+    runs = json.loads(out)["models"]
+    assert code == 0 and set(runs) == {"j6", "fast"}
+    assert runs["fast"]["cycles"] < runs["j6"]["cycles"]
+    assert runs["fast"]["bytes"] == runs["j6"]["bytes"]
+    code, out, _ = run_cli(capsys, "reproduce", "--no-data", "--json", "--models", f"j6,{fast}")
+    assert code == 0 and set(json.loads(out)["models"]) == {"j6", "fast"}
+    code, _, err = run_cli(capsys, "run", "--models", "j6", "--model", "j6")
+    assert code == 2 and err.count("\n") == 1
+    code, out, _ = run_cli(capsys, "sweep", "--models", f"j6,{fast}", "--param",
+                           "ddr.latency_cycles=100,200", "--out", str(tmp_path / "s.csv"))
+    assert code == 0 and (tmp_path / "s.j6.csv").exists() and (tmp_path / "s.fast.csv").exists()

@@ -122,15 +122,46 @@ def positive_int(text: str) -> int:
 def add_model_args(
     p: argparse.ArgumentParser,
     set_help: str = "override a model key, e.g. ddr.latency_cycles=300 (repeatable)",
+    models: bool = False,
 ) -> None:
-    p.add_argument("--model", metavar="PATH", help="model file (default: the packaged J6 model)")
+    g = p.add_mutually_exclusive_group() if models else p
+    g.add_argument("--model", metavar="PATH", help="model file or packaged model name "
+                   "(default: the packaged J6 model)")
+    if models:
+        g.add_argument("--models", metavar="A,B,...", type=model_list,
+                       help="several model files (e.g. the readings of one calibration): the "
+                       "same work under each, reported per model")
     p.add_argument(
         "--set", metavar="KEY=VALUE", action="append", default=[], dest="overrides", help=set_help
     )
 
 
+def model_list(text: str) -> list[str]:
+    """``--models``: model files or packaged names separated by commas."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected model files separated by commas")
+    return items
+
+
 def model_from_args(args: argparse.Namespace) -> HardwareModel:
     return load_model(args.model, args.overrides)
+
+
+def models_from_args(args: argparse.Namespace) -> dict[str, HardwareModel]:
+    """``--models`` (each with ``--set`` applied), by a short label each; else ``--model``."""
+    from pathlib import Path
+
+    if not getattr(args, "models", None):
+        model = model_from_args(args)
+        return {model.name: model}
+    out: dict[str, HardwareModel] = {}
+    for item in args.models:
+        label = Path(item).stem if item.endswith(".toml") else item
+        if label in out:
+            raise UsageError(f"--models: {item!r} is given twice")
+        out[label] = load_model(item, args.overrides)
+    return out
 
 
 def emit_json(obj: Any) -> None:

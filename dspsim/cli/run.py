@@ -13,6 +13,7 @@ from dspsim.cli.common import (
     add_op_args,
     emit_json,
     model_from_args,
+    models_from_args,
     op_variant,
     positive_int,
 )
@@ -23,7 +24,7 @@ from dspsim.run import Result, simulate
 
 def add_run(sub) -> None:
     p = sub.add_parser("run", help="simulate one variant of one op")
-    add_model_args(p)
+    add_model_args(p, models=True)
     add_op_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_data_args(p, arrays=True)
@@ -64,6 +65,8 @@ def run_object(r: Result) -> dict[str, Any]:
 def cmd_run(args: argparse.Namespace) -> int:
     from dspsim.cli.outputs import run_outputs
 
+    if args.models:
+        return _run_models(args)
     model = model_from_args(args)
     outputs = run_outputs(args)  # checks paths and extensions before simulating
     if args.no_data and (args.input or args.output):
@@ -110,9 +113,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_models(args: argparse.Namespace) -> int:
+    """``run --models``: the same run under each model, one line (or object) per model."""
+    if any(getattr(args, k, None) for k in ("timeline", "trace", "tiles", "save", "output")):
+        raise UsageError("run --models prints a table (or --json): drop the output files, or "
+                         "run one --model at a time")
+    op = get_op(args.op)
+    x = load_input(args.input, op.ndim) if args.input else None
+    runs = {
+        label: simulate(model, op.name, op_variant(args), args.n, shape=args.shape, x=x,
+                        data=not args.no_data, fidelity=args.fidelity, core=args.core)
+        for label, model in models_from_args(args).items()
+    }
+    if args.json:
+        emit_json({"models": {label: run_object(r) for label, r in runs.items()}})
+        return 0
+    first = next(iter(runs.values()))
+    print(f"{first.op} {first.variant}, shape {'x'.join(map(str, first.shape))}, "
+          f"{args.fidelity} fidelity, under {len(runs)} models")
+    print(f"{'model':<28} {'cycles':>14} {'time_us':>12} {'ddr_read_bytes':>15} "
+          f"{'ddr_write_bytes':>16}  warnings")
+    for label, r in runs.items():
+        codes = ",".join(w["code"] for w in r.warnings if w.get("severity") != "info") or "-"
+        print(f"{label:<28} {r.cycles:>14,} {r.time_us:>12,.1f} {r.bytes['ddr_read']:>15,} "
+              f"{r.bytes['ddr_write']:>16,}  {codes}")
+    return 0
+
+
 def add_reproduce(sub) -> None:
     p = sub.add_parser("reproduce", help="every op's documented figures, simulated")
-    add_model_args(p)
+    add_model_args(p, models=True)
     p.add_argument("--op", metavar="OP", help="only this op (default: every op with figures)")
     p.add_argument("--fidelity", choices=FIDELITIES, default="burst",
                    help="simulation fidelity (default burst, the reference)")
@@ -121,16 +151,21 @@ def add_reproduce(sub) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    model = model_from_args(args)
+    models = models_from_args(args)
     ops = [get_op(args.op)] if args.op else [get_op(name) for name in op_names()]
     ops = [op for op in ops if op.document]
     if not ops:
         raise UsageError(f"reproduce: op {args.op!r} has no documented figures")
-    out = {}
-    for op in ops:
-        out[op.name] = _reproduce_op(op, model, args)
+    by_model = {}
+    for label, model in models.items():
+        out = {}
+        for op in ops:
+            out[op.name] = _reproduce_op(op, model, args)
+        by_model[label] = out[ops[0].name] if len(ops) == 1 else out
+        if not args.json and len(models) > 1:
+            print()
     if args.json:
-        emit_json(out[ops[0].name] if len(ops) == 1 else out)
+        emit_json(next(iter(by_model.values())) if not args.models else {"models": by_model})
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from dspsim.cli.common import add_model_args
 from dspsim.errors import DspsimInputError
@@ -59,7 +60,7 @@ def add_sweep(sub) -> None:
         metavar="R,C",
         help="a 2-D op's input shape (default: the op's); a list: 1024x256,512x512",
     )
-    add_model_args(p, set_help="fix a model key for every point (repeatable)")
+    add_model_args(p, set_help="fix a model key for every point (repeatable)", models=True)
     p.add_argument(
         "--spec", metavar="FILE.toml", help="sweep spec file (see dspsim.study.sweep.spec)"
     )
@@ -77,11 +78,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     """Run ``dspsim sweep``. Exit 0: every point succeeded; 1: some failed (count on stderr) or
     the sweep was aborted; 2: bad input; 130: interrupted."""
     from dspsim.study.sweep import (
-        SweepAbortedError,
-        build_sweep,
         check_out,
-        journal_path,
-        run_sweep,
     )
     from dspsim.study.sweep.executors import check_scheduler, import_dask
 
@@ -96,6 +93,26 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             check_scheduler(args.scheduler)
     if args.variant is not None and args.mode is not None:
         raise DspsimInputError("give --variant or --mode (its older name), not both")
+    models = args.models or [args.model]
+    outs = [out] if not args.models else [per_model_path(out, m) for m in models]
+    code = 0
+    for model, path in zip(models, outs):
+        if args.models:
+            print(f"model {model}: {path}")
+        code = max(code, _one_sweep(args, model, check_out(path)))
+    return code
+
+
+def per_model_path(out: Path, model: str) -> Path:
+    """``s.csv`` for model ``readings/fast.toml`` -> ``s.fast.csv`` (one table per model)."""
+    label = Path(model).stem if model.endswith(".toml") else model
+    suffix = ".parquet" if out.name.endswith(".parquet") else ".csv"
+    return out.with_name(f"{out.name[:-len(suffix)]}.{label}{suffix}")
+
+
+def _one_sweep(args: argparse.Namespace, model: str | None, out: Path) -> int:
+    from dspsim.study.sweep import SweepAbortedError, build_sweep, journal_path, run_sweep
+
     sweep = build_sweep(
         args.param,
         op=args.op,
@@ -103,7 +120,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         modes=args.mode,
         n=args.n,
         shape=shape_values(args.shape),
-        model=args.model,
+        model=model,
         overrides=args.overrides,
         fidelity=args.fidelity,
         spec=args.spec,
