@@ -12,11 +12,13 @@ import sys
 from collections.abc import Callable
 
 from dspsim.cli.calibrate import add_calibrate, cmd_calibrate
-from dspsim.cli.common import _Parser
+from dspsim.cli.common import _Parser, guarded_stdout, ignore_file_size_signal, silence_stdout
 from dspsim.cli.info import add_keys, add_ops, cmd_keys, cmd_ops
+from dspsim.cli.optimize import add_optimize, cmd_optimize
 from dspsim.cli.plot import add_plot, add_report, cmd_plot, cmd_report
 from dspsim.cli.run import add_reproduce, add_run, cmd_reproduce, cmd_run
 from dspsim.cli.sweep import add_sweep, cmd_sweep
+from dspsim.cli.workload import add_workload, cmd_workload
 from dspsim.errors import DeadlockError, DspsimInputError
 from dspsim.version import __version__
 
@@ -26,9 +28,11 @@ COMMANDS: dict[str, tuple[Callable, Callable]] = {
     "plot": (add_plot, cmd_plot),
     "report": (add_report, cmd_report),
     "sweep": (add_sweep, cmd_sweep),
+    "optimize": (add_optimize, cmd_optimize),
     "calibrate": (add_calibrate, cmd_calibrate),
     "ops": (add_ops, cmd_ops),
     "keys": (add_keys, cmd_keys),
+    "workload": (add_workload, cmd_workload),
 }
 
 
@@ -42,16 +46,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-        code = COMMANDS[args.command][1](args)
-    except DspsimInputError as e:
-        print(f"dspsim: error: {e}", file=sys.stderr)
-        return 2
-    except DeadlockError as e:
-        print(f"dspsim: error: {e}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:
-        return 0
+    # a file-size limit (ulimit -f) must not kill us mid-write: the write fails with EFBIG,
+    # the atomic writer removes its temporary file and the error is one line (exit 2)
+    ignore_file_size_signal()
+    with guarded_stdout():
+        try:
+            try:
+                args = build_parser().parse_args(argv)
+                code = COMMANDS[args.command][1](args)
+            finally:
+                sys.stdout.flush()  # a full or closed stdout fails here, not at exit
+        except DspsimInputError as e:
+            print(f"dspsim: error: {e}", file=sys.stderr)
+            return 2
+        except DeadlockError as e:
+            print(f"dspsim: error: {e}", file=sys.stderr)
+            return 1
+        except BrokenPipeError:  # `dspsim ... | head`: quietly done
+            silence_stdout()
+            return 0
+        except OSError as e:  # reading or writing a file failed below the checks
+            where = f" ({e.filename})" if e.filename else ""
+            print(f"dspsim: error: {e.strerror or e}{where}", file=sys.stderr)
+            return 2
     return code
 

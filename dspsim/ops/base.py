@@ -112,6 +112,16 @@ class Op:
         """Traffic, lower bounds (``lower_bound_cycles``) and an estimate, in closed form."""
         return {}
 
+    # ------------------------------------------------------------------ optimisation
+    def search_space(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, list]:
+        """The parameters worth searching for ``variant`` at ``shape`` on ``model``: model
+        keys (dotted, e.g. ``"softmax.tile_bytes"``) -> candidate values, for ``dspsim
+        optimize`` to run in every combination (the combinations :meth:`check_run` refuses are
+        skipped). The values should include the model's own, so that the defaults are among
+        the candidates. This default: nothing to search (the variant runs once, at the model's
+        values); an op whose schedules have knobs (tile sizes, buffer counts) overrides it."""
+        return {}
+
     # ------------------------------------------------------------------ calibration
     def calibration_candidates(
         self, model: Any, free_keys: Any, longest_shape: tuple[int, ...]

@@ -84,6 +84,25 @@ class LayerNorm(Op):
         summary["within_tolerance"] = within[0]
         return summary
 
+    def search_space(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, list]:
+        """``layernorm.tile_bytes`` for ``pingpong``: the tiles that hold at least one row and
+        fit a DataRAM's free space (``tcm.bank_bytes - tcm.reserved_bytes``): exactly one row,
+        the powers of two from 1 KiB, and the model's own. ``direct`` has no tile."""
+        self.check_variant(variant)
+        if variant != "pingpong":
+            return {}
+        row = 4 * shape[-1]
+        free = model.tcm.bank_bytes - model.tcm.reserved_bytes
+        tiles = {row} if row <= free else set()
+        t = 1024
+        while t <= free:
+            if t >= row:
+                tiles.add(t)
+            t *= 2
+        if row <= model.layernorm.tile_bytes <= free:
+            tiles.add(model.layernorm.tile_bytes)
+        return {"layernorm.tile_bytes": sorted(tiles)} if tiles else {}
+
     def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         return _bounds.bounds(model, variant, shape)
 

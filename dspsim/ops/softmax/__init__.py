@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from dspsim.errors import DspsimInputError
-from dspsim.ops.base import Op, Proc, error_summary
+from dspsim.ops.base import SUMMARY_CHUNK_ELEMENTS, Op, Proc, error_summary
 from dspsim.ops.registry import register_op
 from dspsim.ops.softmax import bounds_variants
 from dspsim.ops.softmax.calibration import calibration_candidates
@@ -130,11 +130,60 @@ class Softmax(Op):
         return reference_softmax(x)
 
     def output_summary(self, out: np.ndarray, x: np.ndarray, params: Any) -> dict[str, Any]:
-        return error_summary(out, self.reference(x, params), floor=1e-30)
+        """Errors against :func:`reference_softmax`, its float64 values made a slice at a time
+        (each row's max and sum of exponentials first), so a long run holds no float64 copy
+        of its whole output."""
+        rows = x.reshape(-1, x.shape[-1])
+        cols = rows.shape[1]
+        flat = rows.reshape(-1)
+        with np.errstate(invalid="ignore", over="ignore"):
+            peak = rows.max(axis=1).astype(np.float64)
+            total = np.zeros(len(rows))
+            for lo in range(0, cols, SUMMARY_CHUNK_ELEMENTS):
+                part = rows[:, lo:lo + SUMMARY_CHUNK_ELEMENTS].astype(np.float64)
+                total += np.exp(part - peak[:, None]).sum(axis=1)
+
+        def reference(part: slice) -> np.ndarray:
+            row = np.arange(part.start, min(part.stop, flat.size)) // cols
+            with np.errstate(invalid="ignore", over="ignore"):
+                return np.exp(flat[part].astype(np.float64) - peak[row]) / total[row]
+
+        return error_summary(out, reference, floor=1e-30)
 
     def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         return bounds_variants.bounds(model, self.check_variant(variant),
                                       self.shape_of(shape=tuple(shape)))
+
+    def search_space(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, list]:
+        """``softmax.tile_bytes``: powers of two from 1 KiB up to the largest whose buffers fit
+        the DataRAMs' free space (the DataRAM holding most of the variant's buffers decides;
+        ``layout.py``), plus the model's own tile when it fits; ``softmax.buffers`` 2 to 4 for
+        ``multibuffer`` (its tiles are those that fit the fewest buffers: a larger count with a
+        large tile is refused by :meth:`check_run` and skipped). ``direct`` uses no TCM:
+        nothing to search."""
+        self.check_variant(variant)
+        if variant == "direct":
+            return {}
+        space: dict[str, list] = {}
+        if variant == "multibuffer":
+            key = PARAMS.key("buffers")
+            counts = list(range(int(key.lo), int(key.hi) + 1))
+            space["softmax.buffers"] = sorted({*counts, model.softmax.buffers})
+            banks = [b % model.tcm.banks for b in range(min(space["softmax.buffers"]))]
+        elif variant == "pingpong":
+            banks = [0, 1]  # the seed's: one tile in each of DataRAMs 0 and 1
+        else:  # online, rows, resident (its streamed part): one ping-pong pair
+            banks = ping_pong_banks(model)
+        per_bank = max(banks.count(b) for b in set(banks))
+        tiles, t = set(), 1024
+        while fits(model, per_bank, t):
+            tiles.add(t)
+            t *= 2
+        if fits(model, per_bank, model.softmax.tile_bytes):
+            tiles.add(model.softmax.tile_bytes)
+        if tiles:
+            space["softmax.tile_bytes"] = sorted(tiles)
+        return space
 
     def calibration_candidates(
         self, model: Any, free_keys: Any, longest_shape: tuple[int, ...]

@@ -1,0 +1,596 @@
+"""Search an op's schedules and their parameters for the fastest: :func:`optimize`.
+
+The candidates are every variant of the op (or those given) times the parameters the op says
+are worth searching for it (:meth:`dspsim.ops.base.Op.search_space`: model keys -> values, run
+in every combination), with ``params`` adding or replacing axes: a hardware key (e.g.
+``idma.max_outstanding``) becomes an axis of every variant; a key of the op's own table replaces
+that axis in the variants that search it (every variant, when none does). A variant with nothing
+to search runs once, at the model's values. Nothing here knows an op, a variant or a key: the op
+decides.
+
+1. Enumerate. A combination the op refuses (:meth:`~dspsim.ops.base.Op.check_run`, or a model
+   the overrides make inconsistent: a ``ValueError`` subclass) is skipped and counted.
+2. Screen every candidate at ``tile`` fidelity with the data path off, in ``jobs`` worker
+   processes (each point through :func:`dspsim.study.sweep.executors.evaluate_point`, as a
+   sweep runs it), a progress bar on a terminal.
+3. Re-run the best ``top`` at ``burst`` fidelity (the reference), and the op's default variant
+   at the model's own values: the baseline of the speed-ups.
+4. Rank the re-runs by cycles; run the winner once more with the data path on and report its
+   error against the op's float64 reference (``max_rel_err``).
+
+With several model files (``models``: differing readings of the calibration) every candidate
+runs on each; its ``cycles`` is the worst case (the largest) and ``cycles_by_model`` gives each,
+so that the choice holds whichever reading is true. The baseline is the default variant's worst
+case. A candidate's bound, bytes and busy cycles are those of the model that sets its worst case.
+
+Ranking: fewest cycles first; a candidate whose run carries a warning that changes its result
+(severity other than ``info``: e.g. the seed's timer stopping before the last write-back ends,
+which makes a run *look* faster than its work) or a hazard ranks after every clean candidate,
+whatever its cycles. Ties go to fewer DDR bytes, then to the enumeration order (variants in the
+op's order, values ascending).
+
+When ``params`` sweeps hardware keys, the baseline stays the default variant on the model as
+given: the speed-up then includes the hardware's change.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dspsim.config import HardwareModel, load_model, model_key
+from dspsim.errors import DspsimInputError
+from dspsim.ops import default_op, get_op, op_names
+from dspsim.ops.base import Op
+from dspsim.run import simulate
+from dspsim.study.sweep.executors import evaluate_point
+from dspsim.study.sweep.values import (
+    SPECIAL_KEYS,
+    format_value,
+    parse_values,
+    shape_text,
+    spec_values,
+)
+
+SCREEN_FIDELITY = "tile"
+RERUN_FIDELITY = "burst"
+DEFAULT_TOP = 5
+MAX_CANDIDATES = 100_000  # points x models screened at most
+EXAMPLES = 3  # reasons kept for refused and failed candidates
+
+
+@dataclass
+class Candidate:
+    """One variant at one setting of its parameters, and what it did (worst case over the
+    models)."""
+
+    variant: str
+    params: dict[str, Any]
+    index: int = 0  # enumeration order: the last tie-break
+    fidelity: str = ""
+    cycles: int | None = None  # the worst case over the models
+    cycles_by_model: dict[str, int] = field(default_factory=dict)
+    worst_model: str = ""  # the model whose cycles these are
+    ddr_read_bytes: int = 0
+    ddr_write_bytes: int = 0
+    core_busy_cycles: int = 0
+    warnings: list[str] = field(default_factory=list)  # codes that change the result
+    hazards: int = 0
+    lower_bound_cycles: float | None = None
+    speedup: float | None = None  # the baseline's cycles / these
+    rank: int = 0
+    error: str = ""
+
+    @property
+    def ddr_bytes(self) -> int:
+        return self.ddr_read_bytes + self.ddr_write_bytes
+
+    @property
+    def flagged(self) -> bool:
+        """The run carries a result-changing warning or a hazard: its cycles are suspect."""
+        return bool(self.warnings) or self.hazards > 0
+
+    @property
+    def gap_pct(self) -> float | None:
+        """How far above its own lower bound, in %."""
+        if not self.lower_bound_cycles or self.cycles is None:
+            return None
+        return 100.0 * (self.cycles / self.lower_bound_cycles - 1.0)
+
+    @property
+    def core_busy_pct(self) -> float | None:
+        if not self.cycles:
+            return None
+        return 100.0 * self.core_busy_cycles / self.cycles
+
+    def sort_key(self) -> tuple:
+        return (self.flagged, self.cycles, self.ddr_bytes, self.index)
+
+    def identity(self) -> tuple:
+        return (self.variant, tuple(sorted((k, format_value(v)) for k, v in self.params.items())))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "variant": self.variant,
+            "params": dict(self.params),
+            "cycles": self.cycles,
+            "cycles_by_model": dict(self.cycles_by_model),
+            "worst_model": self.worst_model,
+            "fidelity": self.fidelity,
+            "speedup": self.speedup,
+            "ddr_read_bytes": self.ddr_read_bytes,
+            "ddr_write_bytes": self.ddr_write_bytes,
+            "lower_bound_cycles": self.lower_bound_cycles,
+            "gap_pct": self.gap_pct,
+            "core_busy_pct": self.core_busy_pct,
+            "warnings": list(self.warnings),
+            "hazards": self.hazards,
+        }
+
+
+@dataclass
+class OptimizeResult:
+    op: str
+    shape: tuple[int, ...]
+    models: dict[str, str]  # label -> the file it was read from
+    top: int
+    baseline: Candidate | None  # the op's default variant at the model's values (burst)
+    candidates: list[Candidate]  # the re-runs at burst fidelity, ranked
+    screened: list[Candidate]  # every candidate that ran at tile fidelity, ranked
+    refused: int = 0  # combinations the op refused (not run)
+    refusals: list[str] = field(default_factory=list)  # a few of the reasons
+    failed: int = 0  # candidates whose run failed on some model
+    failures: list[str] = field(default_factory=list)
+    baseline_refused: str = ""  # why the default variant cannot run here, if it cannot
+    numerics: dict[str, Any] | None = None  # the winner with the data path on
+
+    @property
+    def best(self) -> Candidate:
+        return self.candidates[0]
+
+    @property
+    def param_keys(self) -> list[str]:
+        """Every parameter key of the ranked candidates, in first-seen order."""
+        keys: dict[str, None] = {}
+        for c in self.candidates:
+            keys.update(dict.fromkeys(c.params))
+        return list(keys)
+
+    def to_json(self) -> dict[str, Any]:
+        best = self.best
+        base = self.baseline
+        return {
+            "op": self.op,
+            "shape": list(self.shape),
+            "models": dict(self.models),
+            "fidelity": {"screen": SCREEN_FIDELITY, "rerun": RERUN_FIDELITY},
+            "baseline": {
+                "variant": get_op(self.op).default_variant,
+                "params": {},
+                "cycles": base.cycles if base else None,
+                "cycles_by_model": dict(base.cycles_by_model) if base else {},
+                "lower_bound_cycles": base.lower_bound_cycles if base else None,
+                "warnings": list(base.warnings) if base else [],
+                "hazards": base.hazards if base else 0,
+                "refused": self.baseline_refused or None,
+            },
+            "best": {
+                "variant": best.variant,
+                "params": dict(best.params),
+                "cycles": best.cycles,
+                "cycles_by_model": dict(best.cycles_by_model),
+                "lower_bound_cycles": best.lower_bound_cycles,
+                "gap_pct": best.gap_pct,
+                "speedup": best.speedup,
+                "warnings": list(best.warnings),
+                "hazards": best.hazards,
+                "max_rel_err": (self.numerics or {}).get("max_rel_err"),
+            },
+            "candidates": [c.to_json() for c in self.candidates],
+            "screened": len(self.screened),
+            "refused": self.refused,
+            "failed": self.failed,
+            "numerics": self.numerics,
+        }
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """The ranked table as rows (one column per parameter key; empty where a candidate does
+        not have it); with several models, one ``cycles[LABEL]`` column per model."""
+        keys = self.param_keys
+        rows = []
+        for c in self.candidates:
+            row: dict[str, Any] = {"rank": c.rank, "variant": c.variant}
+            row.update({k: c.params.get(k, "") for k in keys})
+            row["cycles"] = c.cycles
+            if len(self.models) > 1:
+                row.update({f"cycles[{m}]": c.cycles_by_model.get(m) for m in self.models})
+            row.update({
+                "speedup": c.speedup,
+                "ddr_read_bytes": c.ddr_read_bytes,
+                "ddr_write_bytes": c.ddr_write_bytes,
+                "lower_bound_cycles": c.lower_bound_cycles,
+                "gap_pct": c.gap_pct,
+                "core_busy_pct": c.core_busy_pct,
+                "warnings": ";".join(c.warnings),
+                "hazards": c.hazards,
+            })
+            rows.append(row)
+        return rows
+
+    def csv_text(self) -> str:
+        import csv
+        import io
+
+        rows = self.table_rows()
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        header = list(rows[0])
+        w.writerow(header)
+        for row in rows:
+            w.writerow([_cell(row[k]) for k in header])
+        return buf.getvalue()
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return format_value(v)
+
+
+# ------------------------------------------------------------------------------ inputs
+def _variants(the_op: Op, variants: str | Sequence[str] | None) -> list[str]:
+    if variants is None:
+        return list(the_op.variants)
+    names = variants.split(",") if isinstance(variants, str) else list(variants)
+    names = [str(v).strip() for v in names]
+    if not names or any(not v for v in names):
+        raise DspsimInputError(
+            f"variants {variants!r}: expected V1,V2,...; allowed: {', '.join(the_op.variants)}"
+        )
+    for v in names:
+        the_op.check_variant(v)
+    if len(set(names)) < len(names):
+        raise DspsimInputError(f"variants {variants!r}: a variant is given twice")
+    return names
+
+
+def _axes(the_op: Op, params: Sequence[str] | Mapping[str, Any] | None) -> dict[str, list]:
+    """``--param`` texts (``KEY=V1,V2`` or ``KEY=START:STOP:STEP``) or a mapping key ->
+    values, checked: model keys only, of the hardware or this op's table."""
+    if not params:
+        return {}
+    if isinstance(params, Mapping):
+        items = [(str(k), v) for k, v in params.items()]
+    else:
+        items = []
+        for item in params:
+            key, eq, text = str(item).partition("=")
+            if not eq or not key.strip():
+                raise DspsimInputError(
+                    f"--param {item!r}: expected KEY=V1,V2,... or KEY=START:STOP:STEP, e.g. "
+                    "idma.max_outstanding=8,32"
+                )
+            items.append((key, text))
+    axes: dict[str, list] = {}
+    for key, values in items:
+        key = key.strip()
+        if key in SPECIAL_KEYS:
+            raise DspsimInputError(
+                f"--param {key}: not a model key; optimize takes the variants with --variants "
+                "and the size with --n / --shape"
+            )
+        section = model_key(key).section  # unknown key -> one line naming the allowed ones
+        if section != the_op.name and section in op_names():
+            raise DspsimInputError(
+                f"--param {key}: a key of op {section}, not of {the_op.name}; allowed: "
+                f"hardware keys and {the_op.name}.* keys"
+            )
+        if key in axes:
+            raise DspsimInputError(f"--param {key} is given twice")
+        axes[key] = parse_values(key, values) if isinstance(values, str) else spec_values(
+            key, values)
+    return axes
+
+
+def _load_models(
+    model: str | Path | HardwareModel | None,
+    models: str | Sequence[str | Path | HardwareModel] | None,
+    overrides: Sequence[str] | Mapping[str, Any] | None,
+) -> dict[str, HardwareModel]:
+    """label -> model: each of ``models`` (paths, packaged names or models), else ``model``
+    alone (default: the packaged model); ``overrides`` apply to every one."""
+    if models is not None and model is not None:
+        raise DspsimInputError("give --model or --models, not both")
+    if isinstance(models, str):
+        models = [m.strip() for m in models.split(",")]
+    given = list(models) if models is not None else [model]
+    if not given or any(isinstance(m, str) and not m for m in given):
+        raise DspsimInputError(f"--models {models!r}: expected A.toml,B.toml,... (or names)")
+    ov: dict[str, Any] | list[str] = (dict(overrides) if isinstance(overrides, Mapping)
+                                      else list(overrides or []))
+    out: dict[str, HardwareModel] = {}
+    for m in given:
+        if isinstance(m, HardwareModel):
+            loaded = m.with_overrides(ov) if ov else m
+            label = m.name
+        else:
+            loaded = load_model(m, ov or None)
+            label = loaded.name if m is None else str(m)
+        if label in out:
+            if not isinstance(m, HardwareModel):
+                raise DspsimInputError(f"--models: {label} is given twice")
+            label = f"{label}#{len(out)}"
+        out[label] = loaded
+    return out
+
+
+# ------------------------------------------------------------------------- the search
+def _enumerate(
+    the_op: Op, variants: list[str], shape: tuple[int, ...], models: dict[str, HardwareModel],
+    axes: dict[str, list],
+) -> list[Candidate]:
+    """Every (variant, setting) of the search, without duplicates, in order."""
+    spaces = {}
+    for v in variants:
+        space: dict[str, list] = {}
+        for m in models.values():  # the union over the models, each key's values ascending
+            for key, values in the_op.search_space(m, v, shape).items():
+                merged = {format_value(x): x for x in space.get(key, [])}
+                merged.update({format_value(x): x for x in values})
+                space[key] = _ascending(list(merged.values()))
+        spaces[v] = space
+    searched = {k for s in spaces.values() for k in s}
+    out: list[Candidate] = []
+    seen: set[tuple] = set()
+    for v in variants:
+        space = dict(spaces[v])
+        for key, values in axes.items():
+            # a key of the op's table goes to the variants that search it (all, when none
+            # does); hardware keys to every variant
+            if (model_key(key).section != the_op.name or key in space
+                    or key not in searched):
+                space[key] = list(values)
+        keys = list(space)
+        for combo in itertools.product(*(space[k] for k in keys)):
+            c = Candidate(v, dict(zip(keys, combo)), index=len(out))
+            if c.identity() not in seen:
+                seen.add(c.identity())
+                out.append(c)
+        if len(out) * len(models) > MAX_CANDIDATES:
+            raise DspsimInputError(
+                f"the search has more than {MAX_CANDIDATES:,} runs (candidates x models); "
+                "restrict it with --variants or fewer --param values"
+            )
+    return out
+
+
+def _ascending(values: list[Any]) -> list[Any]:
+    try:
+        return sorted(values)
+    except TypeError:
+        return values
+
+
+def one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _point(the_op: Op, variant: str, shape: tuple[int, ...], params: Mapping[str, Any]) -> dict:
+    """A sweep point (what :func:`evaluate_point` runs)."""
+    size = {"n": shape[0]} if len(shape) == 1 else {"shape": shape_text(shape)}
+    return {"op": the_op.name, "variant": variant, **size, **params}
+
+
+def _quiet_worker() -> None:
+    # Ctrl-C reaches the whole process group: the parent stops and shuts the pool down
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def evaluate_all(tasks: list[tuple[HardwareModel, dict, str]], jobs: int, show: bool,
+              desc: str) -> list[dict[str, Any]]:
+    """``evaluate_point(*task)`` for every task, in ``jobs`` processes; results in order."""
+    results: list[dict[str, Any] | None] = [None] * len(tasks)
+    bar = None
+    if show and tasks:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(tasks), unit="run", desc=desc, file=sys.stderr,
+                   dynamic_ncols=True, leave=False)
+    try:
+        if jobs <= 1 or len(tasks) <= 1:
+            for i, task in enumerate(tasks):
+                results[i] = evaluate_point(*task)
+                if bar is not None:
+                    bar.update(1)
+        else:
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)),
+                                       initializer=_quiet_worker)
+            try:
+                futures = {pool.submit(evaluate_point, *task): i for i, task in enumerate(tasks)}
+                for f in as_completed(futures):
+                    results[futures[f]] = f.result()
+                    if bar is not None:
+                        bar.update(1)
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        if bar is not None:
+            bar.close()
+    return results  # type: ignore[return-value]
+
+
+def _run(
+    the_op: Op, cands: list[Candidate], shape: tuple[int, ...],
+    models: dict[str, HardwareModel], fidelity: str, jobs: int, show: bool, desc: str,
+) -> None:
+    """Run each candidate on every model at ``fidelity``; fill in its worst case (or error)."""
+    labels = list(models)
+    tasks = [(models[m], _point(the_op, c.variant, shape, c.params), fidelity)
+             for c in cands for m in labels]
+    rows = evaluate_all(tasks, jobs, show, desc)
+    for i, c in enumerate(cands):
+        mine = dict(zip(labels, rows[i * len(labels):(i + 1) * len(labels)]))
+        c.fidelity = fidelity
+        bad = next(((m, r) for m, r in mine.items() if r.get("error")), None)
+        if bad is not None:
+            c.error = f"{bad[1]['error']} (model {bad[0]})" if len(labels) > 1 else bad[1]["error"]
+            c.cycles = None
+            continue
+        c.error = ""
+        c.cycles_by_model = {m: int(r["cycles"]) for m, r in mine.items()}
+        c.worst_model = max(labels, key=lambda m: c.cycles_by_model[m])  # first on a tie
+        worst = mine[c.worst_model]
+        c.cycles = c.cycles_by_model[c.worst_model]
+        c.ddr_read_bytes = int(worst["ddr_read_bytes"])
+        c.ddr_write_bytes = int(worst["ddr_write_bytes"])
+        c.core_busy_cycles = int(worst["core_busy_cycles"])
+        c.warnings = [w for w in str(worst.get("warnings") or "").split(";") if w]
+        for r in mine.values():  # a warning or hazard on any model marks the candidate
+            for w in str(r.get("warnings") or "").split(";"):
+                if w and w not in c.warnings:
+                    c.warnings.append(w)
+        c.hazards = max(int(r["hazards"]) for r in mine.values())
+
+
+def _bound(the_op: Op, model: HardwareModel, c: Candidate, shape: tuple[int, ...]) -> float | None:
+    m = model.with_overrides(dict(c.params)) if c.params else model
+    value = the_op.bounds(m, c.variant, shape).get("lower_bound_cycles")
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _copy(c: Candidate) -> Candidate:
+    return Candidate(c.variant, dict(c.params), index=c.index)
+
+
+def optimize(
+    op: str | None = None,
+    *,
+    n: int | None = None,
+    shape: Sequence[int] | None = None,
+    variants: str | Sequence[str] | None = None,
+    params: Sequence[str] | Mapping[str, Any] | None = None,
+    model: str | Path | HardwareModel | None = None,
+    models: str | Sequence[str | Path | HardwareModel] | None = None,
+    overrides: Sequence[str] | Mapping[str, Any] | None = None,
+    top: int = DEFAULT_TOP,
+    jobs: int = 1,
+    check_numerics: bool = True,
+    progress: bool | None = None,
+) -> OptimizeResult:
+    """Find the fastest (variant, parameters) of ``op`` at ``n`` / ``shape`` (see the module
+    docstring). ``params``: ``--param`` texts or a mapping key -> values (a list or the
+    command line's text); ``models``: model files (paths or packaged names, or a
+    ``"A.toml,B.toml"`` text) to rank by the worst case over; ``model`` / ``overrides``: the
+    single model and ``--set`` overrides (applied to every model). ``check_numerics``: run the
+    winner with the data path on and report its ``max_rel_err``. ``progress``: draw progress
+    bars (default: when stderr is a terminal). Bad input raises a
+    :class:`~dspsim.errors.DspsimInputError`."""
+    the_op = get_op(op if op is not None else default_op())
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise DspsimInputError(f"top = {top!r}: must be a positive integer")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise DspsimInputError(f"jobs = {jobs!r}: must be a positive integer")
+    shape_t = the_op.shape_of(n=n, shape=tuple(shape) if shape is not None else None)
+    names = _variants(the_op, variants)
+    axes = _axes(the_op, params)
+    loaded = _load_models(model, models, overrides)
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+
+    # 1. enumerate; skip what the op refuses on any model
+    runnable: list[Candidate] = []
+    refusals: list[str] = []
+    refused = 0
+    for c in _enumerate(the_op, names, shape_t, loaded, axes):
+        try:
+            for m in loaded.values():
+                the_op.check_run(m.with_overrides(dict(c.params)) if c.params else m,
+                                 c.variant, shape_t)
+        except ValueError as e:
+            refused += 1
+            if len(refusals) < EXAMPLES:
+                refusals.append(f"{c.variant} {params_text(c.params)}: {one_line(e)}".strip())
+            continue
+        runnable.append(c)
+    if not runnable:
+        why = f" (e.g. {refusals[0]})" if refusals else ""
+        raise DspsimInputError(
+            f"no candidate left: the op refused all {refused} combinations of the search{why}"
+        )
+
+    # 2. screen at tile fidelity
+    _run(the_op, runnable, shape_t, loaded, SCREEN_FIDELITY, jobs, show, "screen")
+    failures = [f"{c.variant} {params_text(c.params)}: {c.error}" for c in runnable if c.error]
+    screened = sorted((c for c in runnable if not c.error), key=Candidate.sort_key)
+    if not screened:
+        raise DspsimInputError(f"no candidate left: every run failed (e.g. {failures[0]})")
+    for rank, c in enumerate(screened, 1):
+        c.rank = rank
+
+    # 3. the best at burst fidelity, and the baseline
+    finals = [_copy(c) for c in screened[:top]]
+    default = the_op.default_variant
+    base = Candidate(default, {}, index=-1)
+    baseline_refused = ""
+    try:
+        for m in loaded.values():
+            the_op.check_run(m, default, shape_t)
+    except ValueError as e:
+        baseline_refused = one_line(e)
+    batch = finals + ([] if baseline_refused else [base])
+    _run(the_op, batch, shape_t, loaded, RERUN_FIDELITY, jobs, show, "re-run")
+    for c in batch:
+        if c.error:  # ran at the screening fidelity, failed at the reference one
+            failures.append(f"{c.variant} {params_text(c.params)} at {RERUN_FIDELITY} "
+                            f"fidelity: {c.error}")
+        else:
+            c.lower_bound_cycles = _bound(the_op, loaded[c.worst_model], c, shape_t)
+    if base.error:
+        baseline_refused = f"its run failed: {base.error}"
+    baseline = None if baseline_refused else base
+    finals = [c for c in finals if not c.error]
+    if not finals:
+        raise DspsimInputError(f"no candidate left: every re-run at {RERUN_FIDELITY} fidelity "
+                               f"failed (e.g. {failures[-1]})")
+    finals.sort(key=Candidate.sort_key)
+    for rank, c in enumerate(finals, 1):
+        c.rank = rank
+        if baseline is not None:
+            c.speedup = baseline.cycles / c.cycles
+    if baseline is not None:
+        baseline.speedup = 1.0
+
+    result = OptimizeResult(
+        the_op.name, shape_t, {k: m.source for k, m in loaded.items()}, top, baseline, finals,
+        screened, refused, refusals, len(failures), failures[:EXAMPLES], baseline_refused,
+    )
+    # 4. the winner's numerics, with the data path on
+    if check_numerics:
+        best = finals[0]
+        m = loaded[best.worst_model]
+        m = m.with_overrides(dict(best.params)) if best.params else m
+        try:
+            r = simulate(m, the_op.name, best.variant, shape=shape_t, data=True,
+                         fidelity=RERUN_FIDELITY)
+        except Exception as e:  # noqa: BLE001 - reported with the result, not fatal
+            result.numerics = {"model": best.worst_model, "max_rel_err": None,
+                               "error": f"{type(e).__name__}: {one_line(e)}"}
+        else:
+            result.numerics = {"model": best.worst_model, **(r.output or {}),
+                               "cycles_match": r.cycles == best.cycles}
+    return result
+
+
+def params_text(params: Mapping[str, Any], strip: str = "") -> str:
+    """``key=value`` pairs, space-separated (``strip``: a prefix to drop from the keys)."""
+    return " ".join(f"{k.removeprefix(strip)}={format_value(v)}" for k, v in params.items())
