@@ -31,6 +31,16 @@ measurement syntax (--measured, repeatable):
 --measured-csv FILE: columns cycles and variant (or mode), optional op, n, shape (RxC), and
   model keys as further columns.
 --free KEY[=LO:HI]: default range a factor of 100 either side of the model's value.
+
+--explore: every reading of the measurements (default: the documents' figures), not only the
+  fit nearest the model. Frees the structural keys as well (idma.max_outstanding,
+  ddr.max_outstanding and the measured op's integer keys its search space marks, e.g.
+  softmax.tile_bytes, on a coarse log grid; ddr.latency_cycles, ddr.bytes_per_cycle over
+  0.05-64 and idma.setup_cycles fitted at every grid point; --free adds keys or changes a
+  range), keeps every fit within the tolerance, groups them by what binds each measurement
+  (port bandwidth, outstanding requests, descriptor overhead, compute) and proposes the
+  measurement that tells the readings apart. Tile fidelity for the screen, --fidelity (burst)
+  for the finalists; --jobs N worker processes (default: every CPU). Takes minutes.
 """
 
 
@@ -69,6 +79,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--fidelity", choices=FIDELITIES, default="burst", help="simulation fidelity")
     p.add_argument("--out", metavar="FILE.toml", help="write the fitted model file")
+    p.add_argument(
+        "--explore",
+        action="store_true",
+        help="free the structural keys too and report every reading of the measurements",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="--explore: worker processes (default: every CPU)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -102,7 +124,51 @@ def run_from_args(
     )
 
 
+def explore_from_args(model: HardwareModel, args: argparse.Namespace, progress: Progress = None):
+    """What ``dspsim calibrate --explore`` does with its parsed arguments."""
+    from dspsim.errors import DspsimInputError
+    from dspsim.study.calibrate import DEFAULT_TOLERANCE_PCT
+    from dspsim.study.calibrate.command import run_exploration
+
+    if args.out:
+        raise DspsimInputError(
+            "--out writes one fit; --explore finds several readings: write a reading's model "
+            "file from its values (see --json), or calibrate without --explore"
+        )
+    if args.jobs is not None and args.jobs < 1:
+        raise DspsimInputError(f"--jobs {args.jobs}: must be at least 1")
+    tolerance = getattr(args, "tolerance_pct", None)
+    return run_exploration(
+        model,
+        measured=args.measured,
+        measured_csv=args.measured_csv,
+        free=args.free,
+        tolerance_pct=DEFAULT_TOLERANCE_PCT if tolerance is None else tolerance,
+        final_fidelity=args.fidelity,
+        jobs=args.jobs,
+        progress=progress,
+    )
+
+
+def _status_line(msg: str) -> None:
+    """One status line on the terminal, rewritten in place."""
+    sys.stderr.write("\r\033[K" + msg)
+    sys.stderr.flush()
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    if getattr(args, "explore", False):
+        tty = sys.stderr.isatty()
+        try:
+            ex = explore_from_args(model_from_args(args), args, _status_line if tty else None)
+        finally:
+            if tty:
+                _status_line("")
+        if args.json:
+            emit_json(ex.to_json())
+        else:
+            print(ex.text())
+        return 0 if ex.families else 1
     progress = (lambda msg: print(msg, file=sys.stderr)) if sys.stderr.isatty() else None
     cal = run_from_args(model_from_args(args), args, progress=progress)
     if args.json:

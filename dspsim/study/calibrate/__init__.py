@@ -26,17 +26,27 @@ Result and output (:mod:`~dspsim.study.calibrate.report`,
     :class:`Calibration` renders as text or JSON; ``--out`` writes the input model file back
     with the fitted values, each with a comment saying what it was fitted to and when.
 
-:func:`run_calibration` (:mod:`~dspsim.study.calibrate.command`) is what ``dspsim calibrate``
-does with its options; the argparse part is :mod:`dspsim.cli.calibrate`.
+Readings (:mod:`~dspsim.study.calibrate.explore`, :mod:`~dspsim.study.calibrate.classify`,
+:mod:`~dspsim.study.calibrate.readings`)
+    ``--explore`` frees the structural keys as well (outstanding limits, descriptor setup, the
+    measured op's tile size, the port's bandwidth over its physical range), keeps every fit
+    within the tolerance on a coarse grid, groups the fits into families by what binds each
+    measurement (port bandwidth, outstanding requests, descriptor overhead, compute) and
+    proposes the measurement that tells the families apart: :func:`explore`.
+
+:func:`run_calibration` and :func:`run_exploration` (:mod:`~dspsim.study.calibrate.command`)
+are what ``dspsim calibrate`` does with its options; the argparse part is
+:mod:`dspsim.cli.calibrate`.
 
 The J6 model's two DDR values come from ``python -m dspsim.study.calibrate`` (the documents'
 figures, ``ddr.latency_cycles`` and ``ddr.bytes_per_cycle`` free).
 
 Layers (each module imports only those before it): measure, params, problem, identify, report,
-fitting, modelfile, command.
+fitting, modelfile, classify, explore, readings, command.
 """
 
-from dspsim.study.calibrate.command import run_calibration
+from dspsim.study.calibrate.classify import Binding, classify
+from dspsim.study.calibrate.command import run_calibration, run_exploration
 from dspsim.study.calibrate.fitting import DEFAULT_TOLERANCE_PCT, Fit, calibrate, fit, fit_seed
 from dspsim.study.calibrate.identify import Interval, Proposal, candidate_measurements
 from dspsim.study.calibrate.measure import (
@@ -55,6 +65,7 @@ from dspsim.study.calibrate.measure import (
 from dspsim.study.calibrate.modelfile import write_model_file
 from dspsim.study.calibrate.params import SEED_FREE, FreeParam, default_range, parse_free
 from dspsim.study.calibrate.problem import FitPoint
+from dspsim.study.calibrate.readings import Exploration, Family, explore
 from dspsim.study.calibrate.report import (
     Calibration,
     describe_interval,
@@ -70,7 +81,10 @@ __all__ = [
     "MAX_N",
     "SEED_FREE",
     "SEED_MEASUREMENTS_CYCLES",
+    "Binding",
     "Calibration",
+    "Exploration",
+    "Family",
     "Fit",
     "FitPoint",
     "FreeParam",
@@ -79,9 +93,11 @@ __all__ = [
     "Proposal",
     "calibrate",
     "candidate_measurements",
+    "classify",
     "ddr_bytes",
     "default_range",
     "describe_interval",
+    "explore",
     "fit",
     "fit_seed",
     "fits_table",
@@ -91,6 +107,7 @@ __all__ = [
     "read_measurements_csv",
     "reading",
     "run_calibration",
+    "run_exploration",
     "seed_measurements",
     "simulated_cycles",
     "unit",

@@ -159,12 +159,20 @@ def candidate_measurements(
     return [m for m in out if key(m) not in seen]
 
 
-def propose_measurement(prob: Problem, members: list[FitPoint], n_families: int) -> Proposal | None:
+def propose_measurement(
+    prob: Problem,
+    members: list[FitPoint],
+    n_families: int,
+    candidates: list[Measurement] | None = None,
+) -> Proposal | None:
     """The candidate on which the fits differ most: first the one whose smallest difference
-    between two families is largest (it tells every family apart), then the widest spread."""
+    between two families is largest (it tells every family apart), then the widest spread.
+    ``candidates`` default to :func:`candidate_measurements` for the problem's free keys."""
     if len(members) < 2:
         return None
-    cands = candidate_measurements(prob.model, [p.key for p in prob.free], prob.measurements)
+    cands = candidates
+    if cands is None:
+        cands = candidate_measurements(prob.model, [p.key for p in prob.free], prob.measurements)
     best: Proposal | None = None
     best_score = (-math.inf, -math.inf)
     for cand in cands:

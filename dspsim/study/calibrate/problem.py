@@ -161,8 +161,11 @@ class Problem:
         start: dict[str, float],
         fixed: dict[str, float] | None = None,
         residual_fn: Callable[[dict[str, float]], np.ndarray] | None = None,
+        max_nfev: int | None = None,
     ) -> FitPoint:
-        """Least squares over the continuous keys not in ``fixed``, from ``start``."""
+        """Least squares over the continuous keys not in ``fixed``, from ``start`` (at most
+        ``max_nfev`` evaluations of the residuals besides the Jacobian's; default 60, 200 for
+        a ``residual_fn``)."""
         from scipy.optimize import least_squares
 
         fixed = fixed or {}
@@ -187,7 +190,7 @@ class Problem:
             xtol=1e-7,
             ftol=1e-9,
             gtol=1e-9,
-            max_nfev=60 if residual_fn is None else 200,
+            max_nfev=max_nfev or (60 if residual_fn is None else 200),
         )
         vals = values_at(sol.x)
         return FitPoint(vals, fn(vals))

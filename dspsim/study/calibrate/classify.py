@@ -1,0 +1,181 @@
+"""What binds a fit: which resource a measured run's time is made of, under fitted values.
+
+For every measurement, the op's closed-form bounds (:meth:`~dspsim.ops.base.Op.bounds`) at the
+fitted values give four lower bounds on its cycles, one per resource:
+
+- **port bandwidth** (``port``): ``dma_bound_cycles``, the bytes that must cross the port /
+  ``ddr.bytes_per_cycle``.
+- **outstanding requests** (``outstanding``): the op's ``latency_bound_cycles`` (requests x
+  latency / the requests in flight) scaled by ``(L + b / B) / L``, ``b`` the mean bytes per
+  request: a request holds its slot for its round trip *and* its own transfer on the data path
+  (``L`` = ``ddr.latency_cycles``, ``B`` = ``ddr.bytes_per_cycle``). This is the window bound,
+  requests x (L + b / B) / window; the window (the channels' ``idma.max_outstanding``, the
+  port's ``ddr.max_outstanding``, 1 for a core's dependent loads) is the op's
+  ``outstanding_requests`` when it gives it, else what its latency bound implies.
+- **descriptor overhead** (``descriptor``): what ``idma.setup_cycles`` adds to the op's
+  ``compute_bound_cycles`` (the bound minus the same bound with setup 0).
+- **compute** (``compute``): the rest of ``compute_bound_cycles``, the core's kernels.
+
+The binding resource of a run is the largest of *port*, *outstanding* and *core* (descriptor
+overhead plus compute: one core does both); a binding core is *descriptor overhead* when the
+descriptors' part is at least the kernels', else *compute*. The op's own ``binding_bound``
+names the largest of its three bounds; this refines its ``latency`` into the window bound and
+splits its ``compute``. A run whose op gives no bounds is ``unknown``.
+
+A fit's *reading* is the tuple of its measurements' binding resources; the fits with the same
+reading form a family (:mod:`~dspsim.study.calibrate.explore`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dspsim.config import HardwareModel
+from dspsim.errors import ConfigError
+from dspsim.ops import get_op
+from dspsim.study.calibrate.measure import Measurement, is_int_key
+
+RESOURCES = {
+    "port": "port bandwidth",
+    "outstanding": "outstanding requests",
+    "descriptor": "descriptor overhead",
+    "compute": "compute",
+    "unknown": "unknown (the op gives no bounds)",
+}
+SETUP_KEY = "idma.setup_cycles"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What binds one measured run under one set of values."""
+
+    measurement: str  # the measurement's label
+    resource: str  # a key of RESOURCES
+    bounds: Mapping[str, float]  # cycles per resource: port, outstanding, descriptor, compute
+    share: float  # the binding resource's bound / the measured cycles
+    window: float | None  # requests in flight the outstanding bound assumes
+    margin: float = math.inf  # the binding bound / the next largest of port, outstanding, core
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "measurement": self.measurement,
+            "binding": self.resource,
+            "binding_name": RESOURCES[self.resource],
+            "share_of_cycles": self.share,
+            "bound_cycles": {k: round(v) for k, v in self.bounds.items()},
+            "requests_in_flight": self.window,
+            "margin": self.margin if math.isfinite(self.margin) else None,
+        }
+
+
+def model_at(model: HardwareModel, values: Mapping[str, float], m: Measurement) -> HardwareModel:
+    """``model`` with the fitted ``values``, then the measurement's own settings."""
+    vals = {k: (int(round(v)) if is_int_key(k) else float(v)) for k, v in values.items()}
+    return model.with_overrides({**vals, **m.settings})
+
+
+def resource_bounds(model: HardwareModel, m: Measurement) -> tuple[dict[str, float], float | None]:
+    """The four resources' lower bounds on ``m``'s cycles under ``model`` (empty if the op
+    gives none), and the requests in flight the outstanding bound assumes."""
+    op = get_op(m.op)
+    b = op.bounds(model, m.variant, m.shape)
+    if not b or "dma_bound_cycles" not in b:
+        return {}, None
+    lat, bw = model.ddr.latency_cycles, model.ddr.bytes_per_cycle
+    requests = b.get("ddr_requests") or 0
+    nbytes = (b.get("ddr_read_bytes") or 0) + (b.get("ddr_write_bytes") or 0)
+    latency_bound = float(b.get("latency_bound_cycles") or 0.0)
+    window = b.get("outstanding_requests")  # the op's own, else what its latency bound implies
+    if window is None and latency_bound > 0:
+        window = requests * lat / latency_bound
+    per_request = nbytes / requests if requests else 0.0
+    outstanding = latency_bound * (1.0 + per_request / (bw * lat)) if lat > 0 else 0.0
+    core = float(b.get("compute_bound_cycles") or 0.0)
+    descriptor = 0.0
+    if model.idma.setup_cycles > 0 and core > 0:
+        try:
+            bare = op.bounds(model.with_overrides({SETUP_KEY: 0.0}), m.variant, m.shape)
+            descriptor = max(0.0, core - float(bare.get("compute_bound_cycles") or 0.0))
+        except ConfigError:
+            descriptor = 0.0
+    return {
+        "port": float(b["dma_bound_cycles"]),
+        "outstanding": outstanding,
+        "descriptor": descriptor,
+        "compute": core - descriptor,
+    }, window
+
+
+def classify_run(model: HardwareModel, values: Mapping[str, float], m: Measurement) -> Binding:
+    """The binding resource of measurement ``m`` with ``values`` (see the module's rules)."""
+    bounds, window = resource_bounds(model_at(model, values, m), m)
+    if not bounds:
+        return Binding(m.label(), "unknown", {}, math.nan, None)
+    core = bounds["descriptor"] + bounds["compute"]
+    ranked = sorted((("port", bounds["port"]), ("outstanding", bounds["outstanding"]),
+                     ("core", core)), key=lambda kv: -kv[1])
+    (resource, top), (_, second) = ranked[0], ranked[1]
+    if resource == "core":
+        resource = "descriptor" if bounds["descriptor"] >= bounds["compute"] else "compute"
+    margin = top / second if second > 0 else math.inf
+    return Binding(m.label(), resource, bounds, top / m.cycles, window, margin)
+
+
+def classify(
+    model: HardwareModel, values: Mapping[str, float], measurements: Sequence[Measurement]
+) -> tuple[Binding, ...]:
+    """Every measurement's :class:`Binding` under ``values``."""
+    return tuple(classify_run(model, values, m) for m in measurements)
+
+
+def reading_of(bindings: Sequence[Binding]) -> tuple[str, ...]:
+    """The family key: each measurement's binding resource, in order."""
+    return tuple(b.resource for b in bindings)
+
+
+def reading_name(reading: Sequence[str], labels: Sequence[str]) -> str:
+    """``port-bandwidth-bound`` when every run agrees, else each run's, e.g.
+    ``descriptor-overhead-bound (pingpong,n=100000), outstanding-requests-bound
+    (direct,n=100000)``."""
+
+    def bound(r: str) -> str:
+        return RESOURCES[r].replace(" ", "-") + "-bound"
+
+    if len(set(reading)) == 1:
+        return bound(reading[0])
+    return ", ".join(f"{bound(r)} ({lab})" for lab, r in zip(labels, reading))
+
+
+def physical_reading(
+    model: HardwareModel, values: Mapping[str, float], bindings: Sequence[Binding]
+) -> list[str]:
+    """What each binding resource means at ``values`` in physical units, one line per distinct
+    phrase naming the runs it binds, e.g. ``port bandwidth: 0.3881 B/cycle, 388 MB/s at 1000
+    MHz (pingpong,n=100000; direct,n=100000)``."""
+    m = model.with_overrides(
+        {k: (int(round(v)) if is_int_key(k) else float(v)) for k, v in values.items()}
+    )
+    clock = m.core.clock_mhz
+    phrases: dict[str, list[str]] = {}
+    for b in bindings:
+        if b.resource == "port":
+            text = (f"{m.ddr.bytes_per_cycle:.4g} B/cycle, "
+                    f"{m.ddr.bytes_per_cycle * clock:.0f} MB/s at {clock:g} MHz")
+        elif b.resource == "outstanding":
+            w = b.window if b.window is not None else math.nan
+            text = (f"{w:.3g} request(s) in flight, each a {m.ddr.latency_cycles:.0f}-cycle round "
+                    f"trip ({m.ddr.latency_cycles / clock * 1000:.0f} ns at {clock:g} MHz; "
+                    f"idma.max_outstanding = {m.idma.max_outstanding} per channel, "
+                    f"ddr.max_outstanding = {m.ddr.max_outstanding})")
+        elif b.resource == "descriptor":
+            text = (f"{m.idma.setup_cycles:.0f} cycles per descriptor, "
+                    f"{m.idma.setup_cycles / clock:.3g} us at {clock:g} MHz")
+        elif b.resource == "compute":
+            text = f"the core's kernels, {b.bounds['compute']:,.0f} cycles"
+        else:
+            text = "no closed-form bounds"
+        phrases.setdefault(f"{RESOURCES[b.resource]}: {text}", []).append(b.measurement)
+    return [f"{text} ({'; '.join(runs)})" for text, runs in phrases.items()]

@@ -1,0 +1,345 @@
+"""``dspsim calibrate --explore``: every reading of the measurements, not only the nearest fit.
+
+A calibration fits the keys it is told to free, from the model's values. Two figures are
+reproduced by physically different hardware, though: a narrow port, few requests in flight,
+an expensive descriptor. ``explore`` frees the structural keys as well, searches them on a
+coarse grid, fits the continuous keys at every grid point, and keeps every fit that reproduces
+every measurement within the tolerance; :mod:`~dspsim.study.calibrate.readings` groups them
+into families by what binds and proposes the measurement that tells the families apart.
+
+Keys (:func:`explore_space`)
+    Fitted at every grid point (continuous): ``ddr.latency_cycles`` (1-5,000 cycles),
+    ``ddr.bytes_per_cycle`` (0.05-64 B/cycle, its physical range) and ``idma.setup_cycles``
+    (1-100,000 cycles). On the grid (log-spaced, neighbours a factor ``GRID_FACTOR`` = 4 apart,
+    the model's own value added): ``idma.max_outstanding`` (1-64), ``ddr.max_outstanding``
+    (1-64, neighbours 8 apart: the port's slots matter only below the channels'), and every
+    integer op key the measured op's :meth:`~dspsim.ops.base.Op.search_space` marks
+    for a measured variant (e.g. a tile size: the op's candidates thinned to neighbours a
+    factor 4 apart, the model's value and the largest kept). ``--free KEY[=LO:HI]`` adds a key
+    (an integer key to the grid, another to the fitted keys) or changes a range. A key that a
+    measurement sets is not explored.
+
+Anchors (:func:`explore_space`)
+    With more continuous keys than measurements the fits at a grid point form a curve (two
+    figures, three keys: one dimension). It is sampled twice: (a) the extra keys
+    (``idma.setup_cycles`` first) at the model's values, the others fitted: the fits where the
+    model's guesses stand (several starts); (b) the next key (``ddr.bytes_per_cycle``) at each
+    point of a log grid with neighbours ``WALK_FACTOR`` = 8 apart, every other key fitted (the
+    setup included; one start): the curve across the port's physical range, out to where the
+    setup binds. An anchor is skipped when the op's closed-form lower bound
+    (``lower_bound_cycles``, the fitted keys at the corners of their ranges) already exceeds a
+    measurement by more than the screen; a start (a minimum of the closed-form estimate's
+    misfit, :meth:`~dspsim.study.calibrate.problem.Problem.surrogate_seeds`, or the model's
+    own values) is used only where that estimate comes within the screen of every
+    measurement.
+
+Screen and finalists
+    Every fit is simulated at tile fidelity (exact: it equals burst to the cycle, and where the
+    channels share the port it is no slower). An anchor's fit within ``SCREEN`` (25 %) of every
+    measurement but not within the tolerance is refitted with every continuous key free from
+    where it stopped. The families' representatives are re-simulated at burst fidelity
+    (:func:`~dspsim.study.calibrate.readings.find_readings`). Grid points run in ``jobs``
+    worker processes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import signal
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dspsim.config import HardwareModel
+from dspsim.errors import ConfigError, DspsimInputError
+from dspsim.ops import get_op
+from dspsim.study.calibrate.classify import model_at
+from dspsim.study.calibrate.measure import Measurement, is_int_key
+from dspsim.study.calibrate.params import FreeParam, parse_free
+from dspsim.study.calibrate.problem import FitPoint, Problem, Progress
+
+GRID_FACTOR = 4.0
+WALK_FACTOR = 8.0  # anchor (b)'s grid: the curve's far end changes slowly along it
+FIT_NFEV = 20  # least-squares evaluations of one fit (a near miss is refitted once)
+SCREEN = 0.25  # an anchor's fit this close to every measurement is refitted with all keys free
+CONTINUOUS_RANGES: Mapping[str, tuple[float, float]] = {
+    "ddr.latency_cycles": (1.0, 5000.0),
+    "ddr.bytes_per_cycle": (0.05, 64.0),
+    "idma.setup_cycles": (1.0, 1e5),
+}
+# grid keys of the hardware: (lo, hi, neighbours' ratio); the port's slots matter only below
+# the channels' (2 x idma.max_outstanding), so their grid is coarser
+HARDWARE_GRID: Mapping[str, tuple[int, int, float]] = {
+    "idma.max_outstanding": (1, 64, GRID_FACTOR),
+    "ddr.max_outstanding": (1, 64, 2 * GRID_FACTOR),
+}
+# which continuous keys are pinned when there are more of them than measurements
+PIN_ORDER = ("idma.setup_cycles", "ddr.bytes_per_cycle", "ddr.latency_cycles")
+
+
+@dataclass(frozen=True)
+class Space:
+    """What ``explore`` searches: the fitted keys, the grid and the anchors."""
+
+    cont: tuple[FreeParam, ...]
+    grid: Mapping[str, tuple[int, ...]]
+    anchors: tuple[Mapping[str, float], ...]
+    pin_grid_key: str | None = None  # the key anchor (b) walks, if any
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.grid) + [p.key for p in self.cont]
+
+    def points(self) -> list[dict[str, int]]:
+        names = list(self.grid)
+        return [dict(zip(names, c)) for c in itertools.product(*self.grid.values())]
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(v) for v in self.grid.values())
+
+
+def log_grid(lo: float, hi: float, factor: float = GRID_FACTOR, integer: bool = False) -> list:
+    """Points from ``lo`` to ``hi``, neighbours at most ``factor`` apart (log-spaced)."""
+    if lo <= 0 or hi <= lo:
+        return [lo] if hi <= lo else list(np.linspace(lo, hi, 3))
+    n = max(2, math.ceil(math.log(hi / lo) / math.log(factor) - 1e-9) + 1)
+    vals = np.geomspace(lo, hi, n)
+    if integer:
+        return sorted({int(round(v)) for v in vals})
+    return [float(f"{v:.4g}") for v in vals]
+
+
+def thin(values: Iterable[int], factor: float = GRID_FACTOR, keep: Iterable[int] = ()) -> list:
+    """``values`` thinned to neighbours at least ``factor`` apart (the first and the last
+    kept), plus ``keep``."""
+    vals = sorted(set(values))
+    if not vals:
+        return []
+    out = [vals[0]]
+    for v in vals[1:]:
+        if v >= out[-1] * factor * (1 - 1e-9):
+            out.append(v)
+    return sorted({*out, vals[-1], *(k for k in keep if vals[0] <= k <= vals[-1])})
+
+
+def op_grid_keys(model: HardwareModel, measurements: Sequence[Measurement]) -> dict[str, list]:
+    """Every integer op key the measured ops' ``search_space`` marks for a measured variant,
+    with the candidates it gives (union over the measurements)."""
+    out: dict[str, set] = {}
+    for m in measurements:
+        space = get_op(m.op).search_space(model, m.variant, m.shape)
+        for key, values in space.items():
+            if is_int_key(key):
+                out.setdefault(key, set()).update(int(v) for v in values)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def explore_space(
+    model: HardwareModel,
+    measurements: Sequence[Measurement],
+    free: Iterable[str | FreeParam] = (),
+    factor: float = GRID_FACTOR,
+    grid: Mapping[str, Sequence[int]] | None = None,
+) -> Space:
+    """The keys, grid and anchors of an exploration (see the module). ``grid`` replaces the
+    values of grid keys (a test's tiny grid)."""
+    fixed = {k for m in measurements for k in m.settings}
+    cont = {k: FreeParam(k, lo, hi, False) for k, (lo, hi) in CONTINUOUS_RANGES.items()}
+    ranges = {k: (lo, hi, f * factor / GRID_FACTOR) for k, (lo, hi, f) in HARDWARE_GRID.items()}
+    values: dict[str, list[int]] = {}
+    for key, cands in op_grid_keys(model, measurements).items():
+        values[key] = thin(cands, factor, keep=[model.get(key)])
+    for f in free:
+        p = parse_free(f, model) if isinstance(f, str) else f
+        if p.integer:
+            values.pop(p.key, None)
+            ranges[p.key] = (int(p.lo), int(p.hi), factor)
+        else:
+            cont[p.key] = p
+    for key, (lo, hi, f) in ranges.items():
+        own = int(model.get(key))
+        values[key] = sorted({*log_grid(lo, hi, f, integer=True),
+                              *([own] if lo <= own <= hi else [])})
+    for key, vals in (grid or {}).items():
+        if key not in values:
+            raise DspsimInputError(f"explore grid: {key} is not a grid key ({', '.join(values)})")
+        values[key] = sorted({int(v) for v in vals})
+    values = {k: v for k, v in values.items() if k not in fixed and v}
+    conts = tuple(p for k, p in cont.items() if k not in fixed and k not in values)
+    pins, walk = _pins(model, conts, len(measurements), factor)
+    return Space(conts, {k: tuple(v) for k, v in values.items()}, pins, walk)
+
+
+def _pins(
+    model: HardwareModel, cont: Sequence[FreeParam], n_meas: int, factor: float
+) -> tuple[tuple[dict[str, float], ...], str | None]:
+    """The anchors: (a) the extra continuous keys at the model's values, (b) the next key of
+    :data:`PIN_ORDER` on its log grid (the keys before it at the model's values)."""
+    extra = len(cont) - n_meas
+    if extra <= 0:
+        return ({},), None
+    by_key = {p.key: p for p in cont}
+    order = [k for k in PIN_ORDER if k in by_key] + [k for k in by_key if k not in PIN_ORDER]
+
+    def own(k: str) -> float:
+        p = by_key[k]
+        return min(max(float(model.get(k)), p.lo), p.hi)
+
+    pinned = order[:extra]
+    out = [{k: own(k) for k in pinned}]
+    walk = order[extra] if len(order) > extra else None
+    if walk is not None:
+        p = by_key[walk]
+        for v in log_grid(p.lo, p.hi, factor * WALK_FACTOR / GRID_FACTOR):
+            out.append({**{k: own(k) for k in pinned[:-1]}, walk: v})
+    return tuple(out), walk
+
+
+# ------------------------------------------------------------------ one grid point
+def _runnable(model: HardwareModel, measurements: Sequence[Measurement]) -> bool:
+    for m in measurements:
+        try:
+            get_op(m.op).check_run(model.with_overrides(m.settings), m.variant, m.shape)
+        except (ConfigError, DspsimInputError):
+            return False
+    return True
+
+
+def _feasible(
+    model: HardwareModel, fitted: Sequence[FreeParam], measurements: Sequence[Measurement],
+    screen: float,
+) -> bool:
+    """Whether the op's closed-form lower bound, at the best corner of the fitted keys'
+    ranges, leaves every measurement within reach (bounds are monotone in each key)."""
+    corners = list(itertools.product(*[(p.lo, p.hi) for p in fitted])) or [()]
+    for m in measurements:
+        best = math.inf
+        for c in corners:
+            try:
+                b = get_op(m.op).bounds(model_at(model, dict(zip([p.key for p in fitted], c)), m),
+                                        m.variant, m.shape)
+            except (ConfigError, DspsimInputError):
+                continue
+            best = min(best, float(b.get("lower_bound_cycles", 0.0) or 0.0))
+        if best > m.cycles * (1 + screen):
+            return False
+    return True
+
+
+def fit_point(task: tuple) -> tuple[dict[str, int], list[tuple[dict[str, float], list]], int]:
+    """Every fit within the tolerance at one grid point (see the module): ``(point, [(values,
+    residuals)], simulations)``."""
+    model, measurements, space, point, tol, fidelity = task
+    found: list[FitPoint] = []
+    sims = 0
+    try:
+        base = model.with_overrides(point)
+    except ConfigError:  # a combination the model refuses (e.g. a tile larger than a DataRAM)
+        return point, [], 0
+    if not _runnable(base, measurements):
+        return point, [], 0
+    for i, pinned in enumerate(space.anchors):
+        fitted = [p for p in space.cont if p.key not in pinned]
+        try:
+            at = base.with_overrides(dict(pinned))
+        except ConfigError:
+            continue
+        if not _feasible(at, fitted, measurements, SCREEN):
+            continue
+        prob = Problem(at, list(measurements), fitted, fidelity)
+        seeds = prob.surrogate_seeds({}, limit=3 if i == 0 else 1)
+        if i == 0:  # the model's own values start a fit too: where its guesses stand
+            own = {p.key: float(prob.model.get(p.key)) for p in fitted}
+            if not any(_same(own, q, 0.03) for q in seeds):
+                seeds.append(own)
+        # only where the closed form comes near every measurement
+        seeds = [q for q in seeds if np.max(np.abs(prob.surrogate_residuals(q))) <= SCREEN]
+        pts: list[FitPoint] = []
+        for q in seeds:
+            pt = prob.fit_continuous({}, q, max_nfev=FIT_NFEV)
+            if not any(_same(pt.values, r.values) for r in pts):
+                pts.append(pt)
+        sims += prob.simulations
+        for pt in pts:
+            vals = {**pinned, **pt.values}
+            if tol < pt.worst <= SCREEN and pinned:
+                full = Problem(base, list(measurements), list(space.cont), fidelity)
+                again = full.fit_continuous({}, vals, max_nfev=FIT_NFEV)
+                sims += full.simulations
+                if again.worst < pt.worst:
+                    pt, vals = again, dict(again.values)
+            if pt.worst <= tol and not any(_same(vals, q.values) for q in found):
+                found.append(FitPoint(vals, pt.residuals))
+    return point, [({**point, **f.values}, list(f.residuals)) for f in found], sims
+
+
+def _same(a: Mapping[str, float], b: Mapping[str, float], rel: float = 0.005) -> bool:
+    return all(abs(a[k] - b[k]) <= rel * max(abs(a[k]), abs(b[k]), 1e-12) for k in a)
+
+
+# ------------------------------------------------------------------ the whole grid
+def _worker_init() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+
+
+def _results(tasks: list[tuple], jobs: int) -> Iterator[tuple]:
+    if jobs <= 1 or len(tasks) <= 1:
+        for t in tasks:
+            yield fit_point(t)
+        return
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init) as pool:
+        futures = [pool.submit(fit_point, t) for t in tasks]
+        try:
+            for f in as_completed(futures):
+                yield f.result()
+        finally:
+            for f in futures:
+                f.cancel()
+
+
+@dataclass
+class Search:
+    """Every fit within the tolerance over the grid, and what it took."""
+
+    space: Space
+    fits: list[FitPoint]
+    points_run: int
+    simulations: int
+    wall_s: float
+    fidelity: str
+    per_point: dict[tuple, int] = field(default_factory=dict)  # grid point -> fits found
+
+
+def search_grid(
+    model: HardwareModel,
+    measurements: Sequence[Measurement],
+    space: Space,
+    tolerance_pct: float,
+    fidelity: str = "tile",
+    jobs: int | None = None,
+    progress: Progress = None,
+) -> Search:
+    """Run :func:`fit_point` on every grid point (``jobs`` processes; default: every CPU)."""
+    say = progress or (lambda _msg: None)
+    jobs = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
+    tol = tolerance_pct / 100.0
+    tasks = [(model, list(measurements), space, p, tol, fidelity) for p in space.points()]
+    start = time.perf_counter()
+    fits: list[FitPoint] = []
+    per_point: dict[tuple, int] = {}
+    sims = 0
+    for done, (point, found, n) in enumerate(_results(tasks, jobs), start=1):
+        sims += n
+        per_point[tuple(sorted(point.items()))] = len(found)
+        fits.extend(FitPoint(v, np.asarray(r)) for v, r in found)
+        say(f"explore: {done}/{len(tasks)} grid points, {len(fits)} fits within "
+            f"{tolerance_pct:g} %, {sims} simulations, {time.perf_counter() - start:.0f} s")
+    return Search(space, fits, len(tasks), sims, time.perf_counter() - start, fidelity,
+                  per_point)

@@ -1,0 +1,434 @@
+"""The readings of the measurements: the explored fits grouped into families by what binds.
+
+Every fit :mod:`~dspsim.study.calibrate.explore` keeps is classified
+(:mod:`~dspsim.study.calibrate.classify`: each measured run's binding resource, port bandwidth,
+outstanding requests, descriptor overhead or compute); the fits with the same binding resource
+on every measurement are one family, one physical reading of the figures. A family's
+*representative* is its fit nearest the model's own values (the sum over the explored keys of
+the squared log ratio to the model's value): the reading that changes the model least; a
+representative found with a key pinned on the coarse walk (anchor (b) of
+:mod:`~dspsim.study.calibrate.explore`) is moved toward the model's value of that key while it
+stays in the family (:func:`nearer`). The
+representatives are re-simulated at burst fidelity (the finalists), and the measurement that
+tells the families apart is proposed (:func:`~dspsim.study.calibrate.identify.propose_measurement`
+over :func:`~dspsim.study.calibrate.identify.candidate_measurements`; the op keys explored, e.g.
+a tile size, stay out of the free keys so the candidates can set them, and a candidate's
+settings win over a fit's own values: a board run with another TILE_SIZE is another firmware
+build). Each family's prediction there is given for its representative and as the range over
+its spanning fits (:func:`~dspsim.study.calibrate.identify.spanning_members`): a wide range
+says the family's keys are not determined, and the measurement would settle them too.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dspsim.config import HARDWARE, HardwareModel
+from dspsim.errors import ConfigError, DspsimInputError
+from dspsim.ops import get_op
+from dspsim.run import simulate
+from dspsim.study.calibrate.classify import (
+    RESOURCES,
+    Binding,
+    classify,
+    model_at,
+    physical_reading,
+    reading_name,
+    reading_of,
+)
+from dspsim.study.calibrate.explore import (
+    FIT_NFEV,
+    GRID_FACTOR,
+    Search,
+    Space,
+    explore_space,
+    search_grid,
+)
+from dspsim.study.calibrate.identify import (
+    Proposal,
+    candidate_measurements,
+    propose_measurement,
+    spanning_members,
+)
+from dspsim.study.calibrate.measure import Measurement, is_int_key, seed_measurements
+from dspsim.study.calibrate.params import FreeParam
+from dspsim.study.calibrate.problem import FitPoint, Problem, Progress
+
+
+@dataclass
+class Family:
+    """One reading: the fits that agree on what binds every measurement."""
+
+    reading: tuple[str, ...]  # each measurement's binding resource
+    name: str
+    members: list[FitPoint]
+    representative: FitPoint
+    bindings: tuple[Binding, ...]  # the representative's
+    physical: list[str]
+    final_residuals: list[float] = field(default_factory=list)  # the representative, burst
+    prediction: float | None = None  # on the separating measurement, the representative
+    prediction_range: tuple[float, float] | None = None  # over the spanning fits
+
+    def ranges(self) -> dict[str, tuple[float, float]]:
+        keys = self.representative.values
+        return {k: (min(f.values[k] for f in self.members), max(f.values[k] for f in self.members))
+                for k in keys}
+
+
+def distance(model: HardwareModel, values: Mapping[str, float]) -> float:
+    """Squared log distance of ``values`` from the model's own (keys whose value is > 0)."""
+    total = 0.0
+    for k, v in values.items():
+        own = float(model.get(k))
+        if own > 0 and v > 0:
+            total += math.log(v / own) ** 2
+    return total
+
+
+def group(
+    model: HardwareModel, measurements: Sequence[Measurement], fits: Sequence[FitPoint]
+) -> list[Family]:
+    """The families of ``fits``, the one nearest the model first."""
+    labels = [m.label() for m in measurements]
+    by: dict[tuple[str, ...], list[tuple[FitPoint, tuple[Binding, ...]]]] = {}
+    for f in fits:
+        b = classify(model, f.values, measurements)
+        by.setdefault(reading_of(b), []).append((f, b))
+    out = []
+    for reading, pairs in by.items():
+        rep, bindings = min(pairs, key=lambda fb: distance(model, fb[0].values))
+        out.append(Family(reading, reading_name(reading, labels), [f for f, _ in pairs], rep,
+                          bindings, physical_reading(model, rep.values, bindings)))
+    return sorted(out, key=lambda fam: distance(model, fam.representative.values))
+
+
+NEARER_STEPS = 6
+
+
+def nearer(
+    model: HardwareModel,
+    measurements: Sequence[Measurement],
+    space: Space,
+    fam: Family,
+    tol: float,
+    fidelity: str,
+    steps: int = NEARER_STEPS,
+) -> tuple[FitPoint, int]:
+    """The family's representative moved toward the model: when it was found with the walked
+    key pinned on its coarse grid (anchor (b)), that key is bisected (in log space, ``steps``
+    times) between its grid value and the model's, the other continuous keys refitted, as far
+    as the fit stays within the tolerance and in the family. Returns (fit, simulations)."""
+    key, rep = space.pin_grid_key, fam.representative
+    if key is None or not any(math.isclose(rep.values[key], a[key], rel_tol=1e-9)
+                              for a in space.anchors[1:] if key in a):
+        return rep, 0
+    target = float(model.get(key))
+    if target <= 0 or math.isclose(rep.values[key], target, rel_tol=1e-3):
+        return rep, 0
+    point = {k: rep.values[k] for k in space.grid}
+    base = model.with_overrides(point)
+    fitted = [p for p in space.cont if p.key != key]
+    good, bad = math.log(rep.values[key]), math.log(target)
+    best, sims = rep, 0
+    for _ in range(steps):
+        mid = 0.5 * (good + bad)
+        prob = Problem(base.with_overrides({key: math.exp(mid)}), list(measurements), fitted,
+                       fidelity)
+        pt = prob.fit_continuous({}, {p.key: best.values[p.key] for p in fitted},
+                                 max_nfev=FIT_NFEV)
+        sims += prob.simulations
+        vals = {**point, key: math.exp(mid), **pt.values}
+        if pt.worst <= tol and reading_of(classify(model, vals, measurements)) == fam.reading:
+            good, best = mid, FitPoint(vals, pt.residuals)
+        else:
+            bad = mid
+    return best, sims
+
+
+def explore_candidates(
+    model: HardwareModel,
+    space: Space,
+    measurements: Sequence[Measurement],
+    free_keys: Sequence[str],
+) -> list[Measurement]:
+    """The measured ops' candidate runs (:func:`candidate_measurements`, ``free_keys`` free),
+    and for every op key on the grid, the op's candidates at one grid step below its smallest
+    value (e.g. a tile a quarter of the smallest explored: where a per-descriptor cost shows
+    against a per-byte one)."""
+    cands = candidate_measurements(model, free_keys, list(measurements))
+    longest: dict[str, tuple[int, ...]] = {}
+    for m in measurements:
+        if m.op not in longest or m.n > math.prod(longest[m.op]):
+            longest[m.op] = m.shape
+    seen = {(c.op, c.variant, c.shape, tuple(sorted(c.settings.items()))) for c in cands}
+    for key, values in space.grid.items():
+        op_name = key.partition(".")[0]
+        if op_name in HARDWARE or op_name not in longest:
+            continue
+        below = int(min(values) // GRID_FACTOR)
+        try:
+            at = model.with_overrides({key: below})
+            runs = get_op(op_name).calibration_candidates(at, [*free_keys, key], longest[op_name])
+        except (ConfigError, DspsimInputError):
+            continue
+        for variant, shape, settings in runs:
+            c = Measurement(variant, math.nan, tuple(shape), {**settings, key: below}, op_name)
+            k = (c.op, c.variant, c.shape, tuple(sorted(c.settings.items())))
+            if k not in seen and not any(m.variant == c.variant and m.shape == c.shape
+                                         and m.settings == c.settings for m in measurements):
+                seen.add(k)
+                cands.append(c)
+    return cands
+
+
+class _SettingsWin(Problem):
+    """A problem whose measurements' settings win over the fitted values (candidates)."""
+
+    def model_with(self, values: dict[str, float], m: Measurement) -> HardwareModel:
+        return model_at(self.model, values, m)
+
+
+def _cycles(model: HardwareModel, values: Mapping[str, float], m: Measurement,
+            fidelity: str) -> float:
+    r = simulate(model_at(model, values, m), m.op, m.variant, shape=m.shape, data=False,
+                 fidelity=fidelity)
+    return float(r.cycles)
+
+
+@dataclass
+class Exploration:
+    """An exploration: the search, its families and the measurement that separates them."""
+
+    model: HardwareModel
+    measurements: list[Measurement]
+    search: Search
+    families: list[Family]
+    proposal: Proposal | None
+    tolerance_pct: float
+    final_fidelity: str
+    simulations: int
+    wall_s: float
+
+    @property
+    def space(self) -> Space:
+        return self.search.space
+
+    @property
+    def fits(self) -> list[FitPoint]:
+        return self.search.fits
+
+    # ------------------------------------------------------------ rendering
+    def to_json(self) -> dict[str, Any]:
+        sp = self.space
+        prop = self.proposal
+        return {
+            "model": self.model.source,
+            "tolerance_pct": self.tolerance_pct,
+            "screen_fidelity": self.search.fidelity,
+            "final_fidelity": self.final_fidelity,
+            "measurements": [{"spec": m.spec(with_op=True), "op": m.op, "variant": m.variant,
+                              "shape": list(m.shape), "settings": m.settings,
+                              "measured_cycles": m.cycles} for m in self.measurements],
+            "grid": {k: list(v) for k, v in sp.grid.items()},
+            "fitted": {p.key: {"lo": p.lo, "hi": p.hi} for p in sp.cont},
+            "anchors": [dict(a) for a in sp.anchors],
+            "grid_points": sp.size,
+            "fits_within_tolerance": len(self.fits),
+            "families": [
+                {
+                    "reading": list(f.reading),
+                    "name": f.name,
+                    "fits": len(f.members),
+                    "bindings": [b.to_json() for b in f.bindings],
+                    "physical_reading": f.physical,
+                    "representative": _json_values(f.representative.values),
+                    "final_residuals_pct": f.final_residuals,
+                    "ranges": {k: [lo, hi] for k, (lo, hi) in f.ranges().items()},
+                    "predicted_cycles": None if f.prediction is None else round(f.prediction),
+                    "predicted_range_cycles": None if f.prediction_range is None
+                    else [round(x) for x in f.prediction_range],
+                }
+                for f in self.families
+            ],
+            "separating_measurement": None if prop is None else {
+                "spec": prop.measurement.label(with_op=True),
+                "op": prop.measurement.op,
+                "variant": prop.measurement.variant,
+                "shape": list(prop.measurement.shape),
+                "settings": prop.measurement.settings,
+                "family_gap_pct": prop.family_gap_pct,
+                "spread_pct": prop.spread_pct,
+                "families_disjoint": ranges_disjoint(self.families),
+            },
+            "simulations": self.simulations,
+            "wall_s": self.wall_s,
+        }
+
+    def text(self) -> str:
+        sp = self.space
+        L: list[str] = []
+        ops = ", ".join(dict.fromkeys(m.op for m in self.measurements))
+        L.append(f"explored {ops} on {self.model.name} ({self.model.source}): "
+                 f"{len(self.measurements)} measurement(s), {self.search.fidelity} fidelity for "
+                 f"the screen, {self.final_fidelity} for the finalists")
+        for m in self.measurements:
+            L.append(f"  {m.label()}: {m.cycles:,.0f} cycles")
+        grid = "; ".join(f"{k} {', '.join(map(str, v))}" for k, v in sp.grid.items())
+        L.append(f"grid ({sp.size} points): {grid}")
+        L.append("fitted at each point: " + "; ".join(f"{p.key} {p.lo:g} .. {p.hi:g}"
+                                                      for p in sp.cont))
+        if sp.pin_grid_key or any(sp.anchors):
+            first = ", ".join(f"{k} = {v:g} (the model's)" for k, v in sp.anchors[0].items())
+            walk = [a[sp.pin_grid_key] for a in sp.anchors[1:]] if sp.pin_grid_key else []
+            text = f"anchors: {first}" if first else "anchors: none pinned"
+            if walk:
+                text += f"; {sp.pin_grid_key} at {', '.join(f'{v:g}' for v in walk)}"
+            L.append(text)
+        L.append(f"{len(self.fits)} fits reproduce every measurement within "
+                 f"{self.tolerance_pct:g} %: {len(self.families)} reading(s) "
+                 f"({self.simulations:,} simulations, {self.wall_s:.0f} s)")
+        for i, f in enumerate(self.families, start=1):
+            L.append("")
+            L.append(f"reading {i}: {f.name} ({len(f.members)} fits)")
+            L.append("  binding: " + "; ".join(
+                f"{b.measurement}: {RESOURCES[b.resource]} ({100 * b.share:.0f} % of its cycles)"
+                for b in f.bindings))
+            L.extend(f"  physically: {p}" for p in f.physical)
+            L.append("  nearest the model: " + ", ".join(
+                _fmt(k, v) for k, v in f.representative.values.items()))
+            if f.final_residuals:
+                L.append(f"  at {self.final_fidelity} fidelity: residuals " + ", ".join(
+                    f"{r:+.3f} %" for r in f.final_residuals))
+            spans = [f"{k} {_short(k, lo)} .. {_short(k, hi)}"
+                     for k, (lo, hi) in f.ranges().items()
+                     if not math.isclose(lo, hi, rel_tol=1e-3)]
+            if spans:
+                L.append("  across the family: " + "; ".join(spans))
+        if self.proposal is not None:
+            pr = self.proposal
+            gap = "" if pr.family_gap_pct is None else (
+                f": the readings differ by at least {pr.family_gap_pct:.1f} %")
+            L.append("")
+            L.append(f"separating measurement: {pr.measurement.label()}{gap}")
+            for i, f in enumerate(self.families, start=1):
+                if f.prediction is None:
+                    continue
+                rng = ""
+                if f.prediction_range is not None:
+                    lo, hi = f.prediction_range
+                    rng = f" (its fits: {lo:,.0f} .. {hi:,.0f})"
+                L.append(f"  reading {i} ({f.name}): {f.prediction:,.0f} cycles{rng}")
+            L.append("  the readings' spanning fits " + (
+                "do not overlap there" if ranges_disjoint(self.families) else
+                "overlap there: it tells the representatives apart, not every fit"))
+        return "\n".join(L)
+
+
+def _short(key: str, v: float) -> str:
+    return f"{int(round(v))}" if is_int_key(key) else f"{v:.4g}"
+
+
+def ranges_disjoint(families: Sequence[Family]) -> bool:
+    """Whether the families' prediction ranges on the separating measurement do not overlap
+    (every fit kept, not only the representatives, is told apart)."""
+    spans = sorted(f.prediction_range for f in families if f.prediction_range is not None)
+    return len(spans) == len(families) and all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
+
+
+def _fmt(key: str, v: float) -> str:
+    return f"{key}={int(round(v))}" if is_int_key(key) else f"{key}={v:.5g}"
+
+
+def _json_values(values: Mapping[str, float]) -> dict[str, float]:
+    return {k: (int(round(v)) if is_int_key(k) else v) for k, v in values.items()}
+
+
+def find_readings(
+    model: HardwareModel,
+    measurements: Sequence[Measurement],
+    space: Space,
+    tolerance_pct: float,
+    fidelity: str = "tile",
+    final_fidelity: str = "burst",
+    jobs: int | None = None,
+    propose: bool = True,
+    progress: Progress = None,
+) -> Exploration:
+    """Search the grid, group the fits into readings, check the representatives at
+    ``final_fidelity`` and propose the measurement that tells the readings apart."""
+    say = progress or (lambda _msg: None)
+    start = time.perf_counter()
+    measurements = list(measurements)
+    search = search_grid(model, measurements, space, tolerance_pct, fidelity, jobs, progress)
+    families = group(model, measurements, search.fits)
+    sims = search.simulations
+    tol = tolerance_pct / 100.0
+    for fam in families:
+        say(f"explore: the fit of reading '{fam.name}' nearest the model")
+        rep, n = nearer(model, measurements, space, fam, tol, fidelity)
+        sims += n
+        if rep is not fam.representative:
+            fam.members.append(rep)
+            fam.representative = rep
+            fam.bindings = classify(model, rep.values, measurements)
+            fam.physical = physical_reading(model, rep.values, fam.bindings)
+    families.sort(key=lambda fam: distance(model, fam.representative.values))
+    for fam in families:  # the finalists: the representatives at burst fidelity
+        say(f"explore: checking reading '{fam.name}' at {final_fidelity} fidelity")
+        res = [_cycles(model, fam.representative.values, m, final_fidelity) / m.cycles - 1
+               for m in measurements]
+        sims += len(measurements)
+        fam.final_residuals = [100.0 * r for r in res]
+        if max(abs(r) for r in res) > tol:  # should not happen: tile fidelity is exact
+            fam.name += f" (NOT within {tolerance_pct:g} % at {final_fidelity} fidelity)"
+    proposal = None
+    if propose and len(families) >= 2:
+        say("explore: looking for the measurement that separates the readings")
+        hw = [FreeParam(k, min(v), max(v), True) for k, v in space.grid.items()
+              if k.partition(".")[0] in HARDWARE]
+        prob = _SettingsWin(model, measurements, [*space.cont, *hw], fidelity)
+        cands = explore_candidates(model, space, measurements, [p.key for p in prob.free])
+        proposal = propose_measurement(prob, [f.representative for f in families],
+                                       len(families), cands)
+        sims += prob.simulations
+        if proposal is not None:
+            cand = proposal.measurement
+            all_free = [*space.cont, *[FreeParam(k, min(v), max(v), True)
+                                       for k, v in space.grid.items()]]
+            for fam in families:
+                fam.prediction = _cycles(model, fam.representative.values, cand, final_fidelity)
+                span = spanning_members([fam.representative], fam.members, [], all_free)
+                preds = [_cycles(model, g.values, cand, fidelity) for g in span]
+                sims += 1 + len(span)
+                fam.prediction_range = (float(np.min(preds)), float(np.max(preds)))
+    return Exploration(model, measurements, search, families, proposal, tolerance_pct,
+                       final_fidelity, sims, time.perf_counter() - start)
+
+
+def explore(
+    model: HardwareModel,
+    measurements: Sequence[Measurement] | None = None,
+    free: Sequence[str | FreeParam] = (),
+    tolerance_pct: float = 1.0,
+    jobs: int | None = None,
+    grid: Mapping[str, Sequence[int]] | None = None,
+    factor: float = GRID_FACTOR,
+    fidelity: str = "tile",
+    final_fidelity: str = "burst",
+    propose: bool = True,
+    progress: Progress = None,
+) -> Exploration:
+    """Every reading of ``measurements`` (default: the documents' figures) on ``model``:
+    :func:`~dspsim.study.calibrate.explore.explore_space` (``free`` adds keys, ``grid``
+    replaces a grid key's values, ``factor`` the neighbours' ratio), then
+    :func:`find_readings`."""
+    measurements = list(measurements) if measurements else seed_measurements()
+    space = explore_space(model, measurements, free, factor, grid)
+    return find_readings(model, measurements, space, tolerance_pct, fidelity, final_fidelity,
+                         jobs, propose, progress)
