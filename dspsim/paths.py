@@ -169,3 +169,26 @@ def atomic_savefig(fig: Any, path: str | Path, what: str = "figure", **kwargs: A
     is the extension's (any case) unless ``format=`` is given."""
     fmt = kwargs.pop("format", None) or Path(path).suffix.lower().lstrip(".") or None
     return atomic_write(path, lambda f: fig.savefig(f, format=fmt, **kwargs), what)
+
+
+def read_small_text(path: str | Path, what: str, max_bytes: int) -> str:
+    """A small input file's text (a spec, a measurements table): a regular file of at most
+    ``max_bytes`` in UTF-8, else a one-line error naming ``what`` (``/dev/zero`` or a FIFO would
+    be read forever)."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise DspsimInputError(f"{what} not found") from None
+    except OSError as e:
+        raise DspsimInputError(f"{what} unreadable: {e.__class__.__name__}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise DspsimInputError(f"{what} is not a regular file")
+    try:
+        with open(p, "rb") as f:
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise DspsimInputError(f"{what} is larger than {max_bytes:,} bytes")
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise DspsimInputError(f"{what} unreadable: {e.__class__.__name__}") from None

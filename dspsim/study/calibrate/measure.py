@@ -30,9 +30,7 @@ from __future__ import annotations
 import csv
 import inspect
 import math
-import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -43,6 +41,7 @@ import numpy as np
 from dspsim.config import HardwareModel, key_type, model_field, parse_value
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import Op, get_op, op_names
+from dspsim.paths import read_small_text
 from dspsim.platform import DDR_WINDOW_BYTES
 from dspsim.run import simulate
 
@@ -312,32 +311,11 @@ def parse_measurement(text: str) -> Measurement:
     return Measurement(variant, cycles, shape, settings, op.name)
 
 
-def _read_csv_text(p: Path) -> str:
-    """A measurements file's text: a regular file of at most :data:`MAX_CSV_BYTES`."""
-    what = f"measurements file {str(p)!r}"
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise DspsimInputError(f"{what} not found") from None
-    except OSError as e:
-        raise DspsimInputError(f"{what} unreadable: {e.__class__.__name__}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise DspsimInputError(f"{what} is not a regular file")
-    try:
-        with open(p, "rb") as f:
-            data = f.read(MAX_CSV_BYTES + 1)
-        if len(data) > MAX_CSV_BYTES:
-            raise DspsimInputError(f"{what} is larger than {MAX_CSV_BYTES:,} bytes")
-        return data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise DspsimInputError(f"{what} unreadable: {e.__class__.__name__}") from None
-
-
 def read_measurements_csv(path: str | Path) -> list[Measurement]:
     """Measurements from a CSV file: columns cycles and variant (or mode), optional op, n,
     shape (RxC), and model-key columns."""
     p = Path(path)
-    text = _read_csv_text(p)
+    text = read_small_text(p, f"measurements file {str(p)!r}", MAX_CSV_BYTES)
     try:
         header = next(csv.reader(text.splitlines()), [])
     except csv.Error as e:

@@ -21,14 +21,13 @@ shape); ``--param`` keys are added after the file's, and a key given twice is an
 
 from __future__ import annotations
 
-import os
-import stat
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from dspsim.errors import DspsimInputError
+from dspsim.paths import read_small_text
 from dspsim.study.sweep.values import SPECIAL_KEYS, spec_values
 
 MAX_SPEC_FILE_BYTES = 1 << 20  # as a model file (dspsim.config.MAX_MODEL_FILE_BYTES)
@@ -42,33 +41,6 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, 
             yield f"{prefix}{k}", v
 
 
-def _read_text(p: Path) -> str:
-    """The file's text: a regular file of at most :data:`MAX_SPEC_FILE_BYTES` (``/dev/zero``
-    or a FIFO would be read forever)."""
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise DspsimInputError(f"spec file {str(p)!r} not found") from None
-    except OSError as e:
-        raise DspsimInputError(f"spec file {str(p)!r} unreadable: {e.__class__.__name__}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise DspsimInputError(f"spec file {str(p)!r} is not a regular file")
-    if st.st_size > MAX_SPEC_FILE_BYTES:
-        raise DspsimInputError(
-            f"spec file {str(p)!r} is larger than {MAX_SPEC_FILE_BYTES:,} bytes"
-        )
-    try:
-        with open(p, "rb") as f:
-            data = f.read(MAX_SPEC_FILE_BYTES + 1)
-        if len(data) > MAX_SPEC_FILE_BYTES:
-            raise DspsimInputError(
-                f"spec file {str(p)!r} is larger than {MAX_SPEC_FILE_BYTES:,} bytes"
-            )
-        return data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise DspsimInputError(f"spec file {str(p)!r} unreadable: {e.__class__.__name__}") from None
-
-
 def load_spec(path: str | Path) -> dict[str, Any]:
     """Read a sweep spec file (format in the module docstring) into ``build_sweep`` arguments."""
     p = Path(path)
@@ -80,7 +52,7 @@ def load_spec(path: str | Path) -> dict[str, Any]:
 
 def _load_spec(p: Path) -> dict[str, Any]:
     try:
-        raw = tomllib.loads(_read_text(p))
+        raw = tomllib.loads(read_small_text(p, f"spec file {str(p)!r}", MAX_SPEC_FILE_BYTES))
     except tomllib.TOMLDecodeError as e:
         raise DspsimInputError(f"spec file {str(p)!r} is not valid TOML: {e}") from None
     allowed = ("model", "fidelity", *SPECIAL_KEYS, "set", "params")
