@@ -53,7 +53,7 @@ def _npy_header(f, what: str) -> tuple[tuple[int, ...], bool, np.dtype]:
     raise DspsimInputError(f"{what}: .npy format version {version} is not supported; {_HINT}")
 
 
-def load_input(path: str, ndim: int = 1) -> np.ndarray:
+def load_input(path: str, ndim: int | tuple[int, ...] = 1) -> np.ndarray:
     """An ``ndim``-D float32 array from a .npy file; NaN and inf are allowed (they are
     reported). The header is checked before anything is allocated."""
     import numpy as np
@@ -81,8 +81,8 @@ def load_input(path: str, ndim: int = 1) -> np.ndarray:
                 raise DspsimInputError(
                     f"{what}: dtype {dtype}, expected float32 (x.astype(numpy.float32))"
                 )
-            if len(shape) != ndim:
-                raise DspsimInputError(f"{what}: shape {shape}, expected a {ndim}-D array")
+            if len(shape) not in _dims(ndim):
+                raise DspsimInputError(f"{what}: shape {shape}, expected a {_dims_text(ndim)}")
             count = math.prod(shape)
             if count == 0:
                 raise DspsimInputError(f"{what}: empty array, expected at least 1 element")
@@ -109,7 +109,15 @@ def load_input(path: str, ndim: int = 1) -> np.ndarray:
     return check_input_array(x, what, ndim)
 
 
-def check_input_array(x: np.ndarray, what: str, ndim: int = 1) -> np.ndarray:
+def _dims(ndim: int | tuple[int, ...]) -> tuple[int, ...]:
+    return (ndim,) if isinstance(ndim, int) else tuple(ndim)
+
+
+def _dims_text(ndim: int | tuple[int, ...]) -> str:
+    return " or ".join(f"{d}-D" for d in _dims(ndim)) + " array"
+
+
+def check_input_array(x: np.ndarray, what: str, ndim: int | tuple[int, ...] = 1) -> np.ndarray:
     """``x`` if it is a non-empty ``ndim``-D float32 array, else a one-line error naming
     ``what``."""
     import numpy as np
@@ -119,8 +127,8 @@ def check_input_array(x: np.ndarray, what: str, ndim: int = 1) -> np.ndarray:
         raise DspsimInputError(
             f"{what}: dtype {x.dtype}, expected float32 (x.astype(numpy.float32))"
         )
-    if x.ndim != ndim:
-        raise DspsimInputError(f"{what}: shape {x.shape}, expected a {ndim}-D array")
+    if x.ndim not in _dims(ndim):
+        raise DspsimInputError(f"{what}: shape {x.shape}, expected a {_dims_text(ndim)}")
     if x.size == 0:
         raise DspsimInputError(f"{what}: empty array, expected at least 1 element")
     return x

@@ -150,7 +150,7 @@ def simulate(
     if x is not None:
         if not data:
             raise DspsimInputError("an input array needs the data path: pass data=True")
-        x = check_input_array(x, "x", the_op.ndim)
+        x = check_input_array(x, "x", the_op.input_dims)
         given = the_op.shape_of(n=n, shape=shape) if (n is not None or shape is not None) else None
         if given is not None and given != x.shape:
             raise DspsimInputError(f"shape {given} but the input array has shape {x.shape}")

@@ -145,7 +145,7 @@ def test_reproduce_json_has_the_host_check(capsys):
     "make, message",
     [
         (lambda p: np.save(p, np.ones(4)), "dtype float64"),
-        (lambda p: np.save(p, np.ones((2, 2), np.float32)), "expected a 1-D array"),
+        (lambda p: np.save(p, np.ones((2, 2, 2), np.float32)), "expected a 1-D or 2-D array"),
         (lambda p: np.save(p, np.ones(0, np.float32)), "empty array"),
         (lambda p: p.write_text("not numpy"), "not a .npy file"),
         (lambda p: None, "no such file"),
@@ -179,7 +179,7 @@ def test_the_seeds_host_check_is_too_tight_for_general_inputs(j6):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"x": np.ones((2, 2), np.float32)}, "expected a 1-D array"),
+        ({"x": np.ones((2, 2, 2), np.float32)}, "expected a 1-D or 2-D array"),
         ({"x": np.ones(8)}, "dtype float64"),
         ({"x": np.ones(0, np.float32)}, "empty array"),
         ({"x": np.ones(8, np.float32), "n": 9},

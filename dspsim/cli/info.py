@@ -22,7 +22,8 @@ def ops_table() -> list[dict]:
             "op": op.name,
             "doc": op.doc,
             "command": f"0x{op.cmd:04x}",
-            "input": "n (1-D)" if op.ndim == 1 else "shape ROWS,COLS (2-D)",
+            "input": " or ".join("n (1-D)" if d == 1 else "shape ROWS,COLS (2-D)"
+                                 for d in op.input_dims),
             "default_shape": list(op.default_shape),
             "variants": [
                 {"variant": v, "doc": d, "needs": op.requirements(v)}

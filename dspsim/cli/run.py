@@ -74,7 +74,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(args.output)
     op = get_op(args.op)
-    x = load_input(args.input, op.ndim) if args.input else None
+    x = load_input(args.input, op.input_dims) if args.input else None
     r = simulate(
         model, op.name, op_variant(args), args.n, shape=args.shape, x=x, data=not args.no_data,
         trace=outputs.needs_trace, port_log=outputs.needs_port_log, fidelity=args.fidelity,
@@ -119,7 +119,7 @@ def _run_models(args: argparse.Namespace) -> int:
         raise UsageError("run --models prints a table (or --json): drop the output files, or "
                          "run one --model at a time")
     op = get_op(args.op)
-    x = load_input(args.input, op.ndim) if args.input else None
+    x = load_input(args.input, op.input_dims) if args.input else None
     runs = {
         label: simulate(model, op.name, op_variant(args), args.n, shape=args.shape, x=x,
                         data=not args.no_data, fidelity=args.fidelity, core=args.core)

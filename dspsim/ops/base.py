@@ -31,6 +31,13 @@ class Op:
     study_variants: ClassVar[tuple[str, ...] | None] = None
     params: ClassVar[OpSchema]
     ndim: ClassVar[int]  # input dimensions: 1 (``--n``) or 2 (``--shape ROWS,COLS``)
+    # every input dimension the op accepts (default: ``ndim`` only)
+    ndims: ClassVar[tuple[int, ...]] = ()
+
+    @property
+    def input_dims(self) -> tuple[int, ...]:
+        """The input dimensions the op accepts."""
+        return self.ndims or (self.ndim,)
     default_shape: ClassVar[tuple[int, ...]]
     # what the paper or document measured: {"shape": ..., "cycles": {variant: cycles}, ...}
     document: ClassVar[dict[str, Any] | None] = None
