@@ -44,12 +44,22 @@ class LayerNorm(Op):
 
     def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
         super().check_run(model, variant, shape)
-        tile = model.layernorm.tile_bytes
-        if variant == "pingpong" and rows_per_tile(tile, shape[1]) == 0:
+        if variant != "pingpong":
+            return
+        tile, row = model.layernorm.tile_bytes, 4 * shape[1]
+        free = model.tcm.bank_bytes - model.tcm.reserved_bytes
+        if row > free:
             raise DspsimInputError(
-                f"layernorm pingpong: a row of {shape[1]} float32 ({4 * shape[1]} bytes) does "
-                f"not fit layernorm.tile_bytes = {tile}; allowed: tile_bytes >= {4 * shape[1]} "
-                f"(at most tcm.bank_bytes = {model.tcm.bank_bytes}), or the direct variant"
+                f"layernorm pingpong: a row of {shape[1]} float32 ({row} bytes) is larger than "
+                f"a DataRAM's free space ({free} bytes: tcm.bank_bytes - tcm.reserved_bytes); "
+                "allowed: the direct variant, or rows of at most "
+                f"{free // 4} float32"
+            )
+        if rows_per_tile(tile, shape[1]) == 0 or tile > free:
+            raise DspsimInputError(
+                f"layernorm pingpong: layernorm.tile_bytes = {tile} must hold a row of "
+                f"{shape[1]} float32 ({row} bytes) and fit a DataRAM's free space ({free} "
+                f"bytes); allowed: {row} to {free}"
             )
 
     def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
