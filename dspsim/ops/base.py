@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dspsim.errors import DspsimInputError
+from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.schema import OpSchema
 
 Proc = Generator[Any, Any, Any]  # a SimPy process body: what ``yield from`` runs
@@ -157,6 +157,17 @@ class Op:
                     continue  # the op cannot run it here: not a measurement a board can take
                 out.append((variant, shape, {}))
         return out
+
+
+def check_tile_bytes(key: str, tile_bytes: int, model: Any) -> None:
+    """A TCM tile key's value: a whole number of float32 and no larger than a DataRAM."""
+    if tile_bytes % 4:
+        raise ConfigError(f"{key} = {tile_bytes}: must be a multiple of 4 (float32)")
+    if tile_bytes > model.tcm.bank_bytes:
+        raise ConfigError(
+            f"{key} = {tile_bytes}: larger than a DataRAM (tcm.bank_bytes = "
+            f"{model.tcm.bank_bytes}); allowed 4 to {model.tcm.bank_bytes}"
+        )
 
 
 SUMMARY_CHUNK_ELEMENTS = 1 << 18  # reference and error arrays are built this many at a time

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from dspsim.errors import ConfigError
+from dspsim.ops.base import check_tile_bytes
 from dspsim.schema import Key, OpSchema, Params
 
 
 def _check(p: Params, model: Any) -> None:
-    if p.tile_bytes % 4:
-        raise ConfigError(
-            f"layernorm.tile_bytes = {p.tile_bytes}: must be a multiple of 4 (float32)")
-    if p.tile_bytes > model.tcm.bank_bytes:
-        raise ConfigError(
-            f"layernorm.tile_bytes = {p.tile_bytes}: larger than a DataRAM "
-            f"(tcm.bank_bytes = {model.tcm.bank_bytes}); allowed 4 to {model.tcm.bank_bytes}"
-        )
+    check_tile_bytes("layernorm.tile_bytes", p.tile_bytes, model)
 
 
 PARAMS = OpSchema(
