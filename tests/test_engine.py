@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from dspsim.errors import DeadlockError
 from dspsim.hw.idma import Transfer
-from dspsim.kernels.shapes import KERNELS, VECEXPF_MAX, VECMAXF, VECSUM
+from dspsim.kernels.shapes import SEED_SHAPES as KERNELS
+from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECSUM
 from dspsim.platform import Platform
 from dspsim.run import run_to_completion
 

@@ -297,4 +297,6 @@ VECMUL = LoopShape(
     reduction_ops=lambda lanes: 0,
 )
 
-KERNELS = {k.name: k for k in (VECMAXF, VECEXPF_MAX, VECSUM, VECMUL)}
+# the seed's four loop shapes by kernel name (the kernel registry, dspsim.kernels.KERNELS, holds
+# every registered kernel with its numerics)
+SEED_SHAPES = {k.name: k for k in (VECMAXF, VECEXPF_MAX, VECSUM, VECMUL)}
