@@ -6,8 +6,10 @@ with elision: the default; tile fidelity): the wall time, events, events per sec
 ratio to the bare SimPy ``env.timeout`` rate measured right before each run (interleaved, so
 the ratio survives the machine's load changing); the tile-fidelity speed-up per point; the
 event-elision speed-up on burst ping-pong at 10^6 elements (the two engines run alternately);
-and the wall time of a 1,000-point sweep on two worker processes. Each simulation figure is
-the best of ``--repeat`` runs.
+the wall time of a 1,000-point sweep on two worker processes; and the wall time of the command
+``dspsim run --json`` (start-up, the headline run, its stall summary), next to a bare
+``python -c "import numpy, simpy"`` measured alternately. Each figure is the best of
+``--repeat`` runs.
 Speed is measured here, never asserted in the test suite.
 """
 
@@ -17,6 +19,8 @@ import argparse
 import functools
 import json
 import platform
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -94,6 +98,7 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
         for (op, v, e, d) in walls if e == "tile" and not d
     }
     out["elision"] = elision_speedup(model, elision_n, repeat)
+    out["cli"] = cli_wall(repeat)
     if sweep_points:
         from dspsim.study.experiments import bench_sweep
 
@@ -119,6 +124,22 @@ def elision_speedup(model: Any, n: int, repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
+def cli_wall(repeat: int) -> dict[str, Any]:
+    """Wall time of ``dspsim run --json`` and of a bare interpreter importing numpy and simpy
+    (what any run pays), run alternately, best of ``repeat`` each."""
+    commands = {
+        "run_json_wall_s": [sys.executable, "-m", "dspsim.cli", "run", "--json"],
+        "bare_python_wall_s": [sys.executable, "-c", "import numpy, simpy"],
+    }
+    best = dict.fromkeys(commands, float("inf"))
+    for _ in range(max(repeat, 3)):
+        for key, argv in commands.items():
+            t0 = time.perf_counter()
+            subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+            best[key] = min(best[key], time.perf_counter() - t0)
+    return best
+
+
 def print_report(b: dict[str, Any]) -> None:
     print(f"machine: {b['machine']}")
     print(f"{'op':<10} {'variant':<9} {'engine':<18} {'data':<5} {'wall_s':>8} {'events':>8} "
@@ -134,6 +155,9 @@ def print_report(b: dict[str, Any]) -> None:
         print(f"event elision, burst pingpong n = {e['n']:,}, data {'on' if e['data'] else 'off'}:"
               f" {e['reference_events']:,} -> {e['elided_events']:,} events, "
               f"{e['reference_wall_s']:.3f} s -> {e['elided_wall_s']:.3f} s ({e['speedup']:.2f}x)")
+    cli = b["cli"]
+    print(f"dspsim run --json: {cli['run_json_wall_s']:.3f} s wall (a bare python importing numpy "
+          f"and simpy: {cli['bare_python_wall_s']:.3f} s)")
     if "sweep" in b:
         sw = b["sweep"]
         print(f"sweep of {sw['points']:,} points (tile fidelity, --jobs 2): {sw['wall_s']:.1f} s, "

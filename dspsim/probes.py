@@ -1,12 +1,17 @@
 """What a run records while it runs: the trace, the memory-access log, the DDR port log.
 
 - :class:`Recorder`: one row per thing an engine did (compute, setup, waits, copies), turned into
-  one DataFrame at the end (nothing is kept when tracing is off). With a ``limit`` it keeps the
-  first ``limit`` rows and counts the others (``dropped``; the frame's ``attrs["rows_dropped"]``),
-  so a huge run's trace holds bounded memory.
+  one :class:`TraceTable` at the end (nothing is kept when tracing is off). With a ``limit`` it
+  keeps the first ``limit`` rows and counts the others (``dropped``; the table's
+  ``rows_dropped``, the frame's ``attrs["rows_dropped"]``), so a huge run's trace holds bounded
+  memory.
+- :class:`TraceTable`: the trace as numpy columns. Summaries (``dspsim run --json``) read these;
+  the pandas DataFrame the figures and tables use is built only when asked for (``frame()``),
+  so a run that only reports does not import pandas.
 - :class:`AccessLog`: which bytes each engine touched when, and the data hazards between them
   (two engines on overlapping bytes of one memory at overlapping times, one of them writing).
-- ``PORT_LOG_FIELDS``: the columns of the DDR port's request log (one tuple per request).
+- ``PORT_LOG_FIELDS``: the columns of the DDR port's request log (one tuple per request); with
+  a row limit the log is a :class:`LimitedLog` (its first ``limit`` requests).
 
 Engine names (``core0``, ``core0.idma1``, ``ddr``) come from the platform that built the run;
 nothing here knows them.
@@ -17,10 +22,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 if TYPE_CHECKING:
     import pandas as pd
 
 PORT_LOG_FIELDS = ("issue", "data_start", "data_end", "done", "bytes", "is_write", "requester")
+
+
+class LimitedLog(list):
+    """A log (the DDR port's) that keeps its first ``limit`` entries and counts the others."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.dropped = 0
+
+    def append(self, entry: Any) -> None:
+        if len(self) < self.limit:
+            super().append(entry)
+        else:
+            self.dropped += 1
 
 COLUMNS = [
     "engine",  # core, idma0, idma1, ...
@@ -34,6 +56,59 @@ COLUMNS = [
     "buffer",  # TCM buffer (ping-pong index), -1 when none
     "ddr_stall_cycles",  # part of the row spent stalled on DDR (direct-mode kernels)
 ]
+TEXT_COLUMNS = ("engine", "kind", "what", "pass")
+INT_COLUMNS = ("bytes", "tile", "buffer")
+FLOAT_COLUMNS = ("start_cycle", "end_cycle", "ddr_stall_cycles")
+
+
+class TraceTable:
+    """A run's trace as one numpy array per column (``COLUMNS``): text columns as object arrays,
+    ``bytes``/``tile``/``buffer`` as int64, times as float64; ``rows_dropped`` rows not kept."""
+
+    def __init__(self, columns: dict[str, Any], rows_dropped: int = 0):
+        self.columns: dict[str, np.ndarray] = {}
+        for c in COLUMNS:
+            values = columns[c]
+            if c in TEXT_COLUMNS:
+                arr = np.empty(len(values), dtype=object)
+                arr[:] = list(values)
+            else:
+                arr = np.asarray(values, dtype=np.int64 if c in INT_COLUMNS else np.float64)
+            self.columns[c] = arr.reshape(-1)
+        lengths = {len(a) for a in self.columns.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"trace columns of different lengths {sorted(lengths)}")
+        self.rows_dropped = int(rows_dropped)
+        self._frame: pd.DataFrame | None = None
+
+    @classmethod
+    def from_rows(cls, rows: list[tuple], rows_dropped: int = 0) -> TraceTable:
+        cols = list(zip(*rows)) if rows else [()] * len(COLUMNS)
+        return cls(dict(zip(COLUMNS, cols)), rows_dropped)
+
+    def __len__(self) -> int:
+        return len(self.columns["engine"])
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        return self.columns[column]
+
+    def shifted(self, origin: float) -> TraceTable:
+        """Times counted from ``origin`` (the op's timer start, as the pass spans are)."""
+        self.columns["start_cycle"] = self.columns["start_cycle"] - origin
+        self.columns["end_cycle"] = self.columns["end_cycle"] - origin
+        self._frame = None
+        return self
+
+    def frame(self) -> pd.DataFrame:
+        """The trace as a DataFrame (built once; ``attrs["rows_dropped"]`` when rows were cut)."""
+        if self._frame is None:
+            import pandas as pd
+
+            df = pd.DataFrame(self.columns, columns=COLUMNS)
+            if self.rows_dropped:
+                df.attrs["rows_dropped"] = self.rows_dropped
+            self._frame = df
+        return self._frame
 
 
 class Recorder:
@@ -64,17 +139,11 @@ class Recorder:
                 (engine, kind, what, start, end, nbytes, tile, pass_name, buffer, ddr_stall)
             )
 
-    def frame(self) -> pd.DataFrame:
-        import pandas as pd
-
-        df = pd.DataFrame(self.rows, columns=COLUMNS)
-        df = df.astype({"bytes": "int64", "tile": "int64", "buffer": "int64"})
-        if self.dropped:
-            df.attrs["rows_dropped"] = self.dropped
-        return df
+    def table(self) -> TraceTable:
+        return TraceTable.from_rows(self.rows, self.dropped)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Access:
     engine: str
     memory: str
@@ -86,35 +155,76 @@ class Access:
     what: str
     tile: int
     pass_name: str
+    seq: int  # order of arrival in the log
+
+
+HAZARD_LIMIT = 10_000  # hazards listed in full; later ones are counted (``AccessLog.dropped``)
 
 
 class AccessLog:
-    def __init__(self) -> None:
-        self.accesses: list[Access] = []
+    """Which bytes each engine touched when, checked for hazards as the run goes.
+
+    An engine says when an access begins (:meth:`begin`), logs it when it ends (:meth:`add`,
+    with ``end`` the present) and then says it is done (:meth:`finish`). A logged access is
+    checked against the ones kept for its memory, and an access that ended before every access
+    still in flight began can meet no later one, so it is let go: the log holds only what
+    overlaps the present, however long the run. The earliest ``limit`` hazards are kept (in the
+    order the whole run's accesses sorted by start would give them); ``dropped`` counts the rest.
+    """
+
+    def __init__(self, enabled: bool = True, limit: int | None = None) -> None:
+        self.enabled = enabled
+        self.limit = HAZARD_LIMIT if limit is None else limit
+        self.dropped = 0
+        self.active: dict[str, list[Access]] = {}  # memory -> accesses that may still conflict
+        self.in_flight: dict[str, float] = {}  # engine -> start of the access it is making
+        self.pairs: list[tuple[tuple, str, Access, Access]] = []  # (order, memory, first, second)
+        self._seq = 0
+
+    def begin(self, engine: str, start: float) -> None:
+        if self.enabled:
+            self.in_flight[engine] = start
 
     def add(self, engine: str, memory: str, lo: int, nbytes: int, write: bool, start: float,
             end: float, what: str, tile: int, pass_name: str) -> None:
-        if nbytes > 0 and end > start:
-            self.accesses.append(
-                Access(engine, memory, lo, lo + nbytes, write, start, end, what, tile, pass_name)
-            )
+        if not self.enabled or nbytes <= 0 or end <= start:
+            return
+        b = Access(engine, memory, lo, lo + nbytes, write, start, end, what, tile, pass_name,
+                   self._seq)
+        self._seq += 1
+        kept = self.active.setdefault(memory, [])
+        for a in kept:
+            first, second = (a, b) if a.start <= b.start else (b, a)
+            if (first.end > second.start and a.engine != b.engine and (a.write or b.write)
+                    and a.lo < b.hi and b.lo < a.hi):
+                order = (second.start, second.seq, first.start, first.seq)
+                self.pairs.append((order, memory, first, second))
+        kept.append(b)
+        if len(self.pairs) > 2 * self.limit:
+            self._keep_earliest()
+
+    def finish(self, engine: str, now: float) -> None:
+        """``engine``'s access is logged: let go of what no access in flight can meet."""
+        if not self.enabled:
+            return
+        self.in_flight.pop(engine, None)
+        horizon = min(self.in_flight.values(), default=now)
+        for memory, kept in self.active.items():
+            if any(a.end <= horizon for a in kept):
+                self.active[memory] = [a for a in kept if a.end > horizon]
+
+    def _keep_earliest(self) -> None:
+        self.pairs.sort(key=lambda p: p[0])
+        self.dropped += len(self.pairs) - self.limit
+        del self.pairs[self.limit:]
 
     def hazards(self, origin: float = 0.0) -> list[dict[str, Any]]:
-        """Every conflicting pair, earliest first; cycles counted from ``origin``."""
-        found = []
-        by_memory: dict[str, list[Access]] = {}
-        for a in self.accesses:
-            by_memory.setdefault(a.memory, []).append(a)
-        for memory, accesses in by_memory.items():
-            accesses.sort(key=lambda a: a.start)
-            active: list[Access] = []
-            for b in accesses:
-                active = [a for a in active if a.end > b.start]
-                for a in active:
-                    if (a.engine != b.engine and (a.write or b.write)
-                            and a.lo < b.hi and b.lo < a.hi):
-                        found.append(_describe(memory, a, b, origin))
-                active.append(b)
+        """Every conflicting pair (up to ``limit``), earliest first; cycles counted from
+        ``origin``."""
+        if len(self.pairs) > self.limit:
+            self._keep_earliest()
+        self.pairs.sort(key=lambda p: p[0])
+        found = [_describe(memory, a, b, origin) for _, memory, a, b in self.pairs]
         return sorted(found, key=lambda h: h["cycle"])
 
 

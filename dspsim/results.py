@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from dspsim.config import HARDWARE, HardwareModel, build_model, model_key
 from dspsim.errors import DspsimInputError
 from dspsim.paths import atomic_write, suffix_of, writable_file
-from dspsim.probes import COLUMNS, PORT_LOG_FIELDS
+from dspsim.probes import COLUMNS, PORT_LOG_FIELDS, TraceTable
 
 if TYPE_CHECKING:
     from dspsim.run import Result
@@ -67,7 +67,7 @@ def run_document(result: Any) -> dict[str, Any]:
     if result.trace is None:
         raise DspsimInputError("cannot save a run without its trace: simulate with trace=True")
     model: HardwareModel = result.model
-    trace = result.trace
+    trace = result.trace_table
     doc: dict[str, Any] = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -82,7 +82,7 @@ def run_document(result: Any) -> dict[str, Any]:
         "trace": {c: trace[c].tolist() for c in COLUMNS},
         "port_log": None,
     }
-    dropped = int(trace.attrs.get("rows_dropped", 0))
+    dropped = trace.rows_dropped
     if dropped:  # a trace cut by a row limit says so
         doc["trace_rows_dropped"] = dropped
     if result.port_log is not None:
@@ -139,8 +139,6 @@ def load_run(path: str | Path) -> Result:
     field is checked (types, ranges, engine names, the model as a model file's tables are):
     anything else is a one-line :class:`DspsimInputError`.
     """
-    import pandas as pd
-
     from dspsim.run import JSON_FIELDS, Result
 
     p = Path(path)
@@ -172,19 +170,7 @@ def load_run(path: str | Path) -> Result:
         if version == 1:
             _upgrade_v1(doc, model)
         check_document(doc)
-        trace = pd.DataFrame({c: doc["trace"][c] for c in COLUMNS}, columns=COLUMNS)
-        trace = trace.astype(
-            {
-                "start_cycle": float,
-                "end_cycle": float,
-                "bytes": "int64",
-                "tile": "int64",
-                "buffer": "int64",
-                "ddr_stall_cycles": float,
-            }
-        )
-        if doc.get("trace_rows_dropped"):
-            trace.attrs["rows_dropped"] = int(doc["trace_rows_dropped"])
+        trace = TraceTable(doc["trace"], doc.get("trace_rows_dropped", 0))
         port = doc["port_log"]
         port_log = None if port is None else list(zip(*(port[f] for f in PORT_LOG_FIELDS)))
         r = doc["result"]
@@ -193,7 +179,7 @@ def load_run(path: str | Path) -> Result:
         values["shape"] = tuple(int(d) for d in values["shape"])
         return Result(
             **values,
-            trace=trace,
+            trace_table=trace,
             port_log=port_log,
             model=model,
             origin_cycle=float(doc["origin_cycle"]),

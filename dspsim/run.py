@@ -24,6 +24,7 @@ from dspsim.errors import DeadlockError, DspsimInputError
 from dspsim.host.ucp import Ucp
 from dspsim.ops.registry import firmware_registry, get_op
 from dspsim.platform import FIDELITIES, Platform
+from dspsim.probes import LimitedLog, TraceTable
 from dspsim.schema import check_n
 from dspsim.version import __version__
 
@@ -60,10 +61,15 @@ class Result:
     hazards: list[dict[str, Any]] = field(default_factory=list)
     output: dict[str, Any] | None = None  # summary of the output array (data path on)
     output_array: np.ndarray | None = field(default=None, repr=False)
-    trace: pd.DataFrame | None = field(default=None, repr=False)
+    trace_table: TraceTable | None = field(default=None, repr=False)  # the trace's columns
     port_log: list[tuple] | None = field(default=None, repr=False)
     model: HardwareModel | None = field(default=None, repr=False)
     origin_cycle: float = 0.0  # absolute cycle of the op's timer start (port_log is absolute)
+
+    @property
+    def trace(self) -> pd.DataFrame | None:
+        """The trace as a DataFrame (built from ``trace_table`` when first asked for)."""
+        return None if self.trace_table is None else self.trace_table.frame()
 
     @property
     def mode(self) -> str:
@@ -90,13 +96,6 @@ def run_to_completion(env: simpy.Environment, platform: Platform, main: simpy.Pr
     env.run()
     if not main.triggered:
         raise DeadlockError(platform.waiting())
-
-
-def _relative(df: pd.DataFrame, origin: float) -> pd.DataFrame:
-    """Trace times counted from the op's timer start, as the pass spans are."""
-    df["start_cycle"] -= origin
-    df["end_cycle"] -= origin
-    return df
 
 
 def simulate(
@@ -126,8 +125,9 @@ def simulate(
     kernel call, durations from the same formulas). ``mode`` is an older name of ``variant``.
     ``core`` picks the core the op runs on (of ``core.count``). ``elide=False`` runs the
     reference engine without event elision (same results, more events; for tests and the
-    benchmark). ``trace_limit``: keep only the first ``trace_limit`` trace rows (bounded memory
-    on huge runs; the trace's ``attrs["rows_dropped"]`` counts the others).
+    benchmark). ``trace_limit``: keep only the first ``trace_limit`` trace rows and DDR port
+    requests (bounded memory on huge runs; the trace's ``rows_dropped`` counts the rows left
+    out).
     """
     the_op = get_op(op)
     if mode is not None:
@@ -169,6 +169,8 @@ def simulate(
                         elide=elide)
     if trace_limit is not None:
         platform.recorder.limit = trace_limit
+        if port_log:
+            platform.port.log = LimitedLog(trace_limit)
     ucp = Ucp(platform, firmware_registry())
     dsp = platform.dsps[core]
 
@@ -198,6 +200,15 @@ def simulate(
     cycles = int(round(dsp.self_cycles))
     engines = {dsp.name: "core", **{ch.name: "idma" for ch in dsp.idma}, "ddr": "ddr"}
     c = dsp.core
+    hazards = platform.accesses.hazards(origin=dsp.cycles_start)
+    if platform.accesses.dropped:
+        platform.warn(
+            "hazards_not_listed",
+            f"{platform.accesses.dropped:,} more data hazards than the {len(hazards):,} listed "
+            "(the earliest are kept; the count is the number not listed)",
+            platform.accesses.dropped,
+            severity="info",
+        )
     return Result(
         op=the_op.name,
         variant=variant,
@@ -231,10 +242,10 @@ def simulate(
         engines=engines,
         core=dsp.name,
         rpc_cycles=int(round(task.finished_cycle - task.submitted_cycle - dsp.self_cycles)),
-        hazards=platform.accesses.hazards(origin=dsp.cycles_start),
+        hazards=hazards,
         output=the_op.output_summary(out, x_in, model.params(the_op.name)) if data else None,
         output_array=out,
-        trace=_relative(platform.recorder.frame(), dsp.cycles_start) if trace else None,
+        trace_table=platform.recorder.table().shifted(dsp.cycles_start) if trace else None,
         port_log=platform.port.log,
         model=model,
         origin_cycle=dsp.cycles_start,

@@ -215,16 +215,41 @@ def test_a_set_value_with_a_newline_is_refused(capsys):
     assert code == 2 and "one line" in err and err.count("\n") == 1
 
 
+HEAVY = ("pandas", "matplotlib", "scipy", "pyarrow", "distributed")
+
+
+def heavy_modules_after(code: str) -> str:
+    """Run ``code`` in a fresh interpreter; what it printed (the heavy modules it loaded)."""
+    code += f"\nimport sys; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
+
+
 def test_the_command_line_imports_no_heavy_module_to_parse():
     """``import dspsim`` and declaring every command (what each call of ``dspsim`` pays before
     it runs) import no pandas, matplotlib, scipy, pyarrow or dask."""
-    code = ("import sys, dspsim, dspsim.cli; "
-            "dspsim.cli.build_parser().parse_args(['run', '--n', '5']); "
-            "print(sorted(m for m in ('pandas', 'matplotlib', 'scipy', 'pyarrow', 'distributed')"
-            " if m in sys.modules))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV,
-                       timeout=60)
-    assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr
+    assert heavy_modules_after(
+        "import dspsim, dspsim.cli; dspsim.cli.build_parser().parse_args(['run', '--n', '5'])"
+    ) == "[]"
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--json", "--n", "4096"],
+    ["run", "--json", "--op", "layernorm", "--shape", "8,256"],
+    ["run", "--json", "--variant", "direct", "--n", "4096", "--fidelity", "tile"],
+    ["reproduce", "--json", "--no-data"],
+])
+def test_a_json_summary_imports_no_heavy_module(argv):
+    """``run --json`` reports the stall breakdown from the trace's numpy columns: no pandas
+    (about half the old start-up), no plotting, no fitting."""
+    assert heavy_modules_after(
+        "import contextlib, io, dspsim.cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    code = dspsim.cli.main({argv!r})\n"
+        "assert code == 0 and '\"busy_cycles\"' in out.getvalue(), code"
+    ) == "[]"
 
 
 def test_models_report_the_same_run_under_each_model(capsys, tmp_path):

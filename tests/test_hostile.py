@@ -314,6 +314,15 @@ def test_the_trace_limit_bounds_what_the_run_holds():
     pd.testing.assert_frame_equal(r.trace, full.trace.head(100))
 
 
+def test_the_trace_limit_bounds_the_port_log_too():
+    model = load_model()
+    kw = dict(variant="pingpong", n=100_000, data=False, trace=True, port_log=True)
+    full = simulate(model, **kw)
+    cut = simulate(model, **kw, trace_limit=500)
+    assert len(full.port_log) > 10_000 and list(cut.port_log) == full.port_log[:500]
+    assert cut.port_log.dropped == len(full.port_log) - 500 and cut.cycles == full.cycles
+
+
 def test_trace_limit_applies_to_save_and_is_refused_with_tiles(tmp_path, capsys):
     saved = tmp_path / "r.json.gz"
     code, out, err = run_cli(capsys, "run", "--n", "50000", "--save", saved,

@@ -17,9 +17,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CORE_KINDS = ("compute", "setup", "wait_in", "wait_out")  # what the core's trace rows do
 COPY_KINDS = ("copy_in", "copy_out")  # what a channel's trace rows do
@@ -51,9 +54,10 @@ class RunEngines:
         engines = getattr(result, "engines", None) or {}
         core = result.core
         if core not in engines:
-            trace = getattr(result, "trace", None)
-            return cls.from_trace(trace if trace is not None else pd.DataFrame(
-                columns=["engine", "kind"]))
+            trace = getattr(result, "trace_table", None)
+            if trace is None:
+                trace = getattr(result, "trace", None)
+            return cls.from_trace(trace if trace is not None else {"engine": [], "kind": []})
         kinds = dict(engines)
         return cls(
             core=core,
@@ -63,20 +67,26 @@ class RunEngines:
         )
 
     @classmethod
-    def from_trace(cls, trace: pd.DataFrame) -> RunEngines:
-        """Roles read off a trace alone (see the module docstring)."""
-        is_core = trace["kind"].isin(CORE_KINDS)
-        cores = list(pd.unique(trace.loc[is_core, "engine"]))
-        copiers = set(trace.loc[trace["kind"].isin(COPY_KINDS), "engine"]) - set(cores)
+    def from_trace(cls, trace: Any) -> RunEngines:
+        """Roles read off a trace alone (see the module docstring); ``trace``: a DataFrame or
+        a :class:`~dspsim.probes.TraceTable`."""
+        engine = np.asarray(trace["engine"], dtype=object)
+        kind = np.asarray(trace["kind"], dtype=object)
+        cores = list(dict.fromkeys(engine[np.isin(kind, CORE_KINDS)]))
+        copiers = set(engine[np.isin(kind, COPY_KINDS)]) - set(cores)
         return cls(core=cores[0] if len(cores) == 1 else None,
                    channels=tuple(sorted(copiers, key=_natural)))
 
     # ------------------------------------------------------------------ trace rows
+    def core_mask(self, trace: Any) -> np.ndarray:
+        """Which rows of a trace (DataFrame or TraceTable) are the op's core's."""
+        if self.core is None:
+            return np.isin(np.asarray(trace["kind"], dtype=object), CORE_KINDS)
+        return np.asarray(trace["engine"], dtype=object) == self.core
+
     def core_rows(self, trace: pd.DataFrame) -> pd.DataFrame:
         """The op's core's trace rows."""
-        if self.core is None:
-            return trace[trace["kind"].isin(CORE_KINDS)]
-        return trace[trace["engine"] == self.core]
+        return trace[self.core_mask(trace)]
 
     def channel_rows(self, trace: pd.DataFrame) -> pd.DataFrame:
         """The trace rows of the run's iDMA channels."""

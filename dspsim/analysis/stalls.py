@@ -24,12 +24,15 @@ The per-tile view is :mod:`dspsim.analysis.tiles`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+import numpy as np
 
 from dspsim.analysis.engines import RunEngines
 from dspsim.errors import DspsimInputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CORE_PARTS = (
     "compute_cycles",
@@ -40,6 +43,7 @@ CORE_PARTS = (
     "other_cycles",
 )
 OUTSIDE_PASSES = "(outside passes)"
+_NUMBERS = ("start_cycle", "end_cycle", "ddr_stall_cycles")
 
 
 def require_trace(result: Any) -> pd.DataFrame:
@@ -52,10 +56,23 @@ def require_trace(result: Any) -> pd.DataFrame:
     return trace
 
 
-def pass_names(trace: pd.DataFrame, passes: list[dict[str, Any]] | None) -> list[str]:
+def _columns(result: Any) -> Any:
+    """The run's trace columns without building a DataFrame when the run has them as numpy."""
+    table = getattr(result, "trace_table", None)
+    return table if table is not None else require_trace(result)
+
+
+def _arrays(trace: Any, mask: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The columns the breakdown reads, as numpy arrays (of the rows ``mask`` keeps)."""
+    out = {c: np.asarray(trace[c], dtype=np.float64) for c in _NUMBERS}
+    out |= {c: np.asarray(trace[c], dtype=object) for c in ("engine", "kind", "pass")}
+    return out if mask is None else {c: a[mask] for c, a in out.items()}
+
+
+def pass_names(trace: Any, passes: list[dict[str, Any]] | None) -> list[str]:
     """Pass names in run order: the run's pass list first, then any the trace adds."""
     names = [p["name"] for p in passes or []]
-    for name in pd.unique(trace["pass"]):
+    for name in dict.fromkeys(np.asarray(trace["pass"], dtype=object)):
         label = name or OUTSIDE_PASSES
         if label not in names:
             names.append(label)
@@ -63,22 +80,24 @@ def pass_names(trace: pd.DataFrame, passes: list[dict[str, Any]] | None) -> list
 
 
 def core_breakdown(
-    trace: pd.DataFrame,
+    trace: Any,
     passes: list[dict[str, Any]] | None = None,
     engines: RunEngines | None = None,
 ) -> list[dict[str, Any]]:
     """Per pass: the core's span and its parts (see the module docstring), in cycles.
 
-    ``engines``: the run's (``RunEngines.of(result)``); default: read off the trace.
+    ``trace``: a DataFrame or a :class:`~dspsim.probes.TraceTable`. ``engines``: the run's
+    (``RunEngines.of(result)``); default: read off the trace.
     """
-    core = (engines or RunEngines.from_trace(trace)).core_rows(trace)
+    engines = engines or RunEngines.from_trace(trace)
+    core = _arrays(trace, engines.core_mask(trace))
     dur = core["end_cycle"] - core["start_cycle"]
     stall = core["ddr_stall_cycles"]
     kind = core["kind"]
-    label = core["pass"].where(core["pass"] != "", OUTSIDE_PASSES)
+    label = np.where(core["pass"] != "", core["pass"], OUTSIDE_PASSES)
     rows = []
     for name in pass_names(trace, passes):
-        sel = (label == name).to_numpy()
+        sel = label == name
         if not sel.any():
             continue
         k, d, s = kind[sel], dur[sel], stall[sel]
@@ -99,9 +118,9 @@ def core_breakdown(
     return rows
 
 
-def _clipped_busy(rows: pd.DataFrame, end_cycle: float) -> float:
-    start = rows["start_cycle"].clip(0.0, end_cycle)
-    end = rows["end_cycle"].clip(0.0, end_cycle)
+def _clipped_busy(rows: dict[str, np.ndarray], end_cycle: float) -> float:
+    start = np.clip(rows["start_cycle"], 0.0, end_cycle)
+    end = np.clip(rows["end_cycle"], 0.0, end_cycle)
     return float((end - start).sum())
 
 
@@ -112,17 +131,19 @@ def engine_utilisation(result: Any) -> dict[str, dict[str, float]]:
     The core: computing or programming descriptors (not waiting, not stalled on DDR);
     iDMA channels: a descriptor in progress; the DDR port: its data path moving bytes.
     """
-    trace = require_trace(result)
+    trace = _columns(result)
     engines = RunEngines.of(result)
+    cols = _arrays(trace)
     total = float(result.cycles)
     out: dict[str, dict[str, float]] = {}
     if engines.core is not None:
-        core = engines.core_rows(trace)
-        core = core[core["kind"].isin(["compute", "setup"])]
+        busy_rows = engines.core_mask(trace) & np.isin(cols["kind"], ("compute", "setup"))
+        core = {c: a[busy_rows] for c, a in cols.items()}
         busy = _clipped_busy(core, total) - float(core["ddr_stall_cycles"].sum())
         out[engines.core] = {"busy_cycles": busy}
     for ch in engines.channels:
-        out[ch] = {"busy_cycles": _clipped_busy(trace[trace["engine"] == ch], total)}
+        rows = cols["engine"] == ch
+        out[ch] = {"busy_cycles": _clipped_busy({c: a[rows] for c, a in cols.items()}, total)}
     moved = float(sum(result.bytes.values()))
     for port in engines.ports:
         out[port] = {
@@ -136,7 +157,7 @@ def engine_utilisation(result: Any) -> dict[str, dict[str, float]]:
 
 def stall_summary(result: Any) -> dict[str, Any]:
     """The ``stalls`` object of ``dspsim run --json``: per pass, totals, per engine."""
-    per_pass = core_breakdown(require_trace(result), result.passes, RunEngines.of(result))
+    per_pass = core_breakdown(_columns(result), result.passes, RunEngines.of(result))
     total = {"span_cycles": sum(p["span_cycles"] for p in per_pass)}
     total |= {k: sum(p[k] for p in per_pass) for k in CORE_PARTS}
     return {

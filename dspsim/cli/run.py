@@ -50,8 +50,8 @@ def add_run(sub) -> None:
 def run_object(r: Result) -> dict[str, Any]:
     obj = r.to_json()
     obj["bounds"] = get_op(r.op).bounds(r.model, r.variant, r.shape)
-    if r.trace is not None:
-        dropped = int(r.trace.attrs.get("rows_dropped", 0))
+    if r.trace_table is not None:
+        dropped = r.trace_table.rows_dropped
         if dropped:  # a cut trace would give a wrong breakdown: say so instead
             obj["stalls"] = None
             obj["trace_rows_dropped"] = dropped

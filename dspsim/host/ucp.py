@@ -154,7 +154,6 @@ class Ucp:
         self._half_rpc_cycles = model.host.rpc_latency_us * model.core.clock_mhz / 2
         # (cycle, tasks waiting in the queue) at every change
         self.queue_log: list[tuple[float, int]] = [(0.0, 0)]
-        self.on_task_end = None  # optional callback(task) when a core finishes a task
 
     @property
     def half_rpc_cycles(self) -> float:
@@ -220,8 +219,6 @@ class Ucp:
         task.op_cycles = dsp.self_cycles if dsp.self_cycles is not None else -1.0
         task.core_end_cycle = env.now
         self._free[task.core] = True
-        if self.on_task_end is not None:
-            self.on_task_end(task)
         nxt = self.policy.pop_for(task.core)
         if nxt is not None:
             self._log_queue()

@@ -173,6 +173,7 @@ class Core:
         if n <= 0 or rows <= 0:  # the C returns before doing anything
             return
         start = self.env.now
+        self.accesses.begin(self.name, start)
         load_ddr, store_ddr = src.in_ddr, dst is not None and dst.in_ddr
         if load_ddr or store_ddr:
             stall = yield from self._ddr_kernel(shape, n, rows, load_ddr, store_ddr)
@@ -186,6 +187,7 @@ class Core:
             if ptr is not None:
                 self.accesses.add(self.name, ptr.mem.name, ptr.addr, 4 * n * rows, write, start,
                                   end, shape.name, self.tile, self.pass_name)
+        self.accesses.finish(self.name, end)
         self.recorder.record(
             self.name,
             "compute",

@@ -89,11 +89,13 @@ class IdmaChannel:
             t: Transfer = yield self.fifo.get()
             self.current = t
             t.start = env.now
+            self.accesses.begin(self.name, t.start)
             yield from self._move(t)
             t.end = env.now
             for ptr, is_write in ((t.src, False), (t.dst, True)):
                 self.accesses.add(self.name, ptr.mem.name, ptr.addr, t.nbytes, is_write, t.start,
                                   t.end, f"{t.kind} #{t.index}", t.tile, t.pass_name)
+            self.accesses.finish(self.name, t.end)
             self.busy_cycles += t.end - t.start
             self.current = None
             self.recorder.record(
