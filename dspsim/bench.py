@@ -8,8 +8,10 @@ the ratio survives the machine's load changing); the tile-fidelity speed-up per 
 event-elision speed-up on burst ping-pong at 10^6 elements (the two engines run alternately);
 the wall time of a 1,000-point sweep on two worker processes; and the wall time of the command
 ``dspsim run --json`` (start-up, the headline run, its stall summary), next to a bare
-``python -c "import numpy, simpy"`` measured alternately. Each figure is the best of
-``--repeat`` runs.
+``python -c "import numpy, simpy"`` measured alternately; and the peak memory (RSS) of one run
+with values on at ``--memory-elements`` elements (10^7 by default) for every op, variant and
+input rank, each in its own process, against the target of three times the input and output
+arrays plus 150 MB. Each time is the best of ``--repeat`` runs.
 Speed is measured here, never asserted in the test suite.
 """
 
@@ -69,7 +71,8 @@ def _measured(repeat: int, run: Callable[[], Any]) -> dict[str, Any]:
 
 
 def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
-                  elision_n: int = 1_000_000) -> dict[str, Any]:
+                  elision_n: int = 1_000_000, memory_elements: int = 10_000_000
+                  ) -> dict[str, Any]:
     from dspsim.ops import get_op, op_names
 
     model = load_model()
@@ -99,6 +102,8 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
     }
     out["elision"] = elision_speedup(model, elision_n, repeat)
     out["cli"] = cli_wall(repeat)
+    if memory_elements:
+        out["memory"] = memory_peaks(memory_elements)
     if sweep_points:
         from dspsim.study.experiments import bench_sweep
 
@@ -140,6 +145,40 @@ def cli_wall(repeat: int) -> dict[str, Any]:
     return best
 
 
+MEMORY_ROW_ELEMENTS = 1000  # a 2-D input of the memory benchmark: rows of this many elements
+PEAK_RSS_CODE = """
+import json, resource, sys
+from dspsim import load_model, simulate
+op, variant, shape = json.loads(sys.argv[1])
+simulate(load_model(), op, variant, shape=tuple(shape), fidelity="tile")
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def memory_peaks(elements: int) -> list[dict[str, Any]]:
+    """Peak RSS of one run with values on, every op, variant and input rank, in a fresh process
+    each (``ru_maxrss``: KiB on Linux)."""
+    from dspsim.ops import get_op, op_names
+
+    rows = []
+    for name in op_names():
+        op = get_op(name)
+        for ndim in op.ndims or (op.ndim,):
+            shape = (elements,) if ndim == 1 else (
+                max(1, elements // MEMORY_ROW_ELEMENTS), MEMORY_ROW_ELEMENTS)
+            arrays = 2 * op.input_bytes(shape)  # the input and the output, float32
+            for variant in op.variants:
+                p = subprocess.run(
+                    [sys.executable, "-c", PEAK_RSS_CODE, json.dumps([name, variant, shape])],
+                    capture_output=True, text=True, check=True)
+                peak = int(p.stdout.split()[-1]) * 1024
+                target = 3 * arrays + 150 * 2**20
+                rows.append({"op": name, "variant": variant, "shape": list(shape),
+                             "arrays_bytes": arrays, "peak_rss_bytes": peak,
+                             "target_bytes": target, "within_target": peak <= target})
+    return rows
+
+
 def print_report(b: dict[str, Any]) -> None:
     print(f"machine: {b['machine']}")
     print(f"{'op':<10} {'variant':<9} {'engine':<18} {'data':<5} {'wall_s':>8} {'events':>8} "
@@ -158,23 +197,44 @@ def print_report(b: dict[str, Any]) -> None:
     cli = b["cli"]
     print(f"dspsim run --json: {cli['run_json_wall_s']:.3f} s wall (a bare python importing numpy "
           f"and simpy: {cli['bare_python_wall_s']:.3f} s)")
+    for m in b.get("memory", []):
+        print(f"peak RSS, values on, {m['op']} {m['variant']} shape "
+              f"{'x'.join(map(str, m['shape']))}: {m['peak_rss_bytes'] / 2**20:,.0f} MiB "
+              f"(input + output {m['arrays_bytes'] / 2**20:,.0f} MiB; target <= "
+              f"{m['target_bytes'] / 2**20:,.0f} MiB{'' if m['within_target'] else ': OVER'})")
     if "sweep" in b:
         sw = b["sweep"]
         print(f"sweep of {sw['points']:,} points (tile fidelity, --jobs 2): {sw['wall_s']:.1f} s, "
               f"{sw['points_per_s']:.0f} points/s")
 
 
+def _count(least: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected an integer >= {least}")
+        return value
+
+    return parse
+
+
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m dspsim.bench", description=__doc__.splitlines()[0])
-    p.add_argument("--n", type=int, default=100_000)
-    p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--sweep-points", type=int, default=1000,
+    p.add_argument("--n", type=_count(1), default=100_000)
+    p.add_argument("--repeat", type=_count(1), default=3)
+    p.add_argument("--sweep-points", type=_count(0), default=1000,
                    help="points of the sweep benchmark (0 skips it)")
-    p.add_argument("--elision-n", type=int, default=1_000_000,
+    p.add_argument("--elision-n", type=_count(1), default=1_000_000,
                    help="array length of the elision comparison (burst ping-pong)")
+    p.add_argument("--memory-elements", type=_count(0), default=10_000_000,
+                   help="elements of the peak-memory runs (0 skips them)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    b = run_benchmark(args.n, args.repeat, args.sweep_points, args.elision_n)
+    b = run_benchmark(args.n, args.repeat, args.sweep_points, args.elision_n,
+                      args.memory_elements)
     if args.json:
         print(json.dumps(b, indent=2))
     else:

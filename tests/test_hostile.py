@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -157,6 +158,37 @@ def test_a_huge_grid_streams(tmp_path):
         proc.kill()
         proc.wait(timeout=30)
     assert peak < 300_000
+
+
+# ------------------------------------------------------------------ memory of the numerics
+def _summary_cases():
+    from dspsim.ops import get_op, op_names
+
+    for name in op_names():
+        op = get_op(name)
+        for ndim in op.ndims or (op.ndim,):
+            yield name, (4_000_000,) if ndim == 1 else (4000, 1000)
+
+
+@pytest.mark.parametrize("name, shape", list(_summary_cases()))
+def test_the_error_summary_holds_no_copy_of_the_array(name, shape):
+    """Errors against the float64 reference are gathered in slices of a bounded size, whatever
+    the array's rank (a float64 copy of this array would be 30 MiB)."""
+    import tracemalloc
+
+    from dspsim.ops import get_op
+
+    op = get_op(name)
+    x = op.default_input(shape)
+    out = x + np.float32(1e-3)
+    params = load_model().params(name)
+    tracemalloc.start()
+    try:
+        op.output_summary(out, x, params)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 * 2**20, f"{peak / 2**20:.0f} MiB"
 
 
 # ------------------------------------------------------------------ saved runs

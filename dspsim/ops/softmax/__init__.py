@@ -139,9 +139,14 @@ class Softmax(Op):
         with np.errstate(invalid="ignore", over="ignore"):
             peak = rows.max(axis=1).astype(np.float64)
             total = np.zeros(len(rows))
-            for lo in range(0, cols, SUMMARY_CHUNK_ELEMENTS):
-                part = rows[:, lo:lo + SUMMARY_CHUNK_ELEMENTS].astype(np.float64)
-                total += np.exp(part - peak[:, None]).sum(axis=1)
+            # blocks of at most SUMMARY_CHUNK_ELEMENTS: whole rows when they are short
+            step_rows = max(1, SUMMARY_CHUNK_ELEMENTS // cols)
+            step_cols = min(cols, SUMMARY_CHUNK_ELEMENTS)
+            for r0 in range(0, len(rows), step_rows):
+                block = slice(r0, r0 + step_rows)
+                for c0 in range(0, cols, step_cols):
+                    part = rows[block, c0:c0 + step_cols].astype(np.float64)
+                    total[block] += np.exp(part - peak[block, None]).sum(axis=1)
 
         def reference(part: slice) -> np.ndarray:
             row = np.arange(part.start, min(part.stop, flat.size)) // cols
