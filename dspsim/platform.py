@@ -63,6 +63,7 @@ class Dsp:
         self.cycles_start = 0.0
         self.self_cycles: float | None = None
         self.passes: list[dict[str, Any]] = []
+        self._tiles_seen: dict[str, int] = {}  # pass name -> tiles numbered in it so far
 
     @property
     def move_data(self) -> bool:
@@ -91,10 +92,13 @@ class Dsp:
         self.end_pass()
         self.passes.append({"name": name, "start_cycle": self.env.now, "end_cycle": None})
         self.core.pass_name = name
+        # a pass that comes again (per row) numbers its tiles after its earlier ones
+        self.core.start_tiles(self._tiles_seen.get(name, 0))
 
     def end_pass(self) -> None:
         if self.passes and self.passes[-1]["end_cycle"] is None:
             self.passes[-1]["end_cycle"] = self.env.now
+            self._tiles_seen[self.core.pass_name] = self.core.tiles_used
         self.core.pass_name = ""
 
 

@@ -400,9 +400,10 @@ def check_document(doc: dict[str, Any]) -> None:
                 _int(w.get("count", 1), f"result.warnings[{i}].count")
     out = r.get("output")
     if out is not None:
-        for k, v in _typed(out, dict, "result.output").items():
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
-                raise _MalformedError(f"result.output.{k} = {v!r}: expected a number")
+        for k, v in _typed(out, dict, "result.output").items():  # the op's own summary
+            if v is not None and not isinstance(v, bool | int | float | str):
+                raise _MalformedError(
+                    f"result.output.{k} = {v!r}: expected a number, true/false, a string or null")
     _typed(r["manifest"], dict, "result.manifest")
     _num(doc["origin_cycle"], "origin_cycle")
     _int(doc.get("trace_rows_dropped", 0), "trace_rows_dropped")

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dspsim.config import load_model
 from dspsim.hw.ddr import transfer_cycles
 from dspsim.kernels.shapes import SEED_SHAPES as KERNELS
 from dspsim.ops import get_op, op_names
@@ -119,3 +120,20 @@ def test_direct_kernel_closed_form_equals_the_walk(j6, name, n):
             gen = dsp.core.call(name, n, x, z, scalar=0.5)
         cycles[fidelity] = run_proc(env, dsp, gen)["cycles"]
     assert cycles["tile"] == pytest.approx(cycles["burst"], rel=1e-9, abs=1e-6)
+
+
+@pytest.mark.parametrize("op, variant, shape", [
+    ("softmax", "direct", (20_000,)), ("softmax", "pingpong", (20_000,)),
+    ("softmax", "resident", (20_000,)), ("layernorm", "direct", (16, 1024)),
+])
+def test_a_tile_run_with_a_port_log_logs_every_request(op, variant, shape):
+    """Figures and traces read the port log: at tile fidelity it is burst fidelity's, request
+    by request (reads as reads, writes as writes), and the cycles do not change."""
+    model = load_model()
+    runs = {f: simulate(model, op, variant, shape=shape, data=False, trace=True, port_log=True,
+                        fidelity=f) for f in ("burst", "tile")}
+    assert runs["tile"].port_log == runs["burst"].port_log
+    read = sum(e[4] for e in runs["tile"].port_log if not e[5])
+    assert read == runs["tile"].bytes["ddr_read"]
+    assert simulate(model, op, variant, shape=shape, data=False, fidelity="tile").cycles == \
+        runs["tile"].cycles

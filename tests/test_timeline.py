@@ -145,6 +145,24 @@ def test_save_and_load_round_trip(headline, tmp_path):
     assert gzip.open(tmp_path / "run.json.gz").read(30).startswith(b'{"format":"dspsim-run"')
 
 
+def _every_op_and_variant():
+    from dspsim.ops import get_op, op_names
+
+    return [(op, v) for op in op_names() for v in get_op(op).variants]
+
+
+@pytest.mark.parametrize("op, variant", _every_op_and_variant())
+def test_every_op_saved_with_values_loads_back(op, variant, tmp_path, j6):
+    """An op's output summary (its own fields: numbers, flags) survives a save and a load."""
+    from dspsim.ops import get_op
+
+    shape = get_op(op).shape_of(shape=(4, 512) if get_op(op).ndim == 2 else (3000,))
+    r = simulate(j6, op, variant, shape=shape, trace=True, port_log=True, fidelity="tile")
+    back = load_run(save_run(r, tmp_path / "r.json.gz"))
+    assert back.output == r.output and back.cycles == r.cycles
+    pd.testing.assert_frame_equal(back.trace, r.trace)
+
+
 def test_a_version_1_run_loads_with_todays_names(j6):
     r = load_run(V1_RUN)
     assert (r.op, r.variant, r.mode, r.shape, r.n) == ("softmax", "pingpong", "pingpong",
@@ -450,3 +468,43 @@ def test_plot_timeline_takes_pdf(tmp_path, capsys, headline):
                              "--window", "0:200000")
     assert code == 0, err
     assert (tmp_path / "t.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+TILED_CASES = [
+    ("softmax", "pingpong", (6, 3000)), ("softmax", "online", (4, 40_000)),
+    ("softmax", "rows", (4, 40_000)), ("softmax", "multibuffer", (3, 40_000)),
+    ("softmax", "resident", (300_000,)), ("softmax", "resident", (3, 20_000)),
+    ("layernorm", "pingpong", (64, 1024)),
+]
+
+
+@pytest.mark.parametrize("op, variant, shape", TILED_CASES)
+def test_no_two_tiles_of_a_pass_share_a_number(j6, op, variant, shape):
+    """Rows, frame calls and a streamed remainder number their tiles after the pass's earlier
+    ones: one row per tile, each with at most one input copy (never two copies summed)."""
+    r = simulate(j6, op, variant, shape=shape, data=False, trace=True, fidelity="tile")
+    tiles = tile_table(r.trace, r.passes, RunEngines.of(r))
+    assert not tiles.duplicated(["pass", "tile"]).any()
+    ins = r.trace[r.trace["kind"] == "copy_in"]
+    assert not ins.duplicated(["pass", "tile"]).any()
+    assert int(tiles["copy_in_cycles"].notna().sum()) == len(ins)  # a tile per input copy
+    segs = tcm_segments(r.trace, r.passes, RunEngines.of(r))
+    held = segs.groupby(["buffer", "lane"])
+    for _, lane in held:  # a sub-lane never holds two tiles at once
+        lane = lane.sort_values("start_cycle")
+        assert (lane["start_cycle"].to_numpy()[1:] >= lane["end_cycle"].to_numpy()[:-1] - 1e-6
+                ).all() or lane["tile"].nunique() == 1
+
+
+def test_resident_tiles_hold_their_dataram_until_they_drain(j6):
+    """The resident array stays in TCM from its copy in to its copy out: the TCM lanes show
+    every resident tile held through exp_sum, not freed after the max."""
+    r = simulate(j6, "softmax", "resident", n=100_000, data=False, trace=True)
+    segs = tcm_segments(r.trace, r.passes, RunEngines.of(r))
+    exp_sum = next(p for p in r.passes if p["name"] == "exp_sum")
+    mid = (exp_sum["start_cycle"] + exp_sum["end_cycle"]) / 2
+    now = segs[(segs["start_cycle"] <= mid) & (segs["end_cycle"] > mid)]
+    assert int(now["bytes"].sum()) == 4 * 100_000  # every byte of the array, in TCM
+    for _, tile in segs.groupby(["buffer", "tile"]):
+        states = tile.sort_values("start_cycle")["state"].tolist()
+        assert states[0] == "filling" and states[-1] == "draining"

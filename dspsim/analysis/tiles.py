@@ -183,44 +183,88 @@ def tcm_segments(
     States: ``filling`` (input copy), ``ready`` (filled, core not there yet), ``computing``,
     ``computed`` (waiting for its output copy), ``draining`` (output copy). A tile occupies its
     buffer from the start of its input copy to the end of its output copy (or of its compute
-    when nothing is written back). ``lane`` splits a buffer into sub-lanes where two tiles
-    occupy it at once (a buffer refilled while it drains).
+    when nothing is written back). A tile that a later pass computes on in the same buffer
+    without copying it in again (its data stayed in TCM: the ``resident`` schedule) is the
+    same tile: it stays ``ready`` between the passes and drains in the later one. ``lane``
+    splits a buffer into sub-lanes where two tiles occupy it at once (a buffer refilled while
+    it drains, or many tiles resident in one DataRAM).
     """
     cols = ["buffer", "lane", "pass", "tile", "state", "start_cycle", "end_cycle", "bytes"]
     tiles = tile_table(trace, passes, engines)
-    tiles = tiles[(tiles["buffer"] >= 0) & tiles["copy_in_start_cycle"].notna()]
-    if tiles.empty:
+    tiles = tiles[tiles["buffer"] >= 0]
+    loaded = tiles["copy_in_start_cycle"].notna().to_numpy()
+    if not loaded.any():
         return pd.DataFrame(columns=cols)
-    hold_end = tiles["copy_out_end_cycle"].fillna(tiles["compute_end_cycle"])
-    hold_end = hold_end.fillna(tiles["copy_in_end_cycle"])
-    lanes = np.zeros(len(tiles), dtype=int)
-    for b in tiles["buffer"].unique():
-        sel = (tiles["buffer"] == b).to_numpy()
-        lanes[sel] = assign_lanes(tiles["copy_in_start_cycle"][sel], hold_end[sel])
-    bounds = {
-        "filling": ("copy_in_start_cycle", "copy_in_end_cycle"),
-        "ready": ("copy_in_end_cycle", "compute_start_cycle"),
-        "computing": ("compute_start_cycle", "compute_end_cycle"),
-        "computed": ("compute_end_cycle", "copy_out_start_cycle"),
-        "draining": ("copy_out_start_cycle", "copy_out_end_cycle"),
-    }
-    parts = []
-    for state, (a, b) in bounds.items():
-        seg = pd.DataFrame(
-            {
-                "buffer": tiles["buffer"].to_numpy(),
-                "lane": lanes,
-                "pass": tiles["pass"].to_numpy(),
-                "tile": tiles["tile"].to_numpy(),
-                "state": state,
-                "start_cycle": tiles[a].to_numpy(float),
-                "end_cycle": tiles[b].to_numpy(float),
-                "bytes": tiles["bytes"].to_numpy(),
-            }
-        )
-        parts.append(seg[(seg["end_cycle"] > seg["start_cycle"])])
-    out = pd.concat(parts, ignore_index=True)
+    rows = tiles.to_dict("records")
+    # a tile computed on without a copy in continues the latest open tile of that number and
+    # buffer (loaded, not yet copied out) whose compute ended by then
+    opened: dict[tuple[int, int], int] = {}
+    later: dict[int, list[dict[str, Any]]] = {}
+    order = sorted(range(len(rows)), key=lambda i: _first_cycle(rows[i]))
+    for i in order:
+        r = rows[i]
+        key = (int(r["tile"]), int(r["buffer"]))
+        if loaded[i]:
+            opened[key] = i
+            later[i] = []
+        elif key in opened and _nan(r["copy_in_start_cycle"]) and not _nan(
+                r["compute_start_cycle"]):
+            head = opened[key]
+            later[head].append(r)
+            if not _nan(r["copy_out_start_cycle"]):
+                del opened[key]  # copied out: what comes next is another tile
+    segs = []
+    starts, ends, owner = [], [], []
+    for head, parts in later.items():
+        chain = [rows[head], *parts]
+        pieces = _states(chain)
+        segs += [(head, *p) for p in pieces]
+        starts.append(pieces[0][2])
+        ends.append(max(p[3] for p in pieces))
+        owner.append(head)
+    lane_of: dict[int, int] = {}
+    buffers = np.array([int(rows[h]["buffer"]) for h in owner])
+    for b in np.unique(buffers):
+        sel = np.flatnonzero(buffers == b)
+        lanes = assign_lanes(np.asarray(starts)[sel], np.asarray(ends)[sel])
+        lane_of.update({owner[k]: int(lane) for k, lane in zip(sel, lanes)})
+    out = pd.DataFrame(
+        [(int(rows[h]["buffer"]), lane_of[h], name, int(rows[h]["tile"]), state, a, b,
+          int(rows[h]["bytes"])) for h, state, name, a, b in segs if b > a],
+        columns=cols,
+    )
     return out.sort_values(["buffer", "start_cycle"], kind="stable").reset_index(drop=True)
+
+
+def _nan(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and np.isnan(v))
+
+
+def _first_cycle(r: dict[str, Any]) -> float:
+    for c in ("copy_in_start_cycle", "compute_start_cycle", "copy_out_start_cycle"):
+        if not _nan(r[c]):
+            return float(r[c])
+    return float("inf")
+
+
+def _states(chain: list[dict[str, Any]]) -> list[tuple[str, str, float, float]]:
+    """(state, pass, start, end) of a tile over its passes: filled once, computed on in each
+    pass (``ready`` in between), then waiting for and draining through its output copy."""
+    head = chain[0]
+    out = [("filling", head["pass"], head["copy_in_start_cycle"], head["copy_in_end_cycle"])]
+    held = head["copy_in_end_cycle"]
+    last = head
+    for r in chain:
+        if _nan(r["compute_start_cycle"]):
+            continue
+        out.append(("ready", r["pass"], held, r["compute_start_cycle"]))
+        out.append(("computing", r["pass"], r["compute_start_cycle"], r["compute_end_cycle"]))
+        held, last = r["compute_end_cycle"], r
+    if not _nan(last["copy_out_start_cycle"]):
+        out.append(("computed", last["pass"], held, last["copy_out_start_cycle"]))
+        out.append(("draining", last["pass"], last["copy_out_start_cycle"],
+                    last["copy_out_end_cycle"]))
+    return [(s, p, float(a), float(b)) for s, p, a, b in out if not (_nan(a) or _nan(b))]
 
 
 # ------------------------------------------------------------------------------ tiles CSV

@@ -82,6 +82,9 @@ class DdrPort:
         self.flows = 0
         # (issue, data_start, data_end, done, bytes, is_write, requester) when logging
         self.log: list[tuple] | None = [] if log else None
+        # a request log lists every request: with one, tile fidelity books no closed form (its
+        # flows walk their requests; the cycles are the same, the log that of burst fidelity)
+        self.closed_forms = not log
 
     def request(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
         """Issue a request of ``nbytes`` at ``now`` (the current simulated time, passed in by
@@ -125,7 +128,7 @@ class DdrPort:
     def idle_for(self, requester: str, t: float) -> bool:
         """No flow but ``requester``'s own finished ones on the port at ``t``: nothing running,
         no request of anyone else in flight (a closed form may start here)."""
-        if self.speculation is not None or self.flows:
+        if self.speculation is not None or self.flows or not self.closed_forms:
             return False
         if self._path_free > t and self._path_owner != requester:
             return False

@@ -67,6 +67,7 @@ def hb_dsp_ping_pong_frame(
     block_start = 0
     output_start = 0
     ping_pong = 0
+    dsp.core.new_tile_group()  # numbered after the pass's earlier tiles
     tile_in = tile = 0  # tile indices, for the trace only
 
     block = min(block_elems, length)

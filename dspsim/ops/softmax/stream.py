@@ -49,6 +49,7 @@ def hb_dsp_stream_frame(
     with_out_idma: bool,
     policy: str = "pingpong",
 ) -> Proc:
+    dsp.core.new_tile_group()  # numbered after the pass's earlier tiles
     k = len(bufs)
     count = -(-length // block) if length > 0 else 0
     ins, outs = stream_channels(policy, len(dsp.idma), with_out_idma)
