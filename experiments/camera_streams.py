@@ -124,6 +124,11 @@ def _limit_text(limit: int, tested: int) -> str:
 
 
 def plot(df: pd.DataFrame, limits: dict[str, int], path: Path) -> None:
+    save_figure(figure(df, limits), path, dpi=130)
+
+
+def figure(df: pd.DataFrame, limits: dict[str, int]):
+    """The two panels (camera p99, high-priority p99), not yet saved."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -166,7 +171,8 @@ def plot(df: pd.DataFrame, limits: dict[str, int], path: Path) -> None:
         ax.set_xlabel("30-fps cameras")
         ax.set_xticks(range(1, tested + 1))
         ax.grid(color="#e4e4e4", linewidth=0.5)
-    ax_c.set_ylabel("p99 latency, submit to done incl. the 0.3 ms RPC (ms, log scale)")
+    for ax in (ax_c, ax_h):
+        ax.set_ylabel("p99 latency, submit to done incl. the 0.3 ms RPC (ms, log scale)")
     ax_c.legend(fontsize=8, loc="upper left", title="setup (dotted: the most cameras it sustains)",
                 title_fontsize=8)
     fig.suptitle("How many cameras each setup keeps up with (no deadline missed, no backlog "
@@ -174,7 +180,7 @@ def plot(df: pd.DataFrame, limits: dict[str, int], path: Path) -> None:
     fig.text(0.99, 0.01, "no preemption (a running task always finishes); tile fidelity; J6 "
              "model; backend any", ha="right", fontsize=7, color="#555555")
     fig.tight_layout(rect=(0, 0.02, 1, 0.97))
-    save_figure(fig, path, dpi=130)
+    return fig
 
 
 def main() -> None:

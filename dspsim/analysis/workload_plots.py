@@ -8,7 +8,9 @@ They read a workload run (``dspsim.study.workload.WorkloadRun``: ``core_names``,
 workload's t = 0, the origin of ``start_us``):
 
 - one lane per core: each task's op span on that core as a bar coloured by its stream,
-  labelled ``stream#index`` where wide enough; a red tick above each task that missed its
+  labelled ``stream#index`` only where the label, measured as drawn, fits inside its bar
+  (:data:`LABEL_MARGIN_PX` to spare) without touching its neighbour; a red tick above each
+  task that missed its
   deadline. Bars narrower than :data:`MIN_BAR_PX` pixel are drawn that wide, and the figure
   says so. When tasks are too short to draw one by one (median under :data:`OCCUPANCY_PX`
   pixels) the lanes show **occupancy** instead: per bin of :data:`BIN_PX` pixels, the share of
@@ -16,15 +18,18 @@ workload's t = 0, the origin of ``start_us``):
 - the shared queue: tasks waiting (not running, not in RPC flight) over time, its longest
   backlog marked;
 - the DDR data path: the share of ``ddr.bytes_per_cycle`` in use per bin (exact occupancy from
-  the run's DDR profile), its mean over the run dashed.
+  the run's DDR profile), its mean over the run dashed, keyed right of the lane (outside the
+  axes, where it covers no bar).
 
 **Trace** (Chrome Trace Event JSON, ui.perfetto.dev / chrome://tracing): process ``DSP cores``
 with one thread per core (a slice per task: name = stream, args = stream, index, priority,
 latency, wait, op cycles, missed), counters ``queue (tasks waiting)`` and, when profiled,
 ``DDR data path (%)``; process ``host streams`` with a thread per stream (a slice per task from
-submit to done; tasks of one stream that overlap go to extra threads ``name (2)``). Every
-timestamp and duration is an integer number of microseconds (rounded from cycles with one
-monotone rounding, so back-to-back slices stay back to back and never overlap).
+submit to done; tasks of one stream that overlap go to extra threads ``name (2)``). Times are
+those of the run trace (:mod:`dspsim.analysis.perfetto`): each boundary rounded to a whole
+cycle, then to a whole nanosecond (a non-decreasing map, so back-to-back slices stay back to
+back and never overlap), written as microseconds with three decimals; a task's slice on its
+core lasts its op's cycles to the nanosecond.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from dspsim.analysis.perfetto import check_trace_path
+from dspsim.analysis.perfetto import _Clock, _durations_us, _us, check_trace_path
 from dspsim.analysis.series import assign_lanes, binned_mean
 from dspsim.analysis.timeline import check_figure_path, save_figure
 from dspsim.paths import atomic_write_bytes, atomic_write_text
@@ -52,7 +57,8 @@ OCCUPANCY_PX = 3.0  # median task narrower than this: draw occupancy, not bars
 BIN_PX = 2.0
 MAX_BIN_PX = 40.0
 LEGEND_COLUMNS = 4
-LABEL_PX_PER_CHAR = 6.0
+LABEL_MIN_PX_PER_CHAR = 3.0  # no 7-pt label character is narrower: bars below are not measured
+LABEL_MARGIN_PX = 2.0  # a task label keeps this far from its bar's ends and the previous label
 MISS_COLOUR = "#d62728"
 STREAM_COLOURS = (
     "#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974",
@@ -92,8 +98,10 @@ def _bins(run: Any, tasks: pd.DataFrame, div: float, width_px: float) -> tuple[b
     return occupancy, np.linspace(0.0, end_x, bins + 1)
 
 
-def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges) -> str:
-    """Bars or occupancy per core; returns the note on how they were drawn."""
+def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges,
+                     labels: list) -> str:
+    """Bars or occupancy per core; returns the note on how they were drawn. Appends the
+    candidate task labels ``(lane y, x0, x1, text)`` to ``labels`` for :func:`_place_labels`."""
     clock = run.model.core.clock_mhz
     end_x = run.end_cycle / clock / div
     x_per_px = end_x / max(width_px, 1.0)
@@ -123,9 +131,9 @@ def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges) -
                 idx = tasks["index"].to_numpy()[sel]
                 for x0, x1, i in zip(s, e, idx):
                     text = f"{name}#{i}"
-                    if (x1 - x0) / x_per_px >= LABEL_PX_PER_CHAR * len(text) + 4:
-                        ax.text((x0 + x1) / 2, y, text, ha="center", va="center", fontsize=7,
-                                color="white", clip_on=True)
+                    # a cheap lower bound first: _place_labels measures those that may fit
+                    if (x1 - x0) / x_per_px >= LABEL_MIN_PX_PER_CHAR * len(text):
+                        labels.append((y, x0, x1, text))
         if occupancy:
             ax.axhline(y + h / 2, color="#bbbbbb", linewidth=0.5, linestyle=":")
         missed = on & tasks["missed"].to_numpy(bool)
@@ -141,6 +149,27 @@ def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges) -
                 "stream (dotted: 100 %); tasks too short to draw one by one")
     return (f"core lanes: one bar per task (its op span); bars narrower than {MIN_BAR_PX:g} px "
             f"drawn {MIN_BAR_PX:g} px wide")
+
+
+def _place_labels(ax, labels: list) -> int:
+    """Label each bar whose label, measured as drawn, fits inside it with
+    :data:`LABEL_MARGIN_PX` to spare on each side and does not touch the previous label of its
+    lane; returns how many were drawn. Call once the axes' limits and position are final."""
+    renderer = ax.figure.canvas.get_renderer()
+    drawn = 0
+    last_right: dict[float, float] = {}
+    for y, x0, x1, text in sorted(labels):
+        (p0, _), (p1, _) = ax.transData.transform([(x0, y), (x1, y)])
+        t = ax.text((x0 + x1) / 2, y, text, ha="center", va="center", fontsize=7,
+                    color="white", clip_on=True)
+        box = t.get_window_extent(renderer)
+        if (box.x0 < p0 + LABEL_MARGIN_PX or box.x1 > p1 - LABEL_MARGIN_PX
+                or box.x0 < last_right.get(y, -np.inf) + LABEL_MARGIN_PX):
+            t.remove()
+            continue
+        last_right[y] = box.x1
+        drawn += 1
+    return drawn
 
 
 def _draw_queue(ax, run, div) -> None:
@@ -163,10 +192,11 @@ def _draw_ddr(ax, run, div, edges) -> None:
     ax.set_ylabel("DDR path\n(% busy)", fontsize=8)
     ax.set_ylim(0, 105)
     mean = 100.0 * run.ddr_busy_cycles / run.end_cycle if run.end_cycle > 0 else 0.0
-    ax.axhline(mean, color="#333333", linestyle="--", linewidth=0.7)
-    ax.text(0.995, 0.9, f"mean {mean:.1f} % (dashed)", transform=ax.transAxes, ha="right",
-            va="top", fontsize=7, zorder=4,
-            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
+    ax.axhline(mean, color="#333333", linestyle="--", linewidth=0.7,
+               label=f"mean {mean:.1f} %")
+    # the mean's key sits outside the axes, right of the lane: over the lane it hides bars
+    ax.legend(loc="lower left", bbox_to_anchor=(1.0, 0.0), fontsize=7, frameon=False,
+              handlelength=1.6, borderaxespad=0.3)
     if run.ddr is None:
         ax.text(0.5, 0.5, "no DDR profile in this run", transform=ax.transAxes, ha="center",
                 va="center", fontsize=8, color="#777777")
@@ -195,6 +225,7 @@ def _legend(fig, run, colours, any_missed: bool, y: float) -> None:
 
 def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
     """The timeline of a workload run (not yet saved)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     clock = run.model.core.clock_mhz
@@ -207,16 +238,18 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
     lanes_in, strip_in, top_in, xlab_in = 0.62 * ncores + 0.3, 0.85, 0.75, 0.55
     legend_in = 0.22 * legend_rows + 0.1
     height = top_in + lanes_in + 2 * strip_in + 0.25 + xlab_in + legend_in
-    fig = Figure(figsize=(14, height))
+    fig = Figure(figsize=(14, height), dpi=DPI)
+    FigureCanvasAgg(fig)  # measures the task labels
     gs = fig.add_gridspec(3, 1, height_ratios=[lanes_in, strip_in, strip_in], hspace=0.1,
-                          left=0.07, right=0.985, top=1 - top_in / height,
+                          left=0.07, right=0.93, top=1 - top_in / height,
                           bottom=(xlab_in + legend_in) / height)
     ax = fig.add_subplot(gs[0])
     ax_q = fig.add_subplot(gs[1], sharex=ax)
     ax_d = fig.add_subplot(gs[2], sharex=ax)
     width_px = fig.get_figwidth() * DPI * ax.get_position().width
     occupancy, edges = _bins(run, tasks, div, width_px)
-    note = _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges)
+    labels: list = []
+    note = _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges, labels)
     _draw_queue(ax_q, run, div)
     _draw_ddr(ax_d, run, div, edges)
     ax.set_xlim(0, run.end_cycle / clock / div)
@@ -234,6 +267,7 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
         f"miss(es)\n{note}", fontsize=10, y=1 - 0.08 / height, va="top",
     )
     _legend(fig, run, colours, misses > 0, legend_in / height)
+    _place_labels(ax, labels)
     return fig
 
 
@@ -249,15 +283,17 @@ def plot_workload(run: Any, tasks: pd.DataFrame, path: str | Path) -> Path:
 
 
 # ------------------------------------------------------------------------------ trace
-def _us_int(cycles: Any, clock_mhz: float) -> np.ndarray:
-    """Cycles -> integer microseconds (one monotone rounding for every timestamp)."""
-    return np.rint(np.asarray(cycles, float) / clock_mhz).astype(np.int64)
-
-
 def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
     """The Chrome Trace Event object of a workload run (format in the module docstring)."""
     clock = run.model.core.clock_mhz
+    to_ns = _Clock(clock).ns  # cycles -> whole cycles -> integer ns, as the run trace does
     ev: list[dict[str, Any]] = []
+
+    def x(pid: int, tid: int, start_ns: int, end_ns: int, **rest: Any) -> dict[str, Any]:
+        ts = np.array([start_ns], np.int64)
+        dur = _durations_us(ts, np.array([end_ns], np.int64))[0]
+        return {"ph": "X", "pid": pid, "tid": tid, "ts": float(_us(ts)[0]), "dur": float(dur)
+                } | rest
 
     def meta(pid, tid, kind, name, sort=None):
         ev.append({"ph": "M", "pid": pid, "tid": tid, "name": kind, "args": {"name": name}})
@@ -270,18 +306,17 @@ def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
     core_tid = {c: k + 1 for k, c in enumerate(run.core_names)}
     for c, tid in core_tid.items():
         meta(1, tid, "thread_name", c, tid)
-    op_start = _us_int(tasks["op_start_cycle"], clock)
-    op_end = _us_int(tasks["op_start_cycle"] + tasks["op_cycles"], clock)
-    submit = _us_int(tasks["submit_cycle"], clock)
-    done = _us_int(tasks["end_cycle"], clock)
+    op_start = to_ns(tasks["start_cycle"])  # the task on its core: its op's span
+    op_end = to_ns(tasks["core_end_cycle"])
+    submit = to_ns(tasks["submit_cycle"])
+    done = to_ns(tasks["done_cycle"])
     for i, r in enumerate(tasks.itertuples(index=False)):
         args = {"stream": r.stream, "index": int(r.index), "priority": int(r.priority),
                 "backend": r.backend, "latency_us": round(float(r.latency_us), 3),
                 "wait_us": round(float(r.start_us - r.queued_us), 3),
                 "op_cycles": int(r.op_cycles), "missed": bool(r.missed)}
-        ev.append({"ph": "X", "pid": 1, "tid": core_tid[r.core], "name": r.stream,
-                   "cat": "task", "ts": int(op_start[i]), "dur": int(op_end[i] - op_start[i]),
-                   "args": args})
+        ev.append(x(1, core_tid[r.core], op_start[i], op_end[i], name=r.stream, cat="task",
+                    args=args))
     index = tasks["index"].to_numpy()
     latency = tasks["latency_us"].to_numpy(float)
     core = tasks["core"].to_numpy()
@@ -295,28 +330,26 @@ def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
             name = s.name if lane == 0 else f"{s.name} ({lane + 1})"
             meta(2, tid + lane, "thread_name", name, tid + lane)
         for j, lane in zip(idx, lanes):
-            ev.append({"ph": "X", "pid": 2, "tid": tid + int(lane),
-                       "name": f"{s.name}#{int(index[j])}", "cat": "latency",
-                       "ts": int(submit[j]), "dur": int(done[j] - submit[j]),
-                       "args": {"latency_us": round(float(latency[j]), 3),
-                                "core": str(core[j]), "missed": bool(missed[j])}})
+            ev.append(x(2, tid + int(lane), submit[j], done[j],
+                        name=f"{s.name}#{int(index[j])}", cat="latency",
+                        args={"latency_us": round(float(latency[j]), 3),
+                              "core": str(core[j]), "missed": bool(missed[j])}))
         tid += int(lanes.max()) + 1 if len(lanes) else 1
     t, q = _queue_steps(run)
-    ts = _us_int(t, clock)
     last = {}
-    for a, b in zip(ts, q):
-        last[int(a)] = int(b)  # one sample per microsecond: the state it ends in
+    for a, b in zip(to_ns(t), q):
+        last[int(a)] = int(b)  # one sample per nanosecond: the state it ends in
     for a, b in last.items():
-        ev.append({"ph": "C", "pid": 1, "tid": 0, "name": "queue (tasks waiting)", "ts": a,
-                   "args": {"tasks": b}})
+        ev.append({"ph": "C", "pid": 1, "tid": 0, "name": "queue (tasks waiting)",
+                   "ts": float(_us(a)), "args": {"tasks": b}})
     ddr_note = "no DDR profile"
     if run.ddr is not None and run.end_cycle > 0:
         bins = int(min(MAX_DDR_COUNTER_BINS, max(1, run.end_cycle / clock // 10)))
         edges = np.linspace(0.0, run.end_cycle, bins + 1)
         d = run.ddr
         util = 100.0 * binned_mean(d["start"], d["end"], d["share"], edges)
-        for a, u in zip(_us_int(edges[:-1], clock), util):
-            ev.append({"ph": "C", "pid": 1, "tid": 0, "name": "DDR data path (%)", "ts": int(a),
+        for a, u in zip(_us(to_ns(edges[:-1])), util):
+            ev.append({"ph": "C", "pid": 1, "tid": 0, "name": "DDR data path (%)", "ts": float(a),
                        "args": {"busy": round(float(min(u, 100.0)), 2)}})
         ddr_note = (f"DDR data path: time-weighted mean per bin of {run.end_cycle / bins:,.0f} "
                     "cycles")
@@ -329,7 +362,8 @@ def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
             "fidelity": run.fidelity,
             "seed": run.workload.seed,
             "clock_mhz": clock,
-            "time_unit": "integer microseconds since the workload's t = 0",
+            "time_unit": ("microseconds since the workload's t = 0, each a whole number of "
+                          "nanoseconds (three decimals)"),
             "ddr_counter": ddr_note,
         },
     }

@@ -24,7 +24,9 @@ Parameter columns are those before ``cycles`` (see ``dspsim.study.sweep.table``)
 ``error``) are left out and counted in the title. Points whose ``warnings`` cell is not empty
 (a quirk of the code changed the result, e.g. ``unwaited_copy``: the timer stopped before the
 last copy ended) are marked: ringed with a hollow marker on line plots ("point with warnings"),
-dotted on heatmaps. Axes are labelled with the column names, which carry their units. A table
+dotted on heatmaps (each cell's number sits on a plain box of the cell's colour, so the dots
+never cross it). Line plots put their legend outside the axes, where it covers no line. Axes
+are labelled with the column names, which carry their units. A table
 without an ``op`` column is of the default op. Figures are written as ``.png``, ``.svg`` or
 ``.pdf``, the formats of every figure dspsim writes.
 """
@@ -63,6 +65,8 @@ VARIANT_COLUMNS = ("variant", "mode")  # one column, under its name or its older
 WARNED_MARKER = "o"  # hollow, drawn larger than the line's own markers
 WARNED_LABEL = "point with warnings"
 WARNED_HATCH = ".."  # heatmap cells of points with warnings
+LEGEND_IN_PER_CHAR = 0.065  # width of a legend label's character at "small" (inches)
+NUMBER_PAD_PT = 4.0  # clear margin around a heatmap cell's number (no dots, no contour)
 
 
 def label(column: str, df: pd.DataFrame | None = None) -> str:
@@ -349,7 +353,11 @@ def line_plot(
     ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.3)
     if groups or y == "speedup" or warned_any:
-        ax.legend(fontsize="small")
+        # outside the axes, to the right: a legend inside covers lines wherever it goes
+        _, labels = ax.get_legend_handles_labels()
+        fig.set_figwidth(fig.get_figwidth() + LEGEND_IN_PER_CHAR * max(map(len, labels)) + 0.7)
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                  borderaxespad=0.0)
     ax.set_title(f"{ylabel} vs {x}" + (f" ({failed} failed points not shown)" if failed else ""))
     return fig
 
@@ -455,9 +463,11 @@ def heatmap(
                                        hatch=WARNED_HATCH,
                                        edgecolor="white" if dark else "black"))
             if z.size <= 150:
+                # on a plain box of the cell's colour with a margin: legible over a contour
+                # and over the dots of a warned cell, which show around it
                 ax.text(j, i, _short(v), ha="center", va="center", fontsize=7, zorder=3,
-                        color="white" if dark else "black",  # over a contour, still legible
-                        bbox={"facecolor": rgba, "edgecolor": "none", "pad": 0.6})
+                        color="white" if dark else "black",
+                        bbox={"facecolor": rgba, "edgecolor": "none", "pad": NUMBER_PAD_PT})
         _ticks(ax.set_xticks, xs)
         _ticks(ax.set_yticks, ys)
         ax.set_xlabel(label(key_x))

@@ -29,14 +29,22 @@ from dspsim.study.workload.engine import WorkloadRun
 
 TASK_COLUMNS = (
     "stream", "index", "core", "backend", "priority", "submit_us", "queued_us", "start_us",
-    "end_us", "latency_us", "op_cycles", "deadline_us", "missed",
+    "core_end_us", "done_us", "latency_us", "op_cycles", "deadline_us", "missed",
 )
 PERCENTILES = (50, 95, 99)
 GROWTH_LIMIT = 1.0  # tasks: a backlog line rising by this much over the releases is overload
 
 
 def task_table(run: WorkloadRun) -> pd.DataFrame:
-    """One row per task, in submission order (``TASK_COLUMNS`` plus the cycle columns)."""
+    """One row per task, in submission order (``TASK_COLUMNS`` plus the cycle columns).
+
+    Times since the workload's t = 0, in cycles (``*_cycle``) and microseconds (``*_us``):
+    ``submit`` (``hbUCPSubmitTask``), ``queued`` (reached the DSP side, half the RPC round
+    trip later), ``start`` (a core took it) and ``core_end`` (its op returned, the core is
+    free): ``start .. core_end`` is the task on its core, which is the op's span
+    (``op_start_cycle`` + ``op_cycles``), so the tasks of one core never overlap there;
+    ``done`` (the host sees it done, the other half of the round trip after ``core_end``).
+    ``latency_us`` is ``done_us - submit_us``."""
     streams = {s.name: s for s in run.workload.streams}
     rows = []
     for t in run.tasks:
@@ -48,11 +56,11 @@ def task_table(run: WorkloadRun) -> pd.DataFrame:
         ))
     df = pd.DataFrame(rows, columns=[
         "stream", "index", "core", "backend", "priority", "submit_cycle", "queued_cycle",
-        "start_cycle", "end_cycle", "op_start_cycle", "op_cycles", "core_end_cycle",
+        "start_cycle", "done_cycle", "op_start_cycle", "op_cycles", "core_end_cycle",
     ])
-    for c in ("submit", "queued", "start", "end"):
+    for c in ("submit", "queued", "start", "core_end", "done"):
         df[f"{c}_us"] = run.us(df[f"{c}_cycle"])
-    df["latency_us"] = df["end_us"] - df["submit_us"]
+    df["latency_us"] = df["done_us"] - df["submit_us"]
     df["deadline_us"] = np.array(
         [np.nan if streams[n].deadline_us is None else streams[n].deadline_us
          for n in df["stream"]], float)
@@ -74,7 +82,7 @@ def backlog_growth(df: pd.DataFrame, run: WorkloadRun) -> float:
     submit = np.sort(df["submit_cycle"].to_numpy())
     if len(submit) < 3 or submit[-1] <= submit[0]:
         return 0.0
-    ends = np.sort(df["end_cycle"].to_numpy())
+    ends = np.sort(df["done_cycle"].to_numpy())
     before = np.arange(len(submit))  # releases strictly before each one (ties: order)
     done = np.searchsorted(ends, submit, side="right")
     outstanding = before - done
@@ -90,11 +98,11 @@ def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any
     streams = []
     for s in run.workload.streams:
         d = df[df["stream"] == s.name]
-        span_s = (d["end_cycle"].max() - d["submit_cycle"].min()) / clock / 1e6
+        span_s = (d["done_cycle"].max() - d["submit_cycle"].min()) / clock / 1e6
         streams.append({
             "name": s.name, "op": s.op, "variant": s.variant, "shape": list(s.shape),
             "priority": s.priority, "backend": s.backend, "period_us": s.period_us,
-            "tasks": len(d), "completed": int((d["end_cycle"] >= 0).sum()),
+            "tasks": len(d), "completed": int((d["done_cycle"] >= 0).sum()),
             "latency_us": _percentiles(d["latency_us"].to_numpy()),
             "wait_us": _percentiles((d["start_us"] - d["queued_us"]).to_numpy()),
             "op_cycles": _percentiles(d["op_cycles"].to_numpy(float)),
