@@ -4,9 +4,10 @@ Lanes, top to bottom:
 
 - **pass**: the op's passes and their spans;
 - **core** (the core the op ran on): kernels, a colour per kernel in the order of its first
-  call; waiting on an input copy, on an output copy, and kernels stalled on DDR (hatched, with
-  the stalled share in the label: an uncached kernel's stalls are spread over all of its
-  accesses, so they have no interval of their own); descriptor programming;
+  call; kernels stalled on DDR (grey, hatched: an uncached kernel's stalls are spread over all
+  of its accesses, so they have no interval of their own: a kernel row stalled for a share ``f``
+  of its time counts ``1 - f`` as its kernel and ``f`` as stalled, and its label gives ``f``);
+  waiting on an input copy, on an output copy; descriptor programming;
 - **iDMA ch0, ch1, ...** (the core's channels, numbered by position): input copies
   (DDR -> TCM) and output copies (TCM -> DDR), tile numbers;
 - **TCM buffer 0, 1, ...**: which tile each buffer holds and whether it is filling, ready,
@@ -16,12 +17,15 @@ Lanes, top to bottom:
 - **DDR requests in flight**: mean outstanding requests per time bin, by requester (the run's
   engine names; the core grey, channels coloured by their number).
 
-The x axis is DSP cycles from the op's timer start, with microseconds (model clock) on top.
-Every bar is drawn at its true width. Where a lane holds bars narrower than :data:`MIN_BAR_PX`
-pixels, each pixel column of that lane is drawn as its occupancy instead: the share of the
-column's time spent in each state, stacked from the bottom of the lane (the white rest is idle
-time), so that a lane's coloured area is its time in each state whatever the zoom; bars wide
-enough keep their outlines and labels. The legend lists only what the window shows.
+The x axis is DSP cycles from the op's timer start, with microseconds (model clock) on top, both
+in plain notation (no offset). Every lane is drawn as the occupancy of each pixel column (one
+column per pixel, edges on pixel boundaries): the share of the column's time spent in each
+state, stacked from the bottom of the lane (the white rest is idle time), painted without
+seams, so that a lane's coloured area is its time in each state whatever the zoom; bars at least
+:data:`EDGE_MIN_PX` wide keep their outlines. A label is drawn only where it fits inside its bar
+(and its pass) without touching another; the y tick labels always fit inside the figure. The
+legend lists only what the window shows; DDR requesters have colours of their own
+(:mod:`dspsim.analysis.timeline_draw`).
 
 Several runs on one cycle axis: :mod:`dspsim.analysis.compare`.
 
@@ -40,9 +44,31 @@ import numpy as np
 import pandas as pd
 
 from dspsim.analysis.engines import COPY_KINDS, RunEngines, shape_text
-from dspsim.analysis.series import binned_mean, occupancy, port_log_arrays
+from dspsim.analysis.series import binned_mean, port_log_arrays
 from dspsim.analysis.stalls import require_trace
 from dspsim.analysis.tiles import tcm_segments
+from dspsim.analysis.timeline_draw import (
+    CHANNEL_REQUEST_COLOURS,
+    COPY_COLOURS,
+    CORE_REQUEST_COLOUR,
+    DPI,
+    EDGE_MIN_PX,
+    KERNEL_COLOURS,
+    LANE_H,
+    MIN_BAR_PX,
+    OTHER_REQUEST_COLOUR,
+    PASS_COLOURS,
+    SETUP_COLOUR,
+    STALL_COLOUR,
+    STALL_HATCH,
+    STALL_HATCH_COLOUR,
+    TCM_COLOURS,
+    WAIT_COLOURS,
+    Lanes,
+    PlainFormatter,
+    bin_text,
+    fit_left,
+)
 from dspsim.errors import DspsimInputError
 from dspsim.paths import atomic_savefig, suffix_of, writable_file
 
@@ -50,42 +76,17 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 FIGURE_FORMATS = (".png", ".svg", ".pdf")  # every figure dspsim writes
-MIN_BAR_PX = 2.0  # narrower bars: their lane's pixel columns are drawn as occupancy
-EDGE_MIN_PX = 20.0  # outlines (white between copies, grey around a held tile) from this wide
-LABEL_MIN_PX = 22.0
-LANE_H = 0.72  # bar height, in lanes
-DPI = 120
 RIGHT = 0.97  # figure fraction: leaves room for the last x tick label
 OCCUPANCY_NOTE = (
-    f"where bars are narrower than {MIN_BAR_PX:g} px, each pixel column shows the share of its "
-    "time in each state, stacked (white: idle)"
+    "each pixel column of a lane shows the share of its time in each state, stacked "
+    f"(white: idle), so bars narrower than {MIN_BAR_PX:g} px show as partial columns"
 )
-
-# kernels take these in the order the run first calls them
-KERNEL_COLOURS = (
-    "#8172b3", "#c44e52", "#dd8452", "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd",
-)
-COPY_COLOURS = {"copy_in": "#4c72b0", "copy_out": "#55a868"}
-WAIT_COLOURS = {"wait_in": "#c6d4ec", "wait_out": "#cce6c8"}
-SETUP_COLOUR = "#222222"
-TCM_COLOURS = {
-    "filling": "#a6c3e6",
-    "ready": "#e4e4e4",
-    "computing": "#f2c14e",
-    "computed": "#f3e4b3",
-    "draining": "#a8d5a2",
-}
-# DDR requesters: the core, then its channels by number, then anything else
-CORE_REQUEST_COLOUR = "#6b6b6b"
-CHANNEL_REQUEST_COLOURS = ("#4c72b0", "#64b5cd", "#8172b3", "#55a868", "#ccb974", "#da8bc3")
-OTHER_REQUEST_COLOUR = "#999999"
-PASS_COLOURS = ("#ececec", "#dadada")
 
 
 def ddr_stall_handle():
     from matplotlib.patches import Patch
 
-    return Patch(facecolor="#bbbbbb", edgecolor="#333333", hatch="xx",
+    return Patch(facecolor=STALL_COLOUR, edgecolor=STALL_HATCH_COLOUR, hatch=STALL_HATCH,
                  label="core stalled on DDR (hatched)")
 
 
@@ -163,90 +164,6 @@ def requester_colour(who: str, engines: RunEngines) -> str:
     return OTHER_REQUEST_COLOUR
 
 
-class _Lanes:
-    """Draws one axes' lanes: bars at their true widths; where a lane holds bars narrower than
-    :data:`MIN_BAR_PX` pixels, that lane's pixel columns as occupancy (:meth:`finish`)."""
-
-    def __init__(self, ax, lo: float, hi: float, width_px: float):
-        self.ax = ax
-        self.lo, self.hi = lo, hi
-        # one occupancy column per pixel, edges on pixel boundaries (the axes start on one)
-        self.cycles_per_px = (hi - lo) / max(width_px, 1.0)
-        self.edges = np.minimum(lo + np.arange(int(np.ceil(width_px - 1e-6)) + 1)
-                                * self.cycles_per_px, hi)
-        self.columns = len(self.edges) - 1
-        self.min_w = MIN_BAR_PX * self.cycles_per_px
-        # lane y -> [(starts, ends, style, narrow?)], in the order drawn (stacked bottom-up)
-        self.groups: dict[float, list[tuple[np.ndarray, np.ndarray, dict, np.ndarray]]] = {}
-        self.used_occupancy = False
-
-    def clip(self, start, end) -> tuple[np.ndarray, np.ndarray]:
-        """The visible parts of the intervals that have any."""
-        start = np.asarray(start, float)
-        end = np.asarray(end, float)
-        sel = (end > self.lo) & (start < self.hi) & (end > start)
-        return np.maximum(start[sel], self.lo), np.minimum(end[sel], self.hi)
-
-    def bars(self, start, end, y: float, colour: str, h: float = LANE_H,
-             hatch: str | None = None, edge: str | None = None) -> bool:
-        """Intervals of one state in the lane at ``y``; True when any of them is in the window.
-        ``h``: height of wide bars (occupancy columns always use the whole lane height);
-        ``edge``: outline colour for bars at least :data:`EDGE_MIN_PX` wide."""
-        s, e = self.clip(start, end)
-        if not len(s):
-            return False
-        narrow = (e - s) < self.min_w
-        style = {"facecolor": colour, "hatch": hatch,
-                 "edgecolor": "#333333" if hatch else colour}
-        self.groups.setdefault(y, []).append((s, e, style, narrow))
-        wide = ~narrow
-        if wide.any():
-            framed = wide & ((e - s) >= EDGE_MIN_PX * self.cycles_per_px) & (edge is not None)
-            for sel, lw in ((wide & ~framed, 0.0), (framed, 0.6)):
-                if sel.any():
-                    self.ax.broken_barh(
-                        np.column_stack([s[sel], e[sel] - s[sel]]), (y - h / 2, h),
-                        facecolors=colour, hatch=hatch, linewidth=lw,
-                        edgecolor=(edge if lw else style["edgecolor"]),
-                    )
-        return True
-
-    def finish(self) -> None:
-        """Draw the occupancy of every pixel column that holds a narrow bar: a white block over
-        the wide bars there, then each state's share of the column's time, stacked."""
-        edges = self.edges
-        for y, groups in self.groups.items():
-            narrow = [(s[n], e[n]) for s, e, _, n in groups if n.any()]
-            if not narrow:
-                continue
-            mixed = occupancy(narrow, edges).sum(axis=0) > 0
-            shares = occupancy([(s, e) for s, e, _, _ in groups], edges)
-            shares[:, ~mixed] = 0.0
-            bottom = np.full(self.columns, y - LANE_H / 2)
-            self.ax.stairs(np.where(mixed, y + LANE_H / 2, bottom), edges, baseline=bottom,
-                           fill=True, facecolor="white", linewidth=0, zorder=1.4,
-                           snap=False)
-            base = bottom
-            for (_, _, style, _), share in zip(groups, shares):
-                if share.any():
-                    top = base + share * LANE_H
-                    self.ax.stairs(top, edges, baseline=base, fill=True, linewidth=0,
-                                   zorder=1.5, snap=False, **style)
-                    base = top
-            self.used_occupancy = True
-
-    def labels(self, start, end, texts: Sequence[str], y: float, **style) -> None:
-        start = np.asarray(start, float)
-        end = np.asarray(end, float)
-        a, b = np.maximum(start, self.lo), np.minimum(end, self.hi)
-        px = (b - a) / self.cycles_per_px
-        style = {"ha": "center", "va": "center", "fontsize": 7, "clip_on": True,
-                 "zorder": 3} | style
-        for x0, x1, p, text in zip(a, b, px, texts):
-            if p >= max(LABEL_MIN_PX, 5.5 * len(text)):
-                self.ax.text((x0 + x1) / 2, y, text, **style)
-
-
 def _engine_key(name: str) -> str:
     return f"engine:{name}"
 
@@ -283,47 +200,49 @@ def draw_engine_lanes(
     if not tcm:
         lanes = [lane for lane in lanes if not lane[0].startswith("tcm")]
     ypos = {key: -i for i, (key, _) in enumerate(lanes)}
-    draw = _Lanes(ax, lo, hi, width_px)
-    h = LANE_H
+    if fit_left(ax, [label for _, label in lanes]):  # y tick labels inside the figure
+        width_px = ax.figure.get_figwidth() * DPI * ax.get_position().width
+    draw = Lanes(ax, lo, hi, width_px)
     handles: list[Any] = []
 
-    # pass lane
+    # pass lane: labels never cross a pass boundary
     for i, p in enumerate(result.passes):
         s, e = float(p["start_cycle"]), float(p["end_cycle"])
         draw.bars([s], [e], ypos["pass"], PASS_COLOURS[i % 2])
-        draw.labels([s], [e], [f"{p['name']}: {e - s:,.0f} cycles"], ypos["pass"], fontsize=8)
+        draw.labels([s], [e], [(f"{p['name']}: {e - s:,.0f} cycles", str(p["name"]))],
+                    ypos["pass"], fontsize=8)
 
-    # core lane, stacked bottom-up where drawn as occupancy: kernels (the longest first),
-    # descriptor programming, waits
+    # core lane, stacked bottom-up: kernels computing (the longest first), kernels stalled on
+    # DDR (an uncached kernel's stalls are spread over all its accesses: each row counts its
+    # stalled share there), descriptor programming, waits
     core = engines.core_rows(trace)
     y = ypos[_engine_key(engines.core)] if engines.core is not None else 0.0
     comp = core[core["kind"] == "compute"]
     colours = kernel_colours(core)
-    any_stall = False
+    stalled_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     total = (comp["end_cycle"] - comp["start_cycle"]).groupby(comp["what"], sort=False).sum()
     for kernel in total.sort_values(ascending=False, kind="stable").index:
         rows = comp[comp["what"] == kernel]
         colour = colours[str(kernel)]
-        dur = (rows["end_cycle"] - rows["start_cycle"]).to_numpy(float)
-        stall = rows["ddr_stall_cycles"].to_numpy(float)
-        stalled = stall > 0
         s, e = rows["start_cycle"].to_numpy(float), rows["end_cycle"].to_numpy(float)
-        shown = draw.bars(s[~stalled], e[~stalled], y, colour)
-        if draw.bars(s[stalled], e[stalled], y, colour, hatch="xx"):
-            any_stall = shown = True
-        if shown:
+        dur = e - s
+        stall = rows["ddr_stall_cycles"].to_numpy(float)
+        share = np.clip(np.divide(stall, dur, out=np.zeros_like(dur), where=dur > 0), 0, 1)
+        if draw.bars(s, e, y, colour, weight=1.0 - share):
             handles.append(Patch(facecolor=colour, label=f"core: {kernel}"))
-        share = np.divide(stall, dur, out=np.zeros_like(dur), where=dur > 0)
+        stalled_rows.append((s[share > 0], e[share > 0], share[share > 0]))
         texts = [
-            f"{kernel}: {100 * f:.1f}% of it stalled on DDR" if f > 0 else str(kernel)
+            (f"{kernel}: {100 * f:.1f}% of it stalled on DDR", str(kernel)) if f > 0
+            else str(kernel)
             for f in share
         ]
-        draw.labels(s, e, texts, y, fontsize=8,
+        draw.labels(s, e, texts, y, fontsize=8, pad_px=1 * DPI / 72,
                     bbox={"facecolor": "white", "alpha": 0.8, "pad": 1, "linewidth": 0})
-    if any_stall:
+    ss, se, sf = (np.concatenate(c) for c in zip(*stalled_rows)) if stalled_rows else ([],) * 3
+    if draw.bars(ss, se, y, STALL_COLOUR, weight=sf, hatch=STALL_HATCH):
         handles.append(ddr_stall_handle())
     setup = core[core["kind"] == "setup"]
-    if draw.bars(setup["start_cycle"], setup["end_cycle"], y, SETUP_COLOUR, h=h * 0.45):
+    if draw.bars(setup["start_cycle"], setup["end_cycle"], y, SETUP_COLOUR):
         handles.append(Patch(facecolor=SETUP_COLOUR, label="core programming an iDMA descriptor"))
     for kind, label in (("wait_in", "core waiting on iDMA input"),
                         ("wait_out", "core waiting on iDMA output")):
@@ -367,8 +286,9 @@ def draw_engine_lanes(
             hs, he = draw.clip(held["start"], held["end"])
             wide = (he - hs) >= EDGE_MIN_PX * draw.cycles_per_px
             if wide.any():
-                ax.broken_barh(np.column_stack([hs[wide], (he - hs)[wide]]), (yk - h / 2, h),
-                               facecolors="none", edgecolor="#555555", linewidth=0.5, zorder=1.6)
+                ax.broken_barh(np.column_stack([hs[wide], (he - hs)[wide]]),
+                               (yk - LANE_H / 2, LANE_H), facecolors="none", edgecolor="#555555",
+                               linewidth=0.5, zorder=1.6)
             draw.labels(held["start"], held["end"],
                         [f"t{t}" for _, t in held.index], yk, fontsize=7)
         for state in TCM_COLOURS:
@@ -447,15 +367,14 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int) -> lis
     ax_req.set_ylim(0, top * 1.2)
     ax_req.set_ylabel("DDR requests\nin flight (count)", fontsize=8)
     bin_cycles = (hi - lo) / bins
-    ax_req.text(0.995, 0.95, f"means over {bin_cycles:,.0f}-cycle bins", transform=ax_req.transAxes,
+    ax_req.text(0.995, 0.95, f"means over {bin_text(bin_cycles)}-cycle bins",
+                transform=ax_req.transAxes,
                 ha="right", va="top", fontsize=7, color="#555555")
     return handles
 
 
 def format_cycles_axis(ax) -> None:
-    from matplotlib.ticker import FuncFormatter
-
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.xaxis.set_major_formatter(PlainFormatter())
 
 
 def add_us_axis(ax, clock_mhz: float) -> None:
@@ -463,6 +382,7 @@ def add_us_axis(ax, clock_mhz: float) -> None:
         "top", functions=(lambda c: c / clock_mhz, lambda us: us * clock_mhz)
     )
     sec.set_xlabel("time (µs)", fontsize=9)
+    sec.xaxis.set_major_formatter(PlainFormatter())  # no offset ("+2.57e5") on narrow windows
     sec.tick_params(labelsize=8)
 
 
@@ -552,6 +472,7 @@ def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> F
     ax_req = fig.add_subplot(gs[2], sharex=ax)
     width_px = fig.get_figwidth() * DPI * ax.get_position().width
     handles, used_occupancy = draw_engine_lanes(ax, result, lo, hi, width_px)
+    width_px = fig.get_figwidth() * DPI * ax.get_position().width  # the lanes may move it
     handles += draw_ddr(ax_bw, ax_req, result, lo, hi, bins=int(min(600, width_px // 2)))
     ax.set_xlim(lo, hi)
     for a in (ax, ax_bw):

@@ -1,0 +1,218 @@
+"""Drawing primitives of the timeline figures (:mod:`dspsim.analysis.timeline`): colours, lanes
+drawn as per-pixel occupancy, labels that fit their bars, plain tick formatters.
+
+Every lane is drawn on a grid of one column per pixel: each column shows the share of its time
+spent in each state, stacked from the bottom of the lane (the white rest is idle time). A state's
+rows can carry weights (a kernel stalled on DDR for a share ``f`` of its time counts ``1 - f`` as
+computing and ``f`` as stalled), so that a lane's coloured area is its time in each state whatever
+the zoom. The stack is painted as cumulative "towers" from the lane's bottom, the tallest first,
+so that neighbouring states and columns meet without anti-aliasing seams of white.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+from matplotlib.ticker import Formatter
+
+from dspsim.analysis.series import binned_mean
+
+DPI = 120
+MIN_BAR_PX = 2.0  # bars narrower than this: the figure says its columns are occupancy
+EDGE_MIN_PX = 20.0  # outlines (white between copies, grey around a held tile) from this wide
+LABEL_PAD_PX = 3.0  # room left at each end of a label inside its bar
+LANE_H = 0.72  # bar height, in lanes
+
+# kernels take these in the order the run first calls them
+KERNEL_COLOURS = (
+    "#8172b3", "#c44e52", "#dd8452", "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd",
+)
+COPY_COLOURS = {"copy_in": "#4c72b0", "copy_out": "#55a868"}
+WAIT_COLOURS = {"wait_in": "#c6d4ec", "wait_out": "#cce6c8"}
+SETUP_COLOUR = "#222222"
+STALL_COLOUR = "#bbbbbb"  # a kernel's share stalled on DDR (hatched)
+STALL_HATCH = "xx"
+STALL_HATCH_COLOUR = "#666666"
+TCM_COLOURS = {
+    "filling": "#a6c3e6",
+    "ready": "#e4e4e4",
+    "computing": "#f2c14e",
+    "computed": "#f3e4b3",
+    "draining": "#a8d5a2",
+}
+PASS_COLOURS = ("#ececec", "#dadada")
+# DDR requesters: the core, then its channels by number, then anything else; dark or saturated
+# colours that no state of the lanes or the DDR data path uses
+CORE_REQUEST_COLOUR = "#5a5a5a"
+CHANNEL_REQUEST_COLOURS = (
+    "#0b2e59", "#00a89d", "#8e0152", "#6a00d8", "#9acd32", "#00e5ff", "#4d3300", "#ff00aa",
+)
+OTHER_REQUEST_COLOUR = "#a07000"
+
+
+# ------------------------------------------------------------------------------ text
+@lru_cache(maxsize=4096)
+def text_width_px(text: str, fontsize: float, dpi: float = DPI) -> float:
+    """The width of ``text`` set in the default font at ``fontsize`` points, in pixels."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    width, _, _ = TextToPath().get_text_width_height_descent(
+        text, FontProperties(size=fontsize), ismath=False
+    )
+    return float(width) * dpi / 72.0
+
+
+def bin_text(cycles: float) -> str:
+    """A bin width in cycles, to three significant digits below 100 (never "0")."""
+    return f"{cycles:,.0f}" if cycles >= 100 else f"{cycles:.3g}"
+
+
+class PlainFormatter(Formatter):
+    """Tick labels in plain notation with thousands separators and as many decimals as the tick
+    spacing needs: never an offset ("+2.57e5") or a scientific multiplier."""
+
+    def __init__(self) -> None:
+        self.decimals = 0
+
+    def set_locs(self, locs) -> None:
+        super().set_locs(locs)
+        locs = np.sort(np.asarray(locs, float))
+        step = np.diff(locs)
+        step = step[step > 0]
+        self.decimals = 0
+        if len(step):
+            self.decimals = int(min(max(0, -np.floor(np.log10(step.min()) + 1e-9)), 9))
+
+    def __call__(self, x, pos=None) -> str:
+        text = f"{x:,.{self.decimals}f}"
+        return "0" if text.lstrip("-").strip("0.,") == "" else text
+
+    def get_offset(self) -> str:
+        return ""
+
+
+# ------------------------------------------------------------------------------ lanes
+class Lanes:
+    """Draws one axes' lanes as per-pixel occupancy (:meth:`finish`), outlines of wide bars and
+    labels that fit inside their bars."""
+
+    def __init__(self, ax, lo: float, hi: float, width_px: float):
+        self.ax = ax
+        self.lo, self.hi = lo, hi
+        # one occupancy column per pixel, edges on pixel boundaries (the axes start on one)
+        self.cycles_per_px = (hi - lo) / max(width_px, 1.0)
+        self.edges = np.minimum(lo + np.arange(int(np.ceil(width_px - 1e-6)) + 1)
+                                * self.cycles_per_px, hi)
+        self.columns = len(self.edges) - 1
+        self.min_w = MIN_BAR_PX * self.cycles_per_px
+        # lane y -> [(starts, ends, weights, style)], in the order stacked (bottom-up)
+        self.groups: dict[float, list[tuple[np.ndarray, np.ndarray, np.ndarray, dict]]] = {}
+        self.placed: dict[float, list[tuple[float, float]]] = {}  # label extents (px) per lane
+        self.used_occupancy = False
+
+    def visible(self, start, end) -> np.ndarray:
+        start = np.asarray(start, float)
+        end = np.asarray(end, float)
+        return (end > self.lo) & (start < self.hi) & (end > start)
+
+    def clip(self, start, end) -> tuple[np.ndarray, np.ndarray]:
+        """The visible parts of the intervals that have any."""
+        sel = self.visible(start, end)
+        start = np.asarray(start, float)[sel]
+        end = np.asarray(end, float)[sel]
+        return np.maximum(start, self.lo), np.minimum(end, self.hi)
+
+    def bars(self, start, end, y: float, colour: str, weight=None, hatch: str | None = None,
+             edge: str | None = None) -> bool:
+        """Intervals of one state in the lane at ``y``; True when any of them is in the window.
+        ``weight``: the share of each interval's time spent in this state (default 1);
+        ``edge``: outline colour for bars at least :data:`EDGE_MIN_PX` wide."""
+        sel = self.visible(start, end)
+        s, e = self.clip(start, end)
+        w = (np.ones(len(s)) if weight is None
+             else np.clip(np.asarray(weight, float)[sel], 0.0, 1.0))
+        if not len(s):
+            return False
+        if ((e - s) < self.min_w).any():
+            self.used_occupancy = True
+        style = {"facecolor": colour, "hatch": hatch,
+                 "edgecolor": STALL_HATCH_COLOUR if hatch else colour}
+        self.groups.setdefault(y, []).append((s, e, w, style))
+        if edge is not None:
+            framed = (e - s) >= EDGE_MIN_PX * self.cycles_per_px
+            if framed.any():
+                self.ax.broken_barh(np.column_stack([s[framed], (e - s)[framed]]),
+                                    (y - LANE_H / 2, LANE_H), facecolors="none",
+                                    edgecolor=edge, linewidth=0.6, zorder=1.6)
+        return True
+
+    def finish(self) -> None:
+        """Draw every lane: per pixel column, each state's share of the column's time stacked
+        from the lane's bottom, painted as cumulative towers (tallest first)."""
+        from matplotlib.patches import StepPatch
+
+        edges = self.edges
+        for y, groups in self.groups.items():
+            shares = np.array([binned_mean(s, e, w, edges) for s, e, w, _ in groups])
+            total = shares.sum(axis=0)
+            over = total > 1.0
+            shares[:, over] /= total[over]
+            tops = np.cumsum(np.clip(shares, 0.0, 1.0), axis=0)
+            bottom = y - LANE_H / 2
+            for k in range(len(groups) - 1, -1, -1):
+                if not shares[k].any():
+                    continue
+                # add_artist: Axes.stairs would walk every vertex to update the data limits
+                self.ax.add_artist(StepPatch(bottom + tops[k] * LANE_H, edges, baseline=bottom,
+                                             fill=True, linewidth=0, zorder=1.5, snap=False,
+                                             **groups[k][3]))
+
+    def labels(self, start, end, texts: Sequence[str | Sequence[str]], y: float,
+               fontsize: float = 7, pad_px: float = 0.0, **style) -> None:
+        """A label centred in each bar, the first of its candidate texts that fits inside the
+        bar's visible part; none where no candidate fits or it would overlap a label already
+        in the lane."""
+        start = np.asarray(start, float)
+        end = np.asarray(end, float)
+        a, b = np.maximum(start, self.lo), np.minimum(end, self.hi)
+        px = (b - a) / self.cycles_per_px
+        style = {"ha": "center", "va": "center", "fontsize": fontsize, "clip_on": True,
+                 "zorder": 3} | style
+        placed = self.placed.setdefault(y, [])
+        shortest = 2 * LABEL_PAD_PX + 2 * pad_px + 0.4 * fontsize * DPI / 72.0
+        for x0, x1, p, text in zip(a, b, px, texts):
+            if p < shortest:
+                continue
+            for candidate in ([text] if isinstance(text, str) else text):
+                w = text_width_px(candidate, fontsize) + 2 * pad_px
+                if w + 2 * LABEL_PAD_PX > p:
+                    continue
+                mid = ((x0 + x1) / 2 - self.lo) / self.cycles_per_px
+                ext = (mid - w / 2 - LABEL_PAD_PX, mid + w / 2 + LABEL_PAD_PX)
+                if not any(ext[0] < q1 and q0 < ext[1] for q0, q1 in placed):
+                    placed.append(ext)
+                    self.ax.text((x0 + x1) / 2, y, candidate, **style)
+                break
+
+
+def fit_left(ax, labels: Sequence[str], fontsize: float = 10.0, margin_px: float = 8.0) -> bool:
+    """Move the left edge of ``ax``'s grid (all its axes) right, to a whole pixel, far enough
+    that the y tick labels ``labels`` lie inside the figure; True when it moved."""
+    fig = ax.figure
+    width = fig.get_figwidth() * DPI
+    need = max((text_width_px(t, fontsize) for t in labels), default=0.0)
+    need += ax.yaxis.get_major_ticks()[0].get_pad() * DPI / 72.0 + margin_px if need else 0.0
+    left_px = ax.get_position().x0 * width
+    if need <= left_px:
+        return False
+    spec = ax.get_subplotspec()
+    gs = spec.get_topmost_subplotspec().get_gridspec()
+    gs.update(left=np.ceil(need) / width)
+    for a in fig.axes:  # GridSpec.update moves only pyplot's figures' axes
+        s = a.get_subplotspec()
+        if s is not None and s.get_topmost_subplotspec().get_gridspec() is gs:
+            a.set_position(s.get_position(fig))
+    return True
