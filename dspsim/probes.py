@@ -56,6 +56,7 @@ COLUMNS = [
     "buffer",  # TCM buffer (ping-pong index), -1 when none
     "ddr_stall_cycles",  # part of the row spent stalled on DDR (direct-mode kernels)
 ]
+TRACE_KINDS = ("compute", "setup", "wait_in", "wait_out", "copy_in", "copy_out")
 TEXT_COLUMNS = ("engine", "kind", "what", "pass")
 INT_COLUMNS = ("bytes", "tile", "buffer")
 FLOAT_COLUMNS = ("start_cycle", "end_cycle", "ddr_stall_cycles")

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from dspsim.config import HARDWARE, HardwareModel, build_model, model_key
 from dspsim.errors import DspsimInputError
 from dspsim.paths import atomic_write, suffix_of, writable_file
-from dspsim.probes import COLUMNS, PORT_LOG_FIELDS, TraceTable
+from dspsim.probes import COLUMNS, PORT_LOG_FIELDS, TRACE_KINDS, TraceTable
 
 if TYPE_CHECKING:
     from dspsim.run import Result
@@ -52,6 +52,10 @@ if TYPE_CHECKING:
 FORMAT = "dspsim-run"
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
+DOCUMENT_KEYS = {"format", "format_version", "result", "model", "origin_cycle", "trace",
+                 "port_log", "trace_rows_dropped"}
+# every count and cycle in a run is below this: float64 holds each such integer exactly
+MAX_MAGNITUDE = 2**53
 SAVE_SUFFIXES = (".json", ".json.gz")
 # a saved run (decompressed) larger than this is refused: a gzip bomb stops here
 MAX_RUN_BYTES = 512 << 20
@@ -159,7 +163,7 @@ def load_run(path: str | Path) -> Result:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise _not_a_run(p, "no dspsim-run format tag")
     version = doc.get("format_version")
-    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+    if not _is_int(version) or version not in READABLE_VERSIONS:
         readable = " and ".join(str(v) for v in READABLE_VERSIONS)
         raise DspsimInputError(
             f"{str(p)!r}: saved-run format version {version!r}; this dspsim reads versions "
@@ -287,16 +291,22 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _int(v: Any, where: str, lo: int = 0) -> int:
-    if not _is_int(v) or v < lo:
-        raise _MalformedError(f"{where} = {v!r}: expected an integer >= {lo}")
+    if not _is_int(v) or not lo <= v <= MAX_MAGNITUDE:
+        raise _MalformedError(
+            f"{where} = {_short(v)}: expected an integer from {lo} to 2**53")
     return v
 
 
 def _num(v: Any, where: str, lo: float | None = 0.0) -> float:
-    if not _is_num(v) or (lo is not None and v < lo):
-        floor = f" >= {lo:g}" if lo is not None else ""
-        raise _MalformedError(f"{where} = {v!r}: expected a finite number{floor}")
+    if not _is_num(v) or (lo is not None and v < lo) or abs(v) > MAX_MAGNITUDE:
+        floor = f"{lo:g} to" if lo is not None else "at most"
+        raise _MalformedError(f"{where} = {_short(v)}: expected a finite number, {floor} 2**53")
     return float(v)
 
 
@@ -306,7 +316,8 @@ def _typed(v: Any, t: type, where: str) -> Any:
     return v
 
 
-def _column(values: Any, where: str, kind: str, allowed: set[str] | None = None) -> None:
+def _column(values: Any, where: str, kind: str, allowed: set[str] | None = None,
+            allowed_name: str = "the run's engines") -> None:
     """A whole column at once: ``kind`` int (>= -1), num (finite), nonneg (finite >= 0), str,
     bool; ``allowed``: the strings it may hold."""
     import numpy as np
@@ -317,7 +328,7 @@ def _column(values: Any, where: str, kind: str, allowed: set[str] | None = None)
         if allowed is not None and not set(values) <= allowed:
             bad = sorted(set(values) - allowed)[0]
             raise _MalformedError(
-                f"{where}: {bad!r} is not one of the run's engines {sorted(allowed)}"
+                f"{where}: {_short(bad)} is not one of {allowed_name} {sorted(allowed)}"
             )
         return
     if kind == "bool":
@@ -336,16 +347,43 @@ def _column(values: Any, where: str, kind: str, allowed: set[str] | None = None)
         raise _MalformedError(f"{where}: {int(arr.min())} is below -1")
     if kind in ("num", "nonneg") and not np.isfinite(arr.astype(float)).all():
         raise _MalformedError(f"{where}: NaN or infinite values")
+    if len(arr) and np.abs(arr.astype(float)).max() > MAX_MAGNITUDE:
+        raise _MalformedError(f"{where}: values beyond 2**53")
     if kind == "nonneg" and len(arr) and arr.min() < 0:
         raise _MalformedError(f"{where}: negative values")
+
+
+def _check_sequential(trace: dict[str, list]) -> None:
+    """An engine does one thing at a time: no two rows of one engine overlap."""
+    import numpy as np
+
+    engine = np.asarray(trace["engine"], dtype=object)
+    start = np.asarray(trace["start_cycle"], dtype=float)
+    end = np.asarray(trace["end_cycle"], dtype=float)
+    for name in set(trace["engine"]):
+        sel = engine == name
+        order = np.argsort(start[sel], kind="stable")
+        s, e = start[sel][order], end[sel][order]
+        slack = 1e-6 * np.maximum(1.0, np.abs(e[:-1]))
+        if (s[1:] < e[:-1] - slack).any():
+            raise _MalformedError(f"trace: two rows of engine {name!r} overlap (an engine does "
+                                  "one thing at a time)")
 
 
 def check_document(doc: dict[str, Any]) -> None:
     """Check a (version 2) saved run field by field; raises ``_MalformedError`` naming the first
     bad one. The model is checked by :func:`dspsim.config.build_model` (see ``_model``)."""
     from dspsim.ops import get_op
+    from dspsim.run import JSON_FIELDS
 
+    unknown = sorted(set(doc) - DOCUMENT_KEYS)
+    if unknown:
+        raise _MalformedError(f"unknown field {unknown[0]!r} (a saved run has "
+                              f"{', '.join(sorted(DOCUMENT_KEYS))})")
     r = _typed(doc["result"], dict, "result")
+    unknown = sorted(set(r) - set(JSON_FIELDS))
+    if unknown:
+        raise _MalformedError(f"unknown field result.{unknown[0]!r}")
     engines = _typed(r["engines"], dict, "result.engines")
     if not engines:
         raise _MalformedError("result.engines is empty")
@@ -409,6 +447,11 @@ def check_document(doc: dict[str, Any]) -> None:
     _int(doc.get("trace_rows_dropped", 0), "trace_rows_dropped")
 
     trace = _typed(doc["trace"], dict, "trace")
+    if set(trace) != set(COLUMNS):
+        extra = sorted(set(trace) - set(COLUMNS))
+        raise _MalformedError(f"trace column {extra[0]!r} is not one of {COLUMNS}" if extra
+                              else f"trace column {sorted(set(COLUMNS) - set(trace))[0]!r} "
+                              "is missing")
     lengths = {len(_typed(trace[c], list, f"trace.{c}")) for c in COLUMNS}
     if len(lengths) != 1:
         raise _MalformedError("trace columns of different lengths")
@@ -420,8 +463,10 @@ def check_document(doc: dict[str, Any]) -> None:
     for c in COLUMNS:
         _column(trace[c], f"trace.{c}", kinds[c], names if c == "engine" else None)
     _column(trace["bytes"], "trace.bytes", "nonneg")
+    _column(trace["kind"], "trace.kind", "str", set(TRACE_KINDS), "the trace's kinds")
     if any(e < s for s, e in zip(trace["start_cycle"], trace["end_cycle"])):
         raise _MalformedError("trace: a row ends before it starts")
+    _check_sequential(trace)
 
     port = doc["port_log"]
     if port is not None:

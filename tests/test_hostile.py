@@ -212,6 +212,16 @@ def _set(doc, path, value):
 _DELETE = object()
 
 
+def test_a_saved_run_with_rows_repeated_is_refused(saved, tmp_path, capsys):
+    """Every row twice: one engine doing two things at once is not a run."""
+    doc = json.loads(json.dumps(saved))
+    doc["trace"] = {c: v + v for c, v in doc["trace"].items()}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    code, out, err = run_cli(capsys, "report", bad)
+    assert code == 2 and "overlap" in err and err.count("\n") == 1, err
+
+
 @pytest.mark.parametrize(
     "path, value, message",
     [
@@ -240,6 +250,14 @@ _DELETE = object()
         (("port_log", "is_write", 0), 3, "port_log.is_write"),
         (("origin_cycle",), None, "origin_cycle"),
         (("model", "overrides"), "x", "overrides"),
+        (("result", "cycles"), 10**400, "result.cycles"),
+        (("origin_cycle",), 1e308, "origin_cycle"),
+        (("format_version",), 2.0, "format version"),
+        (("surprise",), 1, "unknown field 'surprise'"),
+        (("result", "surprise"), 1, "unknown field result.'surprise'"),
+        (("trace", "colour"), [], "trace column 'colour'"),
+        (("trace", "kind", 0), "zzz", "not one of the trace's kinds"),
+        (("trace", "end_cycle", 0), 1e300, "beyond 2**53"),
     ],
 )
 def test_a_saved_run_is_checked_field_by_field(saved, tmp_path, capsys, path, value, message):
