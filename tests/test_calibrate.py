@@ -358,6 +358,12 @@ def test_cli_calibrate_json_and_out(j6, tmp_path):
             ["--measured", "pingpong,n=1000000000=5", "--free", "ddr.latency_cycles"],
             "more than the DSP's 2,147,483,648-byte window",
         ),
+        # measured cycles are a count: never rounded, never a malformed or absurd number
+        (["--measured", "direct,n=10000=1.5", "--free", "ddr.latency_cycles"], "whole number"),
+        (["--measured", "direct,n=10000=1__0", "--free", "ddr.latency_cycles"], "not a positive"),
+        (["--measured", "direct,n=10000=99999999999999999999999999", "--free",
+          "ddr.latency_cycles"], "2**53"),
+        (["--measured", "direct,n=1__000=800000", "--free", "ddr.latency_cycles"], "n = "),
     ],
 )
 def test_cli_errors_are_one_line_exit_2(argv, match):

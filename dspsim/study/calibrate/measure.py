@@ -128,15 +128,27 @@ def is_int_key(key: str) -> bool:
     return key_type(key) is int
 
 
+_DIGITS = r"[0-9](?:_?[0-9])*"  # digits, single underscores between them (1_234_567)
+MAX_CYCLES = 2**53  # a cycle count float64 holds exactly
+
+
 def _parse_cycles(text: str, where: str) -> float:
-    t = text.strip().replace("_", "")
-    try:
-        value = float(t) if re.fullmatch(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?", t) else None
-    except ValueError:
-        value = None
+    """A measured cycle count: a whole positive number (a ``TIME_STAMP`` difference), written
+    ``1234567``, ``1_234_567`` or ``5.154293e6``; never rounded silently."""
+    t = text.strip()
+    value = None
+    if re.fullmatch(rf"{_DIGITS}(\.(?:{_DIGITS})?)?([eE][+-]?{_DIGITS})?", t):
+        try:
+            value = float(t.replace("_", ""))
+        except (ValueError, OverflowError):
+            value = None
     if value is None or not math.isfinite(value) or value <= 0:
         hint = " (write 1234567 or 1_234_567, no commas)" if "," in text else ""
         raise DspsimInputError(f"{where}: cycles {text.strip()!r} is not a positive number{hint}")
+    if value != int(value) or value > MAX_CYCLES:
+        raise DspsimInputError(
+            f"{where}: cycles {text.strip()!r}: expected a whole number of cycles from 1 to "
+            "2**53 (a TIME_STAMP difference is a count)")
     return value
 
 
@@ -215,10 +227,10 @@ def _check_variant(op: Op, text: str, where: str, named: bool) -> str:
 
 
 def _parse_n(text: str, where: str) -> int:
-    t = text.strip().replace("_", "")
-    if not t.isdigit() or int(t) <= 0:
+    t = text.strip()
+    if not re.fullmatch(_DIGITS, t) or int(t.replace("_", "")) <= 0:
         raise DspsimInputError(f"{where}: n = {text.strip()!r} must be a positive integer")
-    return int(t)
+    return int(t.replace("_", ""))
 
 
 def _shape_example(op: Op) -> str:
@@ -239,7 +251,8 @@ def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[
             )
         dims: tuple[int, ...] = (_parse_n(n, where),)
     elif shape is not None:
-        parts = [p.strip().replace("_", "") for p in shape.strip().lower().split("x")]
+        parts = [p.strip() for p in shape.strip().lower().split("x")]
+        parts = [p.replace("_", "") if re.fullmatch(_DIGITS, p) else "-" for p in parts]
         want = (
             "one positive length (or n=N)"
             if op.ndim == 1
