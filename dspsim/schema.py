@@ -35,6 +35,7 @@ class Key:
     positive: bool = False  # strictly above 0 (``lo`` is then 0)
     choices: tuple = ()
     unit: str = ""
+    multiple: int = 0  # an int key's value must be a multiple of this (0: any)
 
     @property
     def section(self) -> str:
@@ -48,7 +49,8 @@ class Key:
     def metadata(self) -> dict[str, Any]:
         """Range and meaning as a mapping (what a dataclass field's metadata holds)."""
         return {"lo": self.lo, "hi": self.hi, "positive": self.positive,
-                "choices": self.choices, "unit": self.unit, "doc": self.doc}
+                "choices": self.choices, "unit": self.unit, "doc": self.doc,
+                "multiple": self.multiple}
 
     def allowed(self) -> str:
         """What the key accepts, in words."""
@@ -60,7 +62,8 @@ class Key:
             return "a string"
         lo = "> 0" if self.positive else (f">= {self.lo:g}" if self.lo is not None else "")
         hi = f"<= {self.hi:g}" if self.hi is not None else ""
-        return f"{_TYPE_WORDS[self.type]} {lo}{', ' if lo and hi else ''}{hi}".strip()
+        step = f", a multiple of {self.multiple}" if self.multiple else ""
+        return f"{_TYPE_WORDS[self.type]} {lo}{', ' if lo and hi else ''}{hi}{step}".strip()
 
     def coerce(self, value: Any) -> Any:
         """``value`` as this key's type, checked; a one-line ConfigError otherwise."""
@@ -95,6 +98,8 @@ class Key:
             raise ConfigError(
                 f"{key} = {value!r}: allowed values are {', '.join(map(str, self.choices))}"
             )
+        if self.multiple and value % self.multiple:
+            raise ConfigError(f"{key} = {value!r}: must be a multiple of {self.multiple}")
         return value
 
     def parse(self, text: str) -> Any:

@@ -266,6 +266,7 @@ def test_table_output(capsys):
         (["--top", "0"], "--top"),
         (["--shape", "2,3,4"], "shape"),
         (["--out", "ranked.txt"], "extension"),
+        (["--param", "softmax.tile_bytes=4096,7"], "multiple of 4"),  # the key's own rule
     ],
 )
 def test_bad_input_exits_2_with_one_line(capsys, argv, message):

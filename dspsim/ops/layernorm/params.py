@@ -17,7 +17,8 @@ PARAMS = OpSchema(
     (
         # guess: like softmax.tile_bytes, 32 KiB of each 256 KiB DataRAM; holds whole rows only
         Key("layernorm.tile_bytes", int, "bytes per ping-pong buffer; a tile holds as many whole "
-            "rows as fit (at least one)", default=32768, lo=4, hi=1 << 30, unit="bytes"),
+            "rows as fit (at least one)", default=32768, lo=4, hi=1 << 30, unit="bytes",
+            multiple=4),
         Key("layernorm.eps", float, "added to the variance before the square root",
             default=1e-5, lo=0.0, hi=1.0),
     ),

@@ -26,7 +26,8 @@ PARAMS = OpSchema(
     (
         # guess: the seed does not give TILE_SIZE (models/j6.toml says why 32 KiB)
         Key("softmax.tile_bytes", int, "TILE_SIZE: bytes per ping-pong tile (multiple of 4); "
-            "every TCM variant's tile", default=32768, lo=4, hi=1 << 30, unit="bytes"),
+            "every TCM variant's tile", default=32768, lo=4, hi=1 << 30, unit="bytes",
+            multiple=4),
         Key("softmax.max_init", str, "running max start in the seed's ping-pong path: 'zero' as "
             "the seed's C, '-inf' corrected (the new variants always start at -inf)",
             default="zero", choices=("zero", "-inf")),

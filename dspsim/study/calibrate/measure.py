@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from dspsim.config import HardwareModel, key_type, model_field, parse_value
+from dspsim.config import HardwareModel, key_type, model_field, model_key, parse_value
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import Op, get_op, op_names
 from dspsim.paths import read_small_text
@@ -126,6 +126,12 @@ class Measurement:
 def is_int_key(key: str) -> bool:
     """Whether a model key takes integer values."""
     return key_type(key) is int
+
+
+def int_value(key: str, value: float) -> int:
+    """The nearest value an integer key takes (a multiple of its ``multiple``, if it has one)."""
+    step = model_key(key).multiple or 1
+    return int(round(value / step)) * step
 
 
 _DIGITS = r"[0-9](?:_?[0-9])*"  # digits, single underscores between them (1_234_567)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +25,7 @@ from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import get_op
 from dspsim.platform import FIDELITIES
 from dspsim.run import simulate
-from dspsim.study.calibrate.measure import Measurement, is_int_key
+from dspsim.study.calibrate.measure import Measurement, int_value, is_int_key
 from dspsim.study.calibrate.params import FreeParam
 
 Progress = Callable[[str], None] | None
@@ -104,7 +104,7 @@ class Problem:
         return min(max(v, p.lo), p.hi)
 
     def model_with(self, values: dict[str, float], m: Measurement) -> HardwareModel:
-        vals = {k: (int(round(v)) if is_int_key(k) else float(v)) for k, v in values.items()}
+        vals = {k: (int_value(k, v) if is_int_key(k) else float(v)) for k, v in values.items()}
         return self.model.with_overrides({**m.settings, **vals})
 
     def simulated(
@@ -243,9 +243,15 @@ class Problem:
         lo, hi = int(p.lo), int(p.hi)
         current = int(min(max(self.model.get(p.key), lo), hi))
         if hi - lo + 1 <= points + 2:
-            return list(range(lo, hi + 1))
+            return self._on_key_grid(p, range(lo, hi + 1), current)
         span = np.geomspace(lo, hi, points) if lo >= 1 else np.linspace(lo, hi, points)
-        return sorted({lo, hi, current} | {int(round(v)) for v in span})
+        return self._on_key_grid(p, (lo, hi, current, *span), current)
+
+    @staticmethod
+    def _on_key_grid(p: FreeParam, values: Iterable[float], current: int) -> list[int]:
+        """The values the key takes (its multiples), inside [lo, hi]."""
+        kept = {v for v in (int_value(p.key, x) for x in values) if p.lo <= v <= p.hi}
+        return sorted(kept or {current})
 
     def combos(self) -> list[dict[str, float]]:
         if not self.ints:
