@@ -49,6 +49,8 @@ def _npy_header(f, what: str) -> tuple[tuple[int, ...], bool, np.dtype]:
             return npy.read_array_header_2_0(f, max_header_size=10_000)
     except (ValueError, OSError, EOFError, SyntaxError) as e:
         reason = str(e).splitlines()[0] if str(e) else e.__class__.__name__
+        if " object at 0x" in reason:  # numpy quoting a parsed node: say what it means
+            reason = "its header is not a dictionary of literals"
         raise DspsimInputError(f"{what}: not a readable .npy header ({reason}); {_HINT}") from None
     raise DspsimInputError(f"{what}: .npy format version {version} is not supported; {_HINT}")
 

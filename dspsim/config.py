@@ -79,9 +79,9 @@ class Idma:
 @dataclass(frozen=True)
 class Tcm:
     banks: int = _key(1, 8, "banks", "DataRAM banks (tile-manager colours) per core")
-    bank_bytes: int = _key(1, 1 << 30, "bytes", "capacity of one DataRAM")
+    bank_bytes: int = _key(4, 1 << 30, "bytes", "capacity of one DataRAM (at least one float32)")
     reserved_bytes: int = _key(0, 1 << 30, "bytes", "TCM per DataRAM the firmware keeps for "
-                               "itself: the tile manager never hands it out (capped at a "
+                               "itself: the tile manager never hands it out (less than a "
                                "DataRAM; 0 in a model file that does not give it)", default=0)
 
 
@@ -283,6 +283,12 @@ def _check_cross(m: HardwareModel, given: list[str]) -> None:
         raise ConfigError(
             f"core.lanes_f32 = {lanes}: must be a power of two (the kernels' lane reductions "
             "halve the vector each step)"
+        )
+    if m.tcm.reserved_bytes >= m.tcm.bank_bytes:
+        raise ConfigError(
+            f"tcm.reserved_bytes = {m.tcm.reserved_bytes}: the firmware cannot keep a whole "
+            f"DataRAM of tcm.bank_bytes = {m.tcm.bank_bytes}; allowed: tcm.reserved_bytes < "
+            "tcm.bank_bytes"
         )
     for section in given:
         if OP_SCHEMAS[section].check is not None:

@@ -399,3 +399,29 @@ def test_the_tiles_csv_leaves_no_tile_and_no_buffer_cells_empty(tmp_path, capsys
     table = pd.read_csv(t2)
     assert table["tile"].notna().all() and set(table["buffer"]) == {0, 1}
     assert len(table) == 3 * math.ceil(20000 / 8192)
+
+
+# ------------------------------------------------------------------ messages that name the cause
+def _npy_with_an_expression(path):
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1+2,), }"
+    header += b" " * (118 - len(header)) + b"\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+                     + b"\0" * 12)
+    return path
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--set", "tcm.reserved_bytes=262144"], "allowed: tcm.reserved_bytes < tcm.bank_bytes"),
+    (["--set", "tcm.bank_bytes=2"], "tcm.bank_bytes = 2"),
+    (["--op", "layernorm", "--variant", "direct", "--shape", "16384,16384"],
+     "do not fit the DSP's 2,147,483,648-byte DDR window"),
+    (["--window", "nan:5", "--timeline", "{tmp}/t.png"], "finite numbers"),
+    (["--window", "0:1e400", "--timeline", "{tmp}/t.png"], "finite numbers"),
+    (["--input", "{tmp}/weird.npy"], "not a dictionary of literals"),
+])
+def test_an_error_names_its_real_cause(tmp_path, capsys, argv, message):
+    _npy_with_an_expression(tmp_path / "weird.npy")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    code, out, err = run_cli(capsys, "run", "--n", "2000", *argv) if "--shape" not in argv \
+        else run_cli(capsys, "run", *argv)
+    assert code == 2 and message in err and err.count("\n") == 1 and "0x" not in err, err

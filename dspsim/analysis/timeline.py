@@ -103,7 +103,10 @@ def parse_window(text: str) -> tuple[float, float]:
         raise DspsimInputError(
             f"window {text!r}: expected START:END in cycles, e.g. 0:200000"
         ) from None
-    if not (np.isfinite(start) and np.isfinite(end)) or start >= end:
+    if not (np.isfinite(start) and np.isfinite(end)):
+        raise DspsimInputError(
+            f"window {text!r}: START and END must be finite numbers of cycles, e.g. 0:200000")
+    if start >= end:
         raise DspsimInputError(f"window {text!r}: START must be less than END (cycles)")
     return start, end
 
