@@ -88,7 +88,7 @@ def test_every_hardware_key_changes_some_run(j6):
                    for v in ("pingpong", "direct")), key
 
     with pytest.raises(ConfigError, match="larger than a DataRAM"):  # it bounds the tiles
-        simulate(j6.with_overrides({"tcm.bank_bytes": 16384}), n=3000, data=False)
+        simulate(j6.with_overrides({"tcm.bank_bytes": 20000}), n=3000, data=False)
     # the TCM the firmware keeps for itself bounds what the resident schedule keeps in TCM
     n = 100_000
     keep = [simulate(j6.with_overrides({"tcm.reserved_bytes": r}), n=n, variant="resident",
