@@ -173,6 +173,8 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
         if not eq or not key.strip():
             raise ConfigError(f"override {item!r}: expected KEY=VALUE, e.g. ddr.latency_cycles=300")
         key = key.strip()
+        if key in out:
+            raise ConfigError(f"override {key} is given twice; give each key once")
         out[key] = parse_value(key, value)
     return out
 

@@ -92,3 +92,12 @@ def test_bad_model_files(tmp_path):
     meta.write_text(text.replace('name = "j6"', 'name = "j6"\ncolour = "red"', 1))
     with pytest.raises(ConfigError, match=r"unknown key model\.colour; allowed: model\.name"):
         load_model(meta)
+
+
+def test_an_override_given_twice_is_refused(capsys):
+    from dspsim.cli import main
+
+    code = main(["run", "--n", "2000", "--set", "ddr.latency_cycles=10",
+                 "--set", "ddr.latency_cycles=20"])
+    err = capsys.readouterr().err
+    assert code == 2 and "given twice" in err and err.count("\n") == 1
