@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from dspsim.config import HARDWARE, HardwareModel, build_model, model_key
 from dspsim.errors import DspsimInputError
 from dspsim.paths import atomic_write, suffix_of, writable_file
-from dspsim.probes import COLUMNS, PORT_LOG_FIELDS, TRACE_KINDS, TraceTable
+from dspsim.probes import COLUMNS, PORT_LOG_FIELDS, TRACE_KINDS, PortLog, TraceTable
 
 if TYPE_CHECKING:
     from dspsim.run import Result
@@ -90,8 +90,10 @@ def run_document(result: Any) -> dict[str, Any]:
     if dropped:  # a trace cut by a row limit says so
         doc["trace_rows_dropped"] = dropped
     if result.port_log is not None:
-        cols = list(zip(*result.port_log)) if result.port_log else [()] * len(PORT_LOG_FIELDS)
-        doc["port_log"] = {f: list(cols[i]) for i, f in enumerate(PORT_LOG_FIELDS)}
+        log = result.port_log
+        cols = log.columns() if isinstance(log, PortLog) else PortLog.from_columns(
+            dict(zip(PORT_LOG_FIELDS, zip(*log)))).columns() if log else {}
+        doc["port_log"] = {f: cols[f].tolist() if f in cols else [] for f in PORT_LOG_FIELDS}
     return doc
 
 
@@ -176,7 +178,7 @@ def load_run(path: str | Path) -> Result:
         check_document(doc)
         trace = TraceTable(doc["trace"], doc.get("trace_rows_dropped", 0))
         port = doc["port_log"]
-        port_log = None if port is None else list(zip(*(port[f] for f in PORT_LOG_FIELDS)))
+        port_log = None if port is None else PortLog.from_columns(port)
         r = doc["result"]
         init = {f.name for f in dataclasses.fields(Result) if f.init}
         values = {k: r[k] for k in JSON_FIELDS if k in init and k in r}

@@ -24,7 +24,7 @@ from dspsim.errors import DeadlockError, DspsimInputError
 from dspsim.host.ucp import Ucp
 from dspsim.ops.registry import firmware_registry, get_op
 from dspsim.platform import DDR_WINDOW_BYTES, FIDELITIES, Platform
-from dspsim.probes import LimitedLog, TraceTable
+from dspsim.probes import PortLog, TraceTable
 from dspsim.schema import check_n
 from dspsim.version import __version__
 
@@ -62,7 +62,7 @@ class Result:
     output: dict[str, Any] | None = None  # summary of the output array (data path on)
     output_array: np.ndarray | None = field(default=None, repr=False)
     trace_table: TraceTable | None = field(default=None, repr=False)  # the trace's columns
-    port_log: list[tuple] | None = field(default=None, repr=False)
+    port_log: PortLog | None = field(default=None, repr=False)  # DDR requests (probes)
     model: HardwareModel | None = field(default=None, repr=False)
     origin_cycle: float = 0.0  # absolute cycle of the op's timer start (port_log is absolute)
 
@@ -177,7 +177,7 @@ def simulate(
     if trace_limit is not None:
         platform.recorder.limit = trace_limit
         if port_log:
-            platform.port.log = LimitedLog(trace_limit)
+            platform.port.log = PortLog(trace_limit)
     ucp = Ucp(platform, firmware_registry())
     dsp = platform.dsps[core]
 

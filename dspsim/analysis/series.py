@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from dspsim.errors import DspsimInputError
-from dspsim.probes import PORT_LOG_FIELDS
+from dspsim.probes import PORT_LOG_FIELDS, PortLog
 
 
 def assign_lanes(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -42,17 +42,13 @@ def port_log_arrays(result: Any) -> dict[str, np.ndarray]:
             "--timeline, --trace and --save)"
         )
     origin = float(getattr(result, "origin_cycle", 0.0))
-    if not log:
-        empty = np.zeros(0)
-        return {f: empty for f in PORT_LOG_FIELDS[:5]} | {
-            "is_write": np.zeros(0, bool),
-            "requester": np.zeros(0, dtype=str),
-        }
-    cols = list(zip(*log))
-    out = {f: np.asarray(cols[i], float) - origin for i, f in enumerate(PORT_LOG_FIELDS[:4])}
-    out["bytes"] = np.asarray(cols[4], float)
-    out["is_write"] = np.asarray(cols[5], bool)
-    out["requester"] = np.asarray(cols[6], dtype=str)
+    if not isinstance(log, PortLog):
+        log = PortLog.from_columns(dict(zip(PORT_LOG_FIELDS, zip(*log)))) if len(log) else \
+            PortLog()
+    out = log.columns()
+    for f in PORT_LOG_FIELDS[:4]:
+        out[f] = out[f] - origin
+    out["bytes"] = out["bytes"].astype(float)
     return out
 
 

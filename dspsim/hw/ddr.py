@@ -28,11 +28,13 @@ they really leave the requester (never booked ahead), or FIFO order would be wro
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import simpy
 
 from dspsim.config import Ddr
 from dspsim.hw.clock import Walk, replay
+from dspsim.probes import PortLog
 
 
 def transfer_cycles(
@@ -81,7 +83,7 @@ class DdrPort:
         self.speculation: Speculation | None = None
         self.flows = 0
         # (issue, data_start, data_end, done, bytes, is_write, requester) when logging
-        self.log: list[tuple] | None = [] if log else None
+        self.log: Any = PortLog() if log else None  # anything with append(entry)
         # a request log lists every request: with one, tile fidelity books no closed form (its
         # flows walk their requests; the cycles are the same, the log that of burst fidelity)
         self.closed_forms = not log
