@@ -65,7 +65,9 @@ def add_sweep(sub) -> None:
         "--spec", metavar="FILE.toml", help="sweep spec file (see dspsim.study.sweep.spec)"
     )
     p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="worker processes, 1 to 256 (default 1; never more than the points to "
+                   "compute)")
     p.add_argument("--fidelity", choices=FIDELITIES, help="simulation fidelity (default tile)")
     p.add_argument("--executor", choices=EXECUTORS, default="local")
     p.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler, e.g. tcp://host:8786")
@@ -81,9 +83,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         check_out,
     )
     from dspsim.study.sweep.executors import check_scheduler, import_dask
+    from dspsim.study.sweep.journal import check_jobs
 
-    if args.jobs < 1:
-        raise DspsimInputError(f"--jobs {args.jobs}: must be a positive integer")
+    check_jobs(args.jobs)
     out = check_out(args.out)
     if args.scheduler is not None and args.executor != "dask":
         raise DspsimInputError("--scheduler needs --executor dask")

@@ -38,6 +38,7 @@ Modules
 - ``files``: the table, journal and sidecar paths; atomic writes.
 - ``table``: the table's columns and :func:`read_sweep`.
 - ``resume``: reading finished rows back, streamed, every cell checked.
+- ``sidecar``: the ``FILE.sweep.json`` that records which sweep wrote a file, checked strictly.
 - ``journal``: :func:`run_sweep`, resumable and never losing a finished point.
 
 The names below are imported from their modules on first use (nothing heavy at import).

@@ -26,7 +26,7 @@ from typing import Any
 from dspsim.config import HardwareModel, load_model, parse_value
 from dspsim.errors import DspsimInputError
 from dspsim.ops import Op, get_op
-from dspsim.platform import FIDELITIES
+from dspsim.platform import DDR_WINDOW_BYTES, FIDELITIES
 from dspsim.run import git_sha, simulate
 from dspsim.study.sweep.spec import load_spec
 from dspsim.study.sweep.values import (
@@ -51,7 +51,8 @@ CHECK_COLUMNS = ("warnings", "hazards")  # warning codes (";"-separated), hazard
 TAIL_COLUMNS = ("wall_s", "error")
 TEXT_RESULT_COLUMNS = ("warnings", "error")
 MAX_POINTS = 10_000_000
-META_FORMAT = 2
+META_TAG = "dspsim-sweep"  # the sidecar's "format"
+META_FORMAT = 3  # its "format_version" (2: no grid recorded, no tag)
 
 
 @dataclass(frozen=True)
@@ -136,13 +137,16 @@ class Sweep:
         ]
 
     def meta(self) -> dict[str, Any]:
-        """What makes two files the same sweep (columns, fidelity, fixed model values), plus
-        provenance."""
+        """What makes two files the same sweep (columns, fidelity, the grid's axes and values,
+        fixed model values), plus provenance; checked on resume by
+        :mod:`dspsim.study.sweep.sidecar`."""
         swept = set(self.keys)
         return {
-            "format": META_FORMAT,
+            "format": META_TAG,
+            "format_version": META_FORMAT,
             "columns": self.columns,
             "fidelity": self.fidelity,
+            "grid": [[k, [format_value(v) for v in values]] for k, values in self.axes],
             "fixed_model": {k: v for k, v in self.model.flat().items() if k not in swept},
             "model_source": self.model.source,
             "dspsim_version": __version__,
@@ -208,7 +212,39 @@ def _sizes(ops: list[Op], axes: dict[str, list[Any]]) -> tuple[str, list[Any]]:
                     f"{'x'.join(['N'] * o.ndim) if o.ndim != 2 else 'ROWSxCOLS'}, e.g. "
                     f"{shape_text(o.default_shape)}"
                 )
+            _check_fits(o, key, value)
     return key, axes[key]
+
+
+def _check_fits(op: Op, key: str, value: Any) -> None:
+    """Refuse, before anything runs, a size whose arrays cannot fit the DSP's DDR window at any
+    point (as ``dspsim run --n`` does)."""
+    from dspsim.study.calibrate.measure import ddr_bytes, max_first_dim
+
+    shape = (value,) if key == "n" else parse_shape(value)
+    need = ddr_bytes(shape, op.name)
+    if need <= DDR_WINDOW_BYTES:
+        return
+    largest = max_first_dim(op.name, shape)
+    if key == "n":
+        allowed = f"n up to {largest:,}"
+    else:
+        rest = shape_text(shape[1:])
+        allowed = f"shape up to {largest}x{rest}" if largest else "a smaller shape"
+    raise DspsimInputError(
+        f"{key} = {_short_number(value)}: {op.name} needs {_short_number(need)} bytes of DDR "
+        f"(input, output, parameter block), more than the DSP's {DDR_WINDOW_BYTES:,}-byte "
+        f"window; allowed {allowed}"
+    )
+
+
+def _short_number(value: Any) -> str:
+    """A number for a message: ``1,234,567``, or ``1e+35`` past 30 digits."""
+    if not isinstance(value, int):
+        text = str(value)
+        return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+    return f"{value:,}" if value < 10**30 else f"{float(value):.3g}" if value < 10**300 else (
+        "more than 1e300")
 
 
 def build_sweep(

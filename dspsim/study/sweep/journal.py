@@ -10,14 +10,17 @@
   any rows of an earlier parquet file, and the journal is removed. An interrupted parquet sweep
   therefore leaves its finished points readable in the journal. Needs ``pyarrow``
   (``pip install 'dspsim[parquet]'``).
-- A sidecar ``FILE.sweep.json`` records how the file was made (columns, fidelity, the fixed model
-  values, dspsim version, git commit). A file holding finished rows whose sidecar is missing or
-  damaged is refused (nothing would tell which sweep wrote them).
+- A sidecar ``FILE.sweep.json`` records how the file was made (columns, fidelity, the grid, the
+  fixed model values, dspsim version, git commit; :mod:`dspsim.study.sweep.sidecar`). A file
+  holding finished rows whose sidecar is missing or damaged is refused (nothing would tell which
+  sweep wrote them).
 - Rerunning the same sweep reads what is there as a stream (:mod:`dspsim.study.sweep.resume`:
   every cell of every row checked; invalid rows dropped and their points computed again; a torn
   last line dropped unless it is a whole row) and computes only the missing points (a point is
-  identified by its parameter values). A file made by a different sweep (other columns,
-  fidelity or fixed model values) is refused with one line. Points that failed count as done;
+  identified by its parameter values; a row that is not a point of the grid is invalid). A
+  file made by a different sweep (other columns, fidelity, fixed model values, or a grid that
+  does not contain the recorded one) is refused with one line; a grid that adds values to the
+  recorded one extends the file (a note says so). Points that failed count as done;
   ``retry_failed`` computes them again.
 - Memory is bounded whatever the grid: points are generated as they are handed out, and the
   resume state is one byte per grid point (eight more while the table is put in grid order).
@@ -68,6 +71,7 @@ from dspsim.study.sweep.resume import (
     read_header,
     scan_rows,
 )
+from dspsim.study.sweep.sidecar import check_same_sweep
 from dspsim.study.sweep.values import format_value
 
 try:  # POSIX advisory locks; elsewhere two sweeps on one file are not guarded against
@@ -76,6 +80,17 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 FSYNC_INTERVAL_S = 1.0
+MAX_JOBS = 256  # worker processes; more than the points to compute are never started
+
+
+def check_jobs(jobs: object, what: str = "--jobs") -> int:
+    """``--jobs``: a whole number from 1 to :data:`MAX_JOBS`."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
+        raise DspsimInputError(
+            f"{what} {jobs!r}: allowed a whole number from 1 to {MAX_JOBS} (worker processes; "
+            "never more are started than points to compute)"
+        )
+    return jobs
 
 
 @dataclass
@@ -108,47 +123,6 @@ def _row_texts(sweep: Sweep, point: Mapping[str, Any], result: Mapping[str, Any]
         else:
             out.append("")
     return out
-
-
-def _different(out: Path, what: str) -> DspsimInputError:
-    return DspsimInputError(
-        f"{out} was written by a different sweep ({what}); choose another --out or delete it"
-    )
-
-
-def _check_meta(out: Path, sweep: Sweep, rows: int) -> None:
-    """The sidecar of a file holding ``rows`` finished rows must be there and be this sweep's."""
-    side = sidecar_path(out)
-    fresh_hint = (
-        f"delete {out} (and {side.name}) to start afresh, restore the sidecar, or choose "
-        "another --out"
-    )
-    try:
-        old = json.loads(side.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DspsimInputError(
-            f"{out} holds {rows:,} finished rows but its sidecar {side.name} is missing: "
-            f"nothing tells which sweep wrote them; {fresh_hint}"
-        ) from None
-    except (OSError, ValueError, RecursionError):
-        old = None
-    if (
-        not isinstance(old, dict)
-        or not isinstance(old.get("columns"), list)
-        or not isinstance(old.get("fidelity"), str)
-        or not isinstance(old.get("fixed_model"), dict)
-    ):
-        raise DspsimInputError(
-            f"{out} holds {rows:,} finished rows but its sidecar {side.name} is damaged: "
-            f"nothing tells which sweep wrote them; {fresh_hint}"
-        )
-    new = sweep.meta()
-    for k in ("columns", "fidelity"):
-        if old[k] != new[k]:
-            raise _different(out, f"{k} {old[k]} there, {new[k]} here")
-    for k, v in new["fixed_model"].items():
-        if k in old["fixed_model"] and old["fixed_model"][k] != v:
-            raise _different(out, f"{k} = {old['fixed_model'][k]} there, {v} here")
 
 
 def _busy(path: Path) -> DspsimInputError:
@@ -238,7 +212,7 @@ def _kept_lines(journal: Path, sweep: Sweep, drop_failed: bool) -> Iterator[byte
     streamed pass; without the failed points' rows with ``drop_failed``."""
     scan = Scan(bytearray(sweep.size))
     for _, line, i in kept_rows(sweep, journal, scan):
-        if drop_failed and i is not None and scan.state[i] == FAILED:
+        if drop_failed and scan.state[i] == FAILED:
             continue
         yield line + b"\n"
 
@@ -302,8 +276,7 @@ def run_sweep(
             check_scheduler(scheduler)
     elif scheduler:
         raise DspsimInputError("--scheduler needs --executor dask")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise DspsimInputError(f"jobs = {jobs!r}: must be a positive integer")
+    check_jobs(jobs, "jobs")
     if not out.parent.is_dir():
         raise DspsimInputError(f"output directory {str(out.parent)!r} does not exist")
     journal = journal_path(out)
@@ -316,8 +289,9 @@ def run_sweep(
             p.unlink(missing_ok=True)
 
     header, scan, parquet = _scan(sweep, out, journal)
+    grown = None
     if scan.rows or scan.dropped or scan.duplicates:
-        _check_meta(out, sweep, scan.rows + scan.dropped + scan.duplicates)
+        grown = check_same_sweep(out, sweep, scan.rows + scan.dropped + scan.duplicates)
     retry = retry_failed and FAILED in scan.state
     if retry:
         scan.state = bytearray(scan.state.replace(bytes([FAILED]), bytes([MISSING])))
@@ -332,15 +306,19 @@ def run_sweep(
     with contextlib.ExitStack() as stack:
         cluster = None
         if executor == "dask" and resumed < sweep.size:  # connect before writing anything
-            cluster = stack.enter_context(DaskCluster(scheduler, jobs, dask_processes))
+            cluster = stack.enter_context(
+                DaskCluster(scheduler, min(jobs, sweep.size - resumed), dask_processes))
         if header and (not scan.clean or retry):  # the file never holds two rows for a point
             _rewrite_journal(journal, sweep, drop_failed=retry)
             header, scan_after, _ = _scan(sweep, out, journal)
             scan.good, scan.unterminated = scan_after.good, scan_after.unterminated
-        if not scan.rows:
-            atomic_write(side, lambda f: f.write(json.dumps(sweep.meta(), indent=2).encode()),
+        if not scan.rows or grown is not None:
+            meta = grown if grown is not None else sweep.meta()
+            atomic_write(side, lambda f: f.write(json.dumps(meta, indent=2).encode()),
                          "sweep sidecar")
-        computed = _run_points(sweep, journal, header, scan, resumed, jobs, executor, cluster,
+        # never more workers than points to compute (a pool of 5,000 for 3 points would hang)
+        workers = max(1, min(jobs, sweep.size - resumed))
+        computed = _run_points(sweep, journal, header, scan, resumed, workers, executor, cluster,
                                progress, timeout_s)
 
     failed = _finish(sweep, out, journal, parquet)
@@ -410,15 +388,14 @@ def _increasing(values: Iterator[int]) -> bool:
 
 
 def _finish(sweep: Sweep, out: Path, journal: Path, parquet: list[list[str]]) -> int:
-    """Write the table in grid order (rows of other grids after them) unless it already is;
+    """Write the table in grid order unless it already is;
     returns the failed points of the grid."""
     loc = Locations(sweep.size)
     # the journal is newer than a parquet file: its row of a point replaces the file's
     scan = scan_rows(sweep, journal, parquet, loc, replace=True)
 
-    def order() -> Iterator[int]:  # where each row is, in grid order, then the other grids'
+    def order() -> Iterator[int]:  # where each row is, in grid order
         yield from (o for o in loc.slots if o != -1)
-        yield from loc.extras
 
     in_order = scan.clean and not scan.torn and _increasing(order())
 

@@ -7,10 +7,11 @@ the very end, one offset per point to write the table in grid order.
 Every row is checked column by column (:func:`check_row`): its parameter cells parse as their
 keys' values and pass their keys' checks; a finished point has every result cell (non-negative
 integers, ``time_us`` and ``wall_s`` finite and non-negative, ``warnings`` warning codes) and a
-failed one none but ``wall_s`` and its ``error`` (free text). An invalid row is dropped and its
-point computed again. A last line without its newline is kept when it is a whole, valid row of
-a finished point (a kill cannot tear a line into one: its last cell, ``error``, is empty), and
-dropped otherwise (then computed again): never lost.
+failed one none but ``wall_s`` and its ``error`` (free text); warning codes must be ones dspsim
+raises (:data:`WARNING_CODES`), variants the row's op's, and the row a point of the grid. An
+invalid row is dropped and its point computed again. A last line without its newline is kept
+when it is a whole, valid row of a finished point (a kill cannot tear a line into one: its last
+cell, ``error``, is empty), and dropped otherwise (then computed again): never lost.
 """
 
 from __future__ import annotations
@@ -25,13 +26,26 @@ from pathlib import Path
 from typing import Any
 
 from dspsim.errors import DspsimInputError
-from dspsim.study.sweep.grid import Sweep
-from dspsim.study.sweep.values import canon_text, check_value, key_type
+from dspsim.ops import get_op
+from dspsim.study.sweep.grid import DEFAULT_OP, Sweep
+from dspsim.study.sweep.values import (
+    VARIANT_KEYS,
+    canon_text,
+    check_value,
+    format_value,
+    key_type,
+)
 
 MISSING, DONE, FAILED = 0, 1, 2
 _UINT = re.compile(r"[0-9]{1,19}")
 _CODES = re.compile(r"([A-Za-z0-9_]+(;[A-Za-z0-9_]+)*)?")
 _FLOAT_COLUMNS = ("time_us", "wall_s")
+MAX_COUNT = 2**63 - 1  # counts are int64 in a typed table
+# the codes of the warnings a run can raise (``Platform.warn``); a row naming another is invalid
+WARNING_CODES = frozenset({
+    "hazards_not_listed", "max_init_zero", "nan_input", "overflow_guard", "partly_resident",
+    "row_too_long", "unwaited_copy", "unwritten_handle", "zero_sum",
+})
 
 
 def _typed(key: str, canon: str) -> Any:
@@ -55,24 +69,38 @@ def _non_negative(column: str, text: str) -> None:
 def check_row(sweep: Sweep, cells: list[str]) -> tuple[tuple[str, ...], bool]:
     """(identity, failed) of a valid row of ``sweep``'s table; ``ValueError`` naming the first
     bad cell otherwise."""
-    columns = sweep.columns
+    return check_cells(sweep.keys, sweep.columns, cells, sweep.model.idma.channels)
+
+
+def check_cells(keys: list[str], columns: list[str], cells: list[str],
+                channels: int | None) -> tuple[tuple[str, ...], bool]:
+    """(identity, failed) of a valid row of a table with these parameter ``keys`` then result
+    ``columns`` (all of them, or some, as a hand-made table has); ``ValueError`` naming the
+    first bad cell otherwise. ``channels``: the iDMA channels of a point that does not sweep
+    ``idma.channels`` (None: unknown, every busy column filled)."""
     if len(cells) != len(columns):
         raise ValueError(f"{len(cells)} fields, expected {len(columns)}")
     ident = []
-    for key, text in zip(sweep.keys, cells):
+    for key, text in zip(keys, cells):
         canon = canon_text(key, text)
         try:
             check_value(key, _typed(key, canon))
         except DspsimInputError as e:
             raise ValueError(str(e)) from None
         ident.append(canon)
-    result = dict(zip(columns[len(sweep.keys):], cells[len(sweep.keys):]))
-    failed = result["error"] != ""
-    _non_negative("wall_s", result["wall_s"])
-    if "idma.channels" in sweep.keys:
-        channels = int(ident[sweep.keys.index("idma.channels")])
-    else:
-        channels = sweep.model.idma.channels
+    values = dict(zip(keys, ident))
+    for key in VARIANT_KEYS:
+        if key in values:
+            op = get_op(values.get("op", DEFAULT_OP))
+            if values[key] not in op.variants:
+                raise ValueError(f"{key} {values[key]!r} is not a variant of {op.name} "
+                                 f"(allowed: {', '.join(op.variants)})")
+    result = dict(zip(columns[len(keys):], cells[len(keys):]))
+    failed = result.get("error", "") != ""
+    if "wall_s" in result:
+        _non_negative("wall_s", result["wall_s"])
+    if "idma.channels" in values:
+        channels = int(values["idma.channels"])
     for c, v in result.items():
         if c in ("wall_s", "error"):
             continue
@@ -82,13 +110,20 @@ def check_row(sweep: Sweep, cells: list[str]) -> tuple[tuple[str, ...], bool]:
         elif c == "warnings":
             if not _CODES.fullmatch(v):
                 raise ValueError(f"warnings = {v!r} is not a list of warning codes")
+            unknown = [code for code in v.split(";") if code and code not in WARNING_CODES]
+            if unknown:
+                raise ValueError(f"warnings: {unknown[0]!r} is not a warning code dspsim "
+                                 f"raises (allowed: {', '.join(sorted(WARNING_CODES))})")
         elif c in _FLOAT_COLUMNS:
             _non_negative(c, v)
-        elif re.fullmatch(r"idma[0-9]+_busy_cycles", c) and int(c[4:-12]) >= channels:
+        elif (channels is not None and re.fullmatch(r"idma[0-9]+_busy_cycles", c)
+              and int(c[4:-12]) >= channels):
             if v != "":
                 raise ValueError(f"{c} = {v!r} for a point with {channels} channels")
         elif not _UINT.fullmatch(v):
             raise ValueError(f"{c} = {v!r} is not a non-negative integer")
+        elif int(v) > MAX_COUNT:
+            raise ValueError(f"{c} = {v} is larger than {MAX_COUNT:,}")
     return tuple(ident), failed
 
 
@@ -133,7 +168,6 @@ class Scan:
     rows: int = 0  # valid rows kept
     dropped: int = 0  # invalid rows (their points are computed again)
     duplicates: int = 0  # second rows of a point
-    extra: int = 0  # valid rows of points outside this grid (kept)
     good: int = 0  # bytes of the journal to keep (a torn last line cut off)
     torn: bool = False  # a last line without its newline was dropped
     unterminated: bool = False  # a last line without its newline was kept
@@ -145,10 +179,10 @@ class Scan:
         return not (self.dropped or self.duplicates)
 
 
-def _classify(sweep: Sweep, cells: list[str] | None, scan: Scan, extras: set, where: str,
-              replace: bool = False):
-    """The grid index of a valid row (None: outside the grid), or False when it is dropped
-    (invalid, or a second row of a point unless ``replace``: then the later row counts)."""
+def _classify(sweep: Sweep, cells: list[str] | None, scan: Scan, where: str,
+              replace: bool = False) -> int | bool:
+    """The grid index of a valid row, or False when it is dropped (invalid, not a point of the
+    grid, or a second row of a point unless ``replace``: then the later row counts)."""
     if cells is None:
         reason = "not a CSV line"
     else:
@@ -159,21 +193,17 @@ def _classify(sweep: Sweep, cells: list[str] | None, scan: Scan, extras: set, wh
         else:
             i = sweep.index_of(ident)
             if i is None:
-                if ident in extras:
-                    scan.duplicates += 1
-                    return False
-                extras.add(ident)
-                scan.extra += 1
-                scan.rows += 1
-                return None
-            if scan.state[i] != MISSING:
+                reason = _off_grid(sweep, ident)
+            elif scan.state[i] != MISSING:
                 scan.duplicates += 1
                 if not replace:
                     return False
+                scan.state[i] = FAILED if failed else DONE
+                return i
             else:
                 scan.rows += 1
-            scan.state[i] = FAILED if failed else DONE
-            return i
+                scan.state[i] = FAILED if failed else DONE
+                return i
     scan.dropped += 1
     if len(scan.reasons) < 3:
         scan.reasons.append(f"{where}: {reason}")
@@ -192,14 +222,13 @@ def scan_rows(
     parquet row ``k``. ``replace``: a later row of a point replaces an earlier one (else the
     first is kept)."""
     scan = Scan(bytearray(sweep.size))
-    extras: set[tuple[str, ...]] = set()
     for k, cells in enumerate(parquet):
-        i = _classify(sweep, cells, scan, extras, f"parquet row {k + 1}", replace)
+        i = _classify(sweep, cells, scan, f"parquet row {k + 1}", replace)
         if locations is not None and i is not False:
-            _locate(locations, i, -2 - k)
-    for offset, _, i in kept_rows(sweep, journal, scan, extras, replace):
+            locations.slots[i] = -2 - k
+    for offset, _, i in kept_rows(sweep, journal, scan, replace):
         if locations is not None:
-            _locate(locations, i, offset)
+            locations.slots[i] = offset
     return scan
 
 
@@ -207,14 +236,12 @@ def kept_rows(
     sweep: Sweep,
     journal: Path | None,
     scan: Scan | None = None,
-    extras: set | None = None,
     replace: bool = False,
-) -> Iterator[tuple[int, bytes, int | None]]:
-    """(offset, line without its newline, grid index or None outside the grid) of every row of
+) -> Iterator[tuple[int, bytes, int]]:
+    """(offset, line without its newline, grid index) of every row of
     ``journal`` a resume keeps, in file order, streamed; ``scan`` (default a fresh one) counts
     what is kept and dropped."""
     scan = scan if scan is not None else Scan(bytearray(sweep.size))
-    extras = extras if extras is not None else set()
     if journal is None or not journal.exists():
         return
     scan.good = read_header(journal)[1]
@@ -233,22 +260,24 @@ def kept_rows(
                 return
             scan.unterminated = True
         scan.good = offset + len(line) + ended
-        i = _classify(sweep, cells, scan, extras, f"{journal} at byte {offset}", replace)
+        i = _classify(sweep, cells, scan, f"{journal} at byte {offset}", replace)
         if i is not False:
             yield offset, line, i
 
 
-def _locate(locations: Locations, i: int | None, where: int) -> None:
-    if i is None:
-        locations.extras.append(where)
-    else:
-        locations.slots[i] = where
+def _off_grid(sweep: Sweep, ident: tuple[str, ...]) -> str:
+    """Why a valid row is not a point of the grid: its first cell off the grid's values."""
+    grid = dict(sweep.axes)
+    for key, cell in zip(sweep.keys, ident):
+        allowed = [format_value(v) for v in grid[key]]
+        if cell not in allowed:
+            shown = ", ".join(allowed[:6]) + (", ..." if len(allowed) > 6 else "")
+            return f"{key} = {cell!r} is not a value this sweep has ({shown})"
+    return "not a point of this sweep"
 
 
 class Locations:
-    """Where each grid point's row is (``slots``, -1: no row; 8 bytes a point) and the rows
-    outside the grid, in file order (``extras``)."""
+    """Where each grid point's row is (``slots``, -1: no row; 8 bytes a point)."""
 
     def __init__(self, size: int):
         self.slots = array("q", [-1]) * size
-        self.extras: list[int] = []

@@ -1,6 +1,7 @@
 """Sweep spec files: ``dspsim sweep --spec FILE.toml`` holds a sweep in TOML::
 
-    model = "my_model.toml"           # optional, relative to this file; default the J6 model
+    model = "my_model.toml"           # optional: a packaged model name (j6) as --model takes,
+                                      # else a path relative to this file; default the J6 model
     fidelity = "tile"                 # optional
     op = "softmax"                    # or a list of ops of one input dimension; optional
     variant = ["pingpong", "direct"]  # or "pingpong,direct"; optional (``mode``: older name)
@@ -26,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from dspsim.config import resolve_model_path
 from dspsim.errors import DspsimInputError
 from dspsim.paths import read_small_text
 from dspsim.study.sweep.values import SPECIAL_KEYS, spec_values
@@ -64,9 +66,13 @@ def _load_spec(p: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "model" in raw:
         model = raw["model"]
-        if not isinstance(model, str):
-            raise DspsimInputError(f"spec file {str(p)!r}: model must be a path string")
-        out["model"] = str(p.parent / model) if not Path(model).is_absolute() else model
+        if not isinstance(model, str) or not model.strip():
+            raise DspsimInputError(
+                f"spec file {str(p)!r}: model must be a packaged model name (e.g. j6) or a path "
+                "string"
+            )
+        # as --model: a packaged name (j6) first, else a path (relative to this file)
+        out["model"] = str(resolve_model_path(model, p))
     if "fidelity" in raw:
         out["fidelity"] = raw["fidelity"]
     for k in SPECIAL_KEYS:
@@ -75,6 +81,27 @@ def _load_spec(p: Path) -> dict[str, Any]:
     for k in ("set", "params"):
         if k in raw and not isinstance(raw[k], dict):
             raise DspsimInputError(f"spec file {str(p)!r}: [{k}] must be a table")
-    out["overrides"] = dict(_flatten(raw.get("set", {})))
-    out["params"] = {k: spec_values(k, v) for k, v in _flatten(raw.get("params", {}))}
+    out["overrides"] = _unique(p, "set", _flatten(raw.get("set", {})))
+    params = _unique(p, "params", _flatten(raw.get("params", {})))
+    for k in SPECIAL_KEYS:
+        if k in raw and k in params:
+            raise DspsimInputError(
+                f"spec file {str(p)!r}: {k} is given twice (at the top and in [params]); give "
+                "it once"
+            )
+    out["params"] = {k: spec_values(k, v) for k, v in params.items()}
+    return out
+
+
+def _unique(p: Path, table: str, pairs: Iterator[tuple[str, Any]]) -> dict[str, Any]:
+    """``pairs`` as a dict; a key given twice (``"ddr.latency_cycles" = ...`` and
+    ``ddr = {latency_cycles = ...}``) is an error, not last-wins."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise DspsimInputError(
+                f"spec file {str(p)!r}: [{table}] key {k!r} is given twice (dotted and as a "
+                "nested table); give it once"
+            )
+        out[k] = v
     return out

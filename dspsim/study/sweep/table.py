@@ -15,9 +15,8 @@ column.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -25,15 +24,40 @@ import pandas as pd
 from dspsim.errors import DspsimInputError
 from dspsim.paths import check_regular_or_absent
 from dspsim.study.sweep.files import EXTENSIONS, journal_path
-from dspsim.study.sweep.grid import TEXT_RESULT_COLUMNS, Sweep
-from dspsim.study.sweep.values import format_value, key_type
+from dspsim.study.sweep.grid import (
+    CHECK_COLUMNS,
+    HEAD_COLUMNS,
+    STALL_COLUMNS,
+    TAIL_COLUMNS,
+    TEXT_RESULT_COLUMNS,
+    Sweep,
+)
+from dspsim.study.sweep.resume import check_cells, parse_line
+from dspsim.study.sweep.values import (
+    SIZE_KEYS,
+    SPECIAL_KEYS,
+    VARIANT_KEYS,
+    canon_text,
+    format_value,
+    key_type,
+)
 
 FLOAT_RESULT_COLUMNS = ("time_us", "wall_s")
+MAX_TABLE_BYTES = 256 << 20  # a table read back whole (a figure of it, an experiment's table)
+_RESULT_COLUMNS = (*HEAD_COLUMNS, "core_busy_cycles", "ddr_busy_cycles", *STALL_COLUMNS,
+                   *CHECK_COLUMNS, *TAIL_COLUMNS)
+_BUSY = re.compile(r"idma[0-9]{1,3}_busy_cycles")
 
 
 def read_sweep(path: str | Path) -> pd.DataFrame:
     """A sweep file as a DataFrame: CSV (a torn last line left out), or parquet plus its journal
-    when an interrupted run left one."""
+    when an interrupted run left one (the journal's row of a point replaces the file's).
+
+    Every row is checked as a resume checks it (:func:`dspsim.study.sweep.resume.check_cells`:
+    values of known keys in range, variants of the row's op, counts, times and warning codes);
+    the header must name each column once, parameter columns sweep keys and the rest result
+    columns. Anything else, or a file over :data:`MAX_TABLE_BYTES`, is a one-line
+    :class:`DspsimInputError` naming the file, the line and what is wrong."""
     p = Path(path)
     if p.suffix not in EXTENSIONS:
         raise DspsimInputError(
@@ -41,42 +65,177 @@ def read_sweep(path: str | Path) -> pd.DataFrame:
             f"allowed {', '.join(EXTENSIONS)}"
         )
     check_regular_or_absent(p, "sweep file")
-    frames = []
+    tables = []
     if p.suffix == ".parquet" and p.exists():
-        try:
-            frames.append(pd.read_parquet(p))
-        except ImportError:
-            raise DspsimInputError(
-                "reading .parquet needs pyarrow; install it with: pip install 'dspsim[parquet]'"
-            ) from None
+        _check_size(p)
+        tables.append((str(p), *_parquet_text(p)))
     j = journal_path(p)
     if j.exists():
         check_regular_or_absent(j, "sweep file")
-        data = j.read_bytes()
-        text = _whole_lines(data).decode("utf-8", errors="replace")
-        if text.strip():
-            try:
-                text_dtypes = dict.fromkeys(TEXT_RESULT_COLUMNS, str)
-                frames.append(pd.read_csv(io.StringIO(text), dtype=text_dtypes))
-            except (pd.errors.ParserError, ValueError) as e:
-                raise DspsimInputError(f"{j}: not a sweep table ({e})") from None
-    if not frames:
+        _check_size(j)
+        header, rows = _csv_text(j)
+        if header:
+            tables.append((str(j), header, rows))
+    if not tables:
         raise DspsimInputError(f"sweep file {str(p)!r} not found or empty")
-    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    if "cycles" not in df.columns or "error" not in df.columns:
-        raise DspsimInputError(f"{p}: not a dspsim sweep table (no cycles or error column)")
-    for c in TEXT_RESULT_COLUMNS:
-        if c in df.columns:
+    header = tables[0][1]
+    if len(tables) > 1 and tables[1][1] != header:
+        raise DspsimInputError(f"{tables[1][0]}: its columns are not those of {p}; "
+                               "not the journal of this table")
+    keys = _check_header(header, tables[0][0])
+    rows: dict[tuple[str, ...], list[str]] = {}
+    for source, _, part in tables:
+        seen: set[tuple[str, ...]] = set()
+        for where, cells in part:
+            try:
+                ident, _ = check_cells(keys, header, cells, None)
+            except ValueError as e:
+                raise DspsimInputError(
+                    f"{source} {where}: {_one_line(str(e))}; not a valid sweep table (rerun the "
+                    "dspsim sweep that wrote it to compute bad rows again)"
+                ) from None
+            if ident in seen:
+                raise DspsimInputError(
+                    f"{source} {where}: a second row of the point "
+                    f"{', '.join(f'{k}={v}' for k, v in zip(keys, ident))}; not a valid sweep "
+                    "table (rerun the dspsim sweep that wrote it to repair it)"
+                )
+            seen.add(ident)
+            rows[ident] = list(ident) + cells[len(keys):]
+    return _typed(header, keys, list(rows.values()))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _check_size(p: Path) -> None:
+    size = p.stat().st_size
+    if size > MAX_TABLE_BYTES:
+        raise DspsimInputError(
+            f"sweep file {str(p)!r} is {size:,} bytes; at most {MAX_TABLE_BYTES:,} are read back "
+            "(plot a smaller sweep)"
+        )
+
+
+def _check_header(header: list[str], source: str) -> list[str]:
+    """The parameter columns of a table's ``header``, every column checked."""
+    for c in ("cycles", "error"):
+        if c not in header:
+            raise DspsimInputError(f"{source}: not a dspsim sweep table (no {c} column)")
+    for i, c in enumerate(header):
+        if c in header[:i]:
+            raise DspsimInputError(f"{source}: column {c!r} appears twice; not a sweep table")
+    keys = header[: header.index("cycles")]
+    for k in keys:
+        try:
+            key_type(k)
+        except DspsimInputError:
+            raise DspsimInputError(
+                f"{source}: parameter column {k!r} is not a sweep key; allowed: "
+                f"{', '.join(SPECIAL_KEYS)} or a model key (dspsim keys)"
+            ) from None
+    for group in (VARIANT_KEYS, SIZE_KEYS):
+        if all(k in keys for k in group):
+            raise DspsimInputError(f"{source}: columns {' and '.join(group)} both; a sweep "
+                                   "table has one of them")
+    for c in header[len(keys):]:
+        if c not in _RESULT_COLUMNS and not _BUSY.fullmatch(c):
+            raise DspsimInputError(
+                f"{source}: column {c!r} after cycles is not a result column; allowed: "
+                f"{', '.join(_RESULT_COLUMNS)}, idma<k>_busy_cycles"
+            )
+    return keys
+
+
+def _csv_text(path: Path) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """(header, [(where, cells)]) of a CSV table; a torn last line (no newline) is left out
+    unless it is a whole row of a finished point (the rows a resume keeps too)."""
+    data = path.read_bytes()
+    if len(data) > MAX_TABLE_BYTES:
+        raise DspsimInputError(f"sweep file {str(path)!r} is larger than {MAX_TABLE_BYTES:,} "
+                               "bytes")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise DspsimInputError(f"{path} line {line}: not UTF-8 text; not a sweep table written "
+                               "by dspsim sweep") from None
+    lines = data.split(b"\n")
+    tail = lines.pop()  # b"" when the file ends with a newline
+    if not lines:
+        return [], []
+    header = parse_line(lines[0])
+    if header is None:
+        raise DspsimInputError(f"{path} line 1: not a CSV header; not a sweep table")
+    rows = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line:
+            continue  # a blank line, as a resume skips it
+        cells = parse_line(line)
+        if cells is None:
+            raise DspsimInputError(f"{path} line {number}: not a CSV line; not a sweep table")
+        rows.append((f"line {number}", cells))
+    cells = parse_line(tail) if tail.strip() else None
+    if cells is not None and len(cells) == len(header) and cells[-1] == "":
+        rows.append((f"line {len(lines) + 1}", cells))  # a whole row without its newline
+    return header, rows
+
+
+def _parquet_text(path: Path) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    header, rows = _read_parquet(path)
+    return header, [(f"row {k + 1}", cells) for k, cells in enumerate(rows)]
+
+
+def _read_parquet(path: Path) -> tuple[list[str], list[list[str]]]:
+    """(columns, rows as the journal's text cells) of a parquet file; one line when it is not
+    a readable parquet table."""
+    try:
+        df = pd.read_parquet(path)
+    except ImportError:
+        raise DspsimInputError(
+            "reading .parquet needs pyarrow; install it with: pip install 'dspsim[parquet]'"
+        ) from None
+    except Exception as e:  # noqa: BLE001 - pyarrow raises its own kinds (ArrowInvalid, ...)
+        why = _one_line(str(e)) or type(e).__name__
+        why = why if len(why) <= 120 else why[:117] + "..."
+        raise DspsimInputError(
+            f"{path}: not a readable parquet sweep table ({type(e).__name__}: {why}); delete it "
+            "(with its journal and sidecar) to start its sweep afresh"
+        ) from None
+    columns = [str(c) for c in df.columns]
+    rows = []
+    for rec in df.itertuples(index=False):
+        rows.append(
+            [
+                ""
+                if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+                else format_value(v.item() if hasattr(v, "item") else v)
+                for v in rec
+            ]
+        )
+    return columns, rows
+
+
+def _typed(columns: list[str], keys: list[str], rows: list[list[str]]) -> pd.DataFrame:
+    """Text rows as a DataFrame: parameter columns by their keys' types, counts as nullable
+    integers, times as floats, warnings and error as text."""
+    df = pd.DataFrame(rows, columns=columns, dtype=object)
+    for c in columns:
+        if c in keys:
+            t = key_type(c)
+            if t is bool:
+                df[c] = df[c].map({"true": True, "false": False}).astype(bool)
+            elif t is not str:
+                df[c] = df[c].astype("int64" if t is int else "float64")
+            else:
+                df[c] = df[c].astype(str)
+        elif c in FLOAT_RESULT_COLUMNS:
+            df[c] = pd.to_numeric(df[c].replace("", None), errors="raise").astype("float64")
+        elif c in TEXT_RESULT_COLUMNS:
             df[c] = df[c].fillna("").astype(str)
-    keys = key_columns(df)
-    # the same dtypes from CSV as from parquet: counts stay integers next to failed points' gaps
-    for c in df.columns[len(keys) :]:
-        if c in FLOAT_RESULT_COLUMNS:
-            df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
-        elif c not in TEXT_RESULT_COLUMNS:
-            df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
-    if len(frames) > 1 and keys:
-        df = df.drop_duplicates(subset=keys, keep="last", ignore_index=True)
+        else:
+            df[c] = pd.to_numeric(df[c].replace("", None), errors="raise").astype("Int64")
     return df
 
 
@@ -86,55 +245,21 @@ def key_columns(df: pd.DataFrame) -> list[str]:
     return cols[: cols.index("cycles")] if "cycles" in cols else []
 
 
-def _whole_lines(data: bytes) -> bytes:
-    """``data`` without a torn last line: a last line without its newline is kept only when it
-    is a whole row of a finished point (as many cells as the header, the last, ``error``,
-    empty), the rows a resume keeps too (:mod:`dspsim.study.sweep.resume`)."""
-    good = data.rfind(b"\n") + 1
-    tail = data[good:]
-    if not tail.strip() or good == 0:
-        return data[:good]
-    try:
-        header = next(csv.reader([data[: data.find(b"\n")].decode("utf-8")]))
-        row = next(csv.reader([tail.decode("utf-8")], strict=True))
-    except (UnicodeDecodeError, csv.Error, StopIteration):
-        return data[:good]
-    if len(row) == len(header) and row[-1] == "":
-        return data + b"\n"
-    return data[:good]
-
-
 def parquet_rows(path: Path, sweep: Sweep) -> list[list[str]]:
     """The rows of a parquet sweep file as the journal's text cells."""
-    df = pd.read_parquet(path)
-    if list(df.columns) != sweep.columns:
+    columns, rows = _read_parquet(path)
+    if columns != sweep.columns:
         raise DspsimInputError(
-            f"{path} was written by a different sweep (columns {','.join(map(str, df.columns))}; "
+            f"{path} was written by a different sweep (columns {','.join(columns)}; "
             f"this sweep has {','.join(sweep.columns)}); choose another --out or delete it"
-        )
-    rows = []
-    for rec in df.itertuples(index=False):
-        rows.append(
-            [
-                ""
-                if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA
-                else format_value(v.item() if hasattr(v, "item") else v)
-                for v in rec
-            ]
         )
     return rows
 
 
 def typed_frame(sweep: Sweep, rows: list[list[str]]) -> pd.DataFrame:
-    """Text rows as a DataFrame with the key types' dtypes and nullable integer counts."""
-    df = pd.DataFrame(rows, columns=sweep.columns)
-    for c in sweep.columns:
-        if c in sweep.keys:
-            t = key_type(c)
-            if t is not str:
-                df[c] = df[c].astype("int64" if t is int else "float64")
-        elif c in FLOAT_RESULT_COLUMNS:
-            df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
-        elif c not in TEXT_RESULT_COLUMNS:
-            df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
-    return df
+    """Text rows of ``sweep``'s table as a DataFrame with the key types' dtypes and nullable
+    integer counts."""
+    return _typed(sweep.columns, sweep.keys, [
+        [canon_text(k, c) for k, c in zip(sweep.keys, row)] + row[len(sweep.keys):]
+        for row in rows
+    ])

@@ -19,6 +19,7 @@ variant or a shape is checked against the sweep's ops when the grid is built
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Iterable
 from typing import Any
@@ -123,10 +124,14 @@ def canon_text(key: str, text: str) -> str:
         if text.strip().lower() not in ("true", "false"):
             raise ValueError(f"{key} value {text!r} is not true or false")
         return text.strip().lower()
+    if t is int and re.fullmatch(r"\s*[+-]?[0-9]{1,30}\s*", text):
+        return str(int(text))  # exactly: float() would round 99999999999999999999999
     try:
         number = float(text)
     except ValueError:
         raise ValueError(f"{key} value {text!r} is not a number") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{key} value {text!r} is not a finite number")
     if t is int:
         if not number.is_integer():
             raise ValueError(f"{key} value {text!r} is not an integer")
