@@ -4,11 +4,22 @@ that changes nothing else would still rewrite the file)."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import csv
 import io
+import math
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from dspsim.cli.common import _Parser, ignore_file_size_signal
+from dspsim.errors import DspsimInputError
 from dspsim.paths import atomic_write_text
+from dspsim.platform import FIDELITIES
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 HOST_COLUMNS = ("wall_s",)
@@ -29,6 +40,129 @@ def drop_host_columns(csv_path: Path) -> Path:
     return atomic_write_text(csv_path, buf.getvalue(), "table")
 
 
-def finish_table(csv_path: Path) -> Path:
-    """A table written under ``results/`` loses its host timings; elsewhere it stays whole."""
-    return drop_host_columns(csv_path) if is_results_dir(Path(csv_path).parent) else csv_path
+def finish_table(csv_path: Path, final_dir: Path | None = None) -> Path:
+    """A table bound for ``results/`` (its folder, or ``final_dir`` when it is written in a
+    staging folder first) loses its host timings; elsewhere it stays whole."""
+    where = final_dir if final_dir is not None else Path(csv_path).parent
+    return drop_host_columns(csv_path) if is_results_dir(where) else csv_path
+
+
+# ------------------------------------------------------------------ what every script shares
+# Every script's ``main`` runs under :func:`script_main`: bad input (an option, a model, an
+# out-dir, a file that cannot be written) is one line on stderr and exit 2, never a traceback.
+# Its outputs are written into a staging folder inside the out-dir and renamed into place only
+# once all of them are written (:func:`staged`), so the out-dir never mixes new tables with an
+# old figure.
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    """argparse with the dspsim CLI's parser class: a bad option is one line (a UsageError, a
+    DspsimInputError), not the usage message."""
+    return _Parser(description=description)
+
+
+def experiment_parser(description: str) -> argparse.ArgumentParser:
+    """Options shared by the sweep scripts (``dspsim.study.experiments``'s, with one-line errors
+    and checked values)."""
+    p = parser(description)
+    p.add_argument("--jobs", type=count_arg(1, 1024), default=2,
+                   help="worker processes (default 2, at most 1024)")
+    p.add_argument(
+        "--fidelity", choices=FIDELITIES, default="burst",
+        help="default: burst, the reference (an experiment's grid is small); tile is the fast "
+        "approximation for large sweeps, exact where the port is not contended",
+    )
+    p.add_argument("--out-dir", metavar="DIR", help="where to write (default: results/)")
+    return p
+
+
+def count_arg(lo: int, hi: int):
+    """An argparse type: an integer from ``lo`` to ``hi``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not an integer; allowed {lo} to {hi:,}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{text!r}: allowed {lo} to {hi:,}")
+        return value
+
+    return parse
+
+
+def seconds_arg(lo: float, hi: float):
+    """An argparse type: a finite number of seconds, above ``lo`` and at most ``hi``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not math.isfinite(value) or not lo < value <= hi:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: allowed more than {lo:g} and at most {hi:g} seconds")
+        return value
+
+    return parse
+
+
+def out_dir_of(path: str | Path | None, default: Path = RESULTS) -> Path:
+    """The out-dir, created if missing; one line when it is not a usable directory (a regular
+    file, a device such as /dev/full, not writable). Checked before any simulation runs."""
+    p = Path(path) if path else default
+    shown = f"--out-dir {str(p)!r}"
+    try:
+        if p.exists() and not p.is_dir():
+            raise DspsimInputError(f"{shown}: exists and is not a directory; give a directory")
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DspsimInputError(f"{shown}: cannot create it: {e.strerror or e}") from None
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise DspsimInputError(f"{shown}: not writable")
+    return p
+
+
+@contextlib.contextmanager
+def staged(out_dir: Path) -> Iterator[Path]:
+    """A staging folder inside ``out_dir``: write every output there; when the block ends
+    without error each file is renamed over its namesake in ``out_dir`` (renames in one folder
+    do not fail for space or a file-size limit), else the staging folder is removed and
+    ``out_dir`` is left as it was."""
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=".staging-", dir=out_dir))
+    except OSError as e:
+        raise DspsimInputError(f"--out-dir {str(out_dir)!r}: cannot write: "
+                               f"{e.strerror or e}") from None
+    try:
+        try:
+            yield stage
+        except DspsimInputError as e:  # name the file it was writing, not the staging one
+            raise DspsimInputError(str(e).replace(str(stage), str(out_dir))) from None
+        for f in sorted(stage.iterdir()):
+            os.replace(f, out_dir / f.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def script_main(main: Callable[[], object], name: str | None = None) -> None:
+    """Run a script's ``main()``: bad input, a file that cannot be read or written, or running
+    out of memory is one line on stderr and exit 2."""
+    prog = name or Path(sys.argv[0]).name
+    ignore_file_size_signal()
+    try:
+        main()
+    except DspsimInputError as e:
+        _fail(prog, str(e))
+    except MemoryError:
+        _fail(prog, "out of memory")
+    except OSError as e:
+        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        _fail(prog, f"{e.strerror or e}{where}")
+
+
+def _fail(prog: str, message: str) -> None:
+    message = " ".join(message.split()).removeprefix(f"{prog}: ")  # the parser names it too
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    sys.exit(2)

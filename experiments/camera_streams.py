@@ -17,7 +17,6 @@ Run: ``python experiments/camera_streams.py [--seconds 2] [--max-cameras 12] [--
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -25,17 +24,31 @@ from pathlib import Path
 
 import pandas as pd
 
-from dspsim.analysis.timeline import save_figure
-from dspsim.config import load_model
-from dspsim.ops import get_op
-from dspsim.paths import atomic_write_text
-from dspsim.platform import FIDELITIES
-from dspsim.run import simulate
-from dspsim.study.experiments import script_main
-from dspsim.study.workload import parse_workload, run_workload, summarise, task_table
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _results, when loaded by path
+from _results import (  # noqa: E402
+    count_arg,
+    out_dir_of,
+    parser,
+    script_main,
+    seconds_arg,
+    staged,
+)
+
+from dspsim.analysis.timeline import save_figure  # noqa: E402
+from dspsim.config import load_model  # noqa: E402
+from dspsim.errors import DspsimInputError  # noqa: E402
+from dspsim.ops import get_op  # noqa: E402
+from dspsim.paths import atomic_write_text  # noqa: E402
+from dspsim.platform import FIDELITIES  # noqa: E402
+from dspsim.run import simulate  # noqa: E402
+from dspsim.study.workload import parse_workload, run_workload, summarise, task_table  # noqa: E402
+from dspsim.study.workload.spec import MAX_TIME_US  # noqa: E402
 
 NAME = "camera_streams"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
+MAX_CAMERAS = 64
+# the workload's releases stay within what a workload file allows (10 s)
+MAX_SECONDS = MAX_TIME_US / 1e6 - 0.1
 N = 100_000  # the seed's softmax
 PERIOD_US = 1e6 / 30  # 30 fps
 JITTER_US = 500.0
@@ -184,19 +197,21 @@ def figure(df: pd.DataFrame, limits: dict[str, int]):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seconds", type=float, default=2.0, help="simulated seconds (default 2)")
-    p.add_argument("--max-cameras", type=int, default=12)
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=seconds_arg(0.0, MAX_SECONDS), default=2.0,
+                   help=f"simulated seconds (default 2, at most {MAX_SECONDS:g})")
+    p.add_argument("--max-cameras", type=count_arg(1, MAX_CAMERAS), default=12,
+                   help=f"1 to {MAX_CAMERAS} (default 12)")
     p.add_argument("--fidelity", choices=FIDELITIES, default="tile")
-    p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--jobs", type=count_arg(1, 1024), default=2,
+                   help="worker processes (default 2)")
     p.add_argument("--out-dir", metavar="DIR", help="where to write (default: results/)")
     p.add_argument("--replot", action="store_true",
                    help="redraw the figure and conclusion from the CSV, simulate nothing")
     args = p.parse_args()
-    out_dir = Path(args.out_dir) if args.out_dir else RESULTS
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = out_dir_of(args.out_dir)
     if args.replot:
-        df = pd.read_csv(out_dir / f"{NAME}.csv")
+        df = read_table(out_dir / f"{NAME}.csv")
         limits = {s: sustain_limit(df[df["setup"] == s]) for s in dict.fromkeys(df["setup"])}
         plot(df, limits, out_dir / f"{NAME}.png")
         print(conclusion(df, limits))
@@ -222,14 +237,36 @@ def main() -> None:
                   f"{'sustained' if r['sustained'] else 'NOT sustained'} ({r['wall_s']:.1f} s)",
                   file=sys.stderr)
     df = pd.DataFrame(rows)
-    atomic_write_text(out_dir / f"{NAME}.csv",
-                      df.drop(columns=["wall_s"], errors="ignore").to_csv(
-                          index=False, float_format="%.6g"), "table")
     limits = {s: sustain_limit(df[df["setup"] == s]) for s, _, _ in setups}
-    plot(df, limits, out_dir / f"{NAME}.png")
+    with staged(out_dir) as stage:  # the table and the figure replace the old ones together
+        atomic_write_text(stage / f"{NAME}.csv",
+                          df.drop(columns=["wall_s"], errors="ignore").to_csv(
+                              index=False, float_format="%.6g"), "table")
+        plot(df, limits, stage / f"{NAME}.png")
     print(f"{len(df)} workloads ({df['tasks'].sum():,} tasks) in {time.perf_counter() - start:.1f} "
           f"s wall, {args.fidelity} fidelity; wrote {out_dir / NAME}.csv and .png")
     print(conclusion(df, limits))
+
+
+COLUMNS = ("setup", "cores", "variant", "cameras", "camera_p99_us", "hp_p99_us",
+           "ddr_utilisation", "sustained", "hp_misses")
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """The CSV ``--replot`` redraws: missing, unreadable or without its columns is one line."""
+    if not path.is_file():
+        raise DspsimInputError(f"--replot: {str(path)!r} not found (or not a regular file); "
+                               "run without --replot first to write it")
+    try:
+        df = pd.read_csv(path)
+    except (ValueError, OSError, UnicodeDecodeError) as e:
+        raise DspsimInputError(f"--replot: {str(path)!r} is not a camera_streams table: "
+                               f"{e.__class__.__name__}") from None
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing or df.empty:
+        raise DspsimInputError(f"--replot: {str(path)!r} is not a camera_streams table "
+                               f"(missing {', '.join(missing) or 'rows'})")
+    return df
 
 
 def conclusion(df: pd.DataFrame, limits: dict[str, int]) -> str:

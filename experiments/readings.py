@@ -29,13 +29,12 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from _results import RESULTS
+from _results import experiment_parser, out_dir_of, script_main, staged
 
 from dspsim.config import load_model, models_dir
 from dspsim.ops import get_op
 from dspsim.paths import atomic_write_text
 from dspsim.run import simulate
-from dspsim.study.experiments import experiment_parser, script_main
 
 N = 100_000  # the document's length
 LENGTHS = (64, 1024, 16_384, N)
@@ -175,8 +174,7 @@ def write_csv(path: Path, rows: list[dict], columns) -> None:
 
 def main() -> None:
     args = experiment_parser(__doc__.splitlines()[0]).parse_args()
-    out_dir = Path(args.out_dir) if args.out_dir else RESULTS
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = out_dir_of(args.out_dir)
     which = readings()
     tasks = [t for label, name, ov in which for t in tasks_for(label, name, ov, args.fidelity)]
     print(f"readings: {len(tasks)} runs under {len(which)} readings ({args.fidelity} fidelity)",
@@ -186,9 +184,10 @@ def main() -> None:
             rows = list(pool.map(run_one, tasks, chunksize=8))
     else:
         rows = [run_one(t) for t in tasks]
-    write_csv(out_dir / "readings.csv", rows, COLUMNS)
     summary = [summarise(rows, label, name, ov) for label, name, ov in which]
-    write_csv(out_dir / "readings_summary.csv", summary, list(summary[0]))
+    with staged(out_dir) as stage:  # both tables replace the old ones together
+        write_csv(stage / "readings.csv", rows, COLUMNS)
+        write_csv(stage / "readings_summary.csv", summary, list(summary[0]))
     for s in summary:
         print(f"\n{s['model']}")
         for k, v in s.items():

@@ -27,13 +27,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-from _results import RESULTS  # noqa: E402
+from _results import experiment_parser, out_dir_of, script_main, staged  # noqa: E402
 
 from dspsim.config import load_model  # noqa: E402
 from dspsim.ops import get_op  # noqa: E402
 from dspsim.paths import atomic_savefig, atomic_write_text  # noqa: E402
 from dspsim.run import simulate  # noqa: E402
-from dspsim.study.experiments import experiment_parser, script_main  # noqa: E402
 from dspsim.study.optimize import evaluate_all, optimize, params_text  # noqa: E402
 
 NAME = "schedules"
@@ -162,8 +161,7 @@ def mark(ok: bool) -> str:
 
 def main() -> None:
     args = experiment_parser(__doc__.splitlines()[0]).parse_args()
-    out_dir = Path(args.out_dir) if args.out_dir else RESULTS
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = out_dir_of(args.out_dir)
     show = sys.stderr.isatty()
     op = get_op(OP)
     j6 = load_model()
@@ -177,9 +175,10 @@ def main() -> None:
                                   [j6.with_overrides(FOUR_CHANNELS)], [LARGE_N], args, show,
                                   set())
     df = pd.DataFrame(rows + worst_rows + four_rows)
-    atomic_write_text(out_dir / f"{NAME}.csv", df.to_csv(index=False, float_format="%.6g"),
-                      "table")
-    plot(df, fit_n, args.fidelity, out_dir / f"{NAME}.png")
+    with staged(out_dir) as stage:  # the table and the figure replace the old ones together
+        atomic_write_text(stage / f"{NAME}.csv", df.to_csv(index=False, float_format="%.6g"),
+                          "table")
+        plot(df, fit_n, args.fidelity, stage / f"{NAME}.png")
 
     # the rows variant on a [rows, cols] tensor, at its defaults
     shape = ROWS_SHAPE

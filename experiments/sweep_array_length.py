@@ -10,10 +10,17 @@ Run: ``python experiments/sweep_array_length.py [--jobs 2] [--fidelity tile|burs
 from __future__ import annotations
 
 import numpy as np
-from _results import RESULTS, finish_table
+from _results import (
+    RESULTS,
+    experiment_parser,
+    finish_table,
+    out_dir_of,
+    script_main,
+    staged,
+)
 
 from dspsim.analysis.timeline import save_figure
-from dspsim.study.experiments import experiment_parser, run_experiment, script_main
+from dspsim.study.experiments import run_experiment
 from dspsim.study.sweep_plot import line_plot
 
 NAME = "sweep_array_length"
@@ -24,9 +31,16 @@ FIT_FROM = 1 << 16  # fit the straight line where fixed costs no longer dominate
 
 def main() -> None:
     args = experiment_parser(__doc__.splitlines()[0]).parse_args()
+    final = out_dir_of(args.out_dir)  # checked before anything runs
+    with staged(final) as stage:  # the tables and the figure replace the old ones together
+        args.out_dir = str(stage)
+        run(args, final)
+
+
+def run(args, final) -> None:
     df, out_dir = run_experiment(NAME, args, RESULTS, params={"n": LENGTHS},
                                  variants=VARIANTS)
-    finish_table(out_dir / f"{NAME}.csv")
+    finish_table(out_dir / f"{NAME}.csv", final)
 
     fig = line_plot(df, "n", "cycles_per_element", hue="variant", source=NAME)
     save_figure(fig, out_dir / f"{NAME}.png", dpi=130)

@@ -8,11 +8,18 @@ Run: ``python experiments/sweep_ddr_latency.py [--jobs 2] [--fidelity tile|burst
 from __future__ import annotations
 
 import numpy as np
-from _results import RESULTS, finish_table
+from _results import (
+    RESULTS,
+    experiment_parser,
+    finish_table,
+    out_dir_of,
+    script_main,
+    staged,
+)
 
 from dspsim.analysis.timeline import save_figure
 from dspsim.config import load_model
-from dspsim.study.experiments import experiment_parser, run_experiment, script_main
+from dspsim.study.experiments import run_experiment
 from dspsim.study.sweep_plot import line_plot, speedup_table
 
 NAME = "sweep_ddr_latency"
@@ -37,11 +44,18 @@ def crossovers(lat: np.ndarray, speedup: np.ndarray) -> list[float]:
 
 def main() -> None:
     args = experiment_parser(__doc__.splitlines()[0]).parse_args()
+    final = out_dir_of(args.out_dir)  # checked before anything runs
+    with staged(final) as stage:  # the tables and the figure replace the old ones together
+        args.out_dir = str(stage)
+        run(args, final)
+
+
+def run(args, final) -> None:
     df, out_dir = run_experiment(
         NAME, args, RESULTS, params={"ddr.latency_cycles": LATENCIES_CYCLES}, n=N,
         variants=VARIANTS,
     )
-    finish_table(out_dir / f"{NAME}.csv")
+    finish_table(out_dir / f"{NAME}.csv", final)
     table = speedup_table(df).sort_values("ddr.latency_cycles")
     lat = table["ddr.latency_cycles"].to_numpy(dtype=float)
     s = table["speedup"].to_numpy(dtype=float)

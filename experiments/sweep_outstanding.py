@@ -10,11 +10,18 @@ Run: ``python experiments/sweep_outstanding.py [--jobs 2] [--fidelity tile|burst
 
 from __future__ import annotations
 
-from _results import RESULTS, finish_table
+from _results import (
+    RESULTS,
+    experiment_parser,
+    finish_table,
+    out_dir_of,
+    script_main,
+    staged,
+)
 
 from dspsim.analysis.timeline import save_figure
 from dspsim.config import load_model
-from dspsim.study.experiments import experiment_parser, run_experiment, script_main
+from dspsim.study.experiments import run_experiment
 from dspsim.study.sweep_plot import heatmap
 
 NAME = "sweep_outstanding"
@@ -25,6 +32,13 @@ COMPUTE_BOUND = 0.5  # core busy fraction
 
 def main() -> None:
     args = experiment_parser(__doc__.splitlines()[0]).parse_args()
+    final = out_dir_of(args.out_dir)  # checked before anything runs
+    with staged(final) as stage:  # the tables and the figure replace the old ones together
+        args.out_dir = str(stage)
+        run(args, final)
+
+
+def run(args, final) -> None:
     fitted_bw = load_model().ddr.bytes_per_cycle
     bandwidths = sorted({fitted_bw, *(float(1 << k) for k in range(8))})  # fitted, 1 .. 128
     df, out_dir = run_experiment(
@@ -35,7 +49,7 @@ def main() -> None:
         variants="pingpong",
         n=N,
     )
-    finish_table(out_dir / f"{NAME}.csv")
+    finish_table(out_dir / f"{NAME}.csv", final)
     df["core_busy_fraction"] = df["core_busy_cycles"] / df["cycles"]
 
     fig = heatmap(

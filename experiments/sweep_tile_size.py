@@ -9,11 +9,18 @@ Run: ``python experiments/sweep_tile_size.py [--jobs 2] [--fidelity tile|burst] 
 
 from __future__ import annotations
 
-from _results import RESULTS, finish_table
+from _results import (
+    RESULTS,
+    experiment_parser,
+    finish_table,
+    out_dir_of,
+    script_main,
+    staged,
+)
 
 from dspsim.analysis.timeline import save_figure
 from dspsim.config import load_model
-from dspsim.study.experiments import experiment_parser, run_experiment, script_main
+from dspsim.study.experiments import run_experiment
 from dspsim.study.sweep_plot import WARNED_LABEL, line_plot, ring_warned, warned_mask
 
 NAME = "sweep_tile_size"
@@ -39,11 +46,18 @@ LATENCY_BOUND = {"idma.max_outstanding": 1, "ddr.latency_cycles": 180.21,
 
 def main() -> None:
     args = experiment_parser(__doc__.splitlines()[0]).parse_args()
+    final = out_dir_of(args.out_dir)  # checked before anything runs
+    with staged(final) as stage:  # the tables and the figure replace the old ones together
+        args.out_dir = str(stage)
+        run(args, final)
+
+
+def run(args, final) -> None:
     tiles = tiles_that_fit(load_model())
     df, out_dir = run_experiment(
         NAME, args, RESULTS, params={"softmax.tile_bytes": tiles}, n=N, variants=VARIANTS
     )
-    finish_table(out_dir / f"{NAME}.csv")
+    finish_table(out_dir / f"{NAME}.csv", final)
     pp = df[df["variant"] == "pingpong"].set_index("softmax.tile_bytes")["cycles"].sort_index()
     direct = df[df["variant"] == "direct"]["cycles"].median()
     best_tile = int(pp.idxmin())
@@ -55,7 +69,7 @@ def main() -> None:
     alt_df, _ = run_experiment(f"{NAME}_latency_bound", args, RESULTS,
                                params={"softmax.tile_bytes": tiles}, n=N,
                                variants=VARIANTS, overrides=LATENCY_BOUND)
-    finish_table(out_dir / f"{NAME}_latency_bound.csv")
+    finish_table(out_dir / f"{NAME}_latency_bound.csv", final)
     alt_pp = alt_df[alt_df["variant"] == "pingpong"].sort_values("softmax.tile_bytes")
     alt = alt_pp.set_index("softmax.tile_bytes")["cycles"]
 

@@ -15,11 +15,8 @@ Usage: ``python experiments/timelines.py [--out-dir DIR] [--model PATH] [--set K
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import pandas as pd
-from _results import RESULTS
+from _results import out_dir_of, parser, script_main, staged
 
 from dspsim.analysis.compare import plot_compare
 from dspsim.analysis.stalls import core_breakdown, engine_utilisation
@@ -33,16 +30,23 @@ N = 100_000
 
 
 def main(argv: list[str] | None = None) -> str:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out-dir", metavar="DIR", default=str(RESULTS),
-                    help="where to write (default: results/)")
+    ap = parser(__doc__.splitlines()[0])
+    ap.add_argument("--out-dir", metavar="DIR", help="where to write (default: results/)")
     ap.add_argument("--model", default=None)
     ap.add_argument("--set", action="append", default=[], dest="overrides")
     args = ap.parse_args(argv)
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-
     model = load_model(args.model, args.overrides)
+    final = out_dir_of(args.out_dir)
+    with staged(final) as out:
+        sentence = _write(model, out)
+    for name in ("timeline_pingpong.png", "timeline_direct.png", "timeline_pingpong_zoom.png",
+                 "timeline_compare.png", "timelines_stalls.csv"):
+        print(f"  wrote {final / name}")
+    return sentence
+
+
+def _write(model, out) -> str:
+    """Simulate both versions, write every output into ``out`` and print the conclusion."""
     runs = {
         mode: simulate(model, variant=mode, n=N, data=False, trace=True, port_log=True)
         for mode in ("pingpong", "direct")
@@ -82,11 +86,8 @@ def main(argv: list[str] | None = None) -> str:
         f"(direct: {ddr_pct['direct']:.0f}%)."
     )
     print(sentence)
-    for name in ("timeline_pingpong.png", "timeline_direct.png", "timeline_pingpong_zoom.png",
-                 "timeline_compare.png", "timelines_stalls.csv"):
-        print(f"  wrote {out / name}")
     return sentence
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

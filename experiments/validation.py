@@ -8,7 +8,6 @@ identifiability study fits and profiles three free keys at burst fidelity).
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import random
 import statistics
@@ -17,12 +16,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _results import out_dir_of, parser, script_main
 
 from dspsim import __version__
 from dspsim.config import HardwareModel, load_model
 from dspsim.ops.softmax.bounds import UNCONTENDED_MARGIN, UNCONTENDED_MIN_TILES, bounds
 from dspsim.ops.softmax.reference import seed_input
-from dspsim.paths import atomic_write_text
+from dspsim.paths import atomic_write_text, check_regular_or_absent
 from dspsim.run import git_sha, simulate
 from dspsim.study.calibrate import (
     SEED_MEASUREMENTS_CYCLES,
@@ -498,10 +498,12 @@ def accuracy_section(model: HardwareModel) -> list[str]:
 
 # ------------------------------------------------------------------------------ document
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out-dir", default=str(ROOT / "docs"), metavar="DIR",
+    ap = parser(__doc__.splitlines()[0])
+    ap.add_argument("--out-dir", metavar="DIR",
                     help="where to write validation.md (default: docs/)")
     args = ap.parse_args()
+    out = out_dir_of(args.out_dir, ROOT / "docs") / "validation.md"  # before the slow part
+    check_regular_or_absent(out, "report")
     t0 = time.perf_counter()
     model = load_model()
     cal_lines, three = calibration_section(model)
@@ -526,11 +528,9 @@ def main() -> None:
         "5. the board measurement that would settle the remaining ambiguity.",
         "",
     ]
-    out = Path(args.out_dir) / "validation.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, "\n".join(head + body).rstrip() + "\n", "report")
     log(f"wrote {out} in {time.perf_counter() - t0:.0f} s")
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

@@ -50,6 +50,16 @@ def _check_outputs(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def cmd_workload(args: argparse.Namespace) -> int:
+    try:
+        return _workload(args)
+    except MemoryError:  # anywhere: reading, simulating, the tables, the figures
+        raise UsageError(
+            f"workload {args.file!r}: out of memory; run fewer tasks (each takes a few KB, "
+            "more with --out, --timeline and --trace) or give the process more memory"
+        ) from None
+
+
+def _workload(args: argparse.Namespace) -> int:
     from dspsim.study.workload import (
         load_workload,
         run_workload,

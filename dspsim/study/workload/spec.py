@@ -16,16 +16,30 @@
     jitter_us = 500               # optional (default 0): each release late by U[0, jitter)
     deadline_us = 20000           # optional: a task misses it when submit-to-done exceeds it
 
-Every mistake is one line (:class:`WorkloadError`): unknown or missing keys, wrong types, an
-unknown op or variant, a non-positive period, count or deadline, a priority outside 0-255, an
-unknown backend, and (:func:`check_workload`, once the model is known) a backend beyond
-``core.count`` or a run the op refuses on that platform.
+Every mistake is one line (:class:`WorkloadError`): a file that is not a regular file, too
+large or nested too deeply, unknown or missing keys, wrong types, an unknown op or variant, a
+non-positive period, count or deadline, a priority outside 0-255, an unknown backend (only
+``"any"`` or ``core<K>``, K in ASCII digits without a leading zero), and (:func:`check_workload`,
+once the model is known) a backend beyond ``core.count`` or a run the op refuses on that
+platform.
+
+Bounds, so that a run stays exact and finite: a period of at least :data:`MIN_PERIOD_US`
+(1 ns); every time (``period_us``, ``start_us``, ``jitter_us``, ``deadline_us``, and the last
+release ``start_us + (count - 1) * period_us + jitter_us``) at most :data:`MAX_TIME_US`
+(10^9 us, 1,000 s: 10^12 cycles at J6's 1,000 MHz, where float64 still resolves 1e-4 of a
+cycle; an op released after about 10 s may take one cycle more or less than the same op at
+t = 0, as its absolute times round differently); at
+most :data:`MAX_TASKS` tasks in all streams together (about 2.5 KB of memory per task for the
+summary, 9 KB with ``--out``, ``--timeline`` and ``--trace``: under 2 GB at the cap).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
+import reprlib
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,12 +50,15 @@ from dspsim.host.ucp import ANY, check_priority, parse_backend
 from dspsim.ops import get_op
 
 MAX_FILE_BYTES = 1 << 20
-MAX_TASKS = 1_000_000
+MAX_TASKS = 200_000  # all streams together: ~2.5 KB per task, ~7 KB with every output
+MIN_PERIOD_US = 1e-3  # one nanosecond
+MAX_TIME_US = 1e9  # 1,000 s: 1e12 cycles at J6's 1,000 MHz, float64 resolves 1e-4 of a cycle
 TOP_KEYS = ("seed", "stream")
 REQUIRED = ("name", "op", "period_us", "count")
 OPTIONAL = ("variant", "n", "shape", "priority", "backend", "start_us", "jitter_us",
             "deadline_us")
-_CORE = re.compile(r"core\d+")  # the syntax of a backend; the model says which exist
+# the syntax of a backend (ASCII digits, no leading zero); the model says which cores exist
+_CORE = re.compile(r"core(0|[1-9][0-9]*)", re.ASCII)
 
 
 class WorkloadError(DspsimInputError):
@@ -79,14 +96,58 @@ class Workload:
         return sum(s.count for s in self.streams)
 
 
-def _number(where: str, key: str, value: Any, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise WorkloadError(f"{where}: {key} = {value!r}: expected a number")
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 2, 4, 4
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 40
+
+
+def _show(value: Any) -> str:
+    """A value as an error message quotes it: short, whatever its size or depth."""
+    return _REPR.repr(value)
+
+
+def _number(where: str, key: str, value: Any, positive: bool = False,
+            minimum: float = 0.0) -> float:
+    """A time in microseconds: finite, not negative (positive, at least ``minimum``, when
+    ``positive``), at most :data:`MAX_TIME_US`."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise WorkloadError(f"{where}: {key} = {_show(value)}: expected a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise WorkloadError(f"{where}: {key} = {_show(value)}: expected a finite number")
     if positive and value <= 0:
-        raise WorkloadError(f"{where}: {key} = {value!r}: must be positive")
+        raise WorkloadError(f"{where}: {key} = {_show(value)}: must be positive")
     if value < 0:
-        raise WorkloadError(f"{where}: {key} = {value!r}: must not be negative")
-    return float(value)
+        raise WorkloadError(f"{where}: {key} = {_show(value)}: must not be negative")
+    if value < minimum:
+        raise WorkloadError(
+            f"{where}: {key} = {_show(value)}: allowed {minimum:g} to {MAX_TIME_US:g}"
+        )
+    if value > MAX_TIME_US:
+        raise WorkloadError(
+            f"{where}: {key} = {_show(value)}: allowed {minimum:g} to {MAX_TIME_US:g} "
+            f"(10 s, so that times stay exact in cycles)"
+        )
+    return float(value)  # an int here is at most MAX_TIME_US: exact
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _checked_n(n: Any) -> Any:
+    if n is not None and not _is_int(n):
+        raise WorkloadError(f"shape: n = {_show(n)}: expected a positive integer")
+    return n
+
+
+def _checked_shape(shape: Any) -> Any:
+    """Refuse, quoting it short, a shape that is not a short list of integers (the op checks
+    the rest)."""
+    if shape is not None and (not isinstance(shape, list) or len(shape) > 8
+                              or not all(_is_int(d) for d in shape)):
+        raise WorkloadError(f"shape = {_show(shape)}: expected a list of positive integers, "
+                            "e.g. [rows, cols]")
+    return shape
 
 
 def _stream(source: str, k: int, raw: Any) -> Stream:
@@ -94,51 +155,59 @@ def _stream(source: str, k: int, raw: Any) -> Stream:
     if not isinstance(raw, dict):
         raise WorkloadError(f"{where}: expected a [[stream]] table")
     if isinstance(raw.get("name"), str):
-        where = f"{source}: stream {raw['name']!r}"
+        where = f"{source}: stream {_show(raw['name'])}"
     for key in raw:
         if key not in REQUIRED + OPTIONAL:
             raise WorkloadError(
-                f"{where}: unknown key {key!r}; allowed: {', '.join(REQUIRED + OPTIONAL)}"
+                f"{where}: unknown key {_show(key)}; allowed: {', '.join(REQUIRED + OPTIONAL)}"
             )
     for key in REQUIRED:
         if key not in raw:
-            raise WorkloadError(f"{where}: missing key {key!r}")
+            raise WorkloadError(f"{where}: missing key {_show(key)}")
     name = raw["name"]
     if not isinstance(name, str) or not name.strip():
-        raise WorkloadError(f"{where}: name = {name!r}: expected a non-empty string")
+        raise WorkloadError(f"{where}: name = {_show(name)}: expected a non-empty string")
     if not isinstance(raw["op"], str):
-        raise WorkloadError(f"{where}: op = {raw['op']!r}: expected an op name")
+        raise WorkloadError(f"{where}: op = {_show(raw['op'])}: expected an op name")
     try:
         op = get_op(raw["op"])
         variant = raw.get("variant", op.default_variant)
         if not isinstance(variant, str):
-            raise WorkloadError(f"variant = {variant!r}: expected a string")
+            raise WorkloadError(f"variant = {_show(variant)}: expected a string")
         op.check_variant(variant)
-        shape = op.shape_of(n=raw.get("n"), shape=raw.get("shape"))
+        shape = op.shape_of(n=_checked_n(raw.get("n")), shape=_checked_shape(raw.get("shape")))
         priority = check_priority(raw.get("priority", 0))
         backend = raw.get("backend", ANY)
         if not isinstance(backend, str) or not (backend == ANY or _CORE.fullmatch(backend)):
-            raise WorkloadError(f"backend {backend!r}: allowed \"any\" or \"core<K>\" "
-                                "(core0 to core<core.count - 1>)")
+            raise WorkloadError(f"backend {_show(backend)}: allowed \"any\" or \"core<K>\" "
+                                "(core0 to core<core.count - 1>, K in ASCII digits without "
+                                "a leading zero)")
     except DspsimInputError as e:
         raise WorkloadError(f"{where}: {e}") from None
     count = raw["count"]
     if isinstance(count, bool) or not isinstance(count, int):
-        raise WorkloadError(f"{where}: count = {count!r}: expected an integer")
+        raise WorkloadError(f"{where}: count = {_show(count)}: expected an integer")
     if not 1 <= count <= MAX_TASKS:
-        raise WorkloadError(f"{where}: count = {count!r}: allowed 1 to {MAX_TASKS:,}")
-    period = _number(where, "period_us", raw["period_us"], positive=True)
+        raise WorkloadError(f"{where}: count = {_show(count)}: allowed 1 to {MAX_TASKS:,}")
+    period = _number(where, "period_us", raw["period_us"], positive=True, minimum=MIN_PERIOD_US)
     jitter = _number(where, "jitter_us", raw.get("jitter_us", 0))
     if jitter >= period:
         raise WorkloadError(
-            f"{where}: jitter_us = {raw['jitter_us']!r}: must be below period_us ({period:g}) "
-            "so that releases stay in order"
+            f"{where}: jitter_us = {_show(raw['jitter_us'])}: must be below period_us "
+            f"({period:g}) so that releases stay in order"
+        )
+    start = _number(where, "start_us", raw.get("start_us", 0))
+    last = start + (count - 1) * period + jitter
+    if last > MAX_TIME_US:
+        raise WorkloadError(
+            f"{where}: the last release, start_us + (count - 1) * period_us + jitter_us = "
+            f"{last:.6g} us, is past {MAX_TIME_US:g} us ({MAX_TIME_US / 1e6:g} s); allowed "
+            "at most that, so that times stay resolved in cycles"
         )
     deadline = raw.get("deadline_us")
     return Stream(
         name=name, op=op.name, variant=variant, shape=shape, period_us=period, count=count,
-        priority=priority, backend=backend,
-        start_us=_number(where, "start_us", raw.get("start_us", 0)), jitter_us=jitter,
+        priority=priority, backend=backend, start_us=start, jitter_us=jitter,
         deadline_us=None if deadline is None else _number(where, "deadline_us", deadline, True),
     )
 
@@ -149,11 +218,11 @@ def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
         if key not in TOP_KEYS:
             hint = " (stream keys go under [[stream]])" if key in REQUIRED + OPTIONAL else ""
             raise WorkloadError(
-                f"{source}: unknown key {key!r}{hint}; allowed: seed, [[stream]]"
+                f"{source}: unknown key {_show(key)}{hint}; allowed: seed, [[stream]]"
             )
     seed = raw.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise WorkloadError(f"{source}: seed = {seed!r}: expected a non-negative integer")
+        raise WorkloadError(f"{source}: seed = {_show(seed)}: expected a non-negative integer")
     streams = raw.get("stream")
     if streams is None:
         raise WorkloadError(f"{source}: missing [[stream]]: a workload needs at least one")
@@ -161,11 +230,17 @@ def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
         raise WorkloadError(f"{source}: stream must be an array of tables [[stream]]")
     out = tuple(_stream(source, k, s) for k, s in enumerate(streams))
     names = [s.name for s in out]
-    dup = next((n for n in names if names.count(n) > 1), None)
+    seen: set[str] = set()
+    dup = next((n for n in names if n in seen or seen.add(n)), None)
     if dup is not None:
-        raise WorkloadError(f"{source}: stream name {dup!r} is used twice; names must be unique")
+        raise WorkloadError(
+            f"{source}: stream name {_show(dup)} is used twice; names must be unique"
+        )
     if sum(s.count for s in out) > MAX_TASKS:
-        raise WorkloadError(f"{source}: {sum(s.count for s in out):,} tasks; at most {MAX_TASKS:,}")
+        raise WorkloadError(
+            f"{source}: {sum(s.count for s in out):,} tasks in all streams; allowed at most "
+            f"{MAX_TASKS:,} (the memory a run takes grows with its tasks)"
+        )
     return Workload(out, seed, source)
 
 
@@ -173,16 +248,30 @@ def load_workload(path: str | Path) -> Workload:
     """Read and check a workload file."""
     p = Path(path)
     shown = str(p)
+    what = f"workload file {shown!r}"
     try:
-        if not p.is_file():
-            raise WorkloadError(f"workload file {shown!r} not found; pass an existing .toml file")
-        if p.stat().st_size > MAX_FILE_BYTES:
-            raise WorkloadError(f"workload file {shown!r} is larger than {MAX_FILE_BYTES} bytes")
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise WorkloadError(f"{what} not found; pass an existing .toml file") from None
+    except (OSError, ValueError) as e:
+        raise WorkloadError(f"{what} unreadable: {e.__class__.__name__}") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a device, FIFO or socket"
+        raise WorkloadError(f"{what} is not a regular file ({kind}); pass a .toml file")
+    try:
+        with open(p, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise WorkloadError(f"{what} is larger than {MAX_FILE_BYTES} bytes")
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise WorkloadError(f"workload file {shown!r} unreadable: {e.__class__.__name__}") from None
+        raise WorkloadError(f"{what} unreadable: {e.__class__.__name__}") from None
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise WorkloadError(f"workload file {shown!r} is not valid TOML: {e}") from None
+        raise WorkloadError(f"{what} is not valid TOML: {e}") from None
+    except RecursionError:
+        raise WorkloadError(f"{what} is nested too deeply") from None
     return parse_workload(raw, shown)
 
 

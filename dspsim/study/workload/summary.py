@@ -86,8 +86,12 @@ def backlog_growth(df: pd.DataFrame, run: WorkloadRun) -> float:
     before = np.arange(len(submit))  # releases strictly before each one (ties: order)
     done = np.searchsorted(ends, submit, side="right")
     outstanding = before - done
-    slope = np.polyfit(submit - submit[0], outstanding.astype(float), 1)[0]
-    return float(slope * (submit[-1] - submit[0]))
+    # over the window scaled to [0, 1] (whatever its length in cycles: no ill-conditioned fit),
+    # the slope is the rise over the whole window
+    x = (submit - submit[0]) / (submit[-1] - submit[0])
+    with np.errstate(all="ignore"):
+        slope = np.polyfit(x, outstanding.astype(float), 1)[0]
+    return float(slope) if np.isfinite(slope) else 0.0
 
 
 def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any]:

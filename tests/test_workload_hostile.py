@@ -1,0 +1,152 @@
+"""Hostile workload files: each is one line on stderr and exit 2 (or a WorkloadError from the
+API), never a traceback, a numpy warning, a hang or unbounded memory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dspsim.cli import main
+from dspsim.errors import DspsimInputError
+from dspsim.study.workload import WorkloadError, load_workload, parse_workload
+from dspsim.study.workload.spec import MAX_TASKS, MAX_TIME_US, MIN_PERIOD_US
+
+STREAM = {"name": "s", "op": "softmax", "variant": "direct", "n": 1000, "period_us": 1000,
+          "count": 3}
+
+
+def toml_of(**kw) -> str:
+    lines = ["[[stream]]"]
+    for k, v in (STREAM | kw).items():
+        lines.append(f"{k} = {v!r}".replace("'", '"'))
+    return "\n".join(lines) + "\n"
+
+
+def one_line_exit_2(capsys, argv: list[str], message: str) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.startswith("dspsim: error: "), err
+    assert message in err, err
+    return err
+
+
+# ---------------------------------------------------------------- 4: nesting
+def test_deeply_nested_file_is_one_line(tmp_path, capsys):
+    f = tmp_path / "nested.toml"
+    f.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n", encoding="utf-8")
+    one_line_exit_2(capsys, ["workload", str(f)], "nested too deeply")
+
+
+def test_nested_or_huge_values_are_quoted_short(tmp_path, capsys):
+    f = tmp_path / "w.toml"
+    f.write_text(toml_of().replace("n = 1000", "n = " + "[" * 100 + "]" * 100), "utf-8")
+    err = one_line_exit_2(capsys, ["workload", str(f)],
+                          "n = [[[...]]]: expected a positive integer")
+    assert len(err) < 300
+    f.write_text(toml_of().replace("n = 1000", "n = [" + "1," * 100_000 + "]"), "utf-8")
+    err = one_line_exit_2(capsys, ["workload", str(f)], "expected a positive integer")
+    assert len(err) < 300
+
+
+# ---------------------------------------------------------------- 5: extreme times
+@pytest.mark.parametrize("extra, message", [
+    ({"period_us": 1e-300}, "period_us = 1e-300: allowed 0.001 to"),
+    ({"period_us": 1e300}, "period_us = 1e+300: allowed"),
+    ({"period_us": 10**30}, "period_us = 1000000000000000000000000000000: allowed"),
+    ({"start_us": 1e300}, "start_us = 1e+300: allowed 0 to"),
+    ({"deadline_us": 1e300}, "deadline_us = 1e+300: allowed"),
+    ({"jitter_us": 1e300}, "jitter_us = 1e+300: allowed"),
+    ({"period_us": MAX_TIME_US, "count": 3}, "the last release"),
+    ({"start_us": MAX_TIME_US - 1, "count": 3}, "the last release"),
+])
+def test_extreme_times_are_refused(tmp_path, capsys, extra, message):
+    f = tmp_path / "w.toml"
+    f.write_text(toml_of(**extra), "utf-8")
+    one_line_exit_2(capsys, ["workload", str(f)], message)
+    with pytest.raises(WorkloadError, match="allowed"):
+        parse_workload({"stream": [STREAM | extra]})
+
+
+def test_extremes_inside_the_bounds_run_without_warnings(tmp_path):
+    """The smallest period and the latest start allowed: exit 0, nothing on stderr (no numpy
+    RuntimeWarning or RankWarning), and the op takes what it takes at t = 0, give or take the
+    cycle that rounding absolute times at 1,000 s may cost."""
+    f = tmp_path / "w.toml"
+    f.write_text(
+        toml_of(period_us=MIN_PERIOD_US, jitter_us=0.0005)
+        + toml_of(name="late", start_us=MAX_TIME_US - 3000, jitter_us=0.7)
+        + toml_of(name="early", start_us=1e6, jitter_us=0.7), "utf-8")
+    import json
+
+    r = subprocess.run([sys.executable, "-m", "dspsim.cli", "workload", str(f), "--json"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    streams = {s["name"]: s for s in json.loads(r.stdout)["streams"]}
+    late, early = streams["late"]["op_cycles"], streams["early"]["op_cycles"]
+    assert all(abs(late[k] - early[k]) <= 1 for k in early), (late, early)
+
+
+# ---------------------------------------------------------------- 6: total tasks
+def test_a_million_tasks_are_refused_before_running(tmp_path, capsys):
+    f = tmp_path / "mem.toml"
+    f.write_text(toml_of(n=1, period_us=1, count=1_000_000), "utf-8")
+    one_line_exit_2(capsys, ["workload", str(f)], f"allowed 1 to {MAX_TASKS:,}")
+
+
+def test_many_streams_are_capped_in_total(tmp_path, capsys):
+    per = MAX_TASKS // 4 + 1
+    f = tmp_path / "many.toml"
+    f.write_text("".join(toml_of(name=f"s{k}", n=1, period_us=1, count=per) for k in range(4)),
+                 "utf-8")
+    one_line_exit_2(capsys, ["workload", str(f)], "tasks in all streams; allowed at most")
+
+
+def test_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch):
+    import dspsim.study.workload as wl
+
+    def boom(*a, **k):
+        raise MemoryError
+
+    monkeypatch.setattr(wl, "run_workload", boom)
+    f = tmp_path / "w.toml"
+    f.write_text(toml_of(), "utf-8")
+    one_line_exit_2(capsys, ["workload", str(f)], "out of memory")
+
+
+# ---------------------------------------------------------------- 15: not a regular file
+@pytest.mark.parametrize("kind", ["devzero", "fifo", "directory"])
+def test_not_a_regular_file(tmp_path, capsys, kind):
+    p = tmp_path / "w.toml"
+    if kind == "devzero":
+        os.symlink("/dev/zero", p)
+    elif kind == "fifo":
+        os.mkfifo(p)
+    else:
+        p.mkdir()
+    one_line_exit_2(capsys, ["workload", str(p)], "is not a regular file")
+    with pytest.raises(DspsimInputError, match="not a regular file"):
+        load_workload(p)
+
+
+def test_missing_file_still_says_not_found(tmp_path, capsys):
+    one_line_exit_2(capsys, ["workload", str(tmp_path / "none.toml")], "not found")
+
+
+# ---------------------------------------------------------------- 16: backend spelling
+@pytest.mark.parametrize("backend", ["core00", "core01", "core\u0660", "core\uff10", "core 0",
+                                     "core-0", "core+1"])
+def test_backend_only_the_documented_form(tmp_path, capsys, backend):
+    with pytest.raises(WorkloadError, match="backend"):
+        parse_workload({"stream": [STREAM | {"backend": backend}]})
+    f = tmp_path / "w.toml"
+    f.write_text(toml_of(backend=backend), "utf-8")
+    one_line_exit_2(capsys, ["workload", str(f)], "backend")
+
+
+@pytest.mark.parametrize("backend", ["any", "core0", "core10"])
+def test_documented_backends_parse(backend):
+    assert parse_workload({"stream": [STREAM | {"backend": backend}]}).streams[0].backend == backend
