@@ -146,6 +146,17 @@ def staged(out_dir: Path) -> Iterator[Path]:
         shutil.rmtree(stage, ignore_errors=True)
 
 
+def staged_main(description: str, run: Callable[[argparse.Namespace, Path], object]) -> None:
+    """A sweep script's ``main``: parse the common arguments, check the out-dir before anything
+    runs, and let ``run(args, final_dir)`` write into a staging folder (``args.out_dir``) whose
+    files replace the old ones together."""
+    args = experiment_parser(description).parse_args()
+    final = out_dir_of(args.out_dir)
+    with staged(final) as stage:
+        args.out_dir = str(stage)
+        run(args, final)
+
+
 def script_main(main: Callable[[], object], name: str | None = None) -> None:
     """Run a script's ``main()``: bad input, a file that cannot be read or written, or running
     out of memory is one line on stderr and exit 2."""

@@ -12,11 +12,9 @@ from __future__ import annotations
 import numpy as np
 from _results import (
     RESULTS,
-    experiment_parser,
     finish_table,
-    out_dir_of,
     script_main,
-    staged,
+    staged_main,
 )
 
 from dspsim.analysis.timeline import save_figure
@@ -30,15 +28,11 @@ FIT_FROM = 1 << 16  # fit the straight line where fixed costs no longer dominate
 
 
 def main() -> None:
-    args = experiment_parser(__doc__.splitlines()[0]).parse_args()
-    final = out_dir_of(args.out_dir)  # checked before anything runs
-    with staged(final) as stage:  # the tables and the figure replace the old ones together
-        args.out_dir = str(stage)
-        run(args, final)
+    staged_main(__doc__.splitlines()[0], run)  # the tables and the figure replace the old ones
 
 
 def run(args, final) -> None:
-    df, out_dir = run_experiment(NAME, args, RESULTS, params={"n": LENGTHS},
+    df, out_dir = run_experiment(NAME, args, RESULTS, final, params={"n": LENGTHS},
                                  variants=VARIANTS)
     finish_table(out_dir / f"{NAME}.csv", final)
 

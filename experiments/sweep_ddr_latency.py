@@ -10,11 +10,9 @@ from __future__ import annotations
 import numpy as np
 from _results import (
     RESULTS,
-    experiment_parser,
     finish_table,
-    out_dir_of,
     script_main,
-    staged,
+    staged_main,
 )
 
 from dspsim.analysis.timeline import save_figure
@@ -43,16 +41,12 @@ def crossovers(lat: np.ndarray, speedup: np.ndarray) -> list[float]:
 
 
 def main() -> None:
-    args = experiment_parser(__doc__.splitlines()[0]).parse_args()
-    final = out_dir_of(args.out_dir)  # checked before anything runs
-    with staged(final) as stage:  # the tables and the figure replace the old ones together
-        args.out_dir = str(stage)
-        run(args, final)
+    staged_main(__doc__.splitlines()[0], run)  # the tables and the figure replace the old ones
 
 
 def run(args, final) -> None:
     df, out_dir = run_experiment(
-        NAME, args, RESULTS, params={"ddr.latency_cycles": LATENCIES_CYCLES}, n=N,
+        NAME, args, RESULTS, final, params={"ddr.latency_cycles": LATENCIES_CYCLES}, n=N,
         variants=VARIANTS,
     )
     finish_table(out_dir / f"{NAME}.csv", final)

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from _results import (
     RESULTS,
-    experiment_parser,
     finish_table,
-    out_dir_of,
     script_main,
-    staged,
+    staged_main,
 )
 
 from dspsim.analysis.timeline import save_figure
@@ -31,11 +29,7 @@ COMPUTE_BOUND = 0.5  # core busy fraction
 
 
 def main() -> None:
-    args = experiment_parser(__doc__.splitlines()[0]).parse_args()
-    final = out_dir_of(args.out_dir)  # checked before anything runs
-    with staged(final) as stage:  # the tables and the figure replace the old ones together
-        args.out_dir = str(stage)
-        run(args, final)
+    staged_main(__doc__.splitlines()[0], run)  # the tables and the figure replace the old ones
 
 
 def run(args, final) -> None:
@@ -45,6 +39,7 @@ def run(args, final) -> None:
         NAME,
         args,
         RESULTS,
+        final,
         params={"idma.max_outstanding": OUTSTANDING, "ddr.bytes_per_cycle": bandwidths},
         variants="pingpong",
         n=N,

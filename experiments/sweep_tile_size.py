@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from _results import (
     RESULTS,
-    experiment_parser,
     finish_table,
-    out_dir_of,
     script_main,
-    staged,
+    staged_main,
 )
 
 from dspsim.analysis.timeline import save_figure
@@ -45,17 +43,13 @@ LATENCY_BOUND = {"idma.max_outstanding": 1, "ddr.latency_cycles": 180.21,
 
 
 def main() -> None:
-    args = experiment_parser(__doc__.splitlines()[0]).parse_args()
-    final = out_dir_of(args.out_dir)  # checked before anything runs
-    with staged(final) as stage:  # the tables and the figure replace the old ones together
-        args.out_dir = str(stage)
-        run(args, final)
+    staged_main(__doc__.splitlines()[0], run)  # the tables and the figure replace the old ones
 
 
 def run(args, final) -> None:
     tiles = tiles_that_fit(load_model())
     df, out_dir = run_experiment(
-        NAME, args, RESULTS, params={"softmax.tile_bytes": tiles}, n=N, variants=VARIANTS
+        NAME, args, RESULTS, final, params={"softmax.tile_bytes": tiles}, n=N, variants=VARIANTS
     )
     finish_table(out_dir / f"{NAME}.csv", final)
     pp = df[df["variant"] == "pingpong"].set_index("softmax.tile_bytes")["cycles"].sort_index()
@@ -66,7 +60,7 @@ def run(args, final) -> None:
     default_tile = load_model().softmax.tile_bytes
     default_pct = 100.0 * (pp.get(default_tile, float("nan")) / best - 1.0)
 
-    alt_df, _ = run_experiment(f"{NAME}_latency_bound", args, RESULTS,
+    alt_df, _ = run_experiment(f"{NAME}_latency_bound", args, RESULTS, final,
                                params={"softmax.tile_bytes": tiles}, n=N,
                                variants=VARIANTS, overrides=LATENCY_BOUND)
     finish_table(out_dir / f"{NAME}_latency_bound.csv", final)

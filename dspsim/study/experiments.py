@@ -1,6 +1,7 @@
-"""Canned sweeps: what the scripts in ``experiments/`` share, and the sweep benchmark of
-``python -m dspsim.bench``. An experiment's table is written by :func:`run_sweep` (its journal,
-then the whole file atomically through :mod:`dspsim.paths`)."""
+"""Canned sweeps: the sweep the scripts in ``experiments/`` run (their arguments and entry
+point are ``experiments/_results.py``'s), and the sweep benchmark of ``python -m dspsim.bench``.
+An experiment's table is written by :func:`run_sweep` (its journal, then the whole file
+atomically through :mod:`dspsim.paths`)."""
 
 from __future__ import annotations
 
@@ -14,48 +15,29 @@ import pandas as pd
 
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
-from dspsim.platform import FIDELITIES
 from dspsim.study.sweep import DEFAULT_N, DEFAULT_OP, build_sweep, read_sweep, run_sweep
 
 
-def experiment_parser(description: str) -> argparse.ArgumentParser:
-    """Options shared by the scripts in ``experiments/``."""
-    p = argparse.ArgumentParser(description=description)
-    p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    p.add_argument(
-        "--fidelity", choices=FIDELITIES, default="burst",
-        help="default: burst, the reference (an experiment's grid is small); tile is the fast "
-        "approximation for large sweeps, exact where the port is not contended",
-    )
-    p.add_argument("--out-dir", metavar="DIR", help="where to write (default: results/)")
-    return p
-
-
 def run_experiment(
-    name: str, args: argparse.Namespace, default_dir: Path, **sweep_args: Any
+    name: str, args: argparse.Namespace, default_dir: Path, shown_dir: Path | None = None,
+    **sweep_args: Any,
 ) -> tuple[pd.DataFrame, Path]:
     """Run an experiment's sweep afresh into ``<dir>/<name>.csv``; return its table and the
-    directory. ``sweep_args`` go to :func:`build_sweep`."""
+    directory. ``sweep_args`` go to :func:`build_sweep`; ``shown_dir``: the folder the messages
+    name (where the file ends up, when it is written in a staging folder first)."""
     out_dir = Path(args.out_dir) if args.out_dir else default_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     fidelity = args.fidelity
     sweep = build_sweep(fidelity=fidelity, **sweep_args)
     csv_path = out_dir / f"{name}.csv"
     summary = run_sweep(sweep, csv_path, jobs=args.jobs, fresh=True)
-    print(f"{summary.line()} [{fidelity} fidelity]", file=sys.stderr)
+    shown = (shown_dir / csv_path.name) if shown_dir is not None else csv_path
+    print(f"{summary.line().replace(str(csv_path), str(shown))} [{fidelity} fidelity]",
+          file=sys.stderr)
     df = read_sweep(csv_path)
     if summary.failed:
-        print(f"{name}: {summary.failed} points failed; see {csv_path}", file=sys.stderr)
+        print(f"{name}: {summary.failed} points failed; see {shown}", file=sys.stderr)
     return df[df["error"] == ""].reset_index(drop=True), out_dir
-
-
-def script_main(main) -> None:
-    """Run an experiment's ``main()``: bad input is one line on stderr and exit 2."""
-    try:
-        main()
-    except DspsimInputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
 
 
 def bench_sweep(
