@@ -476,7 +476,9 @@ def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> F
     width_px = fig.get_figwidth() * DPI * ax.get_position().width
     handles, used_occupancy = draw_engine_lanes(ax, result, lo, hi, width_px)
     width_px = fig.get_figwidth() * DPI * ax.get_position().width  # the lanes may move it
-    handles += draw_ddr(ax_bw, ax_req, result, lo, hi, bins=int(min(600, width_px // 2)))
+    # one bin per pixel column: the finest mean the figure can show, so a pattern finer than
+    # a bin cannot beat against the bins into a slower one that never happened
+    handles += draw_ddr(ax_bw, ax_req, result, lo, hi, bins=max(1, int(width_px)))
     ax.set_xlim(lo, hi)
     for a in (ax, ax_bw):
         a.tick_params(axis="x", labelbottom=False)
