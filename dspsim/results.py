@@ -53,7 +53,7 @@ FORMAT = "dspsim-run"
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 DOCUMENT_KEYS = {"format", "format_version", "result", "model", "origin_cycle", "trace",
-                 "port_log", "trace_rows_dropped"}
+                 "port_log", "trace_rows_dropped", "recorded_until_cycle"}
 # every count and cycle in a run is below this: float64 holds each such integer exactly
 MAX_MAGNITUDE = 2**53
 SAVE_SUFFIXES = (".json", ".json.gz")
@@ -89,6 +89,8 @@ def run_document(result: Any) -> dict[str, Any]:
     dropped = trace.rows_dropped
     if dropped:  # a trace cut by a row limit says so
         doc["trace_rows_dropped"] = dropped
+    if getattr(result, "recorded_until_cycle", None) is not None:
+        doc["recorded_until_cycle"] = float(result.recorded_until_cycle)
     if result.port_log is not None:
         log = result.port_log
         cols = log.columns() if isinstance(log, PortLog) else PortLog.from_columns(
@@ -189,6 +191,8 @@ def load_run(path: str | Path) -> Result:
             port_log=port_log,
             model=model,
             origin_cycle=float(doc["origin_cycle"]),
+            recorded_until_cycle=None if doc.get("recorded_until_cycle") is None
+            else float(doc["recorded_until_cycle"]),
         )
     except DspsimInputError:
         raise
@@ -447,6 +451,8 @@ def check_document(doc: dict[str, Any]) -> None:
     _typed(r["manifest"], dict, "result.manifest")
     _num(doc["origin_cycle"], "origin_cycle")
     _int(doc.get("trace_rows_dropped", 0), "trace_rows_dropped")
+    if doc.get("recorded_until_cycle") is not None:
+        _num(doc["recorded_until_cycle"], "recorded_until_cycle", None)
 
     trace = _typed(doc["trace"], dict, "trace")
     if set(trace) != set(COLUMNS):

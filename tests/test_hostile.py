@@ -425,3 +425,32 @@ def test_an_error_names_its_real_cause(tmp_path, capsys, argv, message):
     code, out, err = run_cli(capsys, "run", "--n", "2000", *argv) if "--shape" not in argv \
         else run_cli(capsys, "run", *argv)
     assert code == 2 and message in err and err.count("\n") == 1 and "0x" not in err, err
+
+
+def test_a_cut_recording_says_where_it_stops_and_figures_show_the_rest_unrecorded(tmp_path,
+                                                                                    capsys):
+    """--trace-limit cuts the trace and the port log at their own counts; up to the first cut
+    both are whole, and the saved run, the report, the timeline and the trace say where."""
+    from dspsim.analysis.perfetto import trace_events
+    from dspsim.analysis.timeline import timeline_figure
+    from dspsim.results import load_run
+
+    model = load_model()
+    full = simulate(model, variant="direct", n=100_000, data=False, trace=True, port_log=True)
+    cut = simulate(model, variant="direct", n=100_000, data=False, trace=True, port_log=True,
+                   trace_limit=1000)
+    until = cut.recorded_until_cycle
+    assert until is not None and 0 < until < cut.cycles and full.recorded_until_cycle is None
+    issued = [e for e in full.port_log if e[0] - full.origin_cycle < until]
+    assert list(cut.port_log)[:len(issued)] == issued  # whole up to the cut
+    path = tmp_path / "cut.json"
+    code, _, _ = run_cli(capsys, "run", "--variant", "direct", "--no-data", "--trace-limit",
+                         "1000", "--save", path)
+    back = load_run(path)
+    assert code == 0 and back.recorded_until_cycle == pytest.approx(until)
+    code, out, _ = run_cli(capsys, "report", path)
+    assert code == 0 and f"first {until:,.0f} of" in out
+    fig = timeline_figure(back)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(label.startswith("not recorded (--trace-limit)") for label in labels)
+    assert "not recorded, not idle" in trace_events(back)["otherData"]["recorded"]

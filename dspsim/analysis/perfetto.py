@@ -423,6 +423,12 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
             f"\"cut\") and {len(flows):,} of {n_flows:,} flows; TCM occupancy and the DDR "
             "counters end at the cut too"
         ),
+        "recorded": (
+            "the whole run" if getattr(result, "recorded_until_cycle", None) is None
+            else f"the run's trace and DDR port log are whole only up to cycle "
+            f"{result.recorded_until_cycle:,.0f} (--trace-limit): after it, missing slices and "
+            "zero counters mean not recorded, not idle"
+        ),
         "ddr_bytes_in_flight": bytes_how,
         "ddr_requests_in_flight": req_how,
         "flows": "each flow carries the category of the slice it leaves (copy_in, compute)",

@@ -490,11 +490,27 @@ def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> F
     ax_req.tick_params(axis="x", labelsize=8)
     add_us_axis(ax, result.model.core.clock_mhz)
     notes = [OCCUPANCY_NOTE] if used_occupancy else []
+    handles += draw_not_recorded([ax, ax_bw, ax_req], result, lo, hi)
     if draw_pass_lines([ax, ax_bw, ax_req], result, lo, hi):
         notes.append("dashed verticals: pass boundaries")
     fig.suptitle(run_title(result, lo, hi), fontsize=11, y=0.975)
     finish_layout(fig, gs, handles, notes)
     return fig
+
+
+def draw_not_recorded(axes, result: Any, lo: float, hi: float) -> list[Any]:
+    """Cover what a ``--trace-limit`` run did not record (after ``recorded_until_cycle``), so
+    that it reads as unknown, not as idle; the legend handle, if drawn."""
+    from matplotlib.patches import Patch
+
+    until = getattr(result, "recorded_until_cycle", None)
+    if until is None or until >= hi:
+        return []
+    style = {"facecolor": "#eeeeee", "edgecolor": "#999999", "hatch": "xx", "linewidth": 0,
+             "zorder": 10}
+    for a in axes:
+        a.axvspan(max(lo, until), hi, **style)
+    return [Patch(label=f"not recorded (--trace-limit): after cycle {until:,.0f}", **style)]
 
 
 def plot_timeline(

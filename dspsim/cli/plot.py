@@ -69,15 +69,17 @@ def plot_timeline_cli(args: argparse.Namespace) -> int:
 
 
 def cut_trace_note(result) -> str | None:
-    """One line when the run's trace was cut by ``--trace-limit`` (what is drawn or summed
+    """One line when the run's recording was cut by ``--trace-limit`` (what is drawn or summed
     covers only the run's start), else None."""
+    until = getattr(result, "recorded_until_cycle", None)
     dropped = int(result.trace.attrs.get("rows_dropped", 0)) if result.trace is not None else 0
-    if not dropped:
+    if until is None and not dropped:
         return None
+    span = (f"its first {until:,.0f} of {result.cycles:,} cycles" if until is not None
+            else "the start of the run")
     return (
-        f"note: this run's trace holds only its first {len(result.trace):,} rows "
-        f"(--trace-limit; {dropped:,} more were not kept): what follows covers only the start "
-        "of the run"
+        f"note: this run's trace and DDR port log were cut by --trace-limit ({len(result.trace):,} "
+        f"rows kept, {dropped:,} not): what follows covers only {span}"
     )
 
 
