@@ -364,6 +364,8 @@ def test_cli_calibrate_json_and_out(j6, tmp_path):
         (["--measured", "direct,n=10000=99999999999999999999999999", "--free",
           "ddr.latency_cycles"], "2**53"),
         (["--measured", "direct,n=1__000=800000", "--free", "ddr.latency_cycles"], "n = "),
+        (["--measured", "direct,n=10000=9007199254740993", "--free", "ddr.latency_cycles"],
+         "2**53"),  # one past 2**53: float64 would round it silently
     ],
 )
 def test_cli_errors_are_one_line_exit_2(argv, match):
@@ -683,3 +685,19 @@ def test_cli_calibrates_from_a_second_op(second, tmp_path):
     assert (row["op"], row["variant"], row["shape"]) == (name, variant, list(shape))
     assert abs(row["residual_pct"]) < 1.0
     assert obj["fit"]["ddr.latency_cycles"]["value"] == pytest.approx(150.0, rel=0.05)
+
+
+def test_a_tile_key_is_explored_and_freed_on_its_multiples(j6):
+    """The explorer's grid and a --free range keep to the values the key takes (multiples of
+    4): a grid value off them would be refused by the model and silently never tried."""
+    from dspsim.study.calibrate.explore import explore_space
+    from dspsim.study.calibrate.params import parse_free
+
+    ms = [Measurement("pingpong", 5_154_293, (100_000,))]
+    space = explore_space(j6, ms, free=["softmax.tile_bytes=4000:70000"])
+    tiles = space.grid["softmax.tile_bytes"]
+    assert len(tiles) >= 3 and all(t % 4 == 0 and 4000 <= t <= 70000 for t in tiles)
+    p = parse_free("softmax.tile_bytes=1001:2003", j6)
+    assert (p.lo, p.hi) == (1004, 2000)
+    with pytest.raises(DspsimInputError, match="multiples of 4"):
+        parse_free("softmax.tile_bytes=5:7", j6)

@@ -58,7 +58,7 @@ from dspsim.config import HardwareModel
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import get_op
 from dspsim.study.calibrate.classify import model_at
-from dspsim.study.calibrate.measure import Measurement, is_int_key
+from dspsim.study.calibrate.measure import Measurement, int_value, is_int_key
 from dspsim.study.calibrate.params import FreeParam, parse_free
 from dspsim.study.calibrate.problem import FitPoint, Problem, Progress
 
@@ -163,7 +163,8 @@ def explore_space(
             cont[p.key] = p
     for key, (lo, hi, f) in ranges.items():
         own = int(model.get(key))
-        values[key] = sorted({*log_grid(lo, hi, f, integer=True),
+        snapped = (int_value(key, v) for v in log_grid(lo, hi, f, integer=True))
+        values[key] = sorted({*(v for v in snapped if lo <= v <= hi),  # values the key takes
                               *([own] if lo <= own <= hi else [])})
     for key, vals in (grid or {}).items():
         if key not in values:

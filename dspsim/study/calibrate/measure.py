@@ -32,6 +32,7 @@ import inspect
 import math
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -142,16 +143,17 @@ def _parse_cycles(text: str, where: str) -> float:
     """A measured cycle count: a whole positive number (a ``TIME_STAMP`` difference), written
     ``1234567``, ``1_234_567`` or ``5.154293e6``; never rounded silently."""
     t = text.strip()
-    value = None
+    exact = None
     if re.fullmatch(rf"{_DIGITS}(\.(?:{_DIGITS})?)?([eE][+-]?{_DIGITS})?", t):
         try:
-            value = float(t.replace("_", ""))
-        except (ValueError, OverflowError):
-            value = None
-    if value is None or not math.isfinite(value) or value <= 0:
+            exact = Decimal(t.replace("_", ""))  # exact: nothing rounds before the checks
+        except (InvalidOperation, ValueError):
+            exact = None
+    if exact is None or not exact.is_finite() or exact <= 0:
         hint = " (write 1234567 or 1_234_567, no commas)" if "," in text else ""
         raise DspsimInputError(f"{where}: cycles {text.strip()!r} is not a positive number{hint}")
-    if value != int(value) or value > MAX_CYCLES:
+    value = float(exact) if exact <= MAX_CYCLES else math.inf
+    if exact != exact.to_integral_value() or exact > MAX_CYCLES:
         raise DspsimInputError(
             f"{where}: cycles {text.strip()!r}: expected a whole number of cycles from 1 to "
             "2**53 (a TIME_STAMP difference is a count)")

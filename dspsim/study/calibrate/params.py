@@ -101,7 +101,11 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
         if f.metadata["positive"] and lo <= 0:
             raise DspsimInputError(f"--free {text!r}: {key} must stay greater than 0")
         if integer:
-            lo, hi = math.ceil(lo), math.floor(hi)
+            step = f.metadata.get("multiple") or 1  # the values the key takes
+            lo, hi = math.ceil(lo / step) * step, math.floor(hi / step) * step
+            if lo > hi:
+                raise DspsimInputError(
+                    f"--free {text!r}: {key} takes multiples of {step}; the range holds none")
     if not lo < hi:
         raise DspsimInputError(f"--free {text!r}: the range must have LO < HI (got {lo:g}:{hi:g})")
     return FreeParam(key, float(lo), float(hi), integer)
