@@ -307,7 +307,10 @@ class AccessLog:
         ``origin``."""
         if len(self.pairs) > self.limit:
             self._keep_earliest()
-        self.pairs.sort(key=lambda p: p[0])
+        # memory by memory in the order they were first touched, then by cycle: the order a
+        # whole-run check (each memory's accesses sorted by start) gives
+        rank = {memory: i for i, memory in enumerate(self.active)}
+        self.pairs.sort(key=lambda p: (rank[p[1]], p[0]))
         found = [_describe(memory, a, b, origin) for _, memory, a, b in self.pairs]
         return sorted(found, key=lambda h: h["cycle"])
 

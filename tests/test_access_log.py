@@ -59,7 +59,9 @@ def feed(log: AccessLog, ops, rng: random.Random) -> int:
 
 
 def whole_run(log_order: list[Access], origin: float = 0.0) -> list[dict]:
-    """The whole-run check: sort each memory's accesses by start, pair the overlapping ones."""
+    """The whole-run check the log replaced, as it was: memory by memory (in the order first
+    touched), each memory's accesses sorted by start, the overlapping ones paired; then a
+    stable sort by cycle."""
     found = []
     by_memory: dict[str, list[Access]] = {}
     for a in log_order:
@@ -71,11 +73,9 @@ def whole_run(log_order: list[Access], origin: float = 0.0) -> list[dict]:
             active = [a for a in active if a.end > b.start]
             for a in active:
                 if a.engine != b.engine and (a.write or b.write) and a.lo < b.hi and b.lo < a.hi:
-                    order = (b.start, b.seq, a.start, a.seq)
-                    found.append((order, _describe(memory, a, b, origin)))
+                    found.append(_describe(memory, a, b, origin))
             active.append(b)
-    found.sort(key=lambda f: f[0])
-    return sorted((d for _, d in found), key=lambda h: h["cycle"])
+    return sorted(found, key=lambda h: h["cycle"])
 
 
 class Recording(AccessLog):
