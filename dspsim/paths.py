@@ -171,24 +171,26 @@ def atomic_savefig(fig: Any, path: str | Path, what: str = "figure", **kwargs: A
     return atomic_write(path, lambda f: fig.savefig(f, format=fmt, **kwargs), what)
 
 
-def read_small_text(path: str | Path, what: str, max_bytes: int) -> str:
-    """A small input file's text (a spec, a measurements table): a regular file of at most
-    ``max_bytes`` in UTF-8, else a one-line error naming ``what`` (``/dev/zero`` or a FIFO would
-    be read forever)."""
+def read_small_text(path: str | Path, what: str, max_bytes: int, hint: str = "",
+                    error: type[DspsimInputError] = DspsimInputError) -> str:
+    """A small input file's text (a spec, a measurements table, a workload): a regular file of
+    at most ``max_bytes`` in UTF-8, else a one-line ``error`` naming ``what`` (``/dev/zero`` or
+    a FIFO would be read forever); ``hint`` ends the not-found and not-regular messages."""
     p = Path(path)
     try:
         st = os.stat(p)
     except FileNotFoundError:
-        raise DspsimInputError(f"{what} not found") from None
-    except OSError as e:
-        raise DspsimInputError(f"{what} unreadable: {e.__class__.__name__}") from None
+        raise error(f"{what} not found{hint}") from None
+    except (OSError, ValueError) as e:
+        raise error(f"{what} unreadable: {e.__class__.__name__}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise DspsimInputError(f"{what} is not a regular file")
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a device, FIFO or socket"
+        raise error(f"{what} is not a regular file ({kind}){hint}")
     try:
         with open(p, "rb") as f:
             data = f.read(max_bytes + 1)
         if len(data) > max_bytes:
-            raise DspsimInputError(f"{what} is larger than {max_bytes:,} bytes")
+            raise error(f"{what} is larger than {max_bytes:,} bytes")
         return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise DspsimInputError(f"{what} unreadable: {e.__class__.__name__}") from None
+        raise error(f"{what} unreadable: {e.__class__.__name__}") from None

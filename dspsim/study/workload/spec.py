@@ -36,10 +36,8 @@ summary, 9 KB with ``--out``, ``--timeline`` and ``--trace``: under 2 GB at the 
 from __future__ import annotations
 
 import math
-import os
 import re
 import reprlib
-import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +46,7 @@ from typing import Any
 from dspsim.errors import DspsimInputError
 from dspsim.host.ucp import ANY, check_priority, parse_backend
 from dspsim.ops import get_op
+from dspsim.paths import read_small_text
 
 MAX_FILE_BYTES = 1 << 20
 MAX_TASKS = 200_000  # all streams together: ~2.5 KB per task, ~7 KB with every output
@@ -246,32 +245,15 @@ def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
 
 def load_workload(path: str | Path) -> Workload:
     """Read and check a workload file."""
-    p = Path(path)
-    shown = str(p)
-    what = f"workload file {shown!r}"
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise WorkloadError(f"{what} not found; pass an existing .toml file") from None
-    except (OSError, ValueError) as e:
-        raise WorkloadError(f"{what} unreadable: {e.__class__.__name__}") from None
-    if not stat.S_ISREG(st.st_mode):
-        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a device, FIFO or socket"
-        raise WorkloadError(f"{what} is not a regular file ({kind}); pass a .toml file")
-    try:
-        with open(p, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise WorkloadError(f"{what} is larger than {MAX_FILE_BYTES} bytes")
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise WorkloadError(f"{what} unreadable: {e.__class__.__name__}") from None
+    shown = str(Path(path))
+    text = read_small_text(path, f"workload file {shown!r}", MAX_FILE_BYTES,
+                           hint="; pass a .toml file", error=WorkloadError)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise WorkloadError(f"{what} is not valid TOML: {e}") from None
+        raise WorkloadError(f"workload file {shown!r} is not valid TOML: {e}") from None
     except RecursionError:
-        raise WorkloadError(f"{what} is nested too deeply") from None
+        raise WorkloadError(f"workload file {shown!r} is nested too deeply") from None
     return parse_workload(raw, shown)
 
 
