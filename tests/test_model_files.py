@@ -123,3 +123,15 @@ def test_the_write_buffer_binds_a_kernel_that_stores_to_ddr_from_tcm(j6):
         return env.now
 
     assert cycles(1) > cycles(8) > cycles(64)
+
+
+def test_a_variant_without_tcm_runs_whatever_the_tile_key_says(j6):
+    """``direct`` keeps nothing in TCM: a DataRAM smaller than the tile refuses the TCM
+    variants, not it."""
+    small = j6.with_overrides({"tcm.bank_bytes": 20000})
+    assert simulate(small, "softmax", "direct", n=3000, data=False).cycles == \
+        simulate(j6, "softmax", "direct", n=3000, data=False).cycles
+    assert simulate(small, "layernorm", "direct", shape=(4, 256), data=False).cycles > 0
+    for op, variant, shape in (("softmax", "online", (3000,)), ("layernorm", "pingpong", (4, 256))):
+        with pytest.raises(ConfigError, match="larger than a DataRAM"):
+            simulate(small, op, variant, shape=shape, data=False)

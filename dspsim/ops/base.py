@@ -74,9 +74,14 @@ class Op:
         """What a variant needs of each core: ``{"channels": k, "banks": b}``."""
         return {"channels": 0, "banks": 0}
 
+    def checks_params(self, variant: str) -> bool:
+        """Whether a run of ``variant`` checks the op's parameter table against the hardware
+        (default: every variant; a variant that uses no TCM need not fit a tile in it)."""
+        return True
+
     def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
         """Refuse, before simulating, a run the platform or the op's parameters cannot do."""
-        if self.params.check is not None:
+        if self.params.check is not None and self.checks_params(variant):
             self.params.check(model.params(self.name), model)
         need = self.requirements(variant)
         have = {"channels": model.idma.channels, "banks": model.tcm.banks}
