@@ -30,19 +30,6 @@ if TYPE_CHECKING:
 PORT_LOG_FIELDS = ("issue", "data_start", "data_end", "done", "bytes", "is_write", "requester")
 
 
-class RecordingCut:
-    """Where a limited recording stops being whole: the first moment the trace or the DDR port
-    log was full (each keeps its first ``limit`` entries). Up to that cycle both are complete;
-    a figure shows what follows as not recorded, not as idle."""
-
-    def __init__(self) -> None:
-        self.cycle: float | None = None  # absolute cycle; None: nothing was cut
-
-    def stop(self, t: float) -> None:
-        if self.cycle is None:
-            self.cycle = float(t)
-
-
 class PortLog:
     """The DDR port's request log, one entry per request (``PORT_LOG_FIELDS``), held as typed
     columns (about 45 bytes a request instead of a tuple's 250: a traced run of 10^7 elements
@@ -50,11 +37,11 @@ class PortLog:
     (``dropped``). Reads like a list of tuples (``len``, iteration, indexing, ``==``);
     :meth:`columns` gives numpy arrays."""
 
-    def __init__(self, limit: int | None = None, cut: RecordingCut | None = None) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         from array import array
 
         self.limit = limit
-        self.cut = cut  # shared with the trace recorder: the first to fill marks the cut
+        self.cut_cycle: float | None = None  # the first request not kept was issued here
         self.dropped = 0
         self._times = [array("d") for _ in range(4)]  # issue, data_start, data_end, done
         self._bytes = array("q")
@@ -65,8 +52,8 @@ class PortLog:
 
     def append(self, entry: tuple) -> None:
         if self.limit is not None and len(self._bytes) >= self.limit:
-            if self.cut is not None:
-                self.cut.stop(entry[0])  # the log is whole up to this request's issue
+            if self.cut_cycle is None:
+                self.cut_cycle = float(entry[0])  # the log is whole up to this issue
             self.dropped += 1
             return
         issue, data_start, data_end, done, nbytes, write, requester = entry
@@ -198,7 +185,7 @@ class Recorder:
         self.rows: list[tuple] = []
         self.limit = limit  # keep at most this many rows (None: all)
         self.dropped = 0  # rows not kept because of the limit
-        self.cut: RecordingCut | None = None  # shared with the port log (see RecordingCut)
+        self.cut_cycle: float | None = None  # the first row not kept ended here
 
     def record(
         self,
@@ -215,8 +202,8 @@ class Recorder:
     ) -> None:
         if self.enabled:
             if self.limit is not None and len(self.rows) >= self.limit:
-                if self.cut is not None:
-                    self.cut.stop(end)
+                if self.cut_cycle is None:
+                    self.cut_cycle = float(end)
                 self.dropped += 1
                 return
             self.rows.append(

@@ -53,7 +53,8 @@ FORMAT = "dspsim-run"
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 DOCUMENT_KEYS = {"format", "format_version", "result", "model", "origin_cycle", "trace",
-                 "port_log", "trace_rows_dropped", "recorded_until_cycle"}
+                 "port_log", "trace_rows_dropped", "trace_cut_cycle", "port_log_cut_cycle"}
+CUT_FIELDS = ("trace_cut_cycle", "port_log_cut_cycle")  # where --trace-limit cut each log
 # every count and cycle in a run is below this: float64 holds each such integer exactly
 MAX_MAGNITUDE = 2**53
 SAVE_SUFFIXES = (".json", ".json.gz")
@@ -89,8 +90,9 @@ def run_document(result: Any) -> dict[str, Any]:
     dropped = trace.rows_dropped
     if dropped:  # a trace cut by a row limit says so
         doc["trace_rows_dropped"] = dropped
-    if getattr(result, "recorded_until_cycle", None) is not None:
-        doc["recorded_until_cycle"] = float(result.recorded_until_cycle)
+    for k in CUT_FIELDS:
+        if getattr(result, k, None) is not None:
+            doc[k] = float(getattr(result, k))
     if result.port_log is not None:
         log = result.port_log
         cols = log.columns() if isinstance(log, PortLog) else PortLog.from_columns(
@@ -191,8 +193,7 @@ def load_run(path: str | Path) -> Result:
             port_log=port_log,
             model=model,
             origin_cycle=float(doc["origin_cycle"]),
-            recorded_until_cycle=None if doc.get("recorded_until_cycle") is None
-            else float(doc["recorded_until_cycle"]),
+            **{k: None if doc.get(k) is None else float(doc[k]) for k in CUT_FIELDS},
         )
     except DspsimInputError:
         raise
@@ -294,7 +295,10 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite number float64 holds (an int beyond it would overflow on conversion)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    return abs(v) <= MAX_MAGNITUDE if isinstance(v, int) else math.isfinite(v)
 
 
 def _short(v: Any) -> str:
@@ -445,14 +449,20 @@ def check_document(doc: dict[str, Any]) -> None:
     out = r.get("output")
     if out is not None:
         for k, v in _typed(out, dict, "result.output").items():  # the op's own summary
-            if v is not None and not isinstance(v, bool | int | float | str):
+            if isinstance(v, bool) or v is None or (isinstance(v, str) and len(v) <= 1000):
+                continue
+            if not (isinstance(v, int | float) and (
+                    abs(v) <= MAX_MAGNITUDE if isinstance(v, int) else not math.isnan(v))):
                 raise _MalformedError(
-                    f"result.output.{k} = {v!r}: expected a number, true/false, a string or null")
+                    f"result.output.{k} = {_short(v)}: expected a number, true/false, a short "
+                    "string or null")
     _typed(r["manifest"], dict, "result.manifest")
     _num(doc["origin_cycle"], "origin_cycle")
     _int(doc.get("trace_rows_dropped", 0), "trace_rows_dropped")
-    if doc.get("recorded_until_cycle") is not None:
-        _num(doc["recorded_until_cycle"], "recorded_until_cycle", None)
+    for k in CUT_FIELDS:  # absent or null: that log is whole
+        if doc.get(k) is not None and _num(doc[k], k, None) < -doc["origin_cycle"]:
+            raise _MalformedError(f"{k} = {_short(doc[k])}: before the run began (the op's "
+                                  f"timer started at cycle {doc['origin_cycle']:,.0f})")
 
     trace = _typed(doc["trace"], dict, "trace")
     if set(trace) != set(COLUMNS):

@@ -24,7 +24,7 @@ from dspsim.errors import DeadlockError, DspsimInputError
 from dspsim.host.ucp import Ucp
 from dspsim.ops.registry import firmware_registry, get_op
 from dspsim.platform import DDR_WINDOW_BYTES, FIDELITIES, Platform
-from dspsim.probes import PortLog, RecordingCut, TraceTable
+from dspsim.probes import PortLog, TraceTable
 from dspsim.schema import check_n
 from dspsim.version import __version__
 
@@ -65,9 +65,10 @@ class Result:
     port_log: PortLog | None = field(default=None, repr=False)  # DDR requests (probes)
     model: HardwareModel | None = field(default=None, repr=False)
     origin_cycle: float = 0.0  # absolute cycle of the op's timer start (port_log is absolute)
-    # --trace-limit: the trace and the port log are whole up to this cycle (from the op's timer
-    # start) and cut after it; None: they hold the whole run
-    recorded_until_cycle: float | None = None
+    # --trace-limit: the trace / the port log are whole up to this cycle (from the op's timer
+    # start) and cut after it; None: whole
+    trace_cut_cycle: float | None = None
+    port_log_cut_cycle: float | None = None
 
     @property
     def trace(self) -> pd.DataFrame | None:
@@ -129,8 +130,9 @@ def simulate(
     ``core`` picks the core the op runs on (of ``core.count``). ``elide=False`` runs the
     reference engine without event elision (same results, more events; for tests and the
     benchmark). ``trace_limit``: keep at most ``trace_limit`` trace rows and DDR port
-    requests (bounded memory on huge runs); ``recorded_until_cycle`` says up to where both
-    are whole (the trace's ``rows_dropped`` counts the rows left out).
+    requests each (bounded memory on huge runs); ``trace_cut_cycle`` and
+    ``port_log_cut_cycle`` say up to where each is whole (the trace's ``rows_dropped`` counts
+    the rows left out).
     """
     the_op = get_op(op)
     if mode is not None:
@@ -177,12 +179,10 @@ def simulate(
     env = simpy.Environment()
     platform = Platform(env, model, data=data, trace=trace, port_log=port_log, fidelity=fidelity,
                         elide=elide)
-    cut = RecordingCut() if trace_limit is not None else None
     if trace_limit is not None:
         platform.recorder.limit = trace_limit
-        platform.recorder.cut = cut
         if port_log:
-            platform.port.log = PortLog(trace_limit, cut)
+            platform.port.log = PortLog(trace_limit)
     ucp = Ucp(platform, firmware_registry())
     dsp = platform.dsps[core]
 
@@ -261,9 +261,14 @@ def simulate(
         port_log=platform.port.log,
         model=model,
         origin_cycle=dsp.cycles_start,
-        recorded_until_cycle=None if cut is None or cut.cycle is None
-        else cut.cycle - dsp.cycles_start,
+        trace_cut_cycle=_relative(platform.recorder.cut_cycle, dsp.cycles_start),
+        port_log_cut_cycle=_relative(getattr(platform.port.log, "cut_cycle", None),
+                                     dsp.cycles_start),
     )
+
+
+def _relative(cycle: float | None, origin: float) -> float | None:
+    return None if cycle is None else cycle - origin
 
 
 @functools.lru_cache(maxsize=1)

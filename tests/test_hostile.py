@@ -258,6 +258,14 @@ def test_a_saved_run_with_rows_repeated_is_refused(saved, tmp_path, capsys):
         (("trace", "colour"), [], "trace column 'colour'"),
         (("trace", "kind", 0), "zzz", "not one of the trace's kinds"),
         (("trace", "end_cycle", 0), 1e300, "beyond 2**53"),
+        # an integer too large for a float, in a float field, is one line too
+        (("origin_cycle",), 10**400, "origin_cycle"),
+        (("origin_cycle",), -10**400, "origin_cycle"),
+        (("result", "time_us"), 10**400, "result.time_us"),
+        (("result", "passes", 0, "end_cycle"), 10**400, "result.passes[0].end_cycle"),
+        (("result", "output", "sum"), 10**400, "result.output.sum"),
+        (("port_log_cut_cycle",), 10**400, "port_log_cut_cycle"),
+        (("trace_cut_cycle",), -1e15, "before the run began"),
     ],
 )
 def test_a_saved_run_is_checked_field_by_field(saved, tmp_path, capsys, path, value, message):
@@ -429,8 +437,8 @@ def test_an_error_names_its_real_cause(tmp_path, capsys, argv, message):
 
 def test_a_cut_recording_says_where_it_stops_and_figures_show_the_rest_unrecorded(tmp_path,
                                                                                     capsys):
-    """--trace-limit cuts the trace and the port log at their own counts; up to the first cut
-    both are whole, and the saved run, the report, the timeline and the trace say where."""
+    """--trace-limit cuts the trace and the port log each at its own count; each says up to
+    where it is whole, and the saved run, the report, the timeline and the trace say which."""
     from dspsim.analysis.perfetto import trace_events
     from dspsim.analysis.timeline import timeline_figure
     from dspsim.results import load_run
@@ -439,18 +447,25 @@ def test_a_cut_recording_says_where_it_stops_and_figures_show_the_rest_unrecorde
     full = simulate(model, variant="direct", n=100_000, data=False, trace=True, port_log=True)
     cut = simulate(model, variant="direct", n=100_000, data=False, trace=True, port_log=True,
                    trace_limit=1000)
-    until = cut.recorded_until_cycle
-    assert until is not None and 0 < until < cut.cycles and full.recorded_until_cycle is None
+    until = cut.port_log_cut_cycle
+    assert cut.trace_cut_cycle is None and len(cut.trace) == len(full.trace)  # trace whole
+    assert until is not None and 0 < until < cut.cycles and full.port_log_cut_cycle is None
     issued = [e for e in full.port_log if e[0] - full.origin_cycle < until]
-    assert list(cut.port_log)[:len(issued)] == issued  # whole up to the cut
+    assert list(cut.port_log) == issued  # whole up to the cut
     path = tmp_path / "cut.json"
     code, _, _ = run_cli(capsys, "run", "--variant", "direct", "--no-data", "--trace-limit",
                          "1000", "--save", path)
     back = load_run(path)
-    assert code == 0 and back.recorded_until_cycle == pytest.approx(until)
+    assert code == 0 and back.port_log_cut_cycle == pytest.approx(until)
+    assert back.trace_cut_cycle is None
     code, out, _ = run_cli(capsys, "report", path)
-    assert code == 0 and f"first {until:,.0f} of" in out
+    assert code == 0 and f"DDR port log up to cycle {until:,.0f}" in out and "its trace" not in out
     fig = timeline_figure(back)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert any(label.startswith("not recorded (--trace-limit)") for label in labels)
+    assert [la for la in labels if la.startswith("not recorded")] == [
+        f"not recorded (--trace-limit): DDR port log after cycle {until:,.0f}"]
     assert "not recorded, not idle" in trace_events(back)["otherData"]["recorded"]
+    # a trace cut as well: both named
+    both = simulate(model, variant="pingpong", n=100_000, data=False, trace=True, port_log=True,
+                    trace_limit=150)
+    assert both.trace_cut_cycle is not None and both.port_log_cut_cycle is not None

@@ -423,18 +423,25 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
             f"\"cut\") and {len(flows):,} of {n_flows:,} flows; TCM occupancy and the DDR "
             "counters end at the cut too"
         ),
-        "recorded": (
-            "the whole run" if getattr(result, "recorded_until_cycle", None) is None
-            else f"the run's trace and DDR port log are whole only up to cycle "
-            f"{result.recorded_until_cycle:,.0f} (--trace-limit): after it, missing slices and "
-            "zero counters mean not recorded, not idle"
-        ),
+        "recorded": recorded_text(result),
         "ddr_bytes_in_flight": bytes_how,
         "ddr_requests_in_flight": req_how,
         "flows": "each flow carries the category of the slice it leaves (copy_in, compute)",
         "manifest": getattr(result, "manifest", {}),
     }
     return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
+
+
+def recorded_text(result: Any) -> str:
+    """What of the run its logs hold (``--trace-limit`` cuts each at its own count)."""
+    parts = [f"the {what} is whole only up to cycle {cut:,.0f}"
+             for what, cut in (("trace", getattr(result, "trace_cut_cycle", None)),
+                               ("DDR port log", getattr(result, "port_log_cut_cycle", None)))
+             if cut is not None]
+    if not parts:
+        return "the whole run"
+    return ("; ".join(parts) + " (--trace-limit): after that, missing slices and zero counters "
+            "mean not recorded, not idle")
 
 
 def trace_bytes(result: Any, path: str | Path, limit: int = DEFAULT_EVENT_LIMIT) -> bytes:

@@ -490,7 +490,7 @@ def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> F
     ax_req.tick_params(axis="x", labelsize=8)
     add_us_axis(ax, result.model.core.clock_mhz)
     notes = [OCCUPANCY_NOTE] if used_occupancy else []
-    handles += draw_not_recorded([ax, ax_bw, ax_req], result, lo, hi)
+    handles += draw_not_recorded(ax, [ax_bw, ax_req], result, lo, hi)
     if draw_pass_lines([ax, ax_bw, ax_req], result, lo, hi):
         notes.append("dashed verticals: pass boundaries")
     fig.suptitle(run_title(result, lo, hi), fontsize=11, y=0.975)
@@ -498,19 +498,26 @@ def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> F
     return fig
 
 
-def draw_not_recorded(axes, result: Any, lo: float, hi: float) -> list[Any]:
-    """Cover what a ``--trace-limit`` run did not record (after ``recorded_until_cycle``), so
-    that it reads as unknown, not as idle; the legend handle, if drawn."""
+def draw_not_recorded(lanes, ddr_axes, result: Any, lo: float, hi: float) -> list[Any]:
+    """Cover what a ``--trace-limit`` run did not record, so that it reads as unknown, not as
+    idle: the engine lanes after ``trace_cut_cycle``, the DDR panels after
+    ``port_log_cut_cycle``; the legend handle, if anything was covered."""
     from matplotlib.patches import Patch
 
-    until = getattr(result, "recorded_until_cycle", None)
-    if until is None or until >= hi:
-        return []
     style = {"facecolor": "#eeeeee", "edgecolor": "#999999", "hatch": "xx", "linewidth": 0,
              "zorder": 10}
-    for a in axes:
-        a.axvspan(max(lo, until), hi, **style)
-    return [Patch(label=f"not recorded (--trace-limit): after cycle {until:,.0f}", **style)]
+    covered = []
+    for axes, key, what in (([lanes], "trace_cut_cycle", "trace"),
+                            (ddr_axes, "port_log_cut_cycle", "DDR port log")):
+        cut = getattr(result, key, None)
+        if cut is None or cut >= hi:
+            continue
+        for a in axes:
+            a.axvspan(max(lo, cut), hi, **style)
+        covered.append(f"{what} after cycle {cut:,.0f}")
+    if not covered:
+        return []
+    return [Patch(label="not recorded (--trace-limit): " + ", ".join(covered), **style)]
 
 
 def plot_timeline(

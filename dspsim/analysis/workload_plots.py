@@ -35,6 +35,7 @@ core lasts its op's cycles to the nanosecond.
 from __future__ import annotations
 
 import gzip
+import heapq
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from dspsim.analysis.perfetto import _Clock, _durations_us, _us, check_trace_path
-from dspsim.analysis.series import assign_lanes, binned_mean
+from dspsim.analysis.series import binned_mean
 from dspsim.analysis.timeline import check_figure_path, save_figure
 from dspsim.paths import atomic_write_bytes, atomic_write_text
 from dspsim.results import json_default
@@ -283,17 +284,45 @@ def plot_workload(run: Any, tasks: pd.DataFrame, path: str | Path) -> Path:
 
 
 # ------------------------------------------------------------------------------ trace
+def _first_free_lanes(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The lanes of :func:`dspsim.analysis.series.assign_lanes` (each interval, by start, in
+    the lowest-numbered lane free by then; touching end-to-start is fine), in n log n time:
+    that scan is quadratic in the lanes, which grow with an overloaded workload's backlog."""
+    starts = np.asarray(starts, float)
+    ends = np.asarray(ends, float)
+    lanes = np.zeros(len(starts), dtype=int)
+    busy: list[tuple[float, int]] = []  # (end, lane) of the lanes in use
+    free: list[int] = []  # lanes free since an earlier start (starts only grow)
+    count = 0
+    for i in np.lexsort((ends, starts)).tolist():  # by start, zero-length intervals first
+        s = starts[i]
+        while busy and busy[0][0] <= s:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            lane = heapq.heappop(free)
+        else:
+            lane, count = count, count + 1
+        lanes[i] = lane
+        heapq.heappush(busy, (float(ends[i]), lane))
+    return lanes
+
+
+def _slices(pid: int, tid: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray,
+            names: list[str], cat: str, args: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """X events, one per row: times as :func:`_us`, durations as :func:`_durations_us`."""
+    start_ns = np.asarray(start_ns, np.int64)
+    ts = _us(start_ns).tolist()
+    dur = _durations_us(start_ns, np.asarray(end_ns, np.int64)).tolist()
+    return [{"ph": "X", "pid": pid, "tid": t, "ts": a, "dur": d, "name": n, "cat": cat,
+             "args": g}
+            for t, a, d, n, g in zip(np.asarray(tid).tolist(), ts, dur, names, args)]
+
+
 def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
     """The Chrome Trace Event object of a workload run (format in the module docstring)."""
     clock = run.model.core.clock_mhz
     to_ns = _Clock(clock).ns  # cycles -> whole cycles -> integer ns, as the run trace does
     ev: list[dict[str, Any]] = []
-
-    def x(pid: int, tid: int, start_ns: int, end_ns: int, **rest: Any) -> dict[str, Any]:
-        ts = np.array([start_ns], np.int64)
-        dur = _durations_us(ts, np.array([end_ns], np.int64))[0]
-        return {"ph": "X", "pid": pid, "tid": tid, "ts": float(_us(ts)[0]), "dur": float(dur)
-                } | rest
 
     def meta(pid, tid, kind, name, sort=None):
         ev.append({"ph": "M", "pid": pid, "tid": tid, "name": kind, "args": {"name": name}})
@@ -310,31 +339,38 @@ def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
     op_end = to_ns(tasks["core_end_cycle"])
     submit = to_ns(tasks["submit_cycle"])
     done = to_ns(tasks["done_cycle"])
-    for i, r in enumerate(tasks.itertuples(index=False)):
-        args = {"stream": r.stream, "index": int(r.index), "priority": int(r.priority),
-                "backend": r.backend, "latency_us": round(float(r.latency_us), 3),
-                "wait_us": round(float(r.start_us - r.queued_us), 3),
-                "op_cycles": int(r.op_cycles), "missed": bool(r.missed)}
-        ev.append(x(1, core_tid[r.core], op_start[i], op_end[i], name=r.stream, cat="task",
-                    args=args))
-    index = tasks["index"].to_numpy()
-    latency = tasks["latency_us"].to_numpy(float)
-    core = tasks["core"].to_numpy()
-    missed = tasks["missed"].to_numpy(bool)
+    stream = tasks["stream"].astype(str).tolist()
+    index = tasks["index"].to_numpy().astype(np.int64).tolist()
+    # Python's round (correctly rounded), not numpy's (scaled, off by an ulp at times)
+    latency = [round(v, 3) for v in tasks["latency_us"].to_numpy(float).tolist()]
+    core = tasks["core"].astype(str).tolist()
+    missed = tasks["missed"].to_numpy(bool).tolist()
+    wait = [round(v, 3)
+            for v in (tasks["start_us"] - tasks["queued_us"]).to_numpy(float).tolist()]
+    priority = tasks["priority"].to_numpy().astype(np.int64).tolist()
+    backend = tasks["backend"].tolist()
+    op_cycles = tasks["op_cycles"].to_numpy().astype(np.int64).tolist()
+    ev += _slices(
+        1, np.array([core_tid[c] for c in core], int), op_start, op_end, stream, "task",
+        [{"stream": s, "index": i, "priority": p, "backend": b, "latency_us": lat,
+          "wait_us": w, "op_cycles": o, "missed": m}
+         for s, i, p, b, lat, w, o, m in zip(stream, index, priority, backend, latency, wait,
+                                             op_cycles, missed)])
+    stream_arr = tasks["stream"].to_numpy()
     tid = 1
     for s in run.workload.streams:
-        sel = (tasks["stream"] == s.name).to_numpy()
-        idx = np.flatnonzero(sel)
-        lanes = assign_lanes(submit[idx], done[idx]) if len(idx) else np.zeros(0, int)
-        for lane in range(int(lanes.max()) + 1 if len(lanes) else 0):
+        idx = np.flatnonzero(stream_arr == s.name)
+        lanes = _first_free_lanes(submit[idx], done[idx]) if len(idx) else np.zeros(0, int)
+        used = int(lanes.max()) + 1 if len(lanes) else 0
+        for lane in range(used):
             name = s.name if lane == 0 else f"{s.name} ({lane + 1})"
             meta(2, tid + lane, "thread_name", name, tid + lane)
-        for j, lane in zip(idx, lanes):
-            ev.append(x(2, tid + int(lane), submit[j], done[j],
-                        name=f"{s.name}#{int(index[j])}", cat="latency",
-                        args={"latency_us": round(float(latency[j]), 3),
-                              "core": str(core[j]), "missed": bool(missed[j])}))
-        tid += int(lanes.max()) + 1 if len(lanes) else 1
+        j = idx.tolist()
+        ev += _slices(
+            2, tid + lanes, submit[idx], done[idx],
+            [f"{s.name}#{index[k]}" for k in j], "latency",
+            [{"latency_us": latency[k], "core": core[k], "missed": missed[k]} for k in j])
+        tid += max(used, 1)
     t, q = _queue_steps(run)
     last = {}
     for a, b in zip(to_ns(t), q):

@@ -69,18 +69,22 @@ def plot_timeline_cli(args: argparse.Namespace) -> int:
 
 
 def cut_trace_note(result) -> str | None:
-    """One line when the run's recording was cut by ``--trace-limit`` (what is drawn or summed
-    covers only the run's start), else None."""
-    until = getattr(result, "recorded_until_cycle", None)
+    """One line when ``--trace-limit`` cut the run's trace or its DDR port log (what is drawn
+    or summed from it covers only the run's start), else None."""
     dropped = int(result.trace.attrs.get("rows_dropped", 0)) if result.trace is not None else 0
-    if until is None and not dropped:
+    cuts = []
+    trace_cut = getattr(result, "trace_cut_cycle", None)
+    if trace_cut is not None or dropped:
+        where = f"cycle {trace_cut:,.0f}" if trace_cut is not None else "the limit"
+        cuts.append(f"its trace up to {where} ({len(result.trace):,} rows kept, "
+                    f"{dropped:,} not)")
+    port_cut = getattr(result, "port_log_cut_cycle", None)
+    if port_cut is not None:
+        cuts.append(f"its DDR port log up to cycle {port_cut:,.0f}")
+    if not cuts:
         return None
-    span = (f"its first {until:,.0f} of {result.cycles:,} cycles" if until is not None
-            else "the start of the run")
-    return (
-        f"note: this run's trace and DDR port log were cut by --trace-limit ({len(result.trace):,} "
-        f"rows kept, {dropped:,} not): what follows covers only {span}"
-    )
+    return (f"note: --trace-limit kept {' and '.join(cuts)} of its {result.cycles:,} cycles: "
+            "what follows from those covers only the run's start")
 
 
 def add_report(sub) -> None:

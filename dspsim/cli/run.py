@@ -52,15 +52,16 @@ def run_object(r: Result) -> dict[str, Any]:
     obj["bounds"] = get_op(r.op).bounds(r.model, r.variant, r.shape)
     if r.trace_table is not None:
         dropped = r.trace_table.rows_dropped
-        if dropped or r.recorded_until_cycle is not None:
-            # a cut trace would give a wrong breakdown: say so instead
+        if dropped:  # a cut trace would give a wrong breakdown: say so instead
             obj["stalls"] = None
             obj["trace_rows_dropped"] = dropped
-            obj["recorded_until_cycle"] = r.recorded_until_cycle
         else:
             from dspsim.analysis.stalls import stall_summary
 
             obj["stalls"] = stall_summary(r)
+        for k in ("trace_cut_cycle", "port_log_cut_cycle"):
+            if getattr(r, k) is not None:
+                obj[k] = getattr(r, k)
     return obj
 
 

@@ -52,6 +52,8 @@ MAX_FILE_BYTES = 1 << 20
 MAX_TASKS = 200_000  # all streams together: ~2.5 KB per task, ~7 KB with every output
 MIN_PERIOD_US = 1e-3  # one nanosecond
 MAX_TIME_US = 1e9  # 1,000 s: 1e12 cycles at J6's 1,000 MHz, float64 resolves 1e-4 of a cycle
+# MAX_TIME_US as messages print it: "1,000,000,000 us (1,000 s)"
+_MAX_TIME = f"{MAX_TIME_US:,.0f} us ({MAX_TIME_US / 1e6:,g} s)"
 TOP_KEYS = ("seed", "stream")
 REQUIRED = ("name", "op", "period_us", "count")
 OPTIONAL = ("variant", "n", "shape", "priority", "backend", "start_us", "jitter_us",
@@ -119,12 +121,12 @@ def _number(where: str, key: str, value: Any, positive: bool = False,
         raise WorkloadError(f"{where}: {key} = {_show(value)}: must not be negative")
     if value < minimum:
         raise WorkloadError(
-            f"{where}: {key} = {_show(value)}: allowed {minimum:g} to {MAX_TIME_US:g}"
+            f"{where}: {key} = {_show(value)}: allowed {minimum:g} to {_MAX_TIME}"
         )
     if value > MAX_TIME_US:
         raise WorkloadError(
-            f"{where}: {key} = {_show(value)}: allowed {minimum:g} to {MAX_TIME_US:g} "
-            f"(10 s, so that times stay exact in cycles)"
+            f"{where}: {key} = {_show(value)}: allowed {minimum:g} to {_MAX_TIME}, so that "
+            "times stay exact in cycles"
         )
     return float(value)  # an int here is at most MAX_TIME_US: exact
 
@@ -200,8 +202,8 @@ def _stream(source: str, k: int, raw: Any) -> Stream:
     if last > MAX_TIME_US:
         raise WorkloadError(
             f"{where}: the last release, start_us + (count - 1) * period_us + jitter_us = "
-            f"{last:.6g} us, is past {MAX_TIME_US:g} us ({MAX_TIME_US / 1e6:g} s); allowed "
-            "at most that, so that times stay resolved in cycles"
+            f"{last:,.3f} us, is past {_MAX_TIME}; allowed at most that, so that times stay "
+            "resolved in cycles"
         )
     deadline = raw.get("deadline_us")
     return Stream(
