@@ -508,3 +508,9 @@ def test_resident_tiles_hold_their_dataram_until_they_drain(j6):
     for _, tile in segs.groupby(["buffer", "tile"]):
         states = tile.sort_values("start_cycle")["state"].tolist()
         assert states[0] == "filling" and states[-1] == "draining"
+
+
+@pytest.mark.parametrize("window", [(1e-300, 2e-300), (10.0, 10.5)])
+def test_a_window_narrower_than_a_cycle_is_refused(window):
+    with pytest.raises(DspsimInputError, match="less than 1 cycle"):
+        check_window(window, 5000)

@@ -111,6 +111,9 @@ def parse_window(text: str) -> tuple[float, float]:
     return start, end
 
 
+MIN_WINDOW_CYCLES = 1  # the model's time step: a narrower window shows nothing more
+
+
 def check_window(window: tuple[float, float] | None, cycles: float) -> tuple[float, float]:
     """The window to draw: the whole run, or ``window`` if it lies inside the run."""
     if window is None:
@@ -118,8 +121,13 @@ def check_window(window: tuple[float, float] | None, cycles: float) -> tuple[flo
     start, end = window
     if start < 0 or end > cycles or start >= end:
         raise DspsimInputError(
-            f"window {start:g}:{end:g} is outside the run: allowed 0 <= START < END <= "
-            f"{cycles:g} cycles"
+            f"window {start:,.10g}:{end:,.10g} is outside the run: allowed 0 <= START < END <= "
+            f"{cycles:,.10g} cycles"
+        )
+    if end - start < MIN_WINDOW_CYCLES:
+        raise DspsimInputError(
+            f"window {start:,.10g}:{end:,.10g} spans less than {MIN_WINDOW_CYCLES} cycle: "
+            "nothing in the model is finer; allowed END - START >= 1"
         )
     return float(start), float(end)
 

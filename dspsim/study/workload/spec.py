@@ -40,6 +40,7 @@ import re
 import reprlib
 import tomllib
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,16 @@ MAX_FILE_BYTES = 1 << 20
 MAX_TASKS = 200_000  # all streams together: ~2.5 KB per task, ~7 KB with every output
 MIN_PERIOD_US = 1e-3  # one nanosecond
 MAX_TIME_US = 1e9  # 1,000 s: 1e12 cycles at J6's 1,000 MHz, float64 resolves 1e-4 of a cycle
+
+
+def _digits(x: float) -> str:
+    """A float in fixed notation with thousands separators and every digit it has (its
+    shortest round-trip form): a time just past a bound never prints equal to it."""
+    return f"{Decimal(repr(float(x))):,f}"
+
+
 # MAX_TIME_US as messages print it: "1,000,000,000 us (1,000 s)"
-_MAX_TIME = f"{MAX_TIME_US:,.0f} us ({MAX_TIME_US / 1e6:,g} s)"
+_MAX_TIME = f"{_digits(MAX_TIME_US).removesuffix('.0')} us ({MAX_TIME_US / 1e6:,g} s)"
 TOP_KEYS = ("seed", "stream")
 REQUIRED = ("name", "op", "period_us", "count")
 OPTIONAL = ("variant", "n", "shape", "priority", "backend", "start_us", "jitter_us",
@@ -119,14 +128,13 @@ def _number(where: str, key: str, value: Any, positive: bool = False,
         raise WorkloadError(f"{where}: {key} = {_show(value)}: must be positive")
     if value < 0:
         raise WorkloadError(f"{where}: {key} = {_show(value)}: must not be negative")
+    allowed = (f"allowed more than 0 and at most {_MAX_TIME}" if positive and minimum <= 0
+               else f"allowed {minimum:g} to {_MAX_TIME}")
     if value < minimum:
-        raise WorkloadError(
-            f"{where}: {key} = {_show(value)}: allowed {minimum:g} to {_MAX_TIME}"
-        )
+        raise WorkloadError(f"{where}: {key} = {_show(value)}: {allowed}")
     if value > MAX_TIME_US:
         raise WorkloadError(
-            f"{where}: {key} = {_show(value)}: allowed {minimum:g} to {_MAX_TIME}, so that "
-            "times stay exact in cycles"
+            f"{where}: {key} = {_show(value)}: {allowed}, so that times stay exact in cycles"
         )
     return float(value)  # an int here is at most MAX_TIME_US: exact
 
@@ -202,7 +210,7 @@ def _stream(source: str, k: int, raw: Any) -> Stream:
     if last > MAX_TIME_US:
         raise WorkloadError(
             f"{where}: the last release, start_us + (count - 1) * period_us + jitter_us = "
-            f"{last:,.3f} us, is past {_MAX_TIME}; allowed at most that, so that times stay "
+            f"{_digits(last)} us, is past {_MAX_TIME}; allowed at most that, so that times stay "
             "resolved in cycles"
         )
     deadline = raw.get("deadline_us")
