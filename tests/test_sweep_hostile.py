@@ -73,9 +73,11 @@ def _fixed(d):
     lambda d: d.update(grid=[]),
     lambda d: d.update(columns="op"),
     lambda d: d.update(git_sha=5),
+    lambda d: d.update(git_sha="x" * 100_000),
+    lambda d: d.update(dspsim_version="\n\n\n"),
 ], ids=["fixed-empty", "fixed-key-missing", "format-99", "no-format", "format-2", "extra-key",
         "fixed-extra-key", "wrong-type", "bool-for-int", "out-of-range", "no-grid",
-        "columns-text", "sha-int"])
+        "columns-text", "sha-int", "sha-not-hex", "version-newlines"])
 def test_a_damaged_sidecar_is_refused(made, capsys, damage):
     """Before: an emptied fixed_model, a missing key, format 99 ... were accepted, and resume
     passed rows of one model off as another's (exit 0)."""

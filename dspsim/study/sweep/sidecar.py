@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,9 @@ def read_sidecar(out: Path, rows: int) -> dict[str, Any]:
     return doc
 
 
+SHA = r"[0-9a-f]{40}([0-9a-f]{24})?"  # a git commit: SHA-1 or SHA-256
+
+
 def _text(v: Any) -> str:
     text = repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -144,11 +148,15 @@ def check_sidecar(doc: Any) -> None:
         if k not in fixed:
             raise _DamagedError(f"fixed_model has no {k}")
         _check_model_value(k, fixed[k])
-    for k in ("model_source", "dspsim_version"):
-        if not isinstance(doc[k], str):
-            raise _DamagedError(f"{k} {_text(doc[k])} is not text")
-    if doc["git_sha"] is not None and not isinstance(doc["git_sha"], str):
-        raise _DamagedError(f"git_sha {_text(doc['git_sha'])} is neither text nor null")
+    if not isinstance(doc["model_source"], str) or len(doc["model_source"]) > 4096:
+        raise _DamagedError(f"model_source {_text(doc['model_source'])} is not a path")
+    version = doc["dspsim_version"]
+    if not isinstance(version, str) or not re.fullmatch(r"[0-9A-Za-z.+_-]{1,64}", version):
+        raise _DamagedError(f"dspsim_version {_text(version)} is not a version")
+    sha = doc["git_sha"]
+    if sha is not None and not (isinstance(sha, str) and re.fullmatch(SHA, sha)):
+        raise _DamagedError(
+            f"git_sha {_text(sha)} is neither a commit (40 or 64 hex digits) nor null")
 
 
 def _check_model_value(key: str, value: Any) -> None:
