@@ -701,3 +701,12 @@ def test_a_tile_key_is_explored_and_freed_on_its_multiples(j6):
     assert (p.lo, p.hi) == (1004, 2000)
     with pytest.raises(DspsimInputError, match="multiples of 4"):
         parse_free("softmax.tile_bytes=5:7", j6)
+
+
+def test_a_key_the_runs_ignore_is_not_determined_over_its_whole_range():
+    """Softmax never reads layernorm.eps: every value searched fits, whatever the range, so
+    the key is not determined (it was reported determined when the range was the key's whole
+    allowed range)."""
+    code, out, err = cli("calibrate", "--measured", "pingpong,n=20000=1031783",
+                         "--free", "layernorm.eps=0:1")
+    assert "layernorm.eps" in out and "NOT determined" in out, out + err

@@ -126,7 +126,10 @@ def find_intervals(
                 (math.isclose(lo, p.lo, rel_tol=1e-9) and p.lo > lo_allowed)
                 or (math.isclose(hi, p.hi, rel_tol=1e-9) and p.hi < hi_allowed)
             )
-            determined = len(segs) == 1 and not at_search
+            # every value searched fits: the measurements do not depend on the key here
+            unconstrained = math.isclose(lo, p.lo, rel_tol=1e-9) and math.isclose(
+                hi, p.hi, rel_tol=1e-9)
+            determined = len(segs) == 1 and not at_search and not unconstrained
             out.append(Interval(p.key, lo, hi, segs, None, at_search, determined))
     return out, edge_points
 
