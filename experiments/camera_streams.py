@@ -42,12 +42,13 @@ from dspsim.paths import atomic_write_text  # noqa: E402
 from dspsim.platform import FIDELITIES  # noqa: E402
 from dspsim.run import simulate  # noqa: E402
 from dspsim.study.workload import parse_workload, run_workload, summarise, task_table  # noqa: E402
-from dspsim.study.workload.spec import MAX_TIME_US  # noqa: E402
+from dspsim.study.workload.spec import MAX_TASKS, MAX_TIME_US  # noqa: E402
 
 NAME = "camera_streams"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 MAX_CAMERAS = 64
-# the workload's releases stay within what a workload file allows (10 s)
+# the workload's releases stay within what a workload file allows (MAX_TIME_US: 1,000 s); its
+# tasks too (MAX_TASKS), which main() checks against --max-cameras
 MAX_SECONDS = MAX_TIME_US / 1e6 - 0.1
 N = 100_000  # the seed's softmax
 PERIOD_US = 1e6 / 30  # 30 fps
@@ -59,15 +60,59 @@ BEST_CANDIDATES = ("online", "resident")
 SEED = 1
 
 
+def frames_of(seconds: float) -> int:
+    """Each camera's tasks over ``seconds``."""
+    return max(3, round(seconds * 1e6 / PERIOD_US))
+
+
+def hp_tasks_of(seconds: float) -> int:
+    """The LayerNorm stream's tasks over ``seconds``."""
+    return max(2, round(seconds * 1e6 / HP["period_us"]))
+
+
+def tasks_of(cameras: int, seconds: float) -> int:
+    """The tasks of the workload with ``cameras`` cameras over ``seconds``."""
+    return cameras * frames_of(seconds) + hp_tasks_of(seconds)
+
+
+def max_seconds_for(cameras: int) -> float:
+    """The largest --seconds, in tenths of a second, whose ``cameras``-camera workload has at
+    most MAX_TASKS tasks (the count only grows with the seconds)."""
+    tenths = int(round(MAX_SECONDS * 10))
+    while tenths > 1 and tasks_of(cameras, tenths / 10) > MAX_TASKS:
+        tenths -= 1
+    return tenths / 10
+
+
+def check_size(max_cameras: int, seconds: float) -> None:
+    """Refuse, before anything runs, a --seconds and --max-cameras whose largest workload has
+    more than MAX_TASKS tasks (it would fail only once the smaller ones had run)."""
+    tasks = tasks_of(max_cameras, seconds)
+    if tasks <= MAX_TASKS:
+        return
+    cameras = max_cameras - 1
+    while cameras > 1 and tasks_of(cameras, seconds) > MAX_TASKS:
+        cameras -= 1
+    reverse = (f", or --max-cameras at most {cameras} for --seconds {seconds:g}"
+               if tasks_of(cameras, seconds) <= MAX_TASKS else "")
+    raise DspsimInputError(
+        f"--seconds {seconds:g} with --max-cameras {max_cameras}: the {max_cameras}-camera "
+        f"workload would have {tasks:,} tasks ({frames_of(seconds):,} frames per camera plus "
+        f"{hp_tasks_of(seconds):,} LayerNorm tasks), and a workload allows at most "
+        f"{MAX_TASKS:,}; use --seconds at most {max_seconds_for(max_cameras):g} for --max-cameras "
+        f"{max_cameras}{reverse}"
+    )
+
+
 def workload(cameras: int, variant: str, seconds: float):
-    frames = max(3, round(seconds * 1e6 / PERIOD_US))
+    frames = frames_of(seconds)
     streams = [
         {"name": f"cam{k}", "op": "softmax", "variant": variant, "n": N, "priority": 0,
          "backend": "any", "period_us": PERIOD_US, "count": frames,
          "start_us": k * PERIOD_US / cameras, "jitter_us": JITTER_US, "deadline_us": PERIOD_US}
         for k in range(cameras)
     ]
-    hp = HP | {"count": max(2, round(seconds * 1e6 / HP["period_us"]))}
+    hp = HP | {"count": hp_tasks_of(seconds)}
     return parse_workload({"seed": SEED, "stream": streams + [hp]}, f"{cameras} cameras")
 
 
@@ -199,7 +244,9 @@ def figure(df: pd.DataFrame, limits: dict[str, int]):
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--seconds", type=seconds_arg(0.0, MAX_SECONDS), default=2.0,
-                   help=f"simulated seconds (default 2, at most {MAX_SECONDS:g})")
+                   help=f"simulated seconds (default 2, at most {MAX_SECONDS:g}, and so that "
+                   f"the workload of --max-cameras cameras has at most {MAX_TASKS:,} tasks: "
+                   f"at most {max_seconds_for(12):g} s for 12 cameras)")
     p.add_argument("--max-cameras", type=count_arg(1, MAX_CAMERAS), default=12,
                    help=f"1 to {MAX_CAMERAS} (default 12)")
     p.add_argument("--fidelity", choices=FIDELITIES, default="tile")
@@ -209,6 +256,8 @@ def main() -> None:
     p.add_argument("--replot", action="store_true",
                    help="redraw the figure and conclusion from the CSV, simulate nothing")
     args = p.parse_args()
+    if not args.replot:  # before the out-dir is made: nothing written for a run that cannot be
+        check_size(args.max_cameras, args.seconds)
     out_dir = out_dir_of(args.out_dir)
     if args.replot:
         df = read_table(out_dir / f"{NAME}.csv")

@@ -701,6 +701,18 @@ def test_a_tile_key_is_explored_and_freed_on_its_multiples(j6):
     assert (p.lo, p.hi) == (1004, 2000)
     with pytest.raises(DspsimInputError, match="multiples of 4"):
         parse_free("softmax.tile_bytes=5:7", j6)
+    with pytest.raises(DspsimInputError, match="holds one value"):
+        parse_free("softmax.tile_bytes=5:9", j6)
+
+
+def test_a_measurements_csv_with_a_bom_reads(tmp_path):
+    """A spreadsheet's "CSV UTF-8" starts with a byte-order mark."""
+    from dspsim.study.calibrate.measure import read_measurements_csv
+
+    f = tmp_path / "m.csv"
+    f.write_bytes(b"\xef\xbb\xbfvariant,n,cycles\ndirect,10000,800000\n")
+    (m,) = read_measurements_csv(f)
+    assert m.variant == "direct" and m.cycles == 800000
 
 
 def test_a_key_the_runs_ignore_is_not_determined_over_its_whole_range():

@@ -267,6 +267,7 @@ def test_table_output(capsys):
         (["--shape", "2,3,4"], "shape"),
         (["--out", "ranked.txt"], "extension"),
         (["--param", "softmax.tile_bytes=4096,7"], "multiple of 4"),  # the key's own rule
+        (["--jobs", "100000"], "1 to 256"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(capsys, argv, message):

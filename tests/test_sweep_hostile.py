@@ -317,3 +317,12 @@ def test_a_spec_model_resolves_packaged_names(tmp_path):
     (tmp_path / "mine.toml").write_text('base = "j6"\n')
     spec.write_text('model = "mine.toml"\nn = 1000\n[params]\n"ddr.latency_cycles" = [1]\n')
     assert Path(build_sweep(spec=spec).model.source) == tmp_path / "mine.toml"
+
+
+def test_a_key_set_by_the_spec_and_by_set_is_refused(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text('n = 1000\nvariant = "pingpong"\n[set]\n"ddr.latency_cycles" = 100\n'
+                    '[params]\n"idma.setup_cycles" = [1, 2]\n')
+    code, _, err = run_cli(capsys, "sweep", "--spec", spec, "--set", "ddr.latency_cycles=200",
+                           "--out", tmp_path / "s.csv")
+    assert code == 2 and one_line(err) and "in one place" in err, err

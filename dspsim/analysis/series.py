@@ -7,6 +7,7 @@ plotting, no pandas).
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 import numpy as np
@@ -16,20 +17,25 @@ from dspsim.probes import PORT_LOG_FIELDS, PortLog
 
 
 def assign_lanes(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Greedy interval partitioning: a lane per interval so that no lane holds two overlapping
-    intervals (touching end-to-start is fine), using the fewest lanes."""
+    """Greedy interval partitioning: each interval, by start, in the lowest-numbered lane free
+    by then (touching end-to-start is fine), using the fewest lanes; n log n (two heaps: the
+    lanes in use by end, the free ones by number), so a backlog of many lanes stays cheap."""
     starts = np.asarray(starts, float)
     ends = np.asarray(ends, float)
     lanes = np.zeros(len(starts), dtype=int)
-    lane_end: list[float] = []
-    for i in np.lexsort((ends, starts)):  # by start, zero-length intervals first
-        for k, free in enumerate(lane_end):
-            if free <= starts[i]:
-                lanes[i], lane_end[k] = k, ends[i]
-                break
+    busy: list[tuple[float, int]] = []  # (end, lane) of the lanes in use
+    free: list[int] = []  # lanes free since an earlier start (starts only grow)
+    count = 0
+    for i in np.lexsort((ends, starts)).tolist():  # by start, zero-length intervals first
+        s = starts[i]
+        while busy and busy[0][0] <= s:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            lane = heapq.heappop(free)
         else:
-            lanes[i] = len(lane_end)
-            lane_end.append(ends[i])
+            lane, count = count, count + 1
+        lanes[i] = lane
+        heapq.heappush(busy, (float(ends[i]), lane))
     return lanes
 
 

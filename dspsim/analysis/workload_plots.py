@@ -35,7 +35,6 @@ core lasts its op's cycles to the nanosecond.
 from __future__ import annotations
 
 import gzip
-import heapq
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from dspsim.analysis.perfetto import _Clock, _durations_us, _us, check_trace_path
-from dspsim.analysis.series import binned_mean
+from dspsim.analysis.series import assign_lanes, binned_mean
 from dspsim.analysis.timeline import check_figure_path, save_figure
 from dspsim.paths import atomic_write_bytes, atomic_write_text
 from dspsim.results import json_default
@@ -284,29 +283,6 @@ def plot_workload(run: Any, tasks: pd.DataFrame, path: str | Path) -> Path:
 
 
 # ------------------------------------------------------------------------------ trace
-def _first_free_lanes(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The lanes of :func:`dspsim.analysis.series.assign_lanes` (each interval, by start, in
-    the lowest-numbered lane free by then; touching end-to-start is fine), in n log n time:
-    that scan is quadratic in the lanes, which grow with an overloaded workload's backlog."""
-    starts = np.asarray(starts, float)
-    ends = np.asarray(ends, float)
-    lanes = np.zeros(len(starts), dtype=int)
-    busy: list[tuple[float, int]] = []  # (end, lane) of the lanes in use
-    free: list[int] = []  # lanes free since an earlier start (starts only grow)
-    count = 0
-    for i in np.lexsort((ends, starts)).tolist():  # by start, zero-length intervals first
-        s = starts[i]
-        while busy and busy[0][0] <= s:
-            heapq.heappush(free, heapq.heappop(busy)[1])
-        if free:
-            lane = heapq.heappop(free)
-        else:
-            lane, count = count, count + 1
-        lanes[i] = lane
-        heapq.heappush(busy, (float(ends[i]), lane))
-    return lanes
-
-
 def _slices(pid: int, tid: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray,
             names: list[str], cat: str, args: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """X events, one per row: times as :func:`_us`, durations as :func:`_durations_us`."""
@@ -360,7 +336,7 @@ def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
     tid = 1
     for s in run.workload.streams:
         idx = np.flatnonzero(stream_arr == s.name)
-        lanes = _first_free_lanes(submit[idx], done[idx]) if len(idx) else np.zeros(0, int)
+        lanes = assign_lanes(submit[idx], done[idx]) if len(idx) else np.zeros(0, int)
         used = int(lanes.max()) + 1 if len(lanes) else 0
         for lane in range(used):
             name = s.name if lane == 0 else f"{s.name} ({lane + 1})"

@@ -48,7 +48,7 @@ def add_optimize(sub) -> None:
     p.add_argument("--top", type=positive_int, default=5, metavar="K",
                    help="re-run the best K at burst fidelity (default 5)")
     p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
-                   help="worker processes (default 1)")
+                   help="worker processes, 1 to 256 (default 1)")
     p.add_argument("--no-check", action="store_true",
                    help="do not re-run the winner with the data path on (no max_rel_err)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")

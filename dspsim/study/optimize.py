@@ -50,6 +50,7 @@ from dspsim.ops import default_op, get_op, op_names
 from dspsim.ops.base import Op
 from dspsim.run import simulate
 from dspsim.study.sweep.executors import evaluate_point
+from dspsim.study.sweep.journal import check_jobs
 from dspsim.study.sweep.values import (
     SPECIAL_KEYS,
     format_value,
@@ -499,8 +500,7 @@ def optimize(
     the_op = get_op(op if op is not None else default_op())
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise DspsimInputError(f"top = {top!r}: must be a positive integer")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise DspsimInputError(f"jobs = {jobs!r}: must be a positive integer")
+    check_jobs(jobs)  # 1 to MAX_JOBS, as a sweep's
     shape_t = the_op.shape_of(n=n, shape=tuple(shape) if shape is not None else None)
     names = _variants(the_op, variants)
     axes = _axes(the_op, params)

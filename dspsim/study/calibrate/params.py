@@ -107,6 +107,9 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
                 raise DspsimInputError(
                     f"--free {text!r}: {key} takes multiples of {step}; the range holds none")
     if not lo < hi:
+        if integer and eq and lo == hi:
+            raise DspsimInputError(f"--free {text!r}: the range holds one value {key} takes "
+                                   f"({lo:g}); give a range with two or more")
         raise DspsimInputError(f"--free {text!r}: the range must have LO < HI (got {lo:g}:{hi:g})")
     return FreeParam(key, float(lo), float(hi), integer)
 

@@ -317,8 +317,9 @@ def build_sweep(
 
     fixed: dict[str, Any] = dict(loaded["overrides"])
     if overrides:
+        given: dict[str, Any] = {}
         if isinstance(overrides, Mapping):
-            fixed.update(overrides)
+            given = dict(overrides)
         else:
             for item in overrides:
                 k, eq, v = item.partition("=")
@@ -326,7 +327,14 @@ def build_sweep(
                     raise DspsimInputError(
                         f"--set {item!r}: expected KEY=VALUE, e.g. ddr.latency_cycles=300"
                     )
-                fixed[k.strip()] = parse_value(k.strip(), v)
+                if k.strip() in given:
+                    raise DspsimInputError(f"--set {k.strip()} is given twice; give each once")
+                given[k.strip()] = parse_value(k.strip(), v)
+        both = sorted(set(given) & set(fixed))
+        if both:
+            raise DspsimInputError(
+                f"{both[0]} is set by the spec's [set] and by --set; give it in one place")
+        fixed.update(given)
     for k in fixed:
         if k in SPECIAL_KEYS:
             raise DspsimInputError(f"--set {k}: {k} is not a model key; sweep it (--{k})")
