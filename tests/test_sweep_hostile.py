@@ -326,3 +326,22 @@ def test_a_key_set_by_the_spec_and_by_set_is_refused(tmp_path, capsys):
     code, _, err = run_cli(capsys, "sweep", "--spec", spec, "--set", "ddr.latency_cycles=200",
                            "--out", tmp_path / "s.csv")
     assert code == 2 and one_line(err) and "in one place" in err, err
+
+
+def test_a_parquet_table_too_long_to_read_whole_is_refused_from_its_metadata(tmp_path, capsys,
+                                                                             monkeypatch):
+    """A few hundred KB of parquet can decode to millions of rows: the row count in its
+    metadata is checked before anything is decoded."""
+    pytest.importorskip("pyarrow")
+    from dspsim.study.sweep import table
+
+    out = tmp_path / "p.parquet"
+    argv = ["sweep", "--n", N, "--variant", "pingpong", "--param", "ddr.latency_cycles=1:5:1",
+            "--out", out]
+    assert run_cli(capsys, *argv)[0] == 0
+    monkeypatch.setattr(table, "MAX_PARQUET_ROWS", 3)
+    code, _, err = run_cli(capsys, "plot", "sweep", out, "--x", "ddr.latency_cycles",
+                           "--out", tmp_path / "o.png")
+    assert code == 2 and one_line(err) and "5 rows" in err, err
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2 and one_line(err) and "5 rows" in err, err

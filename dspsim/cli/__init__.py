@@ -69,5 +69,10 @@ def main(argv: list[str] | None = None) -> int:
             where = f" ({e.filename})" if e.filename else ""
             print(f"dspsim: error: {e.strerror or e}{where}", file=sys.stderr)
             return 2
+        except MemoryError:
+            print("dspsim: error: out of memory: the input or the run is too large for this "
+                  "machine (try a smaller size, --trace-limit, or .csv sweep tables)",
+                  file=sys.stderr)
+            return 2
     return code
 

@@ -43,7 +43,9 @@ from dspsim.study.sweep.values import (
 )
 
 FLOAT_RESULT_COLUMNS = ("time_us", "wall_s")
-MAX_TABLE_BYTES = 256 << 20  # a table read back whole (a figure of it, an experiment's table)
+MAX_TABLE_BYTES = 64 << 20  # a table read back whole (a figure of it, an experiment's table):
+# its cells as text take about 15x the file, so 64 MiB stays near 1 GB
+MAX_PARQUET_ROWS = 1_000_000  # rows of a parquet table read back whole (its metadata says)
 _RESULT_COLUMNS = (*HEAD_COLUMNS, "core_busy_cycles", "ddr_busy_cycles", *STALL_COLUMNS,
                    *CHECK_COLUMNS, *TAIL_COLUMNS)
 _BUSY = re.compile(r"idma[0-9]{1,3}_busy_cycles")
@@ -191,7 +193,17 @@ def _read_parquet(path: Path) -> tuple[list[str], list[list[str]]]:
     """(columns, rows as the journal's text cells) of a parquet file; one line when it is not
     a readable parquet table."""
     try:
+        import pyarrow.parquet as pq
+
+        rows_in_file = pq.ParquetFile(path).metadata.num_rows  # before decoding anything
+        if rows_in_file > MAX_PARQUET_ROWS:
+            raise DspsimInputError(
+                f"{path}: a parquet sweep table of {rows_in_file:,} rows; at most "
+                f"{MAX_PARQUET_ROWS:,} are read back whole (write larger sweeps as .csv, which "
+                "resumes without reading the table whole)")
         df = pd.read_parquet(path)
+    except DspsimInputError:
+        raise
     except ImportError:
         raise DspsimInputError(
             "reading .parquet needs pyarrow; install it with: pip install 'dspsim[parquet]'"
