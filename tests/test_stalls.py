@@ -257,3 +257,14 @@ def test_tiles_bad_path_is_one_line(capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_the_report_names_the_runs_warnings_and_output_check(tmp_path, capsys):
+    from dspsim.cli import main
+
+    path = tmp_path / "r.json"
+    assert main(["run", "--n", "3000", "--save", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "warning [unwritten_handle]" in out and "max relative error vs float64" in out

@@ -40,9 +40,17 @@ def report_text(result: Any) -> str:
     out = [
         f"{result.op} {result.variant} on {result.core}: {shape_text(result.shape)}, "
         f"{result.cycles:,} cycles = {result.time_us:,.1f} us" + clock,
-        "",
-        "where the core's time goes, per pass (cycles, and % of the pass span)",
     ]
+    o = getattr(result, "output", None)
+    if o:  # the values the run computed, against the op's float64 reference
+        err = o.get("max_rel_err")
+        out.append(f"output: {o.get('nan_count', 0)} NaN, {o.get('inf_count', 0)} inf, max "
+                   f"relative error vs float64 {'n/a' if err is None else f'{err:.3g}'}")
+    for w in getattr(result, "warnings", None) or []:
+        out.append(f"warning [{w['code']}] x{w.get('count', 1)}: {w['message']}")
+    for h in getattr(result, "hazards", None) or []:
+        out.append(f"hazard: {h['message']}")
+    out += ["", "where the core's time goes, per pass (cycles, and % of the pass span)"]
     headers = ["pass", "span_cycles"] + list(CORE_PARTS)
     rows = []
     for p in summary["per_pass"] + [{"pass": "total"} | summary["total"]]:
