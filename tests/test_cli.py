@@ -9,12 +9,7 @@ import numpy as np
 import pytest
 
 from dspsim.cli import main
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.cli_helpers import one_line, run_cli
 
 
 def test_run_json_has_the_contracted_fields(capsys):
@@ -183,10 +178,6 @@ CLI = [sys.executable, "-m", "dspsim.cli"]
 def cli(*argv, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
     kw.setdefault("capture_output", True)
     return subprocess.run([*CLI, *map(str, argv)], timeout=timeout, text=True, env=ENV, **kw)
-
-
-def one_line(err: str) -> bool:
-    return err.count("\n") == 1 and err.startswith("dspsim: error:") and "Traceback" not in err
 
 
 def test_a_full_stdout_is_one_line_and_exit_2():

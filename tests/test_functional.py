@@ -14,6 +14,7 @@ from dspsim.arrays import host_check
 from dspsim.cli import main
 from dspsim.ops.softmax.reference import reference_softmax
 from dspsim.run import simulate
+from tests.cli_helpers import one_line, run_cli
 
 MODES = ("pingpong", "direct")
 
@@ -209,16 +210,6 @@ ENV = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
 def cli(*argv, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *map(str, argv)], capture_output=True, text=True, env=ENV,
                           timeout=timeout)
-
-
-def one_line(err: str) -> bool:
-    return err.count("\n") == 1 and err.startswith("dspsim: error:") and "Traceback" not in err
-
-
-def run_cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _npy_header(shape, descr="<f4") -> bytes:

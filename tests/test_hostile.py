@@ -22,6 +22,7 @@ from dspsim.cli import main
 from dspsim.config import load_model
 from dspsim.run import simulate
 from dspsim.study.sweep import read_sweep
+from tests.cli_helpers import one_line, run_cli
 
 CLI = [sys.executable, "-m", "dspsim.cli"]
 ENV = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -37,16 +38,6 @@ def cli(*argv, fsize: int | None = None, timeout: float = 60, **kw) -> subproces
     kw.setdefault("capture_output", True)
     return subprocess.run([*CLI, *map(str, argv)], preexec_fn=limit, timeout=timeout, text=True,
                           env=kw.pop("env", ENV), **kw)
-
-
-def one_line(err: str) -> bool:
-    return err.count("\n") == 1 and err.startswith("dspsim: error:") and "Traceback" not in err
-
-
-def run_cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # ------------------------------------------------------------------ failed writes lose nothing

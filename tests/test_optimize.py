@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from dspsim.cli import main
 from dspsim.config import load_model
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
 from dspsim.run import simulate
 from dspsim.study.optimize import RERUN_FIDELITY, SCREEN_FIDELITY, optimize
+from tests.cli_helpers import run_cli
 
 N = 4096  # small: every candidate runs in milliseconds
 SOFTMAX = get_op("softmax")
@@ -20,12 +20,6 @@ SOFTMAX = get_op("softmax")
 @pytest.fixture(scope="module")
 def result():
     return optimize("softmax", n=N, top=4, progress=False)
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def burst_cycles(model, variant, params, n=N):

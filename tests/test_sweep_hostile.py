@@ -14,26 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from dspsim.cli import main
 from dspsim.errors import DspsimInputError
 from dspsim.study.sweep import build_sweep, read_sweep, run_sweep
 from dspsim.study.sweep import journal as journal_module
 from dspsim.study.sweep.resume import WARNING_CODES
 from dspsim.study.sweep.values import canon_text
+from tests.cli_helpers import one_line, run_cli
 
 N = "1000"
 GRID = ["--n", N, "--param", "ddr.latency_cycles=100:103:1", "--variant", "pingpong,direct",
         "--fidelity", "tile"]
-
-
-def run_cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line(err: str) -> bool:
-    return err.count("\n") == 1 and err.startswith("dspsim: error:") and "Traceback" not in err
 
 
 @pytest.fixture

@@ -29,10 +29,10 @@ from dspsim.analysis.timeline import (
     plot_timeline,
     timeline_figure,
 )
-from dspsim.cli import main
 from dspsim.errors import DspsimInputError
 from dspsim.results import load_run, save_run
 from dspsim.run import simulate
+from tests.cli_helpers import run_cli
 
 PNG = b"\x89PNG\r\n\x1a\n"
 # written by the release before operators plugged in (format version 1):
@@ -49,12 +49,6 @@ def headline(j6):
 @pytest.fixture(scope="module")
 def direct(j6):
     return simulate(j6, variant="direct", n=20_000, data=False, trace=True, port_log=True)
-
-
-def run_cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_headline_figure_has_every_lane_and_a_full_title(headline):
