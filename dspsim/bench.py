@@ -208,28 +208,17 @@ def print_report(b: dict[str, Any]) -> None:
               f"{sw['points_per_s']:.0f} points/s")
 
 
-def _count(least: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = least - 1
-        if value < least:
-            raise argparse.ArgumentTypeError(f"{text!r}: expected an integer >= {least}")
-        return value
-
-    return parse
-
-
 def main() -> None:
+    from dspsim.cli.common import int_in
+
     p = argparse.ArgumentParser(prog="python -m dspsim.bench", description=__doc__.splitlines()[0])
-    p.add_argument("--n", type=_count(1), default=100_000)
-    p.add_argument("--repeat", type=_count(1), default=3)
-    p.add_argument("--sweep-points", type=_count(0), default=1000,
+    p.add_argument("--n", type=int_in(1), default=100_000)
+    p.add_argument("--repeat", type=int_in(1), default=3)
+    p.add_argument("--sweep-points", type=int_in(0), default=1000,
                    help="points of the sweep benchmark (0 skips it)")
-    p.add_argument("--elision-n", type=_count(1), default=1_000_000,
+    p.add_argument("--elision-n", type=int_in(1), default=1_000_000,
                    help="array length of the elision comparison (burst ping-pong)")
-    p.add_argument("--memory-elements", type=_count(0), default=10_000_000,
+    p.add_argument("--memory-elements", type=int_in(0), default=10_000_000,
                    help="elements of the peak-memory runs (0 skips them)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()

@@ -16,10 +16,11 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from dspsim.cli.common import _Parser, ignore_file_size_signal
+from dspsim.cli.common import _Parser, ignore_file_size_signal, int_in
 from dspsim.errors import DspsimInputError
 from dspsim.paths import atomic_write_text
 from dspsim.platform import FIDELITIES
+from dspsim.study.sweep.journal import MAX_JOBS
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 HOST_COLUMNS = ("wall_s",)
@@ -65,8 +66,8 @@ def experiment_parser(description: str) -> argparse.ArgumentParser:
     """Options shared by the sweep scripts (``dspsim.study.experiments``'s, with one-line errors
     and checked values)."""
     p = parser(description)
-    p.add_argument("--jobs", type=count_arg(1, 1024), default=2,
-                   help="worker processes (default 2, at most 1024)")
+    p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=2,
+                   help=f"worker processes (default 2, at most {MAX_JOBS})")
     p.add_argument(
         "--fidelity", choices=FIDELITIES, default="burst",
         help="default: burst, the reference (an experiment's grid is small); tile is the fast "
@@ -76,20 +77,7 @@ def experiment_parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
-def count_arg(lo: int, hi: int):
-    """An argparse type: an integer from ``lo`` to ``hi``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not an integer; allowed {lo} to {hi:,}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{text!r}: allowed {lo} to {hi:,}")
-        return value
-
-    return parse
+count_arg = int_in  # an argparse type: a whole number from lo to hi
 
 
 def seconds_arg(lo: float, hi: float):

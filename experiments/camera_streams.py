@@ -26,6 +26,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _results, when loaded by path
 from _results import (  # noqa: E402
+    MAX_JOBS,
     count_arg,
     out_dir_of,
     parser,
@@ -250,7 +251,7 @@ def main() -> None:
     p.add_argument("--max-cameras", type=count_arg(1, MAX_CAMERAS), default=12,
                    help=f"1 to {MAX_CAMERAS} (default 12)")
     p.add_argument("--fidelity", choices=FIDELITIES, default="tile")
-    p.add_argument("--jobs", type=count_arg(1, 1024), default=2,
+    p.add_argument("--jobs", type=count_arg(1, MAX_JOBS), default=2,
                    help="worker processes (default 2)")
     p.add_argument("--out-dir", metavar="DIR", help="where to write (default: results/)")
     p.add_argument("--replot", action="store_true",
@@ -273,7 +274,7 @@ def main() -> None:
     start = time.perf_counter()
     points = [(setup, cores, variant, cameras) for setup, cores, variant in setups
               for cameras in range(1, args.max_cameras + 1)]
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    with ProcessPoolExecutor(max_workers=max(1, min(args.jobs, len(points)))) as pool:
         futures = [pool.submit(run_point, *pt, args.seconds, args.fidelity) for pt in points]
         rows = []
         for f in futures:

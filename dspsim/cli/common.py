@@ -9,7 +9,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from dspsim.config import HardwareModel, load_model
@@ -117,6 +117,22 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return value
+
+
+def int_in(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``lo`` (to ``hi``, if given)."""
+    allowed = f"allowed {lo:,} to {hi:,}" if hi is not None else f"allowed {lo:,} or more"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; {allowed}") from None
+        if value < lo or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(f"{text!r}: {allowed}")
+        return value
+
+    return parse
 
 
 def add_model_args(
