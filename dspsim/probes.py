@@ -72,10 +72,25 @@ class PortLog:
 
     @classmethod
     def from_columns(cls, columns: dict[str, Any]) -> PortLog:
+        """A log from its columns (``PORT_LOG_FIELDS`` -> sequences), a column at a time."""
         log = cls()
-        for entry in zip(*(columns[f] for f in PORT_LOG_FIELDS)):
-            log.append(entry)
+        for t, f in zip(log._times, PORT_LOG_FIELDS[:4]):
+            t.frombytes(np.asarray(columns[f], dtype=np.float64).tobytes())
+        log._bytes.frombytes(np.asarray(columns["bytes"], dtype=np.int64).tobytes())
+        log._write.frombytes(np.asarray(columns["is_write"], dtype=bool).astype(np.int8).tobytes())
+        names, who = np.unique(np.asarray(columns["requester"], dtype=str), return_inverse=True)
+        log._names = names.tolist()
+        log._index = {n: i for i, n in enumerate(log._names)}
+        log._who.frombytes(who.astype(np.uint16).tobytes())
         return log
+
+    @classmethod
+    def of(cls, log: Any) -> PortLog:
+        """``log`` as a PortLog (a list of entry tuples is converted)."""
+        if isinstance(log, PortLog):
+            return log
+        entries = list(log)
+        return cls.from_columns(dict(zip(PORT_LOG_FIELDS, zip(*entries)))) if entries else cls()
 
     def __len__(self) -> int:
         return len(self._bytes)

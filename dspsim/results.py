@@ -94,10 +94,8 @@ def run_document(result: Any) -> dict[str, Any]:
         if getattr(result, k, None) is not None:
             doc[k] = float(getattr(result, k))
     if result.port_log is not None:
-        log = result.port_log
-        cols = log.columns() if isinstance(log, PortLog) else PortLog.from_columns(
-            dict(zip(PORT_LOG_FIELDS, zip(*log)))).columns() if log else {}
-        doc["port_log"] = {f: cols[f].tolist() if f in cols else [] for f in PORT_LOG_FIELDS}
+        cols = PortLog.of(result.port_log).columns()
+        doc["port_log"] = {f: cols[f].tolist() for f in PORT_LOG_FIELDS}
     return doc
 
 

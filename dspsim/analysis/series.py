@@ -48,10 +48,7 @@ def port_log_arrays(result: Any) -> dict[str, np.ndarray]:
             "--timeline, --trace and --save)"
         )
     origin = float(getattr(result, "origin_cycle", 0.0))
-    if not isinstance(log, PortLog):
-        log = PortLog.from_columns(dict(zip(PORT_LOG_FIELDS, zip(*log)))) if len(log) else \
-            PortLog()
-    out = log.columns()
+    out = PortLog.of(log).columns()
     for f in PORT_LOG_FIELDS[:4]:
         out[f] = out[f] - origin
     out["bytes"] = out["bytes"].astype(float)
