@@ -17,7 +17,7 @@ import pytest
 from dspsim.errors import DspsimInputError
 from dspsim.study.sweep import build_sweep, read_sweep, run_sweep
 from dspsim.study.sweep import journal as journal_module
-from dspsim.study.sweep.resume import WARNING_CODES
+from dspsim.study.sweep.resume import warning_codes
 from dspsim.study.sweep.values import canon_text
 from tests.cli_helpers import one_line, run_cli
 
@@ -270,13 +270,24 @@ def test_a_grid_that_adds_values_extends_the_file_with_a_note(made, capsys):
 
 
 def test_every_warning_code_in_the_source_is_known():
-    """Resume refuses unknown warning codes: every code the simulator raises must be listed."""
+    """Resume refuses unknown warning codes: every code the simulator raises must be listed,
+    an op's by the op itself (Op.warning_codes), the rest by the platform."""
+    from dspsim.ops import get_op, op_names
+    from dspsim.platform import WARNING_CODES as PLATFORM_WARNINGS
+
     root = Path(__file__).resolve().parents[1] / "dspsim"
-    found = set()
-    for path in root.rglob("*.py"):
-        text = path.read_text()
-        found |= set(re.findall(r"\bwarn\(\s*\"([a-z_]+)\"", text))
-    assert found and found <= WARNING_CODES, found - WARNING_CODES
+
+    def raised(paths):
+        return {code for path in paths for code in
+                re.findall(r"\bwarn\(\s*\"([a-z_]+)\"", path.read_text())}
+
+    found = raised(root.rglob("*.py"))
+    assert found and found <= warning_codes(), found - warning_codes()
+    for name in op_names():
+        own = raised((root / "ops" / name).rglob("*.py"))
+        assert own <= set(get_op(name).warning_codes), (name, own)
+    elsewhere = raised(p for p in root.rglob("*.py") if (root / "ops") not in p.parents)
+    assert elsewhere <= set(PLATFORM_WARNINGS), elsewhere
 
 
 # ------------------------------------------------------------------ 12: spec files

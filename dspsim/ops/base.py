@@ -41,6 +41,8 @@ class Op:
     default_shape: ClassVar[tuple[int, ...]]
     # what the paper or document measured: {"shape": ..., "cycles": {variant: cycles}, ...}
     document: ClassVar[dict[str, Any] | None] = None
+    # the codes of the warnings the op's own code raises (``dsp.warn(code, ...)``)
+    warning_codes: ClassVar[tuple[str, ...]] = ()
 
     # ------------------------------------------------------------------ shapes and inputs
     def check_variant(self, variant: str) -> str:

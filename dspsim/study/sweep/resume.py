@@ -8,7 +8,7 @@ Every row is checked column by column (:func:`check_row`): its parameter cells p
 keys' values and pass their keys' checks; a finished point has every result cell (non-negative
 integers, ``time_us`` and ``wall_s`` finite and non-negative, ``warnings`` warning codes) and a
 failed one none but ``wall_s`` and its ``error`` (free text); warning codes must be ones dspsim
-raises (:data:`WARNING_CODES`), variants the row's op's, and the row a point of the grid. An
+raises (:func:`warning_codes`), variants the row's op's, and the row a point of the grid. An
 invalid row is dropped and its point computed again. A last line without its newline is kept
 when it is a whole, valid row of a finished point (a kill cannot tear a line into one: its last
 cell, ``error``, is empty), and dropped otherwise (then computed again): never lost.
@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from dspsim.errors import DspsimInputError
-from dspsim.ops import get_op
+from dspsim.ops import get_op, op_names
+from dspsim.platform import WARNING_CODES as PLATFORM_WARNINGS
 from dspsim.study.sweep.grid import DEFAULT_OP, Sweep
 from dspsim.study.sweep.values import (
     VARIANT_KEYS,
@@ -42,10 +43,9 @@ _CODES = re.compile(r"([A-Za-z0-9_]+(;[A-Za-z0-9_]+)*)?")
 _FLOAT_COLUMNS = ("time_us", "wall_s")
 MAX_COUNT = 2**63 - 1  # counts are int64 in a typed table
 # the codes of the warnings a run can raise (``Platform.warn``); a row naming another is invalid
-WARNING_CODES = frozenset({
-    "hazards_not_listed", "max_init_zero", "nan_input", "overflow_guard", "partly_resident",
-    "row_too_long", "unwaited_copy", "unwritten_handle", "zero_sum",
-})
+def warning_codes() -> frozenset[str]:
+    """Every warning code a run can carry: the platform's and each registered op's."""
+    return frozenset(PLATFORM_WARNINGS).union(*(get_op(o).warning_codes for o in op_names()))
 
 
 def _typed(key: str, canon: str) -> Any:
@@ -110,10 +110,11 @@ def check_cells(keys: list[str], columns: list[str], cells: list[str],
         elif c == "warnings":
             if not _CODES.fullmatch(v):
                 raise ValueError(f"warnings = {v!r} is not a list of warning codes")
-            unknown = [code for code in v.split(";") if code and code not in WARNING_CODES]
+            known = warning_codes()
+            unknown = [code for code in v.split(";") if code and code not in known]
             if unknown:
                 raise ValueError(f"warnings: {unknown[0]!r} is not a warning code dspsim "
-                                 f"raises (allowed: {', '.join(sorted(WARNING_CODES))})")
+                                 f"raises (allowed: {', '.join(sorted(known))})")
         elif c in _FLOAT_COLUMNS:
             _non_negative(c, v)
         elif (channels is not None and re.fullmatch(r"idma[0-9]+_busy_cycles", c)
