@@ -27,11 +27,12 @@ from dspsim.schema import Params
 FIDELITIES = ("burst", "tile")
 # The DSP's 32-bit window onto DDR (hbDSPAddrMap addresses).
 DDR_BASE = 0x8000_0000
+DDR_WINDOW_BYTES = 0x8000_0000
+
 # the warnings the platform and the run raise for any op (each op lists its own:
 # Op.warning_codes): a copy the timer stopped before, a handle waited on before any copy set it,
 # hazards beyond those listed
 WARNING_CODES = ("unwaited_copy", "unwritten_handle", "hazards_not_listed")
-DDR_WINDOW_BYTES = 0x8000_0000
 
 
 class Dsp:
