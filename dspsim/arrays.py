@@ -29,6 +29,13 @@ _HOST_ALIGN_BYTES = 4096
 _PARAM_BLOCK_BYTES = 64
 
 
+def ddr_window_bytes(input_bytes: int) -> int:
+    """Bytes of the DSP's DDR window one run takes: its input and output arrays, each on the
+    host's 4096-byte boundary, and the 64-byte parameter block."""
+    array = -(-int(input_bytes) // _HOST_ALIGN_BYTES) * _HOST_ALIGN_BYTES
+    return 2 * array + _PARAM_BLOCK_BYTES
+
+
 def max_input_bytes() -> int:
     """The largest float32 input (bytes) whose input and output arrays fit the DDR window."""
     from dspsim.platform import DDR_WINDOW_BYTES

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
-from dspsim.arrays import check_input_array, max_input_bytes
+from dspsim.arrays import check_input_array
 from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError, DspsimInputError
 from dspsim.host.ucp import Ucp
 from dspsim.ops.registry import firmware_registry, get_op
-from dspsim.platform import DDR_WINDOW_BYTES, FIDELITIES, Platform
+from dspsim.platform import FIDELITIES, Platform
 from dspsim.probes import PortLog, TraceTable
 from dspsim.schema import check_n
 from dspsim.version import __version__
@@ -162,13 +162,7 @@ def simulate(
         shape = x.shape
         n = None
     shape = the_op.shape_of(n=n, shape=shape)
-    if the_op.input_bytes(shape) > max_input_bytes():
-        dims = "x".join(f"{d:,}" for d in shape)
-        raise DspsimInputError(
-            f"shape {dims}: its input and output arrays ({the_op.input_bytes(shape):,} bytes "
-            f"each) and the 64-byte parameter block do not fit the DSP's {DDR_WINDOW_BYTES:,}-"
-            f"byte DDR window; allowed: an input of at most {max_input_bytes():,} bytes"
-        )
+    the_op.check_fits_ddr(shape, "")
     the_op.check_run(model, variant, shape)
     if trace_limit is not None and (
         isinstance(trace_limit, bool) or not isinstance(trace_limit, int) or trace_limit < 1

@@ -163,7 +163,7 @@ def test_bad_input_arrays(capsys, tmp_path, make, message):
 def test_a_length_that_does_not_fit_ddr_is_refused(capsys):
     code = main(["run", "--n", "400000000", "--no-data"])
     err = capsys.readouterr().err
-    assert code == 2 and "do not fit the DSP's 2,147,483,648-byte DDR window" in err
+    assert code == 2 and "more than the DSP's 2,147,483,648-byte window" in err
 
 
 def test_the_seeds_host_check_is_too_tight_for_general_inputs(j6):

@@ -413,7 +413,7 @@ def _npy_with_an_expression(path):
     (["--set", "tcm.reserved_bytes=262144"], "allowed: tcm.reserved_bytes < tcm.bank_bytes"),
     (["--set", "tcm.bank_bytes=2"], "tcm.bank_bytes = 2"),
     (["--op", "layernorm", "--variant", "direct", "--shape", "16384,16384"],
-     "do not fit the DSP's 2,147,483,648-byte DDR window"),
+     "more than the DSP's 2,147,483,648-byte window"),
     (["--window", "nan:5", "--timeline", "{tmp}/t.png"], "finite numbers"),
     (["--window", "0:1e400", "--timeline", "{tmp}/t.png"], "finite numbers"),
     (["--input", "{tmp}/weird.npy"], "not a dictionary of literals"),

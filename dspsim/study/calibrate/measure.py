@@ -43,7 +43,6 @@ from dspsim.config import HardwareModel, key_type, model_field, model_key, parse
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import Op, get_op, op_names
 from dspsim.paths import read_small_text
-from dspsim.platform import DDR_WINDOW_BYTES
 from dspsim.run import simulate
 
 # A measurement that names no op is of the op a run that names none is of.
@@ -54,12 +53,6 @@ DEFAULT_OP: str = inspect.signature(simulate).parameters["op"].default
 SEED_MEASUREMENTS_CYCLES = MappingProxyType(
     dict((get_op(DEFAULT_OP).document or {}).get("cycles", {}))
 )
-
-# The host allocates the input and the output array (``op.input_bytes(shape)`` each, on
-# 4096-byte boundaries) and a 64-byte parameter block in the DSP's DDR window, as
-# dspsim.run.simulate does.
-_HOST_ALIGN_BYTES = 4096
-_PARAM_BLOCK_BYTES = 64
 
 # The CSV columns that are not model keys.
 _CSV_FIELDS = ("op", "variant", "mode", "n", "shape", "cycles")
@@ -163,46 +156,14 @@ def _parse_cycles(text: str, where: str) -> float:
 # ------------------------------------------------------------------ the DSP's DDR window
 def ddr_bytes(shape: tuple[int, ...] | int, op: str = DEFAULT_OP) -> int:
     """Bytes of the DSP's DDR window one run of ``op`` on ``shape`` takes (an int: a 1-D op's
-    length)."""
-    the_op = get_op(op)
+    length): :meth:`dspsim.ops.Op.window_bytes`."""
     shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
-    array = -(-the_op.input_bytes(shape) // _HOST_ALIGN_BYTES) * _HOST_ALIGN_BYTES
-    return 2 * array + _PARAM_BLOCK_BYTES
+    return get_op(op).window_bytes(shape)
 
 
 def max_first_dim(op: str, shape: tuple[int, ...]) -> int:
-    """The largest first dimension (the others as in ``shape``) whose arrays fit the DSP's DDR
-    window (0 if none does); ``op.input_bytes`` grows with it."""
-    rest = tuple(shape[1:])
-    if ddr_bytes((1,) + rest, op) > DDR_WINDOW_BYTES:
-        return 0
-    lo, hi = 1, 2
-    while ddr_bytes((hi,) + rest, op) <= DDR_WINDOW_BYTES:
-        lo, hi = hi, 2 * hi
-    while hi - lo > 1:  # lo fits, hi does not
-        mid = (lo + hi) // 2
-        if ddr_bytes((mid,) + rest, op) <= DDR_WINDOW_BYTES:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _check_fits_ddr(op: Op, shape: tuple[int, ...], where: str) -> None:
-    need = ddr_bytes(shape, op.name)
-    if need <= DDR_WINDOW_BYTES:
-        return
-    largest = max_first_dim(op.name, shape)
-    if len(shape) == 1:
-        what, allowed = f"n = {shape[0]}", f"n up to {largest:,}"
-    else:
-        rest = _shape_text(shape[1:])
-        what = f"shape = {_shape_text(shape)}"
-        allowed = f"shape up to {largest}x{rest}" if largest else "a smaller shape"
-    raise DspsimInputError(
-        f"{where}: {what} needs {need:,} bytes of DDR (input, output, parameter block), more "
-        f"than the DSP's {DDR_WINDOW_BYTES:,}-byte window; allowed {allowed}"
-    )
+    """:meth:`dspsim.ops.Op.largest_first_dim` of ``op``."""
+    return get_op(op).largest_first_dim(shape)
 
 
 MAX_N = max_first_dim(DEFAULT_OP, (1,)) if get_op(DEFAULT_OP).ndim == 1 else 0
@@ -274,7 +235,7 @@ def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[
         dims = tuple(int(p) for p in parts)
     else:
         dims = tuple(op.default_shape)
-    _check_fits_ddr(op, dims, where)
+    op.check_fits_ddr(dims, f"{where}: ")
     return dims
 
 

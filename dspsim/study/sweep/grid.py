@@ -26,7 +26,7 @@ from typing import Any
 from dspsim.config import HardwareModel, load_model, parse_value
 from dspsim.errors import DspsimInputError
 from dspsim.ops import Op, get_op
-from dspsim.platform import DDR_WINDOW_BYTES, FIDELITIES
+from dspsim.platform import FIDELITIES
 from dspsim.run import git_sha, simulate
 from dspsim.study.sweep.spec import load_spec
 from dspsim.study.sweep.values import (
@@ -219,23 +219,8 @@ def _sizes(ops: list[Op], axes: dict[str, list[Any]]) -> tuple[str, list[Any]]:
 def _check_fits(op: Op, key: str, value: Any) -> None:
     """Refuse, before anything runs, a size whose arrays cannot fit the DSP's DDR window at any
     point (as ``dspsim run --n`` does)."""
-    from dspsim.study.calibrate.measure import ddr_bytes, max_first_dim
-
     shape = (value,) if key == "n" else parse_shape(value)
-    need = ddr_bytes(shape, op.name)
-    if need <= DDR_WINDOW_BYTES:
-        return
-    largest = max_first_dim(op.name, shape)
-    if key == "n":
-        allowed = f"n up to {largest:,}"
-    else:
-        rest = shape_text(shape[1:])
-        allowed = f"shape up to {largest}x{rest}" if largest else "a smaller shape"
-    raise DspsimInputError(
-        f"{key} = {_short_number(value)}: {op.name} needs {_short_number(need)} bytes of DDR "
-        f"(input, output, parameter block), more than the DSP's {DDR_WINDOW_BYTES:,}-byte "
-        f"window; allowed {allowed}"
-    )
+    op.check_fits_ddr(tuple(shape), f"{op.name}: ")
 
 
 def _short_number(value: Any) -> str:
