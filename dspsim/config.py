@@ -36,11 +36,14 @@ def _key(
     doc: str = "",
     positive: bool = False,
     default: Any = dataclasses.MISSING,
+    choices: tuple = (),
 ):
-    """A hardware key's metadata: allowed range (``positive``: strictly above 0), unit, meaning;
-    ``default``: the value of a model file that does not give the key (else it must)."""
+    """A hardware key's metadata: allowed range (``positive``: strictly above 0) or choices,
+    unit, meaning; ``default``: the value of a model file that does not give the key (else it
+    must)."""
     return field(default=default,
-                 metadata={"lo": lo, "hi": hi, "unit": unit, "doc": doc, "positive": positive})
+                 metadata={"lo": lo, "hi": hi, "unit": unit, "doc": doc, "positive": positive,
+                           "choices": choices})
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,45 @@ class Core:
 
 
 @dataclass(frozen=True)
-class Ddr:
+class MemoryCfg:
+    """One external memory behind its own port (J6: ``[ddr]``; a smaller SoC: ``[psram]`` and
+    ``[sram]``). Every table of a model file that is not a hardware or op table is one."""
+
     latency_cycles: float = _key(
-        0.0, 1e6, "cycles", "round trip of one request, port to DDR and back", positive=True
+        0.0, 1e6, "cycles", "round trip of one request, port to the memory and back",
+        positive=True
     )
     bytes_per_cycle: float = _key(1e-6, 1e4, "bytes/cycle", "port bandwidth, shared by all")
     max_outstanding: int = _key(1, 4096, "requests", "requests in flight on the port")
+    base_address: int = _key(0, (1 << 32) - 1, "bytes", "first address of the memory in the "
+                             "DSP's 32-bit map (0x80000000 in a file that does not give it)",
+                             default=0x8000_0000)
+    size_bytes: int = _key(4096, 1 << 32, "bytes", "bytes of the memory the DSP can address "
+                           "(2 GiB in a file that does not give it)", default=0x8000_0000)
+    cached: bool = _key(unit="", doc="the core reaches it through its data cache ([dcache]; "
+                        "false in a file that does not give it)", default=False)
+
+
+Ddr = MemoryCfg  # J6's one memory; the older name
+
+
+@dataclass(frozen=True)
+class Dcache:
+    """The core's data cache in front of the memories marked ``cached`` (off: capacity 0)."""
+
+    capacity_bytes: int = _key(0, 1 << 24, "bytes", "data cache capacity; 0: no data cache "
+                               "(J6's Vision DSP has none; 0 in a file that does not give it)",
+                               default=0)
+    line_bytes: int = _key(4, 4096, "bytes", "bytes per cache line (a power of two)",
+                           default=128)
+    ways: int = _key(1, 64, "ways", "associativity (LRU within a set)", default=4)
+    write_policy: str = _key(unit="", doc="write_back (allocate on a store miss, write a dirty "
+                             "line back when it is evicted) or write_through (stores go to the "
+                             "memory through the write buffer, no allocation)",
+                             default="write_back", choices=("write_back", "write_through"))
+    prefetch_next_line: bool = _key(unit="", doc="a miss or a first hit on a prefetched line "
+                                    "also fetches the next line, without stalling",
+                                    default=False)
 
 
 @dataclass(frozen=True)
@@ -88,9 +124,14 @@ class Tcm:
 @dataclass(frozen=True)
 class Host:
     rpc_latency_us: float = _key(0.0, 1e6, "us", "host submit-to-start plus done-to-wake latency")
+    memory: str = _key(unit="", doc="the memory the host allocates the op's buffers from (a "
+                       "memory table of the model; \"ddr\" in a file that does not give it)",
+                       default="ddr")
 
 
-HARDWARE: dict[str, type] = {"core": Core, "ddr": Ddr, "idma": Idma, "tcm": Tcm, "host": Host}
+HARDWARE: dict[str, type] = {"core": Core, "idma": Idma, "tcm": Tcm, "host": Host,
+                             "dcache": Dcache}
+MEMORY_FIELDS = {f.name for f in fields(MemoryCfg)}
 
 
 def _hw_key(section: str, f: dataclasses.Field) -> Key:
@@ -104,11 +145,20 @@ def _hw_key(section: str, f: dataclasses.Field) -> Key:
         hi=m["hi"],
         positive=m["positive"],
         unit=m["unit"],
+        choices=m.get("choices", ()),
     )
 
 
+def memory_keys(name: str) -> dict[str, Key]:
+    """The keys of a memory table named ``name`` (``ddr.latency_cycles``, ...)."""
+    return {f"{name}.{f.name}": _hw_key(name, f) for f in fields(MemoryCfg)}
+
+
+# J6's memory (``ddr``) is listed among the keys, after the core's, as it always was
+_KEY_ORDER = [("core", Core), ("ddr", MemoryCfg)] + [(s, c) for s, c in HARDWARE.items()
+                                                     if s != "core"]
 HARDWARE_KEYS: dict[str, Key] = {
-    f"{s}.{f.name}": _hw_key(s, f) for s, cls in HARDWARE.items() for f in fields(cls)
+    f"{s}.{f.name}": _hw_key(s, f) for s, cls in _KEY_ORDER for f in fields(cls)
 }
 
 
@@ -136,11 +186,22 @@ def all_keys() -> list[str]:
     return list(HARDWARE_KEYS) + [k.name for s in OP_SCHEMAS.values() for k in s.keys]
 
 
+def is_memory_section(section: str) -> bool:
+    """Whether a table named ``section`` is a memory's (any name that is not a hardware, op or
+    ``[model]`` table)."""
+    return section not in HARDWARE and section not in OP_SCHEMAS and section != "model" \
+        and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", section) is not None
+
+
 def model_key(key: str) -> Key:
-    """The :class:`Key` behind a dotted model key (unknown keys: one-line error)."""
+    """The :class:`Key` behind a dotted model key (unknown keys: one-line error). A memory's
+    keys are those of any memory table (``sram.latency_cycles``); whether the model has that
+    memory is checked when the key is applied to it."""
     if key in HARDWARE_KEYS:
         return HARDWARE_KEYS[key]
     section, _, name = key.partition(".")
+    if is_memory_section(section) and name in MEMORY_FIELDS:
+        return memory_keys(section)[key]
     schema = OP_SCHEMAS.get(section)
     k = schema.key(name) if schema else None
     if k is None:
@@ -182,21 +243,33 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
 @dataclass(frozen=True)
 class HardwareModel:
     core: Core
-    ddr: Ddr
     idma: Idma
     tcm: Tcm
     host: Host
+    dcache: Dcache
+    # the platform's memories by name, in file order (J6: ddr; a smaller SoC: psram, sram)
+    memories: Mapping[str, MemoryCfg] = field(default_factory=dict)
     ops: Mapping[str, Params] = field(default_factory=dict)  # op name -> its parameters
     name: str = "model"
     source: str = ""
     overrides: tuple[tuple[str, Any], ...] = ()
 
-    def __getattr__(self, name: str) -> Params:
-        """An operator's parameters as an attribute: ``model.softmax.tile_bytes``."""
-        ops = self.__dict__.get("ops", {})
-        if name in ops:
-            return ops[name]
+    def __getattr__(self, name: str) -> Any:
+        """A memory's table or an operator's parameters as an attribute: ``model.ddr``,
+        ``model.softmax.tile_bytes``."""
+        for tables in (self.__dict__.get("memories", {}), self.__dict__.get("ops", {})):
+            if name in tables:
+                return tables[name]
         raise AttributeError(f"model has no table {name!r}")
+
+    @property
+    def host_memory(self) -> MemoryCfg:
+        """The memory the host allocates from (``host.memory``)."""
+        return self.memories[self.host.memory]
+
+    def hardware_sections(self) -> list[str]:
+        """The hardware tables in order: core, the memories, idma, tcm, host, dcache."""
+        return ["core", *self.memories, "idma", "tcm", "host", "dcache"]
 
     def get(self, key: str) -> Any:
         k = model_key(key)
@@ -211,9 +284,14 @@ class HardwareModel:
         # op tables at their defaults stay out, so that only the ops whose parameters are set
         # are checked against the hardware now (each op checks its own when it runs)
         raw = {s: d for s, d in self.as_dict().items()
-               if s in HARDWARE or d != OP_SCHEMAS[s].defaults()}
+               if s not in OP_SCHEMAS or d != OP_SCHEMAS[s].defaults()}
         for key, value in pairs.items():
             k = model_key(key)
+            if is_memory_section(k.section) and k.section not in self.memories:
+                raise ConfigError(
+                    f"{key}: the model has no memory {k.section!r}; its memories: "
+                    f"{', '.join(self.memories)} (a new memory is a table in a model file)"
+                )
             raw.setdefault(k.section, {})[k.short] = value
         model = build_model(raw, self.source)
         return dataclasses.replace(
@@ -221,7 +299,7 @@ class HardwareModel:
         )
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
-        hw = {s: dataclasses.asdict(getattr(self, s)) for s in HARDWARE}
+        hw = {s: dataclasses.asdict(getattr(self, s)) for s in self.hardware_sections()}
         return hw | {s: dict(p) for s, p in self.ops.items()}
 
     def flat(self) -> dict[str, Any]:
@@ -235,32 +313,45 @@ def _table(source: str, raw: Mapping[str, Any], section: str) -> dict[str, Any]:
     return table
 
 
+def _hw_table(source: str, raw: Mapping[str, Any], section: str, cls: type) -> Any:
+    """One hardware table, every key checked; a key the file does not give takes its default
+    or, without one, is refused as missing."""
+    table = _table(source, raw, section)
+    for k in table:
+        model_key(f"{section}.{k}")  # raises with the list of allowed keys
+    values = {}
+    for f in fields(cls):
+        key = model_key(f"{section}.{f.name}")
+        if f.name not in table:
+            if f.default is not dataclasses.MISSING:  # a key newer than the file
+                values[f.name] = f.default
+                continue
+            raise ConfigError(f"{source}: missing key {key.name} ({key.doc})")
+        values[f.name] = key.coerce(table[f.name])
+    return cls(**values)
+
+
 def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
     """A checked model from parsed tables (a model file's, after ``base`` is resolved)."""
-    unknown = set(raw) - set(SECTIONS) - {"model"}
+    memories = [s for s in raw if is_memory_section(s) and isinstance(raw[s], dict)
+                and set(raw[s]) & MEMORY_FIELDS]
+    unknown = set(raw) - set(SECTIONS) - {"model"} - set(memories)
     if unknown:
         raise ConfigError(
-            f"{source}: unknown table [{sorted(unknown)[0]}]; allowed: {', '.join(SECTIONS)}"
+            f"{source}: unknown table [{sorted(unknown)[0]}]; allowed: {', '.join(SECTIONS)}, "
+            f"or a memory table (keys {', '.join(sorted(MEMORY_FIELDS))})"
         )
     meta = _table(source, raw, "model")
     if set(meta) - {"name"}:
         raise ConfigError(f"{source}: unknown key model.{sorted(set(meta) - {'name'})[0]}; "
                           "allowed: model.name")
-    built: dict[str, Any] = {}
-    for section, cls in HARDWARE.items():
-        table = _table(source, raw, section)
-        for k in table:
-            model_key(f"{section}.{k}")  # raises with the list of allowed keys
-        values = {}
-        for f in fields(cls):
-            key = HARDWARE_KEYS[f"{section}.{f.name}"]
-            if f.name not in table:
-                if f.default is not dataclasses.MISSING:  # a key newer than the file
-                    values[f.name] = f.default
-                    continue
-                raise ConfigError(f"{source}: missing key {key.name} ({key.doc})")
-            values[f.name] = key.coerce(table[f.name])
-        built[section] = cls(**values)
+    if not memories:
+        raise ConfigError(f"{source}: missing key ddr.latency_cycles (the model declares no "
+                          "memory: J6's is the table [ddr])")
+    built: dict[str, Any] = {
+        section: _hw_table(source, raw, section, cls) for section, cls in HARDWARE.items()
+    }
+    built["memories"] = {m: _hw_table(source, raw, m, MemoryCfg) for m in memories}
     ops = {}
     for section, schema in OP_SCHEMAS.items():
         table = _table(source, raw, section)
@@ -286,6 +377,7 @@ def _check_cross(m: HardwareModel, given: list[str]) -> None:
             f"core.lanes_f32 = {lanes}: must be a power of two (the kernels' lane reductions "
             "halve the vector each step)"
         )
+    _check_memories(m)
     if m.tcm.reserved_bytes >= m.tcm.bank_bytes:
         raise ConfigError(
             f"tcm.reserved_bytes = {m.tcm.reserved_bytes}: the firmware cannot keep a whole "
@@ -295,6 +387,53 @@ def _check_cross(m: HardwareModel, given: list[str]) -> None:
     for section in given:
         if OP_SCHEMAS[section].check is not None:
             OP_SCHEMAS[section].check(m.ops[section], m)
+
+
+# the DataRAMs' part of the DSP's map (dspsim.hw.tcm: 0x08000000 up, one stride a bank)
+TCM_MAP_BASE, TCM_MAP_END = 0x0800_0000, 0x1000_0000
+
+
+def _check_memories(m: HardwareModel) -> None:
+    """The memories fit the 32-bit map without overlapping each other or the DataRAMs; the
+    host allocates from one of them; the data cache is there for the memories that use it and
+    every one of its keys does something."""
+    if m.host.memory not in m.memories:
+        raise ConfigError(f"host.memory = {m.host.memory!r}: the model's memories are "
+                          f"{', '.join(m.memories)}")
+    ranges = sorted((c.base_address, c.base_address + c.size_bytes, name)
+                    for name, c in m.memories.items())
+    for lo, hi, name in ranges:
+        if hi > 1 << 32:
+            raise ConfigError(f"{name}: base_address + size_bytes = {hi:#x} is beyond the DSP's "
+                              "32-bit map (at most 0x100000000)")
+        if lo < TCM_MAP_END and hi > TCM_MAP_BASE:
+            raise ConfigError(f"{name}: {lo:#x}-{hi:#x} overlaps the DataRAMs at "
+                              f"{TCM_MAP_BASE:#x}-{TCM_MAP_END:#x}; give {name}.base_address")
+    for (_, hi, a), (lo, _, b) in zip(ranges, ranges[1:]):
+        if lo < hi:
+            raise ConfigError(f"memories {a} and {b} overlap in the DSP's map ({b} starts at "
+                              f"{lo:#x}, before {a} ends at {hi:#x}); give distinct "
+                              "base_address / size_bytes")
+    d = m.dcache
+    cached = [name for name, c in m.memories.items() if c.cached]
+    if d.capacity_bytes == 0:
+        if cached:
+            raise ConfigError(f"{cached[0]}.cached = true but the model has no data cache "
+                              "(dcache.capacity_bytes = 0)")
+        given = {f.name for f in fields(Dcache) if getattr(d, f.name) != f.default}
+        if given:
+            raise ConfigError(f"dcache.{sorted(given)[0]} does nothing: the model has no data "
+                              "cache (dcache.capacity_bytes = 0)")
+        return
+    line = d.line_bytes
+    if line & (line - 1):
+        raise ConfigError(f"dcache.line_bytes = {line}: must be a power of two")
+    if d.capacity_bytes % (line * d.ways):
+        raise ConfigError(f"dcache.capacity_bytes = {d.capacity_bytes}: must be a multiple of "
+                          f"line_bytes x ways = {line * d.ways}")
+    if not cached:
+        raise ConfigError("the data cache serves no memory: set cached = true on a memory, or "
+                          "dcache.capacity_bytes = 0")
 
 
 def models_dir() -> Path:

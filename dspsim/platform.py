@@ -1,31 +1,47 @@
 """The platform: ``core.count`` DSP cores, each with ``idma.channels`` iDMA channels and
-``tcm.banks`` DataRAMs, all sharing one DDR port; and what an op's C reaches through globals.
+``tcm.banks`` DataRAMs (and, optionally, a data cache), sharing the memories the model
+declares (J6: ``ddr``; a smaller SoC: ``psram`` and ``sram``), each behind its own port; and
+what an op's C reaches through globals.
 
-Engines are named here and only here: ``core0``, ``core0.idma1``, ``core0.dram0``, ``ddr``.
-Every analysis reads names from the run (``Result.engines``), never literals. Burst or tile
-fidelity is chosen when the platform is built (which engine classes it instantiates), not by
-``if``s inside the engines.
+Requests are routed to a memory by address, the way gem5's crossbar routes by address range:
+:class:`AddressMap` turns the physical address an op maps (``hb_dsp_mem_map``) into a pointer
+into the memory that holds it, and every engine sends a pointer's requests to that memory's
+port. Observers (the trace recorder, the access log, the warnings) and the run's switches are
+attached once, in one :class:`~dspsim.hw.context.RunContext` that every engine is built with.
+
+Engines are named here and only here: ``core0``, ``core0.idma1``, ``core0.dram0``, and each
+memory by its table's name (``ddr``). Every analysis reads names from the run
+(``Result.engines``), never literals. Burst or tile fidelity is chosen when the platform is
+built (which engine classes it instantiates), not by ``if``s inside the engines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import bisect
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import simpy
 
 from dspsim.config import HardwareModel
-from dspsim.errors import DspsimInputError
+from dspsim.errors import AllocationError, DspsimInputError
+from dspsim.hw.context import RunContext
 from dspsim.hw.core import Core, TileCore
-from dspsim.hw.ddr import DdrPort
+from dspsim.hw.dcache import DataCache
 from dspsim.hw.idma import IdmaChannel, TileIdmaChannel
 from dspsim.hw.memory import Memory, Ptr
+from dspsim.hw.port import MemoryPort
 from dspsim.hw.tcm import TileManager
 from dspsim.probes import AccessLog, Recorder
 from dspsim.schema import Params
 
 FIDELITIES = ("burst", "tile")
-# The DSP's 32-bit window onto DDR (hbDSPAddrMap addresses).
+ENGINE_CLASSES = {"burst": (Core, IdmaChannel), "tile": (TileCore, TileIdmaChannel)}
+# the kind of a memory's engine (its port) in ``Platform.engines`` and ``Result.engines``,
+# whatever the memory: the name is the one-memory platform's, which saved runs and scripts read
+MEMORY_KIND = "ddr"
+# J6's 32-bit window onto DDR (hbDSPAddrMap addresses): the ``[ddr]`` table's defaults.
 DDR_BASE = 0x8000_0000
 DDR_WINDOW_BYTES = 0x8000_0000
 
@@ -35,44 +51,66 @@ DDR_WINDOW_BYTES = 0x8000_0000
 WARNING_CODES = ("unwaited_copy", "unwritten_handle", "hazards_not_listed")
 
 
+class AddressMap:
+    """The external memories by address range: ``memory_at(addr)`` is the one holding it."""
+
+    def __init__(self, memories: list[Memory]):
+        self._memories = sorted(memories, key=lambda m: m.base)
+        self._bases = [m.base for m in self._memories]
+
+    def memory_at(self, addr: int) -> Memory:
+        i = bisect.bisect_right(self._bases, addr) - 1
+        if i >= 0:
+            mem = self._memories[i]
+            if addr < mem.base + mem.size_bytes:
+                return mem
+        ranges = ", ".join(f"{m.name} {m.base:#x}-{m.base + m.size_bytes:#x}"
+                           for m in self._memories)
+        raise AllocationError(f"address {addr:#x} is in no memory of the platform ({ranges})")
+
+
 class Dsp:
     """One DSP core as its firmware sees it: the core, its iDMA channels, its tile manager,
-    DDR, and what the op's C reaches through globals (the timer, PROF, the log)."""
+    the memories, and what the op's C reaches through globals (the timer, PROF, the log)."""
 
     def __init__(self, platform: Platform, index: int):
-        model, env = platform.model, platform.env
-        core_cls, idma_cls = platform.engine_classes
+        model, ctx = platform.model, platform.ctx
+        core_cls, idma_cls = ENGINE_CLASSES[ctx.fidelity]
         self.platform = platform
-        self.env = env
+        self.env = ctx.env
         self.model = model
         self.index = index
         self.name = f"core{index}"
-        self.ddr = platform.ddr
-        self.port = platform.port
-        self.recorder = platform.recorder
-        self.accesses = platform.accesses
         self.warn = platform.warn
-        self.idma = [
-            idma_cls(env, ch, f"{self.name}.idma{ch}", model.idma, platform.port,
-                     platform.recorder, platform.data, platform.accesses, platform.elide)
-            for ch in range(model.idma.channels)
-        ]
-        self.tm = TileManager(model.tcm, platform.data, prefix=f"{self.name}.")
-        self.core = core_cls(env, self.name, model.core, platform.port, self.idma,
-                             platform.recorder, platform.warn, platform.data, platform.accesses,
-                             platform.elide)
+        self.labels = ctx.labels(self.name)  # pass, tile, buffer: what the trace stamps
+        self.idma = [idma_cls(ctx, ch, f"{self.name}.idma{ch}", model.idma)
+                     for ch in range(model.idma.channels)]
+        self.tm = TileManager(model.tcm, ctx.data, prefix=f"{self.name}.")
+        dcache = DataCache(model.dcache) if model.dcache.capacity_bytes else None
+        self.core = core_cls(ctx, self.name, model.core, self.idma, dcache)
         self.IVP_2N = model.core.vector_bytes
         self.params: Params | None = None  # the running op's parameters
         # the running op's channel assignment: (channel the C names, copy kind) -> channel used
         self.channel_map: Callable[[int, str], int] | None = None
         self.cycles_start = 0.0
         self.self_cycles: float | None = None
+        self.stats_at_stop: dict[str, Any] | None = None  # the engines' stats when PROF ran
         self.passes: list[dict[str, Any]] = []
         self._tiles_seen: dict[str, int] = {}  # pass name -> tiles numbered in it so far
 
     @property
     def move_data(self) -> bool:
-        return self.platform.data
+        return self.platform.ctx.data
+
+    @property
+    def ddr(self) -> Memory:
+        """The host's memory (``host.memory``; J6: DDR), where the op's buffers are."""
+        return self.platform.host_memory
+
+    @property
+    def port(self) -> MemoryPort:
+        """The host memory's port."""
+        return self.platform.host_memory.port
 
     # what the op's C gets from the platform
     def TIME_STAMP(self) -> float:  # noqa: N802
@@ -91,20 +129,39 @@ class Dsp:
                 )
 
     def hb_dsp_mem_map(self, phy_addr: int, size_bytes: int) -> Ptr:
-        return Ptr(self.ddr, phy_addr)
+        """A physical address as a pointer into the memory that holds it (by address)."""
+        return Ptr(self.platform.address_map.memory_at(phy_addr), phy_addr)
+
+    def memory(self, name: str) -> Memory:
+        """An external memory by name (for an op that places a buffer there)."""
+        return self.platform.memory(name)
+
+    # passes: what the trace and the pass table call the stretch of the op that runs now
+    @contextmanager
+    def pass_(self, name: str) -> Iterator[None]:
+        """``with dsp.pass_("max"): ...``: the code inside is the pass ``name``."""
+        self.begin_pass(name)
+        try:
+            yield
+        finally:
+            self.end_pass()
 
     def begin_pass(self, name: str) -> None:
         self.end_pass()
         self.passes.append({"name": name, "start_cycle": self.env.now, "end_cycle": None})
-        self.core.pass_name = name
+        self.labels.pass_name = name
         # a pass that comes again (per row) numbers its tiles after its earlier ones
-        self.core.start_tiles(self._tiles_seen.get(name, 0))
+        self.labels.start_tiles(self._tiles_seen.get(name, 0))
 
     def end_pass(self) -> None:
         if self.passes and self.passes[-1]["end_cycle"] is None:
             self.passes[-1]["end_cycle"] = self.env.now
-            self._tiles_seen[self.core.pass_name] = self.core.tiles_used
-        self.core.pass_name = ""
+            self._tiles_seen[self.labels.pass_name] = self.labels.tiles_used
+        self.labels.pass_name = ""
+
+    def stats(self) -> dict[str, Any]:
+        """This core's engines' counters: the core, each channel."""
+        return {self.name: self.core.stats(), **{ch.name: ch.stats() for ch in self.idma}}
 
 
 class Platform:
@@ -119,24 +176,61 @@ class Platform:
         port_log: bool = False,
         fidelity: str = "burst",
         elide: bool = True,
+        trace_limit: int | None = None,
     ):
         """``elide``: skip the events nothing else can observe (exact; :mod:`dspsim.hw.clock`);
-        off gives the reference engine with one event per DDR access."""
+        off gives the reference engine with one event per memory access. ``trace_limit``:
+        keep at most that many trace rows and port requests each."""
         if fidelity not in FIDELITIES:
             raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
-        self.env = env
         self.model = model
-        self.data = data
-        self.fidelity = fidelity
-        self.elide = elide
-        self.engine_classes = (Core, IdmaChannel) if fidelity == "burst" else (
-            TileCore, TileIdmaChannel)
-        self.recorder = Recorder(trace)
-        self.accesses = AccessLog()
         self.warnings: dict[str, dict[str, Any]] = {}
-        self.port = DdrPort(env, model.ddr, log=port_log)
-        self.ddr = Memory("ddr", "ddr", DDR_BASE, DDR_WINDOW_BYTES, data)
+        self.ctx = RunContext(env, data=data, elide=elide, fidelity=fidelity,
+                              port_log=port_log, log_limit=trace_limit,
+                              recorder=Recorder(trace, trace_limit), accesses=AccessLog(),
+                              warn=self.warn)
+        self.memories: dict[str, Memory] = {}
+        for name, cfg in model.memories.items():
+            mem = Memory(name, MEMORY_KIND, cfg.base_address, cfg.size_bytes, data)
+            mem.port = MemoryPort(self.ctx, name, cfg)
+            mem.cached = cfg.cached
+            self.memories[name] = mem
+        self.address_map = AddressMap(list(self.memories.values()))
+        self.host_memory = self.memories[model.host.memory]
         self.dsps = [Dsp(self, i) for i in range(model.core.count)]
+
+    # the observers, attached once
+    @property
+    def env(self) -> simpy.Environment:
+        return self.ctx.env
+
+    @property
+    def data(self) -> bool:
+        return self.ctx.data
+
+    @property
+    def recorder(self) -> Recorder:
+        return self.ctx.recorder
+
+    @property
+    def accesses(self) -> AccessLog:
+        return self.ctx.accesses
+
+    @property
+    def ddr(self) -> Memory:
+        """The host's memory (J6: DDR)."""
+        return self.host_memory
+
+    @property
+    def port(self) -> MemoryPort:
+        """The host memory's port."""
+        return self.host_memory.port
+
+    def memory(self, name: str) -> Memory:
+        if name not in self.memories:
+            raise DspsimInputError(f"memory {name!r}: the platform's memories are "
+                                   f"{', '.join(self.memories)}")
+        return self.memories[name]
 
     def warn(self, code: str, message: str, count: int = 1, severity: str = "warning") -> None:
         """Report a quirk that fired. ``severity``: ``warning`` when it changes the result (the
@@ -148,13 +242,26 @@ class Platform:
 
     @property
     def engines(self) -> dict[str, str]:
-        """Every engine's name and kind (``core``, ``idma``, ``ddr``), in lane order."""
+        """Every engine's name and kind (``core``, ``idma``, ``ddr``: a memory's port), in lane
+        order."""
         out: dict[str, str] = {}
         for dsp in self.dsps:
             out[dsp.name] = "core"
             out.update({ch.name: "idma" for ch in dsp.idma})
-        out["ddr"] = "ddr"
+        out.update({name: MEMORY_KIND for name in self.memories})
         return out
+
+    def stats(self) -> dict[str, Any]:
+        """Every engine's counters by name (each engine's own ``stats()``)."""
+        out: dict[str, Any] = {}
+        for dsp in self.dsps:
+            out.update(dsp.stats())
+        out.update({name: mem.port.stats() for name, mem in self.memories.items()})
+        return out
+
+    def port_logs(self) -> dict[str, Any]:
+        """Each memory's port log (None where no log is kept)."""
+        return {name: mem.port.log for name, mem in self.memories.items()}
 
     def waiting(self) -> list[str]:
         """Who is stuck, for a deadlock report."""

@@ -194,6 +194,53 @@ class TraceTable:
         return self._frame
 
 
+class Labels:
+    """What the op on one core is doing now, stamped on every trace row and access it causes:
+    the pass, the tile, the TCM buffer. The op sets them (``dsp.labels.tile = j``); engines
+    only read them."""
+
+    __slots__ = ("pass_name", "buffer", "_tile", "_tile_base", "_tile_next")
+
+    def __init__(self) -> None:
+        self.pass_name = ""
+        self.buffer = -1
+        self._tile = -1
+        self._tile_base = 0  # tiles of earlier groups in this pass (see ``tile``)
+        self._tile_next = 0  # one past the highest tile number used in this pass
+
+    @property
+    def tile(self) -> int:
+        """The tile the core works on (-1: none), numbered within its pass: the op sets its
+        own index (``labels.tile = j``), numbered after the tiles of the pass's earlier groups
+        (:meth:`new_tile_group`: a row, a frame call), so that no two tiles of one pass share a
+        number in the trace."""
+        return self._tile
+
+    @tile.setter
+    def tile(self, j: int) -> None:
+        if j < 0:
+            self._tile = -1
+            return
+        self._tile = self._tile_base + j
+        if self._tile >= self._tile_next:
+            self._tile_next = self._tile + 1
+
+    @property
+    def tiles_used(self) -> int:
+        """One past the highest tile number of the pass so far."""
+        return self._tile_next
+
+    def new_tile_group(self) -> None:
+        """The tiles that follow are numbered after every tile of the pass so far."""
+        self._tile_base = self._tile_next
+
+    def start_tiles(self, base: int) -> None:
+        """A pass begins: number its tiles from ``base`` (past those of an earlier pass of
+        the same name)."""
+        self._tile_base = self._tile_next = base
+        self._tile = -1
+
+
 class Recorder:
     def __init__(self, enabled: bool = True, limit: int | None = None):
         self.enabled = enabled

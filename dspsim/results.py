@@ -41,10 +41,11 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dspsim.config import HARDWARE, HardwareModel, build_model, model_key
+from dspsim.config import HardwareModel, build_model, model_key
 from dspsim.errors import DspsimInputError
 from dspsim.paths import atomic_write, suffix_of, writable_file
 from dspsim.probes import COLUMNS, PORT_LOG_FIELDS, TRACE_KINDS, PortLog, TraceTable
+from dspsim.schema import OP_SCHEMAS
 
 if TYPE_CHECKING:
     from dspsim.run import Result
@@ -230,7 +231,7 @@ def _model(m: dict[str, Any], p: Path, version: int) -> HardwareModel:
 
 def _upgrade_v1(doc: dict[str, Any], model: HardwareModel) -> None:
     """Rewrite a version-1 document as version 2, in place (see the module docstring)."""
-    ops = [s for s in doc["model"]["sections"] if s not in HARDWARE]
+    ops = [s for s in doc["model"]["sections"] if s in OP_SCHEMAS]
     if len(ops) != 1:
         raise KeyError(f"version 1 holds one op table; found {len(ops)}")
     names, engines, core = _v1_names(model)

@@ -21,9 +21,11 @@ import simpy
 from dspsim.arrays import check_input_array
 from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError, DspsimInputError
-from dspsim.host.ucp import Ucp
+from dspsim.host.program import HostProgram
+from dspsim.host.ucp import Task, Ucp
+from dspsim.hw.clock import events_scheduled
 from dspsim.ops.registry import firmware_registry, get_op
-from dspsim.platform import FIDELITIES, Platform
+from dspsim.platform import FIDELITIES, MEMORY_KIND, Platform
 from dspsim.probes import PortLog, TraceTable
 from dspsim.schema import check_n
 from dspsim.version import __version__
@@ -31,11 +33,13 @@ from dspsim.version import __version__
 if TYPE_CHECKING:
     import pandas as pd
 
+    from dspsim.ops.base import Op
+
 # what a run reports in JSON, in this order
 JSON_FIELDS = (
     "op", "variant", "mode", "shape", "n", "core", "cycles", "time_us", "rpc_cycles", "bytes",
     "busy_cycles", "stall_cycles", "ddr_contention_cycles", "passes", "events", "wall_s",
-    "warnings", "hazards", "output", "engines", "manifest",
+    "warnings", "hazards", "output", "engines", "memories", "dcache", "manifest",
 )
 
 
@@ -54,15 +58,19 @@ class Result:
     manifest: dict[str, Any]
     warnings: list[dict[str, Any]]
     stall_cycles: dict[str, int]
-    ddr_contention_cycles: int  # requests queued for the data path behind another engine's
-    engines: dict[str, str] = field(default_factory=dict)  # name -> core | idma | ddr
+    ddr_contention_cycles: int  # requests queued behind another engine's, on every memory
+    engines: dict[str, str] = field(default_factory=dict)  # name -> core | idma | ddr (memory)
     core: str = "core0"  # the core the op ran on
     rpc_cycles: int = 0  # host submit to done, minus the op's own cycles
     hazards: list[dict[str, Any]] = field(default_factory=list)
     output: dict[str, Any] | None = None  # summary of the output array (data path on)
     output_array: np.ndarray | None = field(default=None, repr=False)
     trace_table: TraceTable | None = field(default=None, repr=False)  # the trace's columns
-    port_log: PortLog | None = field(default=None, repr=False)  # DDR requests (probes)
+    port_log: PortLog | None = field(default=None, repr=False)  # the host memory's requests
+    port_logs: dict[str, Any] | None = field(default=None, repr=False)  # every memory's log
+    # per memory: read_bytes, write_bytes, busy_cycles, contention_cycles
+    memories: dict[str, dict[str, int]] = field(default_factory=dict)
+    dcache: dict[str, int] | None = None  # the core's data cache's counters (None: no cache)
     model: HardwareModel | None = field(default=None, repr=False)
     origin_cycle: float = 0.0  # absolute cycle of the op's timer start (port_log is absolute)
     # --trace-limit: the trace / the port log are whole up to this cycle (from the op's timer
@@ -86,7 +94,8 @@ class Result:
         return int(np.prod(self.shape))
 
     def engines_of(self, kind: str) -> list[str]:
-        """The names of this run's engines of one kind (``core``, ``idma``, ``ddr``)."""
+        """The names of this run's engines of one kind (``core``, ``idma``, ``ddr``: the
+        memories' ports, every memory's)."""
         return [name for name, k in self.engines.items() if k == kind]
 
     def to_json(self) -> dict[str, Any]:
@@ -95,8 +104,8 @@ class Result:
         return obj
 
 
-def run_to_completion(env: simpy.Environment, platform: Platform, main: simpy.Process) -> None:
-    """Run until no event is left; if ``main`` has not finished, name who is still waiting."""
+def run_to_completion(env: simpy.Environment, platform: Platform, main: simpy.Event) -> None:
+    """Run until no event is left; if ``main`` has not happened, name who is still waiting."""
     env.run()
     if not main.triggered:
         raise DeadlockError(platform.waiting())
@@ -125,139 +134,149 @@ def simulate(
     The input is ``x`` (float32 of the op's shape, needs ``data``) or the op's default input
     of ``shape`` (or ``n`` elements, for a 1-D op; default: the op's default shape).
     ``params`` sets op parameters for this run (``{"tile_bytes": 8192}`` or dotted keys).
-    ``fidelity``: ``burst`` (every DDR access an event) or ``tile`` (one event per transfer or
-    kernel call, durations from the same formulas). ``mode`` is an older name of ``variant``.
-    ``core`` picks the core the op runs on (of ``core.count``). ``elide=False`` runs the
-    reference engine without event elision (same results, more events; for tests and the
-    benchmark). ``trace_limit``: keep at most ``trace_limit`` trace rows and DDR port
-    requests each (bounded memory on huge runs); ``trace_cut_cycle`` and
-    ``port_log_cut_cycle`` say up to where each is whole (the trace's ``rows_dropped`` counts
-    the rows left out).
+    ``fidelity``: ``burst`` (every memory access an event) or ``tile`` (one event per transfer
+    or kernel call, durations from the same formulas). ``mode`` is an older name of
+    ``variant``. ``core`` picks the core the op runs on (of ``core.count``). ``elide=False``
+    runs the reference engine without event elision (same results, more events; for tests and
+    the benchmark). ``trace_limit``: keep at most ``trace_limit`` trace rows and port requests
+    each (bounded memory on huge runs); ``trace_cut_cycle`` and ``port_log_cut_cycle`` say up
+    to where each is whole (the trace's ``rows_dropped`` counts the rows left out).
     """
-    the_op = get_op(op)
-    if mode is not None:
-        if variant is not None and variant != mode:
-            raise DspsimInputError(f"variant {variant!r} and mode {mode!r} disagree; give one")
-        variant = mode
-    variant = the_op.check_variant(the_op.default_variant if variant is None else variant)
-    if fidelity not in FIDELITIES:
-        raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
-    if params:
-        model = model.with_overrides(
-            {(k if "." in k else f"{the_op.name}.{k}"): v for k, v in params.items()}
-        )
-    if isinstance(core, bool) or not isinstance(core, int) or not 0 <= core < model.core.count:
-        raise DspsimInputError(
-            f"core {core!r}: the platform has cores 0 to {model.core.count - 1} (core.count)"
-        )
-    if n is not None:
-        n = check_n(n)
-    if x is not None:
-        if not data:
-            raise DspsimInputError("an input array needs the data path: pass data=True")
-        x = check_input_array(x, "x", the_op.input_dims)
-        given = the_op.shape_of(n=n, shape=shape) if (n is not None or shape is not None) else None
-        if given is not None and given != x.shape:
-            raise DspsimInputError(f"shape {given} but the input array has shape {x.shape}")
-        shape = x.shape
-        n = None
-    shape = the_op.shape_of(n=n, shape=shape)
-    the_op.check_fits_ddr(shape, "")
-    the_op.check_run(model, variant, shape)
-    if trace_limit is not None and (
-        isinstance(trace_limit, bool) or not isinstance(trace_limit, int) or trace_limit < 1
-    ):
-        raise DspsimInputError(f"trace_limit {trace_limit!r}: must be a positive integer")
-
+    req = Request.check(model, op, variant, mode, n, shape, x, data, fidelity, params, core,
+                        trace_limit)
     wall_start = time.perf_counter()
-    env = simpy.Environment()
-    platform = Platform(env, model, data=data, trace=trace, port_log=port_log, fidelity=fidelity,
-                        elide=elide)
-    if trace_limit is not None:
-        platform.recorder.limit = trace_limit
-        if port_log:
-            platform.port.log = PortLog(trace_limit)
+    platform = Platform(simpy.Environment(), req.model, data=data, trace=trace,
+                        port_log=port_log, fidelity=fidelity, elide=elide,
+                        trace_limit=trace_limit)
     ucp = Ucp(platform, firmware_registry())
-    dsp = platform.dsps[core]
+    program = HostProgram.load(ucp, req.op, req.variant, req.shape, req.x)
+    task = program.submit(priority=0, backend=core)
+    run_to_completion(platform.env, platform, task.done)
+    return collect(platform, program, task, time.perf_counter() - wall_start)
 
-    # the host program (the seed's test_softmax_op, for any op)
-    data_size = the_op.input_bytes(shape)
-    input_data = ucp.malloc(data_size, "input array")
-    if data:
-        values = the_op.default_input(shape) if x is None else x
-        platform.ddr.f32(input_data.ptr, values.size)[:] = values.reshape(-1)
-    output_mem = ucp.malloc(data_size, "output array")
-    input_mem = ucp.malloc(64, "parameter block")
-    platform.ddr.store_struct(
-        input_mem.ptr, the_op.param_block(variant, shape, input_data.phy_addr)
-    )
-    task = ucp.rpc(input_mem, output_mem, the_op.cmd)
 
-    def host():
-        ucp.submit(task, priority=0, backend=core)
-        yield ucp.wait_done(task)
+@dataclass(frozen=True)
+class Request:
+    """A run's inputs, checked: the op, its variant, the model with the run's parameters,
+    the input's shape and values."""
 
-    run_to_completion(env, platform, env.process(host()))
+    op: Op
+    variant: str
+    model: HardwareModel
+    shape: tuple[int, ...]
+    x: np.ndarray | None
 
-    wall_s = time.perf_counter() - wall_start
-    count = int(np.prod(shape))
-    out = platform.ddr.f32(output_mem.ptr, count).copy().reshape(shape) if data else None
-    x_in = platform.ddr.f32(input_data.ptr, count).reshape(shape) if data else None
-    cycles = int(round(dsp.self_cycles))
-    engines = {dsp.name: "core", **{ch.name: "idma" for ch in dsp.idma}, "ddr": "ddr"}
-    c = dsp.core
-    hazards = platform.accesses.hazards(origin=dsp.cycles_start)
-    if platform.accesses.dropped:
+    @classmethod
+    def check(cls, model: HardwareModel, op: str, variant: str | None, mode: str | None,
+              n: int | None, shape: Any, x: np.ndarray | None, data: bool, fidelity: str,
+              params: dict[str, Any] | None, core: Any, trace_limit: Any) -> Request:
+        the_op = get_op(op)
+        if mode is not None:
+            if variant is not None and variant != mode:
+                raise DspsimInputError(f"variant {variant!r} and mode {mode!r} disagree; give one")
+            variant = mode
+        variant = the_op.check_variant(the_op.default_variant if variant is None else variant)
+        if fidelity not in FIDELITIES:
+            raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
+        if params:
+            model = model.with_overrides(
+                {(k if "." in k else f"{the_op.name}.{k}"): v for k, v in params.items()}
+            )
+        if isinstance(core, bool) or not isinstance(core, int) or not 0 <= core < model.core.count:
+            raise DspsimInputError(
+                f"core {core!r}: the platform has cores 0 to {model.core.count - 1} (core.count)"
+            )
+        if n is not None:
+            n = check_n(n)
+        if x is not None:
+            if not data:
+                raise DspsimInputError("an input array needs the data path: pass data=True")
+            x = check_input_array(x, "x", the_op.input_dims)
+            given = (the_op.shape_of(n=n, shape=shape)
+                     if (n is not None or shape is not None) else None)
+            if given is not None and given != x.shape:
+                raise DspsimInputError(f"shape {given} but the input array has shape {x.shape}")
+            shape = x.shape
+            n = None
+        shape = the_op.shape_of(n=n, shape=shape)
+        the_op.check_fits_ddr(shape, "")
+        the_op.check_run(model, variant, shape)
+        if trace_limit is not None and (
+            isinstance(trace_limit, bool) or not isinstance(trace_limit, int) or trace_limit < 1
+        ):
+            raise DspsimInputError(f"trace_limit {trace_limit!r}: must be a positive integer")
+        return cls(the_op, variant, model, tuple(shape), x)
+
+
+def collect(platform: Platform, program: HostProgram, task: Task, wall_s: float) -> Result:
+    """The run's Result, from what each engine reports of itself (``stats()``)."""
+    model, ctx = platform.model, platform.ctx
+    dsp = platform.dsps[task.core]
+    origin, cycles = task.op_start_cycle, int(round(task.op_cycles))
+    stats = platform.stats()
+    core, channels = stats[dsp.name], [stats[ch.name] for ch in dsp.idma]
+    ports = {name: stats[name] for name in platform.memories}
+    hazards = ctx.accesses.hazards(origin=origin)
+    if ctx.accesses.dropped:
         platform.warn(
             "hazards_not_listed",
-            f"{platform.accesses.dropped:,} more data hazards than the {len(hazards):,} listed "
+            f"{ctx.accesses.dropped:,} more data hazards than the {len(hazards):,} listed "
             "(the earliest are kept; the count is the number not listed)",
-            platform.accesses.dropped,
+            ctx.accesses.dropped,
             severity="info",
         )
+    out = program.array(program.output).copy() if ctx.data else None
+    logs = platform.port_logs()
+    host_log = logs[platform.host_memory.name]
     return Result(
-        op=the_op.name,
-        variant=variant,
-        shape=tuple(shape),
+        op=program.op.name,
+        variant=program.variant,
+        shape=program.shape,
         cycles=cycles,
         time_us=cycles / model.core.clock_mhz,
-        bytes={"ddr_read": platform.port.bytes_read, "ddr_write": platform.port.bytes_written},
+        bytes={f"{m}_{way}": p[f"{way}_bytes"] for m, p in ports.items()
+               for way in ("read", "write")},
         busy_cycles={
-            dsp.name: int(round(c.compute_cycles)),
-            **{ch.name: int(round(ch.busy_cycles)) for ch in dsp.idma},
-            "ddr": int(round(platform.port.busy_cycles)),
+            dsp.name: int(round(core["busy_cycles"])),
+            **{ch.name: int(round(c["busy_cycles"])) for ch, c in zip(dsp.idma, channels)},
+            **{m: int(round(p["busy_cycles"])) for m, p in ports.items()},
         },
         stall_cycles={
-            "ddr": int(round(c.ddr_stall_cycles)),
-            "idma_in": int(round(c.idma_wait_cycles["wait_in"])),
-            "idma_out": int(round(c.idma_wait_cycles["wait_out"])),
+            **{m: int(round(core["stall_cycles"].get(m, 0.0))) for m in ports},
+            "idma_in": int(round(core["idma_wait_cycles"]["wait_in"])),
+            "idma_out": int(round(core["idma_wait_cycles"]["wait_out"])),
         },
-        ddr_contention_cycles=int(round(platform.port.contention_cycles)),
+        ddr_contention_cycles=int(round(sum(p["contention_cycles"] for p in ports.values()))),
         passes=[
             {
                 "name": p["name"],
-                "start_cycle": int(round(p["start_cycle"] - dsp.cycles_start)),
-                "end_cycle": int(round(p["end_cycle"] - dsp.cycles_start)),
+                "start_cycle": int(round(p["start_cycle"] - origin)),
+                "end_cycle": int(round(p["end_cycle"] - origin)),
             }
             for p in dsp.passes
         ],
-        events=next(env._eid),  # SimPy's event counter: every event scheduled (and processed)
+        events=events_scheduled(platform.env),
         wall_s=wall_s,
         manifest=manifest(model),
         warnings=list(platform.warnings.values()),
-        engines=engines,
+        engines={dsp.name: "core", **{ch.name: "idma" for ch in dsp.idma},
+                 **{m: MEMORY_KIND for m in ports}},
         core=dsp.name,
-        rpc_cycles=int(round(task.finished_cycle - task.submitted_cycle - dsp.self_cycles)),
+        rpc_cycles=int(round(task.finished_cycle - task.submitted_cycle - task.op_cycles)),
         hazards=hazards,
-        output=the_op.output_summary(out, x_in, model.params(the_op.name)) if data else None,
+        output=(program.op.output_summary(out, program.array(program.input),
+                                          model.params(program.op.name))
+                if ctx.data else None),
         output_array=out,
-        trace_table=platform.recorder.table().shifted(dsp.cycles_start) if trace else None,
-        port_log=platform.port.log,
+        trace_table=ctx.recorder.table().shifted(origin) if ctx.recorder.enabled else None,
+        port_log=host_log,
+        port_logs=logs,
+        memories={m: {k: int(round(v)) for k, v in p.items()} for m, p in ports.items()},
+        dcache=core.get("dcache"),
         model=model,
-        origin_cycle=dsp.cycles_start,
-        trace_cut_cycle=_relative(platform.recorder.cut_cycle, dsp.cycles_start),
-        port_log_cut_cycle=_relative(getattr(platform.port.log, "cut_cycle", None),
-                                     dsp.cycles_start),
+        origin_cycle=origin,
+        trace_cut_cycle=_relative(ctx.recorder.cut_cycle, origin),
+        port_log_cut_cycle=_relative(getattr(host_log, "cut_cycle", None), origin),
     )
 
 

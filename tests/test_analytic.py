@@ -12,7 +12,7 @@ import dspsim.kernels.shapes
 import dspsim.ops.softmax.bounds
 from dspsim.cli import main
 from dspsim.errors import DspsimInputError
-from dspsim.hw.ddr import transfer_cycles
+from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM, LoopShape, ddr_call
 from dspsim.ops import get_op
 from dspsim.ops.softmax.bounds import _Tiling, bounds, regime

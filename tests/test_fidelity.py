@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dspsim.config import load_model
-from dspsim.hw.ddr import transfer_cycles
+from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.shapes import SEED_SHAPES as KERNELS
 from dspsim.ops import get_op, op_names
 from dspsim.run import simulate

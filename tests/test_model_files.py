@@ -74,6 +74,9 @@ def test_every_hardware_key_changes_some_run(j6):
     # engines the platform builds, and the write buffer (below)
     built = {"core.count", "idma.channels", "tcm.banks", "core.write_buffer_entries",
              "tcm.bank_bytes", "tcm.reserved_bytes"}
+    # where the memory sits, how large it is, whether the core caches it, which memory the host
+    # allocates from: each is shown to act in tests/test_platform.py
+    built |= {"ddr.base_address", "ddr.size_bytes", "ddr.cached", "host.memory"}
     assert set(bumps) | built == {k for k in all_keys()
                                   if k.split(".")[0] in ("core", "ddr", "idma", "tcm", "host")}
 

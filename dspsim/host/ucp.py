@@ -159,11 +159,14 @@ class Ucp:
     def half_rpc_cycles(self) -> float:
         return self._half_rpc_cycles
 
-    def malloc(self, size_bytes: int, what: str = "buffer") -> SysMem:
-        """``hbUCPMalloc`` + ``hbDSPAddrMap``: DDR the DSP can see."""
+    def malloc(self, size_bytes: int, what: str = "buffer", memory: str | None = None
+               ) -> SysMem:
+        """``hbUCPMalloc`` + ``hbDSPAddrMap``: memory the DSP can see, in the host's memory
+        (``host.memory``; J6: DDR) or the platform's memory named ``memory``."""
         if size_bytes <= 0:
             raise DspsimInputError(f"hbUCPMalloc of {size_bytes} bytes: size must be positive")
-        ptr = self.platform.ddr.add_block(size_bytes, 4096, what)
+        mem = self.platform.host_memory if memory is None else self.platform.memory(memory)
+        ptr = mem.add_block(size_bytes, 4096, what)
         return SysMem(ptr.addr, ptr, size_bytes)
 
     def rpc(self, input_mem: SysMem, output_mem: SysMem, cmd: int) -> Task:

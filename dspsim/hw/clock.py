@@ -36,13 +36,15 @@ class At(Event):
 
 
 class WalkState:
-    """Where a walk is: its local clock, and what it reports when it ends (``stall``)."""
+    """Where a walk is: its local clock, and what it reports when it ends (``stall``; the
+    part of it spent waiting for the write buffer, ``store_stall``)."""
 
-    __slots__ = ("now", "stall")
+    __slots__ = ("now", "stall", "store_stall")
 
     def __init__(self, now: float):
         self.now = now
         self.stall = 0.0
+        self.store_stall = 0.0
 
 
 Walk = Generator[float, None, None]  # yields the absolute times it waits until
@@ -72,6 +74,12 @@ def drive(
         if before_wait is not None:
             before_wait()
         yield At(env, state.now)
+
+
+def events_scheduled(env: simpy.Environment) -> int:
+    """How many events the environment has scheduled so far (SimPy's own event counter:
+    every event scheduled is processed by the end of a run)."""
+    return next(env._eid)
 
 
 def replay(walk: Walk, horizon: float) -> float | None:

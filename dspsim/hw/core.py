@@ -1,32 +1,36 @@
-"""A DSP core: runs any registered kernel against TCM or uncached DDR, programs and waits on
-iDMA descriptors.
+"""A DSP core: runs any registered kernel against TCM or an external memory, programs and waits
+on iDMA descriptors.
 
 Kernels are generators, called from the op's process with ``yield from core.call(name, ...)``;
 their return value is what the C function returns. Against TCM a kernel call is one timeout of
-its closed-form cost (loads are pipelined). Against DDR there is no vector data cache: every
-vector load issues a request on the DDR port at the simulated time the core reaches it and
-stalls the core until the data is back; stores are posted to a write buffer of
-``core.write_buffer_entries`` and stall the core only when it is full. One SimPy event per DDR
-access, none per cycle. :class:`TileCore` (tile fidelity) instead runs a whole DDR kernel call
-as one timeout from the closed form of the same walk; the platform picks the class.
+its closed-form cost (loads are pipelined). Against an uncached external memory (J6's DDR: no
+vector data cache) every vector load issues a request on that memory's port at the simulated
+time the core reaches it and stalls the core until the data is back; stores are posted to a
+write buffer of ``core.write_buffer_entries`` and stall the core only when it is full. One SimPy
+event per access, none per cycle. Loads and stores go to the ports of their own memories.
+Against a memory the core reaches through its data cache (:mod:`dspsim.hw.dcache`) the walk
+pays per line missed instead of per vector load. :class:`TileCore` (tile fidelity) instead runs
+a whole uncached kernel call on one port as one timeout from the closed form of the same walk;
+the platform picks the class.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from typing import Any
 
 import simpy
 
 from dspsim.config import Core as CoreCfg
+from dspsim.errors import DspsimInputError
 from dspsim.hw.clock import At, Walk, WalkState, drive
-from dspsim.hw.ddr import DdrPort
+from dspsim.hw.context import RunContext
+from dspsim.hw.dcache import DataCache
 from dspsim.hw.idma import IdmaChannel, Transfer
 from dspsim.hw.memory import Ptr
 from dspsim.kernels import get_kernel
 from dspsim.kernels.shapes import LoopShape, ddr_call_sequence, last_store
-from dspsim.probes import AccessLog, Recorder
 
 Proc = Generator[simpy.Event, Any, Any]
 # Elementwise kernel numerics run in slices of this many elements (bounded temporaries).
@@ -37,78 +41,59 @@ CLOSED_FORM_MIN_ELEMENTS = 512
 
 
 class Core:
-    def __init__(
-        self,
-        env: simpy.Environment,
-        name: str,
-        cfg: CoreCfg,
-        port: DdrPort,
-        idma: list[IdmaChannel],
-        recorder: Recorder,
-        warn: Callable[..., None],
-        move_data: bool,
-        accesses: AccessLog,
-        elide: bool = True,
-    ):
-        self.env = env
-        self.elide = elide
+    def __init__(self, ctx: RunContext, name: str, cfg: CoreCfg, idma: list[IdmaChannel],
+                 dcache: DataCache | None = None):
+        self.env = ctx.env
+        self.elide = ctx.elide
         self.name = name
         self.cfg = cfg
-        self.port = port
         self.idma = idma
-        self.recorder = recorder
-        self.warn = warn
-        self.move_data = move_data
-        self.accesses = accesses
+        self.dcache = dcache
+        self.recorder = ctx.recorder
+        self.warn = ctx.warn
+        self.move_data = ctx.data
+        self.accesses = ctx.accesses
+        self.labels = ctx.labels(name)  # what the op is doing now, stamped on every trace row
         self._write_buffer: deque[float] = deque()
-        # what the op is doing now, stamped on every trace row
-        self.pass_name = ""
-        self._tile = -1
-        self._tile_base = 0  # tiles of earlier groups in this pass (see ``tile``)
-        self._tile_next = 0  # one past the highest tile number used in this pass
-        self.buffer = -1
         self.waiting_for: str | None = None
         # accounting
         self.compute_cycles = 0.0  # kernels' issue cycles and overheads, descriptor programming
-        self.ddr_stall_cycles = 0.0
+        self.stall_cycles: dict[str, float] = {}  # memory -> cycles stalled on it
         self.idma_wait_cycles = {"wait_in": 0.0, "wait_out": 0.0}
 
-    # ---------------------------------------------------------------- tiles
+    def stats(self) -> dict[str, Any]:
+        """What the core counted: busy (compute) cycles, cycles stalled on each memory, cycles
+        waiting for iDMA input and output copies, and its data cache's counters (if any)."""
+        out: dict[str, Any] = {"busy_cycles": self.compute_cycles,
+                               "stall_cycles": dict(self.stall_cycles),
+                               "idma_wait_cycles": dict(self.idma_wait_cycles)}
+        if self.dcache is not None:
+            out["dcache"] = self.dcache.stats()
+        return out
+
+    @property
+    def ddr_stall_cycles(self) -> float:
+        """Cycles stalled on every external memory together."""
+        return sum(self.stall_cycles.values())
+
+    # the op's labels, read where the engines stamp them (the op sets them on ``dsp.labels``)
+    @property
+    def pass_name(self) -> str:
+        return self.labels.pass_name
+
     @property
     def tile(self) -> int:
-        """The tile the core works on (-1: none), numbered within its pass: the op sets its
-        own index (``core.tile = j``), numbered after the tiles of the pass's earlier groups
-        (:meth:`new_tile_group`: a row, a frame call), so that no two tiles of one pass share a
-        number in the trace."""
-        return self._tile
-
-    @tile.setter
-    def tile(self, j: int) -> None:
-        if j < 0:
-            self._tile = -1
-            return
-        self._tile = self._tile_base + j
-        if self._tile >= self._tile_next:
-            self._tile_next = self._tile + 1
+        return self.labels.tile
 
     @property
-    def tiles_used(self) -> int:
-        """One past the highest tile number of the pass so far."""
-        return self._tile_next
-
-    def new_tile_group(self) -> None:
-        """The tiles that follow are numbered after every tile of the pass so far."""
-        self._tile_base = self._tile_next
-
-    def start_tiles(self, base: int) -> None:
-        """A pass begins: number its tiles from ``base`` (past those of an earlier pass of
-        the same name)."""
-        self._tile_base = self._tile_next = base
-        self._tile = -1
+    def buffer(self) -> int:
+        return self.labels.buffer
 
     # ---------------------------------------------------------------- iDMA (IDMA_COPY / IDMA_WAIT)
     def idma_copy(self, channel: int, src: Ptr, dst: Ptr, nbytes: int, kind: str) -> Proc:
         """Program a descriptor on ``channel``: costs the core ``idma.setup_cycles``."""
+        if self.idma[channel].ring is not None:
+            yield from self._ring_room(channel)
         start = self.env.now
         setup = self.idma[channel].setup_cycles
         if setup:
@@ -136,6 +121,43 @@ class Core:
             self.buffer,
         )
         return t
+
+    def idma_copy_desc(self, channel: int, dst: Ptr, src: Ptr, nbytes: int) -> Proc:
+        """``idma_copy_desc(ch, dst, src, size, flags)`` on a channel in ring mode
+        (``idma_init_loop``): waits for a free descriptor when all are pending (as the library
+        does), then programs it like ``IDMA_COPY``; returns the descriptor's handle."""
+        if self.idma[channel].ring is None:
+            raise DspsimInputError(f"idma_copy_desc on {self.idma[channel].name} before "
+                                   "idma_init_loop")
+        kind = "copy_in" if not dst.external else "copy_out"
+        return (yield from self.idma_copy(channel, src, dst, nbytes, kind))
+
+    def _ring_room(self, channel: int) -> Proc:
+        ch = self.idma[channel]
+        event = ch.when_pending_at_most(ch.ring - 1)
+        if event is not None:
+            yield from self._wait_event(event, ch, "wait_ring")
+
+    def idma_poll(self, channel: int, pending: int = 0, kind: str = "wait_in") -> Proc:
+        """``while (idma_buffer_status(ch) > pending) ;``: the core spins until at most
+        ``pending`` descriptors of ``channel`` are pending; the loop ends the cycle the last
+        one it waits for completes (one event, not one per poll). The wait is booked as
+        ``kind`` (``wait_in`` / ``wait_out``)."""
+        ch = self.idma[channel]
+        event = ch.when_pending_at_most(pending)
+        if event is not None:
+            yield from self._wait_event(event, ch, kind)
+
+    def _wait_event(self, event: simpy.Event, ch: IdmaChannel, kind: str) -> Proc:
+        start = self.env.now
+        first = ch.current.index if ch.current is not None else ch.completed
+        self.waiting_for = f"{self.name} (polling {ch.name} from #{first})"
+        yield event
+        self.waiting_for = None
+        booked = kind if kind in self.idma_wait_cycles else "wait_in"
+        self.idma_wait_cycles[booked] += self.env.now - start
+        self.recorder.record(self.name, booked, f"ch{ch.index} poll", start, self.env.now, 0,
+                             self.tile, self.pass_name, self.buffer)
 
     def idma_wait(self, transfer: Transfer | None, kind: str, quirk: str = "") -> Proc:
         """Block until ``transfer`` is done. ``None`` is a handle the C never wrote."""
@@ -209,14 +231,21 @@ class Core:
             return
         start = self.env.now
         self.accesses.begin(self.name, start)
-        load_ddr, store_ddr = src.in_ddr, dst is not None and dst.in_ddr
-        if load_ddr or store_ddr:
-            stall = yield from self._ddr_kernel(shape, n, rows, load_ddr, store_ddr)
+        load_mem = src.mem if src.external else None
+        store_mem = dst.mem if dst is not None and dst.external else None
+        if load_mem is not None or store_mem is not None:
+            stall, store_stall = yield from self._ddr_kernel(shape, n, rows, src, dst)
+            # stalls are the memory's that held the core: its loads', or its stores' (the
+            # write buffer full); one memory for both gets the one sum
+            if load_mem is store_mem or store_mem is None:
+                self._stalled(load_mem or store_mem, stall)
+            else:
+                self._stalled(load_mem, stall - store_stall)
+                self._stalled(store_mem, store_stall)
         else:
             yield self.env.timeout(rows * shape.tcm_cycles(n, self.cfg))
             stall = 0.0
         self.compute_cycles += self.env.now - start - stall
-        self.ddr_stall_cycles += stall
         end = self.env.now
         for ptr, write in ((src, False), (dst, True)):
             if ptr is not None:
@@ -236,37 +265,57 @@ class Core:
             stall,
         )
 
-    def _ddr_kernel(self, shape: LoopShape, n: int, rows: int, load_ddr: bool,
-                    store_ddr: bool) -> Proc:
+    def _stalled(self, mem: Any, cycles: float) -> None:
+        if mem is not None:
+            self.stall_cycles[mem.name] = self.stall_cycles.get(mem.name, 0.0) + cycles
+
+    def _ddr_kernel(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None
+                    ) -> Proc:
         """Burst fidelity: walk the loop access by access in a process of its own (each of its
         many events resumes one generator, not the op's whole chain of ``yield from``
-        frames); return the cycles stalled on DDR."""
-        return (yield self.env.process(self._stalling_loop(shape, n, rows, load_ddr, store_ddr)))
+        frames); return the cycles stalled (all, and those waiting on the write buffer)."""
+        return (yield self.env.process(self._stalling_loop(shape, n, rows, src, dst)))
 
-    def _stalling_loop(
-        self, shape: LoopShape, n: int, rows: int, load_ddr: bool, store_ddr: bool
-    ) -> Proc:
-        """The call access by access (:meth:`_walk`), as a process; return the DDR stall."""
+    def _ports(self, src: Ptr, dst: Ptr | None) -> list[Any]:
+        return list({id(p.mem.port): p.mem.port for p in (src, dst)
+                     if p is not None and p.external}.values())
+
+    def _stalling_loop(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None
+                       ) -> Proc:
+        """The call access by access (:meth:`_walk`), as a process; return the stalls."""
         state = WalkState(self.env.now)
-        walk = self._walk(shape, n, rows, load_ddr, store_ddr, state)
-        self.port.flows += 1
+        walk = self._walk(shape, n, rows, src, dst, state)
+        ports = self._ports(src, dst)
+        for port in ports:
+            port.flows += 1
         yield from drive(self.env, walk, state, self.elide)
-        self.port.flows -= 1
-        return state.stall
+        for port in ports:
+            port.flows -= 1
+        return state.stall, state.store_stall
 
-    def _walk(
-        self, shape: LoopShape, n: int, rows: int, load_ddr: bool, store_ddr: bool,
-        state: WalkState,
-    ) -> Walk:
+    def _walk(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None,
+              state: WalkState) -> Walk:
         """Walk the loop access by access from ``state.now``, yielding each time the core waits
-        until a later time; ``state.stall`` ends as the cycles stalled on DDR.
+        until a later time; ``state.stall`` ends as the cycles stalled on memory
+        (``state.store_stall`` the part waiting for the write buffer).
 
         ``owed`` is issue time the core must spend before its next memory access; it is paid
-        with the wait that brings the core to that access, so each DDR access costs at most one
+        with the wait that brings the core to that access, so each access costs at most one
         wait (and, with elision, an event only when another process could act before it ends:
-        :mod:`dspsim.hw.clock`).
+        :mod:`dspsim.hw.clock`). Loads and stores go to their memories' ports; a memory the
+        core reaches through its data cache is read (and, write-back, written) a line at a
+        time through it: the loads advance through ``src`` in order, the stores through
+        ``dst``.
         """
-        cfg, request, name = self.cfg, self.port.request, self.name
+        cfg, name = self.cfg, self.name
+        load_ext = src.external
+        store_ext = dst is not None and dst.external
+        cache = self.dcache
+        load_cached = load_ext and src.mem.cached
+        store_cached = store_ext and dst.mem.cached and cache.write_back
+        load = src.mem.port.request if load_ext else None
+        store = dst.mem.port.request if store_ext else None
+        load_addr, store_addr = src.addr, dst.addr if dst is not None else 0
         ii = shape.ii_cycles(cfg)
         wb, wb_depth = self._write_buffer, cfg.write_buffer_entries
         owed = 0.0
@@ -276,10 +325,11 @@ class Core:
         body = [
             (count, loads, stores, ii) for count, loads, stores in shape.segments(n, cfg.lanes_f32)
         ]
-        # only accesses that reach DDR cost events; predicated-off (0-byte) ones vanish
+        # only accesses that reach a memory port cost events; predicated-off (0-byte) ones
+        # vanish
         walk = [
-            (count, tuple(b for b in loads if b) if load_ddr else (),
-             tuple(b for b in stores if b) if store_ddr else (), issue)
+            (count, tuple(b for b in loads if b) if load_ext else (),
+             tuple(b for b in stores if b) if store_ext else (), issue)
             for count, loads, stores, issue in [prologue] + body
         ]
         reduction = shape.reduction_ops(cfg.lanes_f32) * cfg.alu_latency_cycles
@@ -292,7 +342,12 @@ class Core:
                             now = now + owed
                             yield now
                             state.now = now
-                        owed = request(now, nbytes, False, name) - now  # the round trip
+                        if load_cached:
+                            owed = cache.access(now, src.mem, load_addr, nbytes, False,
+                                                name) - now
+                            load_addr += nbytes
+                        else:
+                            owed = load(now, nbytes, False, name) - now  # the round trip
                         state.stall += owed
                     owed += issue
                     for nbytes in stores:  # a store leaves at the end of its iteration
@@ -300,47 +355,64 @@ class Core:
                         yield now
                         state.now = now
                         owed = 0.0
+                        if store_cached:  # into its line (write-allocate: fetched first)
+                            ready = cache.access(now, dst.mem, store_addr, nbytes, True, name)
+                            store_addr += nbytes
+                            if ready > now:
+                                state.stall += ready - now
+                                now = now + (ready - now)
+                                yield now
+                                state.now = now
+                            continue
                         if len(wb) == wb_depth:  # full: wait for the oldest posted store
                             oldest = wb.popleft()
                             if oldest > now:
                                 state.stall += oldest - now
+                                state.store_stall += oldest - now
                                 now = now + (oldest - now)
                                 yield now
                                 state.now = now
-                        wb.append(request(now, nbytes, True, name))
+                        wb.append(store(now, nbytes, True, name))
+                        store_addr += nbytes
             owed += reduction
         if owed:
             state.now = now + owed
 
 
 class TileCore(Core):
-    """Tile fidelity: a DDR kernel call that starts alone on the port is one event, its
-    duration the closed form of the walk (:func:`dspsim.kernels.shapes.ddr_call_sequence`)
-    plus the wait of its first load for what the port still carries (the previous call's last
-    posted store); if another requester touches the port meanwhile, the port cuts it and the
-    call goes on access by access (:meth:`dspsim.hw.ddr.DdrPort.cut`)."""
+    """Tile fidelity: an uncached kernel call on one port that starts alone on it is one
+    event, its duration the closed form of the walk
+    (:func:`dspsim.kernels.shapes.ddr_call_sequence`) plus the wait of its first load for what
+    the port still carries (the previous call's last posted store); if another requester
+    touches the port meanwhile, the port cuts it and the call goes on access by access
+    (:meth:`dspsim.hw.port.MemoryPort.cut`). A call through the data cache, or with its loads
+    and stores on two memories, has no closed form here: it walks access by access, exactly
+    as at burst fidelity."""
 
-    def _ddr_kernel(self, shape: LoopShape, n: int, rows: int, load_ddr: bool,
-                    store_ddr: bool) -> Proc:
-        port, env, cfg = self.port, self.env, self.cfg
+    def _ddr_kernel(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None
+                    ) -> Proc:
+        env, cfg = self.env, self.cfg
         start = env.now
-        if rows * n < CLOSED_FORM_MIN_ELEMENTS or not (
-                load_ddr and port.idle_for(self.name, start)):
-            return (yield from super()._ddr_kernel(shape, n, rows, load_ddr, store_ddr))
+        store_ddr = dst is not None and dst.external
+        port = src.mem.port if src.external else None
+        if (rows * n < CLOSED_FORM_MIN_ELEMENTS or port is None or src.mem.cached
+                or (store_ddr and (dst.mem is not src.mem or dst.mem.cached))
+                or not port.idle_for(self.name, start)):
+            return (yield from super()._ddr_kernel(shape, n, rows, src, dst))
         seq = ddr_call_sequence(((shape, store_ddr),), n, cfg, port.latency_cycles,
                                 port.cycles_per_byte, port.max_outstanding, repeat=rows)
         first = start + cfg.call_overhead_cycles
         extra = port.first_request_start(first) - first
         end = start + extra + seq.cycles
         state = WalkState(start)
-        walk = self._walk(shape, n, rows, load_ddr, store_ddr, state)
+        walk = self._walk(shape, n, rows, src, dst, state)
         spec = port.speculate(self.name, env.active_process, walk)
         port.flows += 1
         try:
             yield At(env, end)
         except simpy.Interrupt:  # cut: on access by access from where the replay paused
             yield from drive(env, walk, state, self.elide, pending=spec.pending)
-            stall = state.stall
+            stall, store_stall = state.stall, state.store_stall
         else:
             last = last_store(shape, n, cfg.lanes_f32) if store_ddr else None
             tail = shape.reduction_ops(cfg.lanes_f32) * cfg.alu_latency_cycles
@@ -351,6 +423,6 @@ class TileCore(Core):
                 self._write_buffer.append(done)
                 while len(self._write_buffer) > cfg.write_buffer_entries:
                     self._write_buffer.popleft()
-            stall = seq.stall_cycles + extra
+            stall, store_stall = seq.stall_cycles + extra, 0.0
         port.flows -= 1
-        return stall
+        return stall, store_stall

@@ -7,6 +7,18 @@ flight, and finishes a descriptor (all its bursts back) before it starts the nex
 order is what keeps the seed's write-back of a buffer ahead of the next prefetch into it.
 :class:`TileIdmaChannel` (tile fidelity) moves a whole descriptor as one reservation on the
 port instead of bursts; the platform picks the class.
+
+Besides the seed's ``IDMA_COPY``/``IDMA_WAIT`` macros, a channel runs in the Cadence library's
+fixed-buffer mode: :meth:`IdmaChannel.init_loop` (``idma_init_loop``) gives it a ring of N
+descriptors; ``idma_copy_desc`` adds one (waiting for room when all N are pending:
+:meth:`dspsim.hw.core.Core.idma_copy_desc`) and :meth:`IdmaChannel.buffer_status`
+(``idma_buffer_status``) tells how many are still pending. A program that polls it
+(``while (idma_buffer_status(ch) > 0) ;``) is transcribed as
+``yield from core.idma_poll(ch, 0)``: the loop ends at the cycle the count drops to 0, with no
+event per poll.
+
+Each transfer goes through the port of its external end (the platform routes a pointer to its
+memory by address); one end of every transfer is TCM, or both ends are in one memory.
 """
 
 from __future__ import annotations
@@ -19,9 +31,9 @@ import simpy
 from dspsim.config import Idma
 from dspsim.errors import DspsimInputError
 from dspsim.hw.clock import At, Walk, WalkState, drive
-from dspsim.hw.ddr import DdrPort, transfer_cycles
+from dspsim.hw.context import RunContext
 from dspsim.hw.memory import Ptr
-from dspsim.probes import AccessLog, Recorder
+from dspsim.hw.port import MemoryPort, transfer_cycles
 
 
 @dataclass(eq=False)
@@ -34,7 +46,7 @@ class Transfer:
     dst: Ptr
     nbytes: int
     done: simpy.Event
-    kind: str = "copy_in"  # copy_in: DDR -> TCM, copy_out: TCM -> DDR
+    kind: str = "copy_in"  # copy_in: memory -> TCM, copy_out: TCM -> memory
     tile: int = -1
     pass_name: str = ""
     buffer: int = -1
@@ -43,43 +55,72 @@ class Transfer:
 
 
 class IdmaChannel:
-    def __init__(
-        self,
-        env: simpy.Environment,
-        index: int,
-        name: str,
-        cfg: Idma,
-        port: DdrPort,
-        recorder: Recorder,
-        move_data: bool,
-        accesses: AccessLog,
-        elide: bool = True,
-    ):
-        self.env = env
-        self.elide = elide
+    def __init__(self, ctx: RunContext, index: int, name: str, cfg: Idma):
+        self.env = env = ctx.env
+        self.elide = ctx.elide
         self.index = index
         self.name = name
         self.setup_cycles = cfg.setup_cycles
         self.burst_bytes = cfg.burst_bytes
         self.max_outstanding = cfg.max_outstanding
-        self.port = port
-        self.recorder = recorder
-        self.move_data = move_data
-        self.accesses = accesses
+        self.recorder = ctx.recorder
+        self.move_data = ctx.data
+        self.accesses = ctx.accesses
         self.fifo: simpy.Store = simpy.Store(env)
         self.submitted = 0
+        self.completed = 0
         self.busy_cycles = 0.0
+        self.bytes_moved = 0
+        self.ring: int | None = None  # idma_init_loop's descriptor count (None: the FIFO)
         self.current: Transfer | None = None
+        self._issued: deque[Transfer] = deque()  # submitted, not yet done, in order
         self.process = env.process(self._serve())
+
+    def stats(self) -> dict[str, float]:
+        """Descriptors done, bytes moved, cycles busy moving them."""
+        return {"descriptors": self.completed, "bytes": self.bytes_moved,
+                "busy_cycles": self.busy_cycles}
+
+    # ------------------------------------------------------------ the library's ring mode
+    def init_loop(self, descriptors: int) -> None:
+        """``idma_init_loop(ch, buf, IDMA_1D_DESC, descriptors, ...)``: a fixed buffer of
+        ``descriptors`` that ``idma_copy_desc`` fills in turn."""
+        if isinstance(descriptors, bool) or not isinstance(descriptors, int) or descriptors < 1:
+            raise DspsimInputError(f"idma_init_loop of {descriptors!r} descriptors: the "
+                                   "buffer holds at least 1")
+        if self._issued:
+            raise DspsimInputError(f"idma_init_loop on {self.name} with descriptors pending")
+        self.ring = descriptors
+
+    def buffer_status(self) -> int:
+        """``idma_buffer_status(ch)``: descriptors added and not yet done."""
+        return len(self._issued)
+
+    def when_pending_at_most(self, count: int) -> simpy.Event | None:
+        """The event of the moment at most ``count`` descriptors are pending (``None``: now);
+        descriptors finish in order, so it is that of the one ``count`` places from the end."""
+        if len(self._issued) <= count:
+            return None
+        return self._issued[len(self._issued) - 1 - count].done
 
     def submit(self, src: Ptr, dst: Ptr, nbytes: int, **tags) -> Transfer:
         """Append a descriptor to the FIFO (the core has already paid for programming it)."""
-        if not (src.in_ddr or dst.in_ddr):
+        if not (src.external or dst.external):
             raise DspsimInputError(
-                f"iDMA copy {src!r} -> {dst!r}: one side must be DDR (TCM-to-TCM not modelled)"
+                f"iDMA copy {src!r} -> {dst!r}: one side must be an external memory "
+                "(TCM-to-TCM not modelled)"
             )
+        if src.external and dst.external and src.mem is not dst.mem:
+            raise DspsimInputError(
+                f"iDMA copy {src!r} -> {dst!r}: between two external memories; one end of a "
+                "transfer must be TCM (or both ends in one memory)"
+            )
+        if self.ring is not None and len(self._issued) >= self.ring:
+            raise DspsimInputError(f"{self.name}: idma_copy_desc with all {self.ring} "
+                                   "descriptors of the buffer pending")
         t = Transfer(self.index, self.submitted, src, dst, nbytes, self.env.event(), **tags)
         self.submitted += 1
+        self._issued.append(t)
         self.fifo.put(t)
         return t
 
@@ -97,6 +138,9 @@ class IdmaChannel:
                                   t.end, f"{t.kind} #{t.index}", t.tile, t.pass_name)
             self.accesses.finish(self.name, t.end)
             self.busy_cycles += t.end - t.start
+            self.bytes_moved += t.nbytes
+            self.completed += 1
+            self._issued.popleft()
             self.current = None
             self.recorder.record(
                 self.name,
@@ -111,14 +155,20 @@ class IdmaChannel:
             )
             t.done.succeed()
 
+    @staticmethod
+    def port_of(t: Transfer) -> MemoryPort:
+        """The port a transfer's requests go through: that of its external end."""
+        return (t.dst if t.dst.external else t.src).mem.port
+
     def _move(self, t: Transfer):
         """Move the descriptor's bytes burst by burst (:meth:`_walk`)."""
         state = WalkState(t.start)
         lander = _Lander(t) if self.move_data else None
         walk = self._walk(t, state, lander)
-        self.port.flows += 1
+        port = self.port_of(t)
+        port.flows += 1
         yield from drive(self.env, walk, state, self.elide, lander.land if lander else None)
-        self.port.flows -= 1
+        port.flows -= 1
         if lander:
             lander.completed(t.nbytes, immediately=True)
 
@@ -127,10 +177,10 @@ class IdmaChannel:
         ``state.now``; yields each time the channel waits for a window slot, and leaves
         ``state.now`` at the last burst's completion. Bursts land in order as they complete
         (with elision, once before the next real event: nobody can look in between)."""
-        name, request = self.name, self.port.request
+        name, request = self.name, self.port_of(t).request
         burst, window = self.burst_bytes, self.max_outstanding
         now = state.now
-        write = t.dst.in_ddr
+        write = t.dst.external
         inflight: deque[float] = deque()
         full, rest = divmod(t.nbytes, burst)
         bursts = [burst] * full + ([rest] if rest else [])
@@ -183,10 +233,10 @@ CLOSED_FORM_MIN_BURSTS = 16
 class TileIdmaChannel(IdmaChannel):
     """Tile fidelity: a descriptor that starts alone on an idle port is one event, its
     duration :func:`transfer_cycles`; if another requester touches the port meanwhile, the
-    port cuts it and it goes on burst by burst (:meth:`dspsim.hw.ddr.DdrPort.cut`)."""
+    port cuts it and it goes on burst by burst (:meth:`dspsim.hw.port.MemoryPort.cut`)."""
 
     def _move(self, t: Transfer):
-        port, env = self.port, self.env
+        port, env = self.port_of(t), self.env
         if t.nbytes < CLOSED_FORM_MIN_BURSTS * self.burst_bytes or not port.idle_for(
                 self.name, t.start):
             yield from super()._move(t)
@@ -206,7 +256,7 @@ class TileIdmaChannel(IdmaChannel):
                              pending=spec.pending)
         else:
             port.book_transfer(self.name, t.start, t.nbytes, self.burst_bytes,
-                               self.max_outstanding, t.dst.in_ddr)
+                               self.max_outstanding, t.dst.external)
         port.flows -= 1
         if lander:
             lander.completed(t.nbytes, immediately=True)

@@ -1,4 +1,5 @@
-"""Byte-addressable memories (DDR, each DataRAM) and typed pointers into them.
+"""Byte-addressable memories (the external ones: DDR, PSRAM, SRAM; each DataRAM) and typed
+pointers into them.
 
 A :class:`Ptr` is what a C ``float32_t *`` is in the seed: a memory and a byte address, and
 ``ptr + k`` advances ``k`` float32 elements. With the data path on, a memory is backed by numpy
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -24,22 +26,29 @@ class Ptr:
         return Ptr(self.mem, self.addr + 4 * int(elements))
 
     @property
-    def in_ddr(self) -> bool:
-        return self.mem.kind == "ddr"
+    def external(self) -> bool:
+        """Whether the pointer is into an external memory (reached through a port), not TCM."""
+        return self.mem.port is not None
+
+    in_ddr = external  # the older name, from when DDR was the one external memory
 
     def __repr__(self) -> str:
         return f"{self.mem.name}:0x{self.addr:x}"
 
 
 class Memory:
-    """A range of addresses made of allocated blocks, each optionally backed by bytes."""
+    """A range of addresses made of allocated blocks, each optionally backed by bytes. An
+    external memory has the ``port`` its requests go through (set by the platform) and may be
+    reached by the core through its data cache (``cached``); a DataRAM has neither."""
 
     def __init__(
         self, name: str, kind: str, base: int, size_bytes: int, data: bool, bank: int = -1
     ):
         self.name = name
-        self.bank = bank  # DataRAM index for TCM, -1 for DDR
-        self.kind = kind  # "ddr" or "tcm"
+        self.bank = bank  # DataRAM index for TCM, -1 for an external memory
+        self.kind = kind  # "memory" (external) or "tcm"
+        self.port: Any = None  # the external memory's MemoryPort
+        self.cached = False
         self.base = base
         self.size_bytes = size_bytes
         self.data = data

@@ -30,8 +30,8 @@ UNWRITTEN_HANDLE = (
 
 def IDMA_COPY(dsp: Dsp, channel: int, src: Ptr, dst: Ptr, size: int, tile: int) -> Proc:
     """``IDMA_COPY(ch, vret, src, dst, size)``: returns the handle (``vret``)."""
-    kind = "copy_in" if dst.mem.kind == "tcm" else "copy_out"
-    dsp.core.tile = tile
+    kind = "copy_in" if not dst.external else "copy_out"
+    dsp.labels.tile = tile
     if dsp.channel_map is not None:
         channel = dsp.channel_map(channel, kind)
     return (yield from dsp.core.idma_copy(channel, src, dst, size, kind))
@@ -67,7 +67,7 @@ def hb_dsp_ping_pong_frame(
     block_start = 0
     output_start = 0
     ping_pong = 0
-    dsp.core.new_tile_group()  # numbered after the pass's earlier tiles
+    dsp.labels.new_tile_group()  # numbered after the pass's earlier tiles
     tile_in = tile = 0  # tile indices, for the trace only
 
     block = min(block_elems, length)
@@ -88,12 +88,12 @@ def hb_dsp_ping_pong_frame(
         block_start += block
 
     while i < length:
-        dsp.core.tile, dsp.core.buffer = tile, ping_pong
+        dsp.labels.tile, dsp.labels.buffer = tile, ping_pong
         i += size[ping_pong]
         yield from IDMA_WAIT(dsp, ping_pong, vret_in[ping_pong], "wait_in")
         if with_out_idma:
             yield from IDMA_WAIT(dsp, ping_pong, vret_out[ping_pong], "wait_out")
-        dsp.core.tile = tile
+        dsp.labels.tile = tile
         yield from func(
             dsp, dst_idma[ping_pong], src_idma[ping_pong], size[ping_pong], func_out, func_in
         )
@@ -118,5 +118,5 @@ def hb_dsp_ping_pong_frame(
 
     if with_out_idma:
         yield from IDMA_WAIT(dsp, ping_pong ^ 0x01, vret_out[ping_pong ^ 0x01], "wait_out")
-    dsp.core.tile = dsp.core.buffer = -1
+    dsp.labels.tile = dsp.labels.buffer = -1
     return 0

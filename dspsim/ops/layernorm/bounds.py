@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dspsim.hw.ddr import transfer_cycles
+from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.layernorm import VECNORM, VECSUMSQ_DEV
 from dspsim.kernels.shapes import VECSUM, ddr_call_sequence
 from dspsim.ops.layernorm.program import rows_per_tile

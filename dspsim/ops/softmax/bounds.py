@@ -43,7 +43,7 @@ Estimates (``estimate_cycles``):
   the largest of the core's work on the previous one (kernels and setups), half a buffer's
   round trip (compute, output copy, prefetch into it: the two buffers alternate) and, under
   'split', one channel carrying every input (output) copy; then the last tile's compute and
-  output copy. A copy alone on a channel takes :func:`dspsim.hw.ddr.transfer_cycles` with
+  output copy. A copy alone on a channel takes :func:`dspsim.hw.port.transfer_cycles` with
   ``min(k, m)`` bursts in flight. Every tile but the last is full, so each sum over a pass's
   tiles is the full tiles' term times their count plus the last tile's: no work per tile. The
   estimate is within 5 % of the simulation (``tests/test_analytic.py``) in two uncontended
@@ -61,7 +61,7 @@ from typing import Any
 
 from dspsim.config import HardwareModel
 from dspsim.errors import DspsimInputError
-from dspsim.hw.ddr import transfer_cycles
+from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM, ddr_call_sequence
 from dspsim.schema import check_n
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dspsim.hw.ddr import transfer_cycles
+from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
 from dspsim.ops.softmax import bounds as seed_bounds
 from dspsim.ops.softmax.bounds import _Tiling

@@ -75,11 +75,11 @@ def resident_row(dsp: Dsp, dst: Ptr, src: Ptr, lay: ResidentLayout, res: list[Pt
                                              size << 2, j)))
     big = _F32(-np.inf)
     for j, (bank, off, _, size) in enumerate(chunks):
-        core.tile, core.buffer = j, bank
+        dsp.labels.tile, dsp.labels.buffer = j, bank
         yield from IDMA_WAIT(dsp, j % channels, vret_in[j], "wait_in")
         m_j = yield from core.call("vecmaxf", size, tcm(bank, off))
         big = new_max(m_j, big)
-    core.tile = core.buffer = -1
+    dsp.labels.tile = dsp.labels.buffer = -1
     block = tile_elems(dsp.model)
     st = Running()
     if lay.streamed:
@@ -100,11 +100,11 @@ def resident_row(dsp: Dsp, dst: Ptr, src: Ptr, lay: ResidentLayout, res: list[Pt
     dsp.begin_pass("mul_out")
     vret_out = []
     for j, (bank, off, row, size) in enumerate(chunks):
-        core.tile, core.buffer = j, bank
+        dsp.labels.tile, dsp.labels.buffer = j, bank
         yield from core.call("vecmul", size, tcm(bank, off), tcm(bank, off), scalar=st.inv)
         vret_out.append((yield from IDMA_COPY(dsp, j % channels, tcm(bank, off), dst + row,
                                               size << 2, j)))
-    core.tile = core.buffer = -1
+    dsp.labels.tile = dsp.labels.buffer = -1
     if lay.streamed:
         yield from online_pass2(dsp, dst + lay.resident, src + lay.resident, bufs,
                                 lay.streamed, block, "pingpong", st)

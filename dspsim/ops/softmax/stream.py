@@ -49,7 +49,7 @@ def hb_dsp_stream_frame(
     with_out_idma: bool,
     policy: str = "pingpong",
 ) -> Proc:
-    dsp.core.new_tile_group()  # numbered after the pass's earlier tiles
+    dsp.labels.new_tile_group()  # numbered after the pass's earlier tiles
     k = len(bufs)
     count = -(-length // block) if length > 0 else 0
     ins, outs = stream_channels(policy, len(dsp.idma), with_out_idma)
@@ -77,7 +77,7 @@ def hb_dsp_stream_frame(
     pending = -1  # a tile whose buffer is refilled once its output copy is done
     for i in range(count):
         b = i % k
-        dsp.core.tile, dsp.core.buffer = i, b
+        dsp.labels.tile, dsp.labels.buffer = i, b
         yield from IDMA_WAIT(dsp, in_ch(i), vret_in[b], "wait_in")
         yield from func(dsp, bufs[b], bufs[b], size(i), state, i)
         if not with_out_idma:
@@ -93,11 +93,11 @@ def hb_dsp_stream_frame(
                 yield from fetch(i + k)
             continue
         if pending >= 0 and pending + k < count:
-            dsp.core.tile, dsp.core.buffer = pending, pending % k
+            dsp.labels.tile, dsp.labels.buffer = pending, pending % k
             yield from IDMA_WAIT(dsp, out_ch(pending), vret_out[pending % k], "wait_out")
             yield from fetch(pending + k)
         pending = i
     for channel, vret in issued_out:  # every output, in the order they were programmed
         yield from IDMA_WAIT(dsp, channel, vret, "wait_out")
-    dsp.core.tile = dsp.core.buffer = -1
+    dsp.labels.tile = dsp.labels.buffer = -1
     return 0

@@ -29,10 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from dspsim.config import HARDWARE, HardwareModel
+from dspsim.config import HardwareModel
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import get_op
 from dspsim.run import simulate
+from dspsim.schema import OP_SCHEMAS
 from dspsim.study.calibrate.classify import (
     RESOURCES,
     Binding,
@@ -169,7 +170,7 @@ def explore_candidates(
     seen = {(c.op, c.variant, c.shape, tuple(sorted(c.settings.items()))) for c in cands}
     for key, values in space.grid.items():
         op_name = key.partition(".")[0]
-        if op_name in HARDWARE or op_name not in longest:
+        if op_name not in OP_SCHEMAS or op_name not in longest:
             continue
         below = int(min(values) // GRID_FACTOR)
         try:
@@ -391,7 +392,7 @@ def find_readings(
     if propose and len(families) >= 2:
         say("explore: looking for the measurement that separates the readings")
         hw = [FreeParam(k, min(v), max(v), True) for k, v in space.grid.items()
-              if k.partition(".")[0] in HARDWARE]
+              if k.partition(".")[0] not in OP_SCHEMAS]
         prob = _SettingsWin(model, measurements, [*space.cont, *hw], fidelity)
         cands = explore_candidates(model, space, measurements, [p.key for p in prob.free])
         proposal = propose_measurement(prob, [f.representative for f in families],

@@ -24,7 +24,7 @@ import tomllib
 from collections.abc import Iterable
 from typing import Any
 
-from dspsim.config import SECTIONS, all_keys, parse_value
+from dspsim.config import all_keys, parse_value
 from dspsim.config import check_value as check_model_value
 from dspsim.config import key_type as model_key_type
 from dspsim.errors import DspsimInputError
@@ -42,12 +42,13 @@ def key_type(key: str) -> type:
         return int
     if key in SPECIAL_KEYS:
         return str
-    if "." not in key or key.split(".")[0] not in SECTIONS:
+    try:
+        return model_key_type(key)
+    except DspsimInputError:
         raise DspsimInputError(
             f"unknown sweep key {key!r}; allowed: {', '.join(SPECIAL_KEYS)} or a model key "
             f"({', '.join(all_keys())})"
-        )
-    return model_key_type(key)
+        ) from None
 
 
 def shape_text(shape: Iterable[int]) -> str:

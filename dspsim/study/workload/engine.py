@@ -21,7 +21,9 @@ import simpy
 
 from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError, DspsimInputError
+from dspsim.host.program import HostProgram
 from dspsim.host.ucp import Task, Ucp
+from dspsim.hw.clock import events_scheduled
 from dspsim.ops import get_op
 from dspsim.ops.registry import firmware_registry
 from dspsim.platform import FIDELITIES, Platform
@@ -127,37 +129,29 @@ def run_workload(
         raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
     check_workload(workload, model)
     wall_start = time.perf_counter()
-    env = simpy.Environment()
-    platform = Platform(env, model, data=data, trace=False, fidelity=fidelity)
+    platform = Platform(simpy.Environment(), model, data=data, trace=False, fidelity=fidelity)
+    env = platform.env
+    port = platform.port  # the host memory's: the streams' buffers are there
     meter = None
     if ddr_profile:
-        meter = DdrMeter(platform.port)
-        platform.port.log = meter  # the port appends one entry per request / reservation
+        meter = DdrMeter(port)
+        port.log = meter  # the port appends one entry per request / reservation
     ucp = Ucp(platform, firmware_registry())
     platform.accesses.enabled = False  # workloads do not check hazards (tasks share buffers)
     tasks: list[Task] = []
-    outputs: dict[str, Any] = {}  # stream -> (output buffer, shape)
+    programs: dict[str, HostProgram] = {}
     releases = release_cycles(workload, model.core.clock_mhz)
 
     def host(stream, times):
         op = get_op(stream.op)
-        nbytes = op.input_bytes(stream.shape)
-        input_data = ucp.malloc(nbytes, f"{stream.name} input")
-        if data:
-            values = op.default_input(stream.shape).reshape(-1)
-            platform.ddr.f32(input_data.ptr, values.size)[:] = values
-        output_mem = ucp.malloc(nbytes, f"{stream.name} output")
-        outputs[stream.name] = (output_mem, stream.shape)
-        param_mem = ucp.malloc(64, f"{stream.name} parameter block")
-        platform.ddr.store_struct(
-            param_mem.ptr, op.param_block(stream.variant, stream.shape, input_data.phy_addr)
-        )
+        program = programs[stream.name] = HostProgram.load(
+            ucp, op, stream.variant, stream.shape, what=stream.name)
         for i, t in enumerate(times):
             if t > env.now:
                 yield env.timeout(t - env.now)
-            task = ucp.rpc(param_mem, output_mem, op.cmd)
-            task.tag = {"stream": stream.name, "index": i, "deadline_us": stream.deadline_us}
-            ucp.submit(task, priority=stream.priority, backend=stream.backend)
+            task = program.submit(
+                priority=stream.priority, backend=stream.backend,
+                tag={"stream": stream.name, "index": i, "deadline_us": stream.deadline_us})
             task.done.callbacks.append(lambda _ev, t=task: ucp.release(t))
             tasks.append(task)
 
@@ -168,7 +162,7 @@ def run_workload(
     if len(tasks) != workload.tasks or unfinished:
         raise DeadlockError(platform.waiting())
     wall_s = time.perf_counter() - wall_start
-    port = platform.port
+    stats = port.stats()
     return WorkloadRun(
         workload=workload,
         model=model,
@@ -178,15 +172,14 @@ def run_workload(
         queue_log=np.asarray(ucp.queue_log, float).reshape(-1, 2),
         end_cycle=max(t.finished_cycle for t in tasks),
         core_names=[d.name for d in platform.dsps],
-        ddr_bytes={"ddr_read": port.bytes_read, "ddr_write": port.bytes_written},
-        ddr_busy_cycles=port.busy_cycles,
+        ddr_bytes={f"{port.name}_read": stats["read_bytes"],
+                   f"{port.name}_write": stats["write_bytes"]},
+        ddr_busy_cycles=stats["busy_cycles"],
         rpc_cycles=2 * ucp.half_rpc_cycles,
-        events=next(env._eid),  # SimPy's event counter, as run.py reads it
+        events=events_scheduled(env),
         wall_s=wall_s,
         warnings=list(platform.warnings.values()),
         ddr=meter.arrays() if meter is not None else None,
-        outputs={
-            name: platform.ddr.f32(mem.ptr, int(np.prod(shape))).copy().reshape(shape)
-            for name, (mem, shape) in outputs.items()
-        } if data else None,
+        outputs={name: p.array(p.output).copy() for name, p in programs.items()}
+        if data else None,
     )

@@ -1,4 +1,6 @@
-"""The DSP subsystem's port to DDR, shared by the core's uncached accesses and every iDMA channel.
+"""A memory's port (J6: DDR; a smaller SoC: PSRAM, SRAM), shared by the core's uncached
+accesses, its data cache's line fills and every iDMA channel. The platform makes one per
+memory it declares and routes each request to it by address (:mod:`dspsim.platform`).
 
 The port is a FIFO server with three parameters:
 
@@ -32,8 +34,9 @@ from typing import Any
 
 import simpy
 
-from dspsim.config import Ddr
+from dspsim.config import MemoryCfg
 from dspsim.hw.clock import Walk, replay
+from dspsim.hw.context import RunContext
 from dspsim.probes import PortLog
 
 
@@ -61,9 +64,12 @@ def transfer_cycles(
     return max(bandwidth_bound, latency_bound)
 
 
-class DdrPort:
-    def __init__(self, env: simpy.Environment, cfg: Ddr, log: bool = False):
-        self.env = env
+class MemoryPort:
+    """The port of the memory ``name`` (its table ``cfg``)."""
+
+    def __init__(self, ctx: RunContext, name: str, cfg: MemoryCfg):
+        self.env = ctx.env
+        self.name = name
         self.latency_cycles = cfg.latency_cycles
         self.cycles_per_byte = 1.0 / cfg.bytes_per_cycle
         self.max_outstanding = cfg.max_outstanding
@@ -83,10 +89,10 @@ class DdrPort:
         self.speculation: Speculation | None = None
         self.flows = 0
         # (issue, data_start, data_end, done, bytes, is_write, requester) when logging
-        self.log: Any = PortLog() if log else None  # anything with append(entry)
+        self.log: Any = PortLog(ctx.log_limit) if ctx.port_log else None  # has append(entry)
         # a request log lists every request: with one, tile fidelity books no closed form (its
         # flows walk their requests; the cycles are the same, the log that of burst fidelity)
-        self.closed_forms = not log
+        self.closed_forms = not ctx.port_log
 
     def request(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
         """Issue a request of ``nbytes`` at ``now`` (the current simulated time, passed in by
@@ -125,6 +131,12 @@ class DdrPort:
     def busy_cycles(self) -> float:
         """Data-path occupancy: every byte crosses it once at the port's bandwidth."""
         return (self.bytes_read + self.bytes_written) * self.cycles_per_byte
+
+    def stats(self) -> dict[str, float]:
+        """What the port counted: bytes each way, data-path busy cycles, contention cycles
+        (requests queued for a slot or the data path behind another requester's)."""
+        return {"read_bytes": self.bytes_read, "write_bytes": self.bytes_written,
+                "busy_cycles": self.busy_cycles, "contention_cycles": self.contention_cycles}
 
     # ------------------------------------------------------------------ tile fidelity
     def idle_for(self, requester: str, t: float) -> bool:
@@ -214,6 +226,9 @@ class DdrPort:
             self.bytes_written += nbytes
         else:
             self.bytes_read += nbytes
+
+
+DdrPort = MemoryPort  # J6's one port; the older name
 
 
 class Speculation:

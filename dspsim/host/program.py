@@ -1,0 +1,68 @@
+"""The host program, once for every caller: the seed's ``test_softmax_op`` for any op.
+
+``hbUCPMalloc`` the input, the output and the parameter block in the host's memory
+(``host.memory``), write the input, fill the op's parameter block, then per task
+``hbDSPRpcV2(cmd)`` and ``hbUCPSubmitTask``; the caller waits (``hbUCPWaitTaskDone``).
+:func:`dspsim.run.simulate` loads one op and submits one task; a workload
+(:mod:`dspsim.study.workload.engine`) loads each stream once and submits a task per release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dspsim.host.ucp import SysMem, Task, Ucp
+
+if TYPE_CHECKING:
+    from dspsim.ops.base import Op
+
+PARAM_BLOCK_BYTES = 64
+
+
+@dataclass
+class HostProgram:
+    """One op's buffers in the host's memory, and the tasks that run it."""
+
+    ucp: Ucp
+    op: Op
+    variant: str
+    shape: tuple[int, ...]
+    input: SysMem
+    output: SysMem
+    param: SysMem
+
+    @classmethod
+    def load(cls, ucp: Ucp, op: Op, variant: str, shape: tuple[int, ...],
+             values: np.ndarray | None = None, what: str = "") -> HostProgram:
+        """Allocate the buffers (``what`` prefixes their names in allocation errors), write
+        the input (``values``, or the op's default input, when the data path is on) and the
+        parameter block."""
+        prefix = f"{what} " if what else ""
+        memory = ucp.platform.host_memory
+        nbytes = op.input_bytes(shape)
+        input_data = ucp.malloc(nbytes, f"{prefix}input array")
+        if ucp.platform.data:
+            x = op.default_input(shape) if values is None else values
+            memory.f32(input_data.ptr, x.size)[:] = x.reshape(-1)
+        output = ucp.malloc(nbytes, f"{prefix}output array")
+        param = ucp.malloc(PARAM_BLOCK_BYTES, f"{prefix}parameter block")
+        memory.store_struct(param.ptr, op.param_block(variant, shape, input_data.phy_addr))
+        return cls(ucp, op, variant, tuple(shape), input_data, output, param)
+
+    def submit(self, priority: int = 0, backend: int | str = 0,
+               tag: dict[str, Any] | None = None) -> Task:
+        """``hbDSPRpcV2`` + ``hbUCPSubmitTask``: one task of the op (returns at once)."""
+        task = self.ucp.rpc(self.param, self.output, self.op.cmd)
+        if tag is not None:
+            task.tag = tag
+        self.ucp.submit(task, priority=priority, backend=backend)
+        return task
+
+    def array(self, buffer: SysMem) -> np.ndarray:
+        """A buffer's float32 values in the op's shape (a view: data path on)."""
+        count = int(np.prod(self.shape))
+        memory = self.ucp.platform.host_memory
+        return memory.f32(buffer.ptr, count).reshape(self.shape)

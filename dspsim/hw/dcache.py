@@ -1,0 +1,101 @@
+"""The core's data cache, in front of the memories the platform marks ``cached``.
+
+Set-associative with LRU replacement, ``dcache.line_bytes`` lines. A vector access goes
+through it line by line: a line present (or on its way) costs nothing more than waiting for
+it; a missing line is fetched whole from its memory's port, and the core waits for it
+(blocking misses). With ``write_back`` a store marks its line dirty (a store miss first fetches
+the line: write-allocate) and a dirty line evicted is written back whole, posted (a victim
+buffer: the core does not wait); with ``write_through`` stores go to the memory through the
+core's write buffer as uncached stores do, and allocate nothing. ``prefetch_next_line`` fetches
+line ``k + 1`` (without waiting) on a miss of line ``k`` and on the first use of a line it
+prefetched: a sequential stream then waits only for what the port cannot deliver in time.
+
+Costs one dictionary look-up per line touched, no event: the core's walk waits on the times
+returned (:mod:`dspsim.hw.core`). Dirty lines are still in the cache when the run ends (the
+firmware would clean them before a DMA reads the buffer; ``dirty_lines`` counts them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dspsim.config import Dcache
+
+
+class DataCache:
+    __slots__ = ("line_bytes", "ways", "set_count", "write_back", "prefetch", "_sets",
+                 "hits", "misses", "prefetches", "writebacks", "fill_bytes")
+
+    def __init__(self, cfg: Dcache):
+        self.line_bytes = cfg.line_bytes
+        self.ways = cfg.ways
+        self.set_count = cfg.capacity_bytes // (cfg.line_bytes * cfg.ways)
+        self.write_back = cfg.write_policy == "write_back"
+        self.prefetch = cfg.prefetch_next_line
+        # per set: line index -> [ready cycle, dirty, prefetched and not yet used, memory],
+        # in LRU order (a dict keeps insertion order: a use moves the line to the end)
+        self._sets: list[dict[int, list[Any]]] = [{} for _ in range(self.set_count)]
+        self.hits = self.misses = self.prefetches = self.writebacks = 0
+        self.fill_bytes = 0
+
+    def access(self, now: float, mem: Any, addr: int, nbytes: int, write: bool,
+               requester: str) -> float:
+        """The bytes ``addr .. addr + nbytes`` of ``mem`` through the cache at ``now`` (a load,
+        or a write-back store): return the cycle the data is there (``now`` when every line is
+        present and ready)."""
+        ready = now
+        line_bytes = self.line_bytes
+        for line in range(addr // line_bytes, (addr + nbytes - 1) // line_bytes + 1):
+            t = self._line(now, mem, line, write, requester)
+            if t > ready:
+                ready = t
+        return ready
+
+    def _line(self, now: float, mem: Any, line: int, write: bool, requester: str) -> float:
+        lines = self._sets[line % self.set_count]
+        entry = lines.pop(line, None)
+        if entry is not None:
+            lines[line] = entry  # most recently used
+            self.hits += 1
+            if write:
+                entry[1] = True
+            if entry[2]:  # first use of a prefetched line: the stream goes on
+                entry[2] = False
+                self._prefetch(now, mem, line + 1, requester)
+            return entry[0]
+        self.misses += 1
+        done = self._fill(now, mem, line, requester)
+        self._insert(now, line, [done, write, False, mem], requester)
+        if self.prefetch:
+            self._prefetch(now, mem, line + 1, requester)
+        return done
+
+    def _fill(self, now: float, mem: Any, line: int, requester: str) -> float:
+        self.fill_bytes += self.line_bytes
+        return mem.port.request(now, self.line_bytes, False, requester)
+
+    def _insert(self, now: float, line: int, entry: list[Any], requester: str) -> None:
+        lines = self._sets[line % self.set_count]
+        if len(lines) >= self.ways:
+            victim = next(iter(lines))
+            _, dirty, _, victim_mem = lines.pop(victim)
+            if dirty:  # posted: the core does not wait for a write-back
+                self.writebacks += 1
+                victim_mem.port.request(now, self.line_bytes, True, requester)
+        lines[line] = entry
+
+    def _prefetch(self, now: float, mem: Any, line: int, requester: str) -> None:
+        addr = line * self.line_bytes
+        if line in self._sets[line % self.set_count] or not (
+                mem.base <= addr and addr + self.line_bytes <= mem.base + mem.size_bytes):
+            return
+        self.prefetches += 1
+        done = self._fill(now, mem, line, requester)
+        self._insert(now, line, [done, False, True, mem], requester)
+
+    def stats(self) -> dict[str, int]:
+        """Lines hit and missed (a miss: a line fetched because an access needed it),
+        prefetched, written back, dirty at the end; bytes fetched."""
+        return {"hits": self.hits, "misses": self.misses, "prefetches": self.prefetches,
+                "writebacks": self.writebacks, "fill_bytes": self.fill_bytes,
+                "dirty_lines": sum(e[1] for lines in self._sets for e in lines.values())}
