@@ -150,9 +150,14 @@ def simulate(
                         trace_limit=trace_limit)
     ucp = Ucp(platform, firmware_registry())
     program = HostProgram.load(ucp, req.op, req.variant, req.shape, req.x)
-    task = program.submit(priority=0, backend=core)
-    run_to_completion(platform.env, platform, task.done)
-    return collect(platform, program, task, time.perf_counter() - wall_start)
+    tasks = []
+
+    def host():  # hbUCPSubmitTask, then hbUCPWaitTaskDone
+        tasks.append(program.submit(priority=0, backend=core))
+        yield ucp.wait_done(tasks[0])
+
+    run_to_completion(platform.env, platform, platform.env.process(host()))
+    return collect(platform, program, tasks[0], time.perf_counter() - wall_start)
 
 
 @dataclass(frozen=True)
