@@ -120,6 +120,7 @@ class Dsp:
         """The op's profile: its cycle count, and what was still in flight when it stopped."""
         self.cycles_start = cycles_start
         self.self_cycles = cycles_stop - cycles_start
+        self.stats_at_stop = self.platform.busy_until(self.env.now)
         for ch in self.idma:
             if ch.current is not None or ch.fifo.items:
                 self.warn(
@@ -257,6 +258,16 @@ class Platform:
         for dsp in self.dsps:
             out.update(dsp.stats())
         out.update({name: mem.port.stats() for name, mem in self.memories.items()})
+        return out
+
+    def busy_until(self, t: float) -> dict[str, float]:
+        """Every engine's busy cycles up to ``t`` (the present): what a profile stopped at
+        ``t`` counts, without the traffic still to cross after it."""
+        out: dict[str, float] = {}
+        for dsp in self.dsps:
+            out[dsp.name] = dsp.core.compute_cycles
+            out.update({ch.name: ch.busy_until(t) for ch in dsp.idma})
+        out.update({name: mem.port.busy_until(t) for name, mem in self.memories.items()})
         return out
 
     def port_logs(self) -> dict[str, Any]:

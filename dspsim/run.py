@@ -219,7 +219,8 @@ def collect(platform: Platform, program: HostProgram, task: Task, wall_s: float)
     dsp = platform.dsps[task.core]
     origin, cycles = task.op_start_cycle, int(round(task.op_cycles))
     stats = platform.stats()
-    core, channels = stats[dsp.name], [stats[ch.name] for ch in dsp.idma]
+    core = stats[dsp.name]
+    busy = dsp.stats_at_stop  # every engine's busy cycles when the op stopped its timer
     ports = {name: stats[name] for name in platform.memories}
     hazards = ctx.accesses.hazards(origin=origin)
     if ctx.accesses.dropped:
@@ -241,11 +242,10 @@ def collect(platform: Platform, program: HostProgram, task: Task, wall_s: float)
         time_us=cycles / model.core.clock_mhz,
         bytes={f"{m}_{way}": p[f"{way}_bytes"] for m, p in ports.items()
                for way in ("read", "write")},
-        busy_cycles={
-            dsp.name: int(round(core["busy_cycles"])),
-            **{ch.name: int(round(c["busy_cycles"])) for ch, c in zip(dsp.idma, channels)},
-            **{m: int(round(p["busy_cycles"])) for m, p in ports.items()},
-        },
+        # busy within the op's timer span (PROF): traffic still crossing after it (a copy
+        # the op never waited for) counts in ``bytes``, not here
+        busy_cycles={e: int(round(busy[e])) for e in (dsp.name, *(ch.name for ch in dsp.idma),
+                                                      *ports)},
         stall_cycles={
             **{m: int(round(core["stall_cycles"].get(m, 0.0))) for m in ports},
             "idma_in": int(round(core["idma_wait_cycles"]["wait_in"])),

@@ -81,6 +81,12 @@ class IdmaChannel:
         return {"descriptors": self.completed, "bytes": self.bytes_moved,
                 "busy_cycles": self.busy_cycles}
 
+    def busy_until(self, t: float) -> float:
+        """Busy cycles up to ``t`` (the present): those of the descriptors done, and the part
+        of the one moving now."""
+        current = self.current
+        return self.busy_cycles + (t - current.start if current is not None else 0.0)
+
     # ------------------------------------------------------------ the library's ring mode
     def init_loop(self, descriptors: int) -> None:
         """``idma_init_loop(ch, buf, IDMA_1D_DESC, descriptors, ...)``: a fixed buffer of

@@ -30,6 +30,7 @@ they really leave the requester (never booked ahead), or FIFO order would be wro
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import Any
 
 import simpy
@@ -82,6 +83,9 @@ class MemoryPort:
         self._path_free = 0.0  # when the data path is next free
         self.bytes_read = 0
         self.bytes_written = 0
+        # data-path spans (start, end) of the requests booked that end after the latest issue:
+        # what may still cross after a given moment (``busy_until``); ends only grow (FIFO)
+        self._recent: deque[tuple[float, float]] = deque()
         # cycles requests waited for a slot or the data path that another requester held
         self.contention_cycles = 0.0
         self._path_owner = ""
@@ -115,6 +119,10 @@ class MemoryPort:
             data_start = start
         self._path_owner = requester
         data_end = self._path_free = data_start + nbytes * self.cycles_per_byte
+        recent = self._recent
+        while recent and recent[0][1] <= now:
+            recent.popleft()
+        recent.append((data_start, data_end))
         done = data_end + self.latency_cycles
         self._slot_free[i] = done
         self._slot_holder[i] = requester
@@ -131,6 +139,15 @@ class MemoryPort:
     def busy_cycles(self) -> float:
         """Data-path occupancy: every byte crosses it once at the port's bandwidth."""
         return (self.bytes_read + self.bytes_written) * self.cycles_per_byte
+
+    def busy_until(self, t: float) -> float:
+        """Data-path busy cycles up to ``t`` (>= every issue so far) of the requests booked so
+        far: the bytes booked less what of them crosses after ``t``. A closed form still
+        running at ``t`` is cut first (exact: the flow goes on burst by burst)."""
+        if self.speculation is not None:
+            self.cut(t)
+        after = sum(end - max(start, t) for start, end in self._recent if end > t)
+        return self.busy_cycles - after
 
     def stats(self) -> dict[str, float]:
         """What the port counted: bytes each way, data-path busy cycles, contention cycles
@@ -212,6 +229,8 @@ class MemoryPort:
             self._slot_free[slot] = last_done if r == requests - 1 else end
             self._slot_holder[slot] = requester
         self._next_slot = (self._next_slot + requests) % m
+        if last_store is not None:
+            self._recent.append((data_end - last_store[1] * self.cycles_per_byte, data_end))
         self._path_free = data_end
         self._path_owner = requester
         self.bytes_read += read_bytes
