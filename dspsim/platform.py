@@ -210,10 +210,6 @@ class Platform:
         return self.ctx.data
 
     @property
-    def recorder(self) -> Recorder:
-        return self.ctx.recorder
-
-    @property
     def accesses(self) -> AccessLog:
         return self.ctx.accesses
 

@@ -76,19 +76,6 @@ class Core:
         """Cycles stalled on every external memory together."""
         return sum(self.stall_cycles.values())
 
-    # the op's labels, read where the engines stamp them (the op sets them on ``dsp.labels``)
-    @property
-    def pass_name(self) -> str:
-        return self.labels.pass_name
-
-    @property
-    def tile(self) -> int:
-        return self.labels.tile
-
-    @property
-    def buffer(self) -> int:
-        return self.labels.buffer
-
     # ---------------------------------------------------------------- iDMA (IDMA_COPY / IDMA_WAIT)
     def idma_copy(self, channel: int, src: Ptr, dst: Ptr, nbytes: int, kind: str) -> Proc:
         """Program a descriptor on ``channel``: costs the core ``idma.setup_cycles``."""
@@ -105,8 +92,8 @@ class Core:
             dst,
             nbytes,
             kind=kind,
-            tile=self.tile,
-            pass_name=self.pass_name,
+            tile=self.labels.tile,
+            pass_name=self.labels.pass_name,
             buffer=tcm_side.mem.bank,
         )
         self.recorder.record(
@@ -116,9 +103,9 @@ class Core:
             start,
             self.env.now,
             nbytes,
-            self.tile,
-            self.pass_name,
-            self.buffer,
+            self.labels.tile,
+            self.labels.pass_name,
+            self.labels.buffer,
         )
         return t
 
@@ -157,7 +144,7 @@ class Core:
         booked = kind if kind in self.idma_wait_cycles else "wait_in"
         self.idma_wait_cycles[booked] += self.env.now - start
         self.recorder.record(self.name, booked, f"ch{ch.index} poll", start, self.env.now, 0,
-                             self.tile, self.pass_name, self.buffer)
+                             self.labels.tile, self.labels.pass_name, self.labels.buffer)
 
     def idma_wait(self, transfer: Transfer | None, kind: str, quirk: str = "") -> Proc:
         """Block until ``transfer`` is done. ``None`` is a handle the C never wrote."""
@@ -180,9 +167,9 @@ class Core:
             start,
             self.env.now,
             transfer.nbytes,
-            self.tile,
-            self.pass_name,
-            self.buffer,
+            self.labels.tile,
+            self.labels.pass_name,
+            self.labels.buffer,
         )
 
     # ---------------------------------------------------------------- kernels
@@ -250,7 +237,7 @@ class Core:
         for ptr, write in ((src, False), (dst, True)):
             if ptr is not None:
                 self.accesses.add(self.name, ptr.mem.name, ptr.addr, 4 * n * rows, write, start,
-                                  end, shape.name, self.tile, self.pass_name)
+                                  end, shape.name, self.labels.tile, self.labels.pass_name)
         self.accesses.finish(self.name, end)
         self.recorder.record(
             self.name,
@@ -259,9 +246,9 @@ class Core:
             start,
             self.env.now,
             4 * n * rows,
-            self.tile,
-            self.pass_name,
-            self.buffer,
+            self.labels.tile,
+            self.labels.pass_name,
+            self.labels.buffer,
             stall,
         )
 
