@@ -27,6 +27,7 @@ from typing import Any
 
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op, op_names
+from dspsim.paths import BOM
 from dspsim.platform import WARNING_CODES as PLATFORM_WARNINGS
 from dspsim.study.sweep.grid import DEFAULT_OP, Sweep
 from dspsim.study.sweep.values import (
@@ -147,7 +148,8 @@ def read_header(path: Path) -> tuple[list[str], int]:
     if not line.endswith(b"\n"):
         return [], 0
     try:
-        return next(csv.reader([line[:-1].decode("utf-8")]), []), len(line)
+        text = line[:-1].decode("utf-8").removeprefix(BOM)  # a spreadsheet saved it with a BOM
+        return next(csv.reader([text]), []), len(line)
     except (UnicodeDecodeError, csv.Error):
         raise DspsimInputError(f"{path}: not a UTF-8 CSV file written by dspsim sweep") from None
 

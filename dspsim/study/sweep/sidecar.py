@@ -32,6 +32,7 @@ from typing import Any
 
 from dspsim.config import all_keys, check_value, key_type
 from dspsim.errors import DspsimInputError
+from dspsim.paths import BOM
 from dspsim.platform import FIDELITIES
 from dspsim.study.sweep.files import sidecar_path
 from dspsim.study.sweep.grid import META_FORMAT, META_TAG, Sweep
@@ -78,7 +79,7 @@ def read_sidecar(out: Path, rows: int) -> dict[str, Any]:
             raise _DamagedError(f"larger than {MAX_SIDECAR_BYTES:,} bytes")
         try:
             with open(side, "rb") as f:
-                text = f.read(MAX_SIDECAR_BYTES + 1).decode("utf-8")
+                text = f.read(MAX_SIDECAR_BYTES + 1).decode("utf-8").removeprefix(BOM)
             doc = json.loads(text)
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
             raise _DamagedError("not a JSON file written by dspsim sweep") from None

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from dspsim.errors import DspsimInputError
-from dspsim.paths import check_regular_or_absent
+from dspsim.paths import BOM, check_regular_or_absent
 from dspsim.study.sweep.files import EXTENSIONS, journal_path
 from dspsim.study.sweep.grid import (
     CHECK_COLUMNS,
@@ -157,6 +157,7 @@ def _csv_text(path: Path) -> tuple[list[str], list[tuple[str, list[str]]]]:
     if len(data) > MAX_TABLE_BYTES:
         raise DspsimInputError(f"sweep file {str(path)!r} is larger than {MAX_TABLE_BYTES:,} "
                                "bytes")
+    data = data.removeprefix(BOM.encode())  # a spreadsheet's "CSV UTF-8"
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,6 +28,7 @@ from dspsim.config import check_value as check_model_value
 from dspsim.config import key_type as model_key_type
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
+from dspsim.schema import parse_number
 
 VARIANT_KEYS = ("variant", "mode")  # ``mode`` is the older name of ``variant``
 SIZE_KEYS = ("n", "shape")  # a 1-D op's length, a 2-D op's ROWSxCOLS
@@ -140,10 +140,7 @@ def canon_text(key: str, text: str) -> str:
 
 
 def _parse_number(key: str, text: str, what: str = "value") -> int | float:
-    try:
-        v = tomllib.loads(f"v = {text.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
-        v = None
+    v = parse_number(text)  # strictly: 300#5 is not 300
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise DspsimInputError(f"{key}: {what} {text.strip()!r} is not a number")
     if not math.isfinite(v):
