@@ -470,10 +470,12 @@ def load_models(
 
 def key_sources(path: str | Path | None = None) -> dict[str, str]:
     """Each key's comment in the model file (or the base it inherits it from): its label
-    (fact, derived, inferred, guess, fitted) and source."""
+    (fact, derived, inferred, guess, fitted) and source. A key a file gives without a comment
+    has none (the base's comment was about the base's value)."""
     p = default_model_path() if path is None else resolve_model_path(path)
     out: dict[str, str] = {}
-    for _, _, text in reversed(_model_chain(p)):  # the base first, then what overrides it
+    for _, raw, text in reversed(_model_chain(p)):  # the base first, then what overrides it
+        comments: dict[str, str] = {}
         section = ""
         for line in text.splitlines():
             head = re.match(r"^\s*\[([A-Za-z0-9_]+)\]", line)
@@ -482,5 +484,9 @@ def key_sources(path: str | Path | None = None) -> dict[str, str]:
                 continue
             m = re.match(r"^\s*([A-Za-z0-9_]+)\s*=[^#]*#\s*(.*)$", line)
             if m and section:
-                out[f"{section}.{m.group(1)}"] = m.group(2).strip()
+                comments[f"{section}.{m.group(1)}"] = m.group(2).strip()
+        for section, table in raw.items():
+            if section != "model" and isinstance(table, dict):
+                for k in table:
+                    out[f"{section}.{k}"] = comments.get(f"{section}.{k}", "")
     return out
