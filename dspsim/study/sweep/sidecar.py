@@ -7,7 +7,10 @@ The sidecar (:meth:`dspsim.study.sweep.grid.Sweep.meta`) holds exactly these key
 - ``columns``: the table's columns; ``fidelity``;
 - ``grid``: the swept axes in grid order, ``[[KEY, [VALUE, ...]], ...]`` (values as the table's
   canonical text);
-- ``fixed_model``: every model key that is not swept, with its value (its key's type);
+- ``fixed_model``: every model key that is not swept, with its value (its key's type); a key
+  with a default may be missing: the file was begun before dspsim had the key, so its rows were
+  computed as at the key's default (a resume at that default says so in one line and records
+  it; at another value it is another sweep);
 - ``model_source``, ``dspsim_version``, ``git_sha`` (or null): provenance.
 
 Anything else (a key missing or unknown, a wrong type, a value out of its key's range, a model
@@ -23,6 +26,7 @@ run that began the file.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -30,12 +34,13 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import all_keys, check_value, key_type
+from dspsim.config import HARDWARE, all_keys, check_value, key_type, model_key
 from dspsim.errors import DspsimInputError
 from dspsim.paths import BOM
 from dspsim.platform import FIDELITIES
 from dspsim.study.sweep.files import sidecar_path
 from dspsim.study.sweep.grid import META_FORMAT, META_TAG, Sweep
+from dspsim.study.sweep.values import format_value
 
 SIDECAR_KEYS = ("format", "format_version", "columns", "fidelity", "grid", "fixed_model",
                 "model_source", "dspsim_version", "git_sha")
@@ -147,7 +152,9 @@ def check_sidecar(doc: Any) -> None:
                            f"{_text(k)}")
     for k in expect:
         if k not in fixed:
-            raise _DamagedError(f"fixed_model has no {k}")
+            if key_default(k) is None:  # a key with a default may be newer than the file
+                raise _DamagedError(f"fixed_model has no {k} (a key without a default)")
+            continue
         _check_model_value(k, fixed[k])
     if not isinstance(doc["model_source"], str) or len(doc["model_source"]) > 4096:
         raise _DamagedError(f"model_source {_text(doc['model_source'])} is not a path")
@@ -158,6 +165,15 @@ def check_sidecar(doc: Any) -> None:
     if sha is not None and not (isinstance(sha, str) and re.fullmatch(SHA, sha)):
         raise _DamagedError(
             f"git_sha {_text(sha)} is neither a commit (40 or 64 hex digits) nor null")
+
+
+def key_default(key: str) -> Any:
+    """The value a model key takes when a model file does not give it (None: it must)."""
+    k = model_key(key)
+    if k.section in HARDWARE:
+        f = next(f for f in dataclasses.fields(HARDWARE[k.section]) if f.name == k.short)
+        return None if f.default is dataclasses.MISSING else f.default
+    return k.default
 
 
 def _check_model_value(key: str, value: Any) -> None:
@@ -192,8 +208,14 @@ def check_same_sweep(out: Path, sweep: Sweep, rows: int) -> dict[str, Any] | Non
                               f"{','.join(new['columns'])} here")
     if old["fidelity"] != new["fidelity"]:
         raise _different(out, f"fidelity {old['fidelity']} there, {new['fidelity']} here")
+    newer = []  # keys added to dspsim since the file was begun: their default there
     for k, v in new["fixed_model"].items():
-        if old["fixed_model"][k] != v:
+        if k not in old["fixed_model"]:
+            if key_default(k) != v:
+                raise _different(out, f"{k} = {v} here; the file was begun before the key "
+                                      f"existed, that is at its default {key_default(k)}")
+            newer.append((k, format_value(v)))
+        elif old["fixed_model"][k] != v:
             raise _different(out, f"{k} = {old['fixed_model'][k]} there, {v} here")
     theirs = dict((k, v) for k, v in old["grid"])
     ours = dict((k, v) for k, v in new["grid"])
@@ -209,9 +231,16 @@ def check_same_sweep(out: Path, sweep: Sweep, rows: int) -> dict[str, Any] | Non
         if added:
             grown.append(f"{k} gains {_values(added)}")
     _note_provenance(out, old, new, rows, sys.stderr)
-    if not grown:
+    if newer:
+        keys = ", ".join(k for k, _ in newer)
+        values = "; ".join(f"{k} = {v}" for k, v in newer)
+        print(f"dspsim: note: {out} was begun before {keys} existed: its rows are resumed as "
+              f"computed at the default ({values}), which its sidecar now records",
+              file=sys.stderr)
+    if not grown and not newer:
         return None
-    print(f"dspsim: note: extending the sweep in {out}: {'; '.join(grown)}", file=sys.stderr)
+    if grown:
+        print(f"dspsim: note: extending the sweep in {out}: {'; '.join(grown)}", file=sys.stderr)
     return {**new, **{k: old[k] for k in PROVENANCE}}
 
 
