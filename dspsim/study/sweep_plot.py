@@ -12,7 +12,7 @@ maps ``y`` over two keys (KEY1 across, KEY2 up), one panel per value of any othe
   one op, and the axis says which (``speedup (direct cycles / pingpong cycles)``; with several
   variants one line, or one heatmap panel, per variant: ``speedup (variant cycles / pingpong
   cycles)``). Above 1 the baseline is the faster. Heatmaps draw the crossover contour where it
-  is 1.
+  is 1. (Computed by :mod:`dspsim.study.sweep_speedup`.)
 - ``cycles_per_element``: cycles / elements (``n``, or the product of a ``shape``).
 
 ``--heatmap`` draws ``speedup`` by default when the table holds exactly two variants of one op
@@ -50,8 +50,14 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 
 from dspsim.analysis.timeline import FIGURE_FORMATS, check_figure_path, save_figure
 from dspsim.errors import DspsimInputError
-from dspsim.ops import get_op
-from dspsim.study.sweep import DEFAULT_OP, key_columns, parse_shape, read_sweep
+from dspsim.study.sweep import key_columns, parse_shape, read_sweep
+from dspsim.study.sweep_speedup import (
+    VARIANT_COLUMNS,
+    join_warnings,
+    ok_rows,
+    speedup_pair,
+    speedup_table,  # named here too: the figures' derived tables
+)
 
 if TYPE_CHECKING:
     from argparse import Namespace
@@ -64,7 +70,6 @@ MAX_LINES = 24
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<")
 LABELS = {"cycles_per_element": "cycles_per_element (cycles / n)"}
-VARIANT_COLUMNS = ("variant", "mode")  # one column, under its name or its older one
 WARNED_MARKER = "o"  # hollow, drawn larger than the line's own markers
 WARNED_LABEL = "point with warnings"
 WARNED_HATCH = ".."  # heatmap cells of points with warnings
@@ -97,105 +102,6 @@ def _require(df: pd.DataFrame, column: str, source: str) -> None:
         raise DspsimInputError(f"column {column!r} is not in {source}; allowed: {allowed}")
 
 
-def _ok(df: pd.DataFrame) -> pd.DataFrame:
-    return df[df["error"] == ""] if "error" in df.columns else df
-
-
-def variant_column(df: pd.DataFrame) -> str | None:
-    """``variant`` or ``mode``, whichever the table has among its parameter columns."""
-    keys = key_columns(df)
-    return next((c for c in VARIANT_COLUMNS if c in keys), None)
-
-
-def speedup_pair(df: pd.DataFrame, baseline: str | None = None
-                 ) -> tuple[str, str, str, list[str]]:
-    """(op, variant column, the baseline variant, the other variants) of a table whose speed-up
-    is asked for: it needs a variant column with two or more variants of one op, among them the
-    baseline (default: the op's default variant)."""
-    col = variant_column(df)
-    if col is None:
-        raise DspsimInputError(
-            "speedup needs a variant (or mode) column with two or more variants of one op"
-        )
-    ops = list(dict.fromkeys(df["op"])) if "op" in df.columns else [DEFAULT_OP]
-    if len(ops) != 1:
-        raise DspsimInputError(
-            f"speedup needs the points of one op; the table has {', '.join(map(str, ops))}"
-        )
-    op = get_op(ops[0])
-    variants = list(dict.fromkeys(df[col]))
-    if baseline is not None and baseline not in op.variants:
-        raise DspsimInputError(
-            f"--baseline {baseline}: not a variant of {op.name}; allowed: {', '.join(op.variants)}"
-        )
-    if len(variants) < 2:
-        raise DspsimInputError(
-            f"speedup needs two or more variants of {op.name} in the {col} column; the table "
-            f"has {', '.join(map(str, variants))} (allowed: {', '.join(op.variants)})"
-        )
-    base = baseline if baseline is not None else op.default_variant
-    if base not in variants:
-        which = "--baseline" if baseline is not None else f"{op.name}'s default variant"
-        raise DspsimInputError(
-            f"speedup divides by {which} {base}; the table's {col} column has "
-            f"{', '.join(map(str, variants))} (give --baseline one of them)"
-        )
-    return op.name, col, base, [v for v in variants if v != base]
-
-
-def _join_warnings(values: Sequence[Any]) -> str:
-    codes = [c for v in values if isinstance(v, str) for c in v.split(";") if c]
-    return ";".join(dict.fromkeys(codes))
-
-
-def speedup_table(df: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
-    """Each other variant's cycles / the baseline variant's cycles (:func:`speedup_pair`) for
-    each combination of the other parameter columns (successful points only): those keys, the
-    variant column when there are several other variants, then ``speedup`` (and ``warnings``,
-    the codes of either point, when the table has that column). A variant none of whose points
-    succeeded is left out (the figure's title counts failed points)."""
-    _, col, base, variants = speedup_pair(df, baseline)
-    keys = key_columns(df)
-    ok = _ok(df)
-    others = [k for k in keys if k != col]
-    wanted = ["cycles", *(["warnings"] if "warnings" in df.columns else [])]
-
-    def points(variant: str) -> pd.DataFrame:
-        part = ok[ok[col] == variant]
-        part = part.set_index(others)[wanted] if others else part[wanted].iloc[:1]
-        return part.assign(cycles=part["cycles"].astype(float))
-
-    if ok[ok[col] == base].empty:
-        raise DspsimInputError(f"speedup needs {base} points; the table has none that succeeded")
-    done = [v for v in variants if not ok[ok[col] == v].empty]
-    if not done:
-        raise DspsimInputError(
-            f"speedup needs {' or '.join(variants)} points; the table has none that succeeded")
-    denominator = points(base)
-    tables = []
-    for variant in done:
-        numerator = points(variant)
-        if not others:
-            a, b = numerator.iloc[0], denominator.iloc[0]
-            table = pd.DataFrame({"speedup": [a["cycles"] / b["cycles"]]})
-            if "warnings" in wanted:
-                table["warnings"] = [_join_warnings([a["warnings"], b["warnings"]])]
-        else:
-            joined = pd.concat({variant: numerator, base: denominator}, axis=1, join="inner")
-            table = pd.DataFrame(index=joined.index)
-            table["speedup"] = joined[(variant, "cycles")] / joined[(base, "cycles")]
-            if "warnings" in wanted:
-                table["warnings"] = [
-                    _join_warnings(pair)
-                    for pair in zip(joined[(variant, "warnings")], joined[(base, "warnings")])
-                ]
-            table = table.reset_index()
-        if len(variants) > 1:  # which variant each row is of, where the table had its column
-            table.insert(keys.index(col) if others else 0, col, variant)
-        tables.append(table)
-    return pd.concat(tables, ignore_index=True)
-
-
 def elements(df: pd.DataFrame) -> pd.Series:
     """Elements of each point's input: ``n``, or the product of its ``shape``."""
     if "n" in df.columns:
@@ -213,7 +119,7 @@ def derive(df: pd.DataFrame, y: str, source: str = "the table", baseline: str | 
     if y == "speedup":
         table = speedup_table(df, baseline)
         return table, [k for k in keys if k in table.columns]
-    ok = _ok(df).copy()
+    ok = ok_rows(df).copy()
     if y == "cycles_per_element":
         if "n" not in df.columns and "shape" not in df.columns:
             _require(df, "n", source)
@@ -285,7 +191,7 @@ def warned_mask(df: pd.DataFrame) -> np.ndarray:
 
 def warning_codes(df: pd.DataFrame) -> str:
     """The warning codes of a table's points, ``;``-separated, each once."""
-    return _join_warnings(list(df["warnings"])) if "warnings" in df.columns else ""
+    return join_warnings(list(df["warnings"])) if "warnings" in df.columns else ""
 
 
 def ring_warned(ax, xs, ys, warned, color, label: str | None = None) -> bool:
