@@ -260,9 +260,7 @@ def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
                 if f.default is not dataclasses.MISSING:  # a key newer than the file
                     values[f.name] = f.default
                     continue
-                raise ConfigError(f"{source}: missing key {key.name} ({key.doc}); a partial "
-                                  "model file needs base = \"j6\" (or another model) to "
-                                  "inherit the keys it does not give")
+                raise ConfigError(f"{source}: missing key {key.name} ({key.doc})")
             values[f.name] = key.coerce(table[f.name])
         built[section] = cls(**values)
     ops = {}
@@ -427,7 +425,13 @@ def load_model(
     (``my_board.toml``: ``my_board``)."""
     p = default_model_path() if path is None else resolve_model_path(path)
     tables = read_model_tables(p)
-    model = build_model(tables, str(p))
+    try:
+        model = build_model(tables, str(p))
+    except ConfigError as e:
+        if ": missing key " not in str(e):
+            raise
+        raise ConfigError(f"{e}; a partial model file needs base = \"j6\" (or another model) "
+                          "to inherit the keys it does not give") from None
     meta = tables.get("model")
     if not (isinstance(meta, dict) and "name" in meta):
         model = dataclasses.replace(model, name=p.stem or "model")
