@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from dspsim.config import (
-    HARDWARE,
     OP_SCHEMAS,
     HardwareModel,
     build_model,
@@ -134,9 +133,7 @@ def model_file_text(cal: Calibration, out: str | Path, date: _dt.date | None = N
         "table with name = \"...\" names it otherwise.",
         "# Labels as in models/j6.toml: fact / derived / inferred / guess, or fitted (to what).",
     ]
-    tables = model.as_dict()
-    for section in [*HARDWARE, *OP_SCHEMAS]:
-        values = tables[section]
+    for section, values in model.as_dict().items():  # every table the model has, in order
         at_defaults = (section in OP_SCHEMAS and section not in given
                        and values == OP_SCHEMAS[section].defaults())
         lines.append("")
