@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,18 @@ def ddr_window_bytes(input_bytes: int) -> int:
     host's 4096-byte boundary, and the 64-byte parameter block."""
     array = -(-int(input_bytes) // _HOST_ALIGN_BYTES) * _HOST_ALIGN_BYTES
     return 2 * array + _PARAM_BLOCK_BYTES
+
+
+def ddr_layout_bytes(input_bytes: Iterable[int]) -> int:
+    """Bytes of the DSP's DDR window runs take whose buffers are all allocated together (a
+    workload's streams): each run's input and output arrays and parameter block after the
+    previous run's, every block on the host's 4096-byte boundary. One run: its
+    :func:`ddr_window_bytes`."""
+    end = 0
+    for size in input_bytes:
+        for block in (int(size), int(size), _PARAM_BLOCK_BYTES):
+            end = -(-end // _HOST_ALIGN_BYTES) * _HOST_ALIGN_BYTES + block
+    return end
 
 
 def max_input_bytes() -> int:

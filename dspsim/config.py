@@ -14,15 +14,17 @@ overrides (``ddr.latency_cycles=300``) go through the same checks.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from dspsim.errors import ConfigError
+from dspsim.paths import path_problem, read_small_text
 from dspsim.schema import OP_SCHEMAS, Key, Params
 
 MAX_MODEL_FILE_BYTES = 1 << 20
@@ -448,10 +450,31 @@ def default_model_path() -> Path:
     return models_dir() / "j6.toml"
 
 
+_MODEL_NAME = re.compile(r"[A-Za-z0-9_-]{1,100}")  # a packaged model's name (j6)
+
+
+def packaged_models() -> list[str]:
+    """The names of the packaged models (``j6``, ...)."""
+    return sorted(q.stem for q in models_dir().glob("*.toml") if _MODEL_NAME.fullmatch(q.stem))
+
+
+def _packaged() -> str:
+    return f"packaged models: {', '.join(packaged_models())}"
+
+
+def _clip(value: Any) -> str:
+    """``repr(value)`` for a one-line message, shortened past 200 characters."""
+    text = repr(str(value)) if isinstance(value, Path) else repr(value)
+    return text if len(text) <= 200 else f"{text[:150]}...{text[-40:]} ({len(text)} characters)"
+
+
 def resolve_model_path(name_or_path: str | Path, relative_to: Path | None = None) -> Path:
-    """A packaged model name (``j6``) or a path (relative to ``relative_to``'s folder)."""
+    """A packaged model name (``j6``) or a path (relative to ``relative_to``'s folder). A path
+    that cannot name a file (a NUL byte) is a one-line :class:`ConfigError`."""
     text = str(name_or_path)
-    if re.fullmatch(r"[A-Za-z0-9_-]+", text) and (models_dir() / f"{text}.toml").is_file():
+    if "\0" in text:
+        raise ConfigError(f"model {_clip(text)}: a path cannot hold a NUL byte")
+    if _MODEL_NAME.fullmatch(text) and (models_dir() / f"{text}.toml").is_file():
         return models_dir() / f"{text}.toml"
     p = Path(text)
     if relative_to is not None and not p.is_absolute():
@@ -459,48 +482,77 @@ def resolve_model_path(name_or_path: str | Path, relative_to: Path | None = None
     return p
 
 
-def _read_toml(p: Path) -> dict[str, Any]:
-    shown = str(p)
+def _read_toml(p: Path) -> tuple[dict[str, Any], str]:
+    """A model file's tables and text; every way of failing (absent, a device, a loop of
+    symbolic links, a name too long, too large, not UTF-8 or not TOML) is one line."""
+    shown = _clip(p)
+    hint = f"; pass an existing .toml file or a packaged model name ({_packaged()})"
+    text = read_small_text(p, f"model file {shown}", MAX_MODEL_FILE_BYTES, hint, ConfigError)
     try:
-        if not p.is_file():
-            if p.exists():
-                raise ConfigError(f"model file {shown!r} is not a regular file")
-            raise ConfigError(f"model file {shown!r} not found; pass an existing .toml file")
-        if p.stat().st_size > MAX_MODEL_FILE_BYTES:
-            raise ConfigError(f"model file {shown!r} is larger than {MAX_MODEL_FILE_BYTES} bytes")
-        with open(p, "rb") as f:
-            text = f.read(MAX_MODEL_FILE_BYTES + 1).decode("utf-8")
-    except ConfigError:
-        raise
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"model file {shown!r} unreadable: {e.__class__.__name__}") from None
-    try:
-        return tomllib.loads(text)
+        return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"model file {shown!r} is not valid TOML: {e}") from None
+        raise ConfigError(f"model file {shown} is not valid TOML: {e}") from None
     except RecursionError:
-        raise ConfigError(f"model file {shown!r} is nested too deeply") from None
+        raise ConfigError(f"model file {shown} is nested too deeply") from None
 
 
-def read_model_tables(p: Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
-    """A model file's tables with its ``base`` chain merged in (the file's own keys win)."""
-    raw = _read_toml(p)
-    base = raw.pop("base", None)
-    if base is None:
-        return raw
-    if not isinstance(base, str) or not base:
-        raise ConfigError(f"{p}: base = {base!r}: expected a model name (e.g. \"j6\") or a path")
-    base_path = resolve_model_path(base, p)
-    if base_path.resolve() in _seen or len(_seen) >= MAX_BASE_DEPTH:
-        raise ConfigError(f"{p}: base = {base!r} makes a loop of model files")
-    if not base_path.is_file():
-        raise ConfigError(f"{p}: base = {base!r}: no packaged model or file of that name")
-    merged = read_model_tables(base_path, _seen + (p.resolve(),))
-    for section, table in raw.items():
-        if isinstance(table, dict) and isinstance(merged.get(section), dict):
-            merged[section] = {**merged[section], **table}
-        else:
-            merged[section] = table
+def _file_id(p: Path) -> tuple[int, int]:
+    try:
+        st = os.stat(p)
+    except (OSError, ValueError) as e:  # it was just read: only a race gets here
+        raise ConfigError(f"model file {_clip(p)} unreadable: {path_problem(e)}") from None
+    return st.st_dev, st.st_ino
+
+
+def _model_chain(p: Path) -> list[tuple[Path, dict[str, Any], str]]:
+    """(path, tables, text) of a model file and of each ``base`` it inherits from, the file
+    first; at most :data:`MAX_BASE_DEPTH` files, none twice (a loop, through any links)."""
+    chain: list[tuple[Path, dict[str, Any], str]] = []
+    seen: list[tuple[int, int]] = []
+    while True:
+        raw, text = _read_toml(p)
+        seen.append(_file_id(p))
+        chain.append((p, raw, text))
+        base = raw.pop("base", None)
+        if base is None:
+            return chain
+        where = f"{_clip(p)}: base = {_clip(base)}"
+        if not isinstance(base, str) or not base.strip():
+            raise ConfigError(f"{where}: expected a model name (e.g. \"j6\") or a path")
+        if len(chain) >= MAX_BASE_DEPTH:
+            raise ConfigError(f"{where}: too deep: more than {MAX_BASE_DEPTH} files in the chain "
+                              "of bases")
+        try:
+            q = resolve_model_path(base, p)
+            os.stat(q)
+        except FileNotFoundError:
+            raise ConfigError(f"{where}: no packaged model or file of that name; "
+                              f"{_packaged()}") from None
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"{where}: {path_problem(e)}") from None
+        if _file_id(q) in seen:
+            raise ConfigError(f"{where} makes a loop of model files (it is a file of the "
+                              "chain already)")
+        try:
+            _read_toml(q)
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None
+        p = q
+
+
+def read_model_tables(p: Path) -> dict[str, Any]:
+    """A model file's tables with its ``base`` chain merged in (the file's own keys win; the
+    ``[model]`` table is the file's own: a base's name is not inherited)."""
+    merged: dict[str, Any] = {}
+    for _, raw, _ in reversed(_model_chain(Path(p))):
+        merged.pop("model", None)
+        for section, table in raw.items():
+            if isinstance(table, dict) and isinstance(merged.get(section), dict):
+                merged[section] = {**merged[section], **table}
+            else:
+                merged[section] = table
     return merged
 
 
@@ -508,35 +560,76 @@ def load_model(
     path: str | Path | None = None, overrides: list[str] | dict | None = None
 ) -> HardwareModel:
     """Load a model file (default: the packaged J6 model; a name such as ``j6`` also works)
-    and apply overrides."""
+    and apply overrides. The model is named by its ``[model] name``, else by its file's name
+    (``my_board.toml``: ``my_board``)."""
     p = default_model_path() if path is None else resolve_model_path(path)
-    model = build_model(read_model_tables(p), str(p))
+    tables = read_model_tables(p)
+    try:
+        model = build_model(tables, str(p))
+    except ConfigError as e:
+        if ": missing key " not in str(e):
+            raise
+        raise ConfigError(f"{e}; a partial model file needs base = \"j6\" (or another model) "
+                          "to inherit the keys it does not give") from None
+    meta = tables.get("model")
+    if not (isinstance(meta, dict) and "name" in meta):
+        model = dataclasses.replace(model, name=p.stem or "model")
     if overrides:
         model = model.with_overrides(overrides)
     return model
 
 
+def check_model_entries(items: Sequence[str | Path], what: str = "--models") -> None:
+    """Refuse two entries of a list of models that name one model file (``j6,j6``, or
+    ``a.toml,./a.toml``, or a link to it); each entry must load (:func:`load_model` says why
+    not, in one line)."""
+    seen: dict[tuple[int, int], str] = {}
+    for item in items:
+        p = resolve_model_path(item)
+        read_model_tables(p)  # any reason it does not load, first
+        ident = _file_id(p)
+        if ident in seen:
+            first = seen[ident]
+            same = "is given twice" if first == str(item) else f"and {_clip(first)} name one file"
+            raise ConfigError(f"{what}: {_clip(str(item))} {same}; give each model once")
+        seen[ident] = str(item)
+
+
+def load_models(
+    items: Sequence[str | Path], overrides: list[str] | dict | None = None,
+    what: str = "--models",
+) -> dict[str, HardwareModel]:
+    """Several models (``--models A,B``) by a label each: the model's name (its ``[model]
+    name``, else its file's); models of one name are told apart by their entry's text (its
+    path as given). Two entries naming one file are refused (:func:`check_model_entries`)."""
+    check_model_entries(items, what)
+    loaded = [(str(item), load_model(item, overrides)) for item in items]
+    names = [m.name for _, m in loaded]
+    labels = [m.name if names.count(m.name) == 1 else item for item, m in loaded]
+    if len(set(labels)) != len(labels):  # a name that is another entry's path: the full path
+        labels = [str(Path(os.path.realpath(resolve_model_path(item)))) for item, _ in loaded]
+    return dict(zip(labels, (m for _, m in loaded)))
+
+
 def key_sources(path: str | Path | None = None) -> dict[str, str]:
     """Each key's comment in the model file (or the base it inherits it from): its label
-    (fact, derived, inferred, guess, fitted) and source."""
+    (fact, derived, inferred, guess, fitted) and source. A key a file gives without a comment
+    has none (the base's comment was about the base's value)."""
     p = default_model_path() if path is None else resolve_model_path(path)
     out: dict[str, str] = {}
-    chain = []
-    while True:
-        chain.append(p)
-        raw = _read_toml(p)
-        base = raw.get("base")
-        if not isinstance(base, str) or len(chain) > MAX_BASE_DEPTH:
-            break
-        p = resolve_model_path(base, p)
-    for q in reversed(chain):  # the base first, then what overrides it
+    for _, raw, text in reversed(_model_chain(p)):  # the base first, then what overrides it
+        comments: dict[str, str] = {}
         section = ""
-        for line in q.read_text(encoding="utf-8").splitlines():
+        for line in text.splitlines():
             head = re.match(r"^\s*\[([A-Za-z0-9_]+)\]", line)
             if head:
                 section = head.group(1)
                 continue
             m = re.match(r"^\s*([A-Za-z0-9_]+)\s*=[^#]*#\s*(.*)$", line)
             if m and section:
-                out[f"{section}.{m.group(1)}"] = m.group(2).strip()
+                comments[f"{section}.{m.group(1)}"] = m.group(2).strip()
+        for section, table in raw.items():
+            if section != "model" and isinstance(table, dict):
+                for k in table:
+                    out[f"{section}.{k}"] = comments.get(f"{section}.{k}", "")
     return out

@@ -15,6 +15,7 @@ or hard links to one inode).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -171,26 +172,48 @@ def atomic_savefig(fig: Any, path: str | Path, what: str = "figure", **kwargs: A
     return atomic_write(path, lambda f: fig.savefig(f, format=fmt, **kwargs), what)
 
 
+BOM = "\ufeff"  # a UTF-8 byte-order mark, as a spreadsheet's or an editor's "UTF-8 with BOM"
+
+
+def path_problem(e: BaseException) -> str:
+    """Why a path could not be used, in words: a NUL byte (``ValueError``), a loop of symbolic
+    links (``ELOOP``, or pathlib's ``RuntimeError``), a name too long, or the OS's reason."""
+    if isinstance(e, ValueError):
+        return "the path holds a NUL byte"
+    if isinstance(e, RuntimeError) or getattr(e, "errno", None) == errno.ELOOP:
+        return "a loop of symbolic links (or too many of them)"
+    if getattr(e, "errno", None) == errno.ENAMETOOLONG:
+        return "the name is too long"
+    if isinstance(e, OSError):
+        return _reason(e)
+    return e.__class__.__name__
+
+
 def read_small_text(path: str | Path, what: str, max_bytes: int, hint: str = "",
                     error: type[DspsimInputError] = DspsimInputError) -> str:
-    """A small input file's text (a spec, a measurements table, a workload): a regular file of
-    at most ``max_bytes`` in UTF-8, else a one-line ``error`` naming ``what`` (``/dev/zero`` or
-    a FIFO would be read forever); ``hint`` ends the not-found and not-regular messages."""
-    p = Path(path)
+    """A small input file's text (a model file, a spec, a measurements table, a workload): a
+    regular file of at most ``max_bytes`` in UTF-8 (a leading byte-order mark is dropped), else a
+    one-line ``error`` naming ``what`` (``/dev/zero`` or a FIFO would be read forever); ``hint``
+    ends the not-found and not-regular messages."""
     try:
+        p = Path(path)
         st = os.stat(p)
     except FileNotFoundError:
         raise error(f"{what} not found{hint}") from None
     except (OSError, ValueError) as e:
-        raise error(f"{what} unreadable: {e.__class__.__name__}") from None
+        raise error(f"{what} unreadable: {path_problem(e)}") from None
     if not stat.S_ISREG(st.st_mode):
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a device, FIFO or socket"
         raise error(f"{what} is not a regular file ({kind}){hint}")
     try:
         with open(p, "rb") as f:
             data = f.read(max_bytes + 1)
-        if len(data) > max_bytes:
-            raise error(f"{what} is larger than {max_bytes:,} bytes")
-        return data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise error(f"{what} unreadable: {e.__class__.__name__}") from None
+    except OSError as e:
+        raise error(f"{what} unreadable: {path_problem(e)}") from None
+    if len(data) > max_bytes:
+        raise error(f"{what} is larger than {max_bytes:,} bytes")
+    try:
+        return data.decode("utf-8").removeprefix(BOM)
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise error(f"{what} is not UTF-8 text (line {line})") from None

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from dspsim.config import HardwareModel, build_model, model_key
 from dspsim.errors import DspsimInputError
-from dspsim.paths import atomic_write, suffix_of, writable_file
+from dspsim.paths import BOM, atomic_write, suffix_of, writable_file
 from dspsim.probes import COLUMNS, PORT_LOG_FIELDS, TRACE_KINDS, PortLog, TraceTable
 from dspsim.schema import OP_SCHEMAS
 
@@ -158,7 +158,7 @@ def load_run(path: str | Path) -> Result:
     if not stat.S_ISREG(mode):
         raise DspsimInputError(f"result file {str(p)!r} is not a regular file")
     try:
-        doc = json.loads(_read_capped(p, MAX_RUN_BYTES).decode("utf-8"))
+        doc = json.loads(_read_capped(p, MAX_RUN_BYTES).decode("utf-8").removeprefix(BOM))
     except DspsimInputError:
         raise
     except (OSError, EOFError, UnicodeDecodeError, ValueError, gzip.BadGzipFile):

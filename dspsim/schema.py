@@ -10,6 +10,7 @@ that model files and overrides check them without the loader knowing any operato
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,26 @@ import numpy as np
 from dspsim.errors import ConfigError
 
 _TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+_DIGITS = r"[0-9](?:_?[0-9])*"
+_NUMBER = re.compile(  # a TOML integer or float, written alone
+    rf"[+-]?(?:(?:0|[1-9](?:_?[0-9])*)(?:\.{_DIGITS})?(?:[eE][+-]?{_DIGITS})?|inf|nan)"
+    r"|0x[0-9A-Fa-f](?:_?[0-9A-Fa-f])*|0o[0-7](?:_?[0-7])*|0b[01](?:_?[01])*"
+)
+
+
+def parse_number(text: str) -> int | float | None:
+    """A number as TOML writes one (``300``, ``-1.5``, ``1e6``, ``1_000``, ``0x40``), the whole
+    text but surrounding blanks; None for anything else: ``300#5``, ``300 400``, ``1,5``,
+    ``true`` (a comment or a second value is never silently dropped)."""
+    t = text.strip()
+    if not _NUMBER.fullmatch(t):
+        return None
+    try:
+        return tomllib.loads(f"v = {t}")["v"]
+    except (tomllib.TOMLDecodeError, ValueError):  # ValueError: an integer of 4,300+ digits
+        return None
 
 
 @dataclass(frozen=True)
@@ -103,16 +124,23 @@ class Key:
         return value
 
     def parse(self, text: str) -> Any:
-        """The value half of ``KEY=VALUE``, by this key's type: strings stay text."""
+        """The value half of ``KEY=VALUE``, by this key's type, strictly: exactly one value and
+        nothing after it (``300#5`` is refused, not read as 300); strings stay text (one pair
+        of enclosing quotes dropped)."""
         if "\n" in text or "\r" in text:
             raise ConfigError(f"{self.name} = {text!r}: a value must be on one line")
+        t = text.strip()
         if self.type is str:
-            return text.strip().strip("'\"")
-        try:
-            value = tomllib.loads(f"v = {text.strip()}")["v"]
-        except tomllib.TOMLDecodeError:
-            want = _TYPE_WORDS[self.type]
-            raise ConfigError(f"{self.name} = {text!r}: expected {want}") from None
+            return t[1:-1] if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"" else t
+        if self.type is bool:
+            if t not in ("true", "false"):
+                raise ConfigError(f"{self.name} = {text!r}: expected true or false")
+            return t == "true"
+        value = parse_number(t)
+        if value is None:
+            e_g = "64, 1_024, 0x40" if self.type is int else "300, 1.5, 1e6"
+            raise ConfigError(f"{self.name} = {text!r}: expected {_TYPE_WORDS[self.type]} "
+                              f"(e.g. {e_g}) and nothing else")
         return value
 
     def describe(self) -> dict[str, Any]:

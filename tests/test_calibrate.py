@@ -12,7 +12,7 @@ import simpy
 
 import dspsim.study.calibrate.problem
 from dspsim.cli import main
-from dspsim.config import load_model
+from dspsim.config import key_sources, load_model
 from dspsim.errors import DspsimInputError
 from dspsim.host.ucp import Ucp
 from dspsim.ops.registry import firmware_registry
@@ -288,20 +288,25 @@ def test_out_writes_a_complete_model_with_fitted_values_and_comments(j6, tmp_pat
     ms = [measured(truth, "pingpong", 20_000), measured(truth, "direct", 4_000)]
     c = calibrate(j6, ms, LB, identify=False)
     out = write_model_file(c, tmp_path / "fitted.toml", date=date(2030, 1, 2))
-    written = out.read_text().splitlines()
-    original = open(j6.source).read().splitlines()
-    assert len(written) == len(original)
-    changed = [(a, b) for a, b in zip(original, written) if a != b]
-    assert [b.split("=")[0].strip() for _, b in changed] == ["latency_cycles", "bytes_per_cycle"]
-    for _, line in changed:
-        assert "2030-01-02" in line and "pingpong,n=20000=" in line and "direct,n=4000=" in line
+    text = out.read_text()
+    raw = tomllib.loads(text)  # valid TOML, complete: no base, every hardware key
+    assert "base" not in raw
+    assert {f"{s}.{k}" for s, t in raw.items() for k in t} >= set(j6.flat()) - {
+        k for k in j6.flat() if k.startswith("layernorm.")}
+    sources = key_sources(j6.source)
+    for line in text.splitlines():
+        key = line.split("=")[0].strip()
+        if key in ("latency_cycles", "bytes_per_cycle"):
+            assert "fitted by `dspsim calibrate` on 2030-01-02" in line
+            assert "pingpong,n=20000=" in line and "direct,n=4000=" in line
+        elif key == "count":
+            assert line.endswith("# " + sources["core.count"])
     again = load_model(out)
     assert again.ddr.latency_cycles == pytest.approx(150.0, rel=0.02)
     assert again.flat() | {"ddr.latency_cycles": 0, "ddr.bytes_per_cycle": 0} == j6.flat() | {
         "ddr.latency_cycles": 0,
         "ddr.bytes_per_cycle": 0,
     }
-    tomllib.loads(out.read_text())  # valid TOML
 
 
 # ------------------------------------------------------------------------------- CLI

@@ -19,7 +19,8 @@ def test_partial_file_changes_one_key_and_inherits_the_rest(tmp_path, j6):
     p = write(tmp_path, "m.toml", 'base = "j6"\n[softmax]\ntile_bytes = 8192  # guess\n')
     m = load_model(p)
     assert m.softmax.tile_bytes == 8192
-    assert m.ddr == j6.ddr and m.core == j6.core and m.name == "j6"
+    assert m.ddr == j6.ddr and m.core == j6.core
+    assert m.name == "m"  # named after its file: a base's name is not inherited
 
 
 def test_base_chain_and_relative_paths(tmp_path):
@@ -27,7 +28,8 @@ def test_base_chain_and_relative_paths(tmp_path):
     (tmp_path / "sub").mkdir()
     p = write(tmp_path / "sub", "b.toml", 'base = "../a.toml"\n[ddr]\nbytes_per_cycle = 2.0\n')
     m = load_model(p)
-    assert (m.name, m.ddr.latency_cycles, m.ddr.bytes_per_cycle) == ("a", 200.0, 2.0)
+    assert (m.name, m.ddr.latency_cycles, m.ddr.bytes_per_cycle) == ("b", 200.0, 2.0)
+    assert load_model(tmp_path / "a.toml").name == "a"  # its own [model] name
 
 
 @pytest.mark.parametrize(

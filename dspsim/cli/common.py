@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from dspsim.config import HardwareModel, load_model
+from dspsim.config import HardwareModel, load_model, load_models
 from dspsim.errors import DspsimInputError
 from dspsim.results import json_default
 
@@ -165,19 +165,12 @@ def model_from_args(args: argparse.Namespace) -> HardwareModel:
 
 
 def models_from_args(args: argparse.Namespace) -> dict[str, HardwareModel]:
-    """``--models`` (each with ``--set`` applied), by a short label each; else ``--model``."""
-    from pathlib import Path
-
+    """``--models`` (each with ``--set`` applied), by a label each (the model's name; models of
+    one name by their path as given: :func:`dspsim.config.load_models`); else ``--model``."""
     if not getattr(args, "models", None):
         model = model_from_args(args)
         return {model.name: model}
-    out: dict[str, HardwareModel] = {}
-    for item in args.models:
-        label = Path(item).stem if item.endswith(".toml") else item
-        if label in out:
-            raise UsageError(f"--models: {item!r} is given twice")
-        out[label] = load_model(item, args.overrides)
-    return out
+    return load_models(args.models, args.overrides)
 
 
 def emit_json(obj: Any) -> None:

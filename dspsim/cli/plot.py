@@ -22,9 +22,12 @@ def add_plot(sub) -> None:
     s.add_argument("file", metavar="FILE", help="sweep table")
     s.add_argument("--x", metavar="KEY", help="column on the x axis (line plots)")
     s.add_argument("--y", default=None, metavar="KEY",
-                   help="column on the y axis, or speedup (the other variant's cycles / the "
-                   "default variant's) or cycles_per_element (default: speedup for --heatmap "
+                   help="column on the y axis, or speedup (each other variant's cycles / the "
+                   "baseline variant's) or cycles_per_element (default: speedup for --heatmap "
                    "of a table with exactly two variants of one op, else cycles)")
+    s.add_argument("--baseline", metavar="V",
+                   help="the variant speedup divides by (default: the op's default variant; "
+                   "implies --y speedup)")
     s.add_argument("--hue", metavar="KEY",
                    help="one line per value of this column (variant and mode are one column)")
     s.add_argument("--heatmap", nargs=2, metavar=("KEY1", "KEY2"), help="y over two keys")

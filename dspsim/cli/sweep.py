@@ -95,24 +95,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             check_scheduler(args.scheduler)
     if args.variant is not None and args.mode is not None:
         raise DspsimInputError("give --variant or --mode (its older name), not both")
-    models = args.models or [args.model]
-    outs = [out] if not args.models else [per_model_path(out, m) for m in models]
-    code = 0
-    for model, path in zip(models, outs):
-        if args.models:
-            print(f"model {model}: {path}")
-        code = max(code, _one_sweep(args, model, check_out(path)))
-    return code
+    return _one_sweep(args, out)
 
 
-def per_model_path(out: Path, model: str) -> Path:
-    """``s.csv`` for model ``readings/fast.toml`` -> ``s.fast.csv`` (one table per model)."""
-    label = Path(model).stem if model.endswith(".toml") else model
-    suffix = ".parquet" if out.name.endswith(".parquet") else ".csv"
-    return out.with_name(f"{out.name[:-len(suffix)]}.{label}{suffix}")
-
-
-def _one_sweep(args: argparse.Namespace, model: str | None, out: Path) -> int:
+def _one_sweep(args: argparse.Namespace, out: Path) -> int:
     from dspsim.study.sweep import SweepAbortedError, build_sweep, journal_path, run_sweep
 
     sweep = build_sweep(
@@ -122,7 +108,8 @@ def _one_sweep(args: argparse.Namespace, model: str | None, out: Path) -> int:
         modes=args.mode,
         n=args.n,
         shape=shape_values(args.shape),
-        model=model,
+        model=args.model,
+        models=args.models,
         overrides=args.overrides,
         fidelity=args.fidelity,
         spec=args.spec,

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import HardwareModel, load_model, model_key
+from dspsim.config import HardwareModel, check_model_entries, load_model, model_key
 from dspsim.errors import DspsimInputError
 from dspsim.ops import default_op, get_op, op_names
 from dspsim.ops.base import Op
@@ -318,6 +318,7 @@ def _load_models(
         raise DspsimInputError(f"--models {models!r}: expected A.toml,B.toml,... (or names)")
     ov: dict[str, Any] | list[str] = (dict(overrides) if isinstance(overrides, Mapping)
                                       else list(overrides or []))
+    check_model_entries([m for m in given if isinstance(m, str | Path)])  # j6,./j6.toml ...
     out: dict[str, HardwareModel] = {}
     for m in given:
         if isinstance(m, HardwareModel):

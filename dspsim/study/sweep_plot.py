@@ -6,11 +6,13 @@ maps ``y`` over two keys (KEY1 across, KEY2 up), one panel per value of any othe
 
 ``y`` is any numeric column of the table, or a derived figure:
 
-- ``speedup``: for each combination of the other keys, the cycles of the op's other variant
-  over the cycles of its default variant (``get_op(op).default_variant``); the table needs a
-  variant (or ``mode``) column with exactly two variants of one op, and the axis says which
-  (e.g. ``speedup (direct cycles / pingpong cycles)``). Heatmaps draw the crossover contour
-  where it is 1.
+- ``speedup``: for each combination of the other keys, the cycles of each other variant over
+  the cycles of a baseline variant: the op's default (``get_op(op).default_variant``) or
+  ``--baseline V``; the table needs a variant (or ``mode``) column with two or more variants of
+  one op, and the axis says which (``speedup (direct cycles / pingpong cycles)``; with several
+  variants one line, or one heatmap panel, per variant: ``speedup (variant cycles / pingpong
+  cycles)``). Above 1 the baseline is the faster. Heatmaps draw the crossover contour where it
+  is 1. (Computed by :mod:`dspsim.study.sweep_speedup`.)
 - ``cycles_per_element``: cycles / elements (``n``, or the product of a ``shape``).
 
 ``--heatmap`` draws ``speedup`` by default when the table holds exactly two variants of one op
@@ -48,8 +50,14 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 
 from dspsim.analysis.timeline import FIGURE_FORMATS, check_figure_path, save_figure
 from dspsim.errors import DspsimInputError
-from dspsim.ops import get_op
-from dspsim.study.sweep import DEFAULT_OP, key_columns, parse_shape, read_sweep
+from dspsim.study.sweep import key_columns, parse_shape, read_sweep
+from dspsim.study.sweep_speedup import (
+    VARIANT_COLUMNS,
+    join_warnings,
+    ok_rows,
+    speedup_pair,
+    speedup_table,  # named here too: the figures' derived tables
+)
 
 if TYPE_CHECKING:
     from argparse import Namespace
@@ -60,8 +68,8 @@ LOG_RANGE = 10.0  # a heatmap panel whose values span more than this factor: log
 MAX_PANELS = 6
 MAX_LINES = 24
 LINESTYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<")
 LABELS = {"cycles_per_element": "cycles_per_element (cycles / n)"}
-VARIANT_COLUMNS = ("variant", "mode")  # one column, under its name or its older one
 WARNED_MARKER = "o"  # hollow, drawn larger than the line's own markers
 WARNED_LABEL = "point with warnings"
 WARNED_HATCH = ".."  # heatmap cells of points with warnings
@@ -69,11 +77,11 @@ LEGEND_IN_PER_CHAR = 0.065  # width of a legend label's character at "small" (in
 NUMBER_PAD_PT = 4.0  # clear margin around a heatmap cell's number (no dots, no contour)
 
 
-def label(column: str, df: pd.DataFrame | None = None) -> str:
+def label(column: str, df: pd.DataFrame | None = None, baseline: str | None = None) -> str:
     """An axis label: the column's name, with what a derived figure divides by what."""
     if column == "speedup" and df is not None:
-        _, _, default, other = speedup_pair(df)
-        return f"speedup ({other} cycles / {default} cycles)"
+        _, col, base, others = speedup_pair(df, baseline)
+        return f"speedup ({others[0] if len(others) == 1 else col} cycles / {base} cycles)"
     if column == "cycles_per_element" and df is not None and "n" not in df.columns:
         return "cycles_per_element (cycles / elements)"
     return LABELS.get(column, column)
@@ -94,87 +102,6 @@ def _require(df: pd.DataFrame, column: str, source: str) -> None:
         raise DspsimInputError(f"column {column!r} is not in {source}; allowed: {allowed}")
 
 
-def _ok(df: pd.DataFrame) -> pd.DataFrame:
-    return df[df["error"] == ""] if "error" in df.columns else df
-
-
-def variant_column(df: pd.DataFrame) -> str | None:
-    """``variant`` or ``mode``, whichever the table has among its parameter columns."""
-    keys = key_columns(df)
-    return next((c for c in VARIANT_COLUMNS if c in keys), None)
-
-
-def speedup_pair(df: pd.DataFrame) -> tuple[str, str, str, str]:
-    """(op, variant column, the op's default variant, the other variant) of a table whose
-    speed-up is asked for: it needs a variant column with exactly two variants of one op, one
-    of them the op's default."""
-    col = variant_column(df)
-    if col is None:
-        raise DspsimInputError(
-            "speedup needs a variant (or mode) column with two variants of one op"
-        )
-    ops = list(dict.fromkeys(df["op"])) if "op" in df.columns else [DEFAULT_OP]
-    if len(ops) != 1:
-        raise DspsimInputError(
-            f"speedup needs the points of one op; the table has {', '.join(map(str, ops))}"
-        )
-    op = get_op(ops[0])
-    variants = list(dict.fromkeys(df[col]))
-    if len(variants) != 2:
-        raise DspsimInputError(
-            f"speedup needs exactly two variants of {op.name} in the {col} column; the table "
-            f"has {', '.join(map(str, variants))} (allowed: {', '.join(op.variants)})"
-        )
-    default = op.default_variant
-    if default not in variants:
-        raise DspsimInputError(
-            f"speedup divides by {op.name}'s default variant {default}; the table's {col} "
-            f"column has {', '.join(map(str, variants))}"
-        )
-    other = next(v for v in variants if v != default)
-    return op.name, col, default, other
-
-
-def _join_warnings(values: Sequence[Any]) -> str:
-    codes = [c for v in values if isinstance(v, str) for c in v.split(";") if c]
-    return ";".join(dict.fromkeys(codes))
-
-
-def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
-    """The other variant's cycles / the default variant's cycles for each combination of the
-    other parameter columns (successful points only): those keys, then ``speedup`` (and
-    ``warnings``, the codes of either point, when the table has that column)."""
-    _, col, default, other = speedup_pair(df)
-    keys = key_columns(df)
-    ok = _ok(df)
-    others = [k for k in keys if k != col]
-    wanted = ["cycles", *(["warnings"] if "warnings" in df.columns else [])]
-    parts = {}
-    for variant in (default, other):
-        part = ok[ok[col] == variant]
-        if part.empty:
-            raise DspsimInputError(
-                f"speedup needs {variant} points; the table has none that succeeded"
-            )
-        part = part.set_index(others)[wanted] if others else part[wanted].iloc[:1]
-        parts[variant] = part.assign(cycles=part["cycles"].astype(float))
-    if not others:
-        a, b = parts[other].iloc[0], parts[default].iloc[0]
-        table = pd.DataFrame({"speedup": [a["cycles"] / b["cycles"]]})
-        if "warnings" in wanted:
-            table["warnings"] = [_join_warnings([a["warnings"], b["warnings"]])]
-        return table
-    joined = pd.concat(parts, axis=1, join="inner")
-    out = pd.DataFrame(index=joined.index)
-    out["speedup"] = joined[(other, "cycles")] / joined[(default, "cycles")]
-    if "warnings" in wanted:
-        out["warnings"] = [
-            _join_warnings(pair)
-            for pair in zip(joined[(other, "warnings")], joined[(default, "warnings")])
-        ]
-    return out.reset_index()
-
-
 def elements(df: pd.DataFrame) -> pd.Series:
     """Elements of each point's input: ``n``, or the product of its ``shape``."""
     if "n" in df.columns:
@@ -182,14 +109,17 @@ def elements(df: pd.DataFrame) -> pd.Series:
     return df["shape"].map(lambda s: float(math.prod(parse_shape(str(s)))))
 
 
-def derive(df: pd.DataFrame, y: str, source: str = "the table") -> tuple[pd.DataFrame, list[str]]:
-    """(rows with a numeric ``y`` column, their parameter columns), failed points left out."""
+def derive(df: pd.DataFrame, y: str, source: str = "the table", baseline: str | None = None
+           ) -> tuple[pd.DataFrame, list[str]]:
+    """(rows with a numeric ``y`` column, their parameter columns), failed points left out;
+    ``baseline``: the variant ``speedup`` divides by."""
     keys = key_columns(df)
+    if baseline is not None and y != "speedup":
+        raise DspsimInputError(f"--baseline {baseline}: only --y speedup divides by a variant")
     if y == "speedup":
-        table = speedup_table(df)
-        col = variant_column(df)
-        return table, [k for k in keys if k != col]
-    ok = _ok(df).copy()
+        table = speedup_table(df, baseline)
+        return table, [k for k in keys if k in table.columns]
+    ok = ok_rows(df).copy()
     if y == "cycles_per_element":
         if "n" not in df.columns and "shape" not in df.columns:
             _require(df, "n", source)
@@ -261,7 +191,7 @@ def warned_mask(df: pd.DataFrame) -> np.ndarray:
 
 def warning_codes(df: pd.DataFrame) -> str:
     """The warning codes of a table's points, ``;``-separated, each once."""
-    return _join_warnings(list(df["warnings"])) if "warnings" in df.columns else ""
+    return join_warnings(list(df["warnings"])) if "warnings" in df.columns else ""
 
 
 def ring_warned(ax, xs, ys, warned, color, label: str | None = None) -> bool:
@@ -283,9 +213,10 @@ def line_plot(
     y: str = "cycles",
     hue: str | None = None,
     source: str = "the table",
+    baseline: str | None = None,
 ) -> Figure:
     """``y`` against ``x``, one line per value of ``hue`` and of any other varying key; points
-    with warnings ringed."""
+    with warnings ringed; ``baseline``: the variant ``speedup`` divides by."""
     x, y = resolve(df, x), resolve(df, y)
     hue = resolve(df, hue) if hue is not None else None
     _require(df, x, source)
@@ -293,7 +224,7 @@ def line_plot(
         _require(df, hue, source)
         if hue == x:
             raise DspsimInputError(f"--hue {hue} is the --x column; choose another key")
-    data, keys = derive(df, y, source)
+    data, keys = derive(df, y, source, baseline)
     failed = int((df["error"] != "").sum()) if "error" in df.columns else 0
     if x not in data.columns:
         raise DspsimInputError(f"--x {x}: with --y {y} the columns are {', '.join(data.columns)}")
@@ -319,21 +250,33 @@ def line_plot(
     firsts = list(dict.fromkeys(n[:1] for n in names))
     rests = list(dict.fromkeys(n[1:] for n in names))
     warned_any = False
+    series = []
     for name, (_, part) in zip(names, parts):
         part = part.sort_values(x) if numeric_x else part
         xs = part[x].to_numpy() if numeric_x else np.array([categories.index(v) for v in part[x]])
+        series.append((name, part, xs, part[y].to_numpy(dtype=float)))
+    # lines with exactly the same points (two variants equally fast) hide one another: the
+    # legend says so, and each has its own marker shape
+    same: dict[bytes, list[tuple]] = {}
+    for name, _, xs, ys in series:
+        same.setdefault(np.asarray(xs, float).tobytes() + ys.tobytes(), []).append(name)
+    for name, part, xs, ys in series:
         color = f"C{firsts.index(name[:1]) % 10}"
+        text = _group_label(groups, name) if groups else None
+        twins = [n for n in same[np.asarray(xs, float).tobytes() + ys.tobytes()] if n != name]
+        if text and twins:
+            text += f" (the same values as {', '.join(_group_label(groups, n) for n in twins)})"
         ax.plot(
             xs,
-            part[y].to_numpy(),
-            marker="o",
+            ys,
+            marker=MARKERS[firsts.index(name[:1]) % len(MARKERS)],  # a shape per colour
             markersize=3.5,
             color=color,
             linestyle=LINESTYLES[rests.index(name[1:]) % len(LINESTYLES)],
-            label=_group_label(groups, name) if groups else None,
+            label=text,
         )
         if "warnings" in part.columns:
-            warned_any |= ring_warned(ax, xs, part[y].to_numpy(), warned_mask(part), color)
+            warned_any |= ring_warned(ax, xs, ys, warned_mask(part), color)
     if numeric_x and _wide(data[x].to_numpy(dtype=float)):
         ax.set_xscale("log")
         _plain_ticks(ax.xaxis)
@@ -348,7 +291,7 @@ def line_plot(
         ax.axhline(1.0, color="0.4", linestyle="--", linewidth=1, label="speedup = 1")
     if warned_any:  # one legend entry for every ring, whatever its colour
         ring_warned(ax, [], [], [], "0.25", label=WARNED_LABEL)
-    ylabel = label(y, df)
+    ylabel = label(y, df, baseline)
     ax.set_xlabel(label(x))
     ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.3)
@@ -405,6 +348,7 @@ def heatmap(
     y: str = "cycles",
     contour: float | None = None,
     source: str = "the table",
+    baseline: str | None = None,
 ) -> Figure:
     """``y`` over ``key_x`` (across) x ``key_y`` (up); one panel per value of any other varying
     key, each with its own colour scale and colour bar; cells of points with warnings dotted.
@@ -414,7 +358,7 @@ def heatmap(
         _require(df, k, source)
     if key_x == key_y:
         raise DspsimInputError(f"--heatmap needs two different keys, got {key_x} twice")
-    data, keys = derive(df, y, source)
+    data, keys = derive(df, y, source, baseline)
     for k in (key_x, key_y):
         if k not in data.columns:
             raise DspsimInputError(
@@ -474,7 +418,7 @@ def heatmap(
         ax.set_ylabel(label(key_y))
         if others:
             ax.set_title(_group_label(others, name), fontsize="medium")
-        bar = fig.colorbar(image, ax=ax, label=label(y, df))
+        bar = fig.colorbar(image, ax=ax, label=label(y, df, baseline))
         if isinstance(norm, (LogNorm, _LogTwoSlopeNorm)):
             bar.set_ticks(log_ticks(norm.vmin, norm.vmax, level))
             bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
@@ -508,13 +452,16 @@ def log_ticks(vmin: float, vmax: float, level: float | None = None) -> list[floa
     return sorted(ticks)
 
 
-def default_heatmap_y(df: pd.DataFrame) -> str:
-    """``speedup`` for a table of exactly two variants of one op, else ``cycles``."""
+def default_heatmap_y(df: pd.DataFrame, baseline: str | None = None) -> str:
+    """``speedup`` for a table of exactly two variants of one op (or when ``baseline`` is
+    given), else ``cycles``."""
+    if baseline is not None:
+        return "speedup"
     try:
-        speedup_pair(df)
+        _, _, _, others = speedup_pair(df)
     except DspsimInputError:
         return "cycles"
-    return "speedup"
+    return "speedup" if len(others) == 1 else "cycles"
 
 
 def _ticks(setter, values: Sequence[Any], most: int = 12) -> None:
@@ -531,10 +478,12 @@ def plot_sweep(
     heatmap_keys: Sequence[str] | None = None,
     out: str | Path | None = None,
     contour: float | None = None,
+    baseline: str | None = None,
 ) -> Path:
     """Draw a sweep file (line plot on ``x`` or heatmap on two keys) and save it; returns the
     figure's path (default: the table's path with ``.png``). ``y`` defaults to ``cycles`` on
-    line plots and to :func:`default_heatmap_y` on heatmaps."""
+    line plots and to :func:`default_heatmap_y` on heatmaps; ``baseline``: the variant
+    ``speedup`` divides by (default: the op's default variant)."""
     src = Path(path)
     dest = Path(out) if out is not None else src.with_suffix(".png")
     if heatmap_keys is not None and len(heatmap_keys) != 2:
@@ -548,10 +497,12 @@ def plot_sweep(
     dest = check_figure_path(dest, "figure")
     df = read_sweep(src)
     if heatmap_keys is not None:
-        y = y or default_heatmap_y(df)
-        fig = heatmap(df, heatmap_keys[0], heatmap_keys[1], y, contour=contour, source=str(src))
+        y = y or default_heatmap_y(df, baseline)
+        fig = heatmap(df, heatmap_keys[0], heatmap_keys[1], y, contour=contour, source=str(src),
+                      baseline=baseline)
     else:
-        fig = line_plot(df, x, y or "cycles", hue, source=str(src))
+        fig = line_plot(df, x, y or ("speedup" if baseline else "cycles"), hue,
+                        source=str(src), baseline=baseline)
     return save_figure(fig, dest, dpi=130)
 
 
@@ -564,6 +515,7 @@ def plot_sweep_cli(args: Namespace) -> int:
         hue=getattr(args, "hue", None),
         heatmap_keys=getattr(args, "heatmap", None),
         out=getattr(args, "out", None),
+        baseline=getattr(args, "baseline", None),
     )
     print(f"wrote {dest}")
     return 0

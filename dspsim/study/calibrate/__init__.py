@@ -23,8 +23,9 @@ Identifiability (:mod:`~dspsim.study.calibrate.identify`)
 
 Result and output (:mod:`~dspsim.study.calibrate.report`,
 :mod:`~dspsim.study.calibrate.modelfile`)
-    :class:`Calibration` renders as text or JSON; ``--out`` writes the input model file back
-    with the fitted values, each with a comment saying what it was fitted to and when.
+    :class:`Calibration` renders as text or JSON; ``--out`` writes a complete model file of the
+    calibrated model (no ``base``), each fitted value with a comment saying what it was fitted
+    to and when, checked to load before it replaces anything.
 
 Readings (:mod:`~dspsim.study.calibrate.explore`, :mod:`~dspsim.study.calibrate.classify`,
 :mod:`~dspsim.study.calibrate.readings`)

@@ -298,7 +298,6 @@ def read_measurements_csv(path: str | Path) -> list[Measurement]:
     shape (RxC), and model-key columns."""
     p = Path(path)
     text = read_small_text(p, f"measurements file {str(p)!r}", MAX_CSV_BYTES)
-    text = text.removeprefix("\ufeff")  # a spreadsheet's "CSV UTF-8" starts with a BOM
     try:
         header = next(csv.reader(text.splitlines()), [])
     except csv.Error as e:

@@ -1,49 +1,66 @@
-"""Writing a calibration back: the input model file with the fitted values.
+"""Writing a calibration back: a complete model file of the fitted model.
 
-``--out`` writes the input model file back with the fitted values, each with a comment saying
-what it was fitted to and when; every other line and comment is kept.
+``--out`` writes every table and key of the calibrated model (the input model, its ``base``
+chain resolved, with any ``--set`` values and the fitted values), so that the file loads on its
+own wherever it is put: no ``base`` to resolve, nothing inherited. Each key keeps the comment
+its model file (or the base it came from) gave it (its label and source, as ``dspsim keys``
+shows); a fitted key says what it was fitted to, when and how well; a ``--set`` key says so. An
+operator table at the operator's defaults is written as comments (the op checks its defaults
+against the hardware when it runs, as a file without the table does).
+
+The file is checked before it replaces anything: its text is read back as a model file is and
+must give exactly the calibrated model (fitted floats rounded to 6 significant digits); only then
+is it written atomically (an existing ``--out`` survives any failure). The model is named after
+the ``--out`` file, as any model file without a ``[model] name``.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import math
+import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import load_model
+from dspsim.config import (
+    OP_SCHEMAS,
+    HardwareModel,
+    build_model,
+    key_sources,
+    read_model_tables,
+    resolve_model_path,
+)
 from dspsim.errors import DspsimInputError
 from dspsim.paths import atomic_write_text
 from dspsim.study.calibrate.measure import is_int_key
 from dspsim.study.calibrate.report import Calibration, reading
 
-_LINE = re.compile(
-    r"^(?P<lead>\s*(?P<name>[A-Za-z0-9_]+)\s*=\s*)(?P<value>[^#\r\n]*?)"
-    r"(?P<gap>\s*)(?P<comment>#.*)?$"
-)
-_SECTION = re.compile(r"^\s*\[(?P<name>[A-Za-z0-9_.]+)\]\s*(#.*)?$")
+COMMENT_COLUMN = 29  # where a key's comment starts, as in models/j6.toml
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # not allowed in a TOML comment
 
 
-def _toml_value(key: str, v: Any) -> str:
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if is_int_key(key):
-        return str(int(round(v)))
-    return repr(float(f"{float(v):.6g}"))
+def _toml_value(v: Any) -> str:
+    """A value as TOML: a bool, an int, a float (round-trip exact) or a basic string."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v)
+    return json.dumps(str(v))  # JSON's escapes are TOML's basic-string escapes
 
 
-def write_model_file(cal: Calibration, path: str | Path, date: _dt.date | None = None) -> Path:
-    """Write the input model file with the fitted values (and any --set overrides) replaced."""
-    src = Path(cal.model.source)
-    try:
-        text = src.read_text(encoding="utf-8")
-    except OSError as e:
-        raise DspsimInputError(
-            f"--out: cannot read the input model file {str(src)!r} to copy it: "
-            f"{e.__class__.__name__}"
-        ) from None
-    day = (date or _dt.date.today()).isoformat()
+def _line(name: str, value: Any, comment: str) -> str:
+    lead = f"{name} = {_toml_value(value)}"
+    if not comment:
+        return lead
+    pad = max(1, COMMENT_COLUMN - len(lead))
+    return f"{lead}{' ' * pad}# {_CONTROL.sub(' ', comment)}"
+
+
+def _fitted_comments(cal: Calibration, day: str) -> dict[str, str]:
+    """What each fitted key was fitted to, when, with what, and how well."""
     targets = [m.spec(with_op=True) for m in cal.measurements]  # the op named: read alone
     what = (
         ", ".join(targets)
@@ -51,18 +68,15 @@ def write_model_file(cal: Calibration, path: str | Path, date: _dt.date | None =
         else (f"{len(targets)} measurements ({', '.join(targets[:3])}, ...)")
     )
     others = [p.key for p in cal.free]
-    replace: dict[str, tuple[Any, str]] = {}
-    for k, v in cal.model.overrides:
-        replace[k] = (v, f"set with --set on {day}")
+    out = {}
     for p in cal.free:
-        v = cal.values[p.key]
         with_ = [o for o in others if o != p.key]
         comment = (
             f"fitted by `dspsim calibrate` on {day} to {what}"
             + (f" (with {', '.join(with_)})" if with_ else "")
             + f", {cal.fidelity} fidelity"
         )
-        r = reading(p.key, v, cal.fitted)
+        r = reading(p.key, cal.values[p.key], cal.fitted)
         if r:
             comment += f"; {r}"
         iv = next((iv for iv in cal.intervals if iv.key == p.key), None)
@@ -76,45 +90,79 @@ def write_model_file(cal: Calibration, path: str | Path, date: _dt.date | None =
                 f"; all measurements within {cal.tolerance_pct:g} % for {iv.lo:.4g} .. "
                 f"{iv.hi:.4g}" + ("" if iv.determined else " (NOT determined)")
             )
-        replace[p.key] = (int(round(v)) if p.integer else v, comment)
-    lines = text.splitlines(keepends=True)
-    section = None
-    done = set()
-    for i, line in enumerate(lines):
-        body = line.rstrip("\r\n")
-        ending = line[len(body) :]
-        sec = _SECTION.match(body)
-        if sec:
-            section = sec.group("name")
-            continue
-        mt = _LINE.match(body)
-        if not mt or section is None:
-            continue
-        key = f"{section}.{mt.group('name')}"
-        if key not in replace:
-            continue
-        value, comment = replace[key]
-        lead = mt.group("lead") + _toml_value(key, value)
-        old_col = len(body) - len(mt.group("comment") or "") if mt.group("comment") else 0
-        pad = max(1, old_col - len(lead)) if old_col else 2
-        lines[i] = f"{lead}{' ' * pad}# {comment}{ending}"
-        done.add(key)
-    missing = set(replace) - done
-    if missing:
-        raise DspsimInputError(
-            f"--out: {sorted(missing)[0]} has no `name = value` line under its [section] in "
-            f"{src}; cannot write the fitted value back"
-        )
+        out[p.key] = comment
+    return out
+
+
+def _sources(model: HardwareModel) -> tuple[dict[str, str], set[str]]:
+    """The comment each key has in the input model's files, and the tables they give (none for
+    a model not from a file)."""
+    try:
+        if not model.source:
+            return {}, set()
+        return key_sources(model.source), set(read_model_tables(resolve_model_path(model.source)))
+    except DspsimInputError:
+        return {}, set()
+
+
+def calibrated_model(cal: Calibration) -> HardwareModel:
+    """The model ``--out`` writes: the fitted model, fitted floats at 6 significant digits."""
+    rounded = {
+        p.key: cal.fitted.get(p.key) if is_int_key(p.key)
+        else float(f"{float(cal.fitted.get(p.key)):.6g}")
+        for p in cal.free
+    }
+    return cal.fitted.with_overrides(rounded) if rounded else cal.fitted
+
+
+def model_file_text(cal: Calibration, out: str | Path, date: _dt.date | None = None) -> str:
+    """The text of the complete model file of ``cal``'s calibrated model."""
+    day = (date or _dt.date.today()).isoformat()
+    model = calibrated_model(cal)
+    comments, given = _sources(cal.model)
+    given |= {k.partition(".")[0] for k, _ in model.overrides}  # --set and fitted keys' tables
+    for k, _ in cal.model.overrides:
+        comments[k] = f"set with --set on {day}"
+    comments.update(_fitted_comments(cal, day))
+    keys = ", ".join(p.key for p in cal.free) or "no key"
+    source = _CONTROL.sub(" ", cal.model.source or "the calibration's model")
+    lines = [
+        f"# Written by `dspsim calibrate --out` on {day}: {source} with {keys} fitted.",
+        "# Every table and key is written out, so that this file loads on its own (no base).",
+        f"# The model is named after this file ({_CONTROL.sub(' ', Path(out).stem)}); a [model] "
+        "table with name = \"...\" names it otherwise.",
+        "# Labels as in models/j6.toml: fact / derived / inferred / guess, or fitted (to what).",
+    ]
+    for section, values in model.as_dict().items():  # every table the model has, in order
+        at_defaults = (section in OP_SCHEMAS and section not in given
+                       and values == OP_SCHEMAS[section].defaults())
+        lines.append("")
+        if at_defaults:
+            lines.append(f"# [{section}] at the op's defaults (`dspsim ops`); to change them:")
+        lines.append(("# " if at_defaults else "") + f"[{section}]")
+        for name, value in values.items():
+            key = f"{section}.{name}"
+            text = _line(name, value, comments.get(key, "the op's default" if at_defaults else ""))
+            lines.append(("# " if at_defaults else "") + text)
+    return "\n".join(lines) + "\n"
+
+
+def write_model_file(cal: Calibration, path: str | Path, date: _dt.date | None = None) -> Path:
+    """Write the complete model file of the calibrated model to ``path``, checked first: its
+    text must load (as a model file) to exactly :func:`calibrated_model`; an existing file is
+    replaced only then, atomically."""
     out = Path(path)
-    atomic_write_text(out, "".join(lines), "--out")  # an earlier file survives a failed write
-    check = load_model(out)
-    for key, (value, _) in replace.items():
-        got = check.get(key)
-        ok = (
-            got == value
-            if isinstance(value, (str, int))
-            else math.isclose(got, value, rel_tol=1e-5)
-        )
-        if not ok:
-            raise DspsimInputError(f"--out {out}: {key} reads back as {got!r}, not {value!r}")
+    text = model_file_text(cal, out, date)
+    intended = calibrated_model(cal)
+    try:
+        written = build_model(tomllib.loads(text), str(out))
+    except (tomllib.TOMLDecodeError, DspsimInputError) as e:
+        raise DspsimInputError(f"--out {out}: the model file would not load ({e}); nothing "
+                               "was written") from None
+    for key, want in intended.flat().items():
+        got = written.get(key)
+        if got != want or type(got) is not type(want):
+            raise DspsimInputError(f"--out {out}: {key} would read back as {got!r}, not "
+                                   f"{want!r}; nothing was written")
+    atomic_write_text(out, text, "--out")  # an earlier file survives a failed write
     return out

@@ -4,7 +4,7 @@ by point into a table.
 Command line
 ------------
 ``dspsim sweep --param KEY=V1,V2,... --param KEY=START:STOP:STEP [--op OP] [--variant V1,V2]
-[--n N | --shape R,C] [--model PATH] [--set KEY=VALUE] [--spec FILE.toml] --out
+[--n N | --shape R,C] [--model PATH | --models A,B] [--set KEY=VALUE] [--spec FILE.toml] --out
 FILE.csv|FILE.parquet [--jobs N] [--fidelity tile|burst] [--executor local|dask]
 [--scheduler ADDRESS] [--retry-failed]``
 
@@ -22,7 +22,9 @@ FILE.csv|FILE.parquet [--jobs N] [--fidelity tile|burst] [--executor local|dask]
   different input dimension cannot be swept together. ``--set`` fixes a model key for every
   point.
 - The table's columns are ``op``, the variant column, the size column, the other swept keys,
-  then the results (``dspsim.study.sweep.table``).
+  then the results (``dspsim.study.sweep.table``). ``--models A,B`` sweeps several models into
+  one table whose first column is ``model`` (each model's name, or its path as given when two
+  share a name; entries checked as ``run --models`` checks them).
 - ``--fidelity`` defaults to ``tile`` (one event per transfer or kernel call).
 
 Exit codes of ``dspsim sweep``: 0 when every point of the grid succeeded; 1 when some failed (the

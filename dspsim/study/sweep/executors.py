@@ -29,7 +29,7 @@ from dspsim.config import HardwareModel
 from dspsim.errors import DspsimInputError
 from dspsim.run import Result, simulate
 from dspsim.study.sweep.grid import DEFAULT_OP, Sweep
-from dspsim.study.sweep.values import SPECIAL_KEYS, VARIANT_KEYS, parse_shape
+from dspsim.study.sweep.values import MODEL_KEY, SPECIAL_KEYS, VARIANT_KEYS, parse_shape
 
 EXECUTORS = ("local", "dask")
 
@@ -67,7 +67,7 @@ def evaluate_point(model: HardwareModel, point: Mapping[str, Any], fidelity: str
     """Run one point; never raises for the point's own failure: the reason goes in ``error``."""
     start = time.perf_counter()
     try:
-        overrides = {k: v for k, v in point.items() if k not in SPECIAL_KEYS}
+        overrides = {k: v for k, v in point.items() if k not in (*SPECIAL_KEYS, MODEL_KEY)}
         m = model.with_overrides(overrides) if overrides else model
         variant = next((point[k] for k in VARIANT_KEYS if k in point), None)
         shape = parse_shape(point["shape"]) if "shape" in point else None
@@ -115,7 +115,7 @@ def local_results(
     if jobs <= 1 or len(first) <= 1:
         started()
         for p in itertools.chain(first, it):
-            yield p, evaluate_point(sweep.model, p, sweep.fidelity)
+            yield p, evaluate_point(sweep.model_of(p), p, sweep.fidelity)
         return
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -132,7 +132,7 @@ def local_results(
 
         def fill() -> None:
             for p in itertools.islice(it, max(0, window - len(pending))):
-                pending[pool.submit(evaluate_point, sweep.model, p, sweep.fidelity)] = p
+                pending[pool.submit(evaluate_point, sweep.model_of(p), p, sweep.fidelity)] = p
 
         fill()
         while pending:
@@ -257,7 +257,7 @@ def dask_results(
 
     def fill() -> None:
         for p in itertools.islice(it, max(0, window - len(pending))):
-            f = client.submit(evaluate_point, sweep.model, p, sweep.fidelity, pure=False)
+            f = client.submit(evaluate_point, sweep.model_of(p), p, sweep.fidelity, pure=False)
             pending[f.key] = p
             ac.add(f)
 

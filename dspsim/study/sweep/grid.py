@@ -23,16 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import HardwareModel, load_model, parse_value
+from dspsim.config import HardwareModel, load_model, load_models, parse_value
 from dspsim.errors import DspsimInputError
 from dspsim.ops import Op, get_op
 from dspsim.platform import FIDELITIES
 from dspsim.run import git_sha, simulate
 from dspsim.study.sweep.spec import load_spec
 from dspsim.study.sweep.values import (
+    MODEL_KEY,
     SIZE_KEYS,
     SPECIAL_KEYS,
     VARIANT_KEYS,
+    check_value,
     format_value,
     parse_param,
     parse_shape,
@@ -57,18 +59,28 @@ META_FORMAT = 3  # its "format_version" (2: no grid recorded, no tag)
 
 @dataclass(frozen=True)
 class Sweep:
-    """A grid of points: ordered (key, values) axes over a base model, at one fidelity."""
+    """A grid of points: ordered (key, values) axes over a base model, at one fidelity. A sweep
+    of several models has a ``model`` axis (outermost) whose values are the labels of
+    ``models``; ``model`` is then the first of them."""
 
     axes: tuple[tuple[str, tuple[Any, ...]], ...]
     model: HardwareModel
     fidelity: str
+    models: tuple[tuple[str, HardwareModel], ...] = ()  # (label, model) of a --models sweep
 
     @property
     def keys(self) -> list[str]:
-        """The parameter columns: ``op``, the variant column, the size column, then the other
-        swept keys in the grid's order."""
+        """The parameter columns: ``model`` (a sweep of several), ``op``, the variant column,
+        the size column, then the other swept keys in the grid's order."""
         grid = [k for k, _ in self.axes]
-        return [k for k in SPECIAL_KEYS if k in grid] + [k for k in grid if k not in SPECIAL_KEYS]
+        first = [k for k in (MODEL_KEY, *SPECIAL_KEYS) if k in grid]
+        return first + [k for k in grid if k not in first]
+
+    def model_of(self, point: Mapping[str, Any]) -> HardwareModel:
+        """The model a point runs on (before its swept keys are applied)."""
+        if MODEL_KEY in point:
+            return dict(self.models)[point[MODEL_KEY]]
+        return self.model
 
     @property
     def variant_key(self) -> str:
@@ -122,8 +134,8 @@ class Sweep:
     @property
     def channels(self) -> int:
         """iDMA channels to give busy columns to: the most any point has."""
-        counts = dict(self.axes).get("idma.channels", (self.model.idma.channels,))
-        return max(counts)
+        own = [m.idma.channels for _, m in self.models] or [self.model.idma.channels]
+        return max(dict(self.axes).get("idma.channels", own))
 
     @property
     def columns(self) -> list[str]:
@@ -141,14 +153,21 @@ class Sweep:
         fixed model values), plus provenance; checked on resume by
         :mod:`dspsim.study.sweep.sidecar`."""
         swept = set(self.keys)
+
+        def fixed(m: HardwareModel) -> dict[str, Any]:
+            return {k: v for k, v in m.flat().items() if k not in swept}
+
         return {
             "format": META_TAG,
             "format_version": META_FORMAT,
             "columns": self.columns,
             "fidelity": self.fidelity,
             "grid": [[k, [format_value(v) for v in values]] for k, values in self.axes],
-            "fixed_model": {k: v for k, v in self.model.flat().items() if k not in swept},
-            "model_source": self.model.source,
+            # a sweep of several models: per model label
+            "fixed_model": ({label: fixed(m) for label, m in self.models} if self.models
+                            else fixed(self.model)),
+            "model_source": ({label: m.source for label, m in self.models} if self.models
+                             else self.model.source),
             "dspsim_version": __version__,
             "git_sha": git_sha(),
         }
@@ -244,6 +263,7 @@ def build_sweep(
     overrides: Sequence[str] | Mapping[str, Any] | None = None,
     fidelity: str | None = None,
     spec: str | Path | None = None,
+    models: Sequence[str | Path] | None = None,
 ) -> Sweep:
     """Build a sweep from ``--param`` texts (or a key -> values mapping), ops, variants (or
     modes, their older name), n or shapes, a model file, fixed overrides, a fidelity and an
@@ -251,7 +271,9 @@ def build_sweep(
 
     ``op``, ``variants``, ``modes``, ``n`` and ``shape`` each take a list, the command line's
     text (``"a,b"``, ``"1024:8192:1024"``, ``"1024x256,512x512"``) or one value (``shape``: a
-    ``ROWSxCOLS`` text or one tuple of ints)."""
+    ``ROWSxCOLS`` text or one tuple of ints). ``models`` (instead of ``model``): several model
+    files or packaged names, entries checked as ``run --models`` checks them; the table gets a
+    ``model`` column (each model's label, :func:`dspsim.config.load_models`)."""
     loaded = load_spec(spec) if spec is not None else {"params": {}, "overrides": {}}
     axes: dict[str, list[Any]] = dict(loaded["params"])
 
@@ -266,6 +288,11 @@ def build_sweep(
     else:
         for item in params:
             add(*parse_param(item))
+    if MODEL_KEY in axes:
+        raise DspsimInputError("sweep several models with --models A,B (one table, a model "
+                               "column), not as a swept key")
+    if models is not None and model is not None:
+        raise DspsimInputError("give --model or --models, not both")
     # the options replace the spec file's scalars; a swept key given again is an error
     given = {"op": op, "variant": variants, "mode": modes, "n": n, "shape": shape}
     extra: dict[str, list[Any]] = {}
@@ -325,11 +352,20 @@ def build_sweep(
             raise DspsimInputError(f"--set {k}: {k} is not a model key; sweep it (--{k})")
         if k in axes:
             raise DspsimInputError(f"{k} is both fixed (--set) and swept (--param)")
-    base = load_model(model if model is not None else loaded.get("model"), dict(fixed) or None)
+    several: tuple[tuple[str, HardwareModel], ...] = ()
+    if models is not None:
+        several = tuple(load_models(list(models), dict(fixed) or None).items())
+        for label, _ in several:
+            check_value(MODEL_KEY, label)
+        base = several[0][1]
+        axes = {MODEL_KEY: [label for label, _ in several], **axes}  # outermost
+    else:
+        base = load_model(model if model is not None else loaded.get("model"),
+                          dict(fixed) or None)
     fid = fidelity if fidelity is not None else loaded.get("fidelity", DEFAULT_FIDELITY)
     if fid not in FIDELITIES:
         raise DspsimInputError(f"fidelity {fid!r}: allowed {', '.join(FIDELITIES)}")
-    sweep = Sweep(tuple((k, tuple(v)) for k, v in axes.items()), base, fid)
+    sweep = Sweep(tuple((k, tuple(v)) for k, v in axes.items()), base, fid, several)
     if sweep.size > MAX_POINTS:
         raise DspsimInputError(f"the grid has {sweep.size:,} points; at most {MAX_POINTS:,}")
     return sweep

@@ -27,9 +27,11 @@ from typing import Any
 
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op, op_names
+from dspsim.paths import BOM
 from dspsim.platform import WARNING_CODES as PLATFORM_WARNINGS
 from dspsim.study.sweep.grid import DEFAULT_OP, Sweep
 from dspsim.study.sweep.values import (
+    MODEL_KEY,
     VARIANT_KEYS,
     canon_text,
     check_value,
@@ -69,7 +71,11 @@ def _non_negative(column: str, text: str) -> None:
 def check_row(sweep: Sweep, cells: list[str]) -> tuple[tuple[str, ...], bool]:
     """(identity, failed) of a valid row of ``sweep``'s table; ``ValueError`` naming the first
     bad cell otherwise."""
-    return check_cells(sweep.keys, sweep.columns, cells, sweep.model.idma.channels)
+    channels: int | None = sweep.model.idma.channels
+    if sweep.models and len(cells) == len(sweep.columns):  # the row's model's channels
+        model = dict(sweep.models).get(cells[sweep.keys.index(MODEL_KEY)])
+        channels = model.idma.channels if model is not None else None
+    return check_cells(sweep.keys, sweep.columns, cells, channels)
 
 
 def check_cells(keys: list[str], columns: list[str], cells: list[str],
@@ -147,7 +153,8 @@ def read_header(path: Path) -> tuple[list[str], int]:
     if not line.endswith(b"\n"):
         return [], 0
     try:
-        return next(csv.reader([line[:-1].decode("utf-8")]), []), len(line)
+        text = line[:-1].decode("utf-8").removeprefix(BOM)  # a spreadsheet saved it with a BOM
+        return next(csv.reader([text]), []), len(line)
     except (UnicodeDecodeError, csv.Error):
         raise DspsimInputError(f"{path}: not a UTF-8 CSV file written by dspsim sweep") from None
 

@@ -7,8 +7,14 @@ The sidecar (:meth:`dspsim.study.sweep.grid.Sweep.meta`) holds exactly these key
 - ``columns``: the table's columns; ``fidelity``;
 - ``grid``: the swept axes in grid order, ``[[KEY, [VALUE, ...]], ...]`` (values as the table's
   canonical text);
-- ``fixed_model``: every model key that is not swept, with its value (its key's type);
+- ``fixed_model``: every model key that is not swept, with its value (its key's type); a key
+  with a default may be missing: the file was begun before dspsim had the key, so its rows were
+  computed as at the key's default (a resume at that default says so in one line and records
+  it; at another value it is another sweep);
 - ``model_source``, ``dspsim_version``, ``git_sha`` (or null): provenance.
+
+A sweep of several models (a ``model`` axis) records ``fixed_model`` and ``model_source`` per
+model: an object from each model's label to what a single model's sidecar holds.
 
 Anything else (a key missing or unknown, a wrong type, a value out of its key's range, a model
 key missing) makes the sidecar *damaged*: the file is refused, since nothing would tell which
@@ -23,6 +29,7 @@ run that began the file.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -30,11 +37,13 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import all_keys, check_value, key_type
+from dspsim.config import HARDWARE, all_keys, check_value, key_type, model_key
 from dspsim.errors import DspsimInputError
+from dspsim.paths import BOM
 from dspsim.platform import FIDELITIES
 from dspsim.study.sweep.files import sidecar_path
 from dspsim.study.sweep.grid import META_FORMAT, META_TAG, Sweep
+from dspsim.study.sweep.values import MODEL_KEY, format_value
 
 SIDECAR_KEYS = ("format", "format_version", "columns", "fidelity", "grid", "fixed_model",
                 "model_source", "dspsim_version", "git_sha")
@@ -78,7 +87,7 @@ def read_sidecar(out: Path, rows: int) -> dict[str, Any]:
             raise _DamagedError(f"larger than {MAX_SIDECAR_BYTES:,} bytes")
         try:
             with open(side, "rb") as f:
-                text = f.read(MAX_SIDECAR_BYTES + 1).decode("utf-8")
+                text = f.read(MAX_SIDECAR_BYTES + 1).decode("utf-8").removeprefix(BOM)
             doc = json.loads(text)
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
             raise _DamagedError("not a JSON file written by dspsim sweep") from None
@@ -137,19 +146,20 @@ def check_sidecar(doc: Any) -> None:
     if len(set(keys)) != len(keys) or set(keys) != set(swept):
         raise _DamagedError(f"grid keys {', '.join(keys)} are not the parameter columns "
                        f"{', '.join(swept)}")
-    if not isinstance(fixed, dict):
-        raise _DamagedError("fixed_model is not an object")
-    expect = [k for k in all_keys() if k not in swept]
-    for k in fixed:
-        if k not in expect:
-            raise _DamagedError(f"fixed_model has {'swept' if k in swept else 'unknown'} key "
-                           f"{_text(k)}")
-    for k in expect:
-        if k not in fixed:
-            raise _DamagedError(f"fixed_model has no {k}")
-        _check_model_value(k, fixed[k])
-    if not isinstance(doc["model_source"], str) or len(doc["model_source"]) > 4096:
-        raise _DamagedError(f"model_source {_text(doc['model_source'])} is not a path")
+    if MODEL_KEY in swept:  # a sweep of several models: fixed values and source per model
+        labels = next(v for k, v in grid if k == MODEL_KEY)
+        if not isinstance(fixed, dict) or sorted(fixed) != sorted(labels):
+            raise _DamagedError("fixed_model is not an object of the grid's models")
+        for label in labels:
+            _check_fixed(fixed[label], swept, f"fixed_model of {_text(label)}")
+        sources = doc["model_source"]
+        if not isinstance(sources, dict) or sorted(sources) != sorted(labels) or not all(
+                isinstance(v, str) and len(v) <= 4096 for v in sources.values()):
+            raise _DamagedError("model_source is not an object of the grid's models' paths")
+    else:
+        _check_fixed(fixed, swept, "fixed_model")
+        if not isinstance(doc["model_source"], str) or len(doc["model_source"]) > 4096:
+            raise _DamagedError(f"model_source {_text(doc['model_source'])} is not a path")
     version = doc["dspsim_version"]
     if not isinstance(version, str) or not re.fullmatch(r"[0-9A-Za-z.+_-]{1,64}", version):
         raise _DamagedError(f"dspsim_version {_text(version)} is not a version")
@@ -157,6 +167,33 @@ def check_sidecar(doc: Any) -> None:
     if sha is not None and not (isinstance(sha, str) and re.fullmatch(SHA, sha)):
         raise _DamagedError(
             f"git_sha {_text(sha)} is neither a commit (40 or 64 hex digits) nor null")
+
+
+def _check_fixed(fixed: Any, swept: list[str], what: str) -> None:
+    """One model's fixed values: every model key that is not swept (one with a default may be
+    missing: newer than the file), each of its key's type and in its range."""
+    if not isinstance(fixed, dict):
+        raise _DamagedError(f"{what} is not an object")
+    expect = [k for k in all_keys() if k not in swept]
+    for k in fixed:
+        if k not in expect:
+            raise _DamagedError(f"{what} has {'swept' if k in swept else 'unknown'} key "
+                                f"{_text(k)}")
+    for k in expect:
+        if k not in fixed:
+            if key_default(k) is None:  # a key with a default may be newer than the file
+                raise _DamagedError(f"{what} has no {k} (a key without a default)")
+            continue
+        _check_model_value(k, fixed[k])
+
+
+def key_default(key: str) -> Any:
+    """The value a model key takes when a model file does not give it (None: it must)."""
+    k = model_key(key)
+    if k.section in HARDWARE:
+        f = next(f for f in dataclasses.fields(HARDWARE[k.section]) if f.name == k.short)
+        return None if f.default is dataclasses.MISSING else f.default
+    return k.default
 
 
 def _check_model_value(key: str, value: Any) -> None:
@@ -191,9 +228,22 @@ def check_same_sweep(out: Path, sweep: Sweep, rows: int) -> dict[str, Any] | Non
                               f"{','.join(new['columns'])} here")
     if old["fidelity"] != new["fidelity"]:
         raise _different(out, f"fidelity {old['fidelity']} there, {new['fidelity']} here")
-    for k, v in new["fixed_model"].items():
-        if old["fixed_model"][k] != v:
-            raise _different(out, f"{k} = {old['fixed_model'][k]} there, {v} here")
+    newer: dict[str, str] = {}  # keys added to dspsim since the file was begun: default there
+    if sweep.models:  # per model of both (a model only here is new to the grid)
+        pairs = [(old["fixed_model"][label], fixed, f" (model {label})")
+                 for label, fixed in new["fixed_model"].items() if label in old["fixed_model"]]
+    else:
+        pairs = [(old["fixed_model"], new["fixed_model"], "")]
+    for theirs_fixed, ours_fixed, which in pairs:
+        for k, v in ours_fixed.items():
+            if k not in theirs_fixed:
+                if key_default(k) != v:
+                    raise _different(out, f"{k} = {v} here{which}; the file was begun before "
+                                          f"the key existed, that is at its default "
+                                          f"{key_default(k)}")
+                newer[k] = format_value(v)
+            elif theirs_fixed[k] != v:
+                raise _different(out, f"{k} = {theirs_fixed[k]} there, {v} here{which}")
     theirs = dict((k, v) for k, v in old["grid"])
     ours = dict((k, v) for k, v in new["grid"])
     grown = []
@@ -208,9 +258,16 @@ def check_same_sweep(out: Path, sweep: Sweep, rows: int) -> dict[str, Any] | Non
         if added:
             grown.append(f"{k} gains {_values(added)}")
     _note_provenance(out, old, new, rows, sys.stderr)
-    if not grown:
+    if newer:
+        keys = ", ".join(newer)
+        values = "; ".join(f"{k} = {v}" for k, v in newer.items())
+        print(f"dspsim: note: {out} was begun before {keys} existed: its rows are resumed as "
+              f"computed at the default ({values}), which its sidecar now records",
+              file=sys.stderr)
+    if not grown and not newer:
         return None
-    print(f"dspsim: note: extending the sweep in {out}: {'; '.join(grown)}", file=sys.stderr)
+    if grown:
+        print(f"dspsim: note: extending the sweep in {out}: {'; '.join(grown)}", file=sys.stderr)
     return {**new, **{k: old[k] for k in PROVENANCE}}
 
 

@@ -1,16 +1,16 @@
 """Sweep tables read back: CSV journals as text rows, parquet files, and typed DataFrames.
 
-One row per point: ``op``, the variant column (``variant``, or ``mode`` when the sweep was given
-that older name), the size column (``n`` for a 1-D op, ``shape`` as ``ROWSxCOLS`` for a 2-D
-one), a column per other swept key, named exactly as given; then ``cycles``, ``time_us``,
-``ddr_read_bytes``, ``ddr_write_bytes``, ``core_busy_cycles``, ``idma<k>_busy_cycles`` (one per
-iDMA channel of the core, in order), ``ddr_busy_cycles``, ``ddr_stall_cycles``,
-``idma_in_stall_cycles``, ``idma_out_stall_cycles`` (cycles the core stalled on DDR loads, on
-input copies and on output copies), ``warnings`` (the codes of the warnings the run raised,
-``;``-separated, empty when none), ``hazards`` (how many access hazards the run had),
-``wall_s`` (host seconds for the point) and ``error`` (empty when the point succeeded, else the
-one-line reason; its result cells are empty). Everything before ``cycles`` is a parameter
-column.
+One row per point: ``model`` (a sweep of several models only), ``op``, the variant column
+(``variant``, or ``mode`` when the sweep was given that older name), the size column (``n`` for
+a 1-D op, ``shape`` as ``ROWSxCOLS`` for a 2-D one), a column per other swept key, named exactly
+as given; then ``cycles``, ``time_us``, ``ddr_read_bytes``, ``ddr_write_bytes``,
+``core_busy_cycles``, ``idma<k>_busy_cycles`` (one per iDMA channel of the core, in order),
+``ddr_busy_cycles``, ``ddr_stall_cycles``, ``idma_in_stall_cycles``, ``idma_out_stall_cycles``
+(cycles the core stalled on DDR loads, on input copies and on output copies), ``warnings`` (the
+codes of the warnings the run raised, ``;``-separated, empty when none), ``hazards`` (how many
+access hazards the run had), ``wall_s`` (host seconds for the point) and ``error`` (empty when
+the point succeeded, else the one-line reason; its result cells are empty). Everything before
+``cycles`` is a parameter column.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from dspsim.errors import DspsimInputError
-from dspsim.paths import check_regular_or_absent
+from dspsim.paths import BOM, check_regular_or_absent
 from dspsim.study.sweep.files import EXTENSIONS, journal_path
 from dspsim.study.sweep.grid import (
     CHECK_COLUMNS,
@@ -157,6 +157,7 @@ def _csv_text(path: Path) -> tuple[list[str], list[tuple[str, list[str]]]]:
     if len(data) > MAX_TABLE_BYTES:
         raise DspsimInputError(f"sweep file {str(path)!r} is larger than {MAX_TABLE_BYTES:,} "
                                "bytes")
+    data = data.removeprefix(BOM.encode())  # a spreadsheet's "CSV UTF-8"
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -7,7 +7,9 @@ A sweep key is any model key (``dspsim.config.all_keys()``) or one of the specia
 - ``variant``: one of the swept op's variants; ``mode`` is its older name (a sweep uses one or
   the other; its table keeps the name used);
 - ``n``: float32 elements of a 1-D op's input;
-- ``shape``: a 2-D op's input shape, written ``ROWSxCOLS`` (``1024x256``).
+- ``shape``: a 2-D op's input shape, written ``ROWSxCOLS`` (``1024x256``);
+- ``model``: in a sweep of several models (``--models A,B``), the model of a point: its name
+  (its file's, or its ``[model] name``), or the path given when two models share a name.
 
 ``START:STOP:STEP`` (numeric keys only, STEP > 0, START <= STOP) gives ``START, START+STEP, ...``
 up to and including STOP when STOP lands on the grid (``1:10:4`` is 1, 5, 9; ``0.1:0.5:0.1`` is
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,10 +30,12 @@ from dspsim.config import check_value as check_model_value
 from dspsim.config import key_type as model_key_type
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
+from dspsim.schema import parse_number
 
 VARIANT_KEYS = ("variant", "mode")  # ``mode`` is the older name of ``variant``
 SIZE_KEYS = ("n", "shape")  # a 1-D op's length, a 2-D op's ROWSxCOLS
 SPECIAL_KEYS = ("op", *VARIANT_KEYS, *SIZE_KEYS)
+MODEL_KEY = "model"  # the model of a point, in a sweep of several (``--models A,B``)
 MAX_VALUES_PER_KEY = 1_000_000
 
 
@@ -40,7 +43,7 @@ def key_type(key: str) -> type:
     """The Python type of a sweep key's values (``int``, ``float``, ``str`` or ``bool``)."""
     if key == "n":
         return int
-    if key in SPECIAL_KEYS:
+    if key in SPECIAL_KEYS or key == MODEL_KEY:
         return str
     try:
         return model_key_type(key)
@@ -84,6 +87,11 @@ def check_value(key: str, value: Any) -> Any:
     of the sweep, checked when the grid is built."""
     if key == "op":
         return get_op(value).name  # unknown op -> one-line error naming the registered ones
+    if key == MODEL_KEY:  # a model's label: its name, or its path when names collide
+        if not isinstance(value, str) or not value or re.search(r"[\x00-\x1f\x7f]", value):
+            raise DspsimInputError(f"model {value!r}: a model's label (its name or path) must be "
+                                   "non-empty text without control characters")
+        return value
     if key in VARIANT_KEYS:
         if not isinstance(value, str) or not value:
             raise DspsimInputError(f"{key} {value!r}: expected a variant name")
@@ -141,10 +149,7 @@ def canon_text(key: str, text: str) -> str:
 
 
 def _parse_number(key: str, text: str, what: str = "value") -> int | float:
-    try:
-        v = tomllib.loads(f"v = {text.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
-        v = None
+    v = parse_number(text)  # strictly: 300#5 is not 300
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise DspsimInputError(f"{key}: {what} {text.strip()!r} is not a number")
     if not math.isfinite(v):

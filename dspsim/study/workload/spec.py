@@ -19,7 +19,9 @@
 Every mistake is one line (:class:`WorkloadError`): a file that is not a regular file, too
 large or nested too deeply, unknown or missing keys, wrong types, an unknown op or variant, a
 non-positive period, count or deadline, a priority outside 0-255, an unknown backend (only
-``"any"`` or ``core<K>``, K in ASCII digits without a leading zero), and (:func:`check_workload`,
+``"any"`` or ``core<K>``, K in ASCII digits without a leading zero), a stream too large for
+the DSP's DDR window or streams too large for it together (each stream's buffers stay
+allocated for the whole run), and (:func:`check_workload`,
 once the model is known) a backend beyond ``core.count`` or a run the op refuses on that
 platform.
 
@@ -44,10 +46,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from dspsim.arrays import ddr_layout_bytes
 from dspsim.errors import DspsimInputError
 from dspsim.host.ucp import ANY, check_priority, parse_backend
 from dspsim.ops import get_op
 from dspsim.paths import read_small_text
+from dspsim.platform import DDR_WINDOW_BYTES
 
 MAX_FILE_BYTES = 1 << 20
 MAX_TASKS = 200_000  # all streams together: ~2.5 KB per task, ~7 KB with every output
@@ -185,6 +189,7 @@ def _stream(source: str, k: int, raw: Any) -> Stream:
             raise WorkloadError(f"variant = {_show(variant)}: expected a string")
         op.check_variant(variant)
         shape = op.shape_of(n=_checked_n(raw.get("n")), shape=_checked_shape(raw.get("shape")))
+        op.check_fits_ddr(shape, "")  # before anything runs, naming the stream
         priority = check_priority(raw.get("priority", 0))
         backend = raw.get("backend", ANY)
         if not isinstance(backend, str) or not (backend == ANY or _CORE.fullmatch(backend)):
@@ -221,6 +226,23 @@ def _stream(source: str, k: int, raw: Any) -> Stream:
     )
 
 
+def _check_streams_fit_ddr(source: str, streams: tuple[Stream, ...]) -> None:
+    """Refuse streams whose buffers do not fit the DSP's DDR window together: each stream's
+    input, output and parameter block are allocated once, in stream order, for the whole run."""
+    sizes = [get_op(s.op).input_bytes(s.shape) for s in streams]
+    for k in range(len(streams)):
+        need = ddr_layout_bytes(sizes[: k + 1])
+        if need > DDR_WINDOW_BYTES:
+            before = ", ".join(repr(s.name) for s in streams[:k])
+            raise WorkloadError(
+                f"{source}: stream {streams[k].name!r} does not fit the DSP's "
+                f"{DDR_WINDOW_BYTES:,}-byte DDR window beside stream(s) {before}: together "
+                f"they need {need:,} bytes (each stream's input, output and parameter block "
+                "stay allocated for the whole run); allowed: streams whose arrays total at "
+                "most the window"
+            )
+
+
 def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
     """A workload from the tables of a TOML file (format in the module docstring)."""
     for key in raw:
@@ -245,6 +267,7 @@ def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
         raise WorkloadError(
             f"{source}: stream name {_show(dup)} is used twice; names must be unique"
         )
+    _check_streams_fit_ddr(source, out)
     if sum(s.count for s in out) > MAX_TASKS:
         raise WorkloadError(
             f"{source}: {sum(s.count for s in out):,} tasks in all streams; allowed at most "

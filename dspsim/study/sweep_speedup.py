@@ -1,0 +1,119 @@
+"""Derived figures of sweep tables: each variant's cycles over a baseline variant's.
+
+``speedup`` (:func:`speedup_table`): for each combination of the other parameter columns, the
+cycles of each other variant over those of the baseline, the op's default variant or one
+given; the table needs a variant (or ``mode``) column with two or more variants of one op.
+Figures of it are :mod:`dspsim.study.sweep_plot`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from dspsim.errors import DspsimInputError
+from dspsim.ops import get_op
+from dspsim.study.sweep import DEFAULT_OP, key_columns
+
+VARIANT_COLUMNS = ("variant", "mode")  # one column, under its name or its older one
+
+
+def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["error"] == ""] if "error" in df.columns else df
+
+
+def variant_column(df: pd.DataFrame) -> str | None:
+    """``variant`` or ``mode``, whichever the table has among its parameter columns."""
+    keys = key_columns(df)
+    return next((c for c in VARIANT_COLUMNS if c in keys), None)
+
+
+def speedup_pair(df: pd.DataFrame, baseline: str | None = None
+                 ) -> tuple[str, str, str, list[str]]:
+    """(op, variant column, the baseline variant, the other variants) of a table whose speed-up
+    is asked for: it needs a variant column with two or more variants of one op, among them the
+    baseline (default: the op's default variant)."""
+    col = variant_column(df)
+    if col is None:
+        raise DspsimInputError(
+            "speedup needs a variant (or mode) column with two or more variants of one op"
+        )
+    ops = list(dict.fromkeys(df["op"])) if "op" in df.columns else [DEFAULT_OP]
+    if len(ops) != 1:
+        raise DspsimInputError(
+            f"speedup needs the points of one op; the table has {', '.join(map(str, ops))}"
+        )
+    op = get_op(ops[0])
+    variants = list(dict.fromkeys(df[col]))
+    if baseline is not None and baseline not in op.variants:
+        raise DspsimInputError(
+            f"--baseline {baseline}: not a variant of {op.name}; allowed: {', '.join(op.variants)}"
+        )
+    if len(variants) < 2:
+        raise DspsimInputError(
+            f"speedup needs two or more variants of {op.name} in the {col} column; the table "
+            f"has {', '.join(map(str, variants))} (allowed: {', '.join(op.variants)})"
+        )
+    base = baseline if baseline is not None else op.default_variant
+    if base not in variants:
+        which = "--baseline" if baseline is not None else f"{op.name}'s default variant"
+        raise DspsimInputError(
+            f"speedup divides by {which} {base}; the table's {col} column has "
+            f"{', '.join(map(str, variants))} (give --baseline one of them)"
+        )
+    return op.name, col, base, [v for v in variants if v != base]
+
+
+def join_warnings(values: Sequence[Any]) -> str:
+    codes = [c for v in values if isinstance(v, str) for c in v.split(";") if c]
+    return ";".join(dict.fromkeys(codes))
+
+
+def speedup_table(df: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
+    """Each other variant's cycles / the baseline variant's cycles (:func:`speedup_pair`) for
+    each combination of the other parameter columns (successful points only): those keys, the
+    variant column when there are several other variants, then ``speedup`` (and ``warnings``,
+    the codes of either point, when the table has that column). A variant none of whose points
+    succeeded is left out (the figure's title counts failed points)."""
+    _, col, base, variants = speedup_pair(df, baseline)
+    keys = key_columns(df)
+    ok = ok_rows(df)
+    others = [k for k in keys if k != col]
+    wanted = ["cycles", *(["warnings"] if "warnings" in df.columns else [])]
+
+    def points(variant: str) -> pd.DataFrame:
+        part = ok[ok[col] == variant]
+        part = part.set_index(others)[wanted] if others else part[wanted].iloc[:1]
+        return part.assign(cycles=part["cycles"].astype(float))
+
+    if ok[ok[col] == base].empty:
+        raise DspsimInputError(f"speedup needs {base} points; the table has none that succeeded")
+    done = [v for v in variants if not ok[ok[col] == v].empty]
+    if not done:
+        raise DspsimInputError(
+            f"speedup needs {' or '.join(variants)} points; the table has none that succeeded")
+    denominator = points(base)
+    tables = []
+    for variant in done:
+        numerator = points(variant)
+        if not others:
+            a, b = numerator.iloc[0], denominator.iloc[0]
+            table = pd.DataFrame({"speedup": [a["cycles"] / b["cycles"]]})
+            if "warnings" in wanted:
+                table["warnings"] = [join_warnings([a["warnings"], b["warnings"]])]
+        else:
+            joined = pd.concat({variant: numerator, base: denominator}, axis=1, join="inner")
+            table = pd.DataFrame(index=joined.index)
+            table["speedup"] = joined[(variant, "cycles")] / joined[(base, "cycles")]
+            if "warnings" in wanted:
+                table["warnings"] = [
+                    join_warnings(pair)
+                    for pair in zip(joined[(variant, "warnings")], joined[(base, "warnings")])
+                ]
+            table = table.reset_index()
+        if len(variants) > 1:  # which variant each row is of, where the table had its column
+            table.insert(keys.index(col) if others else 0, col, variant)
+        tables.append(table)
+    return pd.concat(tables, ignore_index=True)
