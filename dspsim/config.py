@@ -26,114 +26,11 @@ from typing import Any
 from dspsim.errors import ConfigError
 from dspsim.paths import path_problem, read_small_text
 from dspsim.schema import OP_SCHEMAS, Key, Params
+from dspsim.tables import HARDWARE, MEMORY_FIELDS, Core, Dcache, Host, Idma, MemoryCfg, Tcm
+from dspsim.tables import Ddr as Ddr  # the tables were defined here first: still importable
 
 MAX_MODEL_FILE_BYTES = 1 << 20
 MAX_BASE_DEPTH = 16
-
-
-def _key(
-    lo: float | None = None,
-    hi: float | None = None,
-    unit: str = "",
-    doc: str = "",
-    positive: bool = False,
-    default: Any = dataclasses.MISSING,
-    choices: tuple = (),
-):
-    """A hardware key's metadata: allowed range (``positive``: strictly above 0) or choices,
-    unit, meaning; ``default``: the value of a model file that does not give the key (else it
-    must)."""
-    return field(default=default,
-                 metadata={"lo": lo, "hi": hi, "unit": unit, "doc": doc, "positive": positive,
-                           "choices": choices})
-
-
-@dataclass(frozen=True)
-class Core:
-    count: int = _key(1, 4, "cores", "DSP cores, each with its own iDMA channels and DataRAMs")
-    clock_mhz: float = _key(1.0, 10_000.0, "MHz", "DSP core clock")
-    lanes_f32: int = _key(1, 256, "lanes", "float32 lanes per vector (IVP_N_2)")
-    load_store_units: int = _key(1, 8, "ops/cycle", "vector loads/stores issued per cycle")
-    vector_alu_slots: int = _key(1, 16, "ops/cycle", "vector ALU/multiply ops issued per cycle")
-    alu_latency_cycles: int = _key(1, 64, "cycles", "latency of one dependent vector op")
-    call_overhead_cycles: int = _key(0, 100_000, "cycles", "kernel call, prologue, pipeline fill")
-    write_buffer_entries: int = _key(1, 1024, "stores", "posted DDR stores before the core stalls")
-
-    @property
-    def vector_bytes(self) -> int:
-        return self.lanes_f32 * 4
-
-
-@dataclass(frozen=True)
-class MemoryCfg:
-    """One external memory behind its own port (J6: ``[ddr]``; a smaller SoC: ``[psram]`` and
-    ``[sram]``). Every table of a model file that is not a hardware or op table is one."""
-
-    latency_cycles: float = _key(
-        0.0, 1e6, "cycles", "round trip of one request, port to the memory and back",
-        positive=True
-    )
-    bytes_per_cycle: float = _key(1e-6, 1e4, "bytes/cycle", "port bandwidth, shared by all")
-    max_outstanding: int = _key(1, 4096, "requests", "requests in flight on the port")
-    base_address: int = _key(0, (1 << 32) - 1, "bytes", "first address of the memory in the "
-                             "DSP's 32-bit map (0x80000000 in a file that does not give it)",
-                             default=0x8000_0000)
-    size_bytes: int = _key(4096, 1 << 32, "bytes", "bytes of the memory the DSP can address "
-                           "(2 GiB in a file that does not give it)", default=0x8000_0000)
-    cached: bool = _key(unit="", doc="the core reaches it through its data cache ([dcache]; "
-                        "false in a file that does not give it)", default=False)
-
-
-Ddr = MemoryCfg  # J6's one memory; the older name
-
-
-@dataclass(frozen=True)
-class Dcache:
-    """The core's data cache in front of the memories marked ``cached`` (off: capacity 0)."""
-
-    capacity_bytes: int = _key(0, 1 << 24, "bytes", "data cache capacity; 0: no data cache "
-                               "(J6's Vision DSP has none; 0 in a file that does not give it)",
-                               default=0)
-    line_bytes: int = _key(4, 4096, "bytes", "bytes per cache line (a power of two)",
-                           default=128)
-    ways: int = _key(1, 64, "ways", "associativity (LRU within a set)", default=4)
-    write_policy: str = _key(unit="", doc="write_back (allocate on a store miss, write a dirty "
-                             "line back when it is evicted) or write_through (stores go to the "
-                             "memory through the write buffer, no allocation)",
-                             default="write_back", choices=("write_back", "write_through"))
-    prefetch_next_line: bool = _key(unit="", doc="a miss or a first hit on a prefetched line "
-                                    "also fetches the next line, without stalling",
-                                    default=False)
-
-
-@dataclass(frozen=True)
-class Idma:
-    channels: int = _key(1, 8, "channels", "iDMA channels (descriptor FIFOs) per core")
-    max_outstanding: int = _key(1, 1024, "requests", "bursts in flight per channel (max_pif_req)")
-    burst_bytes: int = _key(1, 1 << 20, "bytes", "bytes per DDR request of a channel")
-    setup_cycles: float = _key(0.0, 1e6, "cycles", "core cycles to program one descriptor")
-
-
-@dataclass(frozen=True)
-class Tcm:
-    banks: int = _key(1, 8, "banks", "DataRAM banks (tile-manager colours) per core")
-    bank_bytes: int = _key(4, 1 << 30, "bytes", "capacity of one DataRAM (at least one float32)")
-    reserved_bytes: int = _key(0, 1 << 30, "bytes", "TCM per DataRAM the firmware keeps for "
-                               "itself: the tile manager never hands it out (less than a "
-                               "DataRAM; 0 in a model file that does not give it)", default=0)
-
-
-@dataclass(frozen=True)
-class Host:
-    rpc_latency_us: float = _key(0.0, 1e6, "us", "host submit-to-start plus done-to-wake latency")
-    memory: str = _key(unit="", doc="the memory the host allocates the op's buffers from (a "
-                       "memory table of the model; \"ddr\" in a file that does not give it)",
-                       default="ddr")
-
-
-HARDWARE: dict[str, type] = {"core": Core, "idma": Idma, "tcm": Tcm, "host": Host,
-                             "dcache": Dcache}
-MEMORY_FIELDS = {f.name for f in fields(MemoryCfg)}
 
 
 def _hw_key(section: str, f: dataclasses.Field) -> Key:
