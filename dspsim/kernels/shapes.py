@@ -135,13 +135,19 @@ class DdrWalk:
     # posted store)
 
 
-def _last_stores(shape: LoopShape, n: int, lanes: int) -> list[int]:
-    """Bytes of the stores in a call's last storing iteration (posted when it returns)."""
-    for count, _, stores in reversed(shape.segments(n, lanes)):
-        nonzero = [b for b in stores if b]
-        if count > 0 and nonzero:
-            return nonzero
-    return []
+def last_stores(shape: LoopShape, n: int, lanes: int) -> tuple[int, ...]:
+    """Bytes of the stores a call posts in its last iteration that touches memory, when its
+    last request is a store (loads come first in an iteration), else ``()``: what the call
+    leaves on the port when it returns. A last iteration that loads and stores nothing (the
+    seed's ``vecmul`` when n is a multiple of the lanes) waited for every earlier store."""
+    for count, loads, stores in reversed(shape.segments(n, lanes)):
+        if count <= 0:
+            continue
+        if any(stores):
+            return tuple(b for b in stores if b)
+        if any(loads):
+            return ()
+    return ()
 
 
 def ddr_requests(shape: LoopShape, n: int, lanes: int, store_ddr: bool) -> tuple[int, int]:
@@ -190,9 +196,8 @@ def ddr_call_sequence(
             call_loads, call_stores = ddr_requests(shape, n, lanes, store_ddr)
             loads += call_loads
             stores += call_stores
-            last = _last_stores(shape, n, lanes) if store_ddr else []
-            if last:
-                last_store_bytes = last[-1]
+            last = last_stores(shape, n, lanes) if store_ddr else ()
+            last_store_bytes = last[-1] if last else 0  # a later load waited for the rest
             tail = shape.reduction_ops(lanes) * core.alu_latency_cycles
             store_wait = sum(last) * cycles_per_byte + (latency_cycles * len(last)
                                                         if slot_blocks else 0.0)
@@ -206,17 +211,6 @@ def ddr_call_sequence(
         loads, stores = loads * repeat // 2, stores * repeat // 2
     return DdrWalk(cycles=cycles, stall_cycles=stall, read_bytes=read, write_bytes=write,
                    loads=loads, stores=stores, must_cross_bytes=read + write - last_store_bytes)
-
-
-def last_store(shape: LoopShape, n: int, lanes: int) -> int | None:
-    """Bytes of a call's last request when it is a store (loads come first in an iteration),
-    else ``None``."""
-    for count, loads, stores in reversed(shape.segments(n, lanes)):
-        if count > 0 and any(stores):
-            return [b for b in stores if b][-1]
-        if count > 0 and any(loads):
-            return None
-    return None
 
 
 def _log2(lanes: int) -> int:
