@@ -9,7 +9,8 @@ fidelity is chosen when the platform is built (which engine classes it instantia
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import simpy
@@ -105,6 +106,14 @@ class Dsp:
             self.passes[-1]["end_cycle"] = self.env.now
             self._tiles_seen[self.core.pass_name] = self.core.tiles_used
         self.core.pass_name = ""
+
+    @contextmanager
+    def pass_(self, name: str) -> Iterator[None]:
+        """``with dsp.pass_("max"):`` around the lines of one pass: :meth:`begin_pass` before,
+        :meth:`end_pass` after (not on an error: the run is abandoned then)."""
+        self.begin_pass(name)
+        yield
+        self.end_pass()
 
 
 class Platform:

@@ -69,10 +69,9 @@ def tile_layernorm(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, out: list, 
 
 def dsp_layernorm(dsp: Dsp, input: Ptr, rows: int, cols: int, output: Ptr) -> Proc:
     """The direct version: every kernel on DDR, one row after the other."""
-    dsp.begin_pass("layernorm")
-    for r in range(rows):
-        yield from layernorm_rows(dsp, output + r * cols, input + r * cols, 1, cols)
-    dsp.end_pass()
+    with dsp.pass_("layernorm"):
+        for r in range(rows):
+            yield from layernorm_rows(dsp, output + r * cols, input + r * cols, 1, cols)
     return 0
 
 
@@ -89,12 +88,11 @@ def hb_dsp_layernorm(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc
         block = rows_per_tile(TILE_SIZE, ptr.cols) * ptr.cols  # whole rows per tile
 
         cycles_start = dsp.TIME_STAMP()
-        dsp.begin_pass("layernorm")
-        yield from hb_dsp_ping_pong_frame(
-            dsp, dst, src, [buf_0, buf_1], [buf_0, buf_1], length, tile_layernorm, [np.float32(0)],
-            ptr.cols, True, block,
-        )
-        dsp.end_pass()
+        with dsp.pass_("layernorm"):
+            yield from hb_dsp_ping_pong_frame(
+                dsp, dst, src, [buf_0, buf_1], [buf_0, buf_1], length, tile_layernorm,
+                [np.float32(0)], ptr.cols, True, block,
+            )
         tm.free(buf_0)
         tm.free(buf_1)
         cycles_stop = dsp.TIME_STAMP()
