@@ -15,9 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dspsim.arrays import ddr_window_bytes
 from dspsim.errors import ConfigError, DspsimInputError
-from dspsim.platform import DDR_WINDOW_BYTES
 from dspsim.schema import OpSchema
 
 Proc = Generator[Any, Any, Any]  # a SimPy process body: what ``yield from`` runs
@@ -106,49 +104,6 @@ class Op:
 
     def input_bytes(self, shape: tuple[int, ...]) -> int:
         return 4 * math.prod(int(d) for d in shape)
-
-    # ------------------------------------------------------------------ the DSP's DDR window
-    def window_bytes(self, shape: tuple[int, ...]) -> int:
-        """Bytes of the DSP's DDR window a run on ``shape`` takes (input, output, parameter
-        block, as the host lays them out)."""
-        return ddr_window_bytes(self.input_bytes(shape))
-
-    def largest_first_dim(self, shape: tuple[int, ...]) -> int:
-        """The largest first dimension (the others as in ``shape``) whose run fits the DSP's
-        DDR window (0 if none does)."""
-        rest = tuple(shape[1:])
-
-        def fits(first: int) -> bool:
-            return self.window_bytes((first,) + rest) <= DDR_WINDOW_BYTES
-
-        if not fits(1):
-            return 0
-        lo, hi = 1, 2
-        while fits(hi):
-            lo, hi = hi, 2 * hi
-        while hi - lo > 1:  # lo fits, hi does not
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-        return lo
-
-    def check_fits_ddr(self, shape: tuple[int, ...], where: str) -> None:
-        """Refuse, before anything runs, a shape whose run cannot fit the DSP's DDR window."""
-        need = self.window_bytes(shape)
-        if need <= DDR_WINDOW_BYTES:
-            return
-        largest = self.largest_first_dim(shape)
-        dims = "x".join(str(int(d)) for d in shape)
-        if len(shape) == 1:
-            what, allowed = f"n = {dims}", f"n up to {largest:,}"
-        else:
-            rest = "x".join(str(int(d)) for d in shape[1:])
-            what = f"shape = {dims}"
-            allowed = f"shape up to {largest}x{rest}" if largest else "a smaller shape"
-        shown = f"{need:,}" if need < 10**30 else f"{need:.3g}"
-        raise DspsimInputError(
-            f"{where}{what} needs {shown} bytes of DDR (input, output, parameter block), more "
-            f"than the DSP's {DDR_WINDOW_BYTES:,}-byte window; allowed {allowed}"
-        )
 
     # ------------------------------------------------------------------ the program
     def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int) -> Any:

@@ -46,6 +46,7 @@ from typing import Any
 
 from dspsim.errors import DspsimInputError
 from dspsim.host.ucp import ANY, check_priority, parse_backend
+from dspsim.host.window import check_fits_window
 from dspsim.ops import get_op
 from dspsim.paths import read_small_text
 
@@ -275,6 +276,7 @@ def check_workload(workload: Workload, model: Any) -> None:
         where = f"{workload.source}: stream {s.name!r}"
         try:
             parse_backend(s.backend, cores)
+            check_fits_window(get_op(s.op), s.shape)
             get_op(s.op).check_run(model, s.variant, s.shape)
         except DspsimInputError as e:
             raise WorkloadError(f"{where}: {e}") from None
