@@ -471,7 +471,7 @@ def test_an_op_without_an_estimate_starts_from_tile_simulations(second, monkeypa
     from dspsim.ops import get_op
 
     name, model, variant, shape = second
-    monkeypatch.setattr(get_op(name), "bounds", lambda model, variant, shape: {})
+    monkeypatch.setattr(get_op(name), "bounds", lambda model, variant, shape: None)
     truth = model.with_overrides({"ddr.latency_cycles": 150.0})
     m = Measurement(variant, simulate(truth, name, variant, shape=shape, data=False).cycles,
                     shape, {}, op=name)
