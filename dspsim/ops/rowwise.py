@@ -67,6 +67,12 @@ def rowwise_params(name: str, *keys: Key) -> OpSchema:
     return OpSchema(name, (tile, *keys), check=check)
 
 
+def eps_key(name: str, added_to: str, default: float) -> Key:
+    """A normalisation's ``name.eps``: added to ``added_to`` before the square root."""
+    return Key(f"{name}.eps", float, f"added to {added_to} before the square root",
+               default=default, lo=0.0, hi=1.0)
+
+
 # ----------------------------------------------------------------------------- the program
 def tile_rows(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, out: list,
               rows_cols: tuple[RowsFunc, int]) -> Proc:

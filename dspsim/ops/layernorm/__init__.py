@@ -15,8 +15,8 @@ from dspsim.kernels.layernorm import VECNORM, VECSUMSQ_DEV, layernorm_mean_hi, l
 from dspsim.kernels.shapes import VECSUM
 from dspsim.ops.base import Proc
 from dspsim.ops.registry import register_op
-from dspsim.ops.rowwise import RowwiseOp, rowwise_params
-from dspsim.schema import Key, Params
+from dspsim.ops.rowwise import RowwiseOp, eps_key, rowwise_params
+from dspsim.schema import Params
 
 if TYPE_CHECKING:
     from dspsim.hw.memory import Ptr
@@ -35,11 +35,7 @@ class LayerNorm(RowwiseOp):
     cmd = 0x8001  # a custom command (0x1400-0x1405 are the built-in ones)
     tcm_work = "statistics then normalisation"
     direct_traffic = "three reads and one write"
-    params = rowwise_params(
-        "layernorm",
-        Key("layernorm.eps", float, "added to the variance before the square root",
-            default=1e-5, lo=0.0, hi=1.0),
-    )
+    params = rowwise_params("layernorm", eps_key("layernorm", "the variance", 1e-5))
     row_calls = ((VECSUM, False), (VECSUMSQ_DEV, False), (VECNORM, True))
 
     def rows(self, dsp: Dsp, out: Ptr, x: Ptr, rows: int, cols: int) -> Proc:
