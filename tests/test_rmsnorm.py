@@ -175,3 +175,14 @@ def test_run_json_from_the_command_line(capsys):
     obj = json.loads(out)
     assert obj["op"] == "rmsnorm" and obj["output"]["within_tolerance"]
     assert obj["bounds"]["lower_bound_cycles"] <= obj["cycles"]
+
+
+def test_the_readmes_figures_at_the_default_shape(j6):
+    """README, "Adding an operator": ping-pong 5,403,225 cycles (LayerNorm's traffic), direct
+    11,423,865, which the closed form gives to the cycle."""
+    runs = {v: simulate(j6, op="rmsnorm", variant=v, data=False, fidelity="tile")
+            for v in VARIANTS}
+    assert runs["pingpong"].shape == (1024, 256)
+    assert (runs["pingpong"].cycles, runs["direct"].cycles) == (5_403_225, 11_423_865)
+    assert runs["direct"].cycles == pytest.approx(
+        RMS.bounds(j6, "direct", (1024, 256)).estimate_cycles, abs=1)
