@@ -137,16 +137,6 @@ class Dsp:
         """An external memory by name (for an op that places a buffer there)."""
         return self.platform.memory(name)
 
-    # passes: what the trace and the pass table call the stretch of the op that runs now
-    @contextmanager
-    def pass_(self, name: str) -> Iterator[None]:
-        """``with dsp.pass_("max"): ...``: the code inside is the pass ``name``."""
-        self.begin_pass(name)
-        try:
-            yield
-        finally:
-            self.end_pass()
-
     def begin_pass(self, name: str) -> None:
         self.end_pass()
         self.passes.append({"name": name, "start_cycle": self.env.now, "end_cycle": None})
@@ -163,6 +153,14 @@ class Dsp:
     def stats(self) -> dict[str, Any]:
         """This core's engines' counters: the core, each channel."""
         return {self.name: self.core.stats(), **{ch.name: ch.stats() for ch in self.idma}}
+
+    @contextmanager
+    def pass_(self, name: str) -> Iterator[None]:
+        """``with dsp.pass_("max"):`` around the lines of one pass: :meth:`begin_pass` before,
+        :meth:`end_pass` after (not on an error: the run is abandoned then)."""
+        self.begin_pass(name)
+        yield
+        self.end_pass()
 
 
 class Platform:

@@ -23,6 +23,7 @@ from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError, DspsimInputError
 from dspsim.host.program import HostProgram
 from dspsim.host.ucp import Task, Ucp
+from dspsim.host.window import check_fits_window
 from dspsim.hw.clock import events_scheduled
 from dspsim.ops.registry import firmware_registry, get_op
 from dspsim.platform import FIDELITIES, MEMORY_KIND, Platform
@@ -204,7 +205,7 @@ class Request:
             shape = x.shape
             n = None
         shape = the_op.shape_of(n=n, shape=shape)
-        the_op.check_fits_ddr(shape, "")
+        check_fits_window(the_op, shape)
         the_op.check_run(model, variant, shape)
         if trace_limit is not None and (
             isinstance(trace_limit, bool) or not isinstance(trace_limit, int) or trace_limit < 1

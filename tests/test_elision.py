@@ -13,6 +13,7 @@ import pytest
 
 from dspsim import load_model, simulate
 from dspsim.ops import get_op, op_names
+from tests.op_keys import choice_settings, tile_settings
 
 FIELDS = ("cycles", "bytes", "busy_cycles", "stall_cycles", "ddr_contention_cycles", "passes",
           "warnings", "hazards", "rpc_cycles", "output")
@@ -29,9 +30,8 @@ def random_config(rng: np.random.Generator) -> dict:
         "idma.burst_bytes": int(rng.choice([16, 64, 128, 256])),
         "idma.setup_cycles": float(rng.choice([0.0, 30.0, 500.0])),
         "core.write_buffer_entries": int(rng.choice([1, 2, 8])),
-        "softmax.tile_bytes": tile,
-        "softmax.schedule": str(rng.choice(["seed", "split"])),
-        "layernorm.tile_bytes": tile,
+        **tile_settings(tile),  # every op's tile key and choice keys (tests/op_keys.py)
+        **choice_settings(rng),
     }
 
 

@@ -17,6 +17,7 @@ from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.shapes import SEED_SHAPES as KERNELS
 from dspsim.ops import get_op, op_names
 from dspsim.run import simulate
+from tests.op_keys import tile_settings
 from tests.test_engine import make_dsp, reference_copy_cycles, run_proc
 
 
@@ -29,8 +30,7 @@ def random_config(rng: np.random.Generator) -> dict:
         "ddr.bytes_per_cycle": float(np.exp(rng.uniform(math.log(0.05), math.log(64)))),
         "ddr.max_outstanding": int(rng.integers(1, 65)),
         "idma.max_outstanding": int(rng.integers(1, 65)),
-        "softmax.tile_bytes": tile,
-        "layernorm.tile_bytes": tile,
+        **tile_settings(tile),  # every op's tile key (tests/op_keys.py)
     }
 
 

@@ -213,3 +213,29 @@ def test_layers_import_downwards():
         or (a.startswith("dspsim.analysis") and b.startswith("dspsim.cli"))
     )
     assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
+
+
+# top to bottom: a module may import its own layer and those below, never one above
+LAYERS = (("dspsim.cli", 8), ("dspsim.study", 7), ("dspsim.analysis", 7), ("dspsim.run", 6),
+          ("dspsim.host", 5), ("dspsim.ops", 4), ("dspsim.platform", 3), ("dspsim.hw", 2),
+          ("dspsim.kernels", 2), ("dspsim.schema", 1), ("dspsim.probes", 1))
+
+
+def _layer(name: str) -> int | None:
+    for prefix, rank in LAYERS:
+        if name == prefix or name.startswith(prefix + "."):
+            return rank
+    return None
+
+
+def test_the_simulator_layers_point_down():
+    """cli -> study -> run -> host -> ops -> platform -> hw / kernels -> schema / probes: an op
+    names the platform's types only under TYPE_CHECKING, and nothing below an op knows one."""
+    wrong = sorted(
+        f"{a} -> {b}"
+        for a, targets in import_graph().items()
+        for b in targets
+        if _layer(a) is not None and _layer(b) is not None and _layer(a) < _layer(b)
+    )
+    assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
+    assert _layer("dspsim.ops.rowwise") < _layer("dspsim.run") < _layer("dspsim.cli.run")

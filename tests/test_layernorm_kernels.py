@@ -24,7 +24,8 @@ from dspsim.kernels.layernorm import (
     vecnorm,
     vecsumsq_dev,
 )
-from dspsim.kernels.numerics import _fma_f32, vecsum
+from dspsim.kernels.numerics import vecsum
+from dspsim.kernels.toolkit import fma_f32 as _fma_f32
 
 F32 = np.float32
 EPS = 1e-5

@@ -16,7 +16,6 @@ from dspsim.errors import DspsimInputError
 from dspsim.kernels.numerics import (
     EXPFTBLF_BITS,
     INVLN2_Q30,
-    _fma_f32,
     _mul_q30_via_16bit_halves,
     expf_input_flags,
     expf_overflow_threshold,
@@ -25,6 +24,7 @@ from dspsim.kernels.numerics import (
     vecmul,
     vecsum,
 )
+from dspsim.kernels.toolkit import fma_f32 as _fma_f32
 
 F32 = np.float32
 SUBNORMAL_ULP = 2.0**-149

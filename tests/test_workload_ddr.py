@@ -10,12 +10,13 @@ import simpy
 from dspsim.arrays import ddr_layout_bytes, ddr_window_bytes
 from dspsim.config import load_model
 from dspsim.errors import DspsimInputError
+from dspsim.host.window import largest_first_dim
 from dspsim.ops import get_op
 from dspsim.platform import DDR_WINDOW_BYTES, Platform
 from dspsim.study.workload import load_workload, run_workload
 from tests.cli_helpers import one_line, run_cli
 
-LARGEST_N = get_op("softmax").largest_first_dim((1,))
+LARGEST_N = largest_first_dim(get_op("softmax"), (1,))
 
 
 def stream(name, op="softmax", size="n = 1000", variant="pingpong"):

@@ -150,3 +150,12 @@ def test_backend_only_the_documented_form(tmp_path, capsys, backend):
 @pytest.mark.parametrize("backend", ["any", "core0", "core10"])
 def test_documented_backends_parse(backend):
     assert parse_workload({"stream": [STREAM | {"backend": backend}]}).streams[0].backend == backend
+
+
+# ---------------------------------------------------------------- the DDR window
+def test_a_stream_too_large_for_the_ddr_window_says_what_fits(tmp_path, capsys):
+    """As run, sweep and calibrate do: the host's window check names the largest length."""
+    f = tmp_path / "big.toml"
+    f.write_text(toml_of(n=300_000_000), encoding="utf-8")
+    one_line_exit_2(capsys, ["workload", str(f)],
+                    "stream 's': n = 300000000 needs 2,400,002,112 bytes of DDR")

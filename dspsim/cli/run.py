@@ -49,7 +49,8 @@ def add_run(sub) -> None:
 
 def run_object(r: Result) -> dict[str, Any]:
     obj = r.to_json()
-    obj["bounds"] = get_op(r.op).bounds(r.model, r.variant, r.shape)
+    bounds = get_op(r.op).bounds(r.model, r.variant, r.shape)
+    obj["bounds"] = {} if bounds is None else dict(bounds)
     if r.trace_table is not None:
         dropped = r.trace_table.rows_dropped
         if dropped:  # a cut trace would give a wrong breakdown: say so instead

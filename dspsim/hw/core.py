@@ -30,7 +30,7 @@ from dspsim.hw.dcache import DataCache
 from dspsim.hw.idma import IdmaChannel, Transfer
 from dspsim.hw.memory import Ptr
 from dspsim.kernels import get_kernel
-from dspsim.kernels.shapes import LoopShape, ddr_call_sequence, last_store
+from dspsim.kernels.shapes import LoopShape, ddr_call_sequence, last_stores
 
 Proc = Generator[simpy.Event, Any, Any]
 # Elementwise kernel numerics run in slices of this many elements (bounded temporaries).
@@ -401,9 +401,9 @@ class TileCore(Core):
             yield from drive(env, walk, state, self.elide, pending=spec.pending)
             stall, store_stall = state.stall, state.store_stall
         else:
-            last = last_store(shape, n, cfg.lanes_f32) if store_ddr else None
+            last = last_stores(shape, n, cfg.lanes_f32) if store_ddr else ()
             tail = shape.reduction_ops(cfg.lanes_f32) * cfg.alu_latency_cycles
-            store = (end - tail, last) if last else None
+            store = (end - tail, last[-1]) if last else None
             done = port.book_call(self.name, start, end, seq.loads + seq.stores,
                                   seq.read_bytes, seq.write_bytes, store)
             if store:

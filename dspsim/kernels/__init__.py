@@ -12,6 +12,10 @@ float32 array of the same shape, or ``None`` for a kernel without output; it ret
 function's return value per row (shape ``src.shape[:-1]``: a scalar for 1-D input), a tuple of
 such values, or ``None``. Scalar arguments in ``args`` may be per-row arrays of shape
 ``(rows,)``.
+
+Writing a kernel: :mod:`dspsim.kernels.toolkit` has the float32 helpers (each the Vision
+instruction it models) and the loop-segment builders; :mod:`dspsim.kernels.layernorm` is a
+worked example (docs/contributing.md walks through it).
 """
 
 from dspsim.kernels.registry import KERNELS, Kernel, get_kernel, register

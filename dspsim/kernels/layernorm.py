@@ -13,8 +13,8 @@ cancellation of ``E[x^2] - mean^2`` when the mean is large against the spread:
 
 :func:`layernorm_rows` chains the four steps for a ``(rows, C)`` array, as the op does.
 
-Assumed Vision (IVP) instructions, as in :mod:`dspsim.kernels.numerics` (whose module docstring
-collects the shared assumptions):
+Built from :mod:`dspsim.kernels.toolkit`'s helpers. Assumed Vision (IVP) instructions, as in
+:mod:`dspsim.kernels.numerics` (whose module docstring collects the shared assumptions):
 
 * ``IVP_LAN_2XF32_IP`` loads (after one ``IVP_LA2NX8_PP``-style priming load of the alignment
   register) in the main loops; ``IVP_LAVN_2XF32_XP`` / ``IVP_SAVN_2XF32_XP`` variable-length
@@ -45,28 +45,26 @@ from __future__ import annotations
 import numpy as np
 
 from dspsim.errors import DspsimInputError
-from dspsim.kernels.numerics import (
-    _add_exact_f32,
-    _as_batch,
-    _as_f32,
-    _canonical_nan,
-    _check_lanes,
-    _padded_iterations,
-    _radd,
-    _reduction_result,
-    _row_scalar,
-    _sequential_sum,
-    vecsum,
-)
+from dspsim.kernels.numerics import vecsum
 from dspsim.kernels.registry import Kernel, register
-from dspsim.kernels.shapes import (
-    LoopShape,
-    _log2,
-    _one_vector_variable_segments,
-    _two_accumulator_segments,
+from dspsim.kernels.shapes import LoopShape
+from dspsim.kernels.toolkit import (
+    F32,
+    as_batch,
+    as_f32,
+    canonical_nan,
+    check_lanes,
+    fused_square_sum,
+    log2_lanes,
+    one_vector_variable_segments,
+    padded_iterations,
+    radd,
+    reduction_result,
+    row_scalar,
+    scalar_result,
+    sequential_sum,
+    two_accumulator_segments,
 )
-
-_F32 = np.float32
 
 # ----------------------------------------------------------------------------- loop shapes
 VECSUMSQ_DEV = LoopShape(
@@ -75,9 +73,9 @@ VECSUMSQ_DEV = LoopShape(
     table_loads=0,
     stores=0,
     alu_ops=6,  # IVP_SUBN_2XF32 x2, IVP_ADDN_2XF32 x2, IVP_MULAN_2XF32 x2
-    segments=_two_accumulator_segments,
+    segments=two_accumulator_segments,
     # for each of the two quantities: add the two accumulators, then the IVP_RADDN_2XF32 tree
-    reduction_ops=lambda lanes: 2 * (1 + _log2(lanes)),
+    reduction_ops=lambda lanes: 2 * (1 + log2_lanes(lanes)),
     priming_loads=1,
 )
 
@@ -87,7 +85,7 @@ VECNORM = LoopShape(
     table_loads=0,
     stores=1,  # IVP_SAVN_2XF32_XP
     alu_ops=3,  # IVP_SUBN_2XF32 x2, IVP_MULN_2XF32
-    segments=_one_vector_variable_segments,
+    segments=one_vector_variable_segments,
     reduction_ops=lambda lanes: 0,
     priming_loads=1,
 )
@@ -111,26 +109,19 @@ def vecsumsq_dev(
     one per row) gives two ``(rows,)`` arrays, each row bit for bit the 1-D call's. Empty rows
     give ``(0.0, 0.0)``, as ``vecsum`` does.
     """
-    _check_lanes(lanes)
-    x = _as_f32(x)
-    xb = _as_batch(x)
-    m = _row_scalar(mean, xb)
+    check_lanes(lanes)
+    x = as_f32(x)
+    xb = as_batch(x)
+    m = row_scalar(mean, xb)
     rows, n = xb.shape
     if n == 0:
-        zero = _reduction_result(np.zeros(rows, _F32), x)
+        zero = reduction_result(np.zeros(rows, F32), x)
         return zero, zero
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        d = _padded_iterations(xb - m, lanes, -0.0)  # (rows, iterations, 2, lanes)
-        sum_d = _radd(_sequential_sum(d))
-        # The squares are exact in float64; each iteration's fused multiply-add is one rounding
-        # of (exact square + accumulator), so the accumulation runs iteration by iteration
-        # (vectorised over rows, accumulators and lanes, as the hardware is).
-        squares = np.square(d.astype(np.float64))
-        acc = np.zeros((rows, 2, lanes), _F32)
-        for k in range(d.shape[1]):
-            acc = _add_exact_f32(squares[:, k], acc)
-        sum_d2 = _radd(acc)
-    return _reduction_result(sum_d, x), _reduction_result(sum_d2, x)
+        d = padded_iterations(xb - m, lanes, -0.0)  # (rows, iterations, 2, lanes)
+        sum_d = radd(sequential_sum(d))
+        sum_d2 = radd(fused_square_sum(d))
+    return reduction_result(sum_d, x), reduction_result(sum_d2, x)
 
 
 def vecnorm(
@@ -144,18 +135,18 @@ def vecnorm(
     ``x`` of shape ``(n,)`` or ``(rows, n)``; for a batch, ``mean``, ``r`` and ``rstd`` may each
     be one value per row (shape ``(rows,)``). Returns a new float32 array shaped like ``x``.
     """
-    x = _as_f32(x)
-    m, rr, s = (_row_scalar(v, x) for v in (mean, r, rstd))
+    x = as_f32(x)
+    m, rr, s = (row_scalar(v, x) for v in (mean, r, rstd))
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        return _canonical_nan((((x - m).astype(_F32) - rr).astype(_F32) * s).astype(_F32))
+        return canonical_nan((((x - m).astype(F32) - rr).astype(F32) * s).astype(F32))
 
 
 def layernorm_mean_hi(s: np.float32 | np.ndarray, cols: int) -> np.float32 | np.ndarray:
     """Step 1's scalar part: ``mean_hi = float32(s * (1.0f / C))`` (two float32 roundings)."""
-    inv_c = _F32(1.0) / _F32(cols)
+    inv_c = F32(1.0) / F32(cols)
     with np.errstate(over="ignore", invalid="ignore"):
-        out = (np.asarray(s, _F32) * inv_c).astype(_F32)
-    return _F32(out) if out.ndim == 0 else out
+        out = (np.asarray(s, F32) * inv_c).astype(F32)
+    return F32(out) if out.ndim == 0 else out
 
 
 def layernorm_rstd(
@@ -169,18 +160,15 @@ def layernorm_rstd(
     subtraction; a NaN propagates); ``rstd = 1 / sqrt(var + eps)`` (add, sqrt, divide each
     rounded; sqrt is correctly rounded). ``C`` and ``eps`` are taken to float32 first.
     """
-    c = _F32(cols)
-    sd = np.asarray(sum_d, _F32)
-    sq = np.asarray(sum_d2, _F32)
+    c = F32(cols)
+    sd = np.asarray(sum_d, F32)
+    sq = np.asarray(sum_d2, F32)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        r = (sd / c).astype(_F32)
-        var = ((sq / c).astype(_F32) - (r * r).astype(_F32)).astype(_F32)
-        var = np.maximum(var, _F32(0.0))  # NaN propagates
-        rstd = (_F32(1.0) / np.sqrt((var + _F32(eps)).astype(_F32))).astype(_F32)
-    r, rstd = _canonical_nan(np.asarray(r, _F32)), _canonical_nan(np.asarray(rstd, _F32))
-    if r.ndim == 0:
-        return _F32(r), _F32(rstd)
-    return r, rstd
+        r = (sd / c).astype(F32)
+        var = ((sq / c).astype(F32) - (r * r).astype(F32)).astype(F32)
+        var = np.maximum(var, F32(0.0))  # NaN propagates
+        rstd = (F32(1.0) / np.sqrt((var + F32(eps)).astype(F32))).astype(F32)
+    return scalar_result(r), scalar_result(rstd)
 
 
 def layernorm_rows(x2d: np.ndarray, eps: float, lanes: int) -> np.ndarray:
@@ -198,10 +186,10 @@ def layernorm_rows(x2d: np.ndarray, eps: float, lanes: int) -> np.ndarray:
     (a constant row of magnitude above ~1e26, whose ``mean_hi`` is off by a few ulps, included);
     ``var`` is then +inf (the row normalises to 0) or NaN.
     """
-    x = _as_f32(x2d)
+    x = as_f32(x2d)
     cols = x.shape[-1]
     if cols == 0:
-        return np.empty(x.shape, _F32)
+        return np.empty(x.shape, F32)
     mean_hi = layernorm_mean_hi(vecsum(x, lanes), cols)
     sum_d, sum_d2 = vecsumsq_dev(x, lanes, mean_hi)
     r, rstd = layernorm_rstd(sum_d, sum_d2, cols, eps)

@@ -39,9 +39,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from dspsim.errors import DspsimInputError
-
-_F32 = np.float32
+from dspsim.kernels.toolkit import (
+    F32,
+    as_batch,
+    as_f32,
+    canonical_nan,
+    check_lanes,
+    fma_f32,
+    maxf,
+    padded_iterations,
+    radd,
+    reduction_result,
+    row_scalar,
+    sequential_sum,
+)
 
 # NatureDSP constants (Cadence NatureDSP expf tables, as published in pytorch/executorch).
 # 2^x on [0, 1), highest degree first: the seed loads them as p0..p6.
@@ -74,130 +85,6 @@ def _expftblf() -> tuple[np.float32, ...]:
 def expf_overflow_threshold() -> np.float32:
     """The guard ``x >= 88.722839f`` above which the seed's kernel returns +inf."""
     return _f32_from_bits(EXPF_MAX_BITS)
-
-
-def _check_lanes(lanes: int) -> None:
-    # The rotate-and-max / reduce-add trees halve the vector each step.
-    if not isinstance(lanes, int | np.integer) or lanes < 1 or lanes & (lanes - 1):
-        raise DspsimInputError(
-            f"float32 lanes per vector must be a power of two >= 1 for the lane reduction, "
-            f"got {lanes!r}"
-        )
-
-
-def _as_f32(x: np.ndarray) -> np.ndarray:
-    """The kernel input as float32, of shape ``(n,)`` or ``(rows, n)`` (a batch of calls)."""
-    x = np.asarray(x)
-    if x.ndim not in (1, 2):
-        raise DspsimInputError(
-            f"kernel input must be a 1-D array or a 2-D batch of rows, got shape {x.shape}"
-        )
-    return x.astype(_F32, copy=False)
-
-
-def _row_scalar(value: float | np.ndarray, x: np.ndarray) -> np.float32 | np.ndarray:
-    """A kernel's scalar argument in float32: a scalar, or for a batch ``x`` of shape
-    ``(rows, n)`` a per-row ``(rows,)`` array, returned as a ``(rows, 1)`` column that
-    broadcasts along each row."""
-    v = np.asarray(value)
-    if v.ndim == 0:
-        return _F32(v)
-    if x.ndim == 2 and v.shape == (x.shape[0],):
-        return v.astype(_F32)[:, None]
-    raise DspsimInputError(
-        f"a kernel's scalar argument must be a scalar, or one value per row of a 2-D batch; "
-        f"got shape {v.shape} for input shape {x.shape}"
-    )
-
-
-def _canonical_nan(a: np.ndarray) -> np.ndarray:
-    """Every NaN of the float32 array ``a`` (in place) made the default quiet NaN; returns ``a``."""
-    np.copyto(a, _F32(np.nan), where=np.isnan(a))
-    return a
-
-
-def _as_batch(x: np.ndarray) -> np.ndarray:
-    """A kernel input of shape ``(n,)`` or ``(rows, n)`` as ``(rows, n)`` (a view)."""
-    return x if x.ndim == 2 else x[None, :]
-
-
-def _reduction_result(v: np.ndarray, x: np.ndarray) -> np.float32 | np.ndarray:
-    """A reduction's per-row results ``(rows,)``: an ``np.float32`` for a 1-D call."""
-    v = _canonical_nan(np.asarray(v, _F32))
-    return _F32(v[0]) if x.ndim == 1 else v
-
-
-def _padded_iterations(x: np.ndarray, lanes: int, pad: float) -> np.ndarray:
-    """``x`` as ``(rows, iterations, 2, lanes)``: the vectors the two-accumulator loop reads,
-    the predicated tail's lanes past the end filled with ``pad``."""
-    rows, n = x.shape
-    per_iter = 2 * lanes
-    iterations = -(-n // per_iter)
-    buf = np.full((rows, iterations * per_iter), pad, _F32)
-    buf[:, :n] = x
-    return buf.reshape(rows, iterations, 2, lanes)
-
-
-def _sequential_sum(vectors: np.ndarray) -> np.ndarray:
-    """Accumulators starting at +0.0 that add ``vectors[:, k]`` for k = 0, 1, ... in turn, one
-    float32 rounding per add: ``(rows, iterations, 2, lanes) -> (rows, 2, lanes)``."""
-    # np.cumsum adds along the axis in order (np.sum may reorder into pairwise partial sums).
-    # It starts from the first element rather than +0.0; adding +0.0 at the end gives the same
-    # bits: the two differ only on a -0.0 running sum, which stays -0.0 only while every term
-    # is -0.0, and then +0.0 + -0.0 = +0.0 as the accumulator would have it.
-    return np.cumsum(vectors, axis=1, dtype=_F32)[:, -1] + _F32(0.0)
-
-
-def _radd(acc: np.ndarray) -> np.ndarray:
-    """``acc0 + acc1``, then IVP_RADDN_2XF32 as a pairwise tree of halves:
-    ``(rows, 2, lanes) -> (rows,)``, each add rounded to float32."""
-    v = (acc[:, 0] + acc[:, 1]).astype(_F32)
-    while v.shape[-1] > 1:
-        half = v.shape[-1] // 2
-        v = (v[:, :half] + v[:, half:]).astype(_F32)
-    return v[:, 0]
-
-
-def _maxf(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
-    """IVP_MAXN_2XF32: elementwise IEEE 754-2019 ``maximum`` (see module docstring): NaN if
-    either operand is NaN (the default quiet NaN), and +0.0 above -0.0."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        m = np.maximum(a, b)  # propagates NaN, but returns either zero when they compare equal
-        both_zero = (a == 0) & (b == 0)
-        m = np.where(both_zero, a + b, m).astype(_F32)  # -0 + -0 = -0; any +0 gives +0
-    return _canonical_nan(m)
-
-
-def _fma_f32(a: np.ndarray, b: np.ndarray | np.float32, c: np.ndarray | np.float32) -> np.ndarray:
-    """``a * b + c`` rounded once to float32, as a fused multiply-add."""
-    return _add_exact_f32(np.asarray(a, np.float64) * np.asarray(b, np.float64), c)
-
-
-def _add_exact_f32(p: np.ndarray, c: np.ndarray | np.float32) -> np.ndarray:
-    """``p + c`` rounded once to float32, for a float64 ``p`` holding an exact float32 product
-    (so ``fma(a, b, c) = _add_exact_f32(float64(a) * float64(b), c)``).
-
-    The float64 sum is turned into its round-to-odd value (truncate, then set the last bit if
-    anything was lost, the lost part coming from an exact TwoSum); rounding a round-to-odd
-    float64 to float32 is then the correctly rounded fused result, with no double-rounding
-    error.
-    """
-    p = np.asarray(p, np.float64)
-    c64 = np.asarray(c, np.float64)
-    s = np.asarray(p + c64)
-    bb = s - p
-    err = (p - (s - bb)) + (c64 - bb)
-    inexact = err != 0
-    inexact &= np.isfinite(s)
-    if inexact.any():
-        bits = s.view(np.int64)  # s is a fresh array: adjust its bits in place
-        # s was rounded away from zero when the lost part has the opposite sign: step back one
-        # ulp toward zero (one less in the magnitude bits, whatever the sign), then make it odd.
-        away = np.not_equal(err < 0, s < 0)
-        away &= inexact
-        np.subtract(bits, away, out=bits)
-        np.bitwise_or(bits, inexact, out=bits)
-    return s.astype(_F32)
 
 
 def _trunc_q(x: np.ndarray, frac_bits: int) -> np.ndarray:
@@ -247,8 +134,8 @@ def expf_input_flags(
     For a batch ``x`` of shape ``(rows, n)`` (``max_value`` a scalar or one per row) each count
     is a ``(rows,)`` int64 array, the count of each row's call; for 1-D ``x`` it is an ``int``.
     """
-    x = _as_f32(x)
-    mx = _row_scalar(max_value, x)
+    x = as_f32(x)
+    mx = row_scalar(max_value, x)
     with np.errstate(all="ignore"):
         b_nan, b_max, _, _ = _expf_masks(x, mx, guard_shifted_input)
     nan_inputs = np.count_nonzero(b_nan, axis=-1)
@@ -273,12 +160,12 @@ def vecmaxf(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
     (the default quiet NaN); with -0.0 below +0.0 the max is a total order, so the order of the
     reduction does not matter. A ``(rows, n)`` batch gives one result per row, ``(rows,)``.
     """
-    _check_lanes(lanes)
-    x = _as_f32(x)
-    xb = _as_batch(x)
+    check_lanes(lanes)
+    x = as_f32(x)
+    xb = as_batch(x)
     if xb.shape[1] == 0:  # if (N <= 0) return 0.f;
-        return _reduction_result(np.zeros(xb.shape[0], _F32), x)
-    vectors = _padded_iterations(xb, lanes, -np.inf)  # (rows, iterations, 2, lanes)
+        return reduction_result(np.zeros(xb.shape[0], F32), x)
+    vectors = padded_iterations(xb, lanes, -np.inf)  # (rows, iterations, 2, lanes)
     # Each lane's running max over the iterations. np.maximum.reduce finds the right value in
     # any order but may return either zero of a tie or any NaN's payload: fix both up to the
     # IEEE maximum (+0.0 if the lane saw one; the default quiet NaN).
@@ -286,14 +173,14 @@ def vecmaxf(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
     zero = acc == 0
     if zero.any():
         saw_plus_zero = (vectors.view(np.uint32) == 0).any(axis=1)
-        acc = np.where(zero & saw_plus_zero, _F32(0.0), acc)
-    acc = _canonical_nan(acc)
-    v = _maxf(acc[:, 0], acc[:, 1])
+        acc = np.where(zero & saw_plus_zero, F32(0.0), acc)
+    acc = canonical_nan(acc)
+    v = maxf(acc[:, 0], acc[:, 1])
     step = lanes // 2
     while step >= 1:  # IVP_SELN_2XF32I(v, v, ROTATE_RIGHT_<step>) then max
-        v = _maxf(v, np.roll(v, -step, axis=-1))
+        v = maxf(v, np.roll(v, -step, axis=-1))
         step //= 2
-    return _reduction_result(v[:, 0], x)
+    return reduction_result(v[:, 0], x)
 
 
 def vecsum(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
@@ -305,14 +192,14 @@ def vecsum(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
     the same bits); then ``acc0 + acc1`` and ``IVP_RADDN_2XF32`` as a pairwise tree of halves.
     A ``(rows, n)`` batch gives one sum per row, ``(rows,)``.
     """
-    _check_lanes(lanes)
-    x = _as_f32(x)
-    xb = _as_batch(x)
+    check_lanes(lanes)
+    x = as_f32(x)
+    xb = as_batch(x)
     if xb.shape[1] == 0:  # if (N <= 0) return 0.f;
-        return _reduction_result(np.zeros(xb.shape[0], _F32), x)
+        return reduction_result(np.zeros(xb.shape[0], F32), x)
     with np.errstate(over="ignore", invalid="ignore"):
-        v = _radd(_sequential_sum(_padded_iterations(xb, lanes, -0.0)))
-    return _reduction_result(v, x)
+        v = radd(sequential_sum(padded_iterations(xb, lanes, -0.0)))
+    return reduction_result(v, x)
 
 
 def vecexpf_max(
@@ -337,14 +224,14 @@ def vecexpf_max(
     Accuracy (measured in tests): relative error <= 3e-7 where the result is a normal float32;
     within 2 subnormal ULPs below. See the module docstring for the instruction assumptions.
     """
-    x = _as_f32(x)
-    mx = _row_scalar(max_value, x)
+    x = as_f32(x)
+    mx = row_scalar(max_value, x)
     if x.shape[-1] == 0:
-        return np.empty(x.shape, _F32)
+        return np.empty(x.shape, F32)
     with np.errstate(all="ignore"):
         _, b_max, b_inf, xin = _expf_masks(x, mx, guard_shifted_input)
-        xin = np.where(b_max, _F32(127.0), xin)
-        xin = _maxf(xin, _F32(-128.0))
+        xin = np.where(b_max, F32(127.0), xin)
+        xin = maxf(xin, F32(-128.0))
 
         t = _trunc_q(xin, 24)  # Q24, int32 range
         w = _mul_q30_via_16bit_halves(t, INVLN2_Q30)  # Q24 * Q30 -> Q54, int64
@@ -357,26 +244,26 @@ def vecexpf_max(
         exp_int = ((w >> 32) & _MASK32) >> 22
 
         # IVP_FLOATN_2X32(exp_fract, 31): int32 -> float32 (round to nearest), times 2^-31.
-        xin = exp_fract.astype(np.int32).astype(_F32) * _F32(2.0**-31)
+        xin = exp_fract.astype(np.int32).astype(F32) * F32(2.0**-31)
         xin = np.where(b_inf, x, xin)  # +inf / NaN pass through
 
         p0, p1, p2, p3, p4, p5, p6 = _expftblf()
         xin2 = xin * xin
-        p1 = _fma_f32(xin, p0, p1)
-        p3 = _fma_f32(xin, p2, p3)
-        p5 = _fma_f32(xin, p4, p5)
-        p3 = _fma_f32(xin2, p1, p3)
-        p5 = _fma_f32(xin2, p3, p5)
-        p6 = _fma_f32(xin, p5, p6)
+        p1 = fma_f32(xin, p0, p1)
+        p3 = fma_f32(xin, p2, p3)
+        p5 = fma_f32(xin, p4, p5)
+        p3 = fma_f32(xin2, p1, p3)
+        p5 = fma_f32(xin2, p3, p5)
+        p6 = fma_f32(xin, p5, p6)
 
         exp_int = (exp_int + 254) & _MASK32
         e1 = exp_int >> 1
         e2 = (exp_int - e1) & _MASK32
-        scl1 = ((e1 << 23) & _MASK32).astype(np.uint32).view(_F32)
-        scl2 = ((e2 << 23) & _MASK32).astype(np.uint32).view(_F32)
-        zout = (p6 * scl1).astype(_F32)
-        zout = (zout * scl2).astype(_F32)
-    return _canonical_nan(zout)
+        scl1 = ((e1 << 23) & _MASK32).astype(np.uint32).view(F32)
+        scl2 = ((e2 << 23) & _MASK32).astype(np.uint32).view(F32)
+        zout = (p6 * scl1).astype(F32)
+        zout = (zout * scl2).astype(F32)
+    return canonical_nan(zout)
 
 
 def vecmul(x: np.ndarray, scalar: float | np.ndarray) -> np.ndarray:
@@ -384,7 +271,7 @@ def vecmul(x: np.ndarray, scalar: float | np.ndarray) -> np.ndarray:
 
     For a ``(rows, n)`` batch ``scalar`` may be one value per row, shape ``(rows,)``.
     """
-    x = _as_f32(x)
-    s = _row_scalar(scalar, x)
+    x = as_f32(x)
+    s = row_scalar(scalar, x)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        return _canonical_nan((x * s).astype(_F32))
+        return canonical_nan((x * s).astype(F32))

@@ -23,8 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dspsim.config import Core
-
-Segment = tuple[int, tuple[int, ...], tuple[int, ...]]
+from dspsim.kernels.toolkit import (
+    Segment,
+    log2_lanes,
+    one_vector_extra_segments,
+    one_vector_variable_segments,
+    two_accumulator_segments,
+)
 
 
 @dataclass(frozen=True)
@@ -135,13 +140,19 @@ class DdrWalk:
     # posted store)
 
 
-def _last_stores(shape: LoopShape, n: int, lanes: int) -> list[int]:
-    """Bytes of the stores in a call's last storing iteration (posted when it returns)."""
-    for count, _, stores in reversed(shape.segments(n, lanes)):
-        nonzero = [b for b in stores if b]
-        if count > 0 and nonzero:
-            return nonzero
-    return []
+def last_stores(shape: LoopShape, n: int, lanes: int) -> tuple[int, ...]:
+    """Bytes of the stores a call posts in its last iteration that touches memory, when its
+    last request is a store (loads come first in an iteration), else ``()``: what the call
+    leaves on the port when it returns. A last iteration that loads and stores nothing (the
+    seed's ``vecmul`` when n is a multiple of the lanes) waited for every earlier store."""
+    for count, loads, stores in reversed(shape.segments(n, lanes)):
+        if count <= 0:
+            continue
+        if any(stores):
+            return tuple(b for b in stores if b)
+        if any(loads):
+            return ()
+    return ()
 
 
 def ddr_requests(shape: LoopShape, n: int, lanes: int, store_ddr: bool) -> tuple[int, int]:
@@ -190,9 +201,8 @@ def ddr_call_sequence(
             call_loads, call_stores = ddr_requests(shape, n, lanes, store_ddr)
             loads += call_loads
             stores += call_stores
-            last = _last_stores(shape, n, lanes) if store_ddr else []
-            if last:
-                last_store_bytes = last[-1]
+            last = last_stores(shape, n, lanes) if store_ddr else ()
+            last_store_bytes = last[-1] if last else 0  # a later load waited for the rest
             tail = shape.reduction_ops(lanes) * core.alu_latency_cycles
             store_wait = sum(last) * cycles_per_byte + (latency_cycles * len(last)
                                                         if slot_blocks else 0.0)
@@ -208,60 +218,15 @@ def ddr_call_sequence(
                    loads=loads, stores=stores, must_cross_bytes=read + write - last_store_bytes)
 
 
-def last_store(shape: LoopShape, n: int, lanes: int) -> int | None:
-    """Bytes of a call's last request when it is a store (loads come first in an iteration),
-    else ``None``."""
-    for count, loads, stores in reversed(shape.segments(n, lanes)):
-        if count > 0 and any(stores):
-            return [b for b in stores if b][-1]
-        if count > 0 and any(loads):
-            return None
-    return None
-
-
-def _log2(lanes: int) -> int:
-    return max(0, (lanes - 1).bit_length())
-
-
-def _two_accumulator_segments(n: int, lanes: int) -> list[Segment]:
-    """vecmaxf / vecsum: 2 vectors per iteration, then one predicated variable-length pass."""
-    vb = 4 * lanes
-    main = n // (2 * lanes)
-    tail_bytes = (n & (2 * lanes - 1)) * 4
-    tail = (1, (max(0, min(vb, tail_bytes)), max(0, min(vb, tail_bytes - vb))), ())
-    return [(main, (vb, vb), ()), tail]
-
-
-def _one_vector_variable_segments(n: int, lanes: int) -> list[Segment]:
-    """vecexpf_max: ceil(N / lanes) iterations, variable-length load and store on the last."""
-    vb = 4 * lanes
-    full, rest = divmod(n, lanes)
-    segs = [(full, (vb,), (vb,))]
-    if rest:
-        segs.append((1, (4 * rest,), (4 * rest,)))
-    return segs
-
-
-def _one_vector_extra_segments(n: int, lanes: int) -> list[Segment]:
-    """vecmul: N / lanes iterations, then one more full aligning load and a variable store.
-
-    The extra iteration always loads a whole vector (IVP_LAN_2XF32_IP), even when N is a
-    multiple of the lane count: the seed's vecmul reads up to one vector past the array's end.
-    """
-    vb = 4 * lanes
-    full, rest = divmod(n, lanes)
-    return [(full, (vb,), (vb,)), (1, (vb,), (4 * rest,))]
-
-
 VECMAXF = LoopShape(
     "vecmaxf",
     data_loads=2,  # IVP_LAN_2XF32_IP x2
     table_loads=0,
     stores=0,
     alu_ops=2,  # IVP_MAXN_2XF32 x2
-    segments=_two_accumulator_segments,
+    segments=two_accumulator_segments,
     # combine the two accumulators, then log2(lanes) rotate (SEL) + max steps, then MOVF32
-    reduction_ops=lambda lanes: 2 + 2 * _log2(lanes),
+    reduction_ops=lambda lanes: 2 + 2 * log2_lanes(lanes),
 )
 
 VECSUM = LoopShape(
@@ -270,9 +235,9 @@ VECSUM = LoopShape(
     table_loads=0,
     stores=0,
     alu_ops=2,  # IVP_ADDN_2XF32 x2
-    segments=_two_accumulator_segments,
+    segments=two_accumulator_segments,
     # add the two accumulators, then IVP_RADDN_2XF32: an adder tree of log2(lanes) levels
-    reduction_ops=lambda lanes: 1 + _log2(lanes),
+    reduction_ops=lambda lanes: 1 + log2_lanes(lanes),
 )
 
 VECEXPF_MAX = LoopShape(
@@ -283,7 +248,7 @@ VECEXPF_MAX = LoopShape(
     # UN, ULE, UEQ; SUB, MOVT, MAX; TRUNC; MUL, MULAH; PACKVRNR, SRLI, PACKH, SRLI; FLOAT; MOVT;
     # MUL (x^2); 6 MULA; ADD, SRLI, SUB, SLLI, SLLI; MUL, MUL
     alu_ops=30,
-    segments=_one_vector_variable_segments,
+    segments=one_vector_variable_segments,
     reduction_ops=lambda lanes: 0,
 )
 
@@ -293,7 +258,7 @@ VECMUL = LoopShape(
     table_loads=0,
     stores=1,  # IVP_SAN_2XF32_IP
     alu_ops=1,  # IVP_MULN_2XF32
-    segments=_one_vector_extra_segments,
+    segments=one_vector_extra_segments,
     reduction_ops=lambda lanes: 0,
 )
 

@@ -1,51 +1,174 @@
 """What an operator is to dspsim: everything about it, in one object.
 
-An :class:`Op` owns its parameters (a ``[name]`` table in model files), its variants (the
-schedules its C can run), the DSP program (``handler``, written beside the C as SimPy
-generators), the host's parameter block, a float64 reference, closed-form bounds, and the
-figures a document gives for it. Nothing outside ``ops/<name>/`` knows any of this: the
-platform runs any op, the analyses read its result, the studies sweep its keys.
+An :class:`Op` is written in two parts (docs/contributing.md walks through both):
+
+**What every op must give** (:data:`REQUIRED`; :func:`~dspsim.ops.register_op` refuses an op
+without them):
+
+- identity: ``name``, ``doc``, ``variants``, ``default_variant``, ``params`` (its ``[name]``
+  table, an :class:`~dspsim.schema.OpSchema`), ``ndim`` and ``default_shape``;
+- firmware: ``cmd`` (the RPC command the handler is registered under), :meth:`param_block`
+  (the struct the host packs), :meth:`handler` (the DSP side, the C as SimPy generators) and
+  :meth:`requirements` (the iDMA channels and DataRAMs a variant needs of a core);
+- math: :meth:`reference` (the exact answer, float64) and :meth:`default_input`.
+
+**Optional hooks**, each with a default that does nothing or the generic thing:
+:meth:`check_run` / :meth:`checks_params` (refusals before simulating), :meth:`output_summary`
+(errors against the reference, chunked), :meth:`bounds` (closed forms, :class:`Bounds`),
+:meth:`search_space` (``dspsim optimize``), :meth:`calibration_candidates` (``dspsim
+calibrate``), ``document`` (a document's figures, ``dspsim reproduce``), ``tile_key``,
+``tolerance``, ``warning_codes``, ``study_variants``, ``ndims``, ``latency_us``.
+
+Nothing outside ``ops/<name>/`` knows any of this: the platform runs any op, the analyses read
+its result, the studies sweep its keys. The host's checks (the DDR window) are the host's
+(:mod:`dspsim.host.window`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator
-from typing import Any, ClassVar
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from dspsim.arrays import ddr_window_bytes
 from dspsim.errors import ConfigError, DspsimInputError
-from dspsim.platform import DDR_WINDOW_BYTES
 from dspsim.schema import OpSchema
 
+if TYPE_CHECKING:
+    from dspsim.config import HardwareModel
+    from dspsim.hw.memory import Ptr
+    from dspsim.hw.tcm import TileManager
+    from dspsim.platform import Dsp
+    from dspsim.schema import Params
+
 Proc = Generator[Any, Any, Any]  # a SimPy process body: what ``yield from`` runs
+# a candidate run for calibrate: (variant, shape, model-key settings)
+Candidate = tuple[str, tuple[int, ...], dict[str, Any]]
+
+# what an op must give: class attributes, then methods the subclass must define
+REQUIRED_ATTRIBUTES = ("name", "doc", "cmd", "variants", "default_variant", "params", "ndim",
+                       "default_shape")
+REQUIRED_METHODS = ("param_block", "handler", "reference", "default_input")
+REQUIRED = REQUIRED_ATTRIBUTES + REQUIRED_METHODS + ("requirements",)
+
+
+@dataclass(frozen=True, eq=False)
+class Bounds(Mapping[str, Any]):
+    """An op's closed forms for one run: what ``study/`` reads, and the op's own details.
+
+    - ``lower_bound_cycles``: no run can be faster (the largest of the three bounds below);
+      ``optimize`` reports the gap to it, ``calibrate --explore`` prunes fits with it.
+    - ``dma_bound_cycles``: the bytes that must cross the DDR port / its bandwidth.
+    - ``latency_bound_cycles``: the requests' round trips over the requests in flight.
+    - ``compute_bound_cycles``: the core's kernel and descriptor cycles.
+      (``calibrate`` classifies a measurement by these three.)
+    - ``estimate_cycles``: the closed-form estimate ``calibrate`` starts its fits from.
+    - ``ddr_read_bytes``, ``ddr_write_bytes``: the traffic (``calibrate``: bytes per request).
+    - ``ddr_requests``, ``outstanding_requests``: the DDR requests and how many are in flight
+      (``calibrate`` derives the window from the latency bound when not given).
+
+    ``details`` are the op's own (bytes, tiles, the binding bound ...): shown in ``run
+    --json``. A ``Bounds`` reads as the mapping of all of them (``b["estimate_cycles"]``), in
+    the op's order (``order``)."""
+
+    lower_bound_cycles: float
+    dma_bound_cycles: float
+    latency_bound_cycles: float
+    compute_bound_cycles: float
+    estimate_cycles: float
+    ddr_read_bytes: int = 0
+    ddr_write_bytes: int = 0
+    ddr_requests: int | None = None
+    outstanding_requests: float | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    order: tuple[str, ...] = ()
+
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "lower_bound_cycles", "dma_bound_cycles", "latency_bound_cycles",
+        "compute_bound_cycles", "estimate_cycles", "ddr_read_bytes", "ddr_write_bytes",
+        "ddr_requests", "outstanding_requests")
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> Bounds:
+        """From an op's mapping of its bounds (every field but the two optional ones given)."""
+        typed = {k: values[k] for k in cls.FIELDS if k in values}
+        details = {k: v for k, v in values.items() if k not in cls.FIELDS}
+        return cls(**typed, details=details, order=tuple(values))
+
+    def _all(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.FIELDS if getattr(self, k) is not None}
+        out.update(self.details)
+        return {k: out[k] for k in self.order if k in out} | out
+
+    def __getitem__(self, key: str) -> Any:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
 class Op:
+    """An operator; see the module docstring for what a subclass must and may give."""
+
+    # ------------------------------------------------------------------ must: identity
     name: ClassVar[str]
     doc: ClassVar[str]
-    cmd: ClassVar[int]  # the RPC command the firmware registers the handler under
-    latency_us: ClassVar[int] = 0  # hb_dsp_register_fn's latency hint
     variants: ClassVar[dict[str, str]]  # name -> what the schedule does
     default_variant: ClassVar[str]
-    # the variants a study (a sweep) compares when none is named; None: every variant
-    study_variants: ClassVar[tuple[str, ...] | None] = None
     params: ClassVar[OpSchema]
     ndim: ClassVar[int]  # input dimensions: 1 (``--n``) or 2 (``--shape ROWS,COLS``)
+    default_shape: ClassVar[tuple[int, ...]]
+    # ------------------------------------------------------------------ must: firmware
+    cmd: ClassVar[int]  # the RPC command the firmware registers the handler under
+
+    # ------------------------------------------------------------------ may
+    latency_us: ClassVar[int] = 0  # hb_dsp_register_fn's latency hint
+    # the variants a study (a sweep) compares when none is named; None: every variant
+    study_variants: ClassVar[tuple[str, ...] | None] = None
     # every input dimension the op accepts (default: ``ndim`` only)
     ndims: ClassVar[tuple[int, ...]] = ()
+    # what the paper or document measured: {"shape": ..., "cycles": {variant: cycles}, ...}
+    document: ClassVar[Mapping[str, Any] | None] = None
+    # the codes of the warnings the op's own code raises (``dsp.warn(code, ...)``)
+    warning_codes: ClassVar[tuple[str, ...]] = ()
+    # the key of the op's TCM tile (``"<name>.tile_bytes"``), None if it has none: what the
+    # random-configuration tests set, what a sweep of tiles names
+    tile_key: ClassVar[str | None] = None
+    # (relative, absolute): an element is right when |out - ref| <= max(rel |ref|, abs);
+    # None: no tolerance claimed (:meth:`output_summary` then gives no ``within_tolerance``)
+    tolerance: ClassVar[tuple[float, float] | None] = None
 
     @property
     def input_dims(self) -> tuple[int, ...]:
         """The input dimensions the op accepts."""
         return self.ndims or (self.ndim,)
-    default_shape: ClassVar[tuple[int, ...]]
-    # what the paper or document measured: {"shape": ..., "cycles": {variant: cycles}, ...}
-    document: ClassVar[dict[str, Any] | None] = None
-    # the codes of the warnings the op's own code raises (``dsp.warn(code, ...)``)
-    warning_codes: ClassVar[tuple[str, ...]] = ()
+
+    # ------------------------------------------------------------------ must: firmware
+    def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int) -> object:
+        """The struct the host packs for the RPC (one input and one output buffer)."""
+        raise NotImplementedError
+
+    def handler(self, dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
+        """The DSP side: ``hb_dsp_<op>(input, output, tm)`` as a SimPy generator."""
+        raise NotImplementedError
+
+    def requirements(self, variant: str) -> dict[str, int]:
+        """What a variant needs of each core: ``{"channels": k, "banks": b}``."""
+        return {"channels": 0, "banks": 0}
+
+    # ------------------------------------------------------------------ must: math
+    def reference(self, x: np.ndarray, params: Params) -> np.ndarray:
+        """The exact answer in float64."""
+        raise NotImplementedError
+
+    def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
+        """The input a run uses when none is given (float32, ``shape``)."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ shapes and inputs
     def check_variant(self, variant: str) -> str:
@@ -55,7 +178,7 @@ class Op:
             )
         return variant
 
-    def shape_of(self, n: Any = None, shape: Any = None) -> tuple[int, ...]:
+    def shape_of(self, n: int | None = None, shape: Any = None) -> tuple[int, ...]:
         """The input shape from ``n`` or ``shape`` (default :attr:`default_shape`), checked."""
         if n is not None and shape is not None:
             raise DspsimInputError("give n or shape, not both")
@@ -75,16 +198,17 @@ class Op:
             raise DspsimInputError(f"{self.name} shape {shape!r}: expected {want}")
         return tuple(int(d) for d in shape)
 
-    def requirements(self, variant: str) -> dict[str, int]:
-        """What a variant needs of each core: ``{"channels": k, "banks": b}``."""
-        return {"channels": 0, "banks": 0}
+    def input_bytes(self, shape: tuple[int, ...]) -> int:
+        """Bytes of the input array (float32): what the host allocates, twice with the output."""
+        return 4 * math.prod(int(d) for d in shape)
 
+    # ------------------------------------------------------------------ may: refusals
     def checks_params(self, variant: str) -> bool:
         """Whether a run of ``variant`` checks the op's parameter table against the hardware
         (default: every variant; a variant that uses no TCM need not fit a tile in it)."""
         return True
 
-    def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
+    def check_run(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> None:
         """Refuse, before simulating, a run the platform or the op's parameters cannot do."""
         if self.params.check is not None and self.checks_params(variant):
             self.params.check(model.params(self.name), model)
@@ -100,80 +224,47 @@ class Op:
                     f"{count} or another variant"
                 )
 
-    def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
-        """The input a run uses when none is given (float32, ``shape``)."""
-        raise NotImplementedError
+    # ------------------------------------------------------------------ may: checks
+    def output_summary(self, out: np.ndarray, x: np.ndarray, params: Params) -> dict[str, Any]:
+        """Sum, non-finite counts and errors against :meth:`reference`, gathered a block of
+        rows at a time (so no float64 copy of the whole output is held): the default takes
+        :meth:`reference` to work row by row along the last axis (each row independent; a 1-D
+        input is one row); an op whose reference couples rows overrides this. With a
+        :attr:`tolerance`, also ``within_tolerance`` (errors under ``floor = abs`` are not
+        counted in the relative ones)."""
+        cols = x.shape[-1] if x.ndim else 1
+        flat_out = out.reshape(-1)
+        within = [True]
+        rel, floor = self.tolerance or (None, 1e-30)
 
-    def input_bytes(self, shape: tuple[int, ...]) -> int:
-        return 4 * math.prod(int(d) for d in shape)
+        def reference(part: slice) -> np.ndarray:  # the rows covering a slice of the output
+            lo, hi = part.start, min(part.stop, flat_out.size)
+            first = lo // cols
+            block = x.reshape(-1, cols)[first:-(-hi // cols)]
+            ref = self.reference(block, params).reshape(-1)
+            ref = ref[lo - first * cols:hi - first * cols]
+            if rel is not None:
+                with np.errstate(invalid="ignore"):
+                    ok = np.abs(flat_out[lo:hi].astype(np.float64) - ref) <= np.maximum(
+                        rel * np.abs(ref), floor)
+                within[0] &= bool(np.all(ok | ~np.isfinite(ref)))
+            return ref
 
-    # ------------------------------------------------------------------ the DSP's DDR window
-    def window_bytes(self, shape: tuple[int, ...]) -> int:
-        """Bytes of the DSP's DDR window a run on ``shape`` takes (input, output, parameter
-        block, as the host lays them out)."""
-        return ddr_window_bytes(self.input_bytes(shape))
+        summary = error_summary(out, reference, floor=floor)
+        if rel is not None:
+            summary["within_tolerance"] = within[0]
+        return summary
 
-    def largest_first_dim(self, shape: tuple[int, ...]) -> int:
-        """The largest first dimension (the others as in ``shape``) whose run fits the DSP's
-        DDR window (0 if none does)."""
-        rest = tuple(shape[1:])
+    # ------------------------------------------------------------------ may: closed forms
+    def bounds(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
+               ) -> Bounds | None:
+        """Traffic, lower bounds and an estimate in closed form (:class:`Bounds`); None: the
+        op gives none (``calibrate`` then classifies its runs as ``unknown``)."""
+        return None
 
-        def fits(first: int) -> bool:
-            return self.window_bytes((first,) + rest) <= DDR_WINDOW_BYTES
-
-        if not fits(1):
-            return 0
-        lo, hi = 1, 2
-        while fits(hi):
-            lo, hi = hi, 2 * hi
-        while hi - lo > 1:  # lo fits, hi does not
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-        return lo
-
-    def check_fits_ddr(self, shape: tuple[int, ...], where: str) -> None:
-        """Refuse, before anything runs, a shape whose run cannot fit the DSP's DDR window."""
-        need = self.window_bytes(shape)
-        if need <= DDR_WINDOW_BYTES:
-            return
-        largest = self.largest_first_dim(shape)
-        dims = "x".join(str(int(d)) for d in shape)
-        if len(shape) == 1:
-            what, allowed = f"n = {dims}", f"n up to {largest:,}"
-        else:
-            rest = "x".join(str(int(d)) for d in shape[1:])
-            what = f"shape = {dims}"
-            allowed = f"shape up to {largest}x{rest}" if largest else "a smaller shape"
-        shown = f"{need:,}" if need < 10**30 else f"{need:.3g}"
-        raise DspsimInputError(
-            f"{where}{what} needs {shown} bytes of DDR (input, output, parameter block), more "
-            f"than the DSP's {DDR_WINDOW_BYTES:,}-byte window; allowed {allowed}"
-        )
-
-    # ------------------------------------------------------------------ the program
-    def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int) -> Any:
-        """The struct the host packs for the RPC (one input and one output buffer)."""
-        raise NotImplementedError
-
-    def handler(self, dsp: Any, input: Any, output: Any, tm: Any) -> Proc:
-        """The DSP side: ``hb_dsp_<op>(input, output, tm)`` as a SimPy generator."""
-        raise NotImplementedError
-
-    # ------------------------------------------------------------------ checks
-    def reference(self, x: np.ndarray, params: Any) -> np.ndarray:
-        """The exact answer in float64."""
-        raise NotImplementedError
-
-    def output_summary(self, out: np.ndarray, x: np.ndarray, params: Any) -> dict[str, Any]:
-        """Sum, non-finite counts and errors against :meth:`reference`."""
-        return error_summary(out, self.reference(x, params))
-
-    def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
-        """Traffic, lower bounds (``lower_bound_cycles``) and an estimate, in closed form."""
-        return {}
-
-    # ------------------------------------------------------------------ optimisation
-    def search_space(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, list]:
+    # ------------------------------------------------------------------ may: optimisation
+    def search_space(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
+                     ) -> dict[str, list]:
         """The parameters worth searching for ``variant`` at ``shape`` on ``model``: model
         keys (dotted, e.g. ``"softmax.tile_bytes"``) -> candidate values, for ``dspsim
         optimize`` to run in every combination (the combinations :meth:`check_run` refuses are
@@ -182,10 +273,10 @@ class Op:
         values); an op whose schedules have knobs (tile sizes, buffer counts) overrides it."""
         return {}
 
-    # ------------------------------------------------------------------ calibration
+    # ------------------------------------------------------------------ may: calibration
     def calibration_candidates(
-        self, model: Any, free_keys: Any, longest_shape: tuple[int, ...]
-    ) -> list[tuple[str, tuple[int, ...], dict[str, Any]]]:
+        self, model: HardwareModel, free_keys: Iterable[str], longest_shape: tuple[int, ...]
+    ) -> list[Candidate]:
         """Runs a board could make to tell apart fits that match the measurements equally
         well: ``(variant, shape, model-key settings)``, for ``dspsim calibrate`` to simulate
         with every such fit and propose the one they disagree on most.
@@ -201,7 +292,7 @@ class Op:
             {small, tuple(self.default_shape), tuple(longest_shape)},
             key=lambda s: (int(np.prod(s)), s),
         )
-        out: list[tuple[str, tuple[int, ...], dict[str, Any]]] = []
+        out: list[Candidate] = []
         for variant in self.variants:
             for shape in shapes:
                 try:
@@ -212,7 +303,7 @@ class Op:
         return out
 
 
-def check_tile_bytes(key: str, tile_bytes: int, model: Any) -> None:
+def check_tile_bytes(key: str, tile_bytes: int, model: HardwareModel) -> None:
     """A TCM tile key's value: a whole number of float32 and no larger than a DataRAM."""
     if tile_bytes % 4:
         raise ConfigError(f"{key} = {tile_bytes}: must be a multiple of 4 (float32)")

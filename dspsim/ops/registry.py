@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dspsim.errors import DspsimInputError
-from dspsim.ops.base import Op
+from dspsim.ops.base import REQUIRED_ATTRIBUTES, REQUIRED_METHODS, Op
 from dspsim.schema import register_op_params
 
 OPS: dict[str, Op] = {}
@@ -17,6 +17,11 @@ _DEFAULT: list[str] = []  # the op commands run when none is named
 def register_op(op: Op, default: bool = False) -> Op:
     """Make an operator runnable: its parameter table, its command, its name; ``default``: the
     op commands run when none is named."""
+    missing = [a for a in REQUIRED_ATTRIBUTES if not hasattr(op, a)] + [
+        m for m in REQUIRED_METHODS if getattr(type(op), m) is getattr(Op, m)]
+    if missing:
+        raise ValueError(f"op {getattr(op, 'name', op)!r} does not give {', '.join(missing)} "
+                         "(what every op must give: dspsim.ops.base.REQUIRED)")
     if op.name in OPS:
         raise ValueError(f"op {op.name!r} is already registered")
     if any(o.cmd == op.cmd for o in OPS.values()):

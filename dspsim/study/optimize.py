@@ -467,7 +467,8 @@ def _run(
 
 def _bound(the_op: Op, model: HardwareModel, c: Candidate, shape: tuple[int, ...]) -> float | None:
     m = model.with_overrides(dict(c.params)) if c.params else model
-    value = the_op.bounds(m, c.variant, shape).get("lower_bound_cycles")
+    b = the_op.bounds(m, c.variant, shape)
+    value = None if b is None else b.lower_bound_cycles
     return None if value is None or not math.isfinite(value) else float(value)
 
 

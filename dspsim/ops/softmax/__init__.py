@@ -14,12 +14,13 @@ last axis (a 1-D array is one row).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dspsim.errors import DspsimInputError
-from dspsim.ops.base import SUMMARY_CHUNK_ELEMENTS, Op, Proc, error_summary
+from dspsim.ops.base import SUMMARY_CHUNK_ELEMENTS, Bounds, Candidate, Op, Proc, error_summary
 from dspsim.ops.registry import register_op
 from dspsim.ops.softmax import bounds_variants
 from dspsim.ops.softmax.calibration import calibration_candidates
@@ -37,6 +38,13 @@ from dspsim.ops.softmax.layout import (
 from dspsim.ops.softmax.params import PARAMS
 from dspsim.ops.softmax.program import SOFTMAX_CMD, hbDSPSoftmaxParam
 from dspsim.ops.softmax.reference import default_input, reference_softmax
+
+if TYPE_CHECKING:
+    from dspsim.config import HardwareModel
+    from dspsim.hw.memory import Ptr
+    from dspsim.hw.tcm import TileManager
+    from dspsim.platform import Dsp
+    from dspsim.schema import Params
 
 _NEEDS = {
     "pingpong": {"channels": 2, "banks": 2},
@@ -76,8 +84,9 @@ class Softmax(Op):
     ndims = (1, 2)
     default_shape = (100_000,)
     document = DOCUMENT
+    tile_key = "softmax.tile_bytes"
 
-    def shape_of(self, n: Any = None, shape: Any = None) -> tuple[int, ...]:
+    def shape_of(self, n: int | None = None, shape: Any = None) -> tuple[int, ...]:
         """``(n,)`` from ``n`` or a 1-D shape, or ``(rows, cols)`` from a 2-D shape."""
         if n is not None or shape is None:
             return super().shape_of(n=n, shape=shape)
@@ -97,7 +106,7 @@ class Softmax(Op):
     def checks_params(self, variant: str) -> bool:
         return variant != "direct"  # the table's hardware check is the TCM tile's
 
-    def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
+    def check_run(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> None:
         super().check_run(model, variant, shape)
         if variant == "pingpong":
             banks = [0, 1]  # the seed's one tile in DataRAM 0 and one in DataRAM 1
@@ -123,18 +132,19 @@ class Softmax(Op):
     def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
         return default_input(shape)
 
-    def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int) -> Any:
+    def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int
+                    ) -> hbDSPSoftmaxParam:
         rows = shape[0] if len(shape) == 2 else 1
         return hbDSPSoftmaxParam(4 * int(np.prod(shape)), input_addr, VARIANT_CODES[variant],
                                  rows)
 
-    def handler(self, dsp: Any, input: Any, output: Any, tm: Any) -> Proc:
+    def handler(self, dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
         return hb_dsp_softmax(dsp, input, output, tm)
 
-    def reference(self, x: np.ndarray, params: Any) -> np.ndarray:
+    def reference(self, x: np.ndarray, params: Params | None) -> np.ndarray:
         return reference_softmax(x)
 
-    def output_summary(self, out: np.ndarray, x: np.ndarray, params: Any) -> dict[str, Any]:
+    def output_summary(self, out: np.ndarray, x: np.ndarray, params: Params) -> dict[str, Any]:
         """Errors against :func:`reference_softmax`, its float64 values made a slice at a time
         (each row's max and sum of exponentials first), so a long run holds no float64 copy
         of its whole output."""
@@ -160,11 +170,12 @@ class Softmax(Op):
 
         return error_summary(out, reference, floor=1e-30)
 
-    def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
-        return bounds_variants.bounds(model, self.check_variant(variant),
-                                      self.shape_of(shape=tuple(shape)))
+    def bounds(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
+        return Bounds.of(bounds_variants.bounds(model, self.check_variant(variant),
+                                                self.shape_of(shape=tuple(shape))))
 
-    def search_space(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, list]:
+    def search_space(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
+                     ) -> dict[str, list]:
         """``softmax.tile_bytes``: powers of two from 1 KiB up to the largest whose buffers fit
         the DataRAMs' free space (the DataRAM holding most of the variant's buffers decides;
         ``layout.py``), plus the model's own tile when it fits; ``softmax.buffers`` 2 to 4 for
@@ -196,12 +207,12 @@ class Softmax(Op):
         return space
 
     def calibration_candidates(
-        self, model: Any, free_keys: Any, longest_shape: tuple[int, ...]
-    ) -> list[tuple[str, tuple[int, ...], dict[str, Any]]]:
+        self, model: HardwareModel, free_keys: Iterable[str], longest_shape: tuple[int, ...]
+    ) -> list[Candidate]:
         return calibration_candidates(model, free_keys, longest_shape)
 
 
-def _largest_tile(model: Any, buffers: int) -> int:
+def _largest_tile(model: HardwareModel, buffers: int) -> int:
     """The largest multiple of 4 of which ``buffers`` tiles fit one DataRAM."""
     lo, hi = 0, free_bank_bytes(model) // 4
     while lo < hi:  # largest t with ``buffers`` tiles of 4 t bytes fitting

@@ -157,13 +157,13 @@ def online_row(dsp: Dsp, dst: Ptr, src: Ptr, bufs: list[Ptr], length: int, block
                policy: str) -> Proc:
     """Softmax of one row of ``length`` float32: pass 1, ``1 / d``, pass 2."""
     st = Running()
-    dsp.begin_pass("max_sum")
-    yield from online_pass1(dsp, src, bufs, length, block, policy, st)
-    st.sum = yield from rescale(dsp, bufs[0], st, st.max)  # buffer 0 is free between passes
-    st.ref = st.max
-    st.inv = reciprocal(dsp, st.sum)
-    dsp.begin_pass("exp_mul")
-    yield from online_pass2(dsp, dst, src, bufs, length, block, policy, st)
+    with dsp.pass_("max_sum"):
+        yield from online_pass1(dsp, src, bufs, length, block, policy, st)
+        st.sum = yield from rescale(dsp, bufs[0], st, st.max)  # buffer 0 is free between passes
+        st.ref = st.max
+        st.inv = reciprocal(dsp, st.sum)
+    with dsp.pass_("exp_mul"):
+        yield from online_pass2(dsp, dst, src, bufs, length, block, policy, st)
 
 
 # ----------------------------------------------------------------------------- the variants
@@ -184,7 +184,6 @@ def softmax_streamed(dsp: Dsp, src: Ptr, dst: Ptr, tm: TileManager, rows: int, c
     cycles_start = dsp.TIME_STAMP()
     for r in range(rows):
         yield from online_row(dsp, dst + r * cols, src + r * cols, bufs, cols, block, policy)
-    dsp.end_pass()
     cycles_stop = dsp.TIME_STAMP()
     for buf in bufs:
         tm.free(buf)

@@ -5,10 +5,10 @@ Every function here is a SimPy process body running on a DSP core: ``yield from`
 carries what the C reaches through globals (the core, the iDMA channels, the timer); the op's
 parameters (``TILE_SIZE`` = ``softmax.tile_bytes``, the quirk switches) are ``dsp.params``.
 
-This is the seed's code (``run_tcm_opt`` 0 and 1), with one addition: a ``[rows, cols]`` input
-(``rows`` in the parameter block, 1 for the seed's array) runs the seed's softmax on each row
-in turn, inside the timer. The new schedules are in ``online.py``, ``resident.py`` and
-``rows.py``; ``handler.py`` picks one.
+This is the seed's code (``run_tcm_opt`` 0 and 1); its ``hb_dsp_softmax`` is in ``handler.py``,
+with one addition: a ``[rows, cols]`` input (``rows`` in the parameter block, 1 for the seed's
+array) runs the seed's softmax on each row in turn, inside the timer, and the codes from 2 run
+the new schedules (``online.py``, ``resident.py``, ``rows.py``).
 """
 
 from __future__ import annotations
@@ -19,14 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dspsim.hw.memory import Ptr
-from dspsim.hw.tcm import TileManager
 from dspsim.kernels import numerics
-from dspsim.ops.frames import (
-    XV_MEM_BANK_COLOR_0,
-    XV_MEM_BANK_COLOR_1,
-    Proc,
-    hb_dsp_ping_pong_frame,
-)
+from dspsim.ops.frames import Proc, hb_dsp_ping_pong_frame
 
 if TYPE_CHECKING:
     from dspsim.platform import Dsp
@@ -112,16 +106,15 @@ def tile_mul(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, out: list, param:
 # ------------------------------------------------------------------------- direct version
 def dsp_softmax(dsp: Dsp, input: Ptr, length: int, output: Ptr) -> Proc:
     core = dsp.core
-    dsp.begin_pass("max")
-    max_value = yield from core.call("vecmaxf", length, input)
-    dsp.begin_pass("exp")
-    yield from vecexpf_max(dsp, output, input, length, max_value)
-    dsp.begin_pass("sum")
-    sum_ = yield from core.call("vecsum", length, output)
-    dsp.begin_pass("mul")
-    div = reciprocal(dsp, sum_)
-    yield from core.call("vecmul", length, output, output, scalar=div)
-    dsp.end_pass()
+    with dsp.pass_("max"):
+        max_value = yield from core.call("vecmaxf", length, input)
+    with dsp.pass_("exp"):
+        yield from vecexpf_max(dsp, output, input, length, max_value)
+    with dsp.pass_("sum"):
+        sum_ = yield from core.call("vecsum", length, output)
+    with dsp.pass_("mul"):
+        div = reciprocal(dsp, sum_)
+        yield from core.call("vecmul", length, output, output, scalar=div)
     return 0
 
 
@@ -131,58 +124,19 @@ def ping_pong_softmax(
     block: int,
 ) -> Proc:
     """The ping-pong branch's three passes over one array (one row) of ``length`` float32."""
-    dsp.begin_pass("max")
     max_value = [np.float32(0.0 if dsp.params.max_init == "zero" else -np.inf)]
-    yield from hb_dsp_ping_pong_frame(
-        dsp, dst, src, src_idma, dst_idma, length, tile_max, max_value, 0, False, block
-    )
-    check_running_max(dsp, max_value[0], src, length)  # model check, not in the C
-    dsp.begin_pass("exp_sum")
+    with dsp.pass_("max"):
+        yield from hb_dsp_ping_pong_frame(
+            dsp, dst, src, src_idma, dst_idma, length, tile_max, max_value, 0, False, block
+        )
+        check_running_max(dsp, max_value[0], src, length)  # model check, not in the C
     sum_value = [np.float32(0.0)]
-    yield from hb_dsp_ping_pong_frame(
-        dsp, dst, src, src_idma, dst_idma, length, tile_sum, sum_value, max_value[0], True,
-        block,
-    )
-    dsp.begin_pass("mul")
-    yield from hb_dsp_ping_pong_frame(
-        dsp, dst, dst, src_idma, dst_idma, length, tile_mul, [0], sum_value[0], True, block
-    )
-
-
-# ------------------------------------------------------------------------- the operator
-def hb_dsp_softmax(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
-    ptr: hbDSPSoftmaxParam = dsp.ddr.load_struct(input)
-    src = dsp.hb_dsp_mem_map(ptr.input, ptr.data_size)
-    dst = output
-    TILE_SIZE = dsp.params.tile_bytes  # noqa: N806 - the seed's macro
-    if dsp.params.schedule == "split":  # inputs on channel 0, outputs on channel 1
-        dsp.channel_map = lambda channel, kind: 0 if kind == "copy_in" else 1
-
-    rows = ptr.rows  # 1 in the seed; a [rows, cols] input runs its rows one after the other
-    if ptr.run_tcm_opt:  # ping-pong optimisation
-        src_0 = tm.allocate(TILE_SIZE, XV_MEM_BANK_COLOR_0, dsp.IVP_2N)
-        dst_0 = src_0
-        src_1 = tm.allocate(TILE_SIZE, XV_MEM_BANK_COLOR_1, dsp.IVP_2N)
-        dst_1 = src_1
-        src_idma = [src_0, src_1]
-        dst_idma = [dst_0, dst_1]
-        length = (ptr.data_size >> 2) // rows
-        block = TILE_SIZE >> 2
-
-        cycles_start = dsp.TIME_STAMP()
-        for r in range(rows):
-            yield from ping_pong_softmax(
-                dsp, dst + r * length, src + r * length, src_idma, dst_idma, length, block
-            )
-        dsp.end_pass()
-        tm.free(src_0)
-        tm.free(src_1)
-        cycles_stop = dsp.TIME_STAMP()
-    else:  # direct call to DDR
-        cycles_start = dsp.TIME_STAMP()
-        N = (ptr.data_size >> 2) // rows  # noqa: N806
-        for r in range(rows):
-            yield from dsp_softmax(dsp, src + r * N, N, dst + r * N)
-        cycles_stop = dsp.TIME_STAMP()
-    dsp.PROF(cycles_start, cycles_stop)  # self_cycles = cycles_stop - cycles_start; DSP_LOGI
-    return 0
+    with dsp.pass_("exp_sum"):
+        yield from hb_dsp_ping_pong_frame(
+            dsp, dst, src, src_idma, dst_idma, length, tile_sum, sum_value, max_value[0], True,
+            block,
+        )
+    with dsp.pass_("mul"):
+        yield from hb_dsp_ping_pong_frame(
+            dsp, dst, dst, src_idma, dst_idma, length, tile_mul, [0], sum_value[0], True, block
+        )

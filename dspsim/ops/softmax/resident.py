@@ -68,48 +68,48 @@ def resident_row(dsp: Dsp, dst: Ptr, src: Ptr, lay: ResidentLayout, res: list[Pt
     def tcm(bank: int, off: int) -> Ptr:
         return res[bank] + off
 
-    dsp.begin_pass("load_max")
-    vret_in = []
-    for j, (bank, off, row, size) in enumerate(chunks):
-        vret_in.append((yield from IDMA_COPY(dsp, j % channels, src + row, tcm(bank, off),
-                                             size << 2, j)))
-    big = _F32(-np.inf)
-    for j, (bank, off, _, size) in enumerate(chunks):
-        dsp.labels.tile, dsp.labels.buffer = j, bank
-        yield from IDMA_WAIT(dsp, j % channels, vret_in[j], "wait_in")
-        m_j = yield from core.call("vecmaxf", size, tcm(bank, off))
-        big = new_max(m_j, big)
-    dsp.labels.tile = dsp.labels.buffer = -1
-    block = tile_elems(dsp.model)
-    st = Running()
-    if lay.streamed:
-        yield from online_pass1(dsp, src + lay.resident, bufs, lay.streamed, block, "pingpong",
-                                st)
-        big = new_max(st.max, big)
+    with dsp.pass_("load_max"):
+        vret_in = []
+        for j, (bank, off, row, size) in enumerate(chunks):
+            vret_in.append((yield from IDMA_COPY(dsp, j % channels, src + row, tcm(bank, off),
+                                                 size << 2, j)))
+        big = _F32(-np.inf)
+        for j, (bank, off, _, size) in enumerate(chunks):
+            dsp.labels.tile, dsp.labels.buffer = j, bank
+            yield from IDMA_WAIT(dsp, j % channels, vret_in[j], "wait_in")
+            m_j = yield from core.call("vecmaxf", size, tcm(bank, off))
+            big = new_max(m_j, big)
+        dsp.labels.tile = dsp.labels.buffer = -1
+        block = tile_elems(dsp.model)
+        st = Running()
+        if lay.streamed:
+            yield from online_pass1(dsp, src + lay.resident, bufs, lay.streamed, block, "pingpong",
+                                    st)
+            big = new_max(st.max, big)
 
-    dsp.begin_pass("exp_sum")
-    total = _F32(0.0)
-    for bank, count in enumerate(lay.per_bank):
-        if count:
-            yield from vecexpf_max(dsp, res[bank], res[bank], count, big)
-            total = _F32(total + (yield from core.call("vecsum", count, res[bank])))
-    if lay.streamed:  # the streamed part's sum, at its reference max, to the max
-        total = _F32(total + (yield from rescale(dsp, bufs[0], st, big)))  # buffer 0 is free
-    st.max, st.inv = big, reciprocal(dsp, total)
+    with dsp.pass_("exp_sum"):
+        total = _F32(0.0)
+        for bank, count in enumerate(lay.per_bank):
+            if count:
+                yield from vecexpf_max(dsp, res[bank], res[bank], count, big)
+                total = _F32(total + (yield from core.call("vecsum", count, res[bank])))
+        if lay.streamed:  # the streamed part's sum, at its reference max, to the max
+            total = _F32(total + (yield from rescale(dsp, bufs[0], st, big)))  # buffer 0 is free
+        st.max, st.inv = big, reciprocal(dsp, total)
 
-    dsp.begin_pass("mul_out")
-    vret_out = []
-    for j, (bank, off, row, size) in enumerate(chunks):
-        dsp.labels.tile, dsp.labels.buffer = j, bank
-        yield from core.call("vecmul", size, tcm(bank, off), tcm(bank, off), scalar=st.inv)
-        vret_out.append((yield from IDMA_COPY(dsp, j % channels, tcm(bank, off), dst + row,
-                                              size << 2, j)))
-    dsp.labels.tile = dsp.labels.buffer = -1
-    if lay.streamed:
-        yield from online_pass2(dsp, dst + lay.resident, src + lay.resident, bufs,
-                                lay.streamed, block, "pingpong", st)
-    for j, vret in enumerate(vret_out):
-        yield from IDMA_WAIT(dsp, j % channels, vret, "wait_out")
+    with dsp.pass_("mul_out"):
+        vret_out = []
+        for j, (bank, off, row, size) in enumerate(chunks):
+            dsp.labels.tile, dsp.labels.buffer = j, bank
+            yield from core.call("vecmul", size, tcm(bank, off), tcm(bank, off), scalar=st.inv)
+            vret_out.append((yield from IDMA_COPY(dsp, j % channels, tcm(bank, off), dst + row,
+                                                  size << 2, j)))
+        dsp.labels.tile = dsp.labels.buffer = -1
+        if lay.streamed:
+            yield from online_pass2(dsp, dst + lay.resident, src + lay.resident, bufs,
+                                    lay.streamed, block, "pingpong", st)
+        for j, vret in enumerate(vret_out):
+            yield from IDMA_WAIT(dsp, j % channels, vret, "wait_out")
 
 
 def softmax_resident(dsp: Dsp, src: Ptr, dst: Ptr, tm: TileManager, rows: int, cols: int
@@ -131,7 +131,6 @@ def softmax_resident(dsp: Dsp, src: Ptr, dst: Ptr, tm: TileManager, rows: int, c
     cycles_start = dsp.TIME_STAMP()
     for r in range(rows):
         yield from resident_row(dsp, dst + r * cols, src + r * cols, lay, res, bufs)
-    dsp.end_pass()
     cycles_stop = dsp.TIME_STAMP()
     for ptr in [p for p in res if p is not None] + bufs:
         tm.free(ptr)

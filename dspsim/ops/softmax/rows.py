@@ -75,14 +75,13 @@ def softmax_rows(dsp: Dsp, src: Ptr, dst: Ptr, tm: TileManager, rows: int, cols:
 
     cycles_start = dsp.TIME_STAMP()
     if per_tile:
-        dsp.begin_pass("rows")
-        yield from hb_dsp_stream_frame(dsp, dst, src, bufs, rows * cols, per_tile * cols,
-                                       tile_rows, cols, True, "pingpong")
+        with dsp.pass_("rows"):
+            yield from hb_dsp_stream_frame(dsp, dst, src, bufs, rows * cols, per_tile * cols,
+                                           tile_rows, cols, True, "pingpong")
     else:
         for r in range(rows):
             yield from online_row(dsp, dst + r * cols, src + r * cols, bufs, cols,
                                   tile_elems(model), "pingpong")
-    dsp.end_pass()
     cycles_stop = dsp.TIME_STAMP()
     for buf in bufs:
         tm.free(buf)

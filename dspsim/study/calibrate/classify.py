@@ -82,27 +82,28 @@ def resource_bounds(model: HardwareModel, m: Measurement) -> tuple[dict[str, flo
     gives none), and the requests in flight the outstanding bound assumes."""
     op = get_op(m.op)
     b = op.bounds(model, m.variant, m.shape)
-    if not b or "dma_bound_cycles" not in b:
+    if b is None:
         return {}, None
     lat, bw = model.ddr.latency_cycles, model.ddr.bytes_per_cycle
-    requests = b.get("ddr_requests") or 0
-    nbytes = (b.get("ddr_read_bytes") or 0) + (b.get("ddr_write_bytes") or 0)
-    latency_bound = float(b.get("latency_bound_cycles") or 0.0)
-    window = b.get("outstanding_requests")  # the op's own, else what its latency bound implies
+    requests = b.ddr_requests or 0
+    nbytes = b.ddr_read_bytes + b.ddr_write_bytes
+    latency_bound = float(b.latency_bound_cycles or 0.0)
+    window = b.outstanding_requests  # the op's own, else what its latency bound implies
     if window is None and latency_bound > 0:
         window = requests * lat / latency_bound
     per_request = nbytes / requests if requests else 0.0
     outstanding = latency_bound * (1.0 + per_request / (bw * lat)) if lat > 0 else 0.0
-    core = float(b.get("compute_bound_cycles") or 0.0)
+    core = float(b.compute_bound_cycles or 0.0)
     descriptor = 0.0
     if model.idma.setup_cycles > 0 and core > 0:
         try:
             bare = op.bounds(model.with_overrides({SETUP_KEY: 0.0}), m.variant, m.shape)
-            descriptor = max(0.0, core - float(bare.get("compute_bound_cycles") or 0.0))
+            bare_core = bare.compute_bound_cycles if bare is not None else 0.0
+            descriptor = max(0.0, core - float(bare_core or 0.0))
         except ConfigError:
             descriptor = 0.0
     return {
-        "port": float(b["dma_bound_cycles"]),
+        "port": float(b.dma_bound_cycles),
         "outstanding": outstanding,
         "descriptor": descriptor,
         "compute": core - descriptor,

@@ -226,7 +226,7 @@ def _feasible(
                                         m.variant, m.shape)
             except (ConfigError, DspsimInputError):
                 continue
-            best = min(best, float(b.get("lower_bound_cycles", 0.0) or 0.0))
+            best = min(best, float(b.lower_bound_cycles or 0.0) if b is not None else 0.0)
         if best > m.cycles * (1 + screen):
             return False
     return True

@@ -41,6 +41,7 @@ import numpy as np
 
 from dspsim.config import HardwareModel, key_type, model_field, model_key, parse_value
 from dspsim.errors import ConfigError, DspsimInputError
+from dspsim.host.window import check_fits_window, largest_first_dim, window_bytes
 from dspsim.ops import Op, get_op, op_names
 from dspsim.paths import read_small_text
 from dspsim.run import simulate
@@ -156,14 +157,14 @@ def _parse_cycles(text: str, where: str) -> float:
 # ------------------------------------------------------------------ the DSP's DDR window
 def ddr_bytes(shape: tuple[int, ...] | int, op: str = DEFAULT_OP) -> int:
     """Bytes of the DSP's DDR window one run of ``op`` on ``shape`` takes (an int: a 1-D op's
-    length): :meth:`dspsim.ops.Op.window_bytes`."""
+    length): :func:`dspsim.host.window.window_bytes`."""
     shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
-    return get_op(op).window_bytes(shape)
+    return window_bytes(get_op(op), shape)
 
 
 def max_first_dim(op: str, shape: tuple[int, ...]) -> int:
-    """:meth:`dspsim.ops.Op.largest_first_dim` of ``op``."""
-    return get_op(op).largest_first_dim(shape)
+    """:func:`dspsim.host.window.largest_first_dim` of ``op``."""
+    return largest_first_dim(get_op(op), shape)
 
 
 MAX_N = max_first_dim(DEFAULT_OP, (1,)) if get_op(DEFAULT_OP).ndim == 1 else 0
@@ -235,7 +236,7 @@ def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[
         dims = tuple(int(p) for p in parts)
     else:
         dims = tuple(op.default_shape)
-    op.check_fits_ddr(dims, f"{where}: ")
+    check_fits_window(op, dims, f"{where}: ")
     return dims
 
 

@@ -4,7 +4,7 @@ Continuous keys are fitted by least squares on the relative error of every measu
 (``scipy.optimize.least_squares``, in log space where the range is positive). Integer keys
 (``idma.max_outstanding``, ...) are enumerated on a grid and the continuous keys fitted for each
 grid value. Least squares is local, so every fit starts from the model's values *and* from the
-minima of the closed-form estimate (each op's ``bounds(...)["estimate_cycles"]``) over the free
+minima of the closed-form estimate (each op's ``bounds(...).estimate_cycles``) over the free
 range: that is what finds a second, distant family of fits when there is one.
 
 :meth:`Problem.profile` walks one key away from a fit, refitting the others, to the edges where
@@ -142,9 +142,8 @@ class Problem:
         out = np.empty(len(self.measurements))
         for i, m in enumerate(self.measurements):
             try:
-                est = get_op(m.op).bounds(self.model_with(values, m), m.variant, m.shape).get(
-                    "estimate_cycles"
-                )
+                b = get_op(m.op).bounds(self.model_with(values, m), m.variant, m.shape)
+                est = None if b is None else b.estimate_cycles
             except ConfigError:
                 est = math.inf
             if est is None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from dspsim.config import HardwareModel, load_model, load_models, parse_value
 from dspsim.errors import DspsimInputError
+from dspsim.host.window import check_fits_window
 from dspsim.ops import Op, get_op
 from dspsim.platform import FIDELITIES
 from dspsim.run import git_sha, simulate
@@ -239,7 +240,7 @@ def _check_fits(op: Op, key: str, value: Any) -> None:
     """Refuse, before anything runs, a size whose arrays cannot fit the DSP's DDR window at any
     point (as ``dspsim run --n`` does)."""
     shape = (value,) if key == "n" else parse_shape(value)
-    op.check_fits_ddr(tuple(shape), f"{op.name}: ")
+    check_fits_window(op, tuple(shape), f"{op.name}: ")
 
 
 def _short_number(value: Any) -> str:

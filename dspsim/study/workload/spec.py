@@ -49,6 +49,7 @@ from typing import Any
 from dspsim.arrays import ddr_layout_bytes
 from dspsim.errors import DspsimInputError
 from dspsim.host.ucp import ANY, check_priority, parse_backend
+from dspsim.host.window import check_fits_window
 from dspsim.ops import get_op
 from dspsim.paths import read_small_text
 from dspsim.platform import DDR_WINDOW_BYTES
@@ -189,7 +190,7 @@ def _stream(source: str, k: int, raw: Any) -> Stream:
             raise WorkloadError(f"variant = {_show(variant)}: expected a string")
         op.check_variant(variant)
         shape = op.shape_of(n=_checked_n(raw.get("n")), shape=_checked_shape(raw.get("shape")))
-        op.check_fits_ddr(shape, "")  # before anything runs, naming the stream
+        check_fits_window(op, shape)  # before anything runs, naming the stream
         priority = check_priority(raw.get("priority", 0))
         backend = raw.get("backend", ANY)
         if not isinstance(backend, str) or not (backend == ANY or _CORE.fullmatch(backend)):
@@ -298,6 +299,7 @@ def check_workload(workload: Workload, model: Any) -> None:
         where = f"{workload.source}: stream {s.name!r}"
         try:
             parse_backend(s.backend, cores)
+            check_fits_window(get_op(s.op), s.shape)
             get_op(s.op).check_run(model, s.variant, s.shape)
         except DspsimInputError as e:
             raise WorkloadError(f"{where}: {e}") from None

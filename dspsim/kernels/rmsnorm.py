@@ -1,0 +1,115 @@
+"""RMSNorm's kernel, its loop shape, and the row chain it serves.
+
+RMSNorm scales each row of ``C`` elements by the reciprocal of its root mean square:
+``y = x / sqrt(mean(x^2) + eps)``. Per row:
+
+1. ``ss = vecsumsq(x)``: the float32 sum of squares (kernel below).
+2. ``rstd = 1 / sqrt(ss / C + eps)``: scalar float32 arithmetic on the core
+   (:func:`rmsnorm_rstd`).
+3. ``vecmul(z, x, rstd)``: the seed's kernel, ``z = x * rstd`` (one rounding per element).
+
+No mean is subtracted, so there is no cancellation: the square sum of positive terms is
+accurate to a few float32 ulps whatever the offset. :func:`rmsnorm_rows` chains the steps for a
+``(rows, C)`` array, as the op does.
+
+Assumed Vision (IVP) instructions (:mod:`dspsim.kernels.toolkit`; the shared assumptions are
+collected in :mod:`dspsim.kernels.numerics`):
+
+* ``IVP_LAN_2XF32_IP`` x2 per iteration after one priming load of the alignment register;
+  the tail's two ``IVP_LAVN_2XF32_XP`` variable-length loads, with the ``MULA`` predicated
+  (``IVP_MULAN_2XF32T``) under a mask of the valid lanes, so lanes past the end leave the
+  accumulators unchanged.
+* ``IVP_MULAN_2XF32`` (``acc += x * x``) is fused: one rounding of the exact square plus the
+  accumulator; two accumulators, then ``IVP_ADDN_2XF32`` and the ``IVP_RADDN_2XF32`` tree.
+* float32 rounds to nearest even and keeps subnormals; a NaN is the default quiet NaN.
+
+``vecsumsq`` (C: ``float32_t vecsumsq(const float32_t *x, int N)``), per iteration of two
+vectors ``x0, x1``::
+
+    q0 = MULA(q0, x0, x0); q1 = MULA(q1, x1, x1)
+
+then ``RADD(q0 + q1)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dspsim.kernels.numerics import vecmul
+from dspsim.kernels.registry import Kernel, register
+from dspsim.kernels.shapes import LoopShape
+from dspsim.kernels.toolkit import (
+    F32,
+    as_batch,
+    as_f32,
+    check_lanes,
+    fused_square_sum,
+    log2_lanes,
+    padded_iterations,
+    radd,
+    reduction_result,
+    scalar_result,
+    two_accumulator_segments,
+)
+
+VECSUMSQ = LoopShape(
+    "vecsumsq",
+    data_loads=2,  # IVP_LAN_2XF32_IP x2 (IVP_LAVN_2XF32_XP x2 in the tail)
+    table_loads=0,
+    stores=0,
+    alu_ops=2,  # IVP_MULAN_2XF32 x2
+    segments=two_accumulator_segments,
+    # add the two accumulators, then the IVP_RADDN_2XF32 tree
+    reduction_ops=lambda lanes: 1 + log2_lanes(lanes),
+)
+
+
+def vecsumsq(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
+    """``sum(x * x)`` in float32 as the kernel computes it: two accumulators of ``lanes``
+    starting at +0.0 take 2*lanes elements per iteration (element ``i`` to accumulator
+    ``(i // lanes) % 2``, lane ``i % lanes``), each ``fma(x, x, acc)`` one rounding; the tail
+    predicated; then ``acc0 + acc1`` and the ``IVP_RADDN_2XF32`` tree of halves. A ``(rows,
+    n)`` batch gives one sum per row, ``(rows,)``; an empty row gives 0.0."""
+    check_lanes(lanes)
+    x = as_f32(x)
+    xb = as_batch(x)
+    if xb.shape[1] == 0:
+        return reduction_result(np.zeros(xb.shape[0], F32), x)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        v = radd(fused_square_sum(padded_iterations(xb, lanes, -0.0)))
+    return reduction_result(v, x)
+
+
+def rmsnorm_rstd(ss: np.float32 | np.ndarray, cols: int, eps: float
+                 ) -> np.float32 | np.ndarray:
+    """Step 2: ``rstd = 1 / sqrt(ss / C + eps)`` in float32, each of the divide, add, sqrt
+    (correctly rounded) and reciprocal rounded; ``C`` and ``eps`` taken to float32 first."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        ms = (np.asarray(ss, F32) / F32(cols)).astype(F32)
+        rstd = (F32(1.0) / np.sqrt((ms + F32(eps)).astype(F32))).astype(F32)
+    return scalar_result(rstd)
+
+
+def rmsnorm_rows(x2d: np.ndarray, eps: float, lanes: int) -> np.ndarray:
+    """RMSNorm of each row of ``x2d`` (``(rows, cols)`` or ``(cols,)``) through the kernels,
+    as the op chains them: :func:`vecsumsq` -> :func:`rmsnorm_rstd` -> ``vecmul``.
+
+    Accuracy (tests/test_rmsnorm.py, against float64): within ``max(1e-5 |ref|, 1e-6)`` on
+    normal data of sigma 1e-4 to 1e4 offset by up to 1e5, uniform, constant and tiny rows
+    (``|x|`` down to 1e-30, where ``eps`` dominates). Limits: the square sum is float32, so
+    ``|x|`` beyond ~1.8e19 overflows it (the row scales to 0); with ``eps = 0`` a row whose
+    squares all underflow (``|x|`` below ~1e-23) gives inf or NaN.
+    """
+    x = as_f32(x2d)
+    cols = x.shape[-1]
+    if cols == 0:
+        return np.empty(x.shape, F32)
+    return vecmul(x, rmsnorm_rstd(vecsumsq(x, lanes), cols, eps))
+
+
+def compute_vecsumsq(src: np.ndarray, dst: None, lanes: int) -> np.float32 | np.ndarray:
+    """Kernel-registry entry of ``vecsumsq``."""
+    return vecsumsq(src, lanes)
+
+
+VECSUMSQ_KERNEL = register(Kernel("vecsumsq", VECSUMSQ, compute_vecsumsq, results=1))

@@ -1,0 +1,226 @@
+"""What a kernel author needs: float32 helpers that compute as the Vision (IVP) instructions do,
+and the loop-segment builders of the usual NatureDSP-style loops.
+
+A kernel is a :class:`~dspsim.kernels.shapes.LoopShape` (its loop: vector loads, stores and ALU
+operations per iteration, :data:`Segment` runs for the tail, the reduction tree; the cost
+follows) and float32 numerics that take a ``(n,)`` call or a ``(rows, n)`` batch of calls and
+give each row bit for bit the 1-D call's result. The helpers here are the pieces those numerics
+are made of; each names the instruction (or loop) it models. The shared assumptions about the
+instructions (NaN, fused multiply-add, the lane-reduction tree, rounding) are collected in
+:mod:`dspsim.kernels.numerics`' docstring.
+
+A kernel's numerics, typically::
+
+    x = as_f32(src)                       # (n,) or (rows, n), float32
+    xb = as_batch(x)                      # (rows, n)
+    vectors = padded_iterations(xb, lanes, -0.0)   # IVP_LAN_2XF32_IP x2, predicated tail
+    acc = sequential_sum(vectors)         # two accumulators of IVP_ADDN_2XF32
+    return reduction_result(radd(acc), x) # acc0 + acc1, IVP_RADDN_2XF32; scalar for a 1-D call
+
+and its shape ``LoopShape("vecsum", data_loads=2, table_loads=0, stores=0, alu_ops=2,
+segments=two_accumulator_segments, reduction_ops=lambda lanes: 1 + log2_lanes(lanes))``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dspsim.errors import DspsimInputError
+
+F32 = np.float32
+
+# (count, load_bytes, store_bytes): ``count`` iterations, each issuing the listed vector loads
+# and stores (0 bytes: a predicated-off access that touches no memory)
+Segment = tuple[int, tuple[int, ...], tuple[int, ...]]
+
+
+# ----------------------------------------------------------------------------- arrays
+def check_lanes(lanes: int) -> None:
+    """Refuse a lane count the reduction trees cannot halve (a power of two >= 1)."""
+    if not isinstance(lanes, int | np.integer) or lanes < 1 or lanes & (lanes - 1):
+        raise DspsimInputError(
+            f"float32 lanes per vector must be a power of two >= 1 for the lane reduction, "
+            f"got {lanes!r}"
+        )
+
+
+def as_f32(x: np.ndarray) -> np.ndarray:
+    """A kernel input as float32, of shape ``(n,)`` or ``(rows, n)`` (a batch of calls)."""
+    x = np.asarray(x)
+    if x.ndim not in (1, 2):
+        raise DspsimInputError(
+            f"kernel input must be a 1-D array or a 2-D batch of rows, got shape {x.shape}"
+        )
+    return x.astype(F32, copy=False)
+
+
+def as_batch(x: np.ndarray) -> np.ndarray:
+    """A kernel input of shape ``(n,)`` or ``(rows, n)`` as ``(rows, n)`` (a view)."""
+    return x if x.ndim == 2 else x[None, :]
+
+
+def row_scalar(value: float | np.ndarray, x: np.ndarray) -> np.float32 | np.ndarray:
+    """A kernel's scalar argument in float32 (the C's ``float32_t`` splat into a vector
+    register): a scalar, or for a batch ``x`` of shape ``(rows, n)`` a per-row ``(rows,)``
+    array, returned as a ``(rows, 1)`` column that broadcasts along each row."""
+    v = np.asarray(value)
+    if v.ndim == 0:
+        return F32(v)
+    if x.ndim == 2 and v.shape == (x.shape[0],):
+        return v.astype(F32)[:, None]
+    raise DspsimInputError(
+        f"a kernel's scalar argument must be a scalar, or one value per row of a 2-D batch; "
+        f"got shape {v.shape} for input shape {x.shape}"
+    )
+
+
+def canonical_nan(a: np.ndarray) -> np.ndarray:
+    """Every NaN of the float32 array ``a`` (in place) made the default quiet NaN (0x7FC00000),
+    as the vector unit gives it; returns ``a``."""
+    np.copyto(a, F32(np.nan), where=np.isnan(a))
+    return a
+
+
+def reduction_result(v: np.ndarray, x: np.ndarray) -> np.float32 | np.ndarray:
+    """A reduction's per-row results ``(rows,)`` (``IVP_MOVF32`` of lane 0 per call): an
+    ``np.float32`` for a 1-D call ``x``, NaN canonical."""
+    v = canonical_nan(np.asarray(v, F32))
+    return F32(v[0]) if x.ndim == 1 else v
+
+
+def scalar_result(v: np.ndarray) -> np.float32 | np.ndarray:
+    """A scalar step's float32 result (the core's scalar FPU), NaN canonical: an
+    ``np.float32`` for a 0-D value, else the array."""
+    v = canonical_nan(np.asarray(v, F32))
+    return F32(v) if v.ndim == 0 else v
+
+
+# ----------------------------------------------------------------------------- loops
+def padded_iterations(x: np.ndarray, lanes: int, pad: float) -> np.ndarray:
+    """``x`` (``(rows, n)``) as ``(rows, iterations, 2, lanes)``: the vectors a loop of two
+    ``IVP_LAN_2XF32_IP`` loads per iteration reads, the predicated tail
+    (``IVP_LAVN_2XF32_XP``, its lanes past the end left alone) filled with ``pad`` (the
+    operation's identity: ``-0.0`` for an add, ``-inf`` for a max)."""
+    rows, n = x.shape
+    per_iter = 2 * lanes
+    iterations = -(-n // per_iter)
+    buf = np.full((rows, iterations * per_iter), pad, F32)
+    buf[:, :n] = x
+    return buf.reshape(rows, iterations, 2, lanes)
+
+
+def sequential_sum(vectors: np.ndarray) -> np.ndarray:
+    """Two ``IVP_ADDN_2XF32`` accumulators starting at +0.0 that add ``vectors[:, k]`` for
+    k = 0, 1, ... in turn, one float32 rounding per add:
+    ``(rows, iterations, 2, lanes) -> (rows, 2, lanes)``."""
+    # np.cumsum adds along the axis in order (np.sum may reorder into pairwise partial sums).
+    # It starts from the first element rather than +0.0; adding +0.0 at the end gives the same
+    # bits: the two differ only on a -0.0 running sum, which stays -0.0 only while every term
+    # is -0.0, and then +0.0 + -0.0 = +0.0 as the accumulator would have it.
+    return np.cumsum(vectors, axis=1, dtype=F32)[:, -1] + F32(0.0)
+
+
+def fused_square_sum(d: np.ndarray) -> np.ndarray:
+    """Two ``IVP_MULAN_2XF32`` accumulators (``acc += d * d``, fused: one rounding of the exact
+    square plus the accumulator) starting at +0.0, iteration after iteration:
+    ``(rows, iterations, 2, lanes) -> (rows, 2, lanes)``. A padded lane (``d = ±0``) adds +0.0,
+    which leaves the accumulator (never -0.0) unchanged."""
+    squares = np.square(d.astype(np.float64))  # exact: a float32 square fits a float64
+    acc = np.zeros((d.shape[0],) + d.shape[2:], F32)
+    for k in range(d.shape[1]):  # one fused add per iteration, vectorised over rows and lanes
+        acc = add_exact_f32(squares[:, k], acc)
+    return acc
+
+
+def radd(acc: np.ndarray) -> np.ndarray:
+    """``acc0 + acc1`` (``IVP_ADDN_2XF32``), then ``IVP_RADDN_2XF32`` as a pairwise tree of
+    halves: ``(rows, 2, lanes) -> (rows,)``, each add rounded to float32."""
+    v = (acc[:, 0] + acc[:, 1]).astype(F32)
+    while v.shape[-1] > 1:
+        half = v.shape[-1] // 2
+        v = (v[:, :half] + v[:, half:]).astype(F32)
+    return v[:, 0]
+
+
+# ----------------------------------------------------------------------------- arithmetic
+def maxf(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
+    """``IVP_MAXN_2XF32``: elementwise IEEE 754-2019 ``maximum``: NaN if either operand is NaN
+    (the default quiet NaN), and +0.0 above -0.0."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        m = np.maximum(a, b)  # propagates NaN, but returns either zero when they compare equal
+        both_zero = (a == 0) & (b == 0)
+        m = np.where(both_zero, a + b, m).astype(F32)  # -0 + -0 = -0; any +0 gives +0
+    return canonical_nan(m)
+
+
+def fma_f32(a: np.ndarray, b: np.ndarray | np.float32, c: np.ndarray | np.float32) -> np.ndarray:
+    """``IVP_MULAN_2XF32``: ``a * b + c`` rounded once to float32 (a fused multiply-add)."""
+    return add_exact_f32(np.asarray(a, np.float64) * np.asarray(b, np.float64), c)
+
+
+def add_exact_f32(p: np.ndarray, c: np.ndarray | np.float32) -> np.ndarray:
+    """``p + c`` rounded once to float32, for a float64 ``p`` holding an exact float32 product
+    (so ``IVP_MULAN_2XF32``'s ``fma(a, b, c) = add_exact_f32(float64(a) * float64(b), c)``).
+
+    The float64 sum is turned into its round-to-odd value (truncate, then set the last bit if
+    anything was lost, the lost part coming from an exact TwoSum); rounding a round-to-odd
+    float64 to float32 is then the correctly rounded fused result, with no double-rounding
+    error.
+    """
+    p = np.asarray(p, np.float64)
+    c64 = np.asarray(c, np.float64)
+    s = np.asarray(p + c64)
+    bb = s - p
+    err = (p - (s - bb)) + (c64 - bb)
+    inexact = err != 0
+    inexact &= np.isfinite(s)
+    if inexact.any():
+        bits = s.view(np.int64)  # s is a fresh array: adjust its bits in place
+        # s was rounded away from zero when the lost part has the opposite sign: step back one
+        # ulp toward zero (one less in the magnitude bits, whatever the sign), then make it odd.
+        away = np.not_equal(err < 0, s < 0)
+        away &= inexact
+        np.subtract(bits, away, out=bits)
+        np.bitwise_or(bits, inexact, out=bits)
+    return s.astype(F32)
+
+
+# ----------------------------------------------------------------------------- segments
+def log2_lanes(lanes: int) -> int:
+    """Levels of a lane-reduction tree (``IVP_RADDN_2XF32``, or rotate-and-max with
+    ``IVP_SELN_2XF32I``) over ``lanes`` lanes."""
+    return max(0, (lanes - 1).bit_length())
+
+
+def two_accumulator_segments(n: int, lanes: int) -> list[Segment]:
+    """A reduction over two accumulators: ``n // (2 lanes)`` iterations of two
+    ``IVP_LAN_2XF32_IP`` loads, then one predicated pass of two variable-length loads
+    (``IVP_LAVN_2XF32_XP``) over the rest (bytes 0 where a load is off)."""
+    vb = 4 * lanes
+    main = n // (2 * lanes)
+    tail_bytes = (n & (2 * lanes - 1)) * 4
+    tail = (1, (max(0, min(vb, tail_bytes)), max(0, min(vb, tail_bytes - vb))), ())
+    return [(main, (vb, vb), ()), tail]
+
+
+def one_vector_variable_segments(n: int, lanes: int) -> list[Segment]:
+    """An elementwise loop of ``ceil(n / lanes)`` iterations, one vector in and one out; the
+    last a variable-length load and store (``IVP_LAVN_2XF32_XP`` / ``IVP_SAVN_2XF32_XP``)."""
+    vb = 4 * lanes
+    full, rest = divmod(n, lanes)
+    segs = [(full, (vb,), (vb,))]
+    if rest:
+        segs.append((1, (4 * rest,), (4 * rest,)))
+    return segs
+
+
+def one_vector_extra_segments(n: int, lanes: int) -> list[Segment]:
+    """An elementwise loop of ``n // lanes`` iterations (``IVP_LAN_2XF32_IP`` /
+    ``IVP_SAN_2XF32_IP``), then one more whole aligning load and a variable store of the rest.
+
+    The extra iteration always loads a whole vector, even when n is a multiple of the lane
+    count (the seed's ``vecmul`` reads up to one vector past the array's end); it then stores
+    nothing, so the call's last request is a load."""
+    vb = 4 * lanes
+    full, rest = divmod(n, lanes)
+    return [(full, (vb,), (vb,)), (1, (vb,), (4 * rest,))]

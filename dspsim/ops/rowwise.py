@@ -1,0 +1,289 @@
+"""What every op over the rows of a float32 ``[rows, cols]`` tensor shares, so that writing one
+is writing its math.
+
+A row-wise op gives its name, command, doc, parameter table (:func:`rowwise_params`: the tile
+key and the op's own keys), the kernel chain of a block of rows (:meth:`RowwiseOp.rows`, the C
+of the op's inner loop), the kernel calls of one row (:attr:`RowwiseOp.row_calls`, for the
+closed forms) and its float64 :meth:`~dspsim.ops.base.Op.reference`. This module gives the
+rest, written once:
+
+- the two variants: ``direct`` (the kernels read and write DDR row by row, like the seed's
+  direct softmax) and ``pingpong`` (as many whole rows per tile as ``<name>.tile_bytes`` holds,
+  through the seed's ping-pong frame and two TCM buffers; the kernels in TCM, in place);
+- the parameter block (:class:`hbDSPRowsParam`) and the handler (:func:`hb_dsp_rowwise`);
+- what a variant needs of a core, the refusal of a row that does not fit a tile, the search
+  space of tiles, the errors against the reference (chunked, with :attr:`tolerance`);
+- closed-form bounds from the per-row kernel calls (:func:`rowwise_bounds`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from dspsim.errors import DspsimInputError
+from dspsim.hw.port import transfer_cycles
+from dspsim.kernels.shapes import LoopShape, ddr_call_sequence
+from dspsim.ops.base import Bounds, Op, Proc, check_tile_bytes
+from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, hb_dsp_ping_pong_frame
+from dspsim.schema import Key, OpSchema, Params
+
+if TYPE_CHECKING:
+    from dspsim.config import HardwareModel
+    from dspsim.hw.memory import Ptr
+    from dspsim.hw.tcm import TileManager
+    from dspsim.platform import Dsp
+
+# rows(dsp, out, x, rows, cols): normalise (or whatever the op does) ``rows`` consecutive rows
+RowsFunc = Callable[["Dsp", "Ptr", "Ptr", int, int], Proc]
+
+
+@dataclass
+class hbDSPRowsParam:  # noqa: N801 - named like the seed's structs
+    rows: int
+    cols: int
+    input: int  # physical address of the input in DDR
+    run_tcm_opt: int  # 0: direct DDR, 1: ping-pong TCM
+
+
+def rows_per_tile(tile_bytes: int, cols: int) -> int:
+    """Whole rows of ``cols`` float32 that one ``tile_bytes`` buffer holds."""
+    return tile_bytes // (4 * cols)
+
+
+def rowwise_params(name: str, *keys: Key) -> OpSchema:
+    """The ``[name]`` table: ``name.tile_bytes`` (checked against the DataRAM), then ``keys``."""
+    tile_key = f"{name}.tile_bytes"
+
+    def check(p: Params, model: HardwareModel) -> None:
+        check_tile_bytes(tile_key, p.tile_bytes, model)
+
+    # guess: like softmax.tile_bytes, 32 KiB of each 256 KiB DataRAM; holds whole rows only
+    tile = Key(tile_key, int, "bytes per ping-pong buffer; a tile holds as many whole rows as "
+               "fit (at least one)", default=32768, lo=4, hi=1 << 30, unit="bytes", multiple=4)
+    return OpSchema(name, (tile, *keys), check=check)
+
+
+def eps_key(name: str, added_to: str, default: float) -> Key:
+    """A normalisation's ``name.eps``: added to ``added_to`` before the square root."""
+    return Key(f"{name}.eps", float, f"added to {added_to} before the square root",
+               default=default, lo=0.0, hi=1.0)
+
+
+# ----------------------------------------------------------------------------- the program
+def tile_rows(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, out: list,
+              rows_cols: tuple[RowsFunc, int]) -> Proc:
+    """The ping-pong frame's tile function: the tile's whole rows, in place in TCM."""
+    rows, cols = rows_cols
+    yield from rows(dsp, out_addr, in_addr, size // cols, cols)
+
+
+def hb_dsp_rowwise(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager, rows: RowsFunc,
+                   name: str) -> Proc:
+    """``hb_dsp_<name>(input, output, tm)``: the parameter block, then ping-pong over row
+    blocks (``run_tcm_opt = 1``) or every row on DDR, timed and profiled."""
+    ptr: hbDSPRowsParam = dsp.ddr.load_struct(input)
+    src = dsp.hb_dsp_mem_map(ptr.input, 4 * ptr.rows * ptr.cols)
+    dst = output
+    TILE_SIZE = dsp.params.tile_bytes  # noqa: N806 - as the seed's macro
+    length = ptr.rows * ptr.cols
+
+    if ptr.run_tcm_opt:  # ping-pong over row blocks
+        buf_0 = tm.allocate(TILE_SIZE, XV_MEM_BANK_COLOR_0, dsp.IVP_2N)
+        buf_1 = tm.allocate(TILE_SIZE, XV_MEM_BANK_COLOR_1, dsp.IVP_2N)
+        block = rows_per_tile(TILE_SIZE, ptr.cols) * ptr.cols  # whole rows per tile
+
+        cycles_start = dsp.TIME_STAMP()
+        with dsp.pass_(name):
+            yield from hb_dsp_ping_pong_frame(
+                dsp, dst, src, [buf_0, buf_1], [buf_0, buf_1], length, tile_rows,
+                [np.float32(0)], (rows, ptr.cols), True, block,
+            )
+        tm.free(buf_0)
+        tm.free(buf_1)
+        cycles_stop = dsp.TIME_STAMP()
+    else:  # direct call to DDR, one row after the other
+        cycles_start = dsp.TIME_STAMP()
+        with dsp.pass_(name):
+            for r in range(ptr.rows):
+                yield from rows(dsp, dst + r * ptr.cols, src + r * ptr.cols, 1, ptr.cols)
+        cycles_stop = dsp.TIME_STAMP()
+    dsp.PROF(cycles_start, cycles_stop)
+    return 0
+
+
+# ----------------------------------------------------------------------------- the bounds
+def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
+                   row_calls: tuple[tuple[LoopShape, bool], ...], tile_bytes: int) -> Bounds:
+    """Closed-form traffic and lower bounds of a row-wise op whose rows each run ``row_calls``
+    (``(shape, stores to DDR in the direct variant)``).
+
+    ``L`` = ``ddr.latency_cycles``, ``B`` = ``ddr.bytes_per_cycle``, ``S`` =
+    ``idma.setup_cycles``. **DMA-bound**: the bytes that must cross the port before the timer
+    stops / ``B``. **Latency-bound**: direct, the core's dependent vector loads one at a time;
+    ping-pong, the iDMA bursts, at most ``min(ddr.max_outstanding, 2 idma.max_outstanding)``
+    in flight. **Compute-bound**: the kernels' issue cycles in TCM plus ``S`` per descriptor.
+    ``lower_bound_cycles`` is the largest; ``estimate_cycles`` adds what no overlap hides:
+    direct, the kernels' closed-form DDR walk (exact for the core alone on the port);
+    ping-pong, the first tile's input copy and the last tile's compute and output copy.
+    """
+    rows, cols = shape
+    core, ddr, idma = model.core, model.ddr, model.idma
+    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+    tensor = 4 * rows * cols
+    row_compute = sum(s.tcm_cycles(cols, core) for s, _ in row_calls)
+    kernels = rows * row_compute
+    if variant == "direct":
+        walk = ddr_call_sequence(row_calls, cols, core, lat, cpb, ddr.max_outstanding, rows)
+        out: dict[str, Any] = {
+            "ddr_read_bytes": walk.read_bytes,
+            "ddr_write_bytes": walk.write_bytes,
+            "dma_bound_cycles": walk.must_cross_bytes * cpb,
+            "latency_bound_cycles": walk.loads * lat,  # dependent loads, one at a time
+            "compute_bound_cycles": kernels,
+        }
+        estimate = walk.cycles
+    else:
+        per_tile = rows_per_tile(tile_bytes, cols)
+        tiles = -(-rows // per_tile) if per_tile else 0
+        last_rows = rows - (tiles - 1) * per_tile if tiles else 0
+        burst = idma.burst_bytes
+        requests = 2 * -(-4 * per_tile * cols // burst) * (tiles - 1) \
+            + 2 * -(-4 * last_rows * cols // burst)
+        # the frame waits for the last output only: the other buffer's may still be in flight
+        unwaited = 4 * per_tile * cols if tiles >= 2 else 0
+        window = min(ddr.max_outstanding, (1 if tiles == 1 else 2) * idma.max_outstanding)
+        out = {
+            "ddr_read_bytes": tensor,
+            "ddr_write_bytes": tensor,
+            "dma_bound_cycles": (2 * tensor - unwaited) * cpb,
+            "latency_bound_cycles": (requests - -(-unwaited // burst)) * lat / window,
+            "compute_bound_cycles": kernels + 2 * tiles * idma.setup_cycles,
+            "tiles": tiles,
+            "rows_per_tile": per_tile,
+        }
+        one = min(idma.max_outstanding, ddr.max_outstanding)
+        first_in = transfer_cycles(4 * per_tile * cols, burst, one, lat, cpb)
+        last_out = transfer_cycles(4 * last_rows * cols, burst, one, lat, cpb)
+        last_compute = last_rows * row_compute
+        steady = max(out["dma_bound_cycles"], out["latency_bound_cycles"],
+                     out["compute_bound_cycles"])
+        estimate = steady + (first_in + last_compute + last_out if tiles > 1 else
+                             first_in + last_compute + last_out - steady + kernels)
+    named = {k: out[f"{k}_bound_cycles"] for k in ("dma", "latency", "compute")}
+    binding = max(named, key=named.get)
+    out["lower_bound_cycles"] = named[binding]
+    out["binding_bound"] = binding
+    out["estimate_cycles"] = max(estimate, named[binding])
+    return Bounds.of(out)
+
+
+# ----------------------------------------------------------------------------- the op
+def ramp_input(shape: tuple[int, ...]) -> np.ndarray:
+    """A deterministic ramp per row with a row-dependent offset: ``x[r, c] = r / rows + 1 +
+    c / cols`` in float32 (every row has a different mean, the same spread)."""
+    rows, cols = shape
+    r = np.arange(rows, dtype=np.float32)[:, None] / np.float32(rows)
+    c = np.arange(cols, dtype=np.float32)[None, :] / np.float32(cols)
+    return (r + np.float32(1.0) + c).astype(np.float32)
+
+
+class RowwiseOp(Op):
+    """An op over the rows of a float32 ``[rows, cols]`` tensor, variants ``pingpong`` and
+    ``direct``; a subclass gives ``name``, ``doc``, ``cmd``, ``params``
+    (:func:`rowwise_params`), :attr:`row_calls`, :meth:`rows` and ``reference``."""
+
+    # what one row's kernels are, in order: (loop shape, stores to DDR in the direct variant)
+    row_calls: ClassVar[tuple[tuple[LoopShape, bool], ...]]
+    # for the variants' descriptions: what a tile's kernels do in TCM, and how often the direct
+    # variant reads and writes the tensor
+    tcm_work: ClassVar[str] = "the kernels"
+    direct_traffic: ClassVar[str] = ""
+    default_variant = "pingpong"
+    ndim = 2
+    default_shape = (1024, 256)
+    tolerance = (1e-5, 1e-6)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            cls.tile_key = f"{cls.name}.tile_bytes"
+            cls.variants = {
+                "pingpong": "whole rows tiled through two TCM buffers (the seed's ping-pong "
+                            f"frame); {cls.tcm_work} in TCM; one read and one write",
+                "direct": "the kernels read and write DDR row by row"
+                          + (f": {cls.direct_traffic}" if cls.direct_traffic else ""),
+            }
+
+    def rows(self, dsp: Dsp, out: Ptr, x: Ptr, rows: int, cols: int) -> Proc:
+        """The op on ``rows`` consecutive rows of ``cols`` at ``x`` into ``out`` (may be
+        ``x``): its kernel calls (``dsp.core.call(..., rows=rows)``) and scalar steps."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ firmware
+    def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int
+                    ) -> hbDSPRowsParam:
+        return hbDSPRowsParam(shape[0], shape[1], input_addr, int(variant == "pingpong"))
+
+    def handler(self, dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
+        return hb_dsp_rowwise(dsp, input, output, tm, self.rows, self.name)
+
+    def requirements(self, variant: str) -> dict[str, int]:
+        return {"channels": 2, "banks": 2} if variant == "pingpong" else super().requirements(
+            variant)
+
+    def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
+        return ramp_input(shape)
+
+    # ------------------------------------------------------------------ refusals
+    def checks_params(self, variant: str) -> bool:
+        return variant != "direct"  # the table's hardware check is the TCM tile's
+
+    def check_run(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> None:
+        super().check_run(model, variant, shape)
+        if variant != "pingpong":
+            return
+        tile, row = model.params(self.name).tile_bytes, 4 * shape[1]
+        free = model.tcm.bank_bytes - model.tcm.reserved_bytes
+        if row > free:
+            raise DspsimInputError(
+                f"{self.name} pingpong: a row of {shape[1]} float32 ({row} bytes) is larger "
+                f"than a DataRAM's free space ({free} bytes: tcm.bank_bytes - "
+                "tcm.reserved_bytes); allowed: the direct variant, or rows of at most "
+                f"{free // 4} float32"
+            )
+        if rows_per_tile(tile, shape[1]) == 0 or tile > free:
+            raise DspsimInputError(
+                f"{self.name} pingpong: {self.tile_key} = {tile} must hold a row of "
+                f"{shape[1]} float32 ({row} bytes) and fit a DataRAM's free space ({free} "
+                f"bytes); allowed: {row} to {free}"
+            )
+
+    # ------------------------------------------------------------------ studies
+    def search_space(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
+                     ) -> dict[str, list]:
+        """The tile key for ``pingpong``: the tiles that hold at least one row and fit a
+        DataRAM's free space (``tcm.bank_bytes - tcm.reserved_bytes``): exactly one row, the
+        powers of two from 1 KiB, and the model's own. ``direct`` has no tile."""
+        self.check_variant(variant)
+        if variant != "pingpong":
+            return {}
+        row = 4 * shape[-1]
+        free = model.tcm.bank_bytes - model.tcm.reserved_bytes
+        tiles = {row} if row <= free else set()
+        t = 1024
+        while t <= free:
+            if t >= row:
+                tiles.add(t)
+            t *= 2
+        own = model.params(self.name).tile_bytes
+        if row <= own <= free:
+            tiles.add(own)
+        return {self.tile_key: sorted(tiles)} if tiles else {}
+
+    def bounds(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
+        return rowwise_bounds(model, self.check_variant(variant), (shape[0], shape[1]),
+                              self.row_calls, model.params(self.name).tile_bytes)
