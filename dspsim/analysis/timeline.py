@@ -1,21 +1,28 @@
-"""Timeline (Gantt) figures of a run: one lane per engine, the DDR port below.
+"""Timeline (Gantt) figures of a run: one lane per engine, each memory's port below.
 
 Lanes, top to bottom:
 
 - **pass**: the op's passes and their spans;
 - **core** (the core the op ran on): kernels, a colour per kernel in the order of its first
-  call; kernels stalled on DDR (grey, hatched: an uncached kernel's stalls are spread over all
-  of its accesses, so they have no interval of their own: a kernel row stalled for a share ``f``
-  of its time counts ``1 - f`` as its kernel and ``f`` as stalled, and its label gives ``f``);
-  waiting on an input copy, on an output copy; descriptor programming;
+  call; kernels stalled on memory (grey, hatched: an uncached kernel's stalls are spread over
+  all of its accesses, so they have no interval of their own: a kernel row stalled for a share
+  ``f`` of its time counts ``1 - f`` as its kernel and ``f`` as stalled, and its label gives
+  ``f`` and the memory: the one the core sent requests to during the kernel, from the port
+  logs); waiting on an input copy, on an output copy; descriptor programming;
 - **iDMA ch0, ch1, ...** (the core's channels, numbered by position): input copies
-  (DDR -> TCM) and output copies (TCM -> DDR), tile numbers;
+  (memory -> TCM) and output copies (TCM -> memory), tile numbers;
 - **TCM buffer 0, 1, ...**: which tile each buffer holds and whether it is filling, ready,
   computing, computed (waiting for its output copy) or draining; a buffer that holds two tiles
   at once (refilled while it drains) is split into sub-lanes;
-- **DDR data path**: achieved bandwidth (bytes/cycle, reads and writes stacked) per time bin;
-- **DDR requests in flight**: mean outstanding requests per time bin, by requester (the run's
-  engine names; the core grey, channels coloured by their number).
+- per memory (J6: its DDR): **data path**: achieved bandwidth (bytes/cycle, reads and writes
+  stacked) per time bin; **requests in flight**: mean outstanding requests per time bin, by
+  requester (the run's engine names; the core grey, channels coloured by their number). The
+  host's memory always has its pair of panels; every other memory has one when its port log
+  holds a request (``Result.port_logs``); each is named by its memory (``SRAM data path``).
+
+Memories are named in capitals (``DDR``, ``SRAM``: :func:`dspsim.analysis.engines.memory_label`)
+from the run's own names; a one-memory run (J6) names its one memory in every label, a run of
+several names each panel and stall by its memory and shares the read / write / requester keys.
 
 The x axis is DSP cycles from the op's timer start, with microseconds (model clock) on top, both
 in plain notation (no offset). Every lane is drawn as the occupancy of each pixel column (one
@@ -24,7 +31,7 @@ state, stacked from the bottom of the lane (the white rest is idle time), painte
 seams, so that a lane's coloured area is its time in each state whatever the zoom; bars at least
 :data:`EDGE_MIN_PX` wide keep their outlines. A label is drawn only where it fits inside its bar
 (and its pass) without touching another; the y tick labels always fit inside the figure. The
-legend lists only what the window shows; DDR requesters have colours of their own
+legend lists only what the window shows; memory requesters have colours of their own
 (:mod:`dspsim.analysis.timeline_draw`).
 
 Several runs on one cycle axis: :mod:`dspsim.analysis.compare`.
@@ -43,9 +50,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from dspsim.analysis.engines import COPY_KINDS, RunEngines, shape_text
-from dspsim.analysis.series import binned_mean, port_log_arrays
-from dspsim.analysis.stalls import require_trace
+from dspsim.analysis.engines import COPY_KINDS, RunEngines, memories_text, memory_label, shape_text
+from dspsim.analysis.series import (
+    binned_mean,
+    host_memory,
+    logged_memories,
+    memories_requested,
+    memory_logs,
+    port_log_arrays,
+    port_log_cut_cycle,
+)
+from dspsim.analysis.stalls import require_trace, stalled_memories
 from dspsim.analysis.tiles import tcm_segments
 from dspsim.analysis.timeline_draw import (
     CHANNEL_REQUEST_COLOURS,
@@ -83,11 +98,42 @@ OCCUPANCY_NOTE = (
 )
 
 
-def ddr_stall_handle():
+def ddr_stall_handle(memories: Sequence[str] = ("ddr",)):
+    """The legend entry of the core's stalls, naming the memories stalled on (J6: DDR)."""
     from matplotlib.patches import Patch
 
     return Patch(facecolor=STALL_COLOUR, edgecolor=STALL_HATCH_COLOUR, hatch=STALL_HATCH,
-                 label="core stalled on DDR (hatched)")
+                 label=f"core stalled on {memories_text(memories) or 'memory'} (hatched)")
+
+
+def stall_memories(result: Any, starts: Any, ends: Any) -> list[tuple[str, ...]]:
+    """Per kernel row of the core, the memories it stalled on: those the core sent requests to
+    during the row (from the port logs); where the logs show none (a log cut by
+    ``--trace-limit``, or no log), the memories the run's core stalled on."""
+    fallback = tuple(stalled_memories(result)) or tuple(filter(None, [host_memory(result)]))
+    if not len(starts):
+        return []
+    engines = RunEngines.of(result)
+    if not memory_logs(result) or engines.core is None:
+        return [fallback] * len(starts)
+    found = memories_requested(result, engines.core, starts, ends)
+    return [f or fallback for f in found]
+
+
+def copy_memories(result: Any, engines: RunEngines) -> dict[str, tuple[str, ...]]:
+    """Per copy kind, the memories the channels' copies of that kind came from (``copy_in``:
+    a channel reads only the memory it copies from) or went to (``copy_out``: it writes only
+    there), from the port logs; none logged: the host's memory."""
+    host = tuple(filter(None, [host_memory(result)]))
+    channels = list(engines.channels)
+    out: dict[str, tuple[str, ...]] = {"copy_in": (), "copy_out": ()}
+    for memory in memory_logs(result):
+        log = port_log_arrays(result, memory)
+        by_channel = np.isin(log["requester"], channels)
+        for kind, write in (("copy_in", False), ("copy_out", True)):
+            if (by_channel & (log["is_write"] == write)).any():
+                out[kind] += (memory,)
+    return {kind: found or host for kind, found in out.items()}
 
 
 # ------------------------------------------------------------------------------ arguments
@@ -224,13 +270,17 @@ def draw_engine_lanes(
                     ypos["pass"], fontsize=8)
 
     # core lane, stacked bottom-up: kernels computing (the longest first), kernels stalled on
-    # DDR (an uncached kernel's stalls are spread over all its accesses: each row counts its
-    # stalled share there), descriptor programming, waits
+    # memory (an uncached kernel's stalls are spread over all its accesses: each row counts its
+    # stalled share there; its label names the memory), descriptor programming, waits
     core = engines.core_rows(trace)
     y = ypos[_engine_key(engines.core)] if engines.core is not None else 0.0
     comp = core[core["kind"] == "compute"]
     colours = kernel_colours(core)
     stalled_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    stalled = comp[comp["ddr_stall_cycles"] > 0]
+    on = dict(zip(stalled.index, stall_memories(result, stalled["start_cycle"].to_numpy(float),
+                                                 stalled["end_cycle"].to_numpy(float))))
+    shown_on: dict[str, None] = {}  # the memories of the stalled rows in the window
     total = (comp["end_cycle"] - comp["start_cycle"]).groupby(comp["what"], sort=False).sum()
     for kernel in total.sort_values(ascending=False, kind="stable").index:
         rows = comp[comp["what"] == kernel]
@@ -242,16 +292,23 @@ def draw_engine_lanes(
         if draw.bars(s, e, y, colour, weight=1.0 - share):
             handles.append(Patch(facecolor=colour, label=f"core: {kernel}"))
         stalled_rows.append((s[share > 0], e[share > 0], share[share > 0]))
+        visible = draw.visible(s, e)
+        for i, f, v in zip(rows.index, share, visible):
+            if f > 0 and v:
+                shown_on.update(dict.fromkeys(on.get(i, ())))
         texts = [
-            (f"{kernel}: {100 * f:.1f}% of it stalled on DDR", str(kernel)) if f > 0
+            (f"{kernel}: {100 * f:.1f}% of it stalled on {memories_text(on.get(i, ()), '+')}",
+             str(kernel)) if f > 0
             else str(kernel)
-            for f in share
+            for i, f in zip(rows.index, share)
         ]
         draw.labels(s, e, texts, y, fontsize=8, pad_px=1 * DPI / 72,
                     bbox={"facecolor": "white", "alpha": 0.8, "pad": 1, "linewidth": 0})
     ss, se, sf = (np.concatenate(c) for c in zip(*stalled_rows)) if stalled_rows else ([],) * 3
     if draw.bars(ss, se, y, STALL_COLOUR, weight=sf, hatch=STALL_HATCH):
-        handles.append(ddr_stall_handle())
+        order = list(engines.ports)
+        handles.append(ddr_stall_handle(sorted(shown_on, key=lambda m: (
+            order.index(m) if m in order else len(order), m))))
     setup = core[core["kind"] == "setup"]
     if draw.bars(setup["start_cycle"], setup["end_cycle"], y, SETUP_COLOUR):
         handles.append(Patch(facecolor=SETUP_COLOUR, label="core programming an iDMA descriptor"))
@@ -262,7 +319,9 @@ def draw_engine_lanes(
             handles.append(Patch(facecolor=WAIT_COLOURS[kind], label=label))
 
     # iDMA lanes
-    copy_labels = {"copy_in": "iDMA input copy (DDR→TCM)", "copy_out": "iDMA output copy (TCM→DDR)"}
+    ends = {kind: memories_text(m, "/") for kind, m in copy_memories(result, engines).items()}
+    copy_labels = {"copy_in": f"iDMA input copy ({ends['copy_in']}→TCM)",
+                   "copy_out": f"iDMA output copy (TCM→{ends['copy_out']})"}
     copies_shown: set[str] = set()
     for ch in engines.channels:
         key = _engine_key(ch)
@@ -318,11 +377,13 @@ def draw_engine_lanes(
     return handles, draw.used_occupancy
 
 
-def ddr_series(result: Any, lo: float, hi: float, bins: int) -> dict[str, Any]:
-    """The DDR port per time bin over [lo, hi] (cycles): achieved read and write bandwidth
-    (bytes/cycle; a request's bytes cross the data path evenly over its data phase) and mean
-    requests in flight (issue to completion) per requester."""
-    log = port_log_arrays(result)
+def ddr_series(result: Any, lo: float, hi: float, bins: int, memory: str | None = None
+               ) -> dict[str, Any]:
+    """A memory's port (default: the host's memory's; J6: DDR) per time bin over [lo, hi]
+    (cycles): achieved read and write bandwidth (bytes/cycle; a request's bytes cross the data
+    path evenly over its data phase) and mean requests in flight (issue to completion) per
+    requester."""
+    log = port_log_arrays(result, memory)
     edges = np.linspace(lo, hi, bins + 1)
     span = log["data_end"] - log["data_start"]
     rate = np.divide(log["bytes"], span, out=np.zeros_like(span), where=span > 0)
@@ -340,30 +401,37 @@ def ddr_series(result: Any, lo: float, hi: float, bins: int) -> dict[str, Any]:
     return out
 
 
-def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int) -> list[Any]:
-    """DDR achieved bandwidth and requests in flight, binned over [lo, hi]; legend handles."""
+def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int,
+             memory: str | None = None, named: bool = True) -> list[Any]:
+    """A memory's (default: the host's memory's; J6: DDR) achieved bandwidth and requests in
+    flight, binned over [lo, hi]; legend handles. ``named``: the legend's read, write and
+    requester entries name the memory (a figure of one memory); otherwise they are shared by
+    the figure's memories (each panel's label names its own)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    series = ddr_series(result, lo, hi, bins)
+    memory = memory if memory is not None else host_memory(result)
+    label = memory_label(memory or "")
+    prefix = f"{label} " if named else ""
+    series = ddr_series(result, lo, hi, bins, memory)
     edges = series["edges"]
     handles: list[Any] = []
     model = getattr(result, "model", None)
     base = np.zeros(bins)
-    for key, label, colour in (("read_bytes_per_cycle", "DDR read", COPY_COLOURS["copy_in"]),
-                               ("write_bytes_per_cycle", "DDR write", COPY_COLOURS["copy_out"])):
+    for key, way, colour in (("read_bytes_per_cycle", "read", COPY_COLOURS["copy_in"]),
+                             ("write_bytes_per_cycle", "write", COPY_COLOURS["copy_out"])):
         v = series[key]
         if v.any():
             ax_bw.stairs(base + v, edges, baseline=base, fill=True, color=colour, alpha=0.85)
-            handles.append(Patch(facecolor=colour, label=f"{label} (bytes/cycle)"))
+            handles.append(Patch(facecolor=colour, label=f"{prefix}{way} (bytes/cycle)"))
         base = base + v
-    if model is not None:
-        peak = model.ddr.bytes_per_cycle
+    if model is not None and memory in model.memories:
+        peak = model.memories[memory].bytes_per_cycle
         ax_bw.axhline(peak, color="black", linestyle="--", linewidth=0.8)
         handles.append(Line2D([], [], color="black", linestyle="--",
-                              label=f"DDR port peak {peak:g} bytes/cycle"))
+                              label=f"{label} port peak {peak:g} bytes/cycle"))
         ax_bw.set_ylim(0, peak * 1.25)
-    ax_bw.set_ylabel("DDR data path\n(bytes/cycle)", fontsize=8)
+    ax_bw.set_ylabel(f"{label} data path\n(bytes/cycle)", fontsize=8)
 
     base = np.zeros(bins)
     engines = RunEngines.of(result)
@@ -372,11 +440,11 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int) -> lis
             continue
         colour = requester_colour(who, engines)
         ax_req.stairs(base + v, edges, baseline=base, fill=True, color=colour, alpha=0.85)
-        handles.append(Patch(facecolor=colour, label=f"DDR requests in flight: {who}"))
+        handles.append(Patch(facecolor=colour, label=f"{prefix}requests in flight: {who}"))
         base = base + v
     top = max(float(base.max()) if bins else 0.0, 1.0)
     ax_req.set_ylim(0, top * 1.2)
-    ax_req.set_ylabel("DDR requests\nin flight (count)", fontsize=8)
+    ax_req.set_ylabel(f"{label} requests\nin flight (count)", fontsize=8)
     bin_cycles = (hi - lo) / bins
     ax_req.text(0.995, 0.95, f"means over {bin_text(bin_cycles)}-cycle bins",
                 transform=ax_req.transAxes,
@@ -475,49 +543,71 @@ def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> F
 
     require_trace(result)
     lo, hi = check_window(window, result.cycles)
-    fig = Figure(figsize=(16, 9.5))
-    gs = fig.add_gridspec(3, 1, height_ratios=[6.2, 1.3, 1.3], hspace=0.08,
-                          left=0.075, right=RIGHT, top=0.885, bottom=0.165)
+    memories = logged_memories(result)
+    # the headline figure (one memory) is 9.5 inches high; each further memory's pair of
+    # panels adds its own height, the margins above and below keeping their size in inches
+    height = 9.5 + MEMORY_PANELS_IN * (len(memories) - 1)
+    fig = Figure(figsize=(16, height))
+    gs = fig.add_gridspec(1 + 2 * len(memories), 1,
+                          height_ratios=[6.2] + [1.3, 1.3] * len(memories), hspace=0.08,
+                          left=0.075, right=RIGHT, top=1 - 0.115 * 9.5 / height,
+                          bottom=0.165 * 9.5 / height)
     ax = fig.add_subplot(gs[0])
-    ax_bw = fig.add_subplot(gs[1], sharex=ax)
-    ax_req = fig.add_subplot(gs[2], sharex=ax)
+    panels = {m: (fig.add_subplot(gs[1 + 2 * k], sharex=ax),
+                  fig.add_subplot(gs[2 + 2 * k], sharex=ax)) for k, m in enumerate(memories)}
     width_px = fig.get_figwidth() * DPI * ax.get_position().width
     handles, used_occupancy = draw_engine_lanes(ax, result, lo, hi, width_px)
     width_px = fig.get_figwidth() * DPI * ax.get_position().width  # the lanes may move it
     # one bin per pixel column: the finest mean the figure can show, so a pattern finer than
     # a bin cannot beat against the bins into a slower one that never happened
-    handles += draw_ddr(ax_bw, ax_req, result, lo, hi, bins=max(1, int(width_px)))
+    for m, (ax_bw, ax_req) in panels.items():
+        handles += draw_ddr(ax_bw, ax_req, result, lo, hi, bins=max(1, int(width_px)),
+                            memory=m, named=len(memories) == 1)
     ax.set_xlim(lo, hi)
-    for a in (ax, ax_bw):
+    below = [a for pair in panels.values() for a in pair]
+    ax_last = below[-1]
+    for a in [ax, *below[:-1]]:
         a.tick_params(axis="x", labelbottom=False)
-    for a in (ax_bw, ax_req):
+    for a in below:
         a.tick_params(axis="y", labelsize=8)
         a.grid(axis="y", color="#dddddd", linewidth=0.5)
-    format_cycles_axis(ax_req)
-    ax_req.set_xlabel("time (cycles from the op's timer start)", fontsize=9)
-    ax_req.tick_params(axis="x", labelsize=8)
+    format_cycles_axis(ax_last)
+    ax_last.set_xlabel("time (cycles from the op's timer start)", fontsize=9)
+    ax_last.tick_params(axis="x", labelsize=8)
     add_us_axis(ax, result.model.core.clock_mhz)
     notes = [OCCUPANCY_NOTE] if used_occupancy else []
-    handles += draw_not_recorded(ax, [ax_bw, ax_req], result, lo, hi)
-    if draw_pass_lines([ax, ax_bw, ax_req], result, lo, hi):
+    idle = [m for m in memory_logs(result) if m not in panels]
+    if idle:
+        notes.append(f"no requests on {memories_text(idle)} (no panel)")
+    handles += draw_not_recorded(ax, {m: list(pair) for m, pair in panels.items()}, result,
+                                 lo, hi)
+    if draw_pass_lines([ax, *below], result, lo, hi):
         notes.append("dashed verticals: pass boundaries")
-    fig.suptitle(run_title(result, lo, hi), fontsize=11, y=0.975)
+    fig.suptitle(run_title(result, lo, hi), fontsize=11, y=1 - 0.025 * 9.5 / height)
     finish_layout(fig, gs, handles, notes)
     return fig
 
 
-def draw_not_recorded(lanes, ddr_axes, result: Any, lo: float, hi: float) -> list[Any]:
+MEMORY_PANELS_IN = 2.0  # inches a further memory's pair of panels adds to the timeline
+
+
+def draw_not_recorded(lanes, memory_axes: Any, result: Any, lo: float, hi: float
+                      ) -> list[Any]:
     """Cover what a ``--trace-limit`` run did not record, so that it reads as unknown, not as
-    idle: the engine lanes after ``trace_cut_cycle``, the DDR panels after
-    ``port_log_cut_cycle``; the legend handle, if anything was covered."""
+    idle: the engine lanes after ``trace_cut_cycle``, each memory's panels after its log's cut
+    (``memory_axes``: memory name -> its axes; a list of axes: the host memory's); the legend
+    handle, if anything was covered."""
     from matplotlib.patches import Patch
 
+    if not isinstance(memory_axes, dict):
+        memory_axes = {host_memory(result): memory_axes}
     style = {"facecolor": "#eeeeee", "edgecolor": "#999999", "hatch": "xx", "linewidth": 0,
              "zorder": 10}
     covered = []
-    for axes, key, what in (([lanes], "trace_cut_cycle", "trace"),
-                            (ddr_axes, "port_log_cut_cycle", "DDR port log")):
-        cut = getattr(result, key, None)
+    cuts = [([lanes], getattr(result, "trace_cut_cycle", None), "trace")]
+    cuts += [(axes, port_log_cut_cycle(result, m), f"{memory_label(m or '')} port log")
+             for m, axes in memory_axes.items()]
+    for axes, cut, what in cuts:
         if cut is None or cut >= hi:
             continue
         for a in axes:
