@@ -8,11 +8,25 @@ A saved run is one JSON document (``.json``, or gzip-compressed ``.json.gz``)::
                "sections": {table: {...}}},  # hardware and op tables (HardwareModel.as_dict)
      "origin_cycle": ...,                  # absolute cycle of the op's timer start
      "trace": {column: [values]},          # trace rows, times relative to the op's timer
-     "port_log": {field: [values]}}        # DDR requests, absolute cycles as in Result
+     "port_log": {field: [values]},        # the host memory's requests (J6: DDR), absolute
+                                           # cycles as in Result
+     "port_logs": {memory: {field: [values]} or null},  # every other memory's requests
+     "port_log_cut_cycles": {memory: cycle}}  # where --trace-limit cut another memory's log
 
 It holds everything the timeline, the Perfetto export and the report need, so ``dspsim plot
 timeline RUN`` and ``dspsim report RUN`` work without simulating again. The output array
 (the op's output values) is not saved.
+
+``result.memories`` (per memory: ``read_bytes``, ``write_bytes``, ``busy_cycles``,
+``contention_cycles``) and ``result.dcache`` (the data cache's counters, null without a cache)
+are checked like every other field: ``memories`` names exactly the run's memories and agrees
+with ``bytes`` and ``busy_cycles``; ``dcache`` is there exactly when the model has a cache. A
+file written before the platform had several memories has neither, nor ``port_logs``: it ran
+on one memory without a cache, and loads with ``memories`` made from its ``bytes``,
+``busy_cycles`` and ``ddr_contention_cycles``, ``dcache`` null and only the host memory's log.
+``port_logs`` and ``port_log_cut_cycles`` are optional (a run of one memory has none), so a
+version-2 file of either kind loads; a dspsim older than them refuses a file that has them by
+naming the field.
 
 Version 1 (the release before operators plugged in) ran its one op on one core and named that
 core ``core`` and the core's channels and DataRAMs without it (``idma0``, ``dram0``); its
@@ -54,7 +68,8 @@ FORMAT = "dspsim-run"
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 DOCUMENT_KEYS = {"format", "format_version", "result", "model", "origin_cycle", "trace",
-                 "port_log", "trace_rows_dropped", "trace_cut_cycle", "port_log_cut_cycle"}
+                 "port_log", "port_logs", "port_log_cut_cycles", "trace_rows_dropped",
+                 "trace_cut_cycle", "port_log_cut_cycle"}
 CUT_FIELDS = ("trace_cut_cycle", "port_log_cut_cycle")  # where --trace-limit cut each log
 # every count and cycle in a run is below this: float64 holds each such integer exactly
 MAX_MAGNITUDE = 2**53
@@ -62,6 +77,11 @@ SAVE_SUFFIXES = (".json", ".json.gz")
 # a saved run (decompressed) larger than this is refused: a gzip bomb stops here
 MAX_RUN_BYTES = 512 << 20
 ENGINE_KINDS = ("core", "idma", "ddr")
+MEMORY_KIND = "ddr"  # the kind of every memory's port among a run's engines
+MEMORY_COUNTERS = ("read_bytes", "write_bytes", "busy_cycles", "contention_cycles")
+# what the data cache counts (dspsim.hw.dcache.DataCache.stats)
+DCACHE_COUNTERS = ("hits", "misses", "prefetches", "writebacks", "fill_bytes", "dirty_lines")
+CORE_WAITS = ("idma_in", "idma_out")  # stall_cycles' keys besides the memories' names
 
 
 def check_save_path(path: str | Path) -> Path:
@@ -95,9 +115,23 @@ def run_document(result: Any) -> dict[str, Any]:
         if getattr(result, k, None) is not None:
             doc[k] = float(getattr(result, k))
     if result.port_log is not None:
-        cols = PortLog.of(result.port_log).columns()
-        doc["port_log"] = {f: cols[f].tolist() for f in PORT_LOG_FIELDS}
+        doc["port_log"] = _log_columns(result.port_log)
+    host = model.host.memory
+    others = {m: log for m, log in (getattr(result, "port_logs", None) or {}).items()
+              if m != host}
+    if others:  # every other memory's log (null: none kept), and where a limit cut it
+        doc["port_logs"] = {m: None if log is None else _log_columns(log)
+                            for m, log in others.items()}
+        cuts = {m: float(log.cut_cycle) - float(result.origin_cycle)
+                for m, log in others.items() if getattr(log, "cut_cycle", None) is not None}
+        if cuts:
+            doc["port_log_cut_cycles"] = cuts
     return doc
+
+
+def _log_columns(log: Any) -> dict[str, list]:
+    cols = PortLog.of(log).columns()
+    return {f: cols[f].tolist() for f in PORT_LOG_FIELDS}
 
 
 def save_run(result: Any, path: str | Path) -> Path:
@@ -178,10 +212,21 @@ def load_run(path: str | Path) -> Result:
         model = _model(doc["model"], p, version)
         if version == 1:
             _upgrade_v1(doc, model)
-        check_document(doc)
+        _one_memory_fields(doc, model)
+        check_document(doc, model)
         trace = TraceTable(doc["trace"], doc.get("trace_rows_dropped", 0))
+        origin = float(doc["origin_cycle"])
         port = doc["port_log"]
         port_log = None if port is None else PortLog.from_columns(port)
+        if port_log is not None and doc.get("port_log_cut_cycle") is not None:
+            port_log.cut_cycle = float(doc["port_log_cut_cycle"]) + origin
+        port_logs = {m: None for m, k in doc["result"]["engines"].items() if k == MEMORY_KIND}
+        port_logs[model.host.memory] = port_log
+        cuts = doc.get("port_log_cut_cycles") or {}
+        for m, columns in (doc.get("port_logs") or {}).items():
+            if columns is not None:
+                log = port_logs[m] = PortLog.from_columns(columns)
+                log.cut_cycle = None if m not in cuts else float(cuts[m]) + origin
         r = doc["result"]
         init = {f.name for f in dataclasses.fields(Result) if f.init}
         values = {k: r[k] for k in JSON_FIELDS if k in init and k in r}
@@ -190,8 +235,9 @@ def load_run(path: str | Path) -> Result:
             **values,
             trace_table=trace,
             port_log=port_log,
+            port_logs=port_logs,
             model=model,
-            origin_cycle=float(doc["origin_cycle"]),
+            origin_cycle=origin,
             **{k: None if doc.get(k) is None else float(doc[k]) for k in CUT_FIELDS},
         )
     except DspsimInputError:
@@ -254,6 +300,26 @@ def _upgrade_v1(doc: dict[str, Any], model: HardwareModel) -> None:
     if port is not None:
         port["requester"] = [names.get(e, e) for e in port["requester"]]
     doc["format_version"] = 2
+
+
+def _one_memory_fields(doc: dict[str, Any], model: HardwareModel) -> None:
+    """A file written before the platform had several memories has no ``memories`` and no
+    ``dcache``: its run had one memory and no cache, so they are made from what it has (in
+    place; see the module docstring). Any other file keeps what it has, checked after."""
+    r = doc["result"]
+    if not isinstance(r, dict) or "memories" in r or "dcache" in r:
+        return
+    if len(model.memories) != 1 or model.dcache.capacity_bytes:
+        return  # the check names what is missing
+    (m,) = model.memories
+    count = r.get("bytes", {}), r.get("busy_cycles", {})
+    if not all(isinstance(t, dict) for t in count):
+        return
+    r["memories"] = {m: {"read_bytes": count[0].get(f"{m}_read"),
+                         "write_bytes": count[0].get(f"{m}_write"),
+                         "busy_cycles": count[1].get(m),
+                         "contention_cycles": r.get("ddr_contention_cycles")}}
+    r["dcache"] = None
 
 
 def _v1_names(model: HardwareModel) -> tuple[dict[str, str], dict[str, str], str]:
@@ -379,9 +445,11 @@ def _check_sequential(trace: dict[str, list]) -> None:
                                   "one thing at a time)")
 
 
-def check_document(doc: dict[str, Any]) -> None:
+def check_document(doc: dict[str, Any], model: HardwareModel | None = None) -> None:
     """Check a (version 2) saved run field by field; raises ``_MalformedError`` naming the first
-    bad one. The model is checked by :func:`dspsim.config.build_model` (see ``_model``)."""
+    bad one. The model is checked by :func:`dspsim.config.build_model` (see ``_model``);
+    ``model``, the document's, checks what depends on it (its memories, its host memory, its
+    data cache)."""
     from dspsim.ops import get_op
     from dspsim.run import JSON_FIELDS
 
@@ -400,6 +468,10 @@ def check_document(doc: dict[str, Any]) -> None:
         if kind not in ENGINE_KINDS:
             raise _MalformedError(f"engine {name!r} of kind {kind!r}: expected {ENGINE_KINDS}")
     names = set(engines)
+    memories = [n for n, kind in engines.items() if kind == MEMORY_KIND]
+    if model is not None and memories != list(model.memories):
+        raise _MalformedError(f"result.engines: memories {memories} are not the model's "
+                              f"{list(model.memories)}")
     try:
         op = get_op(_typed(r["op"], str, "result.op"))
         op.check_variant(_typed(r["variant"], str, "result.variant"))
@@ -423,15 +495,22 @@ def check_document(doc: dict[str, Any]) -> None:
     _int(r.get("rpc_cycles", 0), "result.rpc_cycles")
     for k in ("time_us", "wall_s"):
         _num(r[k], f"result.{k}")
-    for k, lo in (("bytes", ("ddr_read", "ddr_write")), ("stall_cycles", ()),
-                  ("busy_cycles", ())):
+    per_way = [f"{m}_{way}" for m in memories for way in ("read", "write")]
+    for k, need, allowed, what in (
+            ("bytes", per_way, set(per_way), "<memory>_read or <memory>_write of its memories"),
+            ("stall_cycles", (), {*memories, *CORE_WAITS}, "one of its memories or idma_in, "
+             "idma_out"),
+            ("busy_cycles", (), names, "one of its engines")):
         table = _typed(r[k], dict, f"result.{k}")
-        for need in lo:
-            table[need]  # noqa: B018 - KeyError names the missing one
+        for key in need:
+            if key not in table:
+                raise _MalformedError(f"result.{k}.{key} is missing")
         for name, v in table.items():
-            if k == "busy_cycles" and name not in names:
-                raise _MalformedError(f"result.busy_cycles: {name!r} is not one of its engines")
+            if name not in allowed:
+                raise _MalformedError(f"result.{k}: {name!r} is not {what}")
             _int(v, f"result.{k}.{name}")
+    _check_memories(r, memories)
+    _check_dcache(r, model)
     for i, ps in enumerate(_typed(r["passes"], list, "result.passes")):
         ps = _typed(ps, dict, f"result.passes[{i}]")
         _typed(ps["name"], str, f"result.passes[{i}].name")
@@ -485,11 +564,81 @@ def check_document(doc: dict[str, Any]) -> None:
         raise _MalformedError("trace: a row ends before it starts")
     _check_sequential(trace)
 
-    port = doc["port_log"]
-    if port is not None:
-        port = _typed(port, dict, "port_log")
-        if len({len(_typed(port[f], list, f"port_log.{f}")) for f in PORT_LOG_FIELDS}) != 1:
-            raise _MalformedError("port_log columns of different lengths")
-        for f in PORT_LOG_FIELDS:
-            kind = {"bytes": "nonneg", "is_write": "bool", "requester": "str"}.get(f, "num")
-            _column(port[f], f"port_log.{f}", kind, names if f == "requester" else None)
+    if doc["port_log"] is not None:
+        _check_log(doc["port_log"], "port_log", names)
+    host = model.host.memory if model is not None else None
+    logs = _typed(doc.get("port_logs", {}), dict, "port_logs")
+    for m, log in logs.items():
+        if m not in memories or m == host:
+            raise _MalformedError(f"port_logs: {m!r} is not one of the run's memories other "
+                                  f"than the host's {host!r} (whose log is port_log)")
+        if log is not None:
+            _check_log(log, f"port_logs.{m}", names)
+    cuts = _typed(doc.get("port_log_cut_cycles", {}), dict, "port_log_cut_cycles")
+    for m, cut in cuts.items():
+        if logs.get(m) is None:
+            raise _MalformedError(f"port_log_cut_cycles: {m!r} has no log in port_logs")
+        if _num(cut, f"port_log_cut_cycles.{m}", None) < -doc["origin_cycle"]:
+            raise _MalformedError(f"port_log_cut_cycles.{m} = {_short(cut)}: before the run "
+                                  "began")
+
+
+def _check_log(port: Any, where: str, names: set[str]) -> None:
+    """A port log's columns: of one length, each of its type, requesters among the engines."""
+    port = _typed(port, dict, where)
+    if set(port) != set(PORT_LOG_FIELDS):
+        odd = sorted(set(port) ^ set(PORT_LOG_FIELDS))[0]
+        raise _MalformedError(f"{where}: column {odd!r} is not one of (or is missing from) "
+                              f"{PORT_LOG_FIELDS}")
+    if len({len(_typed(port[f], list, f"{where}.{f}")) for f in PORT_LOG_FIELDS}) != 1:
+        raise _MalformedError(f"{where} columns of different lengths")
+    for f in PORT_LOG_FIELDS:
+        kind = {"bytes": "nonneg", "is_write": "bool", "requester": "str"}.get(f, "num")
+        _column(port[f], f"{where}.{f}", kind, names if f == "requester" else None)
+
+
+def _check_memories(r: dict[str, Any], memories: list[str]) -> None:
+    """``result.memories``: exactly the run's memories, each its four counters (integers),
+    its bytes and busy cycles those of ``bytes`` and ``busy_cycles``."""
+    if "memories" not in r:
+        raise _MalformedError("result.memories is missing (a run of several memories or with a "
+                              "data cache has it)")
+    table = _typed(r["memories"], dict, "result.memories")
+    if list(table) != memories:
+        raise _MalformedError(f"result.memories: {list(table)} are not its memories "
+                              f"{memories}")
+    for m, counters in table.items():
+        counters = _typed(counters, dict, f"result.memories.{m}")
+        if set(counters) != set(MEMORY_COUNTERS):
+            raise _MalformedError(f"result.memories.{m}: expected exactly "
+                                  f"{', '.join(MEMORY_COUNTERS)}")
+        for k in MEMORY_COUNTERS:
+            _int(counters[k], f"result.memories.{m}.{k}")
+        same = ((counters["read_bytes"], r["bytes"][f"{m}_read"], f"bytes.{m}_read"),
+                (counters["write_bytes"], r["bytes"][f"{m}_write"], f"bytes.{m}_write"),
+                (counters["busy_cycles"], r["busy_cycles"].get(m), f"busy_cycles.{m}"))
+        for v, other, where in same:
+            if v != other:
+                raise _MalformedError(f"result.memories.{m} = {v} is not result.{where} "
+                                      f"= {other}")
+
+
+def _check_dcache(r: dict[str, Any], model: HardwareModel | None) -> None:
+    """``result.dcache``: null without a data cache, else exactly its counters (integers)."""
+    if "dcache" not in r:
+        raise _MalformedError("result.dcache is missing (null when the core has no cache)")
+    dcache = r["dcache"]
+    has_cache = None if model is None else bool(model.dcache.capacity_bytes)
+    if dcache is None:
+        if has_cache:
+            raise _MalformedError("result.dcache is null but the model has a data cache "
+                                  "(dcache.capacity_bytes)")
+        return
+    if has_cache is False:
+        raise _MalformedError("result.dcache: the model has no data cache "
+                              "(dcache.capacity_bytes = 0)")
+    dcache = _typed(dcache, dict, "result.dcache")
+    if set(dcache) != set(DCACHE_COUNTERS):
+        raise _MalformedError(f"result.dcache: expected exactly {', '.join(DCACHE_COUNTERS)}")
+    for k in DCACHE_COUNTERS:
+        _int(dcache[k], f"result.dcache.{k}")
