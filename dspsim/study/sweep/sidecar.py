@@ -30,7 +30,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import all_keys, check_value, key_type
+from dspsim.config import all_keys, check_value, is_memory_section, key_type, memory_keys
 from dspsim.errors import DspsimInputError
 from dspsim.platform import FIDELITIES
 from dspsim.study.sweep.files import sidecar_path
@@ -139,7 +139,7 @@ def check_sidecar(doc: Any) -> None:
                        f"{', '.join(swept)}")
     if not isinstance(fixed, dict):
         raise _DamagedError("fixed_model is not an object")
-    expect = [k for k in all_keys() if k not in swept]
+    expect = [k for k in _model_keys(fixed, swept) if k not in swept]
     for k in fixed:
         if k not in expect:
             raise _DamagedError(f"fixed_model has {'swept' if k in swept else 'unknown'} key "
@@ -157,6 +157,21 @@ def check_sidecar(doc: Any) -> None:
     if sha is not None and not (isinstance(sha, str) and re.fullmatch(SHA, sha)):
         raise _DamagedError(
             f"git_sha {_text(sha)} is neither a commit (40 or 64 hex digits) nor null")
+
+
+def _model_keys(fixed: dict[str, Any], swept: list[str]) -> list[str]:
+    """The keys a sweep's model has: every hardware and op key but the memories', then every
+    key of each memory the sidecar names (J6: ``ddr``; a model file may declare others, and
+    need not have a ``ddr``)."""
+    def section(key: str) -> str:
+        return key.split(".", 1)[0]
+
+    memories = dict.fromkeys(section(k) for k in [*fixed, *swept]
+                             if "." in k and is_memory_section(section(k)))
+    if not memories:
+        raise _DamagedError("fixed_model names no memory (a model has at least one)")
+    keys = [k for k in all_keys() if not is_memory_section(section(k))]
+    return keys + [k for m in memories for k in memory_keys(m)]
 
 
 def _check_model_value(key: str, value: Any) -> None:
