@@ -1,5 +1,5 @@
-"""Sweeps on a platform of several memories: a column set per memory, named by it (J6's
-columns as they were).
+"""Sweeps and workloads on a platform of several memories: a column set per memory, named by
+it (J6's columns as they were), and the workload summary keyed by the host memory.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from dspsim import simulate
 from dspsim.errors import DspsimInputError
 from dspsim.study.sweep import build_sweep, read_sweep, run_sweep
 from tests import two_memories
+from tests.cli_helpers import run_cli
 
 N = 20_000
 
@@ -71,3 +72,32 @@ def test_a_table_column_that_names_no_memory_is_refused(tmp_path):
     (tmp_path / "bad.csv").write_text(text)
     with pytest.raises(DspsimInputError, match="'core_stall_cycles' after cycles is not a"):
         read_sweep(tmp_path / "bad.csv")
+
+
+# ------------------------------------------------------------------ workloads
+def test_a_workload_from_sram_reports_the_sram_port(setup, tmp_path, capsys):
+    from dspsim.analysis.workload_plots import workload_figure, workload_trace
+    from dspsim.study.workload import parse_workload, run_workload, summarise, task_table
+
+    path, model, _ = setup
+    wl = parse_workload({"seed": 1, "stream": [
+        {"name": "a", "op": "softmax", "variant": "pingpong", "n": 4096, "period_us": 1000,
+         "count": 2}]})
+    run = run_workload(wl, model.with_overrides({"host.memory": "sram"}), ddr_profile=True)
+    s = summarise(run)
+    assert s["ddr"]["memory"] == "sram" and set(s["ddr"]["bytes"]) == {"sram_read",
+                                                                       "sram_write"}
+    assert s["ddr"]["bytes"]["sram_read"] > 0
+    fig = workload_figure(run, task_table(run))
+    assert "SRAM path\n(% busy)" in [a.get_ylabel() for a in fig.axes]
+    names = {e["name"] for e in workload_trace(run, task_table(run))["traceEvents"]}
+    assert "SRAM data path (%)" in names
+    spec = tmp_path / "w.toml"
+    spec.write_text('seed = 1\n[[stream]]\nname = "a"\nop = "softmax"\nvariant = "pingpong"\n'
+                    'n = 4096\nperiod_us = 1000\ncount = 2\n')
+    code, out, err = run_cli(capsys, "workload", spec, "--model", path, "--set",
+                             "host.memory=sram")
+    assert code == 0, err
+    mb = s["ddr"]["bytes"]["sram_read"] / 1e6
+    assert f"SRAM port {100 * s['ddr']['utilisation']:.1f} % busy (data path; {mb:,.1f} MB read" \
+        in out
