@@ -70,7 +70,7 @@ def logged_memories(result: Any) -> list[str]:
     out = [m for m, log in memory_logs(result).items() if m == host or len(log)]
     if not out:
         raise DspsimInputError(
-            "this run has no DDR port log: simulate it with port_log=True (the CLI does so for "
+            "this run has no port log: simulate it with port_log=True (the CLI does so for "
             "--timeline, --trace and --save)"
         )
     return out
@@ -91,9 +91,9 @@ def port_log_arrays(result: Any, memory: str | None = None) -> dict[str, np.ndar
     log = (getattr(result, "port_log", None) if memory is None
            else memory_logs(result).get(memory))
     if log is None:
-        what = "DDR" if memory is None else f"{memory!r}"
+        what = "" if memory is None else f" {memory!r}"
         raise DspsimInputError(
-            f"this run has no {what} port log: simulate it with port_log=True (the CLI does so "
+            f"this run has no{what} port log: simulate it with port_log=True (the CLI does so "
             "for --timeline, --trace and --save)"
         )
     origin = float(getattr(result, "origin_cycle", 0.0))
