@@ -105,7 +105,7 @@ def test_a_cached_runs_counters_survive_a_save(tmp_path):
 
 
 def test_the_cache_counters_are_the_ones_a_saved_run_checks(tmp_path):
-    from dspsim.results import DCACHE_COUNTERS
+    from dspsim.results_check import DCACHE_COUNTERS
 
     (tmp_path / "c.toml").write_text(CACHED)
     model = load_model(tmp_path / "c.toml").with_overrides({"host.memory": "psram"})
