@@ -8,11 +8,25 @@ A saved run is one JSON document (``.json``, or gzip-compressed ``.json.gz``)::
                "sections": {table: {...}}},  # hardware and op tables (HardwareModel.as_dict)
      "origin_cycle": ...,                  # absolute cycle of the op's timer start
      "trace": {column: [values]},          # trace rows, times relative to the op's timer
-     "port_log": {field: [values]}}        # DDR requests, absolute cycles as in Result
+     "port_log": {field: [values]},        # the host memory's requests (J6: DDR), absolute
+                                           # cycles as in Result
+     "port_logs": {memory: {field: [values]} or null},  # every other memory's requests
+     "port_log_cut_cycles": {memory: cycle}}  # where --trace-limit cut another memory's log
 
 It holds everything the timeline, the Perfetto export and the report need, so ``dspsim plot
 timeline RUN`` and ``dspsim report RUN`` work without simulating again. The output array
 (the op's output values) is not saved.
+
+``result.memories`` (per memory: ``read_bytes``, ``write_bytes``, ``busy_cycles``,
+``contention_cycles``) and ``result.dcache`` (the data cache's counters, null without a cache)
+are checked like every other field: ``memories`` names exactly the run's memories and agrees
+with ``bytes`` and ``busy_cycles``; ``dcache`` is there exactly when the model has a cache. A
+file written before the platform had several memories has neither, nor ``port_logs``: it ran
+on one memory without a cache, and loads with ``memories`` made from its ``bytes``,
+``busy_cycles`` and ``ddr_contention_cycles``, ``dcache`` null and only the host memory's log.
+``port_logs`` and ``port_log_cut_cycles`` are optional (a run of one memory has none), so a
+version-2 file of either kind loads; a dspsim older than them refuses a file that has them by
+naming the field.
 
 Version 1 (the release before operators plugged in) ran its one op on one core and named that
 core ``core`` and the core's channels and DataRAMs without it (``idma0``, ``dram0``); its
@@ -24,8 +38,9 @@ memory takes the name today's platform gives it (``core0``, ``core0.idma0``, ``c
 file: it reads at most :data:`MAX_RUN_BYTES` (decompressed: a gzip bomb stops there), rebuilds the
 model through :func:`dspsim.config.build_model` (as a model file's tables are checked) and checks
 every other field (types, ranges, finite numbers, engine names among the run's ``engines``, a
-non-empty trace); anything else is one line. A trace cut by ``--trace-limit`` is saved with
-``trace_rows_dropped`` and loaded with ``trace.attrs["rows_dropped"]``.
+non-empty trace: :mod:`dspsim.results_check`); anything else is one line. A trace cut by
+``--trace-limit`` is saved with ``trace_rows_dropped`` and loaded with
+``trace.attrs["rows_dropped"]``.
 
 This module sits below :mod:`dspsim.analysis`: it never imports an analysis.
 """
@@ -35,7 +50,6 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
-import math
 import os
 import stat
 from pathlib import Path
@@ -44,7 +58,17 @@ from typing import TYPE_CHECKING, Any
 from dspsim.config import HardwareModel, build_model, model_key
 from dspsim.errors import DspsimInputError
 from dspsim.paths import BOM, atomic_write, suffix_of, writable_file
-from dspsim.probes import COLUMNS, PORT_LOG_FIELDS, TRACE_KINDS, PortLog, TraceTable
+from dspsim.probes import COLUMNS, PORT_LOG_FIELDS, PortLog, TraceTable
+from dspsim.results_check import (
+    CUT_FIELDS,
+    DCACHE_COUNTERS,  # noqa: F401 - what a saved run's dcache holds, for callers
+    DOCUMENT_KEYS,  # noqa: F401 - the document's fields, for callers
+    MEMORY_COUNTERS,  # noqa: F401 - what a saved run's memories hold, for callers
+    MEMORY_KIND,
+    _is_int,
+    _MalformedError,
+    check_document,
+)
 from dspsim.schema import OP_SCHEMAS
 
 if TYPE_CHECKING:
@@ -53,15 +77,9 @@ if TYPE_CHECKING:
 FORMAT = "dspsim-run"
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
-DOCUMENT_KEYS = {"format", "format_version", "result", "model", "origin_cycle", "trace",
-                 "port_log", "trace_rows_dropped", "trace_cut_cycle", "port_log_cut_cycle"}
-CUT_FIELDS = ("trace_cut_cycle", "port_log_cut_cycle")  # where --trace-limit cut each log
-# every count and cycle in a run is below this: float64 holds each such integer exactly
-MAX_MAGNITUDE = 2**53
 SAVE_SUFFIXES = (".json", ".json.gz")
 # a saved run (decompressed) larger than this is refused: a gzip bomb stops here
 MAX_RUN_BYTES = 512 << 20
-ENGINE_KINDS = ("core", "idma", "ddr")
 
 
 def check_save_path(path: str | Path) -> Path:
@@ -95,9 +113,23 @@ def run_document(result: Any) -> dict[str, Any]:
         if getattr(result, k, None) is not None:
             doc[k] = float(getattr(result, k))
     if result.port_log is not None:
-        cols = PortLog.of(result.port_log).columns()
-        doc["port_log"] = {f: cols[f].tolist() for f in PORT_LOG_FIELDS}
+        doc["port_log"] = _log_columns(result.port_log)
+    host = model.host.memory
+    others = {m: log for m, log in (getattr(result, "port_logs", None) or {}).items()
+              if m != host}
+    if others:  # every other memory's log (null: none kept), and where a limit cut it
+        doc["port_logs"] = {m: None if log is None else _log_columns(log)
+                            for m, log in others.items()}
+        cuts = {m: float(log.cut_cycle) - float(result.origin_cycle)
+                for m, log in others.items() if getattr(log, "cut_cycle", None) is not None}
+        if cuts:
+            doc["port_log_cut_cycles"] = cuts
     return doc
+
+
+def _log_columns(log: Any) -> dict[str, list]:
+    cols = PortLog.of(log).columns()
+    return {f: cols[f].tolist() for f in PORT_LOG_FIELDS}
 
 
 def save_run(result: Any, path: str | Path) -> Path:
@@ -178,10 +210,21 @@ def load_run(path: str | Path) -> Result:
         model = _model(doc["model"], p, version)
         if version == 1:
             _upgrade_v1(doc, model)
-        check_document(doc)
+        _one_memory_fields(doc, model)
+        check_document(doc, model)
         trace = TraceTable(doc["trace"], doc.get("trace_rows_dropped", 0))
+        origin = float(doc["origin_cycle"])
         port = doc["port_log"]
         port_log = None if port is None else PortLog.from_columns(port)
+        if port_log is not None and doc.get("port_log_cut_cycle") is not None:
+            port_log.cut_cycle = float(doc["port_log_cut_cycle"]) + origin
+        port_logs = {m: None for m, k in doc["result"]["engines"].items() if k == MEMORY_KIND}
+        port_logs[model.host.memory] = port_log
+        cuts = doc.get("port_log_cut_cycles") or {}
+        for m, columns in (doc.get("port_logs") or {}).items():
+            if columns is not None:
+                log = port_logs[m] = PortLog.from_columns(columns)
+                log.cut_cycle = None if m not in cuts else float(cuts[m]) + origin
         r = doc["result"]
         init = {f.name for f in dataclasses.fields(Result) if f.init}
         values = {k: r[k] for k in JSON_FIELDS if k in init and k in r}
@@ -190,8 +233,9 @@ def load_run(path: str | Path) -> Result:
             **values,
             trace_table=trace,
             port_log=port_log,
+            port_logs=port_logs,
             model=model,
-            origin_cycle=float(doc["origin_cycle"]),
+            origin_cycle=origin,
             **{k: None if doc.get(k) is None else float(doc[k]) for k in CUT_FIELDS},
         )
     except DspsimInputError:
@@ -256,6 +300,26 @@ def _upgrade_v1(doc: dict[str, Any], model: HardwareModel) -> None:
     doc["format_version"] = 2
 
 
+def _one_memory_fields(doc: dict[str, Any], model: HardwareModel) -> None:
+    """A file written before the platform had several memories has no ``memories`` and no
+    ``dcache``: its run had one memory and no cache, so they are made from what it has (in
+    place; see the module docstring). Any other file keeps what it has, checked after."""
+    r = doc["result"]
+    if not isinstance(r, dict) or "memories" in r or "dcache" in r:
+        return
+    if len(model.memories) != 1 or model.dcache.capacity_bytes:
+        return  # the check names what is missing
+    (m,) = model.memories
+    count = r.get("bytes", {}), r.get("busy_cycles", {})
+    if not all(isinstance(t, dict) for t in count):
+        return
+    r["memories"] = {m: {"read_bytes": count[0].get(f"{m}_read"),
+                         "write_bytes": count[0].get(f"{m}_write"),
+                         "busy_cycles": count[1].get(m),
+                         "contention_cycles": r.get("ddr_contention_cycles")}}
+    r["dcache"] = None
+
+
 def _v1_names(model: HardwareModel) -> tuple[dict[str, str], dict[str, str], str]:
     """Version-1 names -> today's, and today's engines and core, for a run of ``model``.
 
@@ -282,214 +346,3 @@ def json_default(o: Any) -> Any:
     if hasattr(o, "tolist"):
         return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-# ------------------------------------------------------------------ checking a saved run
-class _MalformedError(ValueError):
-    """A field of a saved run is missing, of the wrong type or out of range."""
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    """A finite number float64 holds (an int beyond it would overflow on conversion)."""
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return False
-    return abs(v) <= MAX_MAGNITUDE if isinstance(v, int) else math.isfinite(v)
-
-
-def _short(v: Any) -> str:
-    text = repr(v)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _int(v: Any, where: str, lo: int = 0) -> int:
-    if not _is_int(v) or not lo <= v <= MAX_MAGNITUDE:
-        raise _MalformedError(
-            f"{where} = {_short(v)}: expected an integer from {lo} to 2**53")
-    return v
-
-
-def _num(v: Any, where: str, lo: float | None = 0.0) -> float:
-    if not _is_num(v) or (lo is not None and v < lo) or abs(v) > MAX_MAGNITUDE:
-        floor = f"{lo:g} to" if lo is not None else "at most"
-        raise _MalformedError(f"{where} = {_short(v)}: expected a finite number, {floor} 2**53")
-    return float(v)
-
-
-def _typed(v: Any, t: type, where: str) -> Any:
-    if not isinstance(v, t):
-        raise _MalformedError(f"{where}: expected {'a table' if t is dict else f'a {t.__name__}'}")
-    return v
-
-
-def _column(values: Any, where: str, kind: str, allowed: set[str] | None = None,
-            allowed_name: str = "the run's engines") -> None:
-    """A whole column at once: ``kind`` int (>= -1), num (finite), nonneg (finite >= 0), str,
-    bool; ``allowed``: the strings it may hold."""
-    import numpy as np
-
-    if kind == "str":
-        if not all(type(x) is str for x in values):
-            raise _MalformedError(f"{where}: expected text in every row")
-        if allowed is not None and not set(values) <= allowed:
-            bad = sorted(set(values) - allowed)[0]
-            raise _MalformedError(
-                f"{where}: {_short(bad)} is not one of {allowed_name} {sorted(allowed)}"
-            )
-        return
-    if kind == "bool":
-        if not all(type(x) is bool for x in values):
-            raise _MalformedError(f"{where}: expected true or false in every row")
-        return
-    if any(type(x) is bool for x in values):
-        raise _MalformedError(f"{where}: expected numbers, found true/false")
-    try:
-        arr = np.asarray(values)
-    except (ValueError, TypeError):
-        arr = np.asarray([None])
-    if arr.ndim != 1 or arr.dtype.kind not in ("i" if kind == "int" else "if"):
-        raise _MalformedError(f"{where}: expected {'integers' if kind == 'int' else 'numbers'}")
-    if kind == "int" and len(arr) and arr.min() < -1:
-        raise _MalformedError(f"{where}: {int(arr.min())} is below -1")
-    if kind in ("num", "nonneg") and not np.isfinite(arr.astype(float)).all():
-        raise _MalformedError(f"{where}: NaN or infinite values")
-    if len(arr) and np.abs(arr.astype(float)).max() > MAX_MAGNITUDE:
-        raise _MalformedError(f"{where}: values beyond 2**53")
-    if kind == "nonneg" and len(arr) and arr.min() < 0:
-        raise _MalformedError(f"{where}: negative values")
-
-
-def _check_sequential(trace: dict[str, list]) -> None:
-    """An engine does one thing at a time: no two rows of one engine overlap."""
-    import numpy as np
-
-    engine = np.asarray(trace["engine"], dtype=object)
-    start = np.asarray(trace["start_cycle"], dtype=float)
-    end = np.asarray(trace["end_cycle"], dtype=float)
-    for name in set(trace["engine"]):
-        sel = engine == name
-        order = np.argsort(start[sel], kind="stable")
-        s, e = start[sel][order], end[sel][order]
-        slack = 1e-6 * np.maximum(1.0, np.abs(e[:-1]))
-        if (s[1:] < e[:-1] - slack).any():
-            raise _MalformedError(f"trace: two rows of engine {name!r} overlap (an engine does "
-                                  "one thing at a time)")
-
-
-def check_document(doc: dict[str, Any]) -> None:
-    """Check a (version 2) saved run field by field; raises ``_MalformedError`` naming the first
-    bad one. The model is checked by :func:`dspsim.config.build_model` (see ``_model``)."""
-    from dspsim.ops import get_op
-    from dspsim.run import JSON_FIELDS
-
-    unknown = sorted(set(doc) - DOCUMENT_KEYS)
-    if unknown:
-        raise _MalformedError(f"unknown field {unknown[0]!r} (a saved run has "
-                              f"{', '.join(sorted(DOCUMENT_KEYS))})")
-    r = _typed(doc["result"], dict, "result")
-    unknown = sorted(set(r) - set(JSON_FIELDS))
-    if unknown:
-        raise _MalformedError(f"unknown field result.{unknown[0]!r}")
-    engines = _typed(r["engines"], dict, "result.engines")
-    if not engines:
-        raise _MalformedError("result.engines is empty")
-    for name, kind in engines.items():
-        if kind not in ENGINE_KINDS:
-            raise _MalformedError(f"engine {name!r} of kind {kind!r}: expected {ENGINE_KINDS}")
-    names = set(engines)
-    try:
-        op = get_op(_typed(r["op"], str, "result.op"))
-        op.check_variant(_typed(r["variant"], str, "result.variant"))
-    except DspsimInputError as e:
-        raise _MalformedError(str(e)) from None
-    if "mode" in r and r["mode"] != r["variant"]:
-        raise _MalformedError(f"result.mode {r['mode']!r} is not its variant {r['variant']!r}")
-    shape = _typed(r["shape"], list, "result.shape")
-    if not shape or not all(_is_int(d) and d > 0 for d in shape):
-        raise _MalformedError(f"result.shape = {shape!r}: expected positive integers")
-    try:
-        op.shape_of(shape=tuple(shape))
-    except DspsimInputError as e:
-        raise _MalformedError(str(e)) from None
-    if "n" in r and r["n"] != math.prod(shape):
-        raise _MalformedError(f"result.n = {r['n']!r} is not the product of its shape {shape}")
-    if engines.get(r["core"]) != "core":
-        raise _MalformedError(f"result.core = {r['core']!r} is not a core among its engines")
-    for k in ("cycles", "events", "ddr_contention_cycles"):
-        _int(r[k], f"result.{k}")
-    _int(r.get("rpc_cycles", 0), "result.rpc_cycles")
-    for k in ("time_us", "wall_s"):
-        _num(r[k], f"result.{k}")
-    for k, lo in (("bytes", ("ddr_read", "ddr_write")), ("stall_cycles", ()),
-                  ("busy_cycles", ())):
-        table = _typed(r[k], dict, f"result.{k}")
-        for need in lo:
-            table[need]  # noqa: B018 - KeyError names the missing one
-        for name, v in table.items():
-            if k == "busy_cycles" and name not in names:
-                raise _MalformedError(f"result.busy_cycles: {name!r} is not one of its engines")
-            _int(v, f"result.{k}.{name}")
-    for i, ps in enumerate(_typed(r["passes"], list, "result.passes")):
-        ps = _typed(ps, dict, f"result.passes[{i}]")
-        _typed(ps["name"], str, f"result.passes[{i}].name")
-        a = _num(ps["start_cycle"], f"result.passes[{i}].start_cycle", None)
-        if _num(ps["end_cycle"], f"result.passes[{i}].end_cycle", None) < a:
-            raise _MalformedError(f"result.passes[{i}] ends before it starts")
-    for key in ("warnings", "hazards"):
-        for i, w in enumerate(_typed(r.get(key, []), list, f"result.{key}")):
-            w = _typed(w, dict, f"result.{key}[{i}]")
-            _typed(w["message"], str, f"result.{key}[{i}].message")
-            if key == "warnings":
-                _typed(w["code"], str, f"result.warnings[{i}].code")
-                _int(w.get("count", 1), f"result.warnings[{i}].count")
-    out = r.get("output")
-    if out is not None:
-        for k, v in _typed(out, dict, "result.output").items():  # the op's own summary
-            if isinstance(v, bool) or v is None or (isinstance(v, str) and len(v) <= 1000):
-                continue
-            if not (isinstance(v, int | float) and (
-                    abs(v) <= MAX_MAGNITUDE if isinstance(v, int) else not math.isnan(v))):
-                raise _MalformedError(
-                    f"result.output.{k} = {_short(v)}: expected a number, true/false, a short "
-                    "string or null")
-    _typed(r["manifest"], dict, "result.manifest")
-    _num(doc["origin_cycle"], "origin_cycle")
-    _int(doc.get("trace_rows_dropped", 0), "trace_rows_dropped")
-    for k in CUT_FIELDS:  # absent or null: that log is whole
-        if doc.get(k) is not None and _num(doc[k], k, None) < -doc["origin_cycle"]:
-            raise _MalformedError(f"{k} = {_short(doc[k])}: before the run began (the op's "
-                                  f"timer started at cycle {doc['origin_cycle']:,.0f})")
-
-    trace = _typed(doc["trace"], dict, "trace")
-    if set(trace) != set(COLUMNS):
-        extra = sorted(set(trace) - set(COLUMNS))
-        raise _MalformedError(f"trace column {extra[0]!r} is not one of {COLUMNS}" if extra
-                              else f"trace column {sorted(set(COLUMNS) - set(trace))[0]!r} "
-                              "is missing")
-    lengths = {len(_typed(trace[c], list, f"trace.{c}")) for c in COLUMNS}
-    if len(lengths) != 1:
-        raise _MalformedError("trace columns of different lengths")
-    if lengths == {0}:
-        raise _MalformedError("the trace has no rows")
-    kinds = {"engine": "str", "kind": "str", "what": "str", "start_cycle": "num",
-             "end_cycle": "num", "bytes": "int", "tile": "int", "pass": "str", "buffer": "int",
-             "ddr_stall_cycles": "nonneg"}
-    for c in COLUMNS:
-        _column(trace[c], f"trace.{c}", kinds[c], names if c == "engine" else None)
-    _column(trace["bytes"], "trace.bytes", "nonneg")
-    _column(trace["kind"], "trace.kind", "str", set(TRACE_KINDS), "the trace's kinds")
-    if any(e < s for s, e in zip(trace["start_cycle"], trace["end_cycle"])):
-        raise _MalformedError("trace: a row ends before it starts")
-    _check_sequential(trace)
-
-    port = doc["port_log"]
-    if port is not None:
-        port = _typed(port, dict, "port_log")
-        if len({len(_typed(port[f], list, f"port_log.{f}")) for f in PORT_LOG_FIELDS}) != 1:
-            raise _MalformedError("port_log columns of different lengths")
-        for f in PORT_LOG_FIELDS:
-            kind = {"bytes": "nonneg", "is_write": "bool", "requester": "str"}.get(f, "num")
-            _column(port[f], f"port_log.{f}", kind, names if f == "requester" else None)

@@ -1,7 +1,8 @@
 """Several runs above each other on one cycle axis (same scale), and where each core's time goes.
 
 The lanes are the timeline's (:mod:`dspsim.analysis.timeline`) without the TCM buffers, each
-run with its DDR bandwidth below; a last panel sums the core's cycles per part
+run with its memories' bandwidth below (one panel per memory the timeline would show: J6, its
+DDR); a last panel sums the core's cycles per part
 (:func:`dspsim.analysis.stalls.core_breakdown`) as bars whose lengths are the run times.
 """
 
@@ -11,8 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dspsim.analysis.engines import RunEngines
-from dspsim.analysis.stalls import core_breakdown, require_trace
+from dspsim.analysis.engines import RunEngines, memories_text
+from dspsim.analysis.series import logged_memories
+from dspsim.analysis.stalls import core_breakdown, require_trace, stalled_memories
 from dspsim.analysis.timeline import (
     DPI,
     OCCUPANCY_NOTE,
@@ -45,38 +47,51 @@ def compare_figure(results: Sequence[Any]) -> Figure:
 
     longest = float(max(r.cycles for r in results))
     xmax = longest * 1.16  # room after the bars for their totals
+    for r in results:
+        require_trace(r)
+    memories = [logged_memories(r) for r in results]
+    # the legend names the memory when every run shows the same one memory (J6's DDR)
+    named = len({tuple(m) for m in memories}) == 1 and len(memories[0]) == 1
     heights = []
-    for _ in results:
-        heights += [3.0, 1.0]
+    for m in memories:
+        heights += [3.0] + [1.0] * len(m)
     heights.append(0.25 + 0.55 * len(results))
-    fig = Figure(figsize=(16, 3.4 * len(results) + 2.6))
+    extra = sum(len(m) - 1 for m in memories)  # bandwidth panels beyond one per run
+    # one legend entry for the core's stalls, naming every memory a run stalled on
+    stalled = list(dict.fromkeys(m for r in results for m in stalled_memories(r)))
+    stall_handle = ddr_stall_handle(stalled)
+    fig = Figure(figsize=(16, 3.4 * len(results) + 2.6 + 0.8 * extra))
     gs = fig.add_gridspec(len(heights), 1, height_ratios=heights, hspace=0.35,
                           left=0.075, right=RIGHT, top=0.90, bottom=0.12)
     axes = []
     handles: list[Any] = []
     width_px = None
     any_occupancy = any_pass_line = False
+    row = 0
     for i, r in enumerate(results):
-        require_trace(r)
-        ax = fig.add_subplot(gs[2 * i], sharex=axes[0] if axes else None)
-        ax_bw = fig.add_subplot(gs[2 * i + 1], sharex=ax)
+        ax = fig.add_subplot(gs[row], sharex=axes[0] if axes else None)
+        bws = [fig.add_subplot(gs[row + 1 + k], sharex=ax) for k in range(len(memories[i]))]
+        row += 1 + len(bws)
         width_px = width_px or fig.get_figwidth() * DPI * ax.get_position().width
         lane_handles, used = draw_engine_lanes(ax, r, 0.0, xmax, width_px, tcm=False)
-        handles += lane_handles
+        handles += [stall_handle if h.get_label().startswith("core stalled on") else h
+                    for h in lane_handles]
         any_occupancy |= used
-        twin = ax_bw.twinx()  # requests are drawn but hidden: only bandwidth here
-        bw_handles = draw_ddr(ax_bw, twin, r, 0.0, float(r.cycles), bins=int(width_px // 2))
-        handles += [h for h in bw_handles if "requests in flight" not in h.get_label()]
-        twin.set_visible(False)
+        for ax_bw, memory in zip(bws, memories[i]):
+            twin = ax_bw.twinx()  # requests are drawn but hidden: only bandwidth here
+            bw_handles = draw_ddr(ax_bw, twin, r, 0.0, float(r.cycles),
+                                  bins=int(width_px // 2), memory=memory, named=named)
+            handles += [h for h in bw_handles if "requests in flight" not in h.get_label()]
+            twin.set_visible(False)
+            ax_bw.tick_params(axis="x", labelbottom=False)
+            ax_bw.tick_params(axis="y", labelsize=8)
         ax.set_title(run_title(r, 0.0, float(r.cycles)), fontsize=10, loc="left",
                      pad=34 if i == 0 else 6)
         ax.tick_params(axis="x", labelbottom=False)
-        ax_bw.tick_params(axis="x", labelbottom=False)
-        ax_bw.tick_params(axis="y", labelsize=8)
-        any_pass_line |= draw_pass_lines([ax, ax_bw], r, 0.0, float(r.cycles))
-        for a in (ax, ax_bw):
+        any_pass_line |= draw_pass_lines([ax, *bws], r, 0.0, float(r.cycles))
+        for a in (ax, *bws):
             a.axvline(r.cycles, color="#c44e52", linewidth=1.2)
-        axes += [ax, ax_bw]
+        axes += [ax, *bws]
 
     # where each core's time goes, on the same cycle axis: the bars' lengths are the run times,
     # each part at its true length; parts too short to label are named after the bar
@@ -86,7 +101,7 @@ def compare_figure(results: Sequence[Any]) -> Figure:
         ("idma_setup_cycles", "programming iDMA", SETUP_COLOUR, None),
         ("wait_in_cycles", "waiting on iDMA input", WAIT_COLOURS["wait_in"], None),
         ("wait_out_cycles", "waiting on iDMA output", WAIT_COLOURS["wait_out"], None),
-        ("wait_ddr_cycles", "stalled on DDR", "#bbbbbb", "xx"),
+        ("wait_ddr_cycles", "stalled on", "#bbbbbb", "xx"),  # + the run's memories
         ("other_cycles", "other", "#ffffff", None),
     )
     drawn: set[str] = set()
@@ -99,6 +114,8 @@ def compare_figure(results: Sequence[Any]) -> Figure:
             v = sum(p[key] for p in rows)
             if v <= 0:
                 continue
+            if key == "wait_ddr_cycles":
+                label = f"{label} {memories_text(stalled_memories(r)) or 'memory'}"
             ax_sum.barh(y, v, left=left, height=0.6, color=colour, hatch=hatch,
                         edgecolor="#333333" if hatch else colour, linewidth=0)
             drawn.add(key)
@@ -120,7 +137,7 @@ def compare_figure(results: Sequence[Any]) -> Figure:
         handles.append(Patch(facecolor=COMPUTE_SUMMARY_COLOUR,
                              label="core computing (summary bar)"))
     if "wait_ddr_cycles" in drawn:
-        handles.append(ddr_stall_handle())
+        handles.append(stall_handle)
     ax_sum.set_xlim(0, xmax)
     format_cycles_axis(ax_sum)
     ax_sum.set_xlabel("time (cycles from the op's timer start)", fontsize=9)

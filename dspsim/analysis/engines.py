@@ -1,5 +1,6 @@
 """A run's engines as the analyses see them: which one is the op's core, which are its iDMA
-channels (in order), which is the DDR port, and how figures and traces label them.
+channels (in order), which are the memories' ports (J6: DDR), and how figures and traces label
+them.
 
 Engine names are made by the platform and read from the run (``Result.engines``,
 ``Result.core``, ``Result.engines_of(kind)``); nothing under :mod:`dspsim.analysis` spells one.
@@ -41,7 +42,7 @@ class RunEngines:
 
     core: str | None  # the op's core; None: whatever engine the core's rows name
     channels: tuple[str, ...] = ()  # iDMA channels; a channel's number is its position
-    ports: tuple[str, ...] = ()  # the DDR port(s)
+    ports: tuple[str, ...] = ()  # every memory's port (J6: ddr), named as its memory
     core_label: str = ""  # the core's lane and thread label (its kind)
 
     @cached_property
@@ -113,6 +114,17 @@ class RunEngines:
 
     def is_channel(self, engine: str) -> bool:
         return engine in self._index
+
+
+def memory_label(name: str) -> str:
+    """How figures and texts name a memory: its name in capitals (``ddr`` -> ``DDR``,
+    ``sram`` -> ``SRAM``)."""
+    return name.upper()
+
+
+def memories_text(names: Any, joiner: str = ", ") -> str:
+    """Several memories' labels, joined (``DDR, SRAM``)."""
+    return joiner.join(memory_label(n) for n in names)
 
 
 def shape_text(shape: Any) -> str:

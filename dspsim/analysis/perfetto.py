@@ -11,9 +11,11 @@ The file is one JSON object ``{"traceEvents": [...], "displayTimeUnit": "ns", "o
 - ``X`` complete events, one per pass, per trace row (kernel, wait, descriptor programming, copy)
   and per TCM buffer state; ``args`` carry ``tile``, ``pass``, ``bytes``, ``buffer`` and
   ``cycles`` (plus ``start_cycle``, ``end_cycle`` and, for kernels, ``ddr_stall_cycles``);
-- ``C`` counter events: ``DDR bytes in flight`` and ``DDR requests in flight`` (one series per
-  requester, named as its thread), both from the DDR port log (a request is in flight from its
-  issue to its completion), and ``TCM occupancy`` (bytes held per buffer);
+- ``C`` counter events, a pair per memory (J6: its DDR; the host's memory always, every other
+  memory whose port log holds a request), named by the memory: ``DDR bytes in flight`` and
+  ``DDR requests in flight`` (one series per requester, named as its thread), both from that
+  memory's port log (a request is in flight from its issue to its completion); and ``TCM
+  occupancy`` (bytes held per buffer);
 - flow events (``s`` -> ``f``, the ``f`` bound to its enclosing slice with ``"bp": "e"``)
   linking each tile's input copy to its compute, and its compute to its output copy; both ends
   of a flow carry the category of the slice it leaves (``copy_in`` or ``compute``), so a viewer
@@ -46,8 +48,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dspsim.analysis.engines import RunEngines, shape_text
-from dspsim.analysis.series import assign_lanes, binned_mean, port_log_arrays
+from dspsim.analysis.engines import RunEngines, memory_label, shape_text
+from dspsim.analysis.series import (
+    assign_lanes,
+    binned_mean,
+    logged_memories,
+    port_log_arrays,
+    port_log_cut_cycle,
+)
 from dspsim.analysis.stalls import require_trace
 from dspsim.analysis.tiles import tcm_segments, tile_table
 from dspsim.errors import DspsimInputError
@@ -59,8 +67,14 @@ MIN_EVENT_LIMIT = 100
 MIN_COUNTER_SAMPLES = 10  # per counter, when the counters must be resampled
 TRACE_FORMATS = (".json", ".json.gz")
 PID = 1
-DDR_COUNTER = "DDR bytes in flight"
+DDR_COUNTER = "DDR bytes in flight"  # J6's: each memory's counters are named by it
 DDR_REQUESTS_COUNTER = "DDR requests in flight"
+
+
+def counter_names(memory: str) -> tuple[str, str]:
+    """A memory's two counters (J6's ``ddr``: :data:`DDR_COUNTER`, :data:`DDR_REQUESTS_COUNTER`)."""
+    label = memory_label(memory)
+    return f"{label} bytes in flight", f"{label} requests in flight"
 TCM_COUNTER = "TCM occupancy (bytes)"
 PASS_THREAD = "pass"
 LIMIT_NOTE = "every event in traceEvents counts, the metadata (M) events included"
@@ -232,11 +246,11 @@ def _tcm_counter(slices: pd.DataFrame) -> list[tuple[int, dict[str, float]]]:
 
 
 class _DdrCounters:
-    """The two DDR counters from the port log: bytes in flight, requests in flight per
+    """A memory's two counters from its port log: bytes in flight, requests in flight per
     requester; exact (a sample per change) or resampled over equal bins, up to a time."""
 
-    def __init__(self, result: Any, clock: _Clock):
-        self.log = port_log_arrays(result)
+    def __init__(self, result: Any, clock: _Clock, memory: str | None = None):
+        self.log = port_log_arrays(result, memory)
         self.clock = clock
         self.issue_ns = clock.ns(self.log["issue"])
         self.done_ns = clock.ns(self.log["done"])
@@ -291,9 +305,11 @@ class _DdrCounters:
                  for k, ts in enumerate(at)], how)
 
 
-def _fit_counters(ddr: _DdrCounters, end_ns: int, room: int) -> tuple[list, list, str, str]:
-    """Both DDR counters up to ``end_ns`` in at most ``room`` events: exact when they fit."""
-    exact_bytes, exact_req = ddr.exact(end_ns)
+def _fit_counters(ddr: _DdrCounters, end_ns: int, room: int,
+                  exact: tuple[list, list] | None = None) -> tuple[list, list, str, str]:
+    """Both of a memory's counters up to ``end_ns`` in at most ``room`` events: exact when
+    they fit (``exact``: those samples, when already made)."""
+    exact_bytes, exact_req = exact if exact is not None else ddr.exact(end_ns)
     if len(exact_bytes) + len(exact_req) <= room:
         how = "exact: one sample per change"
         return exact_bytes, exact_req, how, how
@@ -301,6 +317,22 @@ def _fit_counters(ddr: _DdrCounters, end_ns: int, room: int) -> tuple[list, list
     res_bytes, res_req, how = ddr.resampled(end_ns, bins)
     needed = f" (exact would need {len(exact_bytes):,} samples)"
     return res_bytes, res_req, how + needed, how + needed
+
+
+def _fit_memories(counters: dict[str, _DdrCounters], end_ns: int, room: int
+                  ) -> dict[str, tuple[list, list, str, str]]:
+    """Every memory's counters in at most ``room`` events together: the memories that need
+    fewest first, each exact when it fits its share of what is left (the rest split evenly),
+    else resampled to that share."""
+    exact = {m: c.exact(end_ns) for m, c in counters.items()}
+    size = {m: len(b) + len(q) for m, (b, q) in exact.items()}
+    out = {}
+    left, todo = room, sorted(counters, key=lambda m: size[m])
+    for k, m in enumerate(todo):
+        share = left // (len(todo) - k)
+        out[m] = _fit_counters(counters[m], end_ns, share, exact[m])
+        left -= len(out[m][0]) + len(out[m][1])
+    return {m: out[m] for m in counters}
 
 
 def _cut_time(slices: pd.DataFrame, flows: list[dict], tcm: list, room: int) -> int:
@@ -329,7 +361,7 @@ def _cut_time(slices: pd.DataFrame, flows: list[dict], tcm: list, room: int) -> 
 
 
 def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any]:
-    """The whole trace object for ``result`` (a run with trace and DDR port log): at most
+    """The whole trace object for ``result`` (a run with trace and port logs): at most
     ``limit`` events, metadata included."""
     limit = check_limit(limit)
     model = result.model
@@ -337,7 +369,8 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
     slices, threads = _slices(result, clock)
     flows = _flows(result, slices)
     tcm_samples = _tcm_counter(slices)
-    ddr = _DdrCounters(result, clock)
+    memories = logged_memories(result)
+    counters = {m: _DdrCounters(result, clock, m) for m in memories}
     end_ns = int(clock.ns(result.cycles))
     n_slices, n_flows = len(slices), len(flows)
 
@@ -356,10 +389,11 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
     body = n_slices + 2 * n_flows + len(tcm_samples)
     cut_ns: int | None = None
     n_clipped = 0
-    if body + 2 * MIN_COUNTER_SAMPLES > room:
+    least = 2 * MIN_COUNTER_SAMPLES * len(memories)
+    if body + least > room:
         # cut slices, flows and TCM samples at a point in time; keep a share for the counters
-        counters = max(2 * MIN_COUNTER_SAMPLES, room // 5)
-        cut_ns = _cut_time(slices, flows, tcm_samples, room - counters)
+        kept_for_counters = max(least, room // 5)
+        cut_ns = _cut_time(slices, flows, tcm_samples, room - kept_for_counters)
         kept = (slices["ts_ns"] < cut_ns).to_numpy()
         ends = slices["end_ns"].to_numpy()
         flows = [f for f in flows if kept[f["from"]] and kept[f["to"]]
@@ -376,7 +410,7 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
         slices = slices[kept].reset_index(drop=True)
         end_ns = cut_ns
     used = len(slices) + 2 * len(flows) + len(tcm_samples)
-    ddr_bytes, ddr_req, bytes_how, req_how = _fit_counters(ddr, end_ns, room - used)
+    fitted = _fit_memories(counters, end_ns, room - used)
 
     events = list(meta)
     ts_us = _us(slices["ts_ns"])
@@ -392,8 +426,10 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
         events.append({"ph": "s", "tid": int(tids[a]), "ts": float(_us(mid[a]))} | common)
         events.append({"ph": "f", "bp": "e", "tid": int(tids[b]), "ts": float(_us(mid[b]))}
                       | common)
-    for name, samples in ((TCM_COUNTER, tcm_samples), (DDR_COUNTER, ddr_bytes),
-                          (DDR_REQUESTS_COUNTER, ddr_req)):
+    series = [(TCM_COUNTER, tcm_samples)]
+    for m, (nbytes, requests, _, _) in fitted.items():
+        series += list(zip(counter_names(m), (nbytes, requests)))
+    for name, samples in series:
         for ts, values in samples:
             events.append({"ph": "C", "pid": PID, "name": name, "ts": float(_us(ts)),
                            "args": values})
@@ -403,7 +439,7 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
         "op": result.op,
         "variant": result.variant,
         "shape": list(result.shape),
-        "engines": dict(result.engines),  # the op's core, its channels and the DDR port
+        "engines": dict(result.engines),  # the op's core, its channels, the memories' ports
         "cycles": result.cycles,
         "clock_mhz": model.core.clock_mhz,
         "time_note": (
@@ -420,12 +456,13 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
             if cut_ns is None
             else f"cut at {clock.cycles(cut_ns):,.0f} cycles to stay within the limit: kept "
             f"{len(slices):,} of {n_slices:,} slices ({n_clipped:,} end at the cut, marked "
-            f"\"cut\") and {len(flows):,} of {n_flows:,} flows; TCM occupancy and the DDR "
+            f"\"cut\") and {len(flows):,} of {n_flows:,} flows; TCM occupancy and the memory "
             "counters end at the cut too"
         ),
         "recorded": recorded_text(result),
-        "ddr_bytes_in_flight": bytes_how,
-        "ddr_requests_in_flight": req_how,
+        # per memory (J6: ddr_bytes_in_flight, ddr_requests_in_flight): how each was sampled
+        **{f"{m}_{what}_in_flight": how for m, (_, _, *hows) in fitted.items()
+           for what, how in zip(("bytes", "requests"), hows)},
         "flows": "each flow carries the category of the slice it leaves (copy_in, compute)",
         "manifest": getattr(result, "manifest", {}),
     }
@@ -434,9 +471,10 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
 
 def recorded_text(result: Any) -> str:
     """What of the run its logs hold (``--trace-limit`` cuts each at its own count)."""
-    parts = [f"the {what} is whole only up to cycle {cut:,.0f}"
-             for what, cut in (("trace", getattr(result, "trace_cut_cycle", None)),
-                               ("DDR port log", getattr(result, "port_log_cut_cycle", None)))
+    logs = [("trace", getattr(result, "trace_cut_cycle", None))]
+    logs += [(f"{memory_label(m)} port log", port_log_cut_cycle(result, m))
+             for m in logged_memories(result)]
+    parts = [f"the {what} is whole only up to cycle {cut:,.0f}" for what, cut in logs
              if cut is not None]
     if not parts:
         return "the whole run"

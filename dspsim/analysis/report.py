@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dspsim.analysis.engines import RunEngines, shape_text
+from dspsim.analysis.engines import RunEngines, memory_label, shape_text
 from dspsim.analysis.stalls import CORE_PARTS, stall_summary
 from dspsim.analysis.tiles import tile_table
 
@@ -61,6 +61,11 @@ def report_text(result: Any) -> str:
             cells.append(f"{_num(p[k])} ({pct:4.1f}%)")
         rows.append(cells)
     out.append(_table(headers, rows))
+    stalled = {m: v for m, v in summary["on_memory"].items() if v > 0}
+    if stalled:  # the run's own count per memory (the trace's rows do not split a stall)
+        out.append("wait_ddr_cycles: the core stalled on " + ", ".join(
+            f"{m} {_num(v)} cycles ({100.0 * v / result.cycles if result.cycles else 0.0:.1f}% "
+            "of the op)" for m, v in stalled.items()))
     out += ["", "engine utilisation (busy cycles, % of the op's cycles)"]
     rows = [
         [name, _num(e["busy_cycles"]), _num(e["utilisation_pct"], 1)]
@@ -69,7 +74,7 @@ def report_text(result: Any) -> str:
     out.append(_table(["engine", "busy_cycles", "utilisation_pct"], rows))
     for port in engines.ports:
         rate = summary["engines"][port]["achieved_bytes_per_cycle"]
-        out.append(f"DDR achieved {rate:.4f} bytes/cycle over the op")
+        out.append(f"{memory_label(port)} achieved {rate:.4f} bytes/cycle over the op")
 
     tiles = tile_table(result.trace, result.passes, engines)
     if len(tiles):

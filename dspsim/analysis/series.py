@@ -1,5 +1,5 @@
-"""Numeric helpers over a run's intervals: lanes, the DDR port log as arrays, time integrals,
-occupancy per time bin.
+"""Numeric helpers over a run's intervals: lanes, the memories' port logs as arrays, time
+integrals, occupancy per time bin.
 
 Shared by the tile analysis, the timeline figure and the Perfetto export; numpy only (no
 plotting, no pandas).
@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from dspsim.analysis.engines import RunEngines
 from dspsim.errors import DspsimInputError
 from dspsim.probes import PORT_LOG_FIELDS, PortLog
 
@@ -39,13 +40,61 @@ def assign_lanes(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return lanes
 
 
-def port_log_arrays(result: Any) -> dict[str, np.ndarray]:
-    """The DDR port log as numpy columns, times relative to the op's timer start (cycles)."""
-    log = getattr(result, "port_log", None)
-    if log is None:
+def host_memory(result: Any) -> str | None:
+    """The name of the memory the run's host allocated from (its buffers; ``port_log`` is
+    this memory's): the model's ``host.memory``, else the run's first memory port."""
+    model = getattr(result, "model", None)
+    if model is not None:
+        return model.host.memory
+    ports = RunEngines.of(result).ports
+    return ports[0] if ports else None
+
+
+def memory_logs(result: Any) -> dict[str, Any]:
+    """Every memory's port log the run kept, by memory name in the run's engine order (a run
+    with only ``port_log``: the host memory's)."""
+    logs = {m: log for m, log in (getattr(result, "port_logs", None) or {}).items()
+            if log is not None}
+    host = getattr(result, "port_log", None)
+    if not logs and host is not None:
+        logs = {host_memory(result) or "": host}
+    order = {name: i for i, name in enumerate(getattr(result, "engines", None) or {})}
+    return dict(sorted(logs.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
+def logged_memories(result: Any) -> list[str]:
+    """The memories a figure or a trace shows a port for: the host memory's (whenever it has
+    a log, busy or not, as a one-memory run always showed it), and every other memory whose
+    log holds a request."""
+    host = host_memory(result)
+    out = [m for m, log in memory_logs(result).items() if m == host or len(log)]
+    if not out:
         raise DspsimInputError(
-            "this run has no DDR port log: simulate it with port_log=True (the CLI does so for "
+            "this run has no port log: simulate it with port_log=True (the CLI does so for "
             "--timeline, --trace and --save)"
+        )
+    return out
+
+
+def port_log_cut_cycle(result: Any, memory: str) -> float | None:
+    """Up to which cycle (from the op's timer start) ``memory``'s log is whole (None: whole;
+    ``--trace-limit`` cuts each log at its own count)."""
+    if memory == host_memory(result):
+        return getattr(result, "port_log_cut_cycle", None)
+    cut = getattr(memory_logs(result).get(memory), "cut_cycle", None)
+    return None if cut is None else cut - float(getattr(result, "origin_cycle", 0.0))
+
+
+def port_log_arrays(result: Any, memory: str | None = None) -> dict[str, np.ndarray]:
+    """A memory's port log (default: the host memory's, ``port_log``) as numpy columns,
+    times relative to the op's timer start (cycles)."""
+    log = (getattr(result, "port_log", None) if memory is None
+           else memory_logs(result).get(memory))
+    if log is None:
+        what = "" if memory is None else f" {memory!r}"
+        raise DspsimInputError(
+            f"this run has no{what} port log: simulate it with port_log=True (the CLI does so "
+            "for --timeline, --trace and --save)"
         )
     origin = float(getattr(result, "origin_cycle", 0.0))
     out = PortLog.of(log).columns()
@@ -53,6 +102,26 @@ def port_log_arrays(result: Any) -> dict[str, np.ndarray]:
         out[f] = out[f] - origin
     out["bytes"] = out["bytes"].astype(float)
     return out
+
+
+def memories_requested(result: Any, requester: str, starts: np.ndarray, ends: np.ndarray,
+                       write: bool | None = None) -> list[tuple[str, ...]]:
+    """Per interval ``[starts[i], ends[i])`` (cycles from the op's timer start), the memories
+    (in the run's order) to which ``requester`` issued a request in it (only writes or only
+    reads when ``write`` says so), from the port logs the run kept."""
+    starts = np.asarray(starts, float)
+    ends = np.asarray(ends, float)
+    hits = []
+    for memory in memory_logs(result):
+        log = port_log_arrays(result, memory)
+        sel = log["requester"] == requester
+        if write is not None:
+            sel &= log["is_write"] == write
+        issue = np.sort(log["issue"][sel])
+        count = (np.searchsorted(issue, ends, side="left")
+                 - np.searchsorted(issue, starts, side="left"))
+        hits.append((memory, count > 0))
+    return [tuple(m for m, hit in hits if hit[i]) for i in range(len(starts))]
 
 
 def interval_integral(

@@ -8,17 +8,21 @@ Per pass, the core's span is split into disjoint parts:
 ``span_cycles``
     from the first to the last core trace row of the pass.
 ``compute_cycles``
-    kernels executing, minus the part of them stalled on DDR.
+    kernels executing, minus the part of them stalled on memory.
 ``idma_setup_cycles``
     programming iDMA descriptors (``IDMA_COPY``).
 ``wait_in_cycles`` / ``wait_out_cycles``
-    blocked in ``IDMA_WAIT`` on an input copy (DDR -> TCM) / an output copy (TCM -> DDR).
+    blocked in ``IDMA_WAIT`` on an input copy (memory -> TCM) / an output copy (TCM -> memory).
 ``wait_ddr_cycles``
-    kernels stalled on uncached DDR accesses (kernels that read and write DDR directly).
+    kernels stalled on an external memory (kernels that read and write it directly, or miss in
+    the data cache): on J6 its DDR; on a platform of several memories all of them together
+    (the trace does not split a kernel's stall; the run does: :func:`memory_stalls`).
 ``other_cycles``
     the part of the span no core row covers (0 for the seed's op).
 
 so that ``compute + idma_setup + wait_in + wait_out + wait_ddr + other = span`` exactly.
+Which memory the core stalled on, and how long, is the run's own count (``Result.stall_cycles``,
+a key per memory): :func:`memory_stalls`, :func:`stalled_memories`.
 The per-tile view is :mod:`dspsim.analysis.tiles`.
 """
 
@@ -124,12 +128,25 @@ def _clipped_busy(rows: dict[str, np.ndarray], end_cycle: float) -> float:
     return float((end - start).sum())
 
 
+def memory_stalls(result: Any) -> dict[str, int]:
+    """Cycles the core stalled on each memory, by memory name in the run's order (from the
+    run's ``stall_cycles``, whose keys name the memories; J6: ``{"ddr": ...}``)."""
+    stalls = getattr(result, "stall_cycles", None) or {}
+    return {m: stalls[m] for m in RunEngines.of(result).ports if m in stalls}
+
+
+def stalled_memories(result: Any) -> list[str]:
+    """The memories the core stalled on in this run (in the run's order)."""
+    return [m for m, v in memory_stalls(result).items() if v > 0]
+
+
 def engine_utilisation(result: Any) -> dict[str, dict[str, float]]:
     """Busy cycles and utilisation (percent of the op's cycles) of every engine of the run,
     keyed by the run's engine names, in its order.
 
     The core: computing or programming descriptors (not waiting, not stalled on DDR);
-    iDMA channels: a descriptor in progress; the DDR port: its data path moving bytes.
+    iDMA channels: a descriptor in progress; a memory's port: its data path moving bytes (and
+    the bytes it moved per cycle of the op).
     """
     trace = _columns(result)
     engines = RunEngines.of(result)
@@ -144,8 +161,8 @@ def engine_utilisation(result: Any) -> dict[str, dict[str, float]]:
     for ch in engines.channels:
         rows = cols["engine"] == ch
         out[ch] = {"busy_cycles": _clipped_busy({c: a[rows] for c, a in cols.items()}, total)}
-    moved = float(sum(result.bytes.values()))
     for port in engines.ports:
+        moved = float(result.bytes.get(f"{port}_read", 0) + result.bytes.get(f"{port}_write", 0))
         out[port] = {
             "busy_cycles": float(result.busy_cycles.get(port, 0)),
             "achieved_bytes_per_cycle": moved / total if total else 0.0,
@@ -156,7 +173,8 @@ def engine_utilisation(result: Any) -> dict[str, dict[str, float]]:
 
 
 def stall_summary(result: Any) -> dict[str, Any]:
-    """The ``stalls`` object of ``dspsim run --json``: per pass, totals, per engine."""
+    """The ``stalls`` object of ``dspsim run --json``: per pass, totals, per engine, and the
+    cycles the core stalled on each memory (``on_memory``: ``{"ddr": ...}``)."""
     per_pass = core_breakdown(_columns(result), result.passes, RunEngines.of(result))
     total = {"span_cycles": sum(p["span_cycles"] for p in per_pass)}
     total |= {k: sum(p[k] for p in per_pass) for k in CORE_PARTS}
@@ -164,4 +182,5 @@ def stall_summary(result: Any) -> dict[str, Any]:
         "per_pass": per_pass,
         "total": total,
         "engines": engine_utilisation(result),
+        "on_memory": memory_stalls(result),
     }

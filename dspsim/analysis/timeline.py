@@ -1,21 +1,30 @@
-"""Timeline (Gantt) figures of a run: one lane per engine, the DDR port below.
+"""Timeline (Gantt) figures of a run: one lane per engine, each memory's port below.
 
 Lanes, top to bottom:
 
 - **pass**: the op's passes and their spans;
 - **core** (the core the op ran on): kernels, a colour per kernel in the order of its first
-  call; kernels stalled on DDR (grey, hatched: an uncached kernel's stalls are spread over all
-  of its accesses, so they have no interval of their own: a kernel row stalled for a share ``f``
-  of its time counts ``1 - f`` as its kernel and ``f`` as stalled, and its label gives ``f``);
-  waiting on an input copy, on an output copy; descriptor programming;
+  call; kernels stalled on memory (grey, hatched: an uncached kernel's stalls are spread over
+  all of its accesses, so they have no interval of their own: a kernel row stalled for a share
+  ``f`` of its time counts ``1 - f`` as its kernel and ``f`` as stalled, and its label gives
+  ``f`` and the memory: the one the core sent requests to during the kernel, from the port
+  logs); waiting on an input copy, on an output copy; descriptor programming;
 - **iDMA ch0, ch1, ...** (the core's channels, numbered by position): input copies
-  (DDR -> TCM) and output copies (TCM -> DDR), tile numbers;
+  (memory -> TCM) and output copies (TCM -> memory), tile numbers;
 - **TCM buffer 0, 1, ...**: which tile each buffer holds and whether it is filling, ready,
   computing, computed (waiting for its output copy) or draining; a buffer that holds two tiles
   at once (refilled while it drains) is split into sub-lanes;
-- **DDR data path**: achieved bandwidth (bytes/cycle, reads and writes stacked) per time bin;
-- **DDR requests in flight**: mean outstanding requests per time bin, by requester (the run's
-  engine names; the core grey, channels coloured by their number).
+- per memory (J6: its DDR): **data path**: achieved bandwidth (bytes/cycle, reads and writes
+  stacked) per time bin; **requests in flight**: mean outstanding requests per time bin, by
+  requester (the run's engine names; the core grey, channels coloured by their number). The
+  host's memory always has its pair of panels; every other memory has one when its port log
+  holds a request (``Result.port_logs``); each is named by its memory (``SRAM data path``).
+
+Memories are named in capitals (``DDR``, ``SRAM``: :func:`dspsim.analysis.engines.memory_label`)
+from the run's own names; a one-memory run (J6) names its one memory in every label, a run of
+several names each panel and stall by its memory and shares the read / write / requester keys.
+The memory panels, and which memory a stall or a copy went to, are
+:mod:`dspsim.analysis.timeline_memories`.
 
 The x axis is DSP cycles from the op's timer start, with microseconds (model clock) on top, both
 in plain notation (no offset). Every lane is drawn as the occupancy of each pixel column (one
@@ -24,7 +33,7 @@ state, stacked from the bottom of the lane (the white rest is idle time), painte
 seams, so that a lane's coloured area is its time in each state whatever the zoom; bars at least
 :data:`EDGE_MIN_PX` wide keep their outlines. A label is drawn only where it fits inside its bar
 (and its pass) without touching another; the y tick labels always fit inside the figure. The
-legend lists only what the window shows; DDR requesters have colours of their own
+legend lists only what the window shows; memory requesters have colours of their own
 (:mod:`dspsim.analysis.timeline_draw`).
 
 Several runs on one cycle axis: :mod:`dspsim.analysis.compare`.
@@ -43,31 +52,38 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from dspsim.analysis.engines import COPY_KINDS, RunEngines, shape_text
-from dspsim.analysis.series import binned_mean, port_log_arrays
+from dspsim.analysis.engines import COPY_KINDS, RunEngines, memories_text, shape_text
+from dspsim.analysis.series import logged_memories, memory_logs
 from dspsim.analysis.stalls import require_trace
 from dspsim.analysis.tiles import tcm_segments
-from dspsim.analysis.timeline_draw import (
-    CHANNEL_REQUEST_COLOURS,
+from dspsim.analysis.timeline_draw import (  # the requesters' colours: for callers
+    CHANNEL_REQUEST_COLOURS,  # noqa: F401
     COPY_COLOURS,
-    CORE_REQUEST_COLOUR,
+    CORE_REQUEST_COLOUR,  # noqa: F401
     DPI,
     EDGE_MIN_PX,
     KERNEL_COLOURS,
     LANE_H,
     MIN_BAR_PX,
-    OTHER_REQUEST_COLOUR,
+    OTHER_REQUEST_COLOUR,  # noqa: F401
     PASS_COLOURS,
     SETUP_COLOUR,
     STALL_COLOUR,
     STALL_HATCH,
-    STALL_HATCH_COLOUR,
     TCM_COLOURS,
     WAIT_COLOURS,
     Lanes,
     PlainFormatter,
-    bin_text,
     fit_left,
+)
+from dspsim.analysis.timeline_memories import (
+    copy_memories,
+    ddr_series,  # noqa: F401 - a memory's panel as numbers, for callers
+    ddr_stall_handle,
+    draw_ddr,
+    draw_not_recorded,
+    requester_colour,  # noqa: F401 - a requester's colour, for callers
+    stall_memories,
 )
 from dspsim.errors import DspsimInputError
 from dspsim.paths import atomic_savefig, suffix_of, writable_file
@@ -81,13 +97,6 @@ OCCUPANCY_NOTE = (
     "each pixel column of a lane shows the share of its time in each state, stacked "
     f"(white: idle), so bars narrower than {MIN_BAR_PX:g} px show as partial columns"
 )
-
-
-def ddr_stall_handle():
-    from matplotlib.patches import Patch
-
-    return Patch(facecolor=STALL_COLOUR, edgecolor=STALL_HATCH_COLOUR, hatch=STALL_HATCH,
-                 label="core stalled on DDR (hatched)")
 
 
 # ------------------------------------------------------------------------------ arguments
@@ -166,15 +175,6 @@ def kernel_colours(core: pd.DataFrame) -> dict[str, str]:
     }
 
 
-def requester_colour(who: str, engines: RunEngines) -> str:
-    """The colour of a DDR requester: the core's, or its channel's by number."""
-    if who == engines.core:
-        return CORE_REQUEST_COLOUR
-    if engines.is_channel(who):
-        return CHANNEL_REQUEST_COLOURS[engines.number(who) % len(CHANNEL_REQUEST_COLOURS)]
-    return OTHER_REQUEST_COLOUR
-
-
 def _engine_key(name: str) -> str:
     return f"engine:{name}"
 
@@ -224,13 +224,17 @@ def draw_engine_lanes(
                     ypos["pass"], fontsize=8)
 
     # core lane, stacked bottom-up: kernels computing (the longest first), kernels stalled on
-    # DDR (an uncached kernel's stalls are spread over all its accesses: each row counts its
-    # stalled share there), descriptor programming, waits
+    # memory (an uncached kernel's stalls are spread over all its accesses: each row counts its
+    # stalled share there; its label names the memory), descriptor programming, waits
     core = engines.core_rows(trace)
     y = ypos[_engine_key(engines.core)] if engines.core is not None else 0.0
     comp = core[core["kind"] == "compute"]
     colours = kernel_colours(core)
     stalled_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    stalled = comp[comp["ddr_stall_cycles"] > 0]
+    on = dict(zip(stalled.index, stall_memories(result, stalled["start_cycle"].to_numpy(float),
+                                                 stalled["end_cycle"].to_numpy(float))))
+    shown_on: dict[str, None] = {}  # the memories of the stalled rows in the window
     total = (comp["end_cycle"] - comp["start_cycle"]).groupby(comp["what"], sort=False).sum()
     for kernel in total.sort_values(ascending=False, kind="stable").index:
         rows = comp[comp["what"] == kernel]
@@ -242,16 +246,23 @@ def draw_engine_lanes(
         if draw.bars(s, e, y, colour, weight=1.0 - share):
             handles.append(Patch(facecolor=colour, label=f"core: {kernel}"))
         stalled_rows.append((s[share > 0], e[share > 0], share[share > 0]))
+        visible = draw.visible(s, e)
+        for i, f, v in zip(rows.index, share, visible):
+            if f > 0 and v:
+                shown_on.update(dict.fromkeys(on.get(i, ())))
         texts = [
-            (f"{kernel}: {100 * f:.1f}% of it stalled on DDR", str(kernel)) if f > 0
+            (f"{kernel}: {100 * f:.1f}% of it stalled on {memories_text(on.get(i, ()), '+')}",
+             str(kernel)) if f > 0
             else str(kernel)
-            for f in share
+            for i, f in zip(rows.index, share)
         ]
         draw.labels(s, e, texts, y, fontsize=8, pad_px=1 * DPI / 72,
                     bbox={"facecolor": "white", "alpha": 0.8, "pad": 1, "linewidth": 0})
     ss, se, sf = (np.concatenate(c) for c in zip(*stalled_rows)) if stalled_rows else ([],) * 3
     if draw.bars(ss, se, y, STALL_COLOUR, weight=sf, hatch=STALL_HATCH):
-        handles.append(ddr_stall_handle())
+        order = list(engines.ports)
+        handles.append(ddr_stall_handle(sorted(shown_on, key=lambda m: (
+            order.index(m) if m in order else len(order), m))))
     setup = core[core["kind"] == "setup"]
     if draw.bars(setup["start_cycle"], setup["end_cycle"], y, SETUP_COLOUR):
         handles.append(Patch(facecolor=SETUP_COLOUR, label="core programming an iDMA descriptor"))
@@ -262,7 +273,9 @@ def draw_engine_lanes(
             handles.append(Patch(facecolor=WAIT_COLOURS[kind], label=label))
 
     # iDMA lanes
-    copy_labels = {"copy_in": "iDMA input copy (DDR→TCM)", "copy_out": "iDMA output copy (TCM→DDR)"}
+    ends = {kind: memories_text(m, "/") for kind, m in copy_memories(result, engines).items()}
+    copy_labels = {"copy_in": f"iDMA input copy ({ends['copy_in']}→TCM)",
+                   "copy_out": f"iDMA output copy (TCM→{ends['copy_out']})"}
     copies_shown: set[str] = set()
     for ch in engines.channels:
         key = _engine_key(ch)
@@ -316,72 +329,6 @@ def draw_engine_lanes(
     for i in range(1, len(lanes)):
         ax.axhline(-i + 0.5, color="#bbbbbb", linewidth=0.4)
     return handles, draw.used_occupancy
-
-
-def ddr_series(result: Any, lo: float, hi: float, bins: int) -> dict[str, Any]:
-    """The DDR port per time bin over [lo, hi] (cycles): achieved read and write bandwidth
-    (bytes/cycle; a request's bytes cross the data path evenly over its data phase) and mean
-    requests in flight (issue to completion) per requester."""
-    log = port_log_arrays(result)
-    edges = np.linspace(lo, hi, bins + 1)
-    span = log["data_end"] - log["data_start"]
-    rate = np.divide(log["bytes"], span, out=np.zeros_like(span), where=span > 0)
-    out: dict[str, Any] = {"edges": edges}
-    for write, key in ((False, "read_bytes_per_cycle"), (True, "write_bytes_per_cycle")):
-        sel = log["is_write"] == write
-        out[key] = binned_mean(log["data_start"][sel], log["data_end"][sel], rate[sel], edges)
-    order = {name: i for i, name in enumerate(getattr(result, "engines", None) or {})}
-    requesters = sorted(set(log["requester"].tolist()), key=lambda w: (order.get(w, len(order)), w))
-    out["requests_in_flight"] = {
-        who: binned_mean(log["issue"][sel], log["done"][sel], np.ones(sel.sum()), edges)
-        for who in requesters
-        for sel in [log["requester"] == who]
-    }
-    return out
-
-
-def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int) -> list[Any]:
-    """DDR achieved bandwidth and requests in flight, binned over [lo, hi]; legend handles."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    series = ddr_series(result, lo, hi, bins)
-    edges = series["edges"]
-    handles: list[Any] = []
-    model = getattr(result, "model", None)
-    base = np.zeros(bins)
-    for key, label, colour in (("read_bytes_per_cycle", "DDR read", COPY_COLOURS["copy_in"]),
-                               ("write_bytes_per_cycle", "DDR write", COPY_COLOURS["copy_out"])):
-        v = series[key]
-        if v.any():
-            ax_bw.stairs(base + v, edges, baseline=base, fill=True, color=colour, alpha=0.85)
-            handles.append(Patch(facecolor=colour, label=f"{label} (bytes/cycle)"))
-        base = base + v
-    if model is not None:
-        peak = model.ddr.bytes_per_cycle
-        ax_bw.axhline(peak, color="black", linestyle="--", linewidth=0.8)
-        handles.append(Line2D([], [], color="black", linestyle="--",
-                              label=f"DDR port peak {peak:g} bytes/cycle"))
-        ax_bw.set_ylim(0, peak * 1.25)
-    ax_bw.set_ylabel("DDR data path\n(bytes/cycle)", fontsize=8)
-
-    base = np.zeros(bins)
-    engines = RunEngines.of(result)
-    for who, v in series["requests_in_flight"].items():
-        if not v.any():  # no request of this engine in the window
-            continue
-        colour = requester_colour(who, engines)
-        ax_req.stairs(base + v, edges, baseline=base, fill=True, color=colour, alpha=0.85)
-        handles.append(Patch(facecolor=colour, label=f"DDR requests in flight: {who}"))
-        base = base + v
-    top = max(float(base.max()) if bins else 0.0, 1.0)
-    ax_req.set_ylim(0, top * 1.2)
-    ax_req.set_ylabel("DDR requests\nin flight (count)", fontsize=8)
-    bin_cycles = (hi - lo) / bins
-    ax_req.text(0.995, 0.95, f"means over {bin_text(bin_cycles)}-cycle bins",
-                transform=ax_req.transAxes,
-                ha="right", va="top", fontsize=7, color="#555555")
-    return handles
 
 
 def format_cycles_axis(ax) -> None:
@@ -475,57 +422,52 @@ def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> F
 
     require_trace(result)
     lo, hi = check_window(window, result.cycles)
-    fig = Figure(figsize=(16, 9.5))
-    gs = fig.add_gridspec(3, 1, height_ratios=[6.2, 1.3, 1.3], hspace=0.08,
-                          left=0.075, right=RIGHT, top=0.885, bottom=0.165)
+    memories = logged_memories(result)
+    # the headline figure (one memory) is 9.5 inches high; each further memory's pair of
+    # panels adds its own height, the margins above and below keeping their size in inches
+    height = 9.5 + MEMORY_PANELS_IN * (len(memories) - 1)
+    fig = Figure(figsize=(16, height))
+    gs = fig.add_gridspec(1 + 2 * len(memories), 1,
+                          height_ratios=[6.2] + [1.3, 1.3] * len(memories), hspace=0.08,
+                          left=0.075, right=RIGHT, top=1 - 0.115 * 9.5 / height,
+                          bottom=0.165 * 9.5 / height)
     ax = fig.add_subplot(gs[0])
-    ax_bw = fig.add_subplot(gs[1], sharex=ax)
-    ax_req = fig.add_subplot(gs[2], sharex=ax)
+    panels = {m: (fig.add_subplot(gs[1 + 2 * k], sharex=ax),
+                  fig.add_subplot(gs[2 + 2 * k], sharex=ax)) for k, m in enumerate(memories)}
     width_px = fig.get_figwidth() * DPI * ax.get_position().width
     handles, used_occupancy = draw_engine_lanes(ax, result, lo, hi, width_px)
     width_px = fig.get_figwidth() * DPI * ax.get_position().width  # the lanes may move it
     # one bin per pixel column: the finest mean the figure can show, so a pattern finer than
     # a bin cannot beat against the bins into a slower one that never happened
-    handles += draw_ddr(ax_bw, ax_req, result, lo, hi, bins=max(1, int(width_px)))
+    for m, (ax_bw, ax_req) in panels.items():
+        handles += draw_ddr(ax_bw, ax_req, result, lo, hi, bins=max(1, int(width_px)),
+                            memory=m, named=len(memories) == 1)
     ax.set_xlim(lo, hi)
-    for a in (ax, ax_bw):
+    below = [a for pair in panels.values() for a in pair]
+    ax_last = below[-1]
+    for a in [ax, *below[:-1]]:
         a.tick_params(axis="x", labelbottom=False)
-    for a in (ax_bw, ax_req):
+    for a in below:
         a.tick_params(axis="y", labelsize=8)
         a.grid(axis="y", color="#dddddd", linewidth=0.5)
-    format_cycles_axis(ax_req)
-    ax_req.set_xlabel("time (cycles from the op's timer start)", fontsize=9)
-    ax_req.tick_params(axis="x", labelsize=8)
+    format_cycles_axis(ax_last)
+    ax_last.set_xlabel("time (cycles from the op's timer start)", fontsize=9)
+    ax_last.tick_params(axis="x", labelsize=8)
     add_us_axis(ax, result.model.core.clock_mhz)
     notes = [OCCUPANCY_NOTE] if used_occupancy else []
-    handles += draw_not_recorded(ax, [ax_bw, ax_req], result, lo, hi)
-    if draw_pass_lines([ax, ax_bw, ax_req], result, lo, hi):
+    idle = [m for m in memory_logs(result) if m not in panels]
+    if idle:
+        notes.append(f"no requests on {memories_text(idle)} (no panel)")
+    handles += draw_not_recorded(ax, {m: list(pair) for m, pair in panels.items()}, result,
+                                 lo, hi)
+    if draw_pass_lines([ax, *below], result, lo, hi):
         notes.append("dashed verticals: pass boundaries")
-    fig.suptitle(run_title(result, lo, hi), fontsize=11, y=0.975)
+    fig.suptitle(run_title(result, lo, hi), fontsize=11, y=1 - 0.025 * 9.5 / height)
     finish_layout(fig, gs, handles, notes)
     return fig
 
 
-def draw_not_recorded(lanes, ddr_axes, result: Any, lo: float, hi: float) -> list[Any]:
-    """Cover what a ``--trace-limit`` run did not record, so that it reads as unknown, not as
-    idle: the engine lanes after ``trace_cut_cycle``, the DDR panels after
-    ``port_log_cut_cycle``; the legend handle, if anything was covered."""
-    from matplotlib.patches import Patch
-
-    style = {"facecolor": "#eeeeee", "edgecolor": "#999999", "hatch": "xx", "linewidth": 0,
-             "zorder": 10}
-    covered = []
-    for axes, key, what in (([lanes], "trace_cut_cycle", "trace"),
-                            (ddr_axes, "port_log_cut_cycle", "DDR port log")):
-        cut = getattr(result, key, None)
-        if cut is None or cut >= hi:
-            continue
-        for a in axes:
-            a.axvspan(max(lo, cut), hi, **style)
-        covered.append(f"{what} after cycle {cut:,.0f}")
-    if not covered:
-        return []
-    return [Patch(label="not recorded (--trace-limit): " + ", ".join(covered), **style)]
+MEMORY_PANELS_IN = 2.0  # inches a further memory's pair of panels adds to the timeline
 
 
 def plot_timeline(

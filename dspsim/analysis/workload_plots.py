@@ -17,19 +17,19 @@ workload's t = 0, the origin of ``start_us``):
   the bin each stream ran on the core, stacked (the figure says which it drew);
 - the shared queue: tasks waiting (not running, not in RPC flight) over time, its longest
   backlog marked;
-- the DDR data path: the share of ``ddr.bytes_per_cycle`` in use per bin (exact occupancy from
-  the run's DDR profile), its mean over the run dashed, keyed right of the lane (outside the
-  axes, where it covers no bar).
+- the host memory's data path (J6: DDR; the lane is named by the memory): the share of its
+  ``bytes_per_cycle`` in use per bin (exact occupancy from the run's profile of that port), its
+  mean over the run dashed, keyed right of the lane (outside the axes, where it covers no bar).
 
 **Trace** (Chrome Trace Event JSON, ui.perfetto.dev / chrome://tracing): process ``DSP cores``
 with one thread per core (a slice per task: name = stream, args = stream, index, priority,
 latency, wait, op cycles, missed), counters ``queue (tasks waiting)`` and, when profiled,
-``DDR data path (%)``; process ``host streams`` with a thread per stream (a slice per task from
-submit to done; tasks of one stream that overlap go to extra threads ``name (2)``). Times are
-those of the run trace (:mod:`dspsim.analysis.perfetto`): each boundary rounded to a whole
-cycle, then to a whole nanosecond (a non-decreasing map, so back-to-back slices stay back to
-back and never overlap), written as microseconds with three decimals; a task's slice on its
-core lasts its op's cycles to the nanosecond.
+``DDR data path (%)`` (named by the host memory); process ``host streams`` with a thread per
+stream (a slice per task from submit to done; tasks of one stream that overlap go to extra
+threads ``name (2)``). Times are those of the run trace (:mod:`dspsim.analysis.perfetto`): each
+boundary rounded to a whole cycle, then to a whole nanosecond (a non-decreasing map, so
+back-to-back slices stay back to back and never overlap), written as microseconds with three
+decimals; a task's slice on its core lasts its op's cycles to the nanosecond.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from dspsim.analysis.engines import memory_label
 from dspsim.analysis.perfetto import _Clock, _durations_us, _us, check_trace_path
 from dspsim.analysis.series import assign_lanes, binned_mean
 from dspsim.analysis.timeline import check_figure_path, save_figure
@@ -187,9 +188,15 @@ def _draw_queue(ax, run, div) -> None:
                 xytext=(4, 2), textcoords="offset points", fontsize=7, color="#333333")
 
 
+def memory_label_of(run: Any) -> str:
+    """The host memory's name as figures show it (J6: DDR): the port the run profiles."""
+    return memory_label(run.model.host.memory)
+
+
 def _draw_ddr(ax, run, div, edges) -> None:
     clock = run.model.core.clock_mhz
-    ax.set_ylabel("DDR path\n(% busy)", fontsize=8)
+    label = memory_label_of(run)
+    ax.set_ylabel(f"{label} path\n(% busy)", fontsize=8)
     ax.set_ylim(0, 105)
     mean = 100.0 * run.ddr_busy_cycles / run.end_cycle if run.end_cycle > 0 else 0.0
     ax.axhline(mean, color="#333333", linestyle="--", linewidth=0.7,
@@ -198,7 +205,7 @@ def _draw_ddr(ax, run, div, edges) -> None:
     ax.legend(loc="lower left", bbox_to_anchor=(1.0, 0.0), fontsize=7, frameon=False,
               handlelength=1.6, borderaxespad=0.3)
     if run.ddr is None:
-        ax.text(0.5, 0.5, "no DDR profile in this run", transform=ax.transAxes, ha="center",
+        ax.text(0.5, 0.5, f"no {label} profile in this run", transform=ax.transAxes, ha="center",
                 va="center", fontsize=8, color="#777777")
         return
     d = run.ddr
@@ -354,17 +361,18 @@ def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
     for a, b in last.items():
         ev.append({"ph": "C", "pid": 1, "tid": 0, "name": "queue (tasks waiting)",
                    "ts": float(_us(a)), "args": {"tasks": b}})
-    ddr_note = "no DDR profile"
+    label = memory_label_of(run)
+    ddr_note = f"no {label} profile"
     if run.ddr is not None and run.end_cycle > 0:
         bins = int(min(MAX_DDR_COUNTER_BINS, max(1, run.end_cycle / clock // 10)))
         edges = np.linspace(0.0, run.end_cycle, bins + 1)
         d = run.ddr
         util = 100.0 * binned_mean(d["start"], d["end"], d["share"], edges)
         for a, u in zip(_us(to_ns(edges[:-1])), util):
-            ev.append({"ph": "C", "pid": 1, "tid": 0, "name": "DDR data path (%)", "ts": float(a),
-                       "args": {"busy": round(float(min(u, 100.0)), 2)}})
-        ddr_note = (f"DDR data path: time-weighted mean per bin of {run.end_cycle / bins:,.0f} "
-                    "cycles")
+            ev.append({"ph": "C", "pid": 1, "tid": 0, "name": f"{label} data path (%)",
+                       "ts": float(a), "args": {"busy": round(float(min(u, 100.0)), 2)}})
+        ddr_note = (f"{label} data path: time-weighted mean per bin of "
+                    f"{run.end_cycle / bins:,.0f} cycles")
     return {
         "traceEvents": ev,
         "displayTimeUnit": "ms",

@@ -62,7 +62,7 @@ def plot_timeline_cli(args: argparse.Namespace) -> int:
     window = parse_window(args.window) if args.window is not None else None
     result = load_run(args.result)
     if result.port_log is None:
-        raise DspsimInputError(f"{args.result!r} was saved without its DDR port log")
+        raise DspsimInputError(f"{args.result!r} was saved without its port log")
     plot_timeline(result, out, window)
     note = cut_trace_note(result)
     if note:
@@ -72,8 +72,11 @@ def plot_timeline_cli(args: argparse.Namespace) -> int:
 
 
 def cut_trace_note(result) -> str | None:
-    """One line when ``--trace-limit`` cut the run's trace or its DDR port log (what is drawn
-    or summed from it covers only the run's start), else None."""
+    """One line when ``--trace-limit`` cut the run's trace or a memory's port log (what is
+    drawn or summed from it covers only the run's start), else None."""
+    from dspsim.analysis.engines import memory_label
+    from dspsim.analysis.series import memory_logs, port_log_cut_cycle
+
     dropped = int(result.trace.attrs.get("rows_dropped", 0)) if result.trace is not None else 0
     cuts = []
     trace_cut = getattr(result, "trace_cut_cycle", None)
@@ -81,9 +84,10 @@ def cut_trace_note(result) -> str | None:
         where = f"cycle {trace_cut:,.0f}" if trace_cut is not None else "the limit"
         cuts.append(f"its trace up to {where} ({len(result.trace):,} rows kept, "
                     f"{dropped:,} not)")
-    port_cut = getattr(result, "port_log_cut_cycle", None)
-    if port_cut is not None:
-        cuts.append(f"its DDR port log up to cycle {port_cut:,.0f}")
+    for memory in memory_logs(result):
+        port_cut = port_log_cut_cycle(result, memory)
+        if port_cut is not None:
+            cuts.append(f"its {memory_label(memory)} port log up to cycle {port_cut:,.0f}")
     if not cuts:
         return None
     return (f"note: --trace-limit kept {' and '.join(cuts)} of its {result.cycles:,} cycles: "

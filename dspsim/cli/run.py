@@ -96,9 +96,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{r.op} {r.variant} on {r.core}: shape {shape} ({r.n:,} float32), {r.cycles:,} cycles "
         f"= {r.time_us:,.1f} us at {model.core.clock_mhz:g} MHz ({args.fidelity} fidelity)"
     )
-    print(f"  DDR bytes read {r.bytes['ddr_read']:,}, written {r.bytes['ddr_write']:,}")
+    memories = r.engines_of("ddr")  # every memory's port, named as its memory
+    for m in memories:
+        print(f"  {m.upper()} bytes read {r.bytes[f'{m}_read']:,}, written "
+              f"{r.bytes[f'{m}_write']:,}")
     print("  busy cycles: " + ", ".join(f"{k} {v:,}" for k, v in r.busy_cycles.items()))
-    print("  core stall cycles: " + ", ".join(f"{k} {v:,}" for k, v in r.stall_cycles.items()))
+    stalls = [f"on {k} {v:,}" for k, v in r.stall_cycles.items() if k in memories]
+    waits = [f"{k} {v:,}" for k, v in r.stall_cycles.items() if k not in memories]
+    print("  core stall cycles: " + "; ".join(", ".join(p) for p in (stalls, waits) if p))
     for p in r.passes:
         print(f"  pass {p['name']:<8} {p['start_cycle']:>12,} .. {p['end_cycle']:>12,} cycles")
     if r.output is not None:
@@ -135,12 +140,18 @@ def _run_models(args: argparse.Namespace) -> int:
     first = next(iter(runs.values()))
     print(f"{first.op} {first.variant}, shape {'x'.join(map(str, first.shape))}, "
           f"{args.fidelity} fidelity, under {len(runs)} models")
-    print(f"{'model':<28} {'cycles':>14} {'time_us':>12} {'ddr_read_bytes':>15} "
-          f"{'ddr_write_bytes':>16}  warnings")
+    # a pair of byte columns per memory of any model (J6: ddr); "-" where a model has none
+    memories = list(dict.fromkeys(m for r in runs.values() for m in r.engines_of("ddr")))
+    columns = [(f"{m}_{way}", f"{m}_{way}_bytes") for m in memories for way in ("read", "write")]
+    widths = [len(title) + 1 for _, title in columns]
+    print(f"{'model':<28} {'cycles':>14} {'time_us':>12} "
+          + " ".join(f"{title:>{w}}" for (_, title), w in zip(columns, widths)) + "  warnings")
     for label, r in runs.items():
         codes = ",".join(w["code"] for w in r.warnings if w.get("severity") != "info") or "-"
-        print(f"{label:<28} {r.cycles:>14,} {r.time_us:>12,.1f} {r.bytes['ddr_read']:>15,} "
-              f"{r.bytes['ddr_write']:>16,}  {codes}")
+        cells = [f"{r.bytes[k]:>{w},}" if k in r.bytes else f"{'-':>{w}}"
+                 for (k, _), w in zip(columns, widths)]
+        print(f"{label:<28} {r.cycles:>14,} {r.time_us:>12,.1f} " + " ".join(cells)
+              + f"  {codes}")
     return 0
 
 

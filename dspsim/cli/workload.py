@@ -137,9 +137,10 @@ def print_summary(s: dict[str, Any], model: Any) -> None:
         f"{c['core']} {100 * c['utilisation']:.1f} % busy ({c['tasks']:,} tasks)"
         for c in s["core_utilisation"]))
     d = s["ddr"]
-    print(f"  DDR port {100 * d['utilisation']:.1f} % busy (data path; "
-          f"{d['bytes']['ddr_read'] / 1e6:,.1f} MB read, {d['bytes']['ddr_write'] / 1e6:,.1f} MB "
-          "written)")
+    m = d["memory"]  # the host memory's port (J6: ddr), its bytes keyed by its name
+    print(f"  {m.upper()} port {100 * d['utilisation']:.1f} % busy (data path; "
+          f"{d['bytes'][f'{m}_read'] / 1e6:,.1f} MB read, "
+          f"{d['bytes'][f'{m}_write'] / 1e6:,.1f} MB written)")
     q = s["queue"]
     verdict = ("OVERLOADED: the backlog grows" if q["overloaded"]
                else "the backlog does not grow")

@@ -41,19 +41,20 @@ class SweepAbortedError(RuntimeError):
 
 def result_row(r: Result) -> dict[str, Any]:
     """The result columns of one run, named by role rather than by engine: ``core_busy_cycles``
-    (the core the op ran on), ``idma<j>_busy_cycles`` (its channels in order),
-    ``ddr_busy_cycles``; the warning codes that fired (``;``-separated) and the hazard count."""
-    row: dict[str, Any] = {
-        "cycles": r.cycles,
-        "time_us": float(r.time_us),
-        "ddr_read_bytes": r.bytes["ddr_read"],
-        "ddr_write_bytes": r.bytes["ddr_write"],
-        "core_busy_cycles": r.busy_cycles[r.core],
-    }
+    (the core the op ran on), ``idma<j>_busy_cycles`` (its channels in order); per memory
+    (J6: ``ddr``) ``<memory>_read_bytes``, ``<memory>_write_bytes``, ``<memory>_busy_cycles``
+    and ``<memory>_stall_cycles``; the core's waits on copies; the warning codes that fired
+    (``;``-separated) and the hazard count."""
+    row: dict[str, Any] = {"cycles": r.cycles, "time_us": float(r.time_us)}
+    memories = r.engines_of("ddr")  # every memory's port, named as its memory
+    for m in memories:
+        row[f"{m}_read_bytes"] = r.bytes[f"{m}_read"]
+        row[f"{m}_write_bytes"] = r.bytes[f"{m}_write"]
+    row["core_busy_cycles"] = r.busy_cycles[r.core]
     row.update(
         {f"idma{j}_busy_cycles": r.busy_cycles[e] for j, e in enumerate(r.engines_of("idma"))}
     )
-    row["ddr_busy_cycles"] = sum(r.busy_cycles[e] for e in r.engines_of("ddr"))
+    row.update({f"{m}_busy_cycles": r.busy_cycles[m] for m in memories})
     row.update({f"{k}_stall_cycles": v for k, v in r.stall_cycles.items()})
     # the warnings that change a result; notes (severity "info") do not mark a point
     row["warnings"] = ";".join(

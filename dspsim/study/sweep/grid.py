@@ -9,7 +9,14 @@ keys, otherwise they come last (innermost), in that order. ``--set`` fixes a mod
 point. The fidelity defaults to ``tile`` (one event per transfer or kernel call).
 
 A table's columns are ``op``, the variant column, the size column, then the other swept keys in
-the order given (the grid order may differ: rows are written in grid order).
+the order given (the grid order may differ: rows are written in grid order), then the results
+(:attr:`Sweep.columns`). Result columns that belong to a memory come once per memory of the
+model, in its order, named by it: ``<memory>_read_bytes``, ``<memory>_write_bytes``,
+``<memory>_busy_cycles`` (its port's data path), ``<memory>_stall_cycles`` (the core stalled
+on it). J6 has one memory, ``ddr``: its table's columns are ``ddr_read_bytes`` ... as they
+always were; a model with an SRAM as well adds ``sram_read_bytes`` ... beside them. A sweep
+cannot add or remove a memory (memories are tables of the model file, not keys), so the
+columns are fixed by the sweep's model and recorded in its sidecar like the rest.
 """
 
 from __future__ import annotations
@@ -48,8 +55,12 @@ from dspsim.version import __version__
 DEFAULT_OP: str = inspect.signature(simulate).parameters["op"].default
 DEFAULT_N = int(math.prod(get_op(DEFAULT_OP).default_shape))  # its default length
 DEFAULT_FIDELITY = "tile"
-HEAD_COLUMNS = ("cycles", "time_us", "ddr_read_bytes", "ddr_write_bytes")
+HEAD_COLUMNS = ("cycles", "time_us", "ddr_read_bytes", "ddr_write_bytes")  # J6's table's
 STALL_COLUMNS = ("ddr_stall_cycles", "idma_in_stall_cycles", "idma_out_stall_cycles")
+# a memory's result columns, each ``<memory>_<what>``, and the columns before and after them
+MEMORY_COLUMNS = ("read_bytes", "write_bytes", "busy_cycles", "stall_cycles")
+TIME_COLUMNS = ("cycles", "time_us")
+WAIT_COLUMNS = ("idma_in_stall_cycles", "idma_out_stall_cycles")
 CHECK_COLUMNS = ("warnings", "hazards")  # warning codes (";"-separated), hazard count
 TAIL_COLUMNS = ("wall_s", "error")
 TEXT_RESULT_COLUMNS = ("warnings", "error")
@@ -140,13 +151,21 @@ class Sweep:
 
     @property
     def columns(self) -> list[str]:
-        busy = (
-            ["core_busy_cycles"]
-            + [f"idma{c}_busy_cycles" for c in range(self.channels)]
-            + ["ddr_busy_cycles"]
-        )
+        """The table's columns: the parameter columns (:attr:`keys`), ``cycles``, ``time_us``,
+        each memory's bytes read and written, the core's and each channel's busy cycles, each
+        memory's busy cycles, each memory's stall cycles, the core's waits on input and output
+        copies, then ``warnings``, ``hazards``, ``wall_s``, ``error`` (J6: exactly
+        :data:`HEAD_COLUMNS`, the busy columns, ``ddr_busy_cycles``, :data:`STALL_COLUMNS`)."""
+        memories = list(self.model.memories)
+
+        def per_memory(*what: str) -> list[str]:
+            return [f"{m}_{w}" for m in memories for w in what]
+
+        busy = ["core_busy_cycles"] + [f"idma{c}_busy_cycles" for c in range(self.channels)]
         return [
-            *self.keys, *HEAD_COLUMNS, *busy, *STALL_COLUMNS, *CHECK_COLUMNS, *TAIL_COLUMNS
+            *self.keys, *TIME_COLUMNS, *per_memory("read_bytes", "write_bytes"), *busy,
+            *per_memory("busy_cycles"), *per_memory("stall_cycles"), *WAIT_COLUMNS,
+            *CHECK_COLUMNS, *TAIL_COLUMNS,
         ]
 
     def meta(self) -> dict[str, Any]:

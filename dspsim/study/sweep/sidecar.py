@@ -37,13 +37,22 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import HARDWARE, all_keys, check_value, key_type, model_key
+from dspsim.config import (
+    HARDWARE,
+    all_keys,
+    check_value,
+    is_memory_section,
+    key_type,
+    memory_keys,
+    model_key,
+)
 from dspsim.errors import DspsimInputError
 from dspsim.paths import BOM
 from dspsim.platform import FIDELITIES
 from dspsim.study.sweep.files import sidecar_path
 from dspsim.study.sweep.grid import META_FORMAT, META_TAG, Sweep
 from dspsim.study.sweep.values import MODEL_KEY, format_value
+from dspsim.tables import MemoryCfg
 
 SIDECAR_KEYS = ("format", "format_version", "columns", "fidelity", "grid", "fixed_model",
                 "model_source", "dspsim_version", "git_sha")
@@ -174,7 +183,7 @@ def _check_fixed(fixed: Any, swept: list[str], what: str) -> None:
     missing: newer than the file), each of its key's type and in its range."""
     if not isinstance(fixed, dict):
         raise _DamagedError(f"{what} is not an object")
-    expect = [k for k in all_keys() if k not in swept]
+    expect = [k for k in _model_keys(fixed, swept) if k not in swept]
     for k in fixed:
         if k not in expect:
             raise _DamagedError(f"{what} has {'swept' if k in swept else 'unknown'} key "
@@ -190,10 +199,26 @@ def _check_fixed(fixed: Any, swept: list[str], what: str) -> None:
 def key_default(key: str) -> Any:
     """The value a model key takes when a model file does not give it (None: it must)."""
     k = model_key(key)
-    if k.section in HARDWARE:
-        f = next(f for f in dataclasses.fields(HARDWARE[k.section]) if f.name == k.short)
+    table = MemoryCfg if is_memory_section(k.section) else HARDWARE.get(k.section)
+    if table is not None:
+        f = next(f for f in dataclasses.fields(table) if f.name == k.short)
         return None if f.default is dataclasses.MISSING else f.default
     return k.default
+
+
+def _model_keys(fixed: dict[str, Any], swept: list[str]) -> list[str]:
+    """The keys a sweep's model has: every hardware and op key but the memories', then every
+    key of each memory the sidecar names (J6: ``ddr``; a model file may declare others, and
+    need not have a ``ddr``)."""
+    def section(key: str) -> str:
+        return key.split(".", 1)[0]
+
+    memories = dict.fromkeys(section(k) for k in [*fixed, *swept]
+                             if "." in k and is_memory_section(section(k)))
+    if not memories:
+        raise _DamagedError("fixed_model names no memory (a model has at least one)")
+    keys = [k for k in all_keys() if not is_memory_section(section(k))]
+    return keys + [k for m in memories for k in memory_keys(m)]
 
 
 def _check_model_value(key: str, value: Any) -> None:

@@ -1,16 +1,18 @@
 """Sweep tables read back: CSV journals as text rows, parquet files, and typed DataFrames.
 
 One row per point: ``model`` (a sweep of several models only), ``op``, the variant column
-(``variant``, or ``mode`` when the sweep was given that older name), the size column (``n`` for
-a 1-D op, ``shape`` as ``ROWSxCOLS`` for a 2-D one), a column per other swept key, named exactly
-as given; then ``cycles``, ``time_us``, ``ddr_read_bytes``, ``ddr_write_bytes``,
-``core_busy_cycles``, ``idma<k>_busy_cycles`` (one per iDMA channel of the core, in order),
-``ddr_busy_cycles``, ``ddr_stall_cycles``, ``idma_in_stall_cycles``, ``idma_out_stall_cycles``
-(cycles the core stalled on DDR loads, on input copies and on output copies), ``warnings`` (the
-codes of the warnings the run raised, ``;``-separated, empty when none), ``hazards`` (how many
-access hazards the run had), ``wall_s`` (host seconds for the point) and ``error`` (empty when
-the point succeeded, else the one-line reason; its result cells are empty). Everything before
-``cycles`` is a parameter column.
+(``variant``, or ``mode`` when the sweep was given that older name), the size column (``n``
+for a 1-D op, ``shape`` as ``ROWSxCOLS`` for a 2-D one), a column per other swept key, named
+exactly as given; then ``cycles``, ``time_us``,
+``ddr_read_bytes``, ``ddr_write_bytes``, ``core_busy_cycles``, ``idma<k>_busy_cycles`` (one per
+iDMA channel of the core, in order), ``ddr_busy_cycles``, ``ddr_stall_cycles``,
+``idma_in_stall_cycles``, ``idma_out_stall_cycles`` (cycles the core stalled on DDR loads, on
+input copies and on output copies; a model of several memories has the four ``ddr_`` columns
+once per memory, named by it: ``sram_read_bytes``, ...), ``warnings`` (the codes of the warnings
+the run raised, ``;``-separated, empty when none), ``hazards`` (how many access hazards the run
+had), ``wall_s`` (host seconds for the point) and ``error`` (empty when the point succeeded,
+else the one-line reason; its result cells are empty). Everything before ``cycles`` is a
+parameter column.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from dspsim.config import is_memory_section
 from dspsim.errors import DspsimInputError
 from dspsim.paths import BOM, check_regular_or_absent
 from dspsim.study.sweep.files import EXTENSIONS, journal_path
 from dspsim.study.sweep.grid import (
     CHECK_COLUMNS,
     HEAD_COLUMNS,
+    MEMORY_COLUMNS,
     STALL_COLUMNS,
     TAIL_COLUMNS,
     TEXT_RESULT_COLUMNS,
@@ -49,6 +53,13 @@ MAX_PARQUET_ROWS = 1_000_000  # rows of a parquet table read back whole (its met
 _RESULT_COLUMNS = (*HEAD_COLUMNS, "core_busy_cycles", "ddr_busy_cycles", *STALL_COLUMNS,
                    *CHECK_COLUMNS, *TAIL_COLUMNS)
 _BUSY = re.compile(r"idma[0-9]{1,3}_busy_cycles")
+_MEMORY = re.compile(r"(?P<memory>[A-Za-z][A-Za-z0-9_]*)_(?:" + "|".join(MEMORY_COLUMNS) + ")")
+
+
+def _memory_column(c: str) -> bool:
+    """``<memory>_read_bytes`` and the like, ``<memory>`` a name a memory table can have."""
+    m = _MEMORY.fullmatch(c)
+    return m is not None and is_memory_section(m["memory"])
 
 
 def read_sweep(path: str | Path) -> pd.DataFrame:
@@ -142,10 +153,11 @@ def _check_header(header: list[str], source: str) -> list[str]:
             raise DspsimInputError(f"{source}: columns {' and '.join(group)} both; a sweep "
                                    "table has one of them")
     for c in header[len(keys):]:
-        if c not in _RESULT_COLUMNS and not _BUSY.fullmatch(c):
+        if c not in _RESULT_COLUMNS and not _BUSY.fullmatch(c) and not _memory_column(c):
             raise DspsimInputError(
                 f"{source}: column {c!r} after cycles is not a result column; allowed: "
-                f"{', '.join(_RESULT_COLUMNS)}, idma<k>_busy_cycles"
+                f"{', '.join(_RESULT_COLUMNS)}, idma<k>_busy_cycles, <memory>_read_bytes, "
+                "<memory>_write_bytes, <memory>_busy_cycles, <memory>_stall_cycles"
             )
     return keys
 

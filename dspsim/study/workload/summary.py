@@ -1,13 +1,15 @@
 """What a workload run means: one row per task, and the summary per stream, per core, of the
-DDR port and of the queue.
+host memory's port (J6: DDR; the streams' buffers are there) and of the queue.
 
 - **latency** is submit to done as the host sees it, RPC round trip included
   (``host.rpc_latency_us``, half on submit and half on completion); ``op_cycles`` is the op's
   own ``TIME_STAMP`` span, what ``dspsim run`` reports for the same op alone.
 - percentiles are numpy's default (linear between order statistics).
 - **utilisation** of a core: the time its ops' spans cover over the run (0 to the last task
-  done); of the DDR port: its data-path occupancy (every byte at ``ddr.bytes_per_cycle``) over
-  the same time.
+  done); of the host memory's port: its data-path occupancy (every byte at its
+  ``bytes_per_cycle``) over the same time. The summary's ``ddr`` object names that memory
+  (``memory``; J6: ``ddr``) and its bytes are keyed by it (``<memory>_read``,
+  ``<memory>_write``).
 - **backlog**: tasks waiting in the shared queue (not counting those running or in RPC flight),
   its maximum over the run; and its growth: a least-squares line through the tasks outstanding
   (submitted, not done) that each release finds, over the release window. The run is
@@ -95,7 +97,8 @@ def backlog_growth(df: pd.DataFrame, run: WorkloadRun) -> float:
 
 
 def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any]:
-    """Per stream, per core, DDR port, queue and run figures (a JSON-able dict)."""
+    """Per stream, per core, the host memory's port, queue and run figures (a JSON-able
+    dict)."""
     df = task_table(run) if df is None else df
     total = run.end_cycle
     clock = run.clock_mhz
@@ -136,7 +139,8 @@ def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any
         "rpc_latency_us": run.rpc_cycles / clock,
         "streams": streams,
         "core_utilisation": cores,
-        "ddr": {
+        "ddr": {  # the host memory's port, whatever its name (J6: ddr)
+            "memory": run.model.host.memory,
             "busy_cycles": int(round(run.ddr_busy_cycles)),
             "utilisation": run.ddr_busy_cycles / total if total > 0 else 0.0,
             "bytes": run.ddr_bytes,
