@@ -6,8 +6,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from dspsim.cli.common import add_model_args, emit_json, model_from_args
+from dspsim.cli.common import add_model_args, emit_json, int_in, model_from_args
 from dspsim.platform import FIDELITIES
+from dspsim.workers import MAX_JOBS
 
 if TYPE_CHECKING:
     from dspsim.config import HardwareModel
@@ -86,10 +87,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--jobs",
-        type=int,
+        type=int_in(1, MAX_JOBS),
         default=None,
         metavar="N",
-        help="--explore: worker processes (default: every CPU)",
+        help=f"--explore: worker processes, 1 to {MAX_JOBS} (default: every CPU; never more "
+        "than grid points)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -135,8 +137,6 @@ def explore_from_args(model: HardwareModel, args: argparse.Namespace, progress: 
             "--out writes one fit; --explore finds several readings: write a reading's model "
             "file from its values (see --json), or calibrate without --explore"
         )
-    if args.jobs is not None and args.jobs < 1:
-        raise DspsimInputError(f"--jobs {args.jobs}: must be at least 1")
     tolerance = getattr(args, "tolerance_pct", None)
     return run_exploration(
         model,

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import signal
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from dspsim.study.sweep.values import (
     shape_text,
     spec_values,
 )
+from dspsim.workers import imap_unordered
 
 SCREEN_FIDELITY = "tile"
 RERUN_FIDELITY = "burst"
@@ -391,40 +391,27 @@ def _point(the_op: Op, variant: str, shape: tuple[int, ...], params: Mapping[str
     return {"op": the_op.name, "variant": variant, **size, **params}
 
 
-def _quiet_worker() -> None:
-    # Ctrl-C reaches the whole process group: the parent stops and shuts the pool down
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def evaluate_all(tasks: list[tuple[HardwareModel, dict, str]], jobs: int, show: bool,
-              desc: str) -> list[dict[str, Any]]:
-    """``evaluate_point(*task)`` for every task, in ``jobs`` processes; results in order."""
+                 desc: str) -> list[dict[str, Any]]:
+    """``evaluate_point(*task)`` for every task, in ``jobs`` processes (never more than tasks;
+    they die with this one: :mod:`dspsim.workers`); results in order."""
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     bar = None
-    if show and tasks:
-        from tqdm import tqdm
 
-        bar = tqdm(total=len(tasks), unit="run", desc=desc, file=sys.stderr,
-                   dynamic_ncols=True, leave=False)
+    def started() -> None:  # the workers are forked before the bar starts its thread
+        nonlocal bar
+        if show and tasks:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(tasks), unit="run", desc=desc, file=sys.stderr,
+                       dynamic_ncols=True, leave=False)
+
     try:
-        if jobs <= 1 or len(tasks) <= 1:
-            for i, task in enumerate(tasks):
-                results[i] = evaluate_point(*task)
-                if bar is not None:
-                    bar.update(1)
-        else:
-            from concurrent.futures import ProcessPoolExecutor, as_completed
-
-            pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)),
-                                       initializer=_quiet_worker)
-            try:
-                futures = {pool.submit(evaluate_point, *task): i for i, task in enumerate(tasks)}
-                for f in as_completed(futures):
-                    results[futures[f]] = f.result()
-                    if bar is not None:
-                        bar.update(1)
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+        for i, row in imap_unordered(evaluate_point, range(len(tasks)), jobs, work=len(tasks),
+                                     args=lambda i: tasks[i], started=started):
+            results[i] = row
+            if bar is not None:
+                bar.update(1)
     finally:
         if bar is not None:
             bar.close()
