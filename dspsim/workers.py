@@ -103,6 +103,7 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Abandon ``pool`` now: cancel what has not started, terminate the workers (whatever they
     are running) and reap them."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         with contextlib.suppress(Exception):
@@ -114,8 +115,10 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
             if p.is_alive():
                 p.kill()
                 p.join(1.0)
-    with contextlib.suppress(Exception):
-        pool.shutdown(wait=True)
+    # the pool's manager thread sees its workers gone and closes its pipes: wait for it, or
+    # the interpreter's exit hook may write to a pipe it is closing (EBADF, a traceback)
+    if manager is not None:
+        manager.join(STOP_GRACE_S)
 
 
 @contextlib.contextmanager

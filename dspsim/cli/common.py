@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -106,6 +107,49 @@ def ignore_file_size_signal() -> None:
     try:
         signal.signal(sig, signal.SIG_IGN)
     except (ValueError, OSError):  # not the main thread
+        pass
+
+
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command that Ctrl-C stopped
+
+
+@contextlib.contextmanager
+def interrupts_handled() -> Iterator[None]:
+    """Run a command so that Ctrl-C stops it the same way everywhere: the first SIGINT raises
+    ``KeyboardInterrupt`` in the main thread (the command's own clean-up runs: temporary files
+    removed, worker pools terminated; the caller prints one line and exits with
+    :data:`INTERRUPTED_EXIT`); a second SIGINT while that clean-up runs ends the process at once
+    with the same code (pool workers watch their parent and follow it). The previous handler is
+    restored afterwards. Outside the main thread nothing is changed."""
+    try:
+        old = signal.getsignal(signal.SIGINT)
+    except ValueError:
+        old = None
+    if threading.current_thread() is not threading.main_thread() or old is None:
+        yield
+        return
+    hits = 0
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal hits
+        hits += 1
+        if hits > 1:
+            os._exit(INTERRUPTED_EXIT)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def interrupted_message(prog: str = "dspsim") -> None:
+    """The one line an interrupted command prints (stderr)."""
+    try:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):
         pass
 
 
