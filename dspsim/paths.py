@@ -164,11 +164,33 @@ def atomic_write_text(path: str | Path, text: str, what: str = "", encoding: str
 
 
 
+# What makes one figure's file differ between two runs, per format: the creation time matplotlib
+# writes into SVG, PDF and PostScript files (None leaves it out); SVG's element ids are salted
+# with a random value unless ``svg.hashsalt`` is set
+_TIMESTAMP_KEYS = {"svg": "Date", "pdf": "CreationDate", "ps": "CreationDate",
+                   "eps": "CreationDate"}
+SVG_HASH_SALT = "dspsim"
+
+
 def atomic_savefig(fig: Any, path: str | Path, what: str = "figure", **kwargs: Any) -> Path:
     """``fig.savefig`` (a matplotlib Figure) to ``path`` through :func:`atomic_write`; the format
-    is the extension's (any case) unless ``format=`` is given."""
+    is the extension's (any case) unless ``format=`` is given. The file is deterministic: the
+    same figure gives the same bytes (no creation time, SVG ids from a fixed salt)."""
+    from matplotlib import rc_context
+
     fmt = kwargs.pop("format", None) or Path(path).suffix.lower().lstrip(".") or None
-    return atomic_write(path, lambda f: fig.savefig(f, format=fmt, **kwargs), what)
+    metadata = dict(kwargs.pop("metadata", None) or {})
+    key = _TIMESTAMP_KEYS.get(str(fmt).lower())
+    if key is not None:
+        metadata.setdefault(key, None)
+    if metadata:
+        kwargs["metadata"] = metadata
+
+    def write(f: IO[bytes]) -> None:
+        with rc_context({"svg.hashsalt": SVG_HASH_SALT}):
+            fig.savefig(f, format=fmt, **kwargs)
+
+    return atomic_write(path, write, what)
 
 
 def read_small_text(path: str | Path, what: str, max_bytes: int, hint: str = "",
