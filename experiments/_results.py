@@ -25,7 +25,7 @@ from dspsim.cli.common import (
     interrupts_handled,
 )
 from dspsim.errors import DspsimInputError
-from dspsim.paths import atomic_write_text
+from dspsim.paths import atomic_write_text, remove_stale_temps, temp_prefix
 from dspsim.platform import FIDELITIES
 from dspsim.study.sweep.journal import MAX_JOBS
 
@@ -126,7 +126,8 @@ def staged(out_dir: Path) -> Iterator[Path]:
     do not fail for space or a file-size limit), else the staging folder is removed and
     ``out_dir`` is left as it was."""
     try:
-        stage = Path(tempfile.mkdtemp(prefix=".staging-", dir=out_dir))
+        remove_stale_temps(out_dir)  # a staging folder a killed run left behind
+        stage = Path(tempfile.mkdtemp(prefix=temp_prefix(), suffix=".staging", dir=out_dir))
     except OSError as e:
         raise DspsimInputError(f"--out-dir {str(out_dir)!r}: cannot write: "
                                f"{e.strerror or e}") from None

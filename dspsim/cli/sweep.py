@@ -97,6 +97,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise DspsimInputError("give --variant or --mode (its older name), not both")
     models = args.models or [args.model]
     outs = [out] if not args.models else [per_model_path(out, m) for m in models]
+    for path in outs:  # every table's names before the first sweep runs
+        check_out(path)
     code = 0
     for model, path in zip(models, outs):
         if args.models:
