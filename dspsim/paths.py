@@ -207,6 +207,33 @@ def check_distinct(named: Iterable[tuple[str, str | Path | None]]) -> None:
         seen.append((opt, resolved, inode))
 
 
+def _identity(path: str | Path) -> tuple[Path, tuple[int, int] | None]:
+    resolved = Path(os.path.realpath(path))
+    try:
+        st = os.stat(resolved)
+        return resolved, (st.st_dev, st.st_ino)
+    except (OSError, ValueError):
+        return resolved, None
+
+
+def check_not_inputs(outputs: Iterable[tuple[str, str | Path | None]],
+                     inputs: Iterable[tuple[str, str | Path | None]]) -> None:
+    """Refuse an output that is one of the command's inputs (the same path once resolved, or
+    a hard link to it), before any work: writing it would replace what the command reads.
+    ``outputs``, ``inputs``: (option, path) pairs; None paths are skipped."""
+    ins = [(opt, str(p), *_identity(p)) for opt, p in inputs if p is not None and str(p) != ""]
+    for opt, path in outputs:
+        if path is None or str(path) == "":
+            continue
+        resolved, inode = _identity(path)
+        for in_opt, shown, in_resolved, in_inode in ins:
+            if resolved == in_resolved or (inode is not None and inode == in_inode):
+                raise DspsimInputError(
+                    f"{opt} {str(path)!r} is {in_opt} {shown!r}, an input of the command: an "
+                    "output never replaces an input; give another file name"
+                )
+
+
 def _umask() -> int:
     try:  # Linux 4.7+: read it without changing it
         with open("/proc/self/status", encoding="ascii") as f:

@@ -6,7 +6,13 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from dspsim.cli.common import add_model_args, emit_json, int_in, model_from_args
+from dspsim.cli.common import (
+    add_model_args,
+    check_outputs_not_inputs,
+    emit_json,
+    int_in,
+    model_from_args,
+)
 from dspsim.platform import FIDELITIES
 from dspsim.workers import MAX_JOBS
 
@@ -157,6 +163,8 @@ def _status_line(msg: str) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    check_outputs_not_inputs(args, [("--out", args.out)],
+                             [("--measured-csv", f) for f in args.measured_csv])
     if getattr(args, "explore", False):
         tty = sys.stderr.isatty()
         try:

@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from dspsim.config import HardwareModel, load_model
@@ -222,6 +223,56 @@ def models_from_args(args: argparse.Namespace) -> dict[str, HardwareModel]:
             raise UsageError(f"--models: {item!r} is given twice")
         out[label] = load_model(item, args.overrides)
     return out
+
+
+def model_files(spec: str | Path | None) -> list[Path]:
+    """The files a ``--model`` reads: the file (or packaged model) and its ``base`` chain,
+    best effort (a file that cannot be read ends the chain; loading reports why)."""
+    import tomllib
+
+    from dspsim.config import (
+        MAX_BASE_DEPTH,
+        MAX_MODEL_FILE_BYTES,
+        default_model_path,
+        resolve_model_path,
+    )
+
+    out: list[Path] = []
+    try:
+        p: Path | None = default_model_path() if spec is None else resolve_model_path(spec)
+        while p is not None and len(out) <= MAX_BASE_DEPTH and p.is_file():
+            if any(os.path.realpath(p) == os.path.realpath(q) for q in out):
+                break
+            out.append(p)
+            if p.stat().st_size > MAX_MODEL_FILE_BYTES:
+                break
+            base = tomllib.loads(p.read_text(encoding="utf-8")).get("base")
+            p = resolve_model_path(base, p) if isinstance(base, str) and base else None
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        pass
+    return out
+
+
+def model_inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """(option, file) for every model file the command reads (``--model``, each ``--models``
+    entry, and their bases)."""
+    models = getattr(args, "models", None)
+    if isinstance(models, str):
+        models = [m.strip() for m in models.split(",") if m.strip()]
+    specs = [("--models", m) for m in models] if models else [("--model",
+                                                                getattr(args, "model", None))]
+    return [(opt if i == 0 else f"{opt} (its base)", f)
+            for opt, spec in specs for i, f in enumerate(model_files(spec))]
+
+
+def check_outputs_not_inputs(args: argparse.Namespace,
+                             outputs: list[tuple[str, str | Path | None]],
+                             inputs: list[tuple[str, str | Path | None]] = ()) -> None:
+    """Refuse, before any work, an output of the command that is one of its input files
+    (``inputs``, and every model file it reads): one line, exit 2."""
+    from dspsim.paths import check_not_inputs
+
+    check_not_inputs(outputs, [*inputs, *model_inputs(args)])
 
 
 def emit_json(obj: Any) -> None:

@@ -7,7 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dspsim.cli.common import add_model_args, emit_json, int_in, positive_int, positive_shape
+from dspsim.cli.common import (
+    add_model_args,
+    check_outputs_not_inputs,
+    emit_json,
+    int_in,
+    positive_int,
+    positive_shape,
+)
 from dspsim.workers import MAX_JOBS
 
 
@@ -145,6 +152,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from dspsim.study.optimize import optimize
 
     out = writable_file(args.out, "--out", (".csv",)) if args.out else None
+    check_outputs_not_inputs(args, [("--out", out)])
     try:
         res = optimize(
             args.op, n=args.n, shape=args.shape, variants=args.variants, params=args.param,

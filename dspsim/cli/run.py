@@ -11,6 +11,7 @@ from dspsim.cli.common import (
     add_data_args,
     add_model_args,
     add_op_args,
+    check_outputs_not_inputs,
     emit_json,
     model_from_args,
     models_from_args,
@@ -72,6 +73,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _run_models(args)
     model = model_from_args(args)
     outputs = run_outputs(args)  # checks paths and extensions before simulating
+    check_outputs_not_inputs(args, [(opt, getattr(args, opt[2:])) for opt in (
+        "--timeline", "--trace", "--tiles", "--save", "--output")], [("--input", args.input)])
     if args.no_data and (args.input or args.output):
         raise UsageError("run: --input and --output need the data path; drop --no-data")
     if args.output:

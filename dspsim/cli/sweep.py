@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dspsim.cli.common import add_model_args
+from dspsim.cli.common import add_model_args, check_outputs_not_inputs
 from dspsim.errors import DspsimInputError
 from dspsim.platform import FIDELITIES
 from dspsim.study.sweep.executors import EXECUTORS  # light: the grid and the table load later
@@ -79,9 +79,7 @@ def add_sweep(sub) -> None:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run ``dspsim sweep``. Exit 0: every point succeeded; 1: some failed (count on stderr) or
     the sweep was aborted; 2: bad input; 130: interrupted."""
-    from dspsim.study.sweep import (
-        check_out,
-    )
+    from dspsim.study.sweep import check_out, journal_path, sidecar_path
     from dspsim.study.sweep.executors import check_scheduler, import_dask
     from dspsim.study.sweep.journal import check_jobs
 
@@ -99,6 +97,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     outs = [out] if not args.models else [per_model_path(out, m) for m in models]
     for path in outs:  # every table's names before the first sweep runs
         check_out(path)
+    check_outputs_not_inputs(
+        args, [(what, p) for path in outs for what, p in (
+            ("--out", path), ("--out's journal", journal_path(path)),
+            ("--out's sidecar", sidecar_path(path)))],
+        [("--spec", args.spec)])
     code = 0
     for model, path in zip(models, outs):
         if args.models:
