@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dspsim.cli.common import (
@@ -114,7 +115,8 @@ def add_calibrate(sub) -> None:
 
 
 def run_from_args(
-    model: HardwareModel, args: argparse.Namespace, progress: Progress = None
+    model: HardwareModel, args: argparse.Namespace, progress: Progress = None,
+    on_simulation: Callable[[], None] | None = None,
 ) -> Calibration:
     """What ``dspsim calibrate`` does with its parsed arguments."""
     from dspsim.study.calibrate import DEFAULT_TOLERANCE_PCT, run_calibration
@@ -129,6 +131,7 @@ def run_from_args(
         tolerance_pct=DEFAULT_TOLERANCE_PCT if tolerance is None else tolerance,
         out=args.out,
         progress=progress,
+        on_simulation=on_simulation,
     )
 
 
@@ -162,13 +165,25 @@ def _status_line(msg: str) -> None:
     sys.stderr.flush()
 
 
+def _first_line_only(msg: str) -> None:
+    """Off a terminal: the exploration's first message (its grid and workers), then nothing."""
+    if not _first_line_only.said:  # type: ignore[attr-defined]
+        _first_line_only.said = True  # type: ignore[attr-defined]
+        print(msg, file=sys.stderr, flush=True)
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from dspsim.cli.progress import counter, on_terminal
+
     check_outputs_not_inputs(args, [("--out", args.out)],
                              [("--measured-csv", f) for f in args.measured_csv])
+    tty = on_terminal()
     if getattr(args, "explore", False):
-        tty = sys.stderr.isatty()
+        # it takes minutes: on a terminal a status line, elsewhere one line saying what starts
+        _first_line_only.said = False  # type: ignore[attr-defined]
         try:
-            ex = explore_from_args(model_from_args(args), args, _status_line if tty else None)
+            ex = explore_from_args(model_from_args(args), args,
+                                   _status_line if tty else _first_line_only)
         finally:
             if tty:
                 _status_line("")
@@ -177,8 +192,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         else:
             print(ex.text())
         return 0 if ex.families else 1
-    progress = (lambda msg: print(msg, file=sys.stderr)) if sys.stderr.isatty() else None
-    cal = run_from_args(model_from_args(args), args, progress=progress)
+    model = model_from_args(args)
+    with counter("calibrate", unit="sim", enabled=tty) as bar:  # the fit's simulations
+        cal = run_from_args(model, args, progress=bar.describe, on_simulation=bar.update)
     if args.json:
         emit_json(cal.to_json())
     else:

@@ -18,6 +18,7 @@ from dspsim.cli.common import (
     op_variant,
     positive_int,
 )
+from dspsim.cli.progress import elapsed
 from dspsim.ops import get_op, op_names
 from dspsim.platform import FIDELITIES
 from dspsim.run import Result, simulate
@@ -81,11 +82,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_output_path(args.output)
     op = get_op(args.op)
     x = load_input(args.input, op.input_dims) if args.input else None
-    r = simulate(
-        model, op.name, op_variant(args), args.n, shape=args.shape, x=x, data=not args.no_data,
-        trace=outputs.needs_trace, port_log=outputs.needs_port_log, fidelity=args.fidelity,
-        core=args.core, trace_limit=outputs.row_limit,
-    )
+    # one simulation has no unit of progress to count: on a terminal, how long it has run
+    with elapsed(f"run: {op.name} {op_variant(args) or op.default_variant}"):
+        r = simulate(
+            model, op.name, op_variant(args), args.n, shape=args.shape, x=x,
+            data=not args.no_data, trace=outputs.needs_trace, port_log=outputs.needs_port_log,
+            fidelity=args.fidelity, core=args.core, trace_limit=outputs.row_limit,
+        )
     written = outputs.write(r)
     if args.output:
         save_output(args.output, r.output_array)

@@ -78,8 +78,12 @@ def _workload(args: argparse.Namespace) -> int:
     model = model_from_args(args)
     workload = load_workload(args.file)
     outputs = _check_outputs(args)
-    run = run_workload(workload, model, fidelity=args.fidelity, data=args.data,
-                       ddr_profile=bool(args.timeline or args.trace))
+    from dspsim.cli.progress import counter
+
+    with counter("workload", total=workload.tasks, unit="task") as bar:  # on a terminal
+        run = run_workload(workload, model, fidelity=args.fidelity, data=args.data,
+                           ddr_profile=bool(args.timeline or args.trace),
+                           on_task_done=bar.update)
     df = task_table(run)
     summary = summarise(run, df)
     written = []

@@ -320,6 +320,10 @@ def search_grid(
             else max(1, min(MAX_JOBS, os.cpu_count() or 1)))
     tol = tolerance_pct / 100.0
     tasks = [(model, list(measurements), space, p, tol, fidelity) for p in space.points()]
+    workers = max(1, min(jobs, len(tasks)))
+    say(f"explore: {len(tasks)} grid points ({', '.join(space.grid) or 'none'}), fitting "
+        f"{', '.join(p.key for p in space.cont)} at each, in {workers} worker "
+        f"process{'es' if workers > 1 else ''}; this takes minutes")
     start = time.perf_counter()
     fits: list[FitPoint] = []
     per_point: dict[tuple, int] = {}

@@ -13,6 +13,7 @@ from ``numpy.random.default_rng([seed, stream position])``: same workload and se
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,10 +120,12 @@ def run_workload(
     fidelity: str = "tile",
     data: bool = False,
     ddr_profile: bool = False,
+    on_task_done: Callable[[], None] | None = None,
 ) -> WorkloadRun:
     """Simulate ``workload`` on a fresh platform of ``model``; ``data`` moves values (the
     op's default input in each stream's input buffer); ``ddr_profile`` keeps the DDR data
-    path's occupancy over time (for figures and traces)."""
+    path's occupancy over time (for figures and traces); ``on_task_done()`` is called as each
+    task completes (a progress count)."""
     if fidelity not in FIDELITIES:
         raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
     check_workload(workload, model)
@@ -159,6 +162,8 @@ def run_workload(
             task.tag = {"stream": stream.name, "index": i, "deadline_us": stream.deadline_us}
             ucp.submit(task, priority=stream.priority, backend=stream.backend)
             task.done.callbacks.append(lambda _ev, t=task: ucp.release(t))
+            if on_task_done is not None:
+                task.done.callbacks.append(lambda _ev: on_task_done())
             tasks.append(task)
 
     for stream, times in zip(workload.streams, releases):
