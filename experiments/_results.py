@@ -16,9 +16,16 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from dspsim.cli.common import _Parser, ignore_file_size_signal, int_in
+from dspsim.cli.common import (
+    INTERRUPTED_EXIT,
+    _Parser,
+    ignore_file_size_signal,
+    int_in,
+    interrupted_message,
+    interrupts_handled,
+)
 from dspsim.errors import DspsimInputError
-from dspsim.paths import atomic_write_text
+from dspsim.paths import atomic_write_text, remove_stale_temps, temp_prefix
 from dspsim.platform import FIDELITIES
 from dspsim.study.sweep.journal import MAX_JOBS
 
@@ -119,7 +126,8 @@ def staged(out_dir: Path) -> Iterator[Path]:
     do not fail for space or a file-size limit), else the staging folder is removed and
     ``out_dir`` is left as it was."""
     try:
-        stage = Path(tempfile.mkdtemp(prefix=".staging-", dir=out_dir))
+        remove_stale_temps(out_dir)  # a staging folder a killed run left behind
+        stage = Path(tempfile.mkdtemp(prefix=temp_prefix(), suffix=".staging", dir=out_dir))
     except OSError as e:
         raise DspsimInputError(f"--out-dir {str(out_dir)!r}: cannot write: "
                                f"{e.strerror or e}") from None
@@ -147,11 +155,16 @@ def staged_main(description: str, run: Callable[[argparse.Namespace, Path], obje
 
 def script_main(main: Callable[[], object], name: str | None = None) -> None:
     """Run a script's ``main()``: bad input, a file that cannot be read or written, or running
-    out of memory is one line on stderr and exit 2."""
+    out of memory is one line on stderr and exit 2; Ctrl-C is one line and exit 130, as in
+    the command line (the staging folder and the workers are cleaned up)."""
     prog = name or Path(sys.argv[0]).name
     ignore_file_size_signal()
     try:
-        main()
+        with interrupts_handled():
+            main()
+    except KeyboardInterrupt:
+        interrupted_message(prog)
+        sys.exit(INTERRUPTED_EXIT)
     except DspsimInputError as e:
         _fail(prog, str(e))
     except MemoryError:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -44,6 +43,7 @@ from dspsim.platform import FIDELITIES  # noqa: E402
 from dspsim.run import simulate  # noqa: E402
 from dspsim.study.workload import parse_workload, run_workload, summarise, task_table  # noqa: E402
 from dspsim.study.workload.spec import MAX_TASKS, MAX_TIME_US  # noqa: E402
+from dspsim.workers import imap_unordered  # noqa: E402
 
 NAME = "camera_streams"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -274,18 +274,18 @@ def main() -> None:
     start = time.perf_counter()
     points = [(setup, cores, variant, cameras) for setup, cores, variant in setups
               for cameras in range(1, args.max_cameras + 1)]
-    with ProcessPoolExecutor(max_workers=max(1, min(args.jobs, len(points)))) as pool:
-        futures = [pool.submit(run_point, *pt, args.seconds, args.fidelity) for pt in points]
-        rows = []
-        for f in futures:
-            r = f.result()
-            rows.append(r)
-            print(f"  {r['setup']:<24} {r['cameras']:>2} cameras: camera p99 "
-                  f"{r['camera_p99_us'] / 1000:8.1f} ms, high-priority p99 "
-                  f"{r['hp_p99_us'] / 1000:6.1f} ms, DDR {100 * r['ddr_utilisation']:5.1f} %, "
-                  f"misses {r['camera_misses'] + r['hp_misses']:>4}, "
-                  f"{'sustained' if r['sustained'] else 'NOT sustained'} ({r['wall_s']:.1f} s)",
-                  file=sys.stderr)
+    # workers that die with this script, never more than points; rows in the points' order
+    done = {}
+    for i, r in imap_unordered(run_point, range(len(points)), args.jobs, work=len(points),
+                               args=lambda i: (*points[i], args.seconds, args.fidelity)):
+        done[i] = r
+        print(f"  {r['setup']:<24} {r['cameras']:>2} cameras: camera p99 "
+              f"{r['camera_p99_us'] / 1000:8.1f} ms, high-priority p99 "
+              f"{r['hp_p99_us'] / 1000:6.1f} ms, DDR {100 * r['ddr_utilisation']:5.1f} %, "
+              f"misses {r['camera_misses'] + r['hp_misses']:>4}, "
+              f"{'sustained' if r['sustained'] else 'NOT sustained'} ({r['wall_s']:.1f} s)",
+              file=sys.stderr)
+    rows = [done[i] for i in range(len(points))]
     df = pd.DataFrame(rows)
     limits = {s: sustain_limit(df[df["setup"] == s]) for s, _, _ in setups}
     with staged(out_dir) as stage:  # the table and the figure replace the old ones together

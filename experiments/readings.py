@@ -26,7 +26,6 @@ from __future__ import annotations
 import csv
 import io
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from _results import experiment_parser, out_dir_of, script_main, staged
@@ -35,6 +34,7 @@ from dspsim.config import load_model, models_dir
 from dspsim.ops import get_op
 from dspsim.paths import atomic_write_text
 from dspsim.run import simulate
+from dspsim.workers import imap_unordered
 
 N = 100_000  # the document's length
 LENGTHS = (64, 1024, 16_384, N)
@@ -179,11 +179,10 @@ def main() -> None:
     tasks = [t for label, name, ov in which for t in tasks_for(label, name, ov, args.fidelity)]
     print(f"readings: {len(tasks)} runs under {len(which)} readings ({args.fidelity} fidelity)",
           file=sys.stderr)
-    if args.jobs > 1:
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            rows = list(pool.map(run_one, tasks, chunksize=8))
-    else:
-        rows = [run_one(t) for t in tasks]
+    # workers that die with this script, never more than tasks; rows in the tasks' order
+    done = dict(imap_unordered(run_one, range(len(tasks)), args.jobs, work=len(tasks),
+                               args=lambda i: (tasks[i],)))
+    rows = [done[i] for i in range(len(tasks))]
     summary = [summarise(rows, label, name, ov) for label, name, ov in which]
     with staged(out_dir) as stage:  # both tables replace the old ones together
         write_csv(stage / "readings.csv", rows, COLUMNS)

@@ -215,8 +215,10 @@ def test_json_has_the_contracted_fields(capsys, tmp_path):
                 "ddr_write_bytes", "lower_bound_cycles", "gap_pct", "core_busy_pct",
                 "warnings", "hazards"} <= set(c)
     rows = list(csv.DictReader(out_csv.open()))
-    assert [int(r["rank"]) for r in rows] == [1, 2, 3]
-    assert [int(r["cycles"]) for r in rows] == [c["cycles"] for c in cands]
+    # every screened candidate, ranked: the three re-runs first
+    assert len(rows) == obj["screened"] == len(obj["ranking"]) > 3
+    assert [int(r["rank"]) for r in rows] == list(range(1, len(rows) + 1))
+    assert [int(r["cycles"]) for r in rows[:3]] == [c["cycles"] for c in cands]
     assert "softmax.tile_bytes" in rows[0] and "wall_s" not in rows[0]
     assert not list(tmp_path.glob("*.tmp"))  # written atomically: no temporary file left
 
@@ -269,3 +271,73 @@ def test_bad_input_exits_2_with_one_line(capsys, argv, message):
     assert code == 2 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], err
+
+
+# ------------------------------------------------------------------ the whole ranking kept
+def test_out_and_json_keep_every_screened_candidate_ranked(capsys, tmp_path):
+    """Before: --out and --json kept only the --top re-runs (5) of the screened candidates."""
+    out_csv = tmp_path / "all.csv"
+    code, out, err = run_cli(capsys, "optimize", "--n", str(N), "--top", "2", "--json",
+                             "--no-check", "--out", out_csv)
+    assert code == 0, err
+    obj = json.loads(out)
+    ranking = obj["ranking"]
+    rows = list(csv.DictReader(out_csv.open()))
+    assert len(rows) == len(ranking) == obj["screened"] > 2
+    assert [r["rank"] for r in ranking] == list(range(1, len(ranking) + 1))
+    assert [int(r["rank"]) for r in rows] == list(range(1, len(rows) + 1))
+    # the re-runs at burst fidelity first, as "candidates" has them ...
+    assert [r["fidelity"] for r in rows[:2]] == [RERUN_FIDELITY] * 2
+    assert [(r["variant"], r["cycles"]) for r in ranking[:2]] == [
+        (c["variant"], c["cycles"]) for c in obj["candidates"]]
+    # ... then the others at the screen's fidelity, in the screen's order
+    rest = ranking[2:]
+    assert all(r["fidelity"] == SCREEN_FIDELITY for r in rest)
+    assert [r["screen_rank"] for r in rest] == sorted(r["screen_rank"] for r in rest)
+    assert all(r["cycles"] == r["screen_cycles"] for r in rest)
+    # every screened candidate once
+    assert sorted(r["screen_rank"] for r in ranking) == list(range(1, len(ranking) + 1))
+    assert [int(r["screen_cycles"]) for r in rows] == [r["screen_cycles"] for r in ranking]
+
+
+def test_the_result_ranks_every_screened_candidate(result):
+    ranked = result.ranking()
+    assert len(ranked) == len(result.screened)
+    assert [c for c, _ in ranked[:len(result.candidates)]] == result.candidates
+    assert {c.identity() for c, _ in ranked} == {c.identity() for c in result.screened}
+
+
+# ------------------------------------------------------------------ counted before built
+def test_a_huge_search_is_refused_before_its_values_are_built(capsys, monkeypatch):
+    """Before: two --param axes of 10^6 values ran 125 s and reached 4 GB before "out of
+    memory"; the search is counted from the texts and refused before a value is built."""
+    import dspsim.study.optimize as opt
+
+    def refuse(*a, **k):
+        raise AssertionError("values built before the search was counted")
+
+    monkeypatch.setattr(opt, "parse_values", refuse)
+    code, out, err = run_cli(capsys, "optimize", "--n", "1024", "--param",
+                             "ddr.latency_cycles=1:1000000:1", "--param",
+                             "idma.setup_cycles=1:1000000:1")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "6,000,000,000,000" in err and "at most 100,000" in err  # six variants
+
+
+def test_the_op_search_times_the_axes_is_counted_before_it_is_built(monkeypatch):
+    """The op's own axes (tile sizes, buffer counts) multiply the --param axes: counted
+    exactly, before any candidate is made."""
+    import dspsim.study.optimize as opt
+
+    made = []
+    real = opt.Candidate
+
+    def spy(*a, **k):
+        made.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(opt, "Candidate", spy)
+    with pytest.raises(DspsimInputError, match="at most 100,000"):
+        optimize("softmax", n=N, variants="online",
+                 params=["ddr.latency_cycles=1:60000:1"], progress=False)
+    assert made == []

@@ -134,7 +134,7 @@ def test_a_small_explore_finds_the_three_readings_and_separates_them():
 
 @pytest.mark.parametrize("args, message", [
     (["--out", "x.toml"], "--out writes one fit"),
-    (["--jobs", "0"], "--jobs 0"),
+    (["--jobs", "0"], "--jobs: '0': allowed 1 to 256"),
     (["--tolerance-pct", "0"], "tolerance"),
 ])
 def test_explore_refuses_bad_options_in_one_line(args, message):

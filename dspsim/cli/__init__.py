@@ -1,6 +1,7 @@
 """The command line: ``dspsim run | reproduce | ...``.
 
-Every user error becomes one line on stderr and exit code 2, never a traceback.
+Every user error becomes one line on stderr and exit code 2, never a traceback; Ctrl-C stops
+any command with one line and exit code 130 (:func:`dspsim.cli.common.interrupts_handled`).
 Each subcommand lives in a function pair: ``add_<name>(subparsers)`` declares it and
 ``cmd_<name>(args)`` runs it and returns the exit code.
 """
@@ -12,7 +13,15 @@ import sys
 from collections.abc import Callable
 
 from dspsim.cli.calibrate import add_calibrate, cmd_calibrate
-from dspsim.cli.common import _Parser, guarded_stdout, ignore_file_size_signal, silence_stdout
+from dspsim.cli.common import (
+    INTERRUPTED_EXIT,
+    _Parser,
+    guarded_stdout,
+    ignore_file_size_signal,
+    interrupted_message,
+    interrupts_handled,
+    silence_stdout,
+)
 from dspsim.cli.info import add_keys, add_ops, cmd_keys, cmd_ops
 from dspsim.cli.optimize import add_optimize, cmd_optimize
 from dspsim.cli.plot import add_plot, add_report, cmd_plot, cmd_report
@@ -49,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     # a file-size limit (ulimit -f) must not kill us mid-write: the write fails with EFBIG,
     # the atomic writer removes its temporary file and the error is one line (exit 2)
     ignore_file_size_signal()
-    with guarded_stdout():
+    # Ctrl-C anywhere in a command: its clean-up runs, then one line and exit 130
+    with interrupts_handled(), guarded_stdout():
         try:
             try:
                 args = build_parser().parse_args(argv)
@@ -62,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         except DeadlockError as e:
             print(f"dspsim: error: {e}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            interrupted_message()
+            return INTERRUPTED_EXIT
         except BrokenPipeError:  # `dspsim ... | head`: quietly done
             silence_stdout()
             return 0

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from dspsim.cli.common import add_model_args, emit_json, model_from_args
+from dspsim.cli.common import (
+    add_model_args,
+    check_outputs_not_inputs,
+    emit_json,
+    int_in,
+    model_from_args,
+)
 from dspsim.platform import FIDELITIES
+from dspsim.workers import MAX_JOBS
 
 if TYPE_CHECKING:
     from dspsim.config import HardwareModel
@@ -86,10 +94,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--jobs",
-        type=int,
+        type=int_in(1, MAX_JOBS),
         default=None,
         metavar="N",
-        help="--explore: worker processes (default: every CPU)",
+        help=f"--explore: worker processes, 1 to {MAX_JOBS} (default: every CPU; never more "
+        "than grid points)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -106,7 +115,8 @@ def add_calibrate(sub) -> None:
 
 
 def run_from_args(
-    model: HardwareModel, args: argparse.Namespace, progress: Progress = None
+    model: HardwareModel, args: argparse.Namespace, progress: Progress = None,
+    on_simulation: Callable[[], None] | None = None,
 ) -> Calibration:
     """What ``dspsim calibrate`` does with its parsed arguments."""
     from dspsim.study.calibrate import DEFAULT_TOLERANCE_PCT, run_calibration
@@ -121,6 +131,7 @@ def run_from_args(
         tolerance_pct=DEFAULT_TOLERANCE_PCT if tolerance is None else tolerance,
         out=args.out,
         progress=progress,
+        on_simulation=on_simulation,
     )
 
 
@@ -135,8 +146,6 @@ def explore_from_args(model: HardwareModel, args: argparse.Namespace, progress: 
             "--out writes one fit; --explore finds several readings: write a reading's model "
             "file from its values (see --json), or calibrate without --explore"
         )
-    if args.jobs is not None and args.jobs < 1:
-        raise DspsimInputError(f"--jobs {args.jobs}: must be at least 1")
     tolerance = getattr(args, "tolerance_pct", None)
     return run_exploration(
         model,
@@ -156,11 +165,25 @@ def _status_line(msg: str) -> None:
     sys.stderr.flush()
 
 
+def _first_line_only(msg: str) -> None:
+    """Off a terminal: the exploration's first message (its grid and workers), then nothing."""
+    if not _first_line_only.said:  # type: ignore[attr-defined]
+        _first_line_only.said = True  # type: ignore[attr-defined]
+        print(msg, file=sys.stderr, flush=True)
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from dspsim.cli.progress import counter, on_terminal
+
+    check_outputs_not_inputs(args, [("--out", args.out)],
+                             [("--measured-csv", f) for f in args.measured_csv])
+    tty = on_terminal()
     if getattr(args, "explore", False):
-        tty = sys.stderr.isatty()
+        # it takes minutes: on a terminal a status line, elsewhere one line saying what starts
+        _first_line_only.said = False  # type: ignore[attr-defined]
         try:
-            ex = explore_from_args(model_from_args(args), args, _status_line if tty else None)
+            ex = explore_from_args(model_from_args(args), args,
+                                   _status_line if tty else _first_line_only)
         finally:
             if tty:
                 _status_line("")
@@ -169,8 +192,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         else:
             print(ex.text())
         return 0 if ex.families else 1
-    progress = (lambda msg: print(msg, file=sys.stderr)) if sys.stderr.isatty() else None
-    cal = run_from_args(model_from_args(args), args, progress=progress)
+    model = model_from_args(args)
+    with counter("calibrate", unit="sim", enabled=tty) as bar:  # the fit's simulations
+        cal = run_from_args(model, args, progress=bar.describe, on_simulation=bar.update)
     if args.json:
         emit_json(cal.to_json())
     else:

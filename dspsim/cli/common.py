@@ -9,7 +9,9 @@ import json
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from dspsim.config import HardwareModel, load_model, load_models
@@ -109,6 +111,49 @@ def ignore_file_size_signal() -> None:
         pass
 
 
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command that Ctrl-C stopped
+
+
+@contextlib.contextmanager
+def interrupts_handled() -> Iterator[None]:
+    """Run a command so that Ctrl-C stops it the same way everywhere: the first SIGINT raises
+    ``KeyboardInterrupt`` in the main thread (the command's own clean-up runs: temporary files
+    removed, worker pools terminated; the caller prints one line and exits with
+    :data:`INTERRUPTED_EXIT`); a second SIGINT while that clean-up runs ends the process at once
+    with the same code (pool workers watch their parent and follow it). The previous handler is
+    restored afterwards. Outside the main thread nothing is changed."""
+    try:
+        old = signal.getsignal(signal.SIGINT)
+    except ValueError:
+        old = None
+    if threading.current_thread() is not threading.main_thread() or old is None:
+        yield
+        return
+    hits = 0
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal hits
+        hits += 1
+        if hits > 1:
+            os._exit(INTERRUPTED_EXIT)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def interrupted_message(prog: str = "dspsim") -> None:
+    """The one line an interrupted command prints (stderr)."""
+    try:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text.replace("_", ""))
@@ -171,6 +216,56 @@ def models_from_args(args: argparse.Namespace) -> dict[str, HardwareModel]:
         model = model_from_args(args)
         return {model.name: model}
     return load_models(args.models, args.overrides)
+
+
+def model_files(spec: str | Path | None) -> list[Path]:
+    """The files a ``--model`` reads: the file (or packaged model) and its ``base`` chain,
+    best effort (a file that cannot be read ends the chain; loading reports why)."""
+    import tomllib
+
+    from dspsim.config import (
+        MAX_BASE_DEPTH,
+        MAX_MODEL_FILE_BYTES,
+        default_model_path,
+        resolve_model_path,
+    )
+
+    out: list[Path] = []
+    try:
+        p: Path | None = default_model_path() if spec is None else resolve_model_path(spec)
+        while p is not None and len(out) <= MAX_BASE_DEPTH and p.is_file():
+            if any(os.path.realpath(p) == os.path.realpath(q) for q in out):
+                break
+            out.append(p)
+            if p.stat().st_size > MAX_MODEL_FILE_BYTES:
+                break
+            base = tomllib.loads(p.read_text(encoding="utf-8")).get("base")
+            p = resolve_model_path(base, p) if isinstance(base, str) and base else None
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        pass
+    return out
+
+
+def model_inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """(option, file) for every model file the command reads (``--model``, each ``--models``
+    entry, and their bases)."""
+    models = getattr(args, "models", None)
+    if isinstance(models, str):
+        models = [m.strip() for m in models.split(",") if m.strip()]
+    specs = [("--models", m) for m in models] if models else [("--model",
+                                                                getattr(args, "model", None))]
+    return [(opt if i == 0 else f"{opt} (its base)", f)
+            for opt, spec in specs for i, f in enumerate(model_files(spec))]
+
+
+def check_outputs_not_inputs(args: argparse.Namespace,
+                             outputs: list[tuple[str, str | Path | None]],
+                             inputs: list[tuple[str, str | Path | None]] = ()) -> None:
+    """Refuse, before any work, an output of the command that is one of its input files
+    (``inputs``, and every model file it reads): one line, exit 2."""
+    from dspsim.paths import check_not_inputs
+
+    check_not_inputs(outputs, [*inputs, *model_inputs(args)])
 
 
 def emit_json(obj: Any) -> None:

@@ -7,7 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dspsim.cli.common import add_model_args, emit_json, positive_int, positive_shape
+from dspsim.cli.common import (
+    add_model_args,
+    check_outputs_not_inputs,
+    emit_json,
+    int_in,
+    positive_int,
+    positive_shape,
+)
+from dspsim.workers import MAX_JOBS
 
 
 def add_optimize(sub) -> None:
@@ -47,8 +55,9 @@ def add_optimize(sub) -> None:
                    "(repeatable; with --models, in every model)")
     p.add_argument("--top", type=positive_int, default=5, metavar="K",
                    help="re-run the best K at burst fidelity (default 5)")
-    p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
-                   help="worker processes, 1 to 256 (default 1)")
+    p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=1, metavar="N",
+                   help=f"worker processes, 1 to {MAX_JOBS} (default 1; never more than the "
+                   "runs to screen)")
     p.add_argument("--no-check", action="store_true",
                    help="do not re-run the winner with the data path on (no max_rel_err)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -143,6 +152,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from dspsim.study.optimize import optimize
 
     out = writable_file(args.out, "--out", (".csv",)) if args.out else None
+    check_outputs_not_inputs(args, [("--out", out)])
     try:
         res = optimize(
             args.op, n=args.n, shape=args.shape, variants=args.variants, params=args.param,

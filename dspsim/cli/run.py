@@ -11,12 +11,14 @@ from dspsim.cli.common import (
     add_data_args,
     add_model_args,
     add_op_args,
+    check_outputs_not_inputs,
     emit_json,
     model_from_args,
     models_from_args,
     op_variant,
     positive_int,
 )
+from dspsim.cli.progress import elapsed
 from dspsim.ops import get_op, op_names
 from dspsim.platform import FIDELITIES
 from dspsim.run import Result, simulate
@@ -73,17 +75,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _run_models(args)
     model = model_from_args(args)
     outputs = run_outputs(args)  # checks paths and extensions before simulating
+    check_outputs_not_inputs(args, [(opt, getattr(args, opt[2:])) for opt in (
+        "--timeline", "--trace", "--tiles", "--save", "--output")], [("--input", args.input)])
     if args.no_data and (args.input or args.output):
         raise UsageError("run: --input and --output need the data path; drop --no-data")
     if args.output:
         check_output_path(args.output)
     op = get_op(args.op)
     x = load_input(args.input, op.input_dims) if args.input else None
-    r = simulate(
-        model, op.name, op_variant(args), args.n, shape=args.shape, x=x, data=not args.no_data,
-        trace=outputs.needs_trace, port_log=outputs.needs_port_log, fidelity=args.fidelity,
-        core=args.core, trace_limit=outputs.row_limit,
-    )
+    # one simulation has no unit of progress to count: on a terminal, how long it has run
+    with elapsed(f"run: {op.name} {op_variant(args) or op.default_variant}"):
+        r = simulate(
+            model, op.name, op_variant(args), args.n, shape=args.shape, x=x,
+            data=not args.no_data, trace=outputs.needs_trace, port_log=outputs.needs_port_log,
+            fidelity=args.fidelity, core=args.core, trace_limit=outputs.row_limit,
+        )
     written = outputs.write(r)
     if args.output:
         save_output(args.output, r.output_array)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dspsim.cli.common import add_model_args
+from dspsim.cli.common import add_model_args, check_outputs_not_inputs
 from dspsim.errors import DspsimInputError
 from dspsim.platform import FIDELITIES
 from dspsim.study.sweep.executors import EXECUTORS  # light: the grid and the table load later
@@ -79,9 +79,7 @@ def add_sweep(sub) -> None:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run ``dspsim sweep``. Exit 0: every point succeeded; 1: some failed (count on stderr) or
     the sweep was aborted; 2: bad input; 130: interrupted."""
-    from dspsim.study.sweep import (
-        check_out,
-    )
+    from dspsim.study.sweep import check_out, journal_path, sidecar_path
     from dspsim.study.sweep.executors import check_scheduler, import_dask
     from dspsim.study.sweep.journal import check_jobs
 
@@ -95,6 +93,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             check_scheduler(args.scheduler)
     if args.variant is not None and args.mode is not None:
         raise DspsimInputError("give --variant or --mode (its older name), not both")
+    check_outputs_not_inputs(
+        args, [(what, p) for what, p in (
+            ("--out", out), ("--out's journal", journal_path(out)),
+            ("--out's sidecar", sidecar_path(out)))],
+        [("--spec", args.spec)])
     return _one_sweep(args, out)
 
 

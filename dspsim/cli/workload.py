@@ -6,7 +6,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dspsim.cli.common import UsageError, add_model_args, emit_json, model_from_args
+from dspsim.cli.common import (
+    UsageError,
+    add_model_args,
+    check_outputs_not_inputs,
+    emit_json,
+    model_from_args,
+)
 from dspsim.platform import FIDELITIES
 
 
@@ -46,6 +52,7 @@ def _check_outputs(args: argparse.Namespace) -> dict[str, Path]:
                 if other_path.resolve() == path.resolve():
                     raise UsageError(f"workload: {other} and {opt} name the same file {value!r}")
             named[opt] = path
+    check_outputs_not_inputs(args, list(named.items()), [("FILE", args.file)])
     return named
 
 
@@ -71,8 +78,12 @@ def _workload(args: argparse.Namespace) -> int:
     model = model_from_args(args)
     workload = load_workload(args.file)
     outputs = _check_outputs(args)
-    run = run_workload(workload, model, fidelity=args.fidelity, data=args.data,
-                       ddr_profile=bool(args.timeline or args.trace))
+    from dspsim.cli.progress import counter
+
+    with counter("workload", total=workload.tasks, unit="task") as bar:  # on a terminal
+        run = run_workload(workload, model, fidelity=args.fidelity, data=args.data,
+                           ddr_profile=bool(args.timeline or args.trace),
+                           on_task_done=bar.update)
     df = task_table(run)
     summary = summarise(run, df)
     written = []

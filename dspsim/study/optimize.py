@@ -37,10 +37,8 @@ from __future__ import annotations
 
 import itertools
 import math
-import signal
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,202 +47,28 @@ from dspsim.errors import DspsimInputError
 from dspsim.ops import default_op, get_op, op_names
 from dspsim.ops.base import Op
 from dspsim.run import simulate
+from dspsim.study.optimize_result import (  # noqa: F401 - the names callers import from here
+    RERUN_FIDELITY,
+    SCREEN_FIDELITY,
+    Candidate,
+    OptimizeResult,
+)
 from dspsim.study.sweep.executors import evaluate_point
 from dspsim.study.sweep.journal import check_jobs
 from dspsim.study.sweep.values import (
+    MAX_VALUES_PER_KEY,
     SPECIAL_KEYS,
     format_value,
     parse_values,
     shape_text,
     spec_values,
+    value_count,
 )
+from dspsim.workers import imap_unordered
 
-SCREEN_FIDELITY = "tile"
-RERUN_FIDELITY = "burst"
 DEFAULT_TOP = 5
 MAX_CANDIDATES = 100_000  # points x models screened at most
 EXAMPLES = 3  # reasons kept for refused and failed candidates
-
-
-@dataclass
-class Candidate:
-    """One variant at one setting of its parameters, and what it did (worst case over the
-    models)."""
-
-    variant: str
-    params: dict[str, Any]
-    index: int = 0  # enumeration order: the last tie-break
-    fidelity: str = ""
-    cycles: int | None = None  # the worst case over the models
-    cycles_by_model: dict[str, int] = field(default_factory=dict)
-    worst_model: str = ""  # the model whose cycles these are
-    ddr_read_bytes: int = 0
-    ddr_write_bytes: int = 0
-    core_busy_cycles: int = 0
-    warnings: list[str] = field(default_factory=list)  # codes that change the result
-    hazards: int = 0
-    lower_bound_cycles: float | None = None
-    speedup: float | None = None  # the baseline's cycles / these
-    rank: int = 0
-    error: str = ""
-
-    @property
-    def ddr_bytes(self) -> int:
-        return self.ddr_read_bytes + self.ddr_write_bytes
-
-    @property
-    def flagged(self) -> bool:
-        """The run carries a result-changing warning or a hazard: its cycles are suspect."""
-        return bool(self.warnings) or self.hazards > 0
-
-    @property
-    def gap_pct(self) -> float | None:
-        """How far above its own lower bound, in %."""
-        if not self.lower_bound_cycles or self.cycles is None:
-            return None
-        return 100.0 * (self.cycles / self.lower_bound_cycles - 1.0)
-
-    @property
-    def core_busy_pct(self) -> float | None:
-        if not self.cycles:
-            return None
-        return 100.0 * self.core_busy_cycles / self.cycles
-
-    def sort_key(self) -> tuple:
-        return (self.flagged, self.cycles, self.ddr_bytes, self.index)
-
-    def identity(self) -> tuple:
-        return (self.variant, tuple(sorted((k, format_value(v)) for k, v in self.params.items())))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rank": self.rank,
-            "variant": self.variant,
-            "params": dict(self.params),
-            "cycles": self.cycles,
-            "cycles_by_model": dict(self.cycles_by_model),
-            "worst_model": self.worst_model,
-            "fidelity": self.fidelity,
-            "speedup": self.speedup,
-            "ddr_read_bytes": self.ddr_read_bytes,
-            "ddr_write_bytes": self.ddr_write_bytes,
-            "lower_bound_cycles": self.lower_bound_cycles,
-            "gap_pct": self.gap_pct,
-            "core_busy_pct": self.core_busy_pct,
-            "warnings": list(self.warnings),
-            "hazards": self.hazards,
-        }
-
-
-@dataclass
-class OptimizeResult:
-    op: str
-    shape: tuple[int, ...]
-    models: dict[str, str]  # label -> the file it was read from
-    top: int
-    baseline: Candidate | None  # the op's default variant at the model's values (burst)
-    candidates: list[Candidate]  # the re-runs at burst fidelity, ranked
-    screened: list[Candidate]  # every candidate that ran at tile fidelity, ranked
-    refused: int = 0  # combinations the op refused (not run)
-    refusals: list[str] = field(default_factory=list)  # a few of the reasons
-    failed: int = 0  # candidates whose run failed on some model
-    failures: list[str] = field(default_factory=list)
-    baseline_refused: str = ""  # why the default variant cannot run here, if it cannot
-    numerics: dict[str, Any] | None = None  # the winner with the data path on
-
-    @property
-    def best(self) -> Candidate:
-        return self.candidates[0]
-
-    @property
-    def param_keys(self) -> list[str]:
-        """Every parameter key of the ranked candidates, in first-seen order."""
-        keys: dict[str, None] = {}
-        for c in self.candidates:
-            keys.update(dict.fromkeys(c.params))
-        return list(keys)
-
-    def to_json(self) -> dict[str, Any]:
-        best = self.best
-        base = self.baseline
-        return {
-            "op": self.op,
-            "shape": list(self.shape),
-            "models": dict(self.models),
-            "fidelity": {"screen": SCREEN_FIDELITY, "rerun": RERUN_FIDELITY},
-            "baseline": {
-                "variant": get_op(self.op).default_variant,
-                "params": {},
-                "cycles": base.cycles if base else None,
-                "cycles_by_model": dict(base.cycles_by_model) if base else {},
-                "lower_bound_cycles": base.lower_bound_cycles if base else None,
-                "warnings": list(base.warnings) if base else [],
-                "hazards": base.hazards if base else 0,
-                "refused": self.baseline_refused or None,
-            },
-            "best": {
-                "variant": best.variant,
-                "params": dict(best.params),
-                "cycles": best.cycles,
-                "cycles_by_model": dict(best.cycles_by_model),
-                "lower_bound_cycles": best.lower_bound_cycles,
-                "gap_pct": best.gap_pct,
-                "speedup": best.speedup,
-                "warnings": list(best.warnings),
-                "hazards": best.hazards,
-                "max_rel_err": (self.numerics or {}).get("max_rel_err"),
-            },
-            "candidates": [c.to_json() for c in self.candidates],
-            "screened": len(self.screened),
-            "refused": self.refused,
-            "failed": self.failed,
-            "numerics": self.numerics,
-        }
-
-    def table_rows(self) -> list[dict[str, Any]]:
-        """The ranked table as rows (one column per parameter key; empty where a candidate does
-        not have it); with several models, one ``cycles[LABEL]`` column per model."""
-        keys = self.param_keys
-        rows = []
-        for c in self.candidates:
-            row: dict[str, Any] = {"rank": c.rank, "variant": c.variant}
-            row.update({k: c.params.get(k, "") for k in keys})
-            row["cycles"] = c.cycles
-            if len(self.models) > 1:
-                row.update({f"cycles[{m}]": c.cycles_by_model.get(m) for m in self.models})
-            row.update({
-                "speedup": c.speedup,
-                "ddr_read_bytes": c.ddr_read_bytes,
-                "ddr_write_bytes": c.ddr_write_bytes,
-                "lower_bound_cycles": c.lower_bound_cycles,
-                "gap_pct": c.gap_pct,
-                "core_busy_pct": c.core_busy_pct,
-                "warnings": ";".join(c.warnings),
-                "hazards": c.hazards,
-            })
-            rows.append(row)
-        return rows
-
-    def csv_text(self) -> str:
-        import csv
-        import io
-
-        rows = self.table_rows()
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        header = list(rows[0])
-        w.writerow(header)
-        for row in rows:
-            w.writerow([_cell(row[k]) for k in header])
-        return buf.getvalue()
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return format_value(v)
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -264,9 +88,12 @@ def _variants(the_op: Op, variants: str | Sequence[str] | None) -> list[str]:
     return names
 
 
-def _axes(the_op: Op, params: Sequence[str] | Mapping[str, Any] | None) -> dict[str, list]:
+def _axes(the_op: Op, params: Sequence[str] | Mapping[str, Any] | None,
+          variants: int = 1) -> dict[str, list]:
     """``--param`` texts (``KEY=V1,V2`` or ``KEY=START:STOP:STEP``) or a mapping key ->
-    values, checked: model keys only, of the hardware or this op's table."""
+    values, checked: model keys only, of the hardware or this op's table. A search of
+    ``variants`` variants that would exceed :data:`MAX_CANDIDATES` is refused before any value
+    is built."""
     if not params:
         return {}
     if isinstance(params, Mapping):
@@ -281,9 +108,9 @@ def _axes(the_op: Op, params: Sequence[str] | Mapping[str, Any] | None) -> dict[
                     "idma.max_outstanding=8,32"
                 )
             items.append((key, text))
+    items = [(key.strip(), values) for key, values in items]
     axes: dict[str, list] = {}
-    for key, values in items:
-        key = key.strip()
+    for key, _values in items:
         if key in SPECIAL_KEYS:
             raise DspsimInputError(
                 f"--param {key}: not a model key; optimize takes the variants with --variants "
@@ -297,6 +124,21 @@ def _axes(the_op: Op, params: Sequence[str] | Mapping[str, Any] | None) -> dict[
             )
         if key in axes:
             raise DspsimInputError(f"--param {key} is given twice")
+        axes[key] = []
+    # counted before a value is built or checked (two axes of 10^6 values took minutes and
+    # gigabytes to refuse): hardware axes go to every variant, each op axis to one at least
+    counts = {key: value_count(key, values) if isinstance(values, str) else
+              len(values) if isinstance(values, list) else 1 for key, values in items}
+    hardware = math.prod(n for k, n in counts.items() if model_key(k).section != the_op.name)
+    op_axis = max((n for k, n in counts.items() if model_key(k).section == the_op.name),
+                  default=1)
+    at_least = hardware * op_axis * max(1, variants)
+    if at_least > MAX_CANDIDATES and all(n <= MAX_VALUES_PER_KEY for n in counts.values()):
+        raise DspsimInputError(
+            f"the search has at least {at_least:,} runs (candidates x models); at most "
+            f"{MAX_CANDIDATES:,}: restrict it with --variants or fewer --param values"
+        )
+    for key, values in items:
         axes[key] = parse_values(key, values) if isinstance(values, str) else spec_values(
             key, values)
     return axes
@@ -351,8 +193,7 @@ def _enumerate(
                 space[key] = _ascending(list(merged.values()))
         spaces[v] = space
     searched = {k for s in spaces.values() for k in s}
-    out: list[Candidate] = []
-    seen: set[tuple] = set()
+    full: dict[str, dict[str, list]] = {}
     for v in variants:
         space = dict(spaces[v])
         for key, values in axes.items():
@@ -361,17 +202,25 @@ def _enumerate(
             if (model_key(key).section != the_op.name or key in space
                     or key not in searched):
                 space[key] = list(values)
+        full[v] = space
+    # counted before anything is built: each axis holds distinct values, so a variant's
+    # candidates are exactly the product of its axes' lengths
+    runs = sum(math.prod(len(vals) for vals in space.values()) for space in full.values())
+    runs *= len(models)
+    if runs > MAX_CANDIDATES:
+        raise DspsimInputError(
+            f"the search has {runs:,} runs (candidates x models); at most {MAX_CANDIDATES:,}: "
+            "restrict it with --variants or fewer --param values"
+        )
+    out: list[Candidate] = []
+    seen: set[tuple] = set()
+    for v, space in full.items():
         keys = list(space)
         for combo in itertools.product(*(space[k] for k in keys)):
             c = Candidate(v, dict(zip(keys, combo)), index=len(out))
             if c.identity() not in seen:
                 seen.add(c.identity())
                 out.append(c)
-        if len(out) * len(models) > MAX_CANDIDATES:
-            raise DspsimInputError(
-                f"the search has more than {MAX_CANDIDATES:,} runs (candidates x models); "
-                "restrict it with --variants or fewer --param values"
-            )
     return out
 
 
@@ -392,40 +241,27 @@ def _point(the_op: Op, variant: str, shape: tuple[int, ...], params: Mapping[str
     return {"op": the_op.name, "variant": variant, **size, **params}
 
 
-def _quiet_worker() -> None:
-    # Ctrl-C reaches the whole process group: the parent stops and shuts the pool down
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def evaluate_all(tasks: list[tuple[HardwareModel, dict, str]], jobs: int, show: bool,
-              desc: str) -> list[dict[str, Any]]:
-    """``evaluate_point(*task)`` for every task, in ``jobs`` processes; results in order."""
+                 desc: str) -> list[dict[str, Any]]:
+    """``evaluate_point(*task)`` for every task, in ``jobs`` processes (never more than tasks;
+    they die with this one: :mod:`dspsim.workers`); results in order."""
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     bar = None
-    if show and tasks:
-        from tqdm import tqdm
 
-        bar = tqdm(total=len(tasks), unit="run", desc=desc, file=sys.stderr,
-                   dynamic_ncols=True, leave=False)
+    def started() -> None:  # the workers are forked before the bar starts its thread
+        nonlocal bar
+        if show and tasks:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(tasks), unit="run", desc=desc, file=sys.stderr,
+                       dynamic_ncols=True, leave=False)
+
     try:
-        if jobs <= 1 or len(tasks) <= 1:
-            for i, task in enumerate(tasks):
-                results[i] = evaluate_point(*task)
-                if bar is not None:
-                    bar.update(1)
-        else:
-            from concurrent.futures import ProcessPoolExecutor, as_completed
-
-            pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)),
-                                       initializer=_quiet_worker)
-            try:
-                futures = {pool.submit(evaluate_point, *task): i for i, task in enumerate(tasks)}
-                for f in as_completed(futures):
-                    results[futures[f]] = f.result()
-                    if bar is not None:
-                        bar.update(1)
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+        for i, row in imap_unordered(evaluate_point, range(len(tasks)), jobs, work=len(tasks),
+                                     args=lambda i: tasks[i], started=started):
+            results[i] = row
+            if bar is not None:
+                bar.update(1)
     finally:
         if bar is not None:
             bar.close()
@@ -505,7 +341,7 @@ def optimize(
     check_jobs(jobs)  # 1 to MAX_JOBS, as a sweep's
     shape_t = the_op.shape_of(n=n, shape=tuple(shape) if shape is not None else None)
     names = _variants(the_op, variants)
-    axes = _axes(the_op, params)
+    axes = _axes(the_op, params, len(names))
     loaded = _load_models(model, models, overrides)
     show = sys.stderr.isatty() if progress is None else bool(progress)
 
@@ -551,6 +387,7 @@ def optimize(
         baseline_refused = one_line(e)
     batch = finals + ([] if baseline_refused else [base])
     _run(the_op, batch, shape_t, loaded, RERUN_FIDELITY, jobs, show, "re-run")
+    rerun_errors = {c.identity(): c.error for c in finals if c.error}
     for c in batch:
         if c.error:  # ran at the screening fidelity, failed at the reference one
             failures.append(f"{c.variant} {params_text(c.params)} at {RERUN_FIDELITY} "
@@ -575,6 +412,7 @@ def optimize(
     result = OptimizeResult(
         the_op.name, shape_t, {k: m.source for k, m in loaded.items()}, top, baseline, finals,
         screened, refused, refusals, len(failures), failures[:EXAMPLES], baseline_refused,
+        rerun_errors=rerun_errors,
     )
     # 4. the winner's numerics, with the data path on
     if check_numerics:

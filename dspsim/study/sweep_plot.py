@@ -50,6 +50,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 
 from dspsim.analysis.timeline import FIGURE_FORMATS, check_figure_path, save_figure
 from dspsim.errors import DspsimInputError
+from dspsim.paths import check_not_inputs
 from dspsim.study.sweep import key_columns, parse_shape, read_sweep
 from dspsim.study.sweep_speedup import (
     VARIANT_COLUMNS,
@@ -495,6 +496,7 @@ def plot_sweep(
     if heatmap_keys is not None and x is not None and x not in heatmap_keys:
         raise DspsimInputError(f"--x {x} is not one of the --heatmap keys; leave it out")
     dest = check_figure_path(dest, "figure")
+    check_not_inputs([("--out", dest)], [("the sweep table", src)])
     df = read_sweep(src)
     if heatmap_keys is not None:
         y = y or default_heatmap_y(df, baseline)

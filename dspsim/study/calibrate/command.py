@@ -3,7 +3,7 @@ argparse part is in :mod:`dspsim.cli.calibrate`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from dspsim.config import HardwareModel
@@ -28,6 +28,7 @@ def run_calibration(
     tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
     out: str | Path | None = None,
     progress: Progress = None,
+    on_simulation: Callable[[], None] | None = None,
 ) -> Calibration:
     """Parse the ``--measured`` specs, the ``--measured-csv`` files and the ``--free`` keys,
     calibrate, and with ``out`` write the fitted model file (its path checked before the fit)."""
@@ -44,6 +45,7 @@ def run_calibration(
         fidelity=fidelity,
         tolerance_pct=tolerance_pct,
         progress=progress,
+        on_simulation=on_simulation,
     )
     if out:
         cal.out_path = str(write_model_file(cal, out))

@@ -47,7 +47,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import signal
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,6 +60,7 @@ from dspsim.study.calibrate.classify import model_at
 from dspsim.study.calibrate.measure import Measurement, int_value, is_int_key
 from dspsim.study.calibrate.params import FreeParam, parse_free
 from dspsim.study.calibrate.problem import FitPoint, Problem, Progress
+from dspsim.workers import MAX_JOBS, check_jobs, imap_unordered
 
 GRID_FACTOR = 4.0
 WALK_FACTOR = 8.0  # anchor (b)'s grid: the curve's far end changes slowly along it
@@ -284,25 +284,11 @@ def _same(a: Mapping[str, float], b: Mapping[str, float], rel: float = 0.005) ->
 
 
 # ------------------------------------------------------------------ the whole grid
-def _worker_init() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-
-
 def _results(tasks: list[tuple], jobs: int) -> Iterator[tuple]:
-    if jobs <= 1 or len(tasks) <= 1:
-        for t in tasks:
-            yield fit_point(t)
-        return
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init) as pool:
-        futures = [pool.submit(fit_point, t) for t in tasks]
-        try:
-            for f in as_completed(futures):
-                yield f.result()
-        finally:
-            for f in futures:
-                f.cancel()
+    """:func:`fit_point` of every task, as they complete, in at most ``jobs`` processes (never
+    more than tasks; they die with this one, and a Ctrl-C stops them at once)."""
+    for _, result in imap_unordered(fit_point, tasks, jobs, work=len(tasks)):
+        yield result
 
 
 @dataclass
@@ -327,11 +313,17 @@ def search_grid(
     jobs: int | None = None,
     progress: Progress = None,
 ) -> Search:
-    """Run :func:`fit_point` on every grid point (``jobs`` processes; default: every CPU)."""
+    """Run :func:`fit_point` on every grid point (``jobs`` processes, 1 to
+    :data:`~dspsim.workers.MAX_JOBS`; default: every CPU; never more than grid points)."""
     say = progress or (lambda _msg: None)
-    jobs = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
+    jobs = (check_jobs(jobs, "jobs", "grid points") if jobs is not None
+            else max(1, min(MAX_JOBS, os.cpu_count() or 1)))
     tol = tolerance_pct / 100.0
     tasks = [(model, list(measurements), space, p, tol, fidelity) for p in space.points()]
+    workers = max(1, min(jobs, len(tasks)))
+    say(f"explore: {len(tasks)} grid points ({', '.join(space.grid) or 'none'}), fitting "
+        f"{', '.join(p.key for p in space.cont)} at each, in {workers} worker "
+        f"process{'es' if workers > 1 else ''}; this takes minutes")
     start = time.perf_counter()
     fits: list[FitPoint] = []
     per_point: dict[tuple, int] = {}

@@ -3,7 +3,7 @@ alone) and :func:`fit_seed` (the J6 model's two DDR values from the ops' documen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from dspsim.config import HardwareModel, load_model
@@ -32,12 +32,14 @@ def calibrate(
     identify: bool = True,
     propose: bool = True,
     progress: Progress = None,
+    on_simulation: Callable[[], None] | None = None,
 ) -> Calibration:
-    """Fit the free keys to the measurements; with ``identify``, the intervals and verdict."""
+    """Fit the free keys to the measurements; with ``identify``, the intervals and verdict.
+    ``progress(msg)`` names each stage, ``on_simulation()`` follows every simulation."""
     if not (isinstance(tolerance_pct, (int, float)) and 0 < tolerance_pct < 100):
         raise DspsimInputError(f"tolerance {tolerance_pct!r} %: must be a number between 0 and 100")
     params = as_free(model, free)
-    prob = Problem(model, measurements, params, fidelity, progress)
+    prob = Problem(model, measurements, params, fidelity, progress, on_simulation)
     tol = tolerance_pct / 100.0
     points = prob.search()
     best = best_fit(prob, points, tol)

@@ -57,6 +57,7 @@ class Problem:
         free: list[FreeParam],
         fidelity: str,
         progress: Progress = None,
+        on_simulation: Callable[[], None] | None = None,
     ):
         if not measurements:
             raise DspsimInputError(
@@ -88,6 +89,7 @@ class Problem:
         self.ints = [p for p in free if p.integer]
         self.fidelity = fidelity
         self.progress = progress or (lambda _msg: None)
+        self.on_simulation = on_simulation  # called after each simulation (a progress count)
         self._cache: dict[tuple, float] = {}
         self.simulations = 0
 
@@ -126,6 +128,8 @@ class Problem:
             else:
                 r = simulate(model, m.op, m.variant, shape=m.shape, data=False, fidelity=fidelity)
                 self.simulations += 1
+                if self.on_simulation is not None:
+                    self.on_simulation()
                 hit = float(r.cycles)
             self._cache[key] = hit
         return hit

@@ -17,10 +17,7 @@ worker in flight, and call ``started()`` once the workers are up.
 from __future__ import annotations
 
 import itertools
-import os
 import re
-import signal
-import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -30,6 +27,7 @@ from dspsim.errors import DspsimInputError
 from dspsim.run import Result, simulate
 from dspsim.study.sweep.grid import DEFAULT_OP, Sweep
 from dspsim.study.sweep.values import MODEL_KEY, SPECIAL_KEYS, VARIANT_KEYS, parse_shape
+from dspsim.workers import imap_unordered
 
 EXECUTORS = ("local", "dask")
 
@@ -91,65 +89,22 @@ def evaluate_point(model: HardwareModel, point: Mapping[str, Any], fidelity: str
 
 
 # ------------------------------------------------------------------------ local processes
-def _worker_init(parent_pid: int) -> None:
-    # Ctrl-C reaches the whole process group: only the parent acts on it (it stops handing out
-    # points and keeps what finished); workers finish their point quietly.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # A parent killed with -9 cannot shut the pool down, and forked workers share the queue's
-    # pipe so they would never see it close: they leave on their own once orphaned.
-    threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
-
-
-def _exit_when_orphaned(parent_pid: int) -> None:
-    while os.getppid() == parent_pid:
-        time.sleep(1.0)
-    os._exit(1)
+def _worker_failed(e: Exception) -> SweepAbortedError:
+    # evaluate_point records a point's own failure: an exception here is the pool's (a worker
+    # killed, a result that cannot be sent back)
+    return SweepAbortedError(f"a worker process failed ({type(e).__name__}: {e})")
 
 
 def local_results(
     sweep: Sweep, todo: Iterable[dict[str, Any]], jobs: int, started
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """The points of ``todo`` (an iterator: never materialised) in this process (``jobs`` 1,
-    or a single point) or a pool of ``jobs`` processes."""
-    it = iter(todo)
-    first = list(itertools.islice(it, 2))
-    if jobs <= 1 or len(first) <= 1:
-        started()
-        for p in itertools.chain(first, it):
-            yield p, evaluate_point(sweep.model_of(p), p, sweep.fidelity)
-        return
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    it = itertools.chain(first, it)
-    pool = ProcessPoolExecutor(
-        max_workers=jobs, initializer=_worker_init, initargs=(os.getpid(),)
+    or a single point) or a pool of ``jobs`` processes that die with this one
+    (:func:`dspsim.workers.imap_unordered`); at most a few points per worker in flight."""
+    yield from imap_unordered(
+        evaluate_point, todo, jobs, args=lambda p: (sweep.model_of(p), p, sweep.fidelity),
+        started=started, failed=_worker_failed,
     )
-    try:
-        # workers are forked before the progress bar starts its thread
-        pool.submit(int).result()
-        started()
-        window = 4 * jobs  # bounded in flight: a huge grid is not all queued at once
-        pending: dict[Any, dict[str, Any]] = {}
-
-        def fill() -> None:
-            for p in itertools.islice(it, max(0, window - len(pending))):
-                pending[pool.submit(evaluate_point, sweep.model_of(p), p, sweep.fidelity)] = p
-
-        fill()
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for f in done:
-                p = pending.pop(f)
-                try:
-                    result = f.result()
-                except Exception as e:
-                    raise SweepAbortedError(
-                        f"a worker process failed ({type(e).__name__}: {e})"
-                    ) from None
-                yield p, result
-            fill()
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
 
 
 # ------------------------------------------------------------------------------------ dask

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from dspsim.errors import DspsimInputError
-from dspsim.paths import atomic_write, check_distinct, check_regular_or_absent
+from dspsim.paths import atomic_write, check_distinct, check_name_fits, check_regular_or_absent
 
 EXTENSIONS = (".csv", ".parquet")
 
@@ -30,7 +30,8 @@ def journal_path(out: Path) -> Path:
 def check_out(out: str | Path) -> Path:
     """The sweep's output path, checked before anything runs: its extension, pyarrow for
     parquet, and that neither it nor its journal or sidecar is something other than a regular
-    file (``/dev/full`` would be read forever) or one file under two names."""
+    file (``/dev/full`` would be read forever), has a name too long for the file system, or is
+    one file under two names."""
     p = Path(out)
     if p.suffix not in EXTENSIONS:
         raise DspsimInputError(
@@ -47,7 +48,8 @@ def check_out(out: str | Path) -> Path:
     named = [("--out", p), ("its sidecar", sidecar_path(p))]
     if journal_path(p) != p:
         named.append(("its journal", journal_path(p)))
-    for what, path in named:
+    for what, path in named:  # the sidecar's and journal's names are longer than --out's
+        check_name_fits(path, f"{what}" if what == "--out" else f"--out {what}")
         check_regular_or_absent(path, f"{what}" if what == "--out" else f"--out {what}")
     check_distinct(named)
     return p

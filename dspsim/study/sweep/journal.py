@@ -73,6 +73,7 @@ from dspsim.study.sweep.resume import (
 )
 from dspsim.study.sweep.sidecar import check_same_sweep
 from dspsim.study.sweep.values import format_value
+from dspsim.workers import MAX_JOBS, check_jobs  # noqa: F401 - the sweep's names for them
 
 try:  # POSIX advisory locks; elsewhere two sweeps on one file are not guarded against
     import fcntl
@@ -80,17 +81,6 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 FSYNC_INTERVAL_S = 1.0
-MAX_JOBS = 256  # worker processes; more than the points to compute are never started
-
-
-def check_jobs(jobs: object, what: str = "--jobs") -> int:
-    """``--jobs``: a whole number from 1 to :data:`MAX_JOBS`."""
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
-        raise DspsimInputError(
-            f"{what} {jobs!r}: allowed a whole number from 1 to {MAX_JOBS} (worker processes; "
-            "never more are started than points to compute)"
-        )
-    return jobs
 
 
 @dataclass

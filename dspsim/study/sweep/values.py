@@ -157,7 +157,20 @@ def _parse_number(key: str, text: str, what: str = "value") -> int | float:
     return v
 
 
-def _range_values(key: str, text: str) -> list[Any]:
+def value_count(key: str, text: str) -> int:
+    """How many values ``KEY=TEXT`` gives (``V1,V2,...`` or ``START:STOP:STEP``), without
+    building or checking them: what a search may count before it builds anything. A malformed
+    text counts as its items (parsing it later says what is wrong)."""
+    text = text.strip()
+    if ":" not in text:
+        return len(text.split(","))
+    try:
+        return _range_count(key, text)[3]
+    except DspsimInputError:
+        return 1
+
+
+def _range_count(key: str, text: str) -> tuple[Any, Any, Any, int]:
     t = key_type(key)
     parts = text.split(":")
     if t in (str, bool):
@@ -179,6 +192,12 @@ def _range_values(key: str, text: str) -> list[Any]:
     else:
         # STOP is included when it lands on the grid up to rounding (0.1:0.3:0.1 gives 3 values)
         count = math.floor((stop - start) / step * (1 + 1e-12) + 1e-9) + 1
+    return start, stop, step, count
+
+
+def _range_values(key: str, text: str) -> list[Any]:
+    t = key_type(key)
+    start, stop, step, count = _range_count(key, text)
     if count > MAX_VALUES_PER_KEY:
         raise DspsimInputError(
             f"{key}={text}: {count:,} values; at most {MAX_VALUES_PER_KEY:,} per key"

@@ -13,6 +13,7 @@ from ``numpy.random.default_rng([seed, stream position])``: same workload and se
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,10 +122,12 @@ def run_workload(
     fidelity: str = "tile",
     data: bool = False,
     ddr_profile: bool = False,
+    on_task_done: Callable[[], None] | None = None,
 ) -> WorkloadRun:
     """Simulate ``workload`` on a fresh platform of ``model``; ``data`` moves values (the
     op's default input in each stream's input buffer); ``ddr_profile`` keeps the DDR data
-    path's occupancy over time (for figures and traces)."""
+    path's occupancy over time (for figures and traces); ``on_task_done()`` is called as each
+    task completes (a progress count)."""
     if fidelity not in FIDELITIES:
         raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
     check_workload(workload, model)
@@ -153,6 +156,8 @@ def run_workload(
                 priority=stream.priority, backend=stream.backend,
                 tag={"stream": stream.name, "index": i, "deadline_us": stream.deadline_us})
             task.done.callbacks.append(lambda _ev, t=task: ucp.release(t))
+            if on_task_done is not None:
+                task.done.callbacks.append(lambda _ev: on_task_done())
             tasks.append(task)
 
     for stream, times in zip(workload.streams, releases):

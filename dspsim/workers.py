@@ -1,0 +1,202 @@
+"""Worker processes that die with their parent: every process pool dspsim starts goes through
+:func:`process_pool` (or :func:`imap_unordered`, built on it).
+
+A parent killed with ``kill -9`` cannot shut its pool down, and forked workers share the task
+queue's pipe, so they would never see it close and would wait on it for ever. Each worker
+therefore watches its parent:
+
+* on Linux, ``prctl(PR_SET_PDEATHSIG, SIGKILL)``: the kernel kills the worker the moment its
+  parent dies (the pool's workers are all forked at once, in the thread that makes the pool);
+* everywhere, a daemon thread in the worker that checks ``os.getppid()`` every
+  :data:`PARENT_POLL_S` seconds and leaves once the parent has changed (orphaned). It sleeps in
+  the worker's idle thread, never in the work.
+
+Workers ignore SIGINT (a Ctrl-C reaches the whole process group: only the parent acts on it),
+and a pool left by an exception (Ctrl-C, an error, a consumer that stops early) terminates its
+workers at once instead of waiting for their current task. No pool has more workers than work
+items (``min(jobs, work)``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import itertools
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from dspsim.errors import DspsimInputError
+
+if TYPE_CHECKING:  # imported when a pool is made: the command line starts without them
+    from concurrent.futures import ProcessPoolExecutor
+
+MAX_JOBS = 256  # worker processes of any pool; more than the work items are never started
+PARENT_POLL_S = 0.5  # how often an idle worker thread checks that its parent is alive
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+STOP_GRACE_S = 2.0  # terminated workers that have not gone after this are killed
+
+
+def check_jobs(jobs: object, what: str = "--jobs", work: str = "points to compute") -> int:
+    """``--jobs``: a whole number from 1 to :data:`MAX_JOBS`, else a one-line input error."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
+        raise DspsimInputError(
+            f"{what} {jobs!r}: allowed a whole number from 1 to {MAX_JOBS} (worker processes; "
+            f"never more are started than {work})"
+        )
+    return jobs
+
+
+def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
+    """Linux: have the kernel send ``sig`` to this process when its parent (the thread that
+    forked it) exits. Returns whether it was set."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _exit_when_orphaned(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
+def watch_parent(parent_pid: int, death_signal: bool = True) -> None:
+    """In a worker: leave as soon as ``parent_pid`` is no longer this process's parent (the
+    kernel's parent-death signal where there is one, and a polling daemon thread)."""
+    if death_signal:
+        set_parent_death_signal()
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+    threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True,
+                     name="dspsim-watch-parent").start()
+
+
+def _worker_init(parent_pid: int, death_signal: bool, init: Callable[..., Any] | None,
+                 initargs: tuple) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    watch_parent(parent_pid, death_signal)
+    if init is not None:
+        init(*initargs)
+
+
+def _context() -> Any:
+    # fork (Linux's default under Python 3.11, chosen explicitly so a newer default does not
+    # change who the workers' parent is): every worker is forked when the first task is
+    # submitted, in the thread that submits it
+    import multiprocessing
+
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Abandon ``pool`` now: cancel what has not started, terminate the workers (whatever they
+    are running) and reap them."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+                p.join(1.0)
+    # the pool's manager thread sees its workers gone and closes its pipes: wait for it, or
+    # the interpreter's exit hook may write to a pipe it is closing (EBADF, a traceback)
+    if manager is not None:
+        manager.join(STOP_GRACE_S)
+
+
+@contextlib.contextmanager
+def process_pool(jobs: int, work: int | None = None,
+                 initializer: Callable[..., Any] | None = None,
+                 initargs: tuple = ()) -> Iterator[ProcessPoolExecutor]:
+    """A ``ProcessPoolExecutor`` of ``min(jobs, work)`` workers (at least one) that die with
+    this process. Every worker is started before the block runs. Leaving the block normally
+    waits for the submitted tasks; leaving it by an exception (Ctrl-C included) or a
+    ``GeneratorExit`` terminates the workers at once."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    n = max(1, int(jobs) if work is None else min(int(jobs), int(work)))
+    main = threading.current_thread() is threading.main_thread()
+    pool = ProcessPoolExecutor(
+        max_workers=n, mp_context=_context(), initializer=_worker_init,
+        # the parent-death signal follows the forking thread: armed only when that is the
+        # main thread (a helper thread may end before the pool does); the polling covers both
+        initargs=(os.getpid(), main, initializer, tuple(initargs)),
+    )
+    done = False
+    try:
+        pool.submit(int).result()  # every worker forked now, before any other thread starts
+        yield pool
+        done = True
+    finally:
+        if done:
+            pool.shutdown(wait=True)
+        else:
+            stop_pool(pool)
+
+
+def imap_unordered(fn: Callable[..., Any], items: Iterable[Any], jobs: int,
+                   work: int | None = None, window: int | None = None,
+                   args: Callable[[Any], tuple] | None = None,
+                   started: Callable[[], None] | None = None,
+                   failed: Callable[[Exception], BaseException] | None = None,
+                   ) -> Iterator[tuple[Any, Any]]:
+    """``(item, fn(*args(item)))`` for each of ``items`` as they complete, in ``jobs`` worker
+    processes (:func:`process_pool`; ``work``: how many items there are, when known, so that no
+    more workers than items are started); at most ``window`` (default ``4 * workers``) in
+    flight, so a long iterator is never queued at once. ``args(item)`` gives the call's
+    arguments (default ``(item,)``). With one job or one item, everything runs here, in order.
+    ``started()`` is called once the workers are up. An exception of a task run in a worker
+    (or of the pool: a worker that died) is raised here, as ``failed(e)`` when given."""
+    call = args or (lambda item: (item,))
+    it = iter(items)
+    head = list(itertools.islice(it, 2))
+    if jobs <= 1 or len(head) <= 1 or (work is not None and work <= 1):
+        if started is not None:
+            started()
+        for item in itertools.chain(head, it):
+            yield item, fn(*call(item))
+        return
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    it = itertools.chain(head, it)
+    with process_pool(jobs, work) as pool:
+        if started is not None:
+            started()
+        workers = pool._max_workers
+        limit = window or 4 * workers
+        pending: dict[Any, Any] = {}
+
+        def fill() -> None:
+            for item in itertools.islice(it, max(0, limit - len(pending))):
+                pending[pool.submit(fn, *call(item))] = item
+
+        fill()
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for f in finished:
+                item = pending.pop(f)
+                try:
+                    result = f.result()
+                except Exception as e:
+                    if failed is None:
+                        raise
+                    raise failed(e) from None
+                yield item, result
+            fill()
