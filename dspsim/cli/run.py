@@ -49,7 +49,11 @@ def add_run(sub) -> None:
 
 def run_object(r: Result) -> dict[str, Any]:
     obj = r.to_json()
-    obj["bounds"] = get_op(r.op).bounds(r.model, r.variant, r.shape)
+    op = get_op(r.op)
+    report = getattr(op, "run_report", None)  # what an op reports besides its cycles
+    if report is not None:
+        obj.update(report(r))
+    obj["bounds"] = op.bounds(r.model, r.variant, r.shape)
     if r.trace_table is not None:
         dropped = r.trace_table.rows_dropped
         if dropped:  # a cut trace would give a wrong breakdown: say so instead
@@ -91,16 +95,27 @@ def cmd_run(args: argparse.Namespace) -> int:
         emit_json(run_object(r))
         return 0
     shape = "x".join(f"{d:,}" for d in r.shape)
+    unit = getattr(op, "size_unit", "float32")
     print(
-        f"{r.op} {r.variant} on {r.core}: shape {shape} ({r.n:,} float32), {r.cycles:,} cycles "
+        f"{r.op} {r.variant} on {r.core}: shape {shape} ({r.n:,} {unit}), {r.cycles:,} cycles "
         f"= {r.time_us:,.1f} us at {model.core.clock_mhz:g} MHz ({args.fidelity} fidelity)"
     )
-    print(f"  DDR bytes read {r.bytes['ddr_read']:,}, written {r.bytes['ddr_write']:,}")
+    report = getattr(op, "run_report", None)
+    if report is not None:
+        print("  " + ", ".join(f"{k} {v:,.4g}" for k, v in report(r).items()))
+    for m, p in r.memories.items():
+        print(f"  {m.upper() if m == 'ddr' else m} bytes read {p['read_bytes']:,}, "
+              f"written {p['write_bytes']:,}")
     print("  busy cycles: " + ", ".join(f"{k} {v:,}" for k, v in r.busy_cycles.items()))
     print("  core stall cycles: " + ", ".join(f"{k} {v:,}" for k, v in r.stall_cycles.items()))
     for p in r.passes:
         print(f"  pass {p['name']:<8} {p['start_cycle']:>12,} .. {p['end_cycle']:>12,} cycles")
-    if r.output is not None:
+    if r.output is not None and "exact" in r.output:  # an integer or byte output
+        o = r.output
+        print(f"  output: {'equals' if o['exact'] else 'DIFFERS FROM'} the reference bit for "
+              f"bit ({o['mismatch_count']:,} of {o.get('bytes', o.get('elements', 0)):,} "
+              "differ)")
+    elif r.output is not None and "sum" in r.output:
         o = r.output
         err = "n/a" if o["max_rel_err"] is None else f"{o['max_rel_err']:.3g}"
         abs_err = "n/a" if o.get("max_abs_err") is None else f"{o['max_abs_err']:.3g}"
@@ -138,8 +153,10 @@ def _run_models(args: argparse.Namespace) -> int:
           f"{'ddr_write_bytes':>16}  warnings")
     for label, r in runs.items():
         codes = ",".join(w["code"] for w in r.warnings if w.get("severity") != "info") or "-"
-        print(f"{label:<28} {r.cycles:>14,} {r.time_us:>12,.1f} {r.bytes['ddr_read']:>15,} "
-              f"{r.bytes['ddr_write']:>16,}  {codes}")
+        read = sum(p["read_bytes"] for p in r.memories.values())  # every external memory
+        written = sum(p["write_bytes"] for p in r.memories.values())
+        print(f"{label:<28} {r.cycles:>14,} {r.time_us:>12,.1f} {read:>15,} "
+              f"{written:>16,}  {codes}")
     return 0
 
 

@@ -46,15 +46,18 @@ def result_row(r: Result) -> dict[str, Any]:
     row: dict[str, Any] = {
         "cycles": r.cycles,
         "time_us": float(r.time_us),
-        "ddr_read_bytes": r.bytes["ddr_read"],
-        "ddr_write_bytes": r.bytes["ddr_write"],
+        # every external memory's (J6: DDR's)
+        "ddr_read_bytes": sum(m["read_bytes"] for m in r.memories.values()),
+        "ddr_write_bytes": sum(m["write_bytes"] for m in r.memories.values()),
         "core_busy_cycles": r.busy_cycles[r.core],
     }
     row.update(
         {f"idma{j}_busy_cycles": r.busy_cycles[e] for j, e in enumerate(r.engines_of("idma"))}
     )
     row["ddr_busy_cycles"] = sum(r.busy_cycles[e] for e in r.engines_of("ddr"))
-    row.update({f"{k}_stall_cycles": v for k, v in r.stall_cycles.items()})
+    stalls = dict(r.stall_cycles)  # the core's stalls on every external memory, as one
+    row["ddr_stall_cycles"] = sum(stalls.pop(m, 0) for m in r.memories)
+    row.update({f"{k}_stall_cycles": v for k, v in stalls.items()})
     # the warnings that change a result; notes (severity "info") do not mark a point
     row["warnings"] = ";".join(
         dict.fromkeys(str(w["code"]) for w in r.warnings if w.get("severity") != "info")
