@@ -69,6 +69,13 @@ def run_object(r: Result) -> dict[str, Any]:
     return obj
 
 
+def _input_values(op: Any, path: str) -> Any:
+    """``--input``: a .npy float32 array, or what the op reads itself (``fc``: an .npz of
+    weights, input and bias)."""
+    reader = getattr(op, "read_input_file", None)
+    return reader(path) if reader is not None else load_input(path, op.input_dims)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from dspsim.cli.outputs import run_outputs
 
@@ -81,7 +88,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(args.output)
     op = get_op(args.op)
-    x = load_input(args.input, op.input_dims) if args.input else None
+    x = _input_values(op, args.input) if args.input else None
     r = simulate(
         model, op.name, op_variant(args), args.n, shape=args.shape, x=x, data=not args.no_data,
         trace=outputs.needs_trace, port_log=outputs.needs_port_log, fidelity=args.fidelity,
@@ -137,7 +144,7 @@ def _run_models(args: argparse.Namespace) -> int:
         raise UsageError("run --models prints a table (or --json): drop the output files, or "
                          "run one --model at a time")
     op = get_op(args.op)
-    x = load_input(args.input, op.input_dims) if args.input else None
+    x = _input_values(op, args.input) if args.input else None
     runs = {
         label: simulate(model, op.name, op_variant(args), args.n, shape=args.shape, x=x,
                         data=not args.no_data, fidelity=args.fidelity, core=args.core)

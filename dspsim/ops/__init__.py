@@ -16,4 +16,5 @@ from dspsim.ops import softmax  # noqa: E402, F401
 from dspsim.ops import layernorm  # noqa: E402, F401
 from dspsim.ops import copy  # noqa: E402, F401
 from dspsim.ops import kernel  # noqa: E402, F401
+from dspsim.ops import fc  # noqa: E402, F401
 # isort: on
