@@ -211,9 +211,8 @@ def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[
     against the op and the DSP's DDR window."""
     if n is not None and shape is not None:
         raise DspsimInputError(f"{where}: give n or shape, not both")
-    dims_allowed = op.input_dims
     if n is not None:
-        if 1 not in dims_allowed:
+        if op.ndim != 1:
             raise DspsimInputError(
                 f"{where}: {op.name} takes a {op.ndim}-D shape, not n; write "
                 f"shape={'x'.join(['ROWS', 'COLS'] if op.ndim == 2 else ['D'] * op.ndim)}, e.g. "
@@ -223,11 +222,12 @@ def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[
     elif shape is not None:
         parts = [p.strip() for p in shape.strip().lower().split("x")]
         parts = [p.replace("_", "") if re.fullmatch(_DIGITS, p) else "-" for p in parts]
-        want = " or ".join(
-            "one positive length (or n=N)" if d == 1 else f"{d} positive integers joined by 'x'"
-            for d in dims_allowed
+        want = (
+            "one positive length (or n=N)"
+            if op.ndim == 1
+            else f"{op.ndim} positive integers joined by 'x'"
         )
-        if len(parts) not in dims_allowed or not all(p.isdigit() and int(p) > 0 for p in parts):
+        if len(parts) != op.ndim or not all(p.isdigit() and int(p) > 0 for p in parts):
             raise DspsimInputError(
                 f"{where}: shape = {shape.strip()!r}: {op.name} takes {want}, e.g. "
                 f"shape={_shape_example(op)}"
