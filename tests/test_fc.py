@@ -246,3 +246,13 @@ def test_the_summary_of_an_output_that_is_not_this_inputs_is_a_mismatch():
     params = load_model().params("fc")
     s = op.output_summary(np.zeros(9, np.int8), x, params)
     assert s["exact"] is False and s["mismatch_count"] == 8
+
+
+def test_a_run_on_a_platform_without_ddr_saves_and_reports(tmp_path, capsys):
+    """Before: a saved run had to list DDR's bytes, so a PSRAM platform's did not load."""
+    p = tmp_path / "r.json"
+    code, _, err = run_cli(capsys, "run", "--model", "ameba_hifi5", "--op", "fc", "--shape",
+                           "64,128", "--save", p)
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "report", p)
+    assert code == 0 and "equals the reference bit for bit" in out, err
