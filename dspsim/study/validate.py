@@ -204,7 +204,7 @@ class Row:
                 "variant": m.variant, "shape": list(m.shape), "settings": m.settings,
                 "role": m.role, "measured_cycles": m.cycles, "predicted_cycles": self.predicted,
                 "error_pct": self.error_pct, "within_1_pct": self.within, "source": m.source,
-                "note": m.note, "file": m.file}
+                "note": m.note, "file": m.file, "spec": m.spec()}
 
 
 def _models_of(measurements: list[Measurement], models: dict[str, tuple[HardwareModel, Path]]
