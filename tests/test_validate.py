@@ -182,3 +182,13 @@ def test_calibrate_takes_copy_and_kernel_measurements_from_a_csv(tmp_path, capsy
         "kernel:fc_s8,shape=128x768=5149",
         "copy:memcpy,n=131072,copy.src=sram,copy.timed_prologue=False=36592"]
     assert obj["fit"]["core.call_overhead_cycles"]["value"] == 9
+
+
+def test_keys_lists_a_platform_without_ddr_with_its_labels(capsys):
+    """Before: `dspsim keys` asked every model for a table named ddr (a traceback here)."""
+    code, out, err = run_cli(capsys, "keys", "--model", "ameba_hifi5", "--json")
+    rows = {r["key"]: r for r in json.loads(out)}
+    assert code == 0, err
+    assert "ddr.latency_cycles" not in rows and rows["psram.latency_cycles"]["label"] == "fitted"
+    assert rows["sram.bytes_per_cycle"]["label"] == "derived"
+    assert rows["idma.tcm_end_required"]["value"] is True

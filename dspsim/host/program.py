@@ -3,13 +3,13 @@
 ``hbUCPMalloc`` the input, the output and the parameter block in the host's memory
 (``host.memory``), write the input, fill the op's parameter block, then per task
 ``hbDSPRpcV2(cmd)`` and ``hbUCPSubmitTask``; the caller waits (``hbUCPWaitTaskDone``).
+:func:`dspsim.run.simulate` loads one op and submits one task; a workload
+(:mod:`dspsim.study.workload.engine`) loads each stream once and submits a task per release.
 
 An op's input and output are float32 arrays of its shape unless the op says otherwise with
 three optional methods: ``write_input(memory, ptr, values, shape)`` (its input's bytes, e.g.
 the int8 weights, input and bias of ``fc``), ``output_bytes(shape)`` (default: the input's
 size) and ``host_array(memory, ptr, shape, output)`` (a view of the input or the output).
-:func:`dspsim.run.simulate` loads one op and submits one task; a workload
-(:mod:`dspsim.study.workload.engine`) loads each stream once and submits a task per release.
 """
 
 from __future__ import annotations

@@ -112,11 +112,11 @@ class IdmaChannel:
                 "(TCM-to-TCM not modelled)"
             )
         if src.external and dst.external and (src.mem is not dst.mem or self.tcm_end_required):
+            allowed = ("(idma.tcm_end_required)" if self.tcm_end_required
+                       else "(or both ends in one memory)")
             raise DspsimInputError(
                 f"iDMA copy {src!r} -> {dst!r}: between two external memories; one end of a "
-                "transfer must be TCM" + ("" if self.tcm_end_required else
-                                          " (or both ends in one memory)")
-                + (" (idma.tcm_end_required)" if self.tcm_end_required else ""))
+                f"transfer must be TCM {allowed}")
         if self.ring is not None and len(self._issued) >= self.ring:
             raise DspsimInputError(f"{self.name}: idma_copy_desc with all {self.ring} "
                                    "descriptors of the buffer pending")

@@ -4,11 +4,11 @@ What a vendor's copy benchmark does between two reads of the cycle counter:
 
 - ``idma``: ``idma_init_loop(ch 0, buf, IDMA_1D_DESC, copy.ring_descriptors)`` before the
   timer; then (after ``copy.prologue_cycles`` of cache maintenance, when
-  ``copy.timed_prologue``) one ``idma_copy_desc`` per
-  descriptor of ``copy.descriptor_bytes``, each as soon as the fixed buffer has room (and, for
-  a TCM ring, the destination slot has been filled by the descriptor before it: the ring
-  reuses a DataRAM buffer of a few descriptors), then ``while (idma_buffer_status(0) > 0) ;``
-  and, with ``copy.completion_interrupt``, the completion interrupt's handler.
+  ``copy.timed_prologue``) one ``idma_copy_desc`` per descriptor of ``copy.descriptor_bytes``,
+  each as soon as the fixed buffer has room (and, for a TCM ring, as soon as the descriptor
+  that last used its destination slot is done: the ring reuses a DataRAM buffer of a few
+  descriptors), then ``while (idma_buffer_status(0) > 0) ;`` and, with
+  ``copy.completion_interrupt``, the completion interrupt's handler.
 - ``memcpy``: the core copies with its ``memcpy`` kernel (one vector load and one vector store
   per iteration, through the data cache where the memory is cached), one call per descriptor's
   worth when the destination is a TCM ring, one call otherwise.
