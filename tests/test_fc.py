@@ -256,3 +256,11 @@ def test_a_run_on_a_platform_without_ddr_saves_and_reports(tmp_path, capsys):
     assert code == 0, err
     code, out, err = run_cli(capsys, "report", p)
     assert code == 0 and "equals the reference bit for bit" in out, err
+
+
+def test_a_run_on_a_platform_without_ddr_draws_its_timeline(tmp_path, capsys):
+    """Before: the timeline's port peak was read from a table named ddr (a traceback)."""
+    out = tmp_path / "t.png"
+    code, _, err = run_cli(capsys, "run", "--model", "ameba_hifi5", "--op", "fc", "--shape",
+                           "64,128", "--timeline", out)
+    assert code == 0 and out.stat().st_size > 0, err

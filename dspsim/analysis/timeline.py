@@ -358,7 +358,7 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int) -> lis
             handles.append(Patch(facecolor=colour, label=f"{label} (bytes/cycle)"))
         base = base + v
     if model is not None:
-        peak = model.ddr.bytes_per_cycle
+        peak = model.host_memory.bytes_per_cycle  # the memory whose log is drawn
         ax_bw.axhline(peak, color="black", linestyle="--", linewidth=0.8)
         handles.append(Line2D([], [], color="black", linestyle="--",
                               label=f"DDR port peak {peak:g} bytes/cycle"))
