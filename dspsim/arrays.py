@@ -163,11 +163,11 @@ def check_output_path(path: str) -> None:
 
 
 def save_output(path: str, y: np.ndarray) -> None:
-    """Write ``y`` as float32 to exactly ``path`` (numpy would append ``.npy`` to a name that
-    does not end in lower-case ``.npy``), atomically."""
+    """Write ``y`` as float32 (an int8 or uint8 output as it is) to exactly ``path`` (numpy
+    would append ``.npy`` to a name that does not end in lower-case ``.npy``), atomically."""
     import numpy as np
 
-    data = y.astype(np.float32)
+    data = y if y.dtype in (np.int8, np.uint8) else y.astype(np.float32)
     # numpy writes a real file with ndarray.tofile, whose errors carry no errno ("20000 requested
     # and 224 written"): through a plain writer it writes in chunks and a full disk or a
     # file-size limit is reported as such

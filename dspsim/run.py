@@ -197,12 +197,16 @@ class Request:
         if x is not None:
             if not data:
                 raise DspsimInputError("an input array needs the data path: pass data=True")
-            x = check_input_array(x, "x", the_op.input_dims)
+            # an op whose input is not one float32 array checks its own (check_input)
+            check = getattr(the_op, "check_input", None)
+            x, x_shape = check(x) if check else (check_input_array(x, "x", the_op.input_dims),
+                                                 None)
+            x_shape = x_shape or x.shape
             given = (the_op.shape_of(n=n, shape=shape)
                      if (n is not None or shape is not None) else None)
-            if given is not None and given != x.shape:
-                raise DspsimInputError(f"shape {given} but the input array has shape {x.shape}")
-            shape = x.shape
+            if given is not None and given != x_shape:
+                raise DspsimInputError(f"shape {given} but the input array has shape {x_shape}")
+            shape = x_shape
             n = None
         shape = the_op.shape_of(n=n, shape=shape)
         check_fits_window(the_op, shape)

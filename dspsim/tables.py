@@ -91,6 +91,9 @@ class Idma:
     max_outstanding: int = _key(1, 1024, "requests", "bursts in flight per channel (max_pif_req)")
     burst_bytes: int = _key(1, 1 << 20, "bytes", "bytes per DDR request of a channel")
     setup_cycles: float = _key(0.0, 1e6, "cycles", "core cycles to program one descriptor")
+    tcm_end_required: bool = _key(unit="", doc="every transfer must have one end in TCM (a "
+                                  "copy within one external memory is refused; false in a file "
+                                  "that does not give it)", default=False)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,10 @@ def report_text(result: Any) -> str:
         f"{result.cycles:,} cycles = {result.time_us:,.1f} us" + clock,
     ]
     o = getattr(result, "output", None)
-    if o:  # the values the run computed, against the op's float64 reference
+    if o and "exact" in o:  # an integer or byte output, against the op's exact reference
+        out.append(f"output: {'equals' if o['exact'] else 'DIFFERS FROM'} the reference bit for "
+                   f"bit ({o.get('mismatch_count', 0):,} elements differ)")
+    elif o and "max_rel_err" in o:  # the values the run computed, against the op's float64
         err = o.get("max_rel_err")
         out.append(f"output: {o.get('nan_count', 0)} NaN, {o.get('inf_count', 0)} inf, max "
                    f"relative error vs float64 {'n/a' if err is None else f'{err:.3g}'}")

@@ -27,6 +27,7 @@ from dspsim.cli.optimize import add_optimize, cmd_optimize
 from dspsim.cli.plot import add_plot, add_report, cmd_plot, cmd_report
 from dspsim.cli.run import add_reproduce, add_run, cmd_reproduce, cmd_run
 from dspsim.cli.sweep import add_sweep, cmd_sweep
+from dspsim.cli.validate import add_validate, cmd_validate
 from dspsim.cli.workload import add_workload, cmd_workload
 from dspsim.errors import DeadlockError, DspsimInputError
 from dspsim.version import __version__
@@ -39,6 +40,7 @@ COMMANDS: dict[str, tuple[Callable, Callable]] = {
     "sweep": (add_sweep, cmd_sweep),
     "optimize": (add_optimize, cmd_optimize),
     "calibrate": (add_calibrate, cmd_calibrate),
+    "validate": (add_validate, cmd_validate),
     "ops": (add_ops, cmd_ops),
     "keys": (add_keys, cmd_keys),
     "workload": (add_workload, cmd_workload),

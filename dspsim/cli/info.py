@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dspsim.cli.common import add_model_args, emit_json, model_from_args
-from dspsim.config import HARDWARE_KEYS, key_sources, model_key
+from dspsim.config import HARDWARE_KEYS, key_sources, memory_keys, model_key
 from dspsim.ops import get_op, op_names
 
 
@@ -62,9 +62,13 @@ def cmd_keys(args: argparse.Namespace) -> int:
     model = model_from_args(args)
     sources = key_sources(model.source)
     rows = []
-    for key in list(HARDWARE_KEYS) + [f"{s}.{k}" for s, p in model.ops.items() for k in p]:
+    # the model's own hardware tables (its memories, whatever their names), then the ops'
+    hardware = [key for s in model.hardware_sections()
+                for key in (memory_keys(s) if s in model.memories else
+                            [k for k in HARDWARE_KEYS if k.partition(".")[0] == s])]
+    for key in hardware + [f"{s}.{k}" for s, p in model.ops.items() for k in p]:
         k = model_key(key)
-        source = sources.get(key, "" if key in HARDWARE_KEYS else "op default")
+        source = sources.get(key, "" if key in hardware else "op default")
         rows.append({**k.describe(), "value": model.get(key), "source": source,
                      "label": source.split(":")[0].split()[0] if source else ""})
     if args.json:

@@ -51,7 +51,11 @@ def add_run(sub) -> None:
 
 def run_object(r: Result) -> dict[str, Any]:
     obj = r.to_json()
-    bounds = get_op(r.op).bounds(r.model, r.variant, r.shape)
+    op = get_op(r.op)
+    report = getattr(op, "run_report", None)  # what an op reports besides its cycles
+    if report is not None:
+        obj.update(report(r))
+    bounds = op.bounds(r.model, r.variant, r.shape)
     obj["bounds"] = {} if bounds is None else dict(bounds)
     if r.trace_table is not None:
         dropped = r.trace_table.rows_dropped
@@ -68,6 +72,13 @@ def run_object(r: Result) -> dict[str, Any]:
     return obj
 
 
+def _input_values(op: Any, path: str) -> Any:
+    """``--input``: a .npy float32 array, or what the op reads itself (``fc``: an .npz of
+    weights, input and bias)."""
+    reader = getattr(op, "read_input_file", None)
+    return reader(path) if reader is not None else load_input(path, op.input_dims)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from dspsim.cli.outputs import run_outputs
 
@@ -82,7 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(args.output)
     op = get_op(args.op)
-    x = load_input(args.input, op.input_dims) if args.input else None
+    x = _input_values(op, args.input) if args.input else None
     # one simulation has no unit of progress to count: on a terminal, how long it has run
     with elapsed(f"run: {op.name} {op_variant(args) or op.default_variant}"):
         r = simulate(
@@ -98,10 +109,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         emit_json(run_object(r))
         return 0
     shape = "x".join(f"{d:,}" for d in r.shape)
+    unit = getattr(op, "size_unit", "float32")
     print(
-        f"{r.op} {r.variant} on {r.core}: shape {shape} ({r.n:,} float32), {r.cycles:,} cycles "
+        f"{r.op} {r.variant} on {r.core}: shape {shape} ({r.n:,} {unit}), {r.cycles:,} cycles "
         f"= {r.time_us:,.1f} us at {model.core.clock_mhz:g} MHz ({args.fidelity} fidelity)"
     )
+    report = getattr(op, "run_report", None)
+    if report is not None:
+        print("  " + ", ".join(f"{k} {v:,.4g}" for k, v in report(r).items()))
     memories = r.engines_of("ddr")  # every memory's port, named as its memory
     for m in memories:
         print(f"  {m.upper()} bytes read {r.bytes[f'{m}_read']:,}, written "
@@ -112,7 +127,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     print("  core stall cycles: " + "; ".join(", ".join(p) for p in (stalls, waits) if p))
     for p in r.passes:
         print(f"  pass {p['name']:<8} {p['start_cycle']:>12,} .. {p['end_cycle']:>12,} cycles")
-    if r.output is not None:
+    if r.output is not None and "exact" in r.output:  # an integer or byte output
+        o = r.output
+        print(f"  output: {'equals' if o['exact'] else 'DIFFERS FROM'} the reference bit for "
+              f"bit ({o['mismatch_count']:,} of {o.get('bytes', o.get('elements', 0)):,} "
+              "differ)")
+    elif r.output is not None and "sum" in r.output:
         o = r.output
         err = "n/a" if o["max_rel_err"] is None else f"{o['max_rel_err']:.3g}"
         abs_err = "n/a" if o.get("max_abs_err") is None else f"{o['max_abs_err']:.3g}"
@@ -134,7 +154,7 @@ def _run_models(args: argparse.Namespace) -> int:
         raise UsageError("run --models prints a table (or --json): drop the output files, or "
                          "run one --model at a time")
     op = get_op(args.op)
-    x = load_input(args.input, op.input_dims) if args.input else None
+    x = _input_values(op, args.input) if args.input else None
     runs = {
         label: simulate(model, op.name, op_variant(args), args.n, shape=args.shape, x=x,
                         data=not args.no_data, fidelity=args.fidelity, core=args.core)

@@ -5,6 +5,11 @@
 ``hbDSPRpcV2(cmd)`` and ``hbUCPSubmitTask``; the caller waits (``hbUCPWaitTaskDone``).
 :func:`dspsim.run.simulate` loads one op and submits one task; a workload
 (:mod:`dspsim.study.workload.engine`) loads each stream once and submits a task per release.
+
+An op's input and output are float32 arrays of its shape unless the op says otherwise with
+three optional methods: ``write_input(memory, ptr, values, shape)`` (its input's bytes, e.g.
+the int8 weights, input and bias of ``fc``), ``output_bytes(shape)`` (default: the input's
+size) and ``host_array(memory, ptr, shape, output)`` (a view of the input or the output).
 """
 
 from __future__ import annotations
@@ -46,8 +51,13 @@ class HostProgram:
         input_data = ucp.malloc(nbytes, f"{prefix}input array")
         if ucp.platform.data:
             x = op.default_input(shape) if values is None else values
-            memory.f32(input_data.ptr, x.size)[:] = x.reshape(-1)
-        output = ucp.malloc(nbytes, f"{prefix}output array")
+            write = getattr(op, "write_input", None)
+            if write is not None:
+                write(memory, input_data.ptr, x, shape)
+            else:
+                memory.f32(input_data.ptr, x.size)[:] = x.reshape(-1)
+        output_bytes = getattr(op, "output_bytes", op.input_bytes)(shape)
+        output = ucp.malloc(output_bytes, f"{prefix}output array")
         param = ucp.malloc(PARAM_BLOCK_BYTES, f"{prefix}parameter block")
         memory.store_struct(param.ptr, op.param_block(variant, shape, input_data.phy_addr))
         return cls(ucp, op, variant, tuple(shape), input_data, output, param)
@@ -62,7 +72,11 @@ class HostProgram:
         return task
 
     def array(self, buffer: SysMem) -> np.ndarray:
-        """A buffer's float32 values in the op's shape (a view: data path on)."""
-        count = int(np.prod(self.shape))
+        """A buffer's float32 values in the op's shape (a view: data path on), or the op's own
+        view of it (``host_array``)."""
         memory = self.ucp.platform.host_memory
+        view = getattr(self.op, "host_array", None)
+        if view is not None:
+            return view(memory, buffer.ptr, self.shape, buffer is self.output)
+        count = int(np.prod(self.shape))
         return memory.f32(buffer.ptr, count).reshape(self.shape)

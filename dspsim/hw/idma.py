@@ -63,6 +63,7 @@ class IdmaChannel:
         self.setup_cycles = cfg.setup_cycles
         self.burst_bytes = cfg.burst_bytes
         self.max_outstanding = cfg.max_outstanding
+        self.tcm_end_required = cfg.tcm_end_required
         self.recorder = ctx.recorder
         self.move_data = ctx.data
         self.accesses = ctx.accesses
@@ -116,11 +117,12 @@ class IdmaChannel:
                 f"iDMA copy {src!r} -> {dst!r}: one side must be an external memory "
                 "(TCM-to-TCM not modelled)"
             )
-        if src.external and dst.external and src.mem is not dst.mem:
+        if src.external and dst.external and (src.mem is not dst.mem or self.tcm_end_required):
+            allowed = ("(idma.tcm_end_required)" if self.tcm_end_required
+                       else "(or both ends in one memory)")
             raise DspsimInputError(
                 f"iDMA copy {src!r} -> {dst!r}: between two external memories; one end of a "
-                "transfer must be TCM (or both ends in one memory)"
-            )
+                f"transfer must be TCM {allowed}")
         if self.ring is not None and len(self._issued) >= self.ring:
             raise DspsimInputError(f"{self.name}: idma_copy_desc with all {self.ring} "
                                    "descriptors of the buffer pending")

@@ -22,6 +22,6 @@ from dspsim.kernels.registry import KERNELS, Kernel, get_kernel, register
 
 __all__ = ["KERNELS", "Kernel", "get_kernel", "register"]
 
-# The seed's kernels, linked into every firmware image (an op's own kernels are registered
-# when the op imports its kernel module).
-from dspsim.kernels import library  # noqa: E402, F401
+# The seed's kernels, memcpy and the int8 fully connected kernel, linked into every firmware
+# image (an op's own kernels are registered when the op imports its kernel module).
+from dspsim.kernels import fc_s8, library, memcpy  # noqa: E402, F401

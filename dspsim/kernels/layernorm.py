@@ -223,7 +223,9 @@ def compute_vecnorm(
 
 # results=2: the C returns two values (through pointers), (sum_d, sum_d2)
 VECSUMSQ_DEV_KERNEL = register(
-    Kernel("vecsumsq_dev", VECSUMSQ_DEV, compute_vecsumsq_dev, reads=True, writes=False, results=2)
+    Kernel("vecsumsq_dev", VECSUMSQ_DEV, compute_vecsumsq_dev, reads=True, writes=False, results=2,
+           example_args=lambda size: {"mean": F32(0.0)})
 )
 VECNORM_KERNEL = register(
-    Kernel("vecnorm", VECNORM, compute_vecnorm, reads=True, writes=True, elementwise=True))
+    Kernel("vecnorm", VECNORM, compute_vecnorm, reads=True, writes=True, elementwise=True,
+           example_args=lambda size: {"mean": F32(0.0), "r": F32(0.0), "rstd": F32(1.0)}))

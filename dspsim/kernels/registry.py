@@ -24,6 +24,23 @@ class Kernel:
     # each output element depends on its input element only (and the call's scalars): the
     # core may compute a long call in chunks, with the same bits, to bound its temporaries
     elementwise: bool = False
+    # a single call as a microbenchmark (``dspsim run --op kernel --variant NAME``): ``call``
+    # maps the benchmark's size (``(n,)`` or ``(rows, n)``, in the kernel's ``unit``) to the
+    # core's ``(n float32 words per row, rows)``, refusing in one line a size the kernel cannot
+    # take; ``example_args`` gives its scalar arguments for that size (default: none)
+    unit: str = "float32 elements"
+    call: Callable[[tuple[int, ...]], tuple[int, int]] | None = None
+    example_args: Callable[[tuple[int, ...]], dict[str, Any]] | None = None
+
+    def call_size(self, size: tuple[int, ...]) -> tuple[int, int]:
+        """``(n, rows)`` of one call on ``size`` (:attr:`call`; default ``(n,)`` is one call of
+        ``n`` elements, ``(rows, n)`` a batch of ``rows`` calls)."""
+        if self.call is not None:
+            return self.call(tuple(size))
+        return (size[-1], 1) if len(size) == 1 else (size[1], size[0])
+
+    def bench_args(self, size: tuple[int, ...]) -> dict[str, Any]:
+        return self.example_args(tuple(size)) if self.example_args is not None else {}
 
     def no_data_result(self, rows: int = 1) -> Any:
         """What a call returns with the data path off: zeros of the right shape."""

@@ -15,4 +15,7 @@ __all__ = ["OPS", "Op", "default_op", "get_op", "op_names", "register_op"]
 from dspsim.ops import softmax  # noqa: E402, F401
 from dspsim.ops import layernorm  # noqa: E402, F401
 from dspsim.ops import rmsnorm  # noqa: E402, F401
+from dspsim.ops import copy  # noqa: E402, F401
+from dspsim.ops import kernel  # noqa: E402, F401
+from dspsim.ops import fc  # noqa: E402, F401
 # isort: on

@@ -84,7 +84,7 @@ def resource_bounds(model: HardwareModel, m: Measurement) -> tuple[dict[str, flo
     b = op.bounds(model, m.variant, m.shape)
     if b is None:
         return {}, None
-    lat, bw = model.ddr.latency_cycles, model.ddr.bytes_per_cycle
+    lat, bw = model.host_memory.latency_cycles, model.host_memory.bytes_per_cycle
     requests = b.ddr_requests or 0
     nbytes = b.ddr_read_bytes + b.ddr_write_bytes
     latency_bound = float(b.latency_bound_cycles or 0.0)
@@ -163,14 +163,15 @@ def physical_reading(
     phrases: dict[str, list[str]] = {}
     for b in bindings:
         if b.resource == "port":
-            text = (f"{m.ddr.bytes_per_cycle:.4g} B/cycle, "
-                    f"{m.ddr.bytes_per_cycle * clock:.0f} MB/s at {clock:g} MHz")
+            text = (f"{m.host_memory.bytes_per_cycle:.4g} B/cycle, "
+                    f"{m.host_memory.bytes_per_cycle * clock:.0f} MB/s at {clock:g} MHz")
         elif b.resource == "outstanding":
             w = b.window if b.window is not None else math.nan
-            text = (f"{w:.3g} request(s) in flight, each a {m.ddr.latency_cycles:.0f}-cycle round "
-                    f"trip ({m.ddr.latency_cycles / clock * 1000:.0f} ns at {clock:g} MHz; "
+            lat = m.host_memory.latency_cycles
+            text = (f"{w:.3g} request(s) in flight, each a {lat:.0f}-cycle round "
+                    f"trip ({lat / clock * 1000:.0f} ns at {clock:g} MHz; "
                     f"idma.max_outstanding = {m.idma.max_outstanding} per channel, "
-                    f"ddr.max_outstanding = {m.ddr.max_outstanding})")
+                    f"ddr.max_outstanding = {m.host_memory.max_outstanding})")
         elif b.resource == "descriptor":
             text = (f"{m.idma.setup_cycles:.0f} cycles per descriptor, "
                     f"{m.idma.setup_cycles / clock:.3g} us at {clock:g} MHz")

@@ -46,7 +46,7 @@ def reading(key: str, value: float, model: HardwareModel) -> str:
         return f"{value / clock * 1000:.4g} ns at {clock:g} MHz"
     if key == "idma.max_outstanding":
         burst = model.idma.burst_bytes
-        cover = value * burst / model.ddr.bytes_per_cycle
+        cover = value * burst / model.host_memory.bytes_per_cycle
         return (
             f"{value * burst:g} B in flight per channel ({value:g} x {burst} B bursts), "
             f"{cover:.0f} cycles of port transfer per round trip"

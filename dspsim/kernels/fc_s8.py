@@ -1,0 +1,153 @@
+"""The int8 fully connected kernel (the HiFi NN library's
+``xa_nn_fully_connected_sym8sxasym8s_asym8s``): its loop shape and its integer numerics.
+
+``y[o] = clamp(MultiplyByQuantizedMultiplier(acc[o], out_multiplier, out_shift)
++ out_zero_bias, -128, 127)`` with ``acc[o] = bias[o] + sum_i W[o, i] * (x[i] + input_zero_bias)``
+(TFLite's integer semantics; the op's :mod:`dspsim.ops.fc.reference` transcribes TFLite's
+reference code separately, and the tests hold the two equal bit for bit).
+
+Loop shape (HiFi5 style; the instructions are assumed, the vendor does not publish the
+kernel's inner loop). The kernel takes the rows four at a time; per group of four rows:
+
+* the loop over the inputs, one vector of ``V`` bytes (``core.lanes_f32 * 4``; 16 on a HiFi5,
+  128-bit loads) per iteration: four weight loads (``AE_L8X8X2_IP``: ``V`` bytes of each of the
+  four rows), one load of ``V`` input bytes (``AE_L8X8X2_IP``, from TCM: a table load, never an
+  external memory), and three 8-bit MAC operations: two ``AE_MULA8Q8X8`` (each 4 rows x 8
+  bytes = 32 MACs into four 32-bit accumulators) for ``W x`` and one more against a vector of
+  ones for the row sums that ``input_zero_bias`` multiplies. ``II = max(ceil(5 /
+  load_store_units), ceil(3 / vector_alu_slots))``: 3 cycles for 64 MACs with two load/store
+  units (the loop is load-bound; 21 MACs a cycle of the 32 the MAC unit could do).
+  The last iteration of a row length that is not a multiple of ``V`` loads the rest.
+* then the epilogue: 8 dependent operations (accumulator halves added, ``input_zero_bias`` x
+  row sums, bias, the saturating left shift ``AE_SLAA32S``, the rounding doubling high multiply
+  ``AE_MULFP32X2RAS``, the rounding right shift, the output zero point, saturate-and-pack to
+  int8 with its store), ``reduction_ops = 8`` x ``core.alu_latency_cycles``.
+
+On the core a group of four rows is one "row" of a batch call (``core.call(..., rows=ceil(OUT /
+4))`` with ``n = IN`` 32-bit words: four rows of ``IN`` int8; a last group of fewer rows runs
+whole, its missing rows predicated off, and its buffer holds whole groups): each group pays
+``core.call_overhead_cycles`` (its loop setup: pointers, bias into the accumulators, the
+zero-overhead loop) besides its loop and epilogue. The weights' four row streams are read
+through the memory (or its data cache) as one sequential stream of the group's bytes: the same
+lines, in a different order within the group.
+
+Numerics: the accumulators are 32 bits (a sum that leaves int32 wraps, as the hardware's
+does); the left shift by ``max(out_shift, 0)`` saturates to int32 (``AE_SLAA32S``; TFLite's C
+overflows there, undefined behaviour); the doubling high multiply adds ``2^30`` (``1 - 2^30``
+when the product is negative) and truncates toward zero; the right shift by
+``max(-out_shift, 0)`` rounds half away from zero. Computed here as magnitude-and-sign
+arithmetic (the TFLite reference in the op computes the same with masks and thresholds).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dspsim.errors import DspsimInputError
+from dspsim.kernels.registry import Kernel, register
+from dspsim.kernels.shapes import LoopShape
+from dspsim.kernels.toolkit import Segment
+
+ROWS_PER_GROUP = 4
+EPILOGUE_OPS = 8
+# rows of a long call computed at a time (bounded int64 temporaries)
+NUMERICS_ROWS = 1024
+
+
+def _segments(n: int, lanes: int) -> list[Segment]:
+    """One group of four rows of ``n`` int8 each (``n`` float32 words of the batch row)."""
+    vb = 4 * lanes
+    full, rest = divmod(n, vb)
+    segs: list[Segment] = [(full, (vb,) * ROWS_PER_GROUP, ())]
+    if rest:
+        segs.append((1, (rest,) * ROWS_PER_GROUP, ()))
+    return segs
+
+
+FC_S8 = LoopShape(
+    "fc_s8",
+    data_loads=ROWS_PER_GROUP,  # AE_L8X8X2_IP x4: a vector of each of the four rows
+    table_loads=1,  # AE_L8X8X2_IP: a vector of the input (TCM)
+    stores=0,  # the four int8 outputs are stored in the epilogue
+    alu_ops=3,  # AE_MULA8Q8X8 x2 (W x), x1 (row sums for input_zero_bias)
+    segments=_segments,
+    reduction_ops=lambda lanes: EPILOGUE_OPS,
+    priming_loads=0,  # aligned rows
+)
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _wrap32(v: np.ndarray) -> np.ndarray:
+    return ((v.astype(np.int64) + (1 << 31)) & 0xFFFF_FFFF) - (1 << 31)
+
+
+def requantize(acc: np.ndarray, out_multiplier: int, out_shift: int, out_zero_bias: int
+               ) -> np.ndarray:
+    """int32 accumulators to int8, as the kernel's epilogue computes them."""
+    a = np.asarray(acc, np.int64)
+    left, right = max(out_shift, 0), max(-out_shift, 0)
+    a = np.clip(a * (1 << left), INT32_MIN, INT32_MAX)  # AE_SLAA32S saturates
+    prod = a * np.int64(out_multiplier)  # |prod| < 2^62
+    t = prod + np.where(prod >= 0, np.int64(1 << 30), np.int64(1 - (1 << 30)))
+    q = np.sign(t) * (np.abs(t) >> 31)  # divided by 2^31, truncated toward zero
+    if right:
+        q = np.sign(q) * ((np.abs(q) + (1 << (right - 1))) >> right)  # half away from zero
+    return np.clip(q + out_zero_bias, -128, 127).astype(np.int8)
+
+
+def fully_connected(w: np.ndarray, x: np.ndarray, bias: np.ndarray, input_zero_bias: int,
+                    out_multiplier: int, out_shift: int, out_zero_bias: int) -> np.ndarray:
+    """``y = requant(W (x + input_zero_bias) + bias)`` for int8 ``w`` ``[rows, IN]``, int8
+    ``x`` ``[IN]``, int32 ``bias`` ``[rows]``: int8 ``[rows]``."""
+    xz = x.astype(np.int64) + int(input_zero_bias)
+    out = np.empty(w.shape[0], np.int8)
+    for lo in range(0, w.shape[0], NUMERICS_ROWS):
+        rows = slice(lo, lo + NUMERICS_ROWS)
+        acc = _wrap32(w[rows].astype(np.int64) @ xz + bias[rows].astype(np.int64))
+        out[rows] = requantize(acc, out_multiplier, out_shift, out_zero_bias)
+    return out
+
+
+def _compute(src: np.ndarray, dst: None, lanes: int, x: np.ndarray, bias: np.ndarray,
+             out: np.ndarray, input_zero_bias: int, out_multiplier: int, out_shift: int,
+             out_zero_bias: int) -> None:
+    w = np.ascontiguousarray(src).reshape(-1).view(np.int8).reshape(-1, len(x))
+    out[...] = fully_connected(w[:len(out)], x, bias, input_zero_bias, out_multiplier,
+                               out_shift, out_zero_bias)
+
+
+def groups(out_depth: int) -> int:
+    """Groups of four rows of ``out_depth`` rows (a last group of fewer runs as a whole group
+    with its missing rows predicated off: it reads, and takes the time of, four rows)."""
+    return -(-out_depth // ROWS_PER_GROUP)
+
+
+def padded_bytes(out_depth: int, in_depth: int) -> int:
+    """Bytes the kernel reads for ``out_depth`` x ``in_depth`` weights (whole groups)."""
+    return ROWS_PER_GROUP * groups(out_depth) * in_depth
+
+
+def call_size(out_depth: int, in_depth: int) -> tuple[int, int]:
+    """``(n, rows)`` of the core's batch call for ``out_depth`` x ``in_depth`` weights: a row of
+    the batch is a group of four rows of ``in_depth`` int8, ``in_depth`` 32-bit words."""
+    return in_depth, groups(out_depth)
+
+
+def _call(size: tuple[int, ...]) -> tuple[int, int]:
+    if len(size) != 2:
+        raise DspsimInputError(f"fc_s8 size {size}: OUT,IN (--shape OUT,IN)")
+    return call_size(*size)
+
+
+def _example_args(size: tuple[int, ...]) -> dict[str, Any]:
+    out_depth, in_depth = size
+    return {"x": np.zeros(in_depth, np.int8), "bias": np.zeros(out_depth, np.int32),
+            "out": np.zeros(out_depth, np.int8), "input_zero_bias": 0,
+            "out_multiplier": 1 << 30, "out_shift": 0, "out_zero_bias": 0}
+
+
+FC_S8_KERNEL = register(Kernel("fc_s8", FC_S8, _compute, unit="OUT,IN int8 weights",
+                               call=_call, example_args=_example_args))

@@ -1,0 +1,145 @@
+"""The copy microbenchmark (RPC command 0x8002): the copies vendors publish (a DMA copy of a
+few sizes, a memcpy), as an :class:`~dspsim.ops.base.Op`.
+
+``dspsim run --op copy --variant idma|memcpy --n BYTES`` moves ``n`` bytes from ``copy.src``
+to ``copy.dst`` (``host``, ``tcm`` or a memory of the model). Its size is in **bytes**; its
+values are bytes: the default input is
+``(7 + 131 i) mod 256`` for byte ``i``, an input array (``--input X.npy``, float32) is copied
+as its bytes, and the output is the ``n`` bytes that landed, compared with the input byte for
+byte. ``program.py`` is the benchmark's C, ``params.py`` the ``[copy]`` table, ``bounds.py``
+the closed forms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dspsim.errors import DspsimInputError
+from dspsim.ops.base import Op, Proc
+from dspsim.ops.copy import bounds as _bounds
+from dspsim.ops.copy.params import HOST, PARAMS, TCM
+from dspsim.ops.copy.program import COPY_CMD, hb_dsp_copy, hbDSPCopyParam, tcm_free_bytes
+from dspsim.ops.registry import register_op
+
+
+class Copy(Op):
+    name = "copy"
+    doc = ("a copy microbenchmark: n bytes from copy.src to copy.dst (host, tcm or a memory) "
+           "by iDMA descriptors or the core's memcpy; n in bytes")
+    cmd = COPY_CMD
+    variants = {
+        "idma": "one iDMA channel in ring mode (idma_init_loop of copy.ring_descriptors): "
+                "descriptors of copy.descriptor_bytes, each started as soon as the ring has "
+                "room, then polled to completion",
+        "memcpy": "the core's memcpy kernel (one vector load and one vector store per "
+                  "iteration), through the data cache where the memory is cached",
+    }
+    default_variant = "idma"
+    params = PARAMS
+    ndim = 1
+    default_shape = (65536,)
+    size_unit = "bytes"  # n counts bytes, not float32
+
+    # ------------------------------------------------------------------ sizes and values
+    def input_bytes(self, shape: tuple[int, ...]) -> int:
+        """The host's buffers: ``n`` bytes rounded up to a word (the memcpy kernel moves whole
+        32-bit words)."""
+        return -(-int(shape[0]) // 4) * 4
+
+    def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
+        return ((7 + 131 * np.arange(shape[0], dtype=np.int64)) % 256).astype(np.uint8)
+
+    def check_input(self, x: Any) -> tuple[np.ndarray, tuple[int, ...]]:
+        """An input array's bytes (any 1-D array of a fixed-size type: uint8, int8,
+        float32...) and the run's shape, ``(bytes,)``."""
+        x = np.asarray(x)
+        if x.ndim != 1 or x.size == 0 or x.dtype.kind not in "uifb":
+            raise DspsimInputError(f"copy input: shape {x.shape} of {x.dtype}; expected a "
+                                   "non-empty 1-D array of numbers (copied as its bytes)")
+        b = np.ascontiguousarray(x).reshape(-1).view(np.uint8)
+        return b, self.shape_of(n=int(b.size))
+
+    def write_input(self, memory: Any, ptr: Any, x: np.ndarray, shape: tuple[int, ...]) -> None:
+        memory.write(ptr.addr, np.ascontiguousarray(x).view(np.uint8))
+
+    def host_array(self, memory: Any, ptr: Any, shape: tuple[int, ...], output: bool
+                   ) -> np.ndarray:
+        return memory.read(ptr.addr, int(shape[0]))
+
+    # ------------------------------------------------------------------ the run
+    def requirements(self, variant: str) -> dict[str, int]:
+        return {"channels": 1 if variant == "idma" else 0, "banks": 1}
+
+    def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
+        super().check_run(model, variant, shape)
+        p, n = model.copy, shape[0]
+        ends = {"copy.src": p.src, "copy.dst": p.dst}
+        external = [k for k, v in ends.items() if v != TCM]
+        free = tcm_free_bytes(model)
+        if variant == "idma":
+            if not external:
+                raise DspsimInputError(
+                    "copy idma from tcm to tcm: an iDMA transfer between DataRAMs is not "
+                    "modelled; allowed: copy.src or copy.dst an external memory, or --variant "
+                    "memcpy")
+            if len(external) == 2:
+                a, b = (_bounds.memory_of(model, v) for v in (p.src, p.dst))
+                if model.idma.tcm_end_required:
+                    raise DspsimInputError(
+                        f"copy idma from {p.src} to {p.dst}: on this platform one end of every "
+                        "iDMA transfer must be TCM (idma.tcm_end_required = true); allowed: "
+                        "copy.src = tcm or copy.dst = tcm, or --variant memcpy")
+                if a is not b:
+                    raise DspsimInputError(
+                        f"copy idma from {p.src} to {p.dst}: between two external memories; "
+                        "one end of an iDMA transfer must be TCM (or both in one memory)")
+        elif p.completion_interrupt:
+            raise DspsimInputError("copy memcpy with copy.completion_interrupt = true: a "
+                                   "memcpy raises no completion interrupt; allowed: --variant "
+                                   "idma, or copy.completion_interrupt = false")
+        if p.src == TCM and n > free:
+            raise DspsimInputError(
+                f"copy of {n:,} bytes from tcm: the source must fit one DataRAM's free space "
+                f"({free:,} bytes: tcm.bank_bytes - tcm.reserved_bytes); allowed: n up to "
+                f"{free:,}")
+        if p.dst == TCM and p.descriptor_bytes > free:
+            raise DspsimInputError(
+                f"copy.descriptor_bytes = {p.descriptor_bytes:,}: a descriptor into tcm must "
+                f"fit one DataRAM's free space ({free:,} bytes); allowed: 4 to {free:,}")
+        if p.src == TCM and p.dst == TCM and model.tcm.banks < 2 and 2 * n > free:
+            raise DspsimInputError(
+                f"copy of {n:,} bytes from tcm to tcm with one DataRAM: source and destination "
+                f"must fit its {free:,} free bytes together")
+        for key in external:
+            mem = _bounds.memory_of(model, ends[key])
+            name = model.host.memory if ends[key] == HOST else ends[key]
+            if n > mem.size_bytes:
+                raise DspsimInputError(f"copy of {n:,} bytes: {key} = {ends[key]} ({name}) "
+                                       f"holds {mem.size_bytes:,} bytes")
+
+    def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int) -> Any:
+        return hbDSPCopyParam(int(shape[0]), input_addr, int(variant == "idma"))
+
+    def handler(self, dsp: Any, input: Any, output: Any, tm: Any) -> Proc:
+        return hb_dsp_copy(dsp, input, output, tm)
+
+    # ------------------------------------------------------------------ checks and bounds
+    def reference(self, x: np.ndarray, params: Any) -> np.ndarray:
+        return x
+
+    def output_summary(self, out: np.ndarray, x: np.ndarray, params: Any) -> dict[str, Any]:
+        wrong = int(np.count_nonzero(out != x))
+        return {"bytes": int(out.size), "mismatch_count": wrong, "exact": wrong == 0}
+
+    def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
+        return _bounds.bounds(model, variant, shape)
+
+    def run_report(self, r: Any) -> dict[str, float]:
+        """What a copy benchmark reports besides its cycles: its throughput."""
+        n = r.shape[0]
+        return {"bytes_per_cycle": n / r.cycles, "mb_per_s": n / r.time_us}
+
+
+COPY = register_op(Copy())

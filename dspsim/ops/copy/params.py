@@ -1,0 +1,58 @@
+"""The copy microbenchmark's parameters: the ``[copy]`` table of a model file.
+
+``src`` and ``dst`` name where the bytes come from and go to: ``host`` (the memory the host
+allocates from, ``host.memory``), ``tcm`` (a DataRAM of the core) or any memory table of the
+model (``psram``, ``sram``, ``ddr``). Which names exist is checked against the platform when a
+run starts (:meth:`dspsim.ops.copy.Copy.check_run`), not here: a model file's ``[copy]`` table
+is read before anything is known of the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dspsim.errors import ConfigError
+from dspsim.schema import Key, OpSchema, Params
+
+HOST, TCM = "host", "tcm"
+
+
+def _check(p: Params, model: Any) -> None:
+    for key in ("src", "dst"):
+        name = getattr(p, key)
+        if name not in (HOST, TCM) and name not in model.memories:
+            raise ConfigError(
+                f"copy.{key} = {name!r}: the platform has no such memory; allowed: host, tcm "
+                f"or one of its memories ({', '.join(model.memories)})"
+            )
+
+
+PARAMS = OpSchema(
+    "copy",
+    (
+        Key("copy.src", str, "where the bytes come from: host (the host's memory, "
+            "host.memory), tcm (a DataRAM) or a memory of the model", default=HOST),
+        Key("copy.dst", str, "where they go: tcm (a DataRAM; smaller than the copy, it is "
+            "reused as a ring), host or a memory of the model", default=TCM),
+        Key("copy.descriptor_bytes", int, "bytes per iDMA descriptor (idma) or per memcpy call "
+            "into a TCM ring; 0: the whole copy when it fits the destination, else the largest "
+            "power of two of which two fit a DataRAM's free space", default=0, lo=0,
+            hi=1 << 30, unit="bytes", multiple=4),
+        Key("copy.ring_descriptors", int, "idma: descriptors of the channel's fixed buffer "
+            "(idma_init_loop); a descriptor starts as soon as the buffer has room", default=2,
+            lo=1, hi=64, unit="descriptors"),
+        Key("copy.prologue_cycles", float, "core cycles the benchmark spends inside its timed "
+            "span before the copy starts (the SDK cleans and invalidates the data cache first)",
+            default=0.0, lo=0.0, hi=1e9, unit="cycles"),
+        Key("copy.timed_prologue", bool, "the timed span includes the prologue "
+            "(copy.prologue_cycles), as a cycle-counter benchmark's does; false: the copy "
+            "alone, as a throughput table times it", default=True),
+        Key("copy.completion_interrupt", bool, "idma: the last descriptor raises a completion "
+            "interrupt whose handler runs before the timer stops (copy.interrupt_handler_cycles)",
+            default=False),
+        Key("copy.interrupt_handler_cycles", float, "idma with copy.completion_interrupt: "
+            "cycles from the last descriptor's completion to the handler's return (entry, the "
+            "handler's work, exit)", default=0.0, lo=0.0, hi=1e9, unit="cycles"),
+    ),
+    check=_check,
+)

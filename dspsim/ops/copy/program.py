@@ -1,0 +1,191 @@
+"""The copy microbenchmark as its C would be, in SimPy generators.
+
+What a vendor's copy benchmark does between two reads of the cycle counter:
+
+- ``idma``: ``idma_init_loop(ch 0, buf, IDMA_1D_DESC, copy.ring_descriptors)`` before the
+  timer; then (after ``copy.prologue_cycles`` of cache maintenance, when
+  ``copy.timed_prologue``) one ``idma_copy_desc`` per descriptor of ``copy.descriptor_bytes``,
+  each as soon as the fixed buffer has room (and, for a TCM ring, as soon as the descriptor
+  that last used its destination slot is done: the ring reuses a DataRAM buffer of a few
+  descriptors), then ``while (idma_buffer_status(0) > 0) ;`` and, with
+  ``copy.completion_interrupt``, the completion interrupt's handler.
+- ``memcpy``: the core copies with its ``memcpy`` kernel (one vector load and one vector store
+  per iteration, through the data cache where the memory is cached), one call per descriptor's
+  worth when the destination is a TCM ring, one call otherwise.
+
+Before the timer (not timed, as a benchmark's set-up): the source bytes are placed where
+``copy.src`` says (the host's input buffer itself when it is the host's memory), the
+destination allocated. The bytes that land are gathered into the host's output buffer as
+each piece is known to be complete (before a ring slot is reused), so that the output can be
+compared with the input byte for byte whatever the destination.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dspsim.hw.memory import Ptr
+from dspsim.kernels.memcpy import memcpy_words
+from dspsim.ops.copy.params import HOST, TCM
+from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc
+
+if TYPE_CHECKING:
+    from dspsim.hw.tcm import TileManager
+    from dspsim.platform import Dsp
+
+COPY_CMD = 0x8005  # a custom command
+CHANNEL = 0
+ALIGN_BYTES = 128
+
+
+@dataclass
+class hbDSPCopyParam:  # noqa: N801 - named like the seed's structs
+    nbytes: int
+    input: int  # physical address of the source bytes in the host's memory
+    use_idma: int  # 1: idma, 0: memcpy
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a copy of ``nbytes`` is cut: pieces of ``piece_bytes`` (the last may be shorter),
+    landing in ``slots`` destination slots in turn (a ring when the destination is smaller
+    than the copy)."""
+
+    nbytes: int
+    piece_bytes: int
+    slots: int
+
+    @property
+    def pieces(self) -> int:
+        return -(-self.nbytes // self.piece_bytes)
+
+    def size(self, i: int) -> int:
+        return min(self.piece_bytes, self.nbytes - i * self.piece_bytes)
+
+    @property
+    def dst_bytes(self) -> int:
+        return min(self.nbytes, self.slots * self.piece_bytes)
+
+
+def tcm_free_bytes(model: Any) -> int:
+    """A DataRAM's bytes the tile manager hands out (one transfer stays in one DataRAM)."""
+    return model.tcm.bank_bytes - model.tcm.reserved_bytes
+
+
+def plan(model: Any, params: Any, nbytes: int) -> Plan:
+    """The pieces and slots of a copy (checked beforehand by ``Copy.check_run``)."""
+    given = params.descriptor_bytes
+    if params.dst != TCM:
+        return Plan(nbytes, given or nbytes, -(-nbytes // (given or nbytes)))
+    free = tcm_free_bytes(model) // ALIGN_BYTES * ALIGN_BYTES
+    if given:
+        piece = given
+    elif nbytes <= free:
+        piece = nbytes
+    else:
+        piece = 1 << ((free // 2).bit_length() - 1)  # two of them fit the DataRAM
+    slots = max(1, min(-(-nbytes // piece), free // piece))
+    return Plan(nbytes, piece, slots)
+
+
+def _at(p: Ptr, offset: int) -> Ptr:
+    return Ptr(p.mem, p.addr + offset)
+
+
+def _place(dsp: Dsp, tm: TileManager, where: str, nbytes: int, colour: int, what: str) -> Ptr:
+    """A buffer of ``nbytes`` (rounded up to a word) in ``where`` (``tcm``: a DataRAM of that
+    colour; a memory)."""
+    nbytes = -(-nbytes // 4) * 4
+    if where == TCM:
+        return tm.allocate(nbytes, min(colour, len(tm.banks) - 1), ALIGN_BYTES)
+    mem = dsp.ddr if where == HOST else dsp.memory(where)
+    return mem.add_block(nbytes, ALIGN_BYTES, what)
+
+
+class _Gather:
+    """The landed pieces, copied into the host's output buffer as each is known complete."""
+
+    def __init__(self, dsp: Dsp, out: Ptr, dst: Ptr, p: Plan):
+        self.on = dsp.move_data
+        self.out, self.dst, self.plan = out, dst, p
+        self.done = 0
+
+    def upto(self, pieces: int) -> None:
+        if not self.on:
+            self.done = pieces
+            return
+        p = self.plan
+        for i in range(self.done, pieces):  # one numpy copy per piece, not per byte
+            size = p.size(i)
+            slot = _at(self.dst, (i % p.slots) * p.piece_bytes)
+            self.out.mem.write(self.out.addr + i * p.piece_bytes, slot.mem.read(slot.addr, size))
+        self.done = max(self.done, pieces)
+
+
+def hb_dsp_copy(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
+    ptr: hbDSPCopyParam = dsp.ddr.load_struct(input)
+    params, n = dsp.params, ptr.nbytes
+    host_src = dsp.hb_dsp_mem_map(ptr.input, n)
+    p = plan(dsp.model, params, n)
+    # set-up, not timed: the source where copy.src says, the destination allocated
+    if params.src == HOST:
+        src = host_src
+    else:
+        src = _place(dsp, tm, params.src, n, XV_MEM_BANK_COLOR_0, "copy source")
+        if dsp.move_data:
+            src.mem.write(src.addr, host_src.mem.read(host_src.addr, n))
+    if params.dst == HOST:
+        dst = output
+    else:
+        dst = _place(dsp, tm, params.dst, p.dst_bytes,
+                     XV_MEM_BANK_COLOR_1 if params.src == TCM else XV_MEM_BANK_COLOR_0,
+                     "copy destination")
+    gather = _Gather(dsp, output, dst, p)
+    if ptr.use_idma:
+        dsp.idma[CHANNEL].init_loop(params.ring_descriptors)
+
+    cycles_start = dsp.TIME_STAMP()
+    dsp.begin_pass("copy")
+    if params.timed_prologue and params.prologue_cycles:  # cache clean / invalidate
+        yield dsp.env.timeout(params.prologue_cycles)
+        dsp.core.compute_cycles += params.prologue_cycles
+    if ptr.use_idma:
+        yield from _idma_copy(dsp, src, dst, p, gather)
+    else:
+        yield from _memcpy(dsp, src, dst, p, gather)
+    dsp.end_pass()
+    cycles_stop = dsp.TIME_STAMP()
+    dsp.PROF(cycles_start, cycles_stop)
+    if params.dst != HOST:
+        gather.upto(p.pieces)
+    return 0
+
+
+def _idma_copy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather) -> Proc:
+    core, ch = dsp.core, dsp.idma[CHANNEL]
+    for i in range(p.pieces):
+        dsp.labels.tile = i
+        if i >= p.slots:  # the slot this piece lands in must have been filled and read
+            yield from core.idma_poll(CHANNEL, p.slots - 1)
+        gather.upto(i - ch.buffer_status())
+        yield from core.idma_copy_desc(CHANNEL, _at(dst, (i % p.slots) * p.piece_bytes),
+                                       _at(src, i * p.piece_bytes), p.size(i))
+    yield from core.idma_poll(CHANNEL, 0)  # while (idma_buffer_status(0) > 0) ;
+    if dsp.params.completion_interrupt:  # the completion interrupt's handler
+        handler = dsp.params.interrupt_handler_cycles
+        if handler:
+            yield dsp.env.timeout(handler)
+            core.compute_cycles += handler
+
+
+def _memcpy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather) -> Proc:
+    core = dsp.core
+    if p.slots * p.piece_bytes >= p.nbytes:  # the destination holds it all: one call
+        yield from core.call("memcpy", memcpy_words(p.nbytes), src, dst)
+        return
+    for i in range(p.pieces):
+        dsp.labels.tile = i
+        yield from core.call("memcpy", memcpy_words(p.size(i)), _at(src, i * p.piece_bytes),
+                             _at(dst, (i % p.slots) * p.piece_bytes))
+        gather.upto(i + 1)

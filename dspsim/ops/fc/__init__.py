@@ -1,0 +1,168 @@
+"""The int8 fully connected layer (RPC command 0x8004): ``y = requant(W x + b)`` as the HiFi
+NN library's ``xa_nn_fully_connected_sym8sxasym8s_asym8s`` computes it, as an
+:class:`~dspsim.ops.base.Op`.
+
+``--shape OUT,IN``: weights ``[OUT, IN]`` int8, input ``[IN]`` int8, bias ``[OUT]`` int32,
+output ``[OUT]`` int8. Values: deterministic data from a fixed seed
+(:func:`dspsim.ops.fc.reference.default_values`), or ``--input F.npz`` with arrays
+``weights``, ``input``, ``bias``; ``--output Y.npy`` writes the int8 result. The output is
+checked against TFLite's integer reference (``reference.py``) element by element, bit for bit.
+``program.py`` is the example's C (``pingpong``, ``direct``), ``params.py`` the ``[fc]`` table,
+``values.py`` the host buffer and the ``.npz`` reader, ``bounds.py`` the closed forms; the
+kernel is :mod:`dspsim.kernels.fc_s8`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from dspsim.arrays import ddr_window_bytes
+from dspsim.errors import DspsimInputError
+from dspsim.kernels.fc_s8 import padded_bytes
+from dspsim.ops.base import Op, Proc
+from dspsim.ops.fc import bounds as _bounds
+from dspsim.ops.fc.params import HOST, PARAMS, TCM
+from dspsim.ops.fc.program import FC_CMD, hb_dsp_fc, hbDSPFcParam
+from dspsim.ops.fc.reference import default_values, reference_of
+from dspsim.ops.fc.values import check_values, layout, pack, read_npz, unpack
+from dspsim.ops.registry import register_op
+
+
+class FullyConnected(Op):
+    name = "fc"
+    doc = "int8 fully connected y = requant(W x + b), TFLite integer semantics; --shape OUT,IN"
+    cmd = FC_CMD
+    variants = {
+        "pingpong": "the SDK example: chunks of fc.tile_rows rows fetched by one iDMA channel in "
+                    "ring mode into two DataRAMs, the first alone, then fetch-next / "
+                    "compute-current",
+        "direct": "one kernel call over all rows, the weights read from their memory (through "
+                  "the data cache where it is cached)",
+    }
+    default_variant = "pingpong"
+    params = PARAMS
+    ndim = 2
+    default_shape = (512, 768)
+    size_unit = "weights"
+
+    # ------------------------------------------------------------------ values
+    def input_bytes(self, shape: tuple[int, ...]) -> int:
+        return layout(shape)["bytes"]
+
+    def output_bytes(self, shape: tuple[int, ...]) -> int:
+        return -(-int(shape[0]) // 4) * 4
+
+    def window_bytes(self, shape: tuple[int, ...]) -> int:
+        """The host's input buffer (weights, input, bias) and its int8 output, each on the
+        host's 4096-byte boundary, and the parameter block."""
+        block = ddr_window_bytes(0)  # the parameter block
+
+        def array(nbytes: int) -> int:  # one array on the host's boundary
+            return (ddr_window_bytes(nbytes) - block) // 2
+
+        return array(self.input_bytes(shape)) + array(self.output_bytes(shape)) + block
+
+    def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
+        return pack(default_values(tuple(shape)))
+
+    def check_input(self, x: Any) -> tuple[np.ndarray, tuple[int, ...]]:
+        """``x``: a mapping of ``weights``, ``input``, ``bias`` (checked), or a buffer packed
+        by :func:`dspsim.ops.fc.values.pack`."""
+        if isinstance(x, np.ndarray) and x.dtype == np.uint8 and x.ndim == 1 and x.size >= 8:
+            x = unpack(x)
+        values = check_values(x)
+        return pack(values), tuple(values["weights"].shape)
+
+    def read_input_file(self, path: str) -> dict[str, np.ndarray]:
+        return read_npz(path)
+
+    def write_input(self, memory: Any, ptr: Any, x: np.ndarray, shape: tuple[int, ...]) -> None:
+        memory.write(ptr.addr, x)
+
+    def host_array(self, memory: Any, ptr: Any, shape: tuple[int, ...], output: bool
+                   ) -> np.ndarray:
+        if output:
+            return memory.read(ptr.addr, int(shape[0])).view(np.int8)
+        return memory.read(ptr.addr, self.input_bytes(shape))
+
+    # ------------------------------------------------------------------ the run
+    def requirements(self, variant: str) -> dict[str, int]:
+        if variant == "pingpong":
+            return {"channels": 1, "banks": 2}
+        return {"channels": 0, "banks": 1}
+
+    def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
+        super().check_run(model, variant, shape)
+        out_depth, in_depth = shape
+        p = model.fc
+        free = model.tcm.bank_bytes - model.tcm.reserved_bytes
+        size = f"{out_depth}x{in_depth}"
+        small = 4 * out_depth + 2 * (-(-max(in_depth, out_depth) // 128) * 128) + 3 * 128
+        if variant == "pingpong":
+            if p.weights == TCM:
+                raise DspsimInputError("fc pingpong fetches the weights from a memory: "
+                                       "fc.weights = tcm is for the direct variant")
+            tile = min(p.tile_rows, out_depth)
+            buf = padded_bytes(tile, in_depth)
+            if buf > free:
+                rows = free // in_depth // 4 * 4
+                raise DspsimInputError(
+                    f"fc pingpong on {size}: a chunk of {tile} rows x {in_depth} int8 "
+                    f"({buf:,} bytes) does not fit a DataRAM's free space ({free:,} bytes); "
+                    f"allowed: fc.tile_rows up to {rows}" if rows else
+                    f"fc pingpong on {size}: a row group of {in_depth} int8 does not fit a "
+                    f"DataRAM ({free:,} bytes); allowed: IN up to {free // 4:,}")
+            if 2 * (buf + 128) + small > 2 * free:
+                raise DspsimInputError(
+                    f"fc pingpong on {size}: the chunks and the input, bias and output "
+                    f"({2 * buf + small:,} bytes) do not fit the DataRAMs ({2 * free:,} bytes); "
+                    "allowed: a smaller fc.tile_rows or shape")
+        else:
+            need = small + (padded_bytes(out_depth, in_depth) if p.weights == TCM else 0)
+            if need > free * model.tcm.banks:
+                raise DspsimInputError(
+                    f"fc direct on {size}: {'the weights, ' if p.weights == TCM else ''}the "
+                    f"input, bias and output ({need:,} bytes) do not fit the DataRAMs")
+            if p.weights == TCM and padded_bytes(out_depth, in_depth) > free:
+                raise DspsimInputError(
+                    f"fc direct on {size} with fc.weights = tcm: the weights "
+                    f"({padded_bytes(out_depth, in_depth):,} bytes) do not fit a DataRAM "
+                    f"({free:,} bytes)")
+        if p.weights not in (HOST, TCM):
+            mem = model.memories[p.weights]
+            if padded_bytes(out_depth, in_depth) > mem.size_bytes:
+                raise DspsimInputError(f"fc on {size}: the weights do not fit {p.weights} "
+                                       f"({mem.size_bytes:,} bytes)")
+
+    def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int) -> Any:
+        return hbDSPFcParam(int(shape[0]), int(shape[1]), input_addr, int(variant == "pingpong"))
+
+    def handler(self, dsp: Any, input: Any, output: Any, tm: Any) -> Proc:
+        return hb_dsp_fc(dsp, input, output, tm)
+
+    # ------------------------------------------------------------------ checks
+    def reference(self, x: Any, params: Any) -> np.ndarray:
+        values = unpack(x) if isinstance(x, np.ndarray) else check_values(x)
+        return reference_of(values, params)
+
+    def output_summary(self, out: np.ndarray, x: Any, params: Any) -> dict[str, Any]:
+        """Against TFLite's integer reference, element by element: how many differ (0: bit
+        for bit), and a digest of the output (equal digests: equal outputs)."""
+        ref = self.reference(x, params)
+        out = np.asarray(out)
+        if out.shape != ref.shape or out.dtype != np.int8:  # not an output of this input
+            return {"elements": int(ref.size), "mismatch_count": int(ref.size),
+                    "exact": False, "sum": None, "sha256": None}
+        wrong = int(np.count_nonzero(out != ref))
+        return {"elements": int(ref.size), "mismatch_count": wrong, "exact": wrong == 0,
+                "sum": int(out.sum(dtype=np.int64)),
+                "sha256": hashlib.sha256(np.ascontiguousarray(out).tobytes()).hexdigest()}
+
+    def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
+        return _bounds.bounds(model, variant, shape)
+
+
+FC = register_op(FullyConnected())

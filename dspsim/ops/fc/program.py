@@ -1,0 +1,179 @@
+"""The int8 fully connected layer on the DSP, as the AmebaLite SDK example's C does it, in SimPy
+generators.
+
+Set-up, before the timer (not timed): the weights are where ``fc.weights`` says (in place in
+the host's buffer when that is the host's memory, the example's PSRAM); the input, the bias
+and the output in the DataRAMs (the example's); ``idma_init_loop(ch 0, buf, IDMA_1D_DESC, 2)``.
+
+- ``pingpong`` (the example's loop): the ping buffer in DRAM0, the pong buffer in DRAM1, both
+  on iDMA channel 0. The timed span starts just before the first chunk's descriptor; the first
+  chunk (``fc.tile_rows`` rows) is fetched and waited for alone. Then for each pair of chunks
+  ``(i, i+1)``: wait until the channel is idle; start the copy of chunk ``i+1`` into pong; run
+  the kernel on chunk ``i`` in ping; wait until the channel is idle; unless this is the last
+  pair, start the copy of chunk ``i+2`` into ping; run the kernel on chunk ``i+1`` in pong. The
+  timer stops after the last kernel call. (An odd number of chunks ends with a pair of one.)
+  "Wait until the channel is idle" is ``while (idma_buffer_status(0) > 0) ;``.
+- ``direct``: one kernel call on all the rows, the weights read from their memory (through
+  the data cache where it is cached; the cache starts cold: cleaned and invalidated before
+  the timer).
+
+After the timer (not timed): the output is copied from the DataRAM to the host's buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dspsim.hw.memory import Ptr
+from dspsim.kernels.fc_s8 import groups, padded_bytes
+from dspsim.ops.fc.params import HOST, TCM
+from dspsim.ops.fc.values import layout
+from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc
+
+if TYPE_CHECKING:
+    from dspsim.hw.tcm import TileManager
+    from dspsim.platform import Dsp
+
+FC_CMD = 0x8004  # a custom command
+CHANNEL = 0
+RING_DESCRIPTORS = 2  # the example's fixed buffer of 2 descriptors
+ALIGN_BYTES = 128
+
+
+@dataclass
+class hbDSPFcParam:  # noqa: N801 - named like the seed's structs
+    out_depth: int
+    in_depth: int
+    input: int  # physical address of the packed weights, input and bias in the host's memory
+    pingpong: int  # 1: pingpong, 0: direct
+
+
+def _at(p: Ptr, offset: int) -> Ptr:
+    return Ptr(p.mem, p.addr + offset)
+
+
+def _allocate_any(tm: TileManager, nbytes: int, first: int) -> Ptr:
+    """A DataRAM buffer, in DataRAM ``first`` if it has room, else in the other."""
+    colours = [first] + [c for c in range(len(tm.banks)) if c != first]
+    for c in colours[:-1]:
+        try:
+            return tm.allocate(nbytes, c, ALIGN_BYTES)
+        except ValueError:
+            continue
+    return tm.allocate(nbytes, colours[-1], ALIGN_BYTES)
+
+
+class _Arrays:
+    """The input, bias and output in the DataRAMs, and the kernel's arguments for rows."""
+
+    def __init__(self, dsp: Dsp, tm: TileManager, host: Ptr, out_depth: int, in_depth: int):
+        lay = layout((out_depth, in_depth))
+        self.on = dsp.move_data
+        self.x = _allocate_any(tm, -(-in_depth // 4) * 4, XV_MEM_BANK_COLOR_0)
+        self.bias = _allocate_any(tm, 4 * out_depth, XV_MEM_BANK_COLOR_0)
+        self.out = _allocate_any(tm, -(-out_depth // 4) * 4, XV_MEM_BANK_COLOR_0)
+        self.out_depth = out_depth
+        p = dsp.params
+        self.quant = {"input_zero_bias": p.input_zero_bias, "out_multiplier": p.out_multiplier,
+                      "out_shift": p.out_shift, "out_zero_bias": p.out_zero_bias}
+        if self.on:
+            self.x.mem.write(self.x.addr, host.mem.read(host.addr + lay["input"], in_depth))
+            self.bias.mem.write(self.bias.addr,
+                                host.mem.read(host.addr + lay["bias"], 4 * out_depth))
+            self.xs = self.x.mem.read(self.x.addr, in_depth).view(np.int8)
+            self.biases = self.bias.mem.read(self.bias.addr, 4 * out_depth).view("<i4")
+            self.outs = self.out.mem.read(self.out.addr, out_depth).view(np.int8)
+
+    def args(self, first: int, rows: int) -> dict[str, Any]:
+        if not self.on:  # the kernel computes nothing with the data path off
+            return {}
+        return {"x": self.xs, "bias": self.biases[first:first + rows],
+                "out": self.outs[first:first + rows], **self.quant}
+
+
+def _kernel(dsp: Dsp, w: Ptr, in_depth: int, first: int, rows: int, a: _Arrays) -> Proc:
+    """The kernel on ``rows`` rows of weights at ``w`` (output rows ``first ..``)."""
+    yield from dsp.core.call("fc_s8", in_depth, w, None, rows=groups(rows),
+                             **a.args(first, rows))
+
+
+def _wait_idle(dsp: Dsp) -> Proc:
+    yield from dsp.core.idma_poll(CHANNEL, 0)  # while (idma_buffer_status(0) > 0) ;
+
+
+def hb_dsp_fc(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
+    ptr: hbDSPFcParam = dsp.ddr.load_struct(input)
+    params = dsp.params
+    out_depth, in_depth = ptr.out_depth, ptr.in_depth
+    host = dsp.hb_dsp_mem_map(ptr.input, layout((out_depth, in_depth))["bytes"])
+    w_host = _at(host, layout((out_depth, in_depth))["weights"])
+    wbytes = padded_bytes(out_depth, in_depth)
+    # set-up, not timed: the weights where fc.weights says
+    if params.weights == HOST:
+        weights = w_host
+    else:
+        if params.weights == TCM:
+            weights = tm.allocate(wbytes, XV_MEM_BANK_COLOR_0, ALIGN_BYTES)
+        else:
+            weights = dsp.memory(params.weights).add_block(wbytes, ALIGN_BYTES, "fc weights")
+        if dsp.move_data:
+            weights.mem.write(weights.addr, w_host.mem.read(w_host.addr, wbytes))
+
+    if ptr.pingpong:
+        tile = min(params.tile_rows, out_depth)
+        buf = padded_bytes(tile, in_depth)
+        ping = tm.allocate(buf, XV_MEM_BANK_COLOR_0, ALIGN_BYTES)
+        pong = tm.allocate(buf, XV_MEM_BANK_COLOR_1, ALIGN_BYTES)
+        arrays = _Arrays(dsp, tm, host, out_depth, in_depth)
+        dsp.idma[CHANNEL].init_loop(RING_DESCRIPTORS)
+        cycles_start = dsp.TIME_STAMP()
+        yield from _pingpong(dsp, weights, ping, pong, out_depth, in_depth, tile, arrays)
+        cycles_stop = dsp.TIME_STAMP()
+    else:
+        arrays = _Arrays(dsp, tm, host, out_depth, in_depth)
+        cycles_start = dsp.TIME_STAMP()
+        dsp.begin_pass("fc")
+        yield from _kernel(dsp, weights, in_depth, 0, out_depth, arrays)
+        dsp.end_pass()
+        cycles_stop = dsp.TIME_STAMP()
+    dsp.PROF(cycles_start, cycles_stop)
+    if dsp.move_data:  # the result to the host's buffer (not timed)
+        output.mem.write(output.addr, arrays.out.mem.read(arrays.out.addr, out_depth))
+    return 0
+
+
+def _pingpong(dsp: Dsp, weights: Ptr, ping: Ptr, pong: Ptr, out_depth: int, in_depth: int,
+              tile: int, a: _Arrays) -> Proc:
+    core = dsp.core
+    chunks = -(-out_depth // tile)
+    buffers = (ping, pong)
+
+    def rows_of(i: int) -> int:
+        return min(tile, out_depth - i * tile)
+
+    def fetch(i: int) -> Proc:  # idma_copy_desc(0, buffer, weights + chunk i, size)
+        dsp.labels.tile, dsp.labels.buffer = i, i % 2
+        yield from core.idma_copy_desc(CHANNEL, buffers[i % 2],
+                                       _at(weights, i * tile * in_depth), rows_of(i) * in_depth)
+
+    def compute(i: int) -> Proc:
+        dsp.labels.tile, dsp.labels.buffer = i, i % 2
+        yield from _kernel(dsp, buffers[i % 2], in_depth, i * tile, rows_of(i), a)
+
+    dsp.begin_pass("fc")
+    yield from fetch(0)  # the first chunk, fetched and waited for alone
+    yield from _wait_idle(dsp)
+    for i in range(0, chunks, 2):  # the pairs (i, i+1)
+        yield from _wait_idle(dsp)
+        if i + 1 < chunks:
+            yield from fetch(i + 1)
+        yield from compute(i)
+        yield from _wait_idle(dsp)
+        if i + 2 < chunks:  # unless this is the last pair
+            yield from fetch(i + 2)
+        if i + 1 < chunks:
+            yield from compute(i + 1)
+    dsp.end_pass()

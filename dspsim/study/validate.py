@@ -1,0 +1,287 @@
+"""Predictions beside measurements: every measurement the project ships, run on its platform.
+
+A measurements file (``validation/*.toml``, packaged with dspsim; ``--measurements FILE`` adds
+a user's own) is a list of ``[[measurement]]`` tables, each one board run:
+
+- ``name``: what was measured, in words;
+- ``source``: who measured it and where it is published;
+- ``platform``: the model file it runs on (a packaged name such as ``j6``); a model is of a
+  platform when it is that file, inherits from it (``base``, followed to its root) or carries
+  its ``[model] name``;
+- ``op`` (default: the op a run without one is of), ``variant``, and ``n`` (a 1-D op's
+  size) or ``shape`` (a list), default the op's;
+- ``settings``: model keys the run was taken with (a table, e.g. ``"copy.src" = "sram"``);
+- ``cycles``: what was measured, a whole positive count;
+- ``role``: ``calibration`` (a platform value was fitted to it: the model must reproduce it,
+  within 1 %) or ``check`` (nothing was fitted to it: its error is what the model predicts);
+- ``note`` (optional): how a figure that was not a cycle count became one, and the like.
+
+A file may give ``platform`` and ``source`` once at its top for every measurement in it.
+
+:func:`validate` runs each measurement under every model of its platform it is given (by
+default, the platform's own model file) with the data path off, and reports measured,
+predicted, the error and the role. :data:`CALIBRATION_TOLERANCE_PCT` is what "reproduces" means.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from dspsim.config import HardwareModel, load_model, model_key, resolve_model_path
+from dspsim.errors import ConfigError, DspsimInputError
+from dspsim.ops import default_op, get_op
+from dspsim.paths import read_small_text
+from dspsim.run import simulate
+
+ROLES = ("calibration", "check")
+CALIBRATION_TOLERANCE_PCT = 1.0
+MAX_FILE_BYTES = 1 << 20
+MAX_MEASUREMENTS = 10_000
+_FIELDS = ("name", "source", "platform", "op", "variant", "n", "shape", "settings", "cycles",
+           "role", "note")
+_FILE_FIELDS = ("platform", "source", "measurement")
+
+
+def validation_dir() -> Path:
+    """The packaged measurements (wheel) or the repository's ``validation/``."""
+    packaged = resources.files("dspsim") / "validation"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "validation"
+
+
+def shipped_files() -> list[Path]:
+    return sorted(validation_dir().glob("*.toml"))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    name: str
+    source: str
+    platform: str
+    op: str
+    variant: str
+    shape: tuple[int, ...]
+    cycles: int
+    role: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+    file: str = ""
+
+    def spec(self) -> str:
+        """The measurement in ``dspsim calibrate --measured`` syntax."""
+        size = (f"n={self.shape[0]}" if len(self.shape) == 1
+                else "shape=" + "x".join(map(str, self.shape)))
+        extra = "".join(f",{k}={_text(v)}" for k, v in self.settings.items())
+        return f"{self.op}:{self.variant},{size}{extra}={self.cycles}"
+
+
+def _text(v: Any) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+def _str(entry: dict, key: str, where: str, default: str | None = None) -> str:
+    v = entry.get(key, default)
+    if not isinstance(v, str) or not v.strip():
+        raise DspsimInputError(f"{where}: {key} must be a non-empty string"
+                               + ("" if key in entry else " (missing)"))
+    return v
+
+
+def _entry(entry: Any, defaults: dict[str, Any], where: str, file: str) -> Measurement:
+    if not isinstance(entry, dict):
+        raise DspsimInputError(f"{where}: expected a [[measurement]] table")
+    unknown = sorted(set(entry) - set(_FIELDS))
+    if unknown:
+        raise DspsimInputError(f"{where}: unknown field {unknown[0]!r}; allowed: "
+                               f"{', '.join(_FIELDS)}")
+    entry = {**defaults, **entry}
+    name = _str(entry, "name", where)
+    where = f"{where} ({name})"
+    source = _str(entry, "source", where)
+    platform = _str(entry, "platform", where)
+    try:
+        op = get_op(entry.get("op", default_op()))
+        variant = op.check_variant(entry.get("variant", op.default_variant))
+        if "n" in entry and "shape" in entry:
+            raise DspsimInputError("give n or shape, not both")
+        shape = entry.get("shape")
+        if isinstance(shape, list):
+            shape = tuple(shape)
+        shape = op.shape_of(n=entry.get("n"), shape=shape)
+    except DspsimInputError as e:
+        raise DspsimInputError(f"{where}: {e}") from None
+    cycles = entry.get("cycles")
+    if isinstance(cycles, bool) or not isinstance(cycles, int) or not 0 < cycles <= 2**53:
+        raise DspsimInputError(f"{where}: cycles = {cycles!r}: expected a whole number of "
+                               "cycles from 1 to 2**53")
+    role = entry.get("role")
+    if role not in ROLES:
+        raise DspsimInputError(f"{where}: role = {role!r}: allowed {', '.join(ROLES)}")
+    settings = entry.get("settings", {})
+    if not isinstance(settings, dict):
+        raise DspsimInputError(f"{where}: settings must be a table of model keys")
+    checked = {}
+    for k, v in settings.items():
+        try:
+            checked[k] = model_key(k).coerce(v)
+        except ConfigError as e:
+            raise DspsimInputError(f"{where}: settings: {e}") from None
+    note = entry.get("note", "")
+    if not isinstance(note, str):
+        raise DspsimInputError(f"{where}: note must be a string")
+    return Measurement(name, source, platform, op.name, variant, shape, cycles, role, checked,
+                       note, file)
+
+
+def read_measurements(path: str | Path) -> list[Measurement]:
+    """The measurements of one file, every field checked (one-line errors naming the file
+    and the measurement)."""
+    p = Path(path)
+    what = f"measurements file {str(p)!r}"
+    text = read_small_text(p, what, MAX_FILE_BYTES)
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise DspsimInputError(f"{what}: not valid TOML: {e}") from None
+    unknown = sorted(set(raw) - set(_FILE_FIELDS))
+    if unknown:
+        raise DspsimInputError(f"{what}: unknown top-level key {unknown[0]!r}; allowed: "
+                               f"{', '.join(_FILE_FIELDS)} ([[measurement]] tables)")
+    entries = raw.get("measurement")
+    if not isinstance(entries, list) or not entries:
+        raise DspsimInputError(f"{what}: no [[measurement]] tables")
+    if len(entries) > MAX_MEASUREMENTS:
+        raise DspsimInputError(f"{what}: {len(entries):,} measurements; at most "
+                               f"{MAX_MEASUREMENTS:,}")
+    defaults = {k: raw[k] for k in ("platform", "source") if k in raw}
+    return [_entry(e, defaults, f"{p.name} measurement {i + 1}", str(p))
+            for i, e in enumerate(entries)]
+
+
+def platform_names(path: Path) -> set[str]:
+    """What a model file is a model of: its own stem and ``[model] name``, and those of every
+    file of its ``base`` chain."""
+    from dspsim.config import MAX_BASE_DEPTH, _read_toml
+
+    names: set[str] = set()
+    p = path
+    for _ in range(MAX_BASE_DEPTH + 1):
+        raw = _read_toml(p)
+        names.add(p.stem)
+        meta = raw.get("model")
+        if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+            names.add(meta["name"])
+        base = raw.get("base")
+        if not isinstance(base, str):
+            break
+        p = resolve_model_path(base, p)
+    return names
+
+
+@dataclass(frozen=True)
+class Row:
+    measurement: Measurement
+    model: str  # the label of the model it ran under
+    predicted: int
+
+    @property
+    def error_pct(self) -> float:
+        return 100.0 * (self.predicted / self.measurement.cycles - 1.0)
+
+    @property
+    def within(self) -> bool:
+        return abs(self.error_pct) <= CALIBRATION_TOLERANCE_PCT
+
+    def to_json(self) -> dict[str, Any]:
+        m = self.measurement
+        return {"platform": m.platform, "model": self.model, "name": m.name, "op": m.op,
+                "variant": m.variant, "shape": list(m.shape), "settings": m.settings,
+                "role": m.role, "measured_cycles": m.cycles, "predicted_cycles": self.predicted,
+                "error_pct": self.error_pct, "within_1_pct": self.within, "source": m.source,
+                "note": m.note, "file": m.file, "spec": m.spec()}
+
+
+def _models_of(measurements: list[Measurement], models: dict[str, tuple[HardwareModel, Path]]
+               | None, overrides: list[str]) -> dict[str, list[tuple[str, HardwareModel]]]:
+    """Each platform's models: those given that are of it, or its own model file."""
+    platforms = list(dict.fromkeys(m.platform for m in measurements))
+    out: dict[str, list[tuple[str, HardwareModel]]] = {}
+    if models is None:
+        for platform in platforms:
+            try:
+                out[platform] = [(platform, load_model(platform, overrides or None))]
+            except ConfigError as e:
+                raise DspsimInputError(f"platform {platform!r} of a measurement: {e}") from None
+        return out
+    names = {label: platform_names(path) for label, (_, path) in models.items()}
+    for platform in platforms:
+        out[platform] = [(label, model) for label, (model, _) in models.items()
+                         if platform in names[label]]
+    if not any(out.values()):
+        have = ", ".join(platforms)
+        raise DspsimInputError(f"no measurement is of the models given: the measurements are "
+                               f"of {have}; give a model of one of them (or one inheriting "
+                               "from it)")
+    return out
+
+
+def validate(models: dict[str, tuple[HardwareModel, Path]] | None = None,
+             extra: list[str | Path] = (), shipped: bool = True, overrides: list[str] = ()
+             ) -> list[Row]:
+    """Every shipped measurement (``shipped``) and those of the files ``extra``, each under
+    every model of its platform in ``models`` (label -> (model, its file)), or its platform's
+    own model file."""
+    measurements: list[Measurement] = []
+    for f in (shipped_files() if shipped else []) + [Path(e) for e in extra]:
+        measurements += read_measurements(f)
+    if not measurements:
+        raise DspsimInputError("validate: no measurements")
+    by_platform = _models_of(measurements, models, list(overrides))
+    rows = []
+    for m in measurements:
+        for label, model in by_platform.get(m.platform, []):
+            run_model = model.with_overrides(m.settings) if m.settings else model
+            try:
+                r = simulate(run_model, m.op, m.variant, shape=m.shape, data=False)
+            except DspsimInputError as e:
+                raise DspsimInputError(f"{Path(m.file).name} ({m.name}) under {label}: {e}"
+                                       ) from None
+            rows.append(Row(m, label, r.cycles))
+    return rows
+
+
+def calibration_ok(rows: list[Row]) -> bool:
+    """Whether every calibration measurement is reproduced within the tolerance."""
+    return all(r.within for r in rows if r.measurement.role == "calibration")
+
+
+def table(rows: list[Row]) -> str:
+    """The rows as a text table, platform by platform."""
+    lines = []
+    width = max(len(r.measurement.name) for r in rows)
+    header = (f"{'model':<22} {'measurement':<{width}} {'role':<11} {'measured':>12} "
+              f"{'predicted':>12} {'error_pct':>9}")
+    lines += [header, "-" * len(header)]
+    for r in rows:
+        m = r.measurement
+        flag = "" if m.role == "check" or r.within else "  OUTSIDE 1 %"
+        lines.append(f"{r.model:<22} {m.name:<{width}} {m.role:<11} {m.cycles:>12,} "
+                     f"{r.predicted:>12,} {r.error_pct:>+9.2f}{flag}")
+    cal = [r for r in rows if r.measurement.role == "calibration"]
+    checks = [r for r in rows if r.measurement.role == "check"]
+    worst = max((abs(r.error_pct) for r in cal), default=math.nan)
+    lines.append("")
+    lines.append(f"{len(cal)} calibration measurement(s): "
+                 + ("every one within 1 %" if calibration_ok(rows) else "SOME OUTSIDE 1 %")
+                 + (f" (worst {worst:.2f} %)" if cal else ""))
+    if checks:
+        mean = sum(abs(r.error_pct) for r in checks) / len(checks)
+        lines.append(f"{len(checks)} check(s), nothing fitted to them: mean |error| "
+                     f"{mean:.2f} %, worst {max(abs(r.error_pct) for r in checks):.2f} %")
+    return "\n".join(lines)
