@@ -100,7 +100,7 @@ def round_config(rng: np.random.Generator, op: str) -> dict:
         "idma.burst_bytes": int(2 ** int(rng.integers(4, 9))),
         "idma.setup_cycles": int(rng.integers(0, 5)) * int(rng.choice([1, 8])),
         "core.call_overhead_cycles": int(rng.integers(0, 4)) * int(rng.choice([1, 10])),
-        f"{op}.tile_bytes": int(2 ** int(rng.integers(8, 13))),
+        **tile_settings(int(2 ** int(rng.integers(8, 13)))),  # every op's tile key
     }
 
 
