@@ -1,9 +1,11 @@
 """Tile fidelity against burst fidelity, and its closed forms against the burst-level walk.
 
 Tile fidelity runs a transfer or kernel call that has the port to itself as one closed-form
-event and cuts over to bursts the moment another requester shares the port: it must agree with
-burst within 1 % on 99 % of random configurations and 3 % on all, never beat a lower bound,
-and report the same warnings."""
+event and cuts over to bursts the moment another requester shares the port: it reports exactly
+what burst fidelity does (cycles, bytes, busy and stall cycles, DDR contention, warnings) on
+random configurations, and on round ones (integer latencies and setups, power-of-two bandwidths
+and bursts) where requesters meet at the same instant, for every op and variant the ops
+register, alone and two cores at once."""
 
 import math
 
@@ -17,6 +19,7 @@ from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.shapes import SEED_SHAPES as KERNELS
 from dspsim.ops import get_op, op_names
 from dspsim.run import simulate
+from dspsim.study.workload import parse_workload, run_workload, task_table
 from tests.op_keys import tile_settings
 from tests.test_engine import make_dsp, reference_copy_cycles, run_proc
 
@@ -67,16 +70,108 @@ def agreement(j6):
     return rows
 
 
+def reported(r) -> tuple:
+    """What a run reports of its timing: equal at both fidelities."""
+    return (r.cycles, r.bytes, r.busy_cycles, r.stall_cycles, r.ddr_contention_cycles)
+
+
+def every_variant() -> list[tuple[str, str]]:
+    return [(op, v) for op in op_names() for v in get_op(op).variants]
+
+
 def test_tile_agrees_with_burst_on_random_configurations(agreement):
     errors = np.array([abs(r["error"]) for r in agreement])
-    print(f"\ntile vs burst on {len(errors)} random configurations: within 0.1 % "
-          f"{np.mean(errors <= 1e-3):.1%}, within 1 % {np.mean(errors <= 0.01):.1%}, "
-          f"p99 {np.quantile(errors, 0.99):.2%}, worst {errors.max():.2%}")
+    print(f"\ntile vs burst on {len(errors)} random configurations: equal in "
+          f"{np.mean(errors == 0):.1%}, worst {errors.max():.2%}")
     assert len(agreement) >= 200
-    assert {r["point"][:2] for r in agreement} == {
-        (op, v) for op in op_names() for v in get_op(op).variants}
-    assert np.mean(errors <= 0.01) >= 0.99
-    assert errors.max() <= 0.03
+    assert {r["point"][:2] for r in agreement} == set(every_variant())
+    for r in agreement:
+        assert reported(r["tile"]) == reported(r["burst"]), r["point"]
+
+
+def round_config(rng: np.random.Generator, op: str) -> dict:
+    """Round values, where requesters meet at the same instant: integer latencies, setups and
+    call overheads (0 included), power-of-two bandwidths, bursts, windows and tiles."""
+    return {
+        "ddr.latency_cycles": int(rng.integers(1, 9)) * int(rng.choice([1, 1, 8, 64])),
+        "ddr.bytes_per_cycle": float(2.0 ** int(rng.integers(-3, 6))),
+        "ddr.max_outstanding": int(2 ** int(rng.integers(0, 6))),
+        "idma.max_outstanding": int(2 ** int(rng.integers(0, 6))),
+        "idma.burst_bytes": int(2 ** int(rng.integers(4, 9))),
+        "idma.setup_cycles": int(rng.integers(0, 5)) * int(rng.choice([1, 8])),
+        "core.call_overhead_cycles": int(rng.integers(0, 4)) * int(rng.choice([1, 10])),
+        **tile_settings(int(2 ** int(rng.integers(8, 13)))),  # every op's tile key
+    }
+
+
+def small_size(rng: np.random.Generator, op: str, elements: int = 2000) -> dict:
+    if get_op(op).ndim == 1:
+        return {"n": int(rng.integers(64, elements))}
+    cols = int(2 ** int(rng.integers(3, 9)))
+    return {"shape": (int(rng.integers(1, max(2, elements // cols))), cols)}
+
+
+def test_tile_equals_burst_where_requesters_meet_at_the_same_instant(j6):
+    """160 round configurations (fixed seed), every op and variant, up to 2,000 elements.
+    Requests issued at one instant are served in the order burst fidelity's events run, which
+    is the order their waits were queued: a cut must replay the flow's request at that instant
+    first when the flow's wait began before the cutter's, and the flow's next wake-up must keep
+    its place in the queue (22 of 320 such configurations differed, by up to 38 cycles)."""
+    rng = np.random.default_rng(20)
+    runs, compared = every_variant(), set()
+    for i in range(160):
+        op, variant = runs[i % len(runs)]
+        config, size = round_config(rng, op), small_size(rng, op)
+        try:
+            model = j6.with_overrides(config)
+            burst = simulate(model, op, variant, data=False, **size)
+        except ValueError:  # a configuration the op refuses
+            continue
+        tile = simulate(model, op, variant, data=False, fidelity="tile", **size)
+        assert reported(tile) == reported(burst), (op, variant, config, size)
+        compared.add((op, variant))
+    assert compared == set(runs)
+
+
+def test_tile_equals_burst_on_the_issue_example(j6):
+    model = j6.with_overrides({
+        "ddr.latency_cycles": 2, "ddr.bytes_per_cycle": 32, "ddr.max_outstanding": 4,
+        "idma.max_outstanding": 4, "idma.burst_bytes": 32, "idma.setup_cycles": 2,
+        "core.call_overhead_cycles": 0, "layernorm.tile_bytes": 8192})
+    runs = {f: simulate(model, "layernorm", "pingpong", shape=(26, 256), data=False,
+                        fidelity=f) for f in ("burst", "tile")}
+    assert runs["burst"].cycles == 2260
+    assert reported(runs["tile"]) == reported(runs["burst"])
+
+
+def test_tile_equals_burst_with_two_cores_on_one_port(j6):
+    """Two streams of any two ops and variants on two cores, on round configurations: a core
+    whose kernel reads DDR meets the other core's channels at the same instant, also as the
+    task starts (the UCP starts it in a process of its own)."""
+    rng = np.random.default_rng(21)
+    runs = every_variant()
+    for _ in range(40):
+        config = round_config(rng, "softmax") | {
+            k: v for k, v in round_config(rng, "layernorm").items() if k.startswith("layernorm")}
+        config |= {"core.count": 2, "host.rpc_latency_us": float(rng.integers(0, 3))}
+        streams = []
+        for k in range(2):
+            op, variant = runs[int(rng.integers(len(runs)))] if k else \
+                [("softmax", "direct"), ("layernorm", "direct")][int(rng.integers(2))]
+            size = small_size(rng, op, 1500)
+            if "shape" in size:
+                size["shape"] = list(size["shape"])
+            streams.append({"name": f"s{k}", "op": op, "variant": variant, "count": 2,
+                            "period_us": float(rng.integers(1, 4)), "backend": f"core{k}"}
+                           | size)
+        try:
+            model = j6.with_overrides(config)
+            wl = parse_workload({"seed": 1, "stream": streams})
+            burst = task_table(run_workload(wl, model, fidelity="burst"))
+        except ValueError:
+            continue
+        tile = task_table(run_workload(wl, model, fidelity="tile"))
+        assert tile.equals(burst), (streams, config)
 
 
 def test_tile_reports_what_burst_reports(agreement):
@@ -105,8 +200,12 @@ def test_transfer_closed_form_equals_the_burst_recursion(nbytes, burst, window, 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
 @pytest.mark.parametrize("n", [1, 31, 64, 1000, 4097])
-def test_direct_kernel_closed_form_equals_the_walk(j6, name, n):
-    """A kernel alone on the port: one timeout at tile fidelity, the burst walk otherwise."""
+@pytest.mark.parametrize("rounded", [False, True], ids=["j6", "round"])
+def test_direct_kernel_closed_form_equals_the_walk(j6, name, n, rounded):
+    """A kernel alone on the port: one timeout at tile fidelity, the burst walk otherwise;
+    equal on round values, within float rounding (a sum in another order) on J6's."""
+    if rounded:
+        j6 = j6.with_overrides({"ddr.latency_cycles": 100, "ddr.bytes_per_cycle": 0.5})
     cycles = {}
     for fidelity in ("burst", "tile"):
         env, dsp = make_dsp(j6, fidelity=fidelity)
@@ -119,7 +218,10 @@ def test_direct_kernel_closed_form_equals_the_walk(j6, name, n):
         else:
             gen = dsp.core.call(name, n, x, z, scalar=0.5)
         cycles[fidelity] = run_proc(env, dsp, gen)["cycles"]
-    assert cycles["tile"] == pytest.approx(cycles["burst"], rel=1e-9, abs=1e-6)
+    if rounded:
+        assert cycles["tile"] == cycles["burst"]
+    else:
+        assert cycles["tile"] == pytest.approx(cycles["burst"], rel=1e-12)
 
 
 @pytest.mark.parametrize("op, variant, shape", [

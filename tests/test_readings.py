@@ -116,8 +116,10 @@ def test_explore_space_is_generic_and_respects_measurements():
 
 
 def test_a_small_explore_finds_the_three_readings_and_separates_them():
+    """Two grid points, the model's own and one outstanding request per channel, hold all three
+    readings (a second tile size found nothing more and doubled the time)."""
     ex = explore(load_model(), jobs=1, grid={
-        "softmax.tile_bytes": [4096, 32768], "idma.max_outstanding": [1, 32],
+        "softmax.tile_bytes": [32768], "idma.max_outstanding": [1, 32],
         "ddr.max_outstanding": [64]})
     assert {f.reading for f in ex.families} == set(EXPECTED.values())
     assert ex.families[0].reading == ("port", "port")  # the model's own reading first

@@ -1,10 +1,11 @@
-"""Both softmax versions end to end: calibration targets, bytes, monotonicity, scaling."""
+"""Both softmax versions end to end: calibration targets, bytes, scaling; and how every op's
+cycles move with the port's latency, bandwidth and windows."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dspsim.ops import get_op
+from dspsim.ops import get_op, op_names
 from dspsim.run import simulate
 
 # the document's figures {variant: cycles}: what the J6 model is calibrated to
@@ -73,24 +74,80 @@ def run(model, mode, n, **kv):
     return simulate(model.with_overrides(kv), variant=mode, n=n, data=False).cycles
 
 
-@settings(max_examples=20, deadline=None)
-@given(case=monotone_cases, factor=st.floats(1.05, 4))
-def test_more_latency_never_fewer_cycles(j6, case, factor):
-    mode, n, lat, bw, k, tile = case
-    base = {"ddr.bytes_per_cycle": bw, "idma.max_outstanding": k, "softmax.tile_bytes": tile}
-    a = run(j6, mode, n, **base, **{"ddr.latency_cycles": lat})
-    b = run(j6, mode, n, **base, **{"ddr.latency_cycles": lat * factor})
-    assert b >= a
+EVERY_VARIANT = [(op, v) for op in op_names() for v in get_op(op).variants]
+# the runs the latency and bandwidth properties compare: elements, latency, bandwidth, the
+# channel's window, the tile (a 2-D op's rows of 16 to 256 float32)
+port_cases = st.tuples(st.integers(100, 6_000), st.floats(1, 800), st.floats(0.05, 16),
+                       st.integers(1, 48), st.sampled_from([4096, 8192, 32768]),
+                       st.sampled_from([16, 100, 256]))
+FCFS_ANOMALY = 0.02  # bound on what a port change the wrong way may gain where requesters share
 
 
-@settings(max_examples=20, deadline=None)
-@given(case=monotone_cases, factor=st.floats(1.05, 4))
-def test_more_bandwidth_never_more_cycles(j6, case, factor):
-    mode, n, lat, bw, k, tile = case
-    base = {"ddr.latency_cycles": lat, "idma.max_outstanding": k, "softmax.tile_bytes": tile}
-    a = run(j6, mode, n, **base, **{"ddr.bytes_per_cycle": bw})
-    b = run(j6, mode, n, **base, **{"ddr.bytes_per_cycle": bw * factor})
-    assert b <= a
+def one_requester(op, variant):
+    """The core alone on the port (no iDMA channel): every request's completion is a max-plus
+    expression of the latency and of 1 / bandwidth with nonnegative coefficients, so the
+    cycles are monotone in both by construction."""
+    return get_op(op).requirements(variant)["channels"] == 0
+
+
+def run_op(model, op, variant, case, **kv):
+    n, _, _, k, tile, cols = case
+    size = {"n": n} if get_op(op).ndim == 1 else {"shape": (max(1, n // cols), cols)}
+    kv = {"idma.max_outstanding": k, f"{op}.tile_bytes": tile} | kv
+    return simulate(model.with_overrides(kv), op, variant, data=False, fidelity="tile",
+                    **size).cycles
+
+
+@pytest.mark.parametrize("op, variant", EVERY_VARIANT)
+@settings(max_examples=6, deadline=None)
+@given(case=port_cases, factor=st.floats(1.05, 4))
+def test_more_latency_never_fewer_cycles_alone_and_barely_when_shared(j6, op, variant, case,
+                                                                      factor):
+    """Every op and variant: with one requester on the port more latency never helps; where
+    requesters share its FCFS order it can, a little (test_more_latency_can_help_...)."""
+    lat, bw = case[1], case[2]
+    a = run_op(j6, op, variant, case, **{"ddr.latency_cycles": lat, "ddr.bytes_per_cycle": bw})
+    b = run_op(j6, op, variant, case, **{"ddr.latency_cycles": lat * factor,
+                                         "ddr.bytes_per_cycle": bw})
+    assert b >= (a if one_requester(op, variant) else a * (1 - FCFS_ANOMALY))
+
+
+@pytest.mark.parametrize("op, variant", EVERY_VARIANT)
+@settings(max_examples=6, deadline=None)
+@given(case=port_cases, factor=st.floats(1.05, 4))
+def test_more_bandwidth_never_more_cycles_alone_and_barely_when_shared(j6, op, variant, case,
+                                                                       factor):
+    """Every op and variant: with one requester more bandwidth never hurts (by construction);
+    shared, no configuration searched has found it hurting, bounded here as latency is."""
+    lat, bw = case[1], case[2]
+    a = run_op(j6, op, variant, case, **{"ddr.latency_cycles": lat, "ddr.bytes_per_cycle": bw})
+    b = run_op(j6, op, variant, case, **{"ddr.latency_cycles": lat,
+                                         "ddr.bytes_per_cycle": bw * factor})
+    assert b <= (a if one_requester(op, variant) else a * (1 + FCFS_ANOMALY))
+
+
+@pytest.mark.parametrize("op, variant, kv, latencies, size", [
+    ("layernorm", "pingpong", {"ddr.bytes_per_cycle": 1.7381059988526029,
+                               "idma.max_outstanding": 47, "ddr.max_outstanding": 19,
+                               "idma.setup_cycles": 58.82173353810846,
+                               "layernorm.tile_bytes": 8192},
+     (1.6119768351518917, 2.7398512986791737), {"shape": (59, 113)}),
+    ("softmax", "online", {"ddr.bytes_per_cycle": 7.719291402099944, "idma.max_outstanding": 3,
+                           "ddr.max_outstanding": 22, "idma.setup_cycles": 25.794618093851557,
+                           "softmax.tile_bytes": 1024},
+     (8.710953143525987, 10.190510204486973), {"n": 2272}),
+])
+def test_more_latency_can_help_where_requesters_share_the_port(j6, op, variant, kv, latencies,
+                                                               size):
+    """A real FCFS anomaly, not a simulator artefact (found by a property search, equal at
+    both fidelities): a longer round trip reorders the two channels' bursts in favour of the
+    tile the core waits for, and the run ends sooner (by 0.10 % and 0.15 %)."""
+    for fidelity in ("burst", "tile"):
+        short, long = (simulate(j6.with_overrides(kv | {"ddr.latency_cycles": lat}), op,
+                                variant, data=False, fidelity=fidelity, **size).cycles
+                       for lat in latencies)
+        assert long < short
+        assert long >= short * (1 - FCFS_ANOMALY)
 
 
 @settings(max_examples=20, deadline=None)

@@ -326,3 +326,85 @@ def test_calibration_candidates_stay_the_seeds(j6):
     cands = calibration_candidates(j6, [], (100_000,))
     assert {v for v, _, _ in cands} == {"pingpong", "direct"}
     assert OP.calibration_candidates(j6, [], (100_000,)) == cands
+
+
+# --------------------------------------------------------------------------- masked (-inf) rows
+T = 256  # float32 per 1 KiB tile (SMALL_TILES)
+# The free space of each DataRAM is 4 KiB, so a row of more than 2,048 float32 is partly
+# streamed by ``resident``: 768 resident float32 and a 1 KiB stream buffer per bank, the
+# elements from 6 * T on streamed with the online schedule.
+SMALL_TCM = {**SMALL_TILES, "tcm.reserved_bytes": 262_144 - 4096}
+
+
+def masked(cols, seed):
+    """Rows of ``cols`` float32, each masked (-inf) a different way: a prefix of whole tiles,
+    a prefix ending inside a tile, whole tiles in the middle (two places), every element but
+    the last, every element but the first, the whole row, and -inf scattered among finite
+    values."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for mask in ("prefix", "prefix_ragged", "middle", "streamed_prefix", "all_but_last",
+                 "all_but_first", "whole", "scattered"):
+        x = rng.normal(0.0, 2.0, cols)
+        if mask == "prefix":
+            x[: 2 * T] = -np.inf
+        elif mask == "prefix_ragged":
+            x[: T + 17] = -np.inf
+        elif mask == "middle":
+            x[2 * T : 4 * T] = -np.inf
+        elif mask == "streamed_prefix":  # the first tiles resident streams (SMALL_TCM)
+            x[6 * T : 8 * T] = -np.inf
+        elif mask == "all_but_last":
+            x[:-1] = -np.inf
+        elif mask == "all_but_first":
+            x[1:] = -np.inf
+        elif mask == "whole":
+            x[:] = -np.inf
+        else:
+            x[rng.random(cols) < 0.5] = -np.inf
+        rows.append((mask, x.astype(np.float32)))
+    return rows
+
+
+def check_masked(r, x):
+    """Where float64 is finite the output is within 1e-5 of it (and exactly 0 where the input
+    is -inf); where float64 is NaN (a whole -inf row: its max is -inf) the output is NaN."""
+    ref = reference_softmax(x)
+    out = r.output_array.astype(np.float64)
+    undefined = np.isnan(ref)
+    assert np.array_equal(np.isnan(out), undefined)
+    assert np.all(out[(x == -np.inf) & ~undefined] == 0.0)
+    big = ~undefined & (ref > 1e-30)
+    assert np.all(np.abs(out[big] - ref[big]) <= 1e-5 * ref[big])
+    assert r.output["wrong_count"] == 0 and r.output["nan_count"] == int(undefined.sum())
+
+
+@pytest.mark.parametrize("variant", list(OP.variants))
+@pytest.mark.parametrize("model_keys", [SMALL_TILES, SMALL_TCM], ids=["tiles", "partly_resident"])
+def test_masked_rows_are_softmax_of_the_rest(j6, run_x, variant, model_keys):
+    """-inf elements (masked attention): every variant gives float64's softmax of the finite
+    elements, 0 at the masked ones, on rows masked in every position a tile can be (in the
+    online schedule's first tile, the state a running max of -inf and a reference of -inf,
+    exp(-inf - -inf) used to turn the sum into NaN); a whole -inf row gives NaN in every
+    variant, as the seed's code does (its max is -inf and exp(-inf - -inf) is no number)."""
+    model = j6.with_overrides(model_keys)
+    for mask, row in masked(10 * T + 40, seed=7):
+        r = run_x(model, variant, row, fidelity="tile")
+        check_masked(r, row)
+        if mask == "prefix" and variant == "resident" and model_keys is SMALL_TCM:
+            assert "partly_resident" in {w["code"] for w in r.warnings}
+    x = np.stack([row for _, row in masked(10 * T + 40, seed=8)])  # rows longer than a tile
+    check_masked(run_x(model, variant, x, fidelity="tile"), x)
+    short = np.stack([row for _, row in masked(4 * T, seed=9)])[:, ::8].copy()  # 128 per row
+    check_masked(run_x(model, variant, short, fidelity="tile"), short)
+
+
+def test_masked_first_tile_at_the_default_tiles(j6):
+    """The issue's case: 20,000 float32 whose first 8,192 (one 32 KiB tile) are -inf."""
+    x = np.zeros(20000, np.float32)
+    x[:8192] = -np.inf
+    for v in OP.variants:
+        r = simulate(j6, variant=v, x=x, fidelity="tile")
+        assert r.output["nan_count"] == 0, v
+        assert np.all(r.output_array[8192:] == r.output_array[-1]), v
+        assert abs(float(r.output_array[-1]) * 11808 - 1.0) <= 1e-5, v

@@ -24,6 +24,7 @@ from typing import Any
 import simpy
 
 from dspsim.errors import DspsimInputError
+from dspsim.hw.clock import spawn
 from dspsim.hw.memory import Ptr
 from dspsim.ops.registry import Registry
 
@@ -210,7 +211,7 @@ class Ucp:
         self._free[core] = False
         task.core = core
         task.started_cycle = self.env.now
-        self.env.process(self._run(task))
+        spawn(self.env, self._run(task))
 
     def _run(self, task: Task):
         env = self.env

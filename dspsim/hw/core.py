@@ -24,7 +24,7 @@ import simpy
 
 from dspsim.config import Core as CoreCfg
 from dspsim.errors import DspsimInputError
-from dspsim.hw.clock import At, Walk, WalkState, drive
+from dspsim.hw.clock import At, Walk, WalkState, drive, spawn
 from dspsim.hw.context import RunContext
 from dspsim.hw.dcache import DataCache
 from dspsim.hw.idma import IdmaChannel, Transfer
@@ -258,10 +258,11 @@ class Core:
 
     def _ddr_kernel(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None
                     ) -> Proc:
-        """Burst fidelity: walk the loop access by access in a process of its own (each of its
-        many events resumes one generator, not the op's whole chain of ``yield from``
-        frames); return the cycles stalled (all, and those waiting on the write buffer)."""
-        return (yield self.env.process(self._stalling_loop(shape, n, rows, src, dst)))
+        """Walk the loop access by access in a process of its own (each of its many events
+        resumes one generator, not the op's whole chain of ``yield from`` frames; at tile
+        fidelity the process may run it as a closed form); return the cycles stalled (all, and
+        those waiting on the write buffer)."""
+        return (yield spawn(self.env, self._stalling_loop(shape, n, rows, src, dst)))
 
     def _ports(self, src: Ptr, dst: Ptr | None) -> list[Any]:
         return list({id(p.mem.port): p.mem.port for p in (src, dst)
@@ -376,8 +377,10 @@ class TileCore(Core):
     and stores on two memories, has no closed form here: it walks access by access, exactly
     as at burst fidelity."""
 
-    def _ddr_kernel(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None
-                    ) -> Proc:
+    def _stalling_loop(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None
+                       ) -> Proc:
+        # in the call's own process, as at burst fidelity: the same events at its start and
+        # end, so what happens at the same instant happens in the same order
         env, cfg = self.env, self.cfg
         start = env.now
         store_ddr = dst is not None and dst.external
@@ -385,7 +388,7 @@ class TileCore(Core):
         if (rows * n < CLOSED_FORM_MIN_ELEMENTS or port is None or src.mem.cached
                 or (store_ddr and (dst.mem is not src.mem or dst.mem.cached))
                 or not port.idle_for(self.name, start)):
-            return (yield from super()._ddr_kernel(shape, n, rows, src, dst))
+            return (yield from super()._stalling_loop(shape, n, rows, src, dst))
         seq = ddr_call_sequence(((shape, store_ddr),), n, cfg, port.latency_cycles,
                                 port.cycles_per_byte, port.max_outstanding, repeat=rows)
         first = start + cfg.call_overhead_cycles
@@ -398,7 +401,7 @@ class TileCore(Core):
         try:
             yield At(env, end)
         except simpy.Interrupt:  # cut: on access by access from where the replay paused
-            yield from drive(env, walk, state, self.elide, pending=spec.pending)
+            yield from drive(env, walk, state, self.elide, pending=spec.pending, eid=spec.eid)
             stall, store_stall = state.stall, state.store_stall
         else:
             last = last_stores(shape, n, cfg.lanes_f32) if store_ddr else ()

@@ -261,7 +261,7 @@ class TileIdmaChannel(IdmaChannel):
             yield At(env, end)
         except simpy.Interrupt:  # cut: on burst by burst from where the replay paused
             yield from drive(env, walk, state, self.elide, lander.land if lander else None,
-                             pending=spec.pending)
+                             pending=spec.pending, eid=spec.eid)
         else:
             port.book_transfer(self.name, t.start, t.nbytes, self.burst_bytes,
                                self.max_outstanding, t.dst.external)

@@ -36,7 +36,7 @@ from typing import Any
 import simpy
 
 from dspsim.config import MemoryCfg
-from dspsim.hw.clock import Walk, replay
+from dspsim.hw.clock import Walk, events_scheduled, replay, waited_since
 from dspsim.hw.context import RunContext
 from dspsim.probes import PortLog
 
@@ -174,7 +174,7 @@ class MemoryPort:
         """A flow runs as a closed form from now: nothing is booked until it ends (its owner
         then calls :meth:`book_transfer` / :meth:`book_call`). ``walk`` is the same flow
         burst by burst, for a cut."""
-        self.speculation = Speculation(requester, process, walk)
+        self.speculation = Speculation(requester, process, walk, self.env.now)
         return self.speculation
 
     def cut(self, now: float) -> None:
@@ -182,7 +182,10 @@ class MemoryPort:
         requests issued before ``now`` by replaying its walk, and interrupt its owner, which
         goes on burst by burst from where the walk paused (``pending``)."""
         spec, self.speculation = self.speculation, None
-        spec.pending = replay(spec.walk, now)
+        spec.pending = replay(spec.walk, now, spec.start, waited_since(self.env, now))
+        # the flow's next wake-up is queued as burst fidelity would have queued it: before
+        # the cutter's, and every other, next event
+        spec.eid = events_scheduled(self.env)
         spec.cut = True
         spec.process.interrupt("cut")
 
@@ -253,11 +256,13 @@ DdrPort = MemoryPort  # J6's one port; the older name
 class Speculation:
     """A flow running as a closed form: who, its owner process, its walk (for a cut)."""
 
-    __slots__ = ("requester", "process", "walk", "pending", "cut")
+    __slots__ = ("requester", "process", "walk", "start", "pending", "eid", "cut")
 
-    def __init__(self, requester: str, process: simpy.Process, walk: Walk):
+    def __init__(self, requester: str, process: simpy.Process, walk: Walk, start: float):
         self.requester = requester
         self.process = process
         self.walk = walk
+        self.start = start
         self.pending: float | None = None
+        self.eid: int | None = None
         self.cut = False

@@ -12,6 +12,8 @@ reads and one write of the array instead of the seed's three and two. Per tile o
     vecexpf_max(x, x, n, c);                    // in place: pass 1 writes nothing back
     s_t = vecsum(x, n);                         // the tile's sum at c
     x[0] = c_old; vecexpf_max(x, x, 1, c);      // r = exp(c_old - c): 1.0f exactly if c == c_old
+    s_t = c > -INFINITY ? s_t : 0.0f;           // masked so far (every element -inf): the
+    r = c > -INFINITY ? r : 1.0f;               // tile adds nothing, d stays 0
     d = d * r + s_t; c_old = c;
 
 and after the last tile ``d *= exp(c - m)`` (one more one-element exp), so that ``d`` is the sum
@@ -35,6 +37,13 @@ place, then the tile is copied out.
 
 Both variants start the running max at -inf and guard ``x - max`` against overflow (the seed's
 ``softmax.max_init`` and ``softmax.guard_shifted_input`` quirks are not in their code).
+
+Masked (-inf) elements: while every element so far is -inf the reference ``c`` is -inf, and
+``vecexpf_max`` of ``-inf - -inf`` (no number) gives +inf, so a tile folded then would make
+``d`` +inf and then NaN for the whole row; the two selects skip such a tile instead (``d``
+stays 0, the first tile with a finite element starts the sum). A row that is -inf throughout
+has no softmax (float64: NaN) and gives NaN, as the seed's ``direct`` and ``pingpong`` do:
+``d`` is 0, the final ``d * exp(-inf - -inf)`` is ``0 * inf``.
 
 - ``online``: the two passes through the seed's two buffers and channels (tile i in buffer and
   on channel i % 2), with :func:`~dspsim.ops.softmax.stream.hb_dsp_stream_frame`.
@@ -121,6 +130,8 @@ def tile_max_sum(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, st: Running, 
     yield from vecexpf_max(dsp, out_addr, in_addr, size, ref)
     s_t = yield from dsp.core.call("vecsum", size, out_addr)
     r = yield from scalar_expf(dsp, out_addr, st.ref, ref)
+    if ref == -np.inf:  # every element so far is -inf (masked): the tile adds nothing yet
+        s_t, r = _F32(0.0), _F32(1.0)
     with np.errstate(invalid="ignore", over="ignore"):
         st.sum = _F32(_F32(st.sum * r) + s_t)
     st.ref = ref
