@@ -223,6 +223,8 @@ LAYERS = (("dspsim.cli", 8), ("dspsim.study", 7), ("dspsim.analysis", 7), ("dsps
 
 
 def _layer(name: str) -> int | None:
+    if name.endswith(".__main__"):  # an entry point (python -m ...) is a command line
+        return LAYERS[0][1]
     for prefix, rank in LAYERS:
         if name == prefix or name.startswith(prefix + "."):
             return rank

@@ -39,7 +39,9 @@ def test_bounds_read_as_fields_and_as_the_ops_mapping(j6):
                                                b.compute_bound_cycles)
             assert b.estimate_cycles >= b.lower_bound_cycles
             assert b["estimate_cycles"] == b.estimate_cycles and dict(b)["binding_bound"]
-            assert b.ddr_read_bytes + b.ddr_write_bytes > 0
+            # traffic, unless the op runs on TCM alone (a kernel microbenchmark: compute-bound)
+            assert b.ddr_read_bytes + b.ddr_write_bytes > 0 or (
+                dict(b)["binding_bound"] == "compute" and b.dma_bound_cycles == 0)
 
 
 def test_the_default_output_summary_is_chunked_by_rows(j6):

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from dspsim.ops import get_op, op_names
 from dspsim.run import simulate
+from tests.op_keys import tile_settings
 
 # the document's figures {variant: cycles}: what the J6 model is calibrated to
 SEED_MEASUREMENTS_CYCLES = get_op("softmax").document["cycles"]
@@ -93,7 +94,7 @@ def one_requester(op, variant):
 def run_op(model, op, variant, case, **kv):
     n, _, _, k, tile, cols = case
     size = {"n": n} if get_op(op).ndim == 1 else {"shape": (max(1, n // cols), cols)}
-    kv = {"idma.max_outstanding": k, f"{op}.tile_bytes": tile} | kv
+    kv = {"idma.max_outstanding": k, **tile_settings(tile)} | kv
     return simulate(model.with_overrides(kv), op, variant, data=False, fidelity="tile",
                     **size).cycles
 

@@ -54,6 +54,11 @@ REQUIRED_METHODS = ("param_block", "handler", "reference", "default_input")
 REQUIRED = REQUIRED_ATTRIBUTES + REQUIRED_METHODS + ("requirements",)
 
 
+# a bound an op does not give (a microbenchmark's): 0 cycles, no constraint
+NO_BOUND = {"lower_bound_cycles": 0.0, "dma_bound_cycles": 0.0, "latency_bound_cycles": 0.0,
+            "compute_bound_cycles": 0.0, "estimate_cycles": 0.0}
+
+
 @dataclass(frozen=True, eq=False)
 class Bounds(Mapping[str, Any]):
     """An op's closed forms for one run: what ``study/`` reads, and the op's own details.

@@ -172,7 +172,7 @@ def platform_names(path: Path) -> set[str]:
     names: set[str] = set()
     p = path
     for _ in range(MAX_BASE_DEPTH + 1):
-        raw = _read_toml(p)
+        raw, _ = _read_toml(p)
         names.add(p.stem)
         meta = raw.get("model")
         if isinstance(meta, dict) and isinstance(meta.get("name"), str):

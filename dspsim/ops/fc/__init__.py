@@ -22,7 +22,7 @@ import numpy as np
 from dspsim.arrays import ddr_window_bytes
 from dspsim.errors import DspsimInputError
 from dspsim.kernels.fc_s8 import padded_bytes
-from dspsim.ops.base import Op, Proc
+from dspsim.ops.base import NO_BOUND, Bounds, Op, Proc  # noqa: I001
 from dspsim.ops.fc import bounds as _bounds
 from dspsim.ops.fc.params import HOST, PARAMS, TCM
 from dspsim.ops.fc.program import FC_CMD, hb_dsp_fc, hbDSPFcParam
@@ -161,7 +161,13 @@ class FullyConnected(Op):
                 "sum": int(out.sum(dtype=np.int64)),
                 "sha256": hashlib.sha256(np.ascontiguousarray(out).tobytes()).hexdigest()}
 
-    def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
+    def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> Bounds:
+        d = self._bounds(model, variant, shape)
+        # the weights' memory bound (direct) is the study's port bound
+        return Bounds.of({**NO_BOUND, "ddr_read_bytes": d.get("weights_bytes", 0),
+                          "dma_bound_cycles": d.get("memory_bound_cycles", 0.0), **d})
+
+    def _bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         return _bounds.bounds(model, variant, shape)
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from dspsim.errors import DspsimInputError
 from dspsim.kernels import KERNELS, get_kernel
-from dspsim.ops.base import Op, Proc
+from dspsim.ops.base import NO_BOUND, Bounds, Op, Proc  # noqa: I001
 from dspsim.ops.registry import register_op
 from dspsim.schema import OpSchema
 
@@ -133,7 +133,10 @@ class KernelBench(Op):
         return {"values": "zeros: a timing microbenchmark (the kernels' numerics are tested "
                           "on their own)"}
 
-    def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
+    def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> Bounds:
+        return Bounds.of({**NO_BOUND, **self._bounds(model, variant, shape)})
+
+    def _bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         kernel = get_kernel(variant)
         n, rows = kernel.call_size(shape)
         cycles = rows * kernel.shape.tcm_cycles(n, model.core)
