@@ -17,30 +17,18 @@ from dspsim.analysis.stalls import stall_summary
 from dspsim.analysis.timeline import ddr_series, timeline_figure
 from tests import two_memories
 from tests.cli_helpers import run_cli
-
-N = 20_000
-
-
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    """(model file, model, the two-memory run) with the two-memory op registered."""
-    d = tmp_path_factory.mktemp("two")
-    with two_memories.registered():
-        model = two_memories.model(d)
-        r = simulate(model, op=two_memories.NAME, variant="direct", n=N, data=False,
-                     trace=True, port_log=True)
-        yield d / "j6_sram.toml", model, r
+from tests.two_memories import N  # the run the files share: the fixture two_memories_run
 
 
 @pytest.fixture(scope="module")
-def two(setup):
-    return setup[2]
+def two(two_memories_run):
+    return two_memories_run[2]
 
 
 @pytest.fixture(scope="module")
-def on_sram(setup):
+def on_sram(two_memories_run):
     """The seed's ping-pong with its buffers in SRAM: DDR idle."""
-    model = setup[1].with_overrides({"host.memory": "sram"})
+    model = two_memories_run[1].with_overrides({"host.memory": "sram"})
     return simulate(model, variant="pingpong", n=N, data=False, trace=True, port_log=True)
 
 
@@ -177,8 +165,8 @@ def test_stalls_are_named_by_the_memory_from_the_runs_counts(two):
     assert "SRAM achieved" in text and "DDR achieved" in text
 
 
-def test_run_prints_each_memorys_bytes_and_stalls(setup, capsys):
-    path, _, r = setup
+def test_run_prints_each_memorys_bytes_and_stalls(two_memories_run, capsys):
+    path, _, r = two_memories_run
     with two_memories.registered():
         code, out, _ = run_cli(capsys, "run", "--model", path, "--op", two_memories.NAME,
                                "--variant", "direct", "--n", N, "--no-data")
@@ -189,8 +177,8 @@ def test_run_prints_each_memorys_bytes_and_stalls(setup, capsys):
             f"{r.stall_cycles['sram']:,}; idma_in 0, idma_out 0") in out
 
 
-def test_run_models_prints_a_byte_column_pair_per_memory(setup, capsys):
-    path, model, _ = setup
+def test_run_models_prints_a_byte_column_pair_per_memory(two_memories_run, capsys):
+    path, model, _ = two_memories_run
     code, out, _ = run_cli(capsys, "run", "--models", f"j6,{path}", "--n", 2000, "--no-data",
                            "--set", "host.memory=ddr")
     assert code == 0

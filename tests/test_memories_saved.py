@@ -19,24 +19,12 @@ from dspsim.results import load_run, run_document, save_run
 from tests import two_memories
 from tests.test_platform import CACHED
 from tests.test_timeline import V1_RUN
-
-N = 20_000
-
-
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    """(model file, model, the two-memory run) with the two-memory op registered."""
-    d = tmp_path_factory.mktemp("two")
-    with two_memories.registered():
-        model = two_memories.model(d)
-        r = simulate(model, op=two_memories.NAME, variant="direct", n=N, data=False,
-                     trace=True, port_log=True)
-        yield d / "j6_sram.toml", model, r
+from tests.two_memories import N  # the run the files share: the fixture two_memories_run
 
 
 @pytest.fixture(scope="module")
-def two(setup):
-    return setup[2]
+def two(two_memories_run):
+    return two_memories_run[2]
 
 
 def ylabels(fig):
@@ -66,8 +54,8 @@ def test_a_j6_run_saves_as_it_did(j6):
     assert {"port_logs", "port_log_cut_cycles"}.isdisjoint(run_document(r))
 
 
-def test_a_cut_log_of_another_memory_says_where_it_stops(setup, tmp_path):
-    _, model, _ = setup
+def test_a_cut_log_of_another_memory_says_where_it_stops(two_memories_run, tmp_path):
+    _, model, _ = two_memories_run
     with two_memories.registered():
         r = simulate(model, op=two_memories.NAME, variant="direct", n=N, data=False,
                      trace=True, port_log=True, trace_limit=100)

@@ -9,22 +9,7 @@ import pytest
 from dspsim import simulate
 from dspsim.errors import DspsimInputError
 from dspsim.study.sweep import build_sweep, read_sweep, run_sweep
-from tests import two_memories
 from tests.cli_helpers import run_cli
-
-N = 20_000
-
-
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    """(model file, model, the two-memory run) with the two-memory op registered."""
-    d = tmp_path_factory.mktemp("two")
-    with two_memories.registered():
-        model = two_memories.model(d)
-        r = simulate(model, op=two_memories.NAME, variant="direct", n=N, data=False,
-                     trace=True, port_log=True)
-        yield d / "j6_sram.toml", model, r
-
 
 # ------------------------------------------------------------------ sweeps
 J6_COLUMNS = [
@@ -39,8 +24,8 @@ def test_j6_sweep_columns_are_as_they_were():
     assert build_sweep({"ddr.latency_cycles": [50]}, n=4096).columns == J6_COLUMNS
 
 
-def test_a_sweep_has_the_columns_of_every_memory_and_resumes(setup, tmp_path):
-    path, model, _ = setup
+def test_a_sweep_has_the_columns_of_every_memory_and_resumes(two_memories_run, tmp_path):
+    path, model, _ = two_memories_run
     s = build_sweep({"host.memory": ["ddr", "sram"]}, n=4096, model=path, fidelity="tile")
     memory = [c for c in s.columns if c.startswith(("ddr_", "sram_"))]
     assert memory == ["ddr_read_bytes", "ddr_write_bytes", "sram_read_bytes",
@@ -75,11 +60,11 @@ def test_a_table_column_that_names_no_memory_is_refused(tmp_path):
 
 
 # ------------------------------------------------------------------ workloads
-def test_a_workload_from_sram_reports_the_sram_port(setup, tmp_path, capsys):
+def test_a_workload_from_sram_reports_the_sram_port(two_memories_run, tmp_path, capsys):
     from dspsim.analysis.workload_plots import workload_figure, workload_trace
     from dspsim.study.workload import parse_workload, run_workload, summarise, task_table
 
-    path, model, _ = setup
+    path, model, _ = two_memories_run
     wl = parse_workload({"seed": 1, "stream": [
         {"name": "a", "op": "softmax", "variant": "pingpong", "n": 4096, "period_us": 1000,
          "count": 2}]})

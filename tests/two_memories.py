@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 
+import pytest
+
 from dspsim import load_model
 from dspsim.ops import OPS, register_op
 from dspsim.ops.softmax import Softmax
@@ -80,3 +82,19 @@ def registered():
     finally:
         OPS.pop(op.name, None)
         OP_SCHEMAS.pop(op.name, None)
+
+
+N = 20_000
+
+
+@pytest.fixture(scope="module")
+def two_memories_run(tmp_path_factory):
+    """(model file, model, the two-memory run) with the two-memory op registered: the run the
+    test_memories_* files share."""
+    from dspsim.run import simulate
+
+    d = tmp_path_factory.mktemp("two")
+    with registered():
+        m = model(d)
+        r = simulate(m, op=NAME, variant="direct", n=N, data=False, trace=True, port_log=True)
+        yield d / "j6_sram.toml", m, r
