@@ -26,7 +26,8 @@ import numpy as np
 
 from dspsim.errors import DspsimInputError
 from dspsim.hw.port import transfer_cycles
-from dspsim.kernels.shapes import LoopShape, ddr_call_sequence
+from dspsim.kernels.cached import direct_bounds
+from dspsim.kernels.shapes import LoopShape
 from dspsim.ops.base import Bounds, Op, Proc, check_tile_bytes
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, hb_dsp_ping_pong_frame
 from dspsim.schema import Key, OpSchema, Params
@@ -121,31 +122,28 @@ def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
     """Closed-form traffic and lower bounds of a row-wise op whose rows each run ``row_calls``
     (``(shape, stores to DDR in the direct variant)``).
 
-    ``L`` = ``ddr.latency_cycles``, ``B`` = ``ddr.bytes_per_cycle``, ``S`` =
-    ``idma.setup_cycles``. **DMA-bound**: the bytes that must cross the port before the timer
-    stops / ``B``. **Latency-bound**: direct, the core's dependent vector loads one at a time;
-    ping-pong, the iDMA bursts, at most ``min(ddr.max_outstanding, 2 idma.max_outstanding)``
-    in flight. **Compute-bound**: the kernels' issue cycles in TCM plus ``S`` per descriptor.
-    ``lower_bound_cycles`` is the largest; ``estimate_cycles`` adds what no overlap hides:
-    direct, the kernels' closed-form DDR walk (exact for the core alone on the port);
+    ``L`` = the host memory's ``latency_cycles`` (J6: ``ddr``), ``B`` = its
+    ``bytes_per_cycle``, ``m`` = its ``max_outstanding``, ``S`` = ``idma.setup_cycles``;
+    through the data cache, direct is per line (:mod:`dspsim.kernels.cached`).
+    **DMA-bound**: the bytes that must cross the port before the timer stops / ``B``.
+    **Latency-bound**: direct, the core's dependent vector loads one at a time; ping-pong, the
+    iDMA bursts, at most ``min(m, 2 idma.max_outstanding)`` in flight. **Compute-bound**: the
+    kernels' issue cycles in TCM plus ``S`` per descriptor. ``lower_bound_cycles`` is the
+    largest; ``estimate_cycles`` adds what no overlap hides: direct, the kernels' closed-form
+    walk (exact for the core alone on an uncached port);
     ping-pong, the first tile's input copy and the last tile's compute and output copy.
     """
     rows, cols = shape
-    core, ddr, idma = model.core, model.ddr, model.idma
+    core, ddr, idma = model.core, model.host_memory, model.idma
     lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
     tensor = 4 * rows * cols
     row_compute = sum(s.tcm_cycles(cols, core) for s, _ in row_calls)
     kernels = rows * row_compute
     if variant == "direct":
-        walk = ddr_call_sequence(row_calls, cols, core, lat, cpb, ddr.max_outstanding, rows)
-        out: dict[str, Any] = {
-            "ddr_read_bytes": walk.read_bytes,
-            "ddr_write_bytes": walk.write_bytes,
-            "dma_bound_cycles": walk.must_cross_bytes * cpb,
-            "latency_bound_cycles": walk.loads * lat,  # dependent loads, one at a time
-            "compute_bound_cycles": kernels,
-        }
-        estimate = walk.cycles
+        calls = tuple((s, "x", "y" if stores else None) for s, stores in row_calls)
+        out = direct_bounds(model, calls, cols, rows)
+        estimate = out.pop("estimate_cycles")
+        del out["ddr_requests"], out["outstanding_requests"]  # calibrate derives the window
     else:
         per_tile = rows_per_tile(tile_bytes, cols)
         tiles = -(-rows // per_tile) if per_tile else 0

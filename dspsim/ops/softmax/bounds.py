@@ -4,9 +4,12 @@
 ``bounds(model, mode, n)`` returns, without simulating, what the model's parameters alone imply
 for one run: the traffic, three lower bounds on the op's cycles and a closed-form estimate.
 
-Symbols: ``L`` = ``ddr.latency_cycles``, ``B`` = ``ddr.bytes_per_cycle``, ``b`` =
-``idma.burst_bytes``, ``k`` = ``idma.max_outstanding`` (per channel), ``m`` =
-``ddr.max_outstanding`` (port), ``S`` = ``idma.setup_cycles``.
+Symbols, for the memory the host allocates from (``host.memory``; J6: ``ddr``): ``L`` =
+``ddr.latency_cycles``, ``B`` = ``ddr.bytes_per_cycle``, ``b`` = ``idma.burst_bytes``, ``k`` =
+``idma.max_outstanding`` (per channel), ``m`` = ``ddr.max_outstanding`` (port), ``S`` =
+``idma.setup_cycles``. When the core reaches that memory through its data cache, the direct
+version's traffic, bounds and estimate are per line (:mod:`dspsim.kernels.cached`); the rest
+of this text is the uncached case.
 
 Lower bounds (no run of the model can beat any of them):
 
@@ -62,7 +65,8 @@ from typing import Any
 from dspsim.config import HardwareModel
 from dspsim.errors import DspsimInputError
 from dspsim.hw.port import transfer_cycles
-from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM, ddr_call_sequence
+from dspsim.kernels.cached import direct_bounds
+from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
 from dspsim.schema import check_n
 
 MODES = ("pingpong", "direct")
@@ -103,24 +107,15 @@ def bounds(model: HardwareModel, mode: str, n: int) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------- direct
-_DIRECT_CALLS = ((VECMAXF, False), (VECEXPF_MAX, True), (VECSUM, False), (VECMUL, True))
-"""dsp_softmax's calls in order: every load is from DDR; (shape, stores to DDR)."""
+_DIRECT_CALLS = ((VECMAXF, "x", None), (VECEXPF_MAX, "x", "y"), (VECSUM, "y", None),
+                 (VECMUL, "y", "y"))
+"""dsp_softmax's calls in order: (shape, the array it loads, the array it stores)."""
 
 
 def _direct(model: HardwareModel, n: int) -> dict[str, Any]:
-    walk = ddr_call_sequence(tuple(_DIRECT_CALLS), n, model.core, model.ddr.latency_cycles,
-                             1.0 / model.ddr.bytes_per_cycle, model.ddr.max_outstanding)
-    return {
-        "ddr_read_bytes": walk.read_bytes,
-        "ddr_write_bytes": walk.write_bytes,
-        "ddr_requests": walk.loads + walk.stores,
-        # the last posted store (vecmul's last iteration) may still cross when the timer stops
-        "dma_bound_cycles": walk.must_cross_bytes / model.ddr.bytes_per_cycle,
-        "latency_bound_cycles": walk.loads * model.ddr.latency_cycles,  # dependent loads
-        "compute_bound_cycles": float(sum(s.tcm_cycles(n, model.core) for s, _ in _DIRECT_CALLS)),
-        "estimate_cycles": walk.cycles,
-        "outstanding_requests": 1,
-    }
+    out = direct_bounds(model, _DIRECT_CALLS, n)
+    out["compute_bound_cycles"] = float(out["compute_bound_cycles"])
+    return out
 
 
 # ------------------------------------------------------------------------------ ping-pong
@@ -164,7 +159,7 @@ def _tile_elems(model: HardwareModel) -> int:
 
 
 def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
-    core, ddr, idma = model.core, model.ddr, model.idma
+    core, ddr, idma = model.core, model.host_memory, model.idma
     lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
     burst, k, m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
     setup = idma.setup_cycles
@@ -301,7 +296,7 @@ def regime(model: HardwareModel, mode: str, n: int, margin: float = UNCONTENDED_
         return "uncontended"
     if tiles < UNCONTENDED_MIN_TILES:  # filling and draining the pipeline are not small
         return "mixed"
-    core, ddr, idma = model.core, model.ddr, model.idma
+    core, ddr, idma = model.core, model.host_memory, model.idma
     lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
     s = _tile_elems(model)
     window = min(ddr.max_outstanding, 2 * idma.max_outstanding)

@@ -63,7 +63,7 @@ class _Cost:
 
     def __init__(self, model: Any):
         self.model = model
-        core, ddr, idma = model.core, model.ddr, model.idma
+        core, ddr, idma = model.core, model.host_memory, model.idma
         self.core = core
         self.lat, self.cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
         self.burst, self.k, self.m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding

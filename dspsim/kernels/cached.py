@@ -1,0 +1,244 @@
+"""Kernel calls on a memory the core reaches through its data cache, in closed form.
+
+The direct variants of the row-wise ops and of softmax walk their arrays with the seed's
+kernels; on a cached memory (:mod:`dspsim.hw.dcache`) the core pays per line missed, not per
+vector load. This module gives the lines each call misses and what that costs, without
+walking a single line, for calls that sweep their arrays front to back in lock step (every
+kernel here does).
+
+**Which lines miss.** The cache is taken as fully associative with LRU replacement over
+``C = capacity / line`` lines (the simulated cache is ``ways``-way set associative; a
+sequential sweep spreads evenly over the sets, so the two agree up to a set's rounding). Line
+``i`` of array ``A`` hits in call ``k`` iff fewer than ``C`` other lines were touched since
+``A``'s line ``i`` was last touched in call ``j``: the *reuse distance*
+
+    d(i) = (L - 1) + sum over arrays touched strictly between j and k of L
+                   + (L - 1) for each array in both j and k
+                   + (L - 1 - i) for each array in j only + i for each array in k only
+
+(``L`` lines per array) is linear in ``i``, so the hits of a call are a count of integers
+under a line: no loop over lines. The first touch of a line misses (write-allocate: a store
+miss fetches the line too, with ``write_back``; with ``write_through`` stores bypass the
+cache and go to the port as uncached posted stores).
+
+**What it costs.** A line fill holds the port for ``F = latency + line / bandwidth``.
+
+- Blocking misses (no prefetch): the core waits for each missed line in turn: a call costs
+  its TCM cycles plus ``misses x F``.
+- Next-line prefetch: a stream that misses runs ahead one line, so each line costs the larger
+  of the core's cycles per line and the port's: ``F`` per stream's line one at a time, the
+  lines of all the call's missing streams on the data path (``streams x line / bandwidth``;
+  ``streams x F`` with one request slot). The call costs its TCM cycles, one ``F`` for the
+  first miss, and the excess of that period over the core's per line on every missed line.
+- A call takes at least the port's own time: its fills (and the write-backs below) and, with
+  ``write_through``, its vector stores, one posted request each, back to back.
+
+Dirty lines a write-back cache evicts are posted (the core does not wait) but share the port
+with the fills: a dirty line missed again was written back in between, and dirty lines left
+at the end are written back as later rows evict them, but for the last lines touched. The
+estimate spreads their port time over the calls that miss once something is dirty.
+
+Lower bounds (exact, whatever the sets do): the lines of every byte the calls touch must be
+fetched once (``compulsory_lines``, at least ``ceil(bytes / line)``): ``dma_bound_cycles`` =
+those bytes / bandwidth; ``latency_bound_cycles`` = their round trips, one at a time with
+blocking misses (the core waits for each), else over the memory's request slots.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from dspsim.config import Core, Dcache, HardwareModel, MemoryCfg
+from dspsim.kernels.shapes import LoopShape, ddr_call_sequence, ddr_requests
+
+ELEMENT_BYTES = 4  # float32: the row-wise and softmax kernels' elements
+
+CachedCall = tuple[LoopShape, str, "str | None"]
+"""One kernel call: its loop shape, the array it loads, the array it stores (or ``None``)."""
+
+
+@dataclass(frozen=True)
+class CachedWalk:
+    """A sequence of kernel calls on a cached memory, in closed form."""
+
+    cycles: float  # the estimate
+    compute_cycles: int  # the kernels' cycles in TCM
+    missed_lines: int  # lines fetched because an access needed them (estimate)
+    writeback_lines: int  # dirty lines evicted (estimate)
+    compulsory_lines: int  # lines that must be fetched whatever the cache does (a bound)
+    uncached_store_bytes: int  # stores that bypass the cache (write-through)
+    dma_bound_cycles: float
+    latency_bound_cycles: float
+
+
+def _hits(lines: int, capacity: int, const: int, slope: int) -> int:
+    """How many ``i`` in ``0 .. lines - 1`` have ``const + slope * i < capacity``."""
+    if slope == 0:
+        return lines if const < capacity else 0
+    if slope > 0:  # i < (capacity - const) / slope
+        bound = math.ceil((capacity - const) / slope)
+        return max(0, min(lines, bound))
+    # slope < 0: i > (const - capacity) / -slope
+    first = math.floor((const - capacity) / -slope) + 1
+    return max(0, lines - max(0, first))
+
+
+def _distance(lines: int, arrays: set[str], before: set[str], between: set[str]
+              ) -> tuple[int, int]:
+    """The reuse distance of line ``i`` of an array touched in a call with the other
+    ``arrays``, last touched in a call with the others ``before``, ``between`` touched fully
+    in between, as ``(const, slope)``: ``d(i) = const + slope * i``."""
+    both = before & arrays
+    const = (lines - 1) * (1 + len(before)) + lines * len(between)
+    return const, len(arrays - both) - len(before - both)
+
+
+@functools.lru_cache(maxsize=1024)
+def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem: MemoryCfg,
+                         cache: Dcache, repeat: int = 1) -> CachedWalk:
+    """``calls`` one after another on arrays of ``n`` float32 each, the whole sequence
+    ``repeat`` times on fresh arrays (a row-wise op's rows), on memory ``mem`` through
+    ``cache``."""
+    line = cache.line_bytes
+    capacity = cache.capacity_bytes // line
+    lines = -(-ELEMENT_BYTES * n // line)
+    write_back = cache.write_policy == "write_back"
+    # per call, the arrays it touches through the cache (loads, and stores when write-back)
+    touched = [set(a for a in (src, dst if write_back else None) if a) for _, src, dst in calls]
+    last_seen: dict[str, int] = {}
+    dirty: dict[str, int] = {}  # dirty lines per array
+    misses: list[dict[str, int]] = []
+    writebacks = 0
+    for k, ((_, _, dst), arrays) in enumerate(zip(calls, touched, strict=True)):
+        call: dict[str, int] = {}
+        for a in sorted(arrays):
+            j = last_seen.get(a)
+            if j is None:
+                call[a] = lines
+                continue
+            between = set().union(*touched[j + 1:k]) - {a}
+            const, slope = _distance(lines, arrays - between - {a}, touched[j] - between - {a},
+                                     between)
+            call[a] = lines - _hits(lines, capacity, const, slope)
+            evicted = min(call[a], dirty.get(a, 0))  # a dirty line missed was written back
+            writebacks += evicted
+            dirty[a] = dirty.get(a, 0) - evicted
+        for a in arrays:
+            last_seen[a] = k
+        if dst is not None and write_back:
+            dirty[dst] = lines
+        misses.append(call)
+    # after the sequence, dirty lines are evicted by what follows (the next rows; exact for
+    # all but the last) unless, after the last row, they are among the last lines touched
+    end = len(calls)
+    resident = 0
+    for a, d in dirty.items():
+        j = last_seen[a]
+        after = set().union(*touched[j + 1:end]) - {a}
+        others = len(touched[j] - after - {a})  # touched with it in its last call only
+        # line i stays iff the lines touched after it are fewer than the capacity
+        const = (lines - 1) * (1 + others) + lines * len(after)
+        resident += min(d, _hits(lines, capacity, const, -(1 + others)))
+    tail = sum(dirty.values())
+    writebacks = repeat * (writebacks + tail) - resident
+    missed = sum(sum(c.values()) for c in misses)
+    # the posted write-backs share the data path with the fills: spread them over the calls
+    # that miss once something is dirty
+    first_store = next((k for k, (_, _, dst) in enumerate(calls) if dst is not None), end)
+    after_store = sum(sum(c.values()) for c in misses[first_store:])
+    per_miss = writebacks / (repeat * after_store) if after_store else 0.0
+    cycles = 0.0
+    compute = 0
+    for k, ((shape, _, dst), call) in enumerate(zip(calls, misses, strict=True)):
+        tcm = shape.tcm_cycles(n, core)
+        compute += tcm
+        wb = per_miss if k >= first_store else 0.0
+        cycles += max(tcm + _miss_cycles(call, lines, tcm, wb, mem, cache),
+                      _port_cycles(call, wb, shape, n, core, mem, cache, dst))
+    uncached_store = 0 if write_back else sum(
+        ELEMENT_BYTES * n for _, _, dst in calls if dst is not None)
+    compulsory = repeat * (-(-ELEMENT_BYTES * n * len(set().union(*touched)) // line)
+                           if touched else 0)
+    cpb = 1.0 / mem.bytes_per_cycle
+    slots = 1 if not cache.prefetch_next_line else mem.max_outstanding
+    return CachedWalk(
+        cycles=cycles * repeat, compute_cycles=compute * repeat,
+        missed_lines=missed * repeat, writeback_lines=writebacks,
+        compulsory_lines=compulsory, uncached_store_bytes=uncached_store * repeat,
+        dma_bound_cycles=(compulsory * line + uncached_store * repeat) * cpb,
+        latency_bound_cycles=compulsory * mem.latency_cycles / slots)
+
+
+def _port_cycles(misses: dict[str, int], writebacks_per_miss: float, shape: LoopShape, n: int,
+                 core: Core, mem: MemoryCfg, cache: Dcache, dst: str | None) -> float:
+    """The port's own time for a call: its fills, the write-backs they evict and, with
+    ``write_through``, its vector stores (posted, one request each), back to back."""
+    line, cpb = cache.line_bytes, 1.0 / mem.bytes_per_cycle
+    one_slot = mem.max_outstanding == 1
+    per_line = (mem.latency_cycles if one_slot else 0.0) + line * cpb
+    total = sum(misses.values()) * (1 + writebacks_per_miss) * per_line
+    if dst is not None and cache.write_policy == "write_through":
+        stores = ddr_requests(shape, n, core.lanes_f32, True)[1]
+        total += stores * ((mem.latency_cycles if one_slot else 0.0) + core.vector_bytes * cpb)
+    return total
+
+
+def _miss_cycles(misses: dict[str, int], lines: int, tcm: int, writebacks_per_miss: float,
+                 mem: MemoryCfg, cache: Dcache) -> float:
+    """What a call's missed lines (and the write-backs they evict) add to its TCM cycles
+    (see the module docstring)."""
+    total = sum(misses.values())
+    if not total:
+        return 0.0
+    line = cache.line_bytes
+    fill = mem.latency_cycles + line / mem.bytes_per_cycle
+    slot = fill if mem.max_outstanding == 1 else line / mem.bytes_per_cycle
+    if not cache.prefetch_next_line:
+        return total * (fill + writebacks_per_miss * slot)
+    streams = sum(1 for m in misses.values() if m)
+    period = max(fill, streams * (1 + writebacks_per_miss) * slot)
+    return fill + max(misses.values()) * max(0.0, period - tcm / lines)
+
+
+def direct_bounds(model: HardwareModel, calls: tuple[CachedCall, ...], n: int,
+                  repeat: int = 1) -> dict[str, Any]:
+    """Traffic, lower bounds and estimate of a direct variant: ``calls`` on arrays of ``n``
+    float32 in the host memory (``host.memory``), the sequence ``repeat`` times on fresh
+    arrays. Through the data cache when that memory is cached (:func:`cached_call_sequence`:
+    traffic and estimate per line), else the uncached walk
+    (:func:`dspsim.kernels.shapes.ddr_call_sequence`: exact for the core alone on the port,
+    traffic exact)."""
+    mem = model.host_memory
+    lat, cpb = mem.latency_cycles, 1.0 / mem.bytes_per_cycle
+    if mem.cached and model.dcache.capacity_bytes:
+        w = cached_call_sequence(calls, n, model.core, mem, model.dcache, repeat)
+        line = model.dcache.line_bytes
+        return {
+            "ddr_read_bytes": w.missed_lines * line,  # estimate: fills (a prefetch adds)
+            "ddr_write_bytes": w.uncached_store_bytes,  # dirty lines stay or are evicted
+            "ddr_requests": w.missed_lines + w.uncached_store_bytes // model.core.vector_bytes,
+            "dma_bound_cycles": w.dma_bound_cycles,
+            "latency_bound_cycles": w.latency_bound_cycles,
+            "compute_bound_cycles": w.compute_cycles,
+            "estimate_cycles": w.cycles,
+            "outstanding_requests": 1,
+            "missed_lines": w.missed_lines,
+            "compulsory_lines": w.compulsory_lines,
+            "writeback_lines": w.writeback_lines,
+        }
+    uncached = tuple((shape, dst is not None) for shape, _, dst in calls)
+    walk = ddr_call_sequence(uncached, n, model.core, lat, cpb, mem.max_outstanding, repeat)
+    return {
+        "ddr_read_bytes": walk.read_bytes,
+        "ddr_write_bytes": walk.write_bytes,
+        "ddr_requests": walk.loads + walk.stores,
+        # the last posted store may still cross when the timer stops
+        "dma_bound_cycles": walk.must_cross_bytes * cpb,
+        "latency_bound_cycles": walk.loads * lat,  # dependent loads, one at a time
+        "compute_bound_cycles": repeat * sum(s.tcm_cycles(n, model.core) for s, _ in uncached),
+        "estimate_cycles": walk.cycles,
+        "outstanding_requests": 1,
+    }
