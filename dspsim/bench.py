@@ -6,7 +6,8 @@ with elision: the default; tile fidelity): the wall time, events, events per sec
 ratio to the bare SimPy ``env.timeout`` rate measured right before each run (interleaved, so
 the ratio survives the machine's load changing); the tile-fidelity speed-up per point; the
 event-elision speed-up on burst ping-pong at 10^6 elements (the two engines run alternately);
-the wall time of a 1,000-point sweep on two worker processes; and the wall time of the command
+the wall time of a 1,000-point sweep on two worker processes, and on a local dask cluster of
+two workers (when dask is installed); and the wall time of the command
 ``dspsim run --json`` (start-up, the headline run, its stall summary), next to a bare
 ``python -c "import numpy, simpy"`` measured alternately; and the peak memory (RSS) of one run
 with values on at ``--memory-elements`` elements (10^7 by default) for every op, variant and
@@ -108,6 +109,12 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
         from dspsim.study.experiments import bench_sweep
 
         out["sweep"] = bench_sweep(points=sweep_points, jobs=2)
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            pass  # dask not installed: no dask row
+        else:
+            out["sweep_dask"] = bench_sweep(points=sweep_points, jobs=2, executor="dask")
     return out
 
 
@@ -206,6 +213,10 @@ def print_report(b: dict[str, Any]) -> None:
         sw = b["sweep"]
         print(f"sweep of {sw['points']:,} points (tile fidelity, --jobs 2): {sw['wall_s']:.1f} s, "
               f"{sw['points_per_s']:.0f} points/s")
+    if "sweep_dask" in b:
+        sw = b["sweep_dask"]
+        print(f"the same sweep on a local dask cluster of 2 workers (start-up included, small "
+              f"points batched): {sw['wall_s']:.1f} s, {sw['points_per_s']:.0f} points/s")
 
 
 def main() -> None:

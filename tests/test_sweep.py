@@ -921,3 +921,25 @@ def _cli(*argv, timeout: float = 60, env=None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
     return subprocess.run([sys.executable, "-m", "dspsim.cli", *map(str, argv)],
                           capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_dask_batches_small_points_and_keeps_every_row(tmp_path):
+    """Points of a few milliseconds go to dask many to a task (the batch grows from one as
+    points are timed); the rows are the local executor's, one per point."""
+    pytest.importorskip("distributed")
+    from dspsim.study.sweep.executors import MAX_BATCH, TASK_TARGET_S, batch_size
+
+    assert batch_size(0, 0.0) == 1
+    assert batch_size(10, 10 * TASK_TARGET_S) == 1  # points as long as a task: one each
+    assert batch_size(10, 10 * TASK_TARGET_S / 8) == 8
+    assert batch_size(10, 0.0) == MAX_BATCH
+    s = small_sweep(params={"ddr.latency_cycles": [float(v) for v in range(10, 130, 2)]},
+                    n=64, fidelity="tile")
+    run_sweep(s, tmp_path / "local.csv")
+    run_sweep(s, tmp_path / "dask.csv", executor="dask", jobs=2, dask_processes=False,
+              timeout_s=120)
+    local, dask = (without_wall(read_sweep(tmp_path / f"{k}.csv")) for k in ("local", "dask"))
+    assert len(dask) == 120
+    key = list(local.columns[:3])
+    assert dask.sort_values(key).reset_index(drop=True).equals(
+        local.sort_values(key).reset_index(drop=True))

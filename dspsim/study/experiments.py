@@ -41,10 +41,12 @@ def run_experiment(
 
 
 def bench_sweep(
-    points: int = 1000, jobs: int = 2, n: int = DEFAULT_N, fidelity: str = "tile"
+    points: int = 1000, jobs: int = 2, n: int = DEFAULT_N, fidelity: str = "tile",
+    executor: str = "local",
 ) -> dict[str, float]:
     """Time a ``points``-point sweep (the variants the default op studies x DDR latencies from
-    20 to 2,000 cycles) into a temporary file with ``jobs`` worker processes."""
+    20 to 2,000 cycles) into a temporary file with ``jobs`` worker processes (``executor``
+    ``dask``: a local dask cluster of ``jobs`` worker processes, its start-up included)."""
     op = get_op(DEFAULT_OP)
     variants = len(op.study_variants or op.variants)
     if points < variants:
@@ -53,7 +55,8 @@ def bench_sweep(
     latencies = sorted({float(f"{20 + 1980 * i / max(1, count - 1):.6g}") for i in range(count)})
     sweep = build_sweep({"ddr.latency_cycles": latencies}, n=n, fidelity=fidelity)
     with tempfile.TemporaryDirectory() as d:
-        summary = run_sweep(sweep, Path(d) / "bench.csv", jobs=jobs, progress=False)
+        summary = run_sweep(sweep, Path(d) / "bench.csv", jobs=jobs, progress=False,
+                            executor=executor)
     return {
         "points": summary.points,
         "wall_s": summary.wall_s,

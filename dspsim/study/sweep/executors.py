@@ -11,7 +11,8 @@ worker needs the same dspsim installed (``pip install dspsim[dask]`` on each mac
 running ``dspsim sweep`` writes the file, so only it needs the output directory.
 
 Both executors yield ``(point, result)`` pairs as points complete, with at most a few points per
-worker in flight, and call ``started()`` once the workers are up.
+worker in flight (dask: a few tasks, small points batched so the scheduler's per-task cost does
+not dominate), and call ``started()`` once the workers are up.
 """
 
 from __future__ import annotations
@@ -194,6 +195,27 @@ class DaskCluster:
                     pass
 
 
+def evaluate_points(points: list[tuple[HardwareModel, Mapping[str, Any]]], fidelity: str
+                    ) -> list[dict[str, Any]]:
+    """:func:`evaluate_point` on each ``(model, point)`` of a batch (one dask task)."""
+    return [evaluate_point(model, point, fidelity) for model, point in points]
+
+
+# a dask task costs the scheduler a few milliseconds: points are sent in batches of about this
+# many seconds of work (measured from the points done so far), at most MAX_BATCH points each
+TASK_TARGET_S = 0.25
+MAX_BATCH = 256
+
+
+def batch_size(done_points: int, done_wall_s: float) -> int:
+    """Points per dask task: one until a point has been timed, then as many as take about
+    :data:`TASK_TARGET_S` at the mean wall time so far."""
+    if not done_points:
+        return 1
+    mean = done_wall_s / done_points
+    return max(1, min(MAX_BATCH, int(TASK_TARGET_S / mean) if mean > 0 else MAX_BATCH))
+
+
 def dask_results(
     sweep: Sweep,
     todo: Iterable[dict[str, Any]],
@@ -201,32 +223,42 @@ def dask_results(
     started,
     timeout_s: float | None,
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """The points of ``todo`` on ``cluster`` (connected), at most a few per worker in flight."""
+    """The points of ``todo`` on ``cluster`` (connected), at most a few tasks per worker in
+    flight; small points go in batches (:func:`batch_size`), each point's row yielded as its
+    batch completes."""
     import distributed
 
     client = cluster.client
     started()
-    window = 4 * max(1, sum(client.nthreads().values()))
+    window = 2 * max(1, sum(client.nthreads().values()))
     it = iter(todo)
-    pending: dict[str, dict[str, Any]] = {}
+    pending: dict[str, list[dict[str, Any]]] = {}
     ac = distributed.as_completed(timeout=timeout_s)
+    timed = {"points": 0, "wall_s": 0.0}
 
     def fill() -> None:
-        for p in itertools.islice(it, max(0, window - len(pending))):
-            f = client.submit(evaluate_point, sweep.model_of(p), p, sweep.fidelity, pure=False)
-            pending[f.key] = p
+        while len(pending) < window:
+            batch = list(itertools.islice(it, batch_size(timed["points"], timed["wall_s"])))
+            if not batch:
+                return
+            pairs = [(sweep.model_of(p), p) for p in batch]
+            f = client.submit(evaluate_points, pairs, sweep.fidelity, pure=False)
+            pending[f.key] = batch
             ac.add(f)
 
     fill()
     try:
         for f in ac:
-            p = pending.pop(f.key)
+            batch = pending.pop(f.key)
             try:
-                result = f.result()
+                results = f.result()
             except Exception as e:
                 msg = f"a dask task failed ({type(e).__name__}: {e})"
                 raise SweepAbortedError(msg) from None
-            yield p, result
+            for p, result in zip(batch, results, strict=True):
+                timed["points"] += 1
+                timed["wall_s"] += float(result.get("wall_s", 0.0))
+                yield p, result
             fill()
     except TimeoutError:
         msg = f"the dask cluster did not finish within {timeout_s} s"
