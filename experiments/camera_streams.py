@@ -38,7 +38,7 @@ from dspsim.analysis.timeline import save_figure  # noqa: E402
 from dspsim.config import load_model  # noqa: E402
 from dspsim.errors import DspsimInputError  # noqa: E402
 from dspsim.ops import get_op  # noqa: E402
-from dspsim.paths import atomic_write_text  # noqa: E402
+from dspsim.paths import atomic_write_text, plain_text  # noqa: E402
 from dspsim.platform import FIDELITIES  # noqa: E402
 from dspsim.run import simulate  # noqa: E402
 from dspsim.study.workload import parse_workload, run_workload, summarise, task_table  # noqa: E402
@@ -186,6 +186,7 @@ def plot(df: pd.DataFrame, limits: dict[str, int], path: Path) -> None:
     save_figure(figure(df, limits), path, dpi=130)
 
 
+@plain_text
 def figure(df: pd.DataFrame, limits: dict[str, int]):
     """The two panels (camera p99, high-priority p99), not yet saved."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -86,7 +86,7 @@ from dspsim.analysis.timeline_memories import (
     stall_memories,
 )
 from dspsim.errors import DspsimInputError
-from dspsim.paths import atomic_savefig, suffix_of, writable_file
+from dspsim.paths import atomic_savefig, plain_text, suffix_of, writable_file
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -416,6 +416,7 @@ def finish_layout(fig, gs, handles: list[Any], notes: Sequence[str], ncol: int =
 
 
 # ------------------------------------------------------------------------------ figures
+@plain_text
 def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> Figure:
     """The timeline of one run as a matplotlib Figure (not yet saved)."""
     from matplotlib.figure import Figure
