@@ -40,7 +40,9 @@ Several runs on one cycle axis: :mod:`dspsim.analysis.compare`.
 
 Figures are drawn with matplotlib's object API on an Agg canvas (no pyplot, no global state) and
 saved as ``.png``, ``.svg`` (text kept as text) or ``.pdf`` (:data:`FIGURE_FORMATS`, shared by
-every figure dspsim writes), atomically (:func:`dspsim.paths.atomic_savefig`).
+every figure dspsim writes), atomically (:func:`dspsim.paths.atomic_savefig`). Every text is
+drawn as written, never as math text: a figure builder is decorated with
+:func:`dspsim.paths.plain_text`, and the saver makes text added later plain too.
 """
 
 from __future__ import annotations
