@@ -68,3 +68,21 @@ def test_the_validation_report_recommends_the_readings_board_run():
                         r"`softmax.tile_bytes` = (\d+)\)", validation)
     assert advice == [("pingpong", "64", "256")]
     assert "separates the readings." in validation.split("Measuring")[-1]
+
+
+def test_the_validation_scripts_advice_is_computed_from_the_readings(monkeypatch):
+    import importlib.util
+    from types import SimpleNamespace
+
+    monkeypatch.syspath_prepend(str(ROOT / "experiments"))  # its _results
+
+    spec = importlib.util.spec_from_file_location("validation",
+                                                  ROOT / "experiments" / "validation.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    proposal = SimpleNamespace(variant="pingpong", n=16384,
+                               settings={"softmax.tile_bytes": 65536})
+    text = "\n".join(mod.readings_section(proposal))
+    assert "Section 1.2's proposal leaves two readings within 7.5 %" in text
+    assert ("Measuring `--explore`'s proposal on a J6 board (pingpong, n = 64, "
+            "`softmax.tile_bytes` = 256)") in text
