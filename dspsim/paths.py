@@ -24,6 +24,7 @@ gone, or when it is older than :data:`STALE_TEMP_S`.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import socket
@@ -33,7 +34,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ParamSpec, TypeVar
 
 from dspsim.errors import DspsimInputError
 
@@ -316,11 +317,36 @@ _TIMESTAMP_KEYS = {"svg": "Date", "pdf": "CreationDate", "ps": "CreationDate",
 SVG_HASH_SALT = "dspsim"
 
 
+# Every text a figure draws is drawn as written: a "$" in a name (a model's, a stream's, a
+# file's, a trace label, a table's value) is a character, never math text (which typesets
+# "a$b$c" and fails on "$x^$"). Tick labels too: a log axis needs a plain formatter.
+PLAIN_TEXT = {"text.parse_math": False}
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def plain_text(build: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Decorates a function that builds a figure: every text it creates (and measures while
+    laying the figure out) is drawn as written (:data:`PLAIN_TEXT`). :func:`atomic_savefig`
+    makes text added later plain as well."""
+
+    @functools.wraps(build)
+    def built(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        from matplotlib import rc_context
+
+        with rc_context(PLAIN_TEXT):
+            return build(*args, **kwargs)
+
+    return built
+
+
 def atomic_savefig(fig: Any, path: str | Path, what: str = "figure", **kwargs: Any) -> Path:
     """``fig.savefig`` (a matplotlib Figure) to ``path`` through :func:`atomic_write`; the format
     is the extension's (any case) unless ``format=`` is given. The file is deterministic: the
-    same figure gives the same bytes (no creation time, SVG ids from a fixed salt)."""
+    same figure gives the same bytes (no creation time, SVG ids from a fixed salt). Every text
+    is drawn as written (:data:`PLAIN_TEXT`)."""
     from matplotlib import rc_context
+    from matplotlib.text import Text
 
     fmt = kwargs.pop("format", None) or Path(path).suffix.lower().lstrip(".") or None
     metadata = dict(kwargs.pop("metadata", None) or {})
@@ -330,8 +356,11 @@ def atomic_savefig(fig: Any, path: str | Path, what: str = "figure", **kwargs: A
     if metadata:
         kwargs["metadata"] = metadata
 
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+
     def write(f: IO[bytes]) -> None:
-        with rc_context({"svg.hashsalt": SVG_HASH_SALT}):
+        with rc_context({"svg.hashsalt": SVG_HASH_SALT} | PLAIN_TEXT):
             fig.savefig(f, format=fmt, **kwargs)
 
     return atomic_write(path, write, what)

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 
 from dspsim.config import HardwareModel, build_model, model_key
 from dspsim.errors import DspsimInputError
+from dspsim.ops.base import summary_from_json
 from dspsim.paths import BOM, atomic_write, suffix_of, writable_file
 from dspsim.probes import COLUMNS, PORT_LOG_FIELDS, PortLog, TraceTable
 from dspsim.results_check import (
@@ -229,6 +230,7 @@ def load_run(path: str | Path) -> Result:
         init = {f.name for f in dataclasses.fields(Result) if f.init}
         values = {k: r[k] for k in JSON_FIELDS if k in init and k in r}
         values["shape"] = tuple(int(d) for d in values["shape"])
+        values["output"] = summary_from_json(values.get("output"))
         return Result(
             **values,
             trace_table=trace,

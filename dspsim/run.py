@@ -25,6 +25,7 @@ from dspsim.host.program import HostProgram
 from dspsim.host.ucp import Task, Ucp
 from dspsim.host.window import check_fits_window
 from dspsim.hw.clock import events_scheduled
+from dspsim.ops.base import summary_json
 from dspsim.ops.registry import firmware_registry, get_op
 from dspsim.platform import FIDELITIES, MEMORY_KIND, Platform
 from dspsim.probes import PortLog, TraceTable
@@ -102,6 +103,7 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         obj = {k: getattr(self, k) for k in JSON_FIELDS}
         obj["shape"] = list(self.shape)
+        obj["output"] = summary_json(self.output)  # valid JSON: an inf error is "inf"
         return obj
 
 

@@ -29,11 +29,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from _results import experiment_parser, out_dir_of, script_main, staged  # noqa: E402
 
+from dspsim.analysis.timeline import save_figure  # noqa: E402
 from dspsim.config import load_model  # noqa: E402
 from dspsim.ops import get_op  # noqa: E402
-from dspsim.paths import atomic_savefig, atomic_write_text  # noqa: E402
+from dspsim.paths import atomic_write_text, plain_text  # noqa: E402
 from dspsim.run import simulate  # noqa: E402
 from dspsim.study.optimize import evaluate_all, optimize, params_text  # noqa: E402
+from dspsim.study.sweep_plot import plain_log_ticks  # noqa: E402
 
 NAME = "schedules"
 OP = "softmax"
@@ -103,6 +105,7 @@ def config_rows(config: str, models: list, sizes: list[int], args, show: bool,
     return rows, results
 
 
+@plain_text
 def plot(df: pd.DataFrame, fit_n: int, fidelity: str, path: Path) -> None:
     op = get_op(OP)
     j6 = df[df["config"] == "j6"].sort_values("n")
@@ -139,8 +142,10 @@ def plot(df: pd.DataFrame, fit_n: int, fidelity: str, path: Path) -> None:
                   label=f"n = {fit_n:,}: the array stops fitting the DataRAMs' free space "
                   f"({free_kib} KiB)")
         a.set_xscale("log")
+        plain_log_ticks(a.xaxis)
         a.grid(True, which="major", alpha=0.3)
     ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis)
     ax.set_ylabel("cycles (DSP clock cycles, log)")
     ax.set_title("softmax on the J6 model: every schedule at its defaults "
                  f"({fidelity} fidelity)\nand the best schedule per size (burst fidelity)",
@@ -151,7 +156,7 @@ def plot(df: pd.DataFrame, fit_n: int, fidelity: str, path: Path) -> None:
     bx.set_xlabel("n (float32 elements, log)")
     bx.set_ylim(0, None)
     fig.tight_layout()
-    atomic_savefig(fig, path, "figure", dpi=130)
+    save_figure(fig, path, dpi=130)
     plt.close(fig)
 
 

@@ -33,6 +33,7 @@ from dspsim.analysis.timeline import (
     save_figure,
 )
 from dspsim.errors import DspsimInputError
+from dspsim.paths import plain_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 COMPUTE_SUMMARY_COLOUR = "#f2c14e"
 
 
+@plain_text
 def compare_figure(results: Sequence[Any]) -> Figure:
     """Runs above each other on one cycle axis (same scale), and where each core's time goes."""
     from matplotlib.figure import Figure

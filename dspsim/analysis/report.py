@@ -10,6 +10,7 @@ import pandas as pd
 from dspsim.analysis.engines import RunEngines, memory_label, shape_text
 from dspsim.analysis.stalls import CORE_PARTS, stall_summary
 from dspsim.analysis.tiles import tile_table
+from dspsim.ops.base import errors_text
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -46,9 +47,8 @@ def report_text(result: Any) -> str:
         out.append(f"output: {'equals' if o['exact'] else 'DIFFERS FROM'} the reference bit for "
                    f"bit ({o.get('mismatch_count', 0):,} elements differ)")
     elif o and "max_rel_err" in o:  # the values the run computed, against the op's float64
-        err = o.get("max_rel_err")
-        out.append(f"output: {o.get('nan_count', 0)} NaN, {o.get('inf_count', 0)} inf, max "
-                   f"relative error vs float64 {'n/a' if err is None else f'{err:.3g}'}")
+        out.append(f"output: {o.get('nan_count', 0)} NaN, {o.get('inf_count', 0)} inf, "
+                   f"{errors_text(o)}")
     for w in getattr(result, "warnings", None) or []:
         out.append(f"warning [{w['code']}] x{w.get('count', 1)}: {w['message']}")
     for h in getattr(result, "hazards", None) or []:

@@ -40,7 +40,9 @@ Several runs on one cycle axis: :mod:`dspsim.analysis.compare`.
 
 Figures are drawn with matplotlib's object API on an Agg canvas (no pyplot, no global state) and
 saved as ``.png``, ``.svg`` (text kept as text) or ``.pdf`` (:data:`FIGURE_FORMATS`, shared by
-every figure dspsim writes), atomically (:func:`dspsim.paths.atomic_savefig`).
+every figure dspsim writes), atomically (:func:`dspsim.paths.atomic_savefig`). Every text is
+drawn as written, never as math text: a figure builder is decorated with
+:func:`dspsim.paths.plain_text`, and the saver makes text added later plain too.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ from dspsim.analysis.timeline_memories import (
     stall_memories,
 )
 from dspsim.errors import DspsimInputError
-from dspsim.paths import atomic_savefig, suffix_of, writable_file
+from dspsim.paths import atomic_savefig, plain_text, suffix_of, writable_file
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -416,6 +418,7 @@ def finish_layout(fig, gs, handles: list[Any], notes: Sequence[str], ncol: int =
 
 
 # ------------------------------------------------------------------------------ figures
+@plain_text
 def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> Figure:
     """The timeline of one run as a matplotlib Figure (not yet saved)."""
     from matplotlib.figure import Figure

@@ -46,7 +46,7 @@ from dspsim.analysis.engines import memory_label
 from dspsim.analysis.perfetto import _Clock, _durations_us, _us, check_trace_path
 from dspsim.analysis.series import assign_lanes, binned_mean
 from dspsim.analysis.timeline import check_figure_path, save_figure
-from dspsim.paths import atomic_write_bytes, atomic_write_text
+from dspsim.paths import atomic_write_bytes, atomic_write_text, plain_text
 from dspsim.results import json_default
 
 if TYPE_CHECKING:
@@ -230,6 +230,7 @@ def _legend(fig, run, colours, any_missed: bool, y: float) -> None:
                fontsize=8, frameon=False, bbox_to_anchor=(0.5, y))
 
 
+@plain_text
 def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
     """The timeline of a workload run (not yet saved)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg

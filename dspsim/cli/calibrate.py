@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -165,11 +166,23 @@ def _status_line(msg: str) -> None:
     sys.stderr.flush()
 
 
-def _first_line_only(msg: str) -> None:
-    """Off a terminal: the exploration's first message (its grid and workers), then nothing."""
-    if not _first_line_only.said:  # type: ignore[attr-defined]
-        _first_line_only.said = True  # type: ignore[attr-defined]
-        print(msg, file=sys.stderr, flush=True)
+LOG_EVERY_S = 30.0  # off a terminal, --explore writes a progress line at most this often
+
+
+class LogLines:
+    """Off a terminal (a pipe, a log file): the exploration's first message (its grid and
+    workers), then its progress ("explore: 12/90 grid points, ...") a line at a time, at most
+    one every :data:`LOG_EVERY_S` seconds of ``clock``."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.last: float | None = None
+
+    def __call__(self, msg: str) -> None:
+        now = self.clock()
+        if self.last is None or now - self.last >= LOG_EVERY_S:
+            self.last = now
+            print(msg, file=sys.stderr, flush=True)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -179,11 +192,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                              [("--measured-csv", f) for f in args.measured_csv])
     tty = on_terminal()
     if getattr(args, "explore", False):
-        # it takes minutes: on a terminal a status line, elsewhere one line saying what starts
-        _first_line_only.said = False  # type: ignore[attr-defined]
+        # it takes minutes: on a terminal a status line, elsewhere what starts and then a
+        # progress line now and then
         try:
             ex = explore_from_args(model_from_args(args), args,
-                                   _status_line if tty else _first_line_only)
+                                   _status_line if tty else LogLines())
         finally:
             if tty:
                 _status_line("")

@@ -20,6 +20,7 @@ from dspsim.cli.common import (
 )
 from dspsim.cli.progress import elapsed
 from dspsim.ops import get_op, op_names
+from dspsim.ops.base import errors_text
 from dspsim.platform import FIDELITIES
 from dspsim.run import Result, simulate
 
@@ -134,10 +135,8 @@ def cmd_run(args: argparse.Namespace) -> int:
               "differ)")
     elif r.output is not None and "sum" in r.output:
         o = r.output
-        err = "n/a" if o["max_rel_err"] is None else f"{o['max_rel_err']:.3g}"
-        abs_err = "n/a" if o.get("max_abs_err") is None else f"{o['max_abs_err']:.3g}"
         print(f"  output: sum {o['sum']:.9g}, {o['nan_count']} NaN, {o['inf_count']} inf, "
-              f"max relative error vs float64 {err}, max absolute error {abs_err}")
+              f"{errors_text(o)}")
     for w in r.warnings:
         print(f"  warning [{w['code']}] x{w['count']}: {w['message']}")
     for h in r.hazards:

@@ -22,7 +22,7 @@ def shape_values(text: str | None) -> str | None:
 
 def add_sweep(sub) -> None:
     """Declare ``dspsim sweep`` on the CLI's subparsers."""
-    from dspsim.ops import default_op, op_names
+    from dspsim.ops import default_op, get_op, op_names
 
     p = sub.add_parser(
         "sweep",
@@ -46,11 +46,16 @@ def add_sweep(sub) -> None:
         help=f"operator(s), of one input dimension: {', '.join(op_names())} "
         f"(default {default_op()})",
     )
+    studied = "; ".join(f"{o.name}: {','.join(o.study_variants)}" for o in map(get_op, op_names())
+                        if o.study_variants)
     p.add_argument(
-        "--variant", metavar="V1,V2", help="the op's variants (default: every variant of the op)"
+        "--variant", metavar="V1,V2",
+        help=f"the op's variants (default: those the op's studies compare, {studied}; every "
+        "variant of an op that names none)",
     )
     p.add_argument(
-        "--mode", metavar="V1,V2", help="older name of --variant (the table's column is mode)"
+        "--mode", metavar="V1,V2",
+        help="older name of --variant (the table's column is then mode, not variant)",
     )
     p.add_argument(
         "--n", help="a 1-D op's float32 elements (default: the op's); a list or range sweeps it"

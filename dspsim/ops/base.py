@@ -249,10 +249,10 @@ class Op:
             ref = self.reference(block, params).reshape(-1)
             ref = ref[lo - first * cols:hi - first * cols]
             if rel is not None:
-                with np.errstate(invalid="ignore"):
-                    ok = np.abs(flat_out[lo:hi].astype(np.float64) - ref) <= np.maximum(
-                        rel * np.abs(ref), floor)
-                within[0] &= bool(np.all(ok | ~np.isfinite(ref)))
+                got = flat_out[lo:hi].astype(np.float64)
+                with np.errstate(invalid="ignore", over="ignore"):
+                    ok = np.abs(got - ref) <= np.maximum(rel * np.abs(ref), floor)
+                within[0] &= bool(np.all(ok | same_non_finite(got, ref)))
             return ref
 
         summary = error_summary(out, reference, floor=floor)
@@ -320,15 +320,64 @@ def check_tile_bytes(key: str, tile_bytes: int, model: HardwareModel) -> None:
 
 
 SUMMARY_CHUNK_ELEMENTS = 1 << 18  # reference and error arrays are built this many at a time
+# JSON has no infinite or NaN number: an output summary writes them as these strings
+WRONG_REL = 1e-3  # an element off by more than this, relative, is wrong (``wrong_count``)
+NON_FINITE_TEXT = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _number_text(v: Any) -> Any:
+    if isinstance(v, float | np.floating) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else "inf" if v > 0 else "-inf"
+    return v
+
+
+def summary_json(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """An output summary as JSON holds it: an infinite or NaN number as the string ``"inf"``,
+    ``"-inf"`` or ``"nan"`` (:data:`NON_FINITE_TEXT`); :func:`summary_from_json` reads it back."""
+    return None if summary is None else {k: _number_text(v) for k, v in summary.items()}
+
+
+def summary_from_json(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The output summary :func:`summary_json` wrote, its numbers floats again."""
+    if summary is None:
+        return None
+    return {k: NON_FINITE_TEXT.get(v, v) if isinstance(v, str) else v for k, v in summary.items()}
+
+
+def errors_text(summary: Mapping[str, Any]) -> str:
+    """An output summary's errors in words: ``n/a`` for an error nothing was compared for,
+    ``inf`` for an infinite one, and how many elements are wrong when any is."""
+    def shown(v: Any) -> str:
+        return "n/a" if v is None else f"{v:.3g}"
+
+    text = (f"max relative error vs float64 {shown(summary.get('max_rel_err'))}, max absolute "
+            f"error {shown(summary.get('max_abs_err'))}")
+    wrong = summary.get("wrong_count") or 0
+    if wrong:
+        text += f", {wrong:,} wrong (off by more than {WRONG_REL:g} relative)"
+    return text
+
+
+def same_non_finite(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Where ``ref`` is NaN or infinite and ``out`` is the same (NaN for NaN, the same inf)."""
+    return ~np.isfinite(ref) & ((out == ref) | (np.isnan(out) & np.isnan(ref)))
 
 
 def error_summary(
     out: np.ndarray, ref: np.ndarray | Callable[[slice], np.ndarray], floor: float = 1e-30,
-    wrong_rel: float = 1e-3,
+    wrong_rel: float = WRONG_REL,
 ) -> dict[str, Any]:
     """Sum, non-finite counts, the max relative error over the elements whose reference
-    exceeds ``floor`` in magnitude (``None`` when there are none), the max absolute error, and
-    how many elements are off by more than ``wrong_rel`` relative.
+    exceeds ``floor`` in magnitude, the max absolute error, and how many elements are off by
+    more than ``wrong_rel`` relative (``wrong_count``).
+
+    Every element is compared. Where the reference is NaN or infinite an output that is the
+    same (NaN for NaN) is right, error 0; any other is wrong, its errors infinite. An output
+    that is NaN or infinite where the reference is finite is wrong, its errors infinite (also
+    where the reference is below ``floor``, whose relative error is otherwise not measured). A
+    max error is ``None`` only when no element was compared (an empty output, or for the
+    relative one no reference above ``floor`` and none non-finite); an infinite one is
+    ``inf`` (``"inf"`` in JSON: :func:`summary_json`).
 
     ``ref`` is the float64 reference, or a function giving it for a slice of the flattened
     output (so that a long run never holds a float64 copy of its whole output); the errors are
@@ -340,25 +389,34 @@ def error_summary(
     for lo in range(0, flat.size, SUMMARY_CHUNK_ELEMENTS):
         part = slice(lo, lo + SUMMARY_CHUNK_ELEMENTS)
         r = ref(part) if callable(ref) else ref.reshape(-1)[part]
+        got = flat[part].astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             ref_abs = np.abs(r)
-            diff = np.abs(flat[part].astype(np.float64) - r)
+            diff = np.abs(got - r)
             finite = np.isfinite(r)
             mask = finite & (ref_abs > floor)
             rel = diff[mask] / ref_abs[mask]
             absolute = diff[finite]
         rel = np.where(np.isnan(rel), np.inf, rel)
         absolute = np.where(np.isnan(absolute), np.inf, absolute)
-        if rel.size:
-            seen_rel, max_rel = True, max(max_rel, float(rel.max()))
-            wrong += int(np.count_nonzero(rel > wrong_rel))
-        if absolute.size:
-            seen_abs, max_abs = True, max(max_abs, float(absolute.max()))
+        same = same_non_finite(got, r)
+        # wrong without a relative error: against a non-finite reference, or non-finite
+        # against one below floor
+        off = int(np.count_nonzero(~finite & ~same)
+                  + np.count_nonzero(finite & ~mask & ~np.isfinite(got)))
+        special = ([np.inf] if off else []) + ([0.0] if same.any() else [])
+        rels = [float(rel.max())] if rel.size else []
+        absolutes = [float(absolute.max())] if absolute.size else []
+        if rels or special:
+            seen_rel, max_rel = True, max(max_rel, *rels, *special)
+        if absolutes or special:
+            seen_abs, max_abs = True, max(max_abs, *absolutes, *special)
+        wrong += int(np.count_nonzero(rel > wrong_rel)) + off
     return {
         "sum": float(np.sum(out, dtype=np.float64)),
         "nan_count": int(np.isnan(out).sum()),
         "inf_count": int(np.isinf(out).sum()),
-        "max_rel_err": max_rel if seen_rel and np.isfinite(max_rel) else None,
-        "max_abs_err": max_abs if seen_abs and np.isfinite(max_abs) else None,
+        "max_rel_err": max_rel if seen_rel else None,
+        "max_abs_err": max_abs if seen_abs else None,
         "wrong_count": wrong,
     }

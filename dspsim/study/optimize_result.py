@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dspsim.ops import get_op
+from dspsim.ops.base import summary_json
 from dspsim.study.sweep.values import format_value
 
 SCREEN_FIDELITY = "tile"
@@ -164,7 +165,7 @@ class OptimizeResult:
                 "speedup": best.speedup,
                 "warnings": list(best.warnings),
                 "hazards": best.hazards,
-                "max_rel_err": (self.numerics or {}).get("max_rel_err"),
+                "max_rel_err": summary_json(self.numerics or {}).get("max_rel_err"),
             },
             "candidates": [c.to_json() for c in self.candidates],
             # every screened candidate, ranked (the re-runs first): what --out writes
@@ -172,7 +173,7 @@ class OptimizeResult:
             "screened": len(self.screened),
             "refused": self.refused,
             "failed": self.failed,
-            "numerics": self.numerics,
+            "numerics": summary_json(self.numerics),
         }
 
     def table_rows(self) -> list[dict[str, Any]]:

@@ -50,7 +50,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 
 from dspsim.analysis.timeline import FIGURE_FORMATS, check_figure_path, save_figure
 from dspsim.errors import DspsimInputError
-from dspsim.paths import check_not_inputs
+from dspsim.paths import check_not_inputs, plain_text
 from dspsim.study.sweep import key_columns, parse_shape, read_sweep
 from dspsim.study.sweep_speedup import (
     VARIANT_COLUMNS,
@@ -171,7 +171,7 @@ def _short(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _plain_ticks(axis) -> None:
+def plain_log_ticks(axis) -> None:
     """Log axes labelled 1, 10, 100 rather than powers of ten."""
     axis.set_major_formatter(
         FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 and float(v).is_integer() else f"{v:g}")
@@ -208,6 +208,7 @@ def ring_warned(ax, xs, ys, warned, color, label: str | None = None) -> bool:
     return bool(warned.any())
 
 
+@plain_text
 def line_plot(
     df: pd.DataFrame,
     x: str,
@@ -280,12 +281,12 @@ def line_plot(
             warned_any |= ring_warned(ax, xs, ys, warned_mask(part), color)
     if numeric_x and _wide(data[x].to_numpy(dtype=float)):
         ax.set_xscale("log")
-        _plain_ticks(ax.xaxis)
+        plain_log_ticks(ax.xaxis)
     if not numeric_x:
         ax.set_xticks(range(len(categories)), [str(c) for c in categories])
     if _wide(data[y].to_numpy(dtype=float)):
         ax.set_yscale("log")
-        _plain_ticks(ax.yaxis)
+        plain_log_ticks(ax.yaxis)
     elif np.nanmax(np.abs(data[y].to_numpy(dtype=float))) >= 1e5:  # 5,000,000, not 5.0 1e6
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     if y == "speedup":
@@ -342,6 +343,7 @@ def panel_norm(values: np.ndarray, level: float | None) -> tuple[Normalize, str]
     return Normalize(vmin, vmax), "viridis"
 
 
+@plain_text
 def heatmap(
     df: pd.DataFrame,
     key_x: str,

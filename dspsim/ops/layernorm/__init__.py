@@ -49,9 +49,9 @@ class LayerNorm(RowwiseOp):
     def reference(self, x: np.ndarray, params: Params) -> np.ndarray:
         """``(x - mean) / sqrt(var + eps)`` per row in float64 (biased variance)."""
         x64 = np.asarray(x, np.float64)
-        mean = x64.mean(axis=-1, keepdims=True)
-        var = x64.var(axis=-1, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # inf - inf: NaN
+            mean = x64.mean(axis=-1, keepdims=True)
+            var = x64.var(axis=-1, keepdims=True)
             return (x64 - mean) / np.sqrt(var + params.eps)
 
 

@@ -39,11 +39,13 @@ class hbDSPSoftmaxParam:  # noqa: N801 - the seed's struct name
 
 # ------------------------------------------------------------------------- quirk reports
 def reciprocal(dsp: Dsp, sum_value: float) -> np.float32:
-    """``1.0f / sum`` in float32: +inf for a zero sum, which the model reports."""
+    """``1.0f / sum`` in float32: +inf for a zero sum, which the model reports (and for a sum
+    below 2**-128, whose reciprocal overflows: the exponentials underflowed, which
+    :func:`check_running_max` reports)."""
     if dsp.move_data and not sum_value:
         dsp.warn("zero_sum", "the sum of exponentials is 0: 1/sum is +inf and the output "
                  "inf/NaN")
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.float32(1.0) / np.float32(sum_value)
 
 
@@ -68,8 +70,8 @@ def check_running_max(dsp: Dsp, max_value: float, src: Ptr, length: int) -> None
     """Report the seed's running max that starts at 0.0f when it changed the result."""
     if not dsp.move_data or dsp.params.max_init != "zero" or max_value != 0.0:
         return
-    with np.errstate(invalid="ignore"):
-        true_max = float(np.nanmax(src.mem.f32(src, length))) if length else 0.0
+    # the max of the numbers (NaN when there are none, without numpy's All-NaN warning)
+    true_max = float(np.fmax.reduce(src.mem.f32(src, length))) if length else 0.0
     if true_max < 0.0:
         effect = ("every exp(x - 0) underflows to 0: the sum is 0 and the output inf/NaN"
                   if true_max < -103.0 else "exp(x - 0) is used instead of exp(x - max)")
