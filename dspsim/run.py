@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,7 +54,7 @@ class Result:
     time_us: float
     bytes: dict[str, int]
     busy_cycles: dict[str, int]  # per engine (names in ``engines``)
-    passes: list[dict[str, Any]]
+    passes: Sequence[dict[str, Any]]  # a list, or a PassLog read as one (run of rows)
     events: int
     wall_s: float
     manifest: dict[str, Any]
@@ -101,6 +102,7 @@ class Result:
 
     def to_json(self) -> dict[str, Any]:
         obj = {k: getattr(self, k) for k in JSON_FIELDS}
+        obj["passes"] = list(self.passes)
         obj["shape"] = list(self.shape)
         return obj
 
@@ -257,14 +259,11 @@ def collect(platform: Platform, program: HostProgram, task: Task, wall_s: float)
             "idma_out": int(round(core["idma_wait_cycles"]["wait_out"])),
         },
         ddr_contention_cycles=int(round(sum(p["contention_cycles"] for p in ports.values()))),
-        passes=[
-            {
-                "name": p["name"],
-                "start_cycle": int(round(p["start_cycle"] - origin)),
-                "end_cycle": int(round(p["end_cycle"] - origin)),
-            }
-            for p in dsp.passes
-        ],
+        passes=dsp.passes.view(lambda p: {
+            "name": p["name"],
+            "start_cycle": int(round(p["start_cycle"] - origin)),
+            "end_cycle": int(round(p["end_cycle"] - origin)),
+        }),
         events=events_scheduled(platform.env),
         wall_s=wall_s,
         manifest=manifest(model),
