@@ -98,3 +98,17 @@ def test_a_trace_or_port_log_simulates_every_row(j6):
                             port_log=True)
     assert fast.trace.equals(ref.trace) and fast.port_log == ref.port_log
     assert len(fast.trace) == len(ref.trace) == 3 * 300  # three kernel calls a row
+
+
+@pytest.mark.parametrize("latency", [37 + 2.0**-21, 37 + 3 * 2.0**-22, 2.0**-21, 114.006])
+@pytest.mark.parametrize("op, data", [("layernorm", False), ("softmax", True)])
+def test_rounding_ties_late_in_a_run(op, data, latency):
+    """The op starts 5 x 10^9 cycles in (the RPC latency at 10 GHz), where the ulp is 2^-20:
+    a latency with a bit at 2^-21 puts every request's completion on a rounding tie (to
+    even: it depends on the parity of the time), so a row's cycles alternate unless the
+    booking shifts by whole rows exactly as the rows one by one do."""
+    config = {"host.rpc_latency_us": 1e6, "core.clock_mhz": 10_000.0,
+              "ddr.latency_cycles": latency, "ddr.bytes_per_cycle": 0.5,
+              "core.write_buffer_entries": 2}
+    fast, ref = check_equal(op, config, (400, 24), data, "burst")
+    assert fast.events * 5 < ref.events
