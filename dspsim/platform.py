@@ -160,12 +160,13 @@ class Dsp:
         return {self.name: self.core.stats(), **{ch.name: ch.stats() for ch in self.idma}}
 
     def row_loop(self, rows: int, row: Callable[[int], Any],
-                 values: Callable[[int, int], Any] | None = None) -> Any:
+                 values: Callable[[int, int], Any] | None = None, row_elements: int = 1
+                 ) -> Any:
         """``for (r = 0; r < rows; r++) row(r);`` where every row runs the same kernel calls
         on its own data: a run of rows whose engines start each row alike is booked at once
         (:func:`dspsim.hw.rowrun.row_loop`; ``values(lo, hi)`` computes rows ``lo:hi``'s
-        values, untimed, when the data path is on)."""
-        return row_loop(self, rows, row, values)
+        values, untimed, when the data path is on; ``row_elements`` per row)."""
+        return row_loop(self, rows, row, values, row_elements)
 
     @contextmanager
     def untimed(self) -> Iterator[None]:

@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 Proc = Generator[Any, Any, Any]
 # rows run one by one between two probes after a probe that found no run (doubling from 1)
 MAX_PROBE_GAP_ROWS = 64
+# the booked rows' values are computed this many elements at a time (whole rows, one at least)
+VALUES_BATCH_ELEMENTS = 1 << 18
 
 
 @dataclass
@@ -264,12 +266,13 @@ class _Engines:
 
 
 def row_loop(dsp: Dsp, rows: int, row: Callable[[int], Proc],
-             values: Callable[[int, int], Proc] | None = None) -> Proc:
+             values: Callable[[int, int], Proc] | None = None, row_elements: int = 1) -> Proc:
     """``for r in range(rows): yield from row(r)``, booking runs of alike rows at once (see
     the module docstring). ``row(r)`` is row ``r``'s code; every row must run the same
     kernel calls, on its own bytes at the same offsets. ``values(lo, hi)``: rows ``lo:hi``'s
     kernel calls at once (a batch), run untimed for the rows booked when the data path is on
-    (no values are moved without it)."""
+    (no values are moved without it), in batches of about ``VALUES_BATCH_ELEMENTS`` elements
+    (rows of ``row_elements``): a kernel's batch temporaries stay bounded."""
     engines = _Engines(dsp)
     if not engines.enabled:
         for r in range(rows):
@@ -295,8 +298,10 @@ def row_loop(dsp: Dsp, rows: int, row: Callable[[int], Proc],
         gap = 0
         yield from engines.jump(snaps, count, template)
         if values is not None and dsp.move_data:
+            step = max(1, VALUES_BATCH_ELEMENTS // max(1, row_elements))
             with dsp.untimed():
-                _values(dsp.platform.warnings, values, r, r + count)
+                for lo in range(r, r + count, step):
+                    _values(dsp.platform.warnings, values, lo, min(lo + step, r + count))
         r += count
 
 

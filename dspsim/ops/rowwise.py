@@ -111,7 +111,7 @@ def hb_dsp_rowwise(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager, rows: Row
         with dsp.pass_(name):  # alike rows booked at once; their values as one batch
             yield from dsp.row_loop(
                 ptr.rows, lambda r: rows(dsp, dst + r * cols, src + r * cols, 1, cols),
-                lambda lo, hi: rows(dsp, dst + lo * cols, src + lo * cols, hi - lo, cols))
+                lambda lo, hi: rows(dsp, dst + lo * cols, src + lo * cols, hi - lo, cols), cols)
         cycles_stop = dsp.TIME_STAMP()
     dsp.PROF(cycles_start, cycles_stop)
     return 0
