@@ -259,11 +259,7 @@ def collect(platform: Platform, program: HostProgram, task: Task, wall_s: float)
             "idma_out": int(round(core["idma_wait_cycles"]["wait_out"])),
         },
         ddr_contention_cycles=int(round(sum(p["contention_cycles"] for p in ports.values()))),
-        passes=dsp.passes.view(lambda p: {
-            "name": p["name"],
-            "start_cycle": int(round(p["start_cycle"] - origin)),
-            "end_cycle": int(round(p["end_cycle"] - origin)),
-        }),
+        passes=dsp.passes.view(FromOrigin(origin)),
         events=events_scheduled(platform.env),
         wall_s=wall_s,
         manifest=manifest(model),
@@ -287,6 +283,18 @@ def collect(platform: Platform, program: HostProgram, task: Task, wall_s: float)
         trace_cut_cycle=_relative(ctx.recorder.cut_cycle, origin),
         port_log_cut_cycle=_relative(getattr(host_log, "cut_cycle", None), origin),
     )
+
+
+@dataclass(frozen=True)
+class FromOrigin:
+    """A pass's span counted from the op's timer start, whole cycles (a class, not a lambda:
+    a result's passes pickle to a worker's caller)."""
+
+    origin: float
+
+    def __call__(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {"name": p["name"], "start_cycle": int(round(p["start_cycle"] - self.origin)),
+                "end_cycle": int(round(p["end_cycle"] - self.origin))}
 
 
 def _relative(cycle: float | None, origin: float) -> float | None:
