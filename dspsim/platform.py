@@ -32,8 +32,9 @@ from dspsim.hw.dcache import DataCache
 from dspsim.hw.idma import IdmaChannel, TileIdmaChannel
 from dspsim.hw.memory import Memory, Ptr
 from dspsim.hw.port import MemoryPort
+from dspsim.hw.rowrun import row_loop
 from dspsim.hw.tcm import TileManager
-from dspsim.probes import AccessLog, Recorder
+from dspsim.probes import AccessLog, PassLog, Recorder
 from dspsim.schema import Params
 
 FIDELITIES = ("burst", "tile")
@@ -95,7 +96,7 @@ class Dsp:
         self.cycles_start = 0.0
         self.self_cycles: float | None = None
         self.stats_at_stop: dict[str, Any] | None = None  # the engines' stats when PROF ran
-        self.passes: list[dict[str, Any]] = []
+        self.passes = PassLog()  # a run of identical rows books its passes as one block
         self._tiles_seen: dict[str, int] = {}  # pass name -> tiles numbered in it so far
 
     @property
@@ -138,6 +139,8 @@ class Dsp:
         return self.platform.memory(name)
 
     def begin_pass(self, name: str) -> None:
+        if not self.core.timed:  # the values of rows already timed (row_loop): no pass
+            return
         self.end_pass()
         self.passes.append({"name": name, "start_cycle": self.env.now, "end_cycle": None})
         self.labels.pass_name = name
@@ -145,6 +148,8 @@ class Dsp:
         self.labels.start_tiles(self._tiles_seen.get(name, 0))
 
     def end_pass(self) -> None:
+        if not self.core.timed:
+            return
         if self.passes and self.passes[-1]["end_cycle"] is None:
             self.passes[-1]["end_cycle"] = self.env.now
             self._tiles_seen[self.labels.pass_name] = self.labels.tiles_used
@@ -153,6 +158,25 @@ class Dsp:
     def stats(self) -> dict[str, Any]:
         """This core's engines' counters: the core, each channel."""
         return {self.name: self.core.stats(), **{ch.name: ch.stats() for ch in self.idma}}
+
+    def row_loop(self, rows: int, row: Callable[[int], Any],
+                 values: Callable[[int, int], Any] | None = None, row_elements: int = 1
+                 ) -> Any:
+        """``for (r = 0; r < rows; r++) row(r);`` where every row runs the same kernel calls
+        on its own data: a run of rows whose engines start each row alike is booked at once
+        (:func:`dspsim.hw.rowrun.row_loop`; ``values(lo, hi)`` computes rows ``lo:hi``'s
+        values, untimed, when the data path is on; ``row_elements`` per row)."""
+        return row_loop(self, rows, row, values, row_elements)
+
+    @contextmanager
+    def untimed(self) -> Iterator[None]:
+        """Kernel calls inside compute values only: no time, no pass (the rows' timing was
+        booked by :meth:`row_loop`)."""
+        self.core.timed = False
+        try:
+            yield
+        finally:
+            self.core.timed = True
 
     @contextmanager
     def pass_(self, name: str) -> Iterator[None]:

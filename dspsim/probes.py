@@ -12,6 +12,8 @@
   (two engines on overlapping bytes of one memory at overlapping times, one of them writing).
 - :class:`PortLog`: the DDR port's request log (``PORT_LOG_FIELDS``, one entry per request),
   as compact columns; with a row limit it keeps its first ``limit`` requests.
+- :class:`PassLog`: the passes an op ran, in order; a run of identical rows books its passes
+  as one block (one row's passes, the number of rows, the shift per row), expanded on reading.
 
 Engine names (``core0``, ``core0.idma1``, ``ddr``) come from the platform that built the run;
 nothing here knows them.
@@ -19,6 +21,8 @@ nothing here knows them.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -124,6 +128,89 @@ class PortLog:
         names = np.asarray(self._names + [""], dtype=str)
         out["requester"] = names[np.asarray(self._who, dtype=np.int64)]
         return out
+
+
+class PassRun:
+    """The passes of ``count`` rows that repeat one row's passes (``template``: each a
+    ``{"name", "start_cycle", "end_cycle"}`` dict, those of the run's first row), every row
+    ``shift_cycles`` after the one before. ``q * shift_cycles`` is exact where the run was
+    booked (:mod:`dspsim.hw.rowrun`), so each entry is the float the rows one by one give."""
+
+    __slots__ = ("template", "count", "shift_cycles")
+
+    def __init__(self, template: list[dict[str, Any]], count: int, shift_cycles: float):
+        self.template = template
+        self.count = count
+        self.shift_cycles = shift_cycles
+
+    def __len__(self) -> int:
+        return len(self.template) * self.count
+
+    def entry(self, i: int) -> dict[str, Any]:
+        q, r = divmod(i, len(self.template))
+        p, dt = self.template[r], q * self.shift_cycles
+        return {"name": p["name"], "start_cycle": p["start_cycle"] + dt,
+                "end_cycle": p["end_cycle"] + dt}
+
+
+class PassLog(Sequence):
+    """The passes one core's op ran, in order, each ``{"name", "start_cycle", "end_cycle"}``
+    (absolute cycles): the ones begun one by one (the same dicts: the last may still be
+    open), and :class:`PassRun` blocks booked by a run of identical rows. Reads like a list
+    (``len``, indexing, slices, iteration, ``==``); :meth:`view` maps every entry on
+    reading (a result's passes, counted from the op's start, without a copy per pass)."""
+
+    def __init__(self, fn: Callable[[dict[str, Any]], Any] | None = None,
+                 parts: list | None = None) -> None:
+        self._fn = fn
+        self._parts: list[list[dict[str, Any]] | PassRun] = [] if parts is None else parts
+
+    def append(self, entry: dict[str, Any]) -> None:
+        if not self._parts or isinstance(self._parts[-1], PassRun):
+            self._parts.append([])
+        self._parts[-1].append(entry)
+
+    def append_run(self, run: PassRun) -> None:
+        if len(run):
+            self._parts.append(run)
+
+    def view(self, fn: Callable[[dict[str, Any]], Any]) -> PassLog:
+        """The same passes, each read through ``fn``."""
+        return PassLog(fn, self._parts)
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self._parts)
+
+    def _raw(self, i: int) -> dict[str, Any]:
+        starts, total = [], 0
+        for p in self._parts:
+            starts.append(total)
+            total += len(p)
+        k = bisect_right(starts, i) - 1
+        part = self._parts[k]
+        return part[i - starts[k]] if isinstance(part, list) else part.entry(i - starts[k])
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        raw = self._raw(range(len(self))[i])
+        return raw if self._fn is None else self._fn(raw)
+
+    def __iter__(self) -> Iterator[Any]:
+        for part in self._parts:
+            entries = part if isinstance(part, list) else (part.entry(i) for i in range(len(part)))
+            for raw in entries:
+                yield raw if self._fn is None else self._fn(raw)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PassLog | list | tuple):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PassLog({len(self)} passes)"
 
 
 COLUMNS = [

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +55,7 @@ class Result:
     time_us: float
     bytes: dict[str, int]
     busy_cycles: dict[str, int]  # per engine (names in ``engines``)
-    passes: list[dict[str, Any]]
+    passes: Sequence[dict[str, Any]]  # a list, or a PassLog read as one (run of rows)
     events: int
     wall_s: float
     manifest: dict[str, Any]
@@ -102,6 +103,7 @@ class Result:
 
     def to_json(self) -> dict[str, Any]:
         obj = {k: getattr(self, k) for k in JSON_FIELDS}
+        obj["passes"] = list(self.passes)
         obj["shape"] = list(self.shape)
         obj["output"] = summary_json(self.output)  # valid JSON: an inf error is "inf"
         return obj
@@ -259,14 +261,7 @@ def collect(platform: Platform, program: HostProgram, task: Task, wall_s: float)
             "idma_out": int(round(core["idma_wait_cycles"]["wait_out"])),
         },
         ddr_contention_cycles=int(round(sum(p["contention_cycles"] for p in ports.values()))),
-        passes=[
-            {
-                "name": p["name"],
-                "start_cycle": int(round(p["start_cycle"] - origin)),
-                "end_cycle": int(round(p["end_cycle"] - origin)),
-            }
-            for p in dsp.passes
-        ],
+        passes=dsp.passes.view(FromOrigin(origin)),
         events=events_scheduled(platform.env),
         wall_s=wall_s,
         manifest=manifest(model),
@@ -290,6 +285,18 @@ def collect(platform: Platform, program: HostProgram, task: Task, wall_s: float)
         trace_cut_cycle=_relative(ctx.recorder.cut_cycle, origin),
         port_log_cut_cycle=_relative(getattr(host_log, "cut_cycle", None), origin),
     )
+
+
+@dataclass(frozen=True)
+class FromOrigin:
+    """A pass's span counted from the op's timer start, whole cycles (a class, not a lambda:
+    a result's passes pickle to a worker's caller)."""
+
+    origin: float
+
+    def __call__(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {"name": p["name"], "start_cycle": int(round(p["start_cycle"] - self.origin)),
+                "end_cycle": int(round(p["end_cycle"] - self.origin))}
 
 
 def _relative(cycle: float | None, origin: float) -> float | None:

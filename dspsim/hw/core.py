@@ -56,6 +56,7 @@ class Core:
         self.labels = ctx.labels(name)  # what the op is doing now, stamped on every trace row
         self._write_buffer: deque[float] = deque()
         self.waiting_for: str | None = None
+        self.timed = True  # False: kernel calls compute values only (Dsp.untimed)
         # accounting
         self.compute_cycles = 0.0  # kernels' issue cycles and overheads, descriptor programming
         self.stall_cycles: dict[str, float] = {}  # memory -> cycles stalled on it
@@ -180,7 +181,8 @@ class Core:
         on ``rows`` consecutive rows of ``n`` elements (one call per row, back to back); return
         what the C function returns (per row when ``rows`` > 1)."""
         kernel = get_kernel(name)
-        yield from self._execute(kernel.shape, n, src, dst, rows)
+        if self.timed:
+            yield from self._execute(kernel.shape, n, src, dst, rows)
         if not self.move_data or n <= 0:
             return kernel.no_data_result(rows)
         shape = (rows, n) if rows > 1 else (n,)

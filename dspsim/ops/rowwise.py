@@ -107,10 +107,12 @@ def hb_dsp_rowwise(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager, rows: Row
         tm.free(buf_1)
         cycles_stop = dsp.TIME_STAMP()
     else:  # direct call to DDR, one row after the other
+        cols = ptr.cols
         cycles_start = dsp.TIME_STAMP()
-        with dsp.pass_(name):
-            for r in range(ptr.rows):
-                yield from rows(dsp, dst + r * ptr.cols, src + r * ptr.cols, 1, ptr.cols)
+        with dsp.pass_(name):  # alike rows booked at once; their values as one batch
+            yield from dsp.row_loop(
+                ptr.rows, lambda r: rows(dsp, dst + r * cols, src + r * cols, 1, cols),
+                lambda lo, hi: rows(dsp, dst + lo * cols, src + lo * cols, hi - lo, cols), cols)
         cycles_stop = dsp.TIME_STAMP()
     dsp.PROF(cycles_start, cycles_stop)
     return 0

@@ -68,8 +68,10 @@ def hb_dsp_softmax(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
     else:  # direct call to DDR
         cycles_start = dsp.TIME_STAMP()
         N = (ptr.data_size >> 2) // rows  # noqa: N806
-        for r in range(rows):
-            yield from dsp_softmax(dsp, src + r * N, N, dst + r * N)
+        # for (r = 0; r < rows; r++): alike rows booked at once, their values as one batch
+        yield from dsp.row_loop(
+            rows, lambda r: dsp_softmax(dsp, src + r * N, N, dst + r * N),
+            lambda lo, hi: dsp_softmax(dsp, src + lo * N, N, dst + lo * N, hi - lo), N)
         cycles_stop = dsp.TIME_STAMP()
     dsp.PROF(cycles_start, cycles_stop)  # self_cycles = cycles_stop - cycles_start; DSP_LOGI
     return 0

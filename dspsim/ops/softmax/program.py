@@ -38,23 +38,31 @@ class hbDSPSoftmaxParam:  # noqa: N801 - the seed's struct name
 
 
 # ------------------------------------------------------------------------- quirk reports
-def reciprocal(dsp: Dsp, sum_value: float) -> np.float32:
-    """``1.0f / sum`` in float32: +inf for a zero sum, which the model reports (and for a sum
-    below 2**-128, whose reciprocal overflows: the exponentials underflowed, which
-    :func:`check_running_max` reports)."""
-    if dsp.move_data and not sum_value:
+def reciprocal(dsp: Dsp, sum_value: float | np.ndarray) -> np.float32 | np.ndarray:
+    """``1.0f / sum`` in float32: +inf for a zero sum, which the model reports (once per zero
+    sum: ``sum_value`` may be one per row of a batch; a sum below 2**-128, whose reciprocal
+    overflows, means the exponentials underflowed, which :func:`check_running_max` reports)."""
+    zeros = int(np.count_nonzero(np.asarray(sum_value) == 0)) if dsp.move_data else 0
+    if zeros:
         dsp.warn("zero_sum", "the sum of exponentials is 0: 1/sum is +inf and the output "
-                 "inf/NaN")
+                 "inf/NaN", zeros)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if np.ndim(sum_value):
+            return (np.float32(1.0) / np.asarray(sum_value, np.float32)).astype(np.float32)
         return np.float32(1.0) / np.float32(sum_value)
 
 
-def check_exp_input(dsp: Dsp, x: Ptr, n: int, max_value: float) -> None:
-    """Report what vecexpf_max's flags see in its input (model check, not in the C)."""
+def check_exp_input(dsp: Dsp, x: Ptr, n: int, max_value: float | np.ndarray,
+                    rows: int = 1) -> None:
+    """Report what vecexpf_max's flags see in its input (model check, not in the C); for
+    ``rows`` rows of ``n`` at ``x`` (``max_value`` one per row), the counts of every row."""
     if not dsp.move_data or n <= 0:
         return
     guard = dsp.params.guard_shifted_input
-    flags = numerics.expf_input_flags(x.mem.f32(x, n), max_value, guard)
+    xs = x.mem.f32(x, rows * n)
+    flags = numerics.expf_input_flags(xs.reshape(rows, n) if rows > 1 else xs, max_value,
+                                      guard)
+    flags = {k: int(np.sum(v)) for k, v in flags.items()}
     if flags["nan_inputs"]:
         dsp.warn("nan_input", "NaN inputs: vecexpf_max flags them (b_nan) but never uses the "
                  "flag, so they flow through to the output", flags["nan_inputs"])
@@ -83,9 +91,10 @@ def check_running_max(dsp: Dsp, max_value: float, src: Ptr, length: int) -> None
         )
 
 
-def vecexpf_max(dsp: Dsp, z: Ptr, x: Ptr, n: int, max_value: float) -> Proc:
-    check_exp_input(dsp, x, n, max_value)
-    yield from dsp.core.call("vecexpf_max", n, x, z, max_value=max_value,
+def vecexpf_max(dsp: Dsp, z: Ptr, x: Ptr, n: int, max_value: float | np.ndarray,
+                rows: int = 1) -> Proc:
+    check_exp_input(dsp, x, n, max_value, rows)
+    yield from dsp.core.call("vecexpf_max", n, x, z, rows=rows, max_value=max_value,
                              guard_shifted_input=dsp.params.guard_shifted_input)
 
 
@@ -106,17 +115,19 @@ def tile_mul(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, out: list, param:
 
 
 # ------------------------------------------------------------------------- direct version
-def dsp_softmax(dsp: Dsp, input: Ptr, length: int, output: Ptr) -> Proc:
+def dsp_softmax(dsp: Dsp, input: Ptr, length: int, output: Ptr, rows: int = 1) -> Proc:
+    """The seed's direct softmax of one array; ``rows`` > 1: of that many consecutive rows
+    at once, each kernel a batch of calls (the values of rows booked by ``dsp.row_loop``)."""
     core = dsp.core
     with dsp.pass_("max"):
-        max_value = yield from core.call("vecmaxf", length, input)
+        max_value = yield from core.call("vecmaxf", length, input, rows=rows)
     with dsp.pass_("exp"):
-        yield from vecexpf_max(dsp, output, input, length, max_value)
+        yield from vecexpf_max(dsp, output, input, length, max_value, rows)
     with dsp.pass_("sum"):
-        sum_ = yield from core.call("vecsum", length, output)
+        sum_ = yield from core.call("vecsum", length, output, rows=rows)
     with dsp.pass_("mul"):
         div = reciprocal(dsp, sum_)
-        yield from core.call("vecmul", length, output, output, scalar=div)
+        yield from core.call("vecmul", length, output, output, rows=rows, scalar=div)
     return 0
 
 

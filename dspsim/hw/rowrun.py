@@ -1,0 +1,323 @@
+"""Runs of identical rows at the price of a few: an op's row loop booked in closed form.
+
+An op whose rows each run the same kernel calls on their own data (the direct variants: a
+row's calls read and write its own bytes, at the same offsets, the same lengths) writes its
+loop as ``yield from dsp.row_loop(rows, row, values)``. Rows run one by one as always; now and
+then the loop reads every engine's state relative to now at three row starts ``k``, ``k+1``,
+``k+2`` (:class:`_Engines`): the port's request slots and data path (what is still in flight,
+in ring order), the core's write buffer, the trace labels, the access log, and that nothing
+else moves (every iDMA channel idle, the other cores unchanged, no data cache touched, no
+warning raised). When the three agree, the row takes the same ``D`` cycles twice and every
+counter grows by the same amount twice, the rows that follow are booked at once: time moves by
+``J x D``, what is in flight moves with it, the counters grow ``J`` times, the passes of the
+``J`` rows are one block (:class:`~dspsim.probes.PassRun`), and the rows' values are computed
+in one vectorised call (``values(lo, hi)``, untimed: :meth:`dspsim.platform.Dsp.untimed`).
+
+Why this is exact, bit for bit, although time is a float. Within one binade ``[2^e, 2^(e+1))``
+every float is a multiple of its ulp ``u``; a row only adds constants to times (a latency, a
+transfer's cycles, what a previous difference gave), subtracts two times (exact in one binade)
+and compares. Rounding ``t + c`` to the grid of ``u`` (to nearest, ties to even) commutes with
+moving ``t`` by an even multiple of ``u``, so the row is a function ``F`` of the state that
+commutes with every shift by ``2mu`` while everything stays in the binade. Seen twice,
+``F(S) = S + D`` and ``F(S + D) = S + 2D`` give ``F(F(S + 2jD)) = S + (2j + 2)D`` and so every
+row start is ``S + jD``, whatever the parity of ``D / u``. A counter (cycles busy, stalled,
+queued) is a float sum of such constants and obeys the same argument in its own binade. So the
+run is booked only while the latest time any engine holds, and every growing counter, stay in
+the binade they started the probe in, and while no other process's event comes first
+(``env.peek()``); then rows run one by one again and the next probe starts a new run (a long
+loop crosses a few dozen binades). ``J x D`` is exact there (a multiple of ``u`` below
+``2^(e+1)``), and so is every shifted time and counter.
+
+Where a record of every request or row is asked for (a trace, a port log) or the reference
+engine runs (``elide=False``), every row is simulated: nothing is booked in closed form.
+Nothing here knows an op: the op promises its rows are alike, the state check sees that the
+engines agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dspsim.hw.clock import At
+from dspsim.probes import PassRun
+
+if TYPE_CHECKING:
+    from dspsim.platform import Dsp
+
+Proc = Generator[Any, Any, Any]
+# rows run one by one between two probes after a probe that found no run (doubling from 1)
+MAX_PROBE_GAP_ROWS = 64
+# the booked rows' values are computed this many elements at a time (whole rows, one at least)
+VALUES_BATCH_ELEMENTS = 1 << 18
+
+
+@dataclass
+class _Snapshot:
+    """The engines at a row start: ``key`` their state relative to ``now`` (exact where it
+    matters, see the module docstring), ``latest`` the latest time any of them holds,
+    ``floats`` / ``ints`` the counters, ``rings`` each port's next slot, ``passes`` how many
+    passes were booked and ``last_pass`` a copy of the last one."""
+
+    now: float
+    key: tuple
+    latest: float
+    floats: list[float]
+    ints: list[int]
+    rings: list[int]
+    passes: int
+    last_pass: dict[str, Any] | None
+
+
+def _binade(x: float) -> tuple[float, float]:
+    """``(2^(e+1), u)``: the top of the binade of ``x`` > 0 and its ulp."""
+    _, ex = math.frexp(x)
+    return math.ldexp(1.0, ex), math.ldexp(1.0, ex - 53)
+
+
+def _room(start: float, latest: float, step: float, limit: float | None = None) -> int:
+    """How many more steps of ``step`` (> 0) ``latest`` may take staying below ``limit``
+    (default: the top of the binade of ``start``; every value a multiple of that binade's
+    ulp: integer arithmetic, exact)."""
+    top, u = _binade(start)
+    limit = top if limit is None else min(limit, top)
+    if latest >= limit:
+        return 0
+    return (int(limit / u) - 1 - int(latest / u)) // int(step / u)
+
+
+class _Engines:
+    """What a row loop may touch, read and moved in one place: the core running the op, every
+    memory's port, the other cores and every iDMA channel (which must stay still), the access
+    log, the passes and labels of the op's core."""
+
+    def __init__(self, dsp: Dsp):
+        platform = dsp.platform
+        self.dsp = dsp
+        self.core = dsp.core
+        self.ctx = ctx = platform.ctx
+        self.env = ctx.env
+        self.platform = platform
+        self.ports = [m.port for m in platform.memories.values()]
+        # a record of every row is asked for, or the reference engine: every row simulated
+        self.enabled = (ctx.elide and not ctx.recorder.enabled
+                        and all(p.log is None for p in self.ports))
+
+    # ------------------------------------------------------------------ reading
+    def _accumulators(self) -> list[tuple[Any, Any]]:
+        """The float counters as (owner, key), in a fixed order."""
+        core = self.core
+        out: list[tuple[Any, Any]] = [(core, "compute_cycles")]
+        out += [(core.stall_cycles, k) for k in sorted(core.stall_cycles)]
+        out += [(core.idma_wait_cycles, k) for k in sorted(core.idma_wait_cycles)]
+        out += [(p, "contention_cycles") for p in self.ports]
+        return out
+
+    @staticmethod
+    def _get(owner: Any, key: str) -> float:
+        return owner[key] if isinstance(owner, dict) else getattr(owner, key)
+
+    @staticmethod
+    def _set(owner: Any, key: str, value: float) -> None:
+        if isinstance(owner, dict):
+            owner[key] = value
+        else:
+            setattr(owner, key, value)
+
+    def snapshot(self) -> _Snapshot | None:
+        """The engines now; ``None`` when they are in no state a run of rows repeats from
+        (something in flight that the rows do not own)."""
+        now, core, dsp, acc = self.env.now, self.core, self.dsp, self.ctx.accesses
+        if core.waiting_for is not None or acc.in_flight or any(acc.active.values()):
+            return None
+        latest = now
+
+        def rel(t: float) -> float | None:
+            nonlocal latest
+            if t > now:
+                latest = max(latest, t)
+                return t - now
+            return None  # in the past: no later request can tell its value
+
+        key: list[Any] = [len(core._write_buffer), tuple(rel(t) for t in core._write_buffer),
+                          tuple(sorted(core.stall_cycles)), tuple(sorted(core.idma_wait_cycles)),
+                          repr(core.dcache.stats()) if core.dcache is not None else None]
+        labels = dsp.labels
+        key += [labels.pass_name, labels.buffer, labels.tile, labels.tiles_used,
+                tuple(sorted(dsp._tiles_seen.items())), len(acc.pairs), acc.dropped]
+        for other in self.platform.dsps:
+            for ch in other.idma:
+                if ch.current is not None or ch.buffer_status():
+                    return None
+                key.append(repr(ch.stats()))
+            if other is not dsp:
+                key += [other.core.waiting_for, repr(other.core.stats())]
+        rings = []
+        for p in self.ports:
+            if p.speculation is not None or p.flows:
+                return None
+            m, ns = p.max_outstanding, p._next_slot
+            key.append(tuple((rel(p._slot_free[j]), p._slot_holder[j])
+                             for j in ((ns + i) % m for i in range(m))))
+            path = rel(p._path_free)
+            key.append((path, p._path_owner if path is not None else None))
+            key.append(tuple((max(s, now) - now, rel(e)) for s, e in p._recent if e > now))
+            rings.append(ns)
+        if not self.ctx.data:  # with values, the rows' own checks warn (``values`` redoes them)
+            key.append(tuple((w["code"], w["count"]) for w in self.platform.warnings.values()))
+        floats = [self._get(o, k) for o, k in self._accumulators()]
+        ints = [acc._seq] + [n for p in self.ports for n in (p.bytes_read, p.bytes_written)]
+        count = len(dsp.passes)
+        last = dict(dsp.passes[-1]) if count else None
+        return _Snapshot(now, tuple(key), latest, floats, ints, rings, count, last)
+
+    # ------------------------------------------------------------------ the run
+    def run_length(self, s: list[_Snapshot], remaining: int) -> tuple[int, list | None]:
+        """How many of the ``remaining`` rows after three row starts ``s`` repeat the last row
+        exactly (0: none may be booked), and the passes of the first of them."""
+        s0, s1, s2 = s
+        d = s1.now - s0.now
+        if not (s0.key == s1.key == s2.key and s2.now - s1.now == d and d >= 0
+                and s0.now > 0 and s0.passes <= s1.passes):
+            return 0, None
+        for p, a, b, c in zip(self.ports, s0.rings, s1.rings, s2.rings):
+            if (b - a) % p.max_outstanding != (c - b) % p.max_outstanding:
+                return 0, None
+        if any(b - a != c - b for a, b, c in zip(s0.ints, s1.ints, s2.ints)):
+            return 0, None
+        template = self._next_passes(s0, s1, s2, d)
+        if template is None:
+            return 0, None
+        runs = [remaining]
+        top, _ = _binade(s0.now)
+        if max(s0.latest, s1.latest, s2.latest) >= top:
+            return 0, None
+        if d > 0:
+            runs.append(_room(s0.now, s2.latest, d))
+            # another process acts at ``peek``: the run ends before its event
+            runs.append(_room(s0.now, s2.now, d, self.env.peek()))
+        for a, b, c in zip(s0.floats, s1.floats, s2.floats):
+            step = b - a
+            if c - b != step or step < 0:
+                return 0, None
+            if step > 0:
+                if a <= 0 or c >= _binade(a)[0]:
+                    return 0, None
+                runs.append(_room(a, c, step))
+        return max(0, min(runs)), template
+
+    def _next_passes(self, s0: _Snapshot, s1: _Snapshot, s2: _Snapshot, d: float
+                     ) -> list[dict[str, Any]] | None:
+        """The passes the row after ``s2`` books (those of the last row, ``d`` later), if the
+        two rows booked the same passes ``d`` apart and left the earlier ones alone."""
+        passes = self.dsp.passes
+        per_row = s1.passes - s0.passes
+        if s2.passes - s1.passes != per_row:
+            return None
+        for snap in (s0, s1):
+            if snap.passes and passes[snap.passes - 1] != snap.last_pass:
+                return None
+        first, last = passes[s0.passes:s1.passes], passes[s1.passes:s2.passes]
+        template = []
+        for a, b in zip(first, last):
+            if (a["end_cycle"] is None or b["end_cycle"] is None or a["name"] != b["name"]
+                    or b["start_cycle"] != a["start_cycle"] + d
+                    or b["end_cycle"] != a["end_cycle"] + d):
+                return None
+            template.append({"name": b["name"], "start_cycle": b["start_cycle"] + d,
+                             "end_cycle": b["end_cycle"] + d})
+        return template
+
+    def jump(self, s: list[_Snapshot], rows: int, template: list[dict[str, Any]]) -> Proc:
+        """Book ``rows`` rows like the last one from now (the state ``s[2]``)."""
+        s0, s1, s2 = s
+        d = s2.now - s1.now
+        dt = rows * d  # exact: a multiple of the binade's ulp below its top
+        now = s2.now
+        wb = self.core._write_buffer
+        for i, t in enumerate(wb):
+            if t > now:
+                wb[i] = t + dt
+        for p, a, b in zip(self.ports, s1.rings, s2.rings):
+            m = p.max_outstanding
+            slots = [(p._slot_free[(b + i) % m], p._slot_holder[(b + i) % m]) for i in range(m)]
+            ns = (b + rows * ((b - a) % m)) % m
+            for i, (t, holder) in enumerate(slots):
+                p._slot_free[(ns + i) % m] = t + dt if t > now else t
+                p._slot_holder[(ns + i) % m] = holder
+            p._next_slot = ns
+            if p._path_free > now:
+                p._path_free += dt
+            p._recent = deque((max(a0, now) + dt, e + dt) for a0, e in p._recent if e > now)
+        for (owner, key), b, c in zip(self._accumulators(), s1.floats, s2.floats):
+            if c != b:
+                self._set(owner, key, c + rows * (c - b))
+        ints = [c + rows * (c - b) for b, c in zip(s1.ints, s2.ints)]
+        self.ctx.accesses._seq = ints[0]
+        for k, p in enumerate(self.ports):
+            p.bytes_read, p.bytes_written = ints[1 + 2 * k], ints[2 + 2 * k]
+        if template:
+            self.dsp.passes.append_run(PassRun(template, rows, d))
+        if dt:
+            yield At(self.env, now + dt)
+
+
+def row_loop(dsp: Dsp, rows: int, row: Callable[[int], Proc],
+             values: Callable[[int, int], Proc] | None = None, row_elements: int = 1) -> Proc:
+    """``for r in range(rows): yield from row(r)``, booking runs of alike rows at once (see
+    the module docstring). ``row(r)`` is row ``r``'s code; every row must run the same
+    kernel calls, on its own bytes at the same offsets. ``values(lo, hi)``: rows ``lo:hi``'s
+    kernel calls at once (a batch), run untimed for the rows booked when the data path is on
+    (no values are moved without it), in batches of about ``VALUES_BATCH_ELEMENTS`` elements
+    (rows of ``row_elements``): a kernel's batch temporaries stay bounded."""
+    engines = _Engines(dsp)
+    if not engines.enabled:
+        for r in range(rows):
+            yield from row(r)
+        return
+    r, gap = 0, 0
+    while r < rows:
+        for _ in range(rows - r if rows - r < 3 else min(gap, rows - r)):
+            yield from row(r)
+            r += 1
+        if rows - r < 3:
+            continue
+        snaps = [engines.snapshot()]
+        for _ in range(2):
+            yield from row(r)
+            r += 1
+            snaps.append(engines.snapshot())
+        count, template = (engines.run_length(snaps, rows - r) if None not in snaps
+                           else (0, None))
+        if count <= 0:
+            gap = min(2 * gap + 1, MAX_PROBE_GAP_ROWS)
+            continue
+        gap = 0
+        yield from engines.jump(snaps, count, template)
+        if values is not None and dsp.move_data:
+            step = max(1, VALUES_BATCH_ELEMENTS // max(1, row_elements))
+            with dsp.untimed():
+                for lo in range(r, r + count, step):
+                    _values(dsp.platform.warnings, values, lo, min(lo + step, r + count))
+        r += count
+
+
+def _values(warnings: dict[str, dict[str, Any]], values: Callable[[int, int], Proc],
+            lo: int, hi: int) -> None:
+    """Run ``values(lo, hi)`` (untimed: it must yield nothing). The rows' checks may warn;
+    the warnings are listed in the order their codes first fire row by row, so when one batch
+    raises two new codes it is undone and run again in halves (a row's values must come out
+    the same when computed again: its outputs do not overwrite its inputs)."""
+    before = {code: dict(w) for code, w in warnings.items()}
+    for _ in values(lo, hi):
+        raise RuntimeError("a row loop's values(lo, hi) yielded an event: it must only "
+                           "compute")
+    if hi - lo > 1 and len(warnings) - len(before) > 1:
+        warnings.clear()
+        warnings.update(before)
+        mid = (lo + hi) // 2
+        _values(warnings, values, lo, mid)
+        _values(warnings, values, mid, hi)

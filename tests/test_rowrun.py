@@ -1,0 +1,115 @@
+"""Identical rows at the price of one: a direct variant's runs of alike rows, booked in closed
+form (:mod:`dspsim.hw.rowrun`), report exactly what the reference engine (``elide=False``:
+every row simulated, event by event) does.
+
+Random configurations (fixed seed) and round-valued ones (integer latencies, power-of-two
+bandwidths: requests meet at the same instant) on every op with a direct variant, with many
+short rows so that runs are booked and cross many binades of the time: the cycles, bytes,
+busy and stall cycles, contention, every pass, warnings, hazards, the engines' stats and the
+output values are identical.
+"""
+
+import numpy as np
+import pytest
+
+from dspsim import load_model, simulate
+from dspsim.ops import get_op, op_names
+from tests.test_elision import FIELDS, random_config
+from tests.test_fidelity import round_config
+
+DIRECT_OPS = [op for op in op_names() if "direct" in get_op(op).variants]
+
+
+def reported(r) -> dict:
+    out = {f: getattr(r, f) for f in FIELDS}
+    out["passes"] = list(r.passes)
+    out["output"] = repr(r.output)  # NaN sums compare by their text
+    out["memories"] = r.memories
+    out["dcache"] = r.dcache
+    out["values"] = None if r.output_array is None else r.output_array.tobytes()
+    return out
+
+
+def cases(count: int, seed: int, round_values: bool):
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        op = DIRECT_OPS[i % len(DIRECT_OPS)]
+        config = round_config(rng, op) if round_values else random_config(rng)
+        if round_values:
+            config["core.write_buffer_entries"] = int(rng.choice([1, 2, 8]))
+        rows = int(rng.integers(40, 700))
+        cols = int(rng.choice([1, 2, 3, 17, 32, 64, 100, 256]))
+        fidelity = "tile" if i % 4 == 3 else "burst"
+        yield pytest.param(op, config, (rows, cols), bool(i % 3 == 0), fidelity,
+                           id=f"{i}-{op}-{rows}x{cols}-{fidelity}")
+
+
+def check_equal(op, config, shape, data, fidelity, **kwargs):
+    model = load_model().with_overrides(config)
+    ref = simulate(model, op, "direct", shape=shape, data=data, fidelity=fidelity, elide=False,
+                   **kwargs)
+    fast = simulate(model, op, "direct", shape=shape, data=data, fidelity=fidelity, **kwargs)
+    assert reported(fast) == reported(ref)
+    return fast, ref
+
+
+@pytest.mark.parametrize("op, config, shape, data, fidelity", list(cases(36, 2112, False)))
+def test_booked_rows_report_what_the_reference_does(op, config, shape, data, fidelity):
+    check_equal(op, config, shape, data, fidelity)
+
+
+@pytest.mark.parametrize("op, config, shape, data, fidelity", list(cases(24, 2113, True)))
+def test_booked_rows_are_exact_where_requests_meet_at_one_instant(op, config, shape, data,
+                                                                  fidelity):
+    check_equal(op, config, shape, data, fidelity)
+
+
+@pytest.mark.parametrize("op", DIRECT_OPS)
+def test_a_run_of_rows_costs_a_few_rows(j6, op):
+    """Twice the rows, hardly more events: the rows are booked, not simulated (the reference
+    engine's events double)."""
+    events = {}
+    for rows in (2000, 4000):
+        fast, ref = check_equal(op, {}, (rows, 8), False, "burst")
+        events[rows] = (fast.events, ref.events)
+    assert events[4000][1] > 1.9 * events[2000][1]
+    assert events[4000][0] < 1.2 * events[2000][0] < 0.2 * events[2000][1]
+
+
+def test_warnings_keep_the_order_rows_raise_them():
+    """Softmax direct with data: rows with an element past the overflow guard, a few rows
+    later one with a NaN, all in one run of booked rows: the batch that computes their values
+    raises both codes (nan_input first, as each call checks NaN first), so it is redone in
+    halves and lists them in the order the rows do (overflow_guard first), the counts
+    unchanged."""
+    rows, cols = 600, 4
+    x = np.tile(np.linspace(-1, 1, cols, dtype=np.float32), (rows, 1))
+    x[500, 1] = 100.0  # past vecexpf_max's guard of 88.72 (the seed's raw-input test)
+    x[501, 2] = 100.0
+    x[505, 0] = np.nan
+    x[560, 3] = np.nan
+    fast, ref = check_equal("softmax", {}, None, True, "burst", x=x)
+    assert [w["code"] for w in fast.warnings][:2] == ["overflow_guard", "nan_input"]
+    assert fast.events * 5 < ref.events
+
+
+def test_a_trace_or_port_log_simulates_every_row(j6):
+    """Where every row's record is asked for, every row is simulated (and still equal)."""
+    fast, ref = check_equal("layernorm", {}, (300, 16), False, "burst", trace=True,
+                            port_log=True)
+    assert fast.trace.equals(ref.trace) and fast.port_log == ref.port_log
+    assert len(fast.trace) == len(ref.trace) == 3 * 300  # three kernel calls a row
+
+
+@pytest.mark.parametrize("latency", [37 + 2.0**-21, 37 + 3 * 2.0**-22, 2.0**-21, 114.006])
+@pytest.mark.parametrize("op, data", [("layernorm", False), ("softmax", True)])
+def test_rounding_ties_late_in_a_run(op, data, latency):
+    """The op starts 5 x 10^9 cycles in (the RPC latency at 10 GHz), where the ulp is 2^-20:
+    a latency with a bit at 2^-21 puts every request's completion on a rounding tie (to
+    even: it depends on the parity of the time), so a row's cycles alternate unless the
+    booking shifts by whole rows exactly as the rows one by one do."""
+    config = {"host.rpc_latency_us": 1e6, "core.clock_mhz": 10_000.0,
+              "ddr.latency_cycles": latency, "ddr.bytes_per_cycle": 0.5,
+              "core.write_buffer_entries": 2}
+    fast, ref = check_equal(op, config, (400, 24), data, "burst")
+    assert fast.events * 5 < ref.events
