@@ -202,6 +202,17 @@ class PassLog(Sequence):
             for raw in entries:
                 yield raw if self._fn is None else self._fn(raw)
 
+    def totals(self) -> dict[str, tuple[int, float]]:
+        """Per pass name (in first-run order): how many spans and their cycles in all, a run
+        of rows in closed form."""
+        out: dict[str, tuple[int, float]] = {}
+        for part in self._parts:
+            count = 1 if isinstance(part, list) else part.count
+            for p in (part if isinstance(part, list) else part.template):
+                n, cycles = out.get(p["name"], (0, 0.0))
+                out[p["name"]] = (n + count, cycles + count * (p["end_cycle"] - p["start_cycle"]))
+        return out
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PassLog | list | tuple):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other))
@@ -211,6 +222,13 @@ class PassLog(Sequence):
 
     def __repr__(self) -> str:
         return f"PassLog({len(self)} passes)"
+
+
+def pass_totals(passes: Sequence[dict[str, Any]]) -> dict[str, tuple[int, float]]:
+    """:meth:`PassLog.totals` of a pass log or a plain list of passes."""
+    if isinstance(passes, PassLog):
+        return passes.totals()
+    return PassLog(parts=[list(passes)]).totals()
 
 
 COLUMNS = [

@@ -22,7 +22,10 @@ from dspsim.cli.progress import elapsed
 from dspsim.ops import get_op, op_names
 from dspsim.ops.base import errors_text
 from dspsim.platform import FIDELITIES
+from dspsim.probes import pass_totals
 from dspsim.run import Result, simulate
+
+PASS_LINES = 16  # more passes than this (many rows) print one line per pass name
 
 
 def add_run(sub) -> None:
@@ -126,8 +129,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     stalls = [f"on {k} {v:,}" for k, v in r.stall_cycles.items() if k in memories]
     waits = [f"{k} {v:,}" for k, v in r.stall_cycles.items() if k not in memories]
     print("  core stall cycles: " + "; ".join(", ".join(p) for p in (stalls, waits) if p))
-    for p in r.passes:
-        print(f"  pass {p['name']:<8} {p['start_cycle']:>12,} .. {p['end_cycle']:>12,} cycles")
+    if len(r.passes) <= PASS_LINES:
+        for p in r.passes:
+            print(f"  pass {p['name']:<8} {p['start_cycle']:>12,} .. {p['end_cycle']:>12,} cycles")
+    else:  # many rows: one line per pass name (every span is in --json and --save)
+        for name, (count, cycles) in pass_totals(r.passes).items():
+            print(f"  pass {name:<8} {count:>12,} spans, {cycles:,.0f} cycles in all")
     if r.output is not None and "exact" in r.output:  # an integer or byte output
         o = r.output
         print(f"  output: {'equals' if o['exact'] else 'DIFFERS FROM'} the reference bit for "
