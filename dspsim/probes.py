@@ -203,8 +203,8 @@ class PassLog(Sequence):
                 yield raw if self._fn is None else self._fn(raw)
 
     def totals(self) -> dict[str, tuple[int, float]]:
-        """Per pass name (in first-run order): how many spans and their cycles in all, a run
-        of rows in closed form."""
+        """Per pass name (in first-run order): how many spans and their cycles in all (the
+        logged spans, before a view rounds them), a run of rows in closed form."""
         out: dict[str, tuple[int, float]] = {}
         for part in self._parts:
             count = 1 if isinstance(part, list) else part.count

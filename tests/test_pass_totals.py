@@ -13,8 +13,12 @@ def test_many_rows_print_one_line_per_pass_name(j6, capsys):
     for name, (count, cycles) in totals.items():
         spans = [p for p in r.passes if p["name"] == name]
         assert count == len(spans) == 40
-        assert cycles == sum(p["end_cycle"] - p["start_cycle"] for p in spans)
-    assert pass_totals(list(r.passes)) == totals
+        # the totals are of the unrounded spans; each span printed is rounded to a cycle
+        assert abs(cycles - sum(p["end_cycle"] - p["start_cycle"] for p in spans)) <= count
+    listed = pass_totals(list(r.passes))
+    assert list(listed) == list(totals) and all(
+        listed[k][0] == totals[k][0] and abs(listed[k][1] - totals[k][1]) <= totals[k][0]
+        for k in totals)
     code, out, _ = run_cli(capsys, "run", "--op", "softmax", "--variant", "direct",
                            "--shape", "40,8", "--no-data")
     lines = [line for line in out.splitlines() if line.strip().startswith("pass ")]
