@@ -21,14 +21,14 @@ from tests.test_elision import random_config as elision_config
 def skips(monkeypatch):
     """Counts the fast-forwards that advanced the clock."""
     count = [0]
-    skip = periodic.Repeats._skip
+    advance = periodic.Repeats._advance
 
-    def counted(self, before, now, stream):
+    def counted(self, before, now):
         t = self.port.env.now
-        skip(self, before, now, stream)
+        advance(self, before, now)
         count[0] += self.port.env.now != t
 
-    monkeypatch.setattr(periodic.Repeats, "_skip", counted)
+    monkeypatch.setattr(periodic.Repeats, "_advance", counted)
     return count
 
 

@@ -187,7 +187,8 @@ class IdmaChannel:
     def _stream(self, t: Transfer) -> Stream:
         ranges = tuple((p.mem, p.addr, p.addr + t.nbytes, p is t.dst) for p in (t.src, t.dst)
                        ) if self.move_data else ()
-        return Stream(self.name, self.process, self.burst_bytes, t.nbytes, ranges)
+        return Stream(self.name, self.process, self.burst_bytes, self.max_outstanding,
+                      t.nbytes, t.dst.external, ranges)
 
     @staticmethod
     def _enter(port: MemoryPort, stream: Stream) -> None:

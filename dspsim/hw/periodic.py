@@ -39,13 +39,15 @@ class Stream:
 
     Between two steps the walk is about to issue burst ``i`` at its local time ``now`` (its
     wake-up, when it waited: the time of its pending event), with ``inflight`` the completions
-    of its bursts in flight. ``now`` is ``None`` once the walk has issued its last burst."""
+    of its bursts in flight. ``now`` is ``None`` once the walk has issued its last burst.
+    Streams of one ``kind`` (burst bytes, window, direction) behave alike: the fast-forward
+    may find one in the state another was in."""
 
     __slots__ = ("name", "process", "i", "now", "inflight", "full", "count", "nbytes",
-                 "ranges")
+                 "kind", "ranges")
 
-    def __init__(self, name: str, process: simpy.Process, burst_bytes: int, nbytes: int,
-                 ranges: tuple = ()):
+    def __init__(self, name: str, process: simpy.Process, burst_bytes: int, window: int,
+                 nbytes: int, write: bool, ranges: tuple = ()):
         self.name = name
         self.process = process
         self.i = 0
@@ -54,7 +56,56 @@ class Stream:
         self.full = nbytes // burst_bytes  # bursts of burst_bytes (a partial one may follow)
         self.count = -(-nbytes // burst_bytes)
         self.nbytes = burst_bytes
+        self.kind = (burst_bytes, window, write)
         self.ranges = ranges  # ((memory, first byte, end byte, written), ...) when moving data
+
+
+class Snapshot:
+    """The port's and its streams' state when ``streams[0]`` woke at ``t`` (the others in the
+    order their wake-ups are queued), and the counters then."""
+
+    __slots__ = ("t", "slots", "holders", "first", "path_free", "path_owner", "recent",
+                 "streams", "positions", "nows", "inflights", "read", "written",
+                 "increments", "logged", "dropped", "outside")
+
+    def __init__(self, repeats: Repeats, streams: list[Stream], outside: tuple | None):
+        port = repeats.port
+        self.t = streams[0].now
+        self.slots, self.holders = tuple(port._slot_free), tuple(port._slot_holder)
+        self.first = port._next_slot
+        self.path_free, self.path_owner = port._path_free, port._path_owner
+        self.recent = tuple(port._recent)
+        self.streams = streams
+        self.positions = [s.i for s in streams]
+        self.nows = [s.now for s in streams]
+        self.inflights = [tuple(s.inflight) for s in streams]
+        self.read, self.written = port.bytes_read, port.bytes_written
+        self.increments = len(repeats.increments)
+        log = port.log
+        self.logged, self.dropped = (len(log), log.dropped) if log is not None else (0, 0)
+        self.outside = outside
+
+    def relative(self) -> tuple:
+        """The state relative to ``t``, as exact differences, the streams named by their place
+        in the order; what lies at or before ``t`` (a slot freed, the data path idle) only
+        compares as past."""
+        t, first = self.t, self.first
+        rank = {s.name: k for k, s in enumerate(self.streams)}
+        ring = [(x - t, rank.get(h, h)) if x > t else None for x, h in
+                zip(self.slots[first:] + self.slots[:first],
+                    self.holders[first:] + self.holders[:first])]
+        path = (self.path_free - t, rank.get(self.path_owner, self.path_owner)) \
+            if self.path_free > t else None
+        recent = [(a - t if a > t else 0.0, b - t) for a, b in self.recent if b > t]
+        walks = [(s.kind, now - t, [x - t if x > t else None for x in inflight])
+                 for s, now, inflight in zip(self.streams, self.nows, self.inflights)]
+        return ring, path, recent, walks
+
+    def latest(self) -> float:
+        """The latest time the state holds (what a period computes stays below it shifted
+        by the period)."""
+        return max(self.t, self.path_free, *self.slots, *[b for _, b in self.recent],
+                   *self.nows, *[x for inflight in self.inflights for x in inflight])
 
 
 class Repeats:
@@ -64,7 +115,7 @@ class Repeats:
         self.port = port
         self.streams: list[Stream] = []
         self.increments: list[float] = []  # contention the port added, since the last reset
-        self._seen: dict[tuple, tuple] = {}
+        self._seen: dict[tuple, Snapshot] = {}
 
     def enter(self, stream: Stream) -> None:
         self.streams.append(stream)
@@ -81,156 +132,159 @@ class Repeats:
     # ------------------------------------------------------------------ noting and matching
     def woke(self, stream: Stream) -> None:
         """``stream`` woke at a real event (``env.now == stream.now``); advance by whole
-        periods if its state repeats one noted earlier."""
+        periods if the state repeats one noted earlier (with the streams in the same roles,
+        or in each other's)."""
         port = self.port
         if port.speculation is not None or port.flows != len(self.streams):
             return
-        t = stream.now
-        others = [s for s in self.streams if s is not stream]
-        if any(s.now is None for s in others):
+        found = self._queued(stream)
+        if found is None:
             return
-        pf = port._path_free
-        key = (stream.name, pf - t if pf > t else None, *[s.now - t for s in others])
-        snap = self._snapshot(stream, others)
-        if snap is None:
-            return
+        streams, outside = found
+        t, pf = stream.now, port._path_free
+        key = (pf - t if pf > t else None, len(stream.inflight),
+               *[s.now - t for s in streams[1:]])
+        snap = Snapshot(self, streams, outside)
         before = self._seen.get(key)
         self._seen[key] = snap
-        if before is not None and _relative(before) == _relative(snap):
-            self._skip(before, snap, stream)
+        if before is not None and before.outside == outside \
+                and before.relative() == snap.relative():
+            self._advance(before, snap)
 
-    def _snapshot(self, stream: Stream, others: list[Stream]) -> tuple | None:
-        port = self.port
-        env = port.env
-        pending = {id(s.process._target): s for s in others}
-        if len(pending) != len(others):
+    def _queued(self, stream: Stream) -> tuple[list[Stream], tuple | None] | None:
+        """The streams, the waker first and the others in the order their wake-ups run, and
+        the first other event queued (time, order); ``None`` if a stream is not waiting
+        where its walk says."""
+        others = {id(s.process._target): s for s in self.streams if s is not stream}
+        if len(others) != len(self.streams) - 1:
             return None
         outside = None
         queued = []
-        for when, _, eid, event in env._queue:
-            s = pending.get(id(event))
+        for when, _, eid, event in self.port.env._queue:
+            s = others.get(id(event))
             if s is None:
                 if outside is None or (when, eid) < outside:
                     outside = (when, eid)
-            elif when != s.now:  # not waiting where its walk says
+            elif s.now is None or when != s.now:
                 return None
             else:
-                queued.append((eid, s.name))
+                queued.append((when, eid, s))
         if len(queued) != len(others):
             return None
-        order = tuple(name for _, name in sorted(queued))  # who of equal times runs first
-        walks = tuple((s, s.i, s.now, tuple(s.inflight)) for s in [stream, *others])
-        log = port.log
-        return (stream.now, tuple(port._slot_free), tuple(port._slot_holder), port._next_slot,
-                port._path_free, port._path_owner, tuple(port._recent), walks, order,
-                port.bytes_read, port.bytes_written, len(self.increments),
-                None if log is None else (len(log), log.dropped), outside)
+        queued.sort(key=lambda q: q[:2])
+        return [stream, *[q[2] for q in queued]], outside
 
     # ------------------------------------------------------------------ advancing
-    def _skip(self, before: tuple, now: tuple, stream: Stream) -> None:
+    def _advance(self, before: Snapshot, now: Snapshot) -> None:
+        """From ``before`` to ``now`` (a step of ``h`` cycles) each stream took over the role
+        of the one in its place; after as many steps as it takes every stream to come back to
+        its own role (a period), the state is that of ``now`` shifted. Advance by whole
+        periods where that is provably exact."""
         port, env = self.port, self.port.env
-        t0, t = before[0], now[0]
-        period = t - t0
-        if not (t0 > 0 and period > 0) or before[13] != now[13]:
+        t0, t = before.t, now.t
+        h = t - t0
+        role = {id(b): a for b, a in zip(before.streams, now.streams)}  # b's role -> a
+        if not (t0 > 0 and h > 0) or len(role) != len(now.streams) \
+                or set(role) != {id(s) for s in now.streams}:
             return
-        log = port.log
-        if log is not None and before[12][1] != now[12][1]:
-            return  # the log dropped some of the period's requests
-        bursts = [w[1] - w0[1] for w, w0 in zip(now[7], before[7])]
-        if any(b <= 0 for b in bursts) or any(w[0] is not w0[0] for w, w0 in zip(now[7],
-                                                                               before[7])):
-            return
-        if not _disjoint(self.streams):
+        if before.dropped != now.dropped or not _disjoint(self.streams):
+            return  # the log dropped some of the step's requests; data might overlap
+        # bursts each stream issued in the step, and over a period (its orbit's, as often
+        # as the orbit fits in the period)
+        issued = {id(s): s.i - p for s, p in zip(before.streams, before.positions)}
+        steps, per_period = _orbits(now.streams, role, issued)
+        if any(b <= 0 for b in per_period.values()):
             return
         binade = math.frexp(t0)[1]
-        top = math.ldexp(1.0, binade)  # every time must stay below, in t0's binade
-        grid = binade - 53  # u = 2^grid
-        if _odd(period, grid) and any(_half_way(d, grid) for d in self._constants()):
+        grid = binade - 53  # every time of the steps is a whole number of 2^grid
+        if _odd(h, grid) and any(_half_way(d, grid) for d in self._constants()):
             return
-        latest = _latest(now, t)
-        k = min((min(s.full, s.count - 1) - s.i) // b for s, b in zip(self.streams_of(now),
-                                                                       bursts))
-        k = _fit(k, latest, period, top)
-        if now[13] is not None:
-            k = _fit(k, latest, period, now[13][0])
+        period = steps * h
+        k = min((min(s.full, s.count - 1) - s.i) // per_period[id(s)] for s in now.streams)
+        latest = now.latest()
+        k = _fit(k, latest, period, math.ldexp(1.0, binade))
+        if now.outside is not None:
+            k = _fit(k, latest, period, now.outside[0])
         if k < 1:
             return
-        shift = k * period
-        # counters: bytes; the contention the period added, increment by increment
-        port.bytes_read += k * (now[9] - before[9])
-        port.bytes_written += k * (now[10] - before[10])
-        increments = self.increments[before[11]:now[11]]
+        count = k * steps  # steps skipped
+        shift = count * h
+        port.bytes_read += count * (now.read - before.read)
+        port.bytes_written += count * (now.written - before.written)
+        increments = self.increments[before.increments:now.increments]
         acc = port.contention_cycles
-        for _ in range(k):
+        for _ in range(count):  # as the reference adds them, one by one
             for d in increments:
                 acc += d
         port.contention_cycles = acc
-        if log is not None:
-            entries = log[before[12][0]:now[12][0]]
-            for j in range(1, k + 1):
-                step = j * period
-                for e in entries:
-                    log.append((e[0] + step, e[1] + step, e[2] + step, e[3] + step, *e[4:]))
+        if port.log is not None:
+            self._log(before.logged, now.logged, count, h, role, now.streams)
         # the port: request slots (rotated by the requests issued), data path, recent spans
         m = port.max_outstanding
-        slots, holders, first = now[1], now[2], now[3]
-        nxt = (first + k * sum(bursts)) % m
+        nxt = (now.first + count * sum(issued.values())) % m
         for r in range(m):
-            a, b = (first + r) % m, (nxt + r) % m
-            port._slot_free[b] = slots[a] + shift if slots[a] > t else slots[a]
-            port._slot_holder[b] = holders[a]
+            a, b = (now.first + r) % m, (nxt + r) % m
+            x = now.slots[a]
+            port._slot_free[b] = x + shift if x > t else x
+            port._slot_holder[b] = now.holders[a]
         port._next_slot = nxt
         if port._path_free > t:
             port._path_free += shift
         port._recent = deque((a + shift, b + shift) for a, b in port._recent if b > t)
-        # the streams, and the pending wake-ups of the others (keeping their queue order)
-        for s, b in zip(self.streams_of(now), bursts):
-            s.i += k * b
+        # the streams, and the others' pending wake-ups (keeping their order in the queue)
+        for s in now.streams:
+            s.i += k * per_period[id(s)]
             s.now += shift
-            moved_inflight = [x + shift if x > t else x for x in s.inflight]
+            moved = [x + shift if x > t else x for x in s.inflight]
             s.inflight.clear()  # in place: the walk holds it
-            s.inflight.extend(moved_inflight)
-        moved = {id(s.process._target) for s in self.streams if s is not stream}
+            s.inflight.extend(moved)
+        waiting = {id(s.process._target) for s in now.streams[1:]}
         queue = env._queue
         for j, (when, prio, eid, event) in enumerate(queue):
-            if id(event) in moved:
+            if id(event) in waiting:
                 queue[j] = (when + shift, prio, eid, event)
                 event.since += shift
         heapify(queue)
-        env._now = stream.now  # the waker wakes k periods later, as it would have
+        env._now = now.streams[0].now  # the waker wakes periods later, as it would have
         self.reset()
 
-    def streams_of(self, snap: tuple) -> list[Stream]:
-        return [w[0] for w in snap[7]]
+    def _log(self, first: int, end: int, count: int, h: float, role: dict,
+             streams: list[Stream]) -> None:
+        """The port log's requests of ``count`` steps after the one logged in
+        ``first:end``: each step's are the previous step's, ``h`` later, each stream's
+        issued by the one that took over its role."""
+        log = self.port.log
+        entries = log[first:end]
+        by_name = {s.name: s for s in streams}
+        names = {s.name: s.name for s in streams}
+        for j in range(1, count + 1):
+            names = {old: role[id(by_name[new])].name for old, new in names.items()}
+            step = j * h
+            for e in entries:
+                log.append((e[0] + step, e[1] + step, e[2] + step, e[3] + step, e[4], e[5],
+                            names.get(e[6], e[6])))
 
     def _constants(self) -> list[float]:
-        """What the period's arithmetic adds to a time: each stream's burst on the data path,
+        """What the steps' arithmetic adds to a time: each stream's burst on the data path,
         and the latency."""
         port = self.port
         return [port.latency_cycles, *[s.nbytes * port.cycles_per_byte for s in self.streams]]
 
 
-def _relative(snap: tuple) -> tuple:
-    """A snapshot's state relative to its time, as exact differences; what lies at or before
-    that time (a slot freed, the data path idle) only compares as past."""
-    t = snap[0]
-    slots, holders, first = snap[1], snap[2], snap[3]
-    ring = [(x - t, h) if x > t else None
-            for x, h in zip(slots[first:] + slots[:first], holders[first:] + holders[:first])]
-    path = (snap[4] - t, snap[5]) if snap[4] > t else None
-    recent = [(a - t if a > t else 0.0, b - t) for a, b in snap[6] if b > t]
-    walks = [(w[0].name, w[2] - t, [x - t if x > t else None for x in w[3]]) for w in snap[7]]
-    return ring, path, recent, walks, snap[8]
-
-
-def _latest(snap: tuple, t: float) -> float:
-    """The latest time the state holds (every time the next period computes is below it
-    shifted by the period)."""
-    values = [*snap[1], snap[4], *[b for _, b in snap[6]]]
-    for w in snap[7]:
-        values.append(w[2])
-        values.extend(w[3])
-    return max(t, *values)
+def _orbits(streams: list[Stream], role: dict, issued: dict) -> tuple[int, dict]:
+    """Steps until every stream is back in its own role (the least common multiple of the
+    lengths of the orbits of ``role``), and the bursts each stream issues in that many steps:
+    its orbit's, once per turn of the orbit."""
+    steps, orbits = 1, {}
+    for s in streams:
+        orbit, x = [s], role[id(s)]
+        while x is not s:
+            orbit.append(x)
+            x = role[id(x)]
+        steps = math.lcm(steps, len(orbit))
+        orbits[id(s)] = orbit
+    return steps, {key: steps // len(orbit) * sum(issued[id(x)] for x in orbit)
+                   for key, orbit in orbits.items()}
 
 
 def _fit(k: int, latest: float, period: float, bound: float) -> int:
