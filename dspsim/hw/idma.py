@@ -228,9 +228,12 @@ class IdmaChannel:
                     yield now
                     if repeats is not None:  # it may have been moved on meanwhile
                         i, now = stream.i, stream.now
-                        if now == env.now and env.active_process is stream.process:
-                            repeats.woke(stream)  # a real wake-up: maybe periods ahead
+                        while now == env.now and env.active_process is stream.process \
+                                and repeats.woke(stream):  # a real wake-up, steps ahead
                             i, now = stream.i, stream.now
+                            if now > env.now:  # in another's role: wait as it would
+                                yield now
+                                i, now = stream.i, stream.now
                     state.now = now
                 if lander:  # bursts complete in order
                     lander.completed((i - window + 1) * burst, immediately=not self.elide)

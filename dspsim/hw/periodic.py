@@ -130,16 +130,16 @@ class Repeats:
         self.increments.clear()
 
     # ------------------------------------------------------------------ noting and matching
-    def woke(self, stream: Stream) -> None:
+    def woke(self, stream: Stream) -> bool:
         """``stream`` woke at a real event (``env.now == stream.now``); advance by whole
-        periods if the state repeats one noted earlier (with the streams in the same roles,
-        or in each other's)."""
+        steps if the state repeats one noted earlier (with the streams in the same roles, or
+        in each other's). ``True`` if it did."""
         port = self.port
         if port.speculation is not None or port.flows != len(self.streams):
-            return
+            return False
         found = self._queued(stream)
         if found is None:
-            return
+            return False
         streams, outside = found
         t, pf = stream.now, port._path_free
         key = (pf - t if pf > t else None, len(stream.inflight),
@@ -147,9 +147,8 @@ class Repeats:
         snap = Snapshot(self, streams, outside)
         before = self._seen.get(key)
         self._seen[key] = snap
-        if before is not None and before.outside == outside \
-                and before.relative() == snap.relative():
-            self._advance(before, snap)
+        return before is not None and before.outside == outside \
+            and before.relative() == snap.relative() and self._advance(before, snap)
 
     def _queued(self, stream: Stream) -> tuple[list[Stream], tuple | None] | None:
         """The streams, the waker first and the others in the order their wake-ups run, and
@@ -175,39 +174,31 @@ class Repeats:
         return [stream, *[q[2] for q in queued]], outside
 
     # ------------------------------------------------------------------ advancing
-    def _advance(self, before: Snapshot, now: Snapshot) -> None:
+    def _advance(self, before: Snapshot, now: Snapshot) -> bool:
         """From ``before`` to ``now`` (a step of ``h`` cycles) each stream took over the role
-        of the one in its place; after as many steps as it takes every stream to come back to
-        its own role (a period), the state is that of ``now`` shifted. Advance by whole
-        periods where that is provably exact."""
+        of the one in its place, and every step after it is the same step shifted by ``h``
+        with the roles passed on the same way. Advance by as many whole steps as are provably
+        exact; ``True`` if it did (the waker may then be another stream: this one waits)."""
         port, env = self.port, self.port.env
         t0, t = before.t, now.t
         h = t - t0
         role = {id(b): a for b, a in zip(before.streams, now.streams)}  # b's role -> a
-        if not (t0 > 0 and h > 0) or len(role) != len(now.streams) \
-                or set(role) != {id(s) for s in now.streams}:
-            return
+        if not (t0 > 0 and h > 0) or set(role) != {id(s) for s in now.streams}:
+            return False
         if before.dropped != now.dropped or not _disjoint(self.streams):
-            return  # the log dropped some of the step's requests; data might overlap
-        # bursts each stream issued in the step, and over a period (its orbit's, as often
-        # as the orbit fits in the period)
-        issued = {id(s): s.i - p for s, p in zip(before.streams, before.positions)}
-        steps, per_period = _orbits(now.streams, role, issued)
-        if any(b <= 0 for b in per_period.values()):
-            return
+            return False  # the log dropped some of the step's requests; data might overlap
         binade = math.frexp(t0)[1]
         grid = binade - 53  # every time of the steps is a whole number of 2^grid
         if _odd(h, grid) and any(_half_way(d, grid) for d in self._constants()):
-            return
-        period = steps * h
-        k = min((min(s.full, s.count - 1) - s.i) // per_period[id(s)] for s in now.streams)
+            return False
         latest = now.latest()
-        k = _fit(k, latest, period, math.ldexp(1.0, binade))
+        most = _fit(1 << 62, latest, h, math.ldexp(1.0, binade))
         if now.outside is not None:
-            k = _fit(k, latest, period, now.outside[0])
-        if k < 1:
-            return
-        count = k * steps  # steps skipped
+            most = _fit(most, latest, h, now.outside[0])
+        issues = [s.i - p for s, p in zip(before.streams, before.positions)]  # per role
+        count, holders = self._steps(issues, now, role, most)
+        if count < 1:
+            return False
         shift = count * h
         port.bytes_read += count * (now.read - before.read)
         port.bytes_written += count * (now.written - before.written)
@@ -219,34 +210,76 @@ class Repeats:
         port.contention_cycles = acc
         if port.log is not None:
             self._log(before.logged, now.logged, count, h, role, now.streams)
-        # the port: request slots (rotated by the requests issued), data path, recent spans
+        # the state of ``now`` shifted, each role now held by ``holders``
+        names = {s.name: x.name for s, x in zip(now.streams, holders)}
         m = port.max_outstanding
-        nxt = (now.first + count * sum(issued.values())) % m
+        nxt = (now.first + count * sum(issues)) % m  # a request a burst
         for r in range(m):
             a, b = (now.first + r) % m, (nxt + r) % m
-            x = now.slots[a]
+            x, who = now.slots[a], now.holders[a]
             port._slot_free[b] = x + shift if x > t else x
-            port._slot_holder[b] = now.holders[a]
+            port._slot_holder[b] = names.get(who, who)
         port._next_slot = nxt
-        if port._path_free > t:
-            port._path_free += shift
-        port._recent = deque((a + shift, b + shift) for a, b in port._recent if b > t)
-        # the streams, and the others' pending wake-ups (keeping their order in the queue)
-        for s in now.streams:
-            s.i += k * per_period[id(s)]
-            s.now += shift
-            moved = [x + shift if x > t else x for x in s.inflight]
-            s.inflight.clear()  # in place: the walk holds it
-            s.inflight.extend(moved)
-        waiting = {id(s.process._target) for s in now.streams[1:]}
+        if now.path_free > t:
+            port._path_free = now.path_free + shift
+            port._path_owner = names.get(now.path_owner, now.path_owner)
+        port._recent = deque((a + shift, b + shift) for a, b in now.recent if b > t)
+        for x, wake, inflight in zip(holders, now.nows, now.inflights):
+            x.now = wake + shift
+            x.inflight.clear()  # in place: the walk holds it
+            x.inflight.extend(y + shift if y > t else y for y in inflight)
+        # the others' pending wake-ups move with them (a stream keeps its place in the queue)
+        waker = now.streams[0]
+        waiting = {id(x.process._target): x for x in now.streams if x is not waker}
         queue = env._queue
-        for j, (when, prio, eid, event) in enumerate(queue):
-            if id(event) in waiting:
-                queue[j] = (when + shift, prio, eid, event)
+        for j, (_, prio, eid, event) in enumerate(queue):
+            x = waiting.get(id(event))
+            if x is not None:
+                queue[j] = (x.now, prio, eid, event)
                 event.since += shift
         heapify(queue)
-        env._now = now.streams[0].now  # the waker wakes periods later, as it would have
+        if holders[0] is waker:
+            env._now = waker.now  # it wakes steps later, as it would have
         self.reset()
+        return True
+
+    @staticmethod
+    def _steps(issues: list[int], now: Snapshot, role: dict, most: int
+               ) -> tuple[int, list[Stream]]:
+        """How many steps (at most ``most``) no stream reaches its last bursts in, each
+        role issuing ``issues`` bursts a step, and who holds each role then (their positions
+        set). The roles of more than two streams must be back with their own streams (a
+        stream's place in the queue goes with it, not with its role)."""
+        holders = list(now.streams)
+        turn = [holders]  # who holds each role at the start of each step of one period
+        while True:
+            holders = [role[id(x)] for x in holders]
+            if all(x is y for x, y in zip(holders, now.streams)):
+                break
+            turn.append(holders)
+        period = len(turn)
+        # bursts each stream has issued after j steps of a period, j = 0 .. period
+        issued = {id(x): [0] for x in now.streams}
+        for holders in turn:
+            for x, b in zip(holders, issues):
+                issued[id(x)].append(issued[id(x)][-1] + b)
+        count = most
+        for x in now.streams:  # the most steps before x would issue a burst too far
+            c = issued[id(x)]
+            room = min(x.full, x.count - 1) - x.i
+            if c[-1] > 0:
+                q = room // c[-1]
+                count = min(count, q * period + max(j for j in range(period) if c[j] <= room
+                                                    - q * c[-1]))
+        if len(now.streams) > 2:
+            count -= count % period
+        if count < 1:
+            return 0, now.streams
+        q, j = divmod(count, period)
+        for x in now.streams:
+            c = issued[id(x)]
+            x.i += q * c[-1] + c[j]
+        return count, turn[j]
 
     def _log(self, first: int, end: int, count: int, h: float, role: dict,
              streams: list[Stream]) -> None:
@@ -269,22 +302,6 @@ class Repeats:
         and the latency."""
         port = self.port
         return [port.latency_cycles, *[s.nbytes * port.cycles_per_byte for s in self.streams]]
-
-
-def _orbits(streams: list[Stream], role: dict, issued: dict) -> tuple[int, dict]:
-    """Steps until every stream is back in its own role (the least common multiple of the
-    lengths of the orbits of ``role``), and the bursts each stream issues in that many steps:
-    its orbit's, once per turn of the orbit."""
-    steps, orbits = 1, {}
-    for s in streams:
-        orbit, x = [s], role[id(s)]
-        while x is not s:
-            orbit.append(x)
-            x = role[id(x)]
-        steps = math.lcm(steps, len(orbit))
-        orbits[id(s)] = orbit
-    return steps, {key: steps // len(orbit) * sum(issued[id(x)] for x in orbit)
-                   for key, orbit in orbits.items()}
 
 
 def _fit(k: int, latest: float, period: float, bound: float) -> int:
