@@ -91,15 +91,16 @@ class Snapshot:
         compares as past."""
         t, first = self.t, self.first
         rank = {s.name: k for k, s in enumerate(self.streams)}
-        ring = [(x - t, rank.get(h, h)) if x > t else None for x, h in
-                zip(self.slots[first:] + self.slots[:first],
-                    self.holders[first:] + self.holders[:first])]
+        slots = self.slots[first:] + self.slots[:first]
+        ring = [x - t if x > t else None for x in slots]
+        who = [rank.get(h, h) if x > t else None
+               for x, h in zip(slots, self.holders[first:] + self.holders[:first])]
         path = (self.path_free - t, rank.get(self.path_owner, self.path_owner)) \
             if self.path_free > t else None
         recent = [(a - t if a > t else 0.0, b - t) for a, b in self.recent if b > t]
         walks = [(s.kind, now - t, [x - t if x > t else None for x in inflight])
                  for s, now, inflight in zip(self.streams, self.nows, self.inflights)]
-        return ring, path, recent, walks
+        return ring, who, path, recent, walks
 
     def latest(self) -> float:
         """The latest time the state holds (what a period computes stays below it shifted
@@ -212,13 +213,12 @@ class Repeats:
             self._log(before.logged, now.logged, count, h, role, now.streams)
         # the state of ``now`` shifted, each role now held by ``holders``
         names = {s.name: x.name for s, x in zip(now.streams, holders)}
-        m = port.max_outstanding
-        nxt = (now.first + count * sum(issues)) % m  # a request a burst
-        for r in range(m):
-            a, b = (now.first + r) % m, (nxt + r) % m
-            x, who = now.slots[a], now.holders[a]
-            port._slot_free[b] = x + shift if x > t else x
-            port._slot_holder[b] = names.get(who, who)
+        m, first = port.max_outstanding, now.first
+        nxt = (first + count * sum(issues)) % m  # a request a burst
+        slots = [x + shift if x > t else x for x in now.slots[first:] + now.slots[:first]]
+        who = [names.get(h, h) for h in now.holders[first:] + now.holders[:first]]
+        port._slot_free[nxt:], port._slot_free[:nxt] = slots[:m - nxt], slots[m - nxt:]
+        port._slot_holder[nxt:], port._slot_holder[:nxt] = who[:m - nxt], who[m - nxt:]
         port._next_slot = nxt
         if now.path_free > t:
             port._path_free = now.path_free + shift
