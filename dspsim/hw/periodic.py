@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from heapq import heapify
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import simpy
 
@@ -109,6 +109,43 @@ class Snapshot:
                    *self.nows, *[x for inflight in self.inflights for x in inflight])
 
 
+class Step:
+    """What the port and its streams did between two noted states ``h`` cycles apart (the
+    first at ``t0``), in terms of roles (places in a snapshot's order): role ``k``'s holder
+    issued ``issues[k]`` bursts, and the holder of role ``k`` at the end had role ``turn[k]``
+    at the start; the contention increments, bytes and the port log's requests (times after
+    ``t0``, requesters as roles) of the step. Any later state equal to the end's, relative to
+    its time and in the same binade, goes on the same way."""
+
+    __slots__ = ("t0", "h", "binade", "turn", "issues", "increments", "read", "written",
+                 "requests", "end")
+
+    def __init__(self, before: Snapshot, now: Snapshot, increments: list[float],
+                 log: Any) -> None:
+        self.t0, self.h = before.t, now.t - before.t
+        self.binade = math.frexp(before.t)[1]
+        place = {id(x): k for k, x in enumerate(before.streams)}
+        self.turn = [place[id(x)] for x in now.streams]
+        self.issues = [x.i - p for x, p in zip(before.streams, before.positions)]
+        self.increments = increments
+        self.read, self.written = now.read - before.read, now.written - before.written
+        self.requests = None
+        if log is not None:
+            t0 = before.t
+            self.requests = [(e[0] - t0, e[1] - t0, e[2] - t0, e[3] - t0, e[4], e[5],
+                              place.get(id(_named(before.streams, e[6])), e[6]))
+                             for e in log[before.logged:now.logged]]
+        self.end = now.relative()
+
+
+def _named(streams: list[Stream], name: str) -> Stream | None:
+    return next((x for x in streams if x.name == name), None)
+
+
+# Steps kept per port for states met again later (a stream's next descriptor, say): bounded
+KNOWN_STEPS = 64
+
+
 class Repeats:
     """The fast-forward of one port's streams (the elided engine only)."""
 
@@ -117,6 +154,8 @@ class Repeats:
         self.streams: list[Stream] = []
         self.increments: list[float] = []  # contention the port added, since the last reset
         self._seen: dict[tuple, Snapshot] = {}
+        self._known: dict[tuple, list[Step]] = {}  # by a snapshot's key, across resets
+        self._count = 0
 
     def enter(self, stream: Stream) -> None:
         self.streams.append(stream)
@@ -133,8 +172,9 @@ class Repeats:
     # ------------------------------------------------------------------ noting and matching
     def woke(self, stream: Stream) -> bool:
         """``stream`` woke at a real event (``env.now == stream.now``); advance by whole
-        steps if the state repeats one noted earlier (with the streams in the same roles, or
-        in each other's). ``True`` if it did."""
+        steps if the state is one a step is known from (noted earlier in this stretch, with
+        the streams in the same roles or in each other's, or met before). ``True`` if it
+        did."""
         port = self.port
         if port.speculation is not None or port.flows != len(self.streams):
             return False
@@ -144,12 +184,27 @@ class Repeats:
         streams, outside = found
         t, pf = stream.now, port._path_free
         key = (pf - t if pf > t else None, len(stream.inflight),
-               *[s.now - t for s in streams[1:]])
+               *[(s.kind, s.now - t) for s in streams[1:]])
         snap = Snapshot(self, streams, outside)
+        relative = None
+        for step in self._known.get(key, ()):
+            relative = relative or snap.relative()
+            if step.end == relative and self._advance(step, snap):
+                return True
         before = self._seen.get(key)
         self._seen[key] = snap
-        return before is not None and before.outside == outside \
-            and before.relative() == snap.relative() and self._advance(before, snap)
+        if before is None or before.outside != outside or before.dropped != snap.dropped \
+                or {id(x) for x in before.streams} != {id(x) for x in streams}:
+            return False
+        relative = relative or snap.relative()
+        if before.relative() != relative:
+            return False
+        step = Step(before, snap, self.increments[before.increments:snap.increments],
+                    port.log)
+        if self._count < KNOWN_STEPS:
+            self._known.setdefault(key, []).append(step)
+            self._count += 1
+        return self._advance(step, snap)
 
     def _queued(self, stream: Stream) -> tuple[list[Stream], tuple | None] | None:
         """The streams, the waker first and the others in the order their wake-ups run, and
@@ -175,48 +230,45 @@ class Repeats:
         return [stream, *[q[2] for q in queued]], outside
 
     # ------------------------------------------------------------------ advancing
-    def _advance(self, before: Snapshot, now: Snapshot) -> bool:
-        """From ``before`` to ``now`` (a step of ``h`` cycles) each stream took over the role
-        of the one in its place, and every step after it is the same step shifted by ``h``
-        with the roles passed on the same way. Advance by as many whole steps as are provably
-        exact; ``True`` if it did (the waker may then be another stream: this one waits)."""
+    def _advance(self, step: Step, now: Snapshot) -> bool:
+        """``now`` is the state ``step`` ended in (relative to its time): every step after it
+        is ``step`` again, shifted, the roles passed on the same way. Advance by as many
+        whole steps as are provably exact; ``True`` if it did (the waker may then be another
+        stream: this one waits in its new role)."""
         port, env = self.port, self.port.env
-        t0, t = before.t, now.t
-        h = t - t0
-        role = {id(b): a for b, a in zip(before.streams, now.streams)}  # b's role -> a
-        if not (t0 > 0 and h > 0) or set(role) != {id(s) for s in now.streams}:
+        t, h = now.t, step.h
+        if not (step.t0 > 0 and h > 0) or math.frexp(t)[1] != step.binade \
+                or not _disjoint(now.streams):
             return False
-        if before.dropped != now.dropped or not _disjoint(self.streams):
-            return False  # the log dropped some of the step's requests; data might overlap
-        binade = math.frexp(t0)[1]
-        grid = binade - 53  # every time of the steps is a whole number of 2^grid
-        if _odd(h, grid) and any(_half_way(d, grid) for d in self._constants()):
+        grid = step.binade - 53  # every time of the steps is a whole number of 2^grid
+        if (_odd(h, grid) or _odd(t - step.t0, grid)) \
+                and any(_half_way(d, grid) for d in self._constants()):
             return False
         latest = now.latest()
-        most = _fit(1 << 62, latest, h, math.ldexp(1.0, binade))
+        most = _fit(1 << 62, latest, h, math.ldexp(1.0, step.binade))
         if now.outside is not None:
             most = _fit(most, latest, h, now.outside[0])
-        issues = [s.i - p for s, p in zip(before.streams, before.positions)]  # per role
-        count, holders = self._steps(issues, now, role, most)
+        # in a step, role k passes from its holder to the holder of role turn[k]
+        role = {id(x): now.streams[k] for x, k in zip(now.streams, step.turn)}
+        count, holders = self._steps(step.issues, now, role, most)
         if count < 1:
             return False
         shift = count * h
-        port.bytes_read += count * (now.read - before.read)
-        port.bytes_written += count * (now.written - before.written)
-        increments = self.increments[before.increments:now.increments]
+        port.bytes_read += count * step.read
+        port.bytes_written += count * step.written
         acc = port.contention_cycles
         for _ in range(count):  # as the reference adds them, one by one
-            for d in increments:
+            for d in step.increments:
                 acc += d
         port.contention_cycles = acc
-        if port.log is not None:
-            self._log(before.logged, now.logged, count, h, role, now.streams)
+        if step.requests is not None:
+            self._log(step, t, count, role, now.streams)
         # the state of ``now`` shifted, each role now held by ``holders``
-        names = {s.name: x.name for s, x in zip(now.streams, holders)}
+        names = {x.name: y.name for x, y in zip(now.streams, holders)}
         m, first = port.max_outstanding, now.first
-        nxt = (first + count * sum(issues)) % m  # a request a burst
+        nxt = (first + count * sum(step.issues)) % m  # a request a burst
         slots = [x + shift if x > t else x for x in now.slots[first:] + now.slots[:first]]
-        who = [names.get(h, h) for h in now.holders[first:] + now.holders[:first]]
+        who = [names.get(w, w) for w in now.holders[first:] + now.holders[:first]]
         port._slot_free[nxt:], port._slot_free[:nxt] = slots[:m - nxt], slots[m - nxt:]
         port._slot_holder[nxt:], port._slot_holder[:nxt] = who[:m - nxt], who[m - nxt:]
         port._next_slot = nxt
@@ -281,21 +333,19 @@ class Repeats:
             x.i += q * c[-1] + c[j]
         return count, turn[j]
 
-    def _log(self, first: int, end: int, count: int, h: float, role: dict,
-             streams: list[Stream]) -> None:
-        """The port log's requests of ``count`` steps after the one logged in
-        ``first:end``: each step's are the previous step's, ``h`` later, each stream's
-        issued by the one that took over its role."""
+    def _log(self, step: Step, t: float, count: int, role: dict, streams: list[Stream]
+             ) -> None:
+        """The port log's requests of ``count`` steps from ``t``: each step's are those of
+        ``step``, a step later each, every role's issued by its holder then."""
         log = self.port.log
-        entries = log[first:end]
-        by_name = {s.name: s for s in streams}
-        names = {s.name: s.name for s in streams}
-        for j in range(1, count + 1):
-            names = {old: role[id(by_name[new])].name for old, new in names.items()}
-            step = j * h
-            for e in entries:
-                log.append((e[0] + step, e[1] + step, e[2] + step, e[3] + step, e[4], e[5],
-                            names.get(e[6], e[6])))
+        holders = list(streams)
+        for j in range(count):
+            start = t + j * step.h
+            for e in step.requests:
+                who = holders[e[6]].name if isinstance(e[6], int) else e[6]
+                log.append((start + e[0], start + e[1], start + e[2], start + e[3], e[4],
+                            e[5], who))
+            holders = [role[id(x)] for x in holders]
 
     def _constants(self) -> list[float]:
         """What the steps' arithmetic adds to a time: each stream's burst on the data path,
