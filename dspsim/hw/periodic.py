@@ -188,6 +188,8 @@ class Repeats:
         snap = Snapshot(self, streams, outside)
         relative = None
         for step in self._known.get(key, ()):
+            if _turns(step, streams)[0] < 1:
+                continue  # a stream is too near its last bursts for a step: not worth a look
             relative = relative or snap.relative()
             if step.end == relative and self._advance(step, snap):
                 return True
@@ -244,15 +246,22 @@ class Repeats:
         if (_odd(h, grid) or _odd(t - step.t0, grid)) \
                 and any(_half_way(d, grid) for d in self._constants()):
             return False
+        count, turn, issued = _turns(step, now.streams)
         latest = now.latest()
-        most = _fit(1 << 62, latest, h, math.ldexp(1.0, step.binade))
+        count = _fit(count, latest, h, math.ldexp(1.0, step.binade))
         if now.outside is not None:
-            most = _fit(most, latest, h, now.outside[0])
-        # in a step, role k passes from its holder to the holder of role turn[k]
-        role = {id(x): now.streams[k] for x, k in zip(now.streams, step.turn)}
-        count, holders = self._steps(step.issues, now, role, most)
+            count = _fit(count, latest, h, now.outside[0])
+        if len(now.streams) > 2:  # roles back with their own streams
+            count -= count % len(turn)
         if count < 1:
             return False
+        q, j = divmod(count, len(turn))
+        holders = turn[j]
+        for x in now.streams:
+            c = issued[id(x)]
+            x.i += q * c[-1] + c[j]
+        # in a step, role k passes from its holder to the holder of role turn[k]
+        role = {id(x): now.streams[k] for x, k in zip(now.streams, step.turn)}
         shift = count * h
         port.bytes_read += count * step.read
         port.bytes_written += count * step.written
@@ -295,44 +304,6 @@ class Repeats:
         self.reset()
         return True
 
-    @staticmethod
-    def _steps(issues: list[int], now: Snapshot, role: dict, most: int
-               ) -> tuple[int, list[Stream]]:
-        """How many steps (at most ``most``) no stream reaches its last bursts in, each
-        role issuing ``issues`` bursts a step, and who holds each role then (their positions
-        set). The roles of more than two streams must be back with their own streams (a
-        stream's place in the queue goes with it, not with its role)."""
-        holders = list(now.streams)
-        turn = [holders]  # who holds each role at the start of each step of one period
-        while True:
-            holders = [role[id(x)] for x in holders]
-            if all(x is y for x, y in zip(holders, now.streams)):
-                break
-            turn.append(holders)
-        period = len(turn)
-        # bursts each stream has issued after j steps of a period, j = 0 .. period
-        issued = {id(x): [0] for x in now.streams}
-        for holders in turn:
-            for x, b in zip(holders, issues):
-                issued[id(x)].append(issued[id(x)][-1] + b)
-        count = most
-        for x in now.streams:  # the most steps before x would issue a burst too far
-            c = issued[id(x)]
-            room = min(x.full, x.count - 1) - x.i
-            if c[-1] > 0:
-                q = room // c[-1]
-                count = min(count, q * period + max(j for j in range(period) if c[j] <= room
-                                                    - q * c[-1]))
-        if len(now.streams) > 2:
-            count -= count % period
-        if count < 1:
-            return 0, now.streams
-        q, j = divmod(count, period)
-        for x in now.streams:
-            c = issued[id(x)]
-            x.i += q * c[-1] + c[j]
-        return count, turn[j]
-
     def _log(self, step: Step, t: float, count: int, role: dict, streams: list[Stream]
              ) -> None:
         """The port log's requests of ``count`` steps from ``t``: each step's are those of
@@ -352,6 +323,35 @@ class Repeats:
         and the latency."""
         port = self.port
         return [port.latency_cycles, *[s.nbytes * port.cycles_per_byte for s in self.streams]]
+
+
+def _turns(step: Step, streams: list[Stream]) -> tuple[int, list[list[Stream]], dict]:
+    """For ``streams`` (in a snapshot's order) going on as in ``step``: how many steps none
+    reaches its last bursts in, who holds each role at the start of each step of a turn
+    (until every role is back with its stream), and the bursts each stream has issued after
+    ``j`` steps of a turn, ``j = 0 .. turn``."""
+    holders = streams
+    turn = [holders]
+    while True:
+        holders = [holders[k] for k in step.turn]
+        if all(x is y for x, y in zip(holders, streams)):
+            break
+        turn.append(holders)
+    issued = {id(x): [0] for x in streams}
+    for holders in turn:
+        for x, b in zip(holders, step.issues):
+            issued[id(x)].append(issued[id(x)][-1] + b)
+    count, period = 1 << 62, len(turn)
+    for x in streams:  # the most steps before x would issue a burst too far
+        c = issued[id(x)]
+        room = min(x.full, x.count - 1) - x.i
+        if c[-1] > 0:
+            q = room // c[-1]
+            count = min(count, q * period + max(j for j in range(period)
+                                                if c[j] <= room - q * c[-1]))
+        elif room < 0:
+            return 0, turn, issued
+    return (count if count < 1 << 62 else 0), turn, issued
 
 
 def _fit(k: int, latest: float, period: float, bound: float) -> int:
