@@ -120,7 +120,7 @@ class Step:
     __slots__ = ("t0", "h", "binade", "turn", "issues", "increments", "read", "written",
                  "requests", "end")
 
-    def __init__(self, before: Snapshot, now: Snapshot, increments: list[float],
+    def __init__(self, before: Snapshot, now: Snapshot, end: tuple, increments: list[float],
                  log: Any) -> None:
         self.t0, self.h = before.t, now.t - before.t
         self.binade = math.frexp(before.t)[1]
@@ -135,14 +135,15 @@ class Step:
             self.requests = [(e[0] - t0, e[1] - t0, e[2] - t0, e[3] - t0, e[4], e[5],
                               place.get(id(_named(before.streams, e[6])), e[6]))
                              for e in log[before.logged:now.logged]]
-        self.end = now.relative()
+        self.end = end  # now.relative()
 
 
 def _named(streams: list[Stream], name: str) -> Stream | None:
     return next((x for x in streams if x.name == name), None)
 
 
-# Steps kept per port for states met again later (a stream's next descriptor, say): bounded
+# Steps kept per port for states met again later (a stream's next descriptor, say), in
+# the binade they were found in: bounded
 KNOWN_STEPS = 64
 
 
@@ -155,7 +156,7 @@ class Repeats:
         self.increments: list[float] = []  # contention the port added, since the last reset
         self._seen: dict[tuple, Snapshot] = {}
         self._known: dict[tuple, list[Step]] = {}  # by a snapshot's key, across resets
-        self._count = 0
+        self._binade, self._count = 0, 0  # the known steps' binade, how many
 
     def enter(self, stream: Stream) -> None:
         self.streams.append(stream)
@@ -187,7 +188,7 @@ class Repeats:
                *[(s.kind, s.now - t) for s in streams[1:]])
         snap = Snapshot(self, streams, outside)
         relative = None
-        for step in self._known.get(key, ()):
+        for step in self._known.get(key, ()) if math.frexp(t)[1] == self._binade else ():
             if _turns(step, streams)[0] < 1:
                 continue  # a stream is too near its last bursts for a step: not worth a look
             relative = relative or snap.relative()
@@ -201,8 +202,11 @@ class Repeats:
         relative = relative or snap.relative()
         if before.relative() != relative:
             return False
-        step = Step(before, snap, self.increments[before.increments:snap.increments],
+        step = Step(before, snap, relative, self.increments[before.increments:snap.increments],
                     port.log)
+        if step.binade != self._binade:  # time only grows: an earlier binade is done with
+            self._known.clear()
+            self._binade, self._count = step.binade, 0
         if self._count < KNOWN_STEPS:
             self._known.setdefault(key, []).append(step)
             self._count += 1
