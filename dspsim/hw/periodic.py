@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from dspsim.probes import PortLog
+
 if TYPE_CHECKING:
     from dspsim.hw.port import MemoryPort
 
@@ -118,7 +120,7 @@ class Step:
     its time and in the same binade, goes on the same way."""
 
     __slots__ = ("t0", "h", "binade", "turn", "issues", "increments", "read", "written",
-                 "requests", "end")
+                 "requests", "end", "cycle", "issued")
 
     def __init__(self, before: Snapshot, now: Snapshot, end: tuple, increments: list[float],
                  log: Any) -> None:
@@ -136,6 +138,18 @@ class Step:
                               place.get(id(_named(before.streams, e[6])), e[6]))
                              for e in log[before.logged:now.logged]]
         self.end = end  # now.relative()
+        # the roles' holders (places at the end) at each step's start until they are back,
+        # and the bursts the stream in each place has issued after j steps of that turn
+        self.cycle = [list(range(len(self.turn)))]
+        while True:
+            nxt = [self.cycle[-1][k] for k in self.turn]
+            if nxt == self.cycle[0]:
+                break
+            self.cycle.append(nxt)
+        self.issued = [[0] for _ in self.turn]
+        for places in self.cycle:
+            for place, b in zip(places, self.issues):
+                self.issued[place].append(self.issued[place][-1] + b)
 
 
 def _named(streams: list[Stream], name: str) -> Stream | None:
@@ -177,8 +191,9 @@ class Repeats:
         the streams in the same roles or in each other's, or met before). ``True`` if it
         did."""
         port = self.port
-        if port.speculation is not None or port.flows != len(self.streams):
-            return False
+        if port.speculation is not None or port.flows != len(self.streams) \
+                or not (port.log is None or isinstance(port.log, PortLog)):
+            return False  # a log that cannot be read back (only appended to) is not repeated
         found = self._queued(stream)
         if found is None:
             return False
@@ -189,7 +204,7 @@ class Repeats:
         snap = Snapshot(self, streams, outside)
         relative = None
         for step in self._known.get(key, ()) if math.frexp(t)[1] == self._binade else ():
-            if _turns(step, streams)[0] < 1:
+            if _room(step, streams) < 1:
                 continue  # a stream is too near its last bursts for a step: not worth a look
             relative = relative or snap.relative()
             if step.end == relative and self._advance(step, snap):
@@ -250,19 +265,18 @@ class Repeats:
         if (_odd(h, grid) or _odd(t - step.t0, grid)) \
                 and any(_half_way(d, grid) for d in self._constants()):
             return False
-        count, turn, issued = _turns(step, now.streams)
+        count = _room(step, now.streams)
         latest = now.latest()
         count = _fit(count, latest, h, math.ldexp(1.0, step.binade))
         if now.outside is not None:
             count = _fit(count, latest, h, now.outside[0])
         if len(now.streams) > 2:  # roles back with their own streams
-            count -= count % len(turn)
+            count -= count % len(step.cycle)
         if count < 1:
             return False
-        q, j = divmod(count, len(turn))
-        holders = turn[j]
-        for x in now.streams:
-            c = issued[id(x)]
+        q, j = divmod(count, len(step.cycle))
+        holders = [now.streams[place] for place in step.cycle[j]]
+        for x, c in zip(now.streams, step.issued):
             x.i += q * c[-1] + c[j]
         # in a step, role k passes from its holder to the holder of role turn[k]
         role = {id(x): now.streams[k] for x, k in zip(now.streams, step.turn)}
@@ -329,33 +343,19 @@ class Repeats:
         return [port.latency_cycles, *[s.nbytes * port.cycles_per_byte for s in self.streams]]
 
 
-def _turns(step: Step, streams: list[Stream]) -> tuple[int, list[list[Stream]], dict]:
-    """For ``streams`` (in a snapshot's order) going on as in ``step``: how many steps none
-    reaches its last bursts in, who holds each role at the start of each step of a turn
-    (until every role is back with its stream), and the bursts each stream has issued after
-    ``j`` steps of a turn, ``j = 0 .. turn``."""
-    holders = streams
-    turn = [holders]
-    while True:
-        holders = [holders[k] for k in step.turn]
-        if all(x is y for x, y in zip(holders, streams)):
-            break
-        turn.append(holders)
-    issued = {id(x): [0] for x in streams}
-    for holders in turn:
-        for x, b in zip(holders, step.issues):
-            issued[id(x)].append(issued[id(x)][-1] + b)
-    count, period = 1 << 62, len(turn)
-    for x in streams:  # the most steps before x would issue a burst too far
-        c = issued[id(x)]
+def _room(step: Step, streams: list[Stream]) -> int:
+    """How many steps like ``step`` the ``streams`` (in a snapshot's order) can go on for
+    before one would issue its last burst (or one past a partial one)."""
+    count, period = 1 << 62, len(step.cycle)
+    for x, c in zip(streams, step.issued):
         room = min(x.full, x.count - 1) - x.i
         if c[-1] > 0:
             q = room // c[-1]
             count = min(count, q * period + max(j for j in range(period)
                                                 if c[j] <= room - q * c[-1]))
         elif room < 0:
-            return 0, turn, issued
-    return (count if count < 1 << 62 else 0), turn, issued
+            return 0
+    return count if count < 1 << 62 else 0
 
 
 def _fit(k: int, latest: float, period: float, bound: float) -> int:
