@@ -107,8 +107,10 @@ class Snapshot:
     def latest(self) -> float:
         """The latest time the state holds (what a period computes stays below it shifted
         by the period)."""
-        return max(self.t, self.path_free, *self.slots, *[b for _, b in self.recent],
-                   *self.nows, *[x for inflight in self.inflights for x in inflight])
+        last = [x[-1] for x in self.inflights if x]  # completions and spans end in order
+        if self.recent:
+            last.append(self.recent[-1][1])
+        return max(self.t, self.path_free, max(self.slots), *self.nows, *last)
 
 
 class Step:
@@ -204,8 +206,8 @@ class Repeats:
         snap = Snapshot(self, streams, outside)
         relative = None
         for step in self._known.get(key, ()) if math.frexp(t)[1] == self._binade else ():
-            if _room(step, streams) < 1:
-                continue  # a stream is too near its last bursts for a step: not worth a look
+            if _room(step, streams) < 1 or (outside is not None and outside[0] <= t + step.h):
+                continue  # no room for a step (last bursts, another's event): not worth a look
             relative = relative or snap.relative()
             if step.end == relative and self._advance(step, snap):
                 return True
