@@ -196,6 +196,8 @@ class Repeats:
         if port.speculation is not None or port.flows != len(self.streams) \
                 or not (port.log is None or isinstance(port.log, PortLog)):
             return False  # a log that cannot be read back (only appended to) is not repeated
+        if any(min(s.full, s.count - 1) - s.i < s.kind[1] for s in self.streams):
+            return False  # a stream is in its last window of bursts: no step is worth noting
         found = self._queued(stream)
         if found is None:
             return False
