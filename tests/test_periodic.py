@@ -12,6 +12,7 @@ import pytest
 from dspsim import load_model, simulate
 from dspsim.hw import periodic
 from dspsim.ops import get_op, op_names
+from dspsim.study.workload import parse_workload, run_workload, task_table
 from tests.op_keys import choice_settings, tile_settings
 from tests.test_elision import comparable
 from tests.test_elision import random_config as elision_config
@@ -104,3 +105,17 @@ def test_tile_fidelity_fast_forwards_two_channels_sharing_the_port(j6, skips):
             tile.ddr_contention_cycles) == (burst.cycles, burst.bytes, burst.busy_cycles,
                                             burst.stall_cycles, burst.ddr_contention_cycles)
     assert skips[0] > 50 and tile.events * 5 < burst.events
+
+
+def test_four_channels_of_two_cores_fast_forward_as_they_step(j6, skips, monkeypatch):
+    """Two cores streaming ping-pong softmax at once: four channels share the DDR port (roles
+    pass round among more than two streams). The workload's task table with the fast-forward
+    equals the one without it (the elided engine, itself equal to the reference)."""
+    model = j6.with_overrides({"core.count": 2})
+    streams = [{"name": f"s{k}", "op": "softmax", "variant": "pingpong", "n": 150_000,
+                "count": 2, "period_us": 1.0, "backend": f"core{k}"} for k in range(2)]
+    wl = parse_workload({"seed": 1, "stream": streams})
+    fast = task_table(run_workload(wl, model, fidelity="burst"))
+    assert skips[0] > 10
+    monkeypatch.setattr(periodic.Repeats, "woke", lambda self, stream: False)
+    assert fast.equals(task_table(run_workload(wl, model, fidelity="burst")))
