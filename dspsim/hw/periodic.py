@@ -3,22 +3,27 @@
 While iDMA channels stream bursts through a shared port and nothing else acts (the core waits,
 or computes in TCM until a time further off), the port and the channels go through the same
 motions again and again: the state *relative to now* repeats. The elided engine (``elide``)
-notes that state each time a streaming channel wakes at a real event; when a channel wakes in a
-state it was in before, ``P`` cycles earlier, with the same channels streaming and no other
-event processed or due in between, every period after it is the same period shifted by ``P``,
-and the engine advances by whole periods at once, up to the next point where something changes
-(a channel's last bursts, the next event of anyone else), booking what the skipped periods
-would have booked: bytes, the contention they added, the port log's requests.
+notes that state each time a streaming channel wakes at a real event, the channels named by
+their place (the waker, then the others in the order their wake-ups are queued). When a
+channel wakes in a state noted ``h`` cycles earlier, with the same channels streaming and no
+other event processed or due in between, each channel having possibly taken over another's
+place (two channels of one kind swap every half period), every step after it is the same step
+shifted by ``h``, the places passed on the same way; the engine advances by whole steps at once
+up to the next point where something changes (a channel's last window of bursts, the next
+event of anyone else, the binade's end), booking what the skipped steps would have booked:
+bytes, the contention they added, the port log's requests. A step once found is kept (for the
+binade it was found in) and applied wherever the same relative state recurs, such as on the
+channels' next descriptors.
 
 Exact, not approximate: in one binade ``[2^(e-1), 2^e)`` every float time is an integer number
 of ``u = 2^(e-53)``; a difference of two of them is exact, and ``t + d`` for a constant ``d``
 (a burst's data-path cycles, the latency) is ``t`` plus ``d`` rounded to ``u``, the same for every
 ``t``, unless ``d`` lies exactly half-way between two multiples of ``u`` (then rounding to even
-depends on ``t``; the period must be an even number of ``u``). So while every time involved
-stays in the binade of the first noted state, a repeat of the relative state (compared as exact
-differences) repeats the arithmetic bit for bit, and shifting by ``k P`` is exact. The
-contention counter is not a time: the skipped periods' increments (exact differences, the
-same each period) are added to it one by one, as the reference does.
+depends on ``t``: the shift must be an even number of ``u``). So while every time involved
+stays in one binade, a repeat of the relative state (compared as exact differences) repeats
+the arithmetic bit for bit, and shifting by whole steps is exact. The contention counter is
+not a time: the skipped steps' increments (exact differences, the same each step) are added to
+it one by one, as the reference does.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ class Stream:
     Streams of one ``kind`` (burst bytes, window, direction) behave alike: the fast-forward
     may find one in the state another was in."""
 
-    __slots__ = ("name", "process", "i", "now", "inflight", "full", "count", "nbytes",
+    __slots__ = ("name", "process", "i", "now", "inflight", "full", "count", "burst_bytes",
                  "kind", "ranges")
 
     def __init__(self, name: str, process: simpy.Process, burst_bytes: int, window: int,
@@ -57,7 +62,7 @@ class Stream:
         self.inflight: deque[float] = deque()
         self.full = nbytes // burst_bytes  # bursts of burst_bytes (a partial one may follow)
         self.count = -(-nbytes // burst_bytes)
-        self.nbytes = burst_bytes
+        self.burst_bytes = burst_bytes
         self.kind = (burst_bytes, window, write)
         self.ranges = ranges  # ((memory, first byte, end byte, written), ...) when moving data
 
@@ -344,7 +349,7 @@ class Repeats:
         """What the steps' arithmetic adds to a time: each stream's burst on the data path,
         and the latency."""
         port = self.port
-        return [port.latency_cycles, *[s.nbytes * port.cycles_per_byte for s in self.streams]]
+        return [port.latency_cycles, *[s.burst_bytes * port.cycles_per_byte for s in self.streams]]
 
 
 def _room(step: Step, streams: list[Stream]) -> int:
