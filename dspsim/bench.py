@@ -6,8 +6,14 @@ with elision: the default; tile fidelity): the wall time, events, events per sec
 ratio to the bare SimPy ``env.timeout`` rate measured right before each run (interleaved, so
 the ratio survives the machine's load changing); the tile-fidelity speed-up per point; the
 event-elision speed-up on burst ping-pong at 10^6 elements (the two engines run alternately);
-the wall time of a 1,000-point sweep on two worker processes, and on a local dask cluster of
-two workers (when dask is installed); and the wall time of the command
+the streaming ping-pong (burst ping-pong with the data path off at ``--stream-n`` elements,
+10^6 and 10^7 by default, at burst fidelity with elision and at tile fidelity; with
+``--baseline DIR``, a checkout of another version, the same runs of that version alternately in
+fresh processes, and the speed-up over it); the tile fidelity speed-up at the headline
+ping-pong over burst fidelity without elision; the direct variants' alike rows booked at once
+(against the reference engine on a slice of the rows, scaled); the wall time of a 1,000-point
+sweep on two worker processes, and on a local dask cluster of two workers (when dask is
+installed); and the wall time of the command
 ``dspsim run --json`` (start-up, the headline run, its stall summary), next to a bare
 ``python -c "import numpy, simpy"`` measured alternately; and the peak memory (RSS) of one run
 with values on at ``--memory-elements`` elements (10^7 by default) for every op, variant and
@@ -26,6 +32,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import simpy
@@ -72,8 +79,9 @@ def _measured(repeat: int, run: Callable[[], Any]) -> dict[str, Any]:
 
 
 def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
-                  elision_n: int = 1_000_000, memory_elements: int = 10_000_000
-                  ) -> dict[str, Any]:
+                  elision_n: int = 1_000_000, memory_elements: int = 10_000_000,
+                  stream_n: tuple[int, ...] = (1_000_000, 10_000_000),
+                  baseline: str | None = None) -> dict[str, Any]:
     from dspsim.ops import get_op, op_names
 
     model = load_model()
@@ -101,8 +109,14 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
         f"{op} {v}": walls[(op, v, "burst", False)] / walls[(op, v, "tile", False)]
         for (op, v, e, d) in walls if e == "tile" and not d
     }
+    out["tile_vs_reference"] = {
+        f"{op} {v}": walls[(op, v, "burst, no elision", False)] / walls[(op, v, "tile", False)]
+        for (op, v, e, d) in walls if e == "tile" and not d
+    }
     out["elision"] = elision_speedup(model, elision_n, repeat)
     out["row_runs"] = row_run_speedup(model, repeat)
+    if stream_n:
+        out["streaming"] = streaming(stream_n, repeat, baseline)
     out["cli"] = cli_wall(repeat)
     if memory_elements:
         out["memory"] = memory_peaks(memory_elements)
@@ -168,6 +182,45 @@ def row_run_speedup(model: Any, repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
+STREAM_CODE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from dspsim import load_model, simulate
+n, fidelity, repeat = json.loads(sys.argv[2])
+model, best = load_model(), float("inf")
+for _ in range(repeat):
+    t0 = time.perf_counter()
+    r = simulate(model, variant="pingpong", n=n, data=False, fidelity=fidelity)
+    best = min(best, time.perf_counter() - t0)
+print(json.dumps({"wall_s": best, "cycles": r.cycles, "events": r.events}))
+"""
+
+
+def streaming(sizes: tuple[int, ...], repeat: int, baseline: str | None = None
+              ) -> list[dict[str, Any]]:
+    """Burst ping-pong, data path off, at each size: burst fidelity with elision and tile
+    fidelity, each run in a fresh process (best of ``repeat`` inside it); with ``baseline``
+    (the root of another checkout) that version's same runs, alternately with this one's, and
+    this version's speed-up over it (the machine's load changes alike for both)."""
+    here = str(Path(__file__).resolve().parent.parent)
+    versions = {"this": here, **({"baseline": baseline} if baseline else {})}
+    rows = []
+    for n in sizes:
+        for fidelity in ("burst", "tile"):
+            row: dict[str, Any] = {"n": n, "fidelity": fidelity}
+            for name, root in versions.items():
+                p = subprocess.run([sys.executable, "-c", STREAM_CODE, root,
+                                    json.dumps([n, fidelity, repeat])],
+                                   capture_output=True, text=True, check=True)
+                r = json.loads(p.stdout.split("\n")[-2])
+                row.update({f"{name}_{k}": v for k, v in r.items()})
+            if baseline:
+                row["speedup"] = row["baseline_wall_s"] / row["this_wall_s"]
+                row["same_cycles"] = row["baseline_cycles"] == row["this_cycles"]
+            rows.append(row)
+    return rows
+
+
 def cli_wall(repeat: int) -> dict[str, Any]:
     """Wall time of ``dspsim run --json`` and of a bare interpreter importing numpy and simpy
     (what any run pays), run alternately, best of ``repeat`` each."""
@@ -229,6 +282,16 @@ def print_report(b: dict[str, Any]) -> None:
               f"{r['ratio_to_bare_simpy']:>8.2f}")
     for k, s in b["tile_speedup"].items():
         print(f"tile fidelity speed-up per point over burst, {k}: {s:.1f}x")
+    for k, s in b["tile_vs_reference"].items():
+        print(f"tile fidelity speed-up per point over burst without elision, {k}: {s:.1f}x")
+    for row in b.get("streaming", []):
+        line = (f"streaming ping-pong, data off, n = {row['n']:,}, {row['fidelity']}: "
+                f"{row['this_wall_s']:.3f} s, {row['this_events']:,} events")
+        if "baseline_wall_s" in row:
+            line += (f"; baseline {row['baseline_wall_s']:.3f} s, {row['baseline_events']:,} "
+                     f"events: {row['speedup']:.2f}x"
+                     f"{'' if row['same_cycles'] else ' (CYCLES DIFFER)'}")
+        print(line)
     for e in b["elision"]:
         print(f"event elision, burst pingpong n = {e['n']:,}, data {'on' if e['data'] else 'off'}:"
               f" {e['reference_events']:,} -> {e['elided_events']:,} events, "
@@ -257,6 +320,14 @@ def print_report(b: dict[str, Any]) -> None:
               f"points batched): {sw['wall_s']:.1f} s, {sw['points_per_s']:.0f} points/s")
 
 
+def checkout(text: str) -> str:
+    """An argparse type: the root of a dspsim checkout (a folder holding ``dspsim/run.py``)."""
+    if not (Path(text) / "dspsim" / "run.py").is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a dspsim checkout (no "
+                                         "dspsim/run.py in it); give the folder holding dspsim/")
+    return str(Path(text).resolve())
+
+
 def main() -> None:
     from dspsim.cli.common import int_in
 
@@ -269,10 +340,16 @@ def main() -> None:
                    help="array length of the elision comparison (burst ping-pong)")
     p.add_argument("--memory-elements", type=int_in(0), default=10_000_000,
                    help="elements of the peak-memory runs (0 skips them)")
+    p.add_argument("--stream-n", type=int_in(0), nargs="*", default=[1_000_000, 10_000_000],
+                   help="array lengths of the streaming ping-pong runs (none: skip them)")
+    p.add_argument("--baseline", metavar="DIR", type=checkout,
+                   help="a checkout of another version to run the streaming ping-pong "
+                   "beside (its root, holding dspsim/)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     b = run_benchmark(args.n, args.repeat, args.sweep_points, args.elision_n,
-                      args.memory_elements)
+                      args.memory_elements, tuple(n for n in args.stream_n if n),
+                      args.baseline)
     if args.json:
         print(json.dumps(b, indent=2))
     else:

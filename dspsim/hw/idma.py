@@ -33,6 +33,7 @@ from dspsim.errors import DspsimInputError
 from dspsim.hw.clock import At, Walk, WalkState, drive
 from dspsim.hw.context import RunContext
 from dspsim.hw.memory import Ptr
+from dspsim.hw.periodic import Stream
 from dspsim.hw.port import MemoryPort, transfer_cycles
 
 
@@ -172,36 +173,73 @@ class IdmaChannel:
         """Move the descriptor's bytes burst by burst (:meth:`_walk`)."""
         state = WalkState(t.start)
         lander = _Lander(t) if self.move_data else None
-        walk = self._walk(t, state, lander)
+        stream = self._stream(t)
+        walk = self._walk(t, state, lander, stream)
         port = self.port_of(t)
         port.flows += 1
+        self._enter(port, stream)
         yield from drive(self.env, walk, state, self.elide, lander.land if lander else None)
         port.flows -= 1
+        self._leave(port, stream)
         if lander:
             lander.completed(t.nbytes, immediately=True)
 
-    def _walk(self, t: Transfer, state: WalkState, lander: _Lander | None) -> Walk:
+    def _stream(self, t: Transfer) -> Stream:
+        ranges = tuple((p.mem, p.addr, p.addr + t.nbytes, p is t.dst) for p in (t.src, t.dst)
+                       ) if self.move_data else ()
+        return Stream(self.name, self.process, self.burst_bytes, self.max_outstanding,
+                      t.nbytes, t.dst.external, ranges)
+
+    @staticmethod
+    def _enter(port: MemoryPort, stream: Stream) -> None:
+        if port.repeats is not None:
+            port.repeats.enter(stream)
+
+    @staticmethod
+    def _leave(port: MemoryPort, stream: Stream) -> None:
+        if port.repeats is not None:
+            port.repeats.leave(stream)
+
+    def _walk(self, t: Transfer, state: WalkState, lander: _Lander | None, stream: Stream
+              ) -> Walk:
         """Bursts of ``idma.burst_bytes``, at most ``max_outstanding`` in flight, issued from
         ``state.now``; yields each time the channel waits for a window slot, and leaves
         ``state.now`` at the last burst's completion. Bursts land in order as they complete
-        (with elision, once before the next real event: nobody can look in between)."""
-        name, request = self.name, self.port_of(t).request
+        (with elision, once before the next real event: nobody can look in between). Where
+        the walk is between steps is in ``stream``; the elided engine may advance it by whole
+        periods when it wakes (:mod:`dspsim.hw.periodic`)."""
+        port = self.port_of(t)
+        name, request, env = self.name, port.request, self.env
+        repeats = port.repeats
         burst, window = self.burst_bytes, self.max_outstanding
         now = state.now
         write = t.dst.external
-        inflight: deque[float] = deque()
-        full, rest = divmod(t.nbytes, burst)
-        bursts = [burst] * full + ([rest] if rest else [])
-        for i, nbytes in enumerate(bursts):
+        inflight = stream.inflight
+        full, count = stream.full, stream.count
+        rest = t.nbytes - full * burst
+        i = 0
+        while i < count:
             if len(inflight) == window:
                 oldest = inflight.popleft()
                 if oldest > now:
                     now = now + (oldest - now)  # what Timeout(oldest - now) would give
+                    if repeats is not None:
+                        stream.i, stream.now = i, now
                     yield now
+                    if repeats is not None:  # it may have been moved on meanwhile
+                        i, now = stream.i, stream.now
+                        while now == env.now and env.active_process is stream.process \
+                                and repeats.woke(stream):  # a real wake-up, steps ahead
+                            i, now = stream.i, stream.now
+                            if now > env.now:  # in another's role: wait as it would
+                                yield now
+                                i, now = stream.i, stream.now
                     state.now = now
                 if lander:  # bursts complete in order
                     lander.completed((i - window + 1) * burst, immediately=not self.elide)
-            inflight.append(request(now, nbytes, write, name))
+            inflight.append(request(now, burst if i < full else rest, write, name))
+            i += 1
+        stream.now = None  # the last burst is issued
         if inflight and inflight[-1] > now:  # FIFO port: the last burst ends last
             state.now = now + (inflight[-1] - now)
 
@@ -254,9 +292,11 @@ class TileIdmaChannel(IdmaChannel):
                                         port.latency_cycles, port.cycles_per_byte)
         state = WalkState(t.start)
         lander = _Lander(t) if self.move_data else None
-        walk = self._walk(t, state, lander)
+        stream = self._stream(t)
+        walk = self._walk(t, state, lander, stream)
         spec = port.speculate(self.name, self.process, walk)
         port.flows += 1
+        self._enter(port, stream)
         try:
             yield At(env, end)
         except simpy.Interrupt:  # cut: on burst by burst from where the replay paused
@@ -266,5 +306,6 @@ class TileIdmaChannel(IdmaChannel):
             port.book_transfer(self.name, t.start, t.nbytes, self.burst_bytes,
                                self.max_outstanding, t.dst.external)
         port.flows -= 1
+        self._leave(port, stream)
         if lander:
             lander.completed(t.nbytes, immediately=True)

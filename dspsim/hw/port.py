@@ -38,6 +38,7 @@ import simpy
 from dspsim.config import MemoryCfg
 from dspsim.hw.clock import Walk, events_scheduled, replay, waited_since
 from dspsim.hw.context import RunContext
+from dspsim.hw.periodic import Repeats
 from dspsim.probes import PortLog
 
 
@@ -97,6 +98,8 @@ class MemoryPort:
         # a request log lists every request: with one, tile fidelity books no closed form (its
         # flows walk their requests; the cycles are the same, the log that of burst fidelity)
         self.closed_forms = not ctx.port_log
+        # the elided engine fast-forwards channels streaming through the port (hw.periodic)
+        self.repeats = Repeats(self) if ctx.elide else None
 
     def request(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
         """Issue a request of ``nbytes`` at ``now`` (the current simulated time, passed in by
@@ -109,12 +112,16 @@ class MemoryPort:
             start = slot
             if self._slot_holder[i] != requester:  # all taken, the next to free by another
                 self.contention_cycles += slot - now
+                if self.repeats is not None:
+                    self.repeats.increments.append(slot - now)
         else:
             start = now
         data_start = self._path_free
         if data_start > start:
             if self._path_owner != requester:
                 self.contention_cycles += data_start - start
+                if self.repeats is not None:
+                    self.repeats.increments.append(data_start - start)
         else:
             data_start = start
         self._path_owner = requester

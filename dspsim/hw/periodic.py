@@ -1,0 +1,399 @@
+"""Exact fast-forward of periodic streaming: channels moving long descriptors through one port.
+
+While iDMA channels stream bursts through a shared port and nothing else acts (the core waits,
+or computes in TCM until a time further off), the port and the channels go through the same
+motions again and again: the state *relative to now* repeats. The elided engine (``elide``)
+notes that state each time a streaming channel wakes at a real event, the channels named by
+their place (the waker, then the others in the order their wake-ups are queued). When a
+channel wakes in a state noted ``h`` cycles earlier, with the same channels streaming and no
+other event processed or due in between, each channel having possibly taken over another's
+place (two channels of one kind swap every half period), every step after it is the same step
+shifted by ``h``, the places passed on the same way; the engine advances by whole steps at once
+up to the next point where something changes (a channel's last window of bursts, the next
+event of anyone else, the binade's end), booking what the skipped steps would have booked:
+bytes, the contention they added, the port log's requests. A step once found is kept (for the
+binade it was found in) and applied wherever the same relative state recurs, such as on the
+channels' next descriptors.
+
+Exact, not approximate: in one binade ``[2^(e-1), 2^e)`` every float time is an integer number
+of ``u = 2^(e-53)``; a difference of two of them is exact, and ``t + d`` for a constant ``d``
+(a burst's data-path cycles, the latency) is ``t`` plus ``d`` rounded to ``u``, the same for every
+``t``, unless ``d`` lies exactly half-way between two multiples of ``u`` (then rounding to even
+depends on ``t``: the shift must be an even number of ``u``). So while every time involved
+stays in one binade, a repeat of the relative state (compared as exact differences) repeats
+the arithmetic bit for bit, and shifting by whole steps is exact. The contention counter is
+not a time: the skipped steps' increments (exact differences, the same each step) are added to
+it one by one, as the reference does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from heapq import heapify
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from dspsim.probes import PortLog
+
+if TYPE_CHECKING:
+    from dspsim.hw.port import MemoryPort
+
+
+class Stream:
+    """A descriptor moving burst by burst: where its walk is, as the fast-forward sees it.
+
+    Between two steps the walk is about to issue burst ``i`` at its local time ``now`` (its
+    wake-up, when it waited: the time of its pending event), with ``inflight`` the completions
+    of its bursts in flight. ``now`` is ``None`` once the walk has issued its last burst.
+    Streams of one ``kind`` (burst bytes, window, direction) behave alike: the fast-forward
+    may find one in the state another was in."""
+
+    __slots__ = ("name", "process", "i", "now", "inflight", "full", "count", "burst_bytes",
+                 "kind", "ranges")
+
+    def __init__(self, name: str, process: simpy.Process, burst_bytes: int, window: int,
+                 nbytes: int, write: bool, ranges: tuple = ()):
+        self.name = name
+        self.process = process
+        self.i = 0
+        self.now: float | None = None
+        self.inflight: deque[float] = deque()
+        self.full = nbytes // burst_bytes  # bursts of burst_bytes (a partial one may follow)
+        self.count = -(-nbytes // burst_bytes)
+        self.burst_bytes = burst_bytes
+        self.kind = (burst_bytes, window, write)
+        self.ranges = ranges  # ((memory, first byte, end byte, written), ...) when moving data
+
+
+class Snapshot:
+    """The port's and its streams' state when ``streams[0]`` woke at ``t`` (the others in the
+    order their wake-ups are queued), and the counters then."""
+
+    __slots__ = ("t", "slots", "holders", "first", "path_free", "path_owner", "recent",
+                 "streams", "positions", "nows", "inflights", "read", "written",
+                 "increments", "logged", "dropped", "outside")
+
+    def __init__(self, repeats: Repeats, streams: list[Stream], outside: tuple | None):
+        port = repeats.port
+        self.t = streams[0].now
+        self.slots, self.holders = tuple(port._slot_free), tuple(port._slot_holder)
+        self.first = port._next_slot
+        self.path_free, self.path_owner = port._path_free, port._path_owner
+        self.recent = tuple(port._recent)
+        self.streams = streams
+        self.positions = [s.i for s in streams]
+        self.nows = [s.now for s in streams]
+        self.inflights = [tuple(s.inflight) for s in streams]
+        self.read, self.written = port.bytes_read, port.bytes_written
+        self.increments = len(repeats.increments)
+        log = port.log
+        self.logged, self.dropped = (len(log), log.dropped) if log is not None else (0, 0)
+        self.outside = outside
+
+    def relative(self) -> tuple:
+        """The state relative to ``t``, as exact differences, the streams named by their place
+        in the order; what lies at or before ``t`` (a slot freed, the data path idle) only
+        compares as past."""
+        t, first = self.t, self.first
+        rank = {s.name: k for k, s in enumerate(self.streams)}
+        slots = self.slots[first:] + self.slots[:first]
+        ring = [x - t if x > t else None for x in slots]
+        who = [rank.get(h, h) if x > t else None
+               for x, h in zip(slots, self.holders[first:] + self.holders[:first])]
+        path = (self.path_free - t, rank.get(self.path_owner, self.path_owner)) \
+            if self.path_free > t else None
+        recent = [(a - t if a > t else 0.0, b - t) for a, b in self.recent if b > t]
+        walks = [(s.kind, now - t, [x - t if x > t else None for x in inflight])
+                 for s, now, inflight in zip(self.streams, self.nows, self.inflights)]
+        return ring, who, path, recent, walks
+
+    def latest(self) -> float:
+        """The latest time the state holds (what a period computes stays below it shifted
+        by the period)."""
+        last = [x[-1] for x in self.inflights if x]  # completions and spans end in order
+        if self.recent:
+            last.append(self.recent[-1][1])
+        return max(self.t, self.path_free, max(self.slots), *self.nows, *last)
+
+
+class Step:
+    """What the port and its streams did between two noted states ``h`` cycles apart (the
+    first at ``t0``), in terms of roles (places in a snapshot's order): role ``k``'s holder
+    issued ``issues[k]`` bursts, and the holder of role ``k`` at the end had role ``turn[k]``
+    at the start; the contention increments, bytes and the port log's requests (times after
+    ``t0``, requesters as roles) of the step. Any later state equal to the end's, relative to
+    its time and in the same binade, goes on the same way."""
+
+    __slots__ = ("t0", "h", "binade", "turn", "issues", "increments", "read", "written",
+                 "requests", "end", "cycle", "issued")
+
+    def __init__(self, before: Snapshot, now: Snapshot, end: tuple, increments: list[float],
+                 log: Any) -> None:
+        self.t0, self.h = before.t, now.t - before.t
+        self.binade = math.frexp(before.t)[1]
+        place = {id(x): k for k, x in enumerate(before.streams)}
+        self.turn = [place[id(x)] for x in now.streams]
+        self.issues = [x.i - p for x, p in zip(before.streams, before.positions)]
+        self.increments = increments
+        self.read, self.written = now.read - before.read, now.written - before.written
+        self.requests = None
+        if log is not None:
+            t0 = before.t
+            self.requests = [(e[0] - t0, e[1] - t0, e[2] - t0, e[3] - t0, e[4], e[5],
+                              place.get(id(_named(before.streams, e[6])), e[6]))
+                             for e in log[before.logged:now.logged]]
+        self.end = end  # now.relative()
+        # the roles' holders (places at the end) at each step's start until they are back,
+        # and the bursts the stream in each place has issued after j steps of that turn
+        self.cycle = [list(range(len(self.turn)))]
+        while True:
+            nxt = [self.cycle[-1][k] for k in self.turn]
+            if nxt == self.cycle[0]:
+                break
+            self.cycle.append(nxt)
+        self.issued = [[0] for _ in self.turn]
+        for places in self.cycle:
+            for place, b in zip(places, self.issues):
+                self.issued[place].append(self.issued[place][-1] + b)
+
+
+def _named(streams: list[Stream], name: str) -> Stream | None:
+    return next((x for x in streams if x.name == name), None)
+
+
+# Steps kept per port for states met again later (a stream's next descriptor, say), in
+# the binade they were found in: bounded
+KNOWN_STEPS = 64
+
+
+class Repeats:
+    """The fast-forward of one port's streams (the elided engine only)."""
+
+    def __init__(self, port: MemoryPort):
+        self.port = port
+        self.streams: list[Stream] = []
+        self.increments: list[float] = []  # contention the port added, since the last reset
+        self._seen: dict[tuple, Snapshot] = {}
+        self._known: dict[tuple, list[Step]] = {}  # by a snapshot's key, across resets
+        self._binade, self._count = 0, 0  # the known steps' binade, how many
+
+    def enter(self, stream: Stream) -> None:
+        self.streams.append(stream)
+        self.reset()
+
+    def leave(self, stream: Stream) -> None:
+        self.streams.remove(stream)
+        self.reset()
+
+    def reset(self) -> None:
+        self._seen.clear()
+        self.increments.clear()
+
+    # ------------------------------------------------------------------ noting and matching
+    def woke(self, stream: Stream) -> bool:
+        """``stream`` woke at a real event (``env.now == stream.now``); advance by whole
+        steps if the state is one a step is known from (noted earlier in this stretch, with
+        the streams in the same roles or in each other's, or met before). ``True`` if it
+        did."""
+        port = self.port
+        if port.speculation is not None or port.flows != len(self.streams) \
+                or not (port.log is None or isinstance(port.log, PortLog)):
+            return False  # a log that cannot be read back (only appended to) is not repeated
+        if any(min(s.full, s.count - 1) - s.i < s.kind[1] for s in self.streams):
+            return False  # a stream is in its last window of bursts: no step is worth noting
+        found = self._queued(stream)
+        if found is None:
+            return False
+        streams, outside = found
+        t, pf = stream.now, port._path_free
+        key = (pf - t if pf > t else None, len(stream.inflight),
+               *[(s.kind, s.now - t) for s in streams[1:]])
+        snap = Snapshot(self, streams, outside)
+        relative = None
+        for step in self._known.get(key, ()) if math.frexp(t)[1] == self._binade else ():
+            if _room(step, streams) < 1 or (outside is not None and outside[0] <= t + step.h):
+                continue  # no room for a step (last bursts, another's event): not worth a look
+            relative = relative or snap.relative()
+            if step.end == relative and self._advance(step, snap):
+                return True
+        before = self._seen.get(key)
+        self._seen[key] = snap
+        if before is None or before.outside != outside or before.dropped != snap.dropped \
+                or {id(x) for x in before.streams} != {id(x) for x in streams}:
+            return False
+        relative = relative or snap.relative()
+        if before.relative() != relative:
+            return False
+        step = Step(before, snap, relative, self.increments[before.increments:snap.increments],
+                    port.log)
+        if step.binade != self._binade:  # time only grows: an earlier binade is done with
+            self._known.clear()
+            self._binade, self._count = step.binade, 0
+        if self._count < KNOWN_STEPS:
+            self._known.setdefault(key, []).append(step)
+            self._count += 1
+        return self._advance(step, snap)
+
+    def _queued(self, stream: Stream) -> tuple[list[Stream], tuple | None] | None:
+        """The streams, the waker first and the others in the order their wake-ups run, and
+        the first other event queued (time, order); ``None`` if a stream is not waiting
+        where its walk says."""
+        others = {id(s.process._target): s for s in self.streams if s is not stream}
+        if len(others) != len(self.streams) - 1:
+            return None
+        outside = None
+        queued = []
+        for when, _, eid, event in self.port.env._queue:
+            s = others.get(id(event))
+            if s is None:
+                if outside is None or (when, eid) < outside:
+                    outside = (when, eid)
+            elif s.now is None or when != s.now:
+                return None
+            else:
+                queued.append((when, eid, s))
+        if len(queued) != len(others):
+            return None
+        queued.sort(key=lambda q: q[:2])
+        return [stream, *[q[2] for q in queued]], outside
+
+    # ------------------------------------------------------------------ advancing
+    def _advance(self, step: Step, now: Snapshot) -> bool:
+        """``now`` is the state ``step`` ended in (relative to its time): every step after it
+        is ``step`` again, shifted, the roles passed on the same way. Advance by as many
+        whole steps as are provably exact; ``True`` if it did (the waker may then be another
+        stream: this one waits in its new role)."""
+        port, env = self.port, self.port.env
+        t, h = now.t, step.h
+        if not (step.t0 > 0 and h > 0) or math.frexp(t)[1] != step.binade \
+                or not _disjoint(now.streams):
+            return False
+        grid = step.binade - 53  # every time of the steps is a whole number of 2^grid
+        if (_odd(h, grid) or _odd(t - step.t0, grid)) \
+                and any(_half_way(d, grid) for d in self._constants()):
+            return False
+        count = _room(step, now.streams)
+        latest = now.latest()
+        count = _fit(count, latest, h, math.ldexp(1.0, step.binade))
+        if now.outside is not None:
+            count = _fit(count, latest, h, now.outside[0])
+        if len(now.streams) > 2:  # roles back with their own streams
+            count -= count % len(step.cycle)
+        if count < 1:
+            return False
+        q, j = divmod(count, len(step.cycle))
+        holders = [now.streams[place] for place in step.cycle[j]]
+        for x, c in zip(now.streams, step.issued):
+            x.i += q * c[-1] + c[j]
+        # in a step, role k passes from its holder to the holder of role turn[k]
+        role = {id(x): now.streams[k] for x, k in zip(now.streams, step.turn)}
+        shift = count * h
+        port.bytes_read += count * step.read
+        port.bytes_written += count * step.written
+        acc = port.contention_cycles
+        for _ in range(count):  # as the reference adds them, one by one
+            for d in step.increments:
+                acc += d
+        port.contention_cycles = acc
+        if step.requests is not None:
+            self._log(step, t, count, role, now.streams)
+        # the state of ``now`` shifted, each role now held by ``holders``
+        names = {x.name: y.name for x, y in zip(now.streams, holders)}
+        m, first = port.max_outstanding, now.first
+        nxt = (first + count * sum(step.issues)) % m  # a request a burst
+        slots = [x + shift if x > t else x for x in now.slots[first:] + now.slots[:first]]
+        who = [names.get(w, w) for w in now.holders[first:] + now.holders[:first]]
+        port._slot_free[nxt:], port._slot_free[:nxt] = slots[:m - nxt], slots[m - nxt:]
+        port._slot_holder[nxt:], port._slot_holder[:nxt] = who[:m - nxt], who[m - nxt:]
+        port._next_slot = nxt
+        if now.path_free > t:
+            port._path_free = now.path_free + shift
+            port._path_owner = names.get(now.path_owner, now.path_owner)
+        port._recent = deque((a + shift, b + shift) for a, b in now.recent if b > t)
+        for x, wake, inflight in zip(holders, now.nows, now.inflights):
+            x.now = wake + shift
+            x.inflight.clear()  # in place: the walk holds it
+            x.inflight.extend(y + shift if y > t else y for y in inflight)
+        # the others' pending wake-ups move with them (a stream keeps its place in the queue)
+        waker = now.streams[0]
+        waiting = {id(x.process._target): x for x in now.streams if x is not waker}
+        queue = env._queue
+        for j, (_, prio, eid, event) in enumerate(queue):
+            x = waiting.get(id(event))
+            if x is not None:
+                queue[j] = (x.now, prio, eid, event)
+                event.since += shift
+        heapify(queue)
+        if holders[0] is waker:
+            env._now = waker.now  # it wakes steps later, as it would have
+        self.reset()
+        return True
+
+    def _log(self, step: Step, t: float, count: int, role: dict, streams: list[Stream]
+             ) -> None:
+        """The port log's requests of ``count`` steps from ``t``: each step's are those of
+        ``step``, a step later each, every role's issued by its holder then."""
+        log = self.port.log
+        holders = list(streams)
+        for j in range(count):
+            start = t + j * step.h
+            for e in step.requests:
+                who = holders[e[6]].name if isinstance(e[6], int) else e[6]
+                log.append((start + e[0], start + e[1], start + e[2], start + e[3], e[4],
+                            e[5], who))
+            holders = [role[id(x)] for x in holders]
+
+    def _constants(self) -> list[float]:
+        """What the steps' arithmetic adds to a time: each stream's burst on the data path,
+        and the latency."""
+        port = self.port
+        return [port.latency_cycles, *[s.burst_bytes * port.cycles_per_byte for s in self.streams]]
+
+
+def _room(step: Step, streams: list[Stream]) -> int:
+    """How many steps like ``step`` the ``streams`` (in a snapshot's order) can go on for
+    before one would issue its last burst (or one past a partial one)."""
+    count, period = 1 << 62, len(step.cycle)
+    for x, c in zip(streams, step.issued):
+        room = min(x.full, x.count - 1) - x.i
+        if c[-1] > 0:
+            q = room // c[-1]
+            count = min(count, q * period + max(j for j in range(period)
+                                                if c[j] <= room - q * c[-1]))
+        elif room < 0:
+            return 0
+    return count if count < 1 << 62 else 0
+
+
+def _fit(k: int, latest: float, period: float, bound: float) -> int:
+    """The largest ``j <= k`` with ``latest + j period < bound``."""
+    if k < 1 or latest + period >= bound:
+        return 0
+    j = min(k, int((bound - latest) / period) + 1)
+    while j > 0 and not latest + j * period < bound:
+        j -= 1
+    return j
+
+
+def _odd(x: float, grid: int) -> bool:
+    return int(math.ldexp(x, -grid)) % 2 == 1
+
+
+def _half_way(d: float, grid: int) -> bool:
+    """``d`` is an odd multiple of half of ``2^grid``: adding it rounds to even."""
+    x = math.ldexp(d, -grid)
+    return x - math.floor(x) == 0.5
+
+
+def _disjoint(streams: list[Stream]) -> bool:
+    """No stream moving data writes where another reads or writes (then when each lands
+    its bytes, which a fast-forward does not keep, could matter)."""
+    for i, s in enumerate(streams):
+        for other in streams[i + 1:]:
+            for mem, lo, hi, written in s.ranges:
+                for mem2, lo2, hi2, written2 in other.ranges:
+                    if mem is mem2 and (written or written2) and lo < hi2 and lo2 < hi:
+                        return False
+    return True
