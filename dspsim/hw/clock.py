@@ -22,7 +22,7 @@ flow's next event keeps the place in the queue it would have had.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from heapq import heappush
+from heapq import heapify, heappush
 
 import simpy
 from simpy.events import NORMAL, Event, Initialize, Timeout
@@ -131,3 +131,27 @@ def waited_since(env: simpy.Environment, now: float) -> float:
     if isinstance(event, Initialize):
         return getattr(process, "since", env.now)
     return env.now
+
+
+def queued(env: simpy.Environment) -> list[tuple[float, int, Event]]:
+    """The events in SimPy's queue as ``(time, order, event)``, in no particular order (the
+    fast-forward of :mod:`dspsim.hw.periodic` reads who waits until when)."""
+    return [(when, eid, event) for when, _, eid, event in env._queue]
+
+
+def requeue(env: simpy.Environment, moves: dict[int, float], shift: float) -> None:
+    """Move the queued events whose ``id`` is in ``moves`` to the times given, keeping their
+    place in the order among events at one time (their ``eid``); their waits began ``shift``
+    later (``since``)."""
+    queue = env._queue
+    for j, (_, prio, eid, event) in enumerate(queue):
+        when = moves.get(id(event))
+        if when is not None:
+            queue[j] = (when, prio, eid, event)
+            event.since += shift
+    heapify(queue)
+
+
+def set_now(env: simpy.Environment, t: float) -> None:
+    """Advance SimPy's clock to ``t`` (the running process woke there, skipped steps later)."""
+    env._now = t

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from heapq import heapify
 from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from dspsim.hw.clock import queued as queued_events
+from dspsim.hw.clock import requeue, set_now
 from dspsim.probes import PortLog
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ class Repeats:
             return False  # a log that cannot be read back (only appended to) is not repeated
         if any(min(s.full, s.count - 1) - s.i < s.kind[1] for s in self.streams):
             return False  # a stream is in its last window of bursts: no step is worth noting
-        found = self._queued(stream)
+        found = self._wake_order(stream)
         if found is None:
             return False
         streams, outside = found
@@ -236,7 +237,7 @@ class Repeats:
             self._count += 1
         return self._advance(step, snap)
 
-    def _queued(self, stream: Stream) -> tuple[list[Stream], tuple | None] | None:
+    def _wake_order(self, stream: Stream) -> tuple[list[Stream], tuple | None] | None:
         """The streams, the waker first and the others in the order their wake-ups run, and
         the first other event queued (time, order); ``None`` if a stream is not waiting
         where its walk says."""
@@ -245,7 +246,7 @@ class Repeats:
             return None
         outside = None
         queued = []
-        for when, _, eid, event in self.port.env._queue:
+        for when, eid, event in queued_events(self.port.env):
             s = others.get(id(event))
             if s is None:
                 if outside is None or (when, eid) < outside:
@@ -319,15 +320,9 @@ class Repeats:
         # the others' pending wake-ups move with them (a stream keeps its place in the queue)
         waker = now.streams[0]
         waiting = {id(x.process._target): x for x in now.streams if x is not waker}
-        queue = env._queue
-        for j, (_, prio, eid, event) in enumerate(queue):
-            x = waiting.get(id(event))
-            if x is not None:
-                queue[j] = (x.now, prio, eid, event)
-                event.since += shift
-        heapify(queue)
+        requeue(env, {k: x.now for k, x in waiting.items()}, shift)
         if holders[0] is waker:
-            env._now = waker.now  # it wakes steps later, as it would have
+            set_now(env, waker.now)  # it wakes steps later, as it would have
         self.reset()
         return True
 
