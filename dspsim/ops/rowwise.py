@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from dspsim.errors import DspsimInputError
-from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.shapes import LoopShape, ddr_call_sequence
 from dspsim.ops.base import Bounds, Op, Proc, check_tile_bytes
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, hb_dsp_ping_pong_frame
+from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
 from dspsim.schema import Key, OpSchema, Params
 
 if TYPE_CHECKING:
@@ -128,7 +128,8 @@ def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
     in flight. **Compute-bound**: the kernels' issue cycles in TCM plus ``S`` per descriptor.
     ``lower_bound_cycles`` is the largest; ``estimate_cycles`` adds what no overlap hides:
     direct, the kernels' closed-form DDR walk (exact for the core alone on the port);
-    ping-pong, the first tile's input copy and the last tile's compute and output copy.
+    ping-pong, the frame's one pass (:func:`~dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`:
+    serial, so exact, when the rows fit one tile).
     """
     rows, cols = shape
     core, ddr, idma = model.core, model.ddr, model.idma
@@ -147,7 +148,7 @@ def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
         }
         estimate = walk.cycles
     else:
-        per_tile = rows_per_tile(tile_bytes, cols)
+        per_tile = min(rows_per_tile(tile_bytes, cols), rows)  # the rows there are, at most
         tiles = -(-rows // per_tile) if per_tile else 0
         last_rows = rows - (tiles - 1) * per_tile if tiles else 0
         burst = idma.burst_bytes
@@ -165,14 +166,9 @@ def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
             "tiles": tiles,
             "rows_per_tile": per_tile,
         }
-        one = min(idma.max_outstanding, ddr.max_outstanding)
-        first_in = transfer_cycles(4 * per_tile * cols, burst, one, lat, cpb)
-        last_out = transfer_cycles(4 * last_rows * cols, burst, one, lat, cpb)
-        last_compute = last_rows * row_compute
-        steady = max(out["dma_bound_cycles"], out["latency_bound_cycles"],
-                     out["compute_bound_cycles"])
-        estimate = steady + (first_in + last_compute + last_out if tiles > 1 else
-                             first_in + last_compute + last_out - steady + kernels)
+        estimate = ping_pong_pass_cycles(
+            model, Tiling.of(rows * cols, per_tile * cols), lambda s: s // cols * row_compute,
+            write_back=True, stops_timer=True) if per_tile else 0.0
     named = {k: out[f"{k}_bound_cycles"] for k in ("dma", "latency", "compute")}
     binding = max(named, key=named.get)
     out["lower_bound_cycles"] = named[binding]
