@@ -73,6 +73,48 @@ def eps_key(name: str, added_to: str, default: float) -> Key:
                default=default, lo=0.0, hi=1.0)
 
 
+# ----------------------------------------------------------------------------- float32 limits
+STATISTICS_WARNINGS = ("statistics_overflow", "statistics_underflow")
+# rstd at or above 2**63: the denominator 1 / rstd**2 is below float32's smallest normal
+_RSTD_UNDERFLOW = np.float32(2.0**63)
+
+
+def report_statistics(dsp: Dsp, op: RowwiseOp, x: Ptr, rows: int, cols: int,
+                      stats: tuple[Any, ...], rstd: Any) -> None:
+    """Warn about the rows (of ``rows`` x ``cols`` float32 at ``x``, all finite) whose float32
+    ``stats`` (one value per row each) overflow, or whose ``rstd = 1 / sqrt(denominator)``
+    shows the denominator underflowing (below float32's smallest normal) where ``op``'s
+    :meth:`~RowwiseOp.exact_denominator` is not 0: float32's result stays (the C computes it),
+    the warning counts the rows. A model check, not in the C."""
+    if not dsp.move_data:
+        return
+    stats32 = [np.atleast_1d(np.asarray(v, np.float32)) for v in stats]
+    over = ~np.logical_and.reduce([np.isfinite(v) for v in stats32])
+    with np.errstate(invalid="ignore"):
+        under = ~over & (np.atleast_1d(np.asarray(rstd, np.float32)) >= _RSTD_UNDERFLOW)
+    if not (over.any() or under.any()):
+        return
+    values = x.mem.f32(x, rows * cols).reshape(rows, cols)
+    finite = np.isfinite(values).all(axis=1)
+    over &= finite
+    under &= finite
+    if under.any():
+        with np.errstate(over="ignore", under="ignore"):
+            exact = op.exact_denominator(values[under].astype(np.float64), dsp.params.eps)
+        under[under] = exact > 0
+    if over.any():
+        dsp.warn("statistics_overflow",
+                 f"{op.name}: a row's float32 statistics overflow (|x - mean| or |x| beyond "
+                 "about 1.8e19): its output is 0 or NaN where float64 gives finite values; the "
+                 "count is the rows affected", int(over.sum()))
+    if under.any():
+        dsp.warn("statistics_underflow",
+                 f"{op.name}: a row's float32 {op.denominator} underflows (below 1.2e-38: "
+                 "its squares denormal or 0), so its output is inf, NaN or imprecise where "
+                 f"float64 gives finite values ({op.name}.eps > 0 avoids it); the count is the "
+                 "rows affected", int(under.sum()))
+
+
 # ----------------------------------------------------------------------------- the program
 def tile_rows(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, out: list,
               rows_cols: tuple[RowsFunc, int]) -> Proc:
@@ -198,6 +240,9 @@ class RowwiseOp(Op):
     # variant reads and writes the tensor
     tcm_work: ClassVar[str] = "the kernels"
     direct_traffic: ClassVar[str] = ""
+    # what the op adds eps to before the square root, for the underflow warning
+    denominator: ClassVar[str] = "variance"
+    warning_codes = STATISTICS_WARNINGS
     default_variant = "pingpong"
     ndim = 2
     default_shape = (1024, 256)
@@ -217,6 +262,11 @@ class RowwiseOp(Op):
     def rows(self, dsp: Dsp, out: Ptr, x: Ptr, rows: int, cols: int) -> Proc:
         """The op on ``rows`` consecutive rows of ``cols`` at ``x`` into ``out`` (may be
         ``x``): its kernel calls (``dsp.core.call(..., rows=rows)``) and scalar steps."""
+        raise NotImplementedError
+
+    def exact_denominator(self, x64: np.ndarray, eps: float) -> np.ndarray:
+        """What each row of ``x64`` (float64, ``(rows, cols)``) divides by the square root of,
+        in float64: ``denominator`` + ``eps``."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ firmware
