@@ -77,3 +77,12 @@ def test_calibrate_refuses_a_key_no_measurement_depends_on(j6):
     stores = [parse_measurement("copy:memcpy,n=8192,copy.src=tcm,copy.dst=ddr=20000")]
     c = calibrate(j6, stores, ["core.write_buffer_entries=1:64"], identify=False)
     assert c.best.values["core.write_buffer_entries"] >= 1
+
+
+def test_explore_refuses_a_key_it_was_given_that_no_measurement_depends_on(j6):
+    from dspsim.study.calibrate import explore
+
+    measured = [parse_measurement("layernorm:pingpong,shape=4x64=2000")]
+    with pytest.raises(DspsimInputError, match="core.write_buffer_entries.*changes no "
+                                               "measurement"):
+        explore(j6, measured, ["core.write_buffer_entries=2:32"])
