@@ -14,19 +14,35 @@ import time
 
 import pytest
 
-from dspsim.cli import main
-
-distributed = pytest.importorskip("distributed")
-
-from dspsim.study.sweep import executors  # noqa: E402
+pytest.importorskip("distributed")
 
 TIMEOUT_S = 2.0
+# the sweep runs in a process of its own, its timeouts shortened: no dask thread ever runs in
+# the test process (CPython 3.11's parser is not thread-safe, and pytest parses source)
+SWEEP = f"""
+import sys
+from dspsim.study.sweep import executors
+executors.DASK_CONNECT_TIMEOUT_S = executors.DASK_WORKER_TIMEOUT_S = {TIMEOUT_S}
+from dspsim.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
 
 
-@pytest.fixture(autouse=True)
-def short_timeouts(monkeypatch):
-    monkeypatch.setattr(executors, "DASK_CONNECT_TIMEOUT_S", TIMEOUT_S)
-    monkeypatch.setattr(executors, "DASK_WORKER_TIMEOUT_S", TIMEOUT_S, raising=False)
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def listening(port, timeout_s=60.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port}")
 
 
 @contextlib.contextmanager
@@ -76,13 +92,15 @@ def http_server():
         httpd.server_close()
 
 
-def sweep_cli(capsys, tmp_path, address, points="50,100"):
+def sweep_cli(tmp_path, address, points="50,100"):
     out = tmp_path / "s.csv"
     t0 = time.monotonic()
-    code = main(["sweep", "--param", f"ddr.latency_cycles={points}", "--n", "4096",
-                 "--executor", "dask", "--scheduler", address, "--out", str(out)])
-    _, err = capsys.readouterr()
-    return code, err, time.monotonic() - t0, out
+    p = subprocess.run([sys.executable, "-c", SWEEP, "sweep", "--param",
+                        f"ddr.latency_cycles={points}", "--n", "4096", "--executor", "dask",
+                        "--scheduler", address, "--out", str(out)],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    return p.returncode, p.stderr, time.monotonic() - t0, out
 
 
 @pytest.mark.parametrize("server, says", [
@@ -92,79 +110,106 @@ def sweep_cli(capsys, tmp_path, address, points="50,100"):
      "not as a dask scheduler"),
     (lambda: tcp_server(b"\xff" * 64), "not as a dask scheduler"),
 ])
-def test_an_address_that_is_not_a_dask_scheduler_is_named_in_one_line(capsys, tmp_path, server,
-                                                                        says):
+def test_an_address_that_is_not_a_dask_scheduler_is_named_in_one_line(tmp_path, server, says):
     with server() as address:
-        code, err, wall_s, out = sweep_cli(capsys, tmp_path, address)
+        code, err, wall_s, out = sweep_cli(tmp_path, address)
     assert code == 2 and err.count("\n") == 1 and says in err and address in err, err
     assert "memory" not in err
     assert wall_s < 4 * TIMEOUT_S + 5
     assert not out.exists()  # nothing written before the cluster answered
 
 
+def dask_process(kind, *argv):
+    """``dask scheduler`` or ``dask worker`` as a subprocess of its own."""
+    return subprocess.Popen([sys.executable, "-m", f"distributed.cli.dask_{kind}", *argv,
+                             "--no-dashboard"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+@contextlib.contextmanager
+def processes(*procs):
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
 @pytest.fixture
 def scheduler():
-    """A scheduler with no worker, in this process."""
-    cluster = distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp",
-                                       dashboard_address=None)
-    try:
-        yield cluster.scheduler_address
-    finally:
-        cluster.close()
+    """A scheduler with no worker."""
+    port = free_port()
+    with processes(dask_process("scheduler", "--host", "127.0.0.1", "--port", str(port))):
+        listening(port)
+        yield f"tcp://127.0.0.1:{port}"
 
 
-def test_a_dask_worker_address_is_not_taken_for_the_scheduler(capsys, tmp_path):
-    cluster = distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
-                                       protocol="tcp", dashboard_address=None)
-    try:
-        worker = next(iter(cluster.scheduler_info["workers"]))
-        code, err, _, _ = sweep_cli(capsys, tmp_path, worker)
-    finally:
-        cluster.close()
+def worker_on(scheduler, port=None):
+    """A worker of ``scheduler`` (no nanny: killed, it stays dead), up once it listens."""
+    port = port or free_port()
+    w = dask_process("worker", scheduler, "--no-nanny", "--nthreads", "1", "--host",
+                     "127.0.0.1", "--worker-port", str(port))
+    listening(port)
+    return w, f"tcp://127.0.0.1:{port}"
+
+
+def test_a_dask_worker_address_is_not_taken_for_the_scheduler(tmp_path, scheduler):
+    worker, address = worker_on(scheduler)
+    with processes(worker):
+        code, err, _, _ = sweep_cli(tmp_path, address)
     assert code == 2 and err.count("\n") == 1 and "is a dask Worker, not a scheduler" in err
 
 
-def test_a_scheduler_with_no_worker_is_one_line_after_the_worker_timeout(capsys, tmp_path,
-                                                                           scheduler):
-    code, err, wall_s, out = sweep_cli(capsys, tmp_path, scheduler)
+def test_a_scheduler_with_no_worker_is_one_line_after_the_worker_timeout(tmp_path, scheduler):
+    code, err, wall_s, out = sweep_cli(tmp_path, scheduler)
     assert code == 2 and err.count("\n") == 1 and "has no worker" in err, err
     assert "dask worker " + scheduler in err
     assert wall_s < 2 * TIMEOUT_S + 5
     assert not out.exists()
 
 
-def test_a_worker_killed_mid_sweep_stops_the_sweep_and_keeps_its_rows(capsys, tmp_path,
-                                                                       scheduler):
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "distributed.cli.dask_worker", scheduler, "--no-nanny",
-         "--nthreads", "1", "--no-dashboard"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        client = distributed.Client(scheduler, timeout=30)
-        client.wait_for_workers(1, timeout=60)
-        client.close()
-        journal = tmp_path / "s.csv"
-        killed = threading.Event()
+def sweep_killing(tmp_path, scheduler, victim):
+    """A 200-point sweep on ``scheduler`` (a worker up) whose ``victim`` process is killed
+    once the first rows are in the file: (exit code, stderr, rows in the file)."""
+    journal = tmp_path / "s.csv"
+    killed = threading.Event()
 
-        def kill_after_the_first_rows():
-            while worker.poll() is None:
-                if journal.exists() and journal.read_text().count("\n") >= 3:
-                    os.kill(worker.pid, signal.SIGKILL)
-                    killed.set()
-                    return
-                time.sleep(0.01)
+    def kill_after_the_first_rows():
+        while victim.poll() is None:
+            if journal.exists() and journal.read_text().count("\n") >= 3:
+                os.kill(victim.pid, signal.SIGKILL)
+                killed.set()
+                return
+            time.sleep(0.01)
 
-        watcher = threading.Thread(target=kill_after_the_first_rows, daemon=True)
-        watcher.start()
-        # 200 points: far more than run before the first rows reach the file
-        points = ",".join(str(50 + i) for i in range(200))
-        code, err, wall_s, _ = sweep_cli(capsys, tmp_path, scheduler, points)
-        watcher.join(5)
-    finally:
-        worker.kill()
-        worker.wait()
+    watcher = threading.Thread(target=kill_after_the_first_rows, daemon=True)
+    watcher.start()
+    # 200 points: far more than run before the first rows reach the file
+    points = ",".join(str(50 + i) for i in range(200))
+    code, err, _, _ = sweep_cli(tmp_path, scheduler, points)
+    watcher.join(5)
     assert killed.is_set()
+    return code, err, len(journal.read_text().splitlines())
+
+
+def test_a_worker_killed_mid_sweep_stops_the_sweep_and_keeps_its_rows(tmp_path, scheduler):
+    worker, _ = worker_on(scheduler)
+    with processes(worker):
+        code, err, rows = sweep_killing(tmp_path, scheduler, worker)
     assert code == 1 and err.count("\n") == 1 and "has had no worker" in err, err
     assert "finished points are in" in err
-    rows = journal.read_text().splitlines()
-    assert 3 <= len(rows) < 201  # the header and the rows done before the kill
+    assert 3 <= rows < 201  # the header and the rows done before the kill
+
+
+def test_a_scheduler_killed_mid_sweep_stops_the_sweep_and_keeps_its_rows(tmp_path):
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    scheduler = dask_process("scheduler", "--host", "127.0.0.1", "--port", str(port))
+    with processes(scheduler):
+        listening(port)
+        worker, _ = worker_on(address)
+        with processes(worker):
+            code, err, rows = sweep_killing(tmp_path, address, scheduler)
+    assert code == 1 and err.count("\n") == 1 and "finished points are in" in err, err
+    assert 3 <= rows < 201

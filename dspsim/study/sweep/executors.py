@@ -229,6 +229,7 @@ class DaskCluster:
         self.connect_timeout_s = DASK_CONNECT_TIMEOUT_S
         self.worker_timeout_s = DASK_WORKER_TIMEOUT_S
         self._config: Any = None
+        self._log_levels: dict[str, int] = {}
         self._workerless_since: float | None = None
 
     @property
@@ -242,6 +243,13 @@ class DaskCluster:
 
         distributed = import_dask()
         timeout = self.connect_timeout_s
+        # dask's client logs a lost connection as a traceback, and leaves the fetch of a result
+        # lost with its worker to asyncio's "never retrieved": the sweep names it in one line
+        names = [n for n in logging.Logger.manager.loggerDict if n.split(".")[0] == "distributed"]
+        self._log_levels = {n: logging.getLogger(n).level
+                            for n in {"distributed", "asyncio", *names}}
+        for n in self._log_levels:
+            logging.getLogger(n).setLevel(logging.CRITICAL)
         try:
             self._config = dask.config.set({"distributed.comm.timeouts.connect": timeout})
             self._config.__enter__()
@@ -290,6 +298,15 @@ class DaskCluster:
         config, self._config = self._config, None
         if config is not None:
             config.__exit__(None, None, None)
+        if self._log_levels:
+            import gc
+            import logging
+
+            gc.collect()  # what the closed client left is reported (and silenced) now
+
+            for n, level in self._log_levels.items():
+                logging.getLogger(n).setLevel(level)
+            self._log_levels = {}
 
     @property
     def poll_s(self) -> float:
@@ -297,16 +314,17 @@ class DaskCluster:
         return min(1.0, self.worker_timeout_s / 4)
 
     def check_workers(self) -> None:
-        """Raise :class:`SweepAbortedError` when the scheduler is gone or the cluster has been
-        without a worker for :attr:`worker_timeout_s` (a worker killed mid-sweep, say)."""
+        """Raise :class:`SweepAbortedError` when the cluster has been without a worker, or the
+        client without its scheduler, for :attr:`worker_timeout_s` (a worker killed
+        mid-sweep, the scheduler gone)."""
+        cause = "every worker died or left"
         try:
-            workers = len(self.client.nthreads()) if self.client.status == "running" else None
+            if self.client.status == "running":
+                workers = len(self.client.nthreads())
+            else:
+                workers, cause = 0, f"the scheduler is lost: the client is {self.client.status}"
         except (OSError, TimeoutError) as e:
-            workers, cause = None, _one_line(e)
-        else:
-            cause = f"the client is {self.client.status}"
-        if workers is None:
-            raise SweepAbortedError(f"lost {self.where} ({cause})")
+            workers, cause = 0, f"the scheduler is lost: {_one_line(e)}"
         now = time.monotonic()
         if workers:
             self._workerless_since = None
@@ -314,7 +332,7 @@ class DaskCluster:
             self._workerless_since = now
         elif now - self._workerless_since >= self.worker_timeout_s:
             raise SweepAbortedError(f"{self.where} has had no worker for "
-                                    f"{self.worker_timeout_s:g} s (every worker died or left)")
+                                    f"{self.worker_timeout_s:g} s ({cause})")
 
 
 def dask_results(
@@ -364,7 +382,7 @@ def dask_results(
             except TimeoutError:  # its result was on a worker that is gone: it is computed
                 continue  # again when a worker is back (check_workers bounds the wait)
             except Exception as e:
-                msg = f"a dask task failed ({type(e).__name__}: {e})"
+                msg = f"a dask task failed ({type(e).__name__}: {_one_line(e)})"
                 raise SweepAbortedError(msg) from None
             fetched += 1
             yield pending.pop(f), result
