@@ -723,10 +723,10 @@ def test_a_measurements_csv_with_a_bom_reads(tmp_path):
     assert m.variant == "direct" and m.cycles == 800000
 
 
-def test_a_key_the_runs_ignore_is_not_determined_over_its_whole_range():
-    """Softmax never reads layernorm.eps: every value searched fits, whatever the range, so
-    the key is not determined (it was reported determined when the range was the key's whole
-    allowed range)."""
+def test_a_key_the_runs_ignore_is_refused():
+    """Softmax never reads layernorm.eps: every value would fit, so no fit can tell it (it was
+    once reported determined, then not determined); it is refused before the fit."""
     code, out, err = cli("calibrate", "--measured", "pingpong,n=20000=1031783",
                          "--free", "layernorm.eps=0:1")
-    assert "layernorm.eps" in out and "NOT determined" in out, out + err
+    assert code == 2 and not out, out + err
+    assert err.count("\n") == 1 and "layernorm.eps" in err and "changes no measurement" in err

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dspsim.config import Core
+from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.toolkit import (
     Segment,
     log2_lanes,
@@ -91,10 +92,13 @@ def ddr_call(
     alone on the port: each DDR load stalls ``latency + bytes / bandwidth``; a store leaves at
     the end of its iteration and holds the data path for ``bytes / bandwidth``, which delays the
     next load (with a single port slot, for its whole round trip); a full write buffer bounds an
-    iteration below by a store's round trip / entries.
+    iteration below by a store's round trip / entries. Stores with no DDR load: see
+    :func:`posted_stores_call`.
     """
     if n <= 0:
         return DdrCall(0.0, 0.0, 0, 0)
+    if store_ddr and not load_ddr:
+        return posted_stores_call(shape, n, core, latency_cycles, cycles_per_byte, port_slots)
     ii = shape.ii_cycles(core)
     cycles = float(core.call_overhead_cycles)
     stall = 0.0
@@ -124,6 +128,47 @@ def ddr_call(
         write += count * sum(stores)
     cycles += shape.reduction_ops(core.lanes_f32) * core.alu_latency_cycles
     return DdrCall(cycles, stall, read, write)
+
+
+def posted_store_bytes(shape: LoopShape, n: int, lanes: int, entries: int) -> int:
+    """Bytes of a call's last ``entries`` stores (the predicated-off ones issue nothing): what
+    a write buffer of ``entries`` may still hold when a call with no DDR load returns."""
+    posted, left = 0, entries
+    for count, _, stores in reversed(shape.segments(n, lanes)):
+        per = [b for b in stores if b]
+        if not per or count <= 0:
+            continue
+        whole = min(count, left // len(per))
+        posted += whole * sum(per)
+        left -= whole * len(per)
+        if whole < count:  # part of one more iteration: its last stores
+            posted += sum(per[len(per) - left:]) if left else 0
+            break
+    return posted
+
+
+def posted_stores_call(shape: LoopShape, n: int, core: Core, latency_cycles: float,
+                       cycles_per_byte: float, port_slots: int) -> DdrCall:
+    """A call whose loads are in TCM and whose stores go to uncached DDR, the core alone on the
+    port: store ``i`` is posted at the end of its iteration once the write buffer has room
+    (store ``i - E`` done, ``E`` = ``core.write_buffer_entries``); on the port it crosses the
+    data path in ``bytes / B`` and holds its slot ``L`` more. The core returns once it has
+    posted the last store, so the call takes the larger of its own issue (the TCM cycles) and
+    the wait for store ``N - 1 - E``: the first iteration, then
+    :func:`~dspsim.hw.port.transfer_cycles` of the first ``N - E`` stores with ``min(E, m)`` in
+    flight (exact when either paces the whole call; the last ``E`` stores cross after it)."""
+    issue = shape.tcm_cycles(n, core)
+    total = sum(count * sum(stores) for count, _, stores in shape.segments(n, core.lanes_f32))
+    posted = posted_store_bytes(shape, n, core.lanes_f32, core.write_buffer_entries)
+    cycles = float(issue)
+    if total > posted:
+        first = core.call_overhead_cycles + shape.ii_cycles(core)
+        drained = transfer_cycles(total - posted, core.vector_bytes,
+                                  min(core.write_buffer_entries, port_slots), latency_cycles,
+                                  cycles_per_byte)
+        cycles = max(cycles, first + drained
+                     + shape.reduction_ops(core.lanes_f32) * core.alu_latency_cycles)
+    return DdrCall(cycles, cycles - issue, 0, total)
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from dspsim.errors import DspsimInputError
-from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.cached import direct_bounds
 from dspsim.kernels.shapes import LoopShape
 from dspsim.ops.base import Bounds, Op, Proc, check_tile_bytes
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, hb_dsp_ping_pong_frame
+from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
 from dspsim.schema import Key, OpSchema, Params
 
 if TYPE_CHECKING:
@@ -72,6 +72,48 @@ def eps_key(name: str, added_to: str, default: float) -> Key:
     """A normalisation's ``name.eps``: added to ``added_to`` before the square root."""
     return Key(f"{name}.eps", float, f"added to {added_to} before the square root",
                default=default, lo=0.0, hi=1.0)
+
+
+# ----------------------------------------------------------------------------- float32 limits
+STATISTICS_WARNINGS = ("statistics_overflow", "statistics_underflow")
+# rstd at or above 2**63: the denominator 1 / rstd**2 is below float32's smallest normal
+_RSTD_UNDERFLOW = np.float32(2.0**63)
+
+
+def report_statistics(dsp: Dsp, op: RowwiseOp, x: Ptr, rows: int, cols: int,
+                      stats: tuple[Any, ...], rstd: Any) -> None:
+    """Warn about the rows (of ``rows`` x ``cols`` float32 at ``x``, all finite) whose float32
+    ``stats`` (one value per row each) overflow, or whose ``rstd = 1 / sqrt(denominator)``
+    shows the denominator underflowing (below float32's smallest normal) where ``op``'s
+    :meth:`~RowwiseOp.exact_denominator` is not 0: float32's result stays (the C computes it),
+    the warning counts the rows. A model check, not in the C."""
+    if not dsp.move_data:
+        return
+    stats32 = [np.atleast_1d(np.asarray(v, np.float32)) for v in stats]
+    over = ~np.logical_and.reduce([np.isfinite(v) for v in stats32])
+    with np.errstate(invalid="ignore"):
+        under = ~over & (np.atleast_1d(np.asarray(rstd, np.float32)) >= _RSTD_UNDERFLOW)
+    if not (over.any() or under.any()):
+        return
+    values = x.mem.f32(x, rows * cols).reshape(rows, cols)
+    finite = np.isfinite(values).all(axis=1)
+    over &= finite
+    under &= finite
+    if under.any():
+        with np.errstate(over="ignore", under="ignore"):
+            exact = op.exact_denominator(values[under].astype(np.float64), dsp.params.eps)
+        under[under] = exact > 0
+    if over.any():
+        dsp.warn("statistics_overflow",
+                 f"{op.name}: a row's float32 statistics overflow (|x - mean| or |x| beyond "
+                 "about 1.8e19): its output is 0 or NaN where float64 gives finite values; the "
+                 "count is the rows affected", int(over.sum()))
+    if under.any():
+        dsp.warn("statistics_underflow",
+                 f"{op.name}: a row's float32 {op.denominator} underflows (below 1.2e-38: "
+                 "its squares denormal or 0), so its output is inf, NaN or imprecise where "
+                 f"float64 gives finite values ({op.name}.eps > 0 avoids it); the count is the "
+                 "rows affected", int(under.sum()))
 
 
 # ----------------------------------------------------------------------------- the program
@@ -132,8 +174,9 @@ def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
     iDMA bursts, at most ``min(m, 2 idma.max_outstanding)`` in flight. **Compute-bound**: the
     kernels' issue cycles in TCM plus ``S`` per descriptor. ``lower_bound_cycles`` is the
     largest; ``estimate_cycles`` adds what no overlap hides: direct, the kernels' closed-form
-    walk (exact for the core alone on an uncached port);
-    ping-pong, the first tile's input copy and the last tile's compute and output copy.
+    walk (exact for the core alone on an uncached port); ping-pong, the frame's one pass
+    (:func:`~dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`: serial, so exact, when the rows
+    fit one tile).
     """
     rows, cols = shape
     core, ddr, idma = model.core, model.host_memory, model.idma
@@ -147,7 +190,7 @@ def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
         estimate = out.pop("estimate_cycles")
         del out["ddr_requests"], out["outstanding_requests"]  # calibrate derives the window
     else:
-        per_tile = rows_per_tile(tile_bytes, cols)
+        per_tile = min(rows_per_tile(tile_bytes, cols), rows)  # the rows there are, at most
         tiles = -(-rows // per_tile) if per_tile else 0
         last_rows = rows - (tiles - 1) * per_tile if tiles else 0
         burst = idma.burst_bytes
@@ -165,14 +208,9 @@ def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
             "tiles": tiles,
             "rows_per_tile": per_tile,
         }
-        one = min(idma.max_outstanding, ddr.max_outstanding)
-        first_in = transfer_cycles(4 * per_tile * cols, burst, one, lat, cpb)
-        last_out = transfer_cycles(4 * last_rows * cols, burst, one, lat, cpb)
-        last_compute = last_rows * row_compute
-        steady = max(out["dma_bound_cycles"], out["latency_bound_cycles"],
-                     out["compute_bound_cycles"])
-        estimate = steady + (first_in + last_compute + last_out if tiles > 1 else
-                             first_in + last_compute + last_out - steady + kernels)
+        estimate = ping_pong_pass_cycles(
+            model, Tiling.of(rows * cols, per_tile * cols), lambda s: s // cols * row_compute,
+            write_back=True, stops_timer=True) if per_tile else 0.0
     named = {k: out[f"{k}_bound_cycles"] for k in ("dma", "latency", "compute")}
     binding = max(named, key=named.get)
     out["lower_bound_cycles"] = named[binding]
@@ -202,6 +240,9 @@ class RowwiseOp(Op):
     # variant reads and writes the tensor
     tcm_work: ClassVar[str] = "the kernels"
     direct_traffic: ClassVar[str] = ""
+    # what the op adds eps to before the square root, for the underflow warning
+    denominator: ClassVar[str] = "variance"
+    warning_codes = STATISTICS_WARNINGS
     default_variant = "pingpong"
     ndim = 2
     default_shape = (1024, 256)
@@ -221,6 +262,11 @@ class RowwiseOp(Op):
     def rows(self, dsp: Dsp, out: Ptr, x: Ptr, rows: int, cols: int) -> Proc:
         """The op on ``rows`` consecutive rows of ``cols`` at ``x`` into ``out`` (may be
         ``x``): its kernel calls (``dsp.core.call(..., rows=rows)``) and scalar steps."""
+        raise NotImplementedError
+
+    def exact_denominator(self, x64: np.ndarray, eps: float) -> np.ndarray:
+        """What each row of ``x64`` (float64, ``(rows, cols)``) divides by the square root of,
+        in float64: ``denominator`` + ``eps``."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ firmware

@@ -30,8 +30,8 @@ import math
 from typing import Any
 
 from dspsim.hw.port import transfer_cycles
-from dspsim.kernels.memcpy import MEMCPY
-from dspsim.kernels.shapes import ddr_call
+from dspsim.kernels.memcpy import MEMCPY, memcpy_words
+from dspsim.kernels.shapes import ddr_call, posted_store_bytes
 from dspsim.ops.copy.params import HOST, TCM
 from dspsim.ops.copy.program import plan
 
@@ -76,7 +76,13 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     else:
         core = model.core
         words = n // 4
-        named = {"bandwidth": n * cpb, "latency_bandwidth": lat + n * cpb}
+        must_cross = n
+        if memory_of(model, p.src) is None and not ext.cached:
+            # stores only: the last ones may still be in the write buffer when memcpy returns
+            must_cross -= posted_store_bytes(MEMCPY, memcpy_words(sizes[-1]), core.lanes_f32,
+                                             core.write_buffer_entries)
+        named = {"bandwidth": must_cross * cpb,
+                 "latency_bandwidth": (lat + must_cross * cpb) if must_cross > 0 else 0.0}
         if ext.cached and model.dcache.capacity_bytes:
             line = model.dcache.line_bytes
             lines = math.ceil(n / line)

@@ -15,7 +15,7 @@ from dspsim.kernels.layernorm import VECNORM, VECSUMSQ_DEV, layernorm_mean_hi, l
 from dspsim.kernels.shapes import VECSUM
 from dspsim.ops.base import Proc
 from dspsim.ops.registry import register_op
-from dspsim.ops.rowwise import RowwiseOp, eps_key, rowwise_params
+from dspsim.ops.rowwise import RowwiseOp, eps_key, report_statistics, rowwise_params
 from dspsim.schema import Params
 
 if TYPE_CHECKING:
@@ -44,7 +44,11 @@ class LayerNorm(RowwiseOp):
         mean_hi = layernorm_mean_hi(s, cols)
         sum_d, sum_d2 = yield from core.call("vecsumsq_dev", cols, x, rows=rows, mean=mean_hi)
         r, rstd = layernorm_rstd(sum_d, sum_d2, cols, eps)
+        report_statistics(dsp, self, x, rows, cols, (s, sum_d, sum_d2), rstd)
         yield from core.call("vecnorm", cols, x, out, rows=rows, mean=mean_hi, r=r, rstd=rstd)
+
+    def exact_denominator(self, x64: np.ndarray, eps: float) -> np.ndarray:
+        return x64.var(axis=-1) + eps
 
     def reference(self, x: np.ndarray, params: Params) -> np.ndarray:
         """``(x - mean) / sqrt(var + eps)`` per row in float64 (biased variance)."""

@@ -14,7 +14,7 @@ from dspsim.kernels.rmsnorm import VECSUMSQ, rmsnorm_rstd
 from dspsim.kernels.shapes import VECMUL
 from dspsim.ops.base import Proc
 from dspsim.ops.registry import register_op
-from dspsim.ops.rowwise import RowwiseOp, eps_key, rowwise_params
+from dspsim.ops.rowwise import RowwiseOp, eps_key, report_statistics, rowwise_params
 from dspsim.schema import Params
 
 if TYPE_CHECKING:
@@ -33,11 +33,16 @@ class RmsNorm(RowwiseOp):
     direct_traffic = "two reads and one write"
     params = rowwise_params("rmsnorm", eps_key("rmsnorm", "the mean square", 1e-6))
     row_calls = ((VECSUMSQ, False), (VECMUL, True))
+    denominator = "mean square"
 
     def rows(self, dsp: Dsp, out: Ptr, x: Ptr, rows: int, cols: int) -> Proc:
         ss = yield from dsp.core.call("vecsumsq", cols, x, rows=rows)
         rstd = rmsnorm_rstd(ss, cols, dsp.params.eps)
+        report_statistics(dsp, self, x, rows, cols, (ss,), rstd)
         yield from dsp.core.call("vecmul", cols, x, out, rows=rows, scalar=rstd)
+
+    def exact_denominator(self, x64: np.ndarray, eps: float) -> np.ndarray:
+        return np.mean(x64 * x64, axis=-1) + eps
 
     def reference(self, x: np.ndarray, params: Params) -> np.ndarray:
         """``x / sqrt(mean(x^2) + eps)`` per row in float64."""

@@ -39,7 +39,8 @@ Estimates (``estimate_cycles``):
   hand-over between calls: vecexpf_max's last posted store still holds the path (and with
   ``m = 1`` the slot) when vecsum's first load issues. The core is the port's only requester,
   so this is exact up to rounding: the direct version is always in its uncontended regime.
-- **Ping-pong**, per pass of ``T`` tiles, the larger of two forms. *Path*: the pass's bytes at
+- **Ping-pong**, per pass of ``T`` tiles (:func:`dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`,
+  shared with the row-wise ops), the larger of two forms. *Path*: the pass's bytes at
   the two channels' joint throughput ``X2 = min(B, min(m, 2k) b / (L + b/B))`` (or one
   channel's share at its own ``X1``, if that takes longer), plus a round trip, the descriptor
   setups and the last tile's compute. *Staged*: the first tile's copy, then for each next tile
@@ -58,8 +59,6 @@ Estimates (``estimate_cycles``):
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from dspsim.config import HardwareModel
@@ -67,6 +66,7 @@ from dspsim.errors import DspsimInputError
 from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.cached import direct_bounds
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
+from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
 from dspsim.schema import check_n
 
 MODES = ("pingpong", "direct")
@@ -119,39 +119,7 @@ def _direct(model: HardwareModel, n: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ ping-pong
-@dataclass(frozen=True)
-class _Tiling:
-    """A pass's tiles: ``full`` tiles of ``size`` elements, then one of ``rest`` if non-zero.
-
-    Every tile but the last is full, so per-tile sums are closed forms over two sizes.
-    """
-
-    size: int
-    full: int
-    rest: int
-
-    @classmethod
-    def of(cls, n: int, tile_elems: int) -> _Tiling:
-        full, rest = divmod(n, tile_elems)
-        return cls(tile_elems, full, rest)
-
-    @property
-    def count(self) -> int:
-        return self.full + (1 if self.rest else 0)
-
-    def at(self, i: int) -> int:
-        """Elements of tile ``i``."""
-        return self.size if i < self.full else self.rest
-
-    def total(self, f: Callable[[int], float]) -> float:
-        """``f(elements)`` summed over the tiles."""
-        return self.full * f(self.size) + (f(self.rest) if self.rest else 0)
-
-    def parity_elems(self, parity: int) -> int:
-        """Elements in the tiles of even (0) or odd (1) index: buffer 0's or buffer 1's."""
-        full = (self.full + 1 - parity) // 2
-        rest = self.rest if self.full % 2 == parity else 0
-        return full * self.size + rest
+_Tiling = Tiling  # the name the variants' bounds and the tests know it by
 
 
 def _tile_elems(model: HardwareModel) -> int:
@@ -171,9 +139,6 @@ def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
     def throughput(channels: int) -> float:
         return min(ddr.bytes_per_cycle, min(m, channels * k) * burst / occupancy)
 
-    def single(nbytes: int) -> float:
-        return transfer_cycles(nbytes, burst, min(k, m), lat, cpb)
-
     def requests(nbytes: int) -> int:
         return -(-nbytes // burst)
 
@@ -185,31 +150,6 @@ def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
 
     def c_mul(s: int) -> int:
         return VECMUL.tcm_cycles(s, core)
-
-    def d_in(i: int) -> float:
-        return single(4 * tiles.at(i))
-
-    def d_out(i: int, write_back: bool) -> float:
-        return single(4 * tiles.at(i)) if write_back else 0.0
-
-    def setups(i: int, write_back: bool) -> int:
-        """Descriptors the core programs after tile i: its output copy, the prefetch of i + 2."""
-        return (1 if write_back else 0) + (1 if i + 2 < n_tiles else 0)
-
-    def gap(i: int, cost: Callable[[int], int], write_back: bool) -> float:
-        """Between the core's starts of tiles i - 1 and i: the core's own work, a buffer's round
-        trip (compute, its output copy, the prefetch into it: two tiles apart) or, under
-        'split', one channel carrying every input (output)."""
-        j = i - 1  # the buffer cycle that ends with tile i + 1's input, averaged per tile
-        work = cost(tiles.at(j)) + setups(j, write_back) * setup
-        nxt = d_in(j + 2) if j + 2 < n_tiles else 0.0
-        if split:
-            cycle = (work + max(d_out(j, write_back), nxt)) / 2
-            serial = max(d_in(i), d_out(j, write_back))
-        else:
-            cycle = (work + d_out(j, write_back) + nxt) / 2
-            serial = 0.0
-        return max(work, cycle, serial)
 
     read = write = n_req = 0
     compute = dma_cycles = lat_cycles = estimate = 0.0
@@ -234,34 +174,8 @@ def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
         dma_cycles += (in_bytes + out_bytes - unwaited) * cpb
         lat_cycles += (pass_requests - requests(unwaited)) * lat / min(m, channels * k)
 
-        tail = cost(tiles.at(last)) + ((setup + d_out(last, True)) if write_back else 0.0)
-        if n_tiles == 1:
-            per_pass[name] = setup + d_in(0) + tail
-            estimate += per_pass[name]
-            continue
-
-        # Non-path form: the core's starts of consecutive tiles are paced by the largest of
-        # the gaps :func:`gap` lists; gaps 1 .. T-3 see full tiles only (i - 1, i, i + 1 <
-        # T - 1) and a prefetch after each, so they are all equal: the last two see the final,
-        # possibly partial, tile.
-        generic = max(0, n_tiles - 3)
-        gaps = (generic * gap(1, cost, write_back) if generic else 0.0) + sum(
-            gap(i, cost, write_back) for i in range(max(1, n_tiles - 2), n_tiles)
-        )
-        # the first two inputs share the path (seed) or queue on channel 0 ('split')
-        first_in = d_in(0) if split else max(d_in(0), lat + 4 * (tiles.at(0) + tiles.at(1)) * cpb)
-        staged = 2 * setup + first_in + gaps + tail
-        # Path form: the pass's bytes at the channels' joint throughput, or one channel's share
-        # at its own, then the last compute (the last output copy overlaps the other channel's).
-        path_bytes = in_bytes + out_bytes
-        copies = 2 if write_back else 1
-        if split:  # inputs on channel 0, outputs on channel 1
-            channel_bytes = in_bytes
-        else:  # buffer b's copies go on channel b: even tiles on 0, odd tiles on 1
-            channel_bytes = copies * 4 * max(tiles.parity_elems(0), tiles.parity_elems(1))
-        transfer = max(path_bytes / throughput(channels), channel_bytes / throughput(1))
-        path = 2 * setup + transfer + lat + cost(tiles.at(last)) + (setup if write_back else 0.0)
-        per_pass[name] = max(staged, path)
+        per_pass[name] = ping_pong_pass_cycles(model, tiles, cost, write_back, split,
+                                               stops_timer=index == len(passes) - 1)
         estimate += per_pass[name]
     return {
         "ddr_read_bytes": read,

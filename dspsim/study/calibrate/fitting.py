@@ -40,6 +40,7 @@ def calibrate(
         raise DspsimInputError(f"tolerance {tolerance_pct!r} %: must be a number between 0 and 100")
     params = as_free(model, free)
     prob = Problem(model, measurements, params, fidelity, progress, on_simulation)
+    prob.refuse_inert()
     tol = tolerance_pct / 100.0
     points = prob.search()
     best = best_fit(prob, points, tol)

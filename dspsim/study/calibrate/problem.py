@@ -134,6 +134,19 @@ class Problem:
             self._cache[key] = hit
         return hit
 
+    def refuse_inert(self) -> None:
+        """Refuse a free key that changes no measurement's cycles at either end of its range
+        (the other keys at the model's values): nothing the fit finds would say anything of it
+        (``core.write_buffer_entries`` on an op whose every store follows a DDR load, say)."""
+        for p in self.free:
+            ends = [{p.key: v} for v in (p.lo, p.hi)]
+            if all(self.simulated({}, i) == self.simulated(e, i)
+                   for i in range(len(self.measurements)) for e in ends):
+                raise DspsimInputError(
+                    f"--free {p.key}: it changes no measurement's cycles between {p.lo:g} and "
+                    f"{p.hi:g}, so no fit can tell its value; allowed: a key the measured "
+                    "runs depend on")
+
     def residuals(self, values: dict[str, float]) -> np.ndarray:
         out = np.empty(len(self.measurements))
         for i, m in enumerate(self.measurements):

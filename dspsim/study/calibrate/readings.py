@@ -58,7 +58,7 @@ from dspsim.study.calibrate.identify import (
     spanning_members,
 )
 from dspsim.study.calibrate.measure import Measurement, is_int_key, seed_measurements
-from dspsim.study.calibrate.params import FreeParam
+from dspsim.study.calibrate.params import FreeParam, as_free
 from dspsim.study.calibrate.problem import FitPoint, Problem, Progress
 
 
@@ -431,5 +431,7 @@ def explore(
     :func:`find_readings`."""
     measurements = list(measurements) if measurements else seed_measurements()
     space = explore_space(model, measurements, free, factor, grid)
+    if free:  # the keys given: each must change some measurement (the structural ones do)
+        Problem(model, measurements, as_free(model, free), fidelity).refuse_inert()
     return find_readings(model, measurements, space, tolerance_pct, fidelity, final_fidelity,
                          jobs, propose, progress)

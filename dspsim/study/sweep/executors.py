@@ -8,7 +8,9 @@ completes. A progress bar (points done / total, rate, ETA) is drawn when stderr 
 otherwise a LocalCluster of ``--jobs`` single-threaded worker processes. On a real cluster every
 worker needs the same dspsim installed (``pip install dspsim[dask]`` on each machine, then
 ``dask scheduler`` on one and ``dask worker tcp://SCHEDULER:8786`` on the others); the machine
-running ``dspsim sweep`` writes the file, so only it needs the output directory.
+running ``dspsim sweep`` writes the file, so only it needs the output directory. Every wait
+on a cluster is bounded (:data:`DASK_CONNECT_TIMEOUT_S`, :data:`DASK_WORKER_TIMEOUT_S`) and its
+cause named in one line; the rows done stay in the file.
 
 Both executors yield ``(point, result)`` pairs as points complete, with at most a few points per
 worker in flight (dask: a few tasks, small points batched so the scheduler's per-task cost does
@@ -111,7 +113,11 @@ def local_results(
 # ------------------------------------------------------------------------------------ dask
 # the schemes a dask scheduler can be reached by from another process, each HOST:PORT
 SCHEDULER_SCHEMES = ("tcp", "tls")
+# every wait on a cluster is bounded: the TCP connection and dask's handshake (and any later
+# call to the scheduler), and how long the cluster may be without a worker (none joined yet,
+# or every one died or left) before the sweep gives up, keeping the rows done
 DASK_CONNECT_TIMEOUT_S = 10.0
+DASK_WORKER_TIMEOUT_S = 60.0
 _ADDRESS = re.compile(
     r"(?P<scheme>[a-z]+)://"
     r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)"
@@ -142,11 +148,78 @@ def check_scheduler(address: str) -> str:
     return address.strip()
 
 
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def probe_scheduler(address: str, timeout_s: float) -> None:
+    """Reach ``address`` (checked), do dask's handshake and ask who answers, all within
+    ``timeout_s``; a one-line :class:`DspsimInputError` names what is there instead of a dask
+    scheduler: nothing (no connection), a server that accepts and stays silent (or waits for
+    another protocol's request: HTTP), a server that answers another protocol, a dask worker.
+    (dask's own connect bounds the TCP connection but not the handshake.)"""
+    import asyncio
+    import socket
+    import threading
+
+    m = _ADDRESS.fullmatch(check_scheduler(address))
+    host, port = m["host"].strip("[]"), int(m["port"])
+    start = time.monotonic()
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as e:
+        raise DspsimInputError(f"cannot reach the dask scheduler {address} within "
+                               f"{timeout_s:g} s: {_one_line(e)}") from None
+    left = max(0.1, timeout_s - (time.monotonic() - start))
+
+    async def identity() -> Any:
+        from distributed.comm import connect
+        from distributed.security import Security
+
+        comm = await connect(address, timeout=left,
+                             **Security().get_connection_args("client"))
+        try:
+            await comm.write({"op": "identity"})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    answer: dict[str, Any] = {}
+
+    def ask() -> None:
+        try:
+            answer["reply"] = asyncio.run(asyncio.wait_for(identity(), left))
+        except BaseException as e:  # noqa: BLE001 - whatever it was, it is reported below
+            answer["error"] = e
+
+    asker = threading.Thread(target=ask, name="dspsim-dask-probe", daemon=True)
+    asker.start()
+    asker.join(left + 1.0)
+    error = answer.get("error")
+    if asker.is_alive() or isinstance(error, TimeoutError):
+        raise DspsimInputError(
+            f"{address} accepted the connection but sent no dask handshake within {timeout_s:g} "
+            "s: it is not a dask scheduler (an HTTP server, say) or it is not answering")
+    reply = answer.get("reply")
+    kind = reply.get("type") if isinstance(reply, dict) else None
+    if error is not None or kind is None:
+        cause = "an unreadable reply" if isinstance(error, MemoryError) or error is None \
+            else _one_line(error)
+        raise DspsimInputError(
+            f"{address} answers, but not as a dask scheduler ({cause}): check the address "
+            "(a dask scheduler listens on port 8786 unless told otherwise)")
+    if kind != "Scheduler":
+        raise DspsimInputError(f"{address} is a dask {kind}, not a scheduler: give the "
+                               "scheduler's address")
+
+
 class DaskCluster:
     """A dask client on the scheduler at ``scheduler`` or on a LocalCluster of ``jobs``
     single-threaded workers (processes, or threads when ``processes`` is false). Connects on
-    entry (an unreachable scheduler: one line after :data:`DASK_CONNECT_TIMEOUT_S`), and always
-    closes the client and the local cluster on exit, so no worker outlives the sweep."""
+    entry, every wait bounded (:func:`probe_scheduler`, then at least one worker within
+    :data:`DASK_WORKER_TIMEOUT_S`): a one-line input error otherwise. Calls to the scheduler
+    give up after :data:`DASK_CONNECT_TIMEOUT_S`. Always closes the client and the local
+    cluster on exit, so no worker outlives the sweep."""
 
     def __init__(self, scheduler: str | None, jobs: int, processes: bool):
         self.scheduler = check_scheduler(scheduler) if scheduler else None
@@ -154,14 +227,35 @@ class DaskCluster:
         self.processes = processes
         self.client = None
         self.cluster = None
+        self.connect_timeout_s = DASK_CONNECT_TIMEOUT_S
+        self.worker_timeout_s = DASK_WORKER_TIMEOUT_S
+        self._config: Any = None
+        self._log_levels: dict[str, int] = {}
+        self._workerless_since: float | None = None
+
+    @property
+    def where(self) -> str:
+        return f"the dask scheduler {self.scheduler}" if self.scheduler else "a local cluster"
 
     def __enter__(self) -> DaskCluster:
         import logging
 
+        import dask
+
         distributed = import_dask()
-        timeout = DASK_CONNECT_TIMEOUT_S
+        timeout = self.connect_timeout_s
+        # dask's client logs a lost connection as a traceback, and leaves the fetch of a result
+        # lost with its worker to asyncio's "never retrieved": the sweep names it in one line
+        names = [n for n in logging.Logger.manager.loggerDict if n.split(".")[0] == "distributed"]
+        self._log_levels = {n: logging.getLogger(n).level
+                            for n in {"distributed", "asyncio", *names}}
+        for n in self._log_levels:
+            logging.getLogger(n).setLevel(logging.CRITICAL)
         try:
+            self._config = dask.config.set({"distributed.comm.timeouts.connect": timeout})
+            self._config.__enter__()
             if self.scheduler:
+                probe_scheduler(self.scheduler, timeout)
                 self.client = distributed.Client(self.scheduler, timeout=timeout)
             else:
                 self.cluster = distributed.LocalCluster(
@@ -172,11 +266,20 @@ class DaskCluster:
                     silence_logs=logging.ERROR,
                 )
                 self.client = distributed.Client(self.cluster, timeout=timeout)
-        except (OSError, TimeoutError, ValueError, TypeError) as e:  # TypeError: tls:// needs
-            self.close()  # dask's TLS configuration (distributed.comm.tls in dask's config)
-            where = f"the dask scheduler {self.scheduler}" if self.scheduler else "a local cluster"
-            msg = " ".join(str(e).split()) or type(e).__name__
-            raise DspsimInputError(f"cannot reach {where} within {timeout:g} s: {msg}") from None
+        except (OSError, TimeoutError, ValueError, TypeError, MemoryError) as e:  # TypeError:
+            self.close()  # tls:// needs dask's TLS configuration (distributed.comm.tls)
+            raise DspsimInputError(f"cannot reach {self.where} within {timeout:g} s: "
+                                   f"{_one_line(e)}") from None
+        except BaseException:
+            self.close()
+            raise
+        try:
+            self.client.wait_for_workers(1, timeout=self.worker_timeout_s)
+        except (OSError, TimeoutError):
+            self.close()
+            start = f"; start one with: dask worker {self.scheduler}" if self.scheduler else ""
+            raise DspsimInputError(f"{self.where} has no worker: none joined within "
+                                   f"{self.worker_timeout_s:g} s{start}") from None
         except BaseException:
             self.close()
             raise
@@ -193,6 +296,44 @@ class DaskCluster:
                     thing.close()
                 except Exception:  # noqa: BLE001, S110 - closing what is left, best effort
                     pass
+        config, self._config = self._config, None
+        if config is not None:
+            config.__exit__(None, None, None)
+        if self._log_levels:
+            import gc
+            import logging
+
+            gc.collect()  # what the closed client left is reported (and silenced) now
+
+            for n, level in self._log_levels.items():
+                logging.getLogger(n).setLevel(level)
+            self._log_levels = {}
+
+    @property
+    def poll_s(self) -> float:
+        """How often a sweep waiting for results looks at the cluster's workers."""
+        return min(1.0, self.worker_timeout_s / 4)
+
+    def check_workers(self) -> None:
+        """Raise :class:`SweepAbortedError` when the cluster has been without a worker, or the
+        client without its scheduler, for :attr:`worker_timeout_s` (a worker killed
+        mid-sweep, the scheduler gone)."""
+        cause = "every worker died or left"
+        try:
+            if self.client.status == "running":
+                workers = len(self.client.nthreads())
+            else:
+                workers, cause = 0, f"the scheduler is lost: the client is {self.client.status}"
+        except (OSError, TimeoutError) as e:
+            workers, cause = 0, f"the scheduler is lost: {_one_line(e)}"
+        now = time.monotonic()
+        if workers:
+            self._workerless_since = None
+        elif self._workerless_since is None:
+            self._workerless_since = now
+        elif now - self._workerless_since >= self.worker_timeout_s:
+            raise SweepAbortedError(f"{self.where} has had no worker for "
+                                    f"{self.worker_timeout_s:g} s ({cause})")
 
 
 def evaluate_points(points: list[tuple[HardwareModel, Mapping[str, Any]]], fidelity: str
@@ -225,15 +366,17 @@ def dask_results(
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """The points of ``todo`` on ``cluster`` (connected), at most a few tasks per worker in
     flight; small points go in batches (:func:`batch_size`), each point's row yielded as its
-    batch completes."""
+    batch completes. While none completes, the cluster's workers are checked every
+    :attr:`DaskCluster.poll_s` (:meth:`DaskCluster.check_workers`), and ``timeout_s`` bounds
+    the whole."""
     import distributed
 
     client = cluster.client
     started()
     window = 2 * max(1, sum(client.nthreads().values()))
     it = iter(todo)
-    pending: dict[str, list[dict[str, Any]]] = {}
-    ac = distributed.as_completed(timeout=timeout_s)
+    pending: dict[Any, list[dict[str, Any]]] = {}  # future -> its points
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     timed = {"points": 0, "wall_s": 0.0}
 
     def fill() -> None:
@@ -242,24 +385,38 @@ def dask_results(
             if not batch:
                 return
             pairs = [(sweep.model_of(p), p) for p in batch]
-            f = client.submit(evaluate_points, pairs, sweep.fidelity, pure=False)
-            pending[f.key] = batch
-            ac.add(f)
+            pending[client.submit(evaluate_points, pairs, sweep.fidelity, pure=False)] = batch
 
     fill()
-    try:
-        for f in ac:
-            batch = pending.pop(f.key)
+    while pending:
+        wait_s = cluster.poll_s
+        if deadline is not None:
+            wait_s = max(0.01, min(wait_s, deadline - time.monotonic()))
+        try:
+            done = distributed.wait(list(pending), timeout=wait_s,
+                                    return_when="FIRST_COMPLETED").done
+        except TimeoutError:
+            done = set()
+        if not done:
+            if deadline is not None and time.monotonic() >= deadline:
+                msg = f"the dask cluster did not finish within {timeout_s} s"
+                raise SweepAbortedError(msg)
+            cluster.check_workers()
+            continue
+        fetched = 0
+        for f in done:
             try:
-                results = f.result()
+                results = f.result(timeout=cluster.connect_timeout_s)
+            except TimeoutError:  # its result was on a worker that is gone: it is computed
+                continue  # again when a worker is back (check_workers bounds the wait)
             except Exception as e:
-                msg = f"a dask task failed ({type(e).__name__}: {e})"
+                msg = f"a dask task failed ({type(e).__name__}: {_one_line(e)})"
                 raise SweepAbortedError(msg) from None
-            for p, result in zip(batch, results, strict=True):
+            fetched += 1
+            for p, result in zip(pending.pop(f), results, strict=True):
                 timed["points"] += 1
                 timed["wall_s"] += float(result.get("wall_s", 0.0))
                 yield p, result
-            fill()
-    except TimeoutError:
-        msg = f"the dask cluster did not finish within {timeout_s} s"
-        raise SweepAbortedError(msg) from None
+        if not fetched:
+            cluster.check_workers()
+        fill()

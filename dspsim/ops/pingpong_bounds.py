@@ -1,0 +1,153 @@
+"""The closed-form estimate of one pass of the seed's ping-pong frame
+(:func:`dspsim.ops.frames.hb_dsp_ping_pong_frame`), for any op whose tiles' kernels cost a known
+number of cycles: the seed's softmax (three passes) and every row-wise op (one).
+
+Symbols: ``L`` = ``ddr.latency_cycles``, ``B`` = ``ddr.bytes_per_cycle``, ``b`` =
+``idma.burst_bytes``, ``k`` = ``idma.max_outstanding`` (per channel), ``m`` =
+``ddr.max_outstanding`` (port), ``S`` = ``idma.setup_cycles``.
+
+A pass of ``T`` tiles takes the larger of two forms. *Path*: the pass's bytes at the two
+channels' joint throughput ``X2 = min(B, min(m, 2k) b / (L + b/B))`` (or one channel's share at
+its own ``X1``, if that takes longer), plus a round trip, the descriptor setups and the last
+tile's compute. *Staged*: the first tile's copy, then for each next tile the largest of the
+core's work on the previous one (kernels and setups), half a buffer's round trip (compute,
+output copy, prefetch into it: the two buffers alternate) and, under 'split', one channel
+carrying every input (output) copy; then the last tile's compute and output copy. A copy alone
+on a channel takes :func:`dspsim.hw.port.transfer_cycles` with ``min(k, m)`` bursts in flight.
+One tile is serial: ``S`` + its input copy + its compute + ``S`` + its output copy.
+
+The frame waits for the last tile's output only. When the timer stops after the pass and it has
+two tiles, nothing waits for tile 0's output: it crosses the port only while the last output is
+in flight, ahead of it by the ``min(k, m)`` bursts its channel keeps queued and then about as
+fast; the rest of it is left out of the path form (with three tiles or more, the last tile
+waits for the output of tile ``T - 3``, which the port interleaves with that of ``T - 2``).
+
+Every tile but the last is full, so each sum over a pass's tiles is the full tiles' term times
+their count plus the last tile's: no work per tile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dspsim.hw.port import transfer_cycles
+
+if TYPE_CHECKING:
+    from dspsim.config import HardwareModel
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """A pass's tiles: ``full`` tiles of ``size`` elements, then one of ``rest`` if non-zero.
+
+    Every tile but the last is full, so per-tile sums are closed forms over two sizes.
+    """
+
+    size: int
+    full: int
+    rest: int
+
+    @classmethod
+    def of(cls, n: int, tile_elems: int) -> Tiling:
+        full, rest = divmod(n, tile_elems)
+        return cls(tile_elems, full, rest)
+
+    @property
+    def count(self) -> int:
+        return self.full + (1 if self.rest else 0)
+
+    def at(self, i: int) -> int:
+        """Elements of tile ``i``."""
+        return self.size if i < self.full else self.rest
+
+    def total(self, f: Callable[[int], float]) -> float:
+        """``f(elements)`` summed over the tiles."""
+        return self.full * f(self.size) + (f(self.rest) if self.rest else 0)
+
+    def parity_elems(self, parity: int) -> int:
+        """Elements in the tiles of even (0) or odd (1) index: buffer 0's or buffer 1's."""
+        full = (self.full + 1 - parity) // 2
+        rest = self.rest if self.full % 2 == parity else 0
+        return full * self.size + rest
+
+
+def ping_pong_pass_cycles(model: HardwareModel, tiles: Tiling, cost: Callable[[int], float],
+                          write_back: bool, split: bool = False, stops_timer: bool = False
+                          ) -> float:
+    """Estimated cycles of one pass over ``tiles`` (float32 elements), ``cost(elements)`` the
+    core's kernel cycles on one tile in TCM; ``write_back``: each tile is copied out;
+    ``split``: inputs on channel 0, outputs on channel 1 (else buffer b's copies on channel
+    b); ``stops_timer``: the op's timer stops when the pass ends (see the module's text)."""
+    ddr, idma = model.host_memory, model.idma
+    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+    burst, k, m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
+    setup = idma.setup_cycles
+    n_tiles = tiles.count
+    occupancy = lat + burst * cpb  # a burst's slot time when the path is free
+
+    def throughput(channels: int) -> float:
+        return min(ddr.bytes_per_cycle, min(m, channels * k) * burst / occupancy)
+
+    def single(nbytes: int) -> float:
+        return transfer_cycles(nbytes, burst, min(k, m), lat, cpb)
+
+    def d_in(i: int) -> float:
+        return single(4 * tiles.at(i))
+
+    def d_out(i: int) -> float:
+        return single(4 * tiles.at(i)) if write_back else 0.0
+
+    def gap(i: int) -> float:
+        """Between the core's starts of tiles i - 1 and i: the core's own work, a buffer's round
+        trip (compute, its output copy, the prefetch into it: two tiles apart) or, under
+        'split', one channel carrying every input (output)."""
+        j = i - 1  # the buffer cycle that ends with tile i + 1's input, averaged per tile
+        # descriptors the core programs after tile j: its output copy, the prefetch of j + 2
+        descriptors = (1 if write_back else 0) + (1 if j + 2 < n_tiles else 0)
+        work = cost(tiles.at(j)) + descriptors * setup
+        nxt = d_in(j + 2) if j + 2 < n_tiles else 0.0
+        if split:
+            cycle = (work + max(d_out(j), nxt)) / 2
+            serial = max(d_in(i), d_out(j))
+        else:
+            cycle = (work + d_out(j) + nxt) / 2
+            serial = 0.0
+        return max(work, cycle, serial)
+
+    last = n_tiles - 1
+    tail = cost(tiles.at(last)) + ((setup + d_out(last)) if write_back else 0.0)
+    if n_tiles == 1:
+        return setup + d_in(0) + tail
+
+    # Staged form: the core's starts of consecutive tiles are paced by the largest of the gaps
+    # :func:`gap` lists; gaps 1 .. T-3 see full tiles only (i - 1, i, i + 1 < T - 1) and a
+    # prefetch after each, so they are all equal: the last two see the final, possibly
+    # partial, tile.
+    generic = max(0, n_tiles - 3)
+    gaps = (generic * gap(1) if generic else 0.0) + sum(
+        gap(i) for i in range(max(1, n_tiles - 2), n_tiles)
+    )
+    # the first two inputs share the path (seed) or queue on channel 0 ('split')
+    first_in = d_in(0) if split else max(d_in(0), lat + 4 * (tiles.at(0) + tiles.at(1)) * cpb)
+    staged = 2 * setup + first_in + gaps + tail
+
+    # Path form: the pass's bytes at the channels' joint throughput, or one channel's share at
+    # its own, then the last compute (the last output copy overlaps the other channel's).
+    copies = 2 if write_back else 1
+    channels = 1 if (split and not write_back) else 2
+    in_bytes = 4 * (tiles.full * tiles.size + tiles.rest)
+    if split:  # inputs on channel 0, outputs on channel 1
+        lanes = [in_bytes]
+    else:  # buffer b's copies go on channel b: even tiles on 0, odd tiles on 1
+        lanes = [copies * 4 * tiles.parity_elems(p) for p in (0, 1)]
+    left = 0  # tile 0's output bytes still in flight when the timer stops
+    if stops_timer and write_back and not split and n_tiles == 2:
+        out0 = 4 * tiles.at(0)
+        left = max(0, out0 - (min(k, m) * burst + 4 * tiles.at(1)))
+        lanes[0] -= left
+    transfer = max((copies * in_bytes - left) / throughput(channels),
+                   max(lanes) / throughput(1))
+    path = 2 * setup + transfer + lat + cost(tiles.at(last)) + (setup if write_back else 0.0)
+    return max(staged, path)

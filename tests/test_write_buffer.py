@@ -1,0 +1,88 @@
+"""``core.write_buffer_entries`` acts where the core only stores to an uncached memory: the copy
+op's memcpy from TCM to DDR. The cycles follow the closed form of posted stores, the bounds
+stay below the run, and calibrate refuses to fit a key that changes no measurement."""
+
+import pytest
+
+from dspsim import DspsimInputError, simulate
+from dspsim.hw.port import transfer_cycles
+from dspsim.kernels.memcpy import MEMCPY, memcpy_words
+from dspsim.ops import get_op
+from dspsim.study.calibrate import calibrate, parse_measurement
+
+ENTRIES = (1, 2, 8, 32, 64, 128)
+TCM_TO_DDR = {"copy.src": "tcm", "copy.dst": "ddr"}
+
+
+def posted_stores_cycles(model, nbytes):
+    """memcpy TCM -> DDR, the core alone on the port: store i is posted at the end of its
+    iteration, once the buffer has room (store i - E done); a store crosses the path in b / B
+    then holds its slot L more. The core returns when it has posted the last store: after
+    its own issue, or when store N - 1 - E is done, ``transfer_cycles`` of the first N - E
+    stores with min(E, m) in flight."""
+    core, ddr = model.core, model.ddr
+    words = memcpy_words(nbytes)
+    vector = core.vector_bytes
+    stores = [vector] * (-(-4 * words // vector))
+    stores[-1] = 4 * words - vector * (len(stores) - 1)
+    ii = MEMCPY.ii_cycles(core)
+    issue = core.call_overhead_cycles + len(stores) * ii
+    entries = core.write_buffer_entries
+    if len(stores) <= entries:
+        return issue
+    drained = transfer_cycles(sum(stores[:len(stores) - entries]), vector,
+                              min(entries, ddr.max_outstanding), ddr.latency_cycles,
+                              1 / ddr.bytes_per_cycle)
+    return max(issue, core.call_overhead_cycles + ii + drained)
+
+
+@pytest.mark.parametrize("nbytes", [8192, 65536, 1000])
+@pytest.mark.parametrize("extra", [{}, {"ddr.bytes_per_cycle": 64.0},
+                                   {"ddr.max_outstanding": 4}])
+def test_posted_stores_follow_the_write_buffer_closed_form(j6, nbytes, extra):
+    seen = []
+    for entries in ENTRIES:
+        model = j6.with_overrides({**TCM_TO_DDR, **extra, "core.write_buffer_entries": entries})
+        runs = {fid: simulate(model, "copy", "memcpy", n=nbytes, fidelity=fid)
+                for fid in ("burst", "tile")}
+        cycles = runs["burst"].cycles
+        assert runs["tile"].cycles == cycles and runs["burst"].output["exact"]
+        expected = posted_stores_cycles(model, nbytes)
+        assert cycles == pytest.approx(expected, abs=1), entries
+        b = get_op("copy").bounds(model, "memcpy", (nbytes,))
+        assert b.estimate_cycles == pytest.approx(expected, abs=1e-6), entries
+        assert b.lower_bound_cycles <= cycles + 1e-9, entries
+        seen.append(cycles)
+    assert seen == sorted(seen, reverse=True) and seen[0] > seen[-1]  # the key acts
+
+
+def test_the_key_acts_in_the_default_copy_of_the_store_end_only(j6):
+    """From DDR each load stalls for its round trip, so the store before it has drained: the
+    buffer depth changes nothing there (and calibrate refuses to fit it)."""
+    def cycles(src, dst, entries):
+        model = j6.with_overrides({"copy.src": src, "copy.dst": dst,
+                                   "core.write_buffer_entries": entries})
+        return simulate(model, "copy", "memcpy", n=8192, data=False).cycles
+
+    assert cycles("tcm", "ddr", 1) > cycles("tcm", "ddr", 64)
+    assert cycles("ddr", "tcm", 1) == cycles("ddr", "tcm", 64)
+
+
+def test_calibrate_refuses_a_key_no_measurement_depends_on(j6):
+    measured = [parse_measurement("layernorm:pingpong,shape=4x64=2000")]
+    with pytest.raises(DspsimInputError, match="core.write_buffer_entries") as e:
+        calibrate(j6, measured, ["core.write_buffer_entries=1:64", "ddr.latency_cycles"],
+                  identify=False)
+    assert "\n" not in str(e.value) and "changes no measurement" in str(e.value)
+    stores = [parse_measurement("copy:memcpy,n=8192,copy.src=tcm,copy.dst=ddr=20000")]
+    c = calibrate(j6, stores, ["core.write_buffer_entries=1:64"], identify=False)
+    assert c.best.values["core.write_buffer_entries"] >= 1
+
+
+def test_explore_refuses_a_key_it_was_given_that_no_measurement_depends_on(j6):
+    from dspsim.study.calibrate import explore
+
+    measured = [parse_measurement("layernorm:pingpong,shape=4x64=2000")]
+    with pytest.raises(DspsimInputError, match="core.write_buffer_entries.*changes no "
+                                               "measurement"):
+        explore(j6, measured, ["core.write_buffer_entries=2:32"])
