@@ -397,6 +397,9 @@ def dask_results(
                                     return_when="FIRST_COMPLETED").done
         except TimeoutError:
             done = set()
+        except Exception as e:  # noqa: BLE001 - the futures cancelled: the scheduler is lost
+            raise SweepAbortedError(f"the dask cluster failed ({type(e).__name__}: "
+                                    f"{_one_line(e)})") from None
         if not done:
             if deadline is not None and time.monotonic() >= deadline:
                 msg = f"the dask cluster did not finish within {timeout_s} s"
