@@ -48,7 +48,7 @@ from dspsim.workers import imap_unordered  # noqa: E402
 NAME = "camera_streams"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 MAX_CAMERAS = 64
-# the workload's releases stay within what a workload file allows (MAX_TIME_US: 1,000 s); its
+# the workload's releases stay within what a workload file allows (MAX_TIME_US: 24 h); its
 # tasks too (MAX_TASKS), which main() checks against --max-cameras
 MAX_SECONDS = MAX_TIME_US / 1e6 - 0.1
 N = 100_000  # the seed's softmax

@@ -47,25 +47,23 @@ def task_table(run: WorkloadRun) -> pd.DataFrame:
     (``op_start_cycle`` + ``op_cycles``), so the tasks of one core never overlap there;
     ``done`` (the host sees it done, the other half of the round trip after ``core_end``).
     ``latency_us`` is ``done_us - submit_us``."""
-    streams = {s.name: s for s in run.workload.streams}
-    rows = []
-    for t in run.tasks:
-        s = streams[t.tag["stream"]]
-        rows.append((
-            s.name, t.tag["index"], run.core_names[t.core], s.backend, t.priority,
-            t.submitted_cycle, t.queued_cycle, t.started_cycle, t.finished_cycle,
-            t.op_start_cycle, t.op_cycles, t.core_end_cycle,
-        ))
-    df = pd.DataFrame(rows, columns=[
-        "stream", "index", "core", "backend", "priority", "submit_cycle", "queued_cycle",
-        "start_cycle", "done_cycle", "op_start_cycle", "op_cycles", "core_end_cycle",
-    ])
+    t = run.tasks
+    streams = run.workload.streams
+    names = np.array([s.name for s in streams], object)
+    backends = np.array([s.backend for s in streams], object)
+    df = pd.DataFrame({
+        "stream": names[t.stream], "index": t.index,
+        "core": np.array(run.core_names, object)[t.core], "backend": backends[t.stream],
+        "priority": t.priority.astype(np.int64), "submit_cycle": t.submitted_cycle,
+        "queued_cycle": t.queued_cycle, "start_cycle": t.started_cycle,
+        "done_cycle": t.finished_cycle, "op_start_cycle": t.op_start_cycle,
+        "op_cycles": t.op_cycles, "core_end_cycle": t.core_end_cycle,
+    })
     for c in ("submit", "queued", "start", "core_end", "done"):
         df[f"{c}_us"] = run.us(df[f"{c}_cycle"])
     df["latency_us"] = df["done_us"] - df["submit_us"]
     df["deadline_us"] = np.array(
-        [np.nan if streams[n].deadline_us is None else streams[n].deadline_us
-         for n in df["stream"]], float)
+        [np.nan if s.deadline_us is None else s.deadline_us for s in streams], float)[t.stream]
     df["missed"] = df["deadline_us"].notna() & (df["latency_us"] > df["deadline_us"])
     df["op_cycles"] = df["op_cycles"].round().astype("int64")
     return df
