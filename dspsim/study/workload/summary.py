@@ -10,6 +10,9 @@ host memory's port (J6: DDR; the streams' buffers are there) and of the queue.
   ``bytes_per_cycle``) over the same time. The summary's ``ddr`` object names that memory
   (``memory``; J6: ``ddr``) and its bytes are keyed by it (``<memory>_read``,
   ``<memory>_write``).
+- **reuse**: how many tasks were booked from an earlier task of their stream on their core
+  (its op alone on an idle platform) instead of simulated, how many were simulated, and in
+  how many episodes (:mod:`.engine`); ``events`` counts the simulated ones' events.
 - **backlog**: tasks waiting in the shared queue (not counting those running or in RPC flight),
   its maximum over the run; and its growth: a least-squares line through the tasks outstanding
   (submitted, not done) that each release finds, over the release window. The run is
@@ -150,6 +153,13 @@ def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any
             "overloaded": growth >= GROWTH_LIMIT,
         },
         "deadline_misses": int(df["missed"].sum()),
+        "reuse": {  # tasks booked from an earlier identical one instead of simulated
+            "enabled": run.reuse,
+            "reused_tasks": run.reused_tasks,
+            "simulated_tasks": len(df) - run.reused_tasks,
+            "episodes": run.episodes,
+            "note": run.reuse_note,
+        },
         "events": run.events,
         "wall_s": run.wall_s,
         "warnings": run.warnings,
