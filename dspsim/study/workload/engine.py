@@ -283,13 +283,19 @@ class _Schedule:
         order = np.lexsort((index, stream, release))  # by time, then stream order
         stream, index, release = stream[order], index[order], release[order]
         n = len(order)
-        self.cols = TaskColumns(
-            stream, index, np.array([s.priority for s in streams], np.int16)[stream],
-            np.full(n, -1, np.int16), release, release + self.half_rpc,
-            *(np.full(n, -1.0) for _ in range(5)), np.zeros(n, bool))
+        self.release, self.index = release, index
+        self.queued = (release + self.half_rpc).tolist()
+        self.priority = np.array([s.priority for s in streams], np.int64)[stream].tolist()
+        # what the run fills in, task by task (lists: cheaper to set one at a time than arrays)
+        self.core = [-1] * n
+        self.started = [-1.0] * n
+        self.op_start = [-1.0] * n
+        self.op_cycles = [-1.0] * n
+        self.core_end = [-1.0] * n
+        self.reused = [False] * n
         backends = [parse_backend(s.backend, cores) for s in streams]
         self.backend = [backends[k] for k in stream.tolist()]
-        self.priority = self.cols.priority.tolist()
+        self.stream_of = stream
         self.stream = stream.tolist()
         # the arrivals a core other than c could take: "any" ones and those for core k
         kind = np.array([-1 if b is None else b for b in backends], np.int64)[stream]
@@ -310,7 +316,7 @@ class _Schedule:
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
-        queued = self.cols.queued_cycle.tolist()
+        queued = self.queued
         n, heap = len(queued), self.heap
         while True:
             t_arr = queued[self.next_arrival] if self.next_arrival < n else INF
@@ -348,10 +354,9 @@ class _Schedule:
             self._start(task, core, t)
 
     def _core_end(self, task: int, t: float) -> None:
-        c = int(self.cols.core[task])
+        c = self.core[task]
         self.free[c] = True
-        self.cols.core_end_cycle[task] = t
-        self.cols.finished_cycle[task] = t + self.half_rpc
+        self.core_end[task] = t
         if self.on_task_done is not None:
             self.on_task_done()
         nxt = self.policy.pop_for(c)
@@ -361,8 +366,8 @@ class _Schedule:
 
     def _start(self, task: int, core: int, t: float) -> None:
         self.free[core] = False
-        self.cols.core[task] = core
-        self.cols.started_cycle[task] = t
+        self.core[task] = core
+        self.started[task] = t
         ep = self.episode
         if ep is not None and not ep.running and ep.idle(t - ep.start):
             self._close(ep)
@@ -385,7 +390,7 @@ class _Schedule:
             if k == core or (k == -1 and self.cores == 1) or not len(positions):
                 continue
             i = int(np.searchsorted(positions, self.next_arrival))
-            if i < len(positions) and self.cols.queued_cycle[positions[i]] <= end:
+            if i < len(positions) and self.queued[positions[i]] <= end:
                 return True
         return False
 
@@ -394,8 +399,8 @@ class _Schedule:
         for done in ep.finished:
             task, _, op_start, op_cycles, end = done
             ep.running -= 1
-            self.cols.op_start_cycle[task] = ep.start + op_start
-            self.cols.op_cycles[task] = op_cycles
+            self.op_start[task] = ep.start + op_start
+            self.op_cycles[task] = op_cycles
             heapq.heappush(self.heap, (ep.start + end, task))
             ep.last = done
         ep.finished.clear()
@@ -406,15 +411,14 @@ class _Schedule:
             env.step()
         if ep.idle(env.now):
             if ep.tasks_started == 1 and self.reuse:
-                stream, core = ep.last[1], int(self.cols.core[ep.last[0]])
+                stream, core = ep.last[1], self.core[ep.last[0]]
                 self.memo.setdefault((stream, core), ep.booked(stream))
             self._close(ep)
 
     def _book(self, task: int, stream: int, b: _Booked, t: float) -> None:
-        cols = self.cols
-        cols.op_start_cycle[task] = t + b.op_start
-        cols.op_cycles[task] = b.op_cycles
-        cols.reused[task] = True
+        self.op_start[task] = t + b.op_start
+        self.op_cycles[task] = b.op_cycles
+        self.reused[task] = True
         self.bytes[0] += b.read_bytes
         self.bytes[1] += b.write_bytes
         if b.warnings:
@@ -448,6 +452,15 @@ class _Schedule:
             self.queue_log.append((now, count))
 
     # ------------------------------------------------------------------ the totals
+    def columns(self) -> TaskColumns:
+        core_end = np.array(self.core_end)
+        return TaskColumns(
+            self.stream_of, self.index, np.array(self.priority, np.int16),
+            np.array(self.core, np.int16), self.release, np.array(self.queued),
+            np.array(self.started), np.array(self.op_start), np.array(self.op_cycles),
+            core_end, np.where(core_end >= 0, core_end + self.half_rpc, -1.0),
+            np.array(self.reused, bool))
+
     def merged_warnings(self) -> list[dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for _, ws in sorted(self.warnings, key=lambda x: x[0]):
@@ -485,7 +498,7 @@ def run_workload(
     wall_start = time.perf_counter()
     sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, on_task_done)
     sched.run()
-    cols = sched.cols
+    cols = sched.columns()
     if (cols.core_end_cycle < 0).any():
         raise DeadlockError(["host (waiting for a task that never finished)"])
     wall_s = time.perf_counter() - wall_start
