@@ -11,7 +11,13 @@ the wall time of a 1,000-point sweep on two worker processes; and the wall time 
 ``python -c "import numpy, simpy"`` measured alternately; and the peak memory (RSS) of one run
 with values on at ``--memory-elements`` elements (10^7 by default) for every op, variant and
 input rank, each in its own process, against the target of three times the input and output
-arrays plus 150 MB. Each time is the best of ``--repeat`` runs.
+arrays plus 150 MB. Each time is the best of ``--repeat`` runs. With ``--workload-seconds S``
+(3600: the one-hour workload), the camera workload (six 30-fps cameras, each a 100,000-element
+ping-pong softmax, and a 10 Hz LayerNorm; :mod:`dspsim.study.workload.cameras`) over S seconds
+on ``--workload-cores`` cores, data path off: its wall time with reuse (the default) and the
+tasks reused, next to the same workload simulating every task (``reuse=False``) measured over
+``--reference-seconds`` and extrapolated in proportion to the tasks, and whether the two
+agree on every task over the shorter run.
 Speed is measured here, never asserted in the test suite.
 """
 
@@ -71,8 +77,9 @@ def _measured(repeat: int, run: Callable[[], Any]) -> dict[str, Any]:
 
 
 def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
-                  elision_n: int = 1_000_000, memory_elements: int = 10_000_000
-                  ) -> dict[str, Any]:
+                  elision_n: int = 1_000_000, memory_elements: int = 10_000_000,
+                  workload_seconds: float = 0.0, reference_seconds: float = 2.0,
+                  workload_cores: int = 1) -> dict[str, Any]:
     from dspsim.ops import get_op, op_names
 
     model = load_model()
@@ -108,6 +115,8 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
         from dspsim.study.experiments import bench_sweep
 
         out["sweep"] = bench_sweep(points=sweep_points, jobs=2)
+    if workload_seconds:
+        out["workload"] = workload_wall(workload_seconds, reference_seconds, workload_cores)
     return out
 
 
@@ -127,6 +136,38 @@ def elision_speedup(model: Any, n: int, repeat: int) -> list[dict[str, Any]]:
                      "elided_wall_s": walls[True], "reference_events": events[False],
                      "elided_events": events[True], "speedup": walls[False] / walls[True]})
     return rows
+
+
+def workload_wall(seconds: float, reference_seconds: float, cores: int = 1,
+                  cameras: int = 6) -> dict[str, Any]:
+    """The camera workload over ``seconds`` with reuse, and simulating every task over
+    ``reference_seconds`` (extrapolated to ``seconds`` by its tasks); the task tables of both
+    ways over ``reference_seconds`` compared."""
+    from dspsim.study.workload import run_workload, task_table
+    from dspsim.study.workload.cameras import camera_workload
+
+    model = load_model().with_overrides({"core.count": cores})
+    runs = {}
+    for label, secs, reuse in (("reuse", seconds, True), ("reference", reference_seconds, False),
+                               ("reuse_short", reference_seconds, True)):
+        wl = camera_workload(cameras, secs)
+        t0 = time.perf_counter()
+        run = run_workload(wl, model, reuse=reuse)
+        table = task_table(run)
+        runs[label] = {"seconds": secs, "tasks": wl.tasks, "reused_tasks": run.reused_tasks,
+                       "episodes": run.episodes, "wall_s": time.perf_counter() - t0,
+                       "table": table}
+    ref, full = runs["reference"], runs["reuse"]
+    extrapolated = ref["wall_s"] / ref["tasks"] * full["tasks"]
+    return {
+        "cameras": cameras, "cores": cores, "seconds": seconds, "tasks": full["tasks"],
+        "wall_s": full["wall_s"], "reused_tasks": full["reused_tasks"],
+        "episodes": full["episodes"],
+        "reference_seconds": reference_seconds, "reference_tasks": ref["tasks"],
+        "reference_wall_s": ref["wall_s"], "reference_extrapolated_wall_s": extrapolated,
+        "speedup": extrapolated / full["wall_s"],
+        "identical_over_reference": bool(ref["table"].equals(runs["reuse_short"]["table"])),
+    }
 
 
 def cli_wall(repeat: int) -> dict[str, Any]:
@@ -206,10 +247,24 @@ def print_report(b: dict[str, Any]) -> None:
         sw = b["sweep"]
         print(f"sweep of {sw['points']:,} points (tile fidelity, --jobs 2): {sw['wall_s']:.1f} s, "
               f"{sw['points_per_s']:.0f} points/s")
+    if "workload" in b:
+        print_workload(b["workload"])
+
+
+def print_workload(w: dict[str, Any]) -> None:
+    print(f"camera workload, {w['cameras']} cameras at 30 fps + a 10 Hz LayerNorm on "
+          f"{w['cores']} core(s), {w['seconds']:,g} s ({w['tasks']:,} tasks), data path off: "
+          f"{w['wall_s']:.1f} s wall with reuse ({w['reused_tasks']:,} tasks reused, "
+          f"{w['episodes']:,} episode(s) simulated)")
+    print(f"  simulating every task (reuse off): {w['reference_wall_s']:.1f} s for "
+          f"{w['reference_seconds']:,g} s ({w['reference_tasks']:,} tasks), extrapolated by "
+          f"tasks to {w['reference_extrapolated_wall_s']:,.0f} s for {w['seconds']:,g} s "
+          f"({w['speedup']:,.0f}x); task tables over {w['reference_seconds']:,g} s "
+          f"{'identical' if w['identical_over_reference'] else 'DIFFERENT'}")
 
 
 def main() -> None:
-    from dspsim.cli.common import int_in
+    from dspsim.cli.common import float_in, int_in
 
     p = argparse.ArgumentParser(prog="python -m dspsim.bench", description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int_in(1), default=100_000)
@@ -220,12 +275,28 @@ def main() -> None:
                    help="array length of the elision comparison (burst ping-pong)")
     p.add_argument("--memory-elements", type=int_in(0), default=10_000_000,
                    help="elements of the peak-memory runs (0 skips them)")
+    p.add_argument("--workload-seconds", type=float_in(0.0, 3600.0 * 24), default=0.0,
+                   help="simulated seconds of the camera workload (3600: the one-hour "
+                   "workload; 0, the default, skips it)")
+    p.add_argument("--reference-seconds", type=float_in(0.1, 3600.0 * 24), default=2.0,
+                   help="simulated seconds of the same workload simulating every task, "
+                   "extrapolated (default 2)")
+    p.add_argument("--workload-cores", type=int_in(1), default=1)
+    p.add_argument("--workload-only", action="store_true",
+                   help="run only the camera workload benchmark")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    b = run_benchmark(args.n, args.repeat, args.sweep_points, args.elision_n,
-                      args.memory_elements)
+    if args.workload_only:
+        b = {"workload": workload_wall(args.workload_seconds or 3600.0, args.reference_seconds,
+                                       args.workload_cores)}
+    else:
+        b = run_benchmark(args.n, args.repeat, args.sweep_points, args.elision_n,
+                          args.memory_elements, args.workload_seconds, args.reference_seconds,
+                          args.workload_cores)
     if args.json:
         print(json.dumps(b, indent=2))
+    elif args.workload_only:
+        print_workload(b["workload"])
     else:
         print_report(b)
 
