@@ -156,3 +156,34 @@ def test_a_platform_with_a_data_cache_reuses_nothing_and_says_why():
     on, off = both(wl, model)
     assert_same_run(on, off)
     assert on.reused_tasks == 0 and "data cache" in summarise(on)["reuse"]["note"]
+
+
+# ------------------------------------------------------------------ the command
+def test_the_command_says_how_many_tasks_were_reused_and_no_reuse_agrees(tmp_path, capsys):
+    import json
+
+    from dspsim.cli import main
+
+    f = tmp_path / "w.toml"
+    f.write_text('seed = 4\n[[stream]]\nname = "cam"\nop = "softmax"\nvariant = "pingpong"\n'
+                 'n = 5000\nperiod_us = 400\njitter_us = 300\ncount = 8\n', "utf-8")
+    outs = {}
+    for flag in ([], ["--no-reuse"]):
+        csv = tmp_path / f"tasks{len(flag)}.csv"
+        assert main(["workload", str(f), "--json", "--out", str(csv), *flag]) == 0
+        s = json.loads(capsys.readouterr().out)
+        outs[bool(flag)] = (s, csv.read_bytes())
+    (on, on_csv), (off, off_csv) = outs[False], outs[True]
+    assert on["reuse"] == {"enabled": True, "reused_tasks": 7, "simulated_tasks": 1,
+                           "episodes": 1, "note": None}
+    assert off["reuse"] == {"enabled": False, "reused_tasks": 0, "simulated_tasks": 8,
+                            "episodes": 8, "note": None}
+    assert on_csv == off_csv
+    for s in (on, off):
+        for key in ("events", "wall_s", "reuse", "files"):
+            s.pop(key)
+    assert on == off
+    assert main(["workload", str(f)]) == 0
+    assert "reused 7 of 8 tasks" in capsys.readouterr().out
+    assert main(["workload", str(f), "--no-reuse"]) == 0
+    assert "reuse off (--no-reuse): all 8 tasks simulated" in capsys.readouterr().out
