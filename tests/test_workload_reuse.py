@@ -137,13 +137,14 @@ def test_overlapping_tasks_are_simulated_and_the_run_is_identical(j6, seed):
     assert not reused[(df["op_cycles"] > alone).to_numpy() & (df["stream"] != "c").to_numpy()].any()
 
 
-def test_a_task_another_core_starts_beside_is_not_booked(j6):
+@pytest.mark.parametrize("fidelity", ["tile", "burst"])
+def test_a_task_another_core_starts_beside_is_not_booked(j6, fidelity):
     # a's second task starts on an idle platform, but b's arrives on core1 during it: booked
     # from a's first task it would take a's alone cycles; simulated, it shares the port
     model = j6.with_overrides({"core.count": 2})
     wl = workload(stream("a", backend="core0", count=2, period_us=1_000.0),
                   stream("b", backend="core1", count=1, start_us=1_050.0))
-    on, off = both(wl, model)
+    on, off = both(wl, model, fidelity=fidelity)
     assert_same_run(on, off)
     t = on.tasks
     assert on.reused_tasks == 0

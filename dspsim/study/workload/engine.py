@@ -46,7 +46,7 @@ from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError, DspsimInputError
 from dspsim.host.program import HostProgram
 from dspsim.host.ucp import SchedulingPolicy, Ucp, parse_backend
-from dspsim.hw.clock import events_scheduled, spawn
+from dspsim.hw.clock import At, events_scheduled, spawn
 from dspsim.ops import get_op
 from dspsim.ops.registry import firmware_registry
 from dspsim.platform import FIDELITIES, Platform
@@ -205,6 +205,7 @@ class _Episode:
     allocated in stream order as on one platform, and the ops started on it."""
 
     def __init__(self, run: _Schedule, start: float):
+        self.run = run
         self.start = start
         self.env = simpy.Environment()
         self.platform = Platform(self.env, run.model, data=run.data, trace=False,
@@ -222,11 +223,11 @@ class _Episode:
         self.tasks_started = 0
         self.last: tuple[int, int, float, float, float] | None = None  # the latest done
         self.streams: set[int] = set()  # the streams whose ops ran here
-        # ops done and not yet handed back: (task, stream, op start, op cycles, end), local
-        self.finished: list[tuple[int, int, float, float, float]] = []
+        self.sentinel_for = -1  # the arrival a process of this platform waits to hand over
 
-    def begin(self, task: int, stream: int, core: int, t: float) -> None:
-        local = t - self.start
+    def begin(self, task: int, stream: int, core: int, local: float) -> None:
+        """Start the task's op at ``local`` (its clock): now, from a process of this
+        platform, or later, from the host side while nothing here is pending."""
         if local > self.env.now:
             self.env.run(until=local)
         self.running += 1
@@ -236,12 +237,23 @@ class _Episode:
 
     def _op(self, task: int, stream: int, core: int):
         op_start, op_cycles = yield from self.programs[stream].run(core)
-        self.finished.append((task, stream, op_start, op_cycles, self.env.now))
+        self.last = (task, stream, op_start, op_cycles, self.env.now)
+        self.run.op_done(self, task, core)
+
+    def sentinel(self, task: int):
+        """A process waiting for the host side's next arrival, so that no engine here runs
+        ahead of it (event elision looks at this platform's queue only); it hands the arrival
+        over as a process of this platform would, at its exact time."""
+        run = self.run
+        yield At(self.env, max(self.env.now, run.queued[task] - self.start))
+        if run.episode is self and run.next_arrival == task:
+            run.next_arrival += 1
+            run.arrive(task, run.queued[task], self.env.now)
 
     def idle(self, local: float) -> bool:
         """Nothing running or in flight at ``local`` (its clock): a fresh platform is the
         same."""
-        if self.never_idle or self.running or self.env.peek() < INF:
+        if self.never_idle or self.running:
             return False
         p = self.platform
         return (all(m.port.idle_for("", local) for m in p.memories.values())
@@ -291,7 +303,7 @@ class _Schedule:
         self.started = [-1.0] * n
         self.op_start = [-1.0] * n
         self.op_cycles = [-1.0] * n
-        self.core_end = [-1.0] * n
+        self.core_end_cycle = [-1.0] * n
         self.reused = [False] * n
         backends = [parse_backend(s.backend, cores) for s in streams]
         self.backend = [backends[k] for k in stream.tolist()]
@@ -316,60 +328,65 @@ class _Schedule:
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
-        queued = self.queued
-        n, heap = len(queued), self.heap
+        queued, heap = self.queued, self.heap
+        n = len(queued)
         while True:
-            t_arr = queued[self.next_arrival] if self.next_arrival < n else INF
-            t_end = heap[0][0] if heap else INF
-            t_out = t_end if t_end <= t_arr else t_arr
             ep = self.episode
             if ep is not None:
+                if self.next_arrival < n and ep.sentinel_for != self.next_arrival:
+                    ep.sentinel_for = self.next_arrival
+                    spawn(ep.env, ep.sentinel(self.next_arrival))
                 nxt = ep.env.peek()
-                if nxt < INF and ep.start + nxt <= t_out:
-                    ep.env.step()
-                    if ep.finished:
-                        self._finished(ep)
+                if nxt < INF and not (heap and heap[0][0] < ep.start + nxt):
+                    ep.env.step()  # the ops; arrivals and completions act from inside
                     continue
-            if t_out == INF:
+            # nothing pending on the platform: the host side goes on
+            t_arr = queued[self.next_arrival] if self.next_arrival < n else INF
+            t_end = heap[0][0] if heap else INF
+            if t_arr == INF and t_end == INF:
                 break
-            if t_end <= t_arr:  # a core frees before (or as) a task arrives
+            if t_end <= t_arr:  # a booked task ends before (or as) a task arrives
                 t, task = heapq.heappop(heap)
-                self._core_end(task, t)
+                self.core_end(task, t)
             else:
                 task = self.next_arrival
                 self.next_arrival += 1
-                self._arrive(task, t_arr)
+                self.arrive(task, t_arr)
         if self.episode is not None:
             if self.episode.running:
                 raise DeadlockError(self.episode.platform.waiting())
             self._close(self.episode)
 
-    def _arrive(self, task: int, t: float) -> None:
+    def arrive(self, task: int, t: float, local: float | None = None) -> None:
+        """A task reaches the DSP side at ``t`` (``local``: the current episode's clock,
+        when a process of it hands the arrival over)."""
         waiting = _Waiting(task, self.priority[task], self.backend[task], task)
         core = self.policy.core_for(waiting, self.free)
         if core is None:
             self.policy.push(waiting)
             self._log_queue(t)
         else:
-            self._start(task, core, t)
+            self._start(task, core, t, local)
 
-    def _core_end(self, task: int, t: float) -> None:
+    def core_end(self, task: int, t: float, local: float | None = None) -> None:
         c = self.core[task]
         self.free[c] = True
-        self.core_end[task] = t
+        self.core_end_cycle[task] = t
         if self.on_task_done is not None:
             self.on_task_done()
         nxt = self.policy.pop_for(c)
         if nxt is not None:
             self._log_queue(t)
-            self._start(nxt.task, c, t)
+            self._start(nxt.task, c, t, local)
 
-    def _start(self, task: int, core: int, t: float) -> None:
+    def _start(self, task: int, core: int, t: float, local: float | None) -> None:
         self.free[core] = False
         self.core[task] = core
         self.started[task] = t
         ep = self.episode
-        if ep is not None and not ep.running and ep.idle(t - ep.start):
+        if local is None and ep is not None:
+            local = t - ep.start
+        if ep is not None and ep.idle(local):
             self._close(ep)
             ep = None
         stream = self.stream[task]
@@ -380,7 +397,8 @@ class _Schedule:
                 return
             ep = self.episode = _Episode(self, t)
             self.episodes += 1
-        ep.begin(task, stream, core, t)
+            local = 0.0
+        ep.begin(task, stream, core, local)
 
     def _contended(self, core: int, end: float) -> bool:
         """Whether a task not yet arrived may start beside one on ``core`` until ``end``:
@@ -395,25 +413,19 @@ class _Schedule:
         return False
 
     # ------------------------------------------------------------------ the ops
-    def _finished(self, ep: _Episode) -> None:
-        for done in ep.finished:
-            task, _, op_start, op_cycles, end = done
-            ep.running -= 1
-            self.op_start[task] = ep.start + op_start
-            self.op_cycles[task] = op_cycles
-            heapq.heappush(self.heap, (ep.start + end, task))
-            ep.last = done
-        ep.finished.clear()
-        if ep.running:
-            return
-        env = ep.env
-        while env.peek() == env.now:  # the op's own process ends at this instant
-            env.step()
-        if ep.idle(env.now):
+    def op_done(self, ep: _Episode, task: int, core: int) -> None:
+        """A simulated op returned (called from its process, at its end)."""
+        _, stream, op_start, op_cycles, end = ep.last
+        ep.running -= 1
+        self.op_start[task] = ep.start + op_start
+        self.op_cycles[task] = op_cycles
+        if ep.idle(end):
             if ep.tasks_started == 1 and self.reuse:
-                stream, core = ep.last[1], self.core[ep.last[0]]
                 self.memo.setdefault((stream, core), ep.booked(stream))
             self._close(ep)
+            self.core_end(task, ep.start + end)
+        else:
+            self.core_end(task, ep.start + end, end)
 
     def _book(self, task: int, stream: int, b: _Booked, t: float) -> None:
         self.op_start[task] = t + b.op_start
@@ -453,7 +465,7 @@ class _Schedule:
 
     # ------------------------------------------------------------------ the totals
     def columns(self) -> TaskColumns:
-        core_end = np.array(self.core_end)
+        core_end = np.array(self.core_end_cycle)
         return TaskColumns(
             self.stream_of, self.index, np.array(self.priority, np.int16),
             np.array(self.core, np.int16), self.release, np.array(self.queued),
