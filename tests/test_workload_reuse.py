@@ -188,3 +188,28 @@ def test_the_command_says_how_many_tasks_were_reused_and_no_reuse_agrees(tmp_pat
     assert "reused 7 of 8 tasks" in capsys.readouterr().out
     assert main(["workload", str(f), "--no-reuse"]) == 0
     assert "reuse off (--no-reuse): all 8 tasks simulated" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fidelity", ["burst", "tile"])
+def test_an_arrival_just_as_a_task_would_end_is_a_tie_left_to_the_platform(j6, fidelity):
+    # a's second task would be booked, but b (priority 9) arrives exactly as it ends while c
+    # waits for the core: which goes first is the order of the platform's own events (at burst
+    # fidelity b is queued before the core frees and overtakes c); booked, the core would free
+    # first and take c. The task is simulated, and the run is the one simulating every task.
+    def wl(b_start_us):
+        return workload(stream("a", count=2), stream("c", count=1, start_us=1_100.0),
+                        stream("b", op="layernorm", shape=[8, 256], priority=9, count=1,
+                               start_us=b_start_us))
+
+    end = run_workload(wl(1_500.0), j6, fidelity=fidelity).tasks.core_end_cycle[1]
+    half_rpc = j6.host.rpc_latency_us * j6.core.clock_mhz / 2
+    start_us = (end - half_rpc) / j6.core.clock_mhz
+    for _ in range(1000):  # the release whose arrival is that end, to the last bit
+        arrival = start_us * j6.core.clock_mhz + half_rpc
+        if arrival == end:
+            break
+        start_us = np.nextafter(start_us, np.inf if arrival < end else -np.inf)
+    assert start_us * j6.core.clock_mhz + half_rpc == end
+    on, off = both(wl(float(start_us)), j6, fidelity=fidelity)
+    assert_same_run(on, off)
+    assert not on.tasks.reused[1]

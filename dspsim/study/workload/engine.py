@@ -33,6 +33,7 @@ run beside it, so the task is simulated then. Tasks waiting for the same core wa
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import time
 from collections.abc import Callable
@@ -401,9 +402,13 @@ class _Schedule:
         ep.begin(task, stream, core, local)
 
     def _contended(self, core: int, end: float) -> bool:
-        """Whether a task not yet arrived may start beside one on ``core`` until ``end``:
-        the next arrival another core could take comes at or before it (the other cores are
-        idle: nothing else runs)."""
+        """Whether a task not yet arrived may start beside one on ``core`` until ``end`` (the
+        next arrival another core could take comes at or before it: the other cores are idle,
+        nothing else runs), or arrives just as it ends (who goes first then, the arrival or
+        the end, is the order of the platform's events: the task is simulated)."""
+        i = bisect.bisect_left(self.queued, end, self.next_arrival)
+        if i < len(self.queued) and self.queued[i] == end:
+            return True
         for k, positions in self.arrivals_of.items():
             if k == core or (k == -1 and self.cores == 1) or not len(positions):
                 continue
