@@ -18,7 +18,13 @@ installed); and the wall time of the command
 ``python -c "import numpy, simpy"`` measured alternately; and the peak memory (RSS) of one run
 with values on at ``--memory-elements`` elements (10^7 by default) for every op, variant and
 input rank, each in its own process, against the target of three times the input and output
-arrays plus 150 MB. Each time is the best of ``--repeat`` runs.
+arrays plus 150 MB. Each time is the best of ``--repeat`` runs. With ``--workload-seconds S``
+(3600: the one-hour workload), the camera workload (six 30-fps cameras, each a 100,000-element
+ping-pong softmax, and a 10 Hz LayerNorm; :mod:`dspsim.study.workload.cameras`) over S seconds
+on ``--workload-cores`` cores, data path off: its wall time with reuse (the default) and the
+tasks reused, next to the same workload simulating every task (``reuse=False``) measured over
+``--reference-seconds`` and extrapolated in proportion to the tasks, and whether the two
+agree on every task over the shorter run.
 Speed is measured here, never asserted in the test suite.
 """
 
@@ -81,7 +87,8 @@ def _measured(repeat: int, run: Callable[[], Any]) -> dict[str, Any]:
 def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
                   elision_n: int = 1_000_000, memory_elements: int = 10_000_000,
                   stream_n: tuple[int, ...] = (1_000_000, 10_000_000),
-                  baseline: str | None = None) -> dict[str, Any]:
+                  baseline: str | None = None, workload_seconds: float = 0.0,
+                  reference_seconds: float = 2.0, workload_cores: int = 1) -> dict[str, Any]:
     from dspsim.ops import get_op, op_names
 
     model = load_model()
@@ -130,6 +137,8 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
             pass  # dask not installed: no dask row
         else:
             out["sweep_dask"] = bench_sweep(points=sweep_points, jobs=2, executor="dask")
+    if workload_seconds:
+        out["workload"] = workload_wall(workload_seconds, reference_seconds, workload_cores)
     return out
 
 
@@ -219,6 +228,38 @@ def streaming(sizes: tuple[int, ...], repeat: int, baseline: str | None = None
                 row["same_cycles"] = row["baseline_cycles"] == row["this_cycles"]
             rows.append(row)
     return rows
+
+
+def workload_wall(seconds: float, reference_seconds: float, cores: int = 1,
+                  cameras: int = 6) -> dict[str, Any]:
+    """The camera workload over ``seconds`` with reuse, and simulating every task over
+    ``reference_seconds`` (extrapolated to ``seconds`` by its tasks); the task tables of both
+    ways over ``reference_seconds`` compared."""
+    from dspsim.study.workload import run_workload, task_table
+    from dspsim.study.workload.cameras import camera_workload
+
+    model = load_model().with_overrides({"core.count": cores})
+    runs = {}
+    for label, secs, reuse in (("reuse", seconds, True), ("reference", reference_seconds, False),
+                               ("reuse_short", reference_seconds, True)):
+        wl = camera_workload(cameras, secs)
+        t0 = time.perf_counter()
+        run = run_workload(wl, model, reuse=reuse)
+        table = task_table(run)
+        runs[label] = {"seconds": secs, "tasks": wl.tasks, "reused_tasks": run.reused_tasks,
+                       "episodes": run.episodes, "wall_s": time.perf_counter() - t0,
+                       "table": table}
+    ref, full = runs["reference"], runs["reuse"]
+    extrapolated = ref["wall_s"] / ref["tasks"] * full["tasks"]
+    return {
+        "cameras": cameras, "cores": cores, "seconds": seconds, "tasks": full["tasks"],
+        "wall_s": full["wall_s"], "reused_tasks": full["reused_tasks"],
+        "episodes": full["episodes"],
+        "reference_seconds": reference_seconds, "reference_tasks": ref["tasks"],
+        "reference_wall_s": ref["wall_s"], "reference_extrapolated_wall_s": extrapolated,
+        "speedup": extrapolated / full["wall_s"],
+        "identical_over_reference": bool(ref["table"].equals(runs["reuse_short"]["table"])),
+    }
 
 
 def cli_wall(repeat: int) -> dict[str, Any]:
@@ -318,6 +359,20 @@ def print_report(b: dict[str, Any]) -> None:
         sw = b["sweep_dask"]
         print(f"the same sweep on a local dask cluster of 2 workers (start-up included, small "
               f"points batched): {sw['wall_s']:.1f} s, {sw['points_per_s']:.0f} points/s")
+    if "workload" in b:
+        print_workload(b["workload"])
+
+
+def print_workload(w: dict[str, Any]) -> None:
+    print(f"camera workload, {w['cameras']} cameras at 30 fps + a 10 Hz LayerNorm on "
+          f"{w['cores']} core(s), {w['seconds']:,g} s ({w['tasks']:,} tasks), data path off: "
+          f"{w['wall_s']:.1f} s wall with reuse ({w['reused_tasks']:,} tasks reused, "
+          f"{w['episodes']:,} episode(s) simulated)")
+    print(f"  simulating every task (reuse off): {w['reference_wall_s']:.1f} s for "
+          f"{w['reference_seconds']:,g} s ({w['reference_tasks']:,} tasks), extrapolated by "
+          f"tasks to {w['reference_extrapolated_wall_s']:,.0f} s for {w['seconds']:,g} s "
+          f"({w['speedup']:,.0f}x); task tables over {w['reference_seconds']:,g} s "
+          f"{'identical' if w['identical_over_reference'] else 'DIFFERENT'}")
 
 
 def checkout(text: str) -> str:
@@ -329,7 +384,7 @@ def checkout(text: str) -> str:
 
 
 def main() -> None:
-    from dspsim.cli.common import int_in
+    from dspsim.cli.common import float_in, int_in
 
     p = argparse.ArgumentParser(prog="python -m dspsim.bench", description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int_in(1), default=100_000)
@@ -345,13 +400,29 @@ def main() -> None:
     p.add_argument("--baseline", metavar="DIR", type=checkout,
                    help="a checkout of another version to run the streaming ping-pong "
                    "beside (its root, holding dspsim/)")
+    p.add_argument("--workload-seconds", type=float_in(0.0, 3600.0 * 24), default=0.0,
+                   help="simulated seconds of the camera workload (3600: the one-hour "
+                   "workload; 0, the default, skips it)")
+    p.add_argument("--reference-seconds", type=float_in(0.1, 3600.0 * 24), default=2.0,
+                   help="simulated seconds of the same workload simulating every task, "
+                   "extrapolated (default 2)")
+    p.add_argument("--workload-cores", type=int_in(1), default=1)
+    p.add_argument("--workload-only", action="store_true",
+                   help="run only the camera workload benchmark")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    b = run_benchmark(args.n, args.repeat, args.sweep_points, args.elision_n,
-                      args.memory_elements, tuple(n for n in args.stream_n if n),
-                      args.baseline)
+    if args.workload_only:
+        b = {"workload": workload_wall(args.workload_seconds or 3600.0, args.reference_seconds,
+                                       args.workload_cores)}
+    else:
+        b = run_benchmark(args.n, args.repeat, args.sweep_points, args.elision_n,
+                          args.memory_elements, tuple(n for n in args.stream_n if n),
+                          args.baseline, args.workload_seconds, args.reference_seconds,
+                          args.workload_cores)
     if args.json:
         print(json.dumps(b, indent=2))
+    elif args.workload_only:
+        print_workload(b["workload"])
     else:
         print_report(b)
 

@@ -41,39 +41,26 @@ from dspsim.ops import get_op  # noqa: E402
 from dspsim.paths import atomic_write_text, plain_text  # noqa: E402
 from dspsim.platform import FIDELITIES  # noqa: E402
 from dspsim.run import simulate  # noqa: E402
-from dspsim.study.workload import parse_workload, run_workload, summarise, task_table  # noqa: E402
+from dspsim.study.workload import run_workload, summarise, task_table  # noqa: E402
+from dspsim.study.workload.cameras import (  # noqa: E402
+    HP,
+    PERIOD_US,
+    N,
+    camera_workload,
+    frames_of,
+    hp_tasks_of,
+    tasks_of,
+)
 from dspsim.study.workload.spec import MAX_TASKS, MAX_TIME_US  # noqa: E402
 from dspsim.workers import imap_unordered  # noqa: E402
 
 NAME = "camera_streams"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 MAX_CAMERAS = 64
-# the workload's releases stay within what a workload file allows (MAX_TIME_US: 1,000 s); its
+# the workload's releases stay within what a workload file allows (MAX_TIME_US: 24 h); its
 # tasks too (MAX_TASKS), which main() checks against --max-cameras
 MAX_SECONDS = MAX_TIME_US / 1e6 - 0.1
-N = 100_000  # the seed's softmax
-PERIOD_US = 1e6 / 30  # 30 fps
-JITTER_US = 500.0
-HP = {"name": "hp_layernorm", "op": "layernorm", "variant": "pingpong", "shape": [1024, 256],
-      "priority": 200, "backend": "any", "period_us": 100_000.0, "deadline_us": 100_000.0,
-      "start_us": 1_000.0}
 BEST_CANDIDATES = ("online", "resident")
-SEED = 1
-
-
-def frames_of(seconds: float) -> int:
-    """Each camera's tasks over ``seconds``."""
-    return max(3, round(seconds * 1e6 / PERIOD_US))
-
-
-def hp_tasks_of(seconds: float) -> int:
-    """The LayerNorm stream's tasks over ``seconds``."""
-    return max(2, round(seconds * 1e6 / HP["period_us"]))
-
-
-def tasks_of(cameras: int, seconds: float) -> int:
-    """The tasks of the workload with ``cameras`` cameras over ``seconds``."""
-    return cameras * frames_of(seconds) + hp_tasks_of(seconds)
 
 
 def max_seconds_for(cameras: int) -> float:
@@ -106,15 +93,7 @@ def check_size(max_cameras: int, seconds: float) -> None:
 
 
 def workload(cameras: int, variant: str, seconds: float):
-    frames = frames_of(seconds)
-    streams = [
-        {"name": f"cam{k}", "op": "softmax", "variant": variant, "n": N, "priority": 0,
-         "backend": "any", "period_us": PERIOD_US, "count": frames,
-         "start_us": k * PERIOD_US / cameras, "jitter_us": JITTER_US, "deadline_us": PERIOD_US}
-        for k in range(cameras)
-    ]
-    hp = HP | {"count": hp_tasks_of(seconds)}
-    return parse_workload({"seed": SEED, "stream": streams + [hp]}, f"{cameras} cameras")
+    return camera_workload(cameras, seconds, variant)
 
 
 def best_variant(fidelity: str) -> tuple[str | None, str]:

@@ -1,7 +1,7 @@
 """Workloads at scale and their messages: the trace of an overloaded workload (its backlog, and
 so its host-stream lanes, grow with its tasks) is built in n log n time with the same content as
 the straightforward per-task build; camera_streams.py refuses at argument time a run whose
-largest workload has too many tasks; the workload bounds are printed right (1,000 s) and with
+largest workload has too many tasks; the workload bounds are printed right (24 h) and with
 every digit that matters."""
 
 from __future__ import annotations
@@ -195,25 +195,25 @@ def test_camera_streams_largest_workload_is_checked_against_max_tasks():
                                f"--max-cameras {cameras}"):
                 mod.check_size(cameras, round(top + 0.1, 1))
         mod.check_size(cameras, top)  # at the bound: accepted
-    assert mod.max_seconds_for(12) == 540.5 and mod.max_seconds_for(64) == 103.6
-    assert mod.max_seconds_for(6) == mod.MAX_SECONDS
+    assert mod.max_seconds_for(12) == 2702.7 and mod.max_seconds_for(64) == 518.1
+    assert mod.max_seconds_for(1) == 25000.0 < mod.MAX_SECONDS
     # the count is the workload's own, and the workload at the bound parses
-    w = mod.workload(12, "pingpong", 540.5)
-    assert w.tasks == mod.tasks_of(12, 540.5)
-    with pytest.raises(WorkloadError, match="allowed at most 200,000"):
-        mod.workload(12, "pingpong", 540.6)
+    w = mod.workload(12, "pingpong", 2702.7)
+    assert w.tasks == mod.tasks_of(12, 2702.7)
+    with pytest.raises(WorkloadError, match="allowed at most 1,000,000"):
+        mod.workload(12, "pingpong", 2702.8)
 
 
 def test_camera_streams_too_many_tasks_is_one_line_before_anything_runs(tmp_path):
     out = tmp_path / "out"
     r = subprocess.run([sys.executable, str(ROOT / "experiments" / "camera_streams.py"),
-                        "--seconds", "999.9", "--max-cameras", "12", "--out-dir", str(out)],
+                        "--seconds", "3000", "--max-cameras", "12", "--out-dir", str(out)],
                        cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
-    assert r.stderr.startswith("camera_streams.py: error: --seconds 999.9 with --max-cameras 12")
-    assert "369,963 tasks" in r.stderr and "--seconds at most 540.5" in r.stderr
-    assert "--max-cameras at most 6 for --seconds 999.9" in r.stderr
+    assert r.stderr.startswith("camera_streams.py: error: --seconds 3000 with --max-cameras 12")
+    assert "1,110,000 tasks" in r.stderr and "--seconds at most 2702.7" in r.stderr
+    assert "--max-cameras at most 10 for --seconds 3000" in r.stderr
     assert r.stdout == "" and not out.exists()  # refused before the out-dir or a simulation
 
 
@@ -224,32 +224,33 @@ def one_stream(**kw):
 
 
 @pytest.mark.parametrize("key", ["period_us", "deadline_us", "start_us"])
-def test_time_bound_is_printed_as_1000_seconds(key):
+def test_time_bound_is_printed_as_24_hours(key):
     with pytest.raises(WorkloadError) as e:
-        one_stream(**{key: 2e9})
+        one_stream(**{key: 2e11})
     text = str(e.value)
-    assert "1,000,000,000 us (1,000 s)" in text, text
-    assert "10 s" not in text and "1e+09" not in text, text
-    assert MAX_TIME_US == 1e9
+    assert "86,400,000,000 us (24 h)" in text, text
+    assert "8.64e+10" not in text and "2e+11" not in text, text
+    assert MAX_TIME_US == 86_400e6
 
 
 def test_deadline_range_says_more_than_zero():
-    with pytest.raises(WorkloadError, match=r"deadline_us = 2000000000.0: allowed more than 0 "
-                       r"and at most 1,000,000,000 us \(1,000 s\)"):
-        one_stream(deadline_us=2e9)
+    with pytest.raises(WorkloadError, match=r"deadline_us = 200000000000.0: allowed more than "
+                       r"0 and at most 86,400,000,000 us \(24 h\)"):
+        one_stream(deadline_us=2e11)
     with pytest.raises(WorkloadError, match="period_us = 0.0001: allowed 0.001 to "
-                       "1,000,000,000 us"):
+                       "86,400,000,000 us"):
         one_stream(period_us=1e-4)
 
 
 @pytest.mark.parametrize("kw, shown", [
-    ({"start_us": 999_999_999.5, "count": 2}, "= 1,000,000,000.5 us, is past 1,000,000,000 us"),
-    ({"start_us": 1e-4, "period_us": 1e9, "count": 2},
-     "= 1,000,000,000.0001 us, is past 1,000,000,000 us"),
-    ({"period_us": 1e9, "count": 200_000}, "= 199,999,000,000,000.0 us, is past"),
+    ({"start_us": 86_399_999_999.5, "count": 2},
+     "= 86,400,000,000.5 us, is past 86,400,000,000 us"),
+    ({"start_us": 1e-3, "period_us": 86_400e6, "count": 2},
+     "= 86,400,000,000.001 us, is past 86,400,000,000 us"),
+    ({"period_us": 86_400e6, "count": 100_000}, "= 8,639,913,600,000,000.0 us, is past"),
 ])
 def test_last_release_past_the_bound_prints_its_digits(kw, shown):
     with pytest.raises(WorkloadError) as e:
         one_stream(**kw)
     assert shown in str(e.value), str(e.value)
-    assert "(1,000 s)" in str(e.value)
+    assert "(24 h)" in str(e.value)

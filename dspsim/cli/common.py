@@ -180,6 +180,22 @@ def int_in(lo: int, hi: int | None = None) -> Callable[[str], int]:
     return parse
 
 
+def float_in(lo: float, hi: float) -> Callable[[str], float]:
+    """An argparse type: a finite number from ``lo`` to ``hi``."""
+    allowed = f"allowed {lo:,g} to {hi:,g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number; {allowed}") from None
+        if not lo <= value <= hi:  # NaN fails both
+            raise argparse.ArgumentTypeError(f"{text!r}: {allowed}")
+        return value
+
+    return parse
+
+
 def add_model_args(
     p: argparse.ArgumentParser,
     set_help: str = "override a model key, e.g. ddr.latency_cycles=300 (repeatable)",

@@ -36,6 +36,10 @@ def add_workload(sub) -> None:
                    help="tile (default: the fast engine) or burst (every DDR access an event)")
     p.add_argument("--data", action="store_true",
                    help="move values too (each stream's default input; slower)")
+    p.add_argument("--no-reuse", dest="reuse", action="store_false",
+                   help="simulate every task (by default a task whose op runs alone on an "
+                   "idle platform is booked from an earlier one of its stream on its core: "
+                   "the same result)")
 
 
 def _check_outputs(args: argparse.Namespace) -> dict[str, Path]:
@@ -83,7 +87,7 @@ def _workload(args: argparse.Namespace) -> int:
     with counter("workload", total=workload.tasks, unit="task") as bar:  # on a terminal
         run = run_workload(workload, model, fidelity=args.fidelity, data=args.data,
                            ddr_profile=bool(args.timeline or args.trace),
-                           on_task_done=bar.update)
+                           on_task_done=bar.update, reuse=args.reuse)
     df = task_table(run)
     summary = summarise(run, df)
     written = []
@@ -125,6 +129,16 @@ def print_summary(s: dict[str, Any], model: Any) -> None:
         f"  simulated {_ms(s['end_us'])} ({s['end_cycle']:,} cycles at {clock:g} MHz) in "
         f"{s['wall_s']:.2f} s wall, {s['events']:,} events"
     )
+    r = s["reuse"]
+    if not r["enabled"]:
+        print(f"  reuse off (--no-reuse): all {s['tasks']:,} tasks simulated, in "
+              f"{r['episodes']:,} episode(s)")
+    else:
+        print(f"  reused {r['reused_tasks']:,} of {s['tasks']:,} tasks (each booked from an "
+              "earlier task of its stream on its core, its op alone on an idle platform); "
+              f"simulated {r['simulated_tasks']:,} in {r['episodes']:,} episode(s)")
+    if r["note"]:
+        print(f"  note: {r['note']}")
     print(
         f"  latency = submit to done, including the host RPC round trip of "
         f"{s['rpc_latency_us']:g} us per task (half on submit, half on completion); op_us = "

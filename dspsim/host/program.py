@@ -14,6 +14,7 @@ size) and ``host_array(memory, ptr, shape, output)`` (a view of the input or the
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,12 @@ class HostProgram:
             task.tag = tag
         self.ucp.submit(task, priority=priority, backend=backend)
         return task
+
+    def run(self, core: int) -> Generator[Any, Any, tuple[float, float]]:
+        """The DSP side of one task of the op on ``core``, without the UCP's queue and RPC (a
+        process body; returns the op's ``TIME_STAMP`` start and its own cycles): what a caller
+        scheduling the tasks itself runs."""
+        return (yield from self.ucp.run_op(core, self.op.cmd, self.param, self.output))
 
     def array(self, buffer: SysMem) -> np.ndarray:
         """A buffer's float32 values in the op's shape (a view: data path on), or the op's own

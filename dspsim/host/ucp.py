@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import re
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,14 +214,20 @@ class Ucp:
         task.started_cycle = self.env.now
         spawn(self.env, self._run(task))
 
+    def run_op(self, core: int, cmd: int, input_mem: SysMem, output_mem: SysMem
+               ) -> Generator[Any, Any, tuple[float, float]]:
+        """The DSP side of one task: the op of ``cmd`` on ``core`` (a process body); returns
+        its ``TIME_STAMP`` start and its own cycles (PROF; -1 when it never profiled)."""
+        dsp = self.platform.dsps[core]
+        op = self.registry.lookup(cmd)
+        dsp.self_cycles = None  # set by the op's PROF
+        yield from op.handler(dsp, input_mem.ptr, output_mem.ptr, dsp.tm)
+        return dsp.cycles_start, dsp.self_cycles if dsp.self_cycles is not None else -1.0
+
     def _run(self, task: Task):
         env = self.env
-        dsp = self.platform.dsps[task.core]
-        op = self.registry.lookup(task.cmd)
-        dsp.self_cycles = None  # set by the op's PROF
-        yield from op.handler(dsp, task.input.ptr, task.output.ptr, dsp.tm)
-        task.op_start_cycle = dsp.cycles_start
-        task.op_cycles = dsp.self_cycles if dsp.self_cycles is not None else -1.0
+        task.op_start_cycle, task.op_cycles = yield from self.run_op(
+            task.core, task.cmd, task.input, task.output)
         task.core_end_cycle = env.now
         self._free[task.core] = True
         nxt = self.policy.pop_for(task.core)

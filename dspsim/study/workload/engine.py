@@ -1,4 +1,4 @@
-"""Run a workload on a platform: one host process per stream releasing RPC tasks to the UCP.
+"""Run a workload: streams of RPC tasks, the UCP's queue, and the ops on the cores.
 
 Each stream allocates its DDR buffers once (input, output, parameter block) and reuses them for
 every task, as a host program reusing its buffers would; each task is one ``hbDSPRpcV2`` +
@@ -8,10 +8,33 @@ platform shows up as a growing backlog and latencies, not as a hang.
 
 Release ``i`` of a stream is at ``start_us + i * period_us + U[0, jitter_us)``, the jitter drawn
 from ``numpy.random.default_rng([seed, stream position])``: same workload and seed, same run.
+
+**Two clocks.** The host side (releases, the RPC round trip's two halves, the UCP's queue and
+its choice of core, :class:`dspsim.host.ucp.SchedulingPolicy`) is booked in absolute cycles,
+in submission order at equal times. The ops run in *episodes*: one begins when a task starts
+while the platform is idle (no op running, no event pending, every port and iDMA channel idle),
+on a fresh platform whose clock starts at 0, and it lasts while ops follow one another without
+the platform going idle; a time in it is the episode's start plus its own. An op's cycles so do
+not depend on when it runs (its arithmetic is the same at t = 0 and after a day), and a fresh
+platform is the idle one exactly: an idle port's slots and data path are free whichever slot
+comes next, the channels and the tile manager hold nothing, and with the data path off no
+value is kept. A data cache keeps its lines (and their ready times) from task to task: on a
+platform with one, the platform is never idle in this sense and the run is one episode.
+
+**Reuse.** An episode of one task (its op alone from an idle platform, leaving it idle at its
+end) depends only on the stream (op, variant, shape, buffers) and the core. With ``reuse`` (the
+default) a later task of that stream starting on that core on an idle platform is booked from
+it (cycles, bytes, warnings, DDR occupancy, output values) instead of simulated, unless another
+task may start during its span: the arrivals are known before the run (the releases are drawn
+from the seed first), and an arrival that another core could take before the booked end would
+run beside it, so the task is simulated then. Tasks waiting for the same core wait either way.
+``reuse=False`` simulates every task; the task table is the same.
 """
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,12 +46,16 @@ import simpy
 from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError, DspsimInputError
 from dspsim.host.program import HostProgram
-from dspsim.host.ucp import Task, Ucp
-from dspsim.hw.clock import events_scheduled
+from dspsim.host.ucp import SchedulingPolicy, Ucp, parse_backend
+from dspsim.hw.clock import At, events_scheduled, spawn
 from dspsim.ops import get_op
 from dspsim.ops.registry import firmware_registry
 from dspsim.platform import FIDELITIES, Platform
 from dspsim.study.workload.spec import Workload, check_workload
+
+INF = float("inf")
+CACHE_NOTE = ("the data cache keeps its lines from task to task, so the platform is never idle "
+              "between tasks: every task is simulated")
 
 
 class DdrMeter:
@@ -74,6 +101,33 @@ class DdrMeter:
                 "share": np.asarray(self.shares, float)}
 
 
+def _shifted(segments: dict[str, np.ndarray], offset: float) -> dict[str, np.ndarray]:
+    return {"start": offset + segments["start"], "end": offset + segments["end"],
+            "share": segments["share"]}
+
+
+@dataclass
+class TaskColumns:
+    """Every task of a run, in submission order, one array per field (about 100 bytes a
+    task). Cycles are absolute, -1 until they happen."""
+
+    stream: np.ndarray  # the stream's position in ``workload.streams``
+    index: np.ndarray  # the task's index in its stream
+    priority: np.ndarray
+    core: np.ndarray  # the core it ran on
+    submitted_cycle: np.ndarray  # hbUCPSubmitTask
+    queued_cycle: np.ndarray  # reached the DSP side (half the RPC round trip later)
+    started_cycle: np.ndarray  # a core took it
+    op_start_cycle: np.ndarray  # the op's TIME_STAMP start
+    op_cycles: np.ndarray  # the op's own span (PROF)
+    core_end_cycle: np.ndarray  # the op returned: the core is free
+    finished_cycle: np.ndarray  # the host sees it done (the other half later)
+    reused: np.ndarray  # booked from an earlier identical task instead of simulated
+
+    def __len__(self) -> int:
+        return len(self.stream)
+
+
 @dataclass
 class WorkloadRun:
     """What a workload run produced: the tasks, the queue over time, the DDR port."""
@@ -82,23 +136,30 @@ class WorkloadRun:
     model: HardwareModel
     fidelity: str
     data: bool
-    tasks: list[Task]  # in submission order; task.tag: stream, index, deadline_us
+    tasks: TaskColumns
     queue_log: np.ndarray  # (cycle, tasks waiting) at every change, cycle-sorted
     end_cycle: float  # the last task done (host side)
     core_names: list[str]
     ddr_bytes: dict[str, int]
     ddr_busy_cycles: float
     rpc_cycles: float  # the whole round trip, half on submit and half on completion
-    events: int
+    events: int  # the events simulated (none for a reused task)
     wall_s: float
     warnings: list[dict[str, Any]] = field(default_factory=list)
     ddr: dict[str, np.ndarray] | None = None  # DdrMeter.arrays() when profiled
     # with the data path: each stream's output buffer at the end (its last task's output)
     outputs: dict[str, np.ndarray] | None = None
+    reuse: bool = True  # whether tasks could be booked from earlier identical ones
+    reuse_note: str | None = None  # why none could be, when the platform rules it out
+    episodes: int = 0  # platforms simulated (a run of ops between idle moments each)
 
     @property
     def clock_mhz(self) -> float:
         return self.model.core.clock_mhz
+
+    @property
+    def reused_tasks(self) -> int:
+        return int(self.tasks.reused.sum())
 
     def us(self, cycles: Any) -> Any:
         return np.asarray(cycles, float) / self.clock_mhz
@@ -116,6 +177,324 @@ def release_cycles(workload: Workload, clock_mhz: float) -> list[np.ndarray]:
     return out
 
 
+@dataclass
+class _Booked:
+    """What a task alone on an idle platform did, in its episode's clock (from its start)."""
+
+    end: float
+    op_start: float
+    op_cycles: float
+    read_bytes: int
+    write_bytes: int
+    warnings: list[dict[str, Any]]
+    ddr: dict[str, np.ndarray] | None
+    output: np.ndarray | None
+
+
+@dataclass(eq=False, slots=True)
+class _Waiting:
+    """A task in the UCP's queue, as :class:`SchedulingPolicy` reads it."""
+
+    task: int
+    priority: int
+    backend: int | None
+    seq: int
+
+
+class _Episode:
+    """A fresh platform from ``start`` on (its clock at 0 there), every stream's buffers
+    allocated in stream order as on one platform, and the ops started on it."""
+
+    def __init__(self, run: _Schedule, start: float):
+        self.run = run
+        self.start = start
+        self.env = simpy.Environment()
+        self.platform = Platform(self.env, run.model, data=run.data, trace=False,
+                                 fidelity=run.fidelity)
+        self.platform.accesses.enabled = False  # workloads do not check hazards
+        ucp = Ucp(self.platform, run.registry)
+        self.meter = None
+        if run.ddr_profile:
+            self.meter = DdrMeter(self.platform.port)
+            self.platform.port.log = self.meter  # one entry per request / reservation
+        self.programs = [HostProgram.load(ucp, get_op(s.op), s.variant, s.shape, what=s.name)
+                         for s in run.workload.streams]
+        self.never_idle = run.model.dcache.capacity_bytes > 0
+        self.running = 0
+        self.tasks_started = 0
+        self.last: tuple[int, int, float, float, float] | None = None  # the latest done
+        self.streams: set[int] = set()  # the streams whose ops ran here
+        self.sentinel_for = -1  # the arrival a process of this platform waits to hand over
+
+    def begin(self, task: int, stream: int, core: int, local: float) -> None:
+        """Start the task's op at ``local`` (its clock): now, from a process of this
+        platform, or later, from the host side while nothing here is pending."""
+        if local > self.env.now:
+            self.env.run(until=local)
+        self.running += 1
+        self.tasks_started += 1
+        self.streams.add(stream)
+        spawn(self.env, self._op(task, stream, core))
+
+    def _op(self, task: int, stream: int, core: int):
+        op_start, op_cycles = yield from self.programs[stream].run(core)
+        self.last = (task, stream, op_start, op_cycles, self.env.now)
+        self.run.op_done(self, task, core)
+
+    def sentinel(self, task: int):
+        """A process waiting for the host side's next arrival, so that no engine here runs
+        ahead of it (event elision looks at this platform's queue only); it hands the arrival
+        over as a process of this platform would, at its exact time."""
+        run = self.run
+        yield At(self.env, max(self.env.now, run.queued[task] - self.start))
+        if run.episode is self and run.next_arrival == task:
+            run.next_arrival += 1
+            run.arrive(task, run.queued[task], self.env.now)
+
+    def idle(self, local: float) -> bool:
+        """Nothing running or in flight at ``local`` (its clock): a fresh platform is the
+        same."""
+        if self.never_idle or self.running:
+            return False
+        p = self.platform
+        return (all(m.port.idle_for("", local) for m in p.memories.values())
+                and all(ch.current is None and not ch.fifo.items
+                        for d in p.dsps for ch in d.idma))
+
+    def booked(self, stream: int) -> _Booked:
+        """This episode, a single task of ``stream`` that left the platform idle, as a
+        booking."""
+        _, _, op_start, op_cycles, end = self.last
+        stats = self.platform.port.stats()
+        return _Booked(end, op_start, op_cycles, stats["read_bytes"], stats["write_bytes"],
+                       [dict(w) for w in self.platform.warnings.values()],
+                       self.meter.arrays() if self.meter is not None else None,
+                       self.output(stream))
+
+    def output(self, stream: int) -> np.ndarray | None:
+        if not self.platform.data:
+            return None
+        p = self.programs[stream]
+        return p.array(p.output).copy()
+
+
+class _Schedule:
+    """The host side in absolute cycles, driving the episodes (module docstring)."""
+
+    def __init__(self, workload: Workload, model: HardwareModel, fidelity: str, data: bool,
+                 ddr_profile: bool, reuse: bool, on_task_done: Callable[[], None] | None):
+        self.workload, self.model, self.fidelity, self.data = workload, model, fidelity, data
+        self.ddr_profile, self.reuse, self.on_task_done = ddr_profile, reuse, on_task_done
+        self.registry = firmware_registry()
+        streams = workload.streams
+        cores = self.cores = model.core.count
+        clock = model.core.clock_mhz
+        self.half_rpc = model.host.rpc_latency_us * clock / 2
+        release = np.concatenate(release_cycles(workload, clock))
+        stream = np.concatenate([np.full(s.count, k, np.int32) for k, s in enumerate(streams)])
+        index = np.concatenate([np.arange(s.count, dtype=np.int64) for s in streams])
+        order = np.lexsort((index, stream, release))  # by time, then stream order
+        stream, index, release = stream[order], index[order], release[order]
+        n = len(order)
+        self.release, self.index = release, index
+        self.queued = (release + self.half_rpc).tolist()
+        self.priority = np.array([s.priority for s in streams], np.int64)[stream].tolist()
+        # what the run fills in, task by task (lists: cheaper to set one at a time than arrays)
+        self.core = [-1] * n
+        self.started = [-1.0] * n
+        self.op_start = [-1.0] * n
+        self.op_cycles = [-1.0] * n
+        self.core_end_cycle = [-1.0] * n
+        self.reused = [False] * n
+        backends = [parse_backend(s.backend, cores) for s in streams]
+        self.backend = [backends[k] for k in stream.tolist()]
+        self.stream_of = stream
+        self.stream = stream.tolist()
+        # the arrivals a core other than c could take: "any" ones and those for core k
+        kind = np.array([-1 if b is None else b for b in backends], np.int64)[stream]
+        self.arrivals_of = {k: np.flatnonzero(kind == k) for k in range(-1, cores)}
+        self.policy = SchedulingPolicy(cores)
+        self.free = [True] * cores
+        self.heap: list[tuple[float, int]] = []  # (core end, task)
+        self.next_arrival = 0
+        self.queue_log: list[tuple[float, int]] = [(0.0, 0)]
+        self.episode: _Episode | None = None
+        self.memo: dict[tuple[int, int], _Booked] = {}
+        self.episodes = 0
+        self.events = 0
+        self.bytes = [0, 0]  # read, written (the host memory's port)
+        self.warnings: list[tuple[float, list[dict[str, Any]]]] = []  # (episode start, ...)
+        self.ddr_parts: list[dict[str, np.ndarray]] = []
+        self.outputs: dict[int, np.ndarray] = {}
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> None:
+        queued, heap = self.queued, self.heap
+        n = len(queued)
+        while True:
+            ep = self.episode
+            if ep is not None:
+                if self.next_arrival < n and ep.sentinel_for != self.next_arrival:
+                    ep.sentinel_for = self.next_arrival
+                    spawn(ep.env, ep.sentinel(self.next_arrival))
+                nxt = ep.env.peek()
+                if nxt < INF and not (heap and heap[0][0] < ep.start + nxt):
+                    ep.env.step()  # the ops; arrivals and completions act from inside
+                    continue
+            # nothing pending on the platform: the host side goes on
+            t_arr = queued[self.next_arrival] if self.next_arrival < n else INF
+            t_end = heap[0][0] if heap else INF
+            if t_arr == INF and t_end == INF:
+                break
+            if t_end <= t_arr:  # a booked task ends before (or as) a task arrives
+                t, task = heapq.heappop(heap)
+                self.core_end(task, t)
+            else:
+                task = self.next_arrival
+                self.next_arrival += 1
+                self.arrive(task, t_arr)
+        if self.episode is not None:
+            if self.episode.running:
+                raise DeadlockError(self.episode.platform.waiting())
+            self._close(self.episode)
+
+    def arrive(self, task: int, t: float, local: float | None = None) -> None:
+        """A task reaches the DSP side at ``t`` (``local``: the current episode's clock,
+        when a process of it hands the arrival over)."""
+        waiting = _Waiting(task, self.priority[task], self.backend[task], task)
+        core = self.policy.core_for(waiting, self.free)
+        if core is None:
+            self.policy.push(waiting)
+            self._log_queue(t)
+        else:
+            self._start(task, core, t, local)
+
+    def core_end(self, task: int, t: float, local: float | None = None) -> None:
+        c = self.core[task]
+        self.free[c] = True
+        self.core_end_cycle[task] = t
+        if self.on_task_done is not None:
+            self.on_task_done()
+        nxt = self.policy.pop_for(c)
+        if nxt is not None:
+            self._log_queue(t)
+            self._start(nxt.task, c, t, local)
+
+    def _start(self, task: int, core: int, t: float, local: float | None) -> None:
+        self.free[core] = False
+        self.core[task] = core
+        self.started[task] = t
+        ep = self.episode
+        if local is None and ep is not None:
+            local = t - ep.start
+        if ep is not None and ep.idle(local):
+            self._close(ep)
+            ep = None
+        stream = self.stream[task]
+        if ep is None:
+            booked = self.memo.get((stream, core)) if self.reuse else None
+            if booked is not None and not self._contended(core, t + booked.end):
+                self._book(task, stream, booked, t)
+                return
+            ep = self.episode = _Episode(self, t)
+            self.episodes += 1
+            local = 0.0
+        ep.begin(task, stream, core, local)
+
+    def _contended(self, core: int, end: float) -> bool:
+        """Whether a task not yet arrived may start beside one on ``core`` until ``end`` (the
+        next arrival another core could take comes at or before it: the other cores are idle,
+        nothing else runs), or arrives just as it ends (who goes first then, the arrival or
+        the end, is the order of the platform's events: the task is simulated)."""
+        i = bisect.bisect_left(self.queued, end, self.next_arrival)
+        if i < len(self.queued) and self.queued[i] == end:
+            return True
+        for k, positions in self.arrivals_of.items():
+            if k == core or (k == -1 and self.cores == 1) or not len(positions):
+                continue
+            i = int(np.searchsorted(positions, self.next_arrival))
+            if i < len(positions) and self.queued[positions[i]] <= end:
+                return True
+        return False
+
+    # ------------------------------------------------------------------ the ops
+    def op_done(self, ep: _Episode, task: int, core: int) -> None:
+        """A simulated op returned (called from its process, at its end)."""
+        _, stream, op_start, op_cycles, end = ep.last
+        ep.running -= 1
+        self.op_start[task] = ep.start + op_start
+        self.op_cycles[task] = op_cycles
+        if ep.idle(end):
+            if ep.tasks_started == 1 and self.reuse:
+                self.memo.setdefault((stream, core), ep.booked(stream))
+            self._close(ep)
+            self.core_end(task, ep.start + end)
+        else:
+            self.core_end(task, ep.start + end, end)
+
+    def _book(self, task: int, stream: int, b: _Booked, t: float) -> None:
+        self.op_start[task] = t + b.op_start
+        self.op_cycles[task] = b.op_cycles
+        self.reused[task] = True
+        self.bytes[0] += b.read_bytes
+        self.bytes[1] += b.write_bytes
+        if b.warnings:
+            self.warnings.append((t, b.warnings))
+        if b.ddr is not None:
+            self.ddr_parts.append(_shifted(b.ddr, t))
+        if b.output is not None:
+            self.outputs[stream] = b.output
+        heapq.heappush(self.heap, (t + b.end, task))
+
+    def _close(self, ep: _Episode) -> None:
+        stats = ep.platform.port.stats()
+        self.bytes[0] += stats["read_bytes"]
+        self.bytes[1] += stats["write_bytes"]
+        self.events += events_scheduled(ep.env)
+        if ep.platform.warnings:
+            self.warnings.append((ep.start, [dict(w) for w in ep.platform.warnings.values()]))
+        if ep.meter is not None:
+            self.ddr_parts.append(_shifted(ep.meter.arrays(), ep.start))
+        for stream in ep.streams:
+            out = ep.output(stream)
+            if out is not None:
+                self.outputs[stream] = out
+        self.episode = None
+
+    def _log_queue(self, now: float) -> None:
+        count = len(self.policy)
+        if self.queue_log[-1][0] == now:
+            self.queue_log[-1] = (now, count)
+        else:
+            self.queue_log.append((now, count))
+
+    # ------------------------------------------------------------------ the totals
+    def columns(self) -> TaskColumns:
+        core_end = np.array(self.core_end_cycle)
+        return TaskColumns(
+            self.stream_of, self.index, np.array(self.priority, np.int16),
+            np.array(self.core, np.int16), self.release, np.array(self.queued),
+            np.array(self.started), np.array(self.op_start), np.array(self.op_cycles),
+            core_end, np.where(core_end >= 0, core_end + self.half_rpc, -1.0),
+            np.array(self.reused, bool))
+
+    def merged_warnings(self) -> list[dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for _, ws in sorted(self.warnings, key=lambda x: x[0]):
+            for w in ws:
+                entry = out.setdefault(w["code"], {**w, "count": 0})
+                entry["count"] += w["count"]
+        return list(out.values())
+
+    def ddr(self) -> dict[str, np.ndarray]:
+        """The DDR occupancy of every episode and booking, in time order."""
+        parts = self.ddr_parts or [{"start": np.zeros(0), "end": np.zeros(0),
+                                    "share": np.zeros(0)}]
+        cat = {k: np.concatenate([p[k] for p in parts]) for k in ("start", "end", "share")}
+        order = np.lexsort((cat["share"], cat["end"], cat["start"]))
+        return {k: v[order] for k, v in cat.items()}
+
+
 def run_workload(
     workload: Workload,
     model: HardwareModel,
@@ -123,68 +502,45 @@ def run_workload(
     data: bool = False,
     ddr_profile: bool = False,
     on_task_done: Callable[[], None] | None = None,
+    reuse: bool = True,
 ) -> WorkloadRun:
-    """Simulate ``workload`` on a fresh platform of ``model``; ``data`` moves values (the
-    op's default input in each stream's input buffer); ``ddr_profile`` keeps the DDR data
-    path's occupancy over time (for figures and traces); ``on_task_done()`` is called as each
-    task completes (a progress count)."""
+    """Simulate ``workload`` on ``model``'s platform; ``data`` moves values (the op's default
+    input in each stream's input buffer); ``ddr_profile`` keeps the DDR data path's occupancy
+    over time (for figures and traces); ``on_task_done()`` is called as each task completes
+    (a progress count); ``reuse`` books a task from an earlier identical one where nothing
+    else can run beside it (module docstring), ``False`` simulates every task."""
     if fidelity not in FIDELITIES:
         raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
     check_workload(workload, model)
     wall_start = time.perf_counter()
-    platform = Platform(simpy.Environment(), model, data=data, trace=False, fidelity=fidelity)
-    env = platform.env
-    port = platform.port  # the host memory's: the streams' buffers are there
-    meter = None
-    if ddr_profile:
-        meter = DdrMeter(port)
-        port.log = meter  # the port appends one entry per request / reservation
-    ucp = Ucp(platform, firmware_registry())
-    platform.accesses.enabled = False  # workloads do not check hazards (tasks share buffers)
-    tasks: list[Task] = []
-    programs: dict[str, HostProgram] = {}
-    releases = release_cycles(workload, model.core.clock_mhz)
-
-    def host(stream, times):
-        op = get_op(stream.op)
-        program = programs[stream.name] = HostProgram.load(
-            ucp, op, stream.variant, stream.shape, what=stream.name)
-        for i, t in enumerate(times):
-            if t > env.now:
-                yield env.timeout(t - env.now)
-            task = program.submit(
-                priority=stream.priority, backend=stream.backend,
-                tag={"stream": stream.name, "index": i, "deadline_us": stream.deadline_us})
-            task.done.callbacks.append(lambda _ev, t=task: ucp.release(t))
-            if on_task_done is not None:
-                task.done.callbacks.append(lambda _ev: on_task_done())
-            tasks.append(task)
-
-    for stream, times in zip(workload.streams, releases):
-        env.process(host(stream, times))
-    env.run()
-    unfinished = [t for t in tasks if t.finished_cycle < 0]
-    if len(tasks) != workload.tasks or unfinished:
-        raise DeadlockError(platform.waiting())
+    sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, on_task_done)
+    sched.run()
+    cols = sched.columns()
+    if (cols.core_end_cycle < 0).any():
+        raise DeadlockError(["host (waiting for a task that never finished)"])
     wall_s = time.perf_counter() - wall_start
-    stats = port.stats()
+    port = model.memories[model.host.memory]
+    name = model.host.memory
+    read, written = sched.bytes
+    names = [s.name for s in workload.streams]
     return WorkloadRun(
         workload=workload,
         model=model,
         fidelity=fidelity,
         data=data,
-        tasks=tasks,
-        queue_log=np.asarray(ucp.queue_log, float).reshape(-1, 2),
-        end_cycle=max(t.finished_cycle for t in tasks),
-        core_names=[d.name for d in platform.dsps],
-        ddr_bytes={f"{port.name}_read": stats["read_bytes"],
-                   f"{port.name}_write": stats["write_bytes"]},
-        ddr_busy_cycles=stats["busy_cycles"],
-        rpc_cycles=2 * ucp.half_rpc_cycles,
-        events=events_scheduled(env),
+        tasks=cols,
+        queue_log=np.asarray(sched.queue_log, float).reshape(-1, 2),
+        end_cycle=float(cols.finished_cycle.max()),
+        core_names=[f"core{k}" for k in range(model.core.count)],
+        ddr_bytes={f"{name}_read": read, f"{name}_write": written},
+        ddr_busy_cycles=(read + written) * (1.0 / port.bytes_per_cycle),
+        rpc_cycles=2 * sched.half_rpc,
+        events=sched.events,
         wall_s=wall_s,
-        warnings=list(platform.warnings.values()),
-        ddr=meter.arrays() if meter is not None else None,
-        outputs={name: p.array(p.output).copy() for name, p in programs.items()}
-        if data else None,
+        warnings=sched.merged_warnings(),
+        ddr=sched.ddr() if ddr_profile else None,
+        outputs={names[k]: v for k, v in sorted(sched.outputs.items())} if data else None,
+        reuse=reuse,
+        reuse_note=CACHE_NOTE if reuse and model.dcache.capacity_bytes > 0 else None,
+        episodes=sched.episodes,
     )

@@ -28,11 +28,13 @@ platform.
 Bounds, so that a run stays exact and finite: a period of at least :data:`MIN_PERIOD_US`
 (1 ns); every time (``period_us``, ``start_us``, ``jitter_us``, ``deadline_us``, and the last
 release ``start_us + (count - 1) * period_us + jitter_us``) at most :data:`MAX_TIME_US`
-(10^9 us, 1,000 s: 10^12 cycles at J6's 1,000 MHz, where float64 still resolves 1e-4 of a
-cycle; an op released after about 10 s may take one cycle more or less than the same op at
-t = 0, as its absolute times round differently); at
-most :data:`MAX_TASKS` tasks in all streams together (about 2.5 KB of memory per task for the
-summary, 9 KB with ``--out``, ``--timeline`` and ``--trace``: under 2 GB at the cap).
+(8.64 x 10^10 us, 24 h: 8.64 x 10^13 cycles at J6's 1,000 MHz, below 2^47, where a float64
+time is resolved to 2^-6 = 1/64 of a cycle; a platform of up to 100 GHz stays below 2^53, so
+a time in whole cycles is still exact). An op's own cycles do not round with its absolute
+time: the engine (:mod:`.engine`) simulates ops in a clock that starts when the platform was
+last idle, and adds that start once; at most :data:`MAX_TASKS` tasks in all streams together
+(the run keeps about 100 bytes per task in arrays, the summary's task table about 0.4 KB:
+0.5 GB at the cap, measured; ``--timeline`` and ``--trace`` about 4 KB per task more).
 """
 
 from __future__ import annotations
@@ -55,9 +57,9 @@ from dspsim.paths import read_small_text
 from dspsim.platform import DDR_WINDOW_BYTES
 
 MAX_FILE_BYTES = 1 << 20
-MAX_TASKS = 200_000  # all streams together: ~2.5 KB per task, ~7 KB with every output
+MAX_TASKS = 1_000_000  # all streams together: ~0.1 KB per task in the run, ~1 KB more in tables
 MIN_PERIOD_US = 1e-3  # one nanosecond
-MAX_TIME_US = 1e9  # 1,000 s: 1e12 cycles at J6's 1,000 MHz, float64 resolves 1e-4 of a cycle
+MAX_TIME_US = 86_400e6  # 24 h: 8.64e13 cycles at J6's 1,000 MHz, float64 resolves 1/64 cycle
 
 
 def _digits(x: float) -> str:
@@ -66,8 +68,8 @@ def _digits(x: float) -> str:
     return f"{Decimal(repr(float(x))):,f}"
 
 
-# MAX_TIME_US as messages print it: "1,000,000,000 us (1,000 s)"
-_MAX_TIME = f"{_digits(MAX_TIME_US).removesuffix('.0')} us ({MAX_TIME_US / 1e6:,g} s)"
+# MAX_TIME_US as messages print it: "86,400,000,000 us (24 h)"
+_MAX_TIME = f"{_digits(MAX_TIME_US).removesuffix('.0')} us ({MAX_TIME_US / 3.6e9:,g} h)"
 TOP_KEYS = ("seed", "stream")
 REQUIRED = ("name", "op", "period_us", "count")
 OPTIONAL = ("variant", "n", "shape", "priority", "backend", "start_us", "jitter_us",

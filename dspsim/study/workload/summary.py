@@ -10,6 +10,9 @@ host memory's port (J6: DDR; the streams' buffers are there) and of the queue.
   ``bytes_per_cycle``) over the same time. The summary's ``ddr`` object names that memory
   (``memory``; J6: ``ddr``) and its bytes are keyed by it (``<memory>_read``,
   ``<memory>_write``).
+- **reuse**: how many tasks were booked from an earlier task of their stream on their core
+  (its op alone on an idle platform) instead of simulated, how many were simulated, and in
+  how many episodes (:mod:`.engine`); ``events`` counts the simulated ones' events.
 - **backlog**: tasks waiting in the shared queue (not counting those running or in RPC flight),
   its maximum over the run; and its growth: a least-squares line through the tasks outstanding
   (submitted, not done) that each release finds, over the release window. The run is
@@ -18,8 +21,6 @@ host memory's port (J6: DDR; the streams' buffers are there) and of the queue.
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 from typing import Any
 
@@ -47,25 +48,23 @@ def task_table(run: WorkloadRun) -> pd.DataFrame:
     (``op_start_cycle`` + ``op_cycles``), so the tasks of one core never overlap there;
     ``done`` (the host sees it done, the other half of the round trip after ``core_end``).
     ``latency_us`` is ``done_us - submit_us``."""
-    streams = {s.name: s for s in run.workload.streams}
-    rows = []
-    for t in run.tasks:
-        s = streams[t.tag["stream"]]
-        rows.append((
-            s.name, t.tag["index"], run.core_names[t.core], s.backend, t.priority,
-            t.submitted_cycle, t.queued_cycle, t.started_cycle, t.finished_cycle,
-            t.op_start_cycle, t.op_cycles, t.core_end_cycle,
-        ))
-    df = pd.DataFrame(rows, columns=[
-        "stream", "index", "core", "backend", "priority", "submit_cycle", "queued_cycle",
-        "start_cycle", "done_cycle", "op_start_cycle", "op_cycles", "core_end_cycle",
-    ])
+    t = run.tasks
+    streams = run.workload.streams
+    names = np.array([s.name for s in streams], object)
+    backends = np.array([s.backend for s in streams], object)
+    df = pd.DataFrame({
+        "stream": names[t.stream], "index": t.index,
+        "core": np.array(run.core_names, object)[t.core], "backend": backends[t.stream],
+        "priority": t.priority.astype(np.int64), "submit_cycle": t.submitted_cycle,
+        "queued_cycle": t.queued_cycle, "start_cycle": t.started_cycle,
+        "done_cycle": t.finished_cycle, "op_start_cycle": t.op_start_cycle,
+        "op_cycles": t.op_cycles, "core_end_cycle": t.core_end_cycle,
+    })
     for c in ("submit", "queued", "start", "core_end", "done"):
         df[f"{c}_us"] = run.us(df[f"{c}_cycle"])
     df["latency_us"] = df["done_us"] - df["submit_us"]
     df["deadline_us"] = np.array(
-        [np.nan if streams[n].deadline_us is None else streams[n].deadline_us
-         for n in df["stream"]], float)
+        [np.nan if s.deadline_us is None else s.deadline_us for s in streams], float)[t.stream]
     df["missed"] = df["deadline_us"].notna() & (df["latency_us"] > df["deadline_us"])
     df["op_cycles"] = df["op_cycles"].round().astype("int64")
     return df
@@ -152,6 +151,13 @@ def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any
             "overloaded": growth >= GROWTH_LIMIT,
         },
         "deadline_misses": int(df["missed"].sum()),
+        "reuse": {  # tasks booked from an earlier identical one instead of simulated
+            "enabled": run.reuse,
+            "reused_tasks": run.reused_tasks,
+            "simulated_tasks": len(df) - run.reused_tasks,
+            "episodes": run.episodes,
+            "note": run.reuse_note,
+        },
         "events": run.events,
         "wall_s": run.wall_s,
         "warnings": run.warnings,
@@ -166,20 +172,11 @@ def write_tasks_csv(df: pd.DataFrame, path: str | Path) -> Path:
     """One row per task (``TASK_COLUMNS``), written atomically (a temporary file in the same
     folder, then renamed over ``path``)."""
     p = check_csv_path(path)
-
-    def text(v: Any, col: str) -> str:
-        if col.endswith("_us"):
-            return "" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.3f}"
-        if col == "missed":
-            return "1" if v else "0"
-        return str(v)
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(TASK_COLUMNS)
-    w.writerows([text(v, c) for v, c in zip(r, TASK_COLUMNS)]
-                for r in df[list(TASK_COLUMNS)].itertuples(index=False))
-    atomic_write_bytes(p, buf.getvalue().encode("utf-8"), "--out")
+    out = df[list(TASK_COLUMNS)].copy()
+    out["missed"] = out["missed"].astype(np.int64)  # 1 or 0
+    # every float column is a time in us: 3 decimals, a deadline not given left empty
+    text = out.to_csv(index=False, float_format="%.3f", na_rep="", lineterminator="\n")
+    atomic_write_bytes(p, text.encode("utf-8"), "--out")
     return p
 
 
