@@ -25,7 +25,7 @@ count = 1000
 """
 CALIBRATE = ["calibrate", "--measured", "pingpong,n=4096=215000", "--free",
              "ddr.latency_cycles"]
-LONG_RUN = ["run", "--n", "8000000", "--no-data"]
+LONG_RUN = ["run", "--n", "40000000", "--no-data"]  # several seconds, past the delay
 
 
 def on_tty(argv: list, timeout_s: float = 300) -> tuple[int, str]:

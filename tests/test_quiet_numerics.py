@@ -54,3 +54,15 @@ def test_run_input_prints_no_numpy_warning(case, tmp_path, capsys):
     assert "RuntimeWarning" not in err
     if code is not None:
         assert code in out + err
+
+
+def test_an_output_holding_inf_and_minus_inf_is_summed_quietly():
+    """LayerNorm with eps = 0 on a row of denormals: float32's variance underflows to 0, the
+    row's outputs are +inf and -inf, and their sum is NaN without a numpy warning (the model
+    says what happened: statistics_underflow)."""
+    x = np.ones((4, 8), np.float32) * np.arange(8, dtype=np.float32)
+    x[0] = np.float32(1e-42) * np.arange(1, 9, dtype=np.float32)
+    r = simulate(load_model().with_overrides({"layernorm.eps": 0.0}), "layernorm", "direct",
+                 x=x)
+    assert np.isposinf(r.output_array[0]).any() and np.isneginf(r.output_array[0]).any()
+    assert "statistics_underflow" in codes(r) and np.isnan(r.output["sum"])

@@ -412,8 +412,10 @@ def error_summary(
         if absolutes or special:
             seen_abs, max_abs = True, max(max_abs, *absolutes, *special)
         wrong += int(np.count_nonzero(rel > wrong_rel)) + off
+    with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf: the sum is NaN
+        total = float(np.sum(out, dtype=np.float64))
     return {
-        "sum": float(np.sum(out, dtype=np.float64)),
+        "sum": total,
         "nan_count": int(np.isnan(out).sum()),
         "inf_count": int(np.isinf(out).sum()),
         "max_rel_err": max_rel if seen_rel else None,
