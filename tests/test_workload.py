@@ -21,20 +21,13 @@ from dspsim.study.workload import (
     summarise,
     task_table,
 )
+from tests.workload_helpers import stream_spec, workload
 
 N = 20_000  # small softmax: ~1 M cycles ping-pong on the J6 model
 
 
 def stream(name, **kw):
-    base = {"name": name, "op": "softmax", "variant": "pingpong", "n": N,
-            "period_us": 1_000_000, "count": 1}
-    if "shape" in kw:
-        del base["n"]
-    return base | kw
-
-
-def workload(*streams, seed=1):
-    return parse_workload({"seed": seed, "stream": list(streams)})
+    return stream_spec(name, N, 1_000_000, 1, **kw)
 
 
 def write_toml(path: Path, text: str) -> Path:

@@ -11,21 +11,14 @@ import pytest
 
 from dspsim.config import load_model
 from dspsim.run import simulate
-from dspsim.study.workload import parse_workload, run_workload, summarise, task_table
+from dspsim.study.workload import run_workload, summarise, task_table
+from tests.workload_helpers import stream_spec, workload
 
 N = 5_000  # small softmax: ~0.26 M cycles ping-pong on the J6 model
 
 
 def stream(name, **kw):
-    base = {"name": name, "op": "softmax", "variant": "pingpong", "n": N,
-            "period_us": 1_000.0, "count": 6}
-    if "shape" in kw:
-        del base["n"]
-    return base | kw
-
-
-def workload(*streams, seed=1):
-    return parse_workload({"seed": seed, "stream": list(streams)})
+    return stream_spec(name, N, 1_000.0, 6, **kw)
 
 
 def both(wl, model, **kw):
