@@ -27,7 +27,7 @@ N = 20_000  # small softmax: ~1 M cycles ping-pong on the J6 model
 
 
 def stream(name, **kw):
-    return stream_spec(name, N, 1_000_000, 1, **kw)
+    return stream_spec(name, (N, 1_000_000, 1), **kw)
 
 
 def write_toml(path: Path, text: str) -> Path:

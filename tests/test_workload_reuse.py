@@ -18,7 +18,7 @@ N = 5_000  # small softmax: ~0.26 M cycles ping-pong on the J6 model
 
 
 def stream(name, **kw):
-    return stream_spec(name, N, 1_000.0, 6, **kw)
+    return stream_spec(name, (N, 1_000.0, 6), **kw)
 
 
 def both(wl, model, **kw):

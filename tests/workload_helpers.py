@@ -4,7 +4,9 @@ defaults, and a workload of such streams."""
 from dspsim.study.workload import parse_workload
 
 
-def stream_spec(name: str, n: int, period_us: float, count: int, **kw) -> dict:
+def stream_spec(name: str, defaults: tuple[int, float, int], **kw) -> dict:
+    """A stream ``name`` of ``defaults`` = (n, period_us, count) unless ``kw`` says else."""
+    n, period_us, count = defaults
     base = {"name": name, "op": "softmax", "variant": "pingpong", "n": n,
             "period_us": period_us, "count": count}
     if "shape" in kw:
