@@ -218,3 +218,24 @@ def test_four_channel_figure_legend_colours_are_unique():
             assert np.linalg.norm(lab(c[:3]) - lab(o[:3])) >= 20, k
     for a, b in itertools.combinations(requests.values(), 2):
         assert np.linalg.norm(lab(a[:3]) - lab(b[:3])) >= 20
+
+
+def test_pass_boundaries_too_dense_to_draw_are_noted_not_drawn():
+    """A few passes: a dashed vertical at each boundary. Many rows' passes (2,559 boundaries
+    on 640 rows) would hide every lane: none drawn, and the note says how many there are."""
+    import matplotlib.pyplot as plt
+
+    def dashed(fig):
+        return sum(1 for ax in fig.axes for line in ax.get_lines()
+                   if line.get_linestyle() not in ("-", "None", "solid")
+                   and len(set(line.get_xdata())) == 1)
+
+    def notes(fig):
+        return " ".join(t.get_text() for t in fig.texts)
+
+    few = timeline_figure(run("direct", n=4000))
+    assert dashed(few) >= 3 and "dashed verticals: pass boundaries" in notes(few)
+    many = timeline_figure(run("direct", shape=(640, 100)))
+    assert dashed(many) == 0
+    assert "2,559 pass boundaries, too close to draw" in notes(many)
+    plt.close("all")

@@ -68,7 +68,8 @@ def compare_figure(results: Sequence[Any]) -> Figure:
     axes = []
     handles: list[Any] = []
     width_px = None
-    any_occupancy = any_pass_line = False
+    any_occupancy = False
+    pass_notes: dict[str, None] = {}
     row = 0
     for i, r in enumerate(results):
         ax = fig.add_subplot(gs[row], sharex=axes[0] if axes else None)
@@ -90,7 +91,9 @@ def compare_figure(results: Sequence[Any]) -> Figure:
         ax.set_title(run_title(r, 0.0, float(r.cycles)), fontsize=10, loc="left",
                      pad=34 if i == 0 else 6)
         ax.tick_params(axis="x", labelbottom=False)
-        any_pass_line |= draw_pass_lines([ax, *bws], r, 0.0, float(r.cycles))
+        pass_note = draw_pass_lines([ax, *bws], r, 0.0, float(r.cycles))
+        if pass_note:
+            pass_notes[pass_note] = None
         for a in (ax, *bws):
             a.axvline(r.cycles, color="#c44e52", linewidth=1.2)
         axes += [ax, *bws]
@@ -146,8 +149,7 @@ def compare_figure(results: Sequence[Any]) -> Figure:
     add_us_axis(axes[0], results[0].model.core.clock_mhz)
     fig.suptitle("the same op, its versions on one time scale", fontsize=12, y=0.995)
     notes = ["red verticals: end of each run"]
-    if any_pass_line:
-        notes.append("dashed verticals: pass boundaries")
+    notes += list(pass_notes)
     if any_occupancy:
         notes.append(OCCUPANCY_NOTE)
     finish_layout(fig, gs, handles, notes)

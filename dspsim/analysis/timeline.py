@@ -346,16 +346,25 @@ def add_us_axis(ax, clock_mhz: float) -> None:
     sec.tick_params(labelsize=8)
 
 
-def draw_pass_lines(axes, result: Any, lo: float, hi: float) -> bool:
-    """Dashed verticals at the pass boundaries inside (lo, hi); True when there is one."""
-    drawn = False
-    for p in result.passes[1:]:
-        x = float(p["start_cycle"])
-        if lo < x < hi:
-            drawn = True
-            for a in axes:
-                a.axvline(x, color="black", linestyle=(0, (4, 3)), linewidth=0.8, zorder=5)
-    return drawn
+PASS_LINE_MIN_PX = 12.0  # pass boundaries closer than this (many rows) are not drawn
+
+
+def draw_pass_lines(axes, result: Any, lo: float, hi: float) -> str | None:
+    """Dashed verticals at the pass boundaries inside (lo, hi), unless they would stand closer
+    than :data:`PASS_LINE_MIN_PX` on average (a run of many rows: they would hide every lane);
+    the note that says which, or ``None`` when there is no boundary in the window."""
+    xs = [x for x in (float(p["start_cycle"]) for p in result.passes[1:]) if lo < x < hi]
+    if not xs:
+        return None
+    a = axes[0]
+    width_px = a.figure.get_figwidth() * a.figure.dpi * a.get_position().width
+    if width_px / len(xs) < PASS_LINE_MIN_PX:
+        return (f"{len(xs):,} pass boundaries, too close to draw (the pass lane alternates "
+                "its shades; --window shows them)")
+    for x in xs:
+        for a in axes:
+            a.axvline(x, color="black", linestyle=(0, (4, 3)), linewidth=0.8, zorder=5)
+    return "dashed verticals: pass boundaries"
 
 
 def tile_bytes(trace: pd.DataFrame) -> int | None:
@@ -463,8 +472,9 @@ def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> F
         notes.append(f"no requests on {memories_text(idle)} (no panel)")
     handles += draw_not_recorded(ax, {m: list(pair) for m, pair in panels.items()}, result,
                                  lo, hi)
-    if draw_pass_lines([ax, *below], result, lo, hi):
-        notes.append("dashed verticals: pass boundaries")
+    pass_note = draw_pass_lines([ax, *below], result, lo, hi)
+    if pass_note:
+        notes.append(pass_note)
     fig.suptitle(run_title(result, lo, hi), fontsize=11, y=1 - 0.025 * 9.5 / height)
     finish_layout(fig, gs, handles, notes)
     return fig
