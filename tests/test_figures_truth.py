@@ -242,3 +242,28 @@ def test_tasks_on_one_core_never_overlap_and_done_is_separate(busy, tmp_path):
     # the frame's own columns agree with the CSV's
     assert np.allclose(tasks["core_end_us"], tasks["core_end_cycle"] / clock)
     assert np.allclose(tasks["done_us"], tasks["done_cycle"] / clock)
+
+
+# ------------------------------------------------------------------ the queue at any scale
+def test_queue_per_bin_is_the_step_functions_mean_and_maximum():
+    """Steps 1 from 0, 3 from 1, 0 from 3 to the end at 4, in bins [0, 2) and [2, 4): means
+    (1 + 3) / 2 and (3 + 0) / 2, maxima 3 and 3 (in effect at the second bin's start)."""
+    from dspsim.analysis.workload_plots import queue_per_bin
+
+    mean, most = queue_per_bin(np.array([0.0, 1.0, 3.0]), np.array([1.0, 3.0, 0.0]), 4.0,
+                               np.array([0.0, 2.0, 4.0]))
+    assert mean.tolist() == [2.0, 1.5] and most.tolist() == [3.0, 3.0]
+
+
+def test_a_queue_denser_than_its_bins_is_drawn_as_their_mean_and_maximum():
+    """Hundreds of queue steps on a figure's bins: each bin's mean and maximum (a pixel of
+    spikes merged reads as a queue never empty), and the title says so; a few steps: drawn."""
+    run, tasks = busy_run(count=400)
+    fig = workload_figure(run, tasks)
+    assert "queue: per" in fig._suptitle.get_text() and "mean (grey) and maximum" in \
+        fig._suptitle.get_text()
+    few, few_tasks = busy_run(count=3)
+    assert "queue: per" not in workload_figure(few, few_tasks)._suptitle.get_text()
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

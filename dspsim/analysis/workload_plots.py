@@ -173,19 +173,54 @@ def _place_labels(ax, labels: list) -> int:
     return drawn
 
 
-def _draw_queue(ax, run, div) -> None:
+def queue_per_bin(t: np.ndarray, q: np.ndarray, end: float, edges: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The queue's step function (``q[i]`` from ``t[i]`` to the next step, the last until
+    ``end``) per bin of ``edges``: its time-weighted mean and its maximum."""
+    x = np.append(t, end)
+    area = np.concatenate([[0.0], np.cumsum(q * np.diff(x))])  # the integral at each step
+
+    def integral(at: np.ndarray) -> np.ndarray:
+        i = np.clip(np.searchsorted(x, at, side="right") - 1, 0, len(q) - 1)
+        return area[i] + q[i] * (np.minimum(at, end) - x[i])
+
+    mean = np.diff(integral(edges)) / np.maximum(np.diff(edges), 1e-300)
+    # the maximum: the value in effect at each bin's start, and every step inside the bin
+    first = np.clip(np.searchsorted(x, edges[:-1], side="right") - 1, 0, len(q) - 1)
+    peak = q[first].copy()
+    inside = np.searchsorted(edges, t, side="right") - 1
+    ok = (inside >= 0) & (inside < len(peak))
+    np.maximum.at(peak, inside[ok], q[ok])
+    return mean, peak
+
+
+def _draw_queue(ax, run, div, edges: np.ndarray) -> str | None:
+    """The queue's length over time: its steps, or, when they are denser than the bins of
+    ``edges`` (x units), each bin's time-weighted mean (filled) and maximum (line); the note
+    that says so."""
     clock = run.model.core.clock_mhz
     t, q = _queue_steps(run)
     x = np.append(t, run.end_cycle) / clock / div
     y = np.append(q, q[-1])
-    ax.fill_between(x, y, step="post", color="#999999", alpha=0.45, linewidth=0)
-    ax.step(x, y, where="post", color="#444444", linewidth=0.7)
     peak = int(np.argmax(q))
     top = max(1.0, float(q.max()))
     ax.set_ylim(0, top * 1.35)
     ax.set_ylabel("queue\n(tasks)", fontsize=8)
     ax.annotate(f"longest backlog {int(q[peak])}", (x[peak], q[peak]),
                 xytext=(4, 2), textcoords="offset points", fontsize=7, color="#333333")
+    if len(t) <= len(edges) - 1:
+        ax.fill_between(x, y, step="post", color="#999999", alpha=0.45, linewidth=0)
+        ax.step(x, y, where="post", color="#444444", linewidth=0.7)
+        return None
+    mean, most = queue_per_bin(t / clock / div, q, run.end_cycle / clock / div, edges)
+    ax.stairs(mean, edges, fill=True, color="#999999", alpha=0.6, linewidth=0)
+    ax.stairs(most, edges, color="#444444", linewidth=0.7)
+    width = float(edges[1] - edges[0]) if len(edges) > 1 else 0.0
+    return f"queue: per {width:,.3g}-{_unit_name(div)} bin, mean (grey) and maximum (line)"
+
+
+def _unit_name(div: float) -> str:
+    return "ms" if div == 1000.0 else "us"
 
 
 def memory_label_of(run: Any) -> str:
@@ -258,7 +293,9 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
     occupancy, edges = _bins(run, tasks, div, width_px)
     labels: list = []
     note = _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges, labels)
-    _draw_queue(ax_q, run, div)
+    queue_note = _draw_queue(ax_q, run, div, edges)
+    if queue_note:
+        note = f"{note}; {queue_note}"
     _draw_ddr(ax_d, run, div, edges)
     ax.set_xlim(0, run.end_cycle / clock / div)
     for a in (ax, ax_q):
