@@ -49,10 +49,12 @@ class Stream:
     wake-up, when it waited: the time of its pending event), with ``inflight`` the completions
     of its bursts in flight. ``now`` is ``None`` once the walk has issued its last burst.
     Streams of one ``kind`` (burst bytes, window, direction) behave alike: the fast-forward
-    may find one in the state another was in."""
+    may find one in the state another was in. ``elides``: the walk passes by itself the
+    waits that end before the next queued event (its driver elides them, and nobody replays
+    it wait by wait)."""
 
     __slots__ = ("name", "process", "i", "now", "inflight", "full", "count", "burst_bytes",
-                 "kind", "ranges")
+                 "kind", "ranges", "elides")
 
     def __init__(self, name: str, process: simpy.Process, burst_bytes: int, window: int,
                  nbytes: int, write: bool, ranges: tuple = ()):
@@ -66,6 +68,7 @@ class Stream:
         self.burst_bytes = burst_bytes
         self.kind = (burst_bytes, window, write)
         self.ranges = ranges  # ((memory, first byte, end byte, written), ...) when moving data
+        self.elides = False
 
 
 class Snapshot:
