@@ -178,6 +178,7 @@ class IdmaChannel:
         port = self.port_of(t)
         port.flows += 1
         self._enter(port, stream)
+        stream.elides = self.elide
         yield from drive(self.env, walk, state, self.elide, lander.land if lander else None)
         port.flows -= 1
         self._leave(port, stream)
@@ -203,7 +204,8 @@ class IdmaChannel:
     def _walk(self, t: Transfer, state: WalkState, lander: _Lander | None, stream: Stream
               ) -> Walk:
         """Bursts of ``idma.burst_bytes``, at most ``max_outstanding`` in flight, issued from
-        ``state.now``; yields each time the channel waits for a window slot, and leaves
+        ``state.now``; yields each time the channel waits for a window slot (but for waits
+        the elided driver would pass at once, once ``stream.elides``), and leaves
         ``state.now`` at the last burst's completion. Bursts land in order as they complete
         (with elision, once before the next real event: nobody can look in between). Where
         the walk is between steps is in ``stream``; the elided engine may advance it by whole
@@ -211,6 +213,7 @@ class IdmaChannel:
         port = self.port_of(t)
         name, request, env = self.name, port.request, self.env
         repeats = port.repeats
+        queue = env._queue  # what ``env.peek()`` reads
         burst, window = self.burst_bytes, self.max_outstanding
         now = state.now
         write = t.dst.external
@@ -223,17 +226,19 @@ class IdmaChannel:
                 oldest = inflight.popleft()
                 if oldest > now:
                     now = now + (oldest - now)  # what Timeout(oldest - now) would give
-                    if repeats is not None:
-                        stream.i, stream.now = i, now
-                    yield now
-                    if repeats is not None:  # it may have been moved on meanwhile
-                        i, now = stream.i, stream.now
-                        while now == env.now and env.active_process is stream.process \
-                                and repeats.woke(stream):  # a real wake-up, steps ahead
+                    if not (stream.elides and (not queue or now < queue[0][0])):
+                        # a wait the driver would not pass at once (``drive``): ask it
+                        if repeats is not None:
+                            stream.i, stream.now = i, now
+                        yield now
+                        if repeats is not None:  # it may have been moved on meanwhile
                             i, now = stream.i, stream.now
-                            if now > env.now:  # in another's role: wait as it would
-                                yield now
+                            while now == env.now and env.active_process is stream.process \
+                                    and repeats.woke(stream):  # a real wake-up, steps ahead
                                 i, now = stream.i, stream.now
+                                if now > env.now:  # in another's role: wait as it would
+                                    yield now
+                                    i, now = stream.i, stream.now
                     state.now = now
                 if lander:  # bursts complete in order
                     lander.completed((i - window + 1) * burst, immediately=not self.elide)
@@ -300,6 +305,7 @@ class TileIdmaChannel(IdmaChannel):
         try:
             yield At(env, end)
         except simpy.Interrupt:  # cut: on burst by burst from where the replay paused
+            stream.elides = self.elide
             yield from drive(env, walk, state, self.elide, lander.land if lander else None,
                              pending=spec.pending, eid=spec.eid)
         else:

@@ -49,10 +49,12 @@ class Stream:
     wake-up, when it waited: the time of its pending event), with ``inflight`` the completions
     of its bursts in flight. ``now`` is ``None`` once the walk has issued its last burst.
     Streams of one ``kind`` (burst bytes, window, direction) behave alike: the fast-forward
-    may find one in the state another was in."""
+    may find one in the state another was in. ``elides``: the walk passes by itself the
+    waits that end before the next queued event (its driver elides them, and nobody replays
+    it wait by wait)."""
 
     __slots__ = ("name", "process", "i", "now", "inflight", "full", "count", "burst_bytes",
-                 "kind", "ranges")
+                 "kind", "ranges", "elides")
 
     def __init__(self, name: str, process: simpy.Process, burst_bytes: int, window: int,
                  nbytes: int, write: bool, ranges: tuple = ()):
@@ -66,6 +68,7 @@ class Stream:
         self.burst_bytes = burst_bytes
         self.kind = (burst_bytes, window, write)
         self.ranges = ranges  # ((memory, first byte, end byte, written), ...) when moving data
+        self.elides = False
 
 
 class Snapshot:
@@ -74,7 +77,7 @@ class Snapshot:
 
     __slots__ = ("t", "slots", "holders", "first", "path_free", "path_owner", "recent",
                  "streams", "positions", "nows", "inflights", "read", "written",
-                 "increments", "logged", "dropped", "outside")
+                 "increments", "logged", "dropped", "outside", "_relative")
 
     def __init__(self, repeats: Repeats, streams: list[Stream], outside: tuple | None):
         port = repeats.port
@@ -92,23 +95,26 @@ class Snapshot:
         log = port.log
         self.logged, self.dropped = (len(log), log.dropped) if log is not None else (0, 0)
         self.outside = outside
+        self._relative: tuple | None = None
 
     def relative(self) -> tuple:
         """The state relative to ``t``, as exact differences, the streams named by their place
         in the order; what lies at or before ``t`` (a slot freed, the data path idle) only
         compares as past."""
+        if self._relative is not None:
+            return self._relative
         t, first = self.t, self.first
         rank = {s.name: k for k, s in enumerate(self.streams)}
-        slots = self.slots[first:] + self.slots[:first]
-        ring = [x - t if x > t else None for x in slots]
-        who = [rank.get(h, h) if x > t else None
-               for x, h in zip(slots, self.holders[first:] + self.holders[:first])]
+        slots, holders = self.slots, self.holders
+        ring = [(x - t, rank.get(h, h)) if x > t else None
+                for x, h in zip(slots[first:] + slots[:first], holders[first:] + holders[:first])]
         path = (self.path_free - t, rank.get(self.path_owner, self.path_owner)) \
             if self.path_free > t else None
         recent = [(a - t if a > t else 0.0, b - t) for a, b in self.recent if b > t]
         walks = [(s.kind, now - t, [x - t if x > t else None for x in inflight])
                  for s, now, inflight in zip(self.streams, self.nows, self.inflights)]
-        return ring, who, path, recent, walks
+        self._relative = ring, path, recent, walks
+        return self._relative
 
     def latest(self) -> float:
         """The latest time the state holds (what a period computes stays below it shifted
@@ -304,19 +310,19 @@ class Repeats:
         names = {x.name: y.name for x, y in zip(now.streams, holders)}
         m, first = port.max_outstanding, now.first
         nxt = (first + count * sum(step.issues)) % m  # a request a burst
-        slots = [x + shift if x > t else x for x in now.slots[first:] + now.slots[:first]]
-        who = [names.get(w, w) for w in now.holders[first:] + now.holders[:first]]
-        port._slot_free[nxt:], port._slot_free[:nxt] = slots[:m - nxt], slots[m - nxt:]
-        port._slot_holder[nxt:], port._slot_holder[:nxt] = who[:m - nxt], who[m - nxt:]
+        d = (first - nxt) % m  # slot p now holds what slot p + d held at ``now``
+        slots, who = now.slots[d:] + now.slots[:d], now.holders[d:] + now.holders[:d]
+        port._slot_free[:] = [x + shift if x > t else x for x in slots]
+        port._slot_holder[:] = [names.get(w, w) for w in who]
         port._next_slot = nxt
         if now.path_free > t:
             port._path_free = now.path_free + shift
             port._path_owner = names.get(now.path_owner, now.path_owner)
-        port._recent = deque((a + shift, b + shift) for a, b in now.recent if b > t)
+        port._recent = deque([(a + shift, b + shift) for a, b in now.recent if b > t])
         for x, wake, inflight in zip(holders, now.nows, now.inflights):
             x.now = wake + shift
             x.inflight.clear()  # in place: the walk holds it
-            x.inflight.extend(y + shift if y > t else y for y in inflight)
+            x.inflight.extend([y + shift if y > t else y for y in inflight])
         # the others' pending wake-ups move with them (a stream keeps its place in the queue)
         waker = now.streams[0]
         waiting = {id(x.process._target): x for x in now.streams if x is not waker}
