@@ -155,3 +155,9 @@ def requeue(env: simpy.Environment, moves: dict[int, float], shift: float) -> No
 def set_now(env: simpy.Environment, t: float) -> None:
     """Advance SimPy's clock to ``t`` (the running process woke there, skipped steps later)."""
     env._now = t
+
+
+def event_heap(env: simpy.Environment) -> list:
+    """SimPy's event heap itself (read-only): ``heap[0][0]`` is the next event's time, what
+    ``env.peek()`` returns, read without a call in a walk's inner loop."""
+    return env._queue

@@ -30,7 +30,7 @@ import simpy
 
 from dspsim.config import Idma
 from dspsim.errors import DspsimInputError
-from dspsim.hw.clock import At, Walk, WalkState, drive
+from dspsim.hw.clock import At, Walk, WalkState, drive, event_heap
 from dspsim.hw.context import RunContext
 from dspsim.hw.memory import Ptr
 from dspsim.hw.periodic import Stream
@@ -213,7 +213,7 @@ class IdmaChannel:
         port = self.port_of(t)
         name, request, env = self.name, port.request, self.env
         repeats = port.repeats
-        queue = env._queue  # what ``env.peek()`` reads
+        queue = event_heap(env)  # queue[0][0]: what ``env.peek()`` reads
         burst, window = self.burst_bytes, self.max_outstanding
         now = state.now
         write = t.dst.external
