@@ -13,8 +13,13 @@ from dspsim.run import simulate
 from tests.cli_helpers import run_cli
 
 HIFI5 = load_model("ameba_hifi5")
-DIRECT = [("softmax", (100_000,)), ("softmax", (2_000,)), ("softmax", (9_000,)),
-          ("layernorm", (64, 256)), ("layernorm", (4, 4096)), ("rmsnorm", (16, 1024))]
+# (op, shape, how far the estimate may be from the run): rows of a line and more within 20 %,
+# rows shorter than a line (their calls' overheads and posted stores overlap the fills in ways
+# the per-call form does not follow) within 50 %
+DIRECT = [("softmax", (100_000,), 0.2), ("softmax", (2_000,), 0.2),
+          ("softmax", (9_000,), 0.2), ("layernorm", (64, 256), 0.2),
+          ("layernorm", (4, 4096), 0.2), ("rmsnorm", (16, 1024), 0.2),
+          ("layernorm", (1000, 64), 0.2), ("layernorm", (64, 5), 0.5), ("softmax", (40, 3), 0.5)]
 CACHES = list(itertools.product([True, False], ["write_back", "write_through"], [32768, 4096]))
 
 
@@ -42,11 +47,12 @@ def test_every_op_and_variant_has_bounds_on_every_packaged_model(model, capsys):
     assert json.loads(out)["bounds"]["binding_bound"]
 
 
-@pytest.mark.parametrize("op,shape", DIRECT)
-def test_cached_direct_bounds_hold_and_the_estimate_follows(op, shape):
+@pytest.mark.parametrize("op,shape,tolerance", DIRECT)
+def test_cached_direct_bounds_hold_and_the_estimate_follows(op, shape, tolerance):
     """Over write-back and write-through, with and without a next-line prefetch, in a cache
     that holds the arrays and one that does not: no run beats the lower bound, the data
-    fetched covers the compulsory lines, and the estimate is within 25 %."""
+    fetched covers the compulsory lines, the write-backs are estimated within 5 %, and the
+    estimate is within ``tolerance``."""
     for prefetch, policy, capacity in CACHES:
         m = _cache(prefetch, policy, capacity)
         r = simulate(m, op, "direct", shape=shape, data=False)
@@ -54,7 +60,9 @@ def test_cached_direct_bounds_hold_and_the_estimate_follows(op, shape):
         where = f"{op} {shape} prefetch={prefetch} {policy} capacity={capacity}"
         assert b.lower_bound_cycles <= r.cycles, where
         assert r.dcache["fill_bytes"] >= b["compulsory_lines"] * m.dcache.line_bytes, where
-        assert abs(b.estimate_cycles / r.cycles - 1) < 0.25, where
+        assert abs(b["writeback_lines"] - r.dcache["writebacks"]) <= 1 + \
+            r.dcache["writebacks"] / 20, where
+        assert abs(b.estimate_cycles / r.cycles - 1) < tolerance, where
 
 
 def test_blocking_misses_in_a_cache_that_holds_the_arrays_cost_their_closed_form():

@@ -105,19 +105,22 @@ def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem:
     line = cache.line_bytes
     capacity = cache.capacity_bytes // line
     lines = -(-ELEMENT_BYTES * n // line)
+    # a row's first touch of an array fetches its new lines: on fresh contiguous rows, on
+    # average its bytes / line (short rows share lines with the row before)
+    new_lines = ELEMENT_BYTES * n / line if repeat > 1 else lines
     write_back = cache.write_policy == "write_back"
     # per call, the arrays it touches through the cache (loads, and stores when write-back)
     touched = [set(a for a in (src, dst if write_back else None) if a) for _, src, dst in calls]
     last_seen: dict[str, int] = {}
     dirty: dict[str, int] = {}  # dirty lines per array
-    misses: list[dict[str, int]] = []
+    misses: list[dict[str, float]] = []
     writebacks = 0
     for k, ((_, _, dst), arrays) in enumerate(zip(calls, touched, strict=True)):
-        call: dict[str, int] = {}
+        call: dict[str, float] = {}
         for a in sorted(arrays):
             j = last_seen.get(a)
             if j is None:
-                call[a] = lines
+                call[a] = new_lines
                 continue
             between = set().union(*touched[j + 1:k]) - {a}
             const, slope = _distance(lines, arrays - between - {a}, touched[j] - between - {a},
@@ -129,10 +132,10 @@ def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem:
         for a in arrays:
             last_seen[a] = k
         if dst is not None and write_back:
-            dirty[dst] = lines
+            dirty[dst] = new_lines
         misses.append(call)
-    # after the sequence, dirty lines are evicted by what follows (the next rows; exact for
-    # all but the last) unless, after the last row, they are among the last lines touched
+    # after the sequence, dirty lines are evicted by what follows (the next rows) unless they
+    # are among the last lines touched
     end = len(calls)
     resident = 0
     for a, d in dirty.items():
@@ -143,7 +146,10 @@ def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem:
         const = (lines - 1) * (1 + others) + lines * len(after)
         resident += min(d, _hits(lines, capacity, const, -(1 + others)))
     tail = sum(dirty.values())
-    writebacks = repeat * (writebacks + tail) - resident
+    if repeat > 1:  # the last lines touched stay: the dirty share of what the cache holds
+        row_lines = new_lines * len(set().union(*touched))
+        resident = min(capacity, repeat * row_lines) * tail / row_lines if row_lines else 0.0
+    writebacks = max(0.0, repeat * (writebacks + tail) - resident)
     missed = sum(sum(c.values()) for c in misses)
     # the posted write-backs share the data path with the fills: spread them over the calls
     # that miss once something is dirty
@@ -156,23 +162,26 @@ def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem:
         tcm = shape.tcm_cycles(n, core)
         compute += tcm
         wb = per_miss if k >= first_store else 0.0
-        cycles += max(tcm + _miss_cycles(call, lines, tcm, wb, mem, cache),
+        cycles += max(tcm + _miss_cycles(call, new_lines, tcm, wb, mem, cache, repeat == 1),
                       _port_cycles(call, wb, shape, n, core, mem, cache, dst))
     uncached_store = 0 if write_back else sum(
         ELEMENT_BYTES * n for _, _, dst in calls if dst is not None)
-    compulsory = repeat * (-(-ELEMENT_BYTES * n * len(set().union(*touched)) // line)
-                           if touched else 0)
+    # every byte touched, over all the rows (short rows share lines: count bytes, not rows)
+    compulsory = -(-repeat * ELEMENT_BYTES * n * len(set().union(*touched)) // line)
     cpb = 1.0 / mem.bytes_per_cycle
     slots = 1 if not cache.prefetch_next_line else mem.max_outstanding
+    first_misses = 0.0  # on contiguous rows a prefetching stream waits once, not per row
+    if repeat > 1 and cache.prefetch_next_line:
+        first_misses = len(set().union(*touched)) * (mem.latency_cycles + line * cpb)
     return CachedWalk(
-        cycles=cycles * repeat, compute_cycles=compute * repeat,
-        missed_lines=missed * repeat, writeback_lines=writebacks,
+        cycles=cycles * repeat + first_misses, compute_cycles=compute * repeat,
+        missed_lines=round(missed * repeat), writeback_lines=round(writebacks),
         compulsory_lines=compulsory, uncached_store_bytes=uncached_store * repeat,
         dma_bound_cycles=(compulsory * line + uncached_store * repeat) * cpb,
         latency_bound_cycles=compulsory * mem.latency_cycles / slots)
 
 
-def _port_cycles(misses: dict[str, int], writebacks_per_miss: float, shape: LoopShape, n: int,
+def _port_cycles(misses: dict[str, float], writebacks_per_miss: float, shape: LoopShape, n: int,
                  core: Core, mem: MemoryCfg, cache: Dcache, dst: str | None) -> float:
     """The port's own time for a call: its fills, the write-backs they evict and, with
     ``write_through``, its vector stores (posted, one request each), back to back."""
@@ -186,8 +195,8 @@ def _port_cycles(misses: dict[str, int], writebacks_per_miss: float, shape: Loop
     return total
 
 
-def _miss_cycles(misses: dict[str, int], lines: int, tcm: int, writebacks_per_miss: float,
-                 mem: MemoryCfg, cache: Dcache) -> float:
+def _miss_cycles(misses: dict[str, float], lines: float, tcm: int, writebacks_per_miss: float,
+                 mem: MemoryCfg, cache: Dcache, first_miss: bool = True) -> float:
     """What a call's missed lines (and the write-backs they evict) add to its TCM cycles
     (see the module docstring)."""
     total = sum(misses.values())
@@ -200,7 +209,9 @@ def _miss_cycles(misses: dict[str, int], lines: int, tcm: int, writebacks_per_mi
         return total * (fill + writebacks_per_miss * slot)
     streams = sum(1 for m in misses.values() if m)
     period = max(fill, streams * (1 + writebacks_per_miss) * slot)
-    return fill + max(misses.values()) * max(0.0, period - tcm / lines)
+    # the first miss waits its round trip (on average a share of one, for short rows)
+    first = min(1.0, total) * fill if first_miss else 0.0
+    return first + max(misses.values()) * max(0.0, period - tcm / lines)
 
 
 def direct_bounds(model: HardwareModel, calls: tuple[CachedCall, ...], n: int,

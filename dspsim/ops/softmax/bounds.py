@@ -76,12 +76,13 @@ UNCONTENDED_MIN_TILES = 10
 UNCONTENDED_MARGIN = 3.0
 
 
-def bounds(model: HardwareModel, mode: str, n: int) -> dict[str, Any]:
-    """Traffic, lower bounds and closed-form estimate of one run (units in the key names)."""
+def bounds(model: HardwareModel, mode: str, n: int, rows: int = 1) -> dict[str, Any]:
+    """Traffic, lower bounds and closed-form estimate of one run (units in the key names);
+    ``rows`` > 1 only for the direct version through the data cache (its rows share lines)."""
     if mode not in MODES:
         raise DspsimInputError(f"mode {mode!r}: allowed {', '.join(MODES)}")
     n = check_n(n)
-    out = _pingpong(model, n) if mode == "pingpong" else _direct(model, n)
+    out = _pingpong(model, n) if mode == "pingpong" else _direct(model, n, rows)
     named = {
         "dma": out["dma_bound_cycles"],
         "latency": out["latency_bound_cycles"],
@@ -112,8 +113,8 @@ _DIRECT_CALLS = ((VECMAXF, "x", None), (VECEXPF_MAX, "x", "y"), (VECSUM, "y", No
 """dsp_softmax's calls in order: (shape, the array it loads, the array it stores)."""
 
 
-def _direct(model: HardwareModel, n: int) -> dict[str, Any]:
-    out = direct_bounds(model, _DIRECT_CALLS, n)
+def _direct(model: HardwareModel, n: int, rows: int = 1) -> dict[str, Any]:
+    out = direct_bounds(model, _DIRECT_CALLS, n, rows)
     out["compute_bound_cycles"] = float(out["compute_bound_cycles"])
     return out
 

@@ -232,6 +232,12 @@ def _fields(c: _Cost, w: _Work, rows: int) -> dict[str, Any]:
 def _seed_rows(model: Any, variant: str, rows: int, cols: int) -> dict[str, Any]:
     """The seed's variants on ``rows`` rows: one row's bounds, ``rows`` times (each row's
     lower bounds count only what that row must do, so their sum is still a lower bound)."""
+    mem = model.host_memory
+    if variant == "direct" and rows > 1 and mem.cached and model.dcache.capacity_bytes:
+        # through the data cache, short rows share lines: the rows in one closed form
+        out = seed_bounds.bounds(model, variant, cols, rows)
+        out["rows"] = rows
+        return out
     one = seed_bounds.bounds(model, variant, cols)
     if rows == 1:
         return one
