@@ -268,3 +268,15 @@ def test_the_report_names_the_runs_warnings_and_output_check(tmp_path, capsys):
     assert main(["report", str(path)]) == 0
     out = capsys.readouterr().out
     assert "warning [unwritten_handle]" in out and "max relative error vs float64" in out
+
+
+def test_many_rows_give_one_breakdown_per_pass_name():
+    """A softmax of many rows repeats its four passes' names: one breakdown row per name (it
+    was one per pass, each summing every row: quadratic, and 4 x rows repeated rows)."""
+    from dspsim import load_model, simulate
+
+    r = simulate(load_model(), "softmax", "direct", shape=(50, 8), data=False, trace=True)
+    rows = core_breakdown(r.trace, list(r.passes))
+    assert [b["pass"] for b in rows] == ["max", "exp", "sum", "mul"]
+    starts = [p["start_cycle"] for p in r.passes if p["name"] == "max"]
+    assert rows[0]["start_cycle"] <= min(starts) and len(starts) == 50

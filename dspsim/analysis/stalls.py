@@ -74,13 +74,12 @@ def _arrays(trace: Any, mask: np.ndarray | None = None) -> dict[str, np.ndarray]
 
 
 def pass_names(trace: Any, passes: list[dict[str, Any]] | None) -> list[str]:
-    """Pass names in run order: the run's pass list first, then any the trace adds."""
-    names = [p["name"] for p in passes or []]
+    """Pass names in run order, each once: the run's pass list first, then any the trace
+    adds (a run of many rows repeats its passes' names: one breakdown per name)."""
+    names = dict.fromkeys(p["name"] for p in passes or [])
     for name in dict.fromkeys(np.asarray(trace["pass"], dtype=object)):
-        label = name or OUTSIDE_PASSES
-        if label not in names:
-            names.append(label)
-    return names
+        names.setdefault(name or OUTSIDE_PASSES)
+    return list(names)
 
 
 def core_breakdown(
