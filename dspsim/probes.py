@@ -191,8 +191,8 @@ class PassLog(Sequence):
         return part[i - starts[k]] if isinstance(part, list) else part.entry(i - starts[k])
 
     def __getitem__(self, i: int | slice) -> Any:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
+        if isinstance(i, slice):  # one pass over the parts, not a look-up per entry
+            return list(self)[i]
         raw = self._raw(range(len(self))[i])
         return raw if self._fn is None else self._fn(raw)
 

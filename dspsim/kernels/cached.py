@@ -137,18 +137,18 @@ def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem:
     # after the sequence, dirty lines are evicted by what follows (the next rows) unless they
     # are among the last lines touched
     end = len(calls)
-    resident = 0
-    for a, d in dirty.items():
-        j = last_seen[a]
-        after = set().union(*touched[j + 1:end]) - {a}
-        others = len(touched[j] - after - {a})  # touched with it in its last call only
-        # line i stays iff the lines touched after it are fewer than the capacity
-        const = (lines - 1) * (1 + others) + lines * len(after)
-        resident += min(d, _hits(lines, capacity, const, -(1 + others)))
     tail = sum(dirty.values())
     if repeat > 1:  # the last lines touched stay: the dirty share of what the cache holds
         row_lines = new_lines * len(set().union(*touched))
         resident = min(capacity, repeat * row_lines) * tail / row_lines if row_lines else 0.0
+    else:  # line i of a dirty array stays iff fewer than capacity lines were touched after it
+        resident = 0
+        for a, d in dirty.items():
+            j = last_seen[a]
+            after = set().union(*touched[j + 1:end]) - {a}
+            others = len(touched[j] - after - {a})  # touched with it in its last call only
+            const = (lines - 1) * (1 + others) + lines * len(after)
+            resident += min(d, _hits(lines, capacity, const, -(1 + others)))
     writebacks = max(0.0, repeat * (writebacks + tail) - resident)
     missed = sum(sum(c.values()) for c in misses)
     # the posted write-backs share the data path with the fills: spread them over the calls
