@@ -30,6 +30,7 @@ from dspsim.hw.context import RunContext
 from dspsim.hw.core import Core, TileCore
 from dspsim.hw.dcache import DataCache
 from dspsim.hw.idma import IdmaChannel, TileIdmaChannel
+from dspsim.hw.looprun import LoopRun
 from dspsim.hw.memory import Memory, Ptr
 from dspsim.hw.port import MemoryPort
 from dspsim.hw.rowrun import row_loop
@@ -167,6 +168,12 @@ class Dsp:
         (:func:`dspsim.hw.rowrun.row_loop`; ``values(lo, hi)`` computes rows ``lo:hi``'s
         values, untimed, when the data path is on; ``row_elements`` per row)."""
         return row_loop(self, rows, row, values, row_elements)
+
+    def alike_iterations(self, period: int) -> LoopRun:
+        """A loop whose iterations, ``period`` apart, run alike while iDMA channels stream
+        (the ping-pong frame's middle tiles): ``skip(alike, carried)`` at each iteration's top
+        books a run of them at once and says how many (:mod:`dspsim.hw.looprun`)."""
+        return LoopRun(self, period)
 
     @contextmanager
     def untimed(self) -> Iterator[None]:

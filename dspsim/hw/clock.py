@@ -141,14 +141,15 @@ def queued(env: simpy.Environment) -> list[tuple[float, int, Event]]:
 
 def requeue(env: simpy.Environment, moves: dict[int, float], shift: float) -> None:
     """Move the queued events whose ``id`` is in ``moves`` to the times given, keeping their
-    place in the order among events at one time (their ``eid``); their waits began ``shift``
-    later (``since``)."""
+    place in the order among events at one time (their ``eid``); the waits of those that are
+    :class:`At` began ``shift`` later (``since``)."""
     queue = env._queue
     for j, (_, prio, eid, event) in enumerate(queue):
         when = moves.get(id(event))
         if when is not None:
             queue[j] = (when, prio, eid, event)
-            event.since += shift
+            if isinstance(event, At):
+                event.since += shift
     heapify(queue)
 
 

@@ -1,0 +1,402 @@
+"""Runs of alike loop iterations at the price of a few, channels in flight: the ping-pong frame.
+
+The ping-pong frame's middle tiles are alike: each waits for its input, runs the same kernels
+in the same TCM buffer, copies out and prefetches a full block on the same channel, while the
+other channel streams the next tile through the same port. Every second tile (one *period*:
+the buffers and channels back in their roles) the whole platform is in the same state relative
+to now, up to addresses and numbers that move on by a constant each period (the tile's DDR
+offset, the descriptor and tile numbers, the access log's order). The frame asks at each
+iteration top (:meth:`LoopRun.skip`); now and then :class:`LoopRun` reads everything that can
+act or be reported at three period starts (:func:`_capture`): SimPy's queue (only the
+channels' pending wake-ups may lie in the stretch it books), each channel's descriptor in flight
+and queued (its walk's burst position, bursts in flight), each memory port's request slots and
+data path, the core's counters and write buffer, the trace labels, the access log's in-flight
+and kept accesses, the warnings and passes, the other cores (still). When every time relative
+to now, every structural field and every step of every number agree, the periods that follow
+are booked at once: times move by ``J x D``, the numbers by ``J`` steps, the counters grow
+``J`` times, and the frame moves its own loop counters on by the iterations booked.
+
+Exact for the reason :mod:`dspsim.hw.rowrun` gives: a period is a function of the state that
+commutes with every shift by an even number of ulps while all times (and each counter) stay in
+one binade, seen to shift the state by ``D`` twice, so every later period start is ``S + jD``.
+Here the state also holds times in the past that are still read (a descriptor's start, an
+access's span): they must lie in the same binade too. Addresses only decide which memory a
+request goes to (the same one, for a tile inside one array) and which accesses overlap; every
+address of one memory moves by the same step, so no overlap appears or vanishes. No foreign
+event may lie before what the booked periods hold (``latest``), so the order of SimPy's
+equal-time events is kept.
+
+Booked only by the elided engine with no trace, no port log, the data path off (the skipped
+tiles' values are not computed) and the frame's loop-carried values unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from dspsim.hw.clock import queued as queued_events
+from dspsim.hw.clock import requeue, set_now
+from dspsim.hw.memory import Ptr
+from dspsim.hw.rowrun import _binade, _room
+
+if TYPE_CHECKING:
+    from dspsim.platform import Dsp
+
+# periods run one by one between two probes after a probe that found no run (doubling from 0)
+MAX_PROBE_GAP_PERIODS = 16
+
+
+class _PtrEnd:
+    """A descriptor's end (``src`` / ``dst``, a frozen pointer) as its address."""
+
+    __slots__ = ("transfer", "end")
+
+    def __init__(self, transfer: Any, end: str):
+        self.transfer, self.end = transfer, end
+
+    def assign(self, addr: int) -> None:
+        ptr = getattr(self.transfer, self.end)
+        setattr(self.transfer, self.end, Ptr(ptr.mem, addr))
+
+
+def _numbered(label: str) -> tuple[str, int | None]:
+    """``"copy_in #12"`` -> ``("copy_in #", 12)``; a label with no number -> ``(label, None)``."""
+    head, sep, tail = label.rpartition("#")
+    if sep and tail.isdigit():
+        return head + sep, int(tail)
+    return label, None
+
+
+def _set(owner: Any, attr: Any, value: Any) -> None:
+    if isinstance(owner, (dict, list, deque)):
+        owner[attr] = value
+    else:
+        setattr(owner, attr, value)
+
+
+class _State:
+    """Everything that can act or be reported, at an iteration top: ``key`` what must be equal
+    at every probe; ``times`` absolute times that move with now (where each lives:
+    ``time_at``, ``None`` for what is moved otherwise); ``ints`` numbers that move by one
+    step a period (``int_at``; ``int_mem``: the memory an address is in, else ``None``);
+    ``accs`` float counters (``acc_at``); ``records`` the access log's kept accesses (frozen:
+    rebuilt from their numbers, which start at ``ints[i]`` and ``times[j]``); ``latest`` /
+    ``earliest`` the latest and earliest time held; ``foreign`` the first queued event the
+    state does not own; ``queue`` the owned ones (event, time); ``rings`` each port's next
+    slot."""
+
+    __slots__ = ("now", "alike", "key", "times", "time_at", "ints", "int_at", "int_mem",
+                 "accs", "acc_at", "records", "latest", "earliest", "foreign", "queue",
+                 "rings")
+
+    def __init__(self, now: float, alike: int):
+        self.now = now
+        self.alike = alike
+        self.key: list[Any] = []
+        self.times: list[float] = []
+        self.time_at: list[tuple[Any, Any] | None] = []
+        self.ints: list[int] = []
+        self.int_at: list[tuple[Any, Any] | None] = []
+        self.int_mem: list[str | None] = []
+        self.accs: list[float] = []
+        self.acc_at: list[tuple[Any, Any]] = []
+        self.records: list[tuple[list, int, str | None, int, int]] = []
+        self.latest = now
+        self.earliest = now
+        self.foreign = math.inf
+        self.queue: list[tuple[Any, float]] = []
+        self.rings: list[int] = []
+
+    def time(self, at: tuple[Any, Any] | None, t: float) -> None:
+        self.times.append(t)
+        self.time_at.append(at)
+        if t > self.latest:
+            self.latest = t
+        if t < self.earliest:
+            self.earliest = t
+
+    def int_(self, at: tuple[Any, Any] | None, n: int, mem: str | None = None) -> None:
+        self.ints.append(n)
+        self.int_at.append(at)
+        self.int_mem.append(mem)
+
+    def acc(self, owner: Any, attr: Any, x: float) -> None:
+        self.accs.append(x)
+        self.acc_at.append((owner, attr))
+
+
+class LoopRun:
+    """The alike iterations of one loop on ``dsp``'s core, ``period`` iterations apart."""
+
+    def __init__(self, dsp: Dsp, period: int):
+        ctx = dsp.platform.ctx
+        self.dsp = dsp
+        self.env = ctx.env
+        self.period = period
+        self.ports = [m.port for m in dsp.platform.memories.values()]
+        self.enabled = (ctx.elide and not ctx.data and not ctx.recorder.enabled
+                        and all(p.log is None for p in self.ports))
+        self._tick = 0  # iterations since the last probe (or jump, or failure)
+        self._gap = 0  # periods to run before the next probe
+        self._states: list[_State] = []
+
+    def skip(self, alike: int, carried: Any = None) -> int:
+        """At an iteration's top: book at once (a multiple of ``period``) as many of the
+        ``alike`` iterations ahead as provably repeat the last ones; return how many were
+        booked (the caller moves its loop counters on by that many). ``alike``: how many
+        iterations from this one on run the same code on the same sizes; ``carried``: the
+        loop's carried values (they must not change)."""
+        if not self.enabled:
+            return 0
+        self._tick += 1
+        if self._tick <= self.period * self._gap or (self._tick - 1) % self.period:
+            return 0
+        state = _capture(self, alike, repr(carried))
+        if state is None:
+            return self._failed()
+        self._states.append(state)
+        if len(self._states) < 3:
+            return 0
+        periods = self._run_length(self._states)
+        if periods < 0:
+            return self._failed()
+        if periods == 0:  # alike, but a binade ends too soon: look again a period on
+            del self._states[0]
+            return 0
+        self._jump(self._states, periods)
+        self._states.clear()
+        self._tick, self._gap = 0, 0
+        return periods * self.period
+
+    def _failed(self) -> int:
+        self._states.clear()
+        self._tick, self._gap = 0, min(2 * self._gap + 1, MAX_PROBE_GAP_PERIODS)
+        return 0
+
+    # ------------------------------------------------------------------ the run
+    def _run_length(self, s: list[_State]) -> int:
+        """How many periods after the three period starts ``s`` repeat the last: -1 if they
+        do not repeat, 0 if they do but no period fits in the binades the times and counters
+        are in (a period on, they may)."""
+        s0, s1, s2 = s
+        d = s1.now - s0.now
+        if not (d > 0 and s2.now - s1.now == d and s0.now > 0 and s0.key == s1.key == s2.key
+                and s0.alike - s1.alike == self.period == s1.alike - s2.alike):
+            return -1
+        for a, b, c in zip(s0.times, s1.times, s2.times):
+            if not (b - s1.now == a - s0.now and c - s2.now == b - s1.now):
+                return -1
+        steps: dict[str, int] = {}  # per memory: the one step of every address in it
+        for a, b, c, mem in zip(s0.ints, s1.ints, s2.ints, s2.int_mem):
+            if c - b != b - a:
+                return -1
+            if mem is not None and steps.setdefault(mem, b - a) != b - a:
+                return -1
+        for p, a, b, c in zip(self.ports, s0.rings, s1.rings, s2.rings):
+            m = p.max_outstanding
+            if (b - a) % m != (c - b) % m:
+                return -1
+        top, _ = _binade(s0.now)
+        if s0.earliest < top / 2 or max(s0.latest, s1.latest, s2.latest) >= top:
+            return 0
+        runs = [s2.alike // self.period, _room(s0.now, s2.latest, d),
+                _room(s0.now, s2.latest, d, s2.foreign)]
+        for a, b, c in zip(s0.accs, s1.accs, s2.accs):
+            step = b - a
+            if step < 0:
+                return -1
+            if c - b != step:  # a counter that crossed a binade may repeat from the next
+                return 0 if c >= _binade(a)[0] else -1
+            if step > 0:
+                if a <= 0 or c >= _binade(a)[0]:
+                    return 0
+                runs.append(_room(a, c, step))
+        return max(0, min(runs))
+
+    def _jump(self, s: list[_State], periods: int) -> None:
+        """Book ``periods`` periods like the last one from now (the state ``s[2]``)."""
+        _, s1, s2 = s
+        now = s2.now
+        dt = periods * (now - s1.now)  # exact: a multiple of the binade's ulp below its top
+        ints = [c + periods * (c - b) if c != b else c for b, c in zip(s1.ints, s2.ints)]
+        times = [t + dt for t in s2.times]
+        for at, n in zip(s2.int_at, ints):
+            if at is None:
+                continue
+            owner, attr = at
+            if isinstance(owner, _PtrEnd):
+                owner.assign(n)
+            else:
+                _set(owner, attr, n)
+        for at, t in zip(s2.time_at, times):
+            if at is not None:
+                _set(at[0], at[1], t)
+        for (owner, attr), b, c in zip(s2.acc_at, s1.accs, s2.accs):
+            if c != b:
+                _set(owner, attr, c + periods * (c - b))
+        for kept, j, prefix, i, k in s2.records:  # frozen: each is rebuilt
+            lo, hi, tile, seq = ints[i:i + 4]
+            what = kept[j].what if prefix is None else f"{prefix}{ints[i + 4]}"
+            kept[j] = replace(kept[j], lo=lo, hi=hi, tile=tile, seq=seq, what=what,
+                              start=times[k], end=times[k + 1])
+        for p, a, b in zip(self.ports, s1.rings, s2.rings):
+            m = p.max_outstanding
+            slots = [(p._slot_free[(b + i) % m], p._slot_holder[(b + i) % m]) for i in range(m)]
+            ns = (b + periods * ((b - a) % m)) % m
+            for i, (t, holder) in enumerate(slots):
+                p._slot_free[(ns + i) % m] = t + dt if t > now else t
+                p._slot_holder[(ns + i) % m] = holder
+            p._next_slot = ns
+            if p._path_free > now:
+                p._path_free += dt
+            p._recent = deque((max(a0, now) + dt, e + dt) for a0, e in p._recent if e > now)
+            if p.repeats is not None:
+                p.repeats.reset()  # its noted states are of times now passed
+        requeue(self.env, {id(event): t + dt for event, t in s2.queue}, dt)
+        set_now(self.env, now + dt)
+
+
+def _capture(run: LoopRun, alike: int, carried: str) -> _State | None:
+    """The platform at an iteration top; ``None`` where nothing may be booked from it."""
+    dsp, env = run.dsp, run.env
+    platform, core, acc = dsp.platform, dsp.core, dsp.platform.ctx.accesses
+    now = env.now
+    st = _State(now, alike)
+    key = st.key
+    if core.waiting_for is not None or core.dcache is not None:
+        return None
+    key.append(carried)
+    # who waits until when: the channels' walks (in flight, owned), the descriptors just
+    # queued (their FIFO's put, owned), and anything else (foreign)
+    walking, fifos = {}, {}
+    for other in platform.dsps:
+        for ch in other.idma:
+            target = getattr(ch.process, "_target", None)
+            if ch.current is not None and target is not None:
+                walking[id(target)] = ch
+            fifos[id(ch.fifo)] = ch
+    order = []
+    for when, eid, event in queued_events(env):
+        ch = walking.pop(id(event), None)
+        if ch is not None:
+            order.append((when, eid, ch.name, event))
+        elif id(getattr(event, "resource", None)) in fifos:
+            order.append((when, eid, f"put {fifos[id(event.resource)].name}", event))
+        elif when < st.foreign:
+            st.foreign = when
+    if walking:  # a channel in flight with no wake-up queued (a closed form, say)
+        return None
+    order.sort(key=lambda q: q[:2])
+    key.append(tuple(name for _, _, name, _ in order))
+    for when, _, _, event in order:
+        st.queue.append((event, when))
+        st.time(None, when)  # requeue moves it
+    # the core running the loop
+    if any(t > now for t in core._write_buffer):
+        return None  # (a TCM loop posts no store)
+    st.acc(core, "compute_cycles", core.compute_cycles)
+    key.append((tuple(sorted(core.stall_cycles)), tuple(sorted(core.idma_wait_cycles))))
+    for counters in (core.stall_cycles, core.idma_wait_cycles):
+        for k in sorted(counters):
+            st.acc(counters, k, counters[k])
+    labels = dsp.labels
+    key += [labels.pass_name, labels.buffer, len(dsp.passes),
+            tuple(sorted(dsp._tiles_seen.items())),
+            tuple((w["code"], w["count"]) for w in platform.warnings.values())]
+    for attr in ("_tile", "_tile_base", "_tile_next"):
+        st.int_((labels, attr), getattr(labels, attr))
+    # every channel: its counters, the descriptors in flight and queued
+    for other in platform.dsps:
+        if other is not dsp:
+            key += [other.core.waiting_for, repr(other.core.stats())]
+        for ch in other.idma:
+            for attr in ("submitted", "completed", "bytes_moved"):
+                st.int_((ch, attr), getattr(ch, attr))
+            st.acc(ch, "busy_cycles", ch.busy_cycles)
+            current = ch.current
+            if current is not None and current is not ch._issued[0]:
+                return None
+            key.append((current is not None, len(ch.fifo.items), len(ch._issued), ch.ring))
+            for j, t in enumerate(ch._issued):
+                if not _transfer(st, t, started=j == 0 and current is not None):
+                    return None
+            if current is not None and not _stream(st, ch):
+                return None
+    # the ports
+    for p in run.ports:
+        if p.speculation is not None:
+            return None
+        m, ns = p.max_outstanding, p._next_slot
+        slots, holders = p._slot_free, p._slot_holder
+        order_ = [(ns + i) % m for i in range(m)]
+        key.append((p.flows, tuple((slots[j] - now if slots[j] > now else None, holders[j])
+                                   for j in order_)))
+        path = p._path_free - now if p._path_free > now else None
+        key.append((path, p._path_owner if path is not None else None))
+        key.append(tuple((max(x, now) - now, e - now) for x, e in p._recent if e > now))
+        st.latest = max(st.latest, p._path_free, *slots, *(e for _, e in p._recent))
+        st.rings.append(ns)
+        st.int_((p, "bytes_read"), p.bytes_read)
+        st.int_((p, "bytes_written"), p.bytes_written)
+        st.acc(p, "contention_cycles", p.contention_cycles)
+    # the access log: in flight, kept, found
+    if acc.enabled:
+        key += [len(acc.pairs), acc.dropped, tuple(sorted(acc.in_flight))]
+        st.int_((acc, "_seq"), acc._seq)
+        for engine in sorted(acc.in_flight):
+            st.time((acc.in_flight, engine), acc.in_flight[engine])
+        for memory in sorted(acc.active):
+            kept = acc.active[memory]
+            key.append((memory, len(kept)))
+            for j, a in enumerate(kept):
+                what, number = _numbered(a.what)  # a descriptor's "copy_in #12"
+                key.append((a.engine, a.write, what, a.pass_name, a.hi - a.lo))
+                st.records.append((kept, j, what if number is not None else None,
+                                   len(st.ints), len(st.times)))
+                st.int_(None, a.lo, memory)
+                st.int_(None, a.hi, memory)
+                st.int_(None, a.tile)
+                st.int_(None, a.seq)
+                if number is not None:
+                    st.int_(None, number)
+                st.time(None, a.start)
+                st.time(None, a.end)
+    st.key = tuple(key)
+    return st
+
+
+def _transfer(st: _State, t: Any, started: bool) -> bool:
+    """A descriptor in flight (``started``) or queued: its shape, numbers and times."""
+    st.key.append((t.channel, t.kind, t.nbytes, t.pass_name, t.buffer, t.done.triggered,
+                   t.src.mem.name, t.dst.mem.name))
+    if t.done.triggered:
+        return False
+    st.int_((t, "index"), t.index)
+    st.int_((t, "tile"), t.tile)
+    for end in ("src", "dst"):
+        ptr = getattr(t, end)
+        st.int_((_PtrEnd(t, end), None), ptr.addr, ptr.mem.name)
+    if started:
+        st.time((t, "start"), t.start)
+    return True
+
+
+def _stream(st: _State, ch: Any) -> bool:
+    """The walk of the descriptor ``ch`` moves: where it is, what it has in flight."""
+    port = ch.port_of(ch.current)
+    stream = next((x for x in (port.repeats.streams if port.repeats else ())
+                   if x.process is ch.process), None)
+    if stream is None:
+        return False
+    now, inflight = st.now, stream.inflight
+    st.key.append((stream.i, stream.now is None, stream.kind, stream.count,
+                   tuple(x > now for x in inflight)))
+    if stream.now is not None:
+        st.time((stream, "now"), stream.now)
+    for j, x in enumerate(inflight):
+        if x > now:
+            st.time((inflight, j), x)
+    return True

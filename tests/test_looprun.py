@@ -1,0 +1,119 @@
+"""Alike tiles at the price of a few: the ping-pong frame's runs of middle tiles, booked at once
+while the channels stream (:mod:`dspsim.hw.looprun`), report exactly what the reference engine
+(``elide=False``: every burst an event) does.
+
+Random configurations (fixed seed) and round-valued ones (integer latencies and setups,
+power-of-two bandwidths, bursts and windows: requests meet at one instant, a burst's cycles may
+lie half-way between two floats) on every op with a ping-pong variant, with streams of many
+tiles so that runs are booked and cross binades of the time and the counters: the cycles,
+bytes, busy and stall cycles, contention, passes, warnings, hazards, the engines' stats and the
+memories' counters are identical, at burst and tile fidelity; and runs are booked.
+"""
+
+import numpy as np
+import pytest
+
+from dspsim import load_model, simulate
+from dspsim.hw import looprun
+from dspsim.ops import get_op, op_names
+from dspsim.study.workload import parse_workload, run_workload, task_table
+from tests.test_elision import random_config
+from tests.test_fidelity import round_config
+from tests.test_rowrun import reported
+
+FRAME_OPS = [op for op in op_names() if "pingpong" in get_op(op).variants]
+
+
+@pytest.fixture
+def booked(monkeypatch):
+    """Counts the periods booked at once."""
+    count = [0]
+    jump = looprun.LoopRun._jump
+
+    def counted(self, states, periods):
+        count[0] += periods
+        return jump(self, states, periods)
+
+    monkeypatch.setattr(looprun.LoopRun, "_jump", counted)
+    return count
+
+
+def many_tiles(rng: np.random.Generator, op: str, tile_bytes: int) -> dict:
+    """A stream of 24 - 200 tiles."""
+    elements = tile_bytes // 4 * int(rng.integers(24, 200)) + int(rng.integers(0, 3)) * 7
+    if get_op(op).ndim == 1:
+        return {"n": elements}
+    cols = int(rng.choice([1, 4, 16]))
+    return {"shape": (max(1, elements // cols), cols)}
+
+
+def cases(count: int, seed: int, round_values: bool):
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        op = FRAME_OPS[i % len(FRAME_OPS)]
+        config = round_config(rng, op) if round_values else random_config(rng)
+        tile_bytes = int(2 ** int(rng.integers(10, 14)))
+        config.update({k: tile_bytes for k in config if k.endswith(".tile_bytes")})
+        if round_values:
+            config["core.write_buffer_entries"] = int(rng.choice([1, 2, 8]))
+        fidelity = "tile" if i % 3 == 2 else "burst"
+        yield op, config, many_tiles(rng, op, tile_bytes), fidelity
+
+
+def compare(cases_) -> int:
+    compared = 0
+    for op, config, size, fidelity in cases_:
+        model = load_model().with_overrides(config)
+        try:
+            ref = simulate(model, op, "pingpong", data=False, fidelity="burst", elide=False,
+                           **size)
+        except ValueError:  # a configuration the op refuses
+            continue
+        fast = simulate(model, op, "pingpong", data=False, fidelity=fidelity, **size)
+        assert reported(fast) == reported(ref), (op, config, size, fidelity)
+        assert fast.engines == ref.engines and fast.core == ref.core
+        compared += 1
+    return compared
+
+
+def test_booked_tiles_report_what_the_reference_does(booked):
+    assert compare(cases(24, 20261202, False)) >= 18
+    assert booked[0] > 50
+
+
+def test_booked_tiles_are_exact_where_requests_meet_at_one_instant(booked):
+    assert compare(cases(24, 2026, True)) >= 18
+    assert booked[0] > 50
+
+
+def test_the_headline_stream_books_most_of_its_tiles(j6, booked):
+    """10^7 elements: most tiles booked, far fewer events than tile by tile."""
+    ref = simulate(j6, "softmax", "pingpong", n=2_000_000, data=False, elide=False)
+    fast = simulate(j6, "softmax", "pingpong", n=2_000_000, data=False)
+    assert reported(fast) == reported(ref)
+    tiles = 3 * 2_000_000 * 4 // j6.get("softmax.tile_bytes")
+    assert 2 * booked[0] > tiles / 2
+    assert fast.events * 20 < ref.events
+
+
+def test_nothing_is_booked_where_a_record_or_the_values_are_asked_for(j6, booked):
+    for kwargs in ({"trace": True}, {"port_log": True}, {"data": True}):
+        simulate(j6, "softmax", "pingpong", n=400_000, **{"data": False, **kwargs})
+    assert booked[0] == 0
+
+
+def test_tasks_arriving_and_another_core_acting_meanwhile(j6, booked, monkeypatch):
+    """A workload simulated task by task (no reuse): ping-pong softmax tasks arriving while
+    one runs (the host's next arrival is an event ahead of the booked tiles) on core0, short
+    direct ones on core1 now and then sharing the DDR port; the task table with runs booked
+    equals the one with none."""
+    model = j6.with_overrides({"core.count": 2})
+    streams = [{"name": "long", "op": "softmax", "variant": "pingpong", "n": 400_000,
+                "count": 3, "period_us": 5000.0, "backend": "core0"},
+               {"name": "short", "op": "softmax", "variant": "direct", "n": 2_000,
+                "count": 6, "period_us": 7000.0, "backend": "core1"}]
+    wl = parse_workload({"seed": 1, "stream": streams})
+    fast = task_table(run_workload(wl, model, fidelity="burst", reuse=False))
+    assert booked[0] > 0
+    monkeypatch.setattr(looprun.LoopRun, "skip", lambda self, alike, carried=None: 0)
+    assert fast.equals(task_table(run_workload(wl, model, fidelity="burst", reuse=False)))
