@@ -154,7 +154,10 @@ class LoopRun:
         self._tick += 1
         if self._tick <= self.period * self._gap or (self._tick - 1) % self.period:
             return 0
-        state = _capture(self, alike, repr(carried))
+        if alike < (3 - len(self._states)) * self.period:  # too few left to book one
+            self._states.clear()
+            return 0
+        state = _capture(self, alike, repr(carried)) if self._others_still() else None
         if state is None:
             return self._failed()
         self._states.append(state)
@@ -170,6 +173,15 @@ class LoopRun:
         self._states.clear()
         self._tick, self._gap = 0, 0
         return periods * self.period
+
+    def _others_still(self) -> bool:
+        """No other core's engine moves (a cheap look before a whole capture): with two
+        loops at once the platform's state repeats only by chance."""
+        for other in self.dsp.platform.dsps:
+            if other is not self.dsp and (other.core.waiting_for is not None or any(
+                    ch.current is not None or ch.fifo.items for ch in other.idma)):
+                return False
+        return True
 
     def _failed(self) -> int:
         self._states.clear()
