@@ -121,7 +121,7 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
         for (op, v, e, d) in walls if e == "tile" and not d
     }
     out["elision"] = elision_speedup(model, elision_n, repeat)
-    out["row_runs"] = row_run_speedup(model, repeat)
+    out["row_runs"] = row_run_speedup(model, repeat, baseline)
     if stream_n:
         out["streaming"] = streaming(stream_n, repeat, baseline)
     out["cli"] = cli_wall(repeat)
@@ -138,7 +138,8 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
         else:
             out["sweep_dask"] = bench_sweep(points=sweep_points, jobs=2, executor="dask")
     if workload_seconds:
-        out["workload"] = workload_wall(workload_seconds, reference_seconds, workload_cores)
+        out["workload"] = workload_wall(workload_seconds, reference_seconds, workload_cores,
+                                        baseline=baseline)
     return out
 
 
@@ -167,12 +168,14 @@ ROW_RUN_FIELDS = ("cycles", "bytes", "busy_cycles", "stall_cycles", "ddr_content
                   "memories", "warnings", "hazards")
 
 
-def row_run_speedup(model: Any, repeat: int) -> list[dict[str, Any]]:
+def row_run_speedup(model: Any, repeat: int, baseline: str | None = None
+                    ) -> list[dict[str, Any]]:
     """The direct variants' alike rows, data path off: the whole shape with rows booked at
     once (the default engine), and the reference engine (``elide=False``: every row
     simulated) on a slice of the rows, its wall time scaled by rows (a row costs the same
     throughout); on the slice both engines report the same (``identical``: every counter and
-    every pass)."""
+    every pass). With ``baseline`` (another checkout), that version's default engine on the
+    same slice, scaled alike, and the speed-up over it."""
     rows = []
     for op, shape, part in ROW_RUNS:
         whole = functools.partial(simulate, model, op, "direct", shape=shape, data=False)
@@ -184,10 +187,14 @@ def row_run_speedup(model: Any, repeat: int) -> list[dict[str, Any]]:
         same = all(getattr(fast, f) == getattr(ref, f) for f in ROW_RUN_FIELDS) \
             and list(fast.passes) == list(ref.passes)
         reference = ref_wall * shape[0] / part
-        rows.append({"op": op, "shape": list(shape), "cycles": r.cycles, "events": r.events,
-                     "wall_s": wall, "reference_rows": part,
-                     "reference_wall_s_scaled": reference, "speedup": reference / wall,
-                     "identical": same})
+        row = {"op": op, "shape": list(shape), "cycles": r.cycles, "events": r.events,
+               "wall_s": wall, "reference_rows": part, "reference_wall_s_scaled": reference,
+               "speedup": reference / wall, "identical": same}
+        if baseline:
+            base = on_baseline(baseline, {"kind": "rows", "op": op, "shape": list(sliced)})
+            row["baseline_wall_s_scaled"] = base["wall_s"] * shape[0] / part
+            row["speedup_over_baseline"] = row["baseline_wall_s_scaled"] / wall
+        rows.append(row)
     return rows
 
 
@@ -203,6 +210,33 @@ for _ in range(repeat):
     best = min(best, time.perf_counter() - t0)
 print(json.dumps({"wall_s": best, "cycles": r.cycles, "events": r.events}))
 """
+
+
+BASELINE_CODE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from dspsim import load_model, simulate
+job = json.loads(sys.argv[2])
+model = load_model().with_overrides(job.get("overrides", {}))
+t0 = time.perf_counter()
+if job["kind"] == "rows":
+    r = simulate(model, job["op"], "direct", shape=tuple(job["shape"]), data=False)
+    out = {"cycles": r.cycles}
+else:
+    from dspsim.study.workload import parse_workload, run_workload
+    run_workload(parse_workload(job["spec"]), model, fidelity=job["fidelity"])
+    out = {}
+out["wall_s"] = time.perf_counter() - t0
+print(json.dumps(out))
+"""
+
+
+def on_baseline(root: str, job: dict[str, Any]) -> dict[str, Any]:
+    """Run ``job`` (rows of a direct variant, or a workload simulated task by task) with the
+    checkout at ``root`` in a fresh process: its wall time."""
+    p = subprocess.run([sys.executable, "-c", BASELINE_CODE, root, json.dumps(job)],
+                       capture_output=True, text=True, check=True)
+    return json.loads(p.stdout.split("\n")[-2])
 
 
 def streaming(sizes: tuple[int, ...], repeat: int, baseline: str | None = None
@@ -231,10 +265,11 @@ def streaming(sizes: tuple[int, ...], repeat: int, baseline: str | None = None
 
 
 def workload_wall(seconds: float, reference_seconds: float, cores: int = 1,
-                  cameras: int = 6) -> dict[str, Any]:
+                  cameras: int = 6, baseline: str | None = None) -> dict[str, Any]:
     """The camera workload over ``seconds`` with reuse, and simulating every task over
     ``reference_seconds`` (extrapolated to ``seconds`` by its tasks); the task tables of both
-    ways over ``reference_seconds`` compared."""
+    ways over ``reference_seconds`` compared. With ``baseline`` (another checkout), that
+    version over ``reference_seconds`` too (it simulates every task), extrapolated alike."""
     from dspsim.study.workload import run_workload, task_table
     from dspsim.study.workload.cameras import camera_workload
 
@@ -259,7 +294,20 @@ def workload_wall(seconds: float, reference_seconds: float, cores: int = 1,
         "reference_wall_s": ref["wall_s"], "reference_extrapolated_wall_s": extrapolated,
         "speedup": extrapolated / full["wall_s"],
         "identical_over_reference": bool(ref["table"].equals(runs["reuse_short"]["table"])),
+        **(_workload_on_baseline(baseline, cameras, cores, reference_seconds, ref["tasks"],
+                                 full) if baseline else {}),
     }
+
+
+def _workload_on_baseline(root: str, cameras: int, cores: int, seconds: float, tasks: int,
+                          full: dict[str, Any]) -> dict[str, Any]:
+    from dspsim.study.workload.cameras import camera_spec
+
+    base = on_baseline(root, {"kind": "workload", "spec": camera_spec(cameras, seconds),
+                              "overrides": {"core.count": cores}, "fidelity": "tile"})
+    extrapolated = base["wall_s"] / tasks * full["tasks"]
+    return {"baseline_wall_s": base["wall_s"], "baseline_extrapolated_wall_s": extrapolated,
+            "speedup_over_baseline": extrapolated / full["wall_s"]}
 
 
 def cli_wall(repeat: int) -> dict[str, Any]:
@@ -349,6 +397,9 @@ def print_report(b: dict[str, Any]) -> None:
               f"simulating every row: {e['reference_wall_s_scaled']:,.0f} s (scaled from "
               f"{e['reference_rows']:,} rows; {'identical' if e['identical'] else 'DIFFERENT'}"
               f" results there): {e['speedup']:,.0f}x")
+        if "baseline_wall_s_scaled" in e:
+            print(f"  the baseline on the same rows: {e['baseline_wall_s_scaled']:,.1f} s "
+                  f"(scaled): {e['speedup_over_baseline']:,.0f}x faster here")
     cli = b["cli"]
     print(f"dspsim run --json: {cli['run_json_wall_s']:.3f} s wall (a bare python importing numpy "
           f"and simpy: {cli['bare_python_wall_s']:.3f} s)")
@@ -383,6 +434,11 @@ def print_workload(w: dict[str, Any]) -> None:
           f"tasks to {w['reference_extrapolated_wall_s']:,.0f} s for {w['seconds']:,g} s "
           f"({w['speedup']:,.0f}x); task tables over {w['reference_seconds']:,g} s "
           f"{'identical' if w['identical_over_reference'] else 'DIFFERENT'}")
+    if "baseline_wall_s" in w:
+        print(f"  baseline (every task simulated): {w['baseline_wall_s']:.1f} s for "
+              f"{w['reference_seconds']:,g} s, extrapolated to "
+              f"{w['baseline_extrapolated_wall_s']:,.0f} s: "
+              f"{w['speedup_over_baseline']:,.1f}x faster here")
 
 
 def checkout(text: str) -> str:
@@ -408,8 +464,9 @@ def main() -> None:
     p.add_argument("--stream-n", type=int_in(0), nargs="*", default=[1_000_000, 10_000_000],
                    help="array lengths of the streaming ping-pong runs (none: skip them)")
     p.add_argument("--baseline", metavar="DIR", type=checkout,
-                   help="a checkout of another version to run the streaming ping-pong "
-                   "beside (its root, holding dspsim/)")
+                   help="a checkout of another version (its root, holding dspsim/) to run "
+                   "the streaming ping-pong, the alike rows and the camera workload beside: "
+                   "today's figure next to each target")
     p.add_argument("--workload-seconds", type=float_in(0.0, 3600.0 * 24), default=0.0,
                    help="simulated seconds of the camera workload (3600: the one-hour "
                    "workload; 0, the default, skips it)")
@@ -423,7 +480,7 @@ def main() -> None:
     args = p.parse_args()
     if args.workload_only:
         b = {"workload": workload_wall(args.workload_seconds or 3600.0, args.reference_seconds,
-                                       args.workload_cores)}
+                                       args.workload_cores, baseline=args.baseline)}
     else:
         b = run_benchmark(args.n, args.repeat, args.sweep_points, args.elision_n,
                           args.memory_elements, tuple(n for n in args.stream_n if n),

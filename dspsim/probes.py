@@ -191,10 +191,27 @@ class PassLog(Sequence):
         return part[i - starts[k]] if isinstance(part, list) else part.entry(i - starts[k])
 
     def __getitem__(self, i: int | slice) -> Any:
-        if isinstance(i, slice):  # one pass over the parts, not a look-up per entry
-            return list(self)[i]
+        if isinstance(i, slice):
+            return self._slice(i)
         raw = self._raw(range(len(self))[i])
         return raw if self._fn is None else self._fn(raw)
+
+    def _slice(self, i: slice) -> list[Any]:
+        """The entries of ``i``: one pass over the parts that hold them (not a look-up per
+        entry, nor a walk over the parts before and after)."""
+        start, stop, step = i.indices(len(self))
+        if step != 1:
+            return list(self)[i]
+        out, base = [], 0
+        for part in self._parts:
+            n = len(part)
+            for j in range(max(start - base, 0), min(stop - base, n)):
+                raw = part[j] if isinstance(part, list) else part.entry(j)
+                out.append(raw if self._fn is None else self._fn(raw))
+            base += n
+            if base >= stop:
+                break
+        return out
 
     def __iter__(self) -> Iterator[Any]:
         for part in self._parts:

@@ -1,7 +1,7 @@
 """A run of many rows prints one line per pass name, its spans and cycles in all: the sums of
 every pass the run logged."""
 
-from dspsim.probes import pass_totals
+from dspsim.probes import PassLog, PassRun, pass_totals
 from dspsim.run import simulate
 from tests.cli_helpers import run_cli
 
@@ -27,3 +27,21 @@ def test_many_rows_print_one_line_per_pass_name(j6, capsys):
     code, out, _ = run_cli(capsys, "run", "--op", "softmax", "--variant", "direct",
                            "--shape", "2,8", "--no-data")
     assert sum(line.strip().startswith("pass ") for line in out.splitlines()) == 8
+
+
+def test_a_pass_log_slices_as_the_list_of_its_entries():
+    """Passes begun one by one around a booked run of rows: every slice (negative bounds and
+    steps too) holds what slicing the list of the entries does."""
+    log = PassLog()
+    log.append({"name": "a", "start_cycle": 0.0, "end_cycle": 1.0})
+    log.append_run(PassRun([{"name": "b", "start_cycle": 1.0, "end_cycle": 2.0},
+                            {"name": "c", "start_cycle": 2.0, "end_cycle": 3.0}], 5, 2.0))
+    log.append({"name": "d", "start_cycle": 20.0, "end_cycle": 21.0})
+    entries = list(log)
+    assert len(entries) == 12 and entries[-2] == {"name": "c", "start_cycle": 10.0,
+                                                  "end_cycle": 11.0}
+    bounds = [None, *range(-14, 15)]
+    for start in bounds:
+        for stop in bounds:
+            for step in (None, 1, 2, 3, -1, -2):
+                assert log[start:stop:step] == entries[start:stop:step], (start, stop, step)

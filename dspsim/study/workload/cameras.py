@@ -34,6 +34,11 @@ def tasks_of(cameras: int, seconds: float) -> int:
 
 def camera_workload(cameras: int, seconds: float, variant: str = "pingpong") -> Workload:
     """``cameras`` cameras (softmax ``variant``) and the LayerNorm stream over ``seconds``."""
+    return parse_workload(camera_spec(cameras, seconds, variant), f"{cameras} cameras")
+
+
+def camera_spec(cameras: int, seconds: float, variant: str = "pingpong") -> dict:
+    """The tables of :func:`camera_workload` (what a workload file holds)."""
     frames = frames_of(seconds)
     streams = [
         {"name": f"cam{k}", "op": "softmax", "variant": variant, "n": N, "priority": 0,
@@ -42,4 +47,4 @@ def camera_workload(cameras: int, seconds: float, variant: str = "pingpong") -> 
         for k in range(cameras)
     ]
     hp = HP | {"count": hp_tasks_of(seconds)}
-    return parse_workload({"seed": SEED, "stream": streams + [hp]}, f"{cameras} cameras")
+    return {"seed": SEED, "stream": streams + [hp]}
