@@ -33,6 +33,7 @@ tiles' values are not computed) and the frame's loop-carried values unchanged.
 from __future__ import annotations
 
 import math
+import pickle
 from collections import deque
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -157,7 +158,7 @@ class LoopRun:
         if alike < (3 - len(self._states)) * self.period:  # too few left to book one
             self._states.clear()
             return 0
-        state = _capture(self, alike, repr(carried)) if self._others_still() else None
+        state = _capture(self, alike, pickle.dumps(carried)) if self._others_still() else None
         if state is None:
             return self._failed()
         self._states.append(state)
@@ -271,7 +272,7 @@ class LoopRun:
         set_now(self.env, now + dt)
 
 
-def _capture(run: LoopRun, alike: int, carried: str) -> _State | None:
+def _capture(run: LoopRun, alike: int, carried: bytes) -> _State | None:
     """The platform at an iteration top; ``None`` where nothing may be booked from it."""
     dsp, env = run.dsp, run.env
     platform, core, acc = dsp.platform, dsp.core, dsp.platform.ctx.accesses
