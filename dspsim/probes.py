@@ -363,10 +363,41 @@ class Labels:
         self._tile = -1
 
 
+class TraceRun:
+    """The trace rows of ``count`` booked rows of a loop that repeat one row's
+    (``template``: its trace rows, those of the run's first row), every row ``shift_cycles``
+    after the one before (exact where the run was booked: :mod:`dspsim.hw.rowrun`)."""
+
+    __slots__ = ("template", "count", "shift_cycles")
+
+    def __init__(self, template: list[tuple], count: int, shift_cycles: float):
+        self.template = template
+        self.count = count
+        self.shift_cycles = shift_cycles
+
+    def columns(self) -> list[np.ndarray]:
+        """The rows' columns (``COLUMNS``' order): row by row, each row's trace rows."""
+        out = []
+        steps = np.arange(self.count, dtype=np.float64) * self.shift_cycles
+        for c, values in zip(COLUMNS, zip(*self.template)):
+            if c in ("start_cycle", "end_cycle"):
+                out.append((np.asarray(values, np.float64)[None, :] + steps[:, None]).ravel())
+            else:
+                kind = object if c in TEXT_COLUMNS else np.int64 if c in INT_COLUMNS \
+                    else np.float64
+                column = np.empty(len(values), dtype=kind)
+                column[:] = list(values)
+                out.append(np.tile(column, self.count))
+        return out
+
+
 class Recorder:
+    """The trace: a row per engine action (``record``), and :class:`TraceRun` blocks of rows
+    booked at once (``append_run``; only where no row limit is set)."""
+
     def __init__(self, enabled: bool = True, limit: int | None = None):
         self.enabled = enabled
-        self.rows: list[tuple] = []
+        self.rows: list[tuple | TraceRun] = []
         self.limit = limit  # keep at most this many rows (None: all)
         self.dropped = 0  # rows not kept because of the limit
         self.cut_cycle: float | None = None  # the first row not kept ended here
@@ -394,8 +425,26 @@ class Recorder:
                 (engine, kind, what, start, end, nbytes, tile, pass_name, buffer, ddr_stall)
             )
 
+    def append_run(self, run: TraceRun) -> None:
+        if run.count and run.template:
+            self.rows.append(run)
+
     def table(self) -> TraceTable:
-        return TraceTable.from_rows(self.rows, self.dropped)
+        if not any(isinstance(r, TraceRun) for r in self.rows):
+            return TraceTable.from_rows(self.rows, self.dropped)
+        parts: list[list[np.ndarray]] = []
+        plain: list[tuple] = []
+        for row in self.rows + [None]:
+            if isinstance(row, tuple):
+                plain.append(row)
+                continue
+            if plain:
+                parts.append(list(TraceTable.from_rows(plain).columns.values()))
+                plain = []
+            if row is not None:
+                parts.append(row.columns())
+        columns = {c: np.concatenate([p[k] for p in parts]) for k, c in enumerate(COLUMNS)}
+        return TraceTable(columns, self.dropped)
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,8 +93,8 @@ def test_warnings_keep_the_order_rows_raise_them():
     assert fast.events * 5 < ref.events
 
 
-def test_a_trace_or_port_log_simulates_every_row(j6):
-    """Where every row's record is asked for, every row is simulated (and still equal)."""
+def test_a_port_log_simulates_every_row(j6):
+    """Where every request's record is asked for, every row is simulated (and still equal)."""
     fast, ref = check_equal("layernorm", {}, (300, 16), False, "burst", trace=True,
                             port_log=True)
     assert fast.trace.equals(ref.trace) and fast.port_log == ref.port_log
@@ -113,3 +113,24 @@ def test_rounding_ties_late_in_a_run(op, data, latency):
               "core.write_buffer_entries": 2}
     fast, ref = check_equal(op, config, (400, 24), data, "burst")
     assert fast.events * 5 < ref.events
+
+
+@pytest.mark.parametrize("op, config, shape, data, fidelity", list(cases(8, 2114, False)))
+def test_a_whole_trace_holds_the_booked_rows_trace_rows(op, config, shape, data, fidelity):
+    """With a trace (no row limit) rows are still booked, their trace rows as one block: the
+    trace equals the reference engine's row for row, and the stall summary with it."""
+    from dspsim.analysis.stalls import stall_summary
+
+    fast, ref = check_equal(op, config, shape, data, fidelity, trace=True)
+    a, b = fast.trace_table, ref.trace_table
+    assert len(a) == len(b) and all(np.array_equal(a[c], b[c]) for c in a.columns)
+    assert stall_summary(fast) == stall_summary(ref)
+
+
+def test_rows_are_booked_with_a_trace_but_not_with_a_row_limit(j6):
+    traced = simulate(j6, "softmax", "direct", shape=(4000, 8), data=False, trace=True)
+    cut = simulate(j6, "softmax", "direct", shape=(4000, 8), data=False, trace=True,
+                   trace_limit=100)
+    ref = simulate(j6, "softmax", "direct", shape=(4000, 8), data=False, elide=False)
+    assert traced.events * 10 < ref.events and cut.events * 2 > ref.events
+    assert len(traced.trace_table) == 4 * 4000

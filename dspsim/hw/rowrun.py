@@ -28,8 +28,11 @@ the binade they started the probe in, and while no other process's event comes f
 loop crosses a few dozen binades). ``J x D`` is exact there (a multiple of ``u`` below
 ``2^(e+1)``), and so is every shifted time and counter.
 
-Where a record of every request or row is asked for (a trace, a port log) or the reference
-engine runs (``elide=False``), every row is simulated: nothing is booked in closed form.
+Where a record of every request is asked for (a port log), a trace cut at a row limit, or the
+reference engine runs (``elide=False``), every row is simulated: nothing is booked in closed
+form. A whole trace gets the booked rows' trace rows as one block (:class:`~dspsim.probes.
+TraceRun`: the last row's, ``D`` apart, checked alike on the two rows probed), so that what is
+read off a trace (``dspsim run --json``'s stall summary, the timeline) costs no simulated row.
 Nothing here knows an op: the op promises its rows are alike, the state check sees that the
 engines agree.
 """
@@ -43,7 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dspsim.hw.clock import At
-from dspsim.probes import PassRun
+from dspsim.probes import PassRun, TraceRun
 
 if TYPE_CHECKING:
     from dspsim.platform import Dsp
@@ -70,6 +73,7 @@ class _Snapshot:
     rings: list[int]
     passes: int
     last_pass: dict[str, Any] | None
+    trace_rows: int  # the trace's length (0 with no trace)
 
 
 def _binade(x: float) -> tuple[float, float]:
@@ -103,7 +107,9 @@ class _Engines:
         self.platform = platform
         self.ports = [m.port for m in platform.memories.values()]
         # a record of every row is asked for, or the reference engine: every row simulated
-        self.enabled = (ctx.elide and not ctx.recorder.enabled
+        recorder = ctx.recorder
+        self.recorder = recorder if recorder.enabled else None
+        self.enabled = (ctx.elide and (recorder.limit is None or not recorder.enabled)
                         and all(p.log is None for p in self.ports))
 
     # ------------------------------------------------------------------ reading
@@ -172,7 +178,8 @@ class _Engines:
         ints = [acc._seq] + [n for p in self.ports for n in (p.bytes_read, p.bytes_written)]
         count = len(dsp.passes)
         last = dict(dsp.passes[-1]) if count else None
-        return _Snapshot(now, tuple(key), latest, floats, ints, rings, count, last)
+        traced = len(self.recorder.rows) if self.recorder is not None else 0
+        return _Snapshot(now, tuple(key), latest, floats, ints, rings, count, last, traced)
 
     # ------------------------------------------------------------------ the run
     def run_length(self, s: list[_Snapshot], remaining: int) -> tuple[int, list | None]:
@@ -189,7 +196,8 @@ class _Engines:
         if any(b - a != c - b for a, b, c in zip(s0.ints, s1.ints, s2.ints)):
             return 0, None
         template = self._next_passes(s0, s1, s2, d)
-        if template is None:
+        trace = self._next_trace(s0, s1, s2, d)
+        if template is None or trace is None:
             return 0, None
         runs = [remaining]
         top, _ = _binade(s0.now)
@@ -207,7 +215,7 @@ class _Engines:
                 if a <= 0 or c >= _binade(a)[0]:
                     return 0, None
                 runs.append(_room(a, c, step))
-        return max(0, min(runs)), template
+        return max(0, min(runs)), (template, trace)
 
     def _next_passes(self, s0: _Snapshot, s1: _Snapshot, s2: _Snapshot, d: float
                      ) -> list[dict[str, Any]] | None:
@@ -231,7 +239,26 @@ class _Engines:
                              "end_cycle": b["end_cycle"] + d})
         return template
 
-    def jump(self, s: list[_Snapshot], rows: int, template: list[dict[str, Any]]) -> Proc:
+    def _next_trace(self, s0: _Snapshot, s1: _Snapshot, s2: _Snapshot, d: float
+                    ) -> list[tuple] | None:
+        """The trace rows the row after ``s2`` records (those of the last row, ``d`` later),
+        if the two rows recorded the same rows ``d`` apart; ``[]`` with no trace."""
+        if self.recorder is None:
+            return []
+        rows = self.recorder.rows
+        first, last = rows[s0.trace_rows:s1.trace_rows], rows[s1.trace_rows:s2.trace_rows]
+        if len(first) != len(last):
+            return None
+        template = []
+        for a, b in zip(first, last):  # (engine, kind, what, start, end, bytes, ...)
+            if not (isinstance(a, tuple) and isinstance(b, tuple) and a[:3] == b[:3]
+                    and a[5:] == b[5:] and b[3] == a[3] + d and b[4] == a[4] + d):
+                return None
+            template.append((*b[:3], b[3] + d, b[4] + d, *b[5:]))
+        return template
+
+    def jump(self, s: list[_Snapshot], rows: int,
+             template: tuple[list[dict[str, Any]], list[tuple]]) -> Proc:
         """Book ``rows`` rows like the last one from now (the state ``s[2]``)."""
         s0, s1, s2 = s
         d = s2.now - s1.now
@@ -259,8 +286,11 @@ class _Engines:
         self.ctx.accesses._seq = ints[0]
         for k, p in enumerate(self.ports):
             p.bytes_read, p.bytes_written = ints[1 + 2 * k], ints[2 + 2 * k]
-        if template:
-            self.dsp.passes.append_run(PassRun(template, rows, d))
+        passes, trace = template
+        if passes:
+            self.dsp.passes.append_run(PassRun(passes, rows, d))
+        if trace:
+            self.recorder.append_run(TraceRun(trace, rows, d))
         if dt:
             yield At(self.env, now + dt)
 
