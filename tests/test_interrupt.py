@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -68,7 +69,10 @@ def check_interrupted(code: int, err: str, line: str = "dspsim: interrupted",
 
 
 CASES = {
-    "run": ([*CLI, "run", "--n", "100000000", "--no-data"], 0),
+    # a trace cut at a row limit: every tile simulated (none booked at once), so it runs long
+    "run": ([*CLI, "run", "--n", "100000000", "--no-data", "--trace",
+             str(Path(tempfile.gettempdir()) / "dspsim-interrupt-trace.json"),
+             "--trace-limit", "100"], 0),
     "workload": ([*CLI, "workload", "{workload}"], 0),
     "calibrate": ([*CLI, "calibrate", "--measured", "pingpong,n=2000000=103000000",
                    "--measured", "direct,n=2000000=153000000", "--free", "ddr.latency_cycles",

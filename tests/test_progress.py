@@ -10,8 +10,10 @@ import pty
 import select
 import struct
 import subprocess
+import tempfile
 import termios
 import time
+from pathlib import Path
 
 from tests.proc_helpers import CLI, ENV, kill_group, start
 
@@ -25,7 +27,9 @@ count = 1000
 """
 CALIBRATE = ["calibrate", "--measured", "pingpong,n=4096=215000", "--free",
              "ddr.latency_cycles"]
-LONG_RUN = ["run", "--n", "40000000", "--no-data"]  # several seconds, past the delay
+# several seconds, past the delay: a trace cut at a row limit simulates every tile
+LONG_RUN = ["run", "--n", "40000000", "--no-data", "--trace",
+            str(Path(tempfile.gettempdir()) / "dspsim-progress-trace.json"), "--trace-limit", "100"]
 
 
 def on_tty(argv: list, timeout_s: float = 300) -> tuple[int, str]:
