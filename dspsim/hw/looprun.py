@@ -256,16 +256,7 @@ class LoopRun:
             kept[j] = replace(kept[j], lo=lo, hi=hi, tile=tile, seq=seq, what=what,
                               start=times[k], end=times[k + 1])
         for p, a, b in zip(self.ports, s1.rings, s2.rings):
-            m = p.max_outstanding
-            slots = [(p._slot_free[(b + i) % m], p._slot_holder[(b + i) % m]) for i in range(m)]
-            ns = (b + periods * ((b - a) % m)) % m
-            for i, (t, holder) in enumerate(slots):
-                p._slot_free[(ns + i) % m] = t + dt if t > now else t
-                p._slot_holder[(ns + i) % m] = holder
-            p._next_slot = ns
-            if p._path_free > now:
-                p._path_free += dt
-            p._recent = deque((max(a0, now) + dt, e + dt) for a0, e in p._recent if e > now)
+            p.shift(a, b, periods, now, dt)
             if p.repeats is not None:
                 p.repeats.reset()  # its noted states are of times now passed
         requeue(self.env, {id(event): t + dt for event, t in s2.queue}, dt)

@@ -142,6 +142,23 @@ class MemoryPort:
             self.log.append((now, data_start, data_end, done, nbytes, write, requester))
         return done
 
+    def shift(self, before: int, now_slot: int, runs: int, now: float, dt: float) -> None:
+        """Move the port's state on by ``runs`` repeats of a stretch that took its next slot
+        from ``before`` to ``now_slot`` and lasted ``dt / runs`` (a run of rows or tiles booked
+        at once: :mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`): what is still in flight
+        after ``now`` moves by ``dt``, the ring turns on as the requests would have turned it."""
+        m = self.max_outstanding
+        slots = [(self._slot_free[(now_slot + i) % m], self._slot_holder[(now_slot + i) % m])
+                 for i in range(m)]
+        ns = (now_slot + runs * ((now_slot - before) % m)) % m
+        for i, (t, holder) in enumerate(slots):
+            self._slot_free[(ns + i) % m] = t + dt if t > now else t
+            self._slot_holder[(ns + i) % m] = holder
+        self._next_slot = ns
+        if self._path_free > now:
+            self._path_free += dt
+        self._recent = deque((max(a, now) + dt, e + dt) for a, e in self._recent if e > now)
+
     @property
     def busy_cycles(self) -> float:
         """Data-path occupancy: every byte crosses it once at the port's bandwidth."""

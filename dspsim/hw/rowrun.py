@@ -40,7 +40,6 @@ engines agree.
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -269,16 +268,7 @@ class _Engines:
             if t > now:
                 wb[i] = t + dt
         for p, a, b in zip(self.ports, s1.rings, s2.rings):
-            m = p.max_outstanding
-            slots = [(p._slot_free[(b + i) % m], p._slot_holder[(b + i) % m]) for i in range(m)]
-            ns = (b + rows * ((b - a) % m)) % m
-            for i, (t, holder) in enumerate(slots):
-                p._slot_free[(ns + i) % m] = t + dt if t > now else t
-                p._slot_holder[(ns + i) % m] = holder
-            p._next_slot = ns
-            if p._path_free > now:
-                p._path_free += dt
-            p._recent = deque((max(a0, now) + dt, e + dt) for a0, e in p._recent if e > now)
+            p.shift(a, b, rows, now, dt)
         for (owner, key), b, c in zip(self._accumulators(), s1.floats, s2.floats):
             if c != b:
                 self._set(owner, key, c + rows * (c - b))
