@@ -144,6 +144,7 @@ class LoopRun:
         self._gap = 0  # periods to run before the next probe
         self._states: list[_State] = []
         self._wait = 0.0  # no probe before this time (the top of a binade too short for a run)
+        self._last_top: float | None = None  # when the last iteration started
 
     def skip(self, alike: int, carried: Any = None) -> int:
         """At an iteration's top: book at once (a multiple of ``period``) as many of the
@@ -153,14 +154,16 @@ class LoopRun:
         loop's carried values (they must not change)."""
         if not self.enabled:
             return 0
+        now, last = self.env.now, self._last_top
+        self._last_top = now
         self._tick += 1
         if self._tick <= self.period * self._gap or (self._tick - 1) % self.period \
-                or self.env.now < self._wait:
+                or now < self._wait:
             return 0
         if alike < (3 - len(self._states)) * self.period:  # too few left to book one
             self._states.clear()
             return 0
-        if self._states and not self._fits(self.env.now):
+        if not self._fits(now, None if last is None else self.period * (now - last)):
             return 0
         state = _capture(self, alike, pickle.dumps(carried)) if self._others_still() else None
         if state is None:
@@ -179,21 +182,23 @@ class LoopRun:
         self._tick, self._gap = 0, 0
         return periods * self.period
 
-    def _fits(self, now: float) -> bool:
-        """A run may still be found in the binade of the states noted (a cheap look before a
+    def _fits(self, now: float, guess: float | None) -> bool:
+        """A run may still be found in the binade it would start in (a cheap look before a
         capture): a run lies in one binade (:meth:`_run_length`), so states of an earlier one
         are dropped, and where the third period start and one period booked after it would
         reach the binade's top (the periods taking as long as the last), no probe is made
-        before the next binade."""
-        top, _ = _binade(self._states[0].now)
-        if now >= top:
+        before the next binade. With no state noted, ``guess`` (the last iteration's time a
+        period) stands for a period, and only this probe is passed over."""
+        if self._states:
+            top, _ = _binade(self._states[0].now)
+            if now < top:
+                if now + (3 - len(self._states)) * (now - self._states[-1].now) >= top:
+                    self._states.clear()
+                    self._wait = top
+                    return False
+                return True
             self._states.clear()
-            return True
-        if now + (3 - len(self._states)) * (now - self._states[-1].now) >= top:
-            self._states.clear()
-            self._wait = top
-            return False
-        return True
+        return not (guess is not None and now > 0 and now + 3 * guess >= _binade(now)[0])
 
     def _others_still(self) -> bool:
         """No other core's engine moves (a cheap look before a whole capture): with two

@@ -103,7 +103,8 @@ class MemoryPort:
 
     def request(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
         """Issue a request of ``nbytes`` at ``now`` (the current simulated time, passed in by
-        the requester, who already knows it); return the cycle at which it completes."""
+        the requester, who already knows it); return the cycle at which it completes. (A walk's
+        run of bursts is booked the same way by :meth:`stream`, inlined: keep them alike.)"""
         if self.speculation is not None and self.speculation.requester != requester:
             self.cut(now)
         i = self._next_slot
@@ -141,6 +142,73 @@ class MemoryPort:
         if self.log is not None:
             self.log.append((now, data_start, data_end, done, nbytes, write, requester))
         return done
+
+    def stream(self, now: float, inflight: deque[float], i: int, count: int, full: int,
+               burst: int, rest: int, window: int, write: bool, requester: str,
+               horizon: float) -> tuple[int, float]:
+        """A walk's bursts ``i`` .. ``count - 1`` issued from ``now`` (bursts of ``burst`` bytes
+        up to ``full``, then one of ``rest``), at most ``window`` in flight (their completions
+        in ``inflight``), each waiting for the oldest to complete, for as long as every wait
+        ends before ``horizon`` (the next event queued: the walk passes such waits itself);
+        return where the walk stands (the next burst, its local time). Each burst is booked
+        as :meth:`request` books it, with the same float operations in the same order: the
+        walk's inner loop, inlined (the port's hot path: no call per burst). Not for a port
+        with a closed form running (:meth:`request` cuts it)."""
+        slot_free, slot_holder, m = self._slot_free, self._slot_holder, self.max_outstanding
+        k, path_free, owner = self._next_slot, self._path_free, self._path_owner
+        cycles_per_byte, latency, recent, log = (self.cycles_per_byte, self.latency_cycles,
+                                                 self._recent, self.log)
+        increments = self.repeats.increments if self.repeats is not None else None
+        contention, moved = self.contention_cycles, 0
+        while i < count:
+            if len(inflight) == window:
+                oldest = inflight[0]
+                if oldest > now:
+                    later = now + (oldest - now)  # what Timeout(oldest - now) would give
+                    if not later < horizon:
+                        break  # a wait the walk yields for (it pops the oldest itself)
+                    now = later
+                inflight.popleft()
+            nbytes = burst if i < full else rest
+            # as request(now, nbytes, write, requester)
+            slot = slot_free[k]
+            if slot > now:
+                start = slot
+                if slot_holder[k] != requester:
+                    contention += slot - now
+                    if increments is not None:
+                        increments.append(slot - now)
+            else:
+                start = now
+            data_start = path_free
+            if data_start > start:
+                if owner != requester:
+                    contention += data_start - start
+                    if increments is not None:
+                        increments.append(data_start - start)
+            else:
+                data_start = start
+            owner = requester
+            data_end = path_free = data_start + nbytes * cycles_per_byte
+            while recent and recent[0][1] <= now:
+                recent.popleft()
+            recent.append((data_start, data_end))
+            done = data_end + latency
+            slot_free[k] = done
+            slot_holder[k] = requester
+            k = k + 1 if k + 1 < m else 0
+            moved += nbytes
+            if log is not None:
+                log.append((now, data_start, data_end, done, nbytes, write, requester))
+            inflight.append(done)
+            i += 1
+        self._next_slot, self._path_free, self._path_owner = k, path_free, owner
+        self.contention_cycles = contention
+        if write:
+            self.bytes_written += moved
+        else:
+            self.bytes_read += moved
+        return i, now
 
     def shift(self, before: int, now_slot: int, runs: int, now: float, dt: float) -> None:
         """Move the port's state on by ``runs`` repeats of a stretch that took its next slot
