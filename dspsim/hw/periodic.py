@@ -77,7 +77,7 @@ class Snapshot:
 
     __slots__ = ("t", "slots", "holders", "first", "path_free", "path_owner", "recent",
                  "streams", "positions", "nows", "inflights", "read", "written",
-                 "increments", "logged", "dropped", "outside", "_relative")
+                 "increments", "logged", "dropped", "outside", "_relative", "_latest")
 
     def __init__(self, repeats: Repeats, streams: list[Stream], outside: tuple | None):
         port = repeats.port
@@ -96,6 +96,7 @@ class Snapshot:
         self.logged, self.dropped = (len(log), log.dropped) if log is not None else (0, 0)
         self.outside = outside
         self._relative: tuple | None = None
+        self._latest: float | None = None
 
     def relative(self) -> tuple:
         """The state relative to ``t``, as exact differences, the streams named by their place
@@ -119,10 +120,19 @@ class Snapshot:
     def latest(self) -> float:
         """The latest time the state holds (what a period computes stays below it shifted
         by the period)."""
-        last = [x[-1] for x in self.inflights if x]  # completions and spans end in order
-        if self.recent:
-            last.append(self.recent[-1][1])
-        return max(self.t, self.path_free, max(self.slots), *self.nows, *last)
+        if self._latest is None:
+            last = [x[-1] for x in self.inflights if x]  # completions and spans end in order
+            if self.recent:
+                last.append(self.recent[-1][1])
+            self._latest = max(self.t, self.path_free, max(self.slots), *self.nows, *last)
+        return self._latest
+
+    def fits(self, h: float, binade: int) -> bool:
+        """A step of ``h`` from this state ends below the top of ``binade`` and before the
+        first other event (what :meth:`Repeats._advance` requires of one step: a cheap look
+        before the whole state is compared)."""
+        end = self.latest() + h
+        return end < math.ldexp(1.0, binade) and (self.outside is None or end < self.outside[0])
 
 
 class Step:
@@ -220,7 +230,7 @@ class Repeats:
         snap = Snapshot(self, streams, outside)
         relative = None
         for step in self._known.get(key, ()) if math.frexp(t)[1] == self._binade else ():
-            if _room(step, streams) < 1 or (outside is not None and outside[0] <= t + step.h):
+            if _room(step, streams) < 1 or not snap.fits(step.h, step.binade):
                 continue  # no room for a step (last bursts, another's event): not worth a look
             relative = relative or snap.relative()
             if step.end == relative and self._advance(step, snap):
