@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from dspsim.hw.clock import queued as queued_events
 from dspsim.hw.clock import requeue, set_now
 from dspsim.hw.memory import Ptr
-from dspsim.hw.rowrun import _binade, _room
+from dspsim.hw.rowrun import binade, room
 
 if TYPE_CHECKING:
     from dspsim.platform import Dsp
@@ -190,7 +190,7 @@ class LoopRun:
         before the next binade. With no state noted, ``guess`` (the last iteration's time a
         period) stands for a period, and only this probe is passed over."""
         if self._states:
-            top, _ = _binade(self._states[0].now)
+            top, _ = binade(self._states[0].now)
             if now < top:
                 if now + (3 - len(self._states)) * (now - self._states[-1].now) >= top:
                     self._states.clear()
@@ -198,7 +198,7 @@ class LoopRun:
                     return False
                 return True
             self._states.clear()
-        return not (guess is not None and now > 0 and now + 3 * guess >= _binade(now)[0])
+        return not (guess is not None and now > 0 and now + 3 * guess >= binade(now)[0])
 
     def _others_still(self) -> bool:
         """No other core's engine moves (a cheap look before a whole capture): with two
@@ -237,21 +237,21 @@ class LoopRun:
             m = p.max_outstanding
             if (b - a) % m != (c - b) % m:
                 return -1
-        top, _ = _binade(s0.now)
+        top, _ = binade(s0.now)
         if s0.earliest < top / 2 or max(s0.latest, s1.latest, s2.latest) >= top:
             return 0
-        runs = [s2.alike // self.period, _room(s0.now, s2.latest, d),
-                _room(s0.now, s2.latest, d, s2.foreign)]
+        runs = [s2.alike // self.period, room(s0.now, s2.latest, d),
+                room(s0.now, s2.latest, d, s2.foreign)]
         for a, b, c in zip(s0.accs, s1.accs, s2.accs):
             step = b - a
             if step < 0:
                 return -1
             if c - b != step:  # a counter that crossed a binade may repeat from the next
-                return 0 if c >= _binade(a)[0] else -1
+                return 0 if c >= binade(a)[0] else -1
             if step > 0:
-                if a <= 0 or c >= _binade(a)[0]:
+                if a <= 0 or c >= binade(a)[0]:
                     return 0
-                runs.append(_room(a, c, step))
+                runs.append(room(a, c, step))
         return max(0, min(runs))
 
     def _jump(self, s: list[_State], periods: int) -> None:
@@ -358,15 +358,9 @@ def _capture(run: LoopRun, alike: int, carried: bytes) -> _State | None:
     for p in run.ports:
         if p.speculation is not None:
             return None
-        m, ns = p.max_outstanding, p._next_slot
-        slots, holders = p._slot_free, p._slot_holder
-        order_ = [(ns + i) % m for i in range(m)]
-        key.append((p.flows, tuple((slots[j] - now if slots[j] > now else None, holders[j])
-                                   for j in order_)))
-        path = p._path_free - now if p._path_free > now else None
-        key.append((path, p._path_owner if path is not None else None))
-        key.append(tuple((max(x, now) - now, e - now) for x, e in p._recent if e > now))
-        st.latest = max(st.latest, p._path_free, *slots, *(e for _, e in p._recent))
+        state, held, ns = p.relative_state(now)
+        key += [p.flows, state]
+        st.latest = max(st.latest, held)
         st.rings.append(ns)
         st.int_((p, "bytes_read"), p.bytes_read)
         st.int_((p, "bytes_written"), p.bytes_written)

@@ -227,6 +227,21 @@ class MemoryPort:
             self._path_free += dt
         self._recent = deque((max(a, now) + dt, e + dt) for a, e in self._recent if e > now)
 
+    def relative_state(self, now: float) -> tuple[tuple, float, int]:
+        """What the port holds that a later request can tell, relative to ``now`` (a run of
+        rows or tiles booked at once compares it at a few starts: :mod:`dspsim.hw.rowrun`,
+        :mod:`dspsim.hw.looprun`): each slot in ring order (when it frees, less ``now``, if
+        after ``now``; who holds it), the data path (the same, and its owner), the spans still
+        crossing after ``now``. With it, the latest time the port holds and its next slot."""
+        m, ns = self.max_outstanding, self._next_slot
+        slots, holders = self._slot_free, self._slot_holder
+        ring = tuple((slots[j] - now if slots[j] > now else None, holders[j])
+                     for j in ((ns + i) % m for i in range(m)))
+        path = self._path_free - now if self._path_free > now else None
+        recent = tuple((max(s, now) - now, e - now) for s, e in self._recent if e > now)
+        latest = max(now, self._path_free, *slots, *(e for _, e in self._recent))
+        return (ring, (path, self._path_owner if path is not None else None), recent), latest, ns
+
     @property
     def busy_cycles(self) -> float:
         """Data-path occupancy: every byte crosses it once at the port's bandwidth."""

@@ -75,17 +75,17 @@ class _Snapshot:
     trace_rows: int  # the trace's length (0 with no trace)
 
 
-def _binade(x: float) -> tuple[float, float]:
+def binade(x: float) -> tuple[float, float]:
     """``(2^(e+1), u)``: the top of the binade of ``x`` > 0 and its ulp."""
     _, ex = math.frexp(x)
     return math.ldexp(1.0, ex), math.ldexp(1.0, ex - 53)
 
 
-def _room(start: float, latest: float, step: float, limit: float | None = None) -> int:
+def room(start: float, latest: float, step: float, limit: float | None = None) -> int:
     """How many more steps of ``step`` (> 0) ``latest`` may take staying below ``limit``
     (default: the top of the binade of ``start``; every value a multiple of that binade's
     ulp: integer arithmetic, exact)."""
-    top, u = _binade(start)
+    top, u = binade(start)
     limit = top if limit is None else min(limit, top)
     if latest >= limit:
         return 0
@@ -164,12 +164,9 @@ class _Engines:
         for p in self.ports:
             if p.speculation is not None or p.flows:
                 return None
-            m, ns = p.max_outstanding, p._next_slot
-            key.append(tuple((rel(p._slot_free[j]), p._slot_holder[j])
-                             for j in ((ns + i) % m for i in range(m))))
-            path = rel(p._path_free)
-            key.append((path, p._path_owner if path is not None else None))
-            key.append(tuple((max(s, now) - now, rel(e)) for s, e in p._recent if e > now))
+            state, held, ns = p.relative_state(now)
+            key.append(state)
+            latest = max(latest, held)
             rings.append(ns)
         if not self.ctx.data:  # with values, the rows' own checks warn (``values`` redoes them)
             key.append(tuple((w["code"], w["count"]) for w in self.platform.warnings.values()))
@@ -199,21 +196,21 @@ class _Engines:
         if template is None or trace is None:
             return 0, None
         runs = [remaining]
-        top, _ = _binade(s0.now)
+        top, _ = binade(s0.now)
         if max(s0.latest, s1.latest, s2.latest) >= top:
             return 0, None
         if d > 0:
-            runs.append(_room(s0.now, s2.latest, d))
+            runs.append(room(s0.now, s2.latest, d))
             # another process acts at ``peek``: the run ends before its event
-            runs.append(_room(s0.now, s2.now, d, self.env.peek()))
+            runs.append(room(s0.now, s2.now, d, self.env.peek()))
         for a, b, c in zip(s0.floats, s1.floats, s2.floats):
             step = b - a
             if c - b != step or step < 0:
                 return 0, None
             if step > 0:
-                if a <= 0 or c >= _binade(a)[0]:
+                if a <= 0 or c >= binade(a)[0]:
                     return 0, None
-                runs.append(_room(a, c, step))
+                runs.append(room(a, c, step))
         return max(0, min(runs)), (template, trace)
 
     def _next_passes(self, s0: _Snapshot, s1: _Snapshot, s2: _Snapshot, d: float
