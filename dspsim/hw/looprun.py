@@ -179,6 +179,7 @@ class LoopRun:
             return 0
         self._jump(self._states, periods)
         self._states.clear()
+        self._last_top = self.env.now  # the booked periods end here: the next guess runs on
         self._tick, self._gap = 0, 0
         return periods * self.period
 
