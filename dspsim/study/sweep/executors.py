@@ -19,6 +19,7 @@ not dominate), and call ``started()`` once the workers are up.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import time
@@ -30,7 +31,7 @@ from dspsim.errors import DspsimInputError
 from dspsim.run import Result, simulate
 from dspsim.study.sweep.grid import DEFAULT_OP, Sweep
 from dspsim.study.sweep.values import MODEL_KEY, SPECIAL_KEYS, VARIANT_KEYS, parse_shape
-from dspsim.workers import imap_unordered
+from dspsim.workers import can_fork_workers, fork_processes, imap_unordered, stop_processes
 
 EXECUTORS = ("local", "dask")
 
@@ -232,6 +233,7 @@ class DaskCluster:
         self._config: Any = None
         self._log_levels: dict[str, int] = {}
         self._workerless_since: float | None = None
+        self._forked: list[Any] = []  # the local cluster's worker processes, when forked
 
     @property
     def where(self) -> str:
@@ -258,13 +260,7 @@ class DaskCluster:
                 probe_scheduler(self.scheduler, timeout)
                 self.client = distributed.Client(self.scheduler, timeout=timeout)
             else:
-                self.cluster = distributed.LocalCluster(
-                    n_workers=max(1, self.jobs),
-                    threads_per_worker=1,
-                    processes=self.processes,
-                    dashboard_address=None,
-                    silence_logs=logging.ERROR,
-                )
+                self._start_local_cluster(distributed)
                 self.client = distributed.Client(self.cluster, timeout=timeout)
         except (OSError, TimeoutError, ValueError, TypeError, MemoryError) as e:  # TypeError:
             self.close()  # tls:// needs dask's TLS configuration (distributed.comm.tls)
@@ -283,19 +279,60 @@ class DaskCluster:
         except BaseException:
             self.close()
             raise
+        if len(self._forked) > 1:  # forked together, they join together: start on them all
+            with contextlib.suppress(OSError, TimeoutError):
+                self.client.wait_for_workers(len(self._forked), timeout=timeout)
         return self
+
+    def _start_local_cluster(self, distributed: Any) -> None:
+        """A LocalCluster of ``jobs`` single-threaded workers. Processes are forked from this
+        one when it has no other thread (:func:`dspsim.workers.can_fork_workers`), before the
+        cluster's threads start: they begin with dspsim and dask imported and die with this
+        process (:func:`dspsim.workers.fork_processes`); each serves the cluster's scheduler,
+        whose address it is sent once the scheduler is up (:func:`_serve_forked_worker`).
+        Otherwise the cluster starts its own worker processes (each a fresh interpreter) or
+        threads."""
+        import logging
+        import multiprocessing
+
+        n = max(1, self.jobs)
+        fork = self.processes and can_fork_workers()
+        pipes = []
+        if fork:
+            pipes = [multiprocessing.Pipe(duplex=False) for _ in range(n)]
+            self._forked = fork_processes((_serve_forked_worker, (r,)) for r, _ in pipes)
+            for r, _ in pipes:
+                r.close()
+        try:
+            self.cluster = distributed.LocalCluster(
+                n_workers=0 if fork else n,
+                threads_per_worker=1,
+                processes=self.processes,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            for _, w in pipes:
+                w.send(self.cluster.scheduler_address)
+        finally:
+            for _, w in pipes:
+                w.close()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
         client, cluster, self.client, self.cluster = self.client, self.cluster, None, None
-        for thing in (client, cluster):
-            if thing is not None:
-                try:
+        forked, self._forked = self._forked, []
+        for thing in (client, forked, cluster):
+            if thing is None:
+                continue
+            try:
+                if isinstance(thing, list):
+                    stop_processes(thing)  # every result is in: the workers are stopped
+                else:
                     thing.close()
-                except Exception:  # noqa: BLE001, S110 - closing what is left, best effort
-                    pass
+            except Exception:  # noqa: BLE001, S110 - closing what is left, best effort
+                pass
         config, self._config = self._config, None
         if config is not None:
             config.__exit__(None, None, None)
@@ -334,6 +371,30 @@ class DaskCluster:
         elif now - self._workerless_since >= self.worker_timeout_s:
             raise SweepAbortedError(f"{self.where} has had no worker for "
                                     f"{self.worker_timeout_s:g} s ({cause})")
+
+
+def _serve_forked_worker(conn: Any) -> None:
+    """A local cluster's forked worker process: one single-threaded dask worker on the
+    scheduler whose address arrives on ``conn``, until the cluster stops it (no statistical
+    profiling of the points it runs)."""
+    try:
+        address = conn.recv()
+    except (EOFError, OSError):  # the cluster did not start
+        return
+    finally:
+        conn.close()
+    import asyncio
+
+    import dask
+    import distributed
+
+    async def serve() -> None:
+        async with distributed.Worker(address, nthreads=1, host="127.0.0.1", dashboard=False,
+                                      memory_limit=0) as worker:
+            await worker.finished()
+
+    with dask.config.set({"distributed.worker.profile.enabled": False}):
+        asyncio.run(serve())
 
 
 def evaluate_points(points: list[tuple[HardwareModel, Mapping[str, Any]]], fidelity: str
