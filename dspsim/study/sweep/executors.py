@@ -403,19 +403,34 @@ def evaluate_points(points: list[tuple[HardwareModel, Mapping[str, Any]]], fidel
     return [evaluate_point(model, point, fidelity) for model, point in points]
 
 
-# a dask task costs the scheduler a few milliseconds: points are sent in batches of about this
-# many seconds of work (measured from the points done so far), at most MAX_BATCH points each
-TASK_TARGET_S = 0.25
-MAX_BATCH = 256
+# a dask task costs the scheduler and the worker a few milliseconds: points are sent in batches
+# of about TASK_TARGET_S seconds of work (measured from the points done so far), at most
+# MAX_BATCH points each; until a point has been timed the batches are of 1, 2, then 4 points
+# (their results time the points), and a batch is at most twice the largest batch done (the
+# first points timed may be the quick ones)
+TASK_TARGET_S = 1.0
+MAX_BATCH = 1024
+FIRST_BATCHES = (1, 2, 4)
 
 
-def batch_size(done_points: int, done_wall_s: float) -> int:
-    """Points per dask task: one until a point has been timed, then as many as take about
-    :data:`TASK_TARGET_S` at the mean wall time so far."""
+def batch_size(done_points: int, done_wall_s: float, *, submitted: int = 0,
+               largest_done: int = 0, left: int | None = None, workers: int = 1) -> int:
+    """Points in the next dask task. Until a point has been timed (``done_points`` 0):
+    :data:`FIRST_BATCHES` in turn (``submitted``: tasks sent so far), then its last. Then as
+    many as take about :data:`TASK_TARGET_S` at the mean wall time so far, at most twice
+    ``largest_done`` (the largest batch completed) and :data:`MAX_BATCH`. Near the end
+    (``left``: points not yet sent) at most ``left / (2 * workers)``, rounded up, so the last
+    tasks are small and end together rather than one worker running a big last batch while
+    the others idle."""
     if not done_points:
-        return 1
-    mean = done_wall_s / done_points
-    return max(1, min(MAX_BATCH, int(TASK_TARGET_S / mean) if mean > 0 else MAX_BATCH))
+        n = FIRST_BATCHES[min(submitted, len(FIRST_BATCHES) - 1)]
+    else:
+        mean = done_wall_s / done_points
+        n = int(TASK_TARGET_S / mean) if mean > 0 else MAX_BATCH
+        n = min(n, 2 * max(largest_done, FIRST_BATCHES[-1]), MAX_BATCH)
+    if left is not None:
+        n = min(n, -(-left // (2 * max(1, workers))))
+    return max(1, n)
 
 
 def dask_results(
@@ -424,27 +439,35 @@ def dask_results(
     cluster: DaskCluster,
     started,
     timeout_s: float | None,
+    total: int | None = None,
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """The points of ``todo`` on ``cluster`` (connected), at most a few tasks per worker in
-    flight; small points go in batches (:func:`batch_size`), each point's row yielded as its
-    batch completes. While none completes, the cluster's workers are checked every
-    :attr:`DaskCluster.poll_s` (:meth:`DaskCluster.check_workers`), and ``timeout_s`` bounds
-    the whole."""
+    """The points of ``todo`` (``total`` of them, when known) on ``cluster`` (connected), at
+    most a few tasks per worker in flight; points go in batches (:func:`batch_size`: about a
+    second of work each once timed, smaller at the start and near the end), each point's row
+    yielded as its batch completes. While none completes, the cluster's workers are checked
+    every :attr:`DaskCluster.poll_s` (:meth:`DaskCluster.check_workers`), and ``timeout_s``
+    bounds the whole."""
     import distributed
 
     client = cluster.client
     started()
-    window = 2 * max(1, sum(client.nthreads().values()))
+    workers = max(1, sum(client.nthreads().values()))
+    window = 2 * workers
     it = iter(todo)
     pending: dict[Any, list[dict[str, Any]]] = {}  # future -> its points
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    timed = {"points": 0, "wall_s": 0.0}
+    timed = {"points": 0, "wall_s": 0.0, "tasks": 0, "largest": 0, "sent": 0}
 
     def fill() -> None:
         while len(pending) < window:
-            batch = list(itertools.islice(it, batch_size(timed["points"], timed["wall_s"])))
+            left = None if total is None else max(0, total - timed["sent"])
+            size = batch_size(timed["points"], timed["wall_s"], submitted=timed["tasks"],
+                              largest_done=timed["largest"], left=left, workers=workers)
+            batch = list(itertools.islice(it, size))
             if not batch:
                 return
+            timed["tasks"] += 1
+            timed["sent"] += len(batch)
             pairs = [(sweep.model_of(p), p) for p in batch]
             pending[client.submit(evaluate_points, pairs, sweep.fidelity, pure=False)] = batch
 
@@ -477,7 +500,9 @@ def dask_results(
                 msg = f"a dask task failed ({type(e).__name__}: {_one_line(e)})"
                 raise SweepAbortedError(msg) from None
             fetched += 1
-            for p, result in zip(pending.pop(f), results, strict=True):
+            batch = pending.pop(f)
+            timed["largest"] = max(timed["largest"], len(batch))
+            for p, result in zip(batch, results, strict=True):
                 timed["points"] += 1
                 timed["wall_s"] += float(result.get("wall_s", 0.0))
                 yield p, result
