@@ -1,5 +1,6 @@
 """Worker processes that die with their parent: every process pool dspsim starts goes through
-:func:`process_pool` (or :func:`imap_unordered`, built on it).
+:func:`process_pool` (or :func:`imap_unordered`, built on it), and the local dask cluster's
+worker processes through :func:`fork_processes`.
 
 A parent killed with ``kill -9`` cannot shut its pool down, and forked workers share the task
 queue's pipe, so they would never see it close and would wait on it for ever. Each worker
@@ -99,12 +100,10 @@ def _context() -> Any:
     return multiprocessing.get_context()
 
 
-def stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Abandon ``pool`` now: cancel what has not started, terminate the workers (whatever they
-    are running) and reap them."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    manager = getattr(pool, "_executor_manager_thread", None)
-    pool.shutdown(wait=False, cancel_futures=True)
+def stop_processes(procs: Iterable[Any]) -> None:
+    """Terminate ``procs`` (``multiprocessing`` processes, whatever they are running), kill
+    those not gone after :data:`STOP_GRACE_S`, and reap them."""
+    procs = list(procs)
     for p in procs:
         with contextlib.suppress(Exception):
             p.terminate()
@@ -115,10 +114,57 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
             if p.is_alive():
                 p.kill()
                 p.join(1.0)
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Abandon ``pool`` now: cancel what has not started, terminate the workers (whatever they
+    are running) and reap them."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
+    pool.shutdown(wait=False, cancel_futures=True)
+    stop_processes(procs)
     # the pool's manager thread sees its workers gone and closes its pipes: wait for it, or
     # the interpreter's exit hook may write to a pipe it is closing (EBADF, a traceback)
     if manager is not None:
         manager.join(STOP_GRACE_S)
+
+
+def can_fork_workers() -> bool:
+    """Whether worker processes may be forked here and now: on Linux, from the main thread of
+    a process with no other thread (a thread holding a lock at the fork would leave it held
+    for ever in the child)."""
+    return (sys.platform.startswith("linux")
+            and threading.current_thread() is threading.main_thread()
+            and threading.active_count() == 1)
+
+
+def _forked_main(parent_pid: int, target: Callable[..., Any], args: tuple) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    watch_parent(parent_pid, death_signal=True)
+    target(*args)
+
+
+def fork_processes(targets: Iterable[tuple[Callable[..., Any], tuple]]) -> list[Any]:
+    """One process forked now for each ``(target, args)``, running ``target(*args)`` and dying
+    with this process (SIGINT ignored, :func:`watch_parent`, the parent-death signal armed:
+    the caller forks from the main thread, checked by :func:`can_fork_workers`). Returns the
+    ``multiprocessing`` processes, all started; :func:`stop_processes` ends them."""
+    import multiprocessing
+
+    if not can_fork_workers():
+        raise RuntimeError("worker processes are forked only from a single-threaded process")
+    ctx = multiprocessing.get_context("fork")
+    procs: list[Any] = []
+    try:
+        for target, args in targets:
+            p = ctx.Process(target=_forked_main, args=(os.getpid(), target, tuple(args)),
+                            daemon=True)
+            p.start()
+            procs.append(p)
+    except BaseException:
+        stop_processes(procs)
+        raise
+    return procs
 
 
 @contextlib.contextmanager

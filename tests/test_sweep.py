@@ -924,15 +924,23 @@ def _cli(*argv, timeout: float = 60, env=None) -> subprocess.CompletedProcess:
 
 
 def test_dask_batches_small_points_and_keeps_every_row(tmp_path):
-    """Points of a few milliseconds go to dask many to a task (the batch grows from one as
-    points are timed); the rows are the local executor's, one per point."""
+    """Points of a few milliseconds go to dask many to a task (batches of 1, 2, 4 until points
+    are timed, then growing to about TASK_TARGET_S of work, shrinking near the end); the rows
+    are the local executor's, one per point."""
     pytest.importorskip("distributed")
     from dspsim.study.sweep.executors import MAX_BATCH, TASK_TARGET_S, batch_size
 
-    assert batch_size(0, 0.0) == 1
-    assert batch_size(10, 10 * TASK_TARGET_S) == 1  # points as long as a task: one each
-    assert batch_size(10, 10 * TASK_TARGET_S / 8) == 8
-    assert batch_size(10, 0.0) == MAX_BATCH
+    assert [batch_size(0, 0.0, submitted=k) for k in range(5)] == [1, 2, 4, 4, 4]
+    assert batch_size(10, 10 * TASK_TARGET_S, largest_done=8) == 1  # as long as a task: one
+    assert batch_size(10, 10 * TASK_TARGET_S / 8, largest_done=8) == 8
+    # the first points timed may be the quick ones: a batch at most doubles the largest done
+    assert batch_size(1, 0.0, largest_done=1) == 8
+    assert batch_size(100, 0.0, largest_done=64) == 128
+    assert batch_size(10**6, 0.0, largest_done=10**6) == MAX_BATCH
+    # near the end: at most the points left over twice the workers, rounded up
+    assert batch_size(100, 0.0, largest_done=64, left=100, workers=2) == 25
+    assert batch_size(100, 0.0, largest_done=64, left=3, workers=2) == 1
+    assert batch_size(100, 0.0, largest_done=64, left=0, workers=2) == 1
     s = small_sweep(params={"ddr.latency_cycles": [float(v) for v in range(10, 130, 2)]},
                     n=64, fidelity="tile")
     run_sweep(s, tmp_path / "local.csv")

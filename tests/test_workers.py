@@ -78,6 +78,45 @@ def test_a_pool_dies_with_its_parent_either_way(how):
                            startup_s=30)
 
 
+FORK_SCRIPT = """
+import sys, time
+from dspsim import workers
+if sys.argv[1] == "poll":  # no parent-death signal: the workers' polling thread alone
+    workers.set_parent_death_signal = lambda sig=None: False
+procs = workers.fork_processes([(time.sleep, (600,))] * 2)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("how", ["signal", "poll"])
+def test_forked_processes_die_with_their_parent_either_way(how):
+    """The local dask cluster's workers are forked so: busy in a point when the parent is
+    killed, they go too."""
+    _kill_parent_and_check([sys.executable, "-c", textwrap.dedent(FORK_SCRIPT), how],
+                           startup_s=30)
+
+
+def test_processes_are_forked_only_from_a_single_threaded_process():
+    import threading
+    import time
+
+    assert workers.can_fork_workers()
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, daemon=True)
+    t.start()
+    try:
+        assert not workers.can_fork_workers()
+        with pytest.raises(RuntimeError, match="single-threaded"):
+            workers.fork_processes([(time.sleep, (60,))])
+    finally:
+        stop.set()
+        t.join()
+    procs = workers.fork_processes([(time.sleep, (60,))])
+    assert procs[0].is_alive()
+    workers.stop_processes(procs)
+    assert not procs[0].is_alive()
+
+
 def test_a_pool_never_has_more_workers_than_work():
     with workers.process_pool(8, 2) as pool:
         assert pool._max_workers == 2

@@ -19,6 +19,7 @@ not dominate), and call ``started()`` once the workers are up.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import time
@@ -30,7 +31,7 @@ from dspsim.errors import DspsimInputError
 from dspsim.run import Result, simulate
 from dspsim.study.sweep.grid import DEFAULT_OP, Sweep
 from dspsim.study.sweep.values import MODEL_KEY, SPECIAL_KEYS, VARIANT_KEYS, parse_shape
-from dspsim.workers import imap_unordered
+from dspsim.workers import can_fork_workers, fork_processes, imap_unordered, stop_processes
 
 EXECUTORS = ("local", "dask")
 
@@ -232,6 +233,7 @@ class DaskCluster:
         self._config: Any = None
         self._log_levels: dict[str, int] = {}
         self._workerless_since: float | None = None
+        self._forked: list[Any] = []  # the local cluster's worker processes, when forked
 
     @property
     def where(self) -> str:
@@ -258,13 +260,7 @@ class DaskCluster:
                 probe_scheduler(self.scheduler, timeout)
                 self.client = distributed.Client(self.scheduler, timeout=timeout)
             else:
-                self.cluster = distributed.LocalCluster(
-                    n_workers=max(1, self.jobs),
-                    threads_per_worker=1,
-                    processes=self.processes,
-                    dashboard_address=None,
-                    silence_logs=logging.ERROR,
-                )
+                self._start_local_cluster(distributed)
                 self.client = distributed.Client(self.cluster, timeout=timeout)
         except (OSError, TimeoutError, ValueError, TypeError, MemoryError) as e:  # TypeError:
             self.close()  # tls:// needs dask's TLS configuration (distributed.comm.tls)
@@ -283,19 +279,60 @@ class DaskCluster:
         except BaseException:
             self.close()
             raise
+        if len(self._forked) > 1:  # forked together, they join together: start on them all
+            with contextlib.suppress(OSError, TimeoutError):
+                self.client.wait_for_workers(len(self._forked), timeout=timeout)
         return self
+
+    def _start_local_cluster(self, distributed: Any) -> None:
+        """A LocalCluster of ``jobs`` single-threaded workers. Processes are forked from this
+        one when it has no other thread (:func:`dspsim.workers.can_fork_workers`), before the
+        cluster's threads start: they begin with dspsim and dask imported and die with this
+        process (:func:`dspsim.workers.fork_processes`); each serves the cluster's scheduler,
+        whose address it is sent once the scheduler is up (:func:`_serve_forked_worker`).
+        Otherwise the cluster starts its own worker processes (each a fresh interpreter) or
+        threads."""
+        import logging
+        import multiprocessing
+
+        n = max(1, self.jobs)
+        fork = self.processes and can_fork_workers()
+        pipes = []
+        if fork:
+            pipes = [multiprocessing.Pipe(duplex=False) for _ in range(n)]
+            self._forked = fork_processes((_serve_forked_worker, (r,)) for r, _ in pipes)
+            for r, _ in pipes:
+                r.close()
+        try:
+            self.cluster = distributed.LocalCluster(
+                n_workers=0 if fork else n,
+                threads_per_worker=1,
+                processes=self.processes,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            for _, w in pipes:
+                w.send(self.cluster.scheduler_address)
+        finally:
+            for _, w in pipes:
+                w.close()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
         client, cluster, self.client, self.cluster = self.client, self.cluster, None, None
-        for thing in (client, cluster):
-            if thing is not None:
-                try:
+        forked, self._forked = self._forked, []
+        for thing in (client, forked, cluster):
+            if thing is None:
+                continue
+            try:
+                if isinstance(thing, list):
+                    stop_processes(thing)  # every result is in: the workers are stopped
+                else:
                     thing.close()
-                except Exception:  # noqa: BLE001, S110 - closing what is left, best effort
-                    pass
+            except Exception:  # noqa: BLE001, S110 - closing what is left, best effort
+                pass
         config, self._config = self._config, None
         if config is not None:
             config.__exit__(None, None, None)
@@ -336,25 +373,64 @@ class DaskCluster:
                                     f"{self.worker_timeout_s:g} s ({cause})")
 
 
+def _serve_forked_worker(conn: Any) -> None:
+    """A local cluster's forked worker process: one single-threaded dask worker on the
+    scheduler whose address arrives on ``conn``, until the cluster stops it (no statistical
+    profiling of the points it runs)."""
+    try:
+        address = conn.recv()
+    except (EOFError, OSError):  # the cluster did not start
+        return
+    finally:
+        conn.close()
+    import asyncio
+
+    import dask
+    import distributed
+
+    async def serve() -> None:
+        async with distributed.Worker(address, nthreads=1, host="127.0.0.1", dashboard=False,
+                                      memory_limit=0) as worker:
+            await worker.finished()
+
+    with dask.config.set({"distributed.worker.profile.enabled": False}):
+        asyncio.run(serve())
+
+
 def evaluate_points(points: list[tuple[HardwareModel, Mapping[str, Any]]], fidelity: str
                     ) -> list[dict[str, Any]]:
     """:func:`evaluate_point` on each ``(model, point)`` of a batch (one dask task)."""
     return [evaluate_point(model, point, fidelity) for model, point in points]
 
 
-# a dask task costs the scheduler a few milliseconds: points are sent in batches of about this
-# many seconds of work (measured from the points done so far), at most MAX_BATCH points each
-TASK_TARGET_S = 0.25
-MAX_BATCH = 256
+# a dask task costs the scheduler and the worker a few milliseconds: points are sent in batches
+# of about TASK_TARGET_S seconds of work (measured from the points done so far), at most
+# MAX_BATCH points each; until a point has been timed the batches are of 1, 2, then 4 points
+# (their results time the points), and a batch is at most twice the largest batch done (the
+# first points timed may be the quick ones)
+TASK_TARGET_S = 1.0
+MAX_BATCH = 1024
+FIRST_BATCHES = (1, 2, 4)
 
 
-def batch_size(done_points: int, done_wall_s: float) -> int:
-    """Points per dask task: one until a point has been timed, then as many as take about
-    :data:`TASK_TARGET_S` at the mean wall time so far."""
+def batch_size(done_points: int, done_wall_s: float, *, submitted: int = 0,
+               largest_done: int = 0, left: int | None = None, workers: int = 1) -> int:
+    """Points in the next dask task. Until a point has been timed (``done_points`` 0):
+    :data:`FIRST_BATCHES` in turn (``submitted``: tasks sent so far), then its last. Then as
+    many as take about :data:`TASK_TARGET_S` at the mean wall time so far, at most twice
+    ``largest_done`` (the largest batch completed) and :data:`MAX_BATCH`. Near the end
+    (``left``: points not yet sent) at most ``left / (2 * workers)``, rounded up, so the last
+    tasks are small and end together rather than one worker running a big last batch while
+    the others idle."""
     if not done_points:
-        return 1
-    mean = done_wall_s / done_points
-    return max(1, min(MAX_BATCH, int(TASK_TARGET_S / mean) if mean > 0 else MAX_BATCH))
+        n = FIRST_BATCHES[min(submitted, len(FIRST_BATCHES) - 1)]
+    else:
+        mean = done_wall_s / done_points
+        n = int(TASK_TARGET_S / mean) if mean > 0 else MAX_BATCH
+        n = min(n, 2 * max(largest_done, FIRST_BATCHES[-1]), MAX_BATCH)
+    if left is not None:
+        n = min(n, -(-left // (2 * max(1, workers))))
+    return max(1, n)
 
 
 def dask_results(
@@ -363,27 +439,35 @@ def dask_results(
     cluster: DaskCluster,
     started,
     timeout_s: float | None,
+    total: int | None = None,
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """The points of ``todo`` on ``cluster`` (connected), at most a few tasks per worker in
-    flight; small points go in batches (:func:`batch_size`), each point's row yielded as its
-    batch completes. While none completes, the cluster's workers are checked every
-    :attr:`DaskCluster.poll_s` (:meth:`DaskCluster.check_workers`), and ``timeout_s`` bounds
-    the whole."""
+    """The points of ``todo`` (``total`` of them, when known) on ``cluster`` (connected), at
+    most a few tasks per worker in flight; points go in batches (:func:`batch_size`: about a
+    second of work each once timed, smaller at the start and near the end), each point's row
+    yielded as its batch completes. While none completes, the cluster's workers are checked
+    every :attr:`DaskCluster.poll_s` (:meth:`DaskCluster.check_workers`), and ``timeout_s``
+    bounds the whole."""
     import distributed
 
     client = cluster.client
     started()
-    window = 2 * max(1, sum(client.nthreads().values()))
+    workers = max(1, sum(client.nthreads().values()))
+    window = 2 * workers
     it = iter(todo)
     pending: dict[Any, list[dict[str, Any]]] = {}  # future -> its points
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    timed = {"points": 0, "wall_s": 0.0}
+    timed = {"points": 0, "wall_s": 0.0, "tasks": 0, "largest": 0, "sent": 0}
 
     def fill() -> None:
         while len(pending) < window:
-            batch = list(itertools.islice(it, batch_size(timed["points"], timed["wall_s"])))
+            left = None if total is None else max(0, total - timed["sent"])
+            size = batch_size(timed["points"], timed["wall_s"], submitted=timed["tasks"],
+                              largest_done=timed["largest"], left=left, workers=workers)
+            batch = list(itertools.islice(it, size))
             if not batch:
                 return
+            timed["tasks"] += 1
+            timed["sent"] += len(batch)
             pairs = [(sweep.model_of(p), p) for p in batch]
             pending[client.submit(evaluate_points, pairs, sweep.fidelity, pure=False)] = batch
 
@@ -416,7 +500,9 @@ def dask_results(
                 msg = f"a dask task failed ({type(e).__name__}: {_one_line(e)})"
                 raise SweepAbortedError(msg) from None
             fetched += 1
-            for p, result in zip(pending.pop(f), results, strict=True):
+            batch = pending.pop(f)
+            timed["largest"] = max(timed["largest"], len(batch))
+            for p, result in zip(batch, results, strict=True):
                 timed["points"] += 1
                 timed["wall_s"] += float(result.get("wall_s", 0.0))
                 yield p, result

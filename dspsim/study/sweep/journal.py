@@ -348,7 +348,8 @@ def _run_points(sweep: Sweep, journal: Path, header: list[str], scan: Scan, resu
 
         if resumed < sweep.size:
             if cluster is not None:
-                results = dask_results(sweep, todo, cluster, started, timeout_s)
+                results = dask_results(sweep, todo, cluster, started, timeout_s,
+                                       total=sweep.size - resumed)
             else:
                 results = local_results(sweep, todo, jobs, started)
             for point, result in results:
