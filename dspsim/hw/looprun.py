@@ -221,9 +221,14 @@ class LoopRun:
         do not repeat, 0 if they do but no period fits in the binades the times and counters
         are in (a period on, they may)."""
         s0, s1, s2 = s
-        d = s1.now - s0.now
-        if not (d > 0 and s2.now - s1.now == d and s0.now > 0 and s0.key == s1.key == s2.key
+        if not (s0.now > 0 and s0.key == s1.key == s2.key
                 and s0.alike - s1.alike == self.period == s1.alike - s2.alike):
+            return -1
+        top, _ = binade(s0.now)
+        if s0.earliest < top / 2:  # s0 holds times of the binade below: they round otherwise
+            return 0 if s2.earliest >= top / 2 else -1  # a period or two on, none may
+        d = s1.now - s0.now
+        if not (d > 0 and s2.now - s1.now == d):
             return -1
         for a, b, c in zip(s0.times, s1.times, s2.times):
             if not (b - s1.now == a - s0.now and c - s2.now == b - s1.now):
@@ -238,8 +243,7 @@ class LoopRun:
             m = p.max_outstanding
             if (b - a) % m != (c - b) % m:
                 return -1
-        top, _ = binade(s0.now)
-        if s0.earliest < top / 2 or max(s0.latest, s1.latest, s2.latest) >= top:
+        if max(s0.latest, s1.latest, s2.latest) >= top:
             return 0
         runs = [s2.alike // self.period, room(s0.now, s2.latest, d),
                 room(s0.now, s2.latest, d, s2.foreign)]
