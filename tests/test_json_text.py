@@ -32,3 +32,12 @@ def test_a_value_like_a_placeholder_stays_a_value():
     obj = {"passes": [{"i": i} for i in range(LONG_LIST + 1)],
            "name": "\0records 0\0", "other": ["\0records 0 x\0"] * 3}
     assert json.loads(json_text(obj)) == obj
+
+
+def test_a_cycle_is_named_as_json_names_it():
+    import pytest
+
+    loop: list = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular reference"):
+        json_text({"passes": loop})

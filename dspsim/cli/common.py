@@ -314,7 +314,11 @@ def json_text(obj: Any) -> str:
             return [mark(v) for v in x]
         return x
 
-    text = json.dumps(mark(obj), indent=2, default=json_default)
+    try:
+        marked = mark(obj)
+    except RecursionError:  # a cycle: json's own encoder names it
+        return json.dumps(obj, indent=2, default=json_default)
+    text = json.dumps(marked, indent=2, default=json_default)
     if any(text.count(key) != 1 for key in long):
         return json.dumps(obj, indent=2, default=json_default)
     for key, records in long.items():
