@@ -131,8 +131,9 @@ class Snapshot:
         """A step of ``h`` from this state ends below the top of ``binade`` and before the
         first other event (what :meth:`Repeats._advance` requires of one step: a cheap look
         before the whole state is compared)."""
-        end = self.latest() + h
-        return end < math.ldexp(1.0, binade) and (self.outside is None or end < self.outside[0])
+        latest = self.latest()
+        return _fit(1, latest, h, math.ldexp(1.0, binade)) > 0 and (
+            self.outside is None or _fit(1, latest, h, self.outside[0]) > 0)
 
 
 class Step:
