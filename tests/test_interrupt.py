@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -70,8 +69,7 @@ def check_interrupted(code: int, err: str, line: str = "dspsim: interrupted",
 
 CASES = {
     # a trace cut at a row limit: every tile simulated (none booked at once), so it runs long
-    "run": ([*CLI, "run", "--n", "100000000", "--no-data", "--trace",
-             str(Path(tempfile.gettempdir()) / "dspsim-interrupt-trace.json"),
+    "run": ([*CLI, "run", "--n", "100000000", "--no-data", "--trace", "{trace}",
              "--trace-limit", "100"], 0),
     "workload": ([*CLI, "workload", "{workload}"], 0),
     "calibrate": ([*CLI, "calibrate", "--measured", "pingpong,n=2000000=103000000",
@@ -97,7 +95,8 @@ def test_ctrl_c_is_one_line_and_exit_130(name, tmp_path):
     wl = tmp_path / "long.toml"
     wl.write_text(LONG_WORKLOAD)
     argv, workers = CASES[name]
-    argv = [str(a).format(workload=wl, out=tmp_path / "s.csv") for a in argv]
+    argv = [str(a).format(workload=wl, out=tmp_path / "s.csv", trace=tmp_path / "t.json")
+            for a in argv]
     proc = start(argv)
     try:
         kids = wait_for_children(proc, workers, 60) if workers else []

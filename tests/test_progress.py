@@ -10,10 +10,8 @@ import pty
 import select
 import struct
 import subprocess
-import tempfile
 import termios
 import time
-from pathlib import Path
 
 from tests.proc_helpers import CLI, ENV, kill_group, start
 
@@ -28,8 +26,7 @@ count = 1000
 CALIBRATE = ["calibrate", "--measured", "pingpong,n=4096=215000", "--free",
              "ddr.latency_cycles"]
 # several seconds, past the delay: a trace cut at a row limit simulates every tile
-LONG_RUN = ["run", "--n", "40000000", "--no-data", "--trace",
-            str(Path(tempfile.gettempdir()) / "dspsim-progress-trace.json"), "--trace-limit", "100"]
+LONG_RUN = ["run", "--n", "40000000", "--no-data", "--trace-limit", "100", "--trace"]  # + a path
 
 
 def on_tty(argv: list, timeout_s: float = 300) -> tuple[int, str]:
@@ -85,11 +82,11 @@ def test_calibrate_counts_its_simulations_on_a_terminal():
     assert p.returncode in (0, 1) and p.stderr == ""
 
 
-def test_a_long_run_shows_how_long_it_has_run_on_a_terminal():
-    code, drawn = on_tty([*CLI, *LONG_RUN])
+def test_a_long_run_shows_how_long_it_has_run_on_a_terminal(tmp_path):
+    code, drawn = on_tty([*CLI, *LONG_RUN, str(tmp_path / "tty.json")])
     assert code == 0 and "run: softmax pingpong: " in drawn and " s" in drawn
     assert drawn.endswith("\x1b[K")  # the line is cleared when the run ends
-    p = off_tty([*CLI, *LONG_RUN])
+    p = off_tty([*CLI, *LONG_RUN, str(tmp_path / "pipe.json")])
     assert p.returncode == 0 and p.stderr == ""
 
 
