@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import math
 import platform
 import subprocess
 import sys
@@ -224,12 +223,23 @@ print(json.dumps(out))
 """
 
 
+def alternated(jobs: dict[str, list[str]], rounds: int = 1) -> dict[str, list[dict[str, Any]]]:
+    """Each of ``jobs`` (the arguments of a ``python`` that prints a JSON object last) in a
+    fresh process, ``rounds`` times, the jobs taking turns (the machine's load changes alike for
+    all): each job's objects, in the order they ran."""
+    runs: dict[str, list[dict[str, Any]]] = {key: [] for key in jobs}
+    for _ in range(max(1, rounds)):
+        for key, argv in jobs.items():
+            p = subprocess.run([sys.executable, *argv], capture_output=True, text=True,
+                               check=True)
+            runs[key].append(json.loads(p.stdout.strip().splitlines()[-1]))
+    return runs
+
+
 def on_baseline(root: str, job: dict[str, Any]) -> dict[str, Any]:
     """Run ``job`` (rows of a direct variant, or a workload simulated task by task) with the
     checkout at ``root`` in a fresh process: its wall time."""
-    p = subprocess.run([sys.executable, "-c", BASELINE_CODE, root, json.dumps(job)],
-                       capture_output=True, text=True, check=True)
-    return json.loads(p.stdout.split("\n")[-2])
+    return alternated({"baseline": ["-c", BASELINE_CODE, root, json.dumps(job)]})["baseline"][0]
 
 
 def streaming(sizes: tuple[int, ...], repeat: int, baseline: str | None = None
@@ -245,14 +255,11 @@ def streaming(sizes: tuple[int, ...], repeat: int, baseline: str | None = None
     for n in sizes:
         for fidelity in ("burst", "tile"):
             row: dict[str, Any] = {"n": n, "fidelity": fidelity}
-            for _ in range(max(1, repeat) if baseline else 1):  # processes alternated
-                for name, root in versions.items():
-                    p = subprocess.run([sys.executable, "-c", STREAM_CODE, root,
-                                        json.dumps([n, fidelity, repeat])],
-                                       capture_output=True, text=True, check=True)
-                    r = json.loads(p.stdout.split("\n")[-2])
-                    if r["wall_s"] < row.get(f"{name}_wall_s", math.inf):  # the best of all
-                        row.update({f"{name}_{k}": v for k, v in r.items()})
+            jobs = {name: ["-c", STREAM_CODE, root, json.dumps([n, fidelity, repeat])]
+                    for name, root in versions.items()}
+            for name, rs in alternated(jobs, repeat if baseline else 1).items():
+                best = min(rs, key=lambda r: r["wall_s"])
+                row.update({f"{name}_{k}": v for k, v in best.items()})
             if baseline:
                 row["speedup"] = row["baseline_wall_s"] / row["this_wall_s"]
                 row["same_cycles"] = row["baseline_cycles"] == row["this_cycles"]
@@ -341,12 +348,8 @@ def sweep_walls(points: int, repeat: int) -> dict[str, Any]:
     executors = {"sweep": "local"}
     if importlib.util.find_spec("distributed") is not None:  # dask not installed: no dask row
         executors["sweep_dask"] = "dask"
-    runs: dict[str, list[dict[str, Any]]] = {key: [] for key in executors}
-    for _ in range(max(repeat, 3)):
-        for key, executor in executors.items():
-            p = subprocess.run([sys.executable, "-c", SWEEP_CODE, str(points), executor],
-                               check=True, capture_output=True, text=True)
-            runs[key].append(json.loads(p.stdout.strip().splitlines()[-1]))
+    runs = alternated({key: ["-c", SWEEP_CODE, str(points), executor]
+                       for key, executor in executors.items()}, max(repeat, 3))
     out = {}
     for key, rs in runs.items():
         walls = [r["wall_s"] for r in rs]
