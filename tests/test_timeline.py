@@ -508,3 +508,24 @@ def test_resident_tiles_hold_their_dataram_until_they_drain(j6):
 def test_a_window_narrower_than_a_cycle_is_refused(window):
     with pytest.raises(DspsimInputError, match="less than 1 cycle"):
         check_window(window, 5000)
+
+
+def test_many_passes_draw_the_pass_lane_as_one_state_a_shade(j6):
+    """Before: a patch a pass (4,000 rows of softmax direct: 16,000 patches; 200,000 rows ran
+    out of 24 GiB). The lane's shades cover the run between them, whatever the pass count."""
+    from matplotlib.patches import StepPatch
+
+    from dspsim.analysis.timeline_draw import PASS_COLOURS
+
+    r = simulate(j6, "softmax", "direct", shape=(4000, 1), data=False, trace=True,
+                 port_log=True)
+    assert len(list(r.passes)) == 16_000
+    ax = timeline_figure(r).axes[0]
+    pass_y = -[t.get_text() for t in ax.get_yticklabels()].index("pass")
+    lane = [a for a in ax.patches if isinstance(a, StepPatch)
+            and abs(a.get_data().baseline - (pass_y - LANE_H / 2)) < 1e-9]
+    colours = {tuple(round(c, 3) for c in a.get_facecolor()[:3]) for a in lane}
+    assert len(lane) == len(PASS_COLOURS) == len(colours)
+    # stacked, the shades fill every pixel column of the lane (the passes cover the run)
+    top = np.max([a.get_data().values for a in lane], axis=0)
+    assert np.allclose(top, pass_y + LANE_H / 2)

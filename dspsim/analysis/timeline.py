@@ -218,12 +218,17 @@ def draw_engine_lanes(
     draw = Lanes(ax, lo, hi, width_px)
     handles: list[Any] = []
 
-    # pass lane: labels never cross a pass boundary
-    for i, p in enumerate(result.passes):
-        s, e = float(p["start_cycle"]), float(p["end_cycle"])
-        draw.bars([s], [e], ypos["pass"], PASS_COLOURS[i % 2])
-        draw.labels([s], [e], [(f"{p['name']}: {e - s:,.0f} cycles", str(p["name"]))],
-                    ypos["pass"], fontsize=8)
+    # pass lane: the passes in turn in each shade (one state a shade, however many passes),
+    # labels never cross a pass boundary
+    passes = list(result.passes)
+    starts = np.array([float(p["start_cycle"]) for p in passes])
+    ends = np.array([float(p["end_cycle"]) for p in passes])
+    for shade, colour in enumerate(PASS_COLOURS):
+        draw.bars(starts[shade::len(PASS_COLOURS)], ends[shade::len(PASS_COLOURS)],
+                  ypos["pass"], colour)
+    draw.labels(starts, ends, [(f"{p['name']}: {e - s:,.0f} cycles", str(p["name"]))
+                               for p, s, e in zip(passes, starts, ends)],
+                ypos["pass"], fontsize=8)
 
     # core lane, stacked bottom-up: kernels computing (the longest first), kernels stalled on
     # memory (an uncached kernel's stalls are spread over all its accesses: each row counts its
