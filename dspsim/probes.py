@@ -514,8 +514,10 @@ class AccessLog:
         self.in_flight.pop(engine, None)
         horizon = min(self.in_flight.values(), default=now)
         for memory, kept in self.active.items():
-            if any(a.end <= horizon for a in kept):
-                self.active[memory] = [a for a in kept if a.end > horizon]
+            for a in kept:
+                if a.end <= horizon:
+                    self.active[memory] = [a for a in kept if a.end > horizon]
+                    break
 
     def _keep_earliest(self) -> None:
         self.pairs.sort(key=lambda p: p[0])

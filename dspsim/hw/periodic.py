@@ -29,7 +29,10 @@ it one by one, as the reference does.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import deque
+from itertools import repeat
+from operator import add, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -54,7 +57,7 @@ class Stream:
     it wait by wait)."""
 
     __slots__ = ("name", "process", "i", "now", "inflight", "full", "count", "burst_bytes",
-                 "kind", "ranges", "elides")
+                 "kind", "ranges", "elides", "last_window")
 
     def __init__(self, name: str, process: simpy.Process, burst_bytes: int, window: int,
                  nbytes: int, write: bool, ranges: tuple = ()):
@@ -69,6 +72,8 @@ class Stream:
         self.kind = (burst_bytes, window, write)
         self.ranges = ranges  # ((memory, first byte, end byte, written), ...) when moving data
         self.elides = False
+        # past this burst the walk is in its last window (no step is worth noting)
+        self.last_window = min(self.full, self.count - 1) - window
 
 
 class Snapshot:
@@ -101,20 +106,24 @@ class Snapshot:
     def relative(self) -> tuple:
         """The state relative to ``t``, as exact differences, the streams named by their place
         in the order; what lies at or before ``t`` (a slot freed, the data path idle) only
-        compares as past."""
+        compares as past, but a freed slot's holder still counts (stricter than need be, and
+        cheaper: the holders map in one C loop)."""
         if self._relative is not None:
             return self._relative
         t, first = self.t, self.first
         rank = {s.name: k for k, s in enumerate(self.streams)}
         slots, holders = self.slots, self.holders
-        ring = [(x - t, rank.get(h, h)) if x > t else None
-                for x, h in zip(slots[first:] + slots[:first], holders[first:] + holders[:first])]
+        ring = slots[first:] + slots[:first]
+        times = [x - t if x > t else None for x in ring]  # each slot's free time less t
+        held = holders[first:] + holders[:first]
+        who = list(map(rank.get, held, held))  # rank.get(h, h), each
         path = (self.path_free - t, rank.get(self.path_owner, self.path_owner)) \
             if self.path_free > t else None
-        recent = [(a - t if a > t else 0.0, b - t) for a, b in self.recent if b > t]
+        live = self.recent[bisect_right(self.recent, t, key=_end):]  # the spans ending after t
+        recent = [(a - t if a > t else 0.0, b - t) for a, b in live]
         walks = [(s.kind, now - t, [x - t if x > t else None for x in inflight])
                  for s, now, inflight in zip(self.streams, self.nows, self.inflights)]
-        self._relative = ring, path, recent, walks
+        self._relative = times, who, path, recent, walks
         return self._relative
 
     def latest(self) -> float:
@@ -181,6 +190,8 @@ def _named(streams: list[Stream], name: str) -> Stream | None:
     return next((x for x in streams if x.name == name), None)
 
 
+_end = itemgetter(1)  # a data-path span's end
+
 # Steps kept per port for states met again later (a stream's next descriptor, say), in
 # the binade they were found in: bounded
 KNOWN_STEPS = 64
@@ -219,8 +230,9 @@ class Repeats:
         if port.speculation is not None or port.flows != len(self.streams) \
                 or not (port.log is None or isinstance(port.log, PortLog)):
             return False  # a log that cannot be read back (only appended to) is not repeated
-        if any(min(s.full, s.count - 1) - s.i < s.kind[1] for s in self.streams):
-            return False  # a stream is in its last window of bursts: no step is worth noting
+        for s in self.streams:
+            if s.i > s.last_window:
+                return False  # a stream is in its last window of bursts: no step is worth noting
         found = self._wake_order(stream)
         if found is None:
             return False
@@ -323,17 +335,19 @@ class Repeats:
         nxt = (first + count * sum(step.issues)) % m  # a request a burst
         d = (first - nxt) % m  # slot p now holds what slot p + d held at ``now``
         slots, who = now.slots[d:] + now.slots[:d], now.holders[d:] + now.holders[:d]
-        port._slot_free[:] = [x + shift if x > t else x for x in slots]
-        port._slot_holder[:] = [names.get(w, w) for w in who]
+        by = repeat(shift)  # a slot freed by t stays free by the shifted t: all move alike
+        port._slot_free[:] = map(add, slots, by)
+        port._slot_holder[:] = map(names.get, who, who)  # names.get(w, w), each
         port._next_slot = nxt
         if now.path_free > t:
             port._path_free = now.path_free + shift
             port._path_owner = names.get(now.path_owner, now.path_owner)
-        port._recent = deque([(a + shift, b + shift) for a, b in now.recent if b > t])
+        port._recent = deque([(a + shift, b + shift)
+                              for a, b in now.recent[bisect_right(now.recent, t, key=_end):]])
         for x, wake, inflight in zip(holders, now.nows, now.inflights):
             x.now = wake + shift
             x.inflight.clear()  # in place: the walk holds it
-            x.inflight.extend([y + shift if y > t else y for y in inflight])
+            x.inflight.extend(map(add, inflight, by))  # (those done by t stay done)
         # the others' pending wake-ups move with them (a stream keeps its place in the queue)
         waker = now.streams[0]
         waiting = {id(x.process._target): x for x in now.streams if x is not waker}
@@ -371,9 +385,11 @@ def _room(step: Step, streams: list[Stream]) -> int:
     for x, c in zip(streams, step.issued):
         room = min(x.full, x.count - 1) - x.i
         if c[-1] > 0:
-            q = room // c[-1]
-            count = min(count, q * period + max(j for j in range(period)
-                                                if c[j] <= room - q * c[-1]))
+            q, left = divmod(room, c[-1])
+            j = period - 1  # the most steps of the next turn that fit in what is left
+            while c[j] > left:
+                j -= 1
+            count = min(count, q * period + j)
         elif room < 0:
             return 0
     return count if count < 1 << 62 else 0

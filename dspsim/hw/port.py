@@ -156,12 +156,13 @@ class MemoryPort:
         with a closed form running (:meth:`request` cuts it)."""
         slot_free, slot_holder, m = self._slot_free, self._slot_holder, self.max_outstanding
         k, path_free, owner = self._next_slot, self._path_free, self._path_owner
-        cycles_per_byte, latency, recent, log = (self.cycles_per_byte, self.latency_cycles,
-                                                 self._recent, self.log)
+        latency, recent, log = self.latency_cycles, self._recent, self.log
+        # a burst's data-path cycles, as request computes them (nbytes * cycles_per_byte)
+        beat, last_beat = burst * self.cycles_per_byte, rest * self.cycles_per_byte
         increments = self.repeats.increments if self.repeats is not None else None
-        contention, moved = self.contention_cycles, 0
+        contention, first, held = self.contention_cycles, i, len(inflight)
         while i < count:
-            if len(inflight) == window:
+            if held == window:
                 oldest = inflight[0]
                 if oldest > now:
                     later = now + (oldest - now)  # what Timeout(oldest - now) would give
@@ -169,8 +170,8 @@ class MemoryPort:
                         break  # a wait the walk yields for (it pops the oldest itself)
                     now = later
                 inflight.popleft()
-            nbytes = burst if i < full else rest
-            # as request(now, nbytes, write, requester)
+                held -= 1
+            # as request(now, burst if i < full else rest, write, requester)
             slot = slot_free[k]
             if slot > now:
                 start = slot
@@ -189,21 +190,25 @@ class MemoryPort:
             else:
                 data_start = start
             owner = requester
-            data_end = path_free = data_start + nbytes * cycles_per_byte
-            while recent and recent[0][1] <= now:
-                recent.popleft()
-            recent.append((data_start, data_end))
+            data_end = path_free = data_start + (beat if i < full else last_beat)
+            recent.append((data_start, data_end))  # let go of below, once (their ends grow)
             done = data_end + latency
             slot_free[k] = done
             slot_holder[k] = requester
             k = k + 1 if k + 1 < m else 0
-            moved += nbytes
             if log is not None:
-                log.append((now, data_start, data_end, done, nbytes, write, requester))
+                log.append((now, data_start, data_end, done, burst if i < full else rest, write,
+                            requester))
             inflight.append(done)
+            held += 1
             i += 1
+        if i > first:  # what request lets go of at each burst: the spans ended by the last
+            while recent and recent[0][1] <= now:
+                recent.popleft()
         self._next_slot, self._path_free, self._path_owner = k, path_free, owner
         self.contention_cycles = contention
+        # bursts first .. i - 1: of ``burst`` bytes below ``full``, the one after of ``rest``
+        moved = (min(i, full) - min(first, full)) * burst + (rest if first <= full < i else 0)
         if write:
             self.bytes_written += moved
         else:
