@@ -248,6 +248,9 @@ class IdmaChannel:
                                 if now > env.now:  # in another's role: wait as it would
                                     yield now
                                     i, now = stream.i, stream.now
+                            if i == count:  # its last burst went in the steps skipped: woken
+                                state.now = now  # where its last burst completes, it is done
+                                break
                     state.now = now
                 if lander:  # bursts complete in order
                     lander.completed((i - window + 1) * burst, immediately=not self.elide)

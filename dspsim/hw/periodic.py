@@ -348,11 +348,14 @@ class Repeats:
             x.now = wake + shift
             x.inflight.clear()  # in place: the walk holds it
             x.inflight.extend(map(add, inflight, by))  # (those done by t stay done)
+            if x.i == x.count:  # its last burst issued in the steps: it waits for them all
+                x.inflight.appendleft(x.now)  # (the one it would have waited on is in flight)
+                x.now = x.inflight[-1]  # the walk's end, where it is woken (FIFO: last is last)
         # the others' pending wake-ups move with them (a stream keeps its place in the queue)
         waker = now.streams[0]
         waiting = {id(x.process._target): x for x in now.streams if x is not waker}
         requeue(env, {k: x.now for k, x in waiting.items()}, shift)
-        if holders[0] is waker:
+        if holders[0] is waker and waker.i < waker.count:
             set_now(env, waker.now)  # it wakes steps later, as it would have
         self.reset()
         return True
@@ -380,10 +383,13 @@ class Repeats:
 
 def _room(step: Step, streams: list[Stream]) -> int:
     """How many steps like ``step`` the ``streams`` (in a snapshot's order) can go on for
-    before one would issue its last burst (or one past a partial one)."""
+    before one would issue a partial last burst, or a burst past its last: a walk of whole
+    bursts may issue its last in the steps (up to then it does as it did; after it, it only
+    waits for its bursts to complete, and its next issue, at or after the steps' end, is not
+    among them)."""
     count, period = 1 << 62, len(step.cycle)
     for x, c in zip(streams, step.issued):
-        room = min(x.full, x.count - 1) - x.i
+        room = x.full - x.i  # (x.full == x.count unless the last burst is partial)
         if c[-1] > 0:
             q, left = divmod(room, c[-1])
             j = period - 1  # the most steps of the next turn that fit in what is left
