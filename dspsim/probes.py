@@ -514,10 +514,8 @@ class AccessLog:
         self.in_flight.pop(engine, None)
         horizon = min(self.in_flight.values(), default=now)
         for memory, kept in self.active.items():
-            for a in kept:
-                if a.end <= horizon:
-                    self.active[memory] = [a for a in kept if a.end > horizon]
-                    break
+            if any(a.end <= horizon for a in kept):
+                self.active[memory] = [a for a in kept if a.end > horizon]
 
     def _keep_earliest(self) -> None:
         self.pairs.sort(key=lambda p: p[0])

@@ -119,12 +119,15 @@ class Snapshot:
         who = list(map(rank.get, held, held))  # rank.get(h, h), each
         path = (self.path_free - t, rank.get(self.path_owner, self.path_owner)) \
             if self.path_free > t else None
-        live = self.recent[bisect_right(self.recent, t, key=_end):]  # the spans ending after t
-        recent = [(a - t if a > t else 0.0, b - t) for a, b in live]
+        recent = [(a - t if a > t else 0.0, b - t) for a, b in self.live()]
         walks = [(s.kind, now - t, [x - t if x > t else None for x in inflight])
                  for s, now, inflight in zip(self.streams, self.nows, self.inflights)]
         self._relative = times, who, path, recent, walks
         return self._relative
+
+    def live(self) -> tuple[tuple[float, float], ...]:
+        """The data-path spans still crossing after ``t`` (their ends grow: a suffix)."""
+        return self.recent[bisect_right(self.recent, self.t, key=_end):]
 
     def latest(self) -> float:
         """The latest time the state holds (what a period computes stays below it shifted
@@ -342,8 +345,7 @@ class Repeats:
         if now.path_free > t:
             port._path_free = now.path_free + shift
             port._path_owner = names.get(now.path_owner, now.path_owner)
-        port._recent = deque([(a + shift, b + shift)
-                              for a, b in now.recent[bisect_right(now.recent, t, key=_end):]])
+        port._recent = deque([(a + shift, b + shift) for a, b in now.live()])
         for x, wake, inflight in zip(holders, now.nows, now.inflights):
             x.now = wake + shift
             x.inflight.clear()  # in place: the walk holds it
