@@ -126,7 +126,7 @@ class Snapshot:
         return self._relative
 
     def live(self) -> tuple[tuple[float, float], ...]:
-        """The data-path spans still crossing after ``t`` (their ends grow: a suffix)."""
+        """The data path's busy stretches still crossing after ``t`` (ends grow: a suffix)."""
         return self.recent[bisect_right(self.recent, self.t, key=_end):]
 
     def latest(self) -> float:
@@ -193,7 +193,7 @@ def _named(streams: list[Stream], name: str) -> Stream | None:
     return next((x for x in streams if x.name == name), None)
 
 
-_end = itemgetter(1)  # a data-path span's end
+_end = itemgetter(1)  # a busy stretch's end
 
 # Steps kept per port for states met again later (a stream's next descriptor, say), in
 # the binade they were found in: bounded

@@ -84,8 +84,10 @@ class MemoryPort:
         self._path_free = 0.0  # when the data path is next free
         self.bytes_read = 0
         self.bytes_written = 0
-        # data-path spans (start, end) of the requests booked that end after the latest issue:
-        # what may still cross after a given moment (``busy_until``); ends only grow (FIFO)
+        # data-path busy stretches (start, end) of the requests booked that end after the
+        # latest issue: what may still cross after a given moment (``busy_until``). A request
+        # whose span starts where the last one ends extends the last stretch (a saturated path
+        # is one stretch, however many bursts queue on it); ends only grow (FIFO)
         self._recent: deque[tuple[float, float]] = deque()
         # cycles requests waited for a slot or the data path that another requester held
         self.contention_cycles = 0.0
@@ -128,9 +130,12 @@ class MemoryPort:
         self._path_owner = requester
         data_end = self._path_free = data_start + nbytes * self.cycles_per_byte
         recent = self._recent
+        if recent and recent[-1][1] == data_start:  # back to back: one stretch
+            recent[-1] = (recent[-1][0], data_end)
+        else:
+            recent.append((data_start, data_end))
         while recent and recent[0][1] <= now:
             recent.popleft()
-        recent.append((data_start, data_end))
         done = data_end + self.latency_cycles
         self._slot_free[i] = done
         self._slot_holder[i] = requester
@@ -161,6 +166,8 @@ class MemoryPort:
         beat, last_beat = burst * self.cycles_per_byte, rest * self.cycles_per_byte
         increments = self.repeats.increments if self.repeats is not None else None
         contention, first, held = self.contention_cycles, i, len(inflight)
+        # the last busy stretch, open: the bursts queued back to back on the path extend it
+        run_start, run_end = recent.pop() if recent else (None, None)
         while i < count:
             if held == window:
                 oldest = inflight[0]
@@ -191,7 +198,11 @@ class MemoryPort:
                 data_start = start
             owner = requester
             data_end = path_free = data_start + (beat if i < full else last_beat)
-            recent.append((data_start, data_end))  # let go of below, once (their ends grow)
+            if data_start != run_end:  # the path was idle before it: a new stretch
+                if run_end is not None:
+                    recent.append((run_start, run_end))
+                run_start = data_start
+            run_end = data_end
             done = data_end + latency
             slot_free[k] = done
             slot_holder[k] = requester
@@ -202,7 +213,9 @@ class MemoryPort:
             inflight.append(done)
             held += 1
             i += 1
-        if i > first:  # what request lets go of at each burst: the spans ended by the last
+        if run_end is not None:
+            recent.append((run_start, run_end))
+        if i > first:  # what request lets go of at each burst: the stretches ended by the last
             while recent and recent[0][1] <= now:
                 recent.popleft()
         self._next_slot, self._path_free, self._path_owner = k, path_free, owner
@@ -236,8 +249,9 @@ class MemoryPort:
         """What the port holds that a later request can tell, relative to ``now`` (a run of
         rows or tiles booked at once compares it at a few starts: :mod:`dspsim.hw.rowrun`,
         :mod:`dspsim.hw.looprun`): each slot in ring order (when it frees, less ``now``, if
-        after ``now``; who holds it), the data path (the same, and its owner), the spans still
-        crossing after ``now``. With it, the latest time the port holds and its next slot."""
+        after ``now``; who holds it), the data path (the same, and its owner), the busy
+        stretches still crossing after ``now``. With it, the latest time the port holds and its
+        next slot."""
         m, ns = self.max_outstanding, self._next_slot
         slots, holders = self._slot_free, self._slot_holder
         ring = tuple((slots[j] - now if slots[j] > now else None, holders[j])
