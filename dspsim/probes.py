@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -447,8 +446,10 @@ class Recorder:
         return TraceTable(columns, self.dropped)
 
 
-@dataclass(frozen=True, slots=True)
-class Access:
+class Access(NamedTuple):
+    """One engine's access to a memory's bytes, as logged (immutable: a tuple, cheap to build,
+    as every descriptor and kernel call logs one or two)."""
+
     engine: str
     memory: str
     lo: int  # first byte address

@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 import pickle
 from collections import deque
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from dspsim.hw.clock import queued as queued_events
@@ -283,8 +282,8 @@ class LoopRun:
         for kept, j, prefix, i, k in s2.records:  # frozen: each is rebuilt
             lo, hi, tile, seq = ints[i:i + 4]
             what = kept[j].what if prefix is None else f"{prefix}{ints[i + 4]}"
-            kept[j] = replace(kept[j], lo=lo, hi=hi, tile=tile, seq=seq, what=what,
-                              start=times[k], end=times[k + 1])
+            kept[j] = kept[j]._replace(lo=lo, hi=hi, tile=tile, seq=seq, what=what,
+                                        start=times[k], end=times[k + 1])
         for p, a, b in zip(self.ports, s1.rings, s2.rings):
             p.shift(a, b, periods, now, dt)
             if p.repeats is not None:
