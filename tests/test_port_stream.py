@@ -11,9 +11,9 @@ from dspsim import load_model
 from dspsim.platform import Platform
 
 
-def _port(config: dict):
+def _port(config: dict, port_log: bool = False):
     return Platform(simpy.Environment(), load_model().with_overrides(config), data=False,
-                    trace=False).port
+                    trace=False, port_log=port_log).port
 
 
 def _walk_by_request(port, now, inflight, i, count, full, burst, rest, window, write, who,

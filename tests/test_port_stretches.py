@@ -7,17 +7,15 @@ from collections import deque
 
 import numpy as np
 import pytest
-import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dspsim import load_model
-from dspsim.platform import Platform
+from tests.test_port_stream import _port as _plain_port
+from tests.test_port_stream import _walk_by_request
 
 
 def _port(config: dict):
-    return Platform(simpy.Environment(), load_model().with_overrides(config), data=False,
-                    trace=False, port_log=True).port
+    return _plain_port(config, port_log=True)
 
 
 def _from_spans(port, t: float) -> float:
@@ -92,17 +90,11 @@ def test_a_walks_stream_keeps_the_stretches_requests_keep(window, bursts, round_
         t += float(rng.integers(0, 300))
         for p in ports:
             p.request(t, 64, False, "other")
-    now = t + float(start)
+    start_at = t + float(start)
     flights: list[deque] = [deque(), deque()]
-    ports[0].stream(now, flights[0], 0, bursts, bursts, 64, 0, window, False, "ch", np.inf)
-    i = 0
-    while i < bursts:  # the walk a request a burst
-        if len(flights[1]) == window:
-            oldest = flights[1].popleft()
-            if oldest > now:
-                now = now + (oldest - now)
-        flights[1].append(ports[1].request(now, 64, False, "ch"))
-        i += 1
+    ports[0].stream(start_at, flights[0], 0, bursts, bursts, 64, 0, window, False, "ch", np.inf)
+    _, now = _walk_by_request(ports[1], start_at, flights[1], 0, bursts, bursts, 64, 0, window,
+                              False, "ch", np.inf)
     assert list(ports[0]._recent) == list(ports[1]._recent)
     for p in ports:
         _check_stretches(p)
