@@ -22,19 +22,23 @@ of ``u = 2^(e-53)``; a difference of two of them is exact, and ``t + d`` for a c
 depends on ``t``: the shift must be an even number of ``u``). So while every time involved
 stays in one binade, a repeat of the relative state (compared as exact differences) repeats
 the arithmetic bit for bit, and shifting by whole steps is exact. The contention counter is
-not a time: the skipped steps' increments (exact differences, the same each step) are added to
-it one by one, as the reference does.
+not a time, but the same argument holds for it: the skipped steps' increments (exact
+differences, the same each step) add a whole number of its grid each step while it stays in
+one binade (one of two, by the parity of its value where an increment lies half-way), and are
+added one by one, as the reference adds them, where it crosses one (:func:`accumulate`).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from bisect import bisect_right
 from collections import deque
 from itertools import repeat
 from operator import add, itemgetter
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import simpy
 
 from dspsim.hw.clock import queued as queued_events
@@ -157,7 +161,7 @@ class Step:
     its time and in the same binade, goes on the same way."""
 
     __slots__ = ("t0", "h", "binade", "turn", "issues", "increments", "read", "written",
-                 "requests", "end", "cycle", "issued")
+                 "requests", "end", "cycle", "issued", "_units")
 
     def __init__(self, before: Snapshot, now: Snapshot, end: tuple, increments: list[float],
                  log: Any) -> None:
@@ -167,6 +171,7 @@ class Step:
         self.turn = [place[id(x)] for x in now.streams]
         self.issues = [x.i - p for x, p in zip(before.streams, before.positions)]
         self.increments = increments
+        self._units: dict[int, Any] = {}  # by binade (accumulate)
         self.read, self.written = now.read - before.read, now.written - before.written
         self.requests = None
         if log is not None:
@@ -187,6 +192,89 @@ class Step:
         for places in self.cycle:
             for place, b in zip(places, self.issues):
                 self.issued[place].append(self.issued[place][-1] + b)
+
+    def accumulate(self, acc: float, count: int) -> float:
+        """``acc`` after this step's contention increments have been added ``count`` times
+        (:func:`accumulate`)."""
+        return accumulate(acc, self.increments, count, self._units)
+
+
+# A round's whole number costs about as much as this many float adds to count
+ROUND_UNITS_ADDS = 1000
+
+
+def accumulate(acc: float, increments: list[float], count: int,
+               units: dict[int, Any] | None = None) -> float:
+    """``acc`` after ``increments`` (positive) are added to it ``count`` times over, one by
+    one, as the reference adds them (a float add each), with as few adds as are exact.
+
+    While ``acc`` stays in one binade ``[2^(e-1), 2^e)`` it is a whole number ``A`` of
+    ``w = 2^(e-53)``, and ``acc + d`` is ``acc`` plus ``d`` rounded to a whole number of ``w``:
+    to the nearest, or, where ``d`` lies exactly half-way between two, to the one that makes
+    the sum even. So a round of the increments adds a whole number of ``w`` that depends only
+    on whether ``A`` is even (:func:`_round_units`), and the rounds that keep ``acc`` in its
+    binade are counted in integers; a round that crosses into the next binade is added the
+    reference's way, one float add at a time. ``units`` keeps, by binade, the two numbers
+    (``None``: they cannot be counted), or the adds made one by one there until they cost
+    more than counting would."""
+    units = {} if units is None else units
+    while count > 0:
+        if acc >= sys.float_info.min:  # normal: its grid is 2^(e-53)
+            grid = math.frexp(acc)[1] - 53
+            deltas = units.get(grid, 0)
+            if type(deltas) is int:  # the adds made so far: worth counting once they add up
+                spent = deltas + count * len(increments)
+                if spent < ROUND_UNITS_ADDS:
+                    units[grid] = spent
+                    break
+                deltas = units[grid] = _round_units(increments, grid)
+            if deltas is not None:
+                whole = int(math.ldexp(acc, -grid))  # in [2^52, 2^53)
+                most = max(deltas)
+                k = count if most == 0 else min(count, ((1 << 53) - 1 - whole) // most)
+                if k > 0:  # below 2^53: exact as a float
+                    acc = math.ldexp(float(_rounds(whole, deltas, k)), grid)
+                    count -= k
+                    continue
+        for d in increments:  # a round the reference's way (it crosses a binade)
+            acc += d
+        count -= 1
+    for _ in range(count):  # the rounds left, the reference's way
+        for d in increments:
+            acc += d
+    return acc
+
+
+def _round_units(increments: list[float], grid: int) -> tuple[int, int] | None:
+    """What a round of ``increments`` adds to a sum of ``A`` whole ``2^grid``, in those units,
+    for ``A`` even and for ``A`` odd (each add rounds to nearest, half-way to even);
+    ``None`` if an increment alone reaches ``2^(grid + 53)``."""
+    d = np.asarray(increments)
+    if not len(d) or d.max() >= math.ldexp(1.0, grid + 53):
+        return None if len(d) else (0, 0)
+    x = np.ldexp(d, -grid)  # exact: a power of two
+    whole = np.floor(x)
+    frac = x - whole
+    adds = whole.astype(np.int64) + (frac > 0.5)  # each below 2^53: the sums are exact
+    total = int(adds.sum())
+    ties = np.flatnonzero(frac == 0.5)
+    if not len(ties):
+        return total, total
+    # at the j-th half-way one, the sum so far (it included) is odd or even: b_j, and
+    # rounding to even leaves the count of those rounded up with the parity of b_j; so each
+    # rounds up where b_j differs from b_(j-1), the first where it differs from the start's
+    b = np.cumsum(adds)[ties] & 1
+    changes = int(np.count_nonzero(b[1:] != b[:-1]))
+    first = int(b[0])
+    return total + changes + first, total + changes + 1 - first
+
+
+def _rounds(whole: int, deltas: tuple[int, int], k: int) -> int:
+    """``whole`` after ``k >= 1`` rounds, each adding ``deltas[whole % 2]``. From the second
+    round on each adds the same: with no half-way increment the two deltas are equal, and
+    after one, both starts end at the same parity (rounding to even made both even)."""
+    first = deltas[whole & 1]
+    return whole + first + (k - 1) * deltas[(whole + first) & 1]
 
 
 def _named(streams: list[Stream], name: str) -> Stream | None:
@@ -325,11 +413,7 @@ class Repeats:
         shift = count * h
         port.bytes_read += count * step.read
         port.bytes_written += count * step.written
-        acc = port.contention_cycles
-        for _ in range(count):  # as the reference adds them, one by one
-            for d in step.increments:
-                acc += d
-        port.contention_cycles = acc
+        port.contention_cycles = step.accumulate(port.contention_cycles, count)
         if step.requests is not None:
             self._log(step, t, count, role, now.streams)
         # the state of ``now`` shifted, each role now held by ``holders``
