@@ -24,7 +24,8 @@ ping-pong softmax, and a 10 Hz LayerNorm; :mod:`dspsim.study.workload.cameras`) 
 on ``--workload-cores`` cores, data path off: its wall time with reuse (the default) and the
 tasks reused, next to the same workload simulating every task (``reuse=False``) measured over
 ``--reference-seconds`` and extrapolated in proportion to the tasks, and whether the two
-agree on every task over the shorter run.
+agree on every task over the shorter run; and the same S seconds run in ``--workload-jobs``
+parts at once (worker processes, 2 by default), its task table compared with the one run's.
 Speed is measured here, never asserted in the test suite.
 """
 
@@ -88,7 +89,8 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
                   elision_n: int = 1_000_000, memory_elements: int = 10_000_000,
                   stream_n: tuple[int, ...] = (1_000_000, 10_000_000),
                   baseline: str | None = None, workload_seconds: float = 0.0,
-                  reference_seconds: float = 2.0, workload_cores: int = 1) -> dict[str, Any]:
+                  reference_seconds: float = 2.0, workload_cores: int = 1,
+                  workload_jobs: int = 2) -> dict[str, Any]:
     from dspsim.ops import get_op, op_names
 
     model = load_model()
@@ -131,6 +133,7 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
         out.update(sweep_walls(sweep_points, repeat))
     if workload_seconds:
         out["workload"] = workload_wall(workload_seconds, reference_seconds, workload_cores,
+                                        jobs=workload_jobs,
                                         baseline=baseline)
     return out
 
@@ -268,11 +271,14 @@ def streaming(sizes: tuple[int, ...], repeat: int, baseline: str | None = None
 
 
 def workload_wall(seconds: float, reference_seconds: float, cores: int = 1,
-                  cameras: int = 6, baseline: str | None = None) -> dict[str, Any]:
+                  cameras: int = 6, baseline: str | None = None, jobs: int = 2
+                  ) -> dict[str, Any]:
     """The camera workload over ``seconds`` with reuse, and simulating every task over
     ``reference_seconds`` (extrapolated to ``seconds`` by its tasks); the task tables of both
-    ways over ``reference_seconds`` compared. With ``baseline`` (another checkout), that
-    version over ``reference_seconds`` too (it simulates every task), extrapolated alike."""
+    ways over ``reference_seconds`` compared. With ``jobs > 1``, the same over ``seconds`` run
+    in that many parts at once (worker processes), its task table compared with the one run's.
+    With ``baseline`` (another checkout), that version over ``reference_seconds`` too (it
+    simulates every task), extrapolated alike."""
     from dspsim.study.workload import run_workload, task_table
     from dspsim.study.workload.cameras import camera_workload
 
@@ -287,9 +293,16 @@ def workload_wall(seconds: float, reference_seconds: float, cores: int = 1,
         runs[label] = {"seconds": secs, "tasks": wl.tasks, "reused_tasks": run.reused_tasks,
                        "episodes": run.episodes, "wall_s": time.perf_counter() - t0,
                        "table": table}
+    parts = {}
+    if jobs > 1:
+        wl = camera_workload(cameras, seconds)
+        t0 = time.perf_counter()
+        table = task_table(run_workload(wl, model, jobs=jobs))
+        parts = {"jobs": jobs, "jobs_wall_s": time.perf_counter() - t0,
+                 "jobs_identical": bool(table.equals(runs["reuse"]["table"]))}
     ref, full = runs["reference"], runs["reuse"]
     extrapolated = ref["wall_s"] / ref["tasks"] * full["tasks"]
-    return {
+    return {**parts,
         "cameras": cameras, "cores": cores, "seconds": seconds, "tasks": full["tasks"],
         "wall_s": full["wall_s"], "reused_tasks": full["reused_tasks"],
         "episodes": full["episodes"],
@@ -311,6 +324,14 @@ def _workload_on_baseline(root: str, cameras: int, cores: int, seconds: float, t
     extrapolated = base["wall_s"] / tasks * full["tasks"]
     return {"baseline_wall_s": base["wall_s"], "baseline_extrapolated_wall_s": extrapolated,
             "speedup_over_baseline": extrapolated / full["wall_s"]}
+
+
+def _over_baseline(w: dict[str, Any]) -> str:
+    text = f"{w['speedup_over_baseline']:,.1f}x faster here"
+    if "jobs_wall_s" in w:
+        text += (f" in one process, {w['baseline_extrapolated_wall_s'] / w['jobs_wall_s']:,.1f}x "
+                 f"in {w['jobs']} parts at once")
+    return text
 
 
 def cli_wall(repeat: int) -> dict[str, Any]:
@@ -467,11 +488,14 @@ def print_workload(w: dict[str, Any]) -> None:
           f"tasks to {w['reference_extrapolated_wall_s']:,.0f} s for {w['seconds']:,g} s "
           f"({w['speedup']:,.0f}x); task tables over {w['reference_seconds']:,g} s "
           f"{'identical' if w['identical_over_reference'] else 'DIFFERENT'}")
+    if "jobs_wall_s" in w:
+        print(f"  in {w['jobs']} parts at once (jobs={w['jobs']}, worker processes): "
+              f"{w['jobs_wall_s']:.1f} s wall; task table "
+              f"{'identical' if w['jobs_identical'] else 'DIFFERENT'} to the one run's")
     if "baseline_wall_s" in w:
         print(f"  baseline (every task simulated): {w['baseline_wall_s']:.1f} s for "
               f"{w['reference_seconds']:,g} s, extrapolated to "
-              f"{w['baseline_extrapolated_wall_s']:,.0f} s: "
-              f"{w['speedup_over_baseline']:,.1f}x faster here")
+              f"{w['baseline_extrapolated_wall_s']:,.0f} s: {_over_baseline(w)}")
 
 
 def checkout(text: str) -> str:
@@ -514,18 +538,22 @@ def main() -> None:
                    help="simulated seconds of the same workload simulating every task, "
                    "extrapolated (default 2)")
     p.add_argument("--workload-cores", type=int_in(1), default=1)
+    p.add_argument("--workload-jobs", type=int_in(1, 256), default=2,
+                   help="also run the workload in this many parts at once, in worker "
+                   "processes (default 2; 1 skips it)")
     p.add_argument("--workload-only", action="store_true",
                    help="run only the camera workload benchmark")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     if args.workload_only:
         b = {"workload": workload_wall(args.workload_seconds or 3600.0, args.reference_seconds,
-                                       args.workload_cores, baseline=args.baseline)}
+                                       args.workload_cores, baseline=args.baseline,
+                                       jobs=args.workload_jobs)}
     else:
         b = run_benchmark(args.n, args.repeat, args.sweep_points, args.elision_n,
                           args.memory_elements, tuple(n for n in args.stream_n if n),
                           args.baseline, args.workload_seconds, args.reference_seconds,
-                          args.workload_cores)
+                          args.workload_cores, args.workload_jobs)
     if args.json:
         print(json.dumps(b, indent=2))
     elif args.workload_only:

@@ -11,9 +11,11 @@ from dspsim.cli.common import (
     add_model_args,
     check_outputs_not_inputs,
     emit_json,
+    int_in,
     model_from_args,
 )
 from dspsim.platform import FIDELITIES
+from dspsim.workers import MAX_JOBS
 
 
 def add_workload(sub) -> None:
@@ -40,6 +42,10 @@ def add_workload(sub) -> None:
                    help="simulate every task (by default a task whose op runs alone on an "
                    "idle platform is booked from an earlier one of its stream on its core: "
                    "the same result)")
+    p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=1, metavar="N",
+                   help=f"run in N parts at once, in worker processes, 1 to {MAX_JOBS} "
+                   "(default 1): the same tasks, joined where the platform is idle; the "
+                   "progress count moves as parts are joined")
 
 
 def _check_outputs(args: argparse.Namespace) -> dict[str, Path]:
@@ -87,7 +93,7 @@ def _workload(args: argparse.Namespace) -> int:
     with counter("workload", total=workload.tasks, unit="task") as bar:  # on a terminal
         run = run_workload(workload, model, fidelity=args.fidelity, data=args.data,
                            ddr_profile=bool(args.timeline or args.trace),
-                           on_task_done=bar.update, reuse=args.reuse)
+                           on_task_done=bar.update, reuse=args.reuse, jobs=args.jobs)
     df = task_table(run)
     summary = summarise(run, df)
     written = []

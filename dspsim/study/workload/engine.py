@@ -29,6 +29,20 @@ task may start during its span: the arrivals are known before the run (the relea
 from the seed first), and an arrival that another core could take before the booked end would
 run beside it, so the task is simulated then. Tasks waiting for the same core wait either way.
 ``reuse=False`` simulates every task; the task table is the same.
+
+**Parts** (``jobs``). A moment just before an arrival where nothing runs, waits or is booked
+(the platform idle, the queue empty, every core free: *clean*) cuts the run in two: what
+follows depends only on the arrivals from there on, exactly as from the start of a run. With
+``jobs > 1`` the arrivals are split into ``jobs`` even shares and each worker process runs
+from the start of its share as if that moment were clean, on to its first clean moment at or
+past the next share's start, noting its totals at every clean moment. The parts are then
+joined in order: a run that started at a moment that was in fact clean, or that met the
+previous part's end at a clean moment of its own, goes on from there (from a moment clean in
+both the two runs are the same); where none does, this process runs on from the previous
+part's end to a clean moment one of them met. Every task, byte, warning, output, queue length
+and DDR segment is the same as in one run; only how the run went differs (the tasks reused,
+the events and episodes: each part starts with nothing to reuse). A data cache keeps the
+platform from ever being clean: such a run is not split.
 """
 
 from __future__ import annotations
@@ -52,6 +66,7 @@ from dspsim.ops import get_op
 from dspsim.ops.registry import firmware_registry
 from dspsim.platform import FIDELITIES, Platform
 from dspsim.study.workload.spec import Workload, check_workload
+from dspsim.workers import check_jobs, imap_unordered
 
 INF = float("inf")
 CACHE_NOTE = ("the data cache keeps its lines from task to task, so the platform is never idle "
@@ -191,6 +206,67 @@ class _Booked:
     output: np.ndarray | None
 
 
+@dataclass
+class _Mark:
+    """A run's totals at a clean moment (:meth:`_Schedule.arrive`): where a part from there
+    begins in them."""
+
+    read_bytes: int
+    write_bytes: int
+    events: int
+    episodes: int
+    warnings: int
+    ddr_parts: int
+    queue_log: int
+    stamp: int
+
+
+# the per-task fields a run fills in (:class:`_Schedule`)
+TASK_FIELDS = ("core", "started", "op_start", "op_cycles", "core_end_cycle", "reused")
+
+
+@dataclass
+class _Part:
+    """What a run did from a clean moment, just before arrival ``first``, to another, just
+    before ``end`` (or to its end): tasks ``first .. end - 1`` and everything they booked."""
+
+    first: int
+    end: int
+    fields: dict[str, list]  # TASK_FIELDS of tasks first .. end - 1
+    read_bytes: int
+    write_bytes: int
+    events: int
+    episodes: int
+    warnings: list[tuple[float, list[dict[str, Any]]]]
+    ddr_parts: list[dict[str, np.ndarray]]
+    queue_log: list[tuple[float, int]]
+    outputs: dict[int, np.ndarray]  # the streams' outputs set in it, the last of each
+
+
+@dataclass
+class _Segment:
+    """A run from a clean moment before arrival ``first`` to one before ``end``, with its
+    totals at every clean moment in between: any of them may begin a :class:`_Part`."""
+
+    first: int
+    end: int
+    marks: dict[int, _Mark]
+    fields: dict[str, list]
+    totals: _Mark
+    warnings: list[tuple[float, list[dict[str, Any]]]]
+    ddr_parts: list[dict[str, np.ndarray]]
+    queue_log: list[tuple[float, int]]
+    outputs: dict[int, tuple[int, np.ndarray]]  # stream: (stamp, its last output)
+
+    def part(self, first: int) -> _Part:
+        m, t = self.marks[first], self.totals
+        return _Part(first, self.end, {k: v[first - self.first:] for k, v in self.fields.items()},
+                     t.read_bytes - m.read_bytes, t.write_bytes - m.write_bytes,
+                     t.events - m.events, t.episodes - m.episodes, self.warnings[m.warnings:],
+                     self.ddr_parts[m.ddr_parts:], self.queue_log[m.queue_log:],
+                     {k: out for k, (stamp, out) in self.outputs.items() if stamp > m.stamp})
+
+
 @dataclass(eq=False, slots=True)
 class _Waiting:
     """A task in the UCP's queue, as :class:`SchedulingPolicy` reads it."""
@@ -282,9 +358,16 @@ class _Schedule:
     """The host side in absolute cycles, driving the episodes (module docstring)."""
 
     def __init__(self, workload: Workload, model: HardwareModel, fidelity: str, data: bool,
-                 ddr_profile: bool, reuse: bool, on_task_done: Callable[[], None] | None):
+                 ddr_profile: bool, reuse: bool, on_task_done: Callable[[], None] | None,
+                 first: int = 0, stop: Callable[[int], bool] | None = None,
+                 marks: bool = False):
         self.workload, self.model, self.fidelity, self.data = workload, model, fidelity, data
         self.ddr_profile, self.reuse, self.on_task_done = ddr_profile, reuse, on_task_done
+        # a part of the run (:func:`_run_parts`): from arrival ``first`` on a clean platform,
+        # to the first clean moment ``stop`` accepts; the totals at each clean moment
+        self.first, self.stop = first, stop
+        self.marks: dict[int, _Mark] | None = {} if marks else None
+        self.stopped: int | None = None
         self.registry = firmware_registry()
         streams = workload.streams
         cores = self.cores = model.core.count
@@ -316,7 +399,7 @@ class _Schedule:
         self.policy = SchedulingPolicy(cores)
         self.free = [True] * cores
         self.heap: list[tuple[float, int]] = []  # (core end, task)
-        self.next_arrival = 0
+        self.next_arrival = first
         self.queue_log: list[tuple[float, int]] = [(0.0, 0)]
         self.episode: _Episode | None = None
         self.memo: dict[tuple[int, int], _Booked] = {}
@@ -326,12 +409,14 @@ class _Schedule:
         self.warnings: list[tuple[float, list[dict[str, Any]]]] = []  # (episode start, ...)
         self.ddr_parts: list[dict[str, np.ndarray]] = []
         self.outputs: dict[int, np.ndarray] = {}
+        self.output_stamps: dict[int, int] = {}  # when each stream's output was last set
+        self.stamp = 0
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
         queued, heap = self.queued, self.heap
         n = len(queued)
-        while True:
+        while self.stopped is None:
             ep = self.episode
             if ep is not None:
                 if self.next_arrival < n and ep.sentinel_for != self.next_arrival:
@@ -361,6 +446,13 @@ class _Schedule:
     def arrive(self, task: int, t: float, local: float | None = None) -> None:
         """A task reaches the DSP side at ``t`` (``local``: the current episode's clock,
         when a process of it hands the arrival over)."""
+        if self.marks is not None and self._clean(t, local):
+            if self.episode is not None:  # idle: closed here rather than as the task starts
+                self._close(self.episode)
+            self.marks[task] = self._mark()
+            if task > self.first and self.stop is not None and self.stop(task):
+                self.stopped = task  # this part ends here: the arrival is the next part's
+                return
         waiting = _Waiting(task, self.priority[task], self.backend[task], task)
         core = self.policy.core_for(waiting, self.free)
         if core is None:
@@ -368,6 +460,18 @@ class _Schedule:
             self._log_queue(t)
         else:
             self._start(task, core, t, local)
+
+    def _clean(self, t: float, local: float | None) -> bool:
+        """Nothing runs, waits or is booked at ``t``: what follows depends only on the
+        arrivals from here on, as from the start of a run."""
+        if self.heap or len(self.policy) or not all(self.free):
+            return False
+        ep = self.episode
+        return ep is None or ep.idle(t - ep.start if local is None else local)
+
+    def _mark(self) -> _Mark:
+        return _Mark(self.bytes[0], self.bytes[1], self.events, self.episodes,
+                     len(self.warnings), len(self.ddr_parts), len(self.queue_log), self.stamp)
 
     def core_end(self, task: int, t: float, local: float | None = None) -> None:
         c = self.core[task]
@@ -443,7 +547,7 @@ class _Schedule:
         if b.ddr is not None:
             self.ddr_parts.append(_shifted(b.ddr, t))
         if b.output is not None:
-            self.outputs[stream] = b.output
+            self._output(stream, b.output)
         heapq.heappush(self.heap, (t + b.end, task))
 
     def _close(self, ep: _Episode) -> None:
@@ -458,8 +562,13 @@ class _Schedule:
         for stream in ep.streams:
             out = ep.output(stream)
             if out is not None:
-                self.outputs[stream] = out
+                self._output(stream, out)
         self.episode = None
+
+    def _output(self, stream: int, out: np.ndarray) -> None:
+        self.stamp += 1
+        self.outputs[stream] = out
+        self.output_stamps[stream] = self.stamp
 
     def _log_queue(self, now: float) -> None:
         count = len(self.policy)
@@ -467,6 +576,36 @@ class _Schedule:
             self.queue_log[-1] = (now, count)
         else:
             self.queue_log.append((now, count))
+
+    # ------------------------------------------------------------------ parts
+    def segment(self) -> _Segment:
+        """This run (made with ``marks``), to be cut into parts at its clean moments."""
+        end = len(self.queued) if self.stopped is None else self.stopped
+        return _Segment(self.first, end, self.marks,
+                        {k: getattr(self, k)[self.first:end] for k in TASK_FIELDS},
+                        self._mark(), self.warnings, self.ddr_parts, self.queue_log,
+                        {k: (self.output_stamps[k], out) for k, out in self.outputs.items()})
+
+    def take(self, part: _Part) -> None:
+        """Book ``part`` (the next of a run made of parts) as if this run had done it."""
+        for k, values in part.fields.items():
+            getattr(self, k)[part.first:part.end] = values
+        self.bytes[0] += part.read_bytes
+        self.bytes[1] += part.write_bytes
+        self.events += part.events
+        self.episodes += part.episodes
+        self.warnings.extend(part.warnings)
+        self.ddr_parts.extend(part.ddr_parts)
+        for now, count in part.queue_log:
+            if self.queue_log[-1][0] == now:
+                self.queue_log[-1] = (now, count)
+            else:
+                self.queue_log.append((now, count))
+        for stream, out in part.outputs.items():
+            self._output(stream, out)
+        if self.on_task_done is not None:
+            for _ in range(part.end - part.first):
+                self.on_task_done()
 
     # ------------------------------------------------------------------ the totals
     def columns(self) -> TaskColumns:
@@ -495,6 +634,49 @@ class _Schedule:
         return {k: v[order] for k, v in cat.items()}
 
 
+# a run in parts gives each at least this many tasks
+MIN_PART_TASKS = 32
+
+
+def _segment_from(workload: Workload, model: HardwareModel, fidelity: str, data: bool,
+                  ddr_profile: bool, reuse: bool, first: int, until: int | None,
+                  targets: frozenset[int] | None = None) -> _Segment:
+    """The run from arrival ``first`` on a clean platform, to its first clean moment at or
+    after arrival ``until`` (or at one of ``targets``; with neither, to the end)."""
+    stop = None
+    if until is not None:
+        stop = until.__le__
+    elif targets is not None:
+        stop = targets.__contains__
+    sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, None, first=first,
+                      stop=stop, marks=True)
+    sched.run()
+    return sched.segment()
+
+
+def _run_parts(sched: _Schedule, jobs: int) -> None:
+    """Run ``sched`` (not yet run) in parts, ``jobs`` at once (module docstring)."""
+    n = len(sched.queued)
+    k = min(jobs, n // MIN_PART_TASKS)
+    starts = [n * j // k for j in range(k)]
+    spec = (sched.workload, sched.model, sched.fidelity, sched.data, sched.ddr_profile,
+            sched.reuse)
+    segments: list[_Segment] = []
+    for _, seg in imap_unordered(
+            _segment_from, range(k), jobs, work=k,
+            args=lambda j: (*spec, starts[j], starts[j + 1] if j + 1 < k else None)):
+        segments.append(seg)
+    cur = 0
+    while cur < n:
+        seg = next((s for s in segments if s.first <= cur < s.end and cur in s.marks), None)
+        if seg is None:  # no part starts clean here: run on to a moment where one does
+            seg = _segment_from(*spec, cur, None, frozenset(
+                i for s in segments for i in s.marks if cur < i < s.end))
+        part = seg.part(cur)
+        sched.take(part)
+        cur = part.end
+
+
 def run_workload(
     workload: Workload,
     model: HardwareModel,
@@ -503,18 +685,25 @@ def run_workload(
     ddr_profile: bool = False,
     on_task_done: Callable[[], None] | None = None,
     reuse: bool = True,
+    jobs: int = 1,
 ) -> WorkloadRun:
     """Simulate ``workload`` on ``model``'s platform; ``data`` moves values (the op's default
     input in each stream's input buffer); ``ddr_profile`` keeps the DDR data path's occupancy
     over time (for figures and traces); ``on_task_done()`` is called as each task completes
     (a progress count); ``reuse`` books a task from an earlier identical one where nothing
-    else can run beside it (module docstring), ``False`` simulates every task."""
+    else can run beside it (module docstring), ``False`` simulates every task; ``jobs`` runs
+    it in that many parts at once, in worker processes (module docstring: the same tasks)."""
     if fidelity not in FIDELITIES:
         raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
+    check_jobs(jobs, "jobs", "parts of the run")
     check_workload(workload, model)
     wall_start = time.perf_counter()
     sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, on_task_done)
-    sched.run()
+    if jobs > 1 and len(sched.queued) >= 2 * MIN_PART_TASKS \
+            and model.dcache.capacity_bytes == 0:  # a data cache: never clean (module doc)
+        _run_parts(sched, jobs)
+    else:
+        sched.run()
     cols = sched.columns()
     if (cols.core_end_cycle < 0).any():
         raise DeadlockError(["host (waiting for a task that never finished)"])
