@@ -26,3 +26,6 @@ class DeadlockError(RuntimeError):
     def __init__(self, waiting: list[str]):
         self.waiting = waiting
         super().__init__("simulation deadlocked: processes still waiting: " + ", ".join(waiting))
+
+    def __reduce__(self) -> tuple:  # raised in a worker process, re-raised in its parent
+        return type(self), (self.waiting,)

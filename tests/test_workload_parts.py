@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dspsim.errors import DspsimInputError
-from dspsim.study.workload import engine, run_workload
+from dspsim.study.workload import engine, parts, run_workload
 from tests.test_workload_reuse import assert_same_tasks
 from tests.workload_helpers import stream_spec, workload
 
@@ -48,7 +48,7 @@ def assert_same_run(parts, one):
 @pytest.fixture
 def small_parts(monkeypatch):
     """Parts of a few tasks, so that small workloads are split."""
-    monkeypatch.setattr(engine, "MIN_PART_TASKS", 4)
+    monkeypatch.setattr(parts, "MIN_PART_TASKS", 4)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -84,7 +84,7 @@ def test_parts_that_never_meet_are_joined_by_running_on(j6, small_parts, monkeyp
     one = run_workload(wl, model, ddr_profile=True)
     calls = []
     segment_from = engine._segment_from
-    monkeypatch.setattr(engine, "imap_unordered", _in_process_without_starts)
+    monkeypatch.setattr(parts, "imap_unordered", _in_process_without_starts)
     monkeypatch.setattr(engine, "_segment_from",
                         lambda *a: calls.append(a[6:]) or segment_from(*a))
     assert_same_run(run_workload(wl, model, jobs=4, ddr_profile=True), one)
@@ -128,3 +128,13 @@ def test_the_command_runs_in_parts_and_refuses_bad_jobs(tmp_path, capsys, small_
     capsys.readouterr()
     for bad in ("0", "x", "257"):
         one_line_exit_2(capsys, ["workload", str(f), "--jobs", bad], "--jobs")
+
+
+def test_a_deadlock_in_a_part_reaches_the_caller_whole():
+    import pickle
+
+    from dspsim.errors import DeadlockError
+
+    e = pickle.loads(pickle.dumps(DeadlockError(["core0 (waiting for ch0)", "ch1"])))
+    assert e.waiting == ["core0 (waiting for ch0)", "ch1"]
+    assert str(e).endswith("core0 (waiting for ch0), ch1")

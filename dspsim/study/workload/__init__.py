@@ -1,14 +1,16 @@
 """Task streams on one or more DSP cores: workload files, their runs and what they mean.
 
 ``load_workload(path)`` reads a TOML workload (:mod:`.spec`), ``run_workload(workload, model)``
-simulates it on a fresh platform (:mod:`.engine`), ``task_table`` / ``summarise`` /
+simulates it on a fresh platform (:mod:`.engine`; in parts at once, :mod:`.parts`) into a
+:class:`WorkloadRun` (:mod:`.results`), ``task_table`` / ``summarise`` /
 ``write_tasks_csv`` read the run (:mod:`.summary`). The scheduling itself is the UCP's
 (:class:`dspsim.host.ucp.SchedulingPolicy`).
 """
 
 from __future__ import annotations
 
-from dspsim.study.workload.engine import DdrMeter, WorkloadRun, release_cycles, run_workload
+from dspsim.study.workload.engine import release_cycles, run_workload
+from dspsim.study.workload.results import DdrMeter, WorkloadRun
 from dspsim.study.workload.spec import (
     Stream,
     Workload,

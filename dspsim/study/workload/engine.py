@@ -30,19 +30,8 @@ from the seed first), and an arrival that another core could take before the boo
 run beside it, so the task is simulated then. Tasks waiting for the same core wait either way.
 ``reuse=False`` simulates every task; the task table is the same.
 
-**Parts** (``jobs``). A moment just before an arrival where nothing runs, waits or is booked
-(the platform idle, the queue empty, every core free: *clean*) cuts the run in two: what
-follows depends only on the arrivals from there on, exactly as from the start of a run. With
-``jobs > 1`` the arrivals are split into ``jobs`` even shares and each worker process runs
-from the start of its share as if that moment were clean, on to its first clean moment at or
-past the next share's start, noting its totals at every clean moment. The parts are then
-joined in order: a run that started at a moment that was in fact clean, or that met the
-previous part's end at a clean moment of its own, goes on from there (from a moment clean in
-both the two runs are the same); where none does, this process runs on from the previous
-part's end to a clean moment one of them met. Every task, byte, warning, output, queue length
-and DDR segment is the same as in one run; only how the run went differs (the tasks reused,
-the events and episodes: each part starts with nothing to reuse). A data cache keeps the
-platform from ever being clean: such a run is not split.
+**Parts** (``jobs``): the run cut at *clean* moments (nothing runs, waits or is booked),
+its parts run at once in worker processes and joined: the same tasks (:mod:`.parts`).
 """
 
 from __future__ import annotations
@@ -51,7 +40,7 @@ import bisect
 import heapq
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -65,119 +54,19 @@ from dspsim.hw.clock import At, events_scheduled, spawn
 from dspsim.ops import get_op
 from dspsim.ops.registry import firmware_registry
 from dspsim.platform import FIDELITIES, Platform
+from dspsim.study.workload import parts
+from dspsim.study.workload.results import DdrMeter, TaskColumns, WorkloadRun
 from dspsim.study.workload.spec import Workload, check_workload
-from dspsim.workers import check_jobs, imap_unordered
+from dspsim.workers import check_jobs
 
 INF = float("inf")
 CACHE_NOTE = ("the data cache keeps its lines from task to task, so the platform is never idle "
               "between tasks: every task is simulated")
 
 
-class DdrMeter:
-    """The DDR data path's occupancy over time, as merged segments ``(start, end, share)``
-    (``share``: the fraction of ``ddr.bytes_per_cycle`` in use).
-
-    It stands in for the port's request log (the port calls ``log.append(entry)`` once per
-    request or booking, :data:`dspsim.probes.PORT_LOG_FIELDS`) and keeps only the occupancy:
-    an entry's bytes spread evenly over its ``data_start .. data_end``. A single request holds
-    the whole path over that span (share 1: exact, as at burst fidelity); a booking that stands
-    for a whole transfer or kernel call (tile fidelity) is spread over its span, which is exact
-    for a bandwidth-bound flow and an average for one that leaves gaps between its bursts.
-    Contiguous segments at the same share merge, so a busy port costs little memory. The
-    hybrid tile engine books a closed form only for a flow that has the port to itself (a
-    shared port runs burst by burst), so the spread bookings never overlap another's requests.
-    """
-
-    def __init__(self, port: Any):
-        self.cycles_per_byte = port.cycles_per_byte
-        self.starts: list[float] = []
-        self.ends: list[float] = []
-        self.shares: list[float] = []
-
-    def _add(self, start: float, end: float, share: float) -> None:
-        if end <= start or share <= 0:
-            return
-        if (self.ends and abs(self.ends[-1] - start) < 1e-9
-                and abs(self.shares[-1] - share) < 1e-9):
-            self.ends[-1] = end  # contiguous at the same share: one segment
-            return
-        self.starts.append(start)
-        self.ends.append(end)
-        self.shares.append(share)
-
-    def append(self, entry: tuple) -> None:
-        data_start, data_end, nbytes = entry[1], entry[2], entry[4]
-        if data_end > data_start and nbytes > 0:
-            self._add(data_start, data_end,
-                      nbytes * self.cycles_per_byte / (data_end - data_start))
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        return {"start": np.asarray(self.starts, float), "end": np.asarray(self.ends, float),
-                "share": np.asarray(self.shares, float)}
-
-
 def _shifted(segments: dict[str, np.ndarray], offset: float) -> dict[str, np.ndarray]:
     return {"start": offset + segments["start"], "end": offset + segments["end"],
             "share": segments["share"]}
-
-
-@dataclass
-class TaskColumns:
-    """Every task of a run, in submission order, one array per field (about 100 bytes a
-    task). Cycles are absolute, -1 until they happen."""
-
-    stream: np.ndarray  # the stream's position in ``workload.streams``
-    index: np.ndarray  # the task's index in its stream
-    priority: np.ndarray
-    core: np.ndarray  # the core it ran on
-    submitted_cycle: np.ndarray  # hbUCPSubmitTask
-    queued_cycle: np.ndarray  # reached the DSP side (half the RPC round trip later)
-    started_cycle: np.ndarray  # a core took it
-    op_start_cycle: np.ndarray  # the op's TIME_STAMP start
-    op_cycles: np.ndarray  # the op's own span (PROF)
-    core_end_cycle: np.ndarray  # the op returned: the core is free
-    finished_cycle: np.ndarray  # the host sees it done (the other half later)
-    reused: np.ndarray  # booked from an earlier identical task instead of simulated
-
-    def __len__(self) -> int:
-        return len(self.stream)
-
-
-@dataclass
-class WorkloadRun:
-    """What a workload run produced: the tasks, the queue over time, the DDR port."""
-
-    workload: Workload
-    model: HardwareModel
-    fidelity: str
-    data: bool
-    tasks: TaskColumns
-    queue_log: np.ndarray  # (cycle, tasks waiting) at every change, cycle-sorted
-    end_cycle: float  # the last task done (host side)
-    core_names: list[str]
-    ddr_bytes: dict[str, int]
-    ddr_busy_cycles: float
-    rpc_cycles: float  # the whole round trip, half on submit and half on completion
-    events: int  # the events simulated (none for a reused task)
-    wall_s: float
-    warnings: list[dict[str, Any]] = field(default_factory=list)
-    ddr: dict[str, np.ndarray] | None = None  # DdrMeter.arrays() when profiled
-    # with the data path: each stream's output buffer at the end (its last task's output)
-    outputs: dict[str, np.ndarray] | None = None
-    reuse: bool = True  # whether tasks could be booked from earlier identical ones
-    reuse_note: str | None = None  # why none could be, when the platform rules it out
-    episodes: int = 0  # platforms simulated (a run of ops between idle moments each)
-
-    @property
-    def clock_mhz(self) -> float:
-        return self.model.core.clock_mhz
-
-    @property
-    def reused_tasks(self) -> int:
-        return int(self.tasks.reused.sum())
-
-    def us(self, cycles: Any) -> Any:
-        return np.asarray(cycles, float) / self.clock_mhz
 
 
 def release_cycles(workload: Workload, clock_mhz: float) -> list[np.ndarray]:
@@ -204,67 +93,6 @@ class _Booked:
     warnings: list[dict[str, Any]]
     ddr: dict[str, np.ndarray] | None
     output: np.ndarray | None
-
-
-@dataclass
-class _Mark:
-    """A run's totals at a clean moment (:meth:`_Schedule.arrive`): where a part from there
-    begins in them."""
-
-    read_bytes: int
-    write_bytes: int
-    events: int
-    episodes: int
-    warnings: int
-    ddr_parts: int
-    queue_log: int
-    stamp: int
-
-
-# the per-task fields a run fills in (:class:`_Schedule`)
-TASK_FIELDS = ("core", "started", "op_start", "op_cycles", "core_end_cycle", "reused")
-
-
-@dataclass
-class _Part:
-    """What a run did from a clean moment, just before arrival ``first``, to another, just
-    before ``end`` (or to its end): tasks ``first .. end - 1`` and everything they booked."""
-
-    first: int
-    end: int
-    fields: dict[str, list]  # TASK_FIELDS of tasks first .. end - 1
-    read_bytes: int
-    write_bytes: int
-    events: int
-    episodes: int
-    warnings: list[tuple[float, list[dict[str, Any]]]]
-    ddr_parts: list[dict[str, np.ndarray]]
-    queue_log: list[tuple[float, int]]
-    outputs: dict[int, np.ndarray]  # the streams' outputs set in it, the last of each
-
-
-@dataclass
-class _Segment:
-    """A run from a clean moment before arrival ``first`` to one before ``end``, with its
-    totals at every clean moment in between: any of them may begin a :class:`_Part`."""
-
-    first: int
-    end: int
-    marks: dict[int, _Mark]
-    fields: dict[str, list]
-    totals: _Mark
-    warnings: list[tuple[float, list[dict[str, Any]]]]
-    ddr_parts: list[dict[str, np.ndarray]]
-    queue_log: list[tuple[float, int]]
-    outputs: dict[int, tuple[int, np.ndarray]]  # stream: (stamp, its last output)
-
-    def part(self, first: int) -> _Part:
-        m, t = self.marks[first], self.totals
-        return _Part(first, self.end, {k: v[first - self.first:] for k, v in self.fields.items()},
-                     t.read_bytes - m.read_bytes, t.write_bytes - m.write_bytes,
-                     t.events - m.events, t.episodes - m.episodes, self.warnings[m.warnings:],
-                     self.ddr_parts[m.ddr_parts:], self.queue_log[m.queue_log:],
-                     {k: out for k, (stamp, out) in self.outputs.items() if stamp > m.stamp})
 
 
 @dataclass(eq=False, slots=True)
@@ -363,10 +191,10 @@ class _Schedule:
                  marks: bool = False):
         self.workload, self.model, self.fidelity, self.data = workload, model, fidelity, data
         self.ddr_profile, self.reuse, self.on_task_done = ddr_profile, reuse, on_task_done
-        # a part of the run (:func:`_run_parts`): from arrival ``first`` on a clean platform,
+        # a part of the run (:func:`.parts.run_parts`): from arrival ``first`` on a clean platform,
         # to the first clean moment ``stop`` accepts; the totals at each clean moment
         self.first, self.stop = first, stop
-        self.marks: dict[int, _Mark] | None = {} if marks else None
+        self.marks: dict[int, parts.Mark] | None = {} if marks else None
         self.stopped: int | None = None
         self.registry = firmware_registry()
         streams = workload.streams
@@ -449,7 +277,7 @@ class _Schedule:
         if self.marks is not None and self._clean(t, local):
             if self.episode is not None:  # idle: closed here rather than as the task starts
                 self._close(self.episode)
-            self.marks[task] = self._mark()
+            self.marks[task] = parts.mark(self)
             if task > self.first and self.stop is not None and self.stop(task):
                 self.stopped = task  # this part ends here: the arrival is the next part's
                 return
@@ -468,10 +296,6 @@ class _Schedule:
             return False
         ep = self.episode
         return ep is None or ep.idle(t - ep.start if local is None else local)
-
-    def _mark(self) -> _Mark:
-        return _Mark(self.bytes[0], self.bytes[1], self.events, self.episodes,
-                     len(self.warnings), len(self.ddr_parts), len(self.queue_log), self.stamp)
 
     def core_end(self, task: int, t: float, local: float | None = None) -> None:
         c = self.core[task]
@@ -547,7 +371,7 @@ class _Schedule:
         if b.ddr is not None:
             self.ddr_parts.append(_shifted(b.ddr, t))
         if b.output is not None:
-            self._output(stream, b.output)
+            self.output(stream, b.output)
         heapq.heappush(self.heap, (t + b.end, task))
 
     def _close(self, ep: _Episode) -> None:
@@ -562,10 +386,10 @@ class _Schedule:
         for stream in ep.streams:
             out = ep.output(stream)
             if out is not None:
-                self._output(stream, out)
+                self.output(stream, out)
         self.episode = None
 
-    def _output(self, stream: int, out: np.ndarray) -> None:
+    def output(self, stream: int, out: np.ndarray) -> None:
         self.stamp += 1
         self.outputs[stream] = out
         self.output_stamps[stream] = self.stamp
@@ -576,36 +400,6 @@ class _Schedule:
             self.queue_log[-1] = (now, count)
         else:
             self.queue_log.append((now, count))
-
-    # ------------------------------------------------------------------ parts
-    def segment(self) -> _Segment:
-        """This run (made with ``marks``), to be cut into parts at its clean moments."""
-        end = len(self.queued) if self.stopped is None else self.stopped
-        return _Segment(self.first, end, self.marks,
-                        {k: getattr(self, k)[self.first:end] for k in TASK_FIELDS},
-                        self._mark(), self.warnings, self.ddr_parts, self.queue_log,
-                        {k: (self.output_stamps[k], out) for k, out in self.outputs.items()})
-
-    def take(self, part: _Part) -> None:
-        """Book ``part`` (the next of a run made of parts) as if this run had done it."""
-        for k, values in part.fields.items():
-            getattr(self, k)[part.first:part.end] = values
-        self.bytes[0] += part.read_bytes
-        self.bytes[1] += part.write_bytes
-        self.events += part.events
-        self.episodes += part.episodes
-        self.warnings.extend(part.warnings)
-        self.ddr_parts.extend(part.ddr_parts)
-        for now, count in part.queue_log:
-            if self.queue_log[-1][0] == now:
-                self.queue_log[-1] = (now, count)
-            else:
-                self.queue_log.append((now, count))
-        for stream, out in part.outputs.items():
-            self._output(stream, out)
-        if self.on_task_done is not None:
-            for _ in range(part.end - part.first):
-                self.on_task_done()
 
     # ------------------------------------------------------------------ the totals
     def columns(self) -> TaskColumns:
@@ -634,13 +428,9 @@ class _Schedule:
         return {k: v[order] for k, v in cat.items()}
 
 
-# a run in parts gives each at least this many tasks
-MIN_PART_TASKS = 32
-
-
 def _segment_from(workload: Workload, model: HardwareModel, fidelity: str, data: bool,
                   ddr_profile: bool, reuse: bool, first: int, until: int | None,
-                  targets: frozenset[int] | None = None) -> _Segment:
+                  targets: frozenset[int] | None = None) -> parts.Segment:
     """The run from arrival ``first`` on a clean platform, to its first clean moment at or
     after arrival ``until`` (or at one of ``targets``; with neither, to the end)."""
     stop = None
@@ -651,30 +441,7 @@ def _segment_from(workload: Workload, model: HardwareModel, fidelity: str, data:
     sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, None, first=first,
                       stop=stop, marks=True)
     sched.run()
-    return sched.segment()
-
-
-def _run_parts(sched: _Schedule, jobs: int) -> None:
-    """Run ``sched`` (not yet run) in parts, ``jobs`` at once (module docstring)."""
-    n = len(sched.queued)
-    k = min(jobs, n // MIN_PART_TASKS)
-    starts = [n * j // k for j in range(k)]
-    spec = (sched.workload, sched.model, sched.fidelity, sched.data, sched.ddr_profile,
-            sched.reuse)
-    segments: list[_Segment] = []
-    for _, seg in imap_unordered(
-            _segment_from, range(k), jobs, work=k,
-            args=lambda j: (*spec, starts[j], starts[j + 1] if j + 1 < k else None)):
-        segments.append(seg)
-    cur = 0
-    while cur < n:
-        seg = next((s for s in segments if s.first <= cur < s.end and cur in s.marks), None)
-        if seg is None:  # no part starts clean here: run on to a moment where one does
-            seg = _segment_from(*spec, cur, None, frozenset(
-                i for s in segments for i in s.marks if cur < i < s.end))
-        part = seg.part(cur)
-        sched.take(part)
-        cur = part.end
+    return parts.segment(sched)
 
 
 def run_workload(
@@ -699,9 +466,8 @@ def run_workload(
     check_workload(workload, model)
     wall_start = time.perf_counter()
     sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, on_task_done)
-    if jobs > 1 and len(sched.queued) >= 2 * MIN_PART_TASKS \
-            and model.dcache.capacity_bytes == 0:  # a data cache: never clean (module doc)
-        _run_parts(sched, jobs)
+    if parts.splits(len(sched.queued), jobs, model.dcache.capacity_bytes > 0):
+        parts.run_parts(sched, jobs, _segment_from)
     else:
         sched.run()
     cols = sched.columns()

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dspsim.paths import atomic_write_bytes, writable_file
-from dspsim.study.workload.engine import WorkloadRun
+from dspsim.study.workload.results import WorkloadRun
 
 TASK_COLUMNS = (
     "stream", "index", "core", "backend", "priority", "submit_us", "queued_us", "start_us",

@@ -1,0 +1,172 @@
+"""A workload run in parts at once (``run_workload(..., jobs=N)``), joined at clean moments.
+
+A moment just before an arrival where nothing runs, waits or is booked (the platform idle, the
+queue empty, every core free: *clean*) cuts the run in two: what follows depends only on the
+arrivals from there on, exactly as from the start of a run. With ``jobs > 1`` the arrivals are
+split into ``jobs`` even shares and each worker process runs from the start of its share as if
+that moment were clean, on to its first clean moment at or past the next share's start, noting
+its totals at every clean moment (a :class:`Segment`). The parts are then joined in order: a
+run that started at a moment that was in fact clean, or that met the previous part's end at a
+clean moment of its own, goes on from there (from a moment clean in both the two runs are the
+same); where none does, this process runs on from the previous part's end to a clean moment
+one of them met. Every task, byte, warning, output, queue length and DDR segment is the same
+as in one run; only how the run went differs (the tasks reused, the events and episodes: each
+part starts with nothing to reuse). A data cache keeps the platform from ever being clean:
+such a run is not split.
+
+The runs themselves are :mod:`.engine`'s ``_Schedule``; this module cuts and joins them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from dspsim.workers import imap_unordered
+
+# a run in parts gives each at least this many tasks
+MIN_PART_TASKS = 32
+
+# the per-task fields a run fills in (``engine._Schedule``)
+TASK_FIELDS = ("core", "started", "op_start", "op_cycles", "core_end_cycle", "reused")
+
+
+class Mark(NamedTuple):
+    """A run's totals at a clean moment (``engine._Schedule.arrive``): where a part from
+    there begins in them."""
+
+    read_bytes: int
+    write_bytes: int
+    events: int
+    episodes: int
+    warnings: int
+    ddr_parts: int
+    queue_log: int
+    stamp: int
+
+
+@dataclass
+class Part:
+    """What a run did from a clean moment, just before arrival ``first``, to another, just
+    before ``end`` (or to its end): tasks ``first .. end - 1`` and everything they booked."""
+
+    first: int
+    end: int
+    fields: dict[str, np.ndarray]  # TASK_FIELDS of tasks first .. end - 1
+    read_bytes: int
+    write_bytes: int
+    events: int
+    episodes: int
+    warnings: list[tuple[float, list[dict[str, Any]]]]
+    ddr_parts: list[dict[str, np.ndarray]]
+    queue_log: np.ndarray  # (cycle, tasks waiting) rows
+    outputs: dict[int, np.ndarray]  # the streams' outputs set in it, the last of each
+
+
+@dataclass
+class Segment:
+    """A run from a clean moment before arrival ``first`` to one before ``end``, with its
+    totals at every clean moment in between: any of them may begin a :class:`Part`. (Arrays,
+    not objects: a worker sends it back pickled.)"""
+
+    first: int
+    end: int
+    mark_tasks: np.ndarray  # the arrivals a clean moment came before, in order
+    mark_totals: np.ndarray  # the Mark of each, a row each
+    fields: dict[str, np.ndarray]  # TASK_FIELDS of tasks first .. end - 1
+    totals: Mark
+    warnings: list[tuple[float, list[dict[str, Any]]]]
+    ddr_parts: list[dict[str, np.ndarray]]
+    queue_log: np.ndarray  # (cycle, tasks waiting) rows
+    outputs: dict[int, tuple[int, np.ndarray]]  # stream: (stamp, its last output)
+    _marks: dict[int, int] | None = field(default=None, repr=False)
+
+    @property
+    def marks(self) -> dict[int, int]:
+        """The clean moments, by the arrival they came before: their row."""
+        if self._marks is None:
+            self._marks = {t: k for k, t in enumerate(self.mark_tasks.tolist())}
+        return self._marks
+
+    def part(self, first: int) -> Part:
+        m, t = Mark(*self.mark_totals[self.marks[first]].tolist()), self.totals
+        return Part(first, self.end, {k: v[first - self.first:] for k, v in self.fields.items()},
+                    t.read_bytes - m.read_bytes, t.write_bytes - m.write_bytes,
+                    t.events - m.events, t.episodes - m.episodes, self.warnings[m.warnings:],
+                    self.ddr_parts[m.ddr_parts:], self.queue_log[m.queue_log:],
+                    {k: out for k, (stamp, out) in self.outputs.items() if stamp > m.stamp})
+
+
+def mark(sched: Any) -> Mark:
+    """The totals of ``sched`` (an ``engine._Schedule``) now."""
+    return Mark(sched.bytes[0], sched.bytes[1], sched.events, sched.episodes,
+                len(sched.warnings), len(sched.ddr_parts), len(sched.queue_log), sched.stamp)
+
+
+def segment(sched: Any) -> Segment:
+    """The run ``sched`` made (with ``marks``), to be cut into parts at its clean moments."""
+    end = len(sched.queued) if sched.stopped is None else sched.stopped
+    marks = sched.marks
+    return Segment(sched.first, end, np.fromiter(marks, np.int64, len(marks)),
+                   np.array(list(marks.values()), np.int64).reshape(len(marks), len(Mark._fields)),
+                   {k: np.array(getattr(sched, k)[sched.first:end]) for k in TASK_FIELDS},
+                   mark(sched), sched.warnings, sched.ddr_parts,
+                   np.array(sched.queue_log, float).reshape(-1, 2),
+                   {k: (sched.output_stamps[k], out) for k, out in sched.outputs.items()})
+
+
+def take(sched: Any, part: Part) -> None:
+    """Book ``part`` (the next of a run made of parts) in ``sched`` as if it had run it."""
+    for k, values in part.fields.items():
+        getattr(sched, k)[part.first:part.end] = values.tolist()
+    sched.bytes[0] += part.read_bytes
+    sched.bytes[1] += part.write_bytes
+    sched.events += part.events
+    sched.episodes += part.episodes
+    sched.warnings.extend(part.warnings)
+    sched.ddr_parts.extend(part.ddr_parts)
+    log = part.queue_log  # merged within; at one time with the last before it, one
+    if len(log) and sched.queue_log[-1][0] == log[0, 0]:
+        sched.queue_log[-1] = (float(log[0, 0]), int(log[0, 1]))
+        log = log[1:]
+    sched.queue_log.extend(zip(log[:, 0].tolist(), log[:, 1].astype(int).tolist()))
+    for stream, out in part.outputs.items():
+        sched.output(stream, out)
+    if sched.on_task_done is not None:
+        for _ in range(part.end - part.first):
+            sched.on_task_done()
+
+
+def splits(tasks: int, jobs: int, cached: bool) -> bool:
+    """Whether a run of ``tasks`` is run in parts with ``jobs`` (a data cache: never clean)."""
+    return jobs > 1 and tasks >= 2 * MIN_PART_TASKS and not cached
+
+
+def run_parts(sched: Any, jobs: int, segment_from: Callable[..., Segment]) -> None:
+    """Run ``sched`` (an ``engine._Schedule`` not yet run) in parts, ``jobs`` at once (module
+    docstring). ``segment_from(workload, model, fidelity, data, ddr_profile, reuse, first,
+    until, targets=None)`` runs from arrival ``first`` on a clean platform to its first clean
+    moment at or after arrival ``until`` (or at one of ``targets``; with neither, to the end),
+    in a worker: a module-level function."""
+    n = len(sched.queued)
+    k = min(jobs, n // MIN_PART_TASKS)
+    starts = [n * j // k for j in range(k)]
+    spec = (sched.workload, sched.model, sched.fidelity, sched.data, sched.ddr_profile,
+            sched.reuse)
+    segments: list[Segment] = []
+    for _, seg in imap_unordered(
+            segment_from, range(k), jobs, work=k,
+            args=lambda j: (*spec, starts[j], starts[j + 1] if j + 1 < k else None)):
+        segments.append(seg)
+    cur = 0
+    while cur < n:
+        seg = next((s for s in segments if s.first <= cur < s.end and cur in s.marks), None)
+        if seg is None:  # no part starts clean here: run on to a moment where one does
+            seg = segment_from(*spec, cur, None, frozenset(
+                i for s in segments for i in s.marks if cur < i < s.end))
+        p = seg.part(cur)
+        take(sched, p)
+        cur = p.end
