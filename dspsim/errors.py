@@ -29,3 +29,8 @@ class DeadlockError(RuntimeError):
 
     def __reduce__(self) -> tuple:  # raised in a worker process, re-raised in its parent
         return type(self), (self.waiting,)
+
+
+class WorkerError(RuntimeError):
+    """A worker process died (killed, out of memory) or its result could not be sent back:
+    the run it was part of is not complete."""

@@ -6,10 +6,13 @@ runs on between them)."""
 
 from __future__ import annotations
 
+import os
+import pickle
+
 import numpy as np
 import pytest
 
-from dspsim.errors import DspsimInputError
+from dspsim.errors import DeadlockError, DspsimInputError, WorkerError
 from dspsim.study.workload import engine, parts, run_workload
 from tests.test_workload_reuse import assert_same_tasks
 from tests.workload_helpers import stream_spec, workload
@@ -130,11 +133,37 @@ def test_the_command_runs_in_parts_and_refuses_bad_jobs(tmp_path, capsys, small_
         one_line_exit_2(capsys, ["workload", str(f), "--jobs", bad], "--jobs")
 
 
-def test_a_deadlock_in_a_part_reaches_the_caller_whole():
-    import pickle
+def _deadlocks(*_args):
+    raise DeadlockError(["core0 (waiting for ch0)", "ch1"])
 
-    from dspsim.errors import DeadlockError
 
+def _dies(*_args):
+    os._exit(3)  # a worker killed mid-part (the OOM killer, kill -9)
+
+
+def test_a_deadlock_in_a_part_reaches_the_caller_whole(j6, small_parts, monkeypatch):
     e = pickle.loads(pickle.dumps(DeadlockError(["core0 (waiting for ch0)", "ch1"])))
     assert e.waiting == ["core0 (waiting for ch0)", "ch1"]
-    assert str(e).endswith("core0 (waiting for ch0), ch1")
+    monkeypatch.setattr(engine, "_segment_from", _deadlocks)  # run in the workers
+    wl = workload(stream_spec("cam", (N, 400.0, 16)))
+    with pytest.raises(DeadlockError) as raised:
+        run_workload(wl, j6, jobs=2)
+    assert raised.value.waiting == e.waiting and str(raised.value) == str(e)
+
+
+def test_a_worker_that_dies_is_one_line_not_a_partial_run(j6, small_parts, monkeypatch,
+                                                         tmp_path, capsys):
+    from dspsim.cli import main
+
+    monkeypatch.setattr(engine, "_segment_from", _dies)
+    wl = workload(stream_spec("cam", (N, 400.0, 16)))
+    with pytest.raises(WorkerError, match="worker process running a part failed"):
+        run_workload(wl, j6, jobs=2)
+    f = tmp_path / "w.toml"
+    f.write_text('[[stream]]\nname = "cam"\nop = "softmax"\nvariant = "pingpong"\nn = 3000\n'
+                 'period_us = 400.0\ncount = 16\n')
+    out = tmp_path / "tasks.csv"
+    assert main(["workload", str(f), "--jobs", "2", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("dspsim: error: workload: a worker"), err
+    assert not out.exists()

@@ -29,7 +29,7 @@ from dspsim.cli.run import add_reproduce, add_run, cmd_reproduce, cmd_run
 from dspsim.cli.sweep import add_sweep, cmd_sweep
 from dspsim.cli.validate import add_validate, cmd_validate
 from dspsim.cli.workload import add_workload, cmd_workload
-from dspsim.errors import DeadlockError, DspsimInputError
+from dspsim.errors import DeadlockError, DspsimInputError, WorkerError
 from dspsim.version import __version__
 
 COMMANDS: dict[str, tuple[Callable, Callable]] = {
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         except DspsimInputError as e:
             print(f"dspsim: error: {e}", file=sys.stderr)
             return 2
-        except DeadlockError as e:
+        except (DeadlockError, WorkerError) as e:
             print(f"dspsim: error: {e}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:

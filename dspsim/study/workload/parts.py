@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from dspsim.errors import DeadlockError, WorkerError
 from dspsim.workers import imap_unordered
 
 # a run in parts gives each at least this many tasks
@@ -145,6 +146,15 @@ def splits(tasks: int, jobs: int, cached: bool) -> bool:
     return jobs > 1 and tasks >= 2 * MIN_PART_TASKS and not cached
 
 
+def _part_failed(e: Exception) -> BaseException:
+    """What a part's failure in a worker raises here: its own deadlock as it is; the pool's
+    (a worker killed, a result that cannot be sent back) as a :class:`WorkerError`."""
+    if isinstance(e, DeadlockError):
+        return e
+    return WorkerError(f"workload: a worker process running a part failed ({type(e).__name__}: "
+                       f"{e}); no result was kept (with --jobs 1 the run is one process)")
+
+
 def run_parts(sched: Any, jobs: int, segment_from: Callable[..., Segment]) -> None:
     """Run ``sched`` (an ``engine._Schedule`` not yet run) in parts, ``jobs`` at once (module
     docstring). ``segment_from(workload, model, fidelity, data, ddr_profile, reuse, first,
@@ -159,7 +169,8 @@ def run_parts(sched: Any, jobs: int, segment_from: Callable[..., Segment]) -> No
     segments: list[Segment] = []
     for _, seg in imap_unordered(
             segment_from, range(k), jobs, work=k,
-            args=lambda j: (*spec, starts[j], starts[j + 1] if j + 1 < k else None)):
+            args=lambda j: (*spec, starts[j], starts[j + 1] if j + 1 < k else None),
+            failed=_part_failed):
         segments.append(seg)
     cur = 0
     while cur < n:
