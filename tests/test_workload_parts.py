@@ -167,3 +167,31 @@ def test_a_worker_that_dies_is_one_line_not_a_partial_run(j6, small_parts, monke
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("dspsim: error: workload: a worker"), err
     assert not out.exists()
+
+
+def test_the_progress_count_moves_with_the_workers_and_ends_at_every_task(j6, small_parts,
+                                                                          monkeypatch):
+    model = j6.with_overrides({"core.count": 2})
+    wl = workload(stream_spec("cam", (N, 300.0, 30), jitter_us=120.0),
+                  stream_spec("ln", (N, 500.0, 18), op="layernorm", shape=[8, 256]))
+    sizes, at_first_join, counts = [], [], []
+    imap, take = parts.imap_unordered, parts.take
+
+    def recording(*a, **kw):  # the workers' segments as they come back
+        for item, seg in imap(*a, **kw):
+            sizes.append(seg.end - seg.first)
+            yield item, seg
+
+    def joining(sched, part):
+        if not at_first_join:
+            at_first_join.append(len(counts))
+        take(sched, part)
+
+    monkeypatch.setattr(parts, "imap_unordered", recording)
+    monkeypatch.setattr(parts, "take", joining)
+    run = run_workload(wl, model, jobs=3, on_task_done=lambda: counts.append(1))
+    n = wl.tasks
+    assert len(sizes) == 3 and len(counts) == n
+    # before any part is joined the count is every task the workers ran (parts may overlap)
+    assert at_first_join == [min(n, sum(sizes))] and sum(sizes) >= n
+    assert_same_tasks(run, run_workload(wl, model))

@@ -430,16 +430,18 @@ class _Schedule:
 
 def _segment_from(workload: Workload, model: HardwareModel, fidelity: str, data: bool,
                   ddr_profile: bool, reuse: bool, first: int, until: int | None,
-                  targets: frozenset[int] | None = None) -> parts.Segment:
+                  targets: frozenset[int] | None = None,
+                  part: int | None = None) -> parts.Segment:
     """The run from arrival ``first`` on a clean platform, to its first clean moment at or
-    after arrival ``until`` (or at one of ``targets``; with neither, to the end)."""
+    after arrival ``until`` (or at one of ``targets``; with neither, to the end); its tasks
+    done counted as ``part``'s (:func:`.parts.counter`)."""
     stop = None
     if until is not None:
         stop = until.__le__
     elif targets is not None:
         stop = targets.__contains__
-    sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, None, first=first,
-                      stop=stop, marks=True)
+    sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, parts.counter(part),
+                      first=first, stop=stop, marks=True)
     sched.run()
     return parts.segment(sched)
 

@@ -19,6 +19,7 @@ The runs themselves are :mod:`.engine`'s ``_Schedule``; this module cuts and joi
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -30,6 +31,12 @@ from dspsim.workers import imap_unordered
 
 # a run in parts gives each at least this many tasks
 MIN_PART_TASKS = 32
+# how often the progress count reads the workers' counts while they run
+PROGRESS_EVERY_S = 0.5
+
+# while a run is in parts: each part's tasks done so far, shared with the workers (forked
+# after it is made), each writing its own slot; ``None`` otherwise
+_done: Any = None
 
 # the per-task fields a run fills in (``engine._Schedule``)
 TASK_FIELDS = ("core", "started", "op_start", "op_cycles", "core_end_cycle", "reused")
@@ -136,9 +143,57 @@ def take(sched: Any, part: Part) -> None:
     sched.queue_log.extend(zip(log[:, 0].tolist(), log[:, 1].astype(int).tolist()))
     for stream, out in part.outputs.items():
         sched.output(stream, out)
-    if sched.on_task_done is not None:
-        for _ in range(part.end - part.first):
-            sched.on_task_done()
+
+
+def counter(part: int | None) -> Callable[[], None] | None:
+    """In a worker: ``on_task_done`` for the run of ``part`` (a count the parent reads for its
+    progress), or ``None`` where nothing reads one (no progress asked, or a worker not forked
+    from the parent)."""
+    done = _done
+    if part is None or done is None:
+        return None
+
+    def one() -> None:
+        done[part] += 1
+
+    return one
+
+
+class _Progress:
+    """The run's progress count (``on_task_done``) while its parts run in the workers and as
+    they are joined: the tasks the workers have done (read every :data:`PROGRESS_EVERY_S`
+    by a helper thread; parts may run a little past each other's start, so at most all of
+    them), then the tasks joined, never going back."""
+
+    def __init__(self, tick: Callable[[], None], parts: int, tasks: int):
+        import multiprocessing
+
+        global _done
+        self.tick, self.tasks, self.shown = tick, tasks, 0
+        self.done = _done = multiprocessing.Array("q", parts, lock=False)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True,
+                                       name="dspsim-parts-progress")
+        self.thread.start()
+
+    def _poll(self) -> None:
+        while not self.stop.wait(PROGRESS_EVERY_S):
+            self.show(sum(self.done))
+
+    def show(self, total: int) -> None:
+        """Bring the count to ``total`` tasks (at most all of them; never back)."""
+        total = min(total, self.tasks)
+        for _ in range(total - self.shown):
+            self.tick()
+        self.shown = max(self.shown, total)
+
+    def workers_done(self) -> None:
+        """The workers have returned: the helper stops, the count is theirs."""
+        global _done
+        self.stop.set()
+        self.thread.join()
+        _done = None
+        self.show(sum(self.done))
 
 
 def splits(tasks: int, jobs: int, cached: bool) -> bool:
@@ -158,20 +213,28 @@ def _part_failed(e: Exception) -> BaseException:
 def run_parts(sched: Any, jobs: int, segment_from: Callable[..., Segment]) -> None:
     """Run ``sched`` (an ``engine._Schedule`` not yet run) in parts, ``jobs`` at once (module
     docstring). ``segment_from(workload, model, fidelity, data, ddr_profile, reuse, first,
-    until, targets=None)`` runs from arrival ``first`` on a clean platform to its first clean
-    moment at or after arrival ``until`` (or at one of ``targets``; with neither, to the end),
-    in a worker: a module-level function."""
+    until, targets=None, part=None)`` runs from arrival ``first`` on a clean platform to its
+    first clean moment at or after arrival ``until`` (or at one of ``targets``; with neither,
+    to the end), counting its tasks done as ``part`` (:func:`counter`), in a worker: a
+    module-level function."""
     n = len(sched.queued)
     k = min(jobs, n // MIN_PART_TASKS)
     starts = [n * j // k for j in range(k)]
     spec = (sched.workload, sched.model, sched.fidelity, sched.data, sched.ddr_profile,
             sched.reuse)
+    tick, sched.on_task_done = sched.on_task_done, None  # the count is _Progress's
+    progress = _Progress(tick, k, n) if tick is not None else None
     segments: list[Segment] = []
-    for _, seg in imap_unordered(
-            segment_from, range(k), jobs, work=k,
-            args=lambda j: (*spec, starts[j], starts[j + 1] if j + 1 < k else None),
-            failed=_part_failed):
-        segments.append(seg)
+    try:
+        for _, seg in imap_unordered(
+                segment_from, range(k), jobs, work=k,
+                args=lambda j: (*spec, starts[j], starts[j + 1] if j + 1 < k else None,
+                                None, j),
+                failed=_part_failed):
+            segments.append(seg)
+    finally:
+        if progress is not None:
+            progress.workers_done()
     cur = 0
     while cur < n:
         seg = next((s for s in segments if s.first <= cur < s.end and cur in s.marks), None)
@@ -181,3 +244,6 @@ def run_parts(sched: Any, jobs: int, segment_from: Callable[..., Segment]) -> No
         p = seg.part(cur)
         take(sched, p)
         cur = p.end
+        if progress is not None:
+            progress.show(cur)
+    sched.on_task_done = tick
