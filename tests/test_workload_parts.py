@@ -12,7 +12,7 @@ import pickle
 import numpy as np
 import pytest
 
-from dspsim.errors import DeadlockError, DspsimInputError, WorkerError
+from dspsim.errors import AllocationError, DeadlockError, DspsimInputError, WorkerError
 from dspsim.study.workload import engine, parts, run_workload
 from tests.test_workload_reuse import assert_same_tasks
 from tests.workload_helpers import stream_spec, workload
@@ -137,6 +137,23 @@ def _deadlocks(*_args):
     raise DeadlockError(["core0 (waiting for ch0)", "ch1"])
 
 
+_segment_from = engine._segment_from
+
+
+def _later_parts_fail(*args):
+    """A part's run that does not start where the whole run does fails (as one started at a
+    moment that is busy in the whole run may: its platform is one that run never has)."""
+    if args[6] > 0 and args[7] is not None:  # first > 0, run in a worker up to ``until``
+        raise AllocationError("a buffer that does not fit")
+    return _segment_from(*args)
+
+
+def _first_part_fails(*args):
+    if args[6] == 0:
+        raise AllocationError("a buffer of 9 bytes does not fit")
+    return _segment_from(*args)
+
+
 def _dies(*_args):
     os._exit(3)  # a worker killed mid-part (the OOM killer, kill -9)
 
@@ -195,3 +212,20 @@ def test_the_progress_count_moves_with_the_workers_and_ends_at_every_task(j6, sm
     # before any part is joined the count is every task the workers ran (parts may overlap)
     assert at_first_join == [min(n, sum(sizes))] and sum(sizes) >= n
     assert_same_tasks(run, run_workload(wl, model))
+
+
+def test_a_later_part_that_fails_is_run_again_here_and_the_run_is_the_same(j6, small_parts,
+                                                                           monkeypatch):
+    model = j6.with_overrides({"core.count": 2})
+    wl = workload(stream_spec("cam", (N, 300.0, 30), jitter_us=120.0),
+                  stream_spec("ln", (N, 500.0, 18), op="layernorm", shape=[8, 256]))
+    one = run_workload(wl, model, ddr_profile=True)
+    monkeypatch.setattr(engine, "_segment_from", _later_parts_fail)  # in the workers too
+    assert_same_run(run_workload(wl, model, jobs=3, ddr_profile=True), one)
+
+
+def test_the_first_part_fails_as_the_run_does(j6, small_parts, monkeypatch):
+    monkeypatch.setattr(engine, "_segment_from", _first_part_fails)
+    wl = workload(stream_spec("cam", (N, 400.0, 16)))
+    with pytest.raises(AllocationError, match="9 bytes"):  # not a WorkerError
+        run_workload(wl, j6, jobs=2)

@@ -11,8 +11,11 @@ clean moment of its own, goes on from there (from a moment clean in both the two
 same); where none does, this process runs on from the previous part's end to a clean moment
 one of them met. Every task, byte, warning, output, queue length and DDR segment is the same
 as in one run; only how the run went differs (the tasks reused, the events and episodes: each
-part starts with nothing to reuse). A data cache keeps the platform from ever being clean:
-such a run is not split.
+part starts with nothing to reuse). A part whose run fails (an op's buffer that does not fit
+the platform it found) gives no clean moments: a part started at a moment that is busy in the
+whole run runs a platform that run never has, so this process runs on there and fails only
+where the run does; the first part starts where the run does, and its error is the run's. A
+data cache keeps the platform from ever being clean: such a run is not split.
 
 The runs themselves are :mod:`.engine`'s ``_Schedule``; this module cuts and joins them.
 """
@@ -26,7 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dspsim.errors import DeadlockError, WorkerError
+from dspsim.errors import WorkerError
 from dspsim.workers import imap_unordered
 
 # a run in parts gives each at least this many tasks
@@ -201,11 +204,28 @@ def splits(tasks: int, jobs: int, cached: bool) -> bool:
     return jobs > 1 and tasks >= 2 * MIN_PART_TASKS and not cached
 
 
-def _part_failed(e: Exception) -> BaseException:
-    """What a part's failure in a worker raises here: its own deadlock as it is; the pool's
-    (a worker killed, a result that cannot be sent back) as a :class:`WorkerError`."""
-    if isinstance(e, DeadlockError):
-        return e
+@dataclass
+class _Failed:
+    """A part's run that raised ``error`` (in a worker)."""
+
+    first: int
+    error: Exception
+
+
+def _part(segment_from: Callable[..., Segment], *args: Any) -> Segment | _Failed:
+    """In a worker: ``segment_from(*args)``, or what it raised. A part that did not in fact
+    start at a clean moment of the whole run runs a platform that run never has and may fail
+    where the run does not: the join decides (only the first part starts where the run
+    does)."""
+    try:
+        return segment_from(*args)
+    except Exception as e:  # the run's own error, handed back as a result
+        return _Failed(args[6], e)
+
+
+def _pool_failed(e: Exception) -> BaseException:
+    """What a failure of the pool (a worker killed, a result that cannot be sent back)
+    raises here."""
     return WorkerError(f"workload: a worker process running a part failed ({type(e).__name__}: "
                        f"{e}); no result was kept (with --jobs 1 the run is one process)")
 
@@ -227,11 +247,14 @@ def run_parts(sched: Any, jobs: int, segment_from: Callable[..., Segment]) -> No
     segments: list[Segment] = []
     try:
         for _, seg in imap_unordered(
-                segment_from, range(k), jobs, work=k,
-                args=lambda j: (*spec, starts[j], starts[j + 1] if j + 1 < k else None,
-                                None, j),
-                failed=_part_failed):
-            segments.append(seg)
+                _part, range(k), jobs, work=k,
+                args=lambda j: (segment_from, *spec, starts[j],
+                                starts[j + 1] if j + 1 < k else None, None, j),
+                failed=_pool_failed):
+            if isinstance(seg, _Failed) and seg.first == 0:
+                raise seg.error  # the run's own start: it fails as the run does
+            if isinstance(seg, Segment):  # a later part that failed gives no clean moments
+                segments.append(seg)
     finally:
         if progress is not None:
             progress.workers_done()
