@@ -159,6 +159,10 @@ def hb_dsp_copy(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
     dsp.PROF(cycles_start, cycles_stop)
     if params.dst != HOST:
         gather.upto(p.pieces)
+    # the DataRAMs as the call found them, for the next task on this core
+    for where, buf in ((params.src, src), (params.dst, dst)):
+        if where == TCM:
+            tm.free(buf)
     return 0
 
 

@@ -142,6 +142,11 @@ def hb_dsp_fc(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
     dsp.PROF(cycles_start, cycles_stop)
     if dsp.move_data:  # the result to the host's buffer (not timed)
         output.mem.write(output.addr, arrays.out.mem.read(arrays.out.addr, out_depth))
+    # the DataRAMs as the call found them, for the next task on this core
+    for p in (arrays.x, arrays.bias, arrays.out, *((ping, pong) if ptr.pingpong else ())):
+        tm.free(p)
+    if params.weights == TCM:
+        tm.free(weights)
     return 0
 
 

@@ -122,6 +122,9 @@ class KernelBench(Op):
         dsp.end_pass()
         cycles_stop = dsp.TIME_STAMP()
         dsp.PROF(cycles_start, cycles_stop)
+        tm.free(src)  # the core's DataRAMs as the call found them, for the next task
+        if dst is not None:
+            tm.free(dst)
         return 0
 
     def reference(self, x: np.ndarray, params: Any) -> np.ndarray:
