@@ -52,3 +52,34 @@ def test_many_tasks_on_a_core_while_another_keeps_the_platform_busy(op, variant,
                               backend="core1"))
     run = run_workload(wl, model)
     assert (run.tasks.core_end_cycle > 0).all() and run.episodes < 40
+
+
+@pytest.mark.parametrize("model_name, overrides, op, variant", [
+    ("ameba_hifi5", {"copy.src": "psram", "copy.dst": "tcm"}, "copy", "idma"),
+    ("ameba_hifi5", {"copy.src": "sram", "copy.dst": "psram"}, "copy", "memcpy"),
+    ("ameba_hifi5", {"fc.weights": "sram"}, "fc", "direct"),
+    ("ameba_hifi5", {"fc.weights": "psram"}, "fc", "pingpong"),
+    ("j6", {"copy.src": "ddr", "copy.dst": "ddr"}, "copy", "idma")])
+def test_ops_free_the_blocks_they_place_in_a_memory(model_name, overrides, op, variant,
+                                                    monkeypatch):
+    from dspsim.hw.memory import Memory
+
+    live: set[tuple[int, int]] = set()
+    add, free = Memory.add_block, Memory.free_block
+
+    def adding(self, size_bytes, alignment=128, what="buffer"):
+        ptr = add(self, size_bytes, alignment, what)
+        if what in ("copy source", "copy destination", "fc weights"):
+            live.add((id(self), ptr.addr))
+        return ptr
+
+    def freeing(self, ptr):
+        free(self, ptr)
+        live.remove((id(self), ptr.addr))
+
+    monkeypatch.setattr(Memory, "add_block", adding)
+    monkeypatch.setattr(Memory, "free_block", freeing)
+    model = load_model(model_name).with_overrides(overrides)
+    simulate(model, op, variant, data=True, **({"n": 4096} if op == "copy" else
+                                                 {"shape": (16, 64)}))
+    assert not live

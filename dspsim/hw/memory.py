@@ -54,7 +54,8 @@ class Memory:
         self.data = data
         self._starts: list[int] = []
         self._blocks: list[tuple[int, int, np.ndarray | None]] = []  # (start, size, bytes)
-        self._next = base
+        self._next = base  # the top: past every block
+        self._holes: list[tuple[int, int]] = []  # freed space below the top, (start, end) sorted
         self._structs: dict[int, object] = {}
 
     def store_struct(self, ptr: Ptr, value: object) -> None:
@@ -67,19 +68,55 @@ class Memory:
         return self._structs[ptr.addr]
 
     def add_block(self, size_bytes: int, alignment: int = 128, what: str = "buffer") -> Ptr:
-        """Reserve ``size_bytes`` at the next aligned address (bump allocation)."""
-        start = -(-self._next // alignment) * alignment
-        if start + size_bytes > self.base + self.size_bytes:
-            free = self.base + self.size_bytes - start
-            raise AllocationError(
-                f"{what} of {size_bytes} bytes does not fit {self.name} "
-                f"({max(free, 0)} bytes free of {self.size_bytes})"
-            )
+        """Reserve ``size_bytes`` at an aligned address: the first freed space it fits
+        (:meth:`free_block`), else the next aligned address after the top (bump allocation:
+        while nothing is freed, every block goes where it always has)."""
+        start = self._from_holes(size_bytes, alignment)
+        if start is None:
+            start = -(-self._next // alignment) * alignment
+            if start + size_bytes > self.base + self.size_bytes:
+                free = self.base + self.size_bytes - start
+                raise AllocationError(
+                    f"{what} of {size_bytes} bytes does not fit {self.name} "
+                    f"({max(free, 0)} bytes free of {self.size_bytes})"
+                )
+            self._next = start + size_bytes
         backing = np.zeros(size_bytes, np.uint8) if self.data else None
-        self._starts.append(start)
-        self._blocks.append((start, size_bytes, backing))
-        self._next = start + size_bytes
+        i = bisect.bisect_left(self._starts, start)
+        self._starts.insert(i, start)
+        self._blocks.insert(i, (start, size_bytes, backing))
         return Ptr(self, start)
+
+    def _from_holes(self, size_bytes: int, alignment: int) -> int | None:
+        """The start of ``size_bytes`` in the first freed space it fits (taken from it)."""
+        for k, (lo, hi) in enumerate(self._holes):
+            at = -(-lo // alignment) * alignment
+            if at + size_bytes <= hi:
+                rest = [(a, b) for a, b in ((lo, at), (at + size_bytes, hi)) if b > a]
+                self._holes[k:k + 1] = rest
+                return at
+        return None
+
+    def free_block(self, ptr: Ptr) -> None:
+        """Give back the block that starts at ``ptr``: its space holds a later block that fits
+        it, and the top comes down when the top block goes."""
+        i = bisect.bisect_left(self._starts, ptr.addr)
+        if ptr.mem is not self or i == len(self._starts) or self._starts[i] != ptr.addr:
+            raise AllocationError(f"free of {ptr!r}: not a block of {self.name}")
+        start, size, _ = self._blocks[i]
+        del self._starts[i], self._blocks[i]
+        lo, hi = start, start + size
+        k = bisect.bisect_left(self._holes, (lo, hi))
+        if k < len(self._holes) and self._holes[k][0] == hi:  # merged with the next hole
+            hi = self._holes.pop(k)[1]
+        if k > 0 and self._holes[k - 1][1] == lo:  # and with the one before
+            lo = self._holes.pop(k - 1)[0]
+            k -= 1
+        if hi == self._next:  # the top block went: the top comes down (below, a block ends)
+            self._next = self._blocks[-1][0] + self._blocks[-1][1] if self._blocks else self.base
+            self._holes = [(a, min(b, self._next)) for a, b in self._holes if a < self._next]
+        else:
+            self._holes.insert(k, (lo, hi))
 
     def _locate(self, addr: int, nbytes: int) -> tuple[np.ndarray, int]:
         i = bisect.bisect_right(self._starts, addr) - 1

@@ -159,10 +159,12 @@ def hb_dsp_copy(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
     dsp.PROF(cycles_start, cycles_stop)
     if params.dst != HOST:
         gather.upto(p.pieces)
-    # the DataRAMs as the call found them, for the next task on this core
+    # the DataRAMs and memories as the call found them, for the next task
     for where, buf in ((params.src, src), (params.dst, dst)):
         if where == TCM:
             tm.free(buf)
+        elif where != HOST:
+            buf.mem.free_block(buf)
     return 0
 
 

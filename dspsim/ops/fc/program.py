@@ -147,6 +147,8 @@ def hb_dsp_fc(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
         tm.free(p)
     if params.weights == TCM:
         tm.free(weights)
+    elif params.weights != HOST:
+        weights.mem.free_block(weights)
     return 0
 
 
