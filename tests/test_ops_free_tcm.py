@@ -21,22 +21,31 @@ def _size(op: str) -> dict:
     return {"n": 2000} if get_op(op).ndim == 1 else {"shape": (4, 64)}
 
 
-@pytest.mark.parametrize("op, variant", RUNS, ids=[f"{o}-{v}" for o, v in RUNS])
-def test_every_op_frees_what_it_allocates(op, variant, monkeypatch):
+def _live_blocks(monkeypatch, cls, allocate: str, free: str, counts=lambda a, kw: True
+                 ) -> dict[tuple[int, int], int]:
+    """The blocks ``cls.<allocate>`` has handed out and ``cls.<free>`` not taken back, by
+    (memory, address): their sizes (those ``counts(args, kwargs)`` picks)."""
     live: dict[tuple[int, int], int] = {}
-    allocate, free = tcm.TileManager.allocate, tcm.TileManager.free
+    give, take = getattr(cls, allocate), getattr(cls, free)
 
-    def allocating(self, size_bytes, colour, alignment):
-        ptr = allocate(self, size_bytes, colour, alignment)
-        live[(id(ptr.mem), ptr.addr)] = size_bytes
+    def giving(self, size_bytes, *args, **kw):
+        ptr = give(self, size_bytes, *args, **kw)
+        if counts(args, kw):
+            live[(id(ptr.mem), ptr.addr)] = size_bytes
         return ptr
 
-    def freeing(self, ptr):
-        free(self, ptr)
-        del live[(id(ptr.mem), ptr.addr)]
+    def taking(self, ptr):
+        take(self, ptr)
+        live.pop((id(ptr.mem), ptr.addr), None)
 
-    monkeypatch.setattr(tcm.TileManager, "allocate", allocating)
-    monkeypatch.setattr(tcm.TileManager, "free", freeing)
+    monkeypatch.setattr(cls, allocate, giving)
+    monkeypatch.setattr(cls, free, taking)
+    return live
+
+
+@pytest.mark.parametrize("op, variant", RUNS, ids=[f"{o}-{v}" for o, v in RUNS])
+def test_every_op_frees_what_it_allocates(op, variant, monkeypatch):
+    live = _live_blocks(monkeypatch, tcm.TileManager, "allocate", "free")
     simulate(load_model(), op, variant, data=True, **_size(op))
     assert not live, f"{op} {variant} left {sorted(live.values())} bytes allocated"
 
@@ -64,21 +73,11 @@ def test_ops_free_the_blocks_they_place_in_a_memory(model_name, overrides, op, v
                                                     monkeypatch):
     from dspsim.hw.memory import Memory
 
-    live: set[tuple[int, int]] = set()
-    add, free = Memory.add_block, Memory.free_block
+    def placed_by_an_op(args, kw):
+        what = kw.get("what", args[1] if len(args) > 1 else "buffer")
+        return what in ("copy source", "copy destination", "fc weights")
 
-    def adding(self, size_bytes, alignment=128, what="buffer"):
-        ptr = add(self, size_bytes, alignment, what)
-        if what in ("copy source", "copy destination", "fc weights"):
-            live.add((id(self), ptr.addr))
-        return ptr
-
-    def freeing(self, ptr):
-        free(self, ptr)
-        live.remove((id(self), ptr.addr))
-
-    monkeypatch.setattr(Memory, "add_block", adding)
-    monkeypatch.setattr(Memory, "free_block", freeing)
+    live = _live_blocks(monkeypatch, Memory, "add_block", "free_block", placed_by_an_op)
     model = load_model(model_name).with_overrides(overrides)
     simulate(model, op, variant, data=True, **({"n": 4096} if op == "copy" else
                                                  {"shape": (16, 64)}))

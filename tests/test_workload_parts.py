@@ -199,10 +199,10 @@ def test_the_progress_count_moves_with_the_workers_and_ends_at_every_task(j6, sm
             sizes.append(seg.end - seg.first)
             yield item, seg
 
-    def joining(sched, part):
+    def joining(sched, seg, first):
         if not at_first_join:
             at_first_join.append(len(counts))
-        take(sched, part)
+        return take(sched, seg, first)
 
     monkeypatch.setattr(parts, "imap_unordered", recording)
     monkeypatch.setattr(parts, "take", joining)

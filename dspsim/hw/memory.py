@@ -114,7 +114,7 @@ class Memory:
             k -= 1
         if hi == self._next:  # the top block went: the top comes down (below, a block ends)
             self._next = self._blocks[-1][0] + self._blocks[-1][1] if self._blocks else self.base
-            self._holes = [(a, min(b, self._next)) for a, b in self._holes if a < self._next]
+            self._holes = [h for h in self._holes if h[0] < self._next]  # none crosses it
         else:
             self._holes.insert(k, (lo, hi))
 

@@ -60,28 +60,10 @@ class Mark(NamedTuple):
 
 
 @dataclass
-class Part:
-    """What a run did from a clean moment, just before arrival ``first``, to another, just
-    before ``end`` (or to its end): tasks ``first .. end - 1`` and everything they booked."""
-
-    first: int
-    end: int
-    fields: dict[str, np.ndarray]  # TASK_FIELDS of tasks first .. end - 1
-    read_bytes: int
-    write_bytes: int
-    events: int
-    episodes: int
-    warnings: list[tuple[float, list[dict[str, Any]]]]
-    ddr_parts: list[dict[str, np.ndarray]]
-    queue_log: np.ndarray  # (cycle, tasks waiting) rows
-    outputs: dict[int, np.ndarray]  # the streams' outputs set in it, the last of each
-
-
-@dataclass
 class Segment:
     """A run from a clean moment before arrival ``first`` to one before ``end``, with its
-    totals at every clean moment in between: any of them may begin a :class:`Part`. (Arrays,
-    not objects: a worker sends it back pickled.)"""
+    totals at every clean moment in between: any of them may begin a part of the whole run
+    (:func:`take`). (Arrays, not objects: a worker sends it back pickled.)"""
 
     first: int
     end: int
@@ -102,13 +84,9 @@ class Segment:
             self._marks = {t: k for k, t in enumerate(self.mark_tasks.tolist())}
         return self._marks
 
-    def part(self, first: int) -> Part:
-        m, t = Mark(*self.mark_totals[self.marks[first]].tolist()), self.totals
-        return Part(first, self.end, {k: v[first - self.first:] for k, v in self.fields.items()},
-                    t.read_bytes - m.read_bytes, t.write_bytes - m.write_bytes,
-                    t.events - m.events, t.episodes - m.episodes, self.warnings[m.warnings:],
-                    self.ddr_parts[m.ddr_parts:], self.queue_log[m.queue_log:],
-                    {k: out for k, (stamp, out) in self.outputs.items() if stamp > m.stamp})
+    def mark(self, first: int) -> Mark:
+        """The totals at the clean moment before arrival ``first``."""
+        return Mark(*self.mark_totals[self.marks[first]].tolist())
 
 
 def mark(sched: Any) -> Mark:
@@ -129,23 +107,28 @@ def segment(sched: Any) -> Segment:
                    {k: (sched.output_stamps[k], out) for k, out in sched.outputs.items()})
 
 
-def take(sched: Any, part: Part) -> None:
-    """Book ``part`` (the next of a run made of parts) in ``sched`` as if it had run it."""
-    for k, values in part.fields.items():
-        getattr(sched, k)[part.first:part.end] = values.tolist()
-    sched.bytes[0] += part.read_bytes
-    sched.bytes[1] += part.write_bytes
-    sched.events += part.events
-    sched.episodes += part.episodes
-    sched.warnings.extend(part.warnings)
-    sched.ddr_parts.extend(part.ddr_parts)
-    log = part.queue_log  # merged within; at one time with the last before it, one
+def take(sched: Any, seg: Segment, first: int) -> int:
+    """Book what ``seg`` did from its clean moment before arrival ``first`` on (tasks
+    ``first .. seg.end - 1`` and everything they booked) in ``sched``, as if it had run it
+    (the next part of a run made of parts); returns ``seg.end``."""
+    m, t = seg.mark(first), seg.totals
+    for k, values in seg.fields.items():
+        getattr(sched, k)[first:seg.end] = values[first - seg.first:].tolist()
+    sched.bytes[0] += t.read_bytes - m.read_bytes
+    sched.bytes[1] += t.write_bytes - m.write_bytes
+    sched.events += t.events - m.events
+    sched.episodes += t.episodes - m.episodes
+    sched.warnings.extend(seg.warnings[m.warnings:])
+    sched.ddr_parts.extend(seg.ddr_parts[m.ddr_parts:])
+    log = seg.queue_log[m.queue_log:]  # merged within; at one time with the last before, one
     if len(log) and sched.queue_log[-1][0] == log[0, 0]:
         sched.queue_log[-1] = (float(log[0, 0]), int(log[0, 1]))
         log = log[1:]
     sched.queue_log.extend(zip(log[:, 0].tolist(), log[:, 1].astype(int).tolist()))
-    for stream, out in part.outputs.items():
-        sched.output(stream, out)
+    for stream, (stamp, out) in seg.outputs.items():
+        if stamp > m.stamp:  # set after that moment: the last of the stream's
+            sched.output(stream, out)
+    return seg.end
 
 
 def counter(part: int | None) -> Callable[[], None] | None:
@@ -264,9 +247,7 @@ def run_parts(sched: Any, jobs: int, segment_from: Callable[..., Segment]) -> No
         if seg is None:  # no part starts clean here: run on to a moment where one does
             seg = segment_from(*spec, cur, None, frozenset(
                 i for s in segments for i in s.marks if cur < i < s.end))
-        p = seg.part(cur)
-        take(sched, p)
-        cur = p.end
+        cur = take(sched, seg, cur)
         if progress is not None:
             progress.show(cur)
     sched.on_task_done = tick
