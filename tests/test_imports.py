@@ -2,154 +2,10 @@
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
-import dspsim
-
-PACKAGE = Path(dspsim.__file__).resolve().parent
-MAX_LINES = 600
-
-
-def _module_files() -> dict[str, Path]:
-    """Dotted module name -> file, for every module of the package (packages as ``__init__``)."""
-    out = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = ("dspsim",) + path.relative_to(PACKAGE).with_suffix("").parts
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = path
-    return out
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement, at any depth, except those under ``if TYPE_CHECKING:``."""
-    found: list[ast.Import | ast.ImportFrom] = []
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            found.append(node)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return found
-
-
-def _within(name: str, modules: set[str] | dict[str, Path]) -> str | None:
-    """The longest prefix of ``name`` that is a module of the package."""
-    parts = name.split(".")
-    for k in range(len(parts), 0, -1):
-        candidate = ".".join(parts[:k])
-        if candidate in modules:
-            return candidate
-    return None
-
-
-def module_imports(name: str, source: str, modules: set[str], is_package: bool = False) -> set[str]:
-    """The package's modules that module ``name`` imports (``from pkg import mod`` names
-    ``pkg.mod`` when that is a module, else ``pkg``), from its source."""
-    out: set[str] = set()
-    for node in _imports(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            targets = [_within(a.name, modules) for a in node.names]
-        else:
-            if node.level:
-                here = name.split(".") if is_package else name.split(".")[:-1]
-                base_parts = here[: len(here) - (node.level - 1)]
-                base = ".".join(base_parts + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
-            targets = []
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                targets.append(sub if sub in modules else _within(base, modules))
-        out.update(t for t in targets if t is not None and t != name)
-    return out
-
-
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the package's modules it imports."""
-    files = _module_files()
-    return {
-        name: module_imports(
-            name, path.read_text(encoding="utf-8"), set(files), path.name == "__init__.py"
-        )
-        for name, path in files.items()
-    }
-
-
-def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """One circle (a -> ... -> a) per strongly connected component with more than one module."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    components: list[list[str]] = []
-
-    def strongconnect(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                strongconnect(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                components.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            strongconnect(v)
-
-    circles = []
-    for comp in components:
-        members = set(comp)
-        start = comp[0]
-        # breadth-first from start back to start, inside the component: a shortest circle
-        prev: dict[str, str] = {}
-        frontier = [start]
-        found = None
-        while frontier and found is None:
-            nxt = []
-            for v in frontier:
-                for w in sorted(graph[v] & members):
-                    if w == start:
-                        found = v
-                        break
-                    if w not in prev:
-                        prev[w] = v
-                        nxt.append(w)
-                if found is not None:
-                    break
-            frontier = nxt
-        path = [start]
-        v = found
-        while v is not None and v != start:
-            path.append(v)
-            v = prev.get(v)
-        circles.append([start] + path[1:][::-1] + [start])
-    return circles
+from dspsim.budgets import MAX_MODULE_LINES as MAX_LINES
+from dspsim.budgets import circles as _circles
+from dspsim.budgets import import_graph, long_functions, module_imports
+from dspsim.budgets import module_files as _module_files
 
 
 def test_the_graph_resolves_imports_as_python_does():
@@ -242,3 +98,24 @@ def test_the_simulator_layers_point_down():
     )
     assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
     assert _layer("dspsim.ops.rowwise") < _layer("dspsim.run") < _layer("dspsim.cli.run")
+
+
+def test_type_only_imports_count_when_asked():
+    hidden = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p import a\n"
+    assert module_imports("p.b", hidden, {"p", "p.a", "p.b"}, type_only=True) == {"p.a"}
+
+
+def test_budgets_see_a_type_only_circle_and_a_long_function(tmp_path):
+    pkg = tmp_path / "pk"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from pk import b\n")
+    (pkg / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                              "    from pk import a\n")
+    body = "\n".join(f"    x{i} = {i}" for i in range(50))
+    (pkg / "c.py").write_text(f"def short():\n    return 1\n\n\ndef long():\n{body}\n")
+    assert _circles(import_graph(False, pkg)) == []
+    assert _circles(import_graph(True, pkg)) == [["pk.a", "pk.b", "pk.a"]]
+    # 1 line of def + 50 of body: 51 lines, one over the limit; the 2-line one is not counted
+    assert long_functions(pkg) == [("pk.c", "long", 51)]
+    assert long_functions(pkg, limit=51) == []
