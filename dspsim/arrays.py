@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,16 +82,7 @@ def load_input(path: str, ndim: int | tuple[int, ...] = 1) -> np.ndarray:
 
     p = Path(path)
     what = f"--input {path!r}"
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise DspsimInputError(f"{what}: no such file") from None
-    except OSError as e:
-        raise DspsimInputError(f"{what}: {e.strerror or e}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise DspsimInputError(f"{what}: is a directory, expected a .npy file")
-    if not stat.S_ISREG(st.st_mode):
-        raise DspsimInputError(f"{what}: not a regular file (a device, FIFO or socket)")
+    st = _input_stat(p, what, ".npy")
     try:
         with open(p, "rb") as f:
             if f.read(6) != b"\x93NUMPY":
@@ -115,10 +106,11 @@ def load_input(path: str, ndim: int | tuple[int, ...] = 1) -> np.ndarray:
                     f"must fit the DSP's DDR window: at most {max_input_bytes():,} bytes "
                     f"({max_input_bytes() // 4:,} float32) each"
                 )
-            if st.st_size < offset + nbytes:
+            if st.st_size != offset + nbytes:
                 raise DspsimInputError(
-                    f"{what}: truncated: the header announces {nbytes:,} bytes of data, the "
-                    f"file holds {max(0, st.st_size - offset):,}"
+                    f"{what}: {'truncated' if st.st_size < offset + nbytes else 'size'}: the "
+                    f"header announces {nbytes:,} bytes of data, the file holds "
+                    f"{max(0, st.st_size - offset):,}; they must agree"
                 )
             data = f.read(nbytes)
         x = np.frombuffer(data, dtype=dtype, count=count)
@@ -129,6 +121,21 @@ def load_input(path: str, ndim: int | tuple[int, ...] = 1) -> np.ndarray:
         reason = str(e).splitlines()[0] if str(e) else e.__class__.__name__
         raise DspsimInputError(f"{what}: not a readable .npy array ({reason}); {_HINT}") from None
     return check_input_array(x, what, ndim)
+
+
+def _input_stat(path: str | Path, what: str, kind: str) -> os.stat_result:
+    """The stat of an input file that must be a regular file (``kind``: .npy or .npz)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise DspsimInputError(f"{what}: no such file") from None
+    except OSError as e:
+        raise DspsimInputError(f"{what}: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DspsimInputError(f"{what}: is a directory, expected a {kind} file")
+    if not stat.S_ISREG(st.st_mode):
+        raise DspsimInputError(f"{what}: not a regular file (a device, FIFO or socket)")
+    return st
 
 
 def _dims(ndim: int | tuple[int, ...]) -> tuple[int, ...]:
@@ -196,3 +203,98 @@ def host_check(direct: np.ndarray, pingpong: np.ndarray, tolerance: float = 1e-6
         "first_mismatch_index": first_bad,
         "tolerance": tolerance,
     }
+
+
+# ------------------------------------------------------------------ .npz archives
+# an .npz is a zip archive of .npy members, as numpy.savez (stored) and numpy.savez_compressed
+# (deflated) write it; every member's .npy header and zip entry are checked before any data is
+# decompressed, so a small archive announcing gigabytes is refused from its directory
+_NPZ_COMPRESSIONS = {0: "stored", 8: "deflated"}
+_NPZ_FILE_MAX_BYTES = 1 << 31
+
+NpyHeader = tuple[tuple[int, ...], bool, "np.dtype"]
+
+
+def _npz_infos(zf, what: str) -> dict:
+    """The archive's members by array name (the member name without ``.npy``): refused, in one
+    line, a name given twice, an encrypted member, and a compression numpy does not write."""
+    infos: dict = {}
+    for info in zf.infolist():
+        name = info.filename.removesuffix(".npy")
+        if name in infos:
+            raise DspsimInputError(f"{what}: array {name!r} is in the archive twice; each array "
+                                   "once")
+        if info.flag_bits & 0x1:
+            raise DspsimInputError(f"{what}: {name} is encrypted; expected an unencrypted "
+                                   ".npz (numpy.savez or numpy.savez_compressed)")
+        if info.compress_type not in _NPZ_COMPRESSIONS:
+            raise DspsimInputError(
+                f"{what}: {name} uses zip compression method {info.compress_type}; allowed "
+                f"{' or '.join(_NPZ_COMPRESSIONS.values())} (numpy.savez or "
+                "numpy.savez_compressed)")
+        infos[name] = info
+    return infos
+
+
+def _npz_header(zf, info, what: str) -> NpyHeader:
+    """The member's .npy header, read without decompressing its data, and its zip entry's
+    uncompressed size checked against the bytes the header announces."""
+    name = info.filename.removesuffix(".npy")
+    with zf.open(info) as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise DspsimInputError(f"{what}: {name} is not a .npy array")
+        f.seek(0)
+        shape, fortran, dtype = _npy_header(f, f"{what}: {name}")
+        offset = f.tell()
+    nbytes = math.prod(shape) * dtype.itemsize
+    if info.file_size != offset + nbytes:
+        raise DspsimInputError(
+            f"{what}: {name}'s zip entry holds {max(0, info.file_size - offset):,} bytes of "
+            f"data, its header announces {nbytes:,} (shape {shape}, {dtype}); they must agree")
+    return shape, fortran, dtype
+
+
+def _npz_data(zf, info, header: NpyHeader, what: str) -> np.ndarray:
+    import numpy as np
+
+    shape, fortran, dtype = header
+    nbytes = math.prod(shape) * dtype.itemsize
+    with zf.open(info) as f:
+        f.seek(info.file_size - nbytes)
+        data = f.read(nbytes)
+    if len(data) != nbytes:
+        raise DspsimInputError(f"{what}: {info.filename} is truncated ({len(data):,} of "
+                               f"{nbytes:,} bytes)")
+    return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C").copy()
+
+
+def read_npz_arrays(path: str, check: Callable[[dict[str, NpyHeader]], None], hint: str
+                    ) -> dict[str, np.ndarray]:
+    """The arrays of the .npz file ``path``. Every member's header is read first and passed to
+    ``check`` (the op's names, dtypes and shapes; it raises a one-line error); the data, at most
+    what the DSP's DDR window holds in all, is decompressed only then."""
+    import zipfile
+
+    what = f"--input {path!r}"
+    st = _input_stat(path, what, ".npz")
+    if st.st_size > _NPZ_FILE_MAX_BYTES:
+        raise DspsimInputError(f"{what}: {st.st_size:,} bytes; at most {_NPZ_FILE_MAX_BYTES:,}")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = _npz_infos(zf, what)
+            headers = {n: _npz_header(zf, i, what) for n, i in infos.items()}
+            check(headers)
+            total = sum(math.prod(s) * d.itemsize for s, _, d in headers.values())
+            if total > max_input_bytes():
+                raise DspsimInputError(
+                    f"{what}: its arrays announce {total:,} bytes; the input must fit the "
+                    f"DSP's DDR window: at most {max_input_bytes():,} bytes")
+            return {n: _npz_data(zf, infos[n], headers[n], what) for n in headers}
+    except DspsimInputError:
+        raise
+    except zipfile.BadZipFile as e:
+        reason = str(e).splitlines()[0] if str(e) else "not a zip archive"
+        raise DspsimInputError(f"{what}: not an .npz file ({reason}); {hint}") from None
+    except (ValueError, OSError, EOFError, RuntimeError, NotImplementedError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise DspsimInputError(f"{what}: not a readable .npz file ({reason}); {hint}") from None

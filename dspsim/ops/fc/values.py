@@ -15,20 +15,16 @@ allocation larger than the header announces and the file holds).
 
 from __future__ import annotations
 
-import os
-import stat
-import zipfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dspsim.arrays import read_npz_arrays
 from dspsim.errors import DspsimInputError
 from dspsim.kernels.fc_s8 import padded_bytes
 
 WEIGHTS_OFFSET = 128
 ARRAYS = {"weights": (np.int8, 2), "input": (np.int8, 1), "bias": (np.int32, 1)}
-MAX_NPZ_BYTES = 1 << 31
 _HINT = ("write one with numpy.savez(path, weights=W.astype(numpy.int8), "
          "input=x.astype(numpy.int8), bias=b.astype(numpy.int32))")
 
@@ -108,58 +104,20 @@ def check_values(values: Any, what: str = "fc input") -> dict[str, np.ndarray]:
     return out
 
 
-def _member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, what: str) -> np.ndarray:
-    from numpy.lib import format as npy
-
-    name = info.filename.removesuffix(".npy")
-    dtype, ndim = ARRAYS[name]
-    try:
-        with zf.open(info) as f:
-            version = npy.read_magic(f)
-            read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
-            shape, fortran, got = read(f, max_header_size=10_000)
-            if got != dtype or len(shape) != ndim:
-                raise DspsimInputError(
-                    f"{what}: {name} is a {len(shape)}-D {got} array, expected {ndim}-D "
-                    f"{np.dtype(dtype).name}; {_HINT}")
-            count = int(np.prod(shape))
-            nbytes = count * np.dtype(dtype).itemsize
-            if nbytes > MAX_NPZ_BYTES:
-                raise DspsimInputError(f"{what}: {name} announces {nbytes:,} bytes; at most "
-                                       f"{MAX_NPZ_BYTES:,}")
-            data = f.read(nbytes)
-    except DspsimInputError:
-        raise
-    except (ValueError, OSError, EOFError, SyntaxError, zipfile.BadZipFile) as e:
-        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise DspsimInputError(f"{what}: {name} is not a readable .npy array ({reason})"
-                               ) from None
-    if len(data) != nbytes:
-        raise DspsimInputError(f"{what}: {name} is truncated ({len(data):,} of {nbytes:,} "
-                               "bytes)")
-    return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C").copy()
+def _check_headers(headers: dict[str, Any], what: str) -> None:
+    """The archive's names, dtypes and dimensions, from its members' headers alone."""
+    _check_names(set(headers), what)
+    for name, (dtype, ndim) in ARRAYS.items():
+        shape, _, got = headers[name]
+        if got != dtype or len(shape) != ndim:
+            raise DspsimInputError(
+                f"{what}: {name} is a {len(shape)}-D {got} array, expected {ndim}-D "
+                f"{np.dtype(dtype).name}; {_HINT}")
 
 
 def read_npz(path: str) -> dict[str, np.ndarray]:
-    """``weights``, ``input`` and ``bias`` from an ``.npz`` file, checked."""
-    p = Path(path)
+    """``weights``, ``input`` and ``bias`` from an ``.npz`` file, checked (every header
+    before any data is read: :func:`dspsim.arrays.read_npz_arrays`)."""
     what = f"--input {path!r}"
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise DspsimInputError(f"{what}: no such file") from None
-    except OSError as e:
-        raise DspsimInputError(f"{what}: {e.strerror or e}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise DspsimInputError(f"{what}: not a regular file; expected an .npz file")
-    if st.st_size > MAX_NPZ_BYTES:
-        raise DspsimInputError(f"{what}: {st.st_size:,} bytes; at most {MAX_NPZ_BYTES:,}")
-    try:
-        with zipfile.ZipFile(p) as zf:
-            infos = {i.filename: i for i in zf.infolist()}
-            _check_names({n.removesuffix(".npy") for n in infos}, what)
-            return check_values({n.removesuffix(".npy"): _member(zf, i, what)
-                                 for n, i in infos.items()}, what)
-    except zipfile.BadZipFile:
-        raise DspsimInputError(f"{what}: not an .npz file (not a zip archive); {_HINT}"
-                               ) from None
+    values = read_npz_arrays(path, lambda headers: _check_headers(headers, what), _HINT)
+    return check_values(values, what)
