@@ -44,7 +44,8 @@ class At(Event):
 
 class WalkState:
     """Where a walk is: its local clock, and what it reports when it ends (``stall``; the
-    part of it spent waiting for the write buffer, ``store_stall``)."""
+    part of it the stores caused, ``store_stall``: the write buffer full, a store miss's
+    line)."""
 
     __slots__ = ("now", "stall", "store_stall")
 

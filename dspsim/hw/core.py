@@ -224,13 +224,10 @@ class Core:
         store_mem = dst.mem if dst is not None and dst.external else None
         if load_mem is not None or store_mem is not None:
             stall, store_stall = yield from self._ddr_kernel(shape, n, rows, src, dst)
-            # stalls are the memory's that held the core: its loads', or its stores' (the
-            # write buffer full); one memory for both gets the one sum
-            if load_mem is store_mem or store_mem is None:
-                self._stalled(load_mem or store_mem, stall)
-            else:
-                self._stalled(load_mem, stall - store_stall)
-                self._stalled(store_mem, store_stall)
+            # stalls are the memory's that held the core: the loads' memory for its lines or
+            # round trips, the stores' for theirs (a store miss's line, the write buffer full)
+            self._stalled(load_mem or store_mem, stall - store_stall)
+            self._stalled(store_mem or load_mem, store_stall)
         else:
             yield self.env.timeout(rows * shape.tcm_cycles(n, self.cfg))
             stall = 0.0
@@ -263,7 +260,7 @@ class Core:
         """Walk the loop access by access in a process of its own (each of its many events
         resumes one generator, not the op's whole chain of ``yield from`` frames; at tile
         fidelity the process may run it as a closed form); return the cycles stalled (all, and
-        those waiting on the write buffer)."""
+        those the stores caused: the write buffer full, a store miss's line)."""
         return (yield spawn(self.env, self._stalling_loop(shape, n, rows, src, dst)))
 
     def _ports(self, src: Ptr, dst: Ptr | None) -> list[Any]:
@@ -287,7 +284,8 @@ class Core:
               state: WalkState) -> Walk:
         """Walk the loop access by access from ``state.now``, yielding each time the core waits
         until a later time; ``state.stall`` ends as the cycles stalled on memory
-        (``state.store_stall`` the part waiting for the write buffer).
+        (``state.store_stall`` the part the stores caused: waiting for the write buffer or for a
+        store miss's line).
 
         ``owed`` is issue time the core must spend before its next memory access; it is paid
         with the wait that brings the core to that access, so each access costs at most one
@@ -350,6 +348,7 @@ class Core:
                             store_addr += nbytes
                             if ready > now:
                                 state.stall += ready - now
+                                state.store_stall += ready - now
                                 now = now + (ready - now)
                                 yield now
                                 state.now = now
