@@ -135,7 +135,7 @@ def test_a_huge_grid_streams(tmp_path):
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
     peak = 0
     try:
-        deadline = time.monotonic() + 25
+        deadline = time.monotonic() + 300  # stops a hung sweep only
         while True:
             status = Path(f"/proc/{proc.pid}/status").read_text()
             peak = max(peak, int(status.split("VmHWM:")[1].split()[0]))  # kB
@@ -143,7 +143,7 @@ def test_a_huge_grid_streams(tmp_path):
             if out.exists() and out.read_bytes().count(b"\n") >= 2:
                 break
             assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline, "no row within 25 s"
+            assert time.monotonic() < deadline, "no row within 300 s"
             time.sleep(0.05)
     finally:
         proc.kill()

@@ -885,12 +885,11 @@ def test_an_unreachable_scheduler_is_one_line_after_the_timeout(tmp_path, capsys
 
     monkeypatch.setattr(executors, "DASK_CONNECT_TIMEOUT_S", 1.0)
     out = tmp_path / "s.csv"
-    t0 = time.monotonic()
     code, _, err = _run_cli(capsys, "sweep", "--param", "ddr.latency_cycles=50", "--n", "4096",
                             "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9",
                             "--out", out)
     assert code == 2 and err.count("\n") == 1 and "cannot reach" in err, err
-    assert time.monotonic() - t0 < 15
+    assert "within 1 s" in err  # the timeout it was given, not the default
     assert not out.exists()  # nothing written before the cluster answered
 
 

@@ -9,7 +9,6 @@ import csv
 import io
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -125,10 +124,9 @@ def test_absurd_jobs_are_refused_and_workers_never_outnumber_points(tmp_path, ca
     monkeypatch.setattr(journal_module, "local_results",
                         lambda sweep, todo, jobs, started: seen.append(jobs)
                         or real(sweep, todo, jobs, started))
-    t0 = time.monotonic()
     s = build_sweep({"ddr.latency_cycles": [1, 2, 3]}, n=1000, variants=["direct"])
     assert run_sweep(s, out, jobs=200).computed == 3
-    assert seen == [3] and time.monotonic() - t0 < 30
+    assert seen == [3]
 
 
 # ------------------------------------------------------------------ 8: sizes that cannot fit

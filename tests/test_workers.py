@@ -145,14 +145,14 @@ def test_leaving_a_pool_by_an_exception_stops_its_running_workers():
     """Ctrl-C (or an error) does not wait for the workers' current tasks."""
     import time
 
-    t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt), workers.process_pool(2) as pool:
         pool.submit(time.sleep, 60)
         pool.submit(time.sleep, 60)
         procs = list(pool._processes.values())
         raise KeyboardInterrupt
-    assert time.monotonic() - t0 < 10
     assert not any(p.is_alive() for p in procs)
+    # stopped by a signal in their sleep, not left to finish it and exit normally
+    assert all(p.exitcode is not None and p.exitcode < 0 for p in procs), procs
 
 
 @pytest.mark.parametrize("jobs", [0, -1, 257, 100_000, True, 2.0])
