@@ -120,6 +120,15 @@ class Core:
         kind = "copy_in" if not dst.external else "copy_out"
         return (yield from self.idma_copy(channel, src, dst, nbytes, kind))
 
+    def idma_init_loop(self, channel: int, descriptors: int) -> Proc:
+        """``idma_init_loop(ch, buf, IDMA_1D_DESC, descriptors, ...)`` as firmware calls it on
+        a core that runs op after op: the library wants an idle channel, so the core first
+        waits (``while (idma_buffer_status(ch) > 0) ;``) for descriptors an earlier op left
+        queued on it (one that returned without waiting for its last copy), then sets the ring
+        up. The wait is booked as ``wait_out``: what is pending is an earlier op's traffic."""
+        yield from self.idma_poll(channel, 0, "wait_out")
+        self.idma[channel].init_loop(descriptors)
+
     def _ring_room(self, channel: int) -> Proc:
         ch = self.idma[channel]
         event = ch.when_pending_at_most(ch.ring - 1)

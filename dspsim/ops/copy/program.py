@@ -2,8 +2,8 @@
 
 What a vendor's copy benchmark does between two reads of the cycle counter:
 
-- ``idma``: ``idma_init_loop(ch 0, buf, IDMA_1D_DESC, copy.ring_descriptors)`` before the
-  timer; then (after ``copy.prologue_cycles`` of cache maintenance, when
+- ``idma``: ``idma_init_loop(ch 0, buf, IDMA_1D_DESC, copy.ring_descriptors)`` once the
+  timer runs; then (after ``copy.prologue_cycles`` of cache maintenance, when
   ``copy.timed_prologue``) one ``idma_copy_desc`` per descriptor of ``copy.descriptor_bytes``,
   each as soon as the fixed buffer has room (and, for a TCM ring, as soon as the descriptor
   that last used its destination slot is done: the ring reuses a DataRAM buffer of a few
@@ -142,10 +142,10 @@ def hb_dsp_copy(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
                      XV_MEM_BANK_COLOR_1 if params.src == TCM else XV_MEM_BANK_COLOR_0,
                      "copy destination")
     gather = _Gather(dsp, output, dst, p)
-    if ptr.use_idma:
-        dsp.idma[CHANNEL].init_loop(params.ring_descriptors)
 
     cycles_start = dsp.TIME_STAMP()
+    if ptr.use_idma:  # waits for descriptors an earlier op left on the channel (none alone)
+        yield from dsp.core.idma_init_loop(CHANNEL, params.ring_descriptors)
     dsp.begin_pass("copy")
     if params.timed_prologue and params.prologue_cycles:  # cache clean / invalidate
         yield dsp.env.timeout(params.prologue_cycles)

@@ -3,7 +3,8 @@ generators.
 
 Set-up, before the timer (not timed): the weights are where ``fc.weights`` says (in place in
 the host's buffer when that is the host's memory, the example's PSRAM); the input, the bias
-and the output in the DataRAMs (the example's); ``idma_init_loop(ch 0, buf, IDMA_1D_DESC, 2)``.
+and the output in the DataRAMs (the example's). ``idma_init_loop(ch 0, buf, IDMA_1D_DESC, 2)``
+as the timer starts (it waits for descriptors an earlier op left on the channel).
 
 - ``pingpong`` (the example's loop): the ping buffer in DRAM0, the pong buffer in DRAM1, both
   on iDMA channel 0. The timed span starts just before the first chunk's descriptor; the first
@@ -128,8 +129,9 @@ def hb_dsp_fc(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
         ping = tm.allocate(buf, XV_MEM_BANK_COLOR_0, ALIGN_BYTES)
         pong = tm.allocate(buf, XV_MEM_BANK_COLOR_1, ALIGN_BYTES)
         arrays = _Arrays(dsp, tm, host, out_depth, in_depth)
-        dsp.idma[CHANNEL].init_loop(RING_DESCRIPTORS)
         cycles_start = dsp.TIME_STAMP()
+        # waits for descriptors an earlier op left on the channel (none alone)
+        yield from dsp.core.idma_init_loop(CHANNEL, RING_DESCRIPTORS)
         yield from _pingpong(dsp, weights, ping, pong, out_depth, in_depth, tile, arrays)
         cycles_stop = dsp.TIME_STAMP()
     else:
