@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,8 @@ def _workload(args: argparse.Namespace) -> int:
         run = run_workload(workload, model, fidelity=args.fidelity, data=args.data,
                            ddr_profile=bool(args.timeline or args.trace),
                            on_task_done=bar.update, reuse=args.reuse, jobs=args.jobs)
+    if run.parts_note:  # fewer parts than --jobs asked for: say why, whatever the output
+        print(f"dspsim: warning: --jobs {args.jobs}: {run.parts_note}", file=sys.stderr)
     df = task_table(run)
     summary = summarise(run, df)
     written = []

@@ -468,7 +468,8 @@ def run_workload(
     check_workload(workload, model)
     wall_start = time.perf_counter()
     sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, on_task_done)
-    if parts.splits(len(sched.queued), jobs, model.dcache.capacity_bytes > 0):
+    k, parts_note = parts.plan_parts(len(sched.queued), jobs, model.dcache.capacity_bytes > 0)
+    if k > 1:
         parts.run_parts(sched, jobs, _segment_from)
     else:
         sched.run()
@@ -500,4 +501,7 @@ def run_workload(
         reuse=reuse,
         reuse_note=CACHE_NOTE if reuse and model.dcache.capacity_bytes > 0 else None,
         episodes=sched.episodes,
+        jobs=jobs,
+        parts=k,
+        parts_note=parts_note,
     )

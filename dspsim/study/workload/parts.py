@@ -182,9 +182,25 @@ class _Progress:
         self.show(sum(self.done))
 
 
-def splits(tasks: int, jobs: int, cached: bool) -> bool:
-    """Whether a run of ``tasks`` is run in parts with ``jobs`` (a data cache: never clean)."""
-    return jobs > 1 and tasks >= 2 * MIN_PART_TASKS and not cached
+CACHE_PARTS_NOTE = ("run in one part: a data cache keeps its lines from task to task, so the "
+                    "platform is never idle between tasks and the run has no clean moment to "
+                    "be cut at")
+
+
+def plan_parts(tasks: int, jobs: int, cached: bool) -> tuple[int, str | None]:
+    """The parts a run of ``tasks`` is cut into with ``jobs``, and why fewer than ``jobs`` (a
+    sentence; ``None``: as many as asked): a data cache is never clean; a part has at least
+    ``MIN_PART_TASKS`` tasks."""
+    if jobs <= 1:
+        return 1, None
+    if cached:
+        return 1, CACHE_PARTS_NOTE
+    k = min(jobs, tasks // MIN_PART_TASKS)
+    if k >= jobs:
+        return k, None
+    where = "one part" if k < 2 else f"{k} parts"
+    return max(k, 1), (f"run in {where}: {tasks:,} tasks, and a part takes at least "
+                       f"{MIN_PART_TASKS} (a worker's start costs more than so few save)")
 
 
 @dataclass

@@ -101,6 +101,9 @@ class WorkloadRun:
     reuse: bool = True  # whether tasks could be booked from earlier identical ones
     reuse_note: str | None = None  # why none could be, when the platform rules it out
     episodes: int = 0  # platforms simulated (a run of ops between idle moments each)
+    jobs: int = 1  # the parts asked for (``run_workload(..., jobs=)``)
+    parts: int = 1  # the parts the run was cut into
+    parts_note: str | None = None  # why fewer parts than jobs (None: as many as asked)
 
     @property
     def clock_mhz(self) -> float:

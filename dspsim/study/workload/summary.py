@@ -13,6 +13,8 @@ host memory's port (J6: DDR; the streams' buffers are there) and of the queue.
 - **reuse**: how many tasks were booked from an earlier task of their stream on their core
   (its op alone on an idle platform) instead of simulated, how many were simulated, and in
   how many episodes (:mod:`.engine`); ``events`` counts the simulated ones' events.
+- **parts**: the parts asked for (``jobs``), those the run was cut into, and why fewer (a
+  data cache is never clean: one part; a part takes at least ``parts.MIN_PART_TASKS`` tasks).
 - **backlog**: tasks waiting in the shared queue (not counting those running or in RPC flight),
   its maximum over the run; and its growth: a least-squares line through the tasks outstanding
   (submitted, not done) that each release finds, over the release window. The run is
@@ -157,6 +159,11 @@ def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any
             "simulated_tasks": len(df) - run.reused_tasks,
             "episodes": run.episodes,
             "note": run.reuse_note,
+        },
+        "parts": {  # the run cut into parts at once (jobs), and why fewer than asked
+            "jobs": run.jobs,
+            "parts": run.parts,
+            "note": run.parts_note,
         },
         "events": run.events,
         "wall_s": run.wall_s,
