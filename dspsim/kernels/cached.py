@@ -40,8 +40,10 @@ estimate spreads their port time over the calls that miss once something is dirt
 
 Lower bounds (exact, whatever the sets do): the lines of every byte the calls touch must be
 fetched once (``compulsory_lines``, at least ``ceil(bytes / line)``): ``dma_bound_cycles`` =
-those bytes / bandwidth; ``latency_bound_cycles`` = their round trips, one at a time with
-blocking misses (the core waits for each), else over the memory's request slots.
+those bytes, with ``write_through`` plus the stores but the last ``core.write_buffer_entries``
+(still posted when the last call returns), / bandwidth; ``latency_bound_cycles`` = their
+round trips, one at a time with blocking misses (the core waits for each), else over the
+memory's request slots.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dspsim.config import Core, Dcache, HardwareModel, MemoryCfg
-from dspsim.kernels.shapes import LoopShape, ddr_call_sequence, ddr_requests
+from dspsim.kernels.shapes import LoopShape, ddr_call_sequence, ddr_requests, posted_store_bytes
 
 ELEMENT_BYTES = 4  # float32: the row-wise and softmax kernels' elements
 
@@ -166,6 +168,7 @@ def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem:
                       _port_cycles(call, wb, shape, n, core, mem, cache, dst))
     uncached_store = 0 if write_back else sum(
         ELEMENT_BYTES * n for _, _, dst in calls if dst is not None)
+    posted = 0 if write_back else _posted_bytes(calls, n, core, repeat)
     # every byte touched, over all the rows (short rows share lines: count bytes, not rows)
     compulsory = -(-repeat * ELEMENT_BYTES * n * len(set().union(*touched)) // line)
     cpb = 1.0 / mem.bytes_per_cycle
@@ -177,8 +180,24 @@ def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem:
         cycles=cycles * repeat + first_misses, compute_cycles=compute * repeat,
         missed_lines=round(missed * repeat), writeback_lines=round(writebacks),
         compulsory_lines=compulsory, uncached_store_bytes=uncached_store * repeat,
-        dma_bound_cycles=(compulsory * line + uncached_store * repeat) * cpb,
+        dma_bound_cycles=(compulsory * line + uncached_store * repeat - posted) * cpb,
         latency_bound_cycles=compulsory * mem.latency_cycles / slots)
+
+
+def _posted_bytes(calls: tuple[CachedCall, ...], n: int, core: Core, repeat: int) -> int:
+    """Bytes of the sequence's last ``core.write_buffer_entries`` stores (write-through:
+    each is posted): what the write buffer may still hold when the last call returns."""
+    storing = [shape for shape, _, dst in calls if dst is not None]
+    if not storing:
+        return 0
+    posted, left = 0, core.write_buffer_entries
+    for _ in range(repeat):
+        for shape in reversed(storing):
+            if left <= 0:
+                return posted
+            posted += posted_store_bytes(shape, n, core.lanes_f32, left)
+            left -= ddr_requests(shape, n, core.lanes_f32, True)[1]
+    return posted
 
 
 def _port_cycles(misses: dict[str, float], writebacks_per_miss: float, shape: LoopShape, n: int,
