@@ -25,9 +25,11 @@ if TYPE_CHECKING:
 NPY_SUFFIXES = (".npy",)
 _HINT = "write one with numpy.save(path, x.astype(numpy.float32))"
 # the host's input and output arrays, each on a 4096-byte boundary, and its 64-byte parameter
-# block, in the DSP's DDR window (dspsim.platform.DDR_WINDOW_BYTES), as dspsim.run does
+# block, in the DSP's DDR window, as dspsim.run does
 _HOST_ALIGN_BYTES = 4096
 _PARAM_BLOCK_BYTES = 64
+# J6's 32-bit window onto DDR (hbDSPAddrMap addresses): what the host's arrays must fit
+DDR_WINDOW_BYTES = 0x8000_0000
 
 
 def ddr_window_bytes(input_bytes: int) -> int:
@@ -51,8 +53,6 @@ def ddr_layout_bytes(input_bytes: Iterable[int]) -> int:
 
 def max_input_bytes() -> int:
     """The largest float32 input (bytes) whose input and output arrays fit the DDR window."""
-    from dspsim.platform import DDR_WINDOW_BYTES
-
     per_array = (DDR_WINDOW_BYTES - _PARAM_BLOCK_BYTES) // 2
     return per_array // _HOST_ALIGN_BYTES * _HOST_ALIGN_BYTES
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import simpy
 
+from dspsim.arrays import DDR_WINDOW_BYTES  # noqa: F401  (re-exported: the window the host sees)
 from dspsim.config import HardwareModel
 from dspsim.errors import AllocationError, DspsimInputError
 from dspsim.hw.context import RunContext
@@ -45,7 +46,6 @@ ENGINE_CLASSES = {"burst": (Core, IdmaChannel), "tile": (TileCore, TileIdmaChann
 MEMORY_KIND = "ddr"
 # J6's 32-bit window onto DDR (hbDSPAddrMap addresses): the ``[ddr]`` table's defaults.
 DDR_BASE = 0x8000_0000
-DDR_WINDOW_BYTES = 0x8000_0000
 
 # the warnings the platform and the run raise for any op (each op lists its own:
 # Op.warning_codes): a copy the timer stopped before, a handle waited on before any copy set it,

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
-from dspsim.arrays import check_input_array
 from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError, DspsimInputError
 from dspsim.host.program import HostProgram
@@ -201,10 +200,7 @@ class Request:
         if x is not None:
             if not data:
                 raise DspsimInputError("an input array needs the data path: pass data=True")
-            # an op whose input is not one float32 array checks its own (check_input)
-            check = getattr(the_op, "check_input", None)
-            x, x_shape = check(x) if check else (check_input_array(x, "x", the_op.input_dims),
-                                                 None)
+            x, x_shape = the_op.check_input(x)
             x_shape = x_shape or x.shape
             given = (the_op.shape_of(n=n, shape=shape)
                      if (n is not None or shape is not None) else None)

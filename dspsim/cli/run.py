@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dspsim.arrays import check_output_path, host_check, load_input, save_output
+from dspsim.arrays import check_output_path, host_check, save_output
 from dspsim.cli.common import (
     UsageError,
     add_data_args,
@@ -56,9 +56,7 @@ def add_run(sub) -> None:
 def run_object(r: Result) -> dict[str, Any]:
     obj = r.to_json()
     op = get_op(r.op)
-    report = getattr(op, "run_report", None)  # what an op reports besides its cycles
-    if report is not None:
-        obj.update(report(r))
+    obj.update(op.run_report(r))  # what an op reports besides its cycles
     bounds = op.bounds(r.model, r.variant, r.shape)
     obj["bounds"] = {} if bounds is None else dict(bounds)
     if r.trace_table is not None:
@@ -79,8 +77,7 @@ def run_object(r: Result) -> dict[str, Any]:
 def _input_values(op: Any, path: str) -> Any:
     """``--input``: a .npy float32 array, or what the op reads itself (``fc``: an .npz of
     weights, input and bias)."""
-    reader = getattr(op, "read_input_file", None)
-    return reader(path) if reader is not None else load_input(path, op.input_dims)
+    return op.read_input_file(path)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -113,14 +110,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         emit_json(run_object(r))
         return 0
     shape = "x".join(f"{d:,}" for d in r.shape)
-    unit = getattr(op, "size_unit", "float32")
+    unit = op.size_unit
     print(
         f"{r.op} {r.variant} on {r.core}: shape {shape} ({r.n:,} {unit}), {r.cycles:,} cycles "
         f"= {r.time_us:,.1f} us at {model.core.clock_mhz:g} MHz ({args.fidelity} fidelity)"
     )
-    report = getattr(op, "run_report", None)
-    if report is not None:
-        print("  " + ", ".join(f"{k} {v:,.4g}" for k, v in report(r).items()))
+    report = op.run_report(r)
+    if report:
+        print("  " + ", ".join(f"{k} {v:,.4g}" for k, v in report.items()))
     memories = r.engines_of("ddr")  # every memory's port, named as its memory
     for m in memories:
         print(f"  {m.upper()} bytes read {r.bytes[f'{m}_read']:,}, written "

@@ -52,12 +52,8 @@ class HostProgram:
         input_data = ucp.malloc(nbytes, f"{prefix}input array")
         if ucp.platform.data:
             x = op.default_input(shape) if values is None else values
-            write = getattr(op, "write_input", None)
-            if write is not None:
-                write(memory, input_data.ptr, x, shape)
-            else:
-                memory.f32(input_data.ptr, x.size)[:] = x.reshape(-1)
-        output_bytes = getattr(op, "output_bytes", op.input_bytes)(shape)
+            op.write_input(memory, input_data.ptr, x, shape)
+        output_bytes = op.output_bytes(shape)
         output = ucp.malloc(output_bytes, f"{prefix}output array")
         param = ucp.malloc(PARAM_BLOCK_BYTES, f"{prefix}parameter block")
         memory.store_struct(param.ptr, op.param_block(variant, shape, input_data.phy_addr))
@@ -82,8 +78,4 @@ class HostProgram:
         """A buffer's float32 values in the op's shape (a view: data path on), or the op's own
         view of it (``host_array``)."""
         memory = self.ucp.platform.host_memory
-        view = getattr(self.op, "host_array", None)
-        if view is not None:
-            return view(memory, buffer.ptr, self.shape, buffer is self.output)
-        count = int(np.prod(self.shape))
-        return memory.f32(buffer.ptr, count).reshape(self.shape)
+        return self.op.host_array(memory, buffer.ptr, self.shape, buffer is self.output)

@@ -17,7 +17,11 @@ without them):
 (errors against the reference, chunked), :meth:`bounds` (closed forms, :class:`Bounds`),
 :meth:`search_space` (``dspsim optimize``), :meth:`calibration_candidates` (``dspsim
 calibrate``), ``document`` (a document's figures, ``dspsim reproduce``), ``tile_key``,
-``tolerance``, ``warning_codes``, ``study_variants``, ``ndims``, ``latency_us``.
+``tolerance``, ``warning_codes``, ``study_variants``, ``ndims``, ``latency_us``, ``size_unit``;
+the host side: :meth:`output_bytes`, :meth:`check_input`, :meth:`read_input_file`,
+:meth:`write_input`, :meth:`host_array` (an op whose input is not one float32 array) and
+:meth:`run_report` (figures besides the cycles). Every hook is declared here with its default:
+nothing outside ``ops/`` looks one up by name.
 
 Nothing outside ``ops/<name>/`` knows any of this: the platform runs any op, the analyses read
 its result, the studies sweep its keys. The host's checks (the DDR window) are the host's
@@ -206,6 +210,40 @@ class Op:
     def input_bytes(self, shape: tuple[int, ...]) -> int:
         """Bytes of the input array (float32): what the host allocates, twice with the output."""
         return 4 * math.prod(int(d) for d in shape)
+
+    def output_bytes(self, shape: tuple[int, ...]) -> int:
+        """Bytes of the output array the host allocates (default: as many as the input)."""
+        return self.input_bytes(shape)
+
+    # ------------------------------------------------------------------ may: host side
+    def check_input(self, x: Any) -> tuple[np.ndarray, tuple[int, ...] | None]:
+        """A given input checked: ``(array, shape)``, the shape None when it is the array's.
+        Default: one finite-typed float32 array of :attr:`input_dims` dimensions."""
+        from dspsim.arrays import check_input_array
+
+        return check_input_array(x, "x", self.input_dims), None
+
+    def read_input_file(self, path: str) -> Any:
+        """``--input PATH``: what :meth:`check_input` takes (default: a ``.npy`` array)."""
+        from dspsim.arrays import load_input
+
+        return load_input(path, self.input_dims)
+
+    def write_input(self, memory: Any, ptr: Any, x: np.ndarray, shape: tuple[int, ...]
+                    ) -> None:
+        """The host writes the input at ``ptr`` of its memory (default: float32, flat)."""
+        memory.f32(ptr, x.size)[:] = x.reshape(-1)
+
+    def host_array(self, memory: Any, ptr: Any, shape: tuple[int, ...], output: bool
+                   ) -> np.ndarray:
+        """The host's view of the input (``output`` False) or output buffer at ``ptr``
+        (default: float32 in the op's shape)."""
+        return memory.f32(ptr, math.prod(shape)).reshape(shape)
+
+    def run_report(self, r: Any) -> dict[str, float]:
+        """Figures a run reports besides its cycles (``run`` prints them, ``--json`` adds
+        them); default none."""
+        return {}
 
     # ------------------------------------------------------------------ may: refusals
     def checks_params(self, variant: str) -> bool:

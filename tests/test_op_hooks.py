@@ -1,0 +1,69 @@
+"""The op contract in one place: every hook an op may give is declared on ``Op`` with its
+default, and nothing outside ``dspsim/ops/`` looks one up by name."""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from dspsim.budgets import PACKAGE
+from dspsim.ops import get_op
+from dspsim.ops.base import Op
+
+
+def _op_members() -> set[str]:
+    """The names an op gives (an array's own attributes, ``ndim`` say, are not hooks)."""
+    names = {k for k in dir(Op) if not k.startswith("__")} | set(Op.__annotations__)
+    return names - set(dir(np.ndarray))
+
+
+def _lookups_by_name(tree: ast.AST) -> list[tuple[int, str]]:
+    """``getattr(x, "name", ...)`` / ``hasattr(x, "name")`` with a literal name."""
+    out = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            out.append((node.lineno, node.args[1].value))
+    return out
+
+
+def test_no_hook_is_looked_up_by_name_outside_ops():
+    members = _op_members()
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if (PACKAGE / "ops") in path.parents:
+            continue
+        for line, name in _lookups_by_name(ast.parse(path.read_text(encoding="utf-8"))):
+            if name in members:
+                found.append(f"{path.relative_to(PACKAGE)}:{line}: {name}")
+    assert not found, "op hooks looked up by name:\n" + "\n".join(found)
+
+
+def test_the_scan_sees_a_lookup():
+    tree = ast.parse('report = getattr(op, "run_report", None)\nhasattr(op, "size_unit")')
+    assert _lookups_by_name(tree) == [(1, "run_report"), (2, "size_unit")]
+    assert {"run_report", "size_unit", "check_input", "host_array"} <= _op_members()
+
+
+class _Plain(Op):
+    """An op that gives only what it must: the hooks' defaults apply."""
+    name = "plain"
+    ndim = 1
+
+
+def test_the_host_side_defaults_are_a_float32_array():
+    op = _Plain()
+    assert op.output_bytes((3, 5)) == op.input_bytes((3, 5)) == 60
+    x = np.arange(6, dtype=np.float32)
+    checked, shape = op.check_input(x)
+    assert shape is None and checked.dtype == np.float32 and np.array_equal(checked, x)
+    assert op.run_report(None) == {}
+    assert op.size_unit == "float32"
+
+
+def test_ops_that_override_a_hook_keep_their_own():
+    assert get_op("copy").run_report is not Op.run_report
+    assert type(get_op("fc")).read_input_file is not Op.read_input_file
+    assert type(get_op("softmax")).read_input_file is Op.read_input_file
