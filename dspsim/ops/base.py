@@ -347,13 +347,18 @@ class Op:
 
 
 def check_tile_bytes(key: str, tile_bytes: int, model: HardwareModel) -> None:
-    """A TCM tile key's value: a whole number of float32 and no larger than a DataRAM."""
+    """A TCM tile key's value: a whole number of float32 and no larger than a DataRAM's free
+    space (what the firmware leaves of it, ``tcm.bank_bytes - tcm.reserved_bytes``), the
+    bound the refusal names."""
     if tile_bytes % 4:
         raise ConfigError(f"{key} = {tile_bytes}: must be a multiple of 4 (float32)")
-    if tile_bytes > model.tcm.bank_bytes:
+    bank, reserved = model.tcm.bank_bytes, model.tcm.reserved_bytes
+    largest = max(0, bank - reserved) // 4 * 4
+    if tile_bytes > largest:
+        allowed = f"allowed 4 to {largest}" if largest >= 4 else "no tile fits"
         raise ConfigError(
-            f"{key} = {tile_bytes}: larger than a DataRAM (tcm.bank_bytes = "
-            f"{model.tcm.bank_bytes}); allowed 4 to {model.tcm.bank_bytes}"
+            f"{key} = {tile_bytes}: larger than a DataRAM's free space (tcm.bank_bytes - "
+            f"tcm.reserved_bytes = {bank} - {reserved} = {bank - reserved} bytes); {allowed}"
         )
 
 
