@@ -25,7 +25,7 @@ def test_an_op_missing_what_it_must_give_is_refused():
                        "default_input"):
         register_op(Half())
     assert "half" not in op_names()
-    assert set(REQUIRED) >= {"cmd", "param_block", "handler", "requirements", "reference",
+    assert set(REQUIRED) >= {"param_block", "handler", "requirements", "reference",
                              "default_input"}
 
 

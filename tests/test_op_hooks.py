@@ -6,9 +6,10 @@ from __future__ import annotations
 import ast
 
 import numpy as np
+import pytest
 
 from dspsim.budgets import PACKAGE
-from dspsim.ops import get_op
+from dspsim.ops import get_op, register_op
 from dspsim.ops.base import Op
 
 
@@ -67,3 +68,35 @@ def test_ops_that_override_a_hook_keep_their_own():
     assert get_op("copy").run_report is not Op.run_report
     assert type(get_op("fc")).read_input_file is not Op.read_input_file
     assert type(get_op("softmax")).read_input_file is Op.read_input_file
+
+
+def _tiny_op(name: str, cmd: int | None) -> Op:
+    from dspsim.schema import OpSchema
+
+    return type(name.title(), (Op,), {
+        "name": name, "doc": "-", "cmd": cmd, "variants": {"only": "-"},
+        "default_variant": "only", "params": OpSchema(name, ()), "ndim": 1,
+        "default_shape": (8,), "param_block": lambda self, v, s, a: None,
+        "handler": lambda self, dsp, i, o, tm: iter(()),
+        "reference": lambda self, x, p: x, "default_input": lambda self, s: np.zeros(s)})()
+
+
+def test_the_registry_allots_a_free_command_and_refuses_a_taken_one():
+    from dspsim.ops.registry import CUSTOM_CMD_FIRST, OPS
+    from dspsim.schema import OP_SCHEMAS
+
+    taken = {o.cmd for o in OPS.values()}
+    first_free = next(c for c in range(CUSTOM_CMD_FIRST, 0x10000) if c not in taken)
+    try:
+        a = register_op(_tiny_op("allotted_a", None))
+        b = register_op(_tiny_op("allotted_b", None))
+        assert (a.cmd, b.cmd) == (first_free, next(
+            c for c in range(first_free + 1, 0x10000) if c not in taken))
+        with pytest.raises(ValueError, match="is taken by 'softmax'"):
+            register_op(_tiny_op("collides", get_op("softmax").cmd))
+        assert "collides" not in OPS
+        assert len({o.cmd for o in OPS.values()}) == len(OPS)  # one op a command
+    finally:
+        for name in ("allotted_a", "allotted_b", "collides"):
+            OPS.pop(name, None)
+            OP_SCHEMAS.pop(name, None)

@@ -52,7 +52,7 @@ Proc = Generator[Any, Any, Any]  # a SimPy process body: what ``yield from`` run
 Candidate = tuple[str, tuple[int, ...], dict[str, Any]]
 
 # what an op must give: class attributes, then methods the subclass must define
-REQUIRED_ATTRIBUTES = ("name", "doc", "cmd", "variants", "default_variant", "params", "ndim",
+REQUIRED_ATTRIBUTES = ("name", "doc", "variants", "default_variant", "params", "ndim",
                        "default_shape")
 REQUIRED_METHODS = ("param_block", "handler", "reference", "default_input")
 REQUIRED = REQUIRED_ATTRIBUTES + REQUIRED_METHODS + ("requirements",)
@@ -133,7 +133,9 @@ class Op:
     ndim: ClassVar[int]  # input dimensions: 1 (``--n``) or 2 (``--shape ROWS,COLS``)
     default_shape: ClassVar[tuple[int, ...]]
     # ------------------------------------------------------------------ must: firmware
-    cmd: ClassVar[int]  # the RPC command the firmware registers the handler under
+    # the RPC command the firmware registers the handler under; None: the registry allots the
+    # first free custom command (:func:`~dspsim.ops.register_op`)
+    cmd: int | None = None
 
     # ------------------------------------------------------------------ may
     latency_us: ClassVar[int] = 0  # hb_dsp_register_fn's latency hint

@@ -11,12 +11,14 @@ from dspsim.ops.base import REQUIRED_ATTRIBUTES, REQUIRED_METHODS, Op
 from dspsim.schema import register_op_params
 
 OPS: dict[str, Op] = {}
+CUSTOM_CMD_FIRST = 0x8001  # custom commands from here (0x1400-0x1405 are the built-in ones)
 _DEFAULT: list[str] = []  # the op commands run when none is named
 
 
 def register_op(op: Op, default: bool = False) -> Op:
     """Make an operator runnable: its parameter table, its command, its name; ``default``: the
-    op commands run when none is named."""
+    op commands run when none is named. An op whose ``cmd`` is None is allotted the first free
+    custom command; a command another op holds is refused."""
     missing = [a for a in REQUIRED_ATTRIBUTES if not hasattr(op, a)] + [
         m for m in REQUIRED_METHODS if getattr(type(op), m) is getattr(Op, m)]
     if missing:
@@ -24,8 +26,13 @@ def register_op(op: Op, default: bool = False) -> Op:
                          "(what every op must give: dspsim.ops.base.REQUIRED)")
     if op.name in OPS:
         raise ValueError(f"op {op.name!r} is already registered")
-    if any(o.cmd == op.cmd for o in OPS.values()):
-        raise ValueError(f"op {op.name!r}: command 0x{op.cmd:x} is taken")
+    if op.cmd is None:  # the firmware's next free custom command
+        op.cmd = next(c for c in range(CUSTOM_CMD_FIRST, 0x10000)
+                      if all(o.cmd != c for o in OPS.values()))
+    taken = [o.name for o in OPS.values() if o.cmd == op.cmd]
+    if taken:
+        raise ValueError(f"op {op.name!r}: command 0x{op.cmd:x} is taken by {taken[0]!r}; "
+                         "leave cmd = None and the registry allots a free one")
     register_op_params(op.params)
     OPS[op.name] = op
     if default:

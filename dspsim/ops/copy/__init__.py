@@ -1,4 +1,4 @@
-"""The copy microbenchmark (RPC command 0x8002): the copies vendors publish (a DMA copy of a
+"""The copy microbenchmark (RPC command 0x8005): the copies vendors publish (a DMA copy of a
 few sizes, a memcpy), as an :class:`~dspsim.ops.base.Op`.
 
 ``dspsim run --op copy --variant idma|memcpy --n BYTES`` moves ``n`` bytes from ``copy.src``
