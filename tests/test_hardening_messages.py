@@ -26,3 +26,20 @@ def test_a_tile_refusal_names_the_free_space_and_its_maximum_runs(capsys, key, e
         assert f"allowed 4 to {free}" in err and f"= {free} bytes" in err, err
     code, _, err = run_cli(capsys, *base, "--set", f"{key}={free}")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("argv", [["--model", "ameba_hifi5"], ["--models", "j6,ameba_hifi5"],
+                                  ["--model", "ameba_hifi5", "--op", "softmax"]])
+def test_reproduce_on_another_platform_names_the_platform_of_the_figures(capsys, argv):
+    code, out, err = run_cli(capsys, "reproduce", "--no-data", *argv)
+    assert code == 2 and one_line(err) and out == "", err
+    assert "measured on j6" in err and "'ameba_hifi5' is not a model of j6" in err, err
+    assert "no document figures for this platform" in err and "iDMA" not in err, err
+
+
+def test_reproduce_runs_on_a_model_inheriting_from_the_platform(tmp_path, capsys):
+    m = tmp_path / "mine.toml"
+    m.write_text('base = "j6"\n[model]\nname = "mine"\n')
+    code, out, err = run_cli(capsys, "reproduce", "--no-data", "--json", "--model", m)
+    assert code == 0 and err == "", err
+    assert '"pingpong"' in out and '"direct"' in out

@@ -200,6 +200,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     ops = [op for op in ops if op.document]
     if not ops:
         raise UsageError(f"reproduce: op {args.op!r} has no documented figures")
+    for label, model in models.items():
+        _check_document_platform(ops, label, model)
     by_model = {}
     for label, model in models.items():
         out = {}
@@ -211,6 +213,25 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(next(iter(by_model.values())) if not args.models else {"models": by_model})
     return 0
+
+
+def _check_document_platform(ops: list[Any], label: str, model: Any) -> None:
+    """Refuse a model that is not of the platform an op's document figures were measured on
+    (its ``[model] name``, file stem or ``base`` chain names it): they compare with nothing
+    else."""
+    from pathlib import Path
+
+    from dspsim.study.validate import platform_names
+
+    names = platform_names(Path(model.source)) if model.source else {model.name}
+    for op in ops:
+        platform = op.document.get("platform")
+        if platform is not None and platform not in names:
+            raise UsageError(
+                f"reproduce: the document's {op.name} figures were measured on {platform}; "
+                f"model {label!r} is not a model of {platform}: no document figures for this "
+                f"platform (allowed: --model {platform}, or a model file with base = "
+                f"\"{platform}\")")
 
 
 def _reproduce_op(op: Any, model: Any, args: argparse.Namespace) -> dict[str, Any]:
