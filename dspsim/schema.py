@@ -73,6 +73,12 @@ class Key:
                 "choices": self.choices, "unit": self.unit, "doc": self.doc,
                 "multiple": self.multiple}
 
+    def _bound(self, v: float) -> str:
+        """A range end as written: an integer key's exactly, a number's shortest exact form."""
+        if self.type is int or float(v).is_integer():
+            return str(int(v))
+        return repr(float(v))
+
     def allowed(self) -> str:
         """What the key accepts, in words."""
         if self.choices:
@@ -81,8 +87,9 @@ class Key:
             return "true or false"
         if self.type is str:
             return "a string"
-        lo = "> 0" if self.positive else (f">= {self.lo:g}" if self.lo is not None else "")
-        hi = f"<= {self.hi:g}" if self.hi is not None else ""
+        lo = "> 0" if self.positive else (f">= {self._bound(self.lo)}" if self.lo is not None
+                                          else "")
+        hi = f"<= {self._bound(self.hi)}" if self.hi is not None else ""
         step = f", a multiple of {self.multiple}" if self.multiple else ""
         return f"{_TYPE_WORDS[self.type]} {lo}{', ' if lo and hi else ''}{hi}{step}".strip()
 

@@ -56,9 +56,16 @@ def add_keys(sub) -> None:
     p = sub.add_parser("keys", help="every model key: value, unit, range, meaning, source")
     add_model_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--markdown", action="store_true",
+                   help="print the model-file reference (every table and key) as Markdown")
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
+    if args.markdown:
+        from dspsim.reference import model_file_reference
+
+        print(model_file_reference(), end="")
+        return 0
     model = model_from_args(args)
     sources = key_sources(model.source)
     rows = []
