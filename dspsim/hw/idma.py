@@ -18,7 +18,12 @@ descriptors; ``idma_copy_desc`` adds one (waiting for room when all N are pendin
 event per poll.
 
 Each transfer goes through the port of its external end (the platform routes a pointer to its
-memory by address); one end of every transfer is TCM, or both ends are in one memory.
+memory by address). A transfer between two external ends (one memory, or two where
+``idma.tcm_end_required`` is false) reads every burst through its source's port and writes it
+through its destination's: the channel issues a burst's write with its read (its buffer
+forwards the data; on one port the write's data crosses after the read's) and holds the
+burst's place in its window until both are done. Such a transfer walks burst by burst, with
+no closed form and no fast-forward.
 """
 
 from __future__ import annotations
@@ -119,12 +124,10 @@ class IdmaChannel:
                 f"iDMA copy {src!r} -> {dst!r}: one side must be an external memory "
                 "(TCM-to-TCM not modelled)"
             )
-        if src.external and dst.external and (src.mem is not dst.mem or self.tcm_end_required):
-            allowed = ("(idma.tcm_end_required)" if self.tcm_end_required
-                       else "(or both ends in one memory)")
+        if src.external and dst.external and self.tcm_end_required:
             raise DspsimInputError(
-                f"iDMA copy {src!r} -> {dst!r}: between two external memories; one end of a "
-                f"transfer must be TCM {allowed}")
+                f"iDMA copy {src!r} -> {dst!r}: between two external ends; one end of a "
+                "transfer must be TCM (idma.tcm_end_required)")
         if self.ring is not None and len(self._issued) >= self.ring:
             raise DspsimInputError(f"{self.name}: idma_copy_desc with all {self.ring} "
                                    "descriptors of the buffer pending")
@@ -170,19 +173,28 @@ class IdmaChannel:
         """The port a transfer's requests go through: that of its external end."""
         return (t.dst if t.dst.external else t.src).mem.port
 
+    @staticmethod
+    def dual(t: Transfer) -> bool:
+        """Both ends external: every burst is read through one port and written through one."""
+        return t.src.external and t.dst.external
+
     def _move(self, t: Transfer):
         """Move the descriptor's bytes burst by burst (:meth:`_walk`)."""
         state = WalkState(t.start)
         lander = _Lander(t) if self.move_data else None
         stream = self._stream(t)
         walk = self._walk(t, state, lander, stream)
-        port = self.port_of(t)
-        port.flows += 1
-        self._enter(port, stream)
+        ports = {t.src.mem.port, t.dst.mem.port} if self.dual(t) else {self.port_of(t)}
+        for port in ports:  # a flow the fast-forward does not know stops it (Repeats.woke)
+            port.flows += 1
+            if not self.dual(t):
+                self._enter(port, stream)
         stream.elides = self.elide
         yield from drive(self.env, walk, state, self.elide, lander.land if lander else None)
-        port.flows -= 1
-        self._leave(port, stream)
+        for port in ports:
+            port.flows -= 1
+            if not self.dual(t):
+                self._leave(port, stream)
         if lander:
             lander.completed(t.nbytes, immediately=True)
 
@@ -213,7 +225,10 @@ class IdmaChannel:
         periods when it wakes (:mod:`dspsim.hw.periodic`)."""
         port = self.port_of(t)
         name, request, env = self.name, port.request, self.env
-        repeats = port.repeats
+        dual = self.dual(t)
+        repeats = None if dual else port.repeats
+        if dual:
+            request = _read_write(t.src.mem.port, port)
         queue = event_heap(env)  # queue[0][0]: what ``env.peek()`` reads
         burst, window = self.burst_bytes, self.max_outstanding
         now = state.now
@@ -224,7 +239,7 @@ class IdmaChannel:
         i = 0
         while i < count:
             # the bursts whose waits the walk passes itself, booked by the port in one call
-            if lander is None and stream.elides and (port.speculation is None
+            if lander is None and stream.elides and not dual and (port.speculation is None
                                                      or port.speculation.requester == name):
                 i, now = port.stream(now, inflight, i, count, full, burst, rest, window, write,
                                      name, queue[0][0] if queue else math.inf)
@@ -269,6 +284,19 @@ class IdmaChannel:
         return None
 
 
+def _read_write(src: MemoryPort, dst: MemoryPort):
+    """A two-ended transfer's burst: its read and its write, issued together; done when both
+    are (on one port the write's data follows the read's on the data path)."""
+    read, write = src.request, dst.request
+
+    def request(now: float, nbytes: int, _write: bool, requester: str) -> float:
+        r = read(now, nbytes, False, requester)
+        w = write(now, nbytes, True, requester)
+        return r if r > w else w
+
+    return request
+
+
 class _Lander:
     """A descriptor's bytes landing in its destination in order, as its bursts complete."""
 
@@ -300,8 +328,8 @@ class TileIdmaChannel(IdmaChannel):
 
     def _move(self, t: Transfer):
         port, env = self.port_of(t), self.env
-        if t.nbytes < CLOSED_FORM_MIN_BURSTS * self.burst_bytes or not port.idle_for(
-                self.name, t.start):
+        if (self.dual(t) or t.nbytes < CLOSED_FORM_MIN_BURSTS * self.burst_bytes
+                or not port.idle_for(self.name, t.start)):
             yield from super()._move(t)
             return
         end = t.start + transfer_cycles(t.nbytes, self.burst_bytes,
