@@ -24,6 +24,7 @@ from dspsim.ops.base import errors_text
 from dspsim.platform import FIDELITIES
 from dspsim.probes import pass_totals
 from dspsim.run import Result, simulate
+from dspsim.text import cell
 
 PASS_LINES = 16  # more passes than this (many rows) print one line per pass name
 
@@ -179,7 +180,7 @@ def _run_models(args: argparse.Namespace) -> int:
         codes = ",".join(w["code"] for w in r.warnings if w.get("severity") != "info") or "-"
         cells = [f"{r.bytes[k]:>{w},}" if k in r.bytes else f"{'-':>{w}}"
                  for (k, _), w in zip(columns, widths)]
-        print(f"{label:<28} {r.cycles:>14,} {r.time_us:>12,.1f} " + " ".join(cells)
+        print(f"{cell(label, 60):<28} {r.cycles:>14,} {r.time_us:>12,.1f} " + " ".join(cells)
               + f"  {codes}")
     return 0
 

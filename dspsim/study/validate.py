@@ -37,6 +37,7 @@ from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import default_op, get_op
 from dspsim.paths import read_small_text
 from dspsim.run import simulate
+from dspsim.text import cell, column_width
 
 ROLES = ("calibration", "check")
 CALIBRATION_TOLERANCE_PCT = 1.0
@@ -85,6 +86,34 @@ def _text(v: Any) -> str:
     return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
+def _whole(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# every field's type, checked in one place before any field is used: (test, what is allowed)
+_TYPES: dict[str, tuple[Any, str]] = {
+    **{k: (lambda v: isinstance(v, str), "a string")
+       for k in ("name", "source", "platform", "op", "variant", "role", "note")},
+    "n": (_whole, "a whole number"),
+    "shape": (lambda v: isinstance(v, list) and all(_whole(d) for d in v),
+              "a list of whole numbers, e.g. [1024, 256]"),
+    "settings": (lambda v: isinstance(v, dict), 'a table of model keys, e.g. '
+                 '{ "copy.src" = "sram" }'),
+    "cycles": (_whole, "a whole number of cycles"),
+}
+
+
+def _check_types(fields: dict[str, Any], where: str) -> None:
+    """One line naming the first field of ``fields`` whose value is of a type it cannot
+    have: where it is (file, measurement), the field, the value, what is allowed."""
+    for key, value in fields.items():
+        test, allowed = _TYPES.get(key, (lambda v: True, ""))
+        if not test(value):
+            shown = cell(repr(value), 60)
+            raise DspsimInputError(f"{where}: {key} = {shown} ({type(value).__name__}); "
+                                   f"allowed: {allowed}")
+
+
 def _str(entry: dict, key: str, where: str, default: str | None = None) -> str:
     v = entry.get(key, default)
     if not isinstance(v, str) or not v.strip():
@@ -101,8 +130,9 @@ def _entry(entry: Any, defaults: dict[str, Any], where: str, file: str) -> Measu
         raise DspsimInputError(f"{where}: unknown field {unknown[0]!r}; allowed: "
                                f"{', '.join(_FIELDS)}")
     entry = {**defaults, **entry}
+    _check_types(entry, where)
     name = _str(entry, "name", where)
-    where = f"{where} ({name})"
+    where = f"{where} ({cell(name)})"
     source = _str(entry, "source", where)
     platform = _str(entry, "platform", where)
     try:
@@ -160,7 +190,8 @@ def read_measurements(path: str | Path) -> list[Measurement]:
         raise DspsimInputError(f"{what}: {len(entries):,} measurements; at most "
                                f"{MAX_MEASUREMENTS:,}")
     defaults = {k: raw[k] for k in ("platform", "source") if k in raw}
-    return [_entry(e, defaults, f"{p.name} measurement {i + 1}", str(p))
+    _check_types(defaults, what)
+    return [_entry(e, defaults, f"{cell(p.name)} measurement {i + 1}", str(p))
             for i, e in enumerate(entries)]
 
 
@@ -250,8 +281,8 @@ def validate(models: dict[str, tuple[HardwareModel, Path]] | None = None,
             try:
                 r = simulate(run_model, m.op, m.variant, shape=m.shape, data=False)
             except DspsimInputError as e:
-                raise DspsimInputError(f"{Path(m.file).name} ({m.name}) under {label}: {e}"
-                                       ) from None
+                raise DspsimInputError(f"{cell(Path(m.file).name)} ({cell(m.name)}) under "
+                                       f"{cell(label)}: {e}") from None
             rows.append(Row(m, label, r.cycles))
     return rows
 
@@ -264,15 +295,17 @@ def calibration_ok(rows: list[Row]) -> bool:
 def table(rows: list[Row]) -> str:
     """The rows as a text table, platform by platform."""
     lines = []
-    width = max(len(r.measurement.name) for r in rows)
-    header = (f"{'model':<22} {'measurement':<{width}} {'role':<11} {'measured':>12} "
+    # names are the files' own text: escaped and cut to a bounded column (dspsim.text)
+    width = column_width([r.measurement.name for r in rows], "measurement")
+    label = max(22, column_width([r.model for r in rows], "model"))
+    header = (f"{'model':<{label}} {'measurement':<{width}} {'role':<11} {'measured':>12} "
               f"{'predicted':>12} {'error_pct':>9}")
     lines += [header, "-" * len(header)]
     for r in rows:
         m = r.measurement
         flag = "" if m.role == "check" or r.within else "  OUTSIDE 1 %"
-        lines.append(f"{r.model:<22} {m.name:<{width}} {m.role:<11} {m.cycles:>12,} "
-                     f"{r.predicted:>12,} {r.error_pct:>+9.2f}{flag}")
+        lines.append(f"{cell(r.model):<{label}} {cell(m.name, width):<{width}} {m.role:<11} "
+                     f"{m.cycles:>12,} {r.predicted:>12,} {r.error_pct:>+9.2f}{flag}")
     cal = [r for r in rows if r.measurement.role == "calibration"]
     checks = [r for r in rows if r.measurement.role == "check"]
     worst = max((abs(r.error_pct) for r in cal), default=math.nan)

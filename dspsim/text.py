@@ -1,0 +1,33 @@
+"""User-given text (a measurement's or a model's name) as a table or a one-line message prints
+it: every character that is not printable escaped as Python writes it (``\\x1b``, ``\\r``,
+``\\n``), so an escape sequence or a line break in a name can neither drive the terminal nor
+forge a row, and a name longer than its column cut with an ellipsis, so one long name cannot
+make every row of a table as long."""
+
+from __future__ import annotations
+
+ELLIPSIS = "..."
+NAME_CELL_CHARS = 40  # the widest a column of names grows in a text table
+
+
+def printable(text: str) -> str:
+    """``text`` with every non-printable character escaped (``"\\x1b[2J"`` -> ``\\x1b[2J``)."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def cell(text: str, width: int = NAME_CELL_CHARS) -> str:
+    """:func:`printable` ``text`` in at most ``width`` characters: a longer one keeps its
+    start and ends with an ellipsis. The work is bounded by ``width``, not by the text."""
+    shown = printable(str(text)[:width + 1])  # escaping only lengthens: enough to decide
+    if len(shown) <= width:
+        return shown
+    return shown[:max(0, width - len(ELLIPSIS))] + ELLIPSIS
+
+
+def column_width(texts: list[str], title: str, cap: int = NAME_CELL_CHARS) -> int:
+    """The width of a column of names: its longest shown cell, at least its title's, at most
+    ``cap``."""
+    return max([len(title), *(len(cell(t, cap)) for t in texts)])
