@@ -1,11 +1,11 @@
 """``core.write_buffer_entries`` acts where the core only stores to an uncached memory: the copy
-op's memcpy from TCM to DDR. The cycles follow the closed form of posted stores, the bounds
-stay below the run, and calibrate refuses to fit a key that changes no measurement."""
+op's memcpy from TCM to DDR. The cycles follow the recurrence of posted stores drained by the
+copy's closing ``MEMW``, the bounds stay below the run, and calibrate refuses to fit a key that
+changes no measurement."""
 
 import pytest
 
 from dspsim import DspsimInputError, simulate
-from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.ops import get_op
 from dspsim.study.calibrate import calibrate, parse_measurement
@@ -15,25 +15,26 @@ TCM_TO_DDR = {"copy.src": "tcm", "copy.dst": "ddr"}
 
 
 def posted_stores_cycles(model, nbytes):
-    """memcpy TCM -> DDR, the core alone on the port: store i is posted at the end of its
-    iteration, once the buffer has room (store i - E done); a store crosses the path in b / B
-    then holds its slot L more. The core returns when it has posted the last store: after
-    its own issue, or when store N - 1 - E is done, ``transfer_cycles`` of the first N - E
-    stores with min(E, m) in flight."""
+    """memcpy TCM -> DDR, the core alone on the port, then ``MEMW``: store i leaves the core at
+    the end of its iteration, once the buffer has room (store i - E done); on the port it
+    takes a slot (that of store i - m free), crosses the path after the store before it in
+    b / B, and is done L later. The timer stops when the last store is done."""
     core, ddr = model.core, model.ddr
     words = memcpy_words(nbytes)
     vector = core.vector_bytes
     stores = [vector] * (-(-4 * words // vector))
     stores[-1] = 4 * words - vector * (len(stores) - 1)
     ii = MEMCPY.ii_cycles(core)
-    issue = core.call_overhead_cycles + len(stores) * ii
-    entries = core.write_buffer_entries
-    if len(stores) <= entries:
-        return issue
-    drained = transfer_cycles(sum(stores[:len(stores) - entries]), vector,
-                              min(entries, ddr.max_outstanding), ddr.latency_cycles,
-                              1 / ddr.bytes_per_cycle)
-    return max(issue, core.call_overhead_cycles + ii + drained)
+    entries, slots = core.write_buffer_entries, ddr.max_outstanding
+    done, path, posted = [], 0.0, core.call_overhead_cycles
+    for i, b in enumerate(stores):
+        posted += ii
+        if i >= entries:
+            posted = max(posted, done[i - entries])
+        start = max(posted, done[i - slots]) if i >= slots else posted
+        path = max(start, path) + b / ddr.bytes_per_cycle
+        done.append(path + ddr.latency_cycles)
+    return max(posted, done[-1])
 
 
 @pytest.mark.parametrize("nbytes", [8192, 65536, 1000])

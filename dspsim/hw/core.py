@@ -260,6 +260,19 @@ class Core:
             stall,
         )
 
+    def memw(self, mem: Any) -> Proc:
+        """``MEMW`` (or a cache write-back call) before the timer is read: wait until every
+        store posted to the write buffer has completed; the wait is a stall on ``mem``, the
+        memory stored to (None: TCM, nothing posted)."""
+        start = self.env.now
+        wait = max(self._write_buffer, default=start) - start
+        if wait <= 0 or mem is None:
+            return
+        yield self.env.timeout(wait)
+        self._stalled(mem, wait)
+        self.recorder.record(self.name, "compute", "memw", start, self.env.now, 0,
+                             self.labels.tile, self.labels.pass_name, self.labels.buffer, wait)
+
     def _stalled(self, mem: Any, cycles: float) -> None:
         if mem is not None:
             self.stall_cycles[mem.name] = self.stall_cycles.get(mem.name, 0.0) + cycles

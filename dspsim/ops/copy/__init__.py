@@ -20,7 +20,13 @@ from dspsim.errors import DspsimInputError
 from dspsim.ops.base import NO_BOUND, Bounds, Op, Proc  # noqa: I001
 from dspsim.ops.copy import bounds as _bounds
 from dspsim.ops.copy.params import HOST, PARAMS, TCM
-from dspsim.ops.copy.program import COPY_CMD, hb_dsp_copy, hbDSPCopyParam, tcm_free_bytes
+from dspsim.ops.copy.program import (
+    COPY_CMD,
+    RING_MIN_BYTES,
+    hb_dsp_copy,
+    hbDSPCopyParam,
+    tcm_free_bytes,
+)
 from dspsim.ops.registry import register_op
 
 
@@ -32,9 +38,11 @@ class Copy(Op):
     variants = {
         "idma": "one iDMA channel in ring mode (idma_init_loop of copy.ring_descriptors): "
                 "descriptors of copy.descriptor_bytes, each started as soon as the ring has "
-                "room, then polled to completion",
+                "room, then polled to completion (between two external memories where "
+                "idma.tcm_end_required is false, each burst read and written)",
         "memcpy": "the core's memcpy kernel (one vector load and one vector store per "
-                  "iteration), through the data cache where the memory is cached",
+                  "iteration), through the data cache where the memory is cached, then MEMW: "
+                  "the timer sees the stores still posted complete",
     }
     default_variant = "idma"
     params = PARAMS
@@ -84,17 +92,11 @@ class Copy(Op):
                     "copy idma from tcm to tcm: an iDMA transfer between DataRAMs is not "
                     "modelled; allowed: copy.src or copy.dst an external memory, or --variant "
                     "memcpy")
-            if len(external) == 2:
-                a, b = (_bounds.memory_of(model, v) for v in (p.src, p.dst))
-                if model.idma.tcm_end_required:
-                    raise DspsimInputError(
-                        f"copy idma from {p.src} to {p.dst}: on this platform one end of every "
-                        "iDMA transfer must be TCM (idma.tcm_end_required = true); allowed: "
-                        "copy.src = tcm or copy.dst = tcm, or --variant memcpy")
-                if a is not b:
-                    raise DspsimInputError(
-                        f"copy idma from {p.src} to {p.dst}: between two external memories; "
-                        "one end of an iDMA transfer must be TCM (or both in one memory)")
+            if len(external) == 2 and model.idma.tcm_end_required:
+                raise DspsimInputError(
+                    f"copy idma from {p.src} to {p.dst}: on this platform one end of every "
+                    "iDMA transfer must be TCM (idma.tcm_end_required = true); allowed: "
+                    "copy.src = tcm or copy.dst = tcm, or --variant memcpy")
         elif p.completion_interrupt:
             raise DspsimInputError("copy memcpy with copy.completion_interrupt = true: a "
                                    "memcpy raises no completion interrupt; allowed: --variant "
@@ -104,6 +106,12 @@ class Copy(Op):
                 f"copy of {n:,} bytes from tcm: the source must fit one DataRAM's free space "
                 f"({free:,} bytes: tcm.bank_bytes - tcm.reserved_bytes); allowed: n up to "
                 f"{free:,}")
+        if p.dst == TCM and not p.descriptor_bytes and n > free and free < RING_MIN_BYTES:
+            raise DspsimInputError(
+                f"copy of {n:,} bytes into tcm: a DataRAM ring needs at least "
+                f"{RING_MIN_BYTES} free bytes (two {RING_MIN_BYTES // 2}-byte slots); this "
+                f"platform has {free:,} (tcm.bank_bytes - tcm.reserved_bytes); allowed: n up "
+                f"to {free:,}, copy.descriptor_bytes 4 to {free:,}, or a larger DataRAM")
         if p.dst == TCM and p.descriptor_bytes > free:
             raise DspsimInputError(
                 f"copy.descriptor_bytes = {p.descriptor_bytes:,}: a descriptor into tcm must "

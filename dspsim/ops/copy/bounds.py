@@ -1,27 +1,38 @@
 """Closed forms of the copy microbenchmark.
 
-For the external end's memory: ``L`` = ``latency_cycles``, ``B`` = ``bytes_per_cycle``,
-``m`` = ``max_outstanding``; the channel's ``b`` = ``idma.burst_bytes``, ``k`` =
-``idma.max_outstanding``, ``S`` = ``idma.setup_cycles``; ``P`` = ``copy.prologue_cycles``,
-``H`` the interrupt handler's cycles when ``copy.completion_interrupt`` is set.
+For each external memory ``p`` the copy goes through: ``L_p`` = ``latency_cycles``, ``B_p`` =
+``bytes_per_cycle``, ``m_p`` = ``max_outstanding``, and ``c_p`` the copy's directions through
+its port (2 for a copy within one memory: it reads and writes there; else 1); the channel's
+``b`` = ``idma.burst_bytes``, ``k`` = ``idma.max_outstanding``, ``S`` = ``idma.setup_cycles``;
+``P`` = ``copy.prologue_cycles``, ``H`` the interrupt handler's cycles when
+``copy.completion_interrupt`` is set. Every bound is a true lower bound of the simulated span.
 
 - **Per descriptor** (``latency_bandwidth_cycles``): the channel finishes a descriptor before it
-  starts the next, so each descriptor of ``d`` bytes costs at least ``L + d / B``.
-- **Bandwidth** (``bandwidth_bound_cycles``): every byte crosses the port: ``n / B``.
-- **Outstanding requests** (``outstanding_bound_cycles``): at most ``w = min(k, m)`` requests
-  in flight, each holding its slot for a round trip ``L + b / B``: ``requests / w x (L +
-  b / B)``, i.e. a rate of ``w b / (L + b / B)`` bytes per cycle.
+  starts the next, so each descriptor of ``d`` bytes costs at least ``max_p (L_p + c_p d /
+  B_p)``.
+- **Bandwidth** (``bandwidth_bound_cycles``): every byte crosses each port it goes through:
+  ``max_p c_p n / B_p``.
+- **Outstanding requests** (``outstanding_bound_cycles``): a descriptor's ``r`` requests (the
+  last one partial) each hold a channel slot at least ``L_p + c_p size / B_p`` and a port slot
+  ``L_p + size / B_p``; with ``k`` channel and ``m_p`` port slots, a descriptor takes at least
+  ``max_p max((r L_p + c_p d / B_p) / k, c_p (r L_p + d / B_p) / m_p)``, summed over the
+  descriptors (one after another).
 
 ``estimate_cycles`` (idma): ``P + S + sum over descriptors of transfer_cycles(d) + H``: exact
 when the channel is alone on the port and programming the next descriptor (``S``) takes less
 than a descriptor's transfer, since each descriptor then starts on an idle port the moment the
 one before it ends. ``lower_bound_cycles`` is the largest of the three bounds (plus ``P``).
 
-memcpy: from TCM to TCM the kernel's ``LoopShape.tcm_cycles``; from an uncached memory
-:func:`dspsim.kernels.shapes.ddr_call` (each vector load's round trip); through the data
-cache, with blocking misses and no prefetch, one miss per line: ``lines x (L + line / B) +
-iterations x II + call overhead`` (an estimate: with ``dcache.prefetch_next_line`` the
-line fills overlap and the period per line is ``max(L + line / B, line's issue)``).
+memcpy: from TCM to TCM the kernel's ``LoopShape.tcm_cycles``. Otherwise the bytes that must
+cross each port inside the span (the copy ends with a ``MEMW``: the posted stores complete
+before the timer is read): ``n`` read from an external source, ``n`` written to an uncached or
+write-through destination (a write-back cache may keep them), both on one port when the two
+are one memory; the bounds are ``max_p bytes_p / B_p`` and ``max_p (L_p + bytes_p / B_p)``.
+The estimate from an uncached memory is :func:`dspsim.kernels.shapes.ddr_call` (each vector
+load's round trip); through the data cache, with blocking misses and no prefetch, one miss per
+line: ``lines x (L + line / B) + iterations x II + call overhead`` (with
+``dcache.prefetch_next_line`` the line fills overlap and the period per line is ``max(L + line
+/ B, line's issue)``).
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ from typing import Any
 
 from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
-from dspsim.kernels.shapes import ddr_call, posted_store_bytes
+from dspsim.kernels.shapes import ddr_call, last_stores
 from dspsim.ops.copy.params import HOST, TCM
 from dspsim.ops.copy.program import plan
 
@@ -43,58 +54,45 @@ def memory_of(model: Any, where: str) -> Any:
     return model.memories[model.host.memory if where == HOST else where]
 
 
+def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int]]:
+    """Per external memory the copy goes through: its table and the bytes that must cross its
+    port inside the timed span (reads and writes together)."""
+    p = model.copy
+    out: dict[str, tuple[Any, int]] = {}
+    for where, write in ((p.src, False), (p.dst, True)):
+        mem = memory_of(model, where)
+        if mem is None:
+            continue
+        kept = (write and variant == "memcpy" and mem.cached and model.dcache.capacity_bytes
+                and model.dcache.write_policy == "write_back")  # may stay in the cache
+        name = model.host.memory if where == HOST else where
+        before = out.get(name, (mem, 0))[1]
+        out[name] = (mem, before + (0 if kept else n))
+    return out
+
+
 def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     n = shape[0]
     p = model.copy
-    ext = memory_of(model, p.src) or memory_of(model, p.dst)
     out: dict[str, Any] = {"bytes": n}
     prologue = p.prologue_cycles if p.timed_prologue else 0.0
-    if ext is None:  # TCM to TCM: the core alone
+    ports = crossing_bytes(model, variant, n)
+    if not ports:  # TCM to TCM: the core alone
         words = n // 4
         out["estimate_cycles"] = prologue + MEMCPY.tcm_cycles(words, model.core)
         out["lower_bound_cycles"] = out["estimate_cycles"]
         out["binding_bound"] = "compute"
         return out
-    lat, cpb = ext.latency_cycles, 1.0 / ext.bytes_per_cycle
     pl = plan(model, p, n)
     sizes = [pl.size(i) for i in range(pl.pieces)]
     if variant == "idma":
-        burst = model.idma.burst_bytes
-        window = min(model.idma.max_outstanding, ext.max_outstanding)
-        requests = sum(math.ceil(d / burst) for d in sizes)
-        handler = p.interrupt_handler_cycles if p.completion_interrupt else 0.0
-        named = {
-            "latency_bandwidth": sum(lat + d * cpb for d in sizes),
-            "bandwidth": n * cpb,
-            "outstanding": requests / window * (lat + burst * cpb),
-        }
-        estimate = prologue + model.idma.setup_cycles + handler + sum(
-            transfer_cycles(d, burst, window, lat, cpb) for d in sizes)
-        out.update({"descriptors": len(sizes), "descriptor_bytes": pl.piece_bytes,
-                    "requests": requests,
-                    "outstanding_bytes_per_cycle": window * burst / (lat + burst * cpb)})
-    else:
-        core = model.core
-        words = n // 4
-        must_cross = n
-        if memory_of(model, p.src) is None and not ext.cached:
-            # stores only: the last ones may still be in the write buffer when memcpy returns
-            must_cross -= posted_store_bytes(MEMCPY, memcpy_words(sizes[-1]), core.lanes_f32,
-                                             core.write_buffer_entries)
-        named = {"bandwidth": must_cross * cpb,
-                 "latency_bandwidth": (lat + must_cross * cpb) if must_cross > 0 else 0.0}
-        if ext.cached and model.dcache.capacity_bytes:
-            line = model.dcache.line_bytes
-            lines = math.ceil(n / line)
-            estimate = (core.call_overhead_cycles * len(sizes) + lines * (lat + line * cpb)
-                        + MEMCPY.iterations(words, core.lanes_f32) * MEMCPY.ii_cycles(core))
-            out["lines"] = lines
-        else:
-            load_ext = memory_of(model, p.src) is not None
-            store_ext = memory_of(model, p.dst) is not None
-            estimate = sum(ddr_call(MEMCPY, d // 4, core, lat, cpb, load_ext, store_ext,
-                                    ext.max_outstanding).cycles for d in sizes)
+        named, estimate = _idma(model, ports, sizes, n, out)
+        out["descriptor_bytes"] = pl.piece_bytes
         estimate += prologue
+    else:
+        named = _port_bounds(ports)
+        one_call = pl.slots * pl.piece_bytes >= n  # the destination holds it all (program.py)
+        estimate = prologue + _memcpy_estimate(model, [n] if one_call else sizes, n, out)
     for k, v in named.items():
         out[f"{k}_bound_cycles"] = v
     binding = max(named, key=named.get)
@@ -102,3 +100,68 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     out["lower_bound_cycles"] = prologue + named[binding]
     out["estimate_cycles"] = max(estimate, out["lower_bound_cycles"])
     return out
+
+
+def _port_bounds(ports: dict[str, tuple[Any, int]]) -> dict[str, float]:
+    """Every byte crosses its port, the last one's request done ``L`` after its data."""
+    crossing = [(m, b) for m, b in ports.values() if b > 0]
+    return {"bandwidth": max((b / m.bytes_per_cycle for m, b in crossing), default=0.0),
+            "latency_bandwidth": max((m.latency_cycles + b / m.bytes_per_cycle
+                                      for m, b in crossing), default=0.0)}
+
+
+def _idma(model: Any, ports: dict[str, tuple[Any, int]], sizes: list[int], n: int,
+          out: dict[str, Any]) -> tuple[dict[str, float], float]:
+    """The channel's bounds (module doc) and its estimate (without the prologue)."""
+    burst, k = model.idma.burst_bytes, model.idma.max_outstanding
+    legs = [(m, b // n) for m, b in ports.values()]  # (memory, directions through its port)
+    per_descriptor = outstanding = 0.0
+    requests = 0
+    for d in sizes:
+        r = math.ceil(d / burst)
+        requests += r
+        per_descriptor += max(m.latency_cycles + c * d / m.bytes_per_cycle for m, c in legs)
+        outstanding += max(max((r * m.latency_cycles + c * d / m.bytes_per_cycle) / k,
+                               c * (r * m.latency_cycles + d / m.bytes_per_cycle)
+                               / m.max_outstanding) for m, c in legs)
+    named = {"latency_bandwidth": per_descriptor,
+             "bandwidth": max(c * n / m.bytes_per_cycle for m, c in legs),
+             "outstanding": outstanding}
+    p = model.copy
+    handler = p.interrupt_handler_cycles if p.completion_interrupt else 0.0
+    ext, c = max(legs, key=lambda mc: mc[1] / mc[0].bytes_per_cycle)
+    window = min(k, ext.max_outstanding)
+    lat, cpb = ext.latency_cycles, c / ext.bytes_per_cycle
+    estimate = model.idma.setup_cycles + handler + sum(
+        transfer_cycles(d, burst, window, lat, cpb) for d in sizes)
+    out.update({"descriptors": len(sizes), "requests": requests,
+                "outstanding_bytes_per_cycle": window * burst / (lat + burst * cpb)})
+    return named, estimate
+
+
+def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) -> float:
+    """The core's memcpy calls of ``calls`` bytes each and the ``MEMW`` after them (module
+    doc), without the prologue."""
+    p, core = model.copy, model.core
+    ext = memory_of(model, p.src) or memory_of(model, p.dst)
+    lat, cpb = ext.latency_cycles, 1.0 / ext.bytes_per_cycle
+    if ext.cached and model.dcache.capacity_bytes:
+        line = model.dcache.line_bytes
+        lines = math.ceil(n / line)
+        out["lines"] = lines
+        return (core.call_overhead_cycles * len(calls) + lines * (lat + line * cpb)
+                + MEMCPY.iterations(n // 4, core.lanes_f32) * MEMCPY.ii_cycles(core))
+    load_ext = memory_of(model, p.src) is not None
+    store_ext = memory_of(model, p.dst) is not None
+    cycles = sum(ddr_call(MEMCPY, memcpy_words(d), core, lat, cpb, load_ext, store_ext,
+                          ext.max_outstanding).cycles for d in calls)
+    if not store_ext:
+        return cycles
+    # MEMW: the last store done L after its data; stores alone stream through min(E, m) slots
+    words = memcpy_words(n)
+    drained = cycles + last_stores(MEMCPY, words, core.lanes_f32)[-1] * cpb + lat
+    if load_ext:
+        return drained
+    return max(drained, core.call_overhead_cycles + MEMCPY.ii_cycles(core) + transfer_cycles(
+        4 * words, core.vector_bytes, min(core.write_buffer_entries, ext.max_outstanding), lat,
+        cpb))
