@@ -335,8 +335,10 @@ def fidelity_section(model: HardwareModel) -> list[str]:
         "and the channels emerges (it skips the events nothing else can observe). Tile "
         "fidelity runs a transfer or kernel call that starts alone on an idle port as one "
         "closed-form event and cuts it over to bursts the moment another requester touches "
-        "the port, so the two agree to the cycle; tile is fast where flows have the port to "
-        "themselves. Both ran the same model on each case:",
+        "the port, so the two agree to the cycle on every case below and every configuration "
+        "the tests run (up to 300,000 elements); at 10^8 elements float rounding parts them by "
+        "a few cycles (direct softmax: 7,645,913,253 burst, 7,645,913,258 tile). Tile is fast "
+        "where flows have the port to themselves. Both ran the same model on each case:",
         "",
     ]
     L += table(

@@ -386,7 +386,7 @@ def find_readings(
                for m in measurements]
         sims += len(measurements)
         fam.final_residuals = [100.0 * r for r in res]
-        if max(abs(r) for r in res) > tol:  # should not happen: tile fidelity is exact
+        if max(abs(r) for r in res) > tol:  # not expected: tile equals burst at these sizes
             fam.name += f" (NOT within {tolerance_pct:g} % at {final_fidelity} fidelity)"
     proposal = None
     if propose and len(families) >= 2:
