@@ -163,9 +163,13 @@ class FullyConnected(Op):
 
     def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> Bounds:
         d = self._bounds(model, variant, shape)
-        # the weights' memory bound (direct) is the study's port bound
-        return Bounds.of({**NO_BOUND, "ddr_read_bytes": d.get("weights_bytes", 0),
-                          "dma_bound_cycles": d.get("memory_bound_cycles", 0.0), **d})
+        # the traffic: every memory's together (each memory's in traffic_bytes); the
+        # weights' memory bound (direct) is the study's port bound
+        total = {way: sum(v for k, v in d["traffic_bytes"].items() if k.endswith(way))
+                 for way in ("_read", "_write")}
+        return Bounds.of({**NO_BOUND, "dma_bound_cycles": d.get("memory_bound_cycles", 0.0),
+                          **d, "ddr_read_bytes": total["_read"],
+                          "ddr_write_bytes": total["_write"]})
 
     def _bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         return _bounds.bounds(model, variant, shape)

@@ -16,6 +16,13 @@ on the port).
   without a next-line prefetch, each line's round trip (blocking misses); with it, the larger
   of the kernel and the lines' fills. From an uncached memory (J6's DDR), the walk's closed
   form (:func:`dspsim.kernels.shapes.ddr_call_sequence`: every vector load stalls).
+
+Traffic (``traffic_bytes``, keyed as a run's ``bytes``; ``ddr_read_bytes`` and
+``ddr_write_bytes`` are every memory's together), exact: the weights as the variant reads
+them (``OUT x IN`` by the iDMA; the lines the cache fills, the prefetched one past the end
+included; the uncached walk's whole groups of four rows), the input (``IN``) and the bias
+(``4 OUT``) read from the host's buffer and the output (``OUT``) written to it, outside the
+timed span.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.fc_s8 import FC_S8, groups, padded_bytes
 from dspsim.kernels.shapes import ddr_call_sequence
 from dspsim.ops.fc.params import HOST, TCM
+from dspsim.ops.fc.values import WEIGHTS_OFFSET
 
 
 def kernel_cycles(model: Any, rows: int, in_depth: int) -> int:
@@ -75,15 +83,14 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         lat, cpb = mem.latency_cycles, 1.0 / mem.bytes_per_cycle
         if mem.cached and model.dcache.capacity_bytes:
             line = model.dcache.line_bytes
-            lines = math.ceil(padded_bytes(out_depth, in_depth) / line)
+            lines = weight_lines(model, shape)
             fills = lines * (lat + line * cpb)
             out["lines"] = lines
             out["memory_bound_cycles"] = lines * line * cpb
             out["estimate_cycles"] = (max(compute, fills) if model.dcache.prefetch_next_line
                                       else compute + fills)
         else:
-            walk = ddr_call_sequence(((FC_S8, False),), in_depth, model.core, lat, cpb,
-                                     mem.max_outstanding, repeat=groups(out_depth))
+            walk = _walk(model, mem, shape)
             out["memory_bound_cycles"] = walk.read_bytes * cpb
             out["estimate_cycles"] = walk.cycles
         named = {"memory": out["memory_bound_cycles"], "compute": compute}
@@ -91,4 +98,55 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     out["binding_bound"] = binding
     out["lower_bound_cycles"] = named[binding]
     out["estimate_cycles"] = max(out["estimate_cycles"], named[binding])
+    out["traffic_bytes"] = traffic(model, variant, shape)
     return out
+
+
+def weight_lines(model: Any, shape: tuple[int, ...]) -> int:
+    """Lines of weights the cache fills in the direct variant (a cold cache of more than one
+    line): every line the kernel's one sequential stream touches (the host's buffer holds the
+    weights at ``WEIGHTS_OFFSET`` from a 4096-byte boundary; a block of another memory starts
+    on a line) and, with a next-line prefetch, the line after the last when the memory has
+    one there (in the host's buffer the input follows; a block is taken at the memory's
+    start, as a lone run places it)."""
+    line = model.dcache.line_bytes
+    where = model.fc.weights
+    first = WEIGHTS_OFFSET % line if where == HOST else 0
+    lines = -(-(first + padded_bytes(*shape)) // line)
+    if model.dcache.prefetch_next_line:
+        lines += int(where == HOST or (lines + 1) * line <= model.memories[where].size_bytes)
+    return lines
+
+
+def _walk(model: Any, mem: Any, shape: tuple[int, ...]) -> Any:
+    """The direct kernel's walk on an uncached memory, in closed form."""
+    out_depth, in_depth = shape
+    return ddr_call_sequence(((FC_S8, False),), in_depth, model.core, mem.latency_cycles,
+                             1.0 / mem.bytes_per_cycle, mem.max_outstanding,
+                             repeat=groups(out_depth))
+
+
+def traffic(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, int]:
+    """The bytes each memory's port carries in the run, keyed as the run's ``bytes``
+    (``<memory>_read``, ``<memory>_write``, every memory of the model), exactly as simulated:
+    the weights as the variant reads them (the iDMA the rows, the cache its lines, the
+    uncached walk its vector loads), the input and the bias read from the host's buffer
+    before the timer, the output written there after it."""
+    out_depth, in_depth = shape
+    counts = {f"{m}_{way}": 0 for m in model.memories for way in ("read", "write")}
+    host = model.host.memory
+    counts[f"{host}_read"] += in_depth + 4 * out_depth
+    counts[f"{host}_write"] += out_depth
+    where = model.fc.weights
+    if where == TCM:
+        return counts
+    name = host if where == HOST else where
+    mem = model.memories[name]
+    if variant == "pingpong":
+        weights = out_depth * in_depth
+    elif mem.cached and model.dcache.capacity_bytes:
+        weights = weight_lines(model, shape) * model.dcache.line_bytes
+    else:
+        weights = _walk(model, mem, shape).read_bytes
+    counts[f"{name}_read"] += weights
+    return counts
