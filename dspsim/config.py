@@ -40,6 +40,8 @@ def _hw_key(section: str, f: dataclasses.Field) -> Key:
         f"{section}.{f.name}",
         f.type if isinstance(f.type, type) else names[f.type],
         doc=m["doc"],
+        # what a file that does not give the key gets (None: it must give it)
+        default=None if f.default is dataclasses.MISSING else f.default,
         lo=m["lo"],
         hi=m["hi"],
         positive=m["positive"],
@@ -92,10 +94,11 @@ def is_memory_section(section: str) -> bool:
         and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", section) is not None
 
 
-def model_key(key: str) -> Key:
-    """The :class:`Key` behind a dotted model key (unknown keys: one-line error). A memory's
-    keys are those of any memory table (``sram.latency_cycles``); whether the model has that
-    memory is checked when the key is applied to it."""
+def model_key(key: str, model: HardwareModel | None = None) -> Key:
+    """The :class:`Key` behind a dotted model key (unknown keys: one-line error listing the
+    keys of ``model``, else every key). A memory's keys are those of any memory table
+    (``sram.latency_cycles``); whether the model has that memory is checked when the key is
+    applied to it."""
     if key in HARDWARE_KEYS:
         return HARDWARE_KEYS[key]
     section, _, name = key.partition(".")
@@ -104,7 +107,8 @@ def model_key(key: str) -> Key:
     schema = OP_SCHEMAS.get(section)
     k = schema.key(name) if schema else None
     if k is None:
-        raise ConfigError(f"unknown model key {key!r}; allowed keys: {', '.join(all_keys())}")
+        known = model.keys() if model is not None else all_keys()
+        raise ConfigError(f"unknown model key {key!r}; allowed keys: {', '.join(known)}")
     return k
 
 
@@ -126,7 +130,9 @@ def parse_value(key: str, text: str) -> Any:
     return model_key(key).parse(text)
 
 
-def parse_overrides(items: list[str]) -> dict[str, Any]:
+def parse_overrides(items: list[str], model: HardwareModel | None = None) -> dict[str, Any]:
+    """``KEY=VALUE`` items by key, each value parsed by its key's type (an unknown key: one
+    line listing the keys of ``model``, else every key)."""
     out: dict[str, Any] = {}
     for item in items:
         key, eq, value = item.partition("=")
@@ -135,7 +141,7 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
         key = key.strip()
         if key in out:
             raise ConfigError(f"override {key} is given twice; give each key once")
-        out[key] = parse_value(key, value)
+        out[key] = model_key(key, model).parse(value)
     return out
 
 
@@ -170,8 +176,16 @@ class HardwareModel:
         """The hardware tables in order: core, the memories, idma, tcm, host, dcache."""
         return ["core", *self.memories, "idma", "tcm", "host", "dcache"]
 
+    def keys(self) -> list[str]:
+        """This model's keys: its hardware tables' (its own memories, whatever their names),
+        then each operator's."""
+        hardware = [key for s in self.hardware_sections()
+                    for key in (memory_keys(s) if s in self.memories else
+                                [k for k in HARDWARE_KEYS if k.partition(".")[0] == s])]
+        return hardware + [k.name for s in OP_SCHEMAS.values() for k in s.keys]
+
     def get(self, key: str) -> Any:
-        k = model_key(key)
+        k = model_key(key, self)
         return getattr(getattr(self, k.section), k.short)
 
     def params(self, op: str) -> Params:
@@ -179,13 +193,14 @@ class HardwareModel:
 
     def with_overrides(self, overrides: dict[str, Any] | list[str]) -> HardwareModel:
         """Return a copy with dotted-key overrides applied and checked."""
-        pairs = parse_overrides(overrides) if isinstance(overrides, list) else dict(overrides)
+        pairs = (parse_overrides(overrides, self) if isinstance(overrides, list)
+                 else dict(overrides))
         # op tables at their defaults stay out, so that only the ops whose parameters are set
         # are checked against the hardware now (each op checks its own when it runs)
         raw = {s: d for s, d in self.as_dict().items()
                if s not in OP_SCHEMAS or d != OP_SCHEMAS[s].defaults()}
         for key, value in pairs.items():
-            k = model_key(key)
+            k = model_key(key, self)
             if is_memory_section(k.section) and k.section not in self.memories:
                 raise ConfigError(
                     f"{key}: the model has no memory {k.section!r}; its memories: "
@@ -193,6 +208,7 @@ class HardwareModel:
                 )
             raw.setdefault(k.section, {})[k.short] = value
         model = build_model(raw, self.source)
+        _refuse_idle(model, list(pairs))
         return dataclasses.replace(
             model, name=self.name, overrides=self.overrides + tuple(pairs.items())
         )
@@ -205,6 +221,37 @@ class HardwareModel:
         return {f"{s}.{k}": v for s, d in self.as_dict().items() for k, v in d.items()}
 
 
+def _posted_stores(m: HardwareModel) -> str | None:
+    """Why no store is ever posted to the core's write buffer, None when some can be: stores
+    to a memory reached through a write-back data cache go into the cache, not the buffer."""
+    if m.dcache.write_policy == "write_through" or any(not c.cached
+                                                       for c in m.memories.values()):
+        return None
+    return (f"every memory of the model ({', '.join(m.memories)}) is reached through the "
+            "write-back data cache, so no store is posted to the write buffer; it acts with a "
+            "memory that is not cached or dcache.write_policy = \"write_through\"")
+
+
+# a hardware key that some platforms give nothing to act on: why not, on a model (None: it acts)
+IDLE_HARDWARE_KEYS = {"core.write_buffer_entries": _posted_stores}
+
+
+def _refuse_idle(m: HardwareModel, keys: list[str]) -> None:
+    """Refuse a key set on ``m`` that cannot act on it: a hardware key by
+    :data:`IDLE_HARDWARE_KEYS`, an operator's key by the operator (``Op.idle_key``)."""
+    for key in keys:
+        section = key.partition(".")[0]
+        if section in OP_SCHEMAS:
+            from dspsim.ops import get_op  # the operators register their tables on import
+
+            why = get_op(section).idle_key(m, key)
+        else:
+            rule = IDLE_HARDWARE_KEYS.get(key)
+            why = rule(m) if rule is not None else None
+        if why:
+            raise ConfigError(f"{key} cannot act on this model: {why}, or leave {key} unset")
+
+
 def _table(source: str, raw: Mapping[str, Any], section: str) -> dict[str, Any]:
     table = raw.get(section, {})
     if not isinstance(table, dict):
@@ -212,22 +259,57 @@ def _table(source: str, raw: Mapping[str, Any], section: str) -> dict[str, Any]:
     return table
 
 
-def _hw_table(source: str, raw: Mapping[str, Any], section: str, cls: type) -> Any:
+# a table whose first key switches a part on: while it is on (not at its default), the
+# table's other keys have no default and the file gives them (a data cache's shape)
+SWITCHED_TABLES = {"dcache": "capacity_bytes"}
+# names a memory's table cannot take: those of the engines (core0; a channel's lane idma1) and
+# of the core's waits on copies (idma_in, idma_out), which share a run's busy_cycles,
+# stall_cycles and engines, and a sweep's columns (<memory>_busy_cycles, idma1_busy_cycles,
+# idma_in_stall_cycles), with the memories' names
+RESERVED_MEMORY_NAMES = re.compile(r"(core|idma)[0-9]*|idma_in|idma_out")
+RESERVED_MEMORY_WORDS = "core<N>, idma<N>, idma_in, idma_out"
+
+
+def _hw_table(source: str, raw: Mapping[str, Any], section: str, cls: type,
+              missing: list[Key]) -> Any:
     """One hardware table, every key checked; a key the file does not give takes its default
-    or, without one, is refused as missing."""
+    or, without one, is added to ``missing`` (the table is then None)."""
     table = _table(source, raw, section)
     for k in table:
         model_key(f"{section}.{k}")  # raises with the list of allowed keys
+    switch = SWITCHED_TABLES.get(section)
+    switched_on = switch is not None and table.get(switch, 0) != 0
     values = {}
     for f in fields(cls):
         key = model_key(f"{section}.{f.name}")
-        if f.name not in table:
-            if f.default is not dataclasses.MISSING:  # a key newer than the file
-                values[f.name] = f.default
-                continue
-            raise ConfigError(f"{source}: missing key {key.name} ({key.doc})")
-        values[f.name] = key.coerce(table[f.name])
-    return cls(**values)
+        if f.name in table:
+            values[f.name] = key.coerce(table[f.name])
+        elif f.default is dataclasses.MISSING or (switched_on and f.name != switch):
+            missing.append(key)
+        else:
+            values[f.name] = f.default
+    return cls(**values) if len(values) == len(fields(cls)) else None
+
+
+def _refuse_missing(source: str, missing: list[Key]) -> None:
+    """One line naming every key a model omits that has no default."""
+    if not missing:
+        return
+    first = missing[0]
+    rest = f"; every missing key: {', '.join(k.name for k in missing)}" if len(missing) > 1 \
+        else ""
+    raise ConfigError(f"{source}: missing key {first.name} ({first.doc}){rest}")
+
+
+def _refuse_reserved(source: str, memories: list[str]) -> None:
+    for name in memories:
+        if RESERVED_MEMORY_NAMES.fullmatch(name):
+            raise ConfigError(
+                f"{source}: memory table [{name}]: the name is reserved ({RESERVED_MEMORY_WORDS} "
+                "name the engines and the core's waits in a run's report and a sweep's columns); "
+                "allowed: a letter, then letters, digits or _ (e.g. ddr, psram, sram), other than "
+                f"{RESERVED_MEMORY_WORDS}"
+            )
 
 
 def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
@@ -247,10 +329,14 @@ def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
     if not memories:
         raise ConfigError(f"{source}: missing key ddr.latency_cycles (the model declares no "
                           "memory: J6's is the table [ddr])")
+    _refuse_reserved(source, memories)
+    missing: list[Key] = []
     built: dict[str, Any] = {
-        section: _hw_table(source, raw, section, cls) for section, cls in HARDWARE.items()
+        section: _hw_table(source, raw, section, cls, missing)
+        for section, cls in HARDWARE.items()
     }
-    built["memories"] = {m: _hw_table(source, raw, m, MemoryCfg) for m in memories}
+    built["memories"] = {m: _hw_table(source, raw, m, MemoryCfg, missing) for m in memories}
+    _refuse_missing(source, missing)
     ops = {}
     for section, schema in OP_SCHEMAS.items():
         table = _table(source, raw, section)
@@ -442,8 +528,13 @@ def _model_chain(p: Path) -> list[tuple[Path, dict[str, Any], str]]:
 def read_model_tables(p: Path) -> dict[str, Any]:
     """A model file's tables with its ``base`` chain merged in (the file's own keys win; the
     ``[model]`` table is the file's own: a base's name is not inherited)."""
+    return _merged(_model_chain(Path(p)))
+
+
+def _merged(chain: list[tuple[Path, dict[str, Any], str]]) -> dict[str, Any]:
+    """The tables of a chain of model files, the first file's keys winning."""
     merged: dict[str, Any] = {}
-    for _, raw, _ in reversed(_model_chain(Path(p))):
+    for _, raw, _ in reversed(chain):
         merged.pop("model", None)
         for section, table in raw.items():
             if isinstance(table, dict) and isinstance(merged.get(section), dict):
@@ -460,11 +551,12 @@ def load_model(
     and apply overrides. The model is named by its ``[model] name``, else by its file's name
     (``my_board.toml``: ``my_board``)."""
     p = default_model_path() if path is None else resolve_model_path(path)
-    tables = read_model_tables(p)
+    chain = _model_chain(Path(p))
+    tables = _merged(chain)
     try:
         model = build_model(tables, str(p))
     except ConfigError as e:
-        if ": missing key " not in str(e):
+        if ": missing key " not in str(e) or len(chain) > 1:  # a file with a base: its own
             raise
         raise ConfigError(f"{e}; a partial model file needs base = \"j6\" (or another model) "
                           "to inherit the keys it does not give") from None

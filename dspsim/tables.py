@@ -73,15 +73,19 @@ class Dcache:
     capacity_bytes: int = _key(0, 1 << 24, "bytes", "data cache capacity; 0: no data cache "
                                "(J6's Vision DSP has none; 0 in a file that does not give it)",
                                default=0)
-    line_bytes: int = _key(4, 4096, "bytes", "bytes per cache line (a power of two)",
+    line_bytes: int = _key(4, 4096, "bytes", "bytes per cache line (a power of two; a model "
+                           "with a data cache gives it)",
                            default=128)
-    ways: int = _key(1, 64, "ways", "associativity (LRU within a set)", default=4)
+    ways: int = _key(1, 64, "ways", "associativity (LRU within a set; a model with a "
+                     "data cache gives it)", default=4)
     write_policy: str = _key(unit="", doc="write_back (allocate on a store miss, write a dirty "
                              "line back when it is evicted) or write_through (stores go to the "
-                             "memory through the write buffer, no allocation)",
+                             "memory through the write buffer, no allocation; a "
+                             "model with a data cache gives it)",
                              default="write_back", choices=("write_back", "write_through"))
     prefetch_next_line: bool = _key(unit="", doc="a miss or a first hit on a prefetched line "
-                                    "also fetches the next line, without stalling",
+                                    "also fetches the next line, without stalling (a "
+                                    "model with a data cache gives it)",
                                     default=False)
 
 

@@ -40,7 +40,13 @@ cached = true
 capacity_bytes = 65536
 line_bytes = 256
 ways = 4
+write_policy = "write_back"
+prefetch_next_line = false
 """
+
+
+# the rest of a data cache's table (a model with a cache gives every key of it)
+SHAPE = 'ways = 4\nwrite_policy = "write_back"\nprefetch_next_line = false\n'
 
 
 def model_file(tmp_path, text, name="m.toml"):
@@ -137,10 +143,12 @@ def test_memory_keys_act(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ('base = "j6"\n[ddr]\ncached = true\n', "no data cache"),
     ('base = "j6"\n[dcache]\nline_bytes = 64\n', "does nothing"),
-    ('base = "j6"\n[dcache]\ncapacity_bytes = 4096\n', "serves no memory"),
-    ('base = "j6"\n[ddr]\ncached = true\n[dcache]\ncapacity_bytes = 4096\nline_bytes = 96\n',
-     "power of two"),
-    ('base = "j6"\n[ddr]\ncached = true\n[dcache]\ncapacity_bytes = 1000\n', "multiple of"),
+    ('base = "j6"\n[dcache]\ncapacity_bytes = 4096\nline_bytes = 64\n' + SHAPE,
+     "serves no memory"),
+    ('base = "j6"\n[ddr]\ncached = true\n[dcache]\ncapacity_bytes = 4096\nline_bytes = 96\n'
+     + SHAPE, "power of two"),
+    ('base = "j6"\n[ddr]\ncached = true\n[dcache]\ncapacity_bytes = 1000\nline_bytes = 64\n'
+     + SHAPE, "multiple of"),
 ])
 def test_cache_settings_that_cannot_act_are_refused(tmp_path, text, message):
     with pytest.raises(ConfigError, match=message) as e:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dspsim.cli.common import add_model_args, emit_json, model_from_args
-from dspsim.config import HARDWARE_KEYS, key_sources, memory_keys, model_key
+from dspsim.config import key_sources, model_key
 from dspsim.ops import get_op, op_names
 
 
@@ -70,10 +70,8 @@ def cmd_keys(args: argparse.Namespace) -> int:
     sources = key_sources(model.source)
     rows = []
     # the model's own hardware tables (its memories, whatever their names), then the ops'
-    hardware = [key for s in model.hardware_sections()
-                for key in (memory_keys(s) if s in model.memories else
-                            [k for k in HARDWARE_KEYS if k.partition(".")[0] == s])]
-    for key in hardware + [f"{s}.{k}" for s, p in model.ops.items() for k in p]:
+    hardware = {f"{s}.{k}" for s in model.hardware_sections() for k in model.as_dict()[s]}
+    for key in model.keys():
         k = model_key(key)
         source = sources.get(key, "" if key in hardware else "op default")
         rows.append({**k.describe(), "value": model.get(key), "source": source,
@@ -83,7 +81,9 @@ def cmd_keys(args: argparse.Namespace) -> int:
         return 0
     for r in rows:
         unit = f" {r['unit']}" if r["unit"] else ""
-        print(f"{r['key']:<32} {r['value']!r:>12}{unit:<13} [{r['allowed']}] {r['doc']}")
+        default = "" if r["default"] is None else f"; default {r['default']!r}"
+        print(f"{r['key']:<32} {r['value']!r:>12}{unit:<13} [{r['allowed']}{default}] "
+              f"{r['doc']}")
         if r["source"]:
             print(f"{'':<34}{r['source']}")
     return 0

@@ -257,17 +257,39 @@ class Op:
         """Refuse, before simulating, a run the platform or the op's parameters cannot do."""
         if self.params.check is not None and self.checks_params(variant):
             self.params.check(model.params(self.name), model)
-        need = self.requirements(variant)
+        unmet = self.unmet_need(model, variant)
+        if unmet is not None:
+            raise DspsimInputError(f"{unmet} or another variant")
+
+    def unmet_need(self, model: HardwareModel, variant: str) -> str | None:
+        """Why the platform lacks what ``variant`` needs of a core (:meth:`requirements`),
+        ending with what is allowed; None when it has it."""
         have = {"channels": model.idma.channels, "banks": model.tcm.banks}
         keys = {"channels": "idma.channels", "banks": "tcm.banks"}
         words = {"channels": "iDMA channels", "banks": "DataRAM banks"}
-        for what, count in need.items():
+        for what, count in self.requirements(variant).items():
             if count > have[what]:
-                raise DspsimInputError(
-                    f"{self.name} {variant} needs {count} {words[what]} per core; the platform "
-                    f"has {have[what]} ({keys[what]} = {have[what]}); allowed: {keys[what]} >= "
-                    f"{count} or another variant"
-                )
+                return (f"{self.name} {variant} needs {count} {words[what]} per core; the "
+                        f"platform has {have[what]} ({keys[what]} = {have[what]}); allowed: "
+                        f"{keys[what]} >= {count}")
+        return None
+
+    def key_variants(self, key: str) -> tuple[str, ...]:
+        """The variants in which ``key`` (a dotted key of the op's table) acts. This default:
+        the tile key (:attr:`tile_key`) in the variants whose parameters are checked against
+        the DataRAMs (:meth:`checks_params`), every other key in every variant."""
+        if key == self.tile_key:
+            return tuple(v for v in self.variants if self.checks_params(v))
+        return tuple(self.variants)
+
+    def idle_key(self, model: HardwareModel, key: str) -> str | None:
+        """Why ``key`` can act on no run of this op on ``model`` (every variant it acts in
+        needs more than the platform has, :meth:`key_variants`), None when it can act."""
+        variants = self.key_variants(key)
+        unmet = [self.unmet_need(model, v) for v in variants]
+        if not variants or not all(unmet):
+            return None
+        return f"it acts only in {self.name} {', '.join(variants)}; {unmet[0]}"
 
     # ------------------------------------------------------------------ may: checks
     def output_summary(self, out: np.ndarray, x: np.ndarray, params: Params) -> dict[str, Any]:

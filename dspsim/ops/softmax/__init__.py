@@ -54,6 +54,9 @@ _NEEDS = {
     "multibuffer": {"channels": 2, "banks": 1},
     "rows": {"channels": 2, "banks": 1},
 }
+_KEY_VARIANTS = {"softmax.max_init": ("pingpong",), "softmax.schedule": ("pingpong",),
+                 "softmax.guard_shifted_input": ("pingpong", "direct"),
+                 "softmax.buffers": ("multibuffer",)}
 
 
 class Softmax(Op):
@@ -105,6 +108,11 @@ class Softmax(Op):
 
     def checks_params(self, variant: str) -> bool:
         return variant != "direct"  # the table's hardware check is the TCM tile's
+
+    def key_variants(self, key: str) -> tuple[str, ...]:
+        # the seed's quirks are in its two schedules' code only; the buffer count is
+        # multibuffer's; the tile is every TCM variant's (the default)
+        return _KEY_VARIANTS.get(key) or super().key_variants(key)
 
     def check_run(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> None:
         super().check_run(model, variant, shape)
