@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from dspsim.analysis.engines import COPY_KINDS, RunEngines, memories_text, shape_text
+from dspsim.analysis.engines import COPY_KINDS, RunEngines, shape_text
 from dspsim.analysis.series import logged_memories, memory_logs
 from dspsim.analysis.stalls import require_trace
 from dspsim.analysis.tiles import tcm_segments
@@ -76,7 +76,9 @@ from dspsim.analysis.timeline_draw import (  # the requesters' colours: for call
     WAIT_COLOURS,
     Lanes,
     PlainFormatter,
+    figure_name,
     fit_left,
+    memories_text,
 )
 from dspsim.analysis.timeline_memories import (
     copy_memories,
@@ -385,7 +387,8 @@ def run_title(result: Any, lo: float, hi: float) -> str:
     tile = tile_bytes(require_trace(result))
     tile_text = f"tile {tile:,} bytes ({tile // 4:,} float32)" if tile else "no tiles"
     text = (
-        f"{model.name} {result.op}, {result.variant}, {shape_text(result.shape)}, {tile_text}: "
+        f"{figure_name(model.name)} {result.op}, {result.variant}, "
+        f"{shape_text(result.shape)}, {tile_text}: "
         f"{result.cycles:,} cycles = {result.time_us:,.1f} µs at {model.core.clock_mhz:g} MHz"
     )
     if lo > 0 or hi < result.cycles:

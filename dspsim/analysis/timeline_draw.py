@@ -17,6 +17,7 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.ticker import Formatter
 
+from dspsim.analysis.engines import memory_label as engine_memory_label
 from dspsim.analysis.series import binned_mean
 
 DPI = 120
@@ -53,6 +54,45 @@ OTHER_REQUEST_COLOUR = "#a07000"
 
 
 # ------------------------------------------------------------------------------ text
+FIGURE_NAME_CHARS = 32  # a name longer than this is shortened in a figure (middle ellipsis)
+# a memory's label: its panels' y labels (rotated) must fit the panels' height
+MEMORY_LABEL_CHARS = 12
+
+
+@lru_cache(maxsize=1)
+def _figure_font():
+    """The font figures set their text in (the default family's first face)."""
+    from matplotlib.font_manager import FontProperties, findfont, get_font
+
+    return get_font(findfont(FontProperties()))
+
+
+def _drawable(c: str) -> bool:
+    return c.isprintable() and _figure_font().get_char_index(ord(c)) != 0
+
+
+def figure_name(name: str, limit: int = FIGURE_NAME_CHARS) -> str:
+    """A name (a model's, a memory's) as a figure shows it: each character the figure's font
+    lacks (or cannot print) as an ASCII escape (``\\u6a21``), so that no glyph is missing;
+    past ``limit`` characters, its start and end around an ellipsis (the run's data keeps the
+    full name)."""
+    text = "".join(c if _drawable(c) else ascii(c)[1:-1] for c in str(name))
+    if len(text) <= limit:
+        return text
+    tail = (limit - 1) // 3
+    return f"{text[:limit - 1 - tail]}…{text[len(text) - tail:]}"
+
+
+def memory_label(name: str) -> str:
+    """A memory as a figure names it: in capitals (``DDR``), by :func:`figure_name`."""
+    return figure_name(engine_memory_label(name), MEMORY_LABEL_CHARS)
+
+
+def memories_text(names: Sequence[str], joiner: str = ", ") -> str:
+    """Several memories as a figure names them (``DDR, SRAM``)."""
+    return joiner.join(memory_label(n) for n in names)
+
+
 @lru_cache(maxsize=4096)
 def text_width_px(text: str, fontsize: float, dpi: float = DPI) -> float:
     """The width of ``text`` set in the default font at ``fontsize`` points, in pixels."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from dspsim.analysis.engines import RunEngines, memories_text, memory_label
+from dspsim.analysis.engines import RunEngines
 from dspsim.analysis.series import (
     binned_mean,
     host_memory,
@@ -30,7 +30,16 @@ from dspsim.analysis.timeline_draw import (
     STALL_HATCH,
     STALL_HATCH_COLOUR,
     bin_text,
+    memories_text,
+    memory_label,
 )
+
+SHORT_LABEL_CHARS = 8  # a memory's label up to this long shares a line of a panel's label
+
+
+def label_gap(label: str) -> str:
+    """What follows a memory's label in its panels' y labels: a space, or a line break."""
+    return " " if len(label) <= SHORT_LABEL_CHARS else "\n"
 
 
 def ddr_stall_handle(memories: Sequence[str] = ("ddr",)):
@@ -134,7 +143,8 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int,
         handles.append(Line2D([], [], color="black", linestyle="--",
                               label=f"{label} port peak {peak:g} bytes/cycle"))
         ax_bw.set_ylim(0, peak * 1.25)
-    ax_bw.set_ylabel(f"{label} data path\n(bytes/cycle)", fontsize=8)
+    # a long name on a line of its own: the panel is too short for it and the words after it
+    ax_bw.set_ylabel(f"{label}{label_gap(label)}data path\n(bytes/cycle)", fontsize=8)
 
     base = np.zeros(bins)
     engines = RunEngines.of(result)
@@ -147,7 +157,7 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int,
         base = base + v
     top = max(float(base.max()) if bins else 0.0, 1.0)
     ax_req.set_ylim(0, top * 1.2)
-    ax_req.set_ylabel(f"{label} requests\nin flight (count)", fontsize=8)
+    ax_req.set_ylabel(f"{label}{label_gap(label)}requests\nin flight (count)", fontsize=8)
     bin_cycles = (hi - lo) / bins
     ax_req.text(0.995, 0.95, f"means over {bin_text(bin_cycles)}-cycle bins",
                 transform=ax_req.transAxes,
