@@ -246,3 +246,22 @@ def imap_unordered(fn: Callable[..., Any], items: Iterable[Any], jobs: int,
                     raise failed(e) from None
                 yield item, result
             fill()
+
+
+def pool_failure(what: str) -> Callable[[Exception], BaseException]:
+    """For :func:`imap_unordered`'s ``failed``: a failure of the pool itself (a worker killed,
+    a result that cannot be sent back) as a one-line :class:`~dspsim.errors.WorkerError` naming
+    ``what`` was running; a task's own exception unchanged."""
+    import pickle
+    from concurrent.futures.process import BrokenProcessPool
+
+    from dspsim.errors import WorkerError
+
+    def failed(e: Exception) -> BaseException:
+        if not isinstance(e, BrokenProcessPool | pickle.PicklingError):
+            return e
+        why = " ".join(str(e).split()) or "no message"
+        return WorkerError(f"{what}: a worker process failed ({type(e).__name__}: {why}); no "
+                           "result was kept (with --jobs 1 everything runs in one process)")
+
+    return failed

@@ -41,15 +41,16 @@ measurement syntax (--measured, repeatable):
   model keys as further columns.
 --free KEY[=LO:HI]: default range a factor of 100 either side of the model's value.
 
---explore: every reading of the measurements (default: the documents' figures), not only the
-  fit nearest the model. Frees the structural keys as well (idma.max_outstanding,
-  ddr.max_outstanding and the measured op's integer keys its search space marks, e.g.
-  softmax.tile_bytes, on a coarse log grid; ddr.latency_cycles, ddr.bytes_per_cycle over
-  0.05-64 and idma.setup_cycles fitted at every grid point; --free adds keys or changes a
-  range), keeps every fit within the tolerance, groups them by what binds each measurement
-  (port bandwidth, outstanding requests, descriptor overhead, compute) and proposes the
-  measurement that tells the readings apart. Tile fidelity for the screen, --fidelity (burst)
-  for the finalists; --jobs N worker processes (default: every CPU). Takes minutes.
+--explore: every reading of the measurements (default: the documents' figures), not only the fit
+  nearest the model. Frees the structural keys as well (idma.max_outstanding, the host memory's
+  max_outstanding (host.memory: J6's ddr, ameba_hifi5's psram) and the measured op's integer
+  keys its search space marks, e.g. softmax.tile_bytes, on a coarse log grid; the host memory's
+  latency_cycles, its bytes_per_cycle over 0.05-64 and idma.setup_cycles fitted at every grid
+  point; --free adds keys or changes a range), keeps every fit within the tolerance, groups them
+  by what binds each measurement (port bandwidth, outstanding requests, descriptor overhead,
+  compute) and proposes the measurement that tells the readings apart. Tile fidelity for the
+  screen, --fidelity (burst) for the finalists; --jobs N worker processes (default: every CPU).
+  Takes minutes.
 """
 
 

@@ -74,8 +74,7 @@ def print_result(res: Any) -> None:
     from dspsim.study.optimize import RERUN_FIDELITY, SCREEN_FIDELITY, params_text
 
     op = get_op(res.op)
-    size = (f"{res.shape[0]:,} float32" if len(res.shape) == 1
-            else " x ".join(f"{d:,}" for d in res.shape) + " float32")
+    size = " x ".join(f"{d:,}" for d in res.shape) + f" {op.size_unit}"
     where = ", ".join(k if k == v else f"{k} ({v})" for k, v in res.models.items())
     worst = " (worst case over the models)" if len(res.models) > 1 else ""
     print(f"{res.op} of {size} on {where}")
@@ -100,8 +99,9 @@ def print_result(res: Any) -> None:
     if many:  # a column per model, named by its file's name when those differ
         names = [Path(m).name for m in res.models]
         header += names if len(set(names)) == len(names) else list(res.models)
-    header += ["speedup", "ddr_bytes", "lower_bound", "gap_%", "core_busy_%", "warnings",
-               "hazards"]
+    memories = list(dict.fromkeys(m for c in res.candidates for m in c.read_bytes))
+    header += ["speedup", *(f"{m}_bytes" for m in memories), "lower_bound", "gap_%",
+               "core_busy_%", "warnings", "hazards"]
     rows = []
     for c in res.candidates:
         row = [str(c.rank), c.variant, params_text(c.params, prefix) or "(defaults)",
@@ -110,7 +110,8 @@ def print_result(res: Any) -> None:
             row += [_fmt(c.cycles_by_model.get(m)) for m in res.models]
         row += [
             "-" if c.speedup is None else f"{c.speedup:.2f}x",
-            _fmt(c.ddr_bytes),
+            *(_fmt(c.read_bytes[m] + c.write_bytes[m]) if m in c.read_bytes else "-"
+              for m in memories),
             "-" if c.lower_bound_cycles is None else f"{c.lower_bound_cycles:,.0f}",
             "-" if c.gap_pct is None else f"{c.gap_pct:+.1f}",
             "-" if c.core_busy_pct is None else f"{c.core_busy_pct:.1f}",

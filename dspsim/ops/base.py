@@ -150,6 +150,8 @@ class Op:
     # the key of the op's TCM tile (``"<name>.tile_bytes"``), None if it has none: what the
     # random-configuration tests set, what a sweep of tiles names
     tile_key: ClassVar[str | None] = None
+    # what the size counts, as printed after it ("100,000 float32", "128 x 768 weights")
+    size_unit: ClassVar[str] = "float32"
     # (relative, absolute): an element is right when |out - ref| <= max(rel |ref|, abs);
     # None: no tolerance claimed (:meth:`output_summary` then gives no ``within_tolerance``)
     tolerance: ClassVar[tuple[float, float] | None] = None

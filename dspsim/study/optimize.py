@@ -64,7 +64,7 @@ from dspsim.study.sweep.values import (
     spec_values,
     value_count,
 )
-from dspsim.workers import imap_unordered
+from dspsim.workers import imap_unordered, pool_failure
 
 DEFAULT_TOP = 5
 MAX_CANDIDATES = 100_000  # points x models screened at most
@@ -258,7 +258,8 @@ def evaluate_all(tasks: list[tuple[HardwareModel, dict, str]], jobs: int, show: 
 
     try:
         for i, row in imap_unordered(evaluate_point, range(len(tasks)), jobs, work=len(tasks),
-                                     args=lambda i: tasks[i], started=started):
+                                     args=lambda i: tasks[i], started=started,
+                                     failed=pool_failure(f"optimize ({desc})")):
             results[i] = row
             if bar is not None:
                 bar.update(1)
@@ -290,8 +291,9 @@ def _run(
         c.worst_model = max(labels, key=lambda m: c.cycles_by_model[m])  # first on a tie
         worst = mine[c.worst_model]
         c.cycles = c.cycles_by_model[c.worst_model]
-        c.ddr_read_bytes = int(worst["ddr_read_bytes"])
-        c.ddr_write_bytes = int(worst["ddr_write_bytes"])
+        memories = models[c.worst_model].memories
+        c.read_bytes = {m: int(worst[f"{m}_read_bytes"]) for m in memories}
+        c.write_bytes = {m: int(worst[f"{m}_write_bytes"]) for m in memories}
         c.core_busy_cycles = int(worst["core_busy_cycles"])
         c.warnings = [w for w in str(worst.get("warnings") or "").split(";") if w]
         for r in mine.values():  # a warning or hazard on any model marks the candidate

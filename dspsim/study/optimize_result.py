@@ -28,8 +28,9 @@ class Candidate:
     cycles: int | None = None  # the worst case over the models
     cycles_by_model: dict[str, int] = field(default_factory=dict)
     worst_model: str = ""  # the model whose cycles these are
-    ddr_read_bytes: int = 0
-    ddr_write_bytes: int = 0
+    # bytes each memory of the worst model served (J6: ``ddr``; a model's own names)
+    read_bytes: dict[str, int] = field(default_factory=dict)
+    write_bytes: dict[str, int] = field(default_factory=dict)
     core_busy_cycles: int = 0
     warnings: list[str] = field(default_factory=list)  # codes that change the result
     hazards: int = 0
@@ -39,8 +40,17 @@ class Candidate:
     error: str = ""
 
     @property
-    def ddr_bytes(self) -> int:
-        return self.ddr_read_bytes + self.ddr_write_bytes
+    def memory_bytes(self) -> int:
+        """Bytes read and written in every memory (the tie-break after cycles)."""
+        return sum(self.read_bytes.values()) + sum(self.write_bytes.values())
+
+    def bytes_columns(self) -> dict[str, int]:
+        """``<memory>_read_bytes`` and ``<memory>_write_bytes`` of every memory it used."""
+        out = {}
+        for m in self.read_bytes:
+            out[f"{m}_read_bytes"] = self.read_bytes[m]
+            out[f"{m}_write_bytes"] = self.write_bytes.get(m, 0)
+        return out
 
     @property
     def flagged(self) -> bool:
@@ -61,7 +71,7 @@ class Candidate:
         return 100.0 * self.core_busy_cycles / self.cycles
 
     def sort_key(self) -> tuple:
-        return (self.flagged, self.cycles, self.ddr_bytes, self.index)
+        return (self.flagged, self.cycles, self.memory_bytes, self.index)
 
     def identity(self) -> tuple:
         return (self.variant, tuple(sorted((k, format_value(v)) for k, v in self.params.items())))
@@ -76,8 +86,7 @@ class Candidate:
             "worst_model": self.worst_model,
             "fidelity": self.fidelity,
             "speedup": self.speedup,
-            "ddr_read_bytes": self.ddr_read_bytes,
-            "ddr_write_bytes": self.ddr_write_bytes,
+            **self.bytes_columns(),
             "lower_bound_cycles": self.lower_bound_cycles,
             "gap_pct": self.gap_pct,
             "core_busy_pct": self.core_busy_pct,
@@ -123,6 +132,15 @@ class OptimizeResult:
         keys: dict[str, None] = {}
         for c in [*self.candidates, *self.screened]:
             keys.update(dict.fromkeys(c.params))
+        return list(keys)
+
+    @property
+    def bytes_keys(self) -> list[str]:
+        """Every ``<memory>_read_bytes`` / ``_write_bytes`` column of the candidates (the
+        union over the models: a memory one model lacks is empty in the other's rows)."""
+        keys: dict[str, None] = {}
+        for c in [*self.candidates, *self.screened]:
+            keys.update(dict.fromkeys(c.bytes_columns()))
         return list(keys)
 
     def ranking_json(self) -> list[dict[str, Any]]:
@@ -183,6 +201,7 @@ class OptimizeResult:
         column per parameter key (empty where a candidate does not have it); with several
         models, one ``cycles[LABEL]`` column per model."""
         keys = self.param_keys
+        memory_keys = self.bytes_keys
         rows = []
         for i, (c, screen) in enumerate(self.ranking(), 1):
             row: dict[str, Any] = {"rank": i, "fidelity": c.fidelity, "variant": c.variant}
@@ -194,8 +213,7 @@ class OptimizeResult:
                 "screen_rank": screen.rank,
                 "screen_cycles": screen.cycles,
                 "speedup": c.speedup,
-                "ddr_read_bytes": c.ddr_read_bytes,
-                "ddr_write_bytes": c.ddr_write_bytes,
+                **{k: c.bytes_columns().get(k, "") for k in memory_keys},
                 "lower_bound_cycles": c.lower_bound_cycles,
                 "gap_pct": c.gap_pct,
                 "core_busy_pct": c.core_busy_pct,

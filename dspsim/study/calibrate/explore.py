@@ -8,33 +8,34 @@ every measurement within the tolerance; :mod:`~dspsim.study.calibrate.readings` 
 into families by what binds and proposes the measurement that tells the families apart.
 
 Keys (:func:`explore_space`)
-    Fitted at every grid point (continuous): ``ddr.latency_cycles`` (1-5,000 cycles),
-    ``ddr.bytes_per_cycle`` (0.05-64 B/cycle, its physical range) and ``idma.setup_cycles``
-    (1-100,000 cycles). On the grid (log-spaced, neighbours a factor ``GRID_FACTOR`` = 4 apart,
-    the model's own value added): ``idma.max_outstanding`` (1-64), ``ddr.max_outstanding``
-    (1-64, neighbours 8 apart: the port's slots matter only below the channels'), and every
-    integer op key the measured op's :meth:`~dspsim.ops.base.Op.search_space` marks
-    for a measured variant (e.g. a tile size: the op's candidates thinned to neighbours a
-    factor 4 apart, the model's value and the largest kept). ``--free KEY[=LO:HI]`` adds a key
-    (an integer key to the grid, another to the fitted keys) or changes a range. A key that a
-    measurement sets is not explored.
+    Fitted at every grid point (continuous): the host memory's (``host.memory``; J6: ``ddr``)
+    ``latency_cycles`` (1-5,000 cycles) and ``bytes_per_cycle`` (0.05-64 B/cycle, its
+    physical range), and ``idma.setup_cycles`` (1-100,000 cycles). On the grid (log-spaced,
+    neighbours a factor ``GRID_FACTOR`` = 4 apart, the model's own value added):
+    ``idma.max_outstanding`` (1-64), the host memory's ``max_outstanding`` (1-64, neighbours 8
+    apart: the port's slots matter only below the channels'), and every integer op key the
+    measured op's :meth:`~dspsim.ops.base.Op.search_space` marks for a measured variant (e.g. a
+    tile size: the op's candidates thinned to neighbours a factor 4 apart, the model's value
+    and the largest kept). ``--free KEY[=LO:HI]`` adds a key (an integer key to the grid,
+    another to the fitted keys) or changes a range. A key that a measurement sets is not
+    explored.
 
 Anchors (:func:`explore_space`)
-    With more continuous keys than measurements the fits at a grid point form a curve (two
-    figures, three keys: one dimension). It is sampled twice: (a) the extra keys
-    (``idma.setup_cycles`` first) at the model's values, the others fitted: the fits where the
-    model's guesses stand (several starts); (b) the next key (``ddr.bytes_per_cycle``) at each
-    point of a log grid with neighbours ``WALK_FACTOR`` = 8 apart, every other key fitted (the
-    setup included; one start): the curve across the port's physical range, out to where the
-    setup binds. An anchor is skipped when the op's closed-form lower bound
-    (``lower_bound_cycles``, the fitted keys at the corners of their ranges) already exceeds a
-    measurement by more than the screen; a start (a minimum of the closed-form estimate's
-    misfit, :meth:`~dspsim.study.calibrate.problem.Problem.surrogate_seeds`, or the model's
-    own values) is used only where that estimate comes within the screen of every
-    measurement.
+    With more continuous keys than measurements the fits at a grid point form a curve (two figures,
+    three keys: one dimension). It is sampled twice: (a) the extra keys (``idma.setup_cycles``
+    first) at the model's values, the others fitted: the fits where the model's guesses stand
+    (several starts); (b) the next key (the host memory's ``bytes_per_cycle``) at each point of a
+    log grid with neighbours ``WALK_FACTOR`` = 8 apart, every other key fitted (the setup included;
+    one start): the curve across the port's physical range, out to where the setup binds. An anchor
+    is skipped when the op's closed-form lower bound (``lower_bound_cycles``, the fitted keys at the
+    corners of their ranges) already exceeds a measurement by more than the screen; a start (a
+    minimum of the closed-form estimate's misfit,
+    :meth:`~dspsim.study.calibrate.problem.Problem.surrogate_seeds`, or the model's own values) is
+    used only where that estimate comes within the screen of every measurement.
 
 Screen and finalists
-    Every fit is simulated at tile fidelity (exact: it equals burst to the cycle, and where the
+    Every fit is simulated at tile fidelity (it equals burst to the cycle at the sizes tested,
+    up to 300,000 elements; at 10^8 float rounding parts them by a few cycles; where the
     channels share the port it is no slower). An anchor's fit within ``SCREEN`` (25 %) of every
     measurement but not within the tolerance is refitted with every continuous key free from
     where it stopped. The families' representatives are re-simulated at burst fidelity
@@ -50,6 +51,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -60,25 +62,38 @@ from dspsim.study.calibrate.classify import model_at
 from dspsim.study.calibrate.measure import Measurement, int_value, is_int_key
 from dspsim.study.calibrate.params import FreeParam, parse_free
 from dspsim.study.calibrate.problem import FitPoint, Problem, Progress
-from dspsim.workers import MAX_JOBS, check_jobs, imap_unordered
+from dspsim.workers import MAX_JOBS, check_jobs, imap_unordered, pool_failure
 
 GRID_FACTOR = 4.0
 WALK_FACTOR = 8.0  # anchor (b)'s grid: the curve's far end changes slowly along it
 FIT_NFEV = 20  # least-squares evaluations of one fit (a near miss is refitted once)
 SCREEN = 0.25  # an anchor's fit this close to every measurement is refitted with all keys free
+# ``host.`` stands for the model's host memory (``host.memory``: J6's ``ddr``, a HiFi5's
+# ``psram``): :func:`host_keys` names it
 CONTINUOUS_RANGES: Mapping[str, tuple[float, float]] = {
-    "ddr.latency_cycles": (1.0, 5000.0),
-    "ddr.bytes_per_cycle": (0.05, 64.0),
+    "host.latency_cycles": (1.0, 5000.0),
+    "host.bytes_per_cycle": (0.05, 64.0),
     "idma.setup_cycles": (1.0, 1e5),
 }
 # grid keys of the hardware: (lo, hi, neighbours' ratio); the port's slots matter only below
 # the channels' (2 x idma.max_outstanding), so their grid is coarser
 HARDWARE_GRID: Mapping[str, tuple[int, int, float]] = {
     "idma.max_outstanding": (1, 64, GRID_FACTOR),
-    "ddr.max_outstanding": (1, 64, 2 * GRID_FACTOR),
+    "host.max_outstanding": (1, 64, 2 * GRID_FACTOR),
 }
 # which continuous keys are pinned when there are more of them than measurements
-PIN_ORDER = ("idma.setup_cycles", "ddr.bytes_per_cycle", "ddr.latency_cycles")
+PIN_ORDER = ("idma.setup_cycles", "host.bytes_per_cycle", "host.latency_cycles")
+
+
+def host_key(model: HardwareModel, key: str) -> str:
+    """``key`` with a leading ``host.`` (the tables above) named as the model's host memory."""
+    section, dot, rest = key.partition(".")
+    return f"{model.host.memory}.{rest}" if section == "host" and dot else key
+
+
+def host_keys(model: HardwareModel, table: Mapping[str, Any]) -> dict[str, Any]:
+    """``table`` with its ``host.`` keys named as the model's host memory."""
+    return {host_key(model, k): v for k, v in table.items()}
 
 
 @dataclass(frozen=True)
@@ -149,8 +164,10 @@ def explore_space(
     """The keys, grid and anchors of an exploration (see the module). ``grid`` replaces the
     values of grid keys (a test's tiny grid)."""
     fixed = {k for m in measurements for k in m.settings}
-    cont = {k: FreeParam(k, lo, hi, False) for k, (lo, hi) in CONTINUOUS_RANGES.items()}
-    ranges = {k: (lo, hi, f * factor / GRID_FACTOR) for k, (lo, hi, f) in HARDWARE_GRID.items()}
+    cont = {k: FreeParam(k, lo, hi, False)
+            for k, (lo, hi) in host_keys(model, CONTINUOUS_RANGES).items()}
+    ranges = {k: (lo, hi, f * factor / GRID_FACTOR)
+              for k, (lo, hi, f) in host_keys(model, HARDWARE_GRID).items()}
     values: dict[str, list[int]] = {}
     for key, cands in op_grid_keys(model, measurements).items():
         values[key] = thin(cands, factor, keep=[model.get(key)])
@@ -185,7 +202,8 @@ def _pins(
     if extra <= 0:
         return ({},), None
     by_key = {p.key: p for p in cont}
-    order = [k for k in PIN_ORDER if k in by_key] + [k for k in by_key if k not in PIN_ORDER]
+    pin_order = [host_key(model, k) for k in PIN_ORDER]
+    order = [k for k in pin_order if k in by_key] + [k for k in by_key if k not in pin_order]
 
     def own(k: str) -> float:
         p = by_key[k]
@@ -287,7 +305,8 @@ def _same(a: Mapping[str, float], b: Mapping[str, float], rel: float = 0.005) ->
 def _results(tasks: list[tuple], jobs: int) -> Iterator[tuple]:
     """:func:`fit_point` of every task, as they complete, in at most ``jobs`` processes (never
     more than tasks; they die with this one, and a Ctrl-C stops them at once)."""
-    for _, result in imap_unordered(fit_point, tasks, jobs, work=len(tasks)):
+    for _, result in imap_unordered(fit_point, tasks, jobs, work=len(tasks),
+                                    failed=pool_failure("calibrate --explore")):
         yield result
 
 

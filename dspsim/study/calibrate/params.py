@@ -15,6 +15,7 @@ from typing import Any
 from dspsim.config import HardwareModel, key_type, model_field
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.study.calibrate.measure import is_int_key
+from dspsim.study.sweep.values import check_on_model
 
 RANGE_FACTOR = 100.0  # default search range: current value / 100 .. x 100
 
@@ -72,6 +73,7 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
         f = model_field(key)
     except ConfigError as e:
         raise DspsimInputError(f"--free {text!r}: {e}") from None
+    check_on_model(model, key, f"--free {text!r}")
     if key_type(key) in (str, bool):
         kind = "text" if key_type(key) is str else "true/false"
         raise DspsimInputError(

@@ -42,6 +42,7 @@ from dspsim.study.sweep.values import (
     SIZE_KEYS,
     SPECIAL_KEYS,
     VARIANT_KEYS,
+    check_on_model,
     check_value,
     format_value,
     parse_param,
@@ -150,13 +151,21 @@ class Sweep:
         return max(dict(self.axes).get("idma.channels", own))
 
     @property
+    def memories(self) -> dict[str, None]:
+        """Every memory of the sweep's models, in the order first met."""
+        models = [m for _, m in self.models] or [self.model]
+        return {name: None for m in models for name in m.memories}
+
+    @property
     def columns(self) -> list[str]:
         """The table's columns: the parameter columns (:attr:`keys`), ``cycles``, ``time_us``,
         each memory's bytes read and written, the core's and each channel's busy cycles, each
         memory's busy cycles, each memory's stall cycles, the core's waits on input and output
         copies, then ``warnings``, ``hazards``, ``wall_s``, ``error`` (J6: exactly
-        :data:`HEAD_COLUMNS`, the busy columns, ``ddr_busy_cycles``, :data:`STALL_COLUMNS`)."""
-        memories = list(self.model.memories)
+        :data:`HEAD_COLUMNS`, the busy columns, ``ddr_busy_cycles``, :data:`STALL_COLUMNS`).
+        A sweep of several models has every model's memories (in the order first met), empty
+        in the rows of a model without that memory."""
+        memories = list(self.memories)
 
         def per_memory(*what: str) -> list[str]:
             return [f"{m}_{w}" for m in memories for w in what]
@@ -382,6 +391,10 @@ def build_sweep(
     else:
         base = load_model(model if model is not None else loaded.get("model"),
                           dict(fixed) or None)
+    for _, m in several or (("", base),):
+        for key in axes:
+            if key not in SPECIAL_KEYS and key != MODEL_KEY:
+                check_on_model(m, key, f"sweep key {key}")
     fid = fidelity if fidelity is not None else loaded.get("fidelity", DEFAULT_FIDELITY)
     if fid not in FIDELITIES:
         raise DspsimInputError(f"fidelity {fid!r}: allowed {', '.join(FIDELITIES)}")

@@ -23,13 +23,14 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dspsim.config import is_memory_section
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op, op_names
 from dspsim.paths import BOM
 from dspsim.platform import WARNING_CODES as PLATFORM_WARNINGS
-from dspsim.study.sweep.grid import DEFAULT_OP, Sweep
+from dspsim.study.sweep.grid import DEFAULT_OP, MEMORY_COLUMNS, WAIT_COLUMNS, Sweep
 from dspsim.study.sweep.values import (
     MODEL_KEY,
     VARIANT_KEYS,
@@ -39,10 +40,15 @@ from dspsim.study.sweep.values import (
     key_type,
 )
 
+if TYPE_CHECKING:
+    from dspsim.config import HardwareModel
+
 MISSING, DONE, FAILED = 0, 1, 2
 _UINT = re.compile(r"[0-9]{1,19}")
 _CODES = re.compile(r"([A-Za-z0-9_]+(;[A-Za-z0-9_]+)*)?")
 _FLOAT_COLUMNS = ("time_us", "wall_s")
+_BUSY = re.compile(r"idma[0-9]+_busy_cycles")
+_MEMORY = re.compile(r"(?P<memory>[A-Za-z][A-Za-z0-9_]*)_(?:" + "|".join(MEMORY_COLUMNS) + ")")
 MAX_COUNT = 2**63 - 1  # counts are int64 in a typed table
 # the codes of the warnings a run can raise (``Platform.warn``); a row naming another is invalid
 def warning_codes() -> frozenset[str]:
@@ -71,19 +77,70 @@ def _non_negative(column: str, text: str) -> None:
 def check_row(sweep: Sweep, cells: list[str]) -> tuple[tuple[str, ...], bool]:
     """(identity, failed) of a valid row of ``sweep``'s table; ``ValueError`` naming the first
     bad cell otherwise."""
-    channels: int | None = sweep.model.idma.channels
-    if sweep.models and len(cells) == len(sweep.columns):  # the row's model's channels
+    model: HardwareModel | None = sweep.model
+    if sweep.models and len(cells) == len(sweep.columns):  # the row's model
         model = dict(sweep.models).get(cells[sweep.keys.index(MODEL_KEY)])
-        channels = model.idma.channels if model is not None else None
-    return check_cells(sweep.keys, sweep.columns, cells, channels)
+    channels = model.idma.channels if model is not None else None
+    memories = set(model.memories) if model is not None else None
+    return check_cells(sweep.keys, sweep.columns, cells, channels, memories)
+
+
+def _memory_of(column: str) -> str | None:
+    """The memory a ``<memory>_read_bytes`` (``_write_bytes``, ``_busy_cycles``,
+    ``_stall_cycles``) column is of; None for any other column."""
+    m = _MEMORY.fullmatch(column)
+    if (m is None or column in WAIT_COLUMNS or re.fullmatch(r"idma[0-9]+", m["memory"])
+            or not is_memory_section(m["memory"])):
+        return None
+    return m["memory"]
+
+
+def _absent(column: str, text: str, memories: set[str] | None, several: bool) -> bool:
+    """Whether ``column`` is one the row's model does not have (a memory it lacks: its cell
+    must be empty), or, in a table of several models whose row's model is unknown
+    (``several``), an empty cell of a memory's or a channel's column."""
+    memory = _memory_of(column)
+    if memory is not None and memories is not None and memory not in memories:
+        if text != "":
+            raise ValueError(f"{column} = {text!r} for a model without the memory {memory}")
+        return True
+    return several and text == "" and (memory is not None or bool(_BUSY.fullmatch(column)))
+
+
+def _check_result_cell(c: str, v: str, failed: bool, channels: int | None) -> None:
+    """One result cell of a row: empty in a failed point's row, else of its column's kind."""
+    if failed:
+        if v != "":
+            raise ValueError(f"{c} = {v!r} in the row of a failed point")
+    elif c == "warnings":
+        if not _CODES.fullmatch(v):
+            raise ValueError(f"warnings = {v!r} is not a list of warning codes")
+        known = warning_codes()
+        unknown = [code for code in v.split(";") if code and code not in known]
+        if unknown:
+            raise ValueError(f"warnings: {unknown[0]!r} is not a warning code dspsim "
+                             f"raises (allowed: {', '.join(sorted(known))})")
+    elif c in _FLOAT_COLUMNS:
+        _non_negative(c, v)
+    elif channels is not None and _BUSY.fullmatch(c) and int(c[4:-12]) >= channels:
+        if v != "":
+            raise ValueError(f"{c} = {v!r} for a point with {channels} channels")
+    elif not _UINT.fullmatch(v):
+        raise ValueError(f"{c} = {v!r} is not a non-negative integer")
+    elif int(v) > MAX_COUNT:
+        raise ValueError(f"{c} = {v} is larger than {MAX_COUNT:,}")
 
 
 def check_cells(keys: list[str], columns: list[str], cells: list[str],
-                channels: int | None) -> tuple[tuple[str, ...], bool]:
+                channels: int | None, memories: set[str] | None = None,
+                ) -> tuple[tuple[str, ...], bool]:
     """(identity, failed) of a valid row of a table with these parameter ``keys`` then result
     ``columns`` (all of them, or some, as a hand-made table has); ``ValueError`` naming the
     first bad cell otherwise. ``channels``: the iDMA channels of a point that does not sweep
-    ``idma.channels`` (None: unknown, every busy column filled)."""
+    ``idma.channels`` (None: unknown, every busy column filled). ``memories``: the memories of
+    the row's model (a sweep of several models has every model's memory columns; those of
+    another model's memories are empty); None: unknown, and in a table with a ``model``
+    column a memory's columns may be empty."""
     if len(cells) != len(columns):
         raise ValueError(f"{len(cells)} fields, expected {len(columns)}")
     ident = []
@@ -107,30 +164,10 @@ def check_cells(keys: list[str], columns: list[str], cells: list[str],
         _non_negative("wall_s", result["wall_s"])
     if "idma.channels" in values:
         channels = int(values["idma.channels"])
+    several = memories is None and MODEL_KEY in keys  # read alone: the row's model unknown
     for c, v in result.items():
-        if c in ("wall_s", "error"):
-            continue
-        if failed:
-            if v != "":
-                raise ValueError(f"{c} = {v!r} in the row of a failed point")
-        elif c == "warnings":
-            if not _CODES.fullmatch(v):
-                raise ValueError(f"warnings = {v!r} is not a list of warning codes")
-            known = warning_codes()
-            unknown = [code for code in v.split(";") if code and code not in known]
-            if unknown:
-                raise ValueError(f"warnings: {unknown[0]!r} is not a warning code dspsim "
-                                 f"raises (allowed: {', '.join(sorted(known))})")
-        elif c in _FLOAT_COLUMNS:
-            _non_negative(c, v)
-        elif (channels is not None and re.fullmatch(r"idma[0-9]+_busy_cycles", c)
-              and int(c[4:-12]) >= channels):
-            if v != "":
-                raise ValueError(f"{c} = {v!r} for a point with {channels} channels")
-        elif not _UINT.fullmatch(v):
-            raise ValueError(f"{c} = {v!r} is not a non-negative integer")
-        elif int(v) > MAX_COUNT:
-            raise ValueError(f"{c} = {v} is larger than {MAX_COUNT:,}")
+        if c not in ("wall_s", "error") and not _absent(c, v, memories, several):
+            _check_result_cell(c, v, failed, channels)
     return tuple(ident), failed
 
 

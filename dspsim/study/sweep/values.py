@@ -23,14 +23,17 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dspsim.config import all_keys, parse_value
+from dspsim.config import all_keys, is_memory_section, model_key, parse_value
 from dspsim.config import check_value as check_model_value
 from dspsim.config import key_type as model_key_type
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
 from dspsim.schema import parse_number
+
+if TYPE_CHECKING:
+    from dspsim.config import HardwareModel
 
 VARIANT_KEYS = ("variant", "mode")  # ``mode`` is the older name of ``variant``
 SIZE_KEYS = ("n", "shape")  # a 1-D op's length, a 2-D op's ROWSxCOLS
@@ -52,6 +55,17 @@ def key_type(key: str) -> type:
             f"unknown sweep key {key!r}; allowed: {', '.join(SPECIAL_KEYS)} or a model key "
             f"({', '.join(all_keys())})"
         ) from None
+
+
+def check_on_model(model: HardwareModel, key: str, what: str) -> None:
+    """Refuse, in one line, a memory's key on a model without that memory (``what``: where
+    the key was given, e.g. ``--param ddr.latency_cycles``)."""
+    section = model_key(key).section
+    if is_memory_section(section) and section not in model.memories:
+        raise DspsimInputError(
+            f"{what}: model {model.name} has no memory {section!r}; its memories: "
+            f"{', '.join(model.memories)}"
+        )
 
 
 def shape_text(shape: Iterable[int]) -> str:

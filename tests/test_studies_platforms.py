@@ -1,0 +1,167 @@
+"""The studies (optimize, calibrate, sweep, plot) on a platform that is not J6: a model whose
+memories are not named ``ddr`` (the packaged ``ameba_hifi5``: ``psram`` and ``sram`` behind a
+data cache), several models in one sweep, a worker process killed under ``optimize`` or
+``calibrate --explore``, and what the studies print."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from dspsim.config import load_model
+from dspsim.errors import DspsimInputError, WorkerError
+from dspsim.run import simulate
+from dspsim.study.calibrate.explore import explore_space
+from dspsim.study.calibrate.measure import Measurement
+from dspsim.study.optimize import optimize
+from dspsim.study.sweep import build_sweep, read_sweep, run_sweep
+from dspsim.study.sweep.resume import check_row
+from tests.cli_helpers import one_line, run_cli
+
+
+@pytest.fixture(scope="module")
+def hifi5():
+    return load_model("ameba_hifi5")
+
+
+# ------------------------------------------------------------------ optimize on any platform
+def test_optimize_counts_the_bytes_of_the_models_own_memories(hifi5):
+    res = optimize("softmax", n=4096, model="ameba_hifi5", top=1, check_numerics=False,
+                   progress=False)
+    best = res.best
+    r = simulate(hifi5, "softmax", best.variant, n=4096, data=False, fidelity="burst")
+    assert best.cycles == r.cycles
+    assert best.read_bytes == {m: r.bytes[f"{m}_read"] for m in hifi5.memories}
+    assert best.write_bytes == {m: r.bytes[f"{m}_write"] for m in hifi5.memories}
+    obj = res.to_json()["best"] | res.to_json()["candidates"][0]
+    assert obj["psram_read_bytes"] == r.bytes["psram_read"] and "ddr_read_bytes" not in obj
+    row = res.table_rows()[0]
+    assert row["psram_write_bytes"] == r.bytes["psram_write"]
+
+
+def test_optimize_over_two_platforms_takes_the_worst_models_memories(capsys, tmp_path):
+    fast = tmp_path / "fast.toml"  # J6 with a port so fast that the HiFi5 is the worst case
+    fast.write_text('base = "j6"\n[ddr]\nbytes_per_cycle = 64.0\nlatency_cycles = 1.0\n')
+    code, out, err = run_cli(capsys, "optimize", "--op", "softmax", "--n", "4096",
+                             "--variants", "direct", "--models", f"{fast},ameba_hifi5",
+                             "--top", "1", "--no-check", "--json")
+    assert code == 0, err
+    best = json.loads(out)["candidates"][0]
+    assert best["worst_model"] == "ameba_hifi5"
+    assert best["psram_read_bytes"] > 0 and "ddr_read_bytes" not in best
+
+
+def test_optimize_names_the_ops_own_element_type(capsys):
+    code, out, err = run_cli(capsys, "optimize", "--op", "fc", "--top", "1", "--no-check")
+    assert code == 0, err
+    first = out.splitlines()[0]
+    assert first.startswith("fc of 512 x 768 weights on ") and "float32" not in first
+    code, out, err = run_cli(capsys, "optimize", "--op", "softmax", "--n", "4096", "--top", "1",
+                             "--no-check", "--variants", "direct")
+    assert out.splitlines()[0].startswith("softmax of 4,096 float32 on ")
+
+
+# ------------------------------------------------------------------ calibrate on any platform
+def test_explore_fits_the_host_memory_of_the_model(hifi5):
+    ms = [Measurement("direct", 3_100_977, 100_000)]
+    space = explore_space(hifi5, ms)
+    assert [p.key for p in space.cont] == [
+        "psram.latency_cycles", "psram.bytes_per_cycle", "idma.setup_cycles"]
+    assert "psram.max_outstanding" in space.grid
+    # one measurement, three keys: the setup and the port's bandwidth pinned, the latency walked
+    assert set(space.anchors[0]) == {"idma.setup_cycles", "psram.bytes_per_cycle"}
+    assert space.pin_grid_key == "psram.latency_cycles"
+    assert not any(k.startswith("ddr.") for k in space.keys)
+
+
+@pytest.mark.parametrize("argv", [
+    ["calibrate", "--model", "ameba_hifi5", "--free", "ddr.latency_cycles", "--measured",
+     "direct=3100977"],
+    ["calibrate", "--free", "sram.latency_cycles", "--measured", "direct=7648254"],
+    ["sweep", "--model", "ameba_hifi5", "--param", "ddr.latency_cycles=100,200"],
+    ["sweep", "--models", "j6,ameba_hifi5", "--param", "psram.latency_cycles=10,20"],
+])
+def test_a_memory_the_model_lacks_is_one_line_exit_2(argv, capsys, tmp_path):
+    if argv[0] == "sweep":
+        argv = [*argv, "--out", str(tmp_path / "s.csv")]
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2 and one_line(err), err
+    assert "has no memory" in err and "its memories: " in err
+    assert not (tmp_path / "s.csv").exists()
+
+
+# ------------------------------------------------------------------ a sweep of two platforms
+@pytest.mark.parametrize("ext", [".csv", ".parquet"])
+def test_a_sweep_of_two_platforms_keeps_every_models_rows(ext, tmp_path, hifi5, j6):
+    s = build_sweep({"idma.max_outstanding": [8, 16]}, n=4096, variants="direct",
+                    models=["j6", "ameba_hifi5"])
+    assert [c for c in s.columns if c.endswith("_read_bytes")] == [
+        "ddr_read_bytes", "psram_read_bytes", "sram_read_bytes"]
+    out = tmp_path / f"s{ext}"
+    first = run_sweep(s, out)
+    assert (first.points, first.computed, first.failed) == (4, 4, 0)
+    again = run_sweep(s, out)
+    assert (again.computed, again.resumed) == (0, 4)
+    df = read_sweep(out)
+    assert len(df) == 4 and list(df["model"]) == ["j6", "j6", "ameba_hifi5", "ameba_hifi5"]
+    for row in df.to_dict("records"):
+        model = (j6 if row["model"] == "j6" else hifi5).with_overrides(
+            {"idma.max_outstanding": row["idma.max_outstanding"]})
+        r = simulate(model, "softmax", "direct", n=4096, data=False)
+        assert row["cycles"] == r.cycles
+        for m in ("ddr", "psram", "sram"):
+            if m in model.memories:
+                assert row[f"{m}_read_bytes"] == r.bytes[f"{m}_read"]
+            else:
+                assert pd.isna(row[f"{m}_read_bytes"]) and pd.isna(row[f"{m}_busy_cycles"])
+
+
+def test_a_row_with_a_value_for_a_memory_its_model_lacks_is_invalid():
+    s = build_sweep({"idma.max_outstanding": [8]}, n=4096, variants="direct",
+                    models=["j6", "ameba_hifi5"])
+    cols = s.columns
+    cells = {c: "0" for c in cols} | {"model": "j6", "op": "softmax", "variant": "direct",
+                                      "n": "4096", "idma.max_outstanding": "8", "warnings": "",
+                                      "error": "", "time_us": "1.0", "wall_s": "0.1"}
+    cells.update({c: "" for c in cols if c.startswith(("psram_", "sram_"))})
+    assert check_row(s, [cells[c] for c in cols])[1] is False
+    cells["psram_read_bytes"] = "5"
+    with pytest.raises(ValueError, match="psram_read_bytes = '5' for a model without"):
+        check_row(s, [cells[c] for c in cols])
+
+
+# ------------------------------------------------------------------ a killed worker
+def _dies(*_args):
+    os._exit(3)  # a worker killed mid-run (the OOM killer, kill -9)
+
+
+def test_a_killed_optimize_worker_is_one_line_exit_1(monkeypatch, capsys):
+    import dspsim.study.optimize as study
+
+    monkeypatch.setattr(study, "evaluate_point", _dies)
+    with pytest.raises(WorkerError, match="optimize .*a worker process failed"):
+        optimize("softmax", n=4096, top=1, jobs=2, check_numerics=False, progress=False)
+    code, _, err = run_cli(capsys, "optimize", "--n", "4096", "--jobs", "2", "--no-check")
+    assert code == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("dspsim: error: optimize (screen): a worker process failed")
+
+
+def test_a_killed_explore_worker_is_one_line_exit_1(monkeypatch, capsys):
+    import importlib
+
+    explore = importlib.import_module("dspsim.study.calibrate.explore")
+    monkeypatch.setattr(explore, "fit_point", _dies)
+    code, _, err = run_cli(capsys, "calibrate", "--explore", "--jobs", "2")
+    assert code == 1 and "Traceback" not in err, err  # its progress lines, then the error
+    last = err.splitlines()[-1]
+    assert last.startswith("dspsim: error: calibrate --explore: a worker process failed")
+
+
+def test_a_tasks_own_error_in_a_worker_is_not_called_a_pool_failure():
+    from dspsim.workers import pool_failure
+
+    own = DspsimInputError("a value out of range")
+    assert pool_failure("optimize")(own) is own
