@@ -9,6 +9,11 @@ The public API::
     dspsim.ops.get_op("layernorm").variants
 """
 
+# the command line: Ctrl-C during the imports below is one line and exit 130 (dspsim.entry)
+from dspsim.entry import stop_on_interrupt_while_starting
+
+stop_on_interrupt_while_starting()
+
 from dspsim import ops  # noqa: E402  (registers every operator)
 from dspsim.config import HardwareModel, load_model  # noqa: E402
 from dspsim.errors import (  # noqa: E402
@@ -18,7 +23,7 @@ from dspsim.errors import (  # noqa: E402
     DspsimInputError,
 )
 from dspsim.run import Result, simulate  # noqa: E402
-from dspsim.version import __version__
+from dspsim.version import __version__  # noqa: E402
 
 __all__ = [
     "AllocationError",
