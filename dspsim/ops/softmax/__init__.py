@@ -64,8 +64,8 @@ class Softmax(Op):
     doc = ("softmax of a float32 vector, or of each row of a [rows, cols] tensor: max; "
            "exp(x - max) and sum; multiply by 1/sum")
     cmd = SOFTMAX_CMD
-    warning_codes = ("max_init_zero", "nan_input", "overflow_guard", "partly_resident",
-                     "row_too_long", "zero_sum")
+    warning_codes = ("inf_input", "max_init_zero", "nan_input", "overflow_guard",
+                     "partly_resident", "row_too_long", "zero_sum")
     variants = {
         "pingpong": "three passes through two TCM buffers fed by two iDMA channels (the seed's "
                     "run_tcm_opt = 1): 3 reads and 2 writes of the array",

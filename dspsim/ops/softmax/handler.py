@@ -21,7 +21,12 @@ from dspsim.hw.tcm import TileManager
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc
 from dspsim.ops.softmax.layout import VARIANT_NAMES
 from dspsim.ops.softmax.online import softmax_streamed
-from dspsim.ops.softmax.program import dsp_softmax, hbDSPSoftmaxParam, ping_pong_softmax
+from dspsim.ops.softmax.program import (
+    check_inf_input,
+    dsp_softmax,
+    hbDSPSoftmaxParam,
+    ping_pong_softmax,
+)
 from dspsim.ops.softmax.resident import softmax_resident
 from dspsim.ops.softmax.rows import softmax_rows
 
@@ -35,6 +40,7 @@ def hb_dsp_softmax(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
     dst = output
     rows = ptr.rows  # 1 in the seed; a [rows, cols] input runs its rows one after the other
     variant = VARIANT_NAMES[ptr.run_tcm_opt]
+    check_inf_input(dsp, src, ptr.data_size >> 2)  # the model's report, untimed
     if variant not in ("direct", "pingpong"):  # the new schedules (not in the seed)
         cols = (ptr.data_size >> 2) // rows
         if variant == "resident":

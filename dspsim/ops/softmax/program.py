@@ -74,6 +74,22 @@ def check_exp_input(dsp: Dsp, x: Ptr, n: int, max_value: float | np.ndarray,
                  flags["overflow_guard"])
 
 
+def check_inf_input(dsp: Dsp, src: Ptr, n: int) -> None:
+    """Report +inf among the ``n`` inputs at ``src`` (model check, not in the C; every
+    variant): vecexpf_max passes a +inf input through unchanged (``b_inf``), so its
+    exponential is +inf whatever the max, every other element's ``exp(x - inf)`` is 0, the sum
+    +inf and ``1/sum`` 0: the row's output is NaN at each +inf (``inf x 0``) and 0 elsewhere,
+    where a float64 softmax gives a NaN row."""
+    if not dsp.move_data or n <= 0:
+        return
+    count = int(np.count_nonzero(src.mem.f32(src, n) == np.inf))
+    if count:
+        dsp.warn("inf_input", "+inf inputs: vecexpf_max passes +inf through, so exp is +inf "
+                 "there and 0 elsewhere in its row, the sum +inf and 1/sum 0: the row's output "
+                 "is NaN at each +inf and 0 elsewhere (a float64 softmax gives a NaN row)",
+                 count)
+
+
 def check_running_max(dsp: Dsp, max_value: float, src: Ptr, length: int) -> None:
     """Report the seed's running max that starts at 0.0f when it changed the result."""
     if not dsp.move_data or dsp.params.max_init != "zero" or max_value != 0.0:
