@@ -1,0 +1,38 @@
+"""What ``docs/workloads.md`` shows ``dspsim workload`` printing is what it prints: its example
+file, run as the page says, gives the page's report line for line (but the wall time, which the
+page gives as an example)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from dspsim.cli import main
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "workloads.md"
+WALL = re.compile(r" in [0-9.]+ s wall, ")
+
+
+def _indented_block(text: str, first: str) -> list[str]:
+    """The 4-space-indented lines from the one starting with ``first`` to the block's end."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("    " + first))
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("    ") and line.strip():
+            break
+        block.append(line[4:])
+    while block and not block[-1].strip():
+        block.pop()
+    return block
+
+
+def test_the_pages_example_report_is_what_the_command_prints(tmp_path, monkeypatch, capsys):
+    text = PAGE.read_text(encoding="utf-8")
+    (tmp_path / "cams.toml").write_text("\n".join(_indented_block(text, "seed = 1")) + "\n")
+    shown = _indented_block(text, "workload cams.toml on j6")
+    monkeypatch.chdir(tmp_path)
+    assert main(["workload", "cams.toml", "--set", "core.count=2"]) == 0
+    printed = capsys.readouterr().out.rstrip("\n").splitlines()
+    assert [WALL.sub(" in _ s wall, ", line) for line in printed] == [
+        WALL.sub(" in _ s wall, ", line) for line in shown]
