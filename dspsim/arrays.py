@@ -211,6 +211,7 @@ def host_check(direct: np.ndarray, pingpong: np.ndarray, tolerance: float = 1e-6
 # decompressed, so a small archive announcing gigabytes is refused from its directory
 _NPZ_COMPRESSIONS = {0: "stored", 8: "deflated"}
 _NPZ_FILE_MAX_BYTES = 1 << 31
+_NPZ_CHUNK_BYTES = 1 << 24
 
 NpyHeader = tuple[tuple[int, ...], bool, "np.dtype"]
 
@@ -259,13 +260,19 @@ def _npz_data(zf, info, header: NpyHeader, what: str) -> np.ndarray:
 
     shape, fortran, dtype = header
     nbytes = math.prod(shape) * dtype.itemsize
-    with zf.open(info) as f:
+    out = np.empty(math.prod(shape), dtype)
+    view = out.view(np.uint8)
+    done = 0
+    with zf.open(info) as f:  # decompressed straight into the array, a chunk at a time
         f.seek(info.file_size - nbytes)
-        data = f.read(nbytes)
-    if len(data) != nbytes:
-        raise DspsimInputError(f"{what}: {info.filename} is truncated ({len(data):,} of "
-                               f"{nbytes:,} bytes)")
-    return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C").copy()
+        while done < nbytes:
+            chunk = f.read(min(nbytes - done, _NPZ_CHUNK_BYTES))
+            if not chunk:
+                raise DspsimInputError(f"{what}: {info.filename} is truncated ({done:,} of "
+                                       f"{nbytes:,} bytes)")
+            view[done:done + len(chunk)] = np.frombuffer(chunk, np.uint8)
+            done += len(chunk)
+    return out.reshape(shape, order="F" if fortran else "C")
 
 
 def read_npz_arrays(path: str, check: Callable[[dict[str, NpyHeader]], None], hint: str
