@@ -89,3 +89,14 @@ def test_names_are_escaped_and_cut_one_row_per_measurement(tmp_path, capsys):
     assert max(len(line) for line in lines) < 200 and len(out) < 2000
     assert "clear\\x1b[2J screen" in table[0] and "forged\\r\\nj6  fake row" in table[1]
     assert "xxx..." in table[2]
+
+
+def test_a_workload_stream_name_is_escaped_and_cut_in_its_summary(tmp_path, capsys):
+    names = ["cam\x1b[2J", "forged\r\nrow", "y" * 10_000]
+    wl = tmp_path / "w.toml"
+    wl.write_text("".join(f'[[stream]]\nname = {json.dumps(n)}\nop = "softmax"\nn = 1000\n'
+                          'period_us = 1000\ncount = 2\n' for n in names), encoding="utf-8")
+    code, out, err = run_cli(capsys, "workload", wl)
+    assert code == 0, err
+    assert "\x1b" not in out and "\r" not in out and max(map(len, out.splitlines())) < 300
+    assert "cam\\x1b[2J" in out and "forged\\r\\nrow" in out and "yyy..." in out

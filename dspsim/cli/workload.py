@@ -46,7 +46,9 @@ def add_workload(sub) -> None:
     p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=1, metavar="N",
                    help=f"run in N parts at once, in worker processes, 1 to {MAX_JOBS} "
                    "(default 1): the same tasks, joined where the platform is idle; the "
-                   "progress count moves as parts are joined")
+                   "progress count moves as parts are joined; a platform with a data cache "
+                   "is never idle between tasks and runs in one part, as a short run does "
+                   "(a line on stderr says so)")
 
 
 def _check_outputs(args: argparse.Namespace) -> dict[str, Path]:
@@ -128,6 +130,8 @@ def _ms(us: float) -> str:
 
 
 def print_summary(s: dict[str, Any], model: Any) -> None:
+    from dspsim.text import cell  # a stream's name as the file gives it: escaped, cut
+
     clock = model.core.clock_mhz
     print(
         f"workload {s['workload']} on {model.name}: {s['cores']} core(s), "
@@ -162,7 +166,7 @@ def print_summary(s: dict[str, Any], model: Any) -> None:
         dl = "-" if st["deadline_us"] is None else f"{st['deadline_us']:,.0f}"
         tput = "-" if st["throughput_per_s"] is None else f"{st['throughput_per_s']:.2f}"
         print(
-            f"  {st['name']:<14} {st['op'] + '/' + st['variant']:<19} {st['priority']:>4} "
+            f"  {cell(st['name']):<14} {st['op'] + '/' + st['variant']:<19} {st['priority']:>4} "
             f"{st['backend']:>7} {st['tasks']:>6,} {st['op_cycles']['mean'] / clock:>9,.0f} "
             f"{lat['p50']:>9,.0f} {lat['p95']:>9,.0f} {lat['p99']:>9,.0f} {lat['max']:>9,.0f} "
             f"{dl:>9} {st['deadline_misses']:>6,} {tput:>8}"
