@@ -43,3 +43,12 @@ def test_reproduce_runs_on_a_model_inheriting_from_the_platform(tmp_path, capsys
     code, out, err = run_cli(capsys, "reproduce", "--no-data", "--json", "--model", m)
     assert code == 0 and err == "", err
     assert '"pingpong"' in out and '"direct"' in out
+
+
+def test_reproduce_prints_a_model_name_escaped(tmp_path, capsys):
+    m = tmp_path / "evil.toml"
+    m.write_text('base = "j6"\n[model]\nname = "evil\\u001b[2J\\r\\nname"\n')
+    code, out, err = run_cli(capsys, "reproduce", "--no-data", "--model", m)
+    assert code == 0, err
+    assert "\x1b" not in out and "\r" not in out
+    assert out.splitlines()[0].startswith("softmax of 100,000 float32 on evil\\x1b[2J\\r\\nname")

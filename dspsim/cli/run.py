@@ -256,7 +256,7 @@ def _reproduce_op(op: Any, model: Any, args: argparse.Namespace) -> dict[str, An
         if check is not None:
             obj["check"] = check
         return obj
-    print(f"{doc['title']} on {model.name} ({model.source})")
+    print(f"{doc['title']} on {cell(model.name)} ({cell(model.source, 200)})")
     print(f"{'version':<10} {'simulated_cycles':>17} {'document_cycles':>16} {'error_pct':>10}")
     for v, r in runs.items():
         err = 100.0 * (r.cycles / doc["cycles"][v] - 1.0)
