@@ -15,7 +15,7 @@ from dspsim import workers
 from tests.proc_helpers import CLI, kill_group, start, survivors, wait_for_children
 
 ROOT = Path(__file__).resolve().parents[1]
-GONE_WITHIN_S = 5.0
+GONE_WITHIN_S = 120.0  # how long a worker may take to notice; returns as soon as none is left
 
 
 def _kill_parent_and_check(argv: list, workers_expected: int = 2, startup_s: float = 60.0,
