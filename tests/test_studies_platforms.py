@@ -15,7 +15,7 @@ from dspsim.config import load_model
 from dspsim.errors import DspsimInputError, WorkerError
 from dspsim.run import simulate
 from dspsim.study.calibrate.explore import explore_space
-from dspsim.study.calibrate.measure import Measurement
+from dspsim.study.calibrate.measure import Measurement, parse_measurement
 from dspsim.study.optimize import optimize
 from dspsim.study.sweep import build_sweep, read_sweep, run_sweep
 from dspsim.study.sweep.resume import check_row
@@ -91,6 +91,36 @@ def test_a_memory_the_model_lacks_is_one_line_exit_2(argv, capsys, tmp_path):
     assert code == 2 and one_line(err), err
     assert "has no memory" in err and "its memories: " in err
     assert not (tmp_path / "s.csv").exists()
+
+
+def test_a_key_given_twice_in_a_measurement_is_refused(capsys):
+    for spec in ("pingpong,ddr.latency_cycles=100,ddr.latency_cycles=200=5154293",
+                 "pingpong,n=4096,softmax.tile_bytes=8192,n=4096,softmax.tile_bytes=8192=9"):
+        with pytest.raises(DspsimInputError, match="is given twice; give each key once"):
+            parse_measurement(spec)
+        code, _, err = run_cli(capsys, "calibrate", "--measured", spec, "--free",
+                               "ddr.latency_cycles")
+        assert code == 2 and one_line(err) and "given twice" in err
+
+
+@pytest.mark.parametrize("cycles, met", [(150000, True), (100, False)])
+def test_calibrate_out_writes_the_fits_verdict_and_says_so(cycles, met, capsys, tmp_path):
+    out = tmp_path / "fit.toml"
+    code, stdout, err = run_cli(capsys, "calibrate", "--measured", f"pingpong,n=2048={cycles}",
+                                "--free", "ddr.latency_cycles", "--fidelity", "tile",
+                                "--out", out)
+    assert code == (0 if met else 1), err
+    verdict = out.read_text().splitlines()[1]
+    wrote = stdout.splitlines()[-1]
+    if met:
+        assert verdict.startswith("# Verdict: the fit reproduces every measurement within 1 %")
+        assert wrote == f"wrote {out}"
+    else:
+        assert verdict.startswith("# Verdict: the fit did NOT reproduce every measurement "
+                                  "within 1 %")
+        assert wrote == (f"wrote {out} (the fit missed the tolerance: the file's verdict "
+                         "comment says so)")
+    load_model(out)  # a verdict is a comment: the file loads
 
 
 # ------------------------------------------------------------------ a sweep of two platforms

@@ -88,7 +88,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="identifiability: every measurement within this %% (default 1)",
     )
     p.add_argument("--fidelity", choices=FIDELITIES, default="burst", help="simulation fidelity")
-    p.add_argument("--out", metavar="FILE.toml", help="write the fitted model file")
+    p.add_argument("--out", metavar="FILE.toml",
+                   help="write the fitted model file, its verdict in its first comments: it is "
+                   "written also when the fit misses the tolerance (the verdict and the "
+                   "output's 'wrote' line say so; exit 1)")
     p.add_argument(
         "--explore",
         action="store_true",

@@ -283,9 +283,9 @@ def parse_measurement(text: str) -> Measurement:
                 f"{where}: field {item!r} is not KEY=VALUE (n=N, shape=RxC or a model key such "
                 "as ddr.latency_cycles=120)"
             )
+        if key in size or key in raw:
+            raise DspsimInputError(f"{where}: {key} is given twice; give each key once")
         if key in ("n", "shape"):
-            if key in size:
-                raise DspsimInputError(f"{where}: {key} is given twice")
             size[key] = value
         else:
             raw[key] = value

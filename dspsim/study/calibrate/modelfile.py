@@ -115,6 +115,18 @@ def calibrated_model(cal: Calibration) -> HardwareModel:
     return cal.fitted.with_overrides(rounded) if rounded else cal.fitted
 
 
+def verdict_comment(cal: Calibration) -> str:
+    """The file's verdict line: whether the fit reproduces every measurement within the
+    tolerance (a file is written either way; a missed fit says so here first)."""
+    worst = f"worst {100 * cal.best.worst:.3g} %"
+    if cal.fitted_within_tolerance:
+        return (f"# Verdict: the fit reproduces every measurement within "
+                f"{cal.tolerance_pct:g} % ({worst}).")
+    return (f"# Verdict: the fit did NOT reproduce every measurement within {cal.tolerance_pct:g} "
+            f"% ({worst}): the values are the best reached, not a calibration; check the "
+            "measurements, the free keys and their ranges before using this file.")
+
+
 def model_file_text(cal: Calibration, out: str | Path, date: _dt.date | None = None) -> str:
     """The text of the complete model file of ``cal``'s calibrated model."""
     day = (date or _dt.date.today()).isoformat()
@@ -128,6 +140,7 @@ def model_file_text(cal: Calibration, out: str | Path, date: _dt.date | None = N
     source = _CONTROL.sub(" ", cal.model.source or "the calibration's model")
     lines = [
         f"# Written by `dspsim calibrate --out` on {day}: {source} with {keys} fitted.",
+        verdict_comment(cal),
         "# Every table and key is written out, so that this file loads on its own (no base).",
         f"# The model is named after this file ({_CONTROL.sub(' ', Path(out).stem)}); a [model] "
         "table with name = \"...\" names it otherwise.",

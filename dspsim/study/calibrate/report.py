@@ -244,7 +244,9 @@ class Calibration:
                 L.append(f"  {c:>14,.0f} cycles with {desc}")
         if self.out_path:
             L.append("")
-            L.append(f"wrote {self.out_path}")
+            missed = "" if self.fitted_within_tolerance else (
+                " (the fit missed the tolerance: the file's verdict comment says so)")
+            L.append(f"wrote {self.out_path}{missed}")
         return "\n".join(L)
 
 
