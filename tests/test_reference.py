@@ -150,8 +150,11 @@ def test_the_measurements_tables_are_the_loaders_fields():
 
     assert names("measurements") == list(validate._FIELDS)
     assert set(names("measurements-file")) == set(validate._FILE_FIELDS)
-    roles = next(r for r in rows("measurements") if r[0] == "`role`")[3]
-    assert roles == " or ".join(f'`"{r}"`' for r in validate.ROLES)
+    role = next(r for r in rows("measurements") if r[0] == "`role`")
+    assert role[3] == " or ".join(f'`"{r}"`' for r in validate.ROLES)
+    assert f"within {validate.CALIBRATION_TOLERANCE_PCT:g} %" in role[5]
+    op = next(r for r in rows("measurements") if r[0] == "`op`")
+    assert op[4] == f'`"{validate.default_op()}"`'
 
 
 def test_a_field_the_page_does_not_list_is_refused(tmp_path):
@@ -191,6 +194,7 @@ def test_the_measured_syntax_is_the_commands():
     for field in names("measured"):  # each field the table explains is in the syntax
         assert field in SYNTAX
     assert {"VARIANT", "CYCLES"} == _required("measured", 4)
+    assert rows("measured")[0][4] == f"`{measure.DEFAULT_OP}`"
 
 
 def test_a_validate_measurement_is_a_calibrate_measurement(tmp_path):
