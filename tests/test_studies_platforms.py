@@ -19,6 +19,7 @@ from dspsim.study.calibrate.measure import Measurement, parse_measurement
 from dspsim.study.optimize import optimize
 from dspsim.study.sweep import build_sweep, read_sweep, run_sweep
 from dspsim.study.sweep.resume import check_row
+from dspsim.study.sweep_plot import default_heatmap_y, heatmap, line_plot, speedup_table
 from tests.cli_helpers import one_line, run_cli
 
 
@@ -161,6 +162,35 @@ def test_a_row_with_a_value_for_a_memory_its_model_lacks_is_invalid():
     cells["psram_read_bytes"] = "5"
     with pytest.raises(ValueError, match="psram_read_bytes = '5' for a model without"):
         check_row(s, [cells[c] for c in cols])
+
+
+# ------------------------------------------------------------------ one meaning of speedup
+def test_speedup_means_baseline_over_variant_in_optimize_and_in_plots(tmp_path):
+    res = optimize("softmax", n=4096, variants="direct", top=1, check_numerics=False,
+                   progress=False)
+    base, best = res.baseline, res.best
+    assert best.speedup == base.cycles / best.cycles  # pingpong / direct
+    out = tmp_path / "s.csv"
+    run_sweep(build_sweep(n=4096, variants="pingpong,direct", fidelity="burst"), out)
+    df = read_sweep(out)
+    table = speedup_table(df)
+    assert list(table["speedup"]) == [best.speedup]
+    ax = line_plot(df, "n", "speedup").axes[0]
+    assert ax.get_ylabel() == "speedup (pingpong cycles / direct cycles; above 1 direct is faster)"
+
+
+def test_a_heatmap_draws_cycles_unless_asked_and_its_colour_bar_says_the_unit(tmp_path):
+    out = tmp_path / "s.csv"
+    run_sweep(build_sweep({"idma.max_outstanding": [8, 16]}, n=[2048, 4096],
+                          variants="pingpong,direct"), out)
+    df = read_sweep(out)
+    assert default_heatmap_y(df) == "cycles" and default_heatmap_y(df, "pingpong") == "speedup"
+    fig = heatmap(df, "n", "idma.max_outstanding")
+    bars = [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel().startswith("cycles")]
+    assert bars == ["cycles (core clock cycles)"] * 2  # a panel per variant, each its bar
+    fig = heatmap(df, "n", "idma.max_outstanding", "speedup")
+    assert [ax.get_ylabel() for ax in fig.axes if "speedup" in ax.get_ylabel()] == [
+        "speedup (pingpong cycles / direct cycles; above 1 direct is faster)"]
 
 
 # ------------------------------------------------------------------ a killed worker

@@ -73,11 +73,13 @@ def test_panel_norms():
     assert norm.vmin < 5.0 < norm.vmax
 
 
-def test_a_two_variant_heatmap_defaults_to_speedup(tmp_path, monkeypatch):
-    """Before: ``plot sweep --heatmap`` drew cycles (two panels) where speed-up was meant."""
+def test_a_heatmap_draws_what_was_asked_for_cycles_by_default(tmp_path, monkeypatch):
+    """A heatmap of two variants once switched to speedup on its own: it draws cycles unless
+    --y (or --baseline) asks for speedup."""
     src = tmp_path / "s.csv"
     two_variants().to_csv(src, index=False)
-    assert default_heatmap_y(two_variants()) == "speedup"
+    assert default_heatmap_y(two_variants()) == "cycles"
+    assert default_heatmap_y(two_variants(), "pingpong") == "speedup"
     one = two_variants()
     assert default_heatmap_y(one[one["variant"] == "pingpong"]) == "cycles"
     seen = []
@@ -93,7 +95,7 @@ def test_a_two_variant_heatmap_defaults_to_speedup(tmp_path, monkeypatch):
     single = tmp_path / "one.csv"
     one[one["variant"] == "pingpong"].to_csv(single, index=False)
     plot_sweep(single, heatmap_keys=["ddr.latency_cycles", "idma.max_outstanding"])
-    assert seen == ["speedup", "speedup", "cycles", "cycles"]
+    assert seen == ["cycles", "cycles", "cycles", "cycles"]
     # line plots keep cycles
     plot_sweep(src, x="ddr.latency_cycles", hue="variant")
 
@@ -127,7 +129,7 @@ def test_every_figure_format_and_svg_text(tmp_path):
     two_variants({(10.0, 1)}).to_csv(src, index=False)
     keys = ["ddr.latency_cycles", "idma.max_outstanding"]
     svg = plot_sweep(src, heatmap_keys=keys, out=tmp_path / "m.svg").read_text()
-    assert "<text" in svg and "speedup" in svg  # text kept as text
+    assert "<text" in svg and "cycles (core clock cycles)" in svg  # text kept as text
     assert plot_sweep(src, x=keys[0], out=tmp_path / "l.pdf").read_bytes()[:5] == b"%PDF-"
     assert (tmp_path / "s.png").exists() is False
     assert plot_sweep(src, x=keys[0]).read_bytes()[:4] == b"\x89PNG"

@@ -22,9 +22,9 @@ def add_plot(sub) -> None:
     s.add_argument("file", metavar="FILE", help="sweep table")
     s.add_argument("--x", metavar="KEY", help="column on the x axis (line plots)")
     s.add_argument("--y", default=None, metavar="KEY",
-                   help="column on the y axis, or speedup (each other variant's cycles / the "
-                   "baseline variant's) or cycles_per_element (default: speedup for --heatmap "
-                   "of a table with exactly two variants of one op, else cycles)")
+                   help="column on the y axis (a heatmap's colour), or speedup (the baseline "
+                   "variant's cycles / each other variant's: above 1 the variant is faster) or "
+                   "cycles_per_element (default: cycles; speedup when --baseline is given)")
     s.add_argument("--baseline", metavar="V",
                    help="the variant speedup divides by (default: the op's default variant; "
                    "implies --y speedup)")

@@ -6,17 +6,19 @@ maps ``y`` over two keys (KEY1 across, KEY2 up), one panel per value of any othe
 
 ``y`` is any numeric column of the table, or a derived figure:
 
-- ``speedup``: for each combination of the other keys, the cycles of each other variant over
-  the cycles of a baseline variant: the op's default (``get_op(op).default_variant``) or
-  ``--baseline V``; the table needs a variant (or ``mode``) column with two or more variants of
-  one op, and the axis says which (``speedup (direct cycles / pingpong cycles)``; with several
-  variants one line, or one heatmap panel, per variant: ``speedup (variant cycles / pingpong
-  cycles)``). Above 1 the baseline is the faster. Heatmaps draw the crossover contour where it
-  is 1. (Computed by :mod:`dspsim.study.sweep_speedup`.)
+- ``speedup``: for each combination of the other keys, the cycles of a baseline variant over
+  the cycles of each other variant (as ``dspsim optimize``'s speed-up: baseline / variant); the
+  baseline is the op's default (``get_op(op).default_variant``) or ``--baseline V``; the table
+  needs a variant (or ``mode``) column with two or more variants of one op, and the axis says
+  which (``speedup (pingpong cycles / direct cycles; above 1 direct is faster)``; with several
+  variants one line, or one heatmap panel, per variant: ``speedup (pingpong cycles / variant
+  cycles; above 1 the variant is faster)``). Above 1 the variant is the faster. Heatmaps draw
+  the crossover contour where it is 1. (Computed by :mod:`dspsim.study.sweep_speedup`.)
 - ``cycles_per_element``: cycles / elements (``n``, or the product of a ``shape``).
 
-``--heatmap`` draws ``speedup`` by default when the table holds exactly two variants of one op
-(the question such a table answers), else ``cycles``. Each heatmap panel has its own colour
+``--heatmap`` draws what ``--y`` asks for: ``cycles`` by default (``speedup`` when only
+``--baseline`` is given), its colour bar naming the column and its unit
+(``cycles (core clock cycles)``). Each heatmap panel has its own colour
 scale and colour bar (logarithmic when the panel's values span more than
 :data:`LOG_RANGE` times), so that no panel is flattened by another's range; a contour level
 (1 for ``speedup``) inside a panel's range makes that panel's scale diverge around it.
@@ -71,6 +73,9 @@ MAX_LINES = 24
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<")
 LABELS = {"cycles_per_element": "cycles_per_element (cycles / n)"}
+# a column's unit by its name's ending (colour bars say it)
+UNITS = (("cycles", "core clock cycles"), ("us", "us"), ("bytes", "bytes"), ("s", "s"),
+         ("hazards", "count"))
 WARNED_MARKER = "o"  # hollow, drawn larger than the line's own markers
 WARNED_LABEL = "point with warnings"
 WARNED_HATCH = ".."  # heatmap cells of points with warnings
@@ -82,10 +87,22 @@ def label(column: str, df: pd.DataFrame | None = None, baseline: str | None = No
     """An axis label: the column's name, with what a derived figure divides by what."""
     if column == "speedup" and df is not None:
         _, col, base, others = speedup_pair(df, baseline)
-        return f"speedup ({others[0] if len(others) == 1 else col} cycles / {base} cycles)"
+        which = others[0] if len(others) == 1 else col
+        faster = f"{which} is faster" if len(others) == 1 else f"the {col} is faster"
+        return f"speedup ({base} cycles / {which} cycles; above 1 {faster})"
     if column == "cycles_per_element" and df is not None and "n" not in df.columns:
         return "cycles_per_element (cycles / elements)"
     return LABELS.get(column, column)
+
+
+def unit_label(column: str, df: pd.DataFrame | None = None,
+               baseline: str | None = None) -> str:
+    """:func:`label` with the column's unit where the label does not say it (a colour bar's:
+    ``cycles (core clock cycles)``, ``time_us (us)``, ``ddr_read_bytes (bytes)``)."""
+    text = label(column, df, baseline)
+    unit = next((u for suffix, u in UNITS if column == suffix or column.endswith("_" + suffix)),
+                None)
+    return text if unit is None or column != text else f"{text} ({unit})"
 
 
 def resolve(df: pd.DataFrame, column: str) -> str:
@@ -421,7 +438,7 @@ def heatmap(
         ax.set_ylabel(label(key_y))
         if others:
             ax.set_title(_group_label(others, name), fontsize="medium")
-        bar = fig.colorbar(image, ax=ax, label=label(y, df, baseline))
+        bar = fig.colorbar(image, ax=ax, label=unit_label(y, df, baseline))
         if isinstance(norm, (LogNorm, _LogTwoSlopeNorm)):
             bar.set_ticks(log_ticks(norm.vmin, norm.vmax, level))
             bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
@@ -456,15 +473,9 @@ def log_ticks(vmin: float, vmax: float, level: float | None = None) -> list[floa
 
 
 def default_heatmap_y(df: pd.DataFrame, baseline: str | None = None) -> str:
-    """``speedup`` for a table of exactly two variants of one op (or when ``baseline`` is
-    given), else ``cycles``."""
-    if baseline is not None:
-        return "speedup"
-    try:
-        _, _, _, others = speedup_pair(df)
-    except DspsimInputError:
-        return "cycles"
-    return "speedup" if len(others) == 1 else "cycles"
+    """What a heatmap draws when ``--y`` is not given: ``cycles``, or ``speedup`` when a
+    ``baseline`` (the variant it divides by) is given; never switched by the table."""
+    return "speedup" if baseline is not None else "cycles"
 
 
 def _ticks(setter, values: Sequence[Any], most: int = 12) -> None:

@@ -1,9 +1,10 @@
-"""Derived figures of sweep tables: each variant's cycles over a baseline variant's.
+"""Derived figures of sweep tables: a baseline variant's cycles over each other variant's.
 
 ``speedup`` (:func:`speedup_table`): for each combination of the other parameter columns, the
-cycles of each other variant over those of the baseline, the op's default variant or one
-given; the table needs a variant (or ``mode``) column with two or more variants of one op.
-Figures of it are :mod:`dspsim.study.sweep_plot`'s.
+cycles of the baseline (the op's default variant or one given) over those of each other
+variant: above 1 the variant is the faster, as ``dspsim optimize``'s speed-up (baseline cycles
+/ candidate cycles). The table needs a variant (or ``mode``) column with two or more variants
+of one op. Figures of it are :mod:`dspsim.study.sweep_plot`'s.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def join_warnings(values: Sequence[Any]) -> str:
 
 
 def speedup_table(df: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
-    """Each other variant's cycles / the baseline variant's cycles (:func:`speedup_pair`) for
+    """The baseline variant's cycles / each other variant's cycles (:func:`speedup_pair`) for
     each combination of the other parameter columns (successful points only): those keys, the
     variant column when there are several other variants, then ``speedup`` (and ``warnings``,
     the codes of either point, when the table has that column). A variant none of whose points
@@ -100,13 +101,13 @@ def speedup_table(df: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame
         numerator = points(variant)
         if not others:
             a, b = numerator.iloc[0], denominator.iloc[0]
-            table = pd.DataFrame({"speedup": [a["cycles"] / b["cycles"]]})
+            table = pd.DataFrame({"speedup": [b["cycles"] / a["cycles"]]})
             if "warnings" in wanted:
                 table["warnings"] = [join_warnings([a["warnings"], b["warnings"]])]
         else:
             joined = pd.concat({variant: numerator, base: denominator}, axis=1, join="inner")
             table = pd.DataFrame(index=joined.index)
-            table["speedup"] = joined[(variant, "cycles")] / joined[(base, "cycles")]
+            table["speedup"] = joined[(base, "cycles")] / joined[(variant, "cycles")]
             if "warnings" in wanted:
                 table["warnings"] = [
                     join_warnings(pair)
