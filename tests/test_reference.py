@@ -456,3 +456,21 @@ def test_every_file_a_command_reads_is_listed():
     listed = _reads_on_page()
     assert reads - listed == set(), "a command reads a file the page does not list"
     assert listed - {(c, o) for c, o, _, _ in options} == set(), "the page lists no such option"
+
+
+def test_an_op_the_page_gives_no_input_file_refuses_one(tmp_path, monkeypatch, capsys):
+    from dspsim.config import load_model
+    from dspsim.errors import DspsimInputError
+    from dspsim.ops import get_op
+    from dspsim.run import simulate
+
+    _run_example("input-npy", tmp_path, monkeypatch)
+    none = [r[0].strip("`") for r in rows("input-npy") if r[1] == "none"]
+    assert none == ["kernel"]
+    for op in none:
+        code, _, err = run_cli(capsys, "run", "--op", op, "--input", "x.npy")
+        assert code == 2 and err.count("\n") == 1 and "takes no input" in err, err
+        with pytest.raises(DspsimInputError, match="takes no input"):
+            get_op(op).read_input_file("x.npy")
+        with pytest.raises(DspsimInputError, match="takes no input"):
+            simulate(load_model("j6"), op, x=np.load("x.npy"))

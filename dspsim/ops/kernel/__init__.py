@@ -38,6 +38,10 @@ class hbDSPKernelParam:  # noqa: N801 - named like the seed's structs
     size: tuple[int, ...]
 
 
+_NO_INPUT = ("the kernel op takes no input: it calls its kernel on TCM buffers of its own, "
+             "sized by --n or --shape")
+
+
 class KernelBench(Op):
     name = "kernel"
     doc = ("one call of a registered kernel on TCM (a kernel microbenchmark); the size is in "
@@ -78,6 +82,12 @@ class KernelBench(Op):
 
     def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
         return np.zeros(1, np.float32)
+
+    def check_input(self, x: Any) -> tuple[np.ndarray, tuple[int, ...] | None]:
+        raise DspsimInputError(_NO_INPUT)
+
+    def read_input_file(self, path: str) -> Any:
+        raise DspsimInputError(f"--input {path!r}: {_NO_INPUT}")
 
     def host_array(self, memory: Any, ptr: Any, shape: tuple[int, ...], output: bool
                    ) -> np.ndarray:
