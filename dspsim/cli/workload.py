@@ -16,6 +16,7 @@ from dspsim.cli.common import (
     model_from_args,
 )
 from dspsim.platform import FIDELITIES
+from dspsim.text import cell  # a stream's name as the file gives it: escaped, cut
 from dspsim.workers import MAX_JOBS
 
 
@@ -130,8 +131,6 @@ def _ms(us: float) -> str:
 
 
 def print_summary(s: dict[str, Any], model: Any) -> None:
-    from dspsim.text import cell  # a stream's name as the file gives it: escaped, cut
-
     clock = model.core.clock_mhz
     print(
         f"workload {s['workload']} on {model.name}: {s['cores']} core(s), "
