@@ -146,6 +146,7 @@ def test_the_measurements_example_loads_and_uses_every_field(tmp_path):
 
 
 def test_the_measurements_tables_are_the_loaders_fields():
+    from dspsim.ops import default_op
     from dspsim.study import validate
 
     assert names("measurements") == list(validate._FIELDS)
@@ -154,7 +155,7 @@ def test_the_measurements_tables_are_the_loaders_fields():
     assert role[3] == " or ".join(f'`"{r}"`' for r in validate.ROLES)
     assert f"within {validate.CALIBRATION_TOLERANCE_PCT:g} %" in role[5]
     op = next(r for r in rows("measurements") if r[0] == "`op`")
-    assert op[4] == f'`"{validate.default_op()}"`'
+    assert op[4] == f'`"{default_op()}"`'
 
 
 def test_a_field_the_page_does_not_list_is_refused(tmp_path):
