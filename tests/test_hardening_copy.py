@@ -7,6 +7,11 @@ two external memories runs where the platform allows it, and a DataRAM too small
 is one line.
 """
 
+import functools
+import math
+import tempfile
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -22,11 +27,17 @@ MODELS = {"j6": load_model(), "ameba_hifi5": load_model("ameba_hifi5")}
 ROUNDING = 0.5
 
 
-@pytest.fixture(scope="module")
-def j6_sram(tmp_path_factory):
-    path = tmp_path_factory.mktemp("models") / "j6_sram.toml"
+@functools.cache
+def j6_sram_model():
+    """J6 with an SRAM as well (idma.tcm_end_required is false: iDMA copies DDR <-> SRAM)."""
+    path = Path(tempfile.mkdtemp(prefix="dspsim-models-")) / "j6_sram.toml"
     path.write_text(SRAM)
     return load_model(path)
+
+
+@pytest.fixture(scope="module")
+def j6_sram():
+    return j6_sram_model()
 
 
 def below_bound(model, variant, n, **kw):
@@ -36,7 +47,8 @@ def below_bound(model, variant, n, **kw):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(model=st.sampled_from(sorted(MODELS)), variant=st.sampled_from(["idma", "memcpy"]),
+@given(model=st.sampled_from([*sorted(MODELS), "j6_sram"]),
+       variant=st.sampled_from(["idma", "memcpy"]),
        n=st.one_of(st.integers(1, 600), st.integers(1, 40_000)),
        descriptor=st.sampled_from([0, 4, 64, 136, 256, 1000, 4096]),
        src=st.integers(0, 9), dst=st.integers(0, 9),
@@ -44,13 +56,13 @@ def below_bound(model, variant, n, **kw):
        timed_prologue=st.booleans(), fidelity=st.sampled_from(["burst", "tile"]))
 def test_no_copy_beats_its_lower_bound(model, variant, n, descriptor, src, dst, window,
                                        entries, timed_prologue, fidelity):
-    base = MODELS[model]
+    base = j6_sram_model() if model == "j6_sram" else MODELS[model]
     places = ["host", "tcm", *base.memories]
     settings_ = {"copy.src": places[src % len(places)], "copy.dst": places[dst % len(places)],
                  "copy.descriptor_bytes": descriptor, "copy.timed_prologue": timed_prologue}
     if window:
         settings_["idma.max_outstanding"] = window
-    if entries and model == "j6":
+    if entries and model != "ameba_hifi5":
         settings_["core.write_buffer_entries"] = entries
     m = base.with_overrides(settings_)
     try:
@@ -157,3 +169,66 @@ def test_a_ring_in_a_dataram_too_small_is_one_line(capsys):
     assert code == 2 and one_line(err) and "has 100" in err
     r = simulate(m, "copy", "idma", n=100)  # what fits the DataRAM is one piece
     assert r.output["exact"] and r.output["bytes"] == 100
+
+
+def _no_prologue(model, src, dst, **kw):
+    return model.with_overrides({"copy.src": src, "copy.dst": dst,
+                                 "copy.timed_prologue": False, **kw})
+
+
+@pytest.mark.parametrize("fidelity", ["burst", "tile"])
+@pytest.mark.parametrize("src, dst", [("ddr", "sram"), ("sram", "ddr"), ("ddr", "host"),
+                                      ("sram", "sram")])
+def test_one_burst_between_external_ends_is_written_once_read(j6_sram, src, dst, fidelity):
+    """One burst: the channel cannot write what it has not read, so the descriptor takes
+    S + L_src + b / B_src + L_dst + b / B_dst (S: idma.setup_cycles, the only cycle the op
+    charges besides the transfer with no prologue and no interrupt)."""
+    m = _no_prologue(j6_sram, src, dst)
+    b = m.idma.burst_bytes
+    a, z = (m.memories[w if w != "host" else "ddr"] for w in (src, dst))
+    want = (m.idma.setup_cycles + a.latency_cycles + b / a.bytes_per_cycle
+            + z.latency_cycles + b / z.bytes_per_cycle)
+    r = simulate(m, "copy", "idma", n=b, fidelity=fidelity)
+    assert r.cycles == round(want) and r.output["exact"]
+    bound = get_op("copy").bounds(m, "idma", (b,))["lower_bound_cycles"]
+    assert bound == pytest.approx(want - m.idma.setup_cycles)
+
+
+@pytest.mark.parametrize("window", [1, 3, 32])
+def test_within_one_memory_each_write_is_issued_once_its_read_is_done(j6, window):
+    """DDR -> DDR through one port: in the port's request log the k-th write of the channel
+    is issued no earlier than the k-th read completes, and at most idma.max_outstanding
+    bursts are between a read's issue and its write's completion."""
+    m = _no_prologue(j6, "ddr", "host", **{"idma.max_outstanding": window})
+    n = 40 * m.idma.burst_bytes + 12
+    r = simulate(m, "copy", "idma", n=n, port_log=True)
+    log = [e for e in r.port_log if "idma" in e[6]]
+    reads = [e for e in log if not e[5]]
+    writes = [e for e in log if e[5]]
+    assert len(reads) == len(writes) == math.ceil(n / m.idma.burst_bytes)
+    for rd, wr in zip(reads, writes):
+        assert wr[4] == rd[4] and wr[0] >= rd[3]
+    for k, rd in enumerate(reads):  # bursts k - window .. k - 1 have completed their writes
+        assert k < window or writes[k - window][3] <= rd[0]
+    assert r.output["exact"]
+
+
+@pytest.mark.parametrize("window", [2, 8])
+def test_a_long_copy_between_two_memories_keeps_to_both_paths_and_its_window(j6_sram, window):
+    """DDR -> SRAM, 64 KiB: at least each port's data-path time and the window's bound (each
+    burst holds its slot from its read's issue to its write's completion), the lower bound
+    true, and burst and tile fidelity agree to the cycle."""
+    m = _no_prologue(j6_sram, "ddr", "sram", **{"idma.max_outstanding": window})
+    n, b = 65536, m.idma.burst_bytes
+    ddr, sram = m.memories["ddr"], m.memories["sram"]
+    burst, tile = (simulate(m, "copy", "idma", n=n, fidelity=f, data=False)
+                   for f in ("burst", "tile"))
+    assert burst.cycles == tile.cycles
+    assert burst.cycles >= n / ddr.bytes_per_cycle + sram.latency_cycles
+    assert burst.cycles >= n / sram.bytes_per_cycle + ddr.latency_cycles
+    held = (n // b) * (ddr.latency_cycles + sram.latency_cycles + b / ddr.bytes_per_cycle
+                       + b / sram.bytes_per_cycle)
+    assert burst.cycles >= held / window - ROUNDING
+    bounds = get_op("copy").bounds(m, "idma", (n,))
+    assert bounds["outstanding_bound_cycles"] == pytest.approx(held / window)
+    assert burst.cycles >= bounds["lower_bound_cycles"] - ROUNDING

@@ -20,10 +20,13 @@ event per poll.
 Each transfer goes through the port of its external end (the platform routes a pointer to its
 memory by address). A transfer between two external ends (one memory, or two where
 ``idma.tcm_end_required`` is false) reads every burst through its source's port and writes it
-through its destination's: the channel issues a burst's write with its read (its buffer
-forwards the data; on one port the write's data crosses after the read's) and holds the
-burst's place in its window until both are done. Such a transfer walks burst by burst, with
-no closed form and no fast-forward.
+through its destination's: a burst's write is issued when its read completes (the data is
+then in the channel's buffer: it cannot write what it has not read), and the burst holds its
+place in the channel's window (``idma.max_outstanding``) from its read's issue until its
+write completes. Both ports compute completions at issue, so the walk knows when each read
+will be done and issues its write then, in time order with the next reads (:meth:`_walk_dual`:
+a write and a read at one instant, the write first). Such a transfer walks burst by burst,
+with no closed form and no fast-forward.
 """
 
 from __future__ import annotations
@@ -223,12 +226,12 @@ class IdmaChannel:
         (with elision, once before the next real event: nobody can look in between). Where
         the walk is between steps is in ``stream``; the elided engine may advance it by whole
         periods when it wakes (:mod:`dspsim.hw.periodic`)."""
+        if self.dual(t):
+            yield from self._walk_dual(t, state, lander, stream)
+            return
         port = self.port_of(t)
         name, request, env = self.name, port.request, self.env
-        dual = self.dual(t)
-        repeats = None if dual else port.repeats
-        if dual:
-            request = _read_write(t.src.mem.port, port)
+        repeats = port.repeats
         queue = event_heap(env)  # queue[0][0]: what ``env.peek()`` reads
         burst, window = self.burst_bytes, self.max_outstanding
         now = state.now
@@ -239,7 +242,7 @@ class IdmaChannel:
         i = 0
         while i < count:
             # the bursts whose waits the walk passes itself, booked by the port in one call
-            if lander is None and stream.elides and not dual and (port.speculation is None
+            if lander is None and stream.elides and (port.speculation is None
                                                      or port.speculation.requester == name):
                 i, now = port.stream(now, inflight, i, count, full, burst, rest, window, write,
                                      name, queue[0][0] if queue else math.inf)
@@ -275,6 +278,46 @@ class IdmaChannel:
         if inflight and inflight[-1] > now:  # FIFO port: the last burst ends last
             state.now = now + (inflight[-1] - now)
 
+    def _walk_dual(self, t: Transfer, state: WalkState, lander: _Lander | None,
+                   stream: Stream) -> Walk:
+        """A transfer between two external ends, burst by burst: each burst's read is issued
+        when the window has room (at most ``max_outstanding`` bursts between a read's issue and
+        its write's completion), its write when its read completes. The walk advances its local
+        clock to the earlier of the two next actions (yielding each time: the driver passes
+        the waits that end before the next queued event) and leaves ``state.now`` at the last
+        write's completion. Reads complete in issue order on their port, writes on theirs."""
+        read, write = t.src.mem.port.request, t.dst.mem.port.request
+        name, burst, window = self.name, self.burst_bytes, self.max_outstanding
+        full, count, nbytes = stream.full, stream.count, t.nbytes
+        rest = nbytes - full * burst
+        now = state.now
+        reads: deque[tuple[float, int]] = deque()  # (read's completion, bytes): to write
+        writes: deque[float] = deque()  # write completions, oldest first
+        i = written = 0
+        while i < count or reads:
+            due = reads[0][0] if reads else math.inf  # the oldest read's data is in
+            free = now if len(reads) + len(writes) < window else (
+                writes[0] if writes else math.inf)  # a window slot
+            at = due if due <= free or i == count else free
+            if at > now:
+                now = at
+                yield now
+            while writes and writes[0] <= now:  # bursts done: their slots free
+                writes.popleft()
+                written += 1
+                if lander:
+                    lander.completed(min(written * burst, nbytes), immediately=not self.elide)
+            if at == due:
+                writes.append(write(now, reads.popleft()[1], True, name))
+            else:
+                size = burst if i < full else rest
+                reads.append((read(now, size, False, name), size))
+                i += 1
+        if writes and writes[-1] > now:  # FIFO port: the last write ends last
+            now = writes[-1]
+        state.now = now
+        stream.now = None
+
     def describe_waiting(self) -> str | None:
         """What this channel is stuck on, if anything (for deadlock reports)."""
         if self.current is not None:
@@ -282,19 +325,6 @@ class IdmaChannel:
         if self.fifo.items:
             return f"{self.name} ({len(self.fifo.items)} descriptors queued)"
         return None
-
-
-def _read_write(src: MemoryPort, dst: MemoryPort):
-    """A two-ended transfer's burst: its read and its write, issued together; done when both
-    are (on one port the write's data follows the read's on the data path)."""
-    read, write = src.request, dst.request
-
-    def request(now: float, nbytes: int, _write: bool, requester: str) -> float:
-        r = read(now, nbytes, False, requester)
-        w = write(now, nbytes, True, requester)
-        return r if r > w else w
-
-    return request
 
 
 class _Lander:

@@ -9,19 +9,26 @@ its port (2 for a copy within one memory: it reads and writes there; else 1); th
 
 - **Per descriptor** (``latency_bandwidth_cycles``): the channel finishes a descriptor before it
   starts the next, so each descriptor of ``d`` bytes costs at least ``max_p (L_p + c_p d /
-  B_p)``.
+  B_p)``; between two external ends (``src``, ``dst``: one memory or two) a burst is written
+  only once its read is done, so also ``L_src + first / B_src + L_dst + d / B_dst`` and
+  ``L_src + d / B_src + L_dst + last / B_dst`` (``first``, ``last``: its first and last
+  bursts' bytes).
 - **Bandwidth** (``bandwidth_bound_cycles``): every byte crosses each port it goes through:
   ``max_p c_p n / B_p``.
 - **Outstanding requests** (``outstanding_bound_cycles``): a descriptor's ``r`` requests (the
-  last one partial) each hold a channel slot at least ``L_p + c_p size / B_p`` and a port slot
-  ``L_p + size / B_p``; with ``k`` channel and ``m_p`` port slots, a descriptor takes at least
-  ``max_p max((r L_p + c_p d / B_p) / k, c_p (r L_p + d / B_p) / m_p)``, summed over the
-  descriptors (one after another).
+  last one partial) each hold a port slot ``L_p + size / B_p``, and each burst holds a channel
+  slot from its read's issue to its write's completion, at least the sum of its requests'
+  ``L_p + size / B_p`` over the legs; with ``k`` channel and ``m_p`` port slots, a descriptor
+  takes at least ``max(sum_p c_p (r L_p + d / B_p) / k, max_p c_p (r L_p + d / B_p) / m_p)``,
+  summed over the descriptors (one after another).
 
 ``estimate_cycles`` (idma): ``P + S + sum over descriptors of transfer_cycles(d) + H``: exact
 when the channel is alone on the port and programming the next descriptor (``S``) takes less
 than a descriptor's transfer, since each descriptor then starts on an idle port the moment the
-one before it ends. ``lower_bound_cycles`` is the largest of the three bounds (plus ``P``).
+one before it ends. Between two external ends a descriptor is estimated as its first burst's
+read-then-write round trip and its other bytes at the least of the window's, the ports'
+slots' and data paths' rates (not exact: the reads and writes interleave on the ports).
+``lower_bound_cycles`` is the largest of the three bounds (plus ``P``).
 
 memcpy: from TCM to TCM the kernel's ``LoopShape.tcm_cycles``. Otherwise the bytes that must
 cross each port inside the span (the copy ends with a ``MEMW``: the posted stores complete
@@ -115,15 +122,19 @@ def _idma(model: Any, ports: dict[str, tuple[Any, int]], sizes: list[int], n: in
     """The channel's bounds (module doc) and its estimate (without the prologue)."""
     burst, k = model.idma.burst_bytes, model.idma.max_outstanding
     legs = [(m, b // n) for m, b in ports.values()]  # (memory, directions through its port)
+    chain = _chain(model)
     per_descriptor = outstanding = 0.0
     requests = 0
     for d in sizes:
         r = math.ceil(d / burst)
         requests += r
-        per_descriptor += max(m.latency_cycles + c * d / m.bytes_per_cycle for m, c in legs)
-        outstanding += max(max((r * m.latency_cycles + c * d / m.bytes_per_cycle) / k,
-                               c * (r * m.latency_cycles + d / m.bytes_per_cycle)
-                               / m.max_outstanding) for m, c in legs)
+        last = d - (r - 1) * burst
+        per_descriptor += max(max(m.latency_cycles + c * d / m.bytes_per_cycle
+                                  for m, c in legs),
+                              *(chain(a, b) for a, b in ((min(burst, d), d), (d, last))))
+        held = sum(c * (r * m.latency_cycles + d / m.bytes_per_cycle) for m, c in legs)
+        outstanding += max(held / k, *(c * (r * m.latency_cycles + d / m.bytes_per_cycle)
+                                       / m.max_outstanding for m, c in legs))
     named = {"latency_bandwidth": per_descriptor,
              "bandwidth": max(c * n / m.bytes_per_cycle for m, c in legs),
              "outstanding": outstanding}
@@ -132,11 +143,49 @@ def _idma(model: Any, ports: dict[str, tuple[Any, int]], sizes: list[int], n: in
     ext, c = max(legs, key=lambda mc: mc[1] / mc[0].bytes_per_cycle)
     window = min(k, ext.max_outstanding)
     lat, cpb = ext.latency_cycles, c / ext.bytes_per_cycle
-    estimate = model.idma.setup_cycles + handler + sum(
-        transfer_cycles(d, burst, window, lat, cpb) for d in sizes)
+    if _two_ended(model):
+        one = _two_ended_descriptor(model, legs)
+        moved = sum(one(d) for d in sizes)
+    else:
+        moved = sum(transfer_cycles(d, burst, window, lat, cpb) for d in sizes)
+    estimate = model.idma.setup_cycles + handler + moved
     out.update({"descriptors": len(sizes), "requests": requests,
                 "outstanding_bytes_per_cycle": window * burst / (lat + burst * cpb)})
     return named, estimate
+
+
+def _chain(model: Any) -> Any:
+    """Between two external ends, a descriptor's read-then-write chain: ``a`` bytes read,
+    then ``b`` written after the read is done, ``L_src + a / B_src + L_dst + b / B_dst``; a
+    burst is written only once read, so (the first burst, then every byte written) and (every
+    byte read, then the last burst) are lower bounds. With a TCM end, 0 (one leg)."""
+    p = model.copy
+    src, dst = memory_of(model, p.src), memory_of(model, p.dst)
+    if src is None or dst is None:
+        return lambda a, b: 0.0
+    return lambda a, b: (src.latency_cycles + a / src.bytes_per_cycle + dst.latency_cycles
+                         + b / dst.bytes_per_cycle)
+
+
+def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
+    """A descriptor's cycles between two external ends, estimated: its first burst's round
+    trip (read, then write: ``T``), then its other bytes at the rate the stream keeps, the
+    least of the channel's window (``k`` bursts per ``T``), each port's request slots (each
+    of its requests holds one ``L + b / B``) and each port's data path."""
+    burst, k = model.idma.burst_bytes, model.idma.max_outstanding
+
+    def trip(b: int) -> float:
+        return sum(c * (m.latency_cycles + b / m.bytes_per_cycle) for m, c in legs)
+
+    rate = min(k * burst / trip(burst), *(min(m.max_outstanding * burst
+                                              / (m.latency_cycles + burst / m.bytes_per_cycle),
+                                              m.bytes_per_cycle) / c for m, c in legs))
+    return lambda d: trip(min(d, burst)) + max(0, d - burst) / rate
+
+
+def _two_ended(model: Any) -> bool:
+    p = model.copy
+    return TCM not in (p.src, p.dst)
 
 
 def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) -> float:
