@@ -40,12 +40,12 @@ def cache_runs(draw: st.DrawFn) -> tuple[str, str, dict, dict]:
             "n": draw(st.integers(4, 6000))}
     if op == "softmax":
         return op, "direct", over, {"n": draw(st.integers(1, 3000))}
-    variant = draw(st.sampled_from(["direct", "pingpong"]))
     if op == "fc":
         over["fc.weights"] = draw(st.sampled_from(["host", "sram"]))
-        return op, variant, over, {"shape": (draw(st.integers(1, 40)),
-                                             draw(st.integers(1, 160)))}
-    return op, variant, over, {"shape": (draw(st.integers(1, 8)), draw(st.integers(1, 200)))}
+        return op, draw(st.sampled_from(["direct", "pingpong"])), over, {
+            "shape": (draw(st.integers(1, 40)), draw(st.integers(1, 160)))}
+    # (the row-wise ping-pong needs two channels: not this platform's)
+    return op, "direct", over, {"shape": (draw(st.integers(1, 8)), draw(st.integers(1, 200)))}
 
 
 def _run_recording_cache_waits(model, op, variant, kw):
