@@ -4,6 +4,7 @@ list of a model, keys that cannot act on a platform, keys a file must give."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from dspsim.config import ConfigError, models_dir
 from dspsim.ops import OPS
 from tests.cli_helpers import one_line, run_cli
 
+RESERVED_NAME = re.compile(r"(core|idma)[0-9]*|idma_in|idma_out")  # as the error lists them
 MEMORY = """
 latency_cycles = 100.0
 bytes_per_cycle = 1.0
@@ -71,6 +73,34 @@ def test_names_near_the_reserved_ones_keep_their_own_counters(tmp_path, name):
     assert set(r.busy_cycles) == set(r.engines) and len(r.engines) == 1 + 2 + 2
     assert set(r.stall_cycles) == {"ddr", name, "idma_in", "idma_out"}
     assert r.stall_cycles[name] > 0 and r.stall_cycles["idma_in"] == 0
+    # a sweep's row: each memory's columns hold its own counters, each engine's its own
+    from dspsim.study.sweep.executors import result_row
+
+    row = result_row(r)
+    assert row[f"{name}_stall_cycles"] == r.stall_cycles[name]
+    assert row[f"{name}_busy_cycles"] == r.busy_cycles[name]
+    assert row["idma_in_stall_cycles"] == 0 and row["core_busy_cycles"] == r.busy_cycles["core0"]
+    assert len(row) == 2 + 4 * 2 + 1 + 2 + 2 + 2  # no column written twice
+
+
+TAKEN = {"ddr", "model", "core", "idma", "tcm", "host", "dcache", *OPS}
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,24}", fullmatch=True).filter(
+    lambda n: n not in TAKEN))
+def test_every_name_loads_as_a_memory_or_is_refused_as_reserved(tmp_path_factory, name):
+    """No third way: a name that loads keeps every counter of the report its own."""
+    p = memory_file(tmp_path_factory.mktemp("m"), name, host=True)
+    try:
+        m = load_model(p)
+    except ConfigError as e:
+        assert "reserved" in str(e) and RESERVED_NAME.fullmatch(name)
+        return
+    assert not RESERVED_NAME.fullmatch(name)
+    r = simulate(m, "softmax", "direct", n=256, data=False)
+    assert len(r.engines) == 5 and set(r.busy_cycles) == set(r.engines)
+    assert set(r.stall_cycles) == {"ddr", name, "idma_in", "idma_out"}
 
 
 # ------------------------------------------------------------------ unknown keys of a model
