@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from dspsim.config import model_key
+from dspsim.config import RESERVED_MEMORY_WORDS, model_key
 from dspsim.schema import OP_SCHEMAS
 from dspsim.tables import HARDWARE, MemoryCfg
 
@@ -29,8 +29,9 @@ operator and a `[model]` table, and may start from another file:
 - **Memories.** Every table whose name is not a hardware table, an operator's table or `model`,
   and whose keys are memory keys, is a memory behind its own port (`[ddr]` on J6; `[psram]` and
   `[sram]` on the HiFi5). A model declares at least one. A name is letters, digits and `_`,
-  starting with a letter. Each memory occupies `base_address` to `base_address + size_bytes`
-  of the DSP's 32-bit map; the memories may not overlap each other or the DataRAMs
+  starting with a letter, and not one of the names the engines and a run's report use
+  ({reserved}). Each memory occupies `base_address` to `base_address + size_bytes` of the
+  DSP's 32-bit map; the memories may not overlap each other or the DataRAMs
   (`0x08000000`-`0x10000000`). A request goes to the memory whose range holds its address.
   `host.memory` names the memory the host allocates an op's input, output and parameter block
   from.
@@ -79,7 +80,7 @@ def _hardware_doc(cls: type) -> str:
 
 def model_file_reference() -> str:
     """The reference as Markdown: the rules, then every table and key."""
-    lines = [_INTRO, "### Hardware tables", ""]
+    lines = [_INTRO.replace("{reserved}", RESERVED_MEMORY_WORDS), "### Hardware tables", ""]
     for section, cls in HARDWARE.items():
         lines.append(f"#### `[{section}]`")
         lines.append("")

@@ -475,3 +475,11 @@ def test_an_op_the_page_gives_no_input_file_refuses_one(tmp_path, monkeypatch, c
             get_op(op).read_input_file("x.npy")
         with pytest.raises(DspsimInputError, match="takes no input"):
             simulate(load_model("j6"), op, x=np.load("x.npy"))
+
+
+def test_the_reference_names_the_memory_names_a_model_may_not_take():
+    from dspsim.config import RESERVED_MEMORY_WORDS
+
+    ref = " ".join(model_file_reference().split())
+    assert f"not one of the names the engines and a run's report use ({RESERVED_MEMORY_WORDS})" \
+        in ref
