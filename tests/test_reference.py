@@ -1,4 +1,6 @@
-"""The model-file reference is written from the schema and kept in docs/reference.md."""
+"""docs/reference.md, the file-format reference: its model-file section is written from the
+schema (``dspsim keys --markdown``), and every other format's examples load with the commands'
+own loaders and its field tables are what those loaders accept."""
 
 from __future__ import annotations
 
