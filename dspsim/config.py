@@ -560,6 +560,14 @@ def load_model(
             raise
         raise ConfigError(f"{e}; a partial model file needs base = \"j6\" (or another model) "
                           "to inherit the keys it does not give") from None
+    # an operator's key the file itself gives must be able to act on the file's platform (a
+    # hardware key the file must give: only one set on top of it is checked)
+    own = chain[0][1]
+    try:
+        _refuse_idle(model, [f"{s}.{k}" for s in OP_SCHEMAS if isinstance(own.get(s), dict)
+                             for k in own[s]])
+    except ConfigError as e:
+        raise ConfigError(f"{p}: {e}") from None
     meta = tables.get("model")
     if not (isinstance(meta, dict) and "name" in meta):
         model = dataclasses.replace(model, name=p.stem or "model")

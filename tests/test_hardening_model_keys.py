@@ -174,6 +174,17 @@ def test_tcm_variant_keys_cannot_act_on_one_channel(capsys, key, value):
     load_model("j6").with_overrides({key: value})  # two channels: it acts
 
 
+def test_a_model_file_gives_no_op_key_its_platform_cannot_act_on(tmp_path):
+    """The file's own op tables are checked as a --set is; its base's are the base's."""
+    p = tmp_path / "board.toml"
+    p.write_text('base = "ameba_hifi5"\n[layernorm]\ntile_bytes = 8192\n')
+    with pytest.raises(ConfigError, match="layernorm.tile_bytes cannot act") as e:
+        load_model(p)
+    assert "\n" not in str(e.value) and str(p) in str(e.value)
+    p.write_text('base = "j6"\n[idma]\nchannels = 1\n')  # J6's [softmax] is the base's
+    assert load_model(p).idma.channels == 1
+
+
 def test_a_one_channel_platform_still_takes_the_keys_of_its_variants():
     m = load_model("j6").with_overrides({"idma.channels": 1})  # the file's tile stays
     m.with_overrides({"softmax.guard_shifted_input": True})  # direct has the seed's guard
