@@ -32,7 +32,9 @@ Speed is measured here, never asserted in the test suite.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import io
 import json
 import platform
 import subprocess
@@ -513,7 +515,17 @@ def _spread(sweep: dict[str, Any]) -> str:
     return f" (best of {len(walls)}, run alternately; median {sweep['median_wall_s']:.1f} s)"
 
 
-def main() -> None:
+def out_file(text: str) -> str:
+    """An argparse type: a file the report can be written to (its folder exists), checked
+    before the benchmark runs for minutes."""
+    folder = Path(text).resolve().parent
+    if not text or Path(text).is_dir() or not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file in an existing folder; give "
+                                         "a path such as docs/bench.txt")
+    return text
+
+
+def _parser() -> argparse.ArgumentParser:
     from dspsim.cli.common import float_in, int_in
 
     p = argparse.ArgumentParser(prog="python -m dspsim.bench", description=__doc__.splitlines()[0])
@@ -544,7 +556,27 @@ def main() -> None:
     p.add_argument("--workload-only", action="store_true",
                    help="run only the camera workload benchmark")
     p.add_argument("--json", action="store_true")
-    args = p.parse_args()
+    p.add_argument("--out", metavar="FILE", type=out_file,
+                   help="also write the report (the JSON with --json) to FILE, replaced whole "
+                   "once the benchmark has finished (the README quotes docs/bench.txt)")
+    return p
+
+
+def report_text(b: dict[str, Any], as_json: bool, workload_only: bool) -> str:
+    """The report as ``main`` prints it: the JSON, the workload alone, or every section."""
+    if as_json:
+        return json.dumps(b, indent=2) + "\n"
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        if workload_only:
+            print_workload(b["workload"])
+        else:
+            print_report(b)
+    return buf.getvalue()
+
+
+def main() -> None:
+    args = _parser().parse_args()
     if args.workload_only:
         b = {"workload": workload_wall(args.workload_seconds or 3600.0, args.reference_seconds,
                                        args.workload_cores, baseline=args.baseline,
@@ -554,12 +586,14 @@ def main() -> None:
                           args.memory_elements, tuple(n for n in args.stream_n if n),
                           args.baseline, args.workload_seconds, args.reference_seconds,
                           args.workload_cores, args.workload_jobs)
-    if args.json:
-        print(json.dumps(b, indent=2))
-    elif args.workload_only:
-        print_workload(b["workload"])
-    else:
-        print_report(b)
+    text = report_text(b, args.json, args.workload_only)
+    sys.stdout.write(text)
+    if args.out:
+        from dspsim.paths import atomic_write_text
+
+        command = " ".join(["python -m dspsim.bench", *sys.argv[1:]])
+        header = "" if args.json else f"# {command}\n"
+        atomic_write_text(args.out, header + text, "bench report")
 
 
 if __name__ == "__main__":
