@@ -358,7 +358,7 @@ def test_the_saved_run_example_runs_and_its_fields_are_the_files(tmp_path, monke
     readable = " and ".join(map(str, results.READABLE_VERSIONS))
     assert version == f"`{results.FORMAT_VERSION}` (this dspsim reads {readable})"
     assert doc["format_version"] == results.FORMAT_VERSION
-    code, out, _ = run_cli(capsys, "run", "--n", "256", "--json")  # run --json: the same, and
+    code, out, _ = run_cli(capsys, "run", "--n", "256", "--json")  # the same fields and two
     assert code == 0 and set(json.loads(out)) - set(doc["result"]) == {"bounds", "stalls"}
     assert "but its `bounds` and `stalls`" in _page()
 
