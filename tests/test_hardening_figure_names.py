@@ -122,3 +122,25 @@ def test_a_short_memory_name_keeps_its_panel_labels():
     assert "DDR data path\n(bytes/cycle)" in labels
     assert "DDR requests\nin flight (count)" in labels
     assert np.isfinite(r.cycles)
+
+
+def test_a_workload_figure_draws_names_its_font_lacks_without_a_warning(tmp_path):
+    """Before: a glyph warning per CJK character of a stream's name, and the long memory's
+    name as the data path's label."""
+    from dspsim.analysis.workload_plots import plot_workload, workload_figure
+    from dspsim.study.workload import parse_workload, run_workload, task_table
+
+    wl = parse_workload({"seed": 1, "stream": [
+        {"name": "流", "op": "softmax", "variant": "direct", "n": 2000, "period_us": 100,
+         "count": 2}]}, "工作.toml")
+    run = run_workload(wl, load_model(board(tmp_path, LONG)), fidelity="tile")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = workload_figure(run, task_table(run))
+        FigureCanvasAgg(fig).draw()
+        out = plot_workload(run, task_table(run), tmp_path / "w.png")
+    assert out.read_bytes().startswith(PNG)
+    texts = texts_of(fig)
+    assert any("\\u6d41 (softmax direct" in t for t in texts)
+    assert any(t.startswith("\\u5de5\\u4f5c.toml:") for t in texts)
+    assert not [t for t in texts if LONG.upper() in t]

@@ -46,6 +46,9 @@ from dspsim.analysis.engines import memory_label
 from dspsim.analysis.perfetto import _Clock, _durations_us, _us, check_trace_path
 from dspsim.analysis.series import assign_lanes, binned_mean
 from dspsim.analysis.timeline import check_figure_path, save_figure
+from dspsim.analysis.timeline_draw import figure_name
+from dspsim.analysis.timeline_draw import memory_label as figure_memory_label
+from dspsim.analysis.timeline_memories import label_gap
 from dspsim.paths import atomic_write_bytes, atomic_write_text, plain_text
 from dspsim.results import json_default
 
@@ -131,7 +134,7 @@ def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges,
                                edgecolor="white", linewidth=0.3)
                 idx = tasks["index"].to_numpy()[sel]
                 for x0, x1, i in zip(s, e, idx):
-                    text = f"{name}#{i}"
+                    text = f"{figure_name(name)}#{i}"
                     # a cheap lower bound first: _place_labels measures those that may fit
                     if (x1 - x0) / x_per_px >= LABEL_MIN_PX_PER_CHAR * len(text):
                         labels.append((y, x0, x1, text))
@@ -230,8 +233,8 @@ def memory_label_of(run: Any) -> str:
 
 def _draw_ddr(ax, run, div, edges) -> None:
     clock = run.model.core.clock_mhz
-    label = memory_label_of(run)
-    ax.set_ylabel(f"{label} path\n(% busy)", fontsize=8)
+    label = figure_memory_label(run.model.host.memory)  # shortened, drawable
+    ax.set_ylabel(f"{label}{label_gap(label)}path\n(% busy)", fontsize=8)
     ax.set_ylim(0, 105)
     mean = 100.0 * run.ddr_busy_cycles / run.end_cycle if run.end_cycle > 0 else 0.0
     ax.axhline(mean, color="#333333", linestyle="--", linewidth=0.7,
@@ -254,7 +257,7 @@ def _legend(fig, run, colours, any_missed: bool, y: float) -> None:
 
     streams = {s.name: s for s in run.workload.streams}
     handles = [
-        Patch(facecolor=c, label=f"{n} ({streams[n].op} {streams[n].variant}, prio "
+        Patch(facecolor=c, label=f"{figure_name(n)} ({streams[n].op} {streams[n].variant}, prio "
               f"{streams[n].priority}, {streams[n].backend})")
         for n, c in colours.items()
     ]
@@ -307,7 +310,7 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
     ax_d.set_xlabel(f"time ({unit} since the workload's t = 0; model clock {clock:g} MHz)",
                     fontsize=9)
     fig.suptitle(
-        f"{Path(str(run.workload.source)).name}: {len(tasks):,} tasks, {len(colours)} "
+        f"{figure_name(Path(str(run.workload.source)).name)}: {len(tasks):,} tasks, {len(colours)} "
         f"stream(s) on {ncores} core(s), {run.fidelity} fidelity; {misses:,} deadline "
         f"miss(es)\n{note}", fontsize=10, y=1 - 0.08 / height, va="top",
     )
