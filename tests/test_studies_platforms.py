@@ -13,12 +13,14 @@ import pytest
 
 from dspsim.config import load_model
 from dspsim.errors import DspsimInputError, WorkerError
+from dspsim.ops import get_op
 from dspsim.run import simulate
 from dspsim.study.calibrate.explore import explore_space
 from dspsim.study.calibrate.measure import Measurement, parse_measurement
 from dspsim.study.optimize import optimize
 from dspsim.study.sweep import build_sweep, read_sweep, run_sweep
 from dspsim.study.sweep.resume import check_row
+from dspsim.study.sweep.same import identical_cycles_notes
 from dspsim.study.sweep_plot import default_heatmap_y, heatmap, line_plot, speedup_table
 from tests.cli_helpers import one_line, run_cli
 
@@ -191,6 +193,61 @@ def test_a_heatmap_draws_cycles_unless_asked_and_its_colour_bar_says_the_unit(tm
     fig = heatmap(df, "n", "idma.max_outstanding", "speedup")
     assert [ax.get_ylabel() for ax in fig.axes if "speedup" in ax.get_ylabel()] == [
         "speedup (pingpong cycles / direct cycles; above 1 direct is faster)"]
+
+
+# ------------------------------------------------------------------ a knob that did not move
+def test_a_sweep_says_which_values_gave_identical_cycles_and_why(capsys, tmp_path):
+    out = tmp_path / "t.csv"
+    code, stdout, err = run_cli(capsys, "sweep", "--n", "10000", "--variant", "pingpong",
+                                "--param", "softmax.tile_bytes=4096,8192,16384", "--out", out)
+    assert code == 0, err
+    cycles = {int(r["softmax.tile_bytes"]): int(r["cycles"]) for r in read_sweep(out).to_dict(
+        "records")}
+    assert cycles[8192] == cycles[16384] != cycles[4096]
+    # 10,000 = 4 x 2,048 + 1,808 = 2 x 4,096 + 1,808; 1,024-element tiles leave 784
+    assert stdout.splitlines()[1:] == [
+        f"note: softmax.tile_bytes = 8192, 16384 gave identical cycles ({cycles[8192]:,} at "
+        "variant=pingpong, n=10000): every value leaves the same last tile (1,808 elements, "
+        "after 2 or 4 whole tiles that move the same bytes in all)"]
+    code, stdout, _ = run_cli(capsys, "plot", "sweep", out, "--x", "softmax.tile_bytes",
+                              "--out", tmp_path / "t.png")
+    assert code == 0 and stdout.splitlines()[1].startswith("note: softmax.tile_bytes = 8192, ")
+
+
+def test_the_default_reason_comes_from_the_ops_tiling():
+    op = get_op("softmax")
+    assert op.same_cycles_reason("pingpong", (100_000,), "softmax.tile_bytes",
+                                 [8192, 16384, 32768]) == (
+        "every value leaves the same last tile (1,696 elements, after 12, 24 or 48 whole tiles "
+        "that move the same bytes in all)")
+    assert op.same_cycles_reason("pingpong", (4096,), "softmax.tile_bytes", [32768, 65536]) == (
+        "the tile count (1) and the last tile (4,096 elements) are the same for these values")
+    assert op.same_cycles_reason("pingpong", (100_000,), "softmax.tile_bytes",
+                                 [4096, 8192]) is None  # 672 and 1,696 elements last
+    assert op.same_cycles_reason("direct", (100_000,), "softmax.tile_bytes", [4096, 8192]) == (
+        "softmax.tile_bytes does not act in softmax direct")
+    assert op.same_cycles_reason("pingpong", (100_000,), "ddr.latency_cycles", [1, 2]) is None
+
+
+def test_without_a_reason_the_note_says_the_values_gave_identical_cycles():
+    rows = [{"op": "softmax", "variant": v, "n": 4096, "ddr.latency_cycles": lat,
+             "cycles": c, "warnings": "", "error": ""}
+            for v, lat, c in (("pingpong", 50.0, 900), ("pingpong", 100.0, 900),
+                              ("pingpong", 200.0, 950), ("direct", 50.0, 1000),
+                              ("direct", 100.0, 1100), ("direct", 200.0, 1200))]
+    assert identical_cycles_notes(pd.DataFrame(rows)) == [
+        "note: ddr.latency_cycles = 50.0, 100.0 gave identical cycles (900 at "
+        "variant=pingpong, n=4096)"]
+    # the same values at several settings are one note
+    again = [r | {"n": n} for r in rows for n in (1024, 2048)]
+    assert identical_cycles_notes(pd.DataFrame(again)) == [
+        "note: ddr.latency_cycles = 50.0, 100.0 gave identical cycles (900 at "
+        "variant=pingpong, n=1024 and 1 other setting)"]
+    many = [{**rows[0], "n": n, "ddr.latency_cycles": float(n + k), "cycles": 7}
+            for n in range(1, 9) for k in (0, 100)]
+    notes = identical_cycles_notes(pd.DataFrame(many), limit=5)
+    assert len(notes) == 6 and notes[-1] == (
+        "note: 3 more groups of values gave identical cycles (see the table)")
 
 
 # ------------------------------------------------------------------ a killed worker

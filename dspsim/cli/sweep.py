@@ -146,6 +146,10 @@ def _one_sweep(args: argparse.Namespace, out: Path) -> int:
         )
         return 1
     print(summary.line())
+    from dspsim.study.sweep.same import identical_cycles_notes_of
+
+    for line in identical_cycles_notes_of(out):  # values of a key that did not move the answer
+        print(line)
     if summary.failed:
         print(
             f"dspsim: {summary.failed} of {summary.points} points failed; see the error column "

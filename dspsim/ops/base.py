@@ -17,7 +17,8 @@ without them):
 (errors against the reference, chunked), :meth:`bounds` (closed forms, :class:`Bounds`),
 :meth:`search_space` (``dspsim optimize``), :meth:`calibration_candidates` (``dspsim
 calibrate``), ``document`` (a document's figures, ``dspsim reproduce``), ``tile_key``,
-``tolerance``, ``warning_codes``, ``study_variants``, ``ndims``, ``latency_us``, ``size_unit``;
+``tolerance``, ``warning_codes``, ``study_variants``, ``ndims``, ``latency_us``, ``size_unit``,
+:meth:`same_cycles_reason` (``dspsim sweep``'s note on values that gave identical cycles);
 the host side: :meth:`output_bytes`, :meth:`check_input`, :meth:`read_input_file`,
 :meth:`write_input`, :meth:`host_array` (an op whose input is not one float32 array) and
 :meth:`run_report` (figures besides the cycles). Every hook is declared here with its default:
@@ -31,7 +32,7 @@ its result, the studies sweep its keys. The host's checks (the DDR window) are t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -292,6 +293,36 @@ class Op:
         if not variants or not all(unmet):
             return None
         return f"it acts only in {self.name} {', '.join(variants)}; {unmet[0]}"
+
+    def same_cycles_reason(self, variant: str, shape: tuple[int, ...], key: str,
+                           values: Sequence[Any]) -> str | None:
+        """Why ``values`` of ``key`` gave runs of ``variant`` on ``shape`` the same cycles, when
+        the op can say (``dspsim sweep`` prints it), else None. This default: a key of the
+        op's table that does not act in ``variant`` (:meth:`key_variants`); on a 1-D input,
+        the tile key (:attr:`tile_key`, bytes of float32) when every value leaves the same
+        last tile (the tiles before it are whole and move the same bytes in all)."""
+        if key.partition(".")[0] == self.name and variant not in self.key_variants(key):
+            return f"{key} does not act in {self.name} {variant}"
+        if key != self.tile_key or len(shape) != 1 or not values:
+            return None
+        n = int(shape[0])
+        counts, lasts = set(), set()
+        for v in values:
+            per = int(v) // 4  # elements per tile
+            if per < 1:
+                return None
+            counts.add(-(-n // per))
+            lasts.add(n % per or per)
+        if len(lasts) != 1:
+            return None
+        last = lasts.pop()
+        if len(counts) == 1:
+            return (f"the tile count ({counts.pop():,}) and the last tile ({last:,} elements) "
+                    "are the same for these values")
+        whole = [f"{c - 1:,}" for c in sorted(counts)]
+        return (f"every value leaves the same last tile ({last:,} elements, after "
+                f"{', '.join(whole[:-1])} or {whole[-1]} whole tiles that move the same bytes "
+                "in all)")
 
     # ------------------------------------------------------------------ may: checks
     def output_summary(self, out: np.ndarray, x: np.ndarray, params: Params) -> dict[str, Any]:

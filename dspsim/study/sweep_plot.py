@@ -54,6 +54,7 @@ from dspsim.analysis.timeline import FIGURE_FORMATS, check_figure_path, save_fig
 from dspsim.errors import DspsimInputError
 from dspsim.paths import check_not_inputs, plain_text
 from dspsim.study.sweep import key_columns, parse_shape, read_sweep
+from dspsim.study.sweep.same import identical_cycles_notes_of
 from dspsim.study.sweep_speedup import (
     VARIANT_COLUMNS,
     join_warnings,
@@ -533,4 +534,6 @@ def plot_sweep_cli(args: Namespace) -> int:
         baseline=getattr(args, "baseline", None),
     )
     print(f"wrote {dest}")
+    for line in identical_cycles_notes_of(args.file):  # what the figure shows as flat
+        print(line)
     return 0

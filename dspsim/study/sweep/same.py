@@ -1,0 +1,109 @@
+"""Values of a swept key that did not move the answer: one note line per group.
+
+For each swept model key, and each setting of the other parameter columns, the values of the
+key whose points gave identical cycles form a group (two or more values). The same group at
+several settings is one note. Each note names the key, the values, the cycles (at one
+setting) and, when the op can say, why (:meth:`dspsim.ops.base.Op.same_cycles_reason`: the
+op's own reason, e.g. its tiling; nothing here knows an op). ``dspsim sweep`` and ``dspsim plot
+sweep`` print them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from dspsim.ops import get_op
+from dspsim.study.sweep.grid import DEFAULT_OP
+from dspsim.study.sweep.table import key_columns
+from dspsim.study.sweep.values import (
+    MODEL_KEY,
+    SPECIAL_KEYS,
+    VARIANT_KEYS,
+    format_value,
+    parse_shape,
+)
+
+MAX_NOTES = 5  # note lines printed; the rest are counted in one more line
+
+
+def _groups(ok: pd.DataFrame, key: str, others: list[str]
+            ) -> dict[tuple, list[tuple[dict[str, Any], int]]]:
+    """(values with identical cycles) -> [(the other columns' setting, the cycles)]."""
+    found: dict[tuple, list[tuple[dict[str, Any], int]]] = {}
+    parts = ok.groupby(others, sort=False, dropna=False) if others else [((), ok)]
+    for name, part in parts:
+        setting = dict(zip(others, name if isinstance(name, tuple) else (name,)))
+        by_cycles: dict[int, list[Any]] = {}
+        for value, cycles in zip(part[key], part["cycles"]):
+            by_cycles.setdefault(int(cycles), []).append(value)
+        for cycles, values in by_cycles.items():
+            distinct = sorted(set(values))
+            if len(distinct) > 1:
+                found.setdefault(tuple(distinct), []).append((setting, cycles))
+    return found
+
+
+def _reason(setting: Mapping[str, Any], key: str, values: tuple) -> str | None:
+    """The op's reason for the group at ``setting`` (its op, variant and size), if it gives
+    one."""
+    op = get_op(str(setting.get("op", DEFAULT_OP)))
+    variant = next((str(setting[k]) for k in VARIANT_KEYS if k in setting), op.default_variant)
+    if "n" in setting:
+        shape: tuple[int, ...] = (int(setting["n"]),)
+    elif "shape" in setting:
+        shape = parse_shape(str(setting["shape"]))
+    else:
+        shape = tuple(op.default_shape)
+    try:
+        return op.same_cycles_reason(variant, shape, key, list(values))
+    except (ValueError, TypeError):
+        return None
+
+
+def _line(key: str, values: tuple, where: list[tuple[dict[str, Any], int]]) -> str:
+    setting, cycles = where[0]
+    shown = {k: v for k, v in setting.items() if k != "op" or setting.get("op") != DEFAULT_OP}
+    at = ", ".join(f"{k}={format_value(v)}" for k, v in shown.items())
+    rest = len(where) - 1
+    more = f" and {rest} other setting{'s' if rest > 1 else ''}" if rest else ""
+    text = (f"note: {key} = {', '.join(format_value(v) for v in values)} gave identical cycles "
+            f"({cycles:,}{' at ' + at if at else ''}{more})")
+    reason = _reason(setting, key, values)
+    return f"{text}: {reason}" if reason else text
+
+
+def identical_cycles_notes(df: pd.DataFrame, limit: int = MAX_NOTES) -> list[str]:
+    """The note lines of a sweep table (:func:`dspsim.study.sweep.read_sweep`): at most
+    ``limit``, then one line counting the rest."""
+    if "cycles" not in df.columns:
+        return []
+    ok = df[df["error"] == ""] if "error" in df.columns else df
+    ok = ok[ok["cycles"].notna()]
+    keys = key_columns(df)
+    lines = []
+    for key in keys:
+        if key in SPECIAL_KEYS or key == MODEL_KEY or ok[key].nunique() < 2:
+            continue
+        others = [k for k in keys if k != key]
+        for values, where in _groups(ok, key, others).items():
+            lines.append(_line(key, values, where))
+    if len(lines) > limit:
+        rest = len(lines) - limit
+        lines = lines[:limit] + [f"note: {rest} more groups of values gave identical cycles "
+                                 "(see the table)"]
+    return lines
+
+
+def identical_cycles_notes_of(path: Any) -> list[str]:
+    """:func:`identical_cycles_notes` of a sweep file; none when it cannot be read back whole
+    (larger than a table read back, or damaged: what reads it says so)."""
+    from dspsim.errors import DspsimInputError
+    from dspsim.study.sweep.table import read_sweep
+
+    try:
+        return identical_cycles_notes(read_sweep(path))
+    except DspsimInputError:
+        return []
