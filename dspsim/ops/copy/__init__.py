@@ -146,8 +146,12 @@ class Copy(Op):
         # the study's fields: the binding bound (with the timed prologue) is the copy's port or
         # compute bound, the lower bound the largest
         binding = "compute" if d.get("binding_bound") == "compute" else "dma"
+        # the traffic of the host's memory, as the run counts it on its port
+        host = {way: d["traffic_bytes"][f"{model.host.memory}_{way}"]
+                for way in ("read", "write")}
         return Bounds.of({**NO_BOUND, f"{binding}_bound_cycles": d["lower_bound_cycles"],
-                          "ddr_read_bytes": d["bytes"], "ddr_write_bytes": d["bytes"], **d})
+                          "ddr_read_bytes": host["read"], "ddr_write_bytes": host["write"],
+                          **d})
 
     def _bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         return _bounds.bounds(model, variant, shape)

@@ -30,6 +30,10 @@ read-then-write round trip and its other bytes at the least of the window's, the
 slots' and data paths' rates (not exact: the reads and writes interleave on the ports).
 ``lower_bound_cycles`` is the largest of the three bounds (plus ``P``).
 
+Traffic (``traffic_bytes``, keyed as a run's ``bytes``): what each memory's port carries in a
+lone run, exactly (:mod:`dspsim.ops.copy.traffic`); ``ddr_read_bytes`` and ``ddr_write_bytes``
+are the host memory's (``host.memory``): 0 for a copy that does not touch it.
+
 memcpy: from TCM to TCM the kernel's ``LoopShape.tcm_cycles``. Otherwise the bytes that must
 cross each port inside the span (the copy ends with a ``MEMW``: the posted stores complete
 before the timer is read): ``n`` read from an external source, ``n`` written to an uncached or
@@ -52,6 +56,7 @@ from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.kernels.shapes import ddr_call, last_stores
 from dspsim.ops.copy.params import HOST, TCM
 from dspsim.ops.copy.program import plan
+from dspsim.ops.copy.traffic import traffic
 
 
 def memory_of(model: Any, where: str) -> Any:
@@ -81,7 +86,7 @@ def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int
 def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     n = shape[0]
     p = model.copy
-    out: dict[str, Any] = {"bytes": n}
+    out: dict[str, Any] = {"bytes": n, "traffic_bytes": traffic(model, variant, n)}
     prologue = p.prologue_cycles if p.timed_prologue else 0.0
     ports = crossing_bytes(model, variant, n)
     if not ports:  # TCM to TCM: the core alone

@@ -1,0 +1,152 @@
+"""The bytes a copy moves through each memory's port, exactly as a lone run counts them.
+
+Keyed as a run's ``bytes`` (``<memory>_read``, ``<memory>_write``, every memory of the model):
+
+- ``idma``: ``n`` read from the source's memory and ``n`` written to the destination's (a TCM
+  end moves nothing through a port; one memory at both ends carries both).
+- ``memcpy``: the kernel's vector loads and stores (:func:`memcpy_words` words: up to 3 bytes
+  past ``n``). An uncached end moves them as they are; a cached one (``cached`` and a data
+  cache) moves whole lines: the loads' lines, with ``write_back`` the stores' lines too
+  (write-allocate) and the dirty lines evicted, with ``prefetch_next_line`` the lines it
+  prefetches; with ``write_through`` the stores go to the port as they are. The lines follow
+  from where a lone run places the buffers (:func:`placement`) and the cache's own
+  replacement, replayed through :class:`dspsim.hw.dcache.DataCache` with counting ports (no
+  timing: which lines move does not depend on when), one access per change of the lines the
+  loop's next vector load and store touch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dspsim.arrays import ddr_window_bytes
+from dspsim.hw.dcache import DataCache
+from dspsim.kernels.memcpy import MEMCPY, memcpy_words
+from dspsim.ops.copy.params import HOST, TCM
+from dspsim.ops.copy.program import ALIGN_BYTES, plan
+
+HOST_ALIGN_BYTES = 4096  # hbUCPMalloc's boundary (dspsim.host.ucp)
+
+
+def traffic(model: Any, variant: str, n: int) -> dict[str, int]:
+    """The bytes each memory's port carries in a lone run of the copy (module doc)."""
+    counts = {f"{m}_{way}": 0 for m in model.memories for way in ("read", "write")}
+    p = model.copy
+    src, dst = _name(model, p.src), _name(model, p.dst)
+    if variant == "idma":
+        if src is not None:
+            counts[f"{src}_read"] += n
+        if dst is not None:
+            counts[f"{dst}_write"] += n
+        return counts
+    _Replay(model, counts).run(n)
+    return counts
+
+
+def _name(model: Any, where: str) -> str | None:
+    """The memory ``where`` names (``host``: ``host.memory``); None for TCM."""
+    if where == TCM:
+        return None
+    return model.host.memory if where == HOST else where
+
+
+def _up(x: int, align: int) -> int:
+    return -(-x // align) * align
+
+
+def placement(model: Any, n: int) -> tuple[int, int]:
+    """Where a lone run puts the copy's source and destination (their first bytes' addresses;
+    0 for TCM): the host's input, output and parameter blocks on its 4096-byte boundary from
+    its memory's base, then the source and the destination blocks, 128-byte aligned, from the
+    top of their memory (the host's memory: after the parameter block)."""
+    p, words_bytes = model.copy, _up(n, 4)
+    host = model.host.memory
+    base = model.memories[host].base_address
+    tops = {name: mem.base_address for name, mem in model.memories.items()}
+    host_in = _up(base, HOST_ALIGN_BYTES)
+    window = ddr_window_bytes(words_bytes)  # input, output (aligned alike), parameter block
+    host_out = host_in + _up(words_bytes, HOST_ALIGN_BYTES)
+    tops[host] = host_in + window
+    out = []
+    for where, nbytes, at_host in ((p.src, words_bytes, host_in),
+                                   (p.dst, _up(plan(model, p, n).dst_bytes, 4), host_out)):
+        if where in (HOST, TCM):
+            out.append(at_host if where == HOST else 0)
+            continue
+        start = _up(tops[where], ALIGN_BYTES)
+        tops[where] = start + nbytes
+        out.append(start)
+    return out[0], out[1]
+
+
+class _Port:
+    """A memory as the data cache sees it, its port counting what crosses it."""
+
+    def __init__(self, name: str, cfg: Any, counts: dict[str, int]):
+        self.name, self.base, self.size_bytes = name, cfg.base_address, cfg.size_bytes
+        self.counts = counts
+        self.port = self
+
+    def request(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
+        self.counts[f"{self.name}_{'write' if write else 'read'}"] += nbytes
+        return now
+
+
+class _Replay:
+    """The memcpy calls' loads and stores, the cached ones through a data cache."""
+
+    def __init__(self, model: Any, counts: dict[str, int]):
+        p, dc = model.copy, model.dcache
+        self.model, self.counts = model, counts
+        self.cache = DataCache(dc) if dc.capacity_bytes else None
+        self.line = dc.line_bytes
+        self.ends = []
+        for where, write in ((p.src, False), (p.dst, True)):
+            name = _name(model, where)
+            mem = None if name is None else model.memories[name]
+            through = (mem is not None and mem.cached and self.cache is not None
+                       and (not write or self.cache.write_back))
+            self.ends.append((name, _Port(name, mem, counts) if through else None, write))
+
+    def run(self, n: int) -> None:
+        p = self.model.copy
+        pl = plan(self.model, p, n)
+        src, dst = placement(self.model, n)
+        if pl.slots * pl.piece_bytes >= n:  # one call (program.py)
+            self._call(memcpy_words(n), src, dst)
+            return
+        for i in range(pl.pieces):
+            self._call(memcpy_words(pl.size(i)), src + i * pl.piece_bytes,
+                       dst + (i % pl.slots) * pl.piece_bytes)
+
+    def _call(self, words: int, src: int, dst: int) -> None:
+        lanes = self.model.core.lanes_f32
+        for count, loads, stores in MEMCPY.segments(words, lanes):
+            (load,), (store,) = loads, stores
+            for (name, port, write), nbytes in zip(self.ends, (load, store)):
+                if name is not None and port is None:  # uncached: as it is
+                    self.counts[f"{name}_{'write' if write else 'read'}"] += count * nbytes
+            self._lines(count, (src, load), (dst, store))
+            src, dst = src + count * load, dst + count * store
+
+    def _lines(self, count: int, *accesses: tuple[int, int]) -> None:
+        """``count`` iterations of a vector load and store (address, bytes) through the cache.
+        While the lines they touch stay the same, an iteration that fills nothing (hits only:
+        nothing inserted, nothing evicted, those lines the most recent in their order) leaves
+        the cache as it found it, and so would every later one: the walk skips to the next
+        change of lines."""
+        cached = [(port, addr, nbytes, write) for (_, port, write), (addr, nbytes)
+                  in zip(self.ends, accesses) if port is not None]
+        if not cached:
+            return
+        cache, line, j = self.cache, self.line, 0
+        while j < count:
+            nxt = count
+            for _, addr, nbytes, _ in cached:  # the next vector whose first or last line moves
+                for edge in (addr + j * nbytes, addr + (j + 1) * nbytes - 1):
+                    nxt = min(nxt, j + -(-((edge // line + 1) * line - edge) // nbytes))
+            while j < nxt:
+                fills = cache.misses + cache.prefetches
+                for port, addr, nbytes, write in cached:
+                    cache.access(0.0, port, addr + j * nbytes, nbytes, write, "")
+                j = nxt if cache.misses + cache.prefetches == fills else j + 1

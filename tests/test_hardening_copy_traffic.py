@@ -1,0 +1,77 @@
+"""The copy's bounds give the traffic the run counts: every memory's bytes to the byte
+(``traffic_bytes``, keyed as the run's ``bytes``) and the host memory's as
+``ddr_read_bytes`` / ``ddr_write_bytes`` (nothing for a copy that never touches it), for
+every source and destination, both variants, through a data cache or not."""
+
+from __future__ import annotations
+
+import pytest
+
+from dspsim import load_model, simulate
+from dspsim.errors import DspsimInputError
+from dspsim.ops import get_op
+
+MODELS = {"j6": load_model(), "ameba_hifi5": load_model("ameba_hifi5")}
+SIZES = (5, 1000, 40_000)
+
+
+def _pairs():
+    for name, model in MODELS.items():
+        places = ["host", "tcm", *model.memories]
+        for src in places:
+            for dst in places:
+                yield name, src, dst
+
+
+def _agrees(model, variant, n):
+    """The run's bytes and the bounds' traffic, equal; the run, or None if refused."""
+    try:
+        r = simulate(model, "copy", variant, n=n, data=False)
+    except DspsimInputError:
+        return None
+    b = get_op("copy").bounds(model, variant, (n,))
+    host = model.host.memory
+    assert b["traffic_bytes"] == r.bytes
+    assert (b["ddr_read_bytes"], b["ddr_write_bytes"]) == (r.bytes[f"{host}_read"],
+                                                           r.bytes[f"{host}_write"])
+    return r
+
+
+@pytest.mark.parametrize("variant", ["idma", "memcpy"])
+@pytest.mark.parametrize("model_name, src, dst", list(_pairs()))
+def test_the_bounds_traffic_is_the_runs(model_name, src, dst, variant):
+    m = MODELS[model_name].with_overrides({"copy.src": src, "copy.dst": dst})
+    ran = [r for n in SIZES if (r := _agrees(m, variant, n)) is not None]
+    refused = variant == "idma" and (src == dst == "tcm" or (
+        m.idma.tcm_end_required and "tcm" not in (src, dst)))  # one line each
+    assert len(ran) == (0 if refused else len(SIZES))
+    if src == dst == "tcm":
+        assert all(not any(r.bytes.values()) for r in ran)
+
+
+def test_a_copy_that_never_touches_the_host_memory_has_no_host_traffic():
+    """SRAM -> TCM on the HiFi5: the PSRAM (the host's memory) carries nothing; TCM -> TCM
+    carries nothing anywhere; PSRAM -> TCM reads n and writes nothing."""
+    m = MODELS["ameba_hifi5"]
+    ops = get_op("copy")
+    cases = {("sram", "tcm", "idma"): (0, 0), ("tcm", "tcm", "memcpy"): (0, 0),
+             ("psram", "tcm", "idma"): (4096, 0), ("tcm", "psram", "idma"): (0, 4096)}
+    for (src, dst, variant), want in cases.items():
+        b = ops.bounds(m.with_overrides({"copy.src": src, "copy.dst": dst}), variant, (4096,))
+        assert (b["ddr_read_bytes"], b["ddr_write_bytes"]) == want
+
+
+@pytest.mark.parametrize("settings", [
+    {"dcache.capacity_bytes": 4096, "dcache.ways": 1, "copy.descriptor_bytes": 4096},
+    {"dcache.write_policy": "write_through", "copy.descriptor_bytes": 1000},
+    {"dcache.prefetch_next_line": False, "dcache.line_bytes": 64, "core.lanes_f32": 8},
+])
+def test_the_traffic_through_any_data_cache_is_the_runs(settings):
+    """Lines filled, prefetched and written back, as the run's cache moves them: a direct-mapped
+    cache whose source and destination lines evict each other, write-through stores, no
+    prefetch with shorter lines."""
+    base = MODELS["ameba_hifi5"].with_overrides(settings)
+    for src, dst in (("host", "host"), ("psram", "sram"), ("tcm", "psram"), ("sram", "tcm")):
+        m = base.with_overrides({"copy.src": src, "copy.dst": dst})
+        for n in (13, 9000, 70_000):
+            assert _agrees(m, "memcpy", n) is not None
