@@ -39,7 +39,7 @@ class Copy(Op):
         "idma": "one iDMA channel in ring mode (idma_init_loop of copy.ring_descriptors): "
                 "descriptors of copy.descriptor_bytes, each started as soon as the ring has "
                 "room, then polled to completion (between two external memories where "
-                "idma.tcm_end_required is false, each burst read and written)",
+                "idma.tcm_end_required is false, each burst read, then written once read)",
         "memcpy": "the core's memcpy kernel (one vector load and one vector store per "
                   "iteration), through the data cache where the memory is cached, then MEMW: "
                   "the timer sees the stores still posted complete",
