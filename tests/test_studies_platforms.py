@@ -80,6 +80,13 @@ def test_explore_fits_the_host_memory_of_the_model(hifi5):
     assert not any(k.startswith("ddr.") for k in space.keys)
 
 
+def test_a_fitted_host_memory_window_reads_as_requests_on_its_port(hifi5, j6):
+    from dspsim.study.calibrate.report import reading
+
+    assert reading("psram.max_outstanding", 4, hifi5) == "4 requests in flight on the port"
+    assert reading("ddr.max_outstanding", 4, j6) == "4 requests in flight on the port"
+
+
 @pytest.mark.parametrize("argv", [
     ["calibrate", "--model", "ameba_hifi5", "--free", "ddr.latency_cycles", "--measured",
      "direct=3100977"],

@@ -171,7 +171,7 @@ def physical_reading(
             text = (f"{w:.3g} request(s) in flight, each a {lat:.0f}-cycle round "
                     f"trip ({lat / clock * 1000:.0f} ns at {clock:g} MHz; "
                     f"idma.max_outstanding = {m.idma.max_outstanding} per channel, "
-                    f"ddr.max_outstanding = {m.host_memory.max_outstanding})")
+                    f"{m.host.memory}.max_outstanding = {m.host_memory.max_outstanding})")
         elif b.resource == "descriptor":
             text = (f"{m.idma.setup_cycles:.0f} cycles per descriptor, "
                     f"{m.idma.setup_cycles / clock:.3g} us at {clock:g} MHz")

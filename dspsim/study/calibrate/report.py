@@ -51,7 +51,7 @@ def reading(key: str, value: float, model: HardwareModel) -> str:
             f"{value * burst:g} B in flight per channel ({value:g} x {burst} B bursts), "
             f"{cover:.0f} cycles of port transfer per round trip"
         )
-    if key == "ddr.max_outstanding":
+    if key == f"{model.host.memory}.max_outstanding":
         return f"{value:g} requests in flight on the port"
     if name.endswith("_mhz"):
         return f"{1000 / value:.4g} ns per cycle"
