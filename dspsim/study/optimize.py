@@ -26,8 +26,9 @@ case. A candidate's bound, bytes and busy cycles are those of the model that set
 Ranking: fewest cycles first; a candidate whose run carries a warning that changes its result
 (severity other than ``info``: e.g. the seed's timer stopping before the last write-back ends,
 which makes a run *look* faster than its work) or a hazard ranks after every clean candidate,
-whatever its cycles. Ties go to fewer DDR bytes, then to the enumeration order (variants in the
-op's order, values ascending).
+whatever its cycles. Ties go to fewer bytes read and written in the memories (each memory of the
+model by its own name: J6's ``ddr``, a HiFi5's ``psram`` and ``sram``), then to the enumeration
+order (variants in the op's order, values ascending).
 
 When ``params`` sweeps hardware keys, the baseline stays the default variant on the model as
 given: the speed-up then includes the hardware's change.
