@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dspsim.errors import ConfigError
+from dspsim.model_rules import SWITCHED_TABLES, refuse_idle, refuse_missing, refuse_reserved
 from dspsim.paths import path_problem, read_small_text
 from dspsim.schema import OP_SCHEMAS, Key, Params
 from dspsim.tables import HARDWARE, MEMORY_FIELDS, Core, Dcache, Host, Idma, MemoryCfg, Tcm
@@ -208,7 +209,7 @@ class HardwareModel:
                 )
             raw.setdefault(k.section, {})[k.short] = value
         model = build_model(raw, self.source)
-        _refuse_idle(model, list(pairs))
+        refuse_idle(model, list(pairs))
         return dataclasses.replace(
             model, name=self.name, overrides=self.overrides + tuple(pairs.items())
         )
@@ -221,53 +222,11 @@ class HardwareModel:
         return {f"{s}.{k}": v for s, d in self.as_dict().items() for k, v in d.items()}
 
 
-def _posted_stores(m: HardwareModel) -> str | None:
-    """Why no store is ever posted to the core's write buffer, None when some can be: stores
-    to a memory reached through a write-back data cache go into the cache, not the buffer."""
-    if m.dcache.write_policy == "write_through" or any(not c.cached
-                                                       for c in m.memories.values()):
-        return None
-    return (f"every memory of the model ({', '.join(m.memories)}) is reached through the "
-            "write-back data cache, so no store is posted to the write buffer; it acts with a "
-            "memory that is not cached or dcache.write_policy = \"write_through\"")
-
-
-# a hardware key that some platforms give nothing to act on: why not, on a model (None: it acts)
-IDLE_HARDWARE_KEYS = {"core.write_buffer_entries": _posted_stores}
-
-
-def _refuse_idle(m: HardwareModel, keys: list[str]) -> None:
-    """Refuse a key set on ``m`` that cannot act on it: a hardware key by
-    :data:`IDLE_HARDWARE_KEYS`, an operator's key by the operator (``Op.idle_key``)."""
-    for key in keys:
-        section = key.partition(".")[0]
-        if section in OP_SCHEMAS:
-            from dspsim.ops import get_op  # the operators register their tables on import
-
-            why = get_op(section).idle_key(m, key)
-        else:
-            rule = IDLE_HARDWARE_KEYS.get(key)
-            why = rule(m) if rule is not None else None
-        if why:
-            raise ConfigError(f"{key} cannot act on this model: {why}, or leave {key} unset")
-
-
 def _table(source: str, raw: Mapping[str, Any], section: str) -> dict[str, Any]:
     table = raw.get(section, {})
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: {section} must be a table [{section}], got {table!r}")
     return table
-
-
-# a table whose first key switches a part on: while it is on (not at its default), the
-# table's other keys have no default and the file gives them (a data cache's shape)
-SWITCHED_TABLES = {"dcache": "capacity_bytes"}
-# names a memory's table cannot take: those of the engines (core0; a channel's lane idma1) and
-# of the core's waits on copies (idma_in, idma_out), which share a run's busy_cycles,
-# stall_cycles and engines, and a sweep's columns (<memory>_busy_cycles, idma1_busy_cycles,
-# idma_in_stall_cycles), with the memories' names
-RESERVED_MEMORY_NAMES = re.compile(r"(core|idma)[0-9]*|idma_in|idma_out")
-RESERVED_MEMORY_WORDS = "core<N>, idma<N>, idma_in, idma_out"
 
 
 def _hw_table(source: str, raw: Mapping[str, Any], section: str, cls: type,
@@ -291,27 +250,6 @@ def _hw_table(source: str, raw: Mapping[str, Any], section: str, cls: type,
     return cls(**values) if len(values) == len(fields(cls)) else None
 
 
-def _refuse_missing(source: str, missing: list[Key]) -> None:
-    """One line naming every key a model omits that has no default."""
-    if not missing:
-        return
-    first = missing[0]
-    rest = f"; every missing key: {', '.join(k.name for k in missing)}" if len(missing) > 1 \
-        else ""
-    raise ConfigError(f"{source}: missing key {first.name} ({first.doc}){rest}")
-
-
-def _refuse_reserved(source: str, memories: list[str]) -> None:
-    for name in memories:
-        if RESERVED_MEMORY_NAMES.fullmatch(name):
-            raise ConfigError(
-                f"{source}: memory table [{name}]: the name is reserved ({RESERVED_MEMORY_WORDS} "
-                "name the engines and the core's waits in a run's report and a sweep's columns); "
-                "allowed: a letter, then letters, digits or _ (e.g. ddr, psram, sram), other than "
-                f"{RESERVED_MEMORY_WORDS}"
-            )
-
-
 def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
     """A checked model from parsed tables (a model file's, after ``base`` is resolved)."""
     memories = [s for s in raw if is_memory_section(s) and isinstance(raw[s], dict)
@@ -329,14 +267,14 @@ def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
     if not memories:
         raise ConfigError(f"{source}: missing key ddr.latency_cycles (the model declares no "
                           "memory: J6's is the table [ddr])")
-    _refuse_reserved(source, memories)
+    refuse_reserved(source, memories)
     missing: list[Key] = []
     built: dict[str, Any] = {
         section: _hw_table(source, raw, section, cls, missing)
         for section, cls in HARDWARE.items()
     }
     built["memories"] = {m: _hw_table(source, raw, m, MemoryCfg, missing) for m in memories}
-    _refuse_missing(source, missing)
+    refuse_missing(source, missing)
     ops = {}
     for section, schema in OP_SCHEMAS.items():
         table = _table(source, raw, section)
@@ -564,7 +502,7 @@ def load_model(
     # hardware key the file must give: only one set on top of it is checked)
     own = chain[0][1]
     try:
-        _refuse_idle(model, [f"{s}.{k}" for s in OP_SCHEMAS if isinstance(own.get(s), dict)
+        refuse_idle(model, [f"{s}.{k}" for s in OP_SCHEMAS if isinstance(own.get(s), dict)
                              for k in own[s]])
     except ConfigError as e:
         raise ConfigError(f"{p}: {e}") from None

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from dspsim.config import RESERVED_MEMORY_WORDS, model_key
+from dspsim.config import model_key
+from dspsim.model_rules import RESERVED_MEMORY_WORDS
 from dspsim.schema import OP_SCHEMAS
 from dspsim.tables import HARDWARE, MemoryCfg
 

@@ -234,11 +234,20 @@ def check_n(n: Any) -> int:
     return int(n)
 
 
-def register_op_params(schema: OpSchema) -> OpSchema:
-    """Declare an operator's table (``[softmax]``) so model files and overrides check it."""
+# section -> why a key of that operator's table can act on no run on a model (None: it can):
+# the operator's ``idle_key``, given at registration, read by the model's rules
+OP_KEY_IDLE: dict[str, Callable[[Any, str], str | None]] = {}
+
+
+def register_op_params(schema: OpSchema,
+                       idle: Callable[[Any, str], str | None] | None = None) -> OpSchema:
+    """Declare an operator's table (``[softmax]``) so model files and overrides check it;
+    ``idle(model, key)`` says why a key of it cannot act on a model."""
     for k in schema.keys:
         if k.section != schema.section or k.default is None:
             raise ValueError(f"{k.name}: an op key needs its op's section and a default")
         k.coerce(k.default)
     OP_SCHEMAS[schema.section] = schema
+    if idle is not None:
+        OP_KEY_IDLE[schema.section] = idle
     return schema

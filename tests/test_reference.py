@@ -483,7 +483,7 @@ def test_an_op_the_page_gives_no_input_file_refuses_one(tmp_path, monkeypatch, c
 
 
 def test_the_reference_names_the_memory_names_a_model_may_not_take():
-    from dspsim.config import RESERVED_MEMORY_WORDS
+    from dspsim.model_rules import RESERVED_MEMORY_WORDS
 
     ref = " ".join(model_file_reference().split())
     assert f"not one of the names the engines and a run's report use ({RESERVED_MEMORY_WORDS})" \

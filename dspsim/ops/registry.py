@@ -33,7 +33,7 @@ def register_op(op: Op, default: bool = False) -> Op:
     if taken:
         raise ValueError(f"op {op.name!r}: command 0x{op.cmd:x} is taken by {taken[0]!r}; "
                          "leave cmd = None and the registry allots a free one")
-    register_op_params(op.params)
+    register_op_params(op.params, op.idle_key)
     OPS[op.name] = op
     if default:
         _DEFAULT[:] = [op.name]

@@ -1,0 +1,72 @@
+"""The rules a model must keep beyond each key's own range: which keys can act on it, which
+names a memory cannot take, which keys a file must give. :mod:`dspsim.config` applies them when
+a model is built or overridden; they read a model by duck typing and import no model class.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from dspsim.errors import ConfigError
+from dspsim.schema import OP_KEY_IDLE, Key
+
+# a table whose first key switches a part on: while it is on (not at its default), the
+# table's other keys have no default and the file gives them (a data cache's shape)
+SWITCHED_TABLES = {"dcache": "capacity_bytes"}
+# names a memory's table cannot take: those of the engines (core0; a channel's lane idma1) and
+# of the core's waits on copies (idma_in, idma_out), which share a run's busy_cycles,
+# stall_cycles and engines, and a sweep's columns (<memory>_busy_cycles, idma1_busy_cycles,
+# idma_in_stall_cycles), with the memories' names
+RESERVED_MEMORY_NAMES = re.compile(r"(core|idma)[0-9]*|idma_in|idma_out")
+RESERVED_MEMORY_WORDS = "core<N>, idma<N>, idma_in, idma_out"
+
+
+def _posted_stores(m: Any) -> str | None:
+    """Why no store is ever posted to the core's write buffer, None when some can be: stores
+    to a memory reached through a write-back data cache go into the cache, not the buffer."""
+    if m.dcache.write_policy == "write_through" or any(not c.cached
+                                                       for c in m.memories.values()):
+        return None
+    return (f"every memory of the model ({', '.join(m.memories)}) is reached through the "
+            "write-back data cache, so no store is posted to the write buffer; it acts with a "
+            "memory that is not cached or dcache.write_policy = \"write_through\"")
+
+
+# a hardware key that some platforms give nothing to act on: why not, on a model (None: it acts)
+IDLE_HARDWARE_KEYS = {"core.write_buffer_entries": _posted_stores}
+
+
+def refuse_idle(m: Any, keys: list[str]) -> None:
+    """Refuse a key set on ``m`` that cannot act on it: a hardware key by
+    :data:`IDLE_HARDWARE_KEYS`, an operator's key by the operator (``Op.idle_key``)."""
+    for key in keys:
+        section = key.partition(".")[0]
+        if section in OP_KEY_IDLE:
+            why = OP_KEY_IDLE[section](m, key)
+        else:
+            rule = IDLE_HARDWARE_KEYS.get(key)
+            why = rule(m) if rule is not None else None
+        if why:
+            raise ConfigError(f"{key} cannot act on this model: {why}, or leave {key} unset")
+
+
+def refuse_missing(source: str, missing: list[Key]) -> None:
+    """One line naming every key a model omits that has no default."""
+    if not missing:
+        return
+    first = missing[0]
+    rest = f"; every missing key: {', '.join(k.name for k in missing)}" if len(missing) > 1 \
+        else ""
+    raise ConfigError(f"{source}: missing key {first.name} ({first.doc}){rest}")
+
+
+def refuse_reserved(source: str, memories: list[str]) -> None:
+    for name in memories:
+        if RESERVED_MEMORY_NAMES.fullmatch(name):
+            raise ConfigError(
+                f"{source}: memory table [{name}]: the name is reserved ({RESERVED_MEMORY_WORDS} "
+                "name the engines and the core's waits in a run's report and a sweep's columns); "
+                "allowed: a letter, then letters, digits or _ (e.g. ddr, psram, sram), other than "
+                f"{RESERVED_MEMORY_WORDS}"
+            )
