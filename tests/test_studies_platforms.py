@@ -93,6 +93,8 @@ def test_a_fitted_host_memory_window_reads_as_requests_on_its_port(hifi5, j6):
     ["calibrate", "--free", "sram.latency_cycles", "--measured", "direct=7648254"],
     ["sweep", "--model", "ameba_hifi5", "--param", "ddr.latency_cycles=100,200"],
     ["sweep", "--models", "j6,ameba_hifi5", "--param", "psram.latency_cycles=10,20"],
+    ["optimize", "--model", "ameba_hifi5", "--param", "ddr.latency_cycles=10,20"],
+    ["optimize", "--models", "j6,ameba_hifi5", "--param", "sram.latency_cycles=10,20"],
 ])
 def test_a_memory_the_model_lacks_is_one_line_exit_2(argv, capsys, tmp_path):
     if argv[0] == "sweep":

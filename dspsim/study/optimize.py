@@ -59,6 +59,7 @@ from dspsim.study.sweep.journal import check_jobs
 from dspsim.study.sweep.values import (
     MAX_VALUES_PER_KEY,
     SPECIAL_KEYS,
+    check_on_model,
     format_value,
     parse_values,
     shape_text,
@@ -346,6 +347,9 @@ def optimize(
     names = _variants(the_op, variants)
     axes = _axes(the_op, params, len(names))
     loaded = _load_models(model, models, overrides)
+    for key in axes:  # a memory's key on a model without that memory: one line, not 0 runs
+        for m in loaded.values():
+            check_on_model(m, key, f"--param {key}")
     show = sys.stderr.isatty() if progress is None else bool(progress)
 
     # 1. enumerate; skip what the op refuses on any model
