@@ -38,7 +38,9 @@ def add_optimize(sub) -> None:
     p.add_argument("--op", default=default_op(), metavar="OP",
                    help=f"operator: {', '.join(op_names())} (default {default_op()})")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--n", type=positive_int, help="float32 elements, for a 1-D input")
+    size.add_argument("--n", type=positive_int,
+                      help="a 1-D op's input size in the op's unit (float32 elements; copy: "
+                      "bytes)")
     size.add_argument("--shape", type=positive_shape, metavar="R,C",
                       help="input shape, e.g. 8192,1024 (default: the op's default shape)")
     p.add_argument("--variants", metavar="V1,V2",
