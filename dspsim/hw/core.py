@@ -27,7 +27,7 @@ from dspsim.errors import DspsimInputError
 from dspsim.hw.clock import At, Walk, WalkState, drive, spawn
 from dspsim.hw.context import RunContext
 from dspsim.hw.dcache import DataCache
-from dspsim.hw.idma import IdmaChannel, Transfer
+from dspsim.hw.idma import IdmaChannel, Transfer, check_block
 from dspsim.hw.memory import Ptr
 from dspsim.kernels import get_kernel
 from dspsim.kernels.shapes import LoopShape, ddr_call_sequence, last_stores
@@ -78,8 +78,14 @@ class Core:
         return sum(self.stall_cycles.values())
 
     # ---------------------------------------------------------------- iDMA (IDMA_COPY / IDMA_WAIT)
-    def idma_copy(self, channel: int, src: Ptr, dst: Ptr, nbytes: int, kind: str) -> Proc:
-        """Program a descriptor on ``channel``: costs the core ``idma.setup_cycles``."""
+    def idma_copy(self, channel: int, src: Ptr, dst: Ptr, nbytes: int, kind: str,
+                  rows: int = 1, src_pitch: int | None = None, dst_pitch: int | None = None
+                  ) -> Proc:
+        """Program a descriptor on ``channel``: costs the core ``idma.setup_cycles``. With
+        ``rows > 1`` it is 2-D (``idma_copy_2d_desc``): ``rows`` rows of ``nbytes`` each, row
+        ``r`` from ``src + r * src_pitch`` to ``dst + r * dst_pitch`` (pitches in bytes,
+        ``None``: the row), still one descriptor and one set-up (:mod:`dspsim.hw.idma`)."""
+        check_block(src, dst, nbytes, rows, src_pitch, dst_pitch)  # before the set-up
         if self.idma[channel].ring is not None:
             yield from self._ring_room(channel)
         start = self.env.now
@@ -92,6 +98,9 @@ class Core:
             src,
             dst,
             nbytes,
+            rows,
+            src_pitch,
+            dst_pitch,
             kind=kind,
             tile=self.labels.tile,
             pass_name=self.labels.pass_name,
@@ -103,22 +112,26 @@ class Core:
             f"{kind} ch{channel} #{t.index}",
             start,
             self.env.now,
-            nbytes,
+            t.nbytes,
             self.labels.tile,
             self.labels.pass_name,
             self.labels.buffer,
         )
         return t
 
-    def idma_copy_desc(self, channel: int, dst: Ptr, src: Ptr, nbytes: int) -> Proc:
+    def idma_copy_desc(self, channel: int, dst: Ptr, src: Ptr, nbytes: int, rows: int = 1,
+                       src_pitch: int | None = None, dst_pitch: int | None = None) -> Proc:
         """``idma_copy_desc(ch, dst, src, size, flags)`` on a channel in ring mode
         (``idma_init_loop``): waits for a free descriptor when all are pending (as the library
-        does), then programs it like ``IDMA_COPY``; returns the descriptor's handle."""
+        does), then programs it like ``IDMA_COPY``; returns the descriptor's handle. With
+        ``rows > 1``: ``idma_copy_2d_desc(ch, dst, src, nbytes, flags, rows, src_pitch,
+        dst_pitch)``."""
         if self.idma[channel].ring is None:
             raise DspsimInputError(f"idma_copy_desc on {self.idma[channel].name} before "
                                    "idma_init_loop")
         kind = "copy_in" if not dst.external else "copy_out"
-        return (yield from self.idma_copy(channel, src, dst, nbytes, kind))
+        return (yield from self.idma_copy(channel, src, dst, nbytes, kind, rows, src_pitch,
+                                          dst_pitch))
 
     def idma_init_loop(self, channel: int, descriptors: int) -> Proc:
         """``idma_init_loop(ch, buf, IDMA_1D_DESC, descriptors, ...)`` as firmware calls it on

@@ -27,18 +27,31 @@ write completes. Both ports compute completions at issue, so the walk knows when
 will be done and issues its write then, in time order with the next reads (:meth:`_walk_dual`:
 a write and a read at one instant, the write first). Such a transfer walks burst by burst,
 with no closed form and no fast-forward.
+
+A descriptor may be 2-D (``idma_copy_2d_desc(ch, dst, src, row_bytes, flags, rows, src_pitch,
+dst_pitch)``): ``rows`` rows of ``row_bytes``, row ``r`` read from ``src + r * src_pitch`` and
+written to ``dst + r * dst_pitch``. It is one descriptor (one ``idma.setup_cycles``); its
+bursts are cut at row boundaries (a 200-byte row in 64-byte bursts is 64+64+64+8), each
+priced by the port as a 1-D burst is. When the row is a whole number of bursts the port sees
+the very bursts of a 1-D descriptor of ``rows * row_bytes`` (it prices sizes, not addresses):
+the 1-D walk, its fast paths and tile fidelity's closed form serve it unchanged. Otherwise
+it walks burst by burst (:meth:`IdmaChannel._walk_rows`), with no closed form and no
+fast-forward: a sum of per-row :func:`transfer_cycles` is not exact (the rows overlap in
+the window).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import simpy
 
 from dspsim.config import Idma
-from dspsim.errors import DspsimInputError
+from dspsim.errors import AllocationError, DspsimInputError
 from dspsim.hw.clock import At, Walk, WalkState, drive, event_heap
 from dspsim.hw.context import RunContext
 from dspsim.hw.memory import Ptr
@@ -48,7 +61,8 @@ from dspsim.hw.port import MemoryPort, transfer_cycles
 
 @dataclass(eq=False)
 class Transfer:
-    """A descriptor and the handle ``IDMA_COPY`` returns (``vret``)."""
+    """A descriptor and the handle ``IDMA_COPY`` returns (``vret``). ``nbytes``: every byte
+    it moves (``rows * row_bytes``); a 1-D descriptor is one row, its pitches the row."""
 
     channel: int
     index: int
@@ -62,6 +76,70 @@ class Transfer:
     buffer: int = -1
     start: float = -1.0
     end: float = -1.0
+    rows: int = 1
+    row_bytes: int = -1  # -1: nbytes (one row)
+    src_pitch: int = -1  # -1: the row
+    dst_pitch: int = -1
+
+    def __post_init__(self) -> None:
+        if self.row_bytes < 0:
+            self.row_bytes = self.nbytes
+        if self.src_pitch < 0:
+            self.src_pitch = self.row_bytes
+        if self.dst_pitch < 0:
+            self.dst_pitch = self.row_bytes
+
+    def aligned(self, burst_bytes: int) -> bool:
+        """Its bursts are those of a 1-D descriptor of ``nbytes``: one row, or whole bursts
+        per row."""
+        return self.rows == 1 or self.row_bytes % burst_bytes == 0
+
+    def burst_sizes(self, burst_bytes: int) -> Iterator[int]:
+        """Its bursts' bytes in issue order: each row cut in bursts, the last one partial."""
+        full, rest = divmod(self.row_bytes, burst_bytes)
+        for _ in range(self.rows):
+            for _ in range(full):
+                yield burst_bytes
+            if rest:
+                yield rest
+
+    def bursts(self, burst_bytes: int) -> int:
+        return self.rows * -(-self.row_bytes // burst_bytes)
+
+    def rows_of(self, ptr: Ptr) -> Iterator[tuple[int, int]]:
+        """(address, bytes) of each row at ``ptr`` (its source or destination)."""
+        pitch = self.src_pitch if ptr is self.src else self.dst_pitch
+        return ((ptr.addr + r * pitch, self.row_bytes) for r in range(self.rows))
+
+
+def span_bytes(rows: int, row_bytes: int, pitch: int) -> int:
+    """The bytes a 2-D block covers from its first byte to its last."""
+    return (rows - 1) * pitch + row_bytes
+
+
+def check_block(src: Ptr, dst: Ptr, row_bytes: int, rows: int, src_pitch: int | None,
+                dst_pitch: int | None) -> tuple[int, int]:
+    """A descriptor's shape checked (one line naming what is wrong); returns its pitches
+    (``None``: the row)."""
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+        raise DspsimInputError(f"iDMA 2-D copy of rows={rows!r}: rows must be an integer >= 1")
+    pitches = []
+    for name, ptr, pitch in (("src_pitch", src, src_pitch), ("dst_pitch", dst, dst_pitch)):
+        pitch = row_bytes if pitch is None else pitch
+        if isinstance(pitch, bool) or not isinstance(pitch, int) or pitch < row_bytes:
+            raise DspsimInputError(f"iDMA 2-D copy: {name} = {pitch!r} bytes is smaller than "
+                                   f"its row of {row_bytes} bytes; allowed: an integer >= "
+                                   f"{row_bytes}")
+        if rows > 1:
+            span = span_bytes(rows, row_bytes, pitch)
+            try:
+                ptr.mem._locate(ptr.addr, span)
+            except AllocationError as e:
+                raise AllocationError(
+                    f"iDMA 2-D block of {rows} rows x {row_bytes} bytes, {name} {pitch}, at "
+                    f"{ptr!r} spans {span} bytes: {e}") from None
+        pitches.append(pitch)
+    return pitches[0], pitches[1]
 
 
 class IdmaChannel:
@@ -120,8 +198,12 @@ class IdmaChannel:
             return None
         return self._issued[len(self._issued) - 1 - count].done
 
-    def submit(self, src: Ptr, dst: Ptr, nbytes: int, **tags) -> Transfer:
-        """Append a descriptor to the FIFO (the core has already paid for programming it)."""
+    def submit(self, src: Ptr, dst: Ptr, nbytes: int, rows: int = 1,
+               src_pitch: int | None = None, dst_pitch: int | None = None, **tags) -> Transfer:
+        """Append a descriptor to the FIFO (the core has already paid for programming it):
+        ``rows`` rows of ``nbytes`` each, at ``src_pitch`` / ``dst_pitch`` (``None``: the row;
+        module doc)."""
+        src_pitch, dst_pitch = check_block(src, dst, nbytes, rows, src_pitch, dst_pitch)
         if not (src.external or dst.external):
             raise DspsimInputError(
                 f"iDMA copy {src!r} -> {dst!r}: one side must be an external memory "
@@ -134,7 +216,9 @@ class IdmaChannel:
         if self.ring is not None and len(self._issued) >= self.ring:
             raise DspsimInputError(f"{self.name}: idma_copy_desc with all {self.ring} "
                                    "descriptors of the buffer pending")
-        t = Transfer(self.index, self.submitted, src, dst, nbytes, self.env.event(), **tags)
+        t = Transfer(self.index, self.submitted, src, dst, rows * nbytes, self.env.event(),
+                     rows=rows, row_bytes=nbytes, src_pitch=src_pitch, dst_pitch=dst_pitch,
+                     **tags)
         self.submitted += 1
         self._issued.append(t)
         self.fifo.put(t)
@@ -149,10 +233,7 @@ class IdmaChannel:
             self.accesses.begin(self.name, t.start)
             yield from self._move(t)
             t.end = env.now
-            for ptr, is_write in ((t.src, False), (t.dst, True)):
-                self.accesses.add(self.name, ptr.mem.name, ptr.addr, t.nbytes, is_write, t.start,
-                                  t.end, f"{t.kind} #{t.index}", t.tile, t.pass_name)
-            self.accesses.finish(self.name, t.end)
+            self._log_accesses(t)
             self.busy_cycles += t.end - t.start
             self.bytes_moved += t.nbytes
             self.completed += 1
@@ -171,6 +252,18 @@ class IdmaChannel:
             )
             t.done.succeed()
 
+    def _log_accesses(self, t: Transfer) -> None:
+        if self.accesses.enabled:
+            for ptr, is_write in ((t.src, False), (t.dst, True)):
+                for addr, nbytes in t.rows_of(ptr):
+                    self.accesses.add(self.name, ptr.mem.name, addr, nbytes, is_write, t.start,
+                                      t.end, f"{t.kind} #{t.index}", t.tile, t.pass_name)
+        self.accesses.finish(self.name, t.end)
+
+    def known(self, t: Transfer) -> bool:
+        """The fast-forward knows the transfer's walk: one port, the bursts of a 1-D one."""
+        return not self.dual(t) and t.aligned(self.burst_bytes)
+
     @staticmethod
     def port_of(t: Transfer) -> MemoryPort:
         """The port a transfer's requests go through: that of its external end."""
@@ -188,21 +281,23 @@ class IdmaChannel:
         stream = self._stream(t)
         walk = self._walk(t, state, lander, stream)
         ports = {t.src.mem.port, t.dst.mem.port} if self.dual(t) else {self.port_of(t)}
+        known = self.known(t)
         for port in ports:  # a flow the fast-forward does not know stops it (Repeats.woke)
             port.flows += 1
-            if not self.dual(t):
+            if known:
                 self._enter(port, stream)
         stream.elides = self.elide
         yield from drive(self.env, walk, state, self.elide, lander.land if lander else None)
         for port in ports:
             port.flows -= 1
-            if not self.dual(t):
+            if known:
                 self._leave(port, stream)
         if lander:
             lander.completed(t.nbytes, immediately=True)
 
     def _stream(self, t: Transfer) -> Stream:
-        ranges = tuple((p.mem, p.addr, p.addr + t.nbytes, p is t.dst) for p in (t.src, t.dst)
+        ranges = tuple((p.mem, p.addr, p.addr + span_bytes(t.rows, t.row_bytes, pitch),
+                        p is t.dst) for p, pitch in ((t.src, t.src_pitch), (t.dst, t.dst_pitch))
                        ) if self.move_data else ()
         return Stream(self.name, self.process, self.burst_bytes, self.max_outstanding,
                       t.nbytes, t.dst.external, ranges)
@@ -228,6 +323,10 @@ class IdmaChannel:
         periods when it wakes (:mod:`dspsim.hw.periodic`)."""
         if self.dual(t):
             yield from self._walk_dual(t, state, lander, stream)
+            return
+        if not t.aligned(self.burst_bytes):
+            yield from self._walk_rows(t, state, lander)
+            stream.now = None
             return
         port = self.port_of(t)
         name, request, env = self.name, port.request, self.env
@@ -287,13 +386,13 @@ class IdmaChannel:
         the waits that end before the next queued event) and leaves ``state.now`` at the last
         write's completion. Reads complete in issue order on their port, writes on theirs."""
         read, write = t.src.mem.port.request, t.dst.mem.port.request
-        name, burst, window = self.name, self.burst_bytes, self.max_outstanding
-        full, count, nbytes = stream.full, stream.count, t.nbytes
-        rest = nbytes - full * burst
+        name, window = self.name, self.max_outstanding
+        sizes, count = t.burst_sizes(self.burst_bytes), t.bursts(self.burst_bytes)
         now = state.now
         reads: deque[tuple[float, int]] = deque()  # (read's completion, bytes): to write
         writes: deque[float] = deque()  # write completions, oldest first
-        i = written = 0
+        landed: deque[int] = deque()  # the bytes landed once each write completes
+        i = moved = 0
         while i < count or reads:
             due = reads[0][0] if reads else math.inf  # the oldest read's data is in
             free = now if len(reads) + len(writes) < window else (
@@ -304,19 +403,46 @@ class IdmaChannel:
                 yield now
             while writes and writes[0] <= now:  # bursts done: their slots free
                 writes.popleft()
-                written += 1
+                upto = landed.popleft()
                 if lander:
-                    lander.completed(min(written * burst, nbytes), immediately=not self.elide)
+                    lander.completed(upto, immediately=not self.elide)
             if at == due:
-                writes.append(write(now, reads.popleft()[1], True, name))
+                size = reads.popleft()[1]
+                writes.append(write(now, size, True, name))
+                moved += size
+                landed.append(moved)
             else:
-                size = burst if i < full else rest
+                size = next(sizes)
                 reads.append((read(now, size, False, name), size))
                 i += 1
         if writes and writes[-1] > now:  # FIFO port: the last write ends last
             now = writes[-1]
         state.now = now
         stream.now = None
+
+    def _walk_rows(self, t: Transfer, state: WalkState, lander: _Lander | None) -> Walk:
+        """A 2-D descriptor whose rows are not whole bursts, through one port, burst by
+        burst: its bursts (:meth:`Transfer.burst_sizes`) issued as the 1-D walk issues its
+        own, at most ``max_outstanding`` in flight; yields at each wait for a window slot and
+        leaves ``state.now`` at the last burst's completion."""
+        request = self.port_of(t).request
+        name, window, write = self.name, self.max_outstanding, t.dst.external
+        now = state.now
+        inflight: deque[tuple[float, int]] = deque()  # (completion, bytes landed by then)
+        moved = 0
+        for size in t.burst_sizes(self.burst_bytes):
+            if len(inflight) == window:
+                oldest, upto = inflight.popleft()
+                if oldest > now:
+                    now = oldest
+                    yield now
+                    state.now = now
+                if lander:  # bursts complete in order
+                    lander.completed(upto, immediately=not self.elide)
+            moved += size
+            inflight.append((request(now, size, write, name), moved))
+        if inflight and inflight[-1][0] > now:  # FIFO port: the last burst ends last
+            state.now = inflight[-1][0]
 
     def describe_waiting(self) -> str | None:
         """What this channel is stuck on, if anything (for deadlock reports)."""
@@ -328,11 +454,13 @@ class IdmaChannel:
 
 
 class _Lander:
-    """A descriptor's bytes landing in its destination in order, as its bursts complete."""
+    """A descriptor's bytes landing in its destination in order, as its bursts complete: byte
+    ``k`` of the descriptor is byte ``k % row`` of row ``k // row``, at its end's pitch."""
 
     def __init__(self, t: Transfer):
-        self.src = t.src.mem.read(t.src.addr, t.nbytes)
-        self.dst = t.dst.mem.read(t.dst.addr, t.nbytes)  # a writable view
+        self.src = _rows_view(t.src, t.rows, t.row_bytes, t.src_pitch)
+        self.dst = _rows_view(t.dst, t.rows, t.row_bytes, t.dst_pitch)  # writable
+        self.row = max(t.row_bytes, 1)
         self.landed = self.upto = 0
 
     def completed(self, upto: int, immediately: bool) -> None:
@@ -341,9 +469,26 @@ class _Lander:
             self.land()
 
     def land(self) -> None:
-        if self.upto > self.landed:
-            self.dst[self.landed:self.upto] = self.src[self.landed:self.upto]
-            self.landed = self.upto
+        if self.upto <= self.landed:
+            return
+        (r0, c0), (r1, c1) = divmod(self.landed, self.row), divmod(self.upto, self.row)
+        src, dst = self.src, self.dst
+        if r0 == r1:
+            dst[r0, c0:c1] = src[r0, c0:c1]
+        else:
+            dst[r0, c0:] = src[r0, c0:]
+            dst[r0 + 1:r1] = src[r0 + 1:r1]
+            if c1:
+                dst[r1, :c1] = src[r1, :c1]
+        self.landed = self.upto
+
+
+def _rows_view(ptr: Ptr, rows: int, row_bytes: int, pitch: int) -> np.ndarray:
+    """The ``rows x row_bytes`` block at ``ptr``, rows ``pitch`` apart, as a strided view."""
+    flat = ptr.mem.read(ptr.addr, span_bytes(rows, row_bytes, pitch))
+    step = flat.strides[0]
+    return np.lib.stride_tricks.as_strided(flat, shape=(rows, row_bytes),
+                                           strides=(pitch * step, step))
 
 
 # Tile fidelity moves a descriptor this short burst by burst: as exact, and cheaper than a
@@ -354,11 +499,13 @@ CLOSED_FORM_MIN_BURSTS = 16
 class TileIdmaChannel(IdmaChannel):
     """Tile fidelity: a descriptor that starts alone on an idle port is one event, its
     duration :func:`transfer_cycles`; if another requester touches the port meanwhile, the
-    port cuts it and it goes on burst by burst (:meth:`dspsim.hw.port.MemoryPort.cut`)."""
+    port cuts it and it goes on burst by burst (:meth:`dspsim.hw.port.MemoryPort.cut`). A 2-D
+    descriptor whose rows are whole bursts is priced so too (its bursts are a 1-D one's);
+    one whose rows are not walks burst by burst (module doc)."""
 
     def _move(self, t: Transfer):
         port, env = self.port_of(t), self.env
-        if (self.dual(t) or t.nbytes < CLOSED_FORM_MIN_BURSTS * self.burst_bytes
+        if (not self.known(t) or t.nbytes < CLOSED_FORM_MIN_BURSTS * self.burst_bytes
                 or not port.idle_for(self.name, t.start)):
             yield from super()._move(t)
             return

@@ -28,13 +28,17 @@ UNWRITTEN_HANDLE = (
 )
 
 
-def IDMA_COPY(dsp: Dsp, channel: int, src: Ptr, dst: Ptr, size: int, tile: int) -> Proc:
-    """``IDMA_COPY(ch, vret, src, dst, size)``: returns the handle (``vret``)."""
+def IDMA_COPY(dsp: Dsp, channel: int, src: Ptr, dst: Ptr, size: int, tile: int, rows: int = 1,
+              src_pitch: int | None = None, dst_pitch: int | None = None) -> Proc:
+    """``IDMA_COPY(ch, vret, src, dst, size)``: returns the handle (``vret``). With ``rows >
+    1`` a 2-D descriptor (``idma_copy_2d_desc``): ``rows`` rows of ``size`` bytes, row ``r``
+    from ``src`` + ``r * src_pitch`` bytes to ``dst`` + ``r * dst_pitch`` (``None``: the row)."""
     kind = "copy_in" if not dst.external else "copy_out"
     dsp.labels.tile = tile
     if dsp.channel_map is not None:
         channel = dsp.channel_map(channel, kind)
-    return (yield from dsp.core.idma_copy(channel, src, dst, size, kind))
+    return (yield from dsp.core.idma_copy(channel, src, dst, size, kind, rows, src_pitch,
+                                          dst_pitch))
 
 
 def IDMA_WAIT(dsp: Dsp, channel: int, vret: Transfer | None, kind: str) -> Proc:
