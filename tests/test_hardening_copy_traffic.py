@@ -75,3 +75,17 @@ def test_the_traffic_through_any_data_cache_is_the_runs(settings):
         m = base.with_overrides({"copy.src": src, "copy.dst": dst})
         for n in (13, 9000, 70_000):
             assert _agrees(m, "memcpy", n) is not None
+
+
+@pytest.mark.parametrize("model_name, src, dst", list(_pairs()))
+def test_a_2d_copys_traffic_is_the_runs(model_name, src, dst):
+    """copy.rows: every byte of every row read and written once, whatever the pitches and
+    however the rows are cut into descriptors."""
+    m = MODELS[model_name].with_overrides({
+        "copy.src": src, "copy.dst": dst, "copy.rows": 9, "copy.src_pitch_bytes": 300,
+        "copy.dst_pitch_bytes": 0, "copy.descriptor_bytes": 4 * 260})
+    r = _agrees(m, "idma", 9 * 260)
+    refused = src == dst == "tcm" or (m.idma.tcm_end_required and "tcm" not in (src, dst))
+    assert (r is None) == refused
+    if r is not None:
+        assert sum(r.bytes.values()) == 9 * 260 * ((src != "tcm") + (dst != "tcm"))

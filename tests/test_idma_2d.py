@@ -7,10 +7,13 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dspsim import simulate
 from dspsim.errors import AllocationError, DspsimInputError
 from dspsim.hw.port import transfer_cycles
+from dspsim.ops import get_op
 from dspsim.platform import Platform
 from dspsim.run import run_to_completion
+from tests.cli_helpers import one_line, run_cli
 
 ROUND = {"ddr.latency_cycles": 100.0, "ddr.bytes_per_cycle": 2.0, "ddr.max_outstanding": 16,
          "idma.burst_bytes": 64, "idma.setup_cycles": 25.0}
@@ -153,3 +156,44 @@ def test_a_block_past_its_allocation_is_refused_naming_the_2d_block(j6):
                                               r"src_pitch 300, .* spans 1100 bytes") as e:
         next(dsp.core.idma_copy(0, src, dst, 200, "copy_in", rows=4, src_pitch=300))
     assert "\n" not in str(e.value)
+
+
+# ---------------------------------------------------------------- the copy op's 2-D keys
+@pytest.mark.parametrize("fidelity", ["burst", "tile"])
+@pytest.mark.parametrize("src, dst", [("host", "tcm"), ("ddr", "host"), ("tcm", "ddr"),
+                                      ("host", "host")])
+def test_a_2d_copy_lands_every_row_exactly(j6, src, dst, fidelity):
+    """n = rows x row bytes, each end at its pitch, in descriptors of 3 rows: the rows
+    gathered back are the input byte for byte, and the run reads and writes n bytes."""
+    m = j6.with_overrides({"copy.src": src, "copy.dst": dst, "copy.rows": 10,
+                           "copy.src_pitch_bytes": 332, "copy.dst_pitch_bytes": 260,
+                           "copy.descriptor_bytes": 3 * 244})
+    r = simulate(m, "copy", "idma", n=2440, fidelity=fidelity)
+    assert r.output["exact"] and r.output["bytes"] == 2440
+    assert sum(r.bytes.values()) == 2440 * ((src != "tcm") + (dst != "tcm"))
+    assert get_op("copy").bounds(m, "idma", (2440,))["descriptors"] == 4  # 3 + 3 + 3 + 1 rows
+
+
+def test_the_2d_keys_only_act_in_the_idma_variant(j6):
+    assert get_op("copy").key_variants("copy.rows") == ("idma",)
+    assert get_op("copy").key_variants("copy.dst_pitch_bytes") == ("idma",)
+
+
+@pytest.mark.parametrize("settings, variant, n, text", [
+    ({"copy.rows": 4}, "memcpy", 4096, "a 2-D block is an iDMA descriptor"),
+    ({"copy.rows": 7}, "idma", 4096, "must be a whole number of rows"),
+    ({"copy.rows": 4, "copy.src_pitch_bytes": 1000}, "idma", 4096,
+     "copy.src_pitch_bytes = 1,000: smaller than a row of 1,024"),
+    ({"copy.rows": 4, "copy.descriptor_bytes": 1536}, "idma", 4096,
+     "a 2-D descriptor moves whole rows"),
+    ({"copy.rows": 4, "copy.dst_pitch_bytes": 1 << 20}, "idma", 4096,
+     "the 2-D block at copy.dst = tcm spans 3,146,752 bytes"),
+])
+def test_a_2d_copy_it_cannot_run_is_one_line(j6, capsys, settings, variant, n, text):
+    with pytest.raises(DspsimInputError, match=text) as e:
+        simulate(j6.with_overrides(settings), "copy", variant, n=n, data=False)
+    assert "\n" not in str(e.value)
+    sets = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
+    code, _, err = run_cli(capsys, "run", "--op", "copy", "--variant", variant, "--n", n,
+                           *sets)
+    assert code == 2 and one_line(err) and text in err

@@ -25,9 +25,12 @@ from dspsim.ops.copy.program import (
     RING_MIN_BYTES,
     hb_dsp_copy,
     hbDSPCopyParam,
+    plan,
     tcm_free_bytes,
 )
 from dspsim.ops.registry import register_op
+
+_IDMA_KEYS = ("copy.rows", "copy.src_pitch_bytes", "copy.dst_pitch_bytes")
 
 
 class Copy(Op):
@@ -80,9 +83,17 @@ class Copy(Op):
     def requirements(self, variant: str) -> dict[str, int]:
         return {"channels": 1 if variant == "idma" else 0, "banks": 1}
 
+    def key_variants(self, key: str) -> tuple[str, ...]:
+        """The 2-D keys act in the idma variant only (a memcpy moves one contiguous run)."""
+        if key in _IDMA_KEYS:
+            return ("idma",)
+        return super().key_variants(key)
+
     def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
         super().check_run(model, variant, shape)
         p, n = model.copy, shape[0]
+        if p.rows > 1:
+            self._check_rows(model, variant, n)
         ends = {"copy.src": p.src, "copy.dst": p.dst}
         external = [k for k, v in ends.items() if v != TCM]
         free = tcm_free_bytes(model)
@@ -126,6 +137,41 @@ class Copy(Op):
             if n > mem.size_bytes:
                 raise DspsimInputError(f"copy of {n:,} bytes: {key} = {ends[key]} ({name}) "
                                        f"holds {mem.size_bytes:,} bytes")
+
+    @staticmethod
+    def _check_rows(model: Any, variant: str, n: int) -> None:
+        """A 2-D copy (``copy.rows > 1``): the idma variant, whole rows, pitches at least the
+        row, descriptors of whole rows, and each end holding its whole block."""
+        p = model.copy
+        if variant != "idma":
+            raise DspsimInputError(f"copy {variant} with copy.rows = {p.rows}: a 2-D block is "
+                                   "an iDMA descriptor; allowed: --variant idma, or copy.rows "
+                                   "= 1")
+        if n % p.rows:
+            raise DspsimInputError(
+                f"copy of {n:,} bytes in copy.rows = {p.rows:,} rows: n is every byte moved "
+                f"and must be a whole number of rows; allowed: n a multiple of {p.rows:,}")
+        row = n // p.rows
+        for key in ("src_pitch_bytes", "dst_pitch_bytes"):
+            if 0 < getattr(p, key) < row:
+                raise DspsimInputError(
+                    f"copy.{key} = {getattr(p, key):,}: smaller than a row of {row:,} bytes "
+                    f"(n / copy.rows); allowed: 0 (the row) or at least {row:,}")
+        if p.descriptor_bytes % row:
+            raise DspsimInputError(
+                f"copy.descriptor_bytes = {p.descriptor_bytes:,} with rows of {row:,} bytes: "
+                f"a 2-D descriptor moves whole rows; allowed: 0 (one descriptor) or a "
+                f"multiple of {row:,}")
+        pl = plan(model, p, n)
+        for key, where, span in (("copy.src", p.src, pl.src_bytes),
+                                 ("copy.dst", p.dst, pl.dst_bytes)):
+            room = tcm_free_bytes(model) if where == TCM else \
+                _bounds.memory_of(model, where).size_bytes
+            if span > room:
+                raise DspsimInputError(
+                    f"copy of {p.rows:,} rows of {row:,} bytes: the 2-D block at {key} = "
+                    f"{where} spans {span:,} bytes, more than its {room:,}; allowed: smaller "
+                    f"pitches or fewer bytes")
 
     def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int) -> Any:
         return hbDSPCopyParam(int(shape[0]), input_addr, int(variant == "idma"))

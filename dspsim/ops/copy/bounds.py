@@ -22,7 +22,12 @@ its port (2 for a copy within one memory: it reads and writes there; else 1); th
   takes at least ``max(sum_p c_p (r L_p + d / B_p) / k, max_p c_p (r L_p + d / B_p) / m_p)``,
   summed over the descriptors (one after another).
 
-``estimate_cycles`` (idma): ``P + S + sum over descriptors of transfer_cycles(d) + H``: exact
+A 2-D copy (``copy.rows``) cuts every descriptor's bursts at its row ends: ``r`` counts each
+row's requests, ``first`` and ``last`` are a row's first and last bursts; ``d`` stays the
+descriptor's bytes (every row's), and the traffic is ``n`` each way as for a 1-D copy.
+
+``estimate_cycles`` (idma): ``P + S + sum over descriptors of transfer_cycles(d) + H`` (a 2-D
+descriptor whose rows are not whole bursts: :func:`rows_transfer_cycles`): exact
 when the channel is alone on the port and programming the next descriptor (``S``) takes less
 than a descriptor's transfer, since each descriptor then starts on an idle port the moment the
 one before it ends. Between two external ends a descriptor is estimated as its first burst's
@@ -49,6 +54,7 @@ line: ``lines x (L + line / B) + iterations x II + call overhead`` (with
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import Any
 
 from dspsim.hw.port import transfer_cycles
@@ -98,7 +104,8 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     pl = plan(model, p, n)
     sizes = [pl.size(i) for i in range(pl.pieces)]
     if variant == "idma":
-        named, estimate = _idma(model, ports, sizes, n, out)
+        blocks = [(pl.piece_rows(i), sizes[i] // pl.piece_rows(i)) for i in range(pl.pieces)]
+        named, estimate = _idma(model, ports, blocks, n, out)
         out["descriptor_bytes"] = pl.piece_bytes
         estimate += prologue
     else:
@@ -122,21 +129,23 @@ def _port_bounds(ports: dict[str, tuple[Any, int]]) -> dict[str, float]:
                                       for m, b in crossing), default=0.0)}
 
 
-def _idma(model: Any, ports: dict[str, tuple[Any, int]], sizes: list[int], n: int,
+def _idma(model: Any, ports: dict[str, tuple[Any, int]], blocks: list[tuple[int, int]], n: int,
           out: dict[str, Any]) -> tuple[dict[str, float], float]:
-    """The channel's bounds (module doc) and its estimate (without the prologue)."""
+    """The channel's bounds (module doc) and its estimate (without the prologue); ``blocks``:
+    each descriptor's (rows, row bytes), one row for a 1-D one."""
     burst, k = model.idma.burst_bytes, model.idma.max_outstanding
     legs = [(m, b // n) for m, b in ports.values()]  # (memory, directions through its port)
     chain = _chain(model)
     per_descriptor = outstanding = 0.0
     requests = 0
-    for d in sizes:
-        r = math.ceil(d / burst)
+    for rows, row in blocks:
+        d, per_row = rows * row, math.ceil(row / burst)
+        r = rows * per_row  # bursts cut at row ends
         requests += r
-        last = d - (r - 1) * burst
+        first, last = min(burst, row), row - (per_row - 1) * burst
         per_descriptor += max(max(m.latency_cycles + c * d / m.bytes_per_cycle
                                   for m, c in legs),
-                              *(chain(a, b) for a, b in ((min(burst, d), d), (d, last))))
+                              *(chain(a, b) for a, b in ((first, d), (d, last))))
         held = sum(c * (r * m.latency_cycles + d / m.bytes_per_cycle) for m, c in legs)
         outstanding += max(held / k, *(c * (r * m.latency_cycles + d / m.bytes_per_cycle)
                                        / m.max_outstanding for m, c in legs))
@@ -150,13 +159,34 @@ def _idma(model: Any, ports: dict[str, tuple[Any, int]], sizes: list[int], n: in
     lat, cpb = ext.latency_cycles, c / ext.bytes_per_cycle
     if _two_ended(model):
         one = _two_ended_descriptor(model, legs)
-        moved = sum(one(d) for d in sizes)
+        moved = sum(one(rows * row, min(burst, row)) for rows, row in blocks)
     else:
-        moved = sum(transfer_cycles(d, burst, window, lat, cpb) for d in sizes)
+        moved = sum(rows_transfer_cycles(rows, row, burst, window, lat, cpb)
+                    for rows, row in blocks)
     estimate = model.idma.setup_cycles + handler + moved
-    out.update({"descriptors": len(sizes), "requests": requests,
+    out.update({"descriptors": len(blocks), "requests": requests,
                 "outstanding_bytes_per_cycle": window * burst / (lat + burst * cpb)})
     return named, estimate
+
+
+def rows_transfer_cycles(rows: int, row_bytes: int, burst_bytes: int, window: int,
+                         latency_cycles: float, cycles_per_byte: float) -> float:
+    """A descriptor of ``rows`` rows of ``row_bytes`` alone on the port: rows of whole bursts
+    (or one row) are a 1-D transfer's bursts, :func:`transfer_cycles`; other rows, the
+    channel's recurrence over its bursts cut at row ends (each issued when the window has
+    room, crossing the data path after the one before, done ``L`` after its data)."""
+    if rows == 1 or row_bytes % burst_bytes == 0:
+        return transfer_cycles(rows * row_bytes, burst_bytes, window, latency_cycles,
+                               cycles_per_byte)
+    full, rest = divmod(row_bytes, burst_bytes)
+    sizes = ([burst_bytes] * full + [rest]) * rows
+    done: deque[float] = deque(maxlen=window)
+    path = 0.0
+    for size in sizes:
+        issue = done[0] if len(done) == window else 0.0
+        path = max(issue, path) + size * cycles_per_byte
+        done.append(path + latency_cycles)
+    return done[-1]
 
 
 def _chain(model: Any) -> Any:
@@ -174,9 +204,9 @@ def _chain(model: Any) -> Any:
 
 def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
     """A descriptor's cycles between two external ends, estimated: its first burst's round
-    trip (read, then write: ``T``), then its other bytes at the rate the stream keeps, the
-    least of the channel's window (``k`` bursts per ``T``), each port's request slots (each
-    of its requests holds one ``L + b / B``) and each port's data path."""
+    trip (read, then write: ``T``; ``first`` its bytes), then its other bytes at the rate the
+    stream keeps, the least of the channel's window (``k`` bursts per ``T``), each port's
+    request slots (each of its requests holds one ``L + b / B``) and each port's data path."""
     burst, k = model.idma.burst_bytes, model.idma.max_outstanding
 
     def trip(b: int) -> float:
@@ -185,7 +215,7 @@ def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
     rate = min(k * burst / trip(burst), *(min(m.max_outstanding * burst
                                               / (m.latency_cycles + burst / m.bytes_per_cycle),
                                               m.bytes_per_cycle) / c for m, c in legs))
-    return lambda d: trip(min(d, burst)) + max(0, d - burst) / rate
+    return lambda d, first: trip(first) + max(0, d - first) / rate
 
 
 def _two_ended(model: Any) -> bool:

@@ -38,6 +38,18 @@ PARAMS = OpSchema(
             "into a TCM ring; 0: the whole copy when it fits the destination, else the largest "
             "power of two of which two fit a DataRAM's free space", default=0, lo=0,
             hi=1 << 30, unit="bytes", multiple=4),
+        Key("copy.rows", int, "idma: the copy is a 2-D block (idma_copy_2d_desc) of copy.rows "
+            "rows of n / copy.rows bytes each (n stays every byte moved, and must be a "
+            "multiple of copy.rows), read at copy.src_pitch_bytes and written at "
+            "copy.dst_pitch_bytes; copy.descriptor_bytes, when set, a whole number of rows; "
+            "both ends must hold the whole block (no ring); 1: contiguous", default=1, lo=1,
+            hi=1 << 24, unit="rows"),
+        Key("copy.src_pitch_bytes", int, "idma with copy.rows > 1: bytes from one source row's "
+            "start to the next (at least the row); 0: the row (rows back to back)", default=0,
+            lo=0, hi=1 << 30, unit="bytes"),
+        Key("copy.dst_pitch_bytes", int, "idma with copy.rows > 1: bytes from one destination "
+            "row's start to the next (at least the row); 0: the row", default=0, lo=0,
+            hi=1 << 30, unit="bytes"),
         Key("copy.ring_descriptors", int, "idma: descriptors of the channel's fixed buffer "
             "(idma_init_loop); a descriptor starts as soon as the buffer has room", default=2,
             lo=1, hi=64, unit="descriptors"),

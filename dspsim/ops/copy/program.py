@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dspsim.hw.idma import rows_view
 from dspsim.hw.memory import Ptr
 from dspsim.kernels.memcpy import memcpy_words
 from dspsim.ops.copy.params import HOST, TCM
@@ -56,11 +57,38 @@ class hbDSPCopyParam:  # noqa: N801 - named like the seed's structs
 class Plan:
     """How a copy of ``nbytes`` is cut: pieces of ``piece_bytes`` (the last may be shorter),
     landing in ``slots`` destination slots in turn (a ring when the destination is smaller
-    than the copy)."""
+    than the copy). A 2-D copy (``rows > 1``): ``rows`` rows of ``nbytes / rows``, read
+    ``src_pitch`` and written ``dst_pitch`` bytes apart; each piece whole rows, every piece
+    its own place (no ring)."""
 
     nbytes: int
     piece_bytes: int
     slots: int
+    rows: int = 1
+    src_pitch: int = 0
+    dst_pitch: int = 0
+
+    @property
+    def row_bytes(self) -> int:
+        return self.nbytes // self.rows
+
+    def piece_rows(self, i: int) -> int:
+        """Rows of piece ``i`` (1 for a 1-D copy: the piece is its one row)."""
+        return self.size(i) // self.row_bytes if self.rows > 1 else 1
+
+    def src_offset(self, i: int) -> int:
+        if self.rows == 1:
+            return i * self.piece_bytes
+        return i * (self.piece_bytes // self.row_bytes) * self.src_pitch
+
+    def dst_offset(self, i: int) -> int:
+        if self.rows == 1:
+            return (i % self.slots) * self.piece_bytes
+        return i * (self.piece_bytes // self.row_bytes) * self.dst_pitch
+
+    def span(self, pitch: int) -> int:
+        """Bytes from a 2-D block's first byte to its last at ``pitch``."""
+        return (self.rows - 1) * pitch + self.row_bytes
 
     @property
     def pieces(self) -> int:
@@ -71,7 +99,13 @@ class Plan:
 
     @property
     def dst_bytes(self) -> int:
+        if self.rows > 1:
+            return self.span(self.dst_pitch)
         return min(self.nbytes, self.slots * self.piece_bytes)
+
+    @property
+    def src_bytes(self) -> int:
+        return self.span(self.src_pitch) if self.rows > 1 else self.nbytes
 
 
 def tcm_free_bytes(model: Any) -> int:
@@ -82,6 +116,11 @@ def tcm_free_bytes(model: Any) -> int:
 def plan(model: Any, params: Any, nbytes: int) -> Plan:
     """The pieces and slots of a copy (checked beforehand by ``Copy.check_run``)."""
     given = params.descriptor_bytes
+    if params.rows > 1:
+        row = nbytes // params.rows
+        piece = given or nbytes
+        return Plan(nbytes, piece, -(-nbytes // piece), params.rows,
+                    params.src_pitch_bytes or row, params.dst_pitch_bytes or row)
     if params.dst != TCM:
         return Plan(nbytes, given or nbytes, -(-nbytes // (given or nbytes)))
     free = tcm_free_bytes(model) // ALIGN_BYTES * ALIGN_BYTES
@@ -123,9 +162,10 @@ class _Gather:
             return
         p = self.plan
         for i in range(self.done, pieces):  # one numpy copy per piece, not per byte
-            size = p.size(i)
-            slot = _at(self.dst, (i % p.slots) * p.piece_bytes)
-            self.out.mem.write(self.out.addr + i * p.piece_bytes, slot.mem.read(slot.addr, size))
+            slot = _at(self.dst, p.dst_offset(i))
+            landed = rows_view(slot, p.piece_rows(i), p.size(i) // p.piece_rows(i),
+                               p.dst_pitch or p.size(i))
+            self.out.mem.write(self.out.addr + i * p.piece_bytes, landed.reshape(-1))
         self.done = max(self.done, pieces)
 
 
@@ -135,13 +175,14 @@ def hb_dsp_copy(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
     host_src = dsp.hb_dsp_mem_map(ptr.input, n)
     p = plan(dsp.model, params, n)
     # set-up, not timed: the source where copy.src says, the destination allocated
-    if params.src == HOST:
+    if params.src == HOST and p.src_bytes == n:
         src = host_src
     else:
-        src = _place(dsp, tm, params.src, n, XV_MEM_BANK_COLOR_0, "copy source")
+        src = _place(dsp, tm, params.src, p.src_bytes, XV_MEM_BANK_COLOR_0, "copy source")
         if dsp.move_data:
-            src.mem.write(src.addr, host_src.mem.read(host_src.addr, n))
-    if params.dst == HOST:
+            rows = rows_view(src, p.rows, p.row_bytes, p.src_pitch or n)
+            rows[:] = host_src.mem.read(host_src.addr, n).reshape(p.rows, p.row_bytes)
+    if params.dst == HOST and p.dst_bytes == n:
         dst = output
     else:
         dst = _place(dsp, tm, params.dst, p.dst_bytes,
@@ -163,13 +204,13 @@ def hb_dsp_copy(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
     dsp.end_pass()
     cycles_stop = dsp.TIME_STAMP()
     dsp.PROF(cycles_start, cycles_stop)
-    if params.dst != HOST:
+    if dst is not output:
         gather.upto(p.pieces)
     # the DataRAMs and memories as the call found them, for the next task
-    for where, buf in ((params.src, src), (params.dst, dst)):
+    for where, buf, host in ((params.src, src, host_src), (params.dst, dst, output)):
         if where == TCM:
             tm.free(buf)
-        elif where != HOST:
+        elif buf is not host:
             buf.mem.free_block(buf)
     return 0
 
@@ -181,8 +222,10 @@ def _idma_copy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather) -> Proc:
         if i >= p.slots:  # the slot this piece lands in must have been filled and read
             yield from core.idma_poll(CHANNEL, p.slots - 1)
         gather.upto(i - ch.buffer_status())
-        yield from core.idma_copy_desc(CHANNEL, _at(dst, (i % p.slots) * p.piece_bytes),
-                                       _at(src, i * p.piece_bytes), p.size(i))
+        rows = p.piece_rows(i)
+        yield from core.idma_copy_desc(CHANNEL, _at(dst, p.dst_offset(i)),
+                                       _at(src, p.src_offset(i)), p.size(i) // rows, rows,
+                                       p.src_pitch or None, p.dst_pitch or None)
     yield from core.idma_poll(CHANNEL, 0)  # while (idma_buffer_status(0) > 0) ;
     if dsp.params.completion_interrupt:  # the completion interrupt's handler
         handler = dsp.params.interrupt_handler_cycles
