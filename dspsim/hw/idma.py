@@ -458,8 +458,8 @@ class _Lander:
     ``k`` of the descriptor is byte ``k % row`` of row ``k // row``, at its end's pitch."""
 
     def __init__(self, t: Transfer):
-        self.src = _rows_view(t.src, t.rows, t.row_bytes, t.src_pitch)
-        self.dst = _rows_view(t.dst, t.rows, t.row_bytes, t.dst_pitch)  # writable
+        self.src = rows_view(t.src, t.rows, t.row_bytes, t.src_pitch)
+        self.dst = rows_view(t.dst, t.rows, t.row_bytes, t.dst_pitch)  # writable
         self.row = max(t.row_bytes, 1)
         self.landed = self.upto = 0
 
@@ -483,7 +483,7 @@ class _Lander:
         self.landed = self.upto
 
 
-def _rows_view(ptr: Ptr, rows: int, row_bytes: int, pitch: int) -> np.ndarray:
+def rows_view(ptr: Ptr, rows: int, row_bytes: int, pitch: int) -> np.ndarray:
     """The ``rows x row_bytes`` block at ``ptr``, rows ``pitch`` apart, as a strided view."""
     flat = ptr.mem.read(ptr.addr, span_bytes(rows, row_bytes, pitch))
     step = flat.strides[0]
