@@ -166,6 +166,8 @@ class HardwareModel:
         for tables in (self.__dict__.get("memories", {}), self.__dict__.get("ops", {})):
             if name in tables:
                 return tables[name]
+        if name in OP_SCHEMAS and "ops" in self.__dict__:  # an op registered since
+            return self.params(name)
         raise AttributeError(f"model has no table {name!r}")
 
     @property
@@ -190,6 +192,10 @@ class HardwareModel:
         return getattr(getattr(self, k.section), k.short)
 
     def params(self, op: str) -> Params:
+        """An op's parameters; an op registered after the model was built (an op file) has
+        its table's defaults."""
+        if op not in self.ops and op in OP_SCHEMAS:
+            return Params(op, OP_SCHEMAS[op].defaults())
         return self.ops[op]
 
     def with_overrides(self, overrides: dict[str, Any] | list[str]) -> HardwareModel:

@@ -47,13 +47,56 @@ COMMANDS: dict[str, tuple[Callable, Callable]] = {
 }
 
 
+# the commands whose --op an op file's op becomes when no --op is given (a list for sweep)
+OP_FILE_DEFAULTS = {"run": False, "optimize": False, "sweep": True}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="dspsim", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"dspsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for add, _ in COMMANDS.values():
         add(sub)
+    for command in sub.choices.values():
+        add_op_file_args(command)
     return parser
+
+
+def add_op_file_args(p: argparse.ArgumentParser) -> None:
+    """``--op-file PATH`` (repeatable) and ``--allow-python`` on every command: the files are
+    loaded before the command line is parsed (:func:`load_op_files_of`), so their ops are
+    known to ``--op``, ``dspsim ops`` and ``dspsim keys``."""
+    g = p.add_argument_group("op files")
+    g.add_argument("--op-file", action="append", default=[], metavar="PATH",
+                   help="load an op declared in a TOML file (docs/reference.md, Op files); "
+                   "its op is the default --op (repeatable)")
+    g.add_argument("--allow-python", action="store_true",
+                   help="let an op file's [reference] python = \"module:function\" run")
+
+
+def load_op_files_of(argv: list[str]) -> list[str]:
+    """Load the ``--op-file`` files of ``argv``; return their ops' names."""
+    from dspsim.ops.fileop import load_op_file
+
+    files = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--op-file"]
+    files += [a.partition("=")[2] for a in argv if a.startswith("--op-file=")]
+    allow = "--allow-python" in argv
+    return [load_op_file(f, allow) for f in files]
+
+
+def _default_op_of_files(args: argparse.Namespace, argv: list[str], names: list[str]) -> None:
+    """With op files and no ``--op``, the command runs the files' op(s)."""
+    if not names or args.command not in OP_FILE_DEFAULTS:
+        return
+    if any(a == "--op" or a.startswith("--op=") for a in argv):
+        return
+    if OP_FILE_DEFAULTS[args.command]:
+        args.op = ",".join(names)
+    elif len(set(names)) > 1:
+        raise DspsimInputError(f"--op-file: {len(set(names))} ops loaded ({', '.join(names)}); "
+                               "allowed: name the one to run with --op")
+    else:
+        args.op = names[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,7 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     with interrupts_handled(), guarded_stdout():
         try:
             try:
-                args = build_parser().parse_args(argv)
+                words = list(sys.argv[1:] if argv is None else argv)
+                names = load_op_files_of(words)
+                args = build_parser().parse_args(words)
+                _default_op_of_files(args, words, names)
                 code = COMMANDS[args.command][1](args)
             finally:
                 sys.stdout.flush()  # a full or closed stdout fails here, not at exit

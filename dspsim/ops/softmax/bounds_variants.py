@@ -107,7 +107,7 @@ class _Work:
 
     def stream_pass(self, c: _Cost, tiles: _Tiling, cost: Any, write_back: bool, policy: str,
                     buffers: int = STREAM_BUFFERS) -> None:
-        """One pass of :func:`~dspsim.ops.softmax.stream.hb_dsp_stream_frame`."""
+        """One pass of :func:`~dspsim.ops.stream.hb_dsp_stream_frame`."""
         if not tiles.count:
             return
         nbytes = 4 * (tiles.full * tiles.size + tiles.rest)

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dspsim.ops.stream import stream_channels
+
 # the host's run_tcm_opt: the seed's two values, then the new schedules
 VARIANT_CODES = {"direct": 0, "pingpong": 1, "online": 2, "resident": 3, "multibuffer": 4,
                  "rows": 5}
@@ -61,25 +63,6 @@ def multibuffer_banks(model: Any) -> list[int]:
 def buffers_fit(model: Any, banks: list[int]) -> bool:
     """Whether tiles of ``softmax.tile_bytes`` in ``banks`` (one entry per buffer) fit."""
     return all(fits(model, banks.count(b), model.softmax.tile_bytes) for b in set(banks))
-
-
-def stream_channels(policy: str, channels: int, write_back: bool) -> tuple[list[int], list[int]]:
-    """(input channels, output channels) of a streamed pass; tile i uses ``ins[i % len]`` and
-    ``outs[i % len]``.
-
-    ``pingpong``: the seed's assignment, tile i's input and output on channel i % 2 (FIFO
-    order on the channel keeps a buffer's write-back ahead of the next prefetch into it).
-    ``split``: inputs and outputs on separate channels, spread over all of the core's: the
-    first ceil(C / 2) carry inputs, the others outputs; a pass without write-back spreads its
-    inputs over all C.
-    """
-    if policy == "pingpong":
-        both = [0, 1]
-        return both, both
-    if not write_back:
-        return list(range(channels)), []
-    half = -(-channels // 2)
-    return list(range(half)), list(range(half, channels))
 
 
 def channels_used(policy: str, channels: int, write_back: bool, tiles: int) -> int:

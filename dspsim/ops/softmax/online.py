@@ -46,7 +46,7 @@ has no softmax (float64: NaN) and gives NaN, as the seed's ``direct`` and ``ping
 ``d`` is 0, the final ``d * exp(-inf - -inf)`` is ``0 * inf``.
 
 - ``online``: the two passes through the seed's two buffers and channels (tile i in buffer and
-  on channel i % 2), with :func:`~dspsim.ops.softmax.stream.hb_dsp_stream_frame`.
+  on channel i % 2), with :func:`~dspsim.ops.stream.hb_dsp_stream_frame`.
 - ``multibuffer``: the same passes through ``softmax.buffers`` buffers spread over the
   DataRAMs, inputs and outputs on separate channels spread over all of the core's.
 
@@ -65,7 +65,7 @@ from dspsim.hw.tcm import TileManager
 from dspsim.ops.frames import Proc
 from dspsim.ops.softmax.layout import multibuffer_banks, ping_pong_banks, tile_elems
 from dspsim.ops.softmax.program import reciprocal
-from dspsim.ops.softmax.stream import hb_dsp_stream_frame
+from dspsim.ops.stream import hb_dsp_stream_frame
 
 if TYPE_CHECKING:
     from dspsim.platform import Dsp

@@ -3,7 +3,7 @@ one read and one write of the tensor. Written as its C would be.
 
 Each tile holds ``k = TILE_SIZE / (4 * cols)`` whole rows (several when rows are short); tiles
 ping-pong through two buffers on two channels
-(:func:`~dspsim.ops.softmax.stream.hb_dsp_stream_frame`, tile i in buffer and on channel
+(:func:`~dspsim.ops.stream.hb_dsp_stream_frame`, tile i in buffer and on channel
 i % 2). Per tile of ``k`` rows (:func:`tile_rows`), each kernel runs once per row, back to
 back (``core.call(..., rows=k)``)::
 
@@ -32,7 +32,7 @@ from dspsim.hw.tcm import TileManager
 from dspsim.ops.frames import Proc
 from dspsim.ops.softmax.layout import ping_pong_banks, rows_per_tile, tile_elems
 from dspsim.ops.softmax.online import allocate_buffers, online_row, vecexpf_max
-from dspsim.ops.softmax.stream import hb_dsp_stream_frame
+from dspsim.ops.stream import hb_dsp_stream_frame
 
 if TYPE_CHECKING:
     from dspsim.platform import Dsp

@@ -1,4 +1,5 @@
-"""The seed's ping-pong frame, generalised: ``k`` TCM buffers, any channel assignment, and
+"""The seed's ping-pong frame, generalised (any op: softmax's online, multibuffer and rows
+schedules, an op file's nbuffer): ``k`` TCM buffers, any channel assignment, and
 every wait that makes it correct (``hb_dsp_stream_frame``).
 
 Like :func:`dspsim.ops.frames.hb_dsp_ping_pong_frame` it runs one pass over ``length`` float32
@@ -7,7 +8,7 @@ copy the tile out when the pass writes back, prefetch the tile ``k`` ahead into 
 What differs:
 
 - ``k`` buffers (``bufs``), tile i in buffer i % k;
-- channels from :func:`dspsim.ops.softmax.layout.stream_channels`: tile i's input on
+- channels from :func:`stream_channels`: tile i's input on
   ``ins[i % len(ins)]``, its output on ``outs[i % len(outs)]``;
 - the refill of a buffer waits for the buffer's output copy when that copy runs on another
   channel than the refill (FIFO order protects it only on one channel). The wait is deferred
@@ -29,12 +30,30 @@ from typing import TYPE_CHECKING, Any
 from dspsim.hw.idma import Transfer
 from dspsim.hw.memory import Ptr
 from dspsim.ops.frames import IDMA_COPY, IDMA_WAIT, Proc
-from dspsim.ops.softmax.layout import stream_channels
 
 if TYPE_CHECKING:
     from dspsim.platform import Dsp
 
 StreamFunc = Callable[["Dsp", Ptr, Ptr, int, Any, int], Proc]
+
+
+def stream_channels(policy: str, channels: int, write_back: bool) -> tuple[list[int], list[int]]:
+    """(input channels, output channels) of a streamed pass; tile i uses ``ins[i % len]`` and
+    ``outs[i % len]``.
+
+    ``pingpong``: the seed's assignment, tile i's input and output on channel i % 2 (FIFO
+    order on the channel keeps a buffer's write-back ahead of the next prefetch into it).
+    ``split``: inputs and outputs on separate channels, spread over all of the core's: the
+    first ceil(C / 2) carry inputs, the others outputs; a pass without write-back spreads its
+    inputs over all C.
+    """
+    if policy == "pingpong":
+        both = [0, 1]
+        return both, both
+    if not write_back:
+        return list(range(channels)), []
+    half = -(-channels // 2)
+    return list(range(half)), list(range(half, channels))
 
 
 def hb_dsp_stream_frame(

@@ -1,0 +1,82 @@
+"""Ops declared in a TOML file: "how many cycles will MY kernel and tiling take?" without a
+Python package (``docs/reference.md``, "Op files").
+
+``load_op_file(path)`` reads and checks the file (``spec.py``; its expressions:
+``expr.py``), registers the kernels it declares by their cost (``kernels.py``) and the op
+(``op.py``: a :class:`FileOp`, its passes run by ``program.py``, its closed forms in
+``bounds.py``), and returns the op's name: from then on ``--op NAME``, ``simulate(model,
+op=NAME)``, ``dspsim keys`` and sweeps know it like any op. Loading the same file again
+returns the same name; another file may not take a name an op holds.
+
+Worker processes find a file's op by its path: :func:`loaded_op_files` lists the files this
+process loaded (a sweep's or an optimisation's job carries them), :func:`load_op_files` loads
+them in the worker.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dspsim.errors import DspsimInputError
+from dspsim.ops.fileop.op import FileOp
+from dspsim.ops.fileop.spec import OpSpec, read_spec, read_text
+
+__all__ = ["FileOp", "OpSpec", "load_op_file", "load_op_files", "loaded_op_files"]
+
+# resolved path -> (the file's text, the op's name, whether python was allowed)
+_LOADED: dict[str, tuple[str, str, bool]] = {}
+ENV_VAR = "DSPSIM_OP_FILES"  # the files a command loaded, for the processes it starts
+
+
+def load_op_file(path: str | Path, allow_python: bool = False) -> str:
+    """Load and register the op of the op file at ``path``; return its name.
+
+    ``allow_python``: let a ``[reference] python = "module:function"`` (which the file must
+    also allow) be imported. A bad file raises :class:`~dspsim.errors.DspsimInputError`, one
+    line naming the file, the table and what is allowed."""
+    from dspsim.ops.fileop.kernels import register_pass_kernel
+    from dspsim.ops.registry import OPS, register_op
+
+    if not isinstance(path, str | Path):
+        raise DspsimInputError(f"op file {path!r}: expected a path")
+    key = os.path.realpath(path)
+    text = read_text(path)
+    seen = _LOADED.get(key)
+    if seen is not None and seen[0] == text and seen[2] >= allow_python:
+        return seen[1]
+    taken = {n: o for n, o in OPS.items() if seen is None or n != seen[1]}
+    spec = read_spec(path, taken, text)
+    if seen is not None:  # the file changed since, or python is newly allowed
+        raise DspsimInputError(f"op file {path}: op {seen[1]!r} is already loaded from it "
+                               "in this process (a changed file needs a new process)")
+    op = FileOp(spec, allow_python)
+    for p in spec.passes:
+        if p.loop is not None:
+            register_pass_kernel(spec.name, p)
+    from dspsim.ops.fileop.check import check_kernels_agree
+
+    check_kernels_agree(op)
+    register_op(op)
+    _LOADED[key] = (text, spec.name, allow_python)
+    _publish()
+    return spec.name
+
+
+def _publish() -> None:
+    os.environ[ENV_VAR] = os.pathsep.join(("!" if allowed else "") + path
+                                          for path, (_, _, allowed) in _LOADED.items())
+
+
+def loaded_op_files() -> list[str]:
+    """The op files this process loaded (resolved paths), in order."""
+    return list(_LOADED)
+
+
+def load_op_files(paths: list[str] | tuple[str, ...] | None = None) -> list[str]:
+    """Load op files (default: those a parent process listed in ``DSPSIM_OP_FILES``); return
+    their ops' names."""
+    if paths is None:  # "!" before a path: its python reference was allowed
+        listed = [p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
+        return [load_op_file(p.lstrip("!"), p.startswith("!")) for p in listed]
+    return [load_op_file(p) for p in paths]

@@ -1,0 +1,193 @@
+"""An op file's closed forms: traffic, lower bounds, an estimate, the tiles that fit, and the
+search space of its tile and buffer keys.
+
+``direct``: the kernels' walk over the host memory (:func:`~dspsim.kernels.cached.
+direct_bounds`, per row, every pass's calls in order: exact for the core alone on an uncached
+port). ``pingpong`` of a 2-D op: the row-wise ops' bounds (:func:`~dspsim.ops.rowwise.
+rowwise_bounds`: one frame of whole-row tiles). Otherwise (a 1-D op's frame per pass, or
+``nbuffer``) per frame: its bytes over the port's bandwidth (**DMA**), its bursts' round trips
+over the requests in flight (**latency**; ``min(m, 2k)`` through two channels, ``min(m, C k)``
+through ``C``), the kernels' TCM cycles plus ``idma.setup_cycles`` per descriptor
+(**compute**), the largest the lower bound; the estimate is the seed frame's
+(:func:`~dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`) summed over the frames, at least
+the lower bound. The ping-pong frame waits for its last output only: the last frame's
+other-buffer tile is left out of the DMA and latency bounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from dspsim.kernels.cached import direct_bounds
+from dspsim.kernels.registry import get_kernel
+from dspsim.ops.base import Bounds
+from dspsim.ops.fileop.program import buffer_banks, kernel_names
+from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
+from dspsim.ops.rowwise import rowwise_bounds
+
+if TYPE_CHECKING:
+    from dspsim.config import HardwareModel
+    from dspsim.ops.fileop.op import FileOp
+    from dspsim.ops.fileop.spec import OpSpec, PassSpec
+
+# a frame: (elements, tile elements, writes back, kernel cycles of a tile of s elements)
+Frame = tuple[int, int, bool, Callable[[int], float]]
+
+
+def _align_up(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+def _fits(model: HardwareModel, per_bank: int, nbytes: int) -> bool:
+    free = max(0, model.tcm.bank_bytes - model.tcm.reserved_bytes)
+    return (per_bank - 1) * _align_up(nbytes, model.core.vector_bytes) + nbytes <= free
+
+
+def largest_tile(model: HardwareModel, per_bank: int) -> int:
+    """The largest multiple of 4 of which ``per_bank`` buffers fit one DataRAM."""
+    lo, hi = 0, max(0, model.tcm.bank_bytes - model.tcm.reserved_bytes) // 4
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if _fits(model, per_bank, 4 * mid) else (lo, mid - 1)
+    return 4 * lo
+
+
+def per_bank_buffers(op: FileOp, model: HardwareModel, variant: str) -> int:
+    count = model.params(op.name).buffers if variant == "nbuffer" else 2
+    banks = buffer_banks(variant, count, model.tcm.banks)
+    return max(banks.count(b) for b in set(banks))
+
+
+def tile_refusal(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...]
+                 ) -> str | None:
+    """Why the variant's tiles do not fit (one line, with what is allowed), None if they do."""
+    key = f"{op.name}.tile_bytes"
+    tile = model.params(op.name).tile_bytes
+    per_bank = per_bank_buffers(op, model, variant)
+    largest = largest_tile(model, per_bank)
+    free = max(0, model.tcm.bank_bytes - model.tcm.reserved_bytes)
+    if not _fits(model, per_bank, tile):
+        more = f", fewer {op.name}.buffers or more tcm.banks" if variant == "nbuffer" else ""
+        return (f"{op.name} {variant} puts {per_bank} tile(s) of {key} = {tile} in one "
+                f"DataRAM, whose free space is {free} bytes (tcm.bank_bytes - "
+                f"tcm.reserved_bytes); allowed: {key} <= {largest}{more}")
+    row = 4 * shape[-1]
+    if len(shape) == 2 and tile < row:
+        return (f"{op.name} {variant}: {key} = {tile} does not hold a row of {shape[-1]} "
+                f"float32 ({row} bytes); allowed: {key} from {row} to {largest}, or the direct "
+                "variant" if row <= largest else
+                f"{op.name} {variant}: a row of {shape[-1]} float32 ({row} bytes) does not fit "
+                f"a DataRAM's tile (at most {largest} bytes); allowed: the direct variant")
+    return None
+
+
+def _pass_calls(spec: OpSpec, p: PassSpec) -> list[tuple[Any, bool]]:
+    """(loop shape, writes) of a pass's kernels."""
+    return [(get_kernel(name).shape, get_kernel(name).writes) for name, _ in
+            kernel_names(spec, p)]
+
+
+def _direct_calls(spec: OpSpec) -> tuple[tuple[Any, str, str | None], ...]:
+    calls = []
+    for p in spec.passes:
+        src = p.reads
+        for shape, writes in _pass_calls(spec, p):
+            calls.append((shape, src, spec.output if writes else None))
+            if writes:
+                src = spec.output
+    return tuple(calls)
+
+
+def _finish(out: dict[str, Any], estimate: float) -> Bounds:
+    named = {k: out[f"{k}_bound_cycles"] for k in ("dma", "latency", "compute")}
+    binding = max(named, key=named.get)
+    out["lower_bound_cycles"] = named[binding]
+    out["binding_bound"] = binding
+    out["estimate_cycles"] = max(estimate, named[binding])
+    return Bounds.of(out)
+
+
+def bounds(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
+    spec = op.spec
+    rows, cols = (1, shape[0]) if len(shape) == 1 else shape
+    if variant == "direct":
+        out = direct_bounds(model, _direct_calls(spec), cols, rows)
+        estimate = out.pop("estimate_cycles")
+        return _finish(out, estimate)
+    row_calls = tuple(c for p in spec.passes for c in _pass_calls(spec, p))
+    tile = model.params(op.name).tile_bytes
+    if variant == "pingpong" and spec.ndim == 2:
+        return rowwise_bounds(model, variant, (rows, cols), row_calls, tile)
+    core = model.core
+    if spec.ndim == 2:
+        per_tile = max(1, tile // (4 * cols))
+        row = sum(s.tcm_cycles(cols, core) for s, _ in row_calls)
+        frames: list[Frame] = [(rows * cols, per_tile * cols, True,
+                                lambda s: s // cols * row)]
+    else:
+        frames = [(cols, max(1, tile // 4), bool(p.writes),
+                   _tile_cost(_pass_calls(spec, p), core)) for p in spec.passes]
+    return _tiled(model, variant, frames)
+
+
+def _tile_cost(calls: list[tuple[Any, bool]], core: Any) -> Callable[[int], float]:
+    return lambda s: sum(shape.tcm_cycles(s, core) for shape, _ in calls)
+
+
+def _tiled(model: HardwareModel, variant: str, frames: list[Frame]) -> Bounds:
+    mem, idma = model.host_memory, model.idma
+    lat, cpb, burst = mem.latency_cycles, 1.0 / mem.bytes_per_cycle, idma.burst_bytes
+    read = write = requests = descriptors = 0
+    compute = estimate = 0.0
+    for i, (length, block, writes, cost) in enumerate(frames):
+        tiles = Tiling.of(length, block)
+        copies = 2 if writes else 1
+        read += 4 * length
+        write += 4 * length if writes else 0
+        requests += copies * tiles.total(lambda s: -(-4 * s // burst))
+        descriptors += copies * tiles.count
+        compute += tiles.total(cost)
+        estimate += ping_pong_pass_cycles(model, tiles, cost, writes,
+                                          stops_timer=i == len(frames) - 1)
+    last_len, last_block, last_writes, _ = frames[-1]
+    last = Tiling.of(last_len, last_block)
+    unwaited = (4 * last.at(last.count - 2) if variant == "pingpong" and last_writes
+                and last.count >= 2 else 0)
+    channels = 2 if variant == "pingpong" else idma.channels
+    window = min(mem.max_outstanding, channels * idma.max_outstanding)
+    return _finish({
+        "ddr_read_bytes": read,
+        "ddr_write_bytes": write,
+        "dma_bound_cycles": (read + write - unwaited) * cpb,
+        "latency_bound_cycles": (requests - -(-unwaited // burst)) * lat / window,
+        "compute_bound_cycles": compute + descriptors * idma.setup_cycles,
+        "tiles": Tiling.of(frames[0][0], frames[0][1]).count,
+    }, estimate)
+
+
+def search_space(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...]
+                 ) -> dict[str, list]:
+    """``<op>.tile_bytes``: the powers of two from 1 KiB whose buffers fit (and hold a row of
+    a 2-D op), and the model's own; ``<op>.buffers``: its declared range (``nbuffer``; a count
+    whose buffers do not fit is refused by ``check_run`` and skipped). ``direct``: nothing."""
+    if variant == "direct":
+        return {}
+    space: dict[str, list] = {}
+    params = model.params(op.name)
+    if variant == "nbuffer":
+        b = op.spec.buffers
+        space[f"{op.name}.buffers"] = sorted({*range(b.lo, b.hi + 1), params.buffers})
+    per_bank = per_bank_buffers(op, model, variant)
+    row = 4 * shape[-1] if len(shape) == 2 else 4
+    tiles, t = set(), 1024
+    lo, hi = op.spec.tile.lo, op.spec.tile.hi
+    while _fits(model, per_bank, t) and t <= hi:
+        if t >= max(row, lo):
+            tiles.add(t)
+        t *= 2
+    if _fits(model, per_bank, params.tile_bytes) and params.tile_bytes >= row:
+        tiles.add(params.tile_bytes)
+    if tiles:
+        space[f"{op.name}.tile_bytes"] = sorted(tiles)
+    return space

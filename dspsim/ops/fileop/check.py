@@ -1,0 +1,80 @@
+"""Whether a pass's ``value`` agrees with the registered kernels it names: both run, in
+float32 as the core would, on a probe input (the op's default input of a small shape), pass
+after pass; a value the kernels do not compute (within 1e-3 relative) is refused in one line.
+A pass costed by ``loop`` or ``cycles_per_element`` computes its value itself."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dspsim.errors import DspsimInputError
+from dspsim.kernels.registry import get_kernel
+
+if TYPE_CHECKING:
+    from dspsim.ops.fileop.op import FileOp
+    from dspsim.ops.fileop.spec import PassSpec
+
+F32 = np.float32
+PROBE_LANES = 16  # J6's float32 lanes
+PROBE_SHAPES = {1: (1000,), 2: (3, 100)}
+AGREE_REL = 1e-3
+
+
+def _run_kernels(p: PassSpec, src: np.ndarray, dst: np.ndarray, env: dict[str, Any]) -> Any:
+    """The pass's registered kernels on ``src`` (one row or a batch), writing ``dst``."""
+    cur, result = src, None
+    for use in p.kernels:
+        k = get_kernel(use.name)
+        args = {a: e.evaluate(env, F32) for a, e in use.args}
+        with np.errstate(all="ignore"):
+            out = k.compute(cur, dst if k.writes else None, PROBE_LANES, **args)
+        if k.writes:
+            cur = dst
+        if k.results:
+            result = out
+    return result
+
+
+def _disagree(op: FileOp, p: PassSpec, got: np.ndarray, want: np.ndarray, what: str) -> None:
+    got64, want64 = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    scale = max(float(np.nanmax(np.abs(want64))) if want64.size else 0.0, 1e-30)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isclose(got64, want64, rtol=AGREE_REL, atol=AGREE_REL * 1e-3 * scale)
+                | (np.isnan(got64) & np.isnan(want64)))
+    if bad.any():
+        i = int(np.flatnonzero(bad.reshape(-1))[0])
+        names = ", ".join(u.name for u in p.kernels)
+        raise DspsimInputError(
+            f"op file {op.spec.path}: {p.label}: value {p.value.text!r} disagrees with its "
+            f"kernels ({names}) on a probe input: {what} {i} is {got64.reshape(-1)[i]:.6g} by "
+            f"the kernels, {want64.reshape(-1)[i]:.6g} by the value; allowed: the value the "
+            "kernels compute, or no value")
+
+
+def check_kernels_agree(op: FileOp) -> None:
+    """Run the passes on the probe input; refuse a value its kernels do not compute."""
+    spec = op.spec
+    x = op.default_input(PROBE_SHAPES[spec.ndim])
+    arrays = {spec.input: x, spec.output: np.zeros_like(x)}
+    env: dict[str, Any] = {k: F32(v) for k, v in spec.params.items()}
+    for p in spec.passes:
+        src = arrays[p.reads].copy()
+        dst = arrays[spec.output].copy()
+        if p.loop is not None:
+            kw = {k: env[k] for k in p.value.names if k != p.reads}
+            result = get_kernel(f"{spec.name}.{p.name}").compute(src, dst, PROBE_LANES, **kw)
+        else:
+            result = _run_kernels(p, src, dst, env)
+            if p.value is not None:
+                want = np.broadcast_to(p.value.evaluate({**env, p.reads: src}), src.shape)
+                if p.writes:
+                    _disagree(op, p, dst, want, "element")
+                if p.reduce_op:
+                    red = {"max": np.max, "min": np.min, "sum": np.sum}[p.reduce_op]
+                    _disagree(op, p, result, red(want, axis=-1), "row")
+        if p.writes:
+            arrays[spec.output] = dst
+        if p.into:
+            env[p.into] = result

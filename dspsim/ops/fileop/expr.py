@@ -1,0 +1,199 @@
+"""The expression language of an op file: element-wise values, kernel arguments, the reference.
+
+An expression is parsed with :mod:`ast` and checked against a whitelist before anything runs;
+it is never ``eval``-ed. Allowed:
+
+- names: the op's arrays (the element values of a row), the scalars earlier passes reduced
+  into (one per row), the op's ``[params]`` (numbers, ``--set``-able);
+- numbers; ``+ - * / **``, unary ``-`` and ``+``; comparisons (``<``, ``<=``, ``>``,
+  ``>=``, ``==``, ``!=``: 1.0 or 0.0) and ``a if cond else b`` is not allowed (use
+  ``where(cond, a, b)``);
+- calls of :data:`FUNCTIONS`: element-wise ``exp log sqrt abs tanh sigmoid`` and
+  ``maximum minimum where``; ``shift(x, k)``: the element ``k`` columns further along the row
+  (0 beyond its ends; a row filter's tap); and, in a reference only, the row reductions
+  ``max sum mean min`` (along the last axis, kept as a column).
+
+Attribute access, subscripts, lambdas, comprehensions, keywords, strings and any other name
+are refused in one line naming what is allowed.
+
+The same expression evaluates in float32 (a ``loop`` kernel's numerics: every operation
+rounds to float32, as the core's vector instructions do) or in float64 (the reference).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dspsim.errors import DspsimInputError
+
+
+def _shift(x: np.ndarray, k: Any) -> np.ndarray:
+    """``x`` moved ``k`` columns along its last axis: ``out[..., c] = x[..., c + k]``, 0
+    beyond the row's ends."""
+    k = int(k)
+    out = np.zeros_like(x)
+    cols = x.shape[-1]
+    if abs(k) < cols:
+        if k >= 0:
+            out[..., :cols - k] = x[..., k:]
+        else:
+            out[..., -k:] = x[..., :cols + k]
+    return out
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    one = np.asarray(1, dtype=np.asarray(x).dtype)
+    return one / (one + np.exp(-x))
+
+
+ELEMENTWISE = {
+    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs, "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+}
+BINARY = {"maximum": np.maximum, "minimum": np.minimum}
+ROW_REDUCTIONS = {"max": np.max, "min": np.min, "sum": np.sum, "mean": np.mean}
+FUNCTIONS = (*ELEMENTWISE, *BINARY, "where", "shift", *ROW_REDUCTIONS)
+_OPERATORS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
+              ast.Div: np.divide, ast.Pow: np.power}
+_COMPARE = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater,
+            ast.GtE: np.greater_equal, ast.Eq: np.equal, ast.NotEq: np.not_equal}
+ALLOWED_TEXT = ("names of the op's arrays, scalars and params, numbers, + - * / **, unary -, "
+                "comparisons, and calls of " + ", ".join(FUNCTIONS))
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A checked expression: its text, the names it reads, and its tree."""
+
+    text: str
+    names: frozenset[str]
+    tree: ast.Expression
+    reduces: bool  # calls a row reduction (references only)
+    shifts: bool  # calls shift (a row filter: whole rows per tile)
+
+    def evaluate(self, env: Mapping[str, Any], dtype: type = np.float64) -> Any:
+        """The value with ``env``'s names, every operation in ``dtype``."""
+        with np.errstate(all="ignore"):
+            return _eval(self.tree.body, env, np.dtype(dtype))
+
+
+def parse_expr(text: Any, names: Mapping[str, str], where: str,
+               reductions: bool = False) -> Expr:
+    """Parse and check ``text``; ``names``: every name it may read -> what it is (array,
+    scalar, param); ``where`` starts the one-line error."""
+    if not isinstance(text, str) or not text.strip():
+        raise DspsimInputError(f"{where}: expected an expression as a string, got {text!r}; "
+                               f"allowed: {ALLOWED_TEXT}")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as e:
+        raise DspsimInputError(f"{where}: {text!r} is not an expression ({e.msg}); "
+                               f"allowed: {ALLOWED_TEXT}") from None
+    found: set[str] = set()
+    flags = {"reduces": False, "shifts": False}
+    _check(tree.body, names, where, text, reductions, found, flags)
+    return Expr(text, frozenset(found), tree, flags["reduces"], flags["shifts"])
+
+
+def _refuse(where: str, text: str, what: str) -> DspsimInputError:
+    return DspsimInputError(f"{where}: {text!r}: {what} is not allowed; allowed: {ALLOWED_TEXT}")
+
+
+def _check(node: ast.AST, names: Mapping[str, str], where: str, text: str, reductions: bool,
+           found: set[str], flags: dict[str, bool]) -> None:
+    def sub(n: ast.AST) -> None:
+        _check(n, names, where, text, reductions, found, flags)
+
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, int | float):
+            raise _refuse(where, text, f"the constant {node.value!r}")
+    elif isinstance(node, ast.Name):
+        if node.id not in names:
+            known = ", ".join(sorted(names)) or "none"
+            raise DspsimInputError(f"{where}: {text!r} reads {node.id!r}, which is no array, "
+                                   f"scalar or param here; allowed names: {known}")
+        found.add(node.id)
+    elif isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        sub(node.left)
+        sub(node.right)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        sub(node.operand)
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+        sub(node.left)
+        sub(node.comparators[0])
+    elif isinstance(node, ast.Call):
+        _check_call(node, where, text, reductions, flags)
+        for a in node.args:
+            sub(a)
+    else:
+        raise _refuse(where, text, type(node).__name__.lower().replace("binop", "that operator"))
+
+
+def _check_call(node: ast.Call, where: str, text: str, reductions: bool,
+                flags: dict[str, bool]) -> None:
+    fn = node.func.id if isinstance(node.func, ast.Name) else None
+    if fn is None or fn not in FUNCTIONS or node.keywords:
+        raise _refuse(where, text, f"the call {ast.unparse(node.func)}(...)"
+                      + (" with keywords" if node.keywords else ""))
+    if fn in ROW_REDUCTIONS and not reductions:
+        raise DspsimInputError(f"{where}: {text!r}: the row reduction {fn}() is for a "
+                               "[reference]; a pass reduces with reduce = { op, into }")
+    want = 1 if fn in ELEMENTWISE or fn in ROW_REDUCTIONS else 3 if fn == "where" else 2
+    if len(node.args) != want:
+        raise DspsimInputError(f"{where}: {text!r}: {fn}() takes {want} argument(s), got "
+                               f"{len(node.args)}")
+    if fn == "shift" and not (isinstance(node.args[1], ast.Constant | ast.UnaryOp)
+                              and isinstance(_int_const(node.args[1]), int)):
+        raise DspsimInputError(f"{where}: {text!r}: shift(array, k) needs a whole number k")
+    flags["reduces"] |= fn in ROW_REDUCTIONS
+    flags["shifts"] |= fn == "shift"
+
+
+def _int_const(node: ast.AST) -> int | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_const(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) \
+            and not isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+def _eval(node: ast.AST, env: Mapping[str, Any], dt: np.dtype) -> Any:
+    if isinstance(node, ast.Constant):
+        return dt.type(node.value)
+    if isinstance(node, ast.Name):
+        v = env[node.id]
+        return np.asarray(v, dtype=dt) if not np.isscalar(v) else dt.type(v)
+    if isinstance(node, ast.BinOp):
+        return _as(_OPERATORS[type(node.op)](_eval(node.left, env, dt),
+                                             _eval(node.right, env, dt)), dt)
+    if isinstance(node, ast.UnaryOp):
+        v = _eval(node.operand, env, dt)
+        return _as(-v, dt) if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.Compare):
+        fn = _COMPARE[type(node.ops[0])]
+        return _as(fn(_eval(node.left, env, dt), _eval(node.comparators[0], env, dt)), dt)
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    return _call(node.func.id, node.args, env, dt)
+
+
+def _call(fn: str, args: list[ast.expr], env: Mapping[str, Any], dt: np.dtype) -> Any:
+    if fn == "shift":
+        return _shift(np.asarray(_eval(args[0], env, dt)), _int_const(args[1]))
+    vals = [_eval(a, env, dt) for a in args]
+    if fn in ROW_REDUCTIONS:
+        return _as(ROW_REDUCTIONS[fn](vals[0], axis=-1, keepdims=True), dt)
+    if fn == "where":
+        return _as(np.where(np.asarray(vals[0]) != 0, vals[1], vals[2]), dt)
+    table: dict[str, Callable[..., Any]] = {**ELEMENTWISE, **BINARY}
+    return _as(table[fn](*vals), dt)
+
+
+def _as(v: Any, dt: np.dtype) -> Any:
+    return v.astype(dt, copy=False) if isinstance(v, np.ndarray) else dt.type(v)

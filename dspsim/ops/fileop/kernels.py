@@ -1,0 +1,111 @@
+"""The kernels an op file declares by their cost (``loop`` or ``cycles_per_element``): a
+:class:`~dspsim.kernels.shapes.LoopShape` built from the declared loop, and numerics that
+evaluate the pass's ``value`` in float32 (every operation rounded to float32, as the core's
+vector instructions round; a reduction then ``max``, ``min`` or a float32 ``sum`` of the
+values per row). Registered as ``<op>.<pass>``.
+
+A ``loop``: each iteration loads ``loads`` vectors of the input (``loads x lanes`` elements),
+``table_loads`` vectors of local tables, stores ``stores`` vectors and issues ``alu`` vector
+ALU operations; the last iteration is predicated (variable-length loads and stores of what is
+left). After the loop, ``tail_ops`` dependent ALU operations (default: a reduction's tree,
+``1 + log2(lanes)``, or none). Its II follows from the core (:meth:`LoopShape.ii_cycles`).
+
+``cycles_per_element = c``: a measured cost. The loop is one vector load (and store, if the
+pass writes) per ``lanes`` elements, padded with empty iterations (one ALU op each) to
+``ceil(n c)`` iterations: a call of ``n`` in TCM takes ``core.call_overhead_cycles + ceil(n
+c)`` cycles where the II is 1 (two load/store units, as on J6); against DDR each vector load
+still stalls for its round trip.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dspsim.kernels.registry import KERNELS, Kernel, register
+from dspsim.kernels.shapes import LoopShape
+from dspsim.kernels.toolkit import Segment, log2_lanes
+from dspsim.ops.fileop.spec import LoopCost, PassSpec
+
+F32 = np.float32
+
+
+def loop_segments(cost: LoopCost) -> Callable[[int, int], list[Segment]]:
+    """``(n, lanes) -> segments`` of a declared loop (see the module's text)."""
+
+    def segments(n: int, lanes: int) -> list[Segment]:
+        vb = 4 * lanes
+        per = cost.loads * lanes
+        full, rest = divmod(n, per)
+        segs: list[Segment] = [(full, (vb,) * cost.loads, (vb,) * cost.stores)]
+        if rest:
+            tail = tuple(max(0, min(vb, 4 * rest - i * vb)) for i in range(cost.loads))
+            segs.append((1, tail, tail[:cost.stores]))
+        if cost.cpe:
+            pad = math.ceil(n * cost.cpe) - full - (1 if rest else 0)
+            if pad > 0:
+                segs.append((pad, (), ()))
+        return segs
+
+    return segments
+
+
+def loop_shape(name: str, cost: LoopCost, reduces: bool) -> LoopShape:
+    tail = cost.tail_ops
+
+    def reduction_ops(lanes: int) -> int:
+        if tail is not None:
+            return tail
+        return 1 + log2_lanes(lanes) if reduces else 0
+
+    return LoopShape(name, data_loads=cost.loads, table_loads=cost.table_loads,
+                     stores=cost.stores, alu_ops=cost.alu, segments=loop_segments(cost),
+                     reduction_ops=reduction_ops, priming_loads=1)
+
+
+def combine(op: str, values: np.ndarray) -> Any:
+    """A reduction of float32 ``values`` along the last axis, in float32."""
+    with np.errstate(all="ignore"):
+        if op == "max":
+            return np.max(values, axis=-1)
+        if op == "min":
+            return np.min(values, axis=-1)
+        return np.sum(values, axis=-1, dtype=F32)
+
+
+def pass_numerics(p: PassSpec) -> Callable[..., Any]:
+    """``compute(src, dst, lanes, **scalars)``: the pass's value in float32, written to
+    ``dst`` and/or reduced (a scalar for a 1-D call, one per row for a batch)."""
+    value = p.value
+    assert value is not None
+
+    def compute(src: np.ndarray, dst: np.ndarray | None, lanes: int, **scalars: Any) -> Any:
+        env = {p.reads: np.asarray(src, F32)}
+        for k, v in scalars.items():  # one per row of a batch: a column
+            env[k] = np.asarray(v, F32)[:, None] if np.ndim(v) == 1 and src.ndim == 2 else v
+        vals = np.broadcast_to(value.evaluate(env, F32), src.shape)
+        if dst is not None and p.writes:
+            dst[...] = vals
+        if p.reduce_op:
+            r = combine(p.reduce_op, vals)
+            return F32(r) if np.ndim(r) == 0 else r.astype(F32)
+        return None
+
+    return compute
+
+
+def register_pass_kernel(op_name: str, p: PassSpec) -> str:
+    """Register the kernel of a pass declared by its cost; its name ``<op>.<pass>``."""
+    assert p.loop is not None
+    name = f"{op_name}.{p.name}"
+    old = KERNELS.get(name)
+    if old is not None:
+        return name
+    elementwise = bool(p.writes) and not p.reduce_op and not (p.value and p.value.shifts)
+    register(Kernel(name, loop_shape(name, p.loop, bool(p.reduce_op)), pass_numerics(p),
+                    writes=bool(p.writes), results=1 if p.reduce_op else 0,
+                    elementwise=elementwise))
+    return name

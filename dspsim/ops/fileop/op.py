@@ -1,0 +1,175 @@
+""":class:`FileOp`: an :class:`~dspsim.ops.base.Op` made from an op file's :class:`OpSpec`.
+
+Everything a Python op gives, from the file: its table (``<op>.tile_bytes``,
+``<op>.buffers`` with ``nbuffer``, and the file's ``[params]``), the variants (its schedules),
+``requirements``, the refusals, the handler (:mod:`dspsim.ops.fileop.program`), the float64
+reference (``[reference]``, else the passes' values in float64), the bounds
+(:mod:`dspsim.ops.fileop.bounds`) and the search space of its tile and buffer keys.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dspsim.errors import DspsimInputError
+from dspsim.ops.base import Bounds, Op, Proc, check_tile_bytes
+from dspsim.ops.fileop import bounds as fbounds
+from dspsim.ops.fileop.program import VARIANT_CODES, hb_dsp_fileop, hbDSPFileOpParam
+from dspsim.ops.fileop.spec import OpSpec
+from dspsim.ops.rowwise import ramp_input
+from dspsim.schema import Key, OpSchema, Params
+
+if TYPE_CHECKING:
+    from dspsim.config import HardwareModel
+    from dspsim.hw.memory import Ptr
+    from dspsim.hw.tcm import TileManager
+    from dspsim.platform import Dsp
+
+_ROW_REDUCE = {"max": np.max, "min": np.min, "sum": np.sum}
+_NEEDS = {"direct": {"channels": 0, "banks": 0}, "pingpong": {"channels": 2, "banks": 2},
+          "nbuffer": {"channels": 2, "banks": 1}}
+_DESCRIBE = {
+    "direct": "every pass's kernels read and write the host memory",
+    "pingpong": "the seed's ping-pong frame: two TCM buffers on DataRAMs 0 and 1, two "
+                "channels",
+    "nbuffer": "the k-buffer frame: {buffers} buffers over the DataRAMs, inputs and outputs on "
+               "separate channels",
+}
+
+
+def op_schema(spec: OpSpec) -> OpSchema:
+    """The ``[<op>]`` table: the tile (and buffer count), then the file's params."""
+    name = spec.name
+    t = spec.tile
+    keys = [Key(f"{name}.tile_bytes", int, "bytes per TCM buffer (multiple of 4)" + (
+        "; a tile holds whole rows" if spec.ndim == 2 else ""), default=t.default, lo=t.lo,
+        hi=t.hi, unit="bytes", multiple=4)]
+    if spec.buffers is not None:
+        b = spec.buffers
+        keys.append(Key(f"{name}.buffers", int, "nbuffer: TCM buffers of tile_bytes, round "
+                        "robin over the DataRAMs", default=b.default, lo=b.lo, hi=b.hi,
+                        unit="buffers"))
+    keys += [Key(f"{name}.{k}", float, f"a parameter of {spec.path}", default=v)
+             for k, v in spec.params.items()]
+
+    def check(p: Params, model: HardwareModel) -> None:
+        check_tile_bytes(f"{name}.tile_bytes", p.tile_bytes, model)
+
+    return OpSchema(name, tuple(keys), check=check)
+
+
+class FileOp(Op):
+    """An op declared in a TOML file (docs/reference.md, "Op files")."""
+
+    def __init__(self, spec: OpSpec, allow_python: bool = False):
+        self.spec = spec
+        self.name = spec.name
+        self.doc = spec.doc
+        self.ndim = spec.ndim
+        self.default_shape = spec.default_shape
+        self.variants = {v: _DESCRIBE[v].format(buffers=f"{spec.name}.buffers")
+                         for v in spec.variants}
+        self.default_variant = spec.default_variant
+        self.params = op_schema(spec)
+        self.tile_key = f"{spec.name}.tile_bytes"
+        self.tolerance = spec.tolerance
+        self.size_unit = "float32"
+        self._python = _python_reference(spec, allow_python)
+
+    # ------------------------------------------------------------------ firmware
+    def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int
+                    ) -> hbDSPFileOpParam:
+        rows, cols = (1, shape[0]) if len(shape) == 1 else shape
+        return hbDSPFileOpParam(rows, cols, input_addr, VARIANT_CODES[variant])
+
+    def handler(self, dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
+        return hb_dsp_fileop(dsp, input, output, tm, self.spec)
+
+    def requirements(self, variant: str) -> dict[str, int]:
+        return dict(_NEEDS[variant])
+
+    def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
+        if len(shape) == 2:
+            return ramp_input(shape)
+        n = shape[0]
+        return (1 + np.arange(n, dtype=np.float32) / np.float32(n)).astype(np.float32)
+
+    # ------------------------------------------------------------------ refusals
+    def checks_params(self, variant: str) -> bool:
+        return variant != "direct"
+
+    def key_variants(self, key: str) -> tuple[str, ...]:
+        if key == f"{self.name}.buffers":
+            return ("nbuffer",)
+        return super().key_variants(key)
+
+    def check_run(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> None:
+        super().check_run(model, variant, shape)
+        if variant == "direct":
+            return
+        why = fbounds.tile_refusal(self, model, variant, shape)
+        if why:
+            raise DspsimInputError(why)
+
+    # ------------------------------------------------------------------ math
+    def reference(self, x: np.ndarray, params: Params) -> np.ndarray:
+        spec = self.spec
+        x64 = np.asarray(x, np.float64)
+        env: dict[str, Any] = {spec.input: x64}
+        env.update({k: float(getattr(params, k)) for k in spec.params})
+        if self._python is not None:
+            return np.asarray(self._python(x64, params), np.float64)
+        if spec.reference is not None:
+            return np.broadcast_to(spec.reference.evaluate(env), x64.shape)
+        for p in spec.passes:
+            vals = np.broadcast_to(p.value.evaluate(env), env[p.reads].shape)
+            if p.writes:
+                env[p.writes] = vals
+            if p.into:
+                env[p.into] = _ROW_REDUCE[p.reduce_op](vals, axis=-1, keepdims=True)
+        return env[spec.output]
+
+    def has_reference(self) -> bool:
+        return (self._python is not None or self.spec.reference is not None
+                or all(p.value is not None for p in self.spec.passes))
+
+    def output_summary(self, out: np.ndarray, x: np.ndarray, params: Params) -> dict[str, Any]:
+        if self.has_reference():
+            return super().output_summary(out, x, params)
+        with np.errstate(invalid="ignore", over="ignore"):
+            total = float(np.sum(out, dtype=np.float64))
+        return {"sum": total, "nan_count": int(np.isnan(out).sum()),
+                "inf_count": int(np.isinf(out).sum()), "max_rel_err": None,
+                "max_abs_err": None, "wrong_count": 0}
+
+    # ------------------------------------------------------------------ studies
+    def bounds(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
+        return fbounds.bounds(self, model, self.check_variant(variant), tuple(shape))
+
+    def search_space(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
+                     ) -> dict[str, list]:
+        return fbounds.search_space(self, model, self.check_variant(variant), tuple(shape))
+
+
+def _python_reference(spec: OpSpec, allow: bool) -> Any:
+    """The ``[reference] python`` function, imported only when the loader allows it."""
+    if spec.python is None:
+        return None
+    if not allow:
+        raise DspsimInputError(
+            f"op file {spec.path}: [reference]: python = {spec.python!r} runs code from the "
+            "file's author; allowed only with --allow-python (allow_python=True), else a "
+            "value = \"...\" expression")
+    module, _, func = spec.python.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), func)
+    except (ImportError, AttributeError) as e:
+        raise DspsimInputError(f"op file {spec.path}: [reference]: python = {spec.python!r}: "
+                               f"cannot import it ({type(e).__name__}: {e})") from None
+    if not callable(fn):
+        raise DspsimInputError(f"op file {spec.path}: [reference]: {spec.python!r} is not a "
+                               "function")
+    return fn

@@ -1,0 +1,196 @@
+"""The DSP side of an op file: its passes as the C would run them.
+
+- ``direct``: every pass's kernels read and write the host memory (DDR), row by row (each
+  row: every pass in order; alike rows booked at once by ``dsp.row_loop``);
+- ``pingpong``: the seed's frame (:func:`~dspsim.ops.frames.hb_dsp_ping_pong_frame`), two TCM
+  buffers on DataRAMs 0 and 1, two channels. A 1-D op runs one frame per pass over the array
+  (a pass's reduction accumulates over the tiles, as the seed's softmax does); a 2-D op one
+  frame of whole-row tiles, every pass on the tile in place;
+- ``nbuffer``: the same through ``<op>.buffers`` buffers over the DataRAMs, inputs and
+  outputs on separate channels (the k-buffer frame,
+  :func:`~dspsim.ops.stream.hb_dsp_stream_frame`).
+
+A pass's kernels: the first reads the pass's array, a kernel that writes writes the pass's
+output array (in TCM: the tile, in place), the kernels after it read that; the one that
+returns a value gives the pass's reduction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dspsim.kernels.registry import get_kernel
+from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, hb_dsp_ping_pong_frame
+from dspsim.ops.stream import hb_dsp_stream_frame
+
+if TYPE_CHECKING:
+    from dspsim.hw.memory import Ptr
+    from dspsim.hw.tcm import TileManager
+    from dspsim.ops.fileop.spec import OpSpec, PassSpec
+    from dspsim.platform import Dsp
+
+F32 = np.float32
+VARIANT_CODES = {"direct": 0, "pingpong": 1, "nbuffer": 2}
+_START = {"max": -np.inf, "min": np.inf, "sum": 0.0}
+
+
+@dataclass
+class hbDSPFileOpParam:  # noqa: N801 - named like the seed's structs
+    rows: int
+    cols: int
+    input: int  # physical address of the input in the host memory
+    run_tcm_opt: int  # VARIANT_CODES
+
+
+def kernel_names(spec: OpSpec, p: PassSpec) -> list[tuple[str, tuple]]:
+    """``(kernel name, args)`` of a pass's calls in order."""
+    if p.loop is not None:
+        return [(f"{spec.name}.{p.name}", ())]
+    return [(k.name, k.args) for k in p.kernels]
+
+
+def run_pass(dsp: Dsp, spec: OpSpec, p: PassSpec, src: Ptr, dst: Ptr, n: int, rows: int,
+             env: dict[str, Any]) -> Any:
+    """One pass's kernel calls on ``rows`` rows of ``n`` at ``src`` (writing ``dst``); the
+    value the reducing kernel returns (None if none)."""
+    cur, result = src, None
+    for name, args in kernel_names(spec, p):
+        kernel = get_kernel(name)
+        if p.loop is not None:  # the pass's own kernel: every scalar and param it reads
+            kw = {k: env[k] for k in p.value.names if k != p.reads} if p.value else {}
+        else:
+            kw = {a: e.evaluate(env, F32) for a, e in args}
+        out = yield from dsp.core.call(name, n, cur, dst if kernel.writes else None,
+                                       rows=rows, **kw)
+        if kernel.writes:
+            cur = dst
+        if kernel.results:
+            result = out
+    return result
+
+
+def _accumulate(op: str, acc: Any, r: Any) -> Any:
+    """A reduction over tiles, in float32 (the seed's running max and sum)."""
+    if op == "sum":
+        return F32(acc + r)
+    if op == "max":
+        return r if r > acc else acc
+    return r if r < acc else acc
+
+
+def _params_env(dsp: Dsp, spec: OpSpec) -> dict[str, Any]:
+    return {k: F32(getattr(dsp.params, k)) for k in spec.params}
+
+
+# ----------------------------------------------------------------------------- direct
+def rows_direct(dsp: Dsp, spec: OpSpec, x: Ptr, y: Ptr, rows: int, cols: int) -> Any:
+    """Every pass on ``rows`` rows at ``x`` / ``y``, the kernels on the host memory."""
+    env = _params_env(dsp, spec)
+    arrays = {spec.input: x, spec.output: y}
+    for p in spec.passes:
+        with dsp.pass_(p.name):
+            r = yield from run_pass(dsp, spec, p, arrays[p.reads], y, cols, rows, env)
+        if p.into:
+            env[p.into] = r
+    return 0
+
+
+# ----------------------------------------------------------------------------- tiles
+def tile_passes(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, state: list,
+                spec_cols: tuple[OpSpec, int]) -> Any:
+    """A 2-D tile of whole rows: every pass in TCM, in place."""
+    spec, cols = spec_cols
+    env = _params_env(dsp, spec)
+    for p in spec.passes:
+        r = yield from run_pass(dsp, spec, p, in_addr, out_addr, cols, size // cols, env)
+        if p.into:
+            env[p.into] = r
+
+
+def tile_one_pass(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, state: list,
+                  job: tuple[OpSpec, PassSpec, dict[str, Any]]) -> Any:
+    """A 1-D tile of one pass; its reduction folded into ``state[0]``."""
+    spec, p, env = job
+    r = yield from run_pass(dsp, spec, p, in_addr, out_addr, size, 1, env)
+    if p.reduce_op:
+        state[0] = _accumulate(p.reduce_op, state[0], r)
+
+
+# ----------------------------------------------------------------------------- frames
+Frame = Callable[..., Any]
+
+
+def _pingpong_frame(bufs: list[Ptr]) -> Frame:
+    def frame(dsp: Dsp, dst: Ptr, src: Ptr, length: int, block: int, func: Any, state: list,
+              arg: Any, write: bool) -> Any:
+        yield from hb_dsp_ping_pong_frame(dsp, dst, src, bufs, bufs, length, func, state, arg,
+                                          write, block)
+    return frame
+
+
+def _stream_frame(bufs: list[Ptr]) -> Frame:
+    def frame(dsp: Dsp, dst: Ptr, src: Ptr, length: int, block: int, func: Any, state: list,
+              arg: Any, write: bool) -> Any:
+        def tile(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, st: Any, i: int) -> Any:
+            yield from func(dsp, out_addr, in_addr, size, st, arg)
+        yield from hb_dsp_stream_frame(dsp, dst, src, bufs, length, block, tile, state, write,
+                                       "split")
+    return frame
+
+
+def tiled(dsp: Dsp, spec: OpSpec, frame: Frame, x: Ptr, y: Ptr, rows: int, cols: int) -> Any:
+    """The tiled schedules: one frame of whole-row tiles (2-D) or one frame per pass (1-D)."""
+    tile_bytes = dsp.params.tile_bytes
+    if spec.ndim == 2:
+        block = max(1, tile_bytes // (4 * cols)) * cols
+        with dsp.pass_(spec.name):
+            yield from frame(dsp, y, x, rows * cols, block, tile_passes, [0], (spec, cols), True)
+        return
+    env = _params_env(dsp, spec)
+    arrays = {spec.input: x, spec.output: y}
+    for p in spec.passes:
+        state = [F32(_START[p.reduce_op])] if p.reduce_op else [0]
+        with dsp.pass_(p.name):
+            yield from frame(dsp, y, arrays[p.reads], cols, tile_bytes >> 2, tile_one_pass,
+                             state, (spec, p, env), bool(p.writes))
+        if p.into:
+            env[p.into] = state[0]
+
+
+def buffer_banks(variant: str, buffers: int, banks: int) -> list[int]:
+    """The DataRAM of each buffer: the seed's 0 and 1, or round robin over the banks."""
+    if variant == "pingpong":
+        return [XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1]
+    return [b % banks for b in range(buffers)]
+
+
+def hb_dsp_fileop(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager, spec: OpSpec) -> Any:
+    """``hb_dsp_<op>(input, output, tm)``: the parameter block, then the variant, timed."""
+    ptr: hbDSPFileOpParam = dsp.ddr.load_struct(input)
+    rows, cols = ptr.rows, ptr.cols
+    x = dsp.hb_dsp_mem_map(ptr.input, 4 * rows * cols)
+    y = output
+    if ptr.run_tcm_opt == VARIANT_CODES["direct"]:
+        start = dsp.TIME_STAMP()
+        yield from dsp.row_loop(
+            rows, lambda r: rows_direct(dsp, spec, x + r * cols, y + r * cols, 1, cols),
+            lambda lo, hi: rows_direct(dsp, spec, x + lo * cols, y + lo * cols, hi - lo, cols),
+            cols)
+        stop = dsp.TIME_STAMP()
+    else:
+        variant = "pingpong" if ptr.run_tcm_opt == VARIANT_CODES["pingpong"] else "nbuffer"
+        count = dsp.params.buffers if variant == "nbuffer" else 2
+        bufs = [tm.allocate(dsp.params.tile_bytes, b, dsp.IVP_2N)
+                for b in buffer_banks(variant, count, dsp.model.tcm.banks)]
+        frame = _pingpong_frame(bufs) if variant == "pingpong" else _stream_frame(bufs)
+        start = dsp.TIME_STAMP()
+        yield from tiled(dsp, spec, frame, x, y, rows, cols)
+        for b in bufs:
+            tm.free(b)
+        stop = dsp.TIME_STAMP()
+    dsp.PROF(start, stop)
+    return 0
