@@ -81,15 +81,20 @@ def test_a_damaged_sidecar_is_refused(made, capsys, damage):
     assert out.read_bytes() == before
 
 
-def test_another_dspsim_version_is_noted_on_resume(made, capsys):
+def test_rows_of_another_dspsim_version_are_noted_and_computed_again(made, capsys):
+    """dspsim's version is in every point's key: another release's rows are not this one's
+    points (they were kept before the sweep became a cache keyed by it)."""
     out, argv = made
     side = out.with_name(out.name + ".sweep.json")
     doc = json.loads(side.read_text())
     doc["dspsim_version"] = "0.0.1"
     side.write_text(json.dumps(doc))
     code, stdout, err = run_cli(capsys, *argv)
-    assert code == 0 and "(0 computed, 8 already" in stdout
+    assert code == 0 and "(8 computed, 0 already" in stdout
     assert err.count("\n") == 1 and "note:" in err and "0.0.1" in err
+    assert json.loads(side.read_text())["dspsim_version"] != "0.0.1"
+    code, stdout, err = run_cli(capsys, *argv)
+    assert code == 0 and "(0 computed, 8 already" in stdout and err == ""
 
 
 # ------------------------------------------------------------------ 2: a damaged parquet file

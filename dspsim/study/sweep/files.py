@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
 from pathlib import Path
 
 from dspsim.errors import DspsimInputError
@@ -15,7 +14,7 @@ from dspsim.paths import atomic_write, check_distinct, check_name_fits, check_re
 
 EXTENSIONS = (".csv", ".parquet")
 
-__all__ = ["EXTENSIONS", "atomic_write", "check_out", "csv_bytes", "journal_path", "sidecar_path"]
+__all__ = ["EXTENSIONS", "atomic_write", "check_out", "csv_line", "journal_path", "sidecar_path"]
 
 
 def sidecar_path(out: Path) -> Path:
@@ -53,14 +52,6 @@ def check_out(out: str | Path) -> Path:
         check_regular_or_absent(path, f"{what}" if what == "--out" else f"--out {what}")
     check_distinct(named)
     return p
-
-
-def csv_bytes(header: list[str], rows: Iterable[list[str]]) -> bytes:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    w.writerows(rows)
-    return buf.getvalue().encode("utf-8")
 
 
 def csv_line(row: list[str]) -> bytes:

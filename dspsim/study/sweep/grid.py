@@ -35,7 +35,7 @@ from dspsim.errors import DspsimInputError
 from dspsim.host.window import check_fits_window
 from dspsim.ops import Op, get_op
 from dspsim.platform import FIDELITIES
-from dspsim.run import git_sha, simulate
+from dspsim.run import simulate
 from dspsim.study.sweep.spec import load_spec
 from dspsim.study.sweep.values import (
     MODEL_KEY,
@@ -50,7 +50,6 @@ from dspsim.study.sweep.values import (
     shape_text,
     spec_values,
 )
-from dspsim.version import __version__
 
 # the op a sweep (like a run) is of when none is given
 DEFAULT_OP: str = inspect.signature(simulate).parameters["op"].default
@@ -66,8 +65,6 @@ CHECK_COLUMNS = ("warnings", "hazards")  # warning codes (";"-separated), hazard
 TAIL_COLUMNS = ("wall_s", "error")
 TEXT_RESULT_COLUMNS = ("warnings", "error")
 MAX_POINTS = 10_000_000
-META_TAG = "dspsim-sweep"  # the sidecar's "format"
-META_FORMAT = 3  # its "format_version" (2: no grid recorded, no tag)
 
 
 @dataclass(frozen=True)
@@ -176,30 +173,6 @@ class Sweep:
             *per_memory("busy_cycles"), *per_memory("stall_cycles"), *WAIT_COLUMNS,
             *CHECK_COLUMNS, *TAIL_COLUMNS,
         ]
-
-    def meta(self) -> dict[str, Any]:
-        """What makes two files the same sweep (columns, fidelity, the grid's axes and values,
-        fixed model values), plus provenance; checked on resume by
-        :mod:`dspsim.study.sweep.sidecar`."""
-        swept = set(self.keys)
-
-        def fixed(m: HardwareModel) -> dict[str, Any]:
-            return {k: v for k, v in m.flat().items() if k not in swept}
-
-        return {
-            "format": META_TAG,
-            "format_version": META_FORMAT,
-            "columns": self.columns,
-            "fidelity": self.fidelity,
-            "grid": [[k, [format_value(v) for v in values]] for k, values in self.axes],
-            # a sweep of several models: per model label
-            "fixed_model": ({label: fixed(m) for label, m in self.models} if self.models
-                            else fixed(self.model)),
-            "model_source": ({label: m.source for label, m in self.models} if self.models
-                             else self.model.source),
-            "dspsim_version": __version__,
-            "git_sha": git_sha(),
-        }
 
 
 def _variants(ops: list[Op], column: str, given: list[str] | None) -> list[str]:

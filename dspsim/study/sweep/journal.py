@@ -6,21 +6,22 @@
   the last second). When the grid is complete the file is rewritten in grid order (to a temporary
   file, then renamed over it).
 - Parquet: points go to a CSV journal ``FILE.parquet.journal.csv`` as above; when the grid is
-  complete the parquet file is written (temporary file, then rename) with the journal's rows and
-  any rows of an earlier parquet file, and the journal is removed. An interrupted parquet sweep
+  complete the parquet file is written (temporary file, then rename) from the journal's rows,
+  and the journal is removed; a resume first copies an earlier parquet file's rows into the
+  journal (the journal's row of a point counts first). An interrupted parquet sweep
   therefore leaves its finished points readable in the journal. Needs ``pyarrow``
   (``pip install 'dspsim[parquet]'``).
-- A sidecar ``FILE.sweep.json`` records how the file was made (columns, fidelity, the grid, the
-  fixed model values, dspsim version, git commit; :mod:`dspsim.study.sweep.sidecar`). A file
-  holding finished rows whose sidecar is missing or damaged is refused (nothing would tell which
-  sweep wrote them).
-- Rerunning the same sweep reads what is there as a stream (:mod:`dspsim.study.sweep.resume`:
-  every cell of every row checked; invalid rows dropped and their points computed again; a torn
-  last line dropped unless it is a whole row) and computes only the missing points (a point is
-  identified by its parameter values; a row that is not a point of the grid is invalid). A
-  file made by a different sweep (other columns, fidelity, fixed model values, or a grid that
-  does not contain the recorded one) is refused with one line; a grid that adds values to the
-  recorded one extends the file (a note says so). Points that failed count as done;
+- The file is a cache of points: each row is stored under its point's key
+  (:mod:`dspsim.study.sweep.key`: everything its result depends on), made from its cells and
+  the sidecar ``FILE.sweep.json`` that records the values its rows were computed with
+  (:mod:`dspsim.study.sweep.sidecar`). Rerunning the sweep reads the rows as a stream
+  (:mod:`dspsim.study.sweep.resume`: every cell checked; invalid rows, rows off the grid and
+  rows of another key dropped and their points computed again; a torn last line dropped
+  unless it is a whole row) and computes only the points no row has the key of. A file
+  holding rows whose sidecar is missing or damaged is refused (nothing would tell what they
+  were computed with), and so is a file of another sweep (other columns, fidelity, fixed
+  model values, or a grid that does not contain the recorded one); a grid that adds values to
+  the recorded one extends the file (a note says so). Points that failed count as done;
   ``retry_failed`` computes them again.
 - Memory is bounded whatever the grid: points are generated as they are handed out, and the
   resume state is one byte per grid point (eight more while the table is put in grid order).
@@ -52,26 +53,10 @@ from dspsim.study.sweep.executors import (
     import_dask,
     local_results,
 )
-from dspsim.study.sweep.files import (
-    atomic_write,
-    check_out,
-    csv_bytes,
-    csv_line,
-    journal_path,
-    sidecar_path,
-)
+from dspsim.study.sweep.files import atomic_write, check_out, csv_line, journal_path, sidecar_path
 from dspsim.study.sweep.grid import Sweep
-from dspsim.study.sweep.resume import (
-    DONE,
-    FAILED,
-    MISSING,
-    Locations,
-    Scan,
-    kept_rows,
-    read_header,
-    scan_rows,
-)
-from dspsim.study.sweep.sidecar import check_same_sweep
+from dspsim.study.sweep.resume import DONE, FAILED, MISSING, Cache, journal_lines, read_header
+from dspsim.study.sweep.sidecar import compare, read_sidecar, sweep_meta
 from dspsim.study.sweep.values import format_value
 from dspsim.workers import MAX_JOBS, check_jobs  # noqa: F401 - the sweep's names for them
 
@@ -149,7 +134,7 @@ class _Journal:
         try:
             if fresh:
                 self.f.truncate(0)
-                self._write(csv_bytes(header, []))
+                self._write(csv_line(header))
             elif self.f.seek(0, os.SEEK_END) != good_bytes:
                 self.f.truncate(good_bytes)  # drop a line torn by a kill
             self.f.seek(0, os.SEEK_END)
@@ -197,44 +182,63 @@ class _Journal:
                     pass
 
 
-def _kept_lines(journal: Path, sweep: Sweep, drop_failed: bool) -> Iterator[bytes]:
-    """The journal's lines a resume keeps (valid, first of their point), newline-ended, in one
-    streamed pass; without the failed points' rows with ``drop_failed``."""
-    scan = Scan(bytearray(sweep.size))
-    for _, line, i in kept_rows(sweep, journal, scan):
-        if drop_failed and scan.state[i] == FAILED:
-            continue
-        yield line + b"\n"
+def _count_rows(journal: Path) -> int:
+    """The lines after the header that are not blank."""
+    return sum(1 for _, line, _ in journal_lines(journal) if line)
 
 
-def _rewrite_journal(journal: Path, sweep: Sweep, drop_failed: bool) -> None:
-    """Rewrite the journal with only the rows a resume keeps (atomically)."""
-    header = csv_bytes(sweep.columns, [])
+def _open(sweep: Sweep, out: Path, journal: Path
+          ) -> tuple[bool, Cache, list[list[str]], dict[str, Any] | None, bool]:
+    """(whether the journal has its header, the cache of what the files hold, the rows of an
+    earlier parquet file, the file's sidecar, whether to write the sidecar) for ``sweep``."""
+    header = read_header(journal)[0] if journal.exists() else []
+    if header and header != sweep.columns:
+        raise DspsimInputError(
+            f"{journal} was written by a different sweep (columns {','.join(header)}; this sweep "
+            f"has {','.join(sweep.columns)}); choose another --out or delete it")
+    parquet: list[list[str]] = []
+    if out.suffix == ".parquet" and out.exists():
+        from dspsim.study.sweep.table import parquet_rows
+
+        parquet = parquet_rows(out, sweep)
+    rows = len(parquet) + (_count_rows(journal) if header else 0)
+    old = read_sidecar(out, rows) if rows else None
+    rewrite = compare(out, sweep, old, rows) if old is not None else True
+    cache = Cache(sweep, old)
+    for _ in cache.scan(journal if header else None, parquet):
+        pass
+    return bool(header), cache, parquet, old, rewrite or not cache.rows
+
+
+def _rewrite_journal(journal: Path, sweep: Sweep, old: dict[str, Any] | None,
+                     parquet: list[list[str]], drop_failed: bool) -> None:
+    """Rewrite the journal (atomically) with only the rows that count, and an earlier parquet
+    file's; without the failed points' with ``drop_failed``."""
+    cache = Cache(sweep, old)
 
     def write(f) -> None:
-        f.write(header)
-        for line in _kept_lines(journal, sweep, drop_failed):
-            f.write(line)
+        f.write(csv_line(sweep.columns))
+        for i, line in cache.scan(journal if journal.exists() else None, parquet):
+            if not (drop_failed and cache.state[i] == FAILED):
+                f.write(line)
 
     atomic_write(journal, write, "sweep journal")
 
 
-def _read_parquet_rows(out: Path, sweep: Sweep) -> list[list[str]]:
-    from dspsim.study.sweep.table import parquet_rows
-
-    return parquet_rows(out, sweep) if out.suffix == ".parquet" and out.exists() else []
-
-
-def _scan(sweep: Sweep, out: Path, journal: Path) -> tuple[list[str], Scan, list]:
-    """(journal header, the scan, parquet rows) of what the files hold for ``sweep``."""
-    header, _ = read_header(journal) if journal.exists() else ([], 0)
-    if header and header != sweep.columns:
-        raise DspsimInputError(
-            f"{journal} was written by a different sweep (columns {','.join(header)}; this sweep "
-            f"has {','.join(sweep.columns)}); choose another --out or delete it"
-        )
-    parquet = _read_parquet_rows(out, sweep)
-    return header, scan_rows(sweep, journal if header else None, parquet), parquet
+def _checked_out(out: str | Path, executor: str, scheduler: str | None, jobs: int) -> Path:
+    out = check_out(out)
+    if executor not in EXECUTORS:
+        raise DspsimInputError(f"executor {executor!r}: allowed {', '.join(EXECUTORS)}")
+    if executor == "dask":
+        import_dask()
+        if scheduler:
+            check_scheduler(scheduler)
+    elif scheduler:
+        raise DspsimInputError("--scheduler needs --executor dask")
+    check_jobs(jobs, "jobs")
+    if not out.parent.is_dir():
+        raise DspsimInputError(f"output directory {str(out.parent)!r} does not exist")
+    return out
 
 
 def run_sweep(
@@ -257,114 +261,86 @@ def run_sweep(
     ``timeout_s``: give up on a dask cluster after this long (the file keeps what finished).
     """
     t0 = time.perf_counter()
-    out = check_out(out)
-    if executor not in EXECUTORS:
-        raise DspsimInputError(f"executor {executor!r}: allowed {', '.join(EXECUTORS)}")
-    if executor == "dask":
-        import_dask()
-        if scheduler:
-            check_scheduler(scheduler)
-    elif scheduler:
-        raise DspsimInputError("--scheduler needs --executor dask")
-    check_jobs(jobs, "jobs")
-    if not out.parent.is_dir():
-        raise DspsimInputError(f"output directory {str(out.parent)!r} does not exist")
-    journal = journal_path(out)
-    side = sidecar_path(out)
+    out = _checked_out(out, executor, scheduler, jobs)
+    journal, side = journal_path(out), sidecar_path(out)
     check_distinct([("--out", out), ("its journal", journal if journal != out else None),
                     ("its sidecar", side)])
     _check_unlocked(journal)
     if fresh:
         for p in (out, journal, side):
             p.unlink(missing_ok=True)
-
-    header, scan, parquet = _scan(sweep, out, journal)
-    grown = None
-    if scan.rows or scan.dropped or scan.duplicates:
-        grown = check_same_sweep(out, sweep, scan.rows + scan.dropped + scan.duplicates)
-    retry = retry_failed and FAILED in scan.state
+    header, cache, parquet, old, rewrite = _open(sweep, out, journal)
+    retry = retry_failed and FAILED in cache.state
     if retry:
-        scan.state = bytearray(scan.state.replace(bytes([FAILED]), bytes([MISSING])))
-    resumed = sweep.size - scan.state.count(MISSING)
-    if scan.dropped:
-        print(
-            f"dspsim: {scan.dropped:,} invalid rows in {journal} (e.g. {scan.reasons[0]}) are "
-            "dropped; their points are computed again",
-            file=sys.stderr,
-        )
-
+        cache.state = bytearray(cache.state.replace(bytes([FAILED]), bytes([MISSING])))
+    resumed = sweep.size - cache.state.count(MISSING)
+    if cache.dropped:
+        print(f"dspsim: {cache.dropped:,} invalid rows in {journal} (e.g. {cache.reasons[0]}) "
+              "are dropped; their points are computed again", file=sys.stderr)
     with contextlib.ExitStack() as stack:
         cluster = None
         if executor == "dask" and resumed < sweep.size:  # connect before writing anything
             cluster = stack.enter_context(
                 DaskCluster(scheduler, min(jobs, sweep.size - resumed), dask_processes))
-        if header and (not scan.clean or retry):  # the file never holds two rows for a point
-            _rewrite_journal(journal, sweep, drop_failed=retry)
-            header, scan_after, _ = _scan(sweep, out, journal)
-            scan.good, scan.unterminated = scan_after.good, scan_after.unterminated
-        if not scan.rows or grown is not None:
-            meta = grown if grown is not None else sweep.meta()
+        if parquet or (header and (not cache.clean or retry)):  # one row a point, all keyed
+            _rewrite_journal(journal, sweep, old, parquet, drop_failed=retry)  # before the
+            header, cache.good, cache.unterminated = True, journal.stat().st_size, False
+        if rewrite:  # sidecar that keys them
+            meta = sweep_meta(sweep)
             atomic_write(side, lambda f: f.write(json.dumps(meta, indent=2).encode()),
                          "sweep sidecar")
         # never more workers than points to compute (a pool of 5,000 for 3 points would hang)
         workers = max(1, min(jobs, sweep.size - resumed))
-        computed = _run_points(sweep, journal, header, scan, resumed, workers, executor, cluster,
+        writer = _Journal(journal, sweep.columns, cache.good, fresh=not header,
+                          unterminated=cache.unterminated)
+        computed = _run_points(sweep, writer, cache.state, resumed, workers, cluster,
                                progress, timeout_s)
-
-    failed = _finish(sweep, out, journal, parquet)
+    failed = _finish(sweep, out, journal)
     return SweepSummary(out, sweep.size, computed, resumed, failed, time.perf_counter() - t0,
-                        scan.dropped)
+                        cache.dropped)
 
 
-def _run_points(sweep: Sweep, journal: Path, header: list[str], scan: Scan, resumed: int,
-                jobs: int, executor: str, cluster: DaskCluster | None, progress: bool | None,
+def _bar(show: bool, sweep: Sweep, resumed: int) -> Any:
+    if not show:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=sweep.size, initial=resumed, unit="pt", desc="sweep", file=sys.stderr,
+                dynamic_ncols=True, smoothing=0.05)
+
+
+def _run_points(sweep: Sweep, writer: _Journal, state: bytearray, resumed: int, jobs: int,
+                cluster: DaskCluster | None, progress: bool | None,
                 timeout_s: float | None) -> int:
-    """Compute the points the scan found missing, appending each row as it completes; returns
-    how many were computed."""
-    state = scan.state
+    """Compute the missing points, appending each row as it completes (``writer`` closed at
+    the end); returns how many were computed."""
     todo = (p for i, p in enumerate(sweep.points()) if state[i] == MISSING)  # a generator
     show = sys.stderr.isatty() if progress is None else progress
-    bar = None
+    bars: list[Any] = []
     computed = 0
-    writer = _Journal(journal, sweep.columns, scan.good, fresh=not header,
-                      unterminated=scan.unterminated)
     results = None
     try:
-
         def started() -> None:
-            nonlocal bar
-            if show:
-                from tqdm import tqdm
-
-                bar = tqdm(
-                    total=sweep.size,
-                    initial=resumed,
-                    unit="pt",
-                    desc="sweep",
-                    file=sys.stderr,
-                    dynamic_ncols=True,
-                    smoothing=0.05,
-                )
+            bars.append(_bar(show, sweep, resumed))
 
         if resumed < sweep.size:
-            if cluster is not None:
-                results = dask_results(sweep, todo, cluster, started, timeout_s,
-                                       total=sweep.size - resumed)
-            else:
-                results = local_results(sweep, todo, jobs, started)
+            results = (dask_results(sweep, todo, cluster, started, timeout_s,
+                                    total=sweep.size - resumed) if cluster is not None
+                       else local_results(sweep, todo, jobs, started))
             for point, result in results:
                 row = _row_texts(sweep, point, result)
                 writer.append(row)
-                i = sweep.index_of(sweep.identity(point))
-                state[i] = FAILED if row[-1] else DONE
+                state[sweep.index_of(sweep.identity(point))] = FAILED if row[-1] else DONE
                 computed += 1
-                if bar is not None:
-                    bar.update(1)
+                for bar in bars:
+                    if bar is not None:
+                        bar.update(1)
     finally:
         if results is not None:
             results.close()  # the executor's own clean-up runs now, not at garbage collection
-        if bar is not None:
-            bar.close()
+        for bar in bars:
+            if bar is not None:
+                bar.close()
         writer.close()
     return computed
 
@@ -378,46 +354,36 @@ def _increasing(values: Iterator[int]) -> bool:
     return True
 
 
-def _finish(sweep: Sweep, out: Path, journal: Path, parquet: list[list[str]]) -> int:
-    """Write the table in grid order unless it already is;
-    returns the failed points of the grid."""
-    loc = Locations(sweep.size)
-    # the journal is newer than a parquet file: its row of a point replaces the file's
-    scan = scan_rows(sweep, journal, parquet, loc, replace=True)
+def _finish(sweep: Sweep, out: Path, journal: Path) -> int:
+    """Write the table in grid order unless it already is; returns the failed points."""
+    cache = Cache(sweep, None, where=True)
+    for _ in cache.scan(journal):
+        pass
 
     def order() -> Iterator[int]:  # where each row is, in grid order
-        yield from (o for o in loc.slots if o != -1)
-
-    in_order = scan.clean and not scan.torn and _increasing(order())
+        yield from (o for o in cache.where if o != -1)
 
     def lines() -> Iterator[bytes]:
-        with contextlib.ExitStack() as stack:
-            f = stack.enter_context(open(journal, "rb")) if journal.exists() else None
+        with open(journal, "rb") as f:
             for where in order():
-                if where < -1:
-                    yield csv_line(parquet[-2 - where])
-                    continue
                 f.seek(where)
                 line = f.readline()
                 yield line if line.endswith(b"\n") else line + b"\n"
 
+    def write(f) -> None:
+        f.write(csv_line(sweep.columns))
+        for line in lines():
+            f.write(line)
+
     if out.suffix == ".csv":
-        if not in_order:
-            header = csv_bytes(sweep.columns, [])
-
-            def write(f) -> None:
-                f.write(header)
-                for line in lines():
-                    f.write(line)
-
+        if not (cache.clean and not cache.torn and _increasing(order())):
             atomic_write(out, write, "sweep table")
     else:
         import csv as _csv
 
         from dspsim.study.sweep.table import typed_frame
 
-        rows = [r for line in lines() for r in _csv.reader([line.decode("utf-8")])]
-        df = typed_frame(sweep, rows)
+        df = typed_frame(sweep, [r for line in lines() for r in _csv.reader([line.decode()])])
         atomic_write(out, lambda f: df.to_parquet(f, index=False), "sweep table")
         journal.unlink(missing_ok=True)
-    return scan.state.count(FAILED)
+    return cache.state.count(FAILED)

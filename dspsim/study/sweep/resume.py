@@ -1,4 +1,5 @@
-"""Reading a sweep's finished rows back, row by row, trusting none of them.
+"""Reading a sweep's finished rows back, row by row, trusting none of them, into the cache of
+points (:class:`Cache`) a resume skips.
 
 A resumed sweep reads its journal (and the rows of an earlier parquet file) as a stream: the
 whole grid is never held in memory, only one byte per grid point (missing, done, failed) and, at
@@ -20,8 +21,7 @@ import csv
 import math
 import re
 from array import array
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,9 @@ from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op, op_names
 from dspsim.paths import BOM
 from dspsim.platform import WARNING_CODES as PLATFORM_WARNINGS
+from dspsim.study.sweep.files import csv_line
 from dspsim.study.sweep.grid import DEFAULT_OP, MEMORY_COLUMNS, WAIT_COLUMNS, Sweep
+from dspsim.study.sweep.key import key_default, point_key, sweep_values
 from dspsim.study.sweep.values import (
     MODEL_KEY,
     VARIANT_KEYS,
@@ -205,109 +207,110 @@ def parse_line(line: bytes) -> list[str] | None:
     return rows[0] if len(rows) == 1 else None
 
 
-@dataclass
-class Scan:
-    """What a journal (and an earlier parquet file) holds for a sweep."""
+class Cache:
+    """What a sweep file holds, keyed: per grid point MISSING, DONE or FAILED (one byte a
+    point), and, with ``where``, the offset of each point's row (eight more).
 
-    state: bytearray  # per grid point: MISSING, DONE or FAILED
-    rows: int = 0  # valid rows kept
-    dropped: int = 0  # invalid rows (their points are computed again)
-    duplicates: int = 0  # second rows of a point
-    good: int = 0  # bytes of the journal to keep (a torn last line cut off)
-    torn: bool = False  # a last line without its newline was dropped
-    unterminated: bool = False  # a last line without its newline was kept
-    reasons: list[str] = field(default_factory=list)  # the first few invalid rows, why
+    A row counts for a point when it is valid (:func:`check_row`), names a point of the grid,
+    is the first row of that point, and its key, made from the sidecar ``old`` and its cells,
+    is the point's key made from the sweep (:func:`dspsim.study.sweep.key.point_key`); ``old``
+    None: the file is the sweep's own (its keys are the points')."""
+
+    def __init__(self, sweep: Sweep, old: Mapping[str, Any] | None, where: bool = False):
+        self.sweep, self.old = sweep, old
+        self.state = bytearray(sweep.size)
+        self.where = array("q", [-1]) * sweep.size if where else None
+        self.rows = self.dropped = self.duplicates = self.stale = 0
+        self.good = 0  # bytes of the journal to keep (a torn last line cut off)
+        self.torn = self.unterminated = False
+        self.reasons: list[str] = []  # the first few invalid rows, why
+        self._fixed: dict[Any, tuple[dict[str, Any], dict[str, Any]]] = {}
 
     @property
     def clean(self) -> bool:
         """Nothing to drop: the journal can be appended to as it is."""
-        return not (self.dropped or self.duplicates)
+        return not (self.dropped or self.duplicates or self.stale)
 
+    def _contexts(self, label: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the file's, the sweep's) fixed values of the model ``label``; the file's keys
+        missing from its sidecar at their defaults (it was begun before they existed)."""
+        if label not in self._fixed:
+            model = self.sweep.model_of({MODEL_KEY: label} if label is not None else {})
+            ours = sweep_values(model.flat(), self.sweep.keys, self.sweep.ops)
+            theirs = self.old["fixed_model"]
+            theirs = theirs[label] if label is not None else theirs
+            self._fixed[label] = ({k: theirs.get(k, key_default(k)) for k in ours}, ours)
+        return self._fixed[label]
 
-def _classify(sweep: Sweep, cells: list[str] | None, scan: Scan, where: str,
-              replace: bool = False) -> int | bool:
-    """The grid index of a valid row, or False when it is dropped (invalid, not a point of the
-    grid, or a second row of a point unless ``replace``: then the later row counts)."""
-    if cells is None:
-        reason = "not a CSV line"
-    else:
+    def same_key(self, point: dict[str, str]) -> bool:
+        """Whether the row of ``point`` (its parameter cells) has the point's key."""
+        if self.old is None:
+            return True
+        theirs, ours = self._contexts(point.get(MODEL_KEY))
+        old, sweep = self.old, self.sweep
+        return (point_key(theirs, point, old["fidelity"], old["dspsim_version"])
+                == point_key(ours, point, sweep.fidelity))
+
+    def add(self, cells: list[str] | None, where: str, offset: int = -1) -> int | None:
+        """The grid index of a row that counts, else None (the row is dropped)."""
         try:
-            ident, failed = check_row(sweep, cells)
-        except ValueError as e:
-            reason = str(e)
-        else:
-            i = sweep.index_of(ident)
+            if cells is None:
+                raise ValueError("not a CSV line")
+            ident, failed = check_row(self.sweep, cells)
+            i = self.sweep.index_of(ident)
             if i is None:
-                reason = _off_grid(sweep, ident)
-            elif scan.state[i] != MISSING:
-                scan.duplicates += 1
-                if not replace:
-                    return False
-                scan.state[i] = FAILED if failed else DONE
-                return i
-            else:
-                scan.rows += 1
-                scan.state[i] = FAILED if failed else DONE
-                return i
-    scan.dropped += 1
-    if len(scan.reasons) < 3:
-        scan.reasons.append(f"{where}: {reason}")
-    return False
+                raise ValueError(_off_grid(self.sweep, ident))
+        except ValueError as e:
+            self.dropped += 1
+            if len(self.reasons) < 3:
+                self.reasons.append(f"{where}: {e}")
+            return None
+        if self.state[i] != MISSING:
+            self.duplicates += 1
+            return None
+        if not self.same_key(dict(zip(self.sweep.keys, ident))):
+            self.stale += 1
+            return None
+        self.rows += 1
+        self.state[i] = FAILED if failed else DONE
+        if self.where is not None:
+            self.where[i] = offset
+        return i
+
+    def scan(self, journal: Path | None, parquet: Sequence[list[str]] = ()
+             ) -> Iterator[tuple[int, bytes]]:
+        """Add every row of ``journal``, then of ``parquet`` (text cells, older than the
+        journal: a point's row there counts when the journal has none); yield (grid index,
+        CSV line) of each row that counts, streamed."""
+        if journal is not None and journal.exists():
+            self.good = read_header(journal)[1]
+            for offset, line, ended in journal_lines(journal):
+                if not line and ended:
+                    self.good = offset + 1
+                    continue  # a blank line
+                cells = parse_line(line)
+                if not ended:  # a torn line is kept only when it is a whole finished row
+                    if not _whole(self.sweep, cells):
+                        self.torn = True
+                        break
+                    self.unterminated = True
+                self.good = offset + len(line) + ended
+                i = self.add(cells, f"{journal} at byte {offset}", offset)
+                if i is not None:
+                    yield i, line + b"\n"
+        for k, cells in enumerate(parquet):
+            i = self.add(cells, f"parquet row {k + 1}")
+            if i is not None:
+                yield i, csv_line(cells)
 
 
-def scan_rows(
-    sweep: Sweep,
-    journal: Path | None,
-    parquet: list[list[str]] = (),
-    locations: Locations | None = None,
-    replace: bool = False,
-) -> Scan:
-    """Check every row of ``parquet`` (text cells) then of ``journal``; with ``locations`` (one
-    slot per grid point) record where each kept row is: a journal offset, or ``-2 - k`` for the
-    parquet row ``k``. ``replace``: a later row of a point replaces an earlier one (else the
-    first is kept)."""
-    scan = Scan(bytearray(sweep.size))
-    for k, cells in enumerate(parquet):
-        i = _classify(sweep, cells, scan, f"parquet row {k + 1}", replace)
-        if locations is not None and i is not False:
-            locations.slots[i] = -2 - k
-    for offset, _, i in kept_rows(sweep, journal, scan, replace):
-        if locations is not None:
-            locations.slots[i] = offset
-    return scan
-
-
-def kept_rows(
-    sweep: Sweep,
-    journal: Path | None,
-    scan: Scan | None = None,
-    replace: bool = False,
-) -> Iterator[tuple[int, bytes, int]]:
-    """(offset, line without its newline, grid index) of every row of
-    ``journal`` a resume keeps, in file order, streamed; ``scan`` (default a fresh one) counts
-    what is kept and dropped."""
-    scan = scan if scan is not None else Scan(bytearray(sweep.size))
-    if journal is None or not journal.exists():
-        return
-    scan.good = read_header(journal)[1]
-    for offset, line, ended in journal_lines(journal):
-        if not line and ended:
-            scan.good = offset + 1
-            continue  # a blank line
-        cells = parse_line(line)
-        if not ended:  # a torn line is kept only when it is a whole finished point's row
-            try:
-                keep = cells is not None and not check_row(sweep, cells)[1]
-            except ValueError:
-                keep = False
-            if not keep:
-                scan.torn = True
-                return
-            scan.unterminated = True
-        scan.good = offset + len(line) + ended
-        i = _classify(sweep, cells, scan, f"{journal} at byte {offset}", replace)
-        if i is not False:
-            yield offset, line, i
+def _whole(sweep: Sweep, cells: list[str] | None) -> bool:
+    """Whether a last line without its newline is a whole row of a finished point (a kill
+    cannot tear a line into one: its last cell, ``error``, is empty)."""
+    try:
+        return cells is not None and not check_row(sweep, cells)[1]
+    except ValueError:
+        return False
 
 
 def _off_grid(sweep: Sweep, ident: tuple[str, ...]) -> str:
@@ -319,10 +322,3 @@ def _off_grid(sweep: Sweep, ident: tuple[str, ...]) -> str:
             shown = ", ".join(allowed[:6]) + (", ..." if len(allowed) > 6 else "")
             return f"{key} = {cell!r} is not a value this sweep has ({shown})"
     return "not a point of this sweep"
-
-
-class Locations:
-    """Where each grid point's row is (``slots``, -1: no row; 8 bytes a point)."""
-
-    def __init__(self, size: int):
-        self.slots = array("q", [-1]) * size

@@ -1,67 +1,77 @@
-"""A sweep's sidecar ``FILE.sweep.json``: what made the file, checked strictly on resume.
+"""A sweep's sidecar ``FILE.sweep.json``: what the rows of the file were computed with, so that
+each row's key (:mod:`dspsim.study.sweep.key`) can be made again on resume.
 
-The sidecar (:meth:`dspsim.study.sweep.grid.Sweep.meta`) holds exactly these keys:
+It holds exactly :data:`SIDECAR_KEYS`:
 
-- ``format``: ``"dspsim-sweep"``; ``format_version``: 3 (format 2, from older versions,
-  recorded no grid: such a file cannot be resumed);
+- ``format``: ``"dspsim-sweep"``; ``format_version``: 4;
 - ``columns``: the table's columns; ``fidelity``;
-- ``grid``: the swept axes in grid order, ``[[KEY, [VALUE, ...]], ...]`` (values as the table's
-  canonical text);
-- ``fixed_model``: every model key that is not swept, with its value (its key's type); a key
-  with a default may be missing: the file was begun before dspsim had the key, so its rows were
-  computed as at the key's default (a resume at that default says so in one line and records
-  it; at another value it is another sweep);
-- ``model_source``, ``dspsim_version``, ``git_sha`` (or null): provenance.
+- ``grid``: the swept axes in grid order, ``[[KEY, [VALUE, ...]], ...]`` (the table's text);
+- ``fixed_model``: the model values that apply to the sweep's ops and that it does not sweep:
+  every hardware key and the swept ops' own keys, not every registered op's (a sweep of
+  several models: an object from each model's label to its values); a key with a default may
+  be missing (the file was begun before dspsim had it: its rows were computed at the default);
+- ``model_source``, ``dspsim_version`` (in every row's key), ``git_sha`` (or null).
 
-A sweep of several models (a ``model`` axis) records ``fixed_model`` and ``model_source`` per
-model: an object from each model's label to what a single model's sidecar holds.
-
-Anything else (a key missing or unknown, a wrong type, a value out of its key's range, a model
-key missing) makes the sidecar *damaged*: the file is refused, since nothing would tell which
-sweep wrote its rows. A sidecar of another sweep (other columns, fidelity or fixed values, or a
-grid that is not contained in this one) is refused too. A grid that *contains* the recorded one
-(same keys, each key's values a superset) extends the file: the new points are computed and the
-sidecar records the larger grid (a one-line note says so). Another dspsim version or commit is
-reported (one line on stderr) but not refused: the rows stay, since a commit that does not touch
-the model would otherwise make every sweep start over; the sidecar keeps the provenance of the
-run that began the file.
+A sidecar of format 3 (dspsim 0.2.0, which recorded every registered op's keys) is read the
+same way, its other ops' keys left out, and rewritten as format 4 by the resume. Anything else
+wrong (a key missing or unknown, a wrong type, a value out of range) makes the sidecar
+*damaged*: the file is refused, since nothing would tell which sweep wrote its rows. A sidecar
+of another sweep (other columns, fidelity or fixed values, or a grid not contained in this one)
+is refused too; a grid that contains the recorded one extends the file (a note says so).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import (
-    HARDWARE,
-    all_keys,
-    check_value,
-    is_memory_section,
-    key_type,
-    memory_keys,
-    model_key,
-)
+from dspsim.config import all_keys, check_value, is_memory_section, key_type, memory_keys
 from dspsim.errors import DspsimInputError
 from dspsim.paths import BOM
 from dspsim.platform import FIDELITIES
+from dspsim.run import git_sha
 from dspsim.study.sweep.files import sidecar_path
-from dspsim.study.sweep.grid import META_FORMAT, META_TAG, Sweep
+from dspsim.study.sweep.grid import Sweep
+from dspsim.study.sweep.key import applies, canon, key_default, sweep_values
 from dspsim.study.sweep.values import MODEL_KEY, format_value
-from dspsim.tables import MemoryCfg
+from dspsim.version import __version__
 
 SIDECAR_KEYS = ("format", "format_version", "columns", "fidelity", "grid", "fixed_model",
                 "model_source", "dspsim_version", "git_sha")
-MAX_SIDECAR_BYTES = 256 << 20  # a grid of 10,000,000 points needs far less
-PROVENANCE = ("dspsim_version", "git_sha")
+META_TAG = "dspsim-sweep"
+META_FORMAT = 4
+READS = (3, 4)  # format 3 is resumed and rewritten as 4
+MAX_SIDECAR_BYTES = 256 << 20
+SHA = r"[0-9a-f]{40}([0-9a-f]{24})?"  # a git commit: SHA-1 or SHA-256
+
+__all__ = ["SIDECAR_KEYS", "compare", "key_default", "read_sidecar", "sweep_meta"]
 
 
 class _DamagedError(ValueError):
     pass
+
+
+def sweep_meta(sweep: Sweep) -> dict[str, Any]:
+    """The sidecar of ``sweep``."""
+    def fixed(m: Any) -> dict[str, Any]:
+        return sweep_values(m.flat(), sweep.keys, sweep.ops)
+
+    several = sweep.models
+    return {
+        "format": META_TAG, "format_version": META_FORMAT, "columns": sweep.columns,
+        "fidelity": sweep.fidelity,
+        "grid": [[k, [format_value(v) for v in values]] for k, values in sweep.axes],
+        "fixed_model": ({label: fixed(m) for label, m in several} if several
+                        else fixed(sweep.model)),
+        "model_source": ({label: m.source for label, m in several} if several
+                         else sweep.model.source),
+        "dspsim_version": __version__, "git_sha": git_sha(),
+    }
 
 
 def _hint(out: Path) -> str:
@@ -69,52 +79,53 @@ def _hint(out: Path) -> str:
             "or choose another --out")
 
 
-def _different(out: Path, what: str) -> DspsimInputError:
-    return DspsimInputError(
-        f"{out} was written by a different sweep ({what}); choose another --out or delete it "
-        f"and {sidecar_path(out).name} to start afresh"
-    )
-
-
-def read_sidecar(out: Path, rows: int) -> dict[str, Any]:
-    """The checked sidecar of ``out``, which holds ``rows`` finished rows; one-line errors when
-    it is missing or damaged."""
-    side = sidecar_path(out)
-    try:
-        st = os.stat(side)
-    except FileNotFoundError:
-        raise DspsimInputError(
-            f"{out} holds {rows:,} finished rows but its sidecar {side.name} is missing: "
-            f"nothing tells which sweep wrote them; {_hint(out)}"
-        ) from None
-    except OSError as e:
-        raise DspsimInputError(f"sidecar {side} unreadable: {type(e).__name__}") from None
-    try:
-        if not stat.S_ISREG(st.st_mode):
-            raise _DamagedError("not a regular file")
-        if st.st_size > MAX_SIDECAR_BYTES:
-            raise _DamagedError(f"larger than {MAX_SIDECAR_BYTES:,} bytes")
-        try:
-            with open(side, "rb") as f:
-                text = f.read(MAX_SIDECAR_BYTES + 1).decode("utf-8").removeprefix(BOM)
-            doc = json.loads(text)
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-            raise _DamagedError("not a JSON file written by dspsim sweep") from None
-        check_sidecar(doc)
-    except _DamagedError as e:
-        raise DspsimInputError(
-            f"{out} holds {rows:,} finished rows but its sidecar {side.name} is damaged "
-            f"({e}): nothing tells which sweep wrote them; {_hint(out)}"
-        ) from None
-    return doc
-
-
-SHA = r"[0-9a-f]{40}([0-9a-f]{24})?"  # a git commit: SHA-1 or SHA-256
-
-
 def _text(v: Any) -> str:
     text = repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _load(side: Path) -> Any:
+    st = os.stat(side)
+    if not stat.S_ISREG(st.st_mode):
+        raise _DamagedError("not a regular file")
+    if st.st_size > MAX_SIDECAR_BYTES:
+        raise _DamagedError(f"larger than {MAX_SIDECAR_BYTES:,} bytes")
+    try:
+        with open(side, "rb") as f:
+            return json.loads(f.read(MAX_SIDECAR_BYTES + 1).decode("utf-8").removeprefix(BOM))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        raise _DamagedError("not a JSON file written by dspsim sweep") from None
+
+
+def read_sidecar(out: Path, rows: int) -> dict[str, Any]:
+    """The checked sidecar of ``out``, which holds ``rows`` rows, its ``fixed_model`` limited to
+    the keys that apply to its ops; one-line errors when it is missing or damaged."""
+    side = sidecar_path(out)
+    what = f"{out} holds {rows:,} finished rows but its sidecar {side.name}"
+    try:
+        doc = _load(side)
+        check_sidecar(doc)
+    except FileNotFoundError:
+        raise DspsimInputError(f"{what} is missing: nothing tells which sweep wrote them; "
+                               f"{_hint(out)}") from None
+    except OSError as e:
+        raise DspsimInputError(f"sidecar {side} unreadable: {type(e).__name__}") from None
+    except _DamagedError as e:
+        raise DspsimInputError(f"{what} is damaged ({e}): nothing tells which sweep wrote "
+                               f"them; {_hint(out)}") from None
+    ops = dict(doc["grid"])["op"]
+    for label, fixed in _per_model(doc, doc["fixed_model"]).items():
+        kept = {k: v for k, v in fixed.items() if applies(k, ops)}
+        if label is None:
+            doc["fixed_model"] = kept
+        else:
+            doc["fixed_model"][label] = kept
+    return doc
+
+
+def _per_model(doc: dict[str, Any], value: Any) -> dict[str | None, Any]:
+    """A per-model entry of a sidecar by model label (None: a sweep of one model)."""
+    return dict(value) if MODEL_KEY in dict(doc["grid"]) else {None: value}
 
 
 def check_sidecar(doc: Any) -> None:
@@ -123,26 +134,34 @@ def check_sidecar(doc: Any) -> None:
         raise _DamagedError("not a JSON object")
     if doc.get("format") == 2 or doc.get("format_version") == 2:
         raise _DamagedError("format 2, written by an older dspsim that did not record the grid")
-    for k in doc:
-        if k not in SIDECAR_KEYS:
-            raise _DamagedError(f"unknown key {_text(k)}")
-    for k in SIDECAR_KEYS:
-        if k not in doc:
-            raise _DamagedError(f"no {k}")
-    if doc.get("format") != META_TAG:
-        raise _DamagedError(f"format {_text(doc.get('format'))}; expected {META_TAG!r}")
-    if type(doc.get("format_version")) is not int or doc["format_version"] != META_FORMAT:
-        raise _DamagedError(f"format_version {_text(doc.get('format_version'))}; this dspsim reads "
-                       f"{META_FORMAT}")
-    columns, grid, fixed = doc["columns"], doc["grid"], doc["fixed_model"]
+    for k in [*doc, *SIDECAR_KEYS]:
+        if k not in SIDECAR_KEYS or k not in doc:
+            raise _DamagedError(f"unknown key {_text(k)}" if k in doc else f"no {k}")
+    if doc["format"] != META_TAG:
+        raise _DamagedError(f"format {_text(doc['format'])}; expected {META_TAG!r}")
+    if type(doc["format_version"]) is not int or doc["format_version"] not in READS:
+        raise _DamagedError(f"format_version {_text(doc['format_version'])}; this dspsim reads "
+                            f"{' or '.join(map(str, READS))}")
+    columns = doc["columns"]
     if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns) \
             or len(set(columns)) != len(columns) or "cycles" not in columns:
         raise _DamagedError("columns is not a list of distinct column names")
     if doc["fidelity"] not in FIDELITIES:
         raise _DamagedError(f"fidelity {_text(doc['fidelity'])}; allowed {', '.join(FIDELITIES)}")
+    swept = columns[: columns.index("cycles")]
+    _check_grid(doc["grid"], swept)
+    _check_models(doc, swept)
+    version, sha = doc["dspsim_version"], doc["git_sha"]
+    if not isinstance(version, str) or not re.fullmatch(r"[0-9A-Za-z.+_-]{1,64}", version):
+        raise _DamagedError(f"dspsim_version {_text(version)} is not a version")
+    if sha is not None and not (isinstance(sha, str) and re.fullmatch(SHA, sha)):
+        raise _DamagedError(
+            f"git_sha {_text(sha)} is neither a commit (40 or 64 hex digits) nor null")
+
+
+def _check_grid(grid: Any, swept: list[str]) -> None:
     if not isinstance(grid, list) or not grid:
         raise _DamagedError("grid is not a list of [KEY, [VALUE, ...]] axes")
-    keys = []
     for axis in grid:
         if (not isinstance(axis, list) or len(axis) != 2 or not isinstance(axis[0], str)
                 or not isinstance(axis[1], list) or not axis[1]
@@ -150,75 +169,54 @@ def check_sidecar(doc: Any) -> None:
                 or len(set(axis[1])) != len(axis[1])):
             raise _DamagedError(
                 f"grid axis {_text(axis)} is not [KEY, [VALUE, ...]] (distinct text values)")
-        keys.append(axis[0])
-    swept = columns[: columns.index("cycles")]
-    if len(set(keys)) != len(keys) or set(keys) != set(swept):
+    keys = [k for k, _ in grid]
+    if len(set(keys)) != len(keys) or set(keys) != set(swept) or "op" not in keys:
         raise _DamagedError(f"grid keys {', '.join(keys)} are not the parameter columns "
-                       f"{', '.join(swept)}")
-    if MODEL_KEY in swept:  # a sweep of several models: fixed values and source per model
-        labels = next(v for k, v in grid if k == MODEL_KEY)
-        if not isinstance(fixed, dict) or sorted(fixed) != sorted(labels):
+                            f"{', '.join(swept)}")
+
+
+def _check_models(doc: dict[str, Any], swept: list[str]) -> None:
+    """``fixed_model`` and ``model_source``: one entry, or one per model of the grid."""
+    grid = dict(doc["grid"])
+    fixed, sources = doc["fixed_model"], doc["model_source"]
+    if MODEL_KEY in grid:
+        labels = sorted(grid[MODEL_KEY])
+        if not isinstance(fixed, dict) or sorted(fixed) != labels:
             raise _DamagedError("fixed_model is not an object of the grid's models")
-        for label in labels:
-            _check_fixed(fixed[label], swept, f"fixed_model of {_text(label)}")
-        sources = doc["model_source"]
-        if not isinstance(sources, dict) or sorted(sources) != sorted(labels) or not all(
+        if not isinstance(sources, dict) or sorted(sources) != labels or not all(
                 isinstance(v, str) and len(v) <= 4096 for v in sources.values()):
             raise _DamagedError("model_source is not an object of the grid's models' paths")
-    else:
-        _check_fixed(fixed, swept, "fixed_model")
-        if not isinstance(doc["model_source"], str) or len(doc["model_source"]) > 4096:
-            raise _DamagedError(f"model_source {_text(doc['model_source'])} is not a path")
-    version = doc["dspsim_version"]
-    if not isinstance(version, str) or not re.fullmatch(r"[0-9A-Za-z.+_-]{1,64}", version):
-        raise _DamagedError(f"dspsim_version {_text(version)} is not a version")
-    sha = doc["git_sha"]
-    if sha is not None and not (isinstance(sha, str) and re.fullmatch(SHA, sha)):
-        raise _DamagedError(
-            f"git_sha {_text(sha)} is neither a commit (40 or 64 hex digits) nor null")
+    elif not isinstance(sources, str) or len(sources) > 4096:
+        raise _DamagedError(f"model_source {_text(sources)} is not a path")
+    ops = grid["op"]
+    every_op = doc["format_version"] == 3  # format 3 recorded every registered op's keys
+    for label, values in _per_model(doc, fixed).items():
+        what = "fixed_model" + (f" of {_text(label)}" if label is not None else "")
+        _check_fixed(values, swept, ops, every_op, what)
 
 
-def _check_fixed(fixed: Any, swept: list[str], what: str) -> None:
-    """One model's fixed values: every model key that is not swept (one with a default may be
-    missing: newer than the file), each of its key's type and in its range."""
+def _check_fixed(fixed: Any, swept: list[str], ops: list[str], every_op: bool,
+                 what: str) -> None:
+    """One model's fixed values: every key that applies and is not swept (one with a default
+    may be missing: newer than the file), each of its key's type and in its range."""
     if not isinstance(fixed, dict):
         raise _DamagedError(f"{what} is not an object")
-    expect = [k for k in _model_keys(fixed, swept) if k not in swept]
+    memories = dict.fromkeys(k.split(".", 1)[0] for k in [*fixed, *swept]
+                             if "." in k and is_memory_section(k.split(".", 1)[0]))
+    if not memories:
+        raise _DamagedError(f"{what} names no memory (a model has at least one)")
+    known = [k for k in all_keys() if not is_memory_section(k.split(".", 1)[0])]
+    known += [k for m in memories for k in memory_keys(m)]
+    expect = [k for k in known if k not in swept and (every_op or applies(k, ops))]
     for k in fixed:
         if k not in expect:
             raise _DamagedError(f"{what} has {'swept' if k in swept else 'unknown'} key "
                                 f"{_text(k)}")
     for k in expect:
-        if k not in fixed:
-            if key_default(k) is None:  # a key with a default may be newer than the file
-                raise _DamagedError(f"{what} has no {k} (a key without a default)")
-            continue
-        _check_model_value(k, fixed[k])
-
-
-def key_default(key: str) -> Any:
-    """The value a model key takes when a model file does not give it (None: it must)."""
-    k = model_key(key)
-    table = MemoryCfg if is_memory_section(k.section) else HARDWARE.get(k.section)
-    if table is not None:
-        f = next(f for f in dataclasses.fields(table) if f.name == k.short)
-        return None if f.default is dataclasses.MISSING else f.default
-    return k.default
-
-
-def _model_keys(fixed: dict[str, Any], swept: list[str]) -> list[str]:
-    """The keys a sweep's model has: every hardware and op key but the memories', then every
-    key of each memory the sidecar names (J6: ``ddr``; a model file may declare others, and
-    need not have a ``ddr``)."""
-    def section(key: str) -> str:
-        return key.split(".", 1)[0]
-
-    memories = dict.fromkeys(section(k) for k in [*fixed, *swept]
-                             if "." in k and is_memory_section(section(k)))
-    if not memories:
-        raise _DamagedError("fixed_model names no memory (a model has at least one)")
-    keys = [k for k in all_keys() if not is_memory_section(section(k))]
-    return keys + [k for m in memories for k in memory_keys(m)]
+        if k in fixed:
+            _check_model_value(k, fixed[k])
+        elif key_default(k) is None:  # a key with a default may be newer than the file
+            raise _DamagedError(f"{what} has no {k} (a key without a default)")
 
 
 def _check_model_value(key: str, value: Any) -> None:
@@ -240,70 +238,71 @@ def _values(values: list[str]) -> str:
     return shown + (f",... ({len(values):,} values)" if len(values) > 4 else "")
 
 
-def check_same_sweep(out: Path, sweep: Sweep, rows: int) -> dict[str, Any] | None:
-    """Refuse a file whose sidecar is missing, damaged or of another sweep; return the sidecar
-    to write when ``sweep`` extends the recorded grid (None when it is the same sweep), and
-    print a one-line note when the rows were computed by other code."""
-    import sys
+def _different(out: Path, what: str) -> DspsimInputError:
+    return DspsimInputError(
+        f"{out} was written by a different sweep ({what}); choose another --out or delete it "
+        f"and {sidecar_path(out).name} to start afresh")
 
-    old = read_sidecar(out, rows)
-    new = sweep.meta()
+
+def compare(out: Path, sweep: Sweep, old: dict[str, Any], rows: int) -> bool:
+    """Refuse ``old`` (a checked sidecar of ``out``) when it is another sweep's; print one note
+    when the sweep extends the grid, when a key is newer than the file, and when the rows were
+    computed by another dspsim version (their keys differ: they are computed again). Returns
+    whether the sidecar is to be rewritten."""
+    new = sweep_meta(sweep)
     if old["columns"] != new["columns"]:
         raise _different(out, f"columns {','.join(old['columns'])} there, "
                               f"{','.join(new['columns'])} here")
     if old["fidelity"] != new["fidelity"]:
         raise _different(out, f"fidelity {old['fidelity']} there, {new['fidelity']} here")
-    newer: dict[str, str] = {}  # keys added to dspsim since the file was begun: default there
-    if sweep.models:  # per model of both (a model only here is new to the grid)
-        pairs = [(old["fixed_model"][label], fixed, f" (model {label})")
-                 for label, fixed in new["fixed_model"].items() if label in old["fixed_model"]]
-    else:
-        pairs = [(old["fixed_model"], new["fixed_model"], "")]
-    for theirs_fixed, ours_fixed, which in pairs:
-        for k, v in ours_fixed.items():
-            if k not in theirs_fixed:
-                if key_default(k) != v:
-                    raise _different(out, f"{k} = {v} here{which}; the file was begun before "
-                                          f"the key existed, that is at its default "
-                                          f"{key_default(k)}")
+    newer = _newer_keys(out, old, new)
+    grown = _grown(out, old["grid"], new["grid"])
+    if newer:
+        values = "; ".join(f"{k} = {v}" for k, v in newer.items())
+        print(f"dspsim: note: {out} was begun before {', '.join(newer)} existed: its rows are "
+              f"resumed as computed at the default ({values}), which its sidecar now records",
+              file=sys.stderr)
+    if grown:
+        print(f"dspsim: note: extending the sweep in {out}: {'; '.join(grown)}", file=sys.stderr)
+    if old["dspsim_version"] != __version__:
+        print(f"dspsim: note: the {rows:,} rows in {out} were computed by dspsim "
+              f"{old['dspsim_version']}; this is dspsim {__version__}: they are computed again",
+              file=sys.stderr)
+    return bool(newer or grown or old["format_version"] != META_FORMAT
+                or old["dspsim_version"] != __version__)
+
+
+def _newer_keys(out: Path, old: dict[str, Any], new: dict[str, Any]) -> dict[str, str]:
+    """Keys of this dspsim the file was begun without (at their defaults); a fixed value that
+    differs is another sweep."""
+    newer: dict[str, str] = {}
+    theirs_all = _per_model(old, old["fixed_model"])
+    for label, ours in _per_model(new, new["fixed_model"]).items():
+        if label not in theirs_all:
+            continue  # a model new to the grid
+        theirs, which = theirs_all[label], f" (model {label})" if label is not None else ""
+        for k, v in ours.items():
+            if k in theirs:
+                if canon(k, theirs[k]) != canon(k, v):
+                    raise _different(out, f"{k} = {canon(k, theirs[k])} there, "
+                                          f"{canon(k, v)} here{which}")
+            elif key_default(k) is None or canon(k, key_default(k)) != canon(k, v):
+                raise _different(out, f"{k} = {v} here{which}; the file was begun before the "
+                                      f"key existed, that is at its default {key_default(k)}")
+            else:
                 newer[k] = format_value(v)
-            elif theirs_fixed[k] != v:
-                raise _different(out, f"{k} = {theirs_fixed[k]} there, {v} here{which}")
-    theirs = dict((k, v) for k, v in old["grid"])
-    ours = dict((k, v) for k, v in new["grid"])
+    return newer
+
+
+def _grown(out: Path, old_grid: list, new_grid: list) -> list[str]:
+    """What the new grid adds to the recorded one; another grid is another sweep."""
+    ours = dict(new_grid)
     grown = []
-    for k, values in theirs.items():
-        here = set(ours[k])
-        if not here.issuperset(values):
-            raise _different(
-                out, f"{k} {_values(values)} there, {_values(ours[k])} here; a resume may only "
-                "add values to the grid"
-            )
+    for k, values in old_grid:
+        if not set(ours[k]).issuperset(values):
+            raise _different(out, f"{k} {_values(values)} there, {_values(ours[k])} here; a "
+                                  "resume may only add values to the grid")
         added = [v for v in ours[k] if v not in set(values)]
         if added:
             grown.append(f"{k} gains {_values(added)}")
-    _note_provenance(out, old, new, rows, sys.stderr)
-    if newer:
-        keys = ", ".join(newer)
-        values = "; ".join(f"{k} = {v}" for k, v in newer.items())
-        print(f"dspsim: note: {out} was begun before {keys} existed: its rows are resumed as "
-              f"computed at the default ({values}), which its sidecar now records",
-              file=sys.stderr)
-    if not grown and not newer:
-        return None
-    if grown:
-        print(f"dspsim: note: extending the sweep in {out}: {'; '.join(grown)}", file=sys.stderr)
-    return {**new, **{k: old[k] for k in PROVENANCE}}
-
-
-def _note_provenance(out: Path, old: dict, new: dict, rows: int, stream) -> None:
-    def who(meta: dict) -> str:
-        sha = meta["git_sha"]
-        return f"dspsim {meta['dspsim_version']}" + (f" (commit {sha[:12]})" if sha else "")
-
-    changed = old["dspsim_version"] != new["dspsim_version"] or (
-        old["git_sha"] and new["git_sha"] and old["git_sha"] != new["git_sha"])
-    if changed:
-        print(f"dspsim: note: the {rows:,} rows in {out} were begun by {who(old)}; this is "
-              f"{who(new)}: they are kept; delete {out} and {sidecar_path(out).name} to compute "
-              "them all again", file=stream)
+    return grown

@@ -1,0 +1,82 @@
+"""The key a sweep point's result is stored under: a SHA-256 of the canonical JSON of everything
+the result depends on.
+
+- ``model``: the model's values as they apply to the point: every hardware key (core, the
+  memories, idma, tcm, host, dcache) and the point's op's own keys (``softmax.*`` for softmax;
+  another op's keys do not act on it), the swept values in place of the fixed ones, each as its
+  canonical text (``100`` of a float key is ``100.0``);
+- ``op``, ``variant``, ``shape`` (a 1-D op's ``n`` is the shape ``[n]``), ``fidelity`` and
+  ``version`` (dspsim's: another release may compute another result).
+
+A file's rows are keyed by its sidecar's recorded values and the row's parameter cells, the
+grid's points by the sweep's model: a point is done when a row has its key. Nothing else
+(the order of the keys, the commit, a key of another op, the model file's name) is in it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from dspsim.config import HARDWARE, is_memory_section, key_type, model_key
+from dspsim.schema import OP_SCHEMAS
+from dspsim.study.sweep.values import (
+    MODEL_KEY,
+    SPECIAL_KEYS,
+    VARIANT_KEYS,
+    format_value,
+    parse_shape,
+)
+from dspsim.tables import MemoryCfg
+from dspsim.version import __version__
+
+__all__ = ["applies", "canon", "key_default", "point_key", "sweep_values"]
+
+
+def applies(key: str, ops: Iterable[str]) -> bool:
+    """Whether model key ``key`` can act on a point of one of ``ops``: a hardware key, or a key
+    of one of the ops."""
+    section = key.partition(".")[0]
+    return section not in OP_SCHEMAS or section in set(ops)
+
+
+def canon(key: str, value: Any) -> str:
+    """A model key's value as its canonical text (a float key's ``100`` is ``100.0``)."""
+    return format_value(float(value) if key_type(key) is float else value)
+
+
+def key_default(key: str) -> Any:
+    """The value a model key takes when a model file does not give it (None: it must)."""
+    k = model_key(key)
+    table = MemoryCfg if is_memory_section(k.section) else HARDWARE.get(k.section)
+    if table is not None:
+        f = next(f for f in dataclasses.fields(table) if f.name == k.short)
+        return None if f.default is dataclasses.MISSING else f.default
+    return k.default
+
+
+def sweep_values(flat: Mapping[str, Any], swept: Iterable[str], ops: Iterable[str]
+                 ) -> dict[str, Any]:
+    """The values a sweep records of one model (``flat``: ``HardwareModel.flat()``): the keys
+    that apply to its ops and that it does not sweep."""
+    swept, ops = set(swept), tuple(ops)
+    return {k: v for k, v in flat.items() if k not in swept and applies(k, ops)}
+
+
+def point_key(fixed: Mapping[str, Any], point: Mapping[str, Any], fidelity: str,
+              version: str = __version__) -> str:
+    """The key of ``point`` (its swept keys' values, ``op``, the variant, ``n`` or ``shape``) on
+    a model whose other values are ``fixed`` (canonical text or values), at ``fidelity``."""
+    op = str(point["op"])
+    values = {**fixed, **{k: v for k, v in point.items()
+                          if k not in SPECIAL_KEYS and k != MODEL_KEY}}
+    variant = next((point[k] for k in VARIANT_KEYS if k in point), None)
+    shape = list(parse_shape(point["shape"])) if "shape" in point else [int(point["n"])]
+    doc = {"model": {k: canon(k, v) for k, v in values.items() if applies(k, (op,))},
+           "op": op, "variant": variant, "shape": shape, "fidelity": fidelity,
+           "version": version}
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
