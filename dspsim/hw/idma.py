@@ -279,7 +279,8 @@ class IdmaChannel:
         state = WalkState(t.start)
         lander = _Lander(t) if self.move_data else None
         stream = self._stream(t)
-        walk = self._walk(t, state, lander, stream)
+        walk = (self._walk(t, state, lander, stream) if self.dual(t) or self.known(t)
+                else self._walk_rows(t, state, lander))
         ports = {t.src.mem.port, t.dst.mem.port} if self.dual(t) else {self.port_of(t)}
         known = self.known(t)
         for port in ports:  # a flow the fast-forward does not know stops it (Repeats.woke)
@@ -323,10 +324,6 @@ class IdmaChannel:
         periods when it wakes (:mod:`dspsim.hw.periodic`)."""
         if self.dual(t):
             yield from self._walk_dual(t, state, lander, stream)
-            return
-        if not t.aligned(self.burst_bytes):
-            yield from self._walk_rows(t, state, lander)
-            stream.now = None
             return
         port = self.port_of(t)
         name, request, env = self.name, port.request, self.env
