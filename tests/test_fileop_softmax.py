@@ -11,14 +11,15 @@ import pytest
 
 from dspsim import simulate
 from dspsim.ops import get_op
-from dspsim.ops.fileop import load_op_file
+from dspsim.ops.fileop import load_op_file, unload_op_file
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ops" / "softmax.toml"
 
 
 @pytest.fixture(scope="module")
-def name() -> str:
-    return load_op_file(EXAMPLE)
+def name():
+    yield load_op_file(EXAMPLE)
+    unload_op_file(EXAMPLE)  # other tests see the registered ops only
 
 
 def _pair(j6, name, variant, n, tile, data, fidelity="burst"):

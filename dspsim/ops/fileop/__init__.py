@@ -22,7 +22,8 @@ from dspsim.errors import DspsimInputError
 from dspsim.ops.fileop.op import FileOp
 from dspsim.ops.fileop.spec import OpSpec, read_spec, read_text
 
-__all__ = ["FileOp", "OpSpec", "load_op_file", "load_op_files", "loaded_op_files"]
+__all__ = ["FileOp", "OpSpec", "load_op_file", "load_op_files", "loaded_op_files",
+           "unload_op_file"]
 
 # resolved path -> (the file's text, the op's name, whether python was allowed)
 _LOADED: dict[str, tuple[str, str, bool]] = {}
@@ -80,3 +81,22 @@ def load_op_files(paths: list[str] | tuple[str, ...] | None = None) -> list[str]
         listed = [p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
         return [load_op_file(p.lstrip("!"), p.startswith("!")) for p in listed]
     return [load_op_file(p) for p in paths]
+
+
+def unload_op_file(path: str | Path) -> None:
+    """Forget the op loaded from ``path`` (its op, table and kernels): for tests and notebooks
+    that load a file again after editing it. Nothing happens for a file not loaded."""
+    from dspsim.kernels.registry import KERNELS
+    from dspsim.ops.registry import OPS
+    from dspsim.schema import OP_KEY_IDLE, OP_SCHEMAS
+
+    seen = _LOADED.pop(os.path.realpath(path), None)
+    if seen is None:
+        return
+    name = seen[1]
+    op = OPS.pop(name, None)
+    OP_SCHEMAS.pop(name, None)
+    OP_KEY_IDLE.pop(name, None)
+    for p in getattr(op, "spec", None).passes if op is not None else ():
+        KERNELS.pop(f"{name}.{p.name}", None)
+    _publish()
