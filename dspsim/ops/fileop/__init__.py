@@ -36,7 +36,6 @@ def load_op_file(path: str | Path, allow_python: bool = False) -> str:
     ``allow_python``: let a ``[reference] python = "module:function"`` (which the file must
     also allow) be imported. A bad file raises :class:`~dspsim.errors.DspsimInputError`, one
     line naming the file, the table and what is allowed."""
-    from dspsim.ops.fileop.kernels import register_pass_kernel
     from dspsim.ops.registry import OPS, register_op
 
     if not isinstance(path, str | Path):
@@ -51,17 +50,24 @@ def load_op_file(path: str | Path, allow_python: bool = False) -> str:
     if seen is not None:  # the file changed since, or python is newly allowed
         raise DspsimInputError(f"op file {path}: op {seen[1]!r} is already loaded from it "
                                "in this process (a changed file needs a new process)")
+    register_op(build_op(spec, allow_python))
+    _LOADED[key] = (text, spec.name, allow_python)
+    _publish()
+    return spec.name
+
+
+def build_op(spec: OpSpec, allow_python: bool = False) -> FileOp:
+    """The op of a checked spec, its declared kernels registered and its values checked
+    against the kernels it names (not registered itself: :func:`load_op_file` does that)."""
+    from dspsim.ops.fileop.check import check_kernels_agree
+    from dspsim.ops.fileop.kernels import register_pass_kernel
+
     op = FileOp(spec, allow_python)
     for p in spec.passes:
         if p.loop is not None:
             register_pass_kernel(spec.name, p)
-    from dspsim.ops.fileop.check import check_kernels_agree
-
     check_kernels_agree(op)
-    register_op(op)
-    _LOADED[key] = (text, spec.name, allow_python)
-    _publish()
-    return spec.name
+    return op
 
 
 def _publish() -> None:
