@@ -85,6 +85,10 @@ def _worker_init(parent_pid: int, death_signal: bool, init: Callable[..., Any] |
                  initargs: tuple) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     watch_parent(parent_pid, death_signal)
+    if os.environ.get("DSPSIM_OP_FILES"):  # the parent's op files (a spawned worker has none)
+        from dspsim.ops.fileop import load_op_files
+
+        load_op_files()
     if init is not None:
         init(*initargs)
 

@@ -9,7 +9,8 @@ a user's own) is a list of ``[[measurement]]`` tables, each one board run:
   platform when it is that file, inherits from it (``base``, followed to its root) or carries
   its ``[model] name``;
 - ``op`` (default: the op a run without one is of), ``variant``, and ``n`` (a 1-D op's
-  size) or ``shape`` (a list), default the op's;
+  size) or ``shape`` (a list), default the op's; ``op_file``: an op file (its path relative
+  to the measurements file) whose op the run is of (``docs/reference.md``, Op files);
 - ``settings``: model keys the run was taken with (a table, e.g. ``"copy.src" = "sram"``);
 - ``cycles``: what was measured, a whole positive count;
 - ``role``: ``calibration`` (a platform value was fitted to it: the model must reproduce it,
@@ -43,8 +44,8 @@ ROLES = ("calibration", "check")
 CALIBRATION_TOLERANCE_PCT = 1.0
 MAX_FILE_BYTES = 1 << 20
 MAX_MEASUREMENTS = 10_000
-_FIELDS = ("name", "source", "platform", "op", "variant", "n", "shape", "settings", "cycles",
-           "role", "note")
+_FIELDS = ("name", "source", "platform", "op", "op_file", "variant", "n", "shape", "settings",
+           "cycles", "role", "note")
 _FILE_FIELDS = ("platform", "source", "measurement")
 
 
@@ -93,7 +94,7 @@ def _whole(v: Any) -> bool:
 # every field's type, checked in one place before any field is used: (test, what is allowed)
 _TYPES: dict[str, tuple[Any, str]] = {
     **{k: (lambda v: isinstance(v, str), "a string")
-       for k in ("name", "source", "platform", "op", "variant", "role", "note")},
+       for k in ("name", "source", "platform", "op", "op_file", "variant", "role", "note")},
     "n": (_whole, "a whole number"),
     "shape": (lambda v: isinstance(v, list) and all(_whole(d) for d in v),
               "a list of whole numbers, e.g. [1024, 256]"),
@@ -136,6 +137,10 @@ def _entry(entry: Any, defaults: dict[str, Any], where: str, file: str) -> Measu
     source = _str(entry, "source", where)
     platform = _str(entry, "platform", where)
     try:
+        if "op_file" in entry:  # an op declared in a file, relative to this one
+            from dspsim.ops.fileop import load_op_file
+
+            entry.setdefault("op", load_op_file(Path(file).parent / entry["op_file"]))
         op = get_op(entry.get("op", default_op()))
         variant = op.check_variant(entry.get("variant", op.default_variant))
         if "n" in entry and "shape" in entry:

@@ -85,7 +85,9 @@ def load_op_files(paths: list[str] | tuple[str, ...] | None = None) -> list[str]
     their ops' names."""
     if paths is None:  # "!" before a path: its python reference was allowed
         listed = [p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
-        return [load_op_file(p.lstrip("!"), p.startswith("!")) for p in listed]
+        return [_LOADED[os.path.realpath(p.lstrip("!"))][1]  # a forked worker has them
+                if os.path.realpath(p.lstrip("!")) in _LOADED
+                else load_op_file(p.lstrip("!"), p.startswith("!")) for p in listed]
     return [load_op_file(p) for p in paths]
 
 

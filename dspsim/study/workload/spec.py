@@ -6,6 +6,7 @@
     [[stream]]
     name = "cam_softmax"          # unique
     op = "softmax"                # a registered op (``dspsim ops``)
+    # op_file = "my_op.toml"      # or an op file (relative to this file): op is its op
     variant = "pingpong"          # optional: the op's first variant
     n = 100000                    # a 1-D op's length, or shape = [rows, cols]; optional
     priority = 0                  # optional, 0-255 (default 0): higher first
@@ -73,7 +74,7 @@ _MAX_TIME = f"{_digits(MAX_TIME_US).removesuffix('.0')} us ({MAX_TIME_US / 3.6e9
 TOP_KEYS = ("seed", "stream")
 REQUIRED = ("name", "op", "period_us", "count")
 OPTIONAL = ("variant", "n", "shape", "priority", "backend", "start_us", "jitter_us",
-            "deadline_us")
+            "deadline_us", "op_file")
 # the syntax of a backend (ASCII digits, no leading zero); the model says which cores exist
 _CORE = re.compile(r"core(0|[1-9][0-9]*)", re.ASCII)
 
@@ -166,12 +167,29 @@ def _checked_shape(shape: Any) -> Any:
     return shape
 
 
+def _op_of_file(source: str, where: str, path: Any) -> str:
+    """The op of a stream's ``op_file`` (a path relative to the workload file), loaded."""
+    from dspsim.ops.fileop import load_op_file
+
+    if not isinstance(path, str) or not path:
+        raise WorkloadError(f"{where}: op_file = {_show(path)}: expected a path (relative to "
+                            "the workload file)")
+    try:
+        return load_op_file(Path(source).parent / path)
+    except WorkloadError:
+        raise
+    except DspsimInputError as e:
+        raise WorkloadError(f"{where}: {e}") from None
+
+
 def _stream(source: str, k: int, raw: Any) -> Stream:
     where = f"{source}: stream {k + 1}"
     if not isinstance(raw, dict):
         raise WorkloadError(f"{where}: expected a [[stream]] table")
     if isinstance(raw.get("name"), str):
         where = f"{source}: stream {_show(raw['name'])}"
+    if "op_file" in raw and "op" not in raw:
+        raw = {**raw, "op": _op_of_file(source, where, raw["op_file"])}
     for key in raw:
         if key not in REQUIRED + OPTIONAL:
             raise WorkloadError(

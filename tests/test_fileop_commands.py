@@ -1,0 +1,73 @@
+"""An op file's op in every command: sweep (its tile key swept, worker processes), optimize
+(its search space), validate and workload files (``op_file`` relative to the file), and a
+worker process that finds the parent's op files through ``DSPSIM_OP_FILES``."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dspsim.cli import main
+from dspsim.ops.fileop import unload_op_file
+
+SCALE_BIAS = Path(__file__).resolve().parents[1] / "examples" / "ops" / "scale_bias.toml"
+
+
+@pytest.fixture(autouse=True)
+def forget():
+    yield
+    unload_op_file(SCALE_BIAS)
+
+
+def test_a_sweep_of_the_files_tile_key_in_worker_processes(tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    assert main(["sweep", "--op-file", str(SCALE_BIAS), "--param",
+                 "scale_bias.tile_bytes=1024,4096", "--n", "1000", "--variant", "pingpong",
+                 "--out", str(out), "--jobs", "2"]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["op"], r["scale_bias.tile_bytes"], r["error"]) for r in rows] == [
+        ("scale_bias", "1024", ""), ("scale_bias", "4096", "")]
+    assert all(int(r["cycles"]) > 0 for r in rows)
+
+
+def test_optimize_searches_the_files_keys(capsys):
+    assert main(["optimize", "--op-file", str(SCALE_BIAS), "--n", "1000", "--variant",
+                 "nbuffer"]) == 0
+    out = capsys.readouterr().out
+    assert "scale_bias of 1,000 float32" in out and "buffers=" in out
+
+
+def test_a_measurement_row_names_an_op_file(tmp_path, capsys):
+    (tmp_path / "sb.toml").write_text(SCALE_BIAS.read_text())
+    meas = tmp_path / "m.toml"
+    meas.write_text('platform = "j6"\nsource = "a test"\n[[measurement]]\nname = "sb"\n'
+                    'op_file = "sb.toml"\nn = 1000\ncycles = 20961\nrole = "check"\n')
+    assert main(["validate", "--measurements", str(meas), "--only"]) == 0
+    assert "20,961" in capsys.readouterr().out
+    unload_op_file(tmp_path / "sb.toml")
+
+
+def test_a_workload_stream_names_an_op_file(tmp_path, capsys):
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "sb.toml").write_text(SCALE_BIAS.read_text())
+    w = tmp_path / "w.toml"
+    w.write_text('[[stream]]\nname = "sb"\nop_file = "ops/sb.toml"\nn = 1000\n'
+                 'period_us = 100\ncount = 2\n')
+    assert main(["workload", str(w)]) == 0
+    assert "scale_bias/pingpong" in capsys.readouterr().out
+    unload_op_file(tmp_path / "ops" / "sb.toml")
+
+
+def test_a_worker_finds_its_parents_op_files():
+    env = {**os.environ, "DSPSIM_OP_FILES": str(SCALE_BIAS)}
+    code = ("from dspsim.workers import _worker_init; import os; "
+            "_worker_init(os.getppid(), False, None, ()); "
+            "from dspsim.ops import get_op; print(get_op('scale_bias').name)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.stdout.strip() == "scale_bias", out.stderr
