@@ -166,6 +166,13 @@ def test_bad_shapes_are_refused_in_one_line(j6, kwargs, text):
     assert "\n" not in str(e.value)
 
 
+def test_numpy_integers_are_rows_and_pitches(j6):
+    env, dsp = platform(j6)
+    src, dst = blocks(dsp, 3 * 256, 3 * 200)
+    out = copy_cycles(env, dsp, src, dst, 200, np.int64(3), sp=np.int32(256))
+    assert (out["transfer"].rows, out["transfer"].src_pitch) == (3, 256)
+
+
 def test_a_block_past_its_allocation_is_refused_naming_the_2d_block(j6):
     env, dsp = platform(j6, data=False)
     src, dst = blocks(dsp, 1024, 1024)

@@ -46,6 +46,7 @@ import math
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 import simpy
@@ -121,12 +122,12 @@ def check_block(src: Ptr, dst: Ptr, row_bytes: int, rows: int, src_pitch: int | 
                 dst_pitch: int | None) -> tuple[int, int]:
     """A descriptor's shape checked (one line naming what is wrong); returns its pitches
     (``None``: the row)."""
-    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+    if isinstance(rows, bool) or not isinstance(rows, Integral) or rows < 1:
         raise DspsimInputError(f"iDMA 2-D copy of rows={rows!r}: rows must be an integer >= 1")
     pitches = []
     for name, ptr, pitch in (("src_pitch", src, src_pitch), ("dst_pitch", dst, dst_pitch)):
         pitch = row_bytes if pitch is None else pitch
-        if isinstance(pitch, bool) or not isinstance(pitch, int) or pitch < row_bytes:
+        if isinstance(pitch, bool) or not isinstance(pitch, Integral) or pitch < row_bytes:
             raise DspsimInputError(f"iDMA 2-D copy: {name} = {pitch!r} bytes is smaller than "
                                    f"its row of {row_bytes} bytes; allowed: an integer >= "
                                    f"{row_bytes}")
@@ -138,7 +139,7 @@ def check_block(src: Ptr, dst: Ptr, row_bytes: int, rows: int, src_pitch: int | 
                 raise AllocationError(
                     f"iDMA 2-D block of {rows} rows x {row_bytes} bytes, {name} {pitch}, at "
                     f"{ptr!r} spans {span} bytes: {e}") from None
-        pitches.append(pitch)
+        pitches.append(int(pitch))
     return pitches[0], pitches[1]
 
 
@@ -216,6 +217,7 @@ class IdmaChannel:
         if self.ring is not None and len(self._issued) >= self.ring:
             raise DspsimInputError(f"{self.name}: idma_copy_desc with all {self.ring} "
                                    "descriptors of the buffer pending")
+        rows = int(rows)
         t = Transfer(self.index, self.submitted, src, dst, rows * nbytes, self.env.event(),
                      rows=rows, row_bytes=nbytes, src_pitch=src_pitch, dst_pitch=dst_pitch,
                      **tags)
