@@ -66,6 +66,11 @@ def add_sweep(sub) -> None:
         help="a 2-D op's input shape (default: the op's); a list: 1024x256,512x512",
     )
     add_model_args(p, set_help="fix a model key for every point (repeatable)", models=True)
+    _add_run_args(p)
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    """The options of how a sweep runs and where it goes."""
     p.add_argument(
         "--spec", metavar="FILE.toml", help="sweep spec file (see dspsim.study.sweep.spec)"
     )
@@ -145,9 +150,14 @@ def _one_sweep(args: argparse.Namespace, out: Path) -> int:
             file=sys.stderr,
         )
         return 1
-    print(summary.line())
+    return _report(summary, out)
+
+
+def _report(summary, out: Path) -> int:
+    """Print what the sweep did and the notes on identical cycles; the exit code."""
     from dspsim.study.sweep.same import identical_cycles_notes_of
 
+    print(summary.line())
     for line in identical_cycles_notes_of(out):  # values of a key that did not move the answer
         print(line)
     if summary.failed:

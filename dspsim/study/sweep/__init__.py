@@ -27,9 +27,8 @@ FILE.csv|FILE.parquet [--jobs N] [--fidelity tile|burst] [--executor local|dask]
   share a name; entries checked as ``run --models`` checks them).
 - ``--fidelity`` defaults to ``tile`` (one event per transfer or kernel call).
 
-Exit codes of ``dspsim sweep``: 0 when every point of the grid succeeded; 1 when some failed (the
-count is printed on stderr: "k of N points failed"); 2 for bad input (nothing was run); 130 when
-interrupted (finished points are kept).
+Exit codes of ``dspsim sweep``: 0 every point succeeded; 1 some failed ("k of N points
+failed" on stderr); 2 bad input (nothing was run); 130 interrupted (finished points are kept).
 
 Modules
 -------
@@ -39,9 +38,11 @@ Modules
 - ``executors``: one point, the local process pool, the dask executor.
 - ``files``: the table, journal and sidecar paths; atomic writes.
 - ``table``: the table's columns and :func:`read_sweep`.
-- ``resume``: reading finished rows back, streamed, every cell checked.
-- ``sidecar``: the ``FILE.sweep.json`` that records which sweep wrote a file, checked strictly.
+- ``key``: the key a point's result is stored under (everything it depends on, hashed).
+- ``sidecar``: the ``FILE.sweep.json`` that records what a file's rows were computed with.
+- ``resume``: reading rows back, streamed, every cell checked, into the cache of points.
 - ``journal``: :func:`run_sweep`, resumable and never losing a finished point.
+- ``same``: the notes on values of a key that gave identical cycles.
 
 The names below are imported from their modules on first use (nothing heavy at import).
 
@@ -95,30 +96,4 @@ def __dir__() -> list[str]:
     return sorted(list(globals()) + list(_EXPORTS))
 
 
-__all__ = [
-    "DEFAULT_FIDELITY",
-    "DEFAULT_N",
-    "DEFAULT_OP",
-    "EXECUTORS",
-    "EXTENSIONS",
-    "Sweep",
-    "SweepAbortedError",
-    "SweepSummary",
-    "build_sweep",
-    "check_out",
-    "check_value",
-    "evaluate_point",
-    "format_value",
-    "import_dask",
-    "journal_path",
-    "key_columns",
-    "key_type",
-    "load_spec",
-    "parse_param",
-    "parse_shape",
-    "parse_values",
-    "read_sweep",
-    "run_sweep",
-    "shape_text",
-    "sidecar_path",
-]
+__all__ = sorted(_EXPORTS)

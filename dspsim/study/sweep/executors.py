@@ -159,19 +159,40 @@ def probe_scheduler(address: str, timeout_s: float) -> None:
     scheduler: nothing (no connection), a server that accepts and stays silent (or waits for
     another protocol's request: HTTP), a server that answers another protocol, a dask worker.
     (dask's own connect bounds the TCP connection but not the handshake.)"""
-    import asyncio
     import socket
-    import threading
 
     m = _ADDRESS.fullmatch(check_scheduler(address))
-    host, port = m["host"].strip("[]"), int(m["port"])
     start = time.monotonic()
     try:
-        socket.create_connection((host, port), timeout=timeout_s).close()
+        socket.create_connection((m["host"].strip("[]"), int(m["port"])),
+                                 timeout=timeout_s).close()
     except OSError as e:
         raise DspsimInputError(f"cannot reach the dask scheduler {address} within "
                                f"{timeout_s:g} s: {_one_line(e)}") from None
-    left = max(0.1, timeout_s - (time.monotonic() - start))
+    answer = _identity(address, max(0.1, timeout_s - (time.monotonic() - start)))
+    error = answer.get("error")
+    if "reply" not in answer and (error is None or isinstance(error, TimeoutError)):
+        raise DspsimInputError(
+            f"{address} accepted the connection but sent no dask handshake within {timeout_s:g} "
+            "s: it is not a dask scheduler (an HTTP server, say) or it is not answering")
+    reply = answer.get("reply")
+    kind = reply.get("type") if isinstance(reply, dict) else None
+    if error is not None or kind is None:
+        cause = "an unreadable reply" if isinstance(error, MemoryError) or error is None \
+            else _one_line(error)
+        raise DspsimInputError(
+            f"{address} answers, but not as a dask scheduler ({cause}): check the address "
+            "(a dask scheduler listens on port 8786 unless told otherwise)")
+    if kind != "Scheduler":
+        raise DspsimInputError(f"{address} is a dask {kind}, not a scheduler: give the "
+                               "scheduler's address")
+
+
+def _identity(address: str, left: float) -> dict[str, Any]:
+    """``{"reply": ...}`` or ``{"error": ...}`` of dask's identity request to ``address``, in a
+    thread given ``left`` seconds (empty when it did not finish)."""
+    import asyncio
+    import threading
 
     async def identity() -> Any:
         from distributed.comm import connect
@@ -190,28 +211,13 @@ def probe_scheduler(address: str, timeout_s: float) -> None:
     def ask() -> None:
         try:
             answer["reply"] = asyncio.run(asyncio.wait_for(identity(), left))
-        except BaseException as e:  # noqa: BLE001 - whatever it was, it is reported below
+        except BaseException as e:  # noqa: BLE001 - whatever it was, it is reported
             answer["error"] = e
 
     asker = threading.Thread(target=ask, name="dspsim-dask-probe", daemon=True)
     asker.start()
     asker.join(left + 1.0)
-    error = answer.get("error")
-    if asker.is_alive() or isinstance(error, TimeoutError):
-        raise DspsimInputError(
-            f"{address} accepted the connection but sent no dask handshake within {timeout_s:g} "
-            "s: it is not a dask scheduler (an HTTP server, say) or it is not answering")
-    reply = answer.get("reply")
-    kind = reply.get("type") if isinstance(reply, dict) else None
-    if error is not None or kind is None:
-        cause = "an unreadable reply" if isinstance(error, MemoryError) or error is None \
-            else _one_line(error)
-        raise DspsimInputError(
-            f"{address} answers, but not as a dask scheduler ({cause}): check the address "
-            "(a dask scheduler listens on port 8786 unless told otherwise)")
-    if kind != "Scheduler":
-        raise DspsimInputError(f"{address} is a dask {kind}, not a scheduler: give the "
-                               "scheduler's address")
+    return {} if asker.is_alive() else dict(answer)
 
 
 class DaskCluster:
@@ -433,6 +439,57 @@ def batch_size(done_points: int, done_wall_s: float, *, submitted: int = 0,
     return max(1, n)
 
 
+class _Batches:
+    """The points of ``todo`` as dask tasks of :func:`batch_size` points, at most ``window``
+    in flight; ``pending`` maps each future to its points."""
+
+    def __init__(self, sweep: Sweep, todo: Iterable[dict[str, Any]], client: Any,
+                 total: int | None, workers: int):
+        self.sweep, self.it, self.client = sweep, iter(todo), client
+        self.total, self.workers, self.window = total, workers, 2 * workers
+        self.pending: dict[Any, list[dict[str, Any]]] = {}
+        self.points, self.wall_s, self.tasks, self.largest, self.sent = 0, 0.0, 0, 0, 0
+
+    def fill(self) -> None:
+        while len(self.pending) < self.window:
+            left = None if self.total is None else max(0, self.total - self.sent)
+            size = batch_size(self.points, self.wall_s, submitted=self.tasks,
+                              largest_done=self.largest, left=left, workers=self.workers)
+            batch = list(itertools.islice(self.it, size))
+            if not batch:
+                return
+            self.tasks += 1
+            self.sent += len(batch)
+            pairs = [(self.sweep.model_of(p), p) for p in batch]
+            future = self.client.submit(evaluate_points, pairs, self.sweep.fidelity, pure=False)
+            self.pending[future] = batch
+
+    def done(self, future: Any, results: list[dict[str, Any]]
+             ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        batch = self.pending.pop(future)
+        self.largest = max(self.largest, len(batch))
+        for p, result in zip(batch, results, strict=True):
+            self.points += 1
+            self.wall_s += float(result.get("wall_s", 0.0))
+            yield p, result
+
+
+def _wait(cluster: DaskCluster, pending: Iterable[Any], deadline: float | None) -> set[Any]:
+    """The futures done within one poll of the cluster (a lost scheduler: the sweep stops)."""
+    import distributed
+
+    wait_s = cluster.poll_s
+    if deadline is not None:
+        wait_s = max(0.01, min(wait_s, deadline - time.monotonic()))
+    try:
+        return distributed.wait(list(pending), timeout=wait_s, return_when="FIRST_COMPLETED").done
+    except TimeoutError:
+        return set()
+    except Exception as e:  # noqa: BLE001 - the futures cancelled: the scheduler is lost
+        raise SweepAbortedError(f"the dask cluster failed ({type(e).__name__}: "
+                                f"{_one_line(e)})") from None
+
+
 def dask_results(
     sweep: Sweep,
     todo: Iterable[dict[str, Any]],
@@ -447,49 +504,15 @@ def dask_results(
     yielded as its batch completes. While none completes, the cluster's workers are checked
     every :attr:`DaskCluster.poll_s` (:meth:`DaskCluster.check_workers`), and ``timeout_s``
     bounds the whole."""
-    import distributed
-
-    client = cluster.client
     started()
-    workers = max(1, sum(client.nthreads().values()))
-    window = 2 * workers
-    it = iter(todo)
-    pending: dict[Any, list[dict[str, Any]]] = {}  # future -> its points
+    batches = _Batches(sweep, todo, cluster.client, total,
+                       max(1, sum(cluster.client.nthreads().values())))
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    timed = {"points": 0, "wall_s": 0.0, "tasks": 0, "largest": 0, "sent": 0}
-
-    def fill() -> None:
-        while len(pending) < window:
-            left = None if total is None else max(0, total - timed["sent"])
-            size = batch_size(timed["points"], timed["wall_s"], submitted=timed["tasks"],
-                              largest_done=timed["largest"], left=left, workers=workers)
-            batch = list(itertools.islice(it, size))
-            if not batch:
-                return
-            timed["tasks"] += 1
-            timed["sent"] += len(batch)
-            pairs = [(sweep.model_of(p), p) for p in batch]
-            pending[client.submit(evaluate_points, pairs, sweep.fidelity, pure=False)] = batch
-
-    fill()
-    while pending:
-        wait_s = cluster.poll_s
-        if deadline is not None:
-            wait_s = max(0.01, min(wait_s, deadline - time.monotonic()))
-        try:
-            done = distributed.wait(list(pending), timeout=wait_s,
-                                    return_when="FIRST_COMPLETED").done
-        except TimeoutError:
-            done = set()
-        except Exception as e:  # noqa: BLE001 - the futures cancelled: the scheduler is lost
-            raise SweepAbortedError(f"the dask cluster failed ({type(e).__name__}: "
-                                    f"{_one_line(e)})") from None
-        if not done:
-            if deadline is not None and time.monotonic() >= deadline:
-                msg = f"the dask cluster did not finish within {timeout_s} s"
-                raise SweepAbortedError(msg)
-            cluster.check_workers()
-            continue
+    batches.fill()
+    while batches.pending:
+        done = _wait(cluster, batches.pending, deadline)
+        if not done and deadline is not None and time.monotonic() >= deadline:
+            raise SweepAbortedError(f"the dask cluster did not finish within {timeout_s} s")
         fetched = 0
         for f in done:
             try:
@@ -500,12 +523,7 @@ def dask_results(
                 msg = f"a dask task failed ({type(e).__name__}: {_one_line(e)})"
                 raise SweepAbortedError(msg) from None
             fetched += 1
-            batch = pending.pop(f)
-            timed["largest"] = max(timed["largest"], len(batch))
-            for p, result in zip(batch, results, strict=True):
-                timed["points"] += 1
-                timed["wall_s"] += float(result.get("wall_s", 0.0))
-                yield p, result
+            yield from batches.done(f, results)
         if not fetched:
             cluster.check_workers()
-        fill()
+        batches.fill()

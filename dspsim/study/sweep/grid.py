@@ -244,15 +244,6 @@ def _check_fits(op: Op, key: str, value: Any) -> None:
     check_fits_window(op, tuple(shape), f"{op.name}: ")
 
 
-def _short_number(value: Any) -> str:
-    """A number for a message: ``1,234,567``, or ``1e+35`` past 30 digits."""
-    if not isinstance(value, int):
-        text = str(value)
-        return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
-    return f"{value:,}" if value < 10**30 else f"{float(value):.3g}" if value < 10**300 else (
-        "more than 1e300")
-
-
 def build_sweep(
     params: Sequence[str] | Mapping[str, Any] = (),
     *,
@@ -277,93 +268,19 @@ def build_sweep(
     files or packaged names, entries checked as ``run --models`` checks them; the table gets a
     ``model`` column (each model's label, :func:`dspsim.config.load_models`)."""
     loaded = load_spec(spec) if spec is not None else {"params": {}, "overrides": {}}
-    axes: dict[str, list[Any]] = dict(loaded["params"])
-
-    def add(key: str, values: list[Any]) -> None:
-        if key in axes:
-            raise DspsimInputError(f"sweep key {key!r} is given twice")
-        axes[key] = values
-
-    if isinstance(params, Mapping):
-        for key, value in params.items():
-            add(key, spec_values(key, value))
-    else:
-        for item in params:
-            add(*parse_param(item))
-    if MODEL_KEY in axes:
-        raise DspsimInputError("sweep several models with --models A,B (one table, a model "
-                               "column), not as a swept key")
+    given = {"op": op, "variant": variants, "mode": modes, "n": n, "shape": shape}
+    axes = _swept(loaded, params)
+    axes = _special_axes(axes, _given(loaded, given, axes))
+    fixed = _fixed(loaded["overrides"], overrides, axes)
     if models is not None and model is not None:
         raise DspsimInputError("give --model or --models, not both")
-    # the options replace the spec file's scalars; a swept key given again is an error
-    given = {"op": op, "variant": variants, "mode": modes, "n": n, "shape": shape}
-    extra: dict[str, list[Any]] = {}
-    for key in SPECIAL_KEYS:
-        value = given[key]
-        if value is not None:
-            if key in axes:
-                raise DspsimInputError(f"sweep key {key!r} is given twice (--{key} and --param)")
-            value = list(value) if isinstance(value, list | tuple) else value
-            extra[key] = spec_values(key, value)
-        elif key not in axes and key in loaded:
-            extra[key] = loaded[key]
-    for group in (VARIANT_KEYS, SIZE_KEYS):  # --mode replaces the file's variant too, and so on
-        if any(given[k] is not None for k in group):
-            for k in group:
-                if given[k] is None:
-                    extra.pop(k, None)
-
-    # op, variant and size: swept keys keep their place; the others come last, in this order
-    axes.setdefault("op", extra.pop("op", [DEFAULT_OP]))
-    ops = [get_op(name) for name in axes["op"]]
-    for key in VARIANT_KEYS:
-        if key in extra:
-            axes[key] = extra.pop(key)
-    if all(k in axes for k in VARIANT_KEYS):
-        raise DspsimInputError(
-            "give variant or mode, not both (mode is the older name of variant)"
-        )
-    column = next((k for k in VARIANT_KEYS if k in axes), "variant")
-    axes[column] = _variants(ops, column, axes.get(column))
-    axes.update(extra)  # n or shape
-    size_key, sizes = _sizes(ops, axes)
-    axes[size_key] = sizes
-
-    fixed: dict[str, Any] = dict(loaded["overrides"])
-    if overrides:
-        given: dict[str, Any] = {}
-        if isinstance(overrides, Mapping):
-            given = dict(overrides)
-        else:
-            for item in overrides:
-                k, eq, v = item.partition("=")
-                if not eq or not k.strip():
-                    raise DspsimInputError(
-                        f"--set {item!r}: expected KEY=VALUE, e.g. ddr.latency_cycles=300"
-                    )
-                if k.strip() in given:
-                    raise DspsimInputError(f"--set {k.strip()} is given twice; give each once")
-                given[k.strip()] = parse_value(k.strip(), v)
-        both = sorted(set(given) & set(fixed))
-        if both:
-            raise DspsimInputError(
-                f"{both[0]} is set by the spec's [set] and by --set; give it in one place")
-        fixed.update(given)
-    for k in fixed:
-        if k in SPECIAL_KEYS:
-            raise DspsimInputError(f"--set {k}: {k} is not a model key; sweep it (--{k})")
-        if k in axes:
-            raise DspsimInputError(f"{k} is both fixed (--set) and swept (--param)")
     several: tuple[tuple[str, HardwareModel], ...] = ()
     if models is not None:
-        several = tuple(load_models(list(models), dict(fixed) or None).items())
-        for label, _ in several:
-            check_value(MODEL_KEY, label)
+        several = _several(models, fixed)
         base = several[0][1]
         axes = {MODEL_KEY: [label for label, _ in several], **axes}  # outermost
     else:
-        base = load_model(model if model is not None else loaded.get("model"),
-                          dict(fixed) or None)
+        base = load_model(model if model is not None else loaded.get("model"), fixed or None)
     for _, m in several or (("", base),):
         for key in axes:
             if key not in SPECIAL_KEYS and key != MODEL_KEY:
@@ -375,3 +292,99 @@ def build_sweep(
     if sweep.size > MAX_POINTS:
         raise DspsimInputError(f"the grid has {sweep.size:,} points; at most {MAX_POINTS:,}")
     return sweep
+
+
+def _several(models: Sequence[str | Path], fixed: dict[str, Any]
+             ) -> tuple[tuple[str, HardwareModel], ...]:
+    """(label, model) of each of ``models``, checked as ``run --models`` checks them."""
+    several = tuple(load_models(list(models), dict(fixed) or None).items())
+    for label, _ in several:
+        check_value(MODEL_KEY, label)
+    return several
+
+
+def _swept(loaded: Mapping[str, Any], params: Sequence[str] | Mapping[str, Any]
+           ) -> dict[str, list[Any]]:
+    """The spec file's swept keys, then ``params``'; a key given twice is an error."""
+    axes: dict[str, list[Any]] = dict(loaded["params"])
+    pairs = ([(k, spec_values(k, v)) for k, v in params.items()] if isinstance(params, Mapping)
+             else [parse_param(item) for item in params])
+    for key, values in pairs:
+        if key in axes:
+            raise DspsimInputError(f"sweep key {key!r} is given twice")
+        axes[key] = values
+    if MODEL_KEY in axes:
+        raise DspsimInputError("sweep several models with --models A,B (one table, a model "
+                               "column), not as a swept key")
+    return axes
+
+
+def _given(loaded: Mapping[str, Any], given: Mapping[str, Any], axes: Mapping[str, Any]
+           ) -> dict[str, list[Any]]:
+    """The special keys the options give (they replace the spec file's scalars: ``--mode``
+    replaces the file's variant too, and so on); one also swept is an error."""
+    extra: dict[str, list[Any]] = {}
+    for key in SPECIAL_KEYS:
+        value = given[key]
+        if value is not None:
+            if key in axes:
+                raise DspsimInputError(f"sweep key {key!r} is given twice (--{key} and --param)")
+            value = list(value) if isinstance(value, list | tuple) else value
+            extra[key] = spec_values(key, value)
+        elif key not in axes and key in loaded:
+            extra[key] = loaded[key]
+    for group in (VARIANT_KEYS, SIZE_KEYS):
+        if any(given[k] is not None for k in group):
+            for k in group:
+                if given[k] is None:
+                    extra.pop(k, None)
+    return extra
+
+
+def _special_axes(axes: dict[str, list[Any]], extra: dict[str, list[Any]]
+                  ) -> dict[str, list[Any]]:
+    """``axes`` with op, variant and size: swept keys keep their place; the others come last,
+    in this order."""
+    axes.setdefault("op", extra.pop("op", [DEFAULT_OP]))
+    ops = [get_op(name) for name in axes["op"]]
+    for key in VARIANT_KEYS:
+        if key in extra:
+            axes[key] = extra.pop(key)
+    if all(k in axes for k in VARIANT_KEYS):
+        raise DspsimInputError(
+            "give variant or mode, not both (mode is the older name of variant)")
+    column = next((k for k in VARIANT_KEYS if k in axes), "variant")
+    axes[column] = _variants(ops, column, axes.get(column))
+    axes.update(extra)  # n or shape
+    size_key, sizes = _sizes(ops, axes)
+    axes[size_key] = sizes
+    return axes
+
+
+def _fixed(spec: Mapping[str, Any], overrides: Sequence[str] | Mapping[str, Any] | None,
+           axes: Mapping[str, Any]) -> dict[str, Any]:
+    """The fixed model values: the spec file's ``[set]`` and ``--set``'s, each in one place."""
+    fixed: dict[str, Any] = dict(spec)
+    given: dict[str, Any] = {}
+    if isinstance(overrides, Mapping):
+        given = dict(overrides)
+    else:
+        for item in overrides or ():
+            k, eq, v = item.partition("=")
+            if not eq or not k.strip():
+                raise DspsimInputError(
+                    f"--set {item!r}: expected KEY=VALUE, e.g. ddr.latency_cycles=300")
+            if k.strip() in given:
+                raise DspsimInputError(f"--set {k.strip()} is given twice; give each once")
+            given[k.strip()] = parse_value(k.strip(), v)
+    both = sorted(set(given) & set(fixed))
+    if both:
+        raise DspsimInputError(
+            f"{both[0]} is set by the spec's [set] and by --set; give it in one place")
+    fixed.update(given)
+    for k in fixed:
+        if k in SPECIAL_KEYS:
+            raise DspsimInputError(f"--set {k}: {k} is not a model key; sweep it (--{k})")
+        if k in axes:
+            raise DspsimInputError(f"{k} is both fixed (--set) and swept (--param)")
+    return fixed

@@ -207,6 +207,9 @@ def _open(sweep: Sweep, out: Path, journal: Path
     cache = Cache(sweep, old)
     for _ in cache.scan(journal if header else None, parquet):
         pass
+    if cache.dropped:
+        print(f"dspsim: {cache.dropped:,} invalid rows in {journal} (e.g. {cache.reasons[0]}) "
+              "are dropped; their points are computed again", file=sys.stderr)
     return bool(header), cache, parquet, old, rewrite or not cache.rows
 
 
@@ -238,6 +241,10 @@ def _checked_out(out: str | Path, executor: str, scheduler: str | None, jobs: in
     check_jobs(jobs, "jobs")
     if not out.parent.is_dir():
         raise DspsimInputError(f"output directory {str(out.parent)!r} does not exist")
+    journal = journal_path(out)
+    check_distinct([("--out", out), ("its journal", journal if journal != out else None),
+                    ("its sidecar", sidecar_path(out))])
+    _check_unlocked(journal)
     return out
 
 
@@ -263,20 +270,12 @@ def run_sweep(
     t0 = time.perf_counter()
     out = _checked_out(out, executor, scheduler, jobs)
     journal, side = journal_path(out), sidecar_path(out)
-    check_distinct([("--out", out), ("its journal", journal if journal != out else None),
-                    ("its sidecar", side)])
-    _check_unlocked(journal)
     if fresh:
         for p in (out, journal, side):
             p.unlink(missing_ok=True)
     header, cache, parquet, old, rewrite = _open(sweep, out, journal)
-    retry = retry_failed and FAILED in cache.state
-    if retry:
-        cache.state = bytearray(cache.state.replace(bytes([FAILED]), bytes([MISSING])))
+    retry = retry_failed and cache.forget_failed()
     resumed = sweep.size - cache.state.count(MISSING)
-    if cache.dropped:
-        print(f"dspsim: {cache.dropped:,} invalid rows in {journal} (e.g. {cache.reasons[0]}) "
-              "are dropped; their points are computed again", file=sys.stderr)
     with contextlib.ExitStack() as stack:
         cluster = None
         if executor == "dask" and resumed < sweep.size:  # connect before writing anything
@@ -286,9 +285,8 @@ def run_sweep(
             _rewrite_journal(journal, sweep, old, parquet, drop_failed=retry)  # before the
             header, cache.good, cache.unterminated = True, journal.stat().st_size, False
         if rewrite:  # sidecar that keys them
-            meta = sweep_meta(sweep)
-            atomic_write(side, lambda f: f.write(json.dumps(meta, indent=2).encode()),
-                         "sweep sidecar")
+            atomic_write(side, lambda f: f.write(json.dumps(sweep_meta(sweep), indent=2)
+                                                 .encode()), "sweep sidecar")
         # never more workers than points to compute (a pool of 5,000 for 3 points would hang)
         workers = max(1, min(jobs, sweep.size - resumed))
         writer = _Journal(journal, sweep.columns, cache.good, fresh=not header,

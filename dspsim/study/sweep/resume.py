@@ -231,6 +231,12 @@ class Cache:
         """Nothing to drop: the journal can be appended to as it is."""
         return not (self.dropped or self.duplicates or self.stale)
 
+    def forget_failed(self) -> bool:
+        """Mark the failed points missing (computed again); whether there were any."""
+        failed = FAILED in self.state
+        self.state = bytearray(self.state.replace(bytes([FAILED]), bytes([MISSING])))
+        return failed
+
     def _contexts(self, label: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
         """(the file's, the sweep's) fixed values of the model ``label``; the file's keys
         missing from its sidecar at their defaults (it was begun before they existed)."""

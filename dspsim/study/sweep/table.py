@@ -96,6 +96,13 @@ def read_sweep(path: str | Path) -> pd.DataFrame:
         raise DspsimInputError(f"{tables[1][0]}: its columns are not those of {p}; "
                                "not the journal of this table")
     keys = _check_header(header, tables[0][0])
+    return _typed(header, keys, _checked_rows(tables, keys, header))
+
+
+def _checked_rows(tables: list[tuple[str, list[str], list[tuple[str, list[str]]]]],
+                  keys: list[str], header: list[str]) -> list[list[str]]:
+    """Every row of ``tables`` (source, header, [(where, cells)]) checked, a later table's row
+    of a point in place of an earlier one's."""
     rows: dict[tuple[str, ...], list[str]] = {}
     for source, _, part in tables:
         seen: set[tuple[str, ...]] = set()
@@ -115,7 +122,7 @@ def read_sweep(path: str | Path) -> pd.DataFrame:
                 )
             seen.add(ident)
             rows[ident] = list(ident) + cells[len(keys):]
-    return _typed(header, keys, list(rows.values()))
+    return list(rows.values())
 
 
 def _one_line(text: str) -> str:
