@@ -7,6 +7,8 @@ The public API::
     r = dspsim.simulate(model, op="softmax", variant="pingpong", n=100_000)
     r.cycles, r.busy_cycles, r.output
     dspsim.ops.get_op("layernorm").variants
+    name = dspsim.load_op_file("my_op.toml")          # an op declared in TOML
+    dspsim.simulate(model, op=name, variant="pingpong", n=65536)
 """
 
 # the command line: Ctrl-C during the imports below is one line and exit 130 (dspsim.entry)
@@ -22,6 +24,7 @@ from dspsim.errors import (  # noqa: E402
     DeadlockError,
     DspsimInputError,
 )
+from dspsim.ops.fileop import load_op_file  # noqa: E402
 from dspsim.run import Result, simulate  # noqa: E402
 from dspsim.version import __version__  # noqa: E402
 
@@ -34,6 +37,7 @@ __all__ = [
     "Result",
     "__version__",
     "load_model",
+    "load_op_file",
     "ops",
     "simulate",
 ]

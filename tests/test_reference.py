@@ -5,6 +5,7 @@ own loaders and its field tables are what those loaders accept."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import re
 import subprocess
@@ -74,11 +75,12 @@ def test_the_command_prints_it():
 _EXAMPLE = re.compile(r"<!-- example: ([\w-]+) -->\n```\w*\n(.*?)\n```", re.S)
 _TABLE = re.compile(r"<!-- (?:fields|reads): ([\w-]+) -->\n((?:\|.*\n)+)")
 EXAMPLES = {"measurements", "measured", "measured-csv", "sweep-spec", "workload", "input-npy",
-            "input-npz", "saved-run", "sweep-command", "sweep-table"}
+            "input-npz", "saved-run", "sweep-command", "sweep-table", "op-file"}
 TABLES = {"commands", "measurements-file", "measurements", "measured", "measured-csv",
           "sweep-spec", "workload-file", "workload", "input-npy", "input-npz", "saved-run",
           "saved-run-result", "saved-run-trace", "saved-run-port-log", "sweep-table",
-          "sweep-sidecar"}
+          "sweep-sidecar", "op-file", "op-file-op", "op-file-array", "op-file-pass",
+          "op-file-loop", "op-file-schedules", "op-file-reference"}
 
 
 def _page() -> str:
@@ -124,6 +126,20 @@ def test_the_contents_link_every_section():
         assert f"(#{anchor})" in contents, f"the contents do not link {title!r}"
 
 
+@contextlib.contextmanager
+def op_file_example(where: Path):
+    """The page's op file example as ``relu_norm.toml`` in ``where``, its op loaded while
+    the block runs (what the measurements and workload examples name)."""
+    from dspsim.ops.fileop import unload_op_file
+
+    path = where / "relu_norm.toml"
+    path.write_text(example("op-file"), encoding="utf-8")
+    try:
+        yield path
+    finally:
+        unload_op_file(path)
+
+
 def _required(name: str, column: int) -> set[str]:
     return {r[0].strip("`") for r in rows(name) if "*required*" in r[column]}
 
@@ -135,9 +151,11 @@ def test_the_measurements_example_loads_and_uses_every_field(tmp_path):
 
     f = tmp_path / "mine.toml"
     f.write_text(example("measurements"), encoding="utf-8")
-    got = validate.read_measurements(f)
+    with op_file_example(tmp_path):
+        got = validate.read_measurements(f)
     assert [(m.op, m.variant, m.shape, m.cycles) for m in got] == [
-        ("softmax", "pingpong", (50000,), 2600000), ("layernorm", "direct", (1024, 256), 1234567)]
+        ("softmax", "pingpong", (50000,), 2600000), ("layernorm", "direct", (1024, 256), 1234567),
+        ("relu_norm", "pingpong", (65536,), 1400000)]
     assert got[0].settings == {"softmax.tile_bytes": 8192} and got[1].platform == "j6"
     for m in got:
         load_model(m.platform)  # a platform the page's example names exists
@@ -207,10 +225,11 @@ def test_a_validate_measurement_is_a_calibrate_measurement(tmp_path):
 
     f = tmp_path / "mine.toml"
     f.write_text(example("measurements"), encoding="utf-8")
-    for m in validate.read_measurements(f):
-        back = measure.parse_measurement(m.spec())
-        assert (back.op, back.variant, back.shape, back.cycles, back.settings) == (
-            m.op, m.variant, m.shape, m.cycles, m.settings)
+    with op_file_example(tmp_path):
+        for m in validate.read_measurements(f):
+            back = measure.parse_measurement(m.spec())
+            assert (back.op, back.variant, back.shape, back.cycles, back.settings) == (
+                m.op, m.variant, m.shape, m.cycles, m.settings)
 
 
 def test_the_measured_csv_example_loads_and_its_columns_are_the_loaders(tmp_path):
@@ -265,9 +284,11 @@ def test_the_workload_example_loads_and_runs_on_j6(tmp_path):
 
     f = tmp_path / "w.toml"
     f.write_text(example("workload"), encoding="utf-8")
-    w = load_workload(f)
-    check_workload(w, load_model("j6"))
-    assert w.seed == 1 and [s.name for s in w.streams] == ["cam_softmax", "hp_layernorm"]
+    with op_file_example(tmp_path):
+        w = load_workload(f)
+        check_workload(w, load_model("j6"))
+    assert w.seed == 1 and [s.name for s in w.streams] == ["cam_softmax", "hp_layernorm",
+                                                           "my_kernel"]
     assert w.streams[1].shape == (1024, 256) and w.streams[1].core == 0
     raw = tomllib.loads(example("workload"))
     assert set(raw) == set(names("workload-file"))

@@ -49,6 +49,9 @@ COMMANDS: dict[str, tuple[Callable, Callable]] = {
 
 # the commands whose --op an op file's op becomes when no --op is given (a list for sweep)
 OP_FILE_DEFAULTS = {"run": False, "optimize": False, "sweep": True}
+# the commands that take --op-file: those that run or list ops (plot and report read results)
+OP_FILE_COMMANDS = ("run", "sweep", "optimize", "calibrate", "validate", "ops", "keys",
+                    "workload")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,13 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for add, _ in COMMANDS.values():
         add(sub)
-    for command in sub.choices.values():
-        add_op_file_args(command)
+    for name, command in sub.choices.items():
+        if name in OP_FILE_COMMANDS:
+            add_op_file_args(command)
     return parser
 
 
 def add_op_file_args(p: argparse.ArgumentParser) -> None:
-    """``--op-file PATH`` (repeatable) and ``--allow-python`` on every command: the files are
+    """``--op-file PATH`` (repeatable) and ``--allow-python`` on a command: the files are
     loaded before the command line is parsed (:func:`load_op_files_of`), so their ops are
     known to ``--op``, ``dspsim ops`` and ``dspsim keys``."""
     g = p.add_argument_group("op files")
