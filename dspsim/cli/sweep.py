@@ -89,82 +89,43 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run ``dspsim sweep``. Exit 0: every point succeeded; 1: some failed (count on stderr) or
     the sweep was aborted; 2: bad input; 130: interrupted."""
-    from dspsim.study.sweep import check_out, journal_path, sidecar_path
-    from dspsim.study.sweep.executors import check_scheduler, import_dask
-    from dspsim.study.sweep.journal import check_jobs
+    from dspsim.study.sweep import journal_path, sidecar_path
+    from dspsim.study.sweep.journal import check_run
+    from dspsim.workers import check_jobs
 
     check_jobs(args.jobs)
-    out = check_out(args.out)
-    if args.scheduler is not None and args.executor != "dask":
-        raise DspsimInputError("--scheduler needs --executor dask")
-    if args.executor == "dask":
-        import_dask()
-        if args.scheduler is not None:
-            check_scheduler(args.scheduler)
+    out = check_run(args.out, args.executor, args.scheduler, args.jobs)
     if args.variant is not None and args.mode is not None:
         raise DspsimInputError("give --variant or --mode (its older name), not both")
-    check_outputs_not_inputs(
-        args, [(what, p) for what, p in (
-            ("--out", out), ("--out's journal", journal_path(out)),
-            ("--out's sidecar", sidecar_path(out)))],
-        [("--spec", args.spec)])
+    check_outputs_not_inputs(args, [("--out", out), ("--out's journal", journal_path(out)),
+                                    ("--out's sidecar", sidecar_path(out))],
+                             [("--spec", args.spec)])
     return _one_sweep(args, out)
 
 
 def _one_sweep(args: argparse.Namespace, out: Path) -> int:
     from dspsim.study.sweep import SweepAbortedError, build_sweep, journal_path, run_sweep
 
-    sweep = build_sweep(
-        args.param,
-        op=args.op,
-        variants=args.variant,
-        modes=args.mode,
-        n=args.n,
-        shape=shape_values(args.shape),
-        model=args.model,
-        models=args.models,
-        overrides=args.overrides,
-        fidelity=args.fidelity,
-        spec=args.spec,
-    )
+    sweep = build_sweep(args.param, op=args.op, variants=args.variant, modes=args.mode, n=args.n,
+                        shape=shape_values(args.shape), model=args.model, models=args.models,
+                        overrides=args.overrides, fidelity=args.fidelity, spec=args.spec)
+    kept = f"finished points are in {journal_path(out)}; rerun the same command to finish"
     try:
-        summary = run_sweep(
-            sweep,
-            out,
-            jobs=args.jobs,
-            executor=args.executor,
-            scheduler=args.scheduler,
-            retry_failed=args.retry_failed,
-        )
+        summary = run_sweep(sweep, out, jobs=args.jobs, executor=args.executor,
+                            scheduler=args.scheduler, retry_failed=args.retry_failed)
     except KeyboardInterrupt:
-        print(
-            f"dspsim: interrupted; finished points are in {journal_path(out)}; "
-            "rerun the same command to finish",
-            file=sys.stderr,
-        )
+        print(f"dspsim: interrupted; {kept}", file=sys.stderr)
         return 130
     except SweepAbortedError as e:
-        print(
-            f"dspsim: error: {e}; finished points are in {journal_path(out)}; "
-            "rerun the same command to finish",
-            file=sys.stderr,
-        )
+        print(f"dspsim: error: {e}; {kept}", file=sys.stderr)
         return 1
-    return _report(summary, out)
-
-
-def _report(summary, out: Path) -> int:
-    """Print what the sweep did and the notes on identical cycles; the exit code."""
     from dspsim.study.sweep.same import identical_cycles_notes_of
 
     print(summary.line())
     for line in identical_cycles_notes_of(out):  # values of a key that did not move the answer
         print(line)
     if summary.failed:
-        print(
-            f"dspsim: {summary.failed} of {summary.points} points failed; see the error column "
-            f"of {out}",
-            file=sys.stderr,
-        )
+        print(f"dspsim: {summary.failed} of {summary.points} points failed; see the error column "
+              f"of {out}", file=sys.stderr)
         return 1
     return 0

@@ -87,17 +87,14 @@ class SweepSummary:
 
 
 def _row_texts(sweep: Sweep, point: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
-    out = []
-    for c in sweep.columns:
+    def cell(c: str) -> str:
         if c in point:
-            out.append(format_value(point[c]))
-        elif c == "wall_s":
-            out.append(f"{result.get(c, 0.0):.6f}")
-        elif c in result:
-            out.append(format_value(result[c]))
-        else:
-            out.append("")
-    return out
+            return format_value(point[c])
+        if c == "wall_s":
+            return f"{result.get(c, 0.0):.6f}"
+        return format_value(result[c]) if c in result else ""
+
+    return [cell(c) for c in sweep.columns]
 
 
 def _busy(path: Path) -> DspsimInputError:
@@ -170,16 +167,12 @@ class _Journal:
             return
         try:
             self.fsync()
-            self.f.close()
         except OSError:
             if not self.failed:  # already reported: the write that failed said it
                 raise
         finally:
-            if not self.f.closed:
-                try:
-                    self.f.close()
-                except OSError:
-                    pass
+            with contextlib.suppress(OSError):
+                self.f.close()
 
 
 def _count_rows(journal: Path) -> int:
@@ -228,7 +221,9 @@ def _rewrite_journal(journal: Path, sweep: Sweep, old: dict[str, Any] | None,
     atomic_write(journal, write, "sweep journal")
 
 
-def _checked_out(out: str | Path, executor: str, scheduler: str | None, jobs: int) -> Path:
+def check_run(out: str | Path, executor: str, scheduler: str | None, jobs: int) -> Path:
+    """The checked ``out`` of a sweep run by ``executor`` on ``jobs`` workers (refused while
+    another sweep writes it)."""
     out = check_out(out)
     if executor not in EXECUTORS:
         raise DspsimInputError(f"executor {executor!r}: allowed {', '.join(EXECUTORS)}")
@@ -268,7 +263,7 @@ def run_sweep(
     ``timeout_s``: give up on a dask cluster after this long (the file keeps what finished).
     """
     t0 = time.perf_counter()
-    out = _checked_out(out, executor, scheduler, jobs)
+    out = check_run(out, executor, scheduler, jobs)
     journal, side = journal_path(out), sidecar_path(out)
     if fresh:
         for p in (out, journal, side):
