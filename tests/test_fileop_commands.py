@@ -71,3 +71,14 @@ def test_a_worker_finds_its_parents_op_files():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, timeout=120)
     assert out.stdout.strip() == "scale_bias", out.stderr
+
+
+def test_plot_sweep_reads_a_table_of_the_files_keys(tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    assert main(["sweep", "--op-file", str(SCALE_BIAS), "--param",
+                 "scale_bias.tile_bytes=1024,4096", "--n", "1000", "--variant", "pingpong",
+                 "--out", str(out)]) == 0
+    png = tmp_path / "s.png"
+    assert main(["plot", "sweep", str(out), "--op-file", str(SCALE_BIAS), "--x",
+                 "scale_bias.tile_bytes", "--out", str(png)]) == 0
+    assert png.stat().st_size > 0

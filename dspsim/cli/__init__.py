@@ -49,7 +49,8 @@ COMMANDS: dict[str, tuple[Callable, Callable]] = {
 
 # the commands whose --op an op file's op becomes when no --op is given (a list for sweep)
 OP_FILE_DEFAULTS = {"run": False, "optimize": False, "sweep": True}
-# the commands that take --op-file: those that run or list ops (plot and report read results)
+# the commands that take --op-file: those that run or list ops, and plot sweep (a table's
+# columns are model keys); report and plot timeline read saved results
 OP_FILE_COMMANDS = ("run", "sweep", "optimize", "calibrate", "validate", "ops", "keys",
                     "workload")
 
@@ -63,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name, command in sub.choices.items():
         if name in OP_FILE_COMMANDS:
             add_op_file_args(command)
+    plot_kinds = next(a for a in sub.choices["plot"]._actions
+                      if isinstance(a, argparse._SubParsersAction))
+    add_op_file_args(plot_kinds.choices["sweep"])  # a sweep table's columns are its keys
     return parser
 
 
