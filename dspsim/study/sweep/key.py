@@ -16,6 +16,7 @@ grid's points by the sweep's model: a point is done when a row has its key. Noth
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -43,6 +44,7 @@ def applies(key: str, ops: Iterable[str]) -> bool:
     return section not in OP_SCHEMAS or section in set(ops)
 
 
+@functools.lru_cache(maxsize=1 << 16, typed=True)  # typed: True is not 1
 def canon(key: str, value: Any) -> str:
     """A model key's value as its canonical text (a float key's ``100`` is ``100.0``)."""
     return format_value(float(value) if key_type(key) is float else value)
@@ -75,7 +77,9 @@ def point_key(fixed: Mapping[str, Any], point: Mapping[str, Any], fidelity: str,
                           if k not in SPECIAL_KEYS and k != MODEL_KEY}}
     variant = next((point[k] for k in VARIANT_KEYS if k in point), None)
     shape = list(parse_shape(point["shape"])) if "shape" in point else [int(point["n"])]
-    doc = {"model": {k: canon(k, v) for k, v in values.items() if applies(k, (op,))},
+    sections = {k: k.partition(".")[0] for k in values}
+    doc = {"model": {k: canon(k, v) for k, v in values.items()
+                     if sections[k] not in OP_SCHEMAS or sections[k] == op},
            "op": op, "variant": variant, "shape": shape, "fidelity": fidelity,
            "version": version}
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
