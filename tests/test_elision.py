@@ -21,7 +21,9 @@ FIELDS = ("cycles", "bytes", "busy_cycles", "stall_cycles", "ddr_contention_cycl
 
 def random_config(rng: np.random.Generator) -> dict:
     latency = float(np.exp(rng.uniform(0, math.log(2000))))
-    tile = 4 * int(np.exp(rng.uniform(math.log(64), math.log(65536))))
+    # up to a DataRAM's free space on J6 (tcm.bank_bytes - tcm.reserved_bytes = 245,760 bytes):
+    # a larger tile is refused when the model is built
+    tile = 4 * int(np.exp(rng.uniform(math.log(64), math.log(61440))))
     return {
         "ddr.latency_cycles": latency,
         "ddr.bytes_per_cycle": float(np.exp(rng.uniform(math.log(0.05), math.log(64)))),
