@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from dspsim.kernels.cached import direct_bounds
 from dspsim.kernels.registry import get_kernel
 from dspsim.ops.base import Bounds
+from dspsim.ops.fileop.blocks import block_bounds, block_refusal, uses_blocks
 from dspsim.ops.fileop.program import buffer_banks, kernel_names
 from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
 from dspsim.ops.rowwise import rowwise_bounds
@@ -59,6 +60,27 @@ def per_bank_buffers(op: FileOp, model: HardwareModel, variant: str) -> int:
     return max(banks.count(b) for b in set(banks))
 
 
+def _block_cols(op: FileOp, model: HardwareModel) -> int:
+    return model.params(op.name).block_cols if op.spec.block_cols is not None else 0
+
+
+def _block_refusal(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...]
+                   ) -> str | None:
+    """Why a 2-D block schedule cannot run (one line), None when it can or is not one."""
+    cols = _block_cols(op, model)
+    if not uses_blocks(op.spec, cols) or len(shape) != 2:
+        return None
+    key = f"{op.name}.block_cols"
+    if variant == "nbuffer":
+        return (f"{op.name} nbuffer runs whole-row tiles; {key} = {cols} asks for 2-D "
+                f"blocks; allowed: the pingpong variant, or {key} = 0")
+    if op.spec.shifts and 0 < cols < shape[1]:
+        return (f"{op.name} pingpong: {key} = {cols} cuts its rows, and a pass reads along "
+                f"the row (shift); allowed: {key} = 0 or >= {shape[1]} (whole rows)")
+    return block_refusal(op.name, model.params(op.name).tile_bytes, shape[1], cols,
+                         op.spec.halo)
+
+
 def tile_refusal(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...]
                  ) -> str | None:
     """Why the variant's tiles do not fit (one line, with what is allowed), None if they do."""
@@ -72,6 +94,9 @@ def tile_refusal(op: FileOp, model: HardwareModel, variant: str, shape: tuple[in
         return (f"{op.name} {variant} puts {per_bank} tile(s) of {key} = {tile} in one "
                 f"DataRAM, whose free space is {free} bytes (tcm.bank_bytes - "
                 f"tcm.reserved_bytes); allowed: {key} <= {largest}{more}")
+    blocked = _block_refusal(op, model, variant, shape)
+    if blocked or (len(shape) == 2 and uses_blocks(op.spec, _block_cols(op, model))):
+        return blocked
     row = 4 * shape[-1]
     if len(shape) == 2 and tile < row:
         return (f"{op.name} {variant}: {key} = {tile} does not hold a row of {shape[-1]} "
@@ -117,6 +142,10 @@ def bounds(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...
         return _finish(out, estimate)
     row_calls = tuple(c for p in spec.passes for c in _pass_calls(spec, p))
     tile = model.params(op.name).tile_bytes
+    if variant == "pingpong" and uses_blocks(spec, _block_cols(op, model)):
+        out = block_bounds(model, spec, (rows, cols),
+                           lambda n: sum(s.tcm_cycles(n, model.core) for s, _ in row_calls))
+        return _finish(out, out.pop("estimate_cycles"))
     if variant == "pingpong" and spec.ndim == 2:
         return rowwise_bounds(model, variant, (rows, cols), row_calls, tile)
     core = model.core

@@ -6,12 +6,13 @@ it is never ``eval``-ed. Allowed:
 - names: the op's arrays (the element values of a row), the scalars earlier passes reduced
   into (one per row), the op's ``[params]`` (numbers, ``--set``-able);
 - numbers; ``+ - * / **``, unary ``-`` and ``+``; comparisons (``<``, ``<=``, ``>``,
-  ``>=``, ``==``, ``!=``: 1.0 or 0.0) and ``a if cond else b`` is not allowed (use
-  ``where(cond, a, b)``);
+  ``>=``, ``==``, ``!=``: 1.0 or 0.0; for a choice, ``where(cond, a, b)``);
 - calls of :data:`FUNCTIONS`: element-wise ``exp log sqrt abs tanh sigmoid`` and
   ``maximum minimum where``; ``shift(x, k)``: the element ``k`` columns further along the row
-  (0 beyond its ends; a row filter's tap); and, in a reference only, the row reductions
-  ``max sum mean min`` (along the last axis, kept as a column).
+  (0 beyond its ends; a row filter's tap); ``shift_rows(x, k)``: the element ``k`` rows
+  further down (0 beyond the image's first and last rows; a column filter's tap: the op's
+  tiles are 2-D blocks with ``|k|`` rows of halo); and, in a reference only, the row
+  reductions ``max sum mean min`` (along the last axis, kept as a column).
 
 Attribute access, subscripts, lambdas, comprehensions, keywords, strings and any other name
 are refused in one line naming what is allowed.
@@ -46,6 +47,22 @@ def _shift(x: np.ndarray, k: Any) -> np.ndarray:
     return out
 
 
+def _shift_rows(x: np.ndarray, k: Any) -> np.ndarray:
+    """``x`` moved ``k`` rows along its first of two axes: ``out[r, c] = x[r + k, c]``, 0
+    beyond the block's first and last rows (one row alone has no neighbours)."""
+    k = int(k)
+    if x.ndim < 2:
+        return x.copy() if k == 0 else np.zeros_like(x)
+    out = np.zeros_like(x)
+    rows = x.shape[-2]
+    if abs(k) < rows:
+        if k >= 0:
+            out[..., :rows - k, :] = x[..., k:, :]
+        else:
+            out[..., -k:, :] = x[..., :rows + k, :]
+    return out
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     one = np.asarray(1, dtype=np.asarray(x).dtype)
     return one / (one + np.exp(-x))
@@ -57,11 +74,13 @@ ELEMENTWISE = {
 }
 BINARY = {"maximum": np.maximum, "minimum": np.minimum}
 ROW_REDUCTIONS = {"max": np.max, "min": np.min, "sum": np.sum, "mean": np.mean}
-FUNCTIONS = (*ELEMENTWISE, *BINARY, "where", "shift", *ROW_REDUCTIONS)
+SHIFTS = {"shift": _shift, "shift_rows": _shift_rows}
+FUNCTIONS = (*ELEMENTWISE, *BINARY, "where", *SHIFTS, *ROW_REDUCTIONS)
 _OPERATORS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
               ast.Div: np.divide, ast.Pow: np.power}
 _COMPARE = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater,
             ast.GtE: np.greater_equal, ast.Eq: np.equal, ast.NotEq: np.not_equal}
+MAX_SHIFT = 64  # columns or rows a shift may reach
 ALLOWED_TEXT = ("names of the op's arrays, scalars and params, numbers, + - * / **, unary -, "
                 "comparisons, and calls of " + ", ".join(FUNCTIONS))
 
@@ -75,6 +94,7 @@ class Expr:
     tree: ast.Expression
     reduces: bool  # calls a row reduction (references only)
     shifts: bool  # calls shift (a row filter: whole rows per tile)
+    halo: int = 0  # the largest |k| of its shift_rows calls: rows above and below a block
 
     def evaluate(self, env: Mapping[str, Any], dtype: type = np.float64) -> Any:
         """The value with ``env``'s names, every operation in ``dtype``."""
@@ -95,9 +115,9 @@ def parse_expr(text: Any, names: Mapping[str, str], where: str,
         raise DspsimInputError(f"{where}: {text!r} is not an expression ({e.msg}); "
                                f"allowed: {ALLOWED_TEXT}") from None
     found: set[str] = set()
-    flags = {"reduces": False, "shifts": False}
+    flags: dict[str, Any] = {"reduces": False, "shifts": False, "halo": 0}
     _check(tree.body, names, where, text, reductions, found, flags)
-    return Expr(text, frozenset(found), tree, flags["reduces"], flags["shifts"])
+    return Expr(text, frozenset(found), tree, flags["reduces"], flags["shifts"], flags["halo"])
 
 
 def _refuse(where: str, text: str, what: str) -> DspsimInputError:
@@ -105,7 +125,7 @@ def _refuse(where: str, text: str, what: str) -> DspsimInputError:
 
 
 def _check(node: ast.AST, names: Mapping[str, str], where: str, text: str, reductions: bool,
-           found: set[str], flags: dict[str, bool]) -> None:
+           found: set[str], flags: dict[str, Any]) -> None:
     def sub(n: ast.AST) -> None:
         _check(n, names, where, text, reductions, found, flags)
 
@@ -135,7 +155,7 @@ def _check(node: ast.AST, names: Mapping[str, str], where: str, text: str, reduc
 
 
 def _check_call(node: ast.Call, where: str, text: str, reductions: bool,
-                flags: dict[str, bool]) -> None:
+                flags: dict[str, Any]) -> None:
     fn = node.func.id if isinstance(node.func, ast.Name) else None
     if fn is None or fn not in FUNCTIONS or node.keywords:
         raise _refuse(where, text, f"the call {ast.unparse(node.func)}(...)"
@@ -147,11 +167,14 @@ def _check_call(node: ast.Call, where: str, text: str, reductions: bool,
     if len(node.args) != want:
         raise DspsimInputError(f"{where}: {text!r}: {fn}() takes {want} argument(s), got "
                                f"{len(node.args)}")
-    if fn == "shift" and not (isinstance(node.args[1], ast.Constant | ast.UnaryOp)
-                              and isinstance(_int_const(node.args[1]), int)):
-        raise DspsimInputError(f"{where}: {text!r}: shift(array, k) needs a whole number k")
+    k = _int_const(node.args[1]) if fn in SHIFTS else 0
+    if fn in SHIFTS and (k is None or abs(k) > MAX_SHIFT):
+        raise DspsimInputError(f"{where}: {text!r}: {fn}(array, k) needs a whole number k from "
+                               f"-{MAX_SHIFT} to {MAX_SHIFT}")
     flags["reduces"] |= fn in ROW_REDUCTIONS
     flags["shifts"] |= fn == "shift"
+    if fn == "shift_rows":
+        flags["halo"] = max(flags["halo"], abs(k))
 
 
 def _int_const(node: ast.AST) -> int | None:
@@ -184,8 +207,8 @@ def _eval(node: ast.AST, env: Mapping[str, Any], dt: np.dtype) -> Any:
 
 
 def _call(fn: str, args: list[ast.expr], env: Mapping[str, Any], dt: np.dtype) -> Any:
-    if fn == "shift":
-        return _shift(np.asarray(_eval(args[0], env, dt)), _int_const(args[1]))
+    if fn in SHIFTS:
+        return SHIFTS[fn](np.asarray(_eval(args[0], env, dt)), _int_const(args[1]))
     vals = [_eval(a, env, dt) for a in args]
     if fn in ROW_REDUCTIONS:
         return _as(ROW_REDUCTIONS[fn](vals[0], axis=-1, keepdims=True), dt)

@@ -104,7 +104,8 @@ def register_pass_kernel(op_name: str, p: PassSpec) -> str:
     old = KERNELS.get(name)
     if old is not None:
         return name
-    elementwise = bool(p.writes) and not p.reduce_op and not (p.value and p.value.shifts)
+    elementwise = bool(p.writes) and not p.reduce_op and not (
+        p.value and (p.value.shifts or p.value.halo))
     register(Kernel(name, loop_shape(name, p.loop, bool(p.reduce_op)), pass_numerics(p),
                     writes=bool(p.writes), results=1 if p.reduce_op else 0,
                     elementwise=elementwise))

@@ -52,6 +52,11 @@ def op_schema(spec: OpSpec) -> OpSchema:
         keys.append(Key(f"{name}.buffers", int, "nbuffer: TCM buffers of tile_bytes, round "
                         "robin over the DataRAMs", default=b.default, lo=b.lo, hi=b.hi,
                         unit="buffers"))
+    if spec.block_cols is not None:
+        c = spec.block_cols
+        keys.append(Key(f"{name}.block_cols", int, "pingpong: columns of a 2-D block, moved "
+                        "by 2-D descriptors (0: whole rows)", default=c.default, lo=c.lo,
+                        hi=c.hi, unit="columns"))
     keys += [Key(f"{name}.{k}", float, f"a parameter of {spec.path}", default=v)
              for k, v in spec.params.items()]
 
@@ -104,6 +109,8 @@ class FileOp(Op):
     def key_variants(self, key: str) -> tuple[str, ...]:
         if key == f"{self.name}.buffers":
             return ("nbuffer",)
+        if key == f"{self.name}.block_cols":
+            return ("pingpong",)
         return super().key_variants(key)
 
     def check_run(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> None:

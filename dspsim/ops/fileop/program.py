@@ -1,7 +1,8 @@
 """The DSP side of an op file: its passes as the C would run them.
 
 - ``direct``: every pass's kernels read and write the host memory (DDR), row by row (each
-  row: every pass in order; alike rows booked at once by ``dsp.row_loop``);
+  row: every pass in order; alike rows booked at once by ``dsp.row_loop``; with a halo, every
+  row in one batch of calls, so that a row's value sees its neighbours);
 - ``pingpong``: the seed's frame (:func:`~dspsim.ops.frames.hb_dsp_ping_pong_frame`), two TCM
   buffers on DataRAMs 0 and 1, two channels. A 1-D op runs one frame per pass over the array
   (a pass's reduction accumulates over the tiles, as the seed's softmax does); a 2-D op one
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dspsim.kernels.registry import get_kernel
+from dspsim.ops.fileop.blocks import Block, run_blocks, uses_blocks
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, hb_dsp_ping_pong_frame
 from dspsim.ops.stream import hb_dsp_stream_frame
 
@@ -129,6 +131,7 @@ def _pingpong_frame(bufs: list[Ptr]) -> Frame:
               arg: Any, write: bool) -> Any:
         yield from hb_dsp_ping_pong_frame(dsp, dst, src, bufs, bufs, length, func, state, arg,
                                           write, block)
+    frame.bufs = bufs  # type: ignore[attr-defined]  # the 2-D blocks' buffers
     return frame
 
 
@@ -145,6 +148,15 @@ def _stream_frame(bufs: list[Ptr]) -> Frame:
 def tiled(dsp: Dsp, spec: OpSpec, frame: Frame, x: Ptr, y: Ptr, rows: int, cols: int) -> Any:
     """The tiled schedules: one frame of whole-row tiles (2-D) or one frame per pass (1-D)."""
     tile_bytes = dsp.params.tile_bytes
+    if uses_blocks(spec, getattr(dsp.params, "block_cols", 0)):
+        def pass_block(buf: Ptr, b: Block) -> Any:
+            env = _params_env(dsp, spec)
+            for p in spec.passes:
+                yield from run_pass(dsp, spec, p, buf, buf, b.cols, b.a1 - b.a0, env)
+
+        with dsp.pass_(spec.name):
+            yield from run_blocks(dsp, spec, frame.bufs, x, y, rows, cols, pass_block)
+        return
     if spec.ndim == 2:
         block = max(1, tile_bytes // (4 * cols)) * cols
         with dsp.pass_(spec.name):
@@ -174,7 +186,11 @@ def hb_dsp_fileop(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager, spec: OpSp
     rows, cols = ptr.rows, ptr.cols
     x = dsp.hb_dsp_mem_map(ptr.input, 4 * rows * cols)
     y = output
-    if ptr.run_tcm_opt == VARIANT_CODES["direct"]:
+    if ptr.run_tcm_opt == VARIANT_CODES["direct"] and spec.halo:
+        start = dsp.TIME_STAMP()  # rows that read their neighbours: every row in one batch
+        yield from rows_direct(dsp, spec, x, y, rows, cols)
+        stop = dsp.TIME_STAMP()
+    elif ptr.run_tcm_opt == VARIANT_CODES["direct"]:
         start = dsp.TIME_STAMP()
         yield from dsp.row_loop(
             rows, lambda r: rows_direct(dsp, spec, x + r * cols, y + r * cols, 1, cols),

@@ -30,7 +30,7 @@ ARRAY_KEYS = ("name", "type", "shape", "role", "memory")
 PASS_KEYS = ("name", "reads", "writes", "reduce", "value", "kernel", "loop",
              "cycles_per_element")
 LOOP_KEYS = ("loads", "stores", "alu", "table_loads", "tail_ops")
-SCHEDULE_KEYS = ("variants", "default", "tile_bytes", "buffers")
+SCHEDULE_KEYS = ("variants", "default", "tile_bytes", "buffers", "block_cols")
 RANGE_KEYS = ("default", "min", "max")
 REFERENCE_KEYS = ("value", "python", "allow_python", "tolerance")
 
@@ -98,6 +98,13 @@ class OpSpec:
     python: str | None = None
     tolerance: tuple[float, float] | None = None
     scalars: tuple[str, ...] = field(default=())
+    halo: int = 0  # rows above and below a block its shift_rows reach
+    block_cols: Range | None = None  # a 2-D op without reductions: columns per 2-D block
+
+    @property
+    def shifts(self) -> bool:
+        """A pass reads along the row (``shift``): a block must hold whole rows."""
+        return any(p.value is not None and p.value.shifts for p in self.passes)
 
 
 class _Where:
@@ -174,9 +181,31 @@ def parse_spec(raw: dict[str, Any], shown: str, taken: Mapping[str, Any]) -> OpS
     schedules = _schedules(w, raw.get("schedules", {}))
     passes, scalars = _passes(w, raw["pass"], inp, out, params, ndim)
     ref = _reference(w, raw.get("reference"), inp, params)
+    halo, block_cols = _blocks(w, raw.get("schedules", {}), passes, ndim, schedules[0])
     return OpSpec(shown, name, " ".join(doc.split()), ndim, shape, params, inp, out, passes,
                   *schedules, reference=ref[0], python=ref[1], tolerance=ref[2],
-                  scalars=scalars)
+                  scalars=scalars, halo=halo, block_cols=block_cols)
+
+
+def _blocks(w: _Where, raw: dict[str, Any], passes: tuple[PassSpec, ...], ndim: int,
+            variants: tuple[str, ...]) -> tuple[int, Range | None]:
+    """The halo of the passes' ``shift_rows`` and the ``block_cols`` range: 2-D blocks, for a
+    2-D op whose passes do not reduce (a row's reduction would see one block only)."""
+    halo = max((p.value.halo for p in passes if p.value is not None), default=0)
+    reducing = next((p for p in passes if p.reduce_op), None)
+    if halo and reducing is not None:
+        raise w.error(reducing.label, "reduces in an op whose values read other rows "
+                      "(shift_rows: its tiles are 2-D blocks, and a row's reduction would see "
+                      "one block); allowed: no reduce, or no shift_rows")
+    if halo and "nbuffer" in variants:
+        raise w.error("[schedules]", "variants: nbuffer runs whole-row tiles, and shift_rows "
+                      "needs 2-D blocks with a halo; allowed: direct, pingpong")
+    if "block_cols" in raw and (ndim != 2 or reducing is not None):
+        raise w.error("[schedules]", "block_cols: allowed only for a 2-D op whose passes do "
+                      "not reduce (2-D blocks cut its rows)")
+    if ndim != 2 or reducing is not None:
+        return halo, None
+    return halo, _range(w, raw.get("block_cols"), "block_cols", 0, 1 << 20, 0)
 
 
 def _op_name(w: _Where, op: dict[str, Any], taken: Mapping[str, Any]) -> str:
@@ -340,8 +369,9 @@ def _pass(w: _Where, i: int, p: Any, inp: str, out: str, params: dict[str, float
     names = {reads: "array", **{s: "scalar" for s in scalars}, **{k: "param" for k in params}}
     value = (parse_expr(p["value"], names, f"op file {w.path}: {table}: value")
              if "value" in p else None)
-    if value is not None and value.shifts and ndim != 2:
-        raise w.error(table, "value: shift() needs whole rows in a tile; allowed with ndim = 2")
+    if value is not None and (value.shifts or value.halo) and ndim != 2:
+        raise w.error(table, "value: shift() and shift_rows() need a 2-D op (rows in a tile); "
+                      "allowed with ndim = 2")
     kernels, loop = _cost(w, table, p, writes, reduce_op, value, scalars, params)
     return PassSpec(i, name, reads, writes, reduce_op, into, value, kernels, loop)
 

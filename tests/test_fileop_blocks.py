@@ -1,0 +1,94 @@
+"""2-D blocks of an op file (dspsim.ops.fileop.blocks): a vertical filter's blocks carry
+their halo rows through 2-D iDMA descriptors, give the float64 reference's values, read
+exactly the bytes the blocks cover, stay above their lower bound, and refuse in one line what
+cannot run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dspsim import simulate
+from dspsim.errors import DspsimInputError
+from dspsim.ops import get_op
+from dspsim.ops.fileop import load_op_file, unload_op_file
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "ops"
+COL_FILTER = EXAMPLES / "col_filter.toml"
+
+
+@pytest.fixture(scope="module")
+def name():
+    yield load_op_file(COL_FILTER)
+    unload_op_file(COL_FILTER)
+
+
+def vertical(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    y = 0.5 * x
+    y[1:] += 0.25 * x[:-1]
+    y[:-1] += 0.25 * x[1:]
+    return y
+
+
+@pytest.mark.parametrize("block_cols, tile", [(0, 32768), (64, 4096), (48, 1024), (100, 2400)])
+@pytest.mark.parametrize("variant", ["pingpong", "direct"])
+def test_the_blocks_give_the_filters_values(j6, name, variant, block_cols, tile):
+    m = j6.with_overrides({"col_filter.block_cols": block_cols, "col_filter.tile_bytes": tile})
+    x = np.random.default_rng(3).standard_normal((20, 100)).astype(np.float32)
+    r = simulate(m, name, variant, x=x)
+    assert np.allclose(r.output_array, vertical(x), rtol=1e-6, atol=1e-6)
+    assert r.output["within_tolerance"]
+    assert get_op(name).bounds(m, variant, (20, 100))["lower_bound_cycles"] <= r.cycles
+
+
+def test_the_blocks_read_their_halo_rows_once_more(j6, name):
+    """64 columns in 4 KiB: 16 rows a buffer, 14 output rows and one halo row either side;
+    rows 0:14 read 0:15, rows 14:20 read 13:20, in two column blocks: 22 of 20 rows read."""
+    m = j6.with_overrides({"col_filter.block_cols": 64, "col_filter.tile_bytes": 4096})
+    r = simulate(m, name, "pingpong", shape=(20, 100), data=False)
+    b = get_op(name).bounds(m, "pingpong", (20, 100))
+    assert r.bytes["ddr_read"] == b["ddr_read_bytes"] == 4 * 100 * (15 + 7)
+    assert r.bytes["ddr_write"] == 4 * 20 * 100
+    assert (b["blocks"], b["block_rows"], b["halo_rows"]) == (4, 14, 1)
+
+
+def test_narrower_blocks_read_less_halo(j6, name):
+    whole = simulate(j6.with_overrides({"col_filter.block_cols": 0}), name, "pingpong",
+                     shape=(96, 1920), data=False, fidelity="tile")
+    narrow = simulate(j6.with_overrides({"col_filter.block_cols": 64}), name, "pingpong",
+                      shape=(96, 1920), data=False, fidelity="tile")
+    assert narrow.bytes["ddr_read"] < whole.bytes["ddr_read"]
+    assert narrow.cycles < whole.cycles
+
+
+def test_a_tile_that_holds_no_block_is_refused(j6, name):
+    m = j6.with_overrides({"col_filter.block_cols": 512, "col_filter.tile_bytes": 4096})
+    with pytest.raises(DspsimInputError, match=r"col_filter.tile_bytes >= 6144") as e:
+        simulate(m, name, "pingpong", shape=(10, 1000), data=False)
+    assert "\n" not in str(e.value)
+
+
+def test_shift_rows_with_a_reduction_or_nbuffer_is_refused(tmp_path):
+    text = COL_FILTER.read_text().replace('name = "col_filter"', 'name = "cf_bad"')
+    base, tail = text.split("[schedules]")
+    cases = [
+        (base + '[[pass]]\nname = "m"\nreads = "out"\nreduce = { op = "max", into = "m" }\n'
+         'kernel = "vecmaxf"\n\n[schedules]' + tail.replace(
+             'block_cols = { default = 512, min = 0, max = 8192 }\n', ''),
+         "reduces in an op whose values read other rows"),
+        (text.replace('variants = ["pingpong", "direct"]',
+                      'variants = ["pingpong", "nbuffer"]'), "nbuffer runs whole-row tiles"),
+        (text.replace('ndim = 2', 'ndim = 1').replace('["rows", "cols"]', '["n"]')
+         .replace('default_shape = [480, 1920]', 'default_shape = [100]')
+         .replace('block_cols = { default = 512, min = 0, max = 8192 }\n', ''),
+         "need a 2-D op"),
+    ]
+    for i, (bad, match) in enumerate(cases):
+        path = tmp_path / f"bad{i}.toml"
+        path.write_text(bad)
+        with pytest.raises(DspsimInputError, match=match) as e:
+            load_op_file(path)
+        assert str(path) in str(e.value) and "\n" not in str(e.value)
