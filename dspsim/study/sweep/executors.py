@@ -53,15 +53,13 @@ def result_row(r: Result) -> dict[str, Any]:
         row[f"{m}_read_bytes"] = r.bytes[f"{m}_read"]
         row[f"{m}_write_bytes"] = r.bytes[f"{m}_write"]
     row["core_busy_cycles"] = r.busy_cycles[r.core]
-    row.update(
-        {f"idma{j}_busy_cycles": r.busy_cycles[e] for j, e in enumerate(r.engines_of("idma"))}
-    )
+    row.update({f"idma{j}_busy_cycles": r.busy_cycles[e]
+                for j, e in enumerate(r.engines_of("idma"))})
     row.update({f"{m}_busy_cycles": r.busy_cycles[m] for m in memories})
     row.update({f"{k}_stall_cycles": v for k, v in r.stall_cycles.items()})
     # the warnings that change a result; notes (severity "info") do not mark a point
-    row["warnings"] = ";".join(
-        dict.fromkeys(str(w["code"]) for w in r.warnings if w.get("severity") != "info")
-    )
+    row["warnings"] = ";".join(dict.fromkeys(str(w["code"]) for w in r.warnings
+                                             if w.get("severity") != "info"))
     row["hazards"] = len(r.hazards)
     return row
 
@@ -74,16 +72,8 @@ def evaluate_point(model: HardwareModel, point: Mapping[str, Any], fidelity: str
         m = model.with_overrides(overrides) if overrides else model
         variant = next((point[k] for k in VARIANT_KEYS if k in point), None)
         shape = parse_shape(point["shape"]) if "shape" in point else None
-        r = simulate(
-            m,
-            point.get("op", DEFAULT_OP),
-            variant,
-            n=point.get("n"),
-            shape=shape,
-            data=False,
-            fidelity=fidelity,
-        )
-        row = result_row(r)
+        row = result_row(simulate(m, point.get("op", DEFAULT_OP), variant, n=point.get("n"),
+                                  shape=shape, data=False, fidelity=fidelity))
     except Exception as e:  # noqa: BLE001 - every failure of a point is recorded, not fatal
         msg = " ".join(str(e).split()) or "no message"
         return {"wall_s": time.perf_counter() - start, "error": f"{type(e).__name__}: {msg}"}
@@ -99,9 +89,8 @@ def _worker_failed(e: Exception) -> SweepAbortedError:
     return SweepAbortedError(f"a worker process failed ({type(e).__name__}: {e})")
 
 
-def local_results(
-    sweep: Sweep, todo: Iterable[dict[str, Any]], jobs: int, started
-) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+def local_results(sweep: Sweep, todo: Iterable[dict[str, Any]], jobs: int, started
+                  ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """The points of ``todo`` (an iterator: never materialised) in this process (``jobs`` 1,
     or a single point) or a pool of ``jobs`` processes that die with this one
     (:func:`dspsim.workers.imap_unordered`); at most a few points per worker in flight."""
@@ -119,11 +108,8 @@ SCHEDULER_SCHEMES = ("tcp", "tls")
 # or every one died or left) before the sweep gives up, keeping the rows done
 DASK_CONNECT_TIMEOUT_S = 10.0
 DASK_WORKER_TIMEOUT_S = 60.0
-_ADDRESS = re.compile(
-    r"(?P<scheme>[a-z]+)://"
-    r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)"
-    r":(?P<port>[0-9]{1,5})"
-)
+_ADDRESS = re.compile(r"(?P<scheme>[a-z]+)://(?P<host>\[[0-9A-Fa-f:.]+\]|"
+                      r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?):(?P<port>[0-9]{1,5})")
 
 
 def import_dask():
@@ -490,14 +476,9 @@ def _wait(cluster: DaskCluster, pending: Iterable[Any], deadline: float | None) 
                                 f"{_one_line(e)})") from None
 
 
-def dask_results(
-    sweep: Sweep,
-    todo: Iterable[dict[str, Any]],
-    cluster: DaskCluster,
-    started,
-    timeout_s: float | None,
-    total: int | None = None,
-) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+def dask_results(sweep: Sweep, todo: Iterable[dict[str, Any]], cluster: DaskCluster, started,
+                 timeout_s: float | None, total: int | None = None
+                 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """The points of ``todo`` (``total`` of them, when known) on ``cluster`` (connected), at
     most a few tasks per worker in flight; points go in batches (:func:`batch_size`: about a
     second of work each once timed, smaller at the start and near the end), each point's row

@@ -80,10 +80,9 @@ class SweepSummary:
 
     def line(self) -> str:
         bad = f", {self.dropped:,} invalid rows recomputed" if self.dropped else ""
-        return (
-            f"sweep: {self.points:,} points ({self.computed:,} computed, {self.resumed:,} already "
-            f"in the file){bad}, {self.failed:,} failed, {self.wall_s:.1f} s -> {self.out}"
-        )
+        return (f"sweep: {self.points:,} points ({self.computed:,} computed, {self.resumed:,} "
+                f"already in the file){bad}, {self.failed:,} failed, {self.wall_s:.1f} s -> "
+                f"{self.out}")
 
 
 def _row_texts(sweep: Sweep, point: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
@@ -98,9 +97,8 @@ def _row_texts(sweep: Sweep, point: Mapping[str, Any], result: Mapping[str, Any]
 
 
 def _busy(path: Path) -> DspsimInputError:
-    return DspsimInputError(
-        f"{path} is being written by another sweep; wait for it or choose another --out"
-    )
+    return DspsimInputError(f"{path} is being written by another sweep; wait for it or choose "
+                            "another --out")
 
 
 def _check_unlocked(path: Path) -> None:
@@ -148,10 +146,9 @@ class _Journal:
             self.f.flush()
         except OSError as e:
             self.failed = True
-            raise DspsimInputError(
-                f"cannot append to {self.path}: {e.strerror or e}; the finished points are in "
-                "it: make room and rerun the same command to finish"
-            ) from None
+            raise DspsimInputError(f"cannot append to {self.path}: {e.strerror or e}; the "
+                                   "finished points are in it: make room and rerun the same "
+                                   "command to finish") from None
 
     def append(self, row: list[str]) -> None:
         self._write(csv_line(row))  # one line, one write
@@ -243,19 +240,10 @@ def check_run(out: str | Path, executor: str, scheduler: str | None, jobs: int) 
     return out
 
 
-def run_sweep(
-    sweep: Sweep,
-    out: str | Path,
-    *,
-    jobs: int = 1,
-    executor: str = "local",
-    scheduler: str | None = None,
-    progress: bool | None = None,
-    retry_failed: bool = False,
-    fresh: bool = False,
-    dask_processes: bool = True,
-    timeout_s: float | None = None,
-) -> SweepSummary:
+def run_sweep(sweep: Sweep, out: str | Path, *, jobs: int = 1, executor: str = "local",
+              scheduler: str | None = None, progress: bool | None = None,
+              retry_failed: bool = False, fresh: bool = False, dask_processes: bool = True,
+              timeout_s: float | None = None) -> SweepSummary:
     """Run every point of ``sweep`` not yet in ``out`` and write each row as it completes.
 
     ``progress``: draw a progress bar (default: when stderr is a terminal). ``fresh``: discard an

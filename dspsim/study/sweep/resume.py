@@ -49,7 +49,7 @@ MISSING, DONE, FAILED = 0, 1, 2
 _UINT = re.compile(r"[0-9]{1,19}")
 _CODES = re.compile(r"([A-Za-z0-9_]+(;[A-Za-z0-9_]+)*)?")
 _FLOAT_COLUMNS = ("time_us", "wall_s")
-_BUSY = re.compile(r"idma[0-9]+_busy_cycles")
+BUSY = re.compile(r"idma[0-9]+_busy_cycles")
 _MEMORY = re.compile(r"(?P<memory>[A-Za-z][A-Za-z0-9_]*)_(?:" + "|".join(MEMORY_COLUMNS) + ")")
 MAX_COUNT = 2**63 - 1  # counts are int64 in a typed table
 # the codes of the warnings a run can raise (``Platform.warn``); a row naming another is invalid
@@ -87,7 +87,7 @@ def check_row(sweep: Sweep, cells: list[str]) -> tuple[tuple[str, ...], bool]:
     return check_cells(sweep.keys, sweep.columns, cells, channels, memories)
 
 
-def _memory_of(column: str) -> str | None:
+def memory_of(column: str) -> str | None:
     """The memory a ``<memory>_read_bytes`` (``_write_bytes``, ``_busy_cycles``,
     ``_stall_cycles``) column is of; None for any other column."""
     m = _MEMORY.fullmatch(column)
@@ -101,12 +101,12 @@ def _absent(column: str, text: str, memories: set[str] | None, several: bool) ->
     """Whether ``column`` is one the row's model does not have (a memory it lacks: its cell
     must be empty), or, in a table of several models whose row's model is unknown
     (``several``), an empty cell of a memory's or a channel's column."""
-    memory = _memory_of(column)
+    memory = memory_of(column)
     if memory is not None and memories is not None and memory not in memories:
         if text != "":
             raise ValueError(f"{column} = {text!r} for a model without the memory {memory}")
         return True
-    return several and text == "" and (memory is not None or bool(_BUSY.fullmatch(column)))
+    return several and text == "" and (memory is not None or bool(BUSY.fullmatch(column)))
 
 
 def _check_result_cell(c: str, v: str, failed: bool, channels: int | None) -> None:
@@ -124,7 +124,7 @@ def _check_result_cell(c: str, v: str, failed: bool, channels: int | None) -> No
                              f"raises (allowed: {', '.join(sorted(known))})")
     elif c in _FLOAT_COLUMNS:
         _non_negative(c, v)
-    elif channels is not None and _BUSY.fullmatch(c) and int(c[4:-12]) >= channels:
+    elif channels is not None and BUSY.fullmatch(c) and int(c[4:-12]) >= channels:
         if v != "":
             raise ValueError(f"{c} = {v!r} for a point with {channels} channels")
     elif not _UINT.fullmatch(v):

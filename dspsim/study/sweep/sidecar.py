@@ -1,23 +1,13 @@
-"""A sweep's sidecar ``FILE.sweep.json``: what the rows of the file were computed with, so that
-each row's key (:mod:`dspsim.study.sweep.key`) can be made again on resume.
+"""A sweep's sidecar ``FILE.sweep.json`` (its fields: ``docs/reference.md``, "Sweep tables and
+their sidecar"): what the rows of the file were computed with, so that each row's key
+(:mod:`dspsim.study.sweep.key`) can be made again on resume. It records the hardware keys and
+the swept ops' own keys, not every registered op's; a format-3 sidecar (dspsim 0.2.0, which
+recorded them all) is read with the other ops' keys left out and rewritten as format 4.
 
-It holds exactly :data:`SIDECAR_KEYS`:
-
-- ``format``: ``"dspsim-sweep"``; ``format_version``: 4;
-- ``columns``: the table's columns; ``fidelity``;
-- ``grid``: the swept axes in grid order, ``[[KEY, [VALUE, ...]], ...]`` (the table's text);
-- ``fixed_model``: the model values that apply to the sweep's ops and that it does not sweep:
-  every hardware key and the swept ops' own keys, not every registered op's (a sweep of
-  several models: an object from each model's label to its values); a key with a default may
-  be missing (the file was begun before dspsim had it: its rows were computed at the default);
-- ``model_source``, ``dspsim_version`` (in every row's key), ``git_sha`` (or null).
-
-A sidecar of format 3 (dspsim 0.2.0, which recorded every registered op's keys) is read the
-same way, its other ops' keys left out, and rewritten as format 4 by the resume. Anything else
-wrong (a key missing or unknown, a wrong type, a value out of range) makes the sidecar
-*damaged*: the file is refused, since nothing would tell which sweep wrote its rows. A sidecar
-of another sweep (other columns, fidelity or fixed values, or a grid not contained in this one)
-is refused too; a grid that contains the recorded one extends the file (a note says so).
+A sidecar with anything wrong (a key missing or unknown, a wrong type, a value out of range) is
+*damaged*: the file is refused, since nothing would tell what its rows were computed with. A
+sidecar of another sweep (other columns, fidelity or fixed values, or a grid not contained in
+this one) is refused too; a grid that contains the recorded one extends the file (a note).
 """
 
 from __future__ import annotations

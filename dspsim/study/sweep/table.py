@@ -18,25 +18,22 @@ parameter column.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import pandas as pd
 
-from dspsim.config import is_memory_section
 from dspsim.errors import DspsimInputError
 from dspsim.paths import BOM, check_regular_or_absent
 from dspsim.study.sweep.files import EXTENSIONS, journal_path
 from dspsim.study.sweep.grid import (
     CHECK_COLUMNS,
     HEAD_COLUMNS,
-    MEMORY_COLUMNS,
     STALL_COLUMNS,
     TAIL_COLUMNS,
     TEXT_RESULT_COLUMNS,
     Sweep,
 )
-from dspsim.study.sweep.resume import check_cells, parse_line
+from dspsim.study.sweep.resume import BUSY, check_cells, memory_of, parse_line
 from dspsim.study.sweep.values import (
     SIZE_KEYS,
     SPECIAL_KEYS,
@@ -52,16 +49,6 @@ MAX_TABLE_BYTES = 64 << 20  # a table read back whole (a figure of it, an experi
 MAX_PARQUET_ROWS = 1_000_000  # rows of a parquet table read back whole (its metadata says)
 _RESULT_COLUMNS = (*HEAD_COLUMNS, "core_busy_cycles", "ddr_busy_cycles", *STALL_COLUMNS,
                    *CHECK_COLUMNS, *TAIL_COLUMNS)
-_BUSY = re.compile(r"idma[0-9]{1,3}_busy_cycles")
-_MEMORY = re.compile(r"(?P<memory>[A-Za-z][A-Za-z0-9_]*)_(?:" + "|".join(MEMORY_COLUMNS) + ")")
-
-
-def _memory_column(c: str) -> bool:
-    """``<memory>_read_bytes`` and the like, ``<memory>`` a name a memory table can have."""
-    m = _MEMORY.fullmatch(c)
-    return m is not None and is_memory_section(m["memory"])
-
-
 def read_sweep(path: str | Path) -> pd.DataFrame:
     """A sweep file as a DataFrame: CSV (a torn last line left out), or parquet plus its journal
     when an interrupted run left one (the journal's row of a point replaces the file's).
@@ -160,7 +147,7 @@ def _check_header(header: list[str], source: str) -> list[str]:
             raise DspsimInputError(f"{source}: columns {' and '.join(group)} both; a sweep "
                                    "table has one of them")
     for c in header[len(keys):]:
-        if c not in _RESULT_COLUMNS and not _BUSY.fullmatch(c) and not _memory_column(c):
+        if c not in _RESULT_COLUMNS and not BUSY.fullmatch(c) and memory_of(c) is None:
             raise DspsimInputError(
                 f"{source}: column {c!r} after cycles is not a result column; allowed: "
                 f"{', '.join(_RESULT_COLUMNS)}, idma<k>_busy_cycles, <memory>_read_bytes, "
