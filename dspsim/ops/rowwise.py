@@ -211,6 +211,12 @@ def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
         estimate = ping_pong_pass_cycles(
             model, Tiling.of(rows * cols, per_tile * cols), lambda s: s // cols * row_compute,
             write_back=True, stops_timer=True) if per_tile else 0.0
+    return bounds_with_binding(out, estimate)
+
+
+def bounds_with_binding(out: dict[str, Any], estimate: float) -> Bounds:
+    """``out``'s three bounds completed: the lower bound (the largest), which binds, and the
+    estimate (at least the lower bound)."""
     named = {k: out[f"{k}_bound_cycles"] for k in ("dma", "latency", "compute")}
     binding = max(named, key=named.get)
     out["lower_bound_cycles"] = named[binding]

@@ -25,7 +25,7 @@ from dspsim.ops.base import Bounds
 from dspsim.ops.fileop.blocks import block_bounds, block_refusal, uses_blocks
 from dspsim.ops.fileop.program import buffer_banks, kernel_names
 from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
-from dspsim.ops.rowwise import rowwise_bounds
+from dspsim.ops.rowwise import bounds_with_binding, rowwise_bounds
 
 if TYPE_CHECKING:
     from dspsim.config import HardwareModel
@@ -124,28 +124,19 @@ def _direct_calls(spec: OpSpec) -> tuple[tuple[Any, str, str | None], ...]:
     return tuple(calls)
 
 
-def _finish(out: dict[str, Any], estimate: float) -> Bounds:
-    named = {k: out[f"{k}_bound_cycles"] for k in ("dma", "latency", "compute")}
-    binding = max(named, key=named.get)
-    out["lower_bound_cycles"] = named[binding]
-    out["binding_bound"] = binding
-    out["estimate_cycles"] = max(estimate, named[binding])
-    return Bounds.of(out)
-
-
 def bounds(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
     spec = op.spec
     rows, cols = (1, shape[0]) if len(shape) == 1 else shape
     if variant == "direct":
         out = direct_bounds(model, _direct_calls(spec), cols, rows)
         estimate = out.pop("estimate_cycles")
-        return _finish(out, estimate)
+        return bounds_with_binding(out, estimate)
     row_calls = tuple(c for p in spec.passes for c in _pass_calls(spec, p))
     tile = model.params(op.name).tile_bytes
     if variant == "pingpong" and uses_blocks(spec, _block_cols(op, model)):
         out = block_bounds(model, spec, (rows, cols),
                            lambda n: sum(s.tcm_cycles(n, model.core) for s, _ in row_calls))
-        return _finish(out, out.pop("estimate_cycles"))
+        return bounds_with_binding(out, out.pop("estimate_cycles"))
     if variant == "pingpong" and spec.ndim == 2:
         return rowwise_bounds(model, variant, (rows, cols), row_calls, tile)
     core = model.core
@@ -185,7 +176,7 @@ def _tiled(model: HardwareModel, variant: str, frames: list[Frame]) -> Bounds:
                 and last.count >= 2 else 0)
     channels = 2 if variant == "pingpong" else idma.channels
     window = min(mem.max_outstanding, channels * idma.max_outstanding)
-    return _finish({
+    return bounds_with_binding({
         "ddr_read_bytes": read,
         "ddr_write_bytes": write,
         "dma_bound_cycles": (read + write - unwaited) * cpb,
