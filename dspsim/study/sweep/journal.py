@@ -172,9 +172,9 @@ class _Journal:
                 self.f.close()
 
 
-def _count_rows(journal: Path) -> int:
-    """The lines after the header that are not blank."""
-    return sum(1 for _, line, _ in journal_lines(journal) if line)
+def _has_rows(journal: Path) -> bool:
+    """Whether a line after the header is not blank (read up to the first)."""
+    return any(line for _, line, _ in journal_lines(journal))
 
 
 def _open(sweep: Sweep, out: Path, journal: Path
@@ -191,12 +191,11 @@ def _open(sweep: Sweep, out: Path, journal: Path
         from dspsim.study.sweep.table import parquet_rows
 
         parquet = parquet_rows(out, sweep)
-    rows = len(parquet) + (_count_rows(journal) if header else 0)
-    old = read_sidecar(out, rows) if rows else None
-    rewrite = compare(out, sweep, old, rows) if old is not None else True
+    old = read_sidecar(out) if parquet or (header and _has_rows(journal)) else None
     cache = Cache(sweep, old)
     for _ in cache.scan(journal if header else None, parquet):
         pass
+    rewrite = compare(out, sweep, old, cache.rows + cache.stale) if old is not None else True
     if cache.dropped:
         print(f"dspsim: {cache.dropped:,} invalid rows in {journal} (e.g. {cache.reasons[0]}) "
               "are dropped; their points are computed again", file=sys.stderr)

@@ -250,9 +250,12 @@ class Cache:
 
     def same_key(self, point: dict[str, str]) -> bool:
         """Whether the row of ``point`` (its parameter cells) has the point's key."""
+        label = point.get(MODEL_KEY)
         if self.old is None:
             return True
-        theirs, ours = self._contexts(point.get(MODEL_KEY))
+        if label is not None and label not in self.old["fixed_model"]:
+            return False  # a model the file's sidecar does not have
+        theirs, ours = self._contexts(label)
         old, sweep = self.old, self.sweep
         return (point_key(theirs, point, old["fidelity"], old["dspsim_version"])
                 == point_key(ours, point, sweep.fidelity))

@@ -87,11 +87,11 @@ def _load(side: Path) -> Any:
         raise _DamagedError("not a JSON file written by dspsim sweep") from None
 
 
-def read_sidecar(out: Path, rows: int) -> dict[str, Any]:
-    """The checked sidecar of ``out``, which holds ``rows`` rows, its ``fixed_model`` limited to
-    the keys that apply to its ops; one-line errors when it is missing or damaged."""
+def read_sidecar(out: Path) -> dict[str, Any]:
+    """The checked sidecar of ``out``, which holds rows, its ``fixed_model`` limited to the
+    keys that apply to its ops; one-line errors when it is missing or damaged."""
     side = sidecar_path(out)
-    what = f"{out} holds {rows:,} finished rows but its sidecar {side.name}"
+    what = f"{out} holds finished rows but its sidecar {side.name}"
     try:
         doc = _load(side)
         check_sidecar(doc)
