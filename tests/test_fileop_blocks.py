@@ -92,3 +92,44 @@ def test_shift_rows_with_a_reduction_or_nbuffer_is_refused(tmp_path):
         with pytest.raises(DspsimInputError, match=match) as e:
             load_op_file(path)
         assert str(path) in str(e.value) and "\n" not in str(e.value)
+
+
+SQUARE = """[op]
+name = "square2d"
+ndim = 2
+[[array]]
+name = "x"
+shape = ["rows", "cols"]
+role = "input"
+[[array]]
+name = "y"
+shape = ["rows", "cols"]
+role = "output"
+[[pass]]
+name = "sq"
+reads = "x"
+writes = "y"
+value = "x * x"
+loop = { loads = 1, stores = 1, alu = 1 }
+[schedules]
+variants = ["pingpong", "direct", "nbuffer"]
+tile_bytes = 8192
+"""
+
+
+def test_rows_longer_than_a_tile_run_in_column_blocks(j6, tmp_path):
+    path = tmp_path / "sq.toml"
+    path.write_text(SQUARE)
+    name = load_op_file(path)
+    try:
+        with pytest.raises(DspsimInputError, match=r"square2d.block_cols > 0 \(2-D blocks"):
+            simulate(j6, name, "pingpong", shape=(8, 3000), data=False)
+        m = j6.with_overrides({"square2d.block_cols": 500})
+        x = np.random.default_rng(5).standard_normal((8, 3000)).astype(np.float32)
+        r = simulate(m, name, "pingpong", x=x)
+        assert np.array_equal(r.output_array, x * x)
+        assert r.bytes["ddr_read"] == r.bytes["ddr_write"] == 4 * 8 * 3000  # no halo
+        with pytest.raises(DspsimInputError, match="nbuffer runs whole-row tiles"):
+            simulate(m, name, "nbuffer", x=x)
+    finally:
+        unload_op_file(path)

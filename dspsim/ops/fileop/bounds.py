@@ -98,12 +98,15 @@ def tile_refusal(op: FileOp, model: HardwareModel, variant: str, shape: tuple[in
     if blocked or (len(shape) == 2 and uses_blocks(op.spec, _block_cols(op, model))):
         return blocked
     row = 4 * shape[-1]
+    blocks = (f", or {op.name}.block_cols > 0 (2-D blocks, pingpong)"
+              if op.spec.block_cols is not None else "")
     if len(shape) == 2 and tile < row:
         return (f"{op.name} {variant}: {key} = {tile} does not hold a row of {shape[-1]} "
-                f"float32 ({row} bytes); allowed: {key} from {row} to {largest}, or the direct "
-                "variant" if row <= largest else
+                f"float32 ({row} bytes); allowed: {key} from {row} to {largest}, the direct "
+                f"variant{blocks}" if row <= largest else
                 f"{op.name} {variant}: a row of {shape[-1]} float32 ({row} bytes) does not fit "
-                f"a DataRAM's tile (at most {largest} bytes); allowed: the direct variant")
+                f"a DataRAM's tile (at most {largest} bytes); allowed: the direct variant"
+                + blocks)
     return None
 
 
