@@ -1,31 +1,10 @@
 """Parameter sweeps: a grid of model keys (plus ``op``, the variant and the input size) run point
 by point into a table.
 
-Command line
-------------
-``dspsim sweep --param KEY=V1,V2,... --param KEY=START:STOP:STEP [--op OP] [--variant V1,V2]
-[--n N | --shape R,C] [--model PATH | --models A,B] [--set KEY=VALUE] [--spec FILE.toml] --out
-FILE.csv|FILE.parquet [--jobs N] [--fidelity tile|burst] [--executor local|dask]
-[--scheduler ADDRESS] [--retry-failed]``
-
-- ``KEY`` is any model key (``dspsim.config.all_keys()``) or a special key: ``op`` (registered
-  ops), ``variant`` (or ``mode``, its older name: a sweep uses one or the other and its table
-  keeps the name used), ``n`` (a 1-D op's float32 elements) or ``shape`` (a 2-D op's input,
-  ``ROWSxCOLS``: ``--param shape=1024x256,512x512``).
-- ``V1,V2,...`` lists values; ``START:STOP:STEP`` (numeric keys only, STEP > 0, START <= STOP)
-  gives ``START, START+STEP, ...`` up to and including STOP when STOP lands on the grid
-  (``1:10:4`` is 1, 5, 9; ``0.1:0.5:0.1`` is 0.1 ... 0.5). Values are checked against the key's
-  type and range before anything runs; variants and shapes against the swept op(s).
-- The grid is the cartesian product of all keys, the first key outermost. ``--op`` (default the
-  op a run is of), ``--variant`` (default every variant of the op), ``--n`` / ``--shape``
-  (default the op's default shape) are the same as ``--param op=...`` and so on. Ops of
-  different input dimension cannot be swept together. ``--set`` fixes a model key for every
-  point.
-- The table's columns are ``op``, the variant column, the size column, the other swept keys,
-  then the results (``dspsim.study.sweep.table``). ``--models A,B`` sweeps several models into
-  one table whose first column is ``model`` (each model's name, or its path as given when two
-  share a name; entries checked as ``run --models`` checks them).
-- ``--fidelity`` defaults to ``tile`` (one event per transfer or kernel call).
+``dspsim sweep --param KEY=V1,V2,... | KEY=START:STOP:STEP ... --out FILE.csv|.parquet`` (its
+options: ``dspsim sweep --help``; the grid: :mod:`.grid`; keys and values: :mod:`.values`; the
+table and its sidecar: ``docs/reference.md``, "Sweep tables and their sidecar"; resuming:
+``docs/sweeps.md``).
 
 Exit codes of ``dspsim sweep``: 0 every point succeeded; 1 some failed ("k of N points
 failed" on stderr); 2 bad input (nothing was run); 130 interrupted (finished points are kept).

@@ -1,18 +1,9 @@
 """Sweep tables read back: CSV journals as text rows, parquet files, and typed DataFrames.
 
-One row per point: ``model`` (a sweep of several models only), ``op``, the variant column
-(``variant``, or ``mode`` when the sweep was given that older name), the size column (``n``
-for a 1-D op, ``shape`` as ``ROWSxCOLS`` for a 2-D one), a column per other swept key, named
-exactly as given; then ``cycles``, ``time_us``,
-``ddr_read_bytes``, ``ddr_write_bytes``, ``core_busy_cycles``, ``idma<k>_busy_cycles`` (one per
-iDMA channel of the core, in order), ``ddr_busy_cycles``, ``ddr_stall_cycles``,
-``idma_in_stall_cycles``, ``idma_out_stall_cycles`` (cycles the core stalled on DDR loads, on
-input copies and on output copies; a model of several memories has the four ``ddr_`` columns
-once per memory, named by it: ``sram_read_bytes``, ...), ``warnings`` (the codes of the warnings
-the run raised, ``;``-separated, empty when none), ``hazards`` (how many access hazards the run
-had), ``wall_s`` (host seconds for the point) and ``error`` (empty when the point succeeded,
-else the one-line reason; its result cells are empty). Everything before ``cycles`` is a
-parameter column.
+One row per point: the parameter columns (everything before ``cycles``), then the result
+columns; each column is described in ``docs/reference.md`` ("Sweep tables and their sidecar")
+and made by :attr:`dspsim.study.sweep.grid.Sweep.columns`. A failed point's result cells are
+empty and its ``error`` says why.
 """
 
 from __future__ import annotations
