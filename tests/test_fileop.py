@@ -190,3 +190,22 @@ def test_the_command_line_runs_a_files_op(tmp_path, capsys, loaded):
 def test_a_file_with_every_key_round_trips_through_toml():
     raw = tomllib.loads(GOOD)
     assert raw["pass"][0]["loop"] == {"loads": 1, "stores": 1, "alu": 1}
+
+
+def test_an_array_lives_in_the_memory_its_key_names(loaded):
+    """On the HiFi5 (host memory psram), x and y in sram: the kernels read and write sram
+    only, the values are the same; j6 has no sram: one line naming its memories."""
+    from dspsim.config import load_model
+
+    name = loaded(SCALE_BIAS)
+    hifi = load_model("ameba_hifi5").with_overrides({"scale_bias.x_memory": "sram",
+                                                     "scale_bias.y_memory": "sram"})
+    x = (np.arange(2000, dtype=np.float32) / 16).astype(np.float32)
+    r = simulate(hifi, name, "direct", x=x)
+    assert np.array_equal(r.output_array, np.float32(2.0) * x + np.float32(0.5))
+    assert r.bytes["psram_read"] == r.bytes["psram_write"] == 0 < r.bytes["sram_read"]
+    b = get_op(name).bounds(hifi, "direct", (2000,))
+    assert b["lower_bound_cycles"] <= r.cycles
+    with pytest.raises(DspsimInputError, match=r"x_memory = 'sram'.*allowed: host, ddr"):
+        simulate(load_model("j6").with_overrides({"scale_bias.x_memory": "sram"}), name, "direct",
+                 n=100, data=False)

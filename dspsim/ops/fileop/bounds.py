@@ -127,7 +127,31 @@ def _direct_calls(spec: OpSpec) -> tuple[tuple[Any, str, str | None], ...]:
     return tuple(calls)
 
 
+def array_memories(op: FileOp, model: HardwareModel) -> set[str]:
+    """The memories the op's arrays live in (the host's by its own name)."""
+    p = model.params(op.name)
+    names = {getattr(p, f"{a}_memory") for a in (op.spec.input, op.spec.output)}
+    return {model.host.memory if m == "host" else m for m in names}
+
+
 def bounds(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
+    """The bounds on the memory the arrays live in (as if it were the host's). Arrays in two
+    memories: the compute bound alone bounds the run below (one port's bandwidth bounds its
+    own bytes only), the estimate the larger of the two memories' as if they held both."""
+    mems = sorted(array_memories(op, model))
+    if len(mems) == 1:
+        at = model if mems[0] == model.host.memory else model.with_overrides(
+            {"host.memory": mems[0]})
+        return _bounds(op, at, variant, shape)
+    each = [_bounds(op, model.with_overrides({"host.memory": m}), variant, shape)
+            for m in mems]
+    out = {k: 0.0 for k in ("dma_bound_cycles", "latency_bound_cycles")}
+    out["compute_bound_cycles"] = min(b["compute_bound_cycles"] for b in each)
+    out["memories"] = ", ".join(mems)
+    return bounds_with_binding(out, max(b["estimate_cycles"] for b in each))
+
+
+def _bounds(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
     spec = op.spec
     rows, cols = (1, shape[0]) if len(shape) == 1 else shape
     if variant == "direct":

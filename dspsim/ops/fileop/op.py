@@ -57,6 +57,9 @@ def op_schema(spec: OpSpec) -> OpSchema:
         keys.append(Key(f"{name}.block_cols", int, "pingpong: columns of a 2-D block, moved "
                         "by 2-D descriptors (0: whole rows)", default=c.default, lo=c.lo,
                         hi=c.hi, unit="columns"))
+    keys += [Key(f"{name}.{a}_memory", str, f"where the {role} array {a} lives: host (the "
+                 "model's host.memory) or a memory of the model", default=spec.memories[a])
+             for a, role in ((spec.input, "input"), (spec.output, "output"))]
     keys += [Key(f"{name}.{k}", float, f"a parameter of {spec.path}", default=v)
              for k, v in spec.params.items()]
 
@@ -115,6 +118,12 @@ class FileOp(Op):
 
     def check_run(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> None:
         super().check_run(model, variant, shape)
+        for a in (self.spec.input, self.spec.output):
+            where = getattr(model.params(self.name), f"{a}_memory")
+            if where != "host" and where not in model.memories:
+                raise DspsimInputError(
+                    f"{self.name}.{a}_memory = {where!r}: the model has no such memory; "
+                    f"allowed: host, {', '.join(model.memories)}")
         if variant == "direct":
             return
         why = fbounds.tile_refusal(self, model, variant, shape)

@@ -184,8 +184,10 @@ def hb_dsp_fileop(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager, spec: OpSp
     """``hb_dsp_<op>(input, output, tm)``: the parameter block, then the variant, timed."""
     ptr: hbDSPFileOpParam = dsp.ddr.load_struct(input)
     rows, cols = ptr.rows, ptr.cols
-    x = dsp.hb_dsp_mem_map(ptr.input, 4 * rows * cols)
-    y = output
+    host_x = dsp.hb_dsp_mem_map(ptr.input, 4 * rows * cols)
+    # set-up, not timed: an array that lives in another memory is placed there
+    x = place(dsp, getattr(dsp.params, f"{spec.input}_memory"), host_x, rows * cols, True)
+    y = place(dsp, getattr(dsp.params, f"{spec.output}_memory"), output, rows * cols, False)
     if ptr.run_tcm_opt == VARIANT_CODES["direct"] and spec.halo:
         start = dsp.TIME_STAMP()  # rows that read their neighbours: every row in one batch
         yield from rows_direct(dsp, spec, x, y, rows, cols)
@@ -209,4 +211,20 @@ def hb_dsp_fileop(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager, spec: OpSp
             tm.free(b)
         stop = dsp.TIME_STAMP()
     dsp.PROF(start, stop)
+    for placed, host in ((y, output), (x, host_x)):
+        if placed is not host:
+            if placed is y and dsp.move_data:  # the result, back to the host's buffer
+                output.mem.write(output.addr, placed.mem.read(placed.addr, 4 * rows * cols))
+            placed.mem.free_block(placed)
     return 0
+
+
+def place(dsp: Dsp, where: str, host: Ptr, n: int, fill: bool) -> Ptr:
+    """``n`` float32 in memory ``where`` (``host``: the host's buffer itself), holding the
+    host's values when ``fill``."""
+    if where == "host" or dsp.memory(where) is host.mem:
+        return host
+    ptr = dsp.memory(where).add_block(4 * n, 128, f"{where} array")
+    if fill and dsp.move_data:
+        ptr.mem.write(ptr.addr, host.mem.read(host.addr, 4 * n))
+    return ptr

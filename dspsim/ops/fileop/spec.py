@@ -100,6 +100,7 @@ class OpSpec:
     scalars: tuple[str, ...] = field(default=())
     halo: int = 0  # rows above and below a block its shift_rows reach
     block_cols: Range | None = None  # a 2-D op without reductions: columns per 2-D block
+    memories: dict[str, str] = field(default_factory=dict)  # array -> its default memory
 
     @property
     def shifts(self) -> bool:
@@ -177,14 +178,18 @@ def parse_spec(raw: dict[str, Any], shown: str, taken: Mapping[str, Any]) -> OpS
     shape = _default_shape(w, op, ndim)
     doc = w.typed(op, "doc", "[op]", str, "a one-line string", f"the op of {shown}")
     params = _params(w, raw.get("params", {}))
-    inp, out = _arrays(w, raw["array"], ndim)
+    inp, out, memories = _arrays(w, raw["array"], ndim)
     schedules = _schedules(w, raw.get("schedules", {}))
     passes, scalars = _passes(w, raw["pass"], inp, out, params, ndim)
     ref = _reference(w, raw.get("reference"), inp, params)
     halo, block_cols = _blocks(w, raw.get("schedules", {}), passes, ndim, schedules[0])
+    taken_key = next((k for k in params if k in (f"{inp}_memory", f"{out}_memory")), None)
+    if taken_key:
+        raise w.error("[params]", f"{taken_key!r} is the key of an array's memory; allowed: "
+                      "another name")
     return OpSpec(shown, name, " ".join(doc.split()), ndim, shape, params, inp, out, passes,
                   *schedules, reference=ref[0], python=ref[1], tolerance=ref[2],
-                  scalars=scalars, halo=halo, block_cols=block_cols)
+                  scalars=scalars, halo=halo, block_cols=block_cols, memories=memories)
 
 
 def _blocks(w: _Where, raw: dict[str, Any], passes: tuple[PassSpec, ...], ndim: int,
@@ -245,11 +250,12 @@ def _params(w: _Where, raw: Any) -> dict[str, float]:
     return out
 
 
-def _arrays(w: _Where, raw: Any, ndim: int) -> tuple[str, str]:
+def _arrays(w: _Where, raw: Any, ndim: int) -> tuple[str, str, dict[str, str]]:
     if not isinstance(raw, list) or not raw:
         raise w.error("[[array]]", "expected [[array]] tables: one input and one output")
     dims = ["n"] if ndim == 1 else ["rows", "cols"]
     roles: dict[str, list[str]] = {"input": [], "output": []}
+    memories: dict[str, str] = {}
     for i, a in enumerate(raw, 1):
         table = f"[[array]] {i}"
         a = w.table(a, table, ARRAY_KEYS, ("name", "shape", "role"))
@@ -267,9 +273,10 @@ def _arrays(w: _Where, raw: Any, ndim: int) -> tuple[str, str]:
         if role not in roles:
             raise w.error(table, f"role = {role!r}: allowed input, output")
         memory = w.typed(a, "memory", table, str, "a memory name", "host")
-        if memory != "host":
-            raise w.error(table, f"memory = {memory!r}: allowed host (the model's host.memory, "
-                          "where the host allocates an op's input and output)")
+        if memory != "host" and not NAME.fullmatch(memory):
+            raise w.error(table, f"memory = {_show(memory)}: allowed host (the model's "
+                          "host.memory) or a memory's name (ddr, psram, sram, ...)")
+        memories[name] = memory
         if name in roles["input"] + roles["output"]:
             raise w.error(table, "a second array of that name; allowed: distinct names")
         roles[role].append(name)
@@ -277,7 +284,7 @@ def _arrays(w: _Where, raw: Any, ndim: int) -> tuple[str, str]:
         if len(names) != 1:
             raise w.error("[[array]]", f"{len(names)} {role} arrays; allowed: exactly one "
                           "input and one output (the host's two buffers)")
-    return roles["input"][0], roles["output"][0]
+    return roles["input"][0], roles["output"][0], memories
 
 
 def _range(w: _Where, raw: Any, key: str, lo: int, hi: int, default: int) -> Range:
