@@ -82,3 +82,16 @@ def test_plot_sweep_reads_a_table_of_the_files_keys(tmp_path, capsys):
     assert main(["plot", "sweep", str(out), "--op-file", str(SCALE_BIAS), "--x",
                  "scale_bias.tile_bytes", "--out", str(png)]) == 0
     assert png.stat().st_size > 0
+
+
+def test_a_dask_task_carries_the_op_files_it_needs():
+    """A worker on another machine has loaded nothing: the task's paths load the op."""
+    code = ("from dspsim.study.sweep.executors import evaluate_points; "
+            "from dspsim.config import load_model; "
+            "r = evaluate_points([(load_model('j6'), {'op': 'scale_bias', 'n': 1000, "
+            f"'variant': 'pingpong'}})], 'tile', ({str(SCALE_BIAS)!r},)); "
+            "print(r[0]['error'] or r[0]['cycles'])")
+    env = {k: v for k, v in os.environ.items() if k != "DSPSIM_OP_FILES"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.stdout.strip() == "20961", out.stderr

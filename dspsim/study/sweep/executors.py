@@ -83,6 +83,13 @@ def evaluate_point(model: HardwareModel, point: Mapping[str, Any], fidelity: str
 
 
 # ------------------------------------------------------------------------ local processes
+def op_file_paths() -> tuple[str, ...]:
+    """The op files this process loaded, for a dask task to load where it runs."""
+    from dspsim.ops.fileop import loaded_op_files
+
+    return tuple(loaded_op_files())
+
+
 def _worker_failed(e: Exception) -> SweepAbortedError:
     # evaluate_point records a point's own failure: an exception here is the pool's (a worker
     # killed, a result that cannot be sent back)
@@ -389,9 +396,14 @@ def _serve_forked_worker(conn: Any) -> None:
         asyncio.run(serve())
 
 
-def evaluate_points(points: list[tuple[HardwareModel, Mapping[str, Any]]], fidelity: str
-                    ) -> list[dict[str, Any]]:
-    """:func:`evaluate_point` on each ``(model, point)`` of a batch (one dask task)."""
+def evaluate_points(points: list[tuple[HardwareModel, Mapping[str, Any]]], fidelity: str,
+                    op_files: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """:func:`evaluate_point` on each ``(model, point)`` of a batch (one dask task), after
+    loading the op files the sweep's process loaded (a worker elsewhere has none)."""
+    if op_files:
+        from dspsim.ops.fileop import load_op_files
+
+        load_op_files(op_files)
     return [evaluate_point(model, point, fidelity) for model, point in points]
 
 
@@ -447,7 +459,8 @@ class _Batches:
             self.tasks += 1
             self.sent += len(batch)
             pairs = [(self.sweep.model_of(p), p) for p in batch]
-            future = self.client.submit(evaluate_points, pairs, self.sweep.fidelity, pure=False)
+            future = self.client.submit(evaluate_points, pairs, self.sweep.fidelity,
+                                        op_file_paths(), pure=False)
             self.pending[future] = batch
 
     def done(self, future: Any, results: list[dict[str, Any]]
