@@ -209,3 +209,13 @@ def test_an_array_lives_in_the_memory_its_key_names(loaded):
     with pytest.raises(DspsimInputError, match=r"x_memory = 'sram'.*allowed: host, ddr"):
         simulate(load_model("j6").with_overrides({"scale_bias.x_memory": "sram"}), name, "direct",
                  n=100, data=False)
+
+
+def test_a_declared_kernel_runs_as_a_microbenchmark(j6, loaded):
+    """--op kernel takes every registered kernel as a variant: a loop kernel's scalars are
+    its op's params' defaults (it read none before: KeyError 'a')."""
+    from dspsim.kernels.registry import get_kernel
+
+    loaded(SCALE_BIAS)
+    r = simulate(j6, "kernel", "scale_bias.scale_bias", n=1000)
+    assert r.cycles == get_kernel("scale_bias.scale_bias").shape.tcm_cycles(1000, j6.core)

@@ -65,7 +65,7 @@ def build_op(spec: OpSpec, allow_python: bool = False) -> FileOp:
     op = FileOp(spec, allow_python)
     for p in spec.passes:
         if p.loop is not None:
-            register_pass_kernel(spec.name, p)
+            register_pass_kernel(spec.name, p, spec.params)
     check_kernels_agree(op)
     return op
 

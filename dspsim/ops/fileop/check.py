@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from dspsim.ops.fileop.spec import PassSpec
 
 F32 = np.float32
-PROBE_LANES = 16  # J6's float32 lanes
+PROBE_LANES = 16  # the probe's vector of float32 (the check's tolerance covers any order of sums)
 PROBE_SHAPES = {1: (1000,), 2: (3, 100)}
 AGREE_REL = 1e-3
 
