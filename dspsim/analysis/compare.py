@@ -52,8 +52,6 @@ def compare_figure(results: Sequence[Any]) -> Figure:
     for r in results:
         require_trace(r)
     memories = [logged_memories(r) for r in results]
-    # the legend names the memory when every run shows the same one memory (J6's DDR)
-    named = len({tuple(m) for m in memories}) == 1 and len(memories[0]) == 1
     heights = []
     for m in memories:
         heights += [3.0] + [1.0] * len(m)
@@ -65,57 +63,99 @@ def compare_figure(results: Sequence[Any]) -> Figure:
     fig = Figure(figsize=(16, 3.4 * len(results) + 2.6 + 0.8 * extra))
     gs = fig.add_gridspec(len(heights), 1, height_ratios=heights, hspace=0.35,
                           left=0.075, right=RIGHT, top=0.90, bottom=0.12)
-    axes = []
-    handles: list[Any] = []
-    width_px = None
-    any_occupancy = False
-    pass_notes: dict[str, None] = {}
-    row = 0
-    for i, r in enumerate(results):
-        ax = fig.add_subplot(gs[row], sharex=axes[0] if axes else None)
-        bws = [fig.add_subplot(gs[row + 1 + k], sharex=ax) for k in range(len(memories[i]))]
-        row += 1 + len(bws)
-        width_px = width_px or fig.get_figwidth() * DPI * ax.get_position().width
-        lane_handles, used = draw_engine_lanes(ax, r, 0.0, xmax, width_px, tcm=False)
-        handles += [stall_handle if h.get_label().startswith("core stalled on") else h
-                    for h in lane_handles]
-        any_occupancy |= used
-        for ax_bw, memory in zip(bws, memories[i]):
-            twin = ax_bw.twinx()  # requests are drawn but hidden: only bandwidth here
-            bw_handles = draw_ddr(ax_bw, twin, r, 0.0, float(r.cycles),
-                                  bins=int(width_px // 2), memory=memory, named=named)
-            handles += [h for h in bw_handles if "requests in flight" not in h.get_label()]
-            twin.set_visible(False)
-            ax_bw.tick_params(axis="x", labelbottom=False)
-            ax_bw.tick_params(axis="y", labelsize=8)
-        ax.set_title(run_title(r, 0.0, float(r.cycles)), fontsize=10, loc="left",
-                     pad=34 if i == 0 else 6)
-        ax.tick_params(axis="x", labelbottom=False)
-        pass_note = draw_pass_lines([ax, *bws], r, 0.0, float(r.cycles))
-        if pass_note:
-            pass_notes[pass_note] = None
-        for a in (ax, *bws):
-            a.axvline(r.cycles, color="#c44e52", linewidth=1.2)
-        axes += [ax, *bws]
+    panels = _RunPanels(fig, gs, xmax, stall_handle)
+    panels.draw(results, memories)
+    ax_sum = fig.add_subplot(gs[-1], sharex=panels.axes[0])
+    drawn = _draw_core_summary(ax_sum, results, xmax, panels.width_px)
+    handles = panels.handles
+    if "compute_cycles" in drawn:
+        handles.append(Patch(facecolor=COMPUTE_SUMMARY_COLOUR,
+                             label="core computing (summary bar)"))
+    if "wait_ddr_cycles" in drawn:
+        handles.append(stall_handle)
+    ax_sum.set_xlim(0, xmax)
+    format_cycles_axis(ax_sum)
+    ax_sum.set_xlabel("time (cycles from the op's timer start)", fontsize=9)
+    add_us_axis(panels.axes[0], results[0].model.core.clock_mhz)
+    fig.suptitle("the same op, its versions on one time scale", fontsize=12, y=0.995)
+    notes = ["red verticals: end of each run"]
+    notes += list(panels.pass_notes)
+    if panels.any_occupancy:
+        notes.append(OCCUPANCY_NOTE)
+    finish_layout(fig, gs, handles, notes)
+    return fig
 
-    # where each core's time goes, on the same cycle axis: the bars' lengths are the run times,
-    # each part at its true length; parts too short to label are named after the bar
-    ax_sum = fig.add_subplot(gs[-1], sharex=axes[0])
-    parts = (
-        ("compute_cycles", "computing", COMPUTE_SUMMARY_COLOUR, None),
-        ("idma_setup_cycles", "programming iDMA", SETUP_COLOUR, None),
-        ("wait_in_cycles", "waiting on iDMA input", WAIT_COLOURS["wait_in"], None),
-        ("wait_out_cycles", "waiting on iDMA output", WAIT_COLOURS["wait_out"], None),
-        ("wait_ddr_cycles", "stalled on", "#bbbbbb", "xx"),  # + the run's memories
-        ("other_cycles", "other", "#ffffff", None),
-    )
+
+class _RunPanels:
+    """Each run's lanes and its memories' bandwidth panels, one run below the other on the
+    figure's grid, and what their legend and footnote need."""
+
+    def __init__(self, fig: Figure, gs: Any, xmax: float, stall_handle: Any) -> None:
+        self.fig, self.gs, self.xmax, self.stall_handle = fig, gs, xmax, stall_handle
+        self.axes: list[Any] = []
+        self.handles: list[Any] = []
+        self.width_px: float | None = None
+        self.any_occupancy = False
+        self.pass_notes: dict[str, None] = {}
+
+    def draw(self, results: Sequence[Any], memories: list[list[str]]) -> None:
+        # the legend names the memory when every run shows the same one memory (J6's DDR)
+        named = len({tuple(m) for m in memories}) == 1 and len(memories[0]) == 1
+        fig, gs, axes, handles = self.fig, self.gs, self.axes, self.handles
+        row = 0
+        for i, r in enumerate(results):
+            ax = fig.add_subplot(gs[row], sharex=axes[0] if axes else None)
+            bws = [fig.add_subplot(gs[row + 1 + k], sharex=ax) for k in range(len(memories[i]))]
+            row += 1 + len(bws)
+            self.width_px = width_px = (self.width_px
+                                        or fig.get_figwidth() * DPI * ax.get_position().width)
+            lane_handles, used = draw_engine_lanes(ax, r, 0.0, self.xmax, width_px, tcm=False)
+            handles += [self.stall_handle if h.get_label().startswith("core stalled on") else h
+                        for h in lane_handles]
+            self.any_occupancy |= used
+            for ax_bw, memory in zip(bws, memories[i]):
+                twin = ax_bw.twinx()  # requests are drawn but hidden: only bandwidth here
+                bw_handles = draw_ddr(ax_bw, twin, r, 0.0, float(r.cycles),
+                                      bins=int(width_px // 2), memory=memory, named=named)
+                handles += [h for h in bw_handles if "requests in flight" not in h.get_label()]
+                twin.set_visible(False)
+                ax_bw.tick_params(axis="x", labelbottom=False)
+                ax_bw.tick_params(axis="y", labelsize=8)
+            ax.set_title(run_title(r, 0.0, float(r.cycles)), fontsize=10, loc="left",
+                         pad=34 if i == 0 else 6)
+            ax.tick_params(axis="x", labelbottom=False)
+            pass_note = draw_pass_lines([ax, *bws], r, 0.0, float(r.cycles))
+            if pass_note:
+                self.pass_notes[pass_note] = None
+            for a in (ax, *bws):
+                a.axvline(r.cycles, color="#c44e52", linewidth=1.2)
+            axes += [ax, *bws]
+
+
+# the core-time summary's parts: the breakdown's key, its label, colour and hatch
+_SUMMARY_PARTS = (
+    ("compute_cycles", "computing", COMPUTE_SUMMARY_COLOUR, None),
+    ("idma_setup_cycles", "programming iDMA", SETUP_COLOUR, None),
+    ("wait_in_cycles", "waiting on iDMA input", WAIT_COLOURS["wait_in"], None),
+    ("wait_out_cycles", "waiting on iDMA output", WAIT_COLOURS["wait_out"], None),
+    ("wait_ddr_cycles", "stalled on", "#bbbbbb", "xx"),  # + the run's memories
+    ("other_cycles", "other", "#ffffff", None),
+)
+
+
+def _draw_core_summary(ax_sum: Any, results: Sequence[Any], xmax: float,
+                       width_px: float) -> set[str]:
+    """Where each core's time goes, on the same cycle axis: the bars' lengths are the run
+    times, each part at its true length; parts too short to label are named after the bar.
+    The parts drawn."""
+    longest = float(max(r.cycles for r in results))
     drawn: set[str] = set()
     for i, r in enumerate(results):
         rows = core_breakdown(r.trace, r.passes, RunEngines.of(r))
         left = 0.0
         y = -i
         small = []
-        for key, label, colour, hatch in parts:
+        for key, label, colour, hatch in _SUMMARY_PARTS:
             v = sum(p[key] for p in rows)
             if v <= 0:
                 continue
@@ -138,22 +178,7 @@ def compare_figure(results: Sequence[Any]) -> Figure:
                       [f"core time,\n{r.variant}" for r in results])
     ax_sum.set_ylim(-len(results) + 0.4, 0.6)
     ax_sum.tick_params(axis="y", length=0, labelsize=8)
-    if "compute_cycles" in drawn:
-        handles.append(Patch(facecolor=COMPUTE_SUMMARY_COLOUR,
-                             label="core computing (summary bar)"))
-    if "wait_ddr_cycles" in drawn:
-        handles.append(stall_handle)
-    ax_sum.set_xlim(0, xmax)
-    format_cycles_axis(ax_sum)
-    ax_sum.set_xlabel("time (cycles from the op's timer start)", fontsize=9)
-    add_us_axis(axes[0], results[0].model.core.clock_mhz)
-    fig.suptitle("the same op, its versions on one time scale", fontsize=12, y=0.995)
-    notes = ["red verticals: end of each run"]
-    notes += list(pass_notes)
-    if any_occupancy:
-        notes.append(OCCUPANCY_NOTE)
-    finish_layout(fig, gs, handles, notes)
-    return fig
+    return drawn
 
 
 def plot_compare(results: Sequence[Any], path: str | Path) -> Path:

@@ -364,8 +364,7 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
     """The whole trace object for ``result`` (a run with trace and port logs): at most
     ``limit`` events, metadata included."""
     limit = check_limit(limit)
-    model = result.model
-    clock = _Clock(model.core.clock_mhz)
+    clock = _Clock(result.model.core.clock_mhz)
     slices, threads = _slices(result, clock)
     flows = _flows(result, slices)
     tcm_samples = _tcm_counter(slices)
@@ -373,10 +372,39 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
     counters = {m: _DdrCounters(result, clock, m) for m in memories}
     end_ns = int(clock.ns(result.cycles))
     n_slices, n_flows = len(slices), len(flows)
+    meta = _metadata_events(result, threads)
 
+    room = limit - len(meta)
+    body = n_slices + 2 * n_flows + len(tcm_samples)
+    slices_text = "all"
+    least = 2 * MIN_COUNTER_SAMPLES * len(memories)
+    if body + least > room:
+        # cut slices, flows and TCM samples at a point in time; keep a share for the counters
+        kept_for_counters = max(least, room // 5)
+        cut_ns = _cut_time(slices, flows, tcm_samples, room - kept_for_counters)
+        slices, flows, tcm_samples, n_clipped = _cut_at(cut_ns, slices, flows, tcm_samples)
+        end_ns = cut_ns
+        slices_text = (
+            f"cut at {clock.cycles(cut_ns):,.0f} cycles to stay within the limit: kept "
+            f"{len(slices):,} of {n_slices:,} slices ({n_clipped:,} end at the cut, marked "
+            f"\"cut\") and {len(flows):,} of {n_flows:,} flows; TCM occupancy and the memory "
+            "counters end at the cut too"
+        )
+    used = len(slices) + 2 * len(flows) + len(tcm_samples)
+    fitted = _fit_memories(counters, end_ns, room - used)
+    series = [(TCM_COUNTER, tcm_samples)]
+    for m, (nbytes, requests, _, _) in fitted.items():
+        series += list(zip(counter_names(m), (nbytes, requests)))
+    events = meta + _body_events(slices, flows, series)
+    return {"traceEvents": events, "displayTimeUnit": "ns",
+            "otherData": _other_data(result, limit, len(events), slices_text, fitted)}
+
+
+def _metadata_events(result: Any, threads: list[tuple[int, str]]) -> list[dict[str, Any]]:
+    """The process's name, and each thread's name and place."""
     meta: list[dict[str, Any]] = [
         {"ph": "M", "pid": PID, "name": "process_name",
-         "args": {"name": f"DSP subsystem ({model.name}, {result.op} {result.variant}, "
+         "args": {"name": f"DSP subsystem ({result.model.name}, {result.op} {result.variant}, "
                           f"{shape_text(result.shape)}, {result.core})"}},
     ]
     for t, name in threads:
@@ -384,35 +412,33 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
                      "args": {"name": name}})
         meta.append({"ph": "M", "pid": PID, "tid": t, "name": "thread_sort_index",
                      "args": {"sort_index": t}})
+    return meta
 
-    room = limit - len(meta)
-    body = n_slices + 2 * n_flows + len(tcm_samples)
-    cut_ns: int | None = None
-    n_clipped = 0
-    least = 2 * MIN_COUNTER_SAMPLES * len(memories)
-    if body + least > room:
-        # cut slices, flows and TCM samples at a point in time; keep a share for the counters
-        kept_for_counters = max(least, room // 5)
-        cut_ns = _cut_time(slices, flows, tcm_samples, room - kept_for_counters)
-        kept = (slices["ts_ns"] < cut_ns).to_numpy()
-        ends = slices["end_ns"].to_numpy()
-        flows = [f for f in flows if kept[f["from"]] and kept[f["to"]]
-                 and max(ends[f["from"]], ends[f["to"]]) <= cut_ns]
-        tcm_samples = [s for s in tcm_samples if s[0] <= cut_ns]
-        clipped = kept & (ends > cut_ns)
-        slices = slices.copy()
-        slices["args"] = [a | {"cut": True} if c else a
-                          for a, c in zip(slices["args"], clipped)]
-        slices["end_ns"] = np.minimum(ends, cut_ns)
-        n_clipped = int(clipped.sum())
-        index = np.cumsum(kept) - 1  # old row -> new row
-        flows = [f | {"from": int(index[f["from"]]), "to": int(index[f["to"]])} for f in flows]
-        slices = slices[kept].reset_index(drop=True)
-        end_ns = cut_ns
-    used = len(slices) + 2 * len(flows) + len(tcm_samples)
-    fitted = _fit_memories(counters, end_ns, room - used)
 
-    events = list(meta)
+def _cut_at(cut_ns: int, slices: pd.DataFrame, flows: list[dict[str, Any]],
+            tcm_samples: list[Any]) -> tuple[pd.DataFrame, list[dict[str, Any]], list[Any], int]:
+    """The slices that start before ``cut_ns`` (those running past it end there, marked
+    ``cut``), the flows between kept slices that end by then, the TCM samples up to it; and
+    how many slices were clipped."""
+    kept = (slices["ts_ns"] < cut_ns).to_numpy()
+    ends = slices["end_ns"].to_numpy()
+    flows = [f for f in flows if kept[f["from"]] and kept[f["to"]]
+             and max(ends[f["from"]], ends[f["to"]]) <= cut_ns]
+    tcm_samples = [s for s in tcm_samples if s[0] <= cut_ns]
+    clipped = kept & (ends > cut_ns)
+    slices = slices.copy()
+    slices["args"] = [a | {"cut": True} if c else a
+                      for a, c in zip(slices["args"], clipped)]
+    slices["end_ns"] = np.minimum(ends, cut_ns)
+    index = np.cumsum(kept) - 1  # old row -> new row
+    flows = [f | {"from": int(index[f["from"]]), "to": int(index[f["to"]])} for f in flows]
+    return slices[kept].reset_index(drop=True), flows, tcm_samples, int(clipped.sum())
+
+
+def _body_events(slices: pd.DataFrame, flows: list[dict[str, Any]],
+                 series: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    """The slices (X), the flows between them (s, f) and the counters' samples (C)."""
+    events: list[dict[str, Any]] = []
     ts_us = _us(slices["ts_ns"])
     dur_us = _durations_us(slices["ts_ns"].to_numpy(), slices["end_ns"].to_numpy())
     for r, ts, dur in zip(slices.itertuples(index=False), ts_us.tolist(), dur_us.tolist()):
@@ -426,22 +452,24 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
         events.append({"ph": "s", "tid": int(tids[a]), "ts": float(_us(mid[a]))} | common)
         events.append({"ph": "f", "bp": "e", "tid": int(tids[b]), "ts": float(_us(mid[b]))}
                       | common)
-    series = [(TCM_COUNTER, tcm_samples)]
-    for m, (nbytes, requests, _, _) in fitted.items():
-        series += list(zip(counter_names(m), (nbytes, requests)))
     for name, samples in series:
         for ts, values in samples:
             events.append({"ph": "C", "pid": PID, "name": name, "ts": float(_us(ts)),
                            "args": values})
+    return events
 
-    other = {
+
+def _other_data(result: Any, limit: int, n_events: int, slices_text: str,
+                fitted: dict[str, Any]) -> dict[str, Any]:
+    """The trace's ``otherData``: what was run, and how the events were made and counted."""
+    return {
         "generator": "dspsim",
         "op": result.op,
         "variant": result.variant,
         "shape": list(result.shape),
         "engines": dict(result.engines),  # the op's core, its channels, the memories' ports
         "cycles": result.cycles,
-        "clock_mhz": model.core.clock_mhz,
+        "clock_mhz": result.model.core.clock_mhz,
         "time_note": (
             "ts and dur are microseconds, as the format requires; each is a whole number of "
             "nanoseconds (cycle boundaries rounded to whole cycles, then to whole ns at "
@@ -449,16 +477,9 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
             "so that ts + dur, added in floating point, never passes it"
         ),
         "event_limit": limit,
-        "events": len(events),
+        "events": n_events,
         "limit_counts": LIMIT_NOTE,
-        "slices": (
-            "all"
-            if cut_ns is None
-            else f"cut at {clock.cycles(cut_ns):,.0f} cycles to stay within the limit: kept "
-            f"{len(slices):,} of {n_slices:,} slices ({n_clipped:,} end at the cut, marked "
-            f"\"cut\") and {len(flows):,} of {n_flows:,} flows; TCM occupancy and the memory "
-            "counters end at the cut too"
-        ),
+        "slices": slices_text,
         "recorded": recorded_text(result),
         # per memory (J6: ddr_bytes_in_flight, ddr_requests_in_flight): how each was sampled
         **{f"{m}_{what}_in_flight": how for m, (_, _, *hows) in fitted.items()
@@ -466,7 +487,6 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
         "flows": "each flow carries the category of the slice it leaves (copy_in, compute)",
         "manifest": getattr(result, "manifest", {}),
     }
-    return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": other}
 
 
 def recorded_text(result: Any) -> str:

@@ -90,6 +90,20 @@ def tile_table(
     """
     engines = engines or RunEngines.from_trace(trace)
     core = engines.core_rows(trace)
+    copies = _copies(trace, engines, core)
+    table = pd.concat(_tile_parts(core, copies), axis=1).reset_index()
+    if table.empty:
+        return pd.DataFrame(columns=TILE_COLUMNS)
+    _tile_columns(table)
+    order = {name: i for i, name in enumerate(pass_names(trace, passes))}
+    table["_order"] = table["pass"].map(lambda p: order.get(p or OUTSIDE_PASSES, len(order)))
+    table = table.sort_values(["_order", "tile"], kind="stable")
+    return table[TILE_COLUMNS].reset_index(drop=True)
+
+
+def _copies(trace: pd.DataFrame, engines: RunEngines, core: pd.DataFrame) -> pd.DataFrame:
+    """The run's input and output copies, each with its channel's number, its descriptor's
+    index on that channel, its duration and the part of it the core's useful work hides."""
     copies = engines.channel_rows(trace)
     copies = copies[copies["kind"].isin(["copy_in", "copy_out"])].copy()
     copies["channel"] = engines.numbers(copies["engine"]).astype(int)
@@ -99,19 +113,27 @@ def tile_table(
     end = copies["end_cycle"].to_numpy(float)
     copies["dur"] = end - start
     copies["hidden"] = integral(end) - integral(start) if len(copies) else 0.0
+    return copies
 
-    # a wait names the descriptor it waits on ("ch0 #7"): charge it to that copy's tile
+
+def _waits(core: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
+    """The core's waits, each charged to the tile of the copy it waits on (a wait names its
+    descriptor: "ch0 #7")."""
     waits = core[core["kind"].isin(["wait_in", "wait_out"])].copy()
     handle = waits["what"].str.extract(r"ch(\d+) #(\d+)").astype(float)
     waits["channel"], waits["index"] = handle[0], handle[1]
     waits["dur"] = waits["end_cycle"] - waits["start_cycle"]
     waits = waits.dropna(subset=["channel"]).astype({"channel": int, "index": int})
-    waits = waits.merge(
+    return waits.merge(
         copies[["channel", "index", "pass", "tile"]],
         on=["channel", "index"],
         suffixes=("_core", ""),
     )
 
+
+def _tile_parts(core: pd.DataFrame, copies: pd.DataFrame) -> list[pd.DataFrame]:
+    """Per (pass, tile): its input copies, its output copies, its compute, its waits on each
+    (one frame each, to be put side by side)."""
     key = ["pass", "tile"]
     parts = []
     for kind in ("copy_in", "copy_out"):
@@ -140,13 +162,16 @@ def tile_table(
             compute_buffer=("buffer", "first"),
         )
     )
+    waits = _waits(core, copies)
     for kind in ("wait_in", "wait_out"):
         w = waits[waits["kind"] == kind].groupby(key, sort=False)["dur"].sum()
         parts.append(w.rename(f"{kind}_cycles").to_frame())
-    table = pd.concat(parts, axis=1).reset_index()
-    if table.empty:
-        return pd.DataFrame(columns=TILE_COLUMNS)
+    return parts
 
+
+def _tile_columns(table: pd.DataFrame) -> None:
+    """The table's derived columns, in place: compute net of stalls, DMA cycles hidden and
+    exposed, the tile's bytes and buffer, missing counts as 0 where a part is absent."""
     table["compute_cycles"] = table["compute_cycles"] - table["ddr_stall_cycles"].fillna(0.0)
     for col in ("wait_in_cycles", "wait_out_cycles", "ddr_stall_cycles"):
         table[col] = table[col].fillna(0.0)
@@ -162,11 +187,6 @@ def tile_table(
     table["buffer"] = buffer.fillna(table["compute_buffer"]).fillna(-1).astype("int64")
     for col in ("copy_in_channel", "copy_out_channel"):
         table[col] = table[col].astype("Int64")
-
-    order = {name: i for i, name in enumerate(pass_names(trace, passes))}
-    table["_order"] = table["pass"].map(lambda p: order.get(p or OUTSIDE_PASSES, len(order)))
-    table = table.sort_values(["_order", "tile"], kind="stable")
-    return table[TILE_COLUMNS].reset_index(drop=True)
 
 
 # ------------------------------------------------------------------------------ TCM buffers
@@ -196,8 +216,29 @@ def tcm_segments(
     if not loaded.any():
         return pd.DataFrame(columns=cols)
     rows = tiles.to_dict("records")
-    # a tile computed on without a copy in continues the latest open tile of that number and
-    # buffer (loaded, not yet copied out) whose compute ended by then
+    later = _tile_chains(rows, loaded)
+    segs = []
+    starts, ends, owner = [], [], []
+    for head, parts in later.items():
+        chain = [rows[head], *parts]
+        pieces = _states(chain)
+        segs += [(head, *p) for p in pieces]
+        starts.append(pieces[0][2])
+        ends.append(max(p[3] for p in pieces))
+        owner.append(head)
+    lane_of = _lanes(rows, starts, ends, owner)
+    out = pd.DataFrame(
+        [(int(rows[h]["buffer"]), lane_of[h], name, int(rows[h]["tile"]), state, a, b,
+          int(rows[h]["bytes"])) for h, state, name, a, b in segs if b > a],
+        columns=cols,
+    )
+    return out.sort_values(["buffer", "start_cycle"], kind="stable").reset_index(drop=True)
+
+
+def _tile_chains(rows: list[dict[str, Any]], loaded: np.ndarray) -> dict[int, list[dict[str, Any]]]:
+    """Each loaded tile's row -> the later rows that continue it: a tile computed on without a
+    copy in continues the latest open tile of that number and buffer (loaded, not yet copied
+    out) whose compute ended by then."""
     opened: dict[tuple[int, int], int] = {}
     later: dict[int, list[dict[str, Any]]] = {}
     order = sorted(range(len(rows)), key=lambda i: _first_cycle(rows[i]))
@@ -213,27 +254,20 @@ def tcm_segments(
             later[head].append(r)
             if not _nan(r["copy_out_start_cycle"]):
                 del opened[key]  # copied out: what comes next is another tile
-    segs = []
-    starts, ends, owner = [], [], []
-    for head, parts in later.items():
-        chain = [rows[head], *parts]
-        pieces = _states(chain)
-        segs += [(head, *p) for p in pieces]
-        starts.append(pieces[0][2])
-        ends.append(max(p[3] for p in pieces))
-        owner.append(head)
+    return later
+
+
+def _lanes(rows: list[dict[str, Any]], starts: list[float], ends: list[float],
+           owner: list[int]) -> dict[int, int]:
+    """Each tile's sub-lane in its buffer: tiles that hold one buffer at once on separate
+    lanes."""
     lane_of: dict[int, int] = {}
     buffers = np.array([int(rows[h]["buffer"]) for h in owner])
     for b in np.unique(buffers):
         sel = np.flatnonzero(buffers == b)
         lanes = assign_lanes(np.asarray(starts)[sel], np.asarray(ends)[sel])
         lane_of.update({owner[k]: int(lane) for k, lane in zip(sel, lanes)})
-    out = pd.DataFrame(
-        [(int(rows[h]["buffer"]), lane_of[h], name, int(rows[h]["tile"]), state, a, b,
-          int(rows[h]["bytes"])) for h, state, name, a, b in segs if b > a],
-        columns=cols,
-    )
-    return out.sort_values(["buffer", "start_cycle"], kind="stable").reset_index(drop=True)
+    return lane_of
 
 
 def _nan(v: Any) -> bool:

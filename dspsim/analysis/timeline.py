@@ -205,8 +205,6 @@ def draw_engine_lanes(
 ) -> tuple[list[Any], bool]:
     """Draw the pass, core, iDMA and (optionally) TCM lanes over [lo, hi]; return the legend
     handles of what the window shows and whether any lane was drawn as occupancy."""
-    from matplotlib.patches import Patch
-
     trace = require_trace(result)
     engines = RunEngines.of(result)
     segs = (tcm_segments(trace, result.passes, engines) if tcm
@@ -219,24 +217,49 @@ def draw_engine_lanes(
         width_px = ax.figure.get_figwidth() * DPI * ax.get_position().width
     draw = Lanes(ax, lo, hi, width_px)
     handles: list[Any] = []
+    _draw_pass_lane(draw, result.passes, ypos["pass"])
+    y = ypos[_engine_key(engines.core)] if engines.core is not None else 0.0
+    core = engines.core_rows(trace)
+    handles += _draw_core_kernels(draw, result, engines, core, y)
+    handles += _draw_core_waits(draw, core, y)
+    handles += _draw_copy_lanes(draw, result, engines, trace, ypos)
+    if tcm and len(segs):
+        handles += _draw_tcm_lanes(draw, segs, ypos)
+    elif tcm:
+        ax.text(lo + 0.005 * (hi - lo), ypos["tcm"], "unused (no ping-pong buffers here)",
+                va="center", fontsize=8, color="#777777")
+    draw.finish()
 
-    # pass lane: the passes in turn in each shade (one state a shade, however many passes),
-    # labels never cross a pass boundary
-    passes = list(result.passes)
+    ax.set_yticks([ypos[k] for k, _ in lanes], [label for _, label in lanes])
+    ax.set_ylim(-len(lanes) + 0.5, 0.5)
+    ax.tick_params(axis="y", length=0)
+    for i in range(1, len(lanes)):
+        ax.axhline(-i + 0.5, color="#bbbbbb", linewidth=0.4)
+    return handles, draw.used_occupancy
+
+
+def _draw_pass_lane(draw: Lanes, passes: Sequence[Any], y: float) -> None:
+    """The pass lane: the passes in turn in each shade (one state a shade, however many
+    passes), labels never cross a pass boundary."""
+    passes = list(passes)
     starts = np.array([float(p["start_cycle"]) for p in passes])
     ends = np.array([float(p["end_cycle"]) for p in passes])
     for shade, colour in enumerate(PASS_COLOURS):
-        draw.bars(starts[shade::len(PASS_COLOURS)], ends[shade::len(PASS_COLOURS)],
-                  ypos["pass"], colour)
+        draw.bars(starts[shade::len(PASS_COLOURS)], ends[shade::len(PASS_COLOURS)], y, colour)
     draw.labels(starts, ends, [(f"{p['name']}: {e - s:,.0f} cycles", str(p["name"]))
                                for p, s, e in zip(passes, starts, ends)],
-                ypos["pass"], fontsize=8)
+                y, fontsize=8)
 
-    # core lane, stacked bottom-up: kernels computing (the longest first), kernels stalled on
-    # memory (an uncached kernel's stalls are spread over all its accesses: each row counts its
-    # stalled share there; its label names the memory), descriptor programming, waits
-    core = engines.core_rows(trace)
-    y = ypos[_engine_key(engines.core)] if engines.core is not None else 0.0
+
+def _draw_core_kernels(draw: Lanes, result: Any, engines: RunEngines, core: pd.DataFrame,
+                       y: float) -> list[Any]:
+    """The core lane's kernels, stacked bottom-up: computing (the longest first), then their
+    stalled share on memory hatched on top (an uncached kernel's stalls are spread over all its
+    accesses: each row counts its stalled share there; its label names the memory); the legend
+    handles of what the window shows."""
+    from matplotlib.patches import Patch
+
+    handles: list[Any] = []
     comp = core[core["kind"] == "compute"]
     colours = kernel_colours(core)
     stalled_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -272,6 +295,14 @@ def draw_engine_lanes(
         order = list(engines.ports)
         handles.append(ddr_stall_handle(sorted(shown_on, key=lambda m: (
             order.index(m) if m in order else len(order), m))))
+    return handles
+
+
+def _draw_core_waits(draw: Lanes, core: pd.DataFrame, y: float) -> list[Any]:
+    """The core lane's descriptor programming and iDMA waits; their legend handles."""
+    from matplotlib.patches import Patch
+
+    handles: list[Any] = []
     setup = core[core["kind"] == "setup"]
     if draw.bars(setup["start_cycle"], setup["end_cycle"], y, SETUP_COLOUR):
         handles.append(Patch(facecolor=SETUP_COLOUR, label="core programming an iDMA descriptor"))
@@ -280,8 +311,16 @@ def draw_engine_lanes(
         rows = core[core["kind"] == kind]
         if draw.bars(rows["start_cycle"], rows["end_cycle"], y, WAIT_COLOURS[kind]):
             handles.append(Patch(facecolor=WAIT_COLOURS[kind], label=label))
+    return handles
 
-    # iDMA lanes
+
+def _draw_copy_lanes(draw: Lanes, result: Any, engines: RunEngines, trace: pd.DataFrame,
+                     ypos: dict[str, float]) -> list[Any]:
+    """One lane per iDMA channel, its input and output copies labelled by tile; the legend
+    handles of the copies the window shows."""
+    from matplotlib.patches import Patch
+
+    ax, lo, hi = draw.ax, draw.lo, draw.hi
     ends = {kind: memories_text(m, "/") for kind, m in copy_memories(result, engines).items()}
     copy_labels = {"copy_in": f"iDMA input copy ({ends['copy_in']}→TCM)",
                    "copy_out": f"iDMA output copy (TCM→{ends['copy_out']})"}
@@ -300,44 +339,35 @@ def draw_engine_lanes(
                 copies_shown.add(kind)
             draw.labels(r["start_cycle"], r["end_cycle"], [f"t{t}" for t in r["tile"]],
                         ypos[key], color="white")
-    for kind in copy_labels:
-        if kind in copies_shown:
-            handles.append(Patch(facecolor=COPY_COLOURS[kind], label=copy_labels[kind]))
+    return [Patch(facecolor=COPY_COLOURS[kind], label=copy_labels[kind])
+            for kind in copy_labels if kind in copies_shown]
 
-    # TCM lanes
-    if tcm and len(segs):
-        states_shown: set[str] = set()
-        for (b, k), group in segs.groupby(["buffer", "lane"]):
-            yk = ypos[f"tcm{b}.{k}"]
-            for state in TCM_COLOURS:
-                r = group[group["state"] == state]
-                if draw.bars(r["start_cycle"], r["end_cycle"], yk, TCM_COLOURS[state]):
-                    states_shown.add(state)
-            held = group.groupby(["pass", "tile"], sort=False).agg(
-                start=("start_cycle", "min"), end=("end_cycle", "max")
-            )
-            hs, he = draw.clip(held["start"], held["end"])
-            wide = (he - hs) >= EDGE_MIN_PX * draw.cycles_per_px
-            if wide.any():
-                ax.broken_barh(np.column_stack([hs[wide], (he - hs)[wide]]),
-                               (yk - LANE_H / 2, LANE_H), facecolors="none", edgecolor="#555555",
-                               linewidth=0.5, zorder=1.6)
-            draw.labels(held["start"], held["end"],
-                        [f"t{t}" for _, t in held.index], yk, fontsize=7)
+
+def _draw_tcm_lanes(draw: Lanes, segs: pd.DataFrame, ypos: dict[str, float]) -> list[Any]:
+    """One lane per TCM buffer half, coloured by the tile's state, each tile outlined and
+    labelled; the legend handles of the states the window shows."""
+    from matplotlib.patches import Patch
+
+    states_shown: set[str] = set()
+    for (b, k), group in segs.groupby(["buffer", "lane"]):
+        yk = ypos[f"tcm{b}.{k}"]
         for state in TCM_COLOURS:
-            if state in states_shown:
-                handles.append(Patch(facecolor=TCM_COLOURS[state], label=f"TCM tile {state}"))
-    elif tcm:
-        ax.text(lo + 0.005 * (hi - lo), ypos["tcm"], "unused (no ping-pong buffers here)",
-                va="center", fontsize=8, color="#777777")
-    draw.finish()
-
-    ax.set_yticks([ypos[k] for k, _ in lanes], [label for _, label in lanes])
-    ax.set_ylim(-len(lanes) + 0.5, 0.5)
-    ax.tick_params(axis="y", length=0)
-    for i in range(1, len(lanes)):
-        ax.axhline(-i + 0.5, color="#bbbbbb", linewidth=0.4)
-    return handles, draw.used_occupancy
+            r = group[group["state"] == state]
+            if draw.bars(r["start_cycle"], r["end_cycle"], yk, TCM_COLOURS[state]):
+                states_shown.add(state)
+        held = group.groupby(["pass", "tile"], sort=False).agg(
+            start=("start_cycle", "min"), end=("end_cycle", "max")
+        )
+        hs, he = draw.clip(held["start"], held["end"])
+        wide = (he - hs) >= EDGE_MIN_PX * draw.cycles_per_px
+        if wide.any():
+            draw.ax.broken_barh(np.column_stack([hs[wide], (he - hs)[wide]]),
+                                (yk - LANE_H / 2, LANE_H), facecolors="none",
+                                edgecolor="#555555", linewidth=0.5, zorder=1.6)
+        draw.labels(held["start"], held["end"],
+                    [f"t{t}" for _, t in held.index], yk, fontsize=7)
+    return [Patch(facecolor=TCM_COLOURS[state], label=f"TCM tile {state}")
+            for state in TCM_COLOURS if state in states_shown]
 
 
 def format_cycles_axis(ax) -> None:
@@ -438,22 +468,10 @@ def finish_layout(fig, gs, handles: list[Any], notes: Sequence[str], ncol: int =
 @plain_text
 def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> Figure:
     """The timeline of one run as a matplotlib Figure (not yet saved)."""
-    from matplotlib.figure import Figure
-
     require_trace(result)
     lo, hi = check_window(window, result.cycles)
     memories = logged_memories(result)
-    # the headline figure (one memory) is 9.5 inches high; each further memory's pair of
-    # panels adds its own height, the margins above and below keeping their size in inches
-    height = 9.5 + MEMORY_PANELS_IN * (len(memories) - 1)
-    fig = Figure(figsize=(16, height))
-    gs = fig.add_gridspec(1 + 2 * len(memories), 1,
-                          height_ratios=[6.2] + [1.3, 1.3] * len(memories), hspace=0.08,
-                          left=0.075, right=RIGHT, top=1 - 0.115 * 9.5 / height,
-                          bottom=0.165 * 9.5 / height)
-    ax = fig.add_subplot(gs[0])
-    panels = {m: (fig.add_subplot(gs[1 + 2 * k], sharex=ax),
-                  fig.add_subplot(gs[2 + 2 * k], sharex=ax)) for k, m in enumerate(memories)}
+    fig, gs, ax, panels = _timeline_axes(memories)
     width_px = fig.get_figwidth() * DPI * ax.get_position().width
     handles, used_occupancy = draw_engine_lanes(ax, result, lo, hi, width_px)
     width_px = fig.get_figwidth() * DPI * ax.get_position().width  # the lanes may move it
@@ -483,9 +501,29 @@ def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> F
     pass_note = draw_pass_lines([ax, *below], result, lo, hi)
     if pass_note:
         notes.append(pass_note)
-    fig.suptitle(run_title(result, lo, hi), fontsize=11, y=1 - 0.025 * 9.5 / height)
+    fig.suptitle(run_title(result, lo, hi), fontsize=11,
+                 y=1 - 0.025 * 9.5 / fig.get_figheight())
     finish_layout(fig, gs, handles, notes)
     return fig
+
+
+def _timeline_axes(memories: Sequence[str]) -> tuple[Figure, Any, Any,
+                                                   dict[str, tuple[Any, Any]]]:
+    """The timeline's figure, grid, lanes axes and each memory's pair of panels below it."""
+    from matplotlib.figure import Figure
+
+    # the headline figure (one memory) is 9.5 inches high; each further memory's pair of
+    # panels adds its own height, the margins above and below keeping their size in inches
+    height = 9.5 + MEMORY_PANELS_IN * (len(memories) - 1)
+    fig = Figure(figsize=(16, height))
+    gs = fig.add_gridspec(1 + 2 * len(memories), 1,
+                          height_ratios=[6.2] + [1.3, 1.3] * len(memories), hspace=0.08,
+                          left=0.075, right=RIGHT, top=1 - 0.115 * 9.5 / height,
+                          bottom=0.165 * 9.5 / height)
+    ax = fig.add_subplot(gs[0])
+    panels = {m: (fig.add_subplot(gs[1 + 2 * k], sharex=ax),
+                  fig.add_subplot(gs[2 + 2 * k], sharex=ax)) for k, m in enumerate(memories)}
+    return fig, gs, ax, panels
 
 
 MEMORY_PANELS_IN = 2.0  # inches a further memory's pair of panels adds to the timeline
