@@ -115,6 +115,20 @@ def test_an_expression_outside_the_language_is_one_line(text):
     assert str(e.value).startswith("here: ") and "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("text", ["+".join(["x"] * 900), "-" * 900 + "x", "x" * 3000,
+                                  "(" * 300 + "x" + ")" * 300])
+def test_a_long_or_deep_expression_is_one_line(text):
+    """They reached Python's recursion limit (a RecursionError traceback) before."""
+    with pytest.raises(DspsimInputError) as e:
+        parse_expr(text, NAMES, "here")
+    assert "\n" not in str(e.value) and len(str(e.value)) < 600
+
+
+def test_a_file_nested_too_deeply_is_one_line(tmp_path):
+    with pytest.raises(DspsimInputError, match="nested too deeply"):
+        load_op_file(write(tmp_path, "x = " + "[" * 5000 + "]" * 5000))
+
+
 def test_an_expression_evaluates_in_float32_or_float64():
     e = parse_expr("exp(x - m) * 2 + -x ** 2 / (x >= 1)", NAMES, "here")
     x = np.array([1.0, 2.0, 3.0])

@@ -81,6 +81,8 @@ _OPERATORS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
 _COMPARE = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater,
             ast.GtE: np.greater_equal, ast.Eq: np.equal, ast.NotEq: np.not_equal}
 MAX_SHIFT = 64  # columns or rows a shift may reach
+MAX_EXPR_CHARS = 2000  # an expression's length
+MAX_DEPTH = 100  # its tree's depth (checked and evaluated recursively)
 ALLOWED_TEXT = ("names of the op's arrays, scalars and params, numbers, + - * / **, unary -, "
                 "comparisons, and calls of " + ", ".join(FUNCTIONS))
 
@@ -107,21 +109,44 @@ def parse_expr(text: Any, names: Mapping[str, str], where: str,
     """Parse and check ``text``; ``names``: every name it may read -> what it is (array,
     scalar, param); ``where`` starts the one-line error."""
     if not isinstance(text, str) or not text.strip():
-        raise DspsimInputError(f"{where}: expected an expression as a string, got {text!r}; "
-                               f"allowed: {ALLOWED_TEXT}")
+        raise DspsimInputError(f"{where}: expected an expression as a string, got "
+                               f"{_short(text)}; allowed: {ALLOWED_TEXT}")
+    if len(text) > MAX_EXPR_CHARS:
+        raise DspsimInputError(f"{where}: an expression of {len(text):,} characters; allowed: "
+                               f"at most {MAX_EXPR_CHARS:,}")
     try:
         tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as e:
-        raise DspsimInputError(f"{where}: {text!r} is not an expression ({e.msg}); "
+    except (SyntaxError, RecursionError, MemoryError) as e:
+        why = e.msg if isinstance(e, SyntaxError) else "nested too deeply"
+        raise DspsimInputError(f"{where}: {_short(text)} is not an expression ({why}); "
                                f"allowed: {ALLOWED_TEXT}") from None
+    if _depth(tree) > MAX_DEPTH:
+        raise DspsimInputError(f"{where}: {_short(text)} is nested more than {MAX_DEPTH} "
+                               "deep; allowed: a shallower expression")
     found: set[str] = set()
     flags: dict[str, Any] = {"reduces": False, "shifts": False, "halo": 0}
     _check(tree.body, names, where, text, reductions, found, flags)
     return Expr(text, frozenset(found), tree, flags["reduces"], flags["shifts"], flags["halo"])
 
 
+def _depth(tree: ast.AST) -> int:
+    """The tree's depth, walked without recursion."""
+    deepest, todo = 0, [(tree, 1)]
+    while todo:
+        node, d = todo.pop()
+        deepest = max(deepest, d)
+        todo.extend((child, d + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _refuse(where: str, text: str, what: str) -> DspsimInputError:
-    return DspsimInputError(f"{where}: {text!r}: {what} is not allowed; allowed: {ALLOWED_TEXT}")
+    return DspsimInputError(f"{where}: {_short(text)}: {what} is not allowed; allowed: "
+                            f"{ALLOWED_TEXT}")
 
 
 def _check(node: ast.AST, names: Mapping[str, str], where: str, text: str, reductions: bool,
@@ -135,7 +160,7 @@ def _check(node: ast.AST, names: Mapping[str, str], where: str, text: str, reduc
     elif isinstance(node, ast.Name):
         if node.id not in names:
             known = ", ".join(sorted(names)) or "none"
-            raise DspsimInputError(f"{where}: {text!r} reads {node.id!r}, which is no array, "
+            raise DspsimInputError(f"{where}: {_short(text)} reads {node.id!r}, which is no array, "
                                    f"scalar or param here; allowed names: {known}")
         found.add(node.id)
     elif isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
@@ -161,16 +186,16 @@ def _check_call(node: ast.Call, where: str, text: str, reductions: bool,
         raise _refuse(where, text, f"the call {ast.unparse(node.func)}(...)"
                       + (" with keywords" if node.keywords else ""))
     if fn in ROW_REDUCTIONS and not reductions:
-        raise DspsimInputError(f"{where}: {text!r}: the row reduction {fn}() is for a "
+        raise DspsimInputError(f"{where}: {_short(text)}: the row reduction {fn}() is for a "
                                "[reference]; a pass reduces with reduce = { op, into }")
     want = 1 if fn in ELEMENTWISE or fn in ROW_REDUCTIONS else 3 if fn == "where" else 2
     if len(node.args) != want:
-        raise DspsimInputError(f"{where}: {text!r}: {fn}() takes {want} argument(s), got "
+        raise DspsimInputError(f"{where}: {_short(text)}: {fn}() takes {want} argument(s), got "
                                f"{len(node.args)}")
     k = _int_const(node.args[1]) if fn in SHIFTS else 0
     if fn in SHIFTS and (k is None or abs(k) > MAX_SHIFT):
-        raise DspsimInputError(f"{where}: {text!r}: {fn}(array, k) needs a whole number k from "
-                               f"-{MAX_SHIFT} to {MAX_SHIFT}")
+        raise DspsimInputError(f"{where}: {_short(text)}: {fn}(array, k) needs a whole number "
+                               f"k from -{MAX_SHIFT} to {MAX_SHIFT}")
     flags["reduces"] |= fn in ROW_REDUCTIONS
     flags["shifts"] |= fn == "shift"
     if fn == "shift_rows":

@@ -164,6 +164,9 @@ def read_spec(path: str | Path, taken: Mapping[str, Any], text: str | None = Non
     except tomllib.TOMLDecodeError as e:
         raise DspsimInputError(f"op file {shown}: not valid TOML ({e}); see docs/reference.md, "
                                "Op files") from None
+    except RecursionError:
+        raise DspsimInputError(f"op file {shown}: nested too deeply; see docs/reference.md, "
+                               "Op files") from None
     return parse_spec(raw, shown, taken)
 
 
