@@ -116,8 +116,9 @@ def parse_expr(text: Any, names: Mapping[str, str], where: str,
                                f"at most {MAX_EXPR_CHARS:,}")
     try:
         tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, RecursionError, MemoryError) as e:
-        why = e.msg if isinstance(e, SyntaxError) else "nested too deeply"
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        why = (e.msg if isinstance(e, SyntaxError) else "nested too deeply"
+               if isinstance(e, RecursionError | MemoryError) else str(e))
         raise DspsimInputError(f"{where}: {_short(text)} is not an expression ({why}); "
                                f"allowed: {ALLOWED_TEXT}") from None
     if _depth(tree) > MAX_DEPTH:
