@@ -233,3 +233,48 @@ def test_a_declared_kernel_runs_as_a_microbenchmark(j6, loaded):
     loaded(SCALE_BIAS)
     r = simulate(j6, "kernel", "scale_bias.scale_bias", n=1000)
     assert r.cycles == get_kernel("scale_bias.scale_bias").shape.tcm_cycles(1000, j6.core)
+
+
+RMS = """[op]
+name = "rms_file"
+ndim = 2
+default_shape = [64, 256]
+[params]
+eps = 1e-6
+[[array]]
+name = "x"
+shape = ["rows", "cols"]
+role = "input"
+[[array]]
+name = "y"
+shape = ["rows", "cols"]
+role = "output"
+[[pass]]
+name = "sumsq"
+reads = "x"
+reduce = { op = "sum", into = "ss" }
+value = "x * x"
+loop = { loads = 2, alu = 2 }
+[[pass]]
+name = "scale"
+reads = "x"
+writes = "y"
+value = "x * (1 / sqrt(ss / cols + eps))"
+kernel = { name = "vecmul", args = { scalar = "1 / sqrt(ss / cols + eps)" } }
+[reference]
+value = "x / sqrt(mean(x * x) + eps)"
+tolerance = [1e-5, 1e-6]
+"""
+
+
+def test_a_rows_scalar_feeds_a_later_pass_as_rmsnorm_does(j6, tmp_path, loaded):
+    """A per-row reduction read by the next pass's value (a column beside the rows: the load
+    check failed on it with a broadcasting traceback) and cols, the row's length: RMSNorm
+    from a file, within the Python op's tolerance, its ping-pong the Python op's cycles."""
+    name = loaded(write(tmp_path, RMS))
+    for variant in ("pingpong", "direct"):
+        r = simulate(j6, name, variant, shape=(64, 256))
+        assert r.output["within_tolerance"] and r.output["wrong_count"] == 0
+    mine = simulate(j6, name, "pingpong", shape=(64, 256), data=False)
+    seed = simulate(j6, "rmsnorm", "pingpong", shape=(64, 256), data=False)
+    assert mine.cycles == seed.cycles

@@ -53,28 +53,52 @@ def _disagree(op: FileOp, p: PassSpec, got: np.ndarray, want: np.ndarray, what: 
             "kernels compute, or no value")
 
 
+def columns(env: dict[str, Any], rows_2d: bool) -> dict[str, Any]:
+    """``env`` with each per-row scalar (one value per row of a batch) as a column, to be
+    read beside a ``(rows, n)`` array."""
+    if not rows_2d:
+        return env
+    return {k: np.asarray(v)[:, None] if np.ndim(v) == 1 else v for k, v in env.items()}
+
+
+def _probe_pass(op: FileOp, p: PassSpec, arrays: dict[str, np.ndarray], env: dict[str, Any]
+                ) -> Any:
+    """One pass on the probe: its kernels' result (and output), checked against its value."""
+    spec = op.spec
+    src = arrays[p.reads].copy()
+    dst = arrays[spec.output]
+    if p.loop is not None:
+        kw = {k: env[k] for k in p.value.names if k != p.reads}
+        return get_kernel(f"{spec.name}.{p.name}").compute(src, dst, PROBE_LANES, **kw)
+    result = _run_kernels(p, src, dst, env)
+    if p.value is not None:
+        seen = {**columns(env, src.ndim == 2), p.reads: src}
+        want = np.broadcast_to(p.value.evaluate(seen), src.shape)
+        if p.writes:
+            _disagree(op, p, dst, want, "element")
+        if p.reduce_op:
+            red = {"max": np.max, "min": np.min, "sum": np.sum}[p.reduce_op]
+            _disagree(op, p, result, red(want, axis=-1), "row")
+    return result
+
+
 def check_kernels_agree(op: FileOp) -> None:
-    """Run the passes on the probe input; refuse a value its kernels do not compute."""
+    """Run the passes on the probe input; refuse a value its kernels do not compute, and a
+    pass the probe cannot run (one line)."""
     spec = op.spec
     x = op.default_input(PROBE_SHAPES[spec.ndim])
     arrays = {spec.input: x, spec.output: np.zeros_like(x)}
-    env: dict[str, Any] = {k: F32(v) for k, v in spec.params.items()}
+    env: dict[str, Any] = {"cols": F32(x.shape[-1]), **{k: F32(v) for k, v in
+                                                         spec.params.items()}}
     for p in spec.passes:
-        src = arrays[p.reads].copy()
-        dst = arrays[spec.output].copy()
-        if p.loop is not None:
-            kw = {k: env[k] for k in p.value.names if k != p.reads}
-            result = get_kernel(f"{spec.name}.{p.name}").compute(src, dst, PROBE_LANES, **kw)
-        else:
-            result = _run_kernels(p, src, dst, env)
-            if p.value is not None:
-                want = np.broadcast_to(p.value.evaluate({**env, p.reads: src}), src.shape)
-                if p.writes:
-                    _disagree(op, p, dst, want, "element")
-                if p.reduce_op:
-                    red = {"max": np.max, "min": np.min, "sum": np.sum}[p.reduce_op]
-                    _disagree(op, p, result, red(want, axis=-1), "row")
-        if p.writes:
-            arrays[spec.output] = dst
+        try:
+            result = _probe_pass(op, p, arrays, env)
+        except (ValueError, TypeError, ArithmeticError) as e:
+            if isinstance(e, DspsimInputError):
+                raise
+            raise DspsimInputError(
+                f"op file {spec.path}: {p.label}: the pass fails on a probe input "
+                f"({type(e).__name__}: {' '.join(str(e).split())[:200]}); allowed: values "
+                "and kernel arguments of the shapes the pass reads") from None
         if p.into:
             env[p.into] = result

@@ -4,7 +4,8 @@ An expression is parsed with :mod:`ast` and checked against a whitelist before a
 it is never ``eval``-ed. Allowed:
 
 - names: the op's arrays (the element values of a row), the scalars earlier passes reduced
-  into (one per row), the op's ``[params]`` (numbers, ``--set``-able);
+  into (one per row), the op's ``[params]`` (numbers, ``--set``-able) and ``cols`` (the
+  row's length);
 - numbers; ``+ - * / **``, unary ``-`` and ``+``; comparisons (``<``, ``<=``, ``>``,
   ``>=``, ``==``, ``!=``: 1.0 or 0.0; for a choice, ``where(cond, a, b)``);
 - calls of :data:`FUNCTIONS`: element-wise ``exp log sqrt abs tanh sigmoid`` and

@@ -112,5 +112,7 @@ def register_pass_kernel(op_name: str, p: PassSpec, params: dict[str, float]) ->
         p.value and (p.value.shifts or p.value.halo))
     register(Kernel(name, loop_shape(name, p.loop, bool(p.reduce_op)), pass_numerics(p),
                     writes=bool(p.writes), results=1 if p.reduce_op else 0,
-                    elementwise=elementwise, example_args=lambda size: example))
+                    elementwise=elementwise,
+                    example_args=lambda size: {**example, "cols": F32(size[-1])}
+                    if "cols" in example else example))
     return name

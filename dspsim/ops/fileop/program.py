@@ -84,14 +84,15 @@ def _accumulate(op: str, acc: Any, r: Any) -> Any:
     return r if r < acc else acc
 
 
-def _params_env(dsp: Dsp, spec: OpSpec) -> dict[str, Any]:
-    return {k: F32(getattr(dsp.params, k)) for k in spec.params}
+def _params_env(dsp: Dsp, spec: OpSpec, cols: int) -> dict[str, Any]:
+    """What expressions read besides arrays and scalars: the params, the row's length."""
+    return {"cols": F32(cols), **{k: F32(getattr(dsp.params, k)) for k in spec.params}}
 
 
 # ----------------------------------------------------------------------------- direct
 def rows_direct(dsp: Dsp, spec: OpSpec, x: Ptr, y: Ptr, rows: int, cols: int) -> Any:
     """Every pass on ``rows`` rows at ``x`` / ``y``, the kernels on the host memory."""
-    env = _params_env(dsp, spec)
+    env = _params_env(dsp, spec, cols)
     arrays = {spec.input: x, spec.output: y}
     for p in spec.passes:
         with dsp.pass_(p.name):
@@ -106,7 +107,7 @@ def tile_passes(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, state: list,
                 spec_cols: tuple[OpSpec, int]) -> Any:
     """A 2-D tile of whole rows: every pass in TCM, in place."""
     spec, cols = spec_cols
-    env = _params_env(dsp, spec)
+    env = _params_env(dsp, spec, cols)
     for p in spec.passes:
         r = yield from run_pass(dsp, spec, p, in_addr, out_addr, cols, size // cols, env)
         if p.into:
@@ -150,7 +151,7 @@ def tiled(dsp: Dsp, spec: OpSpec, frame: Frame, x: Ptr, y: Ptr, rows: int, cols:
     tile_bytes = dsp.params.tile_bytes
     if uses_blocks(spec, getattr(dsp.params, "block_cols", 0)):
         def pass_block(buf: Ptr, b: Block) -> Any:
-            env = _params_env(dsp, spec)
+            env = _params_env(dsp, spec, cols)
             for p in spec.passes:
                 yield from run_pass(dsp, spec, p, buf, buf, b.cols, b.a1 - b.a0, env)
 
@@ -162,7 +163,7 @@ def tiled(dsp: Dsp, spec: OpSpec, frame: Frame, x: Ptr, y: Ptr, rows: int, cols:
         with dsp.pass_(spec.name):
             yield from frame(dsp, y, x, rows * cols, block, tile_passes, [0], (spec, cols), True)
         return
-    env = _params_env(dsp, spec)
+    env = _params_env(dsp, spec, cols)
     arrays = {spec.input: x, spec.output: y}
     for p in spec.passes:
         state = [F32(_START[p.reduce_op])] if p.reduce_op else [0]

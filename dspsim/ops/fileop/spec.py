@@ -20,6 +20,7 @@ from dspsim.ops.fileop.expr import Expr, parse_expr
 MAX_OP_FILE_BYTES = 1 << 20
 SCHEDULES = ("direct", "pingpong", "nbuffer")
 REDUCTIONS = ("max", "min", "sum")
+BUILTIN = {"cols": "the row's length"}  # names every expression may read
 ELEMENT_TYPES = ("float32",)
 NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 # tables of a model file: an op may not take their names
@@ -244,9 +245,10 @@ def _params(w: _Where, raw: Any) -> dict[str, float]:
         raise w.error("[params]", f"expected a table of numbers, got {_show(raw)}")
     out = {}
     for k, v in raw.items():
-        if not NAME.fullmatch(k) or k in ("tile_bytes", "buffers"):
+        if not NAME.fullmatch(k) or k in ("tile_bytes", "buffers", "block_cols", *BUILTIN):
             raise w.error("[params]", f"{k!r}: allowed a lower-case name other than "
-                          "tile_bytes and buffers (the schedules' keys)")
+                          "tile_bytes, buffers and block_cols (the schedules' keys) and cols "
+                          "(the row's length)")
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise w.error("[params]", f"{k} = {_show(v)}: expected a number (its default)")
         out[k] = float(v)
@@ -264,8 +266,9 @@ def _arrays(w: _Where, raw: Any, ndim: int) -> tuple[str, str, dict[str, str]]:
         a = w.table(a, table, ARRAY_KEYS, ("name", "shape", "role"))
         name = w.typed(a, "name", table, str, "a name")
         table = f'[[array]] {i} "{name}"'
-        if not NAME.fullmatch(name):
-            raise w.error(table, "name: allowed a lower-case letter, then letters, digits, _")
+        if not NAME.fullmatch(name) or name in BUILTIN:
+            raise w.error(table, "name: allowed a lower-case letter, then letters, digits, _ "
+                          "(not cols: the row's length)")
         kind = w.typed(a, "type", table, str, "an element type", "float32")
         if kind not in ELEMENT_TYPES:
             raise w.error(table, f"type = {kind!r}: allowed {', '.join(ELEMENT_TYPES)}")
@@ -376,7 +379,8 @@ def _pass(w: _Where, i: int, p: Any, inp: str, out: str, params: dict[str, float
     if writes is None and reduce_op is None:
         raise w.error(table, "neither writes nor reduce: the pass does nothing; allowed: "
                       f"writes = {out!r}, reduce = {{ op = \"max\", into = \"m\" }}, or both")
-    names = {reads: "array", **{s: "scalar" for s in scalars}, **{k: "param" for k in params}}
+    names = {reads: "array", **{s: "scalar" for s in scalars}, **{k: "param" for k in params},
+             **BUILTIN}
     value = (parse_expr(p["value"], names, f"op file {w.path}: {table}: value")
              if "value" in p else None)
     if value is not None and (value.shifts or value.halo) and ndim != 2:
@@ -398,7 +402,7 @@ def _reduce(w: _Where, table: str, raw: Any, scalars: list[str], params: dict[st
     if into is None:
         raise w.error(table, "reduce has no destination; allowed: reduce = { op = "
                       f"\"{op}\", into = \"NAME\" }} (a scalar per row for later passes)")
-    if not NAME.fullmatch(into) or into in (*scalars, *params, inp, out):
+    if not NAME.fullmatch(into) or into in (*scalars, *params, inp, out, *BUILTIN):
         raise w.error(table, f"reduce.into = {_show(into)}: allowed a new lower-case name (not "
                       "an array, param or earlier scalar)")
     return op, into
@@ -456,7 +460,7 @@ def _kernels(w: _Where, table: str, raw: Any, writes: str | None, reduce_op: str
     if not items:
         raise w.error(table, "kernel = []: allowed a kernel name, or a list of them")
     uses, returns, stores = [], 0, 0
-    names = {**{s: "scalar" for s in scalars}, **{k: "param" for k in params}}
+    names = {**{s: "scalar" for s in scalars}, **{k: "param" for k in params}, **BUILTIN}
     for item in items:
         if isinstance(item, str):
             item = {"name": item}
@@ -515,7 +519,7 @@ def _reference(w: _Where, raw: Any, inp: str, params: dict[str, float]
         raise w.error("[reference]", f"python = {python!r}: allowed \"package.module:function\"")
     value = None
     if "value" in raw:
-        names = {inp: "array", **{k: "param" for k in params}}
+        names = {inp: "array", **{k: "param" for k in params}, **BUILTIN}
         value = parse_expr(raw["value"], names, f"op file {w.path}: [reference]: value",
                            reductions=True)
     if (value is None) == (python is None):
