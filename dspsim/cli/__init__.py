@@ -84,10 +84,12 @@ def add_op_file_args(p: argparse.ArgumentParser) -> None:
 
 def load_op_files_of(argv: list[str]) -> list[str]:
     """Load the ``--op-file`` files of ``argv``; return their ops' names."""
-    from dspsim.ops.fileop import load_op_file
-
     files = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--op-file"]
     files += [a.partition("=")[2] for a in argv if a.startswith("--op-file=")]
+    if not files:
+        return []
+    from dspsim.ops.fileop import load_op_file
+
     allow = "--allow-python" in argv
     return [load_op_file(f, allow) for f in files]
 
