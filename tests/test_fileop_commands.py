@@ -95,3 +95,15 @@ def test_a_dask_task_carries_the_op_files_it_needs():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, timeout=120)
     assert out.stdout.strip() == "20961", out.stderr
+
+
+def test_a_saved_run_of_a_files_op_reports_with_the_file(tmp_path, capsys):
+    saved = tmp_path / "r.json"
+    assert main(["run", "--op-file", str(SCALE_BIAS), "--n", "1000", "--save",
+                 str(saved)]) == 0
+    unload_op_file(SCALE_BIAS)  # a new command: nothing loaded
+    capsys.readouterr()
+    assert main(["report", str(saved)]) == 2  # its model has the op's table
+    assert "unknown table [scale_bias]" in capsys.readouterr().err
+    assert main(["report", str(saved), "--op-file", str(SCALE_BIAS)]) == 0
+    assert "20,961 cycles" in capsys.readouterr().out

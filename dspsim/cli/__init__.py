@@ -49,10 +49,10 @@ COMMANDS: dict[str, tuple[Callable, Callable]] = {
 
 # the commands whose --op an op file's op becomes when no --op is given (a list for sweep)
 OP_FILE_DEFAULTS = {"run": False, "optimize": False, "sweep": True}
-# the commands that take --op-file: those that run or list ops, and plot sweep (a table's
-# columns are model keys); report and plot timeline read saved results
+# the commands that take --op-file: those that run or list ops, and those that read a sweep
+# table (its columns are model keys) or a saved run (its model has the op's table)
 OP_FILE_COMMANDS = ("run", "sweep", "optimize", "calibrate", "validate", "ops", "keys",
-                    "workload")
+                    "workload", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
             add_op_file_args(command)
     plot_kinds = next(a for a in sub.choices["plot"]._actions
                       if isinstance(a, argparse._SubParsersAction))
-    add_op_file_args(plot_kinds.choices["sweep"])  # a sweep table's columns are its keys
+    for kind in plot_kinds.choices.values():  # a table's columns, a saved run's model
+        add_op_file_args(kind)
     return parser
 
 
