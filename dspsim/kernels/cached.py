@@ -113,10 +113,43 @@ def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem:
     write_back = cache.write_policy == "write_back"
     # per call, the arrays it touches through the cache (loads, and stores when write-back)
     touched = [set(a for a in (src, dst if write_back else None) if a) for _, src, dst in calls]
+    misses, writebacks, dirty, last_seen = _call_misses(calls, touched, lines, capacity,
+                                                        new_lines, write_back)
+    tail = sum(dirty.values())
+    resident = _resident_dirty(dirty, last_seen, touched, lines, capacity, new_lines, repeat,
+                               tail)
+    writebacks = max(0.0, repeat * (writebacks + tail) - resident)
+    missed = sum(sum(c.values()) for c in misses)
+    cycles, compute = _sequence_cycles(calls, misses, writebacks, n, core, mem, cache,
+                                       new_lines, repeat)
+    uncached_store = 0 if write_back else sum(
+        ELEMENT_BYTES * n for _, _, dst in calls if dst is not None)
+    posted = 0 if write_back else _posted_bytes(calls, n, core, repeat)
+    # every byte touched, over all the rows (short rows share lines: count bytes, not rows)
+    compulsory = -(-repeat * ELEMENT_BYTES * n * len(set().union(*touched)) // line)
+    cpb = 1.0 / mem.bytes_per_cycle
+    slots = 1 if not cache.prefetch_next_line else mem.max_outstanding
+    first_misses = 0.0  # on contiguous rows a prefetching stream waits once, not per row
+    if repeat > 1 and cache.prefetch_next_line:
+        first_misses = len(set().union(*touched)) * (mem.latency_cycles + line * cpb)
+    return CachedWalk(
+        cycles=cycles * repeat + first_misses, compute_cycles=compute * repeat,
+        missed_lines=round(missed * repeat), writeback_lines=round(writebacks),
+        compulsory_lines=compulsory, uncached_store_bytes=uncached_store * repeat,
+        dma_bound_cycles=(compulsory * line + uncached_store * repeat - posted) * cpb,
+        latency_bound_cycles=compulsory * mem.latency_cycles / slots)
+
+
+def _call_misses(calls: tuple[CachedCall, ...], touched: list[set[str]], lines: int,
+                 capacity: int, new_lines: float, write_back: bool
+                 ) -> tuple[list[dict[str, float]], float, dict[str, float], dict[str, int]]:
+    """Per call, the lines of each array it touches that miss (LRU: the lines touched since
+    the array's last touch decide); the dirty lines those misses wrote back, the dirty lines
+    per array at the end, and each array's last call."""
     last_seen: dict[str, int] = {}
-    dirty: dict[str, int] = {}  # dirty lines per array
+    dirty: dict[str, float] = {}  # dirty lines per array
     misses: list[dict[str, float]] = []
-    writebacks = 0
+    writebacks: float = 0
     for k, ((_, _, dst), arrays) in enumerate(zip(calls, touched, strict=True)):
         call: dict[str, float] = {}
         for a in sorted(arrays):
@@ -136,25 +169,35 @@ def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem:
         if dst is not None and write_back:
             dirty[dst] = new_lines
         misses.append(call)
-    # after the sequence, dirty lines are evicted by what follows (the next rows) unless they
-    # are among the last lines touched
-    end = len(calls)
-    tail = sum(dirty.values())
+    return misses, writebacks, dirty, last_seen
+
+
+def _resident_dirty(dirty: dict[str, float], last_seen: dict[str, int],
+                    touched: list[set[str]], lines: int, capacity: int, new_lines: float,
+                    repeat: int, tail: float) -> float:
+    """The dirty lines still in the cache after the sequence: the others are evicted by what
+    follows (the next rows) unless they are among the last lines touched."""
     if repeat > 1:  # the last lines touched stay: the dirty share of what the cache holds
         row_lines = new_lines * len(set().union(*touched))
-        resident = min(capacity, repeat * row_lines) * tail / row_lines if row_lines else 0.0
-    else:  # line i of a dirty array stays iff fewer than capacity lines were touched after it
-        resident = 0
-        for a, d in dirty.items():
-            j = last_seen[a]
-            after = set().union(*touched[j + 1:end]) - {a}
-            others = len(touched[j] - after - {a})  # touched with it in its last call only
-            const = (lines - 1) * (1 + others) + lines * len(after)
-            resident += min(d, _hits(lines, capacity, const, -(1 + others)))
-    writebacks = max(0.0, repeat * (writebacks + tail) - resident)
-    missed = sum(sum(c.values()) for c in misses)
-    # the posted write-backs share the data path with the fills: spread them over the calls
-    # that miss once something is dirty
+        return min(capacity, repeat * row_lines) * tail / row_lines if row_lines else 0.0
+    # line i of a dirty array stays iff fewer than capacity lines were touched after it
+    resident = 0
+    for a, d in dirty.items():
+        j = last_seen[a]
+        after = set().union(*touched[j + 1:len(touched)]) - {a}
+        others = len(touched[j] - after - {a})  # touched with it in its last call only
+        const = (lines - 1) * (1 + others) + lines * len(after)
+        resident += min(d, _hits(lines, capacity, const, -(1 + others)))
+    return resident
+
+
+def _sequence_cycles(calls: tuple[CachedCall, ...], misses: list[dict[str, float]],
+                     writebacks: float, n: int, core: Core, mem: MemoryCfg, cache: Dcache,
+                     new_lines: float, repeat: int) -> tuple[float, int]:
+    """One pass of the sequence's cycles and its compute cycles: each call's compute plus its
+    misses, or its port's time when that is longer. The posted write-backs share the data path
+    with the fills: spread over the calls that miss once something is dirty."""
+    end = len(calls)
     first_store = next((k for k, (_, _, dst) in enumerate(calls) if dst is not None), end)
     after_store = sum(sum(c.values()) for c in misses[first_store:])
     per_miss = writebacks / (repeat * after_store) if after_store else 0.0
@@ -166,22 +209,7 @@ def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem:
         wb = per_miss if k >= first_store else 0.0
         cycles += max(tcm + _miss_cycles(call, new_lines, tcm, wb, mem, cache, repeat == 1),
                       _port_cycles(call, wb, shape, n, core, mem, cache, dst))
-    uncached_store = 0 if write_back else sum(
-        ELEMENT_BYTES * n for _, _, dst in calls if dst is not None)
-    posted = 0 if write_back else _posted_bytes(calls, n, core, repeat)
-    # every byte touched, over all the rows (short rows share lines: count bytes, not rows)
-    compulsory = -(-repeat * ELEMENT_BYTES * n * len(set().union(*touched)) // line)
-    cpb = 1.0 / mem.bytes_per_cycle
-    slots = 1 if not cache.prefetch_next_line else mem.max_outstanding
-    first_misses = 0.0  # on contiguous rows a prefetching stream waits once, not per row
-    if repeat > 1 and cache.prefetch_next_line:
-        first_misses = len(set().union(*touched)) * (mem.latency_cycles + line * cpb)
-    return CachedWalk(
-        cycles=cycles * repeat + first_misses, compute_cycles=compute * repeat,
-        missed_lines=round(missed * repeat), writeback_lines=round(writebacks),
-        compulsory_lines=compulsory, uncached_store_bytes=uncached_store * repeat,
-        dma_bound_cycles=(compulsory * line + uncached_store * repeat - posted) * cpb,
-        latency_bound_cycles=compulsory * mem.latency_cycles / slots)
+    return cycles, compute
 
 
 def _posted_bytes(calls: tuple[CachedCall, ...], n: int, core: Core, repeat: int) -> int:

@@ -233,15 +233,7 @@ def vecexpf_max(
         xin = np.where(b_max, F32(127.0), xin)
         xin = maxf(xin, F32(-128.0))
 
-        t = _trunc_q(xin, 24)  # Q24, int32 range
-        w = _mul_q30_via_16bit_halves(t, INVLN2_Q30)  # Q24 * Q30 -> Q54, int64
-        # IVP_PACKVRNRN_2X64W(W, 22): arithmetic shift, low 32 bits (Q54 -> Q32 fraction);
-        # IVP_SRLIN_2X32U(., 1): logical shift to an unsigned Q31 in [0, 2^31).
-        exp_fract = ((w >> 22) & _MASK32) >> 1
-        # IVP_PACKHN_2X64W(W): bits 63..32 (Q54 -> Q22); IVP_SRLIN_2X32(., 22): logical shift.
-        # For negative exponents this yields k + 1024 instead of k; the extra 1024 becomes 512 in
-        # each half below and 512 << 23 falls off the 32-bit lane, so the scales are exact.
-        exp_int = ((w >> 32) & _MASK32) >> 22
+        exp_fract, exp_int = _log2_split(xin)
 
         # IVP_FLOATN_2X32(exp_fract, 31): int32 -> float32 (round to nearest), times 2^-31.
         xin = exp_fract.astype(np.int32).astype(F32) * F32(2.0**-31)
@@ -256,14 +248,34 @@ def vecexpf_max(
         p5 = fma_f32(xin2, p3, p5)
         p6 = fma_f32(xin, p5, p6)
 
-        exp_int = (exp_int + 254) & _MASK32
-        e1 = exp_int >> 1
-        e2 = (exp_int - e1) & _MASK32
-        scl1 = ((e1 << 23) & _MASK32).astype(np.uint32).view(F32)
-        scl2 = ((e2 << 23) & _MASK32).astype(np.uint32).view(F32)
-        zout = (p6 * scl1).astype(F32)
-        zout = (zout * scl2).astype(F32)
+        zout = _times_pow2(p6, exp_int)
     return canonical_nan(zout)
+
+
+def _log2_split(xin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``xin`` times invln2 in fixed point, split into the Q31 fraction ``f`` and the integer
+    ``k`` (see :func:`vecexpf_max`)."""
+    t = _trunc_q(xin, 24)  # Q24, int32 range
+    w = _mul_q30_via_16bit_halves(t, INVLN2_Q30)  # Q24 * Q30 -> Q54, int64
+    # IVP_PACKVRNRN_2X64W(W, 22): arithmetic shift, low 32 bits (Q54 -> Q32 fraction);
+    # IVP_SRLIN_2X32U(., 1): logical shift to an unsigned Q31 in [0, 2^31).
+    exp_fract = ((w >> 22) & _MASK32) >> 1
+    # IVP_PACKHN_2X64W(W): bits 63..32 (Q54 -> Q22); IVP_SRLIN_2X32(., 22): logical shift.
+    # For negative exponents this yields k + 1024 instead of k; the extra 1024 becomes 512 in
+    # each half below and 512 << 23 falls off the 32-bit lane, so the scales are exact.
+    exp_int = ((w >> 32) & _MASK32) >> 22
+    return exp_fract, exp_int
+
+
+def _times_pow2(p6: np.ndarray, exp_int: np.ndarray) -> np.ndarray:
+    """``p6 * 2^k`` as two float32 scales ``2^(e1-127) * 2^(e2-127)``, ``e1 + e2 = k + 254``."""
+    exp_int = (exp_int + 254) & _MASK32
+    e1 = exp_int >> 1
+    e2 = (exp_int - e1) & _MASK32
+    scl1 = ((e1 << 23) & _MASK32).astype(np.uint32).view(F32)
+    scl2 = ((e2 << 23) & _MASK32).astype(np.uint32).view(F32)
+    zout = (p6 * scl1).astype(F32)
+    return (zout * scl2).astype(F32)
 
 
 def vecmul(x: np.ndarray, scalar: float | np.ndarray) -> np.ndarray:
