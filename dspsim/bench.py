@@ -46,6 +46,7 @@ from typing import Any
 
 import simpy
 
+from dspsim.bench_report import print_report, print_workload
 from dspsim.config import load_model
 from dspsim.run import simulate
 
@@ -93,8 +94,6 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
                   baseline: str | None = None, workload_seconds: float = 0.0,
                   reference_seconds: float = 2.0, workload_cores: int = 1,
                   workload_jobs: int = 2) -> dict[str, Any]:
-    from dspsim.ops import get_op, op_names
-
     model = load_model()
     out: dict[str, Any] = {
         "machine": f"{platform.machine()} {platform.python_implementation()} "
@@ -102,28 +101,8 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
         "n": n,
         "runs": [],
     }
-    for op in op_names():
-        shape = (n,) if get_op(op).ndim == 1 else get_op(op).default_shape
-        for variant in get_op(op).variants:
-            for fidelity, elide in (("burst", False), ("burst", True), ("tile", True)):
-                for data in (False, True):
-                    run = functools.partial(simulate, model, op, variant, shape=shape, data=data,
-                                            fidelity=fidelity, elide=elide)
-                    out["runs"].append({
-                        "op": op, "variant": variant, "shape": list(shape),
-                        "engine": fidelity if fidelity == "tile" else
-                        ("burst" if elide else "burst, no elision"),
-                        "data": data, **_measured(repeat, run),
-                    })
-    walls = {(r["op"], r["variant"], r["engine"], r["data"]): r["wall_s"] for r in out["runs"]}
-    out["tile_speedup"] = {
-        f"{op} {v}": walls[(op, v, "burst", False)] / walls[(op, v, "tile", False)]
-        for (op, v, e, d) in walls if e == "tile" and not d
-    }
-    out["tile_vs_reference"] = {
-        f"{op} {v}": walls[(op, v, "burst, no elision", False)] / walls[(op, v, "tile", False)]
-        for (op, v, e, d) in walls if e == "tile" and not d
-    }
+    out["runs"] = engine_runs(model, n, repeat)
+    out.update(tile_speedups(out["runs"]))
     out["elision"] = elision_speedup(model, elision_n, repeat)
     out["row_runs"] = row_run_speedup(model, repeat, baseline)
     if stream_n:
@@ -138,6 +117,45 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
                                         jobs=workload_jobs,
                                         baseline=baseline)
     return out
+
+
+def engine_runs(model: Any, n: int, repeat: int) -> list[dict[str, Any]]:
+    """Every variant of every op at ``n`` (or its default shape), on each engine (burst, burst
+    without elision, tile), values off and on."""
+    from dspsim.ops import get_op, op_names
+
+    runs = []
+    for op in op_names():
+        shape = (n,) if get_op(op).ndim == 1 else get_op(op).default_shape
+        for variant in get_op(op).variants:
+            for fidelity, elide in (("burst", False), ("burst", True), ("tile", True)):
+                for data in (False, True):
+                    run = functools.partial(simulate, model, op, variant, shape=shape, data=data,
+                                            fidelity=fidelity, elide=elide)
+                    runs.append({
+                        "op": op, "variant": variant, "shape": list(shape),
+                        "engine": fidelity if fidelity == "tile" else
+                        ("burst" if elide else "burst, no elision"),
+                        "data": data, **_measured(repeat, run),
+                    })
+    return runs
+
+
+def tile_speedups(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per op and variant, values off: the tile engine's speed-up over burst, with and without
+    event elision."""
+    walls = {(r["op"], r["variant"], r["engine"], r["data"]): r["wall_s"] for r in runs}
+    return {
+        "tile_speedup": {
+            f"{op} {v}": walls[(op, v, "burst", False)] / walls[(op, v, "tile", False)]
+            for (op, v, e, d) in walls if e == "tile" and not d
+        },
+        "tile_vs_reference": {
+            f"{op} {v}": walls[(op, v, "burst, no elision", False)]
+            / walls[(op, v, "tile", False)]
+            for (op, v, e, d) in walls if e == "tile" and not d
+        },
+    }
 
 
 def elision_speedup(model: Any, n: int, repeat: int) -> list[dict[str, Any]]:
@@ -328,14 +346,6 @@ def _workload_on_baseline(root: str, cameras: int, cores: int, seconds: float, t
             "speedup_over_baseline": extrapolated / full["wall_s"]}
 
 
-def _over_baseline(w: dict[str, Any]) -> str:
-    text = f"{w['speedup_over_baseline']:,.1f}x faster here"
-    if "jobs_wall_s" in w:
-        text += (f" in one process, {w['baseline_extrapolated_wall_s'] / w['jobs_wall_s']:,.1f}x "
-                 f"in {w['jobs']} parts at once")
-    return text
-
-
 def cli_wall(repeat: int) -> dict[str, Any]:
     """Wall time of ``dspsim run --json`` and of a bare interpreter importing numpy and simpy
     (what any run pays), run alternately, best of ``repeat`` each."""
@@ -421,98 +431,12 @@ def memory_peaks(elements: int) -> list[dict[str, Any]]:
     return rows
 
 
-def print_report(b: dict[str, Any]) -> None:
-    print(f"machine: {b['machine']}")
-    print(f"{'op':<10} {'variant':<9} {'engine':<18} {'data':<5} {'wall_s':>8} {'events':>8} "
-          f"{'events_per_s':>13} {'bare_per_s':>11} {'vs_bare':>8}")
-    for r in b["runs"]:
-        print(f"{r['op']:<10} {r['variant']:<9} {r['engine']:<18} "
-              f"{'on' if r['data'] else 'off':<5} {r['wall_s']:>8.4f} {r['events']:>8,} "
-              f"{r['events_per_s']:>13,.0f} {r['bare_simpy_events_per_s']:>11,.0f} "
-              f"{r['ratio_to_bare_simpy']:>8.2f}")
-    for k, s in b["tile_speedup"].items():
-        print(f"tile fidelity speed-up per point over burst, {k}: {s:.1f}x")
-    for k, s in b["tile_vs_reference"].items():
-        print(f"tile fidelity speed-up per point over burst without elision, {k}: {s:.1f}x")
-    for row in b.get("streaming", []):
-        line = (f"streaming ping-pong, data off, n = {row['n']:,}, {row['fidelity']}: "
-                f"{row['this_wall_s']:.3f} s, {row['this_events']:,} events")
-        if "baseline_wall_s" in row:
-            line += (f"; baseline {row['baseline_wall_s']:.3f} s, {row['baseline_events']:,} "
-                     f"events: {row['speedup']:.2f}x"
-                     f"{'' if row['same_cycles'] else ' (CYCLES DIFFER)'}")
-        print(line)
-    for e in b["elision"]:
-        print(f"event elision, burst pingpong n = {e['n']:,}, data {'on' if e['data'] else 'off'}:"
-              f" {e['reference_events']:,} -> {e['elided_events']:,} events, "
-              f"{e['reference_wall_s']:.3f} s -> {e['elided_wall_s']:.3f} s ({e['speedup']:.2f}x)")
-    for e in b.get("row_runs", []):
-        print(f"alike rows booked at once, {e['op']} direct {'x'.join(map(str, e['shape']))}, "
-              f"data off: {e['wall_s']:.2f} s ({e['events']:,} events); the reference engine "
-              f"simulating every row: {e['reference_wall_s_scaled']:,.0f} s (scaled from "
-              f"{e['reference_rows']:,} rows; {'identical' if e['identical'] else 'DIFFERENT'}"
-              f" results there): {e['speedup']:,.0f}x")
-        if "baseline_wall_s_scaled" in e:
-            print(f"  the baseline on the same rows: {e['baseline_wall_s_scaled']:,.1f} s "
-                  f"(scaled): {e['speedup_over_baseline']:,.0f}x faster here")
-    cli = b["cli"]
-    print(f"dspsim run --json: {cli['run_json_wall_s']:.3f} s wall (a bare python importing numpy "
-          f"and simpy: {cli['bare_python_wall_s']:.3f} s)")
-    for m in b.get("memory", []):
-        if "refused" in m:
-            print(f"peak RSS, {m['op']} {m['variant']} shape "
-                  f"{'x'.join(map(str, m['shape']))}: not run ({m['refused']})")
-            continue
-        print(f"peak RSS, values on, {m['op']} {m['variant']} shape "
-              f"{'x'.join(map(str, m['shape']))}: {m['peak_rss_bytes'] / 2**20:,.0f} MiB "
-              f"(input + output {m['arrays_bytes'] / 2**20:,.0f} MiB; target <= "
-              f"{m['target_bytes'] / 2**20:,.0f} MiB{'' if m['within_target'] else ': OVER'})")
-    if "sweep" in b:
-        sw = b["sweep"]
-        print(f"sweep of {sw['points']:,} points (tile fidelity, --jobs 2): {sw['wall_s']:.1f} s, "
-              f"{sw['points_per_s']:.0f} points/s{_spread(sw)}")
-    if "sweep_dask" in b:
-        sw = b["sweep_dask"]
-        print(f"the same sweep on a local dask cluster of 2 workers (start-up included, small "
-              f"points batched): {sw['wall_s']:.1f} s, {sw['points_per_s']:.0f} points/s"
-              f"{_spread(sw)}")
-    if "workload" in b:
-        print_workload(b["workload"])
-
-
-def print_workload(w: dict[str, Any]) -> None:
-    print(f"camera workload, {w['cameras']} cameras at 30 fps + a 10 Hz LayerNorm on "
-          f"{w['cores']} core(s), {w['seconds']:,g} s ({w['tasks']:,} tasks), data path off: "
-          f"{w['wall_s']:.1f} s wall with reuse ({w['reused_tasks']:,} tasks reused, "
-          f"{w['episodes']:,} episode(s) simulated)")
-    print(f"  simulating every task (reuse off): {w['reference_wall_s']:.1f} s for "
-          f"{w['reference_seconds']:,g} s ({w['reference_tasks']:,} tasks), extrapolated by "
-          f"tasks to {w['reference_extrapolated_wall_s']:,.0f} s for {w['seconds']:,g} s "
-          f"({w['speedup']:,.0f}x); task tables over {w['reference_seconds']:,g} s "
-          f"{'identical' if w['identical_over_reference'] else 'DIFFERENT'}")
-    if "jobs_wall_s" in w:
-        print(f"  in {w['jobs']} parts at once (jobs={w['jobs']}, worker processes): "
-              f"{w['jobs_wall_s']:.1f} s wall; task table "
-              f"{'identical' if w['jobs_identical'] else 'DIFFERENT'} to the one run's")
-    if "baseline_wall_s" in w:
-        print(f"  baseline (every task simulated): {w['baseline_wall_s']:.1f} s for "
-              f"{w['reference_seconds']:,g} s, extrapolated to "
-              f"{w['baseline_extrapolated_wall_s']:,.0f} s: {_over_baseline(w)}")
-
-
 def checkout(text: str) -> str:
     """An argparse type: the root of a dspsim checkout (a folder holding ``dspsim/run.py``)."""
     if not (Path(text) / "dspsim" / "run.py").is_file():
         raise argparse.ArgumentTypeError(f"{text!r} is not a dspsim checkout (no "
                                          "dspsim/run.py in it); give the folder holding dspsim/")
     return str(Path(text).resolve())
-
-
-def _spread(sweep: dict[str, Any]) -> str:
-    walls = sweep.get("walls_s", [])
-    if len(walls) < 2:
-        return ""
-    return f" (best of {len(walls)}, run alternately; median {sweep['median_wall_s']:.1f} s)"
 
 
 def out_file(text: str) -> str:
