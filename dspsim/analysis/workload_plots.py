@@ -147,6 +147,11 @@ def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges,
     ax.set_yticks(range(ncores), [run.core_names[ncores - 1 - y] for y in range(ncores)],
                   fontsize=9)
     ax.set_ylim(-0.6, ncores - 0.4)
+    return _core_lanes_note(div, occupancy, edges)
+
+
+def _core_lanes_note(div: float, occupancy: bool, edges: np.ndarray) -> str:
+    """How the core lanes were drawn: one bar per task, or each stream's busy share per bin."""
     unit = "ms" if div == 1000.0 else "us"
     if occupancy:
         return (f"core lanes: busy share per {edges[1] - edges[0]:,.1f}-{unit} bin, stacked by "
@@ -347,73 +352,23 @@ def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
     clock = run.model.core.clock_mhz
     to_ns = _Clock(clock).ns  # cycles -> whole cycles -> integer ns, as the run trace does
     ev: list[dict[str, Any]] = []
-
-    def meta(pid, tid, kind, name, sort=None):
-        ev.append({"ph": "M", "pid": pid, "tid": tid, "name": kind, "args": {"name": name}})
-        if sort is not None:
-            ev.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index",
-                       "args": {"sort_index": sort}})
-
-    meta(1, 0, "process_name", "DSP cores")
-    meta(2, 0, "process_name", "host streams")
+    _meta(ev, 1, 0, "process_name", "DSP cores")
+    _meta(ev, 2, 0, "process_name", "host streams")
     core_tid = {c: k + 1 for k, c in enumerate(run.core_names)}
     for c, tid in core_tid.items():
-        meta(1, tid, "thread_name", c, tid)
-    op_start = to_ns(tasks["start_cycle"])  # the task on its core: its op's span
-    op_end = to_ns(tasks["core_end_cycle"])
-    submit = to_ns(tasks["submit_cycle"])
-    done = to_ns(tasks["done_cycle"])
-    stream = tasks["stream"].astype(str).tolist()
-    index = tasks["index"].to_numpy().astype(np.int64).tolist()
-    # Python's round (correctly rounded), not numpy's (scaled, off by an ulp at times)
-    latency = [round(v, 3) for v in tasks["latency_us"].to_numpy(float).tolist()]
-    core = tasks["core"].astype(str).tolist()
-    missed = tasks["missed"].to_numpy(bool).tolist()
-    wait = [round(v, 3)
-            for v in (tasks["start_us"] - tasks["queued_us"]).to_numpy(float).tolist()]
-    priority = tasks["priority"].to_numpy().astype(np.int64).tolist()
-    backend = tasks["backend"].tolist()
-    op_cycles = tasks["op_cycles"].to_numpy().astype(np.int64).tolist()
+        _meta(ev, 1, tid, "thread_name", c, tid)
+    col = _task_columns(tasks)
     ev += _slices(
-        1, np.array([core_tid[c] for c in core], int), op_start, op_end, stream, "task",
+        1, np.array([core_tid[c] for c in col["core"]], int), to_ns(tasks["start_cycle"]),
+        to_ns(tasks["core_end_cycle"]), col["stream"], "task",  # the task on its core: its op
         [{"stream": s, "index": i, "priority": p, "backend": b, "latency_us": lat,
           "wait_us": w, "op_cycles": o, "missed": m}
-         for s, i, p, b, lat, w, o, m in zip(stream, index, priority, backend, latency, wait,
-                                             op_cycles, missed)])
-    stream_arr = tasks["stream"].to_numpy()
-    tid = 1
-    for s in run.workload.streams:
-        idx = np.flatnonzero(stream_arr == s.name)
-        lanes = assign_lanes(submit[idx], done[idx]) if len(idx) else np.zeros(0, int)
-        used = int(lanes.max()) + 1 if len(lanes) else 0
-        for lane in range(used):
-            name = s.name if lane == 0 else f"{s.name} ({lane + 1})"
-            meta(2, tid + lane, "thread_name", name, tid + lane)
-        j = idx.tolist()
-        ev += _slices(
-            2, tid + lanes, submit[idx], done[idx],
-            [f"{s.name}#{index[k]}" for k in j], "latency",
-            [{"latency_us": latency[k], "core": core[k], "missed": missed[k]} for k in j])
-        tid += max(used, 1)
-    t, q = _queue_steps(run)
-    last = {}
-    for a, b in zip(to_ns(t), q):
-        last[int(a)] = int(b)  # one sample per nanosecond: the state it ends in
-    for a, b in last.items():
-        ev.append({"ph": "C", "pid": 1, "tid": 0, "name": "queue (tasks waiting)",
-                   "ts": float(_us(a)), "args": {"tasks": b}})
-    label = memory_label_of(run)
-    ddr_note = f"no {label} profile"
-    if run.ddr is not None and run.end_cycle > 0:
-        bins = int(min(MAX_DDR_COUNTER_BINS, max(1, run.end_cycle / clock // 10)))
-        edges = np.linspace(0.0, run.end_cycle, bins + 1)
-        d = run.ddr
-        util = 100.0 * binned_mean(d["start"], d["end"], d["share"], edges)
-        for a, u in zip(_us(to_ns(edges[:-1])), util):
-            ev.append({"ph": "C", "pid": 1, "tid": 0, "name": f"{label} data path (%)",
-                       "ts": float(a), "args": {"busy": round(float(min(u, 100.0)), 2)}})
-        ddr_note = (f"{label} data path: time-weighted mean per bin of "
-                    f"{run.end_cycle / bins:,.0f} cycles")
+         for s, i, p, b, lat, w, o, m in zip(*(col[k] for k in (
+             "stream", "index", "priority", "backend", "latency", "wait", "op_cycles",
+             "missed")))])
+    _stream_events(ev, run, tasks, col, to_ns)
+    _queue_events(ev, run, to_ns)
+    ddr_note = _memory_events(ev, run, to_ns)
     return {
         "traceEvents": ev,
         "displayTimeUnit": "ms",
@@ -428,6 +383,86 @@ def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
             "ddr_counter": ddr_note,
         },
     }
+
+
+def _meta(ev: list[dict[str, Any]], pid: int, tid: int, kind: str, name: str,
+          sort: int | None = None) -> None:
+    """A process's or thread's name (and a thread's place) as metadata events."""
+    ev.append({"ph": "M", "pid": pid, "tid": tid, "name": kind, "args": {"name": name}})
+    if sort is not None:
+        ev.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index",
+                   "args": {"sort_index": sort}})
+
+
+def _task_columns(tasks: pd.DataFrame) -> dict[str, list[Any]]:
+    """The task table's columns the trace's arguments show, as plain Python values."""
+    return {
+        "stream": tasks["stream"].astype(str).tolist(),
+        "index": tasks["index"].to_numpy().astype(np.int64).tolist(),
+        # Python's round (correctly rounded), not numpy's (scaled, off by an ulp at times)
+        "latency": [round(v, 3) for v in tasks["latency_us"].to_numpy(float).tolist()],
+        "core": tasks["core"].astype(str).tolist(),
+        "missed": tasks["missed"].to_numpy(bool).tolist(),
+        "wait": [round(v, 3)
+                 for v in (tasks["start_us"] - tasks["queued_us"]).to_numpy(float).tolist()],
+        "priority": tasks["priority"].to_numpy().astype(np.int64).tolist(),
+        "backend": tasks["backend"].tolist(),
+        "op_cycles": tasks["op_cycles"].to_numpy().astype(np.int64).tolist(),
+    }
+
+
+def _stream_events(ev: list[dict[str, Any]], run: Any, tasks: pd.DataFrame,
+                   col: dict[str, list[Any]], to_ns: Any) -> None:
+    """Each stream's tasks from submission to completion, as many lanes (threads) as tasks of
+    the stream overlap."""
+    submit = to_ns(tasks["submit_cycle"])
+    done = to_ns(tasks["done_cycle"])
+    index, latency, core, missed = col["index"], col["latency"], col["core"], col["missed"]
+    stream_arr = tasks["stream"].to_numpy()
+    tid = 1
+    for s in run.workload.streams:
+        idx = np.flatnonzero(stream_arr == s.name)
+        lanes = assign_lanes(submit[idx], done[idx]) if len(idx) else np.zeros(0, int)
+        used = int(lanes.max()) + 1 if len(lanes) else 0
+        for lane in range(used):
+            name = s.name if lane == 0 else f"{s.name} ({lane + 1})"
+            _meta(ev, 2, tid + lane, "thread_name", name, tid + lane)
+        j = idx.tolist()
+        ev += _slices(
+            2, tid + lanes, submit[idx], done[idx],
+            [f"{s.name}#{index[k]}" for k in j], "latency",
+            [{"latency_us": latency[k], "core": core[k], "missed": missed[k]} for k in j])
+        tid += max(used, 1)
+
+
+def _queue_events(ev: list[dict[str, Any]], run: Any, to_ns: Any) -> None:
+    """The queue's length as a counter, one sample per nanosecond (the state it ends in)."""
+    t, q = _queue_steps(run)
+    last = {}
+    for a, b in zip(to_ns(t), q):
+        last[int(a)] = int(b)
+    for a, b in last.items():
+        ev.append({"ph": "C", "pid": 1, "tid": 0, "name": "queue (tasks waiting)",
+                   "ts": float(_us(a)), "args": {"tasks": b}})
+
+
+def _memory_events(ev: list[dict[str, Any]], run: Any, to_ns: Any) -> str:
+    """The host memory's data path busy share per bin as a counter; the note saying how it was
+    sampled."""
+    clock = run.model.core.clock_mhz
+    label = memory_label_of(run)
+    ddr_note = f"no {label} profile"
+    if run.ddr is not None and run.end_cycle > 0:
+        bins = int(min(MAX_DDR_COUNTER_BINS, max(1, run.end_cycle / clock // 10)))
+        edges = np.linspace(0.0, run.end_cycle, bins + 1)
+        d = run.ddr
+        util = 100.0 * binned_mean(d["start"], d["end"], d["share"], edges)
+        for a, u in zip(_us(to_ns(edges[:-1])), util):
+            ev.append({"ph": "C", "pid": 1, "tid": 0, "name": f"{label} data path (%)",
+                       "ts": float(a), "args": {"busy": round(float(min(u, 100.0)), 2)}})
+        ddr_note = (f"{label} data path: time-weighted mean per bin of "
+                    f"{run.end_cycle / bins:,.0f} cycles")
+    return ddr_note
 
 
 def write_workload_trace(run: Any, tasks: pd.DataFrame, path: str | Path) -> Path:
