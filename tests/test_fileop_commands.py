@@ -107,3 +107,18 @@ def test_a_saved_run_of_a_files_op_reports_with_the_file(tmp_path, capsys):
     assert "unknown table [scale_bias]" in capsys.readouterr().err
     assert main(["report", str(saved), "--op-file", str(SCALE_BIAS)]) == 0
     assert "20,961 cycles" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "--n", "100", "--save"],
+    ["calibrate", "--measured", "scale_bias:direct,n=1000=25000", "--free",
+     "ddr.latency_cycles", "--out"],
+])
+def test_an_output_never_replaces_the_op_file(tmp_path, capsys, command):
+    """The op file was overwritten by --save or calibrate's --out given its name."""
+    path = tmp_path / ("op.json" if "--save" in command else "op.toml")
+    path.write_text(SCALE_BIAS.read_text())
+    assert main([command[0], "--op-file", str(path), *command[1:], str(path)]) == 2
+    assert "is --op-file" in capsys.readouterr().err
+    assert path.read_text() == SCALE_BIAS.read_text()
+    unload_op_file(path)

@@ -279,10 +279,11 @@ def check_outputs_not_inputs(args: argparse.Namespace,
                              outputs: list[tuple[str, str | Path | None]],
                              inputs: list[tuple[str, str | Path | None]] = ()) -> None:
     """Refuse, before any work, an output of the command that is one of its input files
-    (``inputs``, and every model file it reads): one line, exit 2."""
+    (``inputs``, every model file it reads and its ``--op-file`` files): one line, exit 2."""
     from dspsim.paths import check_not_inputs
 
-    check_not_inputs(outputs, [*inputs, *model_inputs(args)])
+    op_files = [("--op-file", f) for f in getattr(args, "op_file", None) or []]
+    check_not_inputs(outputs, [*inputs, *model_inputs(args), *op_files])
 
 
 # a list of more records than this is written one record a line (json's C encoder)
