@@ -225,17 +225,8 @@ def collect(platform: Platform, program: HostProgram, task: Task, wall_s: float)
     origin, cycles = task.op_start_cycle, int(round(task.op_cycles))
     stats = platform.stats()
     core = stats[dsp.name]
-    busy = dsp.stats_at_stop  # every engine's busy cycles when the op stopped its timer
     ports = {name: stats[name] for name in platform.memories}
-    hazards = ctx.accesses.hazards(origin=origin)
-    if ctx.accesses.dropped:
-        platform.warn(
-            "hazards_not_listed",
-            f"{ctx.accesses.dropped:,} more data hazards than the {len(hazards):,} listed "
-            "(the earliest are kept; the count is the number not listed)",
-            ctx.accesses.dropped,
-            severity="info",
-        )
+    hazards = _listed_hazards(platform, origin)
     out = program.array(program.output).copy() if ctx.data else None
     logs = platform.port_logs()
     host_log = logs[platform.host_memory.name]
@@ -245,6 +236,51 @@ def collect(platform: Platform, program: HostProgram, task: Task, wall_s: float)
         shape=program.shape,
         cycles=cycles,
         time_us=cycles / model.core.clock_mhz,
+        **_engine_counts(dsp, core, ports),
+        passes=dsp.passes.view(FromOrigin(origin)),
+        events=events_scheduled(platform.env),
+        wall_s=wall_s,
+        manifest=manifest(model),
+        warnings=list(platform.warnings.values()),
+        core=dsp.name,
+        rpc_cycles=int(round(task.finished_cycle - task.submitted_cycle - task.op_cycles)),
+        hazards=hazards,
+        output=(program.op.output_summary(out, program.array(program.input),
+                                          model.params(program.op.name))
+                if ctx.data else None),
+        output_array=out,
+        trace_table=ctx.recorder.table().shifted(origin) if ctx.recorder.enabled else None,
+        port_log=host_log,
+        port_logs=logs,
+        dcache=core.get("dcache"),
+        model=model,
+        origin_cycle=origin,
+        trace_cut_cycle=_relative(ctx.recorder.cut_cycle, origin),
+        port_log_cut_cycle=_relative(getattr(host_log, "cut_cycle", None), origin),
+    )
+
+
+def _listed_hazards(platform: Platform, origin: float) -> list[dict[str, Any]]:
+    """The data hazards from the op's timer start, with a warning counting those not listed."""
+    accesses = platform.ctx.accesses
+    hazards = accesses.hazards(origin=origin)
+    if accesses.dropped:
+        platform.warn(
+            "hazards_not_listed",
+            f"{accesses.dropped:,} more data hazards than the {len(hazards):,} listed "
+            "(the earliest are kept; the count is the number not listed)",
+            accesses.dropped,
+            severity="info",
+        )
+    return hazards
+
+
+def _engine_counts(dsp: Any, core: dict[str, Any],
+                   ports: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The Result's per-engine fields: bytes per memory and way, busy and stall cycles, each
+    engine's kind, each memory's own counters."""
+    busy = dsp.stats_at_stop  # every engine's busy cycles when the op stopped its timer
+    return dict(
         bytes={f"{m}_{way}": p[f"{way}_bytes"] for m, p in ports.items()
                for way in ("read", "write")},
         # busy within the op's timer span (PROF): traffic still crossing after it (a copy
@@ -257,29 +293,9 @@ def collect(platform: Platform, program: HostProgram, task: Task, wall_s: float)
             "idma_out": int(round(core["idma_wait_cycles"]["wait_out"])),
         },
         ddr_contention_cycles=int(round(sum(p["contention_cycles"] for p in ports.values()))),
-        passes=dsp.passes.view(FromOrigin(origin)),
-        events=events_scheduled(platform.env),
-        wall_s=wall_s,
-        manifest=manifest(model),
-        warnings=list(platform.warnings.values()),
         engines={dsp.name: "core", **{ch.name: "idma" for ch in dsp.idma},
                  **{m: MEMORY_KIND for m in ports}},
-        core=dsp.name,
-        rpc_cycles=int(round(task.finished_cycle - task.submitted_cycle - task.op_cycles)),
-        hazards=hazards,
-        output=(program.op.output_summary(out, program.array(program.input),
-                                          model.params(program.op.name))
-                if ctx.data else None),
-        output_array=out,
-        trace_table=ctx.recorder.table().shifted(origin) if ctx.recorder.enabled else None,
-        port_log=host_log,
-        port_logs=logs,
         memories={m: {k: int(round(v)) for k, v in p.items()} for m, p in ports.items()},
-        dcache=core.get("dcache"),
-        model=model,
-        origin_cycle=origin,
-        trace_cut_cycle=_relative(ctx.recorder.cut_cycle, origin),
-        port_log_cut_cycle=_relative(getattr(host_log, "cut_cycle", None), origin),
     )
 
 
