@@ -184,6 +184,41 @@ def load_run(path: str | Path) -> Result:
     from dspsim.run import JSON_FIELDS, Result
 
     p = Path(path)
+    doc, version = _read_document(p)
+    try:
+        model = _model(doc["model"], p, version)
+        if version == 1:
+            _upgrade_v1(doc, model)
+        _one_memory_fields(doc, model)
+        check_document(doc, model)
+        trace = TraceTable(doc["trace"], doc.get("trace_rows_dropped", 0))
+        origin = float(doc["origin_cycle"])
+        port_log, port_logs = _port_logs(doc, model, origin)
+        r = doc["result"]
+        init = {f.name for f in dataclasses.fields(Result) if f.init}
+        values = {k: r[k] for k in JSON_FIELDS if k in init and k in r}
+        values["shape"] = tuple(int(d) for d in values["shape"])
+        values["output"] = summary_from_json(values.get("output"))
+        return Result(
+            **values,
+            trace_table=trace,
+            port_log=port_log,
+            port_logs=port_logs,
+            model=model,
+            origin_cycle=origin,
+            **{k: None if doc.get(k) is None else float(doc[k]) for k in CUT_FIELDS},
+        )
+    except DspsimInputError:
+        raise
+    except _MalformedError as e:
+        raise _not_a_run(p, str(e)) from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise _not_a_run(p, f"missing or malformed field: {e}") from None
+
+
+def _read_document(p: Path) -> tuple[dict[str, Any], int]:
+    """The saved run's JSON document and its format version: a regular file of at most
+    ``MAX_RUN_BYTES``, JSON, tagged as a saved run, of a version this dspsim reads."""
     try:
         mode = os.stat(p).st_mode
     except OSError:
@@ -207,45 +242,25 @@ def load_run(path: str | Path) -> Result:
             f"{str(p)!r}: saved-run format version {version!r}; this dspsim reads versions "
             f"{readable}"
         )
-    try:
-        model = _model(doc["model"], p, version)
-        if version == 1:
-            _upgrade_v1(doc, model)
-        _one_memory_fields(doc, model)
-        check_document(doc, model)
-        trace = TraceTable(doc["trace"], doc.get("trace_rows_dropped", 0))
-        origin = float(doc["origin_cycle"])
-        port = doc["port_log"]
-        port_log = None if port is None else PortLog.from_columns(port)
-        if port_log is not None and doc.get("port_log_cut_cycle") is not None:
-            port_log.cut_cycle = float(doc["port_log_cut_cycle"]) + origin
-        port_logs = {m: None for m, k in doc["result"]["engines"].items() if k == MEMORY_KIND}
-        port_logs[model.host.memory] = port_log
-        cuts = doc.get("port_log_cut_cycles") or {}
-        for m, columns in (doc.get("port_logs") or {}).items():
-            if columns is not None:
-                log = port_logs[m] = PortLog.from_columns(columns)
-                log.cut_cycle = None if m not in cuts else float(cuts[m]) + origin
-        r = doc["result"]
-        init = {f.name for f in dataclasses.fields(Result) if f.init}
-        values = {k: r[k] for k in JSON_FIELDS if k in init and k in r}
-        values["shape"] = tuple(int(d) for d in values["shape"])
-        values["output"] = summary_from_json(values.get("output"))
-        return Result(
-            **values,
-            trace_table=trace,
-            port_log=port_log,
-            port_logs=port_logs,
-            model=model,
-            origin_cycle=origin,
-            **{k: None if doc.get(k) is None else float(doc[k]) for k in CUT_FIELDS},
-        )
-    except DspsimInputError:
-        raise
-    except _MalformedError as e:
-        raise _not_a_run(p, str(e)) from None
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
-        raise _not_a_run(p, f"missing or malformed field: {e}") from None
+    return doc, version
+
+
+def _port_logs(doc: dict[str, Any], model: HardwareModel,
+               origin: float) -> tuple[PortLog | None, dict[str, PortLog | None]]:
+    """The host memory's port log, and every memory's log (None where none was saved), each
+    with the cycle its ``--trace-limit`` cut it at."""
+    port = doc["port_log"]
+    port_log = None if port is None else PortLog.from_columns(port)
+    if port_log is not None and doc.get("port_log_cut_cycle") is not None:
+        port_log.cut_cycle = float(doc["port_log_cut_cycle"]) + origin
+    port_logs = {m: None for m, k in doc["result"]["engines"].items() if k == MEMORY_KIND}
+    port_logs[model.host.memory] = port_log
+    cuts = doc.get("port_log_cut_cycles") or {}
+    for m, columns in (doc.get("port_logs") or {}).items():
+        if columns is not None:
+            log = port_logs[m] = PortLog.from_columns(columns)
+            log.cut_cycle = None if m not in cuts else float(cuts[m]) + origin
+    return port_log, port_logs
 
 
 def _model(m: dict[str, Any], p: Path, version: int) -> HardwareModel:

@@ -129,7 +129,21 @@ def check_document(doc: dict[str, Any], model: HardwareModel | None = None) -> N
     bad one. The model is checked by :func:`dspsim.config.build_model` (see ``_model``);
     ``model``, the document's, checks what depends on it (its memories, its host memory, its
     data cache)."""
-    from dspsim.ops import get_op
+    r = _check_fields(doc)
+    engines, memories = _check_engines(r, model)
+    names = set(engines)
+    _check_op(r, engines)
+    _check_counts(r, memories, names)
+    _check_memories(r, memories)
+    _check_dcache(r, model)
+    _check_passes(r)
+    _check_origin(doc, r)
+    _check_trace(doc, names)
+    _check_logs(doc, model, memories, names)
+
+
+def _check_fields(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document's and its result's fields are known ones; the result."""
     from dspsim.run import JSON_FIELDS
 
     unknown = sorted(set(doc) - DOCUMENT_KEYS)
@@ -140,17 +154,30 @@ def check_document(doc: dict[str, Any], model: HardwareModel | None = None) -> N
     unknown = sorted(set(r) - set(JSON_FIELDS))
     if unknown:
         raise _MalformedError(f"unknown field result.{unknown[0]!r}")
+    return r
+
+
+def _check_engines(r: dict[str, Any],
+                   model: HardwareModel | None) -> tuple[dict[str, str], list[str]]:
+    """The run's engines, each of a known kind, its memories the model's; the engines and the
+    memories."""
     engines = _typed(r["engines"], dict, "result.engines")
     if not engines:
         raise _MalformedError("result.engines is empty")
     for name, kind in engines.items():
         if kind not in ENGINE_KINDS:
             raise _MalformedError(f"engine {name!r} of kind {kind!r}: expected {ENGINE_KINDS}")
-    names = set(engines)
     memories = [n for n, kind in engines.items() if kind == MEMORY_KIND]
     if model is not None and memories != list(model.memories):
         raise _MalformedError(f"result.engines: memories {memories} are not the model's "
                               f"{list(model.memories)}")
+    return engines, memories
+
+
+def _check_op(r: dict[str, Any], engines: dict[str, str]) -> None:
+    """The op, its variant, its shape (and the older mode and n, when given) and its core."""
+    from dspsim.ops import get_op
+
     try:
         op = get_op(_typed(r["op"], str, "result.op"))
         op.check_variant(_typed(r["variant"], str, "result.variant"))
@@ -169,6 +196,10 @@ def check_document(doc: dict[str, Any], model: HardwareModel | None = None) -> N
         raise _MalformedError(f"result.n = {r['n']!r} is not the product of its shape {shape}")
     if engines.get(r["core"]) != "core":
         raise _MalformedError(f"result.core = {r['core']!r} is not a core among its engines")
+
+
+def _check_counts(r: dict[str, Any], memories: list[str], names: set[str]) -> None:
+    """The run's counts and times, and its bytes, stall and busy cycles per memory or engine."""
     for k in ("cycles", "events", "ddr_contention_cycles"):
         _int(r[k], f"result.{k}")
     _int(r.get("rpc_cycles", 0), "result.rpc_cycles")
@@ -188,8 +219,11 @@ def check_document(doc: dict[str, Any], model: HardwareModel | None = None) -> N
             if name not in allowed:
                 raise _MalformedError(f"result.{k}: {name!r} is not {what}")
             _int(v, f"result.{k}.{name}")
-    _check_memories(r, memories)
-    _check_dcache(r, model)
+
+
+def _check_passes(r: dict[str, Any]) -> None:
+    """The passes (named, none ending before it starts), the warnings and hazards, and the
+    op's summary of its output."""
     for i, ps in enumerate(_typed(r["passes"], list, "result.passes")):
         ps = _typed(ps, dict, f"result.passes[{i}]")
         _typed(ps["name"], str, f"result.passes[{i}].name")
@@ -213,6 +247,11 @@ def check_document(doc: dict[str, Any], model: HardwareModel | None = None) -> N
                 raise _MalformedError(
                     f"result.output.{k} = {_short(v)}: expected a number, true/false, a short "
                     "string or null")
+
+
+def _check_origin(doc: dict[str, Any], r: dict[str, Any]) -> None:
+    """The manifest, the op's timer start, and where each log was cut (never before the
+    run)."""
     _typed(r["manifest"], dict, "result.manifest")
     _num(doc["origin_cycle"], "origin_cycle")
     _int(doc.get("trace_rows_dropped", 0), "trace_rows_dropped")
@@ -221,6 +260,10 @@ def check_document(doc: dict[str, Any], model: HardwareModel | None = None) -> N
             raise _MalformedError(f"{k} = {_short(doc[k])}: before the run began (the op's "
                                   f"timer started at cycle {doc['origin_cycle']:,.0f})")
 
+
+def _check_trace(doc: dict[str, Any], names: set[str]) -> None:
+    """The trace: its columns, of one length, each of its type, engines among the run's, no
+    engine doing two things at once."""
     trace = _typed(doc["trace"], dict, "trace")
     if set(trace) != set(COLUMNS):
         extra = sorted(set(trace) - set(COLUMNS))
@@ -243,6 +286,10 @@ def check_document(doc: dict[str, Any], model: HardwareModel | None = None) -> N
         raise _MalformedError("trace: a row ends before it starts")
     _check_sequential(trace)
 
+
+def _check_logs(doc: dict[str, Any], model: HardwareModel | None, memories: list[str],
+                names: set[str]) -> None:
+    """The host memory's port log, the other memories' logs, and where each was cut."""
     if doc["port_log"] is not None:
         _check_log(doc["port_log"], "port_log", names)
     host = model.host.memory if model is not None else None
