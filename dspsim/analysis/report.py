@@ -35,9 +35,27 @@ def _num(v: Any, digits: int = 0) -> str:
 def report_text(result: Any) -> str:
     """Readable tables: the core's time per pass, engine utilisation, and the tiles."""
     summary = stall_summary(result)
+    engines = RunEngines.of(result)
+    out = _headline(result)
+    out += ["", "where the core's time goes, per pass (cycles, and % of the pass span)"]
+    out += _core_time(result, summary)
+    out += ["", "engine utilisation (busy cycles, % of the op's cycles)"]
+    rows = [
+        [name, _num(e["busy_cycles"]), _num(e["utilisation_pct"], 1)]
+        for name, e in summary["engines"].items()
+    ]
+    out.append(_table(["engine", "busy_cycles", "utilisation_pct"], rows))
+    for port in engines.ports:
+        rate = summary["engines"][port]["achieved_bytes_per_cycle"]
+        out.append(f"{memory_label(port)} achieved {rate:.4f} bytes/cycle over the op")
+    out += _tiles(result, engines)
+    return "\n".join(out)
+
+
+def _headline(result: Any) -> list[str]:
+    """What ran and how long, the output's check, the run's warnings and hazards."""
     model = getattr(result, "model", None)
     clock = f" at {model.core.clock_mhz:g} MHz" if model is not None else ""
-    engines = RunEngines.of(result)
     out = [
         f"{result.op} {result.variant} on {result.core}: {shape_text(result.shape)}, "
         f"{result.cycles:,} cycles = {result.time_us:,.1f} us" + clock,
@@ -53,7 +71,11 @@ def report_text(result: Any) -> str:
         out.append(f"warning [{w['code']}] x{w.get('count', 1)}: {w['message']}")
     for h in getattr(result, "hazards", None) or []:
         out.append(f"hazard: {h['message']}")
-    out += ["", "where the core's time goes, per pass (cycles, and % of the pass span)"]
+    return out
+
+
+def _core_time(result: Any, summary: dict[str, Any]) -> list[str]:
+    """The core's time per pass and in all, and its stalls per memory."""
     headers = ["pass", "span_cycles"] + list(CORE_PARTS)
     rows = []
     for p in summary["per_pass"] + [{"pass": "total"} | summary["total"]]:
@@ -63,47 +85,47 @@ def report_text(result: Any) -> str:
             pct = 100.0 * p[k] / span if span else 0.0
             cells.append(f"{_num(p[k])} ({pct:4.1f}%)")
         rows.append(cells)
-    out.append(_table(headers, rows))
+    out = [_table(headers, rows)]
     stalled = {m: v for m, v in summary["on_memory"].items() if v > 0}
     if stalled:  # the run's own count per memory (the trace's rows do not split a stall)
         out.append("wait_ddr_cycles: the core stalled on " + ", ".join(
             f"{m} {_num(v)} cycles ({100.0 * v / result.cycles if result.cycles else 0.0:.1f}% "
             "of the op)" for m, v in stalled.items()))
-    out += ["", "engine utilisation (busy cycles, % of the op's cycles)"]
-    rows = [
-        [name, _num(e["busy_cycles"]), _num(e["utilisation_pct"], 1)]
-        for name, e in summary["engines"].items()
-    ]
-    out.append(_table(["engine", "busy_cycles", "utilisation_pct"], rows))
-    for port in engines.ports:
-        rate = summary["engines"][port]["achieved_bytes_per_cycle"]
-        out.append(f"{memory_label(port)} achieved {rate:.4f} bytes/cycle over the op")
+    return out
 
+
+_TILE_REPORT_COLUMNS = [
+    "pass",
+    "tile",
+    "buffer",
+    "copy_in_start_cycle",
+    "compute_start_cycle",
+    "compute_end_cycle",
+    "copy_out_end_cycle",
+    "compute_cycles",
+    "dma_cycles",
+    "hidden_dma_cycles",
+    "exposed_dma_cycles",
+]
+
+
+def _tiles(result: Any, engines: RunEngines) -> list[str]:
+    """The tiles' table and their DMA cycles hidden and exposed (nothing for a run without
+    tiles)."""
     tiles = tile_table(result.trace, result.passes, engines)
-    if len(tiles):
-        out += ["", "tiles (cycles; hidden = copy time overlapped by the core's work)"]
-        cols = [
-            "pass",
-            "tile",
-            "buffer",
-            "copy_in_start_cycle",
-            "compute_start_cycle",
-            "compute_end_cycle",
-            "copy_out_end_cycle",
-            "compute_cycles",
-            "dma_cycles",
-            "hidden_dma_cycles",
-            "exposed_dma_cycles",
-        ]
-        rows = [
-            [str(r["pass"]), str(r["tile"]), str(r["buffer"])] + [_num(r[c]) for c in cols[3:]]
-            for _, r in tiles.iterrows()
-        ]
-        out.append(_table(cols, rows))
-        dma, hidden = tiles["dma_cycles"].sum(), tiles["hidden_dma_cycles"].sum()
-        if dma:
-            out.append(
-                f"all tiles: {_num(dma)} DMA cycles, {_num(hidden)} hidden "
-                f"({100.0 * hidden / dma:.2f}%), {_num(dma - hidden)} exposed"
-            )
-    return "\n".join(out)
+    if not len(tiles):
+        return []
+    out = ["", "tiles (cycles; hidden = copy time overlapped by the core's work)"]
+    cols = _TILE_REPORT_COLUMNS
+    rows = [
+        [str(r["pass"]), str(r["tile"]), str(r["buffer"])] + [_num(r[c]) for c in cols[3:]]
+        for _, r in tiles.iterrows()
+    ]
+    out.append(_table(cols, rows))
+    dma, hidden = tiles["dma_cycles"].sum(), tiles["hidden_dma_cycles"].sum()
+    if dma:
+        out.append(
+            f"all tiles: {_num(dma)} DMA cycles, {_num(hidden)} hidden "
+            f"({100.0 * hidden / dma:.2f}%), {_num(dma - hidden)} exposed"
+        )
+    return out
