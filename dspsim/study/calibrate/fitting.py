@@ -10,6 +10,7 @@ from dspsim.config import HardwareModel, load_model
 from dspsim.errors import DspsimInputError
 from dspsim.study.calibrate.identify import (
     Interval,
+    Proposal,
     find_families,
     find_intervals,
     propose_measurement,
@@ -45,18 +46,12 @@ def calibrate(
     points = prob.search()
     best = best_fit(prob, points, tol)
     good = [p for p in points if p.worst <= tol]
+    families = find_families(prob, good)
     intervals: list[Interval] = []
-    edges: list[FitPoint] = []
     determined = False
     proposal = None
-    families = find_families(prob, good)
     if identify:
-        intervals, edges = find_intervals(prob, good, families, tol)
-        determined = bool(intervals) and all(iv.determined for iv in intervals)
-        if propose and good and not determined:
-            prob.progress("calibrate: looking for the separating measurement")
-            members = spanning_members(families, good, edges, params)
-            proposal = propose_measurement(prob, members, len(families))
+        intervals, determined, proposal = _identify(prob, good, families, tol, propose)
     fitted = model.with_overrides(
         {k: (int(round(v)) if is_int_key(k) else v) for k, v in best.values.items()}
     )
@@ -75,6 +70,20 @@ def calibrate(
         proposal=proposal,
         simulations=prob.simulations,
     )
+
+
+def _identify(prob: Problem, good: list[FitPoint], families: list[FitPoint], tol: float,
+              propose: bool) -> tuple[list[Interval], bool, Proposal | None]:
+    """Each free key's interval, whether they determine every key, and (when they do not and
+    ``propose``) the measurement that would separate the good fits."""
+    intervals, edges = find_intervals(prob, good, families, tol)
+    determined = bool(intervals) and all(iv.determined for iv in intervals)
+    proposal = None
+    if propose and good and not determined:
+        prob.progress("calibrate: looking for the separating measurement")
+        members = spanning_members(families, good, edges, prob.free)
+        proposal = propose_measurement(prob, members, len(families))
+    return intervals, determined, proposal
 
 
 @dataclass

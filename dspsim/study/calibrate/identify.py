@@ -98,40 +98,49 @@ def find_intervals(
         for p in prob.cont:
             v = g.values[p.key]
             segments[p.key].append((v, v))
-    out = []
-    for p in prob.free:
-        lo_allowed, hi_allowed = allowed_range(p.key)
-        if p.integer:
-            vals = sorted({int(round(g.values[p.key])) for g in good})
-            grid = sorted(
-                {int(round(v)) for c in prob.combos() for k, v in c.items() if k == p.key}
-            )
-            pos = [grid.index(v) for v in vals]
-            contiguous = pos == list(range(pos[0], pos[-1] + 1))
-            segs = (
-                [(float(vals[0]), float(vals[-1]))]
-                if contiguous
-                else [(float(v), float(v)) for v in vals]
-            )
-            at_search = (vals[0] == p.lo and p.lo > lo_allowed) or (
-                vals[-1] == p.hi and p.hi < hi_allowed
-            )
-            determined = len(vals) == 1 and not at_search
-            out.append(Interval(p.key, vals[0], vals[-1], segs, vals, at_search, determined))
-        else:
-            segs = _merge(segments[p.key])
-            lo, hi = segs[0][0], segs[-1][1]
-            # the profile stopped at the search range, not at a misfit: it may go on beyond
-            at_search = hits[p.key] and (
-                (math.isclose(lo, p.lo, rel_tol=1e-9) and p.lo > lo_allowed)
-                or (math.isclose(hi, p.hi, rel_tol=1e-9) and p.hi < hi_allowed)
-            )
-            # every value searched fits: the measurements do not depend on the key here
-            unconstrained = math.isclose(lo, p.lo, rel_tol=1e-9) and math.isclose(
-                hi, p.hi, rel_tol=1e-9)
-            determined = len(segs) == 1 and not at_search and not unconstrained
-            out.append(Interval(p.key, lo, hi, segs, None, at_search, determined))
+    out = [_integer_interval(prob, p, good) if p.integer
+           else _interval(p, segments[p.key], hits[p.key]) for p in prob.free]
     return out, edge_points
+
+
+def _integer_interval(prob: Problem, p: FreeParam, good: list[FitPoint]) -> Interval:
+    """An integer key's values among the good fits: one segment when they are neighbours on
+    its grid, else each on its own."""
+    lo_allowed, hi_allowed = allowed_range(p.key)
+    vals = sorted({int(round(g.values[p.key])) for g in good})
+    grid = sorted(
+        {int(round(v)) for c in prob.combos() for k, v in c.items() if k == p.key}
+    )
+    pos = [grid.index(v) for v in vals]
+    contiguous = pos == list(range(pos[0], pos[-1] + 1))
+    segs = (
+        [(float(vals[0]), float(vals[-1]))]
+        if contiguous
+        else [(float(v), float(v)) for v in vals]
+    )
+    at_search = (vals[0] == p.lo and p.lo > lo_allowed) or (
+        vals[-1] == p.hi and p.hi < hi_allowed
+    )
+    determined = len(vals) == 1 and not at_search
+    return Interval(p.key, vals[0], vals[-1], segs, vals, at_search, determined)
+
+
+def _interval(p: FreeParam, segments: list[tuple[float, float]], hit: bool) -> Interval:
+    """A continuous key's interval: its profiles' segments merged; ``hit``: a profile stopped
+    at the search range."""
+    lo_allowed, hi_allowed = allowed_range(p.key)
+    segs = _merge(segments)
+    lo, hi = segs[0][0], segs[-1][1]
+    # the profile stopped at the search range, not at a misfit: it may go on beyond
+    at_search = hit and (
+        (math.isclose(lo, p.lo, rel_tol=1e-9) and p.lo > lo_allowed)
+        or (math.isclose(hi, p.hi, rel_tol=1e-9) and p.hi < hi_allowed)
+    )
+    # every value searched fits: the measurements do not depend on the key here
+    unconstrained = math.isclose(lo, p.lo, rel_tol=1e-9) and math.isclose(
+        hi, p.hi, rel_tol=1e-9)
+    determined = len(segs) == 1 and not at_search and not unconstrained
+    return Interval(p.key, lo, hi, segs, None, at_search, determined)
 
 
 def candidate_measurements(

@@ -294,11 +294,9 @@ def parse_measurement(text: str) -> Measurement:
     return Measurement(variant, cycles, shape, settings, op.name)
 
 
-def read_measurements_csv(path: str | Path) -> list[Measurement]:
-    """Measurements from a CSV file: columns cycles and variant (or mode), optional op, n,
-    shape (RxC), and model-key columns."""
-    p = Path(path)
-    text = read_small_text(p, f"measurements file {str(p)!r}", MAX_CSV_BYTES)
+def _csv_rows(p: Path, text: str) -> list[dict[str, Any]]:
+    """The file's rows as the CSV reader reads them: each column named once, at least one row
+    and at most ``MAX_CSV_ROWS``."""
     try:
         header = next(csv.reader(text.splitlines()), [])
     except csv.Error as e:
@@ -318,7 +316,12 @@ def read_measurements_csv(path: str | Path) -> list[Measurement]:
         )
     if len(rows) > MAX_CSV_ROWS:
         raise DspsimInputError(f"{p}: {len(rows):,} measurements; at most {MAX_CSV_ROWS:,}")
-    columns = [c.strip() for c in rows[0].keys() if c is not None]
+    return rows
+
+
+def _check_columns(p: Path, columns: list[str]) -> str:
+    """The columns a measurements file must have, and only known ones (its own or model keys);
+    the name of its variant column."""
     layout = (
         "columns are cycles, variant (or mode), optional op, n, shape (RxC) and model keys "
         "such as ddr.latency_cycles"
@@ -336,6 +339,17 @@ def read_measurements_csv(path: str | Path) -> list[Measurement]:
                 model_field(c)  # unknown key: ConfigError
             except ConfigError as e:
                 raise DspsimInputError(f"{p}: column {c!r}: {e}") from None
+    return variant_col
+
+
+def read_measurements_csv(path: str | Path) -> list[Measurement]:
+    """Measurements from a CSV file: columns cycles and variant (or mode), optional op, n,
+    shape (RxC), and model-key columns."""
+    p = Path(path)
+    text = read_small_text(p, f"measurements file {str(p)!r}", MAX_CSV_BYTES)
+    rows = _csv_rows(p, text)
+    columns = [c.strip() for c in rows[0].keys() if c is not None]
+    variant_col = _check_columns(p, columns)
     out = []
     for i, raw in enumerate(rows, start=2):
         if None in raw:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -295,40 +295,50 @@ class Exploration:
                  f"{self.tolerance_pct:g} %: {len(self.families)} reading(s) "
                  f"({self.simulations:,} simulations, {self.wall_s:.0f} s)")
         for i, f in enumerate(self.families, start=1):
-            L.append("")
-            L.append(f"reading {i}: {f.name} ({len(f.members)} fits)")
-            L.append("  binding: " + "; ".join(
-                f"{b.measurement}: {RESOURCES[b.resource]} ({100 * b.share:.0f} % of its cycles)"
-                for b in f.bindings))
-            L.extend(f"  physically: {p}" for p in f.physical)
-            L.append("  nearest the model: " + ", ".join(
-                _fmt(k, v) for k, v in f.representative.values.items()))
-            if f.final_residuals:
-                L.append(f"  at {self.final_fidelity} fidelity: residuals " + ", ".join(
-                    f"{r:+.3f} %" for r in f.final_residuals))
-            spans = [f"{k} {_short(k, lo)} .. {_short(k, hi)}"
-                     for k, (lo, hi) in f.ranges().items()
-                     if not math.isclose(lo, hi, rel_tol=1e-3)]
-            if spans:
-                L.append("  across the family: " + "; ".join(spans))
+            L += self._reading_lines(i, f)
         if self.proposal is not None:
-            pr = self.proposal
-            gap = "" if pr.family_gap_pct is None else (
-                f": the readings differ by at least {pr.family_gap_pct:.1f} %")
-            L.append("")
-            L.append(f"separating measurement: {pr.measurement.label()}{gap}")
-            for i, f in enumerate(self.families, start=1):
-                if f.prediction is None:
-                    continue
-                rng = ""
-                if f.prediction_range is not None:
-                    lo, hi = f.prediction_range
-                    rng = f" (its fits: {lo:,.0f} .. {hi:,.0f})"
-                L.append(f"  reading {i} ({f.name}): {f.prediction:,.0f} cycles{rng}")
-            L.append("  the readings' spanning fits " + (
-                "do not overlap there" if ranges_disjoint(self.families) else
-                "overlap there: it tells the representatives apart, not every fit"))
+            L += self._proposal_lines()
         return "\n".join(L)
+
+    def _reading_lines(self, i: int, f: Family) -> list[str]:
+        """Reading ``i``: what binds each measurement, its physical reading, its fit nearest
+        the model and how far its fits spread."""
+        L = ["", f"reading {i}: {f.name} ({len(f.members)} fits)"]
+        L.append("  binding: " + "; ".join(
+            f"{b.measurement}: {RESOURCES[b.resource]} ({100 * b.share:.0f} % of its cycles)"
+            for b in f.bindings))
+        L.extend(f"  physically: {p}" for p in f.physical)
+        L.append("  nearest the model: " + ", ".join(
+            _fmt(k, v) for k, v in f.representative.values.items()))
+        if f.final_residuals:
+            L.append(f"  at {self.final_fidelity} fidelity: residuals " + ", ".join(
+                f"{r:+.3f} %" for r in f.final_residuals))
+        spans = [f"{k} {_short(k, lo)} .. {_short(k, hi)}"
+                 for k, (lo, hi) in f.ranges().items()
+                 if not math.isclose(lo, hi, rel_tol=1e-3)]
+        if spans:
+            L.append("  across the family: " + "; ".join(spans))
+        return L
+
+    def _proposal_lines(self) -> list[str]:
+        """The separating measurement and what each reading predicts of it."""
+        pr = self.proposal
+        assert pr is not None
+        gap = "" if pr.family_gap_pct is None else (
+            f": the readings differ by at least {pr.family_gap_pct:.1f} %")
+        L = ["", f"separating measurement: {pr.measurement.label()}{gap}"]
+        for i, f in enumerate(self.families, start=1):
+            if f.prediction is None:
+                continue
+            rng = ""
+            if f.prediction_range is not None:
+                lo, hi = f.prediction_range
+                rng = f" (its fits: {lo:,.0f} .. {hi:,.0f})"
+            L.append(f"  reading {i} ({f.name}): {f.prediction:,.0f} cycles{rng}")
+        L.append("  the readings' spanning fits " + (
+            "do not overlap there" if ranges_disjoint(self.families) else
+            "overlap there: it tells the representatives apart, not every fit"))
+        return L
 
 
 def _short(key: str, v: float) -> str:
@@ -370,15 +380,7 @@ def find_readings(
     families = group(model, measurements, search.fits)
     sims = search.simulations
     tol = tolerance_pct / 100.0
-    for fam in families:
-        say(f"explore: the fit of reading '{fam.name}' nearest the model")
-        rep, n = nearer(model, measurements, space, fam, tol, fidelity)
-        sims += n
-        if rep is not fam.representative:
-            fam.members.append(rep)
-            fam.representative = rep
-            fam.bindings = classify(model, rep.values, measurements)
-            fam.physical = physical_reading(model, rep.values, fam.bindings)
+    sims += _nearest_representatives(model, measurements, space, families, tol, fidelity, say)
     families.sort(key=lambda fam: distance(model, fam.representative.values))
     for fam in families:  # the finalists: the representatives at burst fidelity
         say(f"explore: checking reading '{fam.name}' at {final_fidelity} fidelity")
@@ -391,25 +393,52 @@ def find_readings(
     proposal = None
     if propose and len(families) >= 2:
         say("explore: looking for the measurement that separates the readings")
-        hw = [FreeParam(k, min(v), max(v), True) for k, v in space.grid.items()
-              if k.partition(".")[0] not in OP_SCHEMAS]
-        prob = _SettingsWin(model, measurements, [*space.cont, *hw], fidelity)
-        cands = explore_candidates(model, space, measurements, [p.key for p in prob.free])
-        proposal = propose_measurement(prob, [f.representative for f in families],
-                                       len(families), cands)
-        sims += prob.simulations
-        if proposal is not None:
-            cand = proposal.measurement
-            all_free = [*space.cont, *[FreeParam(k, min(v), max(v), True)
-                                       for k, v in space.grid.items()]]
-            for fam in families:
-                fam.prediction = _cycles(model, fam.representative.values, cand, final_fidelity)
-                span = spanning_members([fam.representative], fam.members, [], all_free)
-                preds = [_cycles(model, g.values, cand, fidelity) for g in span]
-                sims += 1 + len(span)
-                fam.prediction_range = (float(np.min(preds)), float(np.max(preds)))
+        proposal, n = _separate(model, measurements, space, families, fidelity, final_fidelity)
+        sims += n
     return Exploration(model, measurements, search, families, proposal, tolerance_pct,
                        final_fidelity, sims, time.perf_counter() - start)
+
+
+def _nearest_representatives(model: HardwareModel, measurements: list[Measurement],
+                             space: Space, families: list[Family], tol: float, fidelity: str,
+                             say: Callable[[str], None]) -> int:
+    """Each reading's representative moved to its fit nearest the model (bindings and
+    physical reading again when it moves); the simulations that took."""
+    sims = 0
+    for fam in families:
+        say(f"explore: the fit of reading '{fam.name}' nearest the model")
+        rep, n = nearer(model, measurements, space, fam, tol, fidelity)
+        sims += n
+        if rep is not fam.representative:
+            fam.members.append(rep)
+            fam.representative = rep
+            fam.bindings = classify(model, rep.values, measurements)
+            fam.physical = physical_reading(model, rep.values, fam.bindings)
+    return sims
+
+
+def _separate(model: HardwareModel, measurements: list[Measurement], space: Space,
+              families: list[Family], fidelity: str, final_fidelity: str) -> tuple[Any, int]:
+    """The measurement that tells the readings apart, with each reading's prediction of it
+    (and the range its spanning fits predict), or None; the simulations that took."""
+    hw = [FreeParam(k, min(v), max(v), True) for k, v in space.grid.items()
+          if k.partition(".")[0] not in OP_SCHEMAS]
+    prob = _SettingsWin(model, measurements, [*space.cont, *hw], fidelity)
+    cands = explore_candidates(model, space, measurements, [p.key for p in prob.free])
+    proposal = propose_measurement(prob, [f.representative for f in families],
+                                   len(families), cands)
+    sims = prob.simulations
+    if proposal is not None:
+        cand = proposal.measurement
+        all_free = [*space.cont, *[FreeParam(k, min(v), max(v), True)
+                                   for k, v in space.grid.items()]]
+        for fam in families:
+            fam.prediction = _cycles(model, fam.representative.values, cand, final_fidelity)
+            span = spanning_members([fam.representative], fam.members, [], all_free)
+            preds = [_cycles(model, g.values, cand, fidelity) for g in span]
+            sims += 1 + len(span)
+            fam.prediction_range = (float(np.min(preds)), float(np.max(preds)))
+    return proposal, sims
 
 
 def explore(

@@ -101,10 +101,10 @@ class Calibration:
         return [m.cycles * (1 + r) for m, r in zip(self.measurements, self.best.residuals)]
 
     # ------------------------------------------------------------ rendering
-    def to_json(self) -> dict[str, Any]:
-        def fit_values(v: dict[str, float]) -> dict[str, float]:
-            return {p.key: (int(round(v[p.key])) if p.integer else v[p.key]) for p in self.free}
+    def _fit_values(self, v: dict[str, float]) -> dict[str, float]:
+        return {p.key: (int(round(v[p.key])) if p.integer else v[p.key]) for p in self.free}
 
+    def to_json(self) -> dict[str, Any]:
         return {
             "model": self.model.source,
             "fidelity": self.fidelity,
@@ -114,7 +114,7 @@ class Calibration:
             "max_abs_residual_pct": 100.0 * self.best.worst,
             "fit": {
                 p.key: {
-                    "value": fit_values(self.values)[p.key],
+                    "value": self._fit_values(self.values)[p.key],
                     "unit": unit(p.key),
                     "reading": reading(p.key, self.values[p.key], self.fitted),
                 }
@@ -131,52 +131,57 @@ class Calibration:
                 }
                 for m, c, r in zip(self.measurements, self.simulated_cycles(), self.residuals_pct)
             ],
-            "identifiability": {
-                "determined": self.determined,
-                "intervals": {
-                    iv.key: {
-                        "lo": iv.lo,
-                        "hi": iv.hi,
-                        "segments": [list(s) for s in iv.segments],
-                        "values": iv.values,
-                        "reaches_search_bound": iv.reaches_search_bound,
-                        "determined": iv.determined,
-                    }
-                    for iv in self.intervals
-                },
-                "families": [fit_values(f.values) for f in self.families],
-                "equally_good_fits": [
-                    {"values": fit_values(g.values), "max_abs_residual_pct": 100 * g.worst}
-                    for g in self.good
-                ],
-                "separating_measurement": None
-                if self.proposal is None
-                else {
-                    "spec": self.proposal.measurement.label(with_op=True),
-                    **_run_fields(self.proposal.measurement),
-                    "settings": self.proposal.measurement.settings,
-                    "predictions": [
-                        {"values": fit_values(v), "predicted_cycles": round(c)}
-                        for v, c in self.proposal.predictions
-                    ],
-                    "spread_cycles": round(self.proposal.spread_cycles),
-                    "spread_pct": self.proposal.spread_pct,
-                    "family_gap_pct": self.proposal.family_gap_pct,
-                },
-            },
+            "identifiability": self._identifiability_json(),
             "simulations": self.simulations,
             "out": self.out_path,
         }
 
+    def _identifiability_json(self) -> dict[str, Any]:
+        """Each free key's interval, the families and equally good fits, the measurement that
+        would separate them."""
+        fit_values = self._fit_values
+        return {
+            "determined": self.determined,
+            "intervals": {
+                iv.key: {
+                    "lo": iv.lo,
+                    "hi": iv.hi,
+                    "segments": [list(s) for s in iv.segments],
+                    "values": iv.values,
+                    "reaches_search_bound": iv.reaches_search_bound,
+                    "determined": iv.determined,
+                }
+                for iv in self.intervals
+            },
+            "families": [fit_values(f.values) for f in self.families],
+            "equally_good_fits": [
+                {"values": fit_values(g.values), "max_abs_residual_pct": 100 * g.worst}
+                for g in self.good
+            ],
+            "separating_measurement": None
+            if self.proposal is None
+            else {
+                "spec": self.proposal.measurement.label(with_op=True),
+                **_run_fields(self.proposal.measurement),
+                "settings": self.proposal.measurement.settings,
+                "predictions": [
+                    {"values": fit_values(v), "predicted_cycles": round(c)}
+                    for v, c in self.proposal.predictions
+                ],
+                "spread_cycles": round(self.proposal.spread_cycles),
+                "spread_pct": self.proposal.spread_pct,
+                "family_gap_pct": self.proposal.family_gap_pct,
+            },
+        }
+
     def text(self) -> str:
-        L: list[str] = []
         src = self.model.source
-        L.append(
+        L = [
             f"calibrated {self.model.name} ({src}): {len(self.measurements)} measurement(s) "
             f"of {', '.join(self.ops)}, "
             f"{len(self.free)} free key(s), {self.fidelity} fidelity, "
             f"{self.simulations} simulations"
-        )
+        ]
         L.append("")
         L.append("fitted values")
         width = max(len(p.key) for p in self.free)
@@ -196,6 +201,20 @@ class Calibration:
         for m, c, r in zip(self.measurements, self.simulated_cycles(), self.residuals_pct):
             L.append(f"  {m.label():<{lw}} {m.cycles:>16,.0f} {c:>17,.0f} {r:>+13.3f}")
         L.append("")
+        L += self._verdict_lines(width)
+        if self.proposal is not None:
+            L += self._proposal_lines()
+        if self.out_path:
+            L.append("")
+            missed = "" if self.fitted_within_tolerance else (
+                " (the fit missed the tolerance: the file's verdict comment says so)")
+            L.append(f"wrote {self.out_path}{missed}")
+        return "\n".join(L)
+
+    def _verdict_lines(self, width: int) -> list[str]:
+        """Whether the fit reproduces the measurements, and whether they determine each free
+        key (its interval, or the equally good fits)."""
+        L: list[str] = []
         tol = self.tolerance_pct
         if not self.fitted_within_tolerance:
             keys = ", ".join(p.key for p in self.free)
@@ -227,27 +246,26 @@ class Calibration:
                     f"{len(self.good)} distinct fit(s) match every measurement within {tol:g} %"
                 )
                 L.extend("  " + line for line in fits_table(self.good, self.free))
-        if self.proposal is not None:
-            pr = self.proposal
-            L.append("")
-            gap = (
-                f"; the {len(self.families)} families of fits by at least {pr.family_gap_pct:.1f} %"
-                if pr.family_gap_pct is not None
-                else ""
-            )
-            L.append(
-                f"separating measurement: {pr.measurement.label()}  (the equally good fits "
-                f"differ by up to {pr.spread_cycles:,.0f} cycles, {pr.spread_pct:.1f} %{gap})"
-            )
-            for v, c in pr.predictions:
-                desc = ", ".join(_fmt_value(q.key, v[q.key]) for q in self.free)
-                L.append(f"  {c:>14,.0f} cycles with {desc}")
-        if self.out_path:
-            L.append("")
-            missed = "" if self.fitted_within_tolerance else (
-                " (the fit missed the tolerance: the file's verdict comment says so)")
-            L.append(f"wrote {self.out_path}{missed}")
-        return "\n".join(L)
+        return L
+
+    def _proposal_lines(self) -> list[str]:
+        """The measurement that would separate the equally good fits, and what each predicts."""
+        pr = self.proposal
+        assert pr is not None
+        gap = (
+            f"; the {len(self.families)} families of fits by at least {pr.family_gap_pct:.1f} %"
+            if pr.family_gap_pct is not None
+            else ""
+        )
+        L = [
+            "",
+            f"separating measurement: {pr.measurement.label()}  (the equally good fits "
+            f"differ by up to {pr.spread_cycles:,.0f} cycles, {pr.spread_pct:.1f} %{gap})",
+        ]
+        for v, c in pr.predictions:
+            desc = ", ".join(_fmt_value(q.key, v[q.key]) for q in self.free)
+            L.append(f"  {c:>14,.0f} cycles with {desc}")
+        return L
 
 
 def _run_fields(m: Measurement) -> dict[str, Any]:
