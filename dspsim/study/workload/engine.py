@@ -201,12 +201,8 @@ class _Schedule:
         cores = self.cores = model.core.count
         clock = model.core.clock_mhz
         self.half_rpc = model.host.rpc_latency_us * clock / 2
-        release = np.concatenate(release_cycles(workload, clock))
-        stream = np.concatenate([np.full(s.count, k, np.int32) for k, s in enumerate(streams)])
-        index = np.concatenate([np.arange(s.count, dtype=np.int64) for s in streams])
-        order = np.lexsort((index, stream, release))  # by time, then stream order
-        stream, index, release = stream[order], index[order], release[order]
-        n = len(order)
+        stream, index, release = _arrival_order(workload, clock)
+        n = len(release)
         self.release, self.index = release, index
         self.queued = (release + self.half_rpc).tolist()
         self.priority = np.array([s.priority for s in streams], np.int64)[stream].tolist()
@@ -468,18 +464,8 @@ def run_workload(
     check_workload(workload, model)
     wall_start = time.perf_counter()
     sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, on_task_done)
-    k, parts_note = parts.plan_parts(len(sched.queued), jobs, model.dcache.capacity_bytes > 0)
-    if k > 1:
-        parts.run_parts(sched, jobs, _segment_from)
-    else:
-        sched.run()
-    cols = sched.columns()
-    if (cols.core_end_cycle < 0).any():
-        raise DeadlockError(["host (waiting for a task that never finished)"])
+    k, parts_note, cols = _simulate(sched, jobs, model)
     wall_s = time.perf_counter() - wall_start
-    port = model.memories[model.host.memory]
-    name = model.host.memory
-    read, written = sched.bytes
     names = [s.name for s in workload.streams]
     return WorkloadRun(
         workload=workload,
@@ -490,8 +476,7 @@ def run_workload(
         queue_log=np.asarray(sched.queue_log, float).reshape(-1, 2),
         end_cycle=float(cols.finished_cycle.max()),
         core_names=[f"core{k}" for k in range(model.core.count)],
-        ddr_bytes={f"{name}_read": read, f"{name}_write": written},
-        ddr_busy_cycles=(read + written) * (1.0 / port.bytes_per_cycle),
+        **_host_traffic(model, sched.bytes),
         rpc_cycles=2 * sched.half_rpc,
         events=sched.events,
         wall_s=wall_s,
@@ -505,3 +490,39 @@ def run_workload(
         parts=k,
         parts_note=parts_note,
     )
+
+
+def _simulate(sched: _Schedule, jobs: int,
+              model: HardwareModel) -> tuple[int, str | None, TaskColumns]:
+    """Run the schedule, in parts at once when ``jobs`` and the run allow; the parts, the note
+    on why fewer than asked, and the task columns (every task finished, else a deadlock)."""
+    k, parts_note = parts.plan_parts(len(sched.queued), jobs, model.dcache.capacity_bytes > 0)
+    if k > 1:
+        parts.run_parts(sched, jobs, _segment_from)
+    else:
+        sched.run()
+    cols = sched.columns()
+    if (cols.core_end_cycle < 0).any():
+        raise DeadlockError(["host (waiting for a task that never finished)"])
+    return k, parts_note, cols
+
+
+def _host_traffic(model: HardwareModel, traffic: list[int]) -> dict[str, Any]:
+    """The host memory's bytes read and written, and the cycles its port was busy with them."""
+    port = model.memories[model.host.memory]
+    name = model.host.memory
+    read, written = traffic
+    return {"ddr_bytes": {f"{name}_read": read, f"{name}_write": written},
+            "ddr_busy_cycles": (read + written) * (1.0 / port.bytes_per_cycle)}
+
+
+def _arrival_order(workload: Workload,
+                   clock: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every task's stream, index in its stream and release cycle, by time, then stream
+    order."""
+    streams = workload.streams
+    release = np.concatenate(release_cycles(workload, clock))
+    stream = np.concatenate([np.full(s.count, k, np.int32) for k, s in enumerate(streams)])
+    index = np.concatenate([np.arange(s.count, dtype=np.int64) for s in streams])
+    order = np.lexsort((index, stream, release))  # by time, then stream order
+    return stream[order], index[order], release[order]

@@ -190,6 +190,22 @@ def _stream(source: str, k: int, raw: Any) -> Stream:
         where = f"{source}: stream {_show(raw['name'])}"
     if "op_file" in raw and "op" not in raw:
         raw = {**raw, "op": _op_of_file(source, where, raw["op_file"])}
+    _check_keys(where, raw)
+    name = raw["name"]
+    if not isinstance(name, str) or not name.strip():
+        raise WorkloadError(f"{where}: name = {_show(name)}: expected a non-empty string")
+    op, variant, shape, priority, backend = _what_runs(where, raw)
+    count, period, jitter, start = _releases(where, raw)
+    deadline = raw.get("deadline_us")
+    return Stream(
+        name=name, op=op.name, variant=variant, shape=shape, period_us=period, count=count,
+        priority=priority, backend=backend, start_us=start, jitter_us=jitter,
+        deadline_us=None if deadline is None else _number(where, "deadline_us", deadline, True),
+    )
+
+
+def _check_keys(where: str, raw: dict[str, Any]) -> None:
+    """Every key of a stream's table known, every required one given."""
     for key in raw:
         if key not in REQUIRED + OPTIONAL:
             raise WorkloadError(
@@ -198,9 +214,10 @@ def _stream(source: str, k: int, raw: Any) -> Stream:
     for key in REQUIRED:
         if key not in raw:
             raise WorkloadError(f"{where}: missing key {_show(key)}")
-    name = raw["name"]
-    if not isinstance(name, str) or not name.strip():
-        raise WorkloadError(f"{where}: name = {_show(name)}: expected a non-empty string")
+
+
+def _what_runs(where: str, raw: dict[str, Any]) -> tuple[Any, str, tuple[int, ...], int, str]:
+    """A stream's op, variant, shape (fitting the host's window), priority and backend."""
     if not isinstance(raw["op"], str):
         raise WorkloadError(f"{where}: op = {_show(raw['op'])}: expected an op name")
     try:
@@ -219,6 +236,12 @@ def _stream(source: str, k: int, raw: Any) -> Stream:
                                 "a leading zero)")
     except DspsimInputError as e:
         raise WorkloadError(f"{where}: {e}") from None
+    return op, variant, shape, priority, backend
+
+
+def _releases(where: str, raw: dict[str, Any]) -> tuple[int, float, float, float]:
+    """A stream's count, period, jitter and start (us), the last release within the times a
+    run resolves."""
     count = raw["count"]
     if isinstance(count, bool) or not isinstance(count, int):
         raise WorkloadError(f"{where}: count = {_show(count)}: expected an integer")
@@ -239,12 +262,7 @@ def _stream(source: str, k: int, raw: Any) -> Stream:
             f"{_digits(last)} us, is past {_MAX_TIME}; allowed at most that, so that times stay "
             "resolved in cycles"
         )
-    deadline = raw.get("deadline_us")
-    return Stream(
-        name=name, op=op.name, variant=variant, shape=shape, period_us=period, count=count,
-        priority=priority, backend=backend, start_us=start, jitter_us=jitter,
-        deadline_us=None if deadline is None else _number(where, "deadline_us", deadline, True),
-    )
+    return count, period, jitter, start
 
 
 def _check_streams_fit_ddr(source: str, streams: tuple[Stream, ...]) -> None:

@@ -103,30 +103,9 @@ def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any
     df = task_table(run) if df is None else df
     total = run.end_cycle
     clock = run.clock_mhz
-    streams = []
-    for s in run.workload.streams:
-        d = df[df["stream"] == s.name]
-        span_s = (d["done_cycle"].max() - d["submit_cycle"].min()) / clock / 1e6
-        streams.append({
-            "name": s.name, "op": s.op, "variant": s.variant, "shape": list(s.shape),
-            "priority": s.priority, "backend": s.backend, "period_us": s.period_us,
-            "tasks": len(d), "completed": int((d["done_cycle"] >= 0).sum()),
-            "latency_us": _percentiles(d["latency_us"].to_numpy()),
-            "wait_us": _percentiles((d["start_us"] - d["queued_us"]).to_numpy()),
-            "op_cycles": _percentiles(d["op_cycles"].to_numpy(float)),
-            "deadline_us": s.deadline_us,
-            "deadline_misses": int(d["missed"].sum()),
-            "throughput_per_s": float(len(d) / span_s) if span_s > 0 else None,
-        })
-    cores = []
-    for name in run.core_names:
-        d = df[df["core"] == name]
-        busy = float(d["op_cycles"].sum())
-        cores.append({"core": name, "tasks": len(d), "busy_cycles": int(round(busy)),
-                      "utilisation": float(busy / total) if total > 0 else 0.0})
-    q = run.queue_log
-    peak = int(np.argmax(q[:, 1]))
-    growth = backlog_growth(df, run)
+    streams = [_stream_summary(s, df[df["stream"] == s.name], clock)
+               for s in run.workload.streams]
+    cores = [_core_summary(name, df[df["core"] == name], total) for name in run.core_names]
     return {
         "workload": run.workload.source,
         "model": run.model.source,
@@ -146,12 +125,7 @@ def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any
             "utilisation": run.ddr_busy_cycles / total if total > 0 else 0.0,
             "bytes": run.ddr_bytes,
         },
-        "queue": {
-            "longest_backlog": int(q[peak, 1]),
-            "longest_backlog_at_us": float(q[peak, 0] / clock),
-            "backlog_growth": growth,
-            "overloaded": growth >= GROWTH_LIMIT,
-        },
+        "queue": _queue_summary(run, df),
         "deadline_misses": int(df["missed"].sum()),
         "reuse": {  # tasks booked from an earlier identical one instead of simulated
             "enabled": run.reuse,
@@ -168,6 +142,43 @@ def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any
         "events": run.events,
         "wall_s": run.wall_s,
         "warnings": run.warnings,
+    }
+
+
+def _core_summary(name: str, d: pd.DataFrame, total: float) -> dict[str, Any]:
+    """One core's tasks ``d``: how many, its busy cycles and its share of the run."""
+    busy = float(d["op_cycles"].sum())
+    return {"core": name, "tasks": len(d), "busy_cycles": int(round(busy)),
+            "utilisation": float(busy / total) if total > 0 else 0.0}
+
+
+def _queue_summary(run: WorkloadRun, df: pd.DataFrame) -> dict[str, Any]:
+    """The queue's longest backlog and when, and whether it grows (overload)."""
+    q = run.queue_log
+    peak = int(np.argmax(q[:, 1]))
+    growth = backlog_growth(df, run)
+    return {
+        "longest_backlog": int(q[peak, 1]),
+        "longest_backlog_at_us": float(q[peak, 0] / run.clock_mhz),
+        "backlog_growth": growth,
+        "overloaded": growth >= GROWTH_LIMIT,
+    }
+
+
+def _stream_summary(s: Any, d: pd.DataFrame, clock: float) -> dict[str, Any]:
+    """One stream's figures from its tasks ``d``: what it runs, its latency, wait and op
+    percentiles, its deadline misses and throughput."""
+    span_s = (d["done_cycle"].max() - d["submit_cycle"].min()) / clock / 1e6
+    return {
+        "name": s.name, "op": s.op, "variant": s.variant, "shape": list(s.shape),
+        "priority": s.priority, "backend": s.backend, "period_us": s.period_us,
+        "tasks": len(d), "completed": int((d["done_cycle"] >= 0).sum()),
+        "latency_us": _percentiles(d["latency_us"].to_numpy()),
+        "wait_us": _percentiles((d["start_us"] - d["queued_us"]).to_numpy()),
+        "op_cycles": _percentiles(d["op_cycles"].to_numpy(float)),
+        "deadline_us": s.deadline_us,
+        "deadline_misses": int(d["missed"].sum()),
+        "throughput_per_s": float(len(d) / span_s) if span_s > 0 else None,
     }
 
 
