@@ -98,19 +98,7 @@ def _axes(the_op: Op, params: Sequence[str] | Mapping[str, Any] | None,
     is built."""
     if not params:
         return {}
-    if isinstance(params, Mapping):
-        items = [(str(k), v) for k, v in params.items()]
-    else:
-        items = []
-        for item in params:
-            key, eq, text = str(item).partition("=")
-            if not eq or not key.strip():
-                raise DspsimInputError(
-                    f"--param {item!r}: expected KEY=V1,V2,... or KEY=START:STOP:STEP, e.g. "
-                    "idma.max_outstanding=8,32"
-                )
-            items.append((key, text))
-    items = [(key.strip(), values) for key, values in items]
+    items = _param_items(params)
     axes: dict[str, list] = {}
     for key, _values in items:
         if key in SPECIAL_KEYS:
@@ -127,8 +115,34 @@ def _axes(the_op: Op, params: Sequence[str] | Mapping[str, Any] | None,
         if key in axes:
             raise DspsimInputError(f"--param {key} is given twice")
         axes[key] = []
-    # counted before a value is built or checked (two axes of 10^6 values took minutes and
-    # gigabytes to refuse): hardware axes go to every variant, each op axis to one at least
+    _check_search_size(the_op, items, variants)
+    for key, values in items:
+        axes[key] = parse_values(key, values) if isinstance(values, str) else spec_values(
+            key, values)
+    return axes
+
+
+def _param_items(params: Sequence[str] | Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(key, values) of each ``--param`` text (``KEY=...``) or mapping entry, keys stripped."""
+    if isinstance(params, Mapping):
+        items = [(str(k), v) for k, v in params.items()]
+    else:
+        items = []
+        for item in params:
+            key, eq, text = str(item).partition("=")
+            if not eq or not key.strip():
+                raise DspsimInputError(
+                    f"--param {item!r}: expected KEY=V1,V2,... or KEY=START:STOP:STEP, e.g. "
+                    "idma.max_outstanding=8,32"
+                )
+            items.append((key, text))
+    return [(key.strip(), values) for key, values in items]
+
+
+def _check_search_size(the_op: Op, items: list[tuple[str, Any]], variants: int) -> None:
+    """Refuse a search of more than :data:`MAX_CANDIDATES` runs, counted before a value is
+    built or checked (two axes of 10^6 values took minutes and gigabytes to refuse): hardware
+    axes go to every variant, each op axis to one at least."""
     counts = {key: value_count(key, values) if isinstance(values, str) else
               len(values) if isinstance(values, list) else 1 for key, values in items}
     hardware = math.prod(n for k, n in counts.items() if model_key(k).section != the_op.name)
@@ -140,10 +154,6 @@ def _axes(the_op: Op, params: Sequence[str] | Mapping[str, Any] | None,
             f"the search has at least {at_least:,} runs (candidates x models); at most "
             f"{MAX_CANDIDATES:,}: restrict it with --variants or fewer --param values"
         )
-    for key, values in items:
-        axes[key] = parse_values(key, values) if isinstance(values, str) else spec_values(
-            key, values)
-    return axes
 
 
 def _load_models(
@@ -352,7 +362,25 @@ def optimize(
             check_on_model(m, key, f"--param {key}")
     show = sys.stderr.isatty() if progress is None else bool(progress)
 
-    # 1. enumerate; skip what the op refuses on any model
+    runnable, refused, refusals = _runnable(the_op, names, shape_t, loaded, axes)
+    screened, failures = _screen(the_op, runnable, shape_t, loaded, jobs, show)
+    finals, baseline, baseline_refused, rerun_errors = _rerun(
+        the_op, screened[:top], shape_t, loaded, jobs, show, failures)
+    result = OptimizeResult(
+        the_op.name, shape_t, {k: m.source for k, m in loaded.items()}, top, baseline, finals,
+        screened, refused, refusals, len(failures), failures[:EXAMPLES], baseline_refused,
+        rerun_errors=rerun_errors,
+    )
+    if check_numerics:
+        result.numerics = _numerics(the_op, finals[0], loaded, shape_t)
+    return result
+
+
+def _runnable(the_op: Op, names: list[str], shape_t: tuple[int, ...],
+              loaded: dict[str, HardwareModel],
+              axes: dict[str, list]) -> tuple[list[Candidate], int, list[str]]:
+    """Step 1: every candidate, less those the op refuses on any model; how many it refused
+    and a few of its reasons."""
     runnable: list[Candidate] = []
     refusals: list[str] = []
     refused = 0
@@ -372,8 +400,13 @@ def optimize(
         raise DspsimInputError(
             f"no candidate left: the op refused all {refused} combinations of the search{why}"
         )
+    return runnable, refused, refusals
 
-    # 2. screen at tile fidelity
+
+def _screen(the_op: Op, runnable: list[Candidate], shape_t: tuple[int, ...],
+            loaded: dict[str, HardwareModel], jobs: int,
+            show: bool) -> tuple[list[Candidate], list[str]]:
+    """Step 2: the candidates at tile fidelity, ranked; the failures."""
     _run(the_op, runnable, shape_t, loaded, SCREEN_FIDELITY, jobs, show, "screen")
     failures = [f"{c.variant} {params_text(c.params)}: {c.error}" for c in runnable if c.error]
     screened = sorted((c for c in runnable if not c.error), key=Candidate.sort_key)
@@ -381,9 +414,17 @@ def optimize(
         raise DspsimInputError(f"no candidate left: every run failed (e.g. {failures[0]})")
     for rank, c in enumerate(screened, 1):
         c.rank = rank
+    return screened, failures
 
-    # 3. the best at burst fidelity, and the baseline
-    finals = [_copy(c) for c in screened[:top]]
+
+def _rerun(the_op: Op, best: list[Candidate], shape_t: tuple[int, ...],
+           loaded: dict[str, HardwareModel], jobs: int, show: bool, failures: list[str]
+           ) -> tuple[list[Candidate], Candidate | None, str, dict[Any, str]]:
+    """Step 3: the best at burst fidelity beside the baseline (the op's default variant at
+    the model's values), ranked, each with its lower bound and speed-up; the baseline (None
+    with the reason it has none) and the errors of the re-runs. Failures are added to
+    ``failures``."""
+    finals = [_copy(c) for c in best]
     default = the_op.default_variant
     base = Candidate(default, {}, index=-1)
     baseline_refused = ""
@@ -415,27 +456,22 @@ def optimize(
             c.speedup = baseline.cycles / c.cycles
     if baseline is not None:
         baseline.speedup = 1.0
+    return finals, baseline, baseline_refused, rerun_errors
 
-    result = OptimizeResult(
-        the_op.name, shape_t, {k: m.source for k, m in loaded.items()}, top, baseline, finals,
-        screened, refused, refusals, len(failures), failures[:EXAMPLES], baseline_refused,
-        rerun_errors=rerun_errors,
-    )
-    # 4. the winner's numerics, with the data path on
-    if check_numerics:
-        best = finals[0]
-        m = loaded[best.worst_model]
-        m = m.with_overrides(dict(best.params)) if best.params else m
-        try:
-            r = simulate(m, the_op.name, best.variant, shape=shape_t, data=True,
-                         fidelity=RERUN_FIDELITY)
-        except Exception as e:  # noqa: BLE001 - reported with the result, not fatal
-            result.numerics = {"model": best.worst_model, "max_rel_err": None,
-                               "error": f"{type(e).__name__}: {one_line(e)}"}
-        else:
-            result.numerics = {"model": best.worst_model, **(r.output or {}),
-                               "cycles_match": r.cycles == best.cycles}
-    return result
+
+def _numerics(the_op: Op, best: Candidate, loaded: dict[str, HardwareModel],
+              shape_t: tuple[int, ...]) -> dict[str, Any]:
+    """Step 4: the winner's numerics, with the data path on."""
+    m = loaded[best.worst_model]
+    m = m.with_overrides(dict(best.params)) if best.params else m
+    try:
+        r = simulate(m, the_op.name, best.variant, shape=shape_t, data=True,
+                     fidelity=RERUN_FIDELITY)
+    except Exception as e:  # noqa: BLE001 - reported with the result, not fatal
+        return {"model": best.worst_model, "max_rel_err": None,
+                "error": f"{type(e).__name__}: {one_line(e)}"}
+    return {"model": best.worst_model, **(r.output or {}),
+            "cycles_match": r.cycles == best.cycles}
 
 
 def params_text(params: Mapping[str, Any], strip: str = "") -> str:
