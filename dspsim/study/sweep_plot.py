@@ -237,6 +237,45 @@ def line_plot(
 ) -> Figure:
     """``y`` against ``x``, one line per value of ``hue`` and of any other varying key; points
     with warnings ringed; ``baseline``: the variant ``speedup`` divides by."""
+    x, y, hue, data, keys = _line_columns(df, x, y, hue, source, baseline)
+    failed = int((df["error"] != "").sum()) if "error" in df.columns else 0
+    groups = ([hue] if hue else []) + _varying(data, keys, [x, hue or ""])
+    fig = Figure(figsize=(7.5, 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    numeric_x = _is_numeric(data[x])
+    categories = list(dict.fromkeys(data[x])) if not numeric_x else []
+    warned_any = _draw_lines(ax, data, x, y, groups, numeric_x, categories)
+    if numeric_x and _wide(data[x].to_numpy(dtype=float)):
+        ax.set_xscale("log")
+        plain_log_ticks(ax.xaxis)
+    if not numeric_x:
+        ax.set_xticks(range(len(categories)), [str(c) for c in categories])
+    if _wide(data[y].to_numpy(dtype=float)):
+        ax.set_yscale("log")
+        plain_log_ticks(ax.yaxis)
+    elif np.nanmax(np.abs(data[y].to_numpy(dtype=float))) >= 1e5:  # 5,000,000, not 5.0 1e6
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    if y == "speedup":
+        ax.axhline(1.0, color="0.4", linestyle="--", linewidth=1, label="speedup = 1")
+    if warned_any:  # one legend entry for every ring, whatever its colour
+        ring_warned(ax, [], [], [], "0.25", label=WARNED_LABEL)
+    ylabel = label(y, df, baseline)
+    ax.set_xlabel(label(x))
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    if groups or y == "speedup" or warned_any:
+        # outside the axes, to the right: a legend inside covers lines wherever it goes
+        _, labels = ax.get_legend_handles_labels()
+        fig.set_figwidth(fig.get_figwidth() + LEGEND_IN_PER_CHAR * max(map(len, labels)) + 0.7)
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                  borderaxespad=0.0)
+    ax.set_title(f"{ylabel} vs {x}" + (f" ({failed} failed points not shown)" if failed else ""))
+    return fig
+
+
+def _line_columns(df: pd.DataFrame, x: str, y: str, hue: str | None, source: str,
+                  baseline: str | None) -> tuple[str, str, str | None, pd.DataFrame, list[str]]:
+    """The line plot's columns resolved and checked; its data (``y`` derived), varying keys."""
     x, y = resolve(df, x), resolve(df, y)
     hue = resolve(df, hue) if hue is not None else None
     _require(df, x, source)
@@ -245,7 +284,6 @@ def line_plot(
         if hue == x:
             raise DspsimInputError(f"--hue {hue} is the --x column; choose another key")
     data, keys = derive(df, y, source, baseline)
-    failed = int((df["error"] != "").sum()) if "error" in df.columns else 0
     if x not in data.columns:
         raise DspsimInputError(f"--x {x}: with --y {y} the columns are {', '.join(data.columns)}")
     if hue is not None and hue not in data.columns:
@@ -254,18 +292,19 @@ def line_plot(
         )
     if data.empty:
         raise DspsimInputError(f"{source}: no successful points to plot")
-    groups = ([hue] if hue else []) + _varying(data, keys, [x, hue or ""])
-    fig = Figure(figsize=(7.5, 4.8), layout="constrained")
-    ax = fig.add_subplot()
-    numeric_x = _is_numeric(data[x])
-    categories = list(dict.fromkeys(data[x])) if not numeric_x else []
+    return x, y, hue, data, keys
+
+
+def _draw_lines(ax: Any, data: pd.DataFrame, x: str, y: str, groups: list[str],
+                numeric_x: bool, categories: list[Any]) -> bool:
+    """One line per group (colour: the first group key's value, line style: the rest; x at
+    the index in ``categories`` when not numeric), points with warnings ringed (whether any)."""
     parts = list(data.groupby(groups, sort=True)) if groups else [((), data)]
     if len(parts) > MAX_LINES:
         raise DspsimInputError(
             f"{len(parts)} lines ({', '.join(groups)} vary); at most {MAX_LINES}: "
             "plot a smaller sweep or use --heatmap"
         )
-    # colour tells the first group key's values apart, line style the rest
     names = [name if isinstance(name, tuple) else (name,) for name, _ in parts]
     firsts = list(dict.fromkeys(n[:1] for n in names))
     rests = list(dict.fromkeys(n[1:] for n in names))
@@ -297,32 +336,7 @@ def line_plot(
         )
         if "warnings" in part.columns:
             warned_any |= ring_warned(ax, xs, ys, warned_mask(part), color)
-    if numeric_x and _wide(data[x].to_numpy(dtype=float)):
-        ax.set_xscale("log")
-        plain_log_ticks(ax.xaxis)
-    if not numeric_x:
-        ax.set_xticks(range(len(categories)), [str(c) for c in categories])
-    if _wide(data[y].to_numpy(dtype=float)):
-        ax.set_yscale("log")
-        plain_log_ticks(ax.yaxis)
-    elif np.nanmax(np.abs(data[y].to_numpy(dtype=float))) >= 1e5:  # 5,000,000, not 5.0 1e6
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    if y == "speedup":
-        ax.axhline(1.0, color="0.4", linestyle="--", linewidth=1, label="speedup = 1")
-    if warned_any:  # one legend entry for every ring, whatever its colour
-        ring_warned(ax, [], [], [], "0.25", label=WARNED_LABEL)
-    ylabel = label(y, df, baseline)
-    ax.set_xlabel(label(x))
-    ax.set_ylabel(ylabel)
-    ax.grid(True, which="both", alpha=0.3)
-    if groups or y == "speedup" or warned_any:
-        # outside the axes, to the right: a legend inside covers lines wherever it goes
-        _, labels = ax.get_legend_handles_labels()
-        fig.set_figwidth(fig.get_figwidth() + LEGEND_IN_PER_CHAR * max(map(len, labels)) + 0.7)
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                  borderaxespad=0.0)
-    ax.set_title(f"{ylabel} vs {x}" + (f" ({failed} failed points not shown)" if failed else ""))
-    return fig
+    return warned_any
 
 
 class _LogTwoSlopeNorm(Normalize):
@@ -374,19 +388,7 @@ def heatmap(
     """``y`` over ``key_x`` (across) x ``key_y`` (up); one panel per value of any other varying
     key, each with its own colour scale and colour bar; cells of points with warnings dotted.
     ``contour``: a level to outline (default 1 for ``speedup``, none otherwise)."""
-    key_x, key_y, y = resolve(df, key_x), resolve(df, key_y), resolve(df, y)
-    for k in (key_x, key_y):
-        _require(df, k, source)
-    if key_x == key_y:
-        raise DspsimInputError(f"--heatmap needs two different keys, got {key_x} twice")
-    data, keys = derive(df, y, source, baseline)
-    for k in (key_x, key_y):
-        if k not in data.columns:
-            raise DspsimInputError(
-                f"--heatmap {k}: with --y {y} the columns are {', '.join(data.columns)}"
-            )
-    if data.empty:
-        raise DspsimInputError(f"{source}: no successful points to plot")
+    key_x, key_y, y, data, keys = _heatmap_columns(df, key_x, key_y, y, source, baseline)
     failed = int((df["error"] != "").sum()) if "error" in df.columns else 0
     level = 1.0 if contour is None and y == "speedup" else contour
     others = _varying(data, keys, [key_x, key_y])
@@ -403,47 +405,15 @@ def heatmap(
     fig = Figure(figsize=(1.6 + 5.8 * cols, 0.9 + 4.4 * rows), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     warned_any = contoured = False
+    bar_label = unit_label(y, df, baseline)
     for ax, (name, part) in zip(axes, panels):
         grid = part.pivot_table(index=key_y, columns=key_x, values=y, aggfunc="mean")
-        grid = grid.reindex(index=ys, columns=xs)
-        z = np.ma.masked_invalid(grid.to_numpy(dtype=float))
-        norm, cmap = panel_norm(z.filled(np.nan), level)
-        image = ax.imshow(z, origin="lower", aspect="auto", cmap=cmap, norm=norm)
-        if level is not None and z.shape[0] > 1 and z.shape[1] > 1:
-            if np.nanmin(z.filled(np.nan)) < level < np.nanmax(z.filled(np.nan)):
-                ax.contour(z, levels=[level], colors="k", linewidths=1.6)
-                contoured = True  # named in the legend: a label on the line hides cells
-        warned = np.zeros(z.shape, bool)
-        if "warnings" in part.columns:
-            marks = part.assign(_w=warned_mask(part)).groupby([key_y, key_x])["_w"].any()
-            warned = marks.unstack().reindex(index=ys, columns=xs).fillna(False).to_numpy(bool)
-        for (i, j), v in np.ndenumerate(z.filled(np.nan)):
-            if not np.isfinite(v):
-                continue
-            rgba = image.cmap(image.norm(v))
-            dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
-            if warned[i, j]:
-                warned_any = True
-                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, linewidth=0,
-                                       hatch=WARNED_HATCH,
-                                       edgecolor="white" if dark else "black"))
-            if z.size <= 150:
-                # on a plain box of the cell's colour with a margin: legible over a contour
-                # and over the dots of a warned cell, which show around it
-                ax.text(j, i, _short(v), ha="center", va="center", fontsize=7, zorder=3,
-                        color="white" if dark else "black",
-                        bbox={"facecolor": rgba, "edgecolor": "none", "pad": NUMBER_PAD_PT})
-        _ticks(ax.set_xticks, xs)
-        _ticks(ax.set_yticks, ys)
-        ax.set_xlabel(label(key_x))
-        ax.set_ylabel(label(key_y))
-        if others:
-            ax.set_title(_group_label(others, name), fontsize="medium")
-        bar = fig.colorbar(image, ax=ax, label=unit_label(y, df, baseline))
-        if isinstance(norm, (LogNorm, _LogTwoSlopeNorm)):
-            bar.set_ticks(log_ticks(norm.vmin, norm.vmax, level))
-            bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
-            bar.ax.yaxis.set_minor_locator(NullLocator())
+        z = np.ma.masked_invalid(grid.reindex(index=ys, columns=xs).to_numpy(dtype=float))
+        image, norm, lined = _draw_cells(ax, z, level)
+        contoured |= lined
+        warned_any |= _mark_cells(ax, image, z, _warned_cells(part, key_x, key_y, xs, ys, z))
+        _panel_axes(ax, key_x, key_y, xs, ys, _group_label(others, name) if others else None)
+        _colour_bar(fig, ax, image, norm, bar_label, level)
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
     title = f"{y} over {key_x} x {key_y}"
@@ -452,16 +422,106 @@ def heatmap(
     if failed:
         title += f" ({failed} failed points not shown)"
     fig.suptitle(title)
+    _heatmap_legend(fig, f"{y} = {level:g}" if contoured else None,
+                    warning_codes(data) if warned_any else None)
+    return fig
+
+
+def _heatmap_legend(fig: Figure, contour_label: str | None, codes: str | None) -> None:
+    """The legend below the panels: the contour's level, and the dotted cells' warnings."""
     handles: list[Any] = []
-    if contoured:
-        handles.append(Line2D([], [], color="k", linewidth=1.6, label=f"{y} = {level:g}"))
-    if warned_any:
+    if contour_label is not None:
+        handles.append(Line2D([], [], color="k", linewidth=1.6, label=contour_label))
+    if codes is not None:
         handles.append(Patch(facecolor="white", edgecolor="0.2", hatch=WARNED_HATCH,
-                             label=f"dotted: {WARNED_LABEL} ({warning_codes(data)})"))
+                             label=f"dotted: {WARNED_LABEL} ({codes})"))
     if handles:
         fig.legend(handles=handles, loc="outside lower center", ncol=len(handles),
                    fontsize="small", frameon=False)
-    return fig
+
+
+def _panel_axes(ax: Any, key_x: str, key_y: str, xs: list[Any], ys: list[Any],
+                title: str | None) -> None:
+    """A panel's ticks, axis labels and (when other keys vary) its title."""
+    _ticks(ax.set_xticks, xs)
+    _ticks(ax.set_yticks, ys)
+    ax.set_xlabel(label(key_x))
+    ax.set_ylabel(label(key_y))
+    if title is not None:
+        ax.set_title(title, fontsize="medium")
+
+
+def _heatmap_columns(df: pd.DataFrame, key_x: str, key_y: str, y: str, source: str,
+                     baseline: str | None) -> tuple[str, str, str, pd.DataFrame, list[str]]:
+    """The heatmap's keys and value resolved and checked; its data (``y`` derived), keys."""
+    key_x, key_y, y = resolve(df, key_x), resolve(df, key_y), resolve(df, y)
+    for k in (key_x, key_y):
+        _require(df, k, source)
+    if key_x == key_y:
+        raise DspsimInputError(f"--heatmap needs two different keys, got {key_x} twice")
+    data, keys = derive(df, y, source, baseline)
+    for k in (key_x, key_y):
+        if k not in data.columns:
+            raise DspsimInputError(
+                f"--heatmap {k}: with --y {y} the columns are {', '.join(data.columns)}"
+            )
+    if data.empty:
+        raise DspsimInputError(f"{source}: no successful points to plot")
+    return key_x, key_y, y, data, keys
+
+
+def _draw_cells(ax: Any, z: np.ma.MaskedArray, level: float | None) -> tuple[Any, Any, bool]:
+    """A panel's cells in its own colour scale, the contour at ``level`` when it crosses it."""
+    norm, cmap = panel_norm(z.filled(np.nan), level)
+    image = ax.imshow(z, origin="lower", aspect="auto", cmap=cmap, norm=norm)
+    contoured = False
+    if level is not None and z.shape[0] > 1 and z.shape[1] > 1:
+        if np.nanmin(z.filled(np.nan)) < level < np.nanmax(z.filled(np.nan)):
+            ax.contour(z, levels=[level], colors="k", linewidths=1.6)
+            contoured = True  # named in the legend: a label on the line hides cells
+    return image, norm, contoured
+
+
+def _warned_cells(part: pd.DataFrame, key_x: str, key_y: str, xs: list[Any], ys: list[Any],
+                  z: np.ma.MaskedArray) -> np.ndarray:
+    """Which cells of a panel hold a point with warnings."""
+    if "warnings" not in part.columns:
+        return np.zeros(z.shape, bool)
+    marks = part.assign(_w=warned_mask(part)).groupby([key_y, key_x])["_w"].any()
+    return marks.unstack().reindex(index=ys, columns=xs).fillna(False).to_numpy(bool)
+
+
+def _mark_cells(ax: Any, image: Any, z: np.ma.MaskedArray, warned: np.ndarray) -> bool:
+    """Warned cells dotted, and each cell's value written when the panel has few; whether any
+    cell was dotted."""
+    warned_any = False
+    for (i, j), v in np.ndenumerate(z.filled(np.nan)):
+        if not np.isfinite(v):
+            continue
+        rgba = image.cmap(image.norm(v))
+        dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
+        if warned[i, j]:
+            warned_any = True
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, linewidth=0,
+                                   hatch=WARNED_HATCH,
+                                   edgecolor="white" if dark else "black"))
+        if z.size <= 150:
+            # on a plain box of the cell's colour with a margin: legible over a contour
+            # and over the dots of a warned cell, which show around it
+            ax.text(j, i, _short(v), ha="center", va="center", fontsize=7, zorder=3,
+                    color="white" if dark else "black",
+                    bbox={"facecolor": rgba, "edgecolor": "none", "pad": NUMBER_PAD_PT})
+    return warned_any
+
+
+def _colour_bar(fig: Figure, ax: Any, image: Any, norm: Any, text: str,
+                level: float | None) -> None:
+    """A panel's colour bar; on a log scale, ticks at 1, 2 and 5 times the powers of ten."""
+    bar = fig.colorbar(image, ax=ax, label=text)
+    if isinstance(norm, (LogNorm, _LogTwoSlopeNorm)):
+        bar.set_ticks(log_ticks(norm.vmin, norm.vmax, level))
+        bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
+        bar.ax.yaxis.set_minor_locator(NullLocator())
 
 
 def log_ticks(vmin: float, vmax: float, level: float | None = None) -> list[float]:
