@@ -80,35 +80,52 @@ def ping_pong_pass_cycles(model: HardwareModel, tiles: Tiling, cost: Callable[[i
     core's kernel cycles on one tile in TCM; ``write_back``: each tile is copied out;
     ``split``: inputs on channel 0, outputs on channel 1 (else buffer b's copies on channel
     b); ``stops_timer``: the op's timer stops when the pass ends (see the module's text)."""
-    ddr, idma = model.host_memory, model.idma
-    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
-    burst, k, m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
-    setup = idma.setup_cycles
-    n_tiles = tiles.count
-    occupancy = lat + burst * cpb  # a burst's slot time when the path is free
+    p = _Pass(model, tiles, cost, write_back, split)
+    last = tiles.count - 1
+    tail = cost(tiles.at(last)) + ((p.setup + p.d_out(last)) if write_back else 0.0)
+    if tiles.count == 1:
+        return p.setup + p.d_in(0) + tail
+    return max(p.staged(tail), p.path(stops_timer))
 
-    def throughput(channels: int) -> float:
-        return min(ddr.bytes_per_cycle, min(m, channels * k) * burst / occupancy)
 
-    def single(nbytes: int) -> float:
-        return transfer_cycles(nbytes, burst, min(k, m), lat, cpb)
+class _Pass:
+    """One pass of the ping-pong frame, its two forms (the module's text)."""
 
-    def d_in(i: int) -> float:
-        return single(4 * tiles.at(i))
+    def __init__(self, model: HardwareModel, tiles: Tiling, cost: Callable[[int], float],
+                 write_back: bool, split: bool) -> None:
+        ddr, idma = model.host_memory, model.idma
+        self.tiles, self.cost, self.write_back, self.split = tiles, cost, write_back, split
+        self.bytes_per_cycle = ddr.bytes_per_cycle
+        self.lat, self.cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+        self.burst, self.k, self.m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
+        self.setup = idma.setup_cycles
+        self.n_tiles = tiles.count
+        self.occupancy = self.lat + self.burst * self.cpb  # a burst's slot time, path free
 
-    def d_out(i: int) -> float:
-        return single(4 * tiles.at(i)) if write_back else 0.0
+    def throughput(self, channels: int) -> float:
+        return min(self.bytes_per_cycle,
+                   min(self.m, channels * self.k) * self.burst / self.occupancy)
 
-    def gap(i: int) -> float:
+    def single(self, nbytes: int) -> float:
+        return transfer_cycles(nbytes, self.burst, min(self.k, self.m), self.lat, self.cpb)
+
+    def d_in(self, i: int) -> float:
+        return self.single(4 * self.tiles.at(i))
+
+    def d_out(self, i: int) -> float:
+        return self.single(4 * self.tiles.at(i)) if self.write_back else 0.0
+
+    def gap(self, i: int) -> float:
         """Between the core's starts of tiles i - 1 and i: the core's own work, a buffer's round
         trip (compute, its output copy, the prefetch into it: two tiles apart) or, under
         'split', one channel carrying every input (output)."""
         j = i - 1  # the buffer cycle that ends with tile i + 1's input, averaged per tile
+        n_tiles, d_in, d_out = self.n_tiles, self.d_in, self.d_out
         # descriptors the core programs after tile j: its output copy, the prefetch of j + 2
-        descriptors = (1 if write_back else 0) + (1 if j + 2 < n_tiles else 0)
-        work = cost(tiles.at(j)) + descriptors * setup
+        descriptors = (1 if self.write_back else 0) + (1 if j + 2 < n_tiles else 0)
+        work = self.cost(self.tiles.at(j)) + descriptors * self.setup
         nxt = d_in(j + 2) if j + 2 < n_tiles else 0.0
-        if split:
+        if self.split:
             cycle = (work + max(d_out(j), nxt)) / 2
             serial = max(d_in(i), d_out(j))
         else:
@@ -116,38 +133,39 @@ def ping_pong_pass_cycles(model: HardwareModel, tiles: Tiling, cost: Callable[[i
             serial = 0.0
         return max(work, cycle, serial)
 
-    last = n_tiles - 1
-    tail = cost(tiles.at(last)) + ((setup + d_out(last)) if write_back else 0.0)
-    if n_tiles == 1:
-        return setup + d_in(0) + tail
+    def staged(self, tail: float) -> float:
+        """Staged form: the core's starts of consecutive tiles are paced by the largest of the
+        gaps :meth:`gap` lists; gaps 1 .. T-3 see full tiles only (i - 1, i, i + 1 < T - 1) and
+        a prefetch after each, so they are all equal: the last two see the final, possibly
+        partial, tile."""
+        n_tiles, tiles = self.n_tiles, self.tiles
+        generic = max(0, n_tiles - 3)
+        gaps = (generic * self.gap(1) if generic else 0.0) + sum(
+            self.gap(i) for i in range(max(1, n_tiles - 2), n_tiles)
+        )
+        # the first two inputs share the path (seed) or queue on channel 0 ('split')
+        first_in = self.d_in(0) if self.split else max(
+            self.d_in(0), self.lat + 4 * (tiles.at(0) + tiles.at(1)) * self.cpb)
+        return 2 * self.setup + first_in + gaps + tail
 
-    # Staged form: the core's starts of consecutive tiles are paced by the largest of the gaps
-    # :func:`gap` lists; gaps 1 .. T-3 see full tiles only (i - 1, i, i + 1 < T - 1) and a
-    # prefetch after each, so they are all equal: the last two see the final, possibly
-    # partial, tile.
-    generic = max(0, n_tiles - 3)
-    gaps = (generic * gap(1) if generic else 0.0) + sum(
-        gap(i) for i in range(max(1, n_tiles - 2), n_tiles)
-    )
-    # the first two inputs share the path (seed) or queue on channel 0 ('split')
-    first_in = d_in(0) if split else max(d_in(0), lat + 4 * (tiles.at(0) + tiles.at(1)) * cpb)
-    staged = 2 * setup + first_in + gaps + tail
-
-    # Path form: the pass's bytes at the channels' joint throughput, or one channel's share at
-    # its own, then the last compute (the last output copy overlaps the other channel's).
-    copies = 2 if write_back else 1
-    channels = 1 if (split and not write_back) else 2
-    in_bytes = 4 * (tiles.full * tiles.size + tiles.rest)
-    if split:  # inputs on channel 0, outputs on channel 1
-        lanes = [in_bytes]
-    else:  # buffer b's copies go on channel b: even tiles on 0, odd tiles on 1
-        lanes = [copies * 4 * tiles.parity_elems(p) for p in (0, 1)]
-    left = 0  # tile 0's output bytes still in flight when the timer stops
-    if stops_timer and write_back and not split and n_tiles == 2:
-        out0 = 4 * tiles.at(0)
-        left = max(0, out0 - (min(k, m) * burst + 4 * tiles.at(1)))
-        lanes[0] -= left
-    transfer = max((copies * in_bytes - left) / throughput(channels),
-                   max(lanes) / throughput(1))
-    path = 2 * setup + transfer + lat + cost(tiles.at(last)) + (setup if write_back else 0.0)
-    return max(staged, path)
+    def path(self, stops_timer: bool) -> float:
+        """Path form: the pass's bytes at the channels' joint throughput, or one channel's
+        share at its own, then the last compute (the last output copy overlaps the other
+        channel's)."""
+        tiles, write_back, split = self.tiles, self.write_back, self.split
+        copies = 2 if write_back else 1
+        channels = 1 if (split and not write_back) else 2
+        in_bytes = 4 * (tiles.full * tiles.size + tiles.rest)
+        if split:  # inputs on channel 0, outputs on channel 1
+            lanes = [in_bytes]
+        else:  # buffer b's copies go on channel b: even tiles on 0, odd tiles on 1
+            lanes = [copies * 4 * tiles.parity_elems(p) for p in (0, 1)]
+        left = 0  # tile 0's output bytes still in flight when the timer stops
+        if stops_timer and write_back and not split and self.n_tiles == 2:
+            out0 = 4 * tiles.at(0)
+            left = max(0, out0 - (min(self.k, self.m) * self.burst + 4 * tiles.at(1)))
+            lanes[0] -= left
+        transfer = max((copies * in_bytes - left) / self.throughput(channels),
+                       max(lanes) / self.throughput(1))
+        return (2 * self.setup + transfer + self.lat + self.cost(tiles.at(self.n_tiles - 1))
+                + (self.setup if write_back else 0.0))

@@ -59,9 +59,10 @@ Estimates (``estimate_cycles``):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from dspsim.config import HardwareModel
+from dspsim.config import Core, HardwareModel
 from dspsim.errors import DspsimInputError
 from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.cached import direct_bounds
@@ -128,56 +129,30 @@ def _tile_elems(model: HardwareModel) -> int:
 
 
 def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
-    core, ddr, idma = model.core, model.host_memory, model.idma
-    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+    ddr, idma = model.host_memory, model.idma
     burst, k, m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
-    setup = idma.setup_cycles
     split = model.softmax.schedule == "split"
     tiles = _Tiling.of(n, _tile_elems(model))
     n_tiles = tiles.count
-    occupancy = lat + burst * cpb  # a burst's slot time when the path is free
-
-    def throughput(channels: int) -> float:
-        return min(ddr.bytes_per_cycle, min(m, channels * k) * burst / occupancy)
-
-    def requests(nbytes: int) -> int:
-        return -(-nbytes // burst)
-
-    def c_max(s: int) -> int:
-        return VECMAXF.tcm_cycles(s, core)
-
-    def c_sum(s: int) -> int:
-        return VECEXPF_MAX.tcm_cycles(s, core) + VECSUM.tcm_cycles(s, core)
-
-    def c_mul(s: int) -> int:
-        return VECMUL.tcm_cycles(s, core)
-
+    # a burst's slot time when the path is free
+    occupancy = ddr.latency_cycles + burst * (1.0 / ddr.bytes_per_cycle)
     read = write = n_req = 0
     compute = dma_cycles = lat_cycles = estimate = 0.0
-    passes = (("max", c_max, False), ("exp_sum", c_sum, True), ("mul", c_mul, True))
+    passes = _passes(model.core)
     per_pass: dict[str, float] = {}
-    last = n_tiles - 1
     for index, (name, cost, write_back) in enumerate(passes):
-        in_bytes = 4 * n
-        out_bytes = in_bytes if write_back else 0
+        in_bytes, out_bytes, pass_compute, pass_requests, dma, latency = _pass_traffic(
+            model, n, tiles, cost, write_back, split, last=index == 2)
         read += in_bytes
         write += out_bytes
-        # channels in use: one for a single tile, or for the max pass under 'split' (inputs ch0)
-        channels = 1 if (n_tiles == 1 or (split and not write_back)) else 2
-
-        total_setups = n_tiles * (1 if write_back else 0) + max(0, n_tiles - 2)
-        pass_compute = tiles.total(cost) + (min(2, n_tiles) + total_setups) * setup
         compute += pass_compute
-        pass_requests = int(tiles.total(lambda s: requests(4 * s))) * (2 if write_back else 1)
         n_req += pass_requests
-        # the last pass may stop its timer with the other buffer's last output copy in flight
-        unwaited = 4 * tiles.at(last - 1) if (write_back and index == 2 and n_tiles >= 2) else 0
-        dma_cycles += (in_bytes + out_bytes - unwaited) * cpb
-        lat_cycles += (pass_requests - requests(unwaited)) * lat / min(m, channels * k)
-
+        dma_cycles += dma
+        lat_cycles += latency
         per_pass[name] = ping_pong_pass_cycles(model, tiles, cost, write_back, split,
                                                stops_timer=index == len(passes) - 1)
         estimate += per_pass[name]
+    channels = 1 if n_tiles == 1 else 2
     return {
         "ddr_read_bytes": read,
         "ddr_write_bytes": write,
@@ -188,9 +163,52 @@ def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
         "estimate_cycles": estimate,
         "tiles_per_pass": n_tiles,
         "pass_estimate_cycles": per_pass,
-        "outstanding_requests": min(m, (1 if n_tiles == 1 else 2) * k),
-        "joint_throughput_bytes_per_cycle": throughput(1 if n_tiles == 1 else 2),
+        "outstanding_requests": min(m, channels * k),
+        "joint_throughput_bytes_per_cycle": min(ddr.bytes_per_cycle,
+                                                min(m, channels * k) * burst / occupancy),
     }
+
+
+def _passes(core: Core) -> tuple[tuple[str, Callable[[int], int], bool], ...]:
+    """The ping-pong frame's three passes: name, the core's kernel cycles on a tile in TCM,
+    whether each tile is copied out."""
+    def c_max(s: int) -> int:
+        return VECMAXF.tcm_cycles(s, core)
+
+    def c_sum(s: int) -> int:
+        return VECEXPF_MAX.tcm_cycles(s, core) + VECSUM.tcm_cycles(s, core)
+
+    def c_mul(s: int) -> int:
+        return VECMUL.tcm_cycles(s, core)
+
+    return (("max", c_max, False), ("exp_sum", c_sum, True), ("mul", c_mul, True))
+
+
+def _pass_traffic(model: HardwareModel, n: int, tiles: _Tiling, cost: Callable[[int], int],
+                  write_back: bool, split: bool, last: bool
+                  ) -> tuple[int, int, float, int, float, float]:
+    """One pass's bytes read and written, compute cycles (kernels and setups), requests, and
+    its data path and latency bounds; ``last``: the pass that may stop the timer with the
+    other buffer's last output copy in flight."""
+    ddr, idma = model.host_memory, model.idma
+    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+    burst, k, m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
+    n_tiles = tiles.count
+
+    def requests(nbytes: int) -> int:
+        return -(-nbytes // burst)
+
+    in_bytes = 4 * n
+    out_bytes = in_bytes if write_back else 0
+    # channels in use: one for a single tile, or for the max pass under 'split' (inputs ch0)
+    channels = 1 if (n_tiles == 1 or (split and not write_back)) else 2
+    total_setups = n_tiles * (1 if write_back else 0) + max(0, n_tiles - 2)
+    pass_compute = tiles.total(cost) + (min(2, n_tiles) + total_setups) * idma.setup_cycles
+    pass_requests = int(tiles.total(lambda s: requests(4 * s))) * (2 if write_back else 1)
+    unwaited = 4 * tiles.at(n_tiles - 2) if (write_back and last and n_tiles >= 2) else 0
+    dma = (in_bytes + out_bytes - unwaited) * cpb
+    latency = (pass_requests - requests(unwaited)) * lat / min(m, channels * k)
+    return in_bytes, out_bytes, pass_compute, pass_requests, dma, latency
 
 
 def regime(model: HardwareModel, mode: str, n: int, margin: float = UNCONTENDED_MARGIN) -> str:
