@@ -463,6 +463,31 @@ def same_non_finite(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return ~np.isfinite(ref) & ((out == ref) | (np.isnan(out) & np.isnan(ref)))
 
 
+def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, wrong_rel: float
+                  ) -> tuple[list[float], list[float], list[float], int]:
+    """One slice of :func:`error_summary`: its max relative and absolute errors (empty when
+    none was measured), the errors its non-finite elements stand for (``inf`` for a wrong one,
+    0 for one that matches), and how many of its elements are wrong."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ref_abs = np.abs(r)
+        diff = np.abs(got - r)
+        finite = np.isfinite(r)
+        mask = finite & (ref_abs > floor)
+        rel = diff[mask] / ref_abs[mask]
+        absolute = diff[finite]
+    rel = np.where(np.isnan(rel), np.inf, rel)
+    absolute = np.where(np.isnan(absolute), np.inf, absolute)
+    same = same_non_finite(got, r)
+    # wrong without a relative error: against a non-finite reference, or non-finite
+    # against one below floor
+    off = int(np.count_nonzero(~finite & ~same)
+              + np.count_nonzero(finite & ~mask & ~np.isfinite(got)))
+    special = ([np.inf] if off else []) + ([0.0] if same.any() else [])
+    rels = [float(rel.max())] if rel.size else []
+    absolutes = [float(absolute.max())] if absolute.size else []
+    return rels, absolutes, special, int(np.count_nonzero(rel > wrong_rel)) + off
+
+
 def error_summary(
     out: np.ndarray, ref: np.ndarray | Callable[[slice], np.ndarray], floor: float = 1e-30,
     wrong_rel: float = WRONG_REL,
@@ -489,29 +514,13 @@ def error_summary(
     for lo in range(0, flat.size, SUMMARY_CHUNK_ELEMENTS):
         part = slice(lo, lo + SUMMARY_CHUNK_ELEMENTS)
         r = ref(part) if callable(ref) else ref.reshape(-1)[part]
-        got = flat[part].astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            ref_abs = np.abs(r)
-            diff = np.abs(got - r)
-            finite = np.isfinite(r)
-            mask = finite & (ref_abs > floor)
-            rel = diff[mask] / ref_abs[mask]
-            absolute = diff[finite]
-        rel = np.where(np.isnan(rel), np.inf, rel)
-        absolute = np.where(np.isnan(absolute), np.inf, absolute)
-        same = same_non_finite(got, r)
-        # wrong without a relative error: against a non-finite reference, or non-finite
-        # against one below floor
-        off = int(np.count_nonzero(~finite & ~same)
-                  + np.count_nonzero(finite & ~mask & ~np.isfinite(got)))
-        special = ([np.inf] if off else []) + ([0.0] if same.any() else [])
-        rels = [float(rel.max())] if rel.size else []
-        absolutes = [float(absolute.max())] if absolute.size else []
+        rels, absolutes, special, chunk_wrong = _chunk_errors(
+            flat[part].astype(np.float64), r, floor, wrong_rel)
         if rels or special:
             seen_rel, max_rel = True, max(max_rel, *rels, *special)
         if absolutes or special:
             seen_abs, max_abs = True, max(max_abs, *absolutes, *special)
-        wrong += int(np.count_nonzero(rel > wrong_rel)) + off
+        wrong += chunk_wrong
     with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf: the sum is NaN
         total = float(np.sum(out, dtype=np.float64))
     return {

@@ -179,39 +179,48 @@ def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
     fit one tile).
     """
     rows, cols = shape
-    core, ddr, idma = model.core, model.host_memory, model.idma
-    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
-    tensor = 4 * rows * cols
-    row_compute = sum(s.tcm_cycles(cols, core) for s, _ in row_calls)
-    kernels = rows * row_compute
+    row_compute = sum(s.tcm_cycles(cols, model.core) for s, _ in row_calls)
     if variant == "direct":
         calls = tuple((s, "x", "y" if stores else None) for s, stores in row_calls)
         out = direct_bounds(model, calls, cols, rows)
         estimate = out.pop("estimate_cycles")
         del out["ddr_requests"], out["outstanding_requests"]  # calibrate derives the window
     else:
-        per_tile = min(rows_per_tile(tile_bytes, cols), rows)  # the rows there are, at most
-        tiles = -(-rows // per_tile) if per_tile else 0
-        last_rows = rows - (tiles - 1) * per_tile if tiles else 0
-        burst = idma.burst_bytes
-        requests = 2 * -(-4 * per_tile * cols // burst) * (tiles - 1) \
-            + 2 * -(-4 * last_rows * cols // burst)
-        # the frame waits for the last output only: the other buffer's may still be in flight
-        unwaited = 4 * per_tile * cols if tiles >= 2 else 0
-        window = min(ddr.max_outstanding, (1 if tiles == 1 else 2) * idma.max_outstanding)
-        out = {
-            "ddr_read_bytes": tensor,
-            "ddr_write_bytes": tensor,
-            "dma_bound_cycles": (2 * tensor - unwaited) * cpb,
-            "latency_bound_cycles": (requests - -(-unwaited // burst)) * lat / window,
-            "compute_bound_cycles": kernels + 2 * tiles * idma.setup_cycles,
-            "tiles": tiles,
-            "rows_per_tile": per_tile,
-        }
-        estimate = ping_pong_pass_cycles(
-            model, Tiling.of(rows * cols, per_tile * cols), lambda s: s // cols * row_compute,
-            write_back=True, stops_timer=True) if per_tile else 0.0
+        out, estimate = _pingpong_bounds(model, shape, row_compute, tile_bytes)
     return bounds_with_binding(out, estimate)
+
+
+def _pingpong_bounds(model: HardwareModel, shape: tuple[int, int], row_compute: int,
+                     tile_bytes: int) -> tuple[dict[str, Any], float]:
+    """The ping-pong variant's traffic and bounds (tiles of whole rows, each copied in and
+    out), and its estimate: the frame's one pass."""
+    rows, cols = shape
+    ddr, idma = model.host_memory, model.idma
+    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+    tensor = 4 * rows * cols
+    kernels = rows * row_compute
+    per_tile = min(rows_per_tile(tile_bytes, cols), rows)  # the rows there are, at most
+    tiles = -(-rows // per_tile) if per_tile else 0
+    last_rows = rows - (tiles - 1) * per_tile if tiles else 0
+    burst = idma.burst_bytes
+    requests = 2 * -(-4 * per_tile * cols // burst) * (tiles - 1) \
+        + 2 * -(-4 * last_rows * cols // burst)
+    # the frame waits for the last output only: the other buffer's may still be in flight
+    unwaited = 4 * per_tile * cols if tiles >= 2 else 0
+    window = min(ddr.max_outstanding, (1 if tiles == 1 else 2) * idma.max_outstanding)
+    out = {
+        "ddr_read_bytes": tensor,
+        "ddr_write_bytes": tensor,
+        "dma_bound_cycles": (2 * tensor - unwaited) * cpb,
+        "latency_bound_cycles": (requests - -(-unwaited // burst)) * lat / window,
+        "compute_bound_cycles": kernels + 2 * tiles * idma.setup_cycles,
+        "tiles": tiles,
+        "rows_per_tile": per_tile,
+    }
+    estimate = ping_pong_pass_cycles(
+        model, Tiling.of(rows * cols, per_tile * cols), lambda s: s // cols * row_compute,
+        write_back=True, stops_timer=True) if per_tile else 0.0
+    return out, estimate
 
 
 def bounds_with_binding(out: dict[str, Any], estimate: float) -> Bounds:

@@ -51,54 +51,69 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {"weights_bytes": out_depth * in_depth, "compute_bound_cycles": compute,
                            "macs": out_depth * in_depth}
     if variant == "pingpong" and mem is not None:
-        lat, cpb = mem.latency_cycles, 1.0 / mem.bytes_per_cycle
-        idma = model.idma
-        window = min(idma.max_outstanding, mem.max_outstanding)
-        tile = min(p.tile_rows, out_depth)
-        chunks = math.ceil(out_depth / tile)
-        rows = [min(tile, out_depth - i * tile) for i in range(chunks)]
-        setup = idma.setup_cycles
-        dma = [setup + transfer_cycles(r * in_depth, idma.burst_bytes, window, lat, cpb)
-               for r in rows]
-        ker = [kernel_cycles(model, r, in_depth) for r in rows]
-        t = dma[0]  # the first chunk alone
-        for i in range(0, chunks, 2):
-            # fetch i + 1 (the core programs it), kernel i, wait until the channel is idle
-            fetch_done, core = t, t
-            if i + 1 < chunks:
-                fetch_done, core = t + dma[i + 1], t + setup
-            t = max(core + ker[i], fetch_done)
-            # fetch i + 2 unless this is the last pair, kernel i + 1
-            fetch_done, core = t, t
-            if i + 2 < chunks:
-                fetch_done, core = t + dma[i + 2], t + setup
-            t = core + ker[i + 1] if i + 1 < chunks else core
-            t = max(t, fetch_done)  # the next pair waits until the channel is idle
-        out.update({"chunks": chunks, "dma_bound_cycles": sum(dma), "estimate_cycles": t})
+        out.update(_pingpong(model, mem, shape))
         named = {"dma": out["dma_bound_cycles"], "compute": compute}
     elif mem is None:
         out["estimate_cycles"] = compute
         named = {"compute": compute}
     else:
-        lat, cpb = mem.latency_cycles, 1.0 / mem.bytes_per_cycle
-        if mem.cached and model.dcache.capacity_bytes:
-            line = model.dcache.line_bytes
-            lines = weight_lines(model, shape)
-            fills = lines * (lat + line * cpb)
-            out["lines"] = lines
-            out["memory_bound_cycles"] = lines * line * cpb
-            out["estimate_cycles"] = (max(compute, fills) if model.dcache.prefetch_next_line
-                                      else compute + fills)
-        else:
-            walk = _walk(model, mem, shape)
-            out["memory_bound_cycles"] = walk.read_bytes * cpb
-            out["estimate_cycles"] = walk.cycles
+        out.update(_direct(model, mem, shape, compute))
         named = {"memory": out["memory_bound_cycles"], "compute": compute}
     binding = max(named, key=named.get)
     out["binding_bound"] = binding
     out["lower_bound_cycles"] = named[binding]
     out["estimate_cycles"] = max(out["estimate_cycles"], named[binding])
     out["traffic_bytes"] = traffic(model, variant, shape)
+    return out
+
+
+def _pingpong(model: Any, mem: Any, shape: tuple[int, ...]) -> dict[str, Any]:
+    """The ping-pong variant's chunks of weight rows, its iDMA bound and its estimate: each
+    chunk's fetch overlaps the kernel on the one before."""
+    out_depth, in_depth = shape
+    lat, cpb = mem.latency_cycles, 1.0 / mem.bytes_per_cycle
+    idma = model.idma
+    window = min(idma.max_outstanding, mem.max_outstanding)
+    tile = min(model.fc.tile_rows, out_depth)
+    chunks = math.ceil(out_depth / tile)
+    rows = [min(tile, out_depth - i * tile) for i in range(chunks)]
+    setup = idma.setup_cycles
+    dma = [setup + transfer_cycles(r * in_depth, idma.burst_bytes, window, lat, cpb)
+           for r in rows]
+    ker = [kernel_cycles(model, r, in_depth) for r in rows]
+    t = dma[0]  # the first chunk alone
+    for i in range(0, chunks, 2):
+        # fetch i + 1 (the core programs it), kernel i, wait until the channel is idle
+        fetch_done, core = t, t
+        if i + 1 < chunks:
+            fetch_done, core = t + dma[i + 1], t + setup
+        t = max(core + ker[i], fetch_done)
+        # fetch i + 2 unless this is the last pair, kernel i + 1
+        fetch_done, core = t, t
+        if i + 2 < chunks:
+            fetch_done, core = t + dma[i + 2], t + setup
+        t = core + ker[i + 1] if i + 1 < chunks else core
+        t = max(t, fetch_done)  # the next pair waits until the channel is idle
+    return {"chunks": chunks, "dma_bound_cycles": sum(dma), "estimate_cycles": t}
+
+
+def _direct(model: Any, mem: Any, shape: tuple[int, ...], compute: float) -> dict[str, Any]:
+    """The direct variant on the weights' memory: through the data cache, line by line, or
+    the uncached walk."""
+    out: dict[str, Any] = {}
+    lat, cpb = mem.latency_cycles, 1.0 / mem.bytes_per_cycle
+    if mem.cached and model.dcache.capacity_bytes:
+        line = model.dcache.line_bytes
+        lines = weight_lines(model, shape)
+        fills = lines * (lat + line * cpb)
+        out["lines"] = lines
+        out["memory_bound_cycles"] = lines * line * cpb
+        out["estimate_cycles"] = (max(compute, fills) if model.dcache.prefetch_next_line
+                                  else compute + fills)
+    else:
+        walk = _walk(model, mem, shape)
+        out["memory_bound_cycles"] = walk.read_bytes * cpb
+        out["estimate_cycles"] = walk.cycles
     return out
 
 
