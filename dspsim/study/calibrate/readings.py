@@ -458,7 +458,12 @@ def explore(
     :func:`~dspsim.study.calibrate.explore.explore_space` (``free`` adds keys, ``grid``
     replaces a grid key's values, ``factor`` the neighbours' ratio), then
     :func:`find_readings`."""
-    measurements = list(measurements) if measurements else seed_measurements()
+    measurements = list(measurements) if measurements else seed_measurements(model)
+    if not measurements:
+        raise DspsimInputError(
+            f"calibrate --explore: no measurements given, and no document figures were "
+            f"measured on this model's platform ({model.name}); allowed: --measured "
+            "SPEC=CYCLES or --measured-csv FILE (dspsim calibrate --help)")
     space = explore_space(model, measurements, free, factor, grid)
     if free:  # the keys given: each must change some measurement (the structural ones do)
         Problem(model, measurements, as_free(model, free), fidelity).refuse_inert()
