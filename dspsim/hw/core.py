@@ -330,7 +330,7 @@ class Core:
         time through it: the loads advance through ``src`` in order, the stores through
         ``dst``.
         """
-        cfg, name = self.cfg, self.name
+        cfg, name = shape.on(self.cfg), self.name  # a loop of its own lanes and call cost
         load_ext = src.external
         store_ext = dst is not None and dst.external
         cache = self.dcache
@@ -417,7 +417,7 @@ class TileCore(Core):
                        ) -> Proc:
         # in the call's own process, as at burst fidelity: the same events at its start and
         # end, so what happens at the same instant happens in the same order
-        env, cfg = self.env, self.cfg
+        env, cfg = self.env, shape.on(self.cfg)
         start = env.now
         store_ddr = dst is not None and dst.external
         port = src.mem.port if src.external else None

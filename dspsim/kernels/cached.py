@@ -238,7 +238,8 @@ def _port_cycles(misses: dict[str, float], writebacks_per_miss: float, shape: Lo
     total = sum(misses.values()) * (1 + writebacks_per_miss) * per_line
     if dst is not None and cache.write_policy == "write_through":
         stores = ddr_requests(shape, n, core.lanes_f32, True)[1]
-        total += stores * ((mem.latency_cycles if one_slot else 0.0) + core.vector_bytes * cpb)
+        vector_bytes = shape.on(core).vector_bytes
+        total += stores * ((mem.latency_cycles if one_slot else 0.0) + vector_bytes * cpb)
     return total
 
 

@@ -17,6 +17,7 @@ operations the seed's loop body issues per iteration; see each shape below.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -45,6 +46,21 @@ class LoopShape:
     # IVP_LAN_2XF32_PP: the aligning load that primes the alignment register reads one whole
     # vector in the prologue, before the loop (from DDR it is one more stalling round trip).
     priming_loads: int = 1
+    # a loop of its own vector width and call cost (an op file's ``loop``); None: the core's
+    # ``lanes_f32`` and ``call_overhead_cycles``
+    lanes: int | None = None
+    call_overhead_cycles: int | None = None
+
+    def on(self, core: Core) -> Core:
+        """The core as this loop sees it: its own lanes (and vector bytes) and call overhead
+        where it sets them; ``core`` itself otherwise."""
+        if self.lanes is None and self.call_overhead_cycles is None:
+            return core
+        return _with_loop(core, self.lanes, self.call_overhead_cycles)
+
+    def vector_lanes(self, lanes: int) -> int:
+        """Float32 elements per vector of this loop on a core of ``lanes``."""
+        return self.lanes or lanes
 
     def ii_cycles(self, core: Core) -> int:
         mem_ops = self.data_loads + self.table_loads + self.stores
@@ -55,17 +71,26 @@ class LoopShape:
         )
 
     def iterations(self, n: int, lanes: int) -> int:
-        return sum(count for count, _, _ in self.segments(n, lanes))
+        return sum(count for count, _, _ in self.segments(n, self.vector_lanes(lanes)))
 
     def tcm_cycles(self, n: int, core: Core) -> int:
         """Cycles of one call whose input and output are in TCM (loads pipelined)."""
         if n <= 0:
             return 0
+        core = self.on(core)
         return (
             core.call_overhead_cycles
             + self.iterations(n, core.lanes_f32) * self.ii_cycles(core)
             + self.reduction_ops(core.lanes_f32) * core.alu_latency_cycles
         )
+
+
+@functools.lru_cache(maxsize=256)
+def _with_loop(core: Core, lanes: int | None, call_overhead_cycles: int | None) -> Core:
+    return dataclasses.replace(
+        core, lanes_f32=core.lanes_f32 if lanes is None else lanes,
+        call_overhead_cycles=(core.call_overhead_cycles if call_overhead_cycles is None
+                              else call_overhead_cycles))
 
 
 @dataclass(frozen=True)
@@ -97,6 +122,7 @@ def ddr_call(
     """
     if n <= 0:
         return DdrCall(0.0, 0.0, 0, 0)
+    core = shape.on(core)
     if store_ddr and not load_ddr:
         return posted_stores_call(shape, n, core, latency_cycles, cycles_per_byte, port_slots)
     ii = shape.ii_cycles(core)
@@ -134,7 +160,7 @@ def posted_store_bytes(shape: LoopShape, n: int, lanes: int, entries: int) -> in
     """Bytes of a call's last ``entries`` stores (the predicated-off ones issue nothing): what
     a write buffer of ``entries`` may still hold when a call with no DDR load returns."""
     posted, left = 0, entries
-    for count, _, stores in reversed(shape.segments(n, lanes)):
+    for count, _, stores in reversed(shape.segments(n, shape.vector_lanes(lanes))):
         per = [b for b in stores if b]
         if not per or count <= 0:
             continue
@@ -157,6 +183,7 @@ def posted_stores_call(shape: LoopShape, n: int, core: Core, latency_cycles: flo
     the wait for store ``N - 1 - E``: the first iteration, then
     :func:`~dspsim.hw.port.transfer_cycles` of the first ``N - E`` stores with ``min(E, m)`` in
     flight (exact when either paces the whole call; the last ``E`` stores cross after it)."""
+    core = shape.on(core)
     issue = shape.tcm_cycles(n, core)
     total = sum(count * sum(stores) for count, _, stores in shape.segments(n, core.lanes_f32))
     posted = posted_store_bytes(shape, n, core.lanes_f32, core.write_buffer_entries)
@@ -190,7 +217,7 @@ def last_stores(shape: LoopShape, n: int, lanes: int) -> tuple[int, ...]:
     last request is a store (loads come first in an iteration), else ``()``: what the call
     leaves on the port when it returns. A last iteration that loads and stores nothing (the
     seed's ``vecmul`` when n is a multiple of the lanes) waited for every earlier store."""
-    for count, loads, stores in reversed(shape.segments(n, lanes)):
+    for count, loads, stores in reversed(shape.segments(n, shape.vector_lanes(lanes))):
         if count <= 0:
             continue
         if any(stores):
@@ -204,7 +231,7 @@ def ddr_requests(shape: LoopShape, n: int, lanes: int, store_ddr: bool) -> tuple
     """(loads, stores) one call against DDR issues: the priming load(s), then every iteration's
     accesses that touch memory (predicated-off ones issue nothing)."""
     loads, stores = shape.priming_loads, 0
-    for count, seg_loads, seg_stores in shape.segments(n, lanes):
+    for count, seg_loads, seg_stores in shape.segments(n, shape.vector_lanes(lanes)):
         loads += count * sum(1 for b in seg_loads if b)
         if store_ddr:
             stores += count * sum(1 for b in seg_stores if b)
@@ -226,7 +253,6 @@ def ddr_call_sequence(
     hand-over between calls: the previous call's last posted store still holds the data path
     (with one port slot, the slot) when the next call's first load issues after its call
     overhead. Exact up to rounding for the core alone on the port."""
-    lanes = core.lanes_f32
     slot_blocks = port_slots == 1
     read = write = loads = stores = 0
     cycles = stall = 0.0
@@ -238,7 +264,8 @@ def ddr_call_sequence(
         for shape, store_ddr in calls:
             call = ddr_call(shape, n, core, latency_cycles, cycles_per_byte, True, store_ddr,
                             port_slots)
-            handover = max(0.0, carried - core.call_overhead_cycles)
+            lanes = shape.on(core).lanes_f32
+            handover = max(0.0, carried - shape.on(core).call_overhead_cycles)
             cycles += call.cycles + handover
             stall += call.stall_cycles + handover
             read += call.read_bytes

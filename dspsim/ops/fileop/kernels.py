@@ -9,6 +9,9 @@ A ``loop``: each iteration loads ``loads`` vectors of the input (``loads x lanes
 ALU operations; the last iteration is predicated (variable-length loads and stores of what is
 left). After the loop, ``tail_ops`` dependent ALU operations (default: a reduction's tree,
 ``1 + log2(lanes)``, or none). Its II follows from the core (:meth:`LoopShape.ii_cycles`).
+``lanes`` and ``call_overhead_cycles`` are the loop's own when it gives them (default the
+core's ``lanes_f32`` and ``call_overhead_cycles``): :meth:`LoopShape.on` is the core as the
+loop sees it, in the run, the bounds and the estimate alike.
 
 ``cycles_per_element = c``: a measured cost. The loop is one vector load (and store, if the
 pass writes) per ``lanes`` elements, padded with empty iterations (one ALU op each) to
@@ -63,7 +66,8 @@ def loop_shape(name: str, cost: LoopCost, reduces: bool) -> LoopShape:
 
     return LoopShape(name, data_loads=cost.loads, table_loads=cost.table_loads,
                      stores=cost.stores, alu_ops=cost.alu, segments=loop_segments(cost),
-                     reduction_ops=reduction_ops, priming_loads=1)
+                     reduction_ops=reduction_ops, priming_loads=1, lanes=cost.lanes,
+                     call_overhead_cycles=cost.call_overhead_cycles)
 
 
 def combine(op: str, values: np.ndarray) -> Any:

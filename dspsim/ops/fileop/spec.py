@@ -30,7 +30,8 @@ OP_KEYS = ("name", "doc", "ndim", "default_shape")
 ARRAY_KEYS = ("name", "type", "shape", "role", "memory")
 PASS_KEYS = ("name", "reads", "writes", "reduce", "value", "kernel", "loop",
              "cycles_per_element")
-LOOP_KEYS = ("loads", "stores", "alu", "table_loads", "tail_ops")
+LOOP_KEYS = ("loads", "stores", "alu", "table_loads", "tail_ops", "lanes",
+             "call_overhead_cycles")
 SCHEDULE_KEYS = ("variants", "default", "tile_bytes", "buffers", "block_cols")
 RANGE_KEYS = ("default", "min", "max")
 REFERENCE_KEYS = ("value", "python", "allow_python", "tolerance")
@@ -54,6 +55,8 @@ class LoopCost:
     table_loads: int = 0
     tail_ops: int | None = None  # dependent ops after the loop (None: a reduction's tree)
     cpe: float = 0.0
+    lanes: int | None = None  # float32 elements per vector (None: core.lanes_f32)
+    call_overhead_cycles: int | None = None  # the call's fixed cost (None: the core's)
 
 
 @dataclass(frozen=True)
@@ -432,18 +435,19 @@ def _cost(w: _Where, table: str, p: dict[str, Any], writes: str | None, reduce_o
 
 def _loop(w: _Where, table: str, raw: Any, writes: str | None) -> LoopCost:
     where = f"{table}: loop"
-    if isinstance(raw, dict) and ("call_overhead_cycles" in raw or "lanes" in raw):
-        raise w.error(table, "loop: call_overhead_cycles and lanes are the core's "
-                      "(core.call_overhead_cycles, core.vector_bytes / 4: --set them); "
-                      f"allowed: {', '.join(LOOP_KEYS)}")
     raw = w.table(raw, where, LOOP_KEYS, ("alu",))
     vals = {}
     for k, lo, hi, d in (("loads", 1, 8, 1), ("stores", 0, 8, 0), ("alu", 0, 256, 1),
-                         ("table_loads", 0, 64, 0), ("tail_ops", 0, 4096, None)):
+                         ("table_loads", 0, 64, 0), ("tail_ops", 0, 4096, None),
+                         ("lanes", 1, 256, None), ("call_overhead_cycles", 0, 100_000, None)):
         v = w.typed(raw, k, where, int, "a whole number", d)
         if v is not None and not lo <= v <= hi:
             raise w.error(table, f"loop.{k} = {v}: allowed {lo} to {hi}")
         vals[k] = v
+    lanes = vals["lanes"]
+    if lanes is not None and lanes & (lanes - 1):
+        raise w.error(table, f"loop.lanes = {lanes}: allowed a power of two from 1 to 256 "
+                      "(float32 elements per vector; default core.lanes_f32)")
     want = vals["loads"] if writes else 0
     if vals["stores"] != want:
         raise w.error(table, f"loop.stores = {vals['stores']}: allowed {want} ("
