@@ -35,7 +35,7 @@ MAX_BASE_DEPTH = 16
 
 
 def _hw_key(section: str, f: dataclasses.Field) -> Key:
-    names = {"int": int, "float": float, "str": str, "bool": bool}
+    names = {"int": int, "float": float, "str": str, "bool": bool, "float | None": float}
     m = f.metadata
     return Key(
         f"{section}.{f.name}",
@@ -221,7 +221,9 @@ class HardwareModel:
         )
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
-        hw = {s: dataclasses.asdict(getattr(self, s)) for s in self.hardware_sections()}
+        # an optional key a table does not give (None) is left out, as the file left it out
+        hw = {s: {k: v for k, v in dataclasses.asdict(getattr(self, s)).items() if v is not None}
+              for s in self.hardware_sections()}
         return hw | {s: dict(p) for s, p in self.ops.items()}
 
     def flat(self) -> dict[str, Any]:

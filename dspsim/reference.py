@@ -62,12 +62,21 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _optional(key: str) -> bool:
+    """A hardware key a file may leave out with no value in its place (its meaning says what
+    its absence means: ``write_latency_cycles``)."""
+    section, _, short = key.partition(".")
+    table = HARDWARE.get(section, MemoryCfg)
+    return any(f.name == short and f.default is None for f in fields(table))
+
+
 def _rows(keys: list[str], prefix: str | None = None) -> list[str]:
     out = ["| key | unit | allowed | default | meaning |", "|---|---|---|---|---|"]
     for key in keys:
         d = model_key(key).describe()
         shown = d["key"] if prefix is None else prefix + d["key"].partition(".")[2]
-        default = "*required*" if d["default"] is None else f"`{_toml(d['default'])}`"
+        default = ("*optional*" if _optional(key) else "*required*") if d["default"] is None \
+            else f"`{_toml(d['default'])}`"
         out.append(f"| `{shown}` | {_cell(d['unit']) or '-'} | {_cell(d['allowed'])} | "
                    f"{_cell(default)} | {_cell(d['doc'])} |")
     return out

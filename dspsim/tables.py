@@ -49,7 +49,8 @@ class MemoryCfg:
     ``[sram]``). Every table of a model file that is not a hardware or op table is one."""
 
     latency_cycles: float = _key(
-        0.0, 1e6, "cycles", "round trip of one request, port to the memory and back",
+        0.0, 1e6, "cycles", "round trip of one request, port to the memory and back (a read's; a "
+        "write's too unless write_latency_cycles is given)",
         positive=True
     )
     bytes_per_cycle: float = _key(1e-6, 1e4, "bytes/cycle", "port bandwidth, shared by all")
@@ -61,6 +62,18 @@ class MemoryCfg:
                            "(2 GiB in a file that does not give it)", default=0x8000_0000)
     cached: bool = _key(unit="", doc="the core reaches it through its data cache ([dcache]; "
                         "false in a file that does not give it)", default=False)
+    write_latency_cycles: float | None = _key(
+        0.0, 1e6, "cycles", "round trip of one write request, port to the memory and back "
+        "(the same as latency_cycles, which then holds for reads and writes alike, in a file "
+        "that does not give it)", positive=True, default=None
+    )
+
+    @property
+    def policy(self) -> Any:
+        """What a request costs on this memory's port (:mod:`dspsim.hw.policy`), built once."""
+        from dspsim.hw import policy
+
+        return policy.request_policy(self)
 
 
 Ddr = MemoryCfg  # J6's one memory; the older name

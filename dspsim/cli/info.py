@@ -70,7 +70,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
     sources = key_sources(model.source)
     rows = []
     # the model's own hardware tables (its memories, whatever their names), then the ops'
-    hardware = {f"{s}.{k}" for s in model.hardware_sections() for k in model.as_dict()[s]}
+    hardware = {k for k in model.keys() if k.partition(".")[0] in model.hardware_sections()}
     for key in model.keys():
         k = model_key(key)
         source = sources.get(key, "" if key in hardware else "op default")

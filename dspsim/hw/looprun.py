@@ -27,7 +27,8 @@ event may lie before what the booked periods hold (``latest``), so the order of 
 equal-time events is kept.
 
 Booked only by the elided engine with no trace, no port log, the data path off (the skipped
-tiles' values are not computed) and the frame's loop-carried values unchanged.
+tiles' values are not computed), every port's request policy uniform (its slots a ring,
+:mod:`dspsim.hw.policy`) and the frame's loop-carried values unchanged.
 """
 
 from __future__ import annotations
@@ -137,8 +138,9 @@ class LoopRun:
         self.env = ctx.env
         self.period = period
         self.ports = [m.port for m in dsp.platform.memories.values()]
+        # a port whose requests may complete out of order has no ring to shift
         self.enabled = (ctx.elide and not ctx.data and not ctx.recorder.enabled
-                        and all(p.log is None for p in self.ports))
+                        and all(p.log is None and p.ring for p in self.ports))
         self._tick = 0  # iterations since the last probe (or jump, or failure)
         self._gap = 0  # periods to run before the next probe
         self._states: list[_State] = []

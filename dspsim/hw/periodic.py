@@ -289,7 +289,8 @@ KNOWN_STEPS = 64
 
 
 class Repeats:
-    """The fast-forward of one port's streams (the elided engine only)."""
+    """The fast-forward of one port's streams (the elided engine only, on a port whose
+    request policy is uniform: requests complete in issue order, :mod:`dspsim.hw.policy`)."""
 
     def __init__(self, port: MemoryPort):
         self.port = port
@@ -462,9 +463,9 @@ class Repeats:
 
     def _constants(self) -> list[float]:
         """What the steps' arithmetic adds to a time: each stream's burst on the data path,
-        and the latency."""
-        port = self.port
-        return [port.latency_cycles, *[s.burst_bytes * port.cycles_per_byte for s in self.streams]]
+        and the latency (the port's policy is uniform: one latency, :mod:`dspsim.hw.policy`)."""
+        policy = self.port.policy
+        return [policy.latency(False), *[policy.data_cycles(s.burst_bytes) for s in self.streams]]
 
 
 def _room(step: Step, streams: list[Stream]) -> int:

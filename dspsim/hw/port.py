@@ -2,22 +2,34 @@
 accesses, its data cache's line fills and every iDMA channel. The platform makes one per
 memory it declares and routes each request to it by address (:mod:`dspsim.platform`).
 
-The port is a FIFO server with three parameters:
+The port is a server of three parts:
 
-- ``max_outstanding`` requests may be in flight; a request that finds them all taken waits for
-  the earliest one to finish (FIFO among waiters);
-- the data path moves ``bytes_per_cycle``; requests occupy it one after another, in the order
-  they were issued;
-- a request completes ``latency_cycles`` after its data has crossed the data path.
+- ``max_outstanding`` request slots; a request that finds them all taken waits for the one
+  that frees first;
+- the data path: requests occupy it one after another, in the order they were issued, each for
+  its :meth:`~dspsim.hw.policy.OneLatency.data_cycles`;
+- the memory's request policy (:mod:`dspsim.hw.policy`): a request completes its
+  :meth:`~dspsim.hw.policy.OneLatency.latency` (a read's or a write's) after its data has
+  crossed the data path, and holds its slot until then.
 
-One request alone therefore takes ``latency + bytes / bandwidth`` cycles.
+One request alone therefore takes the policy's ``request_cycles``: ``latency + bytes /
+bandwidth``. When the policy is *uniform* (one latency for every request: J6's) requests
+complete in the order they were issued, so the slot that frees first is always the one the
+oldest request holds: the slots are a ring, turned one step per request; the inlined burst
+loop (:meth:`MemoryPort.stream`), :meth:`MemoryPort.shift`, :meth:`MemoryPort.relative_state`,
+the exact fast-forwards (:mod:`dspsim.hw.periodic`, :mod:`dspsim.hw.looprun`,
+:mod:`dspsim.hw.rowrun`) and tile fidelity's closed forms rely on it. On a port whose policy
+is not uniform (reads and writes with their own latencies) a request takes the slot that
+frees first, wherever it is, and none of those fast paths is used on that port: its requests
+are booked one by one (same cycles as the reference engine).
 
-At ``tile`` fidelity a transfer or kernel call that starts alone on an idle port runs as one
-event, its duration the closed form of the burst-level recursion (:func:`transfer_cycles`,
-:func:`dspsim.kernels.shapes.ddr_call_sequence`), and books what it leaves on the port when it
-ends. If another requester touches the port before then, the port *cuts* it: the flow's
-requests up to that moment are replayed into the calendar exactly, and the flow goes on burst
-by burst (a hybrid: closed forms where the port is not shared, bursts where it is).
+At ``tile`` fidelity (uniform policy) a transfer or kernel call that starts alone on an idle
+port runs as one event, its duration the closed form of the burst-level recursion
+(:func:`transfer_cycles`, :func:`dspsim.kernels.shapes.ddr_call_sequence`), and books what it
+leaves on the port when it ends. If another requester touches the port before then, the port
+*cuts* it: the flow's requests up to that moment are replayed into the calendar exactly, and
+the flow goes on burst by burst (a hybrid: closed forms where the port is not shared, bursts
+where it is).
 
 Because service is deterministic and first-come-first-served, the completion time of a request
 is fully known the moment it is issued. The port therefore computes it at issue (a calendar of
@@ -29,7 +41,6 @@ they really leave the requester (never booked ahead), or FIFO order would be wro
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from typing import Any
 
@@ -39,31 +50,10 @@ from dspsim.config import MemoryCfg
 from dspsim.hw.clock import Walk, events_scheduled, replay, waited_since
 from dspsim.hw.context import RunContext
 from dspsim.hw.periodic import Repeats
+from dspsim.hw.policy import transfer_cycles
 from dspsim.probes import PortLog
 
-
-def transfer_cycles(
-    nbytes: int, burst_bytes: int, window: int, latency_cycles: float, cycles_per_byte: float
-) -> float:
-    """Cycles from a transfer's first burst issue to its last burst's completion, alone on the
-    port: bursts of ``burst_bytes`` (the last one partial), at most ``window`` in flight.
-
-    Burst ``i`` completes at ``max(done[i-window] + size_i / bw + L, done[i-1] + size_i / bw)``:
-    a max-plus recurrence whose longest path is either all data-path steps (bandwidth-bound)
-    or as many window jumps as fit (latency-bound); the answer is the larger of the two.
-    """
-    if nbytes <= 0:
-        return 0.0
-    n = math.ceil(nbytes / burst_bytes)
-    last = nbytes - (n - 1) * burst_bytes
-    bandwidth_bound = nbytes * cycles_per_byte + latency_cycles
-    jumps, lead = divmod(n - 1, window)  # window jumps, then bursts of the first wave
-    if jumps == 0:
-        return bandwidth_bound
-    beat = burst_bytes * cycles_per_byte
-    latency_bound = (lead + 1) * beat + (jumps - 1) * (beat + latency_cycles) \
-        + last * cycles_per_byte + 2 * latency_cycles
-    return max(bandwidth_bound, latency_bound)
+__all__ = ["MemoryPort", "DdrPort", "Speculation", "transfer_cycles"]
 
 
 class MemoryPort:
@@ -72,12 +62,16 @@ class MemoryPort:
     def __init__(self, ctx: RunContext, name: str, cfg: MemoryCfg):
         self.env = ctx.env
         self.name = name
-        self.latency_cycles = cfg.latency_cycles
-        self.cycles_per_byte = 1.0 / cfg.bytes_per_cycle
+        self.policy = policy = cfg.policy  # what a request costs (built once per table)
+        self.latency_cycles = policy.latency(False)  # a read's
+        self.write_latency_cycles = policy.latency(True)
+        self.cycles_per_byte = policy.cycles_per_byte
         self.max_outstanding = cfg.max_outstanding
-        # Request slots as a ring: the data path is FIFO and the latency constant, so requests
-        # complete in the order they were issued and the next slot to free is always the one
-        # the oldest request holds. When each slot frees, and who holds it until then:
+        # Request slots. With a uniform policy, a ring: the data path is FIFO and the latency
+        # constant, so requests complete in the order they were issued and the next slot to
+        # free is always the one the oldest request holds. Else a request takes the slot that
+        # frees first (the ring's next on a tie). When each slot frees, who holds it till then:
+        self.ring = policy.uniform
         self._slot_free = [0.0] * cfg.max_outstanding
         self._slot_holder = [""] * cfg.max_outstanding
         self._next_slot = 0
@@ -99,9 +93,10 @@ class MemoryPort:
         self.log: Any = PortLog(ctx.log_limit) if ctx.port_log else None  # has append(entry)
         # a request log lists every request: with one, tile fidelity books no closed form (its
         # flows walk their requests; the cycles are the same, the log that of burst fidelity)
-        self.closed_forms = not ctx.port_log
+        # (and neither does a port whose requests may complete out of order)
+        self.closed_forms = not ctx.port_log and self.ring
         # the elided engine fast-forwards channels streaming through the port (hw.periodic)
-        self.repeats = Repeats(self) if ctx.elide else None
+        self.repeats = Repeats(self) if ctx.elide and self.ring else None
 
     def request(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
         """Issue a request of ``nbytes`` at ``now`` (the current simulated time, passed in by
@@ -109,7 +104,7 @@ class MemoryPort:
         run of bursts is booked the same way by :meth:`stream`, inlined: keep them alike.)"""
         if self.speculation is not None and self.speculation.requester != requester:
             self.cut(now)
-        i = self._next_slot
+        i = self._next_slot if self.ring else self._first_free()
         slot = self._slot_free[i]
         if slot > now:
             start = slot
@@ -136,7 +131,7 @@ class MemoryPort:
             recent.append((data_start, data_end))
         while recent and recent[0][1] <= now:
             recent.popleft()
-        done = data_end + self.latency_cycles
+        done = data_end + (self.write_latency_cycles if write else self.latency_cycles)
         self._slot_free[i] = done
         self._slot_holder[i] = requester
         self._next_slot = i + 1 if i + 1 < self.max_outstanding else 0
@@ -148,6 +143,12 @@ class MemoryPort:
             self.log.append((now, data_start, data_end, done, nbytes, write, requester))
         return done
 
+    def _first_free(self) -> int:
+        """The slot that frees first (a port whose requests may complete out of order); on a
+        tie, the first from the ring's next (the ring's own choice when they do not)."""
+        free, m, k = self._slot_free, self.max_outstanding, self._next_slot
+        return min(range(k, k + m), key=lambda j: free[j % m]) % m
+
     def stream(self, now: float, inflight: deque[float], i: int, count: int, full: int,
                burst: int, rest: int, window: int, write: bool, requester: str,
                horizon: float) -> tuple[int, float]:
@@ -158,7 +159,11 @@ class MemoryPort:
         return where the walk stands (the next burst, its local time). Each burst is booked
         as :meth:`request` books it, with the same float operations in the same order: the
         walk's inner loop, inlined (the port's hot path: no call per burst). Not for a port
-        with a closed form running (:meth:`request` cuts it)."""
+        with a closed form running (:meth:`request` cuts it). On a port whose policy is not
+        uniform the bursts are booked by :meth:`request` one by one (:meth:`_stream_any`)."""
+        if not self.ring:
+            return self._stream_any(now, inflight, i, count, full, burst, rest, window, write,
+                                    requester, horizon)
         slot_free, slot_holder, m = self._slot_free, self._slot_holder, self.max_outstanding
         k, path_free, owner = self._next_slot, self._path_free, self._path_owner
         latency, recent, log = self.latency_cycles, self._recent, self.log
@@ -228,11 +233,34 @@ class MemoryPort:
             self.bytes_read += moved
         return i, now
 
+    def _stream_any(self, now: float, inflight: deque[float], i: int, count: int, full: int,
+                    burst: int, rest: int, window: int, write: bool, requester: str,
+                    horizon: float) -> tuple[int, float]:
+        """:meth:`stream` on a port whose requests may complete out of order: the same walk,
+        each burst booked by :meth:`request` (the walk's own bursts, all one way, complete in
+        the order it issued them)."""
+        held = len(inflight)
+        while i < count:
+            if held == window:
+                oldest = inflight[0]
+                if oldest > now:
+                    later = now + (oldest - now)  # what Timeout(oldest - now) would give
+                    if not later < horizon:
+                        break
+                    now = later
+                inflight.popleft()
+                held -= 1
+            inflight.append(self.request(now, burst if i < full else rest, write, requester))
+            held += 1
+            i += 1
+        return i, now
+
     def shift(self, before: int, now_slot: int, runs: int, now: float, dt: float) -> None:
-        """Move the port's state on by ``runs`` repeats of a stretch that took its next slot
-        from ``before`` to ``now_slot`` and lasted ``dt / runs`` (a run of rows or tiles booked
-        at once: :mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`): what is still in flight
-        after ``now`` moves by ``dt``, the ring turns on as the requests would have turned it."""
+        """(A uniform policy's ring only.) Move the port's state on by ``runs`` repeats of a
+        stretch that took its next slot from ``before`` to ``now_slot`` and lasted
+        ``dt / runs`` (a run of rows or tiles booked at once: :mod:`dspsim.hw.rowrun`,
+        :mod:`dspsim.hw.looprun`): what is still in flight after ``now`` moves by ``dt``, the
+        ring turns on as the requests would have turned it."""
         m = self.max_outstanding
         slots = [(self._slot_free[(now_slot + i) % m], self._slot_holder[(now_slot + i) % m])
                  for i in range(m)]
@@ -246,7 +274,8 @@ class MemoryPort:
         self._recent = deque((max(a, now) + dt, e + dt) for a, e in self._recent if e > now)
 
     def relative_state(self, now: float) -> tuple[tuple, float, int]:
-        """What the port holds that a later request can tell, relative to ``now`` (a run of
+        """(A uniform policy's ring only.) What the port holds that a later request can tell,
+        relative to ``now`` (a run of
         rows or tiles booked at once compares it at a few starts: :mod:`dspsim.hw.rowrun`,
         :mod:`dspsim.hw.looprun`): each slot in ring order (when it frees, less ``now``, if
         after ``now``; who holds it), the data path (the same, and its owner), the busy
@@ -264,7 +293,7 @@ class MemoryPort:
     @property
     def busy_cycles(self) -> float:
         """Data-path occupancy: every byte crosses it once at the port's bandwidth."""
-        return (self.bytes_read + self.bytes_written) * self.cycles_per_byte
+        return self.policy.data_cycles(self.bytes_read + self.bytes_written)
 
     def busy_until(self, t: float) -> float:
         """Data-path busy cycles up to ``t`` (>= every issue so far) of the requests booked so
@@ -294,7 +323,8 @@ class MemoryPort:
 
     def first_request_start(self, t: float) -> float:
         """When a request issued at ``t`` would start crossing the data path."""
-        return max(t, self._slot_free[self._next_slot], self._path_free)
+        slot = self._next_slot if self.ring else self._first_free()
+        return max(t, self._slot_free[slot], self._path_free)
 
     def speculate(self, requester: str, process: simpy.Process, walk: Walk) -> Speculation:
         """A flow runs as a closed form from now: nothing is booked until it ends (its owner
@@ -321,13 +351,13 @@ class MemoryPort:
         requests hold, the data path, the byte counts (exact: a burst's completion depends only
         on the bursts before it, :func:`transfer_cycles` of the prefix)."""
         self.speculation = None
-        m, lat, cpb = self.max_outstanding, self.latency_cycles, self.cycles_per_byte
+        m, policy, lat = self.max_outstanding, self.policy, self.policy.latency(write)
         window = min(window, m)
         count = -(-nbytes // burst_bytes)
         done = start
         for r in range(max(0, count - m), count):
-            done = start + transfer_cycles(min((r + 1) * burst_bytes, nbytes), burst_bytes,
-                                           window, lat, cpb)
+            done = start + policy.transfer_cycles(min((r + 1) * burst_bytes, nbytes),
+                                                  burst_bytes, window, write)
             slot = (self._next_slot + r) % m
             self._slot_free[slot] = done
             self._slot_holder[slot] = requester
@@ -351,15 +381,15 @@ class MemoryPort:
         data_end = last_done = end
         if last_store is not None:
             issue, nbytes = last_store
-            data_end = issue + nbytes * self.cycles_per_byte
-            last_done = data_end + self.latency_cycles
+            data_end = issue + self.policy.data_cycles(nbytes)
+            last_done = data_end + self.policy.latency(True)
         for r in range(max(0, requests - m), requests):
             slot = (self._next_slot + r) % m
             self._slot_free[slot] = last_done if r == requests - 1 else end
             self._slot_holder[slot] = requester
         self._next_slot = (self._next_slot + requests) % m
         if last_store is not None:
-            self._recent.append((data_end - last_store[1] * self.cycles_per_byte, data_end))
+            self._recent.append((data_end - self.policy.data_cycles(last_store[1]), data_end))
         self._path_free = data_end
         self._path_owner = requester
         self.bytes_read += read_bytes

@@ -28,7 +28,8 @@ the binade they started the probe in, and while no other process's event comes f
 loop crosses a few dozen binades). ``J x D`` is exact there (a multiple of ``u`` below
 ``2^(e+1)``), and so is every shifted time and counter.
 
-Where a record of every request is asked for (a port log), a trace cut at a row limit, or the
+Where a record of every request is asked for (a port log), a trace cut at a row limit, a port
+whose request policy is not uniform (no ring to shift, :mod:`dspsim.hw.policy`), or the
 reference engine runs (``elide=False``), every row is simulated: nothing is booked in closed
 form. A whole trace gets the booked rows' trace rows as one block (:class:`~dspsim.probes.
 TraceRun`: the last row's, ``D`` apart, checked alike on the two rows probed), so that what is
@@ -108,8 +109,9 @@ class _Engines:
         # a record of every row is asked for, or the reference engine: every row simulated
         recorder = ctx.recorder
         self.recorder = recorder if recorder.enabled else None
+        # a port whose requests may complete out of order has no ring to shift
         self.enabled = (ctx.elide and (recorder.limit is None or not recorder.enabled)
-                        and all(p.log is None for p in self.ports))
+                        and all(p.log is None and p.ring for p in self.ports))
 
     # ------------------------------------------------------------------ reading
     def _accumulators(self) -> list[tuple[Any, Any]]:

@@ -1,0 +1,122 @@
+"""What a request costs on a memory's port: the memory's *request policy*.
+
+A request of ``nbytes`` occupies the port's data path for :meth:`RequestPolicy.data_cycles`
+and completes :meth:`RequestPolicy.latency` after its data has crossed it, a read or a write.
+The port (:class:`dspsim.hw.port.MemoryPort`) books every request by asking its policy, and so
+do the closed forms that follow from it (:meth:`RequestPolicy.transfer_cycles`, a lone
+request's :meth:`RequestPolicy.request_cycles`), tile fidelity, the ops' bounds, the kernels'
+closed forms (:mod:`dspsim.kernels.shapes`, :mod:`dspsim.kernels.cached`) and the calibration.
+A new way of pricing a request is a new policy here; nothing else restates it.
+
+Two policies:
+
+- :class:`OneLatency`: every request completes ``latency_cycles`` after its data crossed the
+  path (J6's, and every memory whose table does not give ``write_latency_cycles``, or gives it
+  equal to ``latency_cycles``);
+- :class:`ReadWriteLatency`: reads take ``latency_cycles``, writes ``write_latency_cycles``.
+
+A policy is *uniform* when every request has the same latency: requests then complete in the
+order they were issued, which the port's request ring, its inlined burst loop and the exact
+fast-forwards (:mod:`dspsim.hw.periodic`, :mod:`dspsim.hw.looprun`, :mod:`dspsim.hw.rowrun`)
+and tile fidelity's closed forms rely on. On a port whose policy is not uniform a request
+takes the slot that frees first, and none of those fast paths is used (the cycles are the
+same, only slower to compute).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+def transfer_cycles(
+    nbytes: int, burst_bytes: int, window: int, latency_cycles: float, cycles_per_byte: float
+) -> float:
+    """Cycles from a transfer's first burst issue to its last burst's completion, alone on the
+    port: bursts of ``burst_bytes`` (the last one partial), at most ``window`` in flight, every
+    burst completing ``latency_cycles`` after its data crossed the path.
+
+    Burst ``i`` completes at ``max(done[i-window] + size_i / bw + L, done[i-1] + size_i / bw)``:
+    a max-plus recurrence whose longest path is either all data-path steps (bandwidth-bound)
+    or as many window jumps as fit (latency-bound); the answer is the larger of the two.
+    """
+    if nbytes <= 0:
+        return 0.0
+    n = math.ceil(nbytes / burst_bytes)
+    last = nbytes - (n - 1) * burst_bytes
+    bandwidth_bound = nbytes * cycles_per_byte + latency_cycles
+    jumps, lead = divmod(n - 1, window)  # window jumps, then bursts of the first wave
+    if jumps == 0:
+        return bandwidth_bound
+    beat = burst_bytes * cycles_per_byte
+    latency_bound = (lead + 1) * beat + (jumps - 1) * (beat + latency_cycles) \
+        + last * cycles_per_byte + 2 * latency_cycles
+    return max(bandwidth_bound, latency_bound)
+
+
+@dataclass(frozen=True)
+class OneLatency:
+    """Every request: ``nbytes / bytes_per_cycle`` on the data path, then ``latency_cycles``."""
+
+    latency_cycles: float
+    bytes_per_cycle: float
+    uniform: ClassVar[bool] = True  # every request the same latency (module doc)
+
+    @property
+    def cycles_per_byte(self) -> float:
+        """Data-path cycles per byte."""
+        return 1.0 / self.bytes_per_cycle
+
+    def latency(self, write: bool) -> float:
+        """Cycles from a request's data crossing the path to its completion."""
+        return self.latency_cycles
+
+    @property
+    def read_latency_cycles(self) -> float:
+        return self.latency(False)
+
+    @property
+    def write_latency_cycles(self) -> float:
+        return self.latency(True)
+
+    def data_cycles(self, nbytes: float) -> float:
+        """Cycles ``nbytes`` hold the data path (as the port books them)."""
+        return nbytes * self.cycles_per_byte
+
+    def request_cycles(self, nbytes: float, write: bool) -> float:
+        """One request alone on an idle port, issue to completion."""
+        return self.latency(write) + nbytes * self.cycles_per_byte
+
+    def transfer_cycles(self, nbytes: int, burst_bytes: int, window: int,
+                        write: bool) -> float:
+        """A transfer's bursts alone on the port, first issue to last completion
+        (:func:`transfer_cycles` at this policy's latency for its direction)."""
+        return transfer_cycles(nbytes, burst_bytes, window, self.latency(write),
+                               self.cycles_per_byte)
+
+
+@dataclass(frozen=True)
+class ReadWriteLatency(OneLatency):
+    """Reads as :class:`OneLatency`; a write completes ``write_latency_cycles`` after its data
+    crossed the path. Requests no longer complete in issue order: not uniform."""
+
+    write_latency: float = 0.0
+    uniform: ClassVar[bool] = False
+
+    def latency(self, write: bool) -> float:
+        return self.write_latency if write else self.latency_cycles
+
+
+RequestPolicy = OneLatency  # every policy is one (a subclass), and may be used as one
+
+
+@functools.lru_cache(maxsize=256)
+def request_policy(cfg: Any) -> OneLatency:
+    """The policy of a memory's table (:class:`dspsim.tables.MemoryCfg`): built once per
+    table; :class:`ReadWriteLatency` when its writes take another latency than its reads."""
+    write = cfg.write_latency_cycles
+    if write is None or write == cfg.latency_cycles:
+        return OneLatency(cfg.latency_cycles, cfg.bytes_per_cycle)
+    return ReadWriteLatency(cfg.latency_cycles, cfg.bytes_per_cycle, write)
