@@ -32,6 +32,12 @@ PASS_KEYS = ("name", "reads", "writes", "reduce", "value", "kernel", "loop",
              "cycles_per_element")
 LOOP_KEYS = ("loads", "stores", "alu", "table_loads", "tail_ops", "lanes",
              "call_overhead_cycles")
+# why an op file declares no temporary array, and what it writes instead
+NO_TEMPORARIES = ("no temporary arrays: a pass reads one array and writes the output, which in "
+                  "TCM is the tile itself (in place, 2-D included), so an intermediate is "
+                  "written to the output and read by the next pass, or handed between the "
+                  "kernels of one pass (kernel = [...]); what a later pass needs of the input "
+                  "is a reduction's scalar or is recomputed from it")
 SCHEDULE_KEYS = ("variants", "default", "tile_bytes", "buffers", "block_cols")
 RANGE_KEYS = ("default", "min", "max")
 REFERENCE_KEYS = ("value", "python", "allow_python", "tolerance")
@@ -280,8 +286,12 @@ def _arrays(w: _Where, raw: Any, ndim: int) -> tuple[str, str, dict[str, str]]:
                           f"{'n' if ndim == 1 else 'rows, cols'}: ndim = {ndim})")
         role = w.typed(a, "role", table, str, "input or output")
         if role not in roles:
-            raise w.error(table, f"role = {role!r}: allowed input, output")
+            raise w.error(table, f"role = {_show(role)}: allowed input, output ({NO_TEMPORARIES})")
         memory = w.typed(a, "memory", table, str, "a memory name", "host")
+        if memory == "tcm":
+            raise w.error(table, "memory = 'tcm': allowed host or a memory of the model (the "
+                          "whole array's home; pingpong and nbuffer stage its tiles in TCM, "
+                          f"<op>.tile_bytes each; {NO_TEMPORARIES})")
         if memory != "host" and not NAME.fullmatch(memory):
             raise w.error(table, f"memory = {_show(memory)}: allowed host (the model's "
                           "host.memory) or a memory's name (ddr, psram, sram, ...)")
@@ -377,7 +387,7 @@ def _pass(w: _Where, i: int, p: Any, inp: str, out: str, params: dict[str, float
     writes = w.typed(p, "writes", table, str, "an array name")
     if writes is not None and writes != out:
         raise w.error(table, f"writes = {writes!r}: allowed {out!r} (the output array; "
-                      "the input is the host's)")
+                      f"the input is the host's; {NO_TEMPORARIES})")
     reduce_op, into = _reduce(w, table, p.get("reduce"), scalars, params, inp, out)
     if writes is None and reduce_op is None:
         raise w.error(table, "neither writes nor reduce: the pass does nothing; allowed: "
