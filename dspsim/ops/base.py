@@ -295,14 +295,24 @@ class Op:
         return f"it acts only in {self.name} {', '.join(variants)}; {unmet[0]}"
 
     def same_cycles_reason(self, variant: str, shape: tuple[int, ...], key: str,
-                           values: Sequence[Any]) -> str | None:
+                           values: Sequence[Any],
+                           models: Sequence[HardwareModel] | None = None) -> str | None:
         """Why ``values`` of ``key`` gave runs of ``variant`` on ``shape`` the same cycles, when
-        the op can say (``dspsim sweep`` prints it), else None. This default: a key of the
-        op's table that does not act in ``variant`` (:meth:`key_variants`); on a 1-D input,
-        the tile key (:attr:`tile_key`, bytes of float32) when every value leaves the same
-        last tile (the tiles before it are whole and move the same bytes in all)."""
+        the op can say (``dspsim sweep`` prints it), else None. ``models``: the model of each
+        value's run, when known. This default: a key of the op's table that does not act in
+        ``variant`` (:meth:`key_variants`); on a 1-D input, the tile key (:attr:`tile_key`,
+        bytes of float32) when every value leaves the same last tile (the tiles before it are
+        whole and move the same bytes in all); else, given the models, the memory port when
+        it binds every run alike (:meth:`port_bound_reason`)."""
         if key.partition(".")[0] == self.name and variant not in self.key_variants(key):
             return f"{key} does not act in {self.name} {variant}"
+        reason = self._same_last_tile_reason(shape, key, values)
+        if reason is None and models:
+            reason = self.port_bound_reason(variant, shape, models)
+        return reason
+
+    def _same_last_tile_reason(self, shape: tuple[int, ...], key: str, values: Sequence[Any]
+                               ) -> str | None:
         if key != self.tile_key or len(shape) != 1 or not values:
             return None
         n = int(shape[0])
@@ -323,6 +333,29 @@ class Op:
         return (f"every value leaves the same last tile ({last:,} elements, after "
                 f"{', '.join(whole[:-1])} or {whole[-1]} whole tiles that move the same bytes "
                 "in all)")
+
+    def port_bound_reason(self, variant: str, shape: tuple[int, ...],
+                          models: Sequence[HardwareModel]) -> str | None:
+        """A "port-bound: ..." reason when, on every model, the op's DMA bound (:meth:`bounds`:
+        bytes that must cross the host memory's port over its bandwidth) is the binding one
+        and the same: the port's time, which no other key changes; else None."""
+        seen = set()
+        for model in models:
+            b = self.bounds(model, variant, shape)
+            if b is None:
+                return None
+            dma = float(b.dma_bound_cycles)
+            bpc = float(model.host_memory.bytes_per_cycle)
+            nbytes = round(dma * bpc)
+            if (dma <= 0 or dma < max(b.latency_bound_cycles, b.compute_bound_cycles)
+                    or nbytes > b.ddr_read_bytes + b.ddr_write_bytes):
+                return None  # not the port that binds (or not the host memory's port)
+            seen.add((model.host.memory, bpc, nbytes, round(dma, 3)))
+        if len(seen) != 1:
+            return None
+        memory, bpc, nbytes, dma = seen.pop()
+        return (f"port-bound: the {memory.upper()} port moves {nbytes:,} bytes at {bpc:g} "
+                f"bytes/cycle = {dma:,.0f} cycles either way")
 
     # ------------------------------------------------------------------ may: checks
     def output_summary(self, out: np.ndarray, x: np.ndarray, params: Params) -> dict[str, Any]:

@@ -4,13 +4,16 @@ For each swept model key, and each setting of the other parameter columns, the v
 key whose points gave identical cycles form a group (two or more values). The same group at
 several settings is one note. Each note names the key, the values, the cycles (at one
 setting) and, when the op can say, why (:meth:`dspsim.ops.base.Op.same_cycles_reason`: the
-op's own reason, e.g. its tiling; nothing here knows an op). ``dspsim sweep`` and ``dspsim plot
-sweep`` print them.
+op's own reason, e.g. its tiling, or the memory port that binds every value alike, from the
+model of each value's run: the sweep's sidecar gives its model file and fixed keys; nothing
+here knows an op). ``dspsim sweep`` and ``dspsim plot sweep`` print them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -27,6 +30,8 @@ from dspsim.study.sweep.values import (
 )
 
 MAX_NOTES = 5  # note lines printed; the rest are counted in one more line
+# (a point's setting, the swept key, one of its values) -> the model of that run, or None
+ModelAt = Callable[[Mapping[str, Any], str, Any], Any]
 
 
 def _groups(ok: pd.DataFrame, key: str, others: list[str]
@@ -46,9 +51,55 @@ def _groups(ok: pd.DataFrame, key: str, others: list[str]
     return found
 
 
-def _reason(setting: Mapping[str, Any], key: str, values: tuple) -> str | None:
+def _plain(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+@functools.lru_cache(maxsize=64)
+def _model(source: str, overrides: tuple[tuple[str, Any], ...]) -> Any:
+    from dspsim.config import load_model
+
+    return load_model(source).with_overrides(dict(overrides))
+
+
+def sidecar_models(path: str | Path) -> ModelAt | None:
+    """The model of each point of a sweep file, from its sidecar (the model file and the
+    keys it held fixed) and the point's parameter cells; None without a readable sidecar."""
+    from dspsim.errors import DspsimInputError
+    from dspsim.study.sweep.sidecar import read_sidecar
+
+    try:
+        doc = read_sidecar(Path(path))
+    except (DspsimInputError, OSError):
+        return None
+
+    def model_at(setting: Mapping[str, Any], key: str, value: Any) -> Any:
+        label = setting.get(MODEL_KEY)
+        source = doc["model_source"] if label is None else doc["model_source"][str(label)]
+        fixed = doc["fixed_model"] if label is None else doc["fixed_model"][str(label)]
+        cells = {k: _plain(v) for k, v in setting.items()
+                 if k not in SPECIAL_KEYS and k != MODEL_KEY}
+        return _model(source, tuple(sorted({**fixed, **cells, key: _plain(value)}.items())))
+
+    return model_at
+
+
+def _models(model_at: ModelAt | None, setting: Mapping[str, Any], key: str, values: tuple
+            ) -> list[Any] | None:
+    if model_at is None:
+        return None
+    from dspsim.errors import DspsimInputError
+
+    try:
+        return [model_at(setting, key, v) for v in values]
+    except (DspsimInputError, KeyError, TypeError):  # a model that no longer loads: no reason
+        return None
+
+
+def _reason(setting: Mapping[str, Any], key: str, values: tuple,
+            model_at: ModelAt | None = None) -> str | None:
     """The op's reason for the group at ``setting`` (its op, variant and size), if it gives
-    one."""
+    one; ``model_at`` gives each value's model."""
     op = get_op(str(setting.get("op", DEFAULT_OP)))
     variant = next((str(setting[k]) for k in VARIANT_KEYS if k in setting), op.default_variant)
     if "n" in setting:
@@ -58,12 +109,14 @@ def _reason(setting: Mapping[str, Any], key: str, values: tuple) -> str | None:
     else:
         shape = tuple(op.default_shape)
     try:
-        return op.same_cycles_reason(variant, shape, key, list(values))
+        return op.same_cycles_reason(variant, shape, key, list(values),
+                                     _models(model_at, setting, key, values))
     except (ValueError, TypeError):
         return None
 
 
-def _line(key: str, values: tuple, where: list[tuple[dict[str, Any], int]]) -> str:
+def _line(key: str, values: tuple, where: list[tuple[dict[str, Any], int]],
+          model_at: ModelAt | None = None) -> str:
     setting, cycles = where[0]
     shown = {k: v for k, v in setting.items() if k != "op" or setting.get("op") != DEFAULT_OP}
     at = ", ".join(f"{k}={format_value(v)}" for k, v in shown.items())
@@ -71,29 +124,30 @@ def _line(key: str, values: tuple, where: list[tuple[dict[str, Any], int]]) -> s
     more = f" and {rest} other setting{'s' if rest > 1 else ''}" if rest else ""
     text = (f"note: {key} = {', '.join(format_value(v) for v in values)} gave identical cycles "
             f"({cycles:,}{' at ' + at if at else ''}{more})")
-    reason = _reason(setting, key, values)
+    reason = _reason(setting, key, values, model_at)
     return f"{text}: {reason}" if reason else text
 
 
-def identical_cycles_notes(df: pd.DataFrame, limit: int = MAX_NOTES) -> list[str]:
+def identical_cycles_notes(df: pd.DataFrame, limit: int = MAX_NOTES,
+                           model_at: ModelAt | None = None) -> list[str]:
     """The note lines of a sweep table (:func:`dspsim.study.sweep.read_sweep`): at most
-    ``limit``, then one line counting the rest."""
+    ``limit``, then one line counting the rest; ``model_at`` (:func:`sidecar_models`) lets an
+    op give reasons that need each run's model."""
     if "cycles" not in df.columns:
         return []
     ok = df[df["error"] == ""] if "error" in df.columns else df
     ok = ok[ok["cycles"].notna()]
     keys = key_columns(df)
-    lines = []
+    groups = []
     for key in keys:
         if key in SPECIAL_KEYS or key == MODEL_KEY or ok[key].nunique() < 2:
             continue
         others = [k for k in keys if k != key]
-        for values, where in _groups(ok, key, others).items():
-            lines.append(_line(key, values, where))
-    if len(lines) > limit:
-        rest = len(lines) - limit
-        lines = lines[:limit] + [f"note: {rest} more groups of values gave identical cycles "
-                                 "(see the table)"]
+        groups += [(key, values, where) for values, where in _groups(ok, key, others).items()]
+    lines = [_line(*group, model_at) for group in groups[:limit]]
+    if len(groups) > limit:
+        lines.append(f"note: {len(groups) - limit} more groups of values gave identical cycles "
+                     "(see the table)")
     return lines
 
 
@@ -104,6 +158,6 @@ def identical_cycles_notes_of(path: Any) -> list[str]:
     from dspsim.study.sweep.table import read_sweep
 
     try:
-        return identical_cycles_notes(read_sweep(path))
+        return identical_cycles_notes(read_sweep(path), model_at=sidecar_models(path))
     except DspsimInputError:
         return []
