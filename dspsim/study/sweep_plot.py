@@ -70,6 +70,9 @@ DERIVED = ("speedup", "cycles_per_element")
 FIGURE_EXTENSIONS = FIGURE_FORMATS  # one list for every figure dspsim writes
 LOG_RANGE = 10.0  # a heatmap panel whose values span more than this factor: log colour scale
 MAX_PANELS = 6
+# a line plot whose values all lie within this fraction of the largest: its y-axis reaches 0
+# (a zoom to the data's range would draw a flat curve as a jump) and the figure says the spread
+FLAT_SPREAD = 0.01
 MAX_LINES = 24
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<")
@@ -250,11 +253,14 @@ def line_plot(
         plain_log_ticks(ax.xaxis)
     if not numeric_x:
         ax.set_xticks(range(len(categories)), [str(c) for c in categories])
-    if _wide(data[y].to_numpy(dtype=float)):
+    ys = data[y].to_numpy(dtype=float)
+    if _wide(ys):
         ax.set_yscale("log")
         plain_log_ticks(ax.yaxis)
-    elif np.nanmax(np.abs(data[y].to_numpy(dtype=float))) >= 1e5:  # 5,000,000, not 5.0 1e6
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    else:
+        flat_axis(ax, ys)  # a small spread on large values: from 0, the spread written
+        if np.nanmax(np.abs(ys)) >= 1e5:  # 5,000,000, not 5.0 1e6
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     if y == "speedup":
         ax.axhline(1.0, color="0.4", linestyle="--", linewidth=1, label="speedup = 1")
     if warned_any:  # one legend entry for every ring, whatever its colour
@@ -271,6 +277,35 @@ def line_plot(
                   borderaxespad=0.0)
     ax.set_title(f"{ylabel} vs {x}" + (f" ({failed} failed points not shown)" if failed else ""))
     return fig
+
+
+def relative_spread(values: np.ndarray) -> float | None:
+    """``(max - min) / max |value|`` of the finite values; None when there are none or all
+    are 0."""
+    v = values[np.isfinite(values)]
+    top = float(np.max(np.abs(v))) if v.size else 0.0
+    return float(np.ptp(v)) / top if top > 0 else None
+
+
+def flat_axis(ax: Any, values: np.ndarray) -> str | None:
+    """When ``values`` lie within :data:`FLAT_SPREAD` of the largest (all of one sign): the
+    y-axis from 0 and the spread written in the axes' lower left (returned), so that a small
+    spread on large values is not drawn as a jump; else nothing (None)."""
+    spread = relative_spread(values)
+    if spread is None or spread >= FLAT_SPREAD:
+        return None
+    v = values[np.isfinite(values)]
+    low, high = float(v.min()), float(v.max())
+    ax.set_ylim(0.0, high * 1.08) if low > 0 else ax.set_ylim(low * 1.08, 0.0)
+    text = ("all points equal" if spread == 0 else f"all within {100 * spread:.2g} % of "
+            "each other") + f": {_short_number(low)} to {_short_number(high)}"
+    ax.text(0.01, 0.02, text, transform=ax.transAxes, ha="left", va="bottom",
+            fontsize="small", bbox={"facecolor": "white", "edgecolor": "0.6", "alpha": 0.9})
+    return text
+
+
+def _short_number(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1e3 and float(v).is_integer() else f"{v:.6g}"
 
 
 def _line_columns(df: pd.DataFrame, x: str, y: str, hue: str | None, source: str,
