@@ -151,3 +151,14 @@ def test_a_bad_lanes_or_overhead_is_one_line(op_file, key, match):
     with pytest.raises(DspsimInputError, match=match) as e:
         op_file("bad_loop", peak=", " + key)
     assert "\n" not in str(e.value)
+
+
+def test_tile_fidelitys_closed_form_call_uses_the_loops_values(j6, op_file):
+    """At tile fidelity an uncached call alone on the port is one event, its length the
+    closed-form walk: with the loop's lanes and overhead it is the burst walk's cycles."""
+    override = ", lanes = 8, call_overhead_cycles = 280"
+    name = op_file("tile_op", peak=override, scale=override)
+    burst = simulate(j6, name, "direct", n=50_000, data=False, fidelity="burst")
+    tile = simulate(j6, name, "direct", n=50_000, data=False, fidelity="tile")
+    assert tile.cycles == burst.cycles
+    assert tile.bytes["ddr_read"] == burst.bytes["ddr_read"] == 2 * 4 * 50_000 + 2 * 32
