@@ -26,6 +26,7 @@ from typing import Any
 from dspsim.errors import ConfigError
 from dspsim.model_rules import SWITCHED_TABLES, refuse_idle, refuse_missing, refuse_reserved
 from dspsim.paths import path_problem, read_small_text
+from dspsim.ranges import RANGES_TABLE, Range, checked_ranges, file_ranges
 from dspsim.schema import OP_SCHEMAS, Key, Params
 from dspsim.tables import HARDWARE, MEMORY_FIELDS, Core, Dcache, Host, Idma, MemoryCfg, Tcm
 from dspsim.tables import Ddr as Ddr  # the tables were defined here first: still importable
@@ -159,6 +160,8 @@ class HardwareModel:
     name: str = "model"
     source: str = ""
     overrides: tuple[tuple[str, Any], ...] = ()
+    # plausible (low, high) of each guessed or fitted key (the file's [ranges]; a fact has none)
+    ranges: Mapping[str, Range] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
         """A memory's table or an operator's parameters as an attribute: ``model.ddr``,
@@ -216,8 +219,11 @@ class HardwareModel:
             raw.setdefault(k.section, {})[k.short] = value
         model = build_model(raw, self.source)
         refuse_idle(model, list(pairs))
+        # a value set here is given, not guessed: its range goes
+        ranges = {k: r for k, r in self.ranges.items() if k not in pairs}
         return dataclasses.replace(
-            model, name=self.name, overrides=self.overrides + tuple(pairs.items())
+            model, name=self.name, overrides=self.overrides + tuple(pairs.items()),
+            ranges=ranges,
         )
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
@@ -483,6 +489,8 @@ def _merged(chain: list[tuple[Path, dict[str, Any], str]]) -> dict[str, Any]:
     for _, raw, _ in reversed(chain):
         merged.pop("model", None)
         for section, table in raw.items():
+            if section == RANGES_TABLE:  # read by file_ranges, not a table of values
+                continue
             if isinstance(table, dict) and isinstance(merged.get(section), dict):
                 merged[section] = {**merged[section], **table}
             else:
@@ -517,6 +525,7 @@ def load_model(
     meta = tables.get("model")
     if not (isinstance(meta, dict) and "name" in meta):
         model = dataclasses.replace(model, name=p.stem or "model")
+    model = dataclasses.replace(model, ranges=checked_ranges(model, file_ranges(chain)))
     if overrides:
         model = model.with_overrides(overrides)
     return model

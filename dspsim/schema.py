@@ -57,6 +57,9 @@ class Key:
     choices: tuple = ()
     unit: str = ""
     multiple: int = 0  # an int key's value must be a multiple of this (0: any)
+    # how a run's cycles move as the key rises: +1 never fall, -1 never rise, 0 not at all,
+    # None unknown (dspsim.study.interval searches the ranges by it; a test holds each claim)
+    trend: int | None = None
 
     @property
     def section(self) -> str:

@@ -34,6 +34,9 @@ def add_run(sub) -> None:
     add_model_args(p, models=True)
     add_op_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--interval", action="store_true",
+                   help="also the smallest and largest cycles over the model's ranges of its "
+                   "guessed and fitted keys, and the key that moves them most")
     add_data_args(p, arrays=True)
     # outputs: the run is traced (and its DDR port logged) only when one of these asks for it
     out = p.add_argument_group("outputs")
@@ -107,8 +110,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.output:
         save_output(args.output, r.output_array)
         written.append(f"output written to {args.output}")
+    iv = _interval(model, r, args) if args.interval else None
     if args.json:
-        emit_json(run_object(r))
+        emit_json(run_object(r) | ({"interval": iv.to_json()} if iv else {}))
         return 0
     shape = "x".join(f"{d:,}" for d in r.shape)
     unit = op.size_unit
@@ -146,14 +150,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  warning [{w['code']}] x{w['count']}: {w['message']}")
     for h in r.hazards:
         print(f"  hazard: {h['message']}")
+    if iv is not None:
+        print("  " + interval_line(iv))
     print(f"  {r.events:,} events in {r.wall_s:.3f} s")
     for line in written:
         print(f"  {line}")
     return 0
 
 
+def _interval(model: Any, r: Result, args: argparse.Namespace) -> Any:
+    """``run --interval``: the run's interval over the model's ranges."""
+    from dspsim.study.interval import op_interval
+
+    with elapsed(f"run: the interval of {r.op} {r.variant}"):
+        return op_interval(model, r.op, r.variant, r.shape, fidelity=args.fidelity)
+
+
+def interval_line(iv: Any) -> str:
+    """An interval in one line: cycles [low, high], the dominant key, the runs it took."""
+    if iv.dominant_key is None:
+        return (f"cycles [{iv.low_cycles:,}, {iv.high_cycles:,}]: no range of the model moves "
+                f"them ({iv.runs} runs)")
+    lo, hi = iv.alone[iv.dominant_key]
+    return (f"cycles [{iv.low_cycles:,}, {iv.high_cycles:,}] over the model's ranges; the key "
+            f"that moves them most: {iv.dominant_key} (alone {lo:,} to {hi:,}); {iv.runs} runs")
+
+
 def _run_models(args: argparse.Namespace) -> int:
     """``run --models``: the same run under each model, one line (or object) per model."""
+    if args.interval:
+        raise UsageError("run --models prints a table: --interval is for one --model at a time")
     if any(getattr(args, k, None) for k in ("timeline", "trace", "tiles", "save", "output")):
         raise UsageError("run --models prints a table (or --json): drop the output files, or "
                          "run one --model at a time")

@@ -15,6 +15,9 @@ is within 1 %, 1 otherwise; checks never change the exit code.
 --models A,B runs each measurement under every model given that is of its platform (the file,
 one inheriting from it, or one with its [model] name): e.g. every reading of J6.
 --measurements FILE adds a file of your own (the same format; see dspsim.study.validate).
+Every prediction comes with its interval: the smallest and largest cycles over the model's
+ranges of its guessed and fitted keys (docs/validation.md, "Intervals"); --suggest names, for
+the widest interval, the measurement that would narrow it most.
 """
 
 
@@ -28,6 +31,9 @@ def add_validate(sub) -> None:
     p.add_argument("--only", action="store_true",
                    help="only the --measurements files, not the shipped ones")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--suggest", action="store_true",
+                   help="name, for the widest interval, the measurement that would narrow it "
+                   "most, and by how much")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -51,8 +57,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     rows = validate(models, args.measurements, shipped=not args.only,
                     overrides=args.overrides)
     ok = calibration_ok(rows)
+    hint = None
+    if args.suggest:
+        from dspsim.study.interval_suggest import suggest
+
+        hint = suggest(rows)
     if args.json:
-        emit_json({"rows": [r.to_json() for r in rows], "calibration_within_1_pct": ok})
+        extra = {"suggest": hint.to_json() if hint else None} if args.suggest else {}
+        emit_json({"rows": [r.to_json() for r in rows], "calibration_within_1_pct": ok,
+                   "checks_inside_interval": sum(bool(r.inside) for r in rows
+                                                 if r.measurement.role == "check")} | extra)
     else:
         print(table(rows))
+        if args.suggest:
+            print("\n" + (hint.text() if hint else "suggest: no interval has a width (no "
+                           "model of these measurements gives a range that moves them)"))
     return 0 if ok else 1

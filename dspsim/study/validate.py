@@ -37,7 +37,7 @@ from dspsim.config import HardwareModel, load_model, model_key, resolve_model_pa
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import default_op, get_op
 from dspsim.paths import read_small_text
-from dspsim.run import simulate
+from dspsim.study.interval import Interval, op_interval
 from dspsim.text import cell, column_width
 
 ROLES = ("calibration", "check")
@@ -225,6 +225,13 @@ class Row:
     measurement: Measurement
     model: str  # the label of the model it ran under
     predicted: int
+    interval: Interval | None = None  # the prediction's over the model's ranges
+    run_model: HardwareModel | None = None  # the model it ran under, its settings applied
+
+    @property
+    def inside(self) -> bool | None:
+        """Whether the measured cycles are inside the prediction's interval."""
+        return None if self.interval is None else self.interval.contains(self.measurement.cycles)
 
     @property
     def error_pct(self) -> float:
@@ -240,7 +247,8 @@ class Row:
                 "variant": m.variant, "shape": list(m.shape), "settings": m.settings,
                 "role": m.role, "measured_cycles": m.cycles, "predicted_cycles": self.predicted,
                 "error_pct": self.error_pct, "within_1_pct": self.within, "source": m.source,
-                "note": m.note, "file": m.file, "spec": m.spec()}
+                "note": m.note, "file": m.file, "spec": m.spec(),
+                **(self.interval.to_json() if self.interval else {}), "inside": self.inside}
 
 
 def _models_of(measurements: list[Measurement], models: dict[str, tuple[HardwareModel, Path]]
@@ -284,11 +292,11 @@ def validate(models: dict[str, tuple[HardwareModel, Path]] | None = None,
         for label, model in by_platform.get(m.platform, []):
             run_model = model.with_overrides(m.settings) if m.settings else model
             try:
-                r = simulate(run_model, m.op, m.variant, shape=m.shape, data=False)
+                iv = op_interval(run_model, m.op, m.variant, m.shape)
             except DspsimInputError as e:
                 raise DspsimInputError(f"{cell(Path(m.file).name)} ({cell(m.name)}) under "
                                        f"{cell(label)}: {e}") from None
-            rows.append(Row(m, label, r.cycles))
+            rows.append(Row(m, label, iv.point_cycles, iv, run_model))
     return rows
 
 
@@ -304,13 +312,14 @@ def table(rows: list[Row]) -> str:
     width = column_width([r.measurement.name for r in rows], "measurement")
     label = max(22, column_width([r.model for r in rows], "model"))
     header = (f"{'model':<{label}} {'measurement':<{width}} {'role':<11} {'measured':>12} "
-              f"{'predicted':>12} {'error_pct':>9}")
-    lines += [header, "-" * len(header)]
+              f"{'predicted':>12} {'error_pct':>9}  interval [low, high] cycles")
+    lines += [header, "-" * (len(header) + 2)]
     for r in rows:
         m = r.measurement
         flag = "" if m.role == "check" or r.within else "  OUTSIDE 1 %"
         lines.append(f"{cell(r.model):<{label}} {cell(m.name, width):<{width}} {m.role:<11} "
-                     f"{m.cycles:>12,} {r.predicted:>12,} {r.error_pct:>+9.2f}{flag}")
+                     f"{m.cycles:>12,} {r.predicted:>12,} {r.error_pct:>+9.2f}  "
+                     f"{_interval_cell(r):<29}{flag}".rstrip())
     cal = [r for r in rows if r.measurement.role == "calibration"]
     checks = [r for r in rows if r.measurement.role == "check"]
     worst = max((abs(r.error_pct) for r in cal), default=math.nan)
@@ -321,5 +330,15 @@ def table(rows: list[Row]) -> str:
     if checks:
         mean = sum(abs(r.error_pct) for r in checks) / len(checks)
         lines.append(f"{len(checks)} check(s), nothing fitted to them: mean |error| "
-                     f"{mean:.2f} %, worst {max(abs(r.error_pct) for r in checks):.2f} %")
+                     f"{mean:.2f} %, worst {max(abs(r.error_pct) for r in checks):.2f} %; "
+                     f"{sum(bool(r.inside) for r in checks)} of {len(checks)} inside their "
+                     "intervals")
     return "\n".join(lines)
+
+
+def _interval_cell(r: Row) -> str:
+    """``[low, high]`` and ``out`` when the measurement is outside it."""
+    if r.interval is None:
+        return "-"
+    iv = r.interval
+    return f"[{iv.low_cycles:,}, {iv.high_cycles:,}]" + ("" if r.inside else " out")

@@ -55,7 +55,7 @@ PARAMS = OpSchema(
             lo=1, hi=64, unit="descriptors"),
         Key("copy.prologue_cycles", float, "core cycles the benchmark spends inside its timed "
             "span before the copy starts (the SDK cleans and invalidates the data cache first)",
-            default=0.0, lo=0.0, hi=1e9, unit="cycles"),
+            default=0.0, lo=0.0, hi=1e9, unit="cycles", trend=1),
         Key("copy.timed_prologue", bool, "the timed span includes the prologue "
             "(copy.prologue_cycles), as a cycle-counter benchmark's does; false: the copy "
             "alone, as a throughput table times it", default=True),
@@ -64,7 +64,7 @@ PARAMS = OpSchema(
             default=False),
         Key("copy.interrupt_handler_cycles", float, "idma with copy.completion_interrupt: "
             "cycles from the last descriptor's completion to the handler's return (entry, the "
-            "handler's work, exit)", default=0.0, lo=0.0, hi=1e9, unit="cycles"),
+            "handler's work, exit)", default=0.0, lo=0.0, hi=1e9, unit="cycles", trend=1),
     ),
     check=_check,
 )

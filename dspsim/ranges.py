@@ -1,0 +1,120 @@
+"""Plausible ranges of a model file's guessed and fitted values: its ``[ranges]`` table.
+
+A model file gives each value it does not know for a fact a range beside it::
+
+    [ranges]
+    "idma.setup_cycles" = [20.0, 50.0]                     # guess: 20-50 cycles
+    "ddr.latency_cycles" = { span_of = ["j6_outstanding_bound"] }  # the readings' values
+
+A range is ``[LOW, HIGH]`` (each end a value the key accepts, ``LOW <= value <= HIGH``), or
+``{ span_of = [MODEL, ...] }``: the smallest and largest of the key's value in this file and in
+each model file named (a packaged name, or a path relative to this file), so a range drawn
+from other readings is read from their files, never typed again. A fact has no range.
+
+``base`` inherits ranges as it inherits values, with one rule: a file that gives a key's value
+drops the range it inherits for that key (the range was about the base's value), as a
+``--set`` does. A range on an unknown key, on a key that is not a number, that does not hold
+its value or whose ends are the wrong way round is refused in one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dspsim.errors import ConfigError
+
+RANGES_TABLE = "ranges"
+Range = tuple[float, float]
+
+
+def _span(source: str, key: str, spec: dict[str, Any], own: Any, here: Path) -> list[Any]:
+    """The values ``{ span_of = [...] }`` spans: this file's value and each named file's."""
+    from dspsim.config import read_model_tables, resolve_model_path
+
+    names = spec.get("span_of")
+    if set(spec) != {"span_of"} or not isinstance(names, list) or not names \
+            or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{source}: ranges: {key} = {spec!r}: expected [LOW, HIGH] or "
+                          "{ span_of = [\"model\", ...] }")
+    section, _, short = key.partition(".")
+    values = [own]
+    for name in names:
+        try:
+            tables = read_model_tables(resolve_model_path(name, here))
+        except ConfigError as e:
+            raise ConfigError(f"{source}: ranges: {key}: span_of {name!r}: {e}") from None
+        value = tables.get(section, {}).get(short) if isinstance(tables.get(section), dict) \
+            else None
+        if value is None:
+            raise ConfigError(f"{source}: ranges: {key}: span_of {name!r}: that model gives "
+                              f"no {key}")
+        values.append(value)
+    return values
+
+
+def _ends(source: str, key: str, spec: Any, own: Any, here: Path) -> list[Any]:
+    """A range's two ends as written (``[LOW, HIGH]``) or spanned (``span_of``)."""
+    if isinstance(spec, dict):
+        values = _span(source, key, spec, own, here)
+        numeric = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        if len(numeric) != len(values):
+            raise ConfigError(f"{source}: ranges: {key} spans {values!r}: not numbers; a range "
+                              "is for a number")
+        return [min(values), max(values)]
+    if not isinstance(spec, list) or len(spec) != 2:
+        raise ConfigError(f"{source}: ranges: {key} = {spec!r}: expected [LOW, HIGH] or "
+                          "{ span_of = [\"model\", ...] }")
+    return spec
+
+
+def file_ranges(chain: list[tuple[Path, dict[str, Any], str]]) -> dict[str, tuple[Any, str]]:
+    """The ranges of a chain of model files (the file first, then its bases), as written:
+    key -> (spec, the file that gives it). A file that gives a key's value drops the range it
+    inherits for that key."""
+    out: dict[str, tuple[Any, str]] = {}
+    for p, raw, _ in reversed(chain):
+        for section, table in raw.items():
+            if section != RANGES_TABLE and isinstance(table, dict):
+                for k in table:
+                    out.pop(f"{section}.{k}", None)
+        given = raw.get(RANGES_TABLE, {})
+        if not isinstance(given, dict):
+            raise ConfigError(f"{p}: ranges must be a table [ranges] of \"table.key\" = "
+                              "[LOW, HIGH]")
+        for key, spec in given.items():
+            out[key] = (spec, str(p))
+    return out
+
+
+def checked_ranges(model: Any, written: Mapping[str, tuple[Any, str]]) -> dict[str, Range]:
+    """Each written range checked against ``model``: a key it has, a number, ends the key
+    accepts, low <= high, the value inside; key -> (low, high)."""
+    from dspsim.config import model_key
+
+    out: dict[str, Range] = {}
+    for key, (spec, where) in written.items():
+        if key not in model.keys():
+            known = ", ".join(model.keys())
+            raise ConfigError(f"{where}: ranges: unknown model key {key!r}; allowed keys: "
+                              f"{known}")
+        k = model_key(key, model)
+        if k.type not in (int, float):
+            raise ConfigError(f"{where}: ranges: {key} is {k.allowed()}, not a number: only a "
+                              "number has a range")
+        value = model.get(key)
+        try:
+            lo, hi = (k.coerce(v) for v in _ends(where, key, spec, value, Path(where)))
+        except ConfigError as e:
+            text = str(e)
+            raise ConfigError(text if text.startswith(where) else
+                              f"{where}: ranges: an end of {text}") from None
+        if lo > hi:
+            raise ConfigError(f"{where}: ranges: {key} = [{lo!r}, {hi!r}] is inverted; "
+                              "write [LOW, HIGH] with LOW <= HIGH")
+        if not lo <= value <= hi:
+            raise ConfigError(f"{where}: ranges: {key} = [{lo!r}, {hi!r}] does not hold its "
+                              f"value {value!r}; a range holds the key's value")
+        out[key] = (lo, hi)
+    return out

@@ -1,0 +1,167 @@
+"""A prediction's interval: the fewest and most cycles its model's ranges allow.
+
+A model file gives each guessed or fitted value a range (:mod:`dspsim.ranges`). A run's
+interval is the smallest and largest cycles over every combination of values in those ranges.
+Trying every corner costs 2^k runs; instead the search uses what is proven of each key
+(:func:`trend`, each claim held by a property test over random configurations in
+``tests/test_interval.py``):
+
+- ``+1``: cycles never fall as the key rises (a latency, a per-call or per-descriptor cost);
+- ``-1``: cycles never rise as it rises (a bandwidth, requests in flight, issue slots, lanes);
+- ``0``: the cycles do not depend on it (the clock in MHz, the host's latency);
+- ``None``: nothing proven (a tile size): searched at its range's ends and its value.
+
+With every trended key at its slow end the run is slowest, at its fast end fastest; the keys
+without a trend are tried at each of their values (3^u combinations, ``u`` such keys, at most
+:data:`MAX_UNTRENDED`). The dominant key is the one whose range alone (every other key at its
+value) moves the cycles most; a key is run at one end first and at its other end only when the
+bound the interval gives that side could still make it the dominant one. Identical
+configurations (an end equal to the value) are run once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dspsim.config import HardwareModel, is_memory_section, model_key
+from dspsim.errors import DspsimInputError
+
+MAX_UNTRENDED = 3
+# what is proven of the hardware keys; a memory's keys (any memory's name) by their short name
+_HARDWARE_TRENDS: dict[str, int] = {
+    "core.clock_mhz": 0, "host.rpc_latency_us": 0, "tcm.reserved_bytes": 0,
+    "core.alu_latency_cycles": 1, "core.call_overhead_cycles": 1, "idma.setup_cycles": 1,
+    "core.vector_alu_slots": -1, "core.load_store_units": -1,
+    "core.write_buffer_entries": -1, "idma.max_outstanding": -1,
+}
+_MEMORY_TRENDS: dict[str, int] = {"latency_cycles": 1, "bytes_per_cycle": -1,
+                                  "max_outstanding": -1}
+
+
+def trend(key: str) -> int | None:
+    """How a run's cycles move as ``key`` rises (+1, -1, 0: not at all, None: unknown); an
+    op's key says so itself (:attr:`dspsim.schema.Key.trend`)."""
+    section, _, short = key.partition(".")
+    if key in _HARDWARE_TRENDS:
+        return _HARDWARE_TRENDS[key]
+    if is_memory_section(section):
+        return _MEMORY_TRENDS.get(short)
+    return getattr(model_key(key), "trend", None)
+
+
+@dataclass
+class Interval:
+    """A run's cycles, their interval over the model's ranges, and what moves it."""
+
+    point_cycles: int
+    low_cycles: int
+    high_cycles: int
+    dominant_key: str | None  # None: no range moves it
+    # each ranged key's (low, high) cycles with it alone over its range; None: not run (it
+    # cannot move the cycles more than the dominant key's range does)
+    alone: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    runs: int = 0
+
+    @property
+    def width_cycles(self) -> int:
+        return self.high_cycles - self.low_cycles
+
+    def contains(self, cycles: float) -> bool:
+        return self.low_cycles <= cycles <= self.high_cycles
+
+    def to_json(self) -> dict[str, Any]:
+        return {"low_cycles": self.low_cycles, "high_cycles": self.high_cycles,
+                "dominant_key": self.dominant_key}
+
+
+class _Runner:
+    """Runs of one op at one shape under the model with some keys moved; each distinct
+    configuration once."""
+
+    def __init__(self, model: HardwareModel, run: Callable[[HardwareModel], int]):
+        self.model, self._run, self._seen = model, run, {}
+
+    def __call__(self, moved: dict[str, Any]) -> int:
+        moved = {k: v for k, v in moved.items() if v != self.model.get(k)}
+        ident = tuple(sorted(moved.items()))
+        if ident not in self._seen:
+            try:
+                m = self.model.with_overrides(moved) if moved else self.model
+                self._seen[ident] = self._run(m)
+            except DspsimInputError as e:
+                at = ", ".join(f"{k}={v}" for k, v in moved.items())
+                raise DspsimInputError(f"interval: at {at} (an end of the model's ranges) the "
+                                       f"run is refused: {e}") from None
+        return self._seen[ident]
+
+    @property
+    def runs(self) -> int:
+        return len(self._seen)
+
+
+def _slow_fast(model: HardwareModel) -> tuple[dict, dict, dict[str, tuple]]:
+    """Each trended key's slow and fast end, and the values to try of each untrended key."""
+    slow, fast, free = {}, {}, {}
+    for key, (lo, hi) in model.ranges.items():
+        t = trend(key)
+        if t is None:
+            free[key] = tuple(dict.fromkeys((lo, model.get(key), hi)))
+        elif t:
+            slow[key], fast[key] = (hi, lo) if t > 0 else (lo, hi)
+    if len(free) > MAX_UNTRENDED:
+        raise DspsimInputError(
+            f"interval: {len(free)} ranged keys without a proven trend ({', '.join(free)}); at "
+            f"most {MAX_UNTRENDED} can be searched (3 values each)")
+    return slow, fast, free
+
+
+def _alone(run: _Runner, slow: dict, fast: dict, free: dict, point: int, low: int,
+           high: int) -> dict[str, tuple[int, int] | None]:
+    """Each ranged key's cycles over its range alone; a trended key's second end only when
+    the first end plus the interval's bound on the other side could still beat the best."""
+    out: dict[str, tuple[int, int] | None] = {}
+    for key, values in free.items():
+        cycles = [run({key: v}) for v in values]
+        out[key] = (min(cycles), max(cycles))
+    up_bound, down_bound = high - point, point - low
+    first_slow = up_bound >= down_bound  # run the side with the looser bound first
+    known = {k: run({k: (slow if first_slow else fast)[k]}) for k in slow}
+    best = max((hi - lo for lo, hi in out.values()), default=0)
+    other_bound = down_bound if first_slow else up_bound
+    for key in sorted(known, key=lambda k: -abs(known[k] - point)):
+        if abs(known[key] - point) + other_bound <= best and best > 0:
+            out[key] = None
+            continue
+        other = run({key: (fast if first_slow else slow)[key]})
+        out[key] = (min(other, known[key]), max(other, known[key]))
+        best = max(best, out[key][1] - out[key][0])
+    return out
+
+
+def interval(model: HardwareModel, run: Callable[[HardwareModel], int]) -> Interval:
+    """The interval of ``run`` (one op at one shape: a model -> its cycles) over the ranges of
+    ``model``."""
+    runner = _Runner(model, run)
+    point = runner({})
+    slow, fast, free = _slow_fast(model)
+    combos = [dict(zip(free, vs)) for vs in itertools.product(*free.values())]
+    high = max([point] + [runner({**slow, **c}) for c in combos])
+    low = min([point] + [runner({**fast, **c}) for c in combos])
+    alone = _alone(runner, slow, fast, free, point, low, high)
+    widths = {k: hi - lo for k, v in alone.items() if v is not None for lo, hi in [v]}
+    dominant = max(widths, key=lambda k: widths[k], default=None)
+    if dominant is not None and widths[dominant] == 0:
+        dominant = None
+    return Interval(point, low, high, dominant, alone, runner.runs)
+
+
+def op_interval(model: HardwareModel, op: str, variant: str | None, shape: tuple[int, ...],
+                fidelity: str = "burst") -> Interval:
+    """The interval of one op's run (data path off) over the ranges of ``model``."""
+    from dspsim.run import simulate
+
+    return interval(model, lambda m: simulate(m, op, variant, shape=shape, data=False,
+                                              fidelity=fidelity).cycles)
