@@ -36,7 +36,7 @@ def test_a_small_spread_on_large_cycles_starts_the_axis_at_0_and_says_the_spread
 def test_equal_points_say_so():
     fig = line_plot(_table([5_154_294.0] * 3), "core.call_overhead_cycles")
     assert fig.axes[0].get_ylim()[0] == 0.0
-    assert _notes(fig) == ["all points equal: 5,154,294 to 5,154,294"]
+    assert _notes(fig) == ["all points equal: 5,154,294"]
 
 
 def test_a_spread_above_1_percent_keeps_the_datas_range_and_writes_nothing():

@@ -297,8 +297,9 @@ def flat_axis(ax: Any, values: np.ndarray) -> str | None:
     v = values[np.isfinite(values)]
     low, high = float(v.min()), float(v.max())
     ax.set_ylim(0.0, high * 1.08) if low > 0 else ax.set_ylim(low * 1.08, 0.0)
-    text = ("all points equal" if spread == 0 else f"all within {100 * spread:.2g} % of "
-            "each other") + f": {_short_number(low)} to {_short_number(high)}"
+    text = (f"all points equal: {_short_number(low)}" if spread == 0 else
+            f"all within {100 * spread:.2g} % of each other: {_short_number(low)} to "
+            f"{_short_number(high)}")
     ax.text(0.01, 0.02, text, transform=ax.transAxes, ha="left", va="bottom",
             fontsize="small", bbox={"facecolor": "white", "edgecolor": "0.6", "alpha": 0.9})
     return text
