@@ -97,3 +97,20 @@ def test_the_sweep_note_carries_the_reason_from_each_values_model(j6, scale_bias
                     + _expected(scale_bias, models[1], "pingpong")]
     assert asked == [("pingpong", "core.vector_alu_slots", v) for v in SLOTS]
     assert identical_cycles_notes(pd.DataFrame(rows))[0].endswith(f"n={N})")
+
+
+def test_dspsim_sweep_prints_the_reason_from_its_sidecars_model(j6, scale_bias, tmp_path,
+                                                                capsys):
+    """End to end: the sweep's sidecar gives each value's model (its model file, fixed keys
+    and the point's cells), for a file op named on the command line."""
+    from dspsim.cli import main
+
+    out = tmp_path / "sb.csv"
+    args = ["--op-file", str(SCALE_BIAS)]
+    expected = _expected(scale_bias, j6, "pingpong")
+    assert main(["sweep", *args, "--variant", "pingpong", "--n", str(N), "--param",
+                 "core.vector_alu_slots=1,2,4", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith(f"n={N}): {expected}")
+    assert main(["plot", "sweep", *args, str(out), "--x", "core.vector_alu_slots", "--out",
+                 str(tmp_path / "sb.png")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith(expected)

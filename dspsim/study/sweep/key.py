@@ -34,7 +34,7 @@ from dspsim.study.sweep.values import (
 from dspsim.tables import MemoryCfg
 from dspsim.version import __version__
 
-__all__ = ["applies", "canon", "key_default", "point_key", "sweep_values"]
+__all__ = ["applies", "canon", "key_default", "key_optional", "point_key", "sweep_values"]
 
 
 def applies(key: str, ops: Iterable[str]) -> bool:
@@ -58,6 +58,16 @@ def key_default(key: str) -> Any:
         f = next(f for f in dataclasses.fields(table) if f.name == k.short)
         return None if f.default is dataclasses.MISSING else f.default
     return k.default
+
+
+def key_optional(key: str) -> bool:
+    """Whether a model file may leave ``key`` out with no value at all (a hardware key whose
+    default is None, such as a memory's ``write_latency_cycles``): a model's flat keys and a
+    sidecar's ``fixed_model`` then leave it out too."""
+    k = model_key(key)
+    table = MemoryCfg if is_memory_section(k.section) else HARDWARE.get(k.section)
+    return table is not None and any(f.name == k.short and f.default is None
+                                     for f in dataclasses.fields(table))
 
 
 def sweep_values(flat: Mapping[str, Any], swept: Iterable[str], ops: Iterable[str]

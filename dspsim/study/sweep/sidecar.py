@@ -27,7 +27,7 @@ from dspsim.platform import FIDELITIES
 from dspsim.run import git_sha
 from dspsim.study.sweep.files import sidecar_path
 from dspsim.study.sweep.grid import Sweep
-from dspsim.study.sweep.key import applies, canon, key_default, sweep_values
+from dspsim.study.sweep.key import applies, canon, key_default, key_optional, sweep_values
 from dspsim.study.sweep.values import MODEL_KEY, format_value
 from dspsim.version import __version__
 
@@ -205,7 +205,8 @@ def _check_fixed(fixed: Any, swept: list[str], ops: list[str], every_op: bool,
     for k in expect:
         if k in fixed:
             _check_model_value(k, fixed[k])
-        elif key_default(k) is None:  # a key with a default may be newer than the file
+        elif key_default(k) is None and not key_optional(k):  # a key with a default may be
+            # newer than the file; an optional key the model leaves out is left out here too
             raise _DamagedError(f"{what} has no {k} (a key without a default)")
 
 
