@@ -26,7 +26,7 @@ from typing import Any
 from dspsim.errors import ConfigError
 from dspsim.model_rules import SWITCHED_TABLES, refuse_idle, refuse_missing, refuse_reserved
 from dspsim.paths import path_problem, read_small_text
-from dspsim.ranges import RANGES_TABLE, Range, checked_ranges, file_ranges
+from dspsim.ranges import RANGES_TABLE, Range, checked_ranges, file_ranges, range_comments
 from dspsim.schema import OP_SCHEMAS, Key, Params
 from dspsim.tables import HARDWARE, MEMORY_FIELDS, Core, Dcache, Host, Idma, MemoryCfg, Tcm
 from dspsim.tables import Ddr as Ddr  # the tables were defined here first: still importable
@@ -585,3 +585,9 @@ def key_sources(path: str | Path | None = None) -> dict[str, str]:
                 for k in table:
                     out[f"{section}.{k}"] = comments.get(f"{section}.{k}", "")
     return out
+
+
+def range_sources(path: str | Path | None = None) -> dict[str, str]:
+    """Each ranged key's comment in the ``[ranges]`` table that gives its range."""
+    p = default_model_path() if path is None else resolve_model_path(path)
+    return range_comments(_model_chain(p))

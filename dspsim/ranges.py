@@ -19,6 +19,7 @@ its value or whose ends are the wrong way round is refused in one line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -117,4 +118,21 @@ def checked_ranges(model: Any, written: Mapping[str, tuple[Any, str]]) -> dict[s
             raise ConfigError(f"{where}: ranges: {key} = [{lo!r}, {hi!r}] does not hold its "
                               f"value {value!r}; a range holds the key's value")
         out[key] = (lo, hi)
+    return out
+
+
+def range_comments(chain: list[tuple[Path, dict[str, Any], str]]) -> dict[str, str]:
+    """Each range's comment in the file that gives it (its label and source), the file's own
+    winning over its bases'."""
+    out: dict[str, str] = {}
+    for _, _, text in reversed(chain):
+        section = ""
+        for line in text.splitlines():
+            head = re.match(r"^\s*\[([A-Za-z0-9_]+)\]", line)
+            if head:
+                section = head.group(1)
+                continue
+            m = re.match(r'^\s*"([A-Za-z0-9_.]+)"\s*=.*?#\s*([^"\]]*)$', line)
+            if m and section == RANGES_TABLE:
+                out[m.group(1)] = m.group(2).strip()
     return out

@@ -194,3 +194,26 @@ def test_every_ranged_key_of_the_shipped_models_has_a_claim_or_is_searched():
     for name in ("j6", "ameba_hifi5"):
         untrended = [k for k in load_model(name).ranges if trend(k) is None]
         assert len(untrended) <= 3, untrended
+
+
+def test_keys_shows_each_range_and_its_source(capsys):
+    code, out, _ = run_cli(capsys, "keys", "--json")
+    rows = {r["key"]: r for r in json.loads(out)}
+    assert rows["ddr.latency_cycles"]["range"] == list(J6.ranges["ddr.latency_cycles"])
+    assert rows["idma.setup_cycles"]["range_source"].startswith("guess")
+    assert rows["idma.channels"]["range"] is None  # a fact: no range
+    code, out, _ = run_cli(capsys, "keys")
+    assert "range [20.0, 50.0]: guess" in out
+
+
+def test_calibrate_reports_each_fitted_keys_tolerance_range(capsys):
+    measured = _cycles(J6, "direct")
+    code, out, _ = run_cli(capsys, "calibrate", "--free", "ddr.latency_cycles",
+                           "--measured", f"direct,n={N}={measured}", "--json")
+    lo, hi = json.loads(out)["tolerance_ranges"]["ddr.latency_cycles"]
+    assert lo < J6.ddr.latency_cycles < hi
+    for v in (lo, hi):
+        assert abs(_cycles(J6, "direct", **{"ddr.latency_cycles": v}) / measured - 1) <= 0.01
+    code, out, _ = run_cli(capsys, "calibrate", "--free", "ddr.latency_cycles",
+                           "--measured", f"direct,n={N}={measured}")
+    assert '"ddr.latency_cycles" = [' in out.split("tolerance ranges")[1]

@@ -212,8 +212,45 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     model = model_from_args(args)
     with counter("calibrate", unit="sim", enabled=tty) as bar:  # the fit's simulations
         cal = run_from_args(model, args, progress=bar.describe, on_simulation=bar.update)
+        bar.describe("calibrate: tolerance ranges")
+        spans = tolerance_spans(cal)
     if args.json:
-        emit_json(cal.to_json())
+        emit_json(cal.to_json() | {"tolerance_ranges": {k: list(v) for k, v in spans.items()}})
     else:
         print(cal.text())
+        print(tolerance_text(cal, spans))
     return 0 if cal.fitted_within_tolerance else 1
+
+
+def tolerance_spans(cal: Calibration) -> dict[str, tuple]:
+    """Each fitted key's range that keeps every measurement within the tolerance, the other
+    keys at their fitted values (none when the fit missed)."""
+    from dspsim.study.interval_fit import tolerance_ranges
+
+    if not cal.fitted_within_tolerance:
+        return {}
+    return tolerance_ranges(cal.fitted, [p.key for p in cal.free], cal.measurements,
+                            cal.tolerance_pct)
+
+
+def tolerance_text(cal: Calibration, spans: dict[str, tuple]) -> str:
+    """The tolerance ranges as a model file's [ranges] lines."""
+    if not spans:
+        return "\ntolerance ranges: none (the fit did not reproduce every measurement)"
+    lines = [f"\ntolerance ranges (each fitted key alone, the others at their fitted values; "
+             f"every measurement within {cal.tolerance_pct:g} %), as a model file's [ranges]:"]
+    lines += [f'  "{k}" = [{_inward(lo, True)}, {_inward(hi, False)}]'
+              for k, (lo, hi) in spans.items()]
+    return "\n".join(lines)
+
+
+def _inward(x: float, up: bool) -> str:
+    """A range end at 6 significant digits, rounded into the range (a low end up, a high end
+    down), so the printed range holds only values that fit."""
+    import math
+
+    if isinstance(x, int) or x == 0:
+        return repr(x)
+    scale = 10.0 ** (math.floor(math.log10(abs(x))) - 5)
+    v = (math.ceil if up else math.floor)(x / scale) * scale
+    return f"{v:.6g}" if "." in f"{v:.6g}" or "e" in f"{v:.6g}" else f"{v:.6g}.0"

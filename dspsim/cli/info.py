@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dspsim.cli.common import add_model_args, emit_json, model_from_args
-from dspsim.config import key_sources, model_key
+from dspsim.config import key_sources, model_key, range_sources
 from dspsim.ops import get_op, op_names
 
 
@@ -68,14 +68,18 @@ def cmd_keys(args: argparse.Namespace) -> int:
         return 0
     model = model_from_args(args)
     sources = key_sources(model.source)
+    range_notes = range_sources(model.source) if model.source else {}
     rows = []
     # the model's own hardware tables (its memories, whatever their names), then the ops'
     hardware = {k for k in model.keys() if k.partition(".")[0] in model.hardware_sections()}
     for key in model.keys():
         k = model_key(key)
         source = sources.get(key, "" if key in hardware else "op default")
+        span = model.ranges.get(key)
         rows.append({**k.describe(), "value": model.get(key), "source": source,
-                     "label": source.split(":")[0].split()[0] if source else ""})
+                     "label": source.split(":")[0].split()[0] if source else "",
+                     "range": list(span) if span else None,
+                     "range_source": range_notes.get(key, "") if span else ""})
     if args.json:
         emit_json(rows)
         return 0
@@ -86,4 +90,8 @@ def cmd_keys(args: argparse.Namespace) -> int:
               f"{r['doc']}")
         if r["source"]:
             print(f"{'':<34}{r['source']}")
+        if r["range"]:
+            lo, hi = r["range"]
+            note = f": {r['range_source']}" if r["range_source"] else ""
+            print(f"{'':<34}range [{lo!r}, {hi!r}]{note}")
     return 0
