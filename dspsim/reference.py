@@ -46,6 +46,20 @@ operator and a `[model]` table, and may start from another file:
   lists a model's values with the source comment of each.
 - A key marked *required* below has no default: a file without `base` gives it. A key with a
   default may be left out.
+- **Ranges.** `[ranges]` gives each guessed or fitted number a plausible range beside its
+  value (a fact has none): `"TABLE.KEY" = [LOW, HIGH]`, or `"TABLE.KEY" = { span_of =
+  ["MODEL", ...] }`, the smallest and largest of the key's value in this file and in each model
+  named (a packaged name or a path relative to the file: J6's fitted keys span its three
+  readings). A comment after it gives its source, as for a value. `base` inherits ranges as it
+  inherits values, but a file that gives a key's value drops the range it inherits for that key,
+  and so does `--set` (the range was about the other value). Refused in one line: a range on an
+  unknown key or on a key that is not a number, an end the key does not accept, an inverted
+  range, a range that does not hold its value. `dspsim run --interval` and `dspsim validate`
+  give a prediction the smallest and largest cycles over the ranges (`docs/validation.md`,
+  "Intervals"); the column *cycles* below says what the search relies on for each key: *rise*
+  (cycles never fall as the key rises), *fall* (never rise), *none* (they do not depend on
+  it), *searched* (no trend proven: the search tries its range's ends and its value), `-`
+  (not a number: no range).
 """
 
 
@@ -70,15 +84,24 @@ def _optional(key: str) -> bool:
     return any(f.name == short and f.default is None for f in fields(table))
 
 
+def _cycles(key: str) -> str:
+    """What the interval search relies on for ``key`` (the *cycles* column)."""
+    from dspsim.study.interval import trend
+
+    if model_key(key).type not in (int, float):
+        return "-"
+    return {1: "rise", -1: "fall", 0: "none", None: "searched"}[trend(key)]
+
+
 def _rows(keys: list[str], prefix: str | None = None) -> list[str]:
-    out = ["| key | unit | allowed | default | meaning |", "|---|---|---|---|---|"]
+    out = ["| key | unit | allowed | default | cycles | meaning |", "|---|---|---|---|---|---|"]
     for key in keys:
         d = model_key(key).describe()
         shown = d["key"] if prefix is None else prefix + d["key"].partition(".")[2]
         default = ("*optional*" if _optional(key) else "*required*") if d["default"] is None \
             else f"`{_toml(d['default'])}`"
         out.append(f"| `{shown}` | {_cell(d['unit']) or '-'} | {_cell(d['allowed'])} | "
-                   f"{_cell(default)} | {_cell(d['doc'])} |")
+                   f"{_cell(default)} | {_cycles(key)} | {_cell(d['doc'])} |")
     return out
 
 

@@ -27,6 +27,7 @@ _RUNS = [
 # each trended key's values to draw from (wide enough to cross the regimes)
 _VALUES = {
     "latency_cycles": st.floats(1.0, 600.0),
+    "write_latency_cycles": st.floats(1.0, 600.0),
     "bytes_per_cycle": st.floats(0.05, 16.0),
     "max_outstanding": st.integers(1, 128),
     "core.clock_mhz": st.floats(100.0, 3000.0),

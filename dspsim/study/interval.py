@@ -37,8 +37,8 @@ _HARDWARE_TRENDS: dict[str, int] = {
     "core.vector_alu_slots": -1, "core.load_store_units": -1,
     "core.write_buffer_entries": -1, "idma.max_outstanding": -1,
 }
-_MEMORY_TRENDS: dict[str, int] = {"latency_cycles": 1, "bytes_per_cycle": -1,
-                                  "max_outstanding": -1}
+_MEMORY_TRENDS: dict[str, int] = {"latency_cycles": 1, "write_latency_cycles": 1,
+                                  "bytes_per_cycle": -1, "max_outstanding": -1}
 
 
 def trend(key: str) -> int | None:
