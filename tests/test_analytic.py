@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import dspsim.hw.policy
 import dspsim.kernels.shapes
-import dspsim.ops.pingpong_bounds
 from dspsim.cli import main
 from dspsim.errors import DspsimInputError
 from dspsim.hw.port import transfer_cycles
@@ -111,7 +111,8 @@ def test_the_estimates_are_built_from_the_simulators_closed_forms(j6, monkeypatc
 
     # the direct calls go through ddr_call_sequence, which calls ddr_call once per kernel
     monkeypatch.setattr(dspsim.kernels.shapes, "ddr_call", recorded_call)
-    monkeypatch.setattr(dspsim.ops.pingpong_bounds, "transfer_cycles", recorded_copy)
+    # every copy's closed form comes from the memory's request policy
+    monkeypatch.setattr(dspsim.hw.policy, "transfer_cycles", recorded_copy)
     model = j6.with_overrides({"core.call_overhead_cycles": 10_000})
     est = bounds(model, "direct", 3000)["estimate_cycles"]
     assert len(calls) == 4 and est == pytest.approx(sum(c.cycles for c in calls), rel=1e-12)

@@ -41,8 +41,8 @@ def test_the_closed_form_sequence_of_calls_is_the_walk(j6, cols):
 
     walked = run_proc(env, dsp, chain())["cycles"]
     ddr, core = j6.ddr, j6.core
-    seq = ddr_call_sequence(((VECSUM, False), (VECMUL, True)), cols, core, ddr.latency_cycles,
-                            1.0 / ddr.bytes_per_cycle, ddr.max_outstanding, rows)
+    seq = ddr_call_sequence(((VECSUM, False), (VECMUL, True)), cols, core, ddr.policy,
+                            ddr.max_outstanding, rows)
     assert seq.cycles == pytest.approx(walked, rel=1e-12)
 
 

@@ -69,7 +69,8 @@ def test_every_hardware_key_changes_some_run(j6):
         "core.load_store_units": (1, {}), "core.vector_alu_slots": (1, {}),
         "core.alu_latency_cycles": (8, {}), "core.call_overhead_cycles": (300, {}),
         "ddr.latency_cycles": (300.0, {}), "ddr.bytes_per_cycle": (4.0, {}),
-        "ddr.max_outstanding": (1, {}), "idma.max_outstanding": (1, {}),
+        "ddr.max_outstanding": (1, {}), "ddr.write_latency_cycles": (20_000.0, {}),
+        "idma.max_outstanding": (1, {}),
         "idma.burst_bytes": (256, {"ddr.bytes_per_cycle": 64.0}), "idma.setup_cycles": (3000.0, {}),
         "host.rpc_latency_us": (10.0, {}),
     }

@@ -425,8 +425,8 @@ class TileCore(Core):
                 or (store_ddr and (dst.mem is not src.mem or dst.mem.cached))
                 or not port.idle_for(self.name, start)):
             return (yield from super()._stalling_loop(shape, n, rows, src, dst))
-        seq = ddr_call_sequence(((shape, store_ddr),), n, cfg, port.latency_cycles,
-                                port.cycles_per_byte, port.max_outstanding, repeat=rows)
+        seq = ddr_call_sequence(((shape, store_ddr),), n, cfg, port.policy,
+                                port.max_outstanding, repeat=rows)
         first = start + cfg.call_overhead_cycles
         extra = port.first_request_start(first) - first
         end = start + extra + seq.cycles

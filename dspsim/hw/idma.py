@@ -57,7 +57,7 @@ from dspsim.hw.clock import At, Walk, WalkState, drive, event_heap
 from dspsim.hw.context import RunContext
 from dspsim.hw.memory import Ptr
 from dspsim.hw.periodic import Stream
-from dspsim.hw.port import MemoryPort, transfer_cycles
+from dspsim.hw.port import MemoryPort
 
 
 @dataclass(eq=False)
@@ -497,10 +497,11 @@ CLOSED_FORM_MIN_BURSTS = 16
 
 class TileIdmaChannel(IdmaChannel):
     """Tile fidelity: a descriptor that starts alone on an idle port is one event, its
-    duration :func:`transfer_cycles`; if another requester touches the port meanwhile, the
-    port cuts it and it goes on burst by burst (:meth:`dspsim.hw.port.MemoryPort.cut`). A 2-D
-    descriptor whose rows are whole bursts is priced so too (its bursts are a 1-D one's);
-    one whose rows are not walks burst by burst (module doc)."""
+    duration its port policy's ``transfer_cycles``; if another requester touches the port
+    meanwhile, the port cuts it and it goes on burst by burst
+    (:meth:`dspsim.hw.port.MemoryPort.cut`). A 2-D descriptor whose rows are whole bursts is
+    priced so too (its bursts are a 1-D one's); one whose rows are not walks burst by burst
+    (module doc)."""
 
     def _move(self, t: Transfer):
         port, env = self.port_of(t), self.env
@@ -508,9 +509,9 @@ class TileIdmaChannel(IdmaChannel):
                 or not port.idle_for(self.name, t.start)):
             yield from super()._move(t)
             return
-        end = t.start + transfer_cycles(t.nbytes, self.burst_bytes,
-                                        min(self.max_outstanding, port.max_outstanding),
-                                        port.latency_cycles, port.cycles_per_byte)
+        end = t.start + port.policy.transfer_cycles(
+            t.nbytes, self.burst_bytes, min(self.max_outstanding, port.max_outstanding),
+            t.dst.external)
         state = WalkState(t.start)
         lander = _Lander(t) if self.move_data else None
         stream = self._stream(t)

@@ -89,6 +89,22 @@ class OneLatency:
         """One request alone on an idle port, issue to completion."""
         return self.latency(write) + nbytes * self.cycles_per_byte
 
+    def latency_total(self, reads: int, writes: int) -> float:
+        """The latencies of ``reads`` reads and ``writes`` writes, summed (what they hold
+        slots for beyond the data path: a latency bound divides it by the slots)."""
+        read, write = self.latency(False), self.latency(True)
+        if read == write:
+            return (reads + writes) * read
+        return reads * read + writes * write
+
+    def mean_latency(self, reads: float, writes: float) -> float:
+        """A request's latency on average over ``reads`` reads and ``writes`` writes (counts or
+        bytes): the one latency when reads and writes take the same."""
+        read, write = self.latency(False), self.latency(True)
+        if read == write or reads + writes <= 0:
+            return read
+        return (reads * read + writes * write) / (reads + writes)
+
     def transfer_cycles(self, nbytes: int, burst_bytes: int, window: int,
                         write: bool) -> float:
         """A transfer's bursts alone on the port, first issue to last completion

@@ -98,12 +98,17 @@ def _distance(lines: int, arrays: set[str], before: set[str], between: set[str]
     return const, len(arrays - both) - len(before - both)
 
 
-@functools.lru_cache(maxsize=1024)
 def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem: MemoryCfg,
                          cache: Dcache, repeat: int = 1) -> CachedWalk:
     """``calls`` one after another on arrays of ``n`` float32 each, the whole sequence
     ``repeat`` times on fresh arrays (a row-wise op's rows), on memory ``mem`` through
-    ``cache``."""
+    ``cache`` (remembered per request policy too: what a request costs is the policy's)."""
+    return _cached_call_sequence(calls, n, core, mem, mem.policy, cache, repeat)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem: MemoryCfg,
+                          policy: Any, cache: Dcache, repeat: int) -> CachedWalk:
     line = cache.line_bytes
     capacity = cache.capacity_bytes // line
     lines = -(-ELEMENT_BYTES * n // line)
@@ -127,17 +132,17 @@ def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem:
     posted = 0 if write_back else _posted_bytes(calls, n, core, repeat)
     # every byte touched, over all the rows (short rows share lines: count bytes, not rows)
     compulsory = -(-repeat * ELEMENT_BYTES * n * len(set().union(*touched)) // line)
-    cpb = 1.0 / mem.bytes_per_cycle
+    cpb = policy.cycles_per_byte
     slots = 1 if not cache.prefetch_next_line else mem.max_outstanding
     first_misses = 0.0  # on contiguous rows a prefetching stream waits once, not per row
     if repeat > 1 and cache.prefetch_next_line:
-        first_misses = len(set().union(*touched)) * (mem.latency_cycles + line * cpb)
+        first_misses = len(set().union(*touched)) * policy.request_cycles(line, False)
     return CachedWalk(
         cycles=cycles * repeat + first_misses, compute_cycles=compute * repeat,
         missed_lines=round(missed * repeat), writeback_lines=round(writebacks),
         compulsory_lines=compulsory, uncached_store_bytes=uncached_store * repeat,
         dma_bound_cycles=(compulsory * line + uncached_store * repeat - posted) * cpb,
-        latency_bound_cycles=compulsory * mem.latency_cycles / slots)
+        latency_bound_cycles=compulsory * policy.latency(False) / slots)
 
 
 def _call_misses(calls: tuple[CachedCall, ...], touched: list[set[str]], lines: int,
@@ -232,15 +237,26 @@ def _port_cycles(misses: dict[str, float], writebacks_per_miss: float, shape: Lo
                  core: Core, mem: MemoryCfg, cache: Dcache, dst: str | None) -> float:
     """The port's own time for a call: its fills, the write-backs they evict and, with
     ``write_through``, its vector stores (posted, one request each), back to back."""
-    line, cpb = cache.line_bytes, 1.0 / mem.bytes_per_cycle
-    one_slot = mem.max_outstanding == 1
-    per_line = (mem.latency_cycles if one_slot else 0.0) + line * cpb
-    total = sum(misses.values()) * (1 + writebacks_per_miss) * per_line
+    policy, line = mem.policy, cache.line_bytes
+    one_slot = mem.max_outstanding == 1  # a request holds the port for its round trip
+    fill = (policy.latency(False) if one_slot else 0.0) + policy.data_cycles(line)
+    evict = (policy.latency(True) if one_slot else 0.0) + policy.data_cycles(line)
+    total = _fills_and_evictions(sum(misses.values()), writebacks_per_miss, fill, evict)
     if dst is not None and cache.write_policy == "write_through":
         stores = ddr_requests(shape, n, core.lanes_f32, True)[1]
         vector_bytes = shape.on(core).vector_bytes
-        total += stores * ((mem.latency_cycles if one_slot else 0.0) + vector_bytes * cpb)
+        total += stores * ((policy.latency(True) if one_slot else 0.0)
+                           + policy.data_cycles(vector_bytes))
     return total
+
+
+def _fills_and_evictions(lines: float, writebacks_per_line: float, fill_cycles: float,
+                         evict_cycles: float) -> float:
+    """``lines`` fills of ``fill_cycles`` each and the write-backs they evict
+    (``writebacks_per_line`` each) of ``evict_cycles``."""
+    if evict_cycles == fill_cycles:
+        return lines * (1 + writebacks_per_line) * fill_cycles
+    return lines * fill_cycles + lines * writebacks_per_line * evict_cycles
 
 
 def _miss_cycles(misses: dict[str, float], lines: float, tcm: int, writebacks_per_miss: float,
@@ -250,13 +266,15 @@ def _miss_cycles(misses: dict[str, float], lines: float, tcm: int, writebacks_pe
     total = sum(misses.values())
     if not total:
         return 0.0
-    line = cache.line_bytes
-    fill = mem.latency_cycles + line / mem.bytes_per_cycle
-    slot = fill if mem.max_outstanding == 1 else line / mem.bytes_per_cycle
+    line, policy = cache.line_bytes, mem.policy
+    fill = policy.latency(False) + line / policy.bytes_per_cycle
+    one_slot = mem.max_outstanding == 1  # a request holds the port for its round trip
+    slot = fill if one_slot else line / policy.bytes_per_cycle
+    evict = policy.latency(True) + line / policy.bytes_per_cycle if one_slot else slot
     if not cache.prefetch_next_line:
-        return total * (fill + writebacks_per_miss * slot)
+        return total * (fill + writebacks_per_miss * evict)
     streams = sum(1 for m in misses.values() if m)
-    period = max(fill, streams * (1 + writebacks_per_miss) * slot)
+    period = max(fill, _fills_and_evictions(streams, writebacks_per_miss, slot, evict))
     # the first miss waits its round trip (on average a share of one, for short rows)
     first = min(1.0, total) * fill if first_miss else 0.0
     return first + max(misses.values()) * max(0.0, period - tcm / lines)
@@ -271,7 +289,7 @@ def direct_bounds(model: HardwareModel, calls: tuple[CachedCall, ...], n: int,
     (:func:`dspsim.kernels.shapes.ddr_call_sequence`: exact for the core alone on the port,
     traffic exact)."""
     mem = model.host_memory
-    lat, cpb = mem.latency_cycles, 1.0 / mem.bytes_per_cycle
+    policy = mem.policy  # what a request costs (dspsim.hw.policy)
     if mem.cached and model.dcache.capacity_bytes:
         w = cached_call_sequence(calls, n, model.core, mem, model.dcache, repeat)
         line = model.dcache.line_bytes
@@ -289,14 +307,15 @@ def direct_bounds(model: HardwareModel, calls: tuple[CachedCall, ...], n: int,
             "writeback_lines": w.writeback_lines,
         }
     uncached = tuple((shape, dst is not None) for shape, _, dst in calls)
-    walk = ddr_call_sequence(uncached, n, model.core, lat, cpb, mem.max_outstanding, repeat)
+    walk = ddr_call_sequence(uncached, n, model.core, policy, mem.max_outstanding, repeat)
     return {
         "ddr_read_bytes": walk.read_bytes,
         "ddr_write_bytes": walk.write_bytes,
         "ddr_requests": walk.loads + walk.stores,
         # the last posted store may still cross when the timer stops
-        "dma_bound_cycles": walk.must_cross_bytes * cpb,
-        "latency_bound_cycles": walk.loads * lat,  # dependent loads, one at a time
+        "dma_bound_cycles": policy.data_cycles(walk.must_cross_bytes),
+        # dependent loads, one at a time
+        "latency_bound_cycles": walk.loads * policy.latency(False),
         "compute_bound_cycles": repeat * sum(s.tcm_cycles(n, model.core) for s, _ in uncached),
         "estimate_cycles": walk.cycles,
         "outstanding_requests": 1,

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dspsim.config import Core
-from dspsim.hw.port import transfer_cycles
+from dspsim.hw.policy import RequestPolicy
 from dspsim.kernels.toolkit import (
     Segment,
     log2_lanes,
@@ -107,28 +107,26 @@ def ddr_call(
     shape: LoopShape,
     n: int,
     core: Core,
-    latency_cycles: float,
-    cycles_per_byte: float,
+    policy: RequestPolicy,
     load_ddr: bool,
     store_ddr: bool,
     port_slots: int = 2,
 ) -> DdrCall:
     """The burst-level walk of :meth:`dspsim.hw.core.Core._stalling_loop`, summed, for a core
-    alone on the port: each DDR load stalls ``latency + bytes / bandwidth``; a store leaves at
-    the end of its iteration and holds the data path for ``bytes / bandwidth``, which delays the
-    next load (with a single port slot, for its whole round trip); a full write buffer bounds an
-    iteration below by a store's round trip / entries. Stores with no DDR load: see
-    :func:`posted_stores_call`.
-    """
+    alone on the port, priced by the memory's ``policy`` (:mod:`dspsim.hw.policy`): each DDR
+    load stalls a read's ``latency + bytes / bandwidth``; a store leaves at the end of its
+    iteration and holds the data path for ``bytes / bandwidth``, which delays the next load
+    (with one port slot, for its whole round trip, a write's latency); a full write buffer
+    bounds an iteration below by a store's round trip / entries. Stores with no DDR load:
+    :func:`posted_stores_call`."""
     if n <= 0:
         return DdrCall(0.0, 0.0, 0, 0)
     core = shape.on(core)
     if store_ddr and not load_ddr:
-        return posted_stores_call(shape, n, core, latency_cycles, cycles_per_byte, port_slots)
+        return posted_stores_call(shape, n, core, policy, port_slots)
+    lat_r, lat_w, cpb = policy.latency(False), policy.latency(True), policy.cycles_per_byte
     ii = shape.ii_cycles(core)
-    cycles = float(core.call_overhead_cycles)
-    stall = 0.0
-    read = write = 0
+    cycles, stall, read, write = float(core.call_overhead_cycles), 0.0, 0, 0
     prologue = (1, (core.vector_bytes,) * shape.priming_loads, ())
     runs = [(prologue, 0)] + [(seg, ii) for seg in shape.segments(n, core.lanes_f32)]
     trailing_store_delay = 0.0
@@ -137,16 +135,16 @@ def ddr_call(
             continue
         loads = [b for b in loads if b] if load_ddr else []
         stores = [b for b in stores if b] if store_ddr else []
-        load_stall = sum(latency_cycles + b * cycles_per_byte for b in loads)
-        store_path = sum(b * cycles_per_byte for b in stores)
+        load_stall = sum(lat_r + b * cpb for b in loads)
+        store_path = sum(b * cpb for b in stores)
         if port_slots == 1:  # the next load needs the slot the store holds until it is done
-            store_path += latency_cycles * len(stores)
+            store_path += lat_w * len(stores)
         # the previous iteration's stores hold the path when this iteration's first load issues
         delay = trailing_store_delay if loads else 0.0
         per_iter_delay = store_path if loads else 0.0
         per_iter = load_stall + issue + per_iter_delay
         if stores:
-            per_iter = max(per_iter, (latency_cycles + store_path) / core.write_buffer_entries)
+            per_iter = max(per_iter, (lat_w + store_path) / core.write_buffer_entries)
         cycles += delay + count * per_iter - per_iter_delay
         stall += delay + count * (per_iter - issue) - per_iter_delay
         trailing_store_delay = store_path
@@ -173,15 +171,15 @@ def posted_store_bytes(shape: LoopShape, n: int, lanes: int, entries: int) -> in
     return posted
 
 
-def posted_stores_call(shape: LoopShape, n: int, core: Core, latency_cycles: float,
-                       cycles_per_byte: float, port_slots: int) -> DdrCall:
+def posted_stores_call(shape: LoopShape, n: int, core: Core, policy: RequestPolicy,
+                       port_slots: int) -> DdrCall:
     """A call whose loads are in TCM and whose stores go to uncached DDR, the core alone on the
     port: store ``i`` is posted at the end of its iteration once the write buffer has room
     (store ``i - E`` done, ``E`` = ``core.write_buffer_entries``); on the port it crosses the
-    data path in ``bytes / B`` and holds its slot ``L`` more. The core returns once it has
-    posted the last store, so the call takes the larger of its own issue (the TCM cycles) and
-    the wait for store ``N - 1 - E``: the first iteration, then
-    :func:`~dspsim.hw.port.transfer_cycles` of the first ``N - E`` stores with ``min(E, m)`` in
+    data path in ``bytes / B`` and holds its slot a write's ``L`` more (``policy``). The core
+    returns once it has posted the last store, so the call takes the larger of its own issue
+    (the TCM cycles) and the wait for store ``N - 1 - E``: the first iteration, then
+    :func:`~dspsim.hw.policy.transfer_cycles` of the first ``N - E`` stores with ``min(E, m)`` in
     flight (exact when either paces the whole call; the last ``E`` stores cross after it)."""
     core = shape.on(core)
     issue = shape.tcm_cycles(n, core)
@@ -190,9 +188,8 @@ def posted_stores_call(shape: LoopShape, n: int, core: Core, latency_cycles: flo
     cycles = float(issue)
     if total > posted:
         first = core.call_overhead_cycles + shape.ii_cycles(core)
-        drained = transfer_cycles(total - posted, core.vector_bytes,
-                                  min(core.write_buffer_entries, port_slots), latency_cycles,
-                                  cycles_per_byte)
+        drained = policy.transfer_cycles(total - posted, core.vector_bytes,
+                                         min(core.write_buffer_entries, port_slots), True)
         cycles = max(cycles, first + drained
                      + shape.reduction_ops(core.lanes_f32) * core.alu_latency_cycles)
     return DdrCall(cycles, cycles - issue, 0, total)
@@ -243,8 +240,7 @@ def ddr_call_sequence(
     calls: tuple[tuple[LoopShape, bool], ...],
     n: int,
     core: Core,
-    latency_cycles: float,
-    cycles_per_byte: float,
+    policy: RequestPolicy,
     port_slots: int,
     repeat: int = 1,
 ) -> DdrWalk:
@@ -262,8 +258,7 @@ def ddr_call_sequence(
     for rep in range(min(repeat, 2)):  # later repeats are the second one again
         start = cycles
         for shape, store_ddr in calls:
-            call = ddr_call(shape, n, core, latency_cycles, cycles_per_byte, True, store_ddr,
-                            port_slots)
+            call = ddr_call(shape, n, core, policy, True, store_ddr, port_slots)
             lanes = shape.on(core).lanes_f32
             handover = max(0.0, carried - shape.on(core).call_overhead_cycles)
             cycles += call.cycles + handover
@@ -276,8 +271,8 @@ def ddr_call_sequence(
             last = last_stores(shape, n, lanes) if store_ddr else ()
             last_store_bytes = last[-1] if last else 0  # a later load waited for the rest
             tail = shape.reduction_ops(lanes) * core.alu_latency_cycles
-            store_wait = sum(last) * cycles_per_byte + (latency_cycles * len(last)
-                                                        if slot_blocks else 0.0)
+            store_wait = sum(last) * policy.cycles_per_byte + (
+                policy.latency(True) * len(last) if slot_blocks else 0.0)
             carried = max(0.0, store_wait - tail)
         if rep == 0:
             first_pass, first_stall = cycles - start, stall

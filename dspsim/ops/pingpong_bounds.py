@@ -2,7 +2,10 @@
 (:func:`dspsim.ops.frames.hb_dsp_ping_pong_frame`), for any op whose tiles' kernels cost a known
 number of cycles: the seed's softmax (three passes) and every row-wise op (one).
 
-Symbols: ``L`` = ``ddr.latency_cycles``, ``B`` = ``ddr.bytes_per_cycle``, ``b`` =
+Every request is priced by the host memory's policy (:mod:`dspsim.hw.policy`, a read's latency
+for an input copy, a write's for an output copy). Symbols: ``L`` = the latency (a read's,
+``ddr.latency_cycles``; a write-back pass's ``L + b/B`` is the mean of a read's and a write's),
+``B`` = ``ddr.bytes_per_cycle``, ``b`` =
 ``idma.burst_bytes``, ``k`` = ``idma.max_outstanding`` (per channel), ``m`` =
 ``ddr.max_outstanding`` (port), ``S`` = ``idma.setup_cycles``.
 
@@ -13,7 +16,7 @@ tile's compute. *Staged*: the first tile's copy, then for each next tile the lar
 core's work on the previous one (kernels and setups), half a buffer's round trip (compute,
 output copy, prefetch into it: the two buffers alternate) and, under 'split', one channel
 carrying every input (output) copy; then the last tile's compute and output copy. A copy alone
-on a channel takes :func:`dspsim.hw.port.transfer_cycles` with ``min(k, m)`` bursts in flight.
+on a channel takes :func:`dspsim.hw.policy.transfer_cycles` with ``min(k, m)`` bursts in flight.
 One tile is serial: ``S`` + its input copy + its compute + ``S`` + its output copy.
 
 The frame waits for the last tile's output only. When the timer stops after the pass and it has
@@ -31,8 +34,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from dspsim.hw.port import transfer_cycles
 
 if TYPE_CHECKING:
     from dspsim.config import HardwareModel
@@ -95,25 +96,32 @@ class _Pass:
                  write_back: bool, split: bool) -> None:
         ddr, idma = model.host_memory, model.idma
         self.tiles, self.cost, self.write_back, self.split = tiles, cost, write_back, split
-        self.bytes_per_cycle = ddr.bytes_per_cycle
-        self.lat, self.cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+        self.policy = policy = ddr.policy  # what a request costs (dspsim.hw.policy)
+        self.bytes_per_cycle = policy.bytes_per_cycle
+        self.lat, self.cpb = policy.latency(False), policy.cycles_per_byte
         self.burst, self.k, self.m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
         self.setup = idma.setup_cycles
         self.n_tiles = tiles.count
-        self.occupancy = self.lat + self.burst * self.cpb  # a burst's slot time, path free
+        # a burst's slot time, path free: a read's, or the mean of a read's and a write's when
+        # the pass writes back as much as it reads
+        self.occupancy = policy.request_cycles(self.burst, False)
+        if write_back:
+            self.occupancy = (self.occupancy + policy.request_cycles(self.burst, True)) / 2
+        # the pass's last copy: its output's, else its input's
+        self.last_latency = policy.latency(write_back)
 
     def throughput(self, channels: int) -> float:
         return min(self.bytes_per_cycle,
                    min(self.m, channels * self.k) * self.burst / self.occupancy)
 
-    def single(self, nbytes: int) -> float:
-        return transfer_cycles(nbytes, self.burst, min(self.k, self.m), self.lat, self.cpb)
+    def single(self, nbytes: int, write: bool = False) -> float:
+        return self.policy.transfer_cycles(nbytes, self.burst, min(self.k, self.m), write)
 
     def d_in(self, i: int) -> float:
         return self.single(4 * self.tiles.at(i))
 
     def d_out(self, i: int) -> float:
-        return self.single(4 * self.tiles.at(i)) if self.write_back else 0.0
+        return self.single(4 * self.tiles.at(i), True) if self.write_back else 0.0
 
     def gap(self, i: int) -> float:
         """Between the core's starts of tiles i - 1 and i: the core's own work, a buffer's round
@@ -167,5 +175,6 @@ class _Pass:
             lanes[0] -= left
         transfer = max((copies * in_bytes - left) / self.throughput(channels),
                        max(lanes) / self.throughput(1))
-        return (2 * self.setup + transfer + self.lat + self.cost(tiles.at(self.n_tiles - 1))
+        return (2 * self.setup + transfer + self.last_latency
+                + self.cost(tiles.at(self.n_tiles - 1))
                 + (self.setup if write_back else 0.0))

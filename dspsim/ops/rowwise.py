@@ -166,7 +166,8 @@ def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
     """Closed-form traffic and lower bounds of a row-wise op whose rows each run ``row_calls``
     (``(shape, stores to DDR in the direct variant)``).
 
-    ``L`` = the host memory's ``latency_cycles`` (J6: ``ddr``), ``B`` = its
+    ``L`` = the host memory's latency (J6: ``ddr``; a read's or a write's, as its policy
+    prices each request, :mod:`dspsim.hw.policy`), ``B`` = its
     ``bytes_per_cycle``, ``m`` = its ``max_outstanding``, ``S`` = ``idma.setup_cycles``;
     through the data cache, direct is per line (:mod:`dspsim.kernels.cached`).
     **DMA-bound**: the bytes that must cross the port before the timer stops / ``B``.
@@ -196,23 +197,23 @@ def _pingpong_bounds(model: HardwareModel, shape: tuple[int, int], row_compute: 
     out), and its estimate: the frame's one pass."""
     rows, cols = shape
     ddr, idma = model.host_memory, model.idma
-    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+    policy = ddr.policy  # what a request costs (dspsim.hw.policy)
     tensor = 4 * rows * cols
     kernels = rows * row_compute
     per_tile = min(rows_per_tile(tile_bytes, cols), rows)  # the rows there are, at most
     tiles = -(-rows // per_tile) if per_tile else 0
     last_rows = rows - (tiles - 1) * per_tile if tiles else 0
     burst = idma.burst_bytes
-    requests = 2 * -(-4 * per_tile * cols // burst) * (tiles - 1) \
-        + 2 * -(-4 * last_rows * cols // burst)
+    reads = -(-4 * per_tile * cols // burst) * (tiles - 1) + -(-4 * last_rows * cols // burst)
     # the frame waits for the last output only: the other buffer's may still be in flight
     unwaited = 4 * per_tile * cols if tiles >= 2 else 0
     window = min(ddr.max_outstanding, (1 if tiles == 1 else 2) * idma.max_outstanding)
     out = {
         "ddr_read_bytes": tensor,
         "ddr_write_bytes": tensor,
-        "dma_bound_cycles": (2 * tensor - unwaited) * cpb,
-        "latency_bound_cycles": (requests - -(-unwaited // burst)) * lat / window,
+        "dma_bound_cycles": policy.data_cycles(2 * tensor - unwaited),
+        "latency_bound_cycles": policy.latency_total(reads, reads - -(-unwaited // burst))
+        / window,
         "compute_bound_cycles": kernels + 2 * tiles * idma.setup_cycles,
         "tiles": tiles,
         "rows_per_tile": per_tile,

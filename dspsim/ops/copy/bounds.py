@@ -1,11 +1,14 @@
 """Closed forms of the copy microbenchmark.
 
-For each external memory ``p`` the copy goes through: ``L_p`` = ``latency_cycles``, ``B_p`` =
-``bytes_per_cycle``, ``m_p`` = ``max_outstanding``, and ``c_p`` the copy's directions through
-its port (2 for a copy within one memory: it reads and writes there; else 1); the channel's
-``b`` = ``idma.burst_bytes``, ``k`` = ``idma.max_outstanding``, ``S`` = ``idma.setup_cycles``;
-``P`` = ``copy.prologue_cycles``, ``H`` the interrupt handler's cycles when
-``copy.completion_interrupt`` is set. Every bound is a true lower bound of the simulated span.
+For each external memory ``p`` the copy goes through: ``L_p`` = the latency its request policy
+gives the way a request goes (:mod:`dspsim.hw.policy`: ``latency_cycles`` for a read, and for a
+write too unless ``write_latency_cycles`` is given; a sum over ``c_p`` below is one term a
+way), ``B_p`` = ``bytes_per_cycle``, ``m_p`` = ``max_outstanding``, and ``c_p`` the copy's
+directions through its port (2 for a copy within one memory: it reads and writes there; else
+1); the channel's ``b`` = ``idma.burst_bytes``, ``k`` = ``idma.max_outstanding``, ``S`` =
+``idma.setup_cycles``; ``P`` = ``copy.prologue_cycles``, ``H`` the interrupt handler's cycles
+when ``copy.completion_interrupt`` is set. Every bound is a true lower bound of the simulated
+span.
 
 - **Per descriptor** (``latency_bandwidth_cycles``): the channel finishes a descriptor before it
   starts the next, so each descriptor of ``d`` bytes costs at least ``max_p (L_p + c_p d /
@@ -57,7 +60,7 @@ import math
 from collections import deque
 from typing import Any
 
-from dspsim.hw.port import transfer_cycles
+from dspsim.hw.policy import transfer_cycles
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.kernels.shapes import ddr_call, last_stores
 from dspsim.ops.copy.params import HOST, TCM
@@ -109,7 +112,7 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         out["descriptor_bytes"] = pl.piece_bytes
         estimate += prologue
     else:
-        named = _port_bounds(ports)
+        named = _port_bounds(model, ports)
         one_call = pl.slots * pl.piece_bytes >= n  # the destination holds it all (program.py)
         estimate = prologue + _memcpy_estimate(model, [n] if one_call else sizes, n, out)
     for k, v in named.items():
@@ -121,12 +124,29 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     return out
 
 
-def _port_bounds(ports: dict[str, tuple[Any, int]]) -> dict[str, float]:
-    """Every byte crosses its port, the last one's request done ``L`` after its data."""
+def _port_bounds(model: Any, ports: dict[str, tuple[Any, int]]) -> dict[str, float]:
+    """Every byte crosses its port, the last one's request done ``L`` after its data (the
+    least latency of the ways the copy goes through that port)."""
     crossing = [(m, b) for m, b in ports.values() if b > 0]
-    return {"bandwidth": max((b / m.bytes_per_cycle for m, b in crossing), default=0.0),
-            "latency_bandwidth": max((m.latency_cycles + b / m.bytes_per_cycle
-                                      for m, b in crossing), default=0.0)}
+    return {"bandwidth": max((b / m.policy.bytes_per_cycle for m, b in crossing), default=0.0),
+            "latency_bandwidth": max((min(m.policy.latency(w) for w in _ways(model, m))
+                                      + b / m.policy.bytes_per_cycle for m, b in crossing),
+                                     default=0.0)}
+
+
+def _ways(model: Any, mem: Any) -> tuple[bool, ...]:
+    """The ways the copy goes through ``mem``'s port: ``False`` it reads there (its source),
+    ``True`` it writes (its destination); both for a copy within one memory."""
+    p = model.copy
+    return tuple(write for where, write in ((p.src, False), (p.dst, True))
+                 if memory_of(model, where) is mem)
+
+
+def _held(mem: Any, ways: tuple[bool, ...], requests: int, nbytes: int) -> float:
+    """Slot time of ``requests`` requests of ``nbytes`` in all, each way through ``mem``'s
+    port: a request holds its slot its latency (its way's, the memory's policy) and the data
+    path its bytes."""
+    return sum(requests * mem.policy.latency(w) + nbytes / mem.policy.bytes_per_cycle for w in ways)
 
 
 def _idma(model: Any, ports: dict[str, tuple[Any, int]], blocks: list[tuple[int, int]], n: int,
@@ -134,7 +154,7 @@ def _idma(model: Any, ports: dict[str, tuple[Any, int]], blocks: list[tuple[int,
     """The channel's bounds (module doc) and its estimate (without the prologue); ``blocks``:
     each descriptor's (rows, row bytes), one row for a 1-D one."""
     burst, k = model.idma.burst_bytes, model.idma.max_outstanding
-    legs = [(m, b // n) for m, b in ports.values()]  # (memory, directions through its port)
+    legs = [(m, _ways(model, m)) for m in (m for m, _ in ports.values())]  # (memory, ways)
     chain = _chain(model)
     per_descriptor = outstanding = 0.0
     requests = 0
@@ -143,20 +163,20 @@ def _idma(model: Any, ports: dict[str, tuple[Any, int]], blocks: list[tuple[int,
         r = rows * per_row  # bursts cut at row ends
         requests += r
         first, last = min(burst, row), row - (per_row - 1) * burst
-        per_descriptor += max(max(m.latency_cycles + c * d / m.bytes_per_cycle
-                                  for m, c in legs),
+        # the last request through a port is its last way's (a write, when it writes there)
+        per_descriptor += max(max(m.policy.latency(w[-1]) + len(w) * d / m.policy.bytes_per_cycle
+                                  for m, w in legs),
                               *(chain(a, b) for a, b in ((first, d), (d, last))))
-        held = sum(c * (r * m.latency_cycles + d / m.bytes_per_cycle) for m, c in legs)
-        outstanding += max(held / k, *(c * (r * m.latency_cycles + d / m.bytes_per_cycle)
-                                       / m.max_outstanding for m, c in legs))
+        held = sum(_held(m, w, r, d) for m, w in legs)
+        outstanding += max(held / k, *(_held(m, w, r, d) / m.max_outstanding for m, w in legs))
     named = {"latency_bandwidth": per_descriptor,
-             "bandwidth": max(c * n / m.bytes_per_cycle for m, c in legs),
+             "bandwidth": max(len(w) * n / m.policy.bytes_per_cycle for m, w in legs),
              "outstanding": outstanding}
     p = model.copy
     handler = p.interrupt_handler_cycles if p.completion_interrupt else 0.0
-    ext, c = max(legs, key=lambda mc: mc[1] / mc[0].bytes_per_cycle)
+    ext, ways = max(legs, key=lambda mw: len(mw[1]) / mw[0].policy.bytes_per_cycle)
     window = min(k, ext.max_outstanding)
-    lat, cpb = ext.latency_cycles, c / ext.bytes_per_cycle
+    lat, cpb = ext.policy.latency(ways[-1]), len(ways) / ext.policy.bytes_per_cycle
     if _two_ended(model):
         one = _two_ended_descriptor(model, legs)
         moved = sum(one(rows * row, min(burst, row)) for rows, row in blocks)
@@ -198,8 +218,9 @@ def _chain(model: Any) -> Any:
     src, dst = memory_of(model, p.src), memory_of(model, p.dst)
     if src is None or dst is None:
         return lambda a, b: 0.0
-    return lambda a, b: (src.latency_cycles + a / src.bytes_per_cycle + dst.latency_cycles
-                         + b / dst.bytes_per_cycle)
+    read, write = src.policy.latency(False), dst.policy.latency(True)
+    src_bpc, dst_bpc = src.policy.bytes_per_cycle, dst.policy.bytes_per_cycle
+    return lambda a, b: read + a / src_bpc + write + b / dst_bpc
 
 
 def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
@@ -210,11 +231,12 @@ def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
     burst, k = model.idma.burst_bytes, model.idma.max_outstanding
 
     def trip(b: int) -> float:
-        return sum(c * (m.latency_cycles + b / m.bytes_per_cycle) for m, c in legs)
+        return sum(_held(m, w, 1, b) for m, w in legs)
 
+    # a port's request holds its slot a request's time, on average over the ways through it
     rate = min(k * burst / trip(burst), *(min(m.max_outstanding * burst
-                                              / (m.latency_cycles + burst / m.bytes_per_cycle),
-                                              m.bytes_per_cycle) / c for m, c in legs))
+                                              / (_held(m, w, 1, burst) / len(w)),
+                                              m.policy.bytes_per_cycle) / len(w) for m, w in legs))
     return lambda d, first: trip(first) + max(0, d - first) / rate
 
 
@@ -228,7 +250,8 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
     doc), without the prologue."""
     p, core = model.copy, model.core
     ext = memory_of(model, p.src) or memory_of(model, p.dst)
-    lat, cpb = ext.latency_cycles, 1.0 / ext.bytes_per_cycle
+    policy = ext.policy  # what a request costs (dspsim.hw.policy)
+    lat, cpb = policy.latency(False), policy.cycles_per_byte
     if ext.cached and model.dcache.capacity_bytes:
         line = model.dcache.line_bytes
         lines = math.ceil(n / line)
@@ -237,15 +260,15 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
                 + MEMCPY.iterations(n // 4, core.lanes_f32) * MEMCPY.ii_cycles(core))
     load_ext = memory_of(model, p.src) is not None
     store_ext = memory_of(model, p.dst) is not None
-    cycles = sum(ddr_call(MEMCPY, memcpy_words(d), core, lat, cpb, load_ext, store_ext,
+    cycles = sum(ddr_call(MEMCPY, memcpy_words(d), core, policy, load_ext, store_ext,
                           ext.max_outstanding).cycles for d in calls)
     if not store_ext:
         return cycles
     # MEMW: the last store done L after its data; stores alone stream through min(E, m) slots
     words = memcpy_words(n)
-    drained = cycles + last_stores(MEMCPY, words, core.lanes_f32)[-1] * cpb + lat
+    drained = cycles + last_stores(MEMCPY, words, core.lanes_f32)[-1] * cpb + policy.latency(True)
     if load_ext:
         return drained
-    return max(drained, core.call_overhead_cycles + MEMCPY.ii_cycles(core) + transfer_cycles(
-        4 * words, core.vector_bytes, min(core.write_buffer_entries, ext.max_outstanding), lat,
-        cpb))
+    return max(drained, core.call_overhead_cycles + MEMCPY.ii_cycles(core)
+               + policy.transfer_cycles(4 * words, core.vector_bytes,
+                                        min(core.write_buffer_entries, ext.max_outstanding), True))

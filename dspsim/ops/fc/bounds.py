@@ -2,7 +2,8 @@
 
 ``K(r)`` = the kernel on ``r`` rows in TCM: ``ceil(r / 4) x (call overhead + iterations x II +
 epilogue)`` (:meth:`dspsim.kernels.shapes.LoopShape.tcm_cycles` per group of four rows).
-For the weights' memory: ``L`` = ``latency_cycles``, ``B`` = ``bytes_per_cycle``; the channel:
+For the weights' memory (each request priced by its policy, :mod:`dspsim.hw.policy`: the
+weights are read): ``L`` = ``latency_cycles``, ``B`` = ``bytes_per_cycle``; the channel:
 ``S`` = ``idma.setup_cycles``, ``D(r)`` = ``transfer_cycles`` of a chunk of ``r`` rows (alone
 on the port).
 
@@ -30,7 +31,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.fc_s8 import FC_S8, groups, padded_bytes
 from dspsim.kernels.shapes import ddr_call_sequence
 from dspsim.ops.fc.params import HOST, TCM
@@ -71,14 +71,14 @@ def _pingpong(model: Any, mem: Any, shape: tuple[int, ...]) -> dict[str, Any]:
     """The ping-pong variant's chunks of weight rows, its iDMA bound and its estimate: each
     chunk's fetch overlaps the kernel on the one before."""
     out_depth, in_depth = shape
-    lat, cpb = mem.latency_cycles, 1.0 / mem.bytes_per_cycle
+    policy = mem.policy  # what a request costs (dspsim.hw.policy)
     idma = model.idma
     window = min(idma.max_outstanding, mem.max_outstanding)
     tile = min(model.fc.tile_rows, out_depth)
     chunks = math.ceil(out_depth / tile)
     rows = [min(tile, out_depth - i * tile) for i in range(chunks)]
     setup = idma.setup_cycles
-    dma = [setup + transfer_cycles(r * in_depth, idma.burst_bytes, window, lat, cpb)
+    dma = [setup + policy.transfer_cycles(r * in_depth, idma.burst_bytes, window, False)
            for r in rows]
     ker = [kernel_cycles(model, r, in_depth) for r in rows]
     t = dma[0]  # the first chunk alone
@@ -101,18 +101,18 @@ def _direct(model: Any, mem: Any, shape: tuple[int, ...], compute: float) -> dic
     """The direct variant on the weights' memory: through the data cache, line by line, or
     the uncached walk."""
     out: dict[str, Any] = {}
-    lat, cpb = mem.latency_cycles, 1.0 / mem.bytes_per_cycle
+    policy = mem.policy  # what a request costs (dspsim.hw.policy)
     if mem.cached and model.dcache.capacity_bytes:
         line = model.dcache.line_bytes
         lines = weight_lines(model, shape)
-        fills = lines * (lat + line * cpb)
+        fills = lines * policy.request_cycles(line, False)
         out["lines"] = lines
-        out["memory_bound_cycles"] = lines * line * cpb
+        out["memory_bound_cycles"] = policy.data_cycles(lines * line)
         out["estimate_cycles"] = (max(compute, fills) if model.dcache.prefetch_next_line
                                   else compute + fills)
     else:
         walk = _walk(model, mem, shape)
-        out["memory_bound_cycles"] = walk.read_bytes * cpb
+        out["memory_bound_cycles"] = policy.data_cycles(walk.read_bytes)
         out["estimate_cycles"] = walk.cycles
     return out
 
@@ -136,9 +136,8 @@ def weight_lines(model: Any, shape: tuple[int, ...]) -> int:
 def _walk(model: Any, mem: Any, shape: tuple[int, ...]) -> Any:
     """The direct kernel's walk on an uncached memory, in closed form."""
     out_depth, in_depth = shape
-    return ddr_call_sequence(((FC_S8, False),), in_depth, model.core, mem.latency_cycles,
-                             1.0 / mem.bytes_per_cycle, mem.max_outstanding,
-                             repeat=groups(out_depth))
+    return ddr_call_sequence(((FC_S8, False),), in_depth, model.core, mem.policy,
+                             mem.max_outstanding, repeat=groups(out_depth))
 
 
 def traffic(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, int]:

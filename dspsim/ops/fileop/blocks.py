@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dspsim.hw.port import transfer_cycles
 from dspsim.ops.frames import IDMA_COPY, IDMA_WAIT
 
 if TYPE_CHECKING:
@@ -115,30 +114,31 @@ def block_bounds(model: HardwareModel, spec: OpSpec, shape: tuple[int, int],
     throughout but for the first block's input copy and the last one's output copy."""
     rows, cols = shape
     mem, idma = model.host_memory, model.idma
-    lat, cpb, burst = mem.latency_cycles, 1.0 / mem.bytes_per_cycle, idma.burst_bytes
+    policy, burst = mem.policy, idma.burst_bytes  # what a request costs (dspsim.hw.policy)
     p = model.params(spec.name)
     out_rows, width = block_shape(p.tile_bytes, cols, p.block_cols, spec.halo)
     todo = blocks(rows, cols, out_rows, width, spec.halo)
     read = sum(4 * (b.a1 - b.a0) * b.cols for b in todo)
     write = 4 * rows * cols
     per_row = {b.cols: -(-4 * b.cols // burst) for b in todo}
-    requests = sum(per_row[b.cols] * ((b.a1 - b.a0) + (b.r1 - b.r0)) for b in todo)
+    reads = sum(per_row[b.cols] * (b.a1 - b.a0) for b in todo)
+    writes = sum(per_row[b.cols] * (b.r1 - b.r0) for b in todo)
     work = [(b.a1 - b.a0) * row_cycles(b.cols) for b in todo]
     window = min(mem.max_outstanding, 2 * idma.max_outstanding)
     first, last = todo[0], todo[-1]
 
-    def copy(block_rows: int, n: int) -> float:
-        return transfer_cycles(4 * block_rows * n, burst, min(idma.max_outstanding,
-                                                              mem.max_outstanding), lat, cpb)
+    def copy(block_rows: int, n: int, write: bool) -> float:
+        return policy.transfer_cycles(4 * block_rows * n, burst,
+                                      min(idma.max_outstanding, mem.max_outstanding), write)
 
-    dma = (read + write) * cpb
+    dma = policy.data_cycles(read + write)
     compute = sum(work) + 2 * len(todo) * idma.setup_cycles
     estimate = max(dma + work[-1] + idma.setup_cycles,  # the port busy but for the last block
-                   compute + copy(first.a1 - first.a0, first.cols)
-                   + copy(last.r1 - last.r0, last.cols))  # the core busy but for the ends
+                   compute + copy(first.a1 - first.a0, first.cols, False)
+                   + copy(last.r1 - last.r0, last.cols, True))  # the core busy but for the ends
     return {"ddr_read_bytes": read, "ddr_write_bytes": write,
             "dma_bound_cycles": dma,
-            "latency_bound_cycles": requests * lat / window,
+            "latency_bound_cycles": policy.latency_total(reads, writes) / window,
             "compute_bound_cycles": compute,
             "blocks": len(todo), "block_rows": out_rows, "block_cols": width,
             "halo_rows": spec.halo, "estimate_cycles": estimate}

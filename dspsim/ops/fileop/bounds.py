@@ -184,8 +184,8 @@ def _tile_cost(calls: list[tuple[Any, bool]], core: Any) -> Callable[[int], floa
 
 def _tiled(model: HardwareModel, variant: str, frames: list[Frame]) -> Bounds:
     mem, idma = model.host_memory, model.idma
-    lat, cpb, burst = mem.latency_cycles, 1.0 / mem.bytes_per_cycle, idma.burst_bytes
-    read = write = requests = descriptors = 0
+    policy, burst = mem.policy, idma.burst_bytes  # what a request costs (dspsim.hw.policy)
+    read = write = requests = write_requests = descriptors = 0
     compute = estimate = 0.0
     for i, (length, block, writes, cost) in enumerate(frames):
         tiles = Tiling.of(length, block)
@@ -193,6 +193,7 @@ def _tiled(model: HardwareModel, variant: str, frames: list[Frame]) -> Bounds:
         read += 4 * length
         write += 4 * length if writes else 0
         requests += copies * tiles.total(lambda s: -(-4 * s // burst))
+        write_requests += tiles.total(lambda s: -(-4 * s // burst)) if writes else 0
         descriptors += copies * tiles.count
         compute += tiles.total(cost)
         estimate += ping_pong_pass_cycles(model, tiles, cost, writes,
@@ -206,8 +207,9 @@ def _tiled(model: HardwareModel, variant: str, frames: list[Frame]) -> Bounds:
     return bounds_with_binding({
         "ddr_read_bytes": read,
         "ddr_write_bytes": write,
-        "dma_bound_cycles": (read + write - unwaited) * cpb,
-        "latency_bound_cycles": (requests - -(-unwaited // burst)) * lat / window,
+        "dma_bound_cycles": policy.data_cycles(read + write - unwaited),
+        "latency_bound_cycles": policy.latency_total(
+            requests - write_requests, write_requests - -(-unwaited // burst)) / window,
         "compute_bound_cycles": compute + descriptors * idma.setup_cycles,
         "tiles": Tiling.of(frames[0][0], frames[0][1]).count,
     }, estimate)

@@ -4,8 +4,10 @@
 ``bounds(model, mode, n)`` returns, without simulating, what the model's parameters alone imply
 for one run: the traffic, three lower bounds on the op's cycles and a closed-form estimate.
 
-Symbols, for the memory the host allocates from (``host.memory``; J6: ``ddr``): ``L`` =
-``ddr.latency_cycles``, ``B`` = ``ddr.bytes_per_cycle``, ``b`` = ``idma.burst_bytes``, ``k`` =
+Symbols, for the memory the host allocates from (``host.memory``; J6: ``ddr``), each request
+priced by its policy (:mod:`dspsim.hw.policy`): ``L`` = ``ddr.latency_cycles`` (a write's:
+``ddr.write_latency_cycles``, where given), ``B`` = ``ddr.bytes_per_cycle``, ``b`` =
+``idma.burst_bytes``, ``k`` =
 ``idma.max_outstanding`` (per channel), ``m`` = ``ddr.max_outstanding`` (port), ``S`` =
 ``idma.setup_cycles``. When the core reaches that memory through its data cache, the direct
 version's traffic, bounds and estimate are per line (:mod:`dspsim.kernels.cached`); the rest
@@ -47,7 +49,7 @@ Estimates (``estimate_cycles``):
   the largest of the core's work on the previous one (kernels and setups), half a buffer's
   round trip (compute, output copy, prefetch into it: the two buffers alternate) and, under
   'split', one channel carrying every input (output) copy; then the last tile's compute and
-  output copy. A copy alone on a channel takes :func:`dspsim.hw.port.transfer_cycles` with
+  output copy. A copy alone on a channel takes :func:`dspsim.hw.policy.transfer_cycles` with
   ``min(k, m)`` bursts in flight. Every tile but the last is full, so each sum over a pass's
   tiles is the full tiles' term times their count plus the last tile's: no work per tile. The
   estimate is within 5 % of the simulation (``tests/test_analytic.py``) in two uncontended
@@ -64,7 +66,6 @@ from typing import Any
 
 from dspsim.config import Core, HardwareModel
 from dspsim.errors import DspsimInputError
-from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.cached import direct_bounds
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
 from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
@@ -134,8 +135,8 @@ def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
     split = model.softmax.schedule == "split"
     tiles = _Tiling.of(n, _tile_elems(model))
     n_tiles = tiles.count
-    # a burst's slot time when the path is free
-    occupancy = ddr.latency_cycles + burst * (1.0 / ddr.bytes_per_cycle)
+    # a burst's slot time when the path is free (a read's)
+    occupancy = ddr.policy.request_cycles(burst, False)
     read = write = n_req = 0
     compute = dma_cycles = lat_cycles = estimate = 0.0
     passes = _passes(model.core)
@@ -164,7 +165,7 @@ def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
         "tiles_per_pass": n_tiles,
         "pass_estimate_cycles": per_pass,
         "outstanding_requests": min(m, channels * k),
-        "joint_throughput_bytes_per_cycle": min(ddr.bytes_per_cycle,
+        "joint_throughput_bytes_per_cycle": min(ddr.policy.bytes_per_cycle,
                                                 min(m, channels * k) * burst / occupancy),
     }
 
@@ -191,7 +192,7 @@ def _pass_traffic(model: HardwareModel, n: int, tiles: _Tiling, cost: Callable[[
     its data path and latency bounds; ``last``: the pass that may stop the timer with the
     other buffer's last output copy in flight."""
     ddr, idma = model.host_memory, model.idma
-    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+    policy = ddr.policy  # what a request costs (dspsim.hw.policy)
     burst, k, m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
     n_tiles = tiles.count
 
@@ -204,10 +205,12 @@ def _pass_traffic(model: HardwareModel, n: int, tiles: _Tiling, cost: Callable[[
     channels = 1 if (n_tiles == 1 or (split and not write_back)) else 2
     total_setups = n_tiles * (1 if write_back else 0) + max(0, n_tiles - 2)
     pass_compute = tiles.total(cost) + (min(2, n_tiles) + total_setups) * idma.setup_cycles
-    pass_requests = int(tiles.total(lambda s: requests(4 * s))) * (2 if write_back else 1)
+    reads = int(tiles.total(lambda s: requests(4 * s)))
+    pass_requests = reads * (2 if write_back else 1)
     unwaited = 4 * tiles.at(n_tiles - 2) if (write_back and last and n_tiles >= 2) else 0
-    dma = (in_bytes + out_bytes - unwaited) * cpb
-    latency = (pass_requests - requests(unwaited)) * lat / min(m, channels * k)
+    dma = policy.data_cycles(in_bytes + out_bytes - unwaited)
+    writes = pass_requests - reads - requests(unwaited)
+    latency = policy.latency_total(reads, writes) / min(m, channels * k)
     return in_bytes, out_bytes, pass_compute, pass_requests, dma, latency
 
 
@@ -230,12 +233,12 @@ def regime(model: HardwareModel, mode: str, n: int, margin: float = UNCONTENDED_
     if tiles < UNCONTENDED_MIN_TILES:  # filling and draining the pipeline are not small
         return "mixed"
     core, ddr, idma = model.core, model.host_memory, model.idma
-    lat, cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+    policy = ddr.policy  # what a request costs (dspsim.hw.policy)
     s = _tile_elems(model)
     window = min(ddr.max_outstanding, 2 * idma.max_outstanding)
-    window_rate = window * idma.burst_bytes / (lat + idma.burst_bytes * cpb)
-    one = transfer_cycles(
-        4 * s, idma.burst_bytes, min(idma.max_outstanding, ddr.max_outstanding), lat, cpb
+    window_rate = window * idma.burst_bytes / policy.request_cycles(idma.burst_bytes, False)
+    one = policy.transfer_cycles(
+        4 * s, idma.burst_bytes, min(idma.max_outstanding, ddr.max_outstanding), False
     )
     checks = (
         (VECMAXF.tcm_cycles(s, core), 1),
@@ -248,9 +251,9 @@ def regime(model: HardwareModel, mode: str, n: int, margin: float = UNCONTENDED_
         # round trips of the two channels overlap; 'split' carries the max pass on one channel
         channels = 1 if (split and descriptors == 1) else 2
         pace = {
-            "path": nbytes * cpb,
+            "path": policy.data_cycles(nbytes),
             "window": nbytes / window_rate,
-            "latency": lat * descriptors / channels,
+            "latency": policy.latency_total(1, descriptors - 1) / channels,
             "core": kernel_cycles + descriptors * idma.setup_cycles,
         }
         top, second = sorted(pace.values(), reverse=True)[:2]

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
 from dspsim.ops.softmax import bounds as seed_bounds
 from dspsim.ops.softmax.bounds import _Tiling
@@ -65,7 +64,9 @@ class _Cost:
         self.model = model
         core, ddr, idma = model.core, model.host_memory, model.idma
         self.core = core
-        self.lat, self.cpb = ddr.latency_cycles, 1.0 / ddr.bytes_per_cycle
+        self.policy = policy = ddr.policy  # what a request costs (dspsim.hw.policy)
+        self.lat, self.cpb = policy.latency(False), policy.cycles_per_byte
+        self.lat_write = policy.latency(True)
         self.burst, self.k, self.m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
         self.setup = idma.setup_cycles
         self.channels = idma.channels
@@ -78,11 +79,12 @@ class _Cost:
 
     def throughput(self, channels: int) -> float:
         window = min(self.m, max(1, channels) * self.k)
-        return min(1.0 / self.cpb, window * self.burst / (self.lat + self.burst * self.cpb))
+        return min(1.0 / self.cpb,
+                   window * self.burst / self.policy.request_cycles(self.burst, False))
 
-    def single(self, nbytes: int) -> float:
-        """A copy alone on its channel and the port."""
-        return transfer_cycles(nbytes, self.burst, min(self.k, self.m), self.lat, self.cpb)
+    def single(self, nbytes: int, write: bool = False) -> float:
+        """A copy alone on its channel and the port (into TCM, else out of it: ``write``)."""
+        return self.policy.transfer_cycles(nbytes, self.burst, min(self.k, self.m), write)
 
     def pass1(self, s: int) -> int:  # online pass 1, one tile: max, exp, sum, rescale
         return (self.tcm(VECMAXF, s) + self.tcm(VECEXPF_MAX, s) + self.tcm(VECSUM, s)
@@ -101,6 +103,7 @@ class _Work:
 
     def __init__(self) -> None:
         self.read = self.write = self.requests = self.descriptors = 0
+        self.write_requests = 0  # of the requests
         self.kernels = 0.0
         self.channels = 1
         self.estimate = 0.0
@@ -115,6 +118,7 @@ class _Work:
         self.read += nbytes
         self.write += nbytes if write_back else 0
         self.requests += copies * int(tiles.total(lambda s: c.requests(4 * s)))
+        self.write_requests += int(tiles.total(lambda s: c.requests(4 * s))) if write_back else 0
         self.descriptors += copies * tiles.count
         kernels = tiles.total(cost)
         self.kernels += kernels
@@ -133,8 +137,9 @@ class _Work:
             transfer = max(transfer, nbytes / c.throughput(min(len(ins), buffers)),
                            nbytes / c.throughput(min(len(outs), buffers)))
         last = tiles.at(tiles.count - 1)
-        last_out = c.single(4 * last) if write_back else 0.0
-        path = (c.setup + transfer - (4 * last * c.cpb if write_back else 0.0) + c.lat
+        last_out = c.single(4 * last, True) if write_back else 0.0
+        path = (c.setup + transfer - (4 * last * c.cpb if write_back else 0.0)
+                + (c.lat_write if write_back else c.lat)
                 + cost(last) + (c.setup + last_out if write_back else 0.0))
         core = c.single(4 * tiles.at(0)) + kernels + copies * tiles.count * c.setup + last_out
         if policy == "split" and write_back and buffers == 2:
@@ -172,6 +177,7 @@ def _resident(c: _Cost, cols: int) -> tuple[_Work, Any]:
     w.read += resident
     w.write += resident
     w.requests += 2 * sum(c.requests(4 * s) for s in sizes)
+    w.write_requests += sum(c.requests(4 * s) for s in sizes)
     w.descriptors += 2 * len(sizes)
     w.channels = min(len(sizes), c.channels) if sizes else 1
     maxes = sum(c.tcm(VECMAXF, s) for s in sizes)
@@ -195,6 +201,7 @@ def _resident(c: _Cost, cols: int) -> tuple[_Work, Any]:
         w.read += stream.read
         w.write += stream.write
         w.requests += stream.requests
+        w.write_requests += stream.write_requests
         w.descriptors += stream.descriptors
         w.channels = max(w.channels, stream.channels)
         load += pass1
@@ -204,8 +211,8 @@ def _resident(c: _Cost, cols: int) -> tuple[_Work, Any]:
     if sizes:
         stream_out = 2 * 4 * lay.streamed
         transfer = max(transfer, (resident + stream_out) / c.throughput(w.channels))
-        out = max(c.tcm(VECMUL, sizes[0]) + c.setup + transfer + c.lat,
-                  muls + len(sizes) * c.setup + max(c.single(4 * sizes[-1]), pass2))
+        out = max(c.tcm(VECMUL, sizes[0]) + c.setup + transfer + c.lat_write,
+                  muls + len(sizes) * c.setup + max(c.single(4 * sizes[-1], True), pass2))
     else:
         out = pass2
     w.kernels += maxes + muls + exp_sum + stream.kernels
@@ -221,7 +228,8 @@ def _fields(c: _Cost, w: _Work, rows: int) -> dict[str, Any]:
         "ddr_write_bytes": rows * w.write,
         "ddr_requests": rows * w.requests,
         "dma_bound_cycles": rows * (w.read + w.write) * c.cpb,
-        "latency_bound_cycles": rows * w.requests * c.lat / window,
+        "latency_bound_cycles": c.policy.latency_total(rows * (w.requests - w.write_requests),
+                                                       rows * w.write_requests) / window,
         "compute_bound_cycles": rows * (w.kernels + w.descriptors * c.setup),
         "estimate_cycles": rows * w.estimate,
         "outstanding_requests": window,

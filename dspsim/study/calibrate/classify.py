@@ -84,7 +84,9 @@ def resource_bounds(model: HardwareModel, m: Measurement) -> tuple[dict[str, flo
     b = op.bounds(model, m.variant, m.shape)
     if b is None:
         return {}, None
-    lat, bw = model.host_memory.latency_cycles, model.host_memory.bytes_per_cycle
+    policy = model.host_memory.policy  # what a request costs (dspsim.hw.policy)
+    lat = policy.mean_latency(b.ddr_read_bytes, b.ddr_write_bytes)
+    bw = policy.bytes_per_cycle
     requests = b.ddr_requests or 0
     nbytes = b.ddr_read_bytes + b.ddr_write_bytes
     latency_bound = float(b.latency_bound_cycles or 0.0)
@@ -167,7 +169,7 @@ def physical_reading(
                     f"{m.host_memory.bytes_per_cycle * clock:.0f} MB/s at {clock:g} MHz")
         elif b.resource == "outstanding":
             w = b.window if b.window is not None else math.nan
-            lat = m.host_memory.latency_cycles
+            lat = m.host_memory.policy.latency(False)
             text = (f"{w:.3g} request(s) in flight, each a {lat:.0f}-cycle round "
                     f"trip ({lat / clock * 1000:.0f} ns at {clock:g} MHz; "
                     f"idma.max_outstanding = {m.idma.max_outstanding} per channel, "
