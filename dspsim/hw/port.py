@@ -160,10 +160,9 @@ class MemoryPort:
         as :meth:`request` books it, with the same float operations in the same order: the
         walk's inner loop, inlined (the port's hot path: no call per burst). Not for a port
         with a closed form running (:meth:`request` cuts it). On a port whose policy is not
-        uniform the bursts are booked by :meth:`request` one by one (:meth:`_stream_any`)."""
+        uniform it books nothing: the walk books its bursts by :meth:`request` one by one."""
         if not self.ring:
-            return self._stream_any(now, inflight, i, count, full, burst, rest, window, write,
-                                    requester, horizon)
+            return i, now
         slot_free, slot_holder, m = self._slot_free, self._slot_holder, self.max_outstanding
         k, path_free, owner = self._next_slot, self._path_free, self._path_owner
         latency, recent, log = self.latency_cycles, self._recent, self.log
@@ -231,28 +230,6 @@ class MemoryPort:
             self.bytes_written += moved
         else:
             self.bytes_read += moved
-        return i, now
-
-    def _stream_any(self, now: float, inflight: deque[float], i: int, count: int, full: int,
-                    burst: int, rest: int, window: int, write: bool, requester: str,
-                    horizon: float) -> tuple[int, float]:
-        """:meth:`stream` on a port whose requests may complete out of order: the same walk,
-        each burst booked by :meth:`request` (the walk's own bursts, all one way, complete in
-        the order it issued them)."""
-        held = len(inflight)
-        while i < count:
-            if held == window:
-                oldest = inflight[0]
-                if oldest > now:
-                    later = now + (oldest - now)  # what Timeout(oldest - now) would give
-                    if not later < horizon:
-                        break
-                    now = later
-                inflight.popleft()
-                held -= 1
-            inflight.append(self.request(now, burst if i < full else rest, write, requester))
-            held += 1
-            i += 1
         return i, now
 
     def shift(self, before: int, now_slot: int, runs: int, now: float, dt: float) -> None:
