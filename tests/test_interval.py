@@ -134,10 +134,12 @@ def test_ranges_are_inherited_and_dropped_with_a_new_value(tmp_path):
     ('"idma.setup_cycles" = [20.0]', "expected [LOW, HIGH]"),
     ('"idma.setup_cycles" = ["a", 50.0]', "expected a number"),
     ('"ddr.latency_cycles" = { span_of = ["no_such_model"] }', "span_of 'no_such_model'"),
+    ('"sram.latency_cycles" = [1.0, 2.0]', "unknown model key 'sram.latency_cycles'"),
 ])
 def test_a_bad_range_is_one_line(tmp_path, capsys, ranges, words):
     p = tmp_path / "bad.toml"
-    p.write_text(f'base = "j6"\n[ranges]\n{ranges}\n')
+    p.write_text(f'base = "j6"\n[ranges]\n{ranges}\n' if "=" in ranges else
+                 f'base = "j6"\n{ranges}\n')
     with pytest.raises(ConfigError, match="ranges"):
         load_model(p)
     code, _, err = run_cli(capsys, "run", "--model", p, "--n", "64", "--no-data", "--interval")
@@ -217,3 +219,13 @@ def test_calibrate_reports_each_fitted_keys_tolerance_range(capsys):
     code, out, _ = run_cli(capsys, "calibrate", "--free", "ddr.latency_cycles",
                            "--measured", f"direct,n={N}={measured}")
     assert '"ddr.latency_cycles" = [' in out.split("tolerance ranges")[1]
+
+
+def test_a_table_of_ranges_is_required_and_run_models_takes_no_interval(tmp_path, capsys):
+    p = tmp_path / "bad.toml"
+    p.write_text('ranges = 5\nbase = "j6"\n')
+    code, _, err = run_cli(capsys, "run", "--model", p, "--n", "64", "--no-data")
+    assert code == 2 and one_line(err) and "ranges must be a table" in err
+    code, _, err = run_cli(capsys, "run", "--models", "j6,j6_outstanding_bound", "--n", "64",
+                           "--no-data", "--interval")
+    assert code == 2 and one_line(err) and "--interval" in err
