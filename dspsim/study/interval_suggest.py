@@ -62,8 +62,9 @@ class Suggestion:
         w, m = j["widest"], j["measure"]
         size = "x".join(map(str, m["shape"]))
         sets = "".join(f" --set {k}={_text(v)}" for k, v in m["settings"].items())
+        shown = (f"n = {m['shape'][0]:,}" if len(m["shape"]) == 1 else f"shape {size}")
         return (f"widest interval: {w['name']} under {w['model']}, [{w['low_cycles']:,}, "
-                f"{w['high_cycles']:,}] cycles. Measure {m['op']} {m['variant']} at {size}"
+                f"{w['high_cycles']:,}] cycles. Measure {m['op']} {m['variant']} at {shown}"
                 f"{sets} (`dspsim run --op {m['op']} --variant {m['variant']} "
                 f"{'--n' if len(m['shape']) == 1 else '--shape'} {size.replace('x', ',')}"
                 f"{sets} --interval`): {self.key} alone explains {100 * self.share:.0f} % of "
