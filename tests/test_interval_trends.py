@@ -50,6 +50,17 @@ def _keys(model) -> list[str]:
             and (k in _VALUES or k.partition(".")[2] in _VALUES)]
 
 
+def _strategy(key: str):
+    return _VALUES[key] if key in _VALUES else _VALUES[key.partition(".")[2]]
+
+
+def _moved(model, key, value):
+    try:
+        return model.with_overrides({key: value})
+    except ValueError:  # a value this model cannot take with the others
+        return None
+
+
 def _cycles(model, op, variant, shape, key, value) -> int | None:
     try:
         m = model.with_overrides({key: value})
@@ -65,7 +76,12 @@ def test_every_trend_holds(data):
     model = load_model(name, setting or None)
     shape = data.draw(shape_st)
     key = data.draw(st.sampled_from(_keys(model)))
-    values = _VALUES[key] if key in _VALUES else _VALUES[key.partition(".")[2]]
+    # a random configuration around it: up to two other keys moved
+    for other in data.draw(st.lists(st.sampled_from(_keys(model)), max_size=2, unique=True)):
+        if other != key:
+            moved = _moved(model, other, data.draw(_strategy(other)))
+            model = moved if moved is not None else model
+    values = _strategy(key)
     a, b = sorted((data.draw(values), data.draw(values)))
     lo = _cycles(model, op, variant, shape, key, a)
     hi = _cycles(model, op, variant, shape, key, b)
