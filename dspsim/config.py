@@ -26,7 +26,14 @@ from typing import Any
 from dspsim.errors import ConfigError
 from dspsim.model_rules import SWITCHED_TABLES, refuse_idle, refuse_missing, refuse_reserved
 from dspsim.paths import path_problem, read_small_text
-from dspsim.ranges import RANGES_TABLE, Range, checked_ranges, file_ranges, range_comments
+from dspsim.ranges import (
+    RANGES_TABLE,
+    Range,
+    checked_ranges,
+    file_ranges,
+    line_comments,
+    range_comments,
+)
 from dspsim.schema import OP_SCHEMAS, Key, Params
 from dspsim.tables import HARDWARE, MEMORY_FIELDS, Core, Dcache, Host, Idma, MemoryCfg, Tcm
 from dspsim.tables import Ddr as Ddr  # the tables were defined here first: still importable
@@ -570,18 +577,10 @@ def key_sources(path: str | Path | None = None) -> dict[str, str]:
     p = default_model_path() if path is None else resolve_model_path(path)
     out: dict[str, str] = {}
     for _, raw, text in reversed(_model_chain(p)):  # the base first, then what overrides it
-        comments: dict[str, str] = {}
-        section = ""
-        for line in text.splitlines():
-            head = re.match(r"^\s*\[([A-Za-z0-9_]+)\]", line)
-            if head:
-                section = head.group(1)
-                continue
-            m = re.match(r"^\s*([A-Za-z0-9_]+)\s*=[^#]*#\s*(.*)$", line)
-            if m and section:
-                comments[f"{section}.{m.group(1)}"] = m.group(2).strip()
+        comments = {f"{section}.{key}": comment
+                    for section, key, comment in line_comments(text)}
         for section, table in raw.items():
-            if section != "model" and isinstance(table, dict):
+            if section not in ("model", RANGES_TABLE) and isinstance(table, dict):
                 for k in table:
                     out[f"{section}.{k}"] = comments.get(f"{section}.{k}", "")
     return out

@@ -20,7 +20,7 @@ its value or whose ends are the wrong way round is refused in one line.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +42,11 @@ def _span(source: str, key: str, spec: dict[str, Any], own: Any, here: Path) -> 
     section, _, short = key.partition(".")
     values = [own]
     for name in names:
+        path = resolve_model_path(name, here)
+        if not path.exists() and not path.suffix:  # a model beside this file, by its name
+            path = path.with_name(f"{path.name}.toml")
         try:
-            tables = read_model_tables(resolve_model_path(name, here))
+            tables = read_model_tables(path)
         except ConfigError as e:
             raise ConfigError(f"{source}: ranges: {key}: span_of {name!r}: {e}") from None
         value = tables.get(section, {}).get(short) if isinstance(tables.get(section), dict) \
@@ -121,18 +124,23 @@ def checked_ranges(model: Any, written: Mapping[str, tuple[Any, str]]) -> dict[s
     return out
 
 
+def line_comments(text: str) -> Iterator[tuple[str, str, str]]:
+    """(table, key, comment) of each ``key = value  # comment`` line of a model file's text,
+    bare keys and quoted ones (``"ddr.latency_cycles" = ...`` in ``[ranges]``)."""
+    section = ""
+    for line in text.splitlines():
+        head = re.match(r"^\s*\[([A-Za-z0-9_]+)\]", line)
+        if head:
+            section = head.group(1)
+            continue
+        m = (re.match(r"^\s*([A-Za-z0-9_]+)\s*=[^#]*#\s*(.*)$", line)
+             or re.match(r'^\s*"([A-Za-z0-9_.]+)"\s*=.*?#\s*([^"\]]*)$', line))
+        if m and section:
+            yield section, m.group(1), m.group(2).strip()
+
+
 def range_comments(chain: list[tuple[Path, dict[str, Any], str]]) -> dict[str, str]:
     """Each range's comment in the file that gives it (its label and source), the file's own
     winning over its bases'."""
-    out: dict[str, str] = {}
-    for _, _, text in reversed(chain):
-        section = ""
-        for line in text.splitlines():
-            head = re.match(r"^\s*\[([A-Za-z0-9_]+)\]", line)
-            if head:
-                section = head.group(1)
-                continue
-            m = re.match(r'^\s*"([A-Za-z0-9_.]+)"\s*=.*?#\s*([^"\]]*)$', line)
-            if m and section == RANGES_TABLE:
-                out[m.group(1)] = m.group(2).strip()
-    return out
+    return {key: comment for _, _, text in reversed(chain)
+            for section, key, comment in line_comments(text) if section == RANGES_TABLE}

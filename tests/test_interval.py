@@ -229,3 +229,15 @@ def test_a_table_of_ranges_is_required_and_run_models_takes_no_interval(tmp_path
     code, _, err = run_cli(capsys, "run", "--models", "j6,j6_outstanding_bound", "--n", "64",
                            "--no-data", "--interval")
     assert code == 2 and one_line(err) and "--interval" in err
+
+
+def test_span_of_names_a_model_beside_the_file(tmp_path):
+    (tmp_path / "b.toml").write_text('base = "j6"\n[ddr]\nlatency_cycles = 200.0\n')
+    a = tmp_path / "a.toml"
+    a.write_text('base = "j6"\n[ddr]\nlatency_cycles = 150.0\n[ranges]\n'
+                 '"ddr.latency_cycles" = { span_of = ["b"] }  # fitted: readings a and b\n')
+    assert load_model(a).ranges["ddr.latency_cycles"] == (150.0, 200.0)
+    from dspsim.config import key_sources, range_sources
+
+    assert range_sources(a)["ddr.latency_cycles"] == "fitted: readings a and b"
+    assert not any(k.startswith("ranges.") for k in key_sources(a))
