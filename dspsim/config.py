@@ -23,17 +23,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dspsim import ranges as _ranges
 from dspsim.errors import ConfigError
 from dspsim.model_rules import SWITCHED_TABLES, refuse_idle, refuse_missing, refuse_reserved
 from dspsim.paths import path_problem, read_small_text
-from dspsim.ranges import (
-    RANGES_TABLE,
-    Range,
-    checked_ranges,
-    file_ranges,
-    line_comments,
-    range_comments,
-)
 from dspsim.schema import OP_SCHEMAS, Key, Params
 from dspsim.tables import HARDWARE, MEMORY_FIELDS, Core, Dcache, Host, Idma, MemoryCfg, Tcm
 from dspsim.tables import Ddr as Ddr  # the tables were defined here first: still importable
@@ -168,7 +161,7 @@ class HardwareModel:
     source: str = ""
     overrides: tuple[tuple[str, Any], ...] = ()
     # plausible (low, high) of each guessed or fitted key (the file's [ranges]; a fact has none)
-    ranges: Mapping[str, Range] = field(default_factory=dict)
+    ranges: Mapping[str, _ranges.Range] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
         """A memory's table or an operator's parameters as an attribute: ``model.ddr``,
@@ -496,13 +489,22 @@ def _merged(chain: list[tuple[Path, dict[str, Any], str]]) -> dict[str, Any]:
     for _, raw, _ in reversed(chain):
         merged.pop("model", None)
         for section, table in raw.items():
-            if section == RANGES_TABLE:  # read by file_ranges, not a table of values
+            if section == _ranges.RANGES_TABLE:  # read by file_ranges, not values
                 continue
             if isinstance(table, dict) and isinstance(merged.get(section), dict):
                 merged[section] = {**merged[section], **table}
             else:
                 merged[section] = table
     return merged
+
+
+def _span_tables(name: str, here: Path) -> dict[str, Any]:
+    """The merged tables of the model a range's ``span_of`` names: a packaged name, a path
+    relative to the file, or a model file beside it by its name without ``.toml``."""
+    p = resolve_model_path(name, here)
+    if not p.exists() and not p.suffix:
+        p = p.with_name(f"{p.name}.toml")
+    return read_model_tables(p)
 
 
 def load_model(
@@ -532,7 +534,8 @@ def load_model(
     meta = tables.get("model")
     if not (isinstance(meta, dict) and "name" in meta):
         model = dataclasses.replace(model, name=p.stem or "model")
-    model = dataclasses.replace(model, ranges=checked_ranges(model, file_ranges(chain)))
+    ranges = _ranges.checked_ranges(model, _ranges.file_ranges(chain), model_key, _span_tables)
+    model = dataclasses.replace(model, ranges=ranges)
     if overrides:
         model = model.with_overrides(overrides)
     return model
@@ -578,9 +581,9 @@ def key_sources(path: str | Path | None = None) -> dict[str, str]:
     out: dict[str, str] = {}
     for _, raw, text in reversed(_model_chain(p)):  # the base first, then what overrides it
         comments = {f"{section}.{key}": comment
-                    for section, key, comment in line_comments(text)}
+                    for section, key, comment in _ranges.line_comments(text)}
         for section, table in raw.items():
-            if section not in ("model", RANGES_TABLE) and isinstance(table, dict):
+            if section not in ("model", _ranges.RANGES_TABLE) and isinstance(table, dict):
                 for k in table:
                     out[f"{section}.{k}"] = comments.get(f"{section}.{k}", "")
     return out
@@ -589,4 +592,4 @@ def key_sources(path: str | Path | None = None) -> dict[str, str]:
 def range_sources(path: str | Path | None = None) -> dict[str, str]:
     """Each ranged key's comment in the ``[ranges]`` table that gives its range."""
     p = default_model_path() if path is None else resolve_model_path(path)
-    return range_comments(_model_chain(p))
+    return _ranges.range_comments(_model_chain(p))

@@ -20,7 +20,7 @@ its value or whose ends are the wrong way round is refused in one line.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +30,13 @@ RANGES_TABLE = "ranges"
 Range = tuple[float, float]
 
 
-def _span(source: str, key: str, spec: dict[str, Any], own: Any, here: Path) -> list[Any]:
-    """The values ``{ span_of = [...] }`` spans: this file's value and each named file's."""
-    from dspsim.config import read_model_tables, resolve_model_path
+# a model file's merged tables by a name or path relative to a file (the loader's, passed in)
+TablesOf = Callable[[str, Path], dict[str, Any]]
 
+
+def _span(source: str, key: str, spec: dict[str, Any], own: Any, here: Path,
+          tables_of: TablesOf) -> list[Any]:
+    """The values ``{ span_of = [...] }`` spans: this file's value and each named file's."""
     names = spec.get("span_of")
     if set(spec) != {"span_of"} or not isinstance(names, list) or not names \
             or not all(isinstance(n, str) for n in names):
@@ -42,11 +45,8 @@ def _span(source: str, key: str, spec: dict[str, Any], own: Any, here: Path) -> 
     section, _, short = key.partition(".")
     values = [own]
     for name in names:
-        path = resolve_model_path(name, here)
-        if not path.exists() and not path.suffix:  # a model beside this file, by its name
-            path = path.with_name(f"{path.name}.toml")
         try:
-            tables = read_model_tables(path)
+            tables = tables_of(name, here)
         except ConfigError as e:
             raise ConfigError(f"{source}: ranges: {key}: span_of {name!r}: {e}") from None
         value = tables.get(section, {}).get(short) if isinstance(tables.get(section), dict) \
@@ -58,10 +58,11 @@ def _span(source: str, key: str, spec: dict[str, Any], own: Any, here: Path) -> 
     return values
 
 
-def _ends(source: str, key: str, spec: Any, own: Any, here: Path) -> list[Any]:
+def _ends(source: str, key: str, spec: Any, own: Any, here: Path,
+          tables_of: TablesOf) -> list[Any]:
     """A range's two ends as written (``[LOW, HIGH]``) or spanned (``span_of``)."""
     if isinstance(spec, dict):
-        values = _span(source, key, spec, own, here)
+        values = _span(source, key, spec, own, here, tables_of)
         numeric = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
         if len(numeric) != len(values):
             raise ConfigError(f"{source}: ranges: {key} spans {values!r}: not numbers; a range "
@@ -92,24 +93,24 @@ def file_ranges(chain: list[tuple[Path, dict[str, Any], str]]) -> dict[str, tupl
     return out
 
 
-def checked_ranges(model: Any, written: Mapping[str, tuple[Any, str]]) -> dict[str, Range]:
+def checked_ranges(model: Any, written: Mapping[str, tuple[Any, str]],
+                   key_of: Callable[[str, Any], Any], tables_of: TablesOf) -> dict[str, Range]:
     """Each written range checked against ``model``: a key it has, a number, ends the key
     accepts, low <= high, the value inside; key -> (low, high)."""
-    from dspsim.config import model_key
-
     out: dict[str, Range] = {}
     for key, (spec, where) in written.items():
         if key not in model.keys():
             known = ", ".join(model.keys())
             raise ConfigError(f"{where}: ranges: unknown model key {key!r}; allowed keys: "
                               f"{known}")
-        k = model_key(key, model)
+        k = key_of(key, model)
         if k.type not in (int, float):
             raise ConfigError(f"{where}: ranges: {key} is {k.allowed()}, not a number: only a "
                               "number has a range")
         value = model.get(key)
         try:
-            lo, hi = (k.coerce(v) for v in _ends(where, key, spec, value, Path(where)))
+            lo, hi = (k.coerce(v) for v in _ends(where, key, spec, value, Path(where),
+                                                    tables_of))
         except ConfigError as e:
             text = str(e)
             raise ConfigError(text if text.startswith(where) else

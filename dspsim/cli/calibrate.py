@@ -216,9 +216,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         spans = tolerance_spans(cal)
     if args.json:
         emit_json(cal.to_json() | {"tolerance_ranges": {k: list(v) for k, v in spans.items()}})
-    else:
-        print(cal.text())
-        print(tolerance_text(cal, spans))
+    else:  # the ranges before the line that says where --out wrote the file, which ends it
+        head, wrote, tail = cal.text().rpartition("\nwrote ")
+        print(f"{head}{tolerance_text(cal, spans)}{wrote}{tail}" if wrote else
+              cal.text() + tolerance_text(cal, spans))
     return 0 if cal.fitted_within_tolerance else 1
 
 
