@@ -241,3 +241,16 @@ def test_span_of_names_a_model_beside_the_file(tmp_path):
 
     assert range_sources(a)["ddr.latency_cycles"] == "fitted: readings a and b"
     assert not any(k.startswith("ranges.") for k in key_sources(a))
+
+
+def test_too_many_keys_without_a_trend_and_a_refused_corner_are_one_line(tmp_path, capsys):
+    from dspsim.errors import DspsimInputError
+
+    untrended = {"softmax.tile_bytes": (16384, 65536), "core.lanes_f32": (16, 64),
+                 "idma.burst_bytes": (32, 128), "idma.channels": (2, 4)}
+    with pytest.raises(DspsimInputError, match="4 ranged keys without a proven trend"):
+        op_interval(_with_ranges(J6, untrended), "softmax", "pingpong", (N,))
+    p = tmp_path / "m.toml"
+    p.write_text('base = "j6"\n[ranges]\n"softmax.tile_bytes" = [16384, 1048576]\n')
+    code, _, err = run_cli(capsys, "run", "--model", p, "--n", N, "--no-data", "--interval")
+    assert code == 2 and one_line(err) and "softmax.tile_bytes=1048576" in err, err
