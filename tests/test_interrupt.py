@@ -15,13 +15,15 @@ import pytest
 from tests.proc_helpers import CLI, children, kill_group, start, survivors, wait_for_children
 
 ROOT = Path(__file__).resolve().parents[1]
+# about 7 CPU seconds, interrupted after 1.5: a loaded machine may run the command on between
+# the test's last look and the signal, and it must still be running when the signal lands
 LONG_WORKLOAD = """
 [[stream]]
 name = "s"
 op = "softmax"
 n = 1024
 period_us = 5
-count = 100000
+count = 400000
 """
 
 
