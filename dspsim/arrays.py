@@ -57,8 +57,10 @@ def max_input_bytes() -> int:
     return per_array // _HOST_ALIGN_BYTES * _HOST_ALIGN_BYTES
 
 
-def _npy_header(f, what: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+def _npy_header(f, what: str, hint: str = _HINT) -> tuple[tuple[int, ...], bool, np.dtype]:
     """(shape, fortran_order, dtype) from the header of the .npy file ``f`` (at its start)."""
+    from tokenize import TokenError  # numpy tokenizes the header: an open bracket at its end
+
     from numpy.lib import format as npy
 
     try:
@@ -67,12 +69,12 @@ def _npy_header(f, what: str) -> tuple[tuple[int, ...], bool, np.dtype]:
             return npy.read_array_header_1_0(f, max_header_size=10_000)
         if version == (2, 0):
             return npy.read_array_header_2_0(f, max_header_size=10_000)
-    except (ValueError, OSError, EOFError, SyntaxError) as e:
+    except (ValueError, OSError, EOFError, SyntaxError, TokenError) as e:
         reason = str(e).splitlines()[0] if str(e) else e.__class__.__name__
-        if " object at 0x" in reason:  # numpy quoting a parsed node: say what it means
+        if " object at 0x" in reason or isinstance(e, TokenError):  # say what it means
             reason = "its header is not a dictionary of literals"
-        raise DspsimInputError(f"{what}: not a readable .npy header ({reason}); {_HINT}") from None
-    raise DspsimInputError(f"{what}: .npy format version {version} is not supported; {_HINT}")
+        raise DspsimInputError(f"{what}: not a readable .npy header ({reason}); {hint}") from None
+    raise DspsimInputError(f"{what}: .npy format version {version} is not supported; {hint}")
 
 
 def load_input(path: str, ndim: int | tuple[int, ...] = 1) -> np.ndarray:
@@ -237,7 +239,7 @@ def _npz_infos(zf, what: str) -> dict:
     return infos
 
 
-def _npz_header(zf, info, what: str) -> NpyHeader:
+def _npz_header(zf, info, what: str, hint: str) -> NpyHeader:
     """The member's .npy header, read without decompressing its data, and its zip entry's
     uncompressed size checked against the bytes the header announces."""
     name = info.filename.removesuffix(".npy")
@@ -245,7 +247,7 @@ def _npz_header(zf, info, what: str) -> NpyHeader:
         if f.read(6) != b"\x93NUMPY":
             raise DspsimInputError(f"{what}: {name} is not a .npy array")
         f.seek(0)
-        shape, fortran, dtype = _npy_header(f, f"{what}: {name}")
+        shape, fortran, dtype = _npy_header(f, f"{what}: {name}", hint)
         offset = f.tell()
     nbytes = math.prod(shape) * dtype.itemsize
     if info.file_size != offset + nbytes:
@@ -289,7 +291,7 @@ def read_npz_arrays(path: str, check: Callable[[dict[str, NpyHeader]], None], hi
     try:
         with zipfile.ZipFile(path) as zf:
             infos = _npz_infos(zf, what)
-            headers = {n: _npz_header(zf, i, what) for n, i in infos.items()}
+            headers = {n: _npz_header(zf, i, what, hint) for n, i in infos.items()}
             check(headers)
             total = sum(math.prod(s) * d.itemsize for s, _, d in headers.values())
             if total > max_input_bytes():

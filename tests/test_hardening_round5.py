@@ -1,0 +1,54 @@
+"""Hostile inputs near the ones already refused: each is one line (exit 2), never a traceback."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import numpy as np
+import pytest
+
+from tests.cli_helpers import one_line, run_cli
+
+
+def _with_header(arr: np.ndarray, header: bytes) -> bytes:
+    """``arr`` as a .npy file whose header dictionary is replaced by ``header`` (padded to the
+    same length, so the data stays where it was)."""
+    f = io.BytesIO()
+    np.save(f, arr)
+    raw = f.getvalue()
+    old = raw[10:].split(b"\n")[0]
+    assert len(header) <= len(old)
+    return raw[:10] + header.ljust(len(old)) + raw[10 + len(old):]
+
+
+# numpy tokenizes a header before it parses it: an open bracket at its end raised
+# tokenize.TokenError, which no caller expected
+OPEN_BRACKETS = [b"{'descr': '<f4', 'fortran_order': False, 'shape': (((",
+                 b"__import__('os').system(", b"[[[["]
+
+
+@pytest.mark.parametrize("header", OPEN_BRACKETS)
+def test_an_npy_header_ending_in_an_open_bracket_is_one_line(tmp_path, capsys, header):
+    path = tmp_path / "x.npy"
+    path.write_bytes(_with_header(np.ones(8, np.float32), header))
+    code, _, err = run_cli(capsys, "run", "--input", path)
+    assert code == 2 and one_line(err), err
+    assert "not a readable .npy header" in err
+
+
+def test_an_npz_member_header_ending_in_an_open_bracket_is_one_line_with_fc_hint(tmp_path,
+                                                                                  capsys):
+    """The hint is the fc archive's (numpy.savez of three int8/int32 arrays), not a float32
+    .npy's."""
+    path = tmp_path / "fc.npz"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("weights.npy", _with_header(np.ones((4, 8), np.int8), OPEN_BRACKETS[0]))
+        for name, a in (("input", np.ones(8, np.int8)), ("bias", np.zeros(4, np.int32))):
+            f = io.BytesIO()
+            np.save(f, a)
+            zf.writestr(f"{name}.npy", f.getvalue())
+    code, _, err = run_cli(capsys, "run", "--op", "fc", "--input", path)
+    assert code == 2 and one_line(err), err
+    assert "weights: not a readable .npy header" in err and "numpy.savez" in err
+    assert "float32" not in err
