@@ -20,7 +20,7 @@ maps ``y`` over two keys (KEY1 across, KEY2 up), one panel per value of any othe
 ``--baseline`` is given), its colour bar naming the column and its unit
 (``cycles (core clock cycles)``). Each heatmap panel has its own colour
 scale and colour bar (logarithmic when the panel's values span more than
-:data:`LOG_RANGE` times), so that no panel is flattened by another's range; a contour level
+:data:`~dspsim.study.sweep_scales.LOG_RANGE` times), so that no panel is flattened by another's range; a contour level
 (1 for ``speedup``) inside a panel's range makes that panel's scale diverge around it.
 
 Parameter columns are those before ``cycles`` (see ``dspsim.study.sweep.table``); ``mode`` and
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.colors import LogNorm, Normalize, TwoSlopeNorm
+from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
@@ -55,6 +55,7 @@ from dspsim.errors import DspsimInputError
 from dspsim.paths import check_not_inputs, plain_text
 from dspsim.study.sweep import key_columns, parse_shape, read_sweep
 from dspsim.study.sweep.same import identical_cycles_notes_of
+from dspsim.study.sweep_scales import LogTwoSlopeNorm, flat_axis, log_ticks, panel_norm
 from dspsim.study.sweep_speedup import (
     VARIANT_COLUMNS,
     join_warnings,
@@ -68,11 +69,7 @@ if TYPE_CHECKING:
 
 DERIVED = ("speedup", "cycles_per_element")
 FIGURE_EXTENSIONS = FIGURE_FORMATS  # one list for every figure dspsim writes
-LOG_RANGE = 10.0  # a heatmap panel whose values span more than this factor: log colour scale
 MAX_PANELS = 6
-# a line plot whose values all lie within this fraction of the largest: its y-axis reaches 0
-# (a zoom to the data's range would draw a flat curve as a jump) and the figure says the spread
-FLAT_SPREAD = 0.01
 MAX_LINES = 24
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<")
@@ -279,36 +276,6 @@ def line_plot(
     return fig
 
 
-def relative_spread(values: np.ndarray) -> float | None:
-    """``(max - min) / max |value|`` of the finite values; None when there are none or all
-    are 0."""
-    v = values[np.isfinite(values)]
-    top = float(np.max(np.abs(v))) if v.size else 0.0
-    return float(np.ptp(v)) / top if top > 0 else None
-
-
-def flat_axis(ax: Any, values: np.ndarray) -> str | None:
-    """When ``values`` lie within :data:`FLAT_SPREAD` of the largest (all of one sign): the
-    y-axis from 0 and the spread written in the axes' lower left (returned), so that a small
-    spread on large values is not drawn as a jump; else nothing (None)."""
-    spread = relative_spread(values)
-    if spread is None or spread >= FLAT_SPREAD:
-        return None
-    v = values[np.isfinite(values)]
-    low, high = float(v.min()), float(v.max())
-    ax.set_ylim(0.0, high * 1.08) if low > 0 else ax.set_ylim(low * 1.08, 0.0)
-    text = (f"all points equal: {_short_number(low)}" if spread == 0 else
-            f"all within {100 * spread:.2g} % of each other: {_short_number(low)} to "
-            f"{_short_number(high)}")
-    ax.text(0.01, 0.02, text, transform=ax.transAxes, ha="left", va="bottom",
-            fontsize="small", bbox={"facecolor": "white", "edgecolor": "0.6", "alpha": 0.9})
-    return text
-
-
-def _short_number(v: float) -> str:
-    return f"{v:,.0f}" if abs(v) >= 1e3 and float(v).is_integer() else f"{v:.6g}"
-
-
 def _line_columns(df: pd.DataFrame, x: str, y: str, hue: str | None, source: str,
                   baseline: str | None) -> tuple[str, str, str | None, pd.DataFrame, list[str]]:
     """The line plot's columns resolved and checked; its data (``y`` derived), varying keys."""
@@ -373,42 +340,6 @@ def _draw_lines(ax: Any, data: pd.DataFrame, x: str, y: str, groups: list[str],
         if "warnings" in part.columns:
             warned_any |= ring_warned(ax, xs, ys, warned_mask(part), color)
     return warned_any
-
-
-class _LogTwoSlopeNorm(Normalize):
-    """A diverging scale on a log axis: ``vmin`` -> 0, ``vcenter`` -> 0.5, ``vmax`` -> 1."""
-
-    def __init__(self, vcenter: float, vmin: float, vmax: float):
-        super().__init__(vmin, vmax)
-        self._knots = np.log([vmin, vcenter, vmax])
-
-    def __call__(self, value, clip=None):
-        v = np.ma.masked_invalid(np.ma.asarray(value, float))
-        out = np.interp(np.log(np.clip(v.filled(1.0), 1e-300, None)), self._knots,
-                        [0.0, 0.5, 1.0])
-        return np.ma.array(out, mask=np.ma.getmaskarray(v))
-
-    def inverse(self, value):
-        return np.exp(np.interp(value, [0.0, 0.5, 1.0], self._knots))
-
-
-def panel_norm(values: np.ndarray, level: float | None) -> tuple[Normalize, str]:
-    """A panel's own colour scale: diverging around ``level`` when the panel's values straddle
-    it, logarithmic when they span more than :data:`LOG_RANGE` times, else linear."""
-    v = values[np.isfinite(values)]
-    if not v.size:
-        return Normalize(0.0, 1.0), "viridis"
-    vmin, vmax = float(v.min()), float(v.max())
-    wide = vmin > 0 and vmax / vmin > LOG_RANGE
-    if level is not None and vmin < level < vmax:
-        return (_LogTwoSlopeNorm(level, vmin, vmax) if wide
-                else TwoSlopeNorm(level, vmin, vmax)), "RdBu"
-    if wide:
-        return LogNorm(vmin, vmax), "viridis"
-    if vmin == vmax:
-        pad = abs(vmin) * 0.05 or 0.5
-        vmin, vmax = vmin - pad, vmax + pad
-    return Normalize(vmin, vmax), "viridis"
 
 
 @plain_text
@@ -554,19 +485,10 @@ def _colour_bar(fig: Figure, ax: Any, image: Any, norm: Any, text: str,
                 level: float | None) -> None:
     """A panel's colour bar; on a log scale, ticks at 1, 2 and 5 times the powers of ten."""
     bar = fig.colorbar(image, ax=ax, label=text)
-    if isinstance(norm, (LogNorm, _LogTwoSlopeNorm)):
+    if isinstance(norm, (LogNorm, LogTwoSlopeNorm)):
         bar.set_ticks(log_ticks(norm.vmin, norm.vmax, level))
         bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
         bar.ax.yaxis.set_minor_locator(NullLocator())
-
-
-def log_ticks(vmin: float, vmax: float, level: float | None = None) -> list[float]:
-    """Colour bar ticks on a log scale: 1, 2 and 5 times the powers of ten within
-    [vmin, vmax], both ends and ``level``."""
-    ticks = {vmin, vmax} | ({level} if level is not None and vmin < level < vmax else set())
-    for e in range(math.floor(math.log10(vmin)), math.ceil(math.log10(vmax)) + 1):
-        ticks |= {m * 10.0**e for m in (1, 2, 5) if vmin * 1.5 < m * 10.0**e < vmax / 1.5}
-    return sorted(ticks)
 
 
 def default_heatmap_y(df: pd.DataFrame, baseline: str | None = None) -> str:

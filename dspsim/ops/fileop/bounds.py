@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from dspsim.kernels.cached import direct_bounds
 from dspsim.kernels.registry import get_kernel
-from dspsim.ops.base import Bounds
+from dspsim.ops.base import Bounds, Op
 from dspsim.ops.fileop.blocks import block_bounds, block_refusal, uses_blocks
 from dspsim.ops.fileop.program import buffer_banks, kernel_names
 from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
@@ -29,7 +29,6 @@ from dspsim.ops.rowwise import bounds_with_binding, rowwise_bounds
 
 if TYPE_CHECKING:
     from dspsim.config import HardwareModel
-    from dspsim.ops.fileop.op import FileOp
     from dspsim.ops.fileop.spec import OpSpec, PassSpec
 
 # a frame: (elements, tile elements, writes back, kernel cycles of a tile of s elements)
@@ -54,17 +53,17 @@ def largest_tile(model: HardwareModel, per_bank: int) -> int:
     return 4 * lo
 
 
-def per_bank_buffers(op: FileOp, model: HardwareModel, variant: str) -> int:
+def per_bank_buffers(op: Op, model: HardwareModel, variant: str) -> int:
     count = model.params(op.name).buffers if variant == "nbuffer" else 2
     banks = buffer_banks(variant, count, model.tcm.banks)
     return max(banks.count(b) for b in set(banks))
 
 
-def _block_cols(op: FileOp, model: HardwareModel) -> int:
+def _block_cols(op: Op, model: HardwareModel) -> int:
     return model.params(op.name).block_cols if op.spec.block_cols is not None else 0
 
 
-def _block_refusal(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...]
+def _block_refusal(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]
                    ) -> str | None:
     """Why a 2-D block schedule cannot run (one line), None when it can or is not one."""
     cols = _block_cols(op, model)
@@ -81,7 +80,7 @@ def _block_refusal(op: FileOp, model: HardwareModel, variant: str, shape: tuple[
                          op.spec.halo)
 
 
-def tile_refusal(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...]
+def tile_refusal(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]
                  ) -> str | None:
     """Why the variant's tiles do not fit (one line, with what is allowed), None if they do."""
     key = f"{op.name}.tile_bytes"
@@ -127,14 +126,14 @@ def _direct_calls(spec: OpSpec) -> tuple[tuple[Any, str, str | None], ...]:
     return tuple(calls)
 
 
-def array_memories(op: FileOp, model: HardwareModel) -> set[str]:
+def array_memories(op: Op, model: HardwareModel) -> set[str]:
     """The memories the op's arrays live in (the host's by its own name)."""
     p = model.params(op.name)
     names = {getattr(p, f"{a}_memory") for a in (op.spec.input, op.spec.output)}
     return {model.host.memory if m == "host" else m for m in names}
 
 
-def bounds(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
+def bounds(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
     """The bounds on the memory the arrays live in (as if it were the host's). Arrays in two
     memories: the compute bound alone bounds the run below (one port's bandwidth bounds its
     own bytes only), the estimate the larger of the two memories' as if they held both."""
@@ -151,7 +150,7 @@ def bounds(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...
     return bounds_with_binding(out, max(b["estimate_cycles"] for b in each))
 
 
-def _bounds(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
+def _bounds(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
     spec = op.spec
     rows, cols = (1, shape[0]) if len(shape) == 1 else shape
     if variant == "direct":
@@ -215,7 +214,7 @@ def _tiled(model: HardwareModel, variant: str, frames: list[Frame]) -> Bounds:
     }, estimate)
 
 
-def search_space(op: FileOp, model: HardwareModel, variant: str, shape: tuple[int, ...]
+def search_space(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]
                  ) -> dict[str, list]:
     """``<op>.tile_bytes``: the powers of two from 1 KiB whose buffers fit (and hold a row of
     a 2-D op), and the model's own; ``<op>.buffers``: its declared range (``nbuffer``; a count
