@@ -20,7 +20,8 @@ maps ``y`` over two keys (KEY1 across, KEY2 up), one panel per value of any othe
 ``--baseline`` is given), its colour bar naming the column and its unit
 (``cycles (core clock cycles)``). Each heatmap panel has its own colour
 scale and colour bar (logarithmic when the panel's values span more than
-:data:`~dspsim.study.sweep_scales.LOG_RANGE` times), so that no panel is flattened by another's range; a contour level
+:data:`~dspsim.study.sweep_scales.LOG_RANGE` times), so that no panel is flattened by another's
+range; a contour level
 (1 for ``speedup``) inside a panel's range makes that panel's scale diverge around it.
 
 Parameter columns are those before ``cycles`` (see ``dspsim.study.sweep.table``); ``mode`` and
