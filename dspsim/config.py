@@ -25,7 +25,13 @@ from typing import Any
 
 from dspsim import ranges as _ranges
 from dspsim.errors import ConfigError
-from dspsim.model_rules import SWITCHED_TABLES, refuse_idle, refuse_missing, refuse_reserved
+from dspsim.model_rules import (
+    SWITCHED_OPTIONAL,
+    SWITCHED_TABLES,
+    refuse_idle,
+    refuse_missing,
+    refuse_reserved,
+)
 from dspsim.paths import path_problem, read_small_text
 from dspsim.schema import OP_SCHEMAS, Key, Params
 from dspsim.tables import HARDWARE, MEMORY_FIELDS, Core, Dcache, Host, Idma, MemoryCfg, Tcm
@@ -257,7 +263,8 @@ def _hw_table(source: str, raw: Mapping[str, Any], section: str, cls: type,
         key = model_key(f"{section}.{f.name}")
         if f.name in table:
             values[f.name] = key.coerce(table[f.name])
-        elif f.default is dataclasses.MISSING or (switched_on and f.name != switch):
+        elif f.default is dataclasses.MISSING or (switched_on and f.name != switch and
+                                                  key.name not in SWITCHED_OPTIONAL):
             missing.append(key)
         else:
             values[f.name] = f.default

@@ -14,6 +14,9 @@ from dspsim.schema import OP_KEY_IDLE, Key
 # a table whose first key switches a part on: while it is on (not at its default), the
 # table's other keys have no default and the file gives them (a data cache's shape)
 SWITCHED_TABLES = {"dcache": "capacity_bytes"}
+# keys of a switched table that keep their default while it is on (added later, they default
+# to what the part did before them)
+SWITCHED_OPTIONAL = frozenset({"dcache.write_allocate"})
 # names a memory's table cannot take: those of the engines (core0; a channel's lane idma1) and
 # of the core's waits on copies (idma_in, idma_out), which share a run's busy_cycles,
 # stall_cycles and engines, and a sweep's columns (<memory>_busy_cycles, idma1_busy_cycles,
@@ -25,8 +28,8 @@ RESERVED_MEMORY_WORDS = "core<N>, idma<N>, idma_in, idma_out"
 def _posted_stores(m: Any) -> str | None:
     """Why no store is ever posted to the core's write buffer, None when some can be: stores
     to a memory reached through a write-back data cache go into the cache, not the buffer."""
-    if m.dcache.write_policy == "write_through" or any(not c.cached
-                                                       for c in m.memories.values()):
+    if m.dcache.write_policy == "write_through" or not m.dcache.write_allocate or any(
+            not c.cached for c in m.memories.values()):
         return None
     return (f"every memory of the model ({', '.join(m.memories)}) is reached through the "
             "write-back data cache, so no store is posted to the write buffer; it acts with a "
@@ -34,7 +37,16 @@ def _posted_stores(m: Any) -> str | None:
 
 
 # a hardware key that some platforms give nothing to act on: why not, on a model (None: it acts)
-IDLE_HARDWARE_KEYS = {"core.write_buffer_entries": _posted_stores}
+def _no_allocation(m: Any) -> str | None:
+    """Why a store miss never allocates whatever ``dcache.write_allocate`` says."""
+    if m.dcache.write_policy == "write_back":
+        return None
+    return ("a write_through data cache never allocates on a store; it acts with "
+            "dcache.write_policy = \"write_back\"")
+
+
+IDLE_HARDWARE_KEYS = {"core.write_buffer_entries": _posted_stores,
+                      "dcache.write_allocate": _no_allocation}
 
 
 def refuse_idle(m: Any, keys: list[str]) -> None:

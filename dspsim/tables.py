@@ -100,6 +100,10 @@ class Dcache:
                                     "also fetches the next line, without stalling (a "
                                     "model with a data cache gives it)",
                                     default=False)
+    write_allocate: bool = _key(unit="", doc="write_back: a store miss fetches its line first "
+                                "(a read of the line, then the store hits); false: the store "
+                                "goes to the memory through the core's write buffer without "
+                                "allocating a line", default=True)
 
 
 @dataclass(frozen=True)

@@ -306,7 +306,12 @@ class Core:
                        ) -> Proc:
         """The call access by access (:meth:`_walk`), as a process; return the stalls."""
         state = WalkState(self.env.now)
-        walk = self._walk(shape, n, rows, src, dst, state)
+        return (yield from self.drive_walk(self._walk(shape, n, rows, src, dst, state), state,
+                                           src, dst))
+
+    def drive_walk(self, walk: Walk, state: WalkState, src: Ptr, dst: Ptr | None) -> Proc:
+        """Run a walk of the core's accesses between ``src`` and ``dst`` (a flow on each
+        of their ports meanwhile); return its stalls (all, and the stores')."""
         ports = self._ports(src, dst)
         for port in ports:
             port.flows += 1
@@ -378,8 +383,11 @@ class Core:
                         yield now
                         state.now = now
                         owed = 0.0
-                        if store_cached:  # into its line (write-allocate: fetched first)
-                            ready = cache.access(now, dst.mem, store_addr, nbytes, True, name)
+                        # into its line (write-allocate: fetched first); None: a miss that
+                        # allocates nothing goes to the memory through the write buffer
+                        ready = (cache.store(now, dst.mem, store_addr, nbytes, name)
+                                 if store_cached else None)
+                        if ready is not None:
                             store_addr += nbytes
                             if ready > now:
                                 state.stall += ready - now

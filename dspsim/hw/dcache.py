@@ -4,15 +4,19 @@ Set-associative with LRU replacement, ``dcache.line_bytes`` lines. A vector acce
 through it line by line: a line present (or on its way) costs nothing more than waiting for
 it; a missing line is fetched whole from its memory's port, and the core waits for it
 (blocking misses). With ``write_back`` a store marks its line dirty (a store miss first fetches
-the line: write-allocate) and a dirty line evicted is written back whole, posted (a victim
-buffer: the core does not wait); with ``write_through`` stores go to the memory through the
+the line: write-allocate; with ``write_allocate = false`` a store miss allocates nothing and
+the store goes to the memory through the core's write buffer, :meth:`DataCache.store`) and a
+dirty line evicted is written back whole, posted (a victim buffer: the core does not wait; the
+write-back is a request on the port issued when the line is evicted, so it drains behind the
+core and a later fill queues behind it); with ``write_through`` stores go to the memory through the
 core's write buffer as uncached stores do, and allocate nothing. ``prefetch_next_line`` fetches
 line ``k + 1`` (without waiting) on a miss of line ``k`` and on the first use of a line it
 prefetched: a sequential stream then waits only for what the port cannot deliver in time.
 
 Costs one dictionary look-up per line touched, no event: the core's walk waits on the times
 returned (:mod:`dspsim.hw.core`). Dirty lines are still in the cache when the run ends (the
-firmware would clean them before a DMA reads the buffer; ``dirty_lines`` counts them).
+firmware would clean them before a DMA reads the buffer; ``dirty_lines`` counts them) unless
+the run cleans them (:meth:`DataCache.clean`, as ``esp_cache_msync`` does).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from dspsim.config import Dcache
 
 
 class DataCache:
-    __slots__ = ("line_bytes", "ways", "set_count", "write_back", "prefetch", "_sets",
+    __slots__ = ("line_bytes", "ways", "set_count", "write_back", "allocate", "prefetch", "_sets",
                  "hits", "misses", "prefetches", "writebacks", "fill_bytes")
 
     def __init__(self, cfg: Dcache):
@@ -31,6 +35,7 @@ class DataCache:
         self.ways = cfg.ways
         self.set_count = cfg.capacity_bytes // (cfg.line_bytes * cfg.ways)
         self.write_back = cfg.write_policy == "write_back"
+        self.allocate = cfg.write_allocate
         self.prefetch = cfg.prefetch_next_line
         # per set: line index -> [ready cycle, dirty, prefetched and not yet used, memory],
         # in LRU order (a dict keeps insertion order: a use moves the line to the end)
@@ -50,6 +55,35 @@ class DataCache:
             if t > ready:
                 ready = t
         return ready
+
+    def store(self, now: float, mem: Any, addr: int, nbytes: int, requester: str
+              ) -> float | None:
+        """A store of ``nbytes`` at ``addr`` into a write-back cache at ``now``: the cycle its
+        lines are there (a missing line is fetched first: write-allocate), or ``None`` when a
+        line is missing and ``write_allocate`` is off: the cache takes nothing and the store
+        goes to the memory (the caller posts it through the write buffer)."""
+        if not self.allocate:
+            line_bytes = self.line_bytes
+            for line in range(addr // line_bytes, (addr + nbytes - 1) // line_bytes + 1):
+                if line not in self._sets[line % self.set_count]:
+                    return None
+        return self.access(now, mem, addr, nbytes, True, requester)
+
+    def clean(self, now: float, mem: Any, addr: int, nbytes: int, requester: str) -> float:
+        """Write back every dirty line of ``mem`` in ``addr .. addr + nbytes`` at ``now`` (one
+        request each on its port, in address order; the lines stay, clean): return the cycle
+        the last one is done (``now`` when none is dirty). A walk over the cache's lines, not
+        over the range's."""
+        line_bytes = self.line_bytes
+        first, last = addr // line_bytes, (addr + nbytes - 1) // line_bytes
+        dirty = sorted((line, e) for lines in self._sets for line, e in lines.items()
+                       if e[1] and e[3] is mem and first <= line <= last)
+        done = now
+        for _, entry in dirty:
+            entry[1] = False
+            self.writebacks += 1
+            done = max(done, mem.port.request(now, line_bytes, True, requester))
+        return done
 
     def _line(self, now: float, mem: Any, line: int, write: bool, requester: str) -> float:
         lines = self._sets[line % self.set_count]
