@@ -272,3 +272,30 @@ def _piece_rows(rows, per):
     """Rows of each descriptor of a 2-D copy cut ``per`` rows a descriptor (0: one)."""
     per = per or rows
     return [min(per, rows - i) for i in range(0, rows, per)]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from([*sorted(MODELS), "j6_sram"]),
+       k=st.sampled_from([1, 4, 16, 32]), c=st.sampled_from([0.5, 1.0, 3.0]),
+       iterations=st.one_of(st.integers(1, 64), st.integers(1, 2500)),
+       descriptor=st.sampled_from([0, 256, 4096]), src=st.integers(0, 9), dst=st.integers(0, 9),
+       allocate=st.booleans(), flush=st.booleans(), timed_prologue=st.booleans(),
+       fidelity=st.sampled_from(["burst", "tile"]))
+def test_no_copy_loop_beats_its_lower_bound(model, k, c, iterations, descriptor, src, dst,
+                                            allocate, flush, timed_prologue, fidelity):
+    """The loop variant: its compute ((n / K) x C and the call overheads) and every byte that
+    must cross a port (a flushed or unallocated destination's too) bound it from below."""
+    base = j6_sram_model() if model == "j6_sram" else MODELS[model]
+    places = ["host", "tcm", *base.memories]
+    settings_ = {"copy.src": places[src % len(places)], "copy.dst": places[dst % len(places)],
+                 "copy.descriptor_bytes": descriptor, "copy.timed_prologue": timed_prologue,
+                 "copy.access_bytes": k, "copy.loop_cycles_per_iteration": c,
+                 "copy.flush_destination": flush}
+    if base.dcache.capacity_bytes:
+        settings_["dcache.write_allocate"] = allocate
+    try:
+        m = base.with_overrides(settings_)
+        r, bound = below_bound(m, "loop", k * iterations, data=False, fidelity=fidelity)
+    except (DspsimInputError, ValueError):
+        assume(False)  # a configuration the op refuses in one line
+    assert r.cycles >= bound - ROUNDING

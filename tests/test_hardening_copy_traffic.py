@@ -89,3 +89,35 @@ def test_a_2d_copys_traffic_is_the_runs(model_name, src, dst):
     assert (r is None) == refused
     if r is not None:
         assert sum(r.bytes.values()) == 9 * 260 * ((src != "tcm") + (dst != "tcm"))
+
+
+@pytest.mark.parametrize("settings", [
+    {"copy.access_bytes": 4},
+    {"copy.access_bytes": 32, "copy.flush_destination": True},
+    {"copy.access_bytes": 1, "copy.descriptor_bytes": 1024},
+])
+@pytest.mark.parametrize("model_name, src, dst", list(_pairs()))
+def test_a_copy_loops_traffic_is_the_runs(model_name, src, dst, settings):
+    """The loop variant: K-byte loads and stores, whole lines through a cache (with a flush,
+    the destination's dirty lines too)."""
+    m = MODELS[model_name].with_overrides({"copy.src": src, "copy.dst": dst, **settings})
+    for n in (32, 1024, 40_000):
+        assert _agrees(m, "loop", n) is not None
+
+
+@pytest.mark.parametrize("settings", [
+    {"dcache.write_allocate": False, "copy.flush_destination": True},
+    {"dcache.capacity_bytes": 4096, "dcache.ways": 1, "copy.flush_destination": True},
+    {"dcache.prefetch_next_line": False, "dcache.line_bytes": 16, "copy.access_bytes": 32},
+])
+@pytest.mark.parametrize("variant", ["memcpy", "loop"])
+def test_a_loops_traffic_through_any_data_cache_is_the_runs(settings, variant):
+    """No write-allocate, a direct-mapped cache whose lines evict each other, lines shorter
+    than an access: the loop's (and with a flush the memcpy's) traffic is the run's."""
+    if variant == "memcpy" and "copy.access_bytes" in settings:
+        settings = {k: v for k, v in settings.items() if k != "copy.access_bytes"}
+    base = MODELS["ameba_hifi5"].with_overrides(settings)
+    for src, dst in (("host", "host"), ("psram", "sram"), ("tcm", "psram"), ("sram", "tcm")):
+        m = base.with_overrides({"copy.src": src, "copy.dst": dst})
+        for n in (64, 9024, 70_016):
+            assert _agrees(m, variant, n) is not None

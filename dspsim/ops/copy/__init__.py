@@ -22,6 +22,7 @@ from dspsim.ops.copy import bounds as _bounds
 from dspsim.ops.copy.params import HOST, PARAMS, TCM
 from dspsim.ops.copy.program import (
     COPY_CMD,
+    LOOP,
     RING_MIN_BYTES,
     hb_dsp_copy,
     hbDSPCopyParam,
@@ -31,6 +32,8 @@ from dspsim.ops.copy.program import (
 from dspsim.ops.registry import register_op
 
 _IDMA_KEYS = ("copy.rows", "copy.src_pitch_bytes", "copy.dst_pitch_bytes")
+_LOOP_KEYS = ("copy.access_bytes", "copy.loop_cycles_per_iteration")
+_VARIANT_CODE = {"memcpy": 0, "idma": 1, "loop": LOOP}
 
 
 class Copy(Op):
@@ -46,6 +49,10 @@ class Copy(Op):
         "memcpy": "the core's memcpy kernel (one vector load and one vector store per "
                   "iteration), through the data cache where the memory is cached, then MEMW: "
                   "the timer sees the stores still posted complete",
+        "loop": "a core loop of known cost: per iteration one load and one store of "
+                "copy.access_bytes, copy.loop_cycles_per_iteration cycles when nothing misses; "
+                "blocking read misses, store misses (dcache.write_allocate), write-backs "
+                "drained behind it on the port, then MEMW",
     }
     default_variant = "idma"
     params = PARAMS
@@ -87,6 +94,10 @@ class Copy(Op):
         """The 2-D keys act in the idma variant only (a memcpy moves one contiguous run)."""
         if key in _IDMA_KEYS:
             return ("idma",)
+        if key in _LOOP_KEYS:
+            return ("loop",)
+        if key == "copy.flush_destination":
+            return ("memcpy", "loop")
         return super().key_variants(key)
 
     def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
@@ -109,9 +120,17 @@ class Copy(Op):
                     "iDMA transfer must be TCM (idma.tcm_end_required = true); allowed: "
                     "copy.src = tcm or copy.dst = tcm, or --variant memcpy")
         elif p.completion_interrupt:
-            raise DspsimInputError("copy memcpy with copy.completion_interrupt = true: a "
-                                   "memcpy raises no completion interrupt; allowed: --variant "
-                                   "idma, or copy.completion_interrupt = false")
+            raise DspsimInputError(f"copy {variant} with copy.completion_interrupt = true: a "
+                                   "core's copy raises no completion interrupt; allowed: "
+                                   "--variant idma, or copy.completion_interrupt = false")
+        for key in (*_LOOP_KEYS, "copy.flush_destination"):
+            if variant not in self.key_variants(key) and \
+                    getattr(p, key[5:]) != PARAMS.key(key[5:]).default:
+                raise DspsimInputError(f"{key} does not act in copy {variant}; allowed: "
+                                       f"--variant {' or '.join(self.key_variants(key))}, or "
+                                       f"leave {key} unset")
+        if variant == "loop":
+            self._check_loop(model, n)
         if p.src == TCM and n > free:
             raise DspsimInputError(
                 f"copy of {n:,} bytes from tcm: the source must fit one DataRAM's free space "
@@ -173,8 +192,28 @@ class Copy(Op):
                     f"{where} spans {span:,} bytes, more than its {room:,}; allowed: smaller "
                     f"pitches or fewer bytes")
 
+    @staticmethod
+    def _check_loop(model: Any, n: int) -> None:
+        """The loop variant: an access the core can issue, whole iterations (of the copy and
+        of each piece into a TCM ring)."""
+        k, core = model.copy.access_bytes, model.core
+        vector = 16 if k == 32 else core.vector_bytes
+        if k == 32 and core.lanes_f32 * 4 < 16 or k != 32 and k > vector:
+            raise DspsimInputError(
+                f"copy.access_bytes = {k}: this core's vector loads are {core.vector_bytes} "
+                f"bytes (32 needs 16-byte vector loads); allowed: 1, 2, 4 ... up to "
+                f"{core.vector_bytes}{', 32' if core.lanes_f32 * 4 >= 16 else ''}")
+        if n % k:
+            raise DspsimInputError(f"copy loop of {n:,} bytes with copy.access_bytes = {k}: "
+                                   f"n must be a whole number of iterations; allowed: n a "
+                                   f"multiple of {k}")
+        piece = plan(model, model.copy, n).piece_bytes
+        if piece % k:
+            raise DspsimInputError(f"copy.descriptor_bytes = {piece:,}: a loop's piece must be "
+                                   f"a whole number of iterations; allowed: a multiple of {k}")
+
     def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int) -> Any:
-        return hbDSPCopyParam(int(shape[0]), input_addr, int(variant == "idma"))
+        return hbDSPCopyParam(int(shape[0]), input_addr, _VARIANT_CODE[variant])
 
     def handler(self, dsp: Any, input: Any, output: Any, tm: Any) -> Proc:
         return hb_dsp_copy(dsp, input, output, tm)

@@ -52,6 +52,15 @@ load's round trip); through the data cache, with blocking misses and no prefetch
 line: ``lines x (L + line / B) + iterations x II + call overhead`` (with
 ``dcache.prefetch_next_line`` the line fills overlap and the period per line is ``max(L + line
 / B, line's issue)``).
+
+loop (``K`` = ``copy.access_bytes``, ``C`` = ``copy.loop_cycles_per_iteration``, ``O`` the
+core's call overhead, one per loop): its compute ``O + (n / K) x C`` (per piece into a TCM
+ring) is a lower bound (``compute_bound_cycles``), and the run itself between two TCM ends;
+the port bounds as memcpy's, a write-back destination's bytes counted too when
+``copy.flush_destination`` writes them back inside the span or ``dcache.write_allocate`` is
+off (the stores then go to the memory, drained by the ``MEMW``). The estimate adds to the
+compute each line fill (or uncached load's round trip) in turn, and a flush's data
+(:func:`_loop_estimate`).
 """
 
 from __future__ import annotations
@@ -84,8 +93,10 @@ def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int
         mem = memory_of(model, where)
         if mem is None:
             continue
-        kept = (write and variant == "memcpy" and mem.cached and model.dcache.capacity_bytes
-                and model.dcache.write_policy == "write_back")  # may stay in the cache
+        dc = model.dcache
+        kept = (write and variant != "idma" and mem.cached and dc.capacity_bytes
+                and dc.write_policy == "write_back" and dc.write_allocate
+                and not p.flush_destination)  # may stay in the cache
         name = model.host.memory if where == HOST else where
         before = out.get(name, (mem, 0))[1]
         out[name] = (mem, before + (0 if kept else n))
@@ -100,7 +111,9 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     ports = crossing_bytes(model, variant, n)
     if not ports:  # TCM to TCM: the core alone
         words = n // 4
-        out["estimate_cycles"] = prologue + MEMCPY.tcm_cycles(words, model.core)
+        out["estimate_cycles"] = prologue + (
+            loop_compute_cycles(model, n) if variant == "loop"
+            else MEMCPY.tcm_cycles(words, model.core))
         out["lower_bound_cycles"] = out["estimate_cycles"]
         out["binding_bound"] = "compute"
         return out
@@ -111,6 +124,9 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         named, estimate = _idma(model, ports, blocks, n, out)
         out["descriptor_bytes"] = pl.piece_bytes
         estimate += prologue
+    elif variant == "loop":
+        named = {**_port_bounds(model, ports), "compute": loop_compute_cycles(model, n)}
+        estimate = prologue + _loop_estimate(model, n, named["compute"])
     else:
         named = _port_bounds(model, ports)
         one_call = pl.slots * pl.piece_bytes >= n  # the destination holds it all (program.py)
@@ -272,3 +288,46 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
     return max(drained, core.call_overhead_cycles + MEMCPY.ii_cycles(core)
                + policy.transfer_cycles(4 * words, core.vector_bytes,
                                         min(core.write_buffer_entries, ext.max_outstanding), True))
+
+
+def loop_compute_cycles(model: Any, n: int) -> float:
+    """The loop variant's cycles when nothing misses: ``(n / K) x C`` and the call overhead of
+    each loop (one per piece into a TCM ring, else one): a lower bound of any run, the run
+    itself between two TCM ends."""
+    p = model.copy
+    pl = plan(model, p, n)
+    calls = 1 if pl.slots * pl.piece_bytes >= n else pl.pieces
+    return (calls * model.core.call_overhead_cycles
+            + n // p.access_bytes * p.loop_cycles_per_iteration)
+
+
+def _loop_estimate(model: Any, n: int, compute: float) -> float:
+    """The loop variant's estimate (without the prologue): its compute and, with blocking
+    misses, each line filled (the source's, and the destination's with write-allocate) or each
+    uncached load's round trip, one after another; with a next-line prefetch the larger of the
+    compute and the fills' data time, plus one fill; the flushed lines' data time and one
+    latency."""
+    p, dc = model.copy, model.dcache
+    k = p.access_bytes
+    stall = data = 0.0
+    for where, write in ((p.src, False), (p.dst, True)):
+        mem = memory_of(model, where)
+        if mem is None:
+            continue
+        pol = mem.policy
+        cached = mem.cached and dc.capacity_bytes and (not write or dc.write_policy ==
+                                                       "write_back")
+        if cached and (not write or dc.write_allocate):
+            lines = math.ceil(n / dc.line_bytes)
+            stall += lines * (pol.latency(False) + dc.line_bytes * pol.cycles_per_byte)
+            data += n * pol.cycles_per_byte
+            if write and p.flush_destination:
+                stall += pol.latency(True) + n * pol.cycles_per_byte
+        elif not write:
+            pieces = max(1, k // 16) if k > 16 else 1
+            stall += n // k * pieces * pol.latency(False) + n * pol.cycles_per_byte
+        else:
+            stall += pol.latency(True) + k * pol.cycles_per_byte  # MEMW: the last store
+    if dc.prefetch_next_line and data:
+        return max(compute, data) + stall / max(1, math.ceil(n / dc.line_bytes))
+    return compute + stall

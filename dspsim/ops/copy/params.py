@@ -65,6 +65,16 @@ PARAMS = OpSchema(
         Key("copy.interrupt_handler_cycles", float, "idma with copy.completion_interrupt: "
             "cycles from the last descriptor's completion to the handler's return (entry, the "
             "handler's work, exit)", default=0.0, lo=0.0, hi=1e9, unit="cycles", trend=1),
+        Key("copy.access_bytes", int, "loop: bytes each iteration loads and then stores (32: "
+            "two 16-byte vector loads, then two stores, as the ESP32-S3 PIE loop does; at most "
+            "the core's vector bytes otherwise); n must be a multiple of it", default=4,
+            choices=(1, 2, 4, 8, 16, 32), unit="bytes"),
+        Key("copy.loop_cycles_per_iteration", float, "loop: core cycles an iteration costs "
+            "when nothing misses (its load, its store, the pointer and loop updates)",
+            default=1.0, positive=True, hi=1e6, unit="cycles", trend=1),
+        Key("copy.flush_destination", bool, "memcpy and loop: every dirty line of the "
+            "destination is written back before the timer stops (esp_cache_msync after the "
+            "copy), the core waiting for the last", default=False),
     ),
     check=_check,
 )

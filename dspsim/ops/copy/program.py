@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from dspsim.hw.idma import rows_view
 from dspsim.hw.memory import Ptr
 from dspsim.kernels.memcpy import memcpy_words
+from dspsim.ops.copy.loop import flush, loop_copy
 from dspsim.ops.copy.params import HOST, TCM
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from dspsim.platform import Dsp
 
 COPY_CMD = 0x8005  # a custom command
+LOOP = 2  # hbDSPCopyParam.use_idma of the loop variant
 CHANNEL = 0
 ALIGN_BYTES = 128
 # a ring cut by the copy itself: two slots of a power of two in whole aligned blocks
@@ -50,7 +52,7 @@ RING_MIN_BYTES = ALIGN_BYTES
 class hbDSPCopyParam:  # noqa: N801 - named like the seed's structs
     nbytes: int
     input: int  # physical address of the source bytes in the host's memory
-    use_idma: int  # 1: idma, 0: memcpy
+    use_idma: int  # 1: idma, 0: memcpy, 2: loop (LOOP)
 
 
 @dataclass(frozen=True)
@@ -191,16 +193,16 @@ def hb_dsp_copy(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
     gather = _Gather(dsp, output, dst, p)
 
     cycles_start = dsp.TIME_STAMP()
-    if ptr.use_idma:  # waits for descriptors an earlier op left on the channel (none alone)
+    if ptr.use_idma == 1:  # waits for descriptors an earlier op left on the channel (none alone)
         yield from dsp.core.idma_init_loop(CHANNEL, params.ring_descriptors)
     dsp.begin_pass("copy")
     if params.timed_prologue and params.prologue_cycles:  # cache clean / invalidate
         yield dsp.env.timeout(params.prologue_cycles)
         dsp.core.compute_cycles += params.prologue_cycles
-    if ptr.use_idma:
+    if ptr.use_idma == 1:
         yield from _idma_copy(dsp, src, dst, p, gather)
     else:
-        yield from _memcpy(dsp, src, dst, p, gather)
+        yield from _memcpy(dsp, src, dst, p, gather, ptr.use_idma == LOOP)
     dsp.end_pass()
     cycles_stop = dsp.TIME_STAMP()
     dsp.PROF(cycles_start, cycles_stop)
@@ -234,16 +236,34 @@ def _idma_copy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather) -> Proc:
             core.compute_cycles += handler
 
 
-def _memcpy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather) -> Proc:
-    core = dsp.core
+def _memcpy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather, loop: bool) -> Proc:
+    """The memcpy kernel's calls, or the loop variant's loops (:mod:`dspsim.ops.copy.loop`),
+    then the destination's flush (``copy.flush_destination``) and ``MEMW``."""
+    core, params = dsp.core, dsp.params
+
+    def one(s: Ptr, d: Ptr, nbytes: int) -> Proc:
+        if loop:
+            return _loop_piece(dsp, s, d, nbytes)
+        return core.call("memcpy", memcpy_words(nbytes), s, d)
+
     if p.slots * p.piece_bytes >= p.nbytes:  # the destination holds it all: one call
-        yield from core.call("memcpy", memcpy_words(p.nbytes), src, dst)
+        yield from one(src, dst, p.nbytes)
     else:
         for i in range(p.pieces):
             dsp.labels.tile = i
-            yield from core.call("memcpy", memcpy_words(p.size(i)),
-                                 _at(src, i * p.piece_bytes),
-                                 _at(dst, (i % p.slots) * p.piece_bytes))
+            yield from one(_at(src, i * p.piece_bytes), _at(dst, (i % p.slots) * p.piece_bytes),
+                           p.size(i))
             gather.upto(i + 1)
+    if params.flush_destination:  # esp_cache_msync: the dirty lines written back
+        yield from flush(core, dst, p.dst_bytes)
     # MEMW before the timer is read: the stores still posted cross inside the span
     yield from core.memw(dst.mem if dst.external else None)
+
+
+def _loop_piece(dsp: Dsp, src: Ptr, dst: Ptr, nbytes: int) -> Proc:
+    """One loop of the loop variant, then its bytes where it put them."""
+    params = dsp.params
+    yield from loop_copy(dsp.core, src, dst, nbytes, params.access_bytes,
+                         params.loop_cycles_per_iteration)
+    if dsp.move_data:
+        dst.mem.write(dst.addr, src.mem.read(src.addr, nbytes))

@@ -13,6 +13,13 @@ Keyed as a run's ``bytes`` (``<memory>_read``, ``<memory>_write``, every memory 
   replacement, replayed through :class:`dspsim.hw.dcache.DataCache` with counting ports (no
   timing: which lines move does not depend on when), one access per change of the lines the
   loop's next vector load and store touch.
+- ``loop``: as ``memcpy``, with ``n / copy.access_bytes`` loads and stores of
+  ``copy.access_bytes`` each (``n`` each way at an uncached end); a write-back destination
+  without ``dcache.write_allocate`` takes no line for a store (its stores go to the memory as
+  they are: the source's lines are never the destination's).
+
+With ``copy.flush_destination`` (memcpy, loop) the destination's dirty lines are written back
+at the end, whole lines each.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ def traffic(model: Any, variant: str, n: int) -> dict[str, int]:
         if dst is not None:
             counts[f"{dst}_write"] += n
         return counts
-    _Replay(model, counts).run(n)
+    _Replay(model, counts, variant == "loop").run(n)
     return counts
 
 
@@ -95,29 +102,44 @@ class _Port:
 class _Replay:
     """The memcpy calls' loads and stores, the cached ones through a data cache."""
 
-    def __init__(self, model: Any, counts: dict[str, int]):
+    def __init__(self, model: Any, counts: dict[str, int], loop: bool = False):
         p, dc = model.copy, model.dcache
-        self.model, self.counts = model, counts
+        self.model, self.counts, self.loop = model, counts, loop
         self.cache = DataCache(dc) if dc.capacity_bytes else None
         self.line = dc.line_bytes
         self.ends = []
+        ports: dict[str, _Port] = {}  # one per memory, as the run's (a line knows its memory)
         for where, write in ((p.src, False), (p.dst, True)):
             name = _name(model, where)
             mem = None if name is None else model.memories[name]
             through = (mem is not None and mem.cached and self.cache is not None
-                       and (not write or self.cache.write_back))
-            self.ends.append((name, _Port(name, mem, counts) if through else None, write))
+                       and (not write or (self.cache.write_back and self.cache.allocate)))
+            port = ports.setdefault(name, _Port(name, mem, counts)) if through else None
+            self.ends.append((name, port, write))
 
     def run(self, n: int) -> None:
         p = self.model.copy
         pl = plan(self.model, p, n)
         src, dst = placement(self.model, n)
         if pl.slots * pl.piece_bytes >= n:  # one call (program.py)
-            self._call(memcpy_words(n), src, dst)
+            self._piece(n, src, dst)
+        else:
+            for i in range(pl.pieces):
+                self._piece(pl.size(i), src + i * pl.piece_bytes,
+                            dst + (i % pl.slots) * pl.piece_bytes)
+        _, port, _ = self.ends[1]
+        if p.flush_destination and port is not None:  # esp_cache_msync of the destination
+            self.cache.clean(0.0, port, dst, pl.dst_bytes, "")
+
+    def _piece(self, nbytes: int, src: int, dst: int) -> None:
+        if not self.loop:
+            self._call(memcpy_words(nbytes), src, dst)
             return
-        for i in range(pl.pieces):
-            self._call(memcpy_words(pl.size(i)), src + i * pl.piece_bytes,
-                       dst + (i % pl.slots) * pl.piece_bytes)
+        k = self.model.copy.access_bytes
+        for name, port, write in self.ends:
+            if name is not None and port is None:  # uncached: as it is
+                self.counts[f"{name}_{'write' if write else 'read'}"] += nbytes
+        self._lines(nbytes // k, (src, k), (dst, k))
 
     def _call(self, words: int, src: int, dst: int) -> None:
         lanes = self.model.core.lanes_f32

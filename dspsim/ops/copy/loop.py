@@ -1,0 +1,200 @@
+"""The copy's ``loop`` variant: a core loop of known cost through the memory system.
+
+Each iteration loads ``K`` = ``copy.access_bytes`` bytes and then stores them (``K = 32``: two
+16-byte vector loads, then two stores, as the ESP32-S3 PIE loop does) and costs ``C`` =
+``copy.loop_cycles_per_iteration`` cycles when nothing misses. Per iteration, as the core's
+kernel walk (:mod:`dspsim.hw.core`): the load issues, the core waits for its data, the
+iteration's ``C`` cycles pass, the store leaves at the iteration's end.
+
+- An uncached end (or a ``write_through`` destination): every access is a request of its
+  bytes on the memory's port; a load blocks for its round trip, a store is posted to the
+  core's write buffer (``core.write_buffer_entries``; full: the core waits for the oldest).
+- A cached end (:mod:`dspsim.hw.dcache`): a load whose line is missing stalls for the line
+  fill; a store into a missing line fetches it first (``dcache.write_allocate``) or, without
+  allocation, goes to the memory through the write buffer; dirty lines evicted are written
+  back as posted requests on the port (they drain behind the loop; a later fill queues
+  behind them).
+- TCM: no request at all.
+
+No per-iteration Python loop where nothing happens: only the iterations whose access reaches
+the cache with a new line, or a port, are visited (and, after an iteration that brought a line
+in, the next one: the line may have evicted the other end's, as in a direct-mapped cache where
+source and destination share a set); the iterations between them are ``C x count`` cycles at
+once. The walk does not depend on the fidelity (burst and tile run it
+alike).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dspsim.hw.clock import Walk, WalkState, spawn
+from dspsim.hw.memory import Ptr
+from dspsim.ops.frames import Proc
+
+if TYPE_CHECKING:
+    from dspsim.hw.core import Core
+
+VECTOR_BYTES = 16  # K = 32 is two accesses of this many bytes
+
+
+def pieces_of(access_bytes: int) -> tuple[int, ...]:
+    """The accesses of one iteration's load (and of its store): two 16-byte vectors for
+    ``K = 32``, else one of ``K``."""
+    if access_bytes > VECTOR_BYTES:
+        return (VECTOR_BYTES,) * (access_bytes // VECTOR_BYTES)
+    return (access_bytes,)
+
+
+class _End:
+    """One end of the loop: which iterations reach the cache or a port, and what they cost."""
+
+    def __init__(self, ptr: Ptr, access_bytes: int, cache: Any, write: bool):
+        self.ptr, self.k, self.cache = ptr, access_bytes, cache
+        self.mem = ptr.mem
+        self.cached = bool(ptr.external and ptr.mem.cached and cache is not None
+                           and (not write or cache.write_back))
+        self.direct = ptr.external and not self.cached  # every access a request
+        self.posted = False  # the last store bypassed the cache (no allocation)
+
+    def first(self, iterations: int) -> int:
+        return 0 if self.ptr.external else iterations
+
+    def next_event(self, j: int, iterations: int) -> int:
+        """The first iteration after ``j`` whose access reaches the cache with a line not
+        yet touched, or a port (``iterations``: none)."""
+        if self.direct or self.posted:
+            return j + 1
+        if not self.cached:
+            return iterations
+        line, addr, k = self.cache.line_bytes, self.ptr.addr, self.k
+        last_line = (addr + j * k + k - 1) // line
+        return min(iterations, max(j + 1, -(-((last_line + 1) * line - addr) // k)))
+
+    def load(self, now: float, j: int, name: str) -> float:
+        """Iteration ``j``'s load issued at ``now``: the cycle its data is there."""
+        addr = self.ptr.addr + j * self.k
+        for nbytes in pieces_of(self.k):  # one after another: each blocks
+            if self.cached:
+                now = max(now, self.cache.access(now, self.mem, addr, nbytes, False, name))
+            else:
+                now = max(now, self.mem.port.request(now, nbytes, False, name))
+            addr += nbytes
+        return now
+
+
+def _store(end: _End, now: float, j: int, name: str, wb: Any, depth: int,
+           state: WalkState) -> Walk:
+    """Iteration ``j``'s store at ``now`` (the walk's clock, ``state.now``): into its lines,
+    or posted through the write buffer; the waits it causes are store stalls."""
+    addr = end.ptr.addr + j * end.k
+    end.posted = False
+    for nbytes in pieces_of(end.k):
+        ready = end.cache.store(now, end.mem, addr, nbytes, name) if end.cached else None
+        if ready is None:
+            end.posted = end.cached
+            if len(wb) == depth:  # full: wait for the oldest posted store
+                ready = wb.popleft()
+        if ready is not None and ready > now:
+            state.stall += ready - now
+            state.store_stall += ready - now
+            now = ready
+            yield now
+            state.now = now
+        if end.cached and not end.posted:
+            addr += nbytes
+            continue
+        wb.append(end.mem.port.request(now, nbytes, True, name))
+        addr += nbytes
+
+
+def loop_walk(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
+              cycles_per_iteration: float, state: WalkState) -> Walk:
+    """The loop over ``nbytes`` from ``state.now`` (module doc), yielding each time the core
+    waits until a later time; ``state`` ends at the loop's end with its stalls."""
+    iterations, c = nbytes // access_bytes, cycles_per_iteration
+    load = _End(src, access_bytes, core.dcache, False)
+    store = _End(dst, access_bytes, core.dcache, True)
+    wb, depth = core._write_buffer, core.cfg.write_buffer_entries
+    nl, ns = load.first(iterations), store.first(iterations)
+    cache = core.dcache
+    fills = cache.misses + cache.prefetches if cache is not None else 0
+    j = min(nl, ns)
+    now = state.now + core.cfg.call_overhead_cycles + c * j
+    while j < iterations:
+        if j == nl:
+            if now > state.now:
+                yield now
+                state.now = now
+            ready = load.load(now, j, core.name)
+            state.stall += ready - now
+            now = ready
+            nl = load.next_event(j, iterations)
+        now += c
+        if j == ns:
+            yield now
+            state.now = now
+            yield from _store(store, now, j, core.name, wb, depth, state)
+            now = state.now
+            ns = store.next_event(j, iterations)
+        if cache is not None and cache.misses + cache.prefetches != fills:
+            # a line came in: it may have evicted the other end's line (a conflict), so the
+            # next iteration goes through the cache again; one that fills nothing leaves it
+            # as it found it, and so would every later one on the same lines
+            fills = cache.misses + cache.prefetches
+            nl = min(nl, j + 1) if load.cached else nl
+            ns = min(ns, j + 1) if store.cached else ns
+        nxt = min(nl, ns)
+        now += c * (nxt - j - 1)
+        j = nxt
+    state.now = now
+
+
+def _process(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
+             cycles_per_iteration: float) -> Proc:
+    state = WalkState(core.env.now)
+    walk = loop_walk(core, src, dst, nbytes, access_bytes, cycles_per_iteration, state)
+    return (yield from core.drive_walk(walk, state, src, dst))
+
+
+def loop_copy(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
+              cycles_per_iteration: float) -> Proc:
+    """The loop as one call of the core: its own process when it reaches a port (as a kernel
+    call's walk), one timeout between two TCM ends; books its busy and stall cycles."""
+    env, start = core.env, core.env.now
+    core.accesses.begin(core.name, start)
+    if src.external or dst.external:
+        stall, store_stall = yield spawn(env, _process(core, src, dst, nbytes, access_bytes,
+                                                       cycles_per_iteration))
+        load_mem = src.mem if src.external else None
+        store_mem = dst.mem if dst.external else None
+        core._stalled(load_mem or store_mem, stall - store_stall)
+        core._stalled(store_mem or load_mem, store_stall)
+    else:
+        yield env.timeout(core.cfg.call_overhead_cycles
+                          + nbytes // access_bytes * cycles_per_iteration)
+        stall = 0.0
+    core.compute_cycles += env.now - start - stall
+    end = env.now
+    for ptr, write in ((src, False), (dst, True)):
+        core.accesses.add(core.name, ptr.mem.name, ptr.addr, nbytes, write, start, end,
+                          "copy_loop", core.labels.tile, core.labels.pass_name)
+    core.accesses.finish(core.name, end)
+    core.recorder.record(core.name, "compute", "copy_loop", start, end, nbytes,
+                         core.labels.tile, core.labels.pass_name, core.labels.buffer, stall)
+
+
+def flush(core: Core, dst: Ptr, nbytes: int) -> Proc:
+    """``esp_cache_msync`` of the destination: its dirty lines written back, the core waiting
+    for the last (a stall on the destination's memory)."""
+    cache, env = core.dcache, core.env
+    if cache is None or not (dst.external and dst.mem.cached and cache.write_back):
+        return
+    start = env.now
+    done = cache.clean(start, dst.mem, dst.addr, nbytes, core.name)
+    if done > start:
+        yield env.timeout(done - start)
+        core._stalled(dst.mem, done - start)
+        core.recorder.record(core.name, "compute", "cache_flush", start, env.now, 0,
+                             core.labels.tile, core.labels.pass_name, core.labels.buffer,
+                             done - start)
