@@ -144,3 +144,20 @@ def test_the_loop_keys_act_in_the_loop_variant_only(key, value):
     m = HIFI5.with_overrides({key: value})
     with pytest.raises(DspsimInputError, match="does not act in copy memcpy"):
         simulate(m, "copy", "memcpy", n=256, data=False)
+
+
+@pytest.mark.parametrize("allocate, read", [(True, 8192), (False, 0)])
+def test_a_memcpy_store_miss_without_write_allocate_goes_to_the_memory(allocate, read):
+    """The memcpy kernel's stores as the loop's: without write-allocate nothing is read from
+    the destination's memory and every byte is written to it (through the write buffer)."""
+    m = HIFI5.with_overrides({"copy.src": "tcm", "copy.dst": "psram",
+                              "dcache.write_allocate": allocate})
+    r = simulate(m, "copy", "memcpy", n=8192, data=False)
+    assert (r.bytes["psram_read"], r.bytes["psram_write"]) == (read, 8192 - read)
+    assert r.dcache["dirty_lines"] == read // LINE
+
+
+def test_write_allocate_behind_a_write_through_cache_is_refused():
+    with pytest.raises(ValueError, match="dcache.write_allocate cannot act"):
+        HIFI5.with_overrides({"dcache.write_policy": "write_through",
+                              "dcache.write_allocate": False})

@@ -71,7 +71,7 @@ PARAMS = OpSchema(
             choices=(1, 2, 4, 8, 16, 32), unit="bytes"),
         Key("copy.loop_cycles_per_iteration", float, "loop: core cycles an iteration costs "
             "when nothing misses (its load, its store, the pointer and loop updates)",
-            default=1.0, positive=True, hi=1e6, unit="cycles", trend=1),
+            default=1.0, positive=True, hi=1e6, unit="cycles"),
         Key("copy.flush_destination", bool, "memcpy and loop: every dirty line of the "
             "destination is written back before the timer stops (esp_cache_msync after the "
             "copy), the core waiting for the last", default=False),
