@@ -25,13 +25,7 @@ from typing import Any
 
 from dspsim import ranges as _ranges
 from dspsim.errors import ConfigError
-from dspsim.model_rules import (
-    SWITCHED_OPTIONAL,
-    SWITCHED_TABLES,
-    refuse_idle,
-    refuse_missing,
-    refuse_reserved,
-)
+from dspsim.model_rules import refuse_idle, refuse_missing, refuse_reserved, switched_keys
 from dspsim.paths import path_problem, read_small_text
 from dspsim.schema import OP_SCHEMAS, Key, Params
 from dspsim.tables import HARDWARE, MEMORY_FIELDS, Core, Dcache, Host, Idma, MemoryCfg, Tcm
@@ -256,15 +250,13 @@ def _hw_table(source: str, raw: Mapping[str, Any], section: str, cls: type,
     table = _table(source, raw, section)
     for k in table:
         model_key(f"{section}.{k}")  # raises with the list of allowed keys
-    switch = SWITCHED_TABLES.get(section)
-    switched_on = switch is not None and table.get(switch, 0) != 0
+    required = switched_keys(section, table, [f.name for f in fields(cls)])
     values = {}
     for f in fields(cls):
         key = model_key(f"{section}.{f.name}")
         if f.name in table:
             values[f.name] = key.coerce(table[f.name])
-        elif f.default is dataclasses.MISSING or (switched_on and f.name != switch and
-                                                  key.name not in SWITCHED_OPTIONAL):
+        elif f.default is dataclasses.MISSING or f.name in required:
             missing.append(key)
         else:
             values[f.name] = f.default

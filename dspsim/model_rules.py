@@ -17,6 +17,15 @@ SWITCHED_TABLES = {"dcache": "capacity_bytes"}
 # keys of a switched table that keep their default while it is on (added later, they default
 # to what the part did before them)
 SWITCHED_OPTIONAL = frozenset({"dcache.write_allocate"})
+
+
+def switched_keys(section: str, table: dict[str, Any], names: list[str]) -> set[str]:
+    """The keys of ``section`` (``names``) its ``table`` must give because it switches its
+    part on (:data:`SWITCHED_TABLES`): all but the switch and the optional ones."""
+    switch = SWITCHED_TABLES.get(section)
+    if switch is None or table.get(switch, 0) == 0:
+        return set()
+    return {k for k in names if k != switch and f"{section}.{k}" not in SWITCHED_OPTIONAL}
 # names a memory's table cannot take: those of the engines (core0; a channel's lane idma1) and
 # of the core's waits on copies (idma_in, idma_out), which share a run's busy_cycles,
 # stall_cycles and engines, and a sweep's columns (<memory>_busy_cycles, idma1_busy_cycles,

@@ -123,12 +123,7 @@ class Copy(Op):
             raise DspsimInputError(f"copy {variant} with copy.completion_interrupt = true: a "
                                    "core's copy raises no completion interrupt; allowed: "
                                    "--variant idma, or copy.completion_interrupt = false")
-        for key in (*_LOOP_KEYS, "copy.flush_destination"):
-            if variant not in self.key_variants(key) and \
-                    getattr(p, key[5:]) != PARAMS.key(key[5:]).default:
-                raise DspsimInputError(f"{key} does not act in copy {variant}; allowed: "
-                                       f"--variant {' or '.join(self.key_variants(key))}, or "
-                                       f"leave {key} unset")
+        self._check_keys(p, variant)
         if variant == "loop":
             self._check_loop(model, n)
         if p.src == TCM and n > free:
@@ -191,6 +186,16 @@ class Copy(Op):
                     f"copy of {p.rows:,} rows of {row:,} bytes: the 2-D block at {key} = "
                     f"{where} spans {span:,} bytes, more than its {room:,}; allowed: smaller "
                     f"pitches or fewer bytes")
+
+    def _check_keys(self, p: Any, variant: str) -> None:
+        """A key of a core's copy set where it cannot act (the loop's in memcpy or idma, a
+        flush in idma) is refused."""
+        for key in (*_LOOP_KEYS, "copy.flush_destination"):
+            if variant not in self.key_variants(key) and \
+                    getattr(p, key[5:]) != PARAMS.key(key[5:]).default:
+                raise DspsimInputError(f"{key} does not act in copy {variant}; allowed: "
+                                       f"--variant {' or '.join(self.key_variants(key))}, or "
+                                       f"leave {key} unset")
 
     @staticmethod
     def _check_loop(model: Any, n: int) -> None:
