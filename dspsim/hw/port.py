@@ -72,6 +72,12 @@ class MemoryPort:
         # free is always the one the oldest request holds. Else a request takes the slot that
         # frees first (the ring's next on a tie). When each slot frees, who holds it till then:
         self.ring = policy.uniform
+        # the latency :meth:`request` adds: the one latency of a uniform policy; else set per
+        # request by :meth:`_request_any`, which stands in for :meth:`request` on this port
+        self._latency = self.latency_cycles
+        self._latencies = (self.latency_cycles, self.write_latency_cycles)  # read, write
+        if not self.ring:
+            self.request = self._request_any  # type: ignore[method-assign]
         self._slot_free = [0.0] * cfg.max_outstanding
         self._slot_holder = [""] * cfg.max_outstanding
         self._next_slot = 0
@@ -104,7 +110,7 @@ class MemoryPort:
         run of bursts is booked the same way by :meth:`stream`, inlined: keep them alike.)"""
         if self.speculation is not None and self.speculation.requester != requester:
             self.cut(now)
-        i = self._next_slot if self.ring else self._first_free()
+        i = self._next_slot
         slot = self._slot_free[i]
         if slot > now:
             start = slot
@@ -131,7 +137,7 @@ class MemoryPort:
             recent.append((data_start, data_end))
         while recent and recent[0][1] <= now:
             recent.popleft()
-        done = data_end + (self.write_latency_cycles if write else self.latency_cycles)
+        done = data_end + self._latency
         self._slot_free[i] = done
         self._slot_holder[i] = requester
         self._next_slot = i + 1 if i + 1 < self.max_outstanding else 0
@@ -142,6 +148,13 @@ class MemoryPort:
         if self.log is not None:
             self.log.append((now, data_start, data_end, done, nbytes, write, requester))
         return done
+
+    def _request_any(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
+        """:meth:`request` on a port whose requests may complete out of order: the request
+        takes the slot that frees first and its own way's latency."""
+        self._next_slot = self._first_free()
+        self._latency = self._latencies[write]
+        return MemoryPort.request(self, now, nbytes, write, requester)
 
     def _first_free(self) -> int:
         """The slot that frees first (a port whose requests may complete out of order); on a
