@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import signal
+import time
 import zipfile
 
 import numpy as np
@@ -52,3 +54,44 @@ def test_an_npz_member_header_ending_in_an_open_bracket_is_one_line_with_fc_hint
     assert code == 2 and one_line(err), err
     assert "weights: not a readable .npy header" in err and "numpy.savez" in err
     assert "float32" not in err
+
+
+class _FinalizerThatGetsTheSignal:
+    """Its ``__del__`` is where the SIGINT lands: Python cannot raise from there ("Exception
+    ignored in ...")."""
+
+    def __del__(self) -> None:
+        signal.raise_signal(signal.SIGINT)
+        for _ in range(1000):  # the handler runs at the next check of pending signals
+            pass
+
+
+def test_an_interrupt_swallowed_in_a_finalizer_still_stops_the_command(capsys):
+    """Before: the KeyboardInterrupt died in the finalizer (printed as 'Exception ignored') and
+    the command ran on to exit 0."""
+    from dspsim.cli.common import interrupts_handled
+
+    naps = 0
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_handled():
+            _FinalizerThatGetsTheSignal()  # dropped at once: its __del__ runs here
+            while naps < 6_000:  # hang guard: a minute
+                time.sleep(0.01)  # the interrupt is delivered again while the command runs
+                naps += 1
+    assert naps < 6_000
+    assert "Exception ignored" not in capsys.readouterr().err
+
+
+def test_an_interrupt_swallowed_as_the_command_ends_gives_exit_130(capsys, monkeypatch):
+    """The command returns before the interrupt is delivered again: main still says
+    'interrupted' and exits 130, not 0."""
+    import dspsim.cli as cli
+
+    def ops_then_swallow(args):
+        _FinalizerThatGetsTheSignal()
+        return 0
+
+    monkeypatch.setitem(cli.COMMANDS, "ops", (cli.COMMANDS["ops"][0], ops_then_swallow))
+    code = cli.main(["ops"])
+    err = capsys.readouterr().err
+    assert code == 130 and err == "dspsim: interrupted\n", err

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     # the atomic writer removes its temporary file and the error is one line (exit 2)
     ignore_file_size_signal()
     # Ctrl-C anywhere in a command: its clean-up runs, then one line and exit 130
-    with interrupts_handled(), guarded_stdout():
+    with interrupts_handled() as sigint, guarded_stdout():
         try:
             try:
                 words = list(sys.argv[1:] if argv is None else argv)
@@ -123,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                 args = build_parser().parse_args(words)
                 _default_op_of_files(args, words, names)
                 code = COMMANDS[args.command][1](args)
+                sigint.check()  # an interrupt swallowed on the way still stops the command
             finally:
                 sys.stdout.flush()  # a full or closed stdout fails here, not at exit
         except DspsimInputError as e:

@@ -115,34 +115,82 @@ def ignore_file_size_signal() -> None:
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command that Ctrl-C stopped
 
 
+class Interrupts:
+    """A command's SIGINT handling (:func:`interrupts_handled`). The first SIGINT raises
+    ``KeyboardInterrupt`` in the main thread; a second ends the process at once. Python drops an
+    exception raised where it cannot propagate (a finalizer, a weak-reference or at-fork
+    callback: "Exception ignored in ..."), so an interrupt landing there is delivered again a
+    moment later, and :meth:`check` raises one that never was."""
+
+    def __init__(self, active: bool = True) -> None:
+        self.hits = 0
+        self.pending = False  # swallowed, not delivered again yet
+        self.raised_late = False  # check() raised it: a redelivery still on its way is spent
+        self.active = active
+        self.lock = threading.Lock()
+        self.old_hook = sys.unraisablehook
+
+    def handler(self, signum: int, frame: Any) -> None:
+        if self.raised_late:
+            self.raised_late = False
+            return
+        self.hits += 1
+        self.pending = False
+        if self.hits > 1:
+            os._exit(INTERRUPTED_EXIT)
+        raise KeyboardInterrupt
+
+    def unraisable(self, info: Any) -> None:
+        """``sys.unraisablehook``: an interrupt Python could not raise is delivered again."""
+        if not isinstance(info.exc_value, KeyboardInterrupt) or self.hits != 1:
+            self.old_hook(info)
+            return
+        self.hits, self.pending = 0, True
+        timer = threading.Timer(0.01, self._redeliver)
+        timer.daemon = True
+        timer.start()
+
+    def _redeliver(self) -> None:
+        import _thread
+
+        with self.lock:
+            if self.active and self.pending:
+                _thread.interrupt_main()
+
+    def check(self) -> None:
+        """Raise ``KeyboardInterrupt`` if an interrupt was swallowed and not delivered again
+        (the command finished first)."""
+        with self.lock:
+            if self.pending:
+                self.pending, self.hits, self.raised_late = False, 1, True
+                raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
-def interrupts_handled() -> Iterator[None]:
+def interrupts_handled() -> Iterator[Interrupts]:
     """Run a command so that Ctrl-C stops it the same way everywhere: the first SIGINT raises
     ``KeyboardInterrupt`` in the main thread (the command's own clean-up runs: temporary files
     removed, worker pools terminated; the caller prints one line and exits with
     :data:`INTERRUPTED_EXIT`); a second SIGINT while that clean-up runs ends the process at once
-    with the same code (pool workers watch their parent and follow it). The previous handler is
-    restored afterwards. Outside the main thread nothing is changed."""
+    with the same code (pool workers watch their parent and follow it); one that Python
+    swallowed is delivered again (:class:`Interrupts`). The previous handler is restored
+    afterwards. Outside the main thread nothing is changed."""
     try:
         old = signal.getsignal(signal.SIGINT)
     except ValueError:
         old = None
     if threading.current_thread() is not threading.main_thread() or old is None:
-        yield
+        yield Interrupts(active=False)
         return
-    hits = 0
-
-    def handler(signum: int, frame: Any) -> None:
-        nonlocal hits
-        hits += 1
-        if hits > 1:
-            os._exit(INTERRUPTED_EXIT)
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, handler)
+    state = Interrupts()
+    signal.signal(signal.SIGINT, state.handler)
+    sys.unraisablehook = state.unraisable
     try:
-        yield
+        yield state
     finally:
+        with state.lock:
+            state.active = False
+        sys.unraisablehook = state.old_hook
         signal.signal(signal.SIGINT, old)
 
 
