@@ -5,7 +5,8 @@ A saved run is one JSON document (``.json``, or gzip-compressed ``.json.gz``)::
     {"format": "dspsim-run", "format_version": 2,
      "result": {...Result.to_json()...},   # op, variant, shape, core, engines, rpc_cycles, ...
      "model": {"name", "source", "overrides",
-               "sections": {table: {...}}},  # hardware and op tables (HardwareModel.as_dict)
+               "sections": {table: {...}},  # hardware and op tables (HardwareModel.as_dict)
+               "ranges": {key: [low, high]}},  # the model's ranges (none before they existed)
      "origin_cycle": ...,                  # absolute cycle of the op's timer start
      "trace": {column: [values]},          # trace rows, times relative to the op's timer
      "port_log": {field: [values]},        # the host memory's requests (J6: DDR), absolute
@@ -102,6 +103,7 @@ def run_document(result: Any) -> dict[str, Any]:
             "source": model.source,
             "overrides": [list(kv) for kv in model.overrides],
             "sections": model.as_dict(),
+            "ranges": {k: list(r) for k, r in model.ranges.items()},
         },
         "origin_cycle": float(result.origin_cycle),
         "trace": {c: trace[c].tolist() for c in COLUMNS},
@@ -286,8 +288,26 @@ def _model(m: dict[str, Any], p: Path, version: int) -> HardwareModel:
     except DspsimInputError as e:
         raise DspsimInputError(f"{str(p)!r}: its model does not load here: {e}") from None
     return dataclasses.replace(
-        model, name=m["name"], overrides=tuple(tuple(kv) for kv in overrides)
+        model, name=m["name"], overrides=tuple(tuple(kv) for kv in overrides),
+        ranges=_saved_ranges(m.get("ranges", {}), model),
     )
+
+
+def _saved_ranges(ranges: Any, model: HardwareModel) -> dict[str, tuple[Any, Any]]:
+    """The model's ranges as saved (a run saved before ranges existed has none), each a key
+    of the model with its value inside."""
+    if not isinstance(ranges, dict):
+        raise _MalformedError("model ranges: expected a table of key -> [low, high]")
+    out = {}
+    for key, r in ranges.items():
+        if key not in model.keys() or not (
+                isinstance(r, list) and len(r) == 2
+                and all(isinstance(v, int | float) and not isinstance(v, bool) for v in r)
+                and r[0] <= model.get(key) <= r[1]):
+            raise _MalformedError(f"model ranges: {key} = {r!r}: expected [low, high] around "
+                                  "the key's value")
+        out[key] = (r[0], r[1])
+    return out
 
 
 def _upgrade_v1(doc: dict[str, Any], model: HardwareModel) -> None:
