@@ -67,7 +67,8 @@ PARAMS = OpSchema(
             "handler's work, exit)", default=0.0, lo=0.0, hi=1e9, unit="cycles", trend=1),
         Key("copy.access_bytes", int, "loop: bytes each iteration loads and then stores (32: "
             "two 16-byte vector loads, then two stores, as the ESP32-S3 PIE loop does; at most "
-            "the core's vector bytes otherwise); n must be a multiple of it", default=4,
+            "the core's vector bytes otherwise); n must be a multiple of it; "
+            "the default, a byte loop, copies any n", default=1,
             choices=(1, 2, 4, 8, 16, 32), unit="bytes"),
         Key("copy.loop_cycles_per_iteration", float, "loop: core cycles an iteration costs "
             "when nothing misses (its load, its store, the pointer and loop updates)",
