@@ -95,3 +95,45 @@ def test_an_interrupt_swallowed_as_the_command_ends_gives_exit_130(capsys, monke
     code = cli.main(["ops"])
     err = capsys.readouterr().err
     assert code == 130 and err == "dspsim: interrupted\n", err
+
+
+EVIL_NAME = "evil\x1b[31mRED\r\nforged row 1"
+
+
+def _evil(tmp_path, base: str):
+    path = tmp_path / f"evil_{base}.toml"
+    path.write_text(f'base = "{base}"\n[model]\nname = "evil\\u001b[31mRED\\r\\nforged row 1"\n')
+    return path
+
+
+@pytest.fixture
+def evil_model(tmp_path):
+    return _evil(tmp_path, "j6")
+
+
+def _no_raw_name(text: str) -> None:
+    assert "\x1b" not in text and "\r" not in text and "\nforged" not in text, text
+    assert "evil\\x1b[31mRED\\r\\nforged row 1" in text, text
+
+
+def test_workload_prints_the_model_name_escaped(tmp_path, capsys, evil_model):
+    wl = tmp_path / "w.toml"
+    wl.write_text('[[stream]]\nname = "s"\nop = "softmax"\nn = 256\nperiod_us = 100\ncount = 1\n')
+    code, out, err = run_cli(capsys, "workload", wl, "--model", evil_model)
+    assert code == 0, err
+    _no_raw_name(out)
+
+
+def test_calibrate_prints_the_model_name_escaped(capsys, evil_model):
+    code, out, err = run_cli(capsys, "calibrate", "--model", evil_model, "--measured",
+                             "pingpong,n=2000=100000", "--free", "ddr.latency_cycles")
+    assert code in (0, 1) and "Traceback" not in err, err  # 1: the fit misses the figure
+    _no_raw_name(out)
+
+
+def test_calibrate_explore_names_the_platform_escaped(tmp_path, capsys):
+    """A platform with no document figures: the refusal names the model."""
+    code, _, err = run_cli(capsys, "calibrate", "--explore", "--model",
+                           _evil(tmp_path, "ameba_hifi5"))
+    assert code == 2 and one_line(err), err
+    _no_raw_name(err)

@@ -133,7 +133,7 @@ def _ms(us: float) -> str:
 def print_summary(s: dict[str, Any], model: Any) -> None:
     clock = model.core.clock_mhz
     print(
-        f"workload {s['workload']} on {model.name}: {s['cores']} core(s), "
+        f"workload {s['workload']} on {cell(model.name)}: {s['cores']} core(s), "
         f"{len(s['streams'])} stream(s), {s['tasks']:,} tasks, {s['fidelity']} fidelity, "
         f"seed {s['seed']}"
     )

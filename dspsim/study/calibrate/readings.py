@@ -60,6 +60,7 @@ from dspsim.study.calibrate.identify import (
 from dspsim.study.calibrate.measure import Measurement, is_int_key, seed_measurements
 from dspsim.study.calibrate.params import FreeParam, as_free
 from dspsim.study.calibrate.problem import FitPoint, Problem, Progress
+from dspsim.text import cell
 
 
 @dataclass
@@ -275,7 +276,7 @@ class Exploration:
         sp = self.space
         L: list[str] = []
         ops = ", ".join(dict.fromkeys(m.op for m in self.measurements))
-        L.append(f"explored {ops} on {self.model.name} ({self.model.source}): "
+        L.append(f"explored {ops} on {cell(self.model.name)} ({cell(self.model.source, 200)}): "
                  f"{len(self.measurements)} measurement(s), {self.search.fidelity} fidelity for "
                  f"the screen, {self.final_fidelity} for the finalists")
         for m in self.measurements:
@@ -462,7 +463,7 @@ def explore(
     if not measurements:
         raise DspsimInputError(
             f"calibrate --explore: no measurements given, and no document figures were "
-            f"measured on this model's platform ({model.name}); allowed: --measured "
+            f"measured on this model's platform ({cell(model.name)}); allowed: --measured "
             "SPEC=CYCLES or --measured-csv FILE (dspsim calibrate --help)")
     space = explore_space(model, measurements, free, factor, grid)
     if free:  # the keys given: each must change some measurement (the structural ones do)

@@ -16,6 +16,7 @@ from dspsim.study.calibrate.identify import Interval, Proposal
 from dspsim.study.calibrate.measure import Measurement, is_int_key
 from dspsim.study.calibrate.params import FreeParam
 from dspsim.study.calibrate.problem import FitPoint
+from dspsim.text import cell
 
 
 def unit(key: str) -> str:
@@ -177,8 +178,8 @@ class Calibration:
     def text(self) -> str:
         src = self.model.source
         L = [
-            f"calibrated {self.model.name} ({src}): {len(self.measurements)} measurement(s) "
-            f"of {', '.join(self.ops)}, "
+            f"calibrated {cell(self.model.name)} ({cell(src, 200)}): "
+            f"{len(self.measurements)} measurement(s) of {', '.join(self.ops)}, "
             f"{len(self.free)} free key(s), {self.fidelity} fidelity, "
             f"{self.simulations} simulations"
         ]
