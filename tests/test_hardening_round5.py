@@ -137,3 +137,26 @@ def test_calibrate_explore_names_the_platform_escaped(tmp_path, capsys):
                            _evil(tmp_path, "ameba_hifi5"))
     assert code == 2 and one_line(err), err
     _no_raw_name(err)
+
+
+@pytest.mark.parametrize("model_name", ["j6", "ameba_hifi5"])
+@pytest.mark.parametrize("in_depth", [64, 768, 1000, 4096, 20000])
+def test_fc_tile_rows_refusal_names_the_largest_that_runs(model_name, in_depth):
+    """Before: J6 512 x 768 refused 400 rows naming 'up to 320', and 320 was refused too (the
+    chunks and the small arrays together); the HiFi5 named 168, also refused."""
+    import re
+
+    from dspsim import load_model
+    from dspsim.errors import DspsimInputError
+    from dspsim.ops import get_op
+
+    fc, shape = get_op("fc"), (8192, in_depth)
+    base = load_model(model_name)
+    with pytest.raises(DspsimInputError) as e:
+        fc.check_run(base.with_overrides({"fc.tile_rows": 8192}), "pingpong", shape)
+    named = re.search(r"fc\.tile_rows up to (\d+)$", str(e.value))
+    assert named, str(e.value)
+    rows = int(named.group(1))
+    fc.check_run(base.with_overrides({"fc.tile_rows": rows}), "pingpong", shape)
+    with pytest.raises(DspsimInputError):
+        fc.check_run(base.with_overrides({"fc.tile_rows": rows + 1}), "pingpong", shape)

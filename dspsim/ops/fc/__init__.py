@@ -31,6 +31,26 @@ from dspsim.ops.fc.values import check_values, layout, pack, read_npz, unpack
 from dspsim.ops.registry import register_op
 
 
+def _check_chunks_fit(tile: int, in_depth: int, size: str, free: int, small: int) -> None:
+    """The ping-pong's chunks of ``tile`` rows (read in whole groups of 4) fit: each in a
+    DataRAM's free space, both with the input, bias and output in the DataRAMs. A refusal names
+    the largest fc.tile_rows that passes both."""
+    buf = padded_bytes(tile, in_depth)
+    # largest chunk: one DataRAM's free space, and 2 (chunk + 128) + small <= 2 free
+    rows = max(0, min(free, (2 * free - small) // 2 - 128)) // (4 * in_depth) * 4
+    read = f"{tile} rows" if tile % 4 == 0 else f"{tile} rows (read as {buf // in_depth})"
+    allowed = f"allowed: fc.tile_rows up to {rows}" if rows else \
+        "allowed: a smaller IN (a group of 4 rows must fit beside the input, bias and output)"
+    if buf > free:
+        raise DspsimInputError(
+            f"fc pingpong on {size}: a chunk of {read} x {in_depth} int8 ({buf:,} bytes) "
+            f"does not fit a DataRAM's free space ({free:,} bytes); {allowed}")
+    if 2 * (buf + 128) + small > 2 * free:
+        raise DspsimInputError(
+            f"fc pingpong on {size}: the chunks of {read} and the input, bias and output "
+            f"({2 * (buf + 128) + small:,} bytes with their 128-byte alignment) do not fit "
+            f"the DataRAMs ({2 * free:,} bytes); {allowed}")
+
 class FullyConnected(Op):
     name = "fc"
     doc = "int8 fully connected y = requant(W x + b), TFLite integer semantics; --shape OUT,IN"
@@ -105,21 +125,7 @@ class FullyConnected(Op):
             if p.weights == TCM:
                 raise DspsimInputError("fc pingpong fetches the weights from a memory: "
                                        "fc.weights = tcm is for the direct variant")
-            tile = min(p.tile_rows, out_depth)
-            buf = padded_bytes(tile, in_depth)
-            if buf > free:
-                rows = free // in_depth // 4 * 4
-                raise DspsimInputError(
-                    f"fc pingpong on {size}: a chunk of {tile} rows x {in_depth} int8 "
-                    f"({buf:,} bytes) does not fit a DataRAM's free space ({free:,} bytes); "
-                    f"allowed: fc.tile_rows up to {rows}" if rows else
-                    f"fc pingpong on {size}: a row group of {in_depth} int8 does not fit a "
-                    f"DataRAM ({free:,} bytes); allowed: IN up to {free // 4:,}")
-            if 2 * (buf + 128) + small > 2 * free:
-                raise DspsimInputError(
-                    f"fc pingpong on {size}: the chunks and the input, bias and output "
-                    f"({2 * buf + small:,} bytes) do not fit the DataRAMs ({2 * free:,} bytes); "
-                    "allowed: a smaller fc.tile_rows or shape")
+            _check_chunks_fit(min(p.tile_rows, out_depth), in_depth, size, free, small)
         else:
             need = small + (padded_bytes(out_depth, in_depth) if p.weights == TCM else 0)
             if need > free * model.tcm.banks:
