@@ -160,3 +160,44 @@ def test_fc_tile_rows_refusal_names_the_largest_that_runs(model_name, in_depth):
     fc.check_run(base.with_overrides({"fc.tile_rows": rows}), "pingpong", shape)
     with pytest.raises(DspsimInputError):
         fc.check_run(base.with_overrides({"fc.tile_rows": rows + 1}), "pingpong", shape)
+
+
+def _sweep_table(tmp_path, names: list[str]):
+    """A sweep table as dspsim writes it: a model column with ``names`` and a memory column
+    named after a 400-character memory."""
+    import pandas as pd
+
+    long_mem = "m" + "x" * 399
+    rows = [{"model": m, "op": "softmax", "variant": v, "n": n, "cycles": 1000 * n + i,
+             f"{long_mem}_stall_cycles": n + i}
+            for i, m in enumerate(names) for v in ("direct", "pingpong") for n in (1024, 2048)]
+    path = tmp_path / "s.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path, f"{long_mem}_stall_cycles"
+
+
+def _texts(fig) -> list[str]:
+    from matplotlib.text import Text
+
+    return [t.get_text() for t in fig.findobj(Text)]
+
+
+def test_a_sweep_figure_names_cjk_models_and_long_columns_as_other_figures_do(tmp_path):
+    """Before: a CJK model name warned once per missing glyph, and a column named after a
+    400-character memory ran across the whole figure as its title and axis label."""
+    import warnings
+
+    import pandas as pd
+
+    from dspsim.study.sweep_plot import heatmap, line_plot
+
+    path, column = _sweep_table(tmp_path, ["j6", "模型"])
+    df = pd.read_csv(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing glyph is a UserWarning at draw time
+        for fig in (line_plot(df, "n", column, hue="model"),
+                    heatmap(df, "n", "model", column)):
+            fig.canvas.draw()
+            texts = _texts(fig)
+            assert all(len(t) < 200 for t in texts), max(texts, key=len)
+            assert not any("模" in t for t in texts)

@@ -52,6 +52,7 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from dspsim.analysis.timeline import FIGURE_FORMATS, check_figure_path, save_figure
+from dspsim.analysis.timeline_draw import figure_name
 from dspsim.errors import DspsimInputError
 from dspsim.paths import check_not_inputs, plain_text
 from dspsim.study.sweep import key_columns, parse_shape, read_sweep
@@ -82,6 +83,7 @@ WARNED_MARKER = "o"  # hollow, drawn larger than the line's own markers
 WARNED_LABEL = "point with warnings"
 WARNED_HATCH = ".."  # heatmap cells of points with warnings
 LEGEND_IN_PER_CHAR = 0.065  # width of a legend label's character at "small" (inches)
+LABEL_CHARS = 48  # an axis label (a column named after a long memory) shortened past this
 NUMBER_PAD_PT = 4.0  # clear margin around a heatmap cell's number (no dots, no contour)
 
 
@@ -94,7 +96,7 @@ def label(column: str, df: pd.DataFrame | None = None, baseline: str | None = No
         return f"speedup ({base} cycles / {which} cycles; above 1 {faster})"
     if column == "cycles_per_element" and df is not None and "n" not in df.columns:
         return "cycles_per_element (cycles / elements)"
-    return LABELS.get(column, column)
+    return figure_name(LABELS.get(column, column), LABEL_CHARS)
 
 
 def unit_label(column: str, df: pd.DataFrame | None = None,
@@ -104,7 +106,8 @@ def unit_label(column: str, df: pd.DataFrame | None = None,
     text = label(column, df, baseline)
     unit = next((u for suffix, u in UNITS if column == suffix or column.endswith("_" + suffix)),
                 None)
-    return text if unit is None or column != text else f"{text} ({unit})"
+    plain = text == figure_name(column, LABEL_CHARS)  # no text of its own: say the unit
+    return text if unit is None or not plain else f"{text} ({unit})"
 
 
 def resolve(df: pd.DataFrame, column: str) -> str:
@@ -178,7 +181,11 @@ def _wide(values: np.ndarray) -> bool:
 
 
 def _fmt(v: Any) -> str:
-    return f"{v:g}" if isinstance(v, (int, float, np.integer, np.floating)) else str(v)
+    """A value as a tick or legend shows it: a number short, a name (a model's, a memory's)
+    as figures name it (no glyph the font lacks, a long one shortened)."""
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return f"{v:g}"
+    return figure_name(str(v))
 
 
 def _short(v: float) -> str:
@@ -384,15 +391,20 @@ def heatmap(
         _colour_bar(fig, ax, image, norm, bar_label, level)
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
-    title = f"{y} over {key_x} x {key_y}"
-    if len(panels) > 1:
+    fig.suptitle(_heatmap_title(y, key_x, key_y, len(panels), failed))
+    _heatmap_legend(fig, f"{figure_name(y, LABEL_CHARS)} = {level:g}" if contoured else None,
+                    warning_codes(data) if warned_any else None)
+    return fig
+
+
+def _heatmap_title(y: str, key_x: str, key_y: str, panels: int, failed: int) -> str:
+    """The heatmap's title, each column named as the axes name it (a long name shortened)."""
+    title = "{} over {} x {}".format(*(figure_name(k, LABEL_CHARS) for k in (y, key_x, key_y)))
+    if panels > 1:
         title += " (each panel its own colour scale)"
     if failed:
         title += f" ({failed} failed points not shown)"
-    fig.suptitle(title)
-    _heatmap_legend(fig, f"{y} = {level:g}" if contoured else None,
-                    warning_codes(data) if warned_any else None)
-    return fig
+    return title
 
 
 def _heatmap_legend(fig: Figure, contour_label: str | None, codes: str | None) -> None:
