@@ -201,3 +201,12 @@ def test_a_sweep_figure_names_cjk_models_and_long_columns_as_other_figures_do(tm
             texts = _texts(fig)
             assert all(len(t) < 200 for t in texts), max(texts, key=len)
             assert not any("模" in t for t in texts)
+
+
+def test_a_tolerance_range_down_to_the_smallest_float_prints(capsys):
+    """A fit whose key may go down to 0 within the tolerance: the range's low end is the
+    smallest positive float, 5e-324 (before: ZeroDivisionError rounding it to 6 digits)."""
+    code, out, err = run_cli(capsys, "calibrate", "--measured", "pingpong,n=4096=215000",
+                             "--free", "ddr.latency_cycles")
+    assert code in (0, 1) and "Traceback" not in err, err
+    assert '"ddr.latency_cycles" = [5e-324, ' in out, out

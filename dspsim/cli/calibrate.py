@@ -253,5 +253,7 @@ def _inward(x: float, up: bool) -> str:
     if isinstance(x, int) or x == 0:
         return repr(x)
     scale = 10.0 ** (math.floor(math.log10(abs(x))) - 5)
+    if scale == 0.0:  # x near the smallest float (a range down to 0): its digits as they are
+        return repr(x)
     v = (math.ceil if up else math.floor)(x / scale) * scale
     return f"{v:.6g}" if "." in f"{v:.6g}" or "e" in f"{v:.6g}" else f"{v:.6g}.0"
