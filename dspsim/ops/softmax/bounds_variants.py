@@ -2,7 +2,8 @@
 new schedules (``online``, ``resident``, ``multibuffer``, ``rows``) and the seed's two on a
 ``[rows, cols]`` input (:mod:`dspsim.ops.softmax.bounds` covers them on one row, unchanged).
 
-Symbols as in :mod:`dspsim.ops.softmax.bounds`: ``L`` = ``ddr.latency_cycles``, ``B`` =
+Symbols as in :mod:`dspsim.ops.softmax.bounds`: ``L`` = ``ddr.latency_cycles`` (an output
+copy's: a write's, as the memory's request policy prices it, :mod:`dspsim.hw.policy`), ``B`` =
 ``ddr.bytes_per_cycle``, ``b`` = ``idma.burst_bytes``, ``k`` = ``idma.max_outstanding``,
 ``m`` = ``ddr.max_outstanding``, ``S`` = ``idma.setup_cycles``.
 

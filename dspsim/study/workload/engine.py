@@ -513,7 +513,7 @@ def _host_traffic(model: HardwareModel, traffic: list[int]) -> dict[str, Any]:
     name = model.host.memory
     read, written = traffic
     return {"ddr_bytes": {f"{name}_read": read, f"{name}_write": written},
-            "ddr_busy_cycles": (read + written) * (1.0 / port.bytes_per_cycle)}
+            "ddr_busy_cycles": port.policy.data_cycles(read + written)}
 
 
 def _arrival_order(workload: Workload,
