@@ -91,3 +91,11 @@ def refuse_reserved(source: str, memories: list[str]) -> None:
                 "allowed: a letter, then letters, digits or _ (e.g. ddr, psram, sram), other than "
                 f"{RESERVED_MEMORY_WORDS}"
             )
+    seen: dict[str, str] = {}
+    for name in memories:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            raise ConfigError(
+                f"{source}: memory tables [{other}] and [{name}]: their names differ only in "
+                "case, and a report and a figure name a memory in capitals (both print as "
+                f"{name.upper()}); allowed: names that differ in more than case")

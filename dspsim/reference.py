@@ -31,7 +31,8 @@ operator and a `[model]` table, and may start from another file:
   and whose keys are memory keys, is a memory behind its own port (`[ddr]` on J6; `[psram]` and
   `[sram]` on the HiFi5). A model declares at least one. A name is letters, digits and `_`,
   starting with a letter, and not one of the names the engines and a run's report use
-  ({reserved}). Each memory occupies `base_address` to `base_address + size_bytes` of the
+  ({reserved}), nor differ from another memory's only in case.
+  Each memory occupies `base_address` to `base_address + size_bytes` of the
   DSP's 32-bit map; the memories may not overlap each other or the DataRAMs
   (`0x08000000`-`0x10000000`). A request goes to the memory whose range holds its address.
   `host.memory` names the memory the host allocates an op's input, output and parameter block

@@ -210,3 +210,16 @@ def test_a_tolerance_range_down_to_the_smallest_float_prints(capsys):
                              "--free", "ddr.latency_cycles")
     assert code in (0, 1) and "Traceback" not in err, err
     assert '"ddr.latency_cycles" = [5e-324, ' in out, out
+
+
+def test_two_memories_whose_names_differ_only_in_case_are_refused(tmp_path):
+    """Before: J6 with a memory [DDR] beside its [ddr] loaded, and the run's report printed
+    'DDR bytes read' for each, a timeline two lanes named DDR."""
+    from dspsim import load_model
+    from dspsim.errors import ConfigError
+
+    path = tmp_path / "m.toml"
+    path.write_text('base = "j6"\n[DDR]\nbase_address = 0x20000000\nsize_bytes = 0x00400000\n'
+                    "latency_cycles = 20.0\nbytes_per_cycle = 8.0\nmax_outstanding = 16\n")
+    with pytest.raises(ConfigError, match=r"\[ddr\] and \[DDR\]: their names differ only in case"):
+        load_model(path)
