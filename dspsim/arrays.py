@@ -214,8 +214,31 @@ def host_check(direct: np.ndarray, pingpong: np.ndarray, tolerance: float = 1e-6
 _NPZ_COMPRESSIONS = {0: "stored", 8: "deflated"}
 _NPZ_FILE_MAX_BYTES = 1 << 31
 _NPZ_CHUNK_BYTES = 1 << 24
+# zipfile parses the whole central directory into objects (some 8 bytes of memory per byte):
+# numpy.savez's directory of a few arrays takes a few hundred bytes
+_NPZ_DIRECTORY_MAX_BYTES = 1 << 20
+_ZIP_END_RECORD, _ZIP_END_MAX_BYTES = b"PK\x05\x06", 22 + 0xFFFF  # the record and its comment
 
 NpyHeader = tuple[tuple[int, ...], bool, "np.dtype"]
+
+
+def _check_npz_directory(path: str, size: int, what: str) -> None:
+    """Refuse an archive whose central directory (its size in the end record, read before
+    zipfile parses it) is larger than a few arrays' could be, or in the zip64 form."""
+    import struct
+
+    with open(path, "rb") as f:
+        f.seek(max(0, size - _ZIP_END_MAX_BYTES))
+        tail = f.read()
+    at = tail.rfind(_ZIP_END_RECORD)
+    if at < 0 or at + 22 > len(tail):
+        return  # not a zip: zipfile says so
+    entries, directory = struct.unpack_from("<HI", tail, at + 10)
+    if entries == 0xFFFF or directory > _NPZ_DIRECTORY_MAX_BYTES:
+        raise DspsimInputError(
+            f"{what}: its zip directory holds {entries:,}{' or more' if entries == 0xFFFF else ''}"
+            f" entries in {directory:,} bytes; an "
+            f".npz of a few arrays holds at most {_NPZ_DIRECTORY_MAX_BYTES:,} bytes of it")
 
 
 def _npz_infos(zf, what: str) -> dict:
@@ -289,6 +312,7 @@ def read_npz_arrays(path: str, check: Callable[[dict[str, NpyHeader]], None], hi
     if st.st_size > _NPZ_FILE_MAX_BYTES:
         raise DspsimInputError(f"{what}: {st.st_size:,} bytes; at most {_NPZ_FILE_MAX_BYTES:,}")
     try:
+        _check_npz_directory(path, st.st_size, what)
         with zipfile.ZipFile(path) as zf:
             infos = _npz_infos(zf, what)
             headers = {n: _npz_header(zf, i, what, hint) for n, i in infos.items()}

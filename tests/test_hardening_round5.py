@@ -223,3 +223,21 @@ def test_two_memories_whose_names_differ_only_in_case_are_refused(tmp_path):
                     "latency_cycles = 20.0\nbytes_per_cycle = 8.0\nmax_outstanding = 16\n")
     with pytest.raises(ConfigError, match=r"\[ddr\] and \[DDR\]: their names differ only in case"):
         load_model(path)
+
+
+@pytest.mark.parametrize("members", [30_000, 70_000])
+def test_an_npz_with_a_huge_zip_directory_is_refused_before_it_is_parsed(tmp_path, capsys,
+                                                                         members):
+    """zipfile turns every directory entry into an object (8 bytes of memory per byte of
+    directory): a 2 GiB archive of empty members took some 16 GB before any check. The end
+    record gives the directory's size; 70,000 members is the zip64 form (65,535 or more)."""
+    path = tmp_path / "many.npz"
+    f = io.BytesIO()
+    np.save(f, np.ones((4, 8), np.int8))
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("weights.npy", f.getvalue())
+        for i in range(members):
+            zf.writestr(f"m{i}", b"")
+    code, _, err = run_cli(capsys, "run", "--op", "fc", "--input", path)
+    assert code == 2 and one_line(err), err
+    assert "its zip directory holds" in err and "entries" in err
