@@ -13,10 +13,11 @@ on the port).
   chunk's fetch (``dma_bound_cycles = chunks x S + sum D``), every kernel
   (``compute_bound_cycles``).
 - ``direct``: from TCM, ``K(OUT)``; through the data cache, each line of weights is fetched
-  once: ``memory_bound_cycles = lines x line / B``; the estimate adds the kernel's cycles and,
-  without a next-line prefetch, each line's round trip (blocking misses); with it, the larger
-  of the kernel and the lines' fills. From an uncached memory (J6's DDR), the walk's closed
-  form (:func:`dspsim.kernels.shapes.ddr_call_sequence`: every vector load stalls).
+  once: ``memory_bound_cycles = lines x line / B`` (the lines the kernel touches: a line
+  prefetched past the end may fill after the timer stops); the estimate adds the kernel's
+  cycles and, without a next-line prefetch, each line's round trip (blocking misses); with it,
+  the larger of the kernel and the lines' fills. From an uncached memory (J6's DDR), the
+  walk's closed form (:func:`dspsim.kernels.shapes.ddr_call_sequence`: every vector load stalls).
 
 Traffic (``traffic_bytes``, keyed as a run's ``bytes``; ``ddr_read_bytes`` and
 ``ddr_write_bytes`` are every memory's together), exact: the weights as the variant reads
@@ -107,7 +108,8 @@ def _direct(model: Any, mem: Any, shape: tuple[int, ...], compute: float) -> dic
         lines = weight_lines(model, shape)
         fills = lines * policy.request_cycles(line, False)
         out["lines"] = lines
-        out["memory_bound_cycles"] = policy.data_cycles(lines * line)
+        # the line prefetched past the weights' end may still be filling when the timer stops
+        out["memory_bound_cycles"] = policy.data_cycles(demand_lines(model, shape) * line)
         out["estimate_cycles"] = (max(compute, fills) if model.dcache.prefetch_next_line
                                   else compute + fills)
     else:
@@ -126,11 +128,17 @@ def weight_lines(model: Any, shape: tuple[int, ...]) -> int:
     start, as a lone run places it)."""
     line = model.dcache.line_bytes
     where = model.fc.weights
-    first = WEIGHTS_OFFSET % line if where == HOST else 0
-    lines = -(-(first + padded_bytes(*shape)) // line)
+    lines = demand_lines(model, shape)
     if model.dcache.prefetch_next_line:
         lines += int(where == HOST or (lines + 1) * line <= model.memories[where].size_bytes)
     return lines
+
+
+def demand_lines(model: Any, shape: tuple[int, ...]) -> int:
+    """Lines the kernel's stream of weights touches (the core waits for each)."""
+    line = model.dcache.line_bytes
+    first = WEIGHTS_OFFSET % line if model.fc.weights == HOST else 0
+    return -(-(first + padded_bytes(*shape)) // line)
 
 
 def _walk(model: Any, mem: Any, shape: tuple[int, ...]) -> Any:
