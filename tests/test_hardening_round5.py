@@ -255,3 +255,16 @@ def test_fc_direct_through_the_cache_never_beats_its_lower_bound(policy, shape):
     m = load_model("ameba_hifi5").with_overrides({"dcache.write_policy": policy})
     r = simulate(m, "fc", "direct", shape=shape, data=False)
     assert r.cycles >= get_op("fc").bounds(m, "direct", shape)["lower_bound_cycles"] - 0.5
+
+
+@pytest.mark.parametrize("key, values", [("copy.ring_descriptors", "2,4"),
+                                         ("copy.interrupt_handler_cycles", "0,100")])
+def test_a_sweep_says_why_an_idma_only_copy_key_left_memcpy_unchanged(tmp_path, capsys, key,
+                                                                       values):
+    """Before: the note named the identical cycles without the reason (the key was taken to
+    act in every variant)."""
+    code, out, err = run_cli(capsys, "sweep", "--op", "copy", "--variant", "memcpy", "--n",
+                             "4096", "--param", f"{key}={values}", "--out", tmp_path / "s.csv")
+    assert code == 0, err
+    note = next(line for line in (out + err).splitlines() if "identical cycles" in line)
+    assert note.endswith(f"{key} does not act in copy memcpy"), note

@@ -31,7 +31,9 @@ from dspsim.ops.copy.program import (
 )
 from dspsim.ops.registry import register_op
 
-_IDMA_KEYS = ("copy.rows", "copy.src_pitch_bytes", "copy.dst_pitch_bytes")
+_IDMA_KEYS = ("copy.rows", "copy.src_pitch_bytes", "copy.dst_pitch_bytes",
+              "copy.ring_descriptors", "copy.completion_interrupt",
+              "copy.interrupt_handler_cycles")
 _LOOP_KEYS = ("copy.access_bytes", "copy.loop_cycles_per_iteration")
 _VARIANT_CODE = {"memcpy": 0, "idma": 1, "loop": LOOP}
 
@@ -91,7 +93,8 @@ class Copy(Op):
         return {"channels": 1 if variant == "idma" else 0, "banks": 1}
 
     def key_variants(self, key: str) -> tuple[str, ...]:
-        """The 2-D keys act in the idma variant only (a memcpy moves one contiguous run)."""
+        """The 2-D keys, the ring's and the completion interrupt's act in the idma variant only
+        (a memcpy moves one contiguous run, with no channel)."""
         if key in _IDMA_KEYS:
             return ("idma",)
         if key in _LOOP_KEYS:
