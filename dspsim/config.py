@@ -522,12 +522,12 @@ def load_model(
             raise
         raise ConfigError(f"{e}; a partial model file needs base = \"j6\" (or another model) "
                           "to inherit the keys it does not give") from None
-    # an operator's key the file itself gives must be able to act on the file's platform (a
-    # hardware key the file must give: only one set on top of it is checked)
+    # a key the file itself gives (an operator's or a hardware key) must be able to act on the
+    # file's platform; what it inherits from its base was checked on the base's
     own = chain[0][1]
     try:
-        refuse_idle(model, [f"{s}.{k}" for s in OP_SCHEMAS if isinstance(own.get(s), dict)
-                             for k in own[s]])
+        refuse_idle(model, [f"{s}.{k}" for s in (*OP_SCHEMAS, *HARDWARE)
+                             if isinstance(own.get(s), dict) for k in own[s]])
     except ConfigError as e:
         raise ConfigError(f"{p}: {e}") from None
     meta = tables.get("model")

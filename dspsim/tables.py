@@ -36,7 +36,11 @@ class Core:
     vector_alu_slots: int = _key(1, 16, "ops/cycle", "vector ALU/multiply ops issued per cycle")
     alu_latency_cycles: int = _key(1, 64, "cycles", "latency of one dependent vector op")
     call_overhead_cycles: int = _key(0, 100_000, "cycles", "kernel call, prologue, pipeline fill")
-    write_buffer_entries: int = _key(1, 1024, "stores", "posted DDR stores before the core stalls")
+    write_buffer_entries: int = _key(1, 1024, "stores", "posted stores before the core stalls "
+                                     "(stores to an uncached memory or through a write-through "
+                                     "cache; 8 in a file that does not give it, which a file "
+                                     "whose memories are all behind a write-back cache must "
+                                     "not: it cannot act there)", default=8)
 
     @property
     def vector_bytes(self) -> int:

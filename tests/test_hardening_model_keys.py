@@ -227,11 +227,12 @@ def test_a_file_names_every_key_it_misses_in_one_line(tmp_path):
         load_model(p)
     text = str(e.value)
     assert "\n" not in text and "missing key core.clock_mhz" in text
-    for key in ("core.write_buffer_entries", "idma.channels", "tcm.bank_bytes",
+    for key in ("idma.channels", "tcm.bank_bytes",
                 "host.rpc_latency_us", "ddr.bytes_per_cycle", "ddr.max_outstanding"):
         assert key in text
     # keys with a default are not missing: dspsim keys shows it
-    for key in ("ddr.base_address", "dcache.capacity_bytes", "host.memory", "tcm.reserved_bytes"):
+    for key in ("ddr.base_address", "dcache.capacity_bytes", "host.memory", "tcm.reserved_bytes",
+                "core.write_buffer_entries"):
         assert key not in text
 
 
@@ -254,3 +255,20 @@ def test_dspsim_keys_shows_each_default(capsys):
 @pytest.mark.parametrize("path", sorted(models_dir().glob("*.toml")), ids=lambda p: p.stem)
 def test_the_shipped_models_load(path):
     assert load_model(path).memories
+
+
+def test_a_file_giving_a_key_that_cannot_act_on_it_is_one_line(tmp_path):
+    """The HiFi5's memories are all behind its write-back cache: no store is ever posted to
+    the write buffer, so a file of that platform that sizes it is refused, and the shipped
+    file leaves the key to its default."""
+    hifi5 = load_model("ameba_hifi5")
+    assert hifi5.core.write_buffer_entries == 8  # the default, given by no file
+    p = tmp_path / "mine.toml"
+    p.write_text('base = "ameba_hifi5"\n[core]\nwrite_buffer_entries = 16\n')
+    with pytest.raises(ConfigError) as e:
+        load_model(p)
+    text = str(e.value)
+    assert "\n" not in text and str(p) in text and "core.write_buffer_entries cannot act" in text
+    p.write_text('base = "ameba_hifi5"\n[dcache]\nwrite_policy = "write_through"\n'
+                 '[core]\nwrite_buffer_entries = 16\n')
+    assert load_model(p).core.write_buffer_entries == 16  # write-through: stores are posted
