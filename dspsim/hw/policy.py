@@ -73,14 +73,6 @@ class OneLatency:
         """Cycles from a request's data crossing the path to its completion."""
         return self.latency_cycles
 
-    @property
-    def read_latency_cycles(self) -> float:
-        return self.latency(False)
-
-    @property
-    def write_latency_cycles(self) -> float:
-        return self.latency(True)
-
     def data_cycles(self, nbytes: float) -> float:
         """Cycles ``nbytes`` hold the data path (as the port books them)."""
         return nbytes * self.cycles_per_byte

@@ -64,7 +64,6 @@ class MemoryPort:
         self.name = name
         self.policy = policy = cfg.policy  # what a request costs (built once per table)
         self.latency_cycles = policy.latency(False)  # a read's
-        self.write_latency_cycles = policy.latency(True)
         self.cycles_per_byte = policy.cycles_per_byte
         self.max_outstanding = cfg.max_outstanding
         # Request slots. With a uniform policy, a ring: the data path is FIFO and the latency
@@ -75,7 +74,7 @@ class MemoryPort:
         # the latency :meth:`request` adds: the one latency of a uniform policy; else set per
         # request by :meth:`_request_any`, which stands in for :meth:`request` on this port
         self._latency = self.latency_cycles
-        self._latencies = (self.latency_cycles, self.write_latency_cycles)  # read, write
+        self._latencies = (self.latency_cycles, policy.latency(True))  # read, write
         if not self.ring:
             self.request = self._request_any  # type: ignore[method-assign]
         self._slot_free = [0.0] * cfg.max_outstanding
