@@ -15,6 +15,7 @@ from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op, op_names
 from dspsim.ops.fileop import load_op_file, unload_op_file
 from dspsim.ops.fileop.expr import parse_expr
+from tests.fileop_helpers import op_text
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "ops"
 SCALE_BIAS = EXAMPLES / "scale_bias.toml"
@@ -234,21 +235,7 @@ def test_a_declared_kernel_runs_as_a_microbenchmark(j6, loaded):
     assert r.cycles == get_kernel("scale_bias.scale_bias").shape.tcm_cycles(1000, j6.core)
 
 
-RMS = """[op]
-name = "rms_file"
-ndim = 2
-default_shape = [64, 256]
-[params]
-eps = 1e-6
-[[array]]
-name = "x"
-shape = ["rows", "cols"]
-role = "input"
-[[array]]
-name = "y"
-shape = ["rows", "cols"]
-role = "output"
-[[pass]]
+RMS = op_text("rms_file", """[[pass]]
 name = "sumsq"
 reads = "x"
 reduce = { op = "sum", into = "ss" }
@@ -263,7 +250,7 @@ kernel = { name = "vecmul", args = { scalar = "1 / sqrt(ss / cols + eps)" } }
 [reference]
 value = "x / sqrt(mean(x * x) + eps)"
 tolerance = [1e-5, 1e-6]
-"""
+""", default_shape=(64, 256), params={"eps": 1e-6})
 
 
 def test_a_rows_scalar_feeds_a_later_pass_as_rmsnorm_does(j6, tmp_path, loaded):

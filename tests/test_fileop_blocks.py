@@ -14,6 +14,7 @@ from dspsim import simulate
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
 from dspsim.ops.fileop import load_op_file, unload_op_file
+from tests.fileop_helpers import op_text
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "ops"
 COL_FILTER = EXAMPLES / "col_filter.toml"
@@ -94,18 +95,7 @@ def test_shift_rows_with_a_reduction_or_nbuffer_is_refused(tmp_path):
         assert str(path) in str(e.value) and "\n" not in str(e.value)
 
 
-SQUARE = """[op]
-name = "square2d"
-ndim = 2
-[[array]]
-name = "x"
-shape = ["rows", "cols"]
-role = "input"
-[[array]]
-name = "y"
-shape = ["rows", "cols"]
-role = "output"
-[[pass]]
+SQUARE = op_text("square2d", """[[pass]]
 name = "sq"
 reads = "x"
 writes = "y"
@@ -114,7 +104,7 @@ loop = { loads = 1, stores = 1, alu = 1 }
 [schedules]
 variants = ["pingpong", "direct", "nbuffer"]
 tile_bytes = 8192
-"""
+""")
 
 
 def test_rows_longer_than_a_tile_run_in_column_blocks(j6, tmp_path):

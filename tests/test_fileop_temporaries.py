@@ -11,23 +11,9 @@ import pytest
 from dspsim import simulate
 from dspsim.errors import DspsimInputError
 from dspsim.ops.fileop import load_op_file, unload_op_file
+from tests.fileop_helpers import op_text
 
-OP = """[op]
-name = "sq_share"
-ndim = 2
-default_shape = [16, 256]
-
-[[array]]
-name = "x"
-shape = ["rows", "cols"]
-role = "input"
-
-[[array]]
-name = "y"
-shape = ["rows", "cols"]
-role = "output"
-
-[[pass]]
+OP = op_text("sq_share", """[[pass]]
 name = "square"
 reads = "x"
 writes = "y"
@@ -50,7 +36,7 @@ loop = { loads = 1, stores = 1, alu = 2 }
 
 [schedules]
 variants = ["pingpong", "direct"]
-"""
+""", default_shape=(16, 256))
 
 TEMP_ARRAY = '''
 [[array]]
