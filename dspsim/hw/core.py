@@ -54,7 +54,9 @@ class Core:
         self.move_data = ctx.data
         self.accesses = ctx.accesses
         self.labels = ctx.labels(name)  # what the op is doing now, stamped on every trace row
-        self._write_buffer: deque[float] = deque()
+        # the posted stores' completion times, oldest first (at most write_buffer_entries): a
+        # walk that posts a store appends here and waits on the oldest when it is full
+        self.write_buffer: deque[float] = deque()
         self.waiting_for: str | None = None
         self.timed = True  # False: kernel calls compute values only (Dsp.untimed)
         # accounting
@@ -248,8 +250,8 @@ class Core:
             stall, store_stall = yield from self._ddr_kernel(shape, n, rows, src, dst)
             # stalls are the memory's that held the core: the loads' memory for its lines or
             # round trips, the stores' for theirs (a store miss's line, the write buffer full)
-            self._stalled(load_mem or store_mem, stall - store_stall)
-            self._stalled(store_mem or load_mem, store_stall)
+            self.book_stall(load_mem or store_mem, stall - store_stall)
+            self.book_stall(store_mem or load_mem, store_stall)
         else:
             yield self.env.timeout(rows * shape.tcm_cycles(n, self.cfg))
             stall = 0.0
@@ -278,15 +280,16 @@ class Core:
         store posted to the write buffer has completed; the wait is a stall on ``mem``, the
         memory stored to (None: TCM, nothing posted)."""
         start = self.env.now
-        wait = max(self._write_buffer, default=start) - start
+        wait = max(self.write_buffer, default=start) - start
         if wait <= 0 or mem is None:
             return
         yield self.env.timeout(wait)
-        self._stalled(mem, wait)
+        self.book_stall(mem, wait)
         self.recorder.record(self.name, "compute", "memw", start, self.env.now, 0,
                              self.labels.tile, self.labels.pass_name, self.labels.buffer, wait)
 
-    def _stalled(self, mem: Any, cycles: float) -> None:
+    def book_stall(self, mem: Any, cycles: float) -> None:
+        """Count ``cycles`` the core stalled on memory ``mem`` (None: on none)."""
         if mem is not None:
             self.stall_cycles[mem.name] = self.stall_cycles.get(mem.name, 0.0) + cycles
 
@@ -345,7 +348,7 @@ class Core:
         store = dst.mem.port.request if store_ext else None
         load_addr, store_addr = src.addr, dst.addr if dst is not None else 0
         ii = shape.ii_cycles(cfg)
-        wb, wb_depth = self._write_buffer, cfg.write_buffer_entries
+        wb, wb_depth = self.write_buffer, cfg.write_buffer_entries
         owed = 0.0
         now = state.now
         # the prologue's priming load(s) issue no loop iteration, hence 0 issue cycles
@@ -454,9 +457,9 @@ class TileCore(Core):
             done = port.book_call(self.name, start, end, seq.loads + seq.stores,
                                   seq.read_bytes, seq.write_bytes, store)
             if store:
-                self._write_buffer.append(done)
-                while len(self._write_buffer) > cfg.write_buffer_entries:
-                    self._write_buffer.popleft()
+                self.write_buffer.append(done)
+                while len(self.write_buffer) > cfg.write_buffer_entries:
+                    self.write_buffer.popleft()
             stall, store_stall = seq.stall_cycles + extra, 0.0
         port.flows -= 1
         return stall, store_stall

@@ -330,7 +330,7 @@ def _capture(run: LoopRun, alike: int, carried: bytes) -> _State | None:
         st.queue.append((event, when))
         st.time(None, when)  # requeue moves it
     # the core running the loop
-    if any(t > now for t in core._write_buffer):
+    if any(t > now for t in core.write_buffer):
         return None  # (a TCM loop posts no store)
     st.acc(core, "compute_cycles", core.compute_cycles)
     key.append((tuple(sorted(core.stall_cycles)), tuple(sorted(core.idma_wait_cycles))))

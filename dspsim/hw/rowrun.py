@@ -149,7 +149,7 @@ class _Engines:
                 return t - now
             return None  # in the past: no later request can tell its value
 
-        key: list[Any] = [len(core._write_buffer), tuple(rel(t) for t in core._write_buffer),
+        key: list[Any] = [len(core.write_buffer), tuple(rel(t) for t in core.write_buffer),
                           tuple(sorted(core.stall_cycles)), tuple(sorted(core.idma_wait_cycles)),
                           repr(core.dcache.stats()) if core.dcache is not None else None]
         labels = dsp.labels
@@ -262,7 +262,7 @@ class _Engines:
         d = s2.now - s1.now
         dt = rows * d  # exact: a multiple of the binade's ulp below its top
         now = s2.now
-        wb = self.core._write_buffer
+        wb = self.core.write_buffer
         for i, t in enumerate(wb):
             if t > now:
                 wb[i] = t + dt

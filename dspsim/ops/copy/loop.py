@@ -115,7 +115,7 @@ def loop_walk(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
     iterations, c = nbytes // access_bytes, cycles_per_iteration
     load = _End(src, access_bytes, core.dcache, False)
     store = _End(dst, access_bytes, core.dcache, True)
-    wb, depth = core._write_buffer, core.cfg.write_buffer_entries
+    wb, depth = core.write_buffer, core.cfg.write_buffer_entries
     nl, ns = load.first(iterations), store.first(iterations)
     cache = core.dcache
     fills = cache.misses + cache.prefetches if cache is not None else 0
@@ -168,8 +168,8 @@ def loop_copy(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
                                                        cycles_per_iteration))
         load_mem = src.mem if src.external else None
         store_mem = dst.mem if dst.external else None
-        core._stalled(load_mem or store_mem, stall - store_stall)
-        core._stalled(store_mem or load_mem, store_stall)
+        core.book_stall(load_mem or store_mem, stall - store_stall)
+        core.book_stall(store_mem or load_mem, store_stall)
     else:
         yield env.timeout(core.cfg.call_overhead_cycles
                           + nbytes // access_bytes * cycles_per_iteration)
@@ -194,7 +194,7 @@ def flush(core: Core, dst: Ptr, nbytes: int) -> Proc:
     done = cache.clean(start, dst.mem, dst.addr, nbytes, core.name)
     if done > start:
         yield env.timeout(done - start)
-        core._stalled(dst.mem, done - start)
+        core.book_stall(dst.mem, done - start)
         core.recorder.record(core.name, "compute", "cache_flush", start, env.now, 0,
                              core.labels.tile, core.labels.pass_name, core.labels.buffer,
                              done - start)
