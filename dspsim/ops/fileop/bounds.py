@@ -191,8 +191,9 @@ def _tiled(model: HardwareModel, variant: str, frames: list[Frame]) -> Bounds:
         copies = 2 if writes else 1
         read += 4 * length
         write += 4 * length if writes else 0
-        requests += copies * tiles.total(lambda s: -(-4 * s // burst))
-        write_requests += tiles.total(lambda s: -(-4 * s // burst)) if writes else 0
+        bursts = tiles.total(lambda s: -(-4 * s // burst))
+        requests += copies * bursts
+        write_requests += bursts if writes else 0
         descriptors += copies * tiles.count
         compute += tiles.total(cost)
         estimate += ping_pong_pass_cycles(model, tiles, cost, writes,
