@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from dspsim.hw.tcm import TileManager
     from dspsim.platform import Dsp
 
-_ROW_REDUCE = {"max": np.max, "min": np.min, "sum": np.sum}
+ROW_REDUCE = {"max": np.max, "min": np.min, "sum": np.sum}  # a reduction along the row
 _NEEDS = {"direct": {"channels": 0, "banks": 0}, "pingpong": {"channels": 2, "banks": 2},
           "nbuffer": {"channels": 2, "banks": 1}}
 _DESCRIBE = {
@@ -145,7 +145,7 @@ class FileOp(Op):
             if p.writes:
                 env[p.writes] = vals
             if p.into:
-                env[p.into] = _ROW_REDUCE[p.reduce_op](vals, axis=-1, keepdims=True)
+                env[p.into] = ROW_REDUCE[p.reduce_op](vals, axis=-1, keepdims=True)
         return env[spec.output]
 
     def has_reference(self) -> bool:
