@@ -105,6 +105,6 @@ def unload_op_file(path: str | Path) -> None:
     op = OPS.pop(name, None)
     OP_SCHEMAS.pop(name, None)
     OP_KEY_IDLE.pop(name, None)
-    for p in getattr(op, "spec", None).passes if op is not None else ():
+    for p in op.spec.passes if op is not None else ():
         KERNELS.pop(f"{name}.{p.name}", None)
     _publish()
