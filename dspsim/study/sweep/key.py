@@ -52,12 +52,7 @@ def canon(key: str, value: Any) -> str:
 
 def key_default(key: str) -> Any:
     """The value a model key takes when a model file does not give it (None: it must)."""
-    k = model_key(key)
-    table = MemoryCfg if is_memory_section(k.section) else HARDWARE.get(k.section)
-    if table is not None:
-        f = next(f for f in dataclasses.fields(table) if f.name == k.short)
-        return None if f.default is dataclasses.MISSING else f.default
-    return k.default
+    return model_key(key).default
 
 
 def key_optional(key: str) -> bool:
