@@ -281,10 +281,11 @@ class IdmaChannel:
         state = WalkState(t.start)
         lander = _Lander(t) if self.move_data else None
         stream = self._stream(t)
-        walk = (self._walk(t, state, lander, stream) if self.dual(t) or self.known(t)
+        dual, known = self.dual(t), self.known(t)
+        walk = (self._walk_dual(t, state, lander, stream) if dual
+                else self._walk(t, state, lander, stream) if known
                 else self._walk_rows(t, state, lander))
-        ports = {t.src.mem.port, t.dst.mem.port} if self.dual(t) else {self.port_of(t)}
-        known = self.known(t)
+        ports = {t.src.mem.port, t.dst.mem.port} if dual else {self.port_of(t)}
         for port in ports:  # a flow the fast-forward does not know stops it (Repeats.woke)
             port.flows += 1
             if known:
@@ -324,9 +325,6 @@ class IdmaChannel:
         (with elision, once before the next real event: nobody can look in between). Where
         the walk is between steps is in ``stream``; the elided engine may advance it by whole
         periods when it wakes (:mod:`dspsim.hw.periodic`)."""
-        if self.dual(t):
-            yield from self._walk_dual(t, state, lander, stream)
-            return
         port = self.port_of(t)
         name, request, env = self.name, port.request, self.env
         repeats = port.repeats
