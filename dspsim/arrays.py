@@ -26,7 +26,7 @@ NPY_SUFFIXES = (".npy",)
 _HINT = "write one with numpy.save(path, x.astype(numpy.float32))"
 # the host's input and output arrays, each on a 4096-byte boundary, and its 64-byte parameter
 # block, in the DSP's DDR window, as dspsim.run does
-_HOST_ALIGN_BYTES = 4096
+HOST_ALIGN_BYTES = 4096
 _PARAM_BLOCK_BYTES = 64
 # J6's 32-bit window onto DDR (hbDSPAddrMap addresses): what the host's arrays must fit
 DDR_WINDOW_BYTES = 0x8000_0000
@@ -35,7 +35,7 @@ DDR_WINDOW_BYTES = 0x8000_0000
 def ddr_window_bytes(input_bytes: int) -> int:
     """Bytes of the DSP's DDR window one run takes: its input and output arrays, each on the
     host's 4096-byte boundary, and the 64-byte parameter block."""
-    array = -(-int(input_bytes) // _HOST_ALIGN_BYTES) * _HOST_ALIGN_BYTES
+    array = -(-int(input_bytes) // HOST_ALIGN_BYTES) * HOST_ALIGN_BYTES
     return 2 * array + _PARAM_BLOCK_BYTES
 
 
@@ -47,14 +47,14 @@ def ddr_layout_bytes(input_bytes: Iterable[int]) -> int:
     end = 0
     for size in input_bytes:
         for block in (int(size), int(size), _PARAM_BLOCK_BYTES):
-            end = -(-end // _HOST_ALIGN_BYTES) * _HOST_ALIGN_BYTES + block
+            end = -(-end // HOST_ALIGN_BYTES) * HOST_ALIGN_BYTES + block
     return end
 
 
 def max_input_bytes() -> int:
     """The largest float32 input (bytes) whose input and output arrays fit the DDR window."""
     per_array = (DDR_WINDOW_BYTES - _PARAM_BLOCK_BYTES) // 2
-    return per_array // _HOST_ALIGN_BYTES * _HOST_ALIGN_BYTES
+    return per_array // HOST_ALIGN_BYTES * HOST_ALIGN_BYTES
 
 
 def _npy_header(f, what: str, hint: str = _HINT) -> tuple[tuple[int, ...], bool, np.dtype]:

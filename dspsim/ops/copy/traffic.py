@@ -26,13 +26,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from dspsim.arrays import ddr_window_bytes
+from dspsim.arrays import HOST_ALIGN_BYTES, ddr_window_bytes
 from dspsim.hw.dcache import DataCache
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.ops.copy.params import HOST, TCM
 from dspsim.ops.copy.program import ALIGN_BYTES, plan
-
-HOST_ALIGN_BYTES = 4096  # hbUCPMalloc's boundary (dspsim.host.ucp)
 
 
 def traffic(model: Any, variant: str, n: int) -> dict[str, int]:
