@@ -107,7 +107,6 @@ class OpSpec:
     reference: Expr | None = None
     python: str | None = None
     tolerance: tuple[float, float] | None = None
-    scalars: tuple[str, ...] = field(default=())
     halo: int = 0  # rows above and below a block its shift_rows reach
     block_cols: Range | None = None  # a 2-D op without reductions: columns per 2-D block
     memories: dict[str, str] = field(default_factory=dict)  # array -> its default memory
@@ -193,7 +192,7 @@ def parse_spec(raw: dict[str, Any], shown: str, taken: Mapping[str, Any]) -> OpS
     params = _params(w, raw.get("params", {}))
     inp, out, memories = _arrays(w, raw["array"], ndim)
     schedules = _schedules(w, raw.get("schedules", {}))
-    passes, scalars = _passes(w, raw["pass"], inp, out, params, ndim)
+    passes = _passes(w, raw["pass"], inp, out, params, ndim)
     ref = _reference(w, raw.get("reference"), inp, params)
     halo, block_cols = _blocks(w, raw.get("schedules", {}), passes, ndim, schedules[0])
     taken_key = next((k for k in params if k in (f"{inp}_memory", f"{out}_memory")), None)
@@ -202,7 +201,7 @@ def parse_spec(raw: dict[str, Any], shown: str, taken: Mapping[str, Any]) -> OpS
                       "another name")
     return OpSpec(shown, name, " ".join(doc.split()), ndim, shape, params, inp, out, passes,
                   *schedules, reference=ref[0], python=ref[1], tolerance=ref[2],
-                  scalars=scalars, halo=halo, block_cols=block_cols, memories=memories)
+                  halo=halo, block_cols=block_cols, memories=memories)
 
 
 def _blocks(w: _Where, raw: dict[str, Any], passes: tuple[PassSpec, ...], ndim: int,
@@ -344,7 +343,7 @@ def _schedules(w: _Where, raw: Any) -> tuple[tuple[str, ...], str, Range, Range 
 
 
 def _passes(w: _Where, raw: Any, inp: str, out: str, params: dict[str, float], ndim: int
-            ) -> tuple[tuple[PassSpec, ...], tuple[str, ...]]:
+            ) -> tuple[PassSpec, ...]:
     if not isinstance(raw, list) or not raw:
         raise w.error("[[pass]]", "expected at least one [[pass]] table")
     passes: list[PassSpec] = []
@@ -367,7 +366,7 @@ def _passes(w: _Where, raw: Any, inp: str, out: str, params: dict[str, float], n
     if out not in written:
         raise w.error("[[pass]]", f"no pass writes the output array {out!r}; allowed: a pass "
                       f"with writes = {out!r}")
-    return tuple(passes), tuple(scalars)
+    return tuple(passes)
 
 
 def _pass(w: _Where, i: int, p: Any, inp: str, out: str, params: dict[str, float],
