@@ -144,9 +144,8 @@ class _Where:
         if key not in raw:
             return default
         v = raw[key]
-        if isinstance(v, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-            raise self.error(table, f"{key} = {_show(v)}: expected {what}")
-        if not isinstance(v, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if not isinstance(v, kind) or isinstance(v, bool) and bool not in kinds:
             raise self.error(table, f"{key} = {_show(v)}: expected {what}")
         return v
 
