@@ -107,8 +107,7 @@ def register_pass_kernel(op_name: str, p: PassSpec, params: dict[str, float]) ->
     the scalars earlier passes reduce into."""
     assert p.loop is not None
     name = f"{op_name}.{p.name}"
-    old = KERNELS.get(name)
-    if old is not None:
+    if name in KERNELS:
         return name
     example = {k: F32(params.get(k, 1.0)) for k in (p.value.names if p.value else ())
                if k != p.reads}
