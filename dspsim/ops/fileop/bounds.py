@@ -111,8 +111,8 @@ def tile_refusal(op: Op, model: HardwareModel, variant: str, shape: tuple[int, .
 
 def _pass_calls(spec: OpSpec, p: PassSpec) -> list[tuple[Any, bool]]:
     """(loop shape, writes) of a pass's kernels."""
-    return [(get_kernel(name).shape, get_kernel(name).writes) for name, _ in
-            kernel_names(spec, p)]
+    kernels = [get_kernel(name) for name, _ in kernel_names(spec, p)]
+    return [(k.shape, k.writes) for k in kernels]
 
 
 def _direct_calls(spec: OpSpec) -> tuple[tuple[Any, str, str | None], ...]:
