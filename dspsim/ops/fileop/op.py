@@ -134,10 +134,10 @@ class FileOp(Op):
     def reference(self, x: np.ndarray, params: Params) -> np.ndarray:
         spec = self.spec
         x64 = np.asarray(x, np.float64)
-        env: dict[str, Any] = {spec.input: x64, "cols": float(x64.shape[-1])}
-        env.update({k: float(getattr(params, k)) for k in spec.params})
         if self._python is not None:
             return np.asarray(self._python(x64, params), np.float64)
+        env: dict[str, Any] = {spec.input: x64, "cols": float(x64.shape[-1])}
+        env.update({k: float(getattr(params, k)) for k in spec.params})
         if spec.reference is not None:
             return np.broadcast_to(spec.reference.evaluate(env), x64.shape)
         for p in spec.passes:
