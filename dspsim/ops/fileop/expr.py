@@ -77,6 +77,7 @@ BINARY = {"maximum": np.maximum, "minimum": np.minimum}
 ROW_REDUCTIONS = {"max": np.max, "min": np.min, "sum": np.sum, "mean": np.mean}
 SHIFTS = {"shift": _shift, "shift_rows": _shift_rows}
 FUNCTIONS = (*ELEMENTWISE, *BINARY, "where", *SHIFTS, *ROW_REDUCTIONS)
+_ELEMENT_FUNCTIONS: dict[str, Callable[..., Any]] = {**ELEMENTWISE, **BINARY}
 _OPERATORS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
               ast.Div: np.divide, ast.Pow: np.power}
 _COMPARE = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater,
@@ -241,8 +242,7 @@ def _call(fn: str, args: list[ast.expr], env: Mapping[str, Any], dt: np.dtype) -
         return _as(ROW_REDUCTIONS[fn](vals[0], axis=-1, keepdims=True), dt)
     if fn == "where":
         return _as(np.where(np.asarray(vals[0]) != 0, vals[1], vals[2]), dt)
-    table: dict[str, Callable[..., Any]] = {**ELEMENTWISE, **BINARY}
-    return _as(table[fn](*vals), dt)
+    return _as(_ELEMENT_FUNCTIONS[fn](*vals), dt)
 
 
 def _as(v: Any, dt: np.dtype) -> Any:
