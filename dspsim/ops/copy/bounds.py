@@ -129,8 +129,7 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         estimate = prologue + _loop_estimate(model, n, named["compute"])
     else:
         named = _port_bounds(model, ports)
-        one_call = pl.slots * pl.piece_bytes >= n  # the destination holds it all (program.py)
-        estimate = prologue + _memcpy_estimate(model, [n] if one_call else sizes, n, out)
+        estimate = prologue + _memcpy_estimate(model, [n] if pl.one_call else sizes, n, out)
     for k, v in named.items():
         out[f"{k}_bound_cycles"] = v
     binding = max(named, key=named.get)
@@ -296,7 +295,7 @@ def loop_compute_cycles(model: Any, n: int) -> float:
     itself between two TCM ends."""
     p = model.copy
     pl = plan(model, p, n)
-    calls = 1 if pl.slots * pl.piece_bytes >= n else pl.pieces
+    calls = 1 if pl.one_call else pl.pieces
     return (calls * model.core.call_overhead_cycles
             + n // p.access_bytes * p.loop_cycles_per_iteration)
 

@@ -100,6 +100,10 @@ class Plan:
         return min(self.piece_bytes, self.nbytes - i * self.piece_bytes)
 
     @property
+    def one_call(self) -> bool:  # the destination holds it all: a core copies it in one call
+        return self.slots * self.piece_bytes >= self.nbytes
+
+    @property
     def dst_bytes(self) -> int:
         if self.rows > 1:
             return self.span(self.dst_pitch)
@@ -246,13 +250,12 @@ def _memcpy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather, loop: bool) 
             return _loop_piece(dsp, s, d, nbytes)
         return core.call("memcpy", memcpy_words(nbytes), s, d)
 
-    if p.slots * p.piece_bytes >= p.nbytes:  # the destination holds it all: one call
+    if p.one_call:
         yield from one(src, dst, p.nbytes)
     else:
         for i in range(p.pieces):
             dsp.labels.tile = i
-            yield from one(_at(src, i * p.piece_bytes), _at(dst, (i % p.slots) * p.piece_bytes),
-                           p.size(i))
+            yield from one(_at(src, p.src_offset(i)), _at(dst, p.dst_offset(i)), p.size(i))
             gather.upto(i + 1)
     if params.flush_destination:  # esp_cache_msync: the dirty lines written back
         yield from flush(core, dst, p.dst_bytes)

@@ -119,12 +119,11 @@ class _Replay:
         p = self.model.copy
         pl = plan(self.model, p, n)
         src, dst = placement(self.model, n)
-        if pl.slots * pl.piece_bytes >= n:  # one call (program.py)
+        if pl.one_call:
             self._piece(n, src, dst)
         else:
             for i in range(pl.pieces):
-                self._piece(pl.size(i), src + i * pl.piece_bytes,
-                            dst + (i % pl.slots) * pl.piece_bytes)
+                self._piece(pl.size(i), src + pl.src_offset(i), dst + pl.dst_offset(i))
         _, port, _ = self.ends[1]
         if p.flush_destination and port is not None:  # esp_cache_msync of the destination
             self.cache.clean(0.0, port, dst, pl.dst_bytes, "")
