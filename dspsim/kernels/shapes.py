@@ -259,8 +259,8 @@ def ddr_call_sequence(
         start = cycles
         for shape, store_ddr in calls:
             call = ddr_call(shape, n, core, policy, True, store_ddr, port_slots)
-            lanes = shape.on(core).lanes_f32
-            handover = max(0.0, carried - shape.on(core).call_overhead_cycles)
+            loop = shape.on(core)  # the core as this loop sees it
+            lanes, handover = loop.lanes_f32, max(0.0, carried - loop.call_overhead_cycles)
             cycles += call.cycles + handover
             stall += call.stall_cycles + handover
             read += call.read_bytes
