@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dspsim.study.interval import Interval, op_interval
+from dspsim.study.sweep.values import format_value
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class Suggestion:
         j = self.to_json()
         w, m = j["widest"], j["measure"]
         size = "x".join(map(str, m["shape"]))
-        sets = "".join(f" --set {k}={_text(v)}" for k, v in m["settings"].items())
+        sets = "".join(f" --set {k}={format_value(v)}" for k, v in m["settings"].items())
         shown = (f"n = {m['shape'][0]:,}" if len(m["shape"]) == 1 else f"shape {size}")
         return (f"widest interval: {w['name']} under {w['model']}, [{w['low_cycles']:,}, "
                 f"{w['high_cycles']:,}] cycles. Measure {m['op']} {m['variant']} at {shown}"
@@ -71,10 +72,6 @@ class Suggestion:
                 f"its interval; pinning {self.key} narrows the widest to "
                 f"[{j['narrowed']['low_cycles']:,}, {j['narrowed']['high_cycles']:,}] "
                 f"({j['narrowed_by_pct']:.0f} % narrower)")
-
-
-def _text(v: Any) -> str:
-    return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
 def _share(iv: Interval) -> float:

@@ -38,6 +38,7 @@ from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import default_op, get_op
 from dspsim.paths import read_small_text
 from dspsim.study.interval import Interval, op_interval
+from dspsim.study.sweep.values import format_value
 from dspsim.text import cell, column_width
 
 ROLES = ("calibration", "check")
@@ -79,12 +80,8 @@ class Measurement:
         """The measurement in ``dspsim calibrate --measured`` syntax."""
         size = (f"n={self.shape[0]}" if len(self.shape) == 1
                 else "shape=" + "x".join(map(str, self.shape)))
-        extra = "".join(f",{k}={_text(v)}" for k, v in self.settings.items())
+        extra = "".join(f",{k}={format_value(v)}" for k, v in self.settings.items())
         return f"{self.op}:{self.variant},{size}{extra}={self.cycles}"
-
-
-def _text(v: Any) -> str:
-    return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
 def _whole(v: Any) -> bool:
