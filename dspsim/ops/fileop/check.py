@@ -11,7 +11,7 @@ import numpy as np
 
 from dspsim.errors import DspsimInputError
 from dspsim.kernels.registry import get_kernel
-from dspsim.ops.fileop.op import ROW_REDUCE
+from dspsim.ops.fileop.expr import ROW_REDUCTIONS
 
 if TYPE_CHECKING:
     from dspsim.ops.fileop.op import FileOp
@@ -78,7 +78,7 @@ def _probe_pass(op: FileOp, p: PassSpec, arrays: dict[str, np.ndarray], env: dic
         if p.writes:
             _disagree(op, p, dst, want, "element")
         if p.reduce_op:
-            _disagree(op, p, result, ROW_REDUCE[p.reduce_op](want, axis=-1), "row")
+            _disagree(op, p, result, ROW_REDUCTIONS[p.reduce_op](want, axis=-1), "row")
     return result
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from dspsim.errors import DspsimInputError
 from dspsim.ops.base import Bounds, Op, Proc, check_tile_bytes
 from dspsim.ops.fileop import bounds as fbounds
+from dspsim.ops.fileop.expr import ROW_REDUCTIONS
 from dspsim.ops.fileop.program import VARIANT_CODES, hb_dsp_fileop, hbDSPFileOpParam
 from dspsim.ops.fileop.spec import OpSpec
 from dspsim.ops.rowwise import ramp_input
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from dspsim.hw.tcm import TileManager
     from dspsim.platform import Dsp
 
-ROW_REDUCE = {"max": np.max, "min": np.min, "sum": np.sum}  # a reduction along the row
 _NEEDS = {"direct": {"channels": 0, "banks": 0}, "pingpong": {"channels": 2, "banks": 2},
           "nbuffer": {"channels": 2, "banks": 1}}
 _DESCRIBE = {
@@ -145,7 +145,7 @@ class FileOp(Op):
             if p.writes:
                 env[p.writes] = vals
             if p.into:
-                env[p.into] = ROW_REDUCE[p.reduce_op](vals, axis=-1, keepdims=True)
+                env[p.into] = ROW_REDUCTIONS[p.reduce_op](vals, axis=-1, keepdims=True)
         return env[spec.output]
 
     def has_reference(self) -> bool:
