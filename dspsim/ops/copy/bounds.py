@@ -72,16 +72,15 @@ from typing import Any
 from dspsim.hw.policy import transfer_cycles
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.kernels.shapes import ddr_call, last_stores
-from dspsim.ops.copy.params import HOST, TCM
+from dspsim.ops.copy.params import TCM
 from dspsim.ops.copy.program import plan
-from dspsim.ops.copy.traffic import traffic
+from dspsim.ops.copy.traffic import memory_name, traffic
 
 
 def memory_of(model: Any, where: str) -> Any:
     """The memory table of ``where`` (``host`` -> ``host.memory``); None for TCM."""
-    if where == TCM:
-        return None
-    return model.memories[model.host.memory if where == HOST else where]
+    name = memory_name(model, where)
+    return None if name is None else model.memories[name]
 
 
 def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int]]:
@@ -97,7 +96,7 @@ def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int
         kept = (write and variant != "idma" and mem.cached and dc.capacity_bytes
                 and dc.write_policy == "write_back" and dc.write_allocate
                 and not p.flush_destination)  # may stay in the cache
-        name = model.host.memory if where == HOST else where
+        name = memory_name(model, where)
         before = out.get(name, (mem, 0))[1]
         out[name] = (mem, before + (0 if kept else n))
     return out

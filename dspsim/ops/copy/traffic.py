@@ -37,7 +37,7 @@ def traffic(model: Any, variant: str, n: int) -> dict[str, int]:
     """The bytes each memory's port carries in a lone run of the copy (module doc)."""
     counts = {f"{m}_{way}": 0 for m in model.memories for way in ("read", "write")}
     p = model.copy
-    src, dst = _name(model, p.src), _name(model, p.dst)
+    src, dst = memory_name(model, p.src), memory_name(model, p.dst)
     if variant == "idma":
         if src is not None:
             counts[f"{src}_read"] += n
@@ -48,7 +48,7 @@ def traffic(model: Any, variant: str, n: int) -> dict[str, int]:
     return counts
 
 
-def _name(model: Any, where: str) -> str | None:
+def memory_name(model: Any, where: str) -> str | None:
     """The memory ``where`` names (``host``: ``host.memory``); None for TCM."""
     if where == TCM:
         return None
@@ -108,7 +108,7 @@ class _Replay:
         self.ends = []
         ports: dict[str, _Port] = {}  # one per memory, as the run's (a line knows its memory)
         for where, write in ((p.src, False), (p.dst, True)):
-            name = _name(model, where)
+            name = memory_name(model, where)
             mem = None if name is None else model.memories[name]
             through = (mem is not None and mem.cached and self.cache is not None
                        and (not write or (self.cache.write_back and self.cache.allocate)))
