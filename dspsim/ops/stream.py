@@ -99,15 +99,13 @@ def hb_dsp_stream_frame(
         dsp.labels.tile, dsp.labels.buffer = i, b
         yield from IDMA_WAIT(dsp, in_ch(i), vret_in[b], "wait_in")
         yield from func(dsp, bufs[b], bufs[b], size(i), state, i)
-        if not with_out_idma:
-            if i + k < count:
-                yield from fetch(i + k)
-            continue
-        vret_out[b] = yield from IDMA_COPY(
-            dsp, out_ch(i), bufs[b], dst + i * block, size(i) << 2, i
-        )
-        issued_out.append((out_ch(i), vret_out[b]))
-        if out_ch(i) == in_ch(i + k):  # the channel's FIFO keeps the write-back first
+        if with_out_idma:
+            vret_out[b] = yield from IDMA_COPY(
+                dsp, out_ch(i), bufs[b], dst + i * block, size(i) << 2, i
+            )
+            issued_out.append((out_ch(i), vret_out[b]))
+        # no write-back, or the channel's FIFO keeps the write-back first
+        if not with_out_idma or out_ch(i) == in_ch(i + k):
             if i + k < count:
                 yield from fetch(i + k)
             continue
