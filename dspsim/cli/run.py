@@ -78,12 +78,6 @@ def run_object(r: Result) -> dict[str, Any]:
     return obj
 
 
-def _input_values(op: Any, path: str) -> Any:
-    """``--input``: a .npy float32 array, or what the op reads itself (``fc``: an .npz of
-    weights, input and bias)."""
-    return op.read_input_file(path)
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from dspsim.cli.outputs import run_outputs
 
@@ -98,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(args.output)
     op = get_op(args.op)
-    x = _input_values(op, args.input) if args.input else None
+    x = op.read_input_file(args.input) if args.input else None
     # one simulation has no unit of progress to count: on a terminal, how long it has run
     with elapsed(f"run: {op.name} {op_variant(args) or op.default_variant}"):
         r = simulate(
@@ -184,7 +178,7 @@ def _run_models(args: argparse.Namespace) -> int:
         raise UsageError("run --models prints a table (or --json): drop the output files, or "
                          "run one --model at a time")
     op = get_op(args.op)
-    x = _input_values(op, args.input) if args.input else None
+    x = op.read_input_file(args.input) if args.input else None
     runs = {
         label: simulate(model, op.name, op_variant(args), args.n, shape=args.shape, x=x,
                         data=not args.no_data, fidelity=args.fidelity, core=args.core)
