@@ -71,10 +71,9 @@ class MemoryPort:
         # free is always the one the oldest request holds. Else a request takes the slot that
         # frees first (the ring's next on a tie). When each slot frees, who holds it till then:
         self.ring = policy.uniform
-        # the latency :meth:`request` adds: the one latency of a uniform policy; else set per
-        # request by :meth:`_request_any`, which stands in for :meth:`request` on this port
-        self._latency = self.latency_cycles
-        self._latencies = (self.latency_cycles, policy.latency(True))  # read, write
+        # the latency :meth:`request` adds, a read's and a write's (one for a uniform policy);
+        # on a port that is no ring :meth:`_request_any` stands in for :meth:`request`
+        self._latencies = (self.latency_cycles, policy.latency(True))
         if not self.ring:
             self.request = self._request_any  # type: ignore[method-assign]
         self._slot_free = [0.0] * cfg.max_outstanding
@@ -136,7 +135,7 @@ class MemoryPort:
             recent.append((data_start, data_end))
         while recent and recent[0][1] <= now:
             recent.popleft()
-        done = data_end + self._latency
+        done = data_end + self._latencies[write]
         self._slot_free[i] = done
         self._slot_holder[i] = requester
         self._next_slot = i + 1 if i + 1 < self.max_outstanding else 0
@@ -150,9 +149,8 @@ class MemoryPort:
 
     def _request_any(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
         """:meth:`request` on a port whose requests may complete out of order: the request
-        takes the slot that frees first and its own way's latency."""
+        takes the slot that frees first (and its own way's latency, as every request)."""
         self._next_slot = self._first_free()
-        self._latency = self._latencies[write]
         return MemoryPort.request(self, now, nbytes, write, requester)
 
     def _first_free(self) -> int:
