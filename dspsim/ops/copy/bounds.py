@@ -168,7 +168,7 @@ def _idma(model: Any, ports: dict[str, tuple[Any, int]], blocks: list[tuple[int,
     """The channel's bounds (module doc) and its estimate (without the prologue); ``blocks``:
     each descriptor's (rows, row bytes), one row for a 1-D one."""
     burst, k = model.idma.burst_bytes, model.idma.max_outstanding
-    legs = [(m, _ways(model, m)) for m in (m for m, _ in ports.values())]  # (memory, ways)
+    legs = [(m, _ways(model, m)) for m, _ in ports.values()]  # (memory, ways)
     chain = _chain(model)
     per_descriptor = outstanding = 0.0
     requests = 0
@@ -191,7 +191,7 @@ def _idma(model: Any, ports: dict[str, tuple[Any, int]], blocks: list[tuple[int,
     ext, ways = max(legs, key=lambda mw: len(mw[1]) / mw[0].policy.bytes_per_cycle)
     window = min(k, ext.max_outstanding)
     lat, cpb = ext.policy.latency(ways[-1]), len(ways) / ext.policy.bytes_per_cycle
-    if _two_ended(model):
+    if TCM not in (p.src, p.dst):  # two external ends
         one = _two_ended_descriptor(model, legs)
         moved = sum(one(rows * row, min(burst, row)) for rows, row in blocks)
     else:
@@ -252,11 +252,6 @@ def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
                                               / (_held(m, w, 1, burst) / len(w)),
                                               m.policy.bytes_per_cycle) / len(w) for m, w in legs))
     return lambda d, first: trip(first) + max(0, d - first) / rate
-
-
-def _two_ended(model: Any) -> bool:
-    p = model.copy
-    return TCM not in (p.src, p.dst)
 
 
 def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) -> float:
