@@ -26,6 +26,7 @@ from dspsim.ops.fileop.blocks import block_bounds, block_refusal, uses_blocks
 from dspsim.ops.fileop.program import buffer_banks, kernel_names
 from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
 from dspsim.ops.rowwise import bounds_with_binding, rowwise_bounds
+from dspsim.ops.softmax.layout import fits, free_bank_bytes
 
 if TYPE_CHECKING:
     from dspsim.config import HardwareModel
@@ -35,21 +36,12 @@ if TYPE_CHECKING:
 Frame = tuple[int, int, bool, Callable[[int], float]]
 
 
-def _align_up(x: int, a: int) -> int:
-    return -(-x // a) * a
-
-
-def _fits(model: HardwareModel, per_bank: int, nbytes: int) -> bool:
-    free = max(0, model.tcm.bank_bytes - model.tcm.reserved_bytes)
-    return (per_bank - 1) * _align_up(nbytes, model.core.vector_bytes) + nbytes <= free
-
-
 def largest_tile(model: HardwareModel, per_bank: int) -> int:
     """The largest multiple of 4 of which ``per_bank`` buffers fit one DataRAM."""
-    lo, hi = 0, max(0, model.tcm.bank_bytes - model.tcm.reserved_bytes) // 4
+    lo, hi = 0, free_bank_bytes(model) // 4
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if _fits(model, per_bank, 4 * mid) else (lo, mid - 1)
+        lo, hi = (mid, hi) if fits(model, per_bank, 4 * mid) else (lo, mid - 1)
     return 4 * lo
 
 
@@ -87,8 +79,8 @@ def tile_refusal(op: Op, model: HardwareModel, variant: str, shape: tuple[int, .
     tile = model.params(op.name).tile_bytes
     per_bank = per_bank_buffers(op, model, variant)
     largest = largest_tile(model, per_bank)
-    free = max(0, model.tcm.bank_bytes - model.tcm.reserved_bytes)
-    if not _fits(model, per_bank, tile):
+    free = free_bank_bytes(model)
+    if not fits(model, per_bank, tile):
         more = f", fewer {op.name}.buffers or more tcm.banks" if variant == "nbuffer" else ""
         return (f"{op.name} {variant} puts {per_bank} tile(s) of {key} = {tile} in one "
                 f"DataRAM, whose free space is {free} bytes (tcm.bank_bytes - "
@@ -231,11 +223,11 @@ def search_space(op: Op, model: HardwareModel, variant: str, shape: tuple[int, .
     row = 4 * shape[-1] if len(shape) == 2 else 4
     tiles, t = set(), 1024
     lo, hi = op.spec.tile.lo, op.spec.tile.hi
-    while _fits(model, per_bank, t) and t <= hi:
+    while fits(model, per_bank, t) and t <= hi:
         if t >= max(row, lo):
             tiles.add(t)
         t *= 2
-    if _fits(model, per_bank, params.tile_bytes) and params.tile_bytes >= row:
+    if fits(model, per_bank, params.tile_bytes) and params.tile_bytes >= row:
         tiles.add(params.tile_bytes)
     if tiles:
         space[f"{op.name}.tile_bytes"] = sorted(tiles)
