@@ -21,6 +21,7 @@ from dspsim.ops.fileop.expr import ROW_REDUCTIONS
 from dspsim.ops.fileop.program import VARIANT_CODES, hb_dsp_fileop, hbDSPFileOpParam
 from dspsim.ops.fileop.spec import OpSpec
 from dspsim.ops.rowwise import ramp_input
+from dspsim.ops.softmax.reference import seed_input
 from dspsim.schema import Key, OpSchema, Params
 
 if TYPE_CHECKING:
@@ -102,8 +103,7 @@ class FileOp(Op):
     def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
         if len(shape) == 2:
             return ramp_input(shape)
-        n = shape[0]
-        return (1 + np.arange(n, dtype=np.float32) / np.float32(n)).astype(np.float32)
+        return seed_input(shape[0])
 
     # ------------------------------------------------------------------ refusals
     def checks_params(self, variant: str) -> bool:
