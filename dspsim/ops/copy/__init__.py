@@ -205,8 +205,7 @@ class Copy(Op):
         """The loop variant: an access the core can issue, whole iterations (of the copy and
         of each piece into a TCM ring)."""
         k, core = model.copy.access_bytes, model.core
-        vector = 16 if k == 32 else core.vector_bytes
-        if k == 32 and core.lanes_f32 * 4 < 16 or k != 32 and k > vector:
+        if k == 32 and core.lanes_f32 * 4 < 16 or k != 32 and k > core.vector_bytes:
             raise DspsimInputError(
                 f"copy.access_bytes = {k}: this core's vector loads are {core.vector_bytes} "
                 f"bytes (32 needs 16-byte vector loads); allowed: 1, 2, 4 ... up to "
