@@ -104,9 +104,6 @@ class Transfer:
             if rest:
                 yield rest
 
-    def bursts(self, burst_bytes: int) -> int:
-        return self.rows * -(-self.row_bytes // burst_bytes)
-
     def rows_of(self, ptr: Ptr) -> Iterator[tuple[int, int]]:
         """(address, bytes) of each row at ``ptr`` (its source or destination)."""
         pitch = self.src_pitch if ptr is self.src else self.dst_pitch
@@ -384,17 +381,18 @@ class IdmaChannel:
         write's completion. Reads complete in issue order on their port, writes on theirs."""
         read, write = t.src.mem.port.request, t.dst.mem.port.request
         name, window = self.name, self.max_outstanding
-        sizes, count = t.burst_sizes(self.burst_bytes), t.bursts(self.burst_bytes)
+        sizes = t.burst_sizes(self.burst_bytes)
+        size = next(sizes, 0)  # the next burst to read (0: none left)
         now = state.now
         reads: deque[tuple[float, int]] = deque()  # (read's completion, bytes): to write
         writes: deque[float] = deque()  # write completions, oldest first
         landed: deque[int] = deque()  # the bytes landed once each write completes
-        i = moved = 0
-        while i < count or reads:
+        moved = 0
+        while size or reads:
             due = reads[0][0] if reads else math.inf  # the oldest read's data is in
             free = now if len(reads) + len(writes) < window else (
                 writes[0] if writes else math.inf)  # a window slot
-            at = due if due <= free or i == count else free
+            at = due if due <= free or not size else free
             if at > now:
                 now = at
                 yield now
@@ -404,14 +402,13 @@ class IdmaChannel:
                 if lander:
                     lander.completed(upto, immediately=not self.elide)
             if at == due:
-                size = reads.popleft()[1]
-                writes.append(write(now, size, True, name))
-                moved += size
+                written = reads.popleft()[1]
+                writes.append(write(now, written, True, name))
+                moved += written
                 landed.append(moved)
             else:
-                size = next(sizes)
                 reads.append((read(now, size, False, name), size))
-                i += 1
+                size = next(sizes, 0)
         if writes and writes[-1] > now:  # FIFO port: the last write ends last
             now = writes[-1]
         state.now = now
