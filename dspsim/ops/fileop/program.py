@@ -104,10 +104,10 @@ def rows_direct(dsp: Dsp, spec: OpSpec, x: Ptr, y: Ptr, rows: int, cols: int) ->
 
 # ----------------------------------------------------------------------------- tiles
 def tile_passes(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, state: list,
-                spec_cols: tuple[OpSpec, int]) -> Any:
+                job: tuple[OpSpec, int, dict[str, Any]]) -> Any:
     """A 2-D tile of whole rows: every pass in TCM, in place."""
-    spec, cols = spec_cols
-    env = _params_env(dsp, spec, cols)
+    spec, cols, params_env = job
+    env = dict(params_env)
     for p in spec.passes:
         r = yield from run_pass(dsp, spec, p, in_addr, out_addr, cols, size // cols, env)
         if p.into:
@@ -149,9 +149,9 @@ def _stream_frame(bufs: list[Ptr]) -> Frame:
 def tiled(dsp: Dsp, spec: OpSpec, frame: Frame, x: Ptr, y: Ptr, rows: int, cols: int) -> Any:
     """The tiled schedules: one frame of whole-row tiles (2-D) or one frame per pass (1-D)."""
     tile_bytes = dsp.params.tile_bytes
+    env = _params_env(dsp, spec, cols)
     if uses_blocks(spec, getattr(dsp.params, "block_cols", 0)):
         def pass_block(buf: Ptr, b: Block) -> Any:
-            env = _params_env(dsp, spec, cols)
             for p in spec.passes:
                 yield from run_pass(dsp, spec, p, buf, buf, b.cols, b.a1 - b.a0, env)
 
@@ -161,9 +161,9 @@ def tiled(dsp: Dsp, spec: OpSpec, frame: Frame, x: Ptr, y: Ptr, rows: int, cols:
     if spec.ndim == 2:
         block = max(1, tile_bytes // (4 * cols)) * cols
         with dsp.pass_(spec.name):
-            yield from frame(dsp, y, x, rows * cols, block, tile_passes, [0], (spec, cols), True)
+            yield from frame(dsp, y, x, rows * cols, block, tile_passes, [0], (spec, cols, env),
+                             True)
         return
-    env = _params_env(dsp, spec, cols)
     arrays = {spec.input: x, spec.output: y}
     for p in spec.passes:
         state = [F32(_START[p.reduce_op])] if p.reduce_op else [0]
