@@ -99,9 +99,8 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
         "machine": f"{platform.machine()} {platform.python_implementation()} "
         f"{platform.python_version()}",
         "n": n,
-        "runs": [],
+        "runs": engine_runs(model, n, repeat),
     }
-    out["runs"] = engine_runs(model, n, repeat)
     out.update(tile_speedups(out["runs"]))
     out["elision"] = elision_speedup(model, elision_n, repeat)
     out["row_runs"] = row_run_speedup(model, repeat, baseline)
@@ -114,8 +113,7 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
         out.update(sweep_walls(sweep_points, repeat))
     if workload_seconds:
         out["workload"] = workload_wall(workload_seconds, reference_seconds, workload_cores,
-                                        jobs=workload_jobs,
-                                        baseline=baseline)
+                                        jobs=workload_jobs, baseline=baseline)
     return out
 
 
