@@ -16,7 +16,7 @@ other-buffer tile is left out of the DMA and latency bounds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dspsim.kernels.cached import direct_bounds
@@ -152,15 +152,14 @@ def _bounds(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]) 
     row_calls = tuple(c for p in spec.passes for c in _pass_calls(spec, p))
     tile = model.params(op.name).tile_bytes
     if variant == "pingpong" and uses_blocks(spec, _block_cols(op, model)):
-        out = block_bounds(model, spec, (rows, cols),
-                           lambda n: sum(s.tcm_cycles(n, model.core) for s, _ in row_calls))
+        out = block_bounds(model, spec, (rows, cols), _tile_cost(row_calls, model.core))
         return bounds_with_binding(out, out.pop("estimate_cycles"))
     if variant == "pingpong" and spec.ndim == 2:
         return rowwise_bounds(model, variant, (rows, cols), row_calls, tile)
     core = model.core
     if spec.ndim == 2:
         per_tile = max(1, tile // (4 * cols))
-        row = sum(s.tcm_cycles(cols, core) for s, _ in row_calls)
+        row = _tile_cost(row_calls, core)(cols)
         frames: list[Frame] = [(rows * cols, per_tile * cols, True,
                                 lambda s: s // cols * row)]
     else:
@@ -169,7 +168,8 @@ def _bounds(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]) 
     return _tiled(model, variant, frames)
 
 
-def _tile_cost(calls: list[tuple[Any, bool]], core: Any) -> Callable[[int], float]:
+def _tile_cost(calls: Sequence[tuple[Any, bool]], core: Any) -> Callable[[int], float]:
+    """The kernel cycles of ``calls`` on ``n`` elements in TCM."""
     return lambda s: sum(shape.tcm_cycles(s, core) for shape, _ in calls)
 
 
