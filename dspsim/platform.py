@@ -24,7 +24,6 @@ from typing import Any
 
 import simpy
 
-from dspsim.arrays import DDR_WINDOW_BYTES  # noqa: F401  (re-exported: the window the host sees)
 from dspsim.config import HardwareModel
 from dspsim.errors import AllocationError, DspsimInputError
 from dspsim.hw.context import RunContext

@@ -7,12 +7,12 @@ import random
 import pytest
 import simpy
 
-from dspsim.arrays import ddr_layout_bytes, ddr_window_bytes
+from dspsim.arrays import DDR_WINDOW_BYTES, ddr_layout_bytes, ddr_window_bytes
 from dspsim.config import load_model
 from dspsim.errors import DspsimInputError
 from dspsim.host.window import largest_first_dim
 from dspsim.ops import get_op
-from dspsim.platform import DDR_WINDOW_BYTES, Platform
+from dspsim.platform import Platform
 from dspsim.study.workload import load_workload, run_workload
 from tests.cli_helpers import one_line, run_cli
 

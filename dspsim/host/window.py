@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dspsim.arrays import ddr_window_bytes
+from dspsim.arrays import DDR_WINDOW_BYTES, ddr_window_bytes
 from dspsim.errors import DspsimInputError
-from dspsim.platform import DDR_WINDOW_BYTES
 
 if TYPE_CHECKING:
     from dspsim.ops.base import Op

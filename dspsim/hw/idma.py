@@ -131,7 +131,7 @@ def check_block(src: Ptr, dst: Ptr, row_bytes: int, rows: int, src_pitch: int | 
         if rows > 1:
             span = span_bytes(rows, row_bytes, pitch)
             try:
-                ptr.mem._locate(ptr.addr, span)
+                ptr.mem.locate(ptr.addr, span)
             except AllocationError as e:
                 raise AllocationError(
                     f"iDMA 2-D block of {rows} rows x {row_bytes} bytes, {name} {pitch}, at "

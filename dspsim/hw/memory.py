@@ -118,7 +118,10 @@ class Memory:
         else:
             self._holes.insert(k, (lo, hi))
 
-    def _locate(self, addr: int, nbytes: int) -> tuple[np.ndarray, int]:
+    def locate(self, addr: int, nbytes: int) -> tuple[np.ndarray, int]:
+        """The allocation holding ``nbytes`` at ``addr``: its backing and the offset in it
+        (the backing is None with the data path off); an AllocationError when the range is
+        outside every allocation or runs past its end."""
         i = bisect.bisect_right(self._starts, addr) - 1
         if i < 0:
             raise AllocationError(f"{self.name} address 0x{addr:x} is outside any allocation")
@@ -132,13 +135,13 @@ class Memory:
 
     def f32(self, ptr: Ptr, n: int) -> np.ndarray:
         """A writable float32 view of ``n`` elements at ``ptr`` (data path on only)."""
-        backing, off = self._locate(ptr.addr, 4 * n)
+        backing, off = self.locate(ptr.addr, 4 * n)
         return backing[off : off + 4 * n].view(np.float32)
 
     def read(self, addr: int, nbytes: int) -> np.ndarray:
-        backing, off = self._locate(addr, nbytes)
+        backing, off = self.locate(addr, nbytes)
         return backing[off : off + nbytes]
 
     def write(self, addr: int, values: np.ndarray) -> None:
-        backing, off = self._locate(addr, len(values))
+        backing, off = self.locate(addr, len(values))
         backing[off : off + len(values)] = values

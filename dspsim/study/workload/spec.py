@@ -49,13 +49,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from dspsim.arrays import ddr_layout_bytes
+from dspsim.arrays import DDR_WINDOW_BYTES, ddr_layout_bytes
 from dspsim.errors import DspsimInputError
 from dspsim.host.ucp import ANY, check_priority, parse_backend
 from dspsim.host.window import check_fits_window
 from dspsim.ops import get_op
 from dspsim.paths import read_small_text
-from dspsim.platform import DDR_WINDOW_BYTES
 
 MAX_FILE_BYTES = 1 << 20
 MAX_TASKS = 1_000_000  # all streams together: ~0.1 KB per task in the run, ~1 KB more in tables
