@@ -31,6 +31,7 @@ import numpy as np
 from dspsim.kernels.registry import KERNELS, Kernel, register
 from dspsim.kernels.shapes import LoopShape
 from dspsim.kernels.toolkit import Segment, log2_lanes
+from dspsim.ops.fileop.check import columns
 from dspsim.ops.fileop.spec import LoopCost, PassSpec
 
 F32 = np.float32
@@ -87,9 +88,7 @@ def pass_numerics(p: PassSpec) -> Callable[..., Any]:
     assert value is not None
 
     def compute(src: np.ndarray, dst: np.ndarray | None, lanes: int, **scalars: Any) -> Any:
-        env = {p.reads: np.asarray(src, F32)}
-        for k, v in scalars.items():  # one per row of a batch: a column
-            env[k] = np.asarray(v, F32)[:, None] if np.ndim(v) == 1 and src.ndim == 2 else v
+        env = {**columns(scalars, src.ndim == 2), p.reads: np.asarray(src, F32)}
         vals = np.broadcast_to(value.evaluate(env, F32), src.shape)
         if dst is not None and p.writes:
             dst[...] = vals
