@@ -32,7 +32,7 @@ from dspsim.paths import BOM
 from dspsim.platform import WARNING_CODES as PLATFORM_WARNINGS
 from dspsim.study.sweep.files import csv_line
 from dspsim.study.sweep.grid import DEFAULT_OP, MEMORY_COLUMNS, WAIT_COLUMNS, Sweep
-from dspsim.study.sweep.key import key_default, point_key, sweep_values
+from dspsim.study.sweep.key import canon, key_default, point_key, sweep_values
 from dspsim.study.sweep.values import (
     MODEL_KEY,
     VARIANT_KEYS,
@@ -41,6 +41,7 @@ from dspsim.study.sweep.values import (
     format_value,
     key_type,
 )
+from dspsim.version import __version__
 
 if TYPE_CHECKING:
     from dspsim.config import HardwareModel
@@ -237,15 +238,20 @@ class Cache:
         self.state = bytearray(self.state.replace(bytes([FAILED]), bytes([MISSING])))
         return failed
 
-    def _contexts(self, label: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(the file's, the sweep's) fixed values of the model ``label``; the file's keys
-        missing from its sidecar at their defaults (it was begun before they existed)."""
+    def _contexts(self, label: str | None) -> tuple[dict[str, Any], dict[str, Any], bool]:
+        """(the file's, the sweep's) fixed values of the model ``label``, the file's keys
+        missing from its sidecar at their defaults (it was begun before they existed), and
+        whether every point's key is the same under both (no row's key need be made)."""
         if label not in self._fixed:
             model = self.sweep.model_of({MODEL_KEY: label} if label is not None else {})
             ours = sweep_values(model.flat(), self.sweep.keys, self.sweep.ops)
             theirs = self.old["fixed_model"]
             theirs = theirs[label] if label is not None else theirs
-            self._fixed[label] = ({k: theirs.get(k, key_default(k)) for k in ours}, ours)
+            theirs = {k: theirs.get(k, key_default(k)) for k in ours}
+            same = (self.old["fidelity"] == self.sweep.fidelity
+                    and self.old["dspsim_version"] == __version__
+                    and all(canon(k, v) == canon(k, theirs[k]) for k, v in ours.items()))
+            self._fixed[label] = (theirs, ours, same)
         return self._fixed[label]
 
     def same_key(self, point: dict[str, str]) -> bool:
@@ -255,9 +261,9 @@ class Cache:
             return True
         if label is not None and label not in self.old["fixed_model"]:
             return False  # a model the file's sidecar does not have
-        theirs, ours = self._contexts(label)
+        theirs, ours, same = self._contexts(label)
         old, sweep = self.old, self.sweep
-        return (point_key(theirs, point, old["fidelity"], old["dspsim_version"])
+        return same or (point_key(theirs, point, old["fidelity"], old["dspsim_version"])
                 == point_key(ours, point, sweep.fidelity))
 
     def add(self, cells: list[str] | None, where: str, offset: int = -1) -> int | None:
