@@ -181,8 +181,8 @@ def _idma(model: Any, ports: dict[str, tuple[Any, int]], blocks: list[tuple[int,
         per_descriptor += max(max(m.policy.latency(w[-1]) + len(w) * d / m.policy.bytes_per_cycle
                                   for m, w in legs),
                               *(chain(a, b) for a, b in ((first, d), (d, last))))
-        held = sum(_held(m, w, r, d) for m, w in legs)
-        outstanding += max(held / k, *(_held(m, w, r, d) / m.max_outstanding for m, w in legs))
+        held = [(_held(m, w, r, d), m.max_outstanding) for m, w in legs]  # each port's, its slots
+        outstanding += max(sum(h for h, _ in held) / k, *(h / slots for h, slots in held))
     named = {"latency_bandwidth": per_descriptor,
              "bandwidth": max(len(w) * n / m.policy.bytes_per_cycle for m, w in legs),
              "outstanding": outstanding}
