@@ -240,11 +240,9 @@ def _check_document_platform(ops: list[Any], label: str, model: Any) -> None:
     """Refuse a model that is not of the platform an op's document figures were measured on
     (its ``[model] name``, file stem or ``base`` chain names it): they compare with nothing
     else."""
-    from pathlib import Path
+    from dspsim.study.validate import model_platforms
 
-    from dspsim.study.validate import platform_names
-
-    names = platform_names(Path(model.source)) if model.source else {model.name}
+    names = model_platforms(model)
     for op in ops:
         platform = op.document.get("platform")
         if platform is not None and platform not in names:

@@ -217,6 +217,11 @@ def platform_names(path: Path) -> set[str]:
     return names
 
 
+def model_platforms(model: HardwareModel) -> set[str]:
+    """What a loaded model is a model of: its file's :func:`platform_names`, else its name."""
+    return platform_names(Path(model.source)) if model.source else {model.name}
+
+
 @dataclass(frozen=True)
 class Row:
     measurement: Measurement

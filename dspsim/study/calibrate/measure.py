@@ -374,7 +374,9 @@ def seed_measurements(model: HardwareModel | None = None) -> list[Measurement]:
     """The document figures of every registered op that has a document: its
     ``document["cycles"]`` per variant, at ``document["shape"]``; with ``model``, only those
     measured on its platform (a document naming no platform applies to any)."""
-    names = None if model is None else _platform_names(model)
+    from dspsim.study.validate import model_platforms
+
+    names = None if model is None else model_platforms(model)
     out = []
     for name in op_names():
         doc = get_op(name).document
@@ -391,12 +393,3 @@ def simulated_cycles(model: HardwareModel, m: Measurement, fidelity: str = "burs
     if m.settings:
         model = model.with_overrides(m.settings)
     return simulate(model, m.op, m.variant, shape=m.shape, data=False, fidelity=fidelity).cycles
-
-
-def _platform_names(model: HardwareModel) -> set[str]:
-    """What ``model`` is a model of (its file, its ``base`` chain, its ``[model] name``)."""
-    from pathlib import Path
-
-    from dspsim.study.validate import platform_names
-
-    return platform_names(Path(model.source)) if model.source else {model.name}
