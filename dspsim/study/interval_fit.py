@@ -23,13 +23,12 @@ def _fits(model: HardwareModel, key: str, value: Any, rows: Sequence[Any],
           tolerance_pct: float) -> bool:
     """Whether every measurement in ``rows`` is within ``tolerance_pct`` with ``key`` at
     ``value``."""
-    from dspsim.run import simulate
+    from dspsim.study.calibrate.measure import simulated_cycles
 
     try:
         m = model.with_overrides({key: value})
         for r in rows:
-            run_model = m.with_overrides(r.settings) if r.settings else m
-            cycles = simulate(run_model, r.op, r.variant, shape=r.shape, data=False).cycles
+            cycles = simulated_cycles(m, r)
             if abs(100.0 * (cycles / r.cycles - 1.0)) > tolerance_pct:
                 return False
     except DspsimInputError:  # a value the model refuses is outside the range
