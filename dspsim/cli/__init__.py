@@ -16,6 +16,7 @@ from dspsim.cli.calibrate import add_calibrate, cmd_calibrate
 from dspsim.cli.common import (
     INTERRUPTED_EXIT,
     _Parser,
+    add_op_file_args,
     guarded_stdout,
     ignore_file_size_signal,
     interrupted_message,
@@ -64,23 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, command in sub.choices.items():
         if name in OP_FILE_COMMANDS:
             add_op_file_args(command)
-    plot_kinds = next(a for a in sub.choices["plot"]._actions
-                      if isinstance(a, argparse._SubParsersAction))
-    for kind in plot_kinds.choices.values():  # a table's columns, a saved run's model
-        add_op_file_args(kind)
     return parser
-
-
-def add_op_file_args(p: argparse.ArgumentParser) -> None:
-    """``--op-file PATH`` (repeatable) and ``--allow-python`` on a command: the files are
-    loaded before the command line is parsed (:func:`load_op_files_of`), so their ops are
-    known to ``--op``, ``dspsim ops`` and ``dspsim keys``."""
-    g = p.add_argument_group("op files")
-    g.add_argument("--op-file", action="append", default=[], metavar="PATH",
-                   help="load an op declared in a TOML file (docs/reference.md, Op files); "
-                   "its op is the default --op (repeatable)")
-    g.add_argument("--allow-python", action="store_true",
-                   help="let an op file's [reference] python = \"module:function\" run")
 
 
 def load_op_files_of(argv: list[str]) -> list[str]:

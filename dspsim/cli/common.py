@@ -431,3 +431,15 @@ def op_variant(args: argparse.Namespace) -> str | None:
     if args.variant and args.mode and args.variant != args.mode:
         raise UsageError(f"--variant {args.variant} and --mode {args.mode} disagree; give one")
     return args.variant or args.mode
+
+
+def add_op_file_args(p: argparse.ArgumentParser) -> None:
+    """``--op-file PATH`` (repeatable) and ``--allow-python`` on a command: the files are
+    loaded before the command line is parsed (:func:`dspsim.cli.load_op_files_of`), so their
+    ops are known to ``--op``, ``dspsim ops`` and ``dspsim keys``."""
+    g = p.add_argument_group("op files")
+    g.add_argument("--op-file", action="append", default=[], metavar="PATH",
+                   help="load an op declared in a TOML file (docs/reference.md, Op files); "
+                   "its op is the default --op (repeatable)")
+    g.add_argument("--allow-python", action="store_true",
+                   help="let an op file's [reference] python = \"module:function\" run")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dspsim.cli.common import _Parser
+from dspsim.cli.common import _Parser, add_op_file_args
 from dspsim.errors import DspsimInputError
 
 
@@ -32,6 +32,8 @@ def add_plot(sub) -> None:
                    help="one line per value of this column (variant and mode are one column)")
     s.add_argument("--heatmap", nargs=2, metavar=("KEY1", "KEY2"), help="y over two keys")
     s.add_argument("--out", metavar="FILE", help="figure file")
+    for kind in (t, s):  # a table's columns, a saved run's model
+        add_op_file_args(kind)
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
