@@ -290,10 +290,11 @@ def _grown(out: Path, old_grid: list, new_grid: list) -> list[str]:
     ours = dict(new_grid)
     grown = []
     for k, values in old_grid:
-        if not set(ours[k]).issuperset(values):
+        had = set(values)
+        if not had.issubset(ours[k]):
             raise _different(out, f"{k} {_values(values)} there, {_values(ours[k])} here; a "
                                   "resume may only add values to the grid")
-        added = [v for v in ours[k] if v not in set(values)]
+        added = [v for v in ours[k] if v not in had]
         if added:
             grown.append(f"{k} gains {_values(added)}")
     return grown
