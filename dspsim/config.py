@@ -438,7 +438,7 @@ def _file_id(p: Path) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
-def _model_chain(p: Path) -> list[tuple[Path, dict[str, Any], str]]:
+def model_chain(p: Path) -> list[tuple[Path, dict[str, Any], str]]:
     """(path, tables, text) of a model file and of each ``base`` it inherits from, the file
     first; at most :data:`MAX_BASE_DEPTH` files, none twice (a loop, through any links)."""
     chain: list[tuple[Path, dict[str, Any], str]] = []
@@ -479,7 +479,7 @@ def _model_chain(p: Path) -> list[tuple[Path, dict[str, Any], str]]:
 def read_model_tables(p: Path) -> dict[str, Any]:
     """A model file's tables with its ``base`` chain merged in (the file's own keys win; the
     ``[model]`` table is the file's own: a base's name is not inherited)."""
-    return _merged(_model_chain(Path(p)))
+    return _merged(model_chain(Path(p)))
 
 
 def _merged(chain: list[tuple[Path, dict[str, Any], str]]) -> dict[str, Any]:
@@ -513,7 +513,7 @@ def load_model(
     and apply overrides. The model is named by its ``[model] name``, else by its file's name
     (``my_board.toml``: ``my_board``)."""
     p = default_model_path() if path is None else resolve_model_path(path)
-    chain = _model_chain(Path(p))
+    chain = model_chain(Path(p))
     tables = _merged(chain)
     try:
         model = build_model(tables, str(p))
@@ -578,7 +578,7 @@ def key_sources(path: str | Path | None = None) -> dict[str, str]:
     has none (the base's comment was about the base's value)."""
     p = default_model_path() if path is None else resolve_model_path(path)
     out: dict[str, str] = {}
-    for _, raw, text in reversed(_model_chain(p)):  # the base first, then what overrides it
+    for _, raw, text in reversed(model_chain(p)):  # the base first, then what overrides it
         comments = {f"{section}.{key}": comment
                     for section, key, comment in _ranges.line_comments(text)}
         for section, table in raw.items():
@@ -591,4 +591,4 @@ def key_sources(path: str | Path | None = None) -> dict[str, str]:
 def range_sources(path: str | Path | None = None) -> dict[str, str]:
     """Each ranged key's comment in the ``[ranges]`` table that gives its range."""
     p = default_model_path() if path is None else resolve_model_path(path)
-    return _ranges.range_comments(_model_chain(p))
+    return _ranges.range_comments(model_chain(p))

@@ -33,7 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import HardwareModel, load_model, model_key, resolve_model_path
+from dspsim.config import HardwareModel, load_model, model_chain, model_key
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import default_op, get_op
 from dspsim.paths import read_small_text
@@ -200,20 +200,12 @@ def read_measurements(path: str | Path) -> list[Measurement]:
 def platform_names(path: Path) -> set[str]:
     """What a model file is a model of: its own stem and ``[model] name``, and those of every
     file of its ``base`` chain."""
-    from dspsim.config import MAX_BASE_DEPTH, _read_toml
-
     names: set[str] = set()
-    p = path
-    for _ in range(MAX_BASE_DEPTH + 1):
-        raw, _ = _read_toml(p)
+    for p, raw, _ in model_chain(path):
         names.add(p.stem)
         meta = raw.get("model")
         if isinstance(meta, dict) and isinstance(meta.get("name"), str):
             names.add(meta["name"])
-        base = raw.get("base")
-        if not isinstance(base, str):
-            break
-        p = resolve_model_path(base, p)
     return names
 
 
