@@ -98,11 +98,11 @@ def checked_ranges(model: Any, written: Mapping[str, tuple[Any, str]],
     """Each written range checked against ``model``: a key it has, a number, ends the key
     accepts, low <= high, the value inside; key -> (low, high)."""
     out: dict[str, Range] = {}
+    known = model.keys()
     for key, (spec, where) in written.items():
-        if key not in model.keys():
-            known = ", ".join(model.keys())
+        if key not in known:
             raise ConfigError(f"{where}: ranges: unknown model key {key!r}; allowed keys: "
-                              f"{known}")
+                              f"{', '.join(known)}")
         k = key_of(key, model)
         if k.type not in (int, float):
             raise ConfigError(f"{where}: ranges: {key} is {k.allowed()}, not a number: only a "
