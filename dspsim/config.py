@@ -23,9 +23,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dspsim import model_rules as _rules
 from dspsim import ranges as _ranges
 from dspsim.errors import ConfigError
-from dspsim.model_rules import refuse_idle, refuse_missing, refuse_reserved, switched_keys
 from dspsim.paths import path_problem, read_small_text
 from dspsim.schema import OP_SCHEMAS, Key, Params
 from dspsim.tables import HARDWARE, MEMORY_FIELDS, Core, Dcache, Host, Idma, MemoryCfg, Tcm
@@ -36,11 +36,11 @@ MAX_BASE_DEPTH = 16
 
 
 def _hw_key(section: str, f: dataclasses.Field) -> Key:
-    names = {"int": int, "float": float, "str": str, "bool": bool, "float | None": float}
+    names = {"int": int, "float": float, "str": str, "bool": bool}
     m = f.metadata
     return Key(
         f"{section}.{f.name}",
-        f.type if isinstance(f.type, type) else names[f.type],
+        f.type if isinstance(f.type, type) else names[f.type.removesuffix(" | None")],
         doc=m["doc"],
         # what a file that does not give the key gets (None: it must give it)
         default=None if f.default is dataclasses.MISSING else f.default,
@@ -217,8 +217,11 @@ class HardwareModel:
                     f"{', '.join(self.memories)} (a new memory is a table in a model file)"
                 )
             raw.setdefault(k.section, {})[k.short] = value
+            for name in _rules.switched_out({k.short: value}):  # unless set here too
+                if f"{k.section}.{name}" not in pairs:
+                    raw[k.section].pop(name, None)
         model = build_model(raw, self.source)
-        refuse_idle(model, list(pairs))
+        _rules.refuse_idle(model, list(pairs))
         # a value set here is given, not guessed: its range goes
         ranges = {k: r for k, r in self.ranges.items() if k not in pairs}
         return dataclasses.replace(
@@ -250,7 +253,10 @@ def _hw_table(source: str, raw: Mapping[str, Any], section: str, cls: type,
     table = _table(source, raw, section)
     for k in table:
         model_key(f"{section}.{k}")  # raises with the list of allowed keys
-    required = switched_keys(section, table, [f.name for f in fields(cls)])
+    required = _rules.switched_keys(section, table, [f.name for f in fields(cls)])
+    if cls is MemoryCfg:  # a memory's protocol: the keys it must give, and refuses
+        defaults = {f.name: f.default for f in fields(cls)}
+        required |= _rules.protocol_checked(source, section, table, defaults)
     values = {}
     for f in fields(cls):
         key = model_key(f"{section}.{f.name}")
@@ -280,14 +286,14 @@ def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
     if not memories:
         raise ConfigError(f"{source}: missing key ddr.latency_cycles (the model declares no "
                           "memory: J6's is the table [ddr])")
-    refuse_reserved(source, memories)
+    _rules.refuse_reserved(source, memories)
     missing: list[Key] = []
     built: dict[str, Any] = {
         section: _hw_table(source, raw, section, cls, missing)
         for section, cls in HARDWARE.items()
     }
     built["memories"] = {m: _hw_table(source, raw, m, MemoryCfg, missing) for m in memories}
-    refuse_missing(source, missing)
+    _rules.refuse_missing(source, missing)
     ops = {}
     for section, schema in OP_SCHEMAS.items():
         table = _table(source, raw, section)
@@ -491,7 +497,7 @@ def _merged(chain: list[tuple[Path, dict[str, Any], str]]) -> dict[str, Any]:
             if section == _ranges.RANGES_TABLE:  # read by file_ranges, not values
                 continue
             if isinstance(table, dict) and isinstance(merged.get(section), dict):
-                merged[section] = {**merged[section], **table}
+                merged[section] = _rules.merged_table(merged[section], table)
             else:
                 merged[section] = table
     return merged
@@ -526,7 +532,7 @@ def load_model(
     # file's platform; what it inherits from its base was checked on the base's
     own = chain[0][1]
     try:
-        refuse_idle(model, [f"{s}.{k}" for s in (*OP_SCHEMAS, *HARDWARE)
+        _rules.refuse_idle(model, [f"{s}.{k}" for s in (*OP_SCHEMAS, *HARDWARE, *model.memories)
                              if isinstance(own.get(s), dict) for k in own[s]])
     except ConfigError as e:
         raise ConfigError(f"{p}: {e}") from None

@@ -54,6 +54,55 @@ def _no_allocation(m: Any) -> str | None:
             "dcache.write_policy = \"write_back\"")
 
 
+# a memory's keys by its protocol: those it must give, and those only that protocol takes
+PROTOCOL_REQUIRED = {"pipelined": ("latency_cycles", "bytes_per_cycle"),
+                     "transactions": ("clock_cycles", "command_clocks", "bytes_per_clock")}
+PROTOCOL_ONLY = {"pipelined": ("latency_cycles", "bytes_per_cycle", "write_latency_cycles"),
+                 "transactions": ("clock_cycles", "command_clocks", "bytes_per_clock",
+                                  "read_hold_clocks", "write_hold_clocks", "page_bytes")}
+
+
+def other_protocol(protocol: Any) -> str:
+    """The protocol a memory's keys are refused for when it has ``protocol``."""
+    return "transactions" if protocol == "pipelined" else "pipelined"
+
+
+def switched_out(table: dict[str, Any]) -> tuple[str, ...]:
+    """The keys a memory's ``table`` drops from what it inherits by giving its protocol."""
+    if "protocol" not in table:
+        return ()
+    return PROTOCOL_ONLY.get(other_protocol(table["protocol"]), ())
+
+
+def merged_table(base: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:
+    """A file's table over the one it inherits (``base``): a memory's that gives its protocol
+    drops the other protocol's keys it inherits."""
+    gone = switched_out(table)
+    return {**{k: v for k, v in base.items() if k not in gone}, **table}
+
+
+def protocol_checked(source: str, memory: str, table: dict[str, Any],
+                     defaults: dict[str, Any]) -> set[str]:
+    """The keys a memory's ``table`` must give for its protocol, once a key of the other
+    protocol's given at a value other than its default is refused (at its default:
+    :func:`refuse_idle`)."""
+    protocol = table.get("protocol", "pipelined")
+    for name, value in table.items():
+        why = protocol_misfit(memory, protocol, name)
+        if why and value != defaults.get(name):
+            raise ConfigError(f"{source}: {why}")
+    return set(PROTOCOL_REQUIRED.get(protocol, ()))
+
+
+def protocol_misfit(memory: str, protocol: str, name: str) -> str | None:
+    """Why ``memory``'s key ``name`` cannot act under ``protocol`` (None: it can)."""
+    other = other_protocol(protocol)
+    if name not in PROTOCOL_ONLY[other]:
+        return None
+    return (f"{memory}.{name} cannot act on a {protocol} memory: it acts with "
+            f"{memory}.protocol = \"{other}\", or leave {memory}.{name} unset")
+
+
 IDLE_HARDWARE_KEYS = {"core.write_buffer_entries": _posted_stores,
                       "dcache.write_allocate": _no_allocation}
 
@@ -62,7 +111,13 @@ def refuse_idle(m: Any, keys: list[str]) -> None:
     """Refuse a key set on ``m`` that cannot act on it: a hardware key by
     :data:`IDLE_HARDWARE_KEYS`, an operator's key by the operator (``Op.idle_key``)."""
     for key in keys:
-        section = key.partition(".")[0]
+        section, _, name = key.partition(".")
+        memory = getattr(m, "memories", {}).get(section)
+        if memory is not None:
+            why = protocol_misfit(section, memory.protocol, name)
+            if why:
+                raise ConfigError(why)
+            continue
         if section in OP_KEY_IDLE:
             why = OP_KEY_IDLE[section](m, key)
         else:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dspsim.errors import ConfigError
+from dspsim.model_rules import switched_out
 
 RANGES_TABLE = "ranges"
 Range = tuple[float, float]
@@ -77,12 +78,13 @@ def _ends(source: str, key: str, spec: Any, own: Any, here: Path,
 def file_ranges(chain: list[tuple[Path, dict[str, Any], str]]) -> dict[str, tuple[Any, str]]:
     """The ranges of a chain of model files (the file first, then its bases), as written:
     key -> (spec, the file that gives it). A file that gives a key's value drops the range it
-    inherits for that key."""
+    inherits for that key, and a memory's table that gives its protocol those of the other
+    protocol's keys."""
     out: dict[str, tuple[Any, str]] = {}
     for p, raw, _ in reversed(chain):
         for section, table in raw.items():
             if section != RANGES_TABLE and isinstance(table, dict):
-                for k in table:
+                for k in (*table, *switched_out(table)):
                     out.pop(f"{section}.{k}", None)
         given = raw.get(RANGES_TABLE, {})
         if not isinstance(given, dict):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from dspsim.config import model_key
-from dspsim.model_rules import RESERVED_MEMORY_WORDS
+from dspsim.model_rules import PROTOCOL_REQUIRED, RESERVED_MEMORY_WORDS
 from dspsim.schema import OP_SCHEMAS
 from dspsim.tables import HARDWARE, MemoryCfg
 
@@ -77,12 +77,19 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _optional(key: str) -> bool:
-    """A hardware key a file may leave out with no value in its place (its meaning says what
-    its absence means: ``write_latency_cycles``)."""
+def _optional(key: str) -> str:
+    """How a key without a default is shown: *required*; *optional*, a hardware key a file may
+    leave out with no value in its place (its meaning says what its absence means:
+    ``write_latency_cycles``); or required by a memory's protocol."""
     section, _, short = key.partition(".")
     table = HARDWARE.get(section, MemoryCfg)
-    return any(f.name == short and f.default is None for f in fields(table))
+    if table is MemoryCfg:
+        for protocol, keys in PROTOCOL_REQUIRED.items():
+            if short in keys:
+                return f"*required* ({protocol})"
+    if any(f.name == short and f.default is None for f in fields(table)):
+        return "*optional*"
+    return "*required*"
 
 
 def _cycles(key: str) -> str:
@@ -99,8 +106,7 @@ def _rows(keys: list[str], prefix: str | None = None) -> list[str]:
     for key in keys:
         d = model_key(key).describe()
         shown = d["key"] if prefix is None else prefix + d["key"].partition(".")[2]
-        default = ("*optional*" if _optional(key) else "*required*") if d["default"] is None \
-            else f"`{_toml(d['default'])}`"
+        default = _optional(key) if d["default"] is None else f"`{_toml(d['default'])}`"
         out.append(f"| `{shown}` | {_cell(d['unit']) or '-'} | {_cell(d['allowed'])} | "
                    f"{_cell(default)} | {_cycles(key)} | {_cell(d['doc'])} |")
     return out

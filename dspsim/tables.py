@@ -52,13 +52,16 @@ class MemoryCfg:
     """One external memory behind its own port (J6: ``[ddr]``; a smaller SoC: ``[psram]`` and
     ``[sram]``). Every table of a model file that is not a hardware or op table is one."""
 
+    max_outstanding: int = _key(1, 4096, "requests", "requests in flight on the port")
     latency_cycles: float = _key(
         0.0, 1e6, "cycles", "round trip of one request, port to the memory and back (a read's; a "
-        "write's too unless write_latency_cycles is given)",
-        positive=True
+        "write's too unless write_latency_cycles is given; a pipelined memory gives it, a "
+        "transactions memory does not take it)",
+        positive=True, default=None
     )
-    bytes_per_cycle: float = _key(1e-6, 1e4, "bytes/cycle", "port bandwidth, shared by all")
-    max_outstanding: int = _key(1, 4096, "requests", "requests in flight on the port")
+    bytes_per_cycle: float = _key(1e-6, 1e4, "bytes/cycle", "port bandwidth, shared by all (a "
+                                  "pipelined memory gives it, a transactions memory does not "
+                                  "take it)", default=None)
     base_address: int = _key(0, (1 << 32) - 1, "bytes", "first address of the memory in the "
                              "DSP's 32-bit map (0x80000000 in a file that does not give it)",
                              default=0x8000_0000)
@@ -71,6 +74,32 @@ class MemoryCfg:
         "(the same as latency_cycles, which then holds for reads and writes alike, in a file "
         "that does not give it)", positive=True, default=None
     )
+    protocol: str = _key(unit="", doc="how the memory serves requests: pipelined (up to "
+                         "max_outstanding in flight, each latency_cycles after its bytes at "
+                         "bytes_per_cycle) or transactions (one at a time, each its command, "
+                         "data and hold clocks: the keys below; a PSRAM behind its controller; "
+                         "pipelined in a file that does not give it)",
+                         default="pipelined", choices=("pipelined", "transactions"))
+    clock_cycles: float | None = _key(
+        0.0, 1e4, "cycles", "DSP cycles per memory clock, T (transactions; a transactions "
+        "memory gives it)", positive=True, default=None)
+    command_clocks: int | None = _key(
+        0, 1e4, "clocks", "memory clocks of a transaction before its data: command and address "
+        "plus the latency count less one, e.g. 9 for LC = 7 (transactions; a transactions "
+        "memory gives it)", default=None)
+    bytes_per_clock: float | None = _key(
+        1e-6, 1e4, "bytes/clock", "bytes a transaction moves per memory clock, data clocks "
+        "rounded up (transactions; a transactions memory gives it)", default=None)
+    read_hold_clocks: int = _key(0, 1e4, "clocks", "memory clocks a read holds the bus after "
+                                 "its data (transactions; 2 in a file that does not give it)",
+                                 default=2)
+    write_hold_clocks: int = _key(0, 1e4, "clocks", "memory clocks a write holds the bus after "
+                                  "its data (transactions; 1 in a file that does not give it)",
+                                  default=1)
+    page_bytes: int = _key(0, 1 << 24, "bytes", "a request longer than this is chopped into "
+                           "transactions of at most a page, each paying its command and hold "
+                           "(transactions; 0: never chopped, in a file that does not give it)",
+                           default=0)
 
     @property
     def policy(self) -> Any:

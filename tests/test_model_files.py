@@ -82,6 +82,9 @@ def test_every_hardware_key_changes_some_run(j6):
     built |= {"ddr.base_address", "ddr.size_bytes", "ddr.cached", "host.memory"}
     # a refusal, not a time: shown to act in tests/test_copy.py
     built |= {"idma.tcm_end_required"}
+    # a memory served one transaction at a time: shown to act in tests/test_port_transactions.py
+    built |= {f"ddr.{k}" for k in ("protocol", "clock_cycles", "command_clocks", "bytes_per_clock",
+                                   "read_hold_clocks", "write_hold_clocks", "page_bytes")}
     assert set(bumps) | built == {k for k in all_keys()
                                   if k.split(".")[0] in ("core", "ddr", "idma", "tcm", "host")}
 

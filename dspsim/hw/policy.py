@@ -8,12 +8,14 @@ request's :meth:`RequestPolicy.request_cycles`), tile fidelity, the ops' bounds,
 closed forms (:mod:`dspsim.kernels.shapes`, :mod:`dspsim.kernels.cached`) and the calibration.
 A new way of pricing a request is a new policy here; nothing else restates it.
 
-Two policies:
+Three policies:
 
 - :class:`OneLatency`: every request completes ``latency_cycles`` after its data crossed the
   path (J6's, and every memory whose table does not give ``write_latency_cycles``, or gives it
   equal to ``latency_cycles``);
-- :class:`ReadWriteLatency`: reads take ``latency_cycles``, writes ``write_latency_cycles``.
+- :class:`ReadWriteLatency`: reads take ``latency_cycles``, writes ``write_latency_cycles``;
+- :class:`Transactions` (``protocol = "transactions"``: the HiFi5's PSRAM controller): one
+  transaction at a time, each holding the data path for its command, data and hold clocks.
 
 A policy is *uniform* when every request has the same latency: requests then complete in the
 order they were issued, which the port's request ring, its inlined burst loop and the exact
@@ -63,6 +65,7 @@ class OneLatency:
     latency_cycles: float
     bytes_per_cycle: float
     uniform: ClassVar[bool] = True  # every request the same latency (module doc)
+    linear: ClassVar[bool] = True  # a request's data-path cycles: its bytes x cycles_per_byte
 
     @property
     def cycles_per_byte(self) -> float:
@@ -75,6 +78,11 @@ class OneLatency:
 
     def data_cycles(self, nbytes: float) -> float:
         """Cycles ``nbytes`` hold the data path (as the port books them)."""
+        return nbytes * self.cycles_per_byte
+
+    def path_cycles(self, nbytes: float, write: bool) -> float:
+        """Cycles one request of ``nbytes`` holds the data path, a read or a write (what the
+        port's generic path books)."""
         return nbytes * self.cycles_per_byte
 
     def request_cycles(self, nbytes: float, write: bool) -> float:
@@ -117,13 +125,79 @@ class ReadWriteLatency(OneLatency):
         return self.write_latency if write else self.latency_cycles
 
 
+@dataclass(frozen=True)
+class Transactions(OneLatency):
+    """One transaction at a time (a PSRAM behind its controller): a request of ``b`` bytes
+    holds the data path for ``(command_clocks + ceil(b / bytes_per_clock) + hold) x
+    clock_cycles``, ``hold`` a read's or a write's, and completes when it lets go of it
+    (``latency`` 0). With ``page_bytes`` a request is chopped into transactions of at most a
+    page each, every one paying its command and hold (the port sees sizes, not addresses: a
+    request is taken as starting on a page boundary). Built with ``latency_cycles`` 0 and
+    ``bytes_per_cycle`` the data clocks' rate, which the estimates' ``cycles_per_byte`` reads.
+    Its requests complete in issue order, but a request's path cycles are not its bytes times
+    one rate, which the port's ring, inlined burst loop, fast-forwards and tile closed forms
+    assume: it is marked neither uniform nor linear, and its port books every request through
+    its generic path."""
+
+    clock_cycles: float = 1.0
+    command_clocks: int = 0
+    bytes_per_clock: float = 1.0
+    read_hold_clocks: int = 2
+    write_hold_clocks: int = 1
+    page_bytes: int = 0
+    uniform: ClassVar[bool] = False
+    linear: ClassVar[bool] = False
+
+    def transaction_clocks(self, nbytes: float, write: bool) -> int:
+        """Memory clocks of one unchopped transaction of ``nbytes``."""
+        hold = self.write_hold_clocks if write else self.read_hold_clocks
+        return self.command_clocks + math.ceil(nbytes / self.bytes_per_clock) + hold
+
+    def path_cycles(self, nbytes: float, write: bool) -> float:
+        page = self.page_bytes
+        if page <= 0 or nbytes <= page:
+            return self.transaction_clocks(nbytes, write) * self.clock_cycles
+        full, rest = divmod(int(nbytes), page)
+        clocks = full * self.transaction_clocks(page, write)
+        if rest:
+            clocks += self.transaction_clocks(rest, write)
+        return clocks * self.clock_cycles
+
+    def data_cycles(self, nbytes: float) -> float:
+        """A read's path cycles (the byte count's own: a port counts its busy cycles per
+        request)."""
+        return self.path_cycles(nbytes, False)
+
+    def request_cycles(self, nbytes: float, write: bool) -> float:
+        return self.path_cycles(nbytes, write)
+
+    def stream_cycles(self, count: int, nbytes: float, write: bool) -> float:
+        """``count`` requests of ``nbytes`` issued together: one at a time, so the last
+        completes after the sum of their transactions."""
+        return count * self.path_cycles(nbytes, write)
+
+    def transfer_cycles(self, nbytes: int, burst_bytes: int, window: int,
+                        write: bool) -> float:
+        """A transfer's bursts one transaction after another, however many are in flight."""
+        if nbytes <= 0:
+            return 0.0
+        full, rest = divmod(nbytes, burst_bytes)
+        cycles = self.stream_cycles(full, burst_bytes, write)
+        return cycles + self.path_cycles(rest, write) if rest else cycles
+
+
 RequestPolicy = OneLatency  # every policy is one (a subclass), and may be used as one
 
 
 @functools.lru_cache(maxsize=256)
 def request_policy(cfg: Any) -> OneLatency:
     """The policy of a memory's table (:class:`dspsim.tables.MemoryCfg`): built once per
-    table; :class:`ReadWriteLatency` when its writes take another latency than its reads."""
+    table; :class:`ReadWriteLatency` when its writes take another latency than its reads,
+    :class:`Transactions` for ``protocol = "transactions"``."""
+    if cfg.protocol == "transactions":
+        return Transactions(0.0, cfg.bytes_per_clock / cfg.clock_cycles, cfg.clock_cycles,
+                            cfg.command_clocks, cfg.bytes_per_clock, cfg.read_hold_clocks,
+                            cfg.write_hold_clocks, cfg.page_bytes)
     write = cfg.write_latency_cycles
     if write is None or write == cfg.latency_cycles:
         return OneLatency(cfg.latency_cycles, cfg.bytes_per_cycle)

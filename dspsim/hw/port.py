@@ -76,6 +76,14 @@ class MemoryPort:
         self._latencies = (self.latency_cycles, policy.latency(True))
         if not self.ring:
             self.request = self._request_any  # type: ignore[method-assign]
+        # what request adds to a request's bytes x cycles_per_byte on the data path: 0.0
+        # (exactly nothing) unless the policy is not linear, whose port books each request's
+        # path cycles whole here (per-byte term 0.0) and counts its busy cycles request by
+        # request
+        self.linear = policy.linear
+        self._per_byte = self.cycles_per_byte if policy.linear else 0.0
+        self._fixed = 0.0
+        self._path_busy = 0.0
         self._slot_free = [0.0] * cfg.max_outstanding
         self._slot_holder = [""] * cfg.max_outstanding
         self._next_slot = 0
@@ -127,7 +135,7 @@ class MemoryPort:
         else:
             data_start = start
         self._path_owner = requester
-        data_end = self._path_free = data_start + nbytes * self.cycles_per_byte
+        data_end = self._path_free = data_start + nbytes * self._per_byte + self._fixed
         recent = self._recent
         if recent and recent[-1][1] == data_start:  # back to back: one stretch
             recent[-1] = (recent[-1][0], data_end)
@@ -151,6 +159,9 @@ class MemoryPort:
         """:meth:`request` on a port whose requests may complete out of order: the request
         takes the slot that frees first (and its own way's latency, as every request)."""
         self._next_slot = self._first_free()
+        if not self.linear:
+            self._fixed = self.policy.path_cycles(nbytes, write)
+            self._path_busy += self._fixed
         return MemoryPort.request(self, now, nbytes, write, requester)
 
     def _first_free(self) -> int:
@@ -279,7 +290,10 @@ class MemoryPort:
 
     @property
     def busy_cycles(self) -> float:
-        """Data-path occupancy: every byte crosses it once at the port's bandwidth."""
+        """Data-path occupancy: every byte crosses it once at the port's bandwidth (a policy
+        that is not linear: the sum of its requests' path cycles)."""
+        if not self.linear:
+            return self._path_busy
         return self.policy.data_cycles(self.bytes_read + self.bytes_written)
 
     def busy_until(self, t: float) -> float:
