@@ -231,12 +231,24 @@ class HardwareModel:
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
         # an optional key a table does not give (None) is left out, as the file left it out
-        hw = {s: {k: v for k, v in dataclasses.asdict(getattr(self, s)).items() if v is not None}
+        # and so is what a memory's protocol does not take (the other protocol's keys, and the
+        # protocol itself while it is the default): a pipelined memory's table reads as it did
+        # before memories had protocols
+        hw = {s: {k: v for k, v in dataclasses.asdict(getattr(self, s)).items()
+                  if v is not None and not (s in self.memories and _idle_memory_key(
+                      s, getattr(self, s).protocol, k))}
               for s in self.hardware_sections()}
         return hw | {s: dict(p) for s, p in self.ops.items()}
 
     def flat(self) -> dict[str, Any]:
         return {f"{s}.{k}": v for s, d in self.as_dict().items() for k, v in d.items()}
+
+
+def _idle_memory_key(memory: str, protocol: str, name: str) -> bool:
+    """Whether a memory's key ``name`` says nothing under ``protocol`` (left out of tables)."""
+    if name == "protocol":
+        return protocol == "pipelined"
+    return _rules.protocol_misfit(memory, protocol, name) is not None
 
 
 def _table(source: str, raw: Mapping[str, Any], section: str) -> dict[str, Any]:
