@@ -230,25 +230,16 @@ class HardwareModel:
         )
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
-        # an optional key a table does not give (None) is left out, as the file left it out
-        # and so is what a memory's protocol does not take (the other protocol's keys, and the
-        # protocol itself while it is the default): a pipelined memory's table reads as it did
-        # before memories had protocols
+        # left out: an optional key a table does not give (None), as the file left it out, and
+        # what a memory's protocol does not take (model_rules.silent_memory_key)
         hw = {s: {k: v for k, v in dataclasses.asdict(getattr(self, s)).items()
-                  if v is not None and not (s in self.memories and _idle_memory_key(
+                  if v is not None and not (s in self.memories and _rules.silent_memory_key(
                       s, getattr(self, s).protocol, k))}
               for s in self.hardware_sections()}
         return hw | {s: dict(p) for s, p in self.ops.items()}
 
     def flat(self) -> dict[str, Any]:
         return {f"{s}.{k}": v for s, d in self.as_dict().items() for k, v in d.items()}
-
-
-def _idle_memory_key(memory: str, protocol: str, name: str) -> bool:
-    """Whether a memory's key ``name`` says nothing under ``protocol`` (left out of tables)."""
-    if name == "protocol":
-        return protocol == "pipelined"
-    return _rules.protocol_misfit(memory, protocol, name) is not None
 
 
 def _table(source: str, raw: Mapping[str, Any], section: str) -> dict[str, Any]:
@@ -265,10 +256,9 @@ def _hw_table(source: str, raw: Mapping[str, Any], section: str, cls: type,
     table = _table(source, raw, section)
     for k in table:
         model_key(f"{section}.{k}")  # raises with the list of allowed keys
-    required = _rules.switched_keys(section, table, [f.name for f in fields(cls)])
-    if cls is MemoryCfg:  # a memory's protocol: the keys it must give, and refuses
-        defaults = {f.name: f.default for f in fields(cls)}
-        required |= _rules.protocol_checked(source, section, table, defaults)
+    required = _rules.switched_keys(section, table, [f.name for f in fields(cls)]) | (
+        _rules.protocol_checked(source, section, table, {f.name: f.default for f in fields(cls)})
+        if cls is MemoryCfg else set())  # a memory's protocol: the keys it must give, refuses
     values = {}
     for f in fields(cls):
         key = model_key(f"{section}.{f.name}")
@@ -349,8 +339,7 @@ TCM_MAP_BASE, TCM_MAP_END = 0x0800_0000, 0x1000_0000
 
 def _check_memories(m: HardwareModel) -> None:
     """The memories fit the 32-bit map without overlapping each other or the DataRAMs; the
-    host allocates from one of them; the data cache is there for the memories that use it and
-    every one of its keys does something."""
+    host allocates from one of them; the data cache fits them (model_rules.check_dcache)."""
     if m.host.memory not in m.memories:
         raise ConfigError(f"host.memory = {m.host.memory!r}: the model's memories are "
                           f"{', '.join(m.memories)}")
@@ -368,26 +357,7 @@ def _check_memories(m: HardwareModel) -> None:
             raise ConfigError(f"memories {a} and {b} overlap in the DSP's map ({b} starts at "
                               f"{lo:#x}, before {a} ends at {hi:#x}); give distinct "
                               "base_address / size_bytes")
-    d = m.dcache
-    cached = [name for name, c in m.memories.items() if c.cached]
-    if d.capacity_bytes == 0:
-        if cached:
-            raise ConfigError(f"{cached[0]}.cached = true but the model has no data cache "
-                              "(dcache.capacity_bytes = 0)")
-        given = {f.name for f in fields(Dcache) if getattr(d, f.name) != f.default}
-        if given:
-            raise ConfigError(f"dcache.{sorted(given)[0]} does nothing: the model has no data "
-                              "cache (dcache.capacity_bytes = 0)")
-        return
-    line = d.line_bytes
-    if line & (line - 1):
-        raise ConfigError(f"dcache.line_bytes = {line}: must be a power of two")
-    if d.capacity_bytes % (line * d.ways):
-        raise ConfigError(f"dcache.capacity_bytes = {d.capacity_bytes}: must be a multiple of "
-                          f"line_bytes x ways = {line * d.ways}")
-    if not cached:
-        raise ConfigError("the data cache serves no memory: set cached = true on a memory, or "
-                          "dcache.capacity_bytes = 0")
+    _rules.check_dcache(m)
 
 
 def models_dir() -> Path:

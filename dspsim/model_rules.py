@@ -5,6 +5,7 @@ a model is built or overridden; they read a model by duck typing and import no m
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -101,6 +102,40 @@ def protocol_misfit(memory: str, protocol: str, name: str) -> str | None:
         return None
     return (f"{memory}.{name} cannot act on a {protocol} memory: it acts with "
             f"{memory}.protocol = \"{other}\", or leave {memory}.{name} unset")
+
+
+def silent_memory_key(memory: str, protocol: str, name: str) -> bool:
+    """Whether a memory's key ``name`` says nothing under ``protocol``: the other protocol's
+    keys, and ``protocol`` itself while it is the default. A model's tables leave these out, so
+    that a pipelined memory's table reads as it did before memories had protocols."""
+    if name == "protocol":
+        return protocol == "pipelined"
+    return protocol_misfit(memory, protocol, name) is not None
+
+
+def check_dcache(m: Any) -> None:
+    """The data cache is there for the memories that use it, and every one of its keys does
+    something."""
+    d = m.dcache
+    cached = [name for name, c in m.memories.items() if c.cached]
+    if d.capacity_bytes == 0:
+        if cached:
+            raise ConfigError(f"{cached[0]}.cached = true but the model has no data cache "
+                              "(dcache.capacity_bytes = 0)")
+        given = {f.name for f in dataclasses.fields(d) if getattr(d, f.name) != f.default}
+        if given:
+            raise ConfigError(f"dcache.{sorted(given)[0]} does nothing: the model has no data "
+                              "cache (dcache.capacity_bytes = 0)")
+        return
+    line = d.line_bytes
+    if line & (line - 1):
+        raise ConfigError(f"dcache.line_bytes = {line}: must be a power of two")
+    if d.capacity_bytes % (line * d.ways):
+        raise ConfigError(f"dcache.capacity_bytes = {d.capacity_bytes}: must be a multiple of "
+                          f"line_bytes x ways = {line * d.ways}")
+    if not cached:
+        raise ConfigError("the data cache serves no memory: set cached = true on a memory, or "
+                          "dcache.capacity_bytes = 0")
 
 
 IDLE_HARDWARE_KEYS = {"core.write_buffer_entries": _posted_stores,
