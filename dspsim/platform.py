@@ -97,7 +97,7 @@ class Dsp:
         self.self_cycles: float | None = None
         self.stats_at_stop: dict[str, Any] | None = None  # the engines' stats when PROF ran
         self.passes = PassLog()  # a run of identical rows books its passes as one block
-        self._tiles_seen: dict[str, int] = {}  # pass name -> tiles numbered in it so far
+        self.tiles_seen: dict[str, int] = {}  # pass name -> tiles numbered in it so far
 
     @property
     def move_data(self) -> bool:
@@ -145,14 +145,14 @@ class Dsp:
         self.passes.append({"name": name, "start_cycle": self.env.now, "end_cycle": None})
         self.labels.pass_name = name
         # a pass that comes again (per row) numbers its tiles after its earlier ones
-        self.labels.start_tiles(self._tiles_seen.get(name, 0))
+        self.labels.start_tiles(self.tiles_seen.get(name, 0))
 
     def end_pass(self) -> None:
         if not self.core.timed:
             return
         if self.passes and self.passes[-1]["end_cycle"] is None:
             self.passes[-1]["end_cycle"] = self.env.now
-            self._tiles_seen[self.labels.pass_name] = self.labels.tiles_used
+            self.tiles_seen[self.labels.pass_name] = self.labels.tiles_used
         self.labels.pass_name = ""
 
     def stats(self) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from dspsim.hw.memory import Ptr
 from dspsim.hw.rowrun import binade, room
 
 if TYPE_CHECKING:
-    from dspsim.platform import Dsp
+    from dspsim.hw.views import DspView
 
 # periods run one by one between two probes after a probe that found no run (doubling from 0)
 MAX_PROBE_GAP_PERIODS = 16
@@ -132,7 +132,7 @@ class _State:
 class LoopRun:
     """The alike iterations of one loop on ``dsp``'s core, ``period`` iterations apart."""
 
-    def __init__(self, dsp: Dsp, period: int):
+    def __init__(self, dsp: DspView, period: int):
         ctx = dsp.platform.ctx
         self.dsp = dsp
         self.env = ctx.env
@@ -339,7 +339,7 @@ def _capture(run: LoopRun, alike: int, carried: bytes) -> _State | None:
             st.acc(counters, k, counters[k])
     labels = dsp.labels
     key += [labels.pass_name, labels.buffer, len(dsp.passes),
-            tuple(sorted(dsp._tiles_seen.items())),
+            tuple(sorted(dsp.tiles_seen.items())),
             tuple((w["code"], w["count"]) for w in platform.warnings.values())]
     for attr in ("_tile", "_tile_base", "_tile_next"):
         st.int_((labels, attr), getattr(labels, attr))

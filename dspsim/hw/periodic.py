@@ -36,7 +36,7 @@ from bisect import bisect_right
 from collections import deque
 from itertools import repeat
 from operator import add, itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import simpy
@@ -46,7 +46,31 @@ from dspsim.hw.clock import requeue, set_now
 from dspsim.probes import PortLog
 
 if TYPE_CHECKING:
-    from dspsim.hw.port import MemoryPort
+    from dspsim.hw.policy import OneLatency
+
+
+class RingPort(Protocol):
+    """What the fast-forward reads and moves of the port whose streams it serves
+    (:class:`dspsim.hw.port.MemoryPort` is one, and builds its :class:`Repeats`): the ring of
+    request slots (when each frees, who holds it, the next to take), the data path (when it is
+    next free, who crossed it last, its busy stretches still read), the counters and the log.
+    Declared here, below the port, so that the port imports this module and not the reverse."""
+
+    env: simpy.Environment
+    policy: OneLatency
+    log: Any
+    speculation: Any
+    flows: int
+    max_outstanding: int
+    bytes_read: int
+    bytes_written: int
+    contention_cycles: float
+    _slot_free: list[float]
+    _slot_holder: list[str]
+    _next_slot: int
+    _path_free: float
+    _path_owner: str
+    _recent: deque[tuple[float, float]]
 
 
 class Stream:
@@ -292,7 +316,7 @@ class Repeats:
     """The fast-forward of one port's streams (the elided engine only, on a port whose
     request policy is uniform: requests complete in issue order, :mod:`dspsim.hw.policy`)."""
 
-    def __init__(self, port: MemoryPort):
+    def __init__(self, port: RingPort):
         self.port = port
         self.streams: list[Stream] = []
         self.increments: list[float] = []  # contention the port added, since the last reset

@@ -49,7 +49,7 @@ from dspsim.hw.clock import At
 from dspsim.probes import PassRun, TraceRun
 
 if TYPE_CHECKING:
-    from dspsim.platform import Dsp
+    from dspsim.hw.views import DspView
 
 Proc = Generator[Any, Any, Any]
 # rows run one by one between two probes after a probe that found no run (doubling from 1)
@@ -98,7 +98,7 @@ class _Engines:
     memory's port, the other cores and every iDMA channel (which must stay still), the access
     log, the passes and labels of the op's core."""
 
-    def __init__(self, dsp: Dsp):
+    def __init__(self, dsp: DspView):
         platform = dsp.platform
         self.dsp = dsp
         self.core = dsp.core
@@ -154,7 +154,7 @@ class _Engines:
                           repr(core.dcache.stats()) if core.dcache is not None else None]
         labels = dsp.labels
         key += [labels.pass_name, labels.buffer, labels.tile, labels.tiles_used,
-                tuple(sorted(dsp._tiles_seen.items())), len(acc.pairs), acc.dropped]
+                tuple(sorted(dsp.tiles_seen.items())), len(acc.pairs), acc.dropped]
         for other in self.platform.dsps:
             for ch in other.idma:
                 if ch.current is not None or ch.buffer_status():
@@ -284,7 +284,7 @@ class _Engines:
             yield At(self.env, now + dt)
 
 
-def row_loop(dsp: Dsp, rows: int, row: Callable[[int], Proc],
+def row_loop(dsp: DspView, rows: int, row: Callable[[int], Proc],
              values: Callable[[int, int], Proc] | None = None, row_elements: int = 1) -> Proc:
     """``for r in range(rows): yield from row(r)``, booking runs of alike rows at once (see
     the module docstring). ``row(r)`` is row ``r``'s code; every row must run the same
