@@ -17,6 +17,10 @@ At tile fidelity a flow running as a closed form has no events; when another req
 (:meth:`dspsim.hw.ddr.DdrPort.cut`), :func:`replay` and :func:`waited_since` put the flow's
 requests at that instant in the order burst fidelity's events would have run them, and the
 flow's next event keeps the place in the queue it would have had.
+
+This module is the only one that touches SimPy's internals (its queue, its event counter, its
+clock, a process's pending event): the fast-forwards read and move the queue through
+:func:`queued`, :func:`requeue`, :func:`set_now`, :func:`waits_on` and :func:`put_into`.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from heapq import heapify, heappush
 
 import simpy
 from simpy.events import NORMAL, Event, Initialize, Timeout
+from simpy.resources.base import Put
 
 
 class At(Event):
@@ -132,6 +137,18 @@ def waited_since(env: simpy.Environment, now: float) -> float:
     if isinstance(event, Initialize):
         return getattr(process, "since", env.now)
     return env.now
+
+
+def waits_on(process: simpy.Process | None) -> Event | None:
+    """The event ``process`` waits for (its wake-up; SimPy's ``Process.target``); ``None``
+    for no process. The fast-forwards find a walk's pending wake-up in the queue by it."""
+    return None if process is None else process.target
+
+
+def put_into(event: Event) -> object | None:
+    """The store or resource a queued put ``event`` puts into (a descriptor just queued on a
+    channel's FIFO); ``None`` for any other event."""
+    return event.resource if isinstance(event, Put) else None
 
 
 def queued(env: simpy.Environment) -> list[tuple[float, int, Event]]:

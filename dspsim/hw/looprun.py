@@ -38,8 +38,8 @@ import pickle
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from dspsim.hw.clock import put_into, requeue, set_now, waits_on
 from dspsim.hw.clock import queued as queued_events
-from dspsim.hw.clock import requeue, set_now
 from dspsim.hw.memory import Ptr
 from dspsim.hw.rowrun import binade, room
 
@@ -309,7 +309,7 @@ def _capture(run: LoopRun, alike: int, carried: bytes) -> _State | None:
     walking, fifos = {}, {}
     for other in platform.dsps:
         for ch in other.idma:
-            target = getattr(ch.process, "_target", None)
+            target = waits_on(ch.process)
             if ch.current is not None and target is not None:
                 walking[id(target)] = ch
             fifos[id(ch.fifo)] = ch
@@ -318,8 +318,8 @@ def _capture(run: LoopRun, alike: int, carried: bytes) -> _State | None:
         ch = walking.pop(id(event), None)
         if ch is not None:
             order.append((when, eid, ch.name, event))
-        elif id(getattr(event, "resource", None)) in fifos:
-            order.append((when, eid, f"put {fifos[id(event.resource)].name}", event))
+        elif id(put_into(event)) in fifos:
+            order.append((when, eid, f"put {fifos[id(put_into(event))].name}", event))
         elif when < st.foreign:
             st.foreign = when
     if walking:  # a channel in flight with no wake-up queued (a closed form, say)

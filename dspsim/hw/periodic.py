@@ -42,7 +42,7 @@ import numpy as np
 import simpy
 
 from dspsim.hw.clock import queued as queued_events
-from dspsim.hw.clock import requeue, set_now
+from dspsim.hw.clock import requeue, set_now, waits_on
 from dspsim.probes import PortLog
 
 if TYPE_CHECKING:
@@ -386,7 +386,7 @@ class Repeats:
         """The streams, the waker first and the others in the order their wake-ups run, and
         the first other event queued (time, order); ``None`` if a stream is not waiting
         where its walk says."""
-        others = {id(s.process._target): s for s in self.streams if s is not stream}
+        others = {id(waits_on(s.process)): s for s in self.streams if s is not stream}
         if len(others) != len(self.streams) - 1:
             return None
         outside = None
@@ -464,7 +464,7 @@ class Repeats:
                 x.now = x.inflight[-1]  # the walk's end, where it is woken (FIFO: last is last)
         # the others' pending wake-ups move with them (a stream keeps its place in the queue)
         waker = now.streams[0]
-        waiting = {id(x.process._target): x for x in now.streams if x is not waker}
+        waiting = {id(waits_on(x.process)): x for x in now.streams if x is not waker}
         requeue(env, {k: x.now for k, x in waiting.items()}, shift)
         if holders[0] is waker and waker.i < waker.count:
             set_now(env, waker.now)  # it wakes steps later, as it would have
