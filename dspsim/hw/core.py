@@ -336,37 +336,33 @@ class Core:
         :mod:`dspsim.hw.clock`). Loads and stores go to their memories' ports; a memory the
         core reaches through its data cache is read (and, write-back, written) a line at a
         time through it: the loads advance through ``src`` in order, the stores through
-        ``dst``.
+        ``dst``. A store leaves at the end of its iteration: into its cache line
+        (write-allocate: fetched first; a miss that allocates nothing goes through the write
+        buffer), or posted to the write buffer, after the oldest posted store when it is full.
         """
-        cfg, name = shape.on(self.cfg), self.name  # a loop of its own lanes and call cost
+        cfg = shape.on(self.cfg)  # a loop of its own lanes and call cost
         load_ext = src.external
         store_ext = dst is not None and dst.external
-        cache = self.dcache
-        load_cached = load_ext and src.mem.cached
-        store_cached = store_ext and dst.mem.cached and cache.write_back
-        load = src.mem.port.request if load_ext else None
-        store = dst.mem.port.request if store_ext else None
-        load_addr, store_addr = src.addr, dst.addr if dst is not None else 0
-        ii = shape.ii_cycles(cfg)
-        wb, wb_depth = self.write_buffer, cfg.write_buffer_entries
-        owed = 0.0
-        now = state.now
-        # the prologue's priming load(s) issue no loop iteration, hence 0 issue cycles
-        prologue = (1, (cfg.vector_bytes,) * shape.priming_loads, (), 0)
-        body = [
-            (count, loads, stores, ii) for count, loads, stores in shape.segments(n, cfg.lanes_f32)
-        ]
-        # only accesses that reach a memory port cost events; predicated-off (0-byte) ones
-        # vanish
-        walk = [
-            (count, tuple(b for b in loads if b) if load_ext else (),
-             tuple(b for b in stores if b) if store_ext else (), issue)
-            for count, loads, stores, issue in [prologue] + body
-        ]
         reduction = shape.reduction_ops(cfg.lanes_f32) * cfg.alu_latency_cycles
+        return self._accesses(state, cfg, rows, _iterations(shape, n, cfg, load_ext, store_ext),
+                              reduction, src, dst if store_ext else None)
+
+    def _accesses(self, state: WalkState, cfg: CoreCfg, rows: int,
+                  iterations: list[tuple[int, tuple[int, ...], tuple[int, ...], float]],
+                  reduction: float, src: Ptr, dst: Ptr | None) -> Walk:
+        """:meth:`_walk`'s accesses, ``rows`` times the ``iterations`` (:func:`_iterations`;
+        ``dst`` ``None``: no store reaches a port)."""
+        name, cache, wb, wb_depth = self.name, self.dcache, self.write_buffer, \
+            cfg.write_buffer_entries
+        load_cached = src.external and src.mem.cached
+        store_cached = dst is not None and dst.mem.cached and cache.write_back
+        load = src.mem.port.request if src.external else None
+        store = dst.mem.port.request if dst is not None else None
+        load_addr, store_addr = src.addr, dst.addr if dst is not None else 0
+        owed, now = 0.0, state.now
         for _ in range(rows):
             owed += cfg.call_overhead_cycles
-            for count, loads, stores, issue in walk:
+            for count, loads, stores, issue in iterations:
                 for _ in range(count):
                     for nbytes in loads:
                         if owed:
@@ -381,37 +377,40 @@ class Core:
                             owed = load(now, nbytes, False, name) - now  # the round trip
                         state.stall += owed
                     owed += issue
-                    for nbytes in stores:  # a store leaves at the end of its iteration
-                        now = now + owed
+                    for nbytes in stores:
+                        now, owed = now + owed, 0.0
                         yield now
                         state.now = now
-                        owed = 0.0
-                        # into its line (write-allocate: fetched first); None: a miss that
-                        # allocates nothing goes to the memory through the write buffer
                         ready = (cache.store(now, dst.mem, store_addr, nbytes, name)
                                  if store_cached else None)
-                        if ready is not None:
-                            store_addr += nbytes
-                            if ready > now:
-                                state.stall += ready - now
-                                state.store_stall += ready - now
-                                now = now + (ready - now)
-                                yield now
-                                state.now = now
-                            continue
-                        if len(wb) == wb_depth:  # full: wait for the oldest posted store
-                            oldest = wb.popleft()
-                            if oldest > now:
-                                state.stall += oldest - now
-                                state.store_stall += oldest - now
-                                now = now + (oldest - now)
-                                yield now
-                                state.now = now
-                        wb.append(store(now, nbytes, True, name))
+                        if posted := ready is None:
+                            ready = wb.popleft() if len(wb) == wb_depth else now
+                        if ready > now:
+                            state.stall += ready - now
+                            state.store_stall += ready - now
+                            now = now + (ready - now)
+                            yield now
+                            state.now = now
+                        if posted:
+                            wb.append(store(now, nbytes, True, name))
                         store_addr += nbytes
             owed += reduction
         if owed:
             state.now = now + owed
+
+
+def _iterations(shape: LoopShape, n: int, cfg: CoreCfg, load_ext: bool, store_ext: bool
+                ) -> list[tuple[int, tuple[int, ...], tuple[int, ...], float]]:
+    """The loop of ``n`` elements as runs of alike iterations ``(count, load bytes, store
+    bytes, issue cycles)``, the prologue's priming load(s) first (no loop iteration issued:
+    0 cycles); only accesses that reach a memory port are kept (predicated-off, 0-byte ones
+    vanish; so do those of a side in TCM)."""
+    prologue = (1, (cfg.vector_bytes,) * shape.priming_loads, (), 0)
+    ii = shape.ii_cycles(cfg)
+    body = [(count, loads, stores, ii) for count, loads, stores in shape.segments(n, cfg.lanes_f32)]
+    return [(count, tuple(b for b in loads if b) if load_ext else (),
+             tuple(b for b in stores if b) if store_ext else (), issue)
+            for count, loads, stores, issue in [prologue] + body]
 
 
 class TileCore(Core):

@@ -296,25 +296,31 @@ class LoopRun:
 
 def _capture(run: LoopRun, alike: int, carried: bytes) -> _State | None:
     """The platform at an iteration top; ``None`` where nothing may be booked from it."""
-    dsp, env = run.dsp, run.env
-    platform, core, acc = dsp.platform, dsp.core, dsp.platform.ctx.accesses
-    now = env.now
-    st = _State(now, alike)
-    key = st.key
-    if core.waiting_for is not None or core.dcache is not None:
+    dsp = run.dsp
+    st = _State(run.env.now, alike)
+    if dsp.core.waiting_for is not None or dsp.core.dcache is not None:
         return None
-    key.append(carried)
-    # who waits until when: the channels' walks (in flight, owned), the descriptors just
-    # queued (their FIFO's put, owned), and anything else (foreign)
+    st.key.append(carried)
+    if not (_queue(st, run) and _core(st, dsp) and _channels(st, dsp) and _ports(st, run)):
+        return None
+    _accesses(st, dsp.platform.ctx.accesses)
+    st.key = tuple(st.key)
+    return st
+
+
+def _queue(st: _State, run: LoopRun) -> bool:
+    """Who waits until when: the channels' walks (in flight, owned), the descriptors just
+    queued (their FIFO's put, owned), and anything else (foreign: only its first time is
+    kept). ``False`` if a channel in flight has no wake-up queued (a closed form, say)."""
     walking, fifos = {}, {}
-    for other in platform.dsps:
+    for other in run.dsp.platform.dsps:
         for ch in other.idma:
             target = waits_on(ch.process)
             if ch.current is not None and target is not None:
                 walking[id(target)] = ch
             fifos[id(ch.fifo)] = ch
     order = []
-    for when, eid, event in queued_events(env):
+    for when, eid, event in queued_events(run.env):
         ch = walking.pop(id(event), None)
         if ch is not None:
             order.append((when, eid, ch.name, event))
@@ -322,79 +328,100 @@ def _capture(run: LoopRun, alike: int, carried: bytes) -> _State | None:
             order.append((when, eid, f"put {fifos[id(put_into(event))].name}", event))
         elif when < st.foreign:
             st.foreign = when
-    if walking:  # a channel in flight with no wake-up queued (a closed form, say)
-        return None
+    if walking:
+        return False
     order.sort(key=lambda q: q[:2])
-    key.append(tuple(name for _, _, name, _ in order))
+    st.key.append(tuple(name for _, _, name, _ in order))
     for when, _, _, event in order:
         st.queue.append((event, when))
         st.time(None, when)  # requeue moves it
-    # the core running the loop
-    if any(t > now for t in core.write_buffer):
-        return None  # (a TCM loop posts no store)
+    return True
+
+
+def _core(st: _State, dsp: DspView) -> bool:
+    """The core running the loop (its counters; no store posted still in flight: a TCM loop
+    posts none), its trace labels, passes and warnings."""
+    core, platform = dsp.core, dsp.platform
+    if any(t > st.now for t in core.write_buffer):
+        return False
     st.acc(core, "compute_cycles", core.compute_cycles)
-    key.append((tuple(sorted(core.stall_cycles)), tuple(sorted(core.idma_wait_cycles))))
+    st.key.append((tuple(sorted(core.stall_cycles)), tuple(sorted(core.idma_wait_cycles))))
     for counters in (core.stall_cycles, core.idma_wait_cycles):
         for k in sorted(counters):
             st.acc(counters, k, counters[k])
     labels = dsp.labels
-    key += [labels.pass_name, labels.buffer, len(dsp.passes),
-            tuple(sorted(dsp.tiles_seen.items())),
-            tuple((w["code"], w["count"]) for w in platform.warnings.values())]
+    st.key += [labels.pass_name, labels.buffer, len(dsp.passes),
+               tuple(sorted(dsp.tiles_seen.items())),
+               tuple((w["code"], w["count"]) for w in platform.warnings.values())]
     for attr in ("_tile", "_tile_base", "_tile_next"):
         st.int_((labels, attr), getattr(labels, attr))
-    # every channel: its counters, the descriptors in flight and queued
-    for other in platform.dsps:
+    return True
+
+
+def _channels(st: _State, dsp: DspView) -> bool:
+    """Every channel of every core: its counters, the descriptors in flight and queued, the
+    walk of the one in flight (the other cores' own state only compared: they must be
+    still)."""
+    for other in dsp.platform.dsps:
         if other is not dsp:
-            key += [other.core.waiting_for, repr(other.core.stats())]
+            st.key += [other.core.waiting_for, repr(other.core.stats())]
         for ch in other.idma:
             for attr in ("submitted", "completed", "bytes_moved"):
                 st.int_((ch, attr), getattr(ch, attr))
             st.acc(ch, "busy_cycles", ch.busy_cycles)
             current = ch.current
             if current is not None and current is not ch._issued[0]:
-                return None
-            key.append((current is not None, len(ch.fifo.items), len(ch._issued), ch.ring))
+                return False
+            st.key.append((current is not None, len(ch.fifo.items), len(ch._issued), ch.ring))
             for j, t in enumerate(ch._issued):
                 if not _transfer(st, t, started=j == 0 and current is not None):
-                    return None
+                    return False
             if current is not None and not _stream(st, ch):
-                return None
-    # the ports
+                return False
+    return True
+
+
+def _ports(st: _State, run: LoopRun) -> bool:
+    """Every memory port: its slots and data path relative to now, its ring's next slot, its
+    counters; ``False`` while one serves a speculated closed form."""
     for p in run.ports:
         if p.speculation is not None:
-            return None
-        state, held, ns = p.relative_state(now)
-        key += [p.flows, state]
+            return False
+        state, held, ns = p.relative_state(st.now)
+        st.key += [p.flows, state]
         st.latest = max(st.latest, held)
         st.rings.append(ns)
         st.int_((p, "bytes_read"), p.bytes_read)
         st.int_((p, "bytes_written"), p.bytes_written)
         st.acc(p, "contention_cycles", p.contention_cycles)
-    # the access log: in flight, kept, found
-    if acc.enabled:
-        key += [len(acc.pairs), acc.dropped, tuple(sorted(acc.in_flight))]
-        st.int_((acc, "_seq"), acc._seq)
-        for engine in sorted(acc.in_flight):
-            st.time((acc.in_flight, engine), acc.in_flight[engine])
-        for memory in sorted(acc.active):
-            kept = acc.active[memory]
-            key.append((memory, len(kept)))
-            for j, a in enumerate(kept):
-                what, number = _numbered(a.what)  # a descriptor's "copy_in #12"
-                key.append((a.engine, a.write, what, a.pass_name, a.hi - a.lo))
-                st.records.append((kept, j, what if number is not None else None,
-                                   len(st.ints), len(st.times)))
-                st.int_(None, a.lo, memory)
-                st.int_(None, a.hi, memory)
-                st.int_(None, a.tile)
-                st.int_(None, a.seq)
-                if number is not None:
-                    st.int_(None, number)
-                st.time(None, a.start)
-                st.time(None, a.end)
-    st.key = tuple(key)
-    return st
+    return True
+
+
+def _accesses(st: _State, acc: Any) -> None:
+    """The access log, when kept: the accesses in flight, those kept for the hazard check
+    (frozen records, rebuilt from their numbers and times when booked), its numbering."""
+    if not acc.enabled:
+        return
+    st.key += [len(acc.pairs), acc.dropped, tuple(sorted(acc.in_flight))]
+    st.int_((acc, "_seq"), acc._seq)
+    for engine in sorted(acc.in_flight):
+        st.time((acc.in_flight, engine), acc.in_flight[engine])
+    for memory in sorted(acc.active):
+        kept = acc.active[memory]
+        st.key.append((memory, len(kept)))
+        for j, a in enumerate(kept):
+            what, number = _numbered(a.what)  # a descriptor's "copy_in #12"
+            st.key.append((a.engine, a.write, what, a.pass_name, a.hi - a.lo))
+            st.records.append((kept, j, what if number is not None else None,
+                               len(st.ints), len(st.times)))
+            st.int_(None, a.lo, memory)
+            st.int_(None, a.hi, memory)
+            st.int_(None, a.tile)
+            st.int_(None, a.seq)
+            if number is not None:
+                st.int_(None, number)
+            st.time(None, a.start)
+            st.time(None, a.end)
 
 
 def _transfer(st: _State, t: Any, started: bool) -> bool:

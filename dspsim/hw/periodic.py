@@ -411,15 +411,35 @@ class Repeats:
         is ``step`` again, shifted, the roles passed on the same way. Advance by as many
         whole steps as are provably exact; ``True`` if it did (the waker may then be another
         stream: this one waits in its new role)."""
-        port, env = self.port, self.port.env
+        count = self._exact_steps(step, now)
+        if count < 1:
+            return False
+        q, j = divmod(count, len(step.cycle))
+        holders = [now.streams[place] for place in step.cycle[j]]
+        for x, c in zip(now.streams, step.issued):
+            x.i += q * c[-1] + c[j]
+        self._book(step, now, count)
+        shift = count * step.h
+        self._shift_port(step, now, count, {x.name: y.name for x, y in zip(now.streams, holders)},
+                         shift)
+        self._shift_walks(now, holders, shift)
+        self.reset()
+        return True
+
+    def _exact_steps(self, step: Step, now: Snapshot) -> int:
+        """How many whole steps like ``step`` from ``now`` are exact: all of them in the
+        binade it was found in (and, where a time is half-way between two of its grid, an
+        even shift), none reaching the binade's top or another's event, no stream issuing a
+        partial or extra burst, and, with more than two streams, the roles back with their
+        own streams; 0 if none."""
         t, h = now.t, step.h
         if not (step.t0 > 0 and h > 0) or math.frexp(t)[1] != step.binade \
                 or not _disjoint(now.streams):
-            return False
+            return 0
         grid = step.binade - 53  # every time of the steps is a whole number of 2^grid
         if (_odd(h, grid) or _odd(t - step.t0, grid)) \
                 and any(_half_way(d, grid) for d in self._constants()):
-            return False
+            return 0
         count = _room(step, now.streams)
         latest = now.latest()
         count = _fit(count, latest, h, math.ldexp(1.0, step.binade))
@@ -427,22 +447,24 @@ class Repeats:
             count = _fit(count, latest, h, now.outside[0])
         if len(now.streams) > 2:  # roles back with their own streams
             count -= count % len(step.cycle)
-        if count < 1:
-            return False
-        q, j = divmod(count, len(step.cycle))
-        holders = [now.streams[place] for place in step.cycle[j]]
-        for x, c in zip(now.streams, step.issued):
-            x.i += q * c[-1] + c[j]
-        # in a step, role k passes from its holder to the holder of role turn[k]
-        role = {id(x): now.streams[k] for x, k in zip(now.streams, step.turn)}
-        shift = count * h
+        return count
+
+    def _book(self, step: Step, now: Snapshot, count: int) -> None:
+        """What ``count`` steps book on the port: bytes, contention, the log's requests (in a
+        step, role k passes from its holder to the holder of role ``turn[k]``)."""
+        port = self.port
         port.bytes_read += count * step.read
         port.bytes_written += count * step.written
         port.contention_cycles = step.accumulate(port.contention_cycles, count)
         if step.requests is not None:
-            self._log(step, t, count, role, now.streams)
-        # the state of ``now`` shifted, each role now held by ``holders``
-        names = {x.name: y.name for x, y in zip(now.streams, holders)}
+            role = {id(x): now.streams[k] for x, k in zip(now.streams, step.turn)}
+            self._log(step, now.t, count, role, now.streams)
+
+    def _shift_port(self, step: Step, now: Snapshot, count: int, names: dict[str, str],
+                    shift: float) -> None:
+        """The port's slots and data path as at ``now``, ``shift`` later, ``count`` steps of
+        requests on in the ring, each holder renamed by ``names`` (a role's new holder)."""
+        port = self.port
         m, first = port.max_outstanding, now.first
         nxt = (first + count * sum(step.issues)) % m  # a request a burst
         d = (first - nxt) % m  # slot p now holds what slot p + d held at ``now``
@@ -451,10 +473,17 @@ class Repeats:
         port._slot_free[:] = map(add, slots, by)
         port._slot_holder[:] = map(names.get, who, who)  # names.get(w, w), each
         port._next_slot = nxt
-        if now.path_free > t:
+        if now.path_free > now.t:
             port._path_free = now.path_free + shift
             port._path_owner = names.get(now.path_owner, now.path_owner)
         port._recent = deque([(a + shift, b + shift) for a, b in now.live()])
+
+    def _shift_walks(self, now: Snapshot, holders: list[Stream], shift: float) -> None:
+        """Each role's new holder takes on the walk state of its role at ``now``, ``shift``
+        later; the others' pending wake-ups move with them (a stream keeps its place in the
+        queue), and the waker, if it still holds its role, wakes steps later, as it would
+        have."""
+        by = repeat(shift)
         for x, wake, inflight in zip(holders, now.nows, now.inflights):
             x.now = wake + shift
             x.inflight.clear()  # in place: the walk holds it
@@ -462,14 +491,11 @@ class Repeats:
             if x.i == x.count:  # its last burst issued in the steps: it waits for them all
                 x.inflight.appendleft(x.now)  # (the one it would have waited on is in flight)
                 x.now = x.inflight[-1]  # the walk's end, where it is woken (FIFO: last is last)
-        # the others' pending wake-ups move with them (a stream keeps its place in the queue)
         waker = now.streams[0]
         waiting = {id(waits_on(x.process)): x for x in now.streams if x is not waker}
-        requeue(env, {k: x.now for k, x in waiting.items()}, shift)
+        requeue(self.port.env, {k: x.now for k, x in waiting.items()}, shift)
         if holders[0] is waker and waker.i < waker.count:
-            set_now(env, waker.now)  # it wakes steps later, as it would have
-        self.reset()
-        return True
+            set_now(self.port.env, waker.now)
 
     def _log(self, step: Step, t: float, count: int, role: dict, streams: list[Stream]
              ) -> None:
