@@ -222,8 +222,9 @@ def _pins(
 # ------------------------------------------------------------------ one grid point
 def _runnable(model: HardwareModel, measurements: Sequence[Measurement]) -> bool:
     for m in measurements:
-        try:
-            get_op(m.op).check_run(model.with_overrides(m.settings), m.variant, m.shape)
+        try:  # a measurement with no settings of its own runs on the model as it is
+            get_op(m.op).check_run(model.with_overrides(m.settings) if m.settings else model,
+                                   m.variant, m.shape)
         except (ConfigError, DspsimInputError):
             return False
     return True
@@ -236,12 +237,25 @@ def _feasible(
     """Whether the op's closed-form lower bound, at the best corner of the fitted keys'
     ranges, leaves every measurement within reach (bounds are monotone in each key)."""
     corners = list(itertools.product(*[(p.lo, p.hi) for p in fitted])) or [()]
+    built: dict[tuple, HardwareModel | ConfigError] = {}  # measurements alike share a corner
+
+    def corner(c: tuple, m: Measurement) -> HardwareModel:
+        key = (c, tuple(m.settings.items()))
+        if key not in built:
+            try:
+                built[key] = model_at(model, dict(zip([p.key for p in fitted], c)), m)
+            except ConfigError as e:
+                built[key] = e
+        hit = built[key]
+        if isinstance(hit, ConfigError):
+            raise hit.with_traceback(None)
+        return hit
+
     for m in measurements:
         best = math.inf
         for c in corners:
             try:
-                b = get_op(m.op).bounds(model_at(model, dict(zip([p.key for p in fitted], c)), m),
-                                        m.variant, m.shape)
+                b = get_op(m.op).bounds(corner(c, m), m.variant, m.shape)
             except (ConfigError, DspsimInputError):
                 continue
             best = min(best, float(b.lower_bound_cycles or 0.0) if b is not None else 0.0)

@@ -30,6 +30,10 @@ from dspsim.study.calibrate.params import FreeParam
 
 Progress = Callable[[str], None] | None
 
+# Built models a problem keeps (see Problem.model_with): a fit step's point and its Jacobian's
+# neighbours; older ones go first. A model is a few tens of KB.
+MODEL_CACHE_SIZE = 256
+
 
 @dataclass
 class FitPoint:
@@ -91,6 +95,7 @@ class Problem:
         self.progress = progress or (lambda _msg: None)
         self.on_simulation = on_simulation  # called after each simulation (a progress count)
         self._cache: dict[tuple, float] = {}
+        self._models: dict[tuple, HardwareModel | ConfigError] = {}  # see model_with
         self.simulations = 0
 
     # transforms between a key's value and the optimiser's coordinate
@@ -106,8 +111,27 @@ class Problem:
         return min(max(v, p.lo), p.hi)
 
     def model_with(self, values: dict[str, float], m: Measurement) -> HardwareModel:
+        """The model with ``m``'s settings and ``values`` over it, built once per distinct
+        override (every measurement of one fit point shares it, and the closed form and the
+        simulation of one point share it): a ``ConfigError`` is kept and raised again."""
         vals = {k: (int_value(k, v) if is_int_key(k) else float(v)) for k, v in values.items()}
-        return self.model.with_overrides({**m.settings, **vals})
+        pairs = {**m.settings, **vals}
+        try:
+            key = tuple((k, type(v), v) for k, v in pairs.items())  # 1 and 1.0 apart
+            hit = self._models.get(key)
+        except TypeError:  # a setting whose value is not hashable: built every time
+            return self.model.with_overrides(pairs)
+        if hit is None:
+            try:
+                hit = self.model.with_overrides(pairs)
+            except ConfigError as e:
+                hit = e
+            if self._models and len(self._models) >= MODEL_CACHE_SIZE:
+                self._models.pop(next(iter(self._models)))  # the oldest goes
+            self._models[key] = hit
+        if isinstance(hit, ConfigError):
+            raise hit.with_traceback(None)
+        return hit
 
     def simulated(
         self, values: dict[str, float], index: int, fidelity: str | None = None
