@@ -103,3 +103,25 @@ def test_the_fit_is_the_same_as_building_every_model_afresh(j6, monkeypatch):
     assert cached.values == fresh.values
     assert list(cached.best.residuals) == list(fresh.best.residuals)
     assert cached.simulations == fresh.simulations
+
+
+def test_an_explore_grid_point_finds_the_same_fits(j6, monkeypatch):
+    """One grid point of ``calibrate --explore`` (the J6 fit's own), its feasibility screen,
+    surrogate seeds and fits: the same fits, residuals and simulations as with every model
+    built afresh."""
+    from dspsim.study.calibrate.explore import explore_space, fit_point
+    from dspsim.study.calibrate.measure import seed_measurements
+
+    ms = seed_measurements(j6)
+    space = explore_space(j6, ms)
+    point = {"softmax.tile_bytes": 32768, "idma.max_outstanding": 32, "ddr.max_outstanding": 64}
+    task = (j6, ms, space, point, 0.01, "tile")
+    cached = fit_point(task)
+    assert cached[1]  # the J6 reading lives here
+
+    def afresh(self, values, m):
+        vals = {k: (int_value(k, v) if is_int_key(k) else float(v)) for k, v in values.items()}
+        return self.model.with_overrides({**m.settings, **vals})
+
+    monkeypatch.setattr(Problem, "model_with", afresh)
+    assert fit_point(task) == cached
