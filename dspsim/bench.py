@@ -1,10 +1,10 @@
 """Benchmark: how fast the simulator runs on this machine.
 
 ``python -m dspsim.bench`` reports, for every op and variant at its headline size, with the
-data path on and off, on three engines (burst without event elision: the reference; burst
-with elision: the default; tile fidelity): the wall time, events, events per second and their
-ratio to the bare SimPy ``env.timeout`` rate measured right before each run (interleaved, so
-the ratio survives the machine's load changing); the tile-fidelity speed-up per point; the
+data path on and off, on three engines (burst without event elision: the reference; burst with
+elision: the default; tile fidelity): the wall time, events, events per second and their ratio
+to the bare SimPy ``env.timeout`` rate measured right before each run (interleaved, so the
+ratio survives the machine's load changing); the tile-fidelity speed-up per point; the
 event-elision speed-up on burst ping-pong at 10^6 elements (the two engines run alternately);
 the streaming ping-pong (burst ping-pong with the data path off at ``--stream-n`` elements,
 10^6 and 10^7 by default, at burst fidelity with elision and at tile fidelity; with
@@ -13,19 +13,20 @@ fresh processes, and the speed-up over it); the tile fidelity speed-up at the he
 ping-pong over burst fidelity without elision; the direct variants' alike rows booked at once
 (against the reference engine on a slice of the rows, scaled); the wall time of a 1,000-point
 sweep on two worker processes, and on a local dask cluster of two workers (when dask is
-installed), run alternately in fresh processes; and the wall time of the command
-``dspsim run --json`` (start-up, the headline run, its stall summary), next to a bare
-``python -c "import numpy, simpy"`` measured alternately; and the peak memory (RSS) of one run
-with values on at ``--memory-elements`` elements (10^7 by default) for every op, variant and
-input rank, each in its own process, against the target of three times the input and output
-arrays plus 150 MB. Each time is the best of ``--repeat`` runs. With ``--workload-seconds S``
-(3600: the one-hour workload), the camera workload (six 30-fps cameras, each a 100,000-element
+installed), run alternately in fresh processes; and the wall time of the command ``dspsim run
+--json`` (start-up, the headline run, its stall summary), next to a bare ``python -c "import
+numpy, simpy"`` measured alternately; the wall time of the J6 calibration (the documents' two
+figures, two DDR keys free, with their intervals); and the peak memory (RSS) of one run with
+values on at ``--memory-elements`` elements (10^7 by default) for every op, variant and input
+rank, each in its own process, against the target of three times the input and output arrays
+plus 150 MB. Each time is the best of ``--repeat`` runs. With ``--workload-seconds S`` (3600:
+the one-hour workload), the camera workload (six 30-fps cameras, each a 100,000-element
 ping-pong softmax, and a 10 Hz LayerNorm; :mod:`dspsim.study.workload.cameras`) over S seconds
 on ``--workload-cores`` cores, data path off: its wall time with reuse (the default) and the
 tasks reused, next to the same workload simulating every task (``reuse=False``) measured over
-``--reference-seconds`` and extrapolated in proportion to the tasks, and whether the two
-agree on every task over the shorter run; and the same S seconds run in ``--workload-jobs``
-parts at once (worker processes, 2 by default), its task table compared with the one run's.
+``--reference-seconds`` and extrapolated in proportion to the tasks, and whether the two agree
+on every task over the shorter run; and the same S seconds run in ``--workload-jobs`` parts at
+once (worker processes, 2 by default), its task table compared with the one run's.
 Speed is measured here, never asserted in the test suite.
 """
 
@@ -107,6 +108,7 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
     if stream_n:
         out["streaming"] = streaming(stream_n, repeat, baseline)
     out["cli"] = cli_wall(repeat)
+    out["calibrate"] = calibrate_wall(model, repeat)
     if memory_elements:
         out["memory"] = memory_peaks(memory_elements)
     if sweep_points:
@@ -358,6 +360,18 @@ def cli_wall(repeat: int) -> dict[str, Any]:
             subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
             best[key] = min(best[key], time.perf_counter() - t0)
     return best
+
+
+def calibrate_wall(model: Any, repeat: int) -> dict[str, Any]:
+    """The J6 calibration as ``dspsim calibrate`` runs it by default (the documents' figures,
+    ``ddr.latency_cycles`` and ``ddr.bytes_per_cycle`` free, the fit and each key's interval):
+    best wall time of ``repeat``, its simulations and fitted values."""
+    from dspsim.study.calibrate import SEED_FREE, calibrate, seed_measurements
+
+    measurements = seed_measurements(model)
+    wall, c = best_of(repeat, lambda: calibrate(model, measurements, SEED_FREE))
+    return {"wall_s": wall, "simulations": c.simulations, "measurements": len(measurements),
+            "values": dict(c.values)}
 
 
 SWEEP_CODE = """

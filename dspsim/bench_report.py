@@ -60,6 +60,11 @@ def print_resources(b: dict[str, Any]) -> None:
     cli = b["cli"]
     print(f"dspsim run --json: {cli['run_json_wall_s']:.3f} s wall (a bare python importing numpy "
           f"and simpy: {cli['bare_python_wall_s']:.3f} s)")
+    if "calibrate" in b:
+        c = b["calibrate"]
+        print(f"J6 calibration ({c['measurements']} document figures, "
+              f"{', '.join(c['values'])} free, with their intervals): {c['wall_s']:.2f} s, "
+              f"{c['simulations']:,} simulations")
     for m in b.get("memory", []):
         if "refused" in m:
             print(f"peak RSS, {m['op']} {m['variant']} shape "
