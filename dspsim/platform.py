@@ -223,6 +223,7 @@ class Platform:
             mem = Memory(name, MEMORY_KIND, cfg.base_address, cfg.size_bytes, data)
             mem.port = MemoryPort(self.ctx, name, cfg)
             mem.cached = cfg.cached
+            mem.core_local = cfg.core_local
             self.memories[name] = mem
         self.address_map = AddressMap(list(self.memories.values()))
         self.host_memory = self.memories[model.host.memory]

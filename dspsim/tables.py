@@ -41,6 +41,11 @@ class Core:
                                      "cache; 8 in a file that does not give it, which a file "
                                      "whose memories are all behind a write-back cache must "
                                      "not: it cannot act there)", default=8)
+    scalar_access_bytes: int = _key(0, 64, "bytes", "the widest scalar load or store: a copy "
+                                    "loop's access wider than this and narrower than a vector "
+                                    "is issued as several of this size (the LX7's 64-bit loop: "
+                                    "two 32-bit loads, two stores); 0: any access up to the "
+                                    "vector is one, in a file that does not give it", default=0)
 
     @property
     def vector_bytes(self) -> int:
@@ -69,6 +74,11 @@ class MemoryCfg:
                            "(2 GiB in a file that does not give it)", default=0x8000_0000)
     cached: bool = _key(unit="", doc="the core reaches it through its data cache ([dcache]; "
                         "false in a file that does not give it)", default=False)
+    core_local: bool = _key(unit="", doc="the core reaches it on its own bus, as a DataRAM: a "
+                            "copy loop's loads and stores to it cost nothing beyond the loop's "
+                            "cycles (no request on the port, which serves the DMA engine); "
+                            "not with cached; false in a file that does not give it",
+                            default=False)
     write_latency_cycles: float | None = _key(
         0.0, 1e6, "cycles", "round trip of one write request, port to the memory and back "
         "(the same as latency_cycles, which then holds for reads and writes alike, in a file "
@@ -148,6 +158,13 @@ class Idma:
     tcm_end_required: bool = _key(unit="", doc="every transfer must have one end in TCM (a "
                                   "copy within one external memory is refused; false in a file "
                                   "that does not give it)", default=False)
+    engine_bytes_per_cycle: float = _key(
+        0.0, 1e4, "bytes/cycle", "the engine's own rate: a burst's read issues no sooner than "
+        "its bytes at this rate after the previous burst's (a GDMA slower than its memories' "
+        "ports); 0: no limit but the ports', in a file that does not give it", default=0.0)
+    descriptor_cycles: float = _key(0.0, 1e6, "cycles", "engine cycles before a descriptor's "
+                                    "first burst (fetching the descriptor from memory); 0 in a "
+                                    "file that does not give it", default=0.0)
 
 
 @dataclass(frozen=True)

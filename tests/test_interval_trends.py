@@ -22,6 +22,15 @@ _RUNS = [
     ("ameba_hifi5", "copy", "memcpy", st.integers(1, 24).map(lambda k: (512 * k,)),
      {"copy.src": "sram"}),
     ("ameba_hifi5", "kernel", "fc_s8", st.sampled_from([(8, 64), (16, 128), (4, 256)]), {}),
+    ("esp32s3", "copy", "memcpy", st.integers(1, 24).map(lambda k: (512 * k,)),
+     {"copy.src": "psram"}),
+    ("esp32s3", "copy", "memcpy", st.integers(1, 24).map(lambda k: (512 * k,)),
+     {"copy.dst": "psram", "copy.flush_destination": True}),
+    ("esp32s3", "copy", "dma", st.integers(1, 24).map(lambda k: (512 * k,)),
+     {"copy.src": "psram", "copy.dst": "psram", "copy.completion_interrupt": True}),
+    ("esp32s3", "copy", "loop", st.integers(1, 24).map(lambda k: (512 * k,)),
+     {"copy.src": "psram", "copy.dst": "psram", "copy.access_bytes": 4,
+      "copy.loop_cycles_per_iteration": 4.0, "copy.flush_destination": True}),
 ]
 
 # each trended key's values to draw from (wide enough to cross the regimes)
@@ -42,6 +51,13 @@ _VALUES = {
     "idma.max_outstanding": st.integers(1, 64),
     "copy.prologue_cycles": st.floats(0.0, 20000.0),
     "copy.interrupt_handler_cycles": st.floats(0.0, 20000.0),
+    "idma.descriptor_cycles": st.floats(0.0, 2000.0),
+    "idma.engine_bytes_per_cycle": st.floats(0.01, 16.0),
+    "command_clocks": st.integers(0, 40),
+    "read_hold_clocks": st.integers(0, 8),
+    "write_hold_clocks": st.integers(0, 8),
+    "copy.dma_cache_sync_cycles_per_line": st.floats(0.0, 100.0),
+    "copy.memcpy_cycles_per_iteration": st.floats(0.5, 20.0),
 }
 
 
@@ -94,7 +110,7 @@ def test_every_trend_holds(data):
 def test_the_trend_table_covers_the_ranged_keys_of_the_shipped_models():
     """Every ranged key of the shipped models is trended and drawn above, or searched at its
     ends and value (no trend: the tile sizes)."""
-    for name in ("j6", "ameba_hifi5"):
+    for name in ("j6", "ameba_hifi5", "esp32s3"):
         model = load_model(name)
         for key in model.ranges:
             assert trend(key) is None or key in _keys(model), key

@@ -28,6 +28,13 @@ will be done and issues its write then, in time order with the next reads (:meth
 a write and a read at one instant, the write first). Such a transfer walks burst by burst,
 with no closed form and no fast-forward.
 
+An engine slower than its memories' ports (the ESP32-S3's GDMA) has its own pace,
+``idma.engine_bytes_per_cycle``: a burst is issued no sooner than the previous burst's bytes
+at that rate after the previous burst's issue; and ``idma.descriptor_cycles`` pass before each
+descriptor's first burst (the engine fetching it). Both 0 by default (J6, the HiFi5): no pace,
+no fetch. A paced transfer through one port walks burst by burst (:meth:`_walk_rows`), with no
+closed form and no fast-forward.
+
 A descriptor may be 2-D (``idma_copy_2d_desc(ch, dst, src, row_bytes, flags, rows, src_pitch,
 dst_pitch)``): ``rows`` rows of ``row_bytes``, row ``r`` read from ``src + r * src_pitch`` and
 written to ``dst + r * dst_pitch``. It is one descriptor (one ``idma.setup_cycles``); its
@@ -150,6 +157,10 @@ class IdmaChannel:
         self.burst_bytes = cfg.burst_bytes
         self.max_outstanding = cfg.max_outstanding
         self.tcm_end_required = cfg.tcm_end_required
+        # the engine's own pace (0: none) and its cost per descriptor (module doc)
+        rate = cfg.engine_bytes_per_cycle
+        self.cycles_per_byte = 1.0 / rate if rate else 0.0
+        self.descriptor_cycles = cfg.descriptor_cycles
         self.recorder = ctx.recorder
         self.move_data = ctx.data
         self.accesses = ctx.accesses
@@ -260,8 +271,9 @@ class IdmaChannel:
         self.accesses.finish(self.name, t.end)
 
     def known(self, t: Transfer) -> bool:
-        """The fast-forward knows the transfer's walk: one port, the bursts of a 1-D one."""
-        return not self.dual(t) and t.aligned(self.burst_bytes)
+        """The fast-forward knows the transfer's walk: one port, the bursts of a 1-D one, no
+        pace of the engine's own."""
+        return not self.dual(t) and t.aligned(self.burst_bytes) and not self.cycles_per_byte
 
     @staticmethod
     def port_of(t: Transfer) -> MemoryPort:
@@ -274,14 +286,17 @@ class IdmaChannel:
         return t.src.external and t.dst.external
 
     def _move(self, t: Transfer):
-        """Move the descriptor's bytes burst by burst (:meth:`_walk`)."""
-        state = WalkState(t.start)
+        """Move the descriptor's bytes burst by burst (:meth:`_walk`), after the engine's
+        ``idma.descriptor_cycles``."""
+        if self.descriptor_cycles:
+            yield self.env.timeout(self.descriptor_cycles)
+        state = WalkState(self.env.now)
         lander = _Lander(t) if self.move_data else None
         stream = self._stream(t)
         dual, known = self.dual(t), self.known(t)
         walk = (self._walk_dual(t, state, lander, stream) if dual
                 else self._walk(t, state, lander, stream) if known
-                else self._walk_rows(t, state, lander))
+                else self._walk_rows(t, state, lander))  # a paced engine's too
         ports = {t.src.mem.port, t.dst.mem.port} if dual else {self.port_of(t)}
         for port in ports:  # a flow the fast-forward does not know stops it (Repeats.woke)
             port.flows += 1
@@ -387,11 +402,12 @@ class IdmaChannel:
         reads: deque[tuple[float, int]] = deque()  # (read's completion, bytes): to write
         writes: deque[float] = deque()  # write completions, oldest first
         landed: deque[int] = deque()  # the bytes landed once each write completes
-        moved = 0
+        moved, pace, paced = 0, self.cycles_per_byte, now  # paced: the engine's next read
         while size or reads:
             due = reads[0][0] if reads else math.inf  # the oldest read's data is in
             free = now if len(reads) + len(writes) < window else (
                 writes[0] if writes else math.inf)  # a window slot
+            free = max(free, paced)
             at = due if due <= free or not size else free
             if at > now:
                 now = at
@@ -408,6 +424,7 @@ class IdmaChannel:
                 landed.append(moved)
             else:
                 reads.append((read(now, size, False, name), size))
+                paced = now + size * pace
                 size = next(sizes, 0)
         if writes and writes[-1] > now:  # FIFO port: the last write ends last
             now = writes[-1]
@@ -423,7 +440,7 @@ class IdmaChannel:
         name, window, write = self.name, self.max_outstanding, t.dst.external
         now = state.now
         inflight: deque[tuple[float, int]] = deque()  # (completion, bytes landed by then)
-        moved = 0
+        moved, pace, paced = 0, self.cycles_per_byte, now  # paced: the engine's next burst
         for size in t.burst_sizes(self.burst_bytes):
             if len(inflight) == window:
                 oldest, upto = inflight.popleft()
@@ -433,6 +450,11 @@ class IdmaChannel:
                     state.now = now
                 if lander:  # bursts complete in order
                     lander.completed(upto, immediately=not self.elide)
+            if paced > now:
+                now = paced
+                yield now
+                state.now = now
+            paced = now + size * pace
             moved += size
             inflight.append((request(now, size, write, name), moved))
         if inflight and inflight[-1][0] > now:  # FIFO port: the last burst ends last

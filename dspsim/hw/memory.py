@@ -49,6 +49,7 @@ class Memory:
         self.kind = kind  # "memory" (external) or "tcm"
         self.port: Any = None  # the external memory's MemoryPort
         self.cached = False
+        self.core_local = False  # the core's loops reach it without a request (an SRAM)
         self.base = base
         self.size_bytes = size_bytes
         self.data = data

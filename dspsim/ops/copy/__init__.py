@@ -1,13 +1,17 @@
 """The copy microbenchmark (RPC command 0x8005): the copies vendors publish (a DMA copy of a
 few sizes, a memcpy), as an :class:`~dspsim.ops.base.Op`.
 
-``dspsim run --op copy --variant idma|memcpy --n BYTES`` moves ``n`` bytes from ``copy.src``
-to ``copy.dst`` (``host``, ``tcm`` or a memory of the model). Its size is in **bytes**; its
-values are bytes: the default input is
-``(7 + 131 i) mod 256`` for byte ``i``, an input array (``--input X.npy``, float32) is copied
-as its bytes, and the output is the ``n`` bytes that landed, compared with the input byte for
-byte. ``program.py`` is the benchmark's C, ``params.py`` the ``[copy]`` table, ``bounds.py``
-the closed forms.
+``dspsim run --op copy --variant idma|dma|memcpy|loop --n BYTES`` moves ``n`` bytes from
+``copy.src`` to ``copy.dst`` (``host``, ``tcm`` or a memory of the model). Its size is in
+**bytes**; its values are bytes: the default input is ``(7 + 131 i) mod 256`` for byte
+``i``, an input array (``--input X.npy``, float32) is copied as its bytes, and the output is
+the ``n`` bytes that landed, compared with the input byte for byte. ``program.py`` is the
+benchmark's C, ``params.py`` the ``[copy]`` table, ``bounds.py`` the closed forms.
+
+``dma`` names the platform's DMA engine, whatever it is (J6's and the HiFi5's iDMA, the
+ESP32-S3's GDMA): it is the ``idma`` variant under another name, accepted on every platform,
+the one code path (:data:`DMA_ALIASES`, resolved by :func:`engine_variant` wherever the op
+looks at its variant).
 """
 
 from __future__ import annotations
@@ -35,7 +39,14 @@ _IDMA_KEYS = ("copy.rows", "copy.src_pitch_bytes", "copy.dst_pitch_bytes",
               "copy.ring_descriptors", "copy.completion_interrupt",
               "copy.interrupt_handler_cycles")
 _LOOP_KEYS = ("copy.access_bytes", "copy.loop_cycles_per_iteration")
+_MEMCPY_KEYS = ("copy.memcpy_access_bytes", "copy.memcpy_cycles_per_iteration")
 _VARIANT_CODE = {"memcpy": 0, "idma": 1, "loop": LOOP}
+DMA_ALIASES = {"dma": "idma"}  # another name of a variant -> the variant it runs (module doc)
+
+
+def engine_variant(variant: str) -> str:
+    """The variant ``variant`` runs (``dma`` -> ``idma``; every other name itself)."""
+    return DMA_ALIASES.get(variant, variant)
 
 
 class Copy(Op):
@@ -55,8 +66,10 @@ class Copy(Op):
                 "copy.access_bytes, copy.loop_cycles_per_iteration cycles when nothing misses; "
                 "blocking read misses, store misses (dcache.write_allocate), write-backs "
                 "drained behind it on the port, then MEMW",
+        "dma": "the platform's DMA engine (the iDMA, a GDMA): the idma variant under this name",
     }
     default_variant = "idma"
+    study_variants = ("idma", "memcpy", "loop")  # dma is idma again
     params = PARAMS
     ndim = 1
     default_shape = (65536,)
@@ -90,21 +103,24 @@ class Copy(Op):
 
     # ------------------------------------------------------------------ the run
     def requirements(self, variant: str) -> dict[str, int]:
-        return {"channels": 1 if variant == "idma" else 0, "banks": 1}
+        return {"channels": 1 if engine_variant(variant) == "idma" else 0, "banks": 1}
 
     def key_variants(self, key: str) -> tuple[str, ...]:
         """The 2-D keys, the ring's and the completion interrupt's act in the idma variant only
         (a memcpy moves one contiguous run, with no channel)."""
         if key in _IDMA_KEYS:
-            return ("idma",)
+            return ("idma", "dma")
         if key in _LOOP_KEYS:
             return ("loop",)
-        if key == "copy.flush_destination":
-            return ("memcpy", "loop")
+        if key in ("copy.flush_destination", *_MEMCPY_KEYS):
+            return ("memcpy", "loop") if key == "copy.flush_destination" else ("memcpy",)
+        if key == "copy.dma_cache_sync_cycles_per_line":
+            return ("idma", "dma")
         return super().key_variants(key)
 
     def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
         super().check_run(model, variant, shape)
+        variant = engine_variant(variant)
         p, n = model.copy, shape[0]
         if p.rows > 1:
             self._check_rows(model, variant, n)
@@ -128,7 +144,9 @@ class Copy(Op):
                                    "--variant idma, or copy.completion_interrupt = false")
         self._check_keys(p, variant)
         if variant == "loop":
-            self._check_loop(model, n)
+            self._check_loop(model, n, p.access_bytes)
+        if variant == "memcpy" and p.memcpy_access_bytes:
+            self._check_loop(model, n, p.memcpy_access_bytes, "copy.memcpy_access_bytes")
         if p.src == TCM and n > free:
             raise DspsimInputError(
                 f"copy of {n:,} bytes from tcm: the source must fit one DataRAM's free space "
@@ -193,7 +211,9 @@ class Copy(Op):
     def _check_keys(self, p: Any, variant: str) -> None:
         """A key of a core's copy set where it cannot act (the loop's in memcpy or idma, a
         flush in idma) is refused."""
-        for key in (*_LOOP_KEYS, "copy.flush_destination"):
+        for key in (*_LOOP_KEYS, "copy.flush_destination"):  # a run's own choice
+            # (the memcpy keys and the DMA driver's cache sync are the platform's: a model
+            # file gives them for every variant, and they act in theirs only)
             if variant not in self.key_variants(key) and \
                     getattr(p, key[5:]) != PARAMS.key(key[5:]).default:
                 raise DspsimInputError(f"{key} does not act in copy {variant}; allowed: "
@@ -201,26 +221,27 @@ class Copy(Op):
                                        f"leave {key} unset")
 
     @staticmethod
-    def _check_loop(model: Any, n: int) -> None:
-        """The loop variant: an access the core can issue, whole iterations (of the copy and
-        of each piece into a TCM ring)."""
-        k, core = model.copy.access_bytes, model.core
+    def _check_loop(model: Any, n: int, k: int, key: str = "copy.access_bytes") -> None:
+        """The loop variant (or a memcpy run as a loop): an access the core can issue, whole
+        iterations (of the copy and of each piece into a TCM ring)."""
+        core = model.core
         if k == 32 and core.lanes_f32 * 4 < 16 or k != 32 and k > core.vector_bytes:
             raise DspsimInputError(
-                f"copy.access_bytes = {k}: this core's vector loads are {core.vector_bytes} "
+                f"{key} = {k}: this core's vector loads are {core.vector_bytes} "
                 f"bytes (32 needs 16-byte vector loads); allowed: 1, 2, 4 ... up to "
                 f"{core.vector_bytes}{', 32' if core.lanes_f32 * 4 >= 16 else ''}")
         if n % k:
-            raise DspsimInputError(f"copy loop of {n:,} bytes with copy.access_bytes = {k}: "
+            raise DspsimInputError(f"copy loop of {n:,} bytes with {key} = {k}: "
                                    f"n must be a whole number of iterations; allowed: n a "
                                    f"multiple of {k}")
-        piece = plan(model, model.copy, n).piece_bytes
-        if piece % k:
+        pl = plan(model, model.copy, n)
+        piece = pl.piece_bytes
+        if not pl.one_call and piece % k:  # one call: the pieces are the DMA's only
             raise DspsimInputError(f"copy.descriptor_bytes = {piece:,}: a loop's piece must be "
                                    f"a whole number of iterations; allowed: a multiple of {k}")
 
     def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int) -> Any:
-        return hbDSPCopyParam(int(shape[0]), input_addr, _VARIANT_CODE[variant])
+        return hbDSPCopyParam(int(shape[0]), input_addr, _VARIANT_CODE[engine_variant(variant)])
 
     def handler(self, dsp: Any, input: Any, output: Any, tm: Any) -> Proc:
         return hb_dsp_copy(dsp, input, output, tm)
@@ -246,7 +267,7 @@ class Copy(Op):
                           **d})
 
     def _bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
-        return _bounds.bounds(model, variant, shape)
+        return _bounds.bounds(model, engine_variant(variant), shape)
 
     def run_report(self, r: Any) -> dict[str, float]:
         """What a copy benchmark reports besides its cycles: its throughput."""

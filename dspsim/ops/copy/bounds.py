@@ -96,6 +96,8 @@ def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int
         kept = (write and variant != "idma" and mem.cached and dc.capacity_bytes
                 and dc.write_policy == "write_back" and dc.write_allocate
                 and not p.flush_destination)  # may stay in the cache
+        # a core copy's accesses to a memory on the core's own bus cross no port
+        kept = kept or (variant != "idma" and mem.core_local)
         name = memory_name(model, where)
         before = out.get(name, (mem, 0))[1]
         out[name] = (mem, before + (0 if kept else n))

@@ -38,27 +38,35 @@ if TYPE_CHECKING:
 VECTOR_BYTES = 16  # K = 32 is two accesses of this many bytes
 
 
-def pieces_of(access_bytes: int) -> tuple[int, ...]:
+def pieces_of(access_bytes: int, scalar_bytes: int = 0) -> tuple[int, ...]:
     """The accesses of one iteration's load (and of its store): two 16-byte vectors for
-    ``K = 32``, else one of ``K``."""
+    ``K = 32``; ``K`` wider than ``scalar_bytes`` (``core.scalar_access_bytes``; 0: no such
+    limit) and narrower than a vector, several scalar accesses (the LX7's 64-bit loop: two
+    32-bit loads, then two stores); else one of ``K``."""
     if access_bytes > VECTOR_BYTES:
         return (VECTOR_BYTES,) * (access_bytes // VECTOR_BYTES)
+    if 0 < scalar_bytes < access_bytes < VECTOR_BYTES:
+        return (scalar_bytes,) * (access_bytes // scalar_bytes)
     return (access_bytes,)
 
 
 class _End:
     """One end of the loop: which iterations reach the cache or a port, and what they cost."""
 
-    def __init__(self, ptr: Ptr, access_bytes: int, cache: Any, write: bool):
+    def __init__(self, ptr: Ptr, access_bytes: int, cache: Any, write: bool,
+                 scalar_bytes: int = 0):
         self.ptr, self.k, self.cache = ptr, access_bytes, cache
         self.mem = ptr.mem
-        self.cached = bool(ptr.external and ptr.mem.cached and cache is not None
+        self.pieces = pieces_of(access_bytes, scalar_bytes)
+        # a memory the core reaches on its own bus (core_local) is as TCM: no request
+        self.reached = ptr.external and not ptr.mem.core_local
+        self.cached = bool(self.reached and ptr.mem.cached and cache is not None
                            and (not write or cache.write_back))
-        self.direct = ptr.external and not self.cached  # every access a request
+        self.direct = self.reached and not self.cached  # every access a request
         self.posted = False  # the last store bypassed the cache (no allocation)
 
     def first(self, iterations: int) -> int:
-        return 0 if self.ptr.external else iterations
+        return 0 if self.reached else iterations
 
     def next_event(self, j: int, iterations: int) -> int:
         """The first iteration after ``j`` whose access reaches the cache with a line not
@@ -74,7 +82,7 @@ class _End:
     def load(self, now: float, j: int, name: str) -> float:
         """Iteration ``j``'s load issued at ``now``: the cycle its data is there."""
         addr = self.ptr.addr + j * self.k
-        for nbytes in pieces_of(self.k):  # one after another: each blocks
+        for nbytes in self.pieces:  # one after another: each blocks
             if self.cached:
                 now = max(now, self.cache.access(now, self.mem, addr, nbytes, False, name))
             else:
@@ -89,7 +97,7 @@ def _store(end: _End, now: float, j: int, name: str, wb: Any, depth: int,
     or posted through the write buffer; the waits it causes are store stalls."""
     addr = end.ptr.addr + j * end.k
     end.posted = False
-    for nbytes in pieces_of(end.k):
+    for nbytes in end.pieces:
         ready = end.cache.store(now, end.mem, addr, nbytes, name) if end.cached else None
         if ready is None:
             end.posted = end.cached
@@ -113,8 +121,9 @@ def loop_walk(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
     """The loop over ``nbytes`` from ``state.now`` (module doc), yielding each time the core
     waits until a later time; ``state`` ends at the loop's end with its stalls."""
     iterations, c = nbytes // access_bytes, cycles_per_iteration
-    load = _End(src, access_bytes, core.dcache, False)
-    store = _End(dst, access_bytes, core.dcache, True)
+    scalar = core.cfg.scalar_access_bytes
+    load = _End(src, access_bytes, core.dcache, False, scalar)
+    store = _End(dst, access_bytes, core.dcache, True, scalar)
     wb, depth = core.write_buffer, core.cfg.write_buffer_entries
     nl, ns = load.first(iterations), store.first(iterations)
     cache = core.dcache

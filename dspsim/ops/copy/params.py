@@ -76,6 +76,18 @@ PARAMS = OpSchema(
         Key("copy.flush_destination", bool, "memcpy and loop: every dirty line of the "
             "destination is written back before the timer stops (esp_cache_msync after the "
             "copy), the core waiting for the last", default=False),
+        Key("copy.memcpy_access_bytes", int, "memcpy: the library memcpy is a core loop of "
+            "this many bytes per load and store (as the loop variant's copy.access_bytes; the "
+            "ESP32-S3's newlib memcpy copies 32-bit words); 0: the core's vector memcpy kernel",
+            default=0, choices=(0, 1, 2, 4, 8, 16, 32), unit="bytes"),
+        Key("copy.memcpy_cycles_per_iteration", float, "memcpy with copy.memcpy_access_bytes: "
+            "core cycles an iteration of that loop costs when nothing misses", default=1.0,
+            positive=True, hi=1e6, unit="cycles", trend=1),
+        Key("copy.dma_cache_sync_cycles_per_line", float, "idma (dma): core cycles per data "
+            "cache line of each cached end's range that the DMA driver syncs inside the timed "
+            "span (esp_async_memcpy's esp_cache_msync: the source's lines written back before "
+            "the start, the destination's invalidated at completion); 0: none", default=0.0,
+            lo=0.0, hi=1e6, unit="cycles", trend=1),
     ),
     check=_check,
 )

@@ -223,6 +223,7 @@ def hb_dsp_copy(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
 
 def _idma_copy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather) -> Proc:
     core, ch = dsp.core, dsp.idma[CHANNEL]
+    yield from _cache_sync(dsp, src, p.src_bytes)  # the source's lines written back
     for i in range(p.pieces):
         dsp.labels.tile = i
         if i >= p.slots:  # the slot this piece lands in must have been filled and read
@@ -233,11 +234,24 @@ def _idma_copy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather) -> Proc:
                                        _at(src, p.src_offset(i)), p.size(i) // rows, rows,
                                        p.src_pitch or None, p.dst_pitch or None)
     yield from core.idma_poll(CHANNEL, 0)  # while (idma_buffer_status(0) > 0) ;
+    yield from _cache_sync(dsp, dst, p.dst_bytes)  # the destination's lines invalidated
     if dsp.params.completion_interrupt:  # the completion interrupt's handler
         handler = dsp.params.interrupt_handler_cycles
         if handler:
             yield dsp.env.timeout(handler)
             core.compute_cycles += handler
+
+
+def _cache_sync(dsp: Dsp, end: Ptr, nbytes: int) -> Proc:
+    """The DMA driver's data-cache maintenance of one end's range, inside the span:
+    ``copy.dma_cache_sync_cycles_per_line`` per line of a cached end (none: nothing)."""
+    per_line, cache = dsp.params.dma_cache_sync_cycles_per_line, dsp.core.dcache
+    if not per_line or cache is None or not (end.external and end.mem.cached):
+        return
+    line = cache.line_bytes
+    cycles = per_line * ((end.addr + nbytes - 1) // line - end.addr // line + 1)
+    yield dsp.env.timeout(cycles)
+    dsp.core.compute_cycles += cycles
 
 
 def _memcpy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather, loop: bool) -> Proc:
@@ -247,7 +261,11 @@ def _memcpy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather, loop: bool) 
 
     def one(s: Ptr, d: Ptr, nbytes: int) -> Proc:
         if loop:
-            return _loop_piece(dsp, s, d, nbytes)
+            return _loop_piece(dsp, s, d, nbytes, params.access_bytes,
+                               params.loop_cycles_per_iteration)
+        if params.memcpy_access_bytes:  # the library's memcpy is a loop of known cost
+            return _loop_piece(dsp, s, d, nbytes, params.memcpy_access_bytes,
+                               params.memcpy_cycles_per_iteration)
         return core.call("memcpy", memcpy_words(nbytes), s, d)
 
     if p.one_call:
@@ -263,10 +281,10 @@ def _memcpy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather, loop: bool) 
     yield from core.memw(dst.mem if dst.external else None)
 
 
-def _loop_piece(dsp: Dsp, src: Ptr, dst: Ptr, nbytes: int) -> Proc:
-    """One loop of the loop variant, then its bytes where it put them."""
-    params = dsp.params
-    yield from loop_copy(dsp.core, src, dst, nbytes, params.access_bytes,
-                         params.loop_cycles_per_iteration)
+def _loop_piece(dsp: Dsp, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
+                cycles_per_iteration: float) -> Proc:
+    """One loop of the loop variant (or of a memcpy run as one), then its bytes where it put
+    them."""
+    yield from loop_copy(dsp.core, src, dst, nbytes, access_bytes, cycles_per_iteration)
     if dsp.move_data:
         dst.mem.write(dst.addr, src.mem.read(src.addr, nbytes))
