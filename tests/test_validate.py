@@ -35,7 +35,7 @@ def test_validate_json_has_every_row(capsys):
     shipped = sum(len(read_measurements(f)) for f in shipped_files())
     assert len(rows) == shipped >= 11
     cal = [r for r in rows if r["role"] == "calibration"]
-    assert {r["platform"] for r in cal} == {"j6", "ameba_hifi5"}
+    assert {r["platform"] for r in cal} == {"j6", "ameba_hifi5", "esp32s3"}
     assert all(abs(r["error_pct"]) <= 1.0 for r in cal)
     assert all(r["predicted_cycles"] > 0 and r["source"] for r in rows)
     assert any(r["role"] == "check" for r in rows)
