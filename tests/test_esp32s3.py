@@ -158,3 +158,10 @@ def test_the_published_predictions_are_the_scripts_output():
     spec.loader.exec_module(mod)
     doc = (ROOT / "docs" / "esp32s3-predictions.md").read_text()
     assert mod.table() in doc
+
+
+def test_a_memory_cached_and_core_local_is_refused(capsys):
+    code, _, err = run_cli(capsys, "run", "--model", ROOT / "models" / "esp32s3.toml",
+                           "--op", "copy", "--variant", "memcpy", "--n", "1024",
+                           "--set", "sram.cached=true")
+    assert code == 2 and one_line(err) and "sram.cached and sram.core_local" in err
