@@ -165,3 +165,21 @@ def test_a_memory_cached_and_core_local_is_refused(capsys):
                            "--op", "copy", "--variant", "memcpy", "--n", "1024",
                            "--set", "sram.cached=true")
     assert code == 2 and one_line(err) and "sram.cached and sram.core_local" in err
+
+
+@pytest.mark.parametrize("variant, settings", [
+    ("memcpy", {}), ("memcpy", {"copy.src": "psram"}),
+    ("memcpy", {"copy.dst": "psram", "copy.flush_destination": True}),
+    ("loop", {"copy.src": "psram", "copy.dst": "psram", "copy.access_bytes": 8,
+              "copy.loop_cycles_per_iteration": 6.0, "copy.flush_destination": True}),
+    ("dma", {"copy.src": "psram"}),
+])
+def test_the_bounds_traffic_is_the_runs(esp, variant, settings):
+    """Core-local SRAM carries none of a core copy's accesses; the GDMA's go through it."""
+    from dspsim.ops import get_op
+
+    m = esp.with_overrides(settings) if settings else esp
+    n = 8192
+    r = simulate(m, "copy", variant, n=n, data=False)
+    assert get_op("copy").bounds(m, variant, (n,))["traffic_bytes"] == r.bytes
+    assert r.cycles >= get_op("copy").bounds(m, variant, (n,))["lower_bound_cycles"]

@@ -13,11 +13,13 @@ Keyed as a run's ``bytes`` (``<memory>_read``, ``<memory>_write``, every memory 
   replacement, replayed through :class:`dspsim.hw.dcache.DataCache` with counting ports (no
   timing: which lines move does not depend on when), one access per change of the lines the
   loop's next vector load and store touch.
-- ``loop``: as ``memcpy``, with ``n / copy.access_bytes`` loads and stores of
-  ``copy.access_bytes`` each (``n`` each way at an uncached end); a write-back destination
-  without ``dcache.write_allocate`` takes no line for a store (its stores go to the memory as
-  they are: the source's lines are never the destination's).
+- ``loop`` (and ``memcpy`` with ``copy.memcpy_access_bytes``, a word loop): as ``memcpy``,
+  with ``n / copy.access_bytes`` loads and stores of ``copy.access_bytes`` each (``n`` each
+  way at an uncached end); a write-back destination without ``dcache.write_allocate`` takes
+  no line for a store (its stores go to the memory as they are: the source's lines are never
+  the destination's).
 
+A ``core_local`` memory (the core's own bus) carries none of a core copy's accesses.
 With ``copy.flush_destination`` (memcpy, loop) the destination's dirty lines are written back
 at the end, whole lines each.
 """
@@ -102,7 +104,10 @@ class _Replay:
 
     def __init__(self, model: Any, counts: dict[str, int], loop: bool = False):
         p, dc = model.copy, model.dcache
-        self.model, self.counts, self.loop = model, counts, loop
+        self.model, self.counts = model, counts
+        # a loop's access bytes (memcpy run as a word loop: copy.memcpy_access_bytes); 0: the
+        # core's vector memcpy kernel
+        self.loop_bytes = p.access_bytes if loop else p.memcpy_access_bytes
         self.cache = DataCache(dc) if dc.capacity_bytes else None
         self.line = dc.line_bytes
         self.ends = []
@@ -110,6 +115,8 @@ class _Replay:
         for where, write in ((p.src, False), (p.dst, True)):
             name = memory_name(model, where)
             mem = None if name is None else model.memories[name]
+            if mem is not None and mem.core_local:  # the core's own bus: no port, as TCM
+                name, mem = None, None
             through = (mem is not None and mem.cached and self.cache is not None
                        and (not write or (self.cache.write_back and self.cache.allocate)))
             port = ports.setdefault(name, _Port(name, mem, counts)) if through else None
@@ -129,10 +136,10 @@ class _Replay:
             self.cache.clean(0.0, port, dst, pl.dst_bytes, "")
 
     def _piece(self, nbytes: int, src: int, dst: int) -> None:
-        if not self.loop:
+        if not self.loop_bytes:
             self._call(memcpy_words(nbytes), src, dst)
             return
-        k = self.model.copy.access_bytes
+        k = self.loop_bytes
         for name, port, write in self.ends:
             if name is not None and port is None:  # uncached: as it is
                 self.counts[f"{name}_{'write' if write else 'read'}"] += nbytes
