@@ -17,7 +17,8 @@ from dspsim.schema import OP_KEY_IDLE, Key
 SWITCHED_TABLES = {"dcache": "capacity_bytes"}
 # keys of a switched table that keep their default while it is on (added later, they default
 # to what the part did before them)
-SWITCHED_OPTIONAL = frozenset({"dcache.write_allocate"})
+SWITCHED_OPTIONAL = frozenset({"dcache.write_allocate", "dcache.miss_cycles",
+                               "dcache.prefetch_streams"})
 
 
 def switched_keys(section: str, table: dict[str, Any], names: list[str]) -> set[str]:
@@ -60,7 +61,8 @@ PROTOCOL_REQUIRED = {"pipelined": ("latency_cycles", "bytes_per_cycle"),
                      "transactions": ("clock_cycles", "command_clocks", "bytes_per_clock")}
 PROTOCOL_ONLY = {"pipelined": ("latency_cycles", "bytes_per_cycle", "write_latency_cycles"),
                  "transactions": ("clock_cycles", "command_clocks", "bytes_per_clock",
-                                  "read_hold_clocks", "write_hold_clocks", "page_bytes")}
+                                  "read_hold_clocks", "write_hold_clocks", "page_bytes",
+                                  "refresh_clocks")}
 
 
 def other_protocol(protocol: Any) -> str:

@@ -110,6 +110,11 @@ class MemoryCfg:
                            "transactions of at most a page, each paying its command and hold "
                            "(transactions; 0: never chopped, in a file that does not give it)",
                            default=0)
+    refresh_clocks: float = _key(
+        0.0, 1e4, "clocks", "memory clocks a transaction pays on average for refresh collisions "
+        "(the PSRAM doubles its latency count LC on a collision: the share of transactions that "
+        "collide x LC; applied to every transaction alike, no randomness) (transactions; 0 in a "
+        "file that does not give it)", default=0.0)
 
     @property
     def policy(self) -> Any:
@@ -147,6 +152,18 @@ class Dcache:
                                 "(a read of the line, then the store hits); false: the store "
                                 "goes to the memory through the core's write buffer without "
                                 "allocating a line", default=True)
+    miss_cycles: float = _key(0.0, 1e6, "cycles", "core cycles a demand miss costs besides its "
+                              "line's fill on the port (the request's way out of the core and "
+                              "the refill into the cache; a line prefetched before it is used "
+                              "does not pay it); 0 in a file that does not give it",
+                              default=0.0)
+    prefetch_streams: int = _key(0, 64, "streams", "with prefetch_next_line: the sequential "
+                                 "streams the prefetcher follows; a demand miss to the line after "
+                                 "a followed stream's last continues it (fetches the next line), "
+                                 "any other starts a stream in the least recently used entry, "
+                                 "fetching nothing yet; 0: every miss fetches the next line (no "
+                                 "stream detection), in a file that does not give it",
+                                 default=0)
 
 
 @dataclass(frozen=True)

@@ -64,31 +64,35 @@ def test_an_outstanding_bound_stream_moves_requests_times_bytes_per_round_trip(j
 
 def test_a_cached_copy_pays_per_line_missed(ameba):
     """memcpy PSRAM -> DTCM through the data cache, blocking misses: one miss per 128-byte
-    line, each a round trip, plus the loop's issue: c0 + lines (L + line / B) + n / 16."""
+    line, each its line's transaction F and the demand miss's own cost M, plus the loop's
+    issue: c0 + lines (F + M) + n / 16."""
     m = ameba.with_overrides({"dcache.prefetch_next_line": False, "copy.prologue_cycles": 0.0})
-    L, B = m.psram.latency_cycles, m.psram.bytes_per_cycle
     line = m.dcache.line_bytes
+    F, M = m.psram.policy.request_cycles(line, False), m.dcache.miss_cycles
     for n in (4096, 65536):
         r = simulate(m, "copy", "memcpy", n=n)
         lines = n // line
         assert r.dcache["misses"] == lines and r.dcache["prefetches"] == 0
         assert r.dcache["hits"] == n // m.core.vector_bytes - lines
-        want = m.core.call_overhead_cycles + lines * (L + line / B) + n // m.core.vector_bytes
+        want = m.core.call_overhead_cycles + lines * (F + M) + n // m.core.vector_bytes
         assert r.cycles == round(want)
         assert r.output["exact"]
 
 
 def test_a_prefetched_stream_on_a_one_request_memory_is_a_round_trip_per_line(ameba):
-    """With the next-line prefetch and one request at a time on PSRAM, each line costs its
-    round trip and the loop's issue hides behind the next fill (the last line's shows)."""
-    m = ameba.with_overrides({"copy.prologue_cycles": 0.0})
-    L, B, line = m.psram.latency_cycles, m.psram.bytes_per_cycle, m.dcache.line_bytes
+    """With the next-line prefetch on every miss (no stream detection) and one transaction
+    at a time on PSRAM, each line costs its transaction F; the loop's issue and the first
+    demand miss's own cost hide behind the next fill (the last line's issue shows)."""
+    m = ameba.with_overrides({"copy.prologue_cycles": 0.0, "dcache.prefetch_streams": 0})
+    line = m.dcache.line_bytes
+    F = m.psram.policy.request_cycles(line, False)
+    assert m.dcache.miss_cycles + line // m.core.vector_bytes < F
     n = 65536
     r = simulate(m, "copy", "memcpy", n=n)
     lines = n // line
     issue = line // m.core.vector_bytes
     assert r.dcache["misses"] == 1 and r.dcache["prefetches"] == lines
-    assert r.cycles == round(m.core.call_overhead_cycles + lines * (L + line / B) + issue)
+    assert r.cycles == round(m.core.call_overhead_cycles + lines * F + issue)
 
 
 def test_the_prologue_and_the_interrupt_handler_add_to_the_span(ameba):

@@ -124,12 +124,12 @@ def test_the_example_runs_both_ways_and_both_equal_the_reference(ameba):
         assert r.output_array.dtype == np.int8 and np.array_equal(r.output_array, ref)
         outs[variant] = r
     assert outs["pingpong"].output["sha256"] == outs["direct"].output["sha256"]
-    # what each reads: the weights once from PSRAM (the cache prefetches one line past the
-    # end), and the input and the bias; what each writes: the output
+    # what each reads: the weights once from PSRAM (the kernel's interleaved rows are more
+    # streams than the prefetcher follows: no line past the end is prefetched), and the input
+    # and the bias; what each writes: the output
     arrays = 768 + 4 * 512
     assert outs["pingpong"].bytes["psram_read"] == 512 * 768 + arrays
-    line = ameba.dcache.line_bytes
-    assert outs["direct"].bytes["psram_read"] == 512 * 768 + line + arrays
+    assert outs["direct"].bytes["psram_read"] == 512 * 768 + arrays
     assert outs["pingpong"].bytes["psram_write"] == outs["direct"].bytes["psram_write"] == 512
 
 

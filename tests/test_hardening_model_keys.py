@@ -211,11 +211,11 @@ def test_a_file_with_a_cache_gives_its_shape(tmp_path):
     silently in a file that gives a data cache."""
     text = (models_dir() / "ameba_hifi5.toml").read_text()
     p = tmp_path / "board.toml"
-    p.write_text(text.replace("ways = 4 ", "# ways = 4 "))
+    p.write_text(text.replace("ways = 3 ", "# ways = 3 "))
     with pytest.raises(ConfigError, match=r"missing key dcache\.ways") as e:
         load_model(p)
     assert "\n" not in str(e.value) and "every missing key" not in str(e.value)
-    p.write_text(text.replace("ways = 4 ", "# ways = 4 ").replace("line_bytes = 128 ", "#"))
+    p.write_text(text.replace("ways = 3 ", "# ways = 3 ").replace("line_bytes = 128 ", "#"))
     with pytest.raises(ConfigError, match="every missing key: dcache.line_bytes, dcache.ways"):
         load_model(p)
 

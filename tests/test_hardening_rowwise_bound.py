@@ -32,7 +32,7 @@ def _check(op: str, variant: str, shape: tuple[int, int], over: dict) -> None:
        rows=st.integers(1, 6), cols=st.integers(1, 200), tile_rows=st.integers(1, 4),
        policy=st.sampled_from(["write_back", "write_through", "write_through"]),
        entries=st.sampled_from([1, 2, 4, 8, 16, 32, 64, 256]),
-       prefetch=st.booleans(), capacity=st.sampled_from([1024, 32768]))
+       prefetch=st.booleans(), capacity=st.sampled_from([1152, 36864]))
 def test_no_rowwise_run_beats_its_lower_bound(op, variant, rows, cols, tile_rows, policy,
                                               entries, prefetch, capacity):
     over = {"dcache.write_policy": policy, "dcache.prefetch_next_line": prefetch,

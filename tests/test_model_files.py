@@ -84,7 +84,8 @@ def test_every_hardware_key_changes_some_run(j6):
     built |= {"idma.tcm_end_required"}
     # a memory served one transaction at a time: shown to act in tests/test_port_transactions.py
     built |= {f"ddr.{k}" for k in ("protocol", "clock_cycles", "command_clocks", "bytes_per_clock",
-                                   "read_hold_clocks", "write_hold_clocks", "page_bytes")}
+                                   "read_hold_clocks", "write_hold_clocks", "page_bytes",
+                                   "refresh_clocks")}
     # the ESP32-S3's core-local SRAM, scalar accesses and paced GDMA: shown to act against
     # closed forms in tests/test_esp32s3.py
     built |= {"ddr.core_local", "core.scalar_access_bytes", "idma.engine_bytes_per_cycle",

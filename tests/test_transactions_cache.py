@@ -33,13 +33,15 @@ ROUND = {"clock_cycles": 2.0, "command_clocks": 9, "bytes_per_clock": 2.0,
 
 def model(memory: dict, line: int = 128, capacity: int = 4096, ways: int = 2):
     """The HiFi5 model, its PSRAM a transactions memory with ``memory``'s keys, one
-    transaction at a time, behind a small write-back, write-allocate cache without prefetch."""
+    transaction at a time, behind a small write-back, write-allocate cache without prefetch (no
+    refresh collisions, no demand-miss cost beyond the fill: tests/test_hifi5_miss_path.py)."""
     return load_model("ameba_hifi5").with_overrides({
         "psram.protocol": "transactions", "psram.max_outstanding": 1,
         **{f"psram.{k}": v for k, v in memory.items()},
         "dcache.capacity_bytes": capacity, "dcache.line_bytes": line, "dcache.ways": ways,
         "dcache.write_policy": "write_back", "dcache.write_allocate": True,
-        "dcache.prefetch_next_line": False, "copy.prologue_cycles": 0.0})
+        "dcache.prefetch_next_line": False, "copy.prologue_cycles": 0.0,
+        "psram.refresh_clocks": 0.0, "dcache.miss_cycles": 0.0})
 
 
 def transaction(memory: dict, nbytes: int, write: bool) -> float:

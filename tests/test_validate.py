@@ -136,8 +136,8 @@ def test_the_hifi5_file_stands_alone_and_labels_every_value():
             assert any(comment.strip().startswith(lbl) for lbl in labels), line
             if comment.strip().startswith("fitted"):
                 fitted.append(f"{section}.{key.split('=')[0].strip()}")
-    assert sorted(fitted) == ["copy.interrupt_handler_cycles", "copy.prologue_cycles",
-                              "core.call_overhead_cycles", "psram.latency_cycles",
+    assert sorted(fitted) == ["copy.interrupt_handler_cycles", "core.call_overhead_cycles",
+                              "dcache.miss_cycles", "psram.refresh_clocks",
                               "sram.latency_cycles"]
 
 
@@ -147,8 +147,18 @@ def test_the_hifi5_platform_is_what_the_facts_say():
     assert (m.tcm.banks, m.tcm.bank_bytes) == (2, 128 * 1024)
     assert (m.idma.channels, m.idma.max_outstanding, m.idma.tcm_end_required) == (1, 16, True)
     assert (m.dcache.line_bytes, m.core.clock_mhz) == (128, 500.0)
-    assert m.psram.cached and m.sram.cached and m.dcache.capacity_bytes > 0
-    assert m.psram.bytes_per_cycle == 500 / 500 and m.sram.bytes_per_cycle == 1920 / 500
+    assert m.psram.cached and m.sram.cached and m.sram.bytes_per_cycle == 1920 / 500
+    # the data cache: 48 KiB, 3 ways of 128-byte lines (the vendor's cache documentation)
+    assert (m.dcache.capacity_bytes, m.dcache.ways) == (48 * 1024, 3)
+    # the PSRAM: one transaction at a time, T = 4 ns = 2 cycles at 500 MHz, 8 lines DDR (2
+    # bytes a clock), CMD+ADDR 3 + (LC - 1) with LC = 7, read hold 2, write hold 1
+    p = m.psram
+    assert (p.protocol, p.max_outstanding, p.clock_cycles, p.bytes_per_clock) == (
+        "transactions", 1, 2.0, 2.0)
+    assert (p.command_clocks, p.read_hold_clocks, p.write_hold_clocks) == (3 + 7 - 1, 2, 1)
+    assert 1024 <= p.page_bytes <= 2048
+    # no benchmark span holds a prologue (the example's source)
+    assert m.copy.prologue_cycles == 0
 
 
 def test_the_fitted_values_are_what_calibrate_finds_from_the_microbenchmarks(capsys):
@@ -189,6 +199,7 @@ def test_keys_lists_a_platform_without_ddr_with_its_labels(capsys):
     code, out, err = run_cli(capsys, "keys", "--model", "ameba_hifi5", "--json")
     rows = {r["key"]: r for r in json.loads(out)}
     assert code == 0, err
-    assert "ddr.latency_cycles" not in rows and rows["psram.latency_cycles"]["label"] == "fitted"
+    assert "ddr.latency_cycles" not in rows and rows["psram.refresh_clocks"]["label"] == "fitted"
+    assert rows["psram.clock_cycles"]["label"] == "fact"
     assert rows["sram.bytes_per_cycle"]["label"] == "derived"
     assert rows["idma.tcm_end_required"]["value"] is True

@@ -138,7 +138,7 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int,
             handles.append(Patch(facecolor=colour, label=f"{prefix}{way} (bytes/cycle)"))
         base = base + v
     if model is not None and memory in model.memories:
-        peak = model.memories[memory].bytes_per_cycle
+        peak = model.memories[memory].policy.bytes_per_cycle  # the data path's rate
         ax_bw.axhline(peak, color="black", linestyle="--", linewidth=0.8)
         handles.append(Line2D([], [], color="black", linestyle="--",
                               label=f"{label} port peak {peak:g} bytes/cycle"))

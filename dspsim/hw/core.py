@@ -344,14 +344,21 @@ class Core:
         load_ext = src.external
         store_ext = dst is not None and dst.external
         reduction = shape.reduction_ops(cfg.lanes_f32) * cfg.alu_latency_cycles
-        return self._accesses(state, cfg, rows, _iterations(shape, n, cfg, load_ext, store_ext),
-                              reduction, src, dst if store_ext else None)
+        iterations = _iterations(shape, n, cfg, load_ext, store_ext)
+        # interleaved rows through a data cache: bytes from one row to the next
+        k = shape.interleaved_rows
+        stride = (sum(c * sum(loads) for c, loads, _, _ in iterations) // k
+                  if k > 1 and load_ext and src.mem.cached else 0)
+        return self._accesses(state, cfg, rows, iterations, reduction, src,
+                              dst if store_ext else None, stride)
 
     def _accesses(self, state: WalkState, cfg: CoreCfg, rows: int,
                   iterations: list[tuple[int, tuple[int, ...], tuple[int, ...], float]],
-                  reduction: float, src: Ptr, dst: Ptr | None) -> Walk:
+                  reduction: float, src: Ptr, dst: Ptr | None, stride: int = 0) -> Walk:
         """:meth:`_walk`'s accesses, ``rows`` times the ``iterations`` (:func:`_iterations`;
-        ``dst`` ``None``: no store reaches a port)."""
+        ``dst`` ``None``: no store reaches a port); ``stride`` > 0: an iteration's load ``j``
+        reads row ``j`` of the call row, ``stride`` bytes apart, each row in order (through
+        the data cache), else the loads go through the call row's bytes in order."""
         name, cache, wb, wb_depth = self.name, self.dcache, self.write_buffer, \
             cfg.write_buffer_entries
         load_cached = src.external and src.mem.cached
@@ -360,23 +367,27 @@ class Core:
         store = dst.mem.port.request if dst is not None else None
         load_addr, store_addr = src.addr, dst.addr if dst is not None else 0
         owed, now = 0.0, state.now
+        row_addr, col = load_addr, 0  # interleaved rows: the call row's start, the column
         for _ in range(rows):
             owed += cfg.call_overhead_cycles
             for count, loads, stores, issue in iterations:
                 for _ in range(count):
-                    for nbytes in loads:
+                    for j, nbytes in enumerate(loads):
                         if owed:
                             now = now + owed
                             yield now
                             state.now = now
                         if load_cached:
-                            owed = cache.access(now, src.mem, load_addr, nbytes, False,
+                            owed = cache.access(now, src.mem, row_addr + col + j * stride
+                                                if stride else load_addr, nbytes, False,
                                                 name) - now
                             load_addr += nbytes
                         else:
                             owed = load(now, nbytes, False, name) - now  # the round trip
                         state.stall += owed
                     owed += issue
+                    if stride and loads:
+                        col += loads[0]
                     for nbytes in stores:
                         now, owed = now + owed, 0.0
                         yield now
@@ -395,6 +406,7 @@ class Core:
                             wb.append(store(now, nbytes, True, name))
                         store_addr += nbytes
             owed += reduction
+            row_addr, col = load_addr, 0
         if owed:
             state.now = now + owed
 

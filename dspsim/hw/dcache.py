@@ -12,6 +12,14 @@ core and a later fill queues behind it); with ``write_through`` stores go to the
 core's write buffer as uncached stores do, and allocate nothing. ``prefetch_next_line`` fetches
 line ``k + 1`` (without waiting) on a miss of line ``k`` and on the first use of a line it
 prefetched: a sequential stream then waits only for what the port cannot deliver in time.
+With ``prefetch_streams`` S > 0 the prefetcher follows at most S streams (the least recently
+used entry makes room): a demand miss to the line a stream expects next continues it (fetches
+the next line), any other miss starts a stream and fetches nothing yet, and the first use of
+a prefetched line goes on only while its stream is still followed: S or fewer interleaved
+streams are prefetched from their second line on, more than S (almost) never (every line a
+demand miss). ``miss_cycles``: what a demand miss costs the core besides its line's fill
+(the request's way out of the core, the refill): the line is there that much later; a line
+prefetched before its use does not pay it.
 
 Costs one dictionary look-up per line touched, no event: the core's walk waits on the times
 returned (:mod:`dspsim.hw.core`). Dirty lines are still in the cache when the run ends (the
@@ -28,7 +36,8 @@ from dspsim.config import Dcache
 
 class DataCache:
     __slots__ = ("line_bytes", "ways", "set_count", "write_back", "allocate", "prefetch", "_sets",
-                 "hits", "misses", "prefetches", "writebacks", "fill_bytes")
+                 "hits", "misses", "prefetches", "writebacks", "fill_bytes", "miss_cycles",
+                 "stream_entries", "_streams")
 
     def __init__(self, cfg: Dcache):
         self.line_bytes = cfg.line_bytes
@@ -37,6 +46,11 @@ class DataCache:
         self.write_back = cfg.write_policy == "write_back"
         self.allocate = cfg.write_allocate
         self.prefetch = cfg.prefetch_next_line
+        self.miss_cycles = cfg.miss_cycles
+        # the streams the prefetcher follows (0: none tracked, every miss prefetches): the line
+        # each expects next, least recently used first
+        self.stream_entries = cfg.prefetch_streams
+        self._streams: dict[int, None] = {}
         # per set: line index -> [ready cycle, dirty, prefetched and not yet used, memory],
         # in LRU order (a dict keeps insertion order: a use moves the line to the end)
         self._sets: list[dict[int, list[Any]]] = [{} for _ in range(self.set_count)]
@@ -95,14 +109,41 @@ class DataCache:
                 entry[1] = True
             if entry[2]:  # first use of a prefetched line: the stream goes on
                 entry[2] = False
-                self._prefetch(now, mem, line + 1, requester)
+                if self._followed(line + 1):
+                    self._prefetch(now, mem, line + 1, requester)
             return entry[0]
         self.misses += 1
-        done = self._fill(now, mem, line, requester)
+        done = self._fill(now, mem, line, requester) + self.miss_cycles
         self._insert(now, line, [done, write, False, mem], requester)
-        if self.prefetch:
+        if self.prefetch and self._continues(line):
             self._prefetch(now, mem, line + 1, requester)
         return done
+
+    def _continues(self, line: int) -> bool:
+        """A demand miss of ``line`` continues a stream the prefetcher follows (always, when it
+        tracks none); a miss that does not starts one in the least recently used entry."""
+        if not self.stream_entries:
+            return True
+        streams = self._streams
+        if streams.pop(line, 0) is None:  # expected: the stream goes on past line + 1
+            streams[line + 2] = None
+            return True
+        if len(streams) >= self.stream_entries:
+            del streams[next(iter(streams))]
+        streams[line + 1] = None
+        return False
+
+    def _followed(self, line: int) -> bool:
+        """The stream that prefetched ``line - 1`` reaches it, first used: the stream goes on
+        (fetches ``line``) while the prefetcher still follows it (always, when it tracks
+        none); an entry another stream took ends it."""
+        if not self.stream_entries:
+            return True
+        streams = self._streams
+        if streams.pop(line, 0) is None:
+            streams[line + 1] = None
+            return True
+        return False
 
     def _fill(self, now: float, mem: Any, line: int, requester: str) -> float:
         self.fill_bytes += self.line_bytes

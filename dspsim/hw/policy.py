@@ -132,7 +132,10 @@ class Transactions(OneLatency):
     clock_cycles``, ``hold`` a read's or a write's, and completes when it lets go of it
     (``latency`` 0). With ``page_bytes`` a request is chopped into transactions of at most a
     page each, every one paying its command and hold (the port sees sizes, not addresses: a
-    request is taken as starting on a page boundary). Built with ``latency_cycles`` 0 and
+    request is taken as starting on a page boundary). ``refresh_clocks``: memory clocks every
+    transaction pays on average for refresh collisions (the PSRAM doubles its latency count on
+    a collision: the share of transactions that collide times LC), deterministic; 0: none.
+    Built with ``latency_cycles`` 0 and
     ``bytes_per_cycle`` the data clocks' rate, which the estimates' ``cycles_per_byte`` reads.
     Its requests complete in issue order, but a request's path cycles are not its bytes times
     one rate, which the port's ring, inlined burst loop, fast-forwards and tile closed forms
@@ -145,13 +148,16 @@ class Transactions(OneLatency):
     read_hold_clocks: int = 2
     write_hold_clocks: int = 1
     page_bytes: int = 0
+    refresh_clocks: float = 0.0
     uniform: ClassVar[bool] = False
     linear: ClassVar[bool] = False
 
-    def transaction_clocks(self, nbytes: float, write: bool) -> int:
-        """Memory clocks of one unchopped transaction of ``nbytes``."""
+    def transaction_clocks(self, nbytes: float, write: bool) -> float:
+        """Memory clocks of one unchopped transaction of ``nbytes`` (with its refresh clocks on
+        average: not a whole number when ``refresh_clocks`` is not)."""
         hold = self.write_hold_clocks if write else self.read_hold_clocks
-        return self.command_clocks + math.ceil(nbytes / self.bytes_per_clock) + hold
+        clocks = self.command_clocks + math.ceil(nbytes / self.bytes_per_clock) + hold
+        return clocks + self.refresh_clocks if self.refresh_clocks else clocks
 
     def path_cycles(self, nbytes: float, write: bool) -> float:
         page = self.page_bytes
@@ -197,7 +203,7 @@ def request_policy(cfg: Any) -> OneLatency:
     if cfg.protocol == "transactions":
         return Transactions(0.0, cfg.bytes_per_clock / cfg.clock_cycles, cfg.clock_cycles,
                             cfg.command_clocks, cfg.bytes_per_clock, cfg.read_hold_clocks,
-                            cfg.write_hold_clocks, cfg.page_bytes)
+                            cfg.write_hold_clocks, cfg.page_bytes, cfg.refresh_clocks)
     write = cfg.write_latency_cycles
     if write is None or write == cfg.latency_cycles:
         return OneLatency(cfg.latency_cycles, cfg.bytes_per_cycle)

@@ -106,6 +106,14 @@ def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem:
     return _cached_call_sequence(calls, n, core, mem, mem.policy, cache, repeat)
 
 
+def prefetches(cache: Dcache, streams: int) -> bool:
+    """The next-line prefetch runs ahead of ``streams`` interleaved streams: it is on and
+    follows every stream (``dcache.prefetch_streams`` 0: no stream detection, or at least as
+    many as there are); else every line is a demand miss."""
+    return cache.prefetch_next_line and (not cache.prefetch_streams
+                                         or cache.prefetch_streams >= streams)
+
+
 @functools.lru_cache(maxsize=1024)
 def _cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem: MemoryCfg,
                           policy: Any, cache: Dcache, repeat: int) -> CachedWalk:
@@ -133,10 +141,12 @@ def _cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem
     # every byte touched, over all the rows (short rows share lines: count bytes, not rows)
     compulsory = -(-repeat * ELEMENT_BYTES * n * len(set().union(*touched)) // line)
     cpb = policy.cycles_per_byte
-    slots = 1 if not cache.prefetch_next_line else mem.max_outstanding
+    streams = len(set().union(*touched))
+    prefetching = prefetches(cache, streams)
+    slots = 1 if not prefetching else mem.max_outstanding
     first_misses = 0.0  # on contiguous rows a prefetching stream waits once, not per row
-    if repeat > 1 and cache.prefetch_next_line:
-        first_misses = len(set().union(*touched)) * policy.request_cycles(line, False)
+    if repeat > 1 and prefetching:
+        first_misses = streams * (policy.request_cycles(line, False) + cache.miss_cycles)
     return CachedWalk(
         cycles=cycles * repeat + first_misses, compute_cycles=compute * repeat,
         missed_lines=round(missed * repeat), writeback_lines=round(writebacks),
@@ -267,16 +277,18 @@ def _miss_cycles(misses: dict[str, float], lines: float, tcm: int, writebacks_pe
     if not total:
         return 0.0
     line, policy = cache.line_bytes, mem.policy
-    fill = policy.latency(False) + line / policy.bytes_per_cycle
+    fill = policy.request_cycles(line, False)  # a line alone on the port
     one_slot = mem.max_outstanding == 1  # a request holds the port for its round trip
-    slot = fill if one_slot else line / policy.bytes_per_cycle
-    evict = policy.latency(True) + line / policy.bytes_per_cycle if one_slot else slot
-    if not cache.prefetch_next_line:
-        return total * (fill + writebacks_per_miss * evict)
+    slot = fill if one_slot else policy.data_cycles(line)
+    evict = policy.request_cycles(line, True) if one_slot else slot
     streams = sum(1 for m in misses.values() if m)
+    if not prefetches(cache, streams):
+        # blocking: each demand miss's fill, then its own cost, beside which the write-back
+        # it evicted (posted behind the fill) holds the port
+        return total * (fill + max(cache.miss_cycles, writebacks_per_miss * evict))
     period = max(fill, _fills_and_evictions(streams, writebacks_per_miss, slot, evict))
     # the first miss waits its round trip (on average a share of one, for short rows)
-    first = min(1.0, total) * fill if first_miss else 0.0
+    first = min(1.0, total) * (fill + cache.miss_cycles) if first_miss else 0.0
     return first + max(misses.values()) * max(0.0, period - tcm / lines)
 
 

@@ -75,6 +75,7 @@ FC_S8 = LoopShape(
     segments=_segments,
     reduction_ops=lambda lanes: EPILOGUE_OPS,
     priming_loads=0,  # aligned rows
+    interleaved_rows=ROWS_PER_GROUP,  # the four rows read side by side
 )
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1

@@ -50,6 +50,10 @@ class LoopShape:
     # ``lanes_f32`` and ``call_overhead_cycles``
     lanes: int | None = None
     call_overhead_cycles: int | None = None
+    # the data loads of an iteration read this many rows of the call's row side by side (load
+    # j from row j, the rows a call row's bytes / this apart: the fc kernel's interleaved weight
+    # rows), which a data cache sees; 0 or 1: one stream through the call row's bytes
+    interleaved_rows: int = 0
 
     def on(self, core: Core) -> Core:
         """The core as this loop sees it: its own lanes (and vector bytes) and call overhead

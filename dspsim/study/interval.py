@@ -35,13 +35,13 @@ _HARDWARE_TRENDS: dict[str, int] = {
     "core.clock_mhz": 0, "host.rpc_latency_us": 0, "tcm.reserved_bytes": 0,
     "core.alu_latency_cycles": 1, "core.call_overhead_cycles": 1, "idma.setup_cycles": 1,
     "core.vector_alu_slots": -1, "core.load_store_units": -1,
-    "core.write_buffer_entries": -1, "idma.max_outstanding": -1,
+    "core.write_buffer_entries": -1, "idma.max_outstanding": -1, "dcache.miss_cycles": 1,
     "idma.descriptor_cycles": 1, "idma.engine_bytes_per_cycle": -1,
 }
 _MEMORY_TRENDS: dict[str, int] = {"latency_cycles": 1, "write_latency_cycles": 1,
                                   "bytes_per_cycle": -1, "max_outstanding": -1,
-                                  "command_clocks": 1, "read_hold_clocks": 1,
-                                  "write_hold_clocks": 1}
+                                  "refresh_clocks": 1, "command_clocks": 1,
+                                  "read_hold_clocks": 1, "write_hold_clocks": 1}
 
 
 def trend(key: str) -> int | None:

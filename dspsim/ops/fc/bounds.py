@@ -29,8 +29,11 @@ timed span.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
+
+import numpy as np
 
 from dspsim.kernels.fc_s8 import FC_S8, groups, padded_bytes
 from dspsim.kernels.shapes import ddr_call_sequence
@@ -110,8 +113,15 @@ def _direct(model: Any, mem: Any, shape: tuple[int, ...], compute: float) -> dic
         out["lines"] = lines
         # the line prefetched past the weights' end may still be filling when the timer stops
         out["memory_bound_cycles"] = policy.data_cycles(demand_lines(model, shape) * line)
-        out["estimate_cycles"] = (max(compute, fills) if model.dcache.prefetch_next_line
-                                  else compute + fills)
+        miss = model.dcache.miss_cycles  # what each demand miss adds to its fill
+        if not model.dcache.prefetch_next_line:
+            out["estimate_cycles"] = compute + lines * miss + fills
+        elif model.dcache.prefetch_streams:  # the core waits for each demand miss
+            demand, _ = _stream_replay(model, shape)
+            out["estimate_cycles"] = compute + demand * (
+                policy.request_cycles(line, False) + miss)
+        else:
+            out["estimate_cycles"] = max(compute, fills) + miss
     else:
         walk = _walk(model, mem, shape)
         out["memory_bound_cycles"] = policy.data_cycles(walk.read_bytes)
@@ -129,9 +139,72 @@ def weight_lines(model: Any, shape: tuple[int, ...]) -> int:
     line = model.dcache.line_bytes
     where = model.fc.weights
     lines = demand_lines(model, shape)
-    if model.dcache.prefetch_next_line:
+    if model.dcache.prefetch_next_line and (not model.dcache.prefetch_streams
+                                            or _stream_replay(model, shape)[1]):
         lines += int(where == HOST or (lines + 1) * line <= model.memories[where].size_bytes)
     return lines
+
+
+def _first_touches(line: int, lanes: int, host: bool, shape: tuple[int, ...]) -> np.ndarray:
+    """The weights' lines (numbered from the first) in the order the direct kernel first
+    touches each: per group of four rows, per iteration, rows 0 .. 3 side by side
+    (``FC_S8.interleaved_rows``), each load's lines in address order."""
+    out_depth, in_depth = shape
+    first = WEIGHTS_OFFSET % line if host else 0
+    vb = 4 * lanes
+    full, rest = divmod(in_depth, vb)
+    cols = np.arange(full + bool(rest)) * vb
+    sizes = np.where(np.arange(len(cols)) < full, vb, rest)
+    k = FC_S8.interleaved_rows
+    # [group, iteration, row] -> the load's first and last byte
+    starts = (first + np.arange(groups(out_depth))[:, None, None] * k * in_depth
+              + cols[None, :, None] + np.arange(k)[None, None, :] * in_depth)
+    ends = starts + sizes[None, :, None] - 1
+    touched = np.stack([starts // line, ends // line], axis=-1).reshape(-1)
+    lines, order = np.unique(touched, return_index=True)
+    return lines[np.argsort(order)]
+
+
+def _stream_replay(model: Any, shape: tuple[int, ...]) -> tuple[int, bool]:
+    """The direct kernel's weights through a next-line prefetcher that follows
+    ``dcache.prefetch_streams`` streams (:class:`dspsim.hw.dcache.DataCache`), line by line in
+    the order first touched (a later touch of a line hits and changes nothing the prefetcher
+    sees; the cache is taken to hold every line until its last touch): the demand misses, and
+    whether the line after the weights' last is prefetched."""
+    return _replay(model.dcache.line_bytes, model.core.lanes_f32, model.fc.weights == HOST,
+                   model.dcache.prefetch_streams, demand_lines(model, shape), shape)
+
+
+@functools.lru_cache(maxsize=256)
+def _replay(line: int, lanes: int, host: bool, entries: int, end: int,
+            shape: tuple[int, ...]) -> tuple[int, bool]:
+    streams: dict[int, None] = {}
+    present: set[int] = set()
+    unused: set[int] = set()  # prefetched, not yet used
+    demand = 0
+
+    def prefetch(k: int) -> None:
+        if k not in present:
+            present.add(k)
+            unused.add(k)
+
+    for k in _first_touches(line, lanes, host, shape).tolist():
+        if k in unused:  # first use of a prefetched line: on while its stream is followed
+            unused.discard(k)
+            if streams.pop(k + 1, 0) is None:
+                streams[k + 2] = None
+                prefetch(k + 1)
+            continue
+        demand += 1
+        present.add(k)
+        if streams.pop(k, 0) is None:  # continues a followed stream
+            streams[k + 2] = None
+            prefetch(k + 1)
+            continue
+        if len(streams) >= entries:
+            del streams[next(iter(streams))]
+        streams[k + 1] = None
+    return demand, end in present
 
 
 def demand_lines(model: Any, shape: tuple[int, ...]) -> int:
