@@ -99,10 +99,12 @@ def test_memcpy_is_a_word_loop_of_known_cost(esp):
 
 def test_a_psram_read_miss_costs_one_transaction(esp):
     """memcpy PSRAM -> SRAM, blocking misses, no prefetch: per 32-byte line one read
-    transaction (command + 32 / bytes_per_clock + read hold) x T and the line's 8 words."""
+    transaction (command + 32 / bytes_per_clock + read hold + refresh) x T and the line's 8
+    words."""
     m = esp.with_overrides({"copy.src": "psram"})
     ps = m.memories["psram"]
-    fill = (ps.command_clocks + 32 / ps.bytes_per_clock + ps.read_hold_clocks) * ps.clock_cycles
+    fill = (ps.command_clocks + 32 / ps.bytes_per_clock + ps.read_hold_clocks
+            + ps.refresh_clocks) * ps.clock_cycles
     per_line = fill + 8 * m.copy.memcpy_cycles_per_iteration
     assert _cycles(m, "memcpy") == round(m.copy.prologue_cycles + N // 32 * per_line)
 
