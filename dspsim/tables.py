@@ -75,8 +75,9 @@ class MemoryCfg:
     cached: bool = _key(unit="", doc="the core reaches it through its data cache ([dcache]; "
                         "false in a file that does not give it)", default=False)
     core_local: bool = _key(unit="", doc="the core reaches it on its own bus, as a DataRAM: a "
-                            "copy loop's loads and stores to it cost nothing beyond the loop's "
-                            "cycles (no request on the port, which serves the DMA engine); "
+                            "copy loop's or a kernel's loads and stores to it cost nothing beyond "
+                            "the loop's cycles, as TCM (no request on the port, which serves "
+                            "the DMA engine); "
                             "not with cached; false in a file that does not give it",
                             default=False)
     write_latency_cycles: float | None = _key(
