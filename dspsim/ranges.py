@@ -110,6 +110,9 @@ def checked_ranges(model: Any, written: Mapping[str, tuple[Any, str]],
             raise ConfigError(f"{where}: ranges: {key} is {k.allowed()}, not a number: only a "
                               "number has a range")
         value = model.get(key)
+        if value is None:  # an optional key left unset (a transactions memory's latency)
+            raise ConfigError(f"{where}: ranges: {key} has no value in this model (unset); a "
+                              f"range holds the key's value: give {key} one or drop its range")
         try:
             lo, hi = (k.coerce(v) for v in _ends(where, key, spec, value, Path(where),
                                                     tables_of))
