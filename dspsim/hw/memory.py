@@ -79,7 +79,8 @@ class Memory:
                 free = self.base + self.size_bytes - start
                 raise AllocationError(
                     f"{what} of {size_bytes} bytes does not fit {self.name} "
-                    f"({max(free, 0)} bytes free of {self.size_bytes})"
+                    f"({max(free, 0)} bytes free of {self.size_bytes}); allowed: a smaller "
+                    f"input, a larger {self.name}.size_bytes, or the array in another memory"
                 )
             self._next = start + size_bytes
         backing = np.zeros(size_bytes, np.uint8) if self.data else None

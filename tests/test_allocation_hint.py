@@ -1,0 +1,13 @@
+"""An op's array that does not fit its memory is refused in one line that says what would fit
+(the ESP32-S3's default softmax, 100,000 float32 in and out of 512 KiB of SRAM)."""
+
+from __future__ import annotations
+
+from tests.cli_helpers import one_line, run_cli
+
+
+def test_an_array_too_large_for_its_memory_says_what_is_allowed(capsys):
+    code, _, err = run_cli(capsys, "run", "--model", "esp32s3", "--op", "softmax",
+                           "--variant", "direct")
+    assert code == 2 and one_line(err)
+    assert "does not fit sram" in err and "allowed:" in err and "sram.size_bytes" in err
