@@ -74,9 +74,10 @@ def test_no_copy_beats_its_lower_bound(model, variant, n, descriptor, src, dst, 
 
 def test_an_idma_descriptor_of_one_partial_request_beats_no_bound():
     """136 bytes from PSRAM in 128-byte requests, one slot: a full request and an 8-byte one,
-    each holding the slot L + bytes / B (the PSRAM's policy: a transactions memory's latency
-    is 0, its B the data clocks' rate): the outstanding bound is 2 L + 136 / B, not 2 (L +
-    128 / B)."""
+    each holding the slot its latency and its own path cycles (the PSRAM's policy: a
+    transactions memory's latency is 0, a request its transaction's command, data, hold and
+    refresh clocks): the outstanding bound is 2 L + path(128) + path(8), not 2 (L +
+    path(128))."""
     m = MODELS["ameba_hifi5"].with_overrides({"copy.src": "psram",
                                               "copy.timed_prologue": False})
     psram = m.memories["psram"]
@@ -85,7 +86,8 @@ def test_an_idma_descriptor_of_one_partial_request_beats_no_bound():
     b = get_op("copy").bounds(m, "idma", (136,))
     policy = psram.policy
     assert b["outstanding_bound_cycles"] == pytest.approx(
-        2 * policy.latency(False) + 136 * policy.cycles_per_byte)
+        2 * policy.latency(False) + policy.path_cycles(128, False) + policy.path_cycles(8, False))
+    assert b["outstanding_bound_cycles"] < 2 * policy.path_cycles(128, False)
     assert r.cycles >= bound - ROUNDING
 
 

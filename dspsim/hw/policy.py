@@ -85,6 +85,12 @@ class OneLatency:
         port's generic path books)."""
         return nbytes * self.cycles_per_byte
 
+    def stream_path_cycles(self, nbytes: int, burst_bytes: int, write: bool) -> float:
+        """Data-path cycles of ``nbytes`` moved in requests of ``burst_bytes`` (the last one
+        partial), a read or a write: here the bytes at the data path's rate, whatever the
+        requests' size."""
+        return nbytes / self.bytes_per_cycle
+
     def request_cycles(self, nbytes: float, write: bool) -> float:
         """One request alone on an idle port, issue to completion."""
         return self.latency(write) + nbytes * self.cycles_per_byte
@@ -182,14 +188,19 @@ class Transactions(OneLatency):
         completes after the sum of their transactions."""
         return count * self.path_cycles(nbytes, write)
 
+    def stream_path_cycles(self, nbytes: int, burst_bytes: int, write: bool) -> float:
+        """``nbytes`` in requests of ``burst_bytes`` (the last one partial): each request its
+        transactions' command, data, hold and refresh clocks."""
+        if nbytes <= 0:
+            return 0.0
+        full, rest = divmod(int(nbytes), burst_bytes)
+        cycles = self.stream_cycles(full, burst_bytes, write)
+        return cycles + self.path_cycles(rest, write) if rest else cycles
+
     def transfer_cycles(self, nbytes: int, burst_bytes: int, window: int,
                         write: bool) -> float:
         """A transfer's bursts one transaction after another, however many are in flight."""
-        if nbytes <= 0:
-            return 0.0
-        full, rest = divmod(nbytes, burst_bytes)
-        cycles = self.stream_cycles(full, burst_bytes, write)
-        return cycles + self.path_cycles(rest, write) if rest else cycles
+        return self.stream_path_cycles(nbytes, burst_bytes, write)
 
 
 RequestPolicy = OneLatency  # every policy is one (a subclass), and may be used as one

@@ -92,16 +92,54 @@ def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int
         mem = memory_of(model, where)
         if mem is None:
             continue
-        dc = model.dcache
-        kept = (write and variant != "idma" and mem.cached and dc.capacity_bytes
-                and dc.write_policy == "write_back" and dc.write_allocate
-                and not p.flush_destination)  # may stay in the cache
-        # a core copy's accesses to a memory on the core's own bus cross no port
-        kept = kept or (variant != "idma" and mem.core_local)
         name = memory_name(model, where)
         before = out.get(name, (mem, 0))[1]
-        out[name] = (mem, before + (0 if kept else n))
+        out[name] = (mem, before + (0 if _kept(model, variant, mem, write) else n))
     return out
+
+
+def _kept(model: Any, variant: str, mem: Any, write: bool) -> bool:
+    """Whether the copy's bytes one way through ``mem`` need not cross its port inside the
+    span: a core copy's writes a write-back, write-allocate cache may keep, or any core access
+    to a memory on the core's own bus."""
+    p, dc = model.copy, model.dcache
+    kept = (write and variant != "idma" and mem.cached and dc.capacity_bytes
+            and dc.write_policy == "write_back" and dc.write_allocate
+            and not p.flush_destination)  # may stay in the cache
+    return bool(kept or (variant != "idma" and mem.core_local))
+
+
+def _core_request_bytes(model: Any, variant: str, mem: Any) -> int:
+    """The size of a core copy's requests to ``mem``: its data cache's lines when it reaches
+    ``mem`` through the cache, else its own accesses (a loop's ``copy.access_bytes`` in pieces
+    of at most 16, a memcpy's words or vectors)."""
+    p = model.copy
+    if mem.cached and model.dcache.capacity_bytes:
+        return model.dcache.line_bytes
+    if variant == "loop":
+        return min(p.access_bytes, 16)
+    return p.memcpy_access_bytes or model.core.vector_bytes
+
+
+def _path(pol: Any, nbytes: float, burst_bytes: int, write: bool) -> float:
+    """Data-path cycles of ``nbytes`` in requests of ``burst_bytes`` through a port of policy
+    ``pol`` (:meth:`dspsim.hw.policy.OneLatency.stream_path_cycles`); on a linear policy the
+    bytes times its ``cycles_per_byte``, as the estimates have always priced them."""
+    if pol.linear:
+        return nbytes * pol.cycles_per_byte
+    return pol.stream_path_cycles(int(nbytes), burst_bytes, write)
+
+
+def _ways_path(mem: Any, ways: tuple[bool, ...], nbytes: int, burst_bytes: int,
+               rows: int = 1) -> float:
+    """Data-path cycles of ``nbytes`` each way of ``ways`` through ``mem``'s port, in requests
+    of ``burst_bytes`` cut at each of ``rows`` rows' ends: ``len(ways) x nbytes / B`` on a
+    linear policy; else every request's own path cycles (a transaction's command, hold and
+    refresh clocks with its data)."""
+    pol = mem.policy
+    if pol.linear:
+        return len(ways) * nbytes / pol.bytes_per_cycle
+    return rows * sum(pol.stream_path_cycles(nbytes // rows, burst_bytes, w) for w in ways)
 
 
 def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
@@ -126,10 +164,11 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         out["descriptor_bytes"] = pl.piece_bytes
         estimate += prologue
     elif variant == "loop":
-        named = {**_port_bounds(model, ports), "compute": loop_compute_cycles(model, n)}
+        named = {**_port_bounds(model, variant, n, ports),
+                 "compute": loop_compute_cycles(model, n)}
         estimate = prologue + _loop_estimate(model, n, named["compute"])
     else:
-        named = _port_bounds(model, ports)
+        named = _port_bounds(model, variant, n, ports)
         estimate = prologue + _memcpy_estimate(model, [n] if pl.one_call else sizes, n, out)
     for k, v in named.items():
         out[f"{k}_bound_cycles"] = v
@@ -140,13 +179,23 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     return out
 
 
-def _port_bounds(model: Any, ports: dict[str, tuple[Any, int]]) -> dict[str, float]:
+def _port_bounds(model: Any, variant: str, n: int,
+                 ports: dict[str, tuple[Any, int]]) -> dict[str, float]:
     """Every byte crosses its port, the last one's request done ``L`` after its data (the
-    least latency of the ways the copy goes through that port)."""
+    least latency of the ways the copy goes through that port); on a transactions memory the
+    bytes cross in the core's requests (lines, or its own accesses), each paying its own
+    command, hold and refresh clocks."""
     crossing = [(m, b) for m, b in ports.values() if b > 0]
-    return {"bandwidth": max((b / m.policy.bytes_per_cycle for m, b in crossing), default=0.0),
+
+    def path(m: Any, b: int) -> float:
+        if m.policy.linear:
+            return b / m.policy.bytes_per_cycle
+        ways = tuple(w for w in _ways(model, m) if not _kept(model, variant, m, w))
+        return _ways_path(m, ways, n, _core_request_bytes(model, variant, m))
+
+    return {"bandwidth": max((path(m, b) for m, b in crossing), default=0.0),
             "latency_bandwidth": max((min(m.policy.latency(w) for w in _ways(model, m))
-                                      + b / m.policy.bytes_per_cycle for m, b in crossing),
+                                      + path(m, b) for m, b in crossing),
                                      default=0.0)}
 
 
@@ -158,11 +207,17 @@ def _ways(model: Any, mem: Any) -> tuple[bool, ...]:
                  if memory_of(model, where) is mem)
 
 
-def _held(mem: Any, ways: tuple[bool, ...], requests: int, nbytes: int) -> float:
+def _held(mem: Any, ways: tuple[bool, ...], requests: int, nbytes: int,
+          burst_bytes: int = 0, rows: int = 1) -> float:
     """Slot time of ``requests`` requests of ``nbytes`` in all, each way through ``mem``'s
     port: a request holds its slot its latency (its way's, the memory's policy) and the data
-    path its bytes."""
-    return sum(requests * mem.policy.latency(w) + nbytes / mem.policy.bytes_per_cycle for w in ways)
+    path its bytes (on a transactions memory, its requests' path cycles: requests of
+    ``burst_bytes`` cut at each of ``rows`` rows' ends; 0: one request)."""
+    pol = mem.policy
+    if pol.linear:
+        return sum(requests * pol.latency(w) + nbytes / pol.bytes_per_cycle for w in ways)
+    return sum(requests * pol.latency(w) for w in ways) + _ways_path(
+        mem, ways, nbytes, burst_bytes or nbytes, rows)
 
 
 def _idma(model: Any, ports: dict[str, tuple[Any, int]], blocks: list[tuple[int, int]], n: int,
@@ -180,13 +235,18 @@ def _idma(model: Any, ports: dict[str, tuple[Any, int]], blocks: list[tuple[int,
         requests += r
         first, last = min(burst, row), row - (per_row - 1) * burst
         # the last request through a port is its last way's (a write, when it writes there)
-        per_descriptor += max(max(m.policy.latency(w[-1]) + len(w) * d / m.policy.bytes_per_cycle
+        per_descriptor += max(max(m.policy.latency(w[-1]) + _ways_path(m, w, d, burst, rows)
                                   for m, w in legs),
                               *(chain(a, b) for a, b in ((first, d), (d, last))))
-        held = [(_held(m, w, r, d), m.max_outstanding) for m, w in legs]  # each port's, its slots
+        # each port's, its slots
+        held = [(_held(m, w, r, d, burst, rows), m.max_outstanding) for m, w in legs]
         outstanding += max(sum(h for h, _ in held) / k, *(h / slots for h, slots in held))
-    named = {"latency_bandwidth": per_descriptor,
-             "bandwidth": max(len(w) * n / m.policy.bytes_per_cycle for m, w in legs),
+    if all(m.policy.linear for m, _ in legs):
+        bandwidth = max(len(w) * n / m.policy.bytes_per_cycle for m, w in legs)
+    else:  # every descriptor's bursts, each a request of its own
+        bandwidth = max(sum(_ways_path(m, w, rows * row, burst, rows) for rows, row in blocks)
+                        for m, w in legs)
+    named = {"latency_bandwidth": per_descriptor, "bandwidth": bandwidth,
              "outstanding": outstanding}
     p = model.copy
     handler = p.interrupt_handler_cycles if p.completion_interrupt else 0.0
@@ -196,12 +256,15 @@ def _idma(model: Any, ports: dict[str, tuple[Any, int]], blocks: list[tuple[int,
     if TCM not in (p.src, p.dst):  # two external ends
         one = _two_ended_descriptor(model, legs)
         moved = sum(one(rows * row, min(burst, row)) for rows, row in blocks)
+    elif not ext.policy.linear:  # one transaction at a time: the bursts' path cycles in turn
+        moved = sum(_ways_path(ext, ways, rows * row, burst, rows) for rows, row in blocks)
     else:
         moved = sum(rows_transfer_cycles(rows, row, burst, window, lat, cpb)
                     for rows, row in blocks)
     estimate = model.idma.setup_cycles + handler + moved
+    beat = burst * cpb if ext.policy.linear else _ways_path(ext, ways, burst, burst)
     out.update({"descriptors": len(blocks), "requests": requests,
-                "outstanding_bytes_per_cycle": window * burst / (lat + burst * cpb)})
+                "outstanding_bytes_per_cycle": window * burst / (lat + beat)})
     return named, estimate
 
 
@@ -235,6 +298,10 @@ def _chain(model: Any) -> Any:
     if src is None or dst is None:
         return lambda a, b: 0.0
     read, write = src.policy.latency(False), dst.policy.latency(True)
+    if not (src.policy.linear and dst.policy.linear):  # the bytes in the channel's bursts
+        burst = model.idma.burst_bytes
+        return lambda a, b: (read + src.policy.stream_path_cycles(a, burst, False) + write
+                             + dst.policy.stream_path_cycles(b, burst, True))
     src_bpc, dst_bpc = src.policy.bytes_per_cycle, dst.policy.bytes_per_cycle
     return lambda a, b: read + a / src_bpc + write + b / dst_bpc
 
@@ -249,10 +316,16 @@ def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
     def trip(b: int) -> float:
         return sum(_held(m, w, 1, b) for m, w in legs)
 
+    def path_rate(m: Any, w: tuple[bool, ...]) -> float:
+        """The port's data path's rate, bytes a cycle (a transactions memory's: in bursts)."""
+        if m.policy.linear:
+            return m.policy.bytes_per_cycle
+        return len(w) * burst / _ways_path(m, w, burst, burst)
+
     # a port's request holds its slot a request's time, on average over the ways through it
     rate = min(k * burst / trip(burst), *(min(m.max_outstanding * burst
                                               / (_held(m, w, 1, burst) / len(w)),
-                                              m.policy.bytes_per_cycle) / len(w) for m, w in legs))
+                                              path_rate(m, w)) / len(w) for m, w in legs))
     return lambda d, first: trip(first) + max(0, d - first) / rate
 
 
@@ -262,12 +335,13 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
     p, core = model.copy, model.core
     ext = memory_of(model, p.src) or memory_of(model, p.dst)
     policy = ext.policy  # what a request costs (dspsim.hw.policy)
-    lat, cpb = policy.latency(False), policy.cycles_per_byte
+    lat = policy.latency(False)
     if ext.cached and model.dcache.capacity_bytes:
         line = model.dcache.line_bytes
         lines = math.ceil(n / line)
         out["lines"] = lines
-        return (core.call_overhead_cycles * len(calls) + lines * (lat + line * cpb)
+        return (core.call_overhead_cycles * len(calls)
+                + lines * (lat + _path(policy, line, line, False))
                 + MEMCPY.iterations(n // 4, core.lanes_f32) * MEMCPY.ii_cycles(core))
     load_ext = memory_of(model, p.src) is not None
     store_ext = memory_of(model, p.dst) is not None
@@ -277,7 +351,8 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
         return cycles
     # MEMW: the last store done L after its data; stores alone stream through min(E, m) slots
     words = memcpy_words(n)
-    drained = cycles + last_stores(MEMCPY, words, core.lanes_f32)[-1] * cpb + policy.latency(True)
+    store = last_stores(MEMCPY, words, core.lanes_f32)[-1]
+    drained = cycles + _path(policy, store, store, True) + policy.latency(True)
     if load_ext:
         return drained
     return max(drained, core.call_overhead_cycles + MEMCPY.ii_cycles(core)
@@ -301,28 +376,35 @@ def _loop_estimate(model: Any, n: int, compute: float) -> float:
     misses, each line filled (the source's, and the destination's with write-allocate) or each
     uncached load's round trip, one after another; with a next-line prefetch the larger of the
     compute and the fills' data time, plus one fill; the flushed lines' data time and one
-    latency."""
+    latency. A memory on the core's own bus costs nothing beyond the loop's cycles. On a port
+    that serves one transaction at a time (a policy not linear) the dirty lines written back
+    inside the span (the run's traffic, :mod:`dspsim.ops.copy.traffic`) hold it between the
+    fills, so their transactions are added too."""
     p, dc = model.copy, model.dcache
     k = p.access_bytes
     stall = data = 0.0
     for where, write in ((p.src, False), (p.dst, True)):
         mem = memory_of(model, where)
-        if mem is None:
+        if mem is None or mem.core_local:
             continue
         pol = mem.policy
         cached = mem.cached and dc.capacity_bytes and (not write or dc.write_policy ==
                                                        "write_back")
         if cached and (not write or dc.write_allocate):
             lines = math.ceil(n / dc.line_bytes)
-            stall += lines * (pol.latency(False) + dc.line_bytes * pol.cycles_per_byte)
-            data += n * pol.cycles_per_byte
+            line = dc.line_bytes
+            stall += lines * (pol.latency(False) + _path(pol, line, line, False))
+            data += _path(pol, n, line, False)
             if write and p.flush_destination:
-                stall += pol.latency(True) + n * pol.cycles_per_byte
+                stall += pol.latency(True) + _path(pol, n, line, True)
+            elif write and not pol.linear:  # evicted dirty lines, one transaction each
+                evicted = traffic(model, "loop", n)[f"{memory_name(model, where)}_write"]
+                stall += _path(pol, evicted, line, True)
         elif not write:
             pieces = max(1, k // 16) if k > 16 else 1
-            stall += n // k * pieces * pol.latency(False) + n * pol.cycles_per_byte
+            stall += n // k * pieces * pol.latency(False) + _path(pol, n, min(k, 16), False)
         else:
-            stall += pol.latency(True) + k * pol.cycles_per_byte  # MEMW: the last store
+            stall += pol.latency(True) + _path(pol, k, k, True)  # MEMW: the last store
     if dc.prefetch_next_line and data:
         return max(compute, data) + stall / max(1, math.ceil(n / dc.line_bytes))
     return compute + stall

@@ -1,0 +1,83 @@
+"""The copy's bounds on a transactions memory (one transaction at a time, each paying its
+command, hold and refresh clocks with its data) and on a pipelined one (J6: unchanged)."""
+
+import math
+
+import pytest
+
+from dspsim import load_model, simulate
+from dspsim.ops import get_op
+from dspsim.ops.copy.bounds import crossing_bytes, memory_of
+
+
+@pytest.fixture(scope="module")
+def ameba():
+    return load_model("ameba_hifi5")
+
+
+def _transaction_cycles(psram, nbytes: int, write: bool) -> float:
+    """One PSRAM transaction of ``nbytes`` (within a page), closed form."""
+    hold = psram.write_hold_clocks if write else psram.read_hold_clocks
+    return (psram.command_clocks + math.ceil(nbytes / psram.bytes_per_clock) + hold
+            + psram.refresh_clocks) * psram.clock_cycles
+
+
+@pytest.mark.parametrize("refresh", [0.0, 1.602])
+@pytest.mark.parametrize("n", [65536, 65536 + 40, 12_800])
+def test_idma_from_a_transactions_psram_is_bounded_by_its_transactions(ameba, refresh, n):
+    """iDMA PSRAM -> DTCM: every burst of ``idma.burst_bytes`` (each descriptor's last one
+    partial) is one read transaction, so the bandwidth bound is their count x a transaction's
+    cycles; the lower bound holds the run, and the estimate (setup + the transactions in
+    turn) is the run's cycles."""
+    m = ameba.with_overrides({"psram.refresh_clocks": refresh})
+    psram, burst = m.memories["psram"], m.idma.burst_bytes
+    assert memory_of(m, m.copy.src) is psram and memory_of(m, m.copy.dst) is None  # to DTCM
+    b = get_op("copy").bounds(m, "idma", (n,))
+    d = b["descriptor_bytes"]
+    sizes = [min(d, n - i) for i in range(0, n, d)]
+    want = sum((s // burst) * _transaction_cycles(psram, burst, False)
+               + (_transaction_cycles(psram, s % burst, False) if s % burst else 0.0)
+               for s in sizes)
+    assert b["bandwidth_bound_cycles"] == pytest.approx(want, rel=1e-12)
+    assert want > n / psram.policy.bytes_per_cycle  # the commands and holds count
+    r = simulate(m, "copy", "idma", n=n)
+    assert b["lower_bound_cycles"] <= r.cycles
+    assert abs(b["estimate_cycles"] - r.cycles) <= 1.0
+
+
+@pytest.mark.parametrize("variant", ["memcpy", "loop"])
+def test_a_core_copy_from_a_transactions_psram_pays_a_transaction_a_line(ameba, variant):
+    """memcpy and loop PSRAM -> DTCM through the data cache: one read transaction a line, the
+    bandwidth bound their count x a line's transaction; it holds the run."""
+    n = 65536
+    psram, line = ameba.memories["psram"], ameba.dcache.line_bytes
+    assert memory_of(ameba, ameba.copy.src) is psram and memory_of(ameba, ameba.copy.dst) is None
+    b = get_op("copy").bounds(ameba, variant, (n,))
+    want = n // line * _transaction_cycles(psram, line, False)
+    assert b["bandwidth_bound_cycles"] == pytest.approx(want, rel=1e-12)
+    r = simulate(ameba, "copy", variant, n=n)
+    assert b["lower_bound_cycles"] <= r.cycles
+
+
+@pytest.mark.parametrize("variant", ["idma", "memcpy", "loop"])
+@pytest.mark.parametrize("n", [65536, 100_000])
+def test_j6_copy_bounds_are_the_pipelined_closed_forms(j6, variant, n):
+    """On J6's pipelined DDR the data path is the bytes over its rate, whatever the requests'
+    size: the bandwidth bound is max over the ports of bytes / B, and the iDMA's per-descriptor
+    bound the sum of L + d / B, to the last bit."""
+    b = get_op("copy").bounds(j6, variant, (n,))
+    ports = crossing_bytes(j6, variant, n)
+    bandwidth = max((nbytes / mem.bytes_per_cycle for mem, nbytes in ports.values()
+                     if nbytes > 0), default=0.0)
+    assert b["bandwidth_bound_cycles"] == bandwidth
+    if variant != "idma":
+        assert b["latency_bandwidth_bound_cycles"] == max(
+            mem.latency_cycles + nbytes / mem.bytes_per_cycle
+            for mem, nbytes in ports.values() if nbytes > 0)
+        return
+    (mem, _), = ports.values()  # one external end
+    d = b["descriptor_bytes"]
+    per_descriptor = 0.0
+    for i in range(0, n, d):
+        per_descriptor += mem.latency_cycles + min(d, n - i) / mem.bytes_per_cycle
+    assert b["latency_bandwidth_bound_cycles"] == per_descriptor
