@@ -81,3 +81,27 @@ def test_j6_copy_bounds_are_the_pipelined_closed_forms(j6, variant, n):
     for i in range(0, n, d):
         per_descriptor += mem.latency_cycles + min(d, n - i) / mem.bytes_per_cycle
     assert b["latency_bandwidth_bound_cycles"] == per_descriptor
+
+
+def test_hifi5_memcpy_estimate_is_its_prefetched_stream(ameba):
+    """memcpy PSRAM -> DTCM with the next-line prefetch: one demand miss, then each line's
+    transaction in turn: the estimate O + lines F + M + 2 x a line's issue is the run's."""
+    n = 65536
+    b = get_op("copy").bounds(ameba, "memcpy", (n,))
+    r = simulate(ameba, "copy", "memcpy", n=n)
+    assert abs(b["estimate_cycles"] - r.cycles) <= 1.0
+
+
+@pytest.mark.parametrize("variant", ["memcpy", "loop"])
+def test_esp32s3_core_copy_from_psram_pays_a_transaction_a_line(variant):
+    """ESP32-S3 memcpy and loop PSRAM -> SRAM (SRAM on the core's own bus): each 32-byte line
+    one read transaction after the loop's own cycles: the bandwidth bound is the lines'
+    transactions, below the run, and the estimate is the run's."""
+    m = load_model("esp32s3").with_overrides({"copy.src": "psram", "copy.dst": "sram"})
+    psram, line, n = m.memories["psram"], m.dcache.line_bytes, 65536
+    b = get_op("copy").bounds(m, variant, (n,))
+    want = n // line * _transaction_cycles(psram, line, False)
+    assert b["bandwidth_bound_cycles"] == pytest.approx(want, rel=1e-12)
+    r = simulate(m, "copy", variant, n=n)
+    assert b["lower_bound_cycles"] <= r.cycles
+    assert abs(b["estimate_cycles"] - r.cycles) <= 1.0

@@ -49,9 +49,10 @@ write-through destination (a write-back cache may keep them), both on one port w
 are one memory; the bounds are ``max_p bytes_p / B_p`` and ``max_p (L_p + bytes_p / B_p)``.
 The estimate from an uncached memory is :func:`dspsim.kernels.shapes.ddr_call` (each vector
 load's round trip); through the data cache, with blocking misses and no prefetch, one miss per
-line: ``lines x (L + line / B) + iterations x II + call overhead`` (with
-``dcache.prefetch_next_line`` the line fills overlap and the period per line is ``max(L + line
-/ B, line's issue)``).
+line: ``lines x (F + M) + iterations x II + call overhead``, ``F`` a line's fill (``L + line /
+B``, a transaction's own cycles on a transactions memory) and ``M`` = ``dcache.miss_cycles``
+(with ``dcache.prefetch_next_line`` the line fills overlap the loop: ``lines x max(F, a line's
+issue) + M + 2 x a line's issue + call overhead``, the first line a demand miss).
 
 loop (``K`` = ``copy.access_bytes``, ``C`` = ``copy.loop_cycles_per_iteration``, ``O`` the
 core's call overhead, one per loop): its compute ``O + (n / K) x C`` (per piece into a TCM
@@ -340,9 +341,17 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
         line = model.dcache.line_bytes
         lines = math.ceil(n / line)
         out["lines"] = lines
-        return (core.call_overhead_cycles * len(calls)
-                + lines * (lat + _path(policy, line, line, False))
-                + MEMCPY.iterations(n // 4, core.lanes_f32) * MEMCPY.ii_cycles(core))
+        fill = lat + _path(policy, line, line, False)
+        if p.memcpy_access_bytes:  # a word loop (copy.memcpy_access_bytes)
+            issue = n // p.memcpy_access_bytes * p.memcpy_cycles_per_iteration
+        else:
+            issue = MEMCPY.iterations(n // 4, core.lanes_f32) * MEMCPY.ii_cycles(core)
+        miss = model.dcache.miss_cycles  # a demand miss's own cost besides its fill
+        if model.dcache.prefetch_next_line:  # one demand miss, then each line's fill in turn
+            per_line = issue / lines
+            return (core.call_overhead_cycles * len(calls) + lines * max(fill, per_line)
+                    + miss + 2 * per_line)
+        return (core.call_overhead_cycles * len(calls) + lines * (fill + miss) + issue)
     load_ext = memory_of(model, p.src) is not None
     store_ext = memory_of(model, p.dst) is not None
     cycles = sum(ddr_call(MEMCPY, memcpy_words(d), core, policy, load_ext, store_ext,
