@@ -186,3 +186,22 @@ def test_the_bounds_traffic_is_the_runs(esp, variant, settings):
     r = simulate(m, "copy", variant, n=n, data=False)
     assert get_op("copy").bounds(m, variant, (n,))["traffic_bytes"] == r.bytes
     assert r.cycles >= get_op("copy").bounds(m, variant, (n,))["lower_bound_cycles"]
+
+
+def test_the_cores_whole_priced_work_is_in_the_trace():
+    """The DMA driver's cache sync of each PSRAM end and the interrupt handler are the core's
+    compute in the trace (the timeline draws them), not idle time: per end, its lines x
+    copy.dma_cache_sync_cycles_per_line."""
+    m = load_model("esp32s3").with_overrides({"copy.src": "psram", "copy.dst": "psram",
+                                               "copy.completion_interrupt": True})
+    r = simulate(m, "copy", "dma", n=8184, data=False, trace=True)
+    t = r.trace
+    core = t[(t["engine"] == "core0") & (t["kind"] == "compute")]
+    sync = core[core["what"] == "cache sync"]
+    lines = 8184 // m.dcache.line_bytes + (8184 % m.dcache.line_bytes > 0)
+    assert len(sync) == 2
+    assert (sync["end_cycle"] - sync["start_cycle"]).sum() == pytest.approx(
+        2 * lines * m.copy.dma_cache_sync_cycles_per_line)
+    handler = core[core["what"] == "interrupt handler"]
+    assert (handler["end_cycle"] - handler["start_cycle"]).sum() == pytest.approx(
+        m.copy.interrupt_handler_cycles)

@@ -324,6 +324,9 @@ def _draw_copy_lanes(draw: Lanes, result: Any, engines: RunEngines, trace: pd.Da
     ends = {kind: memories_text(m, "/") for kind, m in copy_memories(result, engines).items()}
     copy_labels = {"copy_in": f"iDMA input copy ({ends['copy_in']}→TCM)",
                    "copy_out": f"iDMA output copy (TCM→{ends['copy_out']})"}
+    outs = trace[trace["kind"] == "copy_out"]
+    if len(outs) and (outs["buffer"] < 0).all():  # no TCM end: memory to memory
+        copy_labels["copy_out"] = f"iDMA copy ({ends['copy_in']}→{ends['copy_out']})"
     copies_shown: set[str] = set()
     for ch in engines.channels:
         key = _engine_key(ch)

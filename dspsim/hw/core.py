@@ -290,6 +290,17 @@ class Core:
         self.recorder.record(self.name, "compute", "memw", start, self.env.now, 0,
                              self.labels.tile, self.labels.pass_name, self.labels.buffer, wait)
 
+    def busy(self, cycles: float, label: str) -> Proc:
+        """The core busy ``cycles`` on work the model prices whole (cache maintenance, an
+        interrupt handler, a benchmark's fixed overhead): compute time, drawn as ``label``."""
+        if cycles <= 0:
+            return
+        start = self.env.now
+        yield self.env.timeout(cycles)
+        self.compute_cycles += cycles
+        self.recorder.record(self.name, "compute", label, start, self.env.now, 0,
+                             self.labels.tile, self.labels.pass_name, self.labels.buffer)
+
     def book_stall(self, mem: Any, cycles: float) -> None:
         """Count ``cycles`` the core stalled on memory ``mem`` (None: on none)."""
         if mem is not None:

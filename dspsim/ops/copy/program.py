@@ -201,8 +201,7 @@ def hb_dsp_copy(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
         yield from dsp.core.idma_init_loop(CHANNEL, params.ring_descriptors)
     dsp.begin_pass("copy")
     if params.timed_prologue and params.prologue_cycles:  # cache clean / invalidate
-        yield dsp.env.timeout(params.prologue_cycles)
-        dsp.core.compute_cycles += params.prologue_cycles
+        yield from dsp.core.busy(params.prologue_cycles, "prologue")
     if ptr.use_idma == 1:
         yield from _idma_copy(dsp, src, dst, p, gather)
     else:
@@ -238,8 +237,7 @@ def _idma_copy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather) -> Proc:
     if dsp.params.completion_interrupt:  # the completion interrupt's handler
         handler = dsp.params.interrupt_handler_cycles
         if handler:
-            yield dsp.env.timeout(handler)
-            core.compute_cycles += handler
+            yield from core.busy(handler, "interrupt handler")
 
 
 def _cache_sync(dsp: Dsp, end: Ptr, nbytes: int) -> Proc:
@@ -250,8 +248,7 @@ def _cache_sync(dsp: Dsp, end: Ptr, nbytes: int) -> Proc:
         return
     line = cache.line_bytes
     cycles = per_line * ((end.addr + nbytes - 1) // line - end.addr // line + 1)
-    yield dsp.env.timeout(cycles)
-    dsp.core.compute_cycles += cycles
+    yield from dsp.core.busy(cycles, "cache sync")
 
 
 def _memcpy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather, loop: bool) -> Proc:
