@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from numbers import Integral
 
@@ -63,7 +63,7 @@ from dspsim.errors import AllocationError, DspsimInputError
 from dspsim.hw.clock import At, Walk, WalkState, drive, event_heap
 from dspsim.hw.context import RunContext
 from dspsim.hw.memory import Ptr
-from dspsim.hw.periodic import Stream
+from dspsim.hw.periodic import Repeats, Stream
 from dspsim.hw.port import MemoryPort
 
 
@@ -338,9 +338,9 @@ class IdmaChannel:
         the walk is between steps is in ``stream``; the elided engine may advance it by whole
         periods when it wakes (:mod:`dspsim.hw.periodic`)."""
         port = self.port_of(t)
-        name, request, env = self.name, port.request, self.env
+        name, request = self.name, port.request
         repeats = port.repeats
-        queue = event_heap(env)  # queue[0][0]: what ``env.peek()`` reads
+        queue = event_heap(self.env)  # queue[0][0]: what ``env.peek()`` reads
         burst, window = self.burst_bytes, self.max_outstanding
         now = state.now
         write = t.dst.external
@@ -363,20 +363,13 @@ class IdmaChannel:
                     now = now + (oldest - now)  # what Timeout(oldest - now) would give
                     if not (stream.elides and (not queue or now < queue[0][0])):
                         # a wait the driver would not pass at once (``drive``): ask it
-                        if repeats is not None:
-                            stream.i, stream.now = i, now
-                        yield now
-                        if repeats is not None:  # it may have been moved on meanwhile
-                            i, now = stream.i, stream.now
-                            while now == env.now and env.active_process is stream.process \
-                                    and repeats.woke(stream):  # a real wake-up, steps ahead
-                                i, now = stream.i, stream.now
-                                if now > env.now:  # in another's role: wait as it would
-                                    yield now
-                                    i, now = stream.i, stream.now
-                            if i == count:  # its last burst went in the steps skipped: woken
-                                state.now = now  # where its last burst completes, it is done
-                                break
+                        if repeats is None:
+                            yield now
+                        else:  # the periodic engine may move it on meanwhile
+                            i, now = yield from self._wait_for_slot(stream, repeats, i, now)
+                        if i == count:  # its last burst went in the steps skipped: woken
+                            state.now = now  # where its last burst completes, it is done
+                            break
                     state.now = now
                 if lander:  # bursts complete in order
                     lander.completed((i - window + 1) * burst, immediately=not self.elide)
@@ -385,6 +378,24 @@ class IdmaChannel:
         stream.now = None  # the last burst is issued
         if inflight and inflight[-1] > now:  # FIFO port: the last burst ends last
             state.now = now + (inflight[-1] - now)
+
+    def _wait_for_slot(self, stream: Stream, repeats: Repeats, i: int, now: float
+                       ) -> Generator[float, None, tuple[int, float]]:
+        """The walk's wait for a window slot until ``now``, asked of the driver, on a port the
+        periodic engine (``repeats``) may fast-forward; return where the walk stands after
+        it: the engine may have moved it on meanwhile, by whole periods, up to its last
+        burst."""
+        env = self.env
+        stream.i, stream.now = i, now
+        yield now
+        i, now = stream.i, stream.now
+        while now == env.now and env.active_process is stream.process \
+                and repeats.woke(stream):  # a real wake-up, steps ahead
+            i, now = stream.i, stream.now
+            if now > env.now:  # in another's role: wait as it would
+                yield now
+                i, now = stream.i, stream.now
+        return i, now
 
     def _walk_dual(self, t: Transfer, state: WalkState, lander: _Lander | None,
                    stream: Stream) -> Walk:

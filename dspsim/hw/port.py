@@ -184,17 +184,31 @@ class MemoryPort:
         uniform it books nothing: the walk books its bursts by :meth:`request` one by one."""
         if not self.ring:
             return i, now
-        slot_free, slot_holder, m = self._slot_free, self._slot_holder, self.max_outstanding
-        k, path_free, owner = self._next_slot, self._path_free, self._path_owner
-        latency, recent, log = self.latency_cycles, self._recent, self.log
-        # a burst's data-path cycles, as request computes them (nbytes * cycles_per_byte)
-        beat, last_beat = burst * self.cycles_per_byte, rest * self.cycles_per_byte
-        increments = self.repeats.increments if self.repeats is not None else None
-        contention, first, held = self.contention_cycles, i, len(inflight)
-        # the last busy stretch, open: the bursts queued back to back on the path extend it
-        run_start, run_end = recent.pop() if recent else (None, None)
+        first = i
+        i, now = self._book_bursts(now, inflight, i, count, full, burst, rest, window, write,
+                                   requester, horizon)
+        if i > first:  # what request lets go of at each burst: the stretches ended by the last
+            recent = self._recent
+            while recent and recent[0][1] <= now:
+                recent.popleft()
+        # bursts first .. i - 1: of ``burst`` bytes below ``full``, the one after of ``rest``
+        moved = (min(i, full) - min(first, full)) * burst + (rest if first <= full < i else 0)
+        if write:
+            self.bytes_written += moved
+        else:
+            self.bytes_read += moved
+        return i, now
+
+    def _book_bursts(self, now: float, inflight: deque[float], i: int, count: int, full: int,
+                     burst: int, rest: int, window: int, write: bool, requester: str,
+                     horizon: float) -> tuple[int, float]:
+        """:meth:`stream`'s burst loop. Per burst: the window (wait for the oldest), the ring's
+        slot, the data path, the path's busy stretch, the booking (slot, log, in flight)."""
+        (slot_free, slot_holder, m, k, path_free, owner, latency, recent, log, increments,
+         contention, beat, last_beat, run_start, run_end) = self._ring_locals(burst, rest)
+        held = len(inflight)
         while i < count:
-            if held == window:
+            if held == window:  # the window: wait for the oldest burst to complete
                 oldest = inflight[0]
                 if oldest > now:
                     later = now + (oldest - now)  # what Timeout(oldest - now) would give
@@ -203,33 +217,28 @@ class MemoryPort:
                     now = later
                 inflight.popleft()
                 held -= 1
-            # as request(now, burst if i < full else rest, write, requester)
-            slot = slot_free[k]
-            if slot > now:
-                start = slot
+            start = slot_free[k]  # the ring's slot, as request(now, size, write, requester)
+            if start > now:
                 if slot_holder[k] != requester:
-                    contention += slot - now
-                    if increments is not None:
-                        increments.append(slot - now)
+                    contention += start - now
+                    increments.append(start - now)
             else:
                 start = now
-            data_start = path_free
+            data_start = path_free  # the data path, after the ring's slot
             if data_start > start:
                 if owner != requester:
                     contention += data_start - start
-                    if increments is not None:
-                        increments.append(data_start - start)
+                    increments.append(data_start - start)
             else:
                 data_start = start
             owner = requester
             data_end = path_free = data_start + (beat if i < full else last_beat)
-            if data_start != run_end:  # the path was idle before it: a new stretch
+            if data_start != run_end:  # the stretch: the path was idle before it, a new one
                 if run_end is not None:
                     recent.append((run_start, run_end))
                 run_start = data_start
             run_end = data_end
-            done = data_end + latency
-            slot_free[k] = done
+            slot_free[k] = done = data_end + latency  # the booking
             slot_holder[k] = requester
             k = k + 1 if k + 1 < m else 0
             if log is not None:
@@ -238,20 +247,31 @@ class MemoryPort:
             inflight.append(done)
             held += 1
             i += 1
+        self._store_ring(k, path_free, owner, contention, run_start, run_end)
+        return i, now
+
+    def _ring_locals(self, burst: int, rest: int) -> tuple:
+        """The port's state as :meth:`_book_bursts` reads it into locals: the ring, the data
+        path, the log, the contention (and where its increments go: a scratch list when no
+        closed form records them), the bursts' data-path cycles, the last busy stretch."""
+        recent = self._recent
+        # the last busy stretch, open: the bursts queued back to back on the path extend it
+        run_start, run_end = recent.pop() if recent else (None, None)
+        increments = self.repeats.increments if self.repeats is not None else []
+        # a burst's data-path cycles, as request computes them (nbytes * cycles_per_byte)
+        beat, last_beat = burst * self.cycles_per_byte, rest * self.cycles_per_byte
+        return (self._slot_free, self._slot_holder, self.max_outstanding, self._next_slot,
+                self._path_free, self._path_owner, self.latency_cycles, recent, self.log,
+                increments, self.contention_cycles, beat, last_beat, run_start, run_end)
+
+    def _store_ring(self, k: int, path_free: float, owner: str, contention: float,
+                    run_start: float | None, run_end: float | None) -> None:
+        """:meth:`_book_bursts`'s locals stored back: the busy stretch it left open closed,
+        the ring's next slot, the data path's state, the contention."""
         if run_end is not None:
-            recent.append((run_start, run_end))
-        if i > first:  # what request lets go of at each burst: the stretches ended by the last
-            while recent and recent[0][1] <= now:
-                recent.popleft()
+            self._recent.append((run_start, run_end))
         self._next_slot, self._path_free, self._path_owner = k, path_free, owner
         self.contention_cycles = contention
-        # bursts first .. i - 1: of ``burst`` bytes below ``full``, the one after of ``rest``
-        moved = (min(i, full) - min(first, full)) * burst + (rest if first <= full < i else 0)
-        if write:
-            self.bytes_written += moved
-        else:
-            self.bytes_read += moved
-        return i, now
 
     def shift(self, before: int, now_slot: int, runs: int, now: float, dt: float) -> None:
         """(A uniform policy's ring only.) Move the port's state on by ``runs`` repeats of a
