@@ -45,14 +45,22 @@ are the host memory's (``host.memory``): 0 for a copy that does not touch it.
 memcpy: from TCM to TCM the kernel's ``LoopShape.tcm_cycles``. Otherwise the bytes that must
 cross each port inside the span (the copy ends with a ``MEMW``: the posted stores complete
 before the timer is read): ``n`` read from an external source, ``n`` written to an uncached or
-write-through destination (a write-back cache may keep them), both on one port when the two
-are one memory; the bounds are ``max_p bytes_p / B_p`` and ``max_p (L_p + bytes_p / B_p)``.
+write-through destination, both on one port when the two are one memory; a write-back,
+write-allocate destination's bytes are the run's (:func:`way_bytes`): each line a store misses
+filled first, the dirty lines evicted (and flushed) written back, less what may still be in
+flight when the span ends (a prefetch past the last line, the last posted eviction). The
+bounds are ``max_p bytes_p / B_p`` and ``max_p (L_p + bytes_p / B_p)`` (on a transactions
+memory each way's requests priced by ``stream_path_cycles``).
 The estimate from an uncached memory is :func:`dspsim.kernels.shapes.ddr_call` (each vector
 load's round trip); through the data cache, with blocking misses and no prefetch, one miss per
 line: ``lines x (F + M) + iterations x II + call overhead``, ``F`` a line's fill (``L + line /
 B``, a transaction's own cycles on a transactions memory) and ``M`` = ``dcache.miss_cycles``
 (with ``dcache.prefetch_next_line`` the line fills overlap the loop: ``lines x max(F, a line's
-issue) + M + 2 x a line's issue + call overhead``, the first line a demand miss).
+issue) + M + 2 x a line's issue + call overhead``, the first line a demand miss). A
+write-back, write-allocate destination adds its own lines' fills ``F + M`` when the source is
+external too, and its dirty lines written back inside the span (evicted and flushed, one
+request each, and one write latency), less a line's issue per evicted line (the write-back is
+posted: the core issues the next line's stores while it drains) (:func:`_store_lines_cycles`).
 
 loop (``K`` = ``copy.access_bytes``, ``C`` = ``copy.loop_cycles_per_iteration``, ``O`` the
 core's call overhead, one per loop): its compute ``O + (n / K) x C`` (per piece into a TCM
@@ -86,17 +94,57 @@ def memory_of(model: Any, where: str) -> Any:
 
 def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int]]:
     """Per external memory the copy goes through: its table and the bytes that must cross its
-    port inside the timed span (reads and writes together)."""
+    port inside the timed span (reads and writes together, :func:`way_bytes`)."""
+    return {name: (mem, r + w) for name, (mem, r, w) in way_bytes(model, variant, n).items()}
+
+
+def way_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int, int]]:
+    """Per external memory the copy goes through: its table, the bytes read and the bytes
+    written through its port inside the timed span. ``n`` each way the copy goes through the
+    port, none that a core copy's write-back cache may keep; a core copy's write-back,
+    write-allocate cached destination moves what the run moves (:mod:`dspsim.ops.copy.traffic`):
+    each line a store misses is filled first (a read), and the dirty lines evicted (and with
+    ``copy.flush_destination`` flushed) are written back inside the span, whole lines each."""
     p = model.copy
-    out: dict[str, tuple[Any, int]] = {}
+    out: dict[str, tuple[Any, int, int]] = {}
+    moved = None
     for where, write in ((p.src, False), (p.dst, True)):
         mem = memory_of(model, where)
         if mem is None:
             continue
         name = memory_name(model, where)
-        before = out.get(name, (mem, 0))[1]
-        out[name] = (mem, before + (0 if _kept(model, variant, mem, write) else n))
+        if _allocates(model, variant, mem) and write:  # the run's bytes, both ways
+            moved = moved or traffic(model, variant, n)
+            out[name] = (mem, *_inside_span(model, mem, moved[f"{name}_read"],
+                                            moved[f"{name}_write"]))
+            continue
+        _, r, w = out.get(name, (mem, 0, 0))
+        if not _kept(model, variant, mem, write):
+            r, w = (r, w + n) if write else (r + n, w)
+        out[name] = (mem, r, w)
     return out
+
+
+def _inside_span(model: Any, mem: Any, read_bytes: int, write_bytes: int) -> tuple[int, int]:
+    """Of a run's bytes through a write-allocate destination's port, those that must cross it
+    before the span ends: not the line each stream through it prefetches past its last (with
+    ``dcache.prefetch_next_line``: nothing waits for it), nor, without a flush, the last dirty
+    line evicted (posted: it may still drain)."""
+    p, dc = model.copy, model.dcache
+    streams = sum(memory_of(model, where) is mem for where in (p.src, p.dst))
+    if dc.prefetch_next_line:
+        read_bytes = max(0, read_bytes - streams * dc.line_bytes)
+    if not p.flush_destination:
+        write_bytes = max(0, write_bytes - dc.line_bytes)
+    return read_bytes, write_bytes
+
+
+def _allocates(model: Any, variant: str, mem: Any) -> bool:
+    """Whether a core copy's stores to ``mem`` go through a write-back, write-allocate data
+    cache (a store miss fills its line first)."""
+    dc = model.dcache
+    return bool(variant != "idma" and mem.cached and dc.capacity_bytes and not mem.core_local
+                and dc.write_policy == "write_back" and dc.write_allocate)
 
 
 def _kept(model: Any, variant: str, mem: Any, write: bool) -> bool:
@@ -185,18 +233,19 @@ def _port_bounds(model: Any, variant: str, n: int,
     """Every byte crosses its port, the last one's request done ``L`` after its data (the
     least latency of the ways the copy goes through that port); on a transactions memory the
     bytes cross in the core's requests (lines, or its own accesses), each paying its own
-    command, hold and refresh clocks."""
-    crossing = [(m, b) for m, b in ports.values() if b > 0]
+    command, hold and refresh clocks (a read's or a write's)."""
+    crossing = [(m, r, w) for m, r, w in way_bytes(model, variant, n).values() if r + w > 0]
 
-    def path(m: Any, b: int) -> float:
+    def path(m: Any, r: int, w: int) -> float:
         if m.policy.linear:
-            return b / m.policy.bytes_per_cycle
-        ways = tuple(w for w in _ways(model, m) if not _kept(model, variant, m, w))
-        return _ways_path(m, ways, n, _core_request_bytes(model, variant, m))
+            return (r + w) / m.policy.bytes_per_cycle
+        size = _core_request_bytes(model, variant, m)
+        return sum(m.policy.stream_path_cycles(b, size, way)
+                   for b, way in ((r, False), (w, True)) if b > 0)
 
-    return {"bandwidth": max((path(m, b) for m, b in crossing), default=0.0),
+    return {"bandwidth": max((path(m, r, w) for m, r, w in crossing), default=0.0),
             "latency_bandwidth": max((min(m.policy.latency(w) for w in _ways(model, m))
-                                      + path(m, b) for m, b in crossing),
+                                      + path(m, r, w) for m, r, w in crossing),
                                      default=0.0)}
 
 
@@ -334,7 +383,9 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
     """The core's memcpy calls of ``calls`` bytes each and the ``MEMW`` after them (module
     doc), without the prologue."""
     p, core = model.copy, model.core
-    ext = memory_of(model, p.src) or memory_of(model, p.dst)
+    ends = [m for m in (memory_of(model, p.src), memory_of(model, p.dst))
+            if m is not None and not m.core_local]  # a memory on the core's own bus: no port
+    ext = ends[0] if ends else memory_of(model, p.src) or memory_of(model, p.dst)
     policy = ext.policy  # what a request costs (dspsim.hw.policy)
     lat = policy.latency(False)
     if ext.cached and model.dcache.capacity_bytes:
@@ -342,16 +393,21 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
         lines = math.ceil(n / line)
         out["lines"] = lines
         fill = lat + _path(policy, line, line, False)
+        dst = memory_of(model, p.dst)
+        extra = 0.0 if dst is None or dst.core_local else _store_lines_cycles(model, n, dst)
         if p.memcpy_access_bytes:  # a word loop (copy.memcpy_access_bytes)
             issue = n // p.memcpy_access_bytes * p.memcpy_cycles_per_iteration
         else:
             issue = MEMCPY.iterations(n // 4, core.lanes_f32) * MEMCPY.ii_cycles(core)
         miss = model.dcache.miss_cycles  # a demand miss's own cost besides its fill
+        if extra:  # a line's stores issue while its evicted line is written back
+            extra -= min(issue / lines, _path(dst.policy, line, line, True)) * \
+                _evicted_bytes(model, n) // line
         if model.dcache.prefetch_next_line:  # one demand miss, then each line's fill in turn
             per_line = issue / lines
             return (core.call_overhead_cycles * len(calls) + lines * max(fill, per_line)
-                    + miss + 2 * per_line)
-        return (core.call_overhead_cycles * len(calls) + lines * (fill + miss) + issue)
+                    + miss + 2 * per_line + extra)
+        return (core.call_overhead_cycles * len(calls) + lines * (fill + miss) + issue + extra)
     load_ext = memory_of(model, p.src) is not None
     store_ext = memory_of(model, p.dst) is not None
     cycles = sum(ddr_call(MEMCPY, memcpy_words(d), core, policy, load_ext, store_ext,
@@ -367,6 +423,36 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
     return max(drained, core.call_overhead_cycles + MEMCPY.ii_cycles(core)
                + policy.transfer_cycles(4 * words, core.vector_bytes,
                                         min(core.write_buffer_entries, ext.max_outstanding), True))
+
+
+def _store_lines_cycles(model: Any, n: int, mem: Any) -> float:
+    """What a memcpy's stores to ``mem`` add to its estimate through a write-back,
+    write-allocate data cache: each destination line a store misses filled first (a blocking
+    miss: its transaction and ``dcache.miss_cycles``; the source's own lines are the
+    estimate's ``lines``, so a destination with no external source adds its fills only
+    once), and the dirty lines written back inside the span (the run's traffic: evicted and
+    flushed lines, one request each) with one write's latency. 0 otherwise."""
+    if not _allocates(model, "memcpy", mem):
+        return 0.0
+    p, dc = model.copy, model.dcache
+    line, pol = dc.line_bytes, mem.policy
+    name = memory_name(model, p.dst)
+    src = memory_of(model, p.src)
+    fills = 0.0
+    if src is not None and not src.core_local:  # the source's lines are counted already
+        fills = math.ceil(n / line) * (pol.latency(False) + _path(pol, line, line, False)
+                                       + dc.miss_cycles)
+    written = traffic(model, "memcpy", n)[f"{name}_write"]
+    if not written:
+        return fills
+    return fills + pol.latency(True) + _path(pol, written, line, True)
+
+
+def _evicted_bytes(model: Any, n: int) -> int:
+    """The destination's dirty lines' bytes a memcpy evicts (written back before any flush)."""
+    name = memory_name(model, model.copy.dst)
+    unflushed = model.with_overrides({"copy.flush_destination": False})
+    return traffic(unflushed, "memcpy", n)[f"{name}_write"]
 
 
 def loop_compute_cycles(model: Any, n: int) -> float:
@@ -388,7 +474,8 @@ def _loop_estimate(model: Any, n: int, compute: float) -> float:
     latency. A memory on the core's own bus costs nothing beyond the loop's cycles. On a port
     that serves one transaction at a time (a policy not linear) the dirty lines written back
     inside the span (the run's traffic, :mod:`dspsim.ops.copy.traffic`) hold it between the
-    fills, so their transactions are added too."""
+    fills, so their transactions are added too, less the loop's cycles per line for each
+    line evicted (posted: the loop goes on while it drains)."""
     p, dc = model.copy, model.dcache
     k = p.access_bytes
     stall = data = 0.0
@@ -409,6 +496,11 @@ def _loop_estimate(model: Any, n: int, compute: float) -> float:
             elif write and not pol.linear:  # evicted dirty lines, one transaction each
                 evicted = traffic(model, "loop", n)[f"{memory_name(model, where)}_write"]
                 stall += _path(pol, evicted, line, True)
+            if write and not pol.linear:  # a line's compute while its evicted line is written
+                unflushed = model.with_overrides({"copy.flush_destination": False})
+                evicted = traffic(unflushed, "loop", n)[f"{memory_name(model, where)}_write"]
+                stall -= (min(compute / lines, _path(pol, line, line, True))
+                          * (evicted // line))
         elif not write:
             pieces = max(1, k // 16) if k > 16 else 1
             stall += n // k * pieces * pol.latency(False) + _path(pol, n, min(k, 16), False)
