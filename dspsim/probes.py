@@ -484,7 +484,7 @@ class AccessLog:
         self.active: dict[str, list[Access]] = {}  # memory -> accesses that may still conflict
         self.in_flight: dict[str, float] = {}  # engine -> start of the access it is making
         self.pairs: list[tuple[tuple, str, Access, Access]] = []  # (order, memory, first, second)
-        self._seq = 0
+        self.seq = 0  # the next access's number (a fast-forward saves and shifts it)
 
     def begin(self, engine: str, start: float) -> None:
         if self.enabled:
@@ -495,8 +495,8 @@ class AccessLog:
         if not self.enabled or nbytes <= 0 or end <= start:
             return
         b = Access(engine, memory, lo, lo + nbytes, write, start, end, what, tile, pass_name,
-                   self._seq)
-        self._seq += 1
+                   self.seq)
+        self.seq += 1
         kept = self.active.setdefault(memory, [])
         for a in kept:
             first, second = (a, b) if a.start <= b.start else (b, a)

@@ -196,6 +196,12 @@ class IdmaChannel:
             raise DspsimInputError(f"idma_init_loop on {self.name} with descriptors pending")
         self.ring = descriptors
 
+    @property
+    def issued(self) -> deque[Transfer]:
+        """The descriptors submitted and not yet done, oldest first (read, not changed, by
+        the fast-forwards)."""
+        return self._issued
+
     def buffer_status(self) -> int:
         """``idma_buffer_status(ch)``: descriptors added and not yet done."""
         return len(self._issued)

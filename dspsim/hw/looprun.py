@@ -370,10 +370,10 @@ def _channels(st: _State, dsp: DspView) -> bool:
                 st.int_((ch, attr), getattr(ch, attr))
             st.acc(ch, "busy_cycles", ch.busy_cycles)
             current = ch.current
-            if current is not None and current is not ch._issued[0]:
+            if current is not None and current is not ch.issued[0]:
                 return False
-            st.key.append((current is not None, len(ch.fifo.items), len(ch._issued), ch.ring))
-            for j, t in enumerate(ch._issued):
+            st.key.append((current is not None, len(ch.fifo.items), len(ch.issued), ch.ring))
+            for j, t in enumerate(ch.issued):
                 if not _transfer(st, t, started=j == 0 and current is not None):
                     return False
             if current is not None and not _stream(st, ch):
@@ -403,7 +403,7 @@ def _accesses(st: _State, acc: Any) -> None:
     if not acc.enabled:
         return
     st.key += [len(acc.pairs), acc.dropped, tuple(sorted(acc.in_flight))]
-    st.int_((acc, "_seq"), acc._seq)
+    st.int_((acc, "seq"), acc.seq)
     for engine in sorted(acc.in_flight):
         st.time((acc.in_flight, engine), acc.in_flight[engine])
     for memory in sorted(acc.active):

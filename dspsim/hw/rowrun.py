@@ -173,7 +173,7 @@ class _Engines:
         if not self.ctx.data:  # with values, the rows' own checks warn (``values`` redoes them)
             key.append(tuple((w["code"], w["count"]) for w in self.platform.warnings.values()))
         floats = [self._get(o, k) for o, k in self._accumulators()]
-        ints = [acc._seq] + [n for p in self.ports for n in (p.bytes_read, p.bytes_written)]
+        ints = [acc.seq] + [n for p in self.ports for n in (p.bytes_read, p.bytes_written)]
         count = len(dsp.passes)
         last = dict(dsp.passes[-1]) if count else None
         traced = len(self.recorder.rows) if self.recorder is not None else 0
@@ -272,7 +272,7 @@ class _Engines:
             if c != b:
                 self._set(owner, key, c + rows * (c - b))
         ints = [c + rows * (c - b) for b, c in zip(s1.ints, s2.ints)]
-        self.ctx.accesses._seq = ints[0]
+        self.ctx.accesses.seq = ints[0]
         for k, p in enumerate(self.ports):
             p.bytes_read, p.bytes_written = ints[1 + 2 * k], ints[2 + 2 * k]
         passes, trace = template
