@@ -209,6 +209,7 @@ class HardwareModel:
         # are checked against the hardware now (each op checks its own when it runs)
         raw = {s: d for s, d in self.as_dict().items()
                if s not in OP_SCHEMAS or d != OP_SCHEMAS[s].defaults()}
+        given: dict[str, dict[str, Any]] = {}
         for key, value in pairs.items():
             k = model_key(key, self)
             if is_memory_section(k.section) and k.section not in self.memories:
@@ -216,10 +217,9 @@ class HardwareModel:
                     f"{key}: the model has no memory {k.section!r}; its memories: "
                     f"{', '.join(self.memories)} (a new memory is a table in a model file)"
                 )
-            raw.setdefault(k.section, {})[k.short] = value
-            for name in _rules.switched_out({k.short: value}):  # unless set here too
-                if f"{k.section}.{name}" not in pairs:
-                    raw[k.section].pop(name, None)
+            given.setdefault(k.section, {})[k.short] = value
+        for section, table in given.items():  # over the model's tables as a file's over its base
+            raw[section] = _rules.merged_table(raw.get(section, {}), table)
         model = build_model(raw, self.source)
         _rules.refuse_idle(model, list(pairs))
         # a value set here is given, not guessed: its range goes
