@@ -138,10 +138,10 @@ def _cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem
     uncached_store = 0 if write_back else sum(
         ELEMENT_BYTES * n for _, _, dst in calls if dst is not None)
     posted = 0 if write_back else _posted_bytes(calls, n, core, repeat)
+    streams = len(set().union(*touched))  # the arrays the calls touch
     # every byte touched, over all the rows (short rows share lines: count bytes, not rows)
-    compulsory = -(-repeat * ELEMENT_BYTES * n * len(set().union(*touched)) // line)
+    compulsory = -(-repeat * ELEMENT_BYTES * n * streams // line)
     cpb = policy.cycles_per_byte
-    streams = len(set().union(*touched))
     prefetching = prefetches(cache, streams)
     slots = 1 if not prefetching else mem.max_outstanding
     first_misses = 0.0  # on contiguous rows a prefetching stream waits once, not per row
