@@ -244,10 +244,8 @@ class Core:
             return
         start = self.env.now
         self.accesses.begin(self.name, start)
-        # a core_local memory (the core's own bus, as a DataRAM) costs no request: as TCM
-        load_mem = src.mem if src.external and not src.mem.core_local else None
-        store_mem = (dst.mem if dst is not None and dst.external and not dst.mem.core_local
-                     else None)
+        load_mem = src.mem if src.requested else None
+        store_mem = dst.mem if dst is not None and dst.requested else None
         if load_mem is not None or store_mem is not None:
             stall, store_stall = yield from self._ddr_kernel(shape, n, rows, src, dst)
             # stalls are the memory's that held the core: the loads' memory for its lines or

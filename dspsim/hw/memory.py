@@ -32,6 +32,12 @@ class Ptr:
 
     in_ddr = external  # the older name, from when DDR was the one external memory
 
+    @property
+    def requested(self) -> bool:
+        """Whether the core's loads and stores through the pointer are requests on a port: an
+        external memory not on the core's own bus (a ``core_local`` one is as TCM)."""
+        return self.mem.port is not None and not self.mem.core_local
+
     def __repr__(self) -> str:
         return f"{self.mem.name}:0x{self.addr:x}"
 
