@@ -92,22 +92,28 @@ def memory_of(model: Any, where: str) -> Any:
     return None if name is None else model.memories[name]
 
 
-def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int]]:
+def crossing_bytes(model: Any, variant: str, n: int,
+                   ways: dict[str, tuple[Any, int, int]] | None = None
+                   ) -> dict[str, tuple[Any, int]]:
     """Per external memory the copy goes through: its table and the bytes that must cross its
-    port inside the timed span (reads and writes together, :func:`way_bytes`)."""
-    return {name: (mem, r + w) for name, (mem, r, w) in way_bytes(model, variant, n).items()}
+    port inside the timed span (reads and writes together, :func:`way_bytes`, or ``ways``
+    when the caller has them)."""
+    if ways is None:
+        ways = way_bytes(model, variant, n)
+    return {name: (mem, r + w) for name, (mem, r, w) in ways.items()}
 
 
-def way_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int, int]]:
+def way_bytes(model: Any, variant: str, n: int,
+              moved: dict[str, int] | None = None) -> dict[str, tuple[Any, int, int]]:
     """Per external memory the copy goes through: its table, the bytes read and the bytes
     written through its port inside the timed span. ``n`` each way the copy goes through the
     port, none that a core copy's write-back cache may keep; a core copy's write-back,
     write-allocate cached destination moves what the run moves (:mod:`dspsim.ops.copy.traffic`):
     each line a store misses is filled first (a read), and the dirty lines evicted (and with
-    ``copy.flush_destination`` flushed) are written back inside the span, whole lines each."""
+    ``copy.flush_destination`` flushed) are written back inside the span, whole lines each.
+    ``moved``: the run's traffic (:func:`traffic`) when the caller has it."""
     p = model.copy
     out: dict[str, tuple[Any, int, int]] = {}
-    moved = None
     for where, write in ((p.src, False), (p.dst, True)):
         mem = memory_of(model, where)
         if mem is None:
@@ -119,7 +125,7 @@ def way_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int, int
                                             moved[f"{name}_write"]))
             continue
         _, r, w = out.get(name, (mem, 0, 0))
-        if not _kept(model, variant, mem, write):
+        if not _on_core_bus(variant, mem):
             r, w = (r, w + n) if write else (r + n, w)
         out[name] = (mem, r, w)
     return out
@@ -147,15 +153,11 @@ def _allocates(model: Any, variant: str, mem: Any) -> bool:
                 and dc.write_policy == "write_back" and dc.write_allocate)
 
 
-def _kept(model: Any, variant: str, mem: Any, write: bool) -> bool:
-    """Whether the copy's bytes one way through ``mem`` need not cross its port inside the
-    span: a core copy's writes a write-back, write-allocate cache may keep, or any core access
-    to a memory on the core's own bus."""
-    p, dc = model.copy, model.dcache
-    kept = (write and variant != "idma" and mem.cached and dc.capacity_bytes
-            and dc.write_policy == "write_back" and dc.write_allocate
-            and not p.flush_destination)  # may stay in the cache
-    return bool(kept or (variant != "idma" and mem.core_local))
+def _on_core_bus(variant: str, mem: Any) -> bool:
+    """Whether a copy's bytes through ``mem`` need not cross a port: a core copy's accesses to
+    a memory on the core's own bus (a write-back, write-allocate destination's are
+    :func:`way_bytes`'s traffic, counted before this is asked)."""
+    return bool(variant != "idma" and mem.core_local)
 
 
 def _core_request_bytes(model: Any, variant: str, mem: Any) -> int:
@@ -196,7 +198,8 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     p = model.copy
     out: dict[str, Any] = {"bytes": n, "traffic_bytes": traffic(model, variant, n)}
     prologue = p.prologue_cycles if p.timed_prologue else 0.0
-    ports = crossing_bytes(model, variant, n)
+    ways = way_bytes(model, variant, n, out["traffic_bytes"])
+    ports = crossing_bytes(model, variant, n, ways)
     if not ports:  # TCM to TCM: the core alone
         words = n // 4
         out["estimate_cycles"] = prologue + (
@@ -213,11 +216,11 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         out["descriptor_bytes"] = pl.piece_bytes
         estimate += prologue
     elif variant == "loop":
-        named = {**_port_bounds(model, variant, n, ports),
+        named = {**_port_bounds(model, variant, ways),
                  "compute": loop_compute_cycles(model, n)}
         estimate = prologue + _loop_estimate(model, n, named["compute"])
     else:
-        named = _port_bounds(model, variant, n, ports)
+        named = _port_bounds(model, variant, ways)
         estimate = prologue + _memcpy_estimate(model, [n] if pl.one_call else sizes, n, out)
     for k, v in named.items():
         out[f"{k}_bound_cycles"] = v
@@ -228,13 +231,13 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     return out
 
 
-def _port_bounds(model: Any, variant: str, n: int,
-                 ports: dict[str, tuple[Any, int]]) -> dict[str, float]:
+def _port_bounds(model: Any, variant: str,
+                 ways: dict[str, tuple[Any, int, int]]) -> dict[str, float]:
     """Every byte crosses its port, the last one's request done ``L`` after its data (the
     least latency of the ways the copy goes through that port); on a transactions memory the
     bytes cross in the core's requests (lines, or its own accesses), each paying its own
-    command, hold and refresh clocks (a read's or a write's)."""
-    crossing = [(m, r, w) for m, r, w in way_bytes(model, variant, n).values() if r + w > 0]
+    command, hold and refresh clocks (a read's or a write's). ``ways``: :func:`way_bytes`."""
+    crossing = [(m, r, w) for m, r, w in ways.values() if r + w > 0]
 
     def path(m: Any, r: int, w: int) -> float:
         if m.policy.linear:
@@ -402,7 +405,7 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
         miss = model.dcache.miss_cycles  # a demand miss's own cost besides its fill
         if extra:  # a line's stores issue while its evicted line is written back
             extra -= min(issue / lines, _path(dst.policy, line, line, True)) * \
-                _evicted_bytes(model, n) // line
+                _evicted_bytes(model, "memcpy", n) // line
         if model.dcache.prefetch_next_line:  # one demand miss, then each line's fill in turn
             per_line = issue / lines
             return (core.call_overhead_cycles * len(calls) + lines * max(fill, per_line)
@@ -448,11 +451,13 @@ def _store_lines_cycles(model: Any, n: int, mem: Any) -> float:
     return fills + pol.latency(True) + _path(pol, written, line, True)
 
 
-def _evicted_bytes(model: Any, n: int) -> int:
-    """The destination's dirty lines' bytes a memcpy evicts (written back before any flush)."""
+def _evicted_bytes(model: Any, variant: str, n: int) -> int:
+    """The destination's dirty lines' bytes a core copy (``memcpy``, ``loop``) evicts (written
+    back before any flush)."""
     name = memory_name(model, model.copy.dst)
-    unflushed = model.with_overrides({"copy.flush_destination": False})
-    return traffic(unflushed, "memcpy", n)[f"{name}_write"]
+    unflushed = (model.with_overrides({"copy.flush_destination": False})
+                 if model.copy.flush_destination else model)
+    return traffic(unflushed, variant, n)[f"{name}_write"]
 
 
 def loop_compute_cycles(model: Any, n: int) -> float:
@@ -493,12 +498,11 @@ def _loop_estimate(model: Any, n: int, compute: float) -> float:
             data += _path(pol, n, line, False)
             if write and p.flush_destination:
                 stall += pol.latency(True) + _path(pol, n, line, True)
-            elif write and not pol.linear:  # evicted dirty lines, one transaction each
-                evicted = traffic(model, "loop", n)[f"{memory_name(model, where)}_write"]
-                stall += _path(pol, evicted, line, True)
-            if write and not pol.linear:  # a line's compute while its evicted line is written
-                unflushed = model.with_overrides({"copy.flush_destination": False})
-                evicted = traffic(unflushed, "loop", n)[f"{memory_name(model, where)}_write"]
+            if write and not pol.linear:
+                evicted = _evicted_bytes(model, "loop", n)
+                if not p.flush_destination:  # evicted dirty lines, one transaction each
+                    stall += _path(pol, evicted, line, True)
+                # a line's compute while its evicted line is written
                 stall -= (min(compute / lines, _path(pol, line, line, True))
                           * (evicted // line))
         elif not write:
