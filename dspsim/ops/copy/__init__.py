@@ -112,8 +112,10 @@ class Copy(Op):
             return ("idma", "dma")
         if key in _LOOP_KEYS:
             return ("loop",)
-        if key in ("copy.flush_destination", *_MEMCPY_KEYS):
-            return ("memcpy", "loop") if key == "copy.flush_destination" else ("memcpy",)
+        if key == "copy.flush_destination":
+            return ("memcpy", "loop")
+        if key in _MEMCPY_KEYS:
+            return ("memcpy",)
         if key == "copy.dma_cache_sync_cycles_per_line":
             return ("idma", "dma")
         return super().key_variants(key)
