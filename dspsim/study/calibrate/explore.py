@@ -61,7 +61,7 @@ from dspsim.ops import get_op
 from dspsim.study.calibrate.classify import model_at
 from dspsim.study.calibrate.measure import Measurement, int_value, is_int_key
 from dspsim.study.calibrate.params import FreeParam, parse_free
-from dspsim.study.calibrate.problem import FitPoint, Problem, Progress
+from dspsim.study.calibrate.problem import FitPoint, Problem, Progress, built_once
 from dspsim.workers import MAX_JOBS, check_jobs, imap_unordered, pool_failure
 
 GRID_FACTOR = 4.0
@@ -240,16 +240,8 @@ def _feasible(
     built: dict[tuple, HardwareModel | ConfigError] = {}  # measurements alike share a corner
 
     def corner(c: tuple, m: Measurement) -> HardwareModel:
-        key = (c, tuple(m.settings.items()))
-        if key not in built:
-            try:
-                built[key] = model_at(model, dict(zip([p.key for p in fitted], c)), m)
-            except ConfigError as e:
-                built[key] = e
-        hit = built[key]
-        if isinstance(hit, ConfigError):
-            raise hit.with_traceback(None)
-        return hit
+        return built_once(built, (c, tuple(m.settings.items())),
+                          lambda: model_at(model, dict(zip([p.key for p in fitted], c)), m))
 
     for m in measurements:
         best = math.inf

@@ -35,6 +35,22 @@ Progress = Callable[[str], None] | None
 MODEL_CACHE_SIZE = 256
 
 
+def built_once(built: dict[tuple, HardwareModel | ConfigError], key: tuple,
+               build: Callable[[], HardwareModel]) -> HardwareModel:
+    """``built[key]``, built by ``build`` the first time; a ``ConfigError`` it raised is kept
+    and raised again."""
+    hit = built.get(key)
+    if hit is None:
+        try:
+            hit = build()
+        except ConfigError as e:
+            hit = e
+        built[key] = hit
+    if isinstance(hit, ConfigError):
+        raise hit.with_traceback(None)
+    return hit
+
+
 @dataclass
 class FitPoint:
     """One set of free values and how the simulation matches every measurement with them."""
@@ -121,17 +137,9 @@ class Problem:
             hit = self._models.get(key)
         except TypeError:  # a setting whose value is not hashable: built every time
             return self.model.with_overrides(pairs)
-        if hit is None:
-            try:
-                hit = self.model.with_overrides(pairs)
-            except ConfigError as e:
-                hit = e
-            if self._models and len(self._models) >= MODEL_CACHE_SIZE:
-                self._models.pop(next(iter(self._models)))  # the oldest goes
-            self._models[key] = hit
-        if isinstance(hit, ConfigError):
-            raise hit.with_traceback(None)
-        return hit
+        if hit is None and len(self._models) >= MODEL_CACHE_SIZE:
+            self._models.pop(next(iter(self._models)))  # the oldest goes
+        return built_once(self._models, key, lambda: self.model.with_overrides(pairs))
 
     def simulated(
         self, values: dict[str, float], index: int, fidelity: str | None = None
