@@ -77,7 +77,7 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _optional(key: str) -> str:
+def _no_default(key: str) -> str:
     """How a key without a default is shown: *required*; *optional*, a hardware key a file may
     leave out with no value in its place (its meaning says what its absence means:
     ``write_latency_cycles``); or required by a memory's protocol."""
@@ -106,7 +106,7 @@ def _rows(keys: list[str], prefix: str | None = None) -> list[str]:
     for key in keys:
         d = model_key(key).describe()
         shown = d["key"] if prefix is None else prefix + d["key"].partition(".")[2]
-        default = _optional(key) if d["default"] is None else f"`{_toml(d['default'])}`"
+        default = _no_default(key) if d["default"] is None else f"`{_toml(d['default'])}`"
         out.append(f"| `{shown}` | {_cell(d['unit']) or '-'} | {_cell(d['allowed'])} | "
                    f"{_cell(default)} | {_cycles(key)} | {_cell(d['doc'])} |")
     return out
