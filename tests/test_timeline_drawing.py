@@ -239,3 +239,23 @@ def test_pass_boundaries_too_dense_to_draw_are_noted_not_drawn():
     assert dashed(many) == 0
     assert "2,559 pass boundaries, too close to draw" in notes(many)
     plt.close("all")
+
+
+@pytest.mark.parametrize("model_name, op, settings, shape, label", [
+    ("esp32s3", "copy", {"copy.src": "psram", "copy.dst": "psram"}, (8184,),
+     "iDMA copy (PSRAM→PSRAM)"),
+    ("ameba_hifi5", "copy", {"copy.src": "tcm", "copy.dst": "psram"}, (4096,),
+     "iDMA output copy (TCM→PSRAM)"),
+    ("ameba_hifi5", "fc", {}, (256, 768), "iDMA input copy (PSRAM→TCM)"),
+])
+def test_a_copys_legend_names_its_two_ends(model_name, op, settings, shape, label):
+    """A memory-to-memory copy is labelled by its two memories; a copy with a TCM end (a
+    ping-pong's output written back after its inputs, a copy out of TCM) keeps 'TCM'."""
+    m = load_model(model_name).with_overrides(settings)
+    variant = "dma" if model_name == "esp32s3" else ("idma" if op == "copy" else "pingpong")
+    kw = {"n": shape[0]} if op == "copy" else {"shape": shape}
+    r = simulate(m, op, variant, data=False, trace=True, port_log=True, **kw)
+    fig = timeline_figure(r)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert label in legend
+    assert any(t.startswith("iDMA copy (") for t in legend) == (model_name == "esp32s3")

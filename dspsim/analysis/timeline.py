@@ -324,8 +324,8 @@ def _draw_copy_lanes(draw: Lanes, result: Any, engines: RunEngines, trace: pd.Da
     ends = {kind: memories_text(m, "/") for kind, m in copy_memories(result, engines).items()}
     copy_labels = {"copy_in": f"iDMA input copy ({ends['copy_in']}→TCM)",
                    "copy_out": f"iDMA output copy (TCM→{ends['copy_out']})"}
-    outs = trace[trace["kind"] == "copy_out"]
-    if len(outs) and (outs["buffer"] < 0).all():  # no TCM end: memory to memory
+    # copies that read an external memory and none into TCM: memory to memory
+    if (trace["kind"] != "copy_in").all() and copy_memories(result, engines, False)["copy_in"]:
         copy_labels["copy_out"] = f"iDMA copy ({ends['copy_in']}→{ends['copy_out']})"
     copies_shown: set[str] = set()
     for ch in engines.channels:

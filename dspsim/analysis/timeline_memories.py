@@ -64,11 +64,13 @@ def stall_memories(result: Any, starts: Any, ends: Any) -> list[tuple[str, ...]]
     return [f or fallback for f in found]
 
 
-def copy_memories(result: Any, engines: RunEngines) -> dict[str, tuple[str, ...]]:
+def copy_memories(result: Any, engines: RunEngines, fallback: bool = True
+                  ) -> dict[str, tuple[str, ...]]:
     """Per copy kind, the memories the channels' copies of that kind came from (``copy_in``:
     a channel reads only the memory it copies from) or went to (``copy_out``: it writes only
-    there), from the port logs; none logged: the host's memory."""
-    host = tuple(filter(None, [host_memory(result)]))
+    there), from the port logs; none logged: the host's memory (with ``fallback``; else
+    none)."""
+    host = tuple(filter(None, [host_memory(result)])) if fallback else ()
     channels = list(engines.channels)
     out: dict[str, tuple[str, ...]] = {"copy_in": (), "copy_out": ()}
     for memory in memory_logs(result):
