@@ -218,7 +218,7 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     elif variant == "loop":
         named = {**_port_bounds(model, variant, ways),
                  "compute": loop_compute_cycles(model, n)}
-        estimate = prologue + _loop_estimate(model, n, named["compute"])
+        estimate = prologue + _loop_estimate(model, n, named["compute"], out["traffic_bytes"])
     else:
         named = _port_bounds(model, variant, ways)
         estimate = prologue + _memcpy_estimate(model, [n] if pl.one_call else sizes, n, out)
@@ -397,7 +397,9 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
         out["lines"] = lines
         fill = lat + _path(policy, line, line, False)
         dst = memory_of(model, p.dst)
-        extra = 0.0 if dst is None or dst.core_local else _store_lines_cycles(model, n, dst)
+        moved = out["traffic_bytes"]  # the run's traffic (bounds())
+        extra = (0.0 if dst is None or dst.core_local
+                 else _store_lines_cycles(model, n, dst, moved))
         if p.memcpy_access_bytes:  # a word loop (copy.memcpy_access_bytes)
             issue = n // p.memcpy_access_bytes * p.memcpy_cycles_per_iteration
         else:
@@ -405,7 +407,7 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
         miss = model.dcache.miss_cycles  # a demand miss's own cost besides its fill
         if extra:  # a line's stores issue while its evicted line is written back
             extra -= min(issue / lines, _path(dst.policy, line, line, True)) * \
-                _evicted_bytes(model, "memcpy", n) // line
+                _evicted_bytes(model, "memcpy", n, moved) // line
         if model.dcache.prefetch_next_line:  # one demand miss, then each line's fill in turn
             per_line = issue / lines
             return (core.call_overhead_cycles * len(calls) + lines * max(fill, per_line)
@@ -428,13 +430,14 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
                                         min(core.write_buffer_entries, ext.max_outstanding), True))
 
 
-def _store_lines_cycles(model: Any, n: int, mem: Any) -> float:
+def _store_lines_cycles(model: Any, n: int, mem: Any, moved: dict[str, int]) -> float:
     """What a memcpy's stores to ``mem`` add to its estimate through a write-back,
     write-allocate data cache: each destination line a store misses filled first (a blocking
     miss: its transaction and ``dcache.miss_cycles``; the source's own lines are the
     estimate's ``lines``, so a destination with no external source adds its fills only
     once), and the dirty lines written back inside the span (the run's traffic: evicted and
-    flushed lines, one request each) with one write's latency. 0 otherwise."""
+    flushed lines, one request each) with one write's latency. 0 otherwise. ``moved``: the
+    run's traffic (:func:`traffic`)."""
     if not _allocates(model, "memcpy", mem):
         return 0.0
     p, dc = model.copy, model.dcache
@@ -445,19 +448,19 @@ def _store_lines_cycles(model: Any, n: int, mem: Any) -> float:
     if src is not None and not src.core_local:  # the source's lines are counted already
         fills = math.ceil(n / line) * (pol.latency(False) + _path(pol, line, line, False)
                                        + dc.miss_cycles)
-    written = traffic(model, "memcpy", n)[f"{name}_write"]
+    written = moved[f"{name}_write"]
     if not written:
         return fills
     return fills + pol.latency(True) + _path(pol, written, line, True)
 
 
-def _evicted_bytes(model: Any, variant: str, n: int) -> int:
+def _evicted_bytes(model: Any, variant: str, n: int, moved: dict[str, int]) -> int:
     """The destination's dirty lines' bytes a core copy (``memcpy``, ``loop``) evicts (written
-    back before any flush)."""
+    back before any flush): ``moved``'s (the run's traffic) when the run does not flush."""
     name = memory_name(model, model.copy.dst)
-    unflushed = (model.with_overrides({"copy.flush_destination": False})
-                 if model.copy.flush_destination else model)
-    return traffic(unflushed, variant, n)[f"{name}_write"]
+    if model.copy.flush_destination:
+        moved = traffic(model.with_overrides({"copy.flush_destination": False}), variant, n)
+    return moved[f"{name}_write"]
 
 
 def loop_compute_cycles(model: Any, n: int) -> float:
@@ -471,7 +474,7 @@ def loop_compute_cycles(model: Any, n: int) -> float:
             + n // p.access_bytes * p.loop_cycles_per_iteration)
 
 
-def _loop_estimate(model: Any, n: int, compute: float) -> float:
+def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) -> float:
     """The loop variant's estimate (without the prologue): its compute and, with blocking
     misses, each line filled (the source's, and the destination's with write-allocate) or each
     uncached load's round trip, one after another; with a next-line prefetch the larger of the
@@ -499,7 +502,7 @@ def _loop_estimate(model: Any, n: int, compute: float) -> float:
             if write and p.flush_destination:
                 stall += pol.latency(True) + _path(pol, n, line, True)
             if write and not pol.linear:
-                evicted = _evicted_bytes(model, "loop", n)
+                evicted = _evicted_bytes(model, "loop", n, moved)
                 if not p.flush_destination:  # evicted dirty lines, one transaction each
                     stall += _path(pol, evicted, line, True)
                 # a line's compute while its evicted line is written
