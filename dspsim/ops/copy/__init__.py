@@ -106,9 +106,10 @@ class Copy(Op):
         return {"channels": 1 if engine_variant(variant) == "idma" else 0, "banks": 1}
 
     def key_variants(self, key: str) -> tuple[str, ...]:
-        """The 2-D keys, the ring's and the completion interrupt's act in the idma variant only
-        (a memcpy moves one contiguous run, with no channel)."""
-        if key in _IDMA_KEYS:
+        """The 2-D keys, the ring's, the completion interrupt's and the DMA driver's cache sync
+        act in the idma variant (and its alias dma) only (a memcpy moves one contiguous run,
+        with no channel)."""
+        if key in (*_IDMA_KEYS, "copy.dma_cache_sync_cycles_per_line"):
             return ("idma", "dma")
         if key in _LOOP_KEYS:
             return ("loop",)
@@ -116,8 +117,6 @@ class Copy(Op):
             return ("memcpy", "loop")
         if key in _MEMCPY_KEYS:
             return ("memcpy",)
-        if key == "copy.dma_cache_sync_cycles_per_line":
-            return ("idma", "dma")
         return super().key_variants(key)
 
     def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
