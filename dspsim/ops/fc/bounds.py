@@ -189,21 +189,21 @@ def _replay(line: int, lanes: int, host: bool, entries: int, end: int,
             unused.add(k)
 
     for k in _first_touches(line, lanes, host, shape).tolist():
-        if k in unused:  # first use of a prefetched line: on while its stream is followed
+        prefetched = k in unused  # its first use: on while its stream (expecting k + 1) is
+        if prefetched:
             unused.discard(k)
-            if streams.pop(k + 1, 0) is None:
-                streams[k + 2] = None
-                prefetch(k + 1)
-            continue
-        demand += 1
-        present.add(k)
-        if streams.pop(k, 0) is None:  # continues a followed stream
+        else:
+            demand += 1
+            present.add(k)
+        expected = k + 1 if prefetched else k
+        if expected in streams:  # continues a followed stream
+            del streams[expected]
             streams[k + 2] = None
             prefetch(k + 1)
-            continue
-        if len(streams) >= entries:
-            del streams[next(iter(streams))]
-        streams[k + 1] = None
+        elif not prefetched:  # a new stream, in the oldest's place when every entry is taken
+            if len(streams) >= entries:
+                del streams[next(iter(streams))]
+            streams[k + 1] = None
     return demand, end in present
 
 
