@@ -296,11 +296,7 @@ def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
     }
     built["memories"] = {m: _hw_table(source, raw, m, MemoryCfg, missing) for m in memories}
     _rules.refuse_missing(source, missing)
-    for m, cfg in built["memories"].items():  # the core reaches it one way, not both
-        if cfg.cached and cfg.core_local:
-            raise ConfigError(f"{source}: {m}.cached and {m}.core_local both true: the core "
-                              "reaches a memory through its data cache or on its own bus; "
-                              "allowed: one of them, or neither")
+    _rules.refuse_two_ways(source, built["memories"])
     ops = {}
     for section, schema in OP_SCHEMAS.items():
         table = _table(source, raw, section)

@@ -115,6 +115,15 @@ def silent_memory_key(memory: str, protocol: str, name: str) -> bool:
     return protocol_misfit(memory, protocol, name) is not None
 
 
+def refuse_two_ways(source: str, memories: dict[str, Any]) -> None:
+    """Refuse a memory the core reaches both through its data cache and on its own bus."""
+    for m, cfg in memories.items():
+        if cfg.cached and cfg.core_local:
+            raise ConfigError(f"{source}: {m}.cached and {m}.core_local both true: the core "
+                              "reaches a memory through its data cache or on its own bus; "
+                              "allowed: one of them, or neither")
+
+
 def check_dcache(m: Any) -> None:
     """The data cache is there for the memories that use it, and every one of its keys does
     something."""
