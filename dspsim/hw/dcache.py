@@ -109,7 +109,7 @@ class DataCache:
                 entry[1] = True
             if entry[2]:  # first use of a prefetched line: the stream goes on
                 entry[2] = False
-                if self._followed(line + 1):
+                if self._goes_on(line + 1, line + 2):  # the stream that prefetched it
                     self._prefetch(now, mem, line + 1, requester)
             return entry[0]
         self.misses += 1
@@ -121,27 +121,25 @@ class DataCache:
 
     def _continues(self, line: int) -> bool:
         """A demand miss of ``line`` continues a stream the prefetcher follows (always, when it
-        tracks none); a miss that does not starts one in the least recently used entry."""
-        if not self.stream_entries:
+        tracks none): the stream goes on past ``line + 1``; a miss that does not starts one in
+        the least recently used entry."""
+        if self._goes_on(line, line + 2):
             return True
         streams = self._streams
-        if streams.pop(line, 0) is None:  # expected: the stream goes on past line + 1
-            streams[line + 2] = None
-            return True
         if len(streams) >= self.stream_entries:
             del streams[next(iter(streams))]
         streams[line + 1] = None
         return False
 
-    def _followed(self, line: int) -> bool:
-        """The stream that prefetched ``line - 1`` reaches it, first used: the stream goes on
-        (fetches ``line``) while the prefetcher still follows it (always, when it tracks
-        none); an entry another stream took ends it."""
+    def _goes_on(self, line: int, expected: int) -> bool:
+        """A stream the prefetcher follows expects ``line`` (always, when it tracks none): it
+        goes on and expects ``expected`` next. ``False``: no stream expects ``line`` (an entry
+        another stream took ended it)."""
         if not self.stream_entries:
             return True
         streams = self._streams
         if streams.pop(line, 0) is None:
-            streams[line + 1] = None
+            streams[expected] = None
             return True
         return False
 
