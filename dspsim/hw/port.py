@@ -74,13 +74,13 @@ class MemoryPort:
         # the latency :meth:`request` adds, a read's and a write's (one for a uniform policy);
         # on a port that is no ring :meth:`_request_any` stands in for :meth:`request`
         self._latencies = (self.latency_cycles, policy.latency(True))
-        if not self.ring:
-            self.request = self._request_any  # type: ignore[method-assign]
+        if not self.ring:  # (a policy that is not linear: :meth:`_request_path`)
+            self.request = (self._request_any if policy.linear  # type: ignore[method-assign]
+                            else self._request_path)
         # what request adds to a request's bytes x cycles_per_byte on the data path: 0.0
         # (exactly nothing) unless the policy is not linear, whose port books each request's
         # path cycles whole here (per-byte term 0.0) and counts its busy cycles request by
         # request
-        self.linear = policy.linear
         self._per_byte = self.cycles_per_byte if policy.linear else 0.0
         self._fixed = 0.0
         self._path_busy = 0.0
@@ -159,10 +159,15 @@ class MemoryPort:
         """:meth:`request` on a port whose requests may complete out of order: the request
         takes the slot that frees first (and its own way's latency, as every request)."""
         self._next_slot = self._first_free()
-        if not self.linear:
-            self._fixed = self.policy.path_cycles(nbytes, write)
-            self._path_busy += self._fixed
         return MemoryPort.request(self, now, nbytes, write, requester)
+
+    def _request_path(self, now: float, nbytes: int, write: bool, requester: str = ""
+                      ) -> float:
+        """:meth:`_request_any` on a port whose policy is not linear: the request holds the
+        data path for its policy's ``path_cycles``, counted in the port's busy cycles."""
+        self._fixed = self.policy.path_cycles(nbytes, write)
+        self._path_busy += self._fixed
+        return self._request_any(now, nbytes, write, requester)
 
     def _first_free(self) -> int:
         """The slot that frees first (a port whose requests may complete out of order); on a
@@ -312,7 +317,7 @@ class MemoryPort:
     def busy_cycles(self) -> float:
         """Data-path occupancy: every byte crosses it once at the port's bandwidth (a policy
         that is not linear: the sum of its requests' path cycles)."""
-        if not self.linear:
+        if not self.policy.linear:
             return self._path_busy
         return self.policy.data_cycles(self.bytes_read + self.bytes_written)
 
