@@ -82,8 +82,8 @@ class OneLatency:
 
     def path_cycles(self, nbytes: float, write: bool) -> float:
         """Cycles one request of ``nbytes`` holds the data path, a read or a write (what the
-        port's generic path books)."""
-        return nbytes * self.cycles_per_byte
+        port's generic path books): a pipelined request's, whichever way it goes."""
+        return self.data_cycles(nbytes)
 
     def stream_path_cycles(self, nbytes: int, burst_bytes: int, write: bool) -> float:
         """Data-path cycles of ``nbytes`` moved in requests of ``burst_bytes`` (the last one
