@@ -86,9 +86,9 @@ class Recording(AccessLog):
         self.all: list[Access] = []
 
     def add(self, *args) -> None:
-        before = self._seq
+        before = self.seq
         super().add(*args)
-        if self._seq > before:
+        if self.seq > before:
             self.all.append(self.active[args[1]][-1])
 
 
