@@ -1,14 +1,11 @@
 """The hardware model: frozen dataclasses loaded from ``models/*.toml``.
 
-A model file holds the hardware tables (``[core]``, ``[ddr]``, ``[idma]``, ``[tcm]``,
-``[host]``) and, optionally, one table per operator (``[softmax]``, ``[layernorm]``) whose keys
-the operator declares (:mod:`dspsim.schema`); an operator's keys the file does not give take
-the operator's defaults. A file may be partial: ``base = "j6"`` (a packaged model name, or a
-path relative to the file) inherits every table and key it does not give.
-
-Every key is declared once, with its type, range, unit and meaning; unknown tables and keys,
-wrong types and out-of-range values are rejected with a one-line :class:`ConfigError`. Dotted
-overrides (``ddr.latency_cycles=300``) go through the same checks.
+A model file holds the hardware tables (:mod:`dspsim.tables`), one table per memory and,
+optionally, one per operator (keys the operator declares, :mod:`dspsim.schema`; those not given
+take its defaults). ``base = "j6"`` (a packaged name, or a path relative to the file) inherits
+every table and key the file does not give. Every key is declared once with its type, range,
+unit and meaning; unknown tables and keys, wrong types and values out of range are refused in
+one line (:class:`ConfigError`), dotted overrides (``ddr.latency_cycles=300``) alike.
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ import dataclasses
 import os
 import re
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -29,27 +26,19 @@ from dspsim.errors import ConfigError
 from dspsim.paths import path_problem, read_small_text
 from dspsim.schema import OP_SCHEMAS, Key, Params
 from dspsim.tables import HARDWARE, MEMORY_FIELDS, Core, Dcache, Host, Idma, MemoryCfg, Tcm
-from dspsim.tables import Ddr as Ddr  # the tables were defined here first: still importable
 
 MAX_MODEL_FILE_BYTES = 1 << 20
 MAX_BASE_DEPTH = 16
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 
 
 def _hw_key(section: str, f: dataclasses.Field) -> Key:
-    names = {"int": int, "float": float, "str": str, "bool": bool}
     m = f.metadata
-    return Key(
-        f"{section}.{f.name}",
-        f.type if isinstance(f.type, type) else names[f.type.removesuffix(" | None")],
-        doc=m["doc"],
-        # what a file that does not give the key gets (None: it must give it)
-        default=None if f.default is dataclasses.MISSING else f.default,
-        lo=m["lo"],
-        hi=m["hi"],
-        positive=m["positive"],
-        unit=m["unit"],
-        choices=m.get("choices", ()),
-    )
+    kind = f.type if isinstance(f.type, type) else _TYPES[f.type.removesuffix(" | None")]
+    # the default: what a file that does not give the key gets (None: it must give it)
+    return Key(f"{section}.{f.name}", kind, doc=m["doc"], lo=m["lo"], hi=m["hi"],
+               default=None if f.default is dataclasses.MISSING else f.default,
+               positive=m["positive"], unit=m["unit"], choices=m.get("choices", ()))
 
 
 def memory_keys(name: str) -> dict[str, Key]:
@@ -65,25 +54,6 @@ HARDWARE_KEYS: dict[str, Key] = {
 }
 
 
-class _Sections(Mapping[str, Any]):
-    """Every table a model file may hold: hardware, then each registered operator's."""
-
-    def _all(self) -> dict[str, Any]:
-        return {**HARDWARE, **OP_SCHEMAS}
-
-    def __getitem__(self, name: str) -> Any:
-        return self._all()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._all())
-
-    def __len__(self) -> int:
-        return len(self._all())
-
-
-SECTIONS: Mapping[str, Any] = _Sections()
-
-
 def all_keys() -> list[str]:
     """Every settable key: hardware, then each operator's."""
     return list(HARDWARE_KEYS) + [k.name for s in OP_SCHEMAS.values() for k in s.keys]
@@ -97,10 +67,9 @@ def is_memory_section(section: str) -> bool:
 
 
 def model_key(key: str, model: HardwareModel | None = None) -> Key:
-    """The :class:`Key` behind a dotted model key (unknown keys: one-line error listing the
-    keys of ``model``, else every key). A memory's keys are those of any memory table
-    (``sram.latency_cycles``); whether the model has that memory is checked when the key is
-    applied to it."""
+    """The :class:`Key` behind a dotted model key (unknown: one line listing the keys of
+    ``model``, else every key). A memory's keys are any memory table's (``sram.latency_cycles``):
+    whether the model has that memory is checked when the key is applied to it."""
     if key in HARDWARE_KEYS:
         return HARDWARE_KEYS[key]
     section, _, name = key.partition(".")
@@ -149,6 +118,8 @@ def parse_overrides(items: list[str], model: HardwareModel | None = None) -> dic
 
 @dataclass(frozen=True)
 class HardwareModel:
+    """A checked model: its hardware tables, memories, operators' parameters and ranges."""
+
     core: Core
     idma: Idma
     tcm: Tcm
@@ -215,8 +186,7 @@ class HardwareModel:
             if is_memory_section(k.section) and k.section not in self.memories:
                 raise ConfigError(
                     f"{key}: the model has no memory {k.section!r}; its memories: "
-                    f"{', '.join(self.memories)} (a new memory is a table in a model file)"
-                )
+                    f"{', '.join(self.memories)} (a new memory is a table in a model file)")
             given.setdefault(k.section, {})[k.short] = value
         for section, table in given.items():  # over the model's tables as a file's over its base
             raw[section] = _rules.merged_table(raw.get(section, {}), table)
@@ -224,10 +194,8 @@ class HardwareModel:
         _rules.refuse_idle(model, list(pairs))
         # a value set here is given, not guessed: its range goes
         ranges = {k: r for k, r in self.ranges.items() if k not in pairs}
-        return dataclasses.replace(
-            model, name=self.name, overrides=self.overrides + tuple(pairs.items()),
-            ranges=ranges,
-        )
+        return dataclasses.replace(model, name=self.name, ranges=ranges,
+                                   overrides=self.overrides + tuple(pairs.items()))
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
         # left out: an optional key a table does not give (None), as the file left it out, and
@@ -242,10 +210,14 @@ class HardwareModel:
         return {f"{s}.{k}": v for s, d in self.as_dict().items() for k, v in d.items()}
 
 
-def _table(source: str, raw: Mapping[str, Any], section: str) -> dict[str, Any]:
+def _table(source: str, raw: Mapping[str, Any], section: str, keyed: bool = True
+           ) -> dict[str, Any]:
+    """A table of ``raw`` (absent: empty); ``keyed``: each of its keys a model key."""
     table = raw.get(section, {})
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: {section} must be a table [{section}], got {table!r}")
+    for k in table if keyed else ():
+        model_key(f"{section}.{k}")  # raises with the list of allowed keys
     return table
 
 
@@ -254,8 +226,6 @@ def _hw_table(source: str, raw: Mapping[str, Any], section: str, cls: type,
     """One hardware table, every key checked; a key the file does not give takes its default
     or, without one, is added to ``missing`` (the table is then None)."""
     table = _table(source, raw, section)
-    for k in table:
-        model_key(f"{section}.{k}")  # raises with the list of allowed keys
     required = _rules.switched_keys(section, table, [f.name for f in fields(cls)]) | (
         _rules.protocol_checked(source, section, table, {f.name: f.default for f in fields(cls)})
         if cls is MemoryCfg else set())  # a memory's protocol: the keys it must give, refuses
@@ -273,15 +243,15 @@ def _hw_table(source: str, raw: Mapping[str, Any], section: str, cls: type,
 
 def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
     """A checked model from parsed tables (a model file's, after ``base`` is resolved)."""
+    sections = {**HARDWARE, **OP_SCHEMAS}  # every table a model file may hold, and memories
     memories = [s for s in raw if is_memory_section(s) and isinstance(raw[s], dict)
                 and set(raw[s]) & MEMORY_FIELDS]
-    unknown = set(raw) - set(SECTIONS) - {"model"} - set(memories)
+    unknown = set(raw) - set(sections) - {"model"} - set(memories)
     if unknown:
         raise ConfigError(
-            f"{source}: unknown table [{sorted(unknown)[0]}]; allowed: {', '.join(SECTIONS)}, "
-            f"or a memory table (keys {', '.join(sorted(MEMORY_FIELDS))})"
-        )
-    meta = _table(source, raw, "model")
+            f"{source}: unknown table [{sorted(unknown)[0]}]; allowed: {', '.join(sections)}, "
+            f"or a memory table (keys {', '.join(sorted(MEMORY_FIELDS))})")
+    meta = _table(source, raw, "model", keyed=False)
     if set(meta) - {"name"}:
         raise ConfigError(f"{source}: unknown key model.{sorted(set(meta) - {'name'})[0]}; "
                           "allowed: model.name")
@@ -290,21 +260,16 @@ def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
                           "memory: J6's is the table [ddr])")
     _rules.refuse_reserved(source, memories)
     missing: list[Key] = []
-    built: dict[str, Any] = {
-        section: _hw_table(source, raw, section, cls, missing)
-        for section, cls in HARDWARE.items()
-    }
+    built: dict[str, Any] = {section: _hw_table(source, raw, section, cls, missing)
+                             for section, cls in HARDWARE.items()}
     built["memories"] = {m: _hw_table(source, raw, m, MemoryCfg, missing) for m in memories}
     _rules.refuse_missing(source, missing)
     _rules.refuse_two_ways(source, built["memories"])
     ops = {}
     for section, schema in OP_SCHEMAS.items():
         table = _table(source, raw, section)
-        for k in table:
-            model_key(f"{section}.{k}")
-        ops[section] = Params(
-            section, {k.short: k.coerce(table.get(k.short, k.default)) for k in schema.keys}
-        )
+        ops[section] = Params(section, {k.short: k.coerce(table.get(k.short, k.default))
+                                        for k in schema.keys})
     name = meta.get("name", "model")
     if not isinstance(name, str):
         raise ConfigError(f"{source}: model.name = {name!r}: expected a string")
@@ -318,17 +283,14 @@ def _check_cross(m: HardwareModel, given: list[str]) -> None:
     file (or an override) gives; an op checks its defaults against the hardware when it runs."""
     lanes = m.core.lanes_f32
     if lanes & (lanes - 1):
-        raise ConfigError(
-            f"core.lanes_f32 = {lanes}: must be a power of two (the kernels' lane reductions "
-            "halve the vector each step)"
-        )
+        raise ConfigError(f"core.lanes_f32 = {lanes}: must be a power of two (the kernels' lane "
+                          "reductions halve the vector each step)")
     _check_memories(m)
     if m.tcm.reserved_bytes >= m.tcm.bank_bytes:
         raise ConfigError(
             f"tcm.reserved_bytes = {m.tcm.reserved_bytes}: the firmware cannot keep a whole "
             f"DataRAM of tcm.bank_bytes = {m.tcm.bank_bytes}; allowed: tcm.reserved_bytes < "
-            "tcm.bank_bytes"
-        )
+            "tcm.bank_bytes")
     for section in given:
         if OP_SCHEMAS[section].check is not None:
             OP_SCHEMAS[section].check(m.ops[section], m)
@@ -403,6 +365,10 @@ def resolve_model_path(name_or_path: str | Path, relative_to: Path | None = None
     if relative_to is not None and not p.is_absolute():
         p = relative_to.parent / p
     return p
+
+
+def _model_path(path: str | Path | None) -> Path:
+    return default_model_path() if path is None else resolve_model_path(path)
 
 
 def _read_toml(p: Path) -> tuple[dict[str, Any], str]:
@@ -495,13 +461,12 @@ def _span_tables(name: str, here: Path) -> dict[str, Any]:
     return read_model_tables(p)
 
 
-def load_model(
-    path: str | Path | None = None, overrides: list[str] | dict | None = None
-) -> HardwareModel:
+def load_model(path: str | Path | None = None,
+               overrides: list[str] | dict | None = None) -> HardwareModel:
     """Load a model file (default: the packaged J6 model; a name such as ``j6`` also works)
     and apply overrides. The model is named by its ``[model] name``, else by its file's name
     (``my_board.toml``: ``my_board``)."""
-    p = default_model_path() if path is None else resolve_model_path(path)
+    p = _model_path(path)
     chain = model_chain(Path(p))
     tables = _merged(chain)
     try:
@@ -524,15 +489,12 @@ def load_model(
         model = dataclasses.replace(model, name=p.stem or "model")
     ranges = _ranges.checked_ranges(model, _ranges.file_ranges(chain), model_key, _span_tables)
     model = dataclasses.replace(model, ranges=ranges)
-    if overrides:
-        model = model.with_overrides(overrides)
-    return model
+    return model.with_overrides(overrides) if overrides else model
 
 
 def check_model_entries(items: Sequence[str | Path], what: str = "--models") -> None:
-    """Refuse two entries of a list of models that name one model file (``j6,j6``, or
-    ``a.toml,./a.toml``, or a link to it); each entry must load (:func:`load_model` says why
-    not, in one line)."""
+    """Refuse two entries of a list of models that name one model file (``j6,j6``,
+    ``a.toml,./a.toml``, a link to it); each entry must load (one line saying why not)."""
     seen: dict[tuple[int, int], str] = {}
     for item in items:
         p = resolve_model_path(item)
@@ -545,13 +507,10 @@ def check_model_entries(items: Sequence[str | Path], what: str = "--models") -> 
         seen[ident] = str(item)
 
 
-def load_models(
-    items: Sequence[str | Path], overrides: list[str] | dict | None = None,
-    what: str = "--models",
-) -> dict[str, HardwareModel]:
-    """Several models (``--models A,B``) by a label each: the model's name (its ``[model]
-    name``, else its file's); models of one name are told apart by their entry's text (its
-    path as given). Two entries naming one file are refused (:func:`check_model_entries`)."""
+def load_models(items: Sequence[str | Path], overrides: list[str] | dict | None = None,
+                what: str = "--models") -> dict[str, HardwareModel]:
+    """Several models (``--models A,B``) by a label each: the model's name, or for models of
+    one name their entry's text (its path as given). Two entries naming one file are refused."""
     check_model_entries(items, what)
     loaded = [(str(item), load_model(item, overrides)) for item in items]
     names = [m.name for _, m in loaded]
@@ -565,11 +524,9 @@ def key_sources(path: str | Path | None = None) -> dict[str, str]:
     """Each key's comment in the model file (or the base it inherits it from): its label
     (fact, derived, inferred, guess, fitted) and source. A key a file gives without a comment
     has none (the base's comment was about the base's value)."""
-    p = default_model_path() if path is None else resolve_model_path(path)
     out: dict[str, str] = {}
-    for _, raw, text in reversed(model_chain(p)):  # the base first, then what overrides it
-        comments = {f"{section}.{key}": comment
-                    for section, key, comment in _ranges.line_comments(text)}
+    for _, raw, text in reversed(model_chain(_model_path(path))):  # the base first
+        comments = {f"{s}.{k}": c for s, k, c in _ranges.line_comments(text)}
         for section, table in raw.items():
             if section not in ("model", _ranges.RANGES_TABLE) and isinstance(table, dict):
                 for k in table:
@@ -579,5 +536,4 @@ def key_sources(path: str | Path | None = None) -> dict[str, str]:
 
 def range_sources(path: str | Path | None = None) -> dict[str, str]:
     """Each ranged key's comment in the ``[ranges]`` table that gives its range."""
-    p = default_model_path() if path is None else resolve_model_path(path)
-    return _ranges.range_comments(model_chain(p))
+    return _ranges.range_comments(model_chain(_model_path(path)))
