@@ -1,33 +1,17 @@
 """Benchmark: how fast the simulator runs on this machine.
 
-``python -m dspsim.bench`` reports, for every op and variant at its headline size, with the
-data path on and off, on three engines (burst without event elision: the reference; burst with
-elision: the default; tile fidelity): the wall time, events, events per second and their ratio
-to the bare SimPy ``env.timeout`` rate measured right before each run (interleaved, so the
-ratio survives the machine's load changing); the tile-fidelity speed-up per point; the
-event-elision speed-up on burst ping-pong at 10^6 elements (the two engines run alternately);
-the streaming ping-pong (burst ping-pong with the data path off at ``--stream-n`` elements,
-10^6 and 10^7 by default, at burst fidelity with elision and at tile fidelity; with
-``--baseline DIR``, a checkout of another version, the same runs of that version alternately in
-fresh processes, and the speed-up over it); the tile fidelity speed-up at the headline
-ping-pong over burst fidelity without elision; the direct variants' alike rows booked at once
-(against the reference engine on a slice of the rows, scaled); the wall time of a 1,000-point
-sweep on two worker processes, and on a local dask cluster of two workers (when dask is
-installed), run alternately in fresh processes; and the wall time of the command ``dspsim run
---json`` (start-up, the headline run, its stall summary), next to a bare ``python -c "import
-numpy, simpy"`` measured alternately; the wall time of the J6 calibration (the documents' two
-figures, two DDR keys free, with their intervals); and the peak memory (RSS) of one run with
-values on at ``--memory-elements`` elements (10^7 by default) for every op, variant and input
-rank, each in its own process, against the target of three times the input and output arrays
-plus 150 MB. Each time is the best of ``--repeat`` runs. With ``--workload-seconds S`` (3600:
-the one-hour workload), the camera workload (six 30-fps cameras, each a 100,000-element
-ping-pong softmax, and a 10 Hz LayerNorm; :mod:`dspsim.study.workload.cameras`) over S seconds
-on ``--workload-cores`` cores, data path off: its wall time with reuse (the default) and the
-tasks reused, next to the same workload simulating every task (``reuse=False``) measured over
-``--reference-seconds`` and extrapolated in proportion to the tasks, and whether the two agree
-on every task over the shorter run; and the same S seconds run in ``--workload-jobs`` parts at
-once (worker processes, 2 by default), its task table compared with the one run's.
-Speed is measured here, never asserted in the test suite.
+``python -m dspsim.bench`` reports, each time the best of ``--repeat``: every op and variant at
+its headline size, data path on and off, on three engines (burst without event elision, the
+reference; burst, the default; tile), with events per second against the bare SimPy rate
+measured right before each run; the tile engine's and event elision's speed-ups; the streaming
+ping-pong at ``--stream-n``; the direct variants' alike rows booked at once (against the
+reference engine on a slice, scaled); ``dspsim run --json`` against a bare interpreter; the J6
+calibration; the peak RSS of one run per op, variant and rank at ``--memory-elements`` against
+three times its arrays plus 150 MB; a 1,000-point sweep on two workers (and on a local dask
+cluster); with ``--workload-seconds``, the camera workload (:mod:`dspsim.study.workload.cameras`)
+with reuse, against simulating every task (extrapolated) and in ``--workload-jobs`` parts. With
+``--baseline DIR`` (another checkout) that version's runs alternate with this one's in fresh
+processes. Speed is measured here, never asserted in the test suite.
 """
 
 from __future__ import annotations
@@ -53,6 +37,7 @@ from dspsim.run import simulate
 
 
 def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
+    """The best wall time (s) of ``repeat`` calls of ``fn``, and the last call's value."""
     best, value = float("inf"), None
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -95,13 +80,10 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
                   baseline: str | None = None, workload_seconds: float = 0.0,
                   reference_seconds: float = 2.0, workload_cores: int = 1,
                   workload_jobs: int = 2) -> dict[str, Any]:
+    """Every section of the benchmark, as ``main`` prints it (see the module docstring)."""
     model = load_model()
-    out: dict[str, Any] = {
-        "machine": f"{platform.machine()} {platform.python_implementation()} "
-        f"{platform.python_version()}",
-        "n": n,
-        "runs": engine_runs(model, n, repeat),
-    }
+    machine = f"{platform.machine()} {platform.python_implementation()} {platform.python_version()}"
+    out: dict[str, Any] = {"machine": machine, "n": n, "runs": engine_runs(model, n, repeat)}
     out.update(tile_speedups(out["runs"]))
     out["elision"] = elision_speedup(model, elision_n, repeat)
     out["row_runs"] = row_run_speedup(model, repeat, baseline)
@@ -132,12 +114,10 @@ def engine_runs(model: Any, n: int, repeat: int) -> list[dict[str, Any]]:
                 for data in (False, True):
                     run = functools.partial(simulate, model, op, variant, shape=shape, data=data,
                                             fidelity=fidelity, elide=elide)
-                    runs.append({
-                        "op": op, "variant": variant, "shape": list(shape),
-                        "engine": fidelity if fidelity == "tile" else
-                        ("burst" if elide else "burst, no elision"),
-                        "data": data, **_measured(repeat, run),
-                    })
+                    engine = fidelity if fidelity == "tile" else (
+                        "burst" if elide else "burst, no elision")
+                    runs.append({"op": op, "variant": variant, "shape": list(shape),
+                                 "engine": engine, "data": data, **_measured(repeat, run)})
     return runs
 
 
@@ -145,17 +125,11 @@ def tile_speedups(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per op and variant, values off: the tile engine's speed-up over burst, with and without
     event elision."""
     walls = {(r["op"], r["variant"], r["engine"], r["data"]): r["wall_s"] for r in runs}
-    return {
-        "tile_speedup": {
-            f"{op} {v}": walls[(op, v, "burst", False)] / walls[(op, v, "tile", False)]
-            for (op, v, e, d) in walls if e == "tile" and not d
-        },
-        "tile_vs_reference": {
-            f"{op} {v}": walls[(op, v, "burst, no elision", False)]
-            / walls[(op, v, "tile", False)]
-            for (op, v, e, d) in walls if e == "tile" and not d
-        },
-    }
+    tiles = [(op, v) for (op, v, e, d) in walls if e == "tile" and not d]
+    return {name: {f"{op} {v}": walls[(op, v, over, False)] / walls[(op, v, "tile", False)]
+                   for op, v in tiles}
+            for name, over in (("tile_speedup", "burst"),
+                               ("tile_vs_reference", "burst, no elision"))}
 
 
 def elision_speedup(model: Any, n: int, repeat: int) -> list[dict[str, Any]]:
@@ -186,11 +160,8 @@ ROW_RUN_FIELDS = ("cycles", "bytes", "busy_cycles", "stall_cycles", "ddr_content
 def row_run_speedup(model: Any, repeat: int, baseline: str | None = None
                     ) -> list[dict[str, Any]]:
     """The direct variants' alike rows, data path off: the whole shape with rows booked at
-    once (the default engine), and the reference engine (``elide=False``: every row
-    simulated) on a slice of the rows, its wall time scaled by rows (a row costs the same
-    throughout); on the slice both engines report the same (``identical``: every counter and
-    every pass). With ``baseline`` (another checkout), that version's default engine on the
-    same slice, scaled alike, and the speed-up over it."""
+    once, against the reference engine (every row simulated) on a slice of the rows, scaled by
+    rows, ``identical`` on the slice; with ``baseline`` (a checkout), that version alike."""
     rows = []
     for op, shape, part in ROW_RUNS:
         whole = functools.partial(simulate, model, op, "direct", shape=shape, data=False)
@@ -213,43 +184,35 @@ def row_run_speedup(model: Any, repeat: int, baseline: str | None = None
     return rows
 
 
-STREAM_CODE = """
-import json, sys, time
-sys.path.insert(0, sys.argv[1])
-from dspsim import load_model, simulate
-n, fidelity, repeat = json.loads(sys.argv[2])
-model, best = load_model(), float("inf")
-for _ in range(repeat):
-    t0 = time.perf_counter()
-    r = simulate(model, variant="pingpong", n=n, data=False, fidelity=fidelity)
-    best = min(best, time.perf_counter() - t0)
-print(json.dumps({"wall_s": best, "cycles": r.cycles, "events": r.events}))
-"""
-
-
-BASELINE_CODE = """
+# one job in a fresh process of the checkout at argv[1] (this one, or a --baseline): the
+# streaming ping-pong (best of its repeat), rows of a direct variant, or a workload simulated
+# task by task; prints its best wall time (and cycles and events of a simulation)
+JOB_CODE = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from dspsim import load_model, simulate
 job = json.loads(sys.argv[2])
-model = load_model().with_overrides(job.get("overrides", {}))
-t0 = time.perf_counter()
-if job["kind"] == "rows":
-    r = simulate(model, job["op"], "direct", shape=tuple(job["shape"]), data=False)
-    out = {"cycles": r.cycles}
-else:
-    from dspsim.study.workload import parse_workload, run_workload
-    run_workload(parse_workload(job["spec"]), model, fidelity=job["fidelity"])
-    out = {}
-out["wall_s"] = time.perf_counter() - t0
+model, best = load_model().with_overrides(job.get("overrides", {})), float("inf")
+for _ in range(job.get("repeat", 1)):
+    t0 = time.perf_counter()
+    if job["kind"] == "stream":
+        r = simulate(model, variant="pingpong", n=job["n"], data=False, fidelity=job["fidelity"])
+    elif job["kind"] == "rows":
+        r = simulate(model, job["op"], "direct", shape=tuple(job["shape"]), data=False)
+    else:
+        from dspsim.study.workload import parse_workload, run_workload
+        r = run_workload(parse_workload(job["spec"]), model, fidelity=job["fidelity"])
+    best = min(best, time.perf_counter() - t0)
+out = {"wall_s": best}
+if job["kind"] != "workload":
+    out.update(cycles=r.cycles, events=r.events)
 print(json.dumps(out))
 """
 
 
 def alternated(jobs: dict[str, list[str]], rounds: int = 1) -> dict[str, list[dict[str, Any]]]:
-    """Each of ``jobs`` (the arguments of a ``python`` that prints a JSON object last) in a
-    fresh process, ``rounds`` times, the jobs taking turns (the machine's load changes alike for
-    all): each job's objects, in the order they ran."""
+    """Each of ``jobs`` (arguments of a ``python`` printing a JSON object last) in a fresh
+    process, ``rounds`` times taking turns (the load changes alike for all): its objects."""
     runs: dict[str, list[dict[str, Any]]] = {key: [] for key in jobs}
     for _ in range(max(1, rounds)):
         for key, argv in jobs.items():
@@ -260,26 +223,23 @@ def alternated(jobs: dict[str, list[str]], rounds: int = 1) -> dict[str, list[di
 
 
 def on_baseline(root: str, job: dict[str, Any]) -> dict[str, Any]:
-    """Run ``job`` (rows of a direct variant, or a workload simulated task by task) with the
-    checkout at ``root`` in a fresh process: its wall time."""
-    return alternated({"baseline": ["-c", BASELINE_CODE, root, json.dumps(job)]})["baseline"][0]
+    """:data:`JOB_CODE`'s ``job`` with the checkout at ``root`` in a fresh process."""
+    return alternated({"baseline": ["-c", JOB_CODE, root, json.dumps(job)]})["baseline"][0]
 
 
 def streaming(sizes: tuple[int, ...], repeat: int, baseline: str | None = None
               ) -> list[dict[str, Any]]:
-    """Burst ping-pong, data path off, at each size: burst fidelity with elision and tile
-    fidelity, each run in a fresh process (best of ``repeat`` inside it); with ``baseline``
-    (the root of another checkout) that version's same runs, ``repeat`` fresh processes of
-    each alternately (the best of them all: the machine's load changes alike for both), and
-    this version's speed-up over it."""
+    """Burst ping-pong, data path off, at each size, burst and tile fidelity, in a fresh
+    process (best of ``repeat`` inside it); with ``baseline`` (a checkout), that version's same
+    runs, ``repeat`` processes of each alternately, and the speed-up over it."""
     here = str(Path(__file__).resolve().parent.parent)
     versions = {"this": here, **({"baseline": baseline} if baseline else {})}
     rows = []
     for n in sizes:
         for fidelity in ("burst", "tile"):
             row: dict[str, Any] = {"n": n, "fidelity": fidelity}
-            jobs = {name: ["-c", STREAM_CODE, root, json.dumps([n, fidelity, repeat])]
-                    for name, root in versions.items()}
+            job = json.dumps({"kind": "stream", "n": n, "fidelity": fidelity, "repeat": repeat})
+            jobs = {name: ["-c", JOB_CODE, root, job] for name, root in versions.items()}
             for name, rs in alternated(jobs, repeat if baseline else 1).items():
                 best = min(rs, key=lambda r: r["wall_s"])
                 row.update({f"{name}_{k}": v for k, v in best.items()})
@@ -293,12 +253,9 @@ def streaming(sizes: tuple[int, ...], repeat: int, baseline: str | None = None
 def workload_wall(seconds: float, reference_seconds: float, cores: int = 1,
                   cameras: int = 6, baseline: str | None = None, jobs: int = 2
                   ) -> dict[str, Any]:
-    """The camera workload over ``seconds`` with reuse, and simulating every task over
-    ``reference_seconds`` (extrapolated to ``seconds`` by its tasks); the task tables of both
-    ways over ``reference_seconds`` compared. With ``jobs > 1``, the same over ``seconds`` run
-    in that many parts at once (worker processes), its task table compared with the one run's.
-    With ``baseline`` (another checkout), that version over ``reference_seconds`` too (it
-    simulates every task), extrapolated alike."""
+    """The camera workload over ``seconds`` with reuse, against simulating every task over
+    ``reference_seconds`` (extrapolated by tasks, tables compared); with ``jobs > 1`` in that
+    many parts at once; with ``baseline`` (a checkout), that version extrapolated alike."""
     from dspsim.study.workload import run_workload, task_table
     from dspsim.study.workload.cameras import camera_workload
 
@@ -364,8 +321,7 @@ def cli_wall(repeat: int) -> dict[str, Any]:
 
 def calibrate_wall(model: Any, repeat: int) -> dict[str, Any]:
     """The J6 calibration as ``dspsim calibrate`` runs it by default (the documents' figures,
-    ``ddr.latency_cycles`` and ``ddr.bytes_per_cycle`` free, the fit and each key's interval):
-    best wall time of ``repeat``, its simulations and fitted values."""
+    two DDR keys free, with intervals): best wall time, simulations, fitted values."""
     from dspsim.study.calibrate import SEED_FREE, calibrate, seed_measurements
 
     measurements = seed_measurements(model)
@@ -382,11 +338,9 @@ print(json.dumps(bench_sweep(points=int(sys.argv[1]), jobs=2, executor=sys.argv[
 
 
 def sweep_walls(points: int, repeat: int) -> dict[str, Any]:
-    """The sweep benchmark (:func:`dspsim.study.experiments.bench_sweep`) with ``--jobs 2``
-    (``sweep``) and, when dask is installed, on a local dask cluster of 2 workers
-    (``sweep_dask``), run alternately ``max(repeat, 3)`` times, each in a fresh process (the
-    dask run's import of dask and its cluster's start-up included, as a command pays them):
-    the best run of each, with the median and every wall time."""
+    """The sweep benchmark (:func:`dspsim.study.experiments.bench_sweep`) on 2 workers and,
+    with dask installed, a local dask cluster of 2 (start-up included), alternately in fresh
+    processes ``max(repeat, 3)`` times: the best run of each, the median, every wall time."""
     import importlib.util
     import statistics
 

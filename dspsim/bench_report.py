@@ -7,6 +7,7 @@ from typing import Any
 
 
 def print_report(b: dict[str, Any]) -> None:
+    """Every section of the report, in order."""
     print_runs(b)
     print_speedups(b)
     print_resources(b)
@@ -66,26 +67,24 @@ def print_resources(b: dict[str, Any]) -> None:
               f"{', '.join(c['values'])} free, with their intervals): {c['wall_s']:.2f} s, "
               f"{c['simulations']:,} simulations")
     for m in b.get("memory", []):
+        run = f"{m['op']} {m['variant']} shape {'x'.join(map(str, m['shape']))}"
         if "refused" in m:
-            print(f"peak RSS, {m['op']} {m['variant']} shape "
-                  f"{'x'.join(map(str, m['shape']))}: not run ({m['refused']})")
+            print(f"peak RSS, {run}: not run ({m['refused']})")
             continue
-        print(f"peak RSS, values on, {m['op']} {m['variant']} shape "
-              f"{'x'.join(map(str, m['shape']))}: {m['peak_rss_bytes'] / 2**20:,.0f} MiB "
+        print(f"peak RSS, values on, {run}: {m['peak_rss_bytes'] / 2**20:,.0f} MiB "
               f"(input + output {m['arrays_bytes'] / 2**20:,.0f} MiB; target <= "
               f"{m['target_bytes'] / 2**20:,.0f} MiB{'' if m['within_target'] else ': OVER'})")
-    if "sweep" in b:
-        sw = b["sweep"]
-        print(f"sweep of {sw['points']:,} points (tile fidelity, --jobs 2): {sw['wall_s']:.1f} s, "
-              f"{sw['points_per_s']:.0f} points/s{_spread(sw)}")
-    if "sweep_dask" in b:
-        sw = b["sweep_dask"]
-        print(f"the same sweep on a local dask cluster of 2 workers (start-up included, small "
-              f"points batched): {sw['wall_s']:.1f} s, {sw['points_per_s']:.0f} points/s"
-              f"{_spread(sw)}")
+    for key in ("sweep", "sweep_dask"):
+        if key in b:
+            sw = b[key]
+            head = (f"sweep of {sw['points']:,} points (tile fidelity, --jobs 2)" if key == "sweep"
+                    else "the same sweep on a local dask cluster of 2 workers (start-up "
+                    "included, small points batched)")
+            print(f"{head}: {sw['wall_s']:.1f} s, {sw['points_per_s']:.0f} points/s{_spread(sw)}")
 
 
 def print_workload(w: dict[str, Any]) -> None:
+    """The camera workload: with reuse, every task simulated, in parts, the baseline."""
     print(f"camera workload, {w['cameras']} cameras at 30 fps + a 10 Hz LayerNorm on "
           f"{w['cores']} core(s), {w['seconds']:,g} s ({w['tasks']:,} tasks), data path off: "
           f"{w['wall_s']:.1f} s wall with reuse ({w['reused_tasks']:,} tasks reused, "
