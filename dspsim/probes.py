@@ -318,16 +318,17 @@ class TraceTable:
 class Labels:
     """What the op on one core is doing now, stamped on every trace row and access it causes:
     the pass, the tile, the TCM buffer. The op sets them (``dsp.labels.tile = j``); engines
-    only read them."""
+    only read them. ``tile_number``, ``tile_base`` and ``tile_next`` are the tile numbering
+    (see ``tile``), public so that a fast-forward can move them on."""
 
-    __slots__ = ("pass_name", "buffer", "_tile", "_tile_base", "_tile_next")
+    __slots__ = ("pass_name", "buffer", "tile_number", "tile_base", "tile_next")
 
     def __init__(self) -> None:
         self.pass_name = ""
         self.buffer = -1
-        self._tile = -1
-        self._tile_base = 0  # tiles of earlier groups in this pass (see ``tile``)
-        self._tile_next = 0  # one past the highest tile number used in this pass
+        self.tile_number = -1
+        self.tile_base = 0  # tiles of earlier groups in this pass (see ``tile``)
+        self.tile_next = 0  # one past the highest tile number used in this pass
 
     @property
     def tile(self) -> int:
@@ -335,31 +336,31 @@ class Labels:
         own index (``labels.tile = j``), numbered after the tiles of the pass's earlier groups
         (:meth:`new_tile_group`: a row, a frame call), so that no two tiles of one pass share a
         number in the trace."""
-        return self._tile
+        return self.tile_number
 
     @tile.setter
     def tile(self, j: int) -> None:
         if j < 0:
-            self._tile = -1
+            self.tile_number = -1
             return
-        self._tile = self._tile_base + j
-        if self._tile >= self._tile_next:
-            self._tile_next = self._tile + 1
+        self.tile_number = self.tile_base + j
+        if self.tile_number >= self.tile_next:
+            self.tile_next = self.tile_number + 1
 
     @property
     def tiles_used(self) -> int:
         """One past the highest tile number of the pass so far."""
-        return self._tile_next
+        return self.tile_next
 
     def new_tile_group(self) -> None:
         """The tiles that follow are numbered after every tile of the pass so far."""
-        self._tile_base = self._tile_next
+        self.tile_base = self.tile_next
 
     def start_tiles(self, base: int) -> None:
         """A pass begins: number its tiles from ``base`` (past those of an earlier pass of
         the same name)."""
-        self._tile_base = self._tile_next = base
-        self._tile = -1
+        self.tile_base = self.tile_next = base
+        self.tile_number = -1
 
 
 class TraceRun:

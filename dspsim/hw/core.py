@@ -366,19 +366,12 @@ class Core:
     def _accesses(self, state: WalkState, cfg: CoreCfg, rows: int,
                   iterations: list[tuple[int, tuple[int, ...], tuple[int, ...], float]],
                   reduction: float, src: Ptr, dst: Ptr | None, stride: int = 0) -> Walk:
-        """:meth:`_walk`'s accesses, ``rows`` times the ``iterations`` (:func:`_iterations`;
-        ``dst`` ``None``: no store reaches a port); ``stride`` > 0: an iteration's load ``j``
-        reads row ``j`` of the call row, ``stride`` bytes apart, each row in order (through
-        the data cache), else the loads go through the call row's bytes in order."""
+        """:meth:`_walk`'s accesses (``stride`` > 0: an iteration's load ``j`` reads row ``j``)."""
         name, cache, wb, wb_depth = self.name, self.dcache, self.write_buffer, \
             cfg.write_buffer_entries
-        load_cached = src.external and src.mem.cached
-        store_cached = dst is not None and dst.mem.cached and cache.write_back
-        load = src.mem.port.request if src.external else None
-        store = dst.mem.port.request if dst is not None else None
+        load_cached, store_cached, load, store = self._routes(src, dst)
         load_addr, store_addr = src.addr, dst.addr if dst is not None else 0
-        owed, now = 0.0, state.now
-        row_addr, col = load_addr, 0  # interleaved rows: the call row's start, the column
+        owed, now, row_addr, col = 0.0, state.now, load_addr, 0  # row_addr, col: interleaved
         for _ in range(rows):
             owed += cfg.call_overhead_cycles
             for count, loads, stores, issue in iterations:
@@ -420,6 +413,16 @@ class Core:
             row_addr, col = load_addr, 0
         if owed:
             state.now = now + owed
+
+    def _routes(self, src: Ptr, dst: Ptr | None) -> tuple[bool, bool, Any, Any]:
+        """How :meth:`_accesses` reaches memory: loads through the data cache or not, stores
+        into it (write-back) or not, and the ports' ``request`` for the loads and the stores
+        that go to a port (``None``: none do)."""
+        load_cached = src.external and src.mem.cached
+        store_cached = dst is not None and dst.mem.cached and self.dcache.write_back
+        load = src.mem.port.request if src.external else None
+        store = dst.mem.port.request if dst is not None else None
+        return load_cached, store_cached, load, store
 
 
 def _iterations(shape: LoopShape, n: int, cfg: CoreCfg, load_ext: bool, store_ext: bool

@@ -353,7 +353,7 @@ def _core(st: _State, dsp: DspView) -> bool:
     st.key += [labels.pass_name, labels.buffer, len(dsp.passes),
                tuple(sorted(dsp.tiles_seen.items())),
                tuple((w["code"], w["count"]) for w in platform.warnings.values())]
-    for attr in ("_tile", "_tile_base", "_tile_next"):
+    for attr in ("tile_number", "tile_base", "tile_next"):
         st.int_((labels, attr), getattr(labels, attr))
     return True
 

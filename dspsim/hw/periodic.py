@@ -36,7 +36,7 @@ from bisect import bisect_right
 from collections import deque
 from itertools import repeat
 from operator import add, itemgetter
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 import simpy
@@ -47,6 +47,21 @@ from dspsim.probes import PortLog
 
 if TYPE_CHECKING:
     from dspsim.hw.policy import OneLatency
+
+
+class RingState(NamedTuple):
+    """A port's request slots and data path as values (:meth:`MemoryPort.ring_state`): when
+    each slot frees and who holds it, the ring's next slot, when the data path is next free and
+    who crossed it last, its busy stretches ``(start, end)`` still read. The fast-forward of
+    this module notes it and puts a shifted one back
+    (:meth:`MemoryPort.restore`)."""
+
+    slots: tuple[float, ...]
+    holders: tuple[str, ...]
+    next_slot: int
+    path_free: float
+    path_owner: str
+    recent: tuple[tuple[float, float], ...]
 
 
 class RingPort(Protocol):
@@ -65,12 +80,11 @@ class RingPort(Protocol):
     bytes_read: int
     bytes_written: int
     contention_cycles: float
-    _slot_free: list[float]
-    _slot_holder: list[str]
-    _next_slot: int
-    _path_free: float
-    _path_owner: str
-    _recent: deque[tuple[float, float]]
+    path_free: float
+
+    def ring_state(self) -> RingState: ...
+
+    def restore(self, state: RingState) -> None: ...
 
 
 class Stream:
@@ -115,10 +129,10 @@ class Snapshot:
     def __init__(self, repeats: Repeats, streams: list[Stream], outside: tuple | None):
         port = repeats.port
         self.t = streams[0].now
-        self.slots, self.holders = tuple(port._slot_free), tuple(port._slot_holder)
-        self.first = port._next_slot
-        self.path_free, self.path_owner = port._path_free, port._path_owner
-        self.recent = tuple(port._recent)
+        ring = port.ring_state()
+        self.slots, self.holders, self.first = ring.slots, ring.holders, ring.next_slot
+        self.path_free, self.path_owner, self.recent = ring.path_free, ring.path_owner, \
+            ring.recent
         self.streams = streams
         self.positions = [s.i for s in streams]
         self.nows = [s.now for s in streams]
@@ -353,7 +367,7 @@ class Repeats:
         if found is None:
             return False
         streams, outside = found
-        t, pf = stream.now, port._path_free
+        t, pf = stream.now, port.path_free
         key = (pf - t if pf > t else None, len(stream.inflight),
                *[(s.kind, s.now - t) for s in streams[1:]])
         snap = Snapshot(self, streams, outside)
@@ -470,13 +484,12 @@ class Repeats:
         d = (first - nxt) % m  # slot p now holds what slot p + d held at ``now``
         slots, who = now.slots[d:] + now.slots[:d], now.holders[d:] + now.holders[:d]
         by = repeat(shift)  # a slot freed by t stays free by the shifted t: all move alike
-        port._slot_free[:] = map(add, slots, by)
-        port._slot_holder[:] = map(names.get, who, who)  # names.get(w, w), each
-        port._next_slot = nxt
-        if now.path_free > now.t:
-            port._path_free = now.path_free + shift
-            port._path_owner = names.get(now.path_owner, now.path_owner)
-        port._recent = deque([(a + shift, b + shift) for a, b in now.live()])
+        path_free, owner = now.path_free, now.path_owner
+        if path_free > now.t:  # (else the data path stays as it was at ``now``: idle)
+            path_free, owner = path_free + shift, names.get(owner, owner)
+        port.restore(RingState(
+            tuple(map(add, slots, by)), tuple(map(names.get, who, who)),  # names.get(w, w)
+            nxt, path_free, owner, tuple((a + shift, b + shift) for a, b in now.live())))
 
     def _shift_walks(self, now: Snapshot, holders: list[Stream], shift: float) -> None:
         """Each role's new holder takes on the walk state of its role at ``now``, ``shift``

@@ -49,11 +49,12 @@ import simpy
 from dspsim.config import MemoryCfg
 from dspsim.hw.clock import Walk, events_scheduled, replay, waited_since
 from dspsim.hw.context import RunContext
-from dspsim.hw.periodic import Repeats
+from dspsim.hw.periodic import Repeats, RingState
 from dspsim.hw.policy import transfer_cycles
 from dspsim.probes import PortLog
 
-__all__ = ["MemoryPort", "DdrPort", "Speculation", "transfer_cycles"]
+__all__ = ["MemoryPort", "DdrPort", "RingState", "Speculation", "transfer_cycles"]
+
 
 
 class MemoryPort:
@@ -277,6 +278,24 @@ class MemoryPort:
             self._recent.append((run_start, run_end))
         self._next_slot, self._path_free, self._path_owner = k, path_free, owner
         self.contention_cycles = contention
+
+    @property
+    def path_free(self) -> float:
+        """When the data path is next free."""
+        return self._path_free
+
+    def ring_state(self) -> RingState:
+        """The slots and data path now, as values (copies)."""
+        return RingState(tuple(self._slot_free), tuple(self._slot_holder), self._next_slot,
+                         self._path_free, self._path_owner, tuple(self._recent))
+
+    def restore(self, state: RingState) -> None:
+        """Put ``state`` back as the port's slots and data path."""
+        self._slot_free[:] = state.slots
+        self._slot_holder[:] = state.holders
+        self._next_slot = state.next_slot
+        self._path_free, self._path_owner = state.path_free, state.path_owner
+        self._recent = deque(state.recent)
 
     def shift(self, before: int, now_slot: int, runs: int, now: float, dt: float) -> None:
         """(A uniform policy's ring only.) Move the port's state on by ``runs`` repeats of a
