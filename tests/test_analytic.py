@@ -15,7 +15,8 @@ from dspsim.errors import DspsimInputError
 from dspsim.hw.port import transfer_cycles
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM, LoopShape, ddr_call
 from dspsim.ops import get_op
-from dspsim.ops.softmax.bounds import _Tiling, bounds, regime
+from dspsim.ops.pingpong_bounds import Tiling as _Tiling
+from dspsim.ops.softmax.bounds import bounds, regime
 from dspsim.run import simulate
 
 configs = st.fixed_dictionaries(

@@ -1,32 +1,16 @@
-"""The closed-form estimate of one pass of the seed's ping-pong frame
-(:func:`dspsim.ops.frames.hb_dsp_ping_pong_frame`), for any op whose tiles' kernels cost a known
-number of cycles: the seed's softmax (three passes) and every row-wise op (one).
+"""Closed-form estimate of one pass of the seed's ping-pong frame
+(:func:`dspsim.ops.frames.hb_dsp_ping_pong_frame`) for tiles whose kernels cost a known number
+of cycles: the seed's softmax (three passes), the row-wise and file ops (one).
 
-Every request is priced by the host memory's policy (:mod:`dspsim.hw.policy`, a read's latency
-for an input copy, a write's for an output copy). Symbols: ``L`` = the latency (a read's,
-``ddr.latency_cycles``; a write-back pass's ``L + b/B`` is the mean of a read's and a write's),
-``B`` = ``ddr.bytes_per_cycle``, ``b`` =
-``idma.burst_bytes``, ``k`` = ``idma.max_outstanding`` (per channel), ``m`` =
-``ddr.max_outstanding`` (port), ``S`` = ``idma.setup_cycles``.
-
-A pass of ``T`` tiles takes the larger of two forms. *Path*: the pass's bytes at the two
-channels' joint throughput ``X2 = min(B, min(m, 2k) b / (L + b/B))`` (or one channel's share at
-its own ``X1``, if that takes longer), plus a round trip, the descriptor setups and the last
-tile's compute. *Staged*: the first tile's copy, then for each next tile the largest of the
-core's work on the previous one (kernels and setups), half a buffer's round trip (compute,
-output copy, prefetch into it: the two buffers alternate) and, under 'split', one channel
-carrying every input (output) copy; then the last tile's compute and output copy. A copy alone
-on a channel takes :func:`dspsim.hw.policy.transfer_cycles` with ``min(k, m)`` bursts in flight.
-One tile is serial: ``S`` + its input copy + its compute + ``S`` + its output copy.
-
-The frame waits for the last tile's output only. When the timer stops after the pass and it has
-two tiles, nothing waits for tile 0's output: it crosses the port only while the last output is
-in flight, ahead of it by the ``min(k, m)`` bursts its channel keeps queued and then about as
-fast; the rest of it is left out of the path form (with three tiles or more, the last tile
-waits for the output of tile ``T - 3``, which the port interleaves with that of ``T - 2``).
-
-Every tile but the last is full, so each sum over a pass's tiles is the full tiles' term times
-their count plus the last tile's: no work per tile.
+Requests are priced by the host memory's policy (:mod:`dspsim.hw.policy`). A pass of ``T``
+tiles takes the larger of two forms. *Path*: its bytes at the two channels' joint throughput
+``min(B, min(m, 2k) b / (L + b/B))`` (or one channel's share at its own, if longer), plus a
+round trip, the setups ``S`` and the last tile's compute. *Staged*: the first tile's copy,
+then per tile the largest of the core's work on the previous one, half a buffer's round trip
+(the two buffers alternate) and, under 'split', one channel carrying every input (output);
+then the last tile's compute and output copy. One tile is serial. When the timer stops after
+a two-tile pass, tile 0's output beyond what crosses beside the last one is left out: nothing
+waits for it. Every tile but the last is full, so every sum is a closed form over two sizes.
 """
 
 from __future__ import annotations
@@ -41,10 +25,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Tiling:
-    """A pass's tiles: ``full`` tiles of ``size`` elements, then one of ``rest`` if non-zero.
-
-    Every tile but the last is full, so per-tile sums are closed forms over two sizes.
-    """
+    """A pass's tiles: ``full`` tiles of ``size`` elements, then one of ``rest`` if non-zero."""
 
     size: int
     full: int
@@ -54,6 +35,10 @@ class Tiling:
     def of(cls, n: int, tile_elems: int) -> Tiling:
         full, rest = divmod(n, tile_elems)
         return cls(tile_elems, full, rest)
+
+    @property
+    def elems(self) -> int:
+        return self.full * self.size + self.rest
 
     @property
     def count(self) -> int:
@@ -67,20 +52,19 @@ class Tiling:
         """``f(elements)`` summed over the tiles."""
         return self.full * f(self.size) + (f(self.rest) if self.rest else 0)
 
-    def parity_elems(self, parity: int) -> int:
-        """Elements in the tiles of even (0) or odd (1) index: buffer 0's or buffer 1's."""
-        full = (self.full + 1 - parity) // 2
-        rest = self.rest if self.full % 2 == parity else 0
+    def parity_elems(self, j: int, p: int = 2) -> int:
+        """Elements in the tiles whose index is ``j`` modulo ``p`` (``p`` = 2: buffer j's)."""
+        full = (self.full - j + p - 1) // p
+        rest = self.rest if self.full % p == j else 0
         return full * self.size + rest
 
 
 def ping_pong_pass_cycles(model: HardwareModel, tiles: Tiling, cost: Callable[[int], float],
                           write_back: bool, split: bool = False, stops_timer: bool = False
                           ) -> float:
-    """Estimated cycles of one pass over ``tiles`` (float32 elements), ``cost(elements)`` the
-    core's kernel cycles on one tile in TCM; ``write_back``: each tile is copied out;
-    ``split``: inputs on channel 0, outputs on channel 1 (else buffer b's copies on channel
-    b); ``stops_timer``: the op's timer stops when the pass ends (see the module's text)."""
+    """Estimated cycles of one pass over ``tiles`` (float32), ``cost(elements)`` the kernel
+    cycles of a tile in TCM; ``split``: inputs on channel 0, outputs on 1 (else buffer b's
+    copies on channel b); ``stops_timer``: the op's timer stops when the pass ends."""
     p = _Pass(model, tiles, cost, write_back, split)
     last = tiles.count - 1
     tail = cost(tiles.at(last)) + ((p.setup + p.d_out(last)) if write_back else 0.0)
@@ -97,7 +81,6 @@ class _Pass:
         ddr, idma = model.host_memory, model.idma
         self.tiles, self.cost, self.write_back, self.split = tiles, cost, write_back, split
         self.policy = policy = ddr.policy  # what a request costs (dspsim.hw.policy)
-        self.bytes_per_cycle = policy.bytes_per_cycle
         self.lat, self.cpb = policy.latency(False), policy.cycles_per_byte
         self.burst, self.k, self.m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
         self.setup = idma.setup_cycles
@@ -111,7 +94,7 @@ class _Pass:
         self.last_latency = policy.latency(write_back)
 
     def throughput(self, channels: int) -> float:
-        return min(self.bytes_per_cycle,
+        return min(self.policy.bytes_per_cycle,
                    min(self.m, channels * self.k) * self.burst / self.occupancy)
 
     def single(self, nbytes: int, write: bool = False) -> float:
@@ -124,9 +107,8 @@ class _Pass:
         return self.single(4 * self.tiles.at(i), True) if self.write_back else 0.0
 
     def gap(self, i: int) -> float:
-        """Between the core's starts of tiles i - 1 and i: the core's own work, a buffer's round
-        trip (compute, its output copy, the prefetch into it: two tiles apart) or, under
-        'split', one channel carrying every input (output)."""
+        """Between the core's starts of tiles i - 1 and i: its own work, a buffer's round trip
+        or, under 'split', one channel carrying every input (output)."""
         j = i - 1  # the buffer cycle that ends with tile i + 1's input, averaged per tile
         n_tiles, d_in, d_out = self.n_tiles, self.d_in, self.d_out
         # descriptors the core programs after tile j: its output copy, the prefetch of j + 2
@@ -142,10 +124,8 @@ class _Pass:
         return max(work, cycle, serial)
 
     def staged(self, tail: float) -> float:
-        """Staged form: the core's starts of consecutive tiles are paced by the largest of the
-        gaps :meth:`gap` lists; gaps 1 .. T-3 see full tiles only (i - 1, i, i + 1 < T - 1) and
-        a prefetch after each, so they are all equal: the last two see the final, possibly
-        partial, tile."""
+        """Staged form. Gaps 1 .. T-3 see full tiles and a prefetch only, so they are equal;
+        the last two see the final, possibly partial, tile."""
         n_tiles, tiles = self.n_tiles, self.tiles
         generic = max(0, n_tiles - 3)
         gaps = (generic * self.gap(1) if generic else 0.0) + sum(
@@ -157,13 +137,11 @@ class _Pass:
         return 2 * self.setup + first_in + gaps + tail
 
     def path(self, stops_timer: bool) -> float:
-        """Path form: the pass's bytes at the channels' joint throughput, or one channel's
-        share at its own, then the last compute (the last output copy overlaps the other
-        channel's)."""
+        """Path form (the last output copy overlaps the other channel's)."""
         tiles, write_back, split = self.tiles, self.write_back, self.split
         copies = 2 if write_back else 1
         channels = 1 if (split and not write_back) else 2
-        in_bytes = 4 * (tiles.full * tiles.size + tiles.rest)
+        in_bytes = 4 * tiles.elems
         if split:  # inputs on channel 0, outputs on channel 1
             lanes = [in_bytes]
         else:  # buffer b's copies go on channel b: even tiles on 0, odd tiles on 1

@@ -1,15 +1,11 @@
 """The int8 fully connected layer (RPC command 0x8004): ``y = requant(W x + b)`` as the HiFi
-NN library's ``xa_nn_fully_connected_sym8sxasym8s_asym8s`` computes it, as an
-:class:`~dspsim.ops.base.Op`.
+NN library's ``xa_nn_fully_connected_sym8sxasym8s_asym8s`` computes it.
 
 ``--shape OUT,IN``: weights ``[OUT, IN]`` int8, input ``[IN]`` int8, bias ``[OUT]`` int32,
-output ``[OUT]`` int8. Values: deterministic data from a fixed seed
-(:func:`dspsim.ops.fc.reference.default_values`), or ``--input F.npz`` with arrays
-``weights``, ``input``, ``bias``; ``--output Y.npy`` writes the int8 result. The output is
-checked against TFLite's integer reference (``reference.py``) element by element, bit for bit.
-``program.py`` is the example's C (``pingpong``, ``direct``), ``params.py`` the ``[fc]`` table,
-``values.py`` the host buffer and the ``.npz`` reader, ``bounds.py`` the closed forms; the
-kernel is :mod:`dspsim.kernels.fc_s8`.
+output ``[OUT]`` int8, checked bit for bit against TFLite's integer reference
+(``reference.py``). Values from a fixed seed, or ``--input F.npz`` (``weights``, ``input``,
+``bias``). ``program.py`` is the example's C, ``params.py`` the ``[fc]`` table, ``values.py``
+the host buffer, ``bounds.py`` the closed forms; the kernel is :mod:`dspsim.kernels.fc_s8`.
 """
 
 from __future__ import annotations
@@ -32,9 +28,8 @@ from dspsim.ops.registry import register_op
 
 
 def _check_chunks_fit(tile: int, in_depth: int, size: str, free: int, small: int) -> None:
-    """The ping-pong's chunks of ``tile`` rows (read in whole groups of 4) fit: each in a
-    DataRAM's free space, both with the input, bias and output in the DataRAMs. A refusal names
-    the largest fc.tile_rows that passes both."""
+    """Refuse chunks of ``tile`` rows (read in groups of 4) that do not fit a DataRAM's free
+    space each, or the DataRAMs both with the input, bias and output (``small`` bytes)."""
     buf = padded_bytes(tile, in_depth)
     # largest chunk: one DataRAM's free space, and 2 (chunk + 128) + small <= 2 free
     rows = max(0, min(free, (2 * free - small) // 2 - 128)) // (4 * in_depth) * 4
@@ -121,25 +116,25 @@ class FullyConnected(Op):
         free = model.tcm.bank_bytes - model.tcm.reserved_bytes
         size = f"{out_depth}x{in_depth}"
         small = 4 * out_depth + 2 * (-(-max(in_depth, out_depth) // 128) * 128) + 3 * 128
+        weights = padded_bytes(out_depth, in_depth)
         if variant == "pingpong":
             if p.weights == TCM:
                 raise DspsimInputError("fc pingpong fetches the weights from a memory: "
                                        "fc.weights = tcm is for the direct variant")
             _check_chunks_fit(min(p.tile_rows, out_depth), in_depth, size, free, small)
         else:
-            need = small + (padded_bytes(out_depth, in_depth) if p.weights == TCM else 0)
+            need = small + (weights if p.weights == TCM else 0)
             if need > free * model.tcm.banks:
                 raise DspsimInputError(
                     f"fc direct on {size}: {'the weights, ' if p.weights == TCM else ''}the "
                     f"input, bias and output ({need:,} bytes) do not fit the DataRAMs")
-            if p.weights == TCM and padded_bytes(out_depth, in_depth) > free:
+            if p.weights == TCM and weights > free:
                 raise DspsimInputError(
                     f"fc direct on {size} with fc.weights = tcm: the weights "
-                    f"({padded_bytes(out_depth, in_depth):,} bytes) do not fit a DataRAM "
-                    f"({free:,} bytes)")
+                    f"({weights:,} bytes) do not fit a DataRAM ({free:,} bytes)")
         if p.weights not in (HOST, TCM):
             mem = model.memories[p.weights]
-            if padded_bytes(out_depth, in_depth) > mem.size_bytes:
+            if weights > mem.size_bytes:
                 raise DspsimInputError(f"fc on {size}: the weights do not fit {p.weights} "
                                        f"({mem.size_bytes:,} bytes)")
 
@@ -168,7 +163,7 @@ class FullyConnected(Op):
                 "sha256": hashlib.sha256(np.ascontiguousarray(out).tobytes()).hexdigest()}
 
     def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> Bounds:
-        d = self._bounds(model, variant, shape)
+        d = _bounds.bounds(model, variant, shape)
         # the traffic: every memory's together (each memory's in traffic_bytes); the
         # weights' memory bound (direct) is the study's port bound
         total = {way: sum(v for k, v in d["traffic_bytes"].items() if k.endswith(way))
@@ -176,9 +171,6 @@ class FullyConnected(Op):
         return Bounds.of({**NO_BOUND, "dma_bound_cycles": d.get("memory_bound_cycles", 0.0),
                           **d, "ddr_read_bytes": total["_read"],
                           "ddr_write_bytes": total["_write"]})
-
-    def _bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
-        return _bounds.bounds(model, variant, shape)
 
 
 FC = register_op(FullyConnected())

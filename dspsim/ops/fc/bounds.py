@@ -1,30 +1,22 @@
 """Closed forms of the fully connected op.
 
-``K(r)`` = the kernel on ``r`` rows in TCM: ``ceil(r / 4) x (call overhead + iterations x II +
-epilogue)`` (:meth:`dspsim.kernels.shapes.LoopShape.tcm_cycles` per group of four rows).
-For the weights' memory (each request priced by its policy, :mod:`dspsim.hw.policy`: the
-weights are read): ``L`` = ``latency_cycles``, ``B`` = ``bytes_per_cycle``; the channel:
-``S`` = ``idma.setup_cycles``, ``D(r)`` = ``transfer_cycles`` of a chunk of ``r`` rows (alone
-on the port).
+``K(r)`` = the kernel on ``r`` rows in TCM (``LoopShape.tcm_cycles`` per group of four rows);
+for the weights' memory, each request priced by its policy (:mod:`dspsim.hw.policy`): ``L`` =
+``latency_cycles``, ``B`` = ``bytes_per_cycle``; ``S`` = ``idma.setup_cycles``, ``D(r)`` =
+``transfer_cycles`` of a chunk of ``r`` rows alone on the port.
 
-- ``pingpong``: ``estimate_cycles`` follows the example's loop on these durations (the first
-  chunk alone, then per pair the fetch of the next chunk beside the kernel on this one; a
-  wait ends when both are done); exact when the channel is alone on the port. Bounds: every
-  chunk's fetch (``dma_bound_cycles = chunks x S + sum D``), every kernel
-  (``compute_bound_cycles``).
-- ``direct``: from TCM, ``K(OUT)``; through the data cache, each line of weights is fetched
-  once: ``memory_bound_cycles = lines x line / B`` (the lines the kernel touches: a line
-  prefetched past the end may fill after the timer stops); the estimate adds the kernel's
-  cycles and, without a next-line prefetch, each line's round trip (blocking misses); with it,
-  the larger of the kernel and the lines' fills. From an uncached memory (J6's DDR), the
-  walk's closed form (:func:`dspsim.kernels.shapes.ddr_call_sequence`: every vector load stalls).
+- ``pingpong``: the estimate follows the example's loop on these durations (the first chunk
+  alone, then each next chunk's fetch beside the kernel on this one); exact when the channel
+  is alone on the port. Bounds: ``dma_bound_cycles = chunks x S + sum D``, the kernels.
+- ``direct``: from TCM, ``K(OUT)``. Through the data cache, ``memory_bound_cycles`` = the lines
+  the kernel touches x line / B (a line prefetched past the end may fill after the timer
+  stops); the estimate adds to the kernel each line's round trip (blocking misses), or with a
+  next-line prefetch takes the larger of the kernel and the fills. From an uncached memory,
+  the walk's closed form (:func:`dspsim.kernels.shapes.ddr_call_sequence`).
 
-Traffic (``traffic_bytes``, keyed as a run's ``bytes``; ``ddr_read_bytes`` and
-``ddr_write_bytes`` are every memory's together), exact: the weights as the variant reads
-them (``OUT x IN`` by the iDMA; the lines the cache fills, the prefetched one past the end
-included; the uncached walk's whole groups of four rows), the input (``IN``) and the bias
-(``4 OUT``) read from the host's buffer and the output (``OUT``) written to it, outside the
-timed span.
+Traffic (``traffic_bytes``, keyed as a run's ``bytes``), exact: the weights as the variant
+reads them, the input (``IN``) and bias (``4 OUT``) read from the host's buffer and the output
+(``OUT``) written to it outside the timed span.
 """
 
 from __future__ import annotations
@@ -42,13 +34,14 @@ from dspsim.ops.fc.values import WEIGHTS_OFFSET
 
 
 def kernel_cycles(model: Any, rows: int, in_depth: int) -> int:
+    """``K(rows)``: the kernel's cycles on ``rows`` rows of ``in_depth`` in TCM."""
     return groups(rows) * FC_S8.tcm_cycles(in_depth, model.core)
 
 
 def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
+    """Traffic, lower bounds and estimate of ``variant`` on ``shape`` (OUT, IN)."""
     out_depth, in_depth = shape
-    p = model.fc
-    where = p.weights
+    where = model.fc.weights
     mem = None if where == TCM else model.memories[model.host.memory if where == HOST
                                                    else where]
     compute = kernel_cycles(model, out_depth, in_depth)
@@ -72,8 +65,7 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
 
 
 def _pingpong(model: Any, mem: Any, shape: tuple[int, ...]) -> dict[str, Any]:
-    """The ping-pong variant's chunks of weight rows, its iDMA bound and its estimate: each
-    chunk's fetch overlaps the kernel on the one before."""
+    """The ping-pong variant's chunks of weight rows, its iDMA bound and its estimate."""
     out_depth, in_depth = shape
     policy = mem.policy  # what a request costs (dspsim.hw.policy)
     idma = model.idma
@@ -86,18 +78,11 @@ def _pingpong(model: Any, mem: Any, shape: tuple[int, ...]) -> dict[str, Any]:
            for r in rows]
     ker = [kernel_cycles(model, r, in_depth) for r in rows]
     t = dma[0]  # the first chunk alone
-    for i in range(0, chunks, 2):
-        # fetch i + 1 (the core programs it), kernel i, wait until the channel is idle
-        fetch_done, core = t, t
-        if i + 1 < chunks:
-            fetch_done, core = t + dma[i + 1], t + setup
-        t = max(core + ker[i], fetch_done)
-        # fetch i + 2 unless this is the last pair, kernel i + 1
-        fetch_done, core = t, t
-        if i + 2 < chunks:
-            fetch_done, core = t + dma[i + 2], t + setup
-        t = core + ker[i + 1] if i + 1 < chunks else core
-        t = max(t, fetch_done)  # the next pair waits until the channel is idle
+    for i in range(chunks):
+        if i + 1 < chunks:  # the core programs the next fetch, then runs the kernel on this one
+            t = max(t + setup + ker[i], t + dma[i + 1])
+        else:
+            t += ker[i]
     return {"chunks": chunks, "dma_bound_cycles": sum(dma), "estimate_cycles": t}
 
 
@@ -130,12 +115,9 @@ def _direct(model: Any, mem: Any, shape: tuple[int, ...], compute: float) -> dic
 
 
 def weight_lines(model: Any, shape: tuple[int, ...]) -> int:
-    """Lines of weights the cache fills in the direct variant (a cold cache of more than one
-    line): every line the kernel's one sequential stream touches (the host's buffer holds the
-    weights at ``WEIGHTS_OFFSET`` from a 4096-byte boundary; a block of another memory starts
-    on a line) and, with a next-line prefetch, the line after the last when the memory has
-    one there (in the host's buffer the input follows; a block is taken at the memory's
-    start, as a lone run places it)."""
+    """Lines of weights the cache fills in the direct variant (cold): every line the kernel
+    touches and, when prefetched, the line after the last if the memory has one there (in the
+    host's buffer the input follows; another memory's block starts at the memory's start)."""
     line = model.dcache.line_bytes
     where = model.fc.weights
     lines = demand_lines(model, shape)
@@ -166,11 +148,9 @@ def _first_touches(line: int, lanes: int, host: bool, shape: tuple[int, ...]) ->
 
 
 def _stream_replay(model: Any, shape: tuple[int, ...]) -> tuple[int, bool]:
-    """The direct kernel's weights through a next-line prefetcher that follows
-    ``dcache.prefetch_streams`` streams (:class:`dspsim.hw.dcache.DataCache`), line by line in
-    the order first touched (a later touch of a line hits and changes nothing the prefetcher
-    sees; the cache is taken to hold every line until its last touch): the demand misses, and
-    whether the line after the weights' last is prefetched."""
+    """The direct kernel's weights through a prefetcher following ``dcache.prefetch_streams``
+    streams (:class:`dspsim.hw.dcache.DataCache`), lines in first-touch order (a later touch
+    hits): the demand misses, and whether the line after the weights' last is prefetched."""
     return _replay(model.dcache.line_bytes, model.core.lanes_f32, model.fc.weights == HOST,
                    model.dcache.prefetch_streams, demand_lines(model, shape), shape)
 
@@ -182,12 +162,6 @@ def _replay(line: int, lanes: int, host: bool, entries: int, end: int,
     present: set[int] = set()
     unused: set[int] = set()  # prefetched, not yet used
     demand = 0
-
-    def prefetch(k: int) -> None:
-        if k not in present:
-            present.add(k)
-            unused.add(k)
-
     for k in _first_touches(line, lanes, host, shape).tolist():
         prefetched = k in unused  # its first use: on while its stream (expecting k + 1) is
         if prefetched:
@@ -199,7 +173,9 @@ def _replay(line: int, lanes: int, host: bool, entries: int, end: int,
         if expected in streams:  # continues a followed stream
             del streams[expected]
             streams[k + 2] = None
-            prefetch(k + 1)
+            if k + 1 not in present:  # prefetched
+                present.add(k + 1)
+                unused.add(k + 1)
         elif not prefetched:  # a new stream, in the oldest's place when every entry is taken
             if len(streams) >= entries:
                 del streams[next(iter(streams))]
@@ -223,10 +199,7 @@ def _walk(model: Any, mem: Any, shape: tuple[int, ...]) -> Any:
 
 def traffic(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, int]:
     """The bytes each memory's port carries in the run, keyed as the run's ``bytes``
-    (``<memory>_read``, ``<memory>_write``, every memory of the model), exactly as simulated:
-    the weights as the variant reads them (the iDMA the rows, the cache its lines, the
-    uncached walk its vector loads), the input and the bias read from the host's buffer
-    before the timer, the output written there after it."""
+    (``<memory>_read``, ``<memory>_write``), exactly as simulated (the module's text)."""
     out_depth, in_depth = shape
     counts = {f"{m}_{way}": 0 for m in model.memories for way in ("read", "write")}
     host = model.host.memory

@@ -1,36 +1,21 @@
-"""Closed-form traffic, lower bounds and estimates of softmax on any shape and variant: the
-new schedules (``online``, ``resident``, ``multibuffer``, ``rows``) and the seed's two on a
-``[rows, cols]`` input (:mod:`dspsim.ops.softmax.bounds` covers them on one row, unchanged).
+"""Closed-form traffic, lower bounds and estimates of softmax on any shape and variant: the new
+schedules (``online``, ``resident``, ``multibuffer``, ``rows``), and the seed's two on a
+``[rows, cols]`` input (one row is :mod:`dspsim.ops.softmax.bounds`, whose symbols these are).
 
-Symbols as in :mod:`dspsim.ops.softmax.bounds`: ``L`` = ``ddr.latency_cycles`` (an output
-copy's: a write's, as the memory's request policy prices it, :mod:`dspsim.hw.policy`), ``B`` =
-``ddr.bytes_per_cycle``, ``b`` = ``idma.burst_bytes``, ``k`` = ``idma.max_outstanding``,
-``m`` = ``ddr.max_outstanding``, ``S`` = ``idma.setup_cycles``.
+The new variants wait for every copy they program, so every byte and request counts:
+``dma_bound_cycles`` = (read + write bytes) / ``B``; ``latency_bound_cycles`` = requests x
+``L`` / ``min(m, c x k)``, ``c`` the channels the run programs; ``compute_bound_cycles`` =
+every kernel call in TCM (the one-element rescale exps too) plus ``S`` per descriptor. Traffic
+is exact (the tests compare it with the simulation's): ``online`` and ``multibuffer`` read the
+array twice and write it once, ``resident`` reads its streamed rest twice, ``rows`` reads and
+writes once (a row longer than a tile falls back to ``online``).
 
-Lower bounds (no run can beat any of them). The new variants wait for every copy they program
-before they stop the timer, so every byte and request counts:
-
-- ``dma_bound_cycles`` = (read + write bytes) / ``B``: the data path moves one request at a
-  time.
-- ``latency_bound_cycles`` = requests x ``L`` / ``min(m, c x k)``, ``c`` the channels the run
-  programs: every request holds a port slot for at least ``L``.
-- ``compute_bound_cycles``: the core's issue cycles, every kernel call in TCM
-  (``LoopShape.tcm_cycles``, including the one-element rescale exps: one per tile of pass 1
-  and one per row) plus ``S`` per descriptor.
-
-Traffic is exact (the tests compare it with the simulation's byte counts): ``online`` and
-``multibuffer`` read the array twice and write it once, ``resident`` reads its resident part
-once and the streamed rest twice and writes everything once, ``rows`` reads and writes once
-(twice and once when a row is longer than a tile and falls back to ``online``).
-
-``estimate_cycles`` adds to the pacing resource what cannot overlap it, pass by pass: a
-streamed pass takes the larger of its *path* form (the first descriptor, the pass's bytes but
-the last output at the channels' joint throughput ``min(B, min(m, c k) b / (L + b / B))``, a
-round trip, the last tile's compute, the last output copy alone) and its *core* form (the first
-input copy alone, the core's kernels and descriptors, the last output copy alone).
-``resident`` adds its phases: copy in (with the max), exp and sum (the port idles: the sum
-needs every element), multiply and copy out. A ``[rows, cols]`` input runs row after row
-(``rows`` excepted), so its estimate is the row's times the rows.
+``estimate_cycles`` adds to the pacing resource what cannot overlap it: a streamed pass takes
+the larger of its *path* form (the first descriptor, the bytes but the last output at the
+channels' joint throughput, a round trip, the last tile's compute and output copy) and its
+*core* form (the first input copy, the kernels and descriptors, the last output copy);
+``resident`` adds its phases (copy in with the max, exp and sum, multiply and copy out). A
+``[rows, cols]`` input runs row after row (``rows`` excepted): the row's figures times the rows.
 """
 
 from __future__ import annotations
@@ -38,8 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
+from dspsim.ops.pingpong_bounds import Tiling
 from dspsim.ops.softmax import bounds as seed_bounds
-from dspsim.ops.softmax.bounds import _Tiling
+from dspsim.ops.softmax.bounds import ORDER, bind, ordered
 from dspsim.ops.softmax.layout import (
     STREAM_BUFFERS,
     channels_used,
@@ -49,11 +35,6 @@ from dspsim.ops.softmax.layout import (
     tile_elems,
 )
 
-ORDER = (
-    "ddr_read_bytes", "ddr_write_bytes", "ddr_requests", "dma_bound_cycles",
-    "latency_bound_cycles", "compute_bound_cycles", "lower_bound_cycles", "binding_bound",
-    "estimate_cycles",
-)
 _ADDITIVE = ("ddr_read_bytes", "ddr_write_bytes", "ddr_requests", "dma_bound_cycles",
              "latency_bound_cycles", "compute_bound_cycles", "estimate_cycles")
 
@@ -109,12 +90,21 @@ class _Work:
         self.channels = 1
         self.estimate = 0.0
 
-    def stream_pass(self, c: _Cost, tiles: _Tiling, cost: Any, write_back: bool, policy: str,
+    def add_traffic(self, other: _Work) -> None:
+        """Add ``other``'s bytes, requests and descriptors; the channels are the larger."""
+        self.read += other.read
+        self.write += other.write
+        self.requests += other.requests
+        self.write_requests += other.write_requests
+        self.descriptors += other.descriptors
+        self.channels = max(self.channels, other.channels)
+
+    def stream_pass(self, c: _Cost, tiles: Tiling, cost: Any, write_back: bool, policy: str,
                     buffers: int = STREAM_BUFFERS) -> None:
         """One pass of :func:`~dspsim.ops.stream.hb_dsp_stream_frame`."""
         if not tiles.count:
             return
-        nbytes = 4 * (tiles.full * tiles.size + tiles.rest)
+        nbytes = 4 * tiles.elems
         copies = 2 if write_back else 1
         self.read += nbytes
         self.write += nbytes if write_back else 0
@@ -128,11 +118,11 @@ class _Work:
         self.channels = max(self.channels, used)
         ins, outs = stream_channels(policy, c.channels, write_back)
         if policy == "pingpong":  # tile i's input and output on channel i % 2
-            lanes = [copies * _class_bytes(tiles, 2, j) for j in range(2)]
-        else:
-            lanes = [_class_bytes(tiles, len(ins), j) for j in range(len(ins))]
+            lanes = [copies * 4 * tiles.parity_elems(j) for j in range(2)]
+        else:  # tile i's input on ins[i % len(ins)], its output on outs[i % len(outs)]
+            lanes = [4 * tiles.parity_elems(j, len(ins)) for j in range(len(ins))]
             if write_back:
-                lanes += [_class_bytes(tiles, len(outs), j) for j in range(len(outs))]
+                lanes += [4 * tiles.parity_elems(j, len(outs)) for j in range(len(outs))]
         transfer = max(copies * nbytes / c.throughput(used), max(lanes) / c.throughput(1))
         if policy == "split" and write_back:  # inputs and outputs each on their own channels
             transfer = max(transfer, nbytes / c.throughput(min(len(ins), buffers)),
@@ -150,17 +140,9 @@ class _Work:
         self.estimate += max(path, core)
 
 
-def _class_bytes(tiles: _Tiling, p: int, j: int) -> int:
-    """Bytes of the tiles whose index is ``j`` modulo ``p`` (what channel ``j`` of ``p``
-    carries when tile i goes to channel i % p)."""
-    full = (tiles.full - j + p - 1) // p if tiles.full > j else 0
-    rest = tiles.rest if tiles.rest and tiles.full % p == j else 0
-    return 4 * (full * tiles.size + rest)
-
-
 def _online(c: _Cost, cols: int, policy: str) -> _Work:
     w = _Work()
-    tiles = _Tiling.of(cols, tile_elems(c.model))
+    tiles = Tiling.of(cols, tile_elems(c.model))
     buffers = c.model.softmax.buffers if policy == "split" else STREAM_BUFFERS
     w.stream_pass(c, tiles, c.pass1, False, policy, buffers)
     rescale = c.tcm(VECEXPF_MAX, 1)  # the sum to the row's max, between the passes
@@ -192,30 +174,22 @@ def _resident(c: _Cost, cols: int) -> tuple[_Work, Any]:
         load = max(c.setup + transfer + c.lat + c.tcm(VECMAXF, sizes[-1]),
                    len(sizes) * c.setup + c.single(4 * sizes[0]) + maxes)
     stream = _Work()
+    pass2 = 0.0
     if lay.streamed:
-        tiles = _Tiling.of(lay.streamed, tile_elems(c.model))
+        tiles = Tiling.of(lay.streamed, tile_elems(c.model))
         stream.stream_pass(c, tiles, c.pass1, False, "pingpong")
         pass1 = stream.estimate
         stream.stream_pass(c, tiles, c.pass2, True, "pingpong")
         pass2 = stream.estimate - pass1
         exp_sum += c.tcm(VECEXPF_MAX, 1)
-        w.read += stream.read
-        w.write += stream.write
-        w.requests += stream.requests
-        w.write_requests += stream.write_requests
-        w.descriptors += stream.descriptors
-        w.channels = max(w.channels, stream.channels)
+        w.add_traffic(stream)
         load += pass1
-    else:
-        pass2 = 0.0
-    out = 0.0
+    out = pass2
     if sizes:
         stream_out = 2 * 4 * lay.streamed
         transfer = max(transfer, (resident + stream_out) / c.throughput(w.channels))
         out = max(c.tcm(VECMUL, sizes[0]) + c.setup + transfer + c.lat_write,
                   muls + len(sizes) * c.setup + max(c.single(4 * sizes[-1], True), pass2))
-    else:
-        out = pass2
     w.kernels += maxes + muls + exp_sum + stream.kernels
     w.estimate = load + exp_sum + out
     return w, lay
@@ -256,6 +230,27 @@ def _seed_rows(model: Any, variant: str, rows: int, cols: int) -> dict[str, Any]
     return out
 
 
+def _new_variant(model: Any, variant: str, rows: int, cols: int) -> dict[str, Any]:
+    """A new schedule's fields on ``rows`` rows of ``cols``, before the binding bound."""
+    c = _Cost(model)
+    if variant in ("online", "multibuffer"):
+        w = _online(c, cols, "split" if variant == "multibuffer" else "pingpong")
+        return _fields(c, w, rows) | {"tiles_per_pass": Tiling.of(cols, tile_elems(model)).count}
+    if variant == "resident":
+        w, lay = _resident(c, cols)
+        return _fields(c, w, rows) | {"resident_bytes": rows * 4 * lay.resident,
+                                      "streamed_bytes": rows * 4 * lay.streamed}
+    if variant != "rows":
+        raise ValueError(f"softmax has no variant {variant!r}")
+    per_tile = rows_per_tile(model, cols)
+    if not per_tile:
+        return _fields(c, _online(c, cols, "pingpong"), rows) | {"rows_per_tile": per_tile}
+    w = _Work()
+    tiles = Tiling.of(rows * cols, per_tile * cols)
+    w.stream_pass(c, tiles, lambda s: (s // cols) * c.row(cols), True, "pingpong")
+    return _fields(c, w, 1) | {"tiles": tiles.count, "rows_per_tile": per_tile}
+
+
 def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     """Traffic, lower bounds and estimate of ``variant`` on ``shape`` (``(n,)`` or
     ``(rows, cols)``), in closed form."""
@@ -265,34 +260,6 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         if rows == 1:
             return out
     else:
-        c = _Cost(model)
-        extra: dict[str, Any] = {}
-        if variant in ("online", "multibuffer"):
-            w = _online(c, cols, "split" if variant == "multibuffer" else "pingpong")
-            out = _fields(c, w, rows)
-            extra["tiles_per_pass"] = _Tiling.of(cols, tile_elems(model)).count
-        elif variant == "resident":
-            w, lay = _resident(c, cols)
-            out = _fields(c, w, rows)
-            extra["resident_bytes"] = rows * 4 * lay.resident
-            extra["streamed_bytes"] = rows * 4 * lay.streamed
-        elif variant == "rows":
-            per_tile = rows_per_tile(model, cols)
-            if per_tile:
-                w = _Work()
-                tiles = _Tiling.of(rows * cols, per_tile * cols)
-                w.stream_pass(c, tiles, lambda s: (s // cols) * c.row(cols), True, "pingpong")
-                out = _fields(c, w, 1)
-                extra["tiles"] = tiles.count
-            else:
-                out = _fields(c, _online(c, cols, "pingpong"), rows)
-            extra["rows_per_tile"] = per_tile
-        else:
-            raise ValueError(f"softmax has no variant {variant!r}")
-        out.update(extra)
-    named = {k: out[f"{k}_bound_cycles"] for k in ("dma", "latency", "compute")}
-    binding = max(named, key=named.get)
-    out["lower_bound_cycles"] = named[binding]
-    out["binding_bound"] = binding
-    out["estimate_cycles"] = max(out["estimate_cycles"], named[binding])
-    return {k: out[k] for k in ORDER} | {k: v for k, v in out.items() if k not in ORDER}
+        out = _new_variant(model, variant, rows, cols)
+    bind(out)
+    return ordered(out)
