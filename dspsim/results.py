@@ -3,47 +3,26 @@
 A saved run is one JSON document (``.json``, or gzip-compressed ``.json.gz``)::
 
     {"format": "dspsim-run", "format_version": 2,
-     "result": {...Result.to_json()...},   # op, variant, shape, core, engines, rpc_cycles, ...
-     "model": {"name", "source", "overrides",
-               "sections": {table: {...}},  # hardware and op tables (HardwareModel.as_dict)
+     "result": {...Result.to_json()...},   # op, variant, shape, core, engines, memories, dcache
+     "model": {"name", "source", "overrides", "sections": {table: {...}},
                "ranges": {key: [low, high]}},  # the model's ranges (none before they existed)
      "origin_cycle": ...,                  # absolute cycle of the op's timer start
      "trace": {column: [values]},          # trace rows, times relative to the op's timer
-     "port_log": {field: [values]},        # the host memory's requests (J6: DDR), absolute
-                                           # cycles as in Result
-     "port_logs": {memory: {field: [values]} or null},  # every other memory's requests
-     "port_log_cut_cycles": {memory: cycle}}  # where --trace-limit cut another memory's log
+     "port_log": {field: [values]},        # the host memory's requests, absolute cycles
+     "port_logs": {memory: {field: [values]} or null},  # every other memory's (optional)
+     "port_log_cut_cycles": {memory: cycle}}  # where --trace-limit cut them (optional)
 
-It holds everything the timeline, the Perfetto export and the report need, so ``dspsim plot
-timeline RUN`` and ``dspsim report RUN`` work without simulating again. The output array
-(the op's output values) is not saved.
+It holds what the timeline, the Perfetto export and the report need (not the output array), so
+``dspsim plot timeline RUN`` and ``dspsim report RUN`` need no simulation. A file written
+before the platform had several memories has no ``memories``, ``dcache`` nor ``port_logs``: it
+ran on one memory without a cache and loads with them made from its ``bytes``,
+``busy_cycles`` and ``ddr_contention_cycles``. Version 1 (one op on one core named ``core``,
+its channels ``idma0``; ``mode`` and ``n``) loads as version 2 with today's names
+(``core0.idma0``), the model's one op table, the variant its mode and the shape ``(n,)``.
 
-``result.memories`` (per memory: ``read_bytes``, ``write_bytes``, ``busy_cycles``,
-``contention_cycles``) and ``result.dcache`` (the data cache's counters, null without a cache)
-are checked like every other field: ``memories`` names exactly the run's memories and agrees
-with ``bytes`` and ``busy_cycles``; ``dcache`` is there exactly when the model has a cache. A
-file written before the platform had several memories has neither, nor ``port_logs``: it ran
-on one memory without a cache, and loads with ``memories`` made from its ``bytes``,
-``busy_cycles`` and ``ddr_contention_cycles``, ``dcache`` null and only the host memory's log.
-``port_logs`` and ``port_log_cut_cycles`` are optional (a run of one memory has none), so a
-version-2 file of either kind loads; a dspsim older than them refuses a file that has them by
-naming the field.
-
-Version 1 (the release before operators plugged in) ran its one op on one core and named that
-core ``core`` and the core's channels and DataRAMs without it (``idma0``, ``dram0``); its
-result had ``mode`` and ``n``. :func:`load_run` reads it as version 2: the op is the one op table
-of its model, the variant its mode, the shape ``(n,)``, ``core.count = 1``, and every engine and
-memory takes the name today's platform gives it (``core0``, ``core0.idma0``, ``core0.dram0``).
-
-:func:`save_run` writes atomically (:mod:`dspsim.paths`). :func:`load_run` trusts nothing in the
-file: it reads at most :data:`MAX_RUN_BYTES` (decompressed: a gzip bomb stops there), rebuilds the
-model through :func:`dspsim.config.build_model` (as a model file's tables are checked) and checks
-every other field (types, ranges, finite numbers, engine names among the run's ``engines``, a
-non-empty trace: :mod:`dspsim.results_check`); anything else is one line. A trace cut by
-``--trace-limit`` is saved with ``trace_rows_dropped`` and loaded with
-``trace.attrs["rows_dropped"]``.
-
-This module sits below :mod:`dspsim.analysis`: it never imports an analysis.
+:func:`save_run` writes atomically; :func:`load_run` trusts nothing: it reads at most
+:data:`MAX_RUN_BYTES` decompressed, rebuilds the model as a model file's tables are checked and
+checks every other field (:mod:`dspsim.results_check`). It never imports an analysis.
 """
 
 from __future__ import annotations
@@ -61,16 +40,7 @@ from dspsim.errors import DspsimInputError
 from dspsim.ops.base import summary_from_json
 from dspsim.paths import BOM, atomic_write, suffix_of, writable_file
 from dspsim.probes import COLUMNS, PORT_LOG_FIELDS, PortLog, TraceTable
-from dspsim.results_check import (
-    CUT_FIELDS,
-    DCACHE_COUNTERS,  # noqa: F401 - what a saved run's dcache holds, for callers
-    DOCUMENT_KEYS,  # noqa: F401 - the document's fields, for callers
-    MEMORY_COUNTERS,  # noqa: F401 - what a saved run's memories hold, for callers
-    MEMORY_KIND,
-    _is_int,
-    _MalformedError,
-    check_document,
-)
+from dspsim.results_check import CUT_FIELDS, MEMORY_KIND, _is_int, _MalformedError, check_document
 from dspsim.schema import OP_SCHEMAS
 
 if TYPE_CHECKING:
@@ -85,7 +55,8 @@ MAX_RUN_BYTES = 512 << 20
 
 
 def check_save_path(path: str | Path) -> Path:
-    return writable_file(path, "saved-run file", tuple(SAVE_SUFFIXES))
+    """``path`` if a run can be saved there (``.json`` or ``.json.gz``), else one line."""
+    return writable_file(path, "saved-run file", SAVE_SUFFIXES)
 
 
 def run_document(result: Any) -> dict[str, Any]:
@@ -94,21 +65,14 @@ def run_document(result: Any) -> dict[str, Any]:
         raise DspsimInputError("cannot save a run without its trace: simulate with trace=True")
     model: HardwareModel = result.model
     trace = result.trace_table
-    doc: dict[str, Any] = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "result": result.to_json(),
-        "model": {
-            "name": model.name,
-            "source": model.source,
-            "overrides": [list(kv) for kv in model.overrides],
-            "sections": model.as_dict(),
-            "ranges": {k: list(r) for k, r in model.ranges.items()},
-        },
-        "origin_cycle": float(result.origin_cycle),
-        "trace": {c: trace[c].tolist() for c in COLUMNS},
-        "port_log": None,
-    }
+    saved_model = {"name": model.name, "source": model.source,
+                   "overrides": [list(kv) for kv in model.overrides],
+                   "sections": model.as_dict(),
+                   "ranges": {k: list(r) for k, r in model.ranges.items()}}
+    doc: dict[str, Any] = {"format": FORMAT, "format_version": FORMAT_VERSION,
+                           "result": result.to_json(), "model": saved_model,
+                           "origin_cycle": float(result.origin_cycle),
+                           "trace": {c: trace[c].tolist() for c in COLUMNS}, "port_log": None}
     dropped = trace.rows_dropped
     if dropped:  # a trace cut by a row limit says so
         doc["trace_rows_dropped"] = dropped
@@ -153,10 +117,8 @@ def save_run(result: Any, path: str | Path) -> Path:
 
 
 def _not_a_run(p: Path, why: str) -> DspsimInputError:
-    return DspsimInputError(
-        f"{str(p)!r} is not a dspsim result ({why}); expected a file written by "
-        "`dspsim run --save FILE.json`"
-    )
+    return DspsimInputError(f"{str(p)!r} is not a dspsim result ({why}); expected a file "
+                            "written by `dspsim run --save FILE.json`")
 
 
 def _read_capped(p: Path, limit: int) -> bytes:
@@ -177,12 +139,8 @@ def _read_capped(p: Path, limit: int) -> bytes:
 
 
 def load_run(path: str | Path) -> Result:
-    """Read a saved run back as a :class:`dspsim.run.Result` (with trace, port log, model).
-
-    Version-1 files are migrated (see the module docstring); other versions are refused. Every
-    field is checked (types, ranges, engine names, the model as a model file's tables are):
-    anything else is a one-line :class:`DspsimInputError`.
-    """
+    """Read a saved run back as a :class:`dspsim.run.Result` (with trace, port logs, model);
+    every field checked, anything amiss a one-line :class:`DspsimInputError`."""
     from dspsim.run import JSON_FIELDS, Result
 
     p = Path(path)
@@ -201,15 +159,9 @@ def load_run(path: str | Path) -> Result:
         values = {k: r[k] for k in JSON_FIELDS if k in init and k in r}
         values["shape"] = tuple(int(d) for d in values["shape"])
         values["output"] = summary_from_json(values.get("output"))
-        return Result(
-            **values,
-            trace_table=trace,
-            port_log=port_log,
-            port_logs=port_logs,
-            model=model,
-            origin_cycle=origin,
-            **{k: None if doc.get(k) is None else float(doc[k]) for k in CUT_FIELDS},
-        )
+        cuts = {k: None if doc.get(k) is None else float(doc[k]) for k in CUT_FIELDS}
+        return Result(**values, trace_table=trace, port_log=port_log, port_logs=port_logs,
+                      model=model, origin_cycle=origin, **cuts)
     except DspsimInputError:
         raise
     except _MalformedError as e:
@@ -317,14 +269,8 @@ def _upgrade_v1(doc: dict[str, Any], model: HardwareModel) -> None:
         raise KeyError(f"version 1 holds one op table; found {len(ops)}")
     names, engines, core = _v1_names(model)
     r = doc["result"]
-    r.update(
-        op=ops[0],
-        variant=r.pop("mode"),
-        shape=[int(r.pop("n"))],
-        core=core,
-        engines=engines,
-        rpc_cycles=0,  # not measured in version 1
-    )
+    r.update(op=ops[0], variant=r.pop("mode"), shape=[int(r.pop("n"))], core=core,
+             engines=engines, rpc_cycles=0)  # rpc_cycles: not measured in version 1
     r["busy_cycles"] = {names.get(k, k): v for k, v in r["busy_cycles"].items()}
     for h in r.get("hazards") or []:  # "engine what" pairs
         h["memory"] = names.get(h["memory"], h["memory"])
@@ -338,9 +284,8 @@ def _upgrade_v1(doc: dict[str, Any], model: HardwareModel) -> None:
 
 
 def _one_memory_fields(doc: dict[str, Any], model: HardwareModel) -> None:
-    """A file written before the platform had several memories has no ``memories`` and no
-    ``dcache``: its run had one memory and no cache, so they are made from what it has (in
-    place; see the module docstring). Any other file keeps what it has, checked after."""
+    """A file from before several memories has no ``memories`` and no ``dcache``: its run had
+    one memory and no cache, so they are made from what it has, in place (others: checked)."""
     r = doc["result"]
     if not isinstance(r, dict) or "memories" in r or "dcache" in r:
         return
@@ -358,11 +303,8 @@ def _one_memory_fields(doc: dict[str, Any], model: HardwareModel) -> None:
 
 
 def _v1_names(model: HardwareModel) -> tuple[dict[str, str], dict[str, str], str]:
-    """Version-1 names -> today's, and today's engines and core, for a run of ``model``.
-
-    Today's names are the platform's own; version 1 named the core by its kind and the core's
-    channels and DataRAMs without the core's prefix.
-    """
+    """Version-1 names -> today's (the platform's own; version 1 named the core by its kind
+    and its channels and DataRAMs without its prefix), and today's engines and core."""
     import simpy
 
     from dspsim.platform import Platform
