@@ -1,9 +1,7 @@
 """Checking a saved run (:mod:`dspsim.results`) field by field, trusting nothing in the file:
-types, ranges, finite numbers, engine names among the run's ``engines``, a non-empty trace in
-which no engine does two things at once, the memories' counters and logs, the data cache's.
-The first bad field is named in one line (``_MalformedError``, turned into a
-:class:`~dspsim.errors.DspsimInputError` by :func:`dspsim.results.load_run`).
-"""
+types, ranges, finite numbers, engines, a non-empty trace in which no engine does two things at
+once, the memories' and the data cache's counters and logs. The first bad field is named in one
+line (``_MalformedError``; :func:`dspsim.results.load_run` makes it a ``DspsimInputError``)."""
 
 from __future__ import annotations
 
@@ -46,14 +44,14 @@ def _is_num(v: Any) -> bool:
 
 
 def _short(v: Any) -> str:
+    """``repr(v)`` cut to 40 characters."""
     text = repr(v)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _int(v: Any, where: str, lo: int = 0) -> int:
     if not _is_int(v) or not lo <= v <= MAX_MAGNITUDE:
-        raise _MalformedError(
-            f"{where} = {_short(v)}: expected an integer from {lo} to 2**53")
+        raise _MalformedError(f"{where} = {_short(v)}: expected an integer from {lo} to 2**53")
     return v
 
 
@@ -81,9 +79,8 @@ def _column(values: Any, where: str, kind: str, allowed: set[str] | None = None,
             raise _MalformedError(f"{where}: expected text in every row")
         if allowed is not None and not set(values) <= allowed:
             bad = sorted(set(values) - allowed)[0]
-            raise _MalformedError(
-                f"{where}: {_short(bad)} is not one of {allowed_name} {sorted(allowed)}"
-            )
+            raise _MalformedError(f"{where}: {_short(bad)} is not one of {allowed_name} "
+                                  f"{sorted(allowed)}")
         return
     if kind == "bool":
         if not all(type(x) is bool for x in values):
@@ -125,10 +122,8 @@ def _check_sequential(trace: dict[str, list]) -> None:
 
 
 def check_document(doc: dict[str, Any], model: HardwareModel | None = None) -> None:
-    """Check a (version 2) saved run field by field; raises ``_MalformedError`` naming the first
-    bad one. The model is checked by :func:`dspsim.config.build_model` (see ``_model``);
-    ``model``, the document's, checks what depends on it (its memories, its host memory, its
-    data cache)."""
+    """Check a (version 2) saved run field by field; ``_MalformedError`` names the first bad
+    one. ``model`` (the document's, checked by its loading) checks what depends on it."""
     r = _check_fields(doc)
     engines, memories = _check_engines(r, model)
     names = set(engines)
@@ -159,8 +154,7 @@ def _check_fields(doc: dict[str, Any]) -> dict[str, Any]:
 
 def _check_engines(r: dict[str, Any],
                    model: HardwareModel | None) -> tuple[dict[str, str], list[str]]:
-    """The run's engines, each of a known kind, its memories the model's; the engines and the
-    memories."""
+    """The run's engines (each of a known kind) and its memories (the model's)."""
     engines = _typed(r["engines"], dict, "result.engines")
     if not engines:
         raise _MalformedError("result.engines is empty")
@@ -232,11 +226,11 @@ def _check_passes(r: dict[str, Any]) -> None:
             raise _MalformedError(f"result.passes[{i}] ends before it starts")
     for key in ("warnings", "hazards"):
         for i, w in enumerate(_typed(r.get(key, []), list, f"result.{key}")):
-            w = _typed(w, dict, f"result.{key}[{i}]")
-            _typed(w["message"], str, f"result.{key}[{i}].message")
+            where = f"result.{key}[{i}]"
+            _typed(_typed(w, dict, where)["message"], str, f"{where}.message")
             if key == "warnings":
-                _typed(w["code"], str, f"result.warnings[{i}].code")
-                _int(w.get("count", 1), f"result.warnings[{i}].count")
+                _typed(w["code"], str, f"{where}.code")
+                _int(w.get("count", 1), f"{where}.count")
     out = r.get("output")
     if out is not None:
         for k, v in _typed(out, dict, "result.output").items():  # the op's own summary
@@ -250,8 +244,7 @@ def _check_passes(r: dict[str, Any]) -> None:
 
 
 def _check_origin(doc: dict[str, Any], r: dict[str, Any]) -> None:
-    """The manifest, the op's timer start, and where each log was cut (never before the
-    run)."""
+    """The manifest, the op's timer start, and where each log was cut (never before the run)."""
     _typed(r["manifest"], dict, "result.manifest")
     _num(doc["origin_cycle"], "origin_cycle")
     _int(doc.get("trace_rows_dropped", 0), "trace_rows_dropped")
@@ -334,12 +327,7 @@ def _check_memories(r: dict[str, Any], memories: list[str]) -> None:
         raise _MalformedError(f"result.memories: {list(table)} are not its memories "
                               f"{memories}")
     for m, counters in table.items():
-        counters = _typed(counters, dict, f"result.memories.{m}")
-        if set(counters) != set(MEMORY_COUNTERS):
-            raise _MalformedError(f"result.memories.{m}: expected exactly "
-                                  f"{', '.join(MEMORY_COUNTERS)}")
-        for k in MEMORY_COUNTERS:
-            _int(counters[k], f"result.memories.{m}.{k}")
+        counters = _counters(counters, MEMORY_COUNTERS, f"result.memories.{m}")
         same = ((counters["read_bytes"], r["bytes"][f"{m}_read"], f"bytes.{m}_read"),
                 (counters["write_bytes"], r["bytes"][f"{m}_write"], f"bytes.{m}_write"))
         for v, other, where in same:
@@ -366,8 +354,14 @@ def _check_dcache(r: dict[str, Any], model: HardwareModel | None) -> None:
     if has_cache is False:
         raise _MalformedError("result.dcache: the model has no data cache "
                               "(dcache.capacity_bytes = 0)")
-    dcache = _typed(dcache, dict, "result.dcache")
-    if set(dcache) != set(DCACHE_COUNTERS):
-        raise _MalformedError(f"result.dcache: expected exactly {', '.join(DCACHE_COUNTERS)}")
-    for k in DCACHE_COUNTERS:
-        _int(dcache[k], f"result.dcache.{k}")
+    _counters(dcache, DCACHE_COUNTERS, "result.dcache")
+
+
+def _counters(table: Any, names: tuple[str, ...], where: str) -> dict[str, int]:
+    """``table``: exactly the counters ``names``, each an integer."""
+    table = _typed(table, dict, where)
+    if set(table) != set(names):
+        raise _MalformedError(f"{where}: expected exactly {', '.join(names)}")
+    for k in names:
+        _int(table[k], f"{where}.{k}")
+    return table
