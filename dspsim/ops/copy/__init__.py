@@ -1,17 +1,12 @@
 """The copy microbenchmark (RPC command 0x8005): the copies vendors publish (a DMA copy of a
-few sizes, a memcpy), as an :class:`~dspsim.ops.base.Op`.
+few sizes, a memcpy).
 
 ``dspsim run --op copy --variant idma|dma|memcpy|loop --n BYTES`` moves ``n`` bytes from
-``copy.src`` to ``copy.dst`` (``host``, ``tcm`` or a memory of the model). Its size is in
-**bytes**; its values are bytes: the default input is ``(7 + 131 i) mod 256`` for byte
-``i``, an input array (``--input X.npy``, float32) is copied as its bytes, and the output is
-the ``n`` bytes that landed, compared with the input byte for byte. ``program.py`` is the
+``copy.src`` to ``copy.dst`` (``host``, ``tcm`` or a memory of the model). The default input
+is ``(7 + 131 i) mod 256`` for byte ``i`` (an ``--input`` array is copied as its bytes); the
+output is compared with it byte for byte. ``dma`` names the platform's DMA engine (an iDMA, a
+GDMA): the ``idma`` variant under another name (:func:`engine_variant`). ``program.py`` is the
 benchmark's C, ``params.py`` the ``[copy]`` table, ``bounds.py`` the closed forms.
-
-``dma`` names the platform's DMA engine, whatever it is (J6's and the HiFi5's iDMA, the
-ESP32-S3's GDMA): it is the ``idma`` variant under another name, accepted on every platform,
-the one code path (:data:`DMA_ALIASES`, resolved by :func:`engine_variant` wherever the op
-looks at its variant).
 """
 
 from __future__ import annotations
@@ -35,11 +30,17 @@ from dspsim.ops.copy.program import (
 )
 from dspsim.ops.registry import register_op
 
-_IDMA_KEYS = ("copy.rows", "copy.src_pitch_bytes", "copy.dst_pitch_bytes",
-              "copy.ring_descriptors", "copy.completion_interrupt",
-              "copy.interrupt_handler_cycles")
 _LOOP_KEYS = ("copy.access_bytes", "copy.loop_cycles_per_iteration")
-_MEMCPY_KEYS = ("copy.memcpy_access_bytes", "copy.memcpy_cycles_per_iteration")
+_KEY_VARIANTS = {  # the variants a key acts in (a memcpy moves one contiguous run, no channel)
+    **dict.fromkeys(("copy.rows", "copy.src_pitch_bytes", "copy.dst_pitch_bytes",
+                     "copy.ring_descriptors", "copy.completion_interrupt",
+                     "copy.interrupt_handler_cycles", "copy.dma_cache_sync_cycles_per_line"),
+                    ("idma", "dma")),
+    **dict.fromkeys(_LOOP_KEYS, ("loop",)),
+    "copy.flush_destination": ("memcpy", "loop"),
+    **dict.fromkeys(("copy.memcpy_access_bytes", "copy.memcpy_cycles_per_iteration"),
+                    ("memcpy",)),
+}
 _VARIANT_CODE = {"memcpy": 0, "idma": 1, "loop": LOOP}
 DMA_ALIASES = {"dma": "idma"}  # another name of a variant -> the variant it runs (module doc)
 
@@ -77,16 +78,14 @@ class Copy(Op):
 
     # ------------------------------------------------------------------ sizes and values
     def input_bytes(self, shape: tuple[int, ...]) -> int:
-        """The host's buffers: ``n`` bytes rounded up to a word (the memcpy kernel moves whole
-        32-bit words)."""
+        """``n`` bytes rounded up to a word (the memcpy kernel moves whole 32-bit words)."""
         return -(-int(shape[0]) // 4) * 4
 
     def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
         return ((7 + 131 * np.arange(shape[0], dtype=np.int64)) % 256).astype(np.uint8)
 
     def check_input(self, x: Any) -> tuple[np.ndarray, tuple[int, ...]]:
-        """An input array's bytes (any 1-D array of a fixed-size type: uint8, int8,
-        float32...) and the run's shape, ``(bytes,)``."""
+        """An input array's bytes (any 1-D array of numbers) and the run's shape ``(bytes,)``."""
         x = np.asarray(x)
         if x.ndim != 1 or x.size == 0 or x.dtype.kind not in "uifb":
             raise DspsimInputError(f"copy input: shape {x.shape} of {x.dtype}; expected a "
@@ -106,18 +105,7 @@ class Copy(Op):
         return {"channels": 1 if engine_variant(variant) == "idma" else 0, "banks": 1}
 
     def key_variants(self, key: str) -> tuple[str, ...]:
-        """The 2-D keys, the ring's, the completion interrupt's and the DMA driver's cache sync
-        act in the idma variant (and its alias dma) only (a memcpy moves one contiguous run,
-        with no channel)."""
-        if key in (*_IDMA_KEYS, "copy.dma_cache_sync_cycles_per_line"):
-            return ("idma", "dma")
-        if key in _LOOP_KEYS:
-            return ("loop",)
-        if key == "copy.flush_destination":
-            return ("memcpy", "loop")
-        if key in _MEMCPY_KEYS:
-            return ("memcpy",)
-        return super().key_variants(key)
+        return _KEY_VARIANTS.get(key) or super().key_variants(key)
 
     def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
         super().check_run(model, variant, shape)
@@ -125,59 +113,18 @@ class Copy(Op):
         p, n = model.copy, shape[0]
         if p.rows > 1:
             self._check_rows(model, variant, n)
-        ends = {"copy.src": p.src, "copy.dst": p.dst}
-        external = [k for k, v in ends.items() if v != TCM]
-        free = tcm_free_bytes(model)
-        if variant == "idma":
-            if not external:
-                raise DspsimInputError(
-                    "copy idma from tcm to tcm: an iDMA transfer between DataRAMs is not "
-                    "modelled; allowed: copy.src or copy.dst an external memory, or --variant "
-                    "memcpy")
-            if len(external) == 2 and model.idma.tcm_end_required:
-                raise DspsimInputError(
-                    f"copy idma from {p.src} to {p.dst}: on this platform one end of every "
-                    "iDMA transfer must be TCM (idma.tcm_end_required = true); allowed: "
-                    "copy.src = tcm or copy.dst = tcm, or --variant memcpy")
-        elif p.completion_interrupt:
-            raise DspsimInputError(f"copy {variant} with copy.completion_interrupt = true: a "
-                                   "core's copy raises no completion interrupt; allowed: "
-                                   "--variant idma, or copy.completion_interrupt = false")
+        _check_engine(model, variant)
         self._check_keys(p, variant)
         if variant == "loop":
             self._check_loop(model, n, p.access_bytes)
         if variant == "memcpy" and p.memcpy_access_bytes:
             self._check_loop(model, n, p.memcpy_access_bytes, "copy.memcpy_access_bytes")
-        if p.src == TCM and n > free:
-            raise DspsimInputError(
-                f"copy of {n:,} bytes from tcm: the source must fit one DataRAM's free space "
-                f"({free:,} bytes: tcm.bank_bytes - tcm.reserved_bytes); allowed: n up to "
-                f"{free:,}")
-        if p.dst == TCM and not p.descriptor_bytes and n > free and free < RING_MIN_BYTES:
-            raise DspsimInputError(
-                f"copy of {n:,} bytes into tcm: a DataRAM ring needs at least "
-                f"{RING_MIN_BYTES} free bytes (two {RING_MIN_BYTES // 2}-byte slots); this "
-                f"platform has {free:,} (tcm.bank_bytes - tcm.reserved_bytes); allowed: n up "
-                f"to {free:,}, copy.descriptor_bytes 4 to {free:,}, or a larger DataRAM")
-        if p.dst == TCM and p.descriptor_bytes > free:
-            raise DspsimInputError(
-                f"copy.descriptor_bytes = {p.descriptor_bytes:,}: a descriptor into tcm must "
-                f"fit one DataRAM's free space ({free:,} bytes); allowed: 4 to {free:,}")
-        if p.src == TCM and p.dst == TCM and model.tcm.banks < 2 and 2 * n > free:
-            raise DspsimInputError(
-                f"copy of {n:,} bytes from tcm to tcm with one DataRAM: source and destination "
-                f"must fit its {free:,} free bytes together")
-        for key in external:
-            mem = _bounds.memory_of(model, ends[key])
-            name = model.host.memory if ends[key] == HOST else ends[key]
-            if n > mem.size_bytes:
-                raise DspsimInputError(f"copy of {n:,} bytes: {key} = {ends[key]} ({name}) "
-                                       f"holds {mem.size_bytes:,} bytes")
+        _check_space(model, n)
 
     @staticmethod
     def _check_rows(model: Any, variant: str, n: int) -> None:
         """A 2-D copy (``copy.rows > 1``): the idma variant, whole rows, pitches at least the
-        row, descriptors of whole rows, and each end holding its whole block."""
+        row, descriptors of whole rows, each end holding its block."""
         p = model.copy
         if variant != "idma":
             raise DspsimInputError(f"copy {variant} with copy.rows = {p.rows}: a 2-D block is "
@@ -210,8 +157,8 @@ class Copy(Op):
                     f"pitches or fewer bytes")
 
     def _check_keys(self, p: Any, variant: str) -> None:
-        """A key of a core's copy set where it cannot act (the loop's in memcpy or idma, a
-        flush in idma) is refused."""
+        """Refuse a core copy's key set where it cannot act (the loop's in memcpy, a flush in
+        idma)."""
         for key in (*_LOOP_KEYS, "copy.flush_destination"):  # a run's own choice
             # (the memcpy keys and the DMA driver's cache sync are the platform's: a model
             # file gives them for every variant, and they act in theirs only)
@@ -224,7 +171,7 @@ class Copy(Op):
     @staticmethod
     def _check_loop(model: Any, n: int, k: int, key: str = "copy.access_bytes") -> None:
         """The loop variant (or a memcpy run as a loop): an access the core can issue, whole
-        iterations (of the copy and of each piece into a TCM ring)."""
+        iterations in the copy and in each piece into a TCM ring."""
         core = model.core
         if k == 32 and core.lanes_f32 * 4 < 16 or k != 32 and k > core.vector_bytes:
             raise DspsimInputError(
@@ -256,7 +203,7 @@ class Copy(Op):
         return {"bytes": int(out.size), "mismatch_count": wrong, "exact": wrong == 0}
 
     def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> Bounds:
-        d = self._bounds(model, variant, shape)
+        d = _bounds.bounds(model, engine_variant(variant), shape)
         # the study's fields: the binding bound (with the timed prologue) is the copy's port or
         # compute bound, the lower bound the largest
         binding = "compute" if d.get("binding_bound") == "compute" else "dma"
@@ -267,13 +214,62 @@ class Copy(Op):
                           "ddr_read_bytes": host["read"], "ddr_write_bytes": host["write"],
                           **d})
 
-    def _bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
-        return _bounds.bounds(model, engine_variant(variant), shape)
-
     def run_report(self, r: Any) -> dict[str, float]:
         """What a copy benchmark reports besides its cycles: its throughput."""
         n = r.shape[0]
         return {"bytes_per_cycle": n / r.cycles, "mb_per_s": n / r.time_us}
+
+
+def _check_engine(model: Any, variant: str) -> None:
+    """An iDMA copy needs an external end (two where the platform allows them); a core's copy
+    raises no completion interrupt."""
+    p = model.copy
+    if variant != "idma":
+        if p.completion_interrupt:
+            raise DspsimInputError(f"copy {variant} with copy.completion_interrupt = true: a "
+                                   "core's copy raises no completion interrupt; allowed: "
+                                   "--variant idma, or copy.completion_interrupt = false")
+    elif p.src == TCM and p.dst == TCM:
+        raise DspsimInputError(
+            "copy idma from tcm to tcm: an iDMA transfer between DataRAMs is not "
+            "modelled; allowed: copy.src or copy.dst an external memory, or --variant "
+            "memcpy")
+    elif TCM not in (p.src, p.dst) and model.idma.tcm_end_required:
+        raise DspsimInputError(
+            f"copy idma from {p.src} to {p.dst}: on this platform one end of every "
+            "iDMA transfer must be TCM (idma.tcm_end_required = true); allowed: "
+            "copy.src = tcm or copy.dst = tcm, or --variant memcpy")
+
+
+def _check_space(model: Any, n: int) -> None:
+    """The copy's ends hold its bytes: a DataRAM's free space (a ring's two slots, a
+    descriptor) at a TCM end, the memory's size at an external one."""
+    p, free = model.copy, tcm_free_bytes(model)
+    if p.src == TCM and n > free:
+        raise DspsimInputError(
+            f"copy of {n:,} bytes from tcm: the source must fit one DataRAM's free space "
+            f"({free:,} bytes: tcm.bank_bytes - tcm.reserved_bytes); allowed: n up to "
+            f"{free:,}")
+    if p.dst == TCM and not p.descriptor_bytes and n > free and free < RING_MIN_BYTES:
+        raise DspsimInputError(
+            f"copy of {n:,} bytes into tcm: a DataRAM ring needs at least "
+            f"{RING_MIN_BYTES} free bytes (two {RING_MIN_BYTES // 2}-byte slots); this "
+            f"platform has {free:,} (tcm.bank_bytes - tcm.reserved_bytes); allowed: n up "
+            f"to {free:,}, copy.descriptor_bytes 4 to {free:,}, or a larger DataRAM")
+    if p.dst == TCM and p.descriptor_bytes > free:
+        raise DspsimInputError(
+            f"copy.descriptor_bytes = {p.descriptor_bytes:,}: a descriptor into tcm must "
+            f"fit one DataRAM's free space ({free:,} bytes); allowed: 4 to {free:,}")
+    if p.src == TCM and p.dst == TCM and model.tcm.banks < 2 and 2 * n > free:
+        raise DspsimInputError(
+            f"copy of {n:,} bytes from tcm to tcm with one DataRAM: source and destination "
+            f"must fit its {free:,} free bytes together")
+    for key, where in (("copy.src", p.src), ("copy.dst", p.dst)):
+        mem = _bounds.memory_of(model, where)
+        name = model.host.memory if where == HOST else where
+        if mem is not None and n > mem.size_bytes:
+            raise DspsimInputError(f"copy of {n:,} bytes: {key} = {where} ({name}) "
+                                   f"holds {mem.size_bytes:,} bytes")
 
 
 COPY = register_op(Copy())

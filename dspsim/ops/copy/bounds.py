@@ -1,75 +1,37 @@
 """Closed forms of the copy microbenchmark.
 
-For each external memory ``p`` the copy goes through: ``L_p`` = the latency its request policy
-gives the way a request goes (:mod:`dspsim.hw.policy`: ``latency_cycles`` for a read, and for a
-write too unless ``write_latency_cycles`` is given; a sum over ``c_p`` below is one term a
-way), ``B_p`` = ``bytes_per_cycle``, ``m_p`` = ``max_outstanding``, and ``c_p`` the copy's
-directions through its port (2 for a copy within one memory: it reads and writes there; else
-1); the channel's ``b`` = ``idma.burst_bytes``, ``k`` = ``idma.max_outstanding``, ``S`` =
-``idma.setup_cycles``; ``P`` = ``copy.prologue_cycles``, ``H`` the interrupt handler's cycles
-when ``copy.completion_interrupt`` is set. Every bound is a true lower bound of the simulated
-span.
+Symbols, for each external memory ``p`` the copy goes through: ``L_p`` its policy's latency
+the way a request goes (:mod:`dspsim.hw.policy`), ``B_p`` = ``bytes_per_cycle``, ``m_p`` =
+``max_outstanding``, ``c_p`` the copy's directions through its port (2 for a copy within one
+memory, else 1); ``b`` = ``idma.burst_bytes``, ``k`` = ``idma.max_outstanding``, ``S`` =
+``idma.setup_cycles``, ``P`` = ``copy.prologue_cycles``, ``H`` the interrupt handler's
+cycles when ``copy.completion_interrupt`` is set. Every bound is a true lower bound.
 
-- **Per descriptor** (``latency_bandwidth_cycles``): the channel finishes a descriptor before it
-  starts the next, so each descriptor of ``d`` bytes costs at least ``max_p (L_p + c_p d /
-  B_p)``; between two external ends (``src``, ``dst``: one memory or two) a burst is written
-  only once its read is done, so also ``L_src + first / B_src + L_dst + d / B_dst`` and
-  ``L_src + d / B_src + L_dst + last / B_dst`` (``first``, ``last``: its first and last
-  bursts' bytes).
-- **Bandwidth** (``bandwidth_bound_cycles``): every byte crosses each port it goes through:
-  ``max_p c_p n / B_p``.
-- **Outstanding requests** (``outstanding_bound_cycles``): a descriptor's ``r`` requests (the
-  last one partial) each hold a port slot ``L_p + size / B_p``, and each burst holds a channel
-  slot from its read's issue to its write's completion, at least the sum of its requests'
-  ``L_p + size / B_p`` over the legs; with ``k`` channel and ``m_p`` port slots, a descriptor
-  takes at least ``max(sum_p c_p (r L_p + d / B_p) / k, max_p c_p (r L_p + d / B_p) / m_p)``,
-  summed over the descriptors (one after another).
+idma, per descriptor of ``d`` bytes in ``r`` requests (a 2-D one's bursts cut at row ends):
+``latency_bandwidth`` = ``max_p (L_p + c_p d / B_p)`` (between two external ends also the
+read-then-write chains of its first and last bursts); ``bandwidth`` = ``max_p c_p n / B_p``;
+``outstanding`` = ``max(sum_p c_p (r L_p + d / B_p) / k, max_p c_p (r L_p + d / B_p) / m_p)``,
+each summed over the descriptors. ``estimate_cycles`` = ``P + S + sum transfer_cycles(d) + H``:
+exact when the channel is alone on the port and ``S`` is shorter than a transfer; between two
+external ends a descriptor is its first burst's round trip and the rest at the least of the
+window's, the ports' slots' and data paths' rates (not exact).
 
-A 2-D copy (``copy.rows``) cuts every descriptor's bursts at its row ends: ``r`` counts each
-row's requests, ``first`` and ``last`` are a row's first and last bursts; ``d`` stays the
-descriptor's bytes (every row's), and the traffic is ``n`` each way as for a 1-D copy.
+memcpy and loop: the bytes that must cross each port inside the span (the copy ends with a
+``MEMW``): ``n`` each way through a port, a write-back, write-allocate destination's the run's
+own (line fills, evicted and flushed lines, less what may still be in flight). Bounds ``max_p
+bytes_p / B_p`` and ``max_p (L_p + bytes_p / B_p)`` (a transactions memory's requests priced by
+``stream_path_cycles``); the loop's compute ``O + (n / K) x C`` too (``K`` =
+``copy.access_bytes``, ``C`` = ``copy.loop_cycles_per_iteration``, ``O`` the call overhead per
+loop), the run itself between two TCM ends. Estimates: memcpy from an uncached memory
+:func:`dspsim.kernels.shapes.ddr_call`; through the data cache ``lines x (F + M) + iterations x
+II + O`` (``F`` a line's fill, ``M`` = ``dcache.miss_cycles``; with a next-line prefetch the
+fills overlap the loop), plus a write-allocate destination's fills and write-backs
+(:func:`_store_lines_cycles`); the loop's compute plus each fill or uncached load in turn
+(:func:`_loop_estimate`). ``lower_bound_cycles`` is the largest bound plus ``P``.
 
-``estimate_cycles`` (idma): ``P + S + sum over descriptors of transfer_cycles(d) + H`` (a 2-D
-descriptor whose rows are not whole bursts: :func:`rows_transfer_cycles`): exact
-when the channel is alone on the port and programming the next descriptor (``S``) takes less
-than a descriptor's transfer, since each descriptor then starts on an idle port the moment the
-one before it ends. Between two external ends a descriptor is estimated as its first burst's
-read-then-write round trip and its other bytes at the least of the window's, the ports'
-slots' and data paths' rates (not exact: the reads and writes interleave on the ports).
-``lower_bound_cycles`` is the largest of the three bounds (plus ``P``).
-
-Traffic (``traffic_bytes``, keyed as a run's ``bytes``): what each memory's port carries in a
-lone run, exactly (:mod:`dspsim.ops.copy.traffic`); ``ddr_read_bytes`` and ``ddr_write_bytes``
-are the host memory's (``host.memory``): 0 for a copy that does not touch it.
-
-memcpy: from TCM to TCM the kernel's ``LoopShape.tcm_cycles``. Otherwise the bytes that must
-cross each port inside the span (the copy ends with a ``MEMW``: the posted stores complete
-before the timer is read): ``n`` read from an external source, ``n`` written to an uncached or
-write-through destination, both on one port when the two are one memory; a write-back,
-write-allocate destination's bytes are the run's (:func:`way_bytes`): each line a store misses
-filled first, the dirty lines evicted (and flushed) written back, less what may still be in
-flight when the span ends (a prefetch past the last line, the last posted eviction). The
-bounds are ``max_p bytes_p / B_p`` and ``max_p (L_p + bytes_p / B_p)`` (on a transactions
-memory each way's requests priced by ``stream_path_cycles``).
-The estimate from an uncached memory is :func:`dspsim.kernels.shapes.ddr_call` (each vector
-load's round trip); through the data cache, with blocking misses and no prefetch, one miss per
-line: ``lines x (F + M) + iterations x II + call overhead``, ``F`` a line's fill (``L + line /
-B``, a transaction's own cycles on a transactions memory) and ``M`` = ``dcache.miss_cycles``
-(with ``dcache.prefetch_next_line`` the line fills overlap the loop: ``lines x max(F, a line's
-issue) + M + 2 x a line's issue + call overhead``, the first line a demand miss). A
-write-back, write-allocate destination adds its own lines' fills ``F + M`` when the source is
-external too, and its dirty lines written back inside the span (evicted and flushed, one
-request each, and one write latency), less a line's issue per evicted line (the write-back is
-posted: the core issues the next line's stores while it drains) (:func:`_store_lines_cycles`).
-
-loop (``K`` = ``copy.access_bytes``, ``C`` = ``copy.loop_cycles_per_iteration``, ``O`` the
-core's call overhead, one per loop): its compute ``O + (n / K) x C`` (per piece into a TCM
-ring) is a lower bound (``compute_bound_cycles``), and the run itself between two TCM ends;
-the port bounds as memcpy's, a write-back destination's bytes counted too when
-``copy.flush_destination`` writes them back inside the span or ``dcache.write_allocate`` is
-off (the stores then go to the memory, drained by the ``MEMW``). The estimate adds to the
-compute each line fill (or uncached load's round trip) in turn, and a flush's data
-(:func:`_loop_estimate`).
+Traffic (``traffic_bytes``, keyed as a run's ``bytes``) is exact
+(:mod:`dspsim.ops.copy.traffic`); ``ddr_read_bytes`` / ``ddr_write_bytes`` are the host
+memory's.
 """
 
 from __future__ import annotations
@@ -96,8 +58,7 @@ def crossing_bytes(model: Any, variant: str, n: int,
                    ways: dict[str, tuple[Any, int, int]] | None = None
                    ) -> dict[str, tuple[Any, int]]:
     """Per external memory the copy goes through: its table and the bytes that must cross its
-    port inside the timed span (reads and writes together, :func:`way_bytes`, or ``ways``
-    when the caller has them)."""
+    port inside the timed span (:func:`way_bytes`'s, or ``ways``'s, reads and writes together)."""
     if ways is None:
         ways = way_bytes(model, variant, n)
     return {name: (mem, r + w) for name, (mem, r, w) in ways.items()}
@@ -105,13 +66,9 @@ def crossing_bytes(model: Any, variant: str, n: int,
 
 def way_bytes(model: Any, variant: str, n: int,
               moved: dict[str, int] | None = None) -> dict[str, tuple[Any, int, int]]:
-    """Per external memory the copy goes through: its table, the bytes read and the bytes
-    written through its port inside the timed span. ``n`` each way the copy goes through the
-    port, none that a core copy's write-back cache may keep; a core copy's write-back,
-    write-allocate cached destination moves what the run moves (:mod:`dspsim.ops.copy.traffic`):
-    each line a store misses is filled first (a read), and the dirty lines evicted (and with
-    ``copy.flush_destination`` flushed) are written back inside the span, whole lines each.
-    ``moved``: the run's traffic (:func:`traffic`) when the caller has it."""
+    """Per external memory the copy goes through: its table, the bytes read and written through
+    its port inside the timed span: ``n`` each way through it (none on the core's own bus); a
+    core copy's write-allocate destination, the run's own (``moved``: its traffic, if known)."""
     p = model.copy
     out: dict[str, tuple[Any, int, int]] = {}
     for where, write in ((p.src, False), (p.dst, True)):
@@ -125,7 +82,7 @@ def way_bytes(model: Any, variant: str, n: int,
                                             moved[f"{name}_write"]))
             continue
         _, r, w = out.get(name, (mem, 0, 0))
-        if not _on_core_bus(variant, mem):
+        if variant == "idma" or not mem.core_local:  # a core copy's own bus needs no port
             r, w = (r, w + n) if write else (r + n, w)
         out[name] = (mem, r, w)
     return out
@@ -133,9 +90,8 @@ def way_bytes(model: Any, variant: str, n: int,
 
 def _inside_span(model: Any, mem: Any, read_bytes: int, write_bytes: int) -> tuple[int, int]:
     """Of a run's bytes through a write-allocate destination's port, those that must cross it
-    before the span ends: not the line each stream through it prefetches past its last (with
-    ``dcache.prefetch_next_line``: nothing waits for it), nor, without a flush, the last dirty
-    line evicted (posted: it may still drain)."""
+    before the span ends: not a line prefetched past a stream's last, nor, without a flush, the
+    last dirty line evicted (posted: it may still drain)."""
     p, dc = model.copy, model.dcache
     streams = sum(memory_of(model, where) is mem for where in (p.src, p.dst))
     if dc.prefetch_next_line:
@@ -153,17 +109,9 @@ def _allocates(model: Any, variant: str, mem: Any) -> bool:
                 and dc.write_policy == "write_back" and dc.write_allocate)
 
 
-def _on_core_bus(variant: str, mem: Any) -> bool:
-    """Whether a copy's bytes through ``mem`` need not cross a port: a core copy's accesses to
-    a memory on the core's own bus (a write-back, write-allocate destination's are
-    :func:`way_bytes`'s traffic, counted before this is asked)."""
-    return bool(variant != "idma" and mem.core_local)
-
-
 def _core_request_bytes(model: Any, variant: str, mem: Any) -> int:
-    """The size of a core copy's requests to ``mem``: its data cache's lines when it reaches
-    ``mem`` through the cache, else its own accesses (a loop's ``copy.access_bytes`` in pieces
-    of at most 16, a memcpy's words or vectors)."""
+    """The size of a core copy's requests to ``mem``: its cache's lines, else its own accesses
+    (a loop's ``copy.access_bytes`` in pieces of at most 16, a memcpy's words or vectors)."""
     p = model.copy
     if mem.cached and model.dcache.capacity_bytes:
         return model.dcache.line_bytes
@@ -174,8 +122,7 @@ def _core_request_bytes(model: Any, variant: str, mem: Any) -> int:
 
 def _path(pol: Any, nbytes: float, burst_bytes: int, write: bool) -> float:
     """Data-path cycles of ``nbytes`` in requests of ``burst_bytes`` through a port of policy
-    ``pol`` (:meth:`dspsim.hw.policy.OneLatency.stream_path_cycles`); on a linear policy the
-    bytes times its ``cycles_per_byte``, as the estimates have always priced them."""
+    ``pol``; on a linear policy the bytes times its ``cycles_per_byte``."""
     if pol.linear:
         return nbytes * pol.cycles_per_byte
     return pol.stream_path_cycles(int(nbytes), burst_bytes, write)
@@ -184,9 +131,8 @@ def _path(pol: Any, nbytes: float, burst_bytes: int, write: bool) -> float:
 def _ways_path(mem: Any, ways: tuple[bool, ...], nbytes: int, burst_bytes: int,
                rows: int = 1) -> float:
     """Data-path cycles of ``nbytes`` each way of ``ways`` through ``mem``'s port, in requests
-    of ``burst_bytes`` cut at each of ``rows`` rows' ends: ``len(ways) x nbytes / B`` on a
-    linear policy; else every request's own path cycles (a transaction's command, hold and
-    refresh clocks with its data)."""
+    of ``burst_bytes`` cut at each of ``rows`` rows' ends (each request's own on a policy that
+    is not linear)."""
     pol = mem.policy
     if pol.linear:
         return len(ways) * nbytes / pol.bytes_per_cycle
@@ -194,13 +140,13 @@ def _ways_path(mem: Any, ways: tuple[bool, ...], nbytes: int, burst_bytes: int,
 
 
 def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
+    """Traffic, lower bounds and estimate of ``variant`` copying ``shape[0]`` bytes."""
     n = shape[0]
     p = model.copy
     out: dict[str, Any] = {"bytes": n, "traffic_bytes": traffic(model, variant, n)}
     prologue = p.prologue_cycles if p.timed_prologue else 0.0
     ways = way_bytes(model, variant, n, out["traffic_bytes"])
-    ports = crossing_bytes(model, variant, n, ways)
-    if not ports:  # TCM to TCM: the core alone
+    if not ways:  # TCM to TCM: the core alone
         words = n // 4
         out["estimate_cycles"] = prologue + (
             loop_compute_cycles(model, n) if variant == "loop"
@@ -212,7 +158,7 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     sizes = [pl.size(i) for i in range(pl.pieces)]
     if variant == "idma":
         blocks = [(pl.piece_rows(i), sizes[i] // pl.piece_rows(i)) for i in range(pl.pieces)]
-        named, estimate = _idma(model, ports, blocks, n, out)
+        named, estimate = _idma(model, ways, blocks, n, out)
         out["descriptor_bytes"] = pl.piece_bytes
         estimate += prologue
     elif variant == "loop":
@@ -233,10 +179,8 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
 
 def _port_bounds(model: Any, variant: str,
                  ways: dict[str, tuple[Any, int, int]]) -> dict[str, float]:
-    """Every byte crosses its port, the last one's request done ``L`` after its data (the
-    least latency of the ways the copy goes through that port); on a transactions memory the
-    bytes cross in the core's requests (lines, or its own accesses), each paying its own
-    command, hold and refresh clocks (a read's or a write's). ``ways``: :func:`way_bytes`."""
+    """A core copy's port bounds: every byte of :func:`way_bytes` crosses its port (in the
+    core's requests on a policy that is not linear), the last done ``L`` after its data."""
     crossing = [(m, r, w) for m, r, w in ways.values() if r + w > 0]
 
     def path(m: Any, r: int, w: int) -> float:
@@ -263,9 +207,8 @@ def _ways(model: Any, mem: Any) -> tuple[bool, ...]:
 def _held(mem: Any, ways: tuple[bool, ...], requests: int, nbytes: int,
           burst_bytes: int = 0, rows: int = 1) -> float:
     """Slot time of ``requests`` requests of ``nbytes`` in all, each way through ``mem``'s
-    port: a request holds its slot its latency (its way's, the memory's policy) and the data
-    path its bytes (on a transactions memory, its requests' path cycles: requests of
-    ``burst_bytes`` cut at each of ``rows`` rows' ends; 0: one request)."""
+    port: each its way's latency, and the data path its bytes (:func:`_ways_path`;
+    ``burst_bytes`` 0: one request)."""
     pol = mem.policy
     if pol.linear:
         return sum(requests * pol.latency(w) + nbytes / pol.bytes_per_cycle for w in ways)
@@ -273,19 +216,23 @@ def _held(mem: Any, ways: tuple[bool, ...], requests: int, nbytes: int,
         mem, ways, nbytes, burst_bytes or nbytes, rows)
 
 
-def _idma(model: Any, ports: dict[str, tuple[Any, int]], blocks: list[tuple[int, int]], n: int,
-          out: dict[str, Any]) -> tuple[dict[str, float], float]:
+def _idma(model: Any, ways: dict[str, tuple[Any, int, int]], blocks: list[tuple[int, int]],
+          n: int, out: dict[str, Any]) -> tuple[dict[str, float], float]:
     """The channel's bounds (module doc) and its estimate (without the prologue); ``blocks``:
     each descriptor's (rows, row bytes), one row for a 1-D one."""
+    legs = [(m, _ways(model, m)) for m, *_ in ways.values()]  # (memory, ways)
+    return _idma_bounds(model, legs, blocks, n), _idma_estimate(model, legs, blocks, out)
+
+
+def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
+                 blocks: list[tuple[int, int]], n: int) -> dict[str, float]:
+    """The channel's three bounds (module doc) over its descriptors ``blocks``."""
     burst, k = model.idma.burst_bytes, model.idma.max_outstanding
-    legs = [(m, _ways(model, m)) for m, _ in ports.values()]  # (memory, ways)
     chain = _chain(model)
     per_descriptor = outstanding = 0.0
-    requests = 0
     for rows, row in blocks:
         d, per_row = rows * row, math.ceil(row / burst)
         r = rows * per_row  # bursts cut at row ends
-        requests += r
         first, last = min(burst, row), row - (per_row - 1) * burst
         # the last request through a port is its last way's (a write, when it writes there)
         per_descriptor += max(max(m.policy.latency(w[-1]) + _ways_path(m, w, d, burst, rows)
@@ -299,9 +246,15 @@ def _idma(model: Any, ports: dict[str, tuple[Any, int]], blocks: list[tuple[int,
     else:  # every descriptor's bursts, each a request of its own
         bandwidth = max(sum(_ways_path(m, w, rows * row, burst, rows) for rows, row in blocks)
                         for m, w in legs)
-    named = {"latency_bandwidth": per_descriptor, "bandwidth": bandwidth,
-             "outstanding": outstanding}
-    p = model.copy
+    return {"latency_bandwidth": per_descriptor, "bandwidth": bandwidth,
+            "outstanding": outstanding}
+
+
+def _idma_estimate(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
+                   blocks: list[tuple[int, int]], out: dict[str, Any]) -> float:
+    """The channel's estimate without the prologue; adds its descriptors, requests and
+    window's rate to ``out``."""
+    p, burst, k = model.copy, model.idma.burst_bytes, model.idma.max_outstanding
     handler = p.interrupt_handler_cycles if p.completion_interrupt else 0.0
     ext, ways = max(legs, key=lambda mw: len(mw[1]) / mw[0].policy.bytes_per_cycle)
     window = min(k, ext.max_outstanding)
@@ -316,17 +269,17 @@ def _idma(model: Any, ports: dict[str, tuple[Any, int]], blocks: list[tuple[int,
                     for rows, row in blocks)
     estimate = model.idma.setup_cycles + handler + moved
     beat = burst * cpb if ext.policy.linear else _ways_path(ext, ways, burst, burst)
+    requests = sum(rows * math.ceil(row / burst) for rows, row in blocks)
     out.update({"descriptors": len(blocks), "requests": requests,
                 "outstanding_bytes_per_cycle": window * burst / (lat + beat)})
-    return named, estimate
+    return estimate
 
 
 def rows_transfer_cycles(rows: int, row_bytes: int, burst_bytes: int, window: int,
                          latency_cycles: float, cycles_per_byte: float) -> float:
-    """A descriptor of ``rows`` rows of ``row_bytes`` alone on the port: rows of whole bursts
-    (or one row) are a 1-D transfer's bursts, :func:`transfer_cycles`; other rows, the
-    channel's recurrence over its bursts cut at row ends (each issued when the window has
-    room, crossing the data path after the one before, done ``L`` after its data)."""
+    """A descriptor of ``rows`` rows of ``row_bytes`` alone on the port: :func:`transfer_cycles`
+    for rows of whole bursts (or one row), else the channel's recurrence over its bursts cut
+    at row ends (issued when the window has room, each done ``L`` after its data)."""
     if rows == 1 or row_bytes % burst_bytes == 0:
         return transfer_cycles(rows * row_bytes, burst_bytes, window, latency_cycles,
                                cycles_per_byte)
@@ -342,10 +295,9 @@ def rows_transfer_cycles(rows: int, row_bytes: int, burst_bytes: int, window: in
 
 
 def _chain(model: Any) -> Any:
-    """Between two external ends, a descriptor's read-then-write chain: ``a`` bytes read,
-    then ``b`` written after the read is done, ``L_src + a / B_src + L_dst + b / B_dst``; a
-    burst is written only once read, so (the first burst, then every byte written) and (every
-    byte read, then the last burst) are lower bounds. With a TCM end, 0 (one leg)."""
+    """Between two external ends, ``chain(a, b)`` = ``L_src + a / B_src + L_dst + b / B_dst``:
+    ``a`` bytes read, then ``b`` written (a burst is written only once read). With a TCM end,
+    0 (one leg)."""
     p = model.copy
     src, dst = memory_of(model, p.src), memory_of(model, p.dst)
     if src is None or dst is None:
@@ -360,17 +312,15 @@ def _chain(model: Any) -> Any:
 
 
 def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
-    """A descriptor's cycles between two external ends, estimated: its first burst's round
-    trip (read, then write: ``T``; ``first`` its bytes), then its other bytes at the rate the
-    stream keeps, the least of the channel's window (``k`` bursts per ``T``), each port's
-    request slots (each of its requests holds one ``L + b / B``) and each port's data path."""
+    """A descriptor's estimated cycles between two external ends: its first burst's round
+    trip ``T``, then its other bytes at the least of the channel's window's rate (``k`` bursts
+    per ``T``), each port's request slots' and each port's data path's."""
     burst, k = model.idma.burst_bytes, model.idma.max_outstanding
 
     def trip(b: int) -> float:
         return sum(_held(m, w, 1, b) for m, w in legs)
 
     def path_rate(m: Any, w: tuple[bool, ...]) -> float:
-        """The port's data path's rate, bytes a cycle (a transactions memory's: in bursts)."""
         if m.policy.linear:
             return m.policy.bytes_per_cycle
         return len(w) * burst / _ways_path(m, w, burst, burst)
@@ -385,34 +335,45 @@ def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
 def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) -> float:
     """The core's memcpy calls of ``calls`` bytes each and the ``MEMW`` after them (module
     doc), without the prologue."""
-    p, core = model.copy, model.core
+    p = model.copy
     ends = [m for m in (memory_of(model, p.src), memory_of(model, p.dst))
             if m is not None and not m.core_local]  # a memory on the core's own bus: no port
     ext = ends[0] if ends else memory_of(model, p.src) or memory_of(model, p.dst)
-    policy = ext.policy  # what a request costs (dspsim.hw.policy)
-    lat = policy.latency(False)
     if ext.cached and model.dcache.capacity_bytes:
-        line = model.dcache.line_bytes
-        lines = math.ceil(n / line)
-        out["lines"] = lines
-        fill = lat + _path(policy, line, line, False)
-        dst = memory_of(model, p.dst)
-        moved = out["traffic_bytes"]  # the run's traffic (bounds())
-        extra = (0.0 if dst is None or dst.core_local
-                 else _store_lines_cycles(model, n, dst, moved))
-        if p.memcpy_access_bytes:  # a word loop (copy.memcpy_access_bytes)
-            issue = n // p.memcpy_access_bytes * p.memcpy_cycles_per_iteration
-        else:
-            issue = MEMCPY.iterations(n // 4, core.lanes_f32) * MEMCPY.ii_cycles(core)
-        miss = model.dcache.miss_cycles  # a demand miss's own cost besides its fill
-        if extra:  # a line's stores issue while its evicted line is written back
-            extra -= min(issue / lines, _path(dst.policy, line, line, True)) * \
-                _evicted_bytes(model, "memcpy", n, moved) // line
-        if model.dcache.prefetch_next_line:  # one demand miss, then each line's fill in turn
-            per_line = issue / lines
-            return (core.call_overhead_cycles * len(calls) + lines * max(fill, per_line)
-                    + miss + 2 * per_line + extra)
-        return (core.call_overhead_cycles * len(calls) + lines * (fill + miss) + issue + extra)
+        return _memcpy_cached(model, ext, len(calls), n, out)
+    return _memcpy_uncached(model, ext, calls, n)
+
+
+def _memcpy_cached(model: Any, ext: Any, calls: int, n: int, out: dict[str, Any]) -> float:
+    """A memcpy of ``n`` bytes in ``calls`` calls through the data cache in front of ``ext``."""
+    p, core = model.copy, model.core
+    policy = ext.policy  # what a request costs (dspsim.hw.policy)
+    line = model.dcache.line_bytes
+    lines = math.ceil(n / line)
+    out["lines"] = lines
+    fill = policy.latency(False) + _path(policy, line, line, False)
+    dst = memory_of(model, p.dst)
+    moved = out["traffic_bytes"]  # the run's traffic (bounds())
+    extra = (0.0 if dst is None or dst.core_local
+             else _store_lines_cycles(model, n, dst, moved))
+    if p.memcpy_access_bytes:  # a word loop (copy.memcpy_access_bytes)
+        issue = n // p.memcpy_access_bytes * p.memcpy_cycles_per_iteration
+    else:
+        issue = MEMCPY.iterations(n // 4, core.lanes_f32) * MEMCPY.ii_cycles(core)
+    miss = model.dcache.miss_cycles  # a demand miss's own cost besides its fill
+    if extra:  # a line's stores issue while its evicted line is written back
+        extra -= min(issue / lines, _path(dst.policy, line, line, True)) * \
+            _evicted_bytes(model, "memcpy", n, moved) // line
+    if model.dcache.prefetch_next_line:  # one demand miss, then each line's fill in turn
+        per_line = issue / lines
+        return (core.call_overhead_cycles * calls + lines * max(fill, per_line)
+                + miss + 2 * per_line + extra)
+    return (core.call_overhead_cycles * calls + lines * (fill + miss) + issue + extra)
+
+
+def _memcpy_uncached(model: Any, ext: Any, calls: list[int], n: int) -> float:
+    """Each memcpy call's walk on ``ext`` (every vector load stalls), then the ``MEMW``."""
+    p, core, policy = model.copy, model.core, ext.policy
     load_ext = memory_of(model, p.src) is not None
     store_ext = memory_of(model, p.dst) is not None
     cycles = sum(ddr_call(MEMCPY, memcpy_words(d), core, policy, load_ext, store_ext,
@@ -431,13 +392,9 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
 
 
 def _store_lines_cycles(model: Any, n: int, mem: Any, moved: dict[str, int]) -> float:
-    """What a memcpy's stores to ``mem`` add to its estimate through a write-back,
-    write-allocate data cache: each destination line a store misses filled first (a blocking
-    miss: its transaction and ``dcache.miss_cycles``; the source's own lines are the
-    estimate's ``lines``, so a destination with no external source adds its fills only
-    once), and the dirty lines written back inside the span (the run's traffic: evicted and
-    flushed lines, one request each) with one write's latency. 0 otherwise. ``moved``: the
-    run's traffic (:func:`traffic`)."""
+    """What a memcpy's stores to ``mem`` add through a write-back, write-allocate cache: each
+    line a store misses filled first (a blocking miss; only when the source is external too),
+    and the dirty lines written back inside the span (``moved``: the run's traffic)."""
     if not _allocates(model, "memcpy", mem):
         return 0.0
     p, dc = model.copy, model.dcache
@@ -455,8 +412,8 @@ def _store_lines_cycles(model: Any, n: int, mem: Any, moved: dict[str, int]) -> 
 
 
 def _evicted_bytes(model: Any, variant: str, n: int, moved: dict[str, int]) -> int:
-    """The destination's dirty lines' bytes a core copy (``memcpy``, ``loop``) evicts (written
-    back before any flush): ``moved``'s (the run's traffic) when the run does not flush."""
+    """The destination's dirty lines' bytes a core copy evicts before any flush (``moved``'s,
+    the run's traffic, when the run does not flush)."""
     name = memory_name(model, model.copy.dst)
     if model.copy.flush_destination:
         moved = traffic(model.with_overrides({"copy.flush_destination": False}), variant, n)
@@ -464,9 +421,8 @@ def _evicted_bytes(model: Any, variant: str, n: int, moved: dict[str, int]) -> i
 
 
 def loop_compute_cycles(model: Any, n: int) -> float:
-    """The loop variant's cycles when nothing misses: ``(n / K) x C`` and the call overhead of
-    each loop (one per piece into a TCM ring, else one): a lower bound of any run, the run
-    itself between two TCM ends."""
+    """The loop variant's cycles when nothing misses, ``(n / K) x C`` and each loop's call
+    overhead (one per piece into a TCM ring): a lower bound, the run between two TCM ends."""
     p = model.copy
     pl = plan(model, p, n)
     calls = 1 if pl.one_call else pl.pieces
@@ -475,15 +431,10 @@ def loop_compute_cycles(model: Any, n: int) -> float:
 
 
 def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) -> float:
-    """The loop variant's estimate (without the prologue): its compute and, with blocking
-    misses, each line filled (the source's, and the destination's with write-allocate) or each
-    uncached load's round trip, one after another; with a next-line prefetch the larger of the
-    compute and the fills' data time, plus one fill; the flushed lines' data time and one
-    latency. A memory on the core's own bus costs nothing beyond the loop's cycles. On a port
-    that serves one transaction at a time (a policy not linear) the dirty lines written back
-    inside the span (the run's traffic, :mod:`dspsim.ops.copy.traffic`) hold it between the
-    fills, so their transactions are added too, less the loop's cycles per line for each
-    line evicted (posted: the loop goes on while it drains)."""
+    """The loop variant's estimate (without the prologue): its compute and each line fill (or
+    uncached load's round trip) in turn, or with a next-line prefetch the larger of compute and
+    fills; a flush's data; on a one-transaction port the write-backs between the fills, less
+    the loop's cycles per evicted line (posted: the loop goes on while it drains)."""
     p, dc = model.copy, model.dcache
     k = p.access_bytes
     stall = data = 0.0
