@@ -29,6 +29,7 @@ from dspsim.hw.context import RunContext
 from dspsim.hw.dcache import DataCache
 from dspsim.hw.idma import IdmaChannel, Transfer, check_block
 from dspsim.hw.memory import Ptr
+from dspsim.hw.repeats import IterationRuns
 from dspsim.kernels import get_kernel
 from dspsim.kernels.shapes import LoopShape, ddr_call_sequence, last_stores
 
@@ -335,7 +336,7 @@ class Core:
         return state.stall, state.store_stall
 
     def _walk(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None,
-              state: WalkState) -> Walk:
+              state: WalkState, repeats: bool = True) -> Walk:
         """Walk the loop access by access from ``state.now``, yielding each time the core waits
         until a later time; ``state.stall`` ends as the cycles stalled on memory
         (``state.store_stall`` the part the stores caused: waiting for the write buffer or for a
@@ -361,30 +362,29 @@ class Core:
         stride = (sum(c * sum(loads) for c, loads, _, _ in iterations) // k
                   if k > 1 and load_ext and src.mem.cached else 0)
         return self._accesses(state, cfg, rows, iterations, reduction, src,
-                              dst if store_ext else None, stride)
+                              dst if store_ext else None, stride, repeats)
 
-    def _accesses(self, state: WalkState, cfg: CoreCfg, rows: int,
-                  iterations: list[tuple[int, tuple[int, ...], tuple[int, ...], float]],
-                  reduction: float, src: Ptr, dst: Ptr | None, stride: int = 0) -> Walk:
+    def _accesses(self, state: WalkState, cfg: CoreCfg, rows: int, iterations: list[tuple],
+                  reduction: float, src: Ptr, dst: Ptr | None, stride=0, repeats=True) -> Walk:
         """:meth:`_walk`'s accesses (``stride`` > 0: an iteration's load ``j`` reads row ``j``)."""
-        name, cache, wb, wb_depth = self.name, self.dcache, self.write_buffer, \
-            cfg.write_buffer_entries
-        load_cached, store_cached, load, store = self._routes(src, dst)
-        load_addr, store_addr = src.addr, dst.addr if dst is not None else 0
-        owed, now, row_addr, col = 0.0, state.now, load_addr, 0  # row_addr, col: interleaved
+        cache, wb, depth, name = self.dcache, self.write_buffer, cfg.write_buffer_entries, self.name
+        load_cached, store_cached, load, store, runs = self._routes(src, dst, state, repeats)
+        load_addr = row_addr = src.addr  # (interleaved rows: the row's start, its column)
+        owed, now, col, store_addr = 0.0, state.now, 0, dst.addr if dst is not None else 0
         for _ in range(rows):
             owed += cfg.call_overhead_cycles
             for count, loads, stores, issue in iterations:
-                for _ in range(count):
+                left, at = count, runs.first(count) if runs is not None else -1
+                while left:
+                    left -= 1
                     for j, nbytes in enumerate(loads):
                         if owed:
                             now = now + owed
                             yield now
                             state.now = now
                         if load_cached:
-                            owed = cache.access(now, src.mem, row_addr + col + j * stride
-                                                if stride else load_addr, nbytes, False,
-                                                name) - now
+                            at_addr = row_addr + col + j * stride if stride else load_addr
+                            owed = cache.access(now, src.mem, at_addr, nbytes, False, name) - now
                             load_addr += nbytes
                         else:
                             owed = load(now, nbytes, False, name) - now  # the round trip
@@ -399,7 +399,7 @@ class Core:
                         ready = (cache.store(now, dst.mem, store_addr, nbytes, name)
                                  if store_cached else None)
                         if posted := ready is None:
-                            ready = wb.popleft() if len(wb) == wb_depth else now
+                            ready = wb.popleft() if len(wb) == depth else now
                         if ready > now:
                             state.stall += ready - now
                             state.store_stall += ready - now
@@ -409,20 +409,27 @@ class Core:
                         if posted:
                             wb.append(store(now, nbytes, True, name))
                         store_addr += nbytes
+                    if left == at:  # (no cache: the addresses are not read)
+                        now, left, at = runs.note(now, owed, left)
             owed += reduction
             row_addr, col = load_addr, 0
-        if owed:
-            state.now = now + owed
+        state.now = now + owed  # (now itself when nothing is owed)
 
-    def _routes(self, src: Ptr, dst: Ptr | None) -> tuple[bool, bool, Any, Any]:
+    def _routes(self, src: Ptr, dst: Ptr | None, state: WalkState, repeats: bool
+                ) -> tuple[bool, bool, Any, Any, IterationRuns | None]:
         """How :meth:`_accesses` reaches memory: loads through the data cache or not, stores
-        into it (write-back) or not, and the ports' ``request`` for the loads and the stores
-        that go to a port (``None``: none do)."""
+        into it (write-back) or not, the ports' ``request`` for the loads and the stores that
+        go to a port (``None``: none do); and what books its runs of alike iterations at once
+        (``None`` where none may be: a data cache, a walk a closed form may replay)."""
         load_cached = src.external and src.mem.cached
         store_cached = dst is not None and dst.mem.cached and self.dcache.write_back
         load = src.mem.port.request if src.external else None
         store = dst.mem.port.request if dst is not None else None
-        return load_cached, store_cached, load, store
+        ports = self._ports(src, dst)
+        runs = (IterationRuns(self.env, ports, self.write_buffer, state)
+                if repeats and not (load_cached or store_cached)
+                and IterationRuns.applies(ports, self.elide) else None)
+        return load_cached, store_cached, load, store, runs
 
 
 def _iterations(shape: LoopShape, n: int, cfg: CoreCfg, load_ext: bool, store_ext: bool
@@ -467,7 +474,7 @@ class TileCore(Core):
         extra = port.first_request_start(first) - first
         end = start + extra + seq.cycles
         state = WalkState(start)
-        walk = self._walk(shape, n, rows, src, dst, state)
+        walk = self._walk(shape, n, rows, src, dst, state, repeats=False)  # it may be replayed
         spec = port.speculate(self.name, env.active_process, walk)
         port.flows += 1
         try:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from dspsim.hw.clock import put_into, requeue, set_now, waits_on
 from dspsim.hw.clock import queued as queued_events
 from dspsim.hw.memory import Ptr
-from dspsim.hw.rowrun import binade, room
+from dspsim.hw.repeats import binade, room
 
 if TYPE_CHECKING:
     from dspsim.hw.views import DspView

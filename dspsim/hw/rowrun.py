@@ -40,12 +40,12 @@ engines agree.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dspsim.hw.clock import At
+from dspsim.hw.repeats import Snapshot as _Snapshot
+from dspsim.hw.repeats import binade, room
 from dspsim.probes import PassRun, TraceRun
 
 if TYPE_CHECKING:
@@ -56,41 +56,6 @@ Proc = Generator[Any, Any, Any]
 MAX_PROBE_GAP_ROWS = 64
 # the booked rows' values are computed this many elements at a time (whole rows, one at least)
 VALUES_BATCH_ELEMENTS = 1 << 18
-
-
-@dataclass
-class _Snapshot:
-    """The engines at a row start: ``key`` their state relative to ``now`` (exact where it
-    matters, see the module docstring), ``latest`` the latest time any of them holds,
-    ``floats`` / ``ints`` the counters, ``rings`` each port's next slot, ``passes`` how many
-    passes were booked and ``last_pass`` a copy of the last one."""
-
-    now: float
-    key: tuple
-    latest: float
-    floats: list[float]
-    ints: list[int]
-    rings: list[int]
-    passes: int
-    last_pass: dict[str, Any] | None
-    trace_rows: int  # the trace's length (0 with no trace)
-
-
-def binade(x: float) -> tuple[float, float]:
-    """``(2^(e+1), u)``: the top of the binade of ``x`` > 0 and its ulp."""
-    _, ex = math.frexp(x)
-    return math.ldexp(1.0, ex), math.ldexp(1.0, ex - 53)
-
-
-def room(start: float, latest: float, step: float, limit: float | None = None) -> int:
-    """How many more steps of ``step`` (> 0) ``latest`` may take staying below ``limit``
-    (default: the top of the binade of ``start``; every value a multiple of that binade's
-    ulp: integer arithmetic, exact)."""
-    top, u = binade(start)
-    limit = top if limit is None else min(limit, top)
-    if latest >= limit:
-        return 0
-    return (int(limit / u) - 1 - int(latest / u)) // int(step / u)
 
 
 class _Engines:
@@ -340,3 +305,5 @@ def _values(warnings: dict[str, dict[str, Any]], values: Callable[[int, int], Pr
         mid = (lo + hi) // 2
         _values(warnings, values, lo, mid)
         _values(warnings, values, mid, hi)
+
+

@@ -1,0 +1,171 @@
+"""What the repeat finders share: the engines' state at a few starts, and how far a run of
+alike steps from them may be booked exactly.
+
+A step (a row of a row loop, a period of a loop's iterations) that takes the engines from a
+state ``S`` to ``S + D`` twice, every time in one binade, goes on doing so while every time
+and counter stays in that binade (:mod:`dspsim.hw.rowrun` gives the argument): :func:`room`
+counts the steps that fit, :func:`binade` names the binade. :class:`IterationRuns` books
+runs of alike iterations inside one kernel call's walk.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Snapshot:
+    """The engines at a row start (or an iteration's end): ``key`` their state relative to
+    ``now`` (exact where it matters), ``latest`` the latest time any of them holds, ``floats``
+    / ``ints`` the counters, ``rings`` each port's next slot, ``passes`` how many passes were
+    booked and ``last_pass`` a copy of the last one, ``trace_rows`` the trace's length."""
+
+    now: float
+    key: tuple
+    latest: float
+    floats: list[float]
+    ints: list[int]
+    rings: list[int]
+    passes: int
+    last_pass: dict[str, Any] | None
+    trace_rows: int
+
+
+def binade(x: float) -> tuple[float, float]:
+    """``(2^(e+1), u)``: the top of the binade of ``x`` > 0 and its ulp."""
+    _, ex = math.frexp(x)
+    return math.ldexp(1.0, ex), math.ldexp(1.0, ex - 53)
+
+
+def room(start: float, latest: float, step: float, limit: float | None = None) -> int:
+    """How many more steps of ``step`` (> 0) ``latest`` may take staying below ``limit``
+    (default: the top of the binade of ``start``; every value a multiple of that binade's
+    ulp: integer arithmetic, exact)."""
+    top, u = binade(start)
+    limit = top if limit is None else min(limit, top)
+    if latest >= limit:
+        return 0
+    return (int(limit / u) - 1 - int(latest / u)) // int(step / u)
+
+
+
+
+class IterationRuns:
+    """Runs of alike iterations inside one kernel call's walk, booked at once: the loop of an
+    uncached call (softmax ``direct``: every vector load a round trip to DDR) whose state
+    relative to the walk's clock repeats from one iteration to the next.
+
+    Now and then, at an iteration's end, :meth:`note` reads what the walk owes, its ports'
+    slots and data paths (:meth:`dspsim.hw.port.MemoryPort.relative_state`) and the write
+    buffer relative to the walk's clock, and the counters (the walk's stalls, the ports'
+    contention and bytes). When three notes ``gap`` iterations apart agree as a row loop's
+    three row starts do (the same argument: :mod:`dspsim.hw.rowrun`), the iterations that follow
+    are booked at once, within the binade and before any other process's event. Only for a
+    walk the elided engine drives through no data cache (:meth:`applies`)."""
+
+    def __init__(self, env: Any, ports: list[Any], write_buffer: Any, state: Any):
+        self.env, self.ports, self.wb, self.state = env, ports, write_buffer, state
+        self.gap = 1  # iterations between two notes of a triple
+        self.wait = 16  # iterations before the next triple's first note
+        self.notes: list[Snapshot] = []
+
+    @staticmethod
+    def applies(ports: list[Any], elide: bool) -> bool:
+        """A walk over ``ports`` may be booked in runs: the elided engine, every port a ring
+        with no request log."""
+        return elide and bool(ports) and all(p.ring and p.log is None for p in ports)
+
+    def first(self, count: int) -> int:
+        """A run of ``count`` alike iterations begins: how many are left at the first note
+        (-1: none)."""
+        self.notes.clear()
+        at = count - self.wait
+        return at if at > 3 * self.gap else -1
+
+    def note(self, now: float, owed: float, left: int) -> tuple[float, int, int]:
+        """At an iteration's end, ``left`` alike ones to go: the walk's clock and the
+        iterations left once the run found (if any) is booked, and how many are left at the
+        next note (-1: none)."""
+        notes = self.notes
+        snap = self._snapshot(now, owed)
+        notes.append(snap) if snap is not None else notes.clear()
+        if len(notes) == 3:
+            periods = self._periods(left)
+            if periods > 0:
+                now = self._book(periods, now)
+                left -= periods * self.gap
+                self.wait = 1
+            else:
+                self.gap, self.wait = min(2 * self.gap, 64), min(2 * self.wait, 4096)
+            notes.clear()
+        at = left - (self.gap if notes else self.wait)
+        return now, left, at if at > 0 else -1
+
+    def _snapshot(self, now: float, owed: float) -> Snapshot | None:
+        latest = now + owed
+        key: list[Any] = [owed, len(self.wb), tuple(t - now if t > now else None
+                                                    for t in self.wb)]
+        rings = []
+        for p in self.ports:
+            if p.speculation is not None:
+                return None
+            state, held, ns = p.relative_state(now)
+            key.append(state)
+            latest = max(latest, held)
+            rings.append(ns)
+        latest = max(latest, *self.wb) if self.wb else latest
+        floats = [self.state.stall, self.state.store_stall,
+                  *[p.contention_cycles for p in self.ports]]
+        ints = [n for p in self.ports for n in (p.bytes_read, p.bytes_written)]
+        return Snapshot(now, tuple(key), latest, floats, ints, rings, 0, None, 0)
+
+    def _periods(self, left: int) -> int:
+        """How many periods of ``gap`` iterations after the three notes repeat the last
+        (0: none may be booked)."""
+        s0, s1, s2 = self.notes
+        d = s1.now - s0.now
+        if not (s0.key == s1.key == s2.key and d > 0 and s2.now - s1.now == d and s0.now > 0):
+            return 0
+        for p, a, b, c in zip(self.ports, s0.rings, s1.rings, s2.rings):
+            if (b - a) % p.max_outstanding != (c - b) % p.max_outstanding:
+                return 0
+        if any(b - a != c - b for a, b, c in zip(s0.ints, s1.ints, s2.ints)):
+            return 0
+        top, _ = binade(s0.now)
+        if max(s0.latest, s1.latest, s2.latest) >= top:
+            return 0
+        runs = [left // self.gap, room(s0.now, s2.latest, d),
+                room(s0.now, s2.now, d, self.env.peek())]
+        for a, b, c in zip(s0.floats, s1.floats, s2.floats):
+            step = b - a
+            if c - b != step or step < 0:
+                return 0
+            if step > 0:
+                if a <= 0 or c >= binade(a)[0]:
+                    return 0
+                runs.append(room(a, c, step))
+        return max(0, min(runs))
+
+    def _book(self, periods: int, now: float) -> float:
+        """Book ``periods`` periods like the last from ``now`` (the third note's time); return
+        the walk's clock after them."""
+        _, s1, s2 = self.notes
+        dt = periods * (s2.now - s1.now)  # exact: a multiple of the binade's ulp below its top
+        for p, a, b in zip(self.ports, s1.rings, s2.rings):
+            p.shift(a, b, periods, now, dt)
+        wb = self.wb
+        for i, t in enumerate(wb):
+            if t > now:
+                wb[i] = t + dt
+        state, ports = self.state, self.ports
+        stall, store_stall, *contention = [c + periods * (c - b) if c != b else c
+                                           for b, c in zip(s1.floats, s2.floats)]
+        state.stall, state.store_stall = stall, store_stall
+        ints = [c + periods * (c - b) for b, c in zip(s1.ints, s2.ints)]
+        for k, p in enumerate(ports):
+            p.contention_cycles = contention[k]
+            p.bytes_read, p.bytes_written = ints[2 * k], ints[2 * k + 1]
+        state.now = now + dt  # the walk is there (it may end with no wait after)
+        return state.now

@@ -1,0 +1,107 @@
+"""Runs of alike iterations inside one kernel call's walk, booked at once
+(:class:`dspsim.hw.repeats.IterationRuns`): the elided engine reports exactly what the
+reference engine (``elide=False``, every access an event) does, field for field, on random
+and on round (tie-rich) configurations, with the data path and the trace on or off; and the
+runs are booked (a spy counts them), so that these comparisons test them."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dspsim import load_model, simulate
+from dspsim.hw import repeats
+from dspsim.ops import get_op, op_names
+from tests.op_keys import choice_settings, tile_settings
+from tests.test_elision import comparable
+
+
+@pytest.fixture
+def booked(monkeypatch):
+    """The iterations booked at once, counted."""
+    count = [0]
+    book = repeats.IterationRuns._book
+
+    def spy(self, periods, now):
+        count[0] += periods * self.gap
+        return book(self, periods, now)
+
+    monkeypatch.setattr(repeats.IterationRuns, "_book", spy)
+    return count
+
+
+def random_config(rng: np.random.Generator, round_values: bool) -> dict:
+    if round_values:  # integer latencies, power-of-two bandwidths: times meet at ties
+        latency = float(rng.choice([1, 2, 8, 64, 100, 256]))
+        bandwidth = float(2.0 ** rng.integers(-3, 6))
+    else:
+        latency = float(np.exp(rng.uniform(0, math.log(2000))))
+        bandwidth = float(np.exp(rng.uniform(math.log(0.05), math.log(64))))
+    return {
+        "ddr.latency_cycles": latency,
+        "ddr.bytes_per_cycle": bandwidth,
+        "ddr.max_outstanding": int(rng.integers(1, 65)),
+        "core.write_buffer_entries": int(rng.choice([1, 2, 8])),
+        "core.call_overhead_cycles": int(rng.choice([0, 30])),
+        **tile_settings(4096),
+        **choice_settings(rng),
+    }
+
+
+def cases(count: int = 36):
+    rng = np.random.default_rng(20261207)
+    runs = [(op, v) for op in op_names() for v in get_op(op).variants if "direct" in v]
+    for i in range(count):
+        op, variant = runs[i % len(runs)]
+        config = random_config(rng, round_values=i % 2 == 1)
+        if get_op(op).ndim == 1:
+            size = {"n": int(rng.integers(2000, 40000))}
+        else:
+            size = {"shape": (int(rng.integers(1, 5)), int(rng.integers(600, 4000)))}
+        yield pytest.param(op, variant, config, size, i % 3 == 0, id=f"{i}-{op}-{variant}")
+    # a call whose last booked iteration ends it with nothing owed (the walk's clock must be
+    # where the booked run left it)
+    yield pytest.param("layernorm", "direct", {"ddr.latency_cycles": 1.2965415919058816,
+                                               "ddr.bytes_per_cycle": 5.187035975028539,
+                                               "ddr.max_outstanding": 17}, {"shape": (1, 928)},
+                       False, id="ends-on-a-booked-run")
+
+
+@pytest.mark.parametrize("op, variant, config, size, data", list(cases()))
+def test_booked_iterations_report_what_the_reference_does(op, variant, config, size, data,
+                                                           booked):
+    model = load_model().with_overrides(config)
+    ref = simulate(model, op, variant, data=data, trace=True, elide=False, **size)
+    assert booked[0] == 0  # the reference engine books nothing
+    fast = simulate(model, op, variant, data=data, trace=data, elide=True, **size)
+    expected, got = comparable(ref), comparable(fast)
+    if not data:
+        expected["trace"] = got["trace"] = None
+    assert got == expected
+
+
+def test_runs_are_booked_on_most_variants(booked):
+    """Every direct variant books most of a long call's iterations (so the comparisons above
+    compare booked runs), and its cycles are the reference's."""
+    model = load_model()
+    for op in op_names():
+        for variant in (v for v in get_op(op).variants if "direct" in v):
+            size = {"n": 20000} if get_op(op).ndim == 1 else {"shape": (8, 20000)}
+            booked[0] = 0
+            fast = simulate(model, op, variant, data=False, **size)
+            assert booked[0] > 0, (op, variant)
+            ref = simulate(model, op, variant, data=False, elide=False, **size)
+            assert comparable(fast) == comparable(ref), (op, variant)
+
+
+def test_softmax_direct_books_nearly_every_iteration(booked):
+    """At 10^6 elements the direct variant's three passes walk 31,250 vector iterations each
+    (32 lanes): nearly all of them are booked, not stepped (a run stops at each binade)."""
+    simulate(load_model(), "softmax", "direct", n=1_000_000, data=False)
+    assert booked[0] > 0.95 * 3 * 1_000_000 / 32
+
+
+def test_a_port_log_keeps_every_request(booked):
+    """With a request log asked for, every request is walked (the log lists them all)."""
+    r = simulate(load_model(), "softmax", "direct", n=20000, data=False, port_log=True)
+    assert booked[0] == 0 and len(r.port_log) > 20000 / 32
