@@ -1,37 +1,11 @@
-"""Closed forms of the copy microbenchmark.
-
-Symbols, for each external memory ``p`` the copy goes through: ``L_p`` its policy's latency
-the way a request goes (:mod:`dspsim.hw.policy`), ``B_p`` = ``bytes_per_cycle``, ``m_p`` =
-``max_outstanding``, ``c_p`` the copy's directions through its port (2 for a copy within one
-memory, else 1); ``b`` = ``idma.burst_bytes``, ``k`` = ``idma.max_outstanding``, ``S`` =
-``idma.setup_cycles``, ``P`` = ``copy.prologue_cycles``, ``H`` the interrupt handler's
-cycles when ``copy.completion_interrupt`` is set. Every bound is a true lower bound.
-
-idma, per descriptor of ``d`` bytes in ``r`` requests (a 2-D one's bursts cut at row ends):
-``latency_bandwidth`` = ``max_p (L_p + c_p d / B_p)`` (between two external ends also the
-read-then-write chains of its first and last bursts); ``bandwidth`` = ``max_p c_p n / B_p``;
-``outstanding`` = ``max(sum_p c_p (r L_p + d / B_p) / k, max_p c_p (r L_p + d / B_p) / m_p)``,
-each summed over the descriptors. ``estimate_cycles`` = ``P + S + sum transfer_cycles(d) + H``:
-exact when the channel is alone on the port and ``S`` is shorter than a transfer; between two
-external ends a descriptor is its first burst's round trip and the rest at the least of the
-window's, the ports' slots' and data paths' rates (not exact).
-
-memcpy and loop: the bytes that must cross each port inside the span (the copy ends with a
-``MEMW``): ``n`` each way through a port, a write-back, write-allocate destination's the run's
-own (line fills, evicted and flushed lines, less what may still be in flight). Bounds ``max_p
-bytes_p / B_p`` and ``max_p (L_p + bytes_p / B_p)`` (a transactions memory's requests priced by
-``stream_path_cycles``); the loop's compute ``O + (n / K) x C`` too (``K`` =
-``copy.access_bytes``, ``C`` = ``copy.loop_cycles_per_iteration``, ``O`` the call overhead per
-loop), the run itself between two TCM ends. Estimates: memcpy from an uncached memory
-:func:`dspsim.kernels.shapes.ddr_call`; through the data cache ``lines x (F + M) + iterations x
-II + O`` (``F`` a line's fill, ``M`` = ``dcache.miss_cycles``; with a next-line prefetch the
-fills overlap the loop), plus a write-allocate destination's fills and write-backs
-(:func:`_store_lines_cycles`); the loop's compute plus each fill or uncached load in turn
-(:func:`_loop_estimate`). ``lower_bound_cycles`` is the largest bound plus ``P``.
-
-Traffic (``traffic_bytes``, keyed as a run's ``bytes``) is exact
-(:mod:`dspsim.ops.copy.traffic`); ``ddr_read_bytes`` / ``ddr_write_bytes`` are the host
-memory's.
+"""Closed forms of the copy microbenchmark: traffic (exact, :mod:`dspsim.ops.copy.traffic`),
+lower bounds and an estimate per variant, every request priced by its memory's policy
+(:mod:`dspsim.hw.policy`). Per port ``p``: ``L_p`` its latency, ``B_p`` its bytes per cycle,
+``m_p`` its request slots, ``c_p`` the copy's directions through it (2 within one memory);
+``b``, ``k``, ``S``: the iDMA's burst, outstanding requests and setup; ``P`` the timed
+prologue, added to every bound and estimate. The iDMA's bounds hold per descriptor, summed;
+a core copy's count the bytes that must cross each port before its closing ``MEMW`` (a
+write-allocate destination's are the run's own line fills and write-backs).
 """
 
 from __future__ import annotations
@@ -226,7 +200,9 @@ def _idma(model: Any, ways: dict[str, tuple[Any, int, int]], blocks: list[tuple[
 
 def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
                  blocks: list[tuple[int, int]], n: int) -> dict[str, float]:
-    """The channel's three bounds (module doc) over its descriptors ``blocks``."""
+    """The channel's bounds, summed over its descriptors of ``d`` bytes in ``r`` requests:
+    ``max_p (L_p + c_p d / B_p)`` (and the read-then-write chains), ``max_p c_p n / B_p``, and
+    ``max(sum_p c_p (r L_p + d / B_p) / k, max_p c_p (r L_p + d / B_p) / m_p)``."""
     burst, k = model.idma.burst_bytes, model.idma.max_outstanding
     chain = _chain(model)
     per_descriptor = outstanding = 0.0
@@ -252,8 +228,8 @@ def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
 
 def _idma_estimate(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
                    blocks: list[tuple[int, int]], out: dict[str, Any]) -> float:
-    """The channel's estimate without the prologue; adds its descriptors, requests and
-    window's rate to ``out``."""
+    """``S + sum transfer_cycles(d) + H`` (``H``: the completion interrupt's handler): exact
+    when the channel is alone on the port and ``S`` is shorter than a transfer."""
     p, burst, k = model.copy, model.idma.burst_bytes, model.idma.max_outstanding
     handler = p.interrupt_handler_cycles if p.completion_interrupt else 0.0
     ext, ways = max(legs, key=lambda mw: len(mw[1]) / mw[0].policy.bytes_per_cycle)

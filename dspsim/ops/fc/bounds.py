@@ -1,22 +1,9 @@
-"""Closed forms of the fully connected op.
-
-``K(r)`` = the kernel on ``r`` rows in TCM (``LoopShape.tcm_cycles`` per group of four rows);
-for the weights' memory, each request priced by its policy (:mod:`dspsim.hw.policy`): ``L`` =
-``latency_cycles``, ``B`` = ``bytes_per_cycle``; ``S`` = ``idma.setup_cycles``, ``D(r)`` =
-``transfer_cycles`` of a chunk of ``r`` rows alone on the port.
-
-- ``pingpong``: the estimate follows the example's loop on these durations (the first chunk
-  alone, then each next chunk's fetch beside the kernel on this one); exact when the channel
-  is alone on the port. Bounds: ``dma_bound_cycles = chunks x S + sum D``, the kernels.
-- ``direct``: from TCM, ``K(OUT)``. Through the data cache, ``memory_bound_cycles`` = the lines
-  the kernel touches x line / B (a line prefetched past the end may fill after the timer
-  stops); the estimate adds to the kernel each line's round trip (blocking misses), or with a
-  next-line prefetch takes the larger of the kernel and the fills. From an uncached memory,
-  the walk's closed form (:func:`dspsim.kernels.shapes.ddr_call_sequence`).
-
-Traffic (``traffic_bytes``, keyed as a run's ``bytes``), exact: the weights as the variant
-reads them, the input (``IN``) and bias (``4 OUT``) read from the host's buffer and the output
-(``OUT``) written to it outside the timed span.
+"""Closed forms of the fully connected op: ``K(r)`` the kernel on ``r`` rows in TCM; for the
+weights' memory (its request policy, :mod:`dspsim.hw.policy`) ``L`` its latency, ``B`` its
+bytes per cycle. ``pingpong``: the example's loop on chunk fetches and kernels (exact when the
+channel is alone on the port). ``direct``: ``K(OUT)`` from TCM; through the data cache, line
+by line (a prefetched line past the end may fill after the timer stops); from an uncached
+memory the walk's closed form. Traffic (``traffic_bytes``, keyed as a run's ``bytes``) is exact.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
-"""The seed's softmax custom operator (RPC command 0x1402), as an :class:`~dspsim.ops.base.Op`.
+"""The seed's softmax custom operator (RPC command 0x1402) on a 1-D array ``(n,)`` (the seed's)
+or along the last axis of a ``[rows, cols]`` tensor.
 
 ``program.py`` reads beside the seed's C (``direct``, ``pingpong``); ``online.py``,
-``resident.py`` and ``rows.py`` are the new schedules, ``stream.py`` their k-buffer frame,
-``handler.py`` the command's switch, ``layout.py`` the tiles, buffers and channels they share
-with ``bounds_variants.py`` (the closed forms of every variant and shape; ``bounds.py`` holds
-the seed's on one row); ``params.py`` is the ``[softmax]`` table; ``reference.py`` the float64
-answer and the seed's input; ``document.py`` the document's figures; ``calibration.py`` the
-runs that separate calibrations.
-
-The input is a 1-D array ``(n,)`` (the seed's) or a ``[rows, cols]`` tensor, softmax along its
-last axis (a 1-D array is one row).
+``resident.py`` and ``rows.py`` are the new schedules, ``handler.py`` the command's switch,
+``layout.py`` the tiles, buffers and channels they share with ``bounds_variants.py`` (the
+closed forms; ``bounds.py`` the seed's on one row); ``params.py`` is the ``[softmax]`` table,
+``reference.py`` the float64 answer, ``document.py`` the document's figures,
+``calibration.py`` the runs that separate calibrations.
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ from dspsim.ops.softmax.layout import (
     buffers_fit,
     fits,
     free_bank_bytes,
-    multibuffer_banks,
     ping_pong_banks,
     resident_layout,
 )
@@ -116,15 +112,10 @@ class Softmax(Op):
 
     def check_run(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> None:
         super().check_run(model, variant, shape)
-        if variant == "pingpong":
-            banks = [0, 1]  # the seed's one tile in DataRAM 0 and one in DataRAM 1
-        elif variant == "multibuffer":
-            banks = multibuffer_banks(model)
-        elif variant in ("online", "rows") or (
-                variant == "resident" and resident_layout(model, shape[-1]).streamed):
-            banks = ping_pong_banks(model)
-        else:
-            return
+        if variant == "direct" or (
+                variant == "resident" and not resident_layout(model, shape[-1]).streamed):
+            return  # no TCM buffer
+        banks = _banks(model, variant)
         if not buffers_fit(model, banks):
             per_bank = max(banks.count(b) for b in set(banks))
             tile, free = model.softmax.tile_bytes, free_bank_bytes(model)
@@ -153,9 +144,8 @@ class Softmax(Op):
         return reference_softmax(x)
 
     def output_summary(self, out: np.ndarray, x: np.ndarray, params: Params) -> dict[str, Any]:
-        """Errors against :func:`reference_softmax`, its float64 values made a slice at a time
-        (each row's max and sum of exponentials first), so a long run holds no float64 copy
-        of its whole output."""
+        """Errors against :func:`reference_softmax`, made a slice at a time from each row's max
+        and sum of exponentials: no float64 copy of a long run's whole output."""
         rows = x.reshape(-1, x.shape[-1])
         cols = rows.shape[1]
         flat = rows.reshape(-1)
@@ -184,12 +174,9 @@ class Softmax(Op):
 
     def search_space(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
                      ) -> dict[str, list]:
-        """``softmax.tile_bytes``: powers of two from 1 KiB up to the largest whose buffers fit
-        the DataRAMs' free space (the DataRAM holding most of the variant's buffers decides;
-        ``layout.py``), plus the model's own tile when it fits; ``softmax.buffers`` 2 to 4 for
-        ``multibuffer`` (its tiles are those that fit the fewest buffers: a larger count with a
-        large tile is refused by :meth:`check_run` and skipped). ``direct`` uses no TCM:
-        nothing to search."""
+        """``softmax.tile_bytes``: powers of two from 1 KiB whose buffers fit the DataRAM holding
+        most of them, and the model's own; ``softmax.buffers`` 2 to 4 for ``multibuffer`` (its
+        tiles fit the fewest buffers: :meth:`check_run` refuses the rest). ``direct``: none."""
         self.check_variant(variant)
         if variant == "direct":
             return {}
@@ -198,11 +185,7 @@ class Softmax(Op):
             key = PARAMS.key("buffers")
             counts = list(range(int(key.lo), int(key.hi) + 1))
             space["softmax.buffers"] = sorted({*counts, model.softmax.buffers})
-            banks = [b % model.tcm.banks for b in range(min(space["softmax.buffers"]))]
-        elif variant == "pingpong":
-            banks = [0, 1]  # the seed's: one tile in each of DataRAMs 0 and 1
-        else:  # online, rows, resident (its streamed part): one ping-pong pair
-            banks = ping_pong_banks(model)
+        banks = _banks(model, variant, min(space.get("softmax.buffers", [0])))
         per_bank = max(banks.count(b) for b in set(banks))
         tiles, t = set(), 1024
         while fits(model, per_bank, t):
@@ -218,6 +201,16 @@ class Softmax(Op):
         self, model: HardwareModel, free_keys: Iterable[str], longest_shape: tuple[int, ...]
     ) -> list[Candidate]:
         return calibration_candidates(model, free_keys, longest_shape)
+
+
+def _banks(model: HardwareModel, variant: str, buffers: int = 0) -> list[int]:
+    """The DataRAM of each of the variant's TCM buffers (``buffers``: multibuffer's count, 0:
+    ``softmax.buffers``)."""
+    if variant == "pingpong":
+        return [0, 1]  # the seed's one tile in DataRAM 0 and one in DataRAM 1
+    if variant == "multibuffer":
+        return [b % model.tcm.banks for b in range(buffers or model.softmax.buffers)]
+    return ping_pong_banks(model)  # online, rows, resident's streamed part: one pair
 
 
 def _largest_tile(model: HardwareModel, buffers: int) -> int:

@@ -1,26 +1,11 @@
-"""Closed-form traffic, lower bounds and estimate of the seed's softmax on one row, without
-simulating: ``bounds(model, mode, n)``.
-
-Symbols, for the host's memory (``host.memory``; J6: ``ddr``), each request priced by its policy
-(:mod:`dspsim.hw.policy`): ``L`` = ``latency_cycles`` (a write's: ``write_latency_cycles``, where
-given), ``B`` = ``bytes_per_cycle``, ``m`` = its ``max_outstanding``; ``b`` =
-``idma.burst_bytes``, ``k`` = ``idma.max_outstanding`` (per channel), ``S`` =
-``idma.setup_cycles``. Through a data cache the direct version counts per line
-(:mod:`dspsim.kernels.cached`).
-
-Lower bounds: ``dma_bound_cycles`` = bytes that must cross the port before the timer stops /
-``B``; ``latency_bound_cycles`` = requests x ``L`` / outstanding (ping-pong: the iDMA bursts,
-``min(m, channels x k)`` per pass; direct: the core's stalling vector loads, one at a time);
-``compute_bound_cycles`` = each kernel's ``LoopShape.tcm_cycles`` plus ``S`` per descriptor.
-``lower_bound_cycles`` is the largest, named by ``binding_bound``. The ping-pong frame waits
-only for a pass's last output copy and the direct version leaves its last store posted: those
-bytes are left out of the bounds (still counted in ``ddr_read_bytes`` / ``ddr_write_bytes``,
-which match the simulation exactly).
-
-``estimate_cycles``: direct, each call's :func:`dspsim.kernels.shapes.ddr_call` and the
-hand-over between calls (exact up to rounding: the core is the port's only requester);
-ping-pong, per pass :func:`dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`, trusted to 5 %
-(``tests/test_analytic.py``) where :func:`regime` says ``uncontended``.
+"""Closed-form traffic, lower bounds and estimate of the seed's softmax on one row (``bounds(model,
+mode, n)``), priced by the host memory's request policy (:mod:`dspsim.hw.policy`): ``L``
+latency, ``B`` bytes per cycle, ``m`` its slots; ``b``, ``k``, ``S`` the iDMA's burst,
+outstanding requests per channel and setup. The bytes nothing waits for before the timer stops
+(a pass's other output copy, the direct version's last posted store) are left out of the
+bounds, not of the traffic, which matches the simulation exactly. The ping-pong estimate is
+trusted to 5 % where :func:`regime` says ``uncontended``; through a data cache the direct
+version counts per line (:mod:`dspsim.kernels.cached`).
 """
 
 from __future__ import annotations

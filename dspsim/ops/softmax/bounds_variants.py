@@ -1,21 +1,11 @@
 """Closed-form traffic, lower bounds and estimates of softmax on any shape and variant: the new
 schedules (``online``, ``resident``, ``multibuffer``, ``rows``), and the seed's two on a
 ``[rows, cols]`` input (one row is :mod:`dspsim.ops.softmax.bounds`, whose symbols these are).
-
-The new variants wait for every copy they program, so every byte and request counts:
-``dma_bound_cycles`` = (read + write bytes) / ``B``; ``latency_bound_cycles`` = requests x
-``L`` / ``min(m, c x k)``, ``c`` the channels the run programs; ``compute_bound_cycles`` =
-every kernel call in TCM (the one-element rescale exps too) plus ``S`` per descriptor. Traffic
-is exact (the tests compare it with the simulation's): ``online`` and ``multibuffer`` read the
-array twice and write it once, ``resident`` reads its streamed rest twice, ``rows`` reads and
-writes once (a row longer than a tile falls back to ``online``).
-
-``estimate_cycles`` adds to the pacing resource what cannot overlap it: a streamed pass takes
-the larger of its *path* form (the first descriptor, the bytes but the last output at the
-channels' joint throughput, a round trip, the last tile's compute and output copy) and its
-*core* form (the first input copy, the kernels and descriptors, the last output copy);
-``resident`` adds its phases (copy in with the max, exp and sum, multiply and copy out). A
-``[rows, cols]`` input runs row after row (``rows`` excepted): the row's figures times the rows.
+The new variants wait for every copy they program, so every byte and request counts; traffic
+is exact. A streamed pass's estimate is the larger of its *path* form (its bytes at the
+channels' joint throughput, a round trip, the last tile) and its *core* form (the first copy,
+the kernels and descriptors, the last output copy); a ``[rows, cols]`` input runs row after row
+(``rows`` excepted).
 """
 
 from __future__ import annotations
