@@ -1,28 +1,19 @@
 """Output paths: checked before any simulation runs, then written atomically.
 
-Every file dspsim writes goes through :func:`atomic_write` (or :func:`atomic_write_bytes`,
-:func:`atomic_write_text`): the content goes to a temporary file in the destination's folder,
-is fsynced, then renamed over the destination. On any failure (a full disk, a file-size limit,
-an exception in the writer, Ctrl-C) the temporary file is removed and the old file, if any, is
-left exactly as it was. A destination that is a symlink is written through: the file it points
-to is replaced, the link stays.
-
-:func:`writable_file` refuses, before anything runs, an output that exists and is not a regular
-file (a device such as ``/dev/full``, a FIFO, a socket, possibly behind a symlink) or whose name
-the file system cannot hold (:func:`check_name_fits`: more than ``NAME_MAX``, usually 255,
-bytes), :func:`check_distinct` two outputs of one command that are the same file (same
-resolved path, or hard links to one inode), and :func:`check_not_inputs` an output that is one
-of the command's inputs.
-
-Temporary files have short names of their own, ``.dspsim-HHHH-PID-XXXXXXXX.tmp`` (``HHHH``: a
-tag of the host, ``PID``: the writing process), whatever the output's name, so an output whose
-name fits never fails for its temporary file's. One that ``kill -9`` left behind is removed by
-the next write into its folder (:func:`remove_stale_temps`): when its process, on this host, is
-gone, or when it is older than :data:`STALE_TEMP_S`.
+Every file dspsim writes goes through :func:`atomic_write`: to a temporary file in the
+destination's folder, fsynced, renamed over the destination; on any failure (a full disk, a
+file-size limit, an exception, Ctrl-C) the temporary file goes and an old file stays as it was.
+A symlink is written through (its file replaced, the link kept). Before any work,
+:func:`writable_file` refuses an output that exists and is not a regular file or whose name the
+file system cannot hold (:func:`check_name_fits`), :func:`check_distinct` two outputs that are
+one file, :func:`check_not_inputs` an output that is an input. Temporary files have short names
+of their own, ``.dspsim-HHHH-PID-XXXXXXXX.tmp`` (host tag, writing process); one that ``kill -9``
+left behind is removed by the next write into its folder (:func:`remove_stale_temps`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -32,6 +23,7 @@ import stat
 import tempfile
 import time
 import zlib
+from collections import namedtuple
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, ParamSpec, TypeVar
@@ -47,13 +39,6 @@ def suffix_of(p: Path, suffixes: tuple[str, ...]) -> str:
     return max(matches, key=len) if matches else p.suffix.lower()
 
 
-def _not_regular(p: Path, what: str) -> DspsimInputError:
-    return DspsimInputError(
-        f"{what} {str(p)!r}: exists and is not a regular file (a device, FIFO, socket or "
-        "directory); give a file name"
-    )
-
-
 def check_regular_or_absent(p: Path, what: str) -> None:
     """Refuse ``p`` when it exists (through symlinks) and is not a regular file."""
     try:
@@ -65,7 +50,8 @@ def check_regular_or_absent(p: Path, what: str) -> None:
     if stat.S_ISDIR(st.st_mode):
         raise DspsimInputError(f"{what} {str(p)!r}: is a directory, expected a file name")
     if not stat.S_ISREG(st.st_mode):
-        raise _not_regular(p, what)
+        raise DspsimInputError(f"{what} {str(p)!r}: exists and is not a regular file (a device, "
+                               "FIFO, socket or directory); give a file name")
 
 
 # ---------------------------------------------------------------------- names and temporaries
@@ -98,10 +84,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 def remove_stale_temps(folder: str | Path, force: bool = False) -> list[Path]:
-    """Remove the temporary files (and staging folders) of dspsim writers that died in
-    ``folder``: those of a process of this host that is gone, or untouched for
-    :data:`STALE_TEMP_S`. Never this process's, nor a live one's. Once per folder per process
-    (``force``: again). Returns what was removed; failures are ignored."""
+    """Remove the temporary files (and staging folders) in ``folder`` of dspsim writers that
+    died: of a gone process of this host, or untouched for :data:`STALE_TEMP_S`. Once per folder
+    per process (``force``: again); returns what was removed, failures ignored."""
     import shutil
 
     key = os.path.realpath(folder)
@@ -118,24 +103,20 @@ def remove_stale_temps(folder: str | Path, force: bool = False) -> list[Path]:
         m = _TEMP_NAME.fullmatch(entry.name)
         if m is None:
             continue
-        pid = int(m["pid"])
+        pid, ours = int(m["pid"]), m["host"] == _HOST_TAG
         try:
             age = now - entry.stat(follow_symlinks=False).st_mtime
         except OSError:
             continue
-        ours = m["host"] == _HOST_TAG
-        if ours and pid == os.getpid():
+        if (ours and pid == os.getpid()) or not ((ours and not _pid_alive(pid))
+                                                 or age > STALE_TEMP_S):
             continue
-        if not ((ours and not _pid_alive(pid)) or age > STALE_TEMP_S):
-            continue
-        try:
+        with contextlib.suppress(OSError):
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path)
             else:
                 os.unlink(entry.path)
             removed.append(Path(entry.path))
-        except OSError:
-            pass
     return removed
 
 
@@ -147,8 +128,8 @@ def _limit(folder: Path, name: str, default: int) -> int:
 
 
 def check_name_fits(path: str | Path, what: str) -> None:
-    """Refuse an output whose name (or whose full path, its temporary file's included) the
-    file system cannot hold, before any work: one line naming the limit."""
+    """Refuse an output whose name (or full path, with room for its temporary's) the file
+    system cannot hold, before any work: one line naming the limit."""
     p = Path(path)
     shown = f"{what} {str(p)!r}" if what else repr(str(p))
     for q in dict.fromkeys([p, Path(os.path.realpath(p))]):
@@ -189,61 +170,58 @@ def writable_file(path: str | Path, what: str, suffixes: tuple[str, ...]) -> Pat
     return p
 
 
-def check_distinct(named: Iterable[tuple[str, str | Path | None]]) -> None:
-    """Refuse two outputs of one command that name one file: the same path once resolved
-    (symlinks, ``..``), or two hard links to one inode. ``named``: (option, path) pairs; paths
-    that are None are skipped."""
-    seen: list[tuple[str, Path, tuple[int, int] | None]] = []
+Named = Iterable[tuple[str, str | Path | None]]  # (option, path) pairs; None or "": not given
+_Given = namedtuple("_Given", "opt path resolved inode")
+
+
+def _identities(named: Named) -> list[_Given]:
+    """Each path given, with its resolved path and (device, inode) (None: it does not exist)."""
+    out = []
     for opt, path in named:
-        if path is None or str(path) == "":
-            continue
-        resolved = Path(os.path.realpath(path))
-        try:
-            st = os.stat(resolved)
-            inode: tuple[int, int] | None = (st.st_dev, st.st_ino)
-        except OSError:
-            inode = None
-        for other, other_path, other_inode in seen:
-            if resolved == other_path or (inode is not None and inode == other_inode):
-                raise DspsimInputError(f"{other} and {opt} name the same file {str(resolved)!r}")
-        seen.append((opt, resolved, inode))
+        if path is not None and str(path) != "":
+            resolved = Path(os.path.realpath(path))
+            try:
+                st = os.stat(resolved)
+                out.append(_Given(opt, path, resolved, (st.st_dev, st.st_ino)))
+            except (OSError, ValueError):
+                out.append(_Given(opt, path, resolved, None))
+    return out
 
 
-def _identity(path: str | Path) -> tuple[Path, tuple[int, int] | None]:
-    resolved = Path(os.path.realpath(path))
-    try:
-        st = os.stat(resolved)
-        return resolved, (st.st_dev, st.st_ino)
-    except (OSError, ValueError):
-        return resolved, None
+def _same(a: _Given, b: _Given) -> bool:
+    return a.resolved == b.resolved or (a.inode is not None and a.inode == b.inode)
 
 
-def check_not_inputs(outputs: Iterable[tuple[str, str | Path | None]],
-                     inputs: Iterable[tuple[str, str | Path | None]]) -> None:
-    """Refuse an output that is one of the command's inputs (the same path once resolved, or
-    a hard link to it), before any work: writing it would replace what the command reads.
-    ``outputs``, ``inputs``: (option, path) pairs; None paths are skipped."""
-    ins = [(opt, str(p), *_identity(p)) for opt, p in inputs if p is not None and str(p) != ""]
-    for opt, path in outputs:
-        if path is None or str(path) == "":
-            continue
-        resolved, inode = _identity(path)
-        for in_opt, shown, in_resolved, in_inode in ins:
-            if resolved == in_resolved or (inode is not None and inode == in_inode):
+def check_distinct(named: Named) -> None:
+    """Refuse two outputs of one command that name one file: the same path once resolved
+    (symlinks, ``..``), or two hard links to one inode."""
+    seen: list[_Given] = []
+    for this in _identities(named):
+        for other in seen:
+            if _same(this, other):
+                raise DspsimInputError(f"{other.opt} and {this.opt} name the same file "
+                                       f"{str(this.resolved)!r}")
+        seen.append(this)
+
+
+def check_not_inputs(outputs: Named, inputs: Named) -> None:
+    """Refuse, before any work, an output that is one of the command's inputs (the same path
+    once resolved, or a hard link to it): writing it would replace what the command reads."""
+    ins = _identities(inputs)
+    for out in _identities(outputs):
+        for i in ins:
+            if _same(out, i):
                 raise DspsimInputError(
-                    f"{opt} {str(path)!r} is {in_opt} {shown!r}, an input of the command: an "
-                    "output never replaces an input; give another file name"
-                )
+                    f"{out.opt} {str(out.path)!r} is {i.opt} {str(i.path)!r}, an input of the "
+                    "command: an output never replaces an input; give another file name")
 
 
 def _umask() -> int:
-    try:  # Linux 4.7+: read it without changing it
+    with contextlib.suppress(OSError, ValueError, IndexError):  # Linux 4.7+: read, not changed
         with open("/proc/self/status", encoding="ascii") as f:
             for line in f:
                 if line.startswith("Umask:"):
                     return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -254,10 +232,8 @@ def _reason(e: OSError) -> str:
 
 
 def atomic_write(path: str | Path, writer: Callable[[IO[bytes]], Any], what: str = "") -> Path:
-    """Write ``path`` as ``writer(f)`` writes to the binary file object ``f``: to a temporary
-    file in the same folder, fsynced, then renamed over ``path``. On any failure the temporary
-    file is removed and ``path`` is left untouched; an ``OSError`` (a full disk, ``EFBIG`` under
-    a file-size limit) becomes a one-line :class:`DspsimInputError`. Returns ``path``."""
+    """Write ``path`` as ``writer(f)`` writes to the binary file ``f``, atomically (see the
+    module docstring); an ``OSError`` (a full disk, ``EFBIG``) becomes one line. Returns it."""
     p = Path(path)
     shown = f"{what} {str(p)!r}" if what else repr(str(p))
     target = Path(os.path.realpath(p))  # through a symlink: replace its file, keep the link
@@ -280,21 +256,17 @@ def atomic_write(path: str | Path, writer: Callable[[IO[bytes]], Any], what: str
         os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException as e:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         if isinstance(e, OSError):
             raise DspsimInputError(f"cannot write {shown}: {_reason(e)}") from None
         raise
-    try:  # make the rename itself durable
+    with contextlib.suppress(OSError):  # make the rename itself durable
         dirfd = os.open(target.parent, os.O_RDONLY)
         try:
             os.fsync(dirfd)
         finally:
             os.close(dirfd)
-    except OSError:
-        pass
     return p
 
 
@@ -306,7 +278,6 @@ def atomic_write_bytes(path: str | Path, data: bytes, what: str = "") -> Path:
 def atomic_write_text(path: str | Path, text: str, what: str = "", encoding: str = "utf-8") -> Path:
     """:func:`atomic_write` of ``text`` (UTF-8 by default)."""
     return atomic_write_bytes(path, text.encode(encoding), what)
-
 
 
 # What makes one figure's file differ between two runs, per format: the creation time matplotlib
@@ -327,8 +298,7 @@ _R = TypeVar("_R")
 
 def plain_text(build: Callable[_P, _R]) -> Callable[_P, _R]:
     """Decorates a function that builds a figure: every text it creates (and measures while
-    laying the figure out) is drawn as written (:data:`PLAIN_TEXT`). :func:`atomic_savefig`
-    makes text added later plain as well."""
+    laying it out) is drawn as written (:data:`PLAIN_TEXT`)."""
 
     @functools.wraps(build)
     def built(*args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -341,10 +311,9 @@ def plain_text(build: Callable[_P, _R]) -> Callable[_P, _R]:
 
 
 def atomic_savefig(fig: Any, path: str | Path, what: str = "figure", **kwargs: Any) -> Path:
-    """``fig.savefig`` (a matplotlib Figure) to ``path`` through :func:`atomic_write`; the format
-    is the extension's (any case) unless ``format=`` is given. The file is deterministic: the
-    same figure gives the same bytes (no creation time, SVG ids from a fixed salt). Every text
-    is drawn as written (:data:`PLAIN_TEXT`)."""
+    """``fig.savefig`` to ``path`` through :func:`atomic_write`, in the extension's format
+    unless ``format=`` is given; deterministic (no creation time, SVG ids from a fixed salt),
+    every text drawn as written (:data:`PLAIN_TEXT`)."""
     from matplotlib import rc_context
     from matplotlib.text import Text
 
@@ -385,10 +354,9 @@ def path_problem(e: BaseException) -> str:
 
 def read_small_text(path: str | Path, what: str, max_bytes: int, hint: str = "",
                     error: type[DspsimInputError] = DspsimInputError) -> str:
-    """A small input file's text (a model file, a spec, a measurements table, a workload): a
-    regular file of at most ``max_bytes`` in UTF-8 (a leading byte-order mark is dropped), else a
-    one-line ``error`` naming ``what`` (``/dev/zero`` or a FIFO would be read forever); ``hint``
-    ends the not-found and not-regular messages."""
+    """A small input file's text: a regular file (``/dev/zero`` would be read for ever) of at
+    most ``max_bytes`` in UTF-8 (a leading BOM dropped), else a one-line ``error`` naming
+    ``what``; ``hint`` ends the not-found and not-regular messages."""
     try:
         p = Path(path)
         st = os.stat(p)
