@@ -112,11 +112,9 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 sys.stdout.flush()  # a full or closed stdout fails here, not at exit
         except DspsimInputError as e:
-            print(f"dspsim: error: {e}", file=sys.stderr)
-            return 2
+            return _error(e, 2)
         except (DeadlockError, WorkerError) as e:
-            print(f"dspsim: error: {e}", file=sys.stderr)
-            return 1
+            return _error(e, 1)
         except KeyboardInterrupt:
             interrupted_message()
             return INTERRUPTED_EXIT
@@ -125,12 +123,15 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         except OSError as e:  # reading or writing a file failed below the checks
             where = f" ({e.filename})" if e.filename else ""
-            print(f"dspsim: error: {e.strerror or e}{where}", file=sys.stderr)
-            return 2
+            return _error(f"{e.strerror or e}{where}", 2)
         except MemoryError:
-            print("dspsim: error: out of memory: the input or the run is too large for this "
-                  "machine (try a smaller size, --trace-limit, or .csv sweep tables)",
-                  file=sys.stderr)
-            return 2
+            return _error("out of memory: the input or the run is too large for this machine "
+                          "(try a smaller size, --trace-limit, or .csv sweep tables)", 2)
+    return code
+
+
+def _error(message: object, code: int) -> int:
+    """The one line a failed command prints (stderr); returns its exit code."""
+    print(f"dspsim: error: {message}", file=sys.stderr)
     return code
 

@@ -45,25 +45,22 @@ class _GuardedStdout:
         silence_stdout()
         return StdoutError(f"cannot write to standard output: {e.strerror or e}")
 
-    def write(self, text: str) -> int:
-        if self._stream is None:
-            raise self._fail(OSError(errno.EBADF, "standard output is closed"))
+    def _call(self, method: str, *args: Any) -> Any:
         try:
-            return self._stream.write(text)
+            return getattr(self._stream, method)(*args)
         except BrokenPipeError:
             raise
         except OSError as e:
             raise self._fail(e) from None
 
-    def flush(self) -> None:
+    def write(self, text: str) -> int:
         if self._stream is None:
-            return
-        try:
-            self._stream.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            raise self._fail(e) from None
+            raise self._fail(OSError(errno.EBADF, "standard output is closed"))
+        return self._call("write", text)
+
+    def flush(self) -> None:
+        if self._stream is not None:
+            self._call("flush")
 
     def isatty(self) -> bool:
         return self._stream is not None and self._stream.isatty()
@@ -84,8 +81,8 @@ def guarded_stdout() -> Iterator[None]:
 
 
 def silence_stdout() -> None:
-    """Point file descriptor 1 at /dev/null so that the interpreter's last flush of what is
-    still buffered cannot fail again (a traceback or exit code 120 after the one-line error)."""
+    """Point file descriptor 1 at /dev/null: the interpreter's last flush cannot fail again (a
+    traceback or exit code 120 after the one-line error)."""
     try:
         fd = sys.__stdout__.fileno() if sys.__stdout__ is not None else None
     except (AttributeError, OSError, ValueError):
@@ -116,11 +113,9 @@ INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command that Ctrl-C
 
 
 class Interrupts:
-    """A command's SIGINT handling (:func:`interrupts_handled`). The first SIGINT raises
-    ``KeyboardInterrupt`` in the main thread; a second ends the process at once. Python drops an
-    exception raised where it cannot propagate (a finalizer, a weak-reference or at-fork
-    callback: "Exception ignored in ..."), so an interrupt landing there is delivered again a
-    moment later, and :meth:`check` raises one that never was."""
+    """A command's SIGINT handling (:func:`interrupts_handled`). Python drops an exception
+    raised where it cannot propagate (a finalizer, a weak-reference or at-fork callback), so an
+    interrupt landing there is delivered again, and :meth:`check` raises one that never was."""
 
     def __init__(self, active: bool = True) -> None:
         self.hits = 0
@@ -158,8 +153,7 @@ class Interrupts:
                 _thread.interrupt_main()
 
     def check(self) -> None:
-        """Raise ``KeyboardInterrupt`` if an interrupt was swallowed and not delivered again
-        (the command finished first)."""
+        """Raise ``KeyboardInterrupt`` if one was swallowed and never delivered again."""
         with self.lock:
             if self.pending:
                 self.pending, self.hits, self.raised_late = False, 1, True
@@ -169,12 +163,9 @@ class Interrupts:
 @contextlib.contextmanager
 def interrupts_handled() -> Iterator[Interrupts]:
     """Run a command so that Ctrl-C stops it the same way everywhere: the first SIGINT raises
-    ``KeyboardInterrupt`` in the main thread (the command's own clean-up runs: temporary files
-    removed, worker pools terminated; the caller prints one line and exits with
-    :data:`INTERRUPTED_EXIT`); a second SIGINT while that clean-up runs ends the process at once
-    with the same code (pool workers watch their parent and follow it); one that Python
-    swallowed is delivered again (:class:`Interrupts`). The previous handler is restored
-    afterwards. Outside the main thread nothing is changed."""
+    ``KeyboardInterrupt`` in the main thread (the command's clean-up runs, the caller exits with
+    :data:`INTERRUPTED_EXIT`); a second ends the process at once with that code (pool workers
+    follow their parent). Outside the main thread nothing is changed."""
     try:
         old = signal.getsignal(signal.SIGINT)
     except ValueError:
@@ -216,29 +207,22 @@ def positive_int(text: str) -> int:
 def int_in(lo: int, hi: int | None = None) -> Callable[[str], int]:
     """An argparse type: a whole number from ``lo`` (to ``hi``, if given)."""
     allowed = f"allowed {lo:,} to {hi:,}" if hi is not None else f"allowed {lo:,} or more"
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text.replace("_", ""))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; {allowed}") from None
-        if value < lo or (hi is not None and value > hi):
-            raise argparse.ArgumentTypeError(f"{text!r}: {allowed}")
-        return value
-
-    return parse
+    return _ranged(int, "an integer", lo, hi, allowed)
 
 
 def float_in(lo: float, hi: float) -> Callable[[str], float]:
     """An argparse type: a finite number from ``lo`` to ``hi``."""
-    allowed = f"allowed {lo:,g} to {hi:,g}"
+    return _ranged(float, "a number", lo, hi, f"allowed {lo:,g} to {hi:,g}")
 
-    def parse(text: str) -> float:
+
+def _ranged(convert: Callable[[str], Any], what: str, lo: Any, hi: Any,
+            allowed: str) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
         try:
-            value = float(text.replace("_", ""))
+            value = convert(text.replace("_", ""))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number; {allowed}") from None
-        if not lo <= value <= hi:  # NaN fails both
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}; {allowed}") from None
+        if not (lo <= value and (hi is None or value <= hi)):  # NaN fails
             raise argparse.ArgumentTypeError(f"{text!r}: {allowed}")
         return value
 
@@ -275,8 +259,8 @@ def model_from_args(args: argparse.Namespace) -> HardwareModel:
 
 
 def models_from_args(args: argparse.Namespace) -> dict[str, HardwareModel]:
-    """``--models`` (each with ``--set`` applied), by a label each (the model's name; models of
-    one name by their path as given: :func:`dspsim.config.load_models`); else ``--model``."""
+    """``--models`` (each with ``--set``) by label (:func:`dspsim.config.load_models`), else
+    ``--model``."""
     if not getattr(args, "models", None):
         model = model_from_args(args)
         return {model.name: model}
@@ -284,8 +268,8 @@ def models_from_args(args: argparse.Namespace) -> dict[str, HardwareModel]:
 
 
 def model_files(spec: str | Path | None) -> list[Path]:
-    """The files a ``--model`` reads: the file (or packaged model) and its ``base`` chain,
-    best effort (a file that cannot be read ends the chain; loading reports why)."""
+    """The files a ``--model`` reads: the file and its ``base`` chain, best effort (a file
+    that cannot be read ends the chain; loading reports why)."""
     import tomllib
 
     from dspsim.config import (
@@ -312,8 +296,7 @@ def model_files(spec: str | Path | None) -> list[Path]:
 
 
 def model_inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
-    """(option, file) for every model file the command reads (``--model``, each ``--models``
-    entry, and their bases)."""
+    """(option, file) for every model file the command reads, bases included."""
     models = getattr(args, "models", None)
     if isinstance(models, str):
         models = [m.strip() for m in models.split(",") if m.strip()]
@@ -326,8 +309,8 @@ def model_inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
 def check_outputs_not_inputs(args: argparse.Namespace,
                              outputs: list[tuple[str, str | Path | None]],
                              inputs: list[tuple[str, str | Path | None]] = ()) -> None:
-    """Refuse, before any work, an output of the command that is one of its input files
-    (``inputs``, every model file it reads and its ``--op-file`` files): one line, exit 2."""
+    """Refuse, before any work, an output that is one of the command's input files (``inputs``,
+    its model files, its ``--op-file`` files)."""
     from dspsim.paths import check_not_inputs
 
     op_files = [("--op-file", f) for f in getattr(args, "op_file", None) or []]
@@ -339,15 +322,14 @@ LONG_LIST = 64
 
 
 def emit_json(obj: Any) -> None:
-    """``obj`` as indented JSON on stdout, written at once (``json.dump`` writes every token
-    on its own: a result with a million passes made millions of writes)."""
+    """``obj`` as indented JSON on stdout, written at once (``json.dump`` writes each token on
+    its own: millions of writes for a million passes)."""
     sys.stdout.write(json_text(obj) + "\n")
 
 
 def json_text(obj: Any) -> str:
-    """``obj`` as JSON indented by 2, but for a list of more than :data:`LONG_LIST` records
-    (dicts): one compact record a line. The same values; only the white space differs (json's
-    indenting encoder is pure Python: a million passes took seconds)."""
+    """``obj`` as JSON indented by 2, but a list of more than :data:`LONG_LIST` dicts one compact
+    record a line (json's indenting encoder is pure Python: a million passes took seconds)."""
     record = json.JSONEncoder(separators=(", ", ": "), default=json_default).encode
     long: dict[str, list[str]] = {}
     tag = uuid.uuid4().hex  # no value can hold the placeholders by chance (checked below)
@@ -434,9 +416,8 @@ def op_variant(args: argparse.Namespace) -> str | None:
 
 
 def add_op_file_args(p: argparse.ArgumentParser) -> None:
-    """``--op-file PATH`` (repeatable) and ``--allow-python`` on a command: the files are
-    loaded before the command line is parsed (:func:`dspsim.cli.load_op_files_of`), so their
-    ops are known to ``--op``, ``dspsim ops`` and ``dspsim keys``."""
+    """``--op-file PATH`` (repeatable) and ``--allow-python`` (the files are loaded before the
+    command line is parsed: :func:`dspsim.cli.load_op_files_of`)."""
     g = p.add_argument_group("op files")
     g.add_argument("--op-file", action="append", default=[], metavar="PATH",
                    help="load an op declared in a TOML file (docs/reference.md, Op files); "

@@ -73,9 +73,22 @@ def _fmt(v: Any, spec: str = ",") -> str:
 def print_result(res: Any) -> None:
     """The ranked table and what it says, for a terminal."""
     from dspsim.ops import get_op
-    from dspsim.study.optimize import RERUN_FIDELITY, SCREEN_FIDELITY, params_text
 
     op = get_op(res.op)
+    _print_search(res, op)
+    header, rows = _table(res)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    left = {1, 2}  # text columns
+    for r in [header, *rows]:
+        print("  ".join(cell.ljust(w) if i in left else cell.rjust(w)
+                        for i, (cell, w) in enumerate(zip(r, widths))).rstrip())
+    _print_best(res, op)
+
+
+def _print_search(res: Any, op: Any) -> None:
+    """What was searched, on which models, and the baseline."""
+    from dspsim.study.optimize import RERUN_FIDELITY, SCREEN_FIDELITY
+
     size = " x ".join(f"{d:,}" for d in res.shape) + f" {op.size_unit}"
     where = ", ".join(k if k == v else f"{k} ({v})" for k, v in res.models.items())
     worst = " (worst case over the models)" if len(res.models) > 1 else ""
@@ -85,19 +98,24 @@ def print_result(res: Any) -> None:
     print(f"{len(res.screened)} candidates screened at {SCREEN_FIDELITY} fidelity{refused}"
           f"{failed}; the best {len(res.candidates)} re-run at {RERUN_FIDELITY}{worst}")
     base = res.baseline
-    if base is not None:
-        print(f"baseline: {op.default_variant} (the op's default) at the model's values: "
-              f"{base.cycles:,} cycles{worst}")
-        if base.flagged:
-            print(f"  note: the baseline's run carries {';'.join(base.warnings) or 'hazards'} "
-                  "(a result-changing warning): its cycles may not be the work it does, and "
-                  "the speed-ups are relative to them")
-    else:
+    if base is None:
         print(f"baseline: {op.default_variant} cannot run here ({res.baseline_refused}); "
               "no speed-ups")
-    prefix = f"{res.op}."
-    header = ["rank", "variant", "parameters", "cycles"]
+        return
+    print(f"baseline: {op.default_variant} (the op's default) at the model's values: "
+          f"{base.cycles:,} cycles{worst}")
+    if base.flagged:
+        print(f"  note: the baseline's run carries {';'.join(base.warnings) or 'hazards'} "
+              "(a result-changing warning): its cycles may not be the work it does, and "
+              "the speed-ups are relative to them")
+
+
+def _table(res: Any) -> tuple[list[str], list[list[str]]]:
+    """The ranked re-runs: the header and a row of cells each."""
+    from dspsim.study.optimize import params_text
+
     many = len(res.models) > 1
+    header = ["rank", "variant", "parameters", "cycles"]
     if many:  # a column per model, named by its file's name when those differ
         names = [Path(m).name for m in res.models]
         header += names if len(set(names)) == len(names) else list(res.models)
@@ -106,7 +124,7 @@ def print_result(res: Any) -> None:
                "core_busy_%", "warnings", "hazards"]
     rows = []
     for c in res.candidates:
-        row = [str(c.rank), c.variant, params_text(c.params, prefix) or "(defaults)",
+        row = [str(c.rank), c.variant, params_text(c.params, f"{res.op}.") or "(defaults)",
                _fmt(c.cycles)]
         if many:
             row += [_fmt(c.cycles_by_model.get(m)) for m in res.models]
@@ -114,34 +132,34 @@ def print_result(res: Any) -> None:
             "-" if c.speedup is None else f"{c.speedup:.2f}x",
             *(_fmt(c.read_bytes[m] + c.write_bytes[m]) if m in c.read_bytes else "-"
               for m in memories),
-            "-" if c.lower_bound_cycles is None else f"{c.lower_bound_cycles:,.0f}",
-            "-" if c.gap_pct is None else f"{c.gap_pct:+.1f}",
-            "-" if c.core_busy_pct is None else f"{c.core_busy_pct:.1f}",
-            ";".join(c.warnings) or "-",
-            str(c.hazards),
+            _fmt(c.lower_bound_cycles, ",.0f"), _fmt(c.gap_pct, "+.1f"),
+            _fmt(c.core_busy_pct, ".1f"), ";".join(c.warnings) or "-", str(c.hazards),
         ]
         rows.append(row)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    left = {1, 2}  # text columns
-    for r in [header, *rows]:
-        print("  ".join(cell.ljust(w) if i in left else cell.rjust(w)
-                        for i, (cell, w) in enumerate(zip(r, widths))).rstrip())
+    return header, rows
+
+
+def _print_best(res: Any, op: Any) -> None:
+    """The winner, its numerics, and a warning when every candidate is flagged."""
+    from dspsim.study.optimize import params_text
+
     best = res.best
-    line = f"best: {best.variant} {params_text(best.params, prefix)}".rstrip()
+    line = f"best: {best.variant} {params_text(best.params, f'{res.op}.')}".rstrip()
     line += f", {best.cycles:,} cycles"
     if best.speedup is not None:
         line += f", speed-up {best.speedup:.2f}x over {op.default_variant}"
     if best.gap_pct is not None:
         line += f", {best.gap_pct:.1f} % above its lower bound"
     print(line)
-    if res.numerics is not None and res.numerics.get("error"):
-        print(f"numerics: the run with the data path on failed: {res.numerics['error']}")
-    elif res.numerics is not None:
-        err = res.numerics.get("max_rel_err")
+    num = res.numerics
+    if num is not None and num.get("error"):
+        print(f"numerics: the run with the data path on failed: {num['error']}")
+    elif num is not None:
+        err = num.get("max_rel_err")
         shown = "n/a" if err is None else f"{err:.3g}"
-        note = "" if res.numerics.get("cycles_match", True) else (
+        note = "" if num.get("cycles_match", True) else (
             " (NOTE: its cycles with the data path on differ from the timing-only run)")
-        print(f"numerics (data path on, model {res.numerics['model']}): max relative error "
+        print(f"numerics (data path on, model {num['model']}): max relative error "
               f"{shown} against the float64 reference{note}")
     if best.flagged:
         print("warning: every candidate carries a result-changing warning or a hazard; the "
@@ -156,15 +174,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
     out = writable_file(args.out, "--out", (".csv",)) if args.out else None
     check_outputs_not_inputs(args, [("--out", out)])
-    try:
-        res = optimize(
-            args.op, n=args.n, shape=args.shape, variants=args.variants, params=args.param,
-            model=args.model, models=args.models, overrides=args.overrides, top=args.top,
-            jobs=args.jobs, check_numerics=not args.no_check,
-        )
-    except KeyboardInterrupt:
-        print("dspsim: interrupted", file=sys.stderr)
-        return 130
+    res = optimize(args.op, n=args.n, shape=args.shape, variants=args.variants,
+                   params=args.param, model=args.model, models=args.models,
+                   overrides=args.overrides, top=args.top, jobs=args.jobs,
+                   check_numerics=not args.no_check)
     if out is not None:
         atomic_write_text(out, res.csv_text(), "--out")
     if args.json:

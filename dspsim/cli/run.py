@@ -78,6 +78,12 @@ def run_object(r: Result) -> dict[str, Any]:
     return obj
 
 
+def _simulate(args: argparse.Namespace, model: Any, op: Any, x: Any, **kw: Any) -> Result:
+    """The run the command line asks for, on ``model`` (``kw``: the outputs' options)."""
+    return simulate(model, op.name, op_variant(args), args.n, shape=args.shape, x=x,
+                    data=not args.no_data, fidelity=args.fidelity, core=args.core, **kw)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from dspsim.cli.outputs import run_outputs
 
@@ -95,11 +101,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     x = op.read_input_file(args.input) if args.input else None
     # one simulation has no unit of progress to count: on a terminal, how long it has run
     with elapsed(f"run: {op.name} {op_variant(args) or op.default_variant}"):
-        r = simulate(
-            model, op.name, op_variant(args), args.n, shape=args.shape, x=x,
-            data=not args.no_data, trace=outputs.needs_trace, port_log=outputs.needs_port_log,
-            fidelity=args.fidelity, core=args.core, trace_limit=outputs.row_limit,
-        )
+        r = _simulate(args, model, op, x, trace=outputs.needs_trace,
+                      port_log=outputs.needs_port_log, trace_limit=outputs.row_limit)
     written = outputs.write(r)
     if args.output:
         save_output(args.output, r.output_array)
@@ -108,12 +111,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(run_object(r) | ({"interval": iv.to_json()} if iv else {}))
         return 0
+    _print_cycles(r, op, model.core.clock_mhz, args.fidelity)
+    _print_checks(r)
+    if iv is not None:
+        print("  " + interval_line(iv))
+    print(f"  {r.events:,} events in {r.wall_s:.3f} s")
+    for line in written:
+        print(f"  {line}")
+    return 0
+
+
+def _print_cycles(r: Result, op: Any, clock_mhz: float, fidelity: str) -> None:
+    """A run's cycles, bytes, busy and stall cycles and passes, for a terminal."""
     shape = "x".join(f"{d:,}" for d in r.shape)
-    unit = op.size_unit
-    print(
-        f"{r.op} {r.variant} on {r.core}: shape {shape} ({r.n:,} {unit}), {r.cycles:,} cycles "
-        f"= {r.time_us:,.1f} us at {model.core.clock_mhz:g} MHz ({args.fidelity} fidelity)"
-    )
+    print(f"{r.op} {r.variant} on {r.core}: shape {shape} ({r.n:,} {op.size_unit}), "
+          f"{r.cycles:,} cycles = {r.time_us:,.1f} us at {clock_mhz:g} MHz ({fidelity} fidelity)")
     report = op.run_report(r)
     if report:
         print("  " + ", ".join(f"{k} {v:,.4g}" for k, v in report.items()))
@@ -131,25 +143,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:  # many rows: one line per pass name (every span is in --json and --save)
         for name, (count, cycles) in pass_totals(r.passes).items():
             print(f"  pass {name:<8} {count:>12,} spans, {cycles:,.0f} cycles in all")
-    if r.output is not None and "exact" in r.output:  # an integer or byte output
-        o = r.output
+
+
+def _print_checks(r: Result) -> None:
+    """A run's output against the reference, its warnings and hazards."""
+    o = r.output
+    if o is not None and "exact" in o:  # an integer or byte output
         print(f"  output: {'equals' if o['exact'] else 'DIFFERS FROM'} the reference bit for "
               f"bit ({o['mismatch_count']:,} of {o.get('bytes', o.get('elements', 0)):,} "
               "differ)")
-    elif r.output is not None and "sum" in r.output:
-        o = r.output
+    elif o is not None and "sum" in o:
         print(f"  output: sum {o['sum']:.9g}, {o['nan_count']} NaN, {o['inf_count']} inf, "
               f"{errors_text(o)}")
     for w in r.warnings:
         print(f"  warning [{w['code']}] x{w['count']}: {w['message']}")
     for h in r.hazards:
         print(f"  hazard: {h['message']}")
-    if iv is not None:
-        print("  " + interval_line(iv))
-    print(f"  {r.events:,} events in {r.wall_s:.3f} s")
-    for line in written:
-        print(f"  {line}")
-    return 0
 
 
 def _interval(model: Any, r: Result, args: argparse.Namespace) -> Any:
@@ -179,11 +188,7 @@ def _run_models(args: argparse.Namespace) -> int:
                          "run one --model at a time")
     op = get_op(args.op)
     x = op.read_input_file(args.input) if args.input else None
-    runs = {
-        label: simulate(model, op.name, op_variant(args), args.n, shape=args.shape, x=x,
-                        data=not args.no_data, fidelity=args.fidelity, core=args.core)
-        for label, model in models_from_args(args).items()
-    }
+    runs = {label: _simulate(args, model, op, x) for label, model in models_from_args(args).items()}
     if args.json:
         emit_json({"models": {label: run_object(r) for label, r in runs.items()}})
         return 0
@@ -225,9 +230,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         _check_document_platform(ops, label, model)
     by_model = {}
     for label, model in models.items():
-        out = {}
-        for op in ops:
-            out[op.name] = _reproduce_op(op, model, args)
+        out = {op.name: _reproduce_op(op, model, args) for op in ops}
         by_model[label] = out[ops[0].name] if len(ops) == 1 else out
         if not args.json and len(models) > 1:
             print()

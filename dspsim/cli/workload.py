@@ -81,44 +81,34 @@ def cmd_workload(args: argparse.Namespace) -> int:
 
 
 def _workload(args: argparse.Namespace) -> int:
-    from dspsim.study.workload import (
-        load_workload,
-        run_workload,
-        summarise,
-        task_table,
-        write_tasks_csv,
-    )
+    from dspsim.analysis.workload_plots import plot_workload, write_workload_trace
+    from dspsim.cli.progress import counter
+    from dspsim.study import workload as wl
 
     model = model_from_args(args)
-    workload = load_workload(args.file)
+    workload = wl.load_workload(args.file)
     outputs = _check_outputs(args)
-    from dspsim.cli.progress import counter
-
     with counter("workload", total=workload.tasks, unit="task") as bar:  # on a terminal
-        run = run_workload(workload, model, fidelity=args.fidelity, data=args.data,
-                           ddr_profile=bool(args.timeline or args.trace),
-                           on_task_done=bar.update, reuse=args.reuse, jobs=args.jobs)
+        run = wl.run_workload(workload, model, fidelity=args.fidelity, data=args.data,
+                              ddr_profile=bool(args.timeline or args.trace),
+                              on_task_done=bar.update, reuse=args.reuse, jobs=args.jobs)
     if run.parts_note:  # fewer parts than --jobs asked for: say why, whatever the output
         print(f"dspsim: warning: --jobs {args.jobs}: {run.parts_note}", file=sys.stderr)
-    df = task_table(run)
-    summary = summarise(run, df)
+    df = wl.task_table(run)
+    summary = wl.summarise(run, df)
     written = []
     if "--out" in outputs:
-        write_tasks_csv(df, outputs["--out"])
+        wl.write_tasks_csv(df, outputs["--out"])
         written.append(f"wrote {len(df):,} task rows to {outputs['--out']}")
-    if "--timeline" in outputs or "--trace" in outputs:
-        from dspsim.analysis.workload_plots import plot_workload, write_workload_trace
-
-        if "--timeline" in outputs:
-            plot_workload(run, df, outputs["--timeline"])
-            written.append(f"wrote timeline to {outputs['--timeline']}")
-        if "--trace" in outputs:
-            write_workload_trace(run, df, outputs["--trace"])
-            written.append(f"wrote Perfetto trace to {outputs['--trace']} (open in "
-                           "ui.perfetto.dev)")
+    if "--timeline" in outputs:
+        plot_workload(run, df, outputs["--timeline"])
+        written.append(f"wrote timeline to {outputs['--timeline']}")
+    if "--trace" in outputs:
+        write_workload_trace(run, df, outputs["--trace"])
+        written.append(f"wrote Perfetto trace to {outputs['--trace']} (open in "
+                       "ui.perfetto.dev)")
     if args.json:
-        summary["files"] = written
-        emit_json(summary)
+        emit_json(summary | {"files": written})
         return 0
     print_summary(summary, model)
     for line in written:
@@ -131,16 +121,19 @@ def _ms(us: float) -> str:
 
 
 def print_summary(s: dict[str, Any], model: Any) -> None:
-    clock = model.core.clock_mhz
-    print(
-        f"workload {s['workload']} on {cell(model.name)}: {s['cores']} core(s), "
-        f"{len(s['streams'])} stream(s), {s['tasks']:,} tasks, {s['fidelity']} fidelity, "
-        f"seed {s['seed']}"
-    )
-    print(
-        f"  simulated {_ms(s['end_us'])} ({s['end_cycle']:,} cycles at {clock:g} MHz) in "
-        f"{s['wall_s']:.2f} s wall, {s['events']:,} events"
-    )
+    """The summary of a workload run, for a terminal."""
+    _print_run(s, model)
+    _print_streams(s, model.core.clock_mhz)
+    _print_shared(s)
+
+
+def _print_run(s: dict[str, Any], model: Any) -> None:
+    """What ran, how long it took, what was reused, what the latency means."""
+    print(f"workload {s['workload']} on {cell(model.name)}: {s['cores']} core(s), "
+          f"{len(s['streams'])} stream(s), {s['tasks']:,} tasks, {s['fidelity']} fidelity, "
+          f"seed {s['seed']}")
+    print(f"  simulated {_ms(s['end_us'])} ({s['end_cycle']:,} cycles at "
+          f"{model.core.clock_mhz:g} MHz) in {s['wall_s']:.2f} s wall, {s['events']:,} events")
     r = s["reuse"]
     if not r["enabled"]:
         print(f"  reuse off (--no-reuse): all {s['tasks']:,} tasks simulated, in "
@@ -151,25 +144,29 @@ def print_summary(s: dict[str, Any], model: Any) -> None:
               f"simulated {r['simulated_tasks']:,} in {r['episodes']:,} episode(s)")
     if r["note"]:
         print(f"  note: {r['note']}")
-    print(
-        f"  latency = submit to done, including the host RPC round trip of "
-        f"{s['rpc_latency_us']:g} us per task (half on submit, half on completion); op_us = "
-        "mean of the ops' own time (their TIME_STAMP span, as `dspsim run` reports it)"
-    )
-    head = (f"  {'stream':<14} {'op/variant':<19} {'prio':>4} {'backend':>7} {'tasks':>6} "
-            f"{'op_us':>9} {'p50_us':>9} {'p95_us':>9} {'p99_us':>9} {'max_us':>9} "
-            f"{'deadline':>9} {'missed':>6} {'tasks/s':>8}")
-    print(head)
+    print(f"  latency = submit to done, including the host RPC round trip of "
+          f"{s['rpc_latency_us']:g} us per task (half on submit, half on completion); op_us = "
+          "mean of the ops' own time (their TIME_STAMP span, as `dspsim run` reports it)")
+
+
+def _print_streams(s: dict[str, Any], clock: float) -> None:
+    """One row per stream: latency percentiles, deadline misses, throughput."""
+    print(f"  {'stream':<14} {'op/variant':<19} {'prio':>4} {'backend':>7} {'tasks':>6} "
+          f"{'op_us':>9} {'p50_us':>9} {'p95_us':>9} {'p99_us':>9} {'max_us':>9} "
+          f"{'deadline':>9} {'missed':>6} {'tasks/s':>8}")
     for st in s["streams"]:
         lat = st["latency_us"]
         dl = "-" if st["deadline_us"] is None else f"{st['deadline_us']:,.0f}"
         tput = "-" if st["throughput_per_s"] is None else f"{st['throughput_per_s']:.2f}"
-        print(
-            f"  {cell(st['name']):<14} {st['op'] + '/' + st['variant']:<19} {st['priority']:>4} "
-            f"{st['backend']:>7} {st['tasks']:>6,} {st['op_cycles']['mean'] / clock:>9,.0f} "
-            f"{lat['p50']:>9,.0f} {lat['p95']:>9,.0f} {lat['p99']:>9,.0f} {lat['max']:>9,.0f} "
-            f"{dl:>9} {st['deadline_misses']:>6,} {tput:>8}"
-        )
+        print(f"  {cell(st['name']):<14} {st['op'] + '/' + st['variant']:<19} "
+              f"{st['priority']:>4} {st['backend']:>7} {st['tasks']:>6,} "
+              f"{st['op_cycles']['mean'] / clock:>9,.0f} {lat['p50']:>9,.0f} "
+              f"{lat['p95']:>9,.0f} {lat['p99']:>9,.0f} {lat['max']:>9,.0f} {dl:>9} "
+              f"{st['deadline_misses']:>6,} {tput:>8}")
+
+
+def _print_shared(s: dict[str, Any]) -> None:
+    """The cores, the host memory's port, the queue, deadline misses and notes."""
     print("  " + ", ".join(
         f"{c['core']} {100 * c['utilisation']:.1f} % busy ({c['tasks']:,} tasks)"
         for c in s["core_utilisation"]))
@@ -179,8 +176,7 @@ def print_summary(s: dict[str, Any], model: Any) -> None:
           f"{d['bytes'][f'{m}_read'] / 1e6:,.1f} MB read, "
           f"{d['bytes'][f'{m}_write'] / 1e6:,.1f} MB written)")
     q = s["queue"]
-    verdict = ("OVERLOADED: the backlog grows" if q["overloaded"]
-               else "the backlog does not grow")
+    verdict = "OVERLOADED: the backlog grows" if q["overloaded"] else "the backlog does not grow"
     longest = (f"longest backlog {q['longest_backlog']:,} task(s) waiting (at "
                f"{_ms(q['longest_backlog_at_us'])})" if q["longest_backlog"] else
                "no task ever waited for a core")
