@@ -1,37 +1,18 @@
 """Search an op's schedules and their parameters for the fastest: :func:`optimize`.
 
-The candidates are every variant of the op (or those given) times the parameters the op says
-are worth searching for it (:meth:`dspsim.ops.base.Op.search_space`: model keys -> values, run
-in every combination), with ``params`` adding or replacing axes: a hardware key (e.g.
-``idma.max_outstanding``) becomes an axis of every variant; a key of the op's own table replaces
-that axis in the variants that search it (every variant, when none does). A variant with nothing
-to search runs once, at the model's values. Nothing here knows an op, a variant or a key: the op
-decides.
+The candidates are the op's variants times the values the op says are worth searching for each
+(:meth:`dspsim.ops.base.Op.search_space`); ``params`` adds axes (a hardware key goes to every
+variant) or replaces them (a key of the op's table, in the variants that search it). Nothing
+here knows an op, a variant or a key: the op decides. The steps: (1) enumerate, skipping and
+counting what the op refuses; (2) screen every candidate at tile fidelity, data path off, in
+``jobs`` processes (:func:`dspsim.study.sweep.executors.evaluate_point`); (3) re-run the best
+``top`` at burst fidelity beside the baseline (the default variant at the model's values, also
+when ``params`` changes the hardware); (4) run the winner with the data path on for its error.
 
-1. Enumerate. A combination the op refuses (:meth:`~dspsim.ops.base.Op.check_run`, or a model
-   the overrides make inconsistent: a ``ValueError`` subclass) is skipped and counted.
-2. Screen every candidate at ``tile`` fidelity with the data path off, in ``jobs`` worker
-   processes (each point through :func:`dspsim.study.sweep.executors.evaluate_point`, as a
-   sweep runs it), a progress bar on a terminal.
-3. Re-run the best ``top`` at ``burst`` fidelity (the reference), and the op's default variant
-   at the model's own values: the baseline of the speed-ups.
-4. Rank the re-runs by cycles; run the winner once more with the data path on and report its
-   error against the op's float64 reference (``max_rel_err``).
-
-With several model files (``models``: differing readings of the calibration) every candidate
-runs on each; its ``cycles`` is the worst case (the largest) and ``cycles_by_model`` gives each,
-so that the choice holds whichever reading is true. The baseline is the default variant's worst
-case. A candidate's bound, bytes and busy cycles are those of the model that sets its worst case.
-
-Ranking: fewest cycles first; a candidate whose run carries a warning that changes its result
-(severity other than ``info``: e.g. the seed's timer stopping before the last write-back ends,
-which makes a run *look* faster than its work) or a hazard ranks after every clean candidate,
-whatever its cycles. Ties go to fewer bytes read and written in the memories (each memory of the
-model by its own name: J6's ``ddr``, a HiFi5's ``psram`` and ``sram``), then to the enumeration
-order (variants in the op's order, values ascending).
-
-When ``params`` sweeps hardware keys, the baseline stays the default variant on the model as
-given: the speed-up then includes the hardware's change.
+With several ``models`` a candidate's cycles are its worst case (``cycles_by_model`` gives
+each) and its bound, bytes and busy cycles those of that model. Ranking: a result-changing
+warning or a hazard ranks after every clean candidate (it can make a run *look* faster than its
+work); then fewest cycles, fewest bytes in the memories, enumeration order.
 """
 
 from __future__ import annotations
@@ -92,10 +73,8 @@ def _variants(the_op: Op, variants: str | Sequence[str] | None) -> list[str]:
 
 def _axes(the_op: Op, params: Sequence[str] | Mapping[str, Any] | None,
           variants: int = 1) -> dict[str, list]:
-    """``--param`` texts (``KEY=V1,V2`` or ``KEY=START:STOP:STEP``) or a mapping key ->
-    values, checked: model keys only, of the hardware or this op's table. A search of
-    ``variants`` variants that would exceed :data:`MAX_CANDIDATES` is refused before any value
-    is built."""
+    """``--param`` texts (``KEY=V1,V2`` or ``KEY=START:STOP:STEP``) or key -> values, checked:
+    keys of the hardware or this op's table; a search too large is refused before any value."""
     if not params:
         return {}
     items = _param_items(params)
@@ -140,18 +119,22 @@ def _param_items(params: Sequence[str] | Mapping[str, Any]) -> list[tuple[str, A
 
 
 def _check_search_size(the_op: Op, items: list[tuple[str, Any]], variants: int) -> None:
-    """Refuse a search of more than :data:`MAX_CANDIDATES` runs, counted before a value is
-    built or checked (two axes of 10^6 values took minutes and gigabytes to refuse): hardware
-    axes go to every variant, each op axis to one at least."""
+    """Refuse a search of more than :data:`MAX_CANDIDATES` runs, counted before a value is built
+    (two axes of 10^6 values took minutes and gigabytes to refuse)."""
     counts = {key: value_count(key, values) if isinstance(values, str) else
               len(values) if isinstance(values, list) else 1 for key, values in items}
     hardware = math.prod(n for k, n in counts.items() if model_key(k).section != the_op.name)
     op_axis = max((n for k, n in counts.items() if model_key(k).section == the_op.name),
                   default=1)
     at_least = hardware * op_axis * max(1, variants)
-    if at_least > MAX_CANDIDATES and all(n <= MAX_VALUES_PER_KEY for n in counts.values()):
+    if all(n <= MAX_VALUES_PER_KEY for n in counts.values()):
+        _check_runs(at_least, "at least ")
+
+
+def _check_runs(runs: int, at_least: str = "") -> None:
+    if runs > MAX_CANDIDATES:
         raise DspsimInputError(
-            f"the search has at least {at_least:,} runs (candidates x models); at most "
+            f"the search has {at_least}{runs:,} runs (candidates x models); at most "
             f"{MAX_CANDIDATES:,}: restrict it with --variants or fewer --param values"
         )
 
@@ -161,8 +144,7 @@ def _load_models(
     models: str | Sequence[str | Path | HardwareModel] | None,
     overrides: Sequence[str] | Mapping[str, Any] | None,
 ) -> dict[str, HardwareModel]:
-    """label -> model: each of ``models`` (paths, packaged names or models), else ``model``
-    alone (default: the packaged model); ``overrides`` apply to every one."""
+    """label -> model: each of ``models``, else ``model`` alone; ``overrides`` apply to all."""
     if models is not None and model is not None:
         raise DspsimInputError("give --model or --models, not both")
     if isinstance(models, str):
@@ -218,12 +200,7 @@ def _enumerate(
     # counted before anything is built: each axis holds distinct values, so a variant's
     # candidates are exactly the product of its axes' lengths
     runs = sum(math.prod(len(vals) for vals in space.values()) for space in full.values())
-    runs *= len(models)
-    if runs > MAX_CANDIDATES:
-        raise DspsimInputError(
-            f"the search has {runs:,} runs (candidates x models); at most {MAX_CANDIDATES:,}: "
-            "restrict it with --variants or fewer --param values"
-        )
+    _check_runs(runs * len(models))
     out: list[Candidate] = []
     seen: set[tuple] = set()
     for v, space in full.items():
@@ -255,8 +232,7 @@ def _point(the_op: Op, variant: str, shape: tuple[int, ...], params: Mapping[str
 
 def evaluate_all(tasks: list[tuple[HardwareModel, dict, str]], jobs: int, show: bool,
                  desc: str) -> list[dict[str, Any]]:
-    """``evaluate_point(*task)`` for every task, in ``jobs`` processes (never more than tasks;
-    they die with this one: :mod:`dspsim.workers`); results in order."""
+    """``evaluate_point(*task)`` for every task in ``jobs`` processes; results in order."""
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     bar = None
 
@@ -315,9 +291,13 @@ def _run(
         c.hazards = max(int(r["hazards"]) for r in mine.values())
 
 
+def _set(model: HardwareModel, c: Candidate) -> HardwareModel:
+    """``model`` at the candidate's parameters."""
+    return model.with_overrides(dict(c.params)) if c.params else model
+
+
 def _bound(the_op: Op, model: HardwareModel, c: Candidate, shape: tuple[int, ...]) -> float | None:
-    m = model.with_overrides(dict(c.params)) if c.params else model
-    b = the_op.bounds(m, c.variant, shape)
+    b = the_op.bounds(_set(model, c), c.variant, shape)
     value = None if b is None else b.lower_bound_cycles
     return None if value is None or not math.isfinite(value) else float(value)
 
@@ -341,14 +321,9 @@ def optimize(
     check_numerics: bool = True,
     progress: bool | None = None,
 ) -> OptimizeResult:
-    """Find the fastest (variant, parameters) of ``op`` at ``n`` / ``shape`` (see the module
-    docstring). ``params``: ``--param`` texts or a mapping key -> values (a list or the
-    command line's text); ``models``: model files (paths or packaged names, or a
-    ``"A.toml,B.toml"`` text) to rank by the worst case over; ``model`` / ``overrides``: the
-    single model and ``--set`` overrides (applied to every model). ``check_numerics``: run the
-    winner with the data path on and report its ``max_rel_err``. ``progress``: draw progress
-    bars (default: when stderr is a terminal). Bad input raises a
-    :class:`~dspsim.errors.DspsimInputError`."""
+    """Find the fastest (variant, parameters) of ``op`` at ``n`` / ``shape`` (module docstring).
+    ``params``: ``--param`` texts or key -> values; ``models``: files to rank by the worst case
+    over; ``overrides`` apply to every model; ``progress`` (default: stderr is a terminal)."""
     the_op = get_op(op if op is not None else default_op())
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise DspsimInputError(f"top = {top!r}: must be a positive integer")
@@ -379,16 +354,14 @@ def optimize(
 def _runnable(the_op: Op, names: list[str], shape_t: tuple[int, ...],
               loaded: dict[str, HardwareModel],
               axes: dict[str, list]) -> tuple[list[Candidate], int, list[str]]:
-    """Step 1: every candidate, less those the op refuses on any model; how many it refused
-    and a few of its reasons."""
+    """Step 1: every candidate the op accepts on every model; how many it refused, and why."""
     runnable: list[Candidate] = []
     refusals: list[str] = []
     refused = 0
     for c in _enumerate(the_op, names, shape_t, loaded, axes):
         try:
             for m in loaded.values():
-                the_op.check_run(m.with_overrides(dict(c.params)) if c.params else m,
-                                 c.variant, shape_t)
+                the_op.check_run(_set(m, c), c.variant, shape_t)
         except ValueError as e:
             refused += 1
             if len(refusals) < EXAMPLES:
@@ -420,10 +393,8 @@ def _screen(the_op: Op, runnable: list[Candidate], shape_t: tuple[int, ...],
 def _rerun(the_op: Op, best: list[Candidate], shape_t: tuple[int, ...],
            loaded: dict[str, HardwareModel], jobs: int, show: bool, failures: list[str]
            ) -> tuple[list[Candidate], Candidate | None, str, dict[Any, str]]:
-    """Step 3: the best at burst fidelity beside the baseline (the op's default variant at
-    the model's values), ranked, each with its lower bound and speed-up; the baseline (None
-    with the reason it has none) and the errors of the re-runs. Failures are added to
-    ``failures``."""
+    """Step 3: the best at burst fidelity beside the baseline, ranked, with bounds and
+    speed-ups; the baseline (or why none), the re-runs' errors (also added to ``failures``)."""
     finals = [_copy(c) for c in best]
     default = the_op.default_variant
     base = Candidate(default, {}, index=-1)
@@ -462,11 +433,9 @@ def _rerun(the_op: Op, best: list[Candidate], shape_t: tuple[int, ...],
 def _numerics(the_op: Op, best: Candidate, loaded: dict[str, HardwareModel],
               shape_t: tuple[int, ...]) -> dict[str, Any]:
     """Step 4: the winner's numerics, with the data path on."""
-    m = loaded[best.worst_model]
-    m = m.with_overrides(dict(best.params)) if best.params else m
     try:
-        r = simulate(m, the_op.name, best.variant, shape=shape_t, data=True,
-                     fidelity=RERUN_FIDELITY)
+        r = simulate(_set(loaded[best.worst_model], best), the_op.name, best.variant,
+                     shape=shape_t, data=True, fidelity=RERUN_FIDELITY)
     except Exception as e:  # noqa: BLE001 - reported with the result, not fatal
         return {"model": best.worst_model, "max_rel_err": None,
                 "error": f"{type(e).__name__}: {one_line(e)}"}

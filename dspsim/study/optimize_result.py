@@ -126,21 +126,11 @@ class OptimizeResult:
     def best(self) -> Candidate:
         return self.candidates[0]
 
-    @property
-    def param_keys(self) -> list[str]:
-        """Every parameter key of the screened candidates, in first-seen order."""
+    def _union(self, keys_of: Any) -> list[str]:
+        """The keys ``keys_of(candidate)`` gives over every candidate, in first-seen order."""
         keys: dict[str, None] = {}
         for c in [*self.candidates, *self.screened]:
-            keys.update(dict.fromkeys(c.params))
-        return list(keys)
-
-    @property
-    def bytes_keys(self) -> list[str]:
-        """Every ``<memory>_read_bytes`` / ``_write_bytes`` column of the candidates (the
-        union over the models: a memory one model lacks is empty in the other's rows)."""
-        keys: dict[str, None] = {}
-        for c in [*self.candidates, *self.screened]:
-            keys.update(dict.fromkeys(c.bytes_columns()))
+            keys.update(dict.fromkeys(keys_of(c)))
         return list(keys)
 
     def ranking_json(self) -> list[dict[str, Any]]:
@@ -156,35 +146,17 @@ class OptimizeResult:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        best = self.best
-        base = self.baseline
+        base = self.baseline or Candidate(get_op(self.op).default_variant, {})
+        summary = ("variant", "params", "cycles", "cycles_by_model", "lower_bound_cycles")
         return {
             "op": self.op,
             "shape": list(self.shape),
             "models": dict(self.models),
             "fidelity": {"screen": SCREEN_FIDELITY, "rerun": RERUN_FIDELITY},
-            "baseline": {
-                "variant": get_op(self.op).default_variant,
-                "params": {},
-                "cycles": base.cycles if base else None,
-                "cycles_by_model": dict(base.cycles_by_model) if base else {},
-                "lower_bound_cycles": base.lower_bound_cycles if base else None,
-                "warnings": list(base.warnings) if base else [],
-                "hazards": base.hazards if base else 0,
-                "refused": self.baseline_refused or None,
-            },
-            "best": {
-                "variant": best.variant,
-                "params": dict(best.params),
-                "cycles": best.cycles,
-                "cycles_by_model": dict(best.cycles_by_model),
-                "lower_bound_cycles": best.lower_bound_cycles,
-                "gap_pct": best.gap_pct,
-                "speedup": best.speedup,
-                "warnings": list(best.warnings),
-                "hazards": best.hazards,
-                "max_rel_err": summary_json(self.numerics or {}).get("max_rel_err"),
-            },
+            "baseline": _picked(base, *summary, "warnings", "hazards")
+            | {"refused": self.baseline_refused or None},
+            "best": _picked(self.best, *summary, "gap_pct", "speedup", "warnings", "hazards")
+            | {"max_rel_err": summary_json(self.numerics or {}).get("max_rel_err")},
             "candidates": [c.to_json() for c in self.candidates],
             # every screened candidate, ranked (the re-runs first): what --out writes
             "ranking": self.ranking_json(),
@@ -195,32 +167,21 @@ class OptimizeResult:
         }
 
     def table_rows(self) -> list[dict[str, Any]]:
-        """The ranked table as rows, every screened candidate (:meth:`ranking`: the re-runs at
-        burst fidelity first, then the rest at the screen's tile fidelity, ``fidelity`` saying
-        which; speed-up, bound and gap only for the re-runs, against the burst baseline); one
-        column per parameter key (empty where a candidate does not have it); with several
-        models, one ``cycles[LABEL]`` column per model."""
-        keys = self.param_keys
-        memory_keys = self.bytes_keys
+        """:meth:`ranking_json` as CSV rows: a column per parameter key (empty where a candidate
+        lacks it) and, with several models, a ``cycles[LABEL]`` column per model."""
         rows = []
-        for i, (c, screen) in enumerate(self.ranking(), 1):
-            row: dict[str, Any] = {"rank": i, "fidelity": c.fidelity, "variant": c.variant}
-            row.update({k: c.params.get(k, "") for k in keys})
-            row["cycles"] = c.cycles
+        for obj in self.ranking_json():
+            row = {k: obj[k] for k in ("rank", "fidelity", "variant")}
+            row.update({k: obj["params"].get(k, "") for k in self._union(lambda c: c.params)})
+            row["cycles"] = obj["cycles"]
             if len(self.models) > 1:
-                row.update({f"cycles[{m}]": c.cycles_by_model.get(m) for m in self.models})
-            row.update({
-                "screen_rank": screen.rank,
-                "screen_cycles": screen.cycles,
-                "speedup": c.speedup,
-                **{k: c.bytes_columns().get(k, "") for k in memory_keys},
-                "lower_bound_cycles": c.lower_bound_cycles,
-                "gap_pct": c.gap_pct,
-                "core_busy_pct": c.core_busy_pct,
-                "warnings": ";".join(c.warnings),
-                "hazards": c.hazards,
-                "error": self.rerun_errors.get(c.identity(), ""),
-            })
+                row.update({f"cycles[{m}]": obj["cycles_by_model"].get(m) for m in self.models})
+            row.update({k: obj.get(k, "") for k in (
+                "screen_rank", "screen_cycles", "speedup",
+                *self._union(Candidate.bytes_columns), "lower_bound_cycles", "gap_pct",
+                "core_busy_pct")})
+            row.update(warnings=";".join(obj["warnings"]), hazards=obj["hazards"],
+                       error=obj["error"])
             rows.append(row)
         return rows
 
@@ -236,6 +197,11 @@ class OptimizeResult:
         for row in rows:
             w.writerow([_cell(row[k]) for k in header])
         return buf.getvalue()
+
+
+def _picked(c: Candidate, *keys: str) -> dict[str, Any]:
+    obj = c.to_json()
+    return {k: obj[k] for k in keys}
 
 
 def _cell(v: Any) -> str:
