@@ -1,15 +1,9 @@
 """The host program, once for every caller: the seed's ``test_softmax_op`` for any op.
 
-``hbUCPMalloc`` the input, the output and the parameter block in the host's memory
-(``host.memory``), write the input, fill the op's parameter block, then per task
-``hbDSPRpcV2(cmd)`` and ``hbUCPSubmitTask``; the caller waits (``hbUCPWaitTaskDone``).
-:func:`dspsim.run.simulate` loads one op and submits one task; a workload
-(:mod:`dspsim.study.workload.engine`) loads each stream once and submits a task per release.
-
-An op's input and output are float32 arrays of its shape unless the op says otherwise with
-three optional methods: ``write_input(memory, ptr, values, shape)`` (its input's bytes, e.g.
-the int8 weights, input and bias of ``fc``), ``output_bytes(shape)`` (default: the input's
-size) and ``host_array(memory, ptr, shape, output)`` (a view of the input or the output).
+``hbUCPMalloc`` the input, output and parameter block in the host's memory, write the input and
+the parameter block, then per task ``hbDSPRpcV2(cmd)`` and ``hbUCPSubmitTask``. An op's input
+and output are float32 arrays of its shape unless it overrides ``write_input``,
+``output_bytes`` or ``host_array`` (e.g. ``fc``'s int8 weights).
 """
 
 from __future__ import annotations
@@ -43,9 +37,8 @@ class HostProgram:
     @classmethod
     def load(cls, ucp: Ucp, op: Op, variant: str, shape: tuple[int, ...],
              values: np.ndarray | None = None, what: str = "") -> HostProgram:
-        """Allocate the buffers (``what`` prefixes their names in allocation errors), write
-        the input (``values``, or the op's default input, when the data path is on) and the
-        parameter block."""
+        """Allocate the buffers (``what`` prefixes their names in errors), write the input
+        (``values`` or the op's default, with the data path on) and the parameter block."""
         prefix = f"{what} " if what else ""
         memory = ucp.platform.host_memory
         nbytes = op.input_bytes(shape)
@@ -69,13 +62,11 @@ class HostProgram:
         return task
 
     def run(self, core: int) -> Generator[Any, Any, tuple[float, float]]:
-        """The DSP side of one task of the op on ``core``, without the UCP's queue and RPC (a
-        process body; returns the op's ``TIME_STAMP`` start and its own cycles): what a caller
-        scheduling the tasks itself runs."""
+        """The DSP side of one task on ``core``, without the UCP's queue and RPC (a process
+        body; returns the op's ``TIME_STAMP`` start and its own cycles)."""
         return (yield from self.ucp.run_op(core, self.op.cmd, self.param, self.output))
 
     def array(self, buffer: SysMem) -> np.ndarray:
-        """A buffer's float32 values in the op's shape (a view: data path on), or the op's own
-        view of it (``host_array``)."""
+        """A buffer's values in the op's shape (a view; data path on)."""
         memory = self.ucp.platform.host_memory
         return self.op.host_array(memory, buffer.ptr, self.shape, buffer is self.output)

@@ -1,15 +1,10 @@
-"""The host's view of the DSPs (UCP): malloc, RPC task, submit, wait, release.
+"""The host's view of the DSPs (UCP): malloc, RPC task, submit, wait.
 
-It drives an op the way the seed's ``test_softmax_op`` does: DDR buffers from ``hbUCPMalloc``,
-a parameter block, ``hbDSPRpcV2(cmd)``, ``hbUCPSubmitTask`` to a backend with a priority,
-``hbUCPWaitTaskDone``, ``hbUCPReleaseTask``. The RPC round trip (``host.rpc_latency_us``) is
-spent outside the op's own cycle count, which is what the seed's ``TIME_STAMP`` measures: half
-of it between submit and the task reaching the DSP side, half between the op's end and the
-host seeing it done.
-
-Backends: ``core<K>`` (``HB_UCP_DSP_CORE_<K>``; an int ``K`` works too) or ``any`` (the first
-free core). Tasks that find no eligible core free wait in **one shared queue**; whichever core
-frees first takes the best waiting task it may run. Who goes first is decided in one place,
+It drives an op as the seed's ``test_softmax_op`` does (``hbUCPMalloc``, a parameter block,
+``hbDSPRpcV2(cmd)``, ``hbUCPSubmitTask`` to a backend with a priority, ``hbUCPWaitTaskDone``).
+The RPC round trip (``host.rpc_latency_us``) lies outside the op's ``TIME_STAMP`` span: half
+before the task reaches the DSP side, half after the op ends. Backends: ``core<K>`` (or an int
+``K``) or ``any``; tasks that find no eligible core free wait in one shared queue, ordered by
 :class:`SchedulingPolicy`.
 """
 
@@ -61,23 +56,14 @@ class Task:
     op_cycles: float = -1.0  # the op's own span (PROF), what ``dspsim run`` reports
     core_end_cycle: float = -1.0  # the op's handler returned: the core is free
     finished_cycle: float = -1.0  # the host sees it done (half the RPC latency later)
-    released: bool = False
 
 
 class SchedulingPolicy:
-    """The UCP's scheduling, the one place to change it.
-
-    - A core runs one task at a time.
-    - Waiting tasks go highest ``priority`` first (0-255), first come first served within a
-      priority (by the order they reached the DSP side).
-    - ``any`` tasks start on the lowest-numbered free core; a task for ``core<K>`` waits for
-      core K only. All waiting tasks share one queue: a freed core takes the best task it is
-      eligible to run.
-    - **No preemption** (``PREEMPTIVE = False``): a running task always runs to its end. The
-      J6 UCP guide says priority 254 preempts 0-253 and 255 preempts both; that is not
-      modelled (an op would have to be interruptible mid-transfer). Here 254 and 255 are just
-      the highest priorities.
-    """
+    """The UCP's scheduling, the one place to change it. A core runs one task at a time;
+    waiting tasks go highest ``priority`` (0-255) first, FIFO within a priority; ``any`` starts
+    on the lowest-numbered free core, ``core<K>`` waits for core K; a freed core takes the best
+    task it may run. **No preemption**: the J6 UCP guide says priority 254 preempts 0-253 and
+    255 preempts both; not modelled (an op would have to stop mid-transfer)."""
 
     PREEMPTIVE = False
 
@@ -144,6 +130,8 @@ def check_priority(priority: Any) -> int:
 
 
 class Ucp:
+    """The UCP of one platform: its cores, the shared queue and the RPC round trip."""
+
     def __init__(self, platform, registry: Registry, policy: SchedulingPolicy | None = None):
         self.platform = platform
         self.env = platform.env
@@ -156,10 +144,6 @@ class Ucp:
         self._half_rpc_cycles = model.host.rpc_latency_us * model.core.clock_mhz / 2
         # (cycle, tasks waiting in the queue) at every change
         self.queue_log: list[tuple[float, int]] = [(0.0, 0)]
-
-    @property
-    def half_rpc_cycles(self) -> float:
-        return self._half_rpc_cycles
 
     def malloc(self, size_bytes: int, what: str = "buffer", memory: str | None = None
                ) -> SysMem:
@@ -189,12 +173,6 @@ class Ucp:
     def wait_done(self, task: Task) -> simpy.Event:
         """``hbUCPWaitTaskDone``: an event the host process yields."""
         return task.done
-
-    def release(self, task: Task) -> None:
-        """``hbUCPReleaseTask``: the task is done with (its buffers stay the caller's)."""
-        if not task.done.triggered:
-            raise DspsimInputError("hbUCPReleaseTask of a task that has not finished")
-        task.released = True
 
     # ------------------------------------------------------------------ the DSP side
     def _arrive(self, task: Task):

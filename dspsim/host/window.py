@@ -1,10 +1,6 @@
-"""What a run takes of the DSP's DDR window, as the host lays it out (input, output, parameter
-block: :func:`dspsim.arrays.ddr_window_bytes`), and the refusal of a shape that cannot fit.
-
-The host allocates those buffers, so the check is the host's, not the op's: an op says how many
-bytes its input takes (:meth:`dspsim.ops.Op.input_bytes`); ``run``, ``sweep``, ``calibrate``
-and ``workload`` call :func:`check_fits_window` before anything runs.
-"""
+"""What a run takes of the DSP's DDR window as the host lays it out (input, output, parameter
+block), and the refusal of a shape that cannot fit: the host's check, made before anything
+runs by ``run``, ``sweep``, ``calibrate`` and ``workload``."""
 
 from __future__ import annotations
 

@@ -1,23 +1,14 @@
 """A workload run in parts at once (``run_workload(..., jobs=N)``), joined at clean moments.
 
-A moment just before an arrival where nothing runs, waits or is booked (the platform idle, the
-queue empty, every core free: *clean*) cuts the run in two: what follows depends only on the
-arrivals from there on, exactly as from the start of a run. With ``jobs > 1`` the arrivals are
-split into ``jobs`` even shares and each worker process runs from the start of its share as if
-that moment were clean, on to its first clean moment at or past the next share's start, noting
-its totals at every clean moment (a :class:`Segment`). The parts are then joined in order: a
-run that started at a moment that was in fact clean, or that met the previous part's end at a
-clean moment of its own, goes on from there (from a moment clean in both the two runs are the
-same); where none does, this process runs on from the previous part's end to a clean moment
-one of them met. Every task, byte, warning, output, queue length and DDR segment is the same
-as in one run; only how the run went differs (the tasks reused, the events and episodes: each
-part starts with nothing to reuse). A part whose run fails (an op's buffer that does not fit
-the platform it found) gives no clean moments: a part started at a moment that is busy in the
-whole run runs a platform that run never has, so this process runs on there and fails only
-where the run does; the first part starts where the run does, and its error is the run's. A
-data cache keeps the platform from ever being clean: such a run is not split.
-
-The runs themselves are :mod:`.engine`'s ``_Schedule``; this module cuts and joins them.
+A *clean* moment, just before an arrival with the platform idle, the queue empty and every core
+free, cuts a run in two: what follows depends only on the arrivals from there on. Each worker
+runs one share of the arrivals as if its start were clean, on to its first clean moment past
+the next share's start, noting its totals at every clean moment (a :class:`Segment`). Joining
+in order, a part that meets the run so far at a moment clean in both goes on from there; where
+none does, this process runs on to one. Every task, byte, warning, output, queue length and
+DDR segment is as in one run; only the reuse, events and episodes differ. A part that fails
+off the run's path is dropped (only the first part's error is the run's). A data cache is
+never clean: such a run is not split. The runs themselves are :mod:`.engine`'s ``_Schedule``.
 """
 
 from __future__ import annotations
@@ -46,8 +37,7 @@ TASK_FIELDS = ("core", "started", "op_start", "op_cycles", "core_end_cycle", "re
 
 
 class Mark(NamedTuple):
-    """A run's totals at a clean moment (``engine._Schedule.arrive``): where a part from
-    there begins in them."""
+    """A run's totals at a clean moment: where a part from there begins in them."""
 
     read_bytes: int
     write_bytes: int
@@ -62,8 +52,7 @@ class Mark(NamedTuple):
 @dataclass
 class Segment:
     """A run from a clean moment before arrival ``first`` to one before ``end``, with its
-    totals at every clean moment in between: any of them may begin a part of the whole run
-    (:func:`take`). (Arrays, not objects: a worker sends it back pickled.)"""
+    totals at every clean moment between (arrays: a worker sends it back pickled)."""
 
     first: int
     end: int
@@ -108,9 +97,8 @@ def segment(sched: Any) -> Segment:
 
 
 def take(sched: Any, seg: Segment, first: int) -> int:
-    """Book what ``seg`` did from its clean moment before arrival ``first`` on (tasks
-    ``first .. seg.end - 1`` and everything they booked) in ``sched``, as if it had run it
-    (the next part of a run made of parts); returns ``seg.end``."""
+    """Book in ``sched`` what ``seg`` did from its clean moment before arrival ``first`` on, as
+    if ``sched`` had run it; returns ``seg.end``."""
     m, t = seg.mark(first), seg.totals
     for k, values in seg.fields.items():
         getattr(sched, k)[first:seg.end] = values[first - seg.first:].tolist()
@@ -132,9 +120,8 @@ def take(sched: Any, seg: Segment, first: int) -> int:
 
 
 def counter(part: int | None) -> Callable[[], None] | None:
-    """In a worker: ``on_task_done`` for the run of ``part`` (a count the parent reads for its
-    progress), or ``None`` where nothing reads one (no progress asked, or a worker not forked
-    from the parent)."""
+    """In a worker: ``on_task_done`` counting the tasks of ``part`` for the parent's progress,
+    or ``None`` where nothing reads it."""
     done = _done
     if part is None or done is None:
         return None
@@ -146,10 +133,8 @@ def counter(part: int | None) -> Callable[[], None] | None:
 
 
 class _Progress:
-    """The run's progress count (``on_task_done``) while its parts run in the workers and as
-    they are joined: the tasks the workers have done (read every :data:`PROGRESS_EVERY_S`
-    by a helper thread; parts may run a little past each other's start, so at most all of
-    them), then the tasks joined, never going back."""
+    """The run's progress count while its parts run (the workers' counts, read every
+    :data:`PROGRESS_EVERY_S` by a helper thread) and as they are joined; never going back."""
 
     def __init__(self, tick: Callable[[], None], parts: int, tasks: int):
         import multiprocessing
@@ -188,9 +173,8 @@ CACHE_PARTS_NOTE = ("run in one part: a data cache keeps its lines from task to 
 
 
 def plan_parts(tasks: int, jobs: int, cached: bool) -> tuple[int, str | None]:
-    """The parts a run of ``tasks`` is cut into with ``jobs``, and why fewer than ``jobs`` (a
-    sentence; ``None``: as many as asked): a data cache is never clean; a part has at least
-    ``MIN_PART_TASKS`` tasks."""
+    """The parts a run of ``tasks`` is cut into with ``jobs``, and why fewer (``None``: as many
+    as asked)."""
     if jobs <= 1:
         return 1, None
     if cached:
@@ -212,10 +196,8 @@ class _Failed:
 
 
 def _part(segment_from: Callable[..., Segment], *args: Any) -> Segment | _Failed:
-    """In a worker: ``segment_from(*args)``, or what it raised. A part that did not in fact
-    start at a clean moment of the whole run runs a platform that run never has and may fail
-    where the run does not: the join decides (only the first part starts where the run
-    does)."""
+    """In a worker: ``segment_from(*args)``, or what it raised (the join decides whether that
+    is the run's error: only the first part surely starts where the run does)."""
     try:
         return segment_from(*args)
     except Exception as e:  # the run's own error, handed back as a result
@@ -223,19 +205,16 @@ def _part(segment_from: Callable[..., Segment], *args: Any) -> Segment | _Failed
 
 
 def _pool_failed(e: Exception) -> BaseException:
-    """What a failure of the pool (a worker killed, a result that cannot be sent back)
-    raises here."""
+    """What a failure of the pool (a worker killed, a result not sent back) raises here."""
     return WorkerError(f"workload: a worker process running a part failed ({type(e).__name__}: "
                        f"{e}); no result was kept (with --jobs 1 the run is one process)")
 
 
 def run_parts(sched: Any, jobs: int, segment_from: Callable[..., Segment]) -> None:
-    """Run ``sched`` (an ``engine._Schedule`` not yet run) in parts, ``jobs`` at once (module
-    docstring). ``segment_from(workload, model, fidelity, data, ddr_profile, reuse, first,
-    until, targets=None, part=None)`` runs from arrival ``first`` on a clean platform to its
-    first clean moment at or after arrival ``until`` (or at one of ``targets``; with neither,
-    to the end), counting its tasks done as ``part`` (:func:`counter`), in a worker: a
-    module-level function."""
+    """Run ``sched`` (an ``engine._Schedule`` not yet run) in parts, ``jobs`` at once.
+    ``segment_from(workload, model, fidelity, data, ddr_profile, reuse, first, until,
+    targets=None, part=None)`` (module-level) runs from arrival ``first`` to its first clean
+    moment at or after ``until`` (or at one of ``targets``; else to the end)."""
     n = len(sched.queued)
     k = min(jobs, n // MIN_PART_TASKS)
     starts = [n * j // k for j in range(k)]

@@ -13,19 +13,10 @@ from dspsim.study.workload.spec import Workload
 
 
 class DdrMeter:
-    """The DDR data path's occupancy over time, as merged segments ``(start, end, share)``
-    (``share``: the fraction of ``ddr.bytes_per_cycle`` in use).
-
-    It stands in for the port's request log (the port calls ``log.append(entry)`` once per
-    request or booking, :data:`dspsim.probes.PORT_LOG_FIELDS`) and keeps only the occupancy:
-    an entry's bytes spread evenly over its ``data_start .. data_end``. A single request holds
-    the whole path over that span (share 1: exact, as at burst fidelity); a booking that stands
-    for a whole transfer or kernel call (tile fidelity) is spread over its span, which is exact
-    for a bandwidth-bound flow and an average for one that leaves gaps between its bursts.
-    Contiguous segments at the same share merge, so a busy port costs little memory. The
-    hybrid tile engine books a closed form only for a flow that has the port to itself (a
-    shared port runs burst by burst), so the spread bookings never overlap another's requests.
-    """
+    """The DDR data path's occupancy as merged segments ``(start, end, share of
+    bytes_per_cycle)``: a port request log (``append(entry)``, :data:`dspsim.probes.
+    PORT_LOG_FIELDS`) that keeps each entry's bytes spread evenly over its data span (exact for
+    a burst; for a tile-fidelity booking, which has the port to itself, its average)."""
 
     def __init__(self, port: Any):
         self.cycles_per_byte = port.cycles_per_byte

@@ -1,41 +1,14 @@
 """Workload files: streams of DSP tasks in TOML, read and checked like model files.
 
-::
-
-    seed = 1                      # optional (default 0): drives the release jitter
-    [[stream]]
-    name = "cam_softmax"          # unique
-    op = "softmax"                # a registered op (``dspsim ops``)
-    # op_file = "my_op.toml"      # or an op file (relative to this file): op is its op
-    variant = "pingpong"          # optional: the op's first variant
-    n = 100000                    # a 1-D op's length, or shape = [rows, cols]; optional
-    priority = 0                  # optional, 0-255 (default 0): higher first
-    backend = "any"               # optional: "any" (default) or "core0" .. "core<count-1>"
-    period_us = 33333             # one task every period
-    count = 30                    # tasks in the stream
-    start_us = 0                  # optional: the first release
-    jitter_us = 500               # optional (default 0): each release late by U[0, jitter)
-    deadline_us = 20000           # optional: a task misses it when submit-to-done exceeds it
-
-Every mistake is one line (:class:`WorkloadError`): a file that is not a regular file, too
-large or nested too deeply, unknown or missing keys, wrong types, an unknown op or variant, a
-non-positive period, count or deadline, a priority outside 0-255, an unknown backend (only
-``"any"`` or ``core<K>``, K in ASCII digits without a leading zero), a stream too large for
-the DSP's DDR window or streams too large for it together (each stream's buffers stay
-allocated for the whole run), and (:func:`check_workload`,
-once the model is known) a backend beyond ``core.count`` or a run the op refuses on that
-platform.
-
-Bounds, so that a run stays exact and finite: a period of at least :data:`MIN_PERIOD_US`
-(1 ns); every time (``period_us``, ``start_us``, ``jitter_us``, ``deadline_us``, and the last
-release ``start_us + (count - 1) * period_us + jitter_us``) at most :data:`MAX_TIME_US`
-(8.64 x 10^10 us, 24 h: 8.64 x 10^13 cycles at J6's 1,000 MHz, below 2^47, where a float64
-time is resolved to 2^-6 = 1/64 of a cycle; a platform of up to 100 GHz stays below 2^53, so
-a time in whole cycles is still exact). An op's own cycles do not round with its absolute
-time: the engine (:mod:`.engine`) simulates ops in a clock that starts when the platform was
-last idle, and adds that start once; at most :data:`MAX_TASKS` tasks in all streams together
-(the run keeps about 100 bytes per task in arrays, the summary's task table about 0.4 KB:
-0.5 GB at the cap, measured; ``--timeline`` and ``--trace`` about 4 KB per task more).
+The format, every refusal and the bounds are in docs/workloads.md; a stream may also name an
+``op_file`` (a path relative to the workload file) whose op it runs. Every mistake is one line
+(:class:`WorkloadError`); what depends on the model (a backend beyond ``core.count``, a run the
+op refuses) is checked by :func:`check_workload`. The bounds keep a run exact and its memory
+finite: a period of at least :data:`MIN_PERIOD_US`; every time, and the last release
+``start_us + (count - 1) * period_us + jitter_us``, at most :data:`MAX_TIME_US` (24 h:
+8.64 x 10^13 cycles at J6's 1,000 MHz, below 2^47, where a float64 time is resolved to 1/64 of
+a cycle; ops run in a clock that starts when the platform was last idle, :mod:`.engine`); at
+most :data:`MAX_TASKS` tasks (about 0.5 KB each in the run and its tables, measured).
 """
 
 from __future__ import annotations
@@ -127,22 +100,23 @@ def _number(where: str, key: str, value: Any, positive: bool = False,
             minimum: float = 0.0) -> float:
     """A time in microseconds: finite, not negative (positive, at least ``minimum``, when
     ``positive``), at most :data:`MAX_TIME_US`."""
+    def bad(why: str) -> WorkloadError:
+        return WorkloadError(f"{where}: {key} = {_show(value)}: {why}")
+
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise WorkloadError(f"{where}: {key} = {_show(value)}: expected a number")
+        raise bad("expected a number")
     if isinstance(value, float) and not math.isfinite(value):
-        raise WorkloadError(f"{where}: {key} = {_show(value)}: expected a finite number")
+        raise bad("expected a finite number")
     if positive and value <= 0:
-        raise WorkloadError(f"{where}: {key} = {_show(value)}: must be positive")
+        raise bad("must be positive")
     if value < 0:
-        raise WorkloadError(f"{where}: {key} = {_show(value)}: must not be negative")
+        raise bad("must not be negative")
     allowed = (f"allowed more than 0 and at most {_MAX_TIME}" if positive and minimum <= 0
                else f"allowed {minimum:g} to {_MAX_TIME}")
     if value < minimum:
-        raise WorkloadError(f"{where}: {key} = {_show(value)}: {allowed}")
+        raise bad(allowed)
     if value > MAX_TIME_US:
-        raise WorkloadError(
-            f"{where}: {key} = {_show(value)}: {allowed}, so that times stay exact in cycles"
-        )
+        raise bad(f"{allowed}, so that times stay exact in cycles")
     return float(value)  # an int here is at most MAX_TIME_US: exact
 
 
@@ -242,7 +216,7 @@ def _releases(where: str, raw: dict[str, Any]) -> tuple[int, float, float, float
     """A stream's count, period, jitter and start (us), the last release within the times a
     run resolves."""
     count = raw["count"]
-    if isinstance(count, bool) or not isinstance(count, int):
+    if not _is_int(count):
         raise WorkloadError(f"{where}: count = {_show(count)}: expected an integer")
     if not 1 <= count <= MAX_TASKS:
         raise WorkloadError(f"{where}: count = {_show(count)}: allowed 1 to {MAX_TASKS:,}")
@@ -290,7 +264,7 @@ def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
                 f"{source}: unknown key {_show(key)}{hint}; allowed: seed, [[stream]]"
             )
     seed = raw.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+    if not _is_int(seed) or seed < 0:
         raise WorkloadError(f"{source}: seed = {_show(seed)}: expected a non-negative integer")
     streams = raw.get("stream")
     if streams is None:
@@ -306,12 +280,11 @@ def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
             f"{source}: stream name {_show(dup)} is used twice; names must be unique"
         )
     _check_streams_fit_ddr(source, out)
-    if sum(s.count for s in out) > MAX_TASKS:
-        raise WorkloadError(
-            f"{source}: {sum(s.count for s in out):,} tasks in all streams; allowed at most "
-            f"{MAX_TASKS:,} (the memory a run takes grows with its tasks)"
-        )
-    return Workload(out, seed, source)
+    workload = Workload(out, seed, source)
+    if workload.tasks > MAX_TASKS:
+        raise WorkloadError(f"{source}: {workload.tasks:,} tasks in all streams; allowed at most "
+                            f"{MAX_TASKS:,} (the memory a run takes grows with its tasks)")
+    return workload
 
 
 def load_workload(path: str | Path) -> Workload:

@@ -1,24 +1,13 @@
 """What a workload run means: one row per task, and the summary per stream, per core, of the
-host memory's port (J6: DDR; the streams' buffers are there) and of the queue.
+host memory's port (J6: DDR) and of the queue.
 
-- **latency** is submit to done as the host sees it, RPC round trip included
-  (``host.rpc_latency_us``, half on submit and half on completion); ``op_cycles`` is the op's
-  own ``TIME_STAMP`` span, what ``dspsim run`` reports for the same op alone.
-- percentiles are numpy's default (linear between order statistics).
-- **utilisation** of a core: the time its ops' spans cover over the run (0 to the last task
-  done); of the host memory's port: its data-path occupancy (every byte at its
-  ``bytes_per_cycle``) over the same time. The summary's ``ddr`` object names that memory
-  (``memory``; J6: ``ddr``) and its bytes are keyed by it (``<memory>_read``,
-  ``<memory>_write``).
-- **reuse**: how many tasks were booked from an earlier task of their stream on their core
-  (its op alone on an idle platform) instead of simulated, how many were simulated, and in
-  how many episodes (:mod:`.engine`); ``events`` counts the simulated ones' events.
-- **parts**: the parts asked for (``jobs``), those the run was cut into, and why fewer (a
-  data cache is never clean: one part; a part takes at least ``parts.MIN_PART_TASKS`` tasks).
-- **backlog**: tasks waiting in the shared queue (not counting those running or in RPC flight),
-  its maximum over the run; and its growth: a least-squares line through the tasks outstanding
-  (submitted, not done) that each release finds, over the release window. The run is
-  **overloaded** when that line rises by a task or more: the platform falls behind.
+**latency** is submit to done, RPC round trip included; ``op_cycles`` the op's own
+``TIME_STAMP`` span (as ``dspsim run`` reports it); percentiles are numpy's default (linear).
+**utilisation** of a core is the time its ops cover over the run; of the port, its data-path
+occupancy. **reuse** counts the tasks booked from an earlier one instead of simulated
+(:mod:`.engine`); **parts** the parts asked for, made, and why fewer (:mod:`.parts`). The
+queue's **backlog** is the tasks waiting; the run is **overloaded** when a least-squares line
+through the tasks outstanding at each release rises by :data:`GROWTH_LIMIT` or more.
 """
 
 from __future__ import annotations
@@ -41,15 +30,9 @@ GROWTH_LIMIT = 1.0  # tasks: a backlog line rising by this much over the release
 
 
 def task_table(run: WorkloadRun) -> pd.DataFrame:
-    """One row per task, in submission order (``TASK_COLUMNS`` plus the cycle columns).
-
-    Times since the workload's t = 0, in cycles (``*_cycle``) and microseconds (``*_us``):
-    ``submit`` (``hbUCPSubmitTask``), ``queued`` (reached the DSP side, half the RPC round
-    trip later), ``start`` (a core took it) and ``core_end`` (its op returned, the core is
-    free): ``start .. core_end`` is the task on its core, which is the op's span
-    (``op_start_cycle`` + ``op_cycles``), so the tasks of one core never overlap there;
-    ``done`` (the host sees it done, the other half of the round trip after ``core_end``).
-    ``latency_us`` is ``done_us - submit_us``."""
+    """One row per task, in submission order (``TASK_COLUMNS`` plus the cycle columns): the
+    times of :class:`.results.TaskColumns` since t = 0 in cycles (``*_cycle``) and us
+    (``*_us``); ``latency_us`` is ``done_us - submit_us``."""
     t = run.tasks
     streams = run.workload.streams
     names = np.array([s.name for s in streams], object)
@@ -98,8 +81,7 @@ def backlog_growth(df: pd.DataFrame, run: WorkloadRun) -> float:
 
 
 def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any]:
-    """Per stream, per core, the host memory's port, queue and run figures (a JSON-able
-    dict)."""
+    """Per stream, per core, the host memory's port, queue and run figures (JSON-able)."""
     df = task_table(run) if df is None else df
     total = run.end_cycle
     clock = run.clock_mhz
@@ -166,8 +148,7 @@ def _queue_summary(run: WorkloadRun, df: pd.DataFrame) -> dict[str, Any]:
 
 
 def _stream_summary(s: Any, d: pd.DataFrame, clock: float) -> dict[str, Any]:
-    """One stream's figures from its tasks ``d``: what it runs, its latency, wait and op
-    percentiles, its deadline misses and throughput."""
+    """One stream's figures from its tasks ``d``."""
     span_s = (d["done_cycle"].max() - d["submit_cycle"].min()) / clock / 1e6
     return {
         "name": s.name, "op": s.op, "variant": s.variant, "shape": list(s.shape),
@@ -187,8 +168,7 @@ def check_csv_path(path: str | Path) -> Path:
 
 
 def write_tasks_csv(df: pd.DataFrame, path: str | Path) -> Path:
-    """One row per task (``TASK_COLUMNS``), written atomically (a temporary file in the same
-    folder, then renamed over ``path``)."""
+    """One row per task (``TASK_COLUMNS``), written atomically."""
     p = check_csv_path(path)
     out = df[list(TASK_COLUMNS)].copy()
     out["missed"] = out["missed"].astype(np.int64)  # 1 or 0
