@@ -1,10 +1,8 @@
 """Progress on a terminal, the same for every command: drawn on stderr only when stderr is a
-terminal (as ``sweep`` and ``optimize`` draw theirs), never in a pipe or a log file.
-
-:func:`counter` counts a unit of work (tqdm: count, total when known, rate, elapsed); its
-``describe(msg)`` names the stage. :func:`elapsed` is for work without a unit to count (one
-simulation): a line that says how long it has run, redrawn twice a second by a helper thread
-(it sleeps between redraws; nothing is added to the simulation)."""
+terminal, never in a pipe or a log file. :func:`counter` counts units of work (tqdm);
+:func:`elapsed` says how long work without a unit to count (one simulation) has run, redrawn
+twice a second by a helper thread that sleeps between redraws (nothing is added to the
+simulation)."""
 
 from __future__ import annotations
 
@@ -26,32 +24,28 @@ def on_terminal() -> bool:
         return False
 
 
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def describe(self, msg: str) -> None:
-        pass
-
-
 class _Bar:
-    def __init__(self, bar: Any):
+    """``update(n)`` and ``describe(msg)`` (names the stage) of a tqdm bar; of none, nothing."""
+
+    def __init__(self, bar: Any = None):
         self._bar = bar
 
     def update(self, n: int = 1) -> None:
-        self._bar.update(n)
+        if self._bar is not None:
+            self._bar.update(n)
 
     def describe(self, msg: str) -> None:
-        self._bar.set_description_str(msg, refresh=True)
+        if self._bar is not None:
+            self._bar.set_description_str(msg, refresh=True)
 
 
 @contextlib.contextmanager
 def counter(desc: str, total: int | None = None, unit: str = "it",
-            enabled: bool | None = None) -> Iterator[_Bar | _NoBar]:
+            enabled: bool | None = None) -> Iterator[_Bar]:
     """A progress counter of ``unit`` (``total`` of them, when known) on a terminal, else an
     object that does nothing; removed from the screen when the block ends."""
     if not (on_terminal() if enabled is None else enabled):
-        yield _NoBar()
+        yield _Bar()
         return
     from tqdm import tqdm
 

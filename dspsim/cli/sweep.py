@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from dspsim.cli.common import add_model_args, check_outputs_not_inputs
 from dspsim.errors import DspsimInputError
@@ -32,48 +31,26 @@ def add_sweep(sub) -> None:
         "computes only the missing points. Exit codes: 0 all points succeeded, 1 some failed "
         "(count on stderr), 2 bad input, 130 interrupted (finished points are kept).",
     )
-    p.add_argument(
-        "--param",
-        metavar="KEY=VALUES",
-        action="append",
-        default=[],
-        help="swept key: KEY=V1,V2,... or KEY=START:STOP:STEP (STOP included when on the grid); "
-        "any model key, op, variant (or mode), n or shape (ROWSxCOLS) (repeatable)",
-    )
-    p.add_argument(
-        "--op",
-        metavar="OP",
-        help=f"operator(s), of one input dimension: {', '.join(op_names())} "
-        f"(default {default_op()})",
-    )
+    p.add_argument("--param", metavar="KEY=VALUES", action="append", default=[],
+                   help="swept key: KEY=V1,V2,... or KEY=START:STOP:STEP (STOP included when on "
+                   "the grid); any model key, op, variant (or mode), n or shape (ROWSxCOLS) "
+                   "(repeatable)")
+    p.add_argument("--op", metavar="OP", help=f"operator(s), of one input dimension: "
+                   f"{', '.join(op_names())} (default {default_op()})")
     studied = "; ".join(f"{o.name}: {','.join(o.study_variants)}" for o in map(get_op, op_names())
                         if o.study_variants)
-    p.add_argument(
-        "--variant", metavar="V1,V2",
-        help=f"the op's variants (default: those the op's studies compare, {studied}; every "
-        "variant of an op that names none)",
-    )
-    p.add_argument(
-        "--mode", metavar="V1,V2",
-        help="older name of --variant (the table's column is then mode, not variant)",
-    )
-    p.add_argument(
-        "--n", help="a 1-D op's float32 elements (default: the op's); a list or range sweeps it"
-    )
-    p.add_argument(
-        "--shape",
-        metavar="R,C",
-        help="a 2-D op's input shape (default: the op's); a list: 1024x256,512x512",
-    )
+    p.add_argument("--variant", metavar="V1,V2",
+                   help=f"the op's variants (default: those the op's studies compare, {studied}; "
+                   "every variant of an op that names none)")
+    p.add_argument("--mode", metavar="V1,V2",
+                   help="older name of --variant (the table's column is then mode, not variant)")
+    p.add_argument("--n", help="a 1-D op's float32 elements (default: the op's); a list or range "
+                   "sweeps it")
+    p.add_argument("--shape", metavar="R,C",
+                   help="a 2-D op's input shape (default: the op's); a list: 1024x256,512x512")
     add_model_args(p, set_help="fix a model key for every point (repeatable)", models=True)
-    _add_run_args(p)
-
-
-def _add_run_args(p: argparse.ArgumentParser) -> None:
-    """The options of how a sweep runs and where it goes."""
-    p.add_argument(
-        "--spec", metavar="FILE.toml", help="sweep spec file (see dspsim.study.sweep.spec)"
-    )
+    p.add_argument("--spec", metavar="FILE.toml",
+                   help="sweep spec file (see dspsim.study.sweep.spec)")
     p.add_argument("--out", required=True, metavar="FILE", help="output .csv or .parquet")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes, 1 to 256 (default 1; never more than the points to "
@@ -81,16 +58,17 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fidelity", choices=FIDELITIES, help="simulation fidelity (default tile)")
     p.add_argument("--executor", choices=EXECUTORS, default="local")
     p.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler, e.g. tcp://host:8786")
-    p.add_argument(
-        "--retry-failed", action="store_true", help="compute again the points that failed before"
-    )
+    p.add_argument("--retry-failed", action="store_true",
+                   help="compute again the points that failed before")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run ``dspsim sweep``. Exit 0: every point succeeded; 1: some failed (count on stderr) or
     the sweep was aborted; 2: bad input; 130: interrupted."""
-    from dspsim.study.sweep import journal_path, sidecar_path
+    from dspsim.study.sweep import SweepAbortedError, build_sweep, run_sweep
+    from dspsim.study.sweep.files import journal_path, sidecar_path
     from dspsim.study.sweep.journal import check_run
+    from dspsim.study.sweep.same import identical_cycles_notes_of
     from dspsim.workers import check_jobs
 
     check_jobs(args.jobs)
@@ -100,12 +78,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     check_outputs_not_inputs(args, [("--out", out), ("--out's journal", journal_path(out)),
                                     ("--out's sidecar", sidecar_path(out))],
                              [("--spec", args.spec)])
-    return _one_sweep(args, out)
-
-
-def _one_sweep(args: argparse.Namespace, out: Path) -> int:
-    from dspsim.study.sweep import SweepAbortedError, build_sweep, journal_path, run_sweep
-
     sweep = build_sweep(args.param, op=args.op, variants=args.variant, modes=args.mode, n=args.n,
                         shape=shape_values(args.shape), model=args.model, models=args.models,
                         overrides=args.overrides, fidelity=args.fidelity, spec=args.spec)
@@ -119,8 +91,6 @@ def _one_sweep(args: argparse.Namespace, out: Path) -> int:
     except SweepAbortedError as e:
         print(f"dspsim: error: {e}; {kept}", file=sys.stderr)
         return 1
-    from dspsim.study.sweep.same import identical_cycles_notes_of
-
     print(summary.line())
     for line in identical_cycles_notes_of(out):  # values of a key that did not move the answer
         print(line)

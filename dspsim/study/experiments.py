@@ -1,7 +1,5 @@
 """Canned sweeps: the sweep the scripts in ``experiments/`` run (their arguments and entry
-point are ``experiments/_results.py``'s), and the sweep benchmark of ``python -m dspsim.bench``.
-An experiment's table is written by :func:`run_sweep` (its journal, then the whole file
-atomically through :mod:`dspsim.paths`)."""
+point are ``experiments/_results.py``'s), and the sweep benchmark of ``python -m dspsim.bench``."""
 
 from __future__ import annotations
 
@@ -18,21 +16,18 @@ from dspsim.ops import get_op
 from dspsim.study.sweep import DEFAULT_N, DEFAULT_OP, build_sweep, read_sweep, run_sweep
 
 
-def run_experiment(
-    name: str, args: argparse.Namespace, default_dir: Path, shown_dir: Path | None = None,
-    **sweep_args: Any,
-) -> tuple[pd.DataFrame, Path]:
+def run_experiment(name: str, args: argparse.Namespace, default_dir: Path,
+                   shown_dir: Path | None = None, **sweep_args: Any) -> tuple[pd.DataFrame, Path]:
     """Run an experiment's sweep afresh into ``<dir>/<name>.csv``; return its table and the
     directory. ``sweep_args`` go to :func:`build_sweep`; ``shown_dir``: the folder the messages
     name (where the file ends up, when it is written in a staging folder first)."""
     out_dir = Path(args.out_dir) if args.out_dir else default_dir
     out_dir.mkdir(parents=True, exist_ok=True)
-    fidelity = args.fidelity
-    sweep = build_sweep(fidelity=fidelity, **sweep_args)
     csv_path = out_dir / f"{name}.csv"
-    summary = run_sweep(sweep, csv_path, jobs=args.jobs, fresh=True)
+    summary = run_sweep(build_sweep(fidelity=args.fidelity, **sweep_args), csv_path,
+                        jobs=args.jobs, fresh=True)
     shown = (shown_dir / csv_path.name) if shown_dir is not None else csv_path
-    print(f"{summary.line().replace(str(csv_path), str(shown))} [{fidelity} fidelity]",
+    print(f"{summary.line().replace(str(csv_path), str(shown))} [{args.fidelity} fidelity]",
           file=sys.stderr)
     df = read_sweep(csv_path)
     if summary.failed:
@@ -40,10 +35,8 @@ def run_experiment(
     return df[df["error"] == ""].reset_index(drop=True), out_dir
 
 
-def bench_sweep(
-    points: int = 1000, jobs: int = 2, n: int = DEFAULT_N, fidelity: str = "tile",
-    executor: str = "local",
-) -> dict[str, float]:
+def bench_sweep(points: int = 1000, jobs: int = 2, n: int = DEFAULT_N, fidelity: str = "tile",
+                executor: str = "local") -> dict[str, float]:
     """Time a ``points``-point sweep (the variants the default op studies x DDR latencies from
     20 to 2,000 cycles) into a temporary file with ``jobs`` worker processes (``executor``
     ``dask``: a local dask cluster of ``jobs`` worker processes, its start-up included)."""
@@ -57,8 +50,5 @@ def bench_sweep(
     with tempfile.TemporaryDirectory() as d:
         summary = run_sweep(sweep, Path(d) / "bench.csv", jobs=jobs, progress=False,
                             executor=executor)
-    return {
-        "points": summary.points,
-        "wall_s": summary.wall_s,
-        "points_per_s": summary.points / summary.wall_s,
-    }
+    return {"points": summary.points, "wall_s": summary.wall_s,
+            "points_per_s": summary.points / summary.wall_s}

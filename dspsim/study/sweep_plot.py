@@ -1,39 +1,13 @@
-"""Figures of sweep tables: line plots and two-parameter heatmaps.
+"""Figures of sweep tables (``dspsim plot sweep``; what it draws: ``docs/sweeps.md``).
 
-``dspsim plot sweep FILE --x KEY [--y cycles] [--hue KEY]`` draws ``y`` against a swept key, one
-line per value of ``--hue`` (and per value of any other key that varies); ``--heatmap KEY1 KEY2``
-maps ``y`` over two keys (KEY1 across, KEY2 up), one panel per value of any other varying key.
-
-``y`` is any numeric column of the table, or a derived figure:
-
-- ``speedup``: for each combination of the other keys, the cycles of a baseline variant over
-  the cycles of each other variant (as ``dspsim optimize``'s speed-up: baseline / variant); the
-  baseline is the op's default (``get_op(op).default_variant``) or ``--baseline V``; the table
-  needs a variant (or ``mode``) column with two or more variants of one op, and the axis says
-  which (``speedup (pingpong cycles / direct cycles; above 1 direct is faster)``; with several
-  variants one line, or one heatmap panel, per variant: ``speedup (pingpong cycles / variant
-  cycles; above 1 the variant is faster)``). Above 1 the variant is the faster. Heatmaps draw
-  the crossover contour where it is 1. (Computed by :mod:`dspsim.study.sweep_speedup`.)
-- ``cycles_per_element``: cycles / elements (``n``, or the product of a ``shape``).
-
-``--heatmap`` draws what ``--y`` asks for: ``cycles`` by default (``speedup`` when only
-``--baseline`` is given), its colour bar naming the column and its unit
-(``cycles (core clock cycles)``). Each heatmap panel has its own colour
-scale and colour bar (logarithmic when the panel's values span more than
-:data:`~dspsim.study.sweep_scales.LOG_RANGE` times), so that no panel is flattened by another's
-range; a contour level
-(1 for ``speedup``) inside a panel's range makes that panel's scale diverge around it.
-
-Parameter columns are those before ``cycles`` (see ``dspsim.study.sweep.table``); ``mode`` and
-``variant`` name the same column (a table has one or the other). Failed points (a non-empty
-``error``) are left out and counted in the title. Points whose ``warnings`` cell is not empty
-(a quirk of the code changed the result, e.g. ``unwaited_copy``: the timer stopped before the
-last copy ended) are marked: ringed with a hollow marker on line plots ("point with warnings"),
-dotted on heatmaps (each cell's number sits on a plain box of the cell's colour, so the dots
-never cross it). Line plots put their legend outside the axes, where it covers no line. Axes
-are labelled with the column names, which carry their units. A table
-without an ``op`` column is of the default op. Figures are written as ``.png``, ``.svg`` or
-``.pdf``, the formats of every figure dspsim writes.
+:func:`line_plot` draws ``y`` against a swept key, one line per value of ``--hue`` and of any
+other varying key, points with warnings ringed, the legend outside the axes. :func:`heatmap`
+maps ``y`` over two keys (KEY1 across, KEY2 up), one panel per value of any other varying key,
+each with its own colour scale (:mod:`.sweep_scales`), cells with warnings dotted, the contour
+of a level (1 for ``speedup``) drawn. ``y`` is any numeric column, ``speedup``
+(:mod:`.sweep_speedup`) or ``cycles_per_element`` (cycles / ``n`` or the product of a
+``shape``). ``mode`` and ``variant`` name the same column; failed points are left out and
+counted in the title; a table without an ``op`` column is of the default op.
 """
 
 from __future__ import annotations
@@ -113,9 +87,7 @@ def unit_label(column: str, df: pd.DataFrame | None = None,
 def resolve(df: pd.DataFrame, column: str) -> str:
     """The table's name of ``column``: ``mode`` and ``variant`` stand for each other."""
     if column not in df.columns and column in VARIANT_COLUMNS:
-        for other in VARIANT_COLUMNS:
-            if other in df.columns:
-                return other
+        return next((other for other in VARIANT_COLUMNS if other in df.columns), column)
     return column
 
 
@@ -123,6 +95,10 @@ def _require(df: pd.DataFrame, column: str, source: str) -> None:
     if column not in df.columns:
         allowed = ", ".join([*map(str, df.columns), *DERIVED])
         raise DspsimInputError(f"column {column!r} is not in {source}; allowed: {allowed}")
+
+
+def _failed(df: pd.DataFrame) -> int:
+    return int((df["error"] != "").sum()) if "error" in df.columns else 0
 
 
 def elements(df: pd.DataFrame) -> pd.Series:
@@ -156,6 +132,20 @@ def derive(df: pd.DataFrame, y: str, source: str = "the table", baseline: str | 
     return ok, keys
 
 
+def _derived(df: pd.DataFrame, named: Sequence[tuple[str, str]], y: str, source: str,
+             baseline: str | None) -> tuple[pd.DataFrame, list[str]]:
+    """:func:`derive`'s rows and keys, each (option, column) of ``named`` among their columns;
+    one line when no point succeeded."""
+    data, keys = derive(df, y, source, baseline)
+    for option, column in named:
+        if column not in data.columns:
+            raise DspsimInputError(
+                f"{option} {column}: with --y {y} the columns are {', '.join(data.columns)}")
+    if data.empty:
+        raise DspsimInputError(f"{source}: no successful points to plot")
+    return data, keys
+
+
 def _order(value: Any) -> Any:
     """Sort key of a parameter value: shapes (``64x256``) by their dimensions."""
     if isinstance(value, str):
@@ -168,10 +158,6 @@ def _order(value: Any) -> Any:
 
 def _varying(df: pd.DataFrame, keys: Sequence[str], exclude: Sequence[str]) -> list[str]:
     return [k for k in keys if k not in exclude and df[k].nunique() > 1]
-
-
-def _is_numeric(s: pd.Series) -> bool:
-    return pd.api.types.is_numeric_dtype(s)
 
 
 def _wide(values: np.ndarray) -> bool:
@@ -190,9 +176,8 @@ def _fmt(v: Any) -> str:
 
 def _short(v: float) -> str:
     """A cell's value in at most four characters or so: 0.921, 12.3, 57.6k, 1.17M."""
-    a = abs(v)
     for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if a >= div:
+        if abs(v) >= div:
             return f"{v / div:.3g}{suffix}"
     return f"{v:.3g}"
 
@@ -235,22 +220,15 @@ def ring_warned(ax, xs, ys, warned, color, label: str | None = None) -> bool:
 
 
 @plain_text
-def line_plot(
-    df: pd.DataFrame,
-    x: str,
-    y: str = "cycles",
-    hue: str | None = None,
-    source: str = "the table",
-    baseline: str | None = None,
-) -> Figure:
+def line_plot(df: pd.DataFrame, x: str, y: str = "cycles", hue: str | None = None,
+              source: str = "the table", baseline: str | None = None) -> Figure:
     """``y`` against ``x``, one line per value of ``hue`` and of any other varying key; points
     with warnings ringed; ``baseline``: the variant ``speedup`` divides by."""
     x, y, hue, data, keys = _line_columns(df, x, y, hue, source, baseline)
-    failed = int((df["error"] != "").sum()) if "error" in df.columns else 0
     groups = ([hue] if hue else []) + _varying(data, keys, [x, hue or ""])
     fig = Figure(figsize=(7.5, 4.8), layout="constrained")
     ax = fig.add_subplot()
-    numeric_x = _is_numeric(data[x])
+    numeric_x = pd.api.types.is_numeric_dtype(data[x])
     categories = list(dict.fromkeys(data[x])) if not numeric_x else []
     warned_any = _draw_lines(ax, data, x, y, groups, numeric_x, categories)
     if numeric_x and _wide(data[x].to_numpy(dtype=float)):
@@ -280,6 +258,7 @@ def line_plot(
         fig.set_figwidth(fig.get_figwidth() + LEGEND_IN_PER_CHAR * max(map(len, labels)) + 0.7)
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0),
                   borderaxespad=0.0)
+    failed = _failed(df)
     ax.set_title(f"{ylabel} vs {x}" + (f" ({failed} failed points not shown)" if failed else ""))
     return fig
 
@@ -294,16 +273,8 @@ def _line_columns(df: pd.DataFrame, x: str, y: str, hue: str | None, source: str
         _require(df, hue, source)
         if hue == x:
             raise DspsimInputError(f"--hue {hue} is the --x column; choose another key")
-    data, keys = derive(df, y, source, baseline)
-    if x not in data.columns:
-        raise DspsimInputError(f"--x {x}: with --y {y} the columns are {', '.join(data.columns)}")
-    if hue is not None and hue not in data.columns:
-        raise DspsimInputError(
-            f"--hue {hue}: with --y {y} the columns are {', '.join(data.columns)}"
-        )
-    if data.empty:
-        raise DspsimInputError(f"{source}: no successful points to plot")
-    return x, y, hue, data, keys
+    named = [("--x", x)] + ([("--hue", hue)] if hue is not None else [])
+    return x, y, hue, *_derived(df, named, y, source, baseline)
 
 
 def _draw_lines(ax: Any, data: pd.DataFrame, x: str, y: str, groups: list[str],
@@ -319,52 +290,40 @@ def _draw_lines(ax: Any, data: pd.DataFrame, x: str, y: str, groups: list[str],
     names = [name if isinstance(name, tuple) else (name,) for name, _ in parts]
     firsts = list(dict.fromkeys(n[:1] for n in names))
     rests = list(dict.fromkeys(n[1:] for n in names))
-    warned_any = False
     series = []
-    for name, (_, part) in zip(names, parts):
-        part = part.sort_values(x) if numeric_x else part
-        xs = part[x].to_numpy() if numeric_x else np.array([categories.index(v) for v in part[x]])
-        series.append((name, part, xs, part[y].to_numpy(dtype=float)))
     # lines with exactly the same points (two variants equally fast) hide one another: the
     # legend says so, and each has its own marker shape
     same: dict[bytes, list[tuple]] = {}
-    for name, _, xs, ys in series:
-        same.setdefault(np.asarray(xs, float).tobytes() + ys.tobytes(), []).append(name)
-    for name, part, xs, ys in series:
+    for name, (_, part) in zip(names, parts):
+        part = part.sort_values(x) if numeric_x else part
+        xs = part[x].to_numpy() if numeric_x else np.array([categories.index(v) for v in part[x]])
+        ys = part[y].to_numpy(dtype=float)
+        points = np.asarray(xs, float).tobytes() + ys.tobytes()
+        same.setdefault(points, []).append(name)
+        series.append((name, part, xs, ys, points))
+    warned_any = False
+    for name, part, xs, ys, points in series:
         color = f"C{firsts.index(name[:1]) % 10}"
         text = _group_label(groups, name) if groups else None
-        twins = [n for n in same[np.asarray(xs, float).tobytes() + ys.tobytes()] if n != name]
+        twins = [n for n in same[points] if n != name]
         if text and twins:
             text += f" (the same values as {', '.join(_group_label(groups, n) for n in twins)})"
-        ax.plot(
-            xs,
-            ys,
-            marker=MARKERS[firsts.index(name[:1]) % len(MARKERS)],  # a shape per colour
-            markersize=3.5,
-            color=color,
-            linestyle=LINESTYLES[rests.index(name[1:]) % len(LINESTYLES)],
-            label=text,
-        )
+        ax.plot(xs, ys, marker=MARKERS[firsts.index(name[:1]) % len(MARKERS)],  # a shape a colour
+                markersize=3.5, color=color, label=text,
+                linestyle=LINESTYLES[rests.index(name[1:]) % len(LINESTYLES)])
         if "warnings" in part.columns:
             warned_any |= ring_warned(ax, xs, ys, warned_mask(part), color)
     return warned_any
 
 
 @plain_text
-def heatmap(
-    df: pd.DataFrame,
-    key_x: str,
-    key_y: str,
-    y: str = "cycles",
-    contour: float | None = None,
-    source: str = "the table",
-    baseline: str | None = None,
-) -> Figure:
+def heatmap(df: pd.DataFrame, key_x: str, key_y: str, y: str = "cycles",
+            contour: float | None = None, source: str = "the table",
+            baseline: str | None = None) -> Figure:
     """``y`` over ``key_x`` (across) x ``key_y`` (up); one panel per value of any other varying
     key, each with its own colour scale and colour bar; cells of points with warnings dotted.
     ``contour``: a level to outline (default 1 for ``speedup``, none otherwise)."""
     key_x, key_y, y, data, keys = _heatmap_columns(df, key_x, key_y, y, source, baseline)
-    failed = int((df["error"] != "").sum()) if "error" in df.columns else 0
     level = 1.0 if contour is None and y == "speedup" else contour
     others = _varying(data, keys, [key_x, key_y])
     panels = list(data.groupby(others, sort=True)) if others else [((), data)]
@@ -391,7 +350,7 @@ def heatmap(
         _colour_bar(fig, ax, image, norm, bar_label, level)
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
-    fig.suptitle(_heatmap_title(y, key_x, key_y, len(panels), failed))
+    fig.suptitle(_heatmap_title(y, key_x, key_y, len(panels), _failed(df)))
     _heatmap_legend(fig, f"{figure_name(y, LABEL_CHARS)} = {level:g}" if contoured else None,
                     warning_codes(data) if warned_any else None)
     return fig
@@ -439,26 +398,19 @@ def _heatmap_columns(df: pd.DataFrame, key_x: str, key_y: str, y: str, source: s
         _require(df, k, source)
     if key_x == key_y:
         raise DspsimInputError(f"--heatmap needs two different keys, got {key_x} twice")
-    data, keys = derive(df, y, source, baseline)
-    for k in (key_x, key_y):
-        if k not in data.columns:
-            raise DspsimInputError(
-                f"--heatmap {k}: with --y {y} the columns are {', '.join(data.columns)}"
-            )
-    if data.empty:
-        raise DspsimInputError(f"{source}: no successful points to plot")
-    return key_x, key_y, y, data, keys
+    named = [("--heatmap", key_x), ("--heatmap", key_y)]
+    return key_x, key_y, y, *_derived(df, named, y, source, baseline)
 
 
 def _draw_cells(ax: Any, z: np.ma.MaskedArray, level: float | None) -> tuple[Any, Any, bool]:
     """A panel's cells in its own colour scale, the contour at ``level`` when it crosses it."""
-    norm, cmap = panel_norm(z.filled(np.nan), level)
+    values = z.filled(np.nan)
+    norm, cmap = panel_norm(values, level)
     image = ax.imshow(z, origin="lower", aspect="auto", cmap=cmap, norm=norm)
-    contoured = False
-    if level is not None and z.shape[0] > 1 and z.shape[1] > 1:
-        if np.nanmin(z.filled(np.nan)) < level < np.nanmax(z.filled(np.nan)):
-            ax.contour(z, levels=[level], colors="k", linewidths=1.6)
-            contoured = True  # named in the legend: a label on the line hides cells
+    contoured = bool(level is not None and z.shape[0] > 1 and z.shape[1] > 1
+                     and np.nanmin(values) < level < np.nanmax(values))
+    if contoured:  # named in the legend: a label on the line hides cells
+        ax.contour(z, levels=[level], colors="k", linewidths=1.6)
     return image, norm, contoured
 
 
@@ -474,24 +426,20 @@ def _warned_cells(part: pd.DataFrame, key_x: str, key_y: str, xs: list[Any], ys:
 def _mark_cells(ax: Any, image: Any, z: np.ma.MaskedArray, warned: np.ndarray) -> bool:
     """Warned cells dotted, and each cell's value written when the panel has few; whether any
     cell was dotted."""
-    warned_any = False
     for (i, j), v in np.ndenumerate(z.filled(np.nan)):
         if not np.isfinite(v):
             continue
         rgba = image.cmap(image.norm(v))
-        dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
+        ink = "white" if 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5 else "black"
         if warned[i, j]:
-            warned_any = True
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, linewidth=0,
-                                   hatch=WARNED_HATCH,
-                                   edgecolor="white" if dark else "black"))
+                                   hatch=WARNED_HATCH, edgecolor=ink))
         if z.size <= 150:
             # on a plain box of the cell's colour with a margin: legible over a contour
             # and over the dots of a warned cell, which show around it
-            ax.text(j, i, _short(v), ha="center", va="center", fontsize=7, zorder=3,
-                    color="white" if dark else "black",
+            ax.text(j, i, _short(v), ha="center", va="center", fontsize=7, zorder=3, color=ink,
                     bbox={"facecolor": rgba, "edgecolor": "none", "pad": NUMBER_PAD_PT})
-    return warned_any
+    return bool((warned & np.isfinite(z.filled(np.nan))).any())
 
 
 def _colour_bar(fig: Figure, ax: Any, image: Any, norm: Any, text: str,
@@ -511,25 +459,17 @@ def default_heatmap_y(df: pd.DataFrame, baseline: str | None = None) -> str:
 
 
 def _ticks(setter, values: Sequence[Any], most: int = 12) -> None:
-    step = max(1, math.ceil(len(values) / most))
-    idx = list(range(0, len(values), step))
+    idx = list(range(0, len(values), max(1, math.ceil(len(values) / most))))
     setter(idx, [_fmt(values[i]) for i in idx])
 
 
-def plot_sweep(
-    path: str | Path,
-    x: str | None = None,
-    y: str | None = None,
-    hue: str | None = None,
-    heatmap_keys: Sequence[str] | None = None,
-    out: str | Path | None = None,
-    contour: float | None = None,
-    baseline: str | None = None,
-) -> Path:
+def plot_sweep(path: str | Path, x: str | None = None, y: str | None = None,
+               hue: str | None = None, heatmap_keys: Sequence[str] | None = None,
+               out: str | Path | None = None, contour: float | None = None,
+               baseline: str | None = None) -> Path:
     """Draw a sweep file (line plot on ``x`` or heatmap on two keys) and save it; returns the
-    figure's path (default: the table's path with ``.png``). ``y`` defaults to ``cycles`` on
-    line plots and to :func:`default_heatmap_y` on heatmaps; ``baseline``: the variant
-    ``speedup`` divides by (default: the op's default variant)."""
+    figure's path (default: the table's path with ``.png``). ``y`` defaults to ``cycles``
+    (``speedup`` with a ``baseline``, the variant it divides by)."""
     src = Path(path)
     dest = Path(out) if out is not None else src.with_suffix(".png")
     if heatmap_keys is not None and len(heatmap_keys) != 2:
@@ -555,15 +495,8 @@ def plot_sweep(
 
 def plot_sweep_cli(args: Namespace) -> int:
     """``dspsim plot sweep``: ``args`` has file, x, y, hue, heatmap (two keys or None), out."""
-    dest = plot_sweep(
-        args.file,
-        x=getattr(args, "x", None),
-        y=getattr(args, "y", None),
-        hue=getattr(args, "hue", None),
-        heatmap_keys=getattr(args, "heatmap", None),
-        out=getattr(args, "out", None),
-        baseline=getattr(args, "baseline", None),
-    )
+    options = {name: getattr(args, name, None) for name in ("x", "y", "hue", "out", "baseline")}
+    dest = plot_sweep(args.file, heatmap_keys=getattr(args, "heatmap", None), **options)
     print(f"wrote {dest}")
     for line in identical_cycles_notes_of(args.file):  # what the figure shows as flat
         print(line)

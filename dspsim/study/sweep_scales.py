@@ -1,7 +1,6 @@
-"""The scales of sweep figures: a line plot's y-axis when its points hardly differ, a heatmap
-panel's colour scale (linear, logarithmic, diverging around a level) and its log ticks. Each
-keeps a figure truthful at any scale: a small spread on large values is not drawn as a jump,
-values a hundred times apart do not flatten into one colour."""
+"""The scales of sweep figures, each keeping a figure truthful at any scale: a line plot's
+y-axis from 0 when its points hardly differ (a small spread is not drawn as a jump), a heatmap
+panel's own colour scale (linear, logarithmic, diverging around a level) and its log ticks."""
 
 from __future__ import annotations
 
@@ -17,22 +16,14 @@ LOG_RANGE = 10.0  # a heatmap panel whose values span more than this factor: log
 FLAT_SPREAD = 0.01
 
 
-def relative_spread(values: np.ndarray) -> float | None:
-    """``(max - min) / max |value|`` of the finite values; None when there are none or all
-    are 0."""
+def flat_axis(ax: Any, values: np.ndarray) -> str | None:
+    """When the finite ``values`` lie within :data:`FLAT_SPREAD` of the largest: the y-axis
+    from 0 and the spread written in the axes' lower left (returned); else None."""
     v = values[np.isfinite(values)]
     top = float(np.max(np.abs(v))) if v.size else 0.0
-    return float(np.ptp(v)) / top if top > 0 else None
-
-
-def flat_axis(ax: Any, values: np.ndarray) -> str | None:
-    """When ``values`` lie within :data:`FLAT_SPREAD` of the largest (all of one sign): the
-    y-axis from 0 and the spread written in the axes' lower left (returned), so that a small
-    spread on large values is not drawn as a jump; else nothing (None)."""
-    spread = relative_spread(values)
+    spread = float(np.ptp(v)) / top if top > 0 else None
     if spread is None or spread >= FLAT_SPREAD:
         return None
-    v = values[np.isfinite(values)]
     low, high = float(v.min()), float(v.max())
     ax.set_ylim(0.0, high * 1.08) if low > 0 else ax.set_ylim(low * 1.08, 0.0)
     text = (f"all points equal: {_short_number(low)}" if spread == 0 else
@@ -65,8 +56,8 @@ class LogTwoSlopeNorm(Normalize):
 
 
 def panel_norm(values: np.ndarray, level: float | None) -> tuple[Normalize, str]:
-    """A panel's own colour scale: diverging around ``level`` when the panel's values straddle
-    it, logarithmic when they span more than :data:`LOG_RANGE` times, else linear."""
+    """A panel's (norm, colour map): diverging around ``level`` when the values straddle it,
+    logarithmic when they span more than :data:`LOG_RANGE` times, else linear."""
     v = values[np.isfinite(values)]
     if not v.size:
         return Normalize(0.0, 1.0), "viridis"

@@ -1,11 +1,6 @@
-"""Derived figures of sweep tables: a baseline variant's cycles over each other variant's.
-
-``speedup`` (:func:`speedup_table`): for each combination of the other parameter columns, the
-cycles of the baseline (the op's default variant or one given) over those of each other
-variant: above 1 the variant is the faster, as ``dspsim optimize``'s speed-up (baseline cycles
-/ candidate cycles). The table needs a variant (or ``mode``) column with two or more variants
-of one op. Figures of it are :mod:`dspsim.study.sweep_plot`'s.
-"""
+"""``speedup`` of a sweep table: for each combination of the other parameter columns, the cycles
+of a baseline variant (the op's default or one given) over those of each other variant; above 1
+the variant is the faster, as ``dspsim optimize``'s speed-up (baseline / candidate cycles)."""
 
 from __future__ import annotations
 
@@ -25,45 +20,34 @@ def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["error"] == ""] if "error" in df.columns else df
 
 
-def variant_column(df: pd.DataFrame) -> str | None:
-    """``variant`` or ``mode``, whichever the table has among its parameter columns."""
-    keys = key_columns(df)
-    return next((c for c in VARIANT_COLUMNS if c in keys), None)
-
-
 def speedup_pair(df: pd.DataFrame, baseline: str | None = None
                  ) -> tuple[str, str, str, list[str]]:
     """(op, variant column, the baseline variant, the other variants) of a table whose speed-up
     is asked for: it needs a variant column with two or more variants of one op, among them the
     baseline (default: the op's default variant)."""
-    col = variant_column(df)
+    col = next((c for c in VARIANT_COLUMNS if c in key_columns(df)), None)
     if col is None:
         raise DspsimInputError(
-            "speedup needs a variant (or mode) column with two or more variants of one op"
-        )
+            "speedup needs a variant (or mode) column with two or more variants of one op")
     ops = list(dict.fromkeys(df["op"])) if "op" in df.columns else [DEFAULT_OP]
     if len(ops) != 1:
         raise DspsimInputError(
-            f"speedup needs the points of one op; the table has {', '.join(map(str, ops))}"
-        )
+            f"speedup needs the points of one op; the table has {', '.join(map(str, ops))}")
     op = get_op(ops[0])
     variants = list(dict.fromkeys(df[col]))
     if baseline is not None and baseline not in op.variants:
         raise DspsimInputError(
-            f"--baseline {baseline}: not a variant of {op.name}; allowed: {', '.join(op.variants)}"
-        )
+            f"--baseline {baseline}: not a variant of {op.name}; allowed: {', '.join(op.variants)}")
     if len(variants) < 2:
         raise DspsimInputError(
             f"speedup needs two or more variants of {op.name} in the {col} column; the table "
-            f"has {', '.join(map(str, variants))} (allowed: {', '.join(op.variants)})"
-        )
+            f"has {', '.join(map(str, variants))} (allowed: {', '.join(op.variants)})")
     base = baseline if baseline is not None else op.default_variant
     if base not in variants:
         which = "--baseline" if baseline is not None else f"{op.name}'s default variant"
         raise DspsimInputError(
             f"speedup divides by {which} {base}; the table's {col} column has "
-            f"{', '.join(map(str, variants))} (give --baseline one of them)"
-        )
+            f"{', '.join(map(str, variants))} (give --baseline one of them)")
     return op.name, col, base, [v for v in variants if v != base]
 
 
@@ -73,11 +57,10 @@ def join_warnings(values: Sequence[Any]) -> str:
 
 
 def speedup_table(df: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
-    """The baseline variant's cycles / each other variant's cycles (:func:`speedup_pair`) for
-    each combination of the other parameter columns (successful points only): those keys, the
-    variant column when there are several other variants, then ``speedup`` (and ``warnings``,
-    the codes of either point, when the table has that column). A variant none of whose points
-    succeeded is left out (the figure's title counts failed points)."""
+    """The baseline's cycles / each other variant's (:func:`speedup_pair`) for each combination
+    of the other parameter columns (successful points only): those keys, the variant column when
+    there are several other variants, ``speedup``, and ``warnings`` (either point's codes) when
+    the table has them. A variant with no successful point is left out."""
     _, col, base, variants = speedup_pair(df, baseline)
     keys = key_columns(df)
     ok = ok_rows(df)
@@ -86,7 +69,8 @@ def speedup_table(df: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame
 
     def points(variant: str) -> pd.DataFrame:
         part = ok[ok[col] == variant]
-        part = part.set_index(others)[wanted] if others else part[wanted].iloc[:1]
+        part = (part.set_index(others)[wanted] if others
+                else part[wanted].iloc[:1].reset_index(drop=True))
         return part.assign(cycles=part["cycles"].astype(float))
 
     if ok[ok[col] == base].empty:
@@ -98,22 +82,13 @@ def speedup_table(df: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame
     denominator = points(base)
     tables = []
     for variant in done:
-        numerator = points(variant)
-        if not others:
-            a, b = numerator.iloc[0], denominator.iloc[0]
-            table = pd.DataFrame({"speedup": [b["cycles"] / a["cycles"]]})
-            if "warnings" in wanted:
-                table["warnings"] = [join_warnings([a["warnings"], b["warnings"]])]
-        else:
-            joined = pd.concat({variant: numerator, base: denominator}, axis=1, join="inner")
-            table = pd.DataFrame(index=joined.index)
-            table["speedup"] = joined[(base, "cycles")] / joined[(variant, "cycles")]
-            if "warnings" in wanted:
-                table["warnings"] = [
-                    join_warnings(pair)
-                    for pair in zip(joined[(variant, "warnings")], joined[(base, "warnings")])
-                ]
-            table = table.reset_index()
+        joined = pd.concat({variant: points(variant), base: denominator}, axis=1, join="inner")
+        table = pd.DataFrame(index=joined.index)
+        table["speedup"] = joined[(base, "cycles")] / joined[(variant, "cycles")]
+        if "warnings" in wanted:
+            table["warnings"] = [join_warnings(pair) for pair in
+                                 zip(joined[(variant, "warnings")], joined[(base, "warnings")])]
+        table = table.reset_index(drop=not others)
         if len(variants) > 1:  # which variant each row is of, where the table had its column
             table.insert(keys.index(col) if others else 0, col, variant)
         tables.append(table)

@@ -1,20 +1,9 @@
-"""Running the points of a sweep: one point, a local process pool, a dask cluster.
-
-``--jobs N`` runs the points in N worker processes; the parent writes each row as its point
-completes. A progress bar (points done / total, rate, ETA) is drawn when stderr is a terminal.
-
-``--executor dask`` sends the points to a dask.distributed cluster (``pip install
-'dspsim[dask]'``): ``--scheduler ADDRESS`` (e.g. ``tcp://10.0.0.5:8786``) for an existing cluster,
-otherwise a LocalCluster of ``--jobs`` single-threaded worker processes. On a real cluster every
-worker needs the same dspsim installed (``pip install dspsim[dask]`` on each machine, then
-``dask scheduler`` on one and ``dask worker tcp://SCHEDULER:8786`` on the others); the machine
-running ``dspsim sweep`` writes the file, so only it needs the output directory. Every wait
-on a cluster is bounded (:data:`DASK_CONNECT_TIMEOUT_S`, :data:`DASK_WORKER_TIMEOUT_S`) and its
-cause named in one line; the rows done stay in the file.
-
-Both executors yield ``(point, result)`` pairs as points complete, with at most a few points per
-worker in flight (dask: a few tasks, small points batched so the scheduler's per-task cost does
-not dominate), and call ``started()`` once the workers are up.
+"""Running the points of a sweep: one point, a local pool of ``--jobs`` processes, or a
+dask.distributed cluster (``--executor dask``: ``--scheduler ADDRESS`` or a LocalCluster of
+``--jobs`` workers; setting one up on many machines: ``docs/sweeps.md``). Both executors yield
+``(point, result)`` pairs as points complete, a few points per worker in flight, and call
+``started()`` once the workers are up. Every wait on a cluster is bounded
+(:data:`DASK_CONNECT_TIMEOUT_S`, :data:`DASK_WORKER_TIMEOUT_S`) and its cause named in one line.
 """
 
 from __future__ import annotations
@@ -42,11 +31,8 @@ class SweepAbortedError(RuntimeError):
 
 
 def result_row(r: Result) -> dict[str, Any]:
-    """The result columns of one run, named by role rather than by engine: ``core_busy_cycles``
-    (the core the op ran on), ``idma<j>_busy_cycles`` (its channels in order); per memory
-    (J6: ``ddr``) ``<memory>_read_bytes``, ``<memory>_write_bytes``, ``<memory>_busy_cycles``
-    and ``<memory>_stall_cycles``; the core's waits on copies; the warning codes that fired
-    (``;``-separated) and the hazard count."""
+    """The result columns of one run (:attr:`Sweep.columns`), named by role rather than by
+    engine: ``core_busy_cycles``, ``idma<j>_busy_cycles``, ``<memory>_...`` per memory."""
     row: dict[str, Any] = {"cycles": r.cycles, "time_us": float(r.time_us)}
     memories = r.engines_of("ddr")  # every memory's port, named as its memory
     for m in memories:
@@ -98,9 +84,8 @@ def _worker_failed(e: Exception) -> SweepAbortedError:
 
 def local_results(sweep: Sweep, todo: Iterable[dict[str, Any]], jobs: int, started
                   ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """The points of ``todo`` (an iterator: never materialised) in this process (``jobs`` 1,
-    or a single point) or a pool of ``jobs`` processes that die with this one
-    (:func:`dspsim.workers.imap_unordered`); at most a few points per worker in flight."""
+    """The points of ``todo`` (never materialised) in a pool of ``jobs`` processes that die with
+    this one (:func:`dspsim.workers.imap_unordered`; in this process for ``jobs`` 1)."""
     yield from imap_unordered(
         evaluate_point, todo, jobs, args=lambda p: (sweep.model_of(p), p, sweep.fidelity),
         started=started, failed=_worker_failed,
@@ -131,8 +116,7 @@ def import_dask():
 
 
 def check_scheduler(address: str) -> str:
-    """``--scheduler``: ``tcp://HOST:PORT`` or ``tls://HOST:PORT``, checked before connecting
-    (no file://, http://, bare names)."""
+    """``--scheduler``: ``tcp://HOST:PORT`` or ``tls://HOST:PORT``, checked before connecting."""
     m = _ADDRESS.fullmatch(address.strip()) if isinstance(address, str) else None
     if m is None or m["scheme"] not in SCHEDULER_SCHEMES or not 0 < int(m["port"]) < 65536:
         allowed = " or ".join(f"{scheme}://HOST:PORT" for scheme in SCHEDULER_SCHEMES)
@@ -147,11 +131,9 @@ def _one_line(e: BaseException) -> str:
 
 
 def probe_scheduler(address: str, timeout_s: float) -> None:
-    """Reach ``address`` (checked), do dask's handshake and ask who answers, all within
-    ``timeout_s``; a one-line :class:`DspsimInputError` names what is there instead of a dask
-    scheduler: nothing (no connection), a server that accepts and stays silent (or waits for
-    another protocol's request: HTTP), a server that answers another protocol, a dask worker.
-    (dask's own connect bounds the TCP connection but not the handshake.)"""
+    """Reach ``address``, do dask's handshake and ask who answers, all within ``timeout_s``
+    (dask's own connect bounds the connection, not the handshake); one line names what is
+    there instead of a scheduler: nothing, a silent server, another protocol, a dask worker."""
     import socket
 
     m = _ADDRESS.fullmatch(check_scheduler(address))
@@ -214,12 +196,9 @@ def _identity(address: str, left: float) -> dict[str, Any]:
 
 
 class DaskCluster:
-    """A dask client on the scheduler at ``scheduler`` or on a LocalCluster of ``jobs``
-    single-threaded workers (processes, or threads when ``processes`` is false). Connects on
-    entry, every wait bounded (:func:`probe_scheduler`, then at least one worker within
-    :data:`DASK_WORKER_TIMEOUT_S`): a one-line input error otherwise. Calls to the scheduler
-    give up after :data:`DASK_CONNECT_TIMEOUT_S`. Always closes the client and the local
-    cluster on exit, so no worker outlives the sweep."""
+    """A dask client on ``scheduler`` or on a LocalCluster of ``jobs`` single-threaded workers
+    (threads unless ``processes``), connected on entry with every wait bounded, closed on exit
+    with its local cluster, so that no worker outlives the sweep."""
 
     def __init__(self, scheduler: str | None, jobs: int, processes: bool):
         self.scheduler = check_scheduler(scheduler) if scheduler else None
@@ -253,28 +232,24 @@ class DaskCluster:
         for n in self._log_levels:
             logging.getLogger(n).setLevel(logging.CRITICAL)
         try:
-            self._config = dask.config.set({"distributed.comm.timeouts.connect": timeout})
-            self._config.__enter__()
-            if self.scheduler:
-                probe_scheduler(self.scheduler, timeout)
-                self.client = distributed.Client(self.scheduler, timeout=timeout)
-            else:
-                self._start_local_cluster(distributed)
-                self.client = distributed.Client(self.cluster, timeout=timeout)
-        except (OSError, TimeoutError, ValueError, TypeError, MemoryError) as e:  # TypeError:
-            self.close()  # tls:// needs dask's TLS configuration (distributed.comm.tls)
-            raise DspsimInputError(f"cannot reach {self.where} within {timeout:g} s: "
-                                   f"{_one_line(e)}") from None
-        except BaseException:
-            self.close()
-            raise
-        try:
-            self.client.wait_for_workers(1, timeout=self.worker_timeout_s)
-        except (OSError, TimeoutError):
-            self.close()
-            start = f"; start one with: dask worker {self.scheduler}" if self.scheduler else ""
-            raise DspsimInputError(f"{self.where} has no worker: none joined within "
-                                   f"{self.worker_timeout_s:g} s{start}") from None
+            try:
+                self._config = dask.config.set({"distributed.comm.timeouts.connect": timeout})
+                self._config.__enter__()
+                if self.scheduler:
+                    probe_scheduler(self.scheduler, timeout)
+                else:
+                    self._start_local_cluster(distributed)
+                self.client = distributed.Client(self.scheduler or self.cluster, timeout=timeout)
+            except (OSError, TimeoutError, ValueError, TypeError, MemoryError) as e:  # TypeError:
+                # tls:// needs dask's TLS configuration (distributed.comm.tls)
+                raise DspsimInputError(f"cannot reach {self.where} within {timeout:g} s: "
+                                       f"{_one_line(e)}") from None
+            try:
+                self.client.wait_for_workers(1, timeout=self.worker_timeout_s)
+            except (OSError, TimeoutError):
+                start = f"; start one with: dask worker {self.scheduler}" if self.scheduler else ""
+                raise DspsimInputError(f"{self.where} has no worker: none joined within "
+                                       f"{self.worker_timeout_s:g} s{start}") from None
         except BaseException:
             self.close()
             raise
@@ -284,13 +259,9 @@ class DaskCluster:
         return self
 
     def _start_local_cluster(self, distributed: Any) -> None:
-        """A LocalCluster of ``jobs`` single-threaded workers. Processes are forked from this
-        one when it has no other thread (:func:`dspsim.workers.can_fork_workers`), before the
-        cluster's threads start: they begin with dspsim and dask imported and die with this
-        process (:func:`dspsim.workers.fork_processes`); each serves the cluster's scheduler,
-        whose address it is sent once the scheduler is up (:func:`_serve_forked_worker`).
-        Otherwise the cluster starts its own worker processes (each a fresh interpreter) or
-        threads."""
+        """A LocalCluster of ``jobs`` single-threaded workers, forked from this process when it
+        can (:func:`dspsim.workers.can_fork_workers`: they start with dspsim imported and die
+        with it), each sent the scheduler's address once it is up; else the cluster's own."""
         import logging
         import multiprocessing
 
@@ -351,9 +322,8 @@ class DaskCluster:
         return min(1.0, self.worker_timeout_s / 4)
 
     def check_workers(self) -> None:
-        """Raise :class:`SweepAbortedError` when the cluster has been without a worker, or the
-        client without its scheduler, for :attr:`worker_timeout_s` (a worker killed
-        mid-sweep, the scheduler gone)."""
+        """Raise :class:`SweepAbortedError` once the cluster has been without a worker, or the
+        client without its scheduler, for :attr:`worker_timeout_s`."""
         cause = "every worker died or left"
         try:
             if self.client.status == "running":
@@ -373,9 +343,8 @@ class DaskCluster:
 
 
 def _serve_forked_worker(conn: Any) -> None:
-    """A local cluster's forked worker process: one single-threaded dask worker on the
-    scheduler whose address arrives on ``conn``, until the cluster stops it (no statistical
-    profiling of the points it runs)."""
+    """A forked worker process: one single-threaded dask worker (not profiling) on the scheduler
+    whose address arrives on ``conn``, until the cluster stops it."""
     try:
         address = conn.recv()
     except (EOFError, OSError):  # the cluster did not start
@@ -398,8 +367,8 @@ def _serve_forked_worker(conn: Any) -> None:
 
 def evaluate_points(points: list[tuple[HardwareModel, Mapping[str, Any]]], fidelity: str,
                     op_files: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """:func:`evaluate_point` on each ``(model, point)`` of a batch (one dask task), after
-    loading the op files the sweep's process loaded (a worker elsewhere has none)."""
+    """:func:`evaluate_point` on each ``(model, point)`` of one dask task, after loading the op
+    files the sweep's process loaded (a worker elsewhere has none)."""
     if op_files:
         from dspsim.ops.fileop import load_op_files
 
@@ -419,13 +388,8 @@ FIRST_BATCHES = (1, 2, 4)
 
 def batch_size(done_points: int, done_wall_s: float, *, submitted: int = 0,
                largest_done: int = 0, left: int | None = None, workers: int = 1) -> int:
-    """Points in the next dask task. Until a point has been timed (``done_points`` 0):
-    :data:`FIRST_BATCHES` in turn (``submitted``: tasks sent so far), then its last. Then as
-    many as take about :data:`TASK_TARGET_S` at the mean wall time so far, at most twice
-    ``largest_done`` (the largest batch completed) and :data:`MAX_BATCH`. Near the end
-    (``left``: points not yet sent) at most ``left / (2 * workers)``, rounded up, so the last
-    tasks are small and end together rather than one worker running a big last batch while
-    the others idle."""
+    """Points in the next dask task (the rule: above); near the end (``left`` points not yet
+    sent) at most ``left / (2 * workers)``, rounded up, so that the last tasks end together."""
     if not done_points:
         n = FIRST_BATCHES[min(submitted, len(FIRST_BATCHES) - 1)]
     else:
@@ -492,12 +456,9 @@ def _wait(cluster: DaskCluster, pending: Iterable[Any], deadline: float | None) 
 def dask_results(sweep: Sweep, todo: Iterable[dict[str, Any]], cluster: DaskCluster, started,
                  timeout_s: float | None, total: int | None = None
                  ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """The points of ``todo`` (``total`` of them, when known) on ``cluster`` (connected), at
-    most a few tasks per worker in flight; points go in batches (:func:`batch_size`: about a
-    second of work each once timed, smaller at the start and near the end), each point's row
-    yielded as its batch completes. While none completes, the cluster's workers are checked
-    every :attr:`DaskCluster.poll_s` (:meth:`DaskCluster.check_workers`), and ``timeout_s``
-    bounds the whole."""
+    """The points of ``todo`` (``total`` of them, when known) on ``cluster`` in batches
+    (:func:`batch_size`), each yielded as its batch completes; the workers are checked while
+    none completes, and ``timeout_s`` bounds the whole."""
     started()
     batches = _Batches(sweep, todo, cluster.client, total,
                        max(1, sum(cluster.client.nthreads().values())))

@@ -1,7 +1,6 @@
 """The files of a sweep: the table (``.csv`` or ``.parquet``), its journal (the CSV itself, or
-``FILE.parquet.journal.csv``), its sidecar ``FILE.sweep.json``, and how they are written (whole
-files atomically, through :func:`dspsim.paths.atomic_write`: a temporary file, fsynced, then
-renamed over the old one)."""
+``FILE.parquet.journal.csv``) and its sidecar ``FILE.sweep.json``, each written whole
+atomically (:func:`dspsim.paths.atomic_write`: a temporary file, fsynced, renamed over it)."""
 
 from __future__ import annotations
 
@@ -26,17 +25,20 @@ def journal_path(out: Path) -> Path:
     return out if out.suffix == ".csv" else out.with_name(out.name + ".journal.csv")
 
 
+def check_extension(p: Path, what: str) -> None:
+    """Refuse a table (``what``: how messages name it) whose extension is not a sweep's."""
+    if p.suffix not in EXTENSIONS:
+        raise DspsimInputError(f"{what} {str(p)!r}: unknown extension {p.suffix or '(none)'!r}; "
+                               f"allowed {', '.join(EXTENSIONS)}")
+
+
 def check_out(out: str | Path) -> Path:
     """The sweep's output path, checked before anything runs: its extension, pyarrow for
     parquet, and that neither it nor its journal or sidecar is something other than a regular
     file (``/dev/full`` would be read forever), has a name too long for the file system, or is
     one file under two names."""
     p = Path(out)
-    if p.suffix not in EXTENSIONS:
-        raise DspsimInputError(
-            f"output {str(p)!r}: unknown extension {p.suffix or '(none)'!r}; "
-            f"allowed {', '.join(EXTENSIONS)}"
-        )
+    check_extension(p, "output")
     if p.suffix == ".parquet":
         try:
             import pyarrow  # noqa: F401
@@ -48,8 +50,9 @@ def check_out(out: str | Path) -> Path:
     if journal_path(p) != p:
         named.append(("its journal", journal_path(p)))
     for what, path in named:  # the sidecar's and journal's names are longer than --out's
-        check_name_fits(path, f"{what}" if what == "--out" else f"--out {what}")
-        check_regular_or_absent(path, f"{what}" if what == "--out" else f"--out {what}")
+        shown = what if what == "--out" else f"--out {what}"
+        check_name_fits(path, shown)
+        check_regular_or_absent(path, shown)
     check_distinct(named)
     return p
 

@@ -1,22 +1,13 @@
 """The grid of a sweep: ordered (key, values) axes over a base model, at one fidelity, and the
 columns of its table.
 
-The grid is the cartesian product of all keys, the first key outermost. ``op`` (default: the op a
-run without one is of), the variant (``variant``, or ``mode``, its older name; default: every
-variant of the op) and the input size (``n`` for a 1-D op, ``shape`` for a 2-D one; default: the
-op's default shape) are always swept: given with ``--param`` they take their place among the
-keys, otherwise they come last (innermost), in that order. ``--set`` fixes a model key for every
-point. The fidelity defaults to ``tile`` (one event per transfer or kernel call).
-
-A table's columns are ``op``, the variant column, the size column, then the other swept keys in
-the order given (the grid order may differ: rows are written in grid order), then the results
-(:attr:`Sweep.columns`). Result columns that belong to a memory come once per memory of the
-model, in its order, named by it: ``<memory>_read_bytes``, ``<memory>_write_bytes``,
-``<memory>_busy_cycles`` (its port's data path), ``<memory>_stall_cycles`` (the core stalled
-on it). J6 has one memory, ``ddr``: its table's columns are ``ddr_read_bytes`` ... as they
-always were; a model with an SRAM as well adds ``sram_read_bytes`` ... beside them. A sweep
-cannot add or remove a memory (memories are tables of the model file, not keys), so the
-columns are fixed by the sweep's model and recorded in its sidecar like the rest.
+The grid is the cartesian product of the keys, the first outermost. ``op`` (default: a run's),
+the variant (``variant`` or ``mode``, its older name; default: the op's studied variants) and
+the input size (``n`` for a 1-D op, ``shape`` for a 2-D one; default: the op's) are always
+swept: given with ``--param`` they take their place among the keys, else they come last, in
+that order. ``--set`` fixes a model key for every point; the fidelity defaults to ``tile``.
+Result columns of a memory come once per memory of the model, named by it (J6's one memory:
+``ddr_read_bytes`` ...): a sweep cannot add or remove a memory, so its columns are fixed.
 """
 
 from __future__ import annotations
@@ -55,15 +46,12 @@ from dspsim.study.sweep.values import (
 DEFAULT_OP: str = inspect.signature(simulate).parameters["op"].default
 DEFAULT_N = int(math.prod(get_op(DEFAULT_OP).default_shape))  # its default length
 DEFAULT_FIDELITY = "tile"
-HEAD_COLUMNS = ("cycles", "time_us", "ddr_read_bytes", "ddr_write_bytes")  # J6's table's
-STALL_COLUMNS = ("ddr_stall_cycles", "idma_in_stall_cycles", "idma_out_stall_cycles")
 # a memory's result columns, each ``<memory>_<what>``, and the columns before and after them
 MEMORY_COLUMNS = ("read_bytes", "write_bytes", "busy_cycles", "stall_cycles")
 TIME_COLUMNS = ("cycles", "time_us")
 WAIT_COLUMNS = ("idma_in_stall_cycles", "idma_out_stall_cycles")
 CHECK_COLUMNS = ("warnings", "hazards")  # warning codes (";"-separated), hazard count
 TAIL_COLUMNS = ("wall_s", "error")
-TEXT_RESULT_COLUMNS = ("warnings", "error")
 MAX_POINTS = 10_000_000
 
 
@@ -141,6 +129,13 @@ class Sweep:
             index += j * stride
         return index
 
+    def check_columns(self, path: Path, columns: list[str]) -> None:
+        """Refuse a file of this sweep's whose ``columns`` are another sweep's."""
+        if columns != self.columns:
+            raise DspsimInputError(
+                f"{path} was written by a different sweep (columns {','.join(columns)}; this "
+                f"sweep has {','.join(self.columns)}); choose another --out or delete it")
+
     @property
     def channels(self) -> int:
         """iDMA channels to give busy columns to: the most any point has."""
@@ -155,13 +150,8 @@ class Sweep:
 
     @property
     def columns(self) -> list[str]:
-        """The table's columns: the parameter columns (:attr:`keys`), ``cycles``, ``time_us``,
-        each memory's bytes read and written, the core's and each channel's busy cycles, each
-        memory's busy cycles, each memory's stall cycles, the core's waits on input and output
-        copies, then ``warnings``, ``hazards``, ``wall_s``, ``error`` (J6: exactly
-        :data:`HEAD_COLUMNS`, the busy columns, ``ddr_busy_cycles``, :data:`STALL_COLUMNS`).
-        A sweep of several models has every model's memories (in the order first met), empty
-        in the rows of a model without that memory."""
+        """The table's columns: :attr:`keys`, then the results (``docs/reference.md``). A sweep
+        of several models has every model's memories' columns."""
         memories = list(self.memories)
 
         def per_memory(*what: str) -> list[str]:
@@ -233,40 +223,23 @@ def _sizes(ops: list[Op], axes: dict[str, list[Any]]) -> tuple[str, list[Any]]:
                     f"{'x'.join(['N'] * o.ndim) if o.ndim != 2 else 'ROWSxCOLS'}, e.g. "
                     f"{shape_text(o.default_shape)}"
                 )
-            _check_fits(o, key, value)
+            # refused before anything runs, as ``dspsim run --n`` refuses it
+            check_fits_window(o, (value,) if key == "n" else parse_shape(value), f"{o.name}: ")
     return key, axes[key]
 
 
-def _check_fits(op: Op, key: str, value: Any) -> None:
-    """Refuse, before anything runs, a size whose arrays cannot fit the DSP's DDR window at any
-    point (as ``dspsim run --n`` does)."""
-    shape = (value,) if key == "n" else parse_shape(value)
-    check_fits_window(op, tuple(shape), f"{op.name}: ")
-
-
-def build_sweep(
-    params: Sequence[str] | Mapping[str, Any] = (),
-    *,
-    op: str | Sequence[str] | None = None,
-    variants: str | Sequence[str] | None = None,
-    modes: str | Sequence[str] | None = None,
-    n: int | str | Sequence[int] | None = None,
-    shape: str | Sequence[Any] | None = None,
-    model: str | Path | None = None,
-    overrides: Sequence[str] | Mapping[str, Any] | None = None,
-    fidelity: str | None = None,
-    spec: str | Path | None = None,
-    models: Sequence[str | Path] | None = None,
-) -> Sweep:
-    """Build a sweep from ``--param`` texts (or a key -> values mapping), ops, variants (or
-    modes, their older name), n or shapes, a model file, fixed overrides, a fidelity and an
-    optional spec file (whose scalars these override).
-
-    ``op``, ``variants``, ``modes``, ``n`` and ``shape`` each take a list, the command line's
-    text (``"a,b"``, ``"1024:8192:1024"``, ``"1024x256,512x512"``) or one value (``shape``: a
-    ``ROWSxCOLS`` text or one tuple of ints). ``models`` (instead of ``model``): several model
-    files or packaged names, entries checked as ``run --models`` checks them; the table gets a
-    ``model`` column (each model's label, :func:`dspsim.config.load_models`)."""
+def build_sweep(params: Sequence[str] | Mapping[str, Any] = (), *,
+                op: str | Sequence[str] | None = None,
+                variants: str | Sequence[str] | None = None,
+                modes: str | Sequence[str] | None = None,
+                n: int | str | Sequence[int] | None = None,
+                shape: str | Sequence[Any] | None = None, model: str | Path | None = None,
+                overrides: Sequence[str] | Mapping[str, Any] | None = None,
+                fidelity: str | None = None, spec: str | Path | None = None,
+                models: Sequence[str | Path] | None = None) -> Sweep:
+    """A sweep of ``--param`` texts (or a key -> values mapping), ops, variants (or modes), n or
+    shapes (each a list, the command line's text or one value), a model (or several:
+    ``models``, a ``model`` column), fixed overrides, a fidelity and a spec file's values."""
     loaded = load_spec(spec) if spec is not None else {"params": {}, "overrides": {}}
     given = {"op": op, "variant": variants, "mode": modes, "n": n, "shape": shape}
     axes = _swept(loaded, params)

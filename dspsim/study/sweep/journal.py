@@ -1,39 +1,23 @@
-"""Running a sweep into a file without ever losing work: the journal, resuming, locking.
+"""Running a sweep into a file without ever losing work: the journal, resuming, locking
+(``docs/sweeps.md``).
 
-- CSV: the file itself is the journal. The header is written first; every finished point is
-  appended as one line and flushed at once (so a killed process, ``kill -9`` included, loses
-  nothing written), and fsynced at most every second and at the end (so an OS crash loses at most
-  the last second). When the grid is complete the file is rewritten in grid order (to a temporary
-  file, then renamed over it).
-- Parquet: points go to a CSV journal ``FILE.parquet.journal.csv`` as above; when the grid is
-  complete the parquet file is written (temporary file, then rename) from the journal's rows,
-  and the journal is removed; a resume first copies an earlier parquet file's rows into the
-  journal (the journal's row of a point counts first). An interrupted parquet sweep
-  therefore leaves its finished points readable in the journal. Needs ``pyarrow``
-  (``pip install 'dspsim[parquet]'``).
-- The file is a cache of points: each row is stored under its point's key
-  (:mod:`dspsim.study.sweep.key`: everything its result depends on), made from its cells and
-  the sidecar ``FILE.sweep.json`` that records the values its rows were computed with
-  (:mod:`dspsim.study.sweep.sidecar`). Rerunning the sweep reads the rows as a stream
-  (:mod:`dspsim.study.sweep.resume`: every cell checked; invalid rows, rows off the grid and
-  rows of another key dropped and their points computed again; a torn last line dropped
-  unless it is a whole row) and computes only the points no row has the key of. A file
-  holding rows whose sidecar is missing or damaged is refused (nothing would tell what they
-  were computed with), and so is a file of another sweep (other columns, fidelity, fixed
-  model values, or a grid that does not contain the recorded one); a grid that adds values to
-  the recorded one extends the file (a note says so). Points that failed count as done;
-  ``retry_failed`` computes them again.
+- The journal (a CSV: the file itself, or ``FILE.parquet.journal.csv``) gets its header first,
+  then each finished point as one line, flushed at once (``kill -9`` loses nothing written) and
+  fsynced at most every second and at the end. A complete grid is rewritten in grid order, or
+  into the parquet file (the journal then removed), atomically. A point that fails is recorded
+  with its error and the sweep goes on.
+- The file is a cache of points (:mod:`.key`, :mod:`.sidecar`, :mod:`.resume`): a rerun reads
+  the rows as a stream and computes only the points no row has the key of; rows of another
+  sweep, or without their sidecar, are refused. ``retry_failed`` computes failed points again.
 - Memory is bounded whatever the grid: points are generated as they are handed out, and the
   resume state is one byte per grid point (eight more while the table is put in grid order).
 - Only one sweep may write a file at a time (an advisory lock on it).
-
-A point that fails (e.g. ``softmax.tile_bytes`` larger than ``tcm.bank_bytes``) is recorded
-with its error message and the sweep goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import sys
@@ -96,20 +80,21 @@ def _row_texts(sweep: Sweep, point: Mapping[str, Any], result: Mapping[str, Any]
     return [cell(c) for c in sweep.columns]
 
 
-def _busy(path: Path) -> DspsimInputError:
-    return DspsimInputError(f"{path} is being written by another sweep; wait for it or choose "
-                            "another --out")
+def _lock(f: Any, path: Path) -> None:
+    """Take the advisory lock of ``f`` (``path``); refuse when another sweep holds it."""
+    if fcntl is not None:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise DspsimInputError(f"{path} is being written by another sweep; wait for it or "
+                                   "choose another --out") from None
 
 
 def _check_unlocked(path: Path) -> None:
     """Refuse early, before reading or rewriting anything, when another sweep holds the file."""
-    if fcntl is None or not path.exists():
-        return
-    with open(path, "rb") as f:
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise _busy(path) from None
+    if fcntl is not None and path.exists():
+        with open(path, "rb") as f:
+            _lock(f, path)
 
 
 class _Journal:
@@ -120,13 +105,8 @@ class _Journal:
         self.path = path
         self.failed = False  # a write failed (full disk, file-size limit): reported once
         self.f = open(path, "a+b")  # noqa: SIM115 - closed in close()
-        if fcntl is not None:
-            try:
-                fcntl.flock(self.f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                self.f.close()
-                raise _busy(path) from None
         try:
+            _lock(self.f, path)
             if fresh:
                 self.f.truncate(0)
                 self._write(csv_line(header))
@@ -182,10 +162,8 @@ def _open(sweep: Sweep, out: Path, journal: Path
     """(whether the journal has its header, the cache of what the files hold, the rows of an
     earlier parquet file, the file's sidecar, whether to write the sidecar) for ``sweep``."""
     header = read_header(journal)[0] if journal.exists() else []
-    if header and header != sweep.columns:
-        raise DspsimInputError(
-            f"{journal} was written by a different sweep (columns {','.join(header)}; this sweep "
-            f"has {','.join(sweep.columns)}); choose another --out or delete it")
+    if header:
+        sweep.check_columns(journal, header)
     parquet: list[list[str]] = []
     if out.suffix == ".parquet" and out.exists():
         from dspsim.study.sweep.table import parquet_rows
@@ -325,15 +303,6 @@ def _run_points(sweep: Sweep, writer: _Journal, state: bytearray, resumed: int, 
     return computed
 
 
-def _increasing(values: Iterator[int]) -> bool:
-    last = None
-    for v in values:
-        if last is not None and v <= last:
-            return False
-        last = v
-    return True
-
-
 def _finish(sweep: Sweep, out: Path, journal: Path) -> int:
     """Write the table in grid order unless it already is; returns the failed points."""
     cache = Cache(sweep, None, where=True)
@@ -341,7 +310,7 @@ def _finish(sweep: Sweep, out: Path, journal: Path) -> int:
         pass
 
     def order() -> Iterator[int]:  # where each row is, in grid order
-        yield from (o for o in cache.where if o != -1)
+        return (o for o in cache.where if o != -1)
 
     def lines() -> Iterator[bytes]:
         with open(journal, "rb") as f:
@@ -356,7 +325,9 @@ def _finish(sweep: Sweep, out: Path, journal: Path) -> int:
             f.write(line)
 
     if out.suffix == ".csv":
-        if not (cache.clean and not cache.torn and _increasing(order())):
+        in_order = cache.clean and not cache.torn and all(
+            a < b for a, b in itertools.pairwise(order()))
+        if not in_order:
             atomic_write(out, write, "sweep table")
     else:
         import csv as _csv

@@ -1,16 +1,10 @@
 """The key a sweep point's result is stored under: a SHA-256 of the canonical JSON of everything
-the result depends on.
-
-- ``model``: the model's values as they apply to the point: every hardware key (core, the
-  memories, idma, tcm, host, dcache) and the point's op's own keys (``softmax.*`` for softmax;
-  another op's keys do not act on it), the swept values in place of the fixed ones, each as its
-  canonical text (``100`` of a float key is ``100.0``);
-- ``op``, ``variant``, ``shape`` (a 1-D op's ``n`` is the shape ``[n]``), ``fidelity`` and
-  ``version`` (dspsim's: another release may compute another result).
-
-A file's rows are keyed by its sidecar's recorded values and the row's parameter cells, the
-grid's points by the sweep's model: a point is done when a row has its key. Nothing else
-(the order of the keys, the commit, a key of another op, the model file's name) is in it.
+the result depends on: ``model`` (every hardware key and the point's op's own keys, the swept
+values in place of the fixed ones, each as its canonical text: ``100`` of a float key is
+``100.0``), ``op``, ``variant``, ``shape`` (a 1-D op's ``n`` is ``[n]``), ``fidelity`` and
+dspsim's ``version``. Nothing else (the keys' order, the commit, another op's keys, the model
+file's name) is in it. A file's rows are keyed by its sidecar's values and their parameter
+cells, the grid's points by the sweep's model: a point is done when a row has its key.
 """
 
 from __future__ import annotations
@@ -56,9 +50,8 @@ def key_default(key: str) -> Any:
 
 
 def key_optional(key: str) -> bool:
-    """Whether a model file may leave ``key`` out with no value at all (a hardware key whose
-    default is None, such as a memory's ``write_latency_cycles``): a model's flat keys and a
-    sidecar's ``fixed_model`` then leave it out too."""
+    """Whether a model file (and so a sidecar's ``fixed_model``) may leave ``key`` out: a
+    hardware key whose default is None, such as a memory's ``write_latency_cycles``."""
     k = model_key(key)
     table = MemoryCfg if is_memory_section(k.section) else HARDWARE.get(k.section)
     return table is not None and any(f.name == k.short and f.default is None

@@ -1,18 +1,11 @@
-"""Reading a sweep's finished rows back, row by row, trusting none of them, into the cache of
-points (:class:`Cache`) a resume skips.
+"""Reading a sweep's finished rows back as a stream, trusting none of them, into the cache of
+points (:class:`Cache`: one byte per grid point) a resume skips.
 
-A resumed sweep reads its journal (and the rows of an earlier parquet file) as a stream: the
-whole grid is never held in memory, only one byte per grid point (missing, done, failed) and, at
-the very end, one offset per point to write the table in grid order.
-
-Every row is checked column by column (:func:`check_row`): its parameter cells parse as their
-keys' values and pass their keys' checks; a finished point has every result cell (non-negative
-integers, ``time_us`` and ``wall_s`` finite and non-negative, ``warnings`` warning codes) and a
-failed one none but ``wall_s`` and its ``error`` (free text); warning codes must be ones dspsim
-raises (:func:`warning_codes`), variants the row's op's, and the row a point of the grid. An
-invalid row is dropped and its point computed again. A last line without its newline is kept
-when it is a whole, valid row of a finished point (a kill cannot tear a line into one: its last
-cell, ``error``, is empty), and dropped otherwise (then computed again): never lost.
+Every cell of a row is checked (:func:`check_cells`): parameter cells as their keys' values, a
+finished point's results as counts, times and warning codes dspsim raises, a failed point's
+empty but ``wall_s`` and ``error``. An invalid row is dropped and its point computed again. A
+last line without its newline is kept when it is a whole row of a finished point (a kill cannot
+tear a line into one: its last cell, ``error``, is empty), else dropped: never lost.
 """
 
 from __future__ import annotations
@@ -99,9 +92,9 @@ def memory_of(column: str) -> str | None:
 
 
 def _absent(column: str, text: str, memories: set[str] | None, several: bool) -> bool:
-    """Whether ``column`` is one the row's model does not have (a memory it lacks: its cell
-    must be empty), or, in a table of several models whose row's model is unknown
-    (``several``), an empty cell of a memory's or a channel's column."""
+    """Whether ``column`` is one the row's model lacks (a memory's: its cell must be empty) or,
+    when a table of ``several`` models has rows of unknown model, an empty memory or channel
+    cell."""
     memory = memory_of(column)
     if memory is not None and memories is not None and memory not in memories:
         if text != "":
@@ -137,13 +130,9 @@ def _check_result_cell(c: str, v: str, failed: bool, channels: int | None) -> No
 def check_cells(keys: list[str], columns: list[str], cells: list[str],
                 channels: int | None, memories: set[str] | None = None,
                 ) -> tuple[tuple[str, ...], bool]:
-    """(identity, failed) of a valid row of a table with these parameter ``keys`` then result
-    ``columns`` (all of them, or some, as a hand-made table has); ``ValueError`` naming the
-    first bad cell otherwise. ``channels``: the iDMA channels of a point that does not sweep
-    ``idma.channels`` (None: unknown, every busy column filled). ``memories``: the memories of
-    the row's model (a sweep of several models has every model's memory columns; those of
-    another model's memories are empty); None: unknown, and in a table with a ``model``
-    column a memory's columns may be empty."""
+    """(identity, failed) of a valid row with these parameter ``keys`` then result ``columns``
+    (all, or some: a hand-made table); ``ValueError`` naming the first bad cell otherwise.
+    ``channels`` (iDMA channels) and ``memories`` of the row's model: None when unknown."""
     if len(cells) != len(columns):
         raise ValueError(f"{len(cells)} fields, expected {len(columns)}")
     ident = []
@@ -187,7 +176,7 @@ def journal_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
 
 
 def read_header(path: Path) -> tuple[list[str], int]:
-    """(header cells, its length in bytes) of a journal; ``[]`` when it has no whole header."""
+    """(header cells, its length in bytes) of a journal; ``[]`` without a whole header."""
     with open(path, "rb") as f:
         line = f.readline()
     if not line.endswith(b"\n"):
@@ -209,13 +198,9 @@ def parse_line(line: bytes) -> list[str] | None:
 
 
 class Cache:
-    """What a sweep file holds, keyed: per grid point MISSING, DONE or FAILED (one byte a
-    point), and, with ``where``, the offset of each point's row (eight more).
-
-    A row counts for a point when it is valid (:func:`check_row`), names a point of the grid,
-    is the first row of that point, and its key, made from the sidecar ``old`` and its cells,
-    is the point's key made from the sweep (:func:`dspsim.study.sweep.key.point_key`); ``old``
-    None: the file is the sweep's own (its keys are the points')."""
+    """What a sweep file holds: per grid point MISSING, DONE or FAILED and, with ``where``, the
+    offset of its row. A row counts when it is valid, the first of a point of the grid, and
+    its key (made from the sidecar ``old``; None: the sweep's own file) is the point's."""
 
     def __init__(self, sweep: Sweep, old: Mapping[str, Any] | None, where: bool = False):
         self.sweep, self.old = sweep, old
@@ -239,9 +224,8 @@ class Cache:
         return failed
 
     def _contexts(self, label: str | None) -> tuple[dict[str, Any], dict[str, Any], bool]:
-        """(the file's, the sweep's) fixed values of the model ``label``, the file's keys
-        missing from its sidecar at their defaults (it was begun before they existed), and
-        whether every point's key is the same under both (no row's key need be made)."""
+        """(the file's, the sweep's) fixed values of the model ``label`` (the file's missing
+        keys at their defaults) and whether every point's key is the same under both."""
         if label not in self._fixed:
             model = self.sweep.model_of({MODEL_KEY: label} if label is not None else {})
             ours = sweep_values(model.flat(), self.sweep.keys, self.sweep.ops)
@@ -294,9 +278,8 @@ class Cache:
 
     def scan(self, journal: Path | None, parquet: Sequence[list[str]] = ()
              ) -> Iterator[tuple[int, bytes]]:
-        """Add every row of ``journal``, then of ``parquet`` (text cells, older than the
-        journal: a point's row there counts when the journal has none); yield (grid index,
-        CSV line) of each row that counts, streamed."""
+        """Add every row of ``journal``, then of ``parquet`` (text cells: an older file); yield
+        (grid index, CSV line) of each row that counts."""
         if journal is not None and journal.exists():
             self.good = read_header(journal)[1]
             for offset, line, ended in journal_lines(journal):

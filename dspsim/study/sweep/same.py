@@ -1,12 +1,8 @@
-"""Values of a swept key that did not move the answer: one note line per group.
-
-For each swept model key, and each setting of the other parameter columns, the values of the
-key whose points gave identical cycles form a group (two or more values). The same group at
-several settings is one note. Each note names the key, the values, the cycles (at one
-setting) and, when the op can say, why (:meth:`dspsim.ops.base.Op.same_cycles_reason`: the
-op's own reason, e.g. its tiling, or the memory port that binds every value alike, from the
-model of each value's run: the sweep's sidecar gives its model file and fixed keys; nothing
-here knows an op). ``dspsim sweep`` and ``dspsim plot sweep`` print them.
+"""Values of a swept key that did not move the answer, as ``dspsim sweep`` and ``dspsim plot
+sweep`` print them: for each swept model key and setting of the other parameter columns, the
+values whose points gave identical cycles form a group (one note for the same group at several
+settings), with the op's reason when it gives one (:meth:`dspsim.ops.base.Op.same_cycles_reason`,
+from each value's model: the sweep's sidecar gives its model file and fixed keys).
 """
 
 from __future__ import annotations
@@ -18,9 +14,12 @@ from typing import Any
 
 import pandas as pd
 
+from dspsim.config import load_model
+from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
 from dspsim.study.sweep.grid import DEFAULT_OP
-from dspsim.study.sweep.table import key_columns
+from dspsim.study.sweep.sidecar import read_sidecar
+from dspsim.study.sweep.table import key_columns, read_sweep
 from dspsim.study.sweep.values import (
     MODEL_KEY,
     SPECIAL_KEYS,
@@ -57,17 +56,12 @@ def _plain(v: Any) -> Any:
 
 @functools.lru_cache(maxsize=64)
 def _model(source: str, overrides: tuple[tuple[str, Any], ...]) -> Any:
-    from dspsim.config import load_model
-
     return load_model(source).with_overrides(dict(overrides))
 
 
 def sidecar_models(path: str | Path) -> ModelAt | None:
     """The model of each point of a sweep file, from its sidecar (the model file and the
     keys it held fixed) and the point's parameter cells; None without a readable sidecar."""
-    from dspsim.errors import DspsimInputError
-    from dspsim.study.sweep.sidecar import read_sidecar
-
     try:
         doc = read_sidecar(Path(path))
     except (DspsimInputError, OSError):
@@ -88,8 +82,6 @@ def _models(model_at: ModelAt | None, setting: Mapping[str, Any], key: str, valu
             ) -> list[Any] | None:
     if model_at is None:
         return None
-    from dspsim.errors import DspsimInputError
-
     try:
         return [model_at(setting, key, v) for v in values]
     except (DspsimInputError, KeyError, TypeError):  # a model that no longer loads: no reason
@@ -154,9 +146,6 @@ def identical_cycles_notes(df: pd.DataFrame, limit: int = MAX_NOTES,
 def identical_cycles_notes_of(path: Any) -> list[str]:
     """:func:`identical_cycles_notes` of a sweep file; none when it cannot be read back whole
     (larger than a table read back, or damaged: what reads it says so)."""
-    from dspsim.errors import DspsimInputError
-    from dspsim.study.sweep.table import read_sweep
-
     try:
         return identical_cycles_notes(read_sweep(path), model_at=sidecar_models(path))
     except DspsimInputError:

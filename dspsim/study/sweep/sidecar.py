@@ -1,13 +1,8 @@
 """A sweep's sidecar ``FILE.sweep.json`` (its fields: ``docs/reference.md``, "Sweep tables and
-their sidecar"): what the rows of the file were computed with, so that each row's key
-(:mod:`dspsim.study.sweep.key`) can be made again on resume. It records the hardware keys and
-the swept ops' own keys, not every registered op's; a format-3 sidecar (dspsim 0.2.0, which
-recorded them all) is read with the other ops' keys left out and rewritten as format 4.
-
-A sidecar with anything wrong (a key missing or unknown, a wrong type, a value out of range) is
-*damaged*: the file is refused, since nothing would tell what its rows were computed with. A
-sidecar of another sweep (other columns, fidelity or fixed values, or a grid not contained in
-this one) is refused too; a grid that contains the recorded one extends the file (a note).
+their sidecar"): what the file's rows were computed with, so that each row's key can be made
+again on resume. A format-3 sidecar (dspsim 0.2.0: every op's keys) is read with the other ops'
+keys left out and rewritten as format 4. A damaged sidecar (anything wrong), or one of another
+sweep, is refused; a grid that contains the recorded one extends the file (a note).
 """
 
 from __future__ import annotations
@@ -47,19 +42,16 @@ class _DamagedError(ValueError):
 
 
 def sweep_meta(sweep: Sweep) -> dict[str, Any]:
-    """The sidecar of ``sweep``."""
-    def fixed(m: Any) -> dict[str, Any]:
-        return sweep_values(m.flat(), sweep.keys, sweep.ops)
+    """The sidecar of ``sweep`` (a sweep of several models: one entry per model)."""
+    def per_model(of: Any) -> Any:
+        return {label: of(m) for label, m in sweep.models} if sweep.models else of(sweep.model)
 
-    several = sweep.models
     return {
         "format": META_TAG, "format_version": META_FORMAT, "columns": sweep.columns,
         "fidelity": sweep.fidelity,
         "grid": [[k, [format_value(v) for v in values]] for k, values in sweep.axes],
-        "fixed_model": ({label: fixed(m) for label, m in several} if several
-                        else fixed(sweep.model)),
-        "model_source": ({label: m.source for label, m in several} if several
-                         else sweep.model.source),
+        "fixed_model": per_model(lambda m: sweep_values(m.flat(), sweep.keys, sweep.ops)),
+        "model_source": per_model(lambda m: m.source),
         "dspsim_version": __version__, "git_sha": git_sha(),
     }
 
@@ -88,7 +80,7 @@ def _load(side: Path) -> Any:
 
 
 def read_sidecar(out: Path) -> dict[str, Any]:
-    """The checked sidecar of ``out``, which holds rows, its ``fixed_model`` limited to the
+    """The checked sidecar of ``out`` (which holds rows), its ``fixed_model`` limited to the
     keys that apply to its ops; one-line errors when it is missing or damaged."""
     side = sidecar_path(out)
     what = f"{out} holds finished rows but its sidecar {side.name}"
@@ -188,7 +180,7 @@ def _check_models(doc: dict[str, Any], swept: list[str]) -> None:
 def _check_fixed(fixed: Any, swept: list[str], ops: list[str], every_op: bool,
                  what: str) -> None:
     """One model's fixed values: every key that applies and is not swept (one with a default
-    may be missing: newer than the file), each of its key's type and in its range."""
+    may be missing: newer than the file), each of its type and in its range."""
     if not isinstance(fixed, dict):
         raise _DamagedError(f"{what} is not an object")
     memories = dict.fromkeys(k.split(".", 1)[0] for k in [*fixed, *swept]
@@ -236,10 +228,9 @@ def _different(out: Path, what: str) -> DspsimInputError:
 
 
 def compare(out: Path, sweep: Sweep, old: dict[str, Any], rows: int) -> bool:
-    """Refuse ``old`` (a checked sidecar of ``out``) when it is another sweep's; print one note
-    when the sweep extends the grid, when a key is newer than the file, and when the rows were
-    computed by another dspsim version (their keys differ: they are computed again). Returns
-    whether the sidecar is to be rewritten."""
+    """Refuse ``old`` (a checked sidecar of ``out``) when it is another sweep's; print a note
+    when the sweep extends the grid, a key is newer than the file, or another dspsim version
+    computed the rows (computed again). Returns whether to rewrite the sidecar."""
     new = sweep_meta(sweep)
     if old["columns"] != new["columns"]:
         raise _different(out, f"columns {','.join(old['columns'])} there, "

@@ -61,16 +61,13 @@ def _load_spec(p: Path) -> dict[str, Any]:
     for k in raw:
         if k not in allowed:
             raise DspsimInputError(
-                f"spec file {str(p)!r}: unknown entry {k!r}; allowed: {', '.join(allowed)}"
-            )
+                f"spec file {str(p)!r}: unknown entry {k!r}; allowed: {', '.join(allowed)}")
     out: dict[str, Any] = {}
     if "model" in raw:
         model = raw["model"]
         if not isinstance(model, str) or not model.strip():
-            raise DspsimInputError(
-                f"spec file {str(p)!r}: model must be a packaged model name (e.g. j6) or a path "
-                "string"
-            )
+            raise DspsimInputError(f"spec file {str(p)!r}: model must be a packaged model name "
+                                   "(e.g. j6) or a path string")
         # as --model: a packaged name (j6) first, else a path (relative to this file)
         out["model"] = str(resolve_model_path(model, p))
     if "fidelity" in raw:
@@ -85,23 +82,18 @@ def _load_spec(p: Path) -> dict[str, Any]:
     params = _unique(p, "params", _flatten(raw.get("params", {})))
     for k in SPECIAL_KEYS:
         if k in raw and k in params:
-            raise DspsimInputError(
-                f"spec file {str(p)!r}: {k} is given twice (at the top and in [params]); give "
-                "it once"
-            )
+            raise DspsimInputError(f"spec file {str(p)!r}: {k} is given twice (at the top and "
+                                   "in [params]); give it once")
     out["params"] = {k: spec_values(k, v) for k, v in params.items()}
     return out
 
 
 def _unique(p: Path, table: str, pairs: Iterator[tuple[str, Any]]) -> dict[str, Any]:
-    """``pairs`` as a dict; a key given twice (``"ddr.latency_cycles" = ...`` and
-    ``ddr = {latency_cycles = ...}``) is an error, not last-wins."""
+    """``pairs`` as a dict; a key given twice (dotted and as a nested table) is an error."""
     out: dict[str, Any] = {}
     for k, v in pairs:
         if k in out:
-            raise DspsimInputError(
-                f"spec file {str(p)!r}: [{table}] key {k!r} is given twice (dotted and as a "
-                "nested table); give it once"
-            )
+            raise DspsimInputError(f"spec file {str(p)!r}: [{table}] key {k!r} is given twice "
+                                   "(dotted and as a nested table); give it once")
         out[k] = v
     return out

@@ -1,29 +1,21 @@
-"""Sweep tables read back: CSV journals as text rows, parquet files, and typed DataFrames.
-
-One row per point: the parameter columns (everything before ``cycles``), then the result
-columns; each column is described in ``docs/reference.md`` ("Sweep tables and their sidecar")
-and made by :attr:`dspsim.study.sweep.grid.Sweep.columns`. A failed point's result cells are
-empty and its ``error`` says why.
+"""Sweep tables read back: CSV journals as text rows, parquet files, and typed DataFrames. One
+row per point: the parameter columns (everything before ``cycles``), then the results
+(``docs/reference.md``, "Sweep tables and their sidecar"); a failed point's are empty but
+``wall_s`` and ``error``.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from dspsim.errors import DspsimInputError
 from dspsim.paths import BOM, check_regular_or_absent
-from dspsim.study.sweep.files import EXTENSIONS, journal_path
-from dspsim.study.sweep.grid import (
-    CHECK_COLUMNS,
-    HEAD_COLUMNS,
-    STALL_COLUMNS,
-    TAIL_COLUMNS,
-    TEXT_RESULT_COLUMNS,
-    Sweep,
-)
+from dspsim.study.sweep.files import check_extension, journal_path
+from dspsim.study.sweep.grid import Sweep
 from dspsim.study.sweep.resume import BUSY, check_cells, memory_of, parse_line
 from dspsim.study.sweep.values import (
     SIZE_KEYS,
@@ -35,31 +27,29 @@ from dspsim.study.sweep.values import (
 )
 
 FLOAT_RESULT_COLUMNS = ("time_us", "wall_s")
+TEXT_RESULT_COLUMNS = ("warnings", "error")
 MAX_TABLE_BYTES = 64 << 20  # a table read back whole (a figure of it, an experiment's table):
 # its cells as text take about 15x the file, so 64 MiB stays near 1 GB
 MAX_PARQUET_ROWS = 1_000_000  # rows of a parquet table read back whole (its metadata says)
-_RESULT_COLUMNS = (*HEAD_COLUMNS, "core_busy_cycles", "ddr_busy_cycles", *STALL_COLUMNS,
-                   *CHECK_COLUMNS, *TAIL_COLUMNS)
-def read_sweep(path: str | Path) -> pd.DataFrame:
-    """A sweep file as a DataFrame: CSV (a torn last line left out), or parquet plus its journal
-    when an interrupted run left one (the journal's row of a point replaces the file's).
+# J6's result columns (a model's other memories and iDMA channels add columns of their own)
+_RESULT_COLUMNS = ("cycles", "time_us", "ddr_read_bytes", "ddr_write_bytes", "core_busy_cycles",
+                   "ddr_busy_cycles", "ddr_stall_cycles", "idma_in_stall_cycles",
+                   "idma_out_stall_cycles", "warnings", "hazards", "wall_s", "error")
 
-    Every row is checked as a resume checks it (:func:`dspsim.study.sweep.resume.check_cells`:
-    values of known keys in range, variants of the row's op, counts, times and warning codes);
-    the header must name each column once, parameter columns sweep keys and the rest result
-    columns. Anything else, or a file over :data:`MAX_TABLE_BYTES`, is a one-line
-    :class:`DspsimInputError` naming the file, the line and what is wrong."""
+
+def read_sweep(path: str | Path) -> pd.DataFrame:
+    """A sweep file as a DataFrame: CSV (a torn last line left out), or parquet plus the journal
+    an interrupted run left (its row of a point replaces the file's). Every row and the header
+    are checked as a resume checks them; a bad one, or a file over :data:`MAX_TABLE_BYTES`, is
+    one line naming the file, the line and what is wrong."""
     p = Path(path)
-    if p.suffix not in EXTENSIONS:
-        raise DspsimInputError(
-            f"sweep file {str(p)!r}: unknown extension {p.suffix or '(none)'!r}; "
-            f"allowed {', '.join(EXTENSIONS)}"
-        )
+    check_extension(p, "sweep file")
     check_regular_or_absent(p, "sweep file")
     tables = []
     if p.suffix == ".parquet" and p.exists():
         _check_size(p)
-        tables.append((str(p), *_parquet_text(p)))
+        header, rows = _read_parquet(p)
+        tables.append((str(p), header, [(f"row {k + 1}", cells) for k, cells in enumerate(rows)]))
     j = journal_path(p)
     if j.exists():
         check_regular_or_absent(j, "sweep file")
@@ -90,14 +80,12 @@ def _checked_rows(tables: list[tuple[str, list[str], list[tuple[str, list[str]]]
             except ValueError as e:
                 raise DspsimInputError(
                     f"{source} {where}: {_one_line(str(e))}; not a valid sweep table (rerun the "
-                    "dspsim sweep that wrote it to compute bad rows again)"
-                ) from None
+                    "dspsim sweep that wrote it to compute bad rows again)") from None
             if ident in seen:
                 raise DspsimInputError(
                     f"{source} {where}: a second row of the point "
                     f"{', '.join(f'{k}={v}' for k, v in zip(keys, ident))}; not a valid sweep "
-                    "table (rerun the dspsim sweep that wrote it to repair it)"
-                )
+                    "table (rerun the dspsim sweep that wrote it to repair it)")
             seen.add(ident)
             rows[ident] = list(ident) + cells[len(keys):]
     return list(rows.values())
@@ -110,10 +98,8 @@ def _one_line(text: str) -> str:
 def _check_size(p: Path) -> None:
     size = p.stat().st_size
     if size > MAX_TABLE_BYTES:
-        raise DspsimInputError(
-            f"sweep file {str(p)!r} is {size:,} bytes; at most {MAX_TABLE_BYTES:,} are read back "
-            "(plot a smaller sweep)"
-        )
+        raise DspsimInputError(f"sweep file {str(p)!r} is {size:,} bytes; at most "
+                               f"{MAX_TABLE_BYTES:,} are read back (plot a smaller sweep)")
 
 
 def _check_header(header: list[str], source: str) -> list[str]:
@@ -131,8 +117,7 @@ def _check_header(header: list[str], source: str) -> list[str]:
         except DspsimInputError:
             raise DspsimInputError(
                 f"{source}: parameter column {k!r} is not a sweep key; allowed: "
-                f"{', '.join(SPECIAL_KEYS)} or a model key (dspsim keys)"
-            ) from None
+                f"{', '.join(SPECIAL_KEYS)} or a model key (dspsim keys)") from None
     for group in (VARIANT_KEYS, SIZE_KEYS):
         if all(k in keys for k in group):
             raise DspsimInputError(f"{source}: columns {' and '.join(group)} both; a sweep "
@@ -142,8 +127,7 @@ def _check_header(header: list[str], source: str) -> list[str]:
             raise DspsimInputError(
                 f"{source}: column {c!r} after cycles is not a result column; allowed: "
                 f"{', '.join(_RESULT_COLUMNS)}, idma<k>_busy_cycles, <memory>_read_bytes, "
-                "<memory>_write_bytes, <memory>_busy_cycles, <memory>_stall_cycles"
-            )
+                "<memory>_write_bytes, <memory>_busy_cycles, <memory>_stall_cycles")
     return keys
 
 
@@ -182,11 +166,6 @@ def _csv_text(path: Path) -> tuple[list[str], list[tuple[str, list[str]]]]:
     return header, rows
 
 
-def _parquet_text(path: Path) -> tuple[list[str], list[tuple[str, list[str]]]]:
-    header, rows = _read_parquet(path)
-    return header, [(f"row {k + 1}", cells) for k, cells in enumerate(rows)]
-
-
 def _read_parquet(path: Path) -> tuple[list[str], list[list[str]]]:
     """(columns, rows as the journal's text cells) of a parquet file; one line when it is not
     a readable parquet table."""
@@ -211,20 +190,15 @@ def _read_parquet(path: Path) -> tuple[list[str], list[list[str]]]:
         why = why if len(why) <= 120 else why[:117] + "..."
         raise DspsimInputError(
             f"{path}: not a readable parquet sweep table ({type(e).__name__}: {why}); delete it "
-            "(with its journal and sidecar) to start its sweep afresh"
-        ) from None
-    columns = [str(c) for c in df.columns]
-    rows = []
-    for rec in df.itertuples(index=False):
-        rows.append(
-            [
-                ""
-                if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-                else format_value(v.item() if hasattr(v, "item") else v)
-                for v in rec
-            ]
-        )
-    return columns, rows
+            "(with its journal and sidecar) to start its sweep afresh") from None
+
+    def cell(v: Any) -> str:
+        if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+            return ""
+        return format_value(v.item() if hasattr(v, "item") else v)
+
+    return [str(c) for c in df.columns], [[cell(v) for v in rec]
+                                          for rec in df.itertuples(index=False)]
 
 
 def _typed(columns: list[str], keys: list[str], rows: list[list[str]]) -> pd.DataFrame:
@@ -258,11 +232,7 @@ def key_columns(df: pd.DataFrame) -> list[str]:
 def parquet_rows(path: Path, sweep: Sweep) -> list[list[str]]:
     """The rows of a parquet sweep file as the journal's text cells."""
     columns, rows = _read_parquet(path)
-    if columns != sweep.columns:
-        raise DspsimInputError(
-            f"{path} was written by a different sweep (columns {','.join(columns)}; "
-            f"this sweep has {','.join(sweep.columns)}); choose another --out or delete it"
-        )
+    sweep.check_columns(path, columns)
     return rows
 
 

@@ -1,21 +1,12 @@
 """Sweep keys and their values: types, checks, ``V1,V2,...`` lists and ``START:STOP:STEP``
 ranges, and the canonical text of a value in a sweep table.
 
-A sweep key is any model key (``dspsim.config.all_keys()``) or one of the special keys:
-
-- ``op``: a registered op (``dspsim.ops.op_names()``);
-- ``variant``: one of the swept op's variants; ``mode`` is its older name (a sweep uses one or
-  the other; its table keeps the name used);
-- ``n``: float32 elements of a 1-D op's input;
-- ``shape``: a 2-D op's input shape, written ``ROWSxCOLS`` (``1024x256``);
-- ``model``: in a sweep of several models (``--models A,B``), the model of a point: its name
-  (its file's, or its ``[model] name``), or the path given when two models share a name.
-
-``START:STOP:STEP`` (numeric keys only, STEP > 0, START <= STOP) gives ``START, START+STEP, ...``
-up to and including STOP when STOP lands on the grid (``1:10:4`` is 1, 5, 9; ``0.1:0.5:0.1`` is
-0.1 ... 0.5). Values are checked against the key's type and range before anything runs; a
-variant or a shape is checked against the sweep's ops when the grid is built
-(:func:`dspsim.study.sweep.grid.build_sweep`).
+A sweep key is a model key or ``op``, ``variant`` (``mode``: its older name; a table keeps the
+name used), ``n`` (a 1-D op's float32 elements), ``shape`` (a 2-D op's ``ROWSxCOLS``) or, in a
+sweep of several models, ``model`` (a model's name, or its path when two share a name).
+``START:STOP:STEP`` (numeric keys, STEP > 0, START <= STOP) includes STOP when it lands on the
+grid (``1:10:4`` is 1, 5, 9; ``0.1:0.5:0.1`` is 0.1 ... 0.5). Values are checked against their
+key before anything runs; variants and shapes against the ops when the grid is built.
 """
 
 from __future__ import annotations
@@ -53,8 +44,7 @@ def key_type(key: str) -> type:
     except DspsimInputError:
         raise DspsimInputError(
             f"unknown sweep key {key!r}; allowed: {', '.join(SPECIAL_KEYS)} or a model key "
-            f"({', '.join(all_keys())})"
-        ) from None
+            f"({', '.join(all_keys())})") from None
 
 
 def check_on_model(model: HardwareModel, key: str, what: str) -> None:
@@ -62,10 +52,8 @@ def check_on_model(model: HardwareModel, key: str, what: str) -> None:
     the key was given, e.g. ``--param ddr.latency_cycles``)."""
     section = model_key(key).section
     if is_memory_section(section) and section not in model.memories:
-        raise DspsimInputError(
-            f"{what}: model {model.name} has no memory {section!r}; its memories: "
-            f"{', '.join(model.memories)}"
-        )
+        raise DspsimInputError(f"{what}: model {model.name} has no memory {section!r}; its "
+                               f"memories: {', '.join(model.memories)}")
 
 
 def shape_text(shape: Iterable[int]) -> str:
@@ -85,20 +73,15 @@ def parse_shape(value: Any) -> tuple[int, ...]:
         dims = tuple(value)
     else:
         dims = ()
-    if not dims or any(
-        isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in dims
-    ):
+    if not dims or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in dims):
         raise DspsimInputError(
-            f"shape {value!r}: expected positive integers written ROWSxCOLS, e.g. 1024x256"
-        )
+            f"shape {value!r}: expected positive integers written ROWSxCOLS, e.g. 1024x256")
     return tuple(int(d) for d in dims)
 
 
 def check_value(key: str, value: Any) -> Any:
-    """Check one value of a sweep key on its own (type, range, choices); return it coerced.
-
-    A variant is only checked to be text here: which variants are allowed depends on the op(s)
-    of the sweep, checked when the grid is built."""
+    """Check one value of a sweep key on its own (type, range, choices); return it coerced. A
+    variant is only checked to be text: which are allowed depends on the sweep's ops."""
     if key == "op":
         return get_op(value).name  # unknown op -> one-line error naming the registered ones
     if key == MODEL_KEY:  # a model's label: its name, or its path when names collide
@@ -117,8 +100,7 @@ def check_value(key: str, value: Any) -> Any:
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise DspsimInputError(
-                f"n = {value!r}: must be a positive integer (number of float32 elements)"
-            )
+                f"n = {value!r}: must be a positive integer (number of float32 elements)")
         return value
     return check_model_value(key, value)  # unknown key, wrong type or range -> one-line error
 
@@ -172,9 +154,8 @@ def _parse_number(key: str, text: str, what: str = "value") -> int | float:
 
 
 def value_count(key: str, text: str) -> int:
-    """How many values ``KEY=TEXT`` gives (``V1,V2,...`` or ``START:STOP:STEP``), without
-    building or checking them: what a search may count before it builds anything. A malformed
-    text counts as its items (parsing it later says what is wrong)."""
+    """How many values ``KEY=TEXT`` gives, without building or checking them (a malformed text
+    counts as its items: parsing it later says what is wrong)."""
     text = text.strip()
     if ":" not in text:
         return len(text.split(","))
@@ -214,8 +195,7 @@ def _range_values(key: str, text: str) -> list[Any]:
     start, stop, step, count = _range_count(key, text)
     if count > MAX_VALUES_PER_KEY:
         raise DspsimInputError(
-            f"{key}={text}: {count:,} values; at most {MAX_VALUES_PER_KEY:,} per key"
-        )
+            f"{key}={text}: {count:,} values; at most {MAX_VALUES_PER_KEY:,} per key")
     if t is int:
         return list(range(start, start + count * step, step))
     # 12 significant digits: 0.1 + 2 * 0.1 is 0.3, not 0.30000000000000004
@@ -260,10 +240,8 @@ def parse_param(item: str) -> tuple[str, list[Any]]:
     key, eq, text = item.partition("=")
     key = key.strip()
     if not eq or not key:
-        raise DspsimInputError(
-            f"--param {item!r}: expected KEY=V1,V2,... or KEY=START:STOP:STEP, "
-            "e.g. ddr.latency_cycles=50:400:50"
-        )
+        raise DspsimInputError(f"--param {item!r}: expected KEY=V1,V2,... or "
+                               "KEY=START:STOP:STEP, e.g. ddr.latency_cycles=50:400:50")
     return key, parse_values(key, text)
 
 
