@@ -73,17 +73,33 @@ def ping_pong_pass_cycles(model: HardwareModel, tiles: Tiling, cost: Callable[[i
     return max(p.staged(tail), p.path(stops_timer))
 
 
-class _Pass:
-    """One pass of the ping-pong frame, its two forms (the module's text)."""
+class PortCosts:
+    """The host memory's and the iDMA's constants the ping-pong closed forms price copies by."""
 
-    def __init__(self, model: HardwareModel, tiles: Tiling, cost: Callable[[int], float],
-                 write_back: bool, split: bool) -> None:
+    def __init__(self, model: HardwareModel) -> None:
         ddr, idma = model.host_memory, model.idma
-        self.tiles, self.cost, self.write_back, self.split = tiles, cost, write_back, split
         self.policy = policy = ddr.policy  # what a request costs (dspsim.hw.policy)
         self.lat, self.cpb = policy.latency(False), policy.cycles_per_byte
         self.burst, self.k, self.m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
         self.setup = idma.setup_cycles
+
+    def requests(self, nbytes: int) -> int:
+        """Bursts of a copy of ``nbytes``."""
+        return -(-nbytes // self.burst)
+
+    def single(self, nbytes: int, write: bool = False) -> float:
+        """A copy alone on its channel and the port (into TCM, else out of it: ``write``)."""
+        return self.policy.transfer_cycles(nbytes, self.burst, min(self.k, self.m), write)
+
+
+class _Pass(PortCosts):
+    """One pass of the ping-pong frame, its two forms (the module's text)."""
+
+    def __init__(self, model: HardwareModel, tiles: Tiling, cost: Callable[[int], float],
+                 write_back: bool, split: bool) -> None:
+        super().__init__(model)
+        policy = self.policy
+        self.tiles, self.cost, self.write_back, self.split = tiles, cost, write_back, split
         self.n_tiles = tiles.count
         # a burst's slot time, path free: a read's, or the mean of a read's and a write's when
         # the pass writes back as much as it reads
@@ -96,9 +112,6 @@ class _Pass:
     def throughput(self, channels: int) -> float:
         return min(self.policy.bytes_per_cycle,
                    min(self.m, channels * self.k) * self.burst / self.occupancy)
-
-    def single(self, nbytes: int, write: bool = False) -> float:
-        return self.policy.transfer_cycles(nbytes, self.burst, min(self.k, self.m), write)
 
     def d_in(self, i: int) -> float:
         return self.single(4 * self.tiles.at(i))

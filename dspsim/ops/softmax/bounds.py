@@ -17,7 +17,7 @@ from dspsim.config import Core, HardwareModel
 from dspsim.errors import DspsimInputError
 from dspsim.kernels.cached import direct_bounds
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
-from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
+from dspsim.ops.pingpong_bounds import PortCosts, Tiling, ping_pong_pass_cycles
 from dspsim.ops.softmax.layout import tile_elems
 from dspsim.schema import check_n
 
@@ -112,25 +112,19 @@ def _pass_traffic(model: HardwareModel, n: int, tiles: Tiling, cost: Callable[[i
     """One pass's bytes read and written, requests, data path and latency bounds and compute
     cycles (kernels and setups); ``last``: the pass that may stop the timer with the other
     buffer's last output copy in flight."""
-    ddr, idma = model.host_memory, model.idma
-    burst, count = idma.burst_bytes, tiles.count
-
-    def requests_of(nbytes: int) -> int:
-        return -(-nbytes // burst)
-
+    c, count = PortCosts(model), tiles.count
     in_bytes = 4 * n
     out_bytes = in_bytes if write_back else 0
     # channels in use: one for a single tile, or for the max pass under 'split' (inputs ch0)
     channels = 1 if (count == 1 or (split and not write_back)) else 2
     setups = min(2, count) + count * (1 if write_back else 0) + max(0, count - 2)
-    compute = tiles.total(cost) + setups * idma.setup_cycles
-    reads = int(tiles.total(lambda s: requests_of(4 * s)))
+    compute = tiles.total(cost) + setups * c.setup
+    reads = int(tiles.total(lambda s: c.requests(4 * s)))
     requests = reads * (2 if write_back else 1)
     unwaited = 4 * tiles.at(count - 2) if (write_back and last and count >= 2) else 0
-    dma = ddr.policy.data_cycles(in_bytes + out_bytes - unwaited)
-    writes = requests - reads - requests_of(unwaited)
-    latency = ddr.policy.latency_total(reads, writes) / min(ddr.max_outstanding,
-                                                           channels * idma.max_outstanding)
+    dma = c.policy.data_cycles(in_bytes + out_bytes - unwaited)
+    writes = requests - reads - c.requests(unwaited)
+    latency = c.policy.latency_total(reads, writes) / min(c.m, channels * c.k)
     return in_bytes, out_bytes, requests, dma, latency, compute
 
 

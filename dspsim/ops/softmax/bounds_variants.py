@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
-from dspsim.ops.pingpong_bounds import Tiling
+from dspsim.ops.pingpong_bounds import PortCosts, Tiling
 from dspsim.ops.softmax import bounds as seed_bounds
 from dspsim.ops.softmax.bounds import ORDER, bind, ordered
 from dspsim.ops.softmax.layout import (
@@ -29,34 +29,22 @@ _ADDITIVE = ("ddr_read_bytes", "ddr_write_bytes", "ddr_requests", "dma_bound_cyc
              "latency_bound_cycles", "compute_bound_cycles", "estimate_cycles")
 
 
-class _Cost:
+class _Cost(PortCosts):
     """The model's constants and the per-call costs every variant is built from."""
 
     def __init__(self, model: Any):
-        self.model = model
-        core, ddr, idma = model.core, model.host_memory, model.idma
-        self.core = core
-        self.policy = policy = ddr.policy  # what a request costs (dspsim.hw.policy)
-        self.lat, self.cpb = policy.latency(False), policy.cycles_per_byte
-        self.lat_write = policy.latency(True)
-        self.burst, self.k, self.m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
-        self.setup = idma.setup_cycles
-        self.channels = idma.channels
+        super().__init__(model)
+        self.model, self.core = model, model.core
+        self.lat_write = self.policy.latency(True)
+        self.channels = model.idma.channels
 
     def tcm(self, shape: Any, n: int) -> int:
         return shape.tcm_cycles(n, self.core)
-
-    def requests(self, nbytes: int) -> int:
-        return -(-nbytes // self.burst)
 
     def throughput(self, channels: int) -> float:
         window = min(self.m, max(1, channels) * self.k)
         return min(1.0 / self.cpb,
                    window * self.burst / self.policy.request_cycles(self.burst, False))
-
-    def single(self, nbytes: int, write: bool = False) -> float:
-        """A copy alone on its channel and the port (into TCM, else out of it: ``write``)."""
-        return self.policy.transfer_cycles(nbytes, self.burst, min(self.k, self.m), write)
 
     def pass1(self, s: int) -> int:  # online pass 1, one tile: max, exp, sum, rescale
         return (self.tcm(VECMAXF, s) + self.tcm(VECEXPF_MAX, s) + self.tcm(VECSUM, s)
