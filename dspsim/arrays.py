@@ -1,10 +1,9 @@
 """Reading input arrays and writing output arrays for the command line (.npy, float32).
 
-An input file is checked from its header before any of it is loaded: a regular file, a .npy
-header of a float32 array of the op's dimension, its size within what the DSP's DDR window can
-hold (the host allocates the input and an output array of the same size there), and the file
-long enough for the data the header announces. A header claiming 10^10 elements is refused in
-microseconds instead of attempting a 37 GiB allocation.
+An input file is checked from its header before any of it is loaded: a regular file, a float32
+array of the op's dimension, within what the DSP's DDR window holds (the host allocates the
+input and an output of its size there), the file as long as the header announces. A header
+claiming 10^10 elements is refused in microseconds, not by a 37 GiB allocation.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dspsim.errors import DspsimInputError
 from dspsim.paths import atomic_write, writable_file
@@ -30,20 +29,19 @@ HOST_ALIGN_BYTES = 4096
 _PARAM_BLOCK_BYTES = 64
 # J6's 32-bit window onto DDR (hbDSPAddrMap addresses): what the host's arrays must fit
 DDR_WINDOW_BYTES = 0x8000_0000
+NpyHeader = tuple[tuple[int, ...], bool, "np.dtype"]  # shape, fortran_order, dtype
 
 
 def ddr_window_bytes(input_bytes: int) -> int:
     """Bytes of the DSP's DDR window one run takes: its input and output arrays, each on the
     host's 4096-byte boundary, and the 64-byte parameter block."""
-    array = -(-int(input_bytes) // HOST_ALIGN_BYTES) * HOST_ALIGN_BYTES
-    return 2 * array + _PARAM_BLOCK_BYTES
+    return ddr_layout_bytes([input_bytes])
 
 
 def ddr_layout_bytes(input_bytes: Iterable[int]) -> int:
-    """Bytes of the DSP's DDR window runs take whose buffers are all allocated together (a
-    workload's streams): each run's input and output arrays and parameter block after the
-    previous run's, every block on the host's 4096-byte boundary. One run: its
-    :func:`ddr_window_bytes`."""
+    """Bytes of the DSP's DDR window runs take whose buffers are allocated together (a
+    workload's streams): each run's input, output and parameter block after the previous run's,
+    every block on the host's 4096-byte boundary."""
     end = 0
     for size in input_bytes:
         for block in (int(size), int(size), _PARAM_BLOCK_BYTES):
@@ -57,18 +55,21 @@ def max_input_bytes() -> int:
     return per_array // HOST_ALIGN_BYTES * HOST_ALIGN_BYTES
 
 
-def _npy_header(f, what: str, hint: str = _HINT) -> tuple[tuple[int, ...], bool, np.dtype]:
-    """(shape, fortran_order, dtype) from the header of the .npy file ``f`` (at its start)."""
+def _npy_header(f, what: str, not_npy: str, hint: str = _HINT) -> tuple[NpyHeader, int]:
+    """(shape, fortran_order, dtype) from the header of the .npy file ``f`` (at its start), and
+    its data's offset; ``not_npy``: the message when ``f`` is not a .npy file at all."""
     from tokenize import TokenError  # numpy tokenizes the header: an open bracket at its end
 
     from numpy.lib import format as npy
 
+    if f.read(6) != b"\x93NUMPY":
+        raise DspsimInputError(not_npy)
+    f.seek(0)
     try:
         version = npy.read_magic(f)
-        if version == (1, 0):
-            return npy.read_array_header_1_0(f, max_header_size=10_000)
-        if version == (2, 0):
-            return npy.read_array_header_2_0(f, max_header_size=10_000)
+        if version in ((1, 0), (2, 0)):
+            read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+            return read(f, max_header_size=10_000), f.tell()
     except (ValueError, OSError, EOFError, SyntaxError, TokenError) as e:
         reason = str(e).splitlines()[0] if str(e) else e.__class__.__name__
         if " object at 0x" in reason or isinstance(e, TokenError):  # say what it means
@@ -82,38 +83,25 @@ def load_input(path: str, ndim: int | tuple[int, ...] = 1) -> np.ndarray:
     reported). The header is checked before anything is allocated."""
     import numpy as np
 
-    p = Path(path)
     what = f"--input {path!r}"
-    st = _input_stat(p, what, ".npy")
+    st = _input_stat(path, what, ".npy")
     try:
-        with open(p, "rb") as f:
-            if f.read(6) != b"\x93NUMPY":
-                raise DspsimInputError(f"{what}: not a .npy file; {_HINT}")
-            f.seek(0)
-            shape, fortran, dtype = _npy_header(f, what)
-            offset = f.tell()
-            if dtype != np.float32:
-                raise DspsimInputError(
-                    f"{what}: dtype {dtype}, expected float32 (x.astype(numpy.float32))"
-                )
-            if len(shape) not in _dims(ndim):
-                raise DspsimInputError(f"{what}: shape {shape}, expected a {_dims_text(ndim)}")
+        with open(path, "rb") as f:
+            (shape, fortran, dtype), offset = _npy_header(f, what, f"{what}: not a .npy file; "
+                                                          f"{_HINT}")
+            _check_array(shape, dtype, what, ndim)
             count = math.prod(shape)
-            if count == 0:
-                raise DspsimInputError(f"{what}: empty array, expected at least 1 element")
             nbytes = count * dtype.itemsize
             if nbytes > max_input_bytes():
                 raise DspsimInputError(
                     f"{what}: shape {shape} is {nbytes:,} bytes; the input and output arrays "
                     f"must fit the DSP's DDR window: at most {max_input_bytes():,} bytes "
-                    f"({max_input_bytes() // 4:,} float32) each"
-                )
+                    f"({max_input_bytes() // 4:,} float32) each")
             if st.st_size != offset + nbytes:
                 raise DspsimInputError(
                     f"{what}: {'truncated' if st.st_size < offset + nbytes else 'size'}: the "
                     f"header announces {nbytes:,} bytes of data, the file holds "
-                    f"{max(0, st.st_size - offset):,}; they must agree"
-                )
+                    f"{max(0, st.st_size - offset):,}; they must agree")
             data = f.read(nbytes)
         x = np.frombuffer(data, dtype=dtype, count=count)
         x = x.reshape(shape, order="F" if fortran else "C").copy()
@@ -122,7 +110,7 @@ def load_input(path: str, ndim: int | tuple[int, ...] = 1) -> np.ndarray:
     except (OSError, ValueError, EOFError) as e:
         reason = str(e).splitlines()[0] if str(e) else e.__class__.__name__
         raise DspsimInputError(f"{what}: not a readable .npy array ({reason}); {_HINT}") from None
-    return check_input_array(x, what, ndim)
+    return x
 
 
 def _input_stat(path: str | Path, what: str, kind: str) -> os.stat_result:
@@ -140,12 +128,19 @@ def _input_stat(path: str | Path, what: str, kind: str) -> os.stat_result:
     return st
 
 
-def _dims(ndim: int | tuple[int, ...]) -> tuple[int, ...]:
-    return (ndim,) if isinstance(ndim, int) else tuple(ndim)
+def _check_array(shape: tuple[int, ...], dtype: Any, what: str,
+                 ndim: int | tuple[int, ...]) -> None:
+    """A non-empty ``ndim``-D float32 array's shape and dtype, else a one-line error."""
+    import numpy as np
 
-
-def _dims_text(ndim: int | tuple[int, ...]) -> str:
-    return " or ".join(f"{d}-D" for d in _dims(ndim)) + " array"
+    dims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+    if dtype != np.float32:
+        raise DspsimInputError(f"{what}: dtype {dtype}, expected float32 (x.astype(numpy.float32))")
+    if len(shape) not in dims:
+        raise DspsimInputError(f"{what}: shape {shape}, expected a "
+                               f"{' or '.join(f'{d}-D' for d in dims)} array")
+    if math.prod(shape) == 0:
+        raise DspsimInputError(f"{what}: empty array, expected at least 1 element")
 
 
 def check_input_array(x: np.ndarray, what: str, ndim: int | tuple[int, ...] = 1) -> np.ndarray:
@@ -154,14 +149,7 @@ def check_input_array(x: np.ndarray, what: str, ndim: int | tuple[int, ...] = 1)
     import numpy as np
 
     x = np.asarray(x)
-    if x.dtype != np.float32:
-        raise DspsimInputError(
-            f"{what}: dtype {x.dtype}, expected float32 (x.astype(numpy.float32))"
-        )
-    if x.ndim not in _dims(ndim):
-        raise DspsimInputError(f"{what}: shape {x.shape}, expected a {_dims_text(ndim)}")
-    if x.size == 0:
-        raise DspsimInputError(f"{what}: empty array, expected at least 1 element")
+    _check_array(x.shape, x.dtype, what, ndim)
     return x
 
 
@@ -219,8 +207,6 @@ _NPZ_CHUNK_BYTES = 1 << 24
 _NPZ_DIRECTORY_MAX_BYTES = 1 << 20
 _ZIP_END_RECORD, _ZIP_END_MAX_BYTES = b"PK\x05\x06", 22 + 0xFFFF  # the record and its comment
 
-NpyHeader = tuple[tuple[int, ...], bool, "np.dtype"]
-
 
 def _check_npz_directory(path: str, size: int, what: str) -> None:
     """Refuse an archive whose central directory (its size in the end record, read before
@@ -267,11 +253,8 @@ def _npz_header(zf, info, what: str, hint: str) -> NpyHeader:
     uncompressed size checked against the bytes the header announces."""
     name = info.filename.removesuffix(".npy")
     with zf.open(info) as f:
-        if f.read(6) != b"\x93NUMPY":
-            raise DspsimInputError(f"{what}: {name} is not a .npy array")
-        f.seek(0)
-        shape, fortran, dtype = _npy_header(f, f"{what}: {name}", hint)
-        offset = f.tell()
+        (shape, fortran, dtype), offset = _npy_header(f, f"{what}: {name}",
+                                                      f"{what}: {name} is not a .npy array", hint)
     nbytes = math.prod(shape) * dtype.itemsize
     if info.file_size != offset + nbytes:
         raise DspsimInputError(
