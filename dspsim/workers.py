@@ -1,21 +1,13 @@
 """Worker processes that die with their parent: every process pool dspsim starts goes through
-:func:`process_pool` (or :func:`imap_unordered`, built on it), and the local dask cluster's
-worker processes through :func:`fork_processes`.
+:func:`process_pool` (or :func:`imap_unordered`), the local dask cluster's workers through
+:func:`fork_processes`.
 
 A parent killed with ``kill -9`` cannot shut its pool down, and forked workers share the task
-queue's pipe, so they would never see it close and would wait on it for ever. Each worker
-therefore watches its parent:
-
-* on Linux, ``prctl(PR_SET_PDEATHSIG, SIGKILL)``: the kernel kills the worker the moment its
-  parent dies (the pool's workers are all forked at once, in the thread that makes the pool);
-* everywhere, a daemon thread in the worker that checks ``os.getppid()`` every
-  :data:`PARENT_POLL_S` seconds and leaves once the parent has changed (orphaned). It sleeps in
-  the worker's idle thread, never in the work.
-
-Workers ignore SIGINT (a Ctrl-C reaches the whole process group: only the parent acts on it),
-and a pool left by an exception (Ctrl-C, an error, a consumer that stops early) terminates its
-workers at once instead of waiting for their current task. No pool has more workers than work
-items (``min(jobs, work)``).
+queue's pipe, so they would wait on it for ever. Each worker therefore watches its parent: on
+Linux by ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (the kernel kills it the moment its parent dies),
+everywhere by a daemon thread that checks ``os.getppid()`` every :data:`PARENT_POLL_S` seconds.
+Workers ignore SIGINT (only the parent acts on Ctrl-C); a pool left by an exception terminates
+its workers at once. No pool has more workers than work items.
 """
 
 from __future__ import annotations
@@ -93,17 +85,6 @@ def _worker_init(parent_pid: int, death_signal: bool, init: Callable[..., Any] |
         init(*initargs)
 
 
-def _context() -> Any:
-    # fork (Linux's default under Python 3.11, chosen explicitly so a newer default does not
-    # change who the workers' parent is): every worker is forked when the first task is
-    # submitted, in the thread that submits it
-    import multiprocessing
-
-    if sys.platform.startswith("linux"):
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context()
-
-
 def stop_processes(procs: Iterable[Any]) -> None:
     """Terminate ``procs`` (``multiprocessing`` processes, whatever they are running), kill
     those not gone after :data:`STOP_GRACE_S`, and reap them."""
@@ -121,8 +102,7 @@ def stop_processes(procs: Iterable[Any]) -> None:
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Abandon ``pool`` now: cancel what has not started, terminate the workers (whatever they
-    are running) and reap them."""
+    """Abandon ``pool`` now: cancel what has not started, terminate and reap the workers."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
     manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
@@ -134,9 +114,8 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
 
 
 def can_fork_workers() -> bool:
-    """Whether worker processes may be forked here and now: on Linux, from the main thread of
-    a process with no other thread (a thread holding a lock at the fork would leave it held
-    for ever in the child)."""
+    """Whether workers may be forked here: on Linux, from the main thread of a process with no
+    other thread (a thread holding a lock at the fork would leave it held in the child)."""
     return (sys.platform.startswith("linux")
             and threading.current_thread() is threading.main_thread()
             and threading.active_count() == 1)
@@ -149,10 +128,9 @@ def _forked_main(parent_pid: int, target: Callable[..., Any], args: tuple) -> No
 
 
 def fork_processes(targets: Iterable[tuple[Callable[..., Any], tuple]]) -> list[Any]:
-    """One process forked now for each ``(target, args)``, running ``target(*args)`` and dying
-    with this process (SIGINT ignored, :func:`watch_parent`, the parent-death signal armed:
-    the caller forks from the main thread, checked by :func:`can_fork_workers`). Returns the
-    ``multiprocessing`` processes, all started; :func:`stop_processes` ends them."""
+    """One process forked now (from the main thread: :func:`can_fork_workers`) for each
+    ``(target, args)``, running ``target(*args)`` and dying with this process. Returns them,
+    started; :func:`stop_processes` ends them."""
     import multiprocessing
 
     if not can_fork_workers():
@@ -176,29 +154,29 @@ def process_pool(jobs: int, work: int | None = None,
                  initializer: Callable[..., Any] | None = None,
                  initargs: tuple = ()) -> Iterator[ProcessPoolExecutor]:
     """A ``ProcessPoolExecutor`` of ``min(jobs, work)`` workers (at least one) that die with
-    this process. Every worker is started before the block runs. Leaving the block normally
-    waits for the submitted tasks; leaving it by an exception (Ctrl-C included) or a
-    ``GeneratorExit`` terminates the workers at once."""
+    this process, all started before the block runs. Leaving the block normally waits for the
+    tasks; leaving it by an exception (Ctrl-C, ``GeneratorExit``) terminates the workers."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     n = max(1, int(jobs) if work is None else min(int(jobs), int(work)))
     main = threading.current_thread() is threading.main_thread()
+    # fork (Linux's default under Python 3.11, chosen explicitly so a newer default does not
+    # change who the workers' parent is): every worker is forked at the first task, here
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
     pool = ProcessPoolExecutor(
-        max_workers=n, mp_context=_context(), initializer=_worker_init,
+        max_workers=n, mp_context=context, initializer=_worker_init,
         # the parent-death signal follows the forking thread: armed only when that is the
         # main thread (a helper thread may end before the pool does); the polling covers both
         initargs=(os.getpid(), main, initializer, tuple(initargs)),
     )
-    done = False
     try:
         pool.submit(int).result()  # every worker forked now, before any other thread starts
         yield pool
-        done = True
-    finally:
-        if done:
-            pool.shutdown(wait=True)
-        else:
-            stop_pool(pool)
+    except BaseException:  # GeneratorExit and Ctrl-C included
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
 
 
 def imap_unordered(fn: Callable[..., Any], items: Iterable[Any], jobs: int,
@@ -207,13 +185,10 @@ def imap_unordered(fn: Callable[..., Any], items: Iterable[Any], jobs: int,
                    started: Callable[[], None] | None = None,
                    failed: Callable[[Exception], BaseException] | None = None,
                    ) -> Iterator[tuple[Any, Any]]:
-    """``(item, fn(*args(item)))`` for each of ``items`` as they complete, in ``jobs`` worker
-    processes (:func:`process_pool`; ``work``: how many items there are, when known, so that no
-    more workers than items are started); at most ``window`` (default ``4 * workers``) in
-    flight, so a long iterator is never queued at once. ``args(item)`` gives the call's
-    arguments (default ``(item,)``). With one job or one item, everything runs here, in order.
-    ``started()`` is called once the workers are up. An exception of a task run in a worker
-    (or of the pool: a worker that died) is raised here, as ``failed(e)`` when given."""
+    """``(item, fn(*args(item)))`` for each item as they complete, in :func:`process_pool`
+    (``work``: the items' count, when known), at most ``window`` (``4 * workers``) in flight;
+    with one job or item, here in order. ``started()``: once the workers are up. A task's or
+    the pool's exception is raised here, as ``failed(e)`` when given."""
     call = args or (lambda item: (item,))
     it = iter(items)
     head = list(itertools.islice(it, 2))
@@ -254,8 +229,7 @@ def imap_unordered(fn: Callable[..., Any], items: Iterable[Any], jobs: int,
 
 def pool_failure(what: str) -> Callable[[Exception], BaseException]:
     """For :func:`imap_unordered`'s ``failed``: a failure of the pool itself (a worker killed,
-    a result that cannot be sent back) as a one-line :class:`~dspsim.errors.WorkerError` naming
-    ``what`` was running; a task's own exception unchanged."""
+    a result not sent back) as a one-line ``WorkerError`` naming ``what``; a task's unchanged."""
     import pickle
     from concurrent.futures.process import BrokenProcessPool
 
