@@ -285,8 +285,7 @@ def _draw_lines(ax: Any, data: pd.DataFrame, x: str, y: str, groups: list[str],
     if len(parts) > MAX_LINES:
         raise DspsimInputError(
             f"{len(parts)} lines ({', '.join(groups)} vary); at most {MAX_LINES}: "
-            "plot a smaller sweep or use --heatmap"
-        )
+            "plot a smaller sweep or use --heatmap")
     names = [name if isinstance(name, tuple) else (name,) for name, _ in parts]
     firsts = list(dict.fromkeys(n[:1] for n in names))
     rests = list(dict.fromkeys(n[1:] for n in names))
@@ -330,8 +329,7 @@ def heatmap(df: pd.DataFrame, key_x: str, key_y: str, y: str = "cycles",
     if len(panels) > MAX_PANELS:
         raise DspsimInputError(
             f"{len(panels)} panels ({', '.join(others)} vary besides {key_x} and {key_y}); at most "
-            f"{MAX_PANELS}: plot a smaller sweep"
-        )
+            f"{MAX_PANELS}: plot a smaller sweep")
     xs = sorted(data[key_x].unique(), key=_order)
     ys = sorted(data[key_y].unique(), key=_order)
     cols = min(len(panels), 3)

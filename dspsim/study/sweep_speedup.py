@@ -57,10 +57,9 @@ def join_warnings(values: Sequence[Any]) -> str:
 
 
 def speedup_table(df: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
-    """The baseline's cycles / each other variant's (:func:`speedup_pair`) for each combination
-    of the other parameter columns (successful points only): those keys, the variant column when
-    there are several other variants, ``speedup``, and ``warnings`` (either point's codes) when
-    the table has them. A variant with no successful point is left out."""
+    """The baseline's cycles / each other variant's (:func:`speedup_pair`) per combination of the
+    other parameter columns, successful points only: those keys, the variant column (several
+    other variants), ``speedup`` and ``warnings`` (either point's codes, when the table has any)."""
     _, col, base, variants = speedup_pair(df, baseline)
     keys = key_columns(df)
     ok = ok_rows(df)

@@ -121,8 +121,7 @@ def check_scheduler(address: str) -> str:
     if m is None or m["scheme"] not in SCHEDULER_SCHEMES or not 0 < int(m["port"]) < 65536:
         allowed = " or ".join(f"{scheme}://HOST:PORT" for scheme in SCHEDULER_SCHEMES)
         raise DspsimInputError(
-            f"--scheduler {address!r}: expected {allowed}, e.g. tcp://10.0.0.5:8786"
-        )
+            f"--scheduler {address!r}: expected {allowed}, e.g. tcp://10.0.0.5:8786")
     return address.strip()
 
 

@@ -34,9 +34,8 @@ def check_extension(p: Path, what: str) -> None:
 
 def check_out(out: str | Path) -> Path:
     """The sweep's output path, checked before anything runs: its extension, pyarrow for
-    parquet, and that neither it nor its journal or sidecar is something other than a regular
-    file (``/dev/full`` would be read forever), has a name too long for the file system, or is
-    one file under two names."""
+    parquet, and that it, its journal and its sidecar are regular files or absent (``/dev/full``
+    would be read forever), with names that fit, and three files, not one under two names."""
     p = Path(out)
     check_extension(p, "output")
     if p.suffix == ".parquet":

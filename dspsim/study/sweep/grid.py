@@ -175,8 +175,7 @@ def _variants(ops: list[Op], column: str, given: list[str] | None) -> list[str]:
     if given is None:
         if not common:
             raise DspsimInputError(
-                f"ops {names} have no variant in common; give --{column} or sweep them separately"
-            )
+                f"ops {names} have no variant in common; give --{column} or sweep them separately")
         return common
     for v in given:
         for o in ops:
@@ -184,8 +183,7 @@ def _variants(ops: list[Op], column: str, given: list[str] | None) -> list[str]:
                 allowed = ", ".join(common) or "none in common"
                 where = o.name if len(ops) == 1 else f"every op of the sweep ({names})"
                 raise DspsimInputError(
-                    f"{column} {v!r} is not a variant of {o.name}; allowed for {where}: {allowed}"
-                )
+                    f"{column} {v!r} is not a variant of {o.name}; allowed for {where}: {allowed}")
     return given
 
 
@@ -195,22 +193,19 @@ def _sizes(ops: list[Op], axes: dict[str, list[Any]]) -> tuple[str, list[Any]]:
     if len(dims) > 1:
         kinds = ", ".join(f"{o.name} ({o.ndim}-D)" for o in ops)
         raise DspsimInputError(
-            f"ops {kinds} take inputs of different dimensions; sweep them separately"
-        )
+            f"ops {kinds} take inputs of different dimensions; sweep them separately")
     key = "n" if dims == {1} else "shape"
     other = "shape" if key == "n" else "n"
     if other in axes:
         want = "n (its length)" if key == "n" else "shape=ROWSxCOLS"
         raise DspsimInputError(
-            f"{ops[0].name} takes a {ops[0].ndim}-D input: sweep {want}, not {other}"
-        )
+            f"{ops[0].name} takes a {ops[0].ndim}-D input: sweep {want}, not {other}")
     if key not in axes:
         defaults = {tuple(o.default_shape) for o in ops}
         if len(defaults) > 1:
             raise DspsimInputError(
                 f"ops {', '.join(o.name for o in ops)} have different default shapes; "
-                f"give --{key}"
-            )
+                f"give --{key}")
         default = defaults.pop()
         return key, [int(default[0])] if key == "n" else [shape_text(default)]
     for value in axes[key]:
@@ -221,8 +216,7 @@ def _sizes(ops: list[Op], axes: dict[str, list[Any]]) -> tuple[str, list[Any]]:
                 raise DspsimInputError(
                     f"{o.name} shape {value}: expected {o.ndim} dimensions written "
                     f"{'x'.join(['N'] * o.ndim) if o.ndim != 2 else 'ROWSxCOLS'}, e.g. "
-                    f"{shape_text(o.default_shape)}"
-                )
+                    f"{shape_text(o.default_shape)}")
             # refused before anything runs, as ``dspsim run --n`` refuses it
             check_fits_window(o, (value,) if key == "n" else parse_shape(value), f"{o.name}: ")
     return key, axes[key]

@@ -221,12 +221,9 @@ def run_sweep(sweep: Sweep, out: str | Path, *, jobs: int = 1, executor: str = "
               scheduler: str | None = None, progress: bool | None = None,
               retry_failed: bool = False, fresh: bool = False, dask_processes: bool = True,
               timeout_s: float | None = None) -> SweepSummary:
-    """Run every point of ``sweep`` not yet in ``out`` and write each row as it completes.
-
-    ``progress``: draw a progress bar (default: when stderr is a terminal). ``fresh``: discard an
-    existing file first. ``dask_processes``: LocalCluster workers as processes (else threads).
-    ``timeout_s``: give up on a dask cluster after this long (the file keeps what finished).
-    """
+    """Run every point of ``sweep`` not yet in ``out``, writing each row as it completes;
+    ``progress`` (default: stderr is a terminal) draws a bar, ``fresh`` discards the file first,
+    ``timeout_s`` bounds a dask cluster's run (what finished is kept)."""
     t0 = time.perf_counter()
     out = check_run(out, executor, scheduler, jobs)
     journal, side = journal_path(out), sidecar_path(out)

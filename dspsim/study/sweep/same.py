@@ -78,16 +78,6 @@ def sidecar_models(path: str | Path) -> ModelAt | None:
     return model_at
 
 
-def _models(model_at: ModelAt | None, setting: Mapping[str, Any], key: str, values: tuple
-            ) -> list[Any] | None:
-    if model_at is None:
-        return None
-    try:
-        return [model_at(setting, key, v) for v in values]
-    except (DspsimInputError, KeyError, TypeError):  # a model that no longer loads: no reason
-        return None
-
-
 def _reason(setting: Mapping[str, Any], key: str, values: tuple,
             model_at: ModelAt | None = None) -> str | None:
     """The op's reason for the group at ``setting`` (its op, variant and size), if it gives
@@ -101,8 +91,11 @@ def _reason(setting: Mapping[str, Any], key: str, values: tuple,
     else:
         shape = tuple(op.default_shape)
     try:
-        return op.same_cycles_reason(variant, shape, key, list(values),
-                                     _models(model_at, setting, key, values))
+        models = [model_at(setting, key, v) for v in values] if model_at is not None else None
+    except (DspsimInputError, KeyError, TypeError):  # a model that no longer loads: no reason
+        models = None
+    try:
+        return op.same_cycles_reason(variant, shape, key, list(values), models)
     except (ValueError, TypeError):
         return None
 

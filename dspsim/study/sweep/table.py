@@ -39,9 +39,8 @@ _RESULT_COLUMNS = ("cycles", "time_us", "ddr_read_bytes", "ddr_write_bytes", "co
 
 def read_sweep(path: str | Path) -> pd.DataFrame:
     """A sweep file as a DataFrame: CSV (a torn last line left out), or parquet plus the journal
-    an interrupted run left (its row of a point replaces the file's). Every row and the header
-    are checked as a resume checks them; a bad one, or a file over :data:`MAX_TABLE_BYTES`, is
-    one line naming the file, the line and what is wrong."""
+    an interrupted run left (its rows first), every row checked as a resume checks it; one line
+    naming the file, line and fault for a bad one or a file over :data:`MAX_TABLE_BYTES`."""
     p = Path(path)
     check_extension(p, "sweep file")
     check_regular_or_absent(p, "sweep file")

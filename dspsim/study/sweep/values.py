@@ -170,8 +170,7 @@ def _range_count(key: str, text: str) -> tuple[Any, Any, Any, int]:
     parts = text.split(":")
     if t in (str, bool):
         raise DspsimInputError(
-            f"{key}={text}: START:STOP:STEP ranges need a numeric key; list values as V1,V2,..."
-        )
+            f"{key}={text}: START:STOP:STEP ranges need a numeric key; list values as V1,V2,...")
     if len(parts) != 3:
         raise DspsimInputError(f"{key}={text}: malformed range; expected START:STOP:STEP")
     start, stop, step = (_parse_number(key, p, w) for p, w in zip(parts, ("START", "STOP", "STEP")))
