@@ -121,20 +121,21 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     prologue = p.prologue_cycles if p.timed_prologue else 0.0
     ways = way_bytes(model, variant, n, out["traffic_bytes"])
     if not ways:  # TCM to TCM: the core alone
-        words = n // 4
         out["estimate_cycles"] = prologue + (
             loop_compute_cycles(model, n) if variant == "loop"
-            else MEMCPY.tcm_cycles(words, model.core))
+            else MEMCPY.tcm_cycles(n // 4, model.core))
         out["lower_bound_cycles"] = out["estimate_cycles"]
         out["binding_bound"] = "compute"
         return out
     pl = plan(model, p, n)
     sizes = [pl.size(i) for i in range(pl.pieces)]
     if variant == "idma":
+        # each descriptor's (rows, row bytes), one row for a 1-D one; each port's (memory, ways)
         blocks = [(pl.piece_rows(i), sizes[i] // pl.piece_rows(i)) for i in range(pl.pieces)]
-        named, estimate = _idma(model, ways, blocks, n, out)
+        legs = [(m, _ways(model, m)) for m, *_ in ways.values()]
+        named = _idma_bounds(model, legs, blocks, n)
+        estimate = prologue + _idma_estimate(model, legs, blocks, out)
         out["descriptor_bytes"] = pl.piece_bytes
-        estimate += prologue
     elif variant == "loop":
         named = {**_port_bounds(model, variant, ways),
                  "compute": loop_compute_cycles(model, n)}
@@ -188,14 +189,6 @@ def _held(mem: Any, ways: tuple[bool, ...], requests: int, nbytes: int,
         return sum(requests * pol.latency(w) + nbytes / pol.bytes_per_cycle for w in ways)
     return sum(requests * pol.latency(w) for w in ways) + _ways_path(
         mem, ways, nbytes, burst_bytes or nbytes, rows)
-
-
-def _idma(model: Any, ways: dict[str, tuple[Any, int, int]], blocks: list[tuple[int, int]],
-          n: int, out: dict[str, Any]) -> tuple[dict[str, float], float]:
-    """The channel's bounds (module doc) and its estimate (without the prologue); ``blocks``:
-    each descriptor's (rows, row bytes), one row for a 1-D one."""
-    legs = [(m, _ways(model, m)) for m, *_ in ways.values()]  # (memory, ways)
-    return _idma_bounds(model, legs, blocks, n), _idma_estimate(model, legs, blocks, out)
 
 
 def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
@@ -309,8 +302,8 @@ def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
 
 
 def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) -> float:
-    """The core's memcpy calls of ``calls`` bytes each and the ``MEMW`` after them (module
-    doc), without the prologue."""
+    """The core's memcpy calls of ``calls`` bytes each and the ``MEMW`` after them, without the
+    prologue: per line through the data cache, else each call's walk (every load stalls)."""
     p = model.copy
     ends = [m for m in (memory_of(model, p.src), memory_of(model, p.dst))
             if m is not None and not m.core_local]  # a memory on the core's own bus: no port
@@ -321,7 +314,9 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
 
 
 def _memcpy_cached(model: Any, ext: Any, calls: int, n: int, out: dict[str, Any]) -> float:
-    """A memcpy of ``n`` bytes in ``calls`` calls through the data cache in front of ``ext``."""
+    """A memcpy of ``n`` bytes in ``calls`` calls through the data cache in front of ``ext``:
+    ``lines x (F + M) + iterations x II + calls x O`` (``F`` a line's fill, ``M`` =
+    ``dcache.miss_cycles``); with a next-line prefetch the fills overlap the loop."""
     p, core = model.copy, model.core
     policy = ext.policy  # what a request costs (dspsim.hw.policy)
     line = model.dcache.line_bytes

@@ -105,9 +105,7 @@ class FullyConnected(Op):
 
     # ------------------------------------------------------------------ the run
     def requirements(self, variant: str) -> dict[str, int]:
-        if variant == "pingpong":
-            return {"channels": 1, "banks": 2}
-        return {"channels": 0, "banks": 1}
+        return {"channels": 1, "banks": 2} if variant == "pingpong" else {"channels": 0, "banks": 1}
 
     def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
         super().check_run(model, variant, shape)

@@ -85,19 +85,9 @@ class Softmax(Op):
     document = DOCUMENT
     tile_key = "softmax.tile_bytes"
 
-    def shape_of(self, n: int | None = None, shape: Any = None) -> tuple[int, ...]:
-        """``(n,)`` from ``n`` or a 1-D shape, or ``(rows, cols)`` from a 2-D shape."""
-        if n is not None or shape is None:
-            return super().shape_of(n=n, shape=shape)
-        dims = tuple(shape) if isinstance(shape, list | tuple) else (shape,)
-        if len(dims) not in self.ndims or any(
-            isinstance(d, bool) or not isinstance(d, int | np.integer) or d <= 0 for d in dims
-        ):
-            raise DspsimInputError(
-                f"softmax shape {shape!r}: expected a positive integer n or two positive "
-                "integers ROWS,COLS"
-            )
-        return tuple(int(d) for d in dims)
+    def shape_refusal(self, given: Any, dims: tuple[Any, ...]) -> str:
+        return (f"softmax shape {given!r}: expected a positive integer n or two positive "
+                "integers ROWS,COLS")
 
     def requirements(self, variant: str) -> dict[str, int]:
         return dict(_NEEDS.get(variant, super().requirements(variant)))

@@ -73,27 +73,26 @@ def _direct(model: HardwareModel, n: int, rows: int = 1) -> dict[str, Any]:
 
 
 def _pingpong(model: HardwareModel, n: int) -> dict[str, Any]:
-    ddr, idma = model.host_memory, model.idma
-    burst, k, m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
-    split = model.softmax.schedule == "split"
+    c, split = PortCosts(model), model.softmax.schedule == "split"
     tiles = Tiling.of(n, tile_elems(model))
     passes = _passes(model.core)
-    parts = [_pass_traffic(model, n, tiles, cost, write_back, split, last=i == 2)
+    last = len(passes) - 1  # the pass that stops the timer
+    parts = [_pass_traffic(model, n, tiles, cost, write_back, split, last=i == last)
              for i, (_, cost, write_back) in enumerate(passes)]
     read, write, n_req, dma, latency, compute = (sum(column) for column in zip(*parts))
     per_pass = {name: ping_pong_pass_cycles(model, tiles, cost, write_back, split,
-                                            stops_timer=i == len(passes) - 1)
+                                            stops_timer=i == last)
                 for i, (name, cost, write_back) in enumerate(passes)}
-    window = min(m, (1 if tiles.count == 1 else 2) * k)
-    occupancy = ddr.policy.request_cycles(burst, False)  # a burst's slot time, path free
+    window = min(c.m, (1 if tiles.count == 1 else 2) * c.k)
+    occupancy = c.policy.request_cycles(c.burst, False)  # a burst's slot time, path free
     return {
         "ddr_read_bytes": read, "ddr_write_bytes": write, "ddr_requests": n_req,
         "dma_bound_cycles": dma, "latency_bound_cycles": latency,
         "compute_bound_cycles": compute, "estimate_cycles": sum(per_pass.values()),
         "tiles_per_pass": tiles.count, "pass_estimate_cycles": per_pass,
         "outstanding_requests": window,
-        "joint_throughput_bytes_per_cycle": min(ddr.policy.bytes_per_cycle,
-                                                window * burst / occupancy),
+        "joint_throughput_bytes_per_cycle": min(c.policy.bytes_per_cycle,
+                                                window * c.burst / occupancy),
     }
 
 
@@ -142,29 +141,26 @@ def regime(model: HardwareModel, mode: str, n: int, margin: float = UNCONTENDED_
         return "uncontended"
     if tiles < UNCONTENDED_MIN_TILES:  # filling and draining the pipeline are not small
         return "mixed"
-    core, ddr, idma = model.core, model.host_memory, model.idma
-    policy, s, burst = ddr.policy, tile_elems(model), idma.burst_bytes
-    window = min(ddr.max_outstanding, 2 * idma.max_outstanding)
-    window_rate = window * burst / policy.request_cycles(burst, False)
-    one = policy.transfer_cycles(4 * s, burst, min(idma.max_outstanding, ddr.max_outstanding),
-                                 False)
+    c, s = PortCosts(model), tile_elems(model)
+    window_rate = min(c.m, 2 * c.k) * c.burst / c.policy.request_cycles(c.burst, False)
+    one = c.single(4 * s)
     split = model.softmax.schedule == "split"
-    for _, cost, write_back in _passes(core):
+    for _, cost, write_back in _passes(model.core):
         descriptors = 2 if write_back else 1
         nbytes = 4 * s * descriptors
         # round trips of the two channels overlap; 'split' carries the max pass on one channel
         channels = 1 if (split and descriptors == 1) else 2
         pace = {
-            "path": policy.data_cycles(nbytes),
+            "path": c.policy.data_cycles(nbytes),
             "window": nbytes / window_rate,
-            "latency": policy.latency_total(1, descriptors - 1) / channels,
-            "core": cost(s) + descriptors * idma.setup_cycles,
+            "latency": c.policy.latency_total(1, descriptors - 1) / channels,
+            "core": cost(s) + descriptors * c.setup,
         }
         top, second = sorted(pace.values(), reverse=True)[:2]
         pacing = max(pace, key=pace.get)
         if top < margin * second:
             return "mixed"
-        if pacing == "window" and ddr.max_outstanding < 2 * idma.max_outstanding:
+        if pacing == "window" and c.m < 2 * c.k:
             return "mixed"  # the channels share too few port slots: how they split them varies
         if pacing == "core" and pace["core"] < margin * one * descriptors:
             return "mixed"
