@@ -1,10 +1,9 @@
 """The one validator: typed keys with a range or choices, a unit and a meaning.
 
-Every key a user can set, hardware (``ddr.latency_cycles``) or operator
-(``softmax.tile_bytes``), is a :class:`Key`. A key coerces a value (TOML or ``--set`` text) to
-its type and checks its range, or raises a one-line :class:`ConfigError` naming the key, the
-value and what is allowed. Operators declare their keys here (:func:`register_op_params`) so
-that model files and overrides check them without the loader knowing any operator.
+Every key a user can set, hardware (``ddr.latency_cycles``) or operator's
+(``softmax.tile_bytes``), is a :class:`Key`: it coerces a value (TOML or ``--set`` text) to its
+type and checks its range, or raises a one-line :class:`ConfigError`. Operators declare their
+keys here (:func:`register_op_params`), so the loader knows no operator.
 """
 
 from __future__ import annotations
@@ -21,8 +20,6 @@ import numpy as np
 from dspsim.errors import ConfigError
 
 _TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
-
-
 _DIGITS = r"[0-9](?:_?[0-9])*"
 _NUMBER = re.compile(  # a TOML integer or float, written alone
     rf"[+-]?(?:(?:0|[1-9](?:_?[0-9])*)(?:\.{_DIGITS})?(?:[eE][+-]?{_DIGITS})?|inf|nan)"
@@ -99,21 +96,12 @@ class Key:
     def coerce(self, value: Any) -> Any:
         """``value`` as this key's type, checked; a one-line ConfigError otherwise."""
         key, want = self.name, self.type
-        if want is str:
-            if not isinstance(value, str):
-                raise ConfigError(f"{key} = {value!r}: expected a string")
-            if self.choices and value not in self.choices:
-                raise ConfigError(
-                    f"{key} = {value!r}: allowed values are {', '.join(self.choices)}"
-                )
-            return value
-        if want is bool:
-            if not isinstance(value, bool):
-                raise ConfigError(f"{key} = {value!r}: expected true or false")
-            return value
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if want in (str, bool):
+            if not isinstance(value, want):
+                raise ConfigError(f"{key} = {value!r}: expected {_TYPE_WORDS[want]}")
+        elif isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{key} = {value!r}: expected {_TYPE_WORDS[want]}")
-        if want is int:
+        elif want is int:
             if isinstance(value, float) and not value.is_integer():
                 raise ConfigError(f"{key} = {value!r}: expected an integer")
             value = int(value)
@@ -121,9 +109,10 @@ class Key:
             value = float(value)
             if not math.isfinite(value):
                 raise ConfigError(f"{key} = {value!r}: expected a finite number")
-        if self.positive and value <= 0:
+        if want in (int, float) and self.positive and value <= 0:
             raise ConfigError(f"{key} = {value!r}: must be greater than 0 (up to {self.hi:g})")
-        if (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi):
+        if want in (int, float) and ((self.lo is not None and value < self.lo)
+                                     or (self.hi is not None and value > self.hi)):
             raise ConfigError(f"{key} = {value!r}: allowed range is {self.lo:g} to {self.hi:g}")
         if self.choices and value not in self.choices:
             raise ConfigError(
@@ -155,14 +144,8 @@ class Key:
 
     def describe(self) -> dict[str, Any]:
         """For ``dspsim keys`` / ``dspsim ops``: name, type, default, unit, range, doc."""
-        return {
-            "key": self.name,
-            "type": self.type.__name__,
-            "default": self.default,
-            "unit": self.unit,
-            "allowed": self.allowed(),
-            "doc": self.doc,
-        }
+        return {"key": self.name, "type": self.type.__name__, "default": self.default,
+                "unit": self.unit, "allowed": self.allowed(), "doc": self.doc}
 
 
 class Params(Mapping[str, Any]):
@@ -218,10 +201,8 @@ class OpSchema:
     check: Callable[[Params, Any], None] | None = None
 
     def key(self, short: str) -> Key | None:
-        for k in self.keys:
-            if k.short == short:
-                return k
-        return None
+        """The key named ``section.short``, None if there is none."""
+        return next((k for k in self.keys if k.short == short), None)
 
     def defaults(self) -> dict[str, Any]:
         return {k.short: k.default for k in self.keys}
