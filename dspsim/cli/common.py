@@ -83,30 +83,20 @@ def guarded_stdout() -> Iterator[None]:
 def silence_stdout() -> None:
     """Point file descriptor 1 at /dev/null: the interpreter's last flush cannot fail again (a
     traceback or exit code 120 after the one-line error)."""
-    try:
-        fd = sys.__stdout__.fileno() if sys.__stdout__ is not None else None
-    except (AttributeError, OSError, ValueError):
-        fd = None
-    if fd is None:
-        return
-    try:
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # no stdout: nothing to do
+        fd = sys.__stdout__.fileno()
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, fd)
         os.close(null)
-    except OSError:
-        pass
 
 
 def ignore_file_size_signal() -> None:
     """Ignore SIGXFSZ: past a file-size limit a write then fails with EFBIG (a one-line error)
     instead of the process being killed with the file half written."""
     sig = getattr(signal, "SIGXFSZ", None)
-    if sig is None:
-        return
-    try:
-        signal.signal(sig, signal.SIG_IGN)
-    except (ValueError, OSError):  # not the main thread
-        pass
+    if sig is not None:
+        with contextlib.suppress(ValueError, OSError):  # not the main thread
+            signal.signal(sig, signal.SIG_IGN)
 
 
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command that Ctrl-C stopped
@@ -187,11 +177,9 @@ def interrupts_handled() -> Iterator[Interrupts]:
 
 def interrupted_message(prog: str = "dspsim") -> None:
     """The one line an interrupted command prints (stderr)."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         print(f"{prog}: interrupted", file=sys.stderr)
         sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
 
 
 def positive_int(text: str) -> int:

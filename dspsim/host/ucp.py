@@ -145,14 +145,12 @@ class Ucp:
         # (cycle, tasks waiting in the queue) at every change
         self.queue_log: list[tuple[float, int]] = [(0.0, 0)]
 
-    def malloc(self, size_bytes: int, what: str = "buffer", memory: str | None = None
-               ) -> SysMem:
+    def malloc(self, size_bytes: int, what: str = "buffer") -> SysMem:
         """``hbUCPMalloc`` + ``hbDSPAddrMap``: memory the DSP can see, in the host's memory
-        (``host.memory``; J6: DDR) or the platform's memory named ``memory``."""
+        (``host.memory``; J6: DDR)."""
         if size_bytes <= 0:
             raise DspsimInputError(f"hbUCPMalloc of {size_bytes} bytes: size must be positive")
-        mem = self.platform.host_memory if memory is None else self.platform.memory(memory)
-        ptr = mem.add_block(size_bytes, 4096, what)
+        ptr = self.platform.host_memory.add_block(size_bytes, 4096, what)
         return SysMem(ptr.addr, ptr, size_bytes)
 
     def rpc(self, input_mem: SysMem, output_mem: SysMem, cmd: int) -> Task:

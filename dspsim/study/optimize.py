@@ -283,11 +283,9 @@ def _run(
         c.read_bytes = {m: int(worst[f"{m}_read_bytes"]) for m in memories}
         c.write_bytes = {m: int(worst[f"{m}_write_bytes"]) for m in memories}
         c.core_busy_cycles = int(worst["core_busy_cycles"])
-        c.warnings = [w for w in str(worst.get("warnings") or "").split(";") if w]
-        for r in mine.values():  # a warning or hazard on any model marks the candidate
-            for w in str(r.get("warnings") or "").split(";"):
-                if w and w not in c.warnings:
-                    c.warnings.append(w)
+        # the worst model's warnings first; a warning or hazard on any model marks it
+        codes = (str(r.get("warnings") or "").split(";") for r in (worst, *mine.values()))
+        c.warnings = [w for w in dict.fromkeys(w for ws in codes for w in ws) if w]
         c.hazards = max(int(r["hazards"]) for r in mine.values())
 
 
@@ -302,23 +300,14 @@ def _bound(the_op: Op, model: HardwareModel, c: Candidate, shape: tuple[int, ...
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def _copy(c: Candidate) -> Candidate:
-    return Candidate(c.variant, dict(c.params), index=c.index)
-
-
 def optimize(
-    op: str | None = None,
-    *,
-    n: int | None = None,
-    shape: Sequence[int] | None = None,
+    op: str | None = None, *, n: int | None = None, shape: Sequence[int] | None = None,
     variants: str | Sequence[str] | None = None,
     params: Sequence[str] | Mapping[str, Any] | None = None,
     model: str | Path | HardwareModel | None = None,
     models: str | Sequence[str | Path | HardwareModel] | None = None,
     overrides: Sequence[str] | Mapping[str, Any] | None = None,
-    top: int = DEFAULT_TOP,
-    jobs: int = 1,
-    check_numerics: bool = True,
+    top: int = DEFAULT_TOP, jobs: int = 1, check_numerics: bool = True,
     progress: bool | None = None,
 ) -> OptimizeResult:
     """Find the fastest (variant, parameters) of ``op`` at ``n`` / ``shape`` (module docstring).
@@ -382,12 +371,18 @@ def _screen(the_op: Op, runnable: list[Candidate], shape_t: tuple[int, ...],
     """Step 2: the candidates at tile fidelity, ranked; the failures."""
     _run(the_op, runnable, shape_t, loaded, SCREEN_FIDELITY, jobs, show, "screen")
     failures = [f"{c.variant} {params_text(c.params)}: {c.error}" for c in runnable if c.error]
-    screened = sorted((c for c in runnable if not c.error), key=Candidate.sort_key)
+    screened = _ranked([c for c in runnable if not c.error])
     if not screened:
         raise DspsimInputError(f"no candidate left: every run failed (e.g. {failures[0]})")
-    for rank, c in enumerate(screened, 1):
-        c.rank = rank
     return screened, failures
+
+
+def _ranked(cands: list[Candidate]) -> list[Candidate]:
+    """``cands`` sorted best first, each with its rank."""
+    cands = sorted(cands, key=Candidate.sort_key)
+    for rank, c in enumerate(cands, 1):
+        c.rank = rank
+    return cands
 
 
 def _rerun(the_op: Op, best: list[Candidate], shape_t: tuple[int, ...],
@@ -395,7 +390,7 @@ def _rerun(the_op: Op, best: list[Candidate], shape_t: tuple[int, ...],
            ) -> tuple[list[Candidate], Candidate | None, str, dict[Any, str]]:
     """Step 3: the best at burst fidelity beside the baseline, ranked, with bounds and
     speed-ups; the baseline (or why none), the re-runs' errors (also added to ``failures``)."""
-    finals = [_copy(c) for c in best]
+    finals = [Candidate(c.variant, dict(c.params), index=c.index) for c in best]
     default = the_op.default_variant
     base = Candidate(default, {}, index=-1)
     baseline_refused = ""
@@ -420,12 +415,10 @@ def _rerun(the_op: Op, best: list[Candidate], shape_t: tuple[int, ...],
     if not finals:
         raise DspsimInputError(f"no candidate left: every re-run at {RERUN_FIDELITY} fidelity "
                                f"failed (e.g. {failures[-1]})")
-    finals.sort(key=Candidate.sort_key)
-    for rank, c in enumerate(finals, 1):
-        c.rank = rank
-        if baseline is not None:
-            c.speedup = baseline.cycles / c.cycles
+    finals = _ranked(finals)
     if baseline is not None:
+        for c in finals:
+            c.speedup = baseline.cycles / c.cycles
         baseline.speedup = 1.0
     return finals, baseline, baseline_refused, rerun_errors
 

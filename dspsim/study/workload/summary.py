@@ -57,9 +57,7 @@ def task_table(run: WorkloadRun) -> pd.DataFrame:
 
 def _percentiles(values: np.ndarray) -> dict[str, float]:
     out = {f"p{p}": float(np.percentile(values, p)) for p in PERCENTILES}
-    out["max"] = float(values.max())
-    out["mean"] = float(values.mean())
-    return out
+    return out | {"max": float(values.max()), "mean": float(values.mean())}
 
 
 def backlog_growth(df: pd.DataFrame, run: WorkloadRun) -> float:
@@ -164,6 +162,7 @@ def _stream_summary(s: Any, d: pd.DataFrame, clock: float) -> dict[str, Any]:
 
 
 def check_csv_path(path: str | Path) -> Path:
+    """``path`` if the task table can be written there, else a one-line error."""
     return writable_file(path, "task table", (".csv",))
 
 
