@@ -9,7 +9,9 @@ dask.distributed cluster (``--executor dask``: ``--scheduler ADDRESS`` or a Loca
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
+import logging
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -217,8 +219,6 @@ class DaskCluster:
         return f"the dask scheduler {self.scheduler}" if self.scheduler else "a local cluster"
 
     def __enter__(self) -> DaskCluster:
-        import logging
-
         import dask
 
         distributed = import_dask()
@@ -261,7 +261,6 @@ class DaskCluster:
         """A LocalCluster of ``jobs`` single-threaded workers, forked from this process when it
         can (:func:`dspsim.workers.can_fork_workers`: they start with dspsim imported and die
         with it), each sent the scheduler's address once it is up; else the cluster's own."""
-        import logging
         import multiprocessing
 
         n = max(1, self.jobs)
@@ -274,12 +273,8 @@ class DaskCluster:
                 r.close()
         try:
             self.cluster = distributed.LocalCluster(
-                n_workers=0 if fork else n,
-                threads_per_worker=1,
-                processes=self.processes,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
+                n_workers=0 if fork else n, threads_per_worker=1, processes=self.processes,
+                dashboard_address=None, silence_logs=logging.ERROR)
             for _, w in pipes:
                 w.send(self.cluster.scheduler_address)
         finally:
@@ -306,11 +301,7 @@ class DaskCluster:
         if config is not None:
             config.__exit__(None, None, None)
         if self._log_levels:
-            import gc
-            import logging
-
             gc.collect()  # what the closed client left is reported (and silenced) now
-
             for n, level in self._log_levels.items():
                 logging.getLogger(n).setLevel(level)
             self._log_levels = {}
