@@ -74,11 +74,8 @@ class FullyConnected(Op):
         """The host's input buffer (weights, input, bias) and its int8 output, each on the
         host's 4096-byte boundary, and the parameter block."""
         block = ddr_window_bytes(0)  # the parameter block
-
-        def array(nbytes: int) -> int:  # one array on the host's boundary
-            return (ddr_window_bytes(nbytes) - block) // 2
-
-        return array(self.input_bytes(shape)) + array(self.output_bytes(shape)) + block
+        arrays = (self.input_bytes(shape), self.output_bytes(shape))
+        return sum((ddr_window_bytes(nbytes) - block) // 2 for nbytes in arrays) + block
 
     def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
         return pack(default_values(tuple(shape)))

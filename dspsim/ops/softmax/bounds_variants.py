@@ -86,8 +86,9 @@ class _Work:
         copies = 2 if write_back else 1
         self.read += nbytes
         self.write += nbytes if write_back else 0
-        self.requests += copies * int(tiles.total(lambda s: c.requests(4 * s)))
-        self.write_requests += int(tiles.total(lambda s: c.requests(4 * s))) if write_back else 0
+        reads = int(tiles.total(lambda s: c.requests(4 * s)))
+        self.requests += copies * reads
+        self.write_requests += reads if write_back else 0
         self.descriptors += copies * tiles.count
         kernels = tiles.total(cost)
         self.kernels += kernels
@@ -137,8 +138,9 @@ def _resident(c: _Cost, cols: int) -> tuple[_Work, Any]:
     resident = 4 * lay.resident
     w.read += resident
     w.write += resident
-    w.requests += 2 * sum(c.requests(4 * s) for s in sizes)
-    w.write_requests += sum(c.requests(4 * s) for s in sizes)
+    reads = sum(c.requests(4 * s) for s in sizes)
+    w.requests += 2 * reads
+    w.write_requests += reads
     w.descriptors += 2 * len(sizes)
     w.channels = min(len(sizes), c.channels) if sizes else 1
     maxes = sum(c.tcm(VECMAXF, s) for s in sizes)
