@@ -1,16 +1,14 @@
-"""Ctrl-C while the command line starts: the first thing ``import dspsim`` does when it is the
-``dspsim`` command (the console script, ``python -m dspsim`` or ``python -m dspsim.cli``),
-before numpy, simpy and the ops are imported.
+"""Ctrl-C while the ``dspsim`` command starts (before numpy, simpy and the ops are imported).
 
-Until a command installs its own handling (:func:`dspsim.cli.common.interrupts_handled`:
-clean-up, one line, exit 130), a SIGINT ends the process at once with one line and exit code
-130: nothing has been written yet, and an import interrupted half way would otherwise print a
-traceback (or be swallowed by an import that catches it). Imported as a library, by a worker
-process or by a test, dspsim leaves the interpreter's own handling alone.
+Until a command installs its own handling (:func:`dspsim.cli.common.interrupts_handled`), a
+SIGINT ends the process at once with one line and exit code 130: nothing has been written yet,
+and an interrupted import would print a traceback. A library user, a worker or a test keeps the
+interpreter's own handling.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -38,10 +36,8 @@ def _started_as_command() -> bool:
 
 
 def _stop_while_starting(signum: int, frame: object) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.write(2, b"dspsim: interrupted\n")
-    except OSError:
-        pass
     os._exit(INTERRUPTED_EXIT)
 
 
@@ -50,8 +46,6 @@ def stop_on_interrupt_while_starting() -> None:
     until a command installs its own handler."""
     if threading.current_thread() is not threading.main_thread() or not _started_as_command():
         return
-    try:
+    with contextlib.suppress(ValueError, OSError):
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _stop_while_starting)
-    except (ValueError, OSError):
-        pass

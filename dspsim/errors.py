@@ -1,9 +1,6 @@
-"""Exceptions raised by dspsim.
-
-Everything a user can get wrong (a model key, a value, a size, a file) raises a
-``DspsimInputError``, a ``ValueError`` subclass whose message is one line naming what was wrong
-and what is allowed. The CLI prints that line and exits 2.
-"""
+"""Exceptions raised by dspsim. Everything a user can get wrong (a model key, a value, a size,
+a file) raises a ``DspsimInputError`` (a ``ValueError``) whose one-line message names what was
+wrong and what is allowed; the CLI prints it and exits 2."""
 
 from __future__ import annotations
 

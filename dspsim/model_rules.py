@@ -28,6 +28,8 @@ def switched_keys(section: str, table: dict[str, Any], names: list[str]) -> set[
     if switch is None or table.get(switch, 0) == 0:
         return set()
     return {k for k in names if k != switch and f"{section}.{k}" not in SWITCHED_OPTIONAL}
+
+
 # names a memory's table cannot take: those of the engines (core0; a channel's lane idma1) and
 # of the core's waits on copies (idma_in, idma_out), which share a run's busy_cycles,
 # stall_cycles and engines, and a sweep's columns (<memory>_busy_cycles, idma1_busy_cycles,
@@ -47,7 +49,6 @@ def _posted_stores(m: Any) -> str | None:
             "memory that is not cached or dcache.write_policy = \"write_through\"")
 
 
-# a hardware key that some platforms give nothing to act on: why not, on a model (None: it acts)
 def _no_allocation(m: Any) -> str | None:
     """Why a store miss never allocates whatever ``dcache.write_allocate`` says."""
     if m.dcache.write_policy == "write_back":
@@ -72,9 +73,7 @@ def other_protocol(protocol: Any) -> str:
 
 def switched_out(table: dict[str, Any]) -> tuple[str, ...]:
     """The keys a memory's ``table`` drops from what it inherits by giving its protocol."""
-    if "protocol" not in table:
-        return ()
-    return PROTOCOL_ONLY.get(other_protocol(table["protocol"]), ())
+    return PROTOCOL_ONLY.get(other_protocol(table["protocol"]), ()) if "protocol" in table else ()
 
 
 def merged_table(base: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:
@@ -100,16 +99,16 @@ def protocol_checked(source: str, memory: str, table: dict[str, Any],
 def protocol_misfit(memory: str, protocol: str, name: str) -> str | None:
     """Why ``memory``'s key ``name`` cannot act under ``protocol`` (None: it can)."""
     other = other_protocol(protocol)
-    if name not in PROTOCOL_ONLY[other]:
-        return None
-    return (f"{memory}.{name} cannot act on a {protocol} memory: it acts with "
-            f"{memory}.protocol = \"{other}\", or leave {memory}.{name} unset")
+    if name in PROTOCOL_ONLY[other]:
+        return (f"{memory}.{name} cannot act on a {protocol} memory: it acts with "
+                f"{memory}.protocol = \"{other}\", or leave {memory}.{name} unset")
+    return None
 
 
 def silent_memory_key(memory: str, protocol: str, name: str) -> bool:
-    """Whether a memory's key ``name`` says nothing under ``protocol``: the other protocol's
-    keys, and ``protocol`` itself while it is the default. A model's tables leave these out, so
-    that a pipelined memory's table reads as it did before memories had protocols."""
+    """Whether a memory's key ``name`` says nothing under ``protocol`` (the other protocol's
+    keys, ``protocol`` itself at its default): a model's tables leave these out, so a pipelined
+    memory's table reads as before memories had protocols."""
     if name == "protocol":
         return protocol == "pipelined"
     return protocol_misfit(memory, protocol, name) is not None
@@ -149,6 +148,7 @@ def check_dcache(m: Any) -> None:
                           "dcache.capacity_bytes = 0")
 
 
+# a hardware key that some platforms give nothing to act on: why not, on a model (None: it acts)
 IDLE_HARDWARE_KEYS = {"core.write_buffer_entries": _posted_stores,
                       "dcache.write_allocate": _no_allocation}
 
@@ -175,15 +175,14 @@ def refuse_idle(m: Any, keys: list[str]) -> None:
 
 def refuse_missing(source: str, missing: list[Key]) -> None:
     """One line naming every key a model omits that has no default."""
-    if not missing:
-        return
-    first = missing[0]
-    rest = f"; every missing key: {', '.join(k.name for k in missing)}" if len(missing) > 1 \
-        else ""
-    raise ConfigError(f"{source}: missing key {first.name} ({first.doc}){rest}")
+    if missing:
+        rest = f"; every missing key: {', '.join(k.name for k in missing)}" if missing[1:] else ""
+        raise ConfigError(f"{source}: missing key {missing[0].name} ({missing[0].doc}){rest}")
 
 
 def refuse_reserved(source: str, memories: list[str]) -> None:
+    """Refuse a memory named as an engine or a core's wait, or differing from another only in
+    case."""
     for name in memories:
         if RESERVED_MEMORY_NAMES.fullmatch(name):
             raise ConfigError(

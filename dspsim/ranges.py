@@ -6,15 +6,11 @@ A model file gives each value it does not know for a fact a range beside it::
     "idma.setup_cycles" = [20.0, 50.0]                     # guess: 20-50 cycles
     "ddr.latency_cycles" = { span_of = ["j6_outstanding_bound"] }  # the readings' values
 
-A range is ``[LOW, HIGH]`` (each end a value the key accepts, ``LOW <= value <= HIGH``), or
-``{ span_of = [MODEL, ...] }``: the smallest and largest of the key's value in this file and in
-each model file named (a packaged name, or a path relative to this file), so a range drawn
-from other readings is read from their files, never typed again. A fact has no range.
-
-``base`` inherits ranges as it inherits values, with one rule: a file that gives a key's value
-drops the range it inherits for that key (the range was about the base's value), as a
-``--set`` does. A range on an unknown key, on a key that is not a number, that does not hold
-its value or whose ends are the wrong way round is refused in one line.
+``span_of``: the smallest and largest of the key's value in this file and in each model file
+named (a packaged name, or a path relative to this file), read from their files, never typed
+again. A fact has no range. ``base`` inherits ranges, but a file that gives a key's value drops
+the range it inherits for that key, as ``--set`` does. A range on an unknown key or a key that
+is not a number, that does not hold its value or is inverted is refused in one line.
 """
 
 from __future__ import annotations
@@ -29,10 +25,9 @@ from dspsim.model_rules import switched_out
 
 RANGES_TABLE = "ranges"
 Range = tuple[float, float]
-
-
 # a model file's merged tables by a name or path relative to a file (the loader's, passed in)
 TablesOf = Callable[[str, Path], dict[str, Any]]
+_EXPECTED = "expected [LOW, HIGH] or { span_of = [\"model\", ...] }"
 
 
 def _span(source: str, key: str, spec: dict[str, Any], own: Any, here: Path,
@@ -41,8 +36,7 @@ def _span(source: str, key: str, spec: dict[str, Any], own: Any, here: Path,
     names = spec.get("span_of")
     if set(spec) != {"span_of"} or not isinstance(names, list) or not names \
             or not all(isinstance(n, str) for n in names):
-        raise ConfigError(f"{source}: ranges: {key} = {spec!r}: expected [LOW, HIGH] or "
-                          "{ span_of = [\"model\", ...] }")
+        raise ConfigError(f"{source}: ranges: {key} = {spec!r}: {_EXPECTED}")
     section, _, short = key.partition(".")
     values = [own]
     for name in names:
@@ -50,8 +44,8 @@ def _span(source: str, key: str, spec: dict[str, Any], own: Any, here: Path,
             tables = tables_of(name, here)
         except ConfigError as e:
             raise ConfigError(f"{source}: ranges: {key}: span_of {name!r}: {e}") from None
-        value = tables.get(section, {}).get(short) if isinstance(tables.get(section), dict) \
-            else None
+        table = tables.get(section)
+        value = table.get(short) if isinstance(table, dict) else None
         if value is None:
             raise ConfigError(f"{source}: ranges: {key}: span_of {name!r}: that model gives "
                               f"no {key}")
@@ -70,16 +64,14 @@ def _ends(source: str, key: str, spec: Any, own: Any, here: Path,
                               "is for a number")
         return [min(values), max(values)]
     if not isinstance(spec, list) or len(spec) != 2:
-        raise ConfigError(f"{source}: ranges: {key} = {spec!r}: expected [LOW, HIGH] or "
-                          "{ span_of = [\"model\", ...] }")
+        raise ConfigError(f"{source}: ranges: {key} = {spec!r}: {_EXPECTED}")
     return spec
 
 
 def file_ranges(chain: list[tuple[Path, dict[str, Any], str]]) -> dict[str, tuple[Any, str]]:
-    """The ranges of a chain of model files (the file first, then its bases), as written:
-    key -> (spec, the file that gives it). A file that gives a key's value drops the range it
-    inherits for that key, and a memory's table that gives its protocol those of the other
-    protocol's keys."""
+    """The ranges of a chain of model files (the file first), as written: key -> (spec, the file
+    giving it). A file giving a key's value (or a memory's protocol, the other protocol's keys)
+    drops the range it inherits for it."""
     out: dict[str, tuple[Any, str]] = {}
     for p, raw, _ in reversed(chain):
         for section, table in raw.items():

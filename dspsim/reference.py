@@ -1,9 +1,8 @@
 """The model-file reference, written from the schema: ``dspsim keys --markdown``.
 
-Every table and key a model file may hold, with its unit, range, default and meaning, comes from
-the same declarations that check a file (:mod:`dspsim.tables`, each op's
-:class:`~dspsim.schema.OpSchema`), so the reference cannot drift from what is accepted.
-``docs/reference.md`` holds this text between two markers; a test keeps the two equal.
+Every table and key, with its unit, range, default and meaning, comes from the declarations that
+check a file (:mod:`dspsim.tables`, each op's :class:`~dspsim.schema.OpSchema`), so the reference
+cannot drift. ``docs/reference.md`` holds it between two markers; a test keeps the two equal.
 """
 
 from __future__ import annotations
@@ -74,6 +73,7 @@ def _toml(value: object) -> str:
 
 
 def _cell(text: object) -> str:
+    """``text`` as one Markdown table cell."""
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
@@ -122,22 +122,16 @@ def model_file_reference() -> str:
     """The reference as Markdown: the rules, then every table and key."""
     lines = [_INTRO.replace("{reserved}", RESERVED_MEMORY_WORDS), "### Hardware tables", ""]
     for section, cls in HARDWARE.items():
-        lines.append(f"#### `[{section}]`")
-        lines.append("")
-        if _hardware_doc(cls):
-            lines += [_hardware_doc(cls), ""]
+        doc = _hardware_doc(cls)
+        lines += [f"#### `[{section}]`", "", *([doc, ""] if doc else [])]
         lines += _rows([f"{section}.{f.name}" for f in fields(cls)]) + [""]
     lines += ["#### A memory's table (`[ddr]`, `[psram]`, `[sram]`, any name)", "",
               " ".join((MemoryCfg.__doc__ or "").split()), ""]
     lines += _rows([f"ddr.{f.name}" for f in fields(MemoryCfg)], prefix="<memory>.") + [""]
     lines += ["### Operators' tables", ""]
     for section, schema in OP_SCHEMAS.items():
-        lines.append(f"#### `[{section}]`")
-        lines.append("")
-        if schema.keys:
-            lines += _rows([k.name for k in schema.keys]) + [""]
-        else:
-            lines += ["No keys.", ""]
+        lines += [f"#### `[{section}]`", ""]
+        lines += (_rows([k.name for k in schema.keys]) if schema.keys else ["No keys."]) + [""]
     return "\n".join(lines).rstrip() + "\n"
 
 

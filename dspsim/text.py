@@ -1,8 +1,6 @@
 """User-given text (a measurement's or a model's name) as a table or a one-line message prints
-it: every character that is not printable escaped as Python writes it (``\\x1b``, ``\\r``,
-``\\n``), so an escape sequence or a line break in a name can neither drive the terminal nor
-forge a row, and a name longer than its column cut with an ellipsis, so one long name cannot
-make every row of a table as long."""
+it: non-printable characters escaped as Python writes them (``\\x1b``), so a name can neither
+drive the terminal nor forge a row, and a name longer than its column cut with an ellipsis."""
 
 from __future__ import annotations
 
