@@ -172,17 +172,15 @@ def _check_op(r: dict[str, Any], engines: dict[str, str]) -> None:
     """The op, its variant, its shape (and the older mode and n, when given) and its core."""
     from dspsim.ops import get_op
 
-    try:
+    try:  # the op's own refusals, as a malformed field
         op = get_op(_typed(r["op"], str, "result.op"))
         op.check_variant(_typed(r["variant"], str, "result.variant"))
-    except DspsimInputError as e:
-        raise _MalformedError(str(e)) from None
-    if "mode" in r and r["mode"] != r["variant"]:
-        raise _MalformedError(f"result.mode {r['mode']!r} is not its variant {r['variant']!r}")
-    shape = _typed(r["shape"], list, "result.shape")
-    if not shape or not all(_is_int(d) and d > 0 for d in shape):
-        raise _MalformedError(f"result.shape = {shape!r}: expected positive integers")
-    try:
+        if "mode" in r and r["mode"] != r["variant"]:
+            raise _MalformedError(f"result.mode {r['mode']!r} is not its variant "
+                                  f"{r['variant']!r}")
+        shape = _typed(r["shape"], list, "result.shape")
+        if not shape or not all(_is_int(d) and d > 0 for d in shape):
+            raise _MalformedError(f"result.shape = {shape!r}: expected positive integers")
         op.shape_of(shape=tuple(shape))
     except DspsimInputError as e:
         raise _MalformedError(str(e)) from None
