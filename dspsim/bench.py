@@ -260,25 +260,23 @@ def workload_wall(seconds: float, reference_seconds: float, cores: int = 1,
     from dspsim.study.workload.cameras import camera_workload
 
     model = load_model().with_overrides({"core.count": cores})
+    plan = [("reuse", seconds, True, 1), ("reference", reference_seconds, False, 1),
+            ("reuse_short", reference_seconds, True, 1)] + (
+        [("parts", seconds, True, jobs)] if jobs > 1 else [])
     runs = {}
-    for label, secs, reuse in (("reuse", seconds, True), ("reference", reference_seconds, False),
-                               ("reuse_short", reference_seconds, True)):
+    for label, secs, reuse, parts in plan:
         wl = camera_workload(cameras, secs)
         t0 = time.perf_counter()
-        run = run_workload(wl, model, reuse=reuse)
+        run = run_workload(wl, model, reuse=reuse, jobs=parts)
         table = task_table(run)
-        runs[label] = {"seconds": secs, "tasks": wl.tasks, "reused_tasks": run.reused_tasks,
+        runs[label] = {"tasks": wl.tasks, "reused_tasks": run.reused_tasks,
                        "episodes": run.episodes, "wall_s": time.perf_counter() - t0,
                        "table": table}
-    parts = {}
-    if jobs > 1:
-        wl = camera_workload(cameras, seconds)
-        t0 = time.perf_counter()
-        table = task_table(run_workload(wl, model, jobs=jobs))
-        parts = {"jobs": jobs, "jobs_wall_s": time.perf_counter() - t0,
-                 "jobs_identical": bool(table.equals(runs["reuse"]["table"]))}
     ref, full = runs["reference"], runs["reuse"]
     extrapolated = ref["wall_s"] / ref["tasks"] * full["tasks"]
+    parts = {} if jobs <= 1 else {
+        "jobs": jobs, "jobs_wall_s": runs["parts"]["wall_s"],
+        "jobs_identical": bool(runs["parts"]["table"].equals(full["table"]))}
     return {**parts,
         "cameras": cameras, "cores": cores, "seconds": seconds, "tasks": full["tasks"],
         "wall_s": full["wall_s"], "reused_tasks": full["reused_tasks"],
