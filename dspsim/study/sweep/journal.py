@@ -255,15 +255,6 @@ def run_sweep(sweep: Sweep, out: str | Path, *, jobs: int = 1, executor: str = "
                         cache.dropped)
 
 
-def _bar(show: bool, sweep: Sweep, resumed: int) -> Any:
-    if not show:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=sweep.size, initial=resumed, unit="pt", desc="sweep", file=sys.stderr,
-                dynamic_ncols=True, smoothing=0.05)
-
-
 def _run_points(sweep: Sweep, writer: _Journal, state: bytearray, resumed: int, jobs: int,
                 cluster: DaskCluster | None, progress: bool | None,
                 timeout_s: float | None) -> int:
@@ -271,12 +262,16 @@ def _run_points(sweep: Sweep, writer: _Journal, state: bytearray, resumed: int, 
     the end); returns how many were computed."""
     todo = (p for i, p in enumerate(sweep.points()) if state[i] == MISSING)  # a generator
     show = sys.stderr.isatty() if progress is None else progress
-    bars: list[Any] = []
+    bars: list[Any] = []  # the progress bar, once the workers are up
     computed = 0
     results = None
     try:
         def started() -> None:
-            bars.append(_bar(show, sweep, resumed))
+            if show:
+                from tqdm import tqdm
+
+                bars.append(tqdm(total=sweep.size, initial=resumed, unit="pt", desc="sweep",
+                                 file=sys.stderr, dynamic_ncols=True, smoothing=0.05))
 
         if resumed < sweep.size:
             results = (dask_results(sweep, todo, cluster, started, timeout_s,
@@ -288,14 +283,12 @@ def _run_points(sweep: Sweep, writer: _Journal, state: bytearray, resumed: int, 
                 state[sweep.index_of(sweep.identity(point))] = FAILED if row[-1] else DONE
                 computed += 1
                 for bar in bars:
-                    if bar is not None:
-                        bar.update(1)
+                    bar.update(1)
     finally:
         if results is not None:
             results.close()  # the executor's own clean-up runs now, not at garbage collection
         for bar in bars:
-            if bar is not None:
-                bar.close()
+            bar.close()
         writer.close()
     return computed
 
