@@ -186,7 +186,8 @@ def _walk(model: Any, mem: Any, shape: tuple[int, ...]) -> Any:
 
 def traffic(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, int]:
     """The bytes each memory's port carries in the run, keyed as the run's ``bytes``
-    (``<memory>_read``, ``<memory>_write``), exactly as simulated (the module's text)."""
+    (``<memory>_read``, ``<memory>_write``), exactly as simulated: the weights as the variant
+    reads them (rows, lines or vector loads), the input, bias and output at the host's buffer."""
     out_depth, in_depth = shape
     counts = {f"{m}_{way}": 0 for m in model.memories for way in ("read", "write")}
     host = model.host.memory

@@ -42,14 +42,9 @@ if TYPE_CHECKING:
     from dspsim.platform import Dsp
     from dspsim.schema import Params
 
-_NEEDS = {
-    "pingpong": {"channels": 2, "banks": 2},
-    "direct": {"channels": 0, "banks": 0},
-    "online": {"channels": 2, "banks": 1},
-    "resident": {"channels": 2, "banks": 1},
-    "multibuffer": {"channels": 2, "banks": 1},
-    "rows": {"channels": 2, "banks": 1},
-}
+_NEEDS = {"pingpong": {"channels": 2, "banks": 2}, "direct": {"channels": 0, "banks": 0},
+          **dict.fromkeys(("online", "resident", "multibuffer", "rows"),
+                          {"channels": 2, "banks": 1})}  # copied by requirements()
 _KEY_VARIANTS = {"softmax.max_init": ("pingpong",), "softmax.schedule": ("pingpong",),
                  "softmax.guard_shifted_input": ("pingpong", "direct"),
                  "softmax.buffers": ("multibuffer",)}
