@@ -183,10 +183,11 @@ def interrupted_message(prog: str = "dspsim") -> None:
 
 
 def positive_int(text: str) -> int:
+    """An argparse type: a whole number above 0."""
     try:
         value = int(text.replace("_", ""))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer") from None
+        value = 0
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return value

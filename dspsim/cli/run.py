@@ -259,11 +259,8 @@ def _check_document_platform(ops: list[Any], label: str, model: Any) -> None:
 def _reproduce_op(op: Any, model: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Run each documented variant at the documented shape; compare with the figures."""
     doc = op.document
-    runs = {
-        v: simulate(model, op.name, v, shape=doc["shape"], data=not args.no_data,
-                    fidelity=args.fidelity)
-        for v in doc["cycles"]
-    }
+    runs = {v: simulate(model, op.name, v, shape=doc["shape"], data=not args.no_data,
+                        fidelity=args.fidelity) for v in doc["cycles"]}
     variants = list(doc["cycles"])
     slow, fast = variants[-1], variants[0]
     ratio = runs[slow].cycles / runs[fast].cycles
@@ -274,9 +271,7 @@ def _reproduce_op(op: Any, model: Any, args: argparse.Namespace) -> dict[str, An
         check = host_check(runs[a].output_array, runs[b].output_array, tolerance)
     if args.json:
         obj = {**{v: run_object(r) for v, r in runs.items()}, "ratio": ratio}
-        if check is not None:
-            obj["check"] = check
-        return obj
+        return obj | ({"check": check} if check is not None else {})
     print(f"{doc['title']} on {cell(model.name)} ({cell(model.source, 200)})")
     print(f"{'version':<10} {'simulated_cycles':>17} {'document_cycles':>16} {'error_pct':>10}")
     for v, r in runs.items():

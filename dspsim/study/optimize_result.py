@@ -128,10 +128,8 @@ class OptimizeResult:
 
     def _union(self, keys_of: Any) -> list[str]:
         """The keys ``keys_of(candidate)`` gives over every candidate, in first-seen order."""
-        keys: dict[str, None] = {}
-        for c in [*self.candidates, *self.screened]:
-            keys.update(dict.fromkeys(keys_of(c)))
-        return list(keys)
+        return list(dict.fromkeys(k for c in [*self.candidates, *self.screened]
+                                  for k in keys_of(c)))
 
     def ranking_json(self) -> list[dict[str, Any]]:
         """:meth:`ranking` as JSON objects: ``rank`` (overall), ``fidelity`` of ``cycles``,

@@ -1,11 +1,7 @@
-"""Task streams on one or more DSP cores: workload files, their runs and what they mean.
-
-``load_workload(path)`` reads a TOML workload (:mod:`.spec`), ``run_workload(workload, model)``
-simulates it on a fresh platform (:mod:`.engine`; in parts at once, :mod:`.parts`) into a
-:class:`WorkloadRun` (:mod:`.results`), ``task_table`` / ``summarise`` /
-``write_tasks_csv`` read the run (:mod:`.summary`). The scheduling itself is the UCP's
-(:class:`dspsim.host.ucp.SchedulingPolicy`).
-"""
+"""Task streams on one or more DSP cores: ``load_workload`` reads a file (:mod:`.spec`),
+``run_workload`` simulates it (:mod:`.engine`, in parts: :mod:`.parts`) into a
+:class:`WorkloadRun` (:mod:`.results`), which :mod:`.summary` reads. The scheduling is the
+UCP's (:class:`dspsim.host.ucp.SchedulingPolicy`)."""
 
 from __future__ import annotations
 

@@ -57,6 +57,8 @@ class WorkloadError(DspsimInputError):
 
 @dataclass(frozen=True)
 class Stream:
+    """One ``[[stream]]``: an op released ``count`` times, every ``period_us``."""
+
     name: str
     op: str
     variant: str
@@ -77,6 +79,8 @@ class Stream:
 
 @dataclass(frozen=True)
 class Workload:
+    """A workload file's streams and seed (``source``: where it was read)."""
+
     streams: tuple[Stream, ...]
     seed: int = 0
     source: str = "workload"
