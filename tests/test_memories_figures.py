@@ -14,7 +14,8 @@ from dspsim.analysis.engines import RunEngines
 from dspsim.analysis.perfetto import trace_events
 from dspsim.analysis.report import report_text
 from dspsim.analysis.stalls import stall_summary
-from dspsim.analysis.timeline import ddr_series, timeline_figure
+from dspsim.analysis.timeline import timeline_figure
+from dspsim.analysis.timeline_memories import ddr_series
 from tests import two_memories
 from tests.cli_helpers import run_cli
 from tests.two_memories import N  # the run the files share: the fixture two_memories_run

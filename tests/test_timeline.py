@@ -13,22 +13,24 @@ from dspsim.analysis.engines import RunEngines
 from dspsim.analysis.stalls import stall_summary
 from dspsim.analysis.tiles import tcm_segments, tile_table
 from dspsim.analysis.timeline import (
-    COPY_COLOURS,
-    DPI,
     FIGURE_FORMATS,
-    LANE_H,
-    SETUP_COLOUR,
-    TCM_COLOURS,
-    WAIT_COLOURS,
     check_figure_path,
     check_window,
-    ddr_series,
     default_timeline_path,
     kernel_colours,
     parse_window,
     plot_timeline,
     timeline_figure,
 )
+from dspsim.analysis.timeline_draw import (
+    COPY_COLOURS,
+    DPI,
+    LANE_H,
+    SETUP_COLOUR,
+    TCM_COLOURS,
+    WAIT_COLOURS,
+)
+from dspsim.analysis.timeline_memories import ddr_series
 from dspsim.errors import DspsimInputError
 from dspsim.results import load_run, save_run
 from dspsim.run import simulate

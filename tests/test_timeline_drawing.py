@@ -10,7 +10,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 
 from dspsim import load_model, simulate
-from dspsim.analysis.timeline import (
+from dspsim.analysis.timeline import kernel_colours, timeline_figure
+from dspsim.analysis.timeline_draw import (
     CHANNEL_REQUEST_COLOURS,
     COPY_COLOURS,
     CORE_REQUEST_COLOUR,
@@ -20,10 +21,8 @@ from dspsim.analysis.timeline import (
     SETUP_COLOUR,
     TCM_COLOURS,
     WAIT_COLOURS,
-    ddr_stall_handle,
-    kernel_colours,
-    timeline_figure,
 )
+from dspsim.analysis.timeline_memories import ddr_stall_handle
 
 
 def run(variant, model=None, **kw):

@@ -1,9 +1,5 @@
-"""Numeric helpers over a run's intervals: lanes, the memories' port logs as arrays, time
-integrals, occupancy per time bin.
-
-Shared by the tile analysis, the timeline figure and the Perfetto export; numpy only (no
-plotting, no pandas).
-"""
+"""Numeric helpers over a run's intervals (numpy only): lanes, the memories' port logs as
+arrays, time integrals and means per time bin."""
 
 from __future__ import annotations
 
@@ -19,10 +15,8 @@ from dspsim.probes import PORT_LOG_FIELDS, PortLog
 
 def assign_lanes(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Greedy interval partitioning: each interval, by start, in the lowest-numbered lane free
-    by then (touching end-to-start is fine), using the fewest lanes; n log n (two heaps: the
-    lanes in use by end, the free ones by number), so a backlog of many lanes stays cheap."""
-    starts = np.asarray(starts, float)
-    ends = np.asarray(ends, float)
+    by then (touching end-to-start is fine), using the fewest lanes; n log n (two heaps)."""
+    starts, ends = np.asarray(starts, float), np.asarray(ends, float)
     lanes = np.zeros(len(starts), dtype=int)
     busy: list[tuple[float, int]] = []  # (end, lane) of the lanes in use
     free: list[int] = []  # lanes free since an earlier start (starts only grow)
@@ -41,8 +35,8 @@ def assign_lanes(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 
 def host_memory(result: Any) -> str | None:
-    """The name of the memory the run's host allocated from (its buffers; ``port_log`` is
-    this memory's): the model's ``host.memory``, else the run's first memory port."""
+    """The memory the run's host allocated its buffers from (``port_log`` is its): the model's
+    ``host.memory``, else the run's first memory port."""
     model = getattr(result, "model", None)
     if model is not None:
         return model.host.memory
@@ -63,17 +57,18 @@ def memory_logs(result: Any) -> dict[str, Any]:
 
 
 def logged_memories(result: Any) -> list[str]:
-    """The memories a figure or a trace shows a port for: the host memory's (whenever it has
-    a log, busy or not, as a one-memory run always showed it), and every other memory whose
-    log holds a request."""
+    """The memories a figure or a trace shows a port for: the host memory's (whenever it has a
+    log, busy or not), and every other memory whose log holds a request."""
     host = host_memory(result)
     out = [m for m, log in memory_logs(result).items() if m == host or len(log)]
     if not out:
-        raise DspsimInputError(
-            "this run has no port log: simulate it with port_log=True (the CLI does so for "
-            "--timeline, --trace and --save)"
-        )
+        raise _no_port_log("")
     return out
+
+
+def _no_port_log(what: str) -> DspsimInputError:
+    return DspsimInputError(f"this run has no{what} port log: simulate it with port_log=True "
+                            "(the CLI does so for --timeline, --trace and --save)")
 
 
 def port_log_cut_cycle(result: Any, memory: str) -> float | None:
@@ -91,11 +86,7 @@ def port_log_arrays(result: Any, memory: str | None = None) -> dict[str, np.ndar
     log = (getattr(result, "port_log", None) if memory is None
            else memory_logs(result).get(memory))
     if log is None:
-        what = "" if memory is None else f" {memory!r}"
-        raise DspsimInputError(
-            f"this run has no{what} port log: simulate it with port_log=True (the CLI does so "
-            "for --timeline, --trace and --save)"
-        )
+        raise _no_port_log("" if memory is None else f" {memory!r}")
     origin = float(getattr(result, "origin_cycle", 0.0))
     out = PortLog.of(log).columns()
     for f in PORT_LOG_FIELDS[:4]:
@@ -104,13 +95,18 @@ def port_log_arrays(result: Any, memory: str | None = None) -> dict[str, np.ndar
     return out
 
 
+def requesters(result: Any, log: dict[str, np.ndarray]) -> list[str]:
+    """The requesters in a port log's columns, in the run's engine order (others by name)."""
+    order = {name: i for i, name in enumerate(getattr(result, "engines", None) or {})}
+    return sorted(set(log["requester"].tolist()), key=lambda w: (order.get(w, len(order)), w))
+
+
 def memories_requested(result: Any, requester: str, starts: np.ndarray, ends: np.ndarray,
                        write: bool | None = None) -> list[tuple[str, ...]]:
     """Per interval ``[starts[i], ends[i])`` (cycles from the op's timer start), the memories
     (in the run's order) to which ``requester`` issued a request in it (only writes or only
     reads when ``write`` says so), from the port logs the run kept."""
-    starts = np.asarray(starts, float)
-    ends = np.asarray(ends, float)
+    starts, ends = np.asarray(starts, float), np.asarray(ends, float)
     hits = []
     for memory in memory_logs(result):
         log = port_log_arrays(result, memory)
@@ -124,14 +120,10 @@ def memories_requested(result: Any, requester: str, starts: np.ndarray, ends: np
     return [tuple(m for m, hit in hits if hit[i]) for i in range(len(starts))]
 
 
-def interval_integral(
-    starts: np.ndarray, ends: np.ndarray, weights: np.ndarray, t: np.ndarray
-) -> np.ndarray:
-    """``F(t) = sum_i weights_i * |[starts_i, ends_i] ∩ (-inf, t]|`` at every ``t``.
-
-    Differences of F over bin edges give time-weighted sums per bin without a loop per interval:
-    with intervals sorted by start and by end, F(t) = t W_s(t) - WS_s(t) - (t W_e(t) - WE_e(t)).
-    """
+def interval_integral(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray,
+                      t: np.ndarray) -> np.ndarray:
+    """``F(t) = sum_i weights_i * |[starts_i, ends_i] ∩ (-inf, t]|`` at every ``t``: with the
+    intervals sorted by start and by end, ``F(t) = t W_s(t) - WS_s(t) - (t W_e(t) - WE_e(t))``."""
     t = np.asarray(t, float)
     out = np.zeros_like(t)
     for edge, sign in ((np.asarray(starts, float), 1.0), (np.asarray(ends, float), -1.0)):
@@ -144,32 +136,9 @@ def interval_integral(
     return out
 
 
-def binned_mean(
-    starts: np.ndarray, ends: np.ndarray, weights: np.ndarray, edges: np.ndarray
-) -> np.ndarray:
+def binned_mean(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray,
+                edges: np.ndarray) -> np.ndarray:
     """Time-weighted mean, per bin, of the sum of ``weights`` of the intervals active then."""
     f = interval_integral(starts, ends, weights, edges)
     width = np.diff(edges)
     return np.divide(np.diff(f), width, out=np.zeros(len(width)), where=width > 0)
-
-
-def occupancy(
-    groups: list[tuple[np.ndarray, np.ndarray]], edges: np.ndarray
-) -> np.ndarray:
-    """Share of each bin's time spent in each group of intervals: an array (groups, bins).
-
-    ``groups`` is one ``(starts, ends)`` pair per state of one lane (intervals of one state may
-    not overlap each other). Where the groups of a bin add up to more than the whole bin (the
-    lane's intervals overlap), the bin's shares are scaled down to fill it exactly, so that a
-    stack of them never spills out of the lane.
-    """
-    edges = np.asarray(edges, float)
-    shares = np.zeros((len(groups), len(edges) - 1))
-    for k, (starts, ends) in enumerate(groups):
-        starts = np.asarray(starts, float)
-        if len(starts):
-            shares[k] = binned_mean(starts, ends, np.ones(len(starts)), edges)
-    total = shares.sum(axis=0)
-    over = total > 1.0
-    shares[:, over] /= total[over]
-    return np.clip(shares, 0.0, 1.0)

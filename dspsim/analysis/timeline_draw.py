@@ -1,12 +1,10 @@
-"""Drawing primitives of the timeline figures (:mod:`dspsim.analysis.timeline`): colours, lanes
-drawn as per-pixel occupancy, labels that fit their bars, plain tick formatters.
+"""Drawing primitives of the timeline figures: colours, lanes drawn as per-pixel occupancy,
+labels that fit their bars, plain tick formatters.
 
-Every lane is drawn on a grid of one column per pixel: each column shows the share of its time
-spent in each state, stacked from the bottom of the lane (the white rest is idle time). A state's
-rows can carry weights (a kernel stalled on DDR for a share ``f`` of its time counts ``1 - f`` as
-computing and ``f`` as stalled), so that a lane's coloured area is its time in each state whatever
-the zoom. The stack is painted as cumulative "towers" from the lane's bottom, the tallest first,
-so that neighbouring states and columns meet without anti-aliasing seams of white.
+A lane is drawn on a grid of one column per pixel, each column showing the share of its time in
+each state, stacked from the lane's bottom (white: idle); a row can count only a share of its
+time in a state (a kernel stalled for ``f`` of it: ``1 - f`` computing, ``f`` stalled). The
+stack is painted as cumulative towers, tallest first, so that states meet without white seams.
 """
 
 from __future__ import annotations
@@ -26,37 +24,28 @@ EDGE_MIN_PX = 20.0  # outlines (white between copies, grey around a held tile) f
 LABEL_PAD_PX = 3.0  # room left at each end of a label inside its bar
 LANE_H = 0.72  # bar height, in lanes
 
-# kernels take these in the order the run first calls them
-KERNEL_COLOURS = (
-    "#8172b3", "#c44e52", "#dd8452", "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd",
-)
+KERNEL_COLOURS = ("#8172b3", "#c44e52", "#dd8452", "#937860",  # in the order first called
+                  "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
 COPY_COLOURS = {"copy_in": "#4c72b0", "copy_out": "#55a868"}
 WAIT_COLOURS = {"wait_in": "#c6d4ec", "wait_out": "#cce6c8"}
 SETUP_COLOUR = "#222222"
 STALL_COLOUR = "#bbbbbb"  # a kernel's share stalled on DDR (hatched)
 STALL_HATCH = "xx"
 STALL_HATCH_COLOUR = "#666666"
-TCM_COLOURS = {
-    "filling": "#a6c3e6",
-    "ready": "#e4e4e4",
-    "computing": "#f2c14e",
-    "computed": "#f3e4b3",
-    "draining": "#a8d5a2",
-}
+TCM_COLOURS = {"filling": "#a6c3e6", "ready": "#e4e4e4", "computing": "#f2c14e",
+               "computed": "#f3e4b3", "draining": "#a8d5a2"}
 PASS_COLOURS = ("#ececec", "#dadada")
 # DDR requesters: the core, then its channels by number, then anything else; dark or saturated
 # colours that no state of the lanes or the DDR data path uses
 CORE_REQUEST_COLOUR = "#5a5a5a"
-CHANNEL_REQUEST_COLOURS = (
-    "#0b2e59", "#00a89d", "#8e0152", "#6a00d8", "#9acd32", "#00e5ff", "#4d3300", "#ff00aa",
-)
+CHANNEL_REQUEST_COLOURS = ("#0b2e59", "#00a89d", "#8e0152", "#6a00d8",
+                           "#9acd32", "#00e5ff", "#4d3300", "#ff00aa")
 OTHER_REQUEST_COLOUR = "#a07000"
 
 
 # ------------------------------------------------------------------------------ text
 FIGURE_NAME_CHARS = 32  # a name longer than this is shortened in a figure (middle ellipsis)
-# a memory's label: its panels' y labels (rotated) must fit the panels' height
-MEMORY_LABEL_CHARS = 12
+MEMORY_LABEL_CHARS = 12  # a memory's label: its panels' rotated y labels fit their height
 
 
 @lru_cache(maxsize=1)
@@ -67,16 +56,12 @@ def _figure_font():
     return get_font(findfont(FontProperties()))
 
 
-def _drawable(c: str) -> bool:
-    return c.isprintable() and _figure_font().get_char_index(ord(c)) != 0
-
-
 def figure_name(name: str, limit: int = FIGURE_NAME_CHARS) -> str:
-    """A name (a model's, a memory's) as a figure shows it: each character the figure's font
-    lacks (or cannot print) as an ASCII escape (``\\u6a21``), so that no glyph is missing;
-    past ``limit`` characters, its start and end around an ellipsis (the run's data keeps the
-    full name)."""
-    text = "".join(c if _drawable(c) else ascii(c)[1:-1] for c in str(name))
+    """A name as a figure shows it: a character the font lacks (or cannot print) as an ASCII
+    escape (``\\u6a21``); past ``limit`` characters, its start and end around an ellipsis."""
+    font = _figure_font()
+    text = "".join(c if c.isprintable() and font.get_char_index(ord(c)) != 0
+                   else ascii(c)[1:-1] for c in str(name))
     if len(text) <= limit:
         return text
     tail = (limit - 1) // 3
@@ -99,9 +84,8 @@ def text_width_px(text: str, fontsize: float, dpi: float = DPI) -> float:
     from matplotlib.font_manager import FontProperties
     from matplotlib.textpath import TextToPath
 
-    width, _, _ = TextToPath().get_text_width_height_descent(
-        text, FontProperties(size=fontsize), ismath=False
-    )
+    width, _, _ = TextToPath().get_text_width_height_descent(text, FontProperties(size=fontsize),
+                                                             ismath=False)
     return float(width) * dpi / 72.0
 
 
@@ -119,19 +103,14 @@ class PlainFormatter(Formatter):
 
     def set_locs(self, locs) -> None:
         super().set_locs(locs)
-        locs = np.sort(np.asarray(locs, float))
-        step = np.diff(locs)
+        step = np.diff(np.sort(np.asarray(locs, float)))
         step = step[step > 0]
-        self.decimals = 0
-        if len(step):
-            self.decimals = int(min(max(0, -np.floor(np.log10(step.min()) + 1e-9)), 9))
+        self.decimals = (int(min(max(0, -np.floor(np.log10(step.min()) + 1e-9)), 9)) if len(step)
+                         else 0)
 
     def __call__(self, x, pos=None) -> str:
         text = f"{x:,.{self.decimals}f}"
         return "0" if text.lstrip("-").strip("0.,") == "" else text
-
-    def get_offset(self) -> str:
-        return ""
 
 
 # ------------------------------------------------------------------------------ lanes
@@ -146,7 +125,6 @@ class Lanes:
         self.cycles_per_px = (hi - lo) / max(width_px, 1.0)
         self.edges = np.minimum(lo + np.arange(int(np.ceil(width_px - 1e-6)) + 1)
                                 * self.cycles_per_px, hi)
-        self.columns = len(self.edges) - 1
         self.min_w = MIN_BAR_PX * self.cycles_per_px
         # lane y -> [(starts, ends, weights, style)], in the order stacked (bottom-up)
         self.groups: dict[float, list[tuple[np.ndarray, np.ndarray, np.ndarray, dict]]] = {}
@@ -154,16 +132,15 @@ class Lanes:
         self.used_occupancy = False
 
     def visible(self, start, end) -> np.ndarray:
-        start = np.asarray(start, float)
-        end = np.asarray(end, float)
+        """Which intervals show in the window."""
+        start, end = np.asarray(start, float), np.asarray(end, float)
         return (end > self.lo) & (start < self.hi) & (end > start)
 
     def clip(self, start, end) -> tuple[np.ndarray, np.ndarray]:
         """The visible parts of the intervals that have any."""
         sel = self.visible(start, end)
-        start = np.asarray(start, float)[sel]
-        end = np.asarray(end, float)[sel]
-        return np.maximum(start, self.lo), np.minimum(end, self.hi)
+        return (np.maximum(np.asarray(start, float)[sel], self.lo),
+                np.minimum(np.asarray(end, float)[sel], self.hi))
 
     def bars(self, start, end, y: float, colour: str, weight=None, hatch: str | None = None,
              edge: str | None = None) -> bool:
@@ -182,12 +159,17 @@ class Lanes:
                  "edgecolor": STALL_HATCH_COLOUR if hatch else colour}
         self.groups.setdefault(y, []).append((s, e, w, style))
         if edge is not None:
-            framed = (e - s) >= EDGE_MIN_PX * self.cycles_per_px
-            if framed.any():
-                self.ax.broken_barh(np.column_stack([s[framed], (e - s)[framed]]),
-                                    (y - LANE_H / 2, LANE_H), facecolors="none",
-                                    edgecolor=edge, linewidth=0.6, zorder=1.6)
+            self.outline(start, end, y, edge, 0.6)
         return True
+
+    def outline(self, start, end, y: float, colour: str, linewidth: float) -> None:
+        """Outline the intervals at least :data:`EDGE_MIN_PX` wide in the window."""
+        s, e = self.clip(start, end)
+        framed = (e - s) >= EDGE_MIN_PX * self.cycles_per_px
+        if framed.any():
+            self.ax.broken_barh(np.column_stack([s[framed], (e - s)[framed]]),
+                                (y - LANE_H / 2, LANE_H), facecolors="none", edgecolor=colour,
+                                linewidth=linewidth, zorder=1.6)
 
     def finish(self) -> None:
         """Draw every lane: per pixel column, each state's share of the column's time stacked
@@ -215,9 +197,8 @@ class Lanes:
         """A label centred in each bar, the first of its candidate texts that fits inside the
         bar's visible part; none where no candidate fits or it would overlap a label already
         in the lane."""
-        start = np.asarray(start, float)
-        end = np.asarray(end, float)
-        a, b = np.maximum(start, self.lo), np.minimum(end, self.hi)
+        a = np.maximum(np.asarray(start, float), self.lo)
+        b = np.minimum(np.asarray(end, float), self.hi)
         px = (b - a) / self.cycles_per_px
         style = {"ha": "center", "va": "center", "fontsize": fontsize, "clip_on": True,
                  "zorder": 3} | style
@@ -248,11 +229,16 @@ def fit_left(ax, labels: Sequence[str], fontsize: float = 10.0, margin_px: float
     left_px = ax.get_position().x0 * width
     if need <= left_px:
         return False
-    spec = ax.get_subplotspec()
-    gs = spec.get_topmost_subplotspec().get_gridspec()
-    gs.update(left=np.ceil(need) / width)
-    for a in fig.axes:  # GridSpec.update moves only pyplot's figures' axes
-        s = a.get_subplotspec()
-        if s is not None and s.get_topmost_subplotspec().get_gridspec() is gs:
-            a.set_position(s.get_position(fig))
+    update_grid(fig, ax.get_subplotspec().get_topmost_subplotspec().get_gridspec(),
+                left=np.ceil(need) / width)
     return True
+
+
+def update_grid(fig, gs, **margins: float) -> None:
+    """Move the grid ``gs``'s margins and its axes with it (``GridSpec.update`` moves only
+    pyplot's figures' axes)."""
+    gs.update(**margins)
+    for a in fig.axes:
+        spec = a.get_subplotspec()
+        if spec is not None and spec.get_topmost_subplotspec().get_gridspec() is gs:
+            a.set_position(spec.get_position(fig))

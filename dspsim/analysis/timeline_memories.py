@@ -1,7 +1,6 @@
-"""The memories' part of the timeline figures (:mod:`dspsim.analysis.timeline`): a panel pair
-per memory (achieved bandwidth, requests in flight per requester), named by the memory; which
-memory a stalled kernel or a copy went to, from the port logs; the stall's legend entry; what a
-cut log did not record.
+"""The memories' part of the timeline figures: a pair of panels per memory (achieved bandwidth,
+requests in flight per requester), which memory a stalled kernel or a copy went to (from the
+port logs), and what a cut log did not record.
 """
 
 from __future__ import annotations
@@ -11,28 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from dspsim.analysis import series
+from dspsim.analysis import timeline_draw as draw
 from dspsim.analysis.engines import RunEngines
-from dspsim.analysis.series import (
-    binned_mean,
-    host_memory,
-    memories_requested,
-    memory_logs,
-    port_log_arrays,
-    port_log_cut_cycle,
-)
 from dspsim.analysis.stalls import stalled_memories
-from dspsim.analysis.timeline_draw import (
-    CHANNEL_REQUEST_COLOURS,
-    COPY_COLOURS,
-    CORE_REQUEST_COLOUR,
-    OTHER_REQUEST_COLOUR,
-    STALL_COLOUR,
-    STALL_HATCH,
-    STALL_HATCH_COLOUR,
-    bin_text,
-    memories_text,
-    memory_label,
-)
+from dspsim.analysis.timeline_draw import memories_text, memory_label
 
 SHORT_LABEL_CHARS = 8  # a memory's label up to this long shares a line of a panel's label
 
@@ -46,35 +28,34 @@ def ddr_stall_handle(memories: Sequence[str] = ("ddr",)):
     """The legend entry of the core's stalls, naming the memories stalled on (J6: DDR)."""
     from matplotlib.patches import Patch
 
-    return Patch(facecolor=STALL_COLOUR, edgecolor=STALL_HATCH_COLOUR, hatch=STALL_HATCH,
-                 label=f"core stalled on {memories_text(memories) or 'memory'} (hatched)")
+    label = f"core stalled on {memories_text(memories) or 'memory'} (hatched)"
+    return Patch(facecolor=draw.STALL_COLOUR, edgecolor=draw.STALL_HATCH_COLOUR,
+                 hatch=draw.STALL_HATCH, label=label)
 
 
 def stall_memories(result: Any, starts: Any, ends: Any) -> list[tuple[str, ...]]:
-    """Per kernel row of the core, the memories it stalled on: those the core sent requests to
-    during the row (from the port logs); where the logs show none (a log cut by
-    ``--trace-limit``, or no log), the memories the run's core stalled on."""
-    fallback = tuple(stalled_memories(result)) or tuple(filter(None, [host_memory(result)]))
+    """Per kernel row of the core, the memories it sent requests to during the row (port logs);
+    where the logs show none (cut by ``--trace-limit``, or none kept), those the core stalled
+    on."""
+    fallback = tuple(stalled_memories(result)) or tuple(filter(None, [series.host_memory(result)]))
     if not len(starts):
         return []
     engines = RunEngines.of(result)
-    if not memory_logs(result) or engines.core is None:
+    if not series.memory_logs(result) or engines.core is None:
         return [fallback] * len(starts)
-    found = memories_requested(result, engines.core, starts, ends)
+    found = series.memories_requested(result, engines.core, starts, ends)
     return [f or fallback for f in found]
 
 
 def copy_memories(result: Any, engines: RunEngines, fallback: bool = True
                   ) -> dict[str, tuple[str, ...]]:
-    """Per copy kind, the memories the channels' copies of that kind came from (``copy_in``:
-    a channel reads only the memory it copies from) or went to (``copy_out``: it writes only
-    there), from the port logs; none logged: the host's memory (with ``fallback``; else
-    none)."""
-    host = tuple(filter(None, [host_memory(result)])) if fallback else ()
+    """Per copy kind, the memories the channels read (``copy_in``) or wrote (``copy_out``), from
+    the port logs; none logged: the host's memory (with ``fallback``; else none)."""
+    host = tuple(filter(None, [series.host_memory(result)])) if fallback else ()
     channels = list(engines.channels)
     out: dict[str, tuple[str, ...]] = {"copy_in": (), "copy_out": ()}
-    for memory in memory_logs(result):
-        log = port_log_arrays(result, memory)
+    for memory in series.memory_logs(result):
+        log = series.port_log_arrays(result, memory)
         by_channel = np.isin(log["requester"], channels)
         for kind, write in (("copy_in", False), ("copy_out", True)):
             if (by_channel & (log["is_write"] == write)).any():
@@ -85,56 +66,51 @@ def copy_memories(result: Any, engines: RunEngines, fallback: bool = True
 def requester_colour(who: str, engines: RunEngines) -> str:
     """The colour of a DDR requester: the core's, or its channel's by number."""
     if who == engines.core:
-        return CORE_REQUEST_COLOUR
+        return draw.CORE_REQUEST_COLOUR
     if engines.is_channel(who):
-        return CHANNEL_REQUEST_COLOURS[engines.number(who) % len(CHANNEL_REQUEST_COLOURS)]
-    return OTHER_REQUEST_COLOUR
+        colours = draw.CHANNEL_REQUEST_COLOURS
+        return colours[engines.number(who) % len(colours)]
+    return draw.OTHER_REQUEST_COLOUR
 
 
 def ddr_series(result: Any, lo: float, hi: float, bins: int, memory: str | None = None
                ) -> dict[str, Any]:
-    """A memory's port (default: the host's memory's; J6: DDR) per time bin over [lo, hi]
-    (cycles): achieved read and write bandwidth (bytes/cycle; a request's bytes cross the data
-    path evenly over its data phase) and mean requests in flight (issue to completion) per
-    requester."""
-    log = port_log_arrays(result, memory)
+    """A memory's port (default: the host's memory's) per time bin over [lo, hi] (cycles): read
+    and write bandwidth (bytes/cycle; a request's bytes cross evenly over its data phase) and
+    mean requests in flight (issue to completion) per requester."""
+    log = series.port_log_arrays(result, memory)
     edges = np.linspace(lo, hi, bins + 1)
     span = log["data_end"] - log["data_start"]
     rate = np.divide(log["bytes"], span, out=np.zeros_like(span), where=span > 0)
     out: dict[str, Any] = {"edges": edges}
     for write, key in ((False, "read_bytes_per_cycle"), (True, "write_bytes_per_cycle")):
         sel = log["is_write"] == write
-        out[key] = binned_mean(log["data_start"][sel], log["data_end"][sel], rate[sel], edges)
-    order = {name: i for i, name in enumerate(getattr(result, "engines", None) or {})}
-    requesters = sorted(set(log["requester"].tolist()), key=lambda w: (order.get(w, len(order)), w))
+        out[key] = series.binned_mean(log["data_start"][sel], log["data_end"][sel], rate[sel],
+                                      edges)
     out["requests_in_flight"] = {
-        who: binned_mean(log["issue"][sel], log["done"][sel], np.ones(sel.sum()), edges)
-        for who in requesters
-        for sel in [log["requester"] == who]
-    }
+        who: series.binned_mean(log["issue"][sel], log["done"][sel], np.ones(sel.sum()), edges)
+        for who in series.requesters(result, log) for sel in [log["requester"] == who]}
     return out
 
 
 def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int,
              memory: str | None = None, named: bool = True) -> list[Any]:
-    """A memory's (default: the host's memory's; J6: DDR) achieved bandwidth and requests in
-    flight, binned over [lo, hi]; legend handles. ``named``: the legend's read, write and
-    requester entries name the memory (a figure of one memory); otherwise they are shared by
-    the figure's memories (each panel's label names its own)."""
+    """A memory's (default: the host's) bandwidth and requests in flight, binned over [lo, hi];
+    legend handles. ``named``: the legend's entries name the memory (a figure of one memory)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    memory = memory if memory is not None else host_memory(result)
+    memory = memory if memory is not None else series.host_memory(result)
     label = memory_label(memory or "")
     prefix = f"{label} " if named else ""
-    series = ddr_series(result, lo, hi, bins, memory)
-    edges = series["edges"]
+    panel = ddr_series(result, lo, hi, bins, memory)
+    edges = panel["edges"]
     handles: list[Any] = []
     model = getattr(result, "model", None)
     base = np.zeros(bins)
-    for key, way, colour in (("read_bytes_per_cycle", "read", COPY_COLOURS["copy_in"]),
-                             ("write_bytes_per_cycle", "write", COPY_COLOURS["copy_out"])):
-        v = series[key]
+    for key, way, colour in (("read_bytes_per_cycle", "read", draw.COPY_COLOURS["copy_in"]),
+                             ("write_bytes_per_cycle", "write", draw.COPY_COLOURS["copy_out"])):
+        v = panel[key]
         if v.any():
             ax_bw.stairs(base + v, edges, baseline=base, fill=True, color=colour, alpha=0.85)
             handles.append(Patch(facecolor=colour, label=f"{prefix}{way} (bytes/cycle)"))
@@ -150,7 +126,7 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int,
 
     base = np.zeros(bins)
     engines = RunEngines.of(result)
-    for who, v in series["requests_in_flight"].items():
+    for who, v in panel["requests_in_flight"].items():
         if not v.any():  # no request of this engine in the window
             continue
         colour = requester_colour(who, engines)
@@ -160,28 +136,23 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int,
     top = max(float(base.max()) if bins else 0.0, 1.0)
     ax_req.set_ylim(0, top * 1.2)
     ax_req.set_ylabel(f"{label}{label_gap(label)}requests\nin flight (count)", fontsize=8)
-    bin_cycles = (hi - lo) / bins
-    ax_req.text(0.995, 0.95, f"means over {bin_text(bin_cycles)}-cycle bins",
-                transform=ax_req.transAxes,
-                ha="right", va="top", fontsize=7, color="#555555")
+    ax_req.text(0.995, 0.95, f"means over {draw.bin_text((hi - lo) / bins)}-cycle bins",
+                transform=ax_req.transAxes, ha="right", va="top", fontsize=7, color="#555555")
     return handles
 
 
-def draw_not_recorded(lanes, memory_axes: Any, result: Any, lo: float, hi: float
-                      ) -> list[Any]:
+def draw_not_recorded(lanes, memory_axes: dict[str, list[Any]], result: Any, lo: float,
+                      hi: float) -> list[Any]:
     """Cover what a ``--trace-limit`` run did not record, so that it reads as unknown, not as
-    idle: the engine lanes after ``trace_cut_cycle``, each memory's panels after its log's cut
-    (``memory_axes``: memory name -> its axes; a list of axes: the host memory's); the legend
-    handle, if anything was covered."""
+    idle: the lanes after ``trace_cut_cycle``, each memory's axes (``memory_axes``: by memory)
+    after its log's cut; the legend handle, if anything was covered."""
     from matplotlib.patches import Patch
 
-    if not isinstance(memory_axes, dict):
-        memory_axes = {host_memory(result): memory_axes}
     style = {"facecolor": "#eeeeee", "edgecolor": "#999999", "hatch": "xx", "linewidth": 0,
              "zorder": 10}
     covered = []
     cuts = [([lanes], getattr(result, "trace_cut_cycle", None), "trace")]
-    cuts += [(axes, port_log_cut_cycle(result, m), f"{memory_label(m or '')} port log")
+    cuts += [(axes, series.port_log_cut_cycle(result, m), f"{memory_label(m or '')} port log")
              for m, axes in memory_axes.items()]
     for axes, cut, what in cuts:
         if cut is None or cut >= hi:
