@@ -1,16 +1,8 @@
-"""A run's engines as the analyses see them: which one is the op's core, which are its iDMA
-channels (in order), which are the memories' ports (J6: DDR), and how figures and traces label
-them.
-
-Engine names are made by the platform and read from the run (``Result.engines``,
-``Result.core``, ``Result.engines_of(kind)``); nothing under :mod:`dspsim.analysis` spells one.
-A channel is numbered by its position among the run's channels (``iDMA ch0``, ``iDMA ch1``:
-the number the op's C gives it and the one its waits name, ``ch1 #7``).
-
-Functions that get only a trace (:func:`~dspsim.analysis.stalls.core_breakdown`,
-:func:`~dspsim.analysis.tiles.tile_table`) take a :class:`RunEngines`; without one they read
-the roles off the trace: the core's rows compute, program descriptors and wait, a channel's rows
-copy (channels numbered in name order).
+"""A run's engines as the analyses see them: the op's core, its iDMA channels (numbered by
+position: ``iDMA ch0``, as the op's C and its waits, ``ch1 #7``, number them), the memories'
+ports, and their labels. Names come from the run (``Result.engines``, ``Result.core``); nothing
+under :mod:`dspsim.analysis` spells one. Given only a trace, :meth:`RunEngines.from_trace`
+reads the roles off it: the core's rows compute, program and wait, a channel's rows copy.
 """
 
 from __future__ import annotations
@@ -69,8 +61,8 @@ class RunEngines:
 
     @classmethod
     def from_trace(cls, trace: Any) -> RunEngines:
-        """Roles read off a trace alone (see the module docstring); ``trace``: a DataFrame or
-        a :class:`~dspsim.probes.TraceTable`."""
+        """Roles read off a trace alone (a DataFrame or a TraceTable); channels numbered in
+        name order."""
         engine = np.asarray(trace["engine"], dtype=object)
         kind = np.asarray(trace["kind"], dtype=object)
         cores = list(dict.fromkeys(engine[np.isin(kind, CORE_KINDS)]))
@@ -98,27 +90,25 @@ class RunEngines:
         return self._index[channel]
 
     def numbers(self, engines: pd.Series) -> pd.Series:
+        """Channels' numbers, by name."""
         return engines.map(self._index)
 
     # ------------------------------------------------------------------ labels
-    def channel_label(self, channel: str) -> str:
-        return f"iDMA ch{self.number(channel)}"
-
     def label(self, engine: str) -> str:
         """How a lane or a trace thread names an engine."""
         if engine == self.core:
             return self.core_label or engine
         if engine in self._index:
-            return self.channel_label(engine)
+            return f"iDMA ch{self.number(engine)}"
         return engine
 
     def is_channel(self, engine: str) -> bool:
+        """Whether ``engine`` is one of the run's iDMA channels."""
         return engine in self._index
 
 
 def memory_label(name: str) -> str:
-    """How figures and texts name a memory: its name in capitals (``ddr`` -> ``DDR``,
-    ``sram`` -> ``SRAM``)."""
+    """How figures and texts name a memory: its name in capitals (``ddr`` -> ``DDR``)."""
     return name.upper()
 
 

@@ -14,19 +14,18 @@ from dspsim.ops.base import errors_text
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
+    """A text table: the first column left-aligned, the others right-aligned."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    first = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in
-                      enumerate(zip(headers, widths)))
-    lines = [first, "  ".join("-" * w for w in widths)]
-    for r in rows:
-        lines.append(
-            "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
-                      enumerate(zip(r, widths)))
-        )
-    return "\n".join(lines)
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths)))
+
+    return "\n".join([line(headers), "  ".join("-" * w for w in widths), *map(line, rows)])
 
 
 def _num(v: Any, digits: int = 0) -> str:
+    """A number with thousands separators; ``-`` for a missing one."""
     if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
         return "-"
     return f"{v:,.{digits}f}"
@@ -40,10 +39,8 @@ def report_text(result: Any) -> str:
     out += ["", "where the core's time goes, per pass (cycles, and % of the pass span)"]
     out += _core_time(result, summary)
     out += ["", "engine utilisation (busy cycles, % of the op's cycles)"]
-    rows = [
-        [name, _num(e["busy_cycles"]), _num(e["utilisation_pct"], 1)]
-        for name, e in summary["engines"].items()
-    ]
+    rows = [[name, _num(e["busy_cycles"]), _num(e["utilisation_pct"], 1)]
+            for name, e in summary["engines"].items()]
     out.append(_table(["engine", "busy_cycles", "utilisation_pct"], rows))
     for port in engines.ports:
         rate = summary["engines"][port]["achieved_bytes_per_cycle"]
@@ -56,10 +53,8 @@ def _headline(result: Any) -> list[str]:
     """What ran and how long, the output's check, the run's warnings and hazards."""
     model = getattr(result, "model", None)
     clock = f" at {model.core.clock_mhz:g} MHz" if model is not None else ""
-    out = [
-        f"{result.op} {result.variant} on {result.core}: {shape_text(result.shape)}, "
-        f"{result.cycles:,} cycles = {result.time_us:,.1f} us" + clock,
-    ]
+    out = [f"{result.op} {result.variant} on {result.core}: {shape_text(result.shape)}, "
+           f"{result.cycles:,} cycles = {result.time_us:,.1f} us" + clock]
     o = getattr(result, "output", None)
     if o and "exact" in o:  # an integer or byte output, against the op's exact reference
         out.append(f"output: {'equals' if o['exact'] else 'DIFFERS FROM'} the reference bit for "
@@ -94,19 +89,9 @@ def _core_time(result: Any, summary: dict[str, Any]) -> list[str]:
     return out
 
 
-_TILE_REPORT_COLUMNS = [
-    "pass",
-    "tile",
-    "buffer",
-    "copy_in_start_cycle",
-    "compute_start_cycle",
-    "compute_end_cycle",
-    "copy_out_end_cycle",
-    "compute_cycles",
-    "dma_cycles",
-    "hidden_dma_cycles",
-    "exposed_dma_cycles",
-]
+_TILE_REPORT_COLUMNS = ["pass", "tile", "buffer", "copy_in_start_cycle", "compute_start_cycle",
+                        "compute_end_cycle", "copy_out_end_cycle", "compute_cycles",
+                        "dma_cycles", "hidden_dma_cycles", "exposed_dma_cycles"]
 
 
 def _tiles(result: Any, engines: RunEngines) -> list[str]:
@@ -117,15 +102,11 @@ def _tiles(result: Any, engines: RunEngines) -> list[str]:
         return []
     out = ["", "tiles (cycles; hidden = copy time overlapped by the core's work)"]
     cols = _TILE_REPORT_COLUMNS
-    rows = [
-        [str(r["pass"]), str(r["tile"]), str(r["buffer"])] + [_num(r[c]) for c in cols[3:]]
-        for _, r in tiles.iterrows()
-    ]
+    rows = [[str(r["pass"]), str(r["tile"]), str(r["buffer"])] + [_num(r[c]) for c in cols[3:]]
+            for _, r in tiles.iterrows()]
     out.append(_table(cols, rows))
     dma, hidden = tiles["dma_cycles"].sum(), tiles["hidden_dma_cycles"].sum()
     if dma:
-        out.append(
-            f"all tiles: {_num(dma)} DMA cycles, {_num(hidden)} hidden "
-            f"({100.0 * hidden / dma:.2f}%), {_num(dma - hidden)} exposed"
-        )
+        out.append(f"all tiles: {_num(dma)} DMA cycles, {_num(hidden)} hidden "
+                   f"({100.0 * hidden / dma:.2f}%), {_num(dma - hidden)} exposed")
     return out

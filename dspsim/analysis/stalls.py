@@ -1,29 +1,13 @@
-"""Where the core's time goes, per pass, and how busy each engine is.
+"""Where the core's time goes, per pass, and how busy each engine is (from a run's trace; cycles
+from the op's timer start).
 
-Everything here is computed from a run's trace (``simulate(..., trace=True)``); all times are DSP
-cycles counted from the op's timer start.
-
-Per pass, the core's span is split into disjoint parts:
-
-``span_cycles``
-    from the first to the last core trace row of the pass.
-``compute_cycles``
-    kernels executing, minus the part of them stalled on memory.
-``idma_setup_cycles``
-    programming iDMA descriptors (``IDMA_COPY``).
-``wait_in_cycles`` / ``wait_out_cycles``
-    blocked in ``IDMA_WAIT`` on an input copy (memory -> TCM) / an output copy (TCM -> memory).
-``wait_ddr_cycles``
-    kernels stalled on an external memory (kernels that read and write it directly, or miss in
-    the data cache): on J6 its DDR; on a platform of several memories all of them together
-    (the trace does not split a kernel's stall; the run does: :func:`memory_stalls`).
-``other_cycles``
-    the part of the span no core row covers (0 for the seed's op).
-
-so that ``compute + idma_setup + wait_in + wait_out + wait_ddr + other = span`` exactly.
-Which memory the core stalled on, and how long, is the run's own count (``Result.stall_cycles``,
-a key per memory): :func:`memory_stalls`, :func:`stalled_memories`.
-The per-tile view is :mod:`dspsim.analysis.tiles`.
+Per pass the core's span (first to last core row) splits into disjoint parts, so that
+``compute + idma_setup + wait_in + wait_out + wait_ddr + other = span`` exactly:
+``compute_cycles`` (kernels, minus their stalls), ``idma_setup_cycles`` (programming
+descriptors, ``IDMA_COPY``), ``wait_in_cycles`` / ``wait_out_cycles`` (in ``IDMA_WAIT`` on an
+input / output copy), ``wait_ddr_cycles`` (kernels stalled on external memories, all of them
+together: the trace does not split a stall, the run's ``stall_cycles`` does,
+:func:`memory_stalls`) and ``other_cycles`` (no core row). Per tile: :mod:`~dspsim.analysis.tiles`.
 """
 
 from __future__ import annotations
@@ -38,25 +22,19 @@ from dspsim.errors import DspsimInputError
 if TYPE_CHECKING:
     import pandas as pd
 
-CORE_PARTS = (
-    "compute_cycles",
-    "idma_setup_cycles",
-    "wait_in_cycles",
-    "wait_out_cycles",
-    "wait_ddr_cycles",
-    "other_cycles",
-)
+CORE_PARTS = ("compute_cycles", "idma_setup_cycles", "wait_in_cycles", "wait_out_cycles",
+              "wait_ddr_cycles", "other_cycles")
 OUTSIDE_PASSES = "(outside passes)"
 _NUMBERS = ("start_cycle", "end_cycle", "ddr_stall_cycles")
 
 
 def require_trace(result: Any) -> pd.DataFrame:
+    """The run's trace, or one clear error when it kept none."""
     trace = getattr(result, "trace", None)
     if trace is None:
         raise DspsimInputError(
             "this run has no trace: simulate it with trace=True (the CLI does so for --json, "
-            "--timeline, --trace, --tiles and --save)"
-        )
+            "--timeline, --trace, --tiles and --save)")
     return trace
 
 
@@ -82,16 +60,10 @@ def pass_names(trace: Any, passes: list[dict[str, Any]] | None) -> list[str]:
     return list(names)
 
 
-def core_breakdown(
-    trace: Any,
-    passes: list[dict[str, Any]] | None = None,
-    engines: RunEngines | None = None,
-) -> list[dict[str, Any]]:
+def core_breakdown(trace: Any, passes: list[dict[str, Any]] | None = None,
+                   engines: RunEngines | None = None) -> list[dict[str, Any]]:
     """Per pass: the core's span and its parts (see the module docstring), in cycles.
-
-    ``trace``: a DataFrame or a :class:`~dspsim.probes.TraceTable`. ``engines``: the run's
-    (``RunEngines.of(result)``); default: read off the trace.
-    """
+    ``trace``: a DataFrame or a TraceTable; ``engines``: the run's (default: read off it)."""
     engines = engines or RunEngines.from_trace(trace)
     core = _arrays(trace, engines.core_mask(trace))
     dur = core["end_cycle"] - core["start_cycle"]
@@ -114,14 +86,13 @@ def core_breakdown(
             "wait_ddr_cycles": float(s[k == "compute"].sum()),
         }
         parts["other_cycles"] = (end - start) - float(d.sum())
-        rows.append(
-            {"pass": name, "start_cycle": start, "end_cycle": end, "span_cycles": end - start}
-            | parts
-        )
+        rows.append({"pass": name, "start_cycle": start, "end_cycle": end,
+                     "span_cycles": end - start} | parts)
     return rows
 
 
 def _clipped_busy(rows: dict[str, np.ndarray], end_cycle: float) -> float:
+    """The rows' cycles inside [0, end_cycle]."""
     start = np.clip(rows["start_cycle"], 0.0, end_cycle)
     end = np.clip(rows["end_cycle"], 0.0, end_cycle)
     return float((end - start).sum())
@@ -140,13 +111,9 @@ def stalled_memories(result: Any) -> list[str]:
 
 
 def engine_utilisation(result: Any) -> dict[str, dict[str, float]]:
-    """Busy cycles and utilisation (percent of the op's cycles) of every engine of the run,
-    keyed by the run's engine names, in its order.
-
-    The core: computing or programming descriptors (not waiting, not stalled on DDR);
-    iDMA channels: a descriptor in progress; a memory's port: its data path moving bytes (and
-    the bytes it moved per cycle of the op).
-    """
+    """Busy cycles and utilisation (% of the op's cycles) of every engine, in the run's order:
+    the core computing or programming descriptors (not waiting or stalled), a channel with a
+    descriptor in progress, a memory's port moving bytes (and its bytes per cycle of the op)."""
     trace = _columns(result)
     engines = RunEngines.of(result)
     cols = _arrays(trace)
@@ -177,9 +144,5 @@ def stall_summary(result: Any) -> dict[str, Any]:
     per_pass = core_breakdown(_columns(result), result.passes, RunEngines.of(result))
     total = {"span_cycles": sum(p["span_cycles"] for p in per_pass)}
     total |= {k: sum(p[k] for p in per_pass) for k in CORE_PARTS}
-    return {
-        "per_pass": per_pass,
-        "total": total,
-        "engines": engine_utilisation(result),
-        "on_memory": memory_stalls(result),
-    }
+    return {"per_pass": per_pass, "total": total, "engines": engine_utilisation(result),
+            "on_memory": memory_stalls(result)}

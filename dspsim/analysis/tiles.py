@@ -1,19 +1,11 @@
 """One row per tile per pass, what each TCM buffer holds when, and the tiles CSV.
 
-Computed from a run's trace (``simulate(..., trace=True)``); all times are DSP cycles counted
-from the op's timer start. Per tile (one row per tile per pass, :func:`tile_table`):
-
-``dma_cycles``
-    the durations of the tile's input copy and output copy, added.
-``hidden_dma_cycles``
-    the part of those copies during which the core was doing useful work (computing or
-    programming descriptors): DMA time the double buffering hides behind the core's work.
-``exposed_dma_cycles``
-    ``dma_cycles - hidden_dma_cycles``: copy time during which the core was waiting (on this
-    copy, on another one, or on DDR) or idle. A copy that runs while the core waits on the other
-    buffer's copy is exposed: it hides behind another copy, not behind compute.
-``wait_in_cycles`` / ``wait_out_cycles``
-    core cycles in ``IDMA_WAIT`` on this tile's own input / output copy (the C's handles).
+From a run's trace; times are cycles from the op's timer start. Per tile: ``dma_cycles`` (its
+input and output copies' durations, added), ``hidden_dma_cycles`` (the part during which the
+core did useful work: computing or programming descriptors), ``exposed_dma_cycles`` (the rest:
+the core waiting, on this copy, another one or memory, or idle; a copy hidden only behind
+another copy is exposed), ``wait_in_cycles`` / ``wait_out_cycles`` (the core in ``IDMA_WAIT``
+on this tile's own copies).
 """
 
 from __future__ import annotations
@@ -31,10 +23,8 @@ from dspsim.paths import atomic_write_text, writable_file
 
 
 def _busy_integral(core: pd.DataFrame):
-    """``B(t)``: core cycles of useful work (compute net of DDR stalls, setup) before ``t``.
-
-    Core rows never overlap, so B is a running sum over rows sorted by start.
-    """
+    """``B(t)``: core cycles of useful work (compute net of DDR stalls, setup) before ``t``
+    (core rows never overlap: a running sum over rows sorted by start)."""
     busy = core[core["kind"].isin(["compute", "setup"])].sort_values("start_cycle")
     starts = busy["start_cycle"].to_numpy(float)
     dur = (busy["end_cycle"] - busy["start_cycle"]).to_numpy(float)
@@ -52,42 +42,20 @@ def _busy_integral(core: pd.DataFrame):
 
 
 TILE_COLUMNS = [
-    "pass",
-    "tile",
-    "buffer",
-    "bytes",
-    "copy_in_channel",
-    "copy_in_start_cycle",
-    "copy_in_end_cycle",
-    "compute_start_cycle",
-    "compute_end_cycle",
-    "copy_out_channel",
-    "copy_out_start_cycle",
-    "copy_out_end_cycle",
-    "copy_in_cycles",
-    "compute_cycles",
-    "ddr_stall_cycles",
-    "copy_out_cycles",
-    "wait_in_cycles",
-    "wait_out_cycles",
-    "dma_cycles",
-    "hidden_dma_cycles",
-    "exposed_dma_cycles",
+    "pass", "tile", "buffer", "bytes",
+    "copy_in_channel", "copy_in_start_cycle", "copy_in_end_cycle",
+    "compute_start_cycle", "compute_end_cycle",
+    "copy_out_channel", "copy_out_start_cycle", "copy_out_end_cycle",
+    "copy_in_cycles", "compute_cycles", "ddr_stall_cycles", "copy_out_cycles",
+    "wait_in_cycles", "wait_out_cycles", "dma_cycles", "hidden_dma_cycles", "exposed_dma_cycles",
 ]
 
 
-def tile_table(
-    trace: pd.DataFrame,
-    passes: list[dict[str, Any]] | None = None,
-    engines: RunEngines | None = None,
-) -> pd.DataFrame:
+def tile_table(trace: pd.DataFrame, passes: list[dict[str, Any]] | None = None,
+               engines: RunEngines | None = None) -> pd.DataFrame:
     """One row per tile per pass: its copies, its compute, hidden and exposed DMA cycles.
-
-    Kernel calls outside any tile (kernels on DDR, no copies) give one row per pass with
-    tile -1. Missing parts (no output copy in a pass that writes nothing back) are NaN. A copy's
-    channel is its number among the run's channels (``engines``, the run's:
-    ``RunEngines.of(result)``; default: read off the trace).
-    """
+    Kernel calls outside any tile give one row per pass with tile -1; missing parts are NaN;
+    a copy's channel is its number among ``engines``'s channels (default: read off the trace)."""
     engines = engines or RunEngines.from_trace(trace)
     core = engines.core_rows(trace)
     copies = _copies(trace, engines, core)
@@ -124,11 +92,8 @@ def _waits(core: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
     waits["channel"], waits["index"] = handle[0], handle[1]
     waits["dur"] = waits["end_cycle"] - waits["start_cycle"]
     waits = waits.dropna(subset=["channel"]).astype({"channel": int, "index": int})
-    return waits.merge(
-        copies[["channel", "index", "pass", "tile"]],
-        on=["channel", "index"],
-        suffixes=("_core", ""),
-    )
+    return waits.merge(copies[["channel", "index", "pass", "tile"]], on=["channel", "index"],
+                       suffixes=("_core", ""))
 
 
 def _tile_parts(core: pd.DataFrame, copies: pd.DataFrame) -> list[pd.DataFrame]:
@@ -138,30 +103,17 @@ def _tile_parts(core: pd.DataFrame, copies: pd.DataFrame) -> list[pd.DataFrame]:
     parts = []
     for kind in ("copy_in", "copy_out"):
         g = copies[copies["kind"] == kind].groupby(key, sort=False)
-        part = g.agg(
-            **{
-                f"{kind}_channel": ("channel", "first"),
-                f"{kind}_start_cycle": ("start_cycle", "min"),
-                f"{kind}_end_cycle": ("end_cycle", "max"),
-                f"{kind}_cycles": ("dur", "sum"),
-                f"{kind}_hidden": ("hidden", "sum"),
-                f"{kind}_bytes": ("bytes", "sum"),
-                f"{kind}_buffer": ("buffer", "first"),
-            }
-        )
-        parts.append(part)
+        parts.append(g.agg(**{
+            f"{kind}_channel": ("channel", "first"), f"{kind}_start_cycle": ("start_cycle", "min"),
+            f"{kind}_end_cycle": ("end_cycle", "max"), f"{kind}_cycles": ("dur", "sum"),
+            f"{kind}_hidden": ("hidden", "sum"), f"{kind}_bytes": ("bytes", "sum"),
+            f"{kind}_buffer": ("buffer", "first")}))
     comp = core[core["kind"] == "compute"].copy()
     comp["dur"] = comp["end_cycle"] - comp["start_cycle"]
-    parts.append(
-        comp.groupby(key, sort=False).agg(
-            compute_start_cycle=("start_cycle", "min"),
-            compute_end_cycle=("end_cycle", "max"),
-            compute_cycles=("dur", "sum"),
-            ddr_stall_cycles=("ddr_stall_cycles", "sum"),
-            compute_bytes=("bytes", "max"),
-            compute_buffer=("buffer", "first"),
-        )
-    )
+    parts.append(comp.groupby(key, sort=False).agg(
+        compute_start_cycle=("start_cycle", "min"), compute_end_cycle=("end_cycle", "max"),
+        compute_cycles=("dur", "sum"), ddr_stall_cycles=("ddr_stall_cycles", "sum"),
+        compute_bytes=("bytes", "max"), compute_buffer=("buffer", "first")))
     waits = _waits(core, copies)
     for kind in ("wait_in", "wait_out"):
         w = waits[waits["kind"] == kind].groupby(key, sort=False)["dur"].sum()
@@ -177,12 +129,9 @@ def _tile_columns(table: pd.DataFrame) -> None:
         table[col] = table[col].fillna(0.0)
     dma = table["copy_in_cycles"].fillna(0.0) + table["copy_out_cycles"].fillna(0.0)
     hidden = table["copy_in_hidden"].fillna(0.0) + table["copy_out_hidden"].fillna(0.0)
-    table["dma_cycles"] = dma
-    table["hidden_dma_cycles"] = hidden
+    table["dma_cycles"], table["hidden_dma_cycles"] = dma, hidden
     table["exposed_dma_cycles"] = dma - hidden
-    table["bytes"] = (
-        table["copy_in_bytes"].fillna(table["compute_bytes"]).fillna(0).astype("int64")
-    )
+    table["bytes"] = table["copy_in_bytes"].fillna(table["compute_bytes"]).fillna(0).astype("int64")
     buffer = table["copy_in_buffer"].fillna(table["copy_out_buffer"])
     table["buffer"] = buffer.fillna(table["compute_buffer"]).fillna(-1).astype("int64")
     for col in ("copy_in_channel", "copy_out_channel"):
@@ -190,24 +139,14 @@ def _tile_columns(table: pd.DataFrame) -> None:
 
 
 # ------------------------------------------------------------------------------ TCM buffers
-TCM_STATES = ("filling", "ready", "computing", "computed", "draining")
+def tcm_segments(trace: pd.DataFrame, passes: list[dict[str, Any]] | None = None,
+                 engines: RunEngines | None = None) -> pd.DataFrame:
+    """What each TCM buffer holds, one row per (tile, state): ``filling`` (input copy),
+    ``ready``, ``computing``, ``computed`` (waiting for its output copy), ``draining``.
 
-
-def tcm_segments(
-    trace: pd.DataFrame,
-    passes: list[dict[str, Any]] | None = None,
-    engines: RunEngines | None = None,
-) -> pd.DataFrame:
-    """What each TCM buffer holds, as segments: one row per (tile, state).
-
-    States: ``filling`` (input copy), ``ready`` (filled, core not there yet), ``computing``,
-    ``computed`` (waiting for its output copy), ``draining`` (output copy). A tile occupies its
-    buffer from the start of its input copy to the end of its output copy (or of its compute
-    when nothing is written back). A tile that a later pass computes on in the same buffer
-    without copying it in again (its data stayed in TCM: the ``resident`` schedule) is the
-    same tile: it stays ``ready`` between the passes and drains in the later one. ``lane``
-    splits a buffer into sub-lanes where two tiles occupy it at once (a buffer refilled while
-    it drains, or many tiles resident in one DataRAM).
+    A tile a later pass computes on in the same buffer without copying it in again (the
+    ``resident`` schedule) is the same tile, ``ready`` between the passes. ``lane`` splits a
+    buffer into sub-lanes where two tiles occupy it at once (refilled while it drains).
     """
     cols = ["buffer", "lane", "pass", "tile", "state", "start_cycle", "end_cycle", "bytes"]
     tiles = tile_table(trace, passes, engines)
@@ -275,10 +214,8 @@ def _nan(v: Any) -> bool:
 
 
 def _first_cycle(r: dict[str, Any]) -> float:
-    for c in ("copy_in_start_cycle", "compute_start_cycle", "copy_out_start_cycle"):
-        if not _nan(r[c]):
-            return float(r[c])
-    return float("inf")
+    starts = ("copy_in_start_cycle", "compute_start_cycle", "copy_out_start_cycle")
+    return next((float(r[c]) for c in starts if not _nan(r[c])), float("inf"))
 
 
 def _states(chain: list[dict[str, Any]]) -> list[tuple[str, str, float, float]]:
@@ -303,24 +240,15 @@ def _states(chain: list[dict[str, Any]]) -> list[tuple[str, str, float, float]]:
 
 # ------------------------------------------------------------------------------ tiles CSV
 def check_tiles_path(path: str | Path) -> Path:
+    """A writable ``.csv`` path (checked before simulating)."""
     return writable_file(path, "tiles file", (".csv",))
 
 
-def written_tile_table(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` as it is written: no tile (kernel calls outside any tile) and no buffer are
-    empty cells (NaN / NA), not -1."""
-    out = table.copy()
-    for col in ("tile", "buffer"):
-        out[col] = out[col].astype("Int64").mask(out[col] < 0)
-    return out
-
-
 def write_tiles_csv(result: Any, path: str | Path) -> Path:
-    """One row per tile per pass (see :func:`tile_table`) as CSV, written atomically; a row
-    outside any tile or buffer has those cells empty."""
+    """One row per tile per pass (see :func:`tile_table`) as CSV, written atomically; no tile
+    (kernel calls outside any tile) and no buffer are empty cells, not -1."""
     p = check_tiles_path(path)
-    table = written_tile_table(
-        tile_table(require_trace(result), result.passes, RunEngines.of(result))
-    )
-    text = table.to_csv(index=False, float_format="%.3f")
-    return atomic_write_text(p, text, "tiles file")
+    table = tile_table(require_trace(result), result.passes, RunEngines.of(result))
+    for col in ("tile", "buffer"):
+        table[col] = table[col].astype("Int64").mask(table[col] < 0)
+    return atomic_write_text(p, table.to_csv(index=False, float_format="%.3f"), "tiles file")

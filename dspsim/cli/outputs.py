@@ -1,9 +1,6 @@
-"""What ``dspsim run`` writes besides its summary: the options checked before simulating, then
-the files (saved run, tiles CSV, Perfetto trace, timeline) written from the result.
-
-Every file is written atomically (:mod:`dspsim.paths`): a failed write leaves an earlier file
-as it was. The analyses behind each file are imported only when that file is asked for.
-"""
+"""What ``dspsim run`` writes besides its summary (saved run, tiles CSV, Perfetto trace,
+timeline): the options checked before simulating, then the files, each written atomically. The
+analyses behind a file are imported only when that file is asked for."""
 
 from __future__ import annotations
 
@@ -30,10 +27,12 @@ class RunOutputs:
 
     @property
     def needs_trace(self) -> bool:
+        """Whether the run must keep its trace."""
         return self.json or any((self.timeline, self.trace, self.tiles, self.save))
 
     @property
     def needs_port_log(self) -> bool:
+        """Whether the run must keep its memories' port logs."""
         return any((self.timeline, self.trace, self.save))
 
     def write(self, result: Any) -> list[str]:
@@ -69,25 +68,19 @@ class RunOutputs:
 def run_outputs(args: Any) -> RunOutputs:
     """Check the output options of ``dspsim run`` (paths, extensions, window syntax, that no two
     outputs are one file)."""
-    timeline = getattr(args, "timeline", None)
-    window = getattr(args, "window", None)
-    trace = getattr(args, "trace", None)
-    tiles = getattr(args, "tiles", None)
-    save = getattr(args, "save", None)
-    limit = getattr(args, "trace_limit", None)
+    timeline, window, trace, tiles, save, limit = (getattr(args, k, None) for k in (
+        "timeline", "window", "trace", "tiles", "save", "trace_limit"))
     if window is not None and timeline is None:
         raise DspsimInputError(
             "--window zooms the timeline: give --timeline FILE.png|.svg|.pdf too")
     if limit is not None and trace is None and save is None:
         raise DspsimInputError(
-            "--trace-limit limits the trace: give --trace FILE.json or --save FILE.json too"
-        )
+            "--trace-limit limits the trace: give --trace FILE.json or --save FILE.json too")
     if limit is not None and (tiles or timeline):
         given = "--tiles" if tiles else "--timeline"
         raise DspsimInputError(
             f"--trace-limit keeps only the run's first trace rows; {given} needs all of them: "
-            f"drop --trace-limit or write {given} in another run"
-        )
+            f"drop --trace-limit or write {given} in another run")
     check_distinct([
         ("--timeline", timeline), ("--trace", trace), ("--tiles", tiles), ("--save", save),
         ("--output", getattr(args, "output", None)),
@@ -104,8 +97,8 @@ def run_outputs(args: Any) -> RunOutputs:
         timeline=check_figure_path(timeline) if timeline else None,
         window=parse_window(window) if window is not None else None,
         trace=check_trace_path(trace) if trace else None,
-        trace_limit=check_limit(limit if limit is not None else DEFAULT_EVENT_LIMIT) if trace
-        else 0,
+        trace_limit=(check_limit(limit if limit is not None else DEFAULT_EVENT_LIMIT) if trace
+                     else 0),
         tiles=check_tiles_path(tiles) if tiles else None,
         save=check_save_path(save) if save else None,
         json=bool(getattr(args, "json", False)),

@@ -10,6 +10,7 @@ from dspsim.errors import DspsimInputError
 
 
 def add_plot(sub) -> None:
+    """The ``plot`` command and its two kinds."""
     p = sub.add_parser("plot", help="figures from saved results, without simulating again")
     kinds = p.add_subparsers(
         dest="plot_kind", metavar="{timeline,sweep}", required=True, parser_class=_Parser
@@ -37,35 +38,27 @@ def add_plot(sub) -> None:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    """``dspsim plot timeline|sweep``."""
     if args.plot_kind == "sweep":
-        try:
-            from dspsim.study.sweep_plot import plot_sweep_cli
-        except ModuleNotFoundError as e:
-            if e.name != "dspsim.study.sweep_plot":
-                raise
-            raise DspsimInputError("plot sweep: dspsim.study.sweep_plot is not installed") from None
+        from dspsim.study.sweep_plot import plot_sweep_cli
+
         return plot_sweep_cli(args)
     return plot_timeline_cli(args)
 
 
 def plot_timeline_cli(args: argparse.Namespace) -> int:
     """``dspsim plot timeline RESULT [--out FILE] [--window START:END]``."""
-    from dspsim.analysis.timeline import (
-        check_figure_path,
-        default_timeline_path,
-        parse_window,
-        plot_timeline,
-    )
+    from dspsim.analysis import timeline
     from dspsim.paths import check_distinct
     from dspsim.results import load_run
 
-    out = check_figure_path(args.out or default_timeline_path(args.result))
+    out = timeline.check_figure_path(args.out or timeline.default_timeline_path(args.result))
     check_distinct([("RESULT", args.result), ("--out", out)])
-    window = parse_window(args.window) if args.window is not None else None
+    window = timeline.parse_window(args.window) if args.window is not None else None
     result = load_run(args.result)
     if result.port_log is None:
         raise DspsimInputError(f"{args.result!r} was saved without its port log")
-    plot_timeline(result, out, window)
+    timeline.plot_timeline(result, out, window)
     note = cut_trace_note(result)
     if note:
         print(note, file=sys.stderr)
@@ -86,10 +79,9 @@ def cut_trace_note(result) -> str | None:
         where = f"cycle {trace_cut:,.0f}" if trace_cut is not None else "the limit"
         cuts.append(f"its trace up to {where} ({len(result.trace):,} rows kept, "
                     f"{dropped:,} not)")
-    for memory in memory_logs(result):
-        port_cut = port_log_cut_cycle(result, memory)
-        if port_cut is not None:
-            cuts.append(f"its {memory_label(memory)} port log up to cycle {port_cut:,.0f}")
+    port_cuts = {m: port_log_cut_cycle(result, m) for m in memory_logs(result)}
+    cuts += [f"its {memory_label(m)} port log up to cycle {cut:,.0f}"
+             for m, cut in port_cuts.items() if cut is not None]
     if not cuts:
         return None
     return (f"note: --trace-limit kept {' and '.join(cuts)} of its {result.cycles:,} cycles: "
@@ -97,11 +89,13 @@ def cut_trace_note(result) -> str | None:
 
 
 def add_report(sub) -> None:
+    """The ``report`` command."""
     p = sub.add_parser("report", help="where the time goes in a run saved by `dspsim run --save`")
     p.add_argument("result", metavar="RESULT", help="file written by `dspsim run --save`")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """``dspsim report RESULT``: the note on a cut trace, then the report."""
     from dspsim.analysis.report import report_text
     from dspsim.results import load_run
 
