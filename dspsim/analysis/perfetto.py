@@ -1,41 +1,21 @@
-"""Export a run as a Chrome Trace Event Format file for Perfetto (ui.perfetto.dev) and
-chrome://tracing, as ``.json`` or gzipped ``.json.gz``.
+"""Export a run as a Chrome Trace Event file for Perfetto (ui.perfetto.dev) and chrome://tracing,
+``.json`` or ``.json.gz``.
 
-The file is one JSON object ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}``:
+One process (the DSP subsystem) with a thread per lane: ``pass``, the core, its iDMA channels,
+its TCM buffers (an engine whose rows overlap gets extra threads, ``TCM buffer 0 (2)``). ``X``
+slices per pass, trace row and TCM buffer state; ``C`` counters per memory (bytes and requests
+in flight, per requester, from its port log) and for TCM occupancy; flows (``s`` -> ``f``) from
+each tile's input copy to its compute to its output copy, each carrying the category of the
+slice it leaves.
 
-- one process (the DSP subsystem) with named threads (``M`` metadata events): ``pass`` (the op's
-  passes), ``core`` (the core the op ran on), ``iDMA ch0``, ``iDMA ch1`` (its channels, numbered
-  by position), ``TCM buffer 0``, ``TCM buffer 1``. Events on one thread never overlap: where an
-  engine's rows overlap (a TCM buffer refilled while it drains) the extra ones go to a thread of
-  their own (``TCM buffer 0 (2)``);
-- ``X`` complete events, one per pass, per trace row (kernel, wait, descriptor programming, copy)
-  and per TCM buffer state; ``args`` carry ``tile``, ``pass``, ``bytes``, ``buffer`` and
-  ``cycles`` (plus ``start_cycle``, ``end_cycle`` and, for kernels, ``ddr_stall_cycles``);
-- ``C`` counter events, a pair per memory (J6: its DDR; the host's memory always, every other
-  memory whose port log holds a request), named by the memory: ``DDR bytes in flight`` and
-  ``DDR requests in flight`` (one series per requester, named as its thread), both from that
-  memory's port log (a request is in flight from its issue to its completion); and ``TCM
-  occupancy`` (bytes held per buffer);
-- flow events (``s`` -> ``f``, the ``f`` bound to its enclosing slice with ``"bp": "e"``)
-  linking each tile's input copy to its compute, and its compute to its output copy; both ends
-  of a flow carry the category of the slice it leaves (``copy_in`` or ``compute``), so a viewer
-  that filters a category hides its flows with its slices.
+**Time.** ``ts`` and ``dur`` are microseconds whatever ``displayTimeUnit`` says: each boundary
+is rounded to a whole cycle, then to a whole nanosecond at the model's clock (a non-decreasing
+map, so slices that do not overlap in cycles do not in the file), and a ``dur`` is lowered by an
+ulp of the end where ``ts + dur`` in floating point would pass it.
 
-**Time.** The format's ``ts`` and ``dur`` are microseconds whatever ``displayTimeUnit`` says
-(Perfetto and chrome://tracing read them so; ``displayTimeUnit`` only sets how they are shown),
-so integer nanoseconds are written as microseconds with three decimals. They come from whole
-cycles: each boundary is rounded to a whole cycle, then to a whole nanosecond at the model's
-clock, a non-decreasing map, so slices that do not overlap in cycles do not overlap in the file.
-Where ``ts + dur`` added in floating point would pass the slice's end (``1.001 + 0.002`` is
-``1.0030000000000001``), ``dur`` is lowered by one unit in the last place of the end (far below
-a nanosecond): a viewer that adds them, or one that rounds each to nanoseconds, sees no overlap.
-
-**Size limit.** Big runs would produce a trace the viewers choke on, so the file holds at most
-``limit`` events in all, its metadata (``M``) events included (:data:`DEFAULT_EVENT_LIMIT` unless
-told otherwise). What does not fit is dropped in this order: the counters are resampled as
-time-weighted means over equal bins; then the slices, flows and TCM samples are cut at a point
-in time (a slice running across the cut ends there, with ``"cut": true`` in its args), the
-counters resampled up to the cut. ``otherData`` says what was kept, cut or resampled.
+**Size limit.** At most ``limit`` events, metadata included: the counters are resampled first
+(time-weighted means over equal bins), then slices, flows and TCM samples are cut at a point in
+time (a slice across the cut ends there, ``"cut": true``). ``otherData`` says what was done.
 """
 
 from __future__ import annotations
@@ -55,6 +35,7 @@ from dspsim.analysis.series import (
     logged_memories,
     port_log_arrays,
     port_log_cut_cycle,
+    requesters,
 )
 from dspsim.analysis.stalls import require_trace
 from dspsim.analysis.tiles import tcm_segments, tile_table
@@ -69,21 +50,22 @@ TRACE_FORMATS = (".json", ".json.gz")
 PID = 1
 DDR_COUNTER = "DDR bytes in flight"  # J6's: each memory's counters are named by it
 DDR_REQUESTS_COUNTER = "DDR requests in flight"
+TCM_COUNTER = "TCM occupancy (bytes)"
+PASS_THREAD = "pass"
+LIMIT_NOTE = "every event in traceEvents counts, the metadata (M) events included"
+_NAMES = {"wait_in": "wait for iDMA input", "wait_out": "wait for iDMA output",
+          "setup": "program iDMA descriptor"}
 
 
 def counter_names(memory: str) -> tuple[str, str]:
     """A memory's two counters (J6's ``ddr``: :data:`DDR_COUNTER`, :data:`DDR_REQUESTS_COUNTER`)."""
     label = memory_label(memory)
     return f"{label} bytes in flight", f"{label} requests in flight"
-TCM_COUNTER = "TCM occupancy (bytes)"
-PASS_THREAD = "pass"
-LIMIT_NOTE = "every event in traceEvents counts, the metadata (M) events included"
 
-_NAMES = {
-    "wait_in": "wait for iDMA input",
-    "wait_out": "wait for iDMA output",
-    "setup": "program iDMA descriptor",
-}
+
+def lane_name(base: str, lane: int) -> str:
+    """The thread of an engine's (or stream's) ``lane``-th lane: ``base``, ``base (2)``, ..."""
+    return base if lane == 0 else f"{base} ({lane + 1})"
 
 
 def check_trace_path(path: str | Path) -> Path:
@@ -92,12 +74,12 @@ def check_trace_path(path: str | Path) -> Path:
 
 
 def check_limit(limit: int) -> int:
+    """``limit`` if it is an integer of at least :data:`MIN_EVENT_LIMIT` events."""
     if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)):
         limit = -1
     if limit < MIN_EVENT_LIMIT:
         raise DspsimInputError(
-            f"trace limit {limit!r}: must be an integer of at least {MIN_EVENT_LIMIT} events"
-        )
+            f"trace limit {limit!r}: must be an integer of at least {MIN_EVENT_LIMIT} events")
     return int(limit)
 
 
@@ -115,6 +97,7 @@ class _Clock:
         return np.rint(c * (1000.0 / self.clock_mhz)).astype(np.int64)
 
     def cycles(self, ns: float) -> float:
+        """Nanoseconds back to cycles."""
         return ns * self.clock_mhz / 1000.0
 
 
@@ -137,16 +120,9 @@ def _durations_us(ts_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
 
 def _slice_args(row, **extra) -> dict:
     """The ``args`` of one X event: tile, pass, bytes, buffer and its cycles."""
-    return {
-        "tile": int(row.tile),
-        "pass": row.pass_name,
-        "bytes": int(row.bytes),
-        "buffer": int(row.buffer),
-        "cycles": float(row.end_cycle - row.start_cycle),
-        "start_cycle": float(row.start_cycle),
-        "end_cycle": float(row.end_cycle),
-        **extra,
-    }
+    return {"tile": int(row.tile), "pass": row.pass_name, "bytes": int(row.bytes),
+            "buffer": int(row.buffer), "cycles": float(row.end_cycle - row.start_cycle),
+            "start_cycle": float(row.start_cycle), "end_cycle": float(row.end_cycle), **extra}
 
 
 def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, str]]]:
@@ -165,18 +141,15 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
             name = f"{r.kind} t{r.tile}" if r.tile >= 0 else f"{r.kind} {r.what}"
         else:
             name = r.what if r.kind == "compute" else _NAMES.get(r.kind, r.kind)
-        thread = engines.label(r.engine)
         args = _slice_args(r, what=r.what)
         if r.kind == "compute":
             args["ddr_stall_cycles"] = float(r.ddr_stall_cycles)
-        rows.append(
-            (thread, name, r.kind, r.start_cycle, r.end_cycle, args, (r.pass_name, r.tile))
-        )
+        rows.append((engines.label(r.engine), name, r.kind, r.start_cycle, r.end_cycle, args,
+                     (r.pass_name, r.tile)))
     segs = tcm_segments(trace, result.passes, engines).rename(columns={"pass": "pass_name"})
     for s in segs.itertuples(index=False):
-        args = _slice_args(s, state=s.state)
         rows.append((f"TCM buffer {s.buffer}", f"t{s.tile} {s.state}", "tcm", s.start_cycle,
-                     s.end_cycle, args, (s.pass_name, s.tile)))
+                     s.end_cycle, _slice_args(s, state=s.state), (s.pass_name, s.tile)))
     df = pd.DataFrame(rows, columns=["thread", "name", "cat", "start", "end", "args", "key"])
     df["ts_ns"] = clock.ns(df["start"].to_numpy(float))
     df["end_ns"] = clock.ns(df["end"].to_numpy(float))
@@ -192,11 +165,10 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
     for base in order:
         sel = (df["thread"] == base).to_numpy()
         lanes = assign_lanes(df.loc[sel, "ts_ns"], df.loc[sel, "end_ns"])
-        df.loc[sel, "lane"] = [base if k == 0 else f"{base} ({k + 1})" for k in lanes]
-        lane_names += [base if k == 0 else f"{base} ({k + 1})" for k in range(lanes.max() + 1)]
+        df.loc[sel, "lane"] = [lane_name(base, k) for k in lanes]
+        lane_names += [lane_name(base, k) for k in range(lanes.max() + 1)]
     threads = [(i + 1, name) for i, name in enumerate(lane_names)]
-    tid = {name: t for t, name in threads}
-    df["tid"] = df["lane"].map(tid)
+    df["tid"] = df["lane"].map({name: t for t, name in threads})
     df = df.sort_values(["ts_ns", "end_ns", "tid"], kind="stable").reset_index(drop=True)
     return df, threads
 
@@ -204,16 +176,16 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
 def _flows(result: Any, slices: pd.DataFrame) -> list[dict[str, Any]]:
     """Flow pairs input copy -> compute -> output copy, per tile: the slices they bind to and
     the category of the slice each leaves."""
-    tiles = tile_table(result.trace, result.passes, RunEngines.of(result))
-    tiles = tiles.rename(columns={"pass": "pass_name"})
+    tiles = tile_table(result.trace, result.passes, RunEngines.of(result)).rename(
+        columns={"pass": "pass_name"})
     by_key: dict[tuple, dict[str, list[int]]] = {}
     for i, (cat, key) in enumerate(zip(slices["cat"], slices["key"])):
         if cat in ("copy_in", "compute", "copy_out"):
             by_key.setdefault(key, {}).setdefault(cat, []).append(i)
     flows = []
+    chain = [("copy_in", 0), ("compute", 0), ("compute", -1), ("copy_out", 0)]
     for t in tiles.itertuples(index=False):
         parts = by_key.get((t.pass_name, t.tile), {})
-        chain = [("copy_in", 0), ("compute", 0), ("compute", -1), ("copy_out", 0)]
         ends = [parts[c][k] if c in parts else None for c, k in chain]
         for (a, b), cat in (((ends[0], ends[1]), "copy_in"), ((ends[2], ends[3]), "compute")):
             if a is not None and b is not None:
@@ -232,17 +204,15 @@ def _tcm_counter(slices: pd.DataFrame) -> list[tuple[int, dict[str, float]]]:
     )
     buffers = sorted({b for b, _ in held.index})
     times = np.unique(np.concatenate([held["start"], held["end"]]))
-    out = []
+    levels = []
     for b in buffers:
         h = held.loc[b]
         level = np.zeros(len(times))
         for s, e, nb in zip(h["start"], h["end"], h["nbytes"]):
             level[(times >= s) & (times < e)] += nb
-        out.append(level)
-    return [
-        (int(t), {f"buffer {b}": float(lv[k]) for b, lv in zip(buffers, out)})
-        for k, t in enumerate(times)
-    ]
+        levels.append(level)
+    return [(int(t), {f"buffer {b}": float(lv[k]) for b, lv in zip(buffers, levels)})
+            for k, t in enumerate(times)]
 
 
 class _DdrCounters:
@@ -255,18 +225,18 @@ class _DdrCounters:
         self.issue_ns = clock.ns(self.log["issue"])
         self.done_ns = clock.ns(self.log["done"])
         engines = RunEngines.of(result)
-        order = {name: i for i, name in enumerate(getattr(result, "engines", None) or {})}
-        who = sorted(set(self.log["requester"].tolist()),
-                     key=lambda w: (order.get(w, len(order)), w))
-        self.requesters = [(w, engines.label(w)) for w in who]
+        self.requesters = [(w, engines.label(w)) for w in requesters(result, self.log)]
 
-    def change_times(self, end_ns: int) -> np.ndarray:
-        t = np.unique(np.concatenate([self.issue_ns, self.done_ns]))
-        return t[t <= end_ns]
+    def _samples(self, times: list, nbytes: np.ndarray, counts: dict[str, np.ndarray]
+                 ) -> tuple[list, list]:
+        return ([(ts, {"bytes": float(v)}) for ts, v in zip(times, nbytes)],
+                [(ts, {label: float(c[k]) for label, c in counts.items()})
+                 for k, ts in enumerate(times)])
 
     def exact(self, end_ns: int) -> tuple[list, list]:
         """(bytes samples, requests samples), one per change up to ``end_ns``."""
-        t = self.change_times(end_ns)
+        t = np.unique(np.concatenate([self.issue_ns, self.done_ns]))
+        t = t[t <= end_ns]
         if not len(t):
             zero = {label: 0.0 for _, label in self.requesters}
             return [(0, {"bytes": 0.0})], [(0, zero)]
@@ -283,12 +253,10 @@ class _DdrCounters:
         nbytes = level(every, self.log["bytes"])
         counts = {label: level(self.log["requester"] == who, np.ones(len(every)))
                   for who, label in self.requesters}
-        times = t.tolist()
-        return ([(ts, {"bytes": float(v)}) for ts, v in zip(times, nbytes)],
-                [(ts, {label: float(c[k]) for label, c in counts.items()})
-                 for k, ts in enumerate(times)])
+        return self._samples(t.tolist(), nbytes, counts)
 
     def resampled(self, end_ns: int, bins: int) -> tuple[list, list, str]:
+        """Both counters as time-weighted means over ``bins`` equal bins up to ``end_ns``."""
         end_cycles = self.clock.cycles(end_ns)
         bins = max(1, min(bins, int(end_cycles)))
         edges = np.linspace(0.0, end_cycles, bins + 1)
@@ -298,29 +266,23 @@ class _DdrCounters:
         counts = {label: binned_mean(log["issue"][sel], log["done"][sel], np.ones(sel.sum()),
                                      edges)
                   for who, label in self.requesters for sel in [log["requester"] == who]}
-        how = (f"resampled: time-weighted mean over {bins:,} bins of {end_cycles / bins:,.1f} "
-               f"cycles")
-        return ([(ts, {"bytes": float(v)}) for ts, v in zip(at, mean)],
-                [(ts, {label: float(c[k]) for label, c in counts.items()})
-                 for k, ts in enumerate(at)], how)
+        how = f"resampled: time-weighted mean over {bins:,} bins of {end_cycles / bins:,.1f} cycles"
+        return (*self._samples(at, mean, counts), how)
 
 
 def _fit_counters(ddr: _DdrCounters, end_ns: int, room: int,
-                  exact: tuple[list, list] | None = None) -> tuple[list, list, str, str]:
-    """Both of a memory's counters up to ``end_ns`` in at most ``room`` events: exact when
-    they fit (``exact``: those samples, when already made)."""
-    exact_bytes, exact_req = exact if exact is not None else ddr.exact(end_ns)
+                  exact: tuple[list, list]) -> tuple[list, list, str]:
+    """Both of a memory's counters up to ``end_ns`` in at most ``room`` events: ``exact`` (its
+    samples) when they fit, else resampled; and how they were sampled."""
+    exact_bytes, exact_req = exact
     if len(exact_bytes) + len(exact_req) <= room:
-        how = "exact: one sample per change"
-        return exact_bytes, exact_req, how, how
-    bins = max(room // 2, 1)
-    res_bytes, res_req, how = ddr.resampled(end_ns, bins)
-    needed = f" (exact would need {len(exact_bytes):,} samples)"
-    return res_bytes, res_req, how + needed, how + needed
+        return exact_bytes, exact_req, "exact: one sample per change"
+    res_bytes, res_req, how = ddr.resampled(end_ns, max(room // 2, 1))
+    return res_bytes, res_req, how + f" (exact would need {len(exact_bytes):,} samples)"
 
 
 def _fit_memories(counters: dict[str, _DdrCounters], end_ns: int, room: int
-                  ) -> dict[str, tuple[list, list, str, str]]:
+                  ) -> dict[str, tuple[list, list, str]]:
     """Every memory's counters in at most ``room`` events together: the memories that need
     fewest first, each exact when it fits its share of what is left (the rest split evenly),
     else resampled to that share."""
@@ -342,22 +304,12 @@ def _cut_time(slices: pd.DataFrame, flows: list[dict], tcm: list, room: int) -> 
     ends = slices["end_ns"].to_numpy()
     flow_end = np.sort(np.array([max(ends[f["from"]], ends[f["to"]]) for f in flows], np.int64))
     tcm_t = np.sort(np.array([t for t, _ in tcm], np.int64))
-    candidates = np.unique(np.concatenate([ts, slices["end_ns"].to_numpy()]))
-
-    def used(t: int) -> int:
-        return int(np.searchsorted(ts, t, side="left") + 2 * np.searchsorted(flow_end, t, "right")
-                   + np.searchsorted(tcm_t, t, side="right"))
-
-    lo, hi = 0, len(candidates) - 1  # the largest candidate index that fits
-    if used(candidates[0]) > room:
-        return int(candidates[0])
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if used(candidates[mid]) <= room:
-            lo = mid
-        else:
-            hi = mid - 1
-    return int(candidates[lo])
+    candidates = np.unique(np.concatenate([ts, ends]))
+    used = (np.searchsorted(ts, candidates, side="left")  # non-decreasing in time
+            + 2 * np.searchsorted(flow_end, candidates, side="right")
+            + np.searchsorted(tcm_t, candidates, side="right"))
+    fits = np.flatnonzero(used <= room)
+    return int(candidates[fits[-1]] if len(fits) else candidates[0])
 
 
 def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any]:
@@ -393,7 +345,7 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
     used = len(slices) + 2 * len(flows) + len(tcm_samples)
     fitted = _fit_memories(counters, end_ns, room - used)
     series = [(TCM_COUNTER, tcm_samples)]
-    for m, (nbytes, requests, _, _) in fitted.items():
+    for m, (nbytes, requests, _) in fitted.items():
         series += list(zip(counter_names(m), (nbytes, requests)))
     events = meta + _body_events(slices, flows, series)
     return {"traceEvents": events, "displayTimeUnit": "ns",
@@ -402,11 +354,10 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
 
 def _metadata_events(result: Any, threads: list[tuple[int, str]]) -> list[dict[str, Any]]:
     """The process's name, and each thread's name and place."""
-    meta: list[dict[str, Any]] = [
-        {"ph": "M", "pid": PID, "name": "process_name",
-         "args": {"name": f"DSP subsystem ({result.model.name}, {result.op} {result.variant}, "
-                          f"{shape_text(result.shape)}, {result.core})"}},
-    ]
+    meta: list[dict[str, Any]] = [{
+        "ph": "M", "pid": PID, "name": "process_name",
+        "args": {"name": f"DSP subsystem ({result.model.name}, {result.op} {result.variant}, "
+                         f"{shape_text(result.shape)}, {result.core})"}}]
     for t, name in threads:
         meta.append({"ph": "M", "pid": PID, "tid": t, "name": "thread_name",
                      "args": {"name": name}})
@@ -463,27 +414,21 @@ def _other_data(result: Any, limit: int, n_events: int, slices_text: str,
                 fitted: dict[str, Any]) -> dict[str, Any]:
     """The trace's ``otherData``: what was run, and how the events were made and counted."""
     return {
-        "generator": "dspsim",
-        "op": result.op,
-        "variant": result.variant,
+        "generator": "dspsim", "op": result.op, "variant": result.variant,
         "shape": list(result.shape),
         "engines": dict(result.engines),  # the op's core, its channels, the memories' ports
-        "cycles": result.cycles,
-        "clock_mhz": result.model.core.clock_mhz,
+        "cycles": result.cycles, "clock_mhz": result.model.core.clock_mhz,
         "time_note": (
             "ts and dur are microseconds, as the format requires; each is a whole number of "
             "nanoseconds (cycle boundaries rounded to whole cycles, then to whole ns at "
             "clock_mhz); a dur may be lower by one unit in the last place of the slice's end "
             "so that ts + dur, added in floating point, never passes it"
         ),
-        "event_limit": limit,
-        "events": n_events,
-        "limit_counts": LIMIT_NOTE,
-        "slices": slices_text,
-        "recorded": recorded_text(result),
+        "event_limit": limit, "events": n_events, "limit_counts": LIMIT_NOTE,
+        "slices": slices_text, "recorded": recorded_text(result),
         # per memory (J6: ddr_bytes_in_flight, ddr_requests_in_flight): how each was sampled
-        **{f"{m}_{what}_in_flight": how for m, (_, _, *hows) in fitted.items()
-           for what, how in zip(("bytes", "requests"), hows)},
+        **{f"{m}_{what}_in_flight": how for m, (_, _, how) in fitted.items()
+           for what in ("bytes", "requests")},
         "flows": "each flow carries the category of the slice it leaves (copy_in, compute)",
         "manifest": getattr(result, "manifest", {}),
     }
@@ -502,18 +447,11 @@ def recorded_text(result: Any) -> str:
             "mean not recorded, not idle")
 
 
-def trace_bytes(result: Any, path: str | Path, limit: int = DEFAULT_EVENT_LIMIT) -> bytes:
-    """The file's bytes: JSON, gzipped when ``path`` ends in ``.json.gz``."""
+def write_trace(result: Any, path: str | Path, limit: int = DEFAULT_EVENT_LIMIT) -> Path:
+    """Write the trace of ``result`` atomically as JSON, gzipped for a ``.json.gz`` path."""
+    p = check_trace_path(path)
     obj = trace_events(result, limit)
     data = json.dumps(obj, separators=(",", ":"), default=json_default).encode("utf-8")
-    if suffix_of(Path(path), TRACE_FORMATS) == ".json.gz":
+    if suffix_of(p, TRACE_FORMATS) == ".json.gz":
         data = gzip.compress(data, compresslevel=6, mtime=0)
-    return data
-
-
-def write_trace(result: Any, path: str | Path, limit: int = DEFAULT_EVENT_LIMIT) -> Path:
-    """Write the trace of ``result`` to a ``.json`` or ``.json.gz`` file, atomically; returns
-    the path."""
-    p = check_trace_path(path)
-    data = trace_bytes(result, p, limit)
     return atomic_write(p, lambda f: f.write(data), "trace file")

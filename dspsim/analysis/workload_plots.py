@@ -1,35 +1,18 @@
 """Figures and traces of a workload run: task streams on one or more DSP cores.
 
-They read a workload run (``dspsim.study.workload.WorkloadRun``: ``core_names``,
-``queue_log``, ``ddr``, ``end_cycle``, ``model``, ``workload``) and its task table
-(``task_table(run)``), by attribute only, so that this layer does not import the study layer.
+They read a workload run (``dspsim.study.workload.WorkloadRun``) and its task table by attribute
+only, so that this layer does not import the study layer.
 
-**Timeline** (PNG or SVG), top to bottom, on one time axis (ms, or us for short runs, since the
-workload's t = 0, the origin of ``start_us``):
+**Timeline**, on one time axis since the workload's t = 0 (ms, or us for short runs): a lane per
+core, each task's op span a bar coloured by its stream (labelled where the label fits, a red tick
+over a missed deadline), or, when tasks are too short to draw (median under
+:data:`OCCUPANCY_PX`), each stream's busy share per bin; the queue's backlog; the host memory's
+data path busy share per bin, its mean dashed.
 
-- one lane per core: each task's op span on that core as a bar coloured by its stream,
-  labelled ``stream#index`` only where the label, measured as drawn, fits inside its bar
-  (:data:`LABEL_MARGIN_PX` to spare) without touching its neighbour; a red tick above each
-  task that missed its
-  deadline. Bars narrower than :data:`MIN_BAR_PX` pixel are drawn that wide, and the figure
-  says so. When tasks are too short to draw one by one (median under :data:`OCCUPANCY_PX`
-  pixels) the lanes show **occupancy** instead: per bin of :data:`BIN_PX` pixels, the share of
-  the bin each stream ran on the core, stacked (the figure says which it drew);
-- the shared queue: tasks waiting (not running, not in RPC flight) over time, its longest
-  backlog marked;
-- the host memory's data path (J6: DDR; the lane is named by the memory): the share of its
-  ``bytes_per_cycle`` in use per bin (exact occupancy from the run's profile of that port), its
-  mean over the run dashed, keyed right of the lane (outside the axes, where it covers no bar).
-
-**Trace** (Chrome Trace Event JSON, ui.perfetto.dev / chrome://tracing): process ``DSP cores``
-with one thread per core (a slice per task: name = stream, args = stream, index, priority,
-latency, wait, op cycles, missed), counters ``queue (tasks waiting)`` and, when profiled,
-``DDR data path (%)`` (named by the host memory); process ``host streams`` with a thread per
-stream (a slice per task from submit to done; tasks of one stream that overlap go to extra
-threads ``name (2)``). Times are those of the run trace (:mod:`dspsim.analysis.perfetto`): each
-boundary rounded to a whole cycle, then to a whole nanosecond (a non-decreasing map, so
-back-to-back slices stay back to back and never overlap), written as microseconds with three
-decimals; a task's slice on its core lasts its op's cycles to the nanosecond.
+**Trace** (Chrome Trace Event JSON): process ``DSP cores`` (a thread per core, a slice per task,
+counters for the queue and the memory's data path) and ``host streams`` (a thread per stream, a
+slice per task from submit to done; overlapping tasks on extra threads). Times as in the run
+trace (:mod:`dspsim.analysis.perfetto`): whole cycles, then whole nanoseconds.
 """
 
 from __future__ import annotations
@@ -43,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dspsim.analysis.engines import memory_label
-from dspsim.analysis.perfetto import _Clock, _durations_us, _us, check_trace_path
+from dspsim.analysis.perfetto import _Clock, _durations_us, _us, check_trace_path, lane_name
 from dspsim.analysis.series import assign_lanes, binned_mean
 from dspsim.analysis.timeline import check_figure_path, save_figure
 from dspsim.analysis.timeline_draw import figure_name
@@ -64,22 +47,23 @@ LEGEND_COLUMNS = 4
 LABEL_MIN_PX_PER_CHAR = 3.0  # no 7-pt label character is narrower: bars below are not measured
 LABEL_MARGIN_PX = 2.0  # a task label keeps this far from its bar's ends and the previous label
 MISS_COLOUR = "#d62728"
-STREAM_COLOURS = (
-    "#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974",
-    "#64b5cd", "#c44e52", "#2f4b7c", "#a05195", "#665191", "#ffa600", "#003f5c", "#7a5195",
-)
+STREAM_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c",
+                  "#ccb974", "#64b5cd", "#c44e52", "#2f4b7c", "#a05195", "#665191", "#ffa600",
+                  "#003f5c", "#7a5195")
 MAX_DDR_COUNTER_BINS = 2000
 
 
-def stream_colours(names: list[str]) -> dict[str, str]:
-    return {n: STREAM_COLOURS[i % len(STREAM_COLOURS)] for i, n in enumerate(names)}
-
-
 def _unit(end_us: float) -> tuple[str, float]:
+    """The time axis's unit and microseconds per unit."""
     return ("ms", 1000.0) if end_us >= 20_000 else ("us", 1.0)
 
 
+def _unit_name(div: float) -> str:
+    return "ms" if div == 1000.0 else "us"
+
+
 def _queue_steps(run: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The queue's log as (times in cycles, tasks waiting from then)."""
     q = np.asarray(run.queue_log, float).reshape(-1, 2)
     return q[:, 0], q[:, 1]
 
@@ -152,10 +136,9 @@ def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges,
 
 def _core_lanes_note(div: float, occupancy: bool, edges: np.ndarray) -> str:
     """How the core lanes were drawn: one bar per task, or each stream's busy share per bin."""
-    unit = "ms" if div == 1000.0 else "us"
     if occupancy:
-        return (f"core lanes: busy share per {edges[1] - edges[0]:,.1f}-{unit} bin, stacked by "
-                "stream (dotted: 100 %); tasks too short to draw one by one")
+        return (f"core lanes: busy share per {edges[1] - edges[0]:,.1f}-{_unit_name(div)} bin, "
+                "stacked by stream (dotted: 100 %); tasks too short to draw one by one")
     return (f"core lanes: one bar per task (its op span); bars narrower than {MIN_BAR_PX:g} px "
             f"drawn {MIN_BAR_PX:g} px wide")
 
@@ -227,15 +210,6 @@ def _draw_queue(ax, run, div, edges: np.ndarray) -> str | None:
     return f"queue: per {width:,.3g}-{_unit_name(div)} bin, mean (grey) and maximum (line)"
 
 
-def _unit_name(div: float) -> str:
-    return "ms" if div == 1000.0 else "us"
-
-
-def memory_label_of(run: Any) -> str:
-    """The host memory's name as figures show it (J6: DDR): the port the run profiles."""
-    return memory_label(run.model.host.memory)
-
-
 def _draw_ddr(ax, run, div, edges) -> None:
     clock = run.model.core.clock_mhz
     label = figure_memory_label(run.model.host.memory)  # shortened, drawable
@@ -282,7 +256,8 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
     clock = run.model.core.clock_mhz
     unit, div = _unit(run.end_cycle / clock)
     ncores = len(run.core_names)
-    colours = stream_colours([s.name for s in run.workload.streams])
+    colours = {s.name: STREAM_COLOURS[i % len(STREAM_COLOURS)]
+               for i, s in enumerate(run.workload.streams)}
     misses = int(tasks["missed"].sum())
     legend_rows = -(-(len(colours) + (misses > 0)) // LEGEND_COLUMNS)
     # heights in inches: title 0.75, lanes, queue, DDR, x label 0.55, legend rows
@@ -325,13 +300,9 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
 
 
 def plot_workload(run: Any, tasks: pd.DataFrame, path: str | Path) -> Path:
-    """Draw the workload timeline to a .png or .svg file."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
+    """Draw the workload timeline to a figure file."""
     p = check_figure_path(path)
-    fig = workload_figure(run, tasks)
-    FigureCanvasAgg(fig)
-    save_figure(fig, p)
+    save_figure(workload_figure(run, tasks), p)
     return p
 
 
@@ -425,8 +396,7 @@ def _stream_events(ev: list[dict[str, Any]], run: Any, tasks: pd.DataFrame,
         lanes = assign_lanes(submit[idx], done[idx]) if len(idx) else np.zeros(0, int)
         used = int(lanes.max()) + 1 if len(lanes) else 0
         for lane in range(used):
-            name = s.name if lane == 0 else f"{s.name} ({lane + 1})"
-            _meta(ev, 2, tid + lane, "thread_name", name, tid + lane)
+            _meta(ev, 2, tid + lane, "thread_name", lane_name(s.name, lane), tid + lane)
         j = idx.tolist()
         ev += _slices(
             2, tid + lanes, submit[idx], done[idx],
@@ -450,7 +420,7 @@ def _memory_events(ev: list[dict[str, Any]], run: Any, to_ns: Any) -> str:
     """The host memory's data path busy share per bin as a counter; the note saying how it was
     sampled."""
     clock = run.model.core.clock_mhz
-    label = memory_label_of(run)
+    label = memory_label(run.model.host.memory)  # the port the run profiles
     ddr_note = f"no {label} profile"
     if run.ddr is not None and run.end_cycle > 0:
         bins = int(min(MAX_DDR_COUNTER_BINS, max(1, run.end_cycle / clock // 10)))
