@@ -142,8 +142,6 @@ class Ucp:
         self._seq = itertools.count()
         model = platform.model
         self._half_rpc_cycles = model.host.rpc_latency_us * model.core.clock_mhz / 2
-        # (cycle, tasks waiting in the queue) at every change
-        self.queue_log: list[tuple[float, int]] = [(0.0, 0)]
 
     def malloc(self, size_bytes: int, what: str = "buffer") -> SysMem:
         """``hbUCPMalloc`` + ``hbDSPAddrMap``: memory the DSP can see, in the host's memory
@@ -180,7 +178,6 @@ class Ucp:
         core = self.policy.core_for(task, self._free)
         if core is None:
             self.policy.push(task)
-            self._log_queue()
         else:
             self._start(task, core)
 
@@ -208,15 +205,7 @@ class Ucp:
         self._free[task.core] = True
         nxt = self.policy.pop_for(task.core)
         if nxt is not None:
-            self._log_queue()
             self._start(nxt, task.core)
         yield env.timeout(self._half_rpc_cycles)
         task.finished_cycle = env.now
         task.done.succeed()
-
-    def _log_queue(self) -> None:
-        now, count = self.env.now, len(self.policy)
-        if self.queue_log[-1][0] == now:
-            self.queue_log[-1] = (now, count)
-        else:
-            self.queue_log.append((now, count))
