@@ -1,32 +1,10 @@
-"""What an operator is to dspsim: everything about it, in one object.
+"""What an operator is to dspsim: the :class:`Op` contract, in one object.
 
-An :class:`Op` is written in two parts (docs/contributing.md walks through both):
-
-**What every op must give** (:data:`REQUIRED`; :func:`~dspsim.ops.register_op` refuses an op
-without them):
-
-- identity: ``name``, ``doc``, ``variants``, ``default_variant``, ``params`` (its ``[name]``
-  table, an :class:`~dspsim.schema.OpSchema`), ``ndim`` and ``default_shape``;
-- firmware: ``cmd`` (the RPC command the handler is registered under), :meth:`param_block`
-  (the struct the host packs), :meth:`handler` (the DSP side, the C as SimPy generators) and
-  :meth:`requirements` (the iDMA channels and DataRAMs a variant needs of a core);
-- math: :meth:`reference` (the exact answer, float64) and :meth:`default_input`.
-
-**Optional hooks**, each with a default that does nothing or the generic thing:
-:meth:`check_run` / :meth:`checks_params` (refusals before simulating), :meth:`output_summary`
-(errors against the reference, chunked), :meth:`bounds` (closed forms, :class:`Bounds`),
-:meth:`search_space` (``dspsim optimize``), :meth:`calibration_candidates` (``dspsim
-calibrate``), ``document`` (a document's figures, ``dspsim reproduce``), ``tile_key``,
-``tolerance``, ``warning_codes``, ``study_variants``, ``ndims``, ``latency_us``, ``size_unit``,
-:meth:`same_cycles_reason` (``dspsim sweep``'s note on values that gave identical cycles);
-the host side: :meth:`output_bytes`, :meth:`check_input`, :meth:`read_input_file`,
-:meth:`write_input`, :meth:`host_array` (an op whose input is not one float32 array) and
-:meth:`run_report` (figures besides the cycles). Every hook is declared here with its default:
-nothing outside ``ops/`` looks one up by name.
-
-Nothing outside ``ops/<name>/`` knows any of this: the platform runs any op, the analyses read
-its result, the studies sweep its keys. The host's checks (the DDR window) are the host's
-(:mod:`dspsim.host.window`).
+An op must give :data:`REQUIRED` (its identity, firmware and math;
+:func:`~dspsim.ops.register_op` refuses an op without them); every other hook is declared on
+:class:`Op` with a default that does nothing or the generic thing, so nothing outside ``ops/``
+looks one up by name. docs/contributing.md tabulates both and who reads each. Also here: the
+:class:`Bounds` an op's closed forms give, and the output summary against its reference.
 """
 
 from __future__ import annotations
@@ -66,31 +44,18 @@ NO_BOUND = {"lower_bound_cycles": 0.0, "dma_bound_cycles": 0.0, "latency_bound_c
 
 @dataclass(frozen=True, eq=False)
 class Bounds(Mapping[str, Any]):
-    """An op's closed forms for one run: what ``study/`` reads, and the op's own details.
+    """An op's closed forms for one run (what ``study/`` reads; docs/contributing.md says who
+    reads each field) and ``details``, the op's own (shown in ``run --json``). Reads as the
+    mapping of all of them (``b["estimate_cycles"]``) in the op's ``order``."""
 
-    - ``lower_bound_cycles``: no run can be faster (the largest of the three bounds below);
-      ``optimize`` reports the gap to it, ``calibrate --explore`` prunes fits with it.
-    - ``dma_bound_cycles``: the bytes that must cross the DDR port / its bandwidth.
-    - ``latency_bound_cycles``: the requests' round trips over the requests in flight.
-    - ``compute_bound_cycles``: the core's kernel and descriptor cycles.
-      (``calibrate`` classifies a measurement by these three.)
-    - ``estimate_cycles``: the closed-form estimate ``calibrate`` starts its fits from.
-    - ``ddr_read_bytes``, ``ddr_write_bytes``: the traffic (``calibrate``: bytes per request).
-    - ``ddr_requests``, ``outstanding_requests``: the DDR requests and how many are in flight
-      (``calibrate`` derives the window from the latency bound when not given).
-
-    ``details`` are the op's own (bytes, tiles, the binding bound ...): shown in ``run
-    --json``. A ``Bounds`` reads as the mapping of all of them (``b["estimate_cycles"]``), in
-    the op's order (``order``)."""
-
-    lower_bound_cycles: float
-    dma_bound_cycles: float
-    latency_bound_cycles: float
-    compute_bound_cycles: float
-    estimate_cycles: float
+    lower_bound_cycles: float  # no run is faster: the largest of the three bounds below
+    dma_bound_cycles: float  # the bytes that must cross the DDR port over its bandwidth
+    latency_bound_cycles: float  # the requests' round trips over the requests in flight
+    compute_bound_cycles: float  # the core's kernel and descriptor cycles
+    estimate_cycles: float  # the closed-form estimate calibrate starts its fits from
     ddr_read_bytes: int = 0
     ddr_write_bytes: int = 0
-    ddr_requests: int | None = None
+    ddr_requests: int | None = None  # None: calibrate derives the window from the latency bound
     outstanding_requests: float | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
     order: tuple[str, ...] = ()
@@ -123,7 +88,7 @@ class Bounds(Mapping[str, Any]):
 
 
 class Op:
-    """An operator; see the module docstring for what a subclass must and may give."""
+    """An operator: what a subclass must give (:data:`REQUIRED`) and the hooks it may override."""
 
     # ------------------------------------------------------------------ must: identity
     name: ClassVar[str]
@@ -197,20 +162,24 @@ class Op:
         if n is not None and shape is not None:
             raise DspsimInputError("give n or shape, not both")
         if n is not None:
-            if self.ndim != 1:
+            if 1 not in self.input_dims:
                 raise DspsimInputError(
                     f"{self.name} takes a {self.ndim}-D shape (--shape ROWS,COLS), not n"
                 )
             shape = (n,)
         if shape is None:
             return tuple(self.default_shape)
-        shape = tuple(shape) if isinstance(shape, list | tuple) else (shape,)
-        if len(shape) != self.ndim or any(
-            isinstance(d, bool) or not isinstance(d, int | np.integer) or d <= 0 for d in shape
+        dims = tuple(shape) if isinstance(shape, list | tuple) else (shape,)
+        if len(dims) not in self.input_dims or any(
+            isinstance(d, bool) or not isinstance(d, int | np.integer) or d <= 0 for d in dims
         ):
-            want = "a positive integer n" if self.ndim == 1 else "two positive integers ROWS,COLS"
-            raise DspsimInputError(f"{self.name} shape {shape!r}: expected {want}")
-        return tuple(int(d) for d in shape)
+            raise DspsimInputError(self.shape_refusal(shape, dims))
+        return tuple(int(d) for d in dims)
+
+    def shape_refusal(self, given: Any, dims: tuple[Any, ...]) -> str:
+        """The one line refusing a bad ``shape`` (``dims``: it as a tuple)."""
+        want = "a positive integer n" if self.ndim == 1 else "two positive integers ROWS,COLS"
+        return f"{self.name} shape {dims!r}: expected {want}"
 
     def input_bytes(self, shape: tuple[int, ...]) -> int:
         """Bytes of the input array (float32): what the host allocates, twice with the output."""
@@ -222,8 +191,8 @@ class Op:
 
     # ------------------------------------------------------------------ may: host side
     def check_input(self, x: Any) -> tuple[np.ndarray, tuple[int, ...] | None]:
-        """A given input checked: ``(array, shape)``, the shape None when it is the array's.
-        Default: one finite-typed float32 array of :attr:`input_dims` dimensions."""
+        """A given input checked: ``(array, shape)``, the shape None when it is the array's
+        (default: one float32 array of :attr:`input_dims` dimensions)."""
         from dspsim.arrays import check_input_array
 
         return check_input_array(x, "x", self.input_dims), None
@@ -246,14 +215,13 @@ class Op:
         return memory.f32(ptr, math.prod(shape)).reshape(shape)
 
     def run_report(self, r: Any) -> dict[str, float]:
-        """Figures a run reports besides its cycles (``run`` prints them, ``--json`` adds
-        them); default none."""
+        """Figures a run reports besides its cycles (``run`` prints them); default none."""
         return {}
 
     # ------------------------------------------------------------------ may: refusals
     def checks_params(self, variant: str) -> bool:
-        """Whether a run of ``variant`` checks the op's parameter table against the hardware
-        (default: every variant; a variant that uses no TCM need not fit a tile in it)."""
+        """Whether a run of ``variant`` checks the op's table against the hardware (default:
+        every variant; one that uses no TCM need not fit a tile in it)."""
         return True
 
     def check_run(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> None:
@@ -267,27 +235,25 @@ class Op:
     def unmet_need(self, model: HardwareModel, variant: str) -> str | None:
         """Why the platform lacks what ``variant`` needs of a core (:meth:`requirements`),
         ending with what is allowed; None when it has it."""
-        have = {"channels": model.idma.channels, "banks": model.tcm.banks}
-        keys = {"channels": "idma.channels", "banks": "tcm.banks"}
-        words = {"channels": "iDMA channels", "banks": "DataRAM banks"}
+        platform = {"channels": (model.idma.channels, "idma.channels", "iDMA channels"),
+                    "banks": (model.tcm.banks, "tcm.banks", "DataRAM banks")}
         for what, count in self.requirements(variant).items():
-            if count > have[what]:
-                return (f"{self.name} {variant} needs {count} {words[what]} per core; the "
-                        f"platform has {have[what]} ({keys[what]} = {have[what]}); allowed: "
-                        f"{keys[what]} >= {count}")
+            have, key, words = platform[what]
+            if count > have:
+                return (f"{self.name} {variant} needs {count} {words} per core; the platform "
+                        f"has {have} ({key} = {have}); allowed: {key} >= {count}")
         return None
 
     def key_variants(self, key: str) -> tuple[str, ...]:
-        """The variants in which ``key`` (a dotted key of the op's table) acts. This default:
-        the tile key (:attr:`tile_key`) in the variants whose parameters are checked against
-        the DataRAMs (:meth:`checks_params`), every other key in every variant."""
+        """The variants in which ``key`` (a dotted key of the op's table) acts (default: the
+        tile key where :meth:`checks_params`, every other key in every variant)."""
         if key == self.tile_key:
             return tuple(v for v in self.variants if self.checks_params(v))
         return tuple(self.variants)
 
     def idle_key(self, model: HardwareModel, key: str) -> str | None:
         """Why ``key`` can act on no run of this op on ``model`` (every variant it acts in
-        needs more than the platform has, :meth:`key_variants`), None when it can act."""
+        needs more than the platform has), None when it can act."""
         variants = self.key_variants(key)
         unmet = [self.unmet_need(model, v) for v in variants]
         if not variants or not all(unmet):
@@ -297,13 +263,9 @@ class Op:
     def same_cycles_reason(self, variant: str, shape: tuple[int, ...], key: str,
                            values: Sequence[Any],
                            models: Sequence[HardwareModel] | None = None) -> str | None:
-        """Why ``values`` of ``key`` gave runs of ``variant`` on ``shape`` the same cycles, when
-        the op can say (``dspsim sweep`` prints it), else None. ``models``: the model of each
-        value's run, when known. This default: a key of the op's table that does not act in
-        ``variant`` (:meth:`key_variants`); on a 1-D input, the tile key (:attr:`tile_key`,
-        bytes of float32) when every value leaves the same last tile (the tiles before it are
-        whole and move the same bytes in all); else, given the models, the memory port when
-        it binds every run alike (:meth:`port_bound_reason`)."""
+        """Why ``values`` of ``key`` gave runs of ``variant`` the same cycles (``dspsim sweep``
+        prints it), else None: a key that does not act in ``variant``, a 1-D tile key leaving
+        the same last tile, or (given each value's model) the port binding every run alike."""
         if key.partition(".")[0] == self.name and variant not in self.key_variants(key):
             return f"{key} does not act in {self.name} {variant}"
         reason = self._same_last_tile_reason(shape, key, values)
@@ -336,9 +298,8 @@ class Op:
 
     def port_bound_reason(self, variant: str, shape: tuple[int, ...],
                           models: Sequence[HardwareModel]) -> str | None:
-        """A "port-bound: ..." reason when, on every model, the op's DMA bound (:meth:`bounds`:
-        bytes that must cross the host memory's port over its bandwidth) is the binding one
-        and the same: the port's time, which no other key changes; else None."""
+        """A "port-bound: ..." reason when, on every model, the op's DMA bound binds and is the
+        same (the port's time, which no other key changes); else None."""
         seen = set()
         for model in models:
             b = self.bounds(model, variant, shape)
@@ -359,12 +320,9 @@ class Op:
 
     # ------------------------------------------------------------------ may: checks
     def output_summary(self, out: np.ndarray, x: np.ndarray, params: Params) -> dict[str, Any]:
-        """Sum, non-finite counts and errors against :meth:`reference`, gathered a block of
-        rows at a time (so no float64 copy of the whole output is held): the default takes
-        :meth:`reference` to work row by row along the last axis (each row independent; a 1-D
-        input is one row); an op whose reference couples rows overrides this. With a
-        :attr:`tolerance`, also ``within_tolerance`` (errors under ``floor = abs`` are not
-        counted in the relative ones)."""
+        """:func:`error_summary` against :meth:`reference`, a block of rows at a time (each row
+        independent: an op whose reference couples rows overrides this); with a
+        :attr:`tolerance`, also ``within_tolerance`` (the floor is its absolute part)."""
         cols = x.shape[-1] if x.ndim else 1
         flat_out = out.reshape(-1)
         within = [True]
@@ -391,35 +349,25 @@ class Op:
     # ------------------------------------------------------------------ may: closed forms
     def bounds(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
                ) -> Bounds | None:
-        """Traffic, lower bounds and an estimate in closed form (:class:`Bounds`); None: the
-        op gives none (``calibrate`` then classifies its runs as ``unknown``)."""
+        """Traffic, lower bounds and an estimate in closed form; None: the op gives none
+        (``calibrate`` then classifies its runs as ``unknown``)."""
         return None
 
     # ------------------------------------------------------------------ may: optimisation
     def search_space(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
                      ) -> dict[str, list]:
-        """The parameters worth searching for ``variant`` at ``shape`` on ``model``: model
-        keys (dotted, e.g. ``"softmax.tile_bytes"``) -> candidate values, for ``dspsim
-        optimize`` to run in every combination (the combinations :meth:`check_run` refuses are
-        skipped). The values should include the model's own, so that the defaults are among
-        the candidates. This default: nothing to search (the variant runs once, at the model's
-        values); an op whose schedules have knobs (tile sizes, buffer counts) overrides it."""
+        """Model keys (``"softmax.tile_bytes"``) -> candidate values, the model's own among
+        them, for ``dspsim optimize`` to run in every combination :meth:`check_run` allows
+        (default: nothing to search)."""
         return {}
 
     # ------------------------------------------------------------------ may: calibration
     def calibration_candidates(
         self, model: HardwareModel, free_keys: Iterable[str], longest_shape: tuple[int, ...]
     ) -> list[Candidate]:
-        """Runs a board could make to tell apart fits that match the measurements equally
-        well: ``(variant, shape, model-key settings)``, for ``dspsim calibrate`` to simulate
-        with every such fit and propose the one they disagree on most.
-
-        ``free_keys`` are the keys being fitted (a run must not set them); ``longest_shape`` is
-        the largest shape of this op measured. This default: each variant the platform can run
-        at a small shape (the first dimension of :attr:`default_shape` / 16: latency weighs
-        more), at :attr:`default_shape` and at ``longest_shape``, with no settings. An op that
-        knows which of its parameters separate latency from bandwidth overrides it.
-        """
+        """Runs a board could make to tell equally good fits apart, for ``dspsim calibrate``
+        (``free_keys``: the keys fitted, which a run must not set). Default: each variant at
+        the default shape, the longest measured and one 16 times shorter (latency weighs more)."""
         small = (max(1, self.default_shape[0] // 16),) + tuple(self.default_shape[1:])
         shapes = sorted(
             {small, tuple(self.default_shape), tuple(longest_shape)},
@@ -437,9 +385,8 @@ class Op:
 
 
 def check_tile_bytes(key: str, tile_bytes: int, model: HardwareModel) -> None:
-    """A TCM tile key's value: a whole number of float32 and no larger than a DataRAM's free
-    space (what the firmware leaves of it, ``tcm.bank_bytes - tcm.reserved_bytes``), the
-    bound the refusal names."""
+    """Refuse a TCM tile key's value that is not whole float32 or exceeds a DataRAM's free space
+    (``tcm.bank_bytes - tcm.reserved_bytes``)."""
     if tile_bytes % 4:
         raise ConfigError(f"{key} = {tile_bytes}: must be a multiple of 4 (float32)")
     bank, reserved = model.tcm.bank_bytes, model.tcm.reserved_bytes
@@ -453,8 +400,8 @@ def check_tile_bytes(key: str, tile_bytes: int, model: HardwareModel) -> None:
 
 
 SUMMARY_CHUNK_ELEMENTS = 1 << 18  # reference and error arrays are built this many at a time
-# JSON has no infinite or NaN number: an output summary writes them as these strings
 WRONG_REL = 1e-3  # an element off by more than this, relative, is wrong (``wrong_count``)
+# JSON has no infinite or NaN number: an output summary writes them as these strings
 NON_FINITE_TEXT = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
@@ -465,8 +412,7 @@ def _number_text(v: Any) -> Any:
 
 
 def summary_json(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """An output summary as JSON holds it: an infinite or NaN number as the string ``"inf"``,
-    ``"-inf"`` or ``"nan"`` (:data:`NON_FINITE_TEXT`); :func:`summary_from_json` reads it back."""
+    """An output summary as JSON holds it: a non-finite number as its :data:`NON_FINITE_TEXT`."""
     return None if summary is None else {k: _number_text(v) for k, v in summary.items()}
 
 
@@ -498,9 +444,9 @@ def same_non_finite(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
 
 def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, wrong_rel: float
                   ) -> tuple[list[float], list[float], list[float], int]:
-    """One slice of :func:`error_summary`: its max relative and absolute errors (empty when
-    none was measured), the errors its non-finite elements stand for (``inf`` for a wrong one,
-    0 for one that matches), and how many of its elements are wrong."""
+    """One slice of :func:`error_summary`: its max relative and absolute errors (empty when none
+    was measured), the errors its non-finite elements stand for (``inf`` wrong, 0 matching),
+    and how many of its elements are wrong."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         ref_abs = np.abs(r)
         diff = np.abs(got - r)
@@ -525,21 +471,11 @@ def error_summary(
     out: np.ndarray, ref: np.ndarray | Callable[[slice], np.ndarray], floor: float = 1e-30,
     wrong_rel: float = WRONG_REL,
 ) -> dict[str, Any]:
-    """Sum, non-finite counts, the max relative error over the elements whose reference
-    exceeds ``floor`` in magnitude, the max absolute error, and how many elements are off by
-    more than ``wrong_rel`` relative (``wrong_count``).
-
-    Every element is compared. Where the reference is NaN or infinite an output that is the
-    same (NaN for NaN) is right, error 0; any other is wrong, its errors infinite. An output
-    that is NaN or infinite where the reference is finite is wrong, its errors infinite (also
-    where the reference is below ``floor``, whose relative error is otherwise not measured). A
-    max error is ``None`` only when no element was compared (an empty output, or for the
-    relative one no reference above ``floor`` and none non-finite); an infinite one is
-    ``inf`` (``"inf"`` in JSON: :func:`summary_json`).
-
-    ``ref`` is the float64 reference, or a function giving it for a slice of the flattened
-    output (so that a long run never holds a float64 copy of its whole output); the errors are
-    gathered a slice at a time either way."""
+    """Sum, non-finite counts, max relative error (where ``|ref| > floor``), max absolute error
+    and ``wrong_count`` (off by more than ``wrong_rel``), a slice at a time. A non-finite
+    reference matched exactly is right, any other non-finite disagreement wrong (errors inf);
+    a max is None when nothing was compared. ``ref``: the float64 reference, or a function
+    giving it for a slice of the flattened output (no float64 copy of a long output held)."""
     flat = out.reshape(-1)
     max_rel = max_abs = -1.0
     wrong = 0

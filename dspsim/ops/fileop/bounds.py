@@ -20,10 +20,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dspsim.kernels.cached import direct_bounds
-from dspsim.kernels.registry import get_kernel
 from dspsim.ops.base import Bounds, Op
 from dspsim.ops.fileop.blocks import block_bounds, block_refusal, uses_blocks
-from dspsim.ops.fileop.program import buffer_banks, kernel_names
+from dspsim.ops.fileop.program import buffer_banks, pass_kernels
 from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
 from dspsim.ops.rowwise import bounds_with_binding, rowwise_bounds
 from dspsim.ops.softmax.layout import fits, free_bank_bytes
@@ -103,8 +102,7 @@ def tile_refusal(op: Op, model: HardwareModel, variant: str, shape: tuple[int, .
 
 def _pass_calls(spec: OpSpec, p: PassSpec) -> list[tuple[Any, bool]]:
     """(loop shape, writes) of a pass's kernels."""
-    kernels = [get_kernel(name) for name, _ in kernel_names(spec, p)]
-    return [(k.shape, k.writes) for k in kernels]
+    return [(k.shape, k.writes) for k in pass_kernels(spec, p)]
 
 
 def _direct_calls(spec: OpSpec) -> tuple[tuple[Any, str, str | None], ...]:

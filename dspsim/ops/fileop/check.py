@@ -1,7 +1,7 @@
-"""Whether a pass's ``value`` agrees with the registered kernels it names: both run, in
-float32 as the core would, on a probe input (the op's default input of a small shape), pass
-after pass; a value the kernels do not compute (within 1e-3 relative) is refused in one line.
-A pass costed by ``loop`` or ``cycles_per_element`` computes its value itself."""
+"""Whether a pass's ``value`` agrees with the registered kernels it names: both run in float32
+on a probe input (the op's default input of a small shape), pass after pass; a value the
+kernels do not compute (within 1e-3 relative) is refused in one line. A pass costed by
+``loop`` or ``cycles_per_element`` computes its value itself."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dspsim.errors import DspsimInputError
-from dspsim.kernels.registry import get_kernel
 from dspsim.ops.fileop.expr import ROW_REDUCTIONS
+from dspsim.ops.fileop.program import pass_calls
 
 if TYPE_CHECKING:
     from dspsim.ops.fileop.op import FileOp
@@ -21,21 +21,6 @@ F32 = np.float32
 PROBE_LANES = 16  # the probe's vector of float32 (the check's tolerance covers any order of sums)
 PROBE_SHAPES = {1: (1000,), 2: (3, 100)}
 AGREE_REL = 1e-3
-
-
-def _run_kernels(p: PassSpec, src: np.ndarray, dst: np.ndarray, env: dict[str, Any]) -> Any:
-    """The pass's registered kernels on ``src`` (one row or a batch), writing ``dst``."""
-    cur, result = src, None
-    for use in p.kernels:
-        k = get_kernel(use.name)
-        args = {a: e.evaluate(env, F32) for a, e in use.args}
-        with np.errstate(all="ignore"):
-            out = k.compute(cur, dst if k.writes else None, PROBE_LANES, **args)
-        if k.writes:
-            cur = dst
-        if k.results:
-            result = out
-    return result
 
 
 def _disagree(op: FileOp, p: PassSpec, got: np.ndarray, want: np.ndarray, what: str) -> None:
@@ -65,14 +50,17 @@ def columns(env: dict[str, Any], rows_2d: bool) -> dict[str, Any]:
 def _probe_pass(op: FileOp, p: PassSpec, arrays: dict[str, np.ndarray], env: dict[str, Any]
                 ) -> Any:
     """One pass on the probe: its kernels' result (and output), checked against its value."""
-    spec = op.spec
     src = arrays[p.reads].copy()
-    dst = arrays[spec.output]
-    if p.loop is not None:
-        kw = {k: env[k] for k in p.value.names if k != p.reads}
-        return get_kernel(f"{spec.name}.{p.name}").compute(src, dst, PROBE_LANES, **kw)
-    result = _run_kernels(p, src, dst, env)
-    if p.value is not None:
+    dst = arrays[op.spec.output]
+    cur, result = src, None
+    for k, kw in pass_calls(op.spec, p, env):
+        with np.errstate(all="ignore"):
+            out = k.compute(cur, dst if k.writes else None, PROBE_LANES, **kw)
+        if k.writes:
+            cur = dst
+        if k.results:
+            result = out
+    if p.loop is None and p.value is not None:
         seen = {**columns(env, src.ndim == 2), p.reads: src}
         want = np.broadcast_to(p.value.evaluate(seen), src.shape)
         if p.writes:

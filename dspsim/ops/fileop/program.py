@@ -1,30 +1,26 @@
 """The DSP side of an op file: its passes as the C would run them.
 
-- ``direct``: every pass's kernels read and write the host memory (DDR), row by row (each
-  row: every pass in order; alike rows booked at once by ``dsp.row_loop``; with a halo, every
-  row in one batch of calls, so that a row's value sees its neighbours);
-- ``pingpong``: the seed's frame (:func:`~dspsim.ops.frames.hb_dsp_ping_pong_frame`), two TCM
-  buffers on DataRAMs 0 and 1, two channels. A 1-D op runs one frame per pass over the array
-  (a pass's reduction accumulates over the tiles, as the seed's softmax does); a 2-D op one
-  frame of whole-row tiles, every pass on the tile in place;
-- ``nbuffer``: the same through ``<op>.buffers`` buffers over the DataRAMs, inputs and
-  outputs on separate channels (the k-buffer frame,
-  :func:`~dspsim.ops.stream.hb_dsp_stream_frame`).
+- ``direct``: every pass's kernels on the host memory, row by row (alike rows booked at once
+  by ``dsp.row_loop``; with a halo, every row in one batch so that a row sees its neighbours);
+- ``pingpong``: the seed's frame (:func:`~dspsim.ops.frames.hb_dsp_ping_pong_frame`); a 1-D op
+  runs one frame per pass (a reduction accumulates over the tiles, as the seed's softmax
+  does), a 2-D op one frame of whole-row tiles, every pass on the tile in place;
+- ``nbuffer``: the same through ``<op>.buffers`` buffers, inputs and outputs on separate
+  channels (:func:`~dspsim.ops.stream.hb_dsp_stream_frame`).
 
-A pass's kernels: the first reads the pass's array, a kernel that writes writes the pass's
-output array (in TCM: the tile, in place), the kernels after it read that; the one that
-returns a value gives the pass's reduction.
+A pass's first kernel reads its array; a kernel that writes writes the output array (in TCM:
+the tile, in place), which the kernels after it read; the one that returns a value gives the
+pass's reduction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dspsim.kernels.registry import get_kernel
+from dspsim.kernels.registry import Kernel, get_kernel
 from dspsim.ops.fileop.blocks import Block, run_blocks, uses_blocks
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, hb_dsp_ping_pong_frame
 from dspsim.ops.stream import hb_dsp_stream_frame
@@ -48,11 +44,22 @@ class hbDSPFileOpParam:  # noqa: N801 - named like the seed's structs
     run_tcm_opt: int  # VARIANT_CODES
 
 
-def kernel_names(spec: OpSpec, p: PassSpec) -> list[tuple[str, tuple]]:
-    """``(kernel name, args)`` of a pass's calls in order."""
+def pass_kernels(spec: OpSpec, p: PassSpec) -> list[Kernel]:
+    """A pass's kernels in call order (a ``loop`` pass: its own, ``<op>.<pass>``)."""
     if p.loop is not None:
-        return [(f"{spec.name}.{p.name}", ())]
-    return [(k.name, k.args) for k in p.kernels]
+        return [get_kernel(f"{spec.name}.{p.name}")]
+    return [get_kernel(k.name) for k in p.kernels]
+
+
+def pass_calls(spec: OpSpec, p: PassSpec, env: dict[str, Any]
+               ) -> list[tuple[Kernel, dict[str, Any]]]:
+    """``(kernel, scalar arguments)`` of a pass's calls in order, the arguments read in
+    ``env`` (a ``loop`` pass's own kernel: every scalar and param its value reads)."""
+    if p.loop is not None:
+        kw = {k: env[k] for k in p.value.names if k != p.reads} if p.value else {}
+        return [(get_kernel(f"{spec.name}.{p.name}"), kw)]
+    return [(get_kernel(k.name), {a: e.evaluate(env, F32) for a, e in k.args})
+            for k in p.kernels]
 
 
 def run_pass(dsp: Dsp, spec: OpSpec, p: PassSpec, src: Ptr, dst: Ptr, n: int, rows: int,
@@ -60,13 +67,8 @@ def run_pass(dsp: Dsp, spec: OpSpec, p: PassSpec, src: Ptr, dst: Ptr, n: int, ro
     """One pass's kernel calls on ``rows`` rows of ``n`` at ``src`` (writing ``dst``); the
     value the reducing kernel returns (None if none)."""
     cur, result = src, None
-    for name, args in kernel_names(spec, p):
-        kernel = get_kernel(name)
-        if p.loop is not None:  # the pass's own kernel: every scalar and param it reads
-            kw = {k: env[k] for k in p.value.names if k != p.reads} if p.value else {}
-        else:
-            kw = {a: e.evaluate(env, F32) for a, e in args}
-        out = yield from dsp.core.call(name, n, cur, dst if kernel.writes else None,
+    for kernel, kw in pass_calls(spec, p, env):
+        out = yield from dsp.core.call(kernel.name, n, cur, dst if kernel.writes else None,
                                        rows=rows, **kw)
         if kernel.writes:
             cur = dst
@@ -124,29 +126,23 @@ def tile_one_pass(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, state: list,
 
 
 # ----------------------------------------------------------------------------- frames
-Frame = Callable[..., Any]
-
-
-def _pingpong_frame(bufs: list[Ptr]) -> Frame:
-    def frame(dsp: Dsp, dst: Ptr, src: Ptr, length: int, block: int, func: Any, state: list,
-              arg: Any, write: bool) -> Any:
-        yield from hb_dsp_ping_pong_frame(dsp, dst, src, bufs, bufs, length, func, state, arg,
+def frame(dsp: Dsp, variant: str, bufs: list[Ptr], dst: Ptr, src: Ptr, length: int,
+          block: int, func: Any, state: list, job: Any, write: bool) -> Any:
+    """One frame of tiles through ``bufs``: the seed's ping-pong, or nbuffer's k-buffer
+    stream; ``func(dsp, out, in, size, state, job)`` on each tile."""
+    if variant == "pingpong":
+        yield from hb_dsp_ping_pong_frame(dsp, dst, src, bufs, bufs, length, func, state, job,
                                           write, block)
-    frame.bufs = bufs  # type: ignore[attr-defined]  # the 2-D blocks' buffers
-    return frame
+        return
+
+    def tile(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, st: Any, i: int) -> Any:
+        yield from func(dsp, out_addr, in_addr, size, st, job)
+    yield from hb_dsp_stream_frame(dsp, dst, src, bufs, length, block, tile, state, write,
+                                   "split")
 
 
-def _stream_frame(bufs: list[Ptr]) -> Frame:
-    def frame(dsp: Dsp, dst: Ptr, src: Ptr, length: int, block: int, func: Any, state: list,
-              arg: Any, write: bool) -> Any:
-        def tile(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, st: Any, i: int) -> Any:
-            yield from func(dsp, out_addr, in_addr, size, st, arg)
-        yield from hb_dsp_stream_frame(dsp, dst, src, bufs, length, block, tile, state, write,
-                                       "split")
-    return frame
-
-
-def tiled(dsp: Dsp, spec: OpSpec, frame: Frame, x: Ptr, y: Ptr, rows: int, cols: int) -> Any:
+def tiled(dsp: Dsp, spec: OpSpec, variant: str, bufs: list[Ptr], x: Ptr, y: Ptr, rows: int,
+          cols: int) -> Any:
     """The tiled schedules: one frame of whole-row tiles (2-D) or one frame per pass (1-D)."""
     tile_bytes = dsp.params.tile_bytes
     env = _params_env(dsp, spec, cols)
@@ -156,20 +152,20 @@ def tiled(dsp: Dsp, spec: OpSpec, frame: Frame, x: Ptr, y: Ptr, rows: int, cols:
                 yield from run_pass(dsp, spec, p, buf, buf, b.cols, b.a1 - b.a0, env)
 
         with dsp.pass_(spec.name):
-            yield from run_blocks(dsp, spec, frame.bufs, x, y, rows, cols, pass_block)
+            yield from run_blocks(dsp, spec, bufs, x, y, rows, cols, pass_block)
         return
     if spec.ndim == 2:
         block = max(1, tile_bytes // (4 * cols)) * cols
         with dsp.pass_(spec.name):
-            yield from frame(dsp, y, x, rows * cols, block, tile_passes, [0], (spec, cols, env),
-                             True)
+            yield from frame(dsp, variant, bufs, y, x, rows * cols, block, tile_passes, [0],
+                             (spec, cols, env), True)
         return
     arrays = {spec.input: x, spec.output: y}
     for p in spec.passes:
         state = [F32(_START[p.reduce_op])] if p.reduce_op else [0]
         with dsp.pass_(p.name):
-            yield from frame(dsp, y, arrays[p.reads], cols, tile_bytes >> 2, tile_one_pass,
-                             state, (spec, p, env), bool(p.writes))
+            yield from frame(dsp, variant, bufs, y, arrays[p.reads], cols, tile_bytes >> 2,
+                             tile_one_pass, state, (spec, p, env), bool(p.writes))
         if p.into:
             env[p.into] = state[0]
 
@@ -189,29 +185,24 @@ def hb_dsp_fileop(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager, spec: OpSp
     # set-up, not timed: an array that lives in another memory is placed there
     x = place(dsp, getattr(dsp.params, f"{spec.input}_memory"), host_x, rows * cols, True)
     y = place(dsp, getattr(dsp.params, f"{spec.output}_memory"), output, rows * cols, False)
-    if ptr.run_tcm_opt == VARIANT_CODES["direct"] and spec.halo:
-        start = dsp.TIME_STAMP()  # rows that read their neighbours: every row in one batch
-        yield from rows_direct(dsp, spec, x, y, rows, cols)
-        stop = dsp.TIME_STAMP()
-    elif ptr.run_tcm_opt == VARIANT_CODES["direct"]:
-        start = dsp.TIME_STAMP()
-        yield from dsp.row_loop(
-            rows, lambda r: rows_direct(dsp, spec, x + r * cols, y + r * cols, 1, cols),
-            lambda lo, hi: rows_direct(dsp, spec, x + lo * cols, y + lo * cols, hi - lo, cols),
-            cols)
-        stop = dsp.TIME_STAMP()
-    else:
-        variant = "pingpong" if ptr.run_tcm_opt == VARIANT_CODES["pingpong"] else "nbuffer"
+    variant = next(v for v, code in VARIANT_CODES.items() if code == ptr.run_tcm_opt)
+
+    def block(lo: int, hi: int) -> Any:
+        return rows_direct(dsp, spec, x + lo * cols, y + lo * cols, hi - lo, cols)
+
+    start = dsp.TIME_STAMP()
+    if variant == "direct" and spec.halo:  # rows that read their neighbours: one batch
+        yield from block(0, rows)
+    elif variant == "direct":
+        yield from dsp.row_loop(rows, lambda r: block(r, r + 1), block, cols)
+    else:  # the buffers' allocation and release take no time
         count = dsp.params.buffers if variant == "nbuffer" else 2
         bufs = [tm.allocate(dsp.params.tile_bytes, b, dsp.IVP_2N)
                 for b in buffer_banks(variant, count, dsp.model.tcm.banks)]
-        frame = _pingpong_frame(bufs) if variant == "pingpong" else _stream_frame(bufs)
-        start = dsp.TIME_STAMP()
-        yield from tiled(dsp, spec, frame, x, y, rows, cols)
+        yield from tiled(dsp, spec, variant, bufs, x, y, rows, cols)
         for b in bufs:
             tm.free(b)
-        stop = dsp.TIME_STAMP()
-    dsp.PROF(start, stop)
+    dsp.PROF(start, dsp.TIME_STAMP())
     for placed, host in ((y, output), (x, host_x)):
         if placed is not host:
             if placed is y and dsp.move_data:  # the result, back to the host's buffer

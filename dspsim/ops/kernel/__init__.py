@@ -1,16 +1,11 @@
 """One kernel call on TCM (RPC command 0x8003): the microbenchmark that fits a kernel's loop
-shape to a measured cycle count.
+shape to a measured cycle count. Every registered kernel is a variant.
 
 ``dspsim run --op kernel --variant NAME --n N`` (``--shape R,C``: ``R`` back-to-back calls
-of ``C``, or a size of two dimensions such as ``fc_s8``'s ``OUT,IN``) times one call of the
-registered kernel ``NAME`` with its source in DataRAM 0 and its destination (if it writes one)
-in DataRAM 1, between two reads of the cycle counter: the call overhead, the loop, the
-epilogue. The size is in the kernel's own unit (:attr:`dspsim.kernels.Kernel.unit`: float32
-elements for the seed's kernels, 32-bit words for ``memcpy``, ``OUT,IN`` for ``fc_s8``).
-Every registered kernel is a variant.
-
-Its values are the zeros the DataRAMs start with and the kernel's example arguments: this op
-measures time; each kernel's numerics are checked on their own (``tests/``).
+of ``C``, or a size of two dimensions such as ``fc_s8``'s ``OUT,IN``; in the kernel's own
+:attr:`~dspsim.kernels.Kernel.unit`) times one call of ``NAME``, its source in DataRAM 0 and
+its destination (if any) in DataRAM 1, between two reads of the cycle counter. Its values are
+the DataRAMs' zeros: this op measures time; each kernel's numerics are tested on their own.
 """
 
 from __future__ import annotations
@@ -26,10 +21,7 @@ from dspsim.ops.base import NO_BOUND, Bounds, Op, Proc  # noqa: I001
 from dspsim.ops.registry import register_op
 from dspsim.schema import OpSchema
 
-KERNEL_CMD = 0x8003
 ALIGN_BYTES = 128
-
-PARAMS = OpSchema("kernel", ())
 
 
 @dataclass
@@ -46,9 +38,9 @@ class KernelBench(Op):
     name = "kernel"
     doc = ("one call of a registered kernel on TCM (a kernel microbenchmark); the size is in "
            "the kernel's unit")
-    cmd = KERNEL_CMD
+    cmd = 0x8003
     default_variant = "memcpy"
-    params = PARAMS
+    params = OpSchema("kernel", ())
     ndim = 2  # R,C: R back-to-back calls of C (the seed's kernels), or a kernel's own two
     ndims = (1, 2)
     default_shape = (1, 4096)
@@ -60,21 +52,9 @@ class KernelBench(Op):
         return {name: f"{k.shape.name}: one call, size in {k.unit}"
                 for name, k in KERNELS.items()}
 
-    def shape_of(self, n: Any = None, shape: Any = None) -> tuple[int, ...]:
-        """``n`` (one call of ``n``) or ``shape`` of one or two dimensions (``R,C``: a kernel
-        of two, or ``R`` back-to-back calls of ``C``), default :attr:`default_shape`."""
-        if n is not None and shape is not None:
-            raise DspsimInputError("give n or shape, not both")
-        if n is not None:
-            shape = (n,)
-        if shape is None:
-            return tuple(self.default_shape)
-        dims = tuple(shape) if isinstance(shape, list | tuple) else (shape,)
-        if len(dims) not in (1, 2) or any(isinstance(d, bool) or not isinstance(
-                d, int | np.integer) or d <= 0 for d in dims):
-            raise DspsimInputError(f"kernel size {shape!r}: expected a positive integer n or "
-                                   "two positive integers R,C")
-        return tuple(int(d) for d in dims)
+    def shape_refusal(self, given: Any, dims: tuple[Any, ...]) -> str:
+        return (f"kernel size {given!r}: expected a positive integer n or two positive "
+                "integers R,C")
 
     # the host passes nothing but the parameter block: the call's buffers are in TCM
     def input_bytes(self, shape: tuple[int, ...]) -> int:
@@ -93,21 +73,14 @@ class KernelBench(Op):
                    ) -> np.ndarray:
         return memory.f32(ptr, 1)
 
-    def _buffers(self, model: Any, variant: str, shape: tuple[int, ...]
-                 ) -> tuple[int, int, int]:
-        kernel = get_kernel(variant)
-        n, rows = kernel.call_size(shape)
-        nbytes = 4 * n * rows
-        return n, rows, nbytes
-
     def requirements(self, variant: str) -> dict[str, int]:
         return {"channels": 0, "banks": 1}
 
     def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
         super().check_run(model, variant, shape)
-        _, _, nbytes = self._buffers(model, variant, shape)
+        n, rows = get_kernel(variant).call_size(shape)
         free = model.tcm.bank_bytes - model.tcm.reserved_bytes
-        need = nbytes * (2 if get_kernel(variant).writes and model.tcm.banks < 2 else 1)
+        need = 4 * n * rows * (2 if get_kernel(variant).writes and model.tcm.banks < 2 else 1)
         if need > free:
             size = "x".join(map(str, shape))
             raise DspsimInputError(
@@ -125,21 +98,18 @@ class KernelBench(Op):
         src = tm.allocate(nbytes, 0, ALIGN_BYTES)
         dst = tm.allocate(nbytes, min(1, len(tm.banks) - 1), ALIGN_BYTES) if kernel.writes \
             else None
-        args = kernel.bench_args(ptr.size)
         cycles_start = dsp.TIME_STAMP()
-        dsp.begin_pass(kernel.name)
-        yield from dsp.core.call(kernel.name, n, src, dst, rows=rows, **args)
-        dsp.end_pass()
-        cycles_stop = dsp.TIME_STAMP()
-        dsp.PROF(cycles_start, cycles_stop)
+        with dsp.pass_(kernel.name):
+            yield from dsp.core.call(kernel.name, n, src, dst, rows=rows,
+                                     **kernel.bench_args(ptr.size))
+        dsp.PROF(cycles_start, dsp.TIME_STAMP())
         tm.free(src)  # the core's DataRAMs as the call found them, for the next task
         if dst is not None:
             tm.free(dst)
         return 0
 
     def reference(self, x: np.ndarray, params: Any) -> np.ndarray:
-        """The host's one-element buffer is not written: the output is what was there (a
-        timing microbenchmark; each kernel's numerics are tested on their own)."""
+        """The host's one-element buffer is not written: the output is what was there."""
         return np.zeros_like(x)
 
     def output_summary(self, out: np.ndarray, x: np.ndarray, params: Any) -> dict[str, Any]:
@@ -147,16 +117,14 @@ class KernelBench(Op):
                           "on their own)"}
 
     def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> Bounds:
-        return Bounds.of({**NO_BOUND, **self._bounds(model, variant, shape)})
-
-    def _bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         kernel = get_kernel(variant)
         n, rows = kernel.call_size(shape)
         cycles = rows * kernel.shape.tcm_cycles(n, model.core)
-        return {"iterations": rows * kernel.shape.iterations(n, model.core.lanes_f32),
-                "ii_cycles": kernel.shape.ii_cycles(model.core),
-                "compute_bound_cycles": cycles, "lower_bound_cycles": cycles,
-                "binding_bound": "compute", "estimate_cycles": cycles}
+        return Bounds.of({**NO_BOUND,
+                          "iterations": rows * kernel.shape.iterations(n, model.core.lanes_f32),
+                          "ii_cycles": kernel.shape.ii_cycles(model.core),
+                          "compute_bound_cycles": cycles, "lower_bound_cycles": cycles,
+                          "binding_bound": "compute", "estimate_cycles": cycles})
 
 
 KERNEL = register_op(KernelBench())

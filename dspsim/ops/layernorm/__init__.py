@@ -1,8 +1,7 @@
 """LayerNorm (RPC command 0x8001): ``y = (x - mean) / sqrt(var + eps)`` over the last axis of a
 float32 ``[rows, cols]`` tensor (biased variance, no affine terms), as a J6 custom operator
-would be written. A :class:`~dspsim.ops.rowwise.RowwiseOp`: this package is its math (the
-kernel chain of a block of rows, the float64 reference, the ``[layernorm]`` table); its
-kernels are in :mod:`dspsim.kernels.layernorm`.
+would be written: a :class:`~dspsim.ops.rowwise.RowwiseOp` (this is its math; its kernels are
+in :mod:`dspsim.kernels.layernorm`).
 """
 
 from __future__ import annotations
