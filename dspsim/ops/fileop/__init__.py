@@ -1,16 +1,9 @@
-"""Ops declared in a TOML file: "how many cycles will MY kernel and tiling take?" without a
-Python package (``docs/reference.md``, "Op files").
-
-``load_op_file(path)`` reads and checks the file (``spec.py``; its expressions:
-``expr.py``), registers the kernels it declares by their cost (``kernels.py``) and the op
-(``op.py``: a :class:`FileOp`, its passes run by ``program.py``, its closed forms in
-``bounds.py``), and returns the op's name: from then on ``--op NAME``, ``simulate(model,
-op=NAME)``, ``dspsim keys`` and sweeps know it like any op. Loading the same file again
-returns the same name; another file may not take a name an op holds.
-
-Worker processes find a file's op by its path: :func:`loaded_op_files` lists the files this
-process loaded (a sweep's or an optimisation's job carries them), :func:`load_op_files` loads
-them in the worker.
+"""Ops declared in a TOML file (docs/reference.md, "Op files"): "how many cycles will MY kernel
+and tiling take?" without a Python package. :func:`load_op_file` reads and checks the file
+(``spec.py``, its expressions ``expr.py``), registers the kernels it declares (``kernels.py``)
+and its :class:`FileOp` (``op.py``; passes in ``program.py``, closed forms in ``bounds.py``);
+from then on every command knows the op by name. Worker processes load the files their
+parent loaded (:func:`loaded_op_files`, :func:`load_op_files`, ``DSPSIM_OP_FILES``).
 """
 
 from __future__ import annotations
@@ -31,11 +24,9 @@ ENV_VAR = "DSPSIM_OP_FILES"  # the files a command loaded, for the processes it 
 
 
 def load_op_file(path: str | Path, allow_python: bool = False) -> str:
-    """Load and register the op of the op file at ``path``; return its name.
-
-    ``allow_python``: let a ``[reference] python = "module:function"`` (which the file must
-    also allow) be imported. A bad file raises :class:`~dspsim.errors.DspsimInputError`, one
-    line naming the file, the table and what is allowed."""
+    """Load and register the op of the op file at ``path``; return its name (the same again
+    for the same file). ``allow_python``: let a ``[reference] python`` the file allows be
+    imported. A bad file raises a one-line :class:`~dspsim.errors.DspsimInputError`."""
     from dspsim.ops.registry import OPS, register_op
 
     if not isinstance(path, str | Path):
@@ -92,8 +83,8 @@ def load_op_files(paths: list[str] | tuple[str, ...] | None = None) -> list[str]
 
 
 def unload_op_file(path: str | Path) -> None:
-    """Forget the op loaded from ``path`` (its op, table and kernels): for tests and notebooks
-    that load a file again after editing it. Nothing happens for a file not loaded."""
+    """Forget the op loaded from ``path`` (its op, table and kernels), if any: for tests and
+    notebooks that load a file again after editing it."""
     from dspsim.kernels.registry import KERNELS
     from dspsim.ops.registry import OPS
     from dspsim.schema import OP_KEY_IDLE, OP_SCHEMAS

@@ -1,17 +1,10 @@
-"""2-D blocks: an op file's 2-D op tiled in blocks of rows and columns, moved by 2-D iDMA
-descriptors (``IDMA_COPY(..., rows=R, src_pitch=P, dst_pitch=Q)``).
-
-A block is ``R`` output rows of ``C`` columns (``C`` = ``<op>.block_cols``, 0: whole rows).
-Its input copy brings ``h`` rows of halo above and below (``h``: the largest ``|k|`` of the
-passes' ``shift_rows``; fewer at the image's first and last rows) in one descriptor of
-``R + 2h`` rows of ``4 C`` bytes, the source pitch the image's row, packed in the TCM buffer;
-the passes run on the block in place; the output copy takes its ``R`` middle rows back in one
-descriptor. ``R`` is what a buffer of ``<op>.tile_bytes`` leaves beside the halo:
-``tile_bytes // (4 C) - 2h``. Blocks go row band by row band, left to right, through two
-buffers on DataRAMs 0 and 1 and two channels, as the seed's frame does: block ``i`` in buffer
-and on channel ``i % 2``, the next prefetch into a buffer programmed after its output copy
-on the same channel (the channel's FIFO keeps them in order); at the end the frame waits for
-every output.
+"""2-D blocks: a 2-D op file's op tiled in blocks of ``R`` rows of ``C`` columns (``C`` =
+``<op>.block_cols``, 0: whole rows), moved by 2-D iDMA descriptors. A block's input copy
+brings ``h`` rows of halo above and below (the passes' largest ``shift_rows``; fewer at the
+image's edges), packed in the TCM buffer; the passes run on it in place; the output copy
+takes its ``R`` middle rows back. ``R = tile_bytes // (4 C) - 2h``. Blocks go row band by row
+band, left to right, through two buffers and channels as the seed's frame does (block ``i``
+in buffer and on channel ``i % 2``); at the end the frame waits for every output.
 """
 
 from __future__ import annotations
@@ -30,6 +23,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Block:
+    """One block's rows and columns in the image."""
+
     r0: int  # output rows r0:r1
     r1: int
     a0: int  # input rows a0:a1 (the output rows and their halo, within the image)
@@ -54,6 +49,7 @@ def block_shape(tile_bytes: int, cols: int, block_cols: int, halo: int) -> tuple
 
 
 def blocks(rows: int, cols: int, out_rows: int, width: int, halo: int) -> list[Block]:
+    """The blocks, row band by row band, left to right."""
     return [Block(r, min(rows, r + out_rows), max(0, r - halo), min(rows, r + out_rows + halo),
                   c, min(cols, c + width))
             for r in range(0, rows, out_rows) for c in range(0, cols, width)]
@@ -107,11 +103,10 @@ def run_blocks(dsp: Dsp, spec: OpSpec, bufs: list[Ptr], x: Ptr, y: Ptr, rows: in
 def block_bounds(model: HardwareModel, spec: OpSpec, shape: tuple[int, int],
                  row_cycles: Any) -> dict[str, Any]:
     """Traffic and lower bounds of the blocks (``row_cycles(n)``: the passes' kernel cycles on
-    one row of ``n`` in TCM). **DMA**: every block's input rows (halo included) and output rows
-    over the port's bandwidth; **latency**: their bursts (cut at row ends) over ``min(m, 2k)``
-    in flight; **compute**: the passes on every input row plus two descriptors a block. The
-    estimate: the port busy throughout but for the last block's compute, or the core busy
-    throughout but for the first block's input copy and the last one's output copy."""
+    a row of ``n`` in TCM): every input (halo included) and output row over the port; their
+    bursts, cut at row ends, over ``min(m, 2k)`` in flight; the passes on every input row plus
+    two descriptors a block. The estimate: the larger of the port or the core busy throughout
+    but for the ends."""
     rows, cols = shape
     mem, idma = model.host_memory, model.idma
     policy, burst = mem.policy, idma.burst_bytes  # what a request costs (dspsim.hw.policy)

@@ -2,16 +2,13 @@
 search space of its tile and buffer keys.
 
 ``direct``: the kernels' walk over the host memory (:func:`~dspsim.kernels.cached.
-direct_bounds`, per row, every pass's calls in order: exact for the core alone on an uncached
-port). ``pingpong`` of a 2-D op: the row-wise ops' bounds (:func:`~dspsim.ops.rowwise.
-rowwise_bounds`: one frame of whole-row tiles). Otherwise (a 1-D op's frame per pass, or
-``nbuffer``) per frame: its bytes over the port's bandwidth (**DMA**), its bursts' round trips
-over the requests in flight (**latency**; ``min(m, 2k)`` through two channels, ``min(m, C k)``
-through ``C``), the kernels' TCM cycles plus ``idma.setup_cycles`` per descriptor
-(**compute**), the largest the lower bound; the estimate is the seed frame's
-(:func:`~dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`) summed over the frames, at least
-the lower bound. The ping-pong frame waits for its last output only: the last frame's
-other-buffer tile is left out of the DMA and latency bounds.
+direct_bounds`). ``pingpong`` of a 2-D op: the row-wise ops' bounds (:func:`~dspsim.ops.
+rowwise.rowwise_bounds`). Otherwise, per frame: its bytes over the port (**DMA**), its bursts'
+round trips over ``min(m, C k)`` in flight through ``C`` channels (**latency**), the kernels'
+TCM cycles plus ``idma.setup_cycles`` per descriptor (**compute**); the estimate is the seed
+frame's (:func:`~dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`) summed over the frames.
+The ping-pong frame waits for its last output only: the last frame's other-buffer tile is
+left out of the DMA and latency bounds.
 """
 
 from __future__ import annotations
@@ -45,6 +42,7 @@ def largest_tile(model: HardwareModel, per_bank: int) -> int:
 
 
 def per_bank_buffers(op: Op, model: HardwareModel, variant: str) -> int:
+    """The most buffers the variant puts in one DataRAM."""
     count = model.params(op.name).buffers if variant == "nbuffer" else 2
     banks = buffer_banks(variant, count, model.tcm.banks)
     return max(banks.count(b) for b in set(banks))

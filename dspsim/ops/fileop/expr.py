@@ -1,25 +1,12 @@
-"""The expression language of an op file: element-wise values, kernel arguments, the reference.
-
-An expression is parsed with :mod:`ast` and checked against a whitelist before anything runs;
-it is never ``eval``-ed. Allowed:
-
-- names: the op's arrays (the element values of a row), the scalars earlier passes reduced
-  into (one per row), the op's ``[params]`` (numbers, ``--set``-able) and ``cols`` (the
-  row's length);
-- numbers; ``+ - * / **``, unary ``-`` and ``+``; comparisons (``<``, ``<=``, ``>``,
-  ``>=``, ``==``, ``!=``: 1.0 or 0.0; for a choice, ``where(cond, a, b)``);
-- calls of :data:`FUNCTIONS`: element-wise ``exp log sqrt abs tanh sigmoid`` and
-  ``maximum minimum where``; ``shift(x, k)``: the element ``k`` columns further along the row
-  (0 beyond its ends; a row filter's tap); ``shift_rows(x, k)``: the element ``k`` rows
-  further down (0 beyond the image's first and last rows; a column filter's tap: the op's
-  tiles are 2-D blocks with ``|k|`` rows of halo); and, in a reference only, the row
-  reductions ``max sum mean min`` (along the last axis, kept as a column).
-
-Attribute access, subscripts, lambdas, comprehensions, keywords, strings and any other name
-are refused in one line naming what is allowed.
-
-The same expression evaluates in float32 (a ``loop`` kernel's numerics: every operation
-rounds to float32, as the core's vector instructions do) or in float64 (the reference).
+"""The expression language of an op file (docs/reference.md, "Op files"): element-wise values,
+kernel arguments, the reference. Parsed with :mod:`ast` and checked against a whitelist before
+anything runs, never ``eval``-ed: names (the op's arrays, earlier passes' per-row scalars, its
+``[params]``, ``cols``), numbers, ``+ - * / **``, unary ``-``/``+``, one comparison (1.0 or
+0.0), and calls of :data:`FUNCTIONS` (``shift(x, k)``: ``k`` columns along the row,
+``shift_rows(x, k)``: ``k`` rows down, 0 beyond the ends; the row reductions in a reference
+only). Anything else is refused in one line naming what is allowed. An expression evaluates
+in float32 (a ``loop`` kernel: every operation rounded, as the core's vector instructions
+round) or in float64 (the reference).
 """
 
 from __future__ import annotations
@@ -34,33 +21,20 @@ import numpy as np
 from dspsim.errors import DspsimInputError
 
 
-def _shift(x: np.ndarray, k: Any) -> np.ndarray:
-    """``x`` moved ``k`` columns along its last axis: ``out[..., c] = x[..., c + k]``, 0
-    beyond the row's ends."""
+def _shift(x: np.ndarray, k: Any, axis: int = -1) -> np.ndarray:
+    """``x`` moved ``k`` along ``axis`` (-1: columns, -2: rows): ``out[i] = x[i + k]``, 0 beyond
+    the ends (a single row has no neighbours)."""
     k = int(k)
-    out = np.zeros_like(x)
-    cols = x.shape[-1]
-    if abs(k) < cols:
-        if k >= 0:
-            out[..., :cols - k] = x[..., k:]
-        else:
-            out[..., -k:] = x[..., :cols + k]
-    return out
-
-
-def _shift_rows(x: np.ndarray, k: Any) -> np.ndarray:
-    """``x`` moved ``k`` rows along its first of two axes: ``out[r, c] = x[r + k, c]``, 0
-    beyond the block's first and last rows (one row alone has no neighbours)."""
-    k = int(k)
-    if x.ndim < 2:
+    if axis == -2 and x.ndim < 2:
         return x.copy() if k == 0 else np.zeros_like(x)
     out = np.zeros_like(x)
-    rows = x.shape[-2]
-    if abs(k) < rows:
+    to, src = np.moveaxis(out, axis, -1), np.moveaxis(x, axis, -1)  # views: the axis last
+    n = src.shape[-1]
+    if abs(k) < n:
         if k >= 0:
-            out[..., :rows - k, :] = x[..., k:, :]
+            to[..., :n - k] = src[..., k:]
         else:
-            out[..., -k:, :] = x[..., :rows + k, :]
+            to[..., -k:] = src[..., :n + k]
     return out
 
 
@@ -75,7 +49,7 @@ ELEMENTWISE = {
 }
 BINARY = {"maximum": np.maximum, "minimum": np.minimum}
 ROW_REDUCTIONS = {"max": np.max, "min": np.min, "sum": np.sum, "mean": np.mean}
-SHIFTS = {"shift": _shift, "shift_rows": _shift_rows}
+SHIFTS = {"shift": _shift, "shift_rows": lambda x, k: _shift(x, k, -2)}
 FUNCTIONS = (*ELEMENTWISE, *BINARY, "where", *SHIFTS, *ROW_REDUCTIONS)
 _ELEMENT_FUNCTIONS: dict[str, Callable[..., Any]] = {**ELEMENTWISE, **BINARY}
 _OPERATORS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
@@ -108,8 +82,8 @@ class Expr:
 
 def parse_expr(text: Any, names: Mapping[str, str], where: str,
                reductions: bool = False) -> Expr:
-    """Parse and check ``text``; ``names``: every name it may read -> what it is (array,
-    scalar, param); ``where`` starts the one-line error."""
+    """Parse and check ``text``; ``names``: every name it may read -> what it is; ``where``
+    starts the one-line error."""
     if not isinstance(text, str) or not text.strip():
         raise DspsimInputError(f"{where}: expected an expression as a string, got "
                                f"{_short(text)}; allowed: {ALLOWED_TEXT}")

@@ -1,23 +1,17 @@
-"""The kernels an op file declares by their cost (``loop`` or ``cycles_per_element``): a
-:class:`~dspsim.kernels.shapes.LoopShape` built from the declared loop, and numerics that
-evaluate the pass's ``value`` in float32 (every operation rounded to float32, as the core's
-vector instructions round; a reduction then ``max``, ``min`` or a float32 ``sum`` of the
-values per row). Registered as ``<op>.<pass>``.
+"""The kernels an op file declares by their cost, registered as ``<op>.<pass>``: a
+:class:`~dspsim.kernels.shapes.LoopShape` from the declared loop, and numerics that evaluate
+the pass's ``value`` in float32 (then a float32 ``max``, ``min`` or ``sum`` per row).
 
-A ``loop``: each iteration loads ``loads`` vectors of the input (``loads x lanes`` elements),
-``table_loads`` vectors of local tables, stores ``stores`` vectors and issues ``alu`` vector
-ALU operations; the last iteration is predicated (variable-length loads and stores of what is
-left). After the loop, ``tail_ops`` dependent ALU operations (default: a reduction's tree,
-``1 + log2(lanes)``, or none). Its II follows from the core (:meth:`LoopShape.ii_cycles`).
-``lanes`` and ``call_overhead_cycles`` are the loop's own when it gives them (default the
-core's ``lanes_f32`` and ``call_overhead_cycles``): :meth:`LoopShape.on` is the core as the
-loop sees it, in the run, the bounds and the estimate alike.
+A ``loop``: each iteration loads ``loads`` vectors of the input, ``table_loads`` of local
+tables, stores ``stores`` and issues ``alu`` vector ALU operations; the last iteration is
+predicated. After it, ``tail_ops`` dependent ALU operations (default: a reduction's tree,
+``1 + log2(lanes)``, or none). ``lanes`` and ``call_overhead_cycles`` default to the core's
+(:meth:`LoopShape.on`: the core as the loop sees it, in the run and the bounds alike).
 
-``cycles_per_element = c``: a measured cost. The loop is one vector load (and store, if the
-pass writes) per ``lanes`` elements, padded with empty iterations (one ALU op each) to
-``ceil(n c)`` iterations: a call of ``n`` in TCM takes ``core.call_overhead_cycles + ceil(n
-c)`` cycles where the II is 1 (two load/store units, as on J6); against DDR each vector load
-still stalls for its round trip.
+``cycles_per_element = c``: a measured cost: one vector load (and store) per ``lanes``
+elements, padded with one-ALU-op iterations to ``ceil(n c)``: a call of ``n`` in TCM takes
+``core.call_overhead_cycles + ceil(n c)`` cycles where the II is 1 (as on J6); against DDR
+each vector load still stalls for its round trip.
 """
 
 from __future__ import annotations
@@ -32,6 +26,7 @@ from dspsim.kernels.registry import KERNELS, Kernel, register
 from dspsim.kernels.shapes import LoopShape
 from dspsim.kernels.toolkit import Segment, log2_lanes
 from dspsim.ops.fileop.check import columns
+from dspsim.ops.fileop.expr import ROW_REDUCTIONS
 from dspsim.ops.fileop.spec import LoopCost, PassSpec
 
 F32 = np.float32
@@ -58,6 +53,7 @@ def loop_segments(cost: LoopCost) -> Callable[[int, int], list[Segment]]:
 
 
 def loop_shape(name: str, cost: LoopCost, reduces: bool) -> LoopShape:
+    """The loop shape of a declared loop (a reduction adds its tree after it)."""
     tail = cost.tail_ops
 
     def reduction_ops(lanes: int) -> int:
@@ -74,11 +70,9 @@ def loop_shape(name: str, cost: LoopCost, reduces: bool) -> LoopShape:
 def combine(op: str, values: np.ndarray) -> Any:
     """A reduction of float32 ``values`` along the last axis, in float32."""
     with np.errstate(all="ignore"):
-        if op == "max":
-            return np.max(values, axis=-1)
-        if op == "min":
-            return np.min(values, axis=-1)
-        return np.sum(values, axis=-1, dtype=F32)
+        if op == "sum":
+            return np.sum(values, axis=-1, dtype=F32)
+        return ROW_REDUCTIONS[op](values, axis=-1)
 
 
 def pass_numerics(p: PassSpec) -> Callable[..., Any]:
