@@ -143,8 +143,7 @@ def _bounds(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]) 
     rows, cols = (1, shape[0]) if len(shape) == 1 else shape
     if variant == "direct":
         out = direct_bounds(model, _direct_calls(spec), cols, rows)
-        estimate = out.pop("estimate_cycles")
-        return bounds_with_binding(out, estimate)
+        return bounds_with_binding(out, out.pop("estimate_cycles"))
     row_calls = tuple(c for p in spec.passes for c in _pass_calls(spec, p))
     tile = model.params(op.name).tile_bytes
     if variant == "pingpong" and uses_blocks(spec, _block_cols(op, model)):

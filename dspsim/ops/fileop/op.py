@@ -19,7 +19,7 @@ from dspsim.ops.base import Bounds, Op, Proc, check_tile_bytes
 from dspsim.ops.fileop import bounds as fbounds
 from dspsim.ops.fileop.expr import ROW_REDUCTIONS
 from dspsim.ops.fileop.program import VARIANT_CODES, hb_dsp_fileop, hbDSPFileOpParam
-from dspsim.ops.fileop.spec import OpSpec
+from dspsim.ops.fileop.spec import OpSpec, Range
 from dspsim.ops.rowwise import ramp_input
 from dspsim.ops.softmax.reference import seed_input
 from dspsim.schema import Key, OpSchema, Params
@@ -44,20 +44,19 @@ _DESCRIBE = {
 def op_schema(spec: OpSpec) -> OpSchema:
     """The ``[<op>]`` table: the tile (and buffer count), then the file's params."""
     name = spec.name
-    t = spec.tile
-    keys = [Key(f"{name}.tile_bytes", int, "bytes per TCM buffer (multiple of 4)" + (
-        "; a tile holds whole rows" if spec.ndim == 2 else ""), default=t.default, lo=t.lo,
-        hi=t.hi, unit="bytes", multiple=4)]
+
+    def ranged(key: str, r: Range, what: str, unit: str, **more: Any) -> Key:
+        return Key(f"{name}.{key}", int, what, default=r.default, lo=r.lo, hi=r.hi, unit=unit,
+                   **more)
+
+    keys = [ranged("tile_bytes", spec.tile, "bytes per TCM buffer (multiple of 4)" + (
+        "; a tile holds whole rows" if spec.ndim == 2 else ""), "bytes", multiple=4)]
     if spec.buffers is not None:
-        b = spec.buffers
-        keys.append(Key(f"{name}.buffers", int, "nbuffer: TCM buffers of tile_bytes, round "
-                        "robin over the DataRAMs", default=b.default, lo=b.lo, hi=b.hi,
-                        unit="buffers"))
+        keys.append(ranged("buffers", spec.buffers, "nbuffer: TCM buffers of tile_bytes, round "
+                           "robin over the DataRAMs", "buffers"))
     if spec.block_cols is not None:
-        c = spec.block_cols
-        keys.append(Key(f"{name}.block_cols", int, "pingpong: columns of a 2-D block, moved "
-                        "by 2-D descriptors (0: whole rows)", default=c.default, lo=c.lo,
-                        hi=c.hi, unit="columns"))
+        keys.append(ranged("block_cols", spec.block_cols, "pingpong: columns of a 2-D block, "
+                           "moved by 2-D descriptors (0: whole rows)", "columns"))
     keys += [Key(f"{name}.{a}_memory", str, f"where the {role} array {a} lives: host (the "
                  "model's host.memory) or a memory of the model", default=spec.memories[a])
              for a, role in ((spec.input, "input"), (spec.output, "output"))]
@@ -85,7 +84,6 @@ class FileOp(Op):
         self.params = op_schema(spec)
         self.tile_key = f"{spec.name}.tile_bytes"
         self.tolerance = spec.tolerance
-        self.size_unit = "float32"
         self._python = _python_reference(spec, allow_python)
 
     # ------------------------------------------------------------------ firmware
@@ -101,20 +99,15 @@ class FileOp(Op):
         return dict(_NEEDS[variant])
 
     def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
-        if len(shape) == 2:
-            return ramp_input(shape)
-        return seed_input(shape[0])
+        return ramp_input(shape) if len(shape) == 2 else seed_input(shape[0])
 
     # ------------------------------------------------------------------ refusals
     def checks_params(self, variant: str) -> bool:
         return variant != "direct"
 
     def key_variants(self, key: str) -> tuple[str, ...]:
-        if key == f"{self.name}.buffers":
-            return ("nbuffer",)
-        if key == f"{self.name}.block_cols":
-            return ("pingpong",)
-        return super().key_variants(key)
+        only = {f"{self.name}.buffers": ("nbuffer",), f"{self.name}.block_cols": ("pingpong",)}
+        return only.get(key) or super().key_variants(key)
 
     def check_run(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> None:
         super().check_run(model, variant, shape)
