@@ -15,6 +15,7 @@ pass's reduction.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -81,9 +82,7 @@ def _accumulate(op: str, acc: Any, r: Any) -> Any:
     """A reduction over tiles, in float32 (the seed's running max and sum)."""
     if op == "sum":
         return F32(acc + r)
-    if op == "max":
-        return r if r > acc else acc
-    return r if r < acc else acc
+    return max(acc, r) if op == "max" else min(acc, r)  # NaN: acc kept, as the C's compare
 
 
 def _params_env(dsp: Dsp, spec: OpSpec, cols: int) -> dict[str, Any]:
@@ -91,14 +90,15 @@ def _params_env(dsp: Dsp, spec: OpSpec, cols: int) -> dict[str, Any]:
     return {"cols": F32(cols), **{k: F32(getattr(dsp.params, k)) for k in spec.params}}
 
 
-# ----------------------------------------------------------------------------- direct
-def rows_direct(dsp: Dsp, spec: OpSpec, x: Ptr, y: Ptr, rows: int, cols: int) -> Any:
-    """Every pass on ``rows`` rows at ``x`` / ``y``, the kernels on the host memory."""
-    env = _params_env(dsp, spec, cols)
+def run_passes(dsp: Dsp, spec: OpSpec, x: Ptr, y: Ptr, rows: int, n: int,
+               env: dict[str, Any], named: bool = False) -> Any:
+    """Every pass in order on ``rows`` rows of ``n``: each reads its array (``x`` the input,
+    ``y`` the output; in TCM both are the tile) and writes ``y``, its reduction into ``env``;
+    ``named``: each pass a pass of the timeline (the direct variant's)."""
     arrays = {spec.input: x, spec.output: y}
     for p in spec.passes:
-        with dsp.pass_(p.name):
-            r = yield from run_pass(dsp, spec, p, arrays[p.reads], y, cols, rows, env)
+        with dsp.pass_(p.name) if named else nullcontext():
+            r = yield from run_pass(dsp, spec, p, arrays[p.reads], y, n, rows, env)
         if p.into:
             env[p.into] = r
     return 0
@@ -108,12 +108,8 @@ def rows_direct(dsp: Dsp, spec: OpSpec, x: Ptr, y: Ptr, rows: int, cols: int) ->
 def tile_passes(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, state: list,
                 job: tuple[OpSpec, int, dict[str, Any]]) -> Any:
     """A 2-D tile of whole rows: every pass in TCM, in place."""
-    spec, cols, params_env = job
-    env = dict(params_env)
-    for p in spec.passes:
-        r = yield from run_pass(dsp, spec, p, in_addr, out_addr, cols, size // cols, env)
-        if p.into:
-            env[p.into] = r
+    spec, cols, env = job
+    yield from run_passes(dsp, spec, in_addr, out_addr, size // cols, cols, dict(env))
 
 
 def tile_one_pass(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, state: list,
@@ -147,9 +143,8 @@ def tiled(dsp: Dsp, spec: OpSpec, variant: str, bufs: list[Ptr], x: Ptr, y: Ptr,
     tile_bytes = dsp.params.tile_bytes
     env = _params_env(dsp, spec, cols)
     if uses_blocks(spec, getattr(dsp.params, "block_cols", 0)):
-        def pass_block(buf: Ptr, b: Block) -> Any:
-            for p in spec.passes:
-                yield from run_pass(dsp, spec, p, buf, buf, b.cols, b.a1 - b.a0, env)
+        def pass_block(buf: Ptr, b: Block) -> Any:  # no reductions: 2-D blocks have none
+            return run_passes(dsp, spec, buf, buf, b.a1 - b.a0, b.cols, env)
 
         with dsp.pass_(spec.name):
             yield from run_blocks(dsp, spec, bufs, x, y, rows, cols, pass_block)
@@ -187,8 +182,9 @@ def hb_dsp_fileop(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager, spec: OpSp
     y = place(dsp, getattr(dsp.params, f"{spec.output}_memory"), output, rows * cols, False)
     variant = next(v for v, code in VARIANT_CODES.items() if code == ptr.run_tcm_opt)
 
-    def block(lo: int, hi: int) -> Any:
-        return rows_direct(dsp, spec, x + lo * cols, y + lo * cols, hi - lo, cols)
+    def block(lo: int, hi: int) -> Any:  # rows lo:hi, every pass on the host memory
+        return run_passes(dsp, spec, x + lo * cols, y + lo * cols, hi - lo, cols,
+                          _params_env(dsp, spec, cols), named=True)
 
     start = dsp.TIME_STAMP()
     if variant == "direct" and spec.halo:  # rows that read their neighbours: one batch
