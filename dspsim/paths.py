@@ -59,10 +59,8 @@ TEMP_PREFIX = ".dspsim-"
 TEMP_SUFFIX = ".tmp"
 STALE_TEMP_S = 24 * 3600.0  # a temporary file of another host is stale after a day untouched
 _HOST_TAG = format(zlib.crc32(socket.gethostname().encode("utf-8", "replace")) & 0xFFFF, "04x")
-_TEMP_NAME = re.compile(
-    re.escape(TEMP_PREFIX) + r"(?P<host>[0-9a-f]{4})-(?P<pid>[0-9]{1,10})-[A-Za-z0-9_]{1,16}"
-    r"(?:\.tmp|\.staging)"
-)
+_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"(?P<host>[0-9a-f]{4})-(?P<pid>[0-9]{1,10})-"
+                        r"[A-Za-z0-9_]{1,16}(?:\.tmp|\.staging)")
 # the longest temporary name: prefix, host tag, a 10-digit pid, mkstemp's 8 letters, suffix
 TEMP_NAME_MAX = len(TEMP_PREFIX) + 4 + 1 + 10 + 1 + 8 + len(".staging")
 _cleaned: set[str] = set()
@@ -121,8 +119,9 @@ def remove_stale_temps(folder: str | Path, force: bool = False) -> list[Path]:
 
 
 def _limit(folder: Path, name: str, default: int) -> int:
+    """The file system's ``pathconf`` limit ``name`` in ``folder``, else ``default``."""
     try:
-        return int(os.pathconf(folder, name))
+        return int(os.pathconf(folder, name)) if folder.is_dir() else default
     except (OSError, ValueError, TypeError):
         return default
 
@@ -135,30 +134,26 @@ def check_name_fits(path: str | Path, what: str) -> None:
     for q in dict.fromkeys([p, Path(os.path.realpath(p))]):
         folder = q.parent if str(q.parent) else Path(".")
         name_bytes = len(os.fsencode(q.name))
-        name_max = _limit(folder, "PC_NAME_MAX", 255) if folder.is_dir() else 255
+        name_max = _limit(folder, "PC_NAME_MAX", 255)
         if name_bytes > name_max:
-            raise DspsimInputError(
-                f"{shown}: its name is {name_bytes:,} bytes; this file system allows at most "
-                f"{name_max:,}: give a shorter name"
-            )
-        path_max = _limit(folder, "PC_PATH_MAX", 4096) if folder.is_dir() else 4096
+            raise DspsimInputError(f"{shown}: its name is {name_bytes:,} bytes; this file system "
+                                   f"allows at most {name_max:,}: give a shorter name")
+        path_max = _limit(folder, "PC_PATH_MAX", 4096)
         full = len(os.fsencode(os.path.abspath(folder))) + 1 + max(name_bytes, TEMP_NAME_MAX)
         if full >= path_max:
-            raise DspsimInputError(
-                f"{shown}: its path is too long for this system (at most {path_max - 1:,} "
-                "bytes, with room for a temporary name): give a shorter path"
-            )
+            raise DspsimInputError(f"{shown}: its path is too long for this system (at most "
+                                   f"{path_max - 1:,} bytes, with room for a temporary name): "
+                                   "give a shorter path")
 
 
 def writable_file(path: str | Path, what: str, suffixes: tuple[str, ...]) -> Path:
     """``path`` if it has one of ``suffixes`` (any case) and can be written, else a one-line
     error. An existing output must be a regular file."""
     p = Path(path)
-    if suffix_of(p, suffixes) not in suffixes:
-        raise DspsimInputError(
-            f"{what} {str(p)!r}: unknown extension {suffix_of(p, suffixes) or '(none)'!r}; "
-            f"allowed {', '.join(suffixes)}"
-        )
+    suffix = suffix_of(p, suffixes)
+    if suffix not in suffixes:
+        raise DspsimInputError(f"{what} {str(p)!r}: unknown extension {suffix or '(none)'!r}; "
+                               f"allowed {', '.join(suffixes)}")
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise DspsimInputError(f"{what} {str(p)!r}: directory {str(parent)!r} does not exist")

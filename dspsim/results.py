@@ -192,10 +192,8 @@ def _read_document(p: Path) -> tuple[dict[str, Any], int]:
     version = doc.get("format_version")
     if not _is_int(version) or version not in READABLE_VERSIONS:
         readable = " and ".join(str(v) for v in READABLE_VERSIONS)
-        raise DspsimInputError(
-            f"{str(p)!r}: saved-run format version {version!r}; this dspsim reads versions "
-            f"{readable}"
-        )
+        raise DspsimInputError(f"{str(p)!r}: saved-run format version {version!r}; this dspsim "
+                               f"reads versions {readable}")
     return doc, version
 
 
@@ -229,8 +227,7 @@ def _model(m: dict[str, Any], p: Path, version: int) -> HardwareModel:
             raise _MalformedError(f"model {k} = {m[k]!r}: expected a string")
     overrides = m["overrides"]
     if not isinstance(overrides, list) or not all(
-        isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], str) for kv in overrides
-    ):
+            isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], str) for kv in overrides):
         raise _MalformedError("model overrides: expected a list of [key, value] pairs")
     if version == 1:  # one core, before the key existed
         count = model_key("core.count")
@@ -239,10 +236,8 @@ def _model(m: dict[str, Any], p: Path, version: int) -> HardwareModel:
         model = build_model(sections, m["source"])
     except DspsimInputError as e:
         raise DspsimInputError(f"{str(p)!r}: its model does not load here: {e}") from None
-    return dataclasses.replace(
-        model, name=m["name"], overrides=tuple(tuple(kv) for kv in overrides),
-        ranges=_saved_ranges(m.get("ranges", {}), model),
-    )
+    return dataclasses.replace(model, name=m["name"], overrides=tuple(map(tuple, overrides)),
+                               ranges=_saved_ranges(m.get("ranges", {}), model))
 
 
 def _saved_ranges(ranges: Any, model: HardwareModel) -> dict[str, tuple[Any, Any]]:
