@@ -90,6 +90,7 @@ class _Clock:
         self.clock_mhz = float(clock_mhz)
 
     def ns(self, cycles: Any) -> np.ndarray:
+        """Cycles -> integer nanoseconds."""
         c = np.rint(np.asarray(cycles, float)).astype(np.int64)
         if self.clock_mhz.is_integer():  # exact: round half up of c * 1000 / MHz
             mhz = int(self.clock_mhz)
@@ -183,13 +184,13 @@ def _flows(result: Any, slices: pd.DataFrame) -> list[dict[str, Any]]:
         if cat in ("copy_in", "compute", "copy_out"):
             by_key.setdefault(key, {}).setdefault(cat, []).append(i)
     flows = []
-    chain = [("copy_in", 0), ("compute", 0), ("compute", -1), ("copy_out", 0)]
+    links = ((("copy_in", 0), ("compute", 0)), (("compute", -1), ("copy_out", 0)))
     for t in tiles.itertuples(index=False):
         parts = by_key.get((t.pass_name, t.tile), {})
-        ends = [parts[c][k] if c in parts else None for c, k in chain]
-        for (a, b), cat in (((ends[0], ends[1]), "copy_in"), ((ends[2], ends[3]), "compute")):
-            if a is not None and b is not None:
-                flows.append({"from": a, "to": b, "cat": cat, "name": f"{t.pass_name} t{t.tile}"})
+        for (a, i), (b, j) in links:  # the first input copy to the first kernel, ...
+            if a in parts and b in parts:
+                flows.append({"from": parts[a][i], "to": parts[b][j], "cat": a,
+                              "name": f"{t.pass_name} t{t.tile}"})
     return flows
 
 

@@ -141,13 +141,9 @@ def _tile_columns(table: pd.DataFrame) -> None:
 # ------------------------------------------------------------------------------ TCM buffers
 def tcm_segments(trace: pd.DataFrame, passes: list[dict[str, Any]] | None = None,
                  engines: RunEngines | None = None) -> pd.DataFrame:
-    """What each TCM buffer holds, one row per (tile, state): ``filling`` (input copy),
-    ``ready``, ``computing``, ``computed`` (waiting for its output copy), ``draining``.
-
-    A tile a later pass computes on in the same buffer without copying it in again (the
-    ``resident`` schedule) is the same tile, ``ready`` between the passes. ``lane`` splits a
-    buffer into sub-lanes where two tiles occupy it at once (refilled while it drains).
-    """
+    """What each TCM buffer holds, one row per (tile, state: filling, ready, computing, computed,
+    draining); a tile computed on again by a later pass without a copy in is the same tile;
+    ``lane`` splits a buffer where two tiles occupy it at once (refilled while it drains)."""
     cols = ["buffer", "lane", "pass", "tile", "state", "start_cycle", "end_cycle", "bytes"]
     tiles = tile_table(trace, passes, engines)
     tiles = tiles[tiles["buffer"] >= 0]
@@ -156,21 +152,16 @@ def tcm_segments(trace: pd.DataFrame, passes: list[dict[str, Any]] | None = None
         return pd.DataFrame(columns=cols)
     rows = tiles.to_dict("records")
     later = _tile_chains(rows, loaded)
-    segs = []
-    starts, ends, owner = [], [], []
+    segs, starts, ends = [], [], []
     for head, parts in later.items():
-        chain = [rows[head], *parts]
-        pieces = _states(chain)
+        pieces = _states([rows[head], *parts])
         segs += [(head, *p) for p in pieces]
         starts.append(pieces[0][2])
         ends.append(max(p[3] for p in pieces))
-        owner.append(head)
-    lane_of = _lanes(rows, starts, ends, owner)
-    out = pd.DataFrame(
-        [(int(rows[h]["buffer"]), lane_of[h], name, int(rows[h]["tile"]), state, a, b,
-          int(rows[h]["bytes"])) for h, state, name, a, b in segs if b > a],
-        columns=cols,
-    )
+    lane_of = _lanes(rows, starts, ends, list(later))
+    out = pd.DataFrame([(int(rows[h]["buffer"]), lane_of[h], name, int(rows[h]["tile"]), state,
+                         a, b, int(rows[h]["bytes"])) for h, state, name, a, b in segs if b > a],
+                       columns=cols)
     return out.sort_values(["buffer", "start_cycle"], kind="stable").reset_index(drop=True)
 
 

@@ -29,7 +29,7 @@ from dspsim.analysis.engines import memory_label
 from dspsim.analysis.perfetto import _Clock, _durations_us, _us, check_trace_path, lane_name
 from dspsim.analysis.series import assign_lanes, binned_mean
 from dspsim.analysis.timeline import check_figure_path, save_figure
-from dspsim.analysis.timeline_draw import figure_name
+from dspsim.analysis.timeline_draw import DPI, figure_name
 from dspsim.analysis.timeline_draw import memory_label as figure_memory_label
 from dspsim.analysis.timeline_memories import label_gap
 from dspsim.paths import atomic_write_bytes, atomic_write_text, plain_text
@@ -38,7 +38,6 @@ from dspsim.results import json_default
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-DPI = 120
 MIN_BAR_PX = 1.0
 OCCUPANCY_PX = 3.0  # median task narrower than this: draw occupancy, not bars
 BIN_PX = 2.0
@@ -69,10 +68,9 @@ def _queue_steps(run: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _bins(run: Any, tasks: pd.DataFrame, div: float, width_px: float) -> tuple[bool, np.ndarray]:
-    """Whether the core lanes show occupancy, and the bin edges (x units) for occupancy and
-    the DDR lane: :data:`BIN_PX` pixels, or, when tasks are too short to draw, the longest
-    stream period (at least :data:`BIN_PX`, at most :data:`MAX_BIN_PX` pixels), so that
-    periodic streams do not beat against the bins."""
+    """Whether the core lanes show occupancy, and the bins' edges (x units): :data:`BIN_PX`
+    pixels, or with occupancy the longest stream period (so that periodic streams do not beat
+    against the bins) within :data:`BIN_PX` to :data:`MAX_BIN_PX` pixels."""
     clock = run.model.core.clock_mhz
     end_x = run.end_cycle / clock / div
     x_per_px = end_x / max(width_px, 1.0)
@@ -143,12 +141,11 @@ def _core_lanes_note(div: float, occupancy: bool, edges: np.ndarray) -> str:
             f"drawn {MIN_BAR_PX:g} px wide")
 
 
-def _place_labels(ax, labels: list) -> int:
+def _place_labels(ax, labels: list) -> None:
     """Label each bar whose label, measured as drawn, fits inside it with
     :data:`LABEL_MARGIN_PX` to spare on each side and does not touch the previous label of its
-    lane; returns how many were drawn. Call once the axes' limits and position are final."""
+    lane. Call once the axes' limits and position are final."""
     renderer = ax.figure.canvas.get_renderer()
-    drawn = 0
     last_right: dict[float, float] = {}
     for y, x0, x1, text in sorted(labels):
         (p0, _), (p1, _) = ax.transData.transform([(x0, y), (x1, y)])
@@ -160,8 +157,6 @@ def _place_labels(ax, labels: list) -> int:
             t.remove()
             continue
         last_right[y] = box.x1
-        drawn += 1
-    return drawn
 
 
 def queue_per_bin(t: np.ndarray, q: np.ndarray, end: float, edges: np.ndarray
@@ -211,6 +206,7 @@ def _draw_queue(ax, run, div, edges: np.ndarray) -> str | None:
 
 
 def _draw_ddr(ax, run, div, edges) -> None:
+    """The host memory's data path: its busy share per bin and its mean over the run."""
     clock = run.model.core.clock_mhz
     label = figure_memory_label(run.model.host.memory)  # shortened, drawable
     ax.set_ylabel(f"{label}{label_gap(label)}path\n(% busy)", fontsize=8)
@@ -231,15 +227,14 @@ def _draw_ddr(ax, run, div, edges) -> None:
 
 
 def _legend(fig, run, colours, any_missed: bool, y: float) -> None:
+    """A key per stream (its op, priority and backend), and the deadline miss mark."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     streams = {s.name: s for s in run.workload.streams}
-    handles = [
-        Patch(facecolor=c, label=f"{figure_name(n)} ({streams[n].op} {streams[n].variant}, prio "
-              f"{streams[n].priority}, {streams[n].backend})")
-        for n, c in colours.items()
-    ]
+    handles = [Patch(facecolor=c, label=f"{figure_name(n)} ({streams[n].op} {streams[n].variant}"
+                     f", prio {streams[n].priority}, {streams[n].backend})")
+               for n, c in colours.items()]
     if any_missed:
         handles.append(Line2D([], [], marker="v", linestyle="", color=MISS_COLOUR,
                               label="deadline missed"))
@@ -332,11 +327,7 @@ def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
     ev += _slices(
         1, np.array([core_tid[c] for c in col["core"]], int), to_ns(tasks["start_cycle"]),
         to_ns(tasks["core_end_cycle"]), col["stream"], "task",  # the task on its core: its op
-        [{"stream": s, "index": i, "priority": p, "backend": b, "latency_us": lat,
-          "wait_us": w, "op_cycles": o, "missed": m}
-         for s, i, p, b, lat, w, o, m in zip(*(col[k] for k in (
-             "stream", "index", "priority", "backend", "latency", "wait", "op_cycles",
-             "missed")))])
+        [dict(zip(_TASK_ARGS, values)) for values in zip(*(col[k] for k in _TASK_ARGS))])
     _stream_events(ev, run, tasks, col, to_ns)
     _queue_events(ev, run, to_ns)
     ddr_note = _memory_events(ev, run, to_ns)
@@ -344,11 +335,8 @@ def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
         "traceEvents": ev,
         "displayTimeUnit": "ms",
         "otherData": {
-            "workload": str(run.workload.source),
-            "model": run.model.source,
-            "fidelity": run.fidelity,
-            "seed": run.workload.seed,
-            "clock_mhz": clock,
+            "workload": str(run.workload.source), "model": run.model.source,
+            "fidelity": run.fidelity, "seed": run.workload.seed, "clock_mhz": clock,
             "time_unit": ("microseconds since the workload's t = 0, each a whole number of "
                           "nanoseconds (three decimals)"),
             "ddr_counter": ddr_note,
@@ -365,20 +353,25 @@ def _meta(ev: list[dict[str, Any]], pid: int, tid: int, kind: str, name: str,
                    "args": {"sort_index": sort}})
 
 
+_TASK_ARGS = ("stream", "index", "priority", "backend", "latency_us", "wait_us", "op_cycles",
+              "missed")  # a task's slice on its core: its args, in this order
+
+
 def _task_columns(tasks: pd.DataFrame) -> dict[str, list[Any]]:
     """The task table's columns the trace's arguments show, as plain Python values."""
+    def ints(name: str) -> list[int]:
+        return tasks[name].to_numpy().astype(np.int64).tolist()
+
     return {
-        "stream": tasks["stream"].astype(str).tolist(),
-        "index": tasks["index"].to_numpy().astype(np.int64).tolist(),
+        "stream": tasks["stream"].astype(str).tolist(), "index": ints("index"),
         # Python's round (correctly rounded), not numpy's (scaled, off by an ulp at times)
-        "latency": [round(v, 3) for v in tasks["latency_us"].to_numpy(float).tolist()],
+        "latency_us": [round(v, 3) for v in tasks["latency_us"].to_numpy(float).tolist()],
         "core": tasks["core"].astype(str).tolist(),
         "missed": tasks["missed"].to_numpy(bool).tolist(),
-        "wait": [round(v, 3)
-                 for v in (tasks["start_us"] - tasks["queued_us"]).to_numpy(float).tolist()],
-        "priority": tasks["priority"].to_numpy().astype(np.int64).tolist(),
-        "backend": tasks["backend"].tolist(),
-        "op_cycles": tasks["op_cycles"].to_numpy().astype(np.int64).tolist(),
+        "wait_us": [round(v, 3)
+                    for v in (tasks["start_us"] - tasks["queued_us"]).to_numpy(float).tolist()],
+        "priority": ints("priority"), "backend": tasks["backend"].tolist(),
+        "op_cycles": ints("op_cycles"),
     }
 
 
@@ -388,7 +381,7 @@ def _stream_events(ev: list[dict[str, Any]], run: Any, tasks: pd.DataFrame,
     the stream overlap."""
     submit = to_ns(tasks["submit_cycle"])
     done = to_ns(tasks["done_cycle"])
-    index, latency, core, missed = col["index"], col["latency"], col["core"], col["missed"]
+    index, latency, core, missed = col["index"], col["latency_us"], col["core"], col["missed"]
     stream_arr = tasks["stream"].to_numpy()
     tid = 1
     for s in run.workload.streams:
@@ -408,9 +401,7 @@ def _stream_events(ev: list[dict[str, Any]], run: Any, tasks: pd.DataFrame,
 def _queue_events(ev: list[dict[str, Any]], run: Any, to_ns: Any) -> None:
     """The queue's length as a counter, one sample per nanosecond (the state it ends in)."""
     t, q = _queue_steps(run)
-    last = {}
-    for a, b in zip(to_ns(t), q):
-        last[int(a)] = int(b)
+    last = {int(a): int(b) for a, b in zip(to_ns(t), q)}  # a time's last value
     for a, b in last.items():
         ev.append({"ph": "C", "pid": 1, "tid": 0, "name": "queue (tasks waiting)",
                    "ts": float(_us(a)), "args": {"tasks": b}})
@@ -436,6 +427,7 @@ def _memory_events(ev: list[dict[str, Any]], run: Any, to_ns: Any) -> str:
 
 
 def write_workload_trace(run: Any, tasks: pd.DataFrame, path: str | Path) -> Path:
+    """Write the workload's trace as JSON (gzipped for ``.gz``), atomically."""
     p = check_trace_path(path)
     obj = workload_trace(run, tasks)
     text = json.dumps(obj, default=json_default)
