@@ -67,11 +67,9 @@ def _measured(repeat: int, run: Callable[[], Any]) -> dict[str, Any]:
     machine's speed drifts with load: a ratio taken side by side is comparable)."""
     bare = bare_simpy_rate()
     wall, r = best_of(repeat, run)
-    return {
-        "wall_s": wall, "cycles": r.cycles, "events": r.events,
-        "events_per_s": r.events / wall, "simulated_cycles_per_s": r.cycles / wall,
-        "bare_simpy_events_per_s": bare, "ratio_to_bare_simpy": r.events / wall / bare,
-    }
+    return {"wall_s": wall, "cycles": r.cycles, "events": r.events,
+            "events_per_s": r.events / wall, "simulated_cycles_per_s": r.cycles / wall,
+            "bare_simpy_events_per_s": bare, "ratio_to_bare_simpy": r.events / wall / bare}
 
 
 def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
@@ -136,8 +134,7 @@ def elision_speedup(model: Any, n: int, repeat: int) -> list[dict[str, Any]]:
     """Burst ping-pong at ``n``: the reference engine and the elided one, run alternately."""
     rows = []
     for data in (False, True):
-        walls: dict[bool, float] = {False: float("inf"), True: float("inf")}
-        events = {}
+        walls, events = dict.fromkeys((False, True), float("inf")), {}
         for _ in range(repeat):
             for elide in (False, True):
                 wall, r = best_of(1, functools.partial(simulate, model, variant="pingpong", n=n,
@@ -304,10 +301,8 @@ def _workload_on_baseline(root: str, cameras: int, cores: int, seconds: float, t
 def cli_wall(repeat: int) -> dict[str, Any]:
     """Wall time of ``dspsim run --json`` and of a bare interpreter importing numpy and simpy
     (what any run pays), run alternately, best of ``repeat`` each."""
-    commands = {
-        "run_json_wall_s": [sys.executable, "-m", "dspsim.cli", "run", "--json"],
-        "bare_python_wall_s": [sys.executable, "-c", "import numpy, simpy"],
-    }
+    commands = {"run_json_wall_s": [sys.executable, "-m", "dspsim.cli", "run", "--json"],
+                "bare_python_wall_s": [sys.executable, "-c", "import numpy, simpy"]}
     best = dict.fromkeys(commands, float("inf"))
     for _ in range(max(repeat, 3)):
         for key, argv in commands.items():

@@ -47,11 +47,9 @@ def memory_keys(name: str) -> dict[str, Key]:
 
 
 # J6's memory (``ddr``) is listed among the keys, after the core's, as it always was
-_KEY_ORDER = [("core", Core), ("ddr", MemoryCfg)] + [(s, c) for s, c in HARDWARE.items()
-                                                     if s != "core"]
-HARDWARE_KEYS: dict[str, Key] = {
-    f"{s}.{f.name}": _hw_key(s, f) for s, cls in _KEY_ORDER for f in fields(cls)
-}
+_KEY_ORDER = [("core", Core), ("ddr", MemoryCfg), *((s, c) for s, c in HARDWARE.items()
+                                                     if s != "core")]
+HARDWARE_KEYS = {f"{s}.{f.name}": _hw_key(s, f) for s, cls in _KEY_ORDER for f in fields(cls)}
 
 
 def all_keys() -> list[str]:

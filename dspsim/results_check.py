@@ -74,17 +74,14 @@ def _column(values: Any, where: str, kind: str, allowed: set[str] | None = None,
     bool; ``allowed``: the strings it may hold."""
     import numpy as np
 
-    if kind == "str":
-        if not all(type(x) is str for x in values):
-            raise _MalformedError(f"{where}: expected text in every row")
+    if kind in ("str", "bool"):
+        if not all(type(x) is (str if kind == "str" else bool) for x in values):
+            words = "text" if kind == "str" else "true or false"
+            raise _MalformedError(f"{where}: expected {words} in every row")
         if allowed is not None and not set(values) <= allowed:
             bad = sorted(set(values) - allowed)[0]
             raise _MalformedError(f"{where}: {_short(bad)} is not one of {allowed_name} "
                                   f"{sorted(allowed)}")
-        return
-    if kind == "bool":
-        if not all(type(x) is bool for x in values):
-            raise _MalformedError(f"{where}: expected true or false in every row")
         return
     if any(type(x) is bool for x in values):
         raise _MalformedError(f"{where}: expected numbers, found true/false")
