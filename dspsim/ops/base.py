@@ -324,27 +324,15 @@ class Op:
         independent: an op whose reference couples rows overrides this); with a
         :attr:`tolerance`, also ``within_tolerance`` (the floor is its absolute part)."""
         cols = x.shape[-1] if x.ndim else 1
-        flat_out = out.reshape(-1)
-        within = [True]
         rel, floor = self.tolerance or (None, 1e-30)
 
         def reference(part: slice) -> np.ndarray:  # the rows covering a slice of the output
-            lo, hi = part.start, min(part.stop, flat_out.size)
+            lo, hi = part.start, min(part.stop, out.size)
             first = lo // cols
             block = x.reshape(-1, cols)[first:-(-hi // cols)]
-            ref = self.reference(block, params).reshape(-1)
-            ref = ref[lo - first * cols:hi - first * cols]
-            if rel is not None:
-                got = flat_out[lo:hi].astype(np.float64)
-                with np.errstate(invalid="ignore", over="ignore"):
-                    ok = np.abs(got - ref) <= np.maximum(rel * np.abs(ref), floor)
-                within[0] &= bool(np.all(ok | same_non_finite(got, ref)))
-            return ref
+            return self.reference(block, params).reshape(-1)[lo - first * cols:hi - first * cols]
 
-        summary = error_summary(out, reference, floor=floor)
-        if rel is not None:
-            summary["within_tolerance"] = within[0]
-        return summary
+        return error_summary(out, reference, floor=floor, tolerance=rel)
 
     # ------------------------------------------------------------------ may: closed forms
     def bounds(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
@@ -442,11 +430,12 @@ def same_non_finite(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return ~np.isfinite(ref) & ((out == ref) | (np.isnan(out) & np.isnan(ref)))
 
 
-def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, wrong_rel: float
-                  ) -> tuple[list[float], list[float], list[float], int]:
+def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, wrong_rel: float,
+                  tolerance: float | None
+                  ) -> tuple[list[float], list[float], list[float], int, bool]:
     """One slice of :func:`error_summary`: its max relative and absolute errors (empty when none
     was measured), the errors its non-finite elements stand for (``inf`` wrong, 0 matching),
-    and how many of its elements are wrong."""
+    how many of its elements are wrong, and whether all are within ``tolerance``."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         ref_abs = np.abs(r)
         diff = np.abs(got - r)
@@ -454,9 +443,11 @@ def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, wrong_rel: float
         mask = finite & (ref_abs > floor)
         rel = diff[mask] / ref_abs[mask]
         absolute = diff[finite]
+        same = same_non_finite(got, r)
+        within = tolerance is None or bool(np.all(
+            (diff <= np.maximum(tolerance * ref_abs, floor)) | same))
     rel = np.where(np.isnan(rel), np.inf, rel)
     absolute = np.where(np.isnan(absolute), np.inf, absolute)
-    same = same_non_finite(got, r)
     # wrong without a relative error: against a non-finite reference, or non-finite
     # against one below floor
     off = int(np.count_nonzero(~finite & ~same)
@@ -464,39 +455,39 @@ def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, wrong_rel: float
     special = ([np.inf] if off else []) + ([0.0] if same.any() else [])
     rels = [float(rel.max())] if rel.size else []
     absolutes = [float(absolute.max())] if absolute.size else []
-    return rels, absolutes, special, int(np.count_nonzero(rel > wrong_rel)) + off
+    return rels, absolutes, special, int(np.count_nonzero(rel > wrong_rel)) + off, within
 
 
 def error_summary(
     out: np.ndarray, ref: np.ndarray | Callable[[slice], np.ndarray], floor: float = 1e-30,
-    wrong_rel: float = WRONG_REL,
+    wrong_rel: float = WRONG_REL, tolerance: float | None = None,
 ) -> dict[str, Any]:
     """Sum, non-finite counts, max relative error (where ``|ref| > floor``), max absolute error
     and ``wrong_count`` (off by more than ``wrong_rel``), a slice at a time. A non-finite
     reference matched exactly is right, any other non-finite disagreement wrong (errors inf);
     a max is None when nothing was compared. ``ref``: the float64 reference, or a function
-    giving it for a slice of the flattened output (no float64 copy of a long output held)."""
+    giving it for a slice of the flattened output (no float64 copy of a long output held).
+    With a relative ``tolerance``, also ``within_tolerance`` (``floor`` its absolute part)."""
     flat = out.reshape(-1)
     max_rel = max_abs = -1.0
     wrong = 0
     seen_rel = seen_abs = False
+    within = True
     for lo in range(0, flat.size, SUMMARY_CHUNK_ELEMENTS):
         part = slice(lo, lo + SUMMARY_CHUNK_ELEMENTS)
         r = ref(part) if callable(ref) else ref.reshape(-1)[part]
-        rels, absolutes, special, chunk_wrong = _chunk_errors(
-            flat[part].astype(np.float64), r, floor, wrong_rel)
+        rels, absolutes, special, chunk_wrong, chunk_within = _chunk_errors(
+            flat[part].astype(np.float64), r, floor, wrong_rel, tolerance)
         if rels or special:
             seen_rel, max_rel = True, max(max_rel, *rels, *special)
         if absolutes or special:
             seen_abs, max_abs = True, max(max_abs, *absolutes, *special)
         wrong += chunk_wrong
+        within &= chunk_within
     with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf: the sum is NaN
         total = float(np.sum(out, dtype=np.float64))
-    return {
-        "sum": total,
-        "nan_count": int(np.isnan(out).sum()),
-        "inf_count": int(np.isinf(out).sum()),
-        "max_rel_err": max_rel if seen_rel else None,
-        "max_abs_err": max_abs if seen_abs else None,
-        "wrong_count": wrong,
-    }
+    summary = {"sum": total, "nan_count": int(np.isnan(out).sum()),
+               "inf_count": int(np.isinf(out).sum()),
+               "max_rel_err": max_rel if seen_rel else None,
+               "max_abs_err": max_abs if seen_abs else None, "wrong_count": wrong}
+    return summary if tolerance is None else summary | {"within_tolerance": within}

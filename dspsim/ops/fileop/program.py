@@ -82,7 +82,7 @@ def _accumulate(op: str, acc: Any, r: Any) -> Any:
     """A reduction over tiles, in float32 (the seed's running max and sum)."""
     if op == "sum":
         return F32(acc + r)
-    return max(acc, r) if op == "max" else min(acc, r)  # NaN: acc kept, as the C's compare
+    return max(acc, r) if op == "max" else min(acc, r)  # a NaN r leaves acc
 
 
 def _params_env(dsp: Dsp, spec: OpSpec, cols: int) -> dict[str, Any]:
