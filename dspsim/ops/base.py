@@ -99,8 +99,7 @@ class Op:
     ndim: ClassVar[int]  # input dimensions: 1 (``--n``) or 2 (``--shape ROWS,COLS``)
     default_shape: ClassVar[tuple[int, ...]]
     # ------------------------------------------------------------------ must: firmware
-    # the RPC command the firmware registers the handler under; None: the registry allots the
-    # first free custom command (:func:`~dspsim.ops.register_op`)
+    # the RPC command of the handler; None: register_op allots the first free custom one
     cmd: int | None = None
 
     # ------------------------------------------------------------------ may
@@ -113,8 +112,7 @@ class Op:
     document: ClassVar[Mapping[str, Any] | None] = None
     # the codes of the warnings the op's own code raises (``dsp.warn(code, ...)``)
     warning_codes: ClassVar[tuple[str, ...]] = ()
-    # the key of the op's TCM tile (``"<name>.tile_bytes"``), None if it has none: what the
-    # random-configuration tests set, what a sweep of tiles names
+    # the key of the op's TCM tile ("<name>.tile_bytes"; random configurations set it), or None
     tile_key: ClassVar[str | None] = None
     # what the size counts, as printed after it ("100,000 float32", "128 x 768 weights")
     size_unit: ClassVar[str] = "float32"

@@ -58,12 +58,16 @@ def default_op() -> str:
 
 @dataclass(frozen=True)
 class RegisteredOp:
+    """A command of the firmware's table."""
+
     cmd: int
     handler: Callable  # handler(dsp, input: Ptr, output: Ptr, tm) -> generator
     latency_us: int  # the op's latency hint, 0 when unknown
 
 
 class Registry:
+    """The firmware's command table: ``hb_dsp_register_fn`` fills it, the RPC looks a command up."""
+
     def __init__(self) -> None:
         self._ops: dict[int, RegisteredOp] = {}
 

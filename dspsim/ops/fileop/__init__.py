@@ -75,10 +75,11 @@ def load_op_files(paths: list[str] | tuple[str, ...] | None = None) -> list[str]
     """Load op files (default: those a parent process listed in ``DSPSIM_OP_FILES``); return
     their ops' names."""
     if paths is None:  # "!" before a path: its python reference was allowed
-        listed = [p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
-        return [_LOADED[os.path.realpath(p.lstrip("!"))][1]  # a forked worker has them
-                if os.path.realpath(p.lstrip("!")) in _LOADED
-                else load_op_file(p.lstrip("!"), p.startswith("!")) for p in listed]
+        names = []
+        for p in filter(None, os.environ.get(ENV_VAR, "").split(os.pathsep)):
+            seen = _LOADED.get(os.path.realpath(p.lstrip("!")))  # a forked worker has them
+            names.append(seen[1] if seen else load_op_file(p.lstrip("!"), p.startswith("!")))
+        return names
     return [load_op_file(p) for p in paths]
 
 
