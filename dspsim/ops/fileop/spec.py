@@ -1,7 +1,6 @@
-"""An op file read and checked: :func:`read_spec` gives an :class:`OpSpec` or raises one
-line naming the file, the table (``[[pass]] 2 "exp_sum"``) and what is allowed.
-
-The format is described, key by key, in ``docs/reference.md`` ("Op files").
+"""An op file read and checked (the format, key by key: docs/reference.md, "Op files"):
+:func:`read_spec` gives an :class:`OpSpec` or raises one line naming the file, the table
+(``[[pass]] 2 "exp_sum"``) and what is allowed.
 """
 
 from __future__ import annotations
@@ -139,13 +138,13 @@ class _Where:
                              f"{', '.join(required)}")
         return raw
 
-    def typed(self, raw: Mapping[str, Any], key: str, table: str, kind: type | tuple,
-              what: str, default: Any = None) -> Any:
+    def typed(self, raw: Mapping[str, Any], key: str, table: str, kind: type, what: str,
+              default: Any = None) -> Any:
+        """``raw[key]``, refused unless a ``kind`` (a bool is no number); ``default`` if absent."""
         if key not in raw:
             return default
         v = raw[key]
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        if not isinstance(v, kind) or isinstance(v, bool) and bool not in kinds:
+        if not isinstance(v, kind) or isinstance(v, bool) and kind is not bool:
             raise self.error(table, f"{key} = {_show(v)}: expected {what}")
         return v
 
