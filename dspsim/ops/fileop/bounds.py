@@ -54,10 +54,8 @@ def _block_cols(op: Op, model: HardwareModel) -> int:
 
 def _block_refusal(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]
                    ) -> str | None:
-    """Why a 2-D block schedule cannot run (one line), None when it can or is not one."""
+    """Why a 2-D block schedule cannot run (one line), None when it can."""
     cols = _block_cols(op, model)
-    if not uses_blocks(op.spec, cols) or len(shape) != 2:
-        return None
     key = f"{op.name}.block_cols"
     if variant == "nbuffer":
         return (f"{op.name} nbuffer runs whole-row tiles; {key} = {cols} asks for 2-D "
@@ -82,20 +80,20 @@ def tile_refusal(op: Op, model: HardwareModel, variant: str, shape: tuple[int, .
         return (f"{op.name} {variant} puts {per_bank} tile(s) of {key} = {tile} in one "
                 f"DataRAM, whose free space is {free} bytes (tcm.bank_bytes - "
                 f"tcm.reserved_bytes); allowed: {key} <= {largest}{more}")
-    blocked = _block_refusal(op, model, variant, shape)
-    if blocked or (len(shape) == 2 and uses_blocks(op.spec, _block_cols(op, model))):
-        return blocked
+    if len(shape) == 2 and uses_blocks(op.spec, _block_cols(op, model)):
+        return _block_refusal(op, model, variant, shape)
     row = 4 * shape[-1]
+    if len(shape) != 2 or tile >= row:
+        return None
     blocks = (f", or {op.name}.block_cols > 0 (2-D blocks, pingpong)"
               if op.spec.block_cols is not None else "")
-    if len(shape) == 2 and tile < row:
-        return (f"{op.name} {variant}: {key} = {tile} does not hold a row of {shape[-1]} "
-                f"float32 ({row} bytes); allowed: {key} from {row} to {largest}, the direct "
-                f"variant{blocks}" if row <= largest else
-                f"{op.name} {variant}: a row of {shape[-1]} float32 ({row} bytes) does not fit "
+    if row > largest:
+        return (f"{op.name} {variant}: a row of {shape[-1]} float32 ({row} bytes) does not fit "
                 f"a DataRAM's tile (at most {largest} bytes); allowed: the direct variant"
                 + blocks)
-    return None
+    return (f"{op.name} {variant}: {key} = {tile} does not hold a row of {shape[-1]} "
+            f"float32 ({row} bytes); allowed: {key} from {row} to {largest}, the direct "
+            f"variant{blocks}")
 
 
 def _pass_calls(spec: OpSpec, p: PassSpec) -> list[tuple[Any, bool]]:
