@@ -11,8 +11,9 @@ attached once, in one :class:`~dspsim.hw.context.RunContext` that every engine i
 
 Engines are named here and only here: ``core0``, ``core0.idma1``, ``core0.dram0``, and each
 memory by its table's name (``ddr``). Every analysis reads names from the run
-(``Result.engines``), never literals. Burst or tile fidelity is chosen when the platform is
-built (which engine classes it instantiates), not by ``if``s inside the engines.
+(``Result.engines``), never literals. One engine serves both fidelities: ``tile`` is kept as a
+name (sweeps, workloads and calibrations ask for it) and runs the burst engine, whose repeat
+finders made the closed forms it once used no faster (the bench's tile rows).
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ import simpy
 from dspsim.config import HardwareModel
 from dspsim.errors import AllocationError, DspsimInputError
 from dspsim.hw.context import RunContext
-from dspsim.hw.core import Core, TileCore
+from dspsim.hw.core import Core
 from dspsim.hw.dcache import DataCache
-from dspsim.hw.idma import IdmaChannel, TileIdmaChannel
+from dspsim.hw.idma import IdmaChannel
 from dspsim.hw.looprun import LoopRun
 from dspsim.hw.memory import Memory, Ptr
 from dspsim.hw.port import MemoryPort
@@ -38,8 +39,7 @@ from dspsim.hw.tcm import TileManager
 from dspsim.probes import AccessLog, PassLog, Recorder
 from dspsim.schema import Params
 
-FIDELITIES = ("burst", "tile")
-ENGINE_CLASSES = {"burst": (Core, IdmaChannel), "tile": (TileCore, TileIdmaChannel)}
+FIDELITIES = ("burst", "tile")  # one engine: "tile" is kept as a name (module doc)
 # the kind of a memory's engine (its port) in ``Platform.engines`` and ``Result.engines``,
 # whatever the memory: the name is the one-memory platform's, which saved runs and scripts read
 MEMORY_KIND = "ddr"
@@ -76,7 +76,6 @@ class Dsp:
 
     def __init__(self, platform: Platform, index: int):
         model, ctx = platform.model, platform.ctx
-        core_cls, idma_cls = ENGINE_CLASSES[ctx.fidelity]
         self.platform = platform
         self.env = ctx.env
         self.model = model
@@ -84,11 +83,11 @@ class Dsp:
         self.name = f"core{index}"
         self.warn = platform.warn
         self.labels = ctx.labels(self.name)  # pass, tile, buffer: what the trace stamps
-        self.idma = [idma_cls(ctx, ch, f"{self.name}.idma{ch}", model.idma)
+        self.idma = [IdmaChannel(ctx, ch, f"{self.name}.idma{ch}", model.idma)
                      for ch in range(model.idma.channels)]
         self.tm = TileManager(model.tcm, ctx.data, prefix=f"{self.name}.")
         dcache = DataCache(model.dcache) if model.dcache.capacity_bytes else None
-        self.core = core_cls(ctx, self.name, model.core, self.idma, dcache)
+        self.core = Core(ctx, self.name, model.core, self.idma, dcache)
         self.IVP_2N = model.core.vector_bytes
         self.params: Params | None = None  # the running op's parameters
         # the running op's channel assignment: (channel the C names, copy kind) -> channel used

@@ -138,8 +138,8 @@ def simulate(
     The input is ``x`` (float32 of the op's shape, needs ``data``) or the op's default input
     of ``shape`` (or ``n`` elements, for a 1-D op; default: the op's default shape).
     ``params`` sets op parameters for this run (``{"tile_bytes": 8192}`` or dotted keys).
-    ``fidelity``: ``burst`` (every memory access an event) or ``tile`` (one event per transfer
-    or kernel call, durations from the same formulas). ``mode`` is an older name of
+    ``fidelity``: ``burst`` or ``tile``, one engine (a name kept: :mod:`dspsim.platform`;
+    ``describe()`` records the name asked for). ``mode`` is an older name of
     ``variant``. ``core`` picks the core the op runs on (of ``core.count``). ``elide=False``
     runs the reference engine without event elision (same results, more events; for tests and
     the benchmark). ``trace_limit``: keep at most ``trace_limit`` trace rows and port requests

@@ -1,11 +1,13 @@
-"""Tile fidelity against burst fidelity, and its closed forms against the burst-level walk.
+"""One engine, two names; the closed forms the bounds use against the walk they stand for.
 
-Tile fidelity runs a transfer or kernel call that has the port to itself as one closed-form
-event and cuts over to bursts the moment another requester shares the port: it reports exactly
-what burst fidelity does (cycles, bytes, busy and stall cycles, DDR contention, warnings) on
-random configurations, and on round ones (integer latencies and setups, power-of-two bandwidths
-and bursts) where requesters meet at the same instant, for every op and variant the ops
-register, alone and two cores at once."""
+``--fidelity tile`` runs the burst engine (its repeat finders made tile fidelity's closed
+forms no faster): a run asked at either fidelity reports the same, field for field. The
+closed forms of a transfer and of a kernel call alone on the port
+(:func:`dspsim.hw.port.transfer_cycles`, :func:`dspsim.kernels.shapes.ddr_call_sequence`),
+which the ops' bounds and estimates build on, equal the burst-level walk. Runs of alike
+iterations booked inside a walk (:class:`dspsim.hw.repeats.IterationRuns`) change nothing,
+where requesters meet at the same instant (round values) and with two cores on one port;
+every run stays above its op's lower bound on random configurations."""
 
 import math
 
@@ -15,8 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dspsim.config import load_model
+from dspsim.hw import repeats
 from dspsim.hw.port import transfer_cycles
+from dspsim.kernels import get_kernel
 from dspsim.kernels.shapes import SEED_SHAPES as KERNELS
+from dspsim.kernels.shapes import ddr_call_sequence
 from dspsim.ops import get_op, op_names
 from dspsim.run import simulate
 from dspsim.study.workload import parse_workload, run_workload, task_table
@@ -45,33 +50,8 @@ def random_size(rng: np.random.Generator, op: str) -> dict:
     return {"shape": (max(1, int(np.exp(rng.uniform(0, math.log(300_000 // cols))))), cols)}
 
 
-@pytest.fixture(scope="module")
-def agreement(j6):
-    """Burst and tile fidelity on 240 random configurations (fixed seed), every op and variant
-    the ops register (a configuration the op refuses is skipped, and counted)."""
-    rng = np.random.default_rng(20261130)
-    runs = [(op, v) for op in op_names() for v in get_op(op).variants]
-    rows = []
-    for i in range(240):
-        op, variant = runs[i % len(runs)]
-        config, size = random_config(rng), random_size(rng, op)
-        try:
-            model = j6.with_overrides(config)
-            burst = simulate(model, op, variant, data=False, **size)
-        except ValueError:
-            continue
-        tile = simulate(model, op, variant, data=False, fidelity="tile", **size)
-        rows.append({
-            "point": (op, variant, config, size),
-            "error": tile.cycles / burst.cycles - 1.0,
-            "lower_bound": get_op(op).bounds(model, variant, burst.shape)["lower_bound_cycles"],
-            "tile": tile, "burst": burst,
-        })
-    return rows
-
-
 def reported(r) -> tuple:
-    """What a run reports of its timing: equal at both fidelities."""
+    """What a run reports of its timing."""
     return (r.cycles, r.bytes, r.busy_cycles, r.stall_cycles, r.ddr_contention_cycles)
 
 
@@ -79,14 +59,42 @@ def every_variant() -> list[tuple[str, str]]:
     return [(op, v) for op in op_names() for v in get_op(op).variants]
 
 
-def test_tile_agrees_with_burst_on_random_configurations(agreement):
-    errors = np.array([abs(r["error"]) for r in agreement])
-    print(f"\ntile vs burst on {len(errors)} random configurations: equal in "
-          f"{np.mean(errors == 0):.1%}, worst {errors.max():.2%}")
-    assert len(agreement) >= 200
-    assert {r["point"][:2] for r in agreement} == set(every_variant())
-    for r in agreement:
-        assert reported(r["tile"]) == reported(r["burst"]), r["point"]
+@pytest.fixture
+def no_iteration_runs(monkeypatch):
+    """Switch the booking of alike iterations off (every iteration walked): the reference
+    the booked runs must equal."""
+    def off():
+        monkeypatch.setattr(repeats.IterationRuns, "applies", staticmethod(lambda *a: False))
+    return off
+
+
+def test_every_run_is_above_its_lower_bound_on_random_configurations(j6):
+    """240 random configurations (fixed seed), every op and variant the ops register (a
+    configuration the op refuses is skipped): each run at or above its op's lower bound, its
+    bytes the same at both fidelity names."""
+    rng = np.random.default_rng(20261130)
+    runs, seen = every_variant(), set()
+    for i in range(240):
+        op, variant = runs[i % len(runs)]
+        config, size = random_config(rng), random_size(rng, op)
+        try:
+            model = j6.with_overrides(config)
+            r = simulate(model, op, variant, data=False, **size)
+        except ValueError:
+            continue
+        bound = get_op(op).bounds(model, variant, r.shape)["lower_bound_cycles"]
+        assert r.cycles >= bound * (1 - 1e-9), (op, variant, config, size)
+        seen.add((op, variant))
+    assert seen == set(runs)
+
+
+def test_tile_is_a_name_for_the_one_engine(j6):
+    """A run asked at tile fidelity is the burst run, field for field; the name is recorded."""
+    for op, variant in every_variant():
+        burst = simulate(j6, op, variant, data=False, trace=True)
+        tile = simulate(j6, op, variant, data=False, trace=True, fidelity="tile")
+        assert reported(tile) == reported(burst) and tile.events == burst.events
+        assert tile.trace.equals(burst.trace) and tile.passes == burst.passes
 
 
 def round_config(rng: np.random.Generator, op: str) -> dict:
@@ -111,45 +119,35 @@ def small_size(rng: np.random.Generator, op: str, elements: int = 2000) -> dict:
     return {"shape": (int(rng.integers(1, max(2, elements // cols))), cols)}
 
 
-def test_tile_equals_burst_where_requesters_meet_at_the_same_instant(j6):
-    """160 round configurations (fixed seed), every op and variant, up to 2,000 elements.
-    Requests issued at one instant are served in the order burst fidelity's events run, which
-    is the order their waits were queued: a cut must replay the flow's request at that instant
-    first when the flow's wait began before the cutter's, and the flow's next wake-up must keep
-    its place in the queue (22 of 320 such configurations differed, by up to 38 cycles)."""
+def test_booked_iterations_equal_walked_ones_where_requesters_meet(j6, no_iteration_runs):
+    """160 round configurations (fixed seed), every op and variant, up to 6,000 elements:
+    requests issued at one instant are served in the order their waits were queued, with
+    alike iterations booked at once or walked one by one."""
     rng = np.random.default_rng(20)
-    runs, compared = every_variant(), set()
+    runs, points = every_variant(), []
     for i in range(160):
         op, variant = runs[i % len(runs)]
-        config, size = round_config(rng, op), small_size(rng, op)
+        config, size = round_config(rng, op), small_size(rng, op, 6000)
         try:
             model = j6.with_overrides(config)
-            burst = simulate(model, op, variant, data=False, **size)
+            points.append((op, variant, model, size, simulate(model, op, variant, data=False,
+                                                              **size)))
         except ValueError:  # a configuration the op refuses
             continue
-        tile = simulate(model, op, variant, data=False, fidelity="tile", **size)
-        assert reported(tile) == reported(burst), (op, variant, config, size)
-        compared.add((op, variant))
-    assert compared == set(runs)
+    no_iteration_runs()
+    for op, variant, model, size, booked in points:
+        walked = simulate(model, op, variant, data=False, **size)
+        assert reported(booked) == reported(walked), (op, variant, size)
+    assert {p[:2] for p in points} == set(runs)
 
 
-def test_tile_equals_burst_on_the_issue_example(j6):
-    model = j6.with_overrides({
-        "ddr.latency_cycles": 2, "ddr.bytes_per_cycle": 32, "ddr.max_outstanding": 4,
-        "idma.max_outstanding": 4, "idma.burst_bytes": 32, "idma.setup_cycles": 2,
-        "core.call_overhead_cycles": 0, "layernorm.tile_bytes": 8192})
-    runs = {f: simulate(model, "layernorm", "pingpong", shape=(26, 256), data=False,
-                        fidelity=f) for f in ("burst", "tile")}
-    assert runs["burst"].cycles == 2260
-    assert reported(runs["tile"]) == reported(runs["burst"])
-
-
-def test_tile_equals_burst_with_two_cores_on_one_port(j6):
+def test_booked_iterations_equal_walked_ones_with_two_cores_on_one_port(j6, no_iteration_runs):
     """Two streams of any two ops and variants on two cores, on round configurations: a core
     whose kernel reads DDR meets the other core's channels at the same instant, also as the
-    task starts (the UCP starts it in a process of its own)."""
+    task starts (the UCP starts it in a process of its own); booking its alike iterations
+    must stop before the other core's next event."""
     rng = np.random.default_rng(21)
-    runs = every_variant()
+    runs, cases = every_variant(), []
     for _ in range(40):
         config = round_config(rng, "softmax") | {
             k: v for k, v in round_config(rng, "layernorm").items() if k.startswith("layernorm")}
@@ -158,7 +156,7 @@ def test_tile_equals_burst_with_two_cores_on_one_port(j6):
         for k in range(2):
             op, variant = runs[int(rng.integers(len(runs)))] if k else \
                 [("softmax", "direct"), ("layernorm", "direct")][int(rng.integers(2))]
-            size = small_size(rng, op, 1500)
+            size = small_size(rng, op, 6000)
             if "shape" in size:
                 size["shape"] = list(size["shape"])
             streams.append({"name": f"s{k}", "op": op, "variant": variant, "count": 2,
@@ -167,48 +165,20 @@ def test_tile_equals_burst_with_two_cores_on_one_port(j6):
         try:
             model = j6.with_overrides(config)
             wl = parse_workload({"seed": 1, "stream": streams})
-            burst = task_table(run_workload(wl, model, fidelity="burst"))
+            cases.append((wl, model, task_table(run_workload(wl, model))))
         except ValueError:
             continue
-        tile = task_table(run_workload(wl, model, fidelity="tile"))
-        assert tile.equals(burst), (streams, config)
+    no_iteration_runs()
+    for wl, model, booked in cases:
+        assert task_table(run_workload(wl, model)).equals(booked)
 
 
-def test_tile_keeps_two_cores_workloads_to_the_cycle_on_random_values(j6):
-    """On random (not round) values a closed form's sum is rounded once where the bursts round
-    at each step: a two-core workload's task times at tile fidelity may then differ from
-    burst's in a float's last bits, never by a cycle; every other column is equal."""
-    config = {"ddr.latency_cycles": 25.407681666082635, "ddr.bytes_per_cycle": 33.10569141397364,
-              "ddr.max_outstanding": 51, "idma.max_outstanding": 3, "idma.burst_bytes": 128,
-              "idma.setup_cycles": 500.0, "core.count": 2, "host.rpc_latency_us": 0.0}
-    streams = [{"name": "s0", "op": "copy", "variant": "idma", "count": 1, "period_us": 1.0,
-                "backend": "core0", "n": 30000},
-               {"name": "s1", "op": "kernel", "variant": "vecmul", "count": 2, "period_us": 4.0,
-                "backend": "core1", "shape": [153, 256]}]
-    model = j6.with_overrides(config)
-    wl = parse_workload({"seed": 1, "stream": streams})
-    burst = task_table(run_workload(wl, model, fidelity="burst"))
-    tile = task_table(run_workload(wl, model, fidelity="tile"))
-    numbers = burst.select_dtypes("number").columns
-    assert tile.drop(columns=numbers).equals(burst.drop(columns=numbers))
-    assert tile[numbers].isna().equals(burst[numbers].isna())
-    gap = np.nanmax((tile[numbers] - burst[numbers]).abs().to_numpy())
-    assert 0 < gap < 1e-6  # (it is not bit for bit here: the test pins what the README says)
-
-
-def test_tile_reports_what_burst_reports(agreement):
-    for r in agreement:
-        tile, burst = r["tile"], r["burst"]
-        assert tile.bytes == burst.bytes, r["point"]
-        assert tile.cycles >= r["lower_bound"] * (1 - 1e-9), r["point"]
-        assert ({w["code"] for w in tile.warnings} == {w["code"] for w in burst.warnings}), \
-            r["point"]
-
-
-def test_tile_runs_a_flow_alone_on_the_port_as_one_event(j6):
-    burst = simulate(j6, variant="direct", data=False, elide=False)
-    tile = simulate(j6, variant="direct", data=False, fidelity="tile")
-    assert tile.cycles == burst.cycles and tile.events * 100 < burst.events
+def test_the_direct_variant_books_its_iterations(j6):
+    """The reference engine walks every vector access of the direct variant; the elided engine
+    books its alike iterations: the same cycles in a hundredth of the events."""
+    ref = simulate(j6, variant="direct", data=False, elide=False)
+    fast = simulate(j6, variant="direct", data=False)
+    assert fast.cycles == ref.cycles and fast.events * 100 < ref.events
 
 
 @settings(max_examples=200, deadline=None)
@@ -224,40 +194,40 @@ def test_transfer_closed_form_equals_the_burst_recursion(nbytes, burst, window, 
 @pytest.mark.parametrize("n", [1, 31, 64, 1000, 4097])
 @pytest.mark.parametrize("rounded", [False, True], ids=["j6", "round"])
 def test_direct_kernel_closed_form_equals_the_walk(j6, name, n, rounded):
-    """A kernel alone on the port: one timeout at tile fidelity, the burst walk otherwise;
-    equal on round values, within float rounding (a sum in another order) on J6's."""
+    """A kernel call alone on the port: the closed form the bounds use
+    (:func:`ddr_call_sequence`) against the walk, access by access; equal on round values,
+    within float rounding (a sum in another order) on J6's."""
     if rounded:
         j6 = j6.with_overrides({"ddr.latency_cycles": 100, "ddr.bytes_per_cycle": 0.5})
-    cycles = {}
-    for fidelity in ("burst", "tile"):
-        env, dsp = make_dsp(j6, fidelity=fidelity)
-        x = dsp.ddr.add_block(4 * n + 256, 4096)
-        z = dsp.ddr.add_block(4 * n + 256, 4096)
-        if name in ("vecmaxf", "vecsum"):
-            gen = dsp.core.call(name, n, x)
-        elif name == "vecexpf_max":
-            gen = dsp.core.call(name, n, x, z, max_value=0.0)
-        else:
-            gen = dsp.core.call(name, n, x, z, scalar=0.5)
-        cycles[fidelity] = run_proc(env, dsp, gen)["cycles"]
-    if rounded:
-        assert cycles["tile"] == cycles["burst"]
+    env, dsp = make_dsp(j6)
+    x = dsp.ddr.add_block(4 * n + 256, 4096)
+    z = dsp.ddr.add_block(4 * n + 256, 4096)
+    if name in ("vecmaxf", "vecsum"):
+        gen = dsp.core.call(name, n, x)
+    elif name == "vecexpf_max":
+        gen = dsp.core.call(name, n, x, z, max_value=0.0)
     else:
-        assert cycles["tile"] == pytest.approx(cycles["burst"], rel=1e-12)
+        gen = dsp.core.call(name, n, x, z, scalar=0.5)
+    walked = run_proc(env, dsp, gen)["cycles"]
+    shape = get_kernel(name).shape
+    port = dsp.ddr.port
+    closed = ddr_call_sequence(((shape, name not in ("vecmaxf", "vecsum")),), n,
+                               shape.on(j6.core), port.policy, port.max_outstanding).cycles
+    if rounded:
+        assert closed == walked
+    else:
+        assert closed == pytest.approx(walked, rel=1e-12)
 
 
 @pytest.mark.parametrize("op, variant, shape", [
     ("softmax", "direct", (20_000,)), ("softmax", "pingpong", (20_000,)),
     ("softmax", "resident", (20_000,)), ("layernorm", "direct", (16, 1024)),
 ])
-def test_a_tile_run_with_a_port_log_logs_every_request(op, variant, shape):
-    """Figures and traces read the port log: at tile fidelity it is burst fidelity's, request
-    by request (reads as reads, writes as writes), and the cycles do not change."""
+def test_a_port_log_logs_every_request(op, variant, shape):
+    """Figures and traces read the port log: every request, reads as reads, writes as writes,
+    and the cycles do not change with it."""
     model = load_model()
-    runs = {f: simulate(model, op, variant, shape=shape, data=False, trace=True, port_log=True,
-                        fidelity=f) for f in ("burst", "tile")}
-    assert runs["tile"].port_log == runs["burst"].port_log
-    read = sum(e[4] for e in runs["tile"].port_log if not e[5])
-    assert read == runs["tile"].bytes["ddr_read"]
-    assert simulate(model, op, variant, shape=shape, data=False, fidelity="tile").cycles == \
-        runs["tile"].cycles
+    logged = simulate(model, op, variant, shape=shape, data=False, trace=True, port_log=True)
+    read = sum(e[4] for e in logged.port_log if not e[5])
+    assert read == logged.bytes["ddr_read"]
+    assert simulate(model, op, variant, shape=shape, data=False).cycles == logged.cycles

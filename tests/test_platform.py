@@ -11,9 +11,9 @@ import simpy
 
 from dspsim import load_model, simulate
 from dspsim.errors import ConfigError, DspsimInputError
-from dspsim.hw.core import Core, TileCore
+from dspsim.hw.core import Core
 from dspsim.hw.dcache import DataCache
-from dspsim.hw.idma import IdmaChannel, TileIdmaChannel
+from dspsim.hw.idma import IdmaChannel
 from dspsim.hw.port import MemoryPort, transfer_cycles
 from dspsim.kernels.shapes import VECMAXF
 from dspsim.platform import Platform
@@ -300,7 +300,7 @@ def test_ring_mode_misuse_is_one_line(j6):
 
 # ------------------------------------------------------------------ the shape of the code
 def test_no_engine_constructor_takes_more_than_five_parameters():
-    for cls in (Core, TileCore, IdmaChannel, TileIdmaChannel, MemoryPort, DataCache):
+    for cls in (Core, IdmaChannel, MemoryPort, DataCache):
         params = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
         assert len(params) <= 5, (cls.__name__, params)
 

@@ -89,7 +89,7 @@ def test_every_transaction_key_moves_a_run(psram):
 # ------------------------------------------------------------------ the port's fast paths
 def test_the_fast_paths_stay_off_a_transactions_port(psram):
     port = _port(psram, fidelity="tile")
-    assert port.repeats is None and not port.closed_forms and not port.ring
+    assert port.repeats is None and not port.ring
 
 
 RUNS = [(op, v) for op in op_names() for v in get_op(op).variants]

@@ -394,7 +394,8 @@ def add_op_args(p: argparse.ArgumentParser, fidelity: bool = True) -> None:
                    help="run on core K (0 to core.count - 1; default 0)")
     if fidelity:
         g.add_argument("--fidelity", choices=FIDELITIES, default="burst",
-                       help="burst (every DDR access an event, the reference) or tile")
+                       help="burst or tile: one engine, two names (tile kept for old "
+                            "commands and sweep files)")
 
 
 def op_variant(args: argparse.Namespace) -> str | None:

@@ -13,11 +13,6 @@ local clock, before it does anything another process can see (finish a copy, ret
 environment's queue and event counter directly (SimPy's own ``Environment.schedule`` does the
 same ``heappush``).
 
-At tile fidelity a flow running as a closed form has no events; when another requester cuts it
-(:meth:`dspsim.hw.ddr.DdrPort.cut`), :func:`replay` and :func:`waited_since` put the flow's
-requests at that instant in the order burst fidelity's events would have run them, and the
-flow's next event keeps the place in the queue it would have had.
-
 This module is the only one that touches SimPy's internals (its queue, its event counter, its
 clock, a process's pending event): the fast-forwards read and move the queue through
 :func:`queued`, :func:`requeue`, :func:`set_now`, :func:`waits_on` and :func:`put_into`.
@@ -29,22 +24,20 @@ from collections.abc import Callable, Generator
 from heapq import heapify, heappush
 
 import simpy
-from simpy.events import NORMAL, Event, Initialize, Timeout
+from simpy.events import NORMAL, Event
 from simpy.resources.base import Put
 
 
 class At(Event):
     """An event processed at the absolute simulation time ``at`` (>= ``env.now``)."""
 
-    def __init__(self, env: simpy.Environment, at: float, eid: int | None = None):
-        # the fields simpy.events.Timeout sets, inlined as SimPy does for speed; ``eid``: a
-        # place in the queue's order taken earlier (see DdrPort.cut)
+    def __init__(self, env: simpy.Environment, at: float):
+        # the fields simpy.events.Timeout sets, inlined as SimPy does for speed
         self.env = env
         self.callbacks = []
         self._value = None
         self._ok = True
-        self.since = env.now  # when it was scheduled (the wait begins)
-        heappush(env._queue, (at, NORMAL, next(env._eid) if eid is None else eid, self))
+        heappush(env._queue, (at, NORMAL, next(env._eid), self))
 
 
 class WalkState:
@@ -69,27 +62,22 @@ def drive(
     state: WalkState,
     elide: bool,
     before_wait: Callable[[], None] | None = None,
-    pending: float | None = None,
-    eid: int | None = None,
 ) -> Generator[Event, None, None]:
     """Run ``walk`` as (part of) a SimPy process body: each time it waits until ``target``,
     advance the local clock if nothing else can act before (``elide``), else yield a real event
     at ``target`` (``before_wait`` runs first: what others may look at must be in place). The
-    walk ends where everyone can see it: a real event at its local time. ``pending``: a target
-    the walk already yielded (it resumes a walk that ran elsewhere, see :func:`replay`);
-    ``eid``: the queue order its first event takes (reserved when the walk was paused)."""
-    target = next(walk, None) if pending is None else pending
+    walk ends where everyone can see it: a real event at its local time."""
+    target = next(walk, None)
     while target is not None:
         if not (elide and target < env.peek()):
             if before_wait is not None:
                 before_wait()
-            yield At(env, target, eid)
-        eid = None
+            yield At(env, target)
         target = next(walk, None)
     if state.now > env.now:
         if before_wait is not None:
             before_wait()
-        yield At(env, state.now, eid)
+        yield At(env, state.now)
 
 
 def events_scheduled(env: simpy.Environment) -> int:
@@ -98,45 +86,9 @@ def events_scheduled(env: simpy.Environment) -> int:
     return next(env._eid)
 
 
-def replay(walk: Walk, horizon: float, start: float, since: float) -> float | None:
-    """Run ``walk`` (begun at ``start``) with no events up to ``horizon``, where another
-    process acts after a wait begun at ``since``: every wait ending before ``horizon`` passes
-    at once, and one ending at ``horizon`` itself when it began no later than ``since`` (its
-    event would have been queued first, so would have run first); return the first wait target
-    not passed (the walk is paused there), or ``None`` when the walk ended first."""
-    begun = start  # a walk's wait begins where its previous one ended
-    for target in walk:
-        if target > horizon or (target == horizon and begun > since):
-            return target
-        begun = target
-    return None
-
-
 def spawn(env: simpy.Environment, generator: Generator) -> simpy.Process:
-    """``env.process(generator)``, remembering where in the instant it was started (its
-    urgent start runs before what its starter's wake-up preceded: :func:`waited_since`)."""
-    process = env.process(generator)
-    process.since = waited_since(env, env.now)
-    return process
-
-
-def waited_since(env: simpy.Environment, now: float) -> float:
-    """When the running process began the wait that brought it to ``now``: its wake-up
-    event's scheduling time; for a process just started by :func:`spawn`, its starter's;
-    ``env.now`` when it was woken by an event triggered at this instant or when its local
-    clock runs ahead (the wait it skipped begins now). Of two processes acting at one instant,
-    the one whose wait began first runs first (SimPy runs equal times in scheduling order)."""
-    process = env.active_process
-    event = getattr(process, "_target", None)
-    if now > env.now or event is None:
-        return env.now
-    if isinstance(event, At):
-        return event.since
-    if isinstance(event, Timeout):
-        return env.now - event._delay
-    if isinstance(event, Initialize):
-        return getattr(process, "since", env.now)
-    return env.now
+    """``generator`` started as a process of its own."""
+    return env.process(generator)
 
 
 def waits_on(process: simpy.Process | None) -> Event | None:
@@ -157,17 +109,14 @@ def queued(env: simpy.Environment) -> list[tuple[float, int, Event]]:
     return [(when, eid, event) for when, _, eid, event in env._queue]
 
 
-def requeue(env: simpy.Environment, moves: dict[int, float], shift: float) -> None:
+def requeue(env: simpy.Environment, moves: dict[int, float]) -> None:
     """Move the queued events whose ``id`` is in ``moves`` to the times given, keeping their
-    place in the order among events at one time (their ``eid``); the waits of those that are
-    :class:`At` began ``shift`` later (``since``)."""
+    place in the order among events at one time (their ``eid``)."""
     queue = env._queue
     for j, (_, prio, eid, event) in enumerate(queue):
         when = moves.get(id(event))
         if when is not None:
             queue[j] = (when, prio, eid, event)
-            if isinstance(event, At):
-                event.since += shift
     heapify(queue)
 
 

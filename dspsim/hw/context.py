@@ -22,7 +22,7 @@ class RunContext:
     env: simpy.Environment
     data: bool = True  # move values (the data path)
     elide: bool = True  # skip the events nothing else can observe (hw.clock)
-    fidelity: str = "burst"  # burst | tile
+    fidelity: str = "burst"  # burst | tile: the name asked for (one engine runs both)
     port_log: bool = False  # every memory port logs its requests (probes.PortLog)
     log_limit: int | None = None  # keep at most this many trace rows / port requests each
     recorder: Recorder = field(default_factory=lambda: Recorder(False))

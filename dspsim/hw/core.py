@@ -9,9 +9,8 @@ time the core reaches it and stalls the core until the data is back; stores are 
 write buffer of ``core.write_buffer_entries`` and stall the core only when it is full. One SimPy
 event per access, none per cycle. Loads and stores go to the ports of their own memories.
 Against a memory the core reaches through its data cache (:mod:`dspsim.hw.dcache`) the walk
-pays per line missed instead of per vector load. :class:`TileCore` (tile fidelity) instead runs
-a whole uncached kernel call on one port as one timeout from the closed form of the same walk;
-the platform picks the class.
+pays per line missed instead of per vector load; a long call's runs of alike iterations are
+booked at once (:class:`dspsim.hw.repeats.IterationRuns`).
 """
 
 from __future__ import annotations
@@ -24,21 +23,18 @@ import simpy
 
 from dspsim.config import Core as CoreCfg
 from dspsim.errors import DspsimInputError
-from dspsim.hw.clock import At, Walk, WalkState, drive, spawn
+from dspsim.hw.clock import Walk, WalkState, drive
 from dspsim.hw.context import RunContext
 from dspsim.hw.dcache import DataCache
 from dspsim.hw.idma import IdmaChannel, Transfer, check_block
 from dspsim.hw.memory import Ptr
 from dspsim.hw.repeats import IterationRuns
 from dspsim.kernels import get_kernel
-from dspsim.kernels.shapes import LoopShape, ddr_call_sequence, last_stores
+from dspsim.kernels.shapes import LoopShape
 
 Proc = Generator[simpy.Event, Any, Any]
 # Elementwise kernel numerics run in slices of this many elements (bounded temporaries).
 NUMERICS_CHUNK_ELEMENTS = 1 << 16
-# Tile fidelity walks a call this short access by access: as exact, and cheaper than a closed
-# form that another requester might cut.
-CLOSED_FORM_MIN_ELEMENTS = 512
 
 
 class Core:
@@ -311,7 +307,7 @@ class Core:
         resumes one generator, not the op's whole chain of ``yield from`` frames; at tile
         fidelity the process may run it as a closed form); return the cycles stalled (all, and
         those the stores caused: the write buffer full, a store miss's line)."""
-        return (yield spawn(self.env, self._stalling_loop(shape, n, rows, src, dst)))
+        return (yield self.env.process(self._stalling_loop(shape, n, rows, src, dst)))
 
     def _ports(self, src: Ptr, dst: Ptr | None) -> list[Any]:
         return list({id(p.mem.port): p.mem.port for p in (src, dst)
@@ -336,7 +332,7 @@ class Core:
         return state.stall, state.store_stall
 
     def _walk(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None,
-              state: WalkState, repeats: bool = True) -> Walk:
+              state: WalkState) -> Walk:
         """Walk the loop access by access from ``state.now``, yielding each time the core waits
         until a later time; ``state.stall`` ends as the cycles stalled on memory
         (``state.store_stall`` the part the stores caused: waiting for the write buffer or for a
@@ -362,13 +358,13 @@ class Core:
         stride = (sum(c * sum(loads) for c, loads, _, _ in iterations) // k
                   if k > 1 and load_ext and src.mem.cached else 0)
         return self._accesses(state, cfg, rows, iterations, reduction, src,
-                              dst if store_ext else None, stride, repeats)
+                              dst if store_ext else None, stride)
 
     def _accesses(self, state: WalkState, cfg: CoreCfg, rows: int, iterations: list[tuple],
-                  reduction: float, src: Ptr, dst: Ptr | None, stride=0, repeats=True) -> Walk:
+                  reduction: float, src: Ptr, dst: Ptr | None, stride: int = 0) -> Walk:
         """:meth:`_walk`'s accesses (``stride`` > 0: an iteration's load ``j`` reads row ``j``)."""
         cache, wb, depth, name = self.dcache, self.write_buffer, cfg.write_buffer_entries, self.name
-        load_cached, store_cached, load, store, runs = self._routes(src, dst, state, repeats)
+        load_cached, store_cached, load, store, runs = self._routes(src, dst, state)
         load_addr = row_addr = src.addr  # (interleaved rows: the row's start, its column)
         owed, now, col, store_addr = 0.0, state.now, 0, dst.addr if dst is not None else 0
         for _ in range(rows):
@@ -415,19 +411,19 @@ class Core:
             row_addr, col = load_addr, 0
         state.now = now + owed  # (now itself when nothing is owed)
 
-    def _routes(self, src: Ptr, dst: Ptr | None, state: WalkState, repeats: bool
+    def _routes(self, src: Ptr, dst: Ptr | None, state: WalkState
                 ) -> tuple[bool, bool, Any, Any, IterationRuns | None]:
         """How :meth:`_accesses` reaches memory: loads through the data cache or not, stores
         into it (write-back) or not, the ports' ``request`` for the loads and the stores that
         go to a port (``None``: none do); and what books its runs of alike iterations at once
-        (``None`` where none may be: a data cache, a walk a closed form may replay)."""
+        (``None`` where none may be: through a data cache)."""
         load_cached = src.external and src.mem.cached
         store_cached = dst is not None and dst.mem.cached and self.dcache.write_back
         load = src.mem.port.request if src.external else None
         store = dst.mem.port.request if dst is not None else None
         ports = self._ports(src, dst)
         runs = (IterationRuns(self.env, ports, self.write_buffer, state)
-                if repeats and not (load_cached or store_cached)
+                if not (load_cached or store_cached)
                 and IterationRuns.applies(ports, self.elide) else None)
         return load_cached, store_cached, load, store, runs
 
@@ -445,53 +441,3 @@ def _iterations(shape: LoopShape, n: int, cfg: CoreCfg, load_ext: bool, store_ex
              tuple(b for b in stores if b) if store_ext else (), issue)
             for count, loads, stores, issue in [prologue] + body]
 
-
-class TileCore(Core):
-    """Tile fidelity: an uncached kernel call on one port that starts alone on it is one
-    event, its duration the closed form of the walk
-    (:func:`dspsim.kernels.shapes.ddr_call_sequence`) plus the wait of its first load for what
-    the port still carries (the previous call's last posted store); if another requester
-    touches the port meanwhile, the port cuts it and the call goes on access by access
-    (:meth:`dspsim.hw.port.MemoryPort.cut`). A call through the data cache, or with its loads
-    and stores on two memories, has no closed form here: it walks access by access, exactly
-    as at burst fidelity."""
-
-    def _stalling_loop(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None
-                       ) -> Proc:
-        # in the call's own process, as at burst fidelity: the same events at its start and
-        # end, so what happens at the same instant happens in the same order
-        env, cfg = self.env, shape.on(self.cfg)
-        start = env.now
-        store_ddr = dst is not None and dst.external
-        port = src.mem.port if src.external else None
-        if (rows * n < CLOSED_FORM_MIN_ELEMENTS or port is None or src.mem.cached
-                or (store_ddr and (dst.mem is not src.mem or dst.mem.cached))
-                or not port.idle_for(self.name, start)):
-            return (yield from super()._stalling_loop(shape, n, rows, src, dst))
-        seq = ddr_call_sequence(((shape, store_ddr),), n, cfg, port.policy,
-                                port.max_outstanding, repeat=rows)
-        first = start + cfg.call_overhead_cycles
-        extra = port.first_request_start(first) - first
-        end = start + extra + seq.cycles
-        state = WalkState(start)
-        walk = self._walk(shape, n, rows, src, dst, state, repeats=False)  # it may be replayed
-        spec = port.speculate(self.name, env.active_process, walk)
-        port.flows += 1
-        try:
-            yield At(env, end)
-        except simpy.Interrupt:  # cut: on access by access from where the replay paused
-            yield from drive(env, walk, state, self.elide, pending=spec.pending, eid=spec.eid)
-            stall, store_stall = state.stall, state.store_stall
-        else:
-            last = last_stores(shape, n, cfg.lanes_f32) if store_ddr else ()
-            tail = shape.reduction_ops(cfg.lanes_f32) * cfg.alu_latency_cycles
-            store = (end - tail, last[-1]) if last else None
-            done = port.book_call(self.name, start, end, seq.loads + seq.stores,
-                                  seq.read_bytes, seq.write_bytes, store)
-            if store:
-                self.write_buffer.append(done)
-                while len(self.write_buffer) > cfg.write_buffer_entries:
-                    self.write_buffer.popleft()
-            stall, store_stall = seq.stall_cycles + extra, 0.0
-        port.flows -= 1
-        return stall, store_stall

@@ -5,8 +5,6 @@
 its bytes as DDR requests of ``idma.burst_bytes``, keeping at most ``idma.max_outstanding`` in
 flight, and finishes a descriptor (all its bursts back) before it starts the next. That FIFO
 order is what keeps the seed's write-back of a buffer ahead of the next prefetch into it.
-:class:`TileIdmaChannel` (tile fidelity) moves a whole descriptor as one reservation on the
-port instead of bursts; the platform picks the class.
 
 Besides the seed's ``IDMA_COPY``/``IDMA_WAIT`` macros, a channel runs in the Cadence library's
 fixed-buffer mode: :meth:`IdmaChannel.init_loop` (``idma_init_loop``) gives it a ring of N
@@ -26,14 +24,14 @@ place in the channel's window (``idma.max_outstanding``) from its read's issue u
 write completes. Both ports compute completions at issue, so the walk knows when each read
 will be done and issues its write then, in time order with the next reads (:meth:`_walk_dual`:
 a write and a read at one instant, the write first). Such a transfer walks burst by burst,
-with no closed form and no fast-forward.
+with no fast-forward.
 
 An engine slower than its memories' ports (the ESP32-S3's GDMA) has its own pace,
 ``idma.engine_bytes_per_cycle``: a burst is issued no sooner than the previous burst's bytes
 at that rate after the previous burst's issue; and ``idma.descriptor_cycles`` pass before each
 descriptor's first burst (the engine fetching it). Both 0 by default (J6, the HiFi5): no pace,
 no fetch. A paced transfer through one port walks burst by burst (:meth:`_walk_rows`), with no
-closed form and no fast-forward.
+fast-forward.
 
 A descriptor may be 2-D (``idma_copy_2d_desc(ch, dst, src, row_bytes, flags, rows, src_pitch,
 dst_pitch)``): ``rows`` rows of ``row_bytes``, row ``r`` read from ``src + r * src_pitch`` and
@@ -41,10 +39,9 @@ written to ``dst + r * dst_pitch``. It is one descriptor (one ``idma.setup_cycle
 bursts are cut at row boundaries (a 200-byte row in 64-byte bursts is 64+64+64+8), each
 priced by the port as a 1-D burst is. When the row is a whole number of bursts the port sees
 the very bursts of a 1-D descriptor of ``rows * row_bytes`` (it prices sizes, not addresses):
-the 1-D walk, its fast paths and tile fidelity's closed form serve it unchanged. Otherwise
-it walks burst by burst (:meth:`IdmaChannel._walk_rows`), with no closed form and no
-fast-forward: a sum of per-row :func:`transfer_cycles` is not exact (the rows overlap in
-the window).
+the 1-D walk and its fast paths serve it unchanged. Otherwise it walks burst by burst
+(:meth:`IdmaChannel._walk_rows`), with no fast-forward: a sum of per-row
+:func:`transfer_cycles` is not exact (the rows overlap in the window).
 """
 
 from __future__ import annotations
@@ -60,7 +57,7 @@ import simpy
 
 from dspsim.config import Idma
 from dspsim.errors import AllocationError, DspsimInputError
-from dspsim.hw.clock import At, Walk, WalkState, drive, event_heap
+from dspsim.hw.clock import Walk, WalkState, drive, event_heap
 from dspsim.hw.context import RunContext
 from dspsim.hw.memory import Ptr
 from dspsim.hw.periodic import Repeats, Stream
@@ -356,8 +353,7 @@ class IdmaChannel:
         i = 0
         while i < count:
             # the bursts whose waits the walk passes itself, booked by the port in one call
-            if lander is None and stream.elides and (port.speculation is None
-                                                     or port.speculation.requester == name):
+            if lander is None and stream.elides:
                 i, now = port.stream(now, inflight, i, count, full, burst, rest, window, write,
                                      name, queue[0][0] if queue else math.inf)
                 state.now = now
@@ -523,46 +519,3 @@ def rows_view(ptr: Ptr, rows: int, row_bytes: int, pitch: int) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(flat, shape=(rows, row_bytes),
                                            strides=(pitch * step, step))
 
-
-# Tile fidelity moves a descriptor this short burst by burst: as exact, and cheaper than a
-# closed form that another requester might cut.
-CLOSED_FORM_MIN_BURSTS = 16
-
-
-class TileIdmaChannel(IdmaChannel):
-    """Tile fidelity: a descriptor that starts alone on an idle port is one event, its
-    duration its port policy's ``transfer_cycles``; if another requester touches the port
-    meanwhile, the port cuts it and it goes on burst by burst
-    (:meth:`dspsim.hw.port.MemoryPort.cut`). A 2-D descriptor whose rows are whole bursts is
-    priced so too (its bursts are a 1-D one's); one whose rows are not walks burst by burst
-    (module doc)."""
-
-    def _move(self, t: Transfer):
-        port, env = self.port_of(t), self.env
-        if (not self.known(t) or t.nbytes < CLOSED_FORM_MIN_BURSTS * self.burst_bytes
-                or not port.idle_for(self.name, t.start)):
-            yield from super()._move(t)
-            return
-        end = t.start + port.policy.transfer_cycles(
-            t.nbytes, self.burst_bytes, min(self.max_outstanding, port.max_outstanding),
-            t.dst.external)
-        state = WalkState(t.start)
-        lander = _Lander(t) if self.move_data else None
-        stream = self._stream(t)
-        walk = self._walk(t, state, lander, stream)
-        spec = port.speculate(self.name, self.process, walk)
-        port.flows += 1
-        self._enter(port, stream)
-        try:
-            yield At(env, end)
-        except simpy.Interrupt:  # cut: on burst by burst from where the replay paused
-            stream.elides = self.elide
-            yield from drive(env, walk, state, self.elide, lander.land if lander else None,
-                             pending=spec.pending, eid=spec.eid)
-        else:
-            port.book_transfer(self.name, t.start, t.nbytes, self.burst_bytes,
-                               self.max_outstanding, t.dst.external)
-        port.flows -= 1
-        self._leave(port, stream)
-        if lander:
-            lander.completed(t.nbytes, immediately=True)

@@ -290,7 +290,7 @@ class LoopRun:
             p.shift(a, b, periods, now, dt)
             if p.repeats is not None:
                 p.repeats.reset()  # its noted states are of times now passed
-        requeue(self.env, {id(event): t + dt for event, t in s2.queue}, dt)
+        requeue(self.env, {id(event): t + dt for event, t in s2.queue})
         set_now(self.env, now + dt)
 
 
@@ -383,10 +383,8 @@ def _channels(st: _State, dsp: DspView) -> bool:
 
 def _ports(st: _State, run: LoopRun) -> bool:
     """Every memory port: its slots and data path relative to now, its ring's next slot, its
-    counters; ``False`` while one serves a speculated closed form."""
+    counters."""
     for p in run.ports:
-        if p.speculation is not None:
-            return False
         state, held, ns = p.relative_state(st.now)
         st.key += [p.flows, state]
         st.latest = max(st.latest, held)

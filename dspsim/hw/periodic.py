@@ -74,7 +74,6 @@ class RingPort(Protocol):
     env: simpy.Environment
     policy: OneLatency
     log: Any
-    speculation: Any
     flows: int
     max_outstanding: int
     bytes_read: int
@@ -357,7 +356,7 @@ class Repeats:
         the streams in the same roles or in each other's, or met before). ``True`` if it
         did."""
         port = self.port
-        if port.speculation is not None or port.flows != len(self.streams) \
+        if port.flows != len(self.streams) \
                 or not (port.log is None or isinstance(port.log, PortLog)):
             return False  # a log that cannot be read back (only appended to) is not repeated
         for s in self.streams:
@@ -506,7 +505,7 @@ class Repeats:
                 x.now = x.inflight[-1]  # the walk's end, where it is woken (FIFO: last is last)
         waker = now.streams[0]
         waiting = {id(waits_on(x.process)): x for x in now.streams if x is not waker}
-        requeue(self.port.env, {k: x.now for k, x in waiting.items()}, shift)
+        requeue(self.port.env, {k: x.now for k, x in waiting.items()})
         if holders[0] is waker and waker.i < waker.count:
             set_now(self.port.env, waker.now)
 

@@ -4,7 +4,7 @@ A request of ``nbytes`` occupies the port's data path for :meth:`RequestPolicy.d
 and completes :meth:`RequestPolicy.latency` after its data has crossed it, a read or a write.
 The port (:class:`dspsim.hw.port.MemoryPort`) books every request by asking its policy, and so
 do the closed forms that follow from it (:meth:`RequestPolicy.transfer_cycles`, a lone
-request's :meth:`RequestPolicy.request_cycles`), tile fidelity, the ops' bounds, the kernels'
+request's :meth:`RequestPolicy.request_cycles`), the ops' bounds, the kernels'
 closed forms (:mod:`dspsim.kernels.shapes`, :mod:`dspsim.kernels.cached`) and the calibration.
 A new way of pricing a request is a new policy here; nothing else restates it.
 
@@ -19,8 +19,8 @@ Three policies:
 
 A policy is *uniform* when every request has the same latency: requests then complete in the
 order they were issued, which the port's request ring, its inlined burst loop and the exact
-fast-forwards (:mod:`dspsim.hw.periodic`, :mod:`dspsim.hw.looprun`, :mod:`dspsim.hw.rowrun`)
-and tile fidelity's closed forms rely on. On a port whose policy is not uniform a request
+fast-forwards (:mod:`dspsim.hw.periodic`, :mod:`dspsim.hw.looprun`, :mod:`dspsim.hw.rowrun`,
+:mod:`dspsim.hw.repeats`) rely on. On a port whose policy is not uniform a request
 takes the slot that frees first, and none of those fast paths is used (the cycles are the
 same, only slower to compute).
 """
@@ -144,9 +144,8 @@ class Transactions(OneLatency):
     Built with ``latency_cycles`` 0 and
     ``bytes_per_cycle`` the data clocks' rate, which the estimates' ``cycles_per_byte`` reads.
     Its requests complete in issue order, but a request's path cycles are not its bytes times
-    one rate, which the port's ring, inlined burst loop, fast-forwards and tile closed forms
-    assume: it is marked neither uniform nor linear, and its port books every request through
-    its generic path."""
+    one rate, which the port's ring, inlined burst loop and fast-forwards assume: it is marked
+    neither uniform nor linear, and its port books every request through its generic path."""
 
     clock_cycles: float = 1.0
     command_clocks: int = 0

@@ -18,18 +18,10 @@ complete in the order they were issued, so the slot that frees first is always t
 oldest request holds: the slots are a ring, turned one step per request; the inlined burst
 loop (:meth:`MemoryPort.stream`), :meth:`MemoryPort.shift`, :meth:`MemoryPort.relative_state`,
 the exact fast-forwards (:mod:`dspsim.hw.periodic`, :mod:`dspsim.hw.looprun`,
-:mod:`dspsim.hw.rowrun`) and tile fidelity's closed forms rely on it. On a port whose policy
+:mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.repeats`) rely on it. On a port whose policy
 is not uniform (reads and writes with their own latencies) a request takes the slot that
 frees first, wherever it is, and none of those fast paths is used on that port: its requests
 are booked one by one (same cycles as the reference engine).
-
-At ``tile`` fidelity (uniform policy) a transfer or kernel call that starts alone on an idle
-port runs as one event, its duration the closed form of the burst-level recursion
-(:func:`transfer_cycles`, :func:`dspsim.kernels.shapes.ddr_call_sequence`), and books what it
-leaves on the port when it ends. If another requester touches the port before then, the port
-*cuts* it: the flow's requests up to that moment are replayed into the calendar exactly, and
-the flow goes on burst by burst (a hybrid: closed forms where the port is not shared, bursts
-where it is).
 
 Because service is deterministic and first-come-first-served, the completion time of a request
 is fully known the moment it is issued. The port therefore computes it at issue (a calendar of
@@ -44,16 +36,13 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-import simpy
-
 from dspsim.config import MemoryCfg
-from dspsim.hw.clock import Walk, events_scheduled, replay, waited_since
 from dspsim.hw.context import RunContext
 from dspsim.hw.periodic import Repeats, RingState
 from dspsim.hw.policy import transfer_cycles
 from dspsim.probes import PortLog
 
-__all__ = ["MemoryPort", "DdrPort", "RingState", "Speculation", "transfer_cycles"]
+__all__ = ["MemoryPort", "DdrPort", "RingState", "transfer_cycles"]
 
 
 
@@ -99,15 +88,9 @@ class MemoryPort:
         # cycles requests waited for a slot or the data path that another requester held
         self.contention_cycles = 0.0
         self._path_owner = ""
-        # tile fidelity: the flow running as a closed form, if any, and the flows running now
-        self.speculation: Speculation | None = None
-        self.flows = 0
+        self.flows = 0  # the walks running on the port now
         # (issue, data_start, data_end, done, bytes, is_write, requester) when logging
         self.log: Any = PortLog(ctx.log_limit) if ctx.port_log else None  # has append(entry)
-        # a request log lists every request: with one, tile fidelity books no closed form (its
-        # flows walk their requests; the cycles are the same, the log that of burst fidelity)
-        # (and neither does a port whose requests may complete out of order)
-        self.closed_forms = not ctx.port_log and self.ring
         # the elided engine fast-forwards channels streaming through the port (hw.periodic)
         self.repeats = Repeats(self) if ctx.elide and self.ring else None
 
@@ -115,8 +98,6 @@ class MemoryPort:
         """Issue a request of ``nbytes`` at ``now`` (the current simulated time, passed in by
         the requester, who already knows it); return the cycle at which it completes. (A walk's
         run of bursts is booked the same way by :meth:`stream`, inlined: keep them alike.)"""
-        if self.speculation is not None and self.speculation.requester != requester:
-            self.cut(now)
         i = self._next_slot
         slot = self._slot_free[i]
         if slot > now:
@@ -185,9 +166,9 @@ class MemoryPort:
         ends before ``horizon`` (the next event queued: the walk passes such waits itself);
         return where the walk stands (the next burst, its local time). Each burst is booked
         as :meth:`request` books it, with the same float operations in the same order: the
-        walk's inner loop, inlined (the port's hot path: no call per burst). Not for a port
-        with a closed form running (:meth:`request` cuts it). On a port whose policy is not
-        uniform it books nothing: the walk books its bursts by :meth:`request` one by one."""
+        walk's inner loop, inlined (the port's hot path: no call per burst). On a port whose
+        policy is not uniform it books nothing: the walk books its bursts by :meth:`request`
+        one by one."""
         if not self.ring:
             return i, now
         first = i
@@ -259,7 +240,7 @@ class MemoryPort:
     def _ring_locals(self, burst: int, rest: int) -> tuple:
         """The port's state as :meth:`_book_bursts` reads it into locals: the ring, the data
         path, the log, the contention (and where its increments go: a scratch list when no
-        closed form records them), the bursts' data-path cycles, the last busy stretch."""
+        fast-forward records them), the bursts' data-path cycles, the last busy stretch."""
         recent = self._recent
         # the last busy stretch, open: the bursts queued back to back on the path extend it
         run_start, run_end = recent.pop() if recent else (None, None)
@@ -342,12 +323,14 @@ class MemoryPort:
 
     def busy_until(self, t: float) -> float:
         """Data-path busy cycles up to ``t`` (>= every issue so far) of the requests booked so
-        far: the bytes booked less what of them crosses after ``t``. A closed form still
-        running at ``t`` is cut first (exact: the flow goes on burst by burst)."""
-        if self.speculation is not None:
-            self.cut(t)
+        far: the bytes booked less what of them crosses after ``t``."""
         after = sum(end - max(start, t) for start, end in self._recent if end > t)
         return self.busy_cycles - after
+
+    def idle_at(self, t: float) -> bool:
+        """Nothing on the port after ``t``: no walk running, no request in flight, the data
+        path free (a fresh port is the same)."""
+        return not self.flows and self._path_free <= t and all(f <= t for f in self._slot_free)
 
     def stats(self) -> dict[str, float]:
         """What the port counted: bytes each way, data-path busy cycles, contention cycles
@@ -355,115 +338,6 @@ class MemoryPort:
         return {"read_bytes": self.bytes_read, "write_bytes": self.bytes_written,
                 "busy_cycles": self.busy_cycles, "contention_cycles": self.contention_cycles}
 
-    # ------------------------------------------------------------------ tile fidelity
-    def idle_for(self, requester: str, t: float) -> bool:
-        """No flow but ``requester``'s own finished ones on the port at ``t``: nothing running,
-        no request of anyone else in flight (a closed form may start here)."""
-        if self.speculation is not None or self.flows or not self.closed_forms:
-            return False
-        if self._path_free > t and self._path_owner != requester:
-            return False
-        return all(free <= t or holder == requester
-                   for free, holder in zip(self._slot_free, self._slot_holder))
-
-    def first_request_start(self, t: float) -> float:
-        """When a request issued at ``t`` would start crossing the data path."""
-        slot = self._next_slot if self.ring else self._first_free()
-        return max(t, self._slot_free[slot], self._path_free)
-
-    def speculate(self, requester: str, process: simpy.Process, walk: Walk) -> Speculation:
-        """A flow runs as a closed form from now: nothing is booked until it ends (its owner
-        then calls :meth:`book_transfer` / :meth:`book_call`). ``walk`` is the same flow
-        burst by burst, for a cut."""
-        self.speculation = Speculation(requester, process, walk, self.env.now)
-        return self.speculation
-
-    def cut(self, now: float) -> None:
-        """Another requester touches the port at ``now`` during a closed form: book the flow's
-        requests issued before ``now`` by replaying its walk, and interrupt its owner, which
-        goes on burst by burst from where the walk paused (``pending``)."""
-        spec, self.speculation = self.speculation, None
-        spec.pending = replay(spec.walk, now, spec.start, waited_since(self.env, now))
-        # the flow's next wake-up is queued as burst fidelity would have queued it: before
-        # the cutter's, and every other, next event
-        spec.eid = events_scheduled(self.env)
-        spec.cut = True
-        spec.process.interrupt("cut")
-
-    def book_transfer(self, requester: str, start: float, nbytes: int, burst_bytes: int,
-                      window: int, write: bool) -> None:
-        """What a transfer alone on an idle port from ``start`` left: the slots its last
-        requests hold, the data path, the byte counts (exact: a burst's completion depends only
-        on the bursts before it, :func:`transfer_cycles` of the prefix)."""
-        self.speculation = None
-        m, policy, lat = self.max_outstanding, self.policy, self.policy.latency(write)
-        window = min(window, m)
-        count = -(-nbytes // burst_bytes)
-        done = start
-        for r in range(max(0, count - m), count):
-            done = start + policy.transfer_cycles(min((r + 1) * burst_bytes, nbytes),
-                                                  burst_bytes, window, write)
-            slot = (self._next_slot + r) % m
-            self._slot_free[slot] = done
-            self._slot_holder[slot] = requester
-        self._next_slot = (self._next_slot + count) % m
-        self._path_free = done - lat
-        self._path_owner = requester
-        self._count(nbytes, write)
-        if self.log is not None:
-            self.log.append((start, start, done - lat, done, nbytes, write, requester))
-
-    def book_call(self, requester: str, start: float, end: float, requests: int,
-                  read_bytes: int, write_bytes: int, last_store: tuple[float, int] | None
-                  ) -> float:
-        """What a kernel call alone from ``start`` to ``end`` left: its loads are dependent and
-        earlier stores cross before later loads, so every request is done by ``end`` but the
-        last, when it is a store posted at ``last_store[0]`` (of ``last_store[1]`` bytes). A
-        completion at or before ``end`` is as good as ``end`` for every later request. Return
-        the last request's completion."""
-        self.speculation = None
-        m = self.max_outstanding
-        data_end = last_done = end
-        if last_store is not None:
-            issue, nbytes = last_store
-            data_end = issue + self.policy.data_cycles(nbytes)
-            last_done = data_end + self.policy.latency(True)
-        for r in range(max(0, requests - m), requests):
-            slot = (self._next_slot + r) % m
-            self._slot_free[slot] = last_done if r == requests - 1 else end
-            self._slot_holder[slot] = requester
-        self._next_slot = (self._next_slot + requests) % m
-        if last_store is not None:
-            self._recent.append((data_end - self.policy.data_cycles(last_store[1]), data_end))
-        self._path_free = data_end
-        self._path_owner = requester
-        self.bytes_read += read_bytes
-        self.bytes_written += write_bytes
-        if self.log is not None:
-            self.log.append((start, start, data_end, last_done, read_bytes + write_bytes,
-                             write_bytes > 0, requester))
-        return last_done
-
-    def _count(self, nbytes: int, write: bool) -> None:
-        if write:
-            self.bytes_written += nbytes
-        else:
-            self.bytes_read += nbytes
-
 
 DdrPort = MemoryPort  # J6's one port; the older name
 
-
-class Speculation:
-    """A flow running as a closed form: who, its owner process, its walk (for a cut)."""
-
-    __slots__ = ("requester", "process", "walk", "start", "pending", "eid", "cut")
-
-    def __init__(self, requester: str, process: simpy.Process, walk: Walk, start: float):
-        self.requester = requester
-        self.process = process
-        self.walk = walk
-        self.start = start
-        self.pending: float | None = None
-        self.eid: int | None = None
-        self.cut = False

@@ -4,8 +4,9 @@ alike steps from them may be booked exactly.
 A step (a row of a row loop, a period of a loop's iterations) that takes the engines from a
 state ``S`` to ``S + D`` twice, every time in one binade, goes on doing so while every time
 and counter stays in that binade (:mod:`dspsim.hw.rowrun` gives the argument): :func:`room`
-counts the steps that fit, :func:`binade` names the binade. :class:`IterationRuns` books
-runs of alike iterations inside one kernel call's walk.
+counts the steps that fit, :func:`binade` names the binade, :func:`repeats` checks three
+notes and counts the steps that repeat them. :class:`IterationRuns` books runs of alike
+iterations inside one kernel call's walk.
 """
 
 from __future__ import annotations
@@ -52,6 +53,39 @@ def room(start: float, latest: float, step: float, limit: float | None = None) -
 
 
 
+def repeats(notes: list[Snapshot], ports: list[Any], limit: int, peek: float) -> int:
+    """How many more steps like the last of the three ``notes`` (a step apart) repeat it
+    exactly, at most ``limit`` (0: none may be booked): the notes agree relative to their
+    times, each step takes the same time ``d`` and moves every port's ring and every integer
+    counter alike; the steps stay below the top of the binade of the first note's time and
+    before ``peek`` (another process's next event), and each float counter that grows stays
+    in its own binade."""
+    s0, s1, s2 = notes
+    d = s1.now - s0.now
+    if not (s0.key == s1.key == s2.key and s2.now - s1.now == d and d >= 0 and s0.now > 0):
+        return 0
+    for p, a, b, c in zip(ports, s0.rings, s1.rings, s2.rings):
+        if (b - a) % p.max_outstanding != (c - b) % p.max_outstanding:
+            return 0
+    if any(b - a != c - b for a, b, c in zip(s0.ints, s1.ints, s2.ints)):
+        return 0
+    top, _ = binade(s0.now)
+    if max(s0.latest, s1.latest, s2.latest) >= top:
+        return 0
+    runs = [limit]
+    if d > 0:
+        runs += [room(s0.now, s2.latest, d), room(s0.now, s2.now, d, peek)]
+    for a, b, c in zip(s0.floats, s1.floats, s2.floats):
+        step = b - a
+        if c - b != step or step < 0:
+            return 0
+        if step > 0:
+            if a <= 0 or c >= binade(a)[0]:
+                return 0
+            runs.append(room(a, c, step))
+    return max(0, min(runs))
+
+
 class IterationRuns:
     """Runs of alike iterations inside one kernel call's walk, booked at once: the loop of an
     uncached call (softmax ``direct``: every vector load a round trip to DDR) whose state
@@ -89,10 +123,9 @@ class IterationRuns:
         iterations left once the run found (if any) is booked, and how many are left at the
         next note (-1: none)."""
         notes = self.notes
-        snap = self._snapshot(now, owed)
-        notes.append(snap) if snap is not None else notes.clear()
+        notes.append(self._snapshot(now, owed))
         if len(notes) == 3:
-            periods = self._periods(left)
+            periods = repeats(notes, self.ports, left // self.gap, self.env.peek())
             if periods > 0:
                 now = self._book(periods, now)
                 left -= periods * self.gap
@@ -103,14 +136,12 @@ class IterationRuns:
         at = left - (self.gap if notes else self.wait)
         return now, left, at if at > 0 else -1
 
-    def _snapshot(self, now: float, owed: float) -> Snapshot | None:
+    def _snapshot(self, now: float, owed: float) -> Snapshot:
         latest = now + owed
         key: list[Any] = [owed, len(self.wb), tuple(t - now if t > now else None
                                                     for t in self.wb)]
         rings = []
         for p in self.ports:
-            if p.speculation is not None:
-                return None
             state, held, ns = p.relative_state(now)
             key.append(state)
             latest = max(latest, held)
@@ -120,33 +151,6 @@ class IterationRuns:
                   *[p.contention_cycles for p in self.ports]]
         ints = [n for p in self.ports for n in (p.bytes_read, p.bytes_written)]
         return Snapshot(now, tuple(key), latest, floats, ints, rings, 0, None, 0)
-
-    def _periods(self, left: int) -> int:
-        """How many periods of ``gap`` iterations after the three notes repeat the last
-        (0: none may be booked)."""
-        s0, s1, s2 = self.notes
-        d = s1.now - s0.now
-        if not (s0.key == s1.key == s2.key and d > 0 and s2.now - s1.now == d and s0.now > 0):
-            return 0
-        for p, a, b, c in zip(self.ports, s0.rings, s1.rings, s2.rings):
-            if (b - a) % p.max_outstanding != (c - b) % p.max_outstanding:
-                return 0
-        if any(b - a != c - b for a, b, c in zip(s0.ints, s1.ints, s2.ints)):
-            return 0
-        top, _ = binade(s0.now)
-        if max(s0.latest, s1.latest, s2.latest) >= top:
-            return 0
-        runs = [left // self.gap, room(s0.now, s2.latest, d),
-                room(s0.now, s2.now, d, self.env.peek())]
-        for a, b, c in zip(s0.floats, s1.floats, s2.floats):
-            step = b - a
-            if c - b != step or step < 0:
-                return 0
-            if step > 0:
-                if a <= 0 or c >= binade(a)[0]:
-                    return 0
-                runs.append(room(a, c, step))
-        return max(0, min(runs))
 
     def _book(self, periods: int, now: float) -> float:
         """Book ``periods`` periods like the last from ``now`` (the third note's time); return

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from dspsim.hw.clock import At
 from dspsim.hw.repeats import Snapshot as _Snapshot
-from dspsim.hw.repeats import binade, room
+from dspsim.hw.repeats import repeats
 from dspsim.probes import PassRun, TraceRun
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ class _Engines:
                 key += [other.core.waiting_for, repr(other.core.stats())]
         rings = []
         for p in self.ports:
-            if p.speculation is not None or p.flows:
+            if p.flows:
                 return None
             state, held, ns = p.relative_state(now)
             key.append(state)
@@ -147,38 +147,17 @@ class _Engines:
     # ------------------------------------------------------------------ the run
     def run_length(self, s: list[_Snapshot], remaining: int) -> tuple[int, list | None]:
         """How many of the ``remaining`` rows after three row starts ``s`` repeat the last row
-        exactly (0: none may be booked), and the passes of the first of them."""
+        exactly (0: none may be booked), and the passes and trace rows of the first of them."""
         s0, s1, s2 = s
+        count = repeats(s, self.ports, remaining, self.env.peek())
+        if count <= 0 or s0.passes > s1.passes:
+            return 0, None
         d = s1.now - s0.now
-        if not (s0.key == s1.key == s2.key and s2.now - s1.now == d and d >= 0
-                and s0.now > 0 and s0.passes <= s1.passes):
-            return 0, None
-        for p, a, b, c in zip(self.ports, s0.rings, s1.rings, s2.rings):
-            if (b - a) % p.max_outstanding != (c - b) % p.max_outstanding:
-                return 0, None
-        if any(b - a != c - b for a, b, c in zip(s0.ints, s1.ints, s2.ints)):
-            return 0, None
         template = self._next_passes(s0, s1, s2, d)
         trace = self._next_trace(s0, s1, s2, d)
         if template is None or trace is None:
             return 0, None
-        runs = [remaining]
-        top, _ = binade(s0.now)
-        if max(s0.latest, s1.latest, s2.latest) >= top:
-            return 0, None
-        if d > 0:
-            runs.append(room(s0.now, s2.latest, d))
-            # another process acts at ``peek``: the run ends before its event
-            runs.append(room(s0.now, s2.now, d, self.env.peek()))
-        for a, b, c in zip(s0.floats, s1.floats, s2.floats):
-            step = b - a
-            if c - b != step or step < 0:
-                return 0, None
-            if step > 0:
-                if a <= 0 or c >= binade(a)[0]:
-                    return 0, None
-                runs.append(room(a, c, step))
-        return max(0, min(runs)), (template, trace)
+        return count, (template, trace)
 
     def _next_passes(self, s0: _Snapshot, s1: _Snapshot, s2: _Snapshot, d: float
                      ) -> list[dict[str, Any]] | None:

@@ -161,7 +161,10 @@ class _Episode:
         if self.never_idle or self.running:
             return False
         p = self.platform
-        return (all(m.port.idle_for("", local) for m in p.memories.values())
+        # (a port that logs its requests, or whose requests may complete out of order, is
+        # never taken as idle: the platform is not restarted under it)
+        return (all(m.port.log is None and m.port.ring and m.port.idle_at(local)
+                    for m in p.memories.values())
                 and all(ch.current is None and not ch.fifo.items
                         for d in p.dsps for ch in d.idma))
 
