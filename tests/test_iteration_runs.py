@@ -105,3 +105,47 @@ def test_a_port_log_keeps_every_request(booked):
     """With a request log asked for, every request is walked (the log lists them all)."""
     r = simulate(load_model(), "softmax", "direct", n=20000, data=False, port_log=True)
     assert booked[0] == 0 and len(r.port_log) > 20000 / 32
+
+
+def cached_config(rng: np.random.Generator) -> dict:
+    """The HiFi5's PSRAM behind its cache, its sizes and policies drawn at random."""
+    ways = int(rng.choice([1, 2, 3, 4]))
+    line = int(rng.choice([32, 64, 128]))
+    policy = str(rng.choice(["write_back", "write_through"]))
+    return {
+        "dcache.line_bytes": line,
+        "dcache.ways": ways,
+        "dcache.capacity_bytes": ways * line * int(rng.choice([8, 32, 128])),
+        "dcache.prefetch_next_line": bool(rng.integers(2)),
+        "dcache.prefetch_streams": int(rng.choice([0, 1, 2])),
+        "dcache.write_policy": policy,
+        "dcache.miss_cycles": float(rng.choice([0.0, 7.0, 90.04])),
+        # (a write buffer acts only where stores are posted: write-through)
+        **({"core.write_buffer_entries": int(rng.choice([1, 2, 8]))}
+           if policy == "write_through" else {}),
+    }
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_booked_iterations_through_a_cache_report_what_the_reference_does(seed, booked):
+    """A call streaming through the data cache (the HiFi5's memcpy, softmax and copy loop on
+    PSRAM), on random cache geometries and policies: field for field the reference."""
+    rng = np.random.default_rng(seed)
+    config = cached_config(rng)
+    op, variant, size = [("copy", "memcpy", {"n": int(rng.integers(2000, 60000))}),
+                         ("softmax", "direct", {"n": int(rng.integers(2000, 20000))}),
+                         ("copy", "loop", {"n": int(rng.integers(2000, 20000))})][seed % 3]
+    try:
+        model = load_model("ameba_hifi5").with_overrides(config)
+        ref = simulate(model, op, variant, data=False, elide=False, **size)
+    except ValueError:
+        pytest.skip("a configuration the op refuses")
+    fast = simulate(model, op, variant, data=False, **size)
+    assert comparable(fast) == comparable(ref)
+
+
+def test_a_stream_through_the_cache_is_booked(booked):
+    r = simulate(load_model("ameba_hifi5"), "copy", "memcpy", n=262144, data=False)
+    ref = simulate(load_model("ameba_hifi5"), "copy", "memcpy", n=262144, data=False,
+                   elide=False)
+    assert booked[0] > 0 and comparable(r) == comparable(ref)
