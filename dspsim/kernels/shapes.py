@@ -99,7 +99,7 @@ def _with_loop(core: Core, lanes: int | None, call_overhead_cycles: int | None) 
 
 @dataclass(frozen=True)
 class DdrCall:
-    """A kernel call against DDR in closed form (tile fidelity, and the analytic bounds)."""
+    """A kernel call against DDR in closed form (the analytic bounds and estimates)."""
 
     cycles: float
     stall_cycles: float
