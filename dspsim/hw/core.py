@@ -364,13 +364,13 @@ class Core:
                   reduction: float, src: Ptr, dst: Ptr | None, stride: int = 0) -> Walk:
         """:meth:`_walk`'s accesses (``stride`` > 0: an iteration's load ``j`` reads row ``j``)."""
         cache, wb, depth, name = self.dcache, self.write_buffer, cfg.write_buffer_entries, self.name
-        load_cached, store_cached, load, store, runs = self._routes(src, dst, state, stride)
+        load_cached, store_cached, load, store, runs = self._routes(src, dst, state)
         load_addr = row_addr = src.addr  # (interleaved rows: the row's start, its column)
         owed, now, col, store_addr = 0.0, state.now, 0, dst.addr if dst is not None else 0
         for _ in range(rows):
             owed += cfg.call_overhead_cycles
             for count, loads, stores, issue in iterations:
-                left, at = count, runs.first(count, loads, stores) if runs is not None else -1
+                left, at = count, runs.first(count) if runs is not None else -1
                 while left:
                     left -= 1
                     for j, nbytes in enumerate(loads):
@@ -386,7 +386,8 @@ class Core:
                             owed = load(now, nbytes, False, name) - now  # the round trip
                         state.stall += owed
                     owed += issue
-                    col += loads[0] if stride and loads else 0
+                    if stride and loads:
+                        col += loads[0]
                     for nbytes in stores:
                         now, owed = now + owed, 0.0
                         yield now
@@ -404,28 +405,26 @@ class Core:
                         if posted:
                             wb.append(store(now, nbytes, True, name))
                         store_addr += nbytes
-                    if left == at:
-                        now, left, at, load_addr, store_addr = runs.note(
-                            now, owed, left, load_addr, store_addr)
+                    if left == at:  # (no cache: the addresses are not read)
+                        now, left, at = runs.note(now, owed, left)
             owed += reduction
             row_addr, col = load_addr, 0
         state.now = now + owed  # (now itself when nothing is owed)
 
-    def _routes(self, src: Ptr, dst: Ptr | None, state: WalkState, stride: int
+    def _routes(self, src: Ptr, dst: Ptr | None, state: WalkState
                 ) -> tuple[bool, bool, Any, Any, IterationRuns | None]:
         """How :meth:`_accesses` reaches memory: loads through the data cache or not, stores
         into it (write-back) or not, the ports' ``request`` for the loads and the stores that
         go to a port (``None``: none do); and what books its runs of alike iterations at once
-        (``None`` where none may be: interleaved rows through the cache)."""
+        (``None`` where none may be: through a data cache)."""
         load_cached = src.external and src.mem.cached
         store_cached = dst is not None and dst.mem.cached and self.dcache.write_back
         load = src.mem.port.request if src.external else None
         store = dst.mem.port.request if dst is not None else None
         ports = self._ports(src, dst)
-        runs = (IterationRuns(self.env, ports, self.write_buffer, state,
-                              self.dcache if load_cached or store_cached else None,
-                              (load_cached, store_cached))
-                if not stride and IterationRuns.applies(ports, self.elide) else None)
+        runs = (IterationRuns(self.env, ports, self.write_buffer, state)
+                if not (load_cached or store_cached)
+                and IterationRuns.applies(ports, self.elide) else None)
         return load_cached, store_cached, load, store, runs
 
 

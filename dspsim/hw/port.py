@@ -279,17 +279,17 @@ class MemoryPort:
         self._recent = deque(state.recent)
 
     def shift(self, before: int, now_slot: int, runs: int, now: float, dt: float) -> None:
-        """Move the port's state on by ``runs`` repeats of a stretch that took its next slot
-        from ``before`` to ``now_slot`` and lasted ``dt / runs`` (a run booked at once:
-        :mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`, :mod:`dspsim.hw.repeats`): what is
-        still in flight after ``now`` moves by ``dt`` (on a port that is no ring, every slot's
-        free time: which frees first is read), the slots turn on as the requests turned them."""
+        """(A uniform policy's ring only.) Move the port's state on by ``runs`` repeats of a
+        stretch that took its next slot from ``before`` to ``now_slot`` and lasted
+        ``dt / runs`` (a run of rows or tiles booked at once: :mod:`dspsim.hw.rowrun`,
+        :mod:`dspsim.hw.looprun`): what is still in flight after ``now`` moves by ``dt``, the
+        ring turns on as the requests would have turned it."""
         m = self.max_outstanding
         slots = [(self._slot_free[(now_slot + i) % m], self._slot_holder[(now_slot + i) % m])
                  for i in range(m)]
         ns = (now_slot + runs * ((now_slot - before) % m)) % m
         for i, (t, holder) in enumerate(slots):
-            self._slot_free[(ns + i) % m] = t + dt if t > now or not self.ring else t
+            self._slot_free[(ns + i) % m] = t + dt if t > now else t
             self._slot_holder[(ns + i) % m] = holder
         self._next_slot = ns
         if self._path_free > now:
@@ -297,28 +297,21 @@ class MemoryPort:
         self._recent = deque((max(a, now) + dt, e + dt) for a, e in self._recent if e > now)
 
     def relative_state(self, now: float) -> tuple[tuple, float, int]:
-        """What the port holds that a later request can tell, relative to ``now`` (a run booked
-        at once compares it at a few starts): each slot from the next (when it frees, less
-        ``now``, if after ``now``, or on a port that is no ring, where which frees first is
-        read; who holds it), the data path (the same, and its owner), the busy stretches still
-        crossing after ``now``. With it, the latest time the port holds and its next slot."""
-        m, ns, ring = self.max_outstanding, self._next_slot, self.ring
+        """(A uniform policy's ring only.) What the port holds that a later request can tell,
+        relative to ``now`` (a run of
+        rows or tiles booked at once compares it at a few starts: :mod:`dspsim.hw.rowrun`,
+        :mod:`dspsim.hw.looprun`): each slot in ring order (when it frees, less ``now``, if
+        after ``now``; who holds it), the data path (the same, and its owner), the busy
+        stretches still crossing after ``now``. With it, the latest time the port holds and its
+        next slot."""
+        m, ns = self.max_outstanding, self._next_slot
         slots, holders = self._slot_free, self._slot_holder
-        ring = tuple((slots[j] - now if slots[j] > now or not ring else None, holders[j])
+        ring = tuple((slots[j] - now if slots[j] > now else None, holders[j])
                      for j in ((ns + i) % m for i in range(m)))
         path = self._path_free - now if self._path_free > now else None
         recent = tuple((max(s, now) - now, e - now) for s, e in self._recent if e > now)
         latest = max(now, self._path_free, *slots, *(e for _, e in self._recent))
         return (ring, (path, self._path_owner if path is not None else None), recent), latest, ns
-
-    @property
-    def path_busy_cycles(self) -> float:
-        """The data-path cycles booked request by request (a policy that is not linear)."""
-        return self._path_busy
-
-    @path_busy_cycles.setter
-    def path_busy_cycles(self, cycles: float) -> None:
-        self._path_busy = cycles
 
     @property
     def busy_cycles(self) -> float:

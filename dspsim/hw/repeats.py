@@ -87,96 +87,56 @@ def repeats(notes: list[Snapshot], ports: list[Any], limit: int, peek: float) ->
 
 
 class IterationRuns:
-    """Runs of alike iterations inside one kernel call's walk, booked at once: the loop of a
-    call on a memory port (softmax ``direct``: every vector load a round trip to DDR; a memcpy
-    streaming through the data cache) whose state relative to the walk's clock repeats.
+    """Runs of alike iterations inside one kernel call's walk, booked at once: the loop of an
+    uncached call (softmax ``direct``: every vector load a round trip to DDR) whose state
+    relative to the walk's clock repeats from one iteration to the next.
 
     Now and then, at an iteration's end, :meth:`note` reads what the walk owes, its ports'
-    slots and data paths (:meth:`dspsim.hw.port.MemoryPort.relative_state`), the write buffer
-    and the data cache's lines (:meth:`dspsim.hw.dcache.DataCache.relative_state`, relative to
-    the line the walk streams through), and the counters (the walk's stalls, the ports' and
-    the cache's). When three notes ``gap`` iterations apart agree as a row loop's three row
-    starts do (:func:`repeats`; the argument: :mod:`dspsim.hw.rowrun`), the iterations that
-    follow are booked at once, within the binade and before any other process's event.
-    Through a cache a period moves the cached loads' and stores' addresses alike by whole
-    lines; the last period and the lines next to a memory's end (where the prefetcher stops)
-    are walked."""
+    slots and data paths (:meth:`dspsim.hw.port.MemoryPort.relative_state`) and the write
+    buffer relative to the walk's clock, and the counters (the walk's stalls, the ports'
+    contention and bytes). When three notes ``gap`` iterations apart agree as a row loop's
+    three row starts do (the same argument: :mod:`dspsim.hw.rowrun`), the iterations that follow
+    are booked at once, within the binade and before any other process's event. Only for a
+    walk the elided engine drives through no data cache (:meth:`applies`)."""
 
-    def __init__(self, env: Any, ports: list[Any], write_buffer: Any, state: Any,
-                 cache: Any = None, cached: tuple[bool, bool] = (False, False)):
+    def __init__(self, env: Any, ports: list[Any], write_buffer: Any, state: Any):
         self.env, self.ports, self.wb, self.state = env, ports, write_buffer, state
-        self.cache, self.cached = cache, cached  # (loads, stores) through the cache
-        self.unit = 1  # iterations a period is a whole number of
         self.gap = 1  # iterations between two notes of a triple
         self.wait = 16  # iterations before the next triple's first note
-        self.steps = (0, 0)  # bytes an iteration moves the loads' and the stores' address on
-        self.step = 0  # of those, the cached addresses' (alike)
         self.notes: list[Snapshot] = []
 
     @staticmethod
     def applies(ports: list[Any], elide: bool) -> bool:
-        """A walk over ``ports`` may be booked in runs: the elided engine, no request log."""
-        return elide and bool(ports) and all(p.log is None for p in ports)
+        """A walk over ``ports`` may be booked in runs: the elided engine, every port a ring
+        with no request log."""
+        return elide and bool(ports) and all(p.ring and p.log is None for p in ports)
 
-    def first(self, count: int, loads: tuple[int, ...], stores: tuple[int, ...]) -> int:
-        """A run of ``count`` alike iterations (each its ``loads`` and ``stores``) begins: how
-        many are left at the first note (-1: none)."""
+    def first(self, count: int) -> int:
+        """A run of ``count`` alike iterations begins: how many are left at the first note
+        (-1: none)."""
         self.notes.clear()
-        self.steps = (sum(loads), sum(stores))
-        if self.cache is not None and not self._period():
-            return -1
-        at = count - max(self.wait, self.unit)
+        at = count - self.wait
         return at if at > 3 * self.gap else -1
 
-    def _period(self) -> bool:
-        """Through the cache: the fewest iterations that move the cached addresses on by whole
-        lines, alike (``False``: they do not)."""
-        steps = [s for s, cached in zip(self.steps, self.cached) if cached]
-        if not steps or min(steps) != max(steps) or steps[0] <= 0:
-            return False
-        line = self.cache.line_bytes
-        self.step, self.unit = steps[0], line // math.gcd(line, steps[0])
-        if self.gap % self.unit:
-            self.gap = self.unit
-        return True
-
-    def note(self, now: float, owed: float, left: int, load_addr: int, store_addr: int
-             ) -> tuple[float, int, int, int, int]:
-        """At an iteration's end, ``left`` alike ones to go: the walk's clock, the iterations
-        left once the run found (if any) is booked, how many are left at the next note (-1:
-        none), and the loads' and the stores' next addresses."""
+    def note(self, now: float, owed: float, left: int) -> tuple[float, int, int]:
+        """At an iteration's end, ``left`` alike ones to go: the walk's clock and the
+        iterations left once the run found (if any) is booked, and how many are left at the
+        next note (-1: none)."""
         notes = self.notes
-        notes.append(self._snapshot(now, owed, load_addr, store_addr))
+        notes.append(self._snapshot(now, owed))
         if len(notes) == 3:
-            periods = repeats(notes, self.ports, self._limit(left), self.env.peek())
+            periods = repeats(notes, self.ports, left // self.gap, self.env.peek())
             if periods > 0:
                 now = self._book(periods, now)
                 left -= periods * self.gap
-                load_addr += periods * self.gap * self.steps[0]
-                store_addr += periods * self.gap * self.steps[1]
-                self.wait = 1
-            elif notes[0].key == notes[2].key:  # alike, but a binade ends too soon: soon again
                 self.wait = 1
             else:
-                self.gap = min(2 * self.gap, 64 * self.unit)
-                self.wait = min(2 * self.wait, 4096)
+                self.gap, self.wait = min(2 * self.gap, 64), min(2 * self.wait, 4096)
             notes.clear()
-        at = left - (self.gap if notes else max(self.wait, self.unit))
-        return now, left, at if at > 0 else -1, load_addr, store_addr
+        at = left - (self.gap if notes else self.wait)
+        return now, left, at if at > 0 else -1
 
-    def _limit(self, left: int) -> int:
-        """The most periods the notes may stand for: within the run, and through the cache
-        one period short of its end and clear of every memory's last lines."""
-        periods = left // self.gap
-        if self.cache is None:
-            return periods
-        line = self.cache.line_bytes
-        lines = self.gap * self.step // line  # a period's
-        for mem, top in self.cache.top_lines().items():
-            periods = min(periods, ((mem.base + mem.size_bytes) // line - top - 2) // lines)
-        return periods - 1
-
-    def _snapshot(self, now: float, owed: float, load_addr: int, store_addr: int) -> Snapshot:
+    def _snapshot(self, now: float, owed: float) -> Snapshot:
         latest = now + owed
         key: list[Any] = [owed, len(self.wb), tuple(t - now if t > now else None
                                                     for t in self.wb)]
@@ -188,15 +148,8 @@ class IterationRuns:
             rings.append(ns)
         latest = max(latest, *self.wb) if self.wb else latest
         floats = [self.state.stall, self.state.store_stall,
-                  *[x for p in self.ports for x in (p.contention_cycles, p.path_busy_cycles)]]
+                  *[p.contention_cycles for p in self.ports]]
         ints = [n for p in self.ports for n in (p.bytes_read, p.bytes_written)]
-        cache = self.cache
-        if cache is not None:
-            base = (load_addr if self.cached[0] else store_addr) // cache.line_bytes
-            state, held = cache.relative_state(now, base)
-            key.append(state)
-            latest = max(latest, held)
-            ints += [getattr(cache, k) for k in cache.COUNTERS]
         return Snapshot(now, tuple(key), latest, floats, ints, rings, 0, None, 0)
 
     def _book(self, periods: int, now: float) -> float:
@@ -210,17 +163,13 @@ class IterationRuns:
         for i, t in enumerate(wb):
             if t > now:
                 wb[i] = t + dt
-        floats = [c + periods * (c - b) if c != b else c for b, c in zip(s1.floats, s2.floats)]
-        ints = [c + periods * (c - b) for b, c in zip(s1.ints, s2.ints)]
         state, ports = self.state, self.ports
-        state.stall, state.store_stall = floats[:2]
+        stall, store_stall, *contention = [c + periods * (c - b) if c != b else c
+                                           for b, c in zip(s1.floats, s2.floats)]
+        state.stall, state.store_stall = stall, store_stall
+        ints = [c + periods * (c - b) for b, c in zip(s1.ints, s2.ints)]
         for k, p in enumerate(ports):
-            p.contention_cycles, p.path_busy_cycles = floats[2 + 2 * k:4 + 2 * k]
-            p.bytes_read, p.bytes_written = ints[2 * k:2 * k + 2]
-        cache = self.cache
-        if cache is not None:
-            cache.shift(periods * self.gap * self.step // cache.line_bytes, now, dt)
-            for k, n in zip(cache.COUNTERS, ints[2 * len(ports):]):
-                setattr(cache, k, n)
+            p.contention_cycles = contention[k]
+            p.bytes_read, p.bytes_written = ints[2 * k], ints[2 * k + 1]
         state.now = now + dt  # the walk is there (it may end with no wait after)
         return state.now
