@@ -366,21 +366,28 @@ class Labels:
 class TraceRun:
     """The trace rows of ``count`` booked rows of a loop that repeat one row's
     (``template``: its trace rows, those of the run's first row), every row ``shift_cycles``
-    after the one before (exact where the run was booked: :mod:`dspsim.hw.rowrun`)."""
+    after the one before (exact where the run was booked: :mod:`dspsim.hw.rowrun`,
+    :mod:`dspsim.hw.looprun`). ``numbers``: per template row, ``None`` or how its numbers move
+    on a row: ``(tile step, label head, label number, label step)`` (a loop's tiles and
+    descriptors are numbered: ``"copy_in ch0 #12"``)."""
 
-    __slots__ = ("template", "count", "shift_cycles")
+    __slots__ = ("template", "count", "shift_cycles", "numbers")
 
-    def __init__(self, template: list[tuple], count: int, shift_cycles: float):
+    def __init__(self, template: list[tuple], count: int, shift_cycles: float,
+                 numbers: list[tuple | None] | None = None):
         self.template = template
         self.count = count
         self.shift_cycles = shift_cycles
+        self.numbers = numbers
 
     def columns(self) -> list[np.ndarray]:
         """The rows' columns (``COLUMNS``' order): row by row, each row's trace rows."""
         out = []
         steps = np.arange(self.count, dtype=np.float64) * self.shift_cycles
         for c, values in zip(COLUMNS, zip(*self.template)):
-            if c in ("start_cycle", "end_cycle"):
+            if self.numbers is not None and c in ("what", "tile"):
+                out.append(self._numbered(c, values))
+            elif c in ("start_cycle", "end_cycle"):
                 out.append((np.asarray(values, np.float64)[None, :] + steps[:, None]).ravel())
             else:
                 kind = object if c in TEXT_COLUMNS else np.int64 if c in INT_COLUMNS \
@@ -389,6 +396,18 @@ class TraceRun:
                 column[:] = list(values)
                 out.append(np.tile(column, self.count))
         return out
+
+    def _numbered(self, column: str, values: tuple) -> np.ndarray:
+        """The ``what`` or ``tile`` column, each row's numbers moved on row by row."""
+        k = np.arange(self.count)[:, None]
+        if column == "tile":
+            step = np.array([n[0] if n else 0 for n in self.numbers], np.int64)
+            return (np.asarray(values, np.int64)[None, :] + k * step).ravel()
+        out = np.empty((self.count, len(values)), dtype=object)
+        for j, (what, n) in enumerate(zip(values, self.numbers)):
+            out[:, j] = what if n is None or n[1] is None else \
+                [f"{n[1]}{n[2] + i * n[3]}" for i in range(self.count)]
+        return out.ravel()
 
 
 class Recorder:

@@ -26,9 +26,11 @@ address of one memory moves by the same step, so no overlap appears or vanishes.
 event may lie before what the booked periods hold (``latest``), so the order of SimPy's
 equal-time events is kept.
 
-Booked only by the elided engine with no trace, no port log, the data path off (the skipped
-tiles' values are not computed), every port's request policy uniform (its slots a ring,
-:mod:`dspsim.hw.policy`) and the frame's loop-carried values unchanged.
+Booked only by the elided engine with no port log, no trace row limit, the data path off (the
+skipped tiles' values are not computed), every port's request policy uniform (its slots a
+ring, :mod:`dspsim.hw.policy`) and the frame's loop-carried values unchanged. A trace gets the
+booked periods' rows as one block (:class:`~dspsim.probes.TraceRun`: the last period's, ``D``
+apart, their tile and descriptor numbers moving on as they did between the periods probed).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from dspsim.hw.clock import put_into, requeue, set_now, waits_on
 from dspsim.hw.clock import queued as queued_events
 from dspsim.hw.memory import Ptr
 from dspsim.hw.repeats import binade, room
+from dspsim.probes import TraceRun
 
 if TYPE_CHECKING:
     from dspsim.hw.views import DspView
@@ -91,7 +94,7 @@ class _State:
 
     __slots__ = ("now", "alike", "key", "times", "time_at", "ints", "int_at", "int_mem",
                  "accs", "acc_at", "records", "latest", "earliest", "foreign", "queue",
-                 "rings")
+                 "rings", "traced")
 
     def __init__(self, now: float, alike: int):
         self.now = now
@@ -110,6 +113,7 @@ class _State:
         self.foreign = math.inf
         self.queue: list[tuple[Any, float]] = []
         self.rings: list[int] = []
+        self.traced = 0  # the trace's length
 
     def time(self, at: tuple[Any, Any] | None, t: float) -> None:
         self.times.append(t)
@@ -138,8 +142,10 @@ class LoopRun:
         self.env = ctx.env
         self.period = period
         self.ports = [m.port for m in dsp.platform.memories.values()]
-        # a port whose requests may complete out of order has no ring to shift
-        self.enabled = (ctx.elide and not ctx.data and not ctx.recorder.enabled
+        # a port whose requests may complete out of order has no ring to shift; a trace cut at
+        # a row limit keeps every row it has simulated
+        self.recorder = ctx.recorder if ctx.recorder.enabled else None
+        self.enabled = (ctx.elide and not ctx.data and ctx.recorder.limit is None
                         and all(p.log is None and p.ring for p in self.ports))
         self._tick = 0  # iterations since the last probe (or jump, or failure)
         self._gap = 0  # periods to run before the next probe
@@ -173,12 +179,15 @@ class LoopRun:
         if len(self._states) < 3:
             return 0
         periods = self._run_length(self._states)
-        if periods < 0:
+        trace = self._next_trace(self._states) if periods > 0 else None
+        if periods < 0 or (periods > 0 and trace is None):
             return self._failed()
         if periods == 0:  # alike, but a binade ends too soon: look again a period on
             del self._states[0]
             return 0
         self._jump(self._states, periods)
+        if trace and trace[0]:
+            self.recorder.append_run(TraceRun(*trace[:1], periods, *trace[1:]))
         self._states.clear()
         self._last_top = self.env.now  # the booked periods end here: the next guess runs on
         self._tick, self._gap = 0, 0
@@ -260,6 +269,34 @@ class LoopRun:
                 runs.append(room(a, c, step))
         return max(0, min(runs))
 
+    def _next_trace(self, s: list[_State]) -> tuple[list[tuple], float, list] | None:
+        """The trace rows the period after ``s[2]`` records (the last period's, ``D`` later,
+        their tiles and descriptor numbers one step on), how far apart the periods are, and
+        how each row's numbers move (:class:`~dspsim.probes.TraceRun`), if the two periods
+        recorded the same rows ``D`` apart, numbers moving alike; ``([], D, [])`` with no
+        trace."""
+        s0, s1, s2 = s
+        d = s2.now - s1.now
+        if self.recorder is None:
+            return [], d, []
+        rows = self.recorder.rows
+        first, last = rows[s0.traced:s1.traced], rows[s1.traced:s2.traced]
+        if len(first) != len(last):
+            return None
+        template, numbers = [], []
+        for a, b in zip(first, last):  # (engine, kind, what, start, end, bytes, tile, ...)
+            if not (isinstance(a, tuple) and isinstance(b, tuple) and a[:2] == b[:2]
+                    and a[5] == b[5] and a[7:] == b[7:] and b[3] == a[3] + d
+                    and b[4] == a[4] + d):
+                return None
+            (head, n), (head_b, m) = _numbered(a[2]), _numbered(b[2])
+            if head != head_b or (n is None) != (m is None) or (n is None and a[2] != b[2]):
+                return None
+            step = b[6] - a[6]
+            template.append((*b[:3], b[3] + d, b[4] + d, b[5], b[6] + step, *b[7:]))
+            numbers.append((step, None, 0, 0) if n is None else (step, head, 2 * m - n, m - n))
+        return template, d, numbers
+
     def _jump(self, s: list[_State], periods: int) -> None:
         """Book ``periods`` periods like the last one from now (the state ``s[2]``)."""
         _, s1, s2 = s
@@ -298,6 +335,7 @@ def _capture(run: LoopRun, alike: int, carried: bytes) -> _State | None:
     """The platform at an iteration top; ``None`` where nothing may be booked from it."""
     dsp = run.dsp
     st = _State(run.env.now, alike)
+    st.traced = len(run.recorder.rows) if run.recorder is not None else 0
     if dsp.core.waiting_for is not None or dsp.core.dcache is not None:
         return None
     st.key.append(carried)
