@@ -85,6 +85,7 @@ def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
     out.update(tile_speedups(out["runs"]))
     out["elision"] = elision_speedup(model, elision_n, repeat)
     out["row_runs"] = row_run_speedup(model, repeat, baseline)
+    out["walks"] = walk_runs(repeat, baseline)
     if stream_n:
         out["streaming"] = streaming(stream_n, repeat, baseline)
     out["cli"] = cli_wall(repeat)
@@ -196,6 +197,9 @@ for _ in range(job.get("repeat", 1)):
         r = simulate(model, variant="pingpong", n=job["n"], data=False, fidelity=job["fidelity"])
     elif job["kind"] == "rows":
         r = simulate(model, job["op"], "direct", shape=tuple(job["shape"]), data=False)
+    elif job["kind"] == "walk":
+        r = simulate(load_model(job["model"]), job["op"], job["variant"], n=job["n"],
+                     data=False)
     else:
         from dspsim.study.workload import parse_workload, run_workload
         r = run_workload(parse_workload(job["spec"]), model, fidelity=job["fidelity"])
@@ -244,6 +248,34 @@ def streaming(sizes: tuple[int, ...], repeat: int, baseline: str | None = None
                 row["speedup"] = row["baseline_wall_s"] / row["this_wall_s"]
                 row["same_cycles"] = row["baseline_cycles"] == row["this_cycles"]
             rows.append(row)
+    return rows
+
+
+# (model, op, variant, n): one long kernel call's walk, a DDR round trip per vector (the
+# direct softmax, passes of 10^6 to 10^8 elements), and a stream through a data cache (the
+# HiFi5's memcpy of 2 MiB)
+WALK_RUNS = (("j6", "softmax", "direct", 1_000_000), ("j6", "softmax", "direct", 10_000_000),
+             ("j6", "softmax", "direct", 100_000_000), ("ameba_hifi5", "copy", "memcpy", 524_288))
+
+
+def walk_runs(repeat: int, baseline: str | None = None) -> list[dict[str, Any]]:
+    """Kernel calls walked access by access (:data:`WALK_RUNS`), data path off, each in a
+    fresh process (best of ``repeat`` inside it); with ``baseline`` (a checkout), that
+    version's same runs alternately, the speed-up over it and whether the cycles agree."""
+    here = str(Path(__file__).resolve().parent.parent)
+    versions = {"this": here, **({"baseline": baseline} if baseline else {})}
+    rows = []
+    for model, op, variant, n in WALK_RUNS:
+        row: dict[str, Any] = {"model": model, "op": op, "variant": variant, "n": n}
+        job = json.dumps({"kind": "walk", "model": model, "op": op, "variant": variant,
+                          "n": n, "repeat": repeat})
+        jobs = {name: ["-c", JOB_CODE, root, job] for name, root in versions.items()}
+        for name, rs in alternated(jobs).items():
+            row.update({f"{name}_{k}": v for k, v in min(rs, key=lambda r: r["wall_s"]).items()})
+        if baseline:
+            row["speedup"] = row["baseline_wall_s"] / row["this_wall_s"]
+            row["same_cycles"] = row["baseline_cycles"] == row["this_cycles"]
+        rows.append(row)
     return rows
 
 

@@ -45,6 +45,13 @@ def print_speedups(b: dict[str, Any]) -> None:
         print(f"event elision, burst pingpong n = {e['n']:,}, data {'on' if e['data'] else 'off'}:"
               f" {e['reference_events']:,} -> {e['elided_events']:,} events, "
               f"{e['reference_wall_s']:.3f} s -> {e['elided_wall_s']:.3f} s ({e['speedup']:.2f}x)")
+    for w in b.get("walks", []):
+        line = (f"a call's walk, {w['model']} {w['op']} {w['variant']} n = {w['n']:,}, data "
+                f"off: {w['this_wall_s']:.3f} s, {w['this_events']:,} events")
+        if "baseline_wall_s" in w:
+            line += (f"; baseline {w['baseline_wall_s']:.3f} s: {w['speedup']:.1f}x"
+                     f"{'' if w['same_cycles'] else ' (CYCLES DIFFER)'}")
+        print(line)
     for e in b.get("row_runs", []):
         print(f"alike rows booked at once, {e['op']} direct {'x'.join(map(str, e['shape']))}, "
               f"data off: {e['wall_s']:.2f} s ({e['events']:,} events); the reference engine "
