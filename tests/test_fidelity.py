@@ -231,3 +231,17 @@ def test_a_port_log_logs_every_request(op, variant, shape):
     read = sum(e[4] for e in logged.port_log if not e[5])
     assert read == logged.bytes["ddr_read"]
     assert simulate(model, op, variant, shape=shape, data=False).cycles == logged.cycles
+
+
+def test_the_ddr_profile_changes_no_task_time(j6):
+    """The DDR profile's meter watches the port's requests; the platform still restarts where
+    it is idle (as many episodes), and every task's times are those of a run without it."""
+    model = j6.with_overrides({"core.count": 2, "host.rpc_latency_us": 1.0})
+    streams = [{"name": "a", "op": "softmax", "variant": "direct", "n": 6000, "count": 6,
+                "period_us": 3000.0, "backend": "core0"},
+               {"name": "b", "op": "layernorm", "variant": "direct", "shape": [2, 3000],
+                "count": 6, "period_us": 4000.0, "backend": "core1"}]
+    wl = parse_workload({"seed": 1, "stream": streams})
+    plain, profiled = (run_workload(wl, model, ddr_profile=p) for p in (False, True))
+    assert task_table(profiled).equals(task_table(plain))
+    assert profiled.episodes == plain.episodes > 1

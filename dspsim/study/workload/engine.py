@@ -120,7 +120,7 @@ class _Episode:
         self.meter = None
         if run.ddr_profile:
             self.meter = DdrMeter(self.platform.port)
-            self.platform.port.log = self.meter  # one entry per request / reservation
+            self.platform.port.log = self.meter  # one entry per request
         self.programs = [HostProgram.load(ucp, get_op(s.op), s.variant, s.shape, what=s.name)
                          for s in run.workload.streams]
         self.never_idle = run.model.dcache.capacity_bytes > 0
@@ -161,10 +161,11 @@ class _Episode:
         if self.never_idle or self.running:
             return False
         p = self.platform
-        # (a port that logs its requests, or whose requests may complete out of order, is
-        # never taken as idle: the platform is not restarted under it)
-        return (all(m.port.log is None and m.port.ring and m.port.idle_at(local)
-                    for m in p.memories.values())
+        # (a port whose requests may complete out of order, or a run logging every request,
+        # is never taken as idle: the platform is not restarted under it; the DDR profile's
+        # meter is no such log)
+        return (not p.ctx.port_log
+                and all(m.port.ring and m.port.idle_at(local) for m in p.memories.values())
                 and all(ch.current is None and not ch.fifo.items
                         for d in p.dsps for ch in d.idma))
 
