@@ -304,9 +304,9 @@ class Core:
     def _ddr_kernel(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None
                     ) -> Proc:
         """Walk the loop access by access in a process of its own (each of its many events
-        resumes one generator, not the op's whole chain of ``yield from`` frames; at tile
-        fidelity the process may run it as a closed form); return the cycles stalled (all, and
-        those the stores caused: the write buffer full, a store miss's line)."""
+        resumes one generator, not the op's whole chain of ``yield from`` frames); return the
+        cycles stalled (all, and those the stores caused: the write buffer full, a store miss's
+        line)."""
         return (yield self.env.process(self._stalling_loop(shape, n, rows, src, dst)))
 
     def _ports(self, src: Ptr, dst: Ptr | None) -> list[Any]:

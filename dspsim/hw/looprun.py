@@ -349,7 +349,7 @@ def _capture(run: LoopRun, alike: int, carried: bytes) -> _State | None:
 def _queue(st: _State, run: LoopRun) -> bool:
     """Who waits until when: the channels' walks (in flight, owned), the descriptors just
     queued (their FIFO's put, owned), and anything else (foreign: only its first time is
-    kept). ``False`` if a channel in flight has no wake-up queued (a closed form, say)."""
+    kept). ``False`` if a channel in flight has no wake-up queued."""
     walking, fifos = {}, {}
     for other in run.dsp.platform.dsps:
         for ch in other.idma:

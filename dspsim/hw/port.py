@@ -45,7 +45,6 @@ from dspsim.probes import PortLog
 __all__ = ["MemoryPort", "DdrPort", "RingState", "transfer_cycles"]
 
 
-
 class MemoryPort:
     """The port of the memory ``name`` (its table ``cfg``)."""
 

@@ -51,8 +51,6 @@ def room(start: float, latest: float, step: float, limit: float | None = None) -
     return (int(limit / u) - 1 - int(latest / u)) // int(step / u)
 
 
-
-
 def repeats(notes: list[Snapshot], ports: list[Any], limit: int, peek: float) -> int:
     """How many more steps like the last of the three ``notes`` (a step apart) repeat it
     exactly, at most ``limit`` (0: none may be booked): the notes agree relative to their
