@@ -19,9 +19,7 @@ from dspsim.platform import FIDELITIES
 from dspsim.workers import MAX_JOBS
 
 if TYPE_CHECKING:
-    from dspsim.config import HardwareModel
     from dspsim.study.calibrate import Calibration
-    from dspsim.study.calibrate.problem import Progress
 
 CLI_DESCRIPTION = """\
 Fit free model keys to measured cycle counts, report the residuals, how well the measurements
@@ -56,112 +54,54 @@ measurement syntax (--measured, repeatable):
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``dspsim calibrate`` (besides --model / --set). Declaring them imports
-    nothing of the calibration (scipy, the fits): ``--tolerance-pct`` defaults to None, read as
-    :data:`dspsim.study.calibrate.DEFAULT_TOLERANCE_PCT` when the command runs."""
-    p.add_argument(
-        "--measured",
-        metavar="SPEC=CYCLES",
-        action="append",
-        default=[],
-        help="a measurement, [OP:]VARIANT[,n=N][,shape=RxC][,KEY=VALUE...]=CYCLES (repeatable)",
-    )
-    p.add_argument(
-        "--measured-csv",
-        metavar="FILE",
-        action="append",
-        default=[],
-        help="CSV of measurements: columns variant,cycles[,op][,n][,shape][,model keys...] "
-        "(repeatable)",
-    )
-    p.add_argument(
-        "--free",
-        metavar="KEY[=LO:HI]",
-        action="append",
-        default=[],
-        help="a model key to fit, optionally its range (repeatable)",
-    )
-    p.add_argument(
-        "--tolerance-pct",
-        type=float,
-        default=None,
-        metavar="PCT",
-        help="identifiability: every measurement within this %% (default 1)",
-    )
+    nothing of the calibration (scipy): ``--tolerance-pct`` None means
+    :data:`dspsim.study.calibrate.DEFAULT_TOLERANCE_PCT`."""
+    _add_measurement_args(p)
+    _add_run_args(p)
+
+
+def _add_measurement_args(p: argparse.ArgumentParser) -> None:
+    """What was measured and which keys to fit."""
+    p.add_argument("--measured", metavar="SPEC=CYCLES", action="append", default=[],
+                   help="a measurement, [OP:]VARIANT[,n=N][,shape=RxC][,KEY=VALUE...]=CYCLES "
+                   "(repeatable)")
+    p.add_argument("--measured-csv", metavar="FILE", action="append", default=[],
+                   help="CSV of measurements: columns variant,cycles[,op][,n][,shape][,model "
+                   "keys...] (repeatable)")
+    p.add_argument("--free", metavar="KEY[=LO:HI]", action="append", default=[],
+                   help="a model key to fit, optionally its range (repeatable)")
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    """How to fit, and what to write."""
+    p.add_argument("--tolerance-pct", type=float, default=None, metavar="PCT",
+                   help="identifiability: every measurement within this %% (default 1)")
     p.add_argument("--fidelity", choices=FIDELITIES, default="burst", help="simulation fidelity")
     p.add_argument("--out", metavar="FILE.toml",
                    help="write the fitted model file, its verdict in its first comments: it is "
                    "written also when the fit misses the tolerance (the verdict and the "
                    "output's 'wrote' line say so; exit 1)")
-    p.add_argument(
-        "--explore",
-        action="store_true",
-        help="free the structural keys too and report every reading of the measurements",
-    )
-    p.add_argument(
-        "--jobs",
-        type=int_in(1, MAX_JOBS),
-        default=None,
-        metavar="N",
-        help=f"--explore: worker processes, 1 to {MAX_JOBS} (default: every CPU; never more "
-        "than grid points)",
-    )
+    p.add_argument("--explore", action="store_true",
+                   help="free the structural keys too and report every reading of the "
+                   "measurements")
+    p.add_argument("--jobs", type=int_in(1, MAX_JOBS), default=None, metavar="N",
+                   help=f"--explore: worker processes, 1 to {MAX_JOBS} (default: every CPU; "
+                   "never more than grid points)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def add_calibrate(sub) -> None:
-    p = sub.add_parser(
-        "calibrate",
-        help="fit free model keys to measured cycle counts",
-        description=CLI_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = sub.add_parser("calibrate", help="fit free model keys to measured cycle counts",
+                       description=CLI_DESCRIPTION,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
     add_arguments(p)
 
 
-def run_from_args(
-    model: HardwareModel, args: argparse.Namespace, progress: Progress = None,
-    on_simulation: Callable[[], None] | None = None,
-) -> Calibration:
-    """What ``dspsim calibrate`` does with its parsed arguments."""
-    from dspsim.study.calibrate import DEFAULT_TOLERANCE_PCT, run_calibration
-
-    tolerance = getattr(args, "tolerance_pct", None)
-    return run_calibration(
-        model,
-        measured=args.measured,
-        measured_csv=args.measured_csv,
-        free=args.free,
-        fidelity=args.fidelity,
-        tolerance_pct=DEFAULT_TOLERANCE_PCT if tolerance is None else tolerance,
-        out=args.out,
-        progress=progress,
-        on_simulation=on_simulation,
-    )
-
-
-def explore_from_args(model: HardwareModel, args: argparse.Namespace, progress: Progress = None):
-    """What ``dspsim calibrate --explore`` does with its parsed arguments."""
-    from dspsim.errors import DspsimInputError
+def _tolerance(args: argparse.Namespace) -> float:
     from dspsim.study.calibrate import DEFAULT_TOLERANCE_PCT
-    from dspsim.study.calibrate.command import run_exploration
 
-    if args.out:
-        raise DspsimInputError(
-            "--out writes one fit; --explore finds several readings: write a reading's model "
-            "file from its values (see --json), or calibrate without --explore"
-        )
-    tolerance = getattr(args, "tolerance_pct", None)
-    return run_exploration(
-        model,
-        measured=args.measured,
-        measured_csv=args.measured_csv,
-        free=args.free,
-        tolerance_pct=DEFAULT_TOLERANCE_PCT if tolerance is None else tolerance,
-        final_fidelity=args.fidelity,
-        jobs=args.jobs,
-        progress=progress,
-    )
+    return DEFAULT_TOLERANCE_PCT if args.tolerance_pct is None else args.tolerance_pct
 
 
 def _status_line(msg: str) -> None:
@@ -174,9 +114,8 @@ LOG_EVERY_S = 30.0  # off a terminal, --explore writes a progress line at most t
 
 
 class LogLines:
-    """Off a terminal (a pipe, a log file): the exploration's first message (its grid and
-    workers), then its progress ("explore: 12/90 grid points, ...") a line at a time, at most
-    one every :data:`LOG_EVERY_S` seconds of ``clock``."""
+    """Off a terminal: the exploration's first message, then its progress a line at a time, at
+    most one every :data:`LOG_EVERY_S` seconds of ``clock``."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
@@ -191,27 +130,18 @@ class LogLines:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from dspsim.cli.progress import counter, on_terminal
+    from dspsim.study.calibrate import run_calibration
 
     check_outputs_not_inputs(args, [("--out", args.out)],
                              [("--measured-csv", f) for f in args.measured_csv])
     tty = on_terminal()
-    if getattr(args, "explore", False):
-        # it takes minutes: on a terminal a status line, elsewhere what starts and then a
-        # progress line now and then
-        try:
-            ex = explore_from_args(model_from_args(args), args,
-                                   _status_line if tty else LogLines())
-        finally:
-            if tty:
-                _status_line("")
-        if args.json:
-            emit_json(ex.to_json())
-        else:
-            print(ex.text())
-        return 0 if ex.families else 1
+    if args.explore:
+        return _explore(args, tty)
     model = model_from_args(args)
     with counter("calibrate", unit="sim", enabled=tty) as bar:  # the fit's simulations
-        cal = run_from_args(model, args, progress=bar.describe, on_simulation=bar.update)
+        cal = run_calibration(model, args.measured, args.measured_csv, args.free,
+                              fidelity=args.fidelity, tolerance_pct=_tolerance(args),
+                              out=args.out, progress=bar.describe, on_simulation=bar.update)
         bar.describe("calibrate: tolerance ranges")
         spans = tolerance_spans(cal)
     if args.json:
@@ -221,6 +151,31 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"{head}{tolerance_text(cal, spans)}{wrote}{tail}" if wrote else
               cal.text() + tolerance_text(cal, spans))
     return 0 if cal.fitted_within_tolerance else 1
+
+
+def _explore(args: argparse.Namespace, tty: bool) -> int:
+    """``--explore``: it takes minutes, so on a terminal a status line, elsewhere what starts
+    and then a progress line now and then."""
+    from dspsim.errors import DspsimInputError
+    from dspsim.study.calibrate import run_exploration
+
+    model = model_from_args(args)
+    if args.out:
+        raise DspsimInputError(
+            "--out writes one fit; --explore finds several readings: write a reading's model "
+            "file from its values (see --json), or calibrate without --explore")
+    try:
+        ex = run_exploration(model, args.measured, args.measured_csv, args.free,
+                             tolerance_pct=_tolerance(args), final_fidelity=args.fidelity,
+                             jobs=args.jobs, progress=_status_line if tty else LogLines())
+    finally:
+        if tty:
+            _status_line("")
+    if args.json:
+        emit_json(ex.to_json())
+    else:
+        print(ex.text())
+    return 0 if ex.families else 1
 
 
 def tolerance_spans(cal: Calibration) -> dict[str, tuple]:
@@ -255,5 +210,5 @@ def _inward(x: float, up: bool) -> str:
     scale = 10.0 ** (math.floor(math.log10(abs(x))) - 5)
     if scale == 0.0:  # x near the smallest float (a range down to 0): its digits as they are
         return repr(x)
-    v = (math.ceil if up else math.floor)(x / scale) * scale
-    return f"{v:.6g}" if "." in f"{v:.6g}" or "e" in f"{v:.6g}" else f"{v:.6g}.0"
+    text = f"{(math.ceil if up else math.floor)(x / scale) * scale:.6g}"
+    return text if "." in text or "e" in text else f"{text}.0"

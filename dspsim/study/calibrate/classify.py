@@ -1,30 +1,15 @@
 """What binds a fit: which resource a measured run's time is made of, under fitted values.
 
-For every measurement, the op's closed-form bounds (:meth:`~dspsim.ops.base.Op.bounds`) at the
-fitted values give four lower bounds on its cycles, one per resource:
-
-- **port bandwidth** (``port``): ``dma_bound_cycles``, the bytes that must cross the port /
-  ``ddr.bytes_per_cycle``.
-- **outstanding requests** (``outstanding``): the op's ``latency_bound_cycles`` (requests x
-  latency / the requests in flight) scaled by ``(L + b / B) / L``, ``b`` the mean bytes per
-  request: a request holds its slot for its round trip *and* its own transfer on the data path
-  (``L`` = ``ddr.latency_cycles``, ``B`` = ``ddr.bytes_per_cycle``). This is the window bound,
-  requests x (L + b / B) / window; the window (the channels' ``idma.max_outstanding``, the
-  port's ``ddr.max_outstanding``, 1 for a core's dependent loads) is the op's
-  ``outstanding_requests`` when it gives it, else what its latency bound implies.
-- **descriptor overhead** (``descriptor``): what ``idma.setup_cycles`` adds to the op's
-  ``compute_bound_cycles`` (the bound minus the same bound with setup 0).
-- **compute** (``compute``): the rest of ``compute_bound_cycles``, the core's kernels.
-
-The binding resource of a run is the largest of *port*, *outstanding* and *core* (descriptor
-overhead plus compute: one core does both); a binding core is *descriptor overhead* when the
-descriptors' part is at least the kernels', else *compute*. The op's own ``binding_bound``
-names the largest of its three bounds; this refines its ``latency`` into the window bound and
-splits its ``compute``. A run whose op gives no bounds is ``unknown``.
-
-A fit's *reading* is the tuple of its measurements' binding resources; the fits with the same
-reading form a family (:mod:`~dspsim.study.calibrate.explore`).
-"""
+The op's closed-form bounds (:meth:`~dspsim.ops.base.Op.bounds`) at the fitted values give four
+lower bounds on a run's cycles: **port** bandwidth (``dma_bound_cycles``: bytes / the port's
+bytes per cycle); **outstanding** requests (the op's ``latency_bound_cycles`` scaled by
+``(L + b / B) / L``, ``b`` the mean bytes per request: a request holds its slot for its round
+trip *and* its own transfer, so requests x (L + b / B) / window); **descriptor** overhead (what
+``idma.setup_cycles`` adds to ``compute_bound_cycles``); **compute** (the rest of it, the core's
+kernels). A run is bound by the largest of port, outstanding and core (descriptor + compute:
+one core does both), a binding core being *descriptor* when that part is at least the kernels';
+``unknown`` when the op gives no bounds. A fit's *reading* is the tuple of its measurements'
+binding resources; fits with the same reading form a family."""
 
 from __future__ import annotations
 
@@ -71,10 +56,11 @@ class Binding:
         }
 
 
-def model_at(model: HardwareModel, values: Mapping[str, float], m: Measurement) -> HardwareModel:
+def model_at(model: HardwareModel, values: Mapping[str, float], m: Measurement | None = None
+             ) -> HardwareModel:
     """``model`` with the fitted ``values``, then the measurement's own settings."""
     vals = {k: (int(round(v)) if is_int_key(k) else float(v)) for k, v in values.items()}
-    return model.with_overrides({**vals, **m.settings})
+    return model.with_overrides({**vals, **(m.settings if m else {})})
 
 
 def resource_bounds(model: HardwareModel, m: Measurement) -> tuple[dict[str, float], float | None]:
@@ -104,12 +90,8 @@ def resource_bounds(model: HardwareModel, m: Measurement) -> tuple[dict[str, flo
             descriptor = max(0.0, core - float(bare_core or 0.0))
         except ConfigError:
             descriptor = 0.0
-    return {
-        "port": float(b.dma_bound_cycles),
-        "outstanding": outstanding,
-        "descriptor": descriptor,
-        "compute": core - descriptor,
-    }, window
+    return {"port": float(b.dma_bound_cycles), "outstanding": outstanding,
+            "descriptor": descriptor, "compute": core - descriptor}, window
 
 
 def classify_run(model: HardwareModel, values: Mapping[str, float], m: Measurement) -> Binding:
@@ -127,9 +109,8 @@ def classify_run(model: HardwareModel, values: Mapping[str, float], m: Measureme
     return Binding(m.label(), resource, bounds, top / m.cycles, window, margin)
 
 
-def classify(
-    model: HardwareModel, values: Mapping[str, float], measurements: Sequence[Measurement]
-) -> tuple[Binding, ...]:
+def classify(model: HardwareModel, values: Mapping[str, float],
+             measurements: Sequence[Measurement]) -> tuple[Binding, ...]:
     """Every measurement's :class:`Binding` under ``values``."""
     return tuple(classify_run(model, values, m) for m in measurements)
 
@@ -152,15 +133,12 @@ def reading_name(reading: Sequence[str], labels: Sequence[str]) -> str:
     return ", ".join(f"{bound(r)} ({lab})" for lab, r in zip(labels, reading))
 
 
-def physical_reading(
-    model: HardwareModel, values: Mapping[str, float], bindings: Sequence[Binding]
-) -> list[str]:
+def physical_reading(model: HardwareModel, values: Mapping[str, float],
+                     bindings: Sequence[Binding]) -> list[str]:
     """What each binding resource means at ``values`` in physical units, one line per distinct
     phrase naming the runs it binds, e.g. ``port bandwidth: 0.3881 B/cycle, 388 MB/s at 1000
     MHz (pingpong,n=100000; direct,n=100000)``."""
-    m = model.with_overrides(
-        {k: (int(round(v)) if is_int_key(k) else float(v)) for k, v in values.items()}
-    )
+    m = model_at(model, values)
     clock = m.core.clock_mhz
     phrases: dict[str, list[str]] = {}
     for b in bindings:

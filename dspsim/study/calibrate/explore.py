@@ -1,47 +1,17 @@
 """``dspsim calibrate --explore``: every reading of the measurements, not only the nearest fit.
 
-A calibration fits the keys it is told to free, from the model's values. Two figures are
-reproduced by physically different hardware, though: a narrow port, few requests in flight,
-an expensive descriptor. ``explore`` frees the structural keys as well, searches them on a
-coarse grid, fits the continuous keys at every grid point, and keeps every fit that reproduces
-every measurement within the tolerance; :mod:`~dspsim.study.calibrate.readings` groups them
-into families by what binds and proposes the measurement that tells the families apart.
-
-Keys (:func:`explore_space`)
-    Fitted at every grid point (continuous): the host memory's (``host.memory``; J6: ``ddr``)
-    ``latency_cycles`` (1-5,000 cycles) and ``bytes_per_cycle`` (0.05-64 B/cycle, its
-    physical range), and ``idma.setup_cycles`` (1-100,000 cycles). On the grid (log-spaced,
-    neighbours a factor ``GRID_FACTOR`` = 4 apart, the model's own value added):
-    ``idma.max_outstanding`` (1-64), the host memory's ``max_outstanding`` (1-64, neighbours 8
-    apart: the port's slots matter only below the channels'), and every integer op key the
-    measured op's :meth:`~dspsim.ops.base.Op.search_space` marks for a measured variant (e.g. a
-    tile size: the op's candidates thinned to neighbours a factor 4 apart, the model's value
-    and the largest kept). ``--free KEY[=LO:HI]`` adds a key (an integer key to the grid,
-    another to the fitted keys) or changes a range. A key that a measurement sets is not
-    explored.
-
-Anchors (:func:`explore_space`)
-    With more continuous keys than measurements the fits at a grid point form a curve (two figures,
-    three keys: one dimension). It is sampled twice: (a) the extra keys (``idma.setup_cycles``
-    first) at the model's values, the others fitted: the fits where the model's guesses stand
-    (several starts); (b) the next key (the host memory's ``bytes_per_cycle``) at each point of a
-    log grid with neighbours ``WALK_FACTOR`` = 8 apart, every other key fitted (the setup included;
-    one start): the curve across the port's physical range, out to where the setup binds. An anchor
-    is skipped when the op's closed-form lower bound (``lower_bound_cycles``, the fitted keys at the
-    corners of their ranges) already exceeds a measurement by more than the screen; a start (a
-    minimum of the closed-form estimate's misfit,
-    :meth:`~dspsim.study.calibrate.problem.Problem.surrogate_seeds`, or the model's own values) is
-    used only where that estimate comes within the screen of every measurement.
-
-Screen and finalists
-    Every fit is simulated at tile fidelity (it equals burst to the cycle at the sizes tested,
-    up to 300,000 elements; at 10^8 float rounding parts them by a few cycles; where the
-    channels share the port it is no slower). An anchor's fit within ``SCREEN`` (25 %) of every
-    measurement but not within the tolerance is refitted with every continuous key free from
-    where it stopped. The families' representatives are re-simulated at burst fidelity
-    (:func:`~dspsim.study.calibrate.readings.find_readings`). Grid points run in ``jobs``
-    worker processes.
-"""
+Two figures can be reproduced by physically different hardware (a narrow port, few requests in
+flight, an expensive descriptor), so ``explore`` frees the structural keys too: integer keys on
+a coarse log grid (neighbours ``GRID_FACTOR`` apart, the model's own value added: the iDMA's
+and the host memory's ``max_outstanding``, and each integer op key the measured op's
+``search_space`` marks, e.g. a tile size), the continuous ones (:data:`CONTINUOUS_RANGES`)
+fitted at every grid point; ``--free`` adds a key or changes a range, and a key a measurement
+sets is not explored. With more continuous keys than measurements the fits form a curve,
+sampled at two kinds of anchor: (a) the extra keys at the model's values; (b) the next key of
+:data:`PIN_ORDER` on a log grid ``WALK_FACTOR`` apart. An anchor whose closed-form lower bound
+already exceeds a measurement by more than ``SCREEN`` is skipped; a near miss is refitted with
+every key free. The screen runs at tile fidelity (equal to burst at the sizes tested) in
+``jobs`` worker processes; :mod:`~dspsim.study.calibrate.readings` groups the fits."""
 
 from __future__ import annotations
 
@@ -71,16 +41,12 @@ SCREEN = 0.25  # an anchor's fit this close to every measurement is refitted wit
 # ``host.`` stands for the model's host memory (``host.memory``: J6's ``ddr``, a HiFi5's
 # ``psram``): :func:`host_keys` names it
 CONTINUOUS_RANGES: Mapping[str, tuple[float, float]] = {
-    "host.latency_cycles": (1.0, 5000.0),
-    "host.bytes_per_cycle": (0.05, 64.0),
-    "idma.setup_cycles": (1.0, 1e5),
-}
+    "host.latency_cycles": (1.0, 5000.0), "host.bytes_per_cycle": (0.05, 64.0),
+    "idma.setup_cycles": (1.0, 1e5)}
 # grid keys of the hardware: (lo, hi, neighbours' ratio); the port's slots matter only below
 # the channels' (2 x idma.max_outstanding), so their grid is coarser
 HARDWARE_GRID: Mapping[str, tuple[int, int, float]] = {
-    "idma.max_outstanding": (1, 64, GRID_FACTOR),
-    "host.max_outstanding": (1, 64, 2 * GRID_FACTOR),
-}
+    "idma.max_outstanding": (1, 64, GRID_FACTOR), "host.max_outstanding": (1, 64, 2 * GRID_FACTOR)}
 # which continuous keys are pinned when there are more of them than measurements
 PIN_ORDER = ("idma.setup_cycles", "host.bytes_per_cycle", "host.latency_cycles")
 
@@ -154,13 +120,9 @@ def op_grid_keys(model: HardwareModel, measurements: Sequence[Measurement]) -> d
     return {k: sorted(v) for k, v in out.items()}
 
 
-def explore_space(
-    model: HardwareModel,
-    measurements: Sequence[Measurement],
-    free: Iterable[str | FreeParam] = (),
-    factor: float = GRID_FACTOR,
-    grid: Mapping[str, Sequence[int]] | None = None,
-) -> Space:
+def explore_space(model: HardwareModel, measurements: Sequence[Measurement],
+                  free: Iterable[str | FreeParam] = (), factor: float = GRID_FACTOR,
+                  grid: Mapping[str, Sequence[int]] | None = None) -> Space:
     """The keys, grid and anchors of an exploration (see the module). ``grid`` replaces the
     values of grid keys (a test's tiny grid)."""
     fixed = {k for m in measurements for k in m.settings}
@@ -193,9 +155,8 @@ def explore_space(
     return Space(conts, {k: tuple(v) for k, v in values.items()}, pins, walk)
 
 
-def _pins(
-    model: HardwareModel, cont: Sequence[FreeParam], n_meas: int, factor: float
-) -> tuple[tuple[dict[str, float], ...], str | None]:
+def _pins(model: HardwareModel, cont: Sequence[FreeParam], n_meas: int, factor: float
+          ) -> tuple[tuple[dict[str, float], ...], str | None]:
     """The anchors: (a) the extra continuous keys at the model's values, (b) the next key of
     :data:`PIN_ORDER` on its log grid (the keys before it at the model's values)."""
     extra = len(cont) - n_meas
@@ -230,10 +191,8 @@ def _runnable(model: HardwareModel, measurements: Sequence[Measurement]) -> bool
     return True
 
 
-def _feasible(
-    model: HardwareModel, fitted: Sequence[FreeParam], measurements: Sequence[Measurement],
-    screen: float,
-) -> bool:
+def _feasible(model: HardwareModel, fitted: Sequence[FreeParam],
+              measurements: Sequence[Measurement], screen: float) -> bool:
     """Whether the op's closed-form lower bound, at the best corner of the fitted keys'
     ranges, leaves every measurement within reach (bounds are monotone in each key)."""
     corners = list(itertools.product(*[(p.lo, p.hi) for p in fitted])) or [()]
@@ -322,22 +281,15 @@ class Search:
 
     space: Space
     fits: list[FitPoint]
-    points_run: int
     simulations: int
     wall_s: float
     fidelity: str
     per_point: dict[tuple, int] = field(default_factory=dict)  # grid point -> fits found
 
 
-def search_grid(
-    model: HardwareModel,
-    measurements: Sequence[Measurement],
-    space: Space,
-    tolerance_pct: float,
-    fidelity: str = "tile",
-    jobs: int | None = None,
-    progress: Progress = None,
-) -> Search:
+def search_grid(model: HardwareModel, measurements: Sequence[Measurement], space: Space,
+                tolerance_pct: float, fidelity: str = "tile", jobs: int | None = None,
+                progress: Progress = None) -> Search:
     """Run :func:`fit_point` on every grid point (``jobs`` processes, 1 to
     :data:`~dspsim.workers.MAX_JOBS`; default: every CPU; never more than grid points)."""
     say = progress or (lambda _msg: None)
@@ -359,5 +311,4 @@ def search_grid(
         fits.extend(FitPoint(v, np.asarray(r)) for v, r in found)
         say(f"explore: {done}/{len(tasks)} grid points, {len(fits)} fits within "
             f"{tolerance_pct:g} %, {sims} simulations, {time.perf_counter() - start:.0f} s")
-    return Search(space, fits, len(tasks), sims, time.perf_counter() - start, fidelity,
-                  per_point)
+    return Search(space, fits, sims, time.perf_counter() - start, fidelity, per_point)

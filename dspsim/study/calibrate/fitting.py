@@ -24,6 +24,12 @@ from dspsim.study.calibrate.report import Calibration
 DEFAULT_TOLERANCE_PCT = 1.0
 
 
+def check_tolerance(tolerance_pct: float) -> None:
+    """Refuse a tolerance that is not a number between 0 and 100 (%)."""
+    if not (isinstance(tolerance_pct, (int, float)) and 0 < tolerance_pct < 100):
+        raise DspsimInputError(f"tolerance {tolerance_pct!r} %: must be a number between 0 and 100")
+
+
 def calibrate(
     model: HardwareModel,
     measurements: list[Measurement],
@@ -37,8 +43,7 @@ def calibrate(
 ) -> Calibration:
     """Fit the free keys to the measurements; with ``identify``, the intervals and verdict.
     ``progress(msg)`` names each stage, ``on_simulation()`` follows every simulation."""
-    if not (isinstance(tolerance_pct, (int, float)) and 0 < tolerance_pct < 100):
-        raise DspsimInputError(f"tolerance {tolerance_pct!r} %: must be a number between 0 and 100")
+    check_tolerance(tolerance_pct)
     params = as_free(model, free)
     prob = Problem(model, measurements, params, fidelity, progress, on_simulation)
     prob.refuse_inert()
@@ -47,29 +52,14 @@ def calibrate(
     best = best_fit(prob, points, tol)
     good = [p for p in points if p.worst <= tol]
     families = find_families(prob, good)
-    intervals: list[Interval] = []
-    determined = False
-    proposal = None
-    if identify:
-        intervals, determined, proposal = _identify(prob, good, families, tol, propose)
+    intervals, determined, proposal = (_identify(prob, good, families, tol, propose)
+                                       if identify else ([], False, None))
     fitted = model.with_overrides(
-        {k: (int(round(v)) if is_int_key(k) else v) for k, v in best.values.items()}
-    )
-    return Calibration(
-        model=model,
-        fitted=fitted,
-        measurements=list(measurements),
-        free=params,
-        best=best,
-        fidelity=fidelity,
-        tolerance_pct=tolerance_pct,
-        good=good,
-        families=families,
-        intervals=intervals,
-        determined=determined,
-        proposal=proposal,
-        simulations=prob.simulations,
-    )
+        {k: (int(round(v)) if is_int_key(k) else v) for k, v in best.values.items()})
+    return Calibration(model=model, fitted=fitted, measurements=list(measurements), free=params,
+                       best=best, fidelity=fidelity, tolerance_pct=tolerance_pct, good=good,
+                       families=families, intervals=intervals, determined=determined,
+                       proposal=proposal, simulations=prob.simulations)
 
 
 def _identify(prob: Problem, good: list[FitPoint], families: list[FitPoint], tol: float,
@@ -95,12 +85,8 @@ class Fit:
     model: HardwareModel
 
 
-def fit(
-    model: HardwareModel,
-    measurements: list[Measurement],
-    free: Mapping[str, tuple[float, float]],
-    fidelity: str = "burst",
-) -> Fit:
+def fit(model: HardwareModel, measurements: list[Measurement],
+        free: Mapping[str, tuple[float, float]], fidelity: str = "burst") -> Fit:
     """Best fit of the ``free`` keys (name -> (lo, hi)) to the measurements, no identifiability."""
     c = calibrate(model, measurements, free, fidelity=fidelity, identify=False)
     return Fit(values=dict(c.values), residuals_pct=c.residuals_pct, model=c.fitted)
@@ -109,5 +95,4 @@ def fit(
 def fit_seed(model: HardwareModel | None = None, fidelity: str = "burst") -> Fit:
     """The J6 fit: ``ddr.latency_cycles`` and ``ddr.bytes_per_cycle`` to the document figures
     of every op that has them (:func:`~dspsim.study.calibrate.measure.seed_measurements`)."""
-    model = model or load_model()
-    return fit(model, seed_measurements(), SEED_FREE, fidelity=fidelity)
+    return fit(model or load_model(), seed_measurements(), SEED_FREE, fidelity=fidelity)

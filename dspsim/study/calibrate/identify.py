@@ -1,14 +1,11 @@
 """Identifiability: how well the measurements pin every free key, and what to measure next.
 
-For every free key, the interval over which some choice of the other free keys keeps **every**
-measurement within the tolerance (1 %) is found by profiling: the key is pinned at values
-stepping away from the fit, the other keys are refitted, and the edge is bisected. A key is
-*determined* when that set is one interval strictly inside its search range (one value for an
-integer key). When the measurements do not determine the keys, the equally good fits are
-simulated on candidate measurements a board can take (each measured op proposes its own:
-:meth:`~dspsim.ops.base.Op.calibration_candidates`) and the one on which they differ most is
-proposed, with the cycles each fit predicts there.
-"""
+A key's interval is where some choice of the other free keys keeps **every** measurement within
+the tolerance (profiled: the key pinned stepping away from the fit, the others refitted, the
+edge bisected); it is *determined* when that is one interval strictly inside its search range.
+Otherwise the equally good fits are simulated on the candidate runs each measured op proposes
+(:meth:`~dspsim.ops.base.Op.calibration_candidates`), and the one they differ most on is
+proposed."""
 
 from __future__ import annotations
 
@@ -65,21 +62,15 @@ def find_families(prob: Problem, good: list[FitPoint], limit: int = 4) -> list[F
     agree within 1 % are one family, whatever their integer keys."""
     families: list[FitPoint] = []
     for g in sorted(good, key=lambda g: g.cost):
-        same = any(
-            all(
-                abs(g.values[p.key] - f.values[p.key]) <= 0.01 * max(abs(f.values[p.key]), 1e-12)
-                for p in prob.cont
-            )
-            for f in families
-        )
-        if not same:
+        if not any(all(abs(g.values[p.key] - f.values[p.key])
+                       <= 0.01 * max(abs(f.values[p.key]), 1e-12) for p in prob.cont)
+                   for f in families):
             families.append(g)
     return families[:limit]
 
 
-def find_intervals(
-    prob: Problem, good: list[FitPoint], families: list[FitPoint], tol: float
-) -> tuple[list[Interval], list[FitPoint]]:
+def find_intervals(prob: Problem, good: list[FitPoint], families: list[FitPoint], tol: float
+                   ) -> tuple[list[Interval], list[FitPoint]]:
     """Identifiability interval of every free key (profiled once per family); also the fits
     at the intervals' edges."""
     if not good:
@@ -108,19 +99,13 @@ def _integer_interval(prob: Problem, p: FreeParam, good: list[FitPoint]) -> Inte
     its grid, else each on its own."""
     lo_allowed, hi_allowed = allowed_range(p.key)
     vals = sorted({int(round(g.values[p.key])) for g in good})
-    grid = sorted(
-        {int(round(v)) for c in prob.combos() for k, v in c.items() if k == p.key}
-    )
+    grid = sorted({int(round(c[p.key])) for c in prob.combos() if p.key in c})
     pos = [grid.index(v) for v in vals]
     contiguous = pos == list(range(pos[0], pos[-1] + 1))
-    segs = (
-        [(float(vals[0]), float(vals[-1]))]
-        if contiguous
-        else [(float(v), float(v)) for v in vals]
-    )
-    at_search = (vals[0] == p.lo and p.lo > lo_allowed) or (
-        vals[-1] == p.hi and p.hi < hi_allowed
-    )
+    segs = ([(float(vals[0]), float(vals[-1]))] if contiguous
+            else [(float(v), float(v)) for v in vals])
+    at_search = ((vals[0] == p.lo and p.lo > lo_allowed)
+                 or (vals[-1] == p.hi and p.hi < hi_allowed))
     determined = len(vals) == 1 and not at_search
     return Interval(p.key, vals[0], vals[-1], segs, vals, at_search, determined)
 
@@ -137,46 +122,44 @@ def _interval(p: FreeParam, segments: list[tuple[float, float]], hit: bool) -> I
         or (math.isclose(hi, p.hi, rel_tol=1e-9) and p.hi < hi_allowed)
     )
     # every value searched fits: the measurements do not depend on the key here
-    unconstrained = math.isclose(lo, p.lo, rel_tol=1e-9) and math.isclose(
-        hi, p.hi, rel_tol=1e-9)
+    unconstrained = (math.isclose(lo, p.lo, rel_tol=1e-9)
+                     and math.isclose(hi, p.hi, rel_tol=1e-9))
     determined = len(segs) == 1 and not at_search and not unconstrained
     return Interval(p.key, lo, hi, segs, None, at_search, determined)
+
+
+def largest_shapes(measured: Iterable[Measurement]) -> dict[str, tuple[int, ...]]:
+    """Each measured op's largest measured shape, the ops in the order they first appear."""
+    longest: dict[str, tuple[int, ...]] = {}
+    for m in measured:
+        if m.op not in longest or m.n > math.prod(longest[m.op]):
+            longest[m.op] = m.shape
+    return longest
+
+
+def run_key(m: Measurement) -> tuple:
+    """What tells two runs apart: op, variant, shape and settings."""
+    return (m.op, m.variant, m.shape, tuple(sorted(m.settings.items())))
 
 
 def candidate_measurements(
     model: HardwareModel, free_keys: Iterable[str], measured: list[Measurement]
 ) -> list[Measurement]:
-    """Runs a board can make, as each measured op proposes them
-    (:meth:`~dspsim.ops.base.Op.calibration_candidates`, given the free keys and the op's
-    largest measured shape), less those already measured. With no measurement: the default
-    op's candidates at its default shape."""
+    """Runs a board can make, as each measured op proposes them (given the free keys and the
+    op's largest measured shape), less those already measured; with no measurement, the
+    default op's at its default shape."""
     free_keys = list(free_keys)
-    longest: dict[str, tuple[int, ...]] = {}  # op -> its largest measured shape, in order
-    for m in measured:
-        if m.op not in longest or m.n > math.prod(longest[m.op]):
-            longest[m.op] = m.shape
-    if not longest:
-        longest[DEFAULT_OP] = tuple(get_op(DEFAULT_OP).default_shape)
-    out: list[Measurement] = []
-    for name, shape in longest.items():
-        for variant, cand_shape, settings in get_op(name).calibration_candidates(
-            model, free_keys, shape
-        ):
-            out.append(Measurement(variant, math.nan, tuple(cand_shape), dict(settings), name))
-
-    def key(m: Measurement) -> tuple:
-        return (m.op, m.variant, m.shape, tuple(sorted(m.settings.items())))
-
-    seen = {key(m) for m in measured}
-    return [m for m in out if key(m) not in seen]
+    longest = largest_shapes(measured) or {DEFAULT_OP: tuple(get_op(DEFAULT_OP).default_shape)}
+    out = [Measurement(variant, math.nan, tuple(cand_shape), dict(settings), name)
+           for name, shape in longest.items()
+           for variant, cand_shape, settings
+           in get_op(name).calibration_candidates(model, free_keys, shape)]
+    seen = {run_key(m) for m in measured}
+    return [m for m in out if run_key(m) not in seen]
 
 
-def propose_measurement(
-    prob: Problem,
-    members: list[FitPoint],
-    n_families: int,
-    candidates: list[Measurement] | None = None,
-) -> Proposal | None:
+def propose_measurement(prob: Problem, members: list[FitPoint], n_families: int,
+                        candidates: list[Measurement] | None = None) -> Proposal | None:
     """The candidate on which the fits differ most: first the one whose smallest difference
     between two families is largest (it tells every family apart), then the widest spread.
     ``candidates`` default to :func:`candidate_measurements` for the problem's free keys."""
@@ -195,37 +178,27 @@ def propose_measurement(
             except ConfigError:
                 preds = []
                 break
-            r = simulate(
-                model, cand.op, cand.variant, shape=cand.shape, data=False, fidelity=prob.fidelity
-            )
+            r = simulate(model, cand.op, cand.variant, shape=cand.shape, data=False,
+                         fidelity=prob.fidelity)
             preds.append(float(r.cycles))
             prob.simulations += 1
         if not preds:
             continue
         fam = preds[:n_families]
-        gap = (
-            min(100 * abs(a / b - 1) for a, b in itertools.combinations(fam, 2))
-            if len(fam) >= 2
-            else None
-        )
+        gap = (min(100 * abs(a / b - 1) for a, b in itertools.combinations(fam, 2))
+               if len(fam) >= 2 else None)
         lo, hi = min(preds), max(preds)
         spread_pct = 100 * (hi / lo - 1)
         score = (gap if gap is not None else 0.0, spread_pct)
         if score > best_score:
             best_score = score
-            best = Proposal(
-                cand, [(m.values, c) for m, c in zip(members, preds)], hi - lo, spread_pct, gap
-            )
+            best = Proposal(cand, [(m.values, c) for m, c in zip(members, preds)], hi - lo,
+                            spread_pct, gap)
     return best
 
 
-def spanning_members(
-    families: list[FitPoint],
-    good: list[FitPoint],
-    edges: list[FitPoint],
-    free: list[FreeParam],
-    limit: int = 8,
-) -> list[FitPoint]:
+def spanning_members(families: list[FitPoint], good: list[FitPoint], edges: list[FitPoint],
+                     free: list[FreeParam], limit: int = 8) -> list[FitPoint]:
     """Fits spanning the equally good set: one per family first, then the extremes of every
     key (the fits at the edges of the identifiability intervals)."""
     pool = good + edges
@@ -235,9 +208,7 @@ def spanning_members(
             chosen.append(pick(pool, key=lambda g: g.values[p.key]))
     distinct: list[FitPoint] = []
     for c in chosen:
-        if not any(
-            all(math.isclose(c.values[k], d.values[k], rel_tol=1e-4) for k in c.values)
-            for d in distinct
-        ):
+        if not any(all(math.isclose(c.values[k], d.values[k], rel_tol=1e-4) for k in c.values)
+                   for d in distinct):
             distinct.append(c)
     return distinct[: max(limit, len(families))]

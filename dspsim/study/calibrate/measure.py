@@ -1,29 +1,14 @@
-"""Measurements: what was run on the board and the cycles it took.
-
-On the command line (``--measured``) a measurement is written::
+"""Measurements: what was run on the board and the cycles it took. On the command line::
 
     [OP:]VARIANT[,n=N][,shape=RxC][,KEY=VALUE ...]=CYCLES
 
-- ``OP`` is a registered op (default :data:`DEFAULT_OP`, the op a run without one is of), and
-  ``VARIANT`` one of its variants; ``n`` is the length of a 1-D op's input, ``shape`` the input
-  shape (``ROWSxCOLS`` for a 2-D op); both default to the op's default shape, and the host's
-  input and output arrays must fit the DSP's DDR window (checked when the measurement is read).
-  Every other ``KEY=VALUE`` is a model key set for that measurement only, e.g.
-  ``softmax.tile_bytes=8192`` (the board ran with that TILE_SIZE).
-- Everything after the **last** ``=`` is the cycle count (digits, ``_`` allowed as a thousands
-  separator), so the fields before it may hold ``=`` freely and nothing is ambiguous.
-
-Examples (measured cycles): ``pingpong=5154293``, ``direct=7_648_254``,
-``softmax:direct,n=50000=3900000``, ``"pingpong,n=50000,softmax.tile_bytes=8192=2600000"``,
-``layernorm:pingpong,shape=1024x256=1234567``.
-
-A CSV file (``--measured-csv``) holds one measurement per row: columns ``cycles`` and
-``variant`` (or ``mode``), optionally ``op``, ``n``, ``shape`` (``RxC``), and any model keys as
-further columns (an empty cell leaves the key alone, or the default).
-
-The document figures (:func:`seed_measurements`) come from the ops themselves: every registered
-op with a ``document`` gives its ``document["cycles"]`` per variant at ``document["shape"]``.
-"""
+``OP`` defaults to :data:`DEFAULT_OP`; ``n`` (a 1-D op's length) or ``shape`` (``ROWSxCOLS``)
+to the op's default shape, checked to fit the DSP's DDR window; every other ``KEY=VALUE`` is a
+model key set for that measurement only (e.g. ``softmax.tile_bytes=8192``). Everything after
+the **last** ``=`` is the cycle count (``_`` allowed), so nothing is ambiguous. A CSV file
+(``--measured-csv``) has columns ``cycles`` and ``variant`` (or ``mode``), optionally ``op``,
+``n``, ``shape`` and model keys (an empty cell leaves the key alone). The documents' figures
+(:func:`seed_measurements`) are every op's ``document["cycles"]`` at ``document["shape"]``."""
 
 from __future__ import annotations
 
@@ -49,11 +34,10 @@ from dspsim.run import simulate
 # A measurement that names no op is of the op a run that names none is of.
 DEFAULT_OP: str = inspect.signature(simulate).parameters["op"].default
 
-# The default op's document figures {variant: cycles}, read-only (kept for older callers: the
-# calibration itself reads every op's document, see seed_measurements).
+# The default op's document figures {variant: cycles}, read-only (the calibration itself reads
+# every op's document, see seed_measurements).
 SEED_MEASUREMENTS_CYCLES = MappingProxyType(
-    dict((get_op(DEFAULT_OP).document or {}).get("cycles", {}))
-)
+    dict((get_op(DEFAULT_OP).document or {}).get("cycles", {})))
 
 # The CSV columns that are not model keys.
 _CSV_FIELDS = ("op", "variant", "mode", "n", "shape", "cycles")
@@ -64,6 +48,10 @@ MAX_CSV_ROWS = 10_000
 
 def _shape_text(shape: tuple[int, ...]) -> str:
     return "x".join(str(d) for d in shape)
+
+
+def _size_text(shape: tuple[int, ...]) -> str:
+    return f"n={shape[0]}" if len(shape) == 1 else f"shape={_shape_text(shape)}"
 
 
 def _as_shape(op: Op, shape: Any) -> tuple[int, ...]:
@@ -77,12 +65,8 @@ def _as_shape(op: Op, shape: Any) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One measured run: the op's variant, its input shape, the model keys it was taken with,
-    the cycles.
-
-    ``shape`` may be given as an int for a 1-D op (its length ``n``) and defaults to the op's
-    default shape; ``op`` defaults to :data:`DEFAULT_OP`.
-    """
+    """One measured run: the op's variant, its input shape (an int: a 1-D op's length; None:
+    the op's default), the model keys it was taken with, the cycles."""
 
     variant: str
     cycles: float
@@ -110,8 +94,8 @@ class Measurement:
         (the op is named when it is not :data:`DEFAULT_OP`, or with ``with_op``)."""
         named = with_op or self.op != DEFAULT_OP
         head = f"{self.op}:{self.variant}" if named else self.variant
-        size = f"n={self.shape[0]}" if len(self.shape) == 1 else f"shape={_shape_text(self.shape)}"
-        return ",".join([head, size] + [f"{k}={v}" for k, v in self.settings.items()])
+        return ",".join([head, _size_text(self.shape)]
+                        + [f"{k}={v}" for k, v in self.settings.items()])
 
     def spec(self, with_op: bool = False) -> str:
         """The measurement in the ``--measured`` syntax."""
@@ -121,6 +105,12 @@ class Measurement:
 def is_int_key(key: str) -> bool:
     """Whether a model key takes integer values."""
     return key_type(key) is int
+
+
+def value_text(key: str, v: float, digits: int = 4) -> str:
+    """A key's value to read: an integer key's whole number, else ``digits`` significant
+    digits."""
+    return f"{int(round(v))}" if is_int_key(key) else f"{v:.{digits}g}"
 
 
 def int_value(key: str, value: float) -> int:
@@ -167,11 +157,8 @@ def max_first_dim(op: str, shape: tuple[int, ...]) -> int:
     return largest_first_dim(get_op(op), shape)
 
 
+# the largest n of the default op whose arrays fit the DSP's DDR window
 MAX_N = max_first_dim(DEFAULT_OP, (1,)) if get_op(DEFAULT_OP).ndim == 1 else 0
-"""The largest ``n`` of the default op whose arrays fit the DSP's DDR window."""
-
-DEFAULT_N = int(np.prod(get_op(DEFAULT_OP).default_shape))
-"""Elements in the default op's default input."""
 
 
 # ------------------------------------------------------------------ parsing
@@ -203,10 +190,6 @@ def _parse_n(text: str, where: str) -> int:
     return int(t.replace("_", ""))
 
 
-def _shape_example(op: Op) -> str:
-    return _shape_text(op.default_shape)
-
-
 def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[int, ...]:
     """The input shape from the ``n`` and ``shape`` texts (``None``: not given), checked
     against the op and the DSP's DDR window."""
@@ -217,22 +200,16 @@ def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[
             raise DspsimInputError(
                 f"{where}: {op.name} takes a {op.ndim}-D shape, not n; write "
                 f"shape={'x'.join(['ROWS', 'COLS'] if op.ndim == 2 else ['D'] * op.ndim)}, e.g. "
-                f"shape={_shape_example(op)}"
-            )
+                f"shape={_shape_text(op.default_shape)}")
         dims: tuple[int, ...] = (_parse_n(n, where),)
     elif shape is not None:
         parts = [p.strip() for p in shape.strip().lower().split("x")]
         parts = [p.replace("_", "") if re.fullmatch(_DIGITS, p) else "-" for p in parts]
-        want = (
-            "one positive length (or n=N)"
-            if op.ndim == 1
-            else f"{op.ndim} positive integers joined by 'x'"
-        )
+        want = ("one positive length (or n=N)" if op.ndim == 1
+                else f"{op.ndim} positive integers joined by 'x'")
         if len(parts) != op.ndim or not all(p.isdigit() and int(p) > 0 for p in parts):
-            raise DspsimInputError(
-                f"{where}: shape = {shape.strip()!r}: {op.name} takes {want}, e.g. "
-                f"shape={_shape_example(op)}"
-            )
+            raise DspsimInputError(f"{where}: shape = {shape.strip()!r}: {op.name} takes {want}, "
+                                   f"e.g. shape={_shape_text(op.default_shape)}")
         dims = tuple(int(p) for p in parts)
     else:
         dims = tuple(op.default_shape)
@@ -252,9 +229,7 @@ def _examples() -> str:
     out = []
     for name in op_names():
         op = get_op(name)
-        shape = tuple(op.default_shape)
-        size = f"n={shape[0]}" if len(shape) == 1 else f"shape={_shape_text(shape)}"
-        out.append(f"{name}:{op.default_variant},{size}=CYCLES")
+        out.append(f"{name}:{op.default_variant},{_size_text(tuple(op.default_shape))}=CYCLES")
     return " or ".join(out)
 
 
@@ -264,10 +239,8 @@ def parse_measurement(text: str) -> Measurement:
     where = f"measurement {text!r}"
     spec, eq, cycles_text = text.rpartition("=")
     if not eq or not spec.strip():
-        raise DspsimInputError(
-            f"{where}: expected MODE[,n=N][,shape=RxC][,KEY=VALUE...]=CYCLES, MODE being "
-            f"[OP:]VARIANT; e.g. {_examples()}"
-        )
+        raise DspsimInputError(f"{where}: expected MODE[,n=N][,shape=RxC][,KEY=VALUE...]=CYCLES, "
+                               f"MODE being [OP:]VARIANT; e.g. {_examples()}")
     cycles = _parse_cycles(cycles_text, where)
     head, *rest = spec.split(",")
     op_text, colon, variant_text = head.rpartition(":")
@@ -279,16 +252,11 @@ def parse_measurement(text: str) -> Measurement:
         key, eq, value = item.partition("=")
         key = key.strip()
         if not eq or not key:
-            raise DspsimInputError(
-                f"{where}: field {item!r} is not KEY=VALUE (n=N, shape=RxC or a model key such "
-                "as ddr.latency_cycles=120)"
-            )
+            raise DspsimInputError(f"{where}: field {item!r} is not KEY=VALUE (n=N, shape=RxC or "
+                                   "a model key such as ddr.latency_cycles=120)")
         if key in size or key in raw:
             raise DspsimInputError(f"{where}: {key} is given twice; give each key once")
-        if key in ("n", "shape"):
-            size[key] = value
-        else:
-            raw[key] = value
+        (size if key in ("n", "shape") else raw)[key] = value
     shape = _parse_shape(op, size.get("n"), size.get("shape"), where)
     settings = {key: _setting(key, value, where) for key, value in raw.items()}
     return Measurement(variant, cycles, shape, settings, op.name)
@@ -312,8 +280,7 @@ def _csv_rows(p: Path, text: str) -> list[dict[str, Any]]:
         raise DspsimInputError(f"{p}: not a CSV file ({e})") from None
     if not rows:
         raise DspsimInputError(
-            f"{p}: no measurements (expected a header such as op,variant,n,cycles and rows)"
-        )
+            f"{p}: no measurements (expected a header such as op,variant,n,cycles and rows)")
     if len(rows) > MAX_CSV_ROWS:
         raise DspsimInputError(f"{p}: {len(rows):,} measurements; at most {MAX_CSV_ROWS:,}")
     return rows
@@ -322,10 +289,8 @@ def _csv_rows(p: Path, text: str) -> list[dict[str, Any]]:
 def _check_columns(p: Path, columns: list[str]) -> str:
     """The columns a measurements file must have, and only known ones (its own or model keys);
     the name of its variant column."""
-    layout = (
-        "columns are cycles, variant (or mode), optional op, n, shape (RxC) and model keys "
-        "such as ddr.latency_cycles"
-    )
+    layout = ("columns are cycles, variant (or mode), optional op, n, shape (RxC) and model keys "
+              "such as ddr.latency_cycles")
     if "cycles" not in columns:
         raise DspsimInputError(f"{p}: missing column 'cycles'; {layout}")
     if "variant" in columns and "mode" in columns:
@@ -360,11 +325,8 @@ def read_measurements_csv(path: str | Path) -> list[Measurement]:
         variant = _check_variant(op, row[variant_col], where, named=bool(row.get("op")))
         cycles = _parse_cycles(row["cycles"], where)
         shape = _parse_shape(op, row.get("n") or None, row.get("shape") or None, where)
-        settings = {
-            c: _setting(c, row[c], where)
-            for c in columns
-            if c not in _CSV_FIELDS and row.get(c)
-        }
+        settings = {c: _setting(c, row[c], where) for c in columns
+                    if c not in _CSV_FIELDS and row.get(c)}
         out.append(Measurement(variant, cycles, shape, settings, op.name))
     return out
 
@@ -380,11 +342,9 @@ def seed_measurements(model: HardwareModel | None = None) -> list[Measurement]:
     out = []
     for name in op_names():
         doc = get_op(name).document
-        if not doc or (names is not None and doc.get("platform", next(iter(names)))
-                       not in names):
-            continue
-        shape = tuple(doc["shape"])
-        out += [Measurement(v, c, shape, {}, name) for v, c in doc["cycles"].items()]
+        if doc and (names is None or doc.get("platform", next(iter(names))) in names):
+            out += [Measurement(v, c, tuple(doc["shape"]), {}, name)
+                    for v, c in doc["cycles"].items()]
     return out
 
 

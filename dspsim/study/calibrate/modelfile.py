@@ -1,18 +1,10 @@
-"""Writing a calibration back: a complete model file of the fitted model.
+"""Writing a calibration back (``--out``): a complete model file of the fitted model.
 
-``--out`` writes every table and key of the calibrated model (the input model, its ``base``
-chain resolved, with any ``--set`` values and the fitted values), so that the file loads on its
-own wherever it is put: no ``base`` to resolve, nothing inherited. Each key keeps the comment
-its model file (or the base it came from) gave it (its label and source, as ``dspsim keys``
-shows); a fitted key says what it was fitted to, when and how well; a ``--set`` key says so. An
-operator table at the operator's defaults is written as comments (the op checks its defaults
-against the hardware when it runs, as a file without the table does).
-
-The file is checked before it replaces anything: its text is read back as a model file is and
-must give exactly the calibrated model (fitted floats rounded to 6 significant digits); only then
-is it written atomically (an existing ``--out`` survives any failure). The model is named after
-the ``--out`` file, as any model file without a ``[model] name``.
-"""
+Every table and key of the calibrated model is written (the ``base`` chain resolved, ``--set``
+and fitted values applied), so the file loads on its own. Each key keeps its model file's
+comment; a fitted key says what it was fitted to, when and how well; an operator table at its
+defaults is written as comments. The text must read back to exactly the calibrated model
+(fitted floats at 6 significant digits) before it replaces anything, atomically."""
 
 from __future__ import annotations
 
@@ -62,34 +54,24 @@ def _line(name: str, value: Any, comment: str) -> str:
 def _fitted_comments(cal: Calibration, day: str) -> dict[str, str]:
     """What each fitted key was fitted to, when, with what, and how well."""
     targets = [m.spec(with_op=True) for m in cal.measurements]  # the op named: read alone
-    what = (
-        ", ".join(targets)
-        if len(targets) <= 4
-        else (f"{len(targets)} measurements ({', '.join(targets[:3])}, ...)")
-    )
-    others = [p.key for p in cal.free]
+    what = (", ".join(targets) if len(targets) <= 4
+            else f"{len(targets)} measurements ({', '.join(targets[:3])}, ...)")
     out = {}
     for p in cal.free:
-        with_ = [o for o in others if o != p.key]
-        comment = (
-            f"fitted by `dspsim calibrate` on {day} to {what}"
-            + (f" (with {', '.join(with_)})" if with_ else "")
-            + f", {cal.fidelity} fidelity"
-        )
+        with_ = [o.key for o in cal.free if o.key != p.key]
+        comment = (f"fitted by `dspsim calibrate` on {day} to {what}"
+                   + (f" (with {', '.join(with_)})" if with_ else "")
+                   + f", {cal.fidelity} fidelity")
         r = reading(p.key, cal.values[p.key], cal.fitted)
         if r:
             comment += f"; {r}"
         iv = next((iv for iv in cal.intervals if iv.key == p.key), None)
         if not cal.fitted_within_tolerance:
-            comment += (
-                f"; NOT within {cal.tolerance_pct:g} % of every measurement (worst "
-                f"{100 * cal.best.worst:.3g} %)"
-            )
+            comment += (f"; NOT within {cal.tolerance_pct:g} % of every measurement (worst "
+                        f"{100 * cal.best.worst:.3g} %)")
         elif iv is not None:
-            comment += (
-                f"; all measurements within {cal.tolerance_pct:g} % for {iv.lo:.4g} .. "
-                f"{iv.hi:.4g}" + ("" if iv.determined else " (NOT determined)")
-            )
+            comment += (f"; all measurements within {cal.tolerance_pct:g} % for {iv.lo:.4g} .. "
+                        f"{iv.hi:.4g}" + ("" if iv.determined else " (NOT determined)"))
         out[p.key] = comment
     return out
 
@@ -107,11 +89,8 @@ def _sources(model: HardwareModel) -> tuple[dict[str, str], set[str]]:
 
 def calibrated_model(cal: Calibration) -> HardwareModel:
     """The model ``--out`` writes: the fitted model, fitted floats at 6 significant digits."""
-    rounded = {
-        p.key: cal.fitted.get(p.key) if is_int_key(p.key)
-        else float(f"{float(cal.fitted.get(p.key)):.6g}")
-        for p in cal.free
-    }
+    rounded = {p.key: cal.fitted.get(p.key) if is_int_key(p.key)
+               else float(f"{float(cal.fitted.get(p.key)):.6g}") for p in cal.free}
     return cal.fitted.with_overrides(rounded) if rounded else cal.fitted
 
 

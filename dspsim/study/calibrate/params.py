@@ -1,8 +1,5 @@
-"""Free keys: the model keys a calibration fits, and the range each is searched in.
-
-``--free KEY[=LO:HI]`` frees a numeric model key within ``[LO, HI]`` (default: a factor of 100
-either side of its current value, within the key's allowed range).
-"""
+"""Free keys: the model keys a calibration fits (``--free KEY[=LO:HI]``), and the range each
+is searched in (default: a factor of 100 either side of its value, within its allowed range)."""
 
 from __future__ import annotations
 
@@ -21,8 +18,7 @@ RANGE_FACTOR = 100.0  # default search range: current value / 100 .. x 100
 
 # The J6 fit's free keys: the two DDR values the seed's two figures are fitted with.
 SEED_FREE = MappingProxyType(
-    {"ddr.latency_cycles": (1.0, 5000.0), "ddr.bytes_per_cycle": (0.01, 64.0)}
-)
+    {"ddr.latency_cycles": (1.0, 5000.0), "ddr.bytes_per_cycle": (0.01, 64.0)})
 
 
 @dataclass(frozen=True)
@@ -41,16 +37,14 @@ class FreeParam:
 
 def default_range(model: HardwareModel, key: str) -> tuple[float, float]:
     """A factor of 100 either side of the current value, clipped to the key's allowed range."""
-    f = model_field(key)
     v = float(model.get(key))
-    lo_allowed = f.metadata["lo"] if f.metadata["lo"] is not None else -math.inf
-    hi_allowed = f.metadata["hi"] if f.metadata["hi"] is not None else math.inf
+    lo_allowed, hi_allowed = allowed_range(key)
     if v > 0:
         lo, hi = v / RANGE_FACTOR, v * RANGE_FACTOR
     else:
         lo, hi = lo_allowed, max(hi_allowed, 1.0)
     lo, hi = max(lo, lo_allowed), min(hi, hi_allowed)
-    if f.metadata["positive"] and lo <= 0:
+    if model_field(key).metadata["positive"] and lo <= 0:
         lo = min(v, hi) / RANGE_FACTOR if v > 0 else 1e-6
     if is_int_key(key):
         lo, hi = math.ceil(lo), math.floor(hi)
@@ -77,8 +71,7 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
     if key_type(key) in (str, bool):
         kind = "text" if key_type(key) is str else "true/false"
         raise DspsimInputError(
-            f"--free {text!r}: {key} takes {kind} values; only numeric keys can be fitted"
-        )
+            f"--free {text!r}: {key} takes {kind} values; only numeric keys can be fitted")
     integer = is_int_key(key)
     if not eq:
         lo, hi = default_range(model, key)
@@ -89,17 +82,13 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
         except ValueError:
             lo = hi = math.nan
         if not colon or not (math.isfinite(lo) and math.isfinite(hi)):
-            raise DspsimInputError(
-                f"--free {text!r}: expected KEY=LO:HI with two numbers, e.g. "
-                "ddr.latency_cycles=50:400"
-            )
+            raise DspsimInputError(f"--free {text!r}: expected KEY=LO:HI with two numbers, e.g. "
+                                   "ddr.latency_cycles=50:400")
         lo_allowed, hi_allowed = f.metadata["lo"], f.metadata["hi"]
-        if (lo_allowed is not None and lo < lo_allowed) or (
-            hi_allowed is not None and hi > hi_allowed
-        ):
+        if ((lo_allowed is not None and lo < lo_allowed)
+                or (hi_allowed is not None and hi > hi_allowed)):
             raise DspsimInputError(
-                f"--free {text!r}: {key} allows {lo_allowed:g} to {hi_allowed:g}"
-            )
+                f"--free {text!r}: {key} allows {lo_allowed:g} to {hi_allowed:g}")
         if f.metadata["positive"] and lo <= 0:
             raise DspsimInputError(f"--free {text!r}: {key} must stay greater than 0")
         if integer:
@@ -119,8 +108,5 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
 def as_free(model: HardwareModel, free: Any) -> list[FreeParam]:
     """Free keys given as :class:`FreeParam`, ``KEY[=LO:HI]`` texts or a key -> (lo, hi) map."""
     if isinstance(free, Mapping):
-        out = []
-        for k, (lo, hi) in free.items():
-            out.append(parse_free(f"{k}={lo}:{hi}", model))
-        return out
+        return [parse_free(f"{k}={lo}:{hi}", model) for k, (lo, hi) in free.items()]
     return [parse_free(f, model) if isinstance(f, str) else f for f in free]

@@ -1,15 +1,9 @@
-"""The fit: least squares of the simulated cycles against the measured ones.
-
-Continuous keys are fitted by least squares on the relative error of every measurement
-(``scipy.optimize.least_squares``, in log space where the range is positive). Integer keys
-(``idma.max_outstanding``, ...) are enumerated on a grid and the continuous keys fitted for each
-grid value. Least squares is local, so every fit starts from the model's values *and* from the
-minima of the closed-form estimate (each op's ``bounds(...).estimate_cycles``) over the free
-range: that is what finds a second, distant family of fits when there is one.
-
-:meth:`Problem.profile` walks one key away from a fit, refitting the others, to the edges where
-some measurement leaves the tolerance (the identifiability intervals are built on it).
-"""
+"""The fit: least squares (``scipy.optimize.least_squares``, in log space where the range is
+positive) on the relative error of every measurement; integer keys on a grid, the continuous
+ones fitted at each grid value. Least squares is local, so every fit starts from the model's
+values *and* from the minima of the closed-form estimate (each op's ``estimate_cycles``): that
+finds a second, distant family of fits when there is one. :meth:`Problem.profile` walks one key
+away from a fit to the edges of the tolerance (the identifiability intervals)."""
 
 from __future__ import annotations
 
@@ -33,6 +27,12 @@ Progress = Callable[[str], None] | None
 # Built models a problem keeps (see Problem.model_with): a fit step's point and its Jacobian's
 # neighbours; older ones go first. A model is a few tens of KB.
 MODEL_CACHE_SIZE = 256
+
+
+def check_fidelity(fidelity: str) -> None:
+    """Refuse a fidelity the simulation does not have."""
+    if fidelity not in FIDELITIES:
+        raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
 
 
 def built_once(built: dict[tuple, HardwareModel | ConfigError], key: tuple,
@@ -70,34 +70,23 @@ class FitPoint:
 class Problem:
     """Measurements, free keys and a cache of simulations (one per calibration, never shared)."""
 
-    def __init__(
-        self,
-        model: HardwareModel,
-        measurements: list[Measurement],
-        free: list[FreeParam],
-        fidelity: str,
-        progress: Progress = None,
-        on_simulation: Callable[[], None] | None = None,
-    ):
+    def __init__(self, model: HardwareModel, measurements: list[Measurement],
+                 free: list[FreeParam], fidelity: str, progress: Progress = None,
+                 on_simulation: Callable[[], None] | None = None):
         if not measurements:
-            raise DspsimInputError(
-                "calibrate: no measurements; give --measured [OP:]VARIANT=CYCLES or --measured-csv "
-                "FILE"
-            )
+            raise DspsimInputError("calibrate: no measurements; give --measured "
+                                   "[OP:]VARIANT=CYCLES or --measured-csv FILE")
         if not free:
             raise DspsimInputError("calibrate: nothing to fit; give --free KEY[=LO:HI]")
-        if fidelity not in FIDELITIES:
-            raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
+        check_fidelity(fidelity)
         keys = [p.key for p in free]
         if len(set(keys)) != len(keys):
             raise DspsimInputError(f"--free: a key is given twice ({', '.join(keys)})")
         for m in measurements:
             clash = set(m.settings) & set(keys)
             if clash:
-                raise DspsimInputError(
-                    f"measurement {m.label()!r} sets {sorted(clash)[0]}, which is free; a free "
-                    "key cannot also be fixed by a measurement"
-                )
+                raise DspsimInputError(f"measurement {m.label()!r} sets {sorted(clash)[0]}, which "
+                                       "is free; a free key cannot also be fixed by a measurement")
             try:
                 model.with_overrides(m.settings)
             except ConfigError as e:
@@ -123,9 +112,6 @@ class Problem:
     def from_u(p: FreeParam, u: float) -> float:
         return math.exp(u) if p.log else u
 
-    def _clip(self, p: FreeParam, v: float) -> float:
-        return min(max(v, p.lo), p.hi)
-
     def model_with(self, values: dict[str, float], m: Measurement) -> HardwareModel:
         """The model with ``m``'s settings and ``values`` over it, built once per distinct
         override (every measurement of one fit point shares it, and the closed form and the
@@ -141,15 +127,12 @@ class Problem:
             self._models.pop(next(iter(self._models)))  # the oldest goes
         return built_once(self._models, key, lambda: self.model.with_overrides(pairs))
 
-    def simulated(
-        self, values: dict[str, float], index: int, fidelity: str | None = None
-    ) -> float:
+    def simulated(self, values: dict[str, float], index: int, fidelity: str | None = None
+                  ) -> float:
         """Cycles of measurement ``index``'s run with ``values`` (at ``fidelity``, default the
         calibration's), simulated once."""
         fidelity = fidelity or self.fidelity
-        key = (index, fidelity) + tuple(
-            sorted((k, float(f"{v:.12g}")) for k, v in values.items())
-        )
+        key = (index, fidelity, *sorted((k, float(f"{v:.12g}")) for k, v in values.items()))
         hit = self._cache.get(key)
         if hit is None:
             m = self.measurements[index]
@@ -179,38 +162,34 @@ class Problem:
                     f"{p.hi:g}, so no fit can tell its value; allowed: a key the measured "
                     "runs depend on")
 
+    def _misfit(self, cycles: list[float]) -> np.ndarray:
+        """Cycles / measured - 1 per measurement (10 where the model refuses the values)."""
+        return np.array([c / m.cycles - 1.0 if math.isfinite(c) else 10.0
+                         for c, m in zip(cycles, self.measurements)])
+
     def residuals(self, values: dict[str, float]) -> np.ndarray:
-        out = np.empty(len(self.measurements))
-        for i, m in enumerate(self.measurements):
-            c = self.simulated(values, i)
-            out[i] = c / m.cycles - 1.0 if math.isfinite(c) else 10.0
-        return out
+        return self._misfit([self.simulated(values, i) for i in range(len(self.measurements))])
 
     def surrogate_residuals(self, values: dict[str, float]) -> np.ndarray:
         """Residuals of the op's closed-form estimate (cheap: no simulation), where it has one."""
-        out = np.empty(len(self.measurements))
-        for i, m in enumerate(self.measurements):
-            try:
-                b = get_op(m.op).bounds(self.model_with(values, m), m.variant, m.shape)
-                est = None if b is None else b.estimate_cycles
-            except ConfigError:
-                est = math.inf
-            if est is None:
-                # the op gives no closed-form estimate: a tile-fidelity simulation stands in
-                # (one event per transfer or kernel call, so still cheap)
-                est = self.simulated(values, i, fidelity="tile")
-            out[i] = est / m.cycles - 1.0 if math.isfinite(est) else 10.0
-        return out
+        return self._misfit([self._estimate(values, i) for i in range(len(self.measurements))])
+
+    def _estimate(self, values: dict[str, float], i: int) -> float:
+        m = self.measurements[i]
+        try:
+            b = get_op(m.op).bounds(self.model_with(values, m), m.variant, m.shape)
+            est = None if b is None else b.estimate_cycles
+        except ConfigError:
+            return math.inf
+        # no closed-form estimate: a tile-fidelity simulation (one event per transfer or kernel
+        # call, so still cheap) stands in
+        return self.simulated(values, i, fidelity="tile") if est is None else est
 
     # ---------------------------------------------------------------- continuous fits
-    def fit_continuous(
-        self,
-        ints: dict[str, float],
-        start: dict[str, float],
-        fixed: dict[str, float] | None = None,
-        residual_fn: Callable[[dict[str, float]], np.ndarray] | None = None,
-        max_nfev: int | None = None,
-    ) -> FitPoint:
+    def fit_continuous(self, ints: dict[str, float], start: dict[str, float],
+                       fixed: dict[str, float] | None = None,
+                       residual_fn: Callable[[dict[str, float]], np.ndarray] | None = None,
+                       max_nfev: int | None = None) -> FitPoint:
         """Least squares over the continuous keys not in ``fixed``, from ``start`` (at most
         ``max_nfev`` evaluations of the residuals besides the Jacobian's; default 60, 200 for
         a ``residual_fn``)."""
@@ -224,22 +203,15 @@ class Problem:
             return FitPoint(dict(base), fn(base))
         lo = np.array([self.to_u(p, p.lo) for p in keys])
         hi = np.array([self.to_u(p, p.hi) for p in keys])
-        x0 = np.array([self.to_u(p, self._clip(p, start[p.key])) for p in keys])
+        x0 = np.array([self.to_u(p, min(max(start[p.key], p.lo), p.hi)) for p in keys])
         x0 = np.clip(x0, lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
 
         def values_at(x: np.ndarray) -> dict[str, float]:
             return {**base, **{p.key: self.from_u(p, float(u)) for p, u in zip(keys, x)}}
 
-        sol = least_squares(
-            lambda x: fn(values_at(x)),
-            x0,
-            bounds=(lo, hi),
-            diff_step=1e-3,
-            xtol=1e-7,
-            ftol=1e-9,
-            gtol=1e-9,
-            max_nfev=max_nfev or (60 if residual_fn is None else 200),
-        )
+        sol = least_squares(lambda x: fn(values_at(x)), x0, bounds=(lo, hi), diff_step=1e-3,
+                            xtol=1e-7, ftol=1e-9, gtol=1e-9,
+                            max_nfev=max_nfev or (60 if residual_fn is None else 200))
         vals = values_at(sol.x)
         return FitPoint(vals, fn(vals))
 
@@ -252,23 +224,18 @@ class Problem:
         per_axis = max(3, int(round(400 ** (1 / len(self.cont)))))
         axes = [np.linspace(self.to_u(p, p.lo), self.to_u(p, p.hi), per_axis) for p in self.cont]
         grid = np.empty((per_axis,) * len(self.cont))
+
+        def at(idx: tuple) -> dict[str, float]:
+            return {p.key: self.from_u(p, axes[a][i])
+                    for a, (p, i) in enumerate(zip(self.cont, idx))}
+
         for idx in itertools.product(range(per_axis), repeat=len(self.cont)):
-            vals = {
-                **ints,
-                **{
-                    p.key: self.from_u(p, axes[a][i])
-                    for a, (p, i) in enumerate(zip(self.cont, idx))
-                },
-            }
-            grid[idx] = np.max(np.abs(self.surrogate_residuals(vals)))
+            grid[idx] = np.max(np.abs(self.surrogate_residuals({**ints, **at(idx)})))
         minima = (grid == minimum_filter(grid, size=3, mode="nearest")) & (grid < 0.5)
         order = sorted(zip(grid[minima], np.argwhere(minima)), key=lambda t: t[0])
         seeds: list[dict[str, float]] = []
         for _, idx in order[: 3 * limit]:
-            start = {
-                p.key: self.from_u(p, axes[a][i]) for a, (p, i) in enumerate(zip(self.cont, idx))
-            }
-            refined = self.fit_continuous(ints, start, residual_fn=self.surrogate_residuals)
+            refined = self.fit_continuous(ints, at(idx), residual_fn=self.surrogate_residuals)
             seed = {p.key: refined.values[p.key] for p in self.cont}
             if not any(self._close(seed, s, 0.03) for s in seeds):
                 seeds.append(seed)
@@ -331,13 +298,10 @@ class Problem:
         return found
 
     # ---------------------------------------------------------------- profiles
-    def profile(
-        self, at: FitPoint, p: FreeParam, tol: float
-    ) -> tuple[list[float], list[FitPoint], list[bool]]:
-        """Edges of ``p``'s interval around ``at`` with every measurement within ``tol``.
-
-        Returns ([low, high], the fits at both edges, [low edge is the search bound, high ...]).
-        """
+    def profile(self, at: FitPoint, p: FreeParam, tol: float
+                ) -> tuple[list[float], list[FitPoint], list[bool]]:
+        """Edges of ``p``'s interval around ``at`` with every measurement within ``tol``:
+        ([low, high], the fits at both edges, [low edge is the search bound, high ...])."""
         ints = {q.key: at.values[q.key] for q in self.ints}
         u0 = self.to_u(p, at.values[p.key])
         step0 = 0.02 if p.log else 0.02 * (p.hi - p.lo)

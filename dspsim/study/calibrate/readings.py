@@ -1,23 +1,14 @@
 """The readings of the measurements: the explored fits grouped into families by what binds.
 
-Every fit :mod:`~dspsim.study.calibrate.explore` keeps is classified
-(:mod:`~dspsim.study.calibrate.classify`: each measured run's binding resource, port bandwidth,
-outstanding requests, descriptor overhead or compute); the fits with the same binding resource
-on every measurement are one family, one physical reading of the figures. A family's
-*representative* is its fit nearest the model's own values (the sum over the explored keys of
-the squared log ratio to the model's value): the reading that changes the model least; a
-representative found with a key pinned on the coarse walk (anchor (b) of
-:mod:`~dspsim.study.calibrate.explore`) is moved toward the model's value of that key while it
-stays in the family (:func:`nearer`). The
-representatives are re-simulated at burst fidelity (the finalists), and the measurement that
-tells the families apart is proposed (:func:`~dspsim.study.calibrate.identify.propose_measurement`
-over :func:`~dspsim.study.calibrate.identify.candidate_measurements`; the op keys explored, e.g.
-a tile size, stay out of the free keys so the candidates can set them, and a candidate's
-settings win over a fit's own values: a board run with another TILE_SIZE is another firmware
-build). Each family's prediction there is given for its representative and as the range over
-its spanning fits (:func:`~dspsim.study.calibrate.identify.spanning_members`): a wide range
-says the family's keys are not determined, and the measurement would settle them too.
-"""
+Fits with the same binding resource on every measurement
+(:mod:`~dspsim.study.calibrate.classify`) are one family, one physical reading of the figures.
+A family's *representative* is its fit nearest the model's own values (squared log ratios): the
+reading that changes the model least (:func:`nearer` moves one found on anchor (b)'s coarse
+walk toward the model while it stays in the family). The representatives are re-simulated at
+burst fidelity, and the measurement that tells the families apart is proposed; the op keys
+explored (a tile size) stay out of the free keys so the candidates can set them, and a
+candidate's settings win over a fit's values (another TILE_SIZE is another firmware build).
+Each family's prediction there is given for its representative and over its spanning fits."""
 
 from __future__ import annotations
 
@@ -54,10 +45,12 @@ from dspsim.study.calibrate.explore import (
 from dspsim.study.calibrate.identify import (
     Proposal,
     candidate_measurements,
+    largest_shapes,
     propose_measurement,
+    run_key,
     spanning_members,
 )
-from dspsim.study.calibrate.measure import Measurement, is_int_key, seed_measurements
+from dspsim.study.calibrate.measure import Measurement, is_int_key, seed_measurements, value_text
 from dspsim.study.calibrate.params import FreeParam, as_free
 from dspsim.study.calibrate.problem import FitPoint, Problem, Progress
 from dspsim.text import cell
@@ -93,9 +86,8 @@ def distance(model: HardwareModel, values: Mapping[str, float]) -> float:
     return total
 
 
-def group(
-    model: HardwareModel, measurements: Sequence[Measurement], fits: Sequence[FitPoint]
-) -> list[Family]:
+def group(model: HardwareModel, measurements: Sequence[Measurement], fits: Sequence[FitPoint]
+          ) -> list[Family]:
     """The families of ``fits``, the one nearest the model first."""
     labels = [m.label() for m in measurements]
     by: dict[tuple[str, ...], list[tuple[FitPoint, tuple[Binding, ...]]]] = {}
@@ -113,15 +105,8 @@ def group(
 NEARER_STEPS = 6
 
 
-def nearer(
-    model: HardwareModel,
-    measurements: Sequence[Measurement],
-    space: Space,
-    fam: Family,
-    tol: float,
-    fidelity: str,
-    steps: int = NEARER_STEPS,
-) -> tuple[FitPoint, int]:
+def nearer(model: HardwareModel, measurements: Sequence[Measurement], space: Space, fam: Family,
+           tol: float, fidelity: str, steps: int = NEARER_STEPS) -> tuple[FitPoint, int]:
     """The family's representative moved toward the model: when it was found with the walked
     key pinned on its coarse grid (anchor (b)), that key is bisected (in log space, ``steps``
     times) between its grid value and the model's, the other continuous keys refitted, as far
@@ -153,22 +138,15 @@ def nearer(
     return best, sims
 
 
-def explore_candidates(
-    model: HardwareModel,
-    space: Space,
-    measurements: Sequence[Measurement],
-    free_keys: Sequence[str],
-) -> list[Measurement]:
+def explore_candidates(model: HardwareModel, space: Space, measurements: Sequence[Measurement],
+                       free_keys: Sequence[str]) -> list[Measurement]:
     """The measured ops' candidate runs (:func:`candidate_measurements`, ``free_keys`` free),
     and for every op key on the grid, the op's candidates at one grid step below its smallest
     value (e.g. a tile a quarter of the smallest explored: where a per-descriptor cost shows
     against a per-byte one)."""
     cands = candidate_measurements(model, free_keys, list(measurements))
-    longest: dict[str, tuple[int, ...]] = {}
-    for m in measurements:
-        if m.op not in longest or m.n > math.prod(longest[m.op]):
-            longest[m.op] = m.shape
-    seen = {(c.op, c.variant, c.shape, tuple(sorted(c.settings.items()))) for c in cands}
+    longest = largest_shapes(measurements)
+    seen = {run_key(c) for c in cands}
     for key, values in space.grid.items():
         op_name = key.partition(".")[0]
         if op_name not in OP_SCHEMAS or op_name not in longest:
@@ -181,7 +159,7 @@ def explore_candidates(
             continue
         for variant, shape, settings in runs:
             c = Measurement(variant, math.nan, tuple(shape), {**settings, key: below}, op_name)
-            k = (c.op, c.variant, c.shape, tuple(sorted(c.settings.items())))
+            k = run_key(c)
             if k not in seen and not any(m.variant == c.variant and m.shape == c.shape
                                          and m.settings == c.settings for m in measurements):
                 seen.add(k)
@@ -227,45 +205,21 @@ class Exploration:
 
     # ------------------------------------------------------------ rendering
     def to_json(self) -> dict[str, Any]:
-        sp = self.space
-        prop = self.proposal
+        sp, prop = self.space, self.proposal
         return {
-            "model": self.model.source,
-            "tolerance_pct": self.tolerance_pct,
-            "screen_fidelity": self.search.fidelity,
-            "final_fidelity": self.final_fidelity,
-            "measurements": [{"spec": m.spec(with_op=True), "op": m.op, "variant": m.variant,
-                              "shape": list(m.shape), "settings": m.settings,
-                              "measured_cycles": m.cycles} for m in self.measurements],
+            "model": self.model.source, "tolerance_pct": self.tolerance_pct,
+            "screen_fidelity": self.search.fidelity, "final_fidelity": self.final_fidelity,
+            "measurements": [{"spec": m.spec(with_op=True), **_run(m), "measured_cycles": m.cycles}
+                             for m in self.measurements],
             "grid": {k: list(v) for k, v in sp.grid.items()},
             "fitted": {p.key: {"lo": p.lo, "hi": p.hi} for p in sp.cont},
             "anchors": [dict(a) for a in sp.anchors],
             "grid_points": sp.size,
             "fits_within_tolerance": len(self.fits),
-            "families": [
-                {
-                    "reading": list(f.reading),
-                    "name": f.name,
-                    "fits": len(f.members),
-                    "bindings": [b.to_json() for b in f.bindings],
-                    "physical_reading": f.physical,
-                    "representative": _json_values(f.representative.values),
-                    "final_residuals_pct": f.final_residuals,
-                    "ranges": {k: [lo, hi] for k, (lo, hi) in f.ranges().items()},
-                    "predicted_cycles": None if f.prediction is None else round(f.prediction),
-                    "predicted_range_cycles": None if f.prediction_range is None
-                    else [round(x) for x in f.prediction_range],
-                }
-                for f in self.families
-            ],
+            "families": [_family_json(f) for f in self.families],
             "separating_measurement": None if prop is None else {
-                "spec": prop.measurement.label(with_op=True),
-                "op": prop.measurement.op,
-                "variant": prop.measurement.variant,
-                "shape": list(prop.measurement.shape),
-                "settings": prop.measurement.settings,
-                "family_gap_pct": prop.family_gap_pct,
-                "spread_pct": prop.spread_pct,
+                "spec": prop.measurement.label(with_op=True), **_run(prop.measurement),
+                "family_gap_pct": prop.family_gap_pct, "spread_pct": prop.spread_pct,
                 "families_disjoint": ranges_disjoint(self.families),
             },
             "simulations": self.simulations,
@@ -274,17 +228,15 @@ class Exploration:
 
     def text(self) -> str:
         sp = self.space
-        L: list[str] = []
         ops = ", ".join(dict.fromkeys(m.op for m in self.measurements))
-        L.append(f"explored {ops} on {cell(self.model.name)} ({cell(self.model.source, 200)}): "
-                 f"{len(self.measurements)} measurement(s), {self.search.fidelity} fidelity for "
-                 f"the screen, {self.final_fidelity} for the finalists")
-        for m in self.measurements:
-            L.append(f"  {m.label()}: {m.cycles:,.0f} cycles")
         grid = "; ".join(f"{k} {', '.join(map(str, v))}" for k, v in sp.grid.items())
-        L.append(f"grid ({sp.size} points): {grid}")
-        L.append("fitted at each point: " + "; ".join(f"{p.key} {p.lo:g} .. {p.hi:g}"
-                                                      for p in sp.cont))
+        L = [f"explored {ops} on {cell(self.model.name)} ({cell(self.model.source, 200)}): "
+             f"{len(self.measurements)} measurement(s), {self.search.fidelity} fidelity for "
+             f"the screen, {self.final_fidelity} for the finalists",
+             *(f"  {m.label()}: {m.cycles:,.0f} cycles" for m in self.measurements),
+             f"grid ({sp.size} points): {grid}",
+             "fitted at each point: " + "; ".join(f"{p.key} {p.lo:g} .. {p.hi:g}"
+                                                  for p in sp.cont)]
         if sp.pin_grid_key or any(sp.anchors):
             first = ", ".join(f"{k} = {v:g} (the model's)" for k, v in sp.anchors[0].items())
             walk = [a[sp.pin_grid_key] for a in sp.anchors[1:]] if sp.pin_grid_key else []
@@ -304,17 +256,15 @@ class Exploration:
     def _reading_lines(self, i: int, f: Family) -> list[str]:
         """Reading ``i``: what binds each measurement, its physical reading, its fit nearest
         the model and how far its fits spread."""
-        L = ["", f"reading {i}: {f.name} ({len(f.members)} fits)"]
-        L.append("  binding: " + "; ".join(
+        L = ["", f"reading {i}: {f.name} ({len(f.members)} fits)", "  binding: " + "; ".join(
             f"{b.measurement}: {RESOURCES[b.resource]} ({100 * b.share:.0f} % of its cycles)"
-            for b in f.bindings))
-        L.extend(f"  physically: {p}" for p in f.physical)
-        L.append("  nearest the model: " + ", ".join(
-            _fmt(k, v) for k, v in f.representative.values.items()))
+            for b in f.bindings), *(f"  physically: {p}" for p in f.physical),
+            "  nearest the model: " + ", ".join(
+                f"{k}={value_text(k, v, 5)}" for k, v in f.representative.values.items())]
         if f.final_residuals:
             L.append(f"  at {self.final_fidelity} fidelity: residuals " + ", ".join(
                 f"{r:+.3f} %" for r in f.final_residuals))
-        spans = [f"{k} {_short(k, lo)} .. {_short(k, hi)}"
+        spans = [f"{k} {value_text(k, lo)} .. {value_text(k, hi)}"
                  for k, (lo, hi) in f.ranges().items()
                  if not math.isclose(lo, hi, rel_tol=1e-3)]
         if spans:
@@ -329,21 +279,31 @@ class Exploration:
             f": the readings differ by at least {pr.family_gap_pct:.1f} %")
         L = ["", f"separating measurement: {pr.measurement.label()}{gap}"]
         for i, f in enumerate(self.families, start=1):
-            if f.prediction is None:
-                continue
-            rng = ""
-            if f.prediction_range is not None:
-                lo, hi = f.prediction_range
-                rng = f" (its fits: {lo:,.0f} .. {hi:,.0f})"
-            L.append(f"  reading {i} ({f.name}): {f.prediction:,.0f} cycles{rng}")
+            if f.prediction is not None:
+                rng = ("" if f.prediction_range is None
+                       else " (its fits: {:,.0f} .. {:,.0f})".format(*f.prediction_range))
+                L.append(f"  reading {i} ({f.name}): {f.prediction:,.0f} cycles{rng}")
         L.append("  the readings' spanning fits " + (
             "do not overlap there" if ranges_disjoint(self.families) else
             "overlap there: it tells the representatives apart, not every fit"))
         return L
 
 
-def _short(key: str, v: float) -> str:
-    return f"{int(round(v))}" if is_int_key(key) else f"{v:.4g}"
+def _run(m: Measurement) -> dict[str, Any]:
+    return {"op": m.op, "variant": m.variant, "shape": list(m.shape), "settings": m.settings}
+
+
+def _family_json(f: Family) -> dict[str, Any]:
+    return {
+        "reading": list(f.reading), "name": f.name, "fits": len(f.members),
+        "bindings": [b.to_json() for b in f.bindings], "physical_reading": f.physical,
+        "representative": _json_values(f.representative.values),
+        "final_residuals_pct": f.final_residuals,
+        "ranges": {k: [lo, hi] for k, (lo, hi) in f.ranges().items()},
+        "predicted_cycles": None if f.prediction is None else round(f.prediction),
+        "predicted_range_cycles": None if f.prediction_range is None
+        else [round(x) for x in f.prediction_range],
+    }
 
 
 def ranges_disjoint(families: Sequence[Family]) -> bool:
@@ -353,25 +313,14 @@ def ranges_disjoint(families: Sequence[Family]) -> bool:
     return len(spans) == len(families) and all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
 
 
-def _fmt(key: str, v: float) -> str:
-    return f"{key}={int(round(v))}" if is_int_key(key) else f"{key}={v:.5g}"
-
-
 def _json_values(values: Mapping[str, float]) -> dict[str, float]:
     return {k: (int(round(v)) if is_int_key(k) else v) for k, v in values.items()}
 
 
-def find_readings(
-    model: HardwareModel,
-    measurements: Sequence[Measurement],
-    space: Space,
-    tolerance_pct: float,
-    fidelity: str = "tile",
-    final_fidelity: str = "burst",
-    jobs: int | None = None,
-    propose: bool = True,
-    progress: Progress = None,
-) -> Exploration:
+def find_readings(model: HardwareModel, measurements: Sequence[Measurement], space: Space,
+                  tolerance_pct: float, fidelity: str = "tile", final_fidelity: str = "burst",
+                  jobs: int | None = None, propose: bool = True, progress: Progress = None
+                  ) -> Exploration:
     """Search the grid, group the fits into readings, check the representatives at
     ``final_fidelity`` and propose the measurement that tells the readings apart."""
     say = progress or (lambda _msg: None)
@@ -426,8 +375,8 @@ def _separate(model: HardwareModel, measurements: list[Measurement], space: Spac
           if k.partition(".")[0] not in OP_SCHEMAS]
     prob = _SettingsWin(model, measurements, [*space.cont, *hw], fidelity)
     cands = explore_candidates(model, space, measurements, [p.key for p in prob.free])
-    proposal = propose_measurement(prob, [f.representative for f in families],
-                                   len(families), cands)
+    proposal = propose_measurement(prob, [f.representative for f in families], len(families),
+                                   cands)
     sims = prob.simulations
     if proposal is not None:
         cand = proposal.measurement
@@ -442,23 +391,14 @@ def _separate(model: HardwareModel, measurements: list[Measurement], space: Spac
     return proposal, sims
 
 
-def explore(
-    model: HardwareModel,
-    measurements: Sequence[Measurement] | None = None,
-    free: Sequence[str | FreeParam] = (),
-    tolerance_pct: float = 1.0,
-    jobs: int | None = None,
-    grid: Mapping[str, Sequence[int]] | None = None,
-    factor: float = GRID_FACTOR,
-    fidelity: str = "tile",
-    final_fidelity: str = "burst",
-    propose: bool = True,
-    progress: Progress = None,
-) -> Exploration:
+def explore(model: HardwareModel, measurements: Sequence[Measurement] | None = None,
+            free: Sequence[str | FreeParam] = (), tolerance_pct: float = 1.0,
+            jobs: int | None = None, grid: Mapping[str, Sequence[int]] | None = None,
+            factor: float = GRID_FACTOR, fidelity: str = "tile", final_fidelity: str = "burst",
+            propose: bool = True, progress: Progress = None) -> Exploration:
     """Every reading of ``measurements`` (default: the documents' figures) on ``model``:
     :func:`~dspsim.study.calibrate.explore.explore_space` (``free`` adds keys, ``grid``
-    replaces a grid key's values, ``factor`` the neighbours' ratio), then
-    :func:`find_readings`."""
+    replaces a grid key's values, ``factor`` the neighbours' ratio), then :func:`find_readings`."""
     measurements = list(measurements) if measurements else seed_measurements(model)
     if not measurements:
         raise DspsimInputError(

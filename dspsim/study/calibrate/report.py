@@ -1,10 +1,5 @@
-"""The result of a calibration and its text and JSON renderings.
-
-:class:`Calibration` holds the best fit, its residuals, the identifiability intervals and the
-verdict; when no value in the search ranges brings every measurement within the tolerance, the
-verdict says so with the best residuals reached, and :attr:`Calibration.fitted_within_tolerance`
-is false. :func:`unit` and :func:`reading` say what a fitted value means physically.
-"""
+"""The result of a calibration (:class:`Calibration`) and its text and JSON renderings;
+:func:`unit` and :func:`reading` say what a fitted value means physically."""
 
 from __future__ import annotations
 
@@ -13,28 +8,20 @@ from typing import Any
 
 from dspsim.config import HardwareModel
 from dspsim.study.calibrate.identify import Interval, Proposal
-from dspsim.study.calibrate.measure import Measurement, is_int_key
+from dspsim.study.calibrate.measure import Measurement, is_int_key, value_text
 from dspsim.study.calibrate.params import FreeParam
 from dspsim.study.calibrate.problem import FitPoint
 from dspsim.text import cell
+
+_UNITS = (("bytes_per_cycle", "B/cycle"), ("_cycles", "cycles"), ("_bytes", "B"),
+          ("_mhz", "MHz"), ("_us", "us"), ("max_outstanding", "requests"),
+          ("_entries", "entries"), ("lanes_f32", "lanes"))  # the first suffix that ends it
 
 
 def unit(key: str) -> str:
     """The unit of a model key, from its name."""
     name = key.split(".")[-1]
-    for suffix, u in (
-        ("bytes_per_cycle", "B/cycle"),
-        ("_cycles", "cycles"),
-        ("_bytes", "B"),
-        ("_mhz", "MHz"),
-        ("_us", "us"),
-        ("max_outstanding", "requests"),
-        ("_entries", "entries"),
-        ("lanes_f32", "lanes"),
-    ):
-        if name.endswith(suffix):
-            return u
-    return ""
+    return next((u for suffix, u in _UNITS if name.endswith(suffix)), "")
 
 
 def reading(key: str, value: float, model: HardwareModel) -> str:
@@ -48,10 +35,8 @@ def reading(key: str, value: float, model: HardwareModel) -> str:
     if key == "idma.max_outstanding":
         burst = model.idma.burst_bytes
         cover = value * burst / model.host_memory.bytes_per_cycle
-        return (
-            f"{value * burst:g} B in flight per channel ({value:g} x {burst} B bursts), "
-            f"{cover:.0f} cycles of port transfer per round trip"
-        )
+        return (f"{value * burst:g} B in flight per channel ({value:g} x {burst} B bursts), "
+                f"{cover:.0f} cycles of port transfer per round trip")
     if key == f"{model.host.memory}.max_outstanding":
         return f"{value:g} requests in flight on the port"
     if name.endswith("_mhz"):
@@ -107,29 +92,17 @@ class Calibration:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "model": self.model.source,
-            "fidelity": self.fidelity,
+            "model": self.model.source, "fidelity": self.fidelity,
             "tolerance_pct": self.tolerance_pct,
             "free": {p.key: {"lo": p.lo, "hi": p.hi, "integer": p.integer} for p in self.free},
             "fitted_within_tolerance": self.fitted_within_tolerance,
             "max_abs_residual_pct": 100.0 * self.best.worst,
-            "fit": {
-                p.key: {
-                    "value": self._fit_values(self.values)[p.key],
-                    "unit": unit(p.key),
-                    "reading": reading(p.key, self.values[p.key], self.fitted),
-                }
-                for p in self.free
-            },
+            "fit": {p.key: {"value": self._fit_values(self.values)[p.key], "unit": unit(p.key),
+                            "reading": reading(p.key, self.values[p.key], self.fitted)}
+                    for p in self.free},
             "measurements": [
-                {
-                    "spec": m.spec(with_op=True),
-                    **_run_fields(m),
-                    "settings": m.settings,
-                    "measured_cycles": m.cycles,
-                    "simulated_cycles": round(c),
-                    "residual_pct": r,
-                }
+                {"spec": m.spec(with_op=True), **_run_fields(m), "measured_cycles": m.cycles,
+                 "simulated_cycles": round(c), "residual_pct": r}
                 for m, c, r in zip(self.measurements, self.simulated_cycles(), self.residuals_pct)
             ],
             "identifiability": self._identifiability_json(),
@@ -140,18 +113,13 @@ class Calibration:
     def _identifiability_json(self) -> dict[str, Any]:
         """Each free key's interval, the families and equally good fits, the measurement that
         would separate them."""
-        fit_values = self._fit_values
+        fit_values, pr = self._fit_values, self.proposal
         return {
             "determined": self.determined,
             "intervals": {
-                iv.key: {
-                    "lo": iv.lo,
-                    "hi": iv.hi,
-                    "segments": [list(s) for s in iv.segments],
-                    "values": iv.values,
-                    "reaches_search_bound": iv.reaches_search_bound,
-                    "determined": iv.determined,
-                }
+                iv.key: {"lo": iv.lo, "hi": iv.hi, "segments": [list(s) for s in iv.segments],
+                         "values": iv.values, "reaches_search_bound": iv.reaches_search_bound,
+                         "determined": iv.determined}
                 for iv in self.intervals
             },
             "families": [fit_values(f.values) for f in self.families],
@@ -159,130 +127,82 @@ class Calibration:
                 {"values": fit_values(g.values), "max_abs_residual_pct": 100 * g.worst}
                 for g in self.good
             ],
-            "separating_measurement": None
-            if self.proposal is None
-            else {
-                "spec": self.proposal.measurement.label(with_op=True),
-                **_run_fields(self.proposal.measurement),
-                "settings": self.proposal.measurement.settings,
-                "predictions": [
-                    {"values": fit_values(v), "predicted_cycles": round(c)}
-                    for v, c in self.proposal.predictions
-                ],
-                "spread_cycles": round(self.proposal.spread_cycles),
-                "spread_pct": self.proposal.spread_pct,
-                "family_gap_pct": self.proposal.family_gap_pct,
+            "separating_measurement": None if pr is None else {
+                "spec": pr.measurement.label(with_op=True), **_run_fields(pr.measurement),
+                "predictions": [{"values": fit_values(v), "predicted_cycles": round(c)}
+                                for v, c in pr.predictions],
+                "spread_cycles": round(pr.spread_cycles), "spread_pct": pr.spread_pct,
+                "family_gap_pct": pr.family_gap_pct,
             },
         }
 
     def text(self) -> str:
-        src = self.model.source
-        L = [
-            f"calibrated {cell(self.model.name)} ({cell(src, 200)}): "
-            f"{len(self.measurements)} measurement(s) of {', '.join(self.ops)}, "
-            f"{len(self.free)} free key(s), {self.fidelity} fidelity, "
-            f"{self.simulations} simulations"
-        ]
-        L.append("")
-        L.append("fitted values")
+        L = [f"calibrated {cell(self.model.name)} ({cell(self.model.source, 200)}): "
+             f"{len(self.measurements)} measurement(s) of {', '.join(self.ops)}, "
+             f"{len(self.free)} free key(s), {self.fidelity} fidelity, "
+             f"{self.simulations} simulations", "", "fitted values"]
         width = max(len(p.key) for p in self.free)
         for p in self.free:
             v = self.values[p.key]
             shown = f"{int(round(v))}" if p.integer else f"{v:.6g}"
-            L.append(
-                f"  {p.key:<{width}}  {shown:>10} {unit(p.key):<9} "
-                f"{reading(p.key, v, self.fitted)}   (searched {p.lo:g} .. {p.hi:g})"
-            )
-        L.append("")
+            L.append(f"  {p.key:<{width}}  {shown:>10} {unit(p.key):<9} "
+                     f"{reading(p.key, v, self.fitted)}   (searched {p.lo:g} .. {p.hi:g})")
         lw = max([len("measurement")] + [len(m.label()) for m in self.measurements])
-        L.append(
-            f"  {'measurement':<{lw}} {'measured_cycles':>16} {'simulated_cycles':>17} "
-            f"{'residual_pct':>13}"
-        )
+        L += ["", f"  {'measurement':<{lw}} {'measured_cycles':>16} {'simulated_cycles':>17} "
+              f"{'residual_pct':>13}"]
         for m, c, r in zip(self.measurements, self.simulated_cycles(), self.residuals_pct):
             L.append(f"  {m.label():<{lw}} {m.cycles:>16,.0f} {c:>17,.0f} {r:>+13.3f}")
-        L.append("")
-        L += self._verdict_lines(width)
+        L += ["", *self._verdict_lines(width)]
         if self.proposal is not None:
             L += self._proposal_lines()
         if self.out_path:
-            L.append("")
             missed = "" if self.fitted_within_tolerance else (
                 " (the fit missed the tolerance: the file's verdict comment says so)")
-            L.append(f"wrote {self.out_path}{missed}")
+            L += ["", f"wrote {self.out_path}{missed}"]
         return "\n".join(L)
 
     def _verdict_lines(self, width: int) -> list[str]:
         """Whether the fit reproduces the measurements, and whether they determine each free
         key (its interval, or the equally good fits)."""
-        L: list[str] = []
         tol = self.tolerance_pct
         if not self.fitted_within_tolerance:
             keys = ", ".join(p.key for p in self.free)
-            reached = ", ".join(
-                f"{r:+,.3f} % ({m.label()})" for m, r in zip(self.measurements, self.residuals_pct)
-            )
-            L.append(
-                f"verdict: no values of {keys} in the search ranges reproduce the measurements "
-                f"within {tol:g} %; the best fit reached residuals of {reached}"
-            )
-        elif not self.intervals:
-            L.append(
-                f"verdict: every measurement is within {tol:g} %; identifiability not assessed"
-            )
-        else:
-            L.append(f"identifiability: where every measurement stays within {tol:g} %")
-            for iv in self.intervals:
-                L.append("  " + describe_interval(iv, self.values[iv.key], width))
-            L.append("")
-            if self.determined:
-                L.append(
-                    "verdict: the measurements determine every free key (one interval each, "
-                    "inside its search range)"
-                )
-            else:
-                undetermined = [iv.key for iv in self.intervals if not iv.determined]
-                L.append(
-                    f"verdict: the measurements do NOT determine {', '.join(undetermined)}: "
-                    f"{len(self.good)} distinct fit(s) match every measurement within {tol:g} %"
-                )
-                L.extend("  " + line for line in fits_table(self.good, self.free))
-        return L
+            reached = ", ".join(f"{r:+,.3f} % ({m.label()})"
+                                for m, r in zip(self.measurements, self.residuals_pct))
+            return [f"verdict: no values of {keys} in the search ranges reproduce the "
+                    f"measurements within {tol:g} %; the best fit reached residuals of {reached}"]
+        if not self.intervals:
+            return [f"verdict: every measurement is within {tol:g} %; identifiability not "
+                    "assessed"]
+        L = [f"identifiability: where every measurement stays within {tol:g} %"]
+        L += ["  " + describe_interval(iv, self.values[iv.key], width) for iv in self.intervals]
+        if self.determined:
+            return L + ["", "verdict: the measurements determine every free key (one interval "
+                        "each, inside its search range)"]
+        undetermined = [iv.key for iv in self.intervals if not iv.determined]
+        L += ["", f"verdict: the measurements do NOT determine {', '.join(undetermined)}: "
+              f"{len(self.good)} distinct fit(s) match every measurement within {tol:g} %"]
+        return L + ["  " + line for line in fits_table(self.good, self.free)]
 
     def _proposal_lines(self) -> list[str]:
         """The measurement that would separate the equally good fits, and what each predicts."""
         pr = self.proposal
         assert pr is not None
-        gap = (
-            f"; the {len(self.families)} families of fits by at least {pr.family_gap_pct:.1f} %"
-            if pr.family_gap_pct is not None
-            else ""
-        )
-        L = [
-            "",
-            f"separating measurement: {pr.measurement.label()}  (the equally good fits "
-            f"differ by up to {pr.spread_cycles:,.0f} cycles, {pr.spread_pct:.1f} %{gap})",
-        ]
+        gap = ("" if pr.family_gap_pct is None else
+               f"; the {len(self.families)} families of fits by at least {pr.family_gap_pct:.1f} %")
+        L = ["", f"separating measurement: {pr.measurement.label()}  (the equally good fits "
+             f"differ by up to {pr.spread_cycles:,.0f} cycles, {pr.spread_pct:.1f} %{gap})"]
         for v, c in pr.predictions:
-            desc = ", ".join(_fmt_value(q.key, v[q.key]) for q in self.free)
+            desc = ", ".join(f"{q.key}={value_text(q.key, v[q.key])}" for q in self.free)
             L.append(f"  {c:>14,.0f} cycles with {desc}")
         return L
 
 
 def _run_fields(m: Measurement) -> dict[str, Any]:
     """What run a measurement is, for JSON (``mode`` and ``n``: the older names of ``variant``
-    and the element count)."""
-    return {
-        "op": m.op,
-        "variant": m.variant,
-        "shape": list(m.shape),
-        "mode": m.mode,
-        "n": m.n,
-    }
-
-
-def _fmt_value(key: str, v: float) -> str:
-    return f"{key}={int(round(v))}" if is_int_key(key) else f"{key}={v:.4g}"
+    and the element count), and its settings."""
+    return {"op": m.op, "variant": m.variant, "shape": list(m.shape), "mode": m.mode, "n": m.n,
+            "settings": m.settings}
 
 
 def describe_interval(iv: Interval, fitted: float, width: int = 0) -> str:
