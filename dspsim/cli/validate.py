@@ -57,7 +57,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     rows = validate(models, args.measurements, shipped=not args.only,
                     overrides=args.overrides)
     ok = calibration_ok(rows)
-    hint = None
     if args.suggest:
         from dspsim.study.interval_suggest import suggest
 

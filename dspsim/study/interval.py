@@ -1,23 +1,12 @@
 """A prediction's interval: the fewest and most cycles its model's ranges allow.
 
-A model file gives each guessed or fitted value a range (:mod:`dspsim.ranges`). A run's
-interval is the smallest and largest cycles over every combination of values in those ranges.
-Trying every corner costs 2^k runs; instead the search uses what is proven of each key
-(:func:`trend`, each claim held by a property test over random configurations in
-``tests/test_interval.py``):
-
-- ``+1``: cycles never fall as the key rises (a latency, a per-call or per-descriptor cost);
-- ``-1``: cycles never rise as it rises (a bandwidth, requests in flight, issue slots, lanes);
-- ``0``: the cycles do not depend on it (the clock in MHz, the host's latency);
-- ``None``: nothing proven (a tile size): searched at its range's ends and its value.
-
-With every trended key at its slow end the run is slowest, at its fast end fastest; the keys
-without a trend are tried at each of their values (3^u combinations, ``u`` such keys, at most
-:data:`MAX_UNTRENDED`). The dominant key is the one whose range alone (every other key at its
-value) moves the cycles most; a key is run at one end first and at its other end only when the
-bound the interval gives that side could still make it the dominant one. Identical
-configurations (an end equal to the value) are run once.
-"""
+Instead of every corner of the ranges (2^k runs) the search uses what is proven of each key
+(:func:`trend`, each claim a property test in ``tests/test_interval_trends.py``): with every
+trended key at its slow end the run is slowest, at its fast end fastest; a key with no proven
+trend (a tile size) is tried at its range's ends and its value, in every combination with the
+others of its kind (at most :data:`MAX_UNTRENDED`). The dominant key is the one whose range
+alone moves the cycles most; a key's second end is run only when it could still be the
+dominant one (docs/validation.md, "Intervals")."""
 
 from __future__ import annotations
 
@@ -31,13 +20,13 @@ from dspsim.errors import DspsimInputError
 
 MAX_UNTRENDED = 3
 # what is proven of the hardware keys; a memory's keys (any memory's name) by their short name
+# (+1: cycles never fall as it rises, -1: never rise, 0: do not depend on it)
 _HARDWARE_TRENDS: dict[str, int] = {
     "core.clock_mhz": 0, "host.rpc_latency_us": 0, "tcm.reserved_bytes": 0,
     "core.alu_latency_cycles": 1, "core.call_overhead_cycles": 1, "idma.setup_cycles": 1,
     "core.vector_alu_slots": -1, "core.load_store_units": -1,
     "core.write_buffer_entries": -1, "idma.max_outstanding": -1, "dcache.miss_cycles": 1,
-    "idma.descriptor_cycles": 1, "idma.engine_bytes_per_cycle": -1,
-}
+    "idma.descriptor_cycles": 1, "idma.engine_bytes_per_cycle": -1}
 _MEMORY_TRENDS: dict[str, int] = {"latency_cycles": 1, "write_latency_cycles": 1,
                                   "bytes_per_cycle": -1, "max_outstanding": -1,
                                   "refresh_clocks": 1, "command_clocks": 1,
@@ -50,9 +39,8 @@ def trend(key: str) -> int | None:
     section, _, short = key.partition(".")
     if key in _HARDWARE_TRENDS:
         return _HARDWARE_TRENDS[key]
-    if is_memory_section(section):
-        return _MEMORY_TRENDS.get(short)
-    return getattr(model_key(key), "trend", None)
+    return (_MEMORY_TRENDS.get(short) if is_memory_section(section)
+            else getattr(model_key(key), "trend", None))
 
 
 @dataclass

@@ -1,11 +1,7 @@
-"""The range of a fitted key that its calibration allows.
-
-For each fitted key, with every other key at its value, the smallest and largest value at
-which every calibration measurement is still reproduced within its tolerance. A key whose
-cycles are monotone in it (:func:`dspsim.study.interval.trend`) gives each measurement an
-interval of values; their intersection is found by stepping out from the fitted value
-(doubling the step) and bisecting the last step to :data:`REL_PRECISION`.
-"""
+"""The range of a fitted key its calibration allows: with every other key at its value, the
+smallest and largest value at which every measurement stays within the tolerance, found by
+stepping out from the fitted value (doubling the step) and bisecting the last step to
+:data:`REL_PRECISION`."""
 
 from __future__ import annotations
 
@@ -27,13 +23,10 @@ def _fits(model: HardwareModel, key: str, value: Any, rows: Sequence[Any],
 
     try:
         m = model.with_overrides({key: value})
-        for r in rows:
-            cycles = simulated_cycles(m, r)
-            if abs(100.0 * (cycles / r.cycles - 1.0)) > tolerance_pct:
-                return False
+        return all(abs(100.0 * (simulated_cycles(m, r) / r.cycles - 1.0)) <= tolerance_pct
+                   for r in rows)
     except DspsimInputError:  # a value the model refuses is outside the range
         return False
-    return True
 
 
 def _edge(model: HardwareModel, key: str, rows: Sequence[Any], tol: float, up: bool) -> Any:

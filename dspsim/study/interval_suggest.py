@@ -1,15 +1,10 @@
 """``dspsim validate --suggest``: the measurement that would narrow the widest interval most.
 
-The widest interval (relative to its prediction) among the rows is narrowed by pinning one of
-its model's ranged keys: with the key's range removed, the interval is computed again. A
-measurement pins a key as far as the key alone explains its own interval: a run whose spread
-over the model's ranges comes almost all from one key tells that key from the rest. The
-candidates are runs not yet measured, each an op the platform is measured with, with that
-measurement's settings: every variant of the op at the measurement's size and at half of it
-(a variant the platform refuses is left out). Each is scored by the share of its interval its
-dominant key explains times what pinning that key takes off the widest interval. The best is
-named, with the interval before and after.
-"""
+A run pins a ranged key as far as that key alone explains the run's own interval. The
+candidates are runs not yet measured of each op the platform is measured with (every variant at
+the measurement's size and at half of it, with its settings), each scored by the share of its
+interval its dominant key explains times what pinning that key takes off the widest interval
+(relative to its prediction)."""
 
 from __future__ import annotations
 
@@ -37,6 +32,8 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Suggestion:
+    """The widest row, the run to measure, the key it pins and the interval after."""
+
     widest: Any  # the Row with the widest interval
     measure: Candidate  # the run to measure
     key: str  # the key that run pins

@@ -1,28 +1,12 @@
 """Predictions beside measurements: every measurement the project ships, run on its platform.
 
-A measurements file (``validation/*.toml``, packaged with dspsim; ``--measurements FILE`` adds
-a user's own) is a list of ``[[measurement]]`` tables, each one board run:
-
-- ``name``: what was measured, in words;
-- ``source``: who measured it and where it is published;
-- ``platform``: the model file it runs on (a packaged name such as ``j6``); a model is of a
-  platform when it is that file, inherits from it (``base``, followed to its root) or carries
-  its ``[model] name``;
-- ``op`` (default: the op a run without one is of), ``variant``, and ``n`` (a 1-D op's
-  size) or ``shape`` (a list), default the op's; ``op_file``: an op file (its path relative
-  to the measurements file) whose op the run is of (``docs/reference.md``, Op files);
-- ``settings``: model keys the run was taken with (a table, e.g. ``"copy.src" = "sram"``);
-- ``cycles``: what was measured, a whole positive count;
-- ``role``: ``calibration`` (a platform value was fitted to it: the model must reproduce it,
-  within 1 %) or ``check`` (nothing was fitted to it: its error is what the model predicts);
-- ``note`` (optional): how a figure that was not a cycle count became one, and the like.
-
-A file may give ``platform`` and ``source`` once at its top for every measurement in it.
-
-:func:`validate` runs each measurement under every model of its platform it is given (by
-default, the platform's own model file) with the data path off, and reports measured,
-predicted, the error and the role. :data:`CALIBRATION_TOLERANCE_PCT` is what "reproduces" means.
-"""
+A measurements file (``validation/*.toml``; ``--measurements FILE`` adds one) is a list of
+``[[measurement]]`` tables (fields in :data:`_FIELDS`, ``docs/reference.md`` explains each;
+``platform`` and ``source`` may be given once at the top). A model is of a ``platform`` when it
+is that file, inherits from it (``base``) or carries its ``[model] name``. ``role`` is
+``calibration`` (a value was fitted to it: the model must reproduce it within
+:data:`CALIBRATION_TOLERANCE_PCT`) or ``check`` (nothing was fitted to it). :func:`validate`
+runs each under every model of its platform (data path off) with its interval."""
 
 from __future__ import annotations
 
@@ -53,9 +37,8 @@ _FILE_FIELDS = ("platform", "source", "measurement")
 def validation_dir() -> Path:
     """The packaged measurements (wheel) or the repository's ``validation/``."""
     packaged = resources.files("dspsim") / "validation"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parents[2] / "validation"
+    return (Path(str(packaged)) if packaged.is_dir()
+            else Path(__file__).resolve().parents[2] / "validation")
 
 
 def shipped_files() -> list[Path]:
@@ -64,6 +47,8 @@ def shipped_files() -> list[Path]:
 
 @dataclass(frozen=True)
 class Measurement:
+    """One board run of a measurements file."""
+
     name: str
     source: str
     platform: str
@@ -102,18 +87,16 @@ _TYPES: dict[str, tuple[Any, str]] = {
 
 
 def _check_types(fields: dict[str, Any], where: str) -> None:
-    """One line naming the first field of ``fields`` whose value is of a type it cannot
-    have: where it is (file, measurement), the field, the value, what is allowed."""
+    """Refuse, in one line, the first field whose value is of a type it cannot have."""
     for key, value in fields.items():
         test, allowed = _TYPES.get(key, (lambda v: True, ""))
         if not test(value):
-            shown = cell(repr(value), 60)
-            raise DspsimInputError(f"{where}: {key} = {shown} ({type(value).__name__}); "
-                                   f"allowed: {allowed}")
+            raise DspsimInputError(f"{where}: {key} = {cell(repr(value), 60)} "
+                                   f"({type(value).__name__}); allowed: {allowed}")
 
 
-def _str(entry: dict, key: str, where: str, default: str | None = None) -> str:
-    v = entry.get(key, default)
+def _str(entry: dict, key: str, where: str) -> str:
+    v = entry.get(key)
     if not isinstance(v, str) or not v.strip():
         raise DspsimInputError(f"{where}: {key} must be a non-empty string"
                                + ("" if key in entry else " (missing)"))
@@ -143,9 +126,7 @@ def _entry(entry: Any, defaults: dict[str, Any], where: str, file: str) -> Measu
         if "n" in entry and "shape" in entry:
             raise DspsimInputError("give n or shape, not both")
         shape = entry.get("shape")
-        if isinstance(shape, list):
-            shape = tuple(shape)
-        shape = op.shape_of(n=entry.get("n"), shape=shape)
+        shape = op.shape_of(n=entry.get("n"), shape=None if shape is None else tuple(shape))
     except DspsimInputError as e:
         raise DspsimInputError(f"{where}: {e}") from None
     cycles = entry.get("cycles")
@@ -155,20 +136,12 @@ def _entry(entry: Any, defaults: dict[str, Any], where: str, file: str) -> Measu
     role = entry.get("role")
     if role not in ROLES:
         raise DspsimInputError(f"{where}: role = {role!r}: allowed {', '.join(ROLES)}")
-    settings = entry.get("settings", {})
-    if not isinstance(settings, dict):
-        raise DspsimInputError(f"{where}: settings must be a table of model keys")
-    checked = {}
-    for k, v in settings.items():
-        try:
-            checked[k] = model_key(k).coerce(v)
-        except ConfigError as e:
-            raise DspsimInputError(f"{where}: settings: {e}") from None
-    note = entry.get("note", "")
-    if not isinstance(note, str):
-        raise DspsimInputError(f"{where}: note must be a string")
-    return Measurement(name, source, platform, op.name, variant, shape, cycles, role, checked,
-                       note, file)
+    try:  # the types are checked above: settings is a table, note a string
+        settings = {k: model_key(k).coerce(v) for k, v in entry.get("settings", {}).items()}
+    except ConfigError as e:
+        raise DspsimInputError(f"{where}: settings: {e}") from None
+    return Measurement(name, source, platform, op.name, variant, shape, cycles, role, settings,
+                       entry.get("note", ""), file)
 
 
 def read_measurements(path: str | Path) -> list[Measurement]:
@@ -216,6 +189,8 @@ def model_platforms(model: HardwareModel) -> set[str]:
 
 @dataclass(frozen=True)
 class Row:
+    """A measurement run under one model: its prediction and interval."""
+
     measurement: Measurement
     model: str  # the label of the model it ran under
     predicted: int
