@@ -397,6 +397,10 @@ class TraceRun:
                 out.append(np.tile(column, self.count))
         return out
 
+    def rows(self) -> list[tuple]:
+        """The rows, one tuple each (``COLUMNS``' order), booked row after booked row."""
+        return list(zip(*(column.tolist() for column in self.columns())))
+
     def _numbered(self, column: str, values: tuple) -> np.ndarray:
         """The ``what`` or ``tile`` column, each row's numbers moved on row by row."""
         k = np.arange(self.count)[:, None]

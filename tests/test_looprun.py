@@ -60,21 +60,29 @@ def cases(count: int, seed: int, round_values: bool):
         yield op, config, many_tiles(rng, op, tile_bytes), fidelity
 
 
-def compare(cases_, trace: bool = False) -> int:
+def compare(cases_, trace: bool = False, **records) -> int:
+    """Booked and reference runs of each case, compared (with ``records``: ``port_log``,
+    ``trace_limit``, the records and where each was cut too)."""
     compared = 0
     for op, config, size, fidelity in cases_:
         model = load_model().with_overrides(config)
         try:
             ref = simulate(model, op, "pingpong", data=False, fidelity="burst", elide=False,
-                           trace=trace, **size)
+                           trace=trace, **records, **size)
         except ValueError:  # a configuration the op refuses
             continue
         fast = simulate(model, op, "pingpong", data=False, fidelity=fidelity, trace=trace,
-                        **size)
+                        **records, **size)
         assert reported(fast) == reported(ref), (op, config, size, fidelity)
         assert fast.engines == ref.engines and fast.core == ref.core
         if trace:  # the booked periods' rows, row for row
             assert fast.trace.to_dict("list") == ref.trace.to_dict("list"), (op, config, size)
+        if records:
+            assert fast.port_log == ref.port_log and fast.port_logs == ref.port_logs
+            assert fast.port_log.dropped == ref.port_log.dropped
+            assert fast.trace.attrs == ref.trace.attrs  # the trace's rows dropped
+            assert (fast.trace_cut_cycle, fast.port_log_cut_cycle) == \
+                (ref.trace_cut_cycle, ref.port_log_cut_cycle)
         compared += 1
     return compared
 
@@ -107,9 +115,17 @@ def test_booked_tiles_with_the_trace_on_record_its_rows(booked):
     assert booked[0] > 20
 
 
-def test_nothing_is_booked_where_a_record_or_the_values_are_asked_for(j6, booked):
-    for kwargs in ({"port_log": True}, {"data": True}, {"trace": True, "trace_limit": 10**6}):
-        simulate(j6, "softmax", "pingpong", n=400_000, **{"data": False, **kwargs})
+@pytest.mark.parametrize("limit", [None, 3000, 60])
+def test_booked_tiles_log_every_request_and_keep_a_limit(booked, limit):
+    """A port log (every request of the booked periods, in order) and a trace kept to a row
+    limit (rows and requests past it counted, the cut where the reference cuts)."""
+    assert compare(cases(8, 11, False), trace=True, port_log=True, trace_limit=limit) >= 5
+    assert compare(cases(8, 12, True), trace=True, port_log=True, trace_limit=limit) >= 5
+    assert booked[0] > 10
+
+
+def test_nothing_is_booked_where_the_values_are_asked_for(j6, booked):
+    simulate(j6, "softmax", "pingpong", n=400_000, data=True)
     assert booked[0] == 0
 
 

@@ -26,11 +26,13 @@ address of one memory moves by the same step, so no overlap appears or vanishes.
 event may lie before what the booked periods hold (``latest``), so the order of SimPy's
 equal-time events is kept.
 
-Booked only by the elided engine with no port log, no trace row limit, the data path off (the
-skipped tiles' values are not computed), every port's request policy uniform (its slots a
-ring, :mod:`dspsim.hw.policy`) and the frame's loop-carried values unchanged. A trace gets the
-booked periods' rows as one block (:class:`~dspsim.probes.TraceRun`: the last period's, ``D``
-apart, their tile and descriptor numbers moving on as they did between the periods probed).
+Booked only by the elided engine with the data path off (the skipped tiles' values are not
+computed), every port's request policy uniform (its slots a ring, :mod:`dspsim.hw.policy`)
+and the frame's loop-carried values unchanged. What is recorded as the periods run gets the
+booked periods' entries, the last period's ``D`` apart (:meth:`LoopRun._next_records`): the
+trace its rows as one block (:class:`~dspsim.probes.TraceRun`, tile and descriptor numbers
+moving on as they did between the periods probed; row by row where a row limit is set), a
+port's request log its requests one by one (its limit counts those past it).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from dspsim.hw.clock import put_into, requeue, set_now, waits_on
 from dspsim.hw.clock import queued as queued_events
 from dspsim.hw.memory import Ptr
 from dspsim.hw.repeats import binade, room
-from dspsim.probes import TraceRun
+from dspsim.probes import PortLog, TraceRun
 
 if TYPE_CHECKING:
     from dspsim.hw.views import DspView
@@ -94,7 +96,7 @@ class _State:
 
     __slots__ = ("now", "alike", "key", "times", "time_at", "ints", "int_at", "int_mem",
                  "accs", "acc_at", "records", "latest", "earliest", "foreign", "queue",
-                 "rings", "traced")
+                 "rings", "logged")
 
     def __init__(self, now: float, alike: int):
         self.now = now
@@ -113,7 +115,7 @@ class _State:
         self.foreign = math.inf
         self.queue: list[tuple[Any, float]] = []
         self.rings: list[int] = []
-        self.traced = 0  # the trace's length
+        self.logged: list[tuple[int, int]] = []  # each record's (kept, dropped): LoopRun.logs
 
     def time(self, at: tuple[Any, Any] | None, t: float) -> None:
         self.times.append(t)
@@ -142,11 +144,12 @@ class LoopRun:
         self.env = ctx.env
         self.period = period
         self.ports = [m.port for m in dsp.platform.memories.values()]
-        # a port whose requests may complete out of order has no ring to shift; a trace cut at
-        # a row limit keeps every row it has simulated
+        # a port whose requests may complete out of order has no ring to shift; the records
+        # kept as the periods run (the trace, the ports' request logs) get the booked ones'
         self.recorder = ctx.recorder if ctx.recorder.enabled else None
-        self.enabled = (ctx.elide and not ctx.data and ctx.recorder.limit is None
-                        and all(p.log is None and p.ring for p in self.ports))
+        self.logs: list[Any] = [self.recorder, *[p.log for p in self.ports]]
+        self.enabled = (ctx.elide and not ctx.data and all(
+            p.ring and (p.log is None or isinstance(p.log, PortLog)) for p in self.ports))
         self._tick = 0  # iterations since the last probe (or jump, or failure)
         self._gap = 0  # periods to run before the next probe
         self._states: list[_State] = []
@@ -179,15 +182,14 @@ class LoopRun:
         if len(self._states) < 3:
             return 0
         periods = self._run_length(self._states)
-        trace = self._next_trace(self._states) if periods > 0 else None
-        if periods < 0 or (periods > 0 and trace is None):
+        records = self._next_records(self._states) if periods > 0 else None
+        if periods < 0 or (periods > 0 and records is None):
             return self._failed()
         if periods == 0:  # alike, but a binade ends too soon: look again a period on
             del self._states[0]
             return 0
         self._jump(self._states, periods)
-        if trace and trace[0]:
-            self.recorder.append_run(TraceRun(*trace[:1], periods, *trace[1:]))
+        self._book_records(records, periods)
         self._states.clear()
         self._last_top = self.env.now  # the booked periods end here: the next guess runs on
         self._tick, self._gap = 0, 0
@@ -269,33 +271,53 @@ class LoopRun:
                 runs.append(room(a, c, step))
         return max(0, min(runs))
 
-    def _next_trace(self, s: list[_State]) -> tuple[list[tuple], float, list] | None:
-        """The trace rows the period after ``s[2]`` records (the last period's, ``D`` later,
-        their tiles and descriptor numbers one step on), how far apart the periods are, and
-        how each row's numbers move (:class:`~dspsim.probes.TraceRun`), if the two periods
-        recorded the same rows ``D`` apart, numbers moving alike; ``([], D, [])`` with no
-        trace."""
+    def _next_records(self, s: list[_State]) -> list[Any] | None:
+        """What each record (:attr:`logs`) gets in the period after ``s[2]``, if the two
+        periods probed gave it the same, ``D`` apart: ``None`` for no record, ``("drop", c)``
+        for ``c`` entries each period dropped past its limit, else ``(template, numbers)``:
+        the last period's entries ``D`` later (a trace row's tile and descriptor numbers one
+        step on, as :class:`~dspsim.probes.TraceRun` moves them); ``None`` if they differ."""
         s0, s1, s2 = s
         d = s2.now - s1.now
-        if self.recorder is None:
-            return [], d, []
-        rows = self.recorder.rows
-        first, last = rows[s0.traced:s1.traced], rows[s1.traced:s2.traced]
-        if len(first) != len(last):
-            return None
-        template, numbers = [], []
-        for a, b in zip(first, last):  # (engine, kind, what, start, end, bytes, tile, ...)
-            if not (isinstance(a, tuple) and isinstance(b, tuple) and a[:2] == b[:2]
-                    and a[5] == b[5] and a[7:] == b[7:] and b[3] == a[3] + d
-                    and b[4] == a[4] + d):
+        out: list[Any] = []
+        for k, log in enumerate(self.logs):
+            (a0, x0), (a1, x1), (a2, x2) = s0.logged[k], s1.logged[k], s2.logged[k]
+            if log is None:
+                out.append(None)
+            elif a0 == a1 == a2 and x1 - x0 == x2 - x1:  # full: all dropped
+                out.append(("drop", x2 - x1))
+            elif x0 == x1 == x2 and a1 - a0 == a2 - a1:
+                first, last = log.rows[a0:a1] if log is self.recorder else log[a0:a1], \
+                    log.rows[a1:a2] if log is self.recorder else log[a1:a2]
+                entries = (_next_rows if log is self.recorder else _next_requests)(first, last, d)
+                if entries is None:
+                    return None
+                out.append(entries)
+            else:
                 return None
-            (head, n), (head_b, m) = _numbered(a[2]), _numbered(b[2])
-            if head != head_b or (n is None) != (m is None) or (n is None and a[2] != b[2]):
-                return None
-            step = b[6] - a[6]
-            template.append((*b[:3], b[3] + d, b[4] + d, b[5], b[6] + step, *b[7:]))
-            numbers.append((step, None, 0, 0) if n is None else (step, head, 2 * m - n, m - n))
-        return template, d, numbers
+        return out
+
+    def _book_records(self, records: list[Any], periods: int) -> None:
+        """Each record's entries of ``periods`` booked periods (:meth:`_next_records`): the
+        trace's as one :class:`~dspsim.probes.TraceRun` block (row by row where it keeps at
+        most a number of rows), a request log's entry by entry (it counts what passes its
+        limit)."""
+        d = self._states[2].now - self._states[1].now
+        for log, entries in zip(self.logs, records):
+            if entries is None or not entries[0]:
+                continue
+            if entries[0] == "drop":
+                log.dropped += periods * entries[1]
+            elif log is self.recorder and log.limit is None:
+                log.append_run(TraceRun(entries[0], periods, d, entries[1]))
+            elif log is self.recorder:
+                for row in TraceRun(entries[0], periods, d, entries[1]).rows():
+                    log.record(*row)
+            else:
+                for j in range(periods):
+                    for e in entries[0]:
+                        log.append((e[0] + j * d, e[1] + j * d, e[2] + j * d, e[3] + j * d,
+                                    *e[4:]))
 
     def _jump(self, s: list[_State], periods: int) -> None:
         """Book ``periods`` periods like the last one from now (the state ``s[2]``)."""
@@ -335,7 +357,8 @@ def _capture(run: LoopRun, alike: int, carried: bytes) -> _State | None:
     """The platform at an iteration top; ``None`` where nothing may be booked from it."""
     dsp = run.dsp
     st = _State(run.env.now, alike)
-    st.traced = len(run.recorder.rows) if run.recorder is not None else 0
+    st.logged = [(len(x.rows) if x is run.recorder else len(x), x.dropped) if x is not None
+                 else (0, 0) for x in run.logs]
     if dsp.core.waiting_for is not None or dsp.core.dcache is not None:
         return None
     st.key.append(carried)
@@ -492,3 +515,36 @@ def _stream(st: _State, ch: Any) -> bool:
         if x > now:
             st.time((inflight, j), x)
     return True
+
+
+def _next_rows(first: list, last: list, d: float) -> tuple[list[tuple], list] | None:
+    """The trace rows of the period after ``last`` (``first`` the one before it), and how
+    their numbers move (:class:`~dspsim.probes.TraceRun`); ``None`` unless the two periods
+    recorded the same rows ``d`` apart, numbers moving alike."""
+    if len(first) != len(last):
+        return None
+    template, numbers = [], []
+    for a, b in zip(first, last):  # (engine, kind, what, start, end, bytes, tile, ...)
+        if not (isinstance(a, tuple) and isinstance(b, tuple) and a[:2] == b[:2]
+                and a[5] == b[5] and a[7:] == b[7:] and b[3] == a[3] + d and b[4] == a[4] + d):
+            return None
+        (head, n), (head_b, m) = _numbered(a[2]), _numbered(b[2])
+        if head != head_b or (n is None) != (m is None):
+            return None
+        step = b[6] - a[6]
+        template.append((*b[:3], b[3] + d, b[4] + d, b[5], b[6] + step, *b[7:]))
+        numbers.append((step, None, 0, 0) if n is None else (step, head, 2 * m - n, m - n))
+    return template, numbers
+
+
+def _next_requests(first: list, last: list, d: float) -> tuple[list[tuple], None] | None:
+    """A port log's requests of the period after ``last`` (``first`` the one before it):
+    ``None`` unless the two periods logged the same requests ``d`` apart."""
+    if len(first) != len(last):
+        return None
+    template = []
+    for a, b in zip(first, last):  # (issue, data_start, data_end, done, bytes, write, who)
+        if a[4:] != b[4:] or any(b[k] != a[k] + d for k in range(4)):
+            return None
+        template.append((*(b[k] + d for k in range(4)), *b[4:]))
+    return template, None
