@@ -287,9 +287,9 @@ class LoopRun:
             elif a0 == a1 == a2 and x1 - x0 == x2 - x1:  # full: all dropped
                 out.append(("drop", x2 - x1))
             elif x0 == x1 == x2 and a1 - a0 == a2 - a1:
-                first, last = log.rows[a0:a1] if log is self.recorder else log[a0:a1], \
-                    log.rows[a1:a2] if log is self.recorder else log[a1:a2]
-                entries = (_next_rows if log is self.recorder else _next_requests)(first, last, d)
+                kept, following = ((log.rows, _next_rows) if log is self.recorder
+                                   else (log, _next_requests))
+                entries = following(kept[a0:a1], kept[a1:a2], d)
                 if entries is None:
                     return None
                 out.append(entries)
