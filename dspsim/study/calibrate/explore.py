@@ -10,7 +10,7 @@ sets is not explored. With more continuous keys than measurements the fits form 
 sampled at two kinds of anchor: (a) the extra keys at the model's values; (b) the next key of
 :data:`PIN_ORDER` on a log grid ``WALK_FACTOR`` apart. An anchor whose closed-form lower bound
 already exceeds a measurement by more than ``SCREEN`` is skipped; a near miss is refitted with
-every key free. The screen runs at tile fidelity (equal to burst at the sizes tested) in
+every key free. The screen runs at tile fidelity (a name for the one engine) in
 ``jobs`` worker processes; :mod:`~dspsim.study.calibrate.readings` groups the fits."""
 
 from __future__ import annotations

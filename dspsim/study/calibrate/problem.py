@@ -181,8 +181,8 @@ class Problem:
             est = None if b is None else b.estimate_cycles
         except ConfigError:
             return math.inf
-        # no closed-form estimate: a tile-fidelity simulation (one event per transfer or kernel
-        # call, so still cheap) stands in
+        # no closed-form estimate: a simulation (its repeats booked at once, so still cheap)
+        # stands in
         return self.simulated(values, i, fidelity="tile") if est is None else est
 
     # ---------------------------------------------------------------- continuous fits

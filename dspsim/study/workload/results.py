@@ -15,8 +15,8 @@ from dspsim.study.workload.spec import Workload
 class DdrMeter:
     """The DDR data path's occupancy as merged segments ``(start, end, share of
     bytes_per_cycle)``: a port request log (``append(entry)``, :data:`dspsim.probes.
-    PORT_LOG_FIELDS`) that keeps each entry's bytes spread evenly over its data span (exact for
-    a burst; for a tile-fidelity booking, which has the port to itself, its average)."""
+    PORT_LOG_FIELDS`) that keeps each entry's bytes spread evenly over its data span (exact:
+    an entry is one request)."""
 
     def __init__(self, port: Any):
         self.cycles_per_byte = port.cycles_per_byte
