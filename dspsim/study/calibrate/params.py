@@ -84,9 +84,8 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
         if not colon or not (math.isfinite(lo) and math.isfinite(hi)):
             raise DspsimInputError(f"--free {text!r}: expected KEY=LO:HI with two numbers, e.g. "
                                    "ddr.latency_cycles=50:400")
-        lo_allowed, hi_allowed = f.metadata["lo"], f.metadata["hi"]
-        if ((lo_allowed is not None and lo < lo_allowed)
-                or (hi_allowed is not None and hi > hi_allowed)):
+        lo_allowed, hi_allowed = allowed_range(key)  # (infinite where the key sets no bound)
+        if lo < lo_allowed or hi > hi_allowed:
             raise DspsimInputError(
                 f"--free {text!r}: {key} allows {lo_allowed:g} to {hi_allowed:g}")
         if f.metadata["positive"] and lo <= 0:
