@@ -13,19 +13,12 @@ cancellation of ``E[x^2] - mean^2`` when the mean is large against the spread:
 
 :func:`layernorm_rows` chains the four steps for a ``(rows, C)`` array, as the op does.
 
-Built from :mod:`dspsim.kernels.toolkit`'s helpers. Assumed Vision (IVP) instructions, as in
-:mod:`dspsim.kernels.numerics` (whose module docstring collects the shared assumptions):
-
-* ``IVP_LAN_2XF32_IP`` loads (after one ``IVP_LA2NX8_PP``-style priming load of the alignment
-  register) in the main loops; ``IVP_LAVN_2XF32_XP`` / ``IVP_SAVN_2XF32_XP`` variable-length
-  load/store for the tail. In ``vecsumsq_dev`` the tail's ``SUB``/``ADD``/``MULA`` are the
-  predicated (``...T``) forms under a lane mask of the valid lanes, so lanes past the end leave
-  both accumulators exactly unchanged.
-* ``IVP_SUBN_2XF32``, ``IVP_ADDN_2XF32``, ``IVP_MULN_2XF32``: one float32 rounding each.
-* ``IVP_MULAN_2XF32`` (``acc += a * b``) is fused: one rounding of the exact ``a * b + acc``.
-* ``IVP_RADDN_2XF32`` sums the lanes as a pairwise tree of halves, each add rounded to float32.
-* float32 arithmetic rounds to nearest even and keeps subnormals (no flush to zero).
-* A NaN result is the default quiet NaN (0x7FC00000); NaN payloads are not modelled.
+Assumed Vision (IVP) instructions: as in :mod:`dspsim.kernels.numerics` (whose docstring
+collects them: fused ``MULA``, the ``RADD`` tree, round to nearest even with subnormals, the
+default quiet NaN), and ``IVP_LAN_2XF32_IP`` loads after one priming load in the main loops,
+``IVP_LAVN_2XF32_XP`` / ``IVP_SAVN_2XF32_XP`` in the tail. In ``vecsumsq_dev`` the tail's
+``SUB``/``ADD``/``MULA`` are predicated (``...T``) under a mask of the valid lanes, so lanes
+past the end leave both accumulators exactly unchanged.
 
 ``vecsumsq_dev`` (C: ``void vecsumsq_dev(float32_t *sum_d, float32_t *sum_d2,
 const float32_t *x, int N, float32_t mean)``), per iteration of 2 vectors ``x0, x1``::
@@ -50,15 +43,14 @@ from dspsim.kernels.registry import Kernel, register
 from dspsim.kernels.shapes import LoopShape
 from dspsim.kernels.toolkit import (
     F32,
-    as_batch,
     as_f32,
     canonical_nan,
-    check_lanes,
     fused_square_sum,
     log2_lanes,
     one_vector_variable_segments,
     padded_iterations,
     radd,
+    reduction_input,
     reduction_result,
     row_scalar,
     scalar_result,
@@ -68,10 +60,8 @@ from dspsim.kernels.toolkit import (
 
 # ----------------------------------------------------------------------------- loop shapes
 VECSUMSQ_DEV = LoopShape(
-    "vecsumsq_dev",
+    "vecsumsq_dev", table_loads=0, stores=0,
     data_loads=2,  # IVP_LAN_2XF32_IP x2 (IVP_LAVN_2XF32_XP x2 in the tail)
-    table_loads=0,
-    stores=0,
     alu_ops=6,  # IVP_SUBN_2XF32 x2, IVP_ADDN_2XF32 x2, IVP_MULAN_2XF32 x2
     segments=two_accumulator_segments,
     # for each of the two quantities: add the two accumulators, then the IVP_RADDN_2XF32 tree
@@ -80,9 +70,8 @@ VECSUMSQ_DEV = LoopShape(
 )
 
 VECNORM = LoopShape(
-    "vecnorm",
+    "vecnorm", table_loads=0,
     data_loads=1,  # IVP_LAVN_2XF32_XP
-    table_loads=0,
     stores=1,  # IVP_SAVN_2XF32_XP
     alu_ops=3,  # IVP_SUBN_2XF32 x2, IVP_MULN_2XF32
     segments=one_vector_variable_segments,
@@ -109,14 +98,10 @@ def vecsumsq_dev(
     one per row) gives two ``(rows,)`` arrays, each row bit for bit the 1-D call's. Empty rows
     give ``(0.0, 0.0)``, as ``vecsum`` does.
     """
-    check_lanes(lanes)
-    x = as_f32(x)
-    xb = as_batch(x)
+    x, xb, empty = reduction_input(x, lanes)
     m = row_scalar(mean, xb)
-    rows, n = xb.shape
-    if n == 0:
-        zero = reduction_result(np.zeros(rows, F32), x)
-        return zero, zero
+    if empty is not None:
+        return empty, empty
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         d = padded_iterations(xb - m, lanes, -0.0)  # (rows, iterations, 2, lanes)
         sum_d = radd(sequential_sum(d))

@@ -41,14 +41,13 @@ import numpy as np
 
 from dspsim.kernels.toolkit import (
     F32,
-    as_batch,
     as_f32,
     canonical_nan,
-    check_lanes,
     fma_f32,
     maxf,
     padded_iterations,
     radd,
+    reduction_input,
     reduction_result,
     row_scalar,
     sequential_sum,
@@ -57,17 +56,9 @@ from dspsim.kernels.toolkit import (
 # NatureDSP constants (Cadence NatureDSP expf tables, as published in pytorch/executorch).
 # 2^x on [0, 1), highest degree first: the seed loads them as p0..p6.
 EXPFTBLF_BITS: tuple[int, ...] = (
-    0x39655635,
-    0x3AA24C7A,
-    0x3C1EB2D1,
-    0x3D633DDB,
-    0x3E75FF24,
-    0x3F317212,
-    0x3F800000,
-)
+    0x39655635, 0x3AA24C7A, 0x3C1EB2D1, 0x3D633DDB, 0x3E75FF24, 0x3F317212, 0x3F800000)
 INVLN2_Q30 = 1549082005  # round(2^30 / ln 2)
 EXPF_MAX_BITS = 0x42B17218  # expfminmax[1] = 88.722839f, the overflow guard
-EXPF_MIN_BITS = 0xC2CE8ED0  # expfminmax[0] = -103.27893f (not used by the seed's kernel)
 
 _INT32_MIN = -(2**31)
 _INT32_MAX = 2**31 - 1
@@ -160,11 +151,9 @@ def vecmaxf(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
     (the default quiet NaN); with -0.0 below +0.0 the max is a total order, so the order of the
     reduction does not matter. A ``(rows, n)`` batch gives one result per row, ``(rows,)``.
     """
-    check_lanes(lanes)
-    x = as_f32(x)
-    xb = as_batch(x)
-    if xb.shape[1] == 0:  # if (N <= 0) return 0.f;
-        return reduction_result(np.zeros(xb.shape[0], F32), x)
+    x, xb, empty = reduction_input(x, lanes)
+    if empty is not None:
+        return empty
     vectors = padded_iterations(xb, lanes, -np.inf)  # (rows, iterations, 2, lanes)
     # Each lane's running max over the iterations. np.maximum.reduce finds the right value in
     # any order but may return either zero of a tie or any NaN's payload: fix both up to the
@@ -192,11 +181,9 @@ def vecsum(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
     the same bits); then ``acc0 + acc1`` and ``IVP_RADDN_2XF32`` as a pairwise tree of halves.
     A ``(rows, n)`` batch gives one sum per row, ``(rows,)``.
     """
-    check_lanes(lanes)
-    x = as_f32(x)
-    xb = as_batch(x)
-    if xb.shape[1] == 0:  # if (N <= 0) return 0.f;
-        return reduction_result(np.zeros(xb.shape[0], F32), x)
+    x, xb, empty = reduction_input(x, lanes)
+    if empty is not None:
+        return empty
     with np.errstate(over="ignore", invalid="ignore"):
         v = radd(sequential_sum(padded_iterations(xb, lanes, -0.0)))
     return reduction_result(v, x)

@@ -40,13 +40,12 @@ from dspsim.kernels.registry import Kernel, register
 from dspsim.kernels.shapes import LoopShape
 from dspsim.kernels.toolkit import (
     F32,
-    as_batch,
     as_f32,
-    check_lanes,
     fused_square_sum,
     log2_lanes,
     padded_iterations,
     radd,
+    reduction_input,
     reduction_result,
     scalar_result,
     two_accumulator_segments,
@@ -70,11 +69,9 @@ def vecsumsq(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
     ``(i // lanes) % 2``, lane ``i % lanes``), each ``fma(x, x, acc)`` one rounding; the tail
     predicated; then ``acc0 + acc1`` and the ``IVP_RADDN_2XF32`` tree of halves. A ``(rows,
     n)`` batch gives one sum per row, ``(rows,)``; an empty row gives 0.0."""
-    check_lanes(lanes)
-    x = as_f32(x)
-    xb = as_batch(x)
-    if xb.shape[1] == 0:
-        return reduction_result(np.zeros(xb.shape[0], F32), x)
+    x, xb, empty = reduction_input(x, lanes)
+    if empty is not None:
+        return empty
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         v = radd(fused_square_sum(padded_iterations(xb, lanes, -0.0)))
     return reduction_result(v, x)

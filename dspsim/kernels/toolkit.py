@@ -88,6 +88,17 @@ def reduction_result(v: np.ndarray, x: np.ndarray) -> np.float32 | np.ndarray:
     return F32(v[0]) if x.ndim == 1 else v
 
 
+def reduction_input(x: np.ndarray, lanes: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.float32 | np.ndarray | None]:
+    """A reduction kernel's input, ``lanes`` checked: ``x`` in float32, its ``(rows, n)`` view,
+    and for empty rows the C's ``if (N <= 0) return 0.f;`` result (else ``None``)."""
+    check_lanes(lanes)
+    x = as_f32(x)
+    xb = as_batch(x)
+    empty = reduction_result(np.zeros(xb.shape[0], F32), x) if xb.shape[1] == 0 else None
+    return x, xb, empty
+
+
 def scalar_result(v: np.ndarray) -> np.float32 | np.ndarray:
     """A scalar step's float32 result (the core's scalar FPU), NaN canonical: an
     ``np.float32`` for a 0-D value, else the array."""
