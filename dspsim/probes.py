@@ -1,22 +1,11 @@
-"""What a run records while it runs: the trace, the memory-access log, the DDR port log.
+"""What a run records while it runs; engine names come from the platform, none are known here.
 
-- :class:`Recorder`: one row per thing an engine did (compute, setup, waits, copies), turned into
-  one :class:`TraceTable` at the end (nothing is kept when tracing is off). With a ``limit`` it
-  keeps the first ``limit`` rows and counts the others (``dropped``; the table's
-  ``rows_dropped``, the frame's ``attrs["rows_dropped"]``), so a huge run's trace holds bounded
-  memory.
-- :class:`TraceTable`: the trace as numpy columns. Summaries (``dspsim run --json``) read these;
-  the pandas DataFrame the figures and tables use is built only when asked for (``frame()``),
-  so a run that only reports does not import pandas.
-- :class:`AccessLog`: which bytes each engine touched when, and the data hazards between them
-  (two engines on overlapping bytes of one memory at overlapping times, one of them writing).
-- :class:`PortLog`: the DDR port's request log (``PORT_LOG_FIELDS``, one entry per request),
-  as compact columns; with a row limit it keeps its first ``limit`` requests.
-- :class:`PassLog`: the passes an op ran, in order; a run of identical rows books its passes
-  as one block (one row's passes, the number of rows, the shift per row), expanded on reading.
-
-Engine names (``core0``, ``core0.idma1``, ``ddr``) come from the platform that built the run;
-nothing here knows them.
+- :class:`Recorder` -> :class:`TraceTable`: one row per engine action, as numpy columns (the
+  pandas frame only on ``frame()``); with a ``limit``, the first rows kept, the rest counted.
+- :class:`AccessLog`: who touched which bytes when, and the data hazards between engines.
+- :class:`PortLog`: the DDR port's requests (``PORT_LOG_FIELDS``) as compact columns.
+- :class:`PassLog`: the passes an op ran; a run of identical rows is one block, expanded on
+  reading.
 """
 
 from __future__ import annotations
@@ -34,11 +23,9 @@ PORT_LOG_FIELDS = ("issue", "data_start", "data_end", "done", "bytes", "is_write
 
 
 class PortLog:
-    """The DDR port's request log, one entry per request (``PORT_LOG_FIELDS``), held as typed
-    columns (about 45 bytes a request instead of a tuple's 250: a traced run of 10^7 elements
-    logs millions). With a ``limit`` it keeps the first ``limit`` entries and counts the others
-    (``dropped``). Reads like a list of tuples (``len``, iteration, indexing, ``==``);
-    :meth:`columns` gives numpy arrays."""
+    """The DDR port's request log (``PORT_LOG_FIELDS``) as typed columns: ~45 bytes a request,
+    not a tuple's 250. With a ``limit``, the first entries kept and the rest counted
+    (``dropped``). Reads like a list of tuples; :meth:`columns` gives numpy arrays."""
 
     def __init__(self, limit: int | None = None) -> None:
         from array import array
@@ -130,10 +117,9 @@ class PortLog:
 
 
 class PassRun:
-    """The passes of ``count`` rows that repeat one row's passes (``template``: each a
-    ``{"name", "start_cycle", "end_cycle"}`` dict, those of the run's first row), every row
-    ``shift_cycles`` after the one before. ``q * shift_cycles`` is exact where the run was
-    booked (:mod:`dspsim.hw.rowrun`), so each entry is the float the rows one by one give."""
+    """``count`` rows repeating the first row's passes (``template``), each ``shift_cycles``
+    later. ``q * shift_cycles`` is exact where the run was booked (:mod:`dspsim.hw.rowrun`),
+    so each entry is the float the rows one by one give."""
 
     __slots__ = ("template", "count", "shift_cycles")
 
@@ -153,11 +139,9 @@ class PassRun:
 
 
 class PassLog(Sequence):
-    """The passes one core's op ran, in order, each ``{"name", "start_cycle", "end_cycle"}``
-    (absolute cycles): the ones begun one by one (the same dicts: the last may still be
-    open), and :class:`PassRun` blocks booked by a run of identical rows. Reads like a list
-    (``len``, indexing, slices, iteration, ``==``); :meth:`view` maps every entry on
-    reading (a result's passes, counted from the op's start, without a copy per pass)."""
+    """One core's passes in order, each ``{"name", "start_cycle", "end_cycle"}`` (absolute):
+    dicts begun one by one (the last may be open) and :class:`PassRun` blocks. Reads like a
+    list; :meth:`view` maps every entry on reading (no copy per pass)."""
 
     def __init__(self, fn: Callable[[dict[str, Any]], Any] | None = None,
                  parts: list | None = None) -> None:
@@ -196,8 +180,7 @@ class PassLog(Sequence):
         return raw if self._fn is None else self._fn(raw)
 
     def _slice(self, i: slice) -> list[Any]:
-        """The entries of ``i``: one pass over the parts that hold them (not a look-up per
-        entry, nor a walk over the parts before and after)."""
+        """The entries of ``i``, in one walk over the parts that hold them."""
         start, stop, step = i.indices(len(self))
         if step != 1:
             return list(self)[i]
@@ -219,8 +202,8 @@ class PassLog(Sequence):
                 yield raw if self._fn is None else self._fn(raw)
 
     def totals(self) -> dict[str, tuple[int, float]]:
-        """Per pass name (in first-run order): how many spans and their cycles in all (the
-        logged spans, before a view rounds them), a run of rows in closed form."""
+        """Per pass name (first-run order): span count and total cycles (unrounded; a run of
+        rows in closed form)."""
         out: dict[str, tuple[int, float]] = {}
         for part in self._parts:
             count = 1 if isinstance(part, list) else part.count
@@ -262,7 +245,6 @@ COLUMNS = [
 TRACE_KINDS = ("compute", "setup", "wait_in", "wait_out", "copy_in", "copy_out")
 TEXT_COLUMNS = ("engine", "kind", "what", "pass")
 INT_COLUMNS = ("bytes", "tile", "buffer")
-FLOAT_COLUMNS = ("start_cycle", "end_cycle", "ddr_stall_cycles")
 
 
 class TraceTable:
@@ -316,10 +298,9 @@ class TraceTable:
 
 
 class Labels:
-    """What the op on one core is doing now, stamped on every trace row and access it causes:
-    the pass, the tile, the TCM buffer. The op sets them (``dsp.labels.tile = j``); engines
-    only read them. ``tile_number``, ``tile_base`` and ``tile_next`` are the tile numbering
-    (see ``tile``), public so that a fast-forward can move them on."""
+    """The pass, tile and TCM buffer the op on one core works on, stamped on every trace row
+    and access. The op sets them; engines read them; the tile numbering fields are public so
+    that a fast-forward can move them on."""
 
     __slots__ = ("pass_name", "buffer", "tile_number", "tile_base", "tile_next")
 
@@ -332,10 +313,8 @@ class Labels:
 
     @property
     def tile(self) -> int:
-        """The tile the core works on (-1: none), numbered within its pass: the op sets its
-        own index (``labels.tile = j``), numbered after the tiles of the pass's earlier groups
-        (:meth:`new_tile_group`: a row, a frame call), so that no two tiles of one pass share a
-        number in the trace."""
+        """The tile worked on (-1: none): the op's index ``j`` numbered after the pass's earlier
+        groups' tiles (:meth:`new_tile_group`), so no two tiles of a pass share a number."""
         return self.tile_number
 
     @tile.setter
@@ -357,19 +336,16 @@ class Labels:
         self.tile_base = self.tile_next
 
     def start_tiles(self, base: int) -> None:
-        """A pass begins: number its tiles from ``base`` (past those of an earlier pass of
-        the same name)."""
+        """A pass begins: number its tiles from ``base`` (past an earlier same-named pass's)."""
         self.tile_base = self.tile_next = base
         self.tile_number = -1
 
 
 class TraceRun:
-    """The trace rows of ``count`` booked rows of a loop that repeat one row's
-    (``template``: its trace rows, those of the run's first row), every row ``shift_cycles``
-    after the one before (exact where the run was booked: :mod:`dspsim.hw.rowrun`,
-    :mod:`dspsim.hw.looprun`). ``numbers``: per template row, ``None`` or how its numbers move
-    on a row: ``(tile step, label head, label number, label step)`` (a loop's tiles and
-    descriptors are numbered: ``"copy_in ch0 #12"``)."""
+    """``count`` booked rows repeating the first row's trace rows (``template``), each
+    ``shift_cycles`` later (exact where booked: :mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`).
+    ``numbers``: per template row, ``None`` or ``(tile step, label head, label number, label
+    step)``, how its numbers move on a row (``"copy_in ch0 #12"``)."""
 
     __slots__ = ("template", "count", "shift_cycles", "numbers")
 
@@ -425,19 +401,9 @@ class Recorder:
         self.dropped = 0  # rows not kept because of the limit
         self.cut_cycle: float | None = None  # the first row not kept ended here
 
-    def record(
-        self,
-        engine: str,
-        kind: str,
-        what: str,
-        start: float,
-        end: float,
-        nbytes: int = 0,
-        tile: int = -1,
-        pass_name: str = "",
-        buffer: int = -1,
-        ddr_stall: float = 0.0,
-    ) -> None:
+    def record(self, engine: str, kind: str, what: str, start: float, end: float,
+               nbytes: int = 0, tile: int = -1, pass_name: str = "", buffer: int = -1,
+               ddr_stall: float = 0.0) -> None:
         if self.enabled:
             if self.limit is not None and len(self.rows) >= self.limit:
                 if self.cut_cycle is None:
@@ -471,8 +437,7 @@ class Recorder:
 
 
 class Access(NamedTuple):
-    """One engine's access to a memory's bytes, as logged (immutable: a tuple, cheap to build,
-    as every descriptor and kernel call logs one or two)."""
+    """One engine's access to a memory's bytes (a tuple: cheap, as every call logs one or two)."""
 
     engine: str
     memory: str
@@ -493,13 +458,10 @@ HAZARD_LIMIT = 10_000  # hazards listed in full; later ones are counted (``Acces
 class AccessLog:
     """Which bytes each engine touched when, checked for hazards as the run goes.
 
-    An engine says when an access begins (:meth:`begin`), logs it when it ends (:meth:`add`,
-    with ``end`` the present) and then says it is done (:meth:`finish`). A logged access is
-    checked against the ones kept for its memory, and an access that ended before every access
-    still in flight began can meet no later one, so it is let go: the log holds only what
-    overlaps the present, however long the run. The earliest ``limit`` hazards are kept (in the
-    order the whole run's accesses sorted by start would give them); ``dropped`` counts the rest.
-    """
+    An engine calls :meth:`begin`, then :meth:`add` when the access ends, then :meth:`finish`.
+    An access that ended before every in-flight access began can meet no later one and is let
+    go, so the log holds only what overlaps the present. The earliest ``limit`` hazards (in a
+    whole-run sort by start) are kept; ``dropped`` counts the rest."""
 
     def __init__(self, enabled: bool = True, limit: int | None = None) -> None:
         self.enabled = enabled
