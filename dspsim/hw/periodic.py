@@ -1,31 +1,23 @@
-"""Exact fast-forward of periodic streaming: channels moving long descriptors through one port.
+"""Exact fast-forward of periodic streaming: iDMA channels moving long descriptors through one port.
 
-While iDMA channels stream bursts through a shared port and nothing else acts (the core waits,
-or computes in TCM until a time further off), the port and the channels go through the same
-motions again and again: the state *relative to now* repeats. The elided engine (``elide``)
-notes that state each time a streaming channel wakes at a real event, the channels named by
-their place (the waker, then the others in the order their wake-ups are queued). When a
-channel wakes in a state noted ``h`` cycles earlier, with the same channels streaming and no
-other event processed or due in between, each channel having possibly taken over another's
-place (two channels of one kind swap every half period), every step after it is the same step
-shifted by ``h``, the places passed on the same way; the engine advances by whole steps at once
-up to the next point where something changes (a channel's last window of bursts, the next
-event of anyone else, the binade's end), booking what the skipped steps would have booked:
-bytes, the contention they added, the port log's requests. A step once found is kept (for the
-binade it was found in) and applied wherever the same relative state recurs, such as on the
-channels' next descriptors.
+While channels stream bursts through a shared port and nothing else acts, the state *relative to
+now* repeats. The elided engine notes that state each time a streaming channel wakes at a real
+event (channels named by place: the waker, then the others in wake-up order). When a channel wakes
+in a state noted ``h`` cycles earlier, with the same channels streaming, no other event processed
+or due in between, and places possibly passed between channels (two of one kind swap every half
+period), every later step is the same shifted by ``h``: the engine advances by whole steps up to
+the next change (a channel's last window, anyone else's next event, the binade's end), booking
+the skipped steps' bytes, contention and port-log requests. A found step is kept (for its binade)
+and reused wherever the same relative state recurs.
 
-Exact, not approximate: in one binade ``[2^(e-1), 2^e)`` every float time is an integer number
-of ``u = 2^(e-53)``; a difference of two of them is exact, and ``t + d`` for a constant ``d``
-(a burst's data-path cycles, the latency) is ``t`` plus ``d`` rounded to ``u``, the same for every
-``t``, unless ``d`` lies exactly half-way between two multiples of ``u`` (then rounding to even
-depends on ``t``: the shift must be an even number of ``u``). So while every time involved
-stays in one binade, a repeat of the relative state (compared as exact differences) repeats
-the arithmetic bit for bit, and shifting by whole steps is exact. The contention counter is
-not a time, but the same argument holds for it: the skipped steps' increments (exact
-differences, the same each step) add a whole number of its grid each step while it stays in
-one binade (one of two, by the parity of its value where an increment lies half-way), and are
-added one by one, as the reference adds them, where it crosses one (:func:`accumulate`).
+Exact: in a binade ``[2^(e-1), 2^e)`` every float time is a whole number of ``u = 2^(e-53)``; a
+difference of two is exact, and ``t + d`` for a constant ``d`` is ``t`` plus ``d`` rounded to
+``u``, the same for every ``t``, unless ``d`` is half-way between two multiples of ``u`` (round to
+even depends on ``t``: the shift must be an even number of ``u``). So while all times stay in one
+binade, a repeated relative state (compared as exact differences) repeats the arithmetic bit for
+bit. The contention counter likewise: each step adds a whole number of its grid while it stays in
+one binade (by its parity where an increment is half-way), added one by one, as the reference
+does, where it crosses one (:func:`accumulate`).
 """
 
 from __future__ import annotations
@@ -50,11 +42,9 @@ if TYPE_CHECKING:
 
 
 class RingState(NamedTuple):
-    """A port's request slots and data path as values (:meth:`MemoryPort.ring_state`): when
-    each slot frees and who holds it, the ring's next slot, when the data path is next free and
-    who crossed it last, its busy stretches ``(start, end)`` still read. The fast-forward of
-    this module notes it and puts a shifted one back
-    (:meth:`MemoryPort.restore`)."""
+    """A port's request slots and data path as values (:meth:`MemoryPort.ring_state`): each
+    slot's free time and holder, the next slot, the data path's free time, last owner and busy
+    stretches ``(start, end)`` still read; put back shifted by :meth:`MemoryPort.restore`."""
 
     slots: tuple[float, ...]
     holders: tuple[str, ...]
@@ -65,11 +55,9 @@ class RingState(NamedTuple):
 
 
 class RingPort(Protocol):
-    """What the fast-forward reads and moves of the port whose streams it serves
-    (:class:`dspsim.hw.port.MemoryPort` is one, and builds its :class:`Repeats`): the ring of
-    request slots (when each frees, who holds it, the next to take), the data path (when it is
-    next free, who crossed it last, its busy stretches still read), the counters and the log.
-    Declared here, below the port, so that the port imports this module and not the reverse."""
+    """What the fast-forward reads and moves of a port (:class:`dspsim.hw.port.MemoryPort`):
+    the slot ring, the data path, the counters and the log. Declared here so that the port
+    imports this module and not the reverse."""
 
     env: simpy.Environment
     policy: OneLatency
@@ -87,15 +75,10 @@ class RingPort(Protocol):
 
 
 class Stream:
-    """A descriptor moving burst by burst: where its walk is, as the fast-forward sees it.
-
-    Between two steps the walk is about to issue burst ``i`` at its local time ``now`` (its
-    wake-up, when it waited: the time of its pending event), with ``inflight`` the completions
-    of its bursts in flight. ``now`` is ``None`` once the walk has issued its last burst.
-    Streams of one ``kind`` (burst bytes, window, direction) behave alike: the fast-forward
-    may find one in the state another was in. ``elides``: the walk passes by itself the
-    waits that end before the next queued event (its driver elides them, and nobody replays
-    it wait by wait)."""
+    """A descriptor's walk, burst by burst: about to issue burst ``i`` at local time ``now``
+    (``None`` once its last is issued), ``inflight`` its bursts' completions. Streams of one
+    ``kind`` (burst bytes, window, direction) are interchangeable. ``elides``: the walk itself
+    passes the waits that end before the next queued event."""
 
     __slots__ = ("name", "process", "i", "now", "inflight", "full", "count", "burst_bytes",
                  "kind", "ranges", "elides", "last_window")
@@ -145,10 +128,9 @@ class Snapshot:
         self._latest: float | None = None
 
     def relative(self) -> tuple:
-        """The state relative to ``t``, as exact differences, the streams named by their place
-        in the order; what lies at or before ``t`` (a slot freed, the data path idle) only
-        compares as past, but a freed slot's holder still counts (stricter than need be, and
-        cheaper: the holders map in one C loop)."""
+        """The state relative to ``t`` as exact differences, streams named by place; what lies
+        at or before ``t`` compares as past, but a freed slot's holder still counts (stricter
+        than need be, and cheaper)."""
         if self._relative is not None:
             return self._relative
         t, first = self.t, self.first
@@ -171,8 +153,7 @@ class Snapshot:
         return self.recent[bisect_right(self.recent, self.t, key=_end):]
 
     def latest(self) -> float:
-        """The latest time the state holds (what a period computes stays below it shifted
-        by the period)."""
+        """The latest time the state holds (a period's computation stays below it, shifted)."""
         if self._latest is None:
             last = [x[-1] for x in self.inflights if x]  # completions and spans end in order
             if self.recent:
@@ -181,21 +162,19 @@ class Snapshot:
         return self._latest
 
     def fits(self, h: float, binade: int) -> bool:
-        """A step of ``h`` from this state ends below the top of ``binade`` and before the
-        first other event (what :meth:`Repeats._advance` requires of one step: a cheap look
-        before the whole state is compared)."""
+        """A step of ``h`` from here ends below ``binade``'s top and before the first other
+        event (a cheap look before the whole state is compared)."""
         latest = self.latest()
         return _fit(1, latest, h, math.ldexp(1.0, binade)) > 0 and (
             self.outside is None or _fit(1, latest, h, self.outside[0]) > 0)
 
 
 class Step:
-    """What the port and its streams did between two noted states ``h`` cycles apart (the
-    first at ``t0``), in terms of roles (places in a snapshot's order): role ``k``'s holder
-    issued ``issues[k]`` bursts, and the holder of role ``k`` at the end had role ``turn[k]``
-    at the start; the contention increments, bytes and the port log's requests (times after
-    ``t0``, requesters as roles) of the step. Any later state equal to the end's, relative to
-    its time and in the same binade, goes on the same way."""
+    """What port and streams did between two noted states ``h`` cycles apart (the first at
+    ``t0``), by role (place in a snapshot's order): role ``k``'s holder issued ``issues[k]``
+    bursts; the end's role ``k`` had role ``turn[k]`` at the start; plus the contention
+    increments, bytes and log requests (times after ``t0``, requesters as roles). A later state
+    equal to the end's, relative to its time and in the same binade, goes on the same way."""
 
     __slots__ = ("t0", "h", "binade", "turn", "issues", "increments", "read", "written",
                  "requests", "end", "cycle", "issued", "_units")
@@ -231,8 +210,7 @@ class Step:
                 self.issued[place].append(self.issued[place][-1] + b)
 
     def accumulate(self, acc: float, count: int) -> float:
-        """``acc`` after this step's contention increments have been added ``count`` times
-        (:func:`accumulate`)."""
+        """``acc`` after this step's increments are added ``count`` times (:func:`accumulate`)."""
         return accumulate(acc, self.increments, count, self._units)
 
 
@@ -242,18 +220,15 @@ ROUND_UNITS_ADDS = 1000
 
 def accumulate(acc: float, increments: list[float], count: int,
                units: dict[int, Any] | None = None) -> float:
-    """``acc`` after ``increments`` (positive) are added to it ``count`` times over, one by
-    one, as the reference adds them (a float add each), with as few adds as are exact.
+    """``acc`` after ``increments`` (positive) are added ``count`` times over, one float add
+    each as the reference does, with as few adds as are exact.
 
-    While ``acc`` stays in one binade ``[2^(e-1), 2^e)`` it is a whole number ``A`` of
-    ``w = 2^(e-53)``, and ``acc + d`` is ``acc`` plus ``d`` rounded to a whole number of ``w``:
-    to the nearest, or, where ``d`` lies exactly half-way between two, to the one that makes
-    the sum even. So a round of the increments adds a whole number of ``w`` that depends only
-    on whether ``A`` is even (:func:`_round_units`), and the rounds that keep ``acc`` in its
-    binade are counted in integers; a round that crosses into the next binade is added the
-    reference's way, one float add at a time. ``units`` keeps, by binade, the two numbers
-    (``None``: they cannot be counted), or the adds made one by one there until they cost
-    more than counting would."""
+    In a binade ``[2^(e-1), 2^e)`` ``acc`` is a whole number ``A`` of ``w = 2^(e-53)`` and
+    ``acc + d`` adds ``d`` rounded to whole ``w`` (nearest, half-way to even). So a round adds a
+    whole number of ``w`` that depends only on ``A``'s parity (:func:`_round_units`): rounds that
+    stay in the binade are counted in integers, one that crosses is added the reference's way.
+    ``units`` keeps by binade those two numbers (``None``: uncountable), or the adds made one by
+    one there until they cost more than counting."""
     units = {} if units is None else units
     while count > 0:
         if acc >= sys.float_info.min:  # normal: its grid is 2^(e-53)
@@ -283,9 +258,8 @@ def accumulate(acc: float, increments: list[float], count: int,
 
 
 def _round_units(increments: list[float], grid: int) -> tuple[int, int] | None:
-    """What a round of ``increments`` adds to a sum of ``A`` whole ``2^grid``, in those units,
-    for ``A`` even and for ``A`` odd (each add rounds to nearest, half-way to even);
-    ``None`` if an increment alone reaches ``2^(grid + 53)``."""
+    """What a round of ``increments`` adds to ``A`` whole ``2^grid``, in those units, for ``A``
+    even and odd (nearest, half-way to even); ``None`` if one reaches ``2^(grid + 53)``."""
     d = np.asarray(increments)
     if not len(d) or d.max() >= math.ldexp(1.0, grid + 53):
         return None if len(d) else (0, 0)
@@ -307,9 +281,9 @@ def _round_units(increments: list[float], grid: int) -> tuple[int, int] | None:
 
 
 def _rounds(whole: int, deltas: tuple[int, int], k: int) -> int:
-    """``whole`` after ``k >= 1`` rounds, each adding ``deltas[whole % 2]``. From the second
-    round on each adds the same: with no half-way increment the two deltas are equal, and
-    after one, both starts end at the same parity (rounding to even made both even)."""
+    """``whole`` after ``k >= 1`` rounds of ``deltas[whole % 2]``. From the second round on
+    each adds the same: the deltas are equal without a half-way increment, and with one both
+    parities end even."""
     first = deltas[whole & 1]
     return whole + first + (k - 1) * deltas[(whole + first) & 1]
 
@@ -326,8 +300,8 @@ KNOWN_STEPS = 64
 
 
 class Repeats:
-    """The fast-forward of one port's streams (the elided engine only, on a port whose
-    request policy is uniform: requests complete in issue order, :mod:`dspsim.hw.policy`)."""
+    """The fast-forward of one port's streams (elided engine, uniform request policy:
+    requests complete in issue order)."""
 
     def __init__(self, port: RingPort):
         self.port = port
@@ -351,10 +325,9 @@ class Repeats:
 
     # ------------------------------------------------------------------ noting and matching
     def woke(self, stream: Stream) -> bool:
-        """``stream`` woke at a real event (``env.now == stream.now``); advance by whole
-        steps if the state is one a step is known from (noted earlier in this stretch, with
-        the streams in the same roles or in each other's, or met before). ``True`` if it
-        did."""
+        """``stream`` woke at a real event; advance by whole steps if a step is known from
+        this state (noted earlier in this stretch, roles possibly swapped, or met before).
+        ``True`` if it did."""
         port = self.port
         if port.flows != len(self.streams) \
                 or not (port.log is None or isinstance(port.log, PortLog)):
@@ -396,9 +369,8 @@ class Repeats:
         return self._advance(step, snap)
 
     def _wake_order(self, stream: Stream) -> tuple[list[Stream], tuple | None] | None:
-        """The streams, the waker first and the others in the order their wake-ups run, and
-        the first other event queued (time, order); ``None`` if a stream is not waiting
-        where its walk says."""
+        """The streams (waker first, then others in wake-up order) and the first other queued
+        event (time, order); ``None`` if a stream is not waiting where its walk says."""
         others = {id(waits_on(s.process)): s for s in self.streams if s is not stream}
         if len(others) != len(self.streams) - 1:
             return None
@@ -420,10 +392,9 @@ class Repeats:
 
     # ------------------------------------------------------------------ advancing
     def _advance(self, step: Step, now: Snapshot) -> bool:
-        """``now`` is the state ``step`` ended in (relative to its time): every step after it
-        is ``step`` again, shifted, the roles passed on the same way. Advance by as many
-        whole steps as are provably exact; ``True`` if it did (the waker may then be another
-        stream: this one waits in its new role)."""
+        """``now`` is where ``step`` ended: advance by as many whole steps as are provably
+        exact, roles passed on the same way; ``True`` if it did (the waker may then be another
+        stream)."""
         count = self._exact_steps(step, now)
         if count < 1:
             return False
@@ -440,11 +411,10 @@ class Repeats:
         return True
 
     def _exact_steps(self, step: Step, now: Snapshot) -> int:
-        """How many whole steps like ``step`` from ``now`` are exact: all of them in the
-        binade it was found in (and, where a time is half-way between two of its grid, an
-        even shift), none reaching the binade's top or another's event, no stream issuing a
-        partial or extra burst, and, with more than two streams, the roles back with their
-        own streams; 0 if none."""
+        """How many whole steps from ``now`` are exact: all in the step's binade (an even
+        shift where a constant is half-way on its grid), none reaching the binade's top or
+        another's event, none issuing a partial or extra burst, and with more than two streams
+        the roles back with their own streams; 0 if none."""
         t, h = now.t, step.h
         if not (step.t0 > 0 and h > 0) or math.frexp(t)[1] != step.binade \
                 or not _disjoint(now.streams):
@@ -463,8 +433,7 @@ class Repeats:
         return count
 
     def _book(self, step: Step, now: Snapshot, count: int) -> None:
-        """What ``count`` steps book on the port: bytes, contention, the log's requests (in a
-        step, role k passes from its holder to the holder of role ``turn[k]``)."""
+        """Book ``count`` steps on the port: bytes, contention, the log's requests."""
         port = self.port
         port.bytes_read += count * step.read
         port.bytes_written += count * step.written
@@ -475,8 +444,8 @@ class Repeats:
 
     def _shift_port(self, step: Step, now: Snapshot, count: int, names: dict[str, str],
                     shift: float) -> None:
-        """The port's slots and data path as at ``now``, ``shift`` later, ``count`` steps of
-        requests on in the ring, each holder renamed by ``names`` (a role's new holder)."""
+        """Put the port's slots and data path as at ``now``, ``shift`` later, ``count`` steps
+        on in the ring, holders renamed by ``names``."""
         port = self.port
         m, first = port.max_outstanding, now.first
         nxt = (first + count * sum(step.issues)) % m  # a request a burst
@@ -491,10 +460,9 @@ class Repeats:
             nxt, path_free, owner, tuple((a + shift, b + shift) for a, b in now.live())))
 
     def _shift_walks(self, now: Snapshot, holders: list[Stream], shift: float) -> None:
-        """Each role's new holder takes on the walk state of its role at ``now``, ``shift``
-        later; the others' pending wake-ups move with them (a stream keeps its place in the
-        queue), and the waker, if it still holds its role, wakes steps later, as it would
-        have."""
+        """Each role's new holder takes its role's walk state at ``now``, ``shift`` later;
+        the others' wake-ups move with them, and the waker, if it keeps its role, wakes steps
+        later, as it would have."""
         by = repeat(shift)
         for x, wake, inflight in zip(holders, now.nows, now.inflights):
             x.now = wake + shift
@@ -511,8 +479,7 @@ class Repeats:
 
     def _log(self, step: Step, t: float, count: int, role: dict, streams: list[Stream]
              ) -> None:
-        """The port log's requests of ``count`` steps from ``t``: each step's are those of
-        ``step``, a step later each, every role's issued by its holder then."""
+        """Append ``count`` steps of ``step``'s requests from ``t``, each role's by its holder."""
         log = self.port.log
         holders = list(streams)
         for j in range(count):
@@ -524,18 +491,15 @@ class Repeats:
             holders = [role[id(x)] for x in holders]
 
     def _constants(self) -> list[float]:
-        """What the steps' arithmetic adds to a time: each stream's burst on the data path,
-        and the latency (the port's policy is uniform: one latency, :mod:`dspsim.hw.policy`)."""
+        """What the steps add to a time: the latency and each stream's burst data cycles."""
         policy = self.port.policy
         return [policy.latency(False), *[policy.data_cycles(s.burst_bytes) for s in self.streams]]
 
 
 def _room(step: Step, streams: list[Stream]) -> int:
-    """How many steps like ``step`` the ``streams`` (in a snapshot's order) can go on for
-    before one would issue a partial last burst, or a burst past its last: a walk of whole
-    bursts may issue its last in the steps (up to then it does as it did; after it, it only
-    waits for its bursts to complete, and its next issue, at or after the steps' end, is not
-    among them)."""
+    """How many steps the ``streams`` can go on for before one would issue a partial last
+    burst or one past its last (a walk of whole bursts may issue its last in the steps: after
+    it, it only waits for completions)."""
     count, period = 1 << 62, len(step.cycle)
     for x, c in zip(streams, step.issued):
         room = x.full - x.i  # (x.full == x.count unless the last burst is partial)
@@ -571,8 +535,8 @@ def _half_way(d: float, grid: int) -> bool:
 
 
 def _disjoint(streams: list[Stream]) -> bool:
-    """No stream moving data writes where another reads or writes (then when each lands
-    its bytes, which a fast-forward does not keep, could matter)."""
+    """No data-moving stream writes where another reads or writes (when each lands its bytes,
+    which a fast-forward does not keep, could matter)."""
     for i, s in enumerate(streams):
         for other in streams[i + 1:]:
             for mem, lo, hi, written in s.ranges:
