@@ -81,23 +81,13 @@ VECNORM = LoopShape(
 
 
 # ----------------------------------------------------------------------------- numerics
-def vecsumsq_dev(
-    x: np.ndarray, lanes: int, mean: float | np.ndarray
-) -> tuple[np.float32, np.float32] | tuple[np.ndarray, np.ndarray]:
-    """``(sum(d), sum(d * d))`` with ``d = x - mean``, in float32 as the kernel computes them.
-
-    ``d`` is one float32 subtraction per element. Like ``vecsum``: two sum accumulators and two
-    square-sum accumulators of ``lanes``, all starting at +0.0, take 2*lanes elements per
-    iteration (element ``i`` goes to accumulator ``(i // lanes) % 2``, lane ``i % lanes``); the
-    sums add ``d`` (one rounding), the square sums ``fma(d, d, acc)`` (one rounding); the tail
-    is predicated (a padded ``d = -0.0`` is the exact identity of the add, and its square +0.0
-    leaves a square-sum accumulator unchanged, as that is never -0.0); then each pair of
-    accumulators is added and reduced by the ``IVP_RADDN_2XF32`` tree of halves.
-
-    ``x`` of shape ``(n,)`` gives two ``np.float32``; a ``(rows, n)`` batch (``mean`` a scalar or
-    one per row) gives two ``(rows,)`` arrays, each row bit for bit the 1-D call's. Empty rows
-    give ``(0.0, 0.0)``, as ``vecsum`` does.
-    """
+def vecsumsq_dev(x: np.ndarray, lanes: int, mean: float | np.ndarray
+                 ) -> tuple[np.float32, np.float32] | tuple[np.ndarray, np.ndarray]:
+    """``(sum(d), sum(d * d))`` with ``d = x - mean`` (one rounding), in float32 as the kernel
+    computes them: accumulators as ``vecsum``'s, the square sums by ``fma(d, d, acc)``; a padded
+    ``d = -0.0`` is the add's exact identity and its square +0.0 leaves a square sum (never
+    -0.0) unchanged. A ``(rows, n)`` batch (``mean`` a scalar or one per row) gives two
+    ``(rows,)`` arrays, each row bit for bit the 1-D call's; empty rows give ``(0.0, 0.0)``."""
     x, xb, empty = reduction_input(x, lanes)
     m = row_scalar(mean, xb)
     if empty is not None:
@@ -109,17 +99,10 @@ def vecsumsq_dev(
     return reduction_result(sum_d, x), reduction_result(sum_d2, x)
 
 
-def vecnorm(
-    x: np.ndarray,
-    mean: float | np.ndarray,
-    r: float | np.ndarray,
-    rstd: float | np.ndarray,
-) -> np.ndarray:
-    """``((x - mean) - r) * rstd`` per element, each step one float32 rounding (SUB, SUB, MUL).
-
-    ``x`` of shape ``(n,)`` or ``(rows, n)``; for a batch, ``mean``, ``r`` and ``rstd`` may each
-    be one value per row (shape ``(rows,)``). Returns a new float32 array shaped like ``x``.
-    """
+def vecnorm(x: np.ndarray, mean: float | np.ndarray, r: float | np.ndarray,
+            rstd: float | np.ndarray) -> np.ndarray:
+    """``((x - mean) - r) * rstd`` per element, each step one float32 rounding (SUB, SUB, MUL),
+    as a new array; for a ``(rows, n)`` batch each scalar may be one value per row."""
     x = as_f32(x)
     m, rr, s = (row_scalar(v, x) for v in (mean, r, rstd))
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
@@ -134,12 +117,8 @@ def layernorm_mean_hi(s: np.float32 | np.ndarray, cols: int) -> np.float32 | np.
     return F32(out) if out.ndim == 0 else out
 
 
-def layernorm_rstd(
-    sum_d: np.float32 | np.ndarray,
-    sum_d2: np.float32 | np.ndarray,
-    cols: int,
-    eps: float,
-) -> tuple[np.float32, np.float32] | tuple[np.ndarray, np.ndarray]:
+def layernorm_rstd(sum_d: np.float32 | np.ndarray, sum_d2: np.float32 | np.ndarray, cols: int,
+                   eps: float) -> tuple[np.float32, np.float32] | tuple[np.ndarray, np.ndarray]:
     """Step 3: ``(r, rstd)`` from ``vecsumsq_dev``'s sums, in float32, one rounding per step:
     ``r = sum_d / C``; ``var = max(sum_d2 / C - r * r, 0)`` (``r * r`` rounded, then the
     subtraction; a NaN propagates); ``rstd = 1 / sqrt(var + eps)`` (add, sqrt, divide each
@@ -182,22 +161,14 @@ def layernorm_rows(x2d: np.ndarray, eps: float, lanes: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- registry
-def compute_vecsumsq_dev(
-    src: np.ndarray, dst: np.ndarray | None, lanes: int, mean: float | np.ndarray
-) -> tuple[np.float32, np.float32] | tuple[np.ndarray, np.ndarray]:
-    """Kernel-registry entry of ``vecsumsq_dev``: returns ``(sum_d, sum_d2)``; ``dst`` unused."""
+def compute_vecsumsq_dev(src: np.ndarray, dst: None, lanes: int, mean: float | np.ndarray
+                         ) -> tuple[np.float32, np.float32] | tuple[np.ndarray, np.ndarray]:
     return vecsumsq_dev(src, lanes, mean)
 
 
-def compute_vecnorm(
-    src: np.ndarray,
-    dst: np.ndarray,
-    lanes: int,
-    mean: float | np.ndarray,
-    r: float | np.ndarray,
-    rstd: float | np.ndarray,
-) -> None:
-    """Kernel-registry entry of ``vecnorm``: writes ``((src - mean) - r) * rstd`` into ``dst``."""
+def compute_vecnorm(src: np.ndarray, dst: np.ndarray, lanes: int, mean: float | np.ndarray,
+                    r: float | np.ndarray, rstd: float | np.ndarray) -> None:
+    """Writes ``((src - mean) - r) * rstd`` into ``dst``."""
     if dst is None or np.shape(dst) != np.shape(src):
         raise DspsimInputError(
             f"vecnorm needs a destination shaped like its source {np.shape(src)}, "
@@ -207,10 +178,7 @@ def compute_vecnorm(
 
 
 # results=2: the C returns two values (through pointers), (sum_d, sum_d2)
-VECSUMSQ_DEV_KERNEL = register(
-    Kernel("vecsumsq_dev", VECSUMSQ_DEV, compute_vecsumsq_dev, reads=True, writes=False, results=2,
-           example_args=lambda size: {"mean": F32(0.0)})
-)
-VECNORM_KERNEL = register(
-    Kernel("vecnorm", VECNORM, compute_vecnorm, reads=True, writes=True, elementwise=True,
-           example_args=lambda size: {"mean": F32(0.0), "r": F32(0.0), "rstd": F32(1.0)}))
+register(Kernel("vecsumsq_dev", VECSUMSQ_DEV, compute_vecsumsq_dev, results=2,
+                example_args=lambda size: {"mean": F32(0.0)}))
+register(Kernel("vecnorm", VECNORM, compute_vecnorm, writes=True, elementwise=True,
+                example_args=lambda size: {"mean": F32(0.0), "r": F32(0.0), "rstd": F32(1.0)}))

@@ -26,11 +26,9 @@ from dspsim.kernels.shapes import LoopShape
 from dspsim.kernels.toolkit import one_vector_variable_segments
 
 MEMCPY = LoopShape(
-    "memcpy",
+    "memcpy", table_loads=0, alu_ops=0,
     data_loads=1,  # one aligned vector load
-    table_loads=0,
     stores=1,  # one aligned vector store
-    alu_ops=0,
     segments=one_vector_variable_segments,
     reduction_ops=lambda lanes: 0,
     priming_loads=0,  # aligned buffers: no alignment register to prime

@@ -1,34 +1,18 @@
 """RMSNorm's kernel, its loop shape, and the row chain it serves.
 
-RMSNorm scales each row of ``C`` elements by the reciprocal of its root mean square:
-``y = x / sqrt(mean(x^2) + eps)``. Per row:
+RMSNorm scales each row of ``C`` elements by the reciprocal of its root mean square,
+``y = x / sqrt(mean(x^2) + eps)``. Per row: ``ss = vecsumsq(x)``, the float32 sum of squares
+(below); ``rstd = 1 / sqrt(ss / C + eps)`` in scalar float32 on the core
+(:func:`rmsnorm_rstd`); the seed's ``vecmul(z, x, rstd)``. No mean is subtracted, so there is
+no cancellation: the square sum of positive terms is accurate to a few float32 ulps whatever the
+offset. :func:`rmsnorm_rows` chains the steps for a ``(rows, C)`` array, as the op does.
 
-1. ``ss = vecsumsq(x)``: the float32 sum of squares (kernel below).
-2. ``rstd = 1 / sqrt(ss / C + eps)``: scalar float32 arithmetic on the core
-   (:func:`rmsnorm_rstd`).
-3. ``vecmul(z, x, rstd)``: the seed's kernel, ``z = x * rstd`` (one rounding per element).
-
-No mean is subtracted, so there is no cancellation: the square sum of positive terms is
-accurate to a few float32 ulps whatever the offset. :func:`rmsnorm_rows` chains the steps for a
-``(rows, C)`` array, as the op does.
-
-Assumed Vision (IVP) instructions (:mod:`dspsim.kernels.toolkit`; the shared assumptions are
-collected in :mod:`dspsim.kernels.numerics`):
-
-* ``IVP_LAN_2XF32_IP`` x2 per iteration after one priming load of the alignment register;
-  the tail's two ``IVP_LAVN_2XF32_XP`` variable-length loads, with the ``MULA`` predicated
-  (``IVP_MULAN_2XF32T``) under a mask of the valid lanes, so lanes past the end leave the
-  accumulators unchanged.
-* ``IVP_MULAN_2XF32`` (``acc += x * x``) is fused: one rounding of the exact square plus the
-  accumulator; two accumulators, then ``IVP_ADDN_2XF32`` and the ``IVP_RADDN_2XF32`` tree.
-* float32 rounds to nearest even and keeps subnormals; a NaN is the default quiet NaN.
-
-``vecsumsq`` (C: ``float32_t vecsumsq(const float32_t *x, int N)``), per iteration of two
-vectors ``x0, x1``::
-
-    q0 = MULA(q0, x0, x0); q1 = MULA(q1, x1, x1)
-
-then ``RADD(q0 + q1)``.
+Instructions as collected in :mod:`dspsim.kernels.numerics`. ``vecsumsq`` (C: ``float32_t
+vecsumsq(const float32_t *x, int N)``), after one priming load of the alignment register, per
+iteration two ``IVP_LAN_2XF32_IP`` loads ``x0, x1`` and ``q0 = MULA(q0, x0, x0); q1 = MULA(q1,
+x1, x1)`` (fused: one rounding of the exact square plus the accumulator); in the tail two
+``IVP_LAVN_2XF32_XP`` loads with the ``MULA`` predicated (``IVP_MULAN_2XF32T``) under a mask of
+the valid lanes, so lanes past the end leave the accumulators unchanged; then ``RADD(q0 + q1)``.
 """
 
 from __future__ import annotations
@@ -52,10 +36,8 @@ from dspsim.kernels.toolkit import (
 )
 
 VECSUMSQ = LoopShape(
-    "vecsumsq",
+    "vecsumsq", table_loads=0, stores=0,
     data_loads=2,  # IVP_LAN_2XF32_IP x2 (IVP_LAVN_2XF32_XP x2 in the tail)
-    table_loads=0,
-    stores=0,
     alu_ops=2,  # IVP_MULAN_2XF32 x2
     segments=two_accumulator_segments,
     # add the two accumulators, then the IVP_RADDN_2XF32 tree
@@ -64,11 +46,9 @@ VECSUMSQ = LoopShape(
 
 
 def vecsumsq(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
-    """``sum(x * x)`` in float32 as the kernel computes it: two accumulators of ``lanes``
-    starting at +0.0 take 2*lanes elements per iteration (element ``i`` to accumulator
-    ``(i // lanes) % 2``, lane ``i % lanes``), each ``fma(x, x, acc)`` one rounding; the tail
-    predicated; then ``acc0 + acc1`` and the ``IVP_RADDN_2XF32`` tree of halves. A ``(rows,
-    n)`` batch gives one sum per row, ``(rows,)``; an empty row gives 0.0."""
+    """``sum(x * x)`` in float32 as the kernel computes it (the module docstring; element ``i``
+    to accumulator ``(i // lanes) % 2``, lane ``i % lanes``, from +0.0). A ``(rows, n)`` batch
+    gives one sum per row, ``(rows,)``; an empty row gives 0.0."""
     x, xb, empty = reduction_input(x, lanes)
     if empty is not None:
         return empty
@@ -105,8 +85,7 @@ def rmsnorm_rows(x2d: np.ndarray, eps: float, lanes: int) -> np.ndarray:
 
 
 def compute_vecsumsq(src: np.ndarray, dst: None, lanes: int) -> np.float32 | np.ndarray:
-    """Kernel-registry entry of ``vecsumsq``."""
     return vecsumsq(src, lanes)
 
 
-VECSUMSQ_KERNEL = register(Kernel("vecsumsq", VECSUMSQ, compute_vecsumsq, results=1))
+register(Kernel("vecsumsq", VECSUMSQ, compute_vecsumsq, results=1))

@@ -290,10 +290,8 @@ def ddr_call_sequence(
 
 
 VECMAXF = LoopShape(
-    "vecmaxf",
+    "vecmaxf", table_loads=0, stores=0,
     data_loads=2,  # IVP_LAN_2XF32_IP x2
-    table_loads=0,
-    stores=0,
     alu_ops=2,  # IVP_MAXN_2XF32 x2
     segments=two_accumulator_segments,
     # combine the two accumulators, then log2(lanes) rotate (SEL) + max steps, then MOVF32
@@ -301,10 +299,7 @@ VECMAXF = LoopShape(
 )
 
 VECSUM = LoopShape(
-    "vecsum",
-    data_loads=2,
-    table_loads=0,
-    stores=0,
+    "vecsum", data_loads=2, table_loads=0, stores=0,
     alu_ops=2,  # IVP_ADDN_2XF32 x2
     segments=two_accumulator_segments,
     # add the two accumulators, then IVP_RADDN_2XF32: an adder tree of log2(lanes) levels
@@ -324,9 +319,8 @@ VECEXPF_MAX = LoopShape(
 )
 
 VECMUL = LoopShape(
-    "vecmul",
+    "vecmul", table_loads=0,
     data_loads=1,  # IVP_LAN_2XF32_IP
-    table_loads=0,
     stores=1,  # IVP_SAN_2XF32_IP
     alu_ops=1,  # IVP_MULN_2XF32
     segments=one_vector_extra_segments,
