@@ -1,47 +1,29 @@
 """An iDMA channel: a descriptor FIFO served, in order, by one long-lived process.
 
-``IDMA_COPY`` programs a descriptor (the core pays ``idma.setup_cycles``, see
-:meth:`dspsim.hw.core.Core.idma_copy`) and appends it to the channel's FIFO; the channel moves
-its bytes as DDR requests of ``idma.burst_bytes``, keeping at most ``idma.max_outstanding`` in
-flight, and finishes a descriptor (all its bursts back) before it starts the next. That FIFO
-order is what keeps the seed's write-back of a buffer ahead of the next prefetch into it.
+``IDMA_COPY`` programs a descriptor (the core pays ``idma.setup_cycles``,
+:meth:`dspsim.hw.core.Core.idma_copy`) and appends it to the FIFO; the channel moves its bytes as
+requests of ``idma.burst_bytes``, at most ``idma.max_outstanding`` in flight, and finishes a
+descriptor before starting the next: that order keeps the seed's write-back of a buffer ahead of
+the next prefetch into it. The Cadence library's fixed-buffer mode is modelled too:
+:meth:`IdmaChannel.init_loop` gives a ring of N descriptors, ``idma_copy_desc`` adds one (waiting
+when all N are pending) and :meth:`IdmaChannel.buffer_status` counts those pending; a polling
+loop ``while (idma_buffer_status(ch) > 0) ;`` is ``yield from core.idma_poll(ch, 0)`` (no event
+per poll).
 
-Besides the seed's ``IDMA_COPY``/``IDMA_WAIT`` macros, a channel runs in the Cadence library's
-fixed-buffer mode: :meth:`IdmaChannel.init_loop` (``idma_init_loop``) gives it a ring of N
-descriptors; ``idma_copy_desc`` adds one (waiting for room when all N are pending:
-:meth:`dspsim.hw.core.Core.idma_copy_desc`) and :meth:`IdmaChannel.buffer_status`
-(``idma_buffer_status``) tells how many are still pending. A program that polls it
-(``while (idma_buffer_status(ch) > 0) ;``) is transcribed as
-``yield from core.idma_poll(ch, 0)``: the loop ends at the cycle the count drops to 0, with no
-event per poll.
+A transfer goes through the port of its external end. Between two external ends (one memory, or
+two where ``idma.tcm_end_required`` is false) each burst is read through the source's port and
+written through the destination's when its read completes, holding its window place from read
+issue to write completion (:meth:`_walk_dual`: a write and a read at one instant, the write
+first). An engine slower than its ports (the ESP32-S3's GDMA) issues a burst no sooner than the
+previous burst's bytes at ``idma.engine_bytes_per_cycle`` after the previous issue, and waits
+``idma.descriptor_cycles`` before each descriptor (both 0 by default: J6, the HiFi5).
 
-Each transfer goes through the port of its external end (the platform routes a pointer to its
-memory by address). A transfer between two external ends (one memory, or two where
-``idma.tcm_end_required`` is false) reads every burst through its source's port and writes it
-through its destination's: a burst's write is issued when its read completes (the data is
-then in the channel's buffer: it cannot write what it has not read), and the burst holds its
-place in the channel's window (``idma.max_outstanding``) from its read's issue until its
-write completes. Both ports compute completions at issue, so the walk knows when each read
-will be done and issues its write then, in time order with the next reads (:meth:`_walk_dual`:
-a write and a read at one instant, the write first). Such a transfer walks burst by burst,
-with no fast-forward.
-
-An engine slower than its memories' ports (the ESP32-S3's GDMA) has its own pace,
-``idma.engine_bytes_per_cycle``: a burst is issued no sooner than the previous burst's bytes
-at that rate after the previous burst's issue; and ``idma.descriptor_cycles`` pass before each
-descriptor's first burst (the engine fetching it). Both 0 by default (J6, the HiFi5): no pace,
-no fetch. A paced transfer through one port walks burst by burst (:meth:`_walk_rows`), with no
-fast-forward.
-
-A descriptor may be 2-D (``idma_copy_2d_desc(ch, dst, src, row_bytes, flags, rows, src_pitch,
-dst_pitch)``): ``rows`` rows of ``row_bytes``, row ``r`` read from ``src + r * src_pitch`` and
-written to ``dst + r * dst_pitch``. It is one descriptor (one ``idma.setup_cycles``); its
-bursts are cut at row boundaries (a 200-byte row in 64-byte bursts is 64+64+64+8), each
-priced by the port as a 1-D burst is. When the row is a whole number of bursts the port sees
-the very bursts of a 1-D descriptor of ``rows * row_bytes`` (it prices sizes, not addresses):
-the 1-D walk and its fast paths serve it unchanged. Otherwise it walks burst by burst
-(:meth:`IdmaChannel._walk_rows`), with no fast-forward: a sum of per-row
-:func:`transfer_cycles` is not exact (the rows overlap in the window).
+A 2-D descriptor (``idma_copy_2d_desc(ch, dst, src, row_bytes, flags, rows, src_pitch,
+dst_pitch)``) is one descriptor whose bursts are cut at row boundaries (a 200-byte row in 64-byte
+bursts is 64+64+64+8). When a row is a whole number of bursts the port sees the bursts of a 1-D
+descriptor of ``rows * row_bytes`` and the 1-D walk and its fast paths serve it. Dual-ended,
+paced and cut-row transfers walk burst by burst (:meth:`_walk_rows`), with no fast-forward: a sum
+of per-row :func:`transfer_cycles` is not exact (the rows overlap in the window).
 """
 
 from __future__ import annotations
@@ -333,13 +315,12 @@ class IdmaChannel:
 
     def _walk(self, t: Transfer, state: WalkState, lander: _Lander | None, stream: Stream
               ) -> Walk:
-        """Bursts of ``idma.burst_bytes``, at most ``max_outstanding`` in flight, issued from
-        ``state.now``; yields each time the channel waits for a window slot (but for waits
-        the elided driver would pass at once, once ``stream.elides``), and leaves
-        ``state.now`` at the last burst's completion. Bursts land in order as they complete
-        (with elision, once before the next real event: nobody can look in between). Where
-        the walk is between steps is in ``stream``; the elided engine may advance it by whole
-        periods when it wakes (:mod:`dspsim.hw.periodic`)."""
+        """Bursts of ``idma.burst_bytes``, at most ``max_outstanding`` in flight, from
+        ``state.now``; yields at each wait for a window slot (except those the elided driver
+        passes, once ``stream.elides``) and leaves ``state.now`` at the last completion. Bursts
+        land in order as they complete (elided: before the next real event). ``stream`` holds
+        the walk's place, which the elided engine may advance by periods
+        (:mod:`dspsim.hw.periodic`)."""
         port = self.port_of(t)
         name, request = self.name, port.request
         repeats = port.repeats
@@ -383,10 +364,8 @@ class IdmaChannel:
 
     def _wait_for_slot(self, stream: Stream, repeats: Repeats, i: int, now: float
                        ) -> Generator[float, None, tuple[int, float]]:
-        """The walk's wait for a window slot until ``now``, asked of the driver, on a port the
-        periodic engine (``repeats``) may fast-forward; return where the walk stands after
-        it: the engine may have moved it on meanwhile, by whole periods, up to its last
-        burst."""
+        """Wait for a window slot until ``now`` on a port the periodic engine may fast-forward;
+        return where the walk stands after (possibly moved on by whole periods)."""
         env = self.env
         stream.i, stream.now = i, now
         yield now
@@ -401,12 +380,10 @@ class IdmaChannel:
 
     def _walk_dual(self, t: Transfer, state: WalkState, lander: _Lander | None,
                    stream: Stream) -> Walk:
-        """A transfer between two external ends, burst by burst: each burst's read is issued
-        when the window has room (at most ``max_outstanding`` bursts between a read's issue and
-        its write's completion), its write when its read completes. The walk advances its local
-        clock to the earlier of the two next actions (yielding each time: the driver passes
-        the waits that end before the next queued event) and leaves ``state.now`` at the last
-        write's completion. Reads complete in issue order on their port, writes on theirs."""
+        """A transfer between two external ends, burst by burst: a read issued when the window
+        has room (``max_outstanding`` bursts from read issue to write completion), its write when
+        it completes. The walk's clock goes to the earlier next action (yielding each time) and
+        leaves ``state.now`` at the last write's completion."""
         read, write = t.src.mem.port.request, t.dst.mem.port.request
         name, window = self.name, self.max_outstanding
         sizes = t.burst_sizes(self.burst_bytes)
@@ -445,10 +422,9 @@ class IdmaChannel:
         stream.now = None
 
     def _walk_rows(self, t: Transfer, state: WalkState, lander: _Lander | None) -> Walk:
-        """A 2-D descriptor whose rows are not whole bursts, through one port, burst by
-        burst: its bursts (:meth:`Transfer.burst_sizes`) issued as the 1-D walk issues its
-        own, at most ``max_outstanding`` in flight; yields at each wait for a window slot and
-        leaves ``state.now`` at the last burst's completion."""
+        """A 2-D descriptor whose rows are not whole bursts, burst by burst through one port
+        (:meth:`Transfer.burst_sizes`), as the 1-D walk issues; leaves ``state.now`` at the last
+        completion."""
         request = self.port_of(t).request
         name, window, write = self.name, self.max_outstanding, t.dst.external
         now = state.now

@@ -1,28 +1,20 @@
 """What a request costs on a memory's port: the memory's *request policy*.
 
-A request of ``nbytes`` occupies the port's data path for :meth:`RequestPolicy.data_cycles`
-and completes :meth:`RequestPolicy.latency` after its data has crossed it, a read or a write.
-The port (:class:`dspsim.hw.port.MemoryPort`) books every request by asking its policy, and so
-do the closed forms that follow from it (:meth:`RequestPolicy.transfer_cycles`, a lone
-request's :meth:`RequestPolicy.request_cycles`), the ops' bounds, the kernels'
-closed forms (:mod:`dspsim.kernels.shapes`, :mod:`dspsim.kernels.cached`) and the calibration.
-A new way of pricing a request is a new policy here; nothing else restates it.
+A request of ``nbytes`` occupies the data path for :meth:`RequestPolicy.data_cycles` and completes
+:meth:`RequestPolicy.latency` after its data crossed it. The port, the closed forms
+(:meth:`RequestPolicy.transfer_cycles`, :meth:`RequestPolicy.request_cycles`), the ops' bounds,
+the kernels' closed forms and the calibration all ask the policy; a new pricing is a new policy
+here.
 
-Three policies:
-
-- :class:`OneLatency`: every request completes ``latency_cycles`` after its data crossed the
-  path (J6's, and every memory whose table does not give ``write_latency_cycles``, or gives it
-  equal to ``latency_cycles``);
+- :class:`OneLatency`: every request completes ``latency_cycles`` after its data (J6's, and any
+  memory without a distinct ``write_latency_cycles``);
 - :class:`ReadWriteLatency`: reads take ``latency_cycles``, writes ``write_latency_cycles``;
 - :class:`Transactions` (``protocol = "transactions"``: the HiFi5's PSRAM controller): one
   transaction at a time, each holding the data path for its command, data and hold clocks.
 
-A policy is *uniform* when every request has the same latency: requests then complete in the
-order they were issued, which the port's request ring, its inlined burst loop and the exact
-fast-forwards (:mod:`dspsim.hw.periodic`, :mod:`dspsim.hw.looprun`, :mod:`dspsim.hw.rowrun`,
-:mod:`dspsim.hw.repeats`) rely on. On a port whose policy is not uniform a request
-takes the slot that frees first, and none of those fast paths is used (the cycles are the
-same, only slower to compute).
+A *uniform* policy (one latency) completes requests in issue order, which the port's ring, its
+inlined burst loop and the fast-forwards rely on; on other ports those fast paths are off (same
+cycles, slower to compute).
 """
 
 from __future__ import annotations
@@ -36,13 +28,11 @@ from typing import Any, ClassVar
 def transfer_cycles(
     nbytes: int, burst_bytes: int, window: int, latency_cycles: float, cycles_per_byte: float
 ) -> float:
-    """Cycles from a transfer's first burst issue to its last burst's completion, alone on the
-    port: bursts of ``burst_bytes`` (the last one partial), at most ``window`` in flight, every
-    burst completing ``latency_cycles`` after its data crossed the path.
-
-    Burst ``i`` completes at ``max(done[i-window] + size_i / bw + L, done[i-1] + size_i / bw)``:
-    a max-plus recurrence whose longest path is either all data-path steps (bandwidth-bound)
-    or as many window jumps as fit (latency-bound); the answer is the larger of the two.
+    """Cycles from a transfer's first burst issue to its last completion, alone on the port:
+    bursts of ``burst_bytes`` (the last partial), at most ``window`` in flight, each completing
+    ``latency_cycles`` after its data crossed. Burst ``i`` completes at ``max(done[i-window] +
+    size_i / bw + L, done[i-1] + size_i / bw)``: a max-plus recurrence whose longest path is all
+    data-path steps or as many window jumps as fit; the answer is the larger.
     """
     if nbytes <= 0:
         return 0.0
@@ -133,19 +123,14 @@ class ReadWriteLatency(OneLatency):
 
 @dataclass(frozen=True)
 class Transactions(OneLatency):
-    """One transaction at a time (a PSRAM behind its controller): a request of ``b`` bytes
-    holds the data path for ``(command_clocks + ceil(b / bytes_per_clock) + hold) x
-    clock_cycles``, ``hold`` a read's or a write's, and completes when it lets go of it
-    (``latency`` 0). With ``page_bytes`` a request is chopped into transactions of at most a
-    page each, every one paying its command and hold (the port sees sizes, not addresses: a
-    request is taken as starting on a page boundary). ``refresh_clocks``: memory clocks every
-    transaction pays on average for refresh collisions (the PSRAM doubles its latency count on
-    a collision: the share of transactions that collide times LC), deterministic; 0: none.
-    Built with ``latency_cycles`` 0 and
-    ``bytes_per_cycle`` the data clocks' rate, which the estimates' ``cycles_per_byte`` reads.
-    Its requests complete in issue order, but a request's path cycles are not its bytes times
-    one rate, which the port's ring, inlined burst loop and fast-forwards assume: it is marked
-    neither uniform nor linear, and its port books every request through its generic path."""
+    """One transaction at a time (a PSRAM behind its controller): ``b`` bytes hold the data path
+    ``(command_clocks + ceil(b / bytes_per_clock) + hold) x clock_cycles`` (``hold`` a read's or a
+    write's) and complete on release (latency 0). ``page_bytes`` chops a request into page-sized
+    transactions, each paying command and hold (requests taken to start on a page boundary).
+    ``refresh_clocks``: memory clocks each transaction pays on average for refresh collisions
+    (share colliding x LC), 0: none. Built with ``bytes_per_cycle`` the data clocks' rate (read by
+    ``cycles_per_byte``). In order, but path cycles are not bytes times one rate: neither uniform
+    nor linear, so its port books every request through the generic path."""
 
     clock_cycles: float = 1.0
     command_clocks: int = 0

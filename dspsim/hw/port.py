@@ -1,34 +1,24 @@
 """A memory's port (J6: DDR; a smaller SoC: PSRAM, SRAM), shared by the core's uncached
-accesses, its data cache's line fills and every iDMA channel. The platform makes one per
-memory it declares and routes each request to it by address (:mod:`dspsim.platform`).
+accesses, its data cache's line fills and every iDMA channel; one per memory, requests routed by
+address (:mod:`dspsim.platform`).
 
-The port is a server of three parts:
+A server of three parts: ``max_outstanding`` request slots (a request finding all taken waits for
+the first to free); the data path, occupied in issue order, each request for its
+:meth:`~dspsim.hw.policy.OneLatency.data_cycles`; the request policy (:mod:`dspsim.hw.policy`): a
+request completes its ``latency`` after its data crossed, holding its slot until then. A lone
+request takes ``latency + bytes / bandwidth``.
 
-- ``max_outstanding`` request slots; a request that finds them all taken waits for the one
-  that frees first;
-- the data path: requests occupy it one after another, in the order they were issued, each for
-  its :meth:`~dspsim.hw.policy.OneLatency.data_cycles`;
-- the memory's request policy (:mod:`dspsim.hw.policy`): a request completes its
-  :meth:`~dspsim.hw.policy.OneLatency.latency` (a read's or a write's) after its data has
-  crossed the data path, and holds its slot until then.
+With a *uniform* policy (one latency: J6's) requests complete in issue order, so the slots are a
+ring turned one step a request; the inlined burst loop (:meth:`MemoryPort.stream`),
+:meth:`MemoryPort.shift`, :meth:`MemoryPort.relative_state` and the fast-forwards
+(:mod:`dspsim.hw.periodic`, :mod:`~dspsim.hw.looprun`, :mod:`~dspsim.hw.rowrun`,
+:mod:`~dspsim.hw.repeats`) rely on it. Otherwise a request takes the slot that frees first and
+requests are booked one by one (same cycles as the reference engine).
 
-One request alone therefore takes the policy's ``request_cycles``: ``latency + bytes /
-bandwidth``. When the policy is *uniform* (one latency for every request: J6's) requests
-complete in the order they were issued, so the slot that frees first is always the one the
-oldest request holds: the slots are a ring, turned one step per request; the inlined burst
-loop (:meth:`MemoryPort.stream`), :meth:`MemoryPort.shift`, :meth:`MemoryPort.relative_state`,
-the exact fast-forwards (:mod:`dspsim.hw.periodic`, :mod:`dspsim.hw.looprun`,
-:mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.repeats`) rely on it. On a port whose policy
-is not uniform (reads and writes with their own latencies) a request takes the slot that
-frees first, wherever it is, and none of those fast paths is used on that port: its requests
-are booked one by one (same cycles as the reference engine).
-
-Because service is deterministic and first-come-first-served, the completion time of a request
-is fully known the moment it is issued. The port therefore computes it at issue (a calendar of
-slot-free times and a data-path-free time) instead of running a process that wakes per request;
-the requester waits on that time. This is exact for FIFO service and costs no SimPy event of its
-own, which is what keeps burst-level runs fast. Requests must be issued at the simulated time
-they really leave the requester (never booked ahead), or FIFO order would be wrong.
+Service is deterministic and FIFO, so a completion is known at issue: the port computes it then
+(slot-free times, a data-path-free time) instead of waking a process per request, which keeps
+burst-level runs fast. Requests must be issued when they really leave the requester (never
+booked ahead), or FIFO order would be wrong.
 """
 
 from __future__ import annotations
@@ -159,15 +149,11 @@ class MemoryPort:
     def stream(self, now: float, inflight: deque[float], i: int, count: int, full: int,
                burst: int, rest: int, window: int, write: bool, requester: str,
                horizon: float) -> tuple[int, float]:
-        """A walk's bursts ``i`` .. ``count - 1`` issued from ``now`` (bursts of ``burst`` bytes
-        up to ``full``, then one of ``rest``), at most ``window`` in flight (their completions
-        in ``inflight``), each waiting for the oldest to complete, for as long as every wait
-        ends before ``horizon`` (the next event queued: the walk passes such waits itself);
-        return where the walk stands (the next burst, its local time). Each burst is booked
-        as :meth:`request` books it, with the same float operations in the same order: the
-        walk's inner loop, inlined (the port's hot path: no call per burst). On a port whose
-        policy is not uniform it books nothing: the walk books its bursts by :meth:`request`
-        one by one."""
+        """A walk's bursts ``i`` .. ``count - 1`` from ``now`` (``burst`` bytes up to ``full``,
+        then one of ``rest``), at most ``window`` in flight (completions in ``inflight``), while
+        each wait ends before ``horizon`` (the next queued event); return the next burst and its
+        local time. Books each burst as :meth:`request` does, same float operations in the same
+        order, inlined (the hot path). On a non-uniform policy it books nothing."""
         if not self.ring:
             return i, now
         first = i
@@ -278,11 +264,10 @@ class MemoryPort:
         self._recent = deque(state.recent)
 
     def shift(self, before: int, now_slot: int, runs: int, now: float, dt: float) -> None:
-        """(A uniform policy's ring only.) Move the port's state on by ``runs`` repeats of a
-        stretch that took its next slot from ``before`` to ``now_slot`` and lasted
-        ``dt / runs`` (a run of rows or tiles booked at once: :mod:`dspsim.hw.rowrun`,
-        :mod:`dspsim.hw.looprun`): what is still in flight after ``now`` moves by ``dt``, the
-        ring turns on as the requests would have turned it."""
+        """(Uniform ring only.) Move the port on by ``runs`` repeats of a stretch that turned
+        its next slot from ``before`` to ``now_slot`` and lasted ``dt / runs`` (a booked run,
+        :mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`): what is in flight after ``now``
+        moves by ``dt``, the ring turns as the requests would have."""
         m = self.max_outstanding
         slots = [(self._slot_free[(now_slot + i) % m], self._slot_holder[(now_slot + i) % m])
                  for i in range(m)]
@@ -296,13 +281,9 @@ class MemoryPort:
         self._recent = deque((max(a, now) + dt, e + dt) for a, e in self._recent if e > now)
 
     def relative_state(self, now: float) -> tuple[tuple, float, int]:
-        """(A uniform policy's ring only.) What the port holds that a later request can tell,
-        relative to ``now`` (a run of
-        rows or tiles booked at once compares it at a few starts: :mod:`dspsim.hw.rowrun`,
-        :mod:`dspsim.hw.looprun`): each slot in ring order (when it frees, less ``now``, if
-        after ``now``; who holds it), the data path (the same, and its owner), the busy
-        stretches still crossing after ``now``. With it, the latest time the port holds and its
-        next slot."""
+        """(Uniform ring only.) What a later request can tell, relative to ``now``: each slot in
+        ring order (free time less ``now`` if after it; holder), the data path likewise with its
+        owner, the busy stretches still crossing; with the latest time held and the next slot."""
         m, ns = self.max_outstanding, self._next_slot
         slots, holders = self._slot_free, self._slot_holder
         ring = tuple((slots[j] - now if slots[j] > now else None, holders[j])
