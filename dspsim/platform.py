@@ -1,19 +1,13 @@
-"""The platform: ``core.count`` DSP cores, each with ``idma.channels`` iDMA channels and
-``tcm.banks`` DataRAMs (and, optionally, a data cache), sharing the memories the model
-declares (J6: ``ddr``; a smaller SoC: ``psram`` and ``sram``), each behind its own port; and
-what an op's C reaches through globals.
+"""The platform: ``core.count`` DSP cores (each with iDMA channels, DataRAMs and optionally a
+data cache) sharing the model's memories (J6: ``ddr``), each behind its own port; and what an
+op's C reaches through globals.
 
-Requests are routed to a memory by address, the way gem5's crossbar routes by address range:
-:class:`AddressMap` turns the physical address an op maps (``hb_dsp_mem_map``) into a pointer
-into the memory that holds it, and every engine sends a pointer's requests to that memory's
-port. Observers (the trace recorder, the access log, the warnings) and the run's switches are
-attached once, in one :class:`~dspsim.hw.context.RunContext` that every engine is built with.
-
-Engines are named here and only here: ``core0``, ``core0.idma1``, ``core0.dram0``, and each
-memory by its table's name (``ddr``). Every analysis reads names from the run
-(``Result.engines``), never literals. One engine serves both fidelities: ``tile`` is kept as a
-name (sweeps, workloads and calibrations ask for it) and runs the burst engine, whose repeat
-finders made the closed forms it once used no faster (the bench's tile rows).
+Requests go to a memory by address, as gem5's crossbar routes: :class:`AddressMap` turns a
+physical address (``hb_dsp_mem_map``) into a pointer into its memory. Observers and switches
+live in one :class:`~dspsim.hw.context.RunContext` every engine is built with. Engines are
+named here only (``core0``, ``core0.idma1``, ``ddr``); analyses read ``Result.engines``.
+``tile`` fidelity is kept as a name (sweeps, workloads, calibrations ask for it) and runs the
+burst engine, whose repeat finders made its old closed forms no faster.
 """
 
 from __future__ import annotations
@@ -43,12 +37,7 @@ FIDELITIES = ("burst", "tile")  # one engine: "tile" is kept as a name (module d
 # the kind of a memory's engine (its port) in ``Platform.engines`` and ``Result.engines``,
 # whatever the memory: the name is the one-memory platform's, which saved runs and scripts read
 MEMORY_KIND = "ddr"
-# J6's 32-bit window onto DDR (hbDSPAddrMap addresses): the ``[ddr]`` table's defaults.
-DDR_BASE = 0x8000_0000
-
-# the warnings the platform and the run raise for any op (each op lists its own:
-# Op.warning_codes): a copy the timer stopped before, a handle waited on before any copy set it,
-# hazards beyond those listed
+# the warnings any op's run may raise (each op lists its own: Op.warning_codes)
 WARNING_CODES = ("unwaited_copy", "unwritten_handle", "hazards_not_listed")
 
 
@@ -161,22 +150,19 @@ class Dsp:
     def row_loop(self, rows: int, row: Callable[[int], Any],
                  values: Callable[[int, int], Any] | None = None, row_elements: int = 1
                  ) -> Any:
-        """``for (r = 0; r < rows; r++) row(r);`` where every row runs the same kernel calls
-        on its own data: a run of rows whose engines start each row alike is booked at once
-        (:func:`dspsim.hw.rowrun.row_loop`; ``values(lo, hi)`` computes rows ``lo:hi``'s
-        values, untimed, when the data path is on; ``row_elements`` per row)."""
+        """``for (r = 0; r < rows; r++) row(r);`` with rows alike booked at once
+        (:func:`dspsim.hw.rowrun.row_loop`; ``values(lo, hi)``: rows ``lo:hi``'s values,
+        untimed)."""
         return row_loop(self, rows, row, values, row_elements)
 
     def alike_iterations(self, period: int) -> LoopRun:
-        """A loop whose iterations, ``period`` apart, run alike while iDMA channels stream
-        (the ping-pong frame's middle tiles): ``skip(alike, carried)`` at each iteration's top
-        books a run of them at once and says how many (:mod:`dspsim.hw.looprun`)."""
+        """A loop whose iterations, ``period`` apart, run alike while iDMA streams:
+        ``skip(alike, carried)`` books a run of them at once (:mod:`dspsim.hw.looprun`)."""
         return LoopRun(self, period)
 
     @contextmanager
     def untimed(self) -> Iterator[None]:
-        """Kernel calls inside compute values only: no time, no pass (the rows' timing was
-        booked by :meth:`row_loop`)."""
+        """Kernel calls inside compute values only: no time, no pass (:meth:`row_loop`)."""
         self.core.timed = False
         try:
             yield
@@ -185,8 +171,8 @@ class Dsp:
 
     @contextmanager
     def pass_(self, name: str) -> Iterator[None]:
-        """``with dsp.pass_("max"):`` around the lines of one pass: :meth:`begin_pass` before,
-        :meth:`end_pass` after (not on an error: the run is abandoned then)."""
+        """``with dsp.pass_("max"):``: :meth:`begin_pass`, the lines, :meth:`end_pass` (not on an
+        error: the run is abandoned)."""
         self.begin_pass(name)
         yield
         self.end_pass()
@@ -195,17 +181,9 @@ class Dsp:
 class Platform:
     """Everything one simulation runs on; nothing is shared between two simulations."""
 
-    def __init__(
-        self,
-        env: simpy.Environment,
-        model: HardwareModel,
-        data: bool = True,
-        trace: bool = False,
-        port_log: bool = False,
-        fidelity: str = "burst",
-        elide: bool = True,
-        trace_limit: int | None = None,
-    ):
+    def __init__(self, env: simpy.Environment, model: HardwareModel, data: bool = True,
+                 trace: bool = False, port_log: bool = False, fidelity: str = "burst",
+                 elide: bool = True, trace_limit: int | None = None):
         """``elide``: skip the events nothing else can observe (exact; :mod:`dspsim.hw.clock`);
         off gives the reference engine with one event per memory access. ``trace_limit``:
         keep at most that many trace rows and port requests each."""
@@ -267,8 +245,7 @@ class Platform:
 
     @property
     def engines(self) -> dict[str, str]:
-        """Every engine's name and kind (``core``, ``idma``, ``ddr``: a memory's port), in lane
-        order."""
+        """Every engine's name and kind (``core``, ``idma``, ``ddr``), in lane order."""
         out: dict[str, str] = {}
         for dsp in self.dsps:
             out[dsp.name] = "core"
@@ -285,8 +262,7 @@ class Platform:
         return out
 
     def busy_until(self, t: float) -> dict[str, float]:
-        """Every engine's busy cycles up to ``t`` (the present): what a profile stopped at
-        ``t`` counts, without the traffic still to cross after it."""
+        """Every engine's busy cycles up to ``t`` (the present), without later traffic."""
         out: dict[str, float] = {}
         for dsp in self.dsps:
             out[dsp.name] = dsp.core.compute_cycles

@@ -135,16 +135,12 @@ def simulate(
 ) -> Result:
     """Run one variant of one op and return the result.
 
-    The input is ``x`` (float32 of the op's shape, needs ``data``) or the op's default input
-    of ``shape`` (or ``n`` elements, for a 1-D op; default: the op's default shape).
-    ``params`` sets op parameters for this run (``{"tile_bytes": 8192}`` or dotted keys).
-    ``fidelity``: ``burst`` or ``tile``, one engine (a name kept: :mod:`dspsim.platform`;
-    ``describe()`` records the name asked for). ``mode`` is an older name of
-    ``variant``. ``core`` picks the core the op runs on (of ``core.count``). ``elide=False``
-    runs the reference engine without event elision (same results, more events; for tests and
-    the benchmark). ``trace_limit``: keep at most ``trace_limit`` trace rows and port requests
-    each (bounded memory on huge runs); ``trace_cut_cycle`` and ``port_log_cut_cycle`` say up
-    to where each is whole (the trace's ``rows_dropped`` counts the rows left out).
+    Input: ``x`` (needs ``data``) or the op's default input of ``shape`` (or ``n`` elements).
+    ``params``: op parameters (``{"tile_bytes": 8192}`` or dotted keys). ``fidelity``: ``burst``
+    or ``tile`` (one engine). ``mode``: older name of ``variant``. ``core``: which core runs
+    it. ``elide=False``: the reference engine without event elision (same results).
+    ``trace_limit``: at most that many trace rows and port requests each; ``trace_cut_cycle``
+    and ``port_log_cut_cycle`` say up to where each is whole.
     """
     req = Request.check(model, op, variant, mode, n, shape, x, data, fidelity, params, core,
                         trace_limit)
@@ -166,8 +162,7 @@ def simulate(
 
 @dataclass(frozen=True)
 class Request:
-    """A run's inputs, checked: the op, its variant, the model with the run's parameters,
-    the input's shape and values."""
+    """A run's inputs, checked: op, variant, model with the run's parameters, shape, values."""
 
     op: Op
     variant: str
@@ -265,20 +260,16 @@ def _listed_hazards(platform: Platform, origin: float) -> list[dict[str, Any]]:
     accesses = platform.ctx.accesses
     hazards = accesses.hazards(origin=origin)
     if accesses.dropped:
-        platform.warn(
-            "hazards_not_listed",
-            f"{accesses.dropped:,} more data hazards than the {len(hazards):,} listed "
-            "(the earliest are kept; the count is the number not listed)",
-            accesses.dropped,
-            severity="info",
-        )
+        platform.warn("hazards_not_listed",
+                      f"{accesses.dropped:,} more data hazards than the {len(hazards):,} listed "
+                      "(the earliest are kept; the count is the number not listed)",
+                      accesses.dropped, severity="info")
     return hazards
 
 
 def _engine_counts(dsp: Any, core: dict[str, Any],
                    ports: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The Result's per-engine fields: bytes per memory and way, busy and stall cycles, each
-    engine's kind, each memory's own counters."""
+    """The Result's per-engine fields: bytes, busy and stall cycles, kinds, memory counters."""
     busy = dsp.stats_at_stop  # every engine's busy cycles when the op stopped its timer
     return dict(
         bytes={f"{m}_{way}": p[f"{way}_bytes"] for m, p in ports.items()
@@ -301,8 +292,7 @@ def _engine_counts(dsp: Any, core: dict[str, Any],
 
 @dataclass(frozen=True)
 class FromOrigin:
-    """A pass's span counted from the op's timer start, whole cycles (a class, not a lambda:
-    a result's passes pickle to a worker's caller)."""
+    """A pass's span from the op's timer start, whole cycles (a class: it must pickle)."""
 
     origin: float
 
@@ -318,13 +308,8 @@ def _relative(cycle: float | None, origin: float) -> float | None:
 @functools.lru_cache(maxsize=1)
 def git_sha() -> str | None:
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
