@@ -5,24 +5,20 @@ changes the result: two vector accumulators and a predicated tail in ``vecmaxf``
 lane reduction, and in ``vecexpf_max`` the NatureDSP fixed-point range reduction, the float
 polynomial in the seed's Estrin/Horner order and the scaling through two exponent halves.
 
-Batches: every function takes ``x`` of shape ``(n,)`` (one call) or ``(rows, n)`` (``rows``
-independent calls, one per row, computed together). A reduction then returns a ``(rows,)``
-array instead of an ``np.float32``, an elementwise kernel a ``(rows, n)`` array, and a scalar
-argument (``max_value``, ``scalar``) may be a per-row ``(rows,)`` array. Each row's result is bit
-for bit the 1-D call's on that row: the batch runs the same float32 operations, lane for lane
-and in the same order.
+Batches: every function takes ``x`` of shape ``(n,)`` (one call) or ``(rows, n)`` (one call
+per row): a reduction then returns ``(rows,)`` instead of an ``np.float32``, and a scalar
+argument may be one value per row, ``(rows,)``. Each row is bit for bit the 1-D call's: the
+batch runs the same float32 operations, lane for lane, in the same order.
 
-Where the seed's C does not pin an instruction down, this module makes one documented choice
-(the assumptions are collected here so they can be revisited in one place):
+Where the seed's C does not pin an instruction down, one documented choice, collected here:
 
-* ``IVP_MAXN_2XF32`` propagates NaN: if either operand is NaN the result is NaN (IEEE 754-2019
-  ``maximum``). The ISA has a separate ``IVP_MAXNUMN_2XF32`` for the NaN-ignoring ``maxNum``,
-  which NatureDSP's own softmax uses when it wants NaN ignored, so the plain MAX is taken to be
-  the propagating one. As IEEE 754-2019 ``maximum`` it orders -0.0 below +0.0, which makes the
-  max a total order: ``vecmaxf``'s result does not depend on the order of its comparisons.
-* A NaN result is the default quiet NaN (0x7FC00000): NaN payloads and signs are not modelled.
-  (numpy, like the ISA, returns one of the operands' NaNs, but which one depends on its loop, so
-  a row of a batch could otherwise differ from the 1-D call in a NaN's bits.)
+* ``IVP_MAXN_2XF32`` propagates NaN (IEEE 754-2019 ``maximum``): the ISA has a separate
+  ``IVP_MAXNUMN_2XF32`` for the NaN-ignoring ``maxNum``, which NatureDSP's softmax uses when it
+  wants NaN ignored. It orders -0.0 below +0.0, so the max is a total order: ``vecmaxf``'s
+  result does not depend on the order of its comparisons.
+* A NaN result is the default quiet NaN (0x7FC00000): payloads and signs are not modelled
+  (numpy returns one of the operands' NaNs, which one depending on its loop, so a batch row
+  could otherwise differ from the 1-D call in a NaN's bits).
 * ``IVP_MULAN_2XF32`` (``acc += a * b``) is fused: one rounding of the exact ``a * b + acc``.
 * ``IVP_RADDN_2XF32`` sums the lanes as a pairwise tree of halves (lane i + lane i + lanes/2,
   and so on down to one lane), each add rounded to float32.
@@ -69,10 +65,6 @@ def _f32_from_bits(bits: int) -> np.float32:
     return np.array([bits], dtype=np.uint32).view(np.float32)[0]
 
 
-def _expftblf() -> tuple[np.float32, ...]:
-    return tuple(_f32_from_bits(b) for b in EXPFTBLF_BITS)
-
-
 def expf_overflow_threshold() -> np.float32:
     """The guard ``x >= 88.722839f`` above which the seed's kernel returns +inf."""
     return _f32_from_bits(EXPF_MAX_BITS)
@@ -88,12 +80,10 @@ def _trunc_q(x: np.ndarray, frac_bits: int) -> np.ndarray:
 def _mul_q30_via_16bit_halves(t: np.ndarray, constant: int) -> np.ndarray:
     """IVP_MULN_2X16X32_0 then IVP_MULAHN_2X16X32_1 with a 32-bit constant seen as two int16.
 
-    ``IVP_MOVNX16_FROMN_2X32`` reinterprets each 32-bit lane of the constant as two 16-bit
-    elements (little endian: element 0 = low half, element 1 = high half, both signed). ``_0``
-    multiplies element 0 by the 32-bit ``t`` into the 64-bit lane; ``MULAH ... _1`` adds element 1
-    times ``t`` shifted left by 16. For invln2_Q30 = 0x5C551D95 the low half 0x1D95 is positive as
-    an int16, so the pair is exactly ``t * invln2_Q30`` (|W| < 2^62, no wrap in the lane).
-    """
+    ``IVP_MOVNX16_FROMN_2X32`` splits the constant into signed halves (element 0 low, 1 high);
+    ``_0`` multiplies element 0 by ``t`` into the 64-bit lane, ``_1`` adds element 1 times ``t``
+    shifted left by 16. invln2_Q30 = 0x5C551D95 has a positive low half (0x1D95), so the pair
+    is exactly ``t * invln2_Q30`` (|W| < 2^62, no wrap in the lane)."""
     lo = constant & 0xFFFF
     hi = (constant >> 16) & 0xFFFF
     lo = lo - 0x10000 if lo >= 0x8000 else lo
@@ -118,39 +108,25 @@ def expf_input_flags(
 ) -> dict[str, int] | dict[str, np.ndarray]:
     """How many elements raise the kernel's NaN flag and its overflow guard (NaN excluded).
 
-    ``overflow_guard`` counts the elements that ``vecexpf_max`` replaces by 127 and so turns into
-    +inf: with the seed's guard every raw input >= 88.722839, with ``guard_shifted_input`` every
-    ``x - max`` >= 88.722839 (or unordered, e.g. ``inf - inf``).
-
-    For a batch ``x`` of shape ``(rows, n)`` (``max_value`` a scalar or one per row) each count
-    is a ``(rows,)`` int64 array, the count of each row's call; for 1-D ``x`` it is an ``int``.
-    """
+    ``overflow_guard`` counts what ``vecexpf_max`` replaces by 127 (so +inf): raw inputs
+    >= 88.722839, or with ``guard_shifted_input`` ``x - max`` >= 88.722839 or unordered. Counts
+    are ``int`` for 1-D ``x``, ``(rows,)`` int64 arrays for a batch."""
     x = as_f32(x)
     mx = row_scalar(max_value, x)
     with np.errstate(all="ignore"):
         b_nan, b_max, _, _ = _expf_masks(x, mx, guard_shifted_input)
-    nan_inputs = np.count_nonzero(b_nan, axis=-1)
-    overflow_guard = np.count_nonzero(b_max & ~b_nan, axis=-1)
+    counts = {"nan_inputs": np.count_nonzero(b_nan, axis=-1),
+              "overflow_guard": np.count_nonzero(b_max & ~b_nan, axis=-1)}
     if x.ndim == 1:
-        return {"nan_inputs": int(nan_inputs), "overflow_guard": int(overflow_guard)}
-    return {
-        "nan_inputs": np.asarray(nan_inputs, np.int64),
-        "overflow_guard": np.asarray(overflow_guard, np.int64),
-    }
+        return {k: int(v) for k, v in counts.items()}
+    return {k: np.asarray(v, np.int64) for k, v in counts.items()}
 
 
 def vecmaxf(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
-    """The seed's ``vecmaxf``: the largest element, or 0.0f for an empty array.
-
-    Two accumulators of ``lanes`` start at -inf and take 2*lanes elements per iteration; the tail
-    is a predicated max (lanes past the end keep their value, which padding with -inf
-    reproduces); then the two accumulators are combined and rotated by lanes/2, lanes/4, ..., 1
-    with a max at each step, and lane 0 is returned.
-
-    NaN: ``IVP_MAXN_2XF32`` is taken to propagate NaN, so any NaN element makes the result NaN
-    (the default quiet NaN); with -0.0 below +0.0 the max is a total order, so the order of the
-    reduction does not matter. A ``(rows, n)`` batch gives one result per row, ``(rows,)``.
-    """
+    """The seed's ``vecmaxf``: the largest element, or 0.0f for an empty array; any NaN gives
+    NaN. Two accumulators of ``lanes`` from -inf, 2*lanes elements per iteration, the tail a
+    predicated max (padding with -inf); then combined and rotated by lanes/2, ..., 1 with a max
+    at each step; lane 0 returned. A ``(rows, n)`` batch gives ``(rows,)``."""
     x, xb, empty = reduction_input(x, lanes)
     if empty is not None:
         return empty
@@ -174,13 +150,9 @@ def vecmaxf(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
 
 def vecsum(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
     """The seed's ``vecsum``: float32 sum in the kernel's order, or 0.0f for an empty array.
-
-    Two accumulators of ``lanes`` start at +0.0; each lane adds its elements one after the other
-    in loop order (element ``i`` goes to accumulator ``(i // lanes) % 2``, lane ``i % lanes``);
-    the tail is a predicated add (padding with -0.0, the exact identity of IEEE addition, gives
-    the same bits); then ``acc0 + acc1`` and ``IVP_RADDN_2XF32`` as a pairwise tree of halves.
-    A ``(rows, n)`` batch gives one sum per row, ``(rows,)``.
-    """
+    Two accumulators of ``lanes`` from +0.0 (element ``i`` to accumulator ``(i // lanes) % 2``,
+    lane ``i % lanes``), the tail predicated (padding with -0.0, the exact identity of IEEE
+    addition); then ``acc0 + acc1`` and the ``IVP_RADDN_2XF32`` tree. A batch gives ``(rows,)``."""
     x, xb, empty = reduction_input(x, lanes)
     if empty is not None:
         return empty
@@ -192,24 +164,18 @@ def vecsum(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
 def vecexpf_max(
     x: np.ndarray, max_value: float | np.ndarray, guard_shifted_input: bool = False
 ) -> np.ndarray:
-    """The seed's ``vecexpf_max``: ``exp(x - max_value)`` per element, in float32.
+    """The seed's ``vecexpf_max``: ``exp(x - max_value)`` per element, in float32, as the C:
 
-    As the C computes it: NaN/overflow/inf flags (the overflow guard ``x >= 88.722839f`` tests
-    the raw input unless ``guard_shifted_input``, the corrected kernel, tests ``x - max``);
-    ``xin = x - max``, replaced by 127 where guarded, floored at -128 by ``IVP_MAXN``; truncated
-    to Q24; times invln2 in Q30 giving ``W`` in Q54; split into a Q31 fraction ``f`` in [0, 1) and
-    an integer ``k`` with ``k + f = W / 2^54`` (to 2^-31); ``2^f`` by the degree-6 ``expftblf``
-    polynomial in the seed's order with fused multiply-adds; times ``2^k`` as two float32 scales
-    ``2^(e1-127) * 2^(e2-127)`` with ``e1 + e2 = k + 254``. +inf and NaN inputs pass through the
-    polynomial unchanged (+inf and NaN out); guarded elements give +inf. A NaN ``x - max`` on a
-    non-NaN input (``max`` NaN, or ``-inf - -inf``) survives ``IVP_MAXN`` and truncates to
-    INT32_MAX, so it also gives +inf.
-
-    A ``(rows, n)`` batch computes each row with its own ``max_value`` (a scalar or one per
-    row, shape ``(rows,)``).
-
-    Accuracy (measured in tests): relative error <= 3e-7 where the result is a normal float32;
-    within 2 subnormal ULPs below. See the module docstring for the instruction assumptions.
+    flags (the guard ``x >= 88.722839f`` tests the raw input, or ``x - max`` with
+    ``guard_shifted_input``, the corrected kernel); ``xin = x - max``, 127 where guarded, floored
+    at -128 by ``IVP_MAXN``; Q24 times invln2 in Q30 gives ``W`` in Q54, split into a Q31
+    fraction ``f`` in [0, 1) and an integer ``k``, ``k + f = W / 2^54`` (to 2^-31); ``2^f`` by
+    the degree-6 ``expftblf`` polynomial in the seed's order (fused multiply-adds); times ``2^k``
+    as two scales ``2^(e1-127) * 2^(e2-127)``, ``e1 + e2 = k + 254``. +inf and NaN inputs pass
+    through (+inf, NaN out); guarded elements give +inf, and so does a NaN ``x - max`` on a
+    non-NaN input (it survives ``IVP_MAXN`` and truncates to INT32_MAX). A batch row uses its
+    own ``max_value``. Accuracy (measured in tests): relative error <= 3e-7 where the result is
+    a normal float32; within 2 subnormal ULPs below.
     """
     x = as_f32(x)
     mx = row_scalar(max_value, x)
@@ -226,7 +192,7 @@ def vecexpf_max(
         xin = exp_fract.astype(np.int32).astype(F32) * F32(2.0**-31)
         xin = np.where(b_inf, x, xin)  # +inf / NaN pass through
 
-        p0, p1, p2, p3, p4, p5, p6 = _expftblf()
+        p0, p1, p2, p3, p4, p5, p6 = (_f32_from_bits(b) for b in EXPFTBLF_BITS)
         xin2 = xin * xin
         p1 = fma_f32(xin, p0, p1)
         p3 = fma_f32(xin, p2, p3)
@@ -266,10 +232,8 @@ def _times_pow2(p6: np.ndarray, exp_int: np.ndarray) -> np.ndarray:
 
 
 def vecmul(x: np.ndarray, scalar: float | np.ndarray) -> np.ndarray:
-    """The seed's ``vecmul``: each element times ``scalar``, one float32 rounding each.
-
-    For a ``(rows, n)`` batch ``scalar`` may be one value per row, shape ``(rows,)``.
-    """
+    """The seed's ``vecmul``: each element times ``scalar`` (one per row for a batch), one
+    float32 rounding each."""
     x = as_f32(x)
     s = row_scalar(scalar, x)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
