@@ -1,19 +1,13 @@
 """What every op over the rows of a float32 ``[rows, cols]`` tensor shares, so that writing one
 is writing its math.
 
-A row-wise op gives its name, command, doc, parameter table (:func:`rowwise_params`: the tile
-key and the op's own keys), the kernel chain of a block of rows (:meth:`RowwiseOp.rows`, the C
-of the op's inner loop), the kernel calls of one row (:attr:`RowwiseOp.row_calls`, for the
-closed forms) and its float64 :meth:`~dspsim.ops.base.Op.reference`. This module gives the
-rest, written once:
-
-- the two variants: ``direct`` (the kernels read and write DDR row by row, like the seed's
-  direct softmax) and ``pingpong`` (as many whole rows per tile as ``<name>.tile_bytes`` holds,
-  through the seed's ping-pong frame and two TCM buffers; the kernels in TCM, in place);
-- the parameter block (:class:`hbDSPRowsParam`) and the handler (:func:`hb_dsp_rowwise`);
-- what a variant needs of a core, the refusal of a row that does not fit a tile, the search
-  space of tiles, the errors against the reference (chunked, with :attr:`tolerance`);
-- closed-form bounds from the per-row kernel calls (:func:`rowwise_bounds`).
+A row-wise op gives its name, command, doc, parameters (:func:`rowwise_params`), the kernels
+of a block of rows (:meth:`RowwiseOp.rows`), one row's kernel calls
+(:attr:`RowwiseOp.row_calls`) and its float64 reference. This module gives the rest: the
+variants ``direct`` (kernels on DDR row by row, like the seed's direct softmax) and
+``pingpong`` (whole rows per ``<name>.tile_bytes`` tile through the seed's ping-pong frame,
+in place in TCM); the parameter block and handler; the refusals, search space and
+closed-form bounds (:func:`rowwise_bounds`).
 """
 
 from __future__ import annotations
@@ -82,11 +76,9 @@ _RSTD_UNDERFLOW = np.float32(2.0**63)
 
 def report_statistics(dsp: Dsp, op: RowwiseOp, x: Ptr, rows: int, cols: int,
                       stats: tuple[Any, ...], rstd: Any) -> None:
-    """Warn about the rows (of ``rows`` x ``cols`` float32 at ``x``, all finite) whose float32
-    ``stats`` (one value per row each) overflow, or whose ``rstd = 1 / sqrt(denominator)``
-    shows the denominator underflowing (below float32's smallest normal) where ``op``'s
-    :meth:`~RowwiseOp.exact_denominator` is not 0: float32's result stays (the C computes it),
-    the warning counts the rows. A model check, not in the C."""
+    """Count (a model check, not in the C) the finite rows whose float32 ``stats`` (a value per
+    row each) overflow, or whose denominator (from ``rstd = 1 / sqrt(denominator)``)
+    underflows float32's smallest normal where :meth:`~RowwiseOp.exact_denominator` is not 0."""
     if not dsp.move_data:
         return
     stats32 = [np.atleast_1d(np.asarray(v, np.float32)) for v in stats]
@@ -163,21 +155,18 @@ def hb_dsp_rowwise(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager, rows: Row
 # ----------------------------------------------------------------------------- the bounds
 def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
                    row_calls: tuple[tuple[LoopShape, bool], ...], tile_bytes: int) -> Bounds:
-    """Closed-form traffic and lower bounds of a row-wise op whose rows each run ``row_calls``
+    """Closed-form traffic and bounds of a row-wise op whose rows each run ``row_calls``
     (``(shape, stores to DDR in the direct variant)``).
 
-    ``L`` = the host memory's latency (J6: ``ddr``; a read's or a write's, as its policy
-    prices each request, :mod:`dspsim.hw.policy`), ``B`` = its
-    ``bytes_per_cycle``, ``m`` = its ``max_outstanding``, ``S`` = ``idma.setup_cycles``;
-    through the data cache, direct is per line (:mod:`dspsim.kernels.cached`).
-    **DMA-bound**: the bytes that must cross the port before the timer stops / ``B``.
-    **Latency-bound**: direct, the core's dependent vector loads one at a time; ping-pong, the
-    iDMA bursts, at most ``min(m, 2 idma.max_outstanding)`` in flight. **Compute-bound**: the
-    kernels' issue cycles in TCM plus ``S`` per descriptor. ``lower_bound_cycles`` is the
-    largest; ``estimate_cycles`` adds what no overlap hides: direct, the kernels' closed-form
-    walk (exact for the core alone on an uncached port); ping-pong, the frame's one pass
-    (:func:`~dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`: serial, so exact, when the rows
-    fit one tile).
+    With the host memory's ``L`` (latency, per its policy: :mod:`dspsim.hw.policy`), ``B``
+    (``bytes_per_cycle``), ``m`` (``max_outstanding``) and ``S`` = ``idma.setup_cycles`` (direct
+    through the data cache: per line, :mod:`dspsim.kernels.cached`): **DMA** = bytes that must
+    cross before the timer stops / ``B``; **latency** = direct, dependent vector loads one at a
+    time, ping-pong, iDMA bursts ``min(m, 2 idma.max_outstanding)`` in flight; **compute** =
+    kernels' TCM issue cycles + ``S`` per descriptor. ``estimate_cycles`` adds what no overlap
+    hides: direct, the kernels' walk (exact for the core alone on an uncached port); ping-pong,
+    the frame's one pass (:func:`~dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`: exact when
+    the rows fit one tile).
     """
     rows, cols = shape
     row_compute = sum(s.tcm_cycles(cols, model.core) for s, _ in row_calls)
@@ -193,8 +182,7 @@ def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
 
 def _pingpong_bounds(model: HardwareModel, shape: tuple[int, int], row_compute: int,
                      tile_bytes: int) -> tuple[dict[str, Any], float]:
-    """The ping-pong variant's traffic and bounds (tiles of whole rows, each copied in and
-    out), and its estimate: the frame's one pass."""
+    """The ping-pong variant's traffic, bounds and estimate (tiles of whole rows)."""
     rows, cols = shape
     ddr, idma = model.host_memory, model.idma
     policy = ddr.policy  # what a request costs (dspsim.hw.policy)
@@ -225,8 +213,7 @@ def _pingpong_bounds(model: HardwareModel, shape: tuple[int, int], row_compute: 
 
 
 def bounds_with_binding(out: dict[str, Any], estimate: float) -> Bounds:
-    """``out``'s three bounds completed: the lower bound (the largest), which binds, and the
-    estimate (at least the lower bound)."""
+    """``out`` completed: the lower bound (the largest of three), which binds, the estimate."""
     named = {k: out[f"{k}_bound_cycles"] for k in ("dma", "latency", "compute")}
     binding = max(named, key=named.get)
     out["lower_bound_cycles"] = named[binding]
@@ -237,8 +224,7 @@ def bounds_with_binding(out: dict[str, Any], estimate: float) -> Bounds:
 
 # ----------------------------------------------------------------------------- the op
 def ramp_input(shape: tuple[int, ...]) -> np.ndarray:
-    """A deterministic ramp per row with a row-dependent offset: ``x[r, c] = r / rows + 1 +
-    c / cols`` in float32 (every row has a different mean, the same spread)."""
+    """``x[r, c] = r / rows + 1 + c / cols`` in float32: each row its own mean, one spread."""
     rows, cols = shape
     r = np.arange(rows, dtype=np.float32)[:, None] / np.float32(rows)
     c = np.arange(cols, dtype=np.float32)[None, :] / np.float32(cols)
@@ -246,9 +232,8 @@ def ramp_input(shape: tuple[int, ...]) -> np.ndarray:
 
 
 class RowwiseOp(Op):
-    """An op over the rows of a float32 ``[rows, cols]`` tensor, variants ``pingpong`` and
-    ``direct``; a subclass gives ``name``, ``doc``, ``cmd``, ``params``
-    (:func:`rowwise_params`), :attr:`row_calls`, :meth:`rows` and ``reference``."""
+    """An op over a float32 ``[rows, cols]`` tensor's rows (``pingpong``, ``direct``); a subclass
+    gives ``name``, ``doc``, ``cmd``, ``params``, :attr:`row_calls`, :meth:`rows`, ``reference``."""
 
     # what one row's kernels are, in order: (loop shape, stores to DDR in the direct variant)
     row_calls: ClassVar[tuple[tuple[LoopShape, bool], ...]]
@@ -276,13 +261,12 @@ class RowwiseOp(Op):
             }
 
     def rows(self, dsp: Dsp, out: Ptr, x: Ptr, rows: int, cols: int) -> Proc:
-        """The op on ``rows`` consecutive rows of ``cols`` at ``x`` into ``out`` (may be
-        ``x``): its kernel calls (``dsp.core.call(..., rows=rows)``) and scalar steps."""
+        """The op's kernel calls and scalar steps on ``rows`` rows of ``cols`` at ``x`` into
+        ``out`` (may be ``x``)."""
         raise NotImplementedError
 
     def exact_denominator(self, x64: np.ndarray, eps: float) -> np.ndarray:
-        """What each row of ``x64`` (float64, ``(rows, cols)``) divides by the square root of,
-        in float64: ``denominator`` + ``eps``."""
+        """Per row of ``x64`` (float64), what it divides by the root of: ``denominator + eps``."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ firmware
@@ -327,9 +311,8 @@ class RowwiseOp(Op):
     # ------------------------------------------------------------------ studies
     def search_space(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
                      ) -> dict[str, list]:
-        """The tile key for ``pingpong``: the tiles that hold at least one row and fit a
-        DataRAM's free space (``tcm.bank_bytes - tcm.reserved_bytes``): exactly one row, the
-        powers of two from 1 KiB, and the model's own. ``direct`` has no tile."""
+        """``pingpong``'s tiles that hold a row and fit a DataRAM's free space: one row, powers
+        of two from 1 KiB, the model's own. ``direct`` has none."""
         self.check_variant(variant)
         if variant != "pingpong":
             return {}

@@ -1,27 +1,24 @@
 """The copy's ``loop`` variant: a core loop of known cost through the memory system.
 
-Each iteration loads ``K`` = ``copy.access_bytes`` bytes and then stores them (``K = 32``: two
-16-byte vector loads, then two stores, as the ESP32-S3 PIE loop does) and costs ``C`` =
-``copy.loop_cycles_per_iteration`` cycles when nothing misses. Per iteration, as the core's
-kernel walk (:mod:`dspsim.hw.core`): the load issues, the core waits for its data, the
-iteration's ``C`` cycles pass, the store leaves at the iteration's end.
+Each iteration loads ``K`` = ``copy.access_bytes`` bytes then stores them (``K = 32``: two
+16-byte vector loads, two stores, as the ESP32-S3 PIE loop) and costs ``C`` =
+``copy.loop_cycles_per_iteration`` when nothing misses. As the core's kernel walk
+(:mod:`dspsim.hw.core`): the load issues, the core waits for its data, ``C`` cycles pass, the
+store leaves at the iteration's end.
 
-- An uncached end (or a ``write_through`` destination): every access is a request of its
-  bytes on the memory's port; a load blocks for its round trip, a store is posted to the
-  core's write buffer (``core.write_buffer_entries``; full: the core waits for the oldest).
-- A cached end (:mod:`dspsim.hw.dcache`): a load whose line is missing stalls for the line
-  fill; a store into a missing line fetches it first (``dcache.write_allocate``) or, without
-  allocation, goes to the memory through the write buffer; dirty lines evicted are written
-  back as posted requests on the port (they drain behind the loop; a later fill queues
+- Uncached end (or ``write_through`` destination): every access a port request; a load blocks
+  for its round trip, a store is posted to the write buffer (``core.write_buffer_entries``;
+  full: the core waits for the oldest).
+- Cached end (:mod:`dspsim.hw.dcache`): a missing line stalls a load for its fill; a store
+  into a missing line fetches it (``dcache.write_allocate``) or, without allocation, goes
+  through the write buffer; evicted dirty lines are posted write-backs (a later fill queues
   behind them).
-- TCM: no request at all.
+- TCM: no request.
 
-No per-iteration Python loop where nothing happens: only the iterations whose access reaches
-the cache with a new line, or a port, are visited (and, after an iteration that brought a line
-in, the next one: the line may have evicted the other end's, as in a direct-mapped cache where
-source and destination share a set); the iterations between them are ``C x count`` cycles at
-once. The walk does not depend on the fidelity (burst and tile run it
-alike).
+Only iterations whose access reaches the cache with a new line, or a port, are visited (and,
+after one that brought a line in, the next: it may have evicted the other end's line, as when
+source and destination share a direct-mapped set); those between are ``C x count`` cycles at
+once. Burst and tile run the walk alike.
 """
 
 from __future__ import annotations
@@ -39,10 +36,9 @@ VECTOR_BYTES = 16  # K = 32 is two accesses of this many bytes
 
 
 def pieces_of(access_bytes: int, scalar_bytes: int = 0) -> tuple[int, ...]:
-    """The accesses of one iteration's load (and of its store): two 16-byte vectors for
-    ``K = 32``; ``K`` wider than ``scalar_bytes`` (``core.scalar_access_bytes``; 0: no such
-    limit) and narrower than a vector, several scalar accesses (the LX7's 64-bit loop: two
-    32-bit loads, then two stores); else one of ``K``."""
+    """The accesses of one iteration's load (and store): 16-byte vectors for ``K > 16``; scalar
+    accesses of ``scalar_bytes`` (``core.scalar_access_bytes``, 0: none) when ``K`` lies between
+    (the LX7's 64-bit loop: two 32-bit loads, two stores); else one of ``K``."""
     if access_bytes > VECTOR_BYTES:
         return (VECTOR_BYTES,) * (access_bytes // VECTOR_BYTES)
     if 0 < scalar_bytes < access_bytes < VECTOR_BYTES:
@@ -69,8 +65,8 @@ class _End:
         return 0 if self.reached else iterations
 
     def next_event(self, j: int, iterations: int) -> int:
-        """The first iteration after ``j`` whose access reaches the cache with a line not
-        yet touched, or a port (``iterations``: none)."""
+        """The first iteration after ``j`` reaching a port or a new cache line (``iterations``:
+        none)."""
         if self.direct or self.posted:
             return j + 1
         if not self.cached:
@@ -168,8 +164,8 @@ def _process(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
 
 def loop_copy(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
               cycles_per_iteration: float) -> Proc:
-    """The loop as one call of the core: its own process when it reaches a port (as a kernel
-    call's walk), one timeout between two TCM ends; books its busy and stall cycles."""
+    """The loop as one core call: a process when it reaches a port, else one timeout; books
+    its busy and stall cycles."""
     env, start = core.env, core.env.now
     core.accesses.begin(core.name, start)
     if src.external or dst.external:

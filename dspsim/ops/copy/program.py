@@ -1,26 +1,19 @@
-"""The copy microbenchmark as its C would be, in SimPy generators.
+"""The copy microbenchmark as its C would be: what a vendor's copy benchmark does between two
+reads of the cycle counter.
 
-What a vendor's copy benchmark does between two reads of the cycle counter:
+- ``idma``: ``idma_init_loop(ch 0, buf, IDMA_1D_DESC, copy.ring_descriptors)`` once the timer
+  runs; (``copy.prologue_cycles`` of cache maintenance when ``copy.timed_prologue``); one
+  ``idma_copy_desc`` per ``copy.descriptor_bytes`` as soon as the buffer has room (for a TCM
+  ring, also once the descriptor that last used its slot is done); ``while
+  (idma_buffer_status(0) > 0) ;``; with ``copy.completion_interrupt``, the handler.
+- ``memcpy``: the core's ``memcpy`` kernel (a vector load and store per iteration, through the
+  data cache where cached), one call per descriptor's worth into a TCM ring, else one call;
+  then ``MEMW`` before the timer is read, so posted stores (uncached or write-through) finish
+  inside the span: the copy never reports more bytes per cycle than the port moves. (A
+  write-back cache's dirty lines stay in the cache.)
 
-- ``idma``: ``idma_init_loop(ch 0, buf, IDMA_1D_DESC, copy.ring_descriptors)`` once the
-  timer runs; then (after ``copy.prologue_cycles`` of cache maintenance, when
-  ``copy.timed_prologue``) one ``idma_copy_desc`` per descriptor of ``copy.descriptor_bytes``,
-  each as soon as the fixed buffer has room (and, for a TCM ring, as soon as the descriptor
-  that last used its destination slot is done: the ring reuses a DataRAM buffer of a few
-  descriptors), then ``while (idma_buffer_status(0) > 0) ;`` and, with
-  ``copy.completion_interrupt``, the completion interrupt's handler.
-- ``memcpy``: the core copies with its ``memcpy`` kernel (one vector load and one vector store
-  per iteration, through the data cache where the memory is cached), one call per descriptor's
-  worth when the destination is a TCM ring, one call otherwise; then a ``MEMW`` before the
-  timer is read, so that the stores still in the write buffer (an uncached or write-through
-  destination) complete inside the timed span, as a benchmark's timer sees them when it
-  orders or writes back its stores before reading the counter: the copy never reports more
-  bytes per cycle than the port moves. (A write-back cache's dirty lines stay in the cache.)
-
-Before the timer (not timed, as a benchmark's set-up): the source bytes are placed where
-``copy.src`` says (the host's input buffer itself when it is the host's memory), the
-destination allocated. The bytes that land are gathered into the host's output buffer as
-each piece is known to be complete (before a ring slot is reused), so that the output can be
+Set-up, untimed: the source placed where ``copy.src`` says, the destination allocated. Landed
+pieces are gathered into the host's output (before a ring slot is reused), so the output is
 compared with the input byte for byte whatever the destination.
 """
 
@@ -57,11 +50,9 @@ class hbDSPCopyParam:  # noqa: N801 - named like the seed's structs
 
 @dataclass(frozen=True)
 class Plan:
-    """How a copy of ``nbytes`` is cut: pieces of ``piece_bytes`` (the last may be shorter),
-    landing in ``slots`` destination slots in turn (a ring when the destination is smaller
-    than the copy). A 2-D copy (``rows > 1``): ``rows`` rows of ``nbytes / rows``, read
-    ``src_pitch`` and written ``dst_pitch`` bytes apart; each piece whole rows, every piece
-    its own place (no ring)."""
+    """A copy of ``nbytes`` cut into pieces of ``piece_bytes`` (the last may be shorter) landing
+    in ``slots`` slots in turn (a ring). 2-D (``rows > 1``): rows of ``nbytes / rows`` read
+    ``src_pitch`` and written ``dst_pitch`` apart; pieces of whole rows, no ring."""
 
     nbytes: int
     piece_bytes: int
@@ -145,8 +136,8 @@ def _at(p: Ptr, offset: int) -> Ptr:
 
 
 def _place(dsp: Dsp, tm: TileManager, where: str, nbytes: int, colour: int, what: str) -> Ptr:
-    """A buffer of ``nbytes`` (rounded up to a word) in ``where`` (``tcm``: a DataRAM of that
-    colour; a memory)."""
+    """A buffer of ``nbytes`` (rounded up to a word) in ``where`` (a memory, or TCM: a DataRAM
+    of ``colour``)."""
     nbytes = -(-nbytes // 4) * 4
     if where == TCM:
         return tm.allocate(nbytes, min(colour, len(tm.banks) - 1), ALIGN_BYTES)
@@ -241,8 +232,8 @@ def _idma_copy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather) -> Proc:
 
 
 def _cache_sync(dsp: Dsp, end: Ptr, nbytes: int) -> Proc:
-    """The DMA driver's data-cache maintenance of one end's range, inside the span:
-    ``copy.dma_cache_sync_cycles_per_line`` per line of a cached end (none: nothing)."""
+    """The DMA driver's cache maintenance of a cached end, inside the span:
+    ``copy.dma_cache_sync_cycles_per_line`` per line."""
     per_line, cache = dsp.params.dma_cache_sync_cycles_per_line, dsp.core.dcache
     if not per_line or cache is None or not (end.external and end.mem.cached):
         return
@@ -280,8 +271,7 @@ def _memcpy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather, loop: bool) 
 
 def _loop_piece(dsp: Dsp, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
                 cycles_per_iteration: float) -> Proc:
-    """One loop of the loop variant (or of a memcpy run as one), then its bytes where it put
-    them."""
+    """One loop (the loop variant, or a memcpy run as one), then its bytes where it put them."""
     yield from loop_copy(dsp.core, src, dst, nbytes, access_bytes, cycles_per_iteration)
     if dsp.move_data:
         dst.mem.write(dst.addr, src.mem.read(src.addr, nbytes))

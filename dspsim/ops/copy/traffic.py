@@ -1,27 +1,21 @@
-"""The bytes a copy moves through each memory's port, exactly as a lone run counts them.
+"""The bytes a copy moves through each memory's port, exactly as a lone run counts them, keyed
+as a run's ``bytes`` (``<memory>_read``, ``<memory>_write``, every memory of the model):
 
-Keyed as a run's ``bytes`` (``<memory>_read``, ``<memory>_write``, every memory of the model):
+- ``idma``: ``n`` read from the source's memory, ``n`` written to the destination's (TCM: none).
+- ``memcpy``: the kernel's vector loads and stores (:func:`memcpy_words`: up to 3 bytes past
+  ``n``), as they are at an uncached end; a cached end moves whole lines: the loads', with
+  ``write_back`` the stores' too (write-allocate) and evicted dirty lines, with
+  ``prefetch_next_line`` its prefetches; ``write_through`` stores go out as they are. The
+  lines follow from a lone run's placement (:func:`placement`) and the cache's replacement,
+  replayed through :class:`dspsim.hw.dcache.DataCache` with counting ports (which lines move
+  does not depend on when), one access per change of the lines the next load and store touch.
+- ``loop`` (and ``memcpy`` with ``copy.memcpy_access_bytes``): as ``memcpy`` with ``n /
+  copy.access_bytes`` accesses each way; a write-back destination without
+  ``dcache.write_allocate`` takes no line for a store (its stores go out as they are).
 
-- ``idma``: ``n`` read from the source's memory and ``n`` written to the destination's (a TCM
-  end moves nothing through a port; one memory at both ends carries both).
-- ``memcpy``: the kernel's vector loads and stores (:func:`memcpy_words` words: up to 3 bytes
-  past ``n``). An uncached end moves them as they are; a cached one (``cached`` and a data
-  cache) moves whole lines: the loads' lines, with ``write_back`` the stores' lines too
-  (write-allocate) and the dirty lines evicted, with ``prefetch_next_line`` the lines it
-  prefetches; with ``write_through`` the stores go to the port as they are. The lines follow
-  from where a lone run places the buffers (:func:`placement`) and the cache's own
-  replacement, replayed through :class:`dspsim.hw.dcache.DataCache` with counting ports (no
-  timing: which lines move does not depend on when), one access per change of the lines the
-  loop's next vector load and store touch.
-- ``loop`` (and ``memcpy`` with ``copy.memcpy_access_bytes``, a word loop): as ``memcpy``,
-  with ``n / copy.access_bytes`` loads and stores of ``copy.access_bytes`` each (``n`` each
-  way at an uncached end); a write-back destination without ``dcache.write_allocate`` takes
-  no line for a store (its stores go to the memory as they are: the source's lines are never
-  the destination's).
-
-A ``core_local`` memory (the core's own bus) carries none of a core copy's accesses.
-With ``copy.flush_destination`` (memcpy, loop) the destination's dirty lines are written back
-at the end, whole lines each.
+A ``core_local`` memory carries none of a core copy's accesses. With
+``copy.flush_destination`` (memcpy, loop) the destination's dirty lines are written back at
+the end, whole lines each.
 """
 
 from __future__ import annotations
@@ -62,10 +56,9 @@ def _up(x: int, align: int) -> int:
 
 
 def placement(model: Any, n: int) -> tuple[int, int]:
-    """Where a lone run puts the copy's source and destination (their first bytes' addresses;
-    0 for TCM): the host's input, output and parameter blocks on its 4096-byte boundary from
-    its memory's base, then the source and the destination blocks, 128-byte aligned, from the
-    top of their memory (the host's memory: after the parameter block)."""
+    """The source's and destination's addresses in a lone run (0: TCM): the host's input,
+    output and parameter blocks 4096-aligned from its memory's base, then the source and
+    destination 128-aligned from the top of their memory (the host's: after those blocks)."""
     p, words_bytes = model.copy, _up(n, 4)
     host = model.host.memory
     base = model.memories[host].base_address
@@ -157,10 +150,9 @@ class _Replay:
 
     def _lines(self, count: int, *accesses: tuple[int, int]) -> None:
         """``count`` iterations of a vector load and store (address, bytes) through the cache.
-        While the lines they touch stay the same, an iteration that fills nothing (hits only:
-        nothing inserted, nothing evicted, those lines the most recent in their order) leaves
-        the cache as it found it, and so would every later one: the walk skips to the next
-        change of lines."""
+        On unchanged lines, an iteration that fills nothing (hits only, those lines already
+        the most recent) leaves the cache as it was, as would every later one: the walk skips
+        to the next change of lines."""
         cached = [(port, addr, nbytes, write) for (_, port, write), (addr, nbytes)
                   in zip(self.ends, accesses) if port is not None]
         if not cached:
