@@ -1,16 +1,13 @@
-"""A DSP core: runs any registered kernel against TCM or an external memory, programs and waits
-on iDMA descriptors.
+"""A DSP core: runs registered kernels against TCM or an external memory, programs and waits on
+iDMA descriptors.
 
-Kernels are generators, called from the op's process with ``yield from core.call(name, ...)``;
-their return value is what the C function returns. Against TCM a kernel call is one timeout of
-its closed-form cost (loads are pipelined). Against an uncached external memory (J6's DDR: no
-vector data cache) every vector load issues a request on that memory's port at the simulated
-time the core reaches it and stalls the core until the data is back; stores are posted to a
-write buffer of ``core.write_buffer_entries`` and stall the core only when it is full. One SimPy
-event per access, none per cycle. Loads and stores go to the ports of their own memories.
-Against a memory the core reaches through its data cache (:mod:`dspsim.hw.dcache`) the walk
-pays per line missed instead of per vector load; a long call's runs of alike iterations are
-booked at once (:class:`dspsim.hw.repeats.IterationRuns`).
+Kernels are generators (``yield from core.call(name, ...)``) returning what the C returns.
+Against TCM a call is one timeout of its closed-form cost (loads pipelined). Against an uncached
+external memory (J6's DDR) every vector load is a request on its memory's port when the core
+reaches it, stalling the core until the data is back; stores are posted to a write buffer of
+``core.write_buffer_entries``, stalling only when it is full. One event per access, none per
+cycle. Through a data cache (:mod:`dspsim.hw.dcache`) the walk pays per line missed; a long
+call's runs of alike iterations are booked at once (:class:`dspsim.hw.repeats.IterationRuns`).
 """
 
 from __future__ import annotations
@@ -93,29 +90,10 @@ class Core:
             yield self.env.timeout(setup)
         self.compute_cycles += setup
         tcm_side = dst if kind == "copy_in" else src
-        t = self.idma[channel].submit(
-            src,
-            dst,
-            nbytes,
-            rows,
-            src_pitch,
-            dst_pitch,
-            kind=kind,
-            tile=self.labels.tile,
-            pass_name=self.labels.pass_name,
-            buffer=tcm_side.mem.bank,
-        )
-        self.recorder.record(
-            self.name,
-            "setup",
-            f"{kind} ch{channel} #{t.index}",
-            start,
-            self.env.now,
-            t.nbytes,
-            self.labels.tile,
-            self.labels.pass_name,
-            self.labels.buffer,
-        )
+        t = self.idma[channel].submit(src, dst, nbytes, rows, src_pitch, dst_pitch, kind=kind,
+                                      tile=self.labels.tile, pass_name=self.labels.pass_name,
+                                      buffer=tcm_side.mem.bank)
+        self._record("setup", f"{kind} ch{channel} #{t.index}", start, t.nbytes)
         return t
 
     def idma_copy_desc(self, channel: int, dst: Ptr, src: Ptr, nbytes: int, rows: int = 1,
@@ -133,11 +111,9 @@ class Core:
                                           dst_pitch))
 
     def idma_init_loop(self, channel: int, descriptors: int) -> Proc:
-        """``idma_init_loop(ch, buf, IDMA_1D_DESC, descriptors, ...)`` as firmware calls it on
-        a core that runs op after op: the library wants an idle channel, so the core first
-        waits (``while (idma_buffer_status(ch) > 0) ;``) for descriptors an earlier op left
-        queued on it (one that returned without waiting for its last copy), then sets the ring
-        up. The wait is booked as ``wait_out``: what is pending is an earlier op's traffic."""
+        """``idma_init_loop(ch, buf, IDMA_1D_DESC, descriptors, ...)`` on a core running op
+        after op: the library wants an idle channel, so it first polls out what an earlier op
+        left queued (booked as ``wait_out``: that op's traffic), then sets the ring up."""
         yield from self.idma_poll(channel, 0, "wait_out")
         self.idma[channel].init_loop(descriptors)
 
@@ -165,8 +141,7 @@ class Core:
         self.waiting_for = None
         booked = kind if kind in self.idma_wait_cycles else "wait_in"
         self.idma_wait_cycles[booked] += self.env.now - start
-        self.recorder.record(self.name, booked, f"ch{ch.index} poll", start, self.env.now, 0,
-                             self.labels.tile, self.labels.pass_name, self.labels.buffer)
+        self._record(booked, f"ch{ch.index} poll", start, 0)
 
     def idma_wait(self, transfer: Transfer | None, kind: str, quirk: str = "") -> Proc:
         """Block until ``transfer`` is done. ``None`` is a handle the C never wrote."""
@@ -182,22 +157,16 @@ class Core:
         yield transfer.done
         self.waiting_for = None
         self.idma_wait_cycles[kind] += self.env.now - start
-        self.recorder.record(
-            self.name,
-            kind,
-            f"ch{transfer.channel} #{transfer.index}",
-            start,
-            self.env.now,
-            transfer.nbytes,
-            self.labels.tile,
-            self.labels.pass_name,
-            self.labels.buffer,
-        )
+        self._record(kind, f"ch{transfer.channel} #{transfer.index}", start, transfer.nbytes)
+
+    def _record(self, kind: str, label: str, start: float, nbytes: int, *stall: float) -> None:
+        """A trace row of the core's from ``start`` to now, stamped with its labels."""
+        self.recorder.record(self.name, kind, label, start, self.env.now, nbytes, self.labels.tile,
+                             self.labels.pass_name, self.labels.buffer, *stall)
 
     # ---------------------------------------------------------------- kernels
-    def call(
-        self, name: str, n: int, src: Ptr, dst: Ptr | None = None, rows: int = 1, **args: Any
-    ) -> Proc:
+    def call(self, name: str, n: int, src: Ptr, dst: Ptr | None = None, rows: int = 1,
+             **args: Any) -> Proc:
         """Run the registered kernel ``name`` on ``n`` elements at ``src`` (writing ``dst``), or
         on ``rows`` consecutive rows of ``n`` elements (one call per row, back to back); return
         what the C function returns (per row when ``rows`` > 1)."""
@@ -234,9 +203,7 @@ class Core:
             for lo in range(0, n, chunk):
                 kernel.compute(x[lo:lo + chunk], z[lo:lo + chunk], lanes, **row_args)
 
-    def _execute(
-        self, shape: LoopShape, n: int, src: Ptr, dst: Ptr | None, rows: int = 1
-    ) -> Proc:
+    def _execute(self, shape: LoopShape, n: int, src: Ptr, dst: Ptr | None, rows: int = 1) -> Proc:
         if n <= 0 or rows <= 0:  # the C returns before doing anything
             return
         start = self.env.now
@@ -259,18 +226,7 @@ class Core:
                 self.accesses.add(self.name, ptr.mem.name, ptr.addr, 4 * n * rows, write, start,
                                   end, shape.name, self.labels.tile, self.labels.pass_name)
         self.accesses.finish(self.name, end)
-        self.recorder.record(
-            self.name,
-            "compute",
-            shape.name,
-            start,
-            self.env.now,
-            4 * n * rows,
-            self.labels.tile,
-            self.labels.pass_name,
-            self.labels.buffer,
-            stall,
-        )
+        self._record("compute", shape.name, start, 4 * n * rows, stall)
 
     def memw(self, mem: Any) -> Proc:
         """``MEMW`` (or a cache write-back call) before the timer is read: wait until every
@@ -282,8 +238,7 @@ class Core:
             return
         yield self.env.timeout(wait)
         self.book_stall(mem, wait)
-        self.recorder.record(self.name, "compute", "memw", start, self.env.now, 0,
-                             self.labels.tile, self.labels.pass_name, self.labels.buffer, wait)
+        self._record("compute", "memw", start, 0, wait)
 
     def busy(self, cycles: float, label: str) -> Proc:
         """The core busy ``cycles`` on work the model prices whole (cache maintenance, an
@@ -293,8 +248,7 @@ class Core:
         start = self.env.now
         yield self.env.timeout(cycles)
         self.compute_cycles += cycles
-        self.recorder.record(self.name, "compute", label, start, self.env.now, 0,
-                             self.labels.tile, self.labels.pass_name, self.labels.buffer)
+        self._record("compute", label, start, 0)
 
     def book_stall(self, mem: Any, cycles: float) -> None:
         """Count ``cycles`` the core stalled on memory ``mem`` (None: on none)."""
@@ -333,20 +287,17 @@ class Core:
 
     def _walk(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None,
               state: WalkState) -> Walk:
-        """Walk the loop access by access from ``state.now``, yielding each time the core waits
-        until a later time; ``state.stall`` ends as the cycles stalled on memory
-        (``state.store_stall`` the part the stores caused: waiting for the write buffer or for a
-        store miss's line).
+        """Walk the loop access by access from ``state.now``, yielding at each wait;
+        ``state.stall`` ends as the cycles stalled (``state.store_stall`` the stores' part: the
+        write buffer full, a store miss's line).
 
-        ``owed`` is issue time the core must spend before its next memory access; it is paid
-        with the wait that brings the core to that access, so each access costs at most one
-        wait (and, with elision, an event only when another process could act before it ends:
-        :mod:`dspsim.hw.clock`). Loads and stores go to their memories' ports; a memory the
-        core reaches through its data cache is read (and, write-back, written) a line at a
-        time through it: the loads advance through ``src`` in order, the stores through
-        ``dst``. A store leaves at the end of its iteration: into its cache line
-        (write-allocate: fetched first; a miss that allocates nothing goes through the write
-        buffer), or posted to the write buffer, after the oldest posted store when it is full.
+        ``owed`` (issue time due before the next access) is paid with the wait that brings the
+        core to that access: at most one wait an access (elided: an event only when another
+        process could act first, :mod:`dspsim.hw.clock`). A cached memory is read (write-back:
+        written) a line at a time, loads in order through ``src``, stores through ``dst``. A
+        store leaves at its iteration's end: into its line (write-allocate: fetched first; a
+        non-allocating miss goes through the write buffer) or posted to the write buffer, after
+        the oldest when it is full.
         """
         cfg = shape.on(self.cfg)  # a loop of its own lanes and call cost
         load_ext = src.external

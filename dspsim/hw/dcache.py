@@ -1,30 +1,23 @@
 """The core's data cache, in front of the memories the platform marks ``cached``.
 
-Set-associative with LRU replacement, ``dcache.line_bytes`` lines. A vector access goes
-through it line by line: a line present (or on its way) costs nothing more than waiting for
-it; a missing line is fetched whole from its memory's port, and the core waits for it
-(blocking misses). With ``write_back`` a store marks its line dirty (a store miss first fetches
-the line: write-allocate; with ``write_allocate = false`` a store miss allocates nothing and
-the store goes to the memory through the core's write buffer, :meth:`DataCache.store`) and a
-dirty line evicted is written back whole, posted (a victim buffer: the core does not wait; the
-write-back is a request on the port issued when the line is evicted, so it drains behind the
-core and a later fill queues behind it); with ``write_through`` stores go to the memory through the
-core's write buffer as uncached stores do, and allocate nothing. ``prefetch_next_line`` fetches
-line ``k + 1`` (without waiting) on a miss of line ``k`` and on the first use of a line it
-prefetched: a sequential stream then waits only for what the port cannot deliver in time.
-With ``prefetch_streams`` S > 0 the prefetcher follows at most S streams (the least recently
-used entry makes room): a demand miss to the line a stream expects next continues it (fetches
-the next line), any other miss starts a stream and fetches nothing yet, and the first use of
-a prefetched line goes on only while its stream is still followed: S or fewer interleaved
-streams are prefetched from their second line on, more than S (almost) never (every line a
-demand miss). ``miss_cycles``: what a demand miss costs the core besides its line's fill
-(the request's way out of the core, the refill): the line is there that much later; a line
-prefetched before its use does not pay it.
+Set-associative, LRU, ``dcache.line_bytes`` lines; a vector access goes through it line by line.
+A line present (or on its way) costs only waiting for it; a missing line is fetched whole from
+its memory's port and the core waits (blocking misses). ``write_back``: a store dirties its line
+(a store miss fetches it first, unless ``write_allocate = false``: then it allocates nothing and
+goes through the core's write buffer, :meth:`DataCache.store`); a dirty victim is written back
+whole, posted (a request issued at eviction: it drains behind the core and later fills queue
+behind it). ``write_through``: stores go through the write buffer as uncached stores, allocating
+nothing. ``prefetch_next_line`` fetches line ``k + 1`` (no wait) on a miss of line ``k`` and on the
+first use of a line it prefetched. With ``prefetch_streams`` S > 0 at most S streams are followed
+(LRU makes room): a demand miss on a stream's expected line continues it, any other miss starts a
+stream fetching nothing yet, and a prefetched line's first use goes on only while its stream is
+followed: S or fewer interleaved streams are prefetched from their second line, more (almost)
+never. ``miss_cycles``: what a demand miss costs besides its fill (the request's way out, the
+refill); a line prefetched before use does not pay it.
 
-Costs one dictionary look-up per line touched, no event: the core's walk waits on the times
-returned (:mod:`dspsim.hw.core`). Dirty lines are still in the cache when the run ends (the
-firmware would clean them before a DMA reads the buffer; ``dirty_lines`` counts them) unless
-the run cleans them (:meth:`DataCache.clean`, as ``esp_cache_msync`` does).
+One dictionary look-up per line touched, no event: the core waits on the times returned. Dirty
+lines stay at the end of a run (``dirty_lines`` counts them) unless the run cleans them
+(:meth:`DataCache.clean`, as ``esp_cache_msync`` does).
 """
 
 from __future__ import annotations

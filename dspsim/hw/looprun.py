@@ -1,38 +1,32 @@
 """Runs of alike loop iterations at the price of a few, channels in flight: the ping-pong frame.
 
-The ping-pong frame's middle tiles are alike: each waits for its input, runs the same kernels
-in the same TCM buffer, copies out and prefetches a full block on the same channel, while the
-other channel streams the next tile through the same port. Every second tile (one *period*:
-the buffers and channels back in their roles) the whole platform is in the same state relative
-to now, up to addresses and numbers that move on by a constant each period (the tile's DDR
-offset, the descriptor and tile numbers, the access log's order). The frame asks at each
-iteration top (:meth:`LoopRun.skip`); now and then :class:`LoopRun` reads everything that can
-act or be reported at three period starts (:func:`_capture`): SimPy's queue (only the
-channels' pending wake-ups may lie in the stretch it books), each channel's descriptor in flight
-and queued (its walk's burst position, bursts in flight), each memory port's request slots and
-data path, the core's counters and write buffer, the trace labels, the access log's in-flight
-and kept accesses, the warnings and passes, the other cores (still). When every time relative
-to now, every structural field and every step of every number agree, the periods that follow
-are booked at once: times move by ``J x D``, the numbers by ``J`` steps, the counters grow
-``J`` times, and the frame moves its own loop counters on by the iterations booked.
+The ping-pong frame's middle tiles are alike: each waits for its input, runs the same kernels in
+the same TCM buffer, copies out and prefetches on the same channel while the other channel
+streams the next tile. Every second tile (a *period*: buffers and channels back in their roles)
+the platform is in the same state relative to now, up to numbers that move by a constant each
+period (the tile's DDR offset, descriptor and tile numbers, the access log's order). The frame
+asks at each iteration top (:meth:`LoopRun.skip`); now and then :class:`LoopRun` reads at three
+period starts everything that can act or be reported (:func:`_capture`): SimPy's queue (only the
+channels' wake-ups may lie in the booked stretch), each channel's descriptors in flight and
+queued, each port's slots and data path, the core's counters and write buffer, trace labels,
+the access log, warnings and passes, the other cores (still). When every relative time,
+structural field and number step agree, the following periods are booked at once: times move by
+``J x D``, numbers by ``J`` steps, counters grow ``J`` times, the frame's loop counters move on.
 
-Exact for the reason :mod:`dspsim.hw.rowrun` gives: a period is a function of the state that
-commutes with every shift by an even number of ulps while all times (and each counter) stay in
-one binade, seen to shift the state by ``D`` twice, so every later period start is ``S + jD``.
-Here the state also holds times in the past that are still read (a descriptor's start, an
-access's span): they must lie in the same binade too. Addresses only decide which memory a
-request goes to (the same one, for a tile inside one array) and which accesses overlap; every
-address of one memory moves by the same step, so no overlap appears or vanishes. No foreign
-event may lie before what the booked periods hold (``latest``), so the order of SimPy's
-equal-time events is kept.
+Exact for :mod:`dspsim.hw.rowrun`'s reason: a period commutes with every shift by an even number
+of ulps while all times (and each counter) stay in one binade, and was seen to shift the state by
+``D`` twice, so every later period start is ``S + jD``. Past times still read (a descriptor's
+start, an access's span) must lie in that binade too. Addresses only pick the memory (the same,
+for a tile inside one array) and decide overlaps; all of one memory move by the same step, so no
+overlap appears or vanishes. No foreign event may lie before what the booked periods hold
+(``latest``), so SimPy's order of equal-time events is kept.
 
-Booked only by the elided engine with the data path off (the skipped tiles' values are not
-computed), every port's request policy uniform (its slots a ring, :mod:`dspsim.hw.policy`)
-and the frame's loop-carried values unchanged. What is recorded as the periods run gets the
-booked periods' entries, the last period's ``D`` apart (:meth:`LoopRun._next_records`): the
-trace its rows as one block (:class:`~dspsim.probes.TraceRun`, tile and descriptor numbers
-moving on as they did between the periods probed; row by row where a row limit is set), a
-port's request log its requests one by one (its limit counts those past it).
+Booked only by the elided engine with the data path off (skipped tiles' values are not computed),
+every port's policy uniform (:mod:`dspsim.hw.policy`) and the loop-carried values unchanged.
+Records get the booked periods' entries, the last period's ``D`` apart
+(:meth:`LoopRun._next_records`): the trace its rows as one block
+(:class:`~dspsim.probes.TraceRun`; row by row under a row limit), a port's request log its
+requests one by one (its limit counts those past it).
 """
 
 from __future__ import annotations
@@ -84,15 +78,13 @@ def _set(owner: Any, attr: Any, value: Any) -> None:
 
 
 class _State:
-    """Everything that can act or be reported, at an iteration top: ``key`` what must be equal
-    at every probe; ``times`` absolute times that move with now (where each lives:
-    ``time_at``, ``None`` for what is moved otherwise); ``ints`` numbers that move by one
-    step a period (``int_at``; ``int_mem``: the memory an address is in, else ``None``);
-    ``accs`` float counters (``acc_at``); ``records`` the access log's kept accesses (frozen:
-    rebuilt from their numbers, which start at ``ints[i]`` and ``times[j]``); ``latest`` /
-    ``earliest`` the latest and earliest time held; ``foreign`` the first queued event the
-    state does not own; ``queue`` the owned ones (event, time); ``rings`` each port's next
-    slot."""
+    """Everything that can act or be reported at an iteration top: ``key`` must be equal at every
+    probe; ``times`` absolute times moving with now (``time_at`` where each lives, ``None`` if
+    moved otherwise); ``ints`` numbers moving one step a period (``int_at``; ``int_mem`` the
+    memory of an address); ``accs`` float counters (``acc_at``); ``records`` the access log's
+    kept accesses (rebuilt from ``ints[i]`` and ``times[j]`` on); ``latest`` / ``earliest`` the
+    times held; ``foreign`` the first queued event not owned, ``queue`` the owned (event, time);
+    ``rings`` each port's next slot."""
 
     __slots__ = ("now", "alike", "key", "times", "time_at", "ints", "int_at", "int_mem",
                  "accs", "acc_at", "records", "latest", "earliest", "foreign", "queue",
@@ -157,11 +149,9 @@ class LoopRun:
         self._last_top: float | None = None  # when the last iteration started
 
     def skip(self, alike: int, carried: Any = None) -> int:
-        """At an iteration's top: book at once (a multiple of ``period``) as many of the
-        ``alike`` iterations ahead as provably repeat the last ones; return how many were
-        booked (the caller moves its loop counters on by that many). ``alike``: how many
-        iterations from this one on run the same code on the same sizes; ``carried``: the
-        loop's carried values (they must not change)."""
+        """At an iteration top, book at once (a multiple of ``period``) as many of the ``alike``
+        iterations ahead (same code, same sizes) as provably repeat the last ones, the loop's
+        ``carried`` values unchanged; return how many (the caller moves its counters on)."""
         if not self.enabled:
             return 0
         now, last = self.env.now, self._last_top
@@ -197,11 +187,10 @@ class LoopRun:
 
     def _fits(self, now: float, guess: float | None) -> bool:
         """A run may still be found in the binade it would start in (a cheap look before a
-        capture): a run lies in one binade (:meth:`_run_length`), so states of an earlier one
-        are dropped, and where the third period start and one period booked after it would
-        reach the binade's top (the periods taking as long as the last), no probe is made
-        before the next binade. With no state noted, ``guess`` (the last iteration's time a
-        period) stands for a period, and only this probe is passed over."""
+        capture): states of an earlier binade are dropped, and where the third period start plus
+        one period would reach the binade's top no probe is made before the next. With no state
+        noted, ``guess`` (the last iteration's time a period) stands for a period, and only this
+        probe is passed over."""
         if self._states:
             top, _ = binade(self._states[0].now)
             if now < top:
@@ -272,11 +261,10 @@ class LoopRun:
         return max(0, min(runs))
 
     def _next_records(self, s: list[_State]) -> list[Any] | None:
-        """What each record (:attr:`logs`) gets in the period after ``s[2]``, if the two
-        periods probed gave it the same, ``D`` apart: ``None`` for no record, ``("drop", c)``
-        for ``c`` entries each period dropped past its limit, else ``(template, numbers)``:
-        the last period's entries ``D`` later (a trace row's tile and descriptor numbers one
-        step on, as :class:`~dspsim.probes.TraceRun` moves them); ``None`` if they differ."""
+        """What each record (:attr:`logs`) gets in the period after ``s[2]`` if both probed
+        periods gave it the same, ``D`` apart: ``None`` for no record, ``("drop", c)`` for ``c``
+        entries dropped past its limit each period, else ``(template, numbers)`` (trace numbers
+        one step on, as :class:`~dspsim.probes.TraceRun` moves them); ``None`` if they differ."""
         s0, s1, s2 = s
         d = s2.now - s1.now
         out: list[Any] = []
@@ -298,10 +286,9 @@ class LoopRun:
         return out
 
     def _book_records(self, records: list[Any], periods: int) -> None:
-        """Each record's entries of ``periods`` booked periods (:meth:`_next_records`): the
-        trace's as one :class:`~dspsim.probes.TraceRun` block (row by row where it keeps at
-        most a number of rows), a request log's entry by entry (it counts what passes its
-        limit)."""
+        """Each record's entries of ``periods`` booked periods: the trace's as one
+        :class:`~dspsim.probes.TraceRun` block (row by row under a row limit), a request log's
+        entry by entry (it counts what passes its limit)."""
         d = self._states[2].now - self._states[1].now
         for log, entries in zip(self.logs, records):
             if entries is None or not entries[0]:

@@ -1,41 +1,33 @@
 """Runs of identical rows at the price of a few: an op's row loop booked in closed form.
 
-An op whose rows each run the same kernel calls on their own data (the direct variants: a
-row's calls read and write its own bytes, at the same offsets, the same lengths) writes its
-loop as ``yield from dsp.row_loop(rows, row, values)``. Rows run one by one as always; now and
-then the loop reads every engine's state relative to now at three row starts ``k``, ``k+1``,
-``k+2`` (:class:`_Engines`): the port's request slots and data path (what is still in flight,
-in ring order), the core's write buffer, the trace labels, the access log, and that nothing
-else moves (every iDMA channel idle, the other cores unchanged, no data cache touched, no
-warning raised). When the three agree, the row takes the same ``D`` cycles twice and every
-counter grows by the same amount twice, the rows that follow are booked at once: time moves by
-``J x D``, what is in flight moves with it, the counters grow ``J`` times, the passes of the
-``J`` rows are one block (:class:`~dspsim.probes.PassRun`), and the rows' values are computed
-in one vectorised call (``values(lo, hi)``, untimed: :meth:`dspsim.platform.Dsp.untimed`).
+An op whose rows run the same kernel calls on their own data (a row reads and writes its own
+bytes, same offsets and lengths) writes ``yield from dsp.row_loop(rows, row, values)``. Rows run
+one by one; now and then the loop reads every engine's state relative to now at row starts ``k``,
+``k+1``, ``k+2`` (:class:`_Engines`): the port's slots and data path (in ring order), the core's
+write buffer, trace labels, the access log, and that nothing else moves (iDMA idle, other cores
+unchanged, no data cache touched, no warning). When the three agree (the row took ``D`` cycles
+twice, every counter grew alike twice) the following rows are booked at once: time moves by
+``J x D`` with what is in flight, counters grow ``J`` times, the passes are one block
+(:class:`~dspsim.probes.PassRun`), and the values come from one vectorised untimed call
+(``values(lo, hi)``, :meth:`dspsim.platform.Dsp.untimed`).
 
-Why this is exact, bit for bit, although time is a float. Within one binade ``[2^e, 2^(e+1))``
-every float is a multiple of its ulp ``u``; a row only adds constants to times (a latency, a
-transfer's cycles, what a previous difference gave), subtracts two times (exact in one binade)
-and compares. Rounding ``t + c`` to the grid of ``u`` (to nearest, ties to even) commutes with
-moving ``t`` by an even multiple of ``u``, so the row is a function ``F`` of the state that
-commutes with every shift by ``2mu`` while everything stays in the binade. Seen twice,
-``F(S) = S + D`` and ``F(S + D) = S + 2D`` give ``F(F(S + 2jD)) = S + (2j + 2)D`` and so every
-row start is ``S + jD``, whatever the parity of ``D / u``. A counter (cycles busy, stalled,
-queued) is a float sum of such constants and obeys the same argument in its own binade. So the
-run is booked only while the latest time any engine holds, and every growing counter, stay in
-the binade they started the probe in, and while no other process's event comes first
-(``env.peek()``); then rows run one by one again and the next probe starts a new run (a long
-loop crosses a few dozen binades). ``J x D`` is exact there (a multiple of ``u`` below
-``2^(e+1)``), and so is every shifted time and counter.
+Why exact although time is a float. In a binade ``[2^e, 2^(e+1))`` every float is a multiple of
+its ulp ``u``; a row adds constants to times, subtracts two times (exact in one binade) and
+compares. Rounding ``t + c`` to ``u`` (nearest, ties to even) commutes with moving ``t`` by an even
+multiple of ``u``, so the row is a function ``F`` commuting with every shift by ``2mu`` while all
+stays in the binade. ``F(S) = S + D`` and ``F(S + D) = S + 2D`` give ``F(F(S + 2jD)) = S + (2j +
+2)D``, so every row start is ``S + jD`` whatever the parity of ``D / u``. A counter is a float sum
+of such constants and obeys the same argument in its own binade. So a run is booked only while
+the latest time any engine holds and every growing counter stay in the binade they started the
+probe in, and no other process's event comes first (``env.peek()``); then rows run one by one
+and the next probe starts a new run. ``J x D`` is exact there (a multiple of ``u`` below
+``2^(e+1)``), as is every shifted time and counter.
 
-Where a record of every request is asked for (a port log), a trace cut at a row limit, a port
-whose request policy is not uniform (no ring to shift, :mod:`dspsim.hw.policy`), or the
-reference engine runs (``elide=False``), every row is simulated: nothing is booked in closed
-form. A whole trace gets the booked rows' trace rows as one block (:class:`~dspsim.probes.
-TraceRun`: the last row's, ``D`` apart, checked alike on the two rows probed), so that what is
-read off a trace (``dspsim run --json``'s stall summary, the timeline) costs no simulated row.
-Nothing here knows an op: the op promises its rows are alike, the state check sees that the
-engines agree.
+With a port log, a trace cut at a row limit, a non-uniform port policy (no ring to shift) or the
+reference engine (``elide=False``) every row is simulated. A whole trace gets the booked rows'
+rows as one block (:class:`~dspsim.probes.TraceRun`: the last row's, ``D`` apart, checked alike
+on the two rows probed). Nothing here knows an op: the op promises alike rows, the state check
+sees that the engines agree.
 """
 
 from __future__ import annotations
