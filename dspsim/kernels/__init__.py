@@ -1,27 +1,20 @@
 """The DSP's kernel library: ``name -> Kernel(loop shape, float32 numerics)``.
 
-A kernel is what a NatureDSP-style C function is on the core: its *loop shape*
-(:class:`dspsim.kernels.shapes.LoopShape`: iterations x II, tail, reduction tree, call overhead)
-gives its cycle cost against TCM or DDR, and its *numerics* compute its result in float32 as
-the C does. The core runs any registered kernel by name (:meth:`dspsim.hw.core.Core.call`); an
-op adds kernels by registering them here.
+A kernel is a NatureDSP-style C function on the core: its *loop shape*
+(:class:`dspsim.kernels.shapes.LoopShape`) gives its cycle cost against TCM or DDR, its
+*numerics* its result in float32 as the C computes it. The core runs a registered kernel by
+name (:meth:`dspsim.hw.core.Core.call`); an op adds kernels by registering them here.
 
-``compute(src, dst, lanes, **args)``: ``src`` is a float32 array of shape ``(n,)`` or
-``(rows, n)`` (a batch of independent calls on rows of ``n`` elements); ``dst`` is a writable
-float32 array of the same shape, or ``None`` for a kernel without output; it returns the C
-function's return value per row (shape ``src.shape[:-1]``: a scalar for 1-D input), a tuple of
-such values, or ``None``. Scalar arguments in ``args`` may be per-row arrays of shape
-``(rows,)``.
-
-Writing a kernel: :mod:`dspsim.kernels.toolkit` has the float32 helpers (each the Vision
-instruction it models) and the loop-segment builders; :mod:`dspsim.kernels.layernorm` is a
-worked example (docs/contributing.md walks through it).
+``compute(src, dst, lanes, **args)``: ``src`` float32 of shape ``(n,)`` or ``(rows, n)`` (a
+batch of calls), ``dst`` a writable array of the same shape or ``None``; returns the C's return
+value per row (a scalar for 1-D input), a tuple of them, or ``None``. Scalar ``args`` may be
+per-row ``(rows,)`` arrays. Writing one: :mod:`dspsim.kernels.toolkit` has the helpers,
+:mod:`dspsim.kernels.layernorm` is the worked example of docs/contributing.md.
 """
 
 from dspsim.kernels.registry import KERNELS, Kernel, get_kernel, register
 
 __all__ = ["KERNELS", "Kernel", "get_kernel", "register"]
 
-# The seed's kernels, memcpy and the int8 fully connected kernel, linked into every firmware
-# image (an op's own kernels are registered when the op imports its kernel module).
+# linked into every firmware image (an op's own kernels register when it imports them)
 from dspsim.kernels import fc_s8, library, memcpy  # noqa: E402, F401

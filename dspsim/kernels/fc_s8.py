@@ -7,29 +7,23 @@
 reference code separately, and the tests hold the two equal bit for bit).
 
 Loop shape (HiFi5 style; the instructions are assumed, the vendor does not publish the
-kernel's inner loop). The kernel takes the rows four at a time; per group of four rows:
+inner loop), per group of four rows:
 
-* the loop over the inputs, one vector of ``V`` bytes (``core.lanes_f32 * 4``; 16 on a HiFi5,
-  128-bit loads) per iteration: four weight loads (``AE_L8X8X2_IP``: ``V`` bytes of each of the
-  four rows), one load of ``V`` input bytes (``AE_L8X8X2_IP``, from TCM: a table load, never an
-  external memory), and three 8-bit MAC operations: two ``AE_MULA8Q8X8`` (each 4 rows x 8
-  bytes = 32 MACs into four 32-bit accumulators) for ``W x`` and one more against a vector of
-  ones for the row sums that ``input_zero_bias`` multiplies. ``II = max(ceil(5 /
+* per iteration, one vector of ``V = 4 core.lanes_f32`` bytes (16 on a HiFi5): four weight
+  loads (``AE_L8X8X2_IP``, ``V`` bytes of each row), one input load (``AE_L8X8X2_IP`` from TCM:
+  a table load), three MACs: two ``AE_MULA8Q8X8`` (4 rows x 8 bytes = 32 MACs each) for ``W x``
+  and one against ones for the row sums ``input_zero_bias`` multiplies. ``II = max(ceil(5 /
   load_store_units), ceil(3 / vector_alu_slots))``: 3 cycles for 64 MACs with two load/store
-  units (the loop is load-bound; 21 MACs a cycle of the 32 the MAC unit could do).
-  The last iteration of a row length that is not a multiple of ``V`` loads the rest.
-* then the epilogue: 8 dependent operations (accumulator halves added, ``input_zero_bias`` x
-  row sums, bias, the saturating left shift ``AE_SLAA32S``, the rounding doubling high multiply
-  ``AE_MULFP32X2RAS``, the rounding right shift, the output zero point, saturate-and-pack to
-  int8 with its store), ``reduction_ops = 8`` x ``core.alu_latency_cycles``.
+  units (load-bound). A row length not a multiple of ``V`` loads the rest in one more.
+* the epilogue: 8 dependent operations (halves added, ``input_zero_bias`` x row sums, bias,
+  ``AE_SLAA32S``, ``AE_MULFP32X2RAS``, the rounding right shift, the zero point,
+  saturate-pack-store), ``reduction_ops = 8`` x ``core.alu_latency_cycles``.
 
-On the core a group of four rows is one "row" of a batch call (``core.call(..., rows=ceil(OUT /
-4))`` with ``n = IN`` 32-bit words: four rows of ``IN`` int8; a last group of fewer rows runs
-whole, its missing rows predicated off, and its buffer holds whole groups): each group pays
-``core.call_overhead_cycles`` (its loop setup: pointers, bias into the accumulators, the
-zero-overhead loop) besides its loop and epilogue. The weights' four row streams are read
-through the memory (or its data cache) as one sequential stream of the group's bytes: the same
-lines, in a different order within the group.
+On the core a group is one row of a batch call (``rows = ceil(OUT / 4)``, ``n = IN`` 32-bit
+words: four rows of ``IN`` int8; a last short group runs whole, its missing rows predicated
+off, its buffer whole groups), each paying ``core.call_overhead_cycles`` (loop setup) besides
+loop and epilogue. A memory (or its data cache) sees the four row streams side by side
+(``interleaved_rows``).
 
 Numerics: the accumulators are 32 bits (a sum that leaves int32 wraps, as the hardware's
 does); the left shift by ``max(out_shift, 0)`` saturates to int32 (``AE_SLAA32S``; TFLite's C
@@ -150,5 +144,5 @@ def _example_args(size: tuple[int, ...]) -> dict[str, Any]:
             "out_multiplier": 1 << 30, "out_shift": 0, "out_zero_bias": 0}
 
 
-FC_S8_KERNEL = register(Kernel("fc_s8", FC_S8, _compute, unit="OUT,IN int8 weights",
-                               call=_call, example_args=_example_args))
+register(Kernel("fc_s8", FC_S8, _compute, unit="OUT,IN int8 weights", call=_call,
+                example_args=_example_args))

@@ -29,10 +29,9 @@ def _vecmul(src: np.ndarray, dst: np.ndarray, lanes: int, scalar: Any) -> None:
     dst[...] = numerics.vecmul(src, scalar)
 
 
-VECMAXF_KERNEL = register(Kernel("vecmaxf", VECMAXF, _vecmaxf, results=1))
-VECSUM_KERNEL = register(Kernel("vecsum", VECSUM, _vecsum, results=1))
-VECEXPF_MAX_KERNEL = register(
-    Kernel("vecexpf_max", VECEXPF_MAX, _vecexpf_max, writes=True, elementwise=True,
-           example_args=lambda size: {"max_value": np.float32(0.0)}))
-VECMUL_KERNEL = register(Kernel("vecmul", VECMUL, _vecmul, writes=True, elementwise=True,
-                                example_args=lambda size: {"scalar": np.float32(1.0)}))
+register(Kernel("vecmaxf", VECMAXF, _vecmaxf, results=1))
+register(Kernel("vecsum", VECSUM, _vecsum, results=1))
+register(Kernel("vecexpf_max", VECEXPF_MAX, _vecexpf_max, writes=True, elementwise=True,
+                example_args=lambda size: {"max_value": np.float32(0.0)}))
+register(Kernel("vecmul", VECMUL, _vecmul, writes=True, elementwise=True,
+                example_args=lambda size: {"scalar": np.float32(1.0)}))

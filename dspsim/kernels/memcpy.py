@@ -1,20 +1,15 @@
 """``memcpy`` on the core: one vector load and one vector store per iteration.
 
-The loop a vectorising compiler (or a hand-written library memcpy) makes of a copy between
-aligned buffers: per iteration one aligned vector load (``IVP_LV2NX8_IP`` on a Vision core,
-``AE_L128_IP`` on a HiFi5) and one aligned vector store of the same width, the last iteration
-variable-length (``..._XP`` forms with a byte count). No priming load: both buffers are aligned
-to the vector. ``II = max(ceil(2 / load_store_units), 1)``.
+A copy between aligned buffers as a vectorising compiler (or a library memcpy) makes it: per
+iteration one aligned vector load (``IVP_LV2NX8_IP`` on a Vision core, ``AE_L128_IP`` on a
+HiFi5) and one store of the same width, the last variable-length (``..._XP`` forms). No priming
+load (aligned buffers). ``II = max(ceil(2 / load_store_units), 1)``. Against TCM the loop is
+pipelined; from an uncached memory every load stalls for its round trip; through a data cache
+the core pays per line missed (:mod:`dspsim.hw.dcache`).
 
-Against TCM the loop is pipelined (one timeout per call); from an uncached memory every vector
-load stalls for its round trip; from a cached one (``[dcache]``, ``cached = true``) the core
-pays per line missed, so a copy from PSRAM through the data cache runs at what the line fills
-deliver (:mod:`dspsim.hw.dcache`).
-
-The kernel counts in 32-bit words like every kernel of the core (``n`` words = ``4 n``
-bytes; ``dspsim run --op kernel --variant memcpy --n WORDS``); the ``copy`` op's memcpy of
-``n`` bytes copies :func:`memcpy_words` words. The bytes are copied exactly (as bytes, never
-as floats).
+The kernel counts 32-bit words like every kernel of the core (``dspsim run --op kernel
+--variant memcpy --n WORDS``); the ``copy`` op's memcpy of ``n`` bytes copies
+:func:`memcpy_words` words. The bytes are copied exactly (as bytes, never as floats).
 """
 
 from __future__ import annotations
@@ -45,5 +40,4 @@ def memcpy_words(nbytes: int) -> int:
     return -(-nbytes // 4)
 
 
-MEMCPY_KERNEL = register(Kernel("memcpy", MEMCPY, _memcpy, writes=True, elementwise=True,
-                                unit="32-bit words"))
+register(Kernel("memcpy", MEMCPY, _memcpy, writes=True, elementwise=True, unit="32-bit words"))

@@ -1,6 +1,5 @@
 """The kernel registry: ``name -> Kernel``; see :mod:`dspsim.kernels`."""
 
-
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -62,9 +61,6 @@ def register(kernel: Kernel) -> Kernel:
 
 
 def get_kernel(name: str) -> Kernel:
-    try:
-        return KERNELS[name]
-    except KeyError:
-        raise DspsimInputError(
-            f"no kernel {name!r}; registered: {', '.join(sorted(KERNELS))}"
-        ) from None
+    if name not in KERNELS:
+        raise DspsimInputError(f"no kernel {name!r}; registered: {', '.join(sorted(KERNELS))}")
+    return KERNELS[name]
