@@ -1,12 +1,10 @@
-"""What the repeat finders share: the engines' state at a few starts, and how far a run of
-alike steps from them may be booked exactly.
+"""What the repeat finders share: the engines' state at a few starts, and how far a run of alike
+steps may be booked exactly.
 
-A step (a row of a row loop, a period of a loop's iterations) that takes the engines from a
-state ``S`` to ``S + D`` twice, every time in one binade, goes on doing so while every time
-and counter stays in that binade (:mod:`dspsim.hw.rowrun` gives the argument): :func:`room`
-counts the steps that fit, :func:`binade` names the binade, :func:`repeats` checks three
-notes and counts the steps that repeat them. :class:`IterationRuns` books runs of alike
-iterations inside one kernel call's walk.
+A step taking the engines from ``S`` to ``S + D`` twice, all in one binade, goes on doing so while
+every time and counter stays in it (:mod:`dspsim.hw.rowrun` gives the argument): :func:`room`
+counts the steps that fit, :func:`repeats` checks three notes. :class:`IterationRuns` books runs
+of alike iterations inside one kernel call's walk.
 """
 
 from __future__ import annotations
@@ -19,9 +17,8 @@ from typing import Any
 @dataclass
 class Snapshot:
     """The engines at a row start (or an iteration's end): ``key`` their state relative to
-    ``now`` (exact where it matters), ``latest`` the latest time any of them holds, ``floats``
-    / ``ints`` the counters, ``rings`` each port's next slot, ``passes`` how many passes were
-    booked and ``last_pass`` a copy of the last one, ``trace_rows`` the trace's length."""
+    ``now``, ``latest`` the latest time held, ``floats`` / ``ints`` the counters, ``rings`` each
+    port's next slot, the passes booked (``last_pass`` a copy of the last), the trace's length."""
 
     now: float
     key: tuple
@@ -41,9 +38,8 @@ def binade(x: float) -> tuple[float, float]:
 
 
 def room(start: float, latest: float, step: float, limit: float | None = None) -> int:
-    """How many more steps of ``step`` (> 0) ``latest`` may take staying below ``limit``
-    (default: the top of the binade of ``start``; every value a multiple of that binade's
-    ulp: integer arithmetic, exact)."""
+    """How many more steps of ``step`` (> 0) ``latest`` may take below ``limit`` (default: the
+    top of ``start``'s binade; all multiples of its ulp: integer arithmetic, exact)."""
     top, u = binade(start)
     limit = top if limit is None else min(limit, top)
     if latest >= limit:
@@ -52,12 +48,10 @@ def room(start: float, latest: float, step: float, limit: float | None = None) -
 
 
 def repeats(notes: list[Snapshot], ports: list[Any], limit: int, peek: float) -> int:
-    """How many more steps like the last of the three ``notes`` (a step apart) repeat it
-    exactly, at most ``limit`` (0: none may be booked): the notes agree relative to their
-    times, each step takes the same time ``d`` and moves every port's ring and every integer
-    counter alike; the steps stay below the top of the binade of the first note's time and
-    before ``peek`` (another process's next event), and each float counter that grows stays
-    in its own binade."""
+    """How many more steps like the last of three ``notes`` repeat it exactly, at most ``limit``
+    (0: none): the notes agree relative to their times, each step takes the same ``d`` and moves
+    every ring and integer counter alike; the steps stay below the first note's binade top and
+    before ``peek`` (another's next event), and each growing float counter in its own binade."""
     s0, s1, s2 = notes
     d = s1.now - s0.now
     if not (s0.key == s1.key == s2.key and s2.now - s1.now == d and d >= 0 and s0.now > 0):
@@ -85,17 +79,12 @@ def repeats(notes: list[Snapshot], ports: list[Any], limit: int, peek: float) ->
 
 
 class IterationRuns:
-    """Runs of alike iterations inside one kernel call's walk, booked at once: the loop of an
-    uncached call (softmax ``direct``: every vector load a round trip to DDR) whose state
-    relative to the walk's clock repeats from one iteration to the next.
-
-    Now and then, at an iteration's end, :meth:`note` reads what the walk owes, its ports'
-    slots and data paths (:meth:`dspsim.hw.port.MemoryPort.relative_state`) and the write
-    buffer relative to the walk's clock, and the counters (the walk's stalls, the ports'
-    contention and bytes). When three notes ``gap`` iterations apart agree as a row loop's
-    three row starts do (the same argument: :mod:`dspsim.hw.rowrun`), the iterations that follow
-    are booked at once, within the binade and before any other process's event. Only for a
-    walk the elided engine drives through no data cache (:meth:`applies`)."""
+    """Runs of alike iterations inside an uncached kernel call's walk (softmax ``direct``: every
+    vector load a round trip to DDR), booked at once. At an iteration's end :meth:`note` now and
+    then reads what the walk owes, its ports' slots and data paths and the write buffer relative
+    to its clock, and the counters; when three notes ``gap`` iterations apart agree (as in
+    :mod:`dspsim.hw.rowrun`) the following iterations are booked, within the binade and before
+    any other event. Elided engine, no data cache only (:meth:`applies`)."""
 
     def __init__(self, env: Any, ports: list[Any], write_buffer: Any, state: Any):
         self.env, self.ports, self.wb, self.state = env, ports, write_buffer, state
@@ -117,9 +106,8 @@ class IterationRuns:
         return at if at > 3 * self.gap else -1
 
     def note(self, now: float, owed: float, left: int) -> tuple[float, int, int]:
-        """At an iteration's end, ``left`` alike ones to go: the walk's clock and the
-        iterations left once the run found (if any) is booked, and how many are left at the
-        next note (-1: none)."""
+        """At an iteration's end, ``left`` to go: the walk's clock and iterations left after any
+        run found is booked, and how many are left at the next note (-1: none)."""
         notes = self.notes
         notes.append(self._snapshot(now, owed))
         if len(notes) == 3:
