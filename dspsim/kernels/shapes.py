@@ -1,18 +1,12 @@
-"""Loop structure of the seed's four SIMD kernels, from which their cycle cost follows.
+"""Loop structure of the kernels, from which their cycle cost follows; the seed's four shapes.
 
-A kernel call is a prologue (call overhead, one priming load) and its *segments*: runs of
-loop iterations that touch memory the same way. Each segment is
-``(count, load_bytes, store_bytes)``: ``count`` iterations, each issuing the listed vector loads
-and stores (0 bytes = a predicated-off access that touches no memory).
-
-Cost of a call, with ``II`` the initiation interval of the main loop:
-
-- against TCM (pipelined):   ``call_overhead + iterations * II + reduction_ops * alu_latency``
-- against DDR (no cache):    each load stalls the core for its round trip, so an iteration costs
-  ``sum(load stalls) + II``; stores are posted to the write buffer and stall only when it is full.
-
-``II = max(ceil(memory ops / load_store_units), ceil(alu ops / vector_alu_slots))`` counts the
-operations the seed's loop body issues per iteration; see each shape below.
+A call is a prologue (call overhead, one priming load) and *segments*: runs of iterations that
+touch memory the same way, ``(count, load_bytes, store_bytes)`` (0 bytes: a predicated-off
+access that touches no memory). With ``II = max(ceil(memory ops / load_store_units), ceil(alu
+ops / vector_alu_slots))`` per iteration of the loop body, a call costs against TCM
+(pipelined) ``call_overhead + iterations * II + reduction_ops * alu_latency``; against DDR (no
+cache) each load stalls the core for its round trip, an iteration ``sum(load stalls) + II``,
+and stores are posted to the write buffer, stalling only when it is full.
 """
 
 from __future__ import annotations
@@ -36,6 +30,8 @@ from dspsim.kernels.toolkit import (
 
 @dataclass(frozen=True)
 class LoopShape:
+    """A kernel's loop: per-iteration operations, its segments and its reduction tail."""
+
     name: str
     data_loads: int  # vector loads of the input per iteration
     table_loads: int  # loads from local constant tables per iteration (never DDR)
@@ -68,11 +64,8 @@ class LoopShape:
 
     def ii_cycles(self, core: Core) -> int:
         mem_ops = self.data_loads + self.table_loads + self.stores
-        return max(
-            1,
-            math.ceil(mem_ops / core.load_store_units),
-            math.ceil(self.alu_ops / core.vector_alu_slots),
-        )
+        return max(1, math.ceil(mem_ops / core.load_store_units),
+                   math.ceil(self.alu_ops / core.vector_alu_slots))
 
     def iterations(self, n: int, lanes: int) -> int:
         return sum(count for count, _, _ in self.segments(n, self.vector_lanes(lanes)))
@@ -82,11 +75,9 @@ class LoopShape:
         if n <= 0:
             return 0
         core = self.on(core)
-        return (
-            core.call_overhead_cycles
-            + self.iterations(n, core.lanes_f32) * self.ii_cycles(core)
-            + self.reduction_ops(core.lanes_f32) * core.alu_latency_cycles
-        )
+        return (core.call_overhead_cycles
+                + self.iterations(n, core.lanes_f32) * self.ii_cycles(core)
+                + self.reduction_ops(core.lanes_f32) * core.alu_latency_cycles)
 
 
 @functools.lru_cache(maxsize=256)
@@ -107,20 +98,12 @@ class DdrCall:
     write_bytes: int
 
 
-def ddr_call(
-    shape: LoopShape,
-    n: int,
-    core: Core,
-    policy: RequestPolicy,
-    load_ddr: bool,
-    store_ddr: bool,
-    port_slots: int = 2,
-) -> DdrCall:
-    """The burst-level walk of :meth:`dspsim.hw.core.Core._stalling_loop`, summed, for a core
-    alone on the port, priced by the memory's ``policy`` (:mod:`dspsim.hw.policy`): each DDR
-    load stalls a read's ``latency + bytes / bandwidth``; a store leaves at the end of its
-    iteration and holds the data path for ``bytes / bandwidth``, which delays the next load
-    (with one port slot, for its whole round trip, a write's latency); a full write buffer
+def ddr_call(shape: LoopShape, n: int, core: Core, policy: RequestPolicy, load_ddr: bool,
+             store_ddr: bool, port_slots: int = 2) -> DdrCall:
+    """:meth:`dspsim.hw.core.Core._stalling_loop`'s burst-level walk summed, the core alone on
+    the port, priced by ``policy``: a DDR load stalls a read's ``latency + bytes / bandwidth``;
+    a store leaves at the end of its iteration and holds the data path ``bytes / bandwidth``,
+    delaying the next load (with one port slot, also a write's latency); a full write buffer
     bounds an iteration below by a store's round trip / entries. Stores with no DDR load:
     :func:`posted_stores_call`."""
     if n <= 0:
@@ -177,14 +160,13 @@ def posted_store_bytes(shape: LoopShape, n: int, lanes: int, entries: int) -> in
 
 def posted_stores_call(shape: LoopShape, n: int, core: Core, policy: RequestPolicy,
                        port_slots: int) -> DdrCall:
-    """A call whose loads are in TCM and whose stores go to uncached DDR, the core alone on the
-    port: store ``i`` is posted at the end of its iteration once the write buffer has room
-    (store ``i - E`` done, ``E`` = ``core.write_buffer_entries``); on the port it crosses the
-    data path in ``bytes / B`` and holds its slot a write's ``L`` more (``policy``). The core
-    returns once it has posted the last store, so the call takes the larger of its own issue
-    (the TCM cycles) and the wait for store ``N - 1 - E``: the first iteration, then
+    """Loads in TCM, stores to uncached DDR, the core alone on the port: store ``i`` is posted
+    at the end of its iteration once the write buffer has room (store ``i - E`` done, ``E`` =
+    ``core.write_buffer_entries``), crosses in ``bytes / B`` and holds its slot a write's ``L``
+    more. The core returns once it posted the last store: the larger of its issue (TCM cycles)
+    and the wait for store ``N - 1 - E`` (the first iteration, then
     :func:`~dspsim.hw.policy.transfer_cycles` of the first ``N - E`` stores with ``min(E, m)`` in
-    flight (exact when either paces the whole call; the last ``E`` stores cross after it)."""
+    flight): exact when either paces the whole call; the last ``E`` stores cross after it."""
     core = shape.on(core)
     issue = shape.tcm_cycles(n, core)
     total = sum(count * sum(stores) for count, _, stores in shape.segments(n, core.lanes_f32))
@@ -209,15 +191,13 @@ class DdrWalk:
     stall_cycles: float  # the core waiting on DDR
     loads: int  # requests: vector loads (each stalls the core)
     stores: int  # requests: posted vector stores
-    must_cross_bytes: int  # bytes that cross before the last call returns (all but the last
-    # posted store)
+    must_cross_bytes: int  # crossing before the last call returns: all but the last store
 
 
 def last_stores(shape: LoopShape, n: int, lanes: int) -> tuple[int, ...]:
-    """Bytes of the stores a call posts in its last iteration that touches memory, when its
-    last request is a store (loads come first in an iteration), else ``()``: what the call
-    leaves on the port when it returns. A last iteration that loads and stores nothing (the
-    seed's ``vecmul`` when n is a multiple of the lanes) waited for every earlier store."""
+    """Bytes of the stores of a call's last iteration that touches memory when its last request
+    is a store (loads come first), else ``()``: what it leaves on the port when it returns (a
+    last iteration that only loads, ``vecmul`` with n a multiple of the lanes, waited)."""
     for count, loads, stores in reversed(shape.segments(n, shape.vector_lanes(lanes))):
         if count <= 0:
             continue
@@ -240,19 +220,12 @@ def ddr_requests(shape: LoopShape, n: int, lanes: int, store_ddr: bool) -> tuple
 
 
 @functools.lru_cache(maxsize=4096)
-def ddr_call_sequence(
-    calls: tuple[tuple[LoopShape, bool], ...],
-    n: int,
-    core: Core,
-    policy: RequestPolicy,
-    port_slots: int,
-    repeat: int = 1,
-) -> DdrWalk:
-    """``calls`` (each ``(shape, stores to DDR)``, every load from DDR) one after another on
-    ``n`` elements, the whole sequence ``repeat`` times: :func:`ddr_call` per call, plus the
-    hand-over between calls: the previous call's last posted store still holds the data path
-    (with one port slot, the slot) when the next call's first load issues after its call
-    overhead. Exact up to rounding for the core alone on the port."""
+def ddr_call_sequence(calls: tuple[tuple[LoopShape, bool], ...], n: int, core: Core,
+                      policy: RequestPolicy, port_slots: int, repeat: int = 1) -> DdrWalk:
+    """``calls`` (each ``(shape, stores to DDR)``, loads from DDR) in turn on ``n`` elements,
+    ``repeat`` times: :func:`ddr_call` each, plus the hand-over: the previous call's last posted
+    store still holds the data path (one port slot: the slot) when the next call's first load
+    issues after its call overhead. Exact up to rounding for the core alone on the port."""
     slot_blocks = port_slots == 1
     read = write = loads = stores = 0
     cycles = stall = 0.0

@@ -1,18 +1,13 @@
 """What a kernel author needs: float32 helpers that compute as the Vision (IVP) instructions do,
 and the loop-segment builders of the usual NatureDSP-style loops.
 
-A kernel is a :class:`~dspsim.kernels.shapes.LoopShape` (its loop: vector loads, stores and ALU
-operations per iteration, :data:`Segment` runs for the tail, the reduction tree; the cost
-follows) and float32 numerics that take a ``(n,)`` call or a ``(rows, n)`` batch of calls and
-give each row bit for bit the 1-D call's result. The helpers here are the pieces those numerics
-are made of; each names the instruction (or loop) it models. The shared assumptions about the
-instructions (NaN, fused multiply-add, the lane-reduction tree, rounding) are collected in
-:mod:`dspsim.kernels.numerics`' docstring.
+A kernel is a :class:`~dspsim.kernels.shapes.LoopShape` (per-iteration operations,
+:data:`Segment` runs, the reduction tree; the cost follows) and float32 numerics giving each row
+of a ``(rows, n)`` batch bit for bit the 1-D call's result, built of these helpers (each names
+the instruction it models; the shared assumptions are in :mod:`dspsim.kernels.numerics`).
+Typically::
 
-A kernel's numerics, typically::
-
-    x = as_f32(src)                       # (n,) or (rows, n), float32
-    xb = as_batch(x)                      # (rows, n)
+    x, xb, empty = reduction_input(src, lanes)   # float32, its (rows, n); 0.0f if n == 0
     vectors = padded_iterations(xb, lanes, -0.0)   # IVP_LAN_2XF32_IP x2, predicated tail
     acc = sequential_sum(vectors)         # two accumulators of IVP_ADDN_2XF32
     return reduction_result(radd(acc), x) # acc0 + acc1, IVP_RADDN_2XF32; scalar for a 1-D call
@@ -60,9 +55,8 @@ def as_batch(x: np.ndarray) -> np.ndarray:
 
 
 def row_scalar(value: float | np.ndarray, x: np.ndarray) -> np.float32 | np.ndarray:
-    """A kernel's scalar argument in float32 (the C's ``float32_t`` splat into a vector
-    register): a scalar, or for a batch ``x`` of shape ``(rows, n)`` a per-row ``(rows,)``
-    array, returned as a ``(rows, 1)`` column that broadcasts along each row."""
+    """A kernel's scalar argument (the C's ``float32_t`` splat) in float32: a scalar, or for a
+    batch ``x`` one value per row, returned as a ``(rows, 1)`` column."""
     v = np.asarray(value)
     if v.ndim == 0:
         return F32(v)
@@ -100,18 +94,16 @@ def reduction_input(x: np.ndarray, lanes: int
 
 
 def scalar_result(v: np.ndarray) -> np.float32 | np.ndarray:
-    """A scalar step's float32 result (the core's scalar FPU), NaN canonical: an
-    ``np.float32`` for a 0-D value, else the array."""
+    """A scalar FPU step's float32 result, NaN canonical: ``np.float32`` if 0-D, else the array."""
     v = canonical_nan(np.asarray(v, F32))
     return F32(v) if v.ndim == 0 else v
 
 
 # ----------------------------------------------------------------------------- loops
 def padded_iterations(x: np.ndarray, lanes: int, pad: float) -> np.ndarray:
-    """``x`` (``(rows, n)``) as ``(rows, iterations, 2, lanes)``: the vectors a loop of two
-    ``IVP_LAN_2XF32_IP`` loads per iteration reads, the predicated tail
-    (``IVP_LAVN_2XF32_XP``, its lanes past the end left alone) filled with ``pad`` (the
-    operation's identity: ``-0.0`` for an add, ``-inf`` for a max)."""
+    """``x`` (``(rows, n)``) as the ``(rows, iterations, 2, lanes)`` vectors of two
+    ``IVP_LAN_2XF32_IP`` loads per iteration, the predicated tail (``IVP_LAVN_2XF32_XP``) padded
+    with the operation's identity ``pad`` (``-0.0`` for an add, ``-inf`` for a max)."""
     rows, n = x.shape
     per_iter = 2 * lanes
     iterations = -(-n // per_iter)
@@ -171,13 +163,9 @@ def fma_f32(a: np.ndarray, b: np.ndarray | np.float32, c: np.ndarray | np.float3
 
 def add_exact_f32(p: np.ndarray, c: np.ndarray | np.float32) -> np.ndarray:
     """``p + c`` rounded once to float32, for a float64 ``p`` holding an exact float32 product
-    (so ``IVP_MULAN_2XF32``'s ``fma(a, b, c) = add_exact_f32(float64(a) * float64(b), c)``).
-
-    The float64 sum is turned into its round-to-odd value (truncate, then set the last bit if
-    anything was lost, the lost part coming from an exact TwoSum); rounding a round-to-odd
-    float64 to float32 is then the correctly rounded fused result, with no double-rounding
-    error.
-    """
+    (``fma(a, b, c) = add_exact_f32(float64(a) * float64(b), c)``). The float64 sum is made
+    round-to-odd (truncated, the last bit set if an exact TwoSum lost anything), which rounds to
+    float32 as the correctly rounded fused result, with no double-rounding error."""
     p = np.asarray(p, np.float64)
     c64 = np.asarray(c, np.float64)
     s = np.asarray(p + c64)
@@ -227,11 +215,9 @@ def one_vector_variable_segments(n: int, lanes: int) -> list[Segment]:
 
 def one_vector_extra_segments(n: int, lanes: int) -> list[Segment]:
     """An elementwise loop of ``n // lanes`` iterations (``IVP_LAN_2XF32_IP`` /
-    ``IVP_SAN_2XF32_IP``), then one more whole aligning load and a variable store of the rest.
-
-    The extra iteration always loads a whole vector, even when n is a multiple of the lane
-    count (the seed's ``vecmul`` reads up to one vector past the array's end); it then stores
-    nothing, so the call's last request is a load."""
+    ``IVP_SAN_2XF32_IP``), then one whole aligning load and a variable store of the rest: a
+    whole vector even when n is a multiple of the lanes (the seed's ``vecmul`` reads up to one
+    vector past the end), then storing nothing, so the call's last request is a load."""
     vb = 4 * lanes
     full, rest = divmod(n, lanes)
     return [(full, (vb,), (vb,)), (1, (vb,), (4 * rest,))]
