@@ -1,49 +1,43 @@
 """Kernel calls on a memory the core reaches through its data cache, in closed form.
 
 The direct variants of the row-wise ops and of softmax walk their arrays with the seed's
-kernels; on a cached memory (:mod:`dspsim.hw.dcache`) the core pays per line missed, not per
-vector load. This module gives the lines each call misses and what that costs, without
-walking a single line, for calls that sweep their arrays front to back in lock step (every
-kernel here does).
+kernels; on a cached memory (:mod:`dspsim.hw.dcache`) the core pays per line missed. This
+module gives each call's missed lines and their cost without walking a line, for calls that
+sweep their arrays front to back in lock step (every kernel here does).
 
-**Which lines miss.** The cache is taken as fully associative with LRU replacement over
-``C = capacity / line`` lines (the simulated cache is ``ways``-way set associative; a
-sequential sweep spreads evenly over the sets, so the two agree up to a set's rounding). Line
-``i`` of array ``A`` hits in call ``k`` iff fewer than ``C`` other lines were touched since
-``A``'s line ``i`` was last touched in call ``j``: the *reuse distance*
+**Which lines miss.** The cache is taken as fully associative LRU over ``C = capacity / line``
+lines (the simulated one is ``ways``-way set associative; a sequential sweep spreads evenly
+over the sets, so the two agree up to a set's rounding). Line ``i`` of array ``A`` hits in call
+``k`` iff fewer than ``C`` other lines were touched since its last touch in call ``j``: the
+*reuse distance* (``L`` lines per array)
 
     d(i) = (L - 1) + sum over arrays touched strictly between j and k of L
                    + (L - 1) for each array in both j and k
                    + (L - 1 - i) for each array in j only + i for each array in k only
 
-(``L`` lines per array) is linear in ``i``, so the hits of a call are a count of integers
-under a line: no loop over lines. The first touch of a line misses (write-allocate: a store
-miss fetches the line too, with ``write_back``; with ``write_through`` stores bypass the
-cache and go to the port as uncached posted stores).
+is linear in ``i``, so a call's hits are a count of integers under a line. A first touch misses
+(write-allocate: with ``write_back`` a store miss fetches the line; with ``write_through``
+stores bypass the cache as uncached posted stores).
 
-**What it costs.** A line fill holds the port for ``F = latency + line / bandwidth``.
-
-- Blocking misses (no prefetch): the core waits for each missed line in turn: a call costs
-  its TCM cycles plus ``misses x F``.
-- Next-line prefetch: a stream that misses runs ahead one line, so each line costs the larger
-  of the core's cycles per line and the port's: ``F`` per stream's line one at a time, the
-  lines of all the call's missing streams on the data path (``streams x line / bandwidth``;
-  ``streams x F`` with one request slot). The call costs its TCM cycles, one ``F`` for the
-  first miss, and the excess of that period over the core's per line on every missed line.
-- A call takes at least the port's own time: its fills (and the write-backs below) and, with
-  ``write_through``, its vector stores, one posted request each, back to back.
+**What it costs.** A line fill holds the port ``F = latency + line / bandwidth``. Blocking
+misses (no prefetch): a call costs its TCM cycles plus ``misses x F``. Next-line prefetch: a
+missing stream runs one line ahead, so a line costs the larger of the core's cycles per line
+and the port's (``F`` per stream's line one at a time; on the data path the lines of all the
+call's missing streams, ``streams x line / bandwidth``, ``streams x F`` with one request slot):
+the call costs its TCM cycles, one ``F`` for the first miss, and the excess of that period over
+the core's per line on every missed line. A call takes at least the port's own time: its fills,
+the write-backs below and, with ``write_through``, its vector stores, one posted request each.
 
 Dirty lines a write-back cache evicts are posted (the core does not wait) but share the port
-with the fills: a dirty line missed again was written back in between, and dirty lines left
-at the end are written back as later rows evict them, but for the last lines touched. The
-estimate spreads their port time over the calls that miss once something is dirty.
+with the fills: a dirty line missed again was written back in between, and dirty lines left at
+the end are written back as later rows evict them, but for the last lines touched; their port
+time is spread over the calls that miss once something is dirty.
 
-Lower bounds (exact, whatever the sets do): the lines of every byte the calls touch must be
-fetched once (``compulsory_lines``, at least ``ceil(bytes / line)``): ``dma_bound_cycles`` =
-those bytes, with ``write_through`` plus the stores but the last ``core.write_buffer_entries``
-(still posted when the last call returns), / bandwidth; ``latency_bound_cycles`` = their
-round trips, one at a time with blocking misses (the core waits for each), else over the
-memory's request slots.
+Lower bounds (exact, whatever the sets do): every touched byte's line is fetched once
+(``compulsory_lines``, at least ``ceil(bytes / line)``): ``dma_bound_cycles`` = those bytes
+(with ``write_through`` plus the stores but the last ``core.write_buffer_entries``, still
+posted when the last call returns) / bandwidth; ``latency_bound_cycles`` = their round trips,
+one at a time with blocking misses, else over the memory's request slots.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Two NatureDSP-style kernels for LayerNorm, their loop shapes, and the row chain they serve.
 
-LayerNorm normalises each row of ``C`` elements: ``y = (x - mean) / sqrt(var + eps)`` with the
-biased variance. Subtracting a float32 mean first and then correcting for its error avoids the
-cancellation of ``E[x^2] - mean^2`` when the mean is large against the spread:
+LayerNorm normalises each row of ``C`` elements, ``y = (x - mean) / sqrt(var + eps)`` (biased
+variance); subtracting a float32 mean, then correcting for its error, avoids the cancellation of
+``E[x^2] - mean^2`` when the mean is large against the spread:
 
 1. ``s = vecsum(x)`` (the seed's kernel); ``mean_hi = float32(s * float32(1/C))``.
 2. ``(sum_d, sum_d2) = vecsumsq_dev(x, mean_hi)``: with ``d = x - mean_hi``, the float32 sums
@@ -136,19 +136,15 @@ def layernorm_rstd(sum_d: np.float32 | np.ndarray, sum_d2: np.float32 | np.ndarr
 
 
 def layernorm_rows(x2d: np.ndarray, eps: float, lanes: int) -> np.ndarray:
-    """LayerNorm of each row of ``x2d`` (shape ``(rows, cols)``, or one row ``(cols,)``) through
-    the kernels, exactly as the op chains them: ``vecsum`` -> :func:`layernorm_mean_hi` ->
-    :func:`vecsumsq_dev` -> :func:`layernorm_rstd` -> :func:`vecnorm`. Returns float32, shaped
-    like ``x2d``.
+    """LayerNorm of each row of ``x2d`` (``(rows, cols)`` or ``(cols,)``) through the kernels,
+    chained as the op does (steps 1-4 above); float32, shaped like ``x2d``.
 
-    Accuracy (measured in tests/test_layernorm_kernels.py against float64): within
-    ``max(1e-5 * |ref|, 1e-6)`` elementwise on normal data of sigma 1e-3 to 1e3 offset by up to
-    1e5, uniform data, rows of 1 to 1000 elements, constant rows (within 1e-6 of 0, never NaN)
-    and outlier rows. The worst element seen is ~0.05 of that tolerance with 32 lanes
-    (relative error ~2-4e-7) and ~0.15 with 1 lane (longer sequential sums, up to ~1.4e-6).
-    Limit: the square sum is float32, so deviations ``|x - mean_hi|`` beyond ~1.8e19 overflow it
-    (a constant row of magnitude above ~1e26, whose ``mean_hi`` is off by a few ulps, included);
-    ``var`` is then +inf (the row normalises to 0) or NaN.
+    Accuracy (tests/test_layernorm_kernels.py, against float64): within ``max(1e-5 |ref|,
+    1e-6)`` on normal data of sigma 1e-3 to 1e3 offset by up to 1e5, uniform, outlier and
+    constant rows (within 1e-6 of 0, never NaN), 1 to 1000 elements; worst ~0.05 of that with
+    32 lanes (relative ~2-4e-7), ~0.15 with 1 lane (up to ~1.4e-6). Limit: the square sum is
+    float32, so ``|x - mean_hi|`` beyond ~1.8e19 overflows it (so does a constant row above
+    ~1e26, its ``mean_hi`` a few ulps off): ``var`` is then +inf (the row normalises to 0) or NaN.
     """
     x = as_f32(x2d)
     cols = x.shape[-1]
@@ -170,10 +166,8 @@ def compute_vecnorm(src: np.ndarray, dst: np.ndarray, lanes: int, mean: float | 
                     r: float | np.ndarray, rstd: float | np.ndarray) -> None:
     """Writes ``((src - mean) - r) * rstd`` into ``dst``."""
     if dst is None or np.shape(dst) != np.shape(src):
-        raise DspsimInputError(
-            f"vecnorm needs a destination shaped like its source {np.shape(src)}, "
-            f"got {None if dst is None else np.shape(dst)}"
-        )
+        raise DspsimInputError(f"vecnorm needs a destination shaped like its source "
+                               f"{np.shape(src)}, got {None if dst is None else np.shape(dst)}")
     dst[...] = vecnorm(src, mean, r, rstd)
 
 

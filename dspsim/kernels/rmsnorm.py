@@ -69,14 +69,12 @@ def rmsnorm_rstd(ss: np.float32 | np.ndarray, cols: int, eps: float
 
 def rmsnorm_rows(x2d: np.ndarray, eps: float, lanes: int) -> np.ndarray:
     """RMSNorm of each row of ``x2d`` (``(rows, cols)`` or ``(cols,)``) through the kernels,
-    as the op chains them: :func:`vecsumsq` -> :func:`rmsnorm_rstd` -> ``vecmul``.
-
-    Accuracy (tests/test_rmsnorm.py, against float64): within ``max(1e-5 |ref|, 1e-6)`` on
-    normal data of sigma 1e-4 to 1e4 offset by up to 1e5, uniform, constant and tiny rows
-    (``|x|`` down to 1e-30, where ``eps`` dominates). Limits: the square sum is float32, so
-    ``|x|`` beyond ~1.8e19 overflows it (the row scales to 0); with ``eps = 0`` a row whose
-    squares all underflow (``|x|`` below ~1e-23) gives inf or NaN.
-    """
+    as the op chains them: :func:`vecsumsq` -> :func:`rmsnorm_rstd` -> ``vecmul``. Accuracy
+    (tests/test_rmsnorm.py, against float64): within ``max(1e-5 |ref|, 1e-6)`` on normal data of
+    sigma 1e-4 to 1e4 offset by up to 1e5, uniform, constant and tiny rows (``|x|`` down to
+    1e-30, where ``eps`` dominates). Limits: ``|x|`` beyond ~1.8e19 overflows the float32 square
+    sum (the row scales to 0); with ``eps = 0`` a row whose squares all underflow (``|x|`` below
+    ~1e-23) gives inf or NaN."""
     x = as_f32(x2d)
     cols = x.shape[-1]
     if cols == 0:
