@@ -1,16 +1,14 @@
 """What every engine of one run shares, attached to the platform once.
 
-Observers (the trace recorder, the access log, the warnings) and the run's switches (move
-values, elide events, the fidelity, the port logs) live in one :class:`RunContext` that the
-platform builds and hands to each engine it wires, the way ns.py attaches a monitor to a port,
-instead of threading each through every constructor.
+Observers (trace recorder, access log, warnings) and the run's switches (move values, elide
+events, fidelity, port logs) live in one :class:`RunContext` the platform hands each engine it
+wires (as ns.py attaches a monitor to a port), not threaded through every constructor.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import simpy
 
@@ -35,5 +33,3 @@ class RunContext:
         them through its DSP, the core's engines stamp them on what they record."""
         return self._labels.setdefault(core, Labels())
 
-    def describe(self) -> dict[str, Any]:
-        return {"data": self.data, "elide": self.elide, "fidelity": self.fidelity}

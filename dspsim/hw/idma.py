@@ -199,10 +199,8 @@ class IdmaChannel:
         module doc)."""
         src_pitch, dst_pitch = check_block(src, dst, nbytes, rows, src_pitch, dst_pitch)
         if not (src.external or dst.external):
-            raise DspsimInputError(
-                f"iDMA copy {src!r} -> {dst!r}: one side must be an external memory "
-                "(TCM-to-TCM not modelled)"
-            )
+            raise DspsimInputError(f"iDMA copy {src!r} -> {dst!r}: one side must be an external "
+                                   "memory (TCM-to-TCM not modelled)")
         if src.external and dst.external and self.tcm_end_required:
             raise DspsimInputError(
                 f"iDMA copy {src!r} -> {dst!r}: between two external ends; one end of a "
@@ -234,17 +232,8 @@ class IdmaChannel:
             self.completed += 1
             self._issued.popleft()
             self.current = None
-            self.recorder.record(
-                self.name,
-                t.kind,
-                f"#{t.index}",
-                t.start,
-                t.end,
-                t.nbytes,
-                t.tile,
-                t.pass_name,
-                t.buffer,
-            )
+            self.recorder.record(self.name, t.kind, f"#{t.index}", t.start, t.end, t.nbytes,
+                                 t.tile, t.pass_name, t.buffer)
             t.done.succeed()
 
     def _log_accesses(self, t: Transfer) -> None:

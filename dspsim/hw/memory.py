@@ -30,8 +30,6 @@ class Ptr:
         """Whether the pointer is into an external memory (reached through a port), not TCM."""
         return self.mem.port is not None
 
-    in_ddr = external  # the older name, from when DDR was the one external memory
-
     @property
     def requested(self) -> bool:
         """Whether the core's loads and stores through the pointer are requests on a port: an
@@ -47,9 +45,8 @@ class Memory:
     external memory has the ``port`` its requests go through (set by the platform) and may be
     reached by the core through its data cache (``cached``); a DataRAM has neither."""
 
-    def __init__(
-        self, name: str, kind: str, base: int, size_bytes: int, data: bool, bank: int = -1
-    ):
+    def __init__(self, name: str, kind: str, base: int, size_bytes: int, data: bool,
+                 bank: int = -1):
         self.name = name
         self.bank = bank  # DataRAM index for TCM, -1 for an external memory
         self.kind = kind  # "memory" (external) or "tcm"
@@ -86,8 +83,7 @@ class Memory:
                 raise AllocationError(
                     f"{what} of {size_bytes} bytes does not fit {self.name} "
                     f"({max(free, 0)} bytes free of {self.size_bytes}); allowed: a smaller "
-                    f"input, a larger {self.name}.size_bytes, or the array in another memory"
-                )
+                    f"input, a larger {self.name}.size_bytes, or the array in another memory")
             self._next = start + size_bytes
         backing = np.zeros(size_bytes, np.uint8) if self.data else None
         i = bisect.bisect_left(self._starts, start)
@@ -127,18 +123,16 @@ class Memory:
             self._holes.insert(k, (lo, hi))
 
     def locate(self, addr: int, nbytes: int) -> tuple[np.ndarray, int]:
-        """The allocation holding ``nbytes`` at ``addr``: its backing and the offset in it
-        (the backing is None with the data path off); an AllocationError when the range is
-        outside every allocation or runs past its end."""
+        """The backing (None with the data path off) and offset of ``nbytes`` at ``addr``; an
+        AllocationError when the range is outside every allocation or runs past its end."""
         i = bisect.bisect_right(self._starts, addr) - 1
         if i < 0:
             raise AllocationError(f"{self.name} address 0x{addr:x} is outside any allocation")
         start, size, backing = self._blocks[i]
         off = addr - start
         if off + nbytes > size:
-            raise AllocationError(
-                f"{self.name} access 0x{addr:x}+{nbytes} runs past its allocation of {size} bytes"
-            )
+            raise AllocationError(f"{self.name} access 0x{addr:x}+{nbytes} runs past its "
+                                  f"allocation of {size} bytes")
         return backing, off
 
     def f32(self, ptr: Ptr, n: int) -> np.ndarray:

@@ -22,10 +22,8 @@ class TileManager:
 
     def __init__(self, cfg: Tcm, data: bool, prefix: str = ""):
         stride = max(TCM_STRIDE, cfg.bank_bytes)
-        self.banks = [
-            Memory(f"{prefix}dram{i}", "tcm", TCM_BASE + i * stride, cfg.bank_bytes, data, bank=i)
-            for i in range(cfg.banks)
-        ]
+        self.banks = [Memory(f"{prefix}dram{i}", "tcm", TCM_BASE + i * stride, cfg.bank_bytes,
+                             data, bank=i) for i in range(cfg.banks)]
         for bank in self.banks:
             bank.add_block(cfg.bank_bytes, 1, f"DataRAM {bank.name}")
         self._used: list[list[tuple[int, int]]] = [[] for _ in self.banks]  # sorted (start, end)
@@ -38,14 +36,11 @@ class TileManager:
 
     def allocate(self, size_bytes: int, colour: int, alignment: int) -> Ptr:
         if not 0 <= colour < len(self.banks):
-            raise AllocationError(
-                f"bank colour {colour} does not exist; allowed 0 to {len(self.banks) - 1}"
-            )
+            raise AllocationError(f"bank colour {colour} does not exist; allowed 0 to "
+                                  f"{len(self.banks) - 1}")
         if size_bytes <= 0 or alignment <= 0 or alignment & (alignment - 1):
-            raise AllocationError(
-                f"buffer of {size_bytes} bytes aligned to {alignment}: size must be positive "
-                "and alignment a power of two"
-            )
+            raise AllocationError(f"buffer of {size_bytes} bytes aligned to {alignment}: size must "
+                                  "be positive and alignment a power of two")
         bank = self.banks[colour]
         used = self._used[colour]
         cursor = bank.base
@@ -58,8 +53,7 @@ class TileManager:
         free = bank.size_bytes - sum(e - s for s, e in used)
         raise AllocationError(
             f"buffer of {size_bytes} bytes (alignment {alignment}) does not fit DataRAM colour "
-            f"{colour}: {free} of {bank.size_bytes} bytes free; use smaller tiles or buffers"
-        )
+            f"{colour}: {free} of {bank.size_bytes} bytes free; use smaller tiles or buffers")
 
     def free(self, ptr: Ptr) -> None:
         for bank, used in zip(self.banks, self._used):

@@ -1,9 +1,7 @@
-"""The platform as the exact fast-forwards see it: what :mod:`dspsim.hw.rowrun` and
-:mod:`dspsim.hw.looprun` read and move of a DSP core and of the platform around it.
-
-:class:`dspsim.platform.Dsp` and :class:`dspsim.platform.Platform` are the ones a run builds;
-they hand themselves to a row loop or a loop run, which name them by these views. Declared
-here, below the platform, so that the platform imports the fast-forwards and never the reverse.
+"""The platform as the fast-forwards (:mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`) see it:
+what they read and move of a core and its platform (:class:`dspsim.platform.Dsp`,
+:class:`~dspsim.platform.Platform`). Declared below the platform, so that the platform imports
+the fast-forwards and never the reverse.
 """
 
 from __future__ import annotations
