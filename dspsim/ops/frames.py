@@ -46,19 +46,10 @@ def IDMA_WAIT(dsp: Dsp, channel: int, vret: Transfer | None, kind: str) -> Proc:
     yield from dsp.core.idma_wait(vret, kind, quirk=UNWRITTEN_HANDLE)
 
 
-def hb_dsp_ping_pong_frame(
-    dsp: Dsp,
-    dst: Ptr,
-    src: Ptr,
-    src_idma: list[Ptr],
-    dst_idma: list[Ptr],
-    length: int,
-    func: TileFunc,
-    func_out: list,
-    func_in: Any,
-    with_out_idma: bool = True,
-    block_elems: int = 0,
-) -> Proc:
+def hb_dsp_ping_pong_frame(dsp: Dsp, dst: Ptr, src: Ptr, src_idma: list[Ptr],
+                           dst_idma: list[Ptr], length: int, func: TileFunc, func_out: list,
+                           func_in: Any, with_out_idma: bool = True, block_elems: int = 0
+                           ) -> Proc:
     """One pass over ``length`` float32 in tiles of ``block_elems`` (the seed's
     ``TILE_SIZE >> 2``) through two TCM buffers: prefetch tiles 0 and 1 on channels 0 and 1;
     per tile wait for its input (and, writing back, for the buffer's previous output), run
@@ -85,9 +76,8 @@ def hb_dsp_ping_pong_frame(
         block = min(block, length - block_start)
         block_size = block << 2
         size[1] = block
-        vret_in[1] = yield from IDMA_COPY(
-            dsp, HB_IDMA_CH1, src + block_start, src_idma[1], block_size, tile_in
-        )
+        vret_in[1] = yield from IDMA_COPY(dsp, HB_IDMA_CH1, src + block_start, src_idma[1],
+                                          block_size, tile_in)
         tile_in += 1
         block_start += block
 
@@ -110,9 +100,8 @@ def hb_dsp_ping_pong_frame(
         if with_out_idma:
             yield from IDMA_WAIT(dsp, ping_pong, vret_out[ping_pong], "wait_out")
         dsp.labels.tile = tile
-        yield from func(
-            dsp, dst_idma[ping_pong], src_idma[ping_pong], size[ping_pong], func_out, func_in
-        )
+        yield from func(dsp, dst_idma[ping_pong], src_idma[ping_pong], size[ping_pong],
+                        func_out, func_in)
 
         if with_out_idma:
             vret_out[ping_pong] = yield from IDMA_COPY(
@@ -124,9 +113,8 @@ def hb_dsp_ping_pong_frame(
             block = min(block, length - block_start)
             block_size = block << 2
             size[ping_pong] = block
-            vret_in[ping_pong] = yield from IDMA_COPY(
-                dsp, ping_pong, src + block_start, src_idma[ping_pong], block_size, tile_in
-            )
+            vret_in[ping_pong] = yield from IDMA_COPY(dsp, ping_pong, src + block_start,
+                                                      src_idma[ping_pong], block_size, tile_in)
             tile_in += 1
             block_start += block
         ping_pong ^= 0x1

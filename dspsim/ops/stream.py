@@ -1,25 +1,16 @@
-"""The seed's ping-pong frame, generalised (any op: softmax's online, multibuffer and rows
-schedules, an op file's nbuffer): ``k`` TCM buffers, any channel assignment, and
-every wait that makes it correct (``hb_dsp_stream_frame``).
+"""The seed's ping-pong frame generalised (``hb_dsp_stream_frame``; softmax's online,
+multibuffer and rows schedules, an op file's nbuffer): one pass over ``length`` float32 in
+tiles of ``block``, as :func:`dspsim.ops.frames.hb_dsp_ping_pong_frame`, but
 
-Like :func:`dspsim.ops.frames.hb_dsp_ping_pong_frame` it runs one pass over ``length`` float32
-in tiles of ``block``: prefetch, per tile wait for its input, run ``func`` in TCM (in place),
-copy the tile out when the pass writes back, prefetch the tile ``k`` ahead into the buffer.
-What differs:
+- ``k`` buffers (``bufs``), tile i in buffer i % k; tile i's input on ``ins[i % len(ins)]``,
+  its output on ``outs[i % len(outs)]`` (:func:`stream_channels`);
+- a buffer's refill waits for its output copy when that runs on another channel (FIFO order
+  protects only one channel), deferred by one tile: after tile i's output is programmed, the
+  frame waits for tile i - 1's and refills that buffer with tile i - 1 + k;
+- no handle is waited on before it is written (the seed's ``unwritten_handle``), and the end
+  waits for *every* output copy (the seed's ``unwaited_copy``).
 
-- ``k`` buffers (``bufs``), tile i in buffer i % k;
-- channels from :func:`stream_channels`: tile i's input on
-  ``ins[i % len(ins)]``, its output on ``outs[i % len(outs)]``;
-- the refill of a buffer waits for the buffer's output copy when that copy runs on another
-  channel than the refill (FIFO order protects it only on one channel). The wait is deferred
-  by one tile: after tile i is computed and its output programmed, the frame waits for tile
-  i - 1's output and refills that buffer with tile i - 1 + k, so the core never waits for the
-  copy it has just programmed;
-- no handle is waited on before it is written (the seed's ``unwritten_handle``), and at the
-  end the frame waits for *every* output copy, not only the last (the seed's
-  ``unwaited_copy``).
-
-``func(dsp, out_addr, in_addr, size, state, tile)`` runs one tile in TCM.
+``func(dsp, out_addr, in_addr, size, state, tile)`` runs one tile in TCM, in place.
 """
 
 from __future__ import annotations
@@ -38,15 +29,9 @@ StreamFunc = Callable[["Dsp", Ptr, Ptr, int, Any, int], Proc]
 
 
 def stream_channels(policy: str, channels: int, write_back: bool) -> tuple[list[int], list[int]]:
-    """(input channels, output channels) of a streamed pass; tile i uses ``ins[i % len]`` and
-    ``outs[i % len]``.
-
-    ``pingpong``: the seed's assignment, tile i's input and output on channel i % 2 (FIFO
-    order on the channel keeps a buffer's write-back ahead of the next prefetch into it).
-    ``split``: inputs and outputs on separate channels, spread over all of the core's: the
-    first ceil(C / 2) carry inputs, the others outputs; a pass without write-back spreads its
-    inputs over all C.
-    """
+    """(input channels, output channels) of a streamed pass. ``pingpong``: the seed's, tile
+    i's both on channel i % 2 (FIFO keeps a write-back ahead of the next prefetch). ``split``:
+    the first ceil(C / 2) channels carry inputs, the rest outputs (no write-back: all inputs)."""
     if policy == "pingpong":
         both = [0, 1]
         return both, both
@@ -56,18 +41,9 @@ def stream_channels(policy: str, channels: int, write_back: bool) -> tuple[list[
     return list(range(half)), list(range(half, channels))
 
 
-def hb_dsp_stream_frame(
-    dsp: Dsp,
-    dst: Ptr,
-    src: Ptr,
-    bufs: list[Ptr],
-    length: int,
-    block: int,
-    func: StreamFunc,
-    state: Any,
-    with_out_idma: bool,
-    policy: str = "pingpong",
-) -> Proc:
+def hb_dsp_stream_frame(dsp: Dsp, dst: Ptr, src: Ptr, bufs: list[Ptr], length: int, block: int,
+                        func: StreamFunc, state: Any, with_out_idma: bool,
+                        policy: str = "pingpong") -> Proc:
     dsp.labels.new_tile_group()  # numbered after the pass's earlier tiles
     k = len(bufs)
     count = -(-length // block) if length > 0 else 0
@@ -87,9 +63,8 @@ def hb_dsp_stream_frame(
     issued_out: list[tuple[int, Transfer]] = []
 
     def fetch(i: int) -> Proc:
-        vret_in[i % k] = yield from IDMA_COPY(
-            dsp, in_ch(i), src + i * block, bufs[i % k], size(i) << 2, i
-        )
+        vret_in[i % k] = yield from IDMA_COPY(dsp, in_ch(i), src + i * block, bufs[i % k],
+                                              size(i) << 2, i)
 
     for i in range(min(k, count)):
         yield from fetch(i)
@@ -100,9 +75,8 @@ def hb_dsp_stream_frame(
         yield from IDMA_WAIT(dsp, in_ch(i), vret_in[b], "wait_in")
         yield from func(dsp, bufs[b], bufs[b], size(i), state, i)
         if with_out_idma:
-            vret_out[b] = yield from IDMA_COPY(
-                dsp, out_ch(i), bufs[b], dst + i * block, size(i) << 2, i
-            )
+            vret_out[b] = yield from IDMA_COPY(dsp, out_ch(i), bufs[b], dst + i * block,
+                                               size(i) << 2, i)
             issued_out.append((out_ch(i), vret_out[b]))
         # no write-back, or the channel's FIFO keeps the write-back first
         if not with_out_idma or out_ch(i) == in_ch(i + k):

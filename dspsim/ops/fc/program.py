@@ -1,29 +1,20 @@
-"""The int8 fully connected layer on the DSP, as the AmebaLite SDK example's C does it, in SimPy
-generators.
+"""The int8 fully connected layer on the DSP, as the AmebaLite SDK example's C does it.
 
-Set-up, before the timer (not timed): the weights are where ``fc.weights`` says (in place in
-the host's buffer when that is the host's memory, the example's PSRAM; elsewhere taken as
-already there, a block on a cache line); the input, the bias and the output in the DataRAMs
-(the example's), the input and the bias copied there from the host's buffer by one iDMA
-descriptor each on channel 0, waited for (their bytes cross the host memory's port and count
-in its traffic; the engines' busy cycles before the timer are not the op's).
-``idma_init_loop(ch 0, buf, IDMA_1D_DESC, 2)`` as the timer starts (it waits for descriptors
-an earlier op left on the channel).
+Set-up, untimed: the weights where ``fc.weights`` says (in place in the host's buffer, the
+example's PSRAM; elsewhere taken as already there, on a cache line); input, bias and output in
+the DataRAMs, input and bias copied there by one waited iDMA descriptor each on channel 0
+(their bytes count in the port's traffic; busy cycles before the timer are not the op's).
+``idma_init_loop(ch 0, buf, IDMA_1D_DESC, 2)`` as the timer starts.
 
-- ``pingpong`` (the example's loop): the ping buffer in DRAM0, the pong buffer in DRAM1, both
-  on iDMA channel 0. The timed span starts just before the first chunk's descriptor; the first
-  chunk (``fc.tile_rows`` rows) is fetched and waited for alone. Then for each pair of chunks
-  ``(i, i+1)``: wait until the channel is idle; start the copy of chunk ``i+1`` into pong; run
-  the kernel on chunk ``i`` in ping; wait until the channel is idle; unless this is the last
-  pair, start the copy of chunk ``i+2`` into ping; run the kernel on chunk ``i+1`` in pong. The
-  timer stops after the last kernel call. (An odd number of chunks ends with a pair of one.)
-  "Wait until the channel is idle" is ``while (idma_buffer_status(0) > 0) ;``.
-- ``direct``: one kernel call on all the rows, the weights read from their memory (through
-  the data cache where it is cached; the cache starts cold: cleaned and invalidated before
-  the timer).
+- ``pingpong`` (the example's loop): ping in DRAM0, pong in DRAM1, both on channel 0. The
+  first chunk (``fc.tile_rows`` rows) is fetched and waited for alone; then per pair ``(i,
+  i+1)``: wait idle; copy chunk ``i+1`` into pong; kernel on ``i`` in ping; wait idle; unless
+  last pair, copy chunk ``i+2`` into ping; kernel on ``i+1`` in pong (an odd count ends with a
+  pair of one). "Wait idle" is ``while (idma_buffer_status(0) > 0) ;``.
+- ``direct``: one kernel call on all rows, the weights read from their memory (through the
+  data cache where cached; it starts cold).
 
-After the timer (not timed): the output is copied from the DataRAM to the host's buffer by
-one iDMA descriptor on channel 0, waited for.
+After the timer (untimed): the output copied to the host's buffer by one waited descriptor.
 """
 
 from __future__ import annotations
@@ -107,9 +98,8 @@ class _Arrays:
 
 
 def _untimed_copy(dsp: Dsp, src: Ptr, dst: Ptr, nbytes: int) -> Proc:
-    """One descriptor on channel 0 outside the timed span (behind any still queued there),
-    waited for: its bytes cross the memory's port and count in its traffic; neither its
-    programming nor the wait is the op's (no core cycles booked, no trace row of the core)."""
+    """One waited descriptor on channel 0 outside the timed span: its bytes count in the port's
+    traffic, but no core cycles or core trace row are booked."""
     ch = dsp.idma[CHANNEL]
     room = ch.when_pending_at_most(ch.ring - 1) if ch.ring is not None else None
     if room is not None:  # ring mode, every descriptor pending
@@ -168,7 +158,7 @@ def hb_dsp_fc(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
 
 def _place_weights(dsp: Dsp, tm: TileManager, host: Ptr, out_depth: int, in_depth: int) -> Ptr:
     """Set-up: the weights where ``fc.weights`` says, taken as already there (the host's
-    buffer in place; else a copy in a DataRAM or a block of a memory, on a cache line)."""
+    buffer in place; else a DataRAM or a memory block on a cache line)."""
     w_host = _at(host, layout((out_depth, in_depth))["weights"])
     where, wbytes = dsp.params.weights, padded_bytes(out_depth, in_depth)
     if where == HOST:

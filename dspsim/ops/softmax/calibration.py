@@ -14,14 +14,10 @@ DIRECT_SHORT_N = 1024
 def calibration_candidates(
     model: Any, free_keys: Iterable[str], longest_shape: tuple[int, ...]
 ) -> list[tuple[str, tuple[int, ...], dict[str, Any]]]:
-    """``(variant, shape, settings)`` of every candidate run.
-
-    Ping-pong at every TILE_SIZE (only the model's own when ``softmax.tile_bytes`` is free),
-    under both schedules, with and without one request in flight per channel (unless an
-    outstanding-request limit is free); lengths: one tile per pass (copies alone on one
-    channel), four tiles and one element, and the longest length measured. Direct at 1024
-    elements and at the longest length measured.
-    """
+    """``(variant, shape, settings)`` of every candidate run: ping-pong at every TILE_SIZE
+    (the model's own when ``softmax.tile_bytes`` is free), both schedules, with and without one
+    request in flight per channel (unless a limit is free), at one tile, four tiles and one
+    element, and the longest length; direct at 1024 elements and the longest length."""
     free_keys = set(free_keys)
     p = model.softmax
     tiles = [p.tile_bytes]

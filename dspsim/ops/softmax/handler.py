@@ -65,9 +65,8 @@ def hb_dsp_softmax(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
 
         cycles_start = dsp.TIME_STAMP()
         for r in range(rows):
-            yield from ping_pong_softmax(
-                dsp, dst + r * length, src + r * length, src_idma, dst_idma, length, block
-            )
+            yield from ping_pong_softmax(dsp, dst + r * length, src + r * length, src_idma,
+                                         dst_idma, length, block)
         tm.free(src_0)
         tm.free(src_1)
         cycles_stop = dsp.TIME_STAMP()

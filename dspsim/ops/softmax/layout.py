@@ -1,16 +1,6 @@
-"""Where the new softmax variants put things: shared by the programs and the closed forms.
-
-Pure functions of the model and the shape, so that ``program_*.py`` (what the C does) and
-``bounds_variants.py`` (what it costs) cannot disagree on a tile, a buffer or a channel.
-
-- :data:`VARIANT_CODES`: ``run_tcm_opt`` in the host's parameter block (the seed's 0 and 1,
-  then one code per new variant).
-- :func:`free_bank_bytes`: what the tile manager can hand out of one DataRAM
-  (``tcm.bank_bytes - tcm.reserved_bytes``).
-- :func:`stream_channels`: which iDMA channels carry a streamed pass's input and output copies.
-- :func:`multibuffer_banks`: the DataRAM of each of ``softmax.buffers`` buffers.
-- :func:`resident_layout`: how much of a row stays in TCM (``resident``) and how it is tiled.
-- :func:`rows_per_tile`: whole rows per tile (``rows``).
+"""Where the new softmax variants put things: pure functions of the model and the shape, shared
+by the programs (what the C does) and ``bounds_variants.py`` (what it costs), so the two cannot
+disagree on a tile, a buffer or a channel.
 """
 
 from __future__ import annotations
@@ -75,14 +65,10 @@ def channels_used(policy: str, channels: int, write_back: bool, tiles: int) -> i
 
 @dataclass(frozen=True)
 class ResidentLayout:
-    """How ``resident`` holds one row of ``length`` float32.
-
-    ``per_bank``: float32 kept in each DataRAM (bank 0 first); they are the first
-    ``resident`` elements of the row, in order. ``streamed``: the rest, streamed with the
-    online schedule through two ping-pong buffers (allocated first, one per bank, when there
-    is a rest). ``chunks``: the resident part's copies as ``(bank, offset in the bank's buffer,
-    offset in the row, elements)``, at most a tile each, never across banks.
-    """
+    """How ``resident`` holds a row of ``length`` float32: ``per_bank`` float32 in each DataRAM
+    (the row's first ``resident``, bank 0 first); ``streamed``, the rest, through two ping-pong
+    buffers (allocated first); ``chunks``, the resident copies as ``(bank, offset in the bank's
+    buffer, offset in the row, elements)``, at most a tile each, never across banks."""
 
     length: int
     per_bank: tuple[int, ...]

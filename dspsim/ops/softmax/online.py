@@ -16,39 +16,34 @@ reads and one write of the array instead of the seed's three and two. Per tile o
     r = c > -INFINITY ? r : 1.0f;               // tile adds nothing, d stays 0
     d = d * r + s_t; c_old = c;
 
-and after the last tile ``d *= exp(c - m)`` (one more one-element exp), so that ``d`` is the sum
-of ``exp(x - m)``. The sum is rescaled when the max has outgrown its reference by more than
-``RESCALE_MARGIN`` (1.0), not at every growth: each rescale multiplies ``d`` by an exp whose Q24
-range reduction truncates toward zero, a relative bias of up to 2^-24 that accumulates over
-the rescales. On the seed's ramp the max grows at every tile: rescaled at every growth, the
-output's error reached 9.8e-7 at 1,000,000 float32 (123 tiles) and 9e-5 with 256-byte tiles;
-deferred, one or two rescales per row keep it at the seed's level (1.9e-7). Terms are at most
-e^1 above the reference, so the tile sums cannot overflow, and ``x - c`` of the largest
-elements stays within 1 of 0, where float32 subtracts exactly or nearly so.
+and after the last tile ``d *= exp(c - m)`` (one more one-element exp): ``d`` is the sum of
+``exp(x - m)``. The sum is rescaled only once the max outgrows its reference by more than
+``RESCALE_MARGIN`` (1.0): each rescale's exp truncates toward zero in its Q24 range reduction,
+a relative bias up to 2^-24 that accumulates. On the seed's ramp (the max grows every tile),
+rescaling at every growth gave errors of 9.8e-7 at 1,000,000 float32 (123 tiles) and 9e-5 with
+256-byte tiles; deferred, one or two rescales per row keep the seed's 1.9e-7. Terms are at most
+e^1 above the reference, so tile sums cannot overflow, and ``x - c`` of the largest elements
+stays within 1 of 0, where float32 subtracts exactly or nearly so.
 
-The rescale runs the seed's ``vecexpf_max`` on a one-element vector (IVP_LAVN / IVP_SAVN
-variable-length load and store of one lane, the same Q24 range reduction and ``expftblf``
-polynomial: 40 cycles on J6), on the tile buffer's first element, dead once ``vecsum`` has read
-it, so it needs no TCM of its own. It runs for every tile (the timing never depends on the
-values); the scalar selects and multiply-add run on the scalar unit and are not timed.
+The rescale is the seed's ``vecexpf_max`` on one element (IVP_LAVN / IVP_SAVN of one lane, the
+same Q24 reduction and ``expftblf`` polynomial: 40 cycles on J6), on the tile buffer's first
+element (dead once ``vecsum`` read it: no TCM of its own). It runs every tile (timing never
+depends on values); the scalar selects and multiply-add are not timed.
 
-Pass 2 per tile (:func:`tile_exp_mul`): ``vecexpf_max(x, x, n, m); vecmul(x, x, 1 / d, n)``, in
-place, then the tile is copied out.
+Pass 2 per tile (:func:`tile_exp_mul`): ``vecexpf_max(x, x, n, m); vecmul(x, x, 1 / d, n)`` in
+place, then the tile is copied out. Both variants start the max at -inf and guard ``x - max``
+(the seed's ``softmax.max_init`` and ``softmax.guard_shifted_input`` quirks are not theirs).
 
-Both variants start the running max at -inf and guard ``x - max`` against overflow (the seed's
-``softmax.max_init`` and ``softmax.guard_shifted_input`` quirks are not in their code).
+Masked (-inf) elements: while every element so far is -inf, ``c`` is -inf and ``vecexpf_max``
+of ``-inf - -inf`` gives +inf, which would make ``d`` +inf then NaN; the two selects skip such
+a tile (``d`` stays 0 until a tile has a finite element). A row -inf throughout gives NaN (no
+softmax; float64: NaN), as the seed's variants do: ``d`` is 0 and ``0 * exp(-inf - -inf)``
+is ``0 * inf``.
 
-Masked (-inf) elements: while every element so far is -inf the reference ``c`` is -inf, and
-``vecexpf_max`` of ``-inf - -inf`` (no number) gives +inf, so a tile folded then would make
-``d`` +inf and then NaN for the whole row; the two selects skip such a tile instead (``d``
-stays 0, the first tile with a finite element starts the sum). A row that is -inf throughout
-has no softmax (float64: NaN) and gives NaN, as the seed's ``direct`` and ``pingpong`` do:
-``d`` is 0, the final ``d * exp(-inf - -inf)`` is ``0 * inf``.
-
-- ``online``: the two passes through the seed's two buffers and channels (tile i in buffer and
-  on channel i % 2), with :func:`~dspsim.ops.stream.hb_dsp_stream_frame`.
-- ``multibuffer``: the same passes through ``softmax.buffers`` buffers spread over the
-  DataRAMs, inputs and outputs on separate channels spread over all of the core's.
+- ``online``: the passes through the seed's two buffers and channels (tile i on i % 2), with
+  :func:`~dspsim.ops.stream.hb_dsp_stream_frame`.
+- ``multibuffer``: through ``softmax.buffers`` buffers over the DataRAMs, inputs and outputs on
+  separate channels spread over all of the core's.
 
 A ``[rows, cols]`` input runs the two passes row after row.
 """

@@ -1,14 +1,10 @@
-"""The seed's softmax operator, written to be read beside its C.
+"""The seed's softmax (``run_tcm_opt`` 0 and 1), written to be read beside its C.
 
-Every function here is a SimPy process body running on a DSP core: ``yield from`` a kernel
-(``dsp.core.call``), an iDMA macro or the ping-pong frame is where the C calls it. ``dsp``
-carries what the C reaches through globals (the core, the iDMA channels, the timer); the op's
-parameters (``TILE_SIZE`` = ``softmax.tile_bytes``, the quirk switches) are ``dsp.params``.
-
-This is the seed's code (``run_tcm_opt`` 0 and 1); its ``hb_dsp_softmax`` is in ``handler.py``,
-with one addition: a ``[rows, cols]`` input (``rows`` in the parameter block, 1 for the seed's
-array) runs the seed's softmax on each row in turn, inside the timer, and the codes from 2 run
-the new schedules (``online.py``, ``resident.py``, ``rows.py``).
+Each function is a SimPy process body on a DSP core: ``yield from`` is where the C calls a
+kernel, an iDMA macro or the frame; ``dsp.params`` holds ``TILE_SIZE`` (``softmax.tile_bytes``)
+and the quirk switches. ``hb_dsp_softmax`` is in ``handler.py``; added to the seed: a ``[rows,
+cols]`` input runs the seed's softmax row by row inside the timer, and codes from 2 run the new
+schedules (``online.py``, ``resident.py``, ``rows.py``).
 """
 
 from __future__ import annotations
@@ -39,9 +35,9 @@ class hbDSPSoftmaxParam:  # noqa: N801 - the seed's struct name
 
 # ------------------------------------------------------------------------- quirk reports
 def reciprocal(dsp: Dsp, sum_value: float | np.ndarray) -> np.float32 | np.ndarray:
-    """``1.0f / sum`` in float32: +inf for a zero sum, which the model reports (once per zero
-    sum: ``sum_value`` may be one per row of a batch; a sum below 2**-128, whose reciprocal
-    overflows, means the exponentials underflowed, which :func:`check_running_max` reports)."""
+    """``1.0f / sum`` in float32 (one or one per row): each zero sum's +inf is reported (a
+    sum below 2**-128 overflows too: underflowed exponentials, which
+    :func:`check_running_max` reports)."""
     zeros = int(np.count_nonzero(np.asarray(sum_value) == 0)) if dsp.move_data else 0
     if zeros:
         dsp.warn("zero_sum", "the sum of exponentials is 0: 1/sum is +inf and the output "
@@ -75,11 +71,9 @@ def check_exp_input(dsp: Dsp, x: Ptr, n: int, max_value: float | np.ndarray,
 
 
 def check_inf_input(dsp: Dsp, src: Ptr, n: int) -> None:
-    """Report +inf among the ``n`` inputs at ``src`` (model check, not in the C; every
-    variant): vecexpf_max passes a +inf input through unchanged (``b_inf``), so its
-    exponential is +inf whatever the max, every other element's ``exp(x - inf)`` is 0, the sum
-    +inf and ``1/sum`` 0: the row's output is NaN at each +inf (``inf x 0``) and 0 elsewhere,
-    where a float64 softmax gives a NaN row."""
+    """Report +inf among ``n`` inputs at ``src`` (model check, every variant): vecexpf_max
+    passes +inf through (``b_inf``), the other exps are 0, the sum +inf, ``1/sum`` 0: the row
+    is NaN at each +inf and 0 elsewhere, where float64 gives a NaN row."""
     if not dsp.move_data or n <= 0:
         return
     count = int(np.count_nonzero(src.mem.f32(src, n) == np.inf))
@@ -132,8 +126,8 @@ def tile_mul(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, out: list, param:
 
 # ------------------------------------------------------------------------- direct version
 def dsp_softmax(dsp: Dsp, input: Ptr, length: int, output: Ptr, rows: int = 1) -> Proc:
-    """The seed's direct softmax of one array; ``rows`` > 1: of that many consecutive rows
-    at once, each kernel a batch of calls (the values of rows booked by ``dsp.row_loop``)."""
+    """The seed's direct softmax of one array, or of ``rows`` consecutive rows as batched calls
+    (the values of rows booked by ``dsp.row_loop``)."""
     core = dsp.core
     with dsp.pass_("max"):
         max_value = yield from core.call("vecmaxf", length, input, rows=rows)
@@ -155,17 +149,13 @@ def ping_pong_softmax(
     """The ping-pong branch's three passes over one array (one row) of ``length`` float32."""
     max_value = [np.float32(0.0 if dsp.params.max_init == "zero" else -np.inf)]
     with dsp.pass_("max"):
-        yield from hb_dsp_ping_pong_frame(
-            dsp, dst, src, src_idma, dst_idma, length, tile_max, max_value, 0, False, block
-        )
+        yield from hb_dsp_ping_pong_frame(dsp, dst, src, src_idma, dst_idma, length, tile_max,
+                                          max_value, 0, False, block)
         check_running_max(dsp, max_value[0], src, length)  # model check, not in the C
     sum_value = [np.float32(0.0)]
     with dsp.pass_("exp_sum"):
-        yield from hb_dsp_ping_pong_frame(
-            dsp, dst, src, src_idma, dst_idma, length, tile_sum, sum_value, max_value[0], True,
-            block,
-        )
+        yield from hb_dsp_ping_pong_frame(dsp, dst, src, src_idma, dst_idma, length, tile_sum,
+                                          sum_value, max_value[0], True, block)
     with dsp.pass_("mul"):
-        yield from hb_dsp_ping_pong_frame(
-            dsp, dst, dst, src_idma, dst_idma, length, tile_mul, [0], sum_value[0], True, block
-        )
+        yield from hb_dsp_ping_pong_frame(dsp, dst, dst, src_idma, dst_idma, length, tile_mul,
+                                          [0], sum_value[0], True, block)

@@ -21,13 +21,11 @@ Per row (:func:`resident_row`)::
     if (streamed) online pass 2 over the rest
     for (j = 0; j < chunks; j++) IDMA_WAIT(vret_out[j]);
 
-The resident part is the row's first elements, as many as the DataRAMs' free space
-(``tcm.bank_bytes - tcm.reserved_bytes`` each) holds in whole vectors: bank 0 first, then
-bank 1, ... When the row does not fit, two stream buffers of ``softmax.tile_bytes`` (one per
-bank) come out of that space first and the rest of the row is streamed with the ``online``
-schedule (two reads and one write of that part); the run says so (``partly_resident``, info)
-and ``bounds`` gives ``resident_bytes`` and ``streamed_bytes``. A ``[rows, cols]`` input runs
-row after row.
+The resident part is the row's first elements, as many as the DataRAMs' free space holds in
+whole vectors, bank 0 first. When the row does not fit, two ``softmax.tile_bytes`` stream
+buffers (one per bank) come out of that space first and the rest is streamed with the
+``online`` schedule (reported: ``partly_resident``, info; ``bounds`` gives ``resident_bytes``
+and ``streamed_bytes``). A ``[rows, cols]`` input runs row after row.
 
 The running max starts at -inf and the exp guards ``x - max`` (corrected, whatever
 ``softmax.max_init`` and ``softmax.guard_shifted_input`` say: they describe the seed's code).
@@ -120,13 +118,11 @@ def softmax_resident(dsp: Dsp, src: Ptr, dst: Ptr, tm: TileManager, rows: int, c
     res = [tm.allocate(count << 2, bank, dsp.IVP_2N) if count else None
            for bank, count in enumerate(lay.per_bank)]
     if lay.streamed:
-        dsp.warn(
-            "partly_resident",
-            f"a row of {4 * cols:,} bytes does not fit the DataRAMs' free space: "
-            f"{4 * lay.resident:,} bytes stay resident (one read, one write), "
-            f"{4 * lay.streamed:,} are streamed with the online schedule (two reads, one write)",
-            rows, severity="info",
-        )
+        dsp.warn("partly_resident",
+                 f"a row of {4 * cols:,} bytes does not fit the DataRAMs' free space: "
+                 f"{4 * lay.resident:,} bytes stay resident (one read, one write), "
+                 f"{4 * lay.streamed:,} are streamed with the online schedule (two reads, one "
+                 "write)", rows, severity="info")
 
     cycles_start = dsp.TIME_STAMP()
     for r in range(rows):

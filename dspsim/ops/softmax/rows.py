@@ -1,11 +1,9 @@
 """``rows``: softmax along the last axis of a ``[rows, cols]`` tensor with whole rows in TCM,
 one read and one write of the tensor. Written as its C would be.
 
-Each tile holds ``k = TILE_SIZE / (4 * cols)`` whole rows (several when rows are short); tiles
-ping-pong through two buffers on two channels
-(:func:`~dspsim.ops.stream.hb_dsp_stream_frame`, tile i in buffer and on channel
-i % 2). Per tile of ``k`` rows (:func:`tile_rows`), each kernel runs once per row, back to
-back (``core.call(..., rows=k)``)::
+Each tile holds ``k = TILE_SIZE / (4 * cols)`` whole rows; tiles ping-pong through two buffers
+(:func:`~dspsim.ops.stream.hb_dsp_stream_frame`, tile i in buffer and on channel i % 2). Per
+tile (:func:`tile_rows`), each kernel runs once per row, back to back (``rows=k``)::
 
     vecmaxf(x + r * cols, cols) -> m[r]               for r < k
     vecexpf_max(x + r * cols, x + r * cols, cols, m[r])
@@ -65,13 +63,10 @@ def softmax_rows(dsp: Dsp, src: Ptr, dst: Ptr, tm: TileManager, rows: int, cols:
     per_tile = rows_per_tile(model, cols)
     bufs = allocate_buffers(dsp, tm, ping_pong_banks(model))
     if not per_tile:
-        dsp.warn(
-            "row_too_long",
-            f"a row of {4 * cols:,} bytes does not fit a {model.softmax.tile_bytes:,}-byte "
-            "tile (softmax.tile_bytes): each row runs the online schedule instead (two reads "
-            "and one write of the row instead of one and one)",
-            rows, severity="info",
-        )
+        dsp.warn("row_too_long",
+                 f"a row of {4 * cols:,} bytes does not fit a {model.softmax.tile_bytes:,}-byte "
+                 "tile (softmax.tile_bytes): each row runs the online schedule instead (two "
+                 "reads and one write of the row instead of one and one)", rows, severity="info")
 
     cycles_start = dsp.TIME_STAMP()
     if per_tile:
