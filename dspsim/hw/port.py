@@ -45,21 +45,16 @@ class MemoryPort:
         self.latency_cycles = policy.latency(False)  # a read's
         self.cycles_per_byte = policy.cycles_per_byte
         self.max_outstanding = cfg.max_outstanding
-        # Request slots. With a uniform policy, a ring: the data path is FIFO and the latency
-        # constant, so requests complete in the order they were issued and the next slot to
-        # free is always the one the oldest request holds. Else a request takes the slot that
-        # frees first (the ring's next on a tie). When each slot frees, who holds it till then:
+        # Request slots: a ring under a uniform policy (FIFO path, one latency: the next slot
+        # to free is the oldest request's); else the first to free (the ring's next on a tie),
+        # with :meth:`_request_any` standing in for :meth:`request`
         self.ring = policy.uniform
-        # the latency :meth:`request` adds, a read's and a write's (one for a uniform policy);
-        # on a port that is no ring :meth:`_request_any` stands in for :meth:`request`
-        self._latencies = (self.latency_cycles, policy.latency(True))
+        self._latencies = (self.latency_cycles, policy.latency(True))  # a read's, a write's
         if not self.ring:  # (a policy that is not linear: :meth:`_request_path`)
             self.request = (self._request_any if policy.linear  # type: ignore[method-assign]
                             else self._request_path)
-        # what request adds to a request's bytes x cycles_per_byte on the data path: 0.0
-        # (exactly nothing) unless the policy is not linear, whose port books each request's
-        # path cycles whole here (per-byte term 0.0) and counts its busy cycles request by
-        # request
+        # a request's path cycles are bytes x _per_byte + _fixed: _fixed 0.0 (exactly nothing)
+        # unless the policy is not linear, which books each request's path cycles whole here
         self._per_byte = self.cycles_per_byte if policy.linear else 0.0
         self._fixed = 0.0
         self._path_busy = 0.0
@@ -69,10 +64,8 @@ class MemoryPort:
         self._path_free = 0.0  # when the data path is next free
         self.bytes_read = 0
         self.bytes_written = 0
-        # data-path busy stretches (start, end) of the requests booked that end after the
-        # latest issue: what may still cross after a given moment (``busy_until``). A request
-        # whose span starts where the last one ends extends the last stretch (a saturated path
-        # is one stretch, however many bursts queue on it); ends only grow (FIFO)
+        # data-path busy stretches (start, end) ending after the latest issue (``busy_until``);
+        # back-to-back spans extend the last stretch (a saturated path is one); ends only grow
         self._recent: deque[tuple[float, float]] = deque()
         # cycles requests waited for a slot or the data path that another requester held
         self.contention_cycles = 0.0
@@ -84,9 +77,8 @@ class MemoryPort:
         self.repeats = Repeats(self) if ctx.elide and self.ring else None
 
     def request(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
-        """Issue a request of ``nbytes`` at ``now`` (the current simulated time, passed in by
-        the requester, who already knows it); return the cycle at which it completes. (A walk's
-        run of bursts is booked the same way by :meth:`stream`, inlined: keep them alike.)"""
+        """Issue a request of ``nbytes`` at ``now`` (the current time); return its completion.
+        (:meth:`stream` books a walk's bursts the same way, inlined: keep them alike.)"""
         i = self._next_slot
         slot = self._slot_free[i]
         if slot > now:
@@ -127,22 +119,19 @@ class MemoryPort:
         return done
 
     def _request_any(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
-        """:meth:`request` on a port whose requests may complete out of order: the request
-        takes the slot that frees first (and its own way's latency, as every request)."""
+        """:meth:`request` where requests may complete out of order: the first slot to free."""
         self._next_slot = self._first_free()
         return MemoryPort.request(self, now, nbytes, write, requester)
 
     def _request_path(self, now: float, nbytes: int, write: bool, requester: str = ""
                       ) -> float:
-        """:meth:`_request_any` on a port whose policy is not linear: the request holds the
-        data path for its policy's ``path_cycles``, counted in the port's busy cycles."""
+        """:meth:`_request_any` under a non-linear policy: the path held for ``path_cycles``."""
         self._fixed = self.policy.path_cycles(nbytes, write)
         self._path_busy += self._fixed
         return self._request_any(now, nbytes, write, requester)
 
     def _first_free(self) -> int:
-        """The slot that frees first (a port whose requests may complete out of order); on a
-        tie, the first from the ring's next (the ring's own choice when they do not)."""
+        """The slot that frees first; on a tie, the first from the ring's next."""
         free, m, k = self._slot_free, self.max_outstanding, self._next_slot
         return min(range(k, k + m), key=lambda j: free[j % m]) % m
 
