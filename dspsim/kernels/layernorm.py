@@ -40,7 +40,7 @@ import numpy as np
 from dspsim.errors import DspsimInputError
 from dspsim.kernels.numerics import vecsum
 from dspsim.kernels.registry import Kernel, register
-from dspsim.kernels.shapes import LoopShape
+from dspsim.kernels.shapes import LoopShape, two_accumulator_reduction
 from dspsim.kernels.toolkit import (
     F32,
     as_f32,
@@ -55,19 +55,13 @@ from dspsim.kernels.toolkit import (
     row_scalar,
     scalar_result,
     sequential_sum,
-    two_accumulator_segments,
 )
 
 # ----------------------------------------------------------------------------- loop shapes
-VECSUMSQ_DEV = LoopShape(
-    "vecsumsq_dev", table_loads=0, stores=0,
-    data_loads=2,  # IVP_LAN_2XF32_IP x2 (IVP_LAVN_2XF32_XP x2 in the tail)
-    alu_ops=6,  # IVP_SUBN_2XF32 x2, IVP_ADDN_2XF32 x2, IVP_MULAN_2XF32 x2
-    segments=two_accumulator_segments,
-    # for each of the two quantities: add the two accumulators, then the IVP_RADDN_2XF32 tree
-    reduction_ops=lambda lanes: 2 * (1 + log2_lanes(lanes)),
-    priming_loads=1,
-)
+# IVP_SUBN_2XF32 x2, IVP_ADDN_2XF32 x2, IVP_MULAN_2XF32 x2; for each of the two quantities, add
+# the two accumulators, then the IVP_RADDN_2XF32 tree
+VECSUMSQ_DEV = two_accumulator_reduction("vecsumsq_dev", 6,
+                                         lambda lanes: 2 * (1 + log2_lanes(lanes)))
 
 VECNORM = LoopShape(
     "vecnorm", table_loads=0,

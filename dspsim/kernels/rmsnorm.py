@@ -21,7 +21,7 @@ import numpy as np
 
 from dspsim.kernels.numerics import vecmul
 from dspsim.kernels.registry import Kernel, register
-from dspsim.kernels.shapes import LoopShape
+from dspsim.kernels.shapes import two_accumulator_reduction
 from dspsim.kernels.toolkit import (
     F32,
     as_f32,
@@ -32,17 +32,10 @@ from dspsim.kernels.toolkit import (
     reduction_input,
     reduction_result,
     scalar_result,
-    two_accumulator_segments,
 )
 
-VECSUMSQ = LoopShape(
-    "vecsumsq", table_loads=0, stores=0,
-    data_loads=2,  # IVP_LAN_2XF32_IP x2 (IVP_LAVN_2XF32_XP x2 in the tail)
-    alu_ops=2,  # IVP_MULAN_2XF32 x2
-    segments=two_accumulator_segments,
-    # add the two accumulators, then the IVP_RADDN_2XF32 tree
-    reduction_ops=lambda lanes: 1 + log2_lanes(lanes),
-)
+# IVP_MULAN_2XF32 x2; add the two accumulators, then the IVP_RADDN_2XF32 tree
+VECSUMSQ = two_accumulator_reduction("vecsumsq", 2, lambda lanes: 1 + log2_lanes(lanes))
 
 
 def vecsumsq(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:

@@ -262,22 +262,18 @@ def ddr_call_sequence(calls: tuple[tuple[LoopShape, bool], ...], n: int, core: C
                    loads=loads, stores=stores, must_cross_bytes=read + write - last_store_bytes)
 
 
-VECMAXF = LoopShape(
-    "vecmaxf", table_loads=0, stores=0,
-    data_loads=2,  # IVP_LAN_2XF32_IP x2
-    alu_ops=2,  # IVP_MAXN_2XF32 x2
-    segments=two_accumulator_segments,
-    # combine the two accumulators, then log2(lanes) rotate (SEL) + max steps, then MOVF32
-    reduction_ops=lambda lanes: 2 + 2 * log2_lanes(lanes),
-)
+def two_accumulator_reduction(name: str, alu_ops: int,
+                              reduction_ops: Callable[[int], int]) -> LoopShape:
+    """A reduction over two accumulators: two ``IVP_LAN_2XF32_IP`` loads per iteration (two
+    ``IVP_LAVN_2XF32_XP`` in the tail, :func:`two_accumulator_segments`), no stores."""
+    return LoopShape(name, data_loads=2, table_loads=0, stores=0, alu_ops=alu_ops,
+                     segments=two_accumulator_segments, reduction_ops=reduction_ops)
 
-VECSUM = LoopShape(
-    "vecsum", data_loads=2, table_loads=0, stores=0,
-    alu_ops=2,  # IVP_ADDN_2XF32 x2
-    segments=two_accumulator_segments,
-    # add the two accumulators, then IVP_RADDN_2XF32: an adder tree of log2(lanes) levels
-    reduction_ops=lambda lanes: 1 + log2_lanes(lanes),
-)
+
+# IVP_MAXN_2XF32 x2; combine the accumulators, log2(lanes) rotate (SEL) + max steps, MOVF32
+VECMAXF = two_accumulator_reduction("vecmaxf", 2, lambda lanes: 2 + 2 * log2_lanes(lanes))
+# IVP_ADDN_2XF32 x2; add the accumulators, then the IVP_RADDN_2XF32 tree of log2(lanes) levels
+VECSUM = two_accumulator_reduction("vecsum", 2, lambda lanes: 1 + log2_lanes(lanes))
 
 VECEXPF_MAX = LoopShape(
     "vecexpf_max",
