@@ -98,11 +98,9 @@ class Core:
 
     def idma_copy_desc(self, channel: int, dst: Ptr, src: Ptr, nbytes: int, rows: int = 1,
                        src_pitch: int | None = None, dst_pitch: int | None = None) -> Proc:
-        """``idma_copy_desc(ch, dst, src, size, flags)`` on a channel in ring mode
-        (``idma_init_loop``): waits for a free descriptor when all are pending (as the library
-        does), then programs it like ``IDMA_COPY``; returns the descriptor's handle. With
-        ``rows > 1``: ``idma_copy_2d_desc(ch, dst, src, nbytes, flags, rows, src_pitch,
-        dst_pitch)``."""
+        """``idma_copy_desc(ch, dst, src, size, flags)`` in ring mode: waits for a free
+        descriptor when all are pending, then programs it like ``IDMA_COPY``; returns its
+        handle. ``rows > 1``: ``idma_copy_2d_desc(..., rows, src_pitch, dst_pitch)``."""
         if self.idma[channel].ring is None:
             raise DspsimInputError(f"idma_copy_desc on {self.idma[channel].name} before "
                                    "idma_init_loop")
@@ -124,10 +122,9 @@ class Core:
             yield from self._wait_event(event, ch, "wait_ring")
 
     def idma_poll(self, channel: int, pending: int = 0, kind: str = "wait_in") -> Proc:
-        """``while (idma_buffer_status(ch) > pending) ;``: the core spins until at most
-        ``pending`` descriptors of ``channel`` are pending; the loop ends the cycle the last
-        one it waits for completes (one event, not one per poll). The wait is booked as
-        ``kind`` (``wait_in`` / ``wait_out``)."""
+        """``while (idma_buffer_status(ch) > pending) ;``: spin until at most ``pending``
+        descriptors are pending, ending the cycle the last awaited completes (one event, not
+        one per poll); booked as ``kind`` (``wait_in`` / ``wait_out``)."""
         ch = self.idma[channel]
         event = ch.when_pending_at_most(pending)
         if event is not None:
@@ -257,10 +254,8 @@ class Core:
 
     def _ddr_kernel(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None
                     ) -> Proc:
-        """Walk the loop access by access in a process of its own (each of its many events
-        resumes one generator, not the op's whole chain of ``yield from`` frames); return the
-        cycles stalled (all, and those the stores caused: the write buffer full, a store miss's
-        line)."""
+        """Walk the loop in a process of its own (an event resumes one generator, not the op's
+        chain of ``yield from`` frames); return the stalls (all, and the stores')."""
         return (yield self.env.process(self._stalling_loop(shape, n, rows, src, dst)))
 
     def _ports(self, src: Ptr, dst: Ptr | None) -> list[Any]:
@@ -364,10 +359,9 @@ class Core:
 
     def _routes(self, src: Ptr, dst: Ptr | None, state: WalkState
                 ) -> tuple[bool, bool, Any, Any, IterationRuns | None]:
-        """How :meth:`_accesses` reaches memory: loads through the data cache or not, stores
-        into it (write-back) or not, the ports' ``request`` for the loads and the stores that
-        go to a port (``None``: none do); and what books its runs of alike iterations at once
-        (``None`` where none may be: through a data cache)."""
+        """How :meth:`_accesses` reaches memory: loads cached or not, stores cached
+        (write-back) or not, the ports' ``request`` for loads and stores (``None``: none), and
+        its :class:`IterationRuns` (``None`` through a data cache)."""
         load_cached = src.external and src.mem.cached
         store_cached = dst is not None and dst.mem.cached and self.dcache.write_back
         load = src.mem.port.request if src.external else None

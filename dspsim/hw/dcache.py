@@ -65,10 +65,9 @@ class DataCache:
 
     def store(self, now: float, mem: Any, addr: int, nbytes: int, requester: str
               ) -> float | None:
-        """A store of ``nbytes`` at ``addr`` into a write-back cache at ``now``: the cycle its
-        lines are there (a missing line is fetched first: write-allocate), or ``None`` when a
-        line is missing and ``write_allocate`` is off: the cache takes nothing and the store
-        goes to the memory (the caller posts it through the write buffer)."""
+        """A store of ``nbytes`` at ``addr`` into a write-back cache at ``now``: when its lines
+        are there (write-allocate: missing ones fetched first), or ``None`` for a miss with
+        ``write_allocate`` off (the caller posts the store through the write buffer)."""
         if not self.allocate:
             line_bytes = self.line_bytes
             for line in range(addr // line_bytes, (addr + nbytes - 1) // line_bytes + 1):
@@ -77,10 +76,9 @@ class DataCache:
         return self.access(now, mem, addr, nbytes, True, requester)
 
     def clean(self, now: float, mem: Any, addr: int, nbytes: int, requester: str) -> float:
-        """Write back every dirty line of ``mem`` in ``addr .. addr + nbytes`` at ``now`` (one
-        request each on its port, in address order; the lines stay, clean): return the cycle
-        the last one is done (``now`` when none is dirty). A walk over the cache's lines, not
-        over the range's."""
+        """Write back every dirty line of ``mem`` in ``addr .. addr + nbytes`` at ``now`` (a
+        request each, in address order; lines stay, clean): return when the last is done
+        (``now`` when none is dirty). Walks the cache's lines, not the range's."""
         line_bytes = self.line_bytes
         first, last = addr // line_bytes, (addr + nbytes - 1) // line_bytes
         dirty = sorted((line, e) for lines in self._sets for line, e in lines.items()

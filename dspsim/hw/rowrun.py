@@ -222,12 +222,10 @@ class _Engines:
 
 def row_loop(dsp: DspView, rows: int, row: Callable[[int], Proc],
              values: Callable[[int, int], Proc] | None = None, row_elements: int = 1) -> Proc:
-    """``for r in range(rows): yield from row(r)``, booking runs of alike rows at once (see
-    the module docstring). ``row(r)`` is row ``r``'s code; every row must run the same
-    kernel calls, on its own bytes at the same offsets. ``values(lo, hi)``: rows ``lo:hi``'s
-    kernel calls at once (a batch), run untimed for the rows booked when the data path is on
-    (no values are moved without it), in batches of about ``VALUES_BATCH_ELEMENTS`` elements
-    (rows of ``row_elements``): a kernel's batch temporaries stay bounded."""
+    """``for r in range(rows): yield from row(r)``, booking runs of alike rows at once (module
+    doc); every ``row(r)`` runs the same kernel calls on its own bytes at the same offsets.
+    ``values(lo, hi)``: rows ``lo:hi``'s calls as one untimed batch, run for booked rows when the
+    data path is on, in batches of about ``VALUES_BATCH_ELEMENTS`` (rows of ``row_elements``)."""
     engines = _Engines(dsp)
     if not engines.enabled:
         for r in range(rows):
@@ -262,10 +260,9 @@ def row_loop(dsp: DspView, rows: int, row: Callable[[int], Proc],
 
 def _values(warnings: dict[str, dict[str, Any]], values: Callable[[int, int], Proc],
             lo: int, hi: int) -> None:
-    """Run ``values(lo, hi)`` (untimed: it must yield nothing). The rows' checks may warn;
-    the warnings are listed in the order their codes first fire row by row, so when one batch
-    raises two new codes it is undone and run again in halves (a row's values must come out
-    the same when computed again: its outputs do not overwrite its inputs)."""
+    """Run ``values(lo, hi)`` (untimed: it must yield nothing). Warnings list in the order their
+    codes first fire row by row, so a batch raising two new codes is undone and rerun in halves
+    (a row's outputs do not overwrite its inputs: recomputing gives the same values)."""
     before = {code: dict(w) for code, w in warnings.items()}
     for _ in values(lo, hi):
         raise RuntimeError("a row loop's values(lo, hi) yielded an event: it must only "
