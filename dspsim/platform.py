@@ -140,7 +140,7 @@ class Dsp:
             return
         if self.passes and self.passes[-1]["end_cycle"] is None:
             self.passes[-1]["end_cycle"] = self.env.now
-            self.tiles_seen[self.labels.pass_name] = self.labels.tiles_used
+            self.tiles_seen[self.labels.pass_name] = self.labels.tile_next
         self.labels.pass_name = ""
 
     def stats(self) -> dict[str, Any]:

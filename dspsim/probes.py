@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -164,20 +163,11 @@ class PassLog(Sequence):
     def __len__(self) -> int:
         return sum(len(p) for p in self._parts)
 
-    def _raw(self, i: int) -> dict[str, Any]:
-        starts, total = [], 0
-        for p in self._parts:
-            starts.append(total)
-            total += len(p)
-        k = bisect_right(starts, i) - 1
-        part = self._parts[k]
-        return part[i - starts[k]] if isinstance(part, list) else part.entry(i - starts[k])
-
     def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
             return self._slice(i)
-        raw = self._raw(range(len(self))[i])
-        return raw if self._fn is None else self._fn(raw)
+        k = range(len(self))[i]
+        return self._slice(slice(k, k + 1))[0]
 
     def _slice(self, i: slice) -> list[Any]:
         """The entries of ``i``, in one walk over the parts that hold them."""
@@ -247,20 +237,21 @@ TEXT_COLUMNS = ("engine", "kind", "what", "pass")
 INT_COLUMNS = ("bytes", "tile", "buffer")
 
 
+def typed_column(column: str, values: Any) -> np.ndarray:
+    """``values`` as ``column``'s array: text as objects, ``INT_COLUMNS`` int64, else float64."""
+    if column in TEXT_COLUMNS:
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = list(values)
+        return arr
+    return np.asarray(values, dtype=np.int64 if column in INT_COLUMNS else np.float64)
+
+
 class TraceTable:
     """A run's trace as one numpy array per column (``COLUMNS``): text columns as object arrays,
     ``bytes``/``tile``/``buffer`` as int64, times as float64; ``rows_dropped`` rows not kept."""
 
     def __init__(self, columns: dict[str, Any], rows_dropped: int = 0):
-        self.columns: dict[str, np.ndarray] = {}
-        for c in COLUMNS:
-            values = columns[c]
-            if c in TEXT_COLUMNS:
-                arr = np.empty(len(values), dtype=object)
-                arr[:] = list(values)
-            else:
-                arr = np.asarray(values, dtype=np.int64 if c in INT_COLUMNS else np.float64)
-            self.columns[c] = arr.reshape(-1)
+        self.columns = {c: typed_column(c, columns[c]).reshape(-1) for c in COLUMNS}
         lengths = {len(a) for a in self.columns.values()}
         if len(lengths) > 1:
             raise ValueError(f"trace columns of different lengths {sorted(lengths)}")
@@ -326,11 +317,6 @@ class Labels:
         if self.tile_number >= self.tile_next:
             self.tile_next = self.tile_number + 1
 
-    @property
-    def tiles_used(self) -> int:
-        """One past the highest tile number of the pass so far."""
-        return self.tile_next
-
     def new_tile_group(self) -> None:
         """The tiles that follow are numbered after every tile of the pass so far."""
         self.tile_base = self.tile_next
@@ -366,11 +352,7 @@ class TraceRun:
             elif c in ("start_cycle", "end_cycle"):
                 out.append((np.asarray(values, np.float64)[None, :] + steps[:, None]).ravel())
             else:
-                kind = object if c in TEXT_COLUMNS else np.int64 if c in INT_COLUMNS \
-                    else np.float64
-                column = np.empty(len(values), dtype=kind)
-                column[:] = list(values)
-                out.append(np.tile(column, self.count))
+                out.append(np.tile(typed_column(c, values), self.count))
         return out
 
     def rows(self) -> list[tuple]:

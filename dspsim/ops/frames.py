@@ -28,6 +28,11 @@ UNWRITTEN_HANDLE = (
 )
 
 
+def at_byte(p: Ptr, offset: int) -> Ptr:
+    """``(char *)p + offset``: ``p`` moved by ``offset`` bytes (``p + k`` moves by float32)."""
+    return Ptr(p.mem, p.addr + offset)
+
+
 def IDMA_COPY(dsp: Dsp, channel: int, src: Ptr, dst: Ptr, size: int, tile: int, rows: int = 1,
               src_pitch: int | None = None, dst_pitch: int | None = None) -> Proc:
     """``IDMA_COPY(ch, vret, src, dst, size)``: returns the handle (``vret``). With ``rows >

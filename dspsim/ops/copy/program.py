@@ -27,7 +27,7 @@ from dspsim.hw.memory import Ptr
 from dspsim.kernels.memcpy import memcpy_words
 from dspsim.ops.copy.loop import flush, loop_copy
 from dspsim.ops.copy.params import HOST, TCM
-from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc
+from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc, at_byte
 
 if TYPE_CHECKING:
     from dspsim.hw.tcm import TileManager
@@ -131,10 +131,6 @@ def plan(model: Any, params: Any, nbytes: int) -> Plan:
     return Plan(nbytes, piece, slots)
 
 
-def _at(p: Ptr, offset: int) -> Ptr:
-    return Ptr(p.mem, p.addr + offset)
-
-
 def _place(dsp: Dsp, tm: TileManager, where: str, nbytes: int, colour: int, what: str) -> Ptr:
     """A buffer of ``nbytes`` (rounded up to a word) in ``where`` (a memory, or TCM: a DataRAM
     of ``colour``)."""
@@ -159,7 +155,7 @@ class _Gather:
             return
         p = self.plan
         for i in range(self.done, pieces):  # one numpy copy per piece, not per byte
-            slot = _at(self.dst, p.dst_offset(i))
+            slot = at_byte(self.dst, p.dst_offset(i))
             landed = rows_view(slot, p.piece_rows(i), p.size(i) // p.piece_rows(i),
                                p.dst_pitch or p.size(i))
             self.out.mem.write(self.out.addr + i * p.piece_bytes, landed.reshape(-1))
@@ -220,8 +216,8 @@ def _idma_copy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather) -> Proc:
             yield from core.idma_poll(CHANNEL, p.slots - 1)
         gather.upto(i - ch.buffer_status())
         rows = p.piece_rows(i)
-        yield from core.idma_copy_desc(CHANNEL, _at(dst, p.dst_offset(i)),
-                                       _at(src, p.src_offset(i)), p.size(i) // rows, rows,
+        yield from core.idma_copy_desc(CHANNEL, at_byte(dst, p.dst_offset(i)),
+                                       at_byte(src, p.src_offset(i)), p.size(i) // rows, rows,
                                        p.src_pitch or None, p.dst_pitch or None)
     yield from core.idma_poll(CHANNEL, 0)  # while (idma_buffer_status(0) > 0) ;
     yield from _cache_sync(dsp, dst, p.dst_bytes)  # the destination's lines invalidated
@@ -261,7 +257,7 @@ def _memcpy(dsp: Dsp, src: Ptr, dst: Ptr, p: Plan, gather: _Gather, loop: bool) 
     else:
         for i in range(p.pieces):
             dsp.labels.tile = i
-            yield from one(_at(src, p.src_offset(i)), _at(dst, p.dst_offset(i)), p.size(i))
+            yield from one(at_byte(src, p.src_offset(i)), at_byte(dst, p.dst_offset(i)), p.size(i))
             gather.upto(i + 1)
     if params.flush_destination:  # esp_cache_msync: the dirty lines written back
         yield from flush(core, dst, p.dst_bytes)

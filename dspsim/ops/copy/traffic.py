@@ -133,18 +133,20 @@ class _Replay:
             self._call(memcpy_words(nbytes), src, dst)
             return
         k = self.loop_bytes
-        for name, port, write in self.ends:
-            if name is not None and port is None:  # uncached: as it is
-                self.counts[f"{name}_{'write' if write else 'read'}"] += nbytes
+        self._uncached(nbytes, nbytes)
         self._lines(nbytes // k, (src, k), (dst, k))
+
+    def _uncached(self, load_bytes: int, store_bytes: int) -> None:
+        """The bytes of the uncached ends, counted as they are."""
+        for (name, port, write), nbytes in zip(self.ends, (load_bytes, store_bytes)):
+            if name is not None and port is None:
+                self.counts[f"{name}_{'write' if write else 'read'}"] += nbytes
 
     def _call(self, words: int, src: int, dst: int) -> None:
         lanes = self.model.core.lanes_f32
         for count, loads, stores in MEMCPY.segments(words, lanes):
             (load,), (store,) = loads, stores
-            for (name, port, write), nbytes in zip(self.ends, (load, store)):
-                if name is not None and port is None:  # uncached: as it is
-                    self.counts[f"{name}_{'write' if write else 'read'}"] += count * nbytes
+            self._uncached(count * load, count * store)
             self._lines(count, (src, load), (dst, store))
             src, dst = src + count * load, dst + count * store
 

@@ -28,7 +28,7 @@ from dspsim.hw.memory import Ptr
 from dspsim.kernels.fc_s8 import groups, padded_bytes
 from dspsim.ops.fc.params import HOST, TCM
 from dspsim.ops.fc.values import layout
-from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc
+from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc, at_byte
 
 if TYPE_CHECKING:
     from dspsim.hw.tcm import TileManager
@@ -46,10 +46,6 @@ class hbDSPFcParam:  # noqa: N801 - named like the seed's structs
     in_depth: int
     input: int  # physical address of the packed weights, input and bias in the host's memory
     pingpong: int  # 1: pingpong, 0: direct
-
-
-def _at(p: Ptr, offset: int) -> Ptr:
-    return Ptr(p.mem, p.addr + offset)
 
 
 def _allocate_any(tm: TileManager, nbytes: int, first: int) -> Ptr:
@@ -83,8 +79,8 @@ class _Arrays:
     def fetch(self, dsp: Dsp, host: Ptr) -> Proc:
         """Set-up: the input and the bias from the host's buffer into their DataRAM buffers."""
         lay = layout((self.out_depth, self.in_depth))
-        yield from _untimed_copy(dsp, _at(host, lay["input"]), self.x, self.in_depth)
-        yield from _untimed_copy(dsp, _at(host, lay["bias"]), self.bias, 4 * self.out_depth)
+        yield from _untimed_copy(dsp, at_byte(host, lay["input"]), self.x, self.in_depth)
+        yield from _untimed_copy(dsp, at_byte(host, lay["bias"]), self.bias, 4 * self.out_depth)
 
     def write_back(self, dsp: Dsp, output: Ptr) -> Proc:
         """After the timer: the int8 result to the host's output buffer."""
@@ -159,7 +155,7 @@ def hb_dsp_fc(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
 def _place_weights(dsp: Dsp, tm: TileManager, host: Ptr, out_depth: int, in_depth: int) -> Ptr:
     """Set-up: the weights where ``fc.weights`` says, taken as already there (the host's
     buffer in place; else a DataRAM or a memory block on a cache line)."""
-    w_host = _at(host, layout((out_depth, in_depth))["weights"])
+    w_host = at_byte(host, layout((out_depth, in_depth))["weights"])
     where, wbytes = dsp.params.weights, padded_bytes(out_depth, in_depth)
     if where == HOST:
         return w_host
@@ -190,7 +186,7 @@ def _pingpong(dsp: Dsp, weights: Ptr, ping: Ptr, pong: Ptr, out_depth: int, in_d
     def fetch(i: int) -> Proc:  # idma_copy_desc(0, buffer, weights + chunk i, size)
         dsp.labels.tile, dsp.labels.buffer = i, i % 2
         yield from core.idma_copy_desc(CHANNEL, buffers[i % 2],
-                                       _at(weights, i * tile * in_depth), rows_of(i) * in_depth)
+                                       at_byte(weights, i * tile * in_depth), rows_of(i) * in_depth)
 
     def compute(i: int) -> Proc:
         dsp.labels.tile, dsp.labels.buffer = i, i % 2
