@@ -289,11 +289,9 @@ def _miss_cycles(misses: dict[str, float], lines: float, tcm: int, writebacks_pe
 def direct_bounds(model: HardwareModel, calls: tuple[CachedCall, ...], n: int,
                   repeat: int = 1) -> dict[str, Any]:
     """Traffic, lower bounds and estimate of a direct variant: ``calls`` on arrays of ``n``
-    float32 in the host memory (``host.memory``), the sequence ``repeat`` times on fresh
-    arrays. Through the data cache when that memory is cached (:func:`cached_call_sequence`:
-    traffic and estimate per line), else the uncached walk
-    (:func:`dspsim.kernels.shapes.ddr_call_sequence`: exact for the core alone on the port,
-    traffic exact)."""
+    float32 in ``host.memory``, ``repeat`` times on fresh arrays: through its data cache if
+    cached (:func:`cached_call_sequence`), else :func:`~dspsim.kernels.shapes.ddr_call_sequence`
+    (traffic exact; cycles exact for the core alone on the port)."""
     mem = model.host_memory
     policy = mem.policy  # what a request costs (dspsim.hw.policy)
     if mem.cached and model.dcache.capacity_bytes:

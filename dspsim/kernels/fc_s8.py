@@ -125,16 +125,13 @@ def padded_bytes(out_depth: int, in_depth: int) -> int:
     return ROWS_PER_GROUP * groups(out_depth) * in_depth
 
 
-def call_size(out_depth: int, in_depth: int) -> tuple[int, int]:
-    """``(n, rows)`` of the core's batch call for ``out_depth`` x ``in_depth`` weights: a row of
-    the batch is a group of four rows of ``in_depth`` int8, ``in_depth`` 32-bit words."""
-    return in_depth, groups(out_depth)
-
-
 def _call(size: tuple[int, ...]) -> tuple[int, int]:
+    """``(n, rows)`` of the core's batch call for ``OUT,IN`` weights: a row of the batch is a
+    group of four rows of ``IN`` int8, ``IN`` 32-bit words."""
     if len(size) != 2:
         raise DspsimInputError(f"fc_s8 size {size}: OUT,IN (--shape OUT,IN)")
-    return call_size(*size)
+    out_depth, in_depth = size
+    return in_depth, groups(out_depth)
 
 
 def _example_args(size: tuple[int, ...]) -> dict[str, Any]:

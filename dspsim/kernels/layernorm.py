@@ -5,32 +5,22 @@ variance); subtracting a float32 mean, then correcting for its error, avoids the
 ``E[x^2] - mean^2`` when the mean is large against the spread:
 
 1. ``s = vecsum(x)`` (the seed's kernel); ``mean_hi = float32(s * float32(1/C))``.
-2. ``(sum_d, sum_d2) = vecsumsq_dev(x, mean_hi)``: with ``d = x - mean_hi``, the float32 sums
-   of ``d`` and of ``d * d`` (kernel below).
+2. ``(sum_d, sum_d2) = vecsumsq_dev(x, mean_hi)``: the float32 sums of ``d = x - mean_hi`` and
+   of ``d * d``. C: ``void vecsumsq_dev(float32_t *sum_d, float32_t *sum_d2, const float32_t
+   *x, int N, float32_t mean)``; per iteration of two vectors ``x0, x1``, ``d = SUB(x, mean)``,
+   ``s = ADD(s, d)``, ``q = MULA(q, d, d)`` (fused) into two accumulators each, then
+   ``RADD(s0 + s1)`` and ``RADD(q0 + q1)``.
 3. ``r = sum_d / C``; ``var = max(sum_d2 / C - r * r, 0)``; ``rstd = 1 / sqrt(var + eps)``,
    scalar float32 arithmetic on the core (:func:`layernorm_mean_hi`, :func:`layernorm_rstd`).
-4. ``vecnorm(z, x, mean_hi, r, rstd)``: ``z = ((x - mean_hi) - r) * rstd`` (kernel below).
+4. ``vecnorm(z, x, mean_hi, r, rstd)``: ``z = MUL(SUB(SUB(x, mean), r), rstd)`` per vector (C:
+   ``void vecnorm(float32_t *z, const float32_t *x, int N, float32_t mean, float32_t r,
+   float32_t rstd)``).
 
 :func:`layernorm_rows` chains the four steps for a ``(rows, C)`` array, as the op does.
-
-Assumed Vision (IVP) instructions: as in :mod:`dspsim.kernels.numerics` (whose docstring
-collects them: fused ``MULA``, the ``RADD`` tree, round to nearest even with subnormals, the
-default quiet NaN), and ``IVP_LAN_2XF32_IP`` loads after one priming load in the main loops,
-``IVP_LAVN_2XF32_XP`` / ``IVP_SAVN_2XF32_XP`` in the tail. In ``vecsumsq_dev`` the tail's
-``SUB``/``ADD``/``MULA`` are predicated (``...T``) under a mask of the valid lanes, so lanes
-past the end leave both accumulators exactly unchanged.
-
-``vecsumsq_dev`` (C: ``void vecsumsq_dev(float32_t *sum_d, float32_t *sum_d2,
-const float32_t *x, int N, float32_t mean)``), per iteration of 2 vectors ``x0, x1``::
-
-    d0 = SUB(x0, mean); d1 = SUB(x1, mean)
-    s0 = ADD(s0, d0);   s1 = ADD(s1, d1)          # two sum accumulators
-    q0 = MULA(q0, d0, d0); q1 = MULA(q1, d1, d1)  # two square-sum accumulators (fused)
-
-then ``RADD(s0 + s1)`` and ``RADD(q0 + q1)``. ``vecnorm`` (C: ``void vecnorm(float32_t *z,
-const float32_t *x, int N, float32_t mean, float32_t r, float32_t rstd)``), per vector::
-
-    z = MUL(SUB(SUB(x, mean), r), rstd)
+Instructions as collected in :mod:`dspsim.kernels.numerics`; ``IVP_LAN_2XF32_IP`` loads after
+one priming load, ``IVP_LAVN_2XF32_XP`` / ``IVP_SAVN_2XF32_XP`` in the tail, where
+``vecsumsq_dev``'s ``SUB``/``ADD``/``MULA`` are predicated (``...T``) under a mask of the valid
+lanes, so lanes past the end leave both accumulators exactly unchanged.
 """
 
 from __future__ import annotations
@@ -113,11 +103,9 @@ def layernorm_mean_hi(s: np.float32 | np.ndarray, cols: int) -> np.float32 | np.
 
 def layernorm_rstd(sum_d: np.float32 | np.ndarray, sum_d2: np.float32 | np.ndarray, cols: int,
                    eps: float) -> tuple[np.float32, np.float32] | tuple[np.ndarray, np.ndarray]:
-    """Step 3: ``(r, rstd)`` from ``vecsumsq_dev``'s sums, in float32, one rounding per step:
-    ``r = sum_d / C``; ``var = max(sum_d2 / C - r * r, 0)`` (``r * r`` rounded, then the
-    subtraction; a NaN propagates); ``rstd = 1 / sqrt(var + eps)`` (add, sqrt, divide each
-    rounded; sqrt is correctly rounded). ``C`` and ``eps`` are taken to float32 first.
-    """
+    """Step 3: ``(r, rstd)`` from ``vecsumsq_dev``'s sums, in float32 (``C`` and ``eps`` too),
+    each of the steps rounded (``r * r`` before the subtraction; sqrt correctly rounded); a NaN
+    ``var`` propagates through the ``max``."""
     c = F32(cols)
     sd = np.asarray(sum_d, F32)
     sq = np.asarray(sum_d2, F32)

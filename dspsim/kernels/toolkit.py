@@ -33,19 +33,16 @@ Segment = tuple[int, tuple[int, ...], tuple[int, ...]]
 def check_lanes(lanes: int) -> None:
     """Refuse a lane count the reduction trees cannot halve (a power of two >= 1)."""
     if not isinstance(lanes, int | np.integer) or lanes < 1 or lanes & (lanes - 1):
-        raise DspsimInputError(
-            f"float32 lanes per vector must be a power of two >= 1 for the lane reduction, "
-            f"got {lanes!r}"
-        )
+        raise DspsimInputError(f"float32 lanes per vector must be a power of two >= 1 for the "
+                               f"lane reduction, got {lanes!r}")
 
 
 def as_f32(x: np.ndarray) -> np.ndarray:
     """A kernel input as float32, of shape ``(n,)`` or ``(rows, n)`` (a batch of calls)."""
     x = np.asarray(x)
     if x.ndim not in (1, 2):
-        raise DspsimInputError(
-            f"kernel input must be a 1-D array or a 2-D batch of rows, got shape {x.shape}"
-        )
+        raise DspsimInputError(f"kernel input must be a 1-D array or a 2-D batch of rows, got "
+                               f"shape {x.shape}")
     return x.astype(F32, copy=False)
 
 
@@ -62,10 +59,8 @@ def row_scalar(value: float | np.ndarray, x: np.ndarray) -> np.float32 | np.ndar
         return F32(v)
     if x.ndim == 2 and v.shape == (x.shape[0],):
         return v.astype(F32)[:, None]
-    raise DspsimInputError(
-        f"a kernel's scalar argument must be a scalar, or one value per row of a 2-D batch; "
-        f"got shape {v.shape} for input shape {x.shape}"
-    )
+    raise DspsimInputError(f"a kernel's scalar argument must be a scalar, or one value per row "
+                           f"of a 2-D batch; got shape {v.shape} for input shape {x.shape}")
 
 
 def canonical_nan(a: np.ndarray) -> np.ndarray:
