@@ -110,7 +110,7 @@ class _Engines:
                           tuple(sorted(core.stall_cycles)), tuple(sorted(core.idma_wait_cycles)),
                           repr(core.dcache.stats()) if core.dcache is not None else None]
         labels = dsp.labels
-        key += [labels.pass_name, labels.buffer, labels.tile, labels.tiles_used,
+        key += [labels.pass_name, labels.buffer, labels.tile, labels.tile_next,
                 tuple(sorted(dsp.tiles_seen.items())), len(acc.pairs), acc.dropped]
         for other in self.platform.dsps:
             for ch in other.idma:
