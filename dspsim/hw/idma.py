@@ -194,9 +194,8 @@ class IdmaChannel:
 
     def submit(self, src: Ptr, dst: Ptr, nbytes: int, rows: int = 1,
                src_pitch: int | None = None, dst_pitch: int | None = None, **tags) -> Transfer:
-        """Append a descriptor to the FIFO (the core has already paid for programming it):
-        ``rows`` rows of ``nbytes`` each, at ``src_pitch`` / ``dst_pitch`` (``None``: the row;
-        module doc)."""
+        """Append a descriptor (already paid for by the core) to the FIFO: ``rows`` rows of
+        ``nbytes``, at ``src_pitch`` / ``dst_pitch`` (``None``: the row)."""
         src_pitch, dst_pitch = check_block(src, dst, nbytes, rows, src_pitch, dst_pitch)
         if not (src.external or dst.external):
             raise DspsimInputError(f"iDMA copy {src!r} -> {dst!r}: one side must be an external "
@@ -274,14 +273,14 @@ class IdmaChannel:
         ports = {t.src.mem.port, t.dst.mem.port} if dual else {self.port_of(t)}
         for port in ports:  # a flow the fast-forward does not know stops it (Repeats.woke)
             port.flows += 1
-            if known:
-                self._enter(port, stream)
+            if known and port.repeats is not None:
+                port.repeats.enter(stream)
         stream.elides = self.elide
         yield from drive(self.env, walk, state, self.elide, lander.land if lander else None)
         for port in ports:
             port.flows -= 1
-            if known:
-                self._leave(port, stream)
+            if known and port.repeats is not None:
+                port.repeats.leave(stream)
         if lander:
             lander.completed(t.nbytes, immediately=True)
 
@@ -292,24 +291,12 @@ class IdmaChannel:
         return Stream(self.name, self.process, self.burst_bytes, self.max_outstanding,
                       t.nbytes, t.dst.external, ranges)
 
-    @staticmethod
-    def _enter(port: MemoryPort, stream: Stream) -> None:
-        if port.repeats is not None:
-            port.repeats.enter(stream)
-
-    @staticmethod
-    def _leave(port: MemoryPort, stream: Stream) -> None:
-        if port.repeats is not None:
-            port.repeats.leave(stream)
-
     def _walk(self, t: Transfer, state: WalkState, lander: _Lander | None, stream: Stream
               ) -> Walk:
         """Bursts of ``idma.burst_bytes``, at most ``max_outstanding`` in flight, from
-        ``state.now``; yields at each wait for a window slot (except those the elided driver
-        passes, once ``stream.elides``) and leaves ``state.now`` at the last completion. Bursts
-        land in order as they complete (elided: before the next real event). ``stream`` holds
-        the walk's place, which the elided engine may advance by periods
-        (:mod:`dspsim.hw.periodic`)."""
+        ``state.now``, yielding at each wait the elided driver would not pass; leaves
+        ``state.now`` at the last completion. Bursts land in order as they complete. ``stream``
+        holds the walk's place, which :mod:`dspsim.hw.periodic` may advance by periods."""
         port = self.port_of(t)
         name, request = self.name, port.request
         repeats = port.repeats

@@ -218,9 +218,8 @@ class LoopRun:
 
     # ------------------------------------------------------------------ the run
     def _run_length(self, s: list[_State]) -> int:
-        """How many periods after the three period starts ``s`` repeat the last: -1 if they
-        do not repeat, 0 if they do but no period fits in the binades the times and counters
-        are in (a period on, they may)."""
+        """How many periods after the three starts ``s`` repeat the last: -1 if they do not,
+        0 if no period fits in the binades of the times and counters (a period on, one may)."""
         s0, s1, s2 = s
         if not (s0.now > 0 and s0.key == s1.key == s2.key
                 and s0.alike - s1.alike == self.period == s1.alike - s2.alike):
@@ -357,9 +356,8 @@ def _capture(run: LoopRun, alike: int, carried: bytes) -> _State | None:
 
 
 def _queue(st: _State, run: LoopRun) -> bool:
-    """Who waits until when: the channels' walks (in flight, owned), the descriptors just
-    queued (their FIFO's put, owned), and anything else (foreign: only its first time is
-    kept). ``False`` if a channel in flight has no wake-up queued."""
+    """Who waits until when: channels' walks and just-queued descriptors (owned), anything else
+    (foreign: only the first time kept). ``False`` if a channel in flight has no wake-up queued."""
     walking, fifos = {}, {}
     for other in run.dsp.platform.dsps:
         for ch in other.idma:
@@ -407,9 +405,8 @@ def _core(st: _State, dsp: DspView) -> bool:
 
 
 def _channels(st: _State, dsp: DspView) -> bool:
-    """Every channel of every core: its counters, the descriptors in flight and queued, the
-    walk of the one in flight (the other cores' own state only compared: they must be
-    still)."""
+    """Every channel of every core: counters, descriptors in flight and queued, the walk in
+    flight (other cores' own state only compared: they must be still)."""
     for other in dsp.platform.dsps:
         if other is not dsp:
             st.key += [other.core.waiting_for, repr(other.core.stats())]
@@ -505,9 +502,8 @@ def _stream(st: _State, ch: Any) -> bool:
 
 
 def _next_rows(first: list, last: list, d: float) -> tuple[list[tuple], list] | None:
-    """The trace rows of the period after ``last`` (``first`` the one before it), and how
-    their numbers move (:class:`~dspsim.probes.TraceRun`); ``None`` unless the two periods
-    recorded the same rows ``d`` apart, numbers moving alike."""
+    """The trace rows of the period after ``last`` (``first`` before it) and how their numbers
+    move (:class:`~dspsim.probes.TraceRun`); ``None`` unless both are alike, ``d`` apart."""
     if len(first) != len(last):
         return None
     template, numbers = [], []
