@@ -3,8 +3,8 @@
 
 ``y[o] = clamp(MultiplyByQuantizedMultiplier(acc[o], out_multiplier, out_shift)
 + out_zero_bias, -128, 127)`` with ``acc[o] = bias[o] + sum_i W[o, i] * (x[i] + input_zero_bias)``
-(TFLite's integer semantics; the op's :mod:`dspsim.ops.fc.reference` transcribes TFLite's
-reference code separately, and the tests hold the two equal bit for bit).
+(TFLite's integer semantics; the tests hold it bit for bit equal to the op's separate
+transcription of TFLite's reference, :mod:`dspsim.ops.fc.reference`).
 
 Loop shape (HiFi5 style; the instructions are assumed, the vendor does not publish the
 inner loop), per group of four rows:
@@ -25,12 +25,11 @@ off, its buffer whole groups), each paying ``core.call_overhead_cycles`` (loop s
 loop and epilogue. A memory (or its data cache) sees the four row streams side by side
 (``interleaved_rows``).
 
-Numerics: the accumulators are 32 bits (a sum that leaves int32 wraps, as the hardware's
-does); the left shift by ``max(out_shift, 0)`` saturates to int32 (``AE_SLAA32S``; TFLite's C
-overflows there, undefined behaviour); the doubling high multiply adds ``2^30`` (``1 - 2^30``
-when the product is negative) and truncates toward zero; the right shift by
-``max(-out_shift, 0)`` rounds half away from zero. Computed here as magnitude-and-sign
-arithmetic (the TFLite reference in the op computes the same with masks and thresholds).
+Numerics: 32-bit accumulators (a sum leaving int32 wraps, as the hardware's); the left shift
+by ``max(out_shift, 0)`` saturates to int32 (``AE_SLAA32S``; TFLite's C overflows there); the
+doubling high multiply adds ``2^30`` (``1 - 2^30`` for a negative product) and truncates toward
+zero; the right shift by ``max(-out_shift, 0)`` rounds half away from zero. Computed as
+magnitude and sign (the op's TFLite reference does the same with masks and thresholds).
 """
 
 from __future__ import annotations

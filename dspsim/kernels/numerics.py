@@ -42,11 +42,11 @@ from dspsim.kernels.toolkit import (
     fma_f32,
     maxf,
     padded_iterations,
-    radd,
     reduction_input,
     reduction_result,
     row_scalar,
     sequential_sum,
+    two_accumulator_sum,
 )
 
 # NatureDSP constants (Cadence NatureDSP expf tables, as published in pytorch/executorch).
@@ -153,12 +153,7 @@ def vecsum(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
     Two accumulators of ``lanes`` from +0.0 (element ``i`` to accumulator ``(i // lanes) % 2``,
     lane ``i % lanes``), the tail predicated (padding with -0.0, the exact identity of IEEE
     addition); then ``acc0 + acc1`` and the ``IVP_RADDN_2XF32`` tree. A batch gives ``(rows,)``."""
-    x, xb, empty = reduction_input(x, lanes)
-    if empty is not None:
-        return empty
-    with np.errstate(over="ignore", invalid="ignore"):
-        v = radd(sequential_sum(padded_iterations(xb, lanes, -0.0)))
-    return reduction_result(v, x)
+    return two_accumulator_sum(x, lanes, sequential_sum)
 
 
 def vecexpf_max(

@@ -23,10 +23,9 @@ class Kernel:
     # each output element depends on its input element only (and the call's scalars): the
     # core may compute a long call in chunks, with the same bits, to bound its temporaries
     elementwise: bool = False
-    # a single call as a microbenchmark (``dspsim run --op kernel --variant NAME``): ``call``
-    # maps the benchmark's size (``(n,)`` or ``(rows, n)``, in the kernel's ``unit``) to the
-    # core's ``(n float32 words per row, rows)``, refusing in one line a size the kernel cannot
-    # take; ``example_args`` gives its scalar arguments for that size (default: none)
+    # as a microbenchmark (``dspsim run --op kernel --variant NAME``): ``call`` maps its size (in
+    # ``unit``) to the core's ``(n float32 words per row, rows)``, refusing in one line a size
+    # it cannot take; ``example_args`` gives its scalar arguments for that size (default: none)
     unit: str = "float32 elements"
     call: Callable[[tuple[int, ...]], tuple[int, int]] | None = None
     example_args: Callable[[tuple[int, ...]], dict[str, Any]] | None = None

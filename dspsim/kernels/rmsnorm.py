@@ -27,11 +27,8 @@ from dspsim.kernels.toolkit import (
     as_f32,
     fused_square_sum,
     log2_lanes,
-    padded_iterations,
-    radd,
-    reduction_input,
-    reduction_result,
     scalar_result,
+    two_accumulator_sum,
 )
 
 # IVP_MULAN_2XF32 x2; add the two accumulators, then the IVP_RADDN_2XF32 tree
@@ -42,12 +39,7 @@ def vecsumsq(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
     """``sum(x * x)`` in float32 as the kernel computes it (the module docstring; element ``i``
     to accumulator ``(i // lanes) % 2``, lane ``i % lanes``, from +0.0). A ``(rows, n)`` batch
     gives one sum per row, ``(rows,)``; an empty row gives 0.0."""
-    x, xb, empty = reduction_input(x, lanes)
-    if empty is not None:
-        return empty
-    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        v = radd(fused_square_sum(padded_iterations(xb, lanes, -0.0)))
-    return reduction_result(v, x)
+    return two_accumulator_sum(x, lanes, fused_square_sum)
 
 
 def rmsnorm_rstd(ss: np.float32 | np.ndarray, cols: int, eps: float

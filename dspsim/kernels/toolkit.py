@@ -18,6 +18,8 @@ segments=two_accumulator_segments, reduction_ops=lambda lanes: 1 + log2_lanes(la
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from dspsim.errors import DspsimInputError
@@ -119,8 +121,7 @@ def sequential_sum(vectors: np.ndarray) -> np.ndarray:
 
 
 def fused_square_sum(d: np.ndarray) -> np.ndarray:
-    """Two ``IVP_MULAN_2XF32`` accumulators (``acc += d * d``, fused: one rounding of the exact
-    square plus the accumulator) starting at +0.0, iteration after iteration:
+    """Two fused ``IVP_MULAN_2XF32`` accumulators (``acc += d * d``, one rounding) from +0.0:
     ``(rows, iterations, 2, lanes) -> (rows, 2, lanes)``. A padded lane (``d = ±0``) adds +0.0,
     which leaves the accumulator (never -0.0) unchanged."""
     squares = np.square(d.astype(np.float64))  # exact: a float32 square fits a float64
@@ -128,6 +129,19 @@ def fused_square_sum(d: np.ndarray) -> np.ndarray:
     for k in range(d.shape[1]):  # one fused add per iteration, vectorised over rows and lanes
         acc = add_exact_f32(squares[:, k], acc)
     return acc
+
+
+def two_accumulator_sum(x: np.ndarray, lanes: int,
+                        accumulate: Callable[[np.ndarray], np.ndarray]
+                        ) -> np.float32 | np.ndarray:
+    """A sum kernel: ``accumulate`` (:func:`sequential_sum`, :func:`fused_square_sum`) over
+    ``x``'s vectors, the tail padded with -0.0, then :func:`radd`; 0.0f for an empty row."""
+    x, xb, empty = reduction_input(x, lanes)
+    if empty is not None:
+        return empty
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        v = radd(accumulate(padded_iterations(xb, lanes, -0.0)))
+    return reduction_result(v, x)
 
 
 def radd(acc: np.ndarray) -> np.ndarray:
