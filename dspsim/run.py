@@ -1,9 +1,8 @@
 """Run one operator on a fresh platform: ``simulate(model, op, variant, ...) -> Result``.
 
-The host side is the seed's ``test_softmax_op`` for any op: DDR buffers from ``hbUCPMalloc``,
-the input written into DDR, the op's parameter block, ``hbDSPRpcV2(cmd)``, submit to a core,
-wait. The reported cycles are the op's own ``TIME_STAMP`` span (``PROF``); the host's round
-trip is reported separately (``rpc_cycles``).
+The host side is the seed's ``test_softmax_op`` for any op (``hbUCPMalloc``, input into DDR,
+parameter block, ``hbDSPRpcV2(cmd)``, submit, wait). The cycles are the op's ``TIME_STAMP``
+span (``PROF``); the host's round trip is ``rpc_cycles``.
 """
 
 from __future__ import annotations

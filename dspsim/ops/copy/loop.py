@@ -89,8 +89,8 @@ class _End:
 
 def _store(end: _End, now: float, j: int, name: str, wb: Any, depth: int,
            state: WalkState) -> Walk:
-    """Iteration ``j``'s store at ``now`` (the walk's clock, ``state.now``): into its lines,
-    or posted through the write buffer; the waits it causes are store stalls."""
+    """Iteration ``j``'s store at ``now`` (``state.now``), into its lines or posted; its waits
+    are store stalls."""
     addr = end.ptr.addr + j * end.k
     end.posted = False
     for nbytes in end.pieces:
@@ -114,8 +114,8 @@ def _store(end: _End, now: float, j: int, name: str, wb: Any, depth: int,
 
 def loop_walk(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
               cycles_per_iteration: float, state: WalkState) -> Walk:
-    """The loop over ``nbytes`` from ``state.now`` (module doc), yielding each time the core
-    waits until a later time; ``state`` ends at the loop's end with its stalls."""
+    """The loop over ``nbytes`` from ``state.now`` (module doc), yielding each later time the
+    core waits for; ``state`` ends at the loop's end, with its stalls."""
     iterations, c = nbytes // access_bytes, cycles_per_iteration
     scalar = core.cfg.scalar_access_bytes
     load = _End(src, access_bytes, core.dcache, False, scalar)
@@ -190,8 +190,8 @@ def loop_copy(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
 
 
 def flush(core: Core, dst: Ptr, nbytes: int) -> Proc:
-    """``esp_cache_msync`` of the destination: its dirty lines written back, the core waiting
-    for the last (a stall on the destination's memory)."""
+    """``esp_cache_msync``: the destination's dirty lines written back, the wait for the last a
+    stall on its memory."""
     cache, env = core.dcache, core.env
     if cache is None or not (dst.external and dst.mem.cached and cache.write_back):
         return

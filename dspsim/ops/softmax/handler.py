@@ -1,6 +1,5 @@
-"""The handler the firmware registers for command 0x1402: the seed's ``hb_dsp_softmax``
-(``run_tcm_opt`` 0: direct, 1: ping-pong; its passes are in ``program.py``), with the new
-schedules switched in ahead of it for the codes from 2 on
+"""Command 0x1402's handler: the seed's ``hb_dsp_softmax`` (``run_tcm_opt`` 0: direct, 1:
+ping-pong; passes in ``program.py``), the new schedules switched in ahead for codes from 2
 (:data:`~dspsim.ops.softmax.layout.VARIANT_CODES`)::
 
     switch (ptr->run_tcm_opt) {
@@ -8,8 +7,8 @@ schedules switched in ahead of it for the codes from 2 on
     case 4: return softmax_multibuffer(...);   case 5: return softmax_rows(...);
     }   // 0 and 1: the seed's code, below
 
-Every schedule takes a ``[rows, cols]`` input (``rows`` in the parameter block; 1 for the
-seed's 1-D array) and computes softmax along its last axis.
+Every schedule computes softmax along the last axis of ``[rows, cols]`` (``rows`` in the
+parameter block; 1 for the seed's array).
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Softmax's parameters: the ``[softmax]`` table of a model file.
 
 The quirk switches (``max_init``, ``guard_shifted_input``) and ``schedule`` describe the seed's
-code: they apply to ``pingpong`` (and the guard to ``direct``). The new variants are new code,
-written corrected: their running max starts at -inf and their exp guards ``x - max``, whatever
-these keys say (``rows`` has no running max: each row's own max). ``buffers`` is
-``multibuffer``'s; ``tile_bytes`` is every TCM variant's tile. A tile must fit a DataRAM
-(checked with the model) and its free space, ``tcm.bank_bytes - tcm.reserved_bytes`` (checked
-when a variant runs: :meth:`dspsim.ops.softmax.Softmax.check_run`).
+code (``pingpong``; the guard also ``direct``); the new variants are written corrected whatever
+they say. ``buffers`` is ``multibuffer``'s; ``tile_bytes`` every TCM variant's tile, which must
+fit a DataRAM (checked with the model) and its free space (checked when a variant runs:
+:meth:`dspsim.ops.softmax.Softmax.check_run`).
 """
 
 from __future__ import annotations

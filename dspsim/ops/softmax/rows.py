@@ -11,12 +11,10 @@ tile (:func:`tile_rows`), each kernel runs once per row, back to back (``rows=k`
     inv[r] = 1.0f / d[r]                              (scalar loop)
     vecmul(x + r * cols, x + r * cols, inv[r], cols)
 
-then the tile is copied out. A row longer than a buffer cannot be held whole: every row then
-runs the ``online`` schedule on its own (two reads, one write), reported as ``row_too_long``
-(info). A 1-D input is one row.
-
-The max is each row's own (no running max: the -inf start of the corrected code is moot) and
-the exp guards ``x - max`` (corrected, whatever ``softmax.guard_shifted_input`` says).
+then the tile is copied out. Rows longer than a buffer each run the ``online`` schedule (two
+reads, one write; reported: ``row_too_long``, info). A 1-D input is one row. Each row's max is
+its own (no running max) and the exp guards ``x - max`` whatever
+``softmax.guard_shifted_input`` says.
 """
 
 from __future__ import annotations
