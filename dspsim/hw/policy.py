@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 
-def transfer_cycles(
-    nbytes: int, burst_bytes: int, window: int, latency_cycles: float, cycles_per_byte: float
-) -> float:
+def transfer_cycles(nbytes: int, burst_bytes: int, window: int, latency_cycles: float,
+                    cycles_per_byte: float) -> float:
     """Cycles from a transfer's first burst issue to its last completion, alone on the port:
     bursts of ``burst_bytes`` (the last partial), at most ``window`` in flight, each completing
     ``latency_cycles`` after its data crossed. Burst ``i`` completes at ``max(done[i-window] +
@@ -71,14 +70,13 @@ class OneLatency:
         return nbytes * self.cycles_per_byte
 
     def path_cycles(self, nbytes: float, write: bool) -> float:
-        """Cycles one request of ``nbytes`` holds the data path, a read or a write (what the
-        port's generic path books): a pipelined request's, whichever way it goes."""
+        """Cycles one request of ``nbytes`` holds the data path, either way (the port's generic
+        path books it)."""
         return self.data_cycles(nbytes)
 
     def stream_path_cycles(self, nbytes: int, burst_bytes: int, write: bool) -> float:
-        """Data-path cycles of ``nbytes`` moved in requests of ``burst_bytes`` (the last one
-        partial), a read or a write: here the bytes at the data path's rate, whatever the
-        requests' size."""
+        """Data-path cycles of ``nbytes`` in requests of ``burst_bytes``, either way: here the
+        bytes at the path's rate, whatever the requests' size."""
         return nbytes / self.bytes_per_cycle
 
     def request_cycles(self, nbytes: float, write: bool) -> float:
@@ -86,16 +84,15 @@ class OneLatency:
         return self.latency(write) + nbytes * self.cycles_per_byte
 
     def latency_total(self, reads: int, writes: int) -> float:
-        """The latencies of ``reads`` reads and ``writes`` writes, summed (what they hold
-        slots for beyond the data path: a latency bound divides it by the slots)."""
+        """The latencies of ``reads`` reads and ``writes`` writes, summed (slot time beyond the
+        data path: a latency bound divides it by the slots)."""
         read, write = self.latency(False), self.latency(True)
         if read == write:
             return (reads + writes) * read
         return reads * read + writes * write
 
     def mean_latency(self, reads: float, writes: float) -> float:
-        """A request's latency on average over ``reads`` reads and ``writes`` writes (counts or
-        bytes): the one latency when reads and writes take the same."""
+        """Mean latency over ``reads`` reads and ``writes`` writes (counts or bytes)."""
         read, write = self.latency(False), self.latency(True)
         if read == write or reads + writes <= 0:
             return read
@@ -103,8 +100,7 @@ class OneLatency:
 
     def transfer_cycles(self, nbytes: int, burst_bytes: int, window: int,
                         write: bool) -> float:
-        """A transfer's bursts alone on the port, first issue to last completion
-        (:func:`transfer_cycles` at this policy's latency for its direction)."""
+        """:func:`transfer_cycles` at this policy's latency for the direction."""
         return transfer_cycles(nbytes, burst_bytes, window, self.latency(write),
                                self.cycles_per_byte)
 
@@ -143,8 +139,8 @@ class Transactions(OneLatency):
     linear: ClassVar[bool] = False
 
     def transaction_clocks(self, nbytes: float, write: bool) -> float:
-        """Memory clocks of one unchopped transaction of ``nbytes`` (with its refresh clocks on
-        average: not a whole number when ``refresh_clocks`` is not)."""
+        """Memory clocks of one unchopped transaction of ``nbytes``, refresh clocks included
+        on average."""
         hold = self.write_hold_clocks if write else self.read_hold_clocks
         clocks = self.command_clocks + math.ceil(nbytes / self.bytes_per_clock) + hold
         return clocks + self.refresh_clocks if self.refresh_clocks else clocks
@@ -160,21 +156,19 @@ class Transactions(OneLatency):
         return clocks * self.clock_cycles
 
     def data_cycles(self, nbytes: float) -> float:
-        """A read's path cycles (the byte count's own: a port counts its busy cycles per
-        request)."""
+        """A read's path cycles (a port counts its busy cycles per request)."""
         return self.path_cycles(nbytes, False)
 
     def request_cycles(self, nbytes: float, write: bool) -> float:
         return self.path_cycles(nbytes, write)
 
     def stream_cycles(self, count: int, nbytes: float, write: bool) -> float:
-        """``count`` requests of ``nbytes`` issued together: one at a time, so the last
-        completes after the sum of their transactions."""
+        """``count`` requests of ``nbytes`` issued together: the last completes after the sum."""
         return count * self.path_cycles(nbytes, write)
 
     def stream_path_cycles(self, nbytes: int, burst_bytes: int, write: bool) -> float:
-        """``nbytes`` in requests of ``burst_bytes`` (the last one partial): each request its
-        transactions' command, data, hold and refresh clocks."""
+        """``nbytes`` in requests of ``burst_bytes`` (the last partial), each paying its
+        transactions' clocks."""
         if nbytes <= 0:
             return 0.0
         full, rest = divmod(int(nbytes), burst_bytes)
@@ -192,9 +186,8 @@ RequestPolicy = OneLatency  # every policy is one (a subclass), and may be used 
 
 @functools.lru_cache(maxsize=256)
 def request_policy(cfg: Any) -> OneLatency:
-    """The policy of a memory's table (:class:`dspsim.tables.MemoryCfg`): built once per
-    table; :class:`ReadWriteLatency` when its writes take another latency than its reads,
-    :class:`Transactions` for ``protocol = "transactions"``."""
+    """The policy of a memory's table (built once per table): :class:`Transactions` for
+    ``protocol = "transactions"``, :class:`ReadWriteLatency` when writes' latency differs."""
     if cfg.protocol == "transactions":
         return Transactions(0.0, cfg.bytes_per_clock / cfg.clock_cycles, cfg.clock_cycles,
                             cfg.command_clocks, cfg.bytes_per_clock, cfg.read_hold_clocks,
