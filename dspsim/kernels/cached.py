@@ -1,9 +1,8 @@
 """Kernel calls on a memory the core reaches through its data cache, in closed form.
 
-The direct variants of the row-wise ops and of softmax walk their arrays with the seed's
-kernels; on a cached memory (:mod:`dspsim.hw.dcache`) the core pays per line missed. This
-module gives each call's missed lines and their cost without walking a line, for calls that
-sweep their arrays front to back in lock step (every kernel here does).
+The direct variants of the row-wise ops and softmax walk their arrays with kernels that sweep
+them front to back in lock step; on a cached memory (:mod:`dspsim.hw.dcache`) the core pays per
+line missed. This module gives each call's missed lines and their cost without walking a line.
 
 **Which lines miss.** The cache is taken as fully associative LRU over ``C = capacity / line``
 lines (the simulated one is ``ways``-way set associative; a sequential sweep spreads evenly

@@ -7,9 +7,8 @@ load (aligned buffers). ``II = max(ceil(2 / load_store_units), 1)``. Against TCM
 pipelined; from an uncached memory every load stalls for its round trip; through a data cache
 the core pays per line missed (:mod:`dspsim.hw.dcache`).
 
-The kernel counts 32-bit words like every kernel of the core (``dspsim run --op kernel
---variant memcpy --n WORDS``); the ``copy`` op's memcpy of ``n`` bytes copies
-:func:`memcpy_words` words. The bytes are copied exactly (as bytes, never as floats).
+It counts 32-bit words like every kernel (``dspsim run --op kernel --variant memcpy --n
+WORDS``; a ``copy`` of ``n`` bytes copies :func:`memcpy_words`), copying bytes exactly.
 """
 
 from __future__ import annotations

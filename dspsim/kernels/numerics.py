@@ -1,9 +1,8 @@
 """What the four SIMD kernels compute, bit for bit in float32, vectorised with numpy.
 
-Each function follows the seed's C where the evaluation order or an instruction's semantics
-changes the result: two vector accumulators and a predicated tail in ``vecmaxf``/``vecsum``, the
-lane reduction, and in ``vecexpf_max`` the NatureDSP fixed-point range reduction, the float
-polynomial in the seed's Estrin/Horner order and the scaling through two exponent halves.
+Each follows the seed's C where the order or an instruction changes the result: the two
+accumulators, predicated tail and lane reduction, and in ``vecexpf_max`` NatureDSP's fixed-point
+range reduction, the polynomial in Estrin/Horner order and the scaling by two exponent halves.
 
 Batches: every function takes ``x`` of shape ``(n,)`` (one call) or ``(rows, n)`` (one call
 per row): a reduction then returns ``(rows,)`` instead of an ``np.float32``, and a scalar
@@ -21,13 +20,13 @@ Where the seed's C does not pin an instruction down, one documented choice, coll
   could otherwise differ from the 1-D call in a NaN's bits).
 * ``IVP_MULAN_2XF32`` (``acc += a * b``) is fused: one rounding of the exact ``a * b + acc``.
 * ``IVP_RADDN_2XF32`` sums the lanes as a pairwise tree of halves (lane i + lane i + lanes/2,
-  and so on down to one lane), each add rounded to float32.
+  down to one lane), each add rounded to float32.
 * ``IVP_TRUNCN_2XF32`` truncates toward zero and saturates to int32; NaN gives INT32_MAX.
-* ``IVP_PACKVRNRN_2X64W`` shifts the 64-bit lane right arithmetically *without* rounding and
-  keeps the low 32 bits (the ``nr`` forms neither round nor saturate). NatureDSP's softmax takes
-  the integer exponent with the same instruction and a shift of 54, which is only correct if it
-  floors, and flooring makes the fraction and the integer part (``PACKH`` then shift) agree
-  exactly: ``exp_int + exp_fract * 2^-31 == floor(W / 2^23) / 2^31``.
+* ``IVP_PACKVRNRN_2X64W`` shifts the 64-bit lane right arithmetically *without* rounding
+  (``nr``: neither round nor saturate) and keeps the low 32 bits. NatureDSP's softmax takes the
+  integer exponent with it and a shift of 54, correct only if it floors; flooring makes the
+  fraction and the integer part (``PACKH``, shift) agree: ``exp_int + exp_fract * 2^-31 ==
+  floor(W / 2^23) / 2^31``.
 * float32 arithmetic rounds to nearest even and keeps subnormals (no flush to zero).
 """
 
@@ -160,7 +159,6 @@ def vecexpf_max(
     x: np.ndarray, max_value: float | np.ndarray, guard_shifted_input: bool = False
 ) -> np.ndarray:
     """The seed's ``vecexpf_max``: ``exp(x - max_value)`` per element, in float32, as the C:
-
     flags (the guard ``x >= 88.722839f`` tests the raw input, or ``x - max`` with
     ``guard_shifted_input``, the corrected kernel); ``xin = x - max``, 127 where guarded, floored
     at -128 by ``IVP_MAXN``; Q24 times invln2 in Q30 gives ``W`` in Q54, split into a Q31
@@ -170,8 +168,7 @@ def vecexpf_max(
     through (+inf, NaN out); guarded elements give +inf, and so does a NaN ``x - max`` on a
     non-NaN input (it survives ``IVP_MAXN`` and truncates to INT32_MAX). A batch row uses its
     own ``max_value``. Accuracy (measured in tests): relative error <= 3e-7 where the result is
-    a normal float32; within 2 subnormal ULPs below.
-    """
+    a normal float32; within 2 subnormal ULPs below."""
     x = as_f32(x)
     mx = row_scalar(max_value, x)
     if x.shape[-1] == 0:
