@@ -33,13 +33,12 @@ from __future__ import annotations
 
 import math
 import pickle
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from dspsim.hw.clock import put_into, requeue, set_now, waits_on
 from dspsim.hw.clock import queued as queued_events
 from dspsim.hw.memory import Ptr
-from dspsim.hw.repeats import binade, room
+from dspsim.hw.repeats import assign, binade, room
 from dspsim.probes import PortLog, TraceRun
 
 if TYPE_CHECKING:
@@ -68,13 +67,6 @@ def _numbered(label: str) -> tuple[str, int | None]:
     if sep and tail.isdigit():
         return head + sep, int(tail)
     return label, None
-
-
-def _set(owner: Any, attr: Any, value: Any) -> None:
-    if isinstance(owner, (dict, list, deque)):
-        owner[attr] = value
-    else:
-        setattr(owner, attr, value)
 
 
 class _State:
@@ -319,13 +311,13 @@ class LoopRun:
             if isinstance(owner, _PtrEnd):
                 owner.assign(n)
             else:
-                _set(owner, attr, n)
+                assign(owner, attr, n)
         for at, t in zip(s2.time_at, times):
             if at is not None:
-                _set(at[0], at[1], t)
+                assign(at[0], at[1], t)
         for (owner, attr), b, c in zip(s2.acc_at, s1.accs, s2.accs):
             if c != b:
-                _set(owner, attr, c + periods * (c - b))
+                assign(owner, attr, c + periods * (c - b))
         for kept, j, prefix, i, k in s2.records:  # frozen: each is rebuilt
             lo, hi, tile, seq = ints[i:i + 4]
             what = kept[j].what if prefix is None else f"{prefix}{ints[i + 4]}"

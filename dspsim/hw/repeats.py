@@ -10,6 +10,7 @@ of alike iterations inside one kernel call's walk.
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,14 @@ class Snapshot:
     passes: int
     last_pass: dict[str, Any] | None
     trace_rows: int
+
+
+def assign(owner: Any, key: Any, value: Any) -> None:
+    """``owner[key] = value`` for a dict, list or deque, else ``setattr`` (a booked counter)."""
+    if isinstance(owner, (dict, list, deque)):
+        owner[key] = value
+    else:
+        setattr(owner, key, value)
 
 
 def binade(x: float) -> tuple[float, float]:

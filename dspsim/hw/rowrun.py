@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from dspsim.hw.clock import At
 from dspsim.hw.repeats import Snapshot as _Snapshot
-from dspsim.hw.repeats import repeats
+from dspsim.hw.repeats import assign, repeats
 from dspsim.probes import PassRun, TraceRun
 
 if TYPE_CHECKING:
@@ -83,13 +83,6 @@ class _Engines:
     @staticmethod
     def _get(owner: Any, key: str) -> float:
         return owner[key] if isinstance(owner, dict) else getattr(owner, key)
-
-    @staticmethod
-    def _set(owner: Any, key: str, value: float) -> None:
-        if isinstance(owner, dict):
-            owner[key] = value
-        else:
-            setattr(owner, key, value)
 
     def snapshot(self) -> _Snapshot | None:
         """The engines now; ``None`` when they are in no state a run of rows repeats from
@@ -206,7 +199,7 @@ class _Engines:
             p.shift(a, b, rows, now, dt)
         for (owner, key), b, c in zip(self._accumulators(), s1.floats, s2.floats):
             if c != b:
-                self._set(owner, key, c + rows * (c - b))
+                assign(owner, key, c + rows * (c - b))
         ints = [c + rows * (c - b) for b, c in zip(s1.ints, s2.ints)]
         self.ctx.accesses.seq = ints[0]
         for k, p in enumerate(self.ports):
