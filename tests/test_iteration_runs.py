@@ -29,9 +29,9 @@ def booked(monkeypatch):
     count = [0]
     book = repeats.IterationRuns._book
 
-    def spy(self, periods, now):
+    def spy(self, periods, *args):
         count[0] += periods * self.gap
-        return book(self, periods, now)
+        return book(self, periods, *args)
 
     monkeypatch.setattr(repeats.IterationRuns, "_book", spy)
     return count
@@ -108,7 +108,21 @@ def test_softmax_direct_books_nearly_every_iteration(booked):
     assert booked[0] > 0.95 * 3 * 1_000_000 / 32
 
 
-def test_a_port_log_keeps_every_request(booked):
-    """With a request log asked for, every request is walked (the log lists them all)."""
-    r = simulate(load_model(), "softmax", "direct", n=20000, data=False, port_log=True)
-    assert booked[0] == 0 and len(r.port_log) > 20000 / 32
+@pytest.mark.parametrize("limit", [None, 3000, 150])
+@pytest.mark.parametrize("seed", range(6))
+def test_booked_iterations_log_every_request_and_keep_a_limit(seed, limit, booked):
+    """With the port log (and the trace) asked for, the booked iterations' requests are
+    logged in order, a row limit cutting and counting where the reference's does."""
+    rng = np.random.default_rng(seed)
+    config = random_config(rng, round_values=seed % 2 == 1)
+    op, size = [("softmax", {"n": int(rng.integers(20000, 60000))}),
+                ("layernorm", {"shape": (2, int(rng.integers(4000, 9000)))})][seed % 2]
+    model = load_model().with_overrides(config)
+    kwargs = {"data": False, "trace": True, "port_log": True, "trace_limit": limit, **size}
+    ref = simulate(model, op, "direct", elide=False, **kwargs)
+    fast = simulate(model, op, "direct", **kwargs)
+    assert comparable(fast) == comparable(ref)
+    assert fast.port_log.dropped == ref.port_log.dropped
+    assert (fast.trace_cut_cycle, fast.port_log_cut_cycle) == \
+        (ref.trace_cut_cycle, ref.port_log_cut_cycle)
+    assert booked[0] > 0

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from dspsim.hw.clock import put_into, requeue, set_now, waits_on
 from dspsim.hw.clock import queued as queued_events
 from dspsim.hw.memory import Ptr
-from dspsim.hw.repeats import assign, binade, room
+from dspsim.hw.repeats import assign, binade, next_requests, room
 from dspsim.probes import PortLog, TraceRun
 
 if TYPE_CHECKING:
@@ -267,7 +267,7 @@ class LoopRun:
                 out.append(("drop", x2 - x1))
             elif x0 == x1 == x2 and a1 - a0 == a2 - a1:
                 kept, following = ((log.rows, _next_rows) if log is self.recorder
-                                   else (log, _next_requests))
+                                   else (log, next_requests))
                 entries = following(kept[a0:a1], kept[a1:a2], d)
                 if entries is None:
                     return None
@@ -510,16 +510,3 @@ def _next_rows(first: list, last: list, d: float) -> tuple[list[tuple], list] | 
         template.append((*b[:3], b[3] + d, b[4] + d, b[5], b[6] + step, *b[7:]))
         numbers.append((step, None, 0, 0) if n is None else (step, head, 2 * m - n, m - n))
     return template, numbers
-
-
-def _next_requests(first: list, last: list, d: float) -> tuple[list[tuple], None] | None:
-    """A port log's requests of the period after ``last`` (``first`` the one before it):
-    ``None`` unless the two periods logged the same requests ``d`` apart."""
-    if len(first) != len(last):
-        return None
-    template = []
-    for a, b in zip(first, last):  # (issue, data_start, data_end, done, bytes, write, who)
-        if a[4:] != b[4:] or any(b[k] != a[k] + d for k in range(4)):
-            return None
-        template.append((*(b[k] + d for k in range(4)), *b[4:]))
-    return template, None

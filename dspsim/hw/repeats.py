@@ -14,6 +14,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from dspsim.probes import PortLog
+
 
 @dataclass
 class Snapshot:
@@ -87,30 +89,47 @@ def repeats(notes: list[Snapshot], ports: list[Any], limit: int, peek: float) ->
     return max(0, min(runs))
 
 
+def next_requests(first: list, last: list, d: float) -> tuple[list[tuple], None] | None:
+    """A port log's requests of the period after ``last`` (``first`` the one before it):
+    ``None`` unless the two periods logged the same requests ``d`` apart."""
+    if len(first) != len(last):
+        return None
+    template = []
+    for a, b in zip(first, last):  # (issue, data_start, data_end, done, bytes, write, who)
+        if a[4:] != b[4:] or any(b[k] != a[k] + d for k in range(4)):
+            return None
+        template.append((*(b[k] + d for k in range(4)), *b[4:]))
+    return template, None
+
+
 class IterationRuns:
     """Runs of alike iterations inside an uncached kernel call's walk (softmax ``direct``: every
     vector load a round trip to DDR), booked at once. At an iteration's end :meth:`note` now and
     then reads what the walk owes, its ports' slots and data paths and the write buffer relative
     to its clock, and the counters; when three notes ``gap`` iterations apart agree (as in
     :mod:`dspsim.hw.rowrun`) the following iterations are booked, within the binade and before
-    any other event. Elided engine, no data cache only (:meth:`applies`)."""
+    any other event; a port that logs its requests gets the booked ones (:func:`next_requests`;
+its limit counts those past it). Elided engine, no data cache only (:meth:`applies`)."""
 
     def __init__(self, env: Any, ports: list[Any], write_buffer: Any, state: Any):
         self.env, self.ports, self.wb, self.state = env, ports, write_buffer, state
         self.gap = 1  # iterations between two notes of a triple
         self.wait = 16  # iterations before the next triple's first note
         self.notes: list[Snapshot] = []
+        self.logged: list[list[tuple[int, int]]] = []  # per note, each port log's kept, dropped
 
     @staticmethod
     def applies(ports: list[Any], elide: bool) -> bool:
         """A walk over ``ports`` may be booked in runs: the elided engine, every port a ring
-        with no request log."""
-        return elide and bool(ports) and all(p.ring and p.log is None for p in ports)
+        whose log, if any, can be read back."""
+        return elide and bool(ports) and all(
+            p.ring and (p.log is None or isinstance(p.log, PortLog)) for p in ports)
 
     def first(self, count: int) -> int:
         """A run of ``count`` alike iterations begins: how many are left at the first note
         (-1: none)."""
         self.notes.clear()
+        self.logged.clear()
         at = count - self.wait
         return at if at > 3 * self.gap else -1
 
@@ -121,13 +140,15 @@ class IterationRuns:
         notes.append(self._snapshot(now, owed))
         if len(notes) == 3:
             periods = repeats(notes, self.ports, left // self.gap, self.env.peek())
-            if periods > 0:
-                now = self._book(periods, now)
+            logs = self._requests() if periods > 0 else None
+            if logs is not None:
+                now = self._book(periods, now, logs)
                 left -= periods * self.gap
                 self.wait = 1
             else:
                 self.gap, self.wait = min(2 * self.gap, 64), min(2 * self.wait, 4096)
             notes.clear()
+            self.logged.clear()
         at = left - (self.gap if notes else self.wait)
         return now, left, at if at > 0 else -1
 
@@ -145,11 +166,31 @@ class IterationRuns:
         floats = [self.state.stall, self.state.store_stall,
                   *[p.contention_cycles for p in self.ports]]
         ints = [n for p in self.ports for n in (p.bytes_read, p.bytes_written)]
+        self.logged.append([(len(p.log), p.log.dropped) if p.log is not None else (0, 0)
+                            for p in self.ports])
         return Snapshot(now, tuple(key), latest, floats, ints, rings, 0, None, 0)
 
-    def _book(self, periods: int, now: float) -> float:
-        """Book ``periods`` periods like the last from ``now`` (the third note's time); return
-        the walk's clock after them."""
+    def _requests(self) -> list[Any] | None:
+        """Each port log's requests in the period after the third note (``None`` for no log,
+        ``("drop", c)`` when the log is full and drops ``c`` a period), if the two periods
+        noted logged the same, ``D`` apart; ``None`` if they did not."""
+        d = self.notes[2].now - self.notes[1].now
+        out: list[Any] = []
+        for k, p in enumerate(self.ports):
+            (a0, x0), (a1, x1), (a2, x2) = (self.logged[j][k] for j in range(3))
+            if p.log is None:
+                out.append(None)
+            elif a0 == a1 == a2 and x1 - x0 == x2 - x1:
+                out.append(("drop", x2 - x1))
+            elif x0 == x1 == x2 and (entries := next_requests(p.log[a0:a1], p.log[a1:a2], d)):
+                out.append(entries)
+            else:
+                return None
+        return out
+
+    def _book(self, periods: int, now: float, logs: list[Any]) -> float:
+        """Book ``periods`` periods like the last from ``now`` (the third note's time), each
+        port log's requests too (:meth:`_requests`); return the walk's clock after them."""
         _, s1, s2 = self.notes
         dt = periods * (s2.now - s1.now)  # exact: a multiple of the binade's ulp below its top
         for p, a, b in zip(self.ports, s1.rings, s2.rings):
@@ -166,5 +207,13 @@ class IterationRuns:
         for k, p in enumerate(ports):
             p.contention_cycles = contention[k]
             p.bytes_read, p.bytes_written = ints[2 * k], ints[2 * k + 1]
+        d = s2.now - s1.now
+        for p, entries in zip(ports, logs):
+            if entries is not None and entries[0] == "drop":
+                p.log.dropped += periods * entries[1]
+            elif entries is not None:
+                for j in range(1, periods + 1):  # (the entries are the third period's)
+                    for e in entries[0]:
+                        p.log.append((*(e[k] + (j - 1) * d for k in range(4)), *e[4:]))
         state.now = now + dt  # the walk is there (it may end with no wait after)
         return state.now
