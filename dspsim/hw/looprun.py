@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from dspsim.hw.clock import put_into, requeue, set_now, waits_on
 from dspsim.hw.clock import queued as queued_events
 from dspsim.hw.memory import Ptr
-from dspsim.hw.repeats import assign, binade, next_requests, room
+from dspsim.hw.repeats import assign, binade, book_requests, next_entries, next_requests, room
 from dspsim.probes import PortLog, TraceRun
 
 if TYPE_CHECKING:
@@ -253,27 +253,20 @@ class LoopRun:
 
     def _next_records(self, s: list[_State]) -> list[Any] | None:
         """What each record (:attr:`logs`) gets in the period after ``s[2]`` if both probed
-        periods gave it the same, ``D`` apart: ``None`` for no record, ``("drop", c)`` for ``c``
-        entries dropped past its limit each period, else ``(template, numbers)`` (trace numbers
-        one step on, as :class:`~dspsim.probes.TraceRun` moves them); ``None`` if they differ."""
-        s0, s1, s2 = s
-        d = s2.now - s1.now
+        periods gave it the same, ``D`` apart (:func:`~dspsim.hw.repeats.next_entries`; a
+        trace's ``(template, numbers)``, numbers one step on as :class:`~dspsim.probes.TraceRun`
+        moves them): ``None`` for no record; ``None`` if a record's periods differ."""
+        d = s[2].now - s[1].now
         out: list[Any] = []
         for k, log in enumerate(self.logs):
-            (a0, x0), (a1, x1), (a2, x2) = s0.logged[k], s1.logged[k], s2.logged[k]
             if log is None:
                 out.append(None)
-            elif a0 == a1 == a2 and x1 - x0 == x2 - x1:  # full: all dropped
-                out.append(("drop", x2 - x1))
-            elif x0 == x1 == x2 and a1 - a0 == a2 - a1:
-                kept, following = ((log.rows, _next_rows) if log is self.recorder
-                                   else (log, next_requests))
-                entries = following(kept[a0:a1], kept[a1:a2], d)
-                if entries is None:
-                    return None
-                out.append(entries)
-            else:
+                continue
+            kept, follow = (log.rows, _next_rows) if log is self.recorder else (log, next_requests)
+            entries = next_entries([x.logged[k] for x in s], kept, follow, d)
+            if entries is None:
                 return None
+            out.append(entries)
         return out
 
     def _book_records(self, records: list[Any], periods: int) -> None:
@@ -282,20 +275,17 @@ class LoopRun:
         entry by entry (it counts what passes its limit)."""
         d = self._states[2].now - self._states[1].now
         for log, entries in zip(self.logs, records):
-            if entries is None or not entries[0]:
+            if entries is None:
                 continue
-            if entries[0] == "drop":
+            if log is not self.recorder:
+                book_requests(log, entries, periods, d)
+            elif entries[0] == "drop":
                 log.dropped += periods * entries[1]
-            elif log is self.recorder and log.limit is None:
-                log.append_run(TraceRun(entries[0], periods, d, entries[1]))
-            elif log is self.recorder:
-                for row in TraceRun(entries[0], periods, d, entries[1]).rows():
-                    log.record(*row)
+            elif log.limit is None:
+                log.append_run(TraceRun(entries[1][0], periods, d, entries[1][1]))
             else:
-                for j in range(periods):
-                    for e in entries[0]:
-                        log.append((e[0] + j * d, e[1] + j * d, e[2] + j * d, e[3] + j * d,
-                                    *e[4:]))
+                for row in TraceRun(entries[1][0], periods, d, entries[1][1]).rows():
+                    log.record(*row)
 
     def _jump(self, s: list[_State], periods: int) -> None:
         """Book ``periods`` periods like the last one from now (the state ``s[2]``)."""

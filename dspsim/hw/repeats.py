@@ -29,9 +29,9 @@ class Snapshot:
     floats: list[float]
     ints: list[int]
     rings: list[int]
-    passes: int
-    last_pass: dict[str, Any] | None
-    trace_rows: int
+    passes: int = 0  # (the row loop's: what its rows book besides the engines)
+    last_pass: dict[str, Any] | None = None
+    trace_rows: int = 0
 
 
 def assign(owner: Any, key: Any, value: Any) -> None:
@@ -89,7 +89,7 @@ def repeats(notes: list[Snapshot], ports: list[Any], limit: int, peek: float) ->
     return max(0, min(runs))
 
 
-def next_requests(first: list, last: list, d: float) -> tuple[list[tuple], None] | None:
+def next_requests(first: list, last: list, d: float) -> list[tuple] | None:
     """A port log's requests of the period after ``last`` (``first`` the one before it):
     ``None`` unless the two periods logged the same requests ``d`` apart."""
     if len(first) != len(last):
@@ -99,7 +99,34 @@ def next_requests(first: list, last: list, d: float) -> tuple[list[tuple], None]
         if a[4:] != b[4:] or any(b[k] != a[k] + d for k in range(4)):
             return None
         template.append((*(b[k] + d for k in range(4)), *b[4:]))
-    return template, None
+    return template
+
+
+def next_entries(marks: list[tuple[int, int]], kept: Any, follow: Any, d: float
+                 ) -> tuple[str, Any] | None:
+    """What a record (a trace, a port log) gets in the period after three notes ``d`` apart,
+    given its ``(kept, dropped)`` counts at each (``marks``): ``("drop", c)`` when it is full
+    and drops ``c`` a period, ``("keep", follow(first, last, d))`` when it kept both periods'
+    entries alike (``kept`` its entries), ``None`` when the periods differ."""
+    (a0, x0), (a1, x1), (a2, x2) = marks
+    if a0 == a1 == a2 and x1 - x0 == x2 - x1:
+        return "drop", x2 - x1
+    if x0 == x1 == x2 and a1 - a0 == a2 - a1:
+        entries = follow(kept[a0:a1], kept[a1:a2], d)
+        return None if entries is None else ("keep", entries)
+    return None
+
+
+def book_requests(log: Any, entries: tuple[str, Any], periods: int, d: float) -> None:
+    """A port log's requests of ``periods`` booked periods ``d`` apart (:func:`next_entries`:
+    the first period's, or a count each period drops); the log's limit counts those past it."""
+    mode, template = entries
+    if mode == "drop":
+        log.dropped += periods * template
+        return
+    for j in range(periods):
+        for e in template:
+            log.append((e[0] + j * d, e[1] + j * d, e[2] + j * d, e[3] + j * d, *e[4:]))
 
 
 class IterationRuns:
@@ -168,24 +195,19 @@ its limit counts those past it). Elided engine, no data cache only (:meth:`appli
         ints = [n for p in self.ports for n in (p.bytes_read, p.bytes_written)]
         self.logged.append([(len(p.log), p.log.dropped) if p.log is not None else (0, 0)
                             for p in self.ports])
-        return Snapshot(now, tuple(key), latest, floats, ints, rings, 0, None, 0)
+        return Snapshot(now, tuple(key), latest, floats, ints, rings)
 
     def _requests(self) -> list[Any] | None:
-        """Each port log's requests in the period after the third note (``None`` for no log,
-        ``("drop", c)`` when the log is full and drops ``c`` a period), if the two periods
-        noted logged the same, ``D`` apart; ``None`` if they did not."""
+        """Each port log's requests in the period after the third note (:func:`next_entries`;
+        ``None`` for no log), if the two periods noted logged the same; ``None`` if not."""
         d = self.notes[2].now - self.notes[1].now
         out: list[Any] = []
         for k, p in enumerate(self.ports):
-            (a0, x0), (a1, x1), (a2, x2) = (self.logged[j][k] for j in range(3))
-            if p.log is None:
-                out.append(None)
-            elif a0 == a1 == a2 and x1 - x0 == x2 - x1:
-                out.append(("drop", x2 - x1))
-            elif x0 == x1 == x2 and (entries := next_requests(p.log[a0:a1], p.log[a1:a2], d)):
-                out.append(entries)
-            else:
+            entries = None if p.log is None else next_entries(
+                [marks[k] for marks in self.logged], p.log, next_requests, d)
+            if p.log is not None and entries is None:
                 return None
+            out.append(entries)
         return out
 
     def _book(self, periods: int, now: float, logs: list[Any]) -> float:
@@ -207,13 +229,8 @@ its limit counts those past it). Elided engine, no data cache only (:meth:`appli
         for k, p in enumerate(ports):
             p.contention_cycles = contention[k]
             p.bytes_read, p.bytes_written = ints[2 * k], ints[2 * k + 1]
-        d = s2.now - s1.now
         for p, entries in zip(ports, logs):
-            if entries is not None and entries[0] == "drop":
-                p.log.dropped += periods * entries[1]
-            elif entries is not None:
-                for j in range(1, periods + 1):  # (the entries are the third period's)
-                    for e in entries[0]:
-                        p.log.append((*(e[k] + (j - 1) * d for k in range(4)), *e[4:]))
+            if entries is not None:
+                book_requests(p.log, entries, periods, s2.now - s1.now)
         state.now = now + dt  # the walk is there (it may end with no wait after)
         return state.now
