@@ -20,7 +20,6 @@ from typing import Any
 import simpy
 
 from dspsim.errors import DspsimInputError
-from dspsim.hw.clock import spawn
 from dspsim.hw.memory import Ptr
 from dspsim.ops.registry import Registry
 
@@ -185,7 +184,7 @@ class Ucp:
         self._free[core] = False
         task.core = core
         task.started_cycle = self.env.now
-        spawn(self.env, self._run(task))
+        self.env.process(self._run(task))
 
     def run_op(self, core: int, cmd: int, input_mem: SysMem, output_mem: SysMem
                ) -> Generator[Any, Any, tuple[float, float]]:

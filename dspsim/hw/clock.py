@@ -71,11 +71,6 @@ def events_scheduled(env: simpy.Environment) -> int:
     return next(env._eid)
 
 
-def spawn(env: simpy.Environment, generator: Generator) -> simpy.Process:
-    """``generator`` started as a process of its own."""
-    return env.process(generator)
-
-
 def waits_on(process: simpy.Process | None) -> Event | None:
     """The event ``process`` waits for (``Process.target``; ``None`` for no process)."""
     return None if process is None else process.target

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dspsim.hw.clock import Walk, WalkState, spawn
+from dspsim.hw.clock import Walk, WalkState
 from dspsim.hw.memory import Ptr
 from dspsim.ops.frames import Proc
 
@@ -169,8 +169,8 @@ def loop_copy(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
     env, start = core.env, core.env.now
     core.accesses.begin(core.name, start)
     if src.external or dst.external:
-        stall, store_stall = yield spawn(env, _process(core, src, dst, nbytes, access_bytes,
-                                                       cycles_per_iteration))
+        stall, store_stall = yield env.process(_process(core, src, dst, nbytes, access_bytes,
+                                                             cycles_per_iteration))
         load_mem = src.mem if src.external else None
         store_mem = dst.mem if dst.external else None
         core.book_stall(load_mem or store_mem, stall - store_stall)

@@ -50,7 +50,7 @@ from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError, DspsimInputError
 from dspsim.host.program import HostProgram
 from dspsim.host.ucp import SchedulingPolicy, Ucp, parse_backend
-from dspsim.hw.clock import At, events_scheduled, spawn
+from dspsim.hw.clock import At, events_scheduled
 from dspsim.ops import get_op
 from dspsim.ops.registry import firmware_registry
 from dspsim.platform import FIDELITIES, Platform
@@ -138,7 +138,7 @@ class _Episode:
         self.running += 1
         self.tasks_started += 1
         self.streams.add(stream)
-        spawn(self.env, self._op(task, stream, core))
+        self.env.process(self._op(task, stream, core))
 
     def _op(self, task: int, stream: int, core: int):
         op_start, op_cycles = yield from self.programs[stream].run(core)
@@ -249,7 +249,7 @@ class _Schedule:
             if ep is not None:
                 if self.next_arrival < n and ep.sentinel_for != self.next_arrival:
                     ep.sentinel_for = self.next_arrival
-                    spawn(ep.env, ep.sentinel(self.next_arrival))
+                    ep.env.process(ep.sentinel(self.next_arrival))
                 nxt = ep.env.peek()
                 if nxt < INF and not (heap and heap[0][0] < ep.start + nxt):
                     ep.env.step()  # the ops; arrivals and completions act from inside
