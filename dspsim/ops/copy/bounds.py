@@ -28,14 +28,10 @@ def memory_of(model: Any, where: str) -> Any:
     return None if name is None else model.memories[name]
 
 
-def crossing_bytes(model: Any, variant: str, n: int,
-                   ways: dict[str, tuple[Any, int, int]] | None = None
-                   ) -> dict[str, tuple[Any, int]]:
+def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int]]:
     """Per external memory the copy goes through: its table and the bytes that must cross its
-    port inside the timed span (:func:`way_bytes`'s, or ``ways``'s, reads and writes together)."""
-    if ways is None:
-        ways = way_bytes(model, variant, n)
-    return {name: (mem, r + w) for name, (mem, r, w) in ways.items()}
+    port inside the timed span (:func:`way_bytes`'s reads and writes together)."""
+    return {name: (mem, r + w) for name, (mem, r, w) in way_bytes(model, variant, n).items()}
 
 
 def way_bytes(model: Any, variant: str, n: int,
@@ -322,7 +318,7 @@ def _memcpy_cached(model: Any, ext: Any, calls: int, n: int, out: dict[str, Any]
     line = model.dcache.line_bytes
     lines = math.ceil(n / line)
     out["lines"] = lines
-    fill = policy.latency(False) + _path(policy, line, line, False)
+    fill = policy.request_cycles(line, False)
     dst = memory_of(model, p.dst)
     moved = out["traffic_bytes"]  # the run's traffic (bounds())
     extra = (0.0 if dst is None or dst.core_local
@@ -374,7 +370,7 @@ def _store_lines_cycles(model: Any, n: int, mem: Any, moved: dict[str, int]) -> 
     src = memory_of(model, p.src)
     fills = 0.0
     if src is not None and not src.core_local:  # the source's lines are counted already
-        fills = math.ceil(n / line) * (pol.latency(False) + _path(pol, line, line, False)
+        fills = math.ceil(n / line) * (pol.request_cycles(line, False)
                                        + dc.miss_cycles)
     written = moved[f"{name}_write"]
     if not written:
@@ -419,7 +415,7 @@ def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) ->
         if cached and (not write or dc.write_allocate):
             lines = math.ceil(n / dc.line_bytes)
             line = dc.line_bytes
-            stall += lines * (pol.latency(False) + _path(pol, line, line, False))
+            stall += lines * (pol.request_cycles(line, False))
             data += _path(pol, n, line, False)
             if write and p.flush_destination:
                 stall += pol.latency(True) + _path(pol, n, line, True)
@@ -434,7 +430,7 @@ def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) ->
             pieces = max(1, k // 16) if k > 16 else 1
             stall += n // k * pieces * pol.latency(False) + _path(pol, n, min(k, 16), False)
         else:
-            stall += pol.latency(True) + _path(pol, k, k, True)  # MEMW: the last store
+            stall += pol.request_cycles(k, True)  # MEMW: the last store
     if dc.prefetch_next_line and data:
         return max(compute, data) + stall / max(1, math.ceil(n / dc.line_bytes))
     return compute + stall
