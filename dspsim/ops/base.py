@@ -370,6 +370,17 @@ class Op:
         return out
 
 
+def bind(out: dict[str, Any], raise_estimate: bool = True) -> None:
+    """Set ``lower_bound_cycles`` (the largest of the three bounds) and ``binding_bound`` (its
+    name); with ``raise_estimate`` the estimate is at least the lower bound."""
+    named = {k: out[f"{k}_bound_cycles"] for k in ("dma", "latency", "compute")}
+    binding = max(named, key=named.get)
+    out["lower_bound_cycles"] = named[binding]
+    out["binding_bound"] = binding
+    if raise_estimate:
+        out["estimate_cycles"] = max(out["estimate_cycles"], named[binding])
+
+
 def check_tile_bytes(key: str, tile_bytes: int, model: HardwareModel) -> None:
     """Refuse a TCM tile key's value that is not whole float32 or exceeds a DataRAM's free space
     (``tcm.bank_bytes - tcm.reserved_bytes``)."""

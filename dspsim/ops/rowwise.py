@@ -21,7 +21,7 @@ import numpy as np
 from dspsim.errors import DspsimInputError
 from dspsim.kernels.cached import direct_bounds
 from dspsim.kernels.shapes import LoopShape
-from dspsim.ops.base import Bounds, Op, Proc, check_tile_bytes
+from dspsim.ops.base import Bounds, Op, Proc, bind, check_tile_bytes
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, hb_dsp_ping_pong_frame
 from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
 from dspsim.schema import Key, OpSchema, Params
@@ -214,11 +214,8 @@ def _pingpong_bounds(model: HardwareModel, shape: tuple[int, int], row_compute: 
 
 def bounds_with_binding(out: dict[str, Any], estimate: float) -> Bounds:
     """``out`` completed: the lower bound (the largest of three), which binds, the estimate."""
-    named = {k: out[f"{k}_bound_cycles"] for k in ("dma", "latency", "compute")}
-    binding = max(named, key=named.get)
-    out["lower_bound_cycles"] = named[binding]
-    out["binding_bound"] = binding
-    out["estimate_cycles"] = max(estimate, named[binding])
+    bind(out, raise_estimate=False)
+    out["estimate_cycles"] = max(estimate, out["lower_bound_cycles"])
     return Bounds.of(out)
 
 

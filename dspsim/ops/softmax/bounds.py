@@ -17,6 +17,7 @@ from dspsim.config import Core, HardwareModel
 from dspsim.errors import DspsimInputError
 from dspsim.kernels.cached import direct_bounds
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
+from dspsim.ops.base import bind
 from dspsim.ops.pingpong_bounds import PortCosts, Tiling, ping_pong_pass_cycles
 from dspsim.ops.softmax.layout import tile_elems
 from dspsim.schema import check_n
@@ -31,17 +32,6 @@ ORDER = (
     "latency_bound_cycles", "compute_bound_cycles", "lower_bound_cycles", "binding_bound",
     "estimate_cycles",
 )  # the fields every softmax bounds mapping starts with, in this order
-
-
-def bind(out: dict[str, Any], raise_estimate: bool = True) -> None:
-    """Set ``lower_bound_cycles`` (the largest of the three bounds) and ``binding_bound`` (its
-    name); with ``raise_estimate`` the estimate is at least the lower bound."""
-    named = {k: out[f"{k}_bound_cycles"] for k in ("dma", "latency", "compute")}
-    binding = max(named, key=named.get)
-    out["lower_bound_cycles"] = named[binding]
-    out["binding_bound"] = binding
-    if raise_estimate:
-        out["estimate_cycles"] = max(out["estimate_cycles"], named[binding])
 
 
 def ordered(out: dict[str, Any], order: tuple[str, ...] = ORDER) -> dict[str, Any]:

@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
+from dspsim.ops.base import bind
 from dspsim.ops.pingpong_bounds import PortCosts, Tiling
 from dspsim.ops.softmax import bounds as seed_bounds
-from dspsim.ops.softmax.bounds import ORDER, bind, ordered
+from dspsim.ops.softmax.bounds import ORDER, ordered
 from dspsim.ops.softmax.layout import (
     STREAM_BUFFERS,
     channels_used,
