@@ -168,15 +168,16 @@ class OptimizeResult:
         """:meth:`ranking_json` as CSV rows: a column per parameter key (empty where a candidate
         lacks it) and, with several models, a ``cycles[LABEL]`` column per model."""
         rows = []
+        params, byte_columns = self._union(lambda c: c.params), self._union(Candidate.bytes_columns)
         for obj in self.ranking_json():
             row = {k: obj[k] for k in ("rank", "fidelity", "variant")}
-            row.update({k: obj["params"].get(k, "") for k in self._union(lambda c: c.params)})
+            row.update({k: obj["params"].get(k, "") for k in params})
             row["cycles"] = obj["cycles"]
             if len(self.models) > 1:
                 row.update({f"cycles[{m}]": obj["cycles_by_model"].get(m) for m in self.models})
             row.update({k: obj.get(k, "") for k in (
                 "screen_rank", "screen_cycles", "speedup",
-                *self._union(Candidate.bytes_columns), "lower_bound_cycles", "gap_pct",
+                *byte_columns, "lower_bound_cycles", "gap_pct",
                 "core_busy_pct")})
             row.update(warnings=";".join(obj["warnings"]), hazards=obj["hazards"],
                        error=obj["error"])
