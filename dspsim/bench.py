@@ -190,7 +190,7 @@ import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from dspsim import load_model, simulate
 job = json.loads(sys.argv[2])
-model, best = load_model().with_overrides(job.get("overrides", {})), float("inf")
+model, best = load_model(job.get("model")).with_overrides(job.get("overrides", {})), float("inf")
 for _ in range(job.get("repeat", 1)):
     t0 = time.perf_counter()
     if job["kind"] == "stream":
@@ -198,8 +198,7 @@ for _ in range(job.get("repeat", 1)):
     elif job["kind"] == "rows":
         r = simulate(model, job["op"], "direct", shape=tuple(job["shape"]), data=False)
     elif job["kind"] == "walk":
-        r = simulate(load_model(job["model"]), job["op"], job["variant"], n=job["n"],
-                     data=False)
+        r = simulate(model, job["op"], job["variant"], n=job["n"], data=False)
     else:
         from dspsim.study.workload import parse_workload, run_workload
         r = run_workload(parse_workload(job["spec"]), model, fidelity=job["fidelity"])
@@ -233,22 +232,26 @@ def streaming(sizes: tuple[int, ...], repeat: int, baseline: str | None = None
     """Burst ping-pong, data path off, at each size, burst and tile fidelity, in a fresh
     process (best of ``repeat`` inside it); with ``baseline`` (a checkout), that version's same
     runs, ``repeat`` processes of each alternately, and the speed-up over it."""
+    return [_fresh_row({"n": n, "fidelity": fidelity},
+                       {"kind": "stream", "n": n, "fidelity": fidelity, "repeat": repeat},
+                       baseline, repeat if baseline else 1)
+            for n in sizes for fidelity in ("burst", "tile")]
+
+
+def _fresh_row(row: dict[str, Any], job: dict[str, Any], baseline: str | None,
+               rounds: int = 1) -> dict[str, Any]:
+    """``row`` with :data:`JOB_CODE`'s ``job`` run in fresh processes (this checkout, and the
+    ``baseline`` one alternately, ``rounds`` times): each version's best run as
+    ``{version}_{figure}``, and with a baseline the speed-up and whether the cycles agree."""
     here = str(Path(__file__).resolve().parent.parent)
     versions = {"this": here, **({"baseline": baseline} if baseline else {})}
-    rows = []
-    for n in sizes:
-        for fidelity in ("burst", "tile"):
-            row: dict[str, Any] = {"n": n, "fidelity": fidelity}
-            job = json.dumps({"kind": "stream", "n": n, "fidelity": fidelity, "repeat": repeat})
-            jobs = {name: ["-c", JOB_CODE, root, job] for name, root in versions.items()}
-            for name, rs in alternated(jobs, repeat if baseline else 1).items():
-                best = min(rs, key=lambda r: r["wall_s"])
-                row.update({f"{name}_{k}": v for k, v in best.items()})
-            if baseline:
-                row["speedup"] = row["baseline_wall_s"] / row["this_wall_s"]
-                row["same_cycles"] = row["baseline_cycles"] == row["this_cycles"]
-            rows.append(row)
-    return rows
+    jobs = {name: ["-c", JOB_CODE, root, json.dumps(job)] for name, root in versions.items()}
+    for name, rs in alternated(jobs, rounds).items():
+        row.update({f"{name}_{k}": v for k, v in min(rs, key=lambda r: r["wall_s"]).items()})
+    if baseline:
+        row["speedup"] = row["baseline_wall_s"] / row["this_wall_s"]
+        row["same_cycles"] = row["baseline_cycles"] == row["this_cycles"]
+    return row
 
 
 # (model, op, variant, n): one long kernel call's walk, a DDR round trip per vector (the
@@ -262,21 +265,10 @@ def walk_runs(repeat: int, baseline: str | None = None) -> list[dict[str, Any]]:
     """Kernel calls walked access by access (:data:`WALK_RUNS`), data path off, each in a
     fresh process (best of ``repeat`` inside it); with ``baseline`` (a checkout), that
     version's same runs alternately, the speed-up over it and whether the cycles agree."""
-    here = str(Path(__file__).resolve().parent.parent)
-    versions = {"this": here, **({"baseline": baseline} if baseline else {})}
-    rows = []
-    for model, op, variant, n in WALK_RUNS:
-        row: dict[str, Any] = {"model": model, "op": op, "variant": variant, "n": n}
-        job = json.dumps({"kind": "walk", "model": model, "op": op, "variant": variant,
-                          "n": n, "repeat": repeat})
-        jobs = {name: ["-c", JOB_CODE, root, job] for name, root in versions.items()}
-        for name, rs in alternated(jobs).items():
-            row.update({f"{name}_{k}": v for k, v in min(rs, key=lambda r: r["wall_s"]).items()})
-        if baseline:
-            row["speedup"] = row["baseline_wall_s"] / row["this_wall_s"]
-            row["same_cycles"] = row["baseline_cycles"] == row["this_cycles"]
-        rows.append(row)
-    return rows
+    return [_fresh_row({"model": model, "op": op, "variant": variant, "n": n},
+                       {"kind": "walk", "model": model, "op": op, "variant": variant, "n": n,
+                        "repeat": repeat}, baseline)
+            for model, op, variant, n in WALK_RUNS]
 
 
 def workload_wall(seconds: float, reference_seconds: float, cores: int = 1,
