@@ -34,6 +34,12 @@ from dspsim.probes import AccessLog, PassLog, Recorder
 from dspsim.schema import Params
 
 FIDELITIES = ("burst", "tile")  # one engine: "tile" is kept as a name (module doc)
+
+
+def check_fidelity(fidelity: str) -> None:
+    """Refuse a fidelity the simulation does not have (one line, allowed ones named)."""
+    if fidelity not in FIDELITIES:
+        raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
 # the kind of a memory's engine (its port) in ``Platform.engines`` and ``Result.engines``,
 # whatever the memory: the name is the one-memory platform's, which saved runs and scripts read
 MEMORY_KIND = "ddr"
@@ -187,8 +193,7 @@ class Platform:
         """``elide``: skip the events nothing else can observe (exact; :mod:`dspsim.hw.clock`);
         off gives the reference engine with one event per memory access. ``trace_limit``:
         keep at most that many trace rows and port requests each."""
-        if fidelity not in FIDELITIES:
-            raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
+        check_fidelity(fidelity)
         self.model = model
         self.warnings: dict[str, dict[str, Any]] = {}
         self.ctx = RunContext(env, data=data, elide=elide, fidelity=fidelity,

@@ -26,7 +26,7 @@ from dspsim.host.window import check_fits_window
 from dspsim.hw.clock import events_scheduled
 from dspsim.ops.base import summary_json
 from dspsim.ops.registry import firmware_registry, get_op
-from dspsim.platform import FIDELITIES, MEMORY_KIND, Platform
+from dspsim.platform import MEMORY_KIND, Platform, check_fidelity
 from dspsim.probes import PortLog, TraceTable
 from dspsim.schema import check_n
 from dspsim.version import __version__
@@ -179,8 +179,7 @@ class Request:
                 raise DspsimInputError(f"variant {variant!r} and mode {mode!r} disagree; give one")
             variant = mode
         variant = the_op.check_variant(the_op.default_variant if variant is None else variant)
-        if fidelity not in FIDELITIES:
-            raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
+        check_fidelity(fidelity)
         if params:
             model = model.with_overrides(
                 {(k if "." in k else f"{the_op.name}.{k}"): v for k, v in params.items()}

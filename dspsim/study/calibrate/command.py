@@ -8,11 +8,12 @@ from pathlib import Path
 
 from dspsim.config import HardwareModel
 from dspsim.paths import writable_file
+from dspsim.platform import check_fidelity
 from dspsim.study.calibrate.fitting import DEFAULT_TOLERANCE_PCT, calibrate, check_tolerance
 from dspsim.study.calibrate.measure import Measurement, parse_measurement, read_measurements_csv
 from dspsim.study.calibrate.modelfile import write_model_file
 from dspsim.study.calibrate.params import FreeParam, parse_free
-from dspsim.study.calibrate.problem import Progress, check_fidelity
+from dspsim.study.calibrate.problem import Progress
 from dspsim.study.calibrate.readings import Exploration, explore
 from dspsim.study.calibrate.report import Calibration
 

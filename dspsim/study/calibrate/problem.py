@@ -17,7 +17,7 @@ import numpy as np
 from dspsim.config import HardwareModel
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import get_op
-from dspsim.platform import FIDELITIES
+from dspsim.platform import check_fidelity
 from dspsim.run import simulate
 from dspsim.study.calibrate.measure import Measurement, int_value, is_int_key
 from dspsim.study.calibrate.params import FreeParam
@@ -27,12 +27,6 @@ Progress = Callable[[str], None] | None
 # Built models a problem keeps (see Problem.model_with): a fit step's point and its Jacobian's
 # neighbours; older ones go first. A model is a few tens of KB.
 MODEL_CACHE_SIZE = 256
-
-
-def check_fidelity(fidelity: str) -> None:
-    """Refuse a fidelity the simulation does not have."""
-    if fidelity not in FIDELITIES:
-        raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
 
 
 def built_once(built: dict[tuple, HardwareModel | ConfigError], key: tuple,

@@ -25,7 +25,7 @@ from dspsim.config import HardwareModel, load_model, load_models, parse_value
 from dspsim.errors import DspsimInputError
 from dspsim.host.window import check_fits_window
 from dspsim.ops import Op, get_op
-from dspsim.platform import FIDELITIES
+from dspsim.platform import check_fidelity
 from dspsim.run import simulate
 from dspsim.study.sweep.spec import load_spec
 from dspsim.study.sweep.values import (
@@ -253,8 +253,7 @@ def build_sweep(params: Sequence[str] | Mapping[str, Any] = (), *,
             if key not in SPECIAL_KEYS and key != MODEL_KEY:
                 check_on_model(m, key, f"sweep key {key}")
     fid = fidelity if fidelity is not None else loaded.get("fidelity", DEFAULT_FIDELITY)
-    if fid not in FIDELITIES:
-        raise DspsimInputError(f"fidelity {fid!r}: allowed {', '.join(FIDELITIES)}")
+    check_fidelity(fid)
     sweep = Sweep(tuple((k, tuple(v)) for k, v in axes.items()), base, fid, several)
     if sweep.size > MAX_POINTS:
         raise DspsimInputError(f"the grid has {sweep.size:,} points; at most {MAX_POINTS:,}")

@@ -47,13 +47,13 @@ import numpy as np
 import simpy
 
 from dspsim.config import HardwareModel
-from dspsim.errors import DeadlockError, DspsimInputError
+from dspsim.errors import DeadlockError
 from dspsim.host.program import HostProgram
 from dspsim.host.ucp import SchedulingPolicy, Ucp, parse_backend
 from dspsim.hw.clock import At, events_scheduled
 from dspsim.ops import get_op
 from dspsim.ops.registry import firmware_registry
-from dspsim.platform import FIDELITIES, Platform
+from dspsim.platform import Platform, check_fidelity
 from dspsim.study.workload import parts
 from dspsim.study.workload.results import DdrMeter, TaskColumns, WorkloadRun
 from dspsim.study.workload.spec import Workload, check_workload
@@ -161,11 +161,9 @@ class _Episode:
         if self.never_idle or self.running:
             return False
         p = self.platform
-        # (a port whose requests may complete out of order, or a run logging every request,
-        # is never taken as idle: the platform is not restarted under it; the DDR profile's
-        # meter is no such log)
-        return (not p.ctx.port_log
-                and all(m.port.ring and m.port.idle_at(local) for m in p.memories.values())
+        # (a port whose requests may complete out of order is never taken as idle: the
+        # platform is not restarted under it)
+        return (all(m.port.ring and m.port.idle_at(local) for m in p.memories.values())
                 and all(ch.current is None and not ch.fifo.items
                         for d in p.dsps for ch in d.idma))
 
@@ -462,8 +460,7 @@ def run_workload(
     (a progress count); ``reuse`` books a task from an earlier identical one where nothing
     else can run beside it (module docstring), ``False`` simulates every task; ``jobs`` runs
     it in that many parts at once, in worker processes (module docstring: the same tasks)."""
-    if fidelity not in FIDELITIES:
-        raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
+    check_fidelity(fidelity)
     check_jobs(jobs, "jobs", "parts of the run")
     check_workload(workload, model)
     wall_start = time.perf_counter()
