@@ -281,11 +281,16 @@ class LoopRun:
                 book_requests(log, entries, periods, d)
             elif entries[0] == "drop":
                 log.dropped += periods * entries[1]
+            elif not entries[1][0]:
+                continue  # (the periods recorded no row)
             elif log.limit is None:
                 log.append_run(TraceRun(entries[1][0], periods, d, entries[1][1]))
-            else:
-                for row in TraceRun(entries[1][0], periods, d, entries[1][1]).rows():
+            else:  # row by row up to one period past the limit (it sets the cut), then counted
+                template, numbers = entries[1]
+                shown = min(periods, max(0, log.limit - len(log.rows)) // len(template) + 1)
+                for row in TraceRun(template, shown, d, numbers).rows():
                     log.record(*row)
+                log.dropped += (periods - shown) * len(template)
 
     def _jump(self, s: list[_State], periods: int) -> None:
         """Book ``periods`` periods like the last one from now (the state ``s[2]``)."""
