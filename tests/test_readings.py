@@ -13,7 +13,9 @@ from dspsim.config import load_model, models_dir
 from dspsim.run import simulate
 from dspsim.study.calibrate import Measurement, classify, explore, seed_measurements
 from dspsim.study.calibrate.classify import reading_name, reading_of
-from dspsim.study.calibrate.explore import explore_space, log_grid, thin
+from dspsim.study.calibrate.explore import Space, explore_space, log_grid, thin
+from dspsim.study.calibrate.identify import run_key
+from dspsim.study.calibrate.readings import explore_candidates
 
 READINGS = sorted(p.stem for p in models_dir().glob("j6*.toml"))
 EXPECTED = {
@@ -113,6 +115,26 @@ def test_explore_space_is_generic_and_respects_measurements():
     assert log_grid(1, 64, 4, integer=True) == [1, 4, 16, 64]
     assert thin([1024 << k for k in range(8)], 4, keep=[32768]) == [
         1024, 4096, 16384, 32768, 65536, 131072]
+
+
+def test_explore_candidates_tell_runs_apart_by_op_as_well():
+    """The runs proposed one grid step below the smallest tile: a run already measured or
+    proposed is not proposed again (run_key), and a run of another op with the same variant,
+    shape and settings does not hide one (layernorm and rmsnorm share their variants)."""
+    j6 = load_model()
+    rms = Measurement("pingpong", 1e6, (64, 256), {}, "rmsnorm")
+    space = Space((), {"rmsnorm.tile_bytes": (1024, 4096)}, ({},), None)
+    below = [c for c in explore_candidates(j6, space, [rms], [])
+             if "rmsnorm.tile_bytes" in c.settings]
+    assert below and {c.settings["rmsnorm.tile_bytes"] for c in below} == {256}
+    assert len({run_key(c) for c in below}) == len(below)
+    first = below[0]
+    other_op = Measurement(first.variant, 1e6, first.shape, dict(first.settings), "layernorm")
+    kept = explore_candidates(j6, space, [rms, other_op], [])
+    assert run_key(first) in {run_key(c) for c in kept}
+    measured = Measurement(first.variant, 1e6, first.shape, dict(first.settings), "rmsnorm")
+    again = explore_candidates(j6, space, [rms, measured], [])
+    assert run_key(first) not in {run_key(c) for c in again}
 
 
 def test_a_small_explore_finds_the_three_readings_and_separates_them():

@@ -146,7 +146,7 @@ def explore_candidates(model: HardwareModel, space: Space, measurements: Sequenc
     against a per-byte one)."""
     cands = candidate_measurements(model, free_keys, list(measurements))
     longest = largest_shapes(measurements)
-    seen = {run_key(c) for c in cands}
+    seen = {run_key(m) for m in [*measurements, *cands]}  # measured or proposed already
     for key, values in space.grid.items():
         op_name = key.partition(".")[0]
         if op_name not in OP_SCHEMAS or op_name not in longest:
@@ -159,10 +159,8 @@ def explore_candidates(model: HardwareModel, space: Space, measurements: Sequenc
             continue
         for variant, shape, settings in runs:
             c = Measurement(variant, math.nan, tuple(shape), {**settings, key: below}, op_name)
-            k = run_key(c)
-            if k not in seen and not any(m.variant == c.variant and m.shape == c.shape
-                                         and m.settings == c.settings for m in measurements):
-                seen.add(k)
+            if run_key(c) not in seen:
+                seen.add(run_key(c))
                 cands.append(c)
     return cands
 
