@@ -22,7 +22,7 @@ import pandas as pd
 
 from dspsim.analysis import timeline_draw as draw
 from dspsim.analysis.engines import COPY_KINDS, RunEngines, shape_text
-from dspsim.analysis.series import logged_memories, memory_logs
+from dspsim.analysis.series import host_memory, logged_memories, memory_logs
 from dspsim.analysis.stalls import require_trace
 from dspsim.analysis.tiles import tcm_segments
 from dspsim.analysis.timeline_draw import DPI, Lanes, memories_text
@@ -236,11 +236,13 @@ def _draw_copy_lanes(lanes: Lanes, result: Any, engines: RunEngines, trace: pd.D
     the window shows."""
     from matplotlib.patches import Patch
 
-    ends = {kind: memories_text(m, "/") for kind, m in copy_memories(result, engines).items()}
+    logged = copy_memories(result, engines)  # one pass over the port logs, for both uses
+    host = tuple(filter(None, [host_memory(result)]))  # what a kind none logged went to
+    ends = {kind: memories_text(m or host, "/") for kind, m in logged.items()}
     copy_labels = {"copy_in": f"iDMA input copy ({ends['copy_in']}→TCM)",
                    "copy_out": f"iDMA output copy (TCM→{ends['copy_out']})"}
     # copies that read an external memory and none into TCM: memory to memory
-    if (trace["kind"] != "copy_in").all() and copy_memories(result, engines, False)["copy_in"]:
+    if (trace["kind"] != "copy_in").all() and logged["copy_in"]:
         copy_labels["copy_out"] = f"iDMA copy ({ends['copy_in']}→{ends['copy_out']})"
     copies_shown: set[str] = set()
     for ch in engines.channels:

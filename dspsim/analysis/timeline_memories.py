@@ -47,11 +47,9 @@ def stall_memories(result: Any, starts: Any, ends: Any) -> list[tuple[str, ...]]
     return [f or fallback for f in found]
 
 
-def copy_memories(result: Any, engines: RunEngines, fallback: bool = True
-                  ) -> dict[str, tuple[str, ...]]:
+def copy_memories(result: Any, engines: RunEngines) -> dict[str, tuple[str, ...]]:
     """Per copy kind, the memories the channels read (``copy_in``) or wrote (``copy_out``), from
-    the port logs; none logged: the host's memory (with ``fallback``; else none)."""
-    host = tuple(filter(None, [series.host_memory(result)])) if fallback else ()
+    the port logs (none logged: none; the figure's labels then name the host's memory)."""
     channels = list(engines.channels)
     out: dict[str, tuple[str, ...]] = {"copy_in": (), "copy_out": ()}
     for memory in series.memory_logs(result):
@@ -60,7 +58,7 @@ def copy_memories(result: Any, engines: RunEngines, fallback: bool = True
         for kind, write in (("copy_in", False), ("copy_out", True)):
             if (by_channel & (log["is_write"] == write)).any():
                 out[kind] += (memory,)
-    return {kind: found or host for kind, found in out.items()}
+    return out
 
 
 def requester_colour(who: str, engines: RunEngines) -> str:
