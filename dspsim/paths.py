@@ -39,6 +39,23 @@ def suffix_of(p: Path, suffixes: tuple[str, ...]) -> str:
     return max(matches, key=len) if matches else p.suffix.lower()
 
 
+def unknown_extension(p: Path, what: str, suffix: str, allowed: tuple[str, ...]
+                      ) -> DspsimInputError:
+    """The one-line refusal of ``p`` (``what``: how messages name it), whose extension
+    ``suffix`` is none of ``allowed``: every "unknown extension" message dspsim gives."""
+    return DspsimInputError(f"{what} {str(p)!r}: unknown extension {suffix or '(none)'!r}; "
+                            f"allowed {', '.join(allowed)}")
+
+
+def check_suffix(p: Path, what: str, suffixes: tuple[str, ...]) -> str:
+    """The one of ``suffixes`` that ``p`` ends with (:func:`suffix_of`, any case), else
+    :func:`unknown_extension`."""
+    suffix = suffix_of(p, suffixes)
+    if suffix not in suffixes:
+        raise unknown_extension(p, what, suffix, suffixes)
+    return suffix
+
+
 def check_regular_or_absent(p: Path, what: str) -> None:
     """Refuse ``p`` when it exists (through symlinks) and is not a regular file."""
     try:
@@ -150,10 +167,7 @@ def writable_file(path: str | Path, what: str, suffixes: tuple[str, ...]) -> Pat
     """``path`` if it has one of ``suffixes`` (any case) and can be written, else a one-line
     error. An existing output must be a regular file."""
     p = Path(path)
-    suffix = suffix_of(p, suffixes)
-    if suffix not in suffixes:
-        raise DspsimInputError(f"{what} {str(p)!r}: unknown extension {suffix or '(none)'!r}; "
-                               f"allowed {', '.join(suffixes)}")
+    check_suffix(p, what, suffixes)
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise DspsimInputError(f"{what} {str(p)!r}: directory {str(parent)!r} does not exist")

@@ -34,7 +34,7 @@ from dspsim.analysis.timeline_memories import (
     stall_memories,
 )
 from dspsim.errors import DspsimInputError
-from dspsim.paths import atomic_savefig, plain_text, suffix_of, writable_file
+from dspsim.paths import atomic_savefig, check_suffix, plain_text, writable_file
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -95,10 +95,7 @@ def save_figure(fig, path: str | Path, dpi: float = DPI, what: str = "figure") -
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     path = Path(path)
-    fmt = suffix_of(path, FIGURE_FORMATS)
-    if fmt not in FIGURE_FORMATS:
-        raise DspsimInputError(f"{what} {str(path)!r}: unknown extension {fmt or '(none)'!r}; "
-                               f"allowed {', '.join(FIGURE_FORMATS)}")
+    fmt = check_suffix(path, what, FIGURE_FORMATS)
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
     with rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}):

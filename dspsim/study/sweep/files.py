@@ -9,7 +9,13 @@ import io
 from pathlib import Path
 
 from dspsim.errors import DspsimInputError
-from dspsim.paths import atomic_write, check_distinct, check_name_fits, check_regular_or_absent
+from dspsim.paths import (
+    atomic_write,
+    check_distinct,
+    check_name_fits,
+    check_regular_or_absent,
+    unknown_extension,
+)
 
 EXTENSIONS = (".csv", ".parquet")
 
@@ -27,9 +33,8 @@ def journal_path(out: Path) -> Path:
 
 def check_extension(p: Path, what: str) -> None:
     """Refuse a table (``what``: how messages name it) whose extension is not a sweep's."""
-    if p.suffix not in EXTENSIONS:
-        raise DspsimInputError(f"{what} {str(p)!r}: unknown extension {p.suffix or '(none)'!r}; "
-                               f"allowed {', '.join(EXTENSIONS)}")
+    if p.suffix not in EXTENSIONS:  # as written: a sweep's ".CSV" is not its ".csv"
+        raise unknown_extension(p, what, p.suffix, EXTENSIONS)
 
 
 def check_out(out: str | Path) -> Path:
