@@ -22,7 +22,7 @@ from typing import Any
 
 from dspsim import model_rules as _rules
 from dspsim import ranges as _ranges
-from dspsim.errors import ConfigError
+from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.paths import path_problem, read_small_text
 from dspsim.schema import OP_SCHEMAS, Key, Params
 from dspsim.tables import HARDWARE, MEMORY_FIELDS, Core, Dcache, Host, Idma, MemoryCfg, Tcm
@@ -369,18 +369,26 @@ def _model_path(path: str | Path | None) -> Path:
     return default_model_path() if path is None else resolve_model_path(path)
 
 
+def parse_toml(text: str, what: str, error: type[DspsimInputError] = DspsimInputError
+               ) -> dict[str, Any]:
+    """The tables of an input file's ``text`` (a model, workload, sweep spec or measurements
+    file); not TOML, or nested deeper than the parser recurses, is one line ``error`` naming
+    ``what``."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise error(f"{what} is not valid TOML: {e}") from None
+    except RecursionError:
+        raise error(f"{what} is nested too deeply") from None
+
+
 def _read_toml(p: Path) -> tuple[dict[str, Any], str]:
     """A model file's tables and text; every way of failing (absent, a device, a loop of
     symbolic links, a name too long, too large, not UTF-8 or not TOML) is one line."""
-    shown = _clip(p)
+    what = f"model file {_clip(p)}"
     hint = f"; pass an existing .toml file or a packaged model name ({_packaged()})"
-    text = read_small_text(p, f"model file {shown}", MAX_MODEL_FILE_BYTES, hint, ConfigError)
-    try:
-        return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"model file {shown} is not valid TOML: {e}") from None
-    except RecursionError:
-        raise ConfigError(f"model file {shown} is nested too deeply") from None
+    text = read_small_text(p, what, MAX_MODEL_FILE_BYTES, hint, ConfigError)
+    return parse_toml(text, what, ConfigError), text
 
 
 def _file_id(p: Path) -> tuple[int, int]:

@@ -75,6 +75,21 @@ def test_the_cli_refuses_a_wrong_type_in_one_line(tmp_path, capsys, field, value
     assert code == 2 and one_line(err) and f"{field} = " in err and out == "", err
 
 
+@pytest.mark.parametrize("text, message", [
+    ("[[measurement]\n", "is not valid TOML: Expected ']]'"),
+    ("a = " + "[" * 5000 + "]" * 5000 + "\n", "is nested too deeply"),  # was a traceback
+    ("[[measurement]]\nnote = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n",
+     "is nested too deeply"),
+])
+def test_a_file_that_is_not_toml_is_one_line_as_a_model_file_is(tmp_path, capsys, text,
+                                                                message):
+    path = tmp_path / "m.toml"
+    path.write_text(text)
+    code, out, err = run_cli(capsys, "validate", "--only", "--measurements", str(path))
+    assert code == 2 and one_line(err) and out == "", err
+    assert f"measurements file {str(path)!r} {message}" in err, err
+
+
 def test_names_are_escaped_and_cut_one_row_per_measurement(tmp_path, capsys):
     names = ["clear\x1b[2J screen", "forged\r\nj6  fake row", "x" * 100_000, "plain"]
     rows = [{**GOOD, "name": n} for n in names]

@@ -11,13 +11,12 @@ runs each under every model of its platform (data path off) with its interval.""
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import HardwareModel, load_model, model_chain, model_key
+from dspsim.config import HardwareModel, load_model, model_chain, model_key, parse_toml
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import default_op, get_op
 from dspsim.paths import read_small_text
@@ -149,11 +148,7 @@ def read_measurements(path: str | Path) -> list[Measurement]:
     and the measurement)."""
     p = Path(path)
     what = f"measurements file {str(p)!r}"
-    text = read_small_text(p, what, MAX_FILE_BYTES)
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise DspsimInputError(f"{what}: not valid TOML: {e}") from None
+    raw = parse_toml(read_small_text(p, what, MAX_FILE_BYTES), what)
     unknown = sorted(set(raw) - set(_FILE_FIELDS))
     if unknown:
         raise DspsimInputError(f"{what}: unknown top-level key {unknown[0]!r}; allowed: "

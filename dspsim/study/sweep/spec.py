@@ -22,12 +22,11 @@ shape); ``--param`` keys are added after the file's, and a key given twice is an
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import resolve_model_path
+from dspsim.config import parse_toml, resolve_model_path
 from dspsim.errors import DspsimInputError
 from dspsim.paths import read_small_text
 from dspsim.study.sweep.values import SPECIAL_KEYS, spec_values
@@ -53,10 +52,8 @@ def load_spec(path: str | Path) -> dict[str, Any]:
 
 
 def _load_spec(p: Path) -> dict[str, Any]:
-    try:
-        raw = tomllib.loads(read_small_text(p, f"spec file {str(p)!r}", MAX_SPEC_FILE_BYTES))
-    except tomllib.TOMLDecodeError as e:
-        raise DspsimInputError(f"spec file {str(p)!r} is not valid TOML: {e}") from None
+    what = f"spec file {str(p)!r}"
+    raw = parse_toml(read_small_text(p, what, MAX_SPEC_FILE_BYTES), what)
     allowed = ("model", "fidelity", *SPECIAL_KEYS, "set", "params")
     for k in raw:
         if k not in allowed:

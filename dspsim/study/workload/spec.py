@@ -16,13 +16,13 @@ from __future__ import annotations
 import math
 import re
 import reprlib
-import tomllib
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from dspsim.arrays import DDR_WINDOW_BYTES, ddr_layout_bytes
+from dspsim.config import parse_toml
 from dspsim.errors import DspsimInputError
 from dspsim.host.ucp import ANY, check_priority, parse_backend
 from dspsim.host.window import check_fits_window
@@ -294,15 +294,10 @@ def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
 def load_workload(path: str | Path) -> Workload:
     """Read and check a workload file."""
     shown = str(Path(path))
-    text = read_small_text(path, f"workload file {shown!r}", MAX_FILE_BYTES,
-                           hint="; pass a .toml file", error=WorkloadError)
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise WorkloadError(f"workload file {shown!r} is not valid TOML: {e}") from None
-    except RecursionError:
-        raise WorkloadError(f"workload file {shown!r} is nested too deeply") from None
-    return parse_workload(raw, shown)
+    what = f"workload file {shown!r}"
+    text = read_small_text(path, what, MAX_FILE_BYTES, hint="; pass a .toml file",
+                           error=WorkloadError)
+    return parse_workload(parse_toml(text, what, WorkloadError), shown)
 
 
 def check_workload(workload: Workload, model: Any) -> None:
