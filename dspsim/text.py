@@ -16,6 +16,12 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def one_line(e: BaseException, empty: str | None = None) -> str:
+    """An exception's message on one line (each run of white space, newlines included, one
+    space); an empty message reads ``empty``, by default the exception's type name."""
+    return " ".join(str(e).split()) or empty or type(e).__name__
+
+
 def cell(text: str, width: int = NAME_CELL_CHARS) -> str:
     """:func:`printable` ``text`` in at most ``width`` characters: a longer one keeps its
     start and ends with an ellipsis. The work is bounded by ``width``, not by the text."""

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from dspsim.errors import DspsimInputError
+from dspsim.text import one_line
 
 if TYPE_CHECKING:  # imported when a pool is made: the command line starts without them
     from concurrent.futures import ProcessPoolExecutor
@@ -238,7 +239,7 @@ def pool_failure(what: str) -> Callable[[Exception], BaseException]:
     def failed(e: Exception) -> BaseException:
         if not isinstance(e, BrokenProcessPool | pickle.PicklingError):
             return e
-        why = " ".join(str(e).split()) or "no message"
+        why = one_line(e, "no message")
         return WorkerError(f"{what}: a worker process failed ({type(e).__name__}: {why}); no "
                            "result was kept (with --jobs 1 everything runs in one process)")
 

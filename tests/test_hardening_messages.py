@@ -52,3 +52,14 @@ def test_reproduce_prints_a_model_name_escaped(tmp_path, capsys):
     assert code == 0, err
     assert "\x1b" not in out and "\r" not in out
     assert out.splitlines()[0].startswith("softmax of 100,000 float32 on evil\\x1b[2J\\r\\nname")
+
+
+def test_an_exception_in_a_message_is_one_line():
+    """text.one_line, which every message quoting an exception (optimize's refusals, a sweep
+    point's error, the dask scheduler's, a broken worker pool's) goes through."""
+    from dspsim import text
+
+    assert text.one_line(OSError("no route\n  to host\t(113)")) == "no route to host (113)"
+    assert text.one_line(TimeoutError()) == "TimeoutError"
+    assert text.one_line(ValueError(" \n "), "no message") == "no message"
+    assert text.one_line(KeyError("a")) == "'a'"

@@ -47,6 +47,7 @@ from dspsim.study.sweep.values import (
     spec_values,
     value_count,
 )
+from dspsim.text import one_line
 from dspsim.workers import imap_unordered, pool_failure
 
 DEFAULT_TOP = 5
@@ -218,10 +219,6 @@ def _ascending(values: list[Any]) -> list[Any]:
         return sorted(values)
     except TypeError:
         return values
-
-
-def one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
 
 
 def _point(the_op: Op, variant: str, shape: tuple[int, ...], params: Mapping[str, Any]) -> dict:

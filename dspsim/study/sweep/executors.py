@@ -22,6 +22,7 @@ from dspsim.errors import DspsimInputError
 from dspsim.run import Result, simulate
 from dspsim.study.sweep.grid import DEFAULT_OP, Sweep
 from dspsim.study.sweep.values import MODEL_KEY, SPECIAL_KEYS, VARIANT_KEYS, parse_shape
+from dspsim.text import one_line
 from dspsim.workers import can_fork_workers, fork_processes, imap_unordered, stop_processes
 
 EXECUTORS = ("local", "dask")
@@ -63,7 +64,7 @@ def evaluate_point(model: HardwareModel, point: Mapping[str, Any], fidelity: str
         row = result_row(simulate(m, point.get("op", DEFAULT_OP), variant, n=point.get("n"),
                                   shape=shape, data=False, fidelity=fidelity))
     except Exception as e:  # noqa: BLE001 - every failure of a point is recorded, not fatal
-        msg = " ".join(str(e).split()) or "no message"
+        msg = one_line(e, "no message")
         return {"wall_s": time.perf_counter() - start, "error": f"{type(e).__name__}: {msg}"}
     row["wall_s"] = time.perf_counter() - start
     row["error"] = ""
@@ -127,10 +128,6 @@ def check_scheduler(address: str) -> str:
     return address.strip()
 
 
-def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
-
-
 def probe_scheduler(address: str, timeout_s: float) -> None:
     """Reach ``address``, do dask's handshake and ask who answers, all within ``timeout_s``
     (dask's own connect bounds the connection, not the handshake); one line names what is
@@ -144,7 +141,7 @@ def probe_scheduler(address: str, timeout_s: float) -> None:
                                  timeout=timeout_s).close()
     except OSError as e:
         raise DspsimInputError(f"cannot reach the dask scheduler {address} within "
-                               f"{timeout_s:g} s: {_one_line(e)}") from None
+                               f"{timeout_s:g} s: {one_line(e)}") from None
     answer = _identity(address, max(0.1, timeout_s - (time.monotonic() - start)))
     error = answer.get("error")
     if "reply" not in answer and (error is None or isinstance(error, TimeoutError)):
@@ -155,7 +152,7 @@ def probe_scheduler(address: str, timeout_s: float) -> None:
     kind = reply.get("type") if isinstance(reply, dict) else None
     if error is not None or kind is None:
         cause = "an unreadable reply" if isinstance(error, MemoryError) or error is None \
-            else _one_line(error)
+            else one_line(error)
         raise DspsimInputError(
             f"{address} answers, but not as a dask scheduler ({cause}): check the address "
             "(a dask scheduler listens on port 8786 unless told otherwise)")
@@ -242,7 +239,7 @@ class DaskCluster:
             except (OSError, TimeoutError, ValueError, TypeError, MemoryError) as e:  # TypeError:
                 # tls:// needs dask's TLS configuration (distributed.comm.tls)
                 raise DspsimInputError(f"cannot reach {self.where} within {timeout:g} s: "
-                                       f"{_one_line(e)}") from None
+                                       f"{one_line(e)}") from None
             try:
                 self.client.wait_for_workers(1, timeout=self.worker_timeout_s)
             except (OSError, TimeoutError):
@@ -321,7 +318,7 @@ class DaskCluster:
             else:
                 workers, cause = 0, f"the scheduler is lost: the client is {self.client.status}"
         except (OSError, TimeoutError) as e:
-            workers, cause = 0, f"the scheduler is lost: {_one_line(e)}"
+            workers, cause = 0, f"the scheduler is lost: {one_line(e)}"
         now = time.monotonic()
         if workers:
             self._workerless_since = None
@@ -440,7 +437,7 @@ def _wait(cluster: DaskCluster, pending: Iterable[Any], deadline: float | None) 
         return set()
     except Exception as e:  # noqa: BLE001 - the futures cancelled: the scheduler is lost
         raise SweepAbortedError(f"the dask cluster failed ({type(e).__name__}: "
-                                f"{_one_line(e)})") from None
+                                f"{one_line(e)})") from None
 
 
 def dask_results(sweep: Sweep, todo: Iterable[dict[str, Any]], cluster: DaskCluster, started,
@@ -465,7 +462,7 @@ def dask_results(sweep: Sweep, todo: Iterable[dict[str, Any]], cluster: DaskClus
             except TimeoutError:  # its result was on a worker that is gone: it is computed
                 continue  # again when a worker is back (check_workers bounds the wait)
             except Exception as e:
-                msg = f"a dask task failed ({type(e).__name__}: {_one_line(e)})"
+                msg = f"a dask task failed ({type(e).__name__}: {one_line(e)})"
                 raise SweepAbortedError(msg) from None
             fetched += 1
             yield from batches.done(f, results)

@@ -25,6 +25,7 @@ from dspsim.study.sweep.values import (
     format_value,
     key_type,
 )
+from dspsim.text import one_line
 
 FLOAT_RESULT_COLUMNS = ("time_us", "wall_s")
 TEXT_RESULT_COLUMNS = ("warnings", "error")
@@ -78,7 +79,7 @@ def _checked_rows(tables: list[tuple[str, list[str], list[tuple[str, list[str]]]
                 ident, _ = check_cells(keys, header, cells, None)
             except ValueError as e:
                 raise DspsimInputError(
-                    f"{source} {where}: {_one_line(str(e))}; not a valid sweep table (rerun the "
+                    f"{source} {where}: {one_line(e)}; not a valid sweep table (rerun the "
                     "dspsim sweep that wrote it to compute bad rows again)") from None
             if ident in seen:
                 raise DspsimInputError(
@@ -88,10 +89,6 @@ def _checked_rows(tables: list[tuple[str, list[str], list[tuple[str, list[str]]]
             seen.add(ident)
             rows[ident] = list(ident) + cells[len(keys):]
     return list(rows.values())
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _check_size(p: Path) -> None:
@@ -185,7 +182,7 @@ def _read_parquet(path: Path) -> tuple[list[str], list[list[str]]]:
             "reading .parquet needs pyarrow; install it with: pip install 'dspsim[parquet]'"
         ) from None
     except Exception as e:  # noqa: BLE001 - pyarrow raises its own kinds (ArrowInvalid, ...)
-        why = _one_line(str(e)) or type(e).__name__
+        why = one_line(e)
         why = why if len(why) <= 120 else why[:117] + "..."
         raise DspsimInputError(
             f"{path}: not a readable parquet sweep table ({type(e).__name__}: {why}); delete it "
