@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -13,15 +14,19 @@ from dspsim.analysis.tiles import tile_table
 from dspsim.ops.base import errors_text
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    """A text table: the first column left-aligned, the others right-aligned."""
+def table_text(headers: list[str], rows: list[list[str]], left: Collection[int] = (0,),
+               rule: bool = True) -> str:
+    """A text table, columns two spaces apart: the ``left`` columns (default the first)
+    left-aligned, the others right-aligned, no trailing spaces; ``rule``: a line of dashes
+    under the headers. The report's tables, and ``dspsim optimize``'s ranking (no rule)."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
 
     def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths)))
+        return "  ".join(c.ljust(w) if i in left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    return "\n".join([line(headers), "  ".join("-" * w for w in widths), *map(line, rows)])
+    dashes = ["  ".join("-" * w for w in widths)] if rule else []
+    return "\n".join([line(headers), *dashes, *map(line, rows)])
 
 
 def _num(v: Any, digits: int = 0) -> str:
@@ -41,7 +46,7 @@ def report_text(result: Any) -> str:
     out += ["", "engine utilisation (busy cycles, % of the op's cycles)"]
     rows = [[name, _num(e["busy_cycles"]), _num(e["utilisation_pct"], 1)]
             for name, e in summary["engines"].items()]
-    out.append(_table(["engine", "busy_cycles", "utilisation_pct"], rows))
+    out.append(table_text(["engine", "busy_cycles", "utilisation_pct"], rows))
     for port in engines.ports:
         rate = summary["engines"][port]["achieved_bytes_per_cycle"]
         out.append(f"{memory_label(port)} achieved {rate:.4f} bytes/cycle over the op")
@@ -80,7 +85,7 @@ def _core_time(result: Any, summary: dict[str, Any]) -> list[str]:
             pct = 100.0 * p[k] / span if span else 0.0
             cells.append(f"{_num(p[k])} ({pct:4.1f}%)")
         rows.append(cells)
-    out = [_table(headers, rows)]
+    out = [table_text(headers, rows)]
     stalled = {m: v for m, v in summary["on_memory"].items() if v > 0}
     if stalled:  # the run's own count per memory (the trace's rows do not split a stall)
         out.append("wait_ddr_cycles: the core stalled on " + ", ".join(
@@ -104,7 +109,7 @@ def _tiles(result: Any, engines: RunEngines) -> list[str]:
     cols = _TILE_REPORT_COLUMNS
     rows = [[str(r["pass"]), str(r["tile"]), str(r["buffer"])] + [_num(r[c]) for c in cols[3:]]
             for _, r in tiles.iterrows()]
-    out.append(_table(cols, rows))
+    out.append(table_text(cols, rows))
     dma, hidden = tiles["dma_cycles"].sum(), tiles["hidden_dma_cycles"].sum()
     if dma:
         out.append(f"all tiles: {_num(dma)} DMA cycles, {_num(hidden)} hidden "

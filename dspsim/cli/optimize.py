@@ -72,16 +72,12 @@ def _fmt(v: Any, spec: str = ",") -> str:
 
 def print_result(res: Any) -> None:
     """The ranked table and what it says, for a terminal."""
+    from dspsim.analysis.report import table_text
     from dspsim.ops import get_op
 
     op = get_op(res.op)
     _print_search(res, op)
-    header, rows = _table(res)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    left = {1, 2}  # text columns
-    for r in [header, *rows]:
-        print("  ".join(cell.ljust(w) if i in left else cell.rjust(w)
-                        for i, (cell, w) in enumerate(zip(r, widths))).rstrip())
+    print(table_text(*_table(res), left={1, 2}, rule=False))  # variant, parameters: text
     _print_best(res, op)
 
 
