@@ -13,7 +13,7 @@ import pandas as pd
 
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
-from dspsim.study.sweep import DEFAULT_N, DEFAULT_OP, build_sweep, read_sweep, run_sweep
+from dspsim.study.sweep import DEFAULT_N, DEFAULT_OP, build_sweep, ok_rows, read_sweep, run_sweep
 
 
 def run_experiment(name: str, args: argparse.Namespace, default_dir: Path,
@@ -32,7 +32,7 @@ def run_experiment(name: str, args: argparse.Namespace, default_dir: Path,
     df = read_sweep(csv_path)
     if summary.failed:
         print(f"{name}: {summary.failed} points failed; see {shown}", file=sys.stderr)
-    return df[df["error"] == ""].reset_index(drop=True), out_dir
+    return ok_rows(df).reset_index(drop=True), out_dir
 
 
 def bench_sweep(points: int = 1000, jobs: int = 2, n: int = DEFAULT_N, fidelity: str = "tile",

@@ -29,13 +29,12 @@ from dspsim.analysis.timeline import FIGURE_FORMATS, check_figure_path, save_fig
 from dspsim.analysis.timeline_draw import figure_name
 from dspsim.errors import DspsimInputError
 from dspsim.paths import check_not_inputs, plain_text
-from dspsim.study.sweep import key_columns, parse_shape, read_sweep
+from dspsim.study.sweep import key_columns, ok_rows, parse_shape, read_sweep
 from dspsim.study.sweep.same import identical_cycles_notes_of
 from dspsim.study.sweep_scales import LogTwoSlopeNorm, flat_axis, log_ticks, panel_norm
 from dspsim.study.sweep_speedup import (
     VARIANT_COLUMNS,
     join_warnings,
-    ok_rows,
     speedup_pair,
     speedup_table,  # named here too: the figures' derived tables
 )

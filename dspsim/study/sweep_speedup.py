@@ -11,13 +11,9 @@ import pandas as pd
 
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
-from dspsim.study.sweep import DEFAULT_OP, key_columns
+from dspsim.study.sweep import DEFAULT_OP, key_columns, ok_rows
 
 VARIANT_COLUMNS = ("variant", "mode")  # one column, under its name or its older one
-
-
-def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
-    return df[df["error"] == ""] if "error" in df.columns else df
 
 
 def speedup_pair(df: pd.DataFrame, baseline: str | None = None

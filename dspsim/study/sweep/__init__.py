@@ -24,7 +24,7 @@ _MODULES = {
     "grid": ("DEFAULT_FIDELITY", "DEFAULT_N", "DEFAULT_OP", "Sweep", "build_sweep"),
     "journal": ("SweepSummary", "run_sweep"),
     "spec": ("load_spec",),
-    "table": ("key_columns", "read_sweep"),
+    "table": ("key_columns", "ok_rows", "read_sweep"),
     "values": ("check_value", "format_value", "key_type", "parse_param", "parse_shape",
                "parse_values", "shape_text"),
 }

@@ -19,7 +19,7 @@ from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
 from dspsim.study.sweep.grid import DEFAULT_OP
 from dspsim.study.sweep.sidecar import read_sidecar
-from dspsim.study.sweep.table import key_columns, read_sweep
+from dspsim.study.sweep.table import key_columns, ok_rows, read_sweep
 from dspsim.study.sweep.values import (
     MODEL_KEY,
     SPECIAL_KEYS,
@@ -120,7 +120,7 @@ def identical_cycles_notes(df: pd.DataFrame, limit: int = MAX_NOTES,
     op give reasons that need each run's model."""
     if "cycles" not in df.columns:
         return []
-    ok = df[df["error"] == ""] if "error" in df.columns else df
+    ok = ok_rows(df)
     ok = ok[ok["cycles"].notna()]
     keys = key_columns(df)
     groups = []

@@ -225,6 +225,12 @@ def key_columns(df: pd.DataFrame) -> list[str]:
     return cols[: cols.index("cycles")] if "cycles" in cols else []
 
 
+def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a sweep table whose point succeeded (``error`` empty; a table without that
+    column, every row)."""
+    return df[df["error"] == ""] if "error" in df.columns else df
+
+
 def parquet_rows(path: Path, sweep: Sweep) -> list[list[str]]:
     """The rows of a parquet sweep file as the journal's text cells."""
     columns, rows = _read_parquet(path)
