@@ -21,6 +21,7 @@ import simpy
 
 from dspsim.config import HardwareModel
 from dspsim.errors import AllocationError, DspsimInputError
+from dspsim.hw.clock import cycles
 from dspsim.hw.context import RunContext
 from dspsim.hw.core import Core
 from dspsim.hw.dcache import DataCache
@@ -108,13 +109,14 @@ class Dsp:
         return self.platform.host_memory.port
 
     # what the op's C gets from the platform
-    def TIME_STAMP(self) -> float:  # noqa: N802
+    def TIME_STAMP(self) -> int:  # noqa: N802
+        """The timer (ticks: :mod:`dspsim.hw.clock`; :meth:`PROF` reports cycles)."""
         return self.env.now
 
-    def PROF(self, cycles_start: float, cycles_stop: float) -> None:  # noqa: N802
+    def PROF(self, cycles_start: int, cycles_stop: int) -> None:  # noqa: N802
         """The op's profile: its cycle count, and what was still in flight when it stopped."""
-        self.cycles_start = cycles_start
-        self.self_cycles = cycles_stop - cycles_start
+        self.cycles_start = cycles(cycles_start)
+        self.self_cycles = cycles(cycles_stop - cycles_start)
         self.stats_at_stop = self.platform.busy_until(self.env.now)
         for ch in self.idma:
             if ch.current is not None or ch.fifo.items:
@@ -136,7 +138,7 @@ class Dsp:
         if not self.core.timed:  # the values of rows already timed (row_loop): no pass
             return
         self.end_pass()
-        self.passes.append({"name": name, "start_cycle": self.env.now, "end_cycle": None})
+        self.passes.append({"name": name, "start_tick": self.env.now, "end_tick": None})
         self.labels.pass_name = name
         # a pass that comes again (per row) numbers its tiles after its earlier ones
         self.labels.start_tiles(self.tiles_seen.get(name, 0))
@@ -144,8 +146,8 @@ class Dsp:
     def end_pass(self) -> None:
         if not self.core.timed:
             return
-        if self.passes and self.passes[-1]["end_cycle"] is None:
-            self.passes[-1]["end_cycle"] = self.env.now
+        if self.passes and self.passes[-1]["end_tick"] is None:
+            self.passes[-1]["end_tick"] = self.env.now
             self.tiles_seen[self.labels.pass_name] = self.labels.tile_next
         self.labels.pass_name = ""
 
@@ -266,14 +268,14 @@ class Platform:
         out.update({name: mem.port.stats() for name, mem in self.memories.items()})
         return out
 
-    def busy_until(self, t: float) -> dict[str, float]:
-        """Every engine's busy cycles up to ``t`` (the present), without later traffic."""
-        out: dict[str, float] = {}
+    def busy_until(self, t: int) -> dict[str, float]:
+        """Every engine's busy cycles up to ``t`` (the present, ticks), without later traffic."""
+        out: dict[str, int] = {}
         for dsp in self.dsps:
-            out[dsp.name] = dsp.core.compute_cycles
+            out[dsp.name] = dsp.core.compute_ticks
             out.update({ch.name: ch.busy_until(t) for ch in dsp.idma})
         out.update({name: mem.port.busy_until(t) for name, mem in self.memories.items()})
-        return out
+        return {name: cycles(busy) for name, busy in out.items()}
 
     def port_logs(self) -> dict[str, Any]:
         """Each memory's port log (None where no log is kept)."""

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from dspsim.ticks import TICKS_PER_CYCLE, cycles
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -24,7 +26,8 @@ PORT_LOG_FIELDS = ("issue", "data_start", "data_end", "done", "bytes", "is_write
 class PortLog:
     """The DDR port's request log (``PORT_LOG_FIELDS``) as typed columns: ~45 bytes a request,
     not a tuple's 250. With a ``limit``, the first entries kept and the rest counted
-    (``dropped``). Reads like a list of tuples; :meth:`columns` gives numpy arrays."""
+    (``dropped``). The port appends times in ticks (:mod:`dspsim.hw.clock`); it reads like a
+    list of tuples and :meth:`columns` gives numpy arrays, times in cycles."""
 
     def __init__(self, limit: int | None = None) -> None:
         from array import array
@@ -32,7 +35,7 @@ class PortLog:
         self.limit = limit
         self.cut_cycle: float | None = None  # the first request not kept was issued here
         self.dropped = 0
-        self._times = [array("d") for _ in range(4)]  # issue, data_start, data_end, done
+        self._times = [array("q") for _ in range(4)]  # issue, data_start, data_end, done: ticks
         self._bytes = array("q")
         self._write = array("b")
         self._who = array("H")  # index into _names
@@ -42,7 +45,7 @@ class PortLog:
     def append(self, entry: tuple) -> None:
         if self.limit is not None and len(self._bytes) >= self.limit:
             if self.cut_cycle is None:
-                self.cut_cycle = float(entry[0])  # the log is whole up to this issue
+                self.cut_cycle = cycles(entry[0])  # the log is whole up to this issue
             self.dropped += 1
             return
         issue, data_start, data_end, done, nbytes, write, requester = entry
@@ -63,8 +66,9 @@ class PortLog:
     def from_columns(cls, columns: dict[str, Any]) -> PortLog:
         """A log from its columns (``PORT_LOG_FIELDS`` -> sequences), a column at a time."""
         log = cls()
-        for t, f in zip(log._times, PORT_LOG_FIELDS[:4]):
-            t.frombytes(np.asarray(columns[f], dtype=np.float64).tobytes())
+        for t, f in zip(log._times, PORT_LOG_FIELDS[:4]):  # (cycles: whole ticks over 2^24)
+            ticks = np.rint(np.asarray(columns[f], dtype=np.float64) * TICKS_PER_CYCLE)
+            t.frombytes(ticks.astype(np.int64).tobytes())
         log._bytes.frombytes(np.asarray(columns["bytes"], dtype=np.int64).tobytes())
         log._write.frombytes(np.asarray(columns["is_write"], dtype=bool).astype(np.int8).tobytes())
         names, who = np.unique(np.asarray(columns["requester"], dtype=str), return_inverse=True)
@@ -86,8 +90,15 @@ class PortLog:
 
     def _entry(self, i: int) -> tuple:
         t = self._times
-        return (t[0][i], t[1][i], t[2][i], t[3][i], self._bytes[i], bool(self._write[i]),
-                self._names[self._who[i]])
+        return (cycles(t[0][i]), cycles(t[1][i]), cycles(t[2][i]), cycles(t[3][i]),
+                self._bytes[i], bool(self._write[i]), self._names[self._who[i]])
+
+    def ticks(self, lo: int, hi: int) -> list[tuple]:
+        """Entries ``lo:hi`` as the port appended them (times in ticks): what a fast-forward
+        compares and shifts."""
+        t, names, who, nb, wr = self._times, self._names, self._who, self._bytes, self._write
+        return [(t[0][i], t[1][i], t[2][i], t[3][i], nb[i], bool(wr[i]), names[who[i]])
+                for i in range(lo, min(hi, len(nb)))]
 
     def __iter__(self):
         return (self._entry(i) for i in range(len(self)))
@@ -106,7 +117,7 @@ class PortLog:
 
     def columns(self) -> dict[str, np.ndarray]:
         """The log as numpy columns (times in absolute cycles)."""
-        out = {f: np.frombuffer(t, dtype=np.float64).copy() if len(t) else np.zeros(0)
+        out = {f: np.frombuffer(t, dtype=np.int64) / TICKS_PER_CYCLE if len(t) else np.zeros(0)
                for f, t in zip(PORT_LOG_FIELDS[:4], self._times)}
         out["bytes"] = np.asarray(self._bytes, dtype=np.int64)
         out["is_write"] = np.asarray(self._write, dtype=bool)
@@ -116,29 +127,29 @@ class PortLog:
 
 
 class PassRun:
-    """``count`` rows repeating the first row's passes (``template``), each ``shift_cycles``
-    later. ``q * shift_cycles`` is exact where the run was booked (:mod:`dspsim.hw.rowrun`),
-    so each entry is the float the rows one by one give."""
+    """``count`` rows repeating the first row's passes (``template``), each ``shift_ticks``
+    later (:mod:`dspsim.hw.rowrun`)."""
 
-    __slots__ = ("template", "count", "shift_cycles")
+    __slots__ = ("template", "count", "shift_ticks")
 
-    def __init__(self, template: list[dict[str, Any]], count: int, shift_cycles: float):
+    def __init__(self, template: list[dict[str, Any]], count: int, shift_ticks: int):
         self.template = template
         self.count = count
-        self.shift_cycles = shift_cycles
+        self.shift_ticks = shift_ticks
 
     def __len__(self) -> int:
         return len(self.template) * self.count
 
     def entry(self, i: int) -> dict[str, Any]:
         q, r = divmod(i, len(self.template))
-        p, dt = self.template[r], q * self.shift_cycles
-        return {"name": p["name"], "start_cycle": p["start_cycle"] + dt,
-                "end_cycle": p["end_cycle"] + dt}
+        p, dt = self.template[r], q * self.shift_ticks
+        return {"name": p["name"], "start_tick": p["start_tick"] + dt,
+                "end_tick": p["end_tick"] + dt}
 
 
 class PassLog(Sequence):
-    """One core's passes in order, each ``{"name", "start_cycle", "end_cycle"}`` (absolute):
+    """One core's passes in order, each ``{"name", "start_tick", "end_tick"}`` (absolute, in
+    ticks: :mod:`dspsim.ticks`; a view gives them in cycles):
     dicts begun one by one (the last may be open) and :class:`PassRun` blocks. Reads like a
     list; :meth:`view` maps every entry on reading (no copy per pass)."""
 
@@ -198,8 +209,10 @@ class PassLog(Sequence):
         for part in self._parts:
             count = 1 if isinstance(part, list) else part.count
             for p in (part if isinstance(part, list) else part.template):
-                n, cycles = out.get(p["name"], (0, 0.0))
-                out[p["name"]] = (n + count, cycles + count * (p["end_cycle"] - p["start_cycle"]))
+                n, total = out.get(p["name"], (0, 0.0))
+                span = (cycles(p["end_tick"] - p["start_tick"]) if "end_tick" in p
+                        else p["end_cycle"] - p["start_cycle"])
+                out[p["name"]] = (n + count, total + count * span)
         return out
 
     def __eq__(self, other: object) -> bool:
@@ -246,9 +259,13 @@ def typed_column(column: str, values: Any) -> np.ndarray:
     return np.asarray(values, dtype=np.int64 if column in INT_COLUMNS else np.float64)
 
 
+TICK_COLUMNS = ("start_cycle", "end_cycle", "ddr_stall_cycles")  # recorded in ticks
+
+
 class TraceTable:
     """A run's trace as one numpy array per column (``COLUMNS``): text columns as object arrays,
-    ``bytes``/``tile``/``buffer`` as int64, times as float64; ``rows_dropped`` rows not kept."""
+    ``bytes``/``tile``/``buffer`` as int64, times as float64 cycles; ``rows_dropped`` rows not
+    kept."""
 
     def __init__(self, columns: dict[str, Any], rows_dropped: int = 0):
         self.columns = {c: typed_column(c, columns[c]).reshape(-1) for c in COLUMNS}
@@ -260,8 +277,11 @@ class TraceTable:
 
     @classmethod
     def from_rows(cls, rows: list[tuple], rows_dropped: int = 0) -> TraceTable:
-        cols = list(zip(*rows)) if rows else [()] * len(COLUMNS)
-        return cls(dict(zip(COLUMNS, cols)), rows_dropped)
+        """A table of :class:`Recorder` rows (times in ticks)."""
+        cols = dict(zip(COLUMNS, zip(*rows) if rows else [()] * len(COLUMNS)))
+        for c in TICK_COLUMNS:
+            cols[c] = np.asarray(cols[c], dtype=np.float64) / TICKS_PER_CYCLE
+        return cls(cols, rows_dropped)
 
     def __len__(self) -> int:
         return len(self.columns["engine"])
@@ -328,36 +348,41 @@ class Labels:
 
 
 class TraceRun:
-    """``count`` booked rows repeating the first row's trace rows (``template``), each
-    ``shift_cycles`` later (exact where booked: :mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`).
+    """``count`` booked rows repeating the first row's trace rows (``template``, times in
+    ticks), each ``shift_ticks`` later (:mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`).
     ``numbers``: per template row, ``None`` or ``(tile step, label head, label number, label
     step)``, how its numbers move on a row (``"copy_in ch0 #12"``)."""
 
-    __slots__ = ("template", "count", "shift_cycles", "numbers")
+    __slots__ = ("template", "count", "shift_ticks", "numbers")
 
-    def __init__(self, template: list[tuple], count: int, shift_cycles: float,
+    def __init__(self, template: list[tuple], count: int, shift_ticks: int,
                  numbers: list[tuple | None] | None = None):
         self.template = template
         self.count = count
-        self.shift_cycles = shift_cycles
+        self.shift_ticks = shift_ticks
         self.numbers = numbers
 
-    def columns(self) -> list[np.ndarray]:
-        """The rows' columns (``COLUMNS``' order): row by row, each row's trace rows."""
+    def columns(self, in_ticks: bool = False) -> list[np.ndarray]:
+        """The rows' columns (``COLUMNS``' order): row by row, each row's trace rows; times in
+        cycles (``in_ticks``: as recorded)."""
         out = []
-        steps = np.arange(self.count, dtype=np.float64) * self.shift_cycles
+        steps = np.arange(self.count, dtype=np.int64) * self.shift_ticks
         for c, values in zip(COLUMNS, zip(*self.template)):
             if self.numbers is not None and c in ("what", "tile"):
                 out.append(self._numbered(c, values))
             elif c in ("start_cycle", "end_cycle"):
-                out.append((np.asarray(values, np.float64)[None, :] + steps[:, None]).ravel())
+                t = (np.asarray(values, np.int64)[None, :] + steps[:, None]).ravel()
+                out.append(t if in_ticks else t / TICKS_PER_CYCLE)
+            elif c == "ddr_stall_cycles" and not in_ticks:
+                out.append(np.tile(np.asarray(values, np.float64) / TICKS_PER_CYCLE, self.count))
             else:
                 out.append(np.tile(typed_column(c, values), self.count))
         return out
 
     def rows(self) -> list[tuple]:
-        """The rows, one tuple each (``COLUMNS``' order), booked row after booked row."""
-        return list(zip(*(column.tolist() for column in self.columns())))
+        """The rows, one tuple each (``COLUMNS``' order), booked row after booked row, as
+        :meth:`Recorder.record` takes them (ticks)."""
+        return list(zip(*(column.tolist() for column in self.columns(in_ticks=True))))
 
     def _numbered(self, column: str, values: tuple) -> np.ndarray:
         """The ``what`` or ``tile`` column, each row's numbers moved on row by row."""
@@ -373,8 +398,9 @@ class TraceRun:
 
 
 class Recorder:
-    """The trace: a row per engine action (``record``), and :class:`TraceRun` blocks of rows
-    booked at once (``append_run``; only where no row limit is set)."""
+    """The trace: a row per engine action (``record``, times in ticks), and :class:`TraceRun`
+    blocks of rows booked at once (``append_run``; only where no row limit is set);
+    :meth:`table` gives them in cycles."""
 
     def __init__(self, enabled: bool = True, limit: int | None = None):
         self.enabled = enabled
@@ -383,13 +409,13 @@ class Recorder:
         self.dropped = 0  # rows not kept because of the limit
         self.cut_cycle: float | None = None  # the first row not kept ended here
 
-    def record(self, engine: str, kind: str, what: str, start: float, end: float,
+    def record(self, engine: str, kind: str, what: str, start: int, end: int,
                nbytes: int = 0, tile: int = -1, pass_name: str = "", buffer: int = -1,
-               ddr_stall: float = 0.0) -> None:
+               ddr_stall: int = 0) -> None:
         if self.enabled:
             if self.limit is not None and len(self.rows) >= self.limit:
                 if self.cut_cycle is None:
-                    self.cut_cycle = float(end)
+                    self.cut_cycle = cycles(end)
                 self.dropped += 1
                 return
             self.rows.append(
@@ -426,8 +452,8 @@ class Access(NamedTuple):
     lo: int  # first byte address
     hi: int  # one past the last byte
     write: bool
-    start: float
-    end: float
+    start: int  # ticks
+    end: int
     what: str
     tile: int
     pass_name: str
@@ -450,16 +476,16 @@ class AccessLog:
         self.limit = HAZARD_LIMIT if limit is None else limit
         self.dropped = 0
         self.active: dict[str, list[Access]] = {}  # memory -> accesses that may still conflict
-        self.in_flight: dict[str, float] = {}  # engine -> start of the access it is making
+        self.in_flight: dict[str, int] = {}  # engine -> start of the access it is making
         self.pairs: list[tuple[tuple, str, Access, Access]] = []  # (order, memory, first, second)
         self.seq = 0  # the next access's number (a fast-forward saves and shifts it)
 
-    def begin(self, engine: str, start: float) -> None:
+    def begin(self, engine: str, start: int) -> None:
         if self.enabled:
             self.in_flight[engine] = start
 
-    def add(self, engine: str, memory: str, lo: int, nbytes: int, write: bool, start: float,
-            end: float, what: str, tile: int, pass_name: str) -> None:
+    def add(self, engine: str, memory: str, lo: int, nbytes: int, write: bool, start: int,
+            end: int, what: str, tile: int, pass_name: str) -> None:
         if not self.enabled or nbytes <= 0 or end <= start:
             return
         b = Access(engine, memory, lo, lo + nbytes, write, start, end, what, tile, pass_name,
@@ -476,7 +502,7 @@ class AccessLog:
         if len(self.pairs) > 2 * self.limit:
             self._keep_earliest()
 
-    def finish(self, engine: str, now: float) -> None:
+    def finish(self, engine: str, now: int) -> None:
         """``engine``'s access is logged: let go of what no access in flight can meet."""
         if not self.enabled:
             return
@@ -493,7 +519,7 @@ class AccessLog:
 
     def hazards(self, origin: float = 0.0) -> list[dict[str, Any]]:
         """Every conflicting pair (up to ``limit``), earliest first; cycles counted from
-        ``origin``."""
+        ``origin`` (a cycle)."""
         if len(self.pairs) > self.limit:
             self._keep_earliest()
         # memory by memory in the order they were first touched, then by cycle: the order a
@@ -513,8 +539,9 @@ def _describe(memory: str, a: Access, b: Access, origin: float) -> dict[str, Any
     else:
         kind = "write to bytes an unfinished read still needs"
     lo, hi = max(a.lo, b.lo), min(a.hi, b.hi)
+    at = int(round(cycles(b.start) - origin))
     return {
-        "cycle": int(round(b.start - origin)),
+        "cycle": at,
         "kind": kind,
         "memory": memory,
         "address_range": [f"0x{lo:x}", f"0x{hi:x}"],
@@ -525,6 +552,6 @@ def _describe(memory: str, a: Access, b: Access, origin: float) -> dict[str, Any
         "message": (
             f"{kind}: {writer.engine} {writer.what} (tile {writer.tile}) and {other.engine} "
             f"{other.what} (tile {other.tile}) on {memory} 0x{lo:x}-0x{hi:x} in pass "
-            f"{b.pass_name or a.pass_name} at cycle {int(round(b.start - origin)):,}"
+            f"{b.pass_name or a.pass_name} at cycle {at:,}"
         ),
     }

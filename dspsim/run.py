@@ -29,6 +29,7 @@ from dspsim.ops.registry import firmware_registry, get_op
 from dspsim.platform import MEMORY_KIND, Platform, check_fidelity
 from dspsim.probes import PortLog, TraceTable
 from dspsim.schema import check_n
+from dspsim.ticks import cycles as in_cycles
 from dspsim.version import __version__
 
 if TYPE_CHECKING:
@@ -295,8 +296,9 @@ class FromOrigin:
     origin: float
 
     def __call__(self, p: dict[str, Any]) -> dict[str, Any]:
-        return {"name": p["name"], "start_cycle": int(round(p["start_cycle"] - self.origin)),
-                "end_cycle": int(round(p["end_cycle"] - self.origin))}
+        return {"name": p["name"],
+                "start_cycle": int(round(in_cycles(p["start_tick"]) - self.origin)),
+                "end_cycle": int(round(in_cycles(p["end_tick"]) - self.origin))}
 
 
 def _relative(cycle: float | None, origin: float) -> float | None:

@@ -119,9 +119,9 @@ def test_the_estimates_are_built_from_the_simulators_closed_forms(j6, monkeypatc
     assert len(calls) == 4 and est == pytest.approx(sum(c.cycles for c in calls), rel=1e-12)
 
     n, core, ddr, idma = 1000, j6.core, j6.ddr, j6.idma
-    copy = transfer_cycles(
+    copy = transfer_cycles(  # at the values the port runs on: the policy's, quantized to ticks
         4 * n, idma.burst_bytes, min(idma.max_outstanding, ddr.max_outstanding),
-        ddr.latency_cycles, 1 / ddr.bytes_per_cycle,
+        ddr.policy.latency(False), ddr.policy.cycles_per_byte,
     )
     serial = sum(
         idma.setup_cycles + copy + kernels + (idma.setup_cycles + copy if write_back else 0)

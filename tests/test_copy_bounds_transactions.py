@@ -6,6 +6,7 @@ import math
 import pytest
 
 from dspsim import load_model, simulate
+from dspsim.hw.policy import quantized
 from dspsim.ops import get_op
 from dspsim.ops.copy.bounds import crossing_bytes, memory_of
 
@@ -16,10 +17,11 @@ def ameba():
 
 
 def _transaction_cycles(psram, nbytes: int, write: bool) -> float:
-    """One PSRAM transaction of ``nbytes`` (within a page), closed form."""
+    """One PSRAM transaction of ``nbytes`` (within a page), closed form, to whole ticks (as
+    the port books it)."""
     hold = psram.write_hold_clocks if write else psram.read_hold_clocks
-    return (psram.command_clocks + math.ceil(nbytes / psram.bytes_per_clock) + hold
-            + psram.refresh_clocks) * psram.clock_cycles
+    return quantized((psram.command_clocks + math.ceil(nbytes / psram.bytes_per_clock) + hold
+                      + psram.refresh_clocks) * psram.clock_cycles)
 
 
 @pytest.mark.parametrize("refresh", [0.0, 1.602])
@@ -64,22 +66,23 @@ def test_a_core_copy_from_a_transactions_psram_pays_a_transaction_a_line(ameba, 
 def test_j6_copy_bounds_are_the_pipelined_closed_forms(j6, variant, n):
     """On J6's pipelined DDR the data path is the bytes over its rate, whatever the requests'
     size: the bandwidth bound is max over the ports of bytes / B, and the iDMA's per-descriptor
-    bound the sum of L + d / B, to the last bit."""
+    bound the sum of L + d / B, to the last bit (L and 1 / B the policy's, quantized to ticks:
+    J6's DDR has one latency, and the copy reads it)."""
     b = get_op("copy").bounds(j6, variant, (n,))
     ports = crossing_bytes(j6, variant, n)
-    bandwidth = max((nbytes / mem.bytes_per_cycle for mem, nbytes in ports.values()
+    bandwidth = max((nbytes * mem.policy.cycles_per_byte for mem, nbytes in ports.values()
                      if nbytes > 0), default=0.0)
     assert b["bandwidth_bound_cycles"] == bandwidth
     if variant != "idma":
         assert b["latency_bandwidth_bound_cycles"] == max(
-            mem.latency_cycles + nbytes / mem.bytes_per_cycle
+            mem.policy.latency(False) + nbytes * mem.policy.cycles_per_byte
             for mem, nbytes in ports.values() if nbytes > 0)
         return
     (mem, _), = ports.values()  # one external end
     d = b["descriptor_bytes"]
     per_descriptor = 0.0
     for i in range(0, n, d):
-        per_descriptor += mem.latency_cycles + min(d, n - i) / mem.bytes_per_cycle
+        per_descriptor += mem.policy.latency(False) + min(d, n - i) * mem.policy.cycles_per_byte
     assert b["latency_bandwidth_bound_cycles"] == per_descriptor
 
 

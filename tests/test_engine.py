@@ -14,6 +14,7 @@ from dspsim.kernels.shapes import SEED_SHAPES as KERNELS
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECSUM
 from dspsim.platform import Platform
 from dspsim.run import run_to_completion
+from dspsim.ticks import cycles as tick_cycles
 
 
 def make_dsp(model, fidelity="burst", **overrides):
@@ -30,7 +31,7 @@ def run_proc(env, dsp, gen):
     def main():
         start = env.now
         out["value"] = yield from gen
-        out["cycles"] = env.now - start
+        out["cycles"] = tick_cycles(env.now - start)
 
     run_to_completion(env, dsp.platform, env.process(main()))
     return out
@@ -48,15 +49,16 @@ def one_copy(dsp, nbytes):
     return gen()
 
 
-def reference_copy_cycles(nbytes, burst, window, latency, bw, port_slots):
-    """The channel + FIFO port as a max-plus recursion, written independently of the engine."""
+def reference_copy_cycles(nbytes, burst, window, latency, cycles_per_byte, port_slots):
+    """The channel + FIFO port as a max-plus recursion, written independently of the engine
+    (``latency`` and ``cycles_per_byte`` the policy's, quantized to ticks, as the port runs)."""
     sizes = [min(burst, nbytes - off) for off in range(0, nbytes, burst)]
     done, path_free, slots = [], 0.0, [0.0] * port_slots
     for i, b in enumerate(sizes):
         issue = done[i - window] if i >= window else 0.0
         slot = min(slots)
         start = max(issue, slot)
-        data_end = max(start, path_free) + b / bw
+        data_end = max(start, path_free) + b * cycles_per_byte
         path_free = data_end
         done.append(data_end + latency)
         slots[slots.index(slot)] = done[-1]
@@ -95,12 +97,15 @@ def test_transfer_matches_max_plus_reference(j6, nbytes, burst, window, latency,
                                "ddr.max_outstanding": port_slots, "idma.max_outstanding": window,
                                "idma.burst_bytes": burst, "idma.setup_cycles": 0.0})
     out = run_proc(env, dsp, one_copy(dsp, nbytes))
-    expected = reference_copy_cycles(nbytes, burst, window, latency, bw, port_slots)
+    # the model's values as the port runs them: quantized to whole ticks
+    policy = dsp.platform.model.ddr.policy
+    latency, cpb = policy.latency(False), policy.cycles_per_byte
+    expected = reference_copy_cycles(nbytes, burst, window, latency, cpb, port_slots)
     assert out["cycles"] == pytest.approx(expected, rel=1e-9)
     # never faster than the data path, never slower than fully serial bursts
-    assert out["cycles"] >= nbytes / bw + latency - 1e-6
+    assert out["cycles"] >= nbytes * cpb + latency - 1e-6
     nb = math.ceil(nbytes / burst)
-    assert out["cycles"] <= nb * (latency + burst / bw) + 1e-6
+    assert out["cycles"] <= nb * (latency + burst * cpb) + 1e-6
 
 
 @pytest.mark.parametrize("n", [64, 6400, 64 * 1000])

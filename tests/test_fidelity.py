@@ -185,7 +185,7 @@ def test_the_direct_variant_books_its_iterations(j6):
 @given(nbytes=st.integers(1, 200_000), burst=st.sampled_from([16, 64, 128, 256, 4096]),
        window=st.integers(1, 64), latency=st.floats(1, 2000), bw=st.floats(0.01, 128))
 def test_transfer_closed_form_equals_the_burst_recursion(nbytes, burst, window, latency, bw):
-    expected = reference_copy_cycles(nbytes, burst, window, latency, bw, window)
+    expected = reference_copy_cycles(nbytes, burst, window, latency, 1 / bw, window)
     assert transfer_cycles(nbytes, burst, window, latency, 1 / bw) == pytest.approx(
         expected, rel=1e-9)
 

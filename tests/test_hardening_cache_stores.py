@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from dspsim import DspsimInputError, load_model, simulate
 from dspsim.hw.dcache import DataCache
+from dspsim.ticks import cycles
 
 MEMORIES = ("host", "psram", "sram", "tcm")
 
@@ -49,18 +50,19 @@ def cache_runs(draw: st.DrawFn) -> tuple[str, str, dict, dict]:
 
 
 def _run_recording_cache_waits(model, op, variant, kw):
-    """The run, and per memory the cycles the core waited for that memory's lines."""
-    waits: dict[str, float] = defaultdict(float)
+    """The run, and per memory the cycles the core waited for that memory's lines (the cache
+    takes and returns ticks: summed in ticks, reported in cycles)."""
+    waits: dict[str, int] = defaultdict(int)
     access = DataCache.access
 
     def recorded(self, now, mem, addr, nbytes, write, requester):
         ready = access(self, now, mem, addr, nbytes, write, requester)
-        waits[mem.name] += max(0.0, ready - now)
+        waits[mem.name] += max(0, ready - now)
         return ready
 
     with mock.patch.object(DataCache, "access", recorded):
         r = simulate(model, op, variant, trace=True, data=False, **kw)
-    return r, waits
+    return r, defaultdict(float, {m: cycles(w) for m, w in waits.items()})
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

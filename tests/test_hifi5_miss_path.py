@@ -15,6 +15,7 @@ from dspsim import load_model, simulate
 from dspsim.ops.registry import get_op
 from dspsim.platform import Platform
 from dspsim.study.validate import read_measurements, validation_dir
+from dspsim.ticks import cycles
 
 HIFI5 = load_model("ameba_hifi5")
 
@@ -28,10 +29,12 @@ def test_a_lone_128_byte_psram_read_through_the_port_is_150_cycles():
     """(CMD+ADDR 3 + LC 7 - 1) + 128 / 2 data clocks + 2 hold clocks = 75 clocks of T = 2
     cycles: 150, without refresh collisions; with the model's, 75 + refresh_clocks clocks."""
     quiet = HIFI5.with_overrides({"psram.refresh_clocks": 0.0})
-    assert _psram_port(quiet).request(0.0, 128, False, "core0") == (3 + 7 - 1 + 64 + 2) * 2 == 150
+    assert cycles(_psram_port(quiet).request(0, 128, False, "core0")) \
+        == (3 + 7 - 1 + 64 + 2) * 2 == 150
     r = HIFI5.psram.refresh_clocks
     assert r > 0
-    assert _psram_port(HIFI5).request(0.0, 128, False, "core0") == pytest.approx((75 + r) * 2)
+    assert cycles(_psram_port(HIFI5).request(0, 128, False, "core0")) \
+        == pytest.approx((75 + r) * 2)
 
 
 @settings(max_examples=30, deadline=None)
@@ -47,7 +50,7 @@ def test_every_transaction_of_a_stream_and_of_a_page_chop_pays_its_refresh_clock
     if rest:
         clocks += 9 + -(-rest // 2) + hold + refresh
     port = _psram_port(m)
-    done = [port.request(0.0, nbytes, write, "a") for _ in range(count)]
+    done = [cycles(port.request(0, nbytes, write, "a")) for _ in range(count)]
     assert done[-1] == pytest.approx(count * clocks * 2)
     assert port.busy_cycles == pytest.approx(count * clocks * 2)
 

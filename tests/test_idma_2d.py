@@ -13,6 +13,7 @@ from dspsim.hw.port import transfer_cycles
 from dspsim.ops import get_op
 from dspsim.platform import Platform
 from dspsim.run import run_to_completion
+from dspsim.ticks import cycles as tick_cycles
 from tests.cli_helpers import one_line, run_cli
 
 ROUND = {"ddr.latency_cycles": 100.0, "ddr.bytes_per_cycle": 2.0, "ddr.max_outstanding": 16,
@@ -55,7 +56,7 @@ def copy_cycles(env, dsp, src, dst, row, rows, sp=None, dp=None, copies=1):
                                                           dst_pitch=dp)))
         for t in handles:
             yield from dsp.core.idma_wait(t, "wait_in")
-        out["cycles"] = env.now - start
+        out["cycles"] = tick_cycles(env.now - start)
         out["transfer"] = handles[-1]
 
     run_to_completion(env, dsp.platform, env.process(main()))

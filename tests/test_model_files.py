@@ -7,6 +7,7 @@ import pytest
 from dspsim import simulate
 from dspsim.config import all_keys, load_model
 from dspsim.errors import ConfigError
+from dspsim.ticks import cycles as tick_cycles
 
 
 def write(tmp_path, name, text):
@@ -136,7 +137,7 @@ def test_the_write_buffer_binds_a_kernel_that_stores_to_ddr_from_tcm(j6):
         dst = dsp.ddr.add_block(4096)
         env.process(dsp.core.call("vecmul", 1024, src, dst, scalar=2.0))
         env.run()
-        return env.now
+        return tick_cycles(env.now)
 
     assert cycles(1) > cycles(8) > cycles(64)
 

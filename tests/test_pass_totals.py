@@ -33,13 +33,13 @@ def test_a_pass_log_slices_as_the_list_of_its_entries():
     """Passes begun one by one around a booked run of rows: every slice (negative bounds and
     steps too) holds what slicing the list of the entries does."""
     log = PassLog()
-    log.append({"name": "a", "start_cycle": 0.0, "end_cycle": 1.0})
-    log.append_run(PassRun([{"name": "b", "start_cycle": 1.0, "end_cycle": 2.0},
-                            {"name": "c", "start_cycle": 2.0, "end_cycle": 3.0}], 5, 2.0))
-    log.append({"name": "d", "start_cycle": 20.0, "end_cycle": 21.0})
+    log.append({"name": "a", "start_tick": 0, "end_tick": 1})
+    log.append_run(PassRun([{"name": "b", "start_tick": 1, "end_tick": 2},
+                            {"name": "c", "start_tick": 2, "end_tick": 3}], 5, 2))
+    log.append({"name": "d", "start_tick": 20, "end_tick": 21})
     entries = list(log)
-    assert len(entries) == 12 and entries[-2] == {"name": "c", "start_cycle": 10.0,
-                                                  "end_cycle": 11.0}
+    assert len(entries) == 12 and entries[-2] == {"name": "c", "start_tick": 10,
+                                                  "end_tick": 11}
     bounds = [None, *range(-14, 15)]
     for start in bounds:
         for stop in bounds:

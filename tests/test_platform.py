@@ -18,6 +18,7 @@ from dspsim.hw.port import MemoryPort, transfer_cycles
 from dspsim.kernels.shapes import VECMAXF
 from dspsim.platform import Platform
 from dspsim.run import run_to_completion
+from dspsim.ticks import cycles as tick_cycles
 
 SRAM = """base = "j6"
 [sram]
@@ -66,7 +67,7 @@ def run(env, platform, gen):
     def main():
         start = env.now
         out["value"] = yield from gen
-        out["cycles"] = env.now - start
+        out["cycles"] = tick_cycles(env.now - start)
 
     run_to_completion(env, platform, env.process(main()))
     return out
@@ -273,9 +274,9 @@ def test_ring_mode_copy_desc_waits_for_room_and_polling_ends_at_the_last_complet
         ch.init_loop(2)
         for k in range(3):
             yield from dsp.core.idma_copy_desc(0, dst[k % 2], src[k], nbytes)
-            seen.append((env.now, ch.buffer_status()))
+            seen.append((tick_cycles(env.now), ch.buffer_status()))
         yield from dsp.core.idma_poll(0, 0)
-        seen.append((env.now, ch.buffer_status()))
+        seen.append((tick_cycles(env.now), ch.buffer_status()))
 
     out = run(env, platform, program())
     one = transfer_cycles(nbytes, model.idma.burst_bytes, 16, 100.0, 0.5)

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 import dspsim.hw.policy as policy_module
 from dspsim.config import load_model
 from dspsim.errors import ConfigError
-from dspsim.hw.policy import OneLatency, ReadWriteLatency
+from dspsim.hw.policy import OneLatency, ReadWriteLatency, quantized
 from dspsim.ops import get_op, op_names
 from dspsim.platform import Platform
 from dspsim.run import simulate
+from dspsim.ticks import cycles, ticks
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +54,9 @@ def test_the_key_is_optional_and_its_absence_is_one_latency(j6):
     same = j6.with_overrides({"ddr.write_latency_cycles": j6.ddr.latency_cycles})
     assert same.ddr.policy == j6.ddr.policy  # equal latencies: the one-latency policy
     other = j6.with_overrides({"ddr.write_latency_cycles": 300})
-    assert other.ddr.policy == ReadWriteLatency(j6.ddr.latency_cycles, j6.ddr.bytes_per_cycle,
-                                                300.0)
+    # (the policy holds the model's latencies quantized to whole ticks)
+    assert other.ddr.policy == ReadWriteLatency(quantized(j6.ddr.latency_cycles),
+                                                j6.ddr.bytes_per_cycle, quantized(300.0))
     assert not other.ddr.policy.uniform and j6.ddr.policy.uniform
     with pytest.raises(ConfigError, match="write_latency_cycles"):
         j6.with_overrides({"ddr.write_latency_cycles": 0})
@@ -64,8 +66,8 @@ def test_a_lone_read_and_a_lone_write_take_their_latency_and_their_bytes(j6):
     lat_r, lat_w, nbytes = 114.5, 330.25, 256
     model = j6.with_overrides({"ddr.latency_cycles": lat_r, "ddr.write_latency_cycles": lat_w,
                                "ddr.bytes_per_cycle": 0.5})
-    read = _port(model).request(0.0, nbytes, False, "a")
-    write = _port(model).request(0.0, nbytes, True, "a")
+    read = cycles(_port(model).request(0, nbytes, False, "a"))
+    write = cycles(_port(model).request(0, nbytes, True, "a"))
     assert read == lat_r + nbytes / 0.5 == model.ddr.policy.request_cycles(nbytes, False)
     assert write == lat_w + nbytes / 0.5 == model.ddr.policy.request_cycles(nbytes, True)
     burst, window = 64, 4
@@ -80,9 +82,9 @@ def test_a_read_takes_the_slot_that_frees_first_not_the_next_in_the_ring(j6):
     model = j6.with_overrides({"ddr.latency_cycles": 10, "ddr.write_latency_cycles": 110,
                                "ddr.bytes_per_cycle": 1.0, "ddr.max_outstanding": 2})
     port = _port(model)
-    assert port.request(0.0, 1, True, "w") == 111.0
-    assert port.request(0.0, 1, False, "r") == 12.0
-    assert port.request(12.0, 1, False, "r") == 23.0
+    assert port.request(ticks(0.0), 1, True, "w") == ticks(111.0)
+    assert port.request(ticks(0.0), 1, False, "r") == ticks(12.0)
+    assert port.request(ticks(12.0), 1, False, "r") == ticks(23.0)
     assert port.contention_cycles == 1.0  # only the data path the write held at 0
 
 
@@ -138,8 +140,8 @@ def test_write_latency_equal_to_latency_changes_no_figure(j6, config, run, size)
     except ValueError:
         return  # a configuration the op refuses
     assert reported(simulate(same, op, variant, fidelity="tile", **kw)) == want
-    forced = ReadWriteLatency(base.ddr.latency_cycles, base.ddr.bytes_per_cycle,
-                              base.ddr.latency_cycles)
+    latency = quantized(base.ddr.latency_cycles)  # as request_policy builds it: whole ticks
+    forced = ReadWriteLatency(latency, base.ddr.bytes_per_cycle, latency)
     original = policy_module.request_policy
     policy_module.request_policy = lambda cfg: forced if cfg == base.ddr else original(cfg)
     try:
@@ -195,8 +197,9 @@ def test_a_new_policy_parameter_moves_every_estimate_that_depends_on_it(j6, monk
     kw = {"data": False, **SURCHARGE_SIZES[op]}
     before = simulate(model, op, variant, **kw)
     bounds_before = dict(get_op(op).bounds(model, variant, before.shape))
+    # built as request_policy builds one: on the table's latency quantized to whole ticks
     monkeypatch.setattr(policy_module, "request_policy", lambda cfg: WriteSurcharge(
-        cfg.latency_cycles, cfg.bytes_per_cycle, 20_000.0))
+        quantized(cfg.latency_cycles), cfg.bytes_per_cycle, 20_000.0))
     after = simulate(model, op, variant, **kw)
     bounds_after = dict(get_op(op).bounds(model, variant, after.shape))
     assert after.bytes == before.bytes

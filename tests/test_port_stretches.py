@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dspsim.ticks import ticks
 from tests.test_port_stream import _port as _plain_port
 from tests.test_port_stream import _walk_by_request
 
@@ -18,10 +19,15 @@ def _port(config: dict):
     return _plain_port(config, port_log=True)
 
 
-def _from_spans(port, t: float) -> float:
-    """``busy_until(t)`` from every request's own data-path span (the port log)."""
-    spans = [(e[1], e[2]) for e in port.log]
-    return port.busy_cycles - sum(end - max(start, t) for start, end in spans if end > t)
+def _log_ticks(port) -> list[tuple]:
+    """The port log's entries as the port appended them (times in ticks)."""
+    return port.log.ticks(0, len(port.log))
+
+
+def _from_spans(port, t: int) -> int:
+    """``busy_until(t)`` (ticks) from every request's own data-path span (the port log)."""
+    spans = [(e[1], e[2]) for e in _log_ticks(port)]
+    return port.busy_ticks - sum(end - max(start, t) for start, end in spans if end > t)
 
 
 def _check_stretches(port) -> None:
@@ -31,8 +37,8 @@ def _check_stretches(port) -> None:
     for (a, b), (c, d) in zip(recent, recent[1:]):
         assert a < b < c < d
     if recent:
-        spans = [(e[1], e[2]) for e in port.log if e[2] > recent[0][0]]
-        merged: list[list[float]] = []
+        spans = [(e[1], e[2]) for e in _log_ticks(port) if e[2] > recent[0][0]]
+        merged: list[list[int]] = []
         for s, e in spans:
             if merged and merged[-1][1] == s:
                 merged[-1][1] = e
@@ -41,14 +47,15 @@ def _check_stretches(port) -> None:
         assert [tuple(x) for x in merged][-len(recent):] == recent
 
 
-def _requests(port, rng, round_values: bool, n: int) -> float:
+def _requests(port, rng, round_values: bool, n: int) -> int:
+    """``n`` requests at random issue times; the last issue time, in ticks."""
     t = 0.0
     for _ in range(n):
         gap = float(rng.integers(0, 400)) if round_values else float(rng.uniform(0, 400))
         t += float(rng.choice([0.0, gap]))
         size = int(rng.choice([64, 32, 128]))
-        port.request(t, size, bool(rng.integers(2)), str(rng.choice(["a", "b"])))
-    return t
+        port.request(ticks(t), size, bool(rng.integers(2)), str(rng.choice(["a", "b"])))
+    return ticks(t)
 
 
 ROUND = {"ddr.latency_cycles": 100.0, "ddr.bytes_per_cycle": 0.5, "ddr.max_outstanding": 8}
@@ -61,7 +68,8 @@ def test_busy_until_is_the_spans_sum_exactly_on_round_values(seed):
     port = _port(ROUND)
     t = _requests(port, rng, True, int(rng.integers(1, 120)))
     _check_stretches(port)
-    for u in (t, t + 1.0, t + 64.0, t + 1000.0, port._path_free, port._path_free + 1.0):
+    for u in (t, t + ticks(1.0), t + ticks(64.0), t + ticks(1000.0), port._path_free,
+              port._path_free + ticks(1.0)):
         assert port.busy_until(u) == _from_spans(port, u)
 
 
@@ -71,7 +79,7 @@ def test_busy_until_is_the_spans_sum_on_random_values(seed):
     port = _port(RANDOM)
     t = _requests(port, rng, False, int(rng.integers(1, 120)))
     _check_stretches(port)
-    for u in (t, t + float(rng.uniform(0, 2000)), port._path_free):
+    for u in (t, t + ticks(float(rng.uniform(0, 2000))), port._path_free):
         assert port.busy_until(u) == pytest.approx(_from_spans(port, u), rel=1e-12, abs=1e-9)
 
 
@@ -89,8 +97,8 @@ def test_a_walks_stream_keeps_the_stretches_requests_keep(window, bursts, round_
     for _ in range(others):
         t += float(rng.integers(0, 300))
         for p in ports:
-            p.request(t, 64, False, "other")
-    start_at = t + float(start)
+            p.request(ticks(t), 64, False, "other")
+    start_at = ticks(t + float(start))
     flights: list[deque] = [deque(), deque()]
     ports[0].stream(start_at, flights[0], 0, bursts, bursts, 64, 0, window, False, "ch", np.inf)
     _, now = _walk_by_request(ports[1], start_at, flights[1], 0, bursts, bursts, 64, 0, window,

@@ -14,6 +14,7 @@ from dspsim.hw.policy import Transactions
 from dspsim.ops import get_op, op_names
 from dspsim.platform import Platform
 from dspsim.run import simulate
+from dspsim.ticks import cycles
 from tests.test_port_policy import reported, small_size
 
 # the vendor's PSRAM: T = 2 DSP cycles, CMD+ADDR 3 + LC 7 - 1 = 9 clocks, 2 bytes per clock
@@ -40,21 +41,21 @@ def test_a_lone_read_of_128_bytes_is_the_vendors_150_cycles(psram):
     policy = psram.ddr.policy
     assert type(policy) is Transactions and not policy.uniform
     assert policy.request_cycles(128, False) == (9 + 64 + 2) * 2 == 150
-    assert _port(psram).request(0.0, 128, False, "a") == 150.0
+    assert cycles(_port(psram).request(0, 128, False, "a")) == 150.0
 
 
 def test_a_write_holds_one_clock(psram):
     assert psram.ddr.policy.request_cycles(128, True) == (9 + 64 + 1) * 2
-    assert _port(psram).request(0.0, 128, True, "a") == 148.0
+    assert cycles(_port(psram).request(0, 128, True, "a")) == 148.0
     odd = psram.with_overrides({"ddr.write_hold_clocks": 3, "ddr.read_hold_clocks": 0})
-    assert _port(odd).request(0.0, 5, True, "a") == (9 + 3 + 3) * 2  # data clocks round up
-    assert _port(odd).request(0.0, 5, False, "a") == (9 + 3 + 0) * 2
+    assert cycles(_port(odd).request(0, 5, True, "a")) == (9 + 3 + 3) * 2  # data clocks round up
+    assert cycles(_port(odd).request(0, 5, False, "a")) == (9 + 3 + 0) * 2
 
 
 def test_a_stream_of_reads_is_one_transaction_after_another(psram):
     n = 7
     port = _port(psram)
-    done = [port.request(0.0, 128, False, "a") for _ in range(n)]
+    done = [cycles(port.request(0, 128, False, "a")) for _ in range(n)]
     assert done == [150.0 * (i + 1) for i in range(n)]
     assert done[-1] == psram.ddr.policy.stream_cycles(n, 128, False) == n * 150
     assert port.busy_cycles == n * 150
@@ -64,9 +65,9 @@ def test_a_stream_of_reads_is_one_transaction_after_another(psram):
 
 def test_a_page_chop_pays_the_command_again(psram):
     paged = psram.with_overrides({"ddr.page_bytes": 64})
-    assert _port(paged).request(0.0, 128, False, "a") == 2 * (9 + 32 + 2) * 2 == 172
-    assert _port(paged).request(0.0, 100, False, "a") == ((9 + 32 + 2) + (9 + 18 + 2)) * 2
-    assert _port(paged).request(0.0, 64, False, "a") == 150 - 64  # one page: not chopped
+    assert cycles(_port(paged).request(0, 128, False, "a")) == 2 * (9 + 32 + 2) * 2 == 172
+    assert cycles(_port(paged).request(0, 100, False, "a")) == ((9 + 32 + 2) + (9 + 18 + 2)) * 2
+    assert cycles(_port(paged).request(0, 64, False, "a")) == 150 - 64  # one page: not chopped
 
 
 def test_every_transaction_key_moves_a_run(psram):

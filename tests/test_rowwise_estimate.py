@@ -30,9 +30,9 @@ def test_one_tile_is_the_serial_closed_form_and_the_run(j6, op, shape, tile):
     model = model_for(j6, op, tile)
     rows, cols = shape
     core, ddr, idma = model.core, model.ddr, model.idma
-    copy = transfer_cycles(4 * rows * cols, idma.burst_bytes,
-                           min(idma.max_outstanding, ddr.max_outstanding), ddr.latency_cycles,
-                           1 / ddr.bytes_per_cycle)
+    copy = transfer_cycles(4 * rows * cols, idma.burst_bytes,  # the policy's quantized values
+                           min(idma.max_outstanding, ddr.max_outstanding),
+                           ddr.policy.latency(False), ddr.policy.cycles_per_byte)
     kernels = rows * sum(s.tcm_cycles(cols, core) for s, _ in get_op(op).row_calls)
     serial = 2 * (idma.setup_cycles + copy) + kernels
     b = get_op(op).bounds(model, "pingpong", shape)

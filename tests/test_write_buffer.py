@@ -18,22 +18,24 @@ def posted_stores_cycles(model, nbytes):
     """memcpy TCM -> DDR, the core alone on the port, then ``MEMW``: store i leaves the core at
     the end of its iteration, once the buffer has room (store i - E done); on the port it
     takes a slot (that of store i - m free), crosses the path after the store before it in
-    b / B, and is done L later. The timer stops when the last store is done."""
-    core, ddr = model.core, model.ddr
+    b / B, and is done L later (L and 1 / B the port's: the policy's, quantized to ticks). The
+    timer stops when the last store is done."""
+    core, policy = model.core, model.ddr.policy
+    slots = model.ddr.max_outstanding
     words = memcpy_words(nbytes)
     vector = core.vector_bytes
     stores = [vector] * (-(-4 * words // vector))
     stores[-1] = 4 * words - vector * (len(stores) - 1)
     ii = MEMCPY.ii_cycles(core)
-    entries, slots = core.write_buffer_entries, ddr.max_outstanding
+    entries = core.write_buffer_entries
     done, path, posted = [], 0.0, core.call_overhead_cycles
     for i, b in enumerate(stores):
         posted += ii
         if i >= entries:
             posted = max(posted, done[i - entries])
         start = max(posted, done[i - slots]) if i >= slots else posted
-        path = max(start, path) + b / ddr.bytes_per_cycle
-        done.append(path + ddr.latency_cycles)
+        path = max(start, path) + b * policy.cycles_per_byte
+        done.append(path + policy.latency(True))
     return max(posted, done[-1])
 
 

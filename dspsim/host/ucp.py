@@ -20,6 +20,7 @@ from typing import Any
 import simpy
 
 from dspsim.errors import DspsimInputError
+from dspsim.hw.clock import cycles, ticks
 from dspsim.hw.memory import Ptr
 from dspsim.ops.registry import Registry
 
@@ -140,7 +141,7 @@ class Ucp:
         self._free = [True] * self.cores
         self._seq = itertools.count()
         model = platform.model
-        self._half_rpc_cycles = model.host.rpc_latency_us * model.core.clock_mhz / 2
+        self._half_rpc_ticks = ticks(model.host.rpc_latency_us * model.core.clock_mhz / 2)
 
     def malloc(self, size_bytes: int, what: str = "buffer") -> SysMem:
         """``hbUCPMalloc`` + ``hbDSPAddrMap``: memory the DSP can see, in the host's memory
@@ -162,7 +163,7 @@ class Ucp:
         task.backend = parse_backend(backend, self.cores)
         if task.submitted_cycle >= 0:
             raise DspsimInputError("task submitted twice: make a new one with rpc()")
-        task.submitted_cycle = self.env.now
+        task.submitted_cycle = cycles(self.env.now)
         self.env.process(self._arrive(task))
 
     def wait_done(self, task: Task) -> simpy.Event:
@@ -171,8 +172,8 @@ class Ucp:
 
     # ------------------------------------------------------------------ the DSP side
     def _arrive(self, task: Task):
-        yield self.env.timeout(self._half_rpc_cycles)
-        task.queued_cycle = self.env.now
+        yield self.env.timeout(self._half_rpc_ticks)
+        task.queued_cycle = cycles(self.env.now)
         task.seq = next(self._seq)
         core = self.policy.core_for(task, self._free)
         if core is None:
@@ -183,7 +184,7 @@ class Ucp:
     def _start(self, task: Task, core: int) -> None:
         self._free[core] = False
         task.core = core
-        task.started_cycle = self.env.now
+        task.started_cycle = cycles(self.env.now)
         self.env.process(self._run(task))
 
     def run_op(self, core: int, cmd: int, input_mem: SysMem, output_mem: SysMem
@@ -200,11 +201,11 @@ class Ucp:
         env = self.env
         task.op_start_cycle, task.op_cycles = yield from self.run_op(
             task.core, task.cmd, task.input, task.output)
-        task.core_end_cycle = env.now
+        task.core_end_cycle = cycles(env.now)
         self._free[task.core] = True
         nxt = self.policy.pop_for(task.core)
         if nxt is not None:
             self._start(nxt, task.core)
-        yield env.timeout(self._half_rpc_cycles)
-        task.finished_cycle = env.now
+        yield env.timeout(self._half_rpc_ticks)
+        task.finished_cycle = cycles(env.now)
         task.done.succeed()

@@ -1,37 +1,40 @@
-"""Exact event elision: a process keeps a local clock and yields only when another could act.
+"""Simulation time, and exact event elision.
+
+**Time is an integer count of ticks**, :data:`~dspsim.ticks.TICKS_PER_CYCLE` to a core cycle
+(stated in :mod:`dspsim.ticks`). The platform quantizes every latency, rate and cost of its
+model once, when it is built (:func:`ticks`); the engines add and compare integers, so ``t + k
+* d`` is ``t + d + ... + d`` exactly at any size, and a run of alike steps may be booked in one
+step. Results are reported in cycles (:func:`cycles`): a tick count over a power of two, exact
+in a float below 2^53 ticks (2^29 cycles).
 
 An access completing before the next event in SimPy's queue needs no event: nothing runs in
-between, so a local clock advanced with a ``Timeout``'s arithmetic (``now + delay``) gives the same
-times, bookings and order. A process yields a real event only when its wait is not strictly before
-the queue's next event (at an equal time the queued one runs first), and always yields one, at its
-local clock's exact time, before doing anything another process can see (finish a copy, return).
+between, so a local clock advanced by the same integers gives the same times, bookings and
+order. A process yields a real event only when its wait is not strictly before the queue's
+next event (at an equal time the queued one runs first), and always yields one, at its local
+clock's time, before doing anything another process can see (finish a copy, return).
 
-:class:`At` is that absolute-time event (``env.now + (t - env.now)`` need not equal ``t``); it
-pushes on the queue as ``Environment.schedule`` does. This module is the only one touching SimPy's
-internals (queue, event counter, clock, a process's pending event): the fast-forwards go through
-:func:`queued`, :func:`requeue`, :func:`set_now`, :func:`waits_on` and :func:`put_into`.
+This module is the only one touching SimPy's internals (queue, event counter, clock, a
+process's pending event): the fast-forwards go through :func:`queued`, :func:`requeue`,
+:func:`set_now`, :func:`waits_on` and :func:`put_into`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from heapq import heapify, heappush
+from heapq import heapify
 
 import simpy
-from simpy.events import NORMAL, Event
+from simpy.events import Event
 from simpy.resources.base import Put
 
+from dspsim.ticks import TICKS_PER_CYCLE, cycles, ticks
 
-class At(Event):
-    """An event processed at the absolute simulation time ``at`` (>= ``env.now``)."""
+__all__ = ["TICKS_PER_CYCLE", "cycles", "ticks", "at", "drive", "Walk", "WalkState"]
 
-    def __init__(self, env: simpy.Environment, at: float):
-        # the fields simpy.events.Timeout sets, inlined as SimPy does for speed
-        self.env = env
-        self.callbacks = []
-        self._value = None
-        self._ok = True
-        heappush(env._queue, (at, NORMAL, next(env._eid), self))
+
+def at(env: simpy.Environment, t: int) -> simpy.Timeout:
+    """The event processed at the absolute time ``t`` (>= ``env.now``): integers, exact."""
+    return env.timeout(t - env.now)
 
 
 class WalkState:
@@ -39,13 +42,13 @@ class WalkState:
 
     __slots__ = ("now", "stall", "store_stall")
 
-    def __init__(self, now: float):
+    def __init__(self, now: int):
         self.now = now
-        self.stall = 0.0
-        self.store_stall = 0.0
+        self.stall = 0
+        self.store_stall = 0
 
 
-Walk = Generator[float, None, None]  # yields the absolute times it waits until
+Walk = Generator[int, None, None]  # yields the absolute times (ticks) it waits until
 
 
 def drive(env: simpy.Environment, walk: Walk, state: WalkState, elide: bool,
@@ -58,12 +61,12 @@ def drive(env: simpy.Environment, walk: Walk, state: WalkState, elide: bool,
         if not (elide and target < env.peek()):
             if before_wait is not None:
                 before_wait()
-            yield At(env, target)
+            yield env.timeout(target - env.now)
         target = next(walk, None)
     if state.now > env.now:
         if before_wait is not None:
             before_wait()
-        yield At(env, state.now)
+        yield env.timeout(state.now - env.now)
 
 
 def events_scheduled(env: simpy.Environment) -> int:
@@ -81,12 +84,12 @@ def put_into(event: Event) -> object | None:
     return event.resource if isinstance(event, Put) else None
 
 
-def queued(env: simpy.Environment) -> list[tuple[float, int, Event]]:
+def queued(env: simpy.Environment) -> list[tuple[int, int, Event]]:
     """The events in SimPy's queue as ``(time, order, event)``, unordered."""
     return [(when, eid, event) for when, _, eid, event in env._queue]
 
 
-def requeue(env: simpy.Environment, moves: dict[int, float]) -> None:
+def requeue(env: simpy.Environment, moves: dict[int, int]) -> None:
     """Move the queued events whose ``id`` is in ``moves`` to those times (same-time order kept)."""
     queue = env._queue
     for j, (_, prio, eid, event) in enumerate(queue):
@@ -96,7 +99,7 @@ def requeue(env: simpy.Environment, moves: dict[int, float]) -> None:
     heapify(queue)
 
 
-def set_now(env: simpy.Environment, t: float) -> None:
+def set_now(env: simpy.Environment, t: int) -> None:
     """Advance SimPy's clock to ``t`` (the running process woke there, skipped steps later)."""
     env._now = t
 

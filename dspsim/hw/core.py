@@ -20,7 +20,7 @@ import simpy
 
 from dspsim.config import Core as CoreCfg
 from dspsim.errors import DspsimInputError
-from dspsim.hw.clock import Walk, WalkState, drive
+from dspsim.hw.clock import Walk, WalkState, cycles, drive, ticks
 from dspsim.hw.context import RunContext
 from dspsim.hw.dcache import DataCache
 from dspsim.hw.idma import IdmaChannel, Transfer, check_block
@@ -50,20 +50,35 @@ class Core:
         self.labels = ctx.labels(name)  # what the op is doing now, stamped on every trace row
         # the posted stores' completion times, oldest first (at most write_buffer_entries): a
         # walk that posts a store appends here and waits on the oldest when it is full
-        self.write_buffer: deque[float] = deque()
+        self.write_buffer: deque[int] = deque()
         self.waiting_for: str | None = None
         self.timed = True  # False: kernel calls compute values only (Dsp.untimed)
-        # accounting
-        self.compute_cycles = 0.0  # kernels' issue cycles and overheads, descriptor programming
-        self.stall_cycles: dict[str, float] = {}  # memory -> cycles stalled on it
-        self.idma_wait_cycles = {"wait_in": 0.0, "wait_out": 0.0}
+        # accounting, in ticks (dspsim.hw.clock; stats() reports cycles)
+        self.compute_ticks = 0  # kernels' issue cycles and overheads, descriptor programming
+        self.stall_ticks: dict[str, int] = {}  # memory -> ticks stalled on it
+        self.idma_wait_ticks = {"wait_in": 0, "wait_out": 0}
+
+    @property
+    def compute_cycles(self) -> float:
+        """:attr:`compute_ticks` in cycles."""
+        return cycles(self.compute_ticks)
+
+    @property
+    def stall_cycles(self) -> dict[str, float]:
+        """Cycles stalled on each memory (:attr:`stall_ticks` in cycles)."""
+        return {m: cycles(t) for m, t in self.stall_ticks.items()}
+
+    @property
+    def idma_wait_cycles(self) -> dict[str, float]:
+        """Cycles waiting for iDMA input and output copies (:attr:`idma_wait_ticks`)."""
+        return {k: cycles(t) for k, t in self.idma_wait_ticks.items()}
 
     def stats(self) -> dict[str, Any]:
         """What the core counted: busy (compute) cycles, cycles stalled on each memory, cycles
         waiting for iDMA input and output copies, and its data cache's counters (if any)."""
         out: dict[str, Any] = {"busy_cycles": self.compute_cycles,
-                               "stall_cycles": dict(self.stall_cycles),
-                               "idma_wait_cycles": dict(self.idma_wait_cycles)}
+                               "stall_cycles": self.stall_cycles,
+                               "idma_wait_cycles": self.idma_wait_cycles}
         if self.dcache is not None:
             out["dcache"] = self.dcache.stats()
         return out
@@ -71,7 +86,7 @@ class Core:
     @property
     def ddr_stall_cycles(self) -> float:
         """Cycles stalled on every external memory together."""
-        return sum(self.stall_cycles.values())
+        return cycles(sum(self.stall_ticks.values()))
 
     # ---------------------------------------------------------------- iDMA (IDMA_COPY / IDMA_WAIT)
     def idma_copy(self, channel: int, src: Ptr, dst: Ptr, nbytes: int, kind: str,
@@ -85,10 +100,10 @@ class Core:
         if self.idma[channel].ring is not None:
             yield from self._ring_room(channel)
         start = self.env.now
-        setup = self.idma[channel].setup_cycles
+        setup = self.idma[channel].setup_ticks
         if setup:
             yield self.env.timeout(setup)
-        self.compute_cycles += setup
+        self.compute_ticks += setup
         tcm_side = dst if kind == "copy_in" else src
         t = self.idma[channel].submit(src, dst, nbytes, rows, src_pitch, dst_pitch, kind=kind,
                                       tile=self.labels.tile, pass_name=self.labels.pass_name,
@@ -136,8 +151,8 @@ class Core:
         self.waiting_for = f"{self.name} (polling {ch.name} from #{first})"
         yield event
         self.waiting_for = None
-        booked = kind if kind in self.idma_wait_cycles else "wait_in"
-        self.idma_wait_cycles[booked] += self.env.now - start
+        booked = kind if kind in self.idma_wait_ticks else "wait_in"
+        self.idma_wait_ticks[booked] += self.env.now - start
         self._record(booked, f"ch{ch.index} poll", start, 0)
 
     def idma_wait(self, transfer: Transfer | None, kind: str, quirk: str = "") -> Proc:
@@ -153,10 +168,10 @@ class Core:
         self.waiting_for = f"{self.name} (waiting for {channel} #{transfer.index})"
         yield transfer.done
         self.waiting_for = None
-        self.idma_wait_cycles[kind] += self.env.now - start
+        self.idma_wait_ticks[kind] += self.env.now - start
         self._record(kind, f"ch{transfer.channel} #{transfer.index}", start, transfer.nbytes)
 
-    def _record(self, kind: str, label: str, start: float, nbytes: int, *stall: float) -> None:
+    def _record(self, kind: str, label: str, start: int, nbytes: int, *stall: int) -> None:
         """A trace row of the core's from ``start`` to now, stamped with its labels."""
         self.recorder.record(self.name, kind, label, start, self.env.now, nbytes, self.labels.tile,
                              self.labels.pass_name, self.labels.buffer, *stall)
@@ -214,9 +229,9 @@ class Core:
             self.book_stall(load_mem or store_mem, stall - store_stall)
             self.book_stall(store_mem or load_mem, store_stall)
         else:
-            yield self.env.timeout(rows * shape.tcm_cycles(n, self.cfg))
-            stall = 0.0
-        self.compute_cycles += self.env.now - start - stall
+            yield self.env.timeout(ticks(rows * shape.tcm_cycles(n, self.cfg)))
+            stall = 0
+        self.compute_ticks += self.env.now - start - stall
         end = self.env.now
         for ptr, write in ((src, False), (dst, True)):
             if ptr is not None:
@@ -237,20 +252,21 @@ class Core:
         self.book_stall(mem, wait)
         self._record("compute", "memw", start, 0, wait)
 
-    def busy(self, cycles: float, label: str) -> Proc:
-        """The core busy ``cycles`` on work the model prices whole (cache maintenance, an
+    def busy(self, busy_cycles: float, label: str) -> Proc:
+        """The core busy ``busy_cycles`` on work the model prices whole (cache maintenance, an
         interrupt handler, a benchmark's fixed overhead): compute time, drawn as ``label``."""
-        if cycles <= 0:
+        busy = ticks(busy_cycles)
+        if busy <= 0:
             return
         start = self.env.now
-        yield self.env.timeout(cycles)
-        self.compute_cycles += cycles
+        yield self.env.timeout(busy)
+        self.compute_ticks += busy
         self._record("compute", label, start, 0)
 
-    def book_stall(self, mem: Any, cycles: float) -> None:
-        """Count ``cycles`` the core stalled on memory ``mem`` (None: on none)."""
+    def book_stall(self, mem: Any, stall: int) -> None:
+        """Count ``stall`` ticks the core stalled on memory ``mem`` (None: on none)."""
         if mem is not None:
-            self.stall_cycles[mem.name] = self.stall_cycles.get(mem.name, 0.0) + cycles
+            self.stall_ticks[mem.name] = self.stall_ticks.get(mem.name, 0) + stall
 
     def _ddr_kernel(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None
                     ) -> Proc:
@@ -297,7 +313,7 @@ class Core:
         cfg = shape.on(self.cfg)  # a loop of its own lanes and call cost
         load_ext = src.external
         store_ext = dst is not None and dst.external
-        reduction = shape.reduction_ops(cfg.lanes_f32) * cfg.alu_latency_cycles
+        reduction = ticks(shape.reduction_ops(cfg.lanes_f32) * cfg.alu_latency_cycles)
         iterations = _iterations(shape, n, cfg, load_ext, store_ext)
         # interleaved rows through a data cache: bytes from one row to the next
         k = shape.interleaved_rows
@@ -307,14 +323,15 @@ class Core:
                               dst if store_ext else None, stride)
 
     def _accesses(self, state: WalkState, cfg: CoreCfg, rows: int, iterations: list[tuple],
-                  reduction: float, src: Ptr, dst: Ptr | None, stride: int = 0) -> Walk:
+                  reduction: int, src: Ptr, dst: Ptr | None, stride: int = 0) -> Walk:
         """:meth:`_walk`'s accesses (``stride`` > 0: an iteration's load ``j`` reads row ``j``)."""
         cache, wb, depth, name = self.dcache, self.write_buffer, cfg.write_buffer_entries, self.name
         load_cached, store_cached, load, store, runs = self._routes(src, dst, state)
         load_addr = row_addr = src.addr  # (interleaved rows: the row's start, its column)
-        owed, now, col, store_addr = 0.0, state.now, 0, dst.addr if dst is not None else 0
+        owed, now, col, store_addr = 0, state.now, 0, dst.addr if dst is not None else 0
+        call = ticks(cfg.call_overhead_cycles)
         for _ in range(rows):
-            owed += cfg.call_overhead_cycles
+            owed += call
             for count, loads, stores, issue in iterations:
                 left, at = count, runs.first(count) if runs is not None else -1
                 while left:
@@ -335,7 +352,7 @@ class Core:
                     if stride and loads:
                         col += loads[0]
                     for nbytes in stores:
-                        now, owed = now + owed, 0.0
+                        now, owed = now + owed, 0
                         yield now
                         state.now = now
                         ready = (cache.store(now, dst.mem, store_addr, nbytes, name)
@@ -345,7 +362,7 @@ class Core:
                         if ready > now:
                             state.stall += ready - now
                             state.store_stall += ready - now
-                            now = now + (ready - now)
+                            now = ready
                             yield now
                             state.now = now
                         if posted:
@@ -374,13 +391,13 @@ class Core:
 
 
 def _iterations(shape: LoopShape, n: int, cfg: CoreCfg, load_ext: bool, store_ext: bool
-                ) -> list[tuple[int, tuple[int, ...], tuple[int, ...], float]]:
+                ) -> list[tuple[int, tuple[int, ...], tuple[int, ...], int]]:
     """The loop of ``n`` elements as runs of alike iterations ``(count, load bytes, store
-    bytes, issue cycles)``, the prologue's priming load(s) first (no loop iteration issued:
+    bytes, issue ticks)``, the prologue's priming load(s) first (no loop iteration issued:
     0 cycles); only accesses that reach a memory port are kept (predicated-off, 0-byte ones
     vanish; so do those of a side in TCM)."""
     prologue = (1, (cfg.vector_bytes,) * shape.priming_loads, (), 0)
-    ii = shape.ii_cycles(cfg)
+    ii = ticks(shape.ii_cycles(cfg))
     body = [(count, loads, stores, ii) for count, loads, stores in shape.segments(n, cfg.lanes_f32)]
     return [(count, tuple(b for b in loads if b) if load_ext else (),
              tuple(b for b in stores if b) if store_ext else (), issue)

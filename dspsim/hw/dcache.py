@@ -25,11 +25,12 @@ from __future__ import annotations
 from typing import Any
 
 from dspsim.config import Dcache
+from dspsim.hw.clock import ticks
 
 
 class DataCache:
     __slots__ = ("line_bytes", "ways", "set_count", "write_back", "allocate", "prefetch", "_sets",
-                 "hits", "misses", "prefetches", "writebacks", "fill_bytes", "miss_cycles",
+                 "hits", "misses", "prefetches", "writebacks", "fill_bytes", "miss_ticks",
                  "stream_entries", "_streams")
 
     def __init__(self, cfg: Dcache):
@@ -39,7 +40,7 @@ class DataCache:
         self.write_back = cfg.write_policy == "write_back"
         self.allocate = cfg.write_allocate
         self.prefetch = cfg.prefetch_next_line
-        self.miss_cycles = cfg.miss_cycles
+        self.miss_ticks = ticks(cfg.miss_cycles)  # (dspsim.hw.clock)
         # the streams the prefetcher follows (0: none tracked, every miss prefetches): the line
         # each expects next, least recently used first
         self.stream_entries = cfg.prefetch_streams
@@ -50,8 +51,8 @@ class DataCache:
         self.hits = self.misses = self.prefetches = self.writebacks = 0
         self.fill_bytes = 0
 
-    def access(self, now: float, mem: Any, addr: int, nbytes: int, write: bool,
-               requester: str) -> float:
+    def access(self, now: int, mem: Any, addr: int, nbytes: int, write: bool,
+               requester: str) -> int:
         """The bytes ``addr .. addr + nbytes`` of ``mem`` through the cache at ``now`` (a load,
         or a write-back store): return the cycle the data is there (``now`` when every line is
         present and ready)."""
@@ -63,8 +64,8 @@ class DataCache:
                 ready = t
         return ready
 
-    def store(self, now: float, mem: Any, addr: int, nbytes: int, requester: str
-              ) -> float | None:
+    def store(self, now: int, mem: Any, addr: int, nbytes: int, requester: str
+              ) -> int | None:
         """A store of ``nbytes`` at ``addr`` into a write-back cache at ``now``: when its lines
         are there (write-allocate: missing ones fetched first), or ``None`` for a miss with
         ``write_allocate`` off (the caller posts the store through the write buffer)."""
@@ -75,7 +76,7 @@ class DataCache:
                     return None
         return self.access(now, mem, addr, nbytes, True, requester)
 
-    def clean(self, now: float, mem: Any, addr: int, nbytes: int, requester: str) -> float:
+    def clean(self, now: int, mem: Any, addr: int, nbytes: int, requester: str) -> int:
         """Write back every dirty line of ``mem`` in ``addr .. addr + nbytes`` at ``now`` (a
         request each, in address order; lines stay, clean): return when the last is done
         (``now`` when none is dirty). Walks the cache's lines, not the range's."""
@@ -90,7 +91,7 @@ class DataCache:
             done = max(done, mem.port.request(now, line_bytes, True, requester))
         return done
 
-    def _line(self, now: float, mem: Any, line: int, write: bool, requester: str) -> float:
+    def _line(self, now: int, mem: Any, line: int, write: bool, requester: str) -> int:
         lines = self._sets[line % self.set_count]
         entry = lines.pop(line, None)
         if entry is not None:
@@ -104,7 +105,7 @@ class DataCache:
                     self._prefetch(now, mem, line + 1, requester)
             return entry[0]
         self.misses += 1
-        done = self._fill(now, mem, line, requester) + self.miss_cycles
+        done = self._fill(now, mem, line, requester) + self.miss_ticks
         self._insert(now, line, [done, write, False, mem], requester)
         if self.prefetch and self._continues(line):
             self._prefetch(now, mem, line + 1, requester)
@@ -134,11 +135,11 @@ class DataCache:
             return True
         return False
 
-    def _fill(self, now: float, mem: Any, line: int, requester: str) -> float:
+    def _fill(self, now: int, mem: Any, line: int, requester: str) -> int:
         self.fill_bytes += self.line_bytes
         return mem.port.request(now, self.line_bytes, False, requester)
 
-    def _insert(self, now: float, line: int, entry: list[Any], requester: str) -> None:
+    def _insert(self, now: int, line: int, entry: list[Any], requester: str) -> None:
         lines = self._sets[line % self.set_count]
         if len(lines) >= self.ways:
             victim = next(iter(lines))
@@ -148,7 +149,7 @@ class DataCache:
                 victim_mem.port.request(now, self.line_bytes, True, requester)
         lines[line] = entry
 
-    def _prefetch(self, now: float, mem: Any, line: int, requester: str) -> None:
+    def _prefetch(self, now: int, mem: Any, line: int, requester: str) -> None:
         addr = line * self.line_bytes
         if line in self._sets[line % self.set_count] or not (
                 mem.base <= addr and addr + self.line_bytes <= mem.base + mem.size_bytes):

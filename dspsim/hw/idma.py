@@ -39,7 +39,7 @@ import simpy
 
 from dspsim.config import Idma
 from dspsim.errors import AllocationError, DspsimInputError
-from dspsim.hw.clock import Walk, WalkState, drive, event_heap
+from dspsim.hw.clock import Walk, WalkState, cycles, drive, event_heap, ticks
 from dspsim.hw.context import RunContext
 from dspsim.hw.memory import Ptr
 from dspsim.hw.periodic import Repeats, Stream
@@ -61,8 +61,8 @@ class Transfer:
     tile: int = -1
     pass_name: str = ""
     buffer: int = -1
-    start: float = -1.0
-    end: float = -1.0
+    start: int = -1  # ticks (dspsim.hw.clock)
+    end: int = -1
     rows: int = 1
     row_bytes: int = -1  # -1: nbytes (one row)
     src_pitch: int = -1  # -1: the row
@@ -133,36 +133,42 @@ class IdmaChannel:
         self.index = index
         self.name = name
         self.setup_cycles = cfg.setup_cycles
+        self.setup_ticks = ticks(cfg.setup_cycles)  # what programming a descriptor costs the core
         self.burst_bytes = cfg.burst_bytes
         self.max_outstanding = cfg.max_outstanding
         self.tcm_end_required = cfg.tcm_end_required
         # the engine's own pace (0: none) and its cost per descriptor (module doc)
         rate = cfg.engine_bytes_per_cycle
-        self.cycles_per_byte = 1.0 / rate if rate else 0.0
-        self.descriptor_cycles = cfg.descriptor_cycles
+        self.ticks_per_byte = ticks(1.0 / rate) if rate else 0
+        self.descriptor_ticks = ticks(cfg.descriptor_cycles)
         self.recorder = ctx.recorder
         self.move_data = ctx.data
         self.accesses = ctx.accesses
         self.fifo: simpy.Store = simpy.Store(env)
         self.submitted = 0
         self.completed = 0
-        self.busy_cycles = 0.0
+        self.busy_ticks = 0
         self.bytes_moved = 0
         self.ring: int | None = None  # idma_init_loop's descriptor count (None: the FIFO)
         self.current: Transfer | None = None
         self._issued: deque[Transfer] = deque()  # submitted, not yet done, in order
         self.process = env.process(self._serve())
 
+    @property
+    def busy_cycles(self) -> float:
+        """:attr:`busy_ticks` in cycles."""
+        return cycles(self.busy_ticks)
+
     def stats(self) -> dict[str, float]:
         """Descriptors done, bytes moved, cycles busy moving them."""
         return {"descriptors": self.completed, "bytes": self.bytes_moved,
                 "busy_cycles": self.busy_cycles}
 
-    def busy_until(self, t: float) -> float:
-        """Busy cycles up to ``t`` (the present): those of the descriptors done, and the part
+    def busy_until(self, t: int) -> int:
+        """Busy ticks up to ``t`` (the present): those of the descriptors done, and the part
         of the one moving now."""
         current = self.current
-        return self.busy_cycles + (t - current.start if current is not None else 0.0)
+        return self.busy_ticks + (t - current.start if current is not None else 0)
 
     # ------------------------------------------------------------ the library's ring mode
     def init_loop(self, descriptors: int) -> None:
@@ -226,7 +232,7 @@ class IdmaChannel:
             yield from self._move(t)
             t.end = env.now
             self._log_accesses(t)
-            self.busy_cycles += t.end - t.start
+            self.busy_ticks += t.end - t.start
             self.bytes_moved += t.nbytes
             self.completed += 1
             self._issued.popleft()
@@ -246,7 +252,7 @@ class IdmaChannel:
     def known(self, t: Transfer) -> bool:
         """The fast-forward knows the transfer's walk: one port, the bursts of a 1-D one, no
         pace of the engine's own."""
-        return not self.dual(t) and t.aligned(self.burst_bytes) and not self.cycles_per_byte
+        return not self.dual(t) and t.aligned(self.burst_bytes) and not self.ticks_per_byte
 
     @staticmethod
     def port_of(t: Transfer) -> MemoryPort:
@@ -261,8 +267,8 @@ class IdmaChannel:
     def _move(self, t: Transfer):
         """Move the descriptor's bytes burst by burst (:meth:`_walk`), after the engine's
         ``idma.descriptor_cycles``."""
-        if self.descriptor_cycles:
-            yield self.env.timeout(self.descriptor_cycles)
+        if self.descriptor_ticks:
+            yield self.env.timeout(self.descriptor_ticks)
         state = WalkState(self.env.now)
         lander = _Lander(t) if self.move_data else None
         stream = self._stream(t)
@@ -319,7 +325,7 @@ class IdmaChannel:
             if len(inflight) == window:
                 oldest = inflight.popleft()
                 if oldest > now:
-                    now = now + (oldest - now)  # what Timeout(oldest - now) would give
+                    now = oldest
                     if not (stream.elides and (not queue or now < queue[0][0])):
                         # a wait the driver would not pass at once (``drive``): ask it
                         if repeats is None:
@@ -336,10 +342,10 @@ class IdmaChannel:
             i += 1
         stream.now = None  # the last burst is issued
         if inflight and inflight[-1] > now:  # FIFO port: the last burst ends last
-            state.now = now + (inflight[-1] - now)
+            state.now = inflight[-1]
 
-    def _wait_for_slot(self, stream: Stream, repeats: Repeats, i: int, now: float
-                       ) -> Generator[float, None, tuple[int, float]]:
+    def _wait_for_slot(self, stream: Stream, repeats: Repeats, i: int, now: int
+                       ) -> Generator[int, None, tuple[int, int]]:
         """Wait for a window slot until ``now`` on a port the periodic engine may fast-forward;
         return where the walk stands after (possibly moved on by whole periods)."""
         env = self.env
@@ -365,10 +371,10 @@ class IdmaChannel:
         sizes = t.burst_sizes(self.burst_bytes)
         size = next(sizes, 0)  # the next burst to read (0: none left)
         now = state.now
-        reads: deque[tuple[float, int]] = deque()  # (read's completion, bytes): to write
-        writes: deque[float] = deque()  # write completions, oldest first
+        reads: deque[tuple[int, int]] = deque()  # (read's completion, bytes): to write
+        writes: deque[int] = deque()  # write completions, oldest first
         landed: deque[int] = deque()  # the bytes landed once each write completes
-        moved, pace, paced = 0, self.cycles_per_byte, now  # paced: the engine's next read
+        moved, pace, paced = 0, self.ticks_per_byte, now  # paced: the engine's next read
         while size or reads:
             due = reads[0][0] if reads else math.inf  # the oldest read's data is in
             free = now if len(reads) + len(writes) < window else (
@@ -404,8 +410,8 @@ class IdmaChannel:
         request = self.port_of(t).request
         name, window, write = self.name, self.max_outstanding, t.dst.external
         now = state.now
-        inflight: deque[tuple[float, int]] = deque()  # (completion, bytes landed by then)
-        moved, pace, paced = 0, self.cycles_per_byte, now  # paced: the engine's next burst
+        inflight: deque[tuple[int, int]] = deque()  # (completion, bytes landed by then)
+        moved, pace, paced = 0, self.ticks_per_byte, now  # paced: the engine's next burst
         for size in t.burst_sizes(self.burst_bytes):
             if len(inflight) == window:
                 oldest, upto = inflight.popleft()

@@ -13,10 +13,9 @@ the access log, warnings and passes, the other cores (still). When every relativ
 structural field and number step agree, the following periods are booked at once: times move by
 ``J x D``, numbers by ``J`` steps, counters grow ``J`` times, the frame's loop counters move on.
 
-Exact for :mod:`dspsim.hw.rowrun`'s reason: a period commutes with every shift by an even number
-of ulps while all times (and each counter) stay in one binade, and was seen to shift the state by
-``D`` twice, so every later period start is ``S + jD``. Past times still read (a descriptor's
-start, an access's span) must lie in that binade too. Addresses only pick the memory (the same,
+Exact for :mod:`dspsim.hw.rowrun`'s reason: times and counters are integers
+(:mod:`dspsim.hw.clock`), so a period commutes with every shift, and was seen to shift the state
+by ``D`` twice: every later period start is ``S + jD``. Addresses only pick the memory (the same,
 for a tile inside one array) and decide overlaps; all of one memory move by the same step, so no
 overlap appears or vanishes. No foreign event may lie before what the booked periods hold
 (``latest``), so SimPy's order of equal-time events is kept.
@@ -38,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from dspsim.hw.clock import put_into, requeue, set_now, waits_on
 from dspsim.hw.clock import queued as queued_events
 from dspsim.hw.memory import Ptr
-from dspsim.hw.repeats import assign, binade, book_requests, next_entries, next_requests, room
+from dspsim.hw.repeats import LogTicks, assign, book_requests, next_entries, next_requests, room
 from dspsim.probes import PortLog, TraceRun
 
 if TYPE_CHECKING:
@@ -73,7 +72,7 @@ class _State:
     """Everything that can act or be reported at an iteration top: ``key`` must be equal at every
     probe; ``times`` absolute times moving with now (``time_at`` where each lives, ``None`` if
     moved otherwise); ``ints`` numbers moving one step a period (``int_at``; ``int_mem`` the
-    memory of an address); ``accs`` float counters (``acc_at``); ``records`` the access log's
+    memory of an address); ``accs`` growing counters (``acc_at``); ``records`` the access log's
     kept accesses (rebuilt from ``ints[i]`` and ``times[j]`` on); ``latest`` / ``earliest`` the
     times held; ``foreign`` the first queued event not owned, ``queue`` the owned (event, time);
     ``rings`` each port's next slot."""
@@ -82,26 +81,26 @@ class _State:
                  "accs", "acc_at", "records", "latest", "earliest", "foreign", "queue",
                  "rings", "logged")
 
-    def __init__(self, now: float, alike: int):
+    def __init__(self, now: int, alike: int):
         self.now = now
         self.alike = alike
         self.key: list[Any] = []
-        self.times: list[float] = []
+        self.times: list[int] = []
         self.time_at: list[tuple[Any, Any] | None] = []
         self.ints: list[int] = []
         self.int_at: list[tuple[Any, Any] | None] = []
         self.int_mem: list[str | None] = []
-        self.accs: list[float] = []
+        self.accs: list[int] = []
         self.acc_at: list[tuple[Any, Any]] = []
         self.records: list[tuple[list, int, str | None, int, int]] = []
         self.latest = now
         self.earliest = now
         self.foreign = math.inf
-        self.queue: list[tuple[Any, float]] = []
+        self.queue: list[tuple[Any, int]] = []
         self.rings: list[int] = []
         self.logged: list[tuple[int, int]] = []  # each record's (kept, dropped): LoopRun.logs
 
-    def time(self, at: tuple[Any, Any] | None, t: float) -> None:
+    def time(self, at: tuple[Any, Any] | None, t: int) -> None:
         self.times.append(t)
         self.time_at.append(at)
         if t > self.latest:
@@ -114,7 +113,7 @@ class _State:
         self.int_at.append(at)
         self.int_mem.append(mem)
 
-    def acc(self, owner: Any, attr: Any, x: float) -> None:
+    def acc(self, owner: Any, attr: Any, x: int) -> None:
         self.accs.append(x)
         self.acc_at.append((owner, attr))
 
@@ -137,8 +136,6 @@ class LoopRun:
         self._tick = 0  # iterations since the last probe (or jump, or failure)
         self._gap = 0  # periods to run before the next probe
         self._states: list[_State] = []
-        self._wait = 0.0  # no probe before this time (the top of a binade too short for a run)
-        self._last_top: float | None = None  # when the last iteration started
 
     def skip(self, alike: int, carried: Any = None) -> int:
         """At an iteration top, book at once (a multiple of ``period``) as many of the ``alike``
@@ -146,16 +143,11 @@ class LoopRun:
         ``carried`` values unchanged; return how many (the caller moves its counters on)."""
         if not self.enabled:
             return 0
-        now, last = self.env.now, self._last_top
-        self._last_top = now
         self._tick += 1
-        if self._tick <= self.period * self._gap or (self._tick - 1) % self.period \
-                or now < self._wait:
+        if self._tick <= self.period * self._gap or (self._tick - 1) % self.period:
             return 0
         if alike < (3 - len(self._states)) * self.period:  # too few left to book one
             self._states.clear()
-            return 0
-        if not self._fits(now, None if last is None else self.period * (now - last)):
             return 0
         state = _capture(self, alike, pickle.dumps(carried)) if self._others_still() else None
         if state is None:
@@ -167,32 +159,14 @@ class LoopRun:
         records = self._next_records(self._states) if periods > 0 else None
         if periods < 0 or (periods > 0 and records is None):
             return self._failed()
-        if periods == 0:  # alike, but a binade ends too soon: look again a period on
+        if periods == 0:  # alike, but another's event comes too soon: look again a period on
             del self._states[0]
             return 0
         self._jump(self._states, periods)
         self._book_records(records, periods)
         self._states.clear()
-        self._last_top = self.env.now  # the booked periods end here: the next guess runs on
         self._tick, self._gap = 0, 0
         return periods * self.period
-
-    def _fits(self, now: float, guess: float | None) -> bool:
-        """A run may still be found in the binade it would start in (a cheap look before a
-        capture): states of an earlier binade are dropped, and where the third period start plus
-        one period would reach the binade's top no probe is made before the next. With no state
-        noted, ``guess`` (the last iteration's time a period) stands for a period, and only this
-        probe is passed over."""
-        if self._states:
-            top, _ = binade(self._states[0].now)
-            if now < top:
-                if now + (3 - len(self._states)) * (now - self._states[-1].now) >= top:
-                    self._states.clear()
-                    self._wait = top
-                    return False
-                return True
-            self._states.clear()
-        return not (guess is not None and now > 0 and now + 3 * guess >= binade(now)[0])
 
     def _others_still(self) -> bool:
         """No other core's engine moves (a cheap look before a whole capture): with two
@@ -211,14 +185,11 @@ class LoopRun:
     # ------------------------------------------------------------------ the run
     def _run_length(self, s: list[_State]) -> int:
         """How many periods after the three starts ``s`` repeat the last: -1 if they do not,
-        0 if no period fits in the binades of the times and counters (a period on, one may)."""
+        0 if no period fits before another's event (a period on, one may)."""
         s0, s1, s2 = s
-        if not (s0.now > 0 and s0.key == s1.key == s2.key
+        if not (s0.key == s1.key == s2.key
                 and s0.alike - s1.alike == self.period == s1.alike - s2.alike):
             return -1
-        top, _ = binade(s0.now)
-        if s0.earliest < top / 2:  # s0 holds times of the binade below: they round otherwise
-            return 0 if s2.earliest >= top / 2 else -1  # a period or two on, none may
         d = s1.now - s0.now
         if not (d > 0 and s2.now - s1.now == d):
             return -1
@@ -235,21 +206,10 @@ class LoopRun:
             m = p.max_outstanding
             if (b - a) % m != (c - b) % m:
                 return -1
-        if max(s0.latest, s1.latest, s2.latest) >= top:
-            return 0
-        runs = [s2.alike // self.period, room(s0.now, s2.latest, d),
-                room(s0.now, s2.latest, d, s2.foreign)]
         for a, b, c in zip(s0.accs, s1.accs, s2.accs):
-            step = b - a
-            if step < 0:
+            if b < a or c - b != b - a:
                 return -1
-            if c - b != step:  # a counter that crossed a binade may repeat from the next
-                return 0 if c >= binade(a)[0] else -1
-            if step > 0:
-                if a <= 0 or c >= binade(a)[0]:
-                    return 0
-                runs.append(room(a, c, step))
-        return max(0, min(runs))
+        return max(0, min(s2.alike // self.period, room(s2.latest, d, s2.foreign)))
 
     def _next_records(self, s: list[_State]) -> list[Any] | None:
         """What each record (:attr:`logs`) gets in the period after ``s[2]`` if both probed
@@ -262,7 +222,8 @@ class LoopRun:
             if log is None:
                 out.append(None)
                 continue
-            kept, follow = (log.rows, _next_rows) if log is self.recorder else (log, next_requests)
+            kept, follow = ((log.rows, _next_rows) if log is self.recorder
+                            else (LogTicks(log), next_requests))
             entries = next_entries([x.logged[k] for x in s], kept, follow, d)
             if entries is None:
                 return None
@@ -296,7 +257,7 @@ class LoopRun:
         """Book ``periods`` periods like the last one from now (the state ``s[2]``)."""
         _, s1, s2 = s
         now = s2.now
-        dt = periods * (now - s1.now)  # exact: a multiple of the binade's ulp below its top
+        dt = periods * (now - s1.now)
         ints = [c + periods * (c - b) if c != b else c for b, c in zip(s1.ints, s2.ints)]
         times = [t + dt for t in s2.times]
         for at, n in zip(s2.int_at, ints):
@@ -377,9 +338,9 @@ def _core(st: _State, dsp: DspView) -> bool:
     core, platform = dsp.core, dsp.platform
     if any(t > st.now for t in core.write_buffer):
         return False
-    st.acc(core, "compute_cycles", core.compute_cycles)
-    st.key.append((tuple(sorted(core.stall_cycles)), tuple(sorted(core.idma_wait_cycles))))
-    for counters in (core.stall_cycles, core.idma_wait_cycles):
+    st.acc(core, "compute_ticks", core.compute_ticks)
+    st.key.append((tuple(sorted(core.stall_ticks)), tuple(sorted(core.idma_wait_ticks))))
+    for counters in (core.stall_ticks, core.idma_wait_ticks):
         for k in sorted(counters):
             st.acc(counters, k, counters[k])
     labels = dsp.labels
@@ -400,7 +361,7 @@ def _channels(st: _State, dsp: DspView) -> bool:
         for ch in other.idma:
             for attr in ("submitted", "completed", "bytes_moved"):
                 st.int_((ch, attr), getattr(ch, attr))
-            st.acc(ch, "busy_cycles", ch.busy_cycles)
+            st.acc(ch, "busy_ticks", ch.busy_ticks)
             current = ch.current
             if current is not None and current is not ch.issued[0]:
                 return False
@@ -423,7 +384,7 @@ def _ports(st: _State, run: LoopRun) -> bool:
         st.rings.append(ns)
         st.int_((p, "bytes_read"), p.bytes_read)
         st.int_((p, "bytes_written"), p.bytes_written)
-        st.acc(p, "contention_cycles", p.contention_cycles)
+        st.acc(p, "contention_ticks", p.contention_ticks)
     return True
 
 
@@ -488,7 +449,7 @@ def _stream(st: _State, ch: Any) -> bool:
     return True
 
 
-def _next_rows(first: list, last: list, d: float) -> tuple[list[tuple], list] | None:
+def _next_rows(first: list, last: list, d: int) -> tuple[list[tuple], list] | None:
     """The trace rows of the period after ``last`` (``first`` before it) and how their numbers
     move (:class:`~dspsim.probes.TraceRun`); ``None`` unless both are alike, ``d`` apart."""
     if len(first) != len(last):

@@ -3,34 +3,26 @@
 While channels stream bursts through a shared port and nothing else acts, the state *relative to
 now* repeats. The elided engine notes that state each time a streaming channel wakes at a real
 event (channels named by place: the waker, then the others in wake-up order). When a channel wakes
-in a state noted ``h`` cycles earlier, with the same channels streaming, no other event processed
+in a state noted ``h`` ticks earlier, with the same channels streaming, no other event processed
 or due in between, and places possibly passed between channels (two of one kind swap every half
 period), every later step is the same shifted by ``h``: the engine advances by whole steps up to
-the next change (a channel's last window, anyone else's next event, the binade's end), booking
-the skipped steps' bytes, contention and port-log requests. A found step is kept (for its binade)
-and reused wherever the same relative state recurs.
+the next change (a channel's last window, anyone else's next event), booking the skipped steps'
+bytes, contention and port-log requests. A found step is kept and reused wherever the same
+relative state recurs.
 
-Exact: in a binade ``[2^(e-1), 2^e)`` every float time is a whole number of ``u = 2^(e-53)``; a
-difference of two is exact, and ``t + d`` for a constant ``d`` is ``t`` plus ``d`` rounded to
-``u``, the same for every ``t``, unless ``d`` is half-way between two multiples of ``u`` (round to
-even depends on ``t``: the shift must be an even number of ``u``). So while all times stay in one
-binade, a repeated relative state (compared as exact differences) repeats the arithmetic bit for
-bit. The contention counter likewise: each step adds a whole number of its grid while it stays in
-one binade (by its parity where an increment is half-way), added one by one, as the reference
-does, where it crosses one (:func:`accumulate`).
+Exact: times are integers (ticks, :mod:`dspsim.hw.clock`), so a repeated relative state
+(compared as differences) repeats the arithmetic exactly, shifted, and ``k`` steps' contention
+is ``k`` times one step's.
 """
 
 from __future__ import annotations
 
-import math
-import sys
 from bisect import bisect_right
 from collections import deque
 from itertools import repeat
 from operator import add, itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-import numpy as np
 import simpy
 
 from dspsim.hw.clock import queued as queued_events
@@ -46,12 +38,12 @@ class RingState(NamedTuple):
     slot's free time and holder, the next slot, the data path's free time, last owner and busy
     stretches ``(start, end)`` still read; put back shifted by :meth:`MemoryPort.restore`."""
 
-    slots: tuple[float, ...]
+    slots: tuple[int, ...]
     holders: tuple[str, ...]
     next_slot: int
-    path_free: float
+    path_free: int
     path_owner: str
-    recent: tuple[tuple[float, float], ...]
+    recent: tuple[tuple[int, int], ...]
 
 
 class RingPort(Protocol):
@@ -66,8 +58,8 @@ class RingPort(Protocol):
     max_outstanding: int
     bytes_read: int
     bytes_written: int
-    contention_cycles: float
-    path_free: float
+    contention_ticks: int
+    path_free: int
 
     def ring_state(self) -> RingState: ...
 
@@ -88,8 +80,8 @@ class Stream:
         self.name = name
         self.process = process
         self.i = 0
-        self.now: float | None = None
-        self.inflight: deque[float] = deque()
+        self.now: int | None = None
+        self.inflight: deque[int] = deque()
         self.full = nbytes // burst_bytes  # bursts of burst_bytes (a partial one may follow)
         self.count = -(-nbytes // burst_bytes)
         self.burst_bytes = burst_bytes
@@ -125,7 +117,7 @@ class Snapshot:
         self.logged, self.dropped = (len(log), log.dropped) if log is not None else (0, 0)
         self.outside = outside
         self._relative: tuple | None = None
-        self._latest: float | None = None
+        self._latest: int | None = None
 
     def relative(self) -> tuple:
         """The state relative to ``t`` as exact differences, streams named by place; what lies
@@ -142,17 +134,17 @@ class Snapshot:
         who = list(map(rank.get, held, held))  # rank.get(h, h), each
         path = (self.path_free - t, rank.get(self.path_owner, self.path_owner)) \
             if self.path_free > t else None
-        recent = [(a - t if a > t else 0.0, b - t) for a, b in self.live()]
+        recent = [(a - t if a > t else 0, b - t) for a, b in self.live()]
         walks = [(s.kind, now - t, [x - t if x > t else None for x in inflight])
                  for s, now, inflight in zip(self.streams, self.nows, self.inflights)]
         self._relative = times, who, path, recent, walks
         return self._relative
 
-    def live(self) -> tuple[tuple[float, float], ...]:
+    def live(self) -> tuple[tuple[int, int], ...]:
         """The data path's busy stretches still crossing after ``t`` (ends grow: a suffix)."""
         return self.recent[bisect_right(self.recent, self.t, key=_end):]
 
-    def latest(self) -> float:
+    def latest(self) -> int:
         """The latest time the state holds (a period's computation stays below it, shifted)."""
         if self._latest is None:
             last = [x[-1] for x in self.inflights if x]  # completions and spans end in order
@@ -161,12 +153,10 @@ class Snapshot:
             self._latest = max(self.t, self.path_free, max(self.slots), *self.nows, *last)
         return self._latest
 
-    def fits(self, h: float, binade: int) -> bool:
-        """A step of ``h`` from here ends below ``binade``'s top and before the first other
-        event (a cheap look before the whole state is compared)."""
-        latest = self.latest()
-        return _fit(1, latest, h, math.ldexp(1.0, binade)) > 0 and (
-            self.outside is None or _fit(1, latest, h, self.outside[0]) > 0)
+    def fits(self, h: int) -> bool:
+        """A step of ``h`` from here ends before the first other event (a cheap look before
+        the whole state is compared)."""
+        return self.outside is None or _fit(1, self.latest(), h, self.outside[0]) > 0
 
 
 class Step:
@@ -176,25 +166,23 @@ class Step:
     increments, bytes and log requests (times after ``t0``, requesters as roles). A later state
     equal to the end's, relative to its time and in the same binade, goes on the same way."""
 
-    __slots__ = ("t0", "h", "binade", "turn", "issues", "increments", "read", "written",
-                 "requests", "end", "cycle", "issued", "_units")
+    __slots__ = ("t0", "h", "turn", "issues", "increments", "read", "written",
+                 "requests", "end", "cycle", "issued")
 
-    def __init__(self, before: Snapshot, now: Snapshot, end: tuple, increments: list[float],
+    def __init__(self, before: Snapshot, now: Snapshot, end: tuple, increments: list[int],
                  log: Any) -> None:
         self.t0, self.h = before.t, now.t - before.t
-        self.binade = math.frexp(before.t)[1]
         place = {id(x): k for k, x in enumerate(before.streams)}
         self.turn = [place[id(x)] for x in now.streams]
         self.issues = [x.i - p for x, p in zip(before.streams, before.positions)]
         self.increments = increments
-        self._units: dict[int, Any] = {}  # by binade (accumulate)
         self.read, self.written = now.read - before.read, now.written - before.written
         self.requests = None
         if log is not None:
             t0 = before.t
             self.requests = [(e[0] - t0, e[1] - t0, e[2] - t0, e[3] - t0, e[4], e[5],
                               place.get(id(_named(before.streams, e[6])), e[6]))
-                             for e in log[before.logged:now.logged]]
+                             for e in log.ticks(before.logged, now.logged)]
         self.end = end  # now.relative()
         # the roles' holders (places at the end) at each step's start until they are back,
         # and the bursts the stream in each place has issued after j steps of that turn
@@ -209,83 +197,9 @@ class Step:
             for place, b in zip(places, self.issues):
                 self.issued[place].append(self.issued[place][-1] + b)
 
-    def accumulate(self, acc: float, count: int) -> float:
-        """``acc`` after this step's increments are added ``count`` times (:func:`accumulate`)."""
-        return accumulate(acc, self.increments, count, self._units)
-
-
-# A round's whole number costs about as much as this many float adds to count
-ROUND_UNITS_ADDS = 1000
-
-
-def accumulate(acc: float, increments: list[float], count: int,
-               units: dict[int, Any] | None = None) -> float:
-    """``acc`` after ``increments`` (positive) are added ``count`` times over, one float add
-    each as the reference does, with as few adds as are exact.
-
-    In a binade ``[2^(e-1), 2^e)`` ``acc`` is a whole number ``A`` of ``w = 2^(e-53)`` and
-    ``acc + d`` adds ``d`` rounded to whole ``w`` (nearest, half-way to even). So a round adds a
-    whole number of ``w`` that depends only on ``A``'s parity (:func:`_round_units`): rounds that
-    stay in the binade are counted in integers, one that crosses is added the reference's way.
-    ``units`` keeps by binade those two numbers (``None``: uncountable), or the adds made one by
-    one there until they cost more than counting."""
-    units = {} if units is None else units
-    while count > 0:
-        if acc >= sys.float_info.min:  # normal: its grid is 2^(e-53)
-            grid = math.frexp(acc)[1] - 53
-            deltas = units.get(grid, 0)
-            if type(deltas) is int:  # the adds made so far: worth counting once they add up
-                spent = deltas + count * len(increments)
-                if spent < ROUND_UNITS_ADDS:
-                    units[grid] = spent
-                    break
-                deltas = units[grid] = _round_units(increments, grid)
-            if deltas is not None:
-                whole = int(math.ldexp(acc, -grid))  # in [2^52, 2^53)
-                most = max(deltas)
-                k = count if most == 0 else min(count, ((1 << 53) - 1 - whole) // most)
-                if k > 0:  # below 2^53: exact as a float
-                    acc = math.ldexp(float(_rounds(whole, deltas, k)), grid)
-                    count -= k
-                    continue
-        for d in increments:  # a round the reference's way (it crosses a binade)
-            acc += d
-        count -= 1
-    for _ in range(count):  # the rounds left, the reference's way
-        for d in increments:
-            acc += d
-    return acc
-
-
-def _round_units(increments: list[float], grid: int) -> tuple[int, int] | None:
-    """What a round of ``increments`` adds to ``A`` whole ``2^grid``, in those units, for ``A``
-    even and odd (nearest, half-way to even); ``None`` if one reaches ``2^(grid + 53)``."""
-    d = np.asarray(increments)
-    if not len(d) or d.max() >= math.ldexp(1.0, grid + 53):
-        return None if len(d) else (0, 0)
-    x = np.ldexp(d, -grid)  # exact: a power of two
-    whole = np.floor(x)
-    frac = x - whole
-    adds = whole.astype(np.int64) + (frac > 0.5)  # each below 2^53: the sums are exact
-    total = int(adds.sum())
-    ties = np.flatnonzero(frac == 0.5)
-    if not len(ties):
-        return total, total
-    # at the j-th half-way one, the sum so far (it included) is odd or even: b_j, and
-    # rounding to even leaves the count of those rounded up with the parity of b_j; so each
-    # rounds up where b_j differs from b_(j-1), the first where it differs from the start's
-    b = np.cumsum(adds)[ties] & 1
-    changes = int(np.count_nonzero(b[1:] != b[:-1]))
-    first = int(b[0])
-    return total + changes + first, total + changes + 1 - first
-
-
-def _rounds(whole: int, deltas: tuple[int, int], k: int) -> int:
-    """``whole`` after ``k >= 1`` rounds of ``deltas[whole % 2]``. From the second round on
-    each adds the same: the deltas are equal without a half-way increment, and with one both
-    parities end even."""
-    first = deltas[whole & 1]
-    return whole + first + (k - 1) * deltas[(whole + first) & 1]
+    def accumulate(self, acc: int, count: int) -> int:
+        """``acc`` after this step's increments are added ``count`` times (integers: exact)."""
+        return acc + count * sum(self.increments)
 
 
 def _named(streams: list[Stream], name: str) -> Stream | None:
@@ -306,10 +220,10 @@ class Repeats:
     def __init__(self, port: RingPort):
         self.port = port
         self.streams: list[Stream] = []
-        self.increments: list[float] = []  # contention the port added, since the last reset
+        self.increments: list[int] = []  # contention the port added, since the last reset
         self._seen: dict[tuple, Snapshot] = {}
         self._known: dict[tuple, list[Step]] = {}  # by a snapshot's key, across resets
-        self._binade, self._count = 0, 0  # the known steps' binade, how many
+        self._count = 0  # the known steps
 
     def enter(self, stream: Stream) -> None:
         self.streams.append(stream)
@@ -344,8 +258,8 @@ class Repeats:
                *[(s.kind, s.now - t) for s in streams[1:]])
         snap = Snapshot(self, streams, outside)
         relative = None
-        for step in self._known.get(key, ()) if math.frexp(t)[1] == self._binade else ():
-            if _room(step, streams) < 1 or not snap.fits(step.h, step.binade):
+        for step in self._known.get(key, ()):
+            if _room(step, streams) < 1 or not snap.fits(step.h):
                 continue  # no room for a step (last bursts, another's event): not worth a look
             relative = relative or snap.relative()
             if step.end == relative and self._advance(step, snap):
@@ -360,9 +274,6 @@ class Repeats:
             return False
         step = Step(before, snap, relative, self.increments[before.increments:snap.increments],
                     port.log)
-        if step.binade != self._binade:  # time only grows: an earlier binade is done with
-            self._known.clear()
-            self._binade, self._count = step.binade, 0
         if self._count < KNOWN_STEPS:
             self._known.setdefault(key, []).append(step)
             self._count += 1
@@ -411,21 +322,14 @@ class Repeats:
         return True
 
     def _exact_steps(self, step: Step, now: Snapshot) -> int:
-        """How many whole steps from ``now`` are exact: all in the step's binade (an even
-        shift where a constant is half-way on its grid), none reaching the binade's top or
-        another's event, none issuing a partial or extra burst, and with more than two streams
-        the roles back with their own streams; 0 if none."""
-        t, h = now.t, step.h
-        if not (step.t0 > 0 and h > 0) or math.frexp(t)[1] != step.binade \
-                or not _disjoint(now.streams):
-            return 0
-        grid = step.binade - 53  # every time of the steps is a whole number of 2^grid
-        if (_odd(h, grid) or _odd(t - step.t0, grid)) \
-                and any(_half_way(d, grid) for d in self._constants()):
+        """How many whole steps from ``now`` the streams take alike: none reaching another's
+        event, none issuing a partial or extra burst, and with more than two streams the roles
+        back with their own streams (times are integers: every step is exact); 0 if none."""
+        h = step.h
+        if h <= 0 or not _disjoint(now.streams):
             return 0
         count = _room(step, now.streams)
         latest = now.latest()
-        count = _fit(count, latest, h, math.ldexp(1.0, step.binade))
         if now.outside is not None:
             count = _fit(count, latest, h, now.outside[0])
         if len(now.streams) > 2:  # roles back with their own streams
@@ -437,13 +341,13 @@ class Repeats:
         port = self.port
         port.bytes_read += count * step.read
         port.bytes_written += count * step.written
-        port.contention_cycles = step.accumulate(port.contention_cycles, count)
+        port.contention_ticks = step.accumulate(port.contention_ticks, count)
         if step.requests is not None:
             role = {id(x): now.streams[k] for x, k in zip(now.streams, step.turn)}
             self._log(step, now.t, count, role, now.streams)
 
     def _shift_port(self, step: Step, now: Snapshot, count: int, names: dict[str, str],
-                    shift: float) -> None:
+                    shift: int) -> None:
         """Put the port's slots and data path as at ``now``, ``shift`` later, ``count`` steps
         on in the ring, holders renamed by ``names``."""
         port = self.port
@@ -459,7 +363,7 @@ class Repeats:
             tuple(map(add, slots, by)), tuple(map(names.get, who, who)),  # names.get(w, w)
             nxt, path_free, owner, tuple((a + shift, b + shift) for a, b in now.live())))
 
-    def _shift_walks(self, now: Snapshot, holders: list[Stream], shift: float) -> None:
+    def _shift_walks(self, now: Snapshot, holders: list[Stream], shift: int) -> None:
         """Each role's new holder takes its role's walk state at ``now``, ``shift`` later;
         the others' wake-ups move with them, and the waker, if it keeps its role, wakes steps
         later, as it would have."""
@@ -477,7 +381,7 @@ class Repeats:
         if holders[0] is waker and waker.i < waker.count:
             set_now(self.port.env, waker.now)
 
-    def _log(self, step: Step, t: float, count: int, role: dict, streams: list[Stream]
+    def _log(self, step: Step, t: int, count: int, role: dict, streams: list[Stream]
              ) -> None:
         """Append ``count`` steps of ``step``'s requests from ``t``, each role's by its holder."""
         log = self.port.log
@@ -490,10 +394,6 @@ class Repeats:
                             e[5], who))
             holders = [role[id(x)] for x in holders]
 
-    def _constants(self) -> list[float]:
-        """What the steps add to a time: the latency and each stream's burst data cycles."""
-        policy = self.port.policy
-        return [policy.latency(False), *[policy.data_cycles(s.burst_bytes) for s in self.streams]]
 
 
 def _room(step: Step, streams: list[Stream]) -> int:
@@ -514,24 +414,9 @@ def _room(step: Step, streams: list[Stream]) -> int:
     return count if count < 1 << 62 else 0
 
 
-def _fit(k: int, latest: float, period: float, bound: float) -> int:
-    """The largest ``j <= k`` with ``latest + j period < bound``."""
-    if k < 1 or latest + period >= bound:
-        return 0
-    j = min(k, int((bound - latest) / period) + 1)
-    while j > 0 and not latest + j * period < bound:
-        j -= 1
-    return j
-
-
-def _odd(x: float, grid: int) -> bool:
-    return int(math.ldexp(x, -grid)) % 2 == 1
-
-
-def _half_way(d: float, grid: int) -> bool:
-    """``d`` is an odd multiple of half of ``2^grid``: adding it rounds to even."""
-    x = math.ldexp(d, -grid)
-    return x - math.floor(x) == 0.5
+def _fit(k: int, latest: int, period: int, bound: int) -> int:
+    """The largest ``j <= k`` with ``latest + j period < bound`` (0 if none)."""
+    return max(0, min(k, (bound - 1 - latest) // period))
 
 
 def _disjoint(streams: list[Stream]) -> bool:

@@ -12,6 +12,11 @@ here.
 - :class:`Transactions` (``protocol = "transactions"``: the HiFi5's PSRAM controller): one
   transaction at a time, each holding the data path for its command, data and hold clocks.
 
+A policy is built from the model's values quantized to whole ticks (:mod:`dspsim.hw.clock`):
+its cycle figures (``latency``, ``cycles_per_byte``, ``path_cycles``) are tick counts over a
+power of two, so a closed form summed from them in floats is exact (below 2^29 cycles) and
+equals what the port books in ticks (``latency_ticks``, ``ticks_per_byte``, ``path_ticks``).
+
 A *uniform* policy (one latency) completes requests in issue order, which the port's ring, its
 inlined burst loop and the fast-forwards rely on; on other ports those fast paths are off (same
 cycles, slower to compute).
@@ -23,6 +28,13 @@ import functools
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from dspsim.hw.clock import TICKS_PER_CYCLE, ticks
+
+
+def quantized(cycles: float) -> float:
+    """``cycles`` rounded to whole ticks, in cycles (exact: a tick count over a power of two)."""
+    return ticks(cycles) / TICKS_PER_CYCLE
 
 
 def transfer_cycles(nbytes: int, burst_bytes: int, window: int, latency_cycles: float,
@@ -56,14 +68,27 @@ class OneLatency:
     uniform: ClassVar[bool] = True  # every request the same latency (module doc)
     linear: ClassVar[bool] = True  # a request's data-path cycles: its bytes x cycles_per_byte
 
-    @property
+    @functools.cached_property
+    def ticks_per_byte(self) -> int:
+        """Data-path ticks per byte: the bandwidth's reciprocal, quantized."""
+        return ticks(1.0 / self.bytes_per_cycle)
+
+    @functools.cached_property
     def cycles_per_byte(self) -> float:
-        """Data-path cycles per byte."""
-        return 1.0 / self.bytes_per_cycle
+        """Data-path cycles per byte (:attr:`ticks_per_byte` in cycles)."""
+        return self.ticks_per_byte / TICKS_PER_CYCLE
 
     def latency(self, write: bool) -> float:
         """Cycles from a request's data crossing the path to its completion."""
         return self.latency_cycles
+
+    def latency_ticks(self, write: bool) -> int:
+        """:meth:`latency` in ticks (the policy is built on whole ticks: exact)."""
+        return ticks(self.latency(write))
+
+    def path_ticks(self, nbytes: int, write: bool) -> int:
+        """:meth:`path_cycles` in ticks (the port books them)."""
+        return nbytes * self.ticks_per_byte
 
     def data_cycles(self, nbytes: float) -> float:
         """Cycles ``nbytes`` hold the data path (as the port books them)."""
@@ -77,7 +102,7 @@ class OneLatency:
     def stream_path_cycles(self, nbytes: int, burst_bytes: int, write: bool) -> float:
         """Data-path cycles of ``nbytes`` in requests of ``burst_bytes``, either way: here the
         bytes at the path's rate, whatever the requests' size."""
-        return nbytes / self.bytes_per_cycle
+        return nbytes * self.cycles_per_byte
 
     def request_cycles(self, nbytes: float, write: bool) -> float:
         """One request alone on an idle port, issue to completion."""
@@ -145,15 +170,19 @@ class Transactions(OneLatency):
         clocks = self.command_clocks + math.ceil(nbytes / self.bytes_per_clock) + hold
         return clocks + self.refresh_clocks if self.refresh_clocks else clocks
 
-    def path_cycles(self, nbytes: float, write: bool) -> float:
+    def path_ticks(self, nbytes: int, write: bool) -> int:
+        """The transactions' clocks times the clock's cycles, to the nearest tick."""
         page = self.page_bytes
         if page <= 0 or nbytes <= page:
-            return self.transaction_clocks(nbytes, write) * self.clock_cycles
+            return ticks(self.transaction_clocks(nbytes, write) * self.clock_cycles)
         full, rest = divmod(int(nbytes), page)
         clocks = full * self.transaction_clocks(page, write)
         if rest:
             clocks += self.transaction_clocks(rest, write)
-        return clocks * self.clock_cycles
+        return ticks(clocks * self.clock_cycles)
+
+    def path_cycles(self, nbytes: float, write: bool) -> float:
+        return self.path_ticks(int(nbytes), write) / TICKS_PER_CYCLE
 
     def data_cycles(self, nbytes: float) -> float:
         """A read's path cycles (a port counts its busy cycles per request)."""
@@ -186,13 +215,14 @@ RequestPolicy = OneLatency  # every policy is one (a subclass), and may be used 
 
 @functools.lru_cache(maxsize=256)
 def request_policy(cfg: Any) -> OneLatency:
-    """The policy of a memory's table (built once per table): :class:`Transactions` for
-    ``protocol = "transactions"``, :class:`ReadWriteLatency` when writes' latency differs."""
-    if cfg.protocol == "transactions":
+    """The policy of a memory's table (built once per table, on its values quantized to
+    ticks): :class:`Transactions` for ``protocol = "transactions"``, :class:`ReadWriteLatency`
+    when writes' latency differs."""
+    if cfg.protocol == "transactions":  # (path cycles quantized per request: path_ticks)
         return Transactions(0.0, cfg.bytes_per_clock / cfg.clock_cycles, cfg.clock_cycles,
                             cfg.command_clocks, cfg.bytes_per_clock, cfg.read_hold_clocks,
                             cfg.write_hold_clocks, cfg.page_bytes, cfg.refresh_clocks)
-    write = cfg.write_latency_cycles
-    if write is None or write == cfg.latency_cycles:
-        return OneLatency(cfg.latency_cycles, cfg.bytes_per_cycle)
-    return ReadWriteLatency(cfg.latency_cycles, cfg.bytes_per_cycle, write)
+    read, write = quantized(cfg.latency_cycles), cfg.write_latency_cycles
+    if write is None or quantized(write) == read:
+        return OneLatency(read, cfg.bytes_per_cycle)
+    return ReadWriteLatency(read, cfg.bytes_per_cycle, quantized(write))

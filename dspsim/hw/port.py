@@ -27,6 +27,7 @@ from collections import deque
 from typing import Any
 
 from dspsim.config import MemoryCfg
+from dspsim.hw.clock import cycles
 from dspsim.hw.context import RunContext
 from dspsim.hw.periodic import Repeats, RingState
 from dspsim.hw.policy import transfer_cycles
@@ -44,31 +45,34 @@ class MemoryPort:
         self.policy = policy = cfg.policy  # what a request costs (built once per table)
         self.latency_cycles = policy.latency(False)  # a read's
         self.cycles_per_byte = policy.cycles_per_byte
+        # the port books in ticks (dspsim.hw.clock): a read's latency, a byte's path time
+        self.latency_ticks = policy.latency_ticks(False)
+        self.ticks_per_byte = policy.ticks_per_byte
         self.max_outstanding = cfg.max_outstanding
         # Request slots: a ring under a uniform policy (FIFO path, one latency: the next slot
         # to free is the oldest request's); else the first to free (the ring's next on a tie),
         # with :meth:`_request_any` standing in for :meth:`request`
         self.ring = policy.uniform
-        self._latencies = (self.latency_cycles, policy.latency(True))  # a read's, a write's
+        self._latencies = (self.latency_ticks, policy.latency_ticks(True))  # a read's, a write's
         if not self.ring:  # (a policy that is not linear: :meth:`_request_path`)
             self.request = (self._request_any if policy.linear  # type: ignore[method-assign]
                             else self._request_path)
-        # a request's path cycles are bytes x _per_byte + _fixed: _fixed 0.0 (exactly nothing)
-        # unless the policy is not linear, which books each request's path cycles whole here
-        self._per_byte = self.cycles_per_byte if policy.linear else 0.0
-        self._fixed = 0.0
-        self._path_busy = 0.0
-        self._slot_free = [0.0] * cfg.max_outstanding
+        # a request's path ticks are bytes x _per_byte + _fixed: _fixed 0 unless the policy is
+        # not linear, which books each request's path ticks whole here
+        self._per_byte = self.ticks_per_byte if policy.linear else 0
+        self._fixed = 0
+        self._path_busy = 0
+        self._slot_free = [0] * cfg.max_outstanding
         self._slot_holder = [""] * cfg.max_outstanding
         self._next_slot = 0
-        self._path_free = 0.0  # when the data path is next free
+        self._path_free = 0  # when the data path is next free
         self.bytes_read = 0
         self.bytes_written = 0
         # data-path busy stretches (start, end) ending after the latest issue (``busy_until``);
         # back-to-back spans extend the last stretch (a saturated path is one); ends only grow
-        self._recent: deque[tuple[float, float]] = deque()
-        # cycles requests waited for a slot or the data path that another requester held
-        self.contention_cycles = 0.0
+        self._recent: deque[tuple[int, int]] = deque()
+        # ticks requests waited for a slot or the data path that another requester held
+        self.contention_ticks = 0
         self._path_owner = ""
         self.flows = 0  # the walks running on the port now
         # (issue, data_start, data_end, done, bytes, is_write, requester) when logging
@@ -76,15 +80,16 @@ class MemoryPort:
         # the elided engine fast-forwards channels streaming through the port (hw.periodic)
         self.repeats = Repeats(self) if ctx.elide and self.ring else None
 
-    def request(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
-        """Issue a request of ``nbytes`` at ``now`` (the current time); return its completion.
+    def request(self, now: int, nbytes: int, write: bool, requester: str = "") -> int:
+        """Issue a request of ``nbytes`` at ``now`` (the current time, ticks); return its
+        completion.
         (:meth:`stream` books a walk's bursts the same way, inlined: keep them alike.)"""
         i = self._next_slot
         slot = self._slot_free[i]
         if slot > now:
             start = slot
             if self._slot_holder[i] != requester:  # all taken, the next to free by another
-                self.contention_cycles += slot - now
+                self.contention_ticks += slot - now
                 if self.repeats is not None:
                     self.repeats.increments.append(slot - now)
         else:
@@ -92,7 +97,7 @@ class MemoryPort:
         data_start = self._path_free
         if data_start > start:
             if self._path_owner != requester:
-                self.contention_cycles += data_start - start
+                self.contention_ticks += data_start - start
                 if self.repeats is not None:
                     self.repeats.increments.append(data_start - start)
         else:
@@ -118,15 +123,15 @@ class MemoryPort:
             self.log.append((now, data_start, data_end, done, nbytes, write, requester))
         return done
 
-    def _request_any(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
+    def _request_any(self, now: int, nbytes: int, write: bool, requester: str = "") -> int:
         """:meth:`request` where requests may complete out of order: the first slot to free."""
         self._next_slot = self._first_free()
         return MemoryPort.request(self, now, nbytes, write, requester)
 
-    def _request_path(self, now: float, nbytes: int, write: bool, requester: str = ""
-                      ) -> float:
-        """:meth:`_request_any` under a non-linear policy: the path held for ``path_cycles``."""
-        self._fixed = self.policy.path_cycles(nbytes, write)
+    def _request_path(self, now: int, nbytes: int, write: bool, requester: str = ""
+                      ) -> int:
+        """:meth:`_request_any` under a non-linear policy: the path held for ``path_ticks``."""
+        self._fixed = self.policy.path_ticks(nbytes, write)
         self._path_busy += self._fixed
         return self._request_any(now, nbytes, write, requester)
 
@@ -135,14 +140,14 @@ class MemoryPort:
         free, m, k = self._slot_free, self.max_outstanding, self._next_slot
         return min(range(k, k + m), key=lambda j: free[j % m]) % m
 
-    def stream(self, now: float, inflight: deque[float], i: int, count: int, full: int,
+    def stream(self, now: int, inflight: deque[int], i: int, count: int, full: int,
                burst: int, rest: int, window: int, write: bool, requester: str,
-               horizon: float) -> tuple[int, float]:
+               horizon: int) -> tuple[int, int]:
         """A walk's bursts ``i`` .. ``count - 1`` from ``now`` (``burst`` bytes up to ``full``,
         then one of ``rest``), at most ``window`` in flight (completions in ``inflight``), while
         each wait ends before ``horizon`` (the next queued event); return the next burst and its
-        local time. Books each burst as :meth:`request` does, same float operations in the same
-        order, inlined (the hot path). On a non-uniform policy it books nothing."""
+        local time. Books each burst as :meth:`request` does, inlined (the hot path). On a
+        non-uniform policy it books nothing."""
         if not self.ring:
             return i, now
         first = i
@@ -160,9 +165,9 @@ class MemoryPort:
             self.bytes_read += moved
         return i, now
 
-    def _book_bursts(self, now: float, inflight: deque[float], i: int, count: int, full: int,
+    def _book_bursts(self, now: int, inflight: deque[int], i: int, count: int, full: int,
                      burst: int, rest: int, window: int, write: bool, requester: str,
-                     horizon: float) -> tuple[int, float]:
+                     horizon: int) -> tuple[int, int]:
         """:meth:`stream`'s burst loop. Per burst: the window (wait for the oldest), the ring's
         slot, the data path, the path's busy stretch, the booking (slot, log, in flight)."""
         (slot_free, slot_holder, m, k, path_free, owner, latency, recent, log, increments,
@@ -172,10 +177,9 @@ class MemoryPort:
             if held == window:  # the window: wait for the oldest burst to complete
                 oldest = inflight[0]
                 if oldest > now:
-                    later = now + (oldest - now)  # what Timeout(oldest - now) would give
-                    if not later < horizon:
+                    if not oldest < horizon:
                         break  # a wait the walk yields for (it pops the oldest itself)
-                    now = later
+                    now = oldest
                 inflight.popleft()
                 held -= 1
             start = slot_free[k]  # the ring's slot, as request(now, size, write, requester)
@@ -219,23 +223,23 @@ class MemoryPort:
         # the last busy stretch, open: the bursts queued back to back on the path extend it
         run_start, run_end = recent.pop() if recent else (None, None)
         increments = self.repeats.increments if self.repeats is not None else []
-        # a burst's data-path cycles, as request computes them (nbytes * cycles_per_byte)
-        beat, last_beat = burst * self.cycles_per_byte, rest * self.cycles_per_byte
+        # a burst's data-path ticks, as request computes them (nbytes * ticks_per_byte)
+        beat, last_beat = burst * self.ticks_per_byte, rest * self.ticks_per_byte
         return (self._slot_free, self._slot_holder, self.max_outstanding, self._next_slot,
-                self._path_free, self._path_owner, self.latency_cycles, recent, self.log,
-                increments, self.contention_cycles, beat, last_beat, run_start, run_end)
+                self._path_free, self._path_owner, self.latency_ticks, recent, self.log,
+                increments, self.contention_ticks, beat, last_beat, run_start, run_end)
 
-    def _store_ring(self, k: int, path_free: float, owner: str, contention: float,
-                    run_start: float | None, run_end: float | None) -> None:
+    def _store_ring(self, k: int, path_free: int, owner: str, contention: int,
+                    run_start: int | None, run_end: int | None) -> None:
         """:meth:`_book_bursts`'s locals stored back: the busy stretch it left open closed,
         the ring's next slot, the data path's state, the contention."""
         if run_end is not None:
             self._recent.append((run_start, run_end))
         self._next_slot, self._path_free, self._path_owner = k, path_free, owner
-        self.contention_cycles = contention
+        self.contention_ticks = contention
 
     @property
-    def path_free(self) -> float:
+    def path_free(self) -> int:
         """When the data path is next free."""
         return self._path_free
 
@@ -252,7 +256,7 @@ class MemoryPort:
         self._path_free, self._path_owner = state.path_free, state.path_owner
         self._recent = deque(state.recent)
 
-    def shift(self, before: int, now_slot: int, runs: int, now: float, dt: float) -> None:
+    def shift(self, before: int, now_slot: int, runs: int, now: int, dt: int) -> None:
         """(Uniform ring only.) Move the port on by ``runs`` repeats of a stretch that turned
         its next slot from ``before`` to ``now_slot`` and lasted ``dt / runs`` (a booked run,
         :mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`): what is in flight after ``now``
@@ -269,7 +273,7 @@ class MemoryPort:
             self._path_free += dt
         self._recent = deque((max(a, now) + dt, e + dt) for a, e in self._recent if e > now)
 
-    def relative_state(self, now: float) -> tuple[tuple, float, int]:
+    def relative_state(self, now: int) -> tuple[tuple, int, int]:
         """(Uniform ring only.) What a later request can tell, relative to ``now``: each slot in
         ring order (free time less ``now`` if after it; holder), the data path likewise with its
         owner, the busy stretches still crossing; with the latest time held and the next slot."""
@@ -283,20 +287,30 @@ class MemoryPort:
         return (ring, (path, self._path_owner if path is not None else None), recent), latest, ns
 
     @property
+    def contention_cycles(self) -> float:
+        """:attr:`contention_ticks` in cycles."""
+        return cycles(self.contention_ticks)
+
+    @property
     def busy_cycles(self) -> float:
+        """:attr:`busy_ticks` in cycles."""
+        return cycles(self.busy_ticks)
+
+    @property
+    def busy_ticks(self) -> int:
         """Data-path occupancy: every byte crosses it once at the port's bandwidth (a policy
-        that is not linear: the sum of its requests' path cycles)."""
+        that is not linear: the sum of its requests' path ticks)."""
         if not self.policy.linear:
             return self._path_busy
-        return self.policy.data_cycles(self.bytes_read + self.bytes_written)
+        return (self.bytes_read + self.bytes_written) * self.ticks_per_byte
 
-    def busy_until(self, t: float) -> float:
-        """Data-path busy cycles up to ``t`` (>= every issue so far) of the requests booked so
+    def busy_until(self, t: int) -> int:
+        """Data-path busy ticks up to ``t`` (>= every issue so far) of the requests booked so
         far: the bytes booked less what of them crosses after ``t``."""
         after = sum(end - max(start, t) for start, end in self._recent if end > t)
-        return self.busy_cycles - after
+        return self.busy_ticks - after
 
-    def idle_at(self, t: float) -> bool:
+    def idle_at(self, t: int) -> bool:
         """Nothing on the port after ``t``: no walk running, no request in flight, the data
         path free (a fresh port is the same)."""
         return not self.flows and self._path_free <= t and all(f <= t for f in self._slot_free)

@@ -1,15 +1,14 @@
 """What the repeat finders share: the engines' state at a few starts, and how far a run of alike
-steps may be booked exactly.
+steps may be booked.
 
-A step taking the engines from ``S`` to ``S + D`` twice, all in one binade, goes on doing so while
-every time and counter stays in it (:mod:`dspsim.hw.rowrun` gives the argument): :func:`room`
-counts the steps that fit, :func:`repeats` checks three notes. :class:`IterationRuns` books runs
-of alike iterations inside one kernel call's walk.
+A step taking the engines from ``S`` to ``S + D`` twice goes on doing so while nothing else acts
+(times and counters are integers, :mod:`dspsim.hw.clock`: ``S + kD`` is exact at any ``k``):
+:func:`room` counts the steps that fit before another's event, :func:`repeats` checks three
+notes. :class:`IterationRuns` books runs of alike iterations inside one kernel call's walk.
 """
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -20,13 +19,14 @@ from dspsim.probes import PortLog
 @dataclass
 class Snapshot:
     """The engines at a row start (or an iteration's end): ``key`` their state relative to
-    ``now``, ``latest`` the latest time held, ``floats`` / ``ints`` the counters, ``rings`` each
+    ``now``, ``latest`` the latest time held, ``floats`` / ``ints`` the counters (ticks and
+    counts, all integers), ``rings`` each
     port's next slot, the passes booked (``last_pass`` a copy of the last), the trace's length."""
 
-    now: float
+    now: int
     key: tuple
-    latest: float
-    floats: list[float]
+    latest: int
+    floats: list[int]
     ints: list[int]
     rings: list[int]
     passes: int = 0  # (the row loop's: what its rows book besides the engines)
@@ -42,54 +42,35 @@ def assign(owner: Any, key: Any, value: Any) -> None:
         setattr(owner, key, value)
 
 
-def binade(x: float) -> tuple[float, float]:
-    """``(2^(e+1), u)``: the top of the binade of ``x`` > 0 and its ulp."""
-    _, ex = math.frexp(x)
-    return math.ldexp(1.0, ex), math.ldexp(1.0, ex - 53)
-
-
-def room(start: float, latest: float, step: float, limit: float | None = None) -> int:
-    """How many more steps of ``step`` (> 0) ``latest`` may take below ``limit`` (default: the
-    top of ``start``'s binade; all multiples of its ulp: integer arithmetic, exact)."""
-    top, u = binade(start)
-    limit = top if limit is None else min(limit, top)
-    if latest >= limit:
-        return 0
-    return (int(limit / u) - 1 - int(latest / u)) // int(step / u)
+def room(latest: int, step: int, limit: float) -> int:
+    """How many more steps of ``step`` (> 0) ``latest`` may take staying below ``limit`` (an
+    event time, or ``inf``: unbounded)."""
+    if limit == float("inf"):
+        return 1 << 62
+    return max(0, (int(limit) - 1 - latest) // step)
 
 
 def repeats(notes: list[Snapshot], ports: list[Any], limit: int, peek: float) -> int:
-    """How many more steps like the last of three ``notes`` repeat it exactly, at most ``limit``
-    (0: none): the notes agree relative to their times, each step takes the same ``d`` and moves
-    every ring and integer counter alike; the steps stay below the first note's binade top and
-    before ``peek`` (another's next event), and each growing float counter in its own binade."""
+    """How many more steps like the last of three ``notes`` repeat it, at most ``limit`` (0:
+    none): the notes agree relative to their times, each step takes the same ``d`` and moves
+    every ring and counter alike, and the steps stay before ``peek`` (another's next event)."""
     s0, s1, s2 = notes
     d = s1.now - s0.now
-    if not (s0.key == s1.key == s2.key and s2.now - s1.now == d and d >= 0 and s0.now > 0):
+    if not (s0.key == s1.key == s2.key and s2.now - s1.now == d and d >= 0):
         return 0
     for p, a, b, c in zip(ports, s0.rings, s1.rings, s2.rings):
         if (b - a) % p.max_outstanding != (c - b) % p.max_outstanding:
             return 0
+    if any(b - a != c - b or b < a for a, b, c in zip(s0.floats, s1.floats, s2.floats)):
+        return 0  # (the stalls and contention only grow)
     if any(b - a != c - b for a, b, c in zip(s0.ints, s1.ints, s2.ints)):
         return 0
-    top, _ = binade(s0.now)
-    if max(s0.latest, s1.latest, s2.latest) >= top:
-        return 0
-    runs = [limit]
-    if d > 0:
-        runs += [room(s0.now, s2.latest, d), room(s0.now, s2.now, d, peek)]
-    for a, b, c in zip(s0.floats, s1.floats, s2.floats):
-        step = b - a
-        if c - b != step or step < 0:
-            return 0
-        if step > 0:
-            if a <= 0 or c >= binade(a)[0]:
-                return 0
-            runs.append(room(a, c, step))
-    return max(0, min(runs))
+    if d == 0:
+        return max(0, limit)
+    return max(0, min(limit, room(s2.now, d, peek)))
 
 
-def next_requests(first: list, last: list, d: float) -> list[tuple] | None:
+def next_requests(first: list, last: list, d: int) -> list[tuple] | None:
     """A port log's requests of the period after ``last`` (``first`` the one before it):
     ``None`` unless the two periods logged the same requests ``d`` apart."""
     if len(first) != len(last):
@@ -102,7 +83,7 @@ def next_requests(first: list, last: list, d: float) -> list[tuple] | None:
     return template
 
 
-def next_entries(marks: list[tuple[int, int]], kept: Any, follow: Any, d: float
+def next_entries(marks: list[tuple[int, int]], kept: Any, follow: Any, d: int
                  ) -> tuple[str, Any] | None:
     """What a record (a trace, a port log) gets in the period after three notes ``d`` apart,
     given its ``(kept, dropped)`` counts at each (``marks``): ``("drop", c)`` when it is full
@@ -117,7 +98,7 @@ def next_entries(marks: list[tuple[int, int]], kept: Any, follow: Any, d: float
     return None
 
 
-def book_requests(log: Any, entries: tuple[str, Any], periods: int, d: float) -> None:
+def book_requests(log: Any, entries: tuple[str, Any], periods: int, d: int) -> None:
     """A port log's requests of ``periods`` booked periods ``d`` apart (:func:`next_entries`:
     the first period's, or a count each period drops); the log's limit counts those past it."""
     mode, template = entries
@@ -160,7 +141,7 @@ its limit counts those past it). Elided engine, no data cache only (:meth:`appli
         at = count - self.wait
         return at if at > 3 * self.gap else -1
 
-    def note(self, now: float, owed: float, left: int) -> tuple[float, int, int]:
+    def note(self, now: int, owed: int, left: int) -> tuple[int, int, int]:
         """At an iteration's end, ``left`` to go: the walk's clock and iterations left after any
         run found is booked, and how many are left at the next note (-1: none)."""
         notes = self.notes
@@ -179,7 +160,7 @@ its limit counts those past it). Elided engine, no data cache only (:meth:`appli
         at = left - (self.gap if notes else self.wait)
         return now, left, at if at > 0 else -1
 
-    def _snapshot(self, now: float, owed: float) -> Snapshot:
+    def _snapshot(self, now: int, owed: int) -> Snapshot:
         latest = now + owed
         key: list[Any] = [owed, len(self.wb), tuple(t - now if t > now else None
                                                     for t in self.wb)]
@@ -191,7 +172,7 @@ its limit counts those past it). Elided engine, no data cache only (:meth:`appli
             rings.append(ns)
         latest = max(latest, *self.wb) if self.wb else latest
         floats = [self.state.stall, self.state.store_stall,
-                  *[p.contention_cycles for p in self.ports]]
+                  *[p.contention_ticks for p in self.ports]]
         ints = [n for p in self.ports for n in (p.bytes_read, p.bytes_written)]
         self.logged.append([(len(p.log), p.log.dropped) if p.log is not None else (0, 0)
                             for p in self.ports])
@@ -204,17 +185,17 @@ its limit counts those past it). Elided engine, no data cache only (:meth:`appli
         out: list[Any] = []
         for k, p in enumerate(self.ports):
             entries = None if p.log is None else next_entries(
-                [marks[k] for marks in self.logged], p.log, next_requests, d)
+                [marks[k] for marks in self.logged], LogTicks(p.log), next_requests, d)
             if p.log is not None and entries is None:
                 return None
             out.append(entries)
         return out
 
-    def _book(self, periods: int, now: float, logs: list[Any]) -> float:
+    def _book(self, periods: int, now: int, logs: list[Any]) -> int:
         """Book ``periods`` periods like the last from ``now`` (the third note's time), each
         port log's requests too (:meth:`_requests`); return the walk's clock after them."""
         _, s1, s2 = self.notes
-        dt = periods * (s2.now - s1.now)  # exact: a multiple of the binade's ulp below its top
+        dt = periods * (s2.now - s1.now)
         for p, a, b in zip(self.ports, s1.rings, s2.rings):
             p.shift(a, b, periods, now, dt)
         wb = self.wb
@@ -227,10 +208,20 @@ its limit counts those past it). Elided engine, no data cache only (:meth:`appli
         state.stall, state.store_stall = stall, store_stall
         ints = [c + periods * (c - b) for b, c in zip(s1.ints, s2.ints)]
         for k, p in enumerate(ports):
-            p.contention_cycles = contention[k]
+            p.contention_ticks = contention[k]
             p.bytes_read, p.bytes_written = ints[2 * k], ints[2 * k + 1]
         for p, entries in zip(ports, logs):
             if entries is not None:
                 book_requests(p.log, entries, periods, s2.now - s1.now)
         state.now = now + dt  # the walk is there (it may end with no wait after)
         return state.now
+
+
+class LogTicks:
+    """A port log read as the port appended it (times in ticks), sliced."""
+
+    def __init__(self, log: PortLog):
+        self.log = log
+
+    def __getitem__(self, i: slice) -> list[tuple]:
+        return self.log.ticks(i.start, i.stop)

@@ -11,17 +11,11 @@ twice, every counter grew alike twice) the following rows are booked at once: ti
 (:class:`~dspsim.probes.PassRun`), and the values come from one vectorised untimed call
 (``values(lo, hi)``, :meth:`dspsim.platform.Dsp.untimed`).
 
-Why exact although time is a float. In a binade ``[2^e, 2^(e+1))`` every float is a multiple of
-its ulp ``u``; a row adds constants to times, subtracts two times (exact in one binade) and
-compares. Rounding ``t + c`` to ``u`` (nearest, ties to even) commutes with moving ``t`` by an even
-multiple of ``u``, so the row is a function ``F`` commuting with every shift by ``2mu`` while all
-stays in the binade. ``F(S) = S + D`` and ``F(S + D) = S + 2D`` give ``F(F(S + 2jD)) = S + (2j +
-2)D``, so every row start is ``S + jD`` whatever the parity of ``D / u``. A counter is a float sum
-of such constants and obeys the same argument in its own binade. So a run is booked only while
-the latest time any engine holds and every growing counter stay in the binade they started the
-probe in, and no other process's event comes first (``env.peek()``); then rows run one by one
-and the next probe starts a new run. ``J x D`` is exact there (a multiple of ``u`` below
-``2^(e+1)``), as is every shifted time and counter.
+Why exact: time is an integer (ticks, :mod:`dspsim.hw.clock`) and so is every counter. A row
+adds constants to times, subtracts two times and compares, so it is a function ``F`` commuting
+with every shift; ``F(S) = S + D`` and ``F(S + D) = S + 2D`` give every row start ``S + jD``. A
+run is booked while no other process's event comes first (``env.peek()``); then rows run one by
+one and the next probe starts a new run.
 
 With a port log, a trace cut at a row limit, a non-uniform port policy (no ring to shift) or the
 reference engine (``elide=False``) every row is simulated. A whole trace gets the booked rows'
@@ -35,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from dspsim.hw.clock import At
+from dspsim.hw.clock import at
 from dspsim.hw.repeats import Snapshot as _Snapshot
 from dspsim.hw.repeats import assign, repeats
 from dspsim.probes import PassRun, TraceRun
@@ -72,16 +66,16 @@ class _Engines:
 
     # ------------------------------------------------------------------ reading
     def _accumulators(self) -> list[tuple[Any, Any]]:
-        """The float counters as (owner, key), in a fixed order."""
+        """The growing counters (ticks) as (owner, key), in a fixed order."""
         core = self.core
-        out: list[tuple[Any, Any]] = [(core, "compute_cycles")]
-        out += [(core.stall_cycles, k) for k in sorted(core.stall_cycles)]
-        out += [(core.idma_wait_cycles, k) for k in sorted(core.idma_wait_cycles)]
-        out += [(p, "contention_cycles") for p in self.ports]
+        out: list[tuple[Any, Any]] = [(core, "compute_ticks")]
+        out += [(core.stall_ticks, k) for k in sorted(core.stall_ticks)]
+        out += [(core.idma_wait_ticks, k) for k in sorted(core.idma_wait_ticks)]
+        out += [(p, "contention_ticks") for p in self.ports]
         return out
 
     @staticmethod
-    def _get(owner: Any, key: str) -> float:
+    def _get(owner: Any, key: str) -> int:
         return owner[key] if isinstance(owner, dict) else getattr(owner, key)
 
     def snapshot(self) -> _Snapshot | None:
@@ -92,7 +86,7 @@ class _Engines:
             return None
         latest = now
 
-        def rel(t: float) -> float | None:
+        def rel(t: int) -> int | None:
             nonlocal latest
             if t > now:
                 latest = max(latest, t)
@@ -100,7 +94,7 @@ class _Engines:
             return None  # in the past: no later request can tell its value
 
         key: list[Any] = [len(core.write_buffer), tuple(rel(t) for t in core.write_buffer),
-                          tuple(sorted(core.stall_cycles)), tuple(sorted(core.idma_wait_cycles)),
+                          tuple(sorted(core.stall_ticks)), tuple(sorted(core.idma_wait_ticks)),
                           repr(core.dcache.stats()) if core.dcache is not None else None]
         labels = dsp.labels
         key += [labels.pass_name, labels.buffer, labels.tile, labels.tile_next,
@@ -144,7 +138,7 @@ class _Engines:
             return 0, None
         return count, (template, trace)
 
-    def _next_passes(self, s0: _Snapshot, s1: _Snapshot, s2: _Snapshot, d: float
+    def _next_passes(self, s0: _Snapshot, s1: _Snapshot, s2: _Snapshot, d: int
                      ) -> list[dict[str, Any]] | None:
         """The passes the row after ``s2`` books (those of the last row, ``d`` later), if the
         two rows booked the same passes ``d`` apart and left the earlier ones alone."""
@@ -158,15 +152,15 @@ class _Engines:
         first, last = passes[s0.passes:s1.passes], passes[s1.passes:s2.passes]
         template = []
         for a, b in zip(first, last):
-            if (a["end_cycle"] is None or b["end_cycle"] is None or a["name"] != b["name"]
-                    or b["start_cycle"] != a["start_cycle"] + d
-                    or b["end_cycle"] != a["end_cycle"] + d):
+            if (a["end_tick"] is None or b["end_tick"] is None or a["name"] != b["name"]
+                    or b["start_tick"] != a["start_tick"] + d
+                    or b["end_tick"] != a["end_tick"] + d):
                 return None
-            template.append({"name": b["name"], "start_cycle": b["start_cycle"] + d,
-                             "end_cycle": b["end_cycle"] + d})
+            template.append({"name": b["name"], "start_tick": b["start_tick"] + d,
+                             "end_tick": b["end_tick"] + d})
         return template
 
-    def _next_trace(self, s0: _Snapshot, s1: _Snapshot, s2: _Snapshot, d: float
+    def _next_trace(self, s0: _Snapshot, s1: _Snapshot, s2: _Snapshot, d: int
                     ) -> list[tuple] | None:
         """The trace rows the row after ``s2`` records (those of the last row, ``d`` later),
         if the two rows recorded the same rows ``d`` apart; ``[]`` with no trace."""
@@ -189,7 +183,7 @@ class _Engines:
         """Book ``rows`` rows like the last one from now (the state ``s[2]``)."""
         s0, s1, s2 = s
         d = s2.now - s1.now
-        dt = rows * d  # exact: a multiple of the binade's ulp below its top
+        dt = rows * d
         now = s2.now
         wb = self.core.write_buffer
         for i, t in enumerate(wb):
@@ -210,7 +204,7 @@ class _Engines:
         if trace:
             self.recorder.append_run(TraceRun(trace, rows, d))
         if dt:
-            yield At(self.env, now + dt)
+            yield at(self.env, now + dt)
 
 
 def row_loop(dsp: DspView, rows: int, row: Callable[[int], Proc],

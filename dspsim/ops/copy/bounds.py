@@ -105,7 +105,7 @@ def _ways_path(mem: Any, ways: tuple[bool, ...], nbytes: int, burst_bytes: int,
     is not linear)."""
     pol = mem.policy
     if pol.linear:
-        return len(ways) * nbytes / pol.bytes_per_cycle
+        return len(ways) * nbytes * pol.cycles_per_byte
     return rows * sum(pol.stream_path_cycles(nbytes // rows, burst_bytes, w) for w in ways)
 
 
@@ -156,7 +156,7 @@ def _port_bounds(model: Any, variant: str,
 
     def path(m: Any, r: int, w: int) -> float:
         if m.policy.linear:
-            return (r + w) / m.policy.bytes_per_cycle
+            return (r + w) * m.policy.cycles_per_byte
         size = _core_request_bytes(model, variant, m)
         return sum(m.policy.stream_path_cycles(b, size, way)
                    for b, way in ((r, False), (w, True)) if b > 0)
@@ -182,7 +182,7 @@ def _held(mem: Any, ways: tuple[bool, ...], requests: int, nbytes: int,
     ``burst_bytes`` 0: one request)."""
     pol = mem.policy
     if pol.linear:
-        return sum(requests * pol.latency(w) + nbytes / pol.bytes_per_cycle for w in ways)
+        return sum(requests * pol.latency(w) + nbytes * pol.cycles_per_byte for w in ways)
     return sum(requests * pol.latency(w) for w in ways) + _ways_path(
         mem, ways, nbytes, burst_bytes or nbytes, rows)
 
@@ -207,7 +207,7 @@ def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
         held = [(_held(m, w, r, d, burst, rows), m.max_outstanding) for m, w in legs]
         outstanding += max(sum(h for h, _ in held) / k, *(h / slots for h, slots in held))
     if all(m.policy.linear for m, _ in legs):
-        bandwidth = max(len(w) * n / m.policy.bytes_per_cycle for m, w in legs)
+        bandwidth = max(len(w) * n * m.policy.cycles_per_byte for m, w in legs)
     else:  # every descriptor's bursts, each a request of its own
         bandwidth = max(sum(_ways_path(m, w, rows * row, burst, rows) for rows, row in blocks)
                         for m, w in legs)
@@ -221,9 +221,9 @@ def _idma_estimate(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
     when the channel is alone on the port and ``S`` is shorter than a transfer."""
     p, burst, k = model.copy, model.idma.burst_bytes, model.idma.max_outstanding
     handler = p.interrupt_handler_cycles if p.completion_interrupt else 0.0
-    ext, ways = max(legs, key=lambda mw: len(mw[1]) / mw[0].policy.bytes_per_cycle)
+    ext, ways = max(legs, key=lambda mw: len(mw[1]) * mw[0].policy.cycles_per_byte)
     window = min(k, ext.max_outstanding)
-    lat, cpb = ext.policy.latency(ways[-1]), len(ways) / ext.policy.bytes_per_cycle
+    lat, cpb = ext.policy.latency(ways[-1]), len(ways) * ext.policy.cycles_per_byte
     if TCM not in (p.src, p.dst):  # two external ends
         one = _two_ended_descriptor(model, legs)
         moved = sum(one(rows * row, min(burst, row)) for rows, row in blocks)
@@ -272,8 +272,8 @@ def _chain(model: Any) -> Any:
         burst = model.idma.burst_bytes
         return lambda a, b: (read + src.policy.stream_path_cycles(a, burst, False) + write
                              + dst.policy.stream_path_cycles(b, burst, True))
-    src_bpc, dst_bpc = src.policy.bytes_per_cycle, dst.policy.bytes_per_cycle
-    return lambda a, b: read + a / src_bpc + write + b / dst_bpc
+    src_cpb, dst_cpb = src.policy.cycles_per_byte, dst.policy.cycles_per_byte
+    return lambda a, b: read + a * src_cpb + write + b * dst_cpb
 
 
 def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:

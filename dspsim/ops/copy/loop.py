@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dspsim.hw.clock import Walk, WalkState
+from dspsim.hw.clock import Walk, WalkState, ticks
 from dspsim.hw.memory import Ptr
 from dspsim.ops.frames import Proc
 
@@ -75,7 +75,7 @@ class _End:
         last_line = (addr + j * k + k - 1) // line
         return min(iterations, max(j + 1, -(-((last_line + 1) * line - addr) // k)))
 
-    def load(self, now: float, j: int, name: str) -> float:
+    def load(self, now: int, j: int, name: str) -> int:
         """Iteration ``j``'s load issued at ``now``: the cycle its data is there."""
         addr = self.ptr.addr + j * self.k
         for nbytes in self.pieces:  # one after another: each blocks
@@ -87,7 +87,7 @@ class _End:
         return now
 
 
-def _store(end: _End, now: float, j: int, name: str, wb: Any, depth: int,
+def _store(end: _End, now: int, j: int, name: str, wb: Any, depth: int,
            state: WalkState) -> Walk:
     """Iteration ``j``'s store at ``now`` (``state.now``), into its lines or posted; its waits
     are store stalls."""
@@ -116,7 +116,7 @@ def loop_walk(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
               cycles_per_iteration: float, state: WalkState) -> Walk:
     """The loop over ``nbytes`` from ``state.now`` (module doc), yielding each later time the
     core waits for; ``state`` ends at the loop's end, with its stalls."""
-    iterations, c = nbytes // access_bytes, cycles_per_iteration
+    iterations, c = nbytes // access_bytes, ticks(cycles_per_iteration)
     scalar = core.cfg.scalar_access_bytes
     load = _End(src, access_bytes, core.dcache, False, scalar)
     store = _End(dst, access_bytes, core.dcache, True, scalar)
@@ -125,7 +125,7 @@ def loop_walk(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
     cache = core.dcache
     fills = cache.misses + cache.prefetches if cache is not None else 0
     j = min(nl, ns)
-    now = state.now + core.cfg.call_overhead_cycles + c * j
+    now = state.now + ticks(core.cfg.call_overhead_cycles) + c * j
     while j < iterations:
         if j == nl:
             if now > state.now:
@@ -176,10 +176,10 @@ def loop_copy(core: Core, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
         core.book_stall(load_mem or store_mem, stall - store_stall)
         core.book_stall(store_mem or load_mem, store_stall)
     else:
-        yield env.timeout(core.cfg.call_overhead_cycles
-                          + nbytes // access_bytes * cycles_per_iteration)
-        stall = 0.0
-    core.compute_cycles += env.now - start - stall
+        yield env.timeout(ticks(core.cfg.call_overhead_cycles)
+                          + nbytes // access_bytes * ticks(cycles_per_iteration))
+        stall = 0
+    core.compute_ticks += env.now - start - stall
     end = env.now
     for ptr, write in ((src, False), (dst, True)):
         core.accesses.add(core.name, ptr.mem.name, ptr.addr, nbytes, write, start, end,

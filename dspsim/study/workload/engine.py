@@ -50,7 +50,7 @@ from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError
 from dspsim.host.program import HostProgram
 from dspsim.host.ucp import SchedulingPolicy, Ucp, parse_backend
-from dspsim.hw.clock import At, events_scheduled
+from dspsim.hw.clock import at, cycles, events_scheduled, ticks
 from dspsim.ops import get_op
 from dspsim.ops.registry import firmware_registry
 from dspsim.platform import Platform, check_fidelity
@@ -130,7 +130,7 @@ class _Episode:
         self.streams: set[int] = set()  # the streams whose ops ran here
         self.sentinel_for = -1  # the arrival a process of this platform waits to hand over
 
-    def begin(self, task: int, stream: int, core: int, local: float) -> None:
+    def begin(self, task: int, stream: int, core: int, local: int) -> None:
         """Start the task's op at ``local`` (its clock): now, from a process of this
         platform, or later, from the host side while nothing here is pending."""
         if local > self.env.now:
@@ -150,12 +150,12 @@ class _Episode:
         ahead of it (event elision looks at this platform's queue only); it hands the arrival
         over as a process of this platform would, at its exact time."""
         run = self.run
-        yield At(self.env, max(self.env.now, run.queued[task] - self.start))
+        yield at(self.env, max(self.env.now, ticks(run.queued[task] - self.start)))
         if run.episode is self and run.next_arrival == task:
             run.next_arrival += 1
             run.arrive(task, run.queued[task], self.env.now)
 
-    def idle(self, local: float) -> bool:
+    def idle(self, local: int) -> bool:
         """Nothing running or in flight at ``local`` (its clock): a fresh platform is the
         same."""
         if self.never_idle or self.running:
@@ -172,7 +172,7 @@ class _Episode:
         booking."""
         _, _, op_start, op_cycles, end = self.last
         stats = self.platform.port.stats()
-        return _Booked(end, op_start, op_cycles, stats["read_bytes"], stats["write_bytes"],
+        return _Booked(cycles(end), op_start, op_cycles, stats["read_bytes"], stats["write_bytes"],
                        [dict(w) for w in self.platform.warnings.values()],
                        self.meter.arrays() if self.meter is not None else None,
                        self.output(stream))
@@ -249,7 +249,7 @@ class _Schedule:
                     ep.sentinel_for = self.next_arrival
                     ep.env.process(ep.sentinel(self.next_arrival))
                 nxt = ep.env.peek()
-                if nxt < INF and not (heap and heap[0][0] < ep.start + nxt):
+                if nxt < INF and not (heap and heap[0][0] < ep.start + cycles(nxt)):
                     ep.env.step()  # the ops; arrivals and completions act from inside
                     continue
             # nothing pending on the platform: the host side goes on
@@ -269,7 +269,7 @@ class _Schedule:
                 raise DeadlockError(self.episode.platform.waiting())
             self._close(self.episode)
 
-    def arrive(self, task: int, t: float, local: float | None = None) -> None:
+    def arrive(self, task: int, t: float, local: int | None = None) -> None:
         """A task reaches the DSP side at ``t`` (``local``: the current episode's clock,
         when a process of it hands the arrival over)."""
         if self.marks is not None and self._clean(t, local):
@@ -287,15 +287,15 @@ class _Schedule:
         else:
             self._start(task, core, t, local)
 
-    def _clean(self, t: float, local: float | None) -> bool:
+    def _clean(self, t: float, local: int | None) -> bool:
         """Nothing runs, waits or is booked at ``t``: what follows depends only on the
         arrivals from here on, as from the start of a run."""
         if self.heap or len(self.policy) or not all(self.free):
             return False
         ep = self.episode
-        return ep is None or ep.idle(t - ep.start if local is None else local)
+        return ep is None or ep.idle(ticks(t - ep.start) if local is None else local)
 
-    def core_end(self, task: int, t: float, local: float | None = None) -> None:
+    def core_end(self, task: int, t: float, local: int | None = None) -> None:
         c = self.core[task]
         self.free[c] = True
         self.core_end_cycle[task] = t
@@ -306,13 +306,13 @@ class _Schedule:
             self._log_queue(t)
             self._start(nxt.task, c, t, local)
 
-    def _start(self, task: int, core: int, t: float, local: float | None) -> None:
+    def _start(self, task: int, core: int, t: float, local: int | None) -> None:
         self.free[core] = False
         self.core[task] = core
         self.started[task] = t
         ep = self.episode
         if local is None and ep is not None:
-            local = t - ep.start
+            local = ticks(t - ep.start)
         if ep is not None and ep.idle(local):
             self._close(ep)
             ep = None
@@ -324,7 +324,7 @@ class _Schedule:
                 return
             ep = self.episode = _Episode(self, t)
             self.episodes += 1
-            local = 0.0
+            local = 0
         ep.begin(task, stream, core, local)
 
     def _contended(self, core: int, end: float) -> bool:
@@ -354,9 +354,9 @@ class _Schedule:
             if ep.tasks_started == 1 and self.reuse:
                 self.memo.setdefault((stream, core), ep.booked(stream))
             self._close(ep)
-            self.core_end(task, ep.start + end)
+            self.core_end(task, ep.start + cycles(end))
         else:
-            self.core_end(task, ep.start + end, end)
+            self.core_end(task, ep.start + cycles(end), end)
 
     def _book(self, task: int, stream: int, b: _Booked, t: float) -> None:
         self.op_start[task] = t + b.op_start

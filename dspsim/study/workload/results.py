@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from dspsim.config import HardwareModel
+from dspsim.hw.clock import cycles
 from dspsim.study.workload.spec import Workload
 
 
@@ -36,7 +37,8 @@ class DdrMeter:
         self.shares.append(share)
 
     def append(self, entry: tuple) -> None:
-        data_start, data_end, nbytes = entry[1], entry[2], entry[4]
+        """A port's request (times in ticks, :mod:`dspsim.hw.clock`), metered in cycles."""
+        data_start, data_end, nbytes = cycles(entry[1]), cycles(entry[2]), entry[4]
         if data_end > data_start and nbytes > 0:
             self._add(data_start, data_end,
                       nbytes * self.cycles_per_byte / (data_end - data_start))
