@@ -258,7 +258,8 @@ def _fresh_row(row: dict[str, Any], job: dict[str, Any], baseline: str | None,
 # direct softmax, passes of 10^6 to 10^8 elements), and a stream through a data cache (the
 # HiFi5's memcpy of 2 MiB)
 WALK_RUNS = (("j6", "softmax", "direct", 1_000_000), ("j6", "softmax", "direct", 10_000_000),
-             ("j6", "softmax", "direct", 100_000_000), ("ameba_hifi5", "copy", "memcpy", 524_288))
+             ("j6", "softmax", "direct", 100_000_000),
+             ("ameba_hifi5", "copy", "memcpy", 2_097_152))
 
 
 def walk_runs(repeat: int, baseline: str | None = None) -> list[dict[str, Any]]:

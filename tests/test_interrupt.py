@@ -70,10 +70,10 @@ def check_interrupted(code: int, err: str, line: str = "dspsim: interrupted",
 
 
 CASES = {
-    # the HiFi5's direct softmax through its data cache: every vector walked, so it runs long
-    "run": ([*CLI, "run", "--model", "ameba_hifi5", "--set", "psram.size_bytes=67108864",
-             "--variant", "direct", "--n", "4000000", "--no-data", "--trace", "{trace}",
-             "--trace-limit", "100"], 0),
+    # the HiFi5's fc through its data cache: interleaved weight rows walked line by line
+    "run": ([*CLI, "run", "--model", "ameba_hifi5", "--set", "psram.size_bytes=134217728",
+             "--op", "fc", "--variant", "direct", "--shape", "8192,8192", "--no-data",
+             "--trace", "{trace}", "--trace-limit", "100"], 0),
     "workload": ([*CLI, "workload", "{workload}"], 0),
     "calibrate": ([*CLI, "calibrate", "--measured", "pingpong,n=2000000=103000000",
                    "--measured", "direct,n=2000000=153000000", "--free", "ddr.latency_cycles",

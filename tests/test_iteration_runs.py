@@ -126,3 +126,86 @@ def test_booked_iterations_log_every_request_and_keep_a_limit(seed, limit, booke
     assert (fast.trace_cut_cycle, fast.port_log_cut_cycle) == \
         (ref.trace_cut_cycle, ref.port_log_cut_cycle)
     assert booked[0] > 0
+
+
+def cached_config(rng: np.random.Generator) -> dict:
+    """The HiFi5's PSRAM behind its cache, its sizes and policies drawn at random."""
+    ways = int(rng.choice([1, 2, 3, 4]))
+    line = int(rng.choice([32, 64, 128]))
+    policy = str(rng.choice(["write_back", "write_through"]))
+    return {
+        "dcache.line_bytes": line,
+        "dcache.ways": ways,
+        "dcache.capacity_bytes": ways * line * int(rng.choice([8, 32, 128])),
+        "dcache.prefetch_next_line": bool(rng.integers(2)),
+        "dcache.prefetch_streams": int(rng.choice([0, 1, 2])),
+        "dcache.write_policy": policy,
+        "dcache.miss_cycles": float(rng.choice([0.0, 7.0, 90.04])),
+        # (a write buffer acts only where stores are posted: write-through)
+        **({"core.write_buffer_entries": int(rng.choice([1, 2, 8]))}
+           if policy == "write_through" else {}),
+    }
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_booked_iterations_through_a_cache_report_what_the_reference_does(seed, booked):
+    """A call streaming through the data cache (the HiFi5's memcpy, softmax and copy loop on
+    PSRAM: transactions, no ring), on random cache geometries and policies, values and the
+    port logs on in a quarter: field for field the reference."""
+    rng = np.random.default_rng(seed)
+    config = cached_config(rng)
+    op, variant, size = [("copy", "memcpy", {"n": int(rng.integers(2000, 60000))}),
+                         ("softmax", "direct", {"n": int(rng.integers(2000, 20000))}),
+                         ("copy", "loop", {"n": int(rng.integers(2000, 20000))})][seed % 3]
+    kwargs = {"data": seed % 4 == 0, "port_log": seed % 4 == 1, "trace": seed % 4 == 1, **size}
+    try:
+        model = load_model("ameba_hifi5").with_overrides(config)
+        ref = simulate(model, op, variant, elide=False, **kwargs)
+    except ValueError:
+        pytest.skip("a configuration the op refuses")
+    fast = simulate(model, op, variant, **kwargs)
+    assert comparable(fast) == comparable(ref)
+    if kwargs["port_log"]:
+        assert fast.port_logs == ref.port_logs
+
+
+def test_a_stream_through_the_cache_is_booked(booked):
+    """A 512 KiB memcpy on the HiFi5: most of its iterations booked, the reference's figures."""
+    model = load_model("ameba_hifi5")
+    r = simulate(model, "copy", "memcpy", n=524288, data=False)
+    ref = simulate(model, "copy", "memcpy", n=524288, data=False, elide=False)
+    assert booked[0] > 0.8 * 524288 / 16 and comparable(r) == comparable(ref)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_booked_iterations_on_a_port_with_its_own_write_latency(seed, booked):
+    """Writes slower (or faster) than reads: requests complete out of issue order, the port
+    is no ring and picks the slot that frees first; booked runs keep that order."""
+    rng = np.random.default_rng(100 + seed)
+    config = random_config(rng, round_values=seed % 2 == 1)
+    config["ddr.write_latency_cycles"] = config["ddr.latency_cycles"] * float(
+        rng.choice([0.25, 2.0, 5.0]))
+    model = load_model().with_overrides(config)
+    size = {"n": int(rng.integers(5000, 40000))}
+    ref = simulate(model, "softmax", "direct", data=False, elide=False, **size)
+    fast = simulate(model, "softmax", "direct", data=False, **size)
+    assert comparable(fast) == comparable(ref) and booked[0] > 0
+
+
+def test_a_later_call_books_from_its_first_note(monkeypatch):
+    """The HiFi5's memcpy copies in calls of 64 KiB: the period the first call found is kept,
+    and every later call that meets its state books from one note, with the reference's
+    figures (a period kept for another loop, or other ports, would not be used)."""
+    used = [0]
+    known = repeats.IterationRuns._known_period
+
+    def spy(self, snap):
+        before = len(self.notes)
+        known(self, snap)
+        used[0] += len(self.notes) > before
+
+    monkeypatch.setattr(repeats.IterationRuns, "_known_period", spy)
+    model = load_model("ameba_hifi5")
+    r = simulate(model, "copy", "memcpy", n=524288, data=False)
+    ref = simulate(model, "copy", "memcpy", n=524288, data=False, elide=False)
+    assert used[0] >= 5 and comparable(r) == comparable(ref)

@@ -29,8 +29,11 @@ CALIBRATE = ["calibrate", "--measured", "pingpong,n=4096=215000", "--free",
 # a run that still takes seconds: the HiFi5's direct softmax walks every vector through its
 # data cache (a ping-pong's tiles, and a DDR walk's iterations, are booked at once; its PSRAM
 # made large enough for 4,000,000 float32 in and out) + a path
-LONG_RUN = ["run", "--model", "ameba_hifi5", "--set", "psram.size_bytes=67108864", "--variant",
-            "direct", "--n", "4000000", "--no-data", "--trace-limit", "100", "--trace"]
+# the HiFi5's fc over 8192 x 8192 int8 weights through its data cache: four weight rows read
+# side by side, walked line by line (no run of them is booked), so it runs long
+LONG_RUN = ["run", "--model", "ameba_hifi5", "--set", "psram.size_bytes=134217728", "--op", "fc",
+            "--variant", "direct", "--shape", "8192,8192", "--no-data", "--trace-limit", "100",
+            "--trace"]
 
 
 def on_tty(argv: list, timeout_s: float = 300) -> tuple[int, str]:
@@ -88,7 +91,7 @@ def test_calibrate_counts_its_simulations_on_a_terminal():
 
 def test_a_long_run_shows_how_long_it_has_run_on_a_terminal(tmp_path):
     code, drawn = on_tty([*CLI, *LONG_RUN, str(tmp_path / "tty.json")])
-    assert code == 0 and "run: softmax direct: " in drawn and " s" in drawn
+    assert code == 0 and "run: fc direct: " in drawn and " s" in drawn
     assert drawn.endswith("\x1b[K")  # the line is cleared when the run ends
     p = off_tty([*CLI, *LONG_RUN, str(tmp_path / "pipe.json")])
     assert p.returncode == 0 and p.stderr == ""

@@ -53,6 +53,7 @@ class Core:
         self.write_buffer: deque[int] = deque()
         self.waiting_for: str | None = None
         self.timed = True  # False: kernel calls compute values only (Dsp.untimed)
+        self.known_runs: dict = {}  # periods of alike iterations found (IterationRuns)
         # accounting, in ticks (dspsim.hw.clock; stats() reports cycles)
         self.compute_ticks = 0  # kernels' issue cycles and overheads, descriptor programming
         self.stall_ticks: dict[str, int] = {}  # memory -> ticks stalled on it
@@ -326,14 +327,15 @@ class Core:
                   reduction: int, src: Ptr, dst: Ptr | None, stride: int = 0) -> Walk:
         """:meth:`_walk`'s accesses (``stride`` > 0: an iteration's load ``j`` reads row ``j``)."""
         cache, wb, depth, name = self.dcache, self.write_buffer, cfg.write_buffer_entries, self.name
-        load_cached, store_cached, load, store, runs = self._routes(src, dst, state)
+        load_cached, store_cached, load, store, runs = self._routes(src, dst, state, stride)
         load_addr = row_addr = src.addr  # (interleaved rows: the row's start, its column)
         owed, now, col, store_addr = 0, state.now, 0, dst.addr if dst is not None else 0
         call = ticks(cfg.call_overhead_cycles)
         for _ in range(rows):
             owed += call
             for count, loads, stores, issue in iterations:
-                left, at = count, runs.first(count) if runs is not None else -1
+                left, at = (count, runs.first(count, loads, stores, issue) if runs is not None
+                            else -1)
                 while left:
                     left -= 1
                     for j, nbytes in enumerate(loads):
@@ -368,25 +370,30 @@ class Core:
                         if posted:
                             wb.append(store(now, nbytes, True, name))
                         store_addr += nbytes
-                    if left == at:  # (no cache: the addresses are not read)
-                        now, left, at = runs.note(now, owed, left)
+                    if left == at:
+                        now, left, at, load_addr, store_addr = runs.note(
+                            now, owed, left, load_addr, store_addr)
             owed += reduction
             row_addr, col = load_addr, 0
         state.now = now + owed  # (now itself when nothing is owed)
 
-    def _routes(self, src: Ptr, dst: Ptr | None, state: WalkState
+    def _routes(self, src: Ptr, dst: Ptr | None, state: WalkState, stride: int
                 ) -> tuple[bool, bool, Any, Any, IterationRuns | None]:
         """How :meth:`_accesses` reaches memory: loads cached or not, stores cached
         (write-back) or not, the ports' ``request`` for loads and stores (``None``: none), and
-        its :class:`IterationRuns` (``None`` through a data cache)."""
+        its :class:`IterationRuns` (``None`` where none may be: interleaved rows through the
+        cache)."""
         load_cached = src.external and src.mem.cached
         store_cached = dst is not None and dst.mem.cached and self.dcache.write_back
         load = src.mem.port.request if src.external else None
         store = dst.mem.port.request if dst is not None else None
         ports = self._ports(src, dst)
-        runs = (IterationRuns(self.env, ports, self.write_buffer, state)
-                if not (load_cached or store_cached)
-                and IterationRuns.applies(ports, self.elide) else None)
+        runs = (IterationRuns(self.env, ports, self.write_buffer, state,
+                              self.dcache if load_cached or store_cached else None,
+                              (load_cached, store_cached), self.known_runs,
+                              (src.mem.name, dst.mem.name if dst is not None else None,
+                               load_cached, store_cached))
+                if not stride and IterationRuns.applies(ports, self.elide) else None)
         return load_cached, store_cached, load, store, runs
 
 

@@ -158,6 +158,44 @@ class DataCache:
         done = self._fill(now, mem, line, requester)
         self._insert(now, line, [done, False, True, mem], requester)
 
+    COUNTERS = ("hits", "misses", "prefetches", "writebacks", "fill_bytes")
+
+    def relative_state(self, now: int, base: int) -> tuple:
+        """What the cache holds that a later access can tell, relative to ``now`` and to line
+        ``base`` (a run of alike iterations compares it: :mod:`dspsim.hw.repeats`): the sets
+        from ``base``'s on, each set's lines in LRU order (the line less ``base``, when it is
+        ready less ``now`` if after ``now``, dirty, prefetched and not yet used, its memory),
+        and the lines the prefetcher's streams expect (less ``base``). The cache does the same
+        to lines moved on by any number: a line's set moves on with it."""
+        count, held = self.set_count, self._sets
+        start = base % count
+        sets = tuple([tuple([(line - base, r - now if r > now else None, d, f, m)
+                             for line, (r, d, f, m) in held[k].items()])
+                      for k in (*range(start, count), *range(start))])
+        return sets, tuple(x - base for x in self._streams)
+
+    def lines_held(self) -> int:
+        """How many lines the cache holds."""
+        return sum(len(lines) for lines in self._sets)
+
+    def top_lines(self) -> dict[Any, int]:
+        """Per memory, the highest line the cache holds."""
+        top: dict[Any, int] = {}
+        for lines in self._sets:
+            for line, entry in lines.items():
+                if line > top.get(entry[3], -1):
+                    top[entry[3]] = line
+        return top
+
+    def shift(self, lines: int, now: int, dt: int) -> None:
+        """Move every line held and expected on by ``lines`` (each to its new line's set), and
+        what is ready after ``now`` by ``dt``."""
+        count, old = self.set_count, self._sets
+        self._sets = [{line + lines: [r + dt if r > now else r, dirty, fresh, mem]
+                       for line, (r, dirty, fresh, mem) in old[(k - lines) % count].items()}
+                      for k in range(count)]
+        self._streams = dict.fromkeys(x + lines for x in self._streams)
+
     def stats(self) -> dict[str, int]:
         """Lines hit and missed (a miss: a line fetched because an access needed it),
         prefetched, written back, dirty at the end; bytes fetched."""

@@ -257,16 +257,17 @@ class MemoryPort:
         self._recent = deque(state.recent)
 
     def shift(self, before: int, now_slot: int, runs: int, now: int, dt: int) -> None:
-        """(Uniform ring only.) Move the port on by ``runs`` repeats of a stretch that turned
-        its next slot from ``before`` to ``now_slot`` and lasted ``dt / runs`` (a booked run,
-        :mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`): what is in flight after ``now``
-        moves by ``dt``, the ring turns as the requests would have."""
+        """Move the port on by ``runs`` repeats of a stretch that turned its next slot from
+        ``before`` to ``now_slot`` and lasted ``dt / runs`` (a booked run,
+        :mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`, :mod:`dspsim.hw.repeats`): what is
+        in flight after ``now`` moves by ``dt`` (on a port that is no ring every slot's free
+        time, whose order picks the next slot), the slots turn as the requests turned them."""
         m = self.max_outstanding
         slots = [(self._slot_free[(now_slot + i) % m], self._slot_holder[(now_slot + i) % m])
                  for i in range(m)]
         ns = (now_slot + runs * ((now_slot - before) % m)) % m
         for i, (t, holder) in enumerate(slots):
-            self._slot_free[(ns + i) % m] = t + dt if t > now else t
+            self._slot_free[(ns + i) % m] = t + dt if t > now or not self.ring else t
             self._slot_holder[(ns + i) % m] = holder
         self._next_slot = ns
         if self._path_free > now:
@@ -274,17 +275,29 @@ class MemoryPort:
         self._recent = deque((max(a, now) + dt, e + dt) for a, e in self._recent if e > now)
 
     def relative_state(self, now: int) -> tuple[tuple, int, int]:
-        """(Uniform ring only.) What a later request can tell, relative to ``now``: each slot in
-        ring order (free time less ``now`` if after it; holder), the data path likewise with its
-        owner, the busy stretches still crossing; with the latest time held and the next slot."""
+        """What a later request can tell, relative to ``now``: each slot from the next (free
+        time less ``now`` if after it, else on a port that is no ring its rank among the free
+        ones, which picks the next slot; holder), the data path likewise with its owner, the
+        busy stretches still crossing; with the latest time held and the next slot."""
         m, ns = self.max_outstanding, self._next_slot
         slots, holders = self._slot_free, self._slot_holder
-        ring = tuple((slots[j] - now if slots[j] > now else None, holders[j])
+        past = {} if self.ring else {t: k for k, t in enumerate(sorted(
+            {t for t in slots if t <= now}))}
+        ring = tuple((slots[j] - now if slots[j] > now else past.get(slots[j]), holders[j])
                      for j in ((ns + i) % m for i in range(m)))
         path = self._path_free - now if self._path_free > now else None
         recent = tuple((max(s, now) - now, e - now) for s, e in self._recent if e > now)
         latest = max(now, self._path_free, *slots, *(e for _, e in self._recent))
         return (ring, (path, self._path_owner if path is not None else None), recent), latest, ns
+
+    @property
+    def path_busy_ticks(self) -> int:
+        """The data-path ticks booked request by request (a policy that is not linear)."""
+        return self._path_busy
+
+    @path_busy_ticks.setter
+    def path_busy_ticks(self, busy: int) -> None:
+        self._path_busy = busy
 
     @property
     def contention_cycles(self) -> float:

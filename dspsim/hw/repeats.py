@@ -9,6 +9,7 @@ notes. :class:`IterationRuns` books runs of alike iterations inside one kernel c
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -110,57 +111,146 @@ def book_requests(log: Any, entries: tuple[str, Any], periods: int, d: int) -> N
             log.append((e[0] + j * d, e[1] + j * d, e[2] + j * d, e[3] + j * d, *e[4:]))
 
 
-class IterationRuns:
-    """Runs of alike iterations inside an uncached kernel call's walk (softmax ``direct``: every
-    vector load a round trip to DDR), booked at once. At an iteration's end :meth:`note` now and
-    then reads what the walk owes, its ports' slots and data paths and the write buffer relative
-    to its clock, and the counters; when three notes ``gap`` iterations apart agree (as in
-    :mod:`dspsim.hw.rowrun`) the following iterations are booked, within the binade and before
-    any other event; a port that logs its requests gets the booked ones (:func:`next_requests`;
-its limit counts those past it). Elided engine, no data cache only (:meth:`applies`)."""
+KNOWN_PERIODS = 64  # periods a core keeps for its later calls (bounded)
 
-    def __init__(self, env: Any, ports: list[Any], write_buffer: Any, state: Any):
+
+class IterationRuns:
+    """Runs of alike iterations inside one kernel call's walk, booked at once: the loop of a
+    call on a memory port (softmax ``direct``: every vector load a round trip to DDR; a memcpy
+    streaming through the data cache) whose state relative to the walk's clock repeats.
+
+    Now and then, at an iteration's end, :meth:`note` reads what the walk owes, its ports'
+    slots and data paths (:meth:`dspsim.hw.port.MemoryPort.relative_state`), the write buffer
+    and the data cache's lines (:meth:`dspsim.hw.dcache.DataCache.relative_state`, relative to
+    the line the walk streams through), and the counters (the walk's stalls, the ports' and the
+    cache's). When three notes ``gap`` iterations apart agree as a row loop's three row starts
+    do (:func:`repeats`), the iterations that follow are booked at once, before any other
+    process's event; a port that logs its requests gets the booked ones (:func:`next_requests`;
+    its limit counts those past it). Through a cache a period moves the cached loads' and
+    stores' addresses alike by whole lines; the last period and the lines next to a memory's
+    end (where the prefetcher stops) are walked. Elided engine only (:meth:`applies`)."""
+
+    def __init__(self, env: Any, ports: list[Any], write_buffer: Any, state: Any,
+                 cache: Any = None, cached: tuple[bool, bool] = (False, False),
+                 known: dict | None = None, route: tuple = ()):
         self.env, self.ports, self.wb, self.state = env, ports, write_buffer, state
+        # periods found by earlier calls of the core, by the state they start from: a call
+        # meeting one books from its first note (:meth:`_known_period`)
+        self.known = {} if known is None else known
+        self.route = route  # where the loads and the stores go (part of a known period's key)
+        self.shape: tuple = ()
+        self.cache, self.cached = cache, cached  # (loads, stores) through the cache
+        self.unit = 1  # iterations a period is a whole number of
         self.gap = 1  # iterations between two notes of a triple
         self.wait = 16  # iterations before the next triple's first note
+        self.steps = (0, 0)  # bytes an iteration moves the loads' and the stores' address on
+        self.step = 0  # of those, the cached addresses' (alike)
         self.notes: list[Snapshot] = []
         self.logged: list[list[tuple[int, int]]] = []  # per note, each port log's kept, dropped
 
     @staticmethod
     def applies(ports: list[Any], elide: bool) -> bool:
-        """A walk over ``ports`` may be booked in runs: the elided engine, every port a ring
-        whose log, if any, can be read back."""
+        """A walk over ``ports`` may be booked in runs: the elided engine, every port's log,
+        if any, one that can be read back."""
         return elide and bool(ports) and all(
-            p.ring and (p.log is None or isinstance(p.log, PortLog)) for p in ports)
+            p.log is None or isinstance(p.log, PortLog) for p in ports)
 
-    def first(self, count: int) -> int:
-        """A run of ``count`` alike iterations begins: how many are left at the first note
-        (-1: none)."""
+    def first(self, count: int, loads: tuple[int, ...], stores: tuple[int, ...], issue: int
+              ) -> int:
+        """A run of ``count`` alike iterations (each its ``loads`` and ``stores`` and
+        ``issue`` ticks) begins: how many are left at the first note (-1: none)."""
         self.notes.clear()
         self.logged.clear()
-        at = count - self.wait
+        self.steps = (sum(loads), sum(stores))
+        self.shape = (loads, stores, issue, self.route)
+        if self.cache is not None:
+            if not self._period():
+                return -1
+            # a cache not yet full changes as the walk fills it: the first note after that
+            free = self.cache.ways * self.cache.set_count - self.cache.lines_held()
+            self.wait = max(self.unit, free * self.cache.line_bytes // self.step)
+        at = count - max(self.wait, self.unit)
         return at if at > 3 * self.gap else -1
 
-    def note(self, now: int, owed: int, left: int) -> tuple[int, int, int]:
+    def _period(self) -> bool:
+        """Through the cache: the fewest iterations that move the cached addresses on by whole
+        lines, alike (``False``: they do not)."""
+        steps = [s for s, cached in zip(self.steps, self.cached) if cached]
+        if not steps or min(steps) != max(steps) or steps[0] <= 0:
+            return False
+        line = self.cache.line_bytes
+        self.step, self.unit = steps[0], line // math.gcd(line, steps[0])
+        if self.gap % self.unit:
+            self.gap = self.unit
+        return True
+
+    def note(self, now: int, owed: int, left: int, load_addr: int, store_addr: int
+             ) -> tuple[int, int, int, int, int]:
         """At an iteration's end, ``left`` to go: the walk's clock and iterations left after any
-        run found is booked, and how many are left at the next note (-1: none)."""
+        run found is booked, how many are left at the next note (-1: none), and the loads' and
+        the stores' next addresses."""
         notes = self.notes
-        notes.append(self._snapshot(now, owed))
+        notes.append(self._snapshot(now, owed, load_addr, store_addr))
+        if len(notes) == 1:
+            self._known_period(notes[0])
         if len(notes) == 3:
             periods = repeats(notes, self.ports, left // self.gap, self.env.peek())
+            if periods > 0 and self.cache is not None:
+                periods = self._cache_limit(periods)
             logs = self._requests() if periods > 0 else None
             if logs is not None:
+                self._remember(logs)
                 now = self._book(periods, now, logs)
                 left -= periods * self.gap
+                load_addr += periods * self.gap * self.steps[0]
+                store_addr += periods * self.gap * self.steps[1]
                 self.wait = 1
             else:
-                self.gap, self.wait = min(2 * self.gap, 64), min(2 * self.wait, 4096)
+                self.gap = min(2 * self.gap, 64 * self.unit)
+                self.wait = min(2 * self.wait, 4096)
             notes.clear()
             self.logged.clear()
-        at = left - (self.gap if notes else self.wait)
-        return now, left, at if at > 0 else -1
+        at = left - (self.gap if notes else max(self.wait, self.unit))
+        return now, left, at if at > 0 else -1, load_addr, store_addr
 
-    def _snapshot(self, now: int, owed: int) -> Snapshot:
+    def _remember(self, logs: list[Any]) -> None:
+        """Keep the period the last two notes span, by the state it starts from (not where a
+        port log is kept: its requests are read from the notes)."""
+        _, s1, s2 = self.notes
+        if any(entries is not None for entries in logs) or s1.key != s2.key \
+                or len(self.known) >= KNOWN_PERIODS:
+            return
+        self.known[(self.shape, s2.key)] = (
+            self.gap, s2.now - s1.now, [c - b for b, c in zip(s1.floats, s2.floats)],
+            [c - b for b, c in zip(s1.ints, s2.ints)],
+            [(c - b) % p.max_outstanding for p, b, c in zip(self.ports, s1.rings, s2.rings)])
+
+    def _known_period(self, snap: Snapshot) -> None:
+        """``snap`` is a state an earlier call's period started from (the same loop, ports and
+        cache): put the two notes that period's steps imply before it (its time, counters and
+        rings one and two periods back), so that the three-note check books from here."""
+        found = self.known.get((self.shape, snap.key))
+        if found is None:
+            return
+        self.gap, d, floats, ints, rings = found
+        self.notes[:0] = [Snapshot(
+            snap.now - k * d, snap.key, snap.latest - k * d,
+            [c - k * x for c, x in zip(snap.floats, floats)],
+            [c - k * x for c, x in zip(snap.ints, ints)],
+            [(c - k * x) % p.max_outstanding for p, c, x in zip(self.ports, snap.rings, rings)])
+            for k in (2, 1)]
+        self.logged[:0] = [self.logged[0]] * 2
+
+    def _cache_limit(self, periods: int) -> int:
+        """Of ``periods`` that repeat, those a cache lets be booked: one period short of the
+        run's end and clear of every memory's last lines (where the prefetcher stops)."""
+        line = self.cache.line_bytes
+        lines = self.gap * self.step // line  # a period's
+        for mem, top in self.cache.top_lines().items():
+            periods = min(periods, ((mem.base + mem.size_bytes) // line - top - 2) // lines)
+        return periods - 1
+
+    def _snapshot(self, now: int, owed: int, load_addr: int, store_addr: int) -> Snapshot:
         latest = now + owed
         key: list[Any] = [owed, len(self.wb), tuple(t - now if t > now else None
                                                     for t in self.wb)]
@@ -172,8 +262,13 @@ its limit counts those past it). Elided engine, no data cache only (:meth:`appli
             rings.append(ns)
         latest = max(latest, *self.wb) if self.wb else latest
         floats = [self.state.stall, self.state.store_stall,
-                  *[p.contention_ticks for p in self.ports]]
+                  *[x for p in self.ports for x in (p.contention_ticks, p.path_busy_ticks)]]
         ints = [n for p in self.ports for n in (p.bytes_read, p.bytes_written)]
+        cache = self.cache
+        if cache is not None:
+            base = (load_addr if self.cached[0] else store_addr) // cache.line_bytes
+            key.append(cache.relative_state(now, base))
+            ints += [getattr(cache, k) for k in cache.COUNTERS]
         self.logged.append([(len(p.log), p.log.dropped) if p.log is not None else (0, 0)
                             for p in self.ports])
         return Snapshot(now, tuple(key), latest, floats, ints, rings)
@@ -202,14 +297,18 @@ its limit counts those past it). Elided engine, no data cache only (:meth:`appli
         for i, t in enumerate(wb):
             if t > now:
                 wb[i] = t + dt
-        state, ports = self.state, self.ports
-        stall, store_stall, *contention = [c + periods * (c - b) if c != b else c
-                                           for b, c in zip(s1.floats, s2.floats)]
-        state.stall, state.store_stall = stall, store_stall
+        floats = [c + periods * (c - b) for b, c in zip(s1.floats, s2.floats)]
         ints = [c + periods * (c - b) for b, c in zip(s1.ints, s2.ints)]
+        state, ports = self.state, self.ports
+        state.stall, state.store_stall = floats[:2]
         for k, p in enumerate(ports):
-            p.contention_ticks = contention[k]
-            p.bytes_read, p.bytes_written = ints[2 * k], ints[2 * k + 1]
+            p.contention_ticks, p.path_busy_ticks = floats[2 + 2 * k:4 + 2 * k]
+            p.bytes_read, p.bytes_written = ints[2 * k:2 * k + 2]
+        cache = self.cache
+        if cache is not None:
+            cache.shift(periods * self.gap * self.step // cache.line_bytes, now, dt)
+            for k, n in zip(cache.COUNTERS, ints[2 * len(ports):]):
+                setattr(cache, k, n)
         for p, entries in zip(ports, logs):
             if entries is not None:
                 book_requests(p.log, entries, periods, s2.now - s1.now)
