@@ -9,17 +9,18 @@ platform shows up as a growing backlog and latencies, not as a hang.
 Release ``i`` of a stream is at ``start_us + i * period_us + U[0, jitter_us)``, the jitter drawn
 from ``numpy.random.default_rng([seed, stream position])``: same workload and seed, same run.
 
-**Two clocks.** The host side (releases, the RPC round trip's two halves, the UCP's queue and
-its choice of core, :class:`dspsim.host.ucp.SchedulingPolicy`) is booked in absolute cycles,
-in submission order at equal times. The ops run in *episodes*: one begins when a task starts
+**One clock**, in integer ticks (:mod:`dspsim.ticks`). The host side (releases, the RPC
+round trip's two halves, the UCP's queue and its choice of core,
+:class:`dspsim.host.ucp.SchedulingPolicy`) is booked on it, in submission order at equal
+times; the task table reports cycles. The ops run in *episodes*: one begins when a task starts
 while the platform is idle (no op running, no event pending, every port and iDMA channel idle),
-on a fresh platform whose clock starts at 0, and it lasts while ops follow one another without
-the platform going idle; a time in it is the episode's start plus its own. An op's cycles so do
-not depend on when it runs (its arithmetic is the same at t = 0 and after a day), and a fresh
-platform is the idle one exactly: an idle port's slots and data path are free whichever slot
-comes next, the channels and the tile manager hold nothing, and with the data path off no
-value is kept. A data cache keeps its lines (and their ready times) from task to task: on a
-platform with one, the platform is never idle in this sense and the run is one episode.
+on a fresh platform whose clock starts there, and it lasts while ops follow one another without
+the platform going idle. Time being integers, an op's cycles do not depend on when it runs,
+and a fresh platform is the idle one exactly: an idle port's slots and data path are free
+whichever slot comes next, the channels and the tile manager hold nothing, and with the data
+path off no value is kept. A data cache keeps its lines (and their ready times) from task to
+task: on a platform with one, the platform is never idle in this sense and the run is one
+episode.
 
 **Reuse.** An episode of one task (its op alone from an idle platform, leaving it idle at its
 end) depends only on the stream (op, variant, shape, buffers) and the core. With ``reuse`` (the
@@ -83,9 +84,10 @@ def release_cycles(workload: Workload, clock_mhz: float) -> list[np.ndarray]:
 
 @dataclass
 class _Booked:
-    """What a task alone on an idle platform did, in its episode's clock (from its start)."""
+    """What a task alone on an idle platform did, from its episode's start: its end (ticks),
+    its op's start and cycles, its DDR occupancy (cycles)."""
 
-    end: float
+    end: int
     op_start: float
     op_cycles: float
     read_bytes: int
@@ -106,13 +108,13 @@ class _Waiting:
 
 
 class _Episode:
-    """A fresh platform from ``start`` on (its clock at 0 there), every stream's buffers
-    allocated in stream order as on one platform, and the ops started on it."""
+    """A fresh platform from ``start`` (ticks) on, every stream's buffers allocated in stream
+    order as on one platform, and the ops started on it."""
 
-    def __init__(self, run: _Schedule, start: float):
+    def __init__(self, run: _Schedule, start: int):
         self.run = run
         self.start = start
-        self.env = simpy.Environment()
+        self.env = simpy.Environment(initial_time=start)
         self.platform = Platform(self.env, run.model, data=run.data, trace=False,
                                  fidelity=run.fidelity)
         self.platform.accesses.enabled = False  # workloads do not check hazards
@@ -126,15 +128,15 @@ class _Episode:
         self.never_idle = run.model.dcache.capacity_bytes > 0
         self.running = 0
         self.tasks_started = 0
-        self.last: tuple[int, int, float, float, float] | None = None  # the latest done
+        self.last: tuple[int, int, float, float, int] | None = None  # the latest done
         self.streams: set[int] = set()  # the streams whose ops ran here
         self.sentinel_for = -1  # the arrival a process of this platform waits to hand over
 
-    def begin(self, task: int, stream: int, core: int, local: int) -> None:
-        """Start the task's op at ``local`` (its clock): now, from a process of this
-        platform, or later, from the host side while nothing here is pending."""
-        if local > self.env.now:
-            self.env.run(until=local)
+    def begin(self, task: int, stream: int, core: int, t: int) -> None:
+        """Start the task's op at ``t``: now, from a process of this platform, or later, from
+        the host side while nothing here is pending."""
+        if t > self.env.now:
+            self.env.run(until=t)
         self.running += 1
         self.tasks_started += 1
         self.streams.add(stream)
@@ -150,20 +152,19 @@ class _Episode:
         ahead of it (event elision looks at this platform's queue only); it hands the arrival
         over as a process of this platform would, at its exact time."""
         run = self.run
-        yield at(self.env, max(self.env.now, ticks(run.queued[task] - self.start)))
+        yield at(self.env, max(self.env.now, run.queued[task]))
         if run.episode is self and run.next_arrival == task:
             run.next_arrival += 1
-            run.arrive(task, run.queued[task], self.env.now)
+            run.arrive(task, run.queued[task])
 
-    def idle(self, local: int) -> bool:
-        """Nothing running or in flight at ``local`` (its clock): a fresh platform is the
-        same."""
+    def idle(self, t: int) -> bool:
+        """Nothing running or in flight at ``t``: a fresh platform is the same."""
         if self.never_idle or self.running:
             return False
         p = self.platform
         # (a port whose requests may complete out of order is never taken as idle: the
         # platform is not restarted under it)
-        return (all(m.port.ring and m.port.idle_at(local) for m in p.memories.values())
+        return (all(m.port.ring and m.port.idle_at(t) for m in p.memories.values())
                 and all(ch.current is None and not ch.fifo.items
                         for d in p.dsps for ch in d.idma))
 
@@ -172,10 +173,11 @@ class _Episode:
         booking."""
         _, _, op_start, op_cycles, end = self.last
         stats = self.platform.port.stats()
-        return _Booked(cycles(end), op_start, op_cycles, stats["read_bytes"], stats["write_bytes"],
-                       [dict(w) for w in self.platform.warnings.values()],
-                       self.meter.arrays() if self.meter is not None else None,
-                       self.output(stream))
+        origin = cycles(self.start)
+        return _Booked(end - self.start, op_start - origin, op_cycles, stats["read_bytes"],
+                       stats["write_bytes"], [dict(w) for w in self.platform.warnings.values()],
+                       _shifted(self.meter.arrays(), -origin) if self.meter is not None
+                       else None, self.output(stream))
 
     def output(self, stream: int) -> np.ndarray | None:
         if not self.platform.data:
@@ -185,7 +187,7 @@ class _Episode:
 
 
 class _Schedule:
-    """The host side in absolute cycles, driving the episodes (module docstring)."""
+    """The host side on the one clock (ticks), driving the episodes (module docstring)."""
 
     def __init__(self, workload: Workload, model: HardwareModel, fidelity: str, data: bool,
                  ddr_profile: bool, reuse: bool, on_task_done: Callable[[], None] | None,
@@ -202,11 +204,12 @@ class _Schedule:
         streams = workload.streams
         cores = self.cores = model.core.count
         clock = model.core.clock_mhz
-        self.half_rpc = model.host.rpc_latency_us * clock / 2
+        self.half_rpc = ticks(model.host.rpc_latency_us * clock / 2)  # as the UCP's
         stream, index, release = _arrival_order(workload, clock)
         n = len(release)
         self.release, self.index = release, index
-        self.queued = (release + self.half_rpc).tolist()
+        # when each task reaches the DSP side (ticks: a release to the nearest, half the RPC)
+        self.queued = [ticks(r) + self.half_rpc for r in release.tolist()]
         self.priority = np.array([s.priority for s in streams], np.int64)[stream].tolist()
         # what the run fills in, task by task (lists: cheaper to set one at a time than arrays)
         self.core = [-1] * n
@@ -224,7 +227,7 @@ class _Schedule:
         self.arrivals_of = {k: np.flatnonzero(kind == k) for k in range(-1, cores)}
         self.policy = SchedulingPolicy(cores)
         self.free = [True] * cores
-        self.heap: list[tuple[float, int]] = []  # (core end, task)
+        self.heap: list[tuple[int, int]] = []  # (core end, task)
         self.next_arrival = first
         self.queue_log: list[tuple[float, int]] = [(0.0, 0)]
         self.episode: _Episode | None = None
@@ -232,7 +235,7 @@ class _Schedule:
         self.episodes = 0
         self.events = 0
         self.bytes = [0, 0]  # read, written (the host memory's port)
-        self.warnings: list[tuple[float, list[dict[str, Any]]]] = []  # (episode start, ...)
+        self.warnings: list[tuple[int, list[dict[str, Any]]]] = []  # (episode start, ...)
         self.ddr_parts: list[dict[str, np.ndarray]] = []
         self.outputs: dict[int, np.ndarray] = {}
         self.output_stamps: dict[int, int] = {}  # when each stream's output was last set
@@ -249,7 +252,7 @@ class _Schedule:
                     ep.sentinel_for = self.next_arrival
                     ep.env.process(ep.sentinel(self.next_arrival))
                 nxt = ep.env.peek()
-                if nxt < INF and not (heap and heap[0][0] < ep.start + cycles(nxt)):
+                if nxt < INF and not (heap and heap[0][0] < nxt):
                     ep.env.step()  # the ops; arrivals and completions act from inside
                     continue
             # nothing pending on the platform: the host side goes on
@@ -269,10 +272,9 @@ class _Schedule:
                 raise DeadlockError(self.episode.platform.waiting())
             self._close(self.episode)
 
-    def arrive(self, task: int, t: float, local: int | None = None) -> None:
-        """A task reaches the DSP side at ``t`` (``local``: the current episode's clock,
-        when a process of it hands the arrival over)."""
-        if self.marks is not None and self._clean(t, local):
+    def arrive(self, task: int, t: int) -> None:
+        """A task reaches the DSP side at ``t``."""
+        if self.marks is not None and self._clean(t):
             if self.episode is not None:  # idle: closed here rather than as the task starts
                 self._close(self.episode)
             self.marks[task] = parts.mark(self)
@@ -285,35 +287,33 @@ class _Schedule:
             self.policy.push(waiting)
             self._log_queue(t)
         else:
-            self._start(task, core, t, local)
+            self._start(task, core, t)
 
-    def _clean(self, t: float, local: int | None) -> bool:
+    def _clean(self, t: int) -> bool:
         """Nothing runs, waits or is booked at ``t``: what follows depends only on the
         arrivals from here on, as from the start of a run."""
         if self.heap or len(self.policy) or not all(self.free):
             return False
         ep = self.episode
-        return ep is None or ep.idle(ticks(t - ep.start) if local is None else local)
+        return ep is None or ep.idle(t)
 
-    def core_end(self, task: int, t: float, local: int | None = None) -> None:
+    def core_end(self, task: int, t: int) -> None:
         c = self.core[task]
         self.free[c] = True
-        self.core_end_cycle[task] = t
+        self.core_end_cycle[task] = cycles(t)
         if self.on_task_done is not None:
             self.on_task_done()
         nxt = self.policy.pop_for(c)
         if nxt is not None:
             self._log_queue(t)
-            self._start(nxt.task, c, t, local)
+            self._start(nxt.task, c, t)
 
-    def _start(self, task: int, core: int, t: float, local: int | None) -> None:
+    def _start(self, task: int, core: int, t: int) -> None:
         self.free[core] = False
         self.core[task] = core
-        self.started[task] = t
+        self.started[task] = cycles(t)
         ep = self.episode
-        if local is None and ep is not None:
-            local = ticks(t - ep.start)
-        if ep is not None and ep.idle(local):
+        if ep is not None and ep.idle(t):
             self._close(ep)
             ep = None
         stream = self.stream[task]
@@ -324,10 +324,9 @@ class _Schedule:
                 return
             ep = self.episode = _Episode(self, t)
             self.episodes += 1
-            local = 0
-        ep.begin(task, stream, core, local)
+        ep.begin(task, stream, core, t)
 
-    def _contended(self, core: int, end: float) -> bool:
+    def _contended(self, core: int, end: int) -> bool:
         """Whether a task not yet arrived may start beside one on ``core`` until ``end`` (the
         next arrival another core could take comes at or before it: the other cores are idle,
         nothing else runs), or arrives just as it ends (who goes first then, the arrival or
@@ -348,18 +347,16 @@ class _Schedule:
         """A simulated op returned (called from its process, at its end)."""
         _, stream, op_start, op_cycles, end = ep.last
         ep.running -= 1
-        self.op_start[task] = ep.start + op_start
+        self.op_start[task] = op_start
         self.op_cycles[task] = op_cycles
         if ep.idle(end):
             if ep.tasks_started == 1 and self.reuse:
                 self.memo.setdefault((stream, core), ep.booked(stream))
             self._close(ep)
-            self.core_end(task, ep.start + cycles(end))
-        else:
-            self.core_end(task, ep.start + cycles(end), end)
+        self.core_end(task, end)
 
-    def _book(self, task: int, stream: int, b: _Booked, t: float) -> None:
-        self.op_start[task] = t + b.op_start
+    def _book(self, task: int, stream: int, b: _Booked, t: int) -> None:
+        self.op_start[task] = cycles(t) + b.op_start
         self.op_cycles[task] = b.op_cycles
         self.reused[task] = True
         self.bytes[0] += b.read_bytes
@@ -367,7 +364,7 @@ class _Schedule:
         if b.warnings:
             self.warnings.append((t, b.warnings))
         if b.ddr is not None:
-            self.ddr_parts.append(_shifted(b.ddr, t))
+            self.ddr_parts.append(_shifted(b.ddr, cycles(t)))
         if b.output is not None:
             self.output(stream, b.output)
         heapq.heappush(self.heap, (t + b.end, task))
@@ -380,7 +377,7 @@ class _Schedule:
         if ep.platform.warnings:
             self.warnings.append((ep.start, [dict(w) for w in ep.platform.warnings.values()]))
         if ep.meter is not None:
-            self.ddr_parts.append(_shifted(ep.meter.arrays(), ep.start))
+            self.ddr_parts.append(ep.meter.arrays())
         for stream in ep.streams:
             out = ep.output(stream)
             if out is not None:
@@ -392,8 +389,8 @@ class _Schedule:
         self.outputs[stream] = out
         self.output_stamps[stream] = self.stamp
 
-    def _log_queue(self, now: float) -> None:
-        count = len(self.policy)
+    def _log_queue(self, t: int) -> None:
+        count, now = len(self.policy), cycles(t)
         if self.queue_log[-1][0] == now:
             self.queue_log[-1] = (now, count)
         else:
@@ -404,9 +401,10 @@ class _Schedule:
         core_end = np.array(self.core_end_cycle)
         return TaskColumns(
             self.stream_of, self.index, np.array(self.priority, np.int16),
-            np.array(self.core, np.int16), self.release, np.array(self.queued),
+            np.array(self.core, np.int16), self.release,
+            np.array([cycles(q) for q in self.queued]),
             np.array(self.started), np.array(self.op_start), np.array(self.op_cycles),
-            core_end, np.where(core_end >= 0, core_end + self.half_rpc, -1.0),
+            core_end, np.where(core_end >= 0, core_end + cycles(self.half_rpc), -1.0),
             np.array(self.reused, bool))
 
     def merged_warnings(self) -> list[dict[str, Any]]:
@@ -478,7 +476,7 @@ def run_workload(
         end_cycle=float(cols.finished_cycle.max()),
         core_names=[f"core{k}" for k in range(model.core.count)],
         **_host_traffic(model, sched.bytes),
-        rpc_cycles=2 * sched.half_rpc,
+        rpc_cycles=cycles(2 * sched.half_rpc),
         events=sched.events,
         wall_s=wall_s,
         warnings=sched.merged_warnings(),
