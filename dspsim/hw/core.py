@@ -334,8 +334,7 @@ class Core:
         for _ in range(rows):
             owed += call
             for count, loads, stores, issue in iterations:
-                left, at = (count, runs.first(count, loads, stores, issue) if runs is not None
-                            else -1)
+                left, at = count, runs.first(count, loads, stores, issue) if runs else -1
                 while left:
                     left -= 1
                     for j, nbytes in enumerate(loads):
@@ -351,8 +350,7 @@ class Core:
                             owed = load(now, nbytes, False, name) - now  # the round trip
                         state.stall += owed
                     owed += issue
-                    if stride and loads:
-                        col += loads[0]
+                    col += loads[0] if stride and loads else 0
                     for nbytes in stores:
                         now, owed = now + owed, 0
                         yield now
@@ -373,8 +371,7 @@ class Core:
                     if left == at:
                         now, left, at, load_addr, store_addr = runs.note(
                             now, owed, left, load_addr, store_addr)
-            owed += reduction
-            row_addr, col = load_addr, 0
+            owed, row_addr, col = owed + reduction, load_addr, 0
         state.now = now + owed  # (now itself when nothing is owed)
 
     def _routes(self, src: Ptr, dst: Ptr | None, state: WalkState, stride: int

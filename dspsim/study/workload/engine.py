@@ -208,8 +208,7 @@ class _Schedule:
         stream, index, release = _arrival_order(workload, clock)
         n = len(release)
         self.release, self.index = release, index
-        # when each task reaches the DSP side (ticks: a release to the nearest, half the RPC)
-        self.queued = [ticks(r) + self.half_rpc for r in release.tolist()]
+        self.queued = [ticks(r) + self.half_rpc for r in release.tolist()]  # at the DSP side
         self.priority = np.array([s.priority for s in streams], np.int64)[stream].tolist()
         # what the run fills in, task by task (lists: cheaper to set one at a time than arrays)
         self.core = [-1] * n
