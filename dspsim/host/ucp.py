@@ -86,7 +86,10 @@ class SchedulingPolicy:
         """The core a task just arrived should start on now, or None (it waits)."""
         if task.backend is not None:
             return task.backend if free[task.backend] else None
-        return next((k for k, f in enumerate(free) if f), None)
+        for k, f in enumerate(free):  # the first free core (a loop: called once a task)
+            if f:
+                return k
+        return None
 
     def push(self, task: Task) -> None:
         heap = self._any if task.backend is None else self._fixed[task.backend]

@@ -42,6 +42,7 @@ import heapq
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -206,11 +207,10 @@ class _Schedule:
         cores = self.cores = model.core.count
         clock = model.core.clock_mhz
         self.half_rpc = ticks(model.host.rpc_latency_us * clock / 2)  # as the UCP's
-        stream, index, release = _arrival_order(workload, clock)
-        n = len(release)
-        self.release, self.index = release, index
-        half, per = self.half_rpc, TICKS_PER_CYCLE  # (ticks(r) inlined: 10^6 tasks an hour)
-        self.queued = [round(r * per) + half for r in release.tolist()]  # at the DSP side
+        stream, self.index, release = _arrival_order(workload, clock)
+        n, self.release = len(release), release
+        half, per = self.half_rpc, TICKS_PER_CYCLE  # at the DSP side (ticks(r) inlined)
+        self.queued = [round(r * per) + half for r in release.tolist()]
         self.priority = np.array([s.priority for s in streams], np.int64)[stream].tolist()
         # what the run fills in, task by task (lists: cheaper to set one at a time than arrays)
         self.core = [-1] * n
@@ -411,9 +411,11 @@ class _Schedule:
 
     def merged_warnings(self) -> list[dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
-        for _, ws in sorted(self.warnings, key=lambda x: x[0]):
+        for _, ws in sorted(self.warnings, key=itemgetter(0)):
             for w in ws:
-                entry = out.setdefault(w["code"], {**w, "count": 0})
+                entry = out.get(w["code"])
+                if entry is None:
+                    entry = out[w["code"]] = {**w, "count": 0}
                 entry["count"] += w["count"]
         return list(out.values())
 
