@@ -332,13 +332,12 @@ def fidelity_section(model: HardwareModel) -> list[str]:
         )
     L += [
         "Burst fidelity books every DDR request on the port, so contention between the core "
-        "and the channels emerges (it skips the events nothing else can observe). Tile "
-        "fidelity runs a transfer or kernel call that starts alone on an idle port as one "
-        "closed-form event and cuts it over to bursts the moment another requester touches "
-        "the port, so the two agree to the cycle on every case below and every configuration "
-        "the tests run (up to 300,000 elements); at 10^8 elements float rounding parts them by "
-        "a few cycles (direct softmax: 7,645,913,253 burst, 7,645,913,258 tile). Tile is fast "
-        "where flows have the port to themselves. Both ran the same model on each case:",
+        "and the channels emerges (it skips the events nothing else can observe, and books "
+        "the runs of alike steps it finds at once, exactly: time is integer ticks). `tile` "
+        "is a name for the same engine since its closed forms were folded away (they bought "
+        "no speed once a kernel call's alike iterations were booked): a run asked at either "
+        "name reports the same, field for field (README, \"Fidelity\"). Both names ran the "
+        "same model on each case:",
         "",
     ]
     L += table(
