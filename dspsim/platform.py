@@ -21,7 +21,6 @@ import simpy
 
 from dspsim.config import HardwareModel
 from dspsim.errors import AllocationError, DspsimInputError
-from dspsim.hw.clock import cycles
 from dspsim.hw.context import RunContext
 from dspsim.hw.core import Core
 from dspsim.hw.dcache import DataCache
@@ -33,6 +32,7 @@ from dspsim.hw.rowrun import row_loop
 from dspsim.hw.tcm import TileManager
 from dspsim.probes import AccessLog, PassLog, Recorder
 from dspsim.schema import Params
+from dspsim.ticks import cycles
 
 FIDELITIES = ("burst", "tile")  # one engine: "tile" is kept as a name (module doc)
 

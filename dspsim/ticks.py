@@ -5,6 +5,7 @@ reported in cycles."""
 from __future__ import annotations
 
 TICKS_PER_CYCLE = 1 << 24  # a tick is 2^-24 of a core cycle
+CYCLE = 1 / TICKS_PER_CYCLE  # a tick in cycles: ``t * CYCLE`` is ``cycles(t)`` to the bit
 
 
 def ticks(cycles: float) -> int:

@@ -20,9 +20,9 @@ from typing import Any
 import simpy
 
 from dspsim.errors import DspsimInputError
-from dspsim.hw.clock import cycles, ticks
 from dspsim.hw.memory import Ptr
 from dspsim.ops.registry import Registry
+from dspsim.ticks import cycles, ticks
 
 ANY = "any"  # HB_UCP_DSP_CORE_ANY
 PRIORITY_MIN, PRIORITY_MAX = 0, 255

@@ -2,10 +2,10 @@
 
 **Time is an integer count of ticks**, :data:`~dspsim.ticks.TICKS_PER_CYCLE` to a core cycle
 (stated in :mod:`dspsim.ticks`). The platform quantizes every latency, rate and cost of its
-model once, when it is built (:func:`ticks`); the engines add and compare integers, so ``t + k
-* d`` is ``t + d + ... + d`` exactly at any size, and a run of alike steps may be booked in one
-step. Results are reported in cycles (:func:`cycles`): a tick count over a power of two, exact
-in a float below 2^53 ticks (2^29 cycles).
+model once, when it is built (``ticks``); the engines add and compare integers, so ``t + k *
+d`` is ``t + d + ... + d`` exactly at any size, and a run of alike steps may be booked in one
+step. Results are reported in cycles (``cycles``): a tick count over a power of two, exact in a
+float below 2^53 ticks (2^29 cycles).
 
 An access completing before the next event in SimPy's queue needs no event: nothing runs in
 between, so a local clock advanced by the same integers gives the same times, bookings and
@@ -26,10 +26,6 @@ from heapq import heapify
 import simpy
 from simpy.events import Event
 from simpy.resources.base import Put
-
-from dspsim.ticks import TICKS_PER_CYCLE, cycles, ticks
-
-__all__ = ["TICKS_PER_CYCLE", "cycles", "ticks", "at", "drive", "Walk", "WalkState"]
 
 
 def at(env: simpy.Environment, t: int) -> simpy.Timeout:

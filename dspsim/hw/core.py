@@ -20,7 +20,7 @@ import simpy
 
 from dspsim.config import Core as CoreCfg
 from dspsim.errors import DspsimInputError
-from dspsim.hw.clock import Walk, WalkState, cycles, drive, ticks
+from dspsim.hw.clock import Walk, WalkState, drive
 from dspsim.hw.context import RunContext
 from dspsim.hw.dcache import DataCache
 from dspsim.hw.idma import IdmaChannel, Transfer, check_block
@@ -28,6 +28,7 @@ from dspsim.hw.memory import Ptr
 from dspsim.hw.repeats import IterationRuns
 from dspsim.kernels import get_kernel
 from dspsim.kernels.shapes import LoopShape
+from dspsim.ticks import cycles, ticks
 
 Proc = Generator[simpy.Event, Any, Any]
 # Elementwise kernel numerics run in slices of this many elements (bounded temporaries).

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from dspsim.config import Dcache
-from dspsim.hw.clock import ticks
+from dspsim.ticks import ticks
 
 
 class DataCache:

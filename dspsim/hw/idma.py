@@ -39,11 +39,12 @@ import simpy
 
 from dspsim.config import Idma
 from dspsim.errors import AllocationError, DspsimInputError
-from dspsim.hw.clock import Walk, WalkState, cycles, drive, event_heap, ticks
+from dspsim.hw.clock import Walk, WalkState, drive, event_heap
 from dspsim.hw.context import RunContext
 from dspsim.hw.memory import Ptr
 from dspsim.hw.periodic import Repeats, Stream
 from dspsim.hw.port import MemoryPort
+from dspsim.ticks import cycles, ticks
 
 
 @dataclass(eq=False)
@@ -132,7 +133,6 @@ class IdmaChannel:
         self.elide = ctx.elide
         self.index = index
         self.name = name
-        self.setup_cycles = cfg.setup_cycles
         self.setup_ticks = ticks(cfg.setup_cycles)  # what programming a descriptor costs the core
         self.burst_bytes = cfg.burst_bytes
         self.max_outstanding = cfg.max_outstanding

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from dspsim.hw.clock import TICKS_PER_CYCLE, ticks
+from dspsim.ticks import TICKS_PER_CYCLE, ticks
 
 
 def quantized(cycles: float) -> float:

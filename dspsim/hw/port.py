@@ -27,11 +27,11 @@ from collections import deque
 from typing import Any
 
 from dspsim.config import MemoryCfg
-from dspsim.hw.clock import cycles
 from dspsim.hw.context import RunContext
 from dspsim.hw.periodic import Repeats, RingState
 from dspsim.hw.policy import transfer_cycles
 from dspsim.probes import PortLog
+from dspsim.ticks import cycles
 
 __all__ = ["MemoryPort", "DdrPort", "RingState", "transfer_cycles"]
 
@@ -43,8 +43,6 @@ class MemoryPort:
         self.env = ctx.env
         self.name = name
         self.policy = policy = cfg.policy  # what a request costs (built once per table)
-        self.latency_cycles = policy.latency(False)  # a read's
-        self.cycles_per_byte = policy.cycles_per_byte
         # the port books in ticks (dspsim.hw.clock): a read's latency, a byte's path time
         self.latency_ticks = policy.latency_ticks(False)
         self.ticks_per_byte = policy.ticks_per_byte

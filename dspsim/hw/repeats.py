@@ -20,13 +20,12 @@ from dspsim.probes import PortLog
 @dataclass
 class Snapshot:
     """The engines at a row start (or an iteration's end): ``key`` their state relative to
-    ``now``, ``latest`` the latest time held, ``floats`` / ``ints`` the counters (ticks and
+    ``now``, ``floats`` / ``ints`` the counters (ticks and
     counts, all integers), ``rings`` each
     port's next slot, the passes booked (``last_pass`` a copy of the last), the trace's length."""
 
     now: int
     key: tuple
-    latest: int
     floats: list[int]
     ints: list[int]
     rings: list[int]
@@ -234,7 +233,7 @@ class IterationRuns:
             return
         self.gap, d, floats, ints, rings = found
         self.notes[:0] = [Snapshot(
-            snap.now - k * d, snap.key, snap.latest - k * d,
+            snap.now - k * d, snap.key,
             [c - k * x for c, x in zip(snap.floats, floats)],
             [c - k * x for c, x in zip(snap.ints, ints)],
             [(c - k * x) % p.max_outstanding for p, c, x in zip(self.ports, snap.rings, rings)])
@@ -251,16 +250,13 @@ class IterationRuns:
         return periods - 1
 
     def _snapshot(self, now: int, owed: int, load_addr: int, store_addr: int) -> Snapshot:
-        latest = now + owed
         key: list[Any] = [owed, len(self.wb), tuple(t - now if t > now else None
                                                     for t in self.wb)]
         rings = []
         for p in self.ports:
-            state, held, ns = p.relative_state(now)
+            state, _, ns = p.relative_state(now)
             key.append(state)
-            latest = max(latest, held)
             rings.append(ns)
-        latest = max(latest, *self.wb) if self.wb else latest
         floats = [self.state.stall, self.state.store_stall,
                   *[x for p in self.ports for x in (p.contention_ticks, p.path_busy_ticks)]]
         ints = [n for p in self.ports for n in (p.bytes_read, p.bytes_written)]
@@ -271,7 +267,7 @@ class IterationRuns:
             ints += [getattr(cache, k) for k in cache.COUNTERS]
         self.logged.append([(len(p.log), p.log.dropped) if p.log is not None else (0, 0)
                             for p in self.ports])
-        return Snapshot(now, tuple(key), latest, floats, ints, rings)
+        return Snapshot(now, tuple(key), floats, ints, rings)
 
     def _requests(self) -> list[Any] | None:
         """Each port log's requests in the period after the third note (:func:`next_entries`;

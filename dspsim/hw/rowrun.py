@@ -84,16 +84,8 @@ class _Engines:
         now, core, dsp, acc = self.env.now, self.core, self.dsp, self.ctx.accesses
         if core.waiting_for is not None or acc.in_flight or any(acc.active.values()):
             return None
-        latest = now
-
-        def rel(t: int) -> int | None:
-            nonlocal latest
-            if t > now:
-                latest = max(latest, t)
-                return t - now
-            return None  # in the past: no later request can tell its value
-
-        key: list[Any] = [len(core.write_buffer), tuple(rel(t) for t in core.write_buffer),
+        key: list[Any] = [len(core.write_buffer),  # (a store in the past tells nothing later)
+                          tuple(t - now if t > now else None for t in core.write_buffer),
                           tuple(sorted(core.stall_ticks)), tuple(sorted(core.idma_wait_ticks)),
                           repr(core.dcache.stats()) if core.dcache is not None else None]
         labels = dsp.labels
@@ -110,9 +102,8 @@ class _Engines:
         for p in self.ports:
             if p.flows:
                 return None
-            state, held, ns = p.relative_state(now)
+            state, _, ns = p.relative_state(now)
             key.append(state)
-            latest = max(latest, held)
             rings.append(ns)
         if not self.ctx.data:  # with values, the rows' own checks warn (``values`` redoes them)
             key.append(tuple((w["code"], w["count"]) for w in self.platform.warnings.values()))
@@ -121,7 +112,7 @@ class _Engines:
         count = len(dsp.passes)
         last = dict(dsp.passes[-1]) if count else None
         traced = len(self.recorder.rows) if self.recorder is not None else 0
-        return _Snapshot(now, tuple(key), latest, floats, ints, rings, count, last, traced)
+        return _Snapshot(now, tuple(key), floats, ints, rings, count, last, traced)
 
     # ------------------------------------------------------------------ the run
     def run_length(self, s: list[_Snapshot], remaining: int) -> tuple[int, list | None]:

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dspsim.hw.clock import Walk, WalkState, ticks
+from dspsim.hw.clock import Walk, WalkState
 from dspsim.hw.memory import Ptr
 from dspsim.ops.frames import Proc
+from dspsim.ticks import ticks
 
 if TYPE_CHECKING:
     from dspsim.hw.core import Core

@@ -52,17 +52,17 @@ from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError
 from dspsim.host.program import HostProgram
 from dspsim.host.ucp import SchedulingPolicy, Ucp, parse_backend
-from dspsim.hw.clock import TICKS_PER_CYCLE, at, cycles, events_scheduled, ticks
+from dspsim.hw.clock import at, events_scheduled
 from dspsim.ops import get_op
 from dspsim.ops.registry import firmware_registry
 from dspsim.platform import Platform, check_fidelity
 from dspsim.study.workload import parts
 from dspsim.study.workload.results import DdrMeter, TaskColumns, WorkloadRun
 from dspsim.study.workload.spec import Workload, check_workload
+from dspsim.ticks import CYCLE, TICKS_PER_CYCLE, cycles, ticks
 from dspsim.workers import check_jobs
 
 INF = float("inf")
-CYCLE = 1 / TICKS_PER_CYCLE  # a tick in cycles: t * CYCLE is cycles(t) to the bit, inlined
 CACHE_NOTE = ("the data cache keeps its lines from task to task, so the platform is never idle "
               "between tasks: every task is simulated")
 

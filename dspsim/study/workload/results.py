@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from dspsim.config import HardwareModel
-from dspsim.hw.clock import cycles
 from dspsim.study.workload.spec import Workload
+from dspsim.ticks import cycles
 
 
 class DdrMeter:
@@ -20,7 +20,7 @@ class DdrMeter:
     an entry is one request)."""
 
     def __init__(self, port: Any):
-        self.cycles_per_byte = port.cycles_per_byte
+        self.cycles_per_byte = port.policy.cycles_per_byte
         self.starts: list[float] = []
         self.ends: list[float] = []
         self.shares: list[float] = []
