@@ -73,12 +73,12 @@ class _State:
     probe; ``times`` absolute times moving with now (``time_at`` where each lives, ``None`` if
     moved otherwise); ``ints`` numbers moving one step a period (``int_at``; ``int_mem`` the
     memory of an address); ``accs`` growing counters (``acc_at``); ``records`` the access log's
-    kept accesses (rebuilt from ``ints[i]`` and ``times[j]`` on); ``latest`` / ``earliest`` the
+    kept accesses (rebuilt from ``ints[i]`` and ``times[j]`` on); ``latest`` the latest of the
     times held; ``foreign`` the first queued event not owned, ``queue`` the owned (event, time);
     ``rings`` each port's next slot."""
 
     __slots__ = ("now", "alike", "key", "times", "time_at", "ints", "int_at", "int_mem",
-                 "accs", "acc_at", "records", "latest", "earliest", "foreign", "queue",
+                 "accs", "acc_at", "records", "latest", "foreign", "queue",
                  "rings", "logged")
 
     def __init__(self, now: int, alike: int):
@@ -94,7 +94,6 @@ class _State:
         self.acc_at: list[tuple[Any, Any]] = []
         self.records: list[tuple[list, int, str | None, int, int]] = []
         self.latest = now
-        self.earliest = now
         self.foreign = math.inf
         self.queue: list[tuple[Any, int]] = []
         self.rings: list[int] = []
@@ -105,8 +104,6 @@ class _State:
         self.time_at.append(at)
         if t > self.latest:
             self.latest = t
-        if t < self.earliest:
-            self.earliest = t
 
     def int_(self, at: tuple[Any, Any] | None, n: int, mem: str | None = None) -> None:
         self.ints.append(n)

@@ -160,18 +160,18 @@ class Snapshot:
 
 
 class Step:
-    """What port and streams did between two noted states ``h`` cycles apart (the first at
-    ``t0``), by role (place in a snapshot's order): role ``k``'s holder issued ``issues[k]``
-    bursts; the end's role ``k`` had role ``turn[k]`` at the start; plus the contention
-    increments, bytes and log requests (times after ``t0``, requesters as roles). A later state
-    equal to the end's, relative to its time and in the same binade, goes on the same way."""
+    """What port and streams did between two noted states ``h`` ticks apart, by role (place in
+    a snapshot's order): role ``k``'s holder issued ``issues[k]`` bursts; the end's role ``k``
+    had role ``turn[k]`` at the start; plus the contention increments, bytes and log requests
+    (times after the first state's, requesters as roles). A later state equal to the end's,
+    relative to its time, goes on the same way."""
 
-    __slots__ = ("t0", "h", "turn", "issues", "increments", "read", "written",
+    __slots__ = ("h", "turn", "issues", "increments", "read", "written",
                  "requests", "end", "cycle", "issued")
 
     def __init__(self, before: Snapshot, now: Snapshot, end: tuple, increments: list[int],
                  log: Any) -> None:
-        self.t0, self.h = before.t, now.t - before.t
+        self.h = now.t - before.t
         place = {id(x): k for k, x in enumerate(before.streams)}
         self.turn = [place[id(x)] for x in now.streams]
         self.issues = [x.i - p for x, p in zip(before.streams, before.positions)]
