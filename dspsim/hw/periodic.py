@@ -208,8 +208,7 @@ def _named(streams: list[Stream], name: str) -> Stream | None:
 
 _end = itemgetter(1)  # a busy stretch's end
 
-# Steps kept per port for states met again later (a stream's next descriptor, say), in
-# the binade they were found in: bounded
+# Steps kept per port for states met again later (a stream's next descriptor, say): bounded
 KNOWN_STEPS = 64
 
 
