@@ -262,6 +262,13 @@ def typed_column(column: str, values: Any) -> np.ndarray:
 TICK_COLUMNS = ("start_cycle", "end_cycle", "ddr_stall_cycles")  # recorded in ticks
 
 
+def in_cycles(column: str, values: Any) -> Any:
+    """A recorded column as the trace reports it: ``TICK_COLUMNS`` from ticks to cycles."""
+    if column in TICK_COLUMNS:
+        return np.asarray(values, dtype=np.float64) / TICKS_PER_CYCLE
+    return values
+
+
 class TraceTable:
     """A run's trace as one numpy array per column (``COLUMNS``): text columns as object arrays,
     ``bytes``/``tile``/``buffer`` as int64, times as float64 cycles; ``rows_dropped`` rows not
@@ -278,10 +285,8 @@ class TraceTable:
     @classmethod
     def from_rows(cls, rows: list[tuple], rows_dropped: int = 0) -> TraceTable:
         """A table of :class:`Recorder` rows (times in ticks)."""
-        cols = dict(zip(COLUMNS, zip(*rows) if rows else [()] * len(COLUMNS)))
-        for c in TICK_COLUMNS:
-            cols[c] = np.asarray(cols[c], dtype=np.float64) / TICKS_PER_CYCLE
-        return cls(cols, rows_dropped)
+        cols = zip(COLUMNS, zip(*rows) if rows else [()] * len(COLUMNS))
+        return cls({c: in_cycles(c, v) for c, v in cols}, rows_dropped)
 
     def __len__(self) -> int:
         return len(self.columns["engine"])
@@ -371,13 +376,10 @@ class TraceRun:
             if self.numbers is not None and c in ("what", "tile"):
                 out.append(self._numbered(c, values))
             elif c in ("start_cycle", "end_cycle"):
-                t = (np.asarray(values, np.int64)[None, :] + steps[:, None]).ravel()
-                out.append(t if in_ticks else t / TICKS_PER_CYCLE)
-            elif c == "ddr_stall_cycles" and not in_ticks:
-                out.append(np.tile(np.asarray(values, np.float64) / TICKS_PER_CYCLE, self.count))
+                out.append((np.asarray(values, np.int64)[None, :] + steps[:, None]).ravel())
             else:
                 out.append(np.tile(typed_column(c, values), self.count))
-        return out
+        return out if in_ticks else [in_cycles(c, v) for c, v in zip(COLUMNS, out)]
 
     def rows(self) -> list[tuple]:
         """The rows, one tuple each (``COLUMNS``' order), booked row after booked row, as
