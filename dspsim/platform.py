@@ -25,10 +25,9 @@ from dspsim.hw.context import RunContext
 from dspsim.hw.core import Core
 from dspsim.hw.dcache import DataCache
 from dspsim.hw.idma import IdmaChannel
-from dspsim.hw.looprun import LoopRun
+from dspsim.hw.finder import Finder, row_loop
 from dspsim.hw.memory import Memory, Ptr
 from dspsim.hw.port import MemoryPort
-from dspsim.hw.rowrun import row_loop
 from dspsim.hw.tcm import TileManager
 from dspsim.probes import AccessLog, PassLog, Recorder
 from dspsim.schema import Params
@@ -159,14 +158,14 @@ class Dsp:
                  values: Callable[[int, int], Any] | None = None, row_elements: int = 1
                  ) -> Any:
         """``for (r = 0; r < rows; r++) row(r);`` with rows alike booked at once
-        (:func:`dspsim.hw.rowrun.row_loop`; ``values(lo, hi)``: rows ``lo:hi``'s values,
+        (:func:`dspsim.hw.finder.row_loop`; ``values(lo, hi)``: rows ``lo:hi``'s values,
         untimed)."""
         return row_loop(self, rows, row, values, row_elements)
 
-    def alike_iterations(self, period: int) -> LoopRun:
+    def alike_iterations(self, period: int) -> Finder:
         """A loop whose iterations, ``period`` apart, run alike while iDMA streams:
-        ``skip(alike, carried)`` books a run of them at once (:mod:`dspsim.hw.looprun`)."""
-        return LoopRun(self, period)
+        ``skip(alike, carried)`` books a run of them at once (:mod:`dspsim.hw.finder`)."""
+        return Finder(self, period)
 
     @contextmanager
     def untimed(self) -> Iterator[None]:

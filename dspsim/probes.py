@@ -128,7 +128,7 @@ class PortLog:
 
 class PassRun:
     """``count`` rows repeating the first row's passes (``template``), each ``shift_ticks``
-    later (:mod:`dspsim.hw.rowrun`)."""
+    later (:mod:`dspsim.hw.finder`)."""
 
     __slots__ = ("template", "count", "shift_ticks")
 
@@ -313,6 +313,14 @@ class TraceTable:
         return self._frame
 
 
+def numbered(label: str) -> tuple[str, int | None]:
+    """``"copy_in #12"`` -> ``("copy_in #", 12)``; a label with no number -> ``(label, None)``."""
+    head, sep, tail = label.rpartition("#")
+    if sep and tail.isdigit():
+        return head + sep, int(tail)
+    return label, None
+
+
 class Labels:
     """The pass, tile and TCM buffer the op on one core works on, stamped on every trace row
     and access. The op sets them; engines read them; the tile numbering fields are public so
@@ -354,7 +362,7 @@ class Labels:
 
 class TraceRun:
     """``count`` booked rows repeating the first row's trace rows (``template``, times in
-    ticks), each ``shift_ticks`` later (:mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`).
+    ticks), each ``shift_ticks`` later (:mod:`dspsim.hw.finder`).
     ``numbers``: per template row, ``None`` or ``(tile step, label head, label number, label
     step)``, how its numbers move on a row (``"copy_in ch0 #12"``)."""
 

@@ -1,5 +1,5 @@
 """Alike tiles at the price of a few: the ping-pong frame's runs of middle tiles, booked at once
-while the channels stream (:mod:`dspsim.hw.looprun`), report exactly what the reference engine
+while the channels stream (:mod:`dspsim.hw.finder`), report exactly what the reference engine
 (``elide=False``: every burst an event) does.
 
 Random configurations (fixed seed) and round-valued ones (integer latencies and setups,
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from dspsim import load_model, simulate
-from dspsim.hw import looprun
+from dspsim.hw import finder
 from dspsim.ops import get_op, op_names
 from dspsim.study.workload import parse_workload, run_workload, task_table
 from tests.test_elision import random_config
@@ -28,13 +28,13 @@ FRAME_OPS = [op for op in op_names() if "pingpong" in get_op(op).variants]
 def booked(monkeypatch):
     """Counts the periods booked at once."""
     count = [0]
-    jump = looprun.LoopRun._jump
+    jump = finder.Finder._jump
 
-    def counted(self, states, periods):
+    def counted(self, notes, periods, *records):
         count[0] += periods
-        return jump(self, states, periods)
+        return jump(self, notes, periods, *records)
 
-    monkeypatch.setattr(looprun.LoopRun, "_jump", counted)
+    monkeypatch.setattr(finder.Finder, "_jump", counted)
     return count
 
 
@@ -142,5 +142,5 @@ def test_tasks_arriving_and_another_core_acting_meanwhile(j6, booked, monkeypatc
     wl = parse_workload({"seed": 1, "stream": streams})
     fast = task_table(run_workload(wl, model, fidelity="burst", reuse=False))
     assert booked[0] > 0
-    monkeypatch.setattr(looprun.LoopRun, "skip", lambda self, alike, carried=None: 0)
+    monkeypatch.setattr(finder.Finder, "skip", lambda self, alike, carried=None: 0)
     assert fast.equals(task_table(run_workload(wl, model, fidelity="burst", reuse=False)))

@@ -1,5 +1,5 @@
 """Identical rows at the price of one: a direct variant's runs of alike rows, booked in closed
-form (:mod:`dspsim.hw.rowrun`), report exactly what the reference engine (``elide=False``:
+form (:mod:`dspsim.hw.finder`), report exactly what the reference engine (``elide=False``:
 every row simulated, event by event) does.
 
 Random configurations (fixed seed) and round-valued ones (integer latencies, power-of-two
@@ -93,12 +93,14 @@ def test_warnings_keep_the_order_rows_raise_them():
     assert fast.events * 5 < ref.events
 
 
-def test_a_port_log_simulates_every_row(j6):
-    """Where every request's record is asked for, every row is simulated (and still equal)."""
+def test_a_port_log_gets_the_booked_rows_requests(j6):
+    """Where every request's record is asked for, rows are still booked, each booked row's
+    requests logged one by one: the log and the trace equal the reference's."""
     fast, ref = check_equal("layernorm", {}, (300, 16), False, "burst", trace=True,
                             port_log=True)
     assert fast.trace.equals(ref.trace) and fast.port_log == ref.port_log
     assert len(fast.trace) == len(ref.trace) == 3 * 300  # three kernel calls a row
+    assert fast.events * 5 < ref.events
 
 
 @pytest.mark.parametrize("latency", [37 + 2.0**-21, 37 + 3 * 2.0**-22, 2.0**-21, 114.006])
@@ -127,10 +129,16 @@ def test_a_whole_trace_holds_the_booked_rows_trace_rows(op, config, shape, data,
     assert stall_summary(fast) == stall_summary(ref)
 
 
-def test_rows_are_booked_with_a_trace_but_not_with_a_row_limit(j6):
-    traced = simulate(j6, "softmax", "direct", shape=(4000, 8), data=False, trace=True)
-    cut = simulate(j6, "softmax", "direct", shape=(4000, 8), data=False, trace=True,
-                   trace_limit=100)
-    ref = simulate(j6, "softmax", "direct", shape=(4000, 8), data=False, elide=False)
-    assert traced.events * 10 < ref.events and cut.events * 2 > ref.events
-    assert len(traced.trace_table) == 4 * 4000
+@pytest.mark.parametrize("limit", [None, 100, 4 * 4000 - 3, 4 * 4000])
+def test_rows_are_booked_with_a_trace_cut_or_whole(j6, limit):
+    """A trace, whole or cut at a row limit (the cut inside a booked run, at its last row, at
+    the end), gets the booked rows' trace rows: the same rows, cut and count as the
+    reference's."""
+    kw = dict(shape=(4000, 8), data=False, trace=True, trace_limit=limit)
+    fast = simulate(j6, "softmax", "direct", **kw)
+    ref = simulate(j6, "softmax", "direct", elide=False, **kw)
+    assert fast.events * 10 < ref.events
+    a, b = fast.trace_table, ref.trace_table
+    assert len(a) == len(b) == min(limit or 4 * 4000, 4 * 4000)
+    assert all(np.array_equal(a[c], b[c]) for c in a.columns)
+    assert fast.trace_cut_cycle == ref.trace_cut_cycle and fast.cycles == ref.cycles

@@ -25,7 +25,7 @@ from dspsim.hw.context import RunContext
 from dspsim.hw.dcache import DataCache
 from dspsim.hw.idma import IdmaChannel, Transfer, check_block
 from dspsim.hw.memory import Ptr
-from dspsim.hw.repeats import IterationRuns
+from dspsim.hw.repeats import IterationRuns, Note
 from dspsim.kernels import get_kernel
 from dspsim.kernels.shapes import LoopShape
 from dspsim.ticks import cycles, ticks
@@ -84,6 +84,25 @@ class Core:
         if self.dcache is not None:
             out["dcache"] = self.dcache.stats()
         return out
+
+    def note(self, st: Note) -> bool:
+        """The core's part of a repeat finder's note (:class:`dspsim.hw.repeats.Note`): waiting
+        on nothing (``False`` if it is), its write buffer's stores still in flight, its
+        counters, its data cache's (which the alike iterations must leave untouched)."""
+        if self.waiting_for is not None:
+            return False
+        now, wb = st.now, self.write_buffer
+        st.key.append((tuple(t > now for t in wb), tuple(sorted(self.stall_ticks)),
+                       tuple(sorted(self.idma_wait_ticks)),
+                       repr(self.dcache.stats()) if self.dcache is not None else None))
+        for i, t in enumerate(wb):
+            if t > now:
+                st.time((wb, i), t)
+        st.acc(self, "compute_ticks", self.compute_ticks)
+        for counters in (self.stall_ticks, self.idma_wait_ticks):
+            for k in sorted(counters):
+                st.acc(counters, k, counters[k])
+        return True
 
     @property
     def ddr_stall_cycles(self) -> float:

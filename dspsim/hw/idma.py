@@ -44,6 +44,7 @@ from dspsim.hw.context import RunContext
 from dspsim.hw.memory import Ptr
 from dspsim.hw.periodic import Repeats, Stream
 from dspsim.hw.port import MemoryPort
+from dspsim.hw.repeats import Note
 from dspsim.ticks import cycles, ticks
 
 
@@ -91,10 +92,41 @@ class Transfer:
             if rest:
                 yield rest
 
+    def note(self, st: Note, started: bool) -> bool:
+        """A descriptor in flight (``started``) or queued, in a repeat finder's note: its
+        shape, numbers, addresses (each end's moves with its memory) and start."""
+        st.key.append((self.channel, self.kind, self.nbytes, self.rows, self.row_bytes,
+                       self.src_pitch, self.dst_pitch, self.pass_name, self.buffer,
+                       self.done.triggered, self.src.mem.name, self.dst.mem.name))
+        if self.done.triggered:
+            return False
+        st.int_((self, "index"), self.index)
+        st.int_((self, "tile"), self.tile)
+        for end in ("src", "dst"):
+            ptr = getattr(self, end)
+            st.int_((_End(self, end), None), ptr.addr, ptr.mem.name)
+        if started:
+            st.time((self, "start"), self.start)
+        return True
+
     def rows_of(self, ptr: Ptr) -> Iterator[tuple[int, int]]:
         """(address, bytes) of each row at ``ptr`` (its source or destination)."""
         pitch = self.src_pitch if ptr is self.src else self.dst_pitch
         return ((ptr.addr + r * pitch, self.row_bytes) for r in range(self.rows))
+
+
+class _End:
+    """A descriptor's end (``src`` / ``dst``, a frozen pointer) as an address a repeat finder
+    moves on (:func:`dspsim.hw.repeats.assign`)."""
+
+    __slots__ = ("transfer", "end")
+
+    def __init__(self, transfer: Transfer, end: str):
+        self.transfer, self.end = transfer, end
+
+    def assign(self, addr: int) -> None:
+        ptr = getattr(self.transfer, self.end)
+        setattr(self.transfer, self.end, Ptr(ptr.mem, addr))
 
 
 def span_bytes(rows: int, row_bytes: int, pitch: int) -> int:
@@ -248,6 +280,40 @@ class IdmaChannel:
                     self.accesses.add(self.name, ptr.mem.name, addr, nbytes, is_write, t.start,
                                       t.end, f"{t.kind} #{t.index}", t.tile, t.pass_name)
         self.accesses.finish(self.name, t.end)
+
+    def note(self, st: Note) -> bool:
+        """The channel's part of a repeat finder's note (:class:`dspsim.hw.repeats.Note`): its
+        counters, the descriptors in flight and queued (their shapes, numbers, addresses and
+        start), the walk of the one moving; ``False`` where nothing may be booked from here
+        (a walk the fast-forward does not know, a descriptor done but not yet let go)."""
+        for attr in ("submitted", "completed", "bytes_moved"):
+            st.int_((self, attr), getattr(self, attr))
+        st.acc(self, "busy_ticks", self.busy_ticks)
+        current = self.current
+        if current is not None and current is not self._issued[0]:
+            return False
+        st.key.append((current is not None, len(self.fifo.items), len(self._issued), self.ring))
+        for j, t in enumerate(self._issued):
+            if not t.note(st, started=j == 0 and current is not None):
+                return False
+        return current is None or self._note_walk(st)
+
+    def _note_walk(self, st: Note) -> bool:
+        """The walk of the descriptor moving: where it is, what it has in flight."""
+        port = self.port_of(self.current)
+        stream = next((x for x in (port.repeats.streams if port.repeats else ())
+                       if x.process is self.process), None)
+        if stream is None:
+            return False
+        now, inflight = st.now, stream.inflight
+        st.key.append((stream.i, stream.now is None, stream.kind, stream.count,
+                       tuple(x > now for x in inflight)))
+        if stream.now is not None:
+            st.time((stream, "now"), stream.now)
+        for j, x in enumerate(inflight):
+            if x > now:
+                st.time((inflight, j), x)
+        return True
 
     def known(self, t: Transfer) -> bool:
         """The fast-forward knows the transfer's walk: one port, the bursts of a 1-D one, no

@@ -11,8 +11,8 @@ request takes ``latency + bytes / bandwidth``.
 With a *uniform* policy (one latency: J6's) requests complete in issue order, so the slots are a
 ring turned one step a request; the inlined burst loop (:meth:`MemoryPort.stream`),
 :meth:`MemoryPort.shift`, :meth:`MemoryPort.relative_state` and the fast-forwards
-(:mod:`dspsim.hw.periodic`, :mod:`~dspsim.hw.looprun`, :mod:`~dspsim.hw.rowrun`,
-:mod:`~dspsim.hw.repeats`) rely on it. Otherwise a request takes the slot that frees first and
+(:mod:`dspsim.hw.periodic`, :mod:`~dspsim.hw.finder`, :mod:`~dspsim.hw.repeats`) rely on
+it. Otherwise a request takes the slot that frees first and
 requests are booked one by one (same cycles as the reference engine).
 
 Service is deterministic and FIFO, so a completion is known at issue: the port computes it then
@@ -24,7 +24,7 @@ booked ahead), or FIFO order would be wrong.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dspsim.config import MemoryCfg
 from dspsim.hw.context import RunContext
@@ -32,6 +32,9 @@ from dspsim.hw.periodic import Repeats, RingState
 from dspsim.hw.policy import transfer_cycles
 from dspsim.probes import PortLog
 from dspsim.ticks import cycles
+
+if TYPE_CHECKING:
+    from dspsim.hw.repeats import Note
 
 __all__ = ["MemoryPort", "DdrPort", "RingState", "transfer_cycles"]
 
@@ -257,7 +260,7 @@ class MemoryPort:
     def shift(self, before: int, now_slot: int, runs: int, now: int, dt: int) -> None:
         """Move the port on by ``runs`` repeats of a stretch that turned its next slot from
         ``before`` to ``now_slot`` and lasted ``dt / runs`` (a booked run,
-        :mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`, :mod:`dspsim.hw.repeats`): what is
+        :mod:`dspsim.hw.finder`, :mod:`dspsim.hw.repeats`): what is
         in flight after ``now`` moves by ``dt`` (on a port that is no ring every slot's free
         time, whose order picks the next slot), the slots turn as the requests turned them."""
         m = self.max_outstanding
@@ -271,6 +274,19 @@ class MemoryPort:
         if self._path_free > now:
             self._path_free += dt
         self._recent = deque((max(a, now) + dt, e + dt) for a, e in self._recent if e > now)
+
+    def note(self, st: Note) -> None:
+        """The port's part of a repeat finder's note (:class:`dspsim.hw.repeats.Note`): the
+        walks on it, its slots and data path relative to now (:meth:`relative_state`), its
+        next slot, its counters."""
+        state, held, ns = self.relative_state(st.now)
+        st.key += [self.flows, state]
+        st.latest = max(st.latest, held)
+        st.rings.append(ns)
+        st.int_((self, "bytes_read"), self.bytes_read)
+        st.int_((self, "bytes_written"), self.bytes_written)
+        st.acc(self, "contention_ticks", self.contention_ticks)
+        st.acc(self, "path_busy_ticks", self._path_busy)
 
     def relative_state(self, now: int) -> tuple[tuple, int, int]:
         """What a later request can tell, relative to ``now``: each slot from the next (free

@@ -34,9 +34,68 @@ class Snapshot:
     trace_rows: int = 0
 
 
+class Note:
+    """The platform at one loop top or row start, as :class:`dspsim.hw.finder.Finder` notes it
+    and each engine adds its part (``note(st)``): ``key`` must be equal at every note; ``times``
+    absolute times moving with now (``time_at`` where each lives, ``None`` if moved otherwise);
+    ``ints`` numbers moving one step a period (``int_at``; ``int_mem`` the memory of an
+    address); ``accs`` growing counters (``acc_at``); ``records`` the access log's kept
+    accesses (rebuilt from ``ints[i]`` and ``times[j]`` on); ``latest`` the latest of the times
+    held; ``foreign`` the first queued event not owned, ``queue`` the owned (event, time);
+    ``rings`` each port's next slot; ``logged`` each record's (kept, dropped); ``passes`` the
+    passes begun and ``last_pass`` a copy of the last."""
+
+    __slots__ = ("now", "alike", "key", "times", "time_at", "ints", "int_at", "int_mem",
+                 "accs", "acc_at", "records", "latest", "foreign", "queue", "rings", "logged",
+                 "passes", "last_pass")
+
+    def __init__(self, now: int, alike: int):
+        self.now = now
+        self.alike = alike
+        self.key: list[Any] = []
+        self.times: list[int] = []
+        self.time_at: list[tuple[Any, Any] | None] = []
+        self.ints: list[int] = []
+        self.int_at: list[tuple[Any, Any] | None] = []
+        self.int_mem: list[str | None] = []
+        self.accs: list[int] = []
+        self.acc_at: list[tuple[Any, Any]] = []
+        self.records: list[tuple[list, int, str | None, int, int]] = []
+        self.latest = now
+        self.foreign: float = math.inf
+        self.queue: list[tuple[Any, int]] = []
+        self.rings: list[int] = []
+        self.logged: list[tuple[int, int]] = []
+        self.passes = 0
+        self.last_pass: dict[str, Any] | None = None
+
+    def time(self, at: tuple[Any, Any] | None, t: int) -> None:
+        """An absolute time (held at ``at``: ``owner[key]`` or ``owner.key``) that moves with
+        now."""
+        self.times.append(t)
+        self.time_at.append(at)
+        if t > self.latest:
+            self.latest = t
+
+    def int_(self, at: tuple[Any, Any] | None, n: int, mem: str | None = None) -> None:
+        """A number that moves one step a period (an address in ``mem``: one step for all of
+        that memory's)."""
+        self.ints.append(n)
+        self.int_at.append(at)
+        self.int_mem.append(mem)
+
+    def acc(self, owner: Any, attr: Any, x: int) -> None:
+        """A counter that only grows."""
+        self.accs.append(x)
+        self.acc_at.append((owner, attr))
+
+
 def assign(owner: Any, key: Any, value: Any) -> None:
-    """``owner[key] = value`` for a dict, list or deque, else ``setattr`` (a booked counter)."""
-    if isinstance(owner, (dict, list, deque)):
+    """``owner[key] = value`` for a dict, list or deque, ``owner.assign(value)`` for what has
+    one (a descriptor's end), else ``setattr`` (a booked counter)."""
+    if hasattr(owner, "assign"):
+        owner.assign(value)
+    elif isinstance(owner, (dict, list, deque)):
         owner[key] = value
     else:
         setattr(owner, key, value)

@@ -1,7 +1,7 @@
-"""The platform as the fast-forwards (:mod:`dspsim.hw.rowrun`, :mod:`dspsim.hw.looprun`) see it:
-what they read and move of a core and its platform (:class:`dspsim.platform.Dsp`,
+"""The platform as the repeat finder (:mod:`dspsim.hw.finder`) sees it: what it reads and
+moves of a core and its platform (:class:`dspsim.platform.Dsp`,
 :class:`~dspsim.platform.Platform`). Declared below the platform, so that the platform imports
-the fast-forwards and never the reverse.
+the finder and never the reverse.
 """
 
 from __future__ import annotations

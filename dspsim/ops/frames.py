@@ -87,7 +87,7 @@ def hb_dsp_ping_pong_frame(dsp: Dsp, dst: Ptr, src: Ptr, src_idma: list[Ptr],
         block_start += block
 
     # a run of full middle tiles, two apart (both buffers back in their roles), may be booked
-    # at once while the channels stream (the model's, not the C's: dspsim.hw.looprun)
+    # at once while the channels stream (the model's, not the C's: dspsim.hw.finder)
     alike = dsp.alike_iterations(period=2)
     while i < length:
         booked = alike.skip((length - block_start) // block if block_start < length else 0,

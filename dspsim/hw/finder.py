@@ -1,0 +1,409 @@
+"""The repeat finder: runs of alike loop iterations or rows at the price of a few.
+
+A loop whose iterations run alike asks the finder at each iteration top
+(:meth:`Finder.skip`): the ping-pong frame's middle tiles (each waits for its input, runs the
+same kernels in the same TCM buffer, copies out and prefetches on the same channel while the
+other channel streams the next tile; a *period* is two tiles, buffers and channels back in
+their roles), and an op's rows (:func:`row_loop`: each row runs the same kernel calls on its
+own bytes at the same offsets; a period is a row). Now and then the finder notes the platform
+at three period starts (:class:`~dspsim.hw.repeats.Note`), each engine adding its part:
+SimPy's queue (only the channels' wake-ups may lie in the booked stretch; read through
+:mod:`dspsim.hw.clock`), the core (:meth:`dspsim.hw.core.Core.note`), every channel with its
+descriptors in flight and queued (:meth:`dspsim.hw.idma.IdmaChannel.note`), every port's
+slots and data path (:meth:`dspsim.hw.port.MemoryPort.note`), the access log, the op's trace
+labels, tiles and warnings, the other cores (still). When every relative time, structural
+field and number step agree, the following periods are booked at once: times move by
+``J x D``, numbers by ``J`` steps, counters grow ``J`` times, the loop's counters move on, and
+the records get the booked periods' entries, the last period's ``D`` apart: the passes as one
+block (:class:`~dspsim.probes.PassRun`), the trace its rows as one block
+(:class:`~dspsim.probes.TraceRun`; row by row under a row limit), a port's request log its
+requests one by one (its limit counts those past it).
+
+Why exact: times and counters are integers (ticks, :mod:`dspsim.ticks`), so a period, which
+adds constants to times, subtracts two times and compares, commutes with every shift; seen to
+take the state ``S`` to ``S + D`` twice, it gives every later period start ``S + jD``.
+Addresses only pick the memory (the same, for a tile inside one array) and decide overlaps;
+all of one memory move by the same step, so no overlap appears or vanishes. No foreign event
+may lie before what the booked periods hold (``latest``), so SimPy's order of equal-time events
+is kept.
+
+Booked only by the elided engine. With the data path on, a loop's booked iterations would
+skip their values: only rows are booked then, with no channel moving, their values computed in
+one untimed batch (``values(lo, hi)``, :meth:`dspsim.platform.Dsp.untimed`). Nothing here knows
+an op: the op promises alike iterations, the notes see that the engines agree.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+from dspsim.hw.clock import put_into, requeue, set_now, waits_on
+from dspsim.hw.clock import queued as queued_events
+from dspsim.hw.repeats import (LogTicks, Note, assign, book_requests, next_entries,
+                               next_requests, room)
+from dspsim.probes import PassRun, PortLog, TraceRun, numbered
+
+if TYPE_CHECKING:
+    from dspsim.hw.views import DspView
+
+Proc = Generator[Any, Any, Any]
+# periods run one by one between two notes after a note that found no run (doubling from 0)
+MAX_PROBE_GAP_PERIODS = 16
+# the booked rows' values are computed this many elements at a time (whole rows, one at least)
+VALUES_BATCH_ELEMENTS = 1 << 18
+
+
+class Finder:
+    """The alike iterations of one loop on ``dsp``'s core, ``period`` iterations apart;
+    ``rows``: an op's row loop (booked with the data path on too, its values batched)."""
+
+    def __init__(self, dsp: DspView, period: int, rows: bool = False):
+        ctx = dsp.platform.ctx
+        self.dsp = dsp
+        self.env = ctx.env
+        self.period = period
+        self.data = ctx.data
+        self.ports = [m.port for m in dsp.platform.memories.values()]
+        # the records kept as the periods run (the trace, the ports' request logs) get the
+        # booked ones'
+        self.recorder = ctx.recorder if ctx.recorder.enabled else None
+        self.logs: list[Any] = [self.recorder, *[p.log for p in self.ports]]
+        self.enabled = (ctx.elide and (rows or not ctx.data) and all(
+            p.log is None or isinstance(p.log, PortLog) for p in self.ports))
+        self._tick = 0  # iterations since the last note (or jump, or failure)
+        self._gap = 0  # periods to run before the next note
+        self._notes: list[Note] = []
+
+    def skip(self, alike: int, carried: Any = None) -> int:
+        """At an iteration top, book at once (a multiple of ``period``) as many of the ``alike``
+        iterations ahead (same code, same sizes) as provably repeat the last ones, the loop's
+        ``carried`` values unchanged; return how many (the caller moves its counters on)."""
+        if not self.enabled:
+            return 0
+        self._tick += 1
+        if self._tick <= self.period * self._gap or (self._tick - 1) % self.period:
+            return 0
+        notes = self._notes
+        if alike < (3 - len(notes)) * self.period:  # too few left to book one
+            notes.clear()
+            return 0
+        st = self._note(alike, pickle.dumps(carried))
+        if st is None:
+            return self._failed()
+        notes.append(st)
+        if len(notes) < 3:
+            return 0
+        periods = self._run_length(notes)
+        records = self._next_records(notes) if periods > 0 else None
+        passes = self._next_passes(notes) if periods > 0 else None
+        if periods < 0 or (periods > 0 and (records is None or passes is None)):
+            return self._failed()
+        if periods == 0:  # alike, but another's event comes too soon: look again a period on
+            del notes[0]
+            return 0
+        self._jump(notes, periods, records, passes)
+        notes.clear()
+        self._tick, self._gap = 0, 0
+        return periods * self.period
+
+    def _failed(self) -> int:
+        self._notes.clear()
+        self._tick, self._gap = 0, min(2 * self._gap + 1, MAX_PROBE_GAP_PERIODS)
+        return 0
+
+    # ------------------------------------------------------------------ noting
+    def _note(self, alike: int, carried: bytes) -> Note | None:
+        """The platform at an iteration top; ``None`` where nothing may be booked from it."""
+        dsp = self.dsp
+        if not self._others_still():
+            return None
+        st = Note(self.env.now, alike)
+        st.logged = [(len(x.rows) if x is self.recorder else len(x), x.dropped)
+                     if x is not None else (0, 0) for x in self.logs]
+        st.passes = len(dsp.passes)
+        st.last_pass = dict(dsp.passes[-1]) if st.passes else None
+        st.key.append(carried)
+        if not (self._waits(st) and dsp.core.note(st) and self._channels(st)):
+            return None
+        self._op(st)
+        for p in self.ports:
+            p.note(st)
+        _accesses(st, dsp.platform.ctx.accesses)
+        st.key = tuple(st.key)
+        return st
+
+    def _others_still(self) -> bool:
+        """No other core's engine moves (a cheap look before a whole note): with two loops at
+        once the platform's state repeats only by chance. With the data path on, no channel
+        moves at all (what it lands is not kept)."""
+        for other in self.dsp.platform.dsps:
+            mine = other is self.dsp
+            if mine and not self.data:
+                continue
+            if (not mine and other.core.waiting_for is not None) or any(
+                    ch.current is not None or ch.fifo.items for ch in other.idma):
+                return False
+        return True
+
+    def _waits(self, st: Note) -> bool:
+        """Who waits until when: channels' walks and just-queued descriptors (owned), anything
+        else (foreign: only the first time kept). ``False`` if a channel in flight has no
+        wake-up queued."""
+        walking, fifos = {}, {}
+        for other in self.dsp.platform.dsps:
+            for ch in other.idma:
+                target = waits_on(ch.process)
+                if ch.current is not None and target is not None:
+                    walking[id(target)] = ch
+                fifos[id(ch.fifo)] = ch
+        order = []
+        for when, eid, event in queued_events(self.env):
+            ch = walking.pop(id(event), None)
+            if ch is not None:
+                order.append((when, eid, ch.name, event))
+            elif id(put_into(event)) in fifos:
+                order.append((when, eid, f"put {fifos[id(put_into(event))].name}", event))
+            elif when < st.foreign:
+                st.foreign = when
+        if walking:
+            return False
+        order.sort(key=lambda q: q[:2])
+        st.key.append(tuple(name for _, _, name, _ in order))
+        for when, _, _, event in order:
+            st.queue.append((event, when))
+            st.time(None, when)  # requeue moves it
+        return True
+
+    def _channels(self, st: Note) -> bool:
+        """Every channel of every core (other cores' own state only compared: they must be
+        still)."""
+        for other in self.dsp.platform.dsps:
+            if other is not self.dsp:
+                st.key += [other.core.waiting_for, repr(other.core.stats())]
+            for ch in other.idma:
+                if not ch.note(st):
+                    return False
+        return True
+
+    def _op(self, st: Note) -> None:
+        """The op's trace labels (tile numbers move on), the tiles each pass has numbered, its
+        warnings (with the data path on, the booked rows' values redo their checks)."""
+        dsp = self.dsp
+        labels = dsp.labels
+        st.key += [labels.pass_name, labels.buffer, tuple(sorted(dsp.tiles_seen.items()))]
+        if not self.data:
+            st.key.append(tuple((w["code"], w["count"])
+                                for w in dsp.platform.warnings.values()))
+        for attr in ("tile_number", "tile_base", "tile_next"):
+            st.int_((labels, attr), getattr(labels, attr))
+
+    # ------------------------------------------------------------------ the run
+    def _run_length(self, s: list[Note]) -> int:
+        """How many periods after the three starts ``s`` repeat the last: -1 if they do not,
+        0 if no period fits before another's event (a period on, one may)."""
+        s0, s1, s2 = s
+        if not (s0.key == s1.key == s2.key
+                and s0.alike - s1.alike == self.period == s1.alike - s2.alike):
+            return -1
+        d = s1.now - s0.now
+        if not (d > 0 and s2.now - s1.now == d):
+            return -1
+        for a, b, c in zip(s0.times, s1.times, s2.times):
+            if not (b - s1.now == a - s0.now and c - s2.now == b - s1.now):
+                return -1
+        steps: dict[str, int] = {}  # per memory: the one step of every address in it
+        for a, b, c, mem in zip(s0.ints, s1.ints, s2.ints, s2.int_mem):
+            if c - b != b - a:
+                return -1
+            if mem is not None and steps.setdefault(mem, b - a) != b - a:
+                return -1
+        for p, a, b, c in zip(self.ports, s0.rings, s1.rings, s2.rings):
+            m = p.max_outstanding
+            if (b - a) % m != (c - b) % m:
+                return -1
+        for a, b, c in zip(s0.accs, s1.accs, s2.accs):
+            if b < a or c - b != b - a:
+                return -1
+        return max(0, min(s2.alike // self.period, room(s2.latest, d, s2.foreign)))
+
+    def _next_passes(self, s: list[Note]) -> list[dict[str, Any]] | None:
+        """The passes the period after ``s[2]`` begins (those of the last, ``D`` later), if the
+        two periods noted began the same passes ``D`` apart, ended them, and left the earlier
+        ones alone; ``None`` if not."""
+        s0, s1, s2 = s
+        d = s2.now - s1.now
+        passes = self.dsp.passes
+        if not (s1.passes - s0.passes == s2.passes - s1.passes >= 0):
+            return None
+        for note in (s0, s1):
+            if note.passes and passes[note.passes - 1] != note.last_pass:
+                return None
+        template = []
+        for a, b in zip(passes[s0.passes:s1.passes], passes[s1.passes:s2.passes]):
+            if (a["end_tick"] is None or b["end_tick"] is None or a["name"] != b["name"]
+                    or b["start_tick"] != a["start_tick"] + d
+                    or b["end_tick"] != a["end_tick"] + d):
+                return None
+            template.append({"name": b["name"], "start_tick": b["start_tick"] + d,
+                             "end_tick": b["end_tick"] + d})
+        return template
+
+    def _next_records(self, s: list[Note]) -> list[Any] | None:
+        """What each record (:attr:`logs`) gets in the period after ``s[2]`` if both noted
+        periods gave it the same, ``D`` apart (:func:`~dspsim.hw.repeats.next_entries`; a
+        trace's ``(template, numbers)``, numbers one step on as :class:`~dspsim.probes.TraceRun`
+        moves them): ``None`` for no record; ``None`` if a record's periods differ."""
+        d = s[2].now - s[1].now
+        out: list[Any] = []
+        for k, log in enumerate(self.logs):
+            if log is None:
+                out.append(None)
+                continue
+            kept, follow = ((log.rows, _next_rows) if log is self.recorder
+                            else (LogTicks(log), next_requests))
+            entries = next_entries([x.logged[k] for x in s], kept, follow, d)
+            if entries is None:
+                return None
+            out.append(entries)
+        return out
+
+    def _book_records(self, records: list[Any], periods: int, d: int) -> None:
+        """Each record's entries of ``periods`` booked periods: the trace's as one
+        :class:`~dspsim.probes.TraceRun` block (row by row under a row limit), a request log's
+        entry by entry (it counts what passes its limit)."""
+        for log, entries in zip(self.logs, records):
+            if entries is None:
+                continue
+            if log is not self.recorder:
+                book_requests(log, entries, periods, d)
+            elif entries[0] == "drop":
+                log.dropped += periods * entries[1]
+            elif not entries[1][0]:
+                continue  # (the periods recorded no row)
+            elif log.limit is None:
+                log.append_run(TraceRun(entries[1][0], periods, d, entries[1][1]))
+            else:  # row by row up to one period past the limit (it sets the cut), then counted
+                template, numbers = entries[1]
+                shown = min(periods, max(0, log.limit - len(log.rows)) // len(template) + 1)
+                for row in TraceRun(template, shown, d, numbers).rows():
+                    log.record(*row)
+                log.dropped += (periods - shown) * len(template)
+
+    def _jump(self, s: list[Note], periods: int, records: list[Any],
+              passes: list[dict[str, Any]]) -> None:
+        """Book ``periods`` periods like the last one from now (the note ``s[2]``)."""
+        _, s1, s2 = s
+        now = s2.now
+        d = now - s1.now
+        dt = periods * d
+        ints = [c + periods * (c - b) if c != b else c for b, c in zip(s1.ints, s2.ints)]
+        times = [t + dt for t in s2.times]
+        for at, n in zip(s2.int_at, ints):
+            if at is not None:
+                assign(at[0], at[1], n)
+        for at, t in zip(s2.time_at, times):
+            if at is not None:
+                assign(at[0], at[1], t)
+        for (owner, attr), b, c in zip(s2.acc_at, s1.accs, s2.accs):
+            if c != b:
+                assign(owner, attr, c + periods * (c - b))
+        for kept, j, prefix, i, k in s2.records:  # frozen: each is rebuilt
+            lo, hi, tile, seq = ints[i:i + 4]
+            what = kept[j].what if prefix is None else f"{prefix}{ints[i + 4]}"
+            kept[j] = kept[j]._replace(lo=lo, hi=hi, tile=tile, seq=seq, what=what,
+                                        start=times[k], end=times[k + 1])
+        for p, a, b in zip(self.ports, s1.rings, s2.rings):
+            p.shift(a, b, periods, now, dt)
+            if p.repeats is not None:
+                p.repeats.reset()  # its noted states are of times now passed
+        if passes:
+            self.dsp.passes.append_run(PassRun(passes, periods, d))
+        self._book_records(records, periods, d)
+        requeue(self.env, {id(event): t + dt for event, t in s2.queue})
+        set_now(self.env, now + dt)
+
+
+def _accesses(st: Note, acc: Any) -> None:
+    """The access log, when kept: the accesses in flight, those kept for the hazard check
+    (frozen records, rebuilt from their numbers and times when booked), its numbering."""
+    if not acc.enabled:
+        return
+    st.key += [len(acc.pairs), acc.dropped, tuple(sorted(acc.in_flight))]
+    st.int_((acc, "seq"), acc.seq)
+    for engine in sorted(acc.in_flight):
+        st.time((acc.in_flight, engine), acc.in_flight[engine])
+    for memory in sorted(acc.active):
+        kept = acc.active[memory]
+        st.key.append((memory, len(kept)))
+        for j, a in enumerate(kept):
+            what, number = numbered(a.what)  # a descriptor's "copy_in #12"
+            st.key.append((a.engine, a.write, what, a.pass_name, a.hi - a.lo))
+            st.records.append((kept, j, what if number is not None else None,
+                               len(st.ints), len(st.times)))
+            st.int_(None, a.lo, memory)
+            st.int_(None, a.hi, memory)
+            st.int_(None, a.tile)
+            st.int_(None, a.seq)
+            if number is not None:
+                st.int_(None, number)
+            st.time(None, a.start)
+            st.time(None, a.end)
+
+
+def _next_rows(first: list, last: list, d: int) -> tuple[list[tuple], list] | None:
+    """The trace rows of the period after ``last`` (``first`` before it) and how their numbers
+    move (:class:`~dspsim.probes.TraceRun`); ``None`` unless both are alike, ``d`` apart."""
+    if len(first) != len(last):
+        return None
+    template, numbers = [], []
+    for a, b in zip(first, last):  # (engine, kind, what, start, end, bytes, tile, ...)
+        if not (isinstance(a, tuple) and isinstance(b, tuple) and a[:2] == b[:2]
+                and a[5] == b[5] and a[7:] == b[7:] and b[3] == a[3] + d and b[4] == a[4] + d):
+            return None
+        (head, n), (head_b, m) = numbered(a[2]), numbered(b[2])
+        if head != head_b or (n is None) != (m is None):
+            return None
+        step = b[6] - a[6]
+        template.append((*b[:3], b[3] + d, b[4] + d, b[5], b[6] + step, *b[7:]))
+        numbers.append((step, None, 0, 0) if n is None else (step, head, 2 * m - n, m - n))
+    return template, numbers
+
+
+def row_loop(dsp: DspView, rows: int, row: Callable[[int], Proc],
+             values: Callable[[int, int], Proc] | None = None, row_elements: int = 1) -> Proc:
+    """``for r in range(rows): yield from row(r)``, booking runs of alike rows at once (module
+    doc); every ``row(r)`` runs the same kernel calls on its own bytes at the same offsets.
+    ``values(lo, hi)``: rows ``lo:hi``'s calls as one untimed batch, run for booked rows when the
+    data path is on, in batches of about ``VALUES_BATCH_ELEMENTS`` (rows of ``row_elements``)."""
+    finder = Finder(dsp, period=1, rows=True)
+    r = 0
+    while r < rows:
+        booked = finder.skip(rows - r)
+        if booked and values is not None and dsp.move_data:
+            step = max(1, VALUES_BATCH_ELEMENTS // max(1, row_elements))
+            with dsp.untimed():
+                for lo in range(r, r + booked, step):
+                    _values(dsp.platform.warnings, values, lo, min(lo + step, r + booked))
+        r += booked
+        if r < rows:
+            yield from row(r)
+            r += 1
+
+
+def _values(warnings: dict[str, dict[str, Any]], values: Callable[[int, int], Proc],
+            lo: int, hi: int) -> None:
+    """Run ``values(lo, hi)`` (untimed: it must yield nothing). Warnings list in the order their
+    codes first fire row by row, so a batch raising two new codes is undone and rerun in halves
+    (a row's outputs do not overwrite its inputs: recomputing gives the same values)."""
+    before = {code: dict(w) for code, w in warnings.items()}
+    for _ in values(lo, hi):
+        raise RuntimeError("a row loop's values(lo, hi) yielded an event: it must only "
+                           "compute")
+    if hi - lo > 1 and len(warnings) - len(before) > 1:
+        warnings.clear()
+        warnings.update(before)
+        mid = (lo + hi) // 2
+        _values(warnings, values, lo, mid)
+        _values(warnings, values, mid, hi)
