@@ -24,8 +24,8 @@ from dspsim.errors import AllocationError, DspsimInputError
 from dspsim.hw.context import RunContext
 from dspsim.hw.core import Core
 from dspsim.hw.dcache import DataCache
-from dspsim.hw.idma import IdmaChannel
 from dspsim.hw.finder import Finder, row_loop
+from dspsim.hw.idma import IdmaChannel
 from dspsim.hw.memory import Memory, Ptr
 from dspsim.hw.port import MemoryPort
 from dspsim.hw.tcm import TileManager

@@ -41,8 +41,16 @@ from typing import TYPE_CHECKING, Any
 
 from dspsim.hw.clock import put_into, requeue, set_now, waits_on
 from dspsim.hw.clock import queued as queued_events
-from dspsim.hw.repeats import (LogTicks, Note, assign, book_requests, next_entries,
-                               next_requests, room)
+from dspsim.hw.repeats import (
+    LogTicks,
+    Note,
+    alike,
+    book,
+    book_requests,
+    next_entries,
+    next_requests,
+    room,
+)
 from dspsim.probes import PassRun, PortLog, TraceRun, numbered
 
 if TYPE_CHECKING:
@@ -204,28 +212,11 @@ class Finder:
         """How many periods after the three starts ``s`` repeat the last: -1 if they do not,
         0 if no period fits before another's event (a period on, one may)."""
         s0, s1, s2 = s
-        if not (s0.key == s1.key == s2.key
-                and s0.alike - s1.alike == self.period == s1.alike - s2.alike):
+        if not (s0.alike - s1.alike == self.period == s1.alike - s2.alike):
             return -1
-        d = s1.now - s0.now
-        if not (d > 0 and s2.now - s1.now == d):
+        d = alike(s, self.ports)
+        if d <= 0:
             return -1
-        for a, b, c in zip(s0.times, s1.times, s2.times):
-            if not (b - s1.now == a - s0.now and c - s2.now == b - s1.now):
-                return -1
-        steps: dict[str, int] = {}  # per memory: the one step of every address in it
-        for a, b, c, mem in zip(s0.ints, s1.ints, s2.ints, s2.int_mem):
-            if c - b != b - a:
-                return -1
-            if mem is not None and steps.setdefault(mem, b - a) != b - a:
-                return -1
-        for p, a, b, c in zip(self.ports, s0.rings, s1.rings, s2.rings):
-            m = p.max_outstanding
-            if (b - a) % m != (c - b) % m:
-                return -1
-        for a, b, c in zip(s0.accs, s1.accs, s2.accs):
-            if b < a or c - b != b - a:
-                return -1
         return max(0, min(s2.alike // self.period, room(s2.latest, d, s2.foreign)))
 
     def _next_passes(self, s: list[Note]) -> list[dict[str, Any]] | None:
@@ -293,35 +284,18 @@ class Finder:
 
     def _jump(self, s: list[Note], periods: int, records: list[Any],
               passes: list[dict[str, Any]]) -> None:
-        """Book ``periods`` periods like the last one from now (the note ``s[2]``)."""
-        _, s1, s2 = s
-        now = s2.now
-        d = now - s1.now
-        dt = periods * d
-        ints = [c + periods * (c - b) if c != b else c for b, c in zip(s1.ints, s2.ints)]
-        times = [t + dt for t in s2.times]
-        for at, n in zip(s2.int_at, ints):
-            if at is not None:
-                assign(at[0], at[1], n)
-        for at, t in zip(s2.time_at, times):
-            if at is not None:
-                assign(at[0], at[1], t)
-        for (owner, attr), b, c in zip(s2.acc_at, s1.accs, s2.accs):
-            if c != b:
-                assign(owner, attr, c + periods * (c - b))
-        for kept, j, prefix, i, k in s2.records:  # frozen: each is rebuilt
-            lo, hi, tile, seq = ints[i:i + 4]
-            what = kept[j].what if prefix is None else f"{prefix}{ints[i + 4]}"
-            kept[j] = kept[j]._replace(lo=lo, hi=hi, tile=tile, seq=seq, what=what,
-                                        start=times[k], end=times[k + 1])
-        for p, a, b in zip(self.ports, s1.rings, s2.rings):
-            p.shift(a, b, periods, now, dt)
+        """Book ``periods`` periods like the last one from now (the note ``s[2]``): the
+        engines (:func:`~dspsim.hw.repeats.book`), the records, the queued wake-ups, the
+        clock."""
+        now, d = s[2].now, s[2].now - s[1].now
+        dt = book(s, periods, self.ports)
+        for p in self.ports:
             if p.repeats is not None:
                 p.repeats.reset()  # its noted states are of times now passed
         if passes:
             self.dsp.passes.append_run(PassRun(passes, periods, d))
         self._book_records(records, periods, d)
-        requeue(self.env, {id(event): t + dt for event, t in s2.queue})
+        requeue(self.env, {id(event): t + dt for event, t in s[2].queue})
         set_now(self.env, now + dt)
 
 

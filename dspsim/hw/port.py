@@ -291,13 +291,15 @@ class MemoryPort:
     def relative_state(self, now: int) -> tuple[tuple, int, int]:
         """What a later request can tell, relative to ``now``: each slot from the next (free
         time less ``now`` if after it, else on a port that is no ring its rank among the free
-        ones, which picks the next slot; holder), the data path likewise with its owner, the
-        busy stretches still crossing; with the latest time held and the next slot."""
+        ones, which picks the next slot; the holder of a slot still taken: a request waiting
+        for it counts contention unless it is the holder's), the data path likewise with its
+        owner, the busy stretches still crossing; with the latest time held and the next
+        slot."""
         m, ns = self.max_outstanding, self._next_slot
         slots, holders = self._slot_free, self._slot_holder
         past = {} if self.ring else {t: k for k, t in enumerate(sorted(
             {t for t in slots if t <= now}))}
-        ring = tuple((slots[j] - now if slots[j] > now else past.get(slots[j]), holders[j])
+        ring = tuple((slots[j] - now, holders[j]) if slots[j] > now else (past.get(slots[j]),)
                      for j in ((ns + i) % m for i in range(m)))
         path = self._path_free - now if self._path_free > now else None
         recent = tuple((max(s, now) - now, e - now) for s, e in self._recent if e > now)

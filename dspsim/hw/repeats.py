@@ -1,37 +1,25 @@
-"""What the repeat finders share: the engines' state at a few starts, and how far a run of alike
-steps may be booked.
+"""The one repeat check: the platform noted at three starts, and how a run of alike periods is
+booked.
 
-A step taking the engines from ``S`` to ``S + D`` twice goes on doing so while nothing else acts
-(times and counters are integers, :mod:`dspsim.hw.clock`: ``S + kD`` is exact at any ``k``):
-:func:`room` counts the steps that fit before another's event, :func:`repeats` checks three
-notes. :class:`IterationRuns` books runs of alike iterations inside one kernel call's walk.
+Each engine adds its part of a note (``note(st)``: :meth:`dspsim.hw.core.Core.note`,
+:meth:`dspsim.hw.idma.IdmaChannel.note`, :meth:`dspsim.hw.port.MemoryPort.note`; a data
+cache its :meth:`~dspsim.hw.dcache.DataCache.relative_state`): what must be equal (``key``),
+the times that move with now, the numbers that move a step a period, the counters that grow.
+Three notes a period ``D`` apart that agree (:func:`alike`) show a period taking the state ``S``
+to ``S + D`` twice; times and counters being integers (:mod:`dspsim.ticks`), it goes on doing so
+while nothing else acts, and :func:`book` moves every noted place on by ``J`` periods at once
+(each port by its own :meth:`~dspsim.hw.port.MemoryPort.shift`). Two places take notes: a loop
+top or a row start (:mod:`dspsim.hw.finder`) and a kernel call's iteration end inside its walk
+(:class:`IterationRuns`). :func:`room` counts the periods that fit before another's event.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 from dspsim.probes import PortLog
-
-
-@dataclass
-class Snapshot:
-    """The engines at a row start (or an iteration's end): ``key`` their state relative to
-    ``now``, ``floats`` / ``ints`` the counters (ticks and
-    counts, all integers), ``rings`` each
-    port's next slot, the passes booked (``last_pass`` a copy of the last), the trace's length."""
-
-    now: int
-    key: tuple
-    floats: list[int]
-    ints: list[int]
-    rings: list[int]
-    passes: int = 0  # (the row loop's: what its rows book besides the engines)
-    last_pass: dict[str, Any] | None = None
-    trace_rows: int = 0
 
 
 class Note:
@@ -90,6 +78,20 @@ class Note:
         self.acc_at.append((owner, attr))
 
 
+    def earlier(self, k: int, d: int, steps: tuple[list[int], list[int], list[int]],
+                ports: list[Any]) -> Note:
+        """This note as it stood ``k`` periods of ``d`` earlier, the period's ``steps`` (of
+        the numbers, the counters, the ports' next slots) undone (what :func:`alike` reads)."""
+        ints, accs, rings = steps
+        st = Note(self.now - k * d, self.alike)
+        st.key, st.int_mem, st.logged = self.key, self.int_mem, self.logged
+        st.times = [t - k * d for t in self.times]
+        st.ints = [c - k * x for c, x in zip(self.ints, ints)]
+        st.accs = [c - k * x for c, x in zip(self.accs, accs)]
+        st.rings = [(c - k * x) % p.max_outstanding for p, c, x in zip(ports, self.rings, rings)]
+        return st
+
+
 def assign(owner: Any, key: Any, value: Any) -> None:
     """``owner[key] = value`` for a dict, list or deque, ``owner.assign(value)`` for what has
     one (a descriptor's end), else ``setattr`` (a booked counter)."""
@@ -109,24 +111,60 @@ def room(latest: int, step: int, limit: float) -> int:
     return max(0, (int(limit) - 1 - latest) // step)
 
 
-def repeats(notes: list[Snapshot], ports: list[Any], limit: int, peek: float) -> int:
-    """How many more steps like the last of three ``notes`` repeat it, at most ``limit`` (0:
-    none): the notes agree relative to their times, each step takes the same ``d`` and moves
-    every ring and counter alike, and the steps stay before ``peek`` (another's next event)."""
+def alike(notes: list[Note], ports: list[Any]) -> int:
+    """The period ``D`` (ticks) three notes show, -1 if they do not repeat: equal keys, each
+    time the same relative to its note, every number moving by one step twice (all addresses
+    of one memory by the same), every port's next slot turning alike, every counter growing
+    alike."""
     s0, s1, s2 = notes
     d = s1.now - s0.now
-    if not (s0.key == s1.key == s2.key and s2.now - s1.now == d and d >= 0):
-        return 0
+    if not (s0.key == s1.key == s2.key and d >= 0 and s2.now - s1.now == d):
+        return -1
+    for a, b, c in zip(s0.times, s1.times, s2.times):
+        if not (b - a == d == c - b):
+            return -1
+    steps: dict[str, int] = {}  # per memory: the one step of every address in it
+    for a, b, c, mem in zip(s0.ints, s1.ints, s2.ints, s2.int_mem):
+        if c - b != b - a:
+            return -1
+        if mem is not None and steps.setdefault(mem, b - a) != b - a:
+            return -1
     for p, a, b, c in zip(ports, s0.rings, s1.rings, s2.rings):
-        if (b - a) % p.max_outstanding != (c - b) % p.max_outstanding:
-            return 0
-    if any(b - a != c - b or b < a for a, b, c in zip(s0.floats, s1.floats, s2.floats)):
-        return 0  # (the stalls and contention only grow)
-    if any(b - a != c - b for a, b, c in zip(s0.ints, s1.ints, s2.ints)):
-        return 0
-    if d == 0:
-        return max(0, limit)
-    return max(0, min(limit, room(s2.now, d, peek)))
+        m = p.max_outstanding
+        if (b - a) % m != (c - b) % m:
+            return -1
+    for a, b, c in zip(s0.accs, s1.accs, s2.accs):
+        if b < a or c - b != b - a:
+            return -1
+    return d
+
+
+def book(notes: list[Note], periods: int, ports: list[Any]) -> int:
+    """Move every place the last of three notes holds on by ``periods`` periods like the last
+    (from its time): numbers by their step, times and what the ports hold in flight by ``dt``,
+    counters by their growth, the access log's kept records rebuilt; return ``dt``."""
+    _, s1, s2 = notes
+    now = s2.now
+    dt = periods * (now - s1.now)
+    ints = [c + periods * (c - b) if c != b else c for b, c in zip(s1.ints, s2.ints)]
+    times = [t + dt for t in s2.times]
+    for at, n in zip(s2.int_at, ints):
+        if at is not None:
+            assign(at[0], at[1], n)
+    for at, t in zip(s2.time_at, times):
+        if at is not None:
+            assign(at[0], at[1], t)
+    for (owner, attr), b, c in zip(s2.acc_at, s1.accs, s2.accs):
+        if c != b:
+            assign(owner, attr, c + periods * (c - b))
+    for kept, j, prefix, i, k in s2.records:  # frozen: each is rebuilt
+        lo, hi, tile, seq = ints[i:i + 4]
+        what = kept[j].what if prefix is None else f"{prefix}{ints[i + 4]}"
+        kept[j] = kept[j]._replace(lo=lo, hi=hi, tile=tile, seq=seq, what=what,
+                                    start=times[k], end=times[k + 1])
+    for p, a, b in zip(ports, s1.rings, s2.rings):
+        p.shift(a, b, periods, now, dt)
+    return dt
 
 
 def next_requests(first: list, last: list, d: int) -> list[tuple] | None:
@@ -203,8 +241,7 @@ class IterationRuns:
         self.wait = 16  # iterations before the next triple's first note
         self.steps = (0, 0)  # bytes an iteration moves the loads' and the stores' address on
         self.step = 0  # of those, the cached addresses' (alike)
-        self.notes: list[Snapshot] = []
-        self.logged: list[list[tuple[int, int]]] = []  # per note, each port log's kept, dropped
+        self.notes: list[Note] = []
 
     @staticmethod
     def applies(ports: list[Any], elide: bool) -> bool:
@@ -218,7 +255,6 @@ class IterationRuns:
         """A run of ``count`` alike iterations (each its ``loads`` and ``stores`` and
         ``issue`` ticks) begins: how many are left at the first note (-1: none)."""
         self.notes.clear()
-        self.logged.clear()
         self.steps = (sum(loads), sum(stores))
         self.shape = (loads, stores, issue, self.route)
         if self.cache is not None:
@@ -248,11 +284,13 @@ class IterationRuns:
         run found is booked, how many are left at the next note (-1: none), and the loads' and
         the stores' next addresses."""
         notes = self.notes
-        notes.append(self._snapshot(now, owed, load_addr, store_addr))
+        notes.append(self._note(now, owed, load_addr, store_addr))
         if len(notes) == 1:
             self._known_period(notes[0])
         if len(notes) == 3:
-            periods = repeats(notes, self.ports, left // self.gap, self.env.peek())
+            d = alike(notes, self.ports)
+            periods = -1 if d < 0 else left // self.gap if d == 0 else min(
+                left // self.gap, room(now, d, self.env.peek()))
             if periods > 0 and self.cache is not None:
                 periods = self._cache_limit(periods)
             logs = self._requests() if periods > 0 else None
@@ -267,7 +305,6 @@ class IterationRuns:
                 self.gap = min(2 * self.gap, 64 * self.unit)
                 self.wait = min(2 * self.wait, 4096)
             notes.clear()
-            self.logged.clear()
         at = left - (self.gap if notes else max(self.wait, self.unit))
         return now, left, at if at > 0 else -1, load_addr, store_addr
 
@@ -278,26 +315,20 @@ class IterationRuns:
         if any(entries is not None for entries in logs) or s1.key != s2.key \
                 or len(self.known) >= KNOWN_PERIODS:
             return
-        self.known[(self.shape, s2.key)] = (
-            self.gap, s2.now - s1.now, [c - b for b, c in zip(s1.floats, s2.floats)],
-            [c - b for b, c in zip(s1.ints, s2.ints)],
-            [(c - b) % p.max_outstanding for p, b, c in zip(self.ports, s1.rings, s2.rings)])
+        self.known[(self.shape, s2.key)] = (self.gap, s2.now - s1.now, (
+            [c - b for b, c in zip(s1.ints, s2.ints)], [c - b for b, c in zip(s1.accs, s2.accs)],
+            [(c - b) % p.max_outstanding for p, b, c in zip(self.ports, s1.rings, s2.rings)]))
 
-    def _known_period(self, snap: Snapshot) -> None:
-        """``snap`` is a state an earlier call's period started from (the same loop, ports and
-        cache): put the two notes that period's steps imply before it (its time, counters and
-        rings one and two periods back), so that the three-note check books from here."""
-        found = self.known.get((self.shape, snap.key))
+    def _known_period(self, st: Note) -> None:
+        """``st`` is a state an earlier call's period started from (the same loop, ports and
+        cache): put the two notes that period's steps imply before it (its time, numbers,
+        counters and rings one and two periods back), so that the three-note check books from
+        here."""
+        found = self.known.get((self.shape, st.key))
         if found is None:
             return
-        self.gap, d, floats, ints, rings = found
-        self.notes[:0] = [Snapshot(
-            snap.now - k * d, snap.key,
-            [c - k * x for c, x in zip(snap.floats, floats)],
-            [c - k * x for c, x in zip(snap.ints, ints)],
-            [(c - k * x) % p.max_outstanding for p, c, x in zip(self.ports, snap.rings, rings)])
-            for k in (2, 1)]
-        self.logged[:0] = [self.logged[0]] * 2
+        self.gap, d, steps = found
+        self.notes[:0] = [st.earlier(k, d, steps, self.ports) for k in (2, 1)]
 
     def _cache_limit(self, periods: int) -> int:
         """Of ``periods`` that repeat, those a cache lets be booked: one period short of the
@@ -308,25 +339,29 @@ class IterationRuns:
             periods = min(periods, ((mem.base + mem.size_bytes) // line - top - 2) // lines)
         return periods - 1
 
-    def _snapshot(self, now: int, owed: int, load_addr: int, store_addr: int) -> Snapshot:
-        key: list[Any] = [owed, len(self.wb), tuple(t - now if t > now else None
-                                                    for t in self.wb)]
-        rings = []
+    def _note(self, now: int, owed: int, load_addr: int, store_addr: int) -> Note:
+        """The walk at an iteration's end: what it owes, its write buffer, its stalls, its
+        ports (:meth:`dspsim.hw.port.MemoryPort.note`), the cache relative to the line it
+        streams through."""
+        st, wb, state = Note(now, 0), self.wb, self.state
+        st.key += [owed, tuple(t > now for t in wb)]
+        for i, t in enumerate(wb):
+            if t > now:
+                st.time((wb, i), t)
+        st.acc(state, "stall", state.stall)
+        st.acc(state, "store_stall", state.store_stall)
         for p in self.ports:
-            state, _, ns = p.relative_state(now)
-            key.append(state)
-            rings.append(ns)
-        floats = [self.state.stall, self.state.store_stall,
-                  *[x for p in self.ports for x in (p.contention_ticks, p.path_busy_ticks)]]
-        ints = [n for p in self.ports for n in (p.bytes_read, p.bytes_written)]
+            p.note(st)
         cache = self.cache
         if cache is not None:
             base = (load_addr if self.cached[0] else store_addr) // cache.line_bytes
-            key.append(cache.relative_state(now, base))
-            ints += [getattr(cache, k) for k in cache.COUNTERS]
-        self.logged.append([(len(p.log), p.log.dropped) if p.log is not None else (0, 0)
-                            for p in self.ports])
-        return Snapshot(now, tuple(key), floats, ints, rings)
+            st.key.append(cache.relative_state(now, base))
+            for k in cache.COUNTERS:
+                st.int_((cache, k), getattr(cache, k))
+        st.logged = [(len(p.log), p.log.dropped) if p.log is not None else (0, 0)
+                     for p in self.ports]
+        st.key = tuple(st.key)
+        return st
 
     def _requests(self) -> list[Any] | None:
         """Each port log's requests in the period after the third note (:func:`next_entries`;
@@ -335,7 +370,7 @@ class IterationRuns:
         out: list[Any] = []
         for k, p in enumerate(self.ports):
             entries = None if p.log is None else next_entries(
-                [marks[k] for marks in self.logged], LogTicks(p.log), next_requests, d)
+                [st.logged[k] for st in self.notes], LogTicks(p.log), next_requests, d)
             if p.log is not None and entries is None:
                 return None
             out.append(entries)
@@ -344,31 +379,16 @@ class IterationRuns:
     def _book(self, periods: int, now: int, logs: list[Any]) -> int:
         """Book ``periods`` periods like the last from ``now`` (the third note's time), each
         port log's requests too (:meth:`_requests`); return the walk's clock after them."""
-        _, s1, s2 = self.notes
-        dt = periods * (s2.now - s1.now)
-        for p, a, b in zip(self.ports, s1.rings, s2.rings):
-            p.shift(a, b, periods, now, dt)
-        wb = self.wb
-        for i, t in enumerate(wb):
-            if t > now:
-                wb[i] = t + dt
-        floats = [c + periods * (c - b) for b, c in zip(s1.floats, s2.floats)]
-        ints = [c + periods * (c - b) for b, c in zip(s1.ints, s2.ints)]
-        state, ports = self.state, self.ports
-        state.stall, state.store_stall = floats[:2]
-        for k, p in enumerate(ports):
-            p.contention_ticks, p.path_busy_ticks = floats[2 + 2 * k:4 + 2 * k]
-            p.bytes_read, p.bytes_written = ints[2 * k:2 * k + 2]
+        dt = book(self.notes, periods, self.ports)
         cache = self.cache
         if cache is not None:
             cache.shift(periods * self.gap * self.step // cache.line_bytes, now, dt)
-            for k, n in zip(cache.COUNTERS, ints[2 * len(ports):]):
-                setattr(cache, k, n)
-        for p, entries in zip(ports, logs):
+        d = self.notes[2].now - self.notes[1].now
+        for p, entries in zip(self.ports, logs):
             if entries is not None:
-                book_requests(p.log, entries, periods, s2.now - s1.now)
-        state.now = now + dt  # the walk is there (it may end with no wait after)
-        return state.now
+                book_requests(p.log, entries, periods, d)
+        self.state.now = now + dt  # the walk is there (it may end with no wait after)
+        return self.state.now
 
 
 class LogTicks:
