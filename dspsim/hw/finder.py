@@ -27,10 +27,17 @@ all of one memory move by the same step, so no overlap appears or vanishes. No f
 may lie before what the booked periods hold (``latest``), so SimPy's order of equal-time events
 is kept.
 
-Booked only by the elided engine. With the data path on, a loop's booked iterations would
-skip their values: only rows are booked then, with no channel moving, their values computed in
-one untimed batch (``values(lo, hi)``, :meth:`dspsim.platform.Dsp.untimed`). Nothing here knows
-an op: the op promises alike iterations, the notes see that the engines agree.
+Booked only by the elided engine. With the data path on, the booked iterations' values are the
+loop's to compute, untimed (:meth:`dspsim.platform.Dsp.untimed`): a loop passes
+``values(k, pending)``, the ``k`` iterations from the top in program order, their copies done
+as plain copies except those ``pending(src, dst)`` says are still pending after the run (the
+loop-carried values are then left out of the notes: ``values`` carries them). The finder first
+lands every descriptor pending at the top (each is done within the run;
+:meth:`dspsim.hw.idma.IdmaChannel.land_all`), books, runs ``values``, then lands again what the
+moved-on descriptor in flight had landed (:meth:`~dspsim.hw.idma.IdmaChannel.reland`);
+rows are booked with no channel moving, their values computed after in batches
+(``values(lo, hi)``). Nothing here knows an op: the op promises alike iterations, the notes see
+that the engines agree.
 """
 
 from __future__ import annotations
@@ -57,6 +64,8 @@ if TYPE_CHECKING:
     from dspsim.hw.views import DspView
 
 Proc = Generator[Any, Any, Any]
+# a loop's booked iterations' values: values(k, pending) (module doc)
+Values = Callable[[int, Callable[[Any, Any], bool]], None]
 # periods run one by one between two notes after a note that found no run (doubling from 0)
 MAX_PROBE_GAP_PERIODS = 16
 # the booked rows' values are computed this many elements at a time (whole rows, one at least)
@@ -78,17 +87,21 @@ class Finder:
         # booked ones'
         self.recorder = ctx.recorder if ctx.recorder.enabled else None
         self.logs: list[Any] = [self.recorder, *[p.log for p in self.ports]]
-        self.enabled = (ctx.elide and (rows or not ctx.data) and all(
-            p.log is None or isinstance(p.log, PortLog) for p in self.ports))
+        self.rows = rows
+        self.enabled = ctx.elide and all(
+            p.log is None or isinstance(p.log, PortLog) for p in self.ports)
         self._tick = 0  # iterations since the last note (or jump, or failure)
         self._gap = 0  # periods to run before the next note
         self._notes: list[Note] = []
 
-    def skip(self, alike: int, carried: Any = None) -> int:
+    def skip(self, alike: int, carried: Any = None,
+             values: Values | None = None) -> int:
         """At an iteration top, book at once (a multiple of ``period``) as many of the ``alike``
         iterations ahead (same code, same sizes) as provably repeat the last ones, the loop's
-        ``carried`` values unchanged; return how many (the caller moves its counters on)."""
-        if not self.enabled:
+        ``carried`` values unchanged (data path off) or computed by ``values(k)`` (on: the
+        ``k`` booked iterations' values, untimed); return how many (the caller moves its
+        counters on)."""
+        if not self.enabled or (self.data and values is None and not self.rows):
             return 0
         self._tick += 1
         if self._tick <= self.period * self._gap or (self._tick - 1) % self.period:
@@ -97,7 +110,7 @@ class Finder:
         if alike < (3 - len(notes)) * self.period:  # too few left to book one
             notes.clear()
             return 0
-        st = self._note(alike, pickle.dumps(carried))
+        st = self._note(alike, pickle.dumps(None if self.data else carried))
         if st is None:
             return self._failed()
         notes.append(st)
@@ -111,7 +124,7 @@ class Finder:
         if periods == 0:  # alike, but another's event comes too soon: look again a period on
             del notes[0]
             return 0
-        self._jump(notes, periods, records, passes)
+        self._jump(notes, periods, records, passes, values)
         notes.clear()
         self._tick, self._gap = 0, 0
         return periods * self.period
@@ -144,11 +157,11 @@ class Finder:
 
     def _others_still(self) -> bool:
         """No other core's engine moves (a cheap look before a whole note): with two loops at
-        once the platform's state repeats only by chance. With the data path on, no channel
-        moves at all (what it lands is not kept)."""
+        once the platform's state repeats only by chance. With the data path on, a row loop's
+        own channels are still too (its values are computed after)."""
         for other in self.dsp.platform.dsps:
             mine = other is self.dsp
-            if mine and not self.data:
+            if mine and not (self.data and self.rows):
                 continue
             if (not mine and other.core.waiting_for is not None) or any(
                     ch.current is not None or ch.fifo.items for ch in other.idma):
@@ -283,12 +296,22 @@ class Finder:
                 log.dropped += (periods - shown) * len(template)
 
     def _jump(self, s: list[Note], periods: int, records: list[Any],
-              passes: list[dict[str, Any]]) -> None:
+              passes: list[dict[str, Any]], values: Values | None) -> None:
         """Book ``periods`` periods like the last one from now (the note ``s[2]``): the
-        engines (:func:`~dspsim.hw.repeats.book`), the records, the queued wake-ups, the
-        clock."""
+        engines (:func:`~dspsim.hw.repeats.book`), the values (data path on), the records, the
+        queued wake-ups, the clock."""
         now, d = s[2].now, s[2].now - s[1].now
+        channels = [ch for other in self.dsp.platform.dsps for ch in other.idma]
+        if self.data and values is not None:
+            for ch in channels:
+                ch.land_all()
         dt = book(s, periods, self.ports)
+        if self.data and values is not None:
+            pending = {_ends(t.src, t.dst) for ch in channels for t in ch.issued}
+            with self.dsp.untimed():
+                values(periods * self.period, lambda src, dst: _ends(src, dst) in pending)
+            for ch in channels:
+                ch.reland()
         for p in self.ports:
             if p.repeats is not None:
                 p.repeats.reset()  # its noted states are of times now passed
@@ -297,6 +320,11 @@ class Finder:
         self._book_records(records, periods, d)
         requeue(self.env, {id(event): t + dt for event, t in s[2].queue})
         set_now(self.env, now + dt)
+
+
+def _ends(src: Any, dst: Any) -> tuple:
+    """A copy by its two ends (pointers)."""
+    return src.mem.name, src.addr, dst.mem.name, dst.addr
 
 
 def _accesses(st: Note, acc: Any) -> None:

@@ -184,6 +184,10 @@ class IdmaChannel:
         self.ring: int | None = None  # idma_init_loop's descriptor count (None: the FIFO)
         self.current: Transfer | None = None
         self._issued: deque[Transfer] = deque()  # submitted, not yet done, in order
+        # the descriptor moving now, with the data path on: its bytes landing and its walk
+        self.lander: _Lander | None = None
+        self.stream: Stream | None = None
+        self._landed = (0, 0)  # what the lander had landed when a repeat run was booked
         self.process = env.process(self._serve())
 
     @property
@@ -336,8 +340,8 @@ class IdmaChannel:
         if self.descriptor_ticks:
             yield self.env.timeout(self.descriptor_ticks)
         state = WalkState(self.env.now)
-        lander = _Lander(t) if self.move_data else None
-        stream = self._stream(t)
+        lander = self.lander = _Lander(t) if self.move_data else None
+        stream = self.stream = self._stream(t)
         dual, known = self.dual(t), self.known(t)
         walk = (self._walk_dual(t, state, lander, stream) if dual
                 else self._walk(t, state, lander, stream) if known
@@ -355,6 +359,30 @@ class IdmaChannel:
                 port.repeats.leave(stream)
         if lander:
             lander.completed(t.nbytes, immediately=True)
+        self.lander = self.stream = None
+
+    def land_all(self) -> None:
+        """Before a repeat run is booked with the data path on: every descriptor pending,
+        in order, lands every byte it has left (each is done within the booked stretch; the
+        objects go on as the later descriptors the run stands for), what the one moving had
+        landed kept for :meth:`reland`."""
+        for t in self._issued:
+            lander = self.lander if t is self.current else None
+            if lander is not None:
+                self._landed = (lander.landed, lander.upto)
+            (lander or _Lander(t)).completed(t.nbytes, immediately=True)
+
+    def reland(self) -> None:
+        """After: the descriptor moving, now the one the booked periods moved it on to, has
+        landed what the one before had (its bytes from its own addresses)."""
+        lander, t = self.lander, self.current
+        if lander is not None and t is not None:
+            landed, upto = self._landed
+            lander.__init__(t)
+            lander.completed(landed, immediately=True)
+            lander.upto = upto
+            if self.stream is not None:
+                self.stream.ranges = self._stream(t).ranges
 
     def _stream(self, t: Transfer) -> Stream:
         ranges = tuple((p.mem, p.addr, p.addr + span_bytes(t.rows, t.row_bytes, pitch),

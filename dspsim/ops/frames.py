@@ -33,6 +33,11 @@ def at_byte(p: Ptr, offset: int) -> Ptr:
     return Ptr(p.mem, p.addr + offset)
 
 
+def copy_bytes(dst: Ptr, src: Ptr, nbytes: int) -> None:
+    """``memcpy(dst, src, nbytes)``, untimed: the values of copies a booked run stands for."""
+    dst.mem.read(dst.addr, nbytes)[:] = src.mem.read(src.addr, nbytes)
+
+
 def IDMA_COPY(dsp: Dsp, channel: int, src: Ptr, dst: Ptr, size: int, tile: int, rows: int = 1,
               src_pitch: int | None = None, dst_pitch: int | None = None) -> Proc:
     """``IDMA_COPY(ch, vret, src, dst, size)``: returns the handle (``vret``). With ``rows >
@@ -89,9 +94,24 @@ def hb_dsp_ping_pong_frame(dsp: Dsp, dst: Ptr, src: Ptr, src_idma: list[Ptr],
     # a run of full middle tiles, two apart (both buffers back in their roles), may be booked
     # at once while the channels stream (the model's, not the C's: dspsim.hw.finder)
     alike = dsp.alike_iterations(period=2)
+
+    def values(count: int, pending: Callable[[Ptr, Ptr], bool]) -> None:
+        # the booked tiles' values, untimed: each tile's work, its copy out and the prefetch
+        # of the tile two on, as plain copies (those still pending after the run excepted)
+        for j in range(count):
+            p = ping_pong ^ (j & 1)
+            for _ in func(dsp, dst_idma[p], src_idma[p], block, func_out, func_in):
+                raise RuntimeError("a tile's work yielded an event while computing values")
+            out = dst + (output_start + j * block)
+            if with_out_idma and not pending(dst_idma[p], out):
+                copy_bytes(out, dst_idma[p], block << 2)
+            ahead = src + (block_start + j * block)
+            if not pending(ahead, src_idma[p]):
+                copy_bytes(src_idma[p], ahead, block << 2)
+
     while i < length:
         booked = alike.skip((length - block_start) // block if block_start < length else 0,
-                            func_out) if block else 0
+                            func_out, values) if block else 0
         if booked:  # the tiles booked ran as the ones before them: the counters move on
             i += booked * block
             block_start += booked * block
