@@ -22,14 +22,14 @@ from tests.test_elision import random_config as elision_config
 def skips(monkeypatch):
     """Counts the fast-forwards that advanced the clock."""
     count = [0]
-    advance = periodic.Repeats._advance
+    woke = periodic.StreamRuns.woke
 
-    def counted(self, before, now):
-        advanced = advance(self, before, now)
+    def counted(self, stream):
+        advanced = woke(self, stream)
         count[0] += advanced
         return advanced
 
-    monkeypatch.setattr(periodic.Repeats, "_advance", counted)
+    monkeypatch.setattr(periodic.StreamRuns, "woke", counted)
     return count
 
 
@@ -117,25 +117,7 @@ def test_four_channels_of_two_cores_fast_forward_as_they_step(j6, skips, monkeyp
     wl = parse_workload({"seed": 1, "stream": streams})
     fast = task_table(run_workload(wl, model, fidelity="burst"))
     assert skips[0] > 10
-    monkeypatch.setattr(periodic.Repeats, "woke", lambda self, stream: False)
+    monkeypatch.setattr(periodic.StreamRuns, "woke", lambda self, stream: False)
     assert fast.equals(task_table(run_workload(wl, model, fidelity="burst")))
-
-
-def test_a_walk_may_issue_its_last_burst_in_the_steps_skipped(monkeypatch):
-    """An advance may run until a walk of whole bursts has issued its last (the walk then only
-    waits for it to complete): on random long streams and round values, such advances happen
-    and every figure, the trace and the port log still equal the reference's."""
-    ended = [0]
-    advance = periodic.Repeats._advance
-
-    def counted(self, step, now):
-        advanced = advance(self, step, now)
-        ended[0] += advanced and any(x.i == x.count for x in now.streams)
-        return advanced
-
-    monkeypatch.setattr(periodic.Repeats, "_advance", counted)
-    assert compare(cases(random_long_config, 16, 7)) >= 10
-    assert compare(cases(round_config, 16, 8)) >= 10
-    assert ended[0] > 10
 
 

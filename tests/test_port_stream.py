@@ -36,8 +36,7 @@ def _walk_by_request(port, now, inflight, i, count, full, burst, rest, window, w
 def _state(port, inflight, out):
     return (out, list(inflight), list(port._slot_free), list(port._slot_holder),
             port._next_slot, port._path_free, port._path_owner, list(port._recent),
-            port.contention_cycles, port.bytes_read, port.bytes_written,
-            list(port.repeats.increments) if port.repeats is not None else None)
+            port.contention_cycles, port.bytes_read, port.bytes_written)
 
 
 CONFIGS = [

@@ -42,7 +42,7 @@ from dspsim.errors import AllocationError, DspsimInputError
 from dspsim.hw.clock import Walk, WalkState, drive, event_heap
 from dspsim.hw.context import RunContext
 from dspsim.hw.memory import Ptr
-from dspsim.hw.periodic import Repeats, Stream
+from dspsim.hw.periodic import Stream, StreamRuns
 from dspsim.hw.port import MemoryPort
 from dspsim.hw.repeats import Note
 from dspsim.ticks import cycles, ticks
@@ -347,7 +347,7 @@ class IdmaChannel:
                 else self._walk(t, state, lander, stream) if known
                 else self._walk_rows(t, state, lander))  # a paced engine's too
         ports = {t.src.mem.port, t.dst.mem.port} if dual else {self.port_of(t)}
-        for port in ports:  # a flow the fast-forward does not know stops it (Repeats.woke)
+        for port in ports:  # a flow the stream runs do not know stops them (StreamRuns.woke)
             port.flows += 1
             if known and port.repeats is not None:
                 port.repeats.enter(stream)
@@ -424,7 +424,7 @@ class IdmaChannel:
                         # a wait the driver would not pass at once (``drive``): ask it
                         if repeats is None:
                             yield now
-                        else:  # the periodic engine may move it on meanwhile
+                        else:  # a stream run may move it on meanwhile
                             i, now = yield from self._wait_for_slot(stream, repeats, i, now)
                         if i == count:  # its last burst went in the steps skipped: woken
                             state.now = now  # where its last burst completes, it is done
@@ -438,9 +438,9 @@ class IdmaChannel:
         if inflight and inflight[-1] > now:  # FIFO port: the last burst ends last
             state.now = inflight[-1]
 
-    def _wait_for_slot(self, stream: Stream, repeats: Repeats, i: int, now: int
+    def _wait_for_slot(self, stream: Stream, repeats: StreamRuns, i: int, now: int
                        ) -> Generator[int, None, tuple[int, int]]:
-        """Wait for a window slot until ``now`` on a port the periodic engine may fast-forward;
+        """Wait for a window slot until ``now`` on a port whose stream runs may book steps ahead;
         return where the walk stands after (possibly moved on by whole periods)."""
         env = self.env
         stream.i, stream.now = i, now

@@ -1,76 +1,37 @@
-"""Exact fast-forward of periodic streaming: iDMA channels moving long descriptors through one port.
+"""Runs of alike steps of iDMA channels streaming bursts through one port, inside their
+descriptors: the third place the one repeat check (:mod:`dspsim.hw.repeats`) is taken.
 
-While channels stream bursts through a shared port and nothing else acts, the state *relative to
-now* repeats. The elided engine notes that state each time a streaming channel wakes at a real
-event (channels named by place: the waker, then the others in wake-up order). When a channel wakes
-in a state noted ``h`` ticks earlier, with the same channels streaming, no other event processed
-or due in between, and places possibly passed between channels (two of one kind swap every half
-period), every later step is the same shifted by ``h``: the engine advances by whole steps up to
-the next change (a channel's last window, anyone else's next event), booking the skipped steps'
-bytes, contention and port-log requests. A found step is kept and reused wherever the same
-relative state recurs.
-
-Exact: times are integers (ticks, :mod:`dspsim.hw.clock`), so a repeated relative state
-(compared as differences) repeats the arithmetic exactly, shifted, and ``k`` steps' contention
-is ``k`` times one step's.
+While channels stream bursts through a shared port and nothing else acts, the state relative to
+now repeats. Each time a streaming channel wakes at a real event, its port's :class:`StreamRuns`
+notes the platform as the repeat check does (:class:`~dspsim.hw.repeats.Note`): the port's
+part (:meth:`dspsim.hw.port.MemoryPort.note`), each stream's walk (the burst it is at, its
+clock, its bursts in flight) and the order their wake-ups are queued in. When the waker wakes
+in a state noted ``D`` ticks earlier, with the same first foreign event pending, every later
+step is the same shifted by ``D`` (times and counters are integers: the step commutes with
+every shift): :func:`~dspsim.hw.repeats.book` moves every noted place on by whole steps, up to
+the next change (a stream's last window of bursts, anyone else's next event), and the others'
+queued wake-ups with them. A found step is kept and reused wherever the same state recurs
+(a stream's next descriptor, say).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import deque
-from itertools import repeat
-from operator import add, itemgetter
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any
 
 import simpy
 
 from dspsim.hw.clock import queued as queued_events
 from dspsim.hw.clock import requeue, set_now, waits_on
+from dspsim.hw.repeats import Note, book, book_requests, room
 from dspsim.probes import PortLog
-
-if TYPE_CHECKING:
-    from dspsim.hw.policy import OneLatency
-
-
-class RingState(NamedTuple):
-    """A port's request slots and data path as values (:meth:`MemoryPort.ring_state`): each
-    slot's free time and holder, the next slot, the data path's free time, last owner and busy
-    stretches ``(start, end)`` still read; put back shifted by :meth:`MemoryPort.restore`."""
-
-    slots: tuple[int, ...]
-    holders: tuple[str, ...]
-    next_slot: int
-    path_free: int
-    path_owner: str
-    recent: tuple[tuple[int, int], ...]
-
-
-class RingPort(Protocol):
-    """What the fast-forward reads and moves of a port (:class:`dspsim.hw.port.MemoryPort`):
-    the slot ring, the data path, the counters and the log. Declared here so that the port
-    imports this module and not the reverse."""
-
-    env: simpy.Environment
-    policy: OneLatency
-    log: Any
-    flows: int
-    max_outstanding: int
-    bytes_read: int
-    bytes_written: int
-    contention_ticks: int
-    path_free: int
-
-    def ring_state(self) -> RingState: ...
-
-    def restore(self, state: RingState) -> None: ...
 
 
 class Stream:
     """A descriptor's walk, burst by burst: about to issue burst ``i`` at local time ``now``
-    (``None`` once its last is issued), ``inflight`` its bursts' completions. Streams of one
-    ``kind`` (burst bytes, window, direction) are interchangeable. ``elides``: the walk itself
-    passes the waits that end before the next queued event."""
+    (``None`` once its last is issued), ``inflight`` its bursts' completions. ``kind``: burst
+    bytes, window, direction. ``elides``: the walk itself passes the waits that end before the
+    next queued event."""
 
     __slots__ = ("name", "process", "i", "now", "inflight", "full", "count", "burst_bytes",
                  "kind", "ranges", "elides", "last_window")
@@ -91,138 +52,43 @@ class Stream:
         # past this burst the walk is in its last window (no step is worth noting)
         self.last_window = min(self.full, self.count - 1) - window
 
+    def note(self, st: Note) -> None:
+        """The walk's part of a note: which stream, the burst it is at (moving on), its clock
+        and bursts in flight relative to the note's time (those in flight moved by
+        :meth:`move`)."""
+        now = st.now
+        st.key.append((self.name, self.kind, self.now is None,
+                       tuple([x - now if x > now else None for x in self.inflight])))
+        st.int_((self, "i"), self.i)
+        if self.now is not None:
+            st.time((self, "now"), self.now)
+        st.movers.append(self)
+        if self.inflight and self.inflight[-1] > st.latest:  # (completions end in order)
+            st.latest = self.inflight[-1]
 
-class Snapshot:
-    """The port's and its streams' state when ``streams[0]`` woke at ``t`` (the others in the
-    order their wake-ups are queued), and the counters then."""
+    def move(self, now: int, dt: int) -> None:
+        """The bursts in flight after ``now`` complete ``dt`` later (a booked run)."""
+        inflight = self.inflight
+        for j, x in enumerate(inflight):
+            if x > now:
+                inflight[j] = x + dt
 
-    __slots__ = ("t", "slots", "holders", "first", "path_free", "path_owner", "recent",
-                 "streams", "positions", "nows", "inflights", "read", "written",
-                 "increments", "logged", "dropped", "outside", "_relative", "_latest")
-
-    def __init__(self, repeats: Repeats, streams: list[Stream], outside: tuple | None):
-        port = repeats.port
-        self.t = streams[0].now
-        ring = port.ring_state()
-        self.slots, self.holders, self.first = ring.slots, ring.holders, ring.next_slot
-        self.path_free, self.path_owner, self.recent = ring.path_free, ring.path_owner, \
-            ring.recent
-        self.streams = streams
-        self.positions = [s.i for s in streams]
-        self.nows = [s.now for s in streams]
-        self.inflights = [tuple(s.inflight) for s in streams]
-        self.read, self.written = port.bytes_read, port.bytes_written
-        self.increments = len(repeats.increments)
-        log = port.log
-        self.logged, self.dropped = (len(log), log.dropped) if log is not None else (0, 0)
-        self.outside = outside
-        self._relative: tuple | None = None
-        self._latest: int | None = None
-
-    def relative(self) -> tuple:
-        """The state relative to ``t`` as exact differences, streams named by place; what lies
-        at or before ``t`` compares as past, but a freed slot's holder still counts (stricter
-        than need be, and cheaper)."""
-        if self._relative is not None:
-            return self._relative
-        t, first = self.t, self.first
-        rank = {s.name: k for k, s in enumerate(self.streams)}
-        slots, holders = self.slots, self.holders
-        ring = slots[first:] + slots[:first]
-        times = [x - t if x > t else None for x in ring]  # each slot's free time less t
-        held = holders[first:] + holders[:first]
-        who = list(map(rank.get, held, held))  # rank.get(h, h), each
-        path = (self.path_free - t, rank.get(self.path_owner, self.path_owner)) \
-            if self.path_free > t else None
-        recent = [(a - t if a > t else 0, b - t) for a, b in self.live()]
-        walks = [(s.kind, now - t, [x - t if x > t else None for x in inflight])
-                 for s, now, inflight in zip(self.streams, self.nows, self.inflights)]
-        self._relative = times, who, path, recent, walks
-        return self._relative
-
-    def live(self) -> tuple[tuple[int, int], ...]:
-        """The data path's busy stretches still crossing after ``t`` (ends grow: a suffix)."""
-        return self.recent[bisect_right(self.recent, self.t, key=_end):]
-
-    def latest(self) -> int:
-        """The latest time the state holds (a period's computation stays below it, shifted)."""
-        if self._latest is None:
-            last = [x[-1] for x in self.inflights if x]  # completions and spans end in order
-            if self.recent:
-                last.append(self.recent[-1][1])
-            self._latest = max(self.t, self.path_free, max(self.slots), *self.nows, *last)
-        return self._latest
-
-    def fits(self, h: int) -> bool:
-        """A step of ``h`` from here ends before the first other event (a cheap look before
-        the whole state is compared)."""
-        return self.outside is None or _fit(1, self.latest(), h, self.outside[0]) > 0
-
-
-class Step:
-    """What port and streams did between two noted states ``h`` ticks apart, by role (place in
-    a snapshot's order): role ``k``'s holder issued ``issues[k]`` bursts; the end's role ``k``
-    had role ``turn[k]`` at the start; plus the contention increments, bytes and log requests
-    (times after the first state's, requesters as roles). A later state equal to the end's,
-    relative to its time, goes on the same way."""
-
-    __slots__ = ("h", "turn", "issues", "increments", "read", "written",
-                 "requests", "end", "cycle", "issued")
-
-    def __init__(self, before: Snapshot, now: Snapshot, end: tuple, increments: list[int],
-                 log: Any) -> None:
-        self.h = now.t - before.t
-        place = {id(x): k for k, x in enumerate(before.streams)}
-        self.turn = [place[id(x)] for x in now.streams]
-        self.issues = [x.i - p for x, p in zip(before.streams, before.positions)]
-        self.increments = increments
-        self.read, self.written = now.read - before.read, now.written - before.written
-        self.requests = None
-        if log is not None:
-            t0 = before.t
-            self.requests = [(e[0] - t0, e[1] - t0, e[2] - t0, e[3] - t0, e[4], e[5],
-                              place.get(id(_named(before.streams, e[6])), e[6]))
-                             for e in log.ticks(before.logged, now.logged)]
-        self.end = end  # now.relative()
-        # the roles' holders (places at the end) at each step's start until they are back,
-        # and the bursts the stream in each place has issued after j steps of that turn
-        self.cycle = [list(range(len(self.turn)))]
-        while True:
-            nxt = [self.cycle[-1][k] for k in self.turn]
-            if nxt == self.cycle[0]:
-                break
-            self.cycle.append(nxt)
-        self.issued = [[0] for _ in self.turn]
-        for places in self.cycle:
-            for place, b in zip(places, self.issues):
-                self.issued[place].append(self.issued[place][-1] + b)
-
-    def accumulate(self, acc: int, count: int) -> int:
-        """``acc`` after this step's increments are added ``count`` times (integers: exact)."""
-        return acc + count * sum(self.increments)
-
-
-def _named(streams: list[Stream], name: str) -> Stream | None:
-    return next((x for x in streams if x.name == name), None)
-
-
-_end = itemgetter(1)  # a busy stretch's end
 
 # Steps kept per port for states met again later (a stream's next descriptor, say): bounded
 KNOWN_STEPS = 64
 
 
-class Repeats:
-    """The fast-forward of one port's streams (elided engine, uniform request policy:
+class StreamRuns:
+    """The runs of alike steps of one port's streams (elided engine, uniform request policy:
     requests complete in issue order)."""
 
-    def __init__(self, port: RingPort):
+    def __init__(self, port: Any):  # (a MemoryPort, which imports this module)
         self.port = port
         self.streams: list[Stream] = []
-        self.increments: list[int] = []  # contention the port added, since the last reset
-        self._seen: dict[tuple, Snapshot] = {}
-        self._known: dict[tuple, list[Step]] = {}  # by a snapshot's key, across resets
-        self._count = 0  # the known steps
+        self._seen: dict[tuple, Note] = {}
+        self._cheap: set[tuple] = set()  # the cheap looks at the states met (woke)
+        self._known: dict[tuple, tuple] = {}  # by a note's key, across resets
+        self._known_cheap: set[tuple] = set()  # their cheap looks
 
     def enter(self, stream: Stream) -> None:
         self.streams.append(stream)
@@ -234,193 +100,134 @@ class Repeats:
 
     def reset(self) -> None:
         self._seen.clear()
-        self.increments.clear()
+        self._cheap.clear()
 
-    # ------------------------------------------------------------------ noting and matching
     def woke(self, stream: Stream) -> bool:
-        """``stream`` woke at a real event; advance by whole steps if a step is known from
-        this state (noted earlier in this stretch, roles possibly swapped, or met before).
-        ``True`` if it did."""
+        """``stream`` woke at a real event: book whole steps ahead if the state was noted
+        before (or a step from it is known). ``True`` if it did."""
         port = self.port
         if port.flows != len(self.streams) \
-                or not (port.log is None or isinstance(port.log, PortLog)):
-            return False  # a log that cannot be read back (only appended to) is not repeated
-        for s in self.streams:
-            if s.i > s.last_window:
-                return False  # a stream is in its last window of bursts: no step is worth noting
-        found = self._wake_order(stream)
-        if found is None:
+                or not (port.log is None or isinstance(port.log, PortLog)) \
+                or any(s.i > s.last_window for s in self.streams) or not _disjoint(self.streams):
             return False
-        streams, outside = found
+        order = self._order(stream)
+        if order is None:
+            return False
+        # a cheap look first: the full state is noted from the second time this one is met
         t, pf = stream.now, port.path_free
-        key = (pf - t if pf > t else None, len(stream.inflight),
-               *[(s.kind, s.now - t) for s in streams[1:]])
-        snap = Snapshot(self, streams, outside)
-        relative = None
-        for step in self._known.get(key, ()):
-            if _room(step, streams) < 1 or not snap.fits(step.h):
-                continue  # no room for a step (last bursts, another's event): not worth a look
-            relative = relative or snap.relative()
-            if step.end == relative and self._advance(step, snap):
-                return True
-        before = self._seen.get(key)
-        self._seen[key] = snap
-        if before is None or before.outside != outside or before.dropped != snap.dropped \
-                or {id(x) for x in before.streams} != {id(x) for x in streams}:
+        cheap = (stream.name, len(stream.inflight), pf - t if pf > t else None,
+                 *[(s.name, s.now - t) for _, _, s, _ in order[1]])
+        if cheap not in self._cheap and cheap not in self._known_cheap:
+            self._cheap.add(cheap)
             return False
-        relative = relative or snap.relative()
-        if before.relative() != relative:
+        st = self._note(stream, *order)
+        before = self._seen.get(st.key)
+        self._seen[st.key] = st
+        if before is None or before.foreign_id != st.foreign_id or not _alike_log(before, st):
+            before = self._known_step(st)
+        if before is None:
             return False
-        step = Step(before, snap, relative, self.increments[before.increments:snap.increments],
-                    port.log)
-        if self._count < KNOWN_STEPS:
-            self._known.setdefault(key, []).append(step)
-            self._count += 1
-        return self._advance(step, snap)
-
-    def _wake_order(self, stream: Stream) -> tuple[list[Stream], tuple | None] | None:
-        """The streams (waker first, then others in wake-up order) and the first other queued
-        event (time, order); ``None`` if a stream is not waiting where its walk says."""
-        others = {id(waits_on(s.process)): s for s in self.streams if s is not stream}
-        if len(others) != len(self.streams) - 1:
-            return None
-        outside = None
-        queued = []
-        for when, eid, event in queued_events(self.port.env):
-            s = others.get(id(event))
-            if s is None:
-                if outside is None or (when, eid) < outside:
-                    outside = (when, eid)
-            elif s.now is None or when != s.now:
-                return None
-            else:
-                queued.append((when, eid, s))
-        if len(queued) != len(others):
-            return None
-        queued.sort(key=lambda q: q[:2])
-        return [stream, *[q[2] for q in queued]], outside
-
-    # ------------------------------------------------------------------ advancing
-    def _advance(self, step: Step, now: Snapshot) -> bool:
-        """``now`` is where ``step`` ended: advance by as many whole steps as are provably
-        exact, roles passed on the same way; ``True`` if it did (the waker may then be another
-        stream)."""
-        count = self._exact_steps(step, now)
-        if count < 1:
+        d = st.now - before.now
+        periods = room(st.latest, d, st.foreign) if d > 0 else 0
+        for at, a, b in zip(st.int_at, before.ints, st.ints):
+            if isinstance(at[0], Stream) and b > a:  # no partial burst, none past the last
+                periods = min(periods, (at[0].full - at[0].i) // (b - a))
+        if periods < 1 or any(b < a for a, b in zip(before.accs, st.accs)):
             return False
-        q, j = divmod(count, len(step.cycle))
-        holders = [now.streams[place] for place in step.cycle[j]]
-        for x, c in zip(now.streams, step.issued):
-            x.i += q * c[-1] + c[j]
-        self._book(step, now, count)
-        shift = count * step.h
-        self._shift_port(step, now, count, {x.name: y.name for x, y in zip(now.streams, holders)},
-                         shift)
-        self._shift_walks(now, holders, shift)
+        requests = self._requests(before, st, d)
+        if requests is None:
+            self._remember(before, st, cheap)
+        dt = book([before, before, st], periods, [port])
+        if requests is not None:
+            book_requests(port.log, requests, periods, d)
+        for s in self.streams:
+            if s.i == s.count:  # its last burst went in the steps booked: it waits for them all
+                s.inflight.appendleft(s.now)  # (the one it would have waited on is in flight)
+                s.now = s.inflight[-1]  # the walk's end, where it is woken (FIFO: last is last)
+        requeue(port.env, {id(event): s.now for event, s in st.queue})
+        set_now(port.env, st.now + dt)
         self.reset()
         return True
 
-    def _exact_steps(self, step: Step, now: Snapshot) -> int:
-        """How many whole steps from ``now`` the streams take alike: none reaching another's
-        event, none issuing a partial or extra burst, and with more than two streams the roles
-        back with their own streams (times are integers: every step is exact); 0 if none."""
-        h = step.h
-        if h <= 0 or not _disjoint(now.streams):
-            return 0
-        count = _room(step, now.streams)
-        latest = now.latest()
-        if now.outside is not None:
-            count = _fit(count, latest, h, now.outside[0])
-        if len(now.streams) > 2:  # roles back with their own streams
-            count -= count % len(step.cycle)
-        return count
+    def _order(self, waker: Stream) -> tuple[tuple[int, int] | None, list] | None:
+        """The first foreign queued event (time, order) and the other streams' wake-ups in
+        the order they are queued (time, order, stream, event); ``None`` if a stream is not
+        waiting where its walk says."""
+        env = self.port.env
+        others = {id(waits_on(s.process)): s for s in self.streams if s is not waker}
+        order = []
+        foreign = None
+        for when, eid, event in queued_events(env):
+            s = others.get(id(event))
+            if s is None:
+                if foreign is None or (when, eid) < foreign:
+                    foreign = (when, eid)
+            elif s.now is None or when != s.now:
+                return None
+            else:
+                order.append((when, eid, s, event))
+        if len(order) != len(others) or waker.now != env.now:
+            return None
+        order.sort(key=lambda q: q[:2])
+        return foreign, order
 
-    def _book(self, step: Step, now: Snapshot, count: int) -> None:
-        """Book ``count`` steps on the port: bytes, contention, the log's requests."""
+    def _note(self, waker: Stream, foreign: tuple[int, int] | None, order: list) -> Note:
+        """The port and its streams when ``waker`` woke (the others by the order their
+        wake-ups are queued in, :meth:`_order`)."""
         port = self.port
-        port.bytes_read += count * step.read
-        port.bytes_written += count * step.written
-        port.contention_ticks = step.accumulate(port.contention_ticks, count)
-        if step.requests is not None:
-            role = {id(x): now.streams[k] for x, k in zip(now.streams, step.turn)}
-            self._log(step, now.t, count, role, now.streams)
+        st = Note(port.env.now, 0)
+        st.foreign_id = foreign
+        st.foreign = foreign[0] if foreign is not None else st.foreign
+        for s in (waker, *[q[2] for q in order]):
+            s.note(st)
+        st.queue = [(event, s) for _, _, s, event in order]  # (booked: requeued at s.now)
+        port.note(st)
+        log = port.log
+        st.logged = [(len(log), log.dropped) if log is not None else (0, 0)]
+        st.key = tuple(st.key)
+        return st
 
-    def _shift_port(self, step: Step, now: Snapshot, count: int, names: dict[str, str],
-                    shift: int) -> None:
-        """Put the port's slots and data path as at ``now``, ``shift`` later, ``count`` steps
-        on in the ring, holders renamed by ``names``."""
-        port = self.port
-        m, first = port.max_outstanding, now.first
-        nxt = (first + count * sum(step.issues)) % m  # a request a burst
-        d = (first - nxt) % m  # slot p now holds what slot p + d held at ``now``
-        slots, who = now.slots[d:] + now.slots[:d], now.holders[d:] + now.holders[:d]
-        by = repeat(shift)  # a slot freed by t stays free by the shifted t: all move alike
-        path_free, owner = now.path_free, now.path_owner
-        if path_free > now.t:  # (else the data path stays as it was at ``now``: idle)
-            path_free, owner = path_free + shift, names.get(owner, owner)
-        port.restore(RingState(
-            tuple(map(add, slots, by)), tuple(map(names.get, who, who)),  # names.get(w, w)
-            nxt, path_free, owner, tuple((a + shift, b + shift) for a, b in now.live())))
-
-    def _shift_walks(self, now: Snapshot, holders: list[Stream], shift: int) -> None:
-        """Each role's new holder takes its role's walk state at ``now``, ``shift`` later;
-        the others' wake-ups move with them, and the waker, if it keeps its role, wakes steps
-        later, as it would have."""
-        by = repeat(shift)
-        for x, wake, inflight in zip(holders, now.nows, now.inflights):
-            x.now = wake + shift
-            x.inflight.clear()  # in place: the walk holds it
-            x.inflight.extend(map(add, inflight, by))  # (those done by t stay done)
-            if x.i == x.count:  # its last burst issued in the steps: it waits for them all
-                x.inflight.appendleft(x.now)  # (the one it would have waited on is in flight)
-                x.now = x.inflight[-1]  # the walk's end, where it is woken (FIFO: last is last)
-        waker = now.streams[0]
-        waiting = {id(waits_on(x.process)): x for x in now.streams if x is not waker}
-        requeue(self.port.env, {k: x.now for k, x in waiting.items()})
-        if holders[0] is waker and waker.i < waker.count:
-            set_now(self.port.env, waker.now)
-
-    def _log(self, step: Step, t: int, count: int, role: dict, streams: list[Stream]
-             ) -> None:
-        """Append ``count`` steps of ``step``'s requests from ``t``, each role's by its holder."""
+    def _requests(self, before: Note, st: Note, d: int) -> tuple[str, Any] | None:
+        """The port log's requests of a step after ``st``: those of the step noted, ``d``
+        later (or a count it drops, once full); ``None`` with no log."""
         log = self.port.log
-        holders = list(streams)
-        for j in range(count):
-            start = t + j * step.h
-            for e in step.requests:
-                who = holders[e[6]].name if isinstance(e[6], int) else e[6]
-                log.append((start + e[0], start + e[1], start + e[2], start + e[3], e[4],
-                            e[5], who))
-            holders = [role[id(x)] for x in holders]
+        if log is None:
+            return None
+        (a0, x0), (a1, x1) = before.logged[0], st.logged[0]
+        if a0 == a1:
+            return "drop", x1 - x0
+        return "keep", [(e[0] + d, e[1] + d, e[2] + d, e[3] + d, *e[4:])
+                        for e in log.ticks(a0, a1)]
+
+    def _remember(self, before: Note, st: Note, cheap: tuple) -> None:
+        """Keep the step from ``st``'s state (its time, numbers, counters and slot turn)."""
+        if len(self._known) < KNOWN_STEPS and st.key not in self._known:
+            self._known_cheap.add(cheap)
+            m = self.port.max_outstanding
+            self._known[st.key] = (st.now - before.now, (
+                [b - a for a, b in zip(before.ints, st.ints)],
+                [b - a for a, b in zip(before.accs, st.accs)],
+                [(b - a) % m for a, b in zip(before.rings, st.rings)]))
+
+    def _known_step(self, st: Note) -> Note | None:
+        """A note one known step before ``st`` (a step found from this state earlier), if
+        any, with no port log to fill."""
+        found = self._known.get(st.key)
+        if found is None or self.port.log is not None:
+            return None
+        d, steps = found
+        return st.earlier(1, d, steps, [self.port])
 
 
-
-def _room(step: Step, streams: list[Stream]) -> int:
-    """How many steps the ``streams`` can go on for before one would issue a partial last
-    burst or one past its last (a walk of whole bursts may issue its last in the steps: after
-    it, it only waits for completions)."""
-    count, period = 1 << 62, len(step.cycle)
-    for x, c in zip(streams, step.issued):
-        room = x.full - x.i  # (x.full == x.count unless the last burst is partial)
-        if c[-1] > 0:
-            q, left = divmod(room, c[-1])
-            j = period - 1  # the most steps of the next turn that fit in what is left
-            while c[j] > left:
-                j -= 1
-            count = min(count, q * period + j)
-        elif room < 0:
-            return 0
-    return count if count < 1 << 62 else 0
-
-
-def _fit(k: int, latest: int, period: int, bound: int) -> int:
-    """The largest ``j <= k`` with ``latest + j period < bound`` (0 if none)."""
-    return max(0, min(k, (bound - 1 - latest) // period))
+def _alike_log(before: Note, st: Note) -> bool:
+    """Between two notes, the port log kept every request or dropped every one."""
+    (a0, x0), (a1, x1) = before.logged[0], st.logged[0]
+    return a0 == a1 or x0 == x1
 
 
 def _disjoint(streams: list[Stream]) -> bool:
     """No data-moving stream writes where another reads or writes (when each lands its bytes,
-    which a fast-forward does not keep, could matter)."""
+    which a booked run does not keep, could matter)."""
     for i, s in enumerate(streams):
         for other in streams[i + 1:]:
             for mem, lo, hi, written in s.ranges:

@@ -23,12 +23,13 @@ booked ahead), or FIFO order would be wrong.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from dspsim.config import MemoryCfg
 from dspsim.hw.context import RunContext
-from dspsim.hw.periodic import Repeats, RingState
+from dspsim.hw.periodic import StreamRuns
 from dspsim.hw.policy import transfer_cycles
 from dspsim.probes import PortLog
 from dspsim.ticks import cycles
@@ -36,7 +37,7 @@ from dspsim.ticks import cycles
 if TYPE_CHECKING:
     from dspsim.hw.repeats import Note
 
-__all__ = ["MemoryPort", "DdrPort", "RingState", "transfer_cycles"]
+__all__ = ["MemoryPort", "DdrPort", "transfer_cycles"]
 
 
 class MemoryPort:
@@ -79,7 +80,7 @@ class MemoryPort:
         # (issue, data_start, data_end, done, bytes, is_write, requester) when logging
         self.log: Any = PortLog(ctx.log_limit) if ctx.port_log else None  # has append(entry)
         # the elided engine fast-forwards channels streaming through the port (hw.periodic)
-        self.repeats = Repeats(self) if ctx.elide and self.ring else None
+        self.repeats = StreamRuns(self) if ctx.elide and self.ring else None
 
     def request(self, now: int, nbytes: int, write: bool, requester: str = "") -> int:
         """Issue a request of ``nbytes`` at ``now`` (the current time, ticks); return its
@@ -91,16 +92,12 @@ class MemoryPort:
             start = slot
             if self._slot_holder[i] != requester:  # all taken, the next to free by another
                 self.contention_ticks += slot - now
-                if self.repeats is not None:
-                    self.repeats.increments.append(slot - now)
         else:
             start = now
         data_start = self._path_free
         if data_start > start:
             if self._path_owner != requester:
                 self.contention_ticks += data_start - start
-                if self.repeats is not None:
-                    self.repeats.increments.append(data_start - start)
         else:
             data_start = start
         self._path_owner = requester
@@ -171,7 +168,7 @@ class MemoryPort:
                      horizon: int) -> tuple[int, int]:
         """:meth:`stream`'s burst loop. Per burst: the window (wait for the oldest), the ring's
         slot, the data path, the path's busy stretch, the booking (slot, log, in flight)."""
-        (slot_free, slot_holder, m, k, path_free, owner, latency, recent, log, increments,
+        (slot_free, slot_holder, m, k, path_free, owner, latency, recent, log,
          contention, beat, last_beat, run_start, run_end) = self._ring_locals(burst, rest)
         held = len(inflight)
         while i < count:
@@ -187,14 +184,12 @@ class MemoryPort:
             if start > now:
                 if slot_holder[k] != requester:
                     contention += start - now
-                    increments.append(start - now)
             else:
                 start = now
             data_start = path_free  # the data path, after the ring's slot
             if data_start > start:
                 if owner != requester:
                     contention += data_start - start
-                    increments.append(data_start - start)
             else:
                 data_start = start
             owner = requester
@@ -223,12 +218,11 @@ class MemoryPort:
         recent = self._recent
         # the last busy stretch, open: the bursts queued back to back on the path extend it
         run_start, run_end = recent.pop() if recent else (None, None)
-        increments = self.repeats.increments if self.repeats is not None else []
         # a burst's data-path ticks, as request computes them (nbytes * ticks_per_byte)
         beat, last_beat = burst * self.ticks_per_byte, rest * self.ticks_per_byte
         return (self._slot_free, self._slot_holder, self.max_outstanding, self._next_slot,
                 self._path_free, self._path_owner, self.latency_ticks, recent, self.log,
-                increments, self.contention_ticks, beat, last_beat, run_start, run_end)
+                self.contention_ticks, beat, last_beat, run_start, run_end)
 
     def _store_ring(self, k: int, path_free: int, owner: str, contention: int,
                     run_start: int | None, run_end: int | None) -> None:
@@ -244,32 +238,19 @@ class MemoryPort:
         """When the data path is next free."""
         return self._path_free
 
-    def ring_state(self) -> RingState:
-        """The slots and data path now, as values (copies)."""
-        return RingState(tuple(self._slot_free), tuple(self._slot_holder), self._next_slot,
-                         self._path_free, self._path_owner, tuple(self._recent))
-
-    def restore(self, state: RingState) -> None:
-        """Put ``state`` back as the port's slots and data path."""
-        self._slot_free[:] = state.slots
-        self._slot_holder[:] = state.holders
-        self._next_slot = state.next_slot
-        self._path_free, self._path_owner = state.path_free, state.path_owner
-        self._recent = deque(state.recent)
-
     def shift(self, before: int, now_slot: int, runs: int, now: int, dt: int) -> None:
         """Move the port on by ``runs`` repeats of a stretch that turned its next slot from
         ``before`` to ``now_slot`` and lasted ``dt / runs`` (a booked run,
         :mod:`dspsim.hw.finder`, :mod:`dspsim.hw.repeats`): what is
         in flight after ``now`` moves by ``dt`` (on a port that is no ring every slot's free
         time, whose order picks the next slot), the slots turn as the requests turned them."""
-        m = self.max_outstanding
-        slots = [(self._slot_free[(now_slot + i) % m], self._slot_holder[(now_slot + i) % m])
-                 for i in range(m)]
+        m, free, holder = self.max_outstanding, self._slot_free, self._slot_holder
+        order = free[now_slot:] + free[:now_slot]  # from the next slot on, as at ``now``
+        held = holder[now_slot:] + holder[:now_slot]
+        order = [t + dt if t > now or not self.ring else t for t in order]
         ns = (now_slot + runs * ((now_slot - before) % m)) % m
-        for i, (t, holder) in enumerate(slots):
-            self._slot_free[(ns + i) % m] = t + dt if t > now or not self.ring else t
-            self._slot_holder[(ns + i) % m] = holder
+        free[ns:], free[:ns] = order[:m - ns], order[m - ns:]
+        holder[ns:], holder[:ns] = held[:m - ns], held[m - ns:]
         self._next_slot = ns
         if self._path_free > now:
             self._path_free += dt
@@ -281,12 +262,14 @@ class MemoryPort:
         next slot, its counters."""
         state, held, ns = self.relative_state(st.now)
         st.key += [self.flows, state]
-        st.latest = max(st.latest, held)
+        if held > st.latest:
+            st.latest = held
         st.rings.append(ns)
-        st.int_((self, "bytes_read"), self.bytes_read)
-        st.int_((self, "bytes_written"), self.bytes_written)
-        st.acc(self, "contention_ticks", self.contention_ticks)
-        st.acc(self, "path_busy_ticks", self._path_busy)
+        st.ints += [self.bytes_read, self.bytes_written]
+        st.int_at += [(self, "bytes_read"), (self, "bytes_written")]
+        st.int_mem += [None, None]
+        st.accs += [self.contention_ticks, self._path_busy]
+        st.acc_at += [(self, "contention_ticks"), (self, "path_busy_ticks")]
 
     def relative_state(self, now: int) -> tuple[tuple, int, int]:
         """What a later request can tell, relative to ``now``: each slot from the next (free
@@ -295,15 +278,20 @@ class MemoryPort:
         for it counts contention unless it is the holder's), the data path likewise with its
         owner, the busy stretches still crossing; with the latest time held and the next
         slot."""
-        m, ns = self.max_outstanding, self._next_slot
-        slots, holders = self._slot_free, self._slot_holder
-        past = {} if self.ring else {t: k for k, t in enumerate(sorted(
-            {t for t in slots if t <= now}))}
-        ring = tuple((slots[j] - now, holders[j]) if slots[j] > now else (past.get(slots[j]),)
-                     for j in ((ns + i) % m for i in range(m)))
+        ns, slots, holders = self._next_slot, self._slot_free, self._slot_holder
+        order = slots[ns:] + slots[:ns]
+        if self.ring:  # completions in issue order: the slots still taken are the last ones
+            k = bisect_right(order, now)
+            ring: tuple = (k, tuple([t - now for t in order[k:]]),
+                           tuple((holders[ns:] + holders[:ns])[k:]))
+        else:
+            past = {t: k for k, t in enumerate(sorted({t for t in slots if t <= now}))}
+            held = holders[ns:] + holders[:ns]
+            ring = tuple([(t - now, h) if t > now else (past[t],) for t, h in zip(order, held)])
         path = self._path_free - now if self._path_free > now else None
-        recent = tuple((max(s, now) - now, e - now) for s, e in self._recent if e > now)
-        latest = max(now, self._path_free, *slots, *(e for _, e in self._recent))
+        recent = tuple([(max(s, now) - now, e - now) for s, e in self._recent if e > now])
+        latest = max(now, self._path_free, max(slots),  # (busy stretches' ends only grow)
+                     self._recent[-1][1] if self._recent else now)
         return (ring, (path, self._path_owner if path is not None else None), recent), latest, ns
 
     @property

@@ -35,7 +35,7 @@ class Note:
 
     __slots__ = ("now", "alike", "key", "times", "time_at", "ints", "int_at", "int_mem",
                  "accs", "acc_at", "records", "latest", "foreign", "queue", "rings", "logged",
-                 "passes", "last_pass")
+                 "passes", "last_pass", "foreign_id", "movers")
 
     def __init__(self, now: int, alike: int):
         self.now = now
@@ -56,6 +56,8 @@ class Note:
         self.logged: list[tuple[int, int]] = []
         self.passes = 0
         self.last_pass: dict[str, Any] | None = None
+        self.foreign_id: tuple[int, int] | None = None  # the first foreign event (time, order)
+        self.movers: list[Any] = []  # what moves its own times on: move(now, dt)
 
     def time(self, at: tuple[Any, Any] | None, t: int) -> None:
         """An absolute time (held at ``at``: ``owner[key]`` or ``owner.key``) that moves with
@@ -157,6 +159,8 @@ def book(notes: list[Note], periods: int, ports: list[Any]) -> int:
     for (owner, attr), b, c in zip(s2.acc_at, s1.accs, s2.accs):
         if c != b:
             assign(owner, attr, c + periods * (c - b))
+    for mover in s2.movers:
+        mover.move(now, dt)
     for kept, j, prefix, i, k in s2.records:  # frozen: each is rebuilt
         lo, hi, tile, seq = ints[i:i + 4]
         what = kept[j].what if prefix is None else f"{prefix}{ints[i + 4]}"
