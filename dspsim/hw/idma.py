@@ -303,20 +303,12 @@ class IdmaChannel:
         return current is None or self._note_walk(st)
 
     def _note_walk(self, st: Note) -> bool:
-        """The walk of the descriptor moving: where it is, what it has in flight."""
+        """The walk of the descriptor moving (:meth:`Stream.note`), if its port's stream
+        runs follow it (a walk they do not know keeps its place to itself)."""
         port = self.port_of(self.current)
-        stream = next((x for x in (port.repeats.streams if port.repeats else ())
-                       if x.process is self.process), None)
-        if stream is None:
+        if self.stream is None or port.repeats is None or self.stream not in port.repeats.streams:
             return False
-        now, inflight = st.now, stream.inflight
-        st.key.append((stream.i, stream.now is None, stream.kind, stream.count,
-                       tuple(x > now for x in inflight)))
-        if stream.now is not None:
-            st.time((stream, "now"), stream.now)
-        for j, x in enumerate(inflight):
-            if x > now:
-                st.time((inflight, j), x)
+        self.stream.note(st)
         return True
 
     def known(self, t: Transfer) -> bool:
