@@ -432,6 +432,10 @@ class Recorder:
                 (engine, kind, what, start, end, nbytes, tile, pass_name, buffer, ddr_stall)
             )
 
+    def rows_between(self, a: int, b: int) -> list[tuple | TraceRun]:
+        """The rows ``a:b`` as recorded (a booked run's block one entry)."""
+        return self.rows[a:b]
+
     def append_run(self, run: TraceRun) -> None:
         if run.count and run.template:
             self.rows.append(run)

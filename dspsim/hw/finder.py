@@ -49,7 +49,6 @@ from typing import TYPE_CHECKING, Any
 from dspsim.hw.clock import put_into, requeue, set_now, waits_on
 from dspsim.hw.clock import queued as queued_events
 from dspsim.hw.repeats import (
-    LogTicks,
     Note,
     alike,
     book,
@@ -265,8 +264,8 @@ class Finder:
             if log is None:
                 out.append(None)
                 continue
-            kept, follow = ((log.rows, _next_rows) if log is self.recorder
-                            else (LogTicks(log), next_requests))
+            kept, follow = ((self.recorder.rows_between, _next_rows) if log is self.recorder
+                            else (log.ticks, next_requests))
             entries = next_entries([x.logged[k] for x in s], kept, follow, d)
             if entries is None:
                 return None

@@ -189,12 +189,12 @@ def next_entries(marks: list[tuple[int, int]], kept: Any, follow: Any, d: int
     """What a record (a trace, a port log) gets in the period after three notes ``d`` apart,
     given its ``(kept, dropped)`` counts at each (``marks``): ``("drop", c)`` when it is full
     and drops ``c`` a period, ``("keep", follow(first, last, d))`` when it kept both periods'
-    entries alike (``kept`` its entries), ``None`` when the periods differ."""
+    entries alike (``kept(a, b)`` its entries ``a:b``), ``None`` when the periods differ."""
     (a0, x0), (a1, x1), (a2, x2) = marks
     if a0 == a1 == a2 and x1 - x0 == x2 - x1:
         return "drop", x2 - x1
     if x0 == x1 == x2 and a1 - a0 == a2 - a1:
-        entries = follow(kept[a0:a1], kept[a1:a2], d)
+        entries = follow(kept(a0, a1), kept(a1, a2), d)
         return None if entries is None else ("keep", entries)
     return None
 
@@ -374,7 +374,7 @@ class IterationRuns:
         out: list[Any] = []
         for k, p in enumerate(self.ports):
             entries = None if p.log is None else next_entries(
-                [st.logged[k] for st in self.notes], LogTicks(p.log), next_requests, d)
+                [st.logged[k] for st in self.notes], p.log.ticks, next_requests, d)
             if p.log is not None and entries is None:
                 return None
             out.append(entries)
@@ -394,12 +394,3 @@ class IterationRuns:
         self.state.now = now + dt  # the walk is there (it may end with no wait after)
         return self.state.now
 
-
-class LogTicks:
-    """A port log read as the port appended it (times in ticks), sliced."""
-
-    def __init__(self, log: PortLog):
-        self.log = log
-
-    def __getitem__(self, i: slice) -> list[tuple]:
-        return self.log.ticks(i.start, i.stop)
