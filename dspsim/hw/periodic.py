@@ -114,11 +114,12 @@ class StreamRuns:
         if order is None:
             return False
         # a cheap look first: the full state is noted from the second time this one is met
+        # with the same foreign event pending (or where a step from it may be known)
         t, pf = stream.now, port.path_free
         cheap = (stream.name, len(stream.inflight), pf - t if pf > t else None,
                  *[(s.name, s.now - t) for _, _, s, _ in order[1]])
-        if cheap not in self._cheap and cheap not in self._known_cheap:
-            self._cheap.add(cheap)
+        if (cheap, order[0]) not in self._cheap and cheap not in self._known_cheap:
+            self._cheap.add((cheap, order[0]))
             return False
         st = self._note(stream, *order)
         before = self._seen.get(st.key)
