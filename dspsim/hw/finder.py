@@ -109,6 +109,8 @@ class Finder:
         if alike < (3 - len(notes)) * self.period:  # too few left to book one
             notes.clear()
             return 0
+        if self.data and values is not None and not _apart(self.dsp):
+            return self._failed()  # two channels' pending copies meet: their order is timing's
         st = self._note(alike, pickle.dumps(None if self.data else carried))
         if st is None:
             return self._failed()
@@ -319,6 +321,18 @@ class Finder:
         self._book_records(records, periods, d)
         requeue(self.env, {id(event): t + dt for event, t in s[2].queue})
         set_now(self.env, now + dt)
+
+
+def _apart(dsp: DspView) -> bool:
+    """No descriptor pending on one channel writes where one pending on another reads or
+    writes (with the data path on, the order they land in is then immaterial)."""
+    spans = [(ch, t.src.mem.name, t.src.addr, t.src.addr + t.src_pitch * t.rows, False)
+             for other in dsp.platform.dsps for ch in other.idma for t in ch.issued]
+    spans += [(ch, t.dst.mem.name, t.dst.addr, t.dst.addr + t.dst_pitch * t.rows, True)
+              for other in dsp.platform.dsps for ch in other.idma for t in ch.issued]
+    return not any(a[0] is not b[0] and a[1] == b[1] and (a[4] or b[4])
+                   and a[2] < b[3] and b[2] < a[3] for i, a in enumerate(spans)
+                   for b in spans[i + 1:])
 
 
 def _ends(src: Any, dst: Any) -> tuple:

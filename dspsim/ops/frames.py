@@ -94,6 +94,12 @@ def hb_dsp_ping_pong_frame(dsp: Dsp, dst: Ptr, src: Ptr, src_idma: list[Ptr],
     # a run of full middle tiles, two apart (both buffers back in their roles), may be booked
     # at once while the channels stream (the model's, not the C's: dspsim.hw.finder)
     alike = dsp.alike_iterations(period=2)
+    # the booked tiles' values as plain copies in program order: right where each buffer's
+    # copies go through one channel (its FIFO keeps the program's order); where a buffer's
+    # copy in and copy out take two channels, their order is the engines' timing's (walked)
+    mapped = dsp.channel_map or (lambda channel, kind: channel)
+    in_order = not with_out_idma or all(
+        mapped(p, "copy_in") == mapped(p, "copy_out") for p in (0, 1))
 
     def values(count: int, pending: Callable[[Ptr, Ptr], bool]) -> None:
         # the booked tiles' values, untimed: each tile's work, its copy out and the prefetch
@@ -111,7 +117,7 @@ def hb_dsp_ping_pong_frame(dsp: Dsp, dst: Ptr, src: Ptr, src_idma: list[Ptr],
 
     while i < length:
         booked = alike.skip((length - block_start) // block if block_start < length else 0,
-                            func_out, values) if block else 0
+                            func_out, values if in_order else None) if block else 0
         if booked:  # the tiles booked ran as the ones before them: the counters move on
             i += booked * block
             block_start += booked * block
