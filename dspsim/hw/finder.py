@@ -55,6 +55,7 @@ from dspsim.hw.repeats import (
     book_requests,
     next_entries,
     next_requests,
+    ranges_meet,
     room,
 )
 from dspsim.probes import PassRun, PortLog, TraceRun, numbered
@@ -306,7 +307,7 @@ class Finder:
         if self.data and values is not None:
             for ch in channels:
                 ch.land_all()
-        dt = book(s, periods, self.ports)
+        dt = book(s[1], s[2], periods, self.ports)
         if self.data and values is not None:
             pending = {_ends(t.src, t.dst) for ch in channels for t in ch.issued}
             with self.dsp.untimed():
@@ -326,13 +327,11 @@ class Finder:
 def _apart(dsp: DspView) -> bool:
     """No descriptor pending on one channel writes where one pending on another reads or
     writes (with the data path on, the order they land in is then immaterial)."""
-    spans = [(ch, t.src.mem.name, t.src.addr, t.src.addr + t.src_pitch * t.rows, False)
-             for other in dsp.platform.dsps for ch in other.idma for t in ch.issued]
-    spans += [(ch, t.dst.mem.name, t.dst.addr, t.dst.addr + t.dst_pitch * t.rows, True)
-              for other in dsp.platform.dsps for ch in other.idma for t in ch.issued]
-    return not any(a[0] is not b[0] and a[1] == b[1] and (a[4] or b[4])
-                   and a[2] < b[3] and b[2] < a[3] for i, a in enumerate(spans)
-                   for b in spans[i + 1:])
+    return not ranges_meet([[(t.src.mem.name, t.src.addr, t.src.addr + t.src_pitch * t.rows,
+                              False) for t in ch.issued]
+                            + [(t.dst.mem.name, t.dst.addr, t.dst.addr + t.dst_pitch * t.rows,
+                                True) for t in ch.issued]
+                            for other in dsp.platform.dsps for ch in other.idma])
 
 
 def _ends(src: Any, dst: Any) -> tuple:

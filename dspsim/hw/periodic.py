@@ -23,7 +23,7 @@ import simpy
 
 from dspsim.hw.clock import queued as queued_events
 from dspsim.hw.clock import requeue, set_now, waits_on
-from dspsim.hw.repeats import Note, book, book_requests, room
+from dspsim.hw.repeats import Note, book, book_requests, ranges_meet, room
 from dspsim.probes import PortLog
 
 
@@ -108,7 +108,8 @@ class StreamRuns:
         port = self.port
         if port.flows != len(self.streams) \
                 or not (port.log is None or isinstance(port.log, PortLog)) \
-                or any(s.i > s.last_window for s in self.streams) or not _disjoint(self.streams):
+                or any(s.i > s.last_window for s in self.streams) \
+                or ranges_meet([s.ranges for s in self.streams]):
             return False
         order = self._order(stream)
         if order is None:
@@ -138,7 +139,7 @@ class StreamRuns:
         requests = self._requests(before, st, d)
         if requests is None:
             self._remember(before, st, cheap)
-        dt = book([before, before, st], periods, [port])
+        dt = book(before, st, periods, [port])
         if requests is not None:
             book_requests(port.log, requests, periods, d)
         for s in self.streams:
@@ -204,11 +205,7 @@ class StreamRuns:
         """Keep the step from ``st``'s state (its time, numbers, counters and slot turn)."""
         if len(self._known) < KNOWN_STEPS and st.key not in self._known:
             self._known_cheap.add(cheap)
-            m = self.port.max_outstanding
-            self._known[st.key] = (st.now - before.now, (
-                [b - a for a, b in zip(before.ints, st.ints)],
-                [b - a for a, b in zip(before.accs, st.accs)],
-                [(b - a) % m for a, b in zip(before.rings, st.rings)]))
+            self._known[st.key] = (st.now - before.now, st.steps_since(before, [self.port]))
 
     def _known_step(self, st: Note) -> Note | None:
         """A note one known step before ``st`` (a step found from this state earlier), if
@@ -224,15 +221,3 @@ def _alike_log(before: Note, st: Note) -> bool:
     """Between two notes, the port log kept every request or dropped every one."""
     (a0, x0), (a1, x1) = before.logged[0], st.logged[0]
     return a0 == a1 or x0 == x1
-
-
-def _disjoint(streams: list[Stream]) -> bool:
-    """No data-moving stream writes where another reads or writes (when each lands its bytes,
-    which a booked run does not keep, could matter)."""
-    for i, s in enumerate(streams):
-        for other in streams[i + 1:]:
-            for mem, lo, hi, written in s.ranges:
-                for mem2, lo2, hi2, written2 in other.ranges:
-                    if mem is mem2 and (written or written2) and lo < hi2 and lo2 < hi:
-                        return False
-    return True

@@ -29,7 +29,8 @@ class Note:
     ``ints`` numbers moving one step a period (``int_at``; ``int_mem`` the memory of an
     address); ``accs`` growing counters (``acc_at``); ``records`` the access log's kept
     accesses (rebuilt from ``ints[i]`` and ``times[j]`` on); ``latest`` the latest of the times
-    held; ``foreign`` the first queued event not owned, ``queue`` the owned (event, time);
+    held; ``foreign`` the first queued event not owned, ``queue`` the owned (event, and
+    its time or the stream it wakes);
     ``rings`` each port's next slot; ``logged`` each record's (kept, dropped); ``passes`` the
     passes begun and ``last_pass`` a copy of the last."""
 
@@ -80,6 +81,14 @@ class Note:
         self.acc_at.append((owner, attr))
 
 
+    def steps_since(self, before: Note, ports: list[Any]
+                    ) -> tuple[list[int], list[int], list[int]]:
+        """The steps of the period from ``before`` to this note: of its numbers, its counters
+        and its ports' next slots (what :meth:`earlier` undoes)."""
+        return ([b - a for a, b in zip(before.ints, self.ints)],
+                [b - a for a, b in zip(before.accs, self.accs)],
+                [(b - a) % p.max_outstanding for p, a, b in zip(ports, before.rings, self.rings)])
+
     def earlier(self, k: int, d: int, steps: tuple[list[int], list[int], list[int]],
                 ports: list[Any]) -> Note:
         """This note as it stood ``k`` periods of ``d`` earlier, the period's ``steps`` (of
@@ -92,6 +101,19 @@ class Note:
         st.accs = [c - k * x for c, x in zip(self.accs, accs)]
         st.rings = [(c - k * x) % p.max_outstanding for p, c, x in zip(ports, self.rings, rings)]
         return st
+
+
+def ranges_meet(groups: list[list[tuple[Any, int, int, bool]]]) -> bool:
+    """Two groups (a stream's, a channel's pending copies) hold ranges ``(memory, first byte,
+    end byte, written)`` that overlap with one of them written: when each lands its bytes, which
+    a booked run does not keep, could matter."""
+    for i, group in enumerate(groups):
+        for other in groups[i + 1:]:
+            for mem, lo, hi, written in group:
+                for mem2, lo2, hi2, written2 in other:
+                    if mem == mem2 and (written or written2) and lo < hi2 and lo2 < hi:
+                        return True
+    return False
 
 
 def assign(owner: Any, key: Any, value: Any) -> None:
@@ -141,11 +163,10 @@ def alike(notes: list[Note], ports: list[Any]) -> int:
     return d
 
 
-def book(notes: list[Note], periods: int, ports: list[Any]) -> int:
-    """Move every place the last of three notes holds on by ``periods`` periods like the last
-    (from its time): numbers by their step, times and what the ports hold in flight by ``dt``,
-    counters by their growth, the access log's kept records rebuilt; return ``dt``."""
-    _, s1, s2 = notes
+def book(s1: Note, s2: Note, periods: int, ports: list[Any]) -> int:
+    """Move every place note ``s2`` holds on by ``periods`` periods like the one from ``s1``
+    (from ``s2``'s time): numbers by their step, times and what the ports hold in flight by
+    ``dt``, counters by their growth, the access log's kept records rebuilt; return ``dt``."""
     now = s2.now
     dt = periods * (now - s1.now)
     ints = [c + periods * (c - b) if c != b else c for b, c in zip(s1.ints, s2.ints)]
@@ -319,9 +340,8 @@ class IterationRuns:
         if any(entries is not None for entries in logs) or s1.key != s2.key \
                 or len(self.known) >= KNOWN_PERIODS:
             return
-        self.known[(self.shape, s2.key)] = (self.gap, s2.now - s1.now, (
-            [c - b for b, c in zip(s1.ints, s2.ints)], [c - b for b, c in zip(s1.accs, s2.accs)],
-            [(c - b) % p.max_outstanding for p, b, c in zip(self.ports, s1.rings, s2.rings)]))
+        self.known[(self.shape, s2.key)] = (self.gap, s2.now - s1.now,
+                                             s2.steps_since(s1, self.ports))
 
     def _known_period(self, st: Note) -> None:
         """``st`` is a state an earlier call's period started from (the same loop, ports and
@@ -383,7 +403,7 @@ class IterationRuns:
     def _book(self, periods: int, now: int, logs: list[Any]) -> int:
         """Book ``periods`` periods like the last from ``now`` (the third note's time), each
         port log's requests too (:meth:`_requests`); return the walk's clock after them."""
-        dt = book(self.notes, periods, self.ports)
+        dt = book(self.notes[1], self.notes[2], periods, self.ports)
         cache = self.cache
         if cache is not None:
             cache.shift(periods * self.gap * self.step // cache.line_bytes, now, dt)
