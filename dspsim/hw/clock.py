@@ -14,7 +14,7 @@ next event (at an equal time the queued one runs first), and always yields one, 
 clock's time, before doing anything another process can see (finish a copy, return).
 
 This module is the only one touching SimPy's internals (queue, event counter, clock, a
-process's pending event): the fast-forwards go through :func:`queued`, :func:`requeue`,
+process's pending event): the fast-forwards go through :func:`split_queue`, :func:`requeue`,
 :func:`set_now`, :func:`waits_on` and :func:`put_into`.
 """
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from heapq import heapify
+from typing import Any
 
 import simpy
 from simpy.events import Event
@@ -80,9 +81,20 @@ def put_into(event: Event) -> object | None:
     return event.resource if isinstance(event, Put) else None
 
 
-def queued(env: simpy.Environment) -> list[tuple[int, int, Event]]:
-    """The events in SimPy's queue as ``(time, order, event)``, unordered."""
-    return [(when, eid, event) for when, _, eid, event in env._queue]
+def split_queue(env: simpy.Environment, owner: Callable[[Event], Any]
+                ) -> tuple[list[tuple[int, int, Any, Event]], tuple[int, int] | None]:
+    """SimPy's queue split by ``owner(event)`` (``None``: foreign): the owned events as
+    ``(time, order, owner, event)`` in the order they are processed, and the first foreign
+    event's ``(time, order)`` (``None`` if none)."""
+    owned, foreign = [], None
+    for when, _, eid, event in env._queue:
+        who = owner(event)
+        if who is not None:
+            owned.append((when, eid, who, event))
+        elif foreign is None or (when, eid) < foreign:
+            foreign = (when, eid)
+    owned.sort(key=lambda q: q[:2])
+    return owned, foreign
 
 
 def requeue(env: simpy.Environment, moves: dict[int, int]) -> None:

@@ -46,8 +46,7 @@ import pickle
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from dspsim.hw.clock import put_into, requeue, set_now, waits_on
-from dspsim.hw.clock import queued as queued_events
+from dspsim.hw.clock import put_into, requeue, set_now, split_queue, waits_on
 from dspsim.hw.repeats import (
     Note,
     alike,
@@ -181,18 +180,18 @@ class Finder:
                 if ch.current is not None and target is not None:
                     walking[id(target)] = ch
                 fifos[id(ch.fifo)] = ch
-        order = []
-        for when, eid, event in queued_events(self.env):
-            ch = walking.pop(id(event), None)
+        def owner(event: Any) -> str | None:
+            ch = walking.get(id(event))
             if ch is not None:
-                order.append((when, eid, ch.name, event))
-            elif id(put_into(event)) in fifos:
-                order.append((when, eid, f"put {fifos[id(put_into(event))].name}", event))
-            elif when < st.foreign:
-                st.foreign = when
-        if walking:
-            return False
-        order.sort(key=lambda q: q[:2])
+                return ch.name
+            ch = fifos.get(id(put_into(event)))
+            return None if ch is None else f"put {ch.name}"
+
+        order, foreign = split_queue(self.env, owner)
+        if len(order) - sum(name.startswith("put ") for _, _, name, _ in order) != len(walking):
+            return False  # a channel in flight with no wake-up queued
+        if foreign is not None:
+            st.foreign = foreign[0]
         st.key.append(tuple(name for _, _, name, _ in order))
         for when, _, _, event in order:
             st.queue.append((event, when))

@@ -370,7 +370,7 @@ class IdmaChannel:
         lander, t = self.lander, self.current
         if lander is not None and t is not None:
             landed, upto = self._landed
-            lander.__init__(t)
+            lander.rebase(t)
             lander.completed(landed, immediately=True)
             lander.upto = upto
             if self.stream is not None:
@@ -531,6 +531,11 @@ class _Lander:
     ``k`` of the descriptor is byte ``k % row`` of row ``k // row``, at its end's pitch."""
 
     def __init__(self, t: Transfer):
+        self.rebase(t)
+
+    def rebase(self, t: Transfer) -> None:
+        """Land ``t``'s bytes, none landed yet (the walk holds this lander: a booked run moves
+        its descriptor on)."""
         self.src = rows_view(t.src, t.rows, t.row_bytes, t.src_pitch)
         self.dst = rows_view(t.dst, t.rows, t.row_bytes, t.dst_pitch)  # writable
         self.row = max(t.row_bytes, 1)

@@ -21,8 +21,7 @@ from typing import Any
 
 import simpy
 
-from dspsim.hw.clock import queued as queued_events
-from dspsim.hw.clock import requeue, set_now, waits_on
+from dspsim.hw.clock import requeue, set_now, split_queue, waits_on
 from dspsim.hw.repeats import Note, book, book_requests, ranges_meet, room
 from dspsim.probes import PortLog
 
@@ -157,20 +156,10 @@ class StreamRuns:
         waiting where its walk says."""
         env = self.port.env
         others = {id(waits_on(s.process)): s for s in self.streams if s is not waker}
-        order = []
-        foreign = None
-        for when, eid, event in queued_events(env):
-            s = others.get(id(event))
-            if s is None:
-                if foreign is None or (when, eid) < foreign:
-                    foreign = (when, eid)
-            elif s.now is None or when != s.now:
-                return None
-            else:
-                order.append((when, eid, s, event))
-        if len(order) != len(others) or waker.now != env.now:
+        order, foreign = split_queue(env, lambda event: others.get(id(event)))
+        if len(order) != len(others) or waker.now != env.now \
+                or any(s.now != when for when, _, s, _ in order):
             return None
-        order.sort(key=lambda q: q[:2])
         return foreign, order
 
     def _note(self, waker: Stream, foreign: tuple[int, int] | None, order: list) -> Note:
