@@ -67,14 +67,6 @@ def loop_shape(name: str, cost: LoopCost, reduces: bool) -> LoopShape:
                      call_overhead_cycles=cost.call_overhead_cycles)
 
 
-def combine(op: str, values: np.ndarray) -> Any:
-    """A reduction of float32 ``values`` along the last axis, in float32."""
-    with np.errstate(all="ignore"):
-        if op == "sum":
-            return np.sum(values, axis=-1, dtype=F32)
-        return ROW_REDUCTIONS[op](values, axis=-1)
-
-
 def pass_numerics(p: PassSpec) -> Callable[..., Any]:
     """``compute(src, dst, lanes, **scalars)``: the pass's value in float32, written to
     ``dst`` and/or reduced (a scalar for a 1-D call, one per row for a batch)."""
@@ -86,8 +78,9 @@ def pass_numerics(p: PassSpec) -> Callable[..., Any]:
         vals = np.broadcast_to(value.evaluate(env, F32), src.shape)
         if dst is not None and p.writes:
             dst[...] = vals
-        if p.reduce_op:
-            r = combine(p.reduce_op, vals)
+        if p.reduce_op:  # float32 in, float32 sums
+            with np.errstate(all="ignore"):
+                r = ROW_REDUCTIONS[p.reduce_op](vals, axis=-1)
             return F32(r) if np.ndim(r) == 0 else r.astype(F32)
         return None
 
