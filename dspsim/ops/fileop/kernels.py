@@ -32,8 +32,8 @@ from dspsim.ops.fileop.spec import LoopCost, PassSpec
 F32 = np.float32
 
 
-def loop_segments(cost: LoopCost) -> Callable[[int, int], list[Segment]]:
-    """``(n, lanes) -> segments`` of a declared loop (see the module's text)."""
+def loop_shape(name: str, cost: LoopCost, reduces: bool) -> LoopShape:
+    """The loop shape of a declared loop (a reduction adds its tree after it)."""
 
     def segments(n: int, lanes: int) -> list[Segment]:
         vb = 4 * lanes
@@ -49,20 +49,13 @@ def loop_segments(cost: LoopCost) -> Callable[[int, int], list[Segment]]:
                 segs.append((pad, (), ()))
         return segs
 
-    return segments
-
-
-def loop_shape(name: str, cost: LoopCost, reduces: bool) -> LoopShape:
-    """The loop shape of a declared loop (a reduction adds its tree after it)."""
-    tail = cost.tail_ops
-
     def reduction_ops(lanes: int) -> int:
-        if tail is not None:
-            return tail
+        if cost.tail_ops is not None:
+            return cost.tail_ops
         return 1 + log2_lanes(lanes) if reduces else 0
 
     return LoopShape(name, data_loads=cost.loads, table_loads=cost.table_loads,
-                     stores=cost.stores, alu_ops=cost.alu, segments=loop_segments(cost),
+                     stores=cost.stores, alu_ops=cost.alu, segments=segments,
                      reduction_ops=reduction_ops, priming_loads=1, lanes=cost.lanes,
                      call_overhead_cycles=cost.call_overhead_cycles)
 
