@@ -138,7 +138,7 @@ class _Where:
                              f"{', '.join(required)}")
         return raw
 
-    def typed(self, raw: Mapping[str, Any], key: str, table: str, kind: type, what: str,
+    def typed(self, raw: Mapping[str, Any], key: str, table: str, kind: Any, what: str,
               default: Any = None) -> Any:
         """``raw[key]``, refused unless a ``kind`` (a bool is no number); ``default`` if absent."""
         if key not in raw:
@@ -250,14 +250,12 @@ def _params(w: _Where, raw: Any) -> dict[str, float]:
     if not isinstance(raw, dict):
         raise w.error("[params]", f"expected a table of numbers, got {_show(raw)}")
     out = {}
-    for k, v in raw.items():
+    for k in raw:
         if not NAME.fullmatch(k) or k in ("tile_bytes", "buffers", "block_cols", *BUILTIN):
             raise w.error("[params]", f"{k!r}: allowed a lower-case name other than "
                           "tile_bytes, buffers and block_cols (the schedules' keys) and cols "
                           "(the row's length)")
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise w.error("[params]", f"{k} = {_show(v)}: expected a number (its default)")
-        out[k] = float(v)
+        out[k] = float(w.typed(raw, k, "[params]", int | float, "a number (its default)"))
     return out
 
 
