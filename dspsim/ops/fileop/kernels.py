@@ -24,12 +24,10 @@ import numpy as np
 
 from dspsim.kernels.registry import KERNELS, Kernel, register
 from dspsim.kernels.shapes import LoopShape
-from dspsim.kernels.toolkit import Segment, log2_lanes
+from dspsim.kernels.toolkit import F32, Segment, log2_lanes
 from dspsim.ops.fileop.check import columns
 from dspsim.ops.fileop.expr import ROW_REDUCTIONS
 from dspsim.ops.fileop.spec import LoopCost, PassSpec
-
-F32 = np.float32
 
 
 def loop_shape(name: str, cost: LoopCost, reduces: bool) -> LoopShape:

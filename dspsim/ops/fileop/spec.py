@@ -198,8 +198,7 @@ def parse_spec(raw: dict[str, Any], shown: str, taken: Mapping[str, Any]) -> OpS
         raise w.error("[params]", f"{taken_key!r} is the key of an array's memory; allowed: "
                       "another name")
     return OpSpec(shown, name, " ".join(doc.split()), ndim, shape, params, inp, out, passes,
-                  *schedules, reference=ref[0], python=ref[1], tolerance=ref[2],
-                  halo=halo, block_cols=block_cols, memories=memories)
+                  *schedules, *ref, halo=halo, block_cols=block_cols, memories=memories)
 
 
 def _blocks(w: _Where, raw: dict[str, Any], passes: tuple[PassSpec, ...], ndim: int,
