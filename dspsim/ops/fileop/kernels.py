@@ -78,21 +78,18 @@ def pass_numerics(p: PassSpec) -> Callable[..., Any]:
     return compute
 
 
-def register_pass_kernel(op_name: str, p: PassSpec, params: dict[str, float]) -> str:
+def register_pass_kernel(op_name: str, p: PassSpec, params: dict[str, float]) -> None:
     """Register the kernel of a pass declared by its cost; its name ``<op>.<pass>``. As a
     microbenchmark (``--op kernel``) its scalars are the op's params' defaults, and 1 for
     the scalars earlier passes reduce into."""
-    assert p.loop is not None
+    assert p.loop is not None and p.value is not None  # a cost needs a value (spec._cost)
     name = f"{op_name}.{p.name}"
     if name in KERNELS:
-        return name
-    example = {k: F32(params.get(k, 1.0)) for k in (p.value.names if p.value else ())
-               if k != p.reads}
-    elementwise = bool(p.writes) and not p.reduce_op and not (
-        p.value and (p.value.shifts or p.value.halo))
+        return
+    example = {k: F32(params.get(k, 1.0)) for k in p.value.names if k != p.reads}
+    elementwise = bool(p.writes) and not p.reduce_op and not (p.value.shifts or p.value.halo)
     register(Kernel(name, loop_shape(name, p.loop, bool(p.reduce_op)), pass_numerics(p),
                     writes=bool(p.writes), results=1 if p.reduce_op else 0,
                     elementwise=elementwise,
                     example_args=lambda size: {**example, "cols": F32(size[-1])}
                     if "cols" in example else example))
-    return name

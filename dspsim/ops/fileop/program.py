@@ -57,7 +57,7 @@ def pass_calls(spec: OpSpec, p: PassSpec, env: dict[str, Any]
     """``(kernel, scalar arguments)`` of a pass's calls in order, the arguments read in
     ``env`` (a ``loop`` pass's own kernel: every scalar and param its value reads)."""
     if p.loop is not None:
-        kw = {k: env[k] for k in p.value.names if k != p.reads} if p.value else {}
+        kw = {k: env[k] for k in p.value.names if k != p.reads}  # a loop pass has a value
         return [(get_kernel(f"{spec.name}.{p.name}"), kw)]
     return [(get_kernel(k.name), {a: e.evaluate(env, F32) for a, e in k.args})
             for k in p.kernels]
