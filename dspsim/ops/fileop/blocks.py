@@ -55,18 +55,6 @@ def blocks(rows: int, cols: int, out_rows: int, width: int, halo: int) -> list[B
             for r in range(0, rows, out_rows) for c in range(0, cols, width)]
 
 
-def block_refusal(name: str, tile_bytes: int, cols: int, block_cols: int, halo: int
-                  ) -> str | None:
-    """Why a buffer of ``tile_bytes`` holds no block (one line), None when it does."""
-    out_rows, width = block_shape(tile_bytes, cols, block_cols, halo)
-    if out_rows >= 1:
-        return None
-    need = 4 * width * (1 + 2 * halo)
-    return (f"{name} pingpong: {name}.tile_bytes = {tile_bytes} holds no block of {width} "
-            f"columns with {halo} row(s) of halo above and below ({need} bytes); allowed: "
-            f"{name}.tile_bytes >= {need}, or fewer {name}.block_cols")
-
-
 def run_blocks(dsp: Dsp, spec: OpSpec, bufs: list[Ptr], x: Ptr, y: Ptr, rows: int, cols: int,
                pass_block: Any) -> Any:
     """The blocks through two buffers; ``pass_block(buf, block)`` runs the passes on one."""

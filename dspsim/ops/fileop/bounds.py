@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from dspsim.kernels.cached import direct_bounds
 from dspsim.ops.base import Bounds, Op
-from dspsim.ops.fileop.blocks import block_bounds, block_refusal, uses_blocks
+from dspsim.ops.fileop.blocks import block_bounds, block_shape, uses_blocks
 from dspsim.ops.fileop.program import buffer_banks, pass_kernels
 from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
 from dspsim.ops.rowwise import bounds_with_binding, rowwise_bounds
@@ -55,16 +55,22 @@ def _block_cols(op: Op, model: HardwareModel) -> int:
 def _block_refusal(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]
                    ) -> str | None:
     """Why a 2-D block schedule cannot run (one line), None when it can."""
-    cols = _block_cols(op, model)
-    key = f"{op.name}.block_cols"
+    name, cols, halo = op.name, _block_cols(op, model), op.spec.halo
+    key = f"{name}.block_cols"
     if variant == "nbuffer":
-        return (f"{op.name} nbuffer runs whole-row tiles; {key} = {cols} asks for 2-D "
+        return (f"{name} nbuffer runs whole-row tiles; {key} = {cols} asks for 2-D "
                 f"blocks; allowed: the pingpong variant, or {key} = 0")
     if op.spec.shifts and 0 < cols < shape[1]:
-        return (f"{op.name} pingpong: {key} = {cols} cuts its rows, and a pass reads along "
+        return (f"{name} pingpong: {key} = {cols} cuts its rows, and a pass reads along "
                 f"the row (shift); allowed: {key} = 0 or >= {shape[1]} (whole rows)")
-    return block_refusal(op.name, model.params(op.name).tile_bytes, shape[1], cols,
-                         op.spec.halo)
+    tile = model.params(name).tile_bytes
+    out_rows, width = block_shape(tile, shape[1], cols, halo)
+    if out_rows >= 1:
+        return None
+    need = 4 * width * (1 + 2 * halo)
+    return (f"{name} pingpong: {name}.tile_bytes = {tile} holds no block of {width} "
+            f"columns with {halo} row(s) of halo above and below ({need} bytes); allowed: "
+            f"{name}.tile_bytes >= {need}, or fewer {key}")
 
 
 def tile_refusal(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]

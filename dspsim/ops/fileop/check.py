@@ -11,13 +11,12 @@ import numpy as np
 
 from dspsim.errors import DspsimInputError
 from dspsim.ops.fileop.expr import ROW_REDUCTIONS
-from dspsim.ops.fileop.program import pass_calls
+from dspsim.ops.fileop.program import F32, pass_calls
 
 if TYPE_CHECKING:
     from dspsim.ops.fileop.op import FileOp
     from dspsim.ops.fileop.spec import PassSpec
 
-F32 = np.float32
 PROBE_LANES = 16  # the probe's vector of float32 (the check's tolerance covers any order of sums)
 PROBE_SHAPES = {1: (1000,), 2: (3, 100)}
 AGREE_REL = 1e-3

@@ -70,7 +70,6 @@ class Expr:
     text: str
     names: frozenset[str]
     tree: ast.Expression
-    reduces: bool  # calls a row reduction (references only)
     shifts: bool  # calls shift (a row filter: whole rows per tile)
     halo: int = 0  # the largest |k| of its shift_rows calls: rows above and below a block
 
@@ -101,9 +100,9 @@ def parse_expr(text: Any, names: Mapping[str, str], where: str,
         raise DspsimInputError(f"{where}: {_short(text)} is nested more than {MAX_DEPTH} "
                                "deep; allowed: a shallower expression")
     found: set[str] = set()
-    flags: dict[str, Any] = {"reduces": False, "shifts": False, "halo": 0}
+    flags: dict[str, Any] = {"shifts": False, "halo": 0}
     _check(tree.body, names, where, text, reductions, found, flags)
-    return Expr(text, frozenset(found), tree, flags["reduces"], flags["shifts"], flags["halo"])
+    return Expr(text, frozenset(found), tree, flags["shifts"], flags["halo"])
 
 
 def _depth(tree: ast.AST) -> int:
@@ -173,7 +172,6 @@ def _check_call(node: ast.Call, where: str, text: str, reductions: bool,
     if fn in SHIFTS and (k is None or abs(k) > MAX_SHIFT):
         raise DspsimInputError(f"{where}: {_short(text)}: {fn}(array, k) needs a whole number "
                                f"k from -{MAX_SHIFT} to {MAX_SHIFT}")
-    flags["reduces"] |= fn in ROW_REDUCTIONS
     flags["shifts"] |= fn == "shift"
     if fn == "shift_rows":
         flags["halo"] = max(flags["halo"], abs(k))

@@ -24,16 +24,14 @@ import numpy as np
 
 from dspsim.kernels.registry import KERNELS, Kernel, register
 from dspsim.kernels.shapes import LoopShape
-from dspsim.kernels.toolkit import Segment, log2_lanes
+from dspsim.kernels.toolkit import F32, Segment, log2_lanes
 from dspsim.ops.fileop.check import columns
 from dspsim.ops.fileop.expr import ROW_REDUCTIONS
 from dspsim.ops.fileop.spec import LoopCost, PassSpec
 
-F32 = np.float32
 
-
-def loop_segments(cost: LoopCost) -> Callable[[int, int], list[Segment]]:
-    """``(n, lanes) -> segments`` of a declared loop (see the module's text)."""
+def loop_shape(name: str, cost: LoopCost, reduces: bool) -> LoopShape:
+    """The loop shape of a declared loop (a reduction adds its tree after it)."""
 
     def segments(n: int, lanes: int) -> list[Segment]:
         vb = 4 * lanes
@@ -49,30 +47,15 @@ def loop_segments(cost: LoopCost) -> Callable[[int, int], list[Segment]]:
                 segs.append((pad, (), ()))
         return segs
 
-    return segments
-
-
-def loop_shape(name: str, cost: LoopCost, reduces: bool) -> LoopShape:
-    """The loop shape of a declared loop (a reduction adds its tree after it)."""
-    tail = cost.tail_ops
-
     def reduction_ops(lanes: int) -> int:
-        if tail is not None:
-            return tail
+        if cost.tail_ops is not None:
+            return cost.tail_ops
         return 1 + log2_lanes(lanes) if reduces else 0
 
     return LoopShape(name, data_loads=cost.loads, table_loads=cost.table_loads,
-                     stores=cost.stores, alu_ops=cost.alu, segments=loop_segments(cost),
+                     stores=cost.stores, alu_ops=cost.alu, segments=segments,
                      reduction_ops=reduction_ops, priming_loads=1, lanes=cost.lanes,
                      call_overhead_cycles=cost.call_overhead_cycles)
-
-
-def combine(op: str, values: np.ndarray) -> Any:
-    """A reduction of float32 ``values`` along the last axis, in float32."""
-    with np.errstate(all="ignore"):
-        if op == "sum":
-            return np.sum(values, axis=-1, dtype=F32)
-        return ROW_REDUCTIONS[op](values, axis=-1)
 
 
 def pass_numerics(p: PassSpec) -> Callable[..., Any]:
@@ -86,29 +69,27 @@ def pass_numerics(p: PassSpec) -> Callable[..., Any]:
         vals = np.broadcast_to(value.evaluate(env, F32), src.shape)
         if dst is not None and p.writes:
             dst[...] = vals
-        if p.reduce_op:
-            r = combine(p.reduce_op, vals)
+        if p.reduce_op:  # float32 in, float32 sums
+            with np.errstate(all="ignore"):
+                r = ROW_REDUCTIONS[p.reduce_op](vals, axis=-1)
             return F32(r) if np.ndim(r) == 0 else r.astype(F32)
         return None
 
     return compute
 
 
-def register_pass_kernel(op_name: str, p: PassSpec, params: dict[str, float]) -> str:
+def register_pass_kernel(op_name: str, p: PassSpec, params: dict[str, float]) -> None:
     """Register the kernel of a pass declared by its cost; its name ``<op>.<pass>``. As a
     microbenchmark (``--op kernel``) its scalars are the op's params' defaults, and 1 for
     the scalars earlier passes reduce into."""
-    assert p.loop is not None
+    assert p.loop is not None and p.value is not None  # a cost needs a value (spec._cost)
     name = f"{op_name}.{p.name}"
     if name in KERNELS:
-        return name
-    example = {k: F32(params.get(k, 1.0)) for k in (p.value.names if p.value else ())
-               if k != p.reads}
-    elementwise = bool(p.writes) and not p.reduce_op and not (
-        p.value and (p.value.shifts or p.value.halo))
+        return
+    example = {k: F32(params.get(k, 1.0)) for k in p.value.names if k != p.reads}
+    elementwise = bool(p.writes) and not p.reduce_op and not (p.value.shifts or p.value.halo)
     register(Kernel(name, loop_shape(name, p.loop, bool(p.reduce_op)), pass_numerics(p),
                     writes=bool(p.writes), results=1 if p.reduce_op else 0,
                     elementwise=elementwise,
                     example_args=lambda size: {**example, "cols": F32(size[-1])}
                     if "cols" in example else example))
-    return name

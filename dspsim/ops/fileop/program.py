@@ -57,7 +57,7 @@ def pass_calls(spec: OpSpec, p: PassSpec, env: dict[str, Any]
     """``(kernel, scalar arguments)`` of a pass's calls in order, the arguments read in
     ``env`` (a ``loop`` pass's own kernel: every scalar and param its value reads)."""
     if p.loop is not None:
-        kw = {k: env[k] for k in p.value.names if k != p.reads} if p.value else {}
+        kw = {k: env[k] for k in p.value.names if k != p.reads}  # a loop pass has a value
         return [(get_kernel(f"{spec.name}.{p.name}"), kw)]
     return [(get_kernel(k.name), {a: e.evaluate(env, F32) for a, e in k.args})
             for k in p.kernels]
@@ -104,37 +104,14 @@ def run_passes(dsp: Dsp, spec: OpSpec, x: Ptr, y: Ptr, rows: int, n: int,
     return 0
 
 
-# ----------------------------------------------------------------------------- tiles
-def tile_passes(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, state: list,
-                job: tuple[OpSpec, int, dict[str, Any]]) -> Any:
-    """A 2-D tile of whole rows: every pass in TCM, in place."""
-    spec, cols, env = job
-    yield from run_passes(dsp, spec, in_addr, out_addr, size // cols, cols, dict(env))
-
-
-def tile_one_pass(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, state: list,
-                  job: tuple[OpSpec, PassSpec, dict[str, Any]]) -> Any:
-    """A 1-D tile of one pass; its reduction folded into ``state[0]``."""
-    spec, p, env = job
-    r = yield from run_pass(dsp, spec, p, in_addr, out_addr, size, 1, env)
-    if p.reduce_op:
-        state[0] = _accumulate(p.reduce_op, state[0], r)
-
-
-# ----------------------------------------------------------------------------- frames
 def frame(dsp: Dsp, variant: str, bufs: list[Ptr], dst: Ptr, src: Ptr, length: int,
-          block: int, func: Any, state: list, job: Any, write: bool) -> Any:
+          block: int, func: Any, state: list, write: bool) -> Any:
     """One frame of tiles through ``bufs``: the seed's ping-pong, or nbuffer's k-buffer
-    stream; ``func(dsp, out, in, size, state, job)`` on each tile."""
+    stream; ``func(dsp, out, in, size, state, _)`` on each tile (its last argument unused)."""
     if variant == "pingpong":
-        yield from hb_dsp_ping_pong_frame(dsp, dst, src, bufs, bufs, length, func, state, job,
-                                          write, block)
-        return
-
-    def tile(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, st: Any, i: int) -> Any:
-        yield from func(dsp, out_addr, in_addr, size, st, job)
-    yield from hb_dsp_stream_frame(dsp, dst, src, bufs, length, block, tile, state, write,
-                                   "split")
+        return hb_dsp_ping_pong_frame(dsp, dst, src, bufs, bufs, length, func, state, None,
+                                      write, block)
+    return hb_dsp_stream_frame(dsp, dst, src, bufs, length, block, func, state, write, "split")
 
 
 def tiled(dsp: Dsp, spec: OpSpec, variant: str, bufs: list[Ptr], x: Ptr, y: Ptr, rows: int,
@@ -150,17 +127,26 @@ def tiled(dsp: Dsp, spec: OpSpec, variant: str, bufs: list[Ptr], x: Ptr, y: Ptr,
             yield from run_blocks(dsp, spec, bufs, x, y, rows, cols, pass_block)
         return
     if spec.ndim == 2:
+        def rows_tile(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, state: list,
+                      _: Any) -> Any:  # a tile of whole rows: every pass in TCM, in place
+            yield from run_passes(dsp, spec, in_addr, out_addr, size // cols, cols, dict(env))
+
         block = max(1, tile_bytes // (4 * cols)) * cols
         with dsp.pass_(spec.name):
-            yield from frame(dsp, variant, bufs, y, x, rows * cols, block, tile_passes, [0],
-                             (spec, cols, env), True)
+            yield from frame(dsp, variant, bufs, y, x, rows * cols, block, rows_tile, [0], True)
         return
     arrays = {spec.input: x, spec.output: y}
     for p in spec.passes:
+        def pass_tile(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, state: list, _: Any,
+                      p: PassSpec = p) -> Any:  # a 1-D tile of one pass, reduced into state[0]
+            r = yield from run_pass(dsp, spec, p, in_addr, out_addr, size, 1, env)
+            if p.reduce_op:
+                state[0] = _accumulate(p.reduce_op, state[0], r)
+
         state = [F32(_START[p.reduce_op])] if p.reduce_op else [0]
         with dsp.pass_(p.name):
             yield from frame(dsp, variant, bufs, y, arrays[p.reads], cols, tile_bytes >> 2,
-                             tile_one_pass, state, (spec, p, env), bool(p.writes))
+                             pass_tile, state, bool(p.writes))
         if p.into:
             env[p.into] = state[0]
 

@@ -138,7 +138,7 @@ class _Where:
                              f"{', '.join(required)}")
         return raw
 
-    def typed(self, raw: Mapping[str, Any], key: str, table: str, kind: type, what: str,
+    def typed(self, raw: Mapping[str, Any], key: str, table: str, kind: Any, what: str,
               default: Any = None) -> Any:
         """``raw[key]``, refused unless a ``kind`` (a bool is no number); ``default`` if absent."""
         if key not in raw:
@@ -198,8 +198,7 @@ def parse_spec(raw: dict[str, Any], shown: str, taken: Mapping[str, Any]) -> OpS
         raise w.error("[params]", f"{taken_key!r} is the key of an array's memory; allowed: "
                       "another name")
     return OpSpec(shown, name, " ".join(doc.split()), ndim, shape, params, inp, out, passes,
-                  *schedules, reference=ref[0], python=ref[1], tolerance=ref[2],
-                  halo=halo, block_cols=block_cols, memories=memories)
+                  *schedules, *ref, halo=halo, block_cols=block_cols, memories=memories)
 
 
 def _blocks(w: _Where, raw: dict[str, Any], passes: tuple[PassSpec, ...], ndim: int,
@@ -250,14 +249,12 @@ def _params(w: _Where, raw: Any) -> dict[str, float]:
     if not isinstance(raw, dict):
         raise w.error("[params]", f"expected a table of numbers, got {_show(raw)}")
     out = {}
-    for k, v in raw.items():
+    for k in raw:
         if not NAME.fullmatch(k) or k in ("tile_bytes", "buffers", "block_cols", *BUILTIN):
             raise w.error("[params]", f"{k!r}: allowed a lower-case name other than "
                           "tile_bytes, buffers and block_cols (the schedules' keys) and cols "
                           "(the row's length)")
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise w.error("[params]", f"{k} = {_show(v)}: expected a number (its default)")
-        out[k] = float(v)
+        out[k] = float(w.typed(raw, k, "[params]", int | float, "a number (its default)"))
     return out
 
 
@@ -389,14 +386,13 @@ def _pass(w: _Where, i: int, p: Any, inp: str, out: str, params: dict[str, float
     if writes is None and reduce_op is None:
         raise w.error(table, "neither writes nor reduce: the pass does nothing; allowed: "
                       f"writes = {out!r}, reduce = {{ op = \"max\", into = \"m\" }}, or both")
-    names = {reads: "array", **{s: "scalar" for s in scalars}, **{k: "param" for k in params},
-             **BUILTIN}
-    value = (parse_expr(p["value"], names, f"op file {w.path}: {table}: value")
-             if "value" in p else None)
+    scalar_names = {**{s: "scalar" for s in scalars}, **{k: "param" for k in params}, **BUILTIN}
+    value = (parse_expr(p["value"], {reads: "array", **scalar_names},
+                        f"op file {w.path}: {table}: value") if "value" in p else None)
     if value is not None and (value.shifts or value.halo) and ndim != 2:
         raise w.error(table, "value: shift() and shift_rows() need a 2-D op (rows in a tile); "
                       "allowed with ndim = 2")
-    kernels, loop = _cost(w, table, p, writes, reduce_op, value, scalars, params)
+    kernels, loop = _cost(w, table, p, writes, reduce_op, value, scalar_names)
     return PassSpec(i, name, reads, writes, reduce_op, into, value, kernels, loop)
 
 
@@ -419,7 +415,7 @@ def _reduce(w: _Where, table: str, raw: Any, scalars: list[str], params: dict[st
 
 
 def _cost(w: _Where, table: str, p: dict[str, Any], writes: str | None, reduce_op: str | None,
-          value: Expr | None, scalars: list[str], params: dict[str, float]
+          value: Expr | None, names: dict[str, str]
           ) -> tuple[tuple[KernelUse, ...], LoopCost | None]:
     given = [k for k in ("kernel", "loop", "cycles_per_element") if k in p]
     if len(given) != 1:
@@ -427,7 +423,7 @@ def _cost(w: _Where, table: str, p: dict[str, Any], writes: str | None, reduce_o
                       "allowed: exactly one of kernel = \"NAME\" (or a list), loop = { loads, "
                       "stores, alu }, cycles_per_element = X")
     if given[0] == "kernel":
-        return _kernels(w, table, p["kernel"], writes, reduce_op, scalars, params), None
+        return _kernels(w, table, p["kernel"], writes, reduce_op, names), None
     if value is None:
         raise w.error(table, f"{given[0]} needs value = \"...\" (the element-wise expression "
                       "the registered kernel computes)")
@@ -464,14 +460,13 @@ def _loop(w: _Where, table: str, raw: Any, writes: str | None) -> LoopCost:
 
 
 def _kernels(w: _Where, table: str, raw: Any, writes: str | None, reduce_op: str | None,
-             scalars: list[str], params: dict[str, float]) -> tuple[KernelUse, ...]:
+             names: dict[str, str]) -> tuple[KernelUse, ...]:
     from dspsim.kernels.registry import KERNELS
 
     items = raw if isinstance(raw, list) else [raw]
     if not items:
         raise w.error(table, "kernel = []: allowed a kernel name, or a list of them")
     uses, returns, stores = [], 0, 0
-    names = {**{s: "scalar" for s in scalars}, **{k: "param" for k in params}, **BUILTIN}
     for item in items:
         if isinstance(item, str):
             item = {"name": item}
