@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from dspsim.errors import DspsimInputError
-from dspsim.paths import check_distinct
 from dspsim.study.sweep.executors import (
     EXECUTORS,
     DaskCluster,
@@ -210,10 +209,7 @@ def check_run(out: str | Path, executor: str, scheduler: str | None, jobs: int) 
     check_jobs(jobs, "jobs")
     if not out.parent.is_dir():
         raise DspsimInputError(f"output directory {str(out.parent)!r} does not exist")
-    journal = journal_path(out)
-    check_distinct([("--out", out), ("its journal", journal if journal != out else None),
-                    ("its sidecar", sidecar_path(out))])
-    _check_unlocked(journal)
+    _check_unlocked(journal_path(out))  # check_out refused the three files naming one
     return out
 
 
