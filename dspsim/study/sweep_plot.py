@@ -31,9 +31,9 @@ from dspsim.errors import DspsimInputError
 from dspsim.paths import check_not_inputs, plain_text
 from dspsim.study.sweep import key_columns, ok_rows, parse_shape, read_sweep
 from dspsim.study.sweep.same import identical_cycles_notes_of
+from dspsim.study.sweep.values import VARIANT_KEYS
 from dspsim.study.sweep_scales import LogTwoSlopeNorm, flat_axis, log_ticks, panel_norm
 from dspsim.study.sweep_speedup import (
-    VARIANT_COLUMNS,
     join_warnings,
     speedup_pair,
     speedup_table,  # named here too: the figures' derived tables
@@ -85,8 +85,8 @@ def unit_label(column: str, df: pd.DataFrame | None = None,
 
 def resolve(df: pd.DataFrame, column: str) -> str:
     """The table's name of ``column``: ``mode`` and ``variant`` stand for each other."""
-    if column not in df.columns and column in VARIANT_COLUMNS:
-        return next((other for other in VARIANT_COLUMNS if other in df.columns), column)
+    if column not in df.columns and column in VARIANT_KEYS:
+        return next((other for other in VARIANT_KEYS if other in df.columns), column)
     return column
 
 
