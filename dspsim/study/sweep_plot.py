@@ -31,9 +31,9 @@ from dspsim.errors import DspsimInputError
 from dspsim.paths import check_not_inputs, plain_text
 from dspsim.study.sweep import key_columns, ok_rows, parse_shape, read_sweep
 from dspsim.study.sweep.same import identical_cycles_notes_of
+from dspsim.study.sweep.values import VARIANT_KEYS
 from dspsim.study.sweep_scales import LogTwoSlopeNorm, flat_axis, log_ticks, panel_norm
 from dspsim.study.sweep_speedup import (
-    VARIANT_COLUMNS,
     join_warnings,
     speedup_pair,
     speedup_table,  # named here too: the figures' derived tables
@@ -85,8 +85,8 @@ def unit_label(column: str, df: pd.DataFrame | None = None,
 
 def resolve(df: pd.DataFrame, column: str) -> str:
     """The table's name of ``column``: ``mode`` and ``variant`` stand for each other."""
-    if column not in df.columns and column in VARIANT_COLUMNS:
-        return next((other for other in VARIANT_COLUMNS if other in df.columns), column)
+    if column not in df.columns and column in VARIANT_KEYS:
+        return next((other for other in VARIANT_KEYS if other in df.columns), column)
     return column
 
 
@@ -107,35 +107,29 @@ def elements(df: pd.DataFrame) -> pd.Series:
     return df["shape"].map(lambda s: float(math.prod(parse_shape(str(s)))))
 
 
-def derive(df: pd.DataFrame, y: str, source: str = "the table", baseline: str | None = None
-           ) -> tuple[pd.DataFrame, list[str]]:
-    """(rows with a numeric ``y`` column, their parameter columns), failed points left out;
-    ``baseline``: the variant ``speedup`` divides by."""
+def _derived(df: pd.DataFrame, named: Sequence[tuple[str, str]], y: str, source: str,
+             baseline: str | None) -> tuple[pd.DataFrame, list[str]]:
+    """(rows with a numeric ``y`` column, their parameter columns), failed points left out,
+    each (option, column) of ``named`` among their columns; ``baseline``: the variant
+    ``speedup`` divides by; one line when no point succeeded."""
     keys = key_columns(df)
     if baseline is not None and y != "speedup":
         raise DspsimInputError(f"--baseline {baseline}: only --y speedup divides by a variant")
     if y == "speedup":
-        table = speedup_table(df, baseline)
-        return table, [k for k in keys if k in table.columns]
-    ok = ok_rows(df).copy()
-    if y == "cycles_per_element":
-        if "n" not in df.columns and "shape" not in df.columns:
-            _require(df, "n", source)
-        ok[y] = ok["cycles"].astype(float) / elements(ok)
-        return ok, keys
-    _require(df, y, source)
-    values = pd.to_numeric(ok[y], errors="coerce")
-    if values.isna().all() and len(ok):
-        raise DspsimInputError(f"column {y!r} of {source} is not numeric")
-    ok[y] = values.astype(float)
-    return ok, keys
-
-
-def _derived(df: pd.DataFrame, named: Sequence[tuple[str, str]], y: str, source: str,
-             baseline: str | None) -> tuple[pd.DataFrame, list[str]]:
-    """:func:`derive`'s rows and keys, each (option, column) of ``named`` among their columns;
-    one line when no point succeeded."""
-    data, keys = derive(df, y, source, baseline)
+        data = speedup_table(df, baseline)
+        keys = [k for k in keys if k in data.columns]
+    else:
+        data = ok_rows(df).copy()
+        if y == "cycles_per_element":
+            if "n" not in df.columns and "shape" not in df.columns:
+                _require(df, "n", source)
+            data[y] = data["cycles"].astype(float) / elements(data)
+        else:
+            _require(df, y, source)
+            values = pd.to_numeric(data[y], errors="coerce")
+            if values.isna().all() and len(data):
+                raise DspsimInputError(f"column {y!r} of {source} is not numeric")
+            data[y] = values.astype(float)
     for option, column in named:
         if column not in data.columns:
             raise DspsimInputError(
@@ -198,11 +192,6 @@ def warned_mask(df: pd.DataFrame) -> np.ndarray:
     if "warnings" not in df.columns:
         return np.zeros(len(df), bool)
     return (df["warnings"].fillna("").astype(str) != "").to_numpy()
-
-
-def warning_codes(df: pd.DataFrame) -> str:
-    """The warning codes of a table's points, ``;``-separated, each once."""
-    return join_warnings(list(df["warnings"])) if "warnings" in df.columns else ""
 
 
 def ring_warned(ax, xs, ys, warned, color, label: str | None = None) -> bool:
@@ -349,7 +338,7 @@ def heatmap(df: pd.DataFrame, key_x: str, key_y: str, y: str = "cycles",
         ax.set_visible(False)
     fig.suptitle(_heatmap_title(y, key_x, key_y, len(panels), _failed(df)))
     _heatmap_legend(fig, f"{figure_name(y, LABEL_CHARS)} = {level:g}" if contoured else None,
-                    warning_codes(data) if warned_any else None)
+                    join_warnings(list(data["warnings"])) if warned_any else None)
     return fig
 
 

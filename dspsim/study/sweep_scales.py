@@ -16,14 +16,14 @@ LOG_RANGE = 10.0  # a heatmap panel whose values span more than this factor: log
 FLAT_SPREAD = 0.01
 
 
-def flat_axis(ax: Any, values: np.ndarray) -> str | None:
+def flat_axis(ax: Any, values: np.ndarray) -> None:
     """When the finite ``values`` lie within :data:`FLAT_SPREAD` of the largest: the y-axis
-    from 0 and the spread written in the axes' lower left (returned); else None."""
+    from 0 and the spread written in the axes' lower left."""
     v = values[np.isfinite(values)]
     top = float(np.max(np.abs(v))) if v.size else 0.0
     spread = float(np.ptp(v)) / top if top > 0 else None
     if spread is None or spread >= FLAT_SPREAD:
-        return None
+        return
     low, high = float(v.min()), float(v.max())
     ax.set_ylim(0.0, high * 1.08) if low > 0 else ax.set_ylim(low * 1.08, 0.0)
     text = (f"all points equal: {_short_number(low)}" if spread == 0 else
@@ -31,7 +31,6 @@ def flat_axis(ax: Any, values: np.ndarray) -> str | None:
             f"{_short_number(high)}")
     ax.text(0.01, 0.02, text, transform=ax.transAxes, ha="left", va="bottom",
             fontsize="small", bbox={"facecolor": "white", "edgecolor": "0.6", "alpha": 0.9})
-    return text
 
 
 def _short_number(v: float) -> str:

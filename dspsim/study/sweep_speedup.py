@@ -12,8 +12,7 @@ import pandas as pd
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
 from dspsim.study.sweep import DEFAULT_OP, key_columns, ok_rows
-
-VARIANT_COLUMNS = ("variant", "mode")  # one column, under its name or its older one
+from dspsim.study.sweep.values import VARIANT_KEYS  # one column, under its name or its older one
 
 
 def speedup_pair(df: pd.DataFrame, baseline: str | None = None
@@ -21,7 +20,7 @@ def speedup_pair(df: pd.DataFrame, baseline: str | None = None
     """(op, variant column, the baseline variant, the other variants) of a table whose speed-up
     is asked for: it needs a variant column with two or more variants of one op, among them the
     baseline (default: the op's default variant)."""
-    col = next((c for c in VARIANT_COLUMNS if c in key_columns(df)), None)
+    col = next((c for c in VARIANT_KEYS if c in key_columns(df)), None)
     if col is None:
         raise DspsimInputError(
             "speedup needs a variant (or mode) column with two or more variants of one op")

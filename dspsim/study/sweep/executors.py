@@ -19,6 +19,7 @@ from typing import Any
 
 from dspsim.config import HardwareModel
 from dspsim.errors import DspsimInputError
+from dspsim.ops.fileop import load_op_files, loaded_op_files
 from dspsim.run import Result, simulate
 from dspsim.study.sweep.grid import DEFAULT_OP, Sweep
 from dspsim.study.sweep.values import MODEL_KEY, SPECIAL_KEYS, VARIANT_KEYS, parse_shape
@@ -72,13 +73,6 @@ def evaluate_point(model: HardwareModel, point: Mapping[str, Any], fidelity: str
 
 
 # ------------------------------------------------------------------------ local processes
-def op_file_paths() -> tuple[str, ...]:
-    """The op files this process loaded, for a dask task to load where it runs."""
-    from dspsim.ops.fileop import loaded_op_files
-
-    return tuple(loaded_op_files())
-
-
 def _worker_failed(e: Exception) -> SweepAbortedError:
     # evaluate_point records a point's own failure: an exception here is the pool's (a worker
     # killed, a result that cannot be sent back)
@@ -204,8 +198,6 @@ class DaskCluster:
         self.processes = processes
         self.client = None
         self.cluster = None
-        self.connect_timeout_s = DASK_CONNECT_TIMEOUT_S
-        self.worker_timeout_s = DASK_WORKER_TIMEOUT_S
         self._config: Any = None
         self._log_levels: dict[str, int] = {}
         self._workerless_since: float | None = None
@@ -219,7 +211,7 @@ class DaskCluster:
         import dask
 
         distributed = import_dask()
-        timeout = self.connect_timeout_s
+        timeout = DASK_CONNECT_TIMEOUT_S
         # dask's client logs a lost connection as a traceback, and leaves the fetch of a result
         # lost with its worker to asyncio's "never retrieved": the sweep names it in one line
         names = [n for n in logging.Logger.manager.loggerDict if n.split(".")[0] == "distributed"]
@@ -241,11 +233,11 @@ class DaskCluster:
                 raise DspsimInputError(f"cannot reach {self.where} within {timeout:g} s: "
                                        f"{one_line(e)}") from None
             try:
-                self.client.wait_for_workers(1, timeout=self.worker_timeout_s)
+                self.client.wait_for_workers(1, timeout=DASK_WORKER_TIMEOUT_S)
             except (OSError, TimeoutError):
                 start = f"; start one with: dask worker {self.scheduler}" if self.scheduler else ""
                 raise DspsimInputError(f"{self.where} has no worker: none joined within "
-                                       f"{self.worker_timeout_s:g} s{start}") from None
+                                       f"{DASK_WORKER_TIMEOUT_S:g} s{start}") from None
         except BaseException:
             self.close()
             raise
@@ -285,15 +277,11 @@ class DaskCluster:
         client, cluster, self.client, self.cluster = self.client, self.cluster, None, None
         forked, self._forked = self._forked, []
         for thing in (client, forked, cluster):
-            if thing is None:
-                continue
-            try:
+            with contextlib.suppress(Exception):  # closing what is left, best effort
                 if isinstance(thing, list):
                     stop_processes(thing)  # every result is in: the workers are stopped
-                else:
+                elif thing is not None:
                     thing.close()
-            except Exception:  # noqa: BLE001, S110 - closing what is left, best effort
-                pass
         config, self._config = self._config, None
         if config is not None:
             config.__exit__(None, None, None)
@@ -302,11 +290,6 @@ class DaskCluster:
             for n, level in self._log_levels.items():
                 logging.getLogger(n).setLevel(level)
             self._log_levels = {}
-
-    @property
-    def poll_s(self) -> float:
-        """How often a sweep waiting for results looks at the cluster's workers."""
-        return min(1.0, self.worker_timeout_s / 4)
 
     def check_workers(self) -> None:
         """Raise :class:`SweepAbortedError` once the cluster has been without a worker, or the
@@ -324,9 +307,9 @@ class DaskCluster:
             self._workerless_since = None
         elif self._workerless_since is None:
             self._workerless_since = now
-        elif now - self._workerless_since >= self.worker_timeout_s:
+        elif now - self._workerless_since >= DASK_WORKER_TIMEOUT_S:
             raise SweepAbortedError(f"{self.where} has had no worker for "
-                                    f"{self.worker_timeout_s:g} s ({cause})")
+                                    f"{DASK_WORKER_TIMEOUT_S:g} s ({cause})")
 
 
 def _serve_forked_worker(conn: Any) -> None:
@@ -357,8 +340,6 @@ def evaluate_points(points: list[tuple[HardwareModel, Mapping[str, Any]]], fidel
     """:func:`evaluate_point` on each ``(model, point)`` of one dask task, after loading the op
     files the sweep's process loaded (a worker elsewhere has none)."""
     if op_files:
-        from dspsim.ops.fileop import load_op_files
-
         load_op_files(op_files)
     return [evaluate_point(model, point, fidelity) for model, point in points]
 
@@ -411,7 +392,7 @@ class _Batches:
             self.sent += len(batch)
             pairs = [(self.sweep.model_of(p), p) for p in batch]
             future = self.client.submit(evaluate_points, pairs, self.sweep.fidelity,
-                                        op_file_paths(), pure=False)
+                                        tuple(loaded_op_files()), pure=False)
             self.pending[future] = batch
 
     def done(self, future: Any, results: list[dict[str, Any]]
@@ -424,11 +405,11 @@ class _Batches:
             yield p, result
 
 
-def _wait(cluster: DaskCluster, pending: Iterable[Any], deadline: float | None) -> set[Any]:
+def _wait(pending: Iterable[Any], deadline: float | None) -> set[Any]:
     """The futures done within one poll of the cluster (a lost scheduler: the sweep stops)."""
     import distributed
 
-    wait_s = cluster.poll_s
+    wait_s = min(1.0, DASK_WORKER_TIMEOUT_S / 4)  # how often the cluster's workers are checked
     if deadline is not None:
         wait_s = max(0.01, min(wait_s, deadline - time.monotonic()))
     try:
@@ -452,13 +433,13 @@ def dask_results(sweep: Sweep, todo: Iterable[dict[str, Any]], cluster: DaskClus
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     batches.fill()
     while batches.pending:
-        done = _wait(cluster, batches.pending, deadline)
+        done = _wait(batches.pending, deadline)
         if not done and deadline is not None and time.monotonic() >= deadline:
             raise SweepAbortedError(f"the dask cluster did not finish within {timeout_s} s")
         fetched = 0
         for f in done:
             try:
-                results = f.result(timeout=cluster.connect_timeout_s)
+                results = f.result(timeout=DASK_CONNECT_TIMEOUT_S)
             except TimeoutError:  # its result was on a worker that is gone: it is computed
                 continue  # again when a worker is back (check_workers bounds the wait)
             except Exception as e:

@@ -9,17 +9,9 @@ import io
 from pathlib import Path
 
 from dspsim.errors import DspsimInputError
-from dspsim.paths import (
-    atomic_write,
-    check_distinct,
-    check_name_fits,
-    check_regular_or_absent,
-    unknown_extension,
-)
+from dspsim.paths import check_distinct, check_name_fits, check_regular_or_absent, unknown_extension
 
 EXTENSIONS = (".csv", ".parquet")
-
-__all__ = ["EXTENSIONS", "atomic_write", "check_out", "csv_line", "journal_path", "sidecar_path"]
 
 
 def sidecar_path(out: Path) -> Path:

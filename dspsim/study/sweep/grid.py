@@ -242,8 +242,10 @@ def build_sweep(params: Sequence[str] | Mapping[str, Any] = (), *,
     if models is not None and model is not None:
         raise DspsimInputError("give --model or --models, not both")
     several: tuple[tuple[str, HardwareModel], ...] = ()
-    if models is not None:
-        several = _several(models, fixed)
+    if models is not None:  # checked as run --models checks them
+        several = tuple(load_models(list(models), dict(fixed) or None).items())
+        for label, _ in several:
+            check_value(MODEL_KEY, label)
         base = several[0][1]
         axes = {MODEL_KEY: [label for label, _ in several], **axes}  # outermost
     else:
@@ -258,15 +260,6 @@ def build_sweep(params: Sequence[str] | Mapping[str, Any] = (), *,
     if sweep.size > MAX_POINTS:
         raise DspsimInputError(f"the grid has {sweep.size:,} points; at most {MAX_POINTS:,}")
     return sweep
-
-
-def _several(models: Sequence[str | Path], fixed: dict[str, Any]
-             ) -> tuple[tuple[str, HardwareModel], ...]:
-    """(label, model) of each of ``models``, checked as ``run --models`` checks them."""
-    several = tuple(load_models(list(models), dict(fixed) or None).items())
-    for label, _ in several:
-        check_value(MODEL_KEY, label)
-    return several
 
 
 def _swept(loaded: Mapping[str, Any], params: Sequence[str] | Mapping[str, Any]

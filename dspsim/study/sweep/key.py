@@ -75,9 +75,7 @@ def point_key(fixed: Mapping[str, Any], point: Mapping[str, Any], fidelity: str,
                           if k not in SPECIAL_KEYS and k != MODEL_KEY}}
     variant = next((point[k] for k in VARIANT_KEYS if k in point), None)
     shape = list(parse_shape(point["shape"])) if "shape" in point else [int(point["n"])]
-    sections = {k: k.partition(".")[0] for k in values}
-    doc = {"model": {k: canon(k, v) for k, v in values.items()
-                     if sections[k] not in OP_SCHEMAS or sections[k] == op},
+    doc = {"model": {k: canon(k, v) for k, v in values.items() if applies(k, (op,))},
            "op": op, "variant": variant, "shape": shape, "fidelity": fidelity,
            "version": version}
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 MISSING, DONE, FAILED = 0, 1, 2
 _UINT = re.compile(r"[0-9]{1,19}")
 _CODES = re.compile(r"([A-Za-z0-9_]+(;[A-Za-z0-9_]+)*)?")
-_FLOAT_COLUMNS = ("time_us", "wall_s")
+FLOAT_COLUMNS = ("time_us", "wall_s")  # the other result counts are integers
 BUSY = re.compile(r"idma[0-9]+_busy_cycles")
 _MEMORY = re.compile(r"(?P<memory>[A-Za-z][A-Za-z0-9_]*)_(?:" + "|".join(MEMORY_COLUMNS) + ")")
 MAX_COUNT = 2**63 - 1  # counts are int64 in a typed table
@@ -116,7 +116,7 @@ def _check_result_cell(c: str, v: str, failed: bool, channels: int | None) -> No
         if unknown:
             raise ValueError(f"warnings: {unknown[0]!r} is not a warning code dspsim "
                              f"raises (allowed: {', '.join(sorted(known))})")
-    elif c in _FLOAT_COLUMNS:
+    elif c in FLOAT_COLUMNS:
         _non_negative(c, v)
     elif channels is not None and BUSY.fullmatch(c) and int(c[4:-12]) >= channels:
         if v != "":

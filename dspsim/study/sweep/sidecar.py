@@ -96,12 +96,9 @@ def read_sidecar(out: Path) -> dict[str, Any]:
         raise DspsimInputError(f"{what} is damaged ({e}): nothing tells which sweep wrote "
                                f"them; {_hint(out)}") from None
     ops = dict(doc["grid"])["op"]
-    for label, fixed in _per_model(doc, doc["fixed_model"]).items():
-        kept = {k: v for k, v in fixed.items() if applies(k, ops)}
-        if label is None:
-            doc["fixed_model"] = kept
-        else:
-            doc["fixed_model"][label] = kept
+    kept = {label: {k: v for k, v in fixed.items() if applies(k, ops)}
+            for label, fixed in _per_model(doc, doc["fixed_model"]).items()}
+    doc["fixed_model"] = kept.pop(None) if None in kept else kept
     return doc
 
 

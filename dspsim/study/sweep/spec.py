@@ -22,7 +22,7 @@ shape); ``--param`` keys are added after the file's, and a key given twice is an
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,36 +34,27 @@ from dspsim.study.sweep.values import SPECIAL_KEYS, spec_values
 MAX_SPEC_FILE_BYTES = 1 << 20  # as a model file (dspsim.config.MAX_MODEL_FILE_BYTES)
 
 
-def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    for k, v in table.items():
-        if isinstance(v, dict):
-            yield from _flatten(v, f"{prefix}{k}.")
-        else:
-            yield f"{prefix}{k}", v
-
-
 def load_spec(path: str | Path) -> dict[str, Any]:
     """Read a sweep spec file (format in the module docstring) into ``build_sweep`` arguments."""
     p = Path(path)
-    try:
-        return _load_spec(p)
-    except RecursionError:
-        raise DspsimInputError(f"spec file {str(p)!r} is nested too deeply") from None
-
-
-def _load_spec(p: Path) -> dict[str, Any]:
     what = f"spec file {str(p)!r}"
+    try:
+        return _load_spec(p, what)
+    except RecursionError:
+        raise DspsimInputError(f"{what} is nested too deeply") from None
+
+
+def _load_spec(p: Path, what: str) -> dict[str, Any]:
     raw = parse_toml(read_small_text(p, what, MAX_SPEC_FILE_BYTES), what)
     allowed = ("model", "fidelity", *SPECIAL_KEYS, "set", "params")
     for k in raw:
         if k not in allowed:
-            raise DspsimInputError(
-                f"spec file {str(p)!r}: unknown entry {k!r}; allowed: {', '.join(allowed)}")
+            raise DspsimInputError(f"{what}: unknown entry {k!r}; allowed: {', '.join(allowed)}")
     out: dict[str, Any] = {}
     if "model" in raw:
         model = raw["model"]
         if not isinstance(model, str) or not model.strip():
-            raise DspsimInputError(f"spec file {str(p)!r}: model must be a packaged model name "
+            raise DspsimInputError(f"{what}: model must be a packaged model name "
                                    "(e.g. j6) or a path string")
         # as --model: a packaged name (j6) first, else a path (relative to this file)
         out["model"] = str(resolve_model_path(model, p))
@@ -74,23 +65,29 @@ def _load_spec(p: Path) -> dict[str, Any]:
             out[k] = spec_values(k, raw[k])
     for k in ("set", "params"):
         if k in raw and not isinstance(raw[k], dict):
-            raise DspsimInputError(f"spec file {str(p)!r}: [{k}] must be a table")
-    out["overrides"] = _unique(p, "set", _flatten(raw.get("set", {})))
-    params = _unique(p, "params", _flatten(raw.get("params", {})))
+            raise DspsimInputError(f"{what}: [{k}] must be a table")
+    out["overrides"] = _flat(what, "set", raw.get("set", {}))
+    params = _flat(what, "params", raw.get("params", {}))
     for k in SPECIAL_KEYS:
         if k in raw and k in params:
-            raise DspsimInputError(f"spec file {str(p)!r}: {k} is given twice (at the top and "
+            raise DspsimInputError(f"{what}: {k} is given twice (at the top and "
                                    "in [params]); give it once")
     out["params"] = {k: spec_values(k, v) for k, v in params.items()}
     return out
 
 
-def _unique(p: Path, table: str, pairs: Iterator[tuple[str, Any]]) -> dict[str, Any]:
-    """``pairs`` as a dict; a key given twice (dotted and as a nested table) is an error."""
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise DspsimInputError(f"spec file {str(p)!r}: [{table}] key {k!r} is given twice "
+def _flat(what: str, table: str, values: Mapping[str, Any], prefix: str = "",
+          out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``[table]`` ``values`` with nested tables' keys dotted; a key given twice (dotted and
+    as a nested table) is an error."""
+    out = {} if out is None else out
+    for k, v in values.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            _flat(what, table, v, f"{key}.", out)
+        elif key in out:
+            raise DspsimInputError(f"{what}: [{table}] key {key!r} is given twice "
                                    "(dotted and as a nested table); give it once")
-        out[k] = v
+        else:
+            out[key] = v
     return out

@@ -16,7 +16,7 @@ from dspsim.errors import DspsimInputError
 from dspsim.paths import BOM, check_regular_or_absent
 from dspsim.study.sweep.files import check_extension, journal_path
 from dspsim.study.sweep.grid import Sweep
-from dspsim.study.sweep.resume import BUSY, check_cells, memory_of, parse_line
+from dspsim.study.sweep.resume import BUSY, FLOAT_COLUMNS, check_cells, memory_of, parse_line
 from dspsim.study.sweep.values import (
     SIZE_KEYS,
     SPECIAL_KEYS,
@@ -27,7 +27,6 @@ from dspsim.study.sweep.values import (
 )
 from dspsim.text import one_line
 
-FLOAT_RESULT_COLUMNS = ("time_us", "wall_s")
 TEXT_RESULT_COLUMNS = ("warnings", "error")
 MAX_TABLE_BYTES = 64 << 20  # a table read back whole (a figure of it, an experiment's table):
 # its cells as text take about 15x the file, so 64 MiB stays near 1 GB
@@ -210,7 +209,7 @@ def _typed(columns: list[str], keys: list[str], rows: list[list[str]]) -> pd.Dat
                 df[c] = df[c].astype("int64" if t is int else "float64")
             else:
                 df[c] = df[c].astype(str)
-        elif c in FLOAT_RESULT_COLUMNS:
+        elif c in FLOAT_COLUMNS:
             df[c] = pd.to_numeric(df[c].replace("", None), errors="raise").astype("float64")
         elif c in TEXT_RESULT_COLUMNS:
             df[c] = df[c].fillna("").astype(str)
