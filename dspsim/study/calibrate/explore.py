@@ -20,7 +20,7 @@ import math
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -284,7 +284,6 @@ class Search:
     simulations: int
     wall_s: float
     fidelity: str
-    per_point: dict[tuple, int] = field(default_factory=dict)  # grid point -> fits found
 
 
 def search_grid(model: HardwareModel, measurements: Sequence[Measurement], space: Space,
@@ -303,12 +302,10 @@ def search_grid(model: HardwareModel, measurements: Sequence[Measurement], space
         f"process{'es' if workers > 1 else ''}; this takes minutes")
     start = time.perf_counter()
     fits: list[FitPoint] = []
-    per_point: dict[tuple, int] = {}
     sims = 0
-    for done, (point, found, n) in enumerate(_results(tasks, jobs), start=1):
+    for done, (_, found, n) in enumerate(_results(tasks, jobs), start=1):
         sims += n
-        per_point[tuple(sorted(point.items()))] = len(found)
         fits.extend(FitPoint(v, np.asarray(r)) for v, r in found)
         say(f"explore: {done}/{len(tasks)} grid points, {len(fits)} fits within "
             f"{tolerance_pct:g} %, {sims} simulations, {time.perf_counter() - start:.0f} s")
-    return Search(space, fits, sims, time.perf_counter() - start, fidelity, per_point)
+    return Search(space, fits, sims, time.perf_counter() - start, fidelity)
