@@ -249,16 +249,15 @@ class Problem:
 
     # ---------------------------------------------------------------- integer grid
     def int_grid(self, p: FreeParam, points: int) -> list[int]:
+        """Every value of a short range, else about ``points`` of it, the model's value too;
+        kept to the values the key takes (its multiples) inside [lo, hi]."""
         lo, hi = int(p.lo), int(p.hi)
         current = int(min(max(self.model.get(p.key), lo), hi))
         if hi - lo + 1 <= points + 2:
-            return self._on_key_grid(p, range(lo, hi + 1), current)
-        span = np.geomspace(lo, hi, points) if lo >= 1 else np.linspace(lo, hi, points)
-        return self._on_key_grid(p, (lo, hi, current, *span), current)
-
-    @staticmethod
-    def _on_key_grid(p: FreeParam, values: Iterable[float], current: int) -> list[int]:
-        """The values the key takes (its multiples), inside [lo, hi]."""
+            values: Iterable[float] = range(lo, hi + 1)
+        else:
+            span = np.geomspace(lo, hi, points) if lo >= 1 else np.linspace(lo, hi, points)
+            values = (lo, hi, current, *span)
         kept = {v for v in (int_value(p.key, x) for x in values) if p.lo <= v <= p.hi}
         return sorted(kept or {current})
 
