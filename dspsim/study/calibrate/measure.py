@@ -30,6 +30,7 @@ from dspsim.host.window import check_fits_window, largest_first_dim, window_byte
 from dspsim.ops import Op, get_op, op_names
 from dspsim.paths import read_small_text
 from dspsim.run import simulate
+from dspsim.study.sweep.values import shape_text
 
 # A measurement that names no op is of the op a run that names none is of.
 DEFAULT_OP: str = inspect.signature(simulate).parameters["op"].default
@@ -46,12 +47,8 @@ MAX_CSV_BYTES = 1 << 20
 MAX_CSV_ROWS = 10_000
 
 
-def _shape_text(shape: tuple[int, ...]) -> str:
-    return "x".join(str(d) for d in shape)
-
-
 def _size_text(shape: tuple[int, ...]) -> str:
-    return f"n={shape[0]}" if len(shape) == 1 else f"shape={_shape_text(shape)}"
+    return f"n={shape[0]}" if len(shape) == 1 else f"shape={shape_text(shape)}"
 
 
 def _as_shape(op: Op, shape: Any) -> tuple[int, ...]:
@@ -200,7 +197,7 @@ def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[
             raise DspsimInputError(
                 f"{where}: {op.name} takes a {op.ndim}-D shape, not n; write "
                 f"shape={'x'.join(['ROWS', 'COLS'] if op.ndim == 2 else ['D'] * op.ndim)}, e.g. "
-                f"shape={_shape_text(op.default_shape)}")
+                f"shape={shape_text(op.default_shape)}")
         dims: tuple[int, ...] = (_parse_n(n, where),)
     elif shape is not None:
         parts = [p.strip() for p in shape.strip().lower().split("x")]
@@ -209,7 +206,7 @@ def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[
                 else f"{op.ndim} positive integers joined by 'x'")
         if len(parts) != op.ndim or not all(p.isdigit() and int(p) > 0 for p in parts):
             raise DspsimInputError(f"{where}: shape = {shape.strip()!r}: {op.name} takes {want}, "
-                                   f"e.g. shape={_shape_text(op.default_shape)}")
+                                   f"e.g. shape={shape_text(op.default_shape)}")
         dims = tuple(int(p) for p in parts)
     else:
         dims = tuple(op.default_shape)
