@@ -121,23 +121,22 @@ def op_grid_keys(model: HardwareModel, measurements: Sequence[Measurement]) -> d
 
 
 def explore_space(model: HardwareModel, measurements: Sequence[Measurement],
-                  free: Iterable[str | FreeParam] = (), factor: float = GRID_FACTOR,
+                  free: Iterable[str | FreeParam] = (),
                   grid: Mapping[str, Sequence[int]] | None = None) -> Space:
     """The keys, grid and anchors of an exploration (see the module). ``grid`` replaces the
     values of grid keys (a test's tiny grid)."""
     fixed = {k for m in measurements for k in m.settings}
     cont = {k: FreeParam(k, lo, hi, False)
             for k, (lo, hi) in host_keys(model, CONTINUOUS_RANGES).items()}
-    ranges = {k: (lo, hi, f * factor / GRID_FACTOR)
-              for k, (lo, hi, f) in host_keys(model, HARDWARE_GRID).items()}
+    ranges = host_keys(model, HARDWARE_GRID)
     values: dict[str, list[int]] = {}
     for key, cands in op_grid_keys(model, measurements).items():
-        values[key] = thin(cands, factor, keep=[model.get(key)])
+        values[key] = thin(cands, keep=[model.get(key)])
     for f in free:
         p = parse_free(f, model) if isinstance(f, str) else f
         if p.integer:
             values.pop(p.key, None)
-            ranges[p.key] = (int(p.lo), int(p.hi), factor)
+            ranges[p.key] = (int(p.lo), int(p.hi), GRID_FACTOR)
         else:
             cont[p.key] = p
     for key, (lo, hi, f) in ranges.items():
@@ -151,11 +150,11 @@ def explore_space(model: HardwareModel, measurements: Sequence[Measurement],
         values[key] = sorted({int(v) for v in vals})
     values = {k: v for k, v in values.items() if k not in fixed and v}
     conts = tuple(p for k, p in cont.items() if k not in fixed and k not in values)
-    pins, walk = _pins(model, conts, len(measurements), factor)
+    pins, walk = _pins(model, conts, len(measurements))
     return Space(conts, {k: tuple(v) for k, v in values.items()}, pins, walk)
 
 
-def _pins(model: HardwareModel, cont: Sequence[FreeParam], n_meas: int, factor: float
+def _pins(model: HardwareModel, cont: Sequence[FreeParam], n_meas: int
           ) -> tuple[tuple[dict[str, float], ...], str | None]:
     """The anchors: (a) the extra continuous keys at the model's values, (b) the next key of
     :data:`PIN_ORDER` on its log grid (the keys before it at the model's values)."""
@@ -175,7 +174,7 @@ def _pins(model: HardwareModel, cont: Sequence[FreeParam], n_meas: int, factor: 
     walk = order[extra] if len(order) > extra else None
     if walk is not None:
         p = by_key[walk]
-        for v in log_grid(p.lo, p.hi, factor * WALK_FACTOR / GRID_FACTOR):
+        for v in log_grid(p.lo, p.hi, WALK_FACTOR):
             out.append({**{k: own(k) for k in pinned[:-1]}, walk: v})
     return tuple(out), walk
 

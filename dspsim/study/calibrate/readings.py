@@ -317,8 +317,7 @@ def _json_values(values: Mapping[str, float]) -> dict[str, float]:
 
 def find_readings(model: HardwareModel, measurements: Sequence[Measurement], space: Space,
                   tolerance_pct: float, fidelity: str = "tile", final_fidelity: str = "burst",
-                  jobs: int | None = None, propose: bool = True, progress: Progress = None
-                  ) -> Exploration:
+                  jobs: int | None = None, progress: Progress = None) -> Exploration:
     """Search the grid, group the fits into readings, check the representatives at
     ``final_fidelity`` and propose the measurement that tells the readings apart."""
     say = progress or (lambda _msg: None)
@@ -339,7 +338,7 @@ def find_readings(model: HardwareModel, measurements: Sequence[Measurement], spa
         if max(abs(r) for r in res) > tol:  # not expected: tile equals burst at these sizes
             fam.name += f" (NOT within {tolerance_pct:g} % at {final_fidelity} fidelity)"
     proposal = None
-    if propose and len(families) >= 2:
+    if len(families) >= 2:
         say("explore: looking for the measurement that separates the readings")
         proposal, n = _separate(model, measurements, space, families, fidelity, final_fidelity)
         sims += n
@@ -392,19 +391,19 @@ def _separate(model: HardwareModel, measurements: list[Measurement], space: Spac
 def explore(model: HardwareModel, measurements: Sequence[Measurement] | None = None,
             free: Sequence[str | FreeParam] = (), tolerance_pct: float = 1.0,
             jobs: int | None = None, grid: Mapping[str, Sequence[int]] | None = None,
-            factor: float = GRID_FACTOR, fidelity: str = "tile", final_fidelity: str = "burst",
-            propose: bool = True, progress: Progress = None) -> Exploration:
+            fidelity: str = "tile", final_fidelity: str = "burst", progress: Progress = None
+            ) -> Exploration:
     """Every reading of ``measurements`` (default: the documents' figures) on ``model``:
     :func:`~dspsim.study.calibrate.explore.explore_space` (``free`` adds keys, ``grid``
-    replaces a grid key's values, ``factor`` the neighbours' ratio), then :func:`find_readings`."""
+    replaces a grid key's values), then :func:`find_readings`."""
     measurements = list(measurements) if measurements else seed_measurements(model)
     if not measurements:
         raise DspsimInputError(
             f"calibrate --explore: no measurements given, and no document figures were "
             f"measured on this model's platform ({cell(model.name)}); allowed: --measured "
             "SPEC=CYCLES or --measured-csv FILE (dspsim calibrate --help)")
-    space = explore_space(model, measurements, free, factor, grid)
+    space = explore_space(model, measurements, free, grid)
     if free:  # the keys given: each must change some measurement (the structural ones do)
         Problem(model, measurements, as_free(model, free), fidelity).refuse_inert()
     return find_readings(model, measurements, space, tolerance_pct, fidelity, final_fidelity,
-                         jobs, propose, progress)
+                         jobs, progress)
