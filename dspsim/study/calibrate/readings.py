@@ -193,17 +193,9 @@ class Exploration:
     simulations: int
     wall_s: float
 
-    @property
-    def space(self) -> Space:
-        return self.search.space
-
-    @property
-    def fits(self) -> list[FitPoint]:
-        return self.search.fits
-
     # ------------------------------------------------------------ rendering
     def to_json(self) -> dict[str, Any]:
-        sp, prop = self.space, self.proposal
+        sp, prop = self.search.space, self.proposal
         return {
             "model": self.model.source, "tolerance_pct": self.tolerance_pct,
             "screen_fidelity": self.search.fidelity, "final_fidelity": self.final_fidelity,
@@ -213,7 +205,7 @@ class Exploration:
             "fitted": {p.key: {"lo": p.lo, "hi": p.hi} for p in sp.cont},
             "anchors": [dict(a) for a in sp.anchors],
             "grid_points": sp.size,
-            "fits_within_tolerance": len(self.fits),
+            "fits_within_tolerance": len(self.search.fits),
             "families": [_family_json(f) for f in self.families],
             "separating_measurement": None if prop is None else {
                 "spec": prop.measurement.label(with_op=True), **_run(prop.measurement),
@@ -225,7 +217,7 @@ class Exploration:
         }
 
     def text(self) -> str:
-        sp = self.space
+        sp = self.search.space
         ops = ", ".join(dict.fromkeys(m.op for m in self.measurements))
         grid = "; ".join(f"{k} {', '.join(map(str, v))}" for k, v in sp.grid.items())
         L = [f"explored {ops} on {cell(self.model.name)} ({cell(self.model.source, 200)}): "
@@ -242,7 +234,7 @@ class Exploration:
             if walk:
                 text += f"; {sp.pin_grid_key} at {', '.join(f'{v:g}' for v in walk)}"
             L.append(text)
-        L.append(f"{len(self.fits)} fits reproduce every measurement within "
+        L.append(f"{len(self.search.fits)} fits reproduce every measurement within "
                  f"{self.tolerance_pct:g} %: {len(self.families)} reading(s) "
                  f"({self.simulations:,} simulations, {self.wall_s:.0f} s)")
         for i, f in enumerate(self.families, start=1):
