@@ -360,8 +360,8 @@ def _separate(model: HardwareModel, measurements: list[Measurement], space: Spac
               families: list[Family], fidelity: str, final_fidelity: str) -> tuple[Any, int]:
     """The measurement that tells the readings apart, with each reading's prediction of it
     (and the range its spanning fits predict), or None; the simulations that took."""
-    hw = [FreeParam(k, min(v), max(v), True) for k, v in space.grid.items()
-          if k.partition(".")[0] not in OP_SCHEMAS]
+    grid = [FreeParam(k, min(v), max(v), True) for k, v in space.grid.items()]
+    hw = [p for p in grid if p.key.partition(".")[0] not in OP_SCHEMAS]
     prob = _SettingsWin(model, measurements, [*space.cont, *hw], fidelity)
     cands = explore_candidates(model, space, measurements, [p.key for p in prob.free])
     proposal = propose_measurement(prob, [f.representative for f in families], len(families),
@@ -369,11 +369,9 @@ def _separate(model: HardwareModel, measurements: list[Measurement], space: Spac
     sims = prob.simulations
     if proposal is not None:
         cand = proposal.measurement
-        all_free = [*space.cont, *[FreeParam(k, min(v), max(v), True)
-                                   for k, v in space.grid.items()]]
         for fam in families:
             fam.prediction = _cycles(model, fam.representative.values, cand, final_fidelity)
-            span = spanning_members([fam.representative], fam.members, [], all_free)
+            span = spanning_members([fam.representative], fam.members, [], [*space.cont, *grid])
             preds = [_cycles(model, g.values, cand, fidelity) for g in span]
             sims += 1 + len(span)
             fam.prediction_range = (float(np.min(preds)), float(np.max(preds)))
