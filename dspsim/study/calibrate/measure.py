@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import inspect
-import math
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -133,12 +132,11 @@ def _parse_cycles(text: str, where: str) -> float:
     if exact is None or not exact.is_finite() or exact <= 0:
         hint = " (write 1234567 or 1_234_567, no commas)" if "," in text else ""
         raise DspsimInputError(f"{where}: cycles {text.strip()!r} is not a positive number{hint}")
-    value = float(exact) if exact <= MAX_CYCLES else math.inf
     if exact != exact.to_integral_value() or exact > MAX_CYCLES:
         raise DspsimInputError(
             f"{where}: cycles {text.strip()!r}: expected a whole number of cycles from 1 to "
             "2**53 (a TIME_STAMP difference is a count)")
-    return value
+    return float(exact)
 
 
 # ------------------------------------------------------------------ the DSP's DDR window
