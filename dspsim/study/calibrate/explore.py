@@ -276,12 +276,11 @@ def _results(tasks: list[tuple], jobs: int) -> Iterator[tuple]:
 
 @dataclass
 class Search:
-    """Every fit within the tolerance over the grid, and what it took."""
+    """Every fit within the tolerance over the grid, and the simulations it took."""
 
     space: Space
     fits: list[FitPoint]
     simulations: int
-    wall_s: float
     fidelity: str
 
 
@@ -307,4 +306,4 @@ def search_grid(model: HardwareModel, measurements: Sequence[Measurement], space
         fits.extend(FitPoint(v, np.asarray(r)) for v, r in found)
         say(f"explore: {done}/{len(tasks)} grid points, {len(fits)} fits within "
             f"{tolerance_pct:g} %, {sims} simulations, {time.perf_counter() - start:.0f} s")
-    return Search(space, fits, sims, time.perf_counter() - start, fidelity)
+    return Search(space, fits, sims, fidelity)
