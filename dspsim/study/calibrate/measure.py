@@ -97,6 +97,13 @@ class Measurement:
         """The measurement in the ``--measured`` syntax."""
         return f"{self.label(with_op)}={self.cycles:.0f}"
 
+    def run_fields(self, older_names: bool = False) -> dict[str, Any]:
+        """What run this is, for JSON: op, variant, shape (with ``older_names``, also ``mode``
+        and ``n``: the variant's older name and the element count) and settings."""
+        older = {"mode": self.mode, "n": self.n} if older_names else {}
+        return {"op": self.op, "variant": self.variant, "shape": list(self.shape), **older,
+                "settings": self.settings}
+
 
 def is_int_key(key: str) -> bool:
     """Whether a model key takes integer values."""

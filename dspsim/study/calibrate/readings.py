@@ -199,8 +199,8 @@ class Exploration:
         return {
             "model": self.model.source, "tolerance_pct": self.tolerance_pct,
             "screen_fidelity": self.search.fidelity, "final_fidelity": self.final_fidelity,
-            "measurements": [{"spec": m.spec(with_op=True), **_run(m), "measured_cycles": m.cycles}
-                             for m in self.measurements],
+            "measurements": [{"spec": m.spec(with_op=True), **m.run_fields(),
+                              "measured_cycles": m.cycles} for m in self.measurements],
             "grid": {k: list(v) for k, v in sp.grid.items()},
             "fitted": {p.key: {"lo": p.lo, "hi": p.hi} for p in sp.cont},
             "anchors": [dict(a) for a in sp.anchors],
@@ -208,7 +208,7 @@ class Exploration:
             "fits_within_tolerance": len(self.search.fits),
             "families": [_family_json(f) for f in self.families],
             "separating_measurement": None if prop is None else {
-                "spec": prop.measurement.label(with_op=True), **_run(prop.measurement),
+                "spec": prop.measurement.label(with_op=True), **prop.measurement.run_fields(),
                 "family_gap_pct": prop.family_gap_pct, "spread_pct": prop.spread_pct,
                 "families_disjoint": ranges_disjoint(self.families),
             },
@@ -277,10 +277,6 @@ class Exploration:
             "do not overlap there" if ranges_disjoint(self.families) else
             "overlap there: it tells the representatives apart, not every fit"))
         return L
-
-
-def _run(m: Measurement) -> dict[str, Any]:
-    return {"op": m.op, "variant": m.variant, "shape": list(m.shape), "settings": m.settings}
 
 
 def _family_json(f: Family) -> dict[str, Any]:
