@@ -20,7 +20,7 @@ import math
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -121,23 +121,22 @@ def op_grid_keys(model: HardwareModel, measurements: Sequence[Measurement]) -> d
 
 
 def explore_space(model: HardwareModel, measurements: Sequence[Measurement],
-                  free: Iterable[str | FreeParam] = (), factor: float = GRID_FACTOR,
+                  free: Iterable[str | FreeParam] = (),
                   grid: Mapping[str, Sequence[int]] | None = None) -> Space:
     """The keys, grid and anchors of an exploration (see the module). ``grid`` replaces the
     values of grid keys (a test's tiny grid)."""
     fixed = {k for m in measurements for k in m.settings}
     cont = {k: FreeParam(k, lo, hi, False)
             for k, (lo, hi) in host_keys(model, CONTINUOUS_RANGES).items()}
-    ranges = {k: (lo, hi, f * factor / GRID_FACTOR)
-              for k, (lo, hi, f) in host_keys(model, HARDWARE_GRID).items()}
+    ranges = host_keys(model, HARDWARE_GRID)
     values: dict[str, list[int]] = {}
     for key, cands in op_grid_keys(model, measurements).items():
-        values[key] = thin(cands, factor, keep=[model.get(key)])
+        values[key] = thin(cands, keep=[model.get(key)])
     for f in free:
         p = parse_free(f, model) if isinstance(f, str) else f
         if p.integer:
             values.pop(p.key, None)
-            ranges[p.key] = (int(p.lo), int(p.hi), factor)
+            ranges[p.key] = (int(p.lo), int(p.hi), GRID_FACTOR)
         else:
             cont[p.key] = p
     for key, (lo, hi, f) in ranges.items():
@@ -151,11 +150,11 @@ def explore_space(model: HardwareModel, measurements: Sequence[Measurement],
         values[key] = sorted({int(v) for v in vals})
     values = {k: v for k, v in values.items() if k not in fixed and v}
     conts = tuple(p for k, p in cont.items() if k not in fixed and k not in values)
-    pins, walk = _pins(model, conts, len(measurements), factor)
+    pins, walk = _pins(model, conts, len(measurements))
     return Space(conts, {k: tuple(v) for k, v in values.items()}, pins, walk)
 
 
-def _pins(model: HardwareModel, cont: Sequence[FreeParam], n_meas: int, factor: float
+def _pins(model: HardwareModel, cont: Sequence[FreeParam], n_meas: int
           ) -> tuple[tuple[dict[str, float], ...], str | None]:
     """The anchors: (a) the extra continuous keys at the model's values, (b) the next key of
     :data:`PIN_ORDER` on its log grid (the keys before it at the model's values)."""
@@ -175,7 +174,7 @@ def _pins(model: HardwareModel, cont: Sequence[FreeParam], n_meas: int, factor: 
     walk = order[extra] if len(order) > extra else None
     if walk is not None:
         p = by_key[walk]
-        for v in log_grid(p.lo, p.hi, factor * WALK_FACTOR / GRID_FACTOR):
+        for v in log_grid(p.lo, p.hi, WALK_FACTOR):
             out.append({**{k: own(k) for k in pinned[:-1]}, walk: v})
     return tuple(out), walk
 
@@ -277,14 +276,12 @@ def _results(tasks: list[tuple], jobs: int) -> Iterator[tuple]:
 
 @dataclass
 class Search:
-    """Every fit within the tolerance over the grid, and what it took."""
+    """Every fit within the tolerance over the grid, and the simulations it took."""
 
     space: Space
     fits: list[FitPoint]
     simulations: int
-    wall_s: float
     fidelity: str
-    per_point: dict[tuple, int] = field(default_factory=dict)  # grid point -> fits found
 
 
 def search_grid(model: HardwareModel, measurements: Sequence[Measurement], space: Space,
@@ -303,12 +300,10 @@ def search_grid(model: HardwareModel, measurements: Sequence[Measurement], space
         f"process{'es' if workers > 1 else ''}; this takes minutes")
     start = time.perf_counter()
     fits: list[FitPoint] = []
-    per_point: dict[tuple, int] = {}
     sims = 0
-    for done, (point, found, n) in enumerate(_results(tasks, jobs), start=1):
+    for done, (_, found, n) in enumerate(_results(tasks, jobs), start=1):
         sims += n
-        per_point[tuple(sorted(point.items()))] = len(found)
         fits.extend(FitPoint(v, np.asarray(r)) for v, r in found)
         say(f"explore: {done}/{len(tasks)} grid points, {len(fits)} fits within "
             f"{tolerance_pct:g} %, {sims} simulations, {time.perf_counter() - start:.0f} s")
-    return Search(space, fits, sims, time.perf_counter() - start, fidelity, per_point)
+    return Search(space, fits, sims, fidelity)

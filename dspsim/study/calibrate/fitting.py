@@ -37,7 +37,6 @@ def calibrate(
     fidelity: str = "burst",
     tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
     identify: bool = True,
-    propose: bool = True,
     progress: Progress = None,
     on_simulation: Callable[[], None] | None = None,
 ) -> Calibration:
@@ -52,8 +51,8 @@ def calibrate(
     best = best_fit(prob, points, tol)
     good = [p for p in points if p.worst <= tol]
     families = find_families(prob, good)
-    intervals, determined, proposal = (_identify(prob, good, families, tol, propose)
-                                       if identify else ([], False, None))
+    intervals, determined, proposal = (_identify(prob, good, families, tol) if identify
+                                       else ([], False, None))
     fitted = model.with_overrides(
         {k: (int(round(v)) if is_int_key(k) else v) for k, v in best.values.items()})
     return Calibration(model=model, fitted=fitted, measurements=list(measurements), free=params,
@@ -62,14 +61,14 @@ def calibrate(
                        proposal=proposal, simulations=prob.simulations)
 
 
-def _identify(prob: Problem, good: list[FitPoint], families: list[FitPoint], tol: float,
-              propose: bool) -> tuple[list[Interval], bool, Proposal | None]:
-    """Each free key's interval, whether they determine every key, and (when they do not and
-    ``propose``) the measurement that would separate the good fits."""
+def _identify(prob: Problem, good: list[FitPoint], families: list[FitPoint], tol: float
+              ) -> tuple[list[Interval], bool, Proposal | None]:
+    """Each free key's interval, whether they determine every key, and (when they do not) the
+    measurement that would separate the good fits."""
     intervals, edges = find_intervals(prob, good, families, tol)
     determined = bool(intervals) and all(iv.determined for iv in intervals)
     proposal = None
-    if propose and good and not determined:
+    if good and not determined:
         prob.progress("calibrate: looking for the separating measurement")
         members = spanning_members(families, good, edges, prob.free)
         proposal = propose_measurement(prob, members, len(families))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import inspect
-import math
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -30,6 +29,7 @@ from dspsim.host.window import check_fits_window, largest_first_dim, window_byte
 from dspsim.ops import Op, get_op, op_names
 from dspsim.paths import read_small_text
 from dspsim.run import simulate
+from dspsim.study.sweep.values import shape_text
 
 # A measurement that names no op is of the op a run that names none is of.
 DEFAULT_OP: str = inspect.signature(simulate).parameters["op"].default
@@ -46,12 +46,8 @@ MAX_CSV_BYTES = 1 << 20
 MAX_CSV_ROWS = 10_000
 
 
-def _shape_text(shape: tuple[int, ...]) -> str:
-    return "x".join(str(d) for d in shape)
-
-
 def _size_text(shape: tuple[int, ...]) -> str:
-    return f"n={shape[0]}" if len(shape) == 1 else f"shape={_shape_text(shape)}"
+    return f"n={shape[0]}" if len(shape) == 1 else f"shape={shape_text(shape)}"
 
 
 def _as_shape(op: Op, shape: Any) -> tuple[int, ...]:
@@ -101,6 +97,13 @@ class Measurement:
         """The measurement in the ``--measured`` syntax."""
         return f"{self.label(with_op)}={self.cycles:.0f}"
 
+    def run_fields(self, older_names: bool = False) -> dict[str, Any]:
+        """What run this is, for JSON: op, variant, shape (with ``older_names``, also ``mode``
+        and ``n``: the variant's older name and the element count) and settings."""
+        older = {"mode": self.mode, "n": self.n} if older_names else {}
+        return {"op": self.op, "variant": self.variant, "shape": list(self.shape), **older,
+                "settings": self.settings}
+
 
 def is_int_key(key: str) -> bool:
     """Whether a model key takes integer values."""
@@ -136,12 +139,11 @@ def _parse_cycles(text: str, where: str) -> float:
     if exact is None or not exact.is_finite() or exact <= 0:
         hint = " (write 1234567 or 1_234_567, no commas)" if "," in text else ""
         raise DspsimInputError(f"{where}: cycles {text.strip()!r} is not a positive number{hint}")
-    value = float(exact) if exact <= MAX_CYCLES else math.inf
     if exact != exact.to_integral_value() or exact > MAX_CYCLES:
         raise DspsimInputError(
             f"{where}: cycles {text.strip()!r}: expected a whole number of cycles from 1 to "
             "2**53 (a TIME_STAMP difference is a count)")
-    return value
+    return float(exact)
 
 
 # ------------------------------------------------------------------ the DSP's DDR window
@@ -200,7 +202,7 @@ def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[
             raise DspsimInputError(
                 f"{where}: {op.name} takes a {op.ndim}-D shape, not n; write "
                 f"shape={'x'.join(['ROWS', 'COLS'] if op.ndim == 2 else ['D'] * op.ndim)}, e.g. "
-                f"shape={_shape_text(op.default_shape)}")
+                f"shape={shape_text(op.default_shape)}")
         dims: tuple[int, ...] = (_parse_n(n, where),)
     elif shape is not None:
         parts = [p.strip() for p in shape.strip().lower().split("x")]
@@ -209,7 +211,7 @@ def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[
                 else f"{op.ndim} positive integers joined by 'x'")
         if len(parts) != op.ndim or not all(p.isdigit() and int(p) > 0 for p in parts):
             raise DspsimInputError(f"{where}: shape = {shape.strip()!r}: {op.name} takes {want}, "
-                                   f"e.g. shape={_shape_text(op.default_shape)}")
+                                   f"e.g. shape={shape_text(op.default_shape)}")
         dims = tuple(int(p) for p in parts)
     else:
         dims = tuple(op.default_shape)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from dspsim.config import HardwareModel, key_type, model_field
+from dspsim.config import HardwareModel, key_type, model_key
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.study.calibrate.measure import is_int_key
 from dspsim.study.sweep.values import check_on_model
@@ -44,7 +44,7 @@ def default_range(model: HardwareModel, key: str) -> tuple[float, float]:
     else:
         lo, hi = lo_allowed, max(hi_allowed, 1.0)
     lo, hi = max(lo, lo_allowed), min(hi, hi_allowed)
-    if model_field(key).metadata["positive"] and lo <= 0:
+    if model_key(key).positive and lo <= 0:
         lo = min(v, hi) / RANGE_FACTOR if v > 0 else 1e-6
     if is_int_key(key):
         lo, hi = math.ceil(lo), math.floor(hi)
@@ -53,10 +53,8 @@ def default_range(model: HardwareModel, key: str) -> tuple[float, float]:
 
 def allowed_range(key: str) -> tuple[float, float]:
     """The range a model key allows (infinite where it sets no bound)."""
-    f = model_field(key)
-    lo = f.metadata["lo"] if f.metadata["lo"] is not None else -math.inf
-    hi = f.metadata["hi"] if f.metadata["hi"] is not None else math.inf
-    return lo, hi
+    k = model_key(key)
+    return (-math.inf if k.lo is None else k.lo), (math.inf if k.hi is None else k.hi)
 
 
 def parse_free(text: str, model: HardwareModel) -> FreeParam:
@@ -64,7 +62,7 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
     key, eq, rng = text.partition("=")
     key = key.strip()
     try:
-        f = model_field(key)
+        f = model_key(key)
     except ConfigError as e:
         raise DspsimInputError(f"--free {text!r}: {e}") from None
     check_on_model(model, key, f"--free {text!r}")
@@ -88,10 +86,10 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
         if lo < lo_allowed or hi > hi_allowed:
             raise DspsimInputError(
                 f"--free {text!r}: {key} allows {lo_allowed:g} to {hi_allowed:g}")
-        if f.metadata["positive"] and lo <= 0:
+        if f.positive and lo <= 0:
             raise DspsimInputError(f"--free {text!r}: {key} must stay greater than 0")
         if integer:
-            step = f.metadata.get("multiple") or 1  # the values the key takes
+            step = f.multiple or 1  # the values the key takes
             lo, hi = math.ceil(lo / step) * step, math.floor(hi / step) * step
             if lo > hi:
                 raise DspsimInputError(

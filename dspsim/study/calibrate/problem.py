@@ -249,16 +249,15 @@ class Problem:
 
     # ---------------------------------------------------------------- integer grid
     def int_grid(self, p: FreeParam, points: int) -> list[int]:
+        """Every value of a short range, else about ``points`` of it, the model's value too;
+        kept to the values the key takes (its multiples) inside [lo, hi]."""
         lo, hi = int(p.lo), int(p.hi)
         current = int(min(max(self.model.get(p.key), lo), hi))
         if hi - lo + 1 <= points + 2:
-            return self._on_key_grid(p, range(lo, hi + 1), current)
-        span = np.geomspace(lo, hi, points) if lo >= 1 else np.linspace(lo, hi, points)
-        return self._on_key_grid(p, (lo, hi, current, *span), current)
-
-    @staticmethod
-    def _on_key_grid(p: FreeParam, values: Iterable[float], current: int) -> list[int]:
-        """The values the key takes (its multiples), inside [lo, hi]."""
+            values: Iterable[float] = range(lo, hi + 1)
+        else:
+            span = np.geomspace(lo, hi, points) if lo >= 1 else np.linspace(lo, hi, points)
+            values = (lo, hi, current, *span)
         kept = {v for v in (int_value(p.key, x) for x in values) if p.lo <= v <= p.hi}
         return sorted(kept or {current})
 
@@ -298,31 +297,27 @@ class Problem:
         ([low, high], the fits at both edges, [low edge is the search bound, high ...])."""
         ints = {q.key: at.values[q.key] for q in self.ints}
         u0 = self.to_u(p, at.values[p.key])
-        step0 = 0.02 if p.log else 0.02 * (p.hi - p.lo)
+        scale = 1.0 if p.log else p.hi - p.lo  # a step's unit in the optimiser's coordinate
         edges, points, hit = [], [], []
         for direction in (-1, 1):
             bound_u = self.to_u(p, p.lo if direction < 0 else p.hi)
-            good_u, good = u0, at
-            bad_u = None
-            step = step0
-            reached = False
-            while True:
+            good_u, good, bad_u = u0, at, None
+            step = 0.02 * scale
+            while True:  # out in doubling steps until a misfit or the search bound
                 u = u0 + direction * step
                 if (u - bound_u) * direction >= 0:
                     u = bound_u
                 pt = self.fit_continuous(ints, good.values, {p.key: self.from_u(p, u)})
-                if pt.worst <= tol:
-                    good_u, good = u, pt
-                    if u == bound_u:
-                        reached = True
-                        break
-                    step *= 2
-                else:
+                if pt.worst > tol:
                     bad_u = u
                     break
+                good_u, good = u, pt
+                if u == bound_u:
+                    break
+                step *= 2
             if bad_u is not None:
-                for _ in range(8):
-                    if abs(bad_u - good_u) < (5e-3 if p.log else 5e-3 * (p.hi - p.lo)):
+                for _ in range(8):  # the edge bisected
+                    if abs(bad_u - good_u) < 5e-3 * scale:
                         break
                     mid = 0.5 * (good_u + bad_u)
                     pt = self.fit_continuous(ints, good.values, {p.key: self.from_u(p, mid)})
@@ -332,7 +327,7 @@ class Problem:
                         bad_u = mid
             edges.append(self.from_u(p, good_u))
             points.append(good)
-            hit.append(reached)
+            hit.append(bad_u is None)  # stopped at the search bound, not at a misfit
         return edges, points, hit
 
 

@@ -193,30 +193,22 @@ class Exploration:
     simulations: int
     wall_s: float
 
-    @property
-    def space(self) -> Space:
-        return self.search.space
-
-    @property
-    def fits(self) -> list[FitPoint]:
-        return self.search.fits
-
     # ------------------------------------------------------------ rendering
     def to_json(self) -> dict[str, Any]:
-        sp, prop = self.space, self.proposal
+        sp, prop = self.search.space, self.proposal
         return {
             "model": self.model.source, "tolerance_pct": self.tolerance_pct,
             "screen_fidelity": self.search.fidelity, "final_fidelity": self.final_fidelity,
-            "measurements": [{"spec": m.spec(with_op=True), **_run(m), "measured_cycles": m.cycles}
-                             for m in self.measurements],
+            "measurements": [{"spec": m.spec(with_op=True), **m.run_fields(),
+                              "measured_cycles": m.cycles} for m in self.measurements],
             "grid": {k: list(v) for k, v in sp.grid.items()},
             "fitted": {p.key: {"lo": p.lo, "hi": p.hi} for p in sp.cont},
             "anchors": [dict(a) for a in sp.anchors],
             "grid_points": sp.size,
-            "fits_within_tolerance": len(self.fits),
+            "fits_within_tolerance": len(self.search.fits),
             "families": [_family_json(f) for f in self.families],
             "separating_measurement": None if prop is None else {
-                "spec": prop.measurement.label(with_op=True), **_run(prop.measurement),
+                "spec": prop.measurement.label(with_op=True), **prop.measurement.run_fields(),
                 "family_gap_pct": prop.family_gap_pct, "spread_pct": prop.spread_pct,
                 "families_disjoint": ranges_disjoint(self.families),
             },
@@ -225,7 +217,7 @@ class Exploration:
         }
 
     def text(self) -> str:
-        sp = self.space
+        sp = self.search.space
         ops = ", ".join(dict.fromkeys(m.op for m in self.measurements))
         grid = "; ".join(f"{k} {', '.join(map(str, v))}" for k, v in sp.grid.items())
         L = [f"explored {ops} on {cell(self.model.name)} ({cell(self.model.source, 200)}): "
@@ -242,7 +234,7 @@ class Exploration:
             if walk:
                 text += f"; {sp.pin_grid_key} at {', '.join(f'{v:g}' for v in walk)}"
             L.append(text)
-        L.append(f"{len(self.fits)} fits reproduce every measurement within "
+        L.append(f"{len(self.search.fits)} fits reproduce every measurement within "
                  f"{self.tolerance_pct:g} %: {len(self.families)} reading(s) "
                  f"({self.simulations:,} simulations, {self.wall_s:.0f} s)")
         for i, f in enumerate(self.families, start=1):
@@ -287,10 +279,6 @@ class Exploration:
         return L
 
 
-def _run(m: Measurement) -> dict[str, Any]:
-    return {"op": m.op, "variant": m.variant, "shape": list(m.shape), "settings": m.settings}
-
-
 def _family_json(f: Family) -> dict[str, Any]:
     return {
         "reading": list(f.reading), "name": f.name, "fits": len(f.members),
@@ -317,8 +305,7 @@ def _json_values(values: Mapping[str, float]) -> dict[str, float]:
 
 def find_readings(model: HardwareModel, measurements: Sequence[Measurement], space: Space,
                   tolerance_pct: float, fidelity: str = "tile", final_fidelity: str = "burst",
-                  jobs: int | None = None, propose: bool = True, progress: Progress = None
-                  ) -> Exploration:
+                  jobs: int | None = None, progress: Progress = None) -> Exploration:
     """Search the grid, group the fits into readings, check the representatives at
     ``final_fidelity`` and propose the measurement that tells the readings apart."""
     say = progress or (lambda _msg: None)
@@ -339,7 +326,7 @@ def find_readings(model: HardwareModel, measurements: Sequence[Measurement], spa
         if max(abs(r) for r in res) > tol:  # not expected: tile equals burst at these sizes
             fam.name += f" (NOT within {tolerance_pct:g} % at {final_fidelity} fidelity)"
     proposal = None
-    if propose and len(families) >= 2:
+    if len(families) >= 2:
         say("explore: looking for the measurement that separates the readings")
         proposal, n = _separate(model, measurements, space, families, fidelity, final_fidelity)
         sims += n
@@ -369,8 +356,8 @@ def _separate(model: HardwareModel, measurements: list[Measurement], space: Spac
               families: list[Family], fidelity: str, final_fidelity: str) -> tuple[Any, int]:
     """The measurement that tells the readings apart, with each reading's prediction of it
     (and the range its spanning fits predict), or None; the simulations that took."""
-    hw = [FreeParam(k, min(v), max(v), True) for k, v in space.grid.items()
-          if k.partition(".")[0] not in OP_SCHEMAS]
+    grid = [FreeParam(k, min(v), max(v), True) for k, v in space.grid.items()]
+    hw = [p for p in grid if p.key.partition(".")[0] not in OP_SCHEMAS]
     prob = _SettingsWin(model, measurements, [*space.cont, *hw], fidelity)
     cands = explore_candidates(model, space, measurements, [p.key for p in prob.free])
     proposal = propose_measurement(prob, [f.representative for f in families], len(families),
@@ -378,11 +365,9 @@ def _separate(model: HardwareModel, measurements: list[Measurement], space: Spac
     sims = prob.simulations
     if proposal is not None:
         cand = proposal.measurement
-        all_free = [*space.cont, *[FreeParam(k, min(v), max(v), True)
-                                   for k, v in space.grid.items()]]
         for fam in families:
             fam.prediction = _cycles(model, fam.representative.values, cand, final_fidelity)
-            span = spanning_members([fam.representative], fam.members, [], all_free)
+            span = spanning_members([fam.representative], fam.members, [], [*space.cont, *grid])
             preds = [_cycles(model, g.values, cand, fidelity) for g in span]
             sims += 1 + len(span)
             fam.prediction_range = (float(np.min(preds)), float(np.max(preds)))
@@ -392,19 +377,19 @@ def _separate(model: HardwareModel, measurements: list[Measurement], space: Spac
 def explore(model: HardwareModel, measurements: Sequence[Measurement] | None = None,
             free: Sequence[str | FreeParam] = (), tolerance_pct: float = 1.0,
             jobs: int | None = None, grid: Mapping[str, Sequence[int]] | None = None,
-            factor: float = GRID_FACTOR, fidelity: str = "tile", final_fidelity: str = "burst",
-            propose: bool = True, progress: Progress = None) -> Exploration:
+            fidelity: str = "tile", final_fidelity: str = "burst", progress: Progress = None
+            ) -> Exploration:
     """Every reading of ``measurements`` (default: the documents' figures) on ``model``:
     :func:`~dspsim.study.calibrate.explore.explore_space` (``free`` adds keys, ``grid``
-    replaces a grid key's values, ``factor`` the neighbours' ratio), then :func:`find_readings`."""
+    replaces a grid key's values), then :func:`find_readings`."""
     measurements = list(measurements) if measurements else seed_measurements(model)
     if not measurements:
         raise DspsimInputError(
             f"calibrate --explore: no measurements given, and no document figures were "
             f"measured on this model's platform ({cell(model.name)}); allowed: --measured "
             "SPEC=CYCLES or --measured-csv FILE (dspsim calibrate --help)")
-    space = explore_space(model, measurements, free, factor, grid)
+    space = explore_space(model, measurements, free, grid)
     if free:  # the keys given: each must change some measurement (the structural ones do)
         Problem(model, measurements, as_free(model, free), fidelity).refuse_inert()
     return find_readings(model, measurements, space, tolerance_pct, fidelity, final_fidelity,
-                         jobs, propose, progress)
+                         jobs, progress)

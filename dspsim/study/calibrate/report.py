@@ -101,8 +101,8 @@ class Calibration:
                             "reading": reading(p.key, self.values[p.key], self.fitted)}
                     for p in self.free},
             "measurements": [
-                {"spec": m.spec(with_op=True), **_run_fields(m), "measured_cycles": m.cycles,
-                 "simulated_cycles": round(c), "residual_pct": r}
+                {"spec": m.spec(with_op=True), **m.run_fields(older_names=True),
+                 "measured_cycles": m.cycles, "simulated_cycles": round(c), "residual_pct": r}
                 for m, c, r in zip(self.measurements, self.simulated_cycles(), self.residuals_pct)
             ],
             "identifiability": self._identifiability_json(),
@@ -128,7 +128,8 @@ class Calibration:
                 for g in self.good
             ],
             "separating_measurement": None if pr is None else {
-                "spec": pr.measurement.label(with_op=True), **_run_fields(pr.measurement),
+                "spec": pr.measurement.label(with_op=True),
+                **pr.measurement.run_fields(older_names=True),
                 "predictions": [{"values": fit_values(v), "predicted_cycles": round(c)}
                                 for v, c in pr.predictions],
                 "spread_cycles": round(pr.spread_cycles), "spread_pct": pr.spread_pct,
@@ -196,13 +197,6 @@ class Calibration:
             desc = ", ".join(f"{q.key}={value_text(q.key, v[q.key])}" for q in self.free)
             L.append(f"  {c:>14,.0f} cycles with {desc}")
         return L
-
-
-def _run_fields(m: Measurement) -> dict[str, Any]:
-    """What run a measurement is, for JSON (``mode`` and ``n``: the older names of ``variant``
-    and the element count), and its settings."""
-    return {"op": m.op, "variant": m.variant, "shape": list(m.shape), "mode": m.mode, "n": m.n,
-            "settings": m.settings}
 
 
 def describe_interval(iv: Interval, fitted: float, width: int = 0) -> str:
