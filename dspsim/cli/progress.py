@@ -24,6 +24,12 @@ def on_terminal() -> bool:
         return False
 
 
+def status_line(msg: str) -> None:
+    """One status line on the terminal, rewritten in place (``""`` clears it)."""
+    sys.stderr.write("\r\033[K" + msg)
+    sys.stderr.flush()
+
+
 class _Bar:
     """``update(n)`` and ``describe(msg)`` (names the stage) of a tqdm bar; of none, nothing."""
 
@@ -40,11 +46,10 @@ class _Bar:
 
 
 @contextlib.contextmanager
-def counter(desc: str, total: int | None = None, unit: str = "it",
-            enabled: bool | None = None) -> Iterator[_Bar]:
+def counter(desc: str, total: int | None = None, unit: str = "it") -> Iterator[_Bar]:
     """A progress counter of ``unit`` (``total`` of them, when known) on a terminal, else an
     object that does nothing; removed from the screen when the block ends."""
-    if not (on_terminal() if enabled is None else enabled):
+    if not on_terminal():
         yield _Bar()
         return
     from tqdm import tqdm
@@ -58,10 +63,10 @@ def counter(desc: str, total: int | None = None, unit: str = "it",
 
 
 @contextlib.contextmanager
-def elapsed(desc: str, enabled: bool | None = None) -> Iterator[None]:
+def elapsed(desc: str) -> Iterator[None]:
     """``desc: N s`` on a terminal while the block runs (after :data:`ELAPSED_DELAY_S`),
     cleared when it ends."""
-    if not (on_terminal() if enabled is None else enabled):
+    if not on_terminal():
         yield
         return
     stop = threading.Event()
@@ -74,8 +79,7 @@ def elapsed(desc: str, enabled: bool | None = None) -> Iterator[None]:
             return
         while not stop.is_set():
             try:
-                sys.stderr.write(f"\r\033[K{desc}: {time.monotonic() - start:,.0f} s")
-                sys.stderr.flush()
+                status_line(f"{desc}: {time.monotonic() - start:,.0f} s")
                 drawn = True
             except (OSError, ValueError):
                 return
@@ -90,5 +94,4 @@ def elapsed(desc: str, enabled: bool | None = None) -> Iterator[None]:
         thread.join()
         if drawn:
             with contextlib.suppress(OSError, ValueError):
-                sys.stderr.write("\r\033[K")
-                sys.stderr.flush()
+                status_line("")
