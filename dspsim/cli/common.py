@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dspsim.config import HardwareModel, load_model, load_models
+from dspsim.entry import INTERRUPTED_EXIT
 from dspsim.errors import DspsimInputError
 from dspsim.results import json_default
 
@@ -97,9 +98,6 @@ def ignore_file_size_signal() -> None:
     if sig is not None:
         with contextlib.suppress(ValueError, OSError):  # not the main thread
             signal.signal(sig, signal.SIG_IGN)
-
-
-INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command that Ctrl-C stopped
 
 
 class Interrupts:
