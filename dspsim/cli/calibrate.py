@@ -119,8 +119,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     with counter("calibrate", unit="sim") as bar:  # the fit's simulations
         cal = run_calibration(model, args.measured, args.measured_csv, args.free,
                               fidelity=args.fidelity, tolerance_pct=_tolerance(args),
-                              out=args.out, progress=bar.describe, on_simulation=bar.update)
-        bar.describe("calibrate: tolerance ranges")
+                              out=args.out, progress=bar.set_description_str,
+                              on_simulation=bar.update)
+        bar.set_description_str("calibrate: tolerance ranges")
         spans = tolerance_spans(cal)
     if args.json:
         emit_json(cal.to_json() | {"tolerance_ranges": {k: list(v) for k, v in spans.items()}})

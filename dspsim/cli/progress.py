@@ -30,34 +30,30 @@ def status_line(msg: str) -> None:
     sys.stderr.flush()
 
 
-class _Bar:
-    """``update(n)`` and ``describe(msg)`` (names the stage) of a tqdm bar; of none, nothing."""
-
-    def __init__(self, bar: Any = None):
-        self._bar = bar
+class _NoBar:
+    """What :func:`counter` gives off a terminal: the two calls of a tqdm bar the commands make
+    (count, name the stage), doing nothing."""
 
     def update(self, n: int = 1) -> None:
-        if self._bar is not None:
-            self._bar.update(n)
+        pass
 
-    def describe(self, msg: str) -> None:
-        if self._bar is not None:
-            self._bar.set_description_str(msg, refresh=True)
+    def set_description_str(self, desc: str) -> None:
+        pass
 
 
 @contextlib.contextmanager
-def counter(desc: str, total: int | None = None, unit: str = "it") -> Iterator[_Bar]:
-    """A progress counter of ``unit`` (``total`` of them, when known) on a terminal, else an
-    object that does nothing; removed from the screen when the block ends."""
+def counter(desc: str, total: int | None = None, unit: str = "it") -> Iterator[Any]:
+    """A tqdm counter of ``unit`` (``total`` of them, when known) on a terminal, else a
+    :class:`_NoBar`; removed from the screen when the block ends."""
     if not on_terminal():
-        yield _Bar()
+        yield _NoBar()
         return
     from tqdm import tqdm
 
     bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
                leave=False, smoothing=0.05)
     try:
-        yield _Bar(bar)
+        yield bar
     finally:
         bar.close()
 

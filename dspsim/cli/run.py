@@ -275,8 +275,7 @@ def _reproduce_op(op: Any, model: Any, args: argparse.Namespace) -> dict[str, An
         print(f"{v:<10} {r.cycles:>17,} {doc['cycles'][v]:>16,} {err:>+10.2f}")
     err = 100.0 * (ratio / doc_ratio - 1.0)
     print(f"{'ratio':<10} {ratio:>17.3f} {doc_ratio:>16.3f} {err:>+10.2f}   ({slow} / {fast})")
-    if check is not None:
-        a, b, tolerance = doc["check"]
+    if check is not None:  # a, b and tolerance as unpacked above
         diff = "n/a" if check["max_rel_diff"] is None else f"{check['max_rel_diff']:.3g}"
         print(f"host check (|{a} - {b}| / |{a}| <= {tolerance:g} per element): "
               f"{'passed' if check['passed'] else 'FAILED'}, max relative difference {diff}")
