@@ -72,7 +72,6 @@ class _GuardedStdout:
 
 @contextlib.contextmanager
 def guarded_stdout() -> Iterator[None]:
-    """Run a command with ``sys.stdout`` guarded (see :class:`_GuardedStdout`)."""
     real = sys.stdout
     sys.stdout = _GuardedStdout(real)
     try:
@@ -371,7 +370,7 @@ def positive_shape(text: str) -> tuple[int, ...]:
     return dims
 
 
-def add_op_args(p: argparse.ArgumentParser, fidelity: bool = True) -> None:
+def add_op_args(p: argparse.ArgumentParser) -> None:
     """--op, --variant (--mode), --n / --shape, --core, --fidelity."""
     from dspsim.ops import default_op, op_names
     from dspsim.platform import FIDELITIES
@@ -390,10 +389,9 @@ def add_op_args(p: argparse.ArgumentParser, fidelity: bool = True) -> None:
                       help="input shape, e.g. 1024,256 for a 2-D op")
     g.add_argument("--core", type=int, default=0, metavar="K",
                    help="run on core K (0 to core.count - 1; default 0)")
-    if fidelity:
-        g.add_argument("--fidelity", choices=FIDELITIES, default="burst",
-                       help="burst or tile: one engine, two names (tile kept for old "
-                            "commands and sweep files)")
+    g.add_argument("--fidelity", choices=FIDELITIES, default="burst",
+                   help="burst or tile: one engine, two names (tile kept for old commands and "
+                   "sweep files)")
 
 
 def op_variant(args: argparse.Namespace) -> str | None:

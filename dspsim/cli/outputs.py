@@ -29,12 +29,10 @@ class RunOutputs:
 
     @property
     def needs_trace(self) -> bool:
-        """Whether the run must keep its trace."""
         return self.json or any((self.timeline, self.trace, self.tiles, self.save))
 
     @property
     def needs_port_log(self) -> bool:
-        """Whether the run must keep its memories' port logs."""
         return any((self.timeline, self.trace, self.save))
 
     def write(self, result: Any) -> list[str]:
