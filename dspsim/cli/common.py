@@ -153,10 +153,7 @@ def interrupts_handled() -> Iterator[Interrupts]:
     ``KeyboardInterrupt`` in the main thread (the command's clean-up runs, the caller exits with
     :data:`INTERRUPTED_EXIT`); a second ends the process at once with that code (pool workers
     follow their parent). Outside the main thread nothing is changed."""
-    try:
-        old = signal.getsignal(signal.SIGINT)
-    except ValueError:
-        old = None
+    old = signal.getsignal(signal.SIGINT)  # None: a handler not installed from Python
     if threading.current_thread() is not threading.main_thread() or old is None:
         yield Interrupts(active=False)
         return
