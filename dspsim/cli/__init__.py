@@ -60,11 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="dspsim", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"dspsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for add, _ in COMMANDS.values():
+    for name, (add, _) in COMMANDS.items():
         add(sub)
-    for name, command in sub.choices.items():
         if name in OP_FILE_COMMANDS:
-            add_op_file_args(command)
+            add_op_file_args(sub.choices[name])
     return parser
 
 

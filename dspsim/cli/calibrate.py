@@ -15,6 +15,7 @@ from dspsim.cli.common import (
     int_in,
     model_from_args,
 )
+from dspsim.cli.progress import counter, on_terminal, status_line
 from dspsim.platform import FIDELITIES
 from dspsim.workers import MAX_JOBS
 
@@ -52,16 +53,13 @@ measurement syntax (--measured, repeatable):
 """
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``dspsim calibrate`` (besides --model / --set). Declaring them imports
-    nothing of the calibration (scipy): ``--tolerance-pct`` None means
-    :data:`dspsim.study.calibrate.DEFAULT_TOLERANCE_PCT`."""
-    _add_measurement_args(p)
-    _add_run_args(p)
-
-
-def _add_measurement_args(p: argparse.ArgumentParser) -> None:
-    """What was measured and which keys to fit."""
+def add_calibrate(sub) -> None:
+    p = sub.add_parser("calibrate", help="fit free model keys to measured cycle counts",
+                       description=CLI_DESCRIPTION,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_args(p)
+    # declaring the options imports nothing of the calibration (scipy): --tolerance-pct None
+    # means dspsim.study.calibrate.DEFAULT_TOLERANCE_PCT
     p.add_argument("--measured", metavar="SPEC=CYCLES", action="append", default=[],
                    help="a measurement, [OP:]VARIANT[,n=N][,shape=RxC][,KEY=VALUE...]=CYCLES "
                    "(repeatable)")
@@ -70,10 +68,6 @@ def _add_measurement_args(p: argparse.ArgumentParser) -> None:
                    "keys...] (repeatable)")
     p.add_argument("--free", metavar="KEY[=LO:HI]", action="append", default=[],
                    help="a model key to fit, optionally its range (repeatable)")
-
-
-def _add_run_args(p: argparse.ArgumentParser) -> None:
-    """How to fit, and what to write."""
     p.add_argument("--tolerance-pct", type=float, default=None, metavar="PCT",
                    help="identifiability: every measurement within this %% (default 1)")
     p.add_argument("--fidelity", choices=FIDELITIES, default="burst", help="simulation fidelity")
@@ -90,24 +84,10 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def add_calibrate(sub) -> None:
-    p = sub.add_parser("calibrate", help="fit free model keys to measured cycle counts",
-                       description=CLI_DESCRIPTION,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_model_args(p)
-    add_arguments(p)
-
-
 def _tolerance(args: argparse.Namespace) -> float:
     from dspsim.study.calibrate import DEFAULT_TOLERANCE_PCT
 
     return DEFAULT_TOLERANCE_PCT if args.tolerance_pct is None else args.tolerance_pct
-
-
-def _status_line(msg: str) -> None:
-    """One status line on the terminal, rewritten in place."""
-    sys.stderr.write("\r\033[K" + msg)
-    sys.stderr.flush()
 
 
 LOG_EVERY_S = 30.0  # off a terminal, --explore writes a progress line at most this often
@@ -129,20 +109,19 @@ class LogLines:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from dspsim.cli.progress import counter, on_terminal
     from dspsim.study.calibrate import run_calibration
 
     check_outputs_not_inputs(args, [("--out", args.out)],
                              [("--measured-csv", f) for f in args.measured_csv])
-    tty = on_terminal()
     if args.explore:
-        return _explore(args, tty)
+        return _explore(args, on_terminal())
     model = model_from_args(args)
-    with counter("calibrate", unit="sim", enabled=tty) as bar:  # the fit's simulations
+    with counter("calibrate", unit="sim") as bar:  # the fit's simulations
         cal = run_calibration(model, args.measured, args.measured_csv, args.free,
                               fidelity=args.fidelity, tolerance_pct=_tolerance(args),
-                              out=args.out, progress=bar.describe, on_simulation=bar.update)
-        bar.describe("calibrate: tolerance ranges")
+                              out=args.out, progress=bar.set_description_str,
+                              on_simulation=bar.update)
+        bar.set_description_str("calibrate: tolerance ranges")
         spans = tolerance_spans(cal)
     if args.json:
         emit_json(cal.to_json() | {"tolerance_ranges": {k: list(v) for k, v in spans.items()}})
@@ -167,10 +146,10 @@ def _explore(args: argparse.Namespace, tty: bool) -> int:
     try:
         ex = run_exploration(model, args.measured, args.measured_csv, args.free,
                              tolerance_pct=_tolerance(args), final_fidelity=args.fidelity,
-                             jobs=args.jobs, progress=_status_line if tty else LogLines())
+                             jobs=args.jobs, progress=status_line if tty else LogLines())
     finally:
         if tty:
-            _status_line("")
+            status_line("")
     if args.json:
         emit_json(ex.to_json())
     else:

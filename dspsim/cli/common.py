@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dspsim.config import HardwareModel, load_model, load_models
+from dspsim.entry import INTERRUPTED_EXIT
 from dspsim.errors import DspsimInputError
 from dspsim.results import json_default
 
@@ -71,7 +72,6 @@ class _GuardedStdout:
 
 @contextlib.contextmanager
 def guarded_stdout() -> Iterator[None]:
-    """Run a command with ``sys.stdout`` guarded (see :class:`_GuardedStdout`)."""
     real = sys.stdout
     sys.stdout = _GuardedStdout(real)
     try:
@@ -97,9 +97,6 @@ def ignore_file_size_signal() -> None:
     if sig is not None:
         with contextlib.suppress(ValueError, OSError):  # not the main thread
             signal.signal(sig, signal.SIG_IGN)
-
-
-INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command that Ctrl-C stopped
 
 
 class Interrupts:
@@ -156,10 +153,7 @@ def interrupts_handled() -> Iterator[Interrupts]:
     ``KeyboardInterrupt`` in the main thread (the command's clean-up runs, the caller exits with
     :data:`INTERRUPTED_EXIT`); a second ends the process at once with that code (pool workers
     follow their parent). Outside the main thread nothing is changed."""
-    try:
-        old = signal.getsignal(signal.SIGINT)
-    except ValueError:
-        old = None
+    old = signal.getsignal(signal.SIGINT)  # None: a handler not installed from Python
     if threading.current_thread() is not threading.main_thread() or old is None:
         yield Interrupts(active=False)
         return
@@ -373,7 +367,7 @@ def positive_shape(text: str) -> tuple[int, ...]:
     return dims
 
 
-def add_op_args(p: argparse.ArgumentParser, fidelity: bool = True) -> None:
+def add_op_args(p: argparse.ArgumentParser) -> None:
     """--op, --variant (--mode), --n / --shape, --core, --fidelity."""
     from dspsim.ops import default_op, op_names
     from dspsim.platform import FIDELITIES
@@ -392,10 +386,9 @@ def add_op_args(p: argparse.ArgumentParser, fidelity: bool = True) -> None:
                       help="input shape, e.g. 1024,256 for a 2-D op")
     g.add_argument("--core", type=int, default=0, metavar="K",
                    help="run on core K (0 to core.count - 1; default 0)")
-    if fidelity:
-        g.add_argument("--fidelity", choices=FIDELITIES, default="burst",
-                       help="burst or tile: one engine, two names (tile kept for old "
-                            "commands and sweep files)")
+    g.add_argument("--fidelity", choices=FIDELITIES, default="burst",
+                   help="burst or tile: one engine, two names (tile kept for old commands and "
+                   "sweep files)")
 
 
 def op_variant(args: argparse.Namespace) -> str | None:

@@ -19,7 +19,6 @@ from dspsim.workers import MAX_JOBS
 
 
 def add_optimize(sub) -> None:
-    """Declare ``dspsim optimize`` on the CLI's subparsers."""
     from dspsim.ops import default_op, op_names
 
     p = sub.add_parser(

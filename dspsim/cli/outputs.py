@@ -11,6 +11,8 @@ from typing import Any
 from dspsim.errors import DspsimInputError
 from dspsim.paths import check_distinct
 
+RUN_FILES = ("--timeline", "--trace", "--tiles", "--save", "--output")  # each a file path
+
 
 @dataclass(frozen=True)
 class RunOutputs:
@@ -27,12 +29,10 @@ class RunOutputs:
 
     @property
     def needs_trace(self) -> bool:
-        """Whether the run must keep its trace."""
         return self.json or any((self.timeline, self.trace, self.tiles, self.save))
 
     @property
     def needs_port_log(self) -> bool:
-        """Whether the run must keep its memories' port logs."""
         return any((self.timeline, self.trace, self.save))
 
     def write(self, result: Any) -> list[str]:
@@ -81,10 +81,7 @@ def run_outputs(args: Any) -> RunOutputs:
         raise DspsimInputError(
             f"--trace-limit keeps only the run's first trace rows; {given} needs all of them: "
             f"drop --trace-limit or write {given} in another run")
-    check_distinct([
-        ("--timeline", timeline), ("--trace", trace), ("--tiles", tiles), ("--save", save),
-        ("--output", getattr(args, "output", None)),
-    ])
+    check_distinct([(opt, getattr(args, opt[2:], None)) for opt in RUN_FILES])
     if timeline:
         from dspsim.analysis.timeline import check_figure_path, parse_window
     if trace:

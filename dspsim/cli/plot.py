@@ -10,7 +10,6 @@ from dspsim.errors import DspsimInputError
 
 
 def add_plot(sub) -> None:
-    """The ``plot`` command and its two kinds."""
     p = sub.add_parser("plot", help="figures from saved results, without simulating again")
     kinds = p.add_subparsers(
         dest="plot_kind", metavar="{timeline,sweep}", required=True, parser_class=_Parser
@@ -38,16 +37,12 @@ def add_plot(sub) -> None:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    """``dspsim plot timeline|sweep``."""
+    """``dspsim plot sweep`` (:mod:`dspsim.study.sweep_plot`), or ``dspsim plot timeline RESULT
+    [--out FILE] [--window START:END]``."""
     if args.plot_kind == "sweep":
         from dspsim.study.sweep_plot import plot_sweep_cli
 
         return plot_sweep_cli(args)
-    return plot_timeline_cli(args)
-
-
-def plot_timeline_cli(args: argparse.Namespace) -> int:
-    """``dspsim plot timeline RESULT [--out FILE] [--window START:END]``."""
     from dspsim.analysis import timeline
     from dspsim.paths import check_distinct
     from dspsim.results import load_run
@@ -89,7 +84,6 @@ def cut_trace_note(result) -> str | None:
 
 
 def add_report(sub) -> None:
-    """The ``report`` command."""
     p = sub.add_parser("report", help="where the time goes in a run saved by `dspsim run --save`")
     p.add_argument("result", metavar="RESULT", help="file written by `dspsim run --save`")
 

@@ -24,44 +24,45 @@ def on_terminal() -> bool:
         return False
 
 
-class _Bar:
-    """``update(n)`` and ``describe(msg)`` (names the stage) of a tqdm bar; of none, nothing."""
+def status_line(msg: str) -> None:
+    """One status line on the terminal, rewritten in place (``""`` clears it)."""
+    sys.stderr.write("\r\033[K" + msg)
+    sys.stderr.flush()
 
-    def __init__(self, bar: Any = None):
-        self._bar = bar
+
+class _NoBar:
+    """What :func:`counter` gives off a terminal: the two calls of a tqdm bar the commands make
+    (count, name the stage), doing nothing."""
 
     def update(self, n: int = 1) -> None:
-        if self._bar is not None:
-            self._bar.update(n)
+        pass
 
-    def describe(self, msg: str) -> None:
-        if self._bar is not None:
-            self._bar.set_description_str(msg, refresh=True)
+    def set_description_str(self, desc: str) -> None:
+        pass
 
 
 @contextlib.contextmanager
-def counter(desc: str, total: int | None = None, unit: str = "it",
-            enabled: bool | None = None) -> Iterator[_Bar]:
-    """A progress counter of ``unit`` (``total`` of them, when known) on a terminal, else an
-    object that does nothing; removed from the screen when the block ends."""
-    if not (on_terminal() if enabled is None else enabled):
-        yield _Bar()
+def counter(desc: str, total: int | None = None, unit: str = "it") -> Iterator[Any]:
+    """A tqdm counter of ``unit`` (``total`` of them, when known) on a terminal, else a
+    :class:`_NoBar`; removed from the screen when the block ends."""
+    if not on_terminal():
+        yield _NoBar()
         return
     from tqdm import tqdm
 
     bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
                leave=False, smoothing=0.05)
     try:
-        yield _Bar(bar)
+        yield bar
     finally:
         bar.close()
 
 
 @contextlib.contextmanager
-def elapsed(desc: str, enabled: bool | None = None) -> Iterator[None]:
+def elapsed(desc: str) -> Iterator[None]:
     """``desc: N s`` on a terminal while the block runs (after :data:`ELAPSED_DELAY_S`),
     cleared when it ends."""
-    if not (on_terminal() if enabled is None else enabled):
+    if not on_terminal():
         yield
         return
     stop = threading.Event()
@@ -74,8 +75,7 @@ def elapsed(desc: str, enabled: bool | None = None) -> Iterator[None]:
             return
         while not stop.is_set():
             try:
-                sys.stderr.write(f"\r\033[K{desc}: {time.monotonic() - start:,.0f} s")
-                sys.stderr.flush()
+                status_line(f"{desc}: {time.monotonic() - start:,.0f} s")
                 drawn = True
             except (OSError, ValueError):
                 return
@@ -90,5 +90,4 @@ def elapsed(desc: str, enabled: bool | None = None) -> Iterator[None]:
         thread.join()
         if drawn:
             with contextlib.suppress(OSError, ValueError):
-                sys.stderr.write("\r\033[K")
-                sys.stderr.flush()
+                status_line("")

@@ -18,6 +18,7 @@ from dspsim.cli.common import (
     op_variant,
     positive_int,
 )
+from dspsim.cli.outputs import RUN_FILES, run_outputs
 from dspsim.cli.progress import elapsed
 from dspsim.ops import get_op, op_names
 from dspsim.ops.base import errors_text
@@ -85,14 +86,12 @@ def _simulate(args: argparse.Namespace, model: Any, op: Any, x: Any, **kw: Any) 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from dspsim.cli.outputs import run_outputs
-
     if args.models:
         return _run_models(args)
     model = model_from_args(args)
     outputs = run_outputs(args)  # checks paths and extensions before simulating
-    check_outputs_not_inputs(args, [(opt, getattr(args, opt[2:])) for opt in (
-        "--timeline", "--trace", "--tiles", "--save", "--output")], [("--input", args.input)])
+    check_outputs_not_inputs(args, [(opt, getattr(args, opt[2:])) for opt in RUN_FILES],
+                             [("--input", args.input)])
     if args.no_data and (args.input or args.output):
         raise UsageError("run: --input and --output need the data path; drop --no-data")
     if args.output:
@@ -107,7 +106,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.output:
         save_output(args.output, r.output_array)
         written.append(f"output written to {args.output}")
-    iv = _interval(model, r, args) if args.interval else None
+    iv = None
+    if args.interval:
+        from dspsim.study.interval import op_interval
+
+        with elapsed(f"run: the interval of {r.op} {r.variant}"):
+            iv = op_interval(model, r.op, r.variant, r.shape, fidelity=args.fidelity)
     if args.json:
         emit_json(run_object(r) | ({"interval": iv.to_json()} if iv else {}))
         return 0
@@ -161,14 +165,6 @@ def _print_checks(r: Result) -> None:
         print(f"  hazard: {h['message']}")
 
 
-def _interval(model: Any, r: Result, args: argparse.Namespace) -> Any:
-    """``run --interval``: the run's interval over the model's ranges."""
-    from dspsim.study.interval import op_interval
-
-    with elapsed(f"run: the interval of {r.op} {r.variant}"):
-        return op_interval(model, r.op, r.variant, r.shape, fidelity=args.fidelity)
-
-
 def interval_line(iv: Any) -> str:
     """An interval in one line: cycles [low, high], the dominant key, the runs it took."""
     if iv.dominant_key is None:
@@ -183,7 +179,7 @@ def _run_models(args: argparse.Namespace) -> int:
     """``run --models``: the same run under each model, one line (or object) per model."""
     if args.interval:
         raise UsageError("run --models prints a table: --interval is for one --model at a time")
-    if any(getattr(args, k, None) for k in ("timeline", "trace", "tiles", "save", "output")):
+    if any(getattr(args, opt[2:]) for opt in RUN_FILES):
         raise UsageError("run --models prints a table (or --json): drop the output files, or "
                          "run one --model at a time")
     op = get_op(args.op)
@@ -279,8 +275,7 @@ def _reproduce_op(op: Any, model: Any, args: argparse.Namespace) -> dict[str, An
         print(f"{v:<10} {r.cycles:>17,} {doc['cycles'][v]:>16,} {err:>+10.2f}")
     err = 100.0 * (ratio / doc_ratio - 1.0)
     print(f"{'ratio':<10} {ratio:>17.3f} {doc_ratio:>16.3f} {err:>+10.2f}   ({slow} / {fast})")
-    if check is not None:
-        a, b, tolerance = doc["check"]
+    if check is not None:  # a, b and tolerance as unpacked above
         diff = "n/a" if check["max_rel_diff"] is None else f"{check['max_rel_diff']:.3g}"
         print(f"host check (|{a} - {b}| / |{a}| <= {tolerance:g} per element): "
               f"{'passed' if check['passed'] else 'FAILED'}, max relative difference {diff}")

@@ -20,7 +20,6 @@ def shape_values(text: str | None) -> str | None:
 
 
 def add_sweep(sub) -> None:
-    """Declare ``dspsim sweep`` on the CLI's subparsers."""
     from dspsim.ops import default_op, get_op, op_names
 
     p = sub.add_parser(
