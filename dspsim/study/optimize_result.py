@@ -1,6 +1,6 @@
 """What :func:`dspsim.study.optimize.optimize` returns: the candidates (:class:`Candidate`) and
 the ranked result (:class:`OptimizeResult`), as a table, JSON or CSV. ``--out`` and ``--json``
-keep every screened candidate, ranked (:meth:`OptimizeResult.ranking`): the re-runs at burst
+keep every screened candidate, ranked (:meth:`OptimizeResult.ranking_json`): the re-runs at burst
 fidelity first, in their order, then the others in the screening's order at tile fidelity."""
 
 from __future__ import annotations
@@ -112,16 +112,6 @@ class OptimizeResult:
     numerics: dict[str, Any] | None = None  # the winner with the data path on
     rerun_errors: dict[tuple, str] = field(default_factory=dict)  # identity -> why it failed
 
-    def ranking(self) -> list[tuple[Candidate, Candidate]]:
-        """Every screened candidate, ranked: the re-runs at burst fidelity in their order, then
-        the others in the screening's order (their cycles are the screen's, at tile
-        fidelity). Pairs (the candidate as ranked, its screening run)."""
-        by_id = {c.identity(): c for c in self.screened}
-        ranked = [(c, by_id.get(c.identity(), c)) for c in self.candidates]
-        done = {c.identity() for c in self.candidates}
-        ranked += [(c, c) for c in self.screened if c.identity() not in done]
-        return ranked
-
     @property
     def best(self) -> Candidate:
         return self.candidates[0]
@@ -132,11 +122,17 @@ class OptimizeResult:
                                   for k in keys_of(c)))
 
     def ranking_json(self) -> list[dict[str, Any]]:
-        """:meth:`ranking` as JSON objects: ``rank`` (overall), ``fidelity`` of ``cycles``,
-        ``screen_rank`` and ``screen_cycles`` (the tile-fidelity screen), ``error`` (a re-run
-        that failed)."""
+        """Every screened candidate, ranked: the re-runs at burst fidelity in their order, then
+        the others in the screening's order (their cycles are the screen's, at tile
+        fidelity). JSON objects: ``rank`` (overall), ``fidelity`` of ``cycles``,
+        ``screen_rank`` and ``screen_cycles`` (the candidate's screening run), ``error`` (a
+        re-run that failed)."""
+        by_id = {c.identity(): c for c in self.screened}
+        ranked = [(c, by_id.get(c.identity(), c)) for c in self.candidates]
+        done = {c.identity() for c in self.candidates}
+        ranked += [(c, c) for c in self.screened if c.identity() not in done]
         out = []
-        for i, (c, screen) in enumerate(self.ranking(), 1):
+        for i, (c, screen) in enumerate(ranked, 1):
             obj = c.to_json()
             obj.update(rank=i, screen_rank=screen.rank, screen_cycles=screen.cycles,
                        error=self.rerun_errors.get(c.identity(), ""))

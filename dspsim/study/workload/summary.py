@@ -46,7 +46,7 @@ def task_table(run: WorkloadRun) -> pd.DataFrame:
         "op_cycles": t.op_cycles, "core_end_cycle": t.core_end_cycle,
     })
     for c in ("submit", "queued", "start", "core_end", "done"):
-        df[f"{c}_us"] = run.us(df[f"{c}_cycle"])
+        df[f"{c}_us"] = df[f"{c}_cycle"].to_numpy(float) / run.clock_mhz
     df["latency_us"] = df["done_us"] - df["submit_us"]
     df["deadline_us"] = np.array(
         [np.nan if s.deadline_us is None else s.deadline_us for s in streams], float)[t.stream]
