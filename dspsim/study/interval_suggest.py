@@ -28,9 +28,6 @@ class Candidate:
     settings: dict[str, Any]
     interval: Interval
 
-    def spec(self) -> str:
-        return f"{self.op}:{self.variant}," + "x".join(map(str, self.shape))
-
 
 @dataclass(frozen=True)
 class Suggestion:

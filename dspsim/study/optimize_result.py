@@ -1,6 +1,6 @@
 """What :func:`dspsim.study.optimize.optimize` returns: the candidates (:class:`Candidate`) and
 the ranked result (:class:`OptimizeResult`), as a table, JSON or CSV. ``--out`` and ``--json``
-keep every screened candidate, ranked (:meth:`OptimizeResult.ranking_json`): the re-runs at burst
+keep every screened candidate, ranked (:meth:`OptimizeResult.ranking`): the re-runs at burst
 fidelity first, in their order, then the others in the screening's order at tile fidelity."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 
 from dspsim.ops import get_op
 from dspsim.ops.base import summary_json
+from dspsim.study.sweep.files import csv_line
 from dspsim.study.sweep.values import format_value
 
 SCREEN_FIDELITY = "tile"
@@ -112,6 +113,16 @@ class OptimizeResult:
     numerics: dict[str, Any] | None = None  # the winner with the data path on
     rerun_errors: dict[tuple, str] = field(default_factory=dict)  # identity -> why it failed
 
+    def ranking(self) -> list[tuple[Candidate, Candidate]]:
+        """Every screened candidate, ranked: the re-runs at burst fidelity in their order, then
+        the others in the screening's order (their cycles are the screen's, at tile
+        fidelity). Pairs (the candidate as ranked, its screening run)."""
+        by_id = {c.identity(): c for c in self.screened}
+        ranked = [(c, by_id.get(c.identity(), c)) for c in self.candidates]
+        done = {c.identity() for c in self.candidates}
+        ranked += [(c, c) for c in self.screened if c.identity() not in done]
+        return ranked
+
     @property
     def best(self) -> Candidate:
         return self.candidates[0]
@@ -122,17 +133,11 @@ class OptimizeResult:
                                   for k in keys_of(c)))
 
     def ranking_json(self) -> list[dict[str, Any]]:
-        """Every screened candidate, ranked: the re-runs at burst fidelity in their order, then
-        the others in the screening's order (their cycles are the screen's, at tile
-        fidelity). JSON objects: ``rank`` (overall), ``fidelity`` of ``cycles``,
-        ``screen_rank`` and ``screen_cycles`` (the candidate's screening run), ``error`` (a
-        re-run that failed)."""
-        by_id = {c.identity(): c for c in self.screened}
-        ranked = [(c, by_id.get(c.identity(), c)) for c in self.candidates]
-        done = {c.identity() for c in self.candidates}
-        ranked += [(c, c) for c in self.screened if c.identity() not in done]
+        """:meth:`ranking` as JSON objects: ``rank`` (overall), ``fidelity`` of ``cycles``,
+        ``screen_rank`` and ``screen_cycles`` (the tile-fidelity screen), ``error`` (a re-run
+        that failed)."""
         out = []
-        for i, (c, screen) in enumerate(ranked, 1):
+        for i, (c, screen) in enumerate(self.ranking(), 1):
             obj = c.to_json()
             obj.update(rank=i, screen_rank=screen.rank, screen_cycles=screen.cycles,
                        error=self.rerun_errors.get(c.identity(), ""))
@@ -181,17 +186,10 @@ class OptimizeResult:
         return rows
 
     def csv_text(self) -> str:
-        import csv
-        import io
-
         rows = self.table_rows()
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
         header = list(rows[0])
-        w.writerow(header)
-        for row in rows:
-            w.writerow([_cell(row[k]) for k in header])
-        return buf.getvalue()
+        lines = [csv_line(header), *(csv_line([_cell(row[k]) for k in header]) for row in rows)]
+        return b"".join(lines).decode("utf-8")
 
 
 def _picked(c: Candidate, *keys: str) -> dict[str, Any]:
