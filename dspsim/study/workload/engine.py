@@ -501,7 +501,7 @@ def _simulate(sched: _Schedule, jobs: int,
     on why fewer than asked, and the task columns (every task finished, else a deadlock)."""
     k, parts_note = parts.plan_parts(len(sched.queued), jobs, model.dcache.capacity_bytes > 0)
     if k > 1:
-        parts.run_parts(sched, jobs, _segment_from)
+        parts.run_parts(sched, k, jobs, _segment_from)
     else:
         sched.run()
     cols = sched.columns()

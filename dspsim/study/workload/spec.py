@@ -153,8 +153,6 @@ def _op_of_file(source: str, where: str, path: Any) -> str:
                             "the workload file)")
     try:
         return load_op_file(Path(source).parent / path)
-    except WorkloadError:
-        raise
     except DspsimInputError as e:
         raise WorkloadError(f"{where}: {e}") from None
 
