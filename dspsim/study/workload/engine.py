@@ -9,30 +9,19 @@ platform shows up as a growing backlog and latencies, not as a hang.
 Release ``i`` of a stream is at ``start_us + i * period_us + U[0, jitter_us)``, the jitter drawn
 from ``numpy.random.default_rng([seed, stream position])``: same workload and seed, same run.
 
-**One clock**, in integer ticks (:mod:`dspsim.ticks`). The host side (releases, the RPC
+**One clock**, in integer ticks (:mod:`dspsim.ticks`): the host side (releases, the RPC
 round trip's two halves, the UCP's queue and its choice of core,
 :class:`dspsim.host.ucp.SchedulingPolicy`) is booked on it, in submission order at equal
-times; the task table reports cycles. The ops run in *episodes*: one begins when a task starts
-while the platform is idle (no op running, no event pending, every port and iDMA channel idle),
-on a fresh platform whose clock starts there, and it lasts while ops follow one another without
-the platform going idle. Time being integers, an op's cycles do not depend on when it runs,
-and a fresh platform is the idle one exactly: an idle port's slots and data path are free
-whichever slot comes next, the channels and the tile manager hold nothing, and with the data
-path off no value is kept. A data cache keeps its lines (and their ready times) from task to
-task: on a platform with one, the platform is never idle in this sense and the run is one
-episode.
-
-**Reuse.** An episode of one task (its op alone from an idle platform, leaving it idle at its
-end) depends only on the stream (op, variant, shape, buffers) and the core. With ``reuse`` (the
-default) a later task of that stream starting on that core on an idle platform is booked from
-it (cycles, bytes, warnings, DDR occupancy, output values) instead of simulated, unless another
-task may start during its span: the arrivals are known before the run (the releases are drawn
-from the seed first), and an arrival that another core could take before the booked end would
-run beside it, so the task is simulated then. Tasks waiting for the same core wait either way.
-``reuse=False`` simulates every task; the task table is the same.
-
-**Parts** (``jobs``): the run cut at *clean* moments (nothing runs, waits or is booked),
-its parts run at once in worker processes and joined: the same tasks (:mod:`.parts`).
+times; the task table reports cycles. The ops run in *episodes*, each on a fresh platform whose
+clock starts when a task starts on an idle one (no op running, no event pending, every port
+and iDMA channel idle); time being integers, a fresh platform is the idle one exactly and an
+op's cycles do not depend on when it runs. With ``reuse`` (the default) a task starting on an
+idle platform is booked from an earlier task of its stream that ran alone on that core from
+an idle platform, unless another task may start beside it (:meth:`_Schedule._contended`);
+``reuse=False`` simulates every task, the task table the same. ``jobs`` cuts the run at
+*clean* moments (nothing runs, waits or is booked) into parts run at once (:mod:`.parts`).
+Why each is exact, and why a data cache rules both out: docs/workloads.md, "Episodes and
+reuse" and "Parts at once".
 """
 
 from __future__ import annotations
