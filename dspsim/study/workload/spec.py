@@ -90,11 +90,7 @@ class Workload:
 _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 2, 4, 4
 _REPR.maxstring = _REPR.maxother = _REPR.maxlong = 40
-
-
-def _show(value: Any) -> str:
-    """A value as an error message quotes it: short, whatever its size or depth."""
-    return _REPR.repr(value)
+_show = _REPR.repr  # a value as an error message quotes it: short, whatever its size or depth
 
 
 def _number(where: str, key: str, value: Any, positive: bool = False,
