@@ -227,8 +227,7 @@ class _Schedule:
         self.bytes = [0, 0]  # read, written (the host memory's port)
         self.warnings: list[tuple[int, list[dict[str, Any]]]] = []  # (episode start, ...)
         self.ddr_parts: list[dict[str, np.ndarray]] = []
-        self.outputs: dict[int, np.ndarray] = {}
-        self.output_stamps: dict[int, int] = {}  # when each stream's output was last set
+        self.outputs: dict[int, tuple[int, np.ndarray]] = {}  # (stamp when set, last output)
         self.stamp = 0
 
     # ------------------------------------------------------------------ the loop
@@ -377,8 +376,7 @@ class _Schedule:
 
     def output(self, stream: int, out: np.ndarray) -> None:
         self.stamp += 1
-        self.outputs[stream] = out
-        self.output_stamps[stream] = self.stamp
+        self.outputs[stream] = (self.stamp, out)
 
     def _log_queue(self, t: int) -> None:
         count, now = len(self.policy), t * CYCLE
@@ -474,7 +472,7 @@ def run_workload(
         wall_s=wall_s,
         warnings=sched.merged_warnings(),
         ddr=sched.ddr() if ddr_profile else None,
-        outputs={names[k]: v for k, v in sorted(sched.outputs.items())} if data else None,
+        outputs={names[k]: v for k, (_, v) in sorted(sched.outputs.items())} if data else None,
         reuse=reuse,
         reuse_note=CACHE_NOTE if reuse and model.dcache.capacity_bytes > 0 else None,
         episodes=sched.episodes,

@@ -93,7 +93,7 @@ def segment(sched: Any) -> Segment:
                    {k: np.array(getattr(sched, k)[sched.first:end]) for k in TASK_FIELDS},
                    mark(sched), sched.warnings, sched.ddr_parts,
                    np.array(sched.queue_log, float).reshape(-1, 2),
-                   {k: (sched.output_stamps[k], out) for k, out in sched.outputs.items()})
+                   sched.outputs)
 
 
 def take(sched: Any, seg: Segment, first: int) -> int:
