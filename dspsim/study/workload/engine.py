@@ -119,7 +119,7 @@ class _Episode:
         self.never_idle = run.model.dcache.capacity_bytes > 0
         self.running = 0
         self.tasks_started = 0
-        self.last: tuple[int, int, float, float, int] | None = None  # the latest done
+        self.last: tuple[int, float, float, int] | None = None  # the latest done
         self.streams: set[int] = set()  # the streams whose ops ran here
         self.sentinel_for = -1  # the arrival a process of this platform waits to hand over
 
@@ -135,7 +135,7 @@ class _Episode:
 
     def _op(self, task: int, stream: int, core: int):
         op_start, op_cycles = yield from self.programs[stream].run(core)
-        self.last = (task, stream, op_start, op_cycles, self.env.now)
+        self.last = (stream, op_start, op_cycles, self.env.now)
         self.run.op_done(self, task, core)
 
     def sentinel(self, task: int):
@@ -162,7 +162,7 @@ class _Episode:
     def booked(self, stream: int) -> _Booked:
         """This episode, a single task of ``stream`` that left the platform idle, as a
         booking."""
-        _, _, op_start, op_cycles, end = self.last
+        _, op_start, op_cycles, end = self.last
         stats = self.platform.port.stats()
         origin = cycles(self.start)
         return _Booked(end - self.start, op_start - origin, op_cycles, stats["read_bytes"],
@@ -210,7 +210,6 @@ class _Schedule:
         self.reused = [False] * n
         backends = [parse_backend(s.backend, cores) for s in streams]
         self.backend = [backends[k] for k in stream.tolist()]
-        self.stream_of = stream
         self.stream = stream.tolist()
         # the arrivals a core other than c could take: "any" ones and those for core k
         kind = np.array([-1 if b is None else b for b in backends], np.int64)[stream]
@@ -334,7 +333,7 @@ class _Schedule:
     # ------------------------------------------------------------------ the ops
     def op_done(self, ep: _Episode, task: int, core: int) -> None:
         """A simulated op returned (called from its process, at its end)."""
-        _, stream, op_start, op_cycles, end = ep.last
+        stream, op_start, op_cycles, end = ep.last
         ep.running -= 1
         self.op_start[task] = op_start
         self.op_cycles[task] = op_cycles
@@ -389,7 +388,7 @@ class _Schedule:
     def columns(self) -> TaskColumns:
         core_end = np.array(self.core_end_cycle)
         return TaskColumns(
-            self.stream_of, self.index, np.array(self.priority, np.int16),
+            np.array(self.stream, np.int32), self.index, np.array(self.priority, np.int16),
             np.array(self.core, np.int16), self.release,
             np.array(self.queued, float) * CYCLE,
             np.array(self.started), np.array(self.op_start), np.array(self.op_cycles),
