@@ -68,29 +68,25 @@ class Interval:
                 "dominant_key": self.dominant_key}
 
 
-class _Runner:
-    """Runs of one op at one shape under the model with some keys moved; each distinct
-    configuration once."""
+def _runner(model: HardwareModel, run: Callable[[HardwareModel], int]
+            ) -> tuple[Callable[[dict[str, Any]], int], dict[tuple, int]]:
+    """Runs of one op at one shape under the model with some keys moved, each distinct
+    configuration once; and the runs made, by configuration."""
+    seen: dict[tuple, int] = {}
 
-    def __init__(self, model: HardwareModel, run: Callable[[HardwareModel], int]):
-        self.model, self._run, self._seen = model, run, {}
-
-    def __call__(self, moved: dict[str, Any]) -> int:
-        moved = {k: v for k, v in moved.items() if v != self.model.get(k)}
+    def runner(moved: dict[str, Any]) -> int:
+        moved = {k: v for k, v in moved.items() if v != model.get(k)}
         ident = tuple(sorted(moved.items()))
-        if ident not in self._seen:
+        if ident not in seen:
             try:
-                m = self.model.with_overrides(moved) if moved else self.model
-                self._seen[ident] = self._run(m)
+                seen[ident] = run(model.with_overrides(moved) if moved else model)
             except DspsimInputError as e:
                 at = ", ".join(f"{k}={v}" for k, v in moved.items())
                 raise DspsimInputError(f"interval: at {at} (an end of the model's ranges) the "
                                        f"run is refused: {e}") from None
-        return self._seen[ident]
+        return seen[ident]
 
-    @property
-    def runs(self) -> int:
-        return len(self._seen)
+    return runner, seen
 
 
 def _slow_fast(model: HardwareModel) -> tuple[dict, dict, dict[str, tuple]]:
@@ -109,8 +105,8 @@ def _slow_fast(model: HardwareModel) -> tuple[dict, dict, dict[str, tuple]]:
     return slow, fast, free
 
 
-def _alone(run: _Runner, slow: dict, fast: dict, free: dict, point: int, low: int,
-           high: int) -> dict[str, tuple[int, int] | None]:
+def _alone(run: Callable[[dict[str, Any]], int], slow: dict, fast: dict, free: dict,
+           point: int, low: int, high: int) -> dict[str, tuple[int, int] | None]:
     """Each ranged key's cycles over its range alone; a trended key's second end only when
     the first end plus the interval's bound on the other side could still beat the best."""
     out: dict[str, tuple[int, int] | None] = {}
@@ -135,7 +131,7 @@ def _alone(run: _Runner, slow: dict, fast: dict, free: dict, point: int, low: in
 def interval(model: HardwareModel, run: Callable[[HardwareModel], int]) -> Interval:
     """The interval of ``run`` (one op at one shape: a model -> its cycles) over the ranges of
     ``model``."""
-    runner = _Runner(model, run)
+    runner, runs = _runner(model, run)
     point = runner({})
     slow, fast, free = _slow_fast(model)
     combos = [dict(zip(free, vs)) for vs in itertools.product(*free.values())]
@@ -146,7 +142,7 @@ def interval(model: HardwareModel, run: Callable[[HardwareModel], int]) -> Inter
     dominant = max(widths, key=lambda k: widths[k], default=None)
     if dominant is not None and widths[dominant] == 0:
         dominant = None
-    return Interval(point, low, high, dominant, alone, runner.runs)
+    return Interval(point, low, high, dominant, alone, len(runs))
 
 
 def op_interval(model: HardwareModel, op: str, variant: str | None, shape: tuple[int, ...],

@@ -12,6 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from dspsim.errors import DspsimInputError
+from dspsim.ops import get_op
 from dspsim.study.interval import Interval, op_interval
 from dspsim.study.sweep.values import format_value
 
@@ -25,9 +27,6 @@ class Candidate:
     shape: tuple[int, ...]
     settings: dict[str, Any]
     interval: Interval
-
-    def spec(self) -> str:
-        return f"{self.op}:{self.variant}," + "x".join(map(str, self.shape))
 
 
 @dataclass(frozen=True)
@@ -94,9 +93,6 @@ def _ident(op: str, variant: str, shape: tuple[int, ...], settings: dict) -> tup
 def candidates(rows: list[Any], label: str) -> list[Candidate]:
     """The runs not yet measured of the ops measured under model ``label``: every variant at
     each measurement's size and at half its first dimension."""
-    from dspsim.errors import DspsimInputError
-    from dspsim.ops import get_op
-
     mine = [r for r in rows if r.model == label and r.run_model is not None]
     seen = {_ident(r.measurement.op, r.measurement.variant, r.measurement.shape,
                    r.measurement.settings) for r in mine}

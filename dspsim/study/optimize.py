@@ -188,23 +188,20 @@ def _enumerate(
                 space[key] = _ascending(list(merged.values()))
         spaces[v] = space
     searched = {k for s in spaces.values() for k in s}
-    full: dict[str, dict[str, list]] = {}
-    for v in variants:
-        space = dict(spaces[v])
+    for space in spaces.values():
         for key, values in axes.items():
             # a key of the op's table goes to the variants that search it (all, when none
             # does); hardware keys to every variant
             if (model_key(key).section != the_op.name or key in space
                     or key not in searched):
                 space[key] = list(values)
-        full[v] = space
     # counted before anything is built: each axis holds distinct values, so a variant's
     # candidates are exactly the product of its axes' lengths
-    runs = sum(math.prod(len(vals) for vals in space.values()) for space in full.values())
+    runs = sum(math.prod(len(vals) for vals in space.values()) for space in spaces.values())
     _check_runs(runs * len(models))
     out: list[Candidate] = []
     seen: set[tuple] = set()
-    for v, space in full.items():
+    for v, space in spaces.items():
         keys = list(space)
         for combo in itertools.product(*(space[k] for k in keys)):
             c = Candidate(v, dict(zip(keys, combo)), index=len(out))

@@ -10,6 +10,7 @@ from typing import Any
 
 from dspsim.ops import get_op
 from dspsim.ops.base import summary_json
+from dspsim.study.sweep.files import csv_line
 from dspsim.study.sweep.values import format_value
 
 SCREEN_FIDELITY = "tile"
@@ -185,17 +186,10 @@ class OptimizeResult:
         return rows
 
     def csv_text(self) -> str:
-        import csv
-        import io
-
         rows = self.table_rows()
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
         header = list(rows[0])
-        w.writerow(header)
-        for row in rows:
-            w.writerow([_cell(row[k]) for k in header])
-        return buf.getvalue()
+        lines = [csv_line(header), *(csv_line([_cell(row[k]) for k in header]) for row in rows)]
+        return b"".join(lines).decode("utf-8")
 
 
 def _picked(c: Candidate, *keys: str) -> dict[str, Any]:

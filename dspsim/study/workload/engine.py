@@ -9,30 +9,19 @@ platform shows up as a growing backlog and latencies, not as a hang.
 Release ``i`` of a stream is at ``start_us + i * period_us + U[0, jitter_us)``, the jitter drawn
 from ``numpy.random.default_rng([seed, stream position])``: same workload and seed, same run.
 
-**One clock**, in integer ticks (:mod:`dspsim.ticks`). The host side (releases, the RPC
+**One clock**, in integer ticks (:mod:`dspsim.ticks`): the host side (releases, the RPC
 round trip's two halves, the UCP's queue and its choice of core,
 :class:`dspsim.host.ucp.SchedulingPolicy`) is booked on it, in submission order at equal
-times; the task table reports cycles. The ops run in *episodes*: one begins when a task starts
-while the platform is idle (no op running, no event pending, every port and iDMA channel idle),
-on a fresh platform whose clock starts there, and it lasts while ops follow one another without
-the platform going idle. Time being integers, an op's cycles do not depend on when it runs,
-and a fresh platform is the idle one exactly: an idle port's slots and data path are free
-whichever slot comes next, the channels and the tile manager hold nothing, and with the data
-path off no value is kept. A data cache keeps its lines (and their ready times) from task to
-task: on a platform with one, the platform is never idle in this sense and the run is one
-episode.
-
-**Reuse.** An episode of one task (its op alone from an idle platform, leaving it idle at its
-end) depends only on the stream (op, variant, shape, buffers) and the core. With ``reuse`` (the
-default) a later task of that stream starting on that core on an idle platform is booked from
-it (cycles, bytes, warnings, DDR occupancy, output values) instead of simulated, unless another
-task may start during its span: the arrivals are known before the run (the releases are drawn
-from the seed first), and an arrival that another core could take before the booked end would
-run beside it, so the task is simulated then. Tasks waiting for the same core wait either way.
-``reuse=False`` simulates every task; the task table is the same.
-
-**Parts** (``jobs``): the run cut at *clean* moments (nothing runs, waits or is booked),
-its parts run at once in worker processes and joined: the same tasks (:mod:`.parts`).
+times; the task table reports cycles. The ops run in *episodes*, each on a fresh platform whose
+clock starts when a task starts on an idle one (no op running, no event pending, every port
+and iDMA channel idle); time being integers, a fresh platform is the idle one exactly and an
+op's cycles do not depend on when it runs. With ``reuse`` (the default) a task starting on an
+idle platform is booked from an earlier task of its stream that ran alone on that core from
+an idle platform, unless another task may start beside it (:meth:`_Schedule._contended`);
+``reuse=False`` simulates every task, the task table the same. ``jobs`` cuts the run at
+*clean* moments (nothing runs, waits or is booked) into parts run at once (:mod:`.parts`).
+Why each is exact, and why a data cache rules both out: docs/workloads.md, "Episodes and
+reuse" and "Parts at once".
 """
 
 from __future__ import annotations
@@ -130,7 +119,7 @@ class _Episode:
         self.never_idle = run.model.dcache.capacity_bytes > 0
         self.running = 0
         self.tasks_started = 0
-        self.last: tuple[int, int, float, float, int] | None = None  # the latest done
+        self.last: tuple[int, float, float, int] | None = None  # the latest done
         self.streams: set[int] = set()  # the streams whose ops ran here
         self.sentinel_for = -1  # the arrival a process of this platform waits to hand over
 
@@ -146,7 +135,7 @@ class _Episode:
 
     def _op(self, task: int, stream: int, core: int):
         op_start, op_cycles = yield from self.programs[stream].run(core)
-        self.last = (task, stream, op_start, op_cycles, self.env.now)
+        self.last = (stream, op_start, op_cycles, self.env.now)
         self.run.op_done(self, task, core)
 
     def sentinel(self, task: int):
@@ -173,7 +162,7 @@ class _Episode:
     def booked(self, stream: int) -> _Booked:
         """This episode, a single task of ``stream`` that left the platform idle, as a
         booking."""
-        _, _, op_start, op_cycles, end = self.last
+        _, op_start, op_cycles, end = self.last
         stats = self.platform.port.stats()
         origin = cycles(self.start)
         return _Booked(end - self.start, op_start - origin, op_cycles, stats["read_bytes"],
@@ -221,7 +210,6 @@ class _Schedule:
         self.reused = [False] * n
         backends = [parse_backend(s.backend, cores) for s in streams]
         self.backend = [backends[k] for k in stream.tolist()]
-        self.stream_of = stream
         self.stream = stream.tolist()
         # the arrivals a core other than c could take: "any" ones and those for core k
         kind = np.array([-1 if b is None else b for b in backends], np.int64)[stream]
@@ -238,8 +226,7 @@ class _Schedule:
         self.bytes = [0, 0]  # read, written (the host memory's port)
         self.warnings: list[tuple[int, list[dict[str, Any]]]] = []  # (episode start, ...)
         self.ddr_parts: list[dict[str, np.ndarray]] = []
-        self.outputs: dict[int, np.ndarray] = {}
-        self.output_stamps: dict[int, int] = {}  # when each stream's output was last set
+        self.outputs: dict[int, tuple[int, np.ndarray]] = {}  # (stamp when set, last output)
         self.stamp = 0
 
     # ------------------------------------------------------------------ the loop
@@ -346,7 +333,7 @@ class _Schedule:
     # ------------------------------------------------------------------ the ops
     def op_done(self, ep: _Episode, task: int, core: int) -> None:
         """A simulated op returned (called from its process, at its end)."""
-        _, stream, op_start, op_cycles, end = ep.last
+        stream, op_start, op_cycles, end = ep.last
         ep.running -= 1
         self.op_start[task] = op_start
         self.op_cycles[task] = op_cycles
@@ -388,8 +375,7 @@ class _Schedule:
 
     def output(self, stream: int, out: np.ndarray) -> None:
         self.stamp += 1
-        self.outputs[stream] = out
-        self.output_stamps[stream] = self.stamp
+        self.outputs[stream] = (self.stamp, out)
 
     def _log_queue(self, t: int) -> None:
         count, now = len(self.policy), t * CYCLE
@@ -402,7 +388,7 @@ class _Schedule:
     def columns(self) -> TaskColumns:
         core_end = np.array(self.core_end_cycle)
         return TaskColumns(
-            self.stream_of, self.index, np.array(self.priority, np.int16),
+            np.array(self.stream, np.int32), self.index, np.array(self.priority, np.int16),
             np.array(self.core, np.int16), self.release,
             np.array(self.queued, float) * CYCLE,
             np.array(self.started), np.array(self.op_start), np.array(self.op_cycles),
@@ -485,7 +471,7 @@ def run_workload(
         wall_s=wall_s,
         warnings=sched.merged_warnings(),
         ddr=sched.ddr() if ddr_profile else None,
-        outputs={names[k]: v for k, v in sorted(sched.outputs.items())} if data else None,
+        outputs={names[k]: v for k, (_, v) in sorted(sched.outputs.items())} if data else None,
         reuse=reuse,
         reuse_note=CACHE_NOTE if reuse and model.dcache.capacity_bytes > 0 else None,
         episodes=sched.episodes,
@@ -501,7 +487,7 @@ def _simulate(sched: _Schedule, jobs: int,
     on why fewer than asked, and the task columns (every task finished, else a deadlock)."""
     k, parts_note = parts.plan_parts(len(sched.queued), jobs, model.dcache.capacity_bytes > 0)
     if k > 1:
-        parts.run_parts(sched, jobs, _segment_from)
+        parts.run_parts(sched, k, jobs, _segment_from)
     else:
         sched.run()
     cols = sched.columns()

@@ -93,7 +93,7 @@ def segment(sched: Any) -> Segment:
                    {k: np.array(getattr(sched, k)[sched.first:end]) for k in TASK_FIELDS},
                    mark(sched), sched.warnings, sched.ddr_parts,
                    np.array(sched.queue_log, float).reshape(-1, 2),
-                   {k: (sched.output_stamps[k], out) for k, out in sched.outputs.items()})
+                   sched.outputs)
 
 
 def take(sched: Any, seg: Segment, first: int) -> int:
@@ -210,13 +210,12 @@ def _pool_failed(e: Exception) -> BaseException:
                        f"{e}); no result was kept (with --jobs 1 the run is one process)")
 
 
-def run_parts(sched: Any, jobs: int, segment_from: Callable[..., Segment]) -> None:
-    """Run ``sched`` (an ``engine._Schedule`` not yet run) in parts, ``jobs`` at once.
+def run_parts(sched: Any, k: int, jobs: int, segment_from: Callable[..., Segment]) -> None:
+    """Run ``sched`` (an ``engine._Schedule`` not yet run) in ``k`` parts, ``jobs`` at once.
     ``segment_from(workload, model, fidelity, data, ddr_profile, reuse, first, until,
     targets=None, part=None)`` (module-level) runs from arrival ``first`` to its first clean
     moment at or after ``until`` (or at one of ``targets``; else to the end)."""
     n = len(sched.queued)
-    k = min(jobs, n // MIN_PART_TASKS)
     starts = [n * j // k for j in range(k)]
     spec = (sched.workload, sched.model, sched.fidelity, sched.data, sched.ddr_profile,
             sched.reuse)

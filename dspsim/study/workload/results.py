@@ -25,8 +25,13 @@ class DdrMeter:
         self.ends: list[float] = []
         self.shares: list[float] = []
 
-    def _add(self, start: float, end: float, share: float) -> None:
-        if end <= start or share <= 0:
+    def append(self, entry: tuple) -> None:
+        """A port's request (times in ticks, :mod:`dspsim.hw.clock`), metered in cycles."""
+        start, end, nbytes = cycles(entry[1]), cycles(entry[2]), entry[4]
+        if end <= start or nbytes <= 0:
+            return
+        share = nbytes * self.cycles_per_byte / (end - start)
+        if share <= 0:
             return
         if (self.ends and abs(self.ends[-1] - start) < 1e-9
                 and abs(self.shares[-1] - share) < 1e-9):
@@ -35,13 +40,6 @@ class DdrMeter:
         self.starts.append(start)
         self.ends.append(end)
         self.shares.append(share)
-
-    def append(self, entry: tuple) -> None:
-        """A port's request (times in ticks, :mod:`dspsim.hw.clock`), metered in cycles."""
-        data_start, data_end, nbytes = cycles(entry[1]), cycles(entry[2]), entry[4]
-        if data_end > data_start and nbytes > 0:
-            self._add(data_start, data_end,
-                      nbytes * self.cycles_per_byte / (data_end - data_start))
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {"start": np.asarray(self.starts, float), "end": np.asarray(self.ends, float),
@@ -105,6 +103,3 @@ class WorkloadRun:
     @property
     def reused_tasks(self) -> int:
         return int(self.tasks.reused.sum())
-
-    def us(self, cycles: Any) -> Any:
-        return np.asarray(cycles, float) / self.clock_mhz

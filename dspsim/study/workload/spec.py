@@ -1,14 +1,11 @@
 """Workload files: streams of DSP tasks in TOML, read and checked like model files.
 
-The format, every refusal and the bounds are in docs/workloads.md; a stream may also name an
-``op_file`` (a path relative to the workload file) whose op it runs. Every mistake is one line
-(:class:`WorkloadError`); what depends on the model (a backend beyond ``core.count``, a run the
-op refuses) is checked by :func:`check_workload`. The bounds keep a run exact and its memory
-finite: a period of at least :data:`MIN_PERIOD_US`; every time, and the last release
-``start_us + (count - 1) * period_us + jitter_us``, at most :data:`MAX_TIME_US` (24 h:
-8.64 x 10^13 cycles at J6's 1,000 MHz, below 2^47, where a float64 time is resolved to 1/64 of
-a cycle; ops run in a clock that starts when the platform was last idle, :mod:`.engine`); at
-most :data:`MAX_TASKS` tasks (about 0.5 KB each in the run and its tables, measured).
+The format, every refusal and the bounds (:data:`MIN_PERIOD_US`, :data:`MAX_TIME_US`, also for
+the last release, and :data:`MAX_TASKS`: a run stays exact in cycles and its memory bounded)
+are in docs/workloads.md; a stream may also name an ``op_file`` (a path relative to the
+workload file) whose op it runs. Every mistake is one line (:class:`WorkloadError`); what
+depends on the model (a backend beyond ``core.count``, a run the op refuses) is checked by
+:func:`check_workload`.
 """
 
 from __future__ import annotations
@@ -93,11 +90,7 @@ class Workload:
 _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 2, 4, 4
 _REPR.maxstring = _REPR.maxother = _REPR.maxlong = 40
-
-
-def _show(value: Any) -> str:
-    """A value as an error message quotes it: short, whatever its size or depth."""
-    return _REPR.repr(value)
+_show = _REPR.repr  # a value as an error message quotes it: short, whatever its size or depth
 
 
 def _number(where: str, key: str, value: Any, positive: bool = False,
@@ -153,8 +146,6 @@ def _op_of_file(source: str, where: str, path: Any) -> str:
                             "the workload file)")
     try:
         return load_op_file(Path(source).parent / path)
-    except WorkloadError:
-        raise
     except DspsimInputError as e:
         raise WorkloadError(f"{where}: {e}") from None
 

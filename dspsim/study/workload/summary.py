@@ -46,7 +46,7 @@ def task_table(run: WorkloadRun) -> pd.DataFrame:
         "op_cycles": t.op_cycles, "core_end_cycle": t.core_end_cycle,
     })
     for c in ("submit", "queued", "start", "core_end", "done"):
-        df[f"{c}_us"] = run.us(df[f"{c}_cycle"])
+        df[f"{c}_us"] = df[f"{c}_cycle"].to_numpy(float) / run.clock_mhz
     df["latency_us"] = df["done_us"] - df["submit_us"]
     df["deadline_us"] = np.array(
         [np.nan if s.deadline_us is None else s.deadline_us for s in streams], float)[t.stream]
@@ -60,7 +60,7 @@ def _percentiles(values: np.ndarray) -> dict[str, float]:
     return out | {"max": float(values.max()), "mean": float(values.mean())}
 
 
-def backlog_growth(df: pd.DataFrame, run: WorkloadRun) -> float:
+def backlog_growth(df: pd.DataFrame) -> float:
     """The rise, over the release window, of a least-squares line through the tasks
     outstanding that each release finds (0 with fewer than 3 releases)."""
     submit = np.sort(df["submit_cycle"].to_numpy())
@@ -136,7 +136,7 @@ def _queue_summary(run: WorkloadRun, df: pd.DataFrame) -> dict[str, Any]:
     """The queue's longest backlog and when, and whether it grows (overload)."""
     q = run.queue_log
     peak = int(np.argmax(q[:, 1]))
-    growth = backlog_growth(df, run)
+    growth = backlog_growth(df)
     return {
         "longest_backlog": int(q[peak, 1]),
         "longest_backlog_at_us": float(q[peak, 0] / run.clock_mhz),
