@@ -81,17 +81,9 @@ class RunEngines:
         """The op's core's trace rows."""
         return trace[self.core_mask(trace)]
 
-    def channel_rows(self, trace: pd.DataFrame) -> pd.DataFrame:
-        """The trace rows of the run's iDMA channels."""
-        return trace[trace["engine"].isin(self.channels)]
-
     def number(self, channel: str) -> int:
         """A channel's number: its position among the run's channels."""
         return self._index[channel]
-
-    def numbers(self, engines: pd.Series) -> pd.Series:
-        """Channels' numbers, by name."""
-        return engines.map(self._index)
 
     # ------------------------------------------------------------------ labels
     def label(self, engine: str) -> str:
@@ -101,10 +93,6 @@ class RunEngines:
         if engine in self._index:
             return f"iDMA ch{self.number(engine)}"
         return engine
-
-    def is_channel(self, engine: str) -> bool:
-        """Whether ``engine`` is one of the run's iDMA channels."""
-        return engine in self._index
 
 
 def memory_label(name: str) -> str:

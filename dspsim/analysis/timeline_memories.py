@@ -65,7 +65,7 @@ def requester_colour(who: str, engines: RunEngines) -> str:
     """The colour of a DDR requester: the core's, or its channel's by number."""
     if who == engines.core:
         return draw.CORE_REQUEST_COLOUR
-    if engines.is_channel(who):
+    if who in engines.channels:
         colours = draw.CHANNEL_REQUEST_COLOURS
         return colours[engines.number(who) % len(colours)]
     return draw.OTHER_REQUEST_COLOUR
