@@ -138,7 +138,7 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
         rows.append((PASS_THREAD, str(p["name"]), "pass", s, e, args, (p["name"], -1)))
     # "pass" is a Python keyword: itertuples would rename the field
     for r in trace.rename(columns={"pass": "pass_name"}).itertuples(index=False):
-        if engines.is_channel(r.engine):
+        if r.engine in engines.channels:
             name = f"{r.kind} t{r.tile}" if r.tile >= 0 else f"{r.kind} {r.what}"
         else:
             name = r.what if r.kind == "compute" else _NAMES.get(r.kind, r.kind)
@@ -360,11 +360,17 @@ def _metadata_events(result: Any, threads: list[tuple[int, str]]) -> list[dict[s
         "args": {"name": f"DSP subsystem ({result.model.name}, {result.op} {result.variant}, "
                          f"{shape_text(result.shape)}, {result.core})"}}]
     for t, name in threads:
-        meta.append({"ph": "M", "pid": PID, "tid": t, "name": "thread_name",
-                     "args": {"name": name}})
-        meta.append({"ph": "M", "pid": PID, "tid": t, "name": "thread_sort_index",
-                     "args": {"sort_index": t}})
+        _meta(meta, PID, t, "thread_name", name, t)
     return meta
+
+
+def _meta(ev: list[dict[str, Any]], pid: int, tid: int, kind: str, name: str,
+          sort: int | None = None) -> None:
+    """A process's or thread's name (and a thread's place) as metadata events."""
+    ev.append({"ph": "M", "pid": pid, "tid": tid, "name": kind, "args": {"name": name}})
+    if sort is not None:
+        ev.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index",
+                   "args": {"sort_index": sort}})
 
 
 def _cut_at(cut_ns: int, slices: pd.DataFrame, flows: list[dict[str, Any]],

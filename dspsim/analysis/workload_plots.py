@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dspsim.analysis.engines import memory_label
-from dspsim.analysis.perfetto import _Clock, _durations_us, _us, check_trace_path, lane_name
+from dspsim.analysis.perfetto import _Clock, _durations_us, _meta, _us, check_trace_path, lane_name
 from dspsim.analysis.series import assign_lanes, binned_mean
 from dspsim.analysis.timeline import check_figure_path, save_figure
 from dspsim.analysis.timeline_draw import DPI, figure_name
@@ -342,15 +342,6 @@ def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
             "ddr_counter": ddr_note,
         },
     }
-
-
-def _meta(ev: list[dict[str, Any]], pid: int, tid: int, kind: str, name: str,
-          sort: int | None = None) -> None:
-    """A process's or thread's name (and a thread's place) as metadata events."""
-    ev.append({"ph": "M", "pid": pid, "tid": tid, "name": kind, "args": {"name": name}})
-    if sort is not None:
-        ev.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index",
-                   "args": {"sort_index": sort}})
 
 
 _TASK_ARGS = ("stream", "index", "priority", "backend", "latency_us", "wait_us", "op_cycles",
