@@ -100,11 +100,6 @@ def memory_label(name: str) -> str:
     return name.upper()
 
 
-def memories_text(names: Any, joiner: str = ", ") -> str:
-    """Several memories' labels, joined (``DDR, SRAM``)."""
-    return joiner.join(memory_label(n) for n in names)
-
-
 def shape_text(shape: Any) -> str:
     """``n = 100,000`` for a vector, ``shape 64x1,024`` for more dimensions."""
     dims = tuple(int(d) for d in shape)

@@ -271,29 +271,23 @@ class _DdrCounters:
         return (*self._samples(at, mean, counts), how)
 
 
-def _fit_counters(ddr: _DdrCounters, end_ns: int, room: int,
-                  exact: tuple[list, list]) -> tuple[list, list, str]:
-    """Both of a memory's counters up to ``end_ns`` in at most ``room`` events: ``exact`` (its
-    samples) when they fit, else resampled; and how they were sampled."""
-    exact_bytes, exact_req = exact
-    if len(exact_bytes) + len(exact_req) <= room:
-        return exact_bytes, exact_req, "exact: one sample per change"
-    res_bytes, res_req, how = ddr.resampled(end_ns, max(room // 2, 1))
-    return res_bytes, res_req, how + f" (exact would need {len(exact_bytes):,} samples)"
-
-
 def _fit_memories(counters: dict[str, _DdrCounters], end_ns: int, room: int
                   ) -> dict[str, tuple[list, list, str]]:
-    """Every memory's counters in at most ``room`` events together: the memories that need
-    fewest first, each exact when it fits its share of what is left (the rest split evenly),
-    else resampled to that share."""
+    """Every memory's counters in at most ``room`` events together, and how each was sampled:
+    the memories that need fewest first, each exact (one sample per change) when it fits its
+    share of what is left (the rest split evenly), else resampled to that share."""
     exact = {m: c.exact(end_ns) for m, c in counters.items()}
     size = {m: len(b) + len(q) for m, (b, q) in exact.items()}
     out = {}
     left, todo = room, sorted(counters, key=lambda m: size[m])
     for k, m in enumerate(todo):
         share = left // (len(todo) - k)
-        out[m] = _fit_counters(counters[m], end_ns, share, exact[m])
+        if size[m] <= share:
+            out[m] = (*exact[m], "exact: one sample per change")
+        else:
+            nbytes, requests, how = counters[m].resampled(end_ns, max(share // 2, 1))
+            out[m] = (nbytes, requests,
+                      how + f" (exact would need {len(exact[m][0]):,} samples)")
         left -= len(out[m][0]) + len(out[m][1])
     return {m: out[m] for m in counters}
 

@@ -91,15 +91,14 @@ def ddr_series(result: Any, lo: float, hi: float, bins: int, memory: str | None 
     return out
 
 
-def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int,
-             memory: str | None = None, named: bool = True) -> list[Any]:
-    """A memory's (default: the host's) bandwidth and requests in flight, binned over [lo, hi];
-    legend handles. ``named``: the legend's entries name the memory (a figure of one memory)."""
+def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int, memory: str,
+             named: bool) -> list[Any]:
+    """A memory's bandwidth and requests in flight, binned over [lo, hi]; legend handles.
+    ``named``: the legend's entries name the memory (a figure of one memory)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    memory = memory if memory is not None else series.host_memory(result)
-    label = memory_label(memory or "")
+    label = memory_label(memory)
     prefix = f"{label} " if named else ""
     panel = ddr_series(result, lo, hi, bins, memory)
     edges = panel["edges"]
