@@ -32,7 +32,7 @@ from dspsim.analysis.timeline import check_figure_path, save_figure
 from dspsim.analysis.timeline_draw import DPI, figure_name
 from dspsim.analysis.timeline_draw import memory_label as figure_memory_label
 from dspsim.analysis.timeline_memories import label_gap
-from dspsim.paths import atomic_write_bytes, atomic_write_text, plain_text
+from dspsim.paths import atomic_write_bytes, plain_text
 from dspsim.results import json_default
 
 if TYPE_CHECKING:
@@ -297,8 +297,7 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
 def plot_workload(run: Any, tasks: pd.DataFrame, path: str | Path) -> Path:
     """Draw the workload timeline to a figure file."""
     p = check_figure_path(path)
-    save_figure(workload_figure(run, tasks), p)
-    return p
+    return save_figure(workload_figure(run, tasks), p)
 
 
 # ------------------------------------------------------------------------------ trace
@@ -420,10 +419,7 @@ def _memory_events(ev: list[dict[str, Any]], run: Any, to_ns: Any) -> str:
 def write_workload_trace(run: Any, tasks: pd.DataFrame, path: str | Path) -> Path:
     """Write the workload's trace as JSON (gzipped for ``.gz``), atomically."""
     p = check_trace_path(path)
-    obj = workload_trace(run, tasks)
-    text = json.dumps(obj, default=json_default)
+    data = json.dumps(workload_trace(run, tasks), default=json_default).encode("utf-8")
     if p.name.lower().endswith(".gz"):
-        atomic_write_bytes(p, gzip.compress(text.encode("utf-8")), "--trace")
-    else:
-        atomic_write_text(p, text, "--trace")
-    return p
+        data = gzip.compress(data)
+    return atomic_write_bytes(p, data, "--trace")
