@@ -51,12 +51,11 @@ class RunEngines:
             if trace is None:
                 trace = getattr(result, "trace", None)
             return cls.from_trace(trace if trace is not None else {"engine": [], "kind": []})
-        kinds = dict(engines)
         return cls(
             core=core,
-            channels=tuple(n for n, k in kinds.items() if k == CHANNEL_KIND),
-            ports=tuple(n for n, k in kinds.items() if k == PORT_KIND),
-            core_label=kinds[core],
+            channels=tuple(n for n, k in engines.items() if k == CHANNEL_KIND),
+            ports=tuple(n for n, k in engines.items() if k == PORT_KIND),
+            core_label=engines[core],
         )
 
     @classmethod
