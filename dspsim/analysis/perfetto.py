@@ -57,12 +57,6 @@ _NAMES = {"wait_in": "wait for iDMA input", "wait_out": "wait for iDMA output",
           "setup": "program iDMA descriptor"}
 
 
-def counter_names(memory: str) -> tuple[str, str]:
-    """A memory's two counters (J6's ``ddr``: :data:`DDR_COUNTER`, :data:`DDR_REQUESTS_COUNTER`)."""
-    label = memory_label(memory)
-    return f"{label} bytes in flight", f"{label} requests in flight"
-
-
 def lane_name(base: str, lane: int) -> str:
     """The thread of an engine's (or stream's) ``lane``-th lane: ``base``, ``base (2)``, ..."""
     return base if lane == 0 else f"{base} ({lane + 1})"
@@ -340,8 +334,9 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
     used = len(slices) + 2 * len(flows) + len(tcm_samples)
     fitted = _fit_memories(counters, end_ns, room - used)
     series = [(TCM_COUNTER, tcm_samples)]
-    for m, (nbytes, requests, _) in fitted.items():
-        series += list(zip(counter_names(m), (nbytes, requests)))
+    for m, (nbytes, requests, _) in fitted.items():  # J6's ddr: DDR_COUNTER, DDR_REQUESTS_COUNTER
+        label = memory_label(m)
+        series += [(f"{label} bytes in flight", nbytes), (f"{label} requests in flight", requests)]
     events = meta + _body_events(slices, flows, series)
     return {"traceEvents": events, "displayTimeUnit": "ns",
             "otherData": _other_data(result, limit, len(events), slices_text, fitted)}

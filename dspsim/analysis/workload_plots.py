@@ -89,8 +89,7 @@ def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges,
     """Bars or occupancy per core; returns the note on how they were drawn. Appends the
     candidate task labels ``(lane y, x0, x1, text)`` to ``labels`` for :func:`_place_labels`."""
     clock = run.model.core.clock_mhz
-    end_x = run.end_cycle / clock / div
-    x_per_px = end_x / max(width_px, 1.0)
+    x_per_px = edges[-1] / max(width_px, 1.0)  # as _bins: the edges end at the run's end
     start = tasks["op_start_cycle"].to_numpy(float) / clock / div
     stop = (tasks["op_start_cycle"] + tasks["op_cycles"]).to_numpy(float) / clock / div
     ncores = len(run.core_names)
