@@ -155,15 +155,13 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
     labels = [engines.label(e) for e in (engines.core, *engines.channels) if e is not None]
     order = [t for t in (PASS_THREAD, *labels) if t in threads_in]
     order += sorted(threads_in - set(order) - tcm_threads) + sorted(tcm_threads)
-    lane_names = []
-    df["lane"] = ""
+    threads: list[tuple[int, str]] = []  # (tid, name), numbered from 1 in this order
+    df["tid"] = 0
     for base in order:
         sel = (df["thread"] == base).to_numpy()
         lanes = assign_lanes(df.loc[sel, "ts_ns"], df.loc[sel, "end_ns"])
-        df.loc[sel, "lane"] = [lane_name(base, k) for k in lanes]
-        lane_names += [lane_name(base, k) for k in range(lanes.max() + 1)]
-    threads = [(i + 1, name) for i, name in enumerate(lane_names)]
-    df["tid"] = df["lane"].map({name: t for t, name in threads})
+        df.loc[sel, "tid"] = len(threads) + 1 + lanes
+        threads += [(len(threads) + 1 + k, lane_name(base, k)) for k in range(lanes.max() + 1)]
     df = df.sort_values(["ts_ns", "end_ns", "tid"], kind="stable").reset_index(drop=True)
     return df, threads
 
