@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,10 +35,6 @@ class RunEngines:
     channels: tuple[str, ...] = ()  # iDMA channels; a channel's number is its position
     ports: tuple[str, ...] = ()  # every memory's port (J6: ddr), named as its memory
     core_label: str = ""  # the core's lane and thread label (its kind)
-
-    @cached_property
-    def _index(self) -> dict[str, int]:
-        return {ch: i for i, ch in enumerate(self.channels)}
 
     @classmethod
     def of(cls, result: Any) -> RunEngines:
@@ -82,14 +77,14 @@ class RunEngines:
 
     def number(self, channel: str) -> int:
         """A channel's number: its position among the run's channels."""
-        return self._index[channel]
+        return self.channels.index(channel)
 
     # ------------------------------------------------------------------ labels
     def label(self, engine: str) -> str:
         """How a lane or a trace thread names an engine."""
         if engine == self.core:
             return self.core_label or engine
-        if engine in self._index:
+        if engine in self.channels:
             return f"iDMA ch{self.number(engine)}"
         return engine
 
