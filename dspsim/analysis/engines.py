@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 CORE_KINDS = ("compute", "setup", "wait_in", "wait_out")  # what the core's trace rows do
 COPY_KINDS = ("copy_in", "copy_out")  # what a channel's trace rows do
@@ -70,10 +67,6 @@ class RunEngines:
         if self.core is None:
             return np.isin(np.asarray(trace["kind"], dtype=object), CORE_KINDS)
         return np.asarray(trace["engine"], dtype=object) == self.core
-
-    def core_rows(self, trace: pd.DataFrame) -> pd.DataFrame:
-        """The op's core's trace rows."""
-        return trace[self.core_mask(trace)]
 
     def number(self, channel: str) -> int:
         """A channel's number: its position among the run's channels."""

@@ -57,7 +57,7 @@ def tile_table(trace: pd.DataFrame, passes: list[dict[str, Any]] | None = None,
     Kernel calls outside any tile give one row per pass with tile -1; missing parts are NaN;
     a copy's channel is its number among ``engines``'s channels (default: read off the trace)."""
     engines = engines or RunEngines.from_trace(trace)
-    core = engines.core_rows(trace)
+    core = trace[engines.core_mask(trace)]
     copies = _copies(trace, engines, core)
     table = pd.concat(_tile_parts(core, copies), axis=1).reset_index()
     if table.empty:
