@@ -50,11 +50,10 @@ def stall_memories(result: Any, starts: Any, ends: Any) -> list[tuple[str, ...]]
 def copy_memories(result: Any, engines: RunEngines) -> dict[str, tuple[str, ...]]:
     """Per copy kind, the memories the channels read (``copy_in``) or wrote (``copy_out``), from
     the port logs (none logged: none; the figure's labels then name the host's memory)."""
-    channels = list(engines.channels)
     out: dict[str, tuple[str, ...]] = {"copy_in": (), "copy_out": ()}
     for memory in series.memory_logs(result):
         log = series.port_log_arrays(result, memory)
-        by_channel = np.isin(log["requester"], channels)
+        by_channel = np.isin(log["requester"], engines.channels)
         for kind, write in (("copy_in", False), ("copy_out", True)):
             if (by_channel & (log["is_write"] == write)).any():
                 out[kind] += (memory,)
