@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dspsim.analysis import timeline
-from dspsim.analysis.engines import RunEngines, memories_text
+from dspsim.analysis.engines import RunEngines, memory_label
 from dspsim.analysis.series import logged_memories
 from dspsim.analysis.stalls import core_breakdown, require_trace, stalled_memories
 from dspsim.analysis.timeline_draw import DPI, SETUP_COLOUR, WAIT_COLOURS, PlainFormatter
@@ -128,7 +128,8 @@ def _draw_core_summary(ax_sum: Any, results: Sequence[Any], xmax: float,
             if v <= 0:
                 continue
             if key == "wait_ddr_cycles":
-                label = f"{label} {memories_text(stalled_memories(r)) or 'memory'}"
+                on = ", ".join(map(memory_label, stalled_memories(r)))
+                label = f"{label} {on or 'memory'}"
             ax_sum.barh(y, v, left=left, height=0.6, color=colour, hatch=hatch,
                         edgecolor="#333333" if hatch else colour, linewidth=0)
             drawn.add(key)

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 CORE_KINDS = ("compute", "setup", "wait_in", "wait_out")  # what the core's trace rows do
 COPY_KINDS = ("copy_in", "copy_out")  # what a channel's trace rows do
@@ -37,10 +33,6 @@ class RunEngines:
     ports: tuple[str, ...] = ()  # every memory's port (J6: ddr), named as its memory
     core_label: str = ""  # the core's lane and thread label (its kind)
 
-    @cached_property
-    def _index(self) -> dict[str, int]:
-        return {ch: i for i, ch in enumerate(self.channels)}
-
     @classmethod
     def of(cls, result: Any) -> RunEngines:
         """The run's own names (a result without them: read off its trace)."""
@@ -51,12 +43,11 @@ class RunEngines:
             if trace is None:
                 trace = getattr(result, "trace", None)
             return cls.from_trace(trace if trace is not None else {"engine": [], "kind": []})
-        kinds = dict(engines)
         return cls(
             core=core,
-            channels=tuple(n for n, k in kinds.items() if k == CHANNEL_KIND),
-            ports=tuple(n for n, k in kinds.items() if k == PORT_KIND),
-            core_label=kinds[core],
+            channels=tuple(n for n, k in engines.items() if k == CHANNEL_KIND),
+            ports=tuple(n for n, k in engines.items() if k == PORT_KIND),
+            core_label=engines[core],
         )
 
     @classmethod
@@ -77,44 +68,23 @@ class RunEngines:
             return np.isin(np.asarray(trace["kind"], dtype=object), CORE_KINDS)
         return np.asarray(trace["engine"], dtype=object) == self.core
 
-    def core_rows(self, trace: pd.DataFrame) -> pd.DataFrame:
-        """The op's core's trace rows."""
-        return trace[self.core_mask(trace)]
-
-    def channel_rows(self, trace: pd.DataFrame) -> pd.DataFrame:
-        """The trace rows of the run's iDMA channels."""
-        return trace[trace["engine"].isin(self.channels)]
-
     def number(self, channel: str) -> int:
         """A channel's number: its position among the run's channels."""
-        return self._index[channel]
-
-    def numbers(self, engines: pd.Series) -> pd.Series:
-        """Channels' numbers, by name."""
-        return engines.map(self._index)
+        return self.channels.index(channel)
 
     # ------------------------------------------------------------------ labels
     def label(self, engine: str) -> str:
         """How a lane or a trace thread names an engine."""
         if engine == self.core:
             return self.core_label or engine
-        if engine in self._index:
+        if engine in self.channels:
             return f"iDMA ch{self.number(engine)}"
         return engine
-
-    def is_channel(self, engine: str) -> bool:
-        """Whether ``engine`` is one of the run's iDMA channels."""
-        return engine in self._index
 
 
 def memory_label(name: str) -> str:
     """How figures and texts name a memory: its name in capitals (``ddr`` -> ``DDR``)."""
     return name.upper()
-
-
-def memories_text(names: Any, joiner: str = ", ") -> str:
-    """Several memories' labels, joined (``DDR, SRAM``)."""
-    return joiner.join(memory_label(n) for n in names)
 
 
 def shape_text(shape: Any) -> str:

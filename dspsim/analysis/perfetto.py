@@ -57,12 +57,6 @@ _NAMES = {"wait_in": "wait for iDMA input", "wait_out": "wait for iDMA output",
           "setup": "program iDMA descriptor"}
 
 
-def counter_names(memory: str) -> tuple[str, str]:
-    """A memory's two counters (J6's ``ddr``: :data:`DDR_COUNTER`, :data:`DDR_REQUESTS_COUNTER`)."""
-    label = memory_label(memory)
-    return f"{label} bytes in flight", f"{label} requests in flight"
-
-
 def lane_name(base: str, lane: int) -> str:
     """The thread of an engine's (or stream's) ``lane``-th lane: ``base``, ``base (2)``, ..."""
     return base if lane == 0 else f"{base} ({lane + 1})"
@@ -138,7 +132,7 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
         rows.append((PASS_THREAD, str(p["name"]), "pass", s, e, args, (p["name"], -1)))
     # "pass" is a Python keyword: itertuples would rename the field
     for r in trace.rename(columns={"pass": "pass_name"}).itertuples(index=False):
-        if engines.is_channel(r.engine):
+        if r.engine in engines.channels:
             name = f"{r.kind} t{r.tile}" if r.tile >= 0 else f"{r.kind} {r.what}"
         else:
             name = r.what if r.kind == "compute" else _NAMES.get(r.kind, r.kind)
@@ -161,15 +155,13 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
     labels = [engines.label(e) for e in (engines.core, *engines.channels) if e is not None]
     order = [t for t in (PASS_THREAD, *labels) if t in threads_in]
     order += sorted(threads_in - set(order) - tcm_threads) + sorted(tcm_threads)
-    lane_names = []
-    df["lane"] = ""
+    threads: list[tuple[int, str]] = []  # (tid, name), numbered from 1 in this order
+    df["tid"] = 0
     for base in order:
         sel = (df["thread"] == base).to_numpy()
         lanes = assign_lanes(df.loc[sel, "ts_ns"], df.loc[sel, "end_ns"])
-        df.loc[sel, "lane"] = [lane_name(base, k) for k in lanes]
-        lane_names += [lane_name(base, k) for k in range(lanes.max() + 1)]
-    threads = [(i + 1, name) for i, name in enumerate(lane_names)]
-    df["tid"] = df["lane"].map({name: t for t, name in threads})
+        df.loc[sel, "tid"] = len(threads) + 1 + lanes
+        threads += [(len(threads) + 1 + k, lane_name(base, k)) for k in range(lanes.max() + 1)]
     df = df.sort_values(["ts_ns", "end_ns", "tid"], kind="stable").reset_index(drop=True)
     return df, threads
 
@@ -271,29 +263,23 @@ class _DdrCounters:
         return (*self._samples(at, mean, counts), how)
 
 
-def _fit_counters(ddr: _DdrCounters, end_ns: int, room: int,
-                  exact: tuple[list, list]) -> tuple[list, list, str]:
-    """Both of a memory's counters up to ``end_ns`` in at most ``room`` events: ``exact`` (its
-    samples) when they fit, else resampled; and how they were sampled."""
-    exact_bytes, exact_req = exact
-    if len(exact_bytes) + len(exact_req) <= room:
-        return exact_bytes, exact_req, "exact: one sample per change"
-    res_bytes, res_req, how = ddr.resampled(end_ns, max(room // 2, 1))
-    return res_bytes, res_req, how + f" (exact would need {len(exact_bytes):,} samples)"
-
-
 def _fit_memories(counters: dict[str, _DdrCounters], end_ns: int, room: int
                   ) -> dict[str, tuple[list, list, str]]:
-    """Every memory's counters in at most ``room`` events together: the memories that need
-    fewest first, each exact when it fits its share of what is left (the rest split evenly),
-    else resampled to that share."""
+    """Every memory's counters in at most ``room`` events together, and how each was sampled:
+    the memories that need fewest first, each exact (one sample per change) when it fits its
+    share of what is left (the rest split evenly), else resampled to that share."""
     exact = {m: c.exact(end_ns) for m, c in counters.items()}
     size = {m: len(b) + len(q) for m, (b, q) in exact.items()}
     out = {}
     left, todo = room, sorted(counters, key=lambda m: size[m])
     for k, m in enumerate(todo):
         share = left // (len(todo) - k)
-        out[m] = _fit_counters(counters[m], end_ns, share, exact[m])
+        if size[m] <= share:
+            out[m] = (*exact[m], "exact: one sample per change")
+        else:
+            nbytes, requests, how = counters[m].resampled(end_ns, max(share // 2, 1))
+            out[m] = (nbytes, requests,
+                      how + f" (exact would need {len(exact[m][0]):,} samples)")
         left -= len(out[m][0]) + len(out[m][1])
     return {m: out[m] for m in counters}
 
@@ -346,8 +332,9 @@ def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any
     used = len(slices) + 2 * len(flows) + len(tcm_samples)
     fitted = _fit_memories(counters, end_ns, room - used)
     series = [(TCM_COUNTER, tcm_samples)]
-    for m, (nbytes, requests, _) in fitted.items():
-        series += list(zip(counter_names(m), (nbytes, requests)))
+    for m, (nbytes, requests, _) in fitted.items():  # J6's ddr: DDR_COUNTER, DDR_REQUESTS_COUNTER
+        label = memory_label(m)
+        series += [(f"{label} bytes in flight", nbytes), (f"{label} requests in flight", requests)]
     events = meta + _body_events(slices, flows, series)
     return {"traceEvents": events, "displayTimeUnit": "ns",
             "otherData": _other_data(result, limit, len(events), slices_text, fitted)}
@@ -360,11 +347,17 @@ def _metadata_events(result: Any, threads: list[tuple[int, str]]) -> list[dict[s
         "args": {"name": f"DSP subsystem ({result.model.name}, {result.op} {result.variant}, "
                          f"{shape_text(result.shape)}, {result.core})"}}]
     for t, name in threads:
-        meta.append({"ph": "M", "pid": PID, "tid": t, "name": "thread_name",
-                     "args": {"name": name}})
-        meta.append({"ph": "M", "pid": PID, "tid": t, "name": "thread_sort_index",
-                     "args": {"sort_index": t}})
+        _meta(meta, PID, t, "thread_name", name, t)
     return meta
+
+
+def _meta(ev: list[dict[str, Any]], pid: int, tid: int, kind: str, name: str,
+          sort: int | None = None) -> None:
+    """A process's or thread's name (and a thread's place) as metadata events."""
+    ev.append({"ph": "M", "pid": pid, "tid": tid, "name": kind, "args": {"name": name}})
+    if sort is not None:
+        ev.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index",
+                   "args": {"sort_index": sort}})
 
 
 def _cut_at(cut_ns: int, slices: pd.DataFrame, flows: list[dict[str, Any]],

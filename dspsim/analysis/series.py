@@ -101,19 +101,16 @@ def requesters(result: Any, log: dict[str, np.ndarray]) -> list[str]:
     return sorted(set(log["requester"].tolist()), key=lambda w: (order.get(w, len(order)), w))
 
 
-def memories_requested(result: Any, requester: str, starts: np.ndarray, ends: np.ndarray,
-                       write: bool | None = None) -> list[tuple[str, ...]]:
+def memories_requested(result: Any, requester: str, starts: np.ndarray,
+                       ends: np.ndarray) -> list[tuple[str, ...]]:
     """Per interval ``[starts[i], ends[i])`` (cycles from the op's timer start), the memories
-    (in the run's order) to which ``requester`` issued a request in it (only writes or only
-    reads when ``write`` says so), from the port logs the run kept."""
+    (in the run's order) to which ``requester`` issued a request in it, from the port logs the
+    run kept."""
     starts, ends = np.asarray(starts, float), np.asarray(ends, float)
     hits = []
     for memory in memory_logs(result):
         log = port_log_arrays(result, memory)
-        sel = log["requester"] == requester
-        if write is not None:
-            sel &= log["is_write"] == write
-        issue = np.sort(log["issue"][sel])
+        issue = np.sort(log["issue"][log["requester"] == requester])
         count = (np.searchsorted(issue, ends, side="left")
                  - np.searchsorted(issue, starts, side="left"))
         hits.append((memory, count > 0))

@@ -91,10 +91,10 @@ def core_breakdown(trace: Any, passes: list[dict[str, Any]] | None = None,
     return rows
 
 
-def _clipped_busy(rows: dict[str, np.ndarray], end_cycle: float) -> float:
-    """The rows' cycles inside [0, end_cycle]."""
-    start = np.clip(rows["start_cycle"], 0.0, end_cycle)
-    end = np.clip(rows["end_cycle"], 0.0, end_cycle)
+def _clipped_busy(cols: dict[str, np.ndarray], rows: np.ndarray, end_cycle: float) -> float:
+    """The cycles of the rows ``rows`` selects inside [0, end_cycle]."""
+    start = np.clip(cols["start_cycle"][rows], 0.0, end_cycle)
+    end = np.clip(cols["end_cycle"][rows], 0.0, end_cycle)
     return float((end - start).sum())
 
 
@@ -120,13 +120,11 @@ def engine_utilisation(result: Any) -> dict[str, dict[str, float]]:
     total = float(result.cycles)
     out: dict[str, dict[str, float]] = {}
     if engines.core is not None:
-        busy_rows = engines.core_mask(trace) & np.isin(cols["kind"], ("compute", "setup"))
-        core = {c: a[busy_rows] for c, a in cols.items()}
-        busy = _clipped_busy(core, total) - float(core["ddr_stall_cycles"].sum())
+        rows = engines.core_mask(trace) & np.isin(cols["kind"], ("compute", "setup"))
+        busy = _clipped_busy(cols, rows, total) - float(cols["ddr_stall_cycles"][rows].sum())
         out[engines.core] = {"busy_cycles": busy}
     for ch in engines.channels:
-        rows = cols["engine"] == ch
-        out[ch] = {"busy_cycles": _clipped_busy({c: a[rows] for c, a in cols.items()}, total)}
+        out[ch] = {"busy_cycles": _clipped_busy(cols, cols["engine"] == ch, total)}
     for port in engines.ports:
         moved = float(result.bytes.get(f"{port}_read", 0) + result.bytes.get(f"{port}_write", 0))
         out[port] = {

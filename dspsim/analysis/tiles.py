@@ -57,7 +57,7 @@ def tile_table(trace: pd.DataFrame, passes: list[dict[str, Any]] | None = None,
     Kernel calls outside any tile give one row per pass with tile -1; missing parts are NaN;
     a copy's channel is its number among ``engines``'s channels (default: read off the trace)."""
     engines = engines or RunEngines.from_trace(trace)
-    core = engines.core_rows(trace)
+    core = trace[engines.core_mask(trace)]
     copies = _copies(trace, engines, core)
     table = pd.concat(_tile_parts(core, copies), axis=1).reset_index()
     if table.empty:
@@ -72,9 +72,9 @@ def tile_table(trace: pd.DataFrame, passes: list[dict[str, Any]] | None = None,
 def _copies(trace: pd.DataFrame, engines: RunEngines, core: pd.DataFrame) -> pd.DataFrame:
     """The run's input and output copies, each with its channel's number, its descriptor's
     index on that channel, its duration and the part of it the core's useful work hides."""
-    copies = engines.channel_rows(trace)
-    copies = copies[copies["kind"].isin(["copy_in", "copy_out"])].copy()
-    copies["channel"] = engines.numbers(copies["engine"]).astype(int)
+    copies = trace[trace["engine"].isin(engines.channels)
+                   & trace["kind"].isin(["copy_in", "copy_out"])].copy()
+    copies["channel"] = copies["engine"].map(engines.number).astype(int)
     copies["index"] = copies["what"].str.removeprefix("#").astype(int)
     integral = _busy_integral(core)
     start = copies["start_cycle"].to_numpy(float)
@@ -178,11 +178,10 @@ def _tile_chains(rows: list[dict[str, Any]], loaded: np.ndarray) -> dict[int, li
         if loaded[i]:
             opened[key] = i
             later[i] = []
-        elif key in opened and _nan(r["copy_in_start_cycle"]) and not _nan(
-                r["compute_start_cycle"]):
+        elif key in opened and not pd.isna(r["compute_start_cycle"]):  # not loaded: no copy in
             head = opened[key]
             later[head].append(r)
-            if not _nan(r["copy_out_start_cycle"]):
+            if not pd.isna(r["copy_out_start_cycle"]):
                 del opened[key]  # copied out: what comes next is another tile
     return later
 
@@ -200,13 +199,9 @@ def _lanes(rows: list[dict[str, Any]], starts: list[float], ends: list[float],
     return lane_of
 
 
-def _nan(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and np.isnan(v))
-
-
 def _first_cycle(r: dict[str, Any]) -> float:
     starts = ("copy_in_start_cycle", "compute_start_cycle", "copy_out_start_cycle")
-    return next((float(r[c]) for c in starts if not _nan(r[c])), float("inf"))
+    return next((float(r[c]) for c in starts if not pd.isna(r[c])), float("inf"))
 
 
 def _states(chain: list[dict[str, Any]]) -> list[tuple[str, str, float, float]]:
@@ -217,16 +212,16 @@ def _states(chain: list[dict[str, Any]]) -> list[tuple[str, str, float, float]]:
     held = head["copy_in_end_cycle"]
     last = head
     for r in chain:
-        if _nan(r["compute_start_cycle"]):
+        if pd.isna(r["compute_start_cycle"]):
             continue
         out.append(("ready", r["pass"], held, r["compute_start_cycle"]))
         out.append(("computing", r["pass"], r["compute_start_cycle"], r["compute_end_cycle"]))
         held, last = r["compute_end_cycle"], r
-    if not _nan(last["copy_out_start_cycle"]):
+    if not pd.isna(last["copy_out_start_cycle"]):
         out.append(("computed", last["pass"], held, last["copy_out_start_cycle"]))
         out.append(("draining", last["pass"], last["copy_out_start_cycle"],
                     last["copy_out_end_cycle"]))
-    return [(s, p, float(a), float(b)) for s, p, a, b in out if not (_nan(a) or _nan(b))]
+    return [(s, p, float(a), float(b)) for s, p, a, b in out if not (pd.isna(a) or pd.isna(b))]
 
 
 # ------------------------------------------------------------------------------ tiles CSV

@@ -140,7 +140,7 @@ def draw_engine_lanes(
     lanes_draw = Lanes(ax, lo, hi, width_px)
     _draw_pass_lane(lanes_draw, result.passes, ypos["pass"])
     y = ypos[f"engine:{engines.core}"] if engines.core is not None else 0.0
-    core = engines.core_rows(trace)
+    core = trace[engines.core_mask(trace)]
     handles = _draw_core_kernels(lanes_draw, result, engines, core, y)
     handles += _draw_core_waits(lanes_draw, core, y)
     handles += _draw_copy_lanes(lanes_draw, result, engines, trace, ypos)

@@ -98,8 +98,7 @@ class PlainFormatter(Formatter):
     """Tick labels in plain notation with thousands separators and as many decimals as the tick
     spacing needs: never an offset ("+2.57e5") or a scientific multiplier."""
 
-    def __init__(self) -> None:
-        self.decimals = 0
+    decimals = 0  # until set_locs sees the ticks
 
     def set_locs(self, locs) -> None:
         super().set_locs(locs)

@@ -50,11 +50,10 @@ def stall_memories(result: Any, starts: Any, ends: Any) -> list[tuple[str, ...]]
 def copy_memories(result: Any, engines: RunEngines) -> dict[str, tuple[str, ...]]:
     """Per copy kind, the memories the channels read (``copy_in``) or wrote (``copy_out``), from
     the port logs (none logged: none; the figure's labels then name the host's memory)."""
-    channels = list(engines.channels)
     out: dict[str, tuple[str, ...]] = {"copy_in": (), "copy_out": ()}
     for memory in series.memory_logs(result):
         log = series.port_log_arrays(result, memory)
-        by_channel = np.isin(log["requester"], channels)
+        by_channel = np.isin(log["requester"], engines.channels)
         for kind, write in (("copy_in", False), ("copy_out", True)):
             if (by_channel & (log["is_write"] == write)).any():
                 out[kind] += (memory,)
@@ -65,7 +64,7 @@ def requester_colour(who: str, engines: RunEngines) -> str:
     """The colour of a DDR requester: the core's, or its channel's by number."""
     if who == engines.core:
         return draw.CORE_REQUEST_COLOUR
-    if engines.is_channel(who):
+    if who in engines.channels:
         colours = draw.CHANNEL_REQUEST_COLOURS
         return colours[engines.number(who) % len(colours)]
     return draw.OTHER_REQUEST_COLOUR
@@ -91,15 +90,14 @@ def ddr_series(result: Any, lo: float, hi: float, bins: int, memory: str | None 
     return out
 
 
-def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int,
-             memory: str | None = None, named: bool = True) -> list[Any]:
-    """A memory's (default: the host's) bandwidth and requests in flight, binned over [lo, hi];
-    legend handles. ``named``: the legend's entries name the memory (a figure of one memory)."""
+def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int, memory: str,
+             named: bool) -> list[Any]:
+    """A memory's bandwidth and requests in flight, binned over [lo, hi]; legend handles.
+    ``named``: the legend's entries name the memory (a figure of one memory)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    memory = memory if memory is not None else series.host_memory(result)
-    label = memory_label(memory or "")
+    label = memory_label(memory)
     prefix = f"{label} " if named else ""
     panel = ddr_series(result, lo, hi, bins, memory)
     edges = panel["edges"]

@@ -26,13 +26,13 @@ import numpy as np
 import pandas as pd
 
 from dspsim.analysis.engines import memory_label
-from dspsim.analysis.perfetto import _Clock, _durations_us, _us, check_trace_path, lane_name
+from dspsim.analysis.perfetto import _Clock, _durations_us, _meta, _us, check_trace_path, lane_name
 from dspsim.analysis.series import assign_lanes, binned_mean
 from dspsim.analysis.timeline import check_figure_path, save_figure
 from dspsim.analysis.timeline_draw import DPI, figure_name
 from dspsim.analysis.timeline_draw import memory_label as figure_memory_label
 from dspsim.analysis.timeline_memories import label_gap
-from dspsim.paths import atomic_write_bytes, atomic_write_text, plain_text
+from dspsim.paths import atomic_write_bytes, plain_text
 from dspsim.results import json_default
 
 if TYPE_CHECKING:
@@ -89,8 +89,7 @@ def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges,
     """Bars or occupancy per core; returns the note on how they were drawn. Appends the
     candidate task labels ``(lane y, x0, x1, text)`` to ``labels`` for :func:`_place_labels`."""
     clock = run.model.core.clock_mhz
-    end_x = run.end_cycle / clock / div
-    x_per_px = end_x / max(width_px, 1.0)
+    x_per_px = edges[-1] / max(width_px, 1.0)  # as _bins: the edges end at the run's end
     start = tasks["op_start_cycle"].to_numpy(float) / clock / div
     stop = (tasks["op_start_cycle"] + tasks["op_cycles"]).to_numpy(float) / clock / div
     ncores = len(run.core_names)
@@ -297,8 +296,7 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
 def plot_workload(run: Any, tasks: pd.DataFrame, path: str | Path) -> Path:
     """Draw the workload timeline to a figure file."""
     p = check_figure_path(path)
-    save_figure(workload_figure(run, tasks), p)
-    return p
+    return save_figure(workload_figure(run, tasks), p)
 
 
 # ------------------------------------------------------------------------------ trace
@@ -342,15 +340,6 @@ def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
             "ddr_counter": ddr_note,
         },
     }
-
-
-def _meta(ev: list[dict[str, Any]], pid: int, tid: int, kind: str, name: str,
-          sort: int | None = None) -> None:
-    """A process's or thread's name (and a thread's place) as metadata events."""
-    ev.append({"ph": "M", "pid": pid, "tid": tid, "name": kind, "args": {"name": name}})
-    if sort is not None:
-        ev.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index",
-                   "args": {"sort_index": sort}})
 
 
 _TASK_ARGS = ("stream", "index", "priority", "backend", "latency_us", "wait_us", "op_cycles",
@@ -429,10 +418,7 @@ def _memory_events(ev: list[dict[str, Any]], run: Any, to_ns: Any) -> str:
 def write_workload_trace(run: Any, tasks: pd.DataFrame, path: str | Path) -> Path:
     """Write the workload's trace as JSON (gzipped for ``.gz``), atomically."""
     p = check_trace_path(path)
-    obj = workload_trace(run, tasks)
-    text = json.dumps(obj, default=json_default)
+    data = json.dumps(workload_trace(run, tasks), default=json_default).encode("utf-8")
     if p.name.lower().endswith(".gz"):
-        atomic_write_bytes(p, gzip.compress(text.encode("utf-8")), "--trace")
-    else:
-        atomic_write_text(p, text, "--trace")
-    return p
+        data = gzip.compress(data)
+    return atomic_write_bytes(p, data, "--trace")
