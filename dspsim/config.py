@@ -81,9 +81,6 @@ def model_key(key: str, model: HardwareModel | None = None) -> Key:
     return k
 
 
-model_field = model_key  # the name the sweep and the calibration use
-
-
 def key_type(key: str) -> type:
     """The Python type of a model key's values: int, float, str or bool."""
     return model_key(key).type
