@@ -39,19 +39,15 @@ def module_files(package: Path = PACKAGE) -> dict[str, Path]:
     return out
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imports(tree: ast.AST, type_only: bool) -> list[ast.Import | ast.ImportFrom]:
     """Every import statement at any depth; those under ``if TYPE_CHECKING:`` only when
     ``type_only``."""
     found: list[ast.Import | ast.ImportFrom] = []
 
     def visit(node: ast.AST) -> None:
-        if not type_only and isinstance(node, ast.If) and _is_type_checking(node.test):
+        # ``if TYPE_CHECKING:`` or ``if typing.TYPE_CHECKING:``: only its else branch counts
+        if not type_only and isinstance(node, ast.If) and "TYPE_CHECKING" in (
+                getattr(node.test, "id", None), getattr(node.test, "attr", None)):
             for child in node.orelse:
                 visit(child)
             return
