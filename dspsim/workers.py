@@ -188,15 +188,15 @@ def imap_unordered(fn: Callable[..., Any], items: Iterable[Any], jobs: int,
     call = args or (lambda item: (item,))
     it = iter(items)
     head = list(itertools.islice(it, 2))
+    it = itertools.chain(head, it)
     if jobs <= 1 or len(head) <= 1 or (work is not None and work <= 1):
         if started is not None:
             started()
-        for item in itertools.chain(head, it):
+        for item in it:
             yield item, fn(*call(item))
         return
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    it = itertools.chain(head, it)
     with process_pool(jobs, work) as pool:
         if started is not None:
             started()
