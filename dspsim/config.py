@@ -487,8 +487,7 @@ def load_model(path: str | Path | None = None,
                              if isinstance(own.get(s), dict) for k in own[s]])
     except ConfigError as e:
         raise ConfigError(f"{p}: {e}") from None
-    meta = tables.get("model")
-    if not (isinstance(meta, dict) and "name" in meta):
+    if "name" not in tables.get("model", {}):  # (a [model] that is not a table was refused)
         model = dataclasses.replace(model, name=p.stem or "model")
     ranges = _ranges.checked_ranges(model, _ranges.file_ranges(chain), model_key, _span_tables)
     model = dataclasses.replace(model, ranges=ranges)
