@@ -109,12 +109,11 @@ def engine_runs(model: Any, n: int, repeat: int) -> list[dict[str, Any]]:
     for op in op_names():
         shape = (n,) if get_op(op).ndim == 1 else get_op(op).default_shape
         for variant in get_op(op).variants:
-            for fidelity, elide in (("burst", False), ("burst", True), ("tile", True)):
+            for engine, fidelity, elide in (("burst, no elision", "burst", False),
+                                            ("burst", "burst", True), ("tile", "tile", True)):
                 for data in (False, True):
                     run = functools.partial(simulate, model, op, variant, shape=shape, data=data,
                                             fidelity=fidelity, elide=elide)
-                    engine = fidelity if fidelity == "tile" else (
-                        "burst" if elide else "burst, no elision")
                     runs.append({"op": op, "variant": variant, "shape": list(shape),
                                  "engine": engine, "data": data, **_measured(repeat, run)})
     return runs

@@ -25,10 +25,9 @@ def print_runs(b: dict[str, Any]) -> None:
               f"{'on' if r['data'] else 'off':<5} {r['wall_s']:>8.4f} {r['events']:>8,} "
               f"{r['events_per_s']:>13,.0f} {r['bare_simpy_events_per_s']:>11,.0f} "
               f"{r['ratio_to_bare_simpy']:>8.2f}")
-    for k, s in b["tile_speedup"].items():
-        print(f"tile fidelity speed-up per point over burst, {k}: {s:.1f}x")
-    for k, s in b["tile_vs_reference"].items():
-        print(f"tile fidelity speed-up per point over burst without elision, {k}: {s:.1f}x")
+    for key, over in (("tile_speedup", "burst"), ("tile_vs_reference", "burst without elision")):
+        for k, s in b[key].items():
+            print(f"tile fidelity speed-up per point over {over}, {k}: {s:.1f}x")
 
 
 def print_speedups(b: dict[str, Any]) -> None:

@@ -39,19 +39,15 @@ def module_files(package: Path = PACKAGE) -> dict[str, Path]:
     return out
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imports(tree: ast.AST, type_only: bool) -> list[ast.Import | ast.ImportFrom]:
     """Every import statement at any depth; those under ``if TYPE_CHECKING:`` only when
     ``type_only``."""
     found: list[ast.Import | ast.ImportFrom] = []
 
     def visit(node: ast.AST) -> None:
-        if not type_only and isinstance(node, ast.If) and _is_type_checking(node.test):
+        # ``if TYPE_CHECKING:`` or ``if typing.TYPE_CHECKING:``: only its else branch counts
+        if not type_only and isinstance(node, ast.If) and "TYPE_CHECKING" in (
+                getattr(node.test, "id", None), getattr(node.test, "attr", None)):
             for child in node.orelse:
                 visit(child)
             return
@@ -115,44 +111,31 @@ def import_graph(type_only: bool = False, package: Path = PACKAGE) -> dict[str, 
 
 
 def _components(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    """The strongly connected components of more than one module (Tarjan; the depth of its
+    recursion is at most the package's modules)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
-    on_stack: set[str] = set()
     components: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = stack[stack.index(v):]
+            del stack[stack.index(v):]
+            if len(comp) > 1:
+                components.append(sorted(comp))
+
     for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, children = work[-1]
-            w = next(children, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = len(index)
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(sorted(graph.get(w, ())))))
-                elif w in on_stack:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    components.append(sorted(comp))
+        if root not in index:
+            visit(root)
     return components
 
 

@@ -81,9 +81,6 @@ def model_key(key: str, model: HardwareModel | None = None) -> Key:
     return k
 
 
-model_field = model_key  # the name the sweep and the calibration use
-
-
 def key_type(key: str) -> type:
     """The Python type of a model key's values: int, float, str or bool."""
     return model_key(key).type
@@ -490,8 +487,7 @@ def load_model(path: str | Path | None = None,
                              if isinstance(own.get(s), dict) for k in own[s]])
     except ConfigError as e:
         raise ConfigError(f"{p}: {e}") from None
-    meta = tables.get("model")
-    if not (isinstance(meta, dict) and "name" in meta):
+    if "name" not in tables.get("model", {}):  # (a [model] that is not a table was refused)
         model = dataclasses.replace(model, name=p.stem or "model")
     ranges = _ranges.checked_ranges(model, _ranges.file_ranges(chain), model_key, _span_tables)
     model = dataclasses.replace(model, ranges=ranges)

@@ -112,17 +112,13 @@ def _rows(keys: list[str], prefix: str | None = None) -> list[str]:
     return out
 
 
-def _hardware_doc(cls: type) -> str:
-    doc = (cls.__doc__ or "").strip()
-    # a dataclass without a docstring gets its signature as one: not a description
-    return "" if doc.startswith(cls.__name__ + "(") else " ".join(doc.split())
-
-
 def model_file_reference() -> str:
     """The reference as Markdown: the rules, then every table and key."""
     lines = [_INTRO.replace("{reserved}", RESERVED_MEMORY_WORDS), "### Hardware tables", ""]
     for section, cls in HARDWARE.items():
-        doc = _hardware_doc(cls)
+        doc = " ".join((cls.__doc__ or "").split())
+        if doc.startswith(cls.__name__ + "("):  # a dataclass's signature: not a description
+            doc = ""
         lines += [f"#### `[{section}]`", "", *([doc, ""] if doc else [])]
         lines += _rows([f"{section}.{f.name}" for f in fields(cls)]) + [""]
     lines += ["#### A memory's table (`[ddr]`, `[psram]`, `[sram]`, any name)", "",

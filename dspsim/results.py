@@ -259,12 +259,23 @@ def _saved_ranges(ranges: Any, model: HardwareModel) -> dict[str, tuple[Any, Any
 
 def _upgrade_v1(doc: dict[str, Any], model: HardwareModel) -> None:
     """Rewrite a version-1 document as version 2, in place (see the module docstring)."""
+    import simpy
+
+    from dspsim.platform import Platform
+
     ops = [s for s in doc["model"]["sections"] if s in OP_SCHEMAS]
     if len(ops) != 1:
         raise KeyError(f"version 1 holds one op table; found {len(ops)}")
-    names, engines, core = _v1_names(model)
+    # version-1 names -> today's (the platform's own; version 1 named the core by its kind and
+    # its channels and DataRAMs without its prefix)
+    platform = Platform(simpy.Environment(), model, data=False)  # one core: core.count = 1
+    dsp = platform.dsps[0]
+    engines = platform.engines
+    names = {engines[dsp.name]: dsp.name}
+    for name in [*engines, *(m.name for m in dsp.tm.banks), platform.ddr.name]:
+        names.setdefault(name.removeprefix(f"{dsp.name}."), name)
     r = doc["result"]
-    r.update(op=ops[0], variant=r.pop("mode"), shape=[int(r.pop("n"))], core=core,
+    r.update(op=ops[0], variant=r.pop("mode"), shape=[int(r.pop("n"))], core=dsp.name,
              engines=engines, rpc_cycles=0)  # rpc_cycles: not measured in version 1
     r["busy_cycles"] = {names.get(k, k): v for k, v in r["busy_cycles"].items()}
     for h in r.get("hazards") or []:  # "engine what" pairs
@@ -295,22 +306,6 @@ def _one_memory_fields(doc: dict[str, Any], model: HardwareModel) -> None:
                          "busy_cycles": count[1].get(m),
                          "contention_cycles": r.get("ddr_contention_cycles")}}
     r["dcache"] = None
-
-
-def _v1_names(model: HardwareModel) -> tuple[dict[str, str], dict[str, str], str]:
-    """Version-1 names -> today's (the platform's own; version 1 named the core by its kind
-    and its channels and DataRAMs without its prefix), and today's engines and core."""
-    import simpy
-
-    from dspsim.platform import Platform
-
-    platform = Platform(simpy.Environment(), model, data=False)  # one core: core.count = 1
-    dsp = platform.dsps[0]
-    engines = platform.engines
-    names = {engines[dsp.name]: dsp.name}
-    for name in [*engines, *(m.name for m in dsp.tm.banks), platform.ddr.name]:
-        names.setdefault(name.removeprefix(f"{dsp.name}."), name)
-    return names, engines, dsp.name
 
 
 def json_default(o: Any) -> Any:

@@ -323,11 +323,10 @@ def _check_memories(r: dict[str, Any], memories: list[str]) -> None:
                               f"{memories}")
     for m, counters in table.items():
         counters = _counters(counters, MEMORY_COUNTERS, f"result.memories.{m}")
-        same = ((counters["read_bytes"], r["bytes"][f"{m}_read"], f"bytes.{m}_read"),
-                (counters["write_bytes"], r["bytes"][f"{m}_write"], f"bytes.{m}_write"))
-        for v, other, where in same:
+        for way in ("read", "write"):
+            v, other = counters[f"{way}_bytes"], r["bytes"][f"{m}_{way}"]
             if v != other:
-                raise _MalformedError(f"result.memories.{m} = {v} is not result.{where} "
+                raise _MalformedError(f"result.memories.{m} = {v} is not result.bytes.{m}_{way} "
                                       f"= {other}")
         # the whole traffic's busy cycles: at least those within the op's span
         if counters["busy_cycles"] < r["busy_cycles"].get(m, 0):

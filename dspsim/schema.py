@@ -66,13 +66,6 @@ class Key:
     def short(self) -> str:
         return self.name.partition(".")[2]
 
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """Range and meaning as a mapping (what a dataclass field's metadata holds)."""
-        return {"lo": self.lo, "hi": self.hi, "positive": self.positive,
-                "choices": self.choices, "unit": self.unit, "doc": self.doc,
-                "multiple": self.multiple}
-
     def _bound(self, v: float) -> str:
         """A range end as written: an integer key's exactly, a number's shortest exact form."""
         if self.type is int or float(v).is_integer():

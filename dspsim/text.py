@@ -8,14 +8,6 @@ ELLIPSIS = "..."
 NAME_CELL_CHARS = 40  # the widest a column of names grows in a text table
 
 
-def printable(text: str) -> str:
-    """``text`` with every non-printable character escaped (``"\\x1b[2J"`` -> ``\\x1b[2J``)."""
-    text = str(text)
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 def one_line(e: BaseException, empty: str | None = None) -> str:
     """An exception's message on one line (each run of white space, newlines included, one
     space); an empty message reads ``empty``, by default the exception's type name."""
@@ -23,9 +15,11 @@ def one_line(e: BaseException, empty: str | None = None) -> str:
 
 
 def cell(text: str, width: int = NAME_CELL_CHARS) -> str:
-    """:func:`printable` ``text`` in at most ``width`` characters: a longer one keeps its
-    start and ends with an ellipsis. The work is bounded by ``width``, not by the text."""
-    shown = printable(str(text)[:width + 1])  # escaping only lengthens: enough to decide
+    """``text``, every non-printable character escaped (``"\\x1b[2J"`` -> ``\\x1b[2J``), in at
+    most ``width`` characters: a longer one keeps its start and ends with an ellipsis. The work
+    is bounded by ``width``, not by the text."""
+    # escaping only lengthens: the first width + 1 characters are enough to decide
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text)[:width + 1])
     if len(shown) <= width:
         return shown
     return shown[:max(0, width - len(ELLIPSIS))] + ELLIPSIS

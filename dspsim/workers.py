@@ -102,18 +102,6 @@ def stop_processes(procs: Iterable[Any]) -> None:
                 p.join(1.0)
 
 
-def stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Abandon ``pool`` now: cancel what has not started, terminate and reap the workers."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    manager = getattr(pool, "_executor_manager_thread", None)
-    pool.shutdown(wait=False, cancel_futures=True)
-    stop_processes(procs)
-    # the pool's manager thread sees its workers gone and closes its pipes: wait for it, or
-    # the interpreter's exit hook may write to a pipe it is closing (EBADF, a traceback)
-    if manager is not None:
-        manager.join(STOP_GRACE_S)
-
-
 def can_fork_workers() -> bool:
     """Whether workers may be forked here: on Linux, from the main thread of a process with no
     other thread (a thread holding a lock at the fork would leave it held in the child)."""
@@ -174,8 +162,15 @@ def process_pool(jobs: int, work: int | None = None,
     try:
         pool.submit(int).result()  # every worker forked now, before any other thread starts
         yield pool
-    except BaseException:  # GeneratorExit and Ctrl-C included
-        stop_pool(pool)
+    except BaseException:  # GeneratorExit and Ctrl-C included: abandon the pool now
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        manager = getattr(pool, "_executor_manager_thread", None)
+        pool.shutdown(wait=False, cancel_futures=True)  # what has not started, cancelled
+        stop_processes(procs)
+        # the pool's manager thread sees its workers gone and closes its pipes: wait for it, or
+        # the interpreter's exit hook may write to a pipe it is closing (EBADF, a traceback)
+        if manager is not None:
+            manager.join(STOP_GRACE_S)
         raise
     pool.shutdown(wait=True)
 
@@ -193,15 +188,15 @@ def imap_unordered(fn: Callable[..., Any], items: Iterable[Any], jobs: int,
     call = args or (lambda item: (item,))
     it = iter(items)
     head = list(itertools.islice(it, 2))
+    it = itertools.chain(head, it)
     if jobs <= 1 or len(head) <= 1 or (work is not None and work <= 1):
         if started is not None:
             started()
-        for item in itertools.chain(head, it):
+        for item in it:
             yield item, fn(*call(item))
         return
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    it = itertools.chain(head, it)
     with process_pool(jobs, work) as pool:
         if started is not None:
             started()

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dspsim.config import HardwareModel, key_type, model_field, model_key, parse_value
+from dspsim.config import HardwareModel, key_type, model_key, parse_value
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.host.window import check_fits_window, largest_first_dim, window_bytes
 from dspsim.ops import Op, get_op, op_names
@@ -303,7 +303,7 @@ def _check_columns(p: Path, columns: list[str]) -> str:
     for c in columns:
         if c not in _CSV_FIELDS:
             try:
-                model_field(c)  # unknown key: ConfigError
+                model_key(c)  # unknown key: ConfigError
             except ConfigError as e:
                 raise DspsimInputError(f"{p}: column {c!r}: {e}") from None
     return variant_col
