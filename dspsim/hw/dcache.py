@@ -31,7 +31,7 @@ from dspsim.ticks import ticks
 class DataCache:
     __slots__ = ("line_bytes", "ways", "set_count", "write_back", "allocate", "prefetch", "_sets",
                  "hits", "misses", "prefetches", "writebacks", "fill_bytes", "miss_ticks",
-                 "stream_entries", "_streams")
+                 "stream_entries", "_streams", "_delta")
 
     def __init__(self, cfg: Dcache):
         self.line_bytes = cfg.line_bytes
@@ -45,9 +45,12 @@ class DataCache:
         # each expects next, least recently used first
         self.stream_entries = cfg.prefetch_streams
         self._streams: dict[int, None] = {}
-        # per set: line index -> [ready cycle, dirty, prefetched and not yet used, memory],
-        # in LRU order (a dict keeps insertion order: a use moves the line to the end)
+        # per set: line index less _delta -> [ready cycle, dirty, prefetched and not yet used,
+        # memory], in LRU order (a dict keeps insertion order: a use moves the line to the end);
+        # line k is in set k % set_count (a shift moves every line on by moving _delta on and
+        # turning the list of sets, the sets themselves untouched)
         self._sets: list[dict[int, list[Any]]] = [{} for _ in range(self.set_count)]
+        self._delta = 0
         self.hits = self.misses = self.prefetches = self.writebacks = 0
         self.fill_bytes = 0
 
@@ -72,7 +75,7 @@ class DataCache:
         if not self.allocate:
             line_bytes = self.line_bytes
             for line in range(addr // line_bytes, (addr + nbytes - 1) // line_bytes + 1):
-                if line not in self._sets[line % self.set_count]:
+                if line - self._delta not in self._sets[line % self.set_count]:
                     return None
         return self.access(now, mem, addr, nbytes, True, requester)
 
@@ -82,8 +85,9 @@ class DataCache:
         (``now`` when none is dirty). Walks the cache's lines, not the range's."""
         line_bytes = self.line_bytes
         first, last = addr // line_bytes, (addr + nbytes - 1) // line_bytes
-        dirty = sorted((line, e) for lines in self._sets for line, e in lines.items()
-                       if e[1] and e[3] is mem and first <= line <= last)
+        delta = self._delta
+        dirty = sorted((key + delta, e) for lines in self._sets for key, e in lines.items()
+                       if e[1] and e[3] is mem and first <= key + delta <= last)
         done = now
         for _, entry in dirty:
             entry[1] = False
@@ -92,10 +96,10 @@ class DataCache:
         return done
 
     def _line(self, now: int, mem: Any, line: int, write: bool, requester: str) -> int:
-        lines = self._sets[line % self.set_count]
-        entry = lines.pop(line, None)
+        lines, key = self._sets[line % self.set_count], line - self._delta
+        entry = lines.pop(key, None)
         if entry is not None:
-            lines[line] = entry  # most recently used
+            lines[key] = entry  # most recently used
             self.hits += 1
             if write:
                 entry[1] = True
@@ -147,11 +151,11 @@ class DataCache:
             if dirty:  # posted: the core does not wait for a write-back
                 self.writebacks += 1
                 victim_mem.port.request(now, self.line_bytes, True, requester)
-        lines[line] = entry
+        lines[line - self._delta] = entry
 
     def _prefetch(self, now: int, mem: Any, line: int, requester: str) -> None:
         addr = line * self.line_bytes
-        if line in self._sets[line % self.set_count] or not (
+        if line - self._delta in self._sets[line % self.set_count] or not (
                 mem.base <= addr and addr + self.line_bytes <= mem.base + mem.size_bytes):
             return
         self.prefetches += 1
@@ -167,10 +171,10 @@ class DataCache:
         ready less ``now`` if after ``now``, dirty, prefetched and not yet used, its memory),
         and the lines the prefetcher's streams expect (less ``base``). The cache does the same
         to lines moved on by any number: a line's set moves on with it."""
-        count, held = self.set_count, self._sets
+        count, held, off = self.set_count, self._sets, self._delta - base
         start = base % count
-        sets = tuple([tuple([(line - base, r - now if r > now else None, d, f, m)
-                             for line, (r, d, f, m) in held[k].items()])
+        sets = tuple([tuple([(key + off, r - now if r > now else None, d, f, m)
+                             for key, (r, d, f, m) in held[k].items()])
                       for k in (*range(start, count), *range(start))])
         return sets, tuple(x - base for x in self._streams)
 
@@ -182,18 +186,22 @@ class DataCache:
         """Per memory, the highest line the cache holds."""
         top: dict[Any, int] = {}
         for lines in self._sets:
-            for line, entry in lines.items():
-                if line > top.get(entry[3], -1):
-                    top[entry[3]] = line
-        return top
+            for key, entry in lines.items():
+                if key > top.get(entry[3], -1):
+                    top[entry[3]] = key
+        return {mem: key + self._delta for mem, key in top.items()}
 
     def shift(self, lines: int, now: int, dt: int) -> None:
         """Move every line held and expected on by ``lines`` (each to its new line's set), and
         what is ready after ``now`` by ``dt``."""
-        count, old = self.set_count, self._sets
-        self._sets = [{line + lines: [r + dt if r > now else r, dirty, fresh, mem]
-                       for line, (r, dirty, fresh, mem) in old[(k - lines) % count].items()}
-                      for k in range(count)]
+        turn = lines % self.set_count  # set k gets what set k - lines held
+        if turn:
+            self._sets = self._sets[-turn:] + self._sets[:-turn]
+        self._delta += lines
+        for held in self._sets:
+            for entry in held.values():
+                if entry[0] > now:
+                    entry[0] += dt
         self._streams = dict.fromkeys(x + lines for x in self._streams)
 
     def stats(self) -> dict[str, int]:

@@ -335,10 +335,11 @@ class IterationRuns:
 
     def _remember(self, logs: list[Any]) -> None:
         """Keep the period the last two notes span, by the state it starts from (not where a
-        port log is kept: its requests are read from the notes)."""
+        port log is kept: its requests are read from the notes; not one already kept, whose
+        earlier notes share the last one's key, :meth:`_known_period`)."""
         _, s1, s2 = self.notes
-        if any(entries is not None for entries in logs) or s1.key != s2.key \
-                or len(self.known) >= KNOWN_PERIODS:
+        if any(entries is not None for entries in logs) or s1.key is s2.key \
+                or s1.key != s2.key or len(self.known) >= KNOWN_PERIODS:
             return
         self.known[(self.shape, s2.key)] = (self.gap, s2.now - s1.now,
                                              s2.steps_since(s1, self.ports))
