@@ -381,6 +381,11 @@ def bind(out: dict[str, Any], raise_estimate: bool = True) -> None:
         out["estimate_cycles"] = max(out["estimate_cycles"], named[binding])
 
 
+def align_up(x: int, a: int) -> int:
+    """``x`` rounded up to a multiple of ``a``."""
+    return -(-x // a) * a
+
+
 def check_tile_bytes(key: str, tile_bytes: int, model: HardwareModel) -> None:
     """Refuse a TCM tile key's value that is not whole float32 or exceeds a DataRAM's free space
     (``tcm.bank_bytes - tcm.reserved_bytes``)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dspsim.ops.base import align_up
 from dspsim.ops.stream import stream_channels
 
 # the host's run_tcm_opt: the seed's two values, then the new schedules
@@ -15,10 +16,6 @@ VARIANT_CODES = {"direct": 0, "pingpong": 1, "online": 2, "resident": 3, "multib
                  "rows": 5}
 VARIANT_NAMES = {code: name for name, code in VARIANT_CODES.items()}
 STREAM_BUFFERS = 2  # online, rows and the streamed part of resident: one ping-pong pair
-
-
-def align_up(x: int, a: int) -> int:
-    return -(-x // a) * a
 
 
 def tile_elems(model: Any) -> int:
