@@ -103,8 +103,3 @@ def resident_layout(model: Any, length: int) -> ResidentLayout:
             chunks.append((bank, off, row + off, min(step, count - off)))
         row += count
     return ResidentLayout(length, tuple(per_bank), tuple(chunks))
-
-
-def rows_per_tile(model: Any, cols: int) -> int:
-    """Whole rows of ``cols`` float32 one ``softmax.tile_bytes`` buffer holds (0: too long)."""
-    return model.softmax.tile_bytes // (4 * cols)
