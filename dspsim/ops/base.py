@@ -386,6 +386,12 @@ def align_up(x: int, a: int) -> int:
     return -(-x // a) * a
 
 
+def free_bank_bytes(model: HardwareModel) -> int:
+    """Bytes of one DataRAM the tile manager can hand out (the firmware keeps the rest; a
+    buffer, or a transfer, stays in one DataRAM)."""
+    return max(0, model.tcm.bank_bytes - model.tcm.reserved_bytes)
+
+
 def check_tile_bytes(key: str, tile_bytes: int, model: HardwareModel) -> None:
     """Refuse a TCM tile key's value that is not whole float32 or exceeds a DataRAM's free space
     (``tcm.bank_bytes - tcm.reserved_bytes``)."""

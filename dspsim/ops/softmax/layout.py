@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dspsim.ops.base import align_up
+from dspsim.ops.base import align_up, free_bank_bytes
 from dspsim.ops.stream import stream_channels
 
 # the host's run_tcm_opt: the seed's two values, then the new schedules
@@ -21,11 +21,6 @@ STREAM_BUFFERS = 2  # online, rows and the streamed part of resident: one ping-p
 def tile_elems(model: Any) -> int:
     """``TILE_SIZE >> 2``: float32 per tile."""
     return max(1, model.softmax.tile_bytes // 4)
-
-
-def free_bank_bytes(model: Any) -> int:
-    """Bytes of one DataRAM the tile manager can hand out (the firmware keeps the rest)."""
-    return max(0, model.tcm.bank_bytes - model.tcm.reserved_bytes)
 
 
 def fits(model: Any, buffers: int, nbytes: int) -> bool:
