@@ -381,6 +381,18 @@ def bind(out: dict[str, Any], raise_estimate: bool = True) -> None:
         out["estimate_cycles"] = max(out["estimate_cycles"], named[binding])
 
 
+HOST, TCM = "host", "tcm"  # an op's ends besides the model's memories: host.memory, a DataRAM
+
+
+def check_memory_key(key: str, where: str, model: HardwareModel) -> None:
+    """Refuse ``key = where`` when ``where`` is neither host, tcm nor a memory of ``model``."""
+    if where not in (HOST, TCM) and where not in model.memories:
+        raise ConfigError(
+            f"{key} = {where!r}: the platform has no such memory; allowed: host, tcm "
+            f"or one of its memories ({', '.join(model.memories)})"
+        )
+
+
 def align_up(x: int, a: int) -> int:
     """``x`` rounded up to a multiple of ``a``."""
     return -(-x // a) * a

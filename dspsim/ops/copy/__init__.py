@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from dspsim.errors import DspsimInputError
-from dspsim.ops.base import NO_BOUND, Bounds, Op, Proc, free_bank_bytes  # noqa: I001
+from dspsim.ops.base import HOST, NO_BOUND, TCM, Bounds, Op, Proc, free_bank_bytes  # noqa: I001
 from dspsim.ops.copy import bounds as _bounds
-from dspsim.ops.copy.params import HOST, PARAMS, TCM
+from dspsim.ops.copy.params import PARAMS
 from dspsim.ops.copy.program import (
     COPY_CMD,
     LOOP,

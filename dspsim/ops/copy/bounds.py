@@ -17,7 +17,7 @@ from typing import Any
 from dspsim.hw.policy import transfer_cycles
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.kernels.shapes import ddr_call, last_stores
-from dspsim.ops.copy.params import TCM
+from dspsim.ops.base import TCM
 from dspsim.ops.copy.program import plan
 from dspsim.ops.copy.traffic import memory_name, traffic
 

@@ -25,9 +25,8 @@ from typing import TYPE_CHECKING, Any
 from dspsim.hw.idma import rows_view
 from dspsim.hw.memory import Ptr
 from dspsim.kernels.memcpy import memcpy_words
-from dspsim.ops.base import free_bank_bytes
+from dspsim.ops.base import HOST, TCM, free_bank_bytes
 from dspsim.ops.copy.loop import flush, loop_copy
-from dspsim.ops.copy.params import HOST, TCM
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc, at_byte
 
 if TYPE_CHECKING:

@@ -25,8 +25,7 @@ from typing import Any
 from dspsim.arrays import HOST_ALIGN_BYTES, ddr_window_bytes
 from dspsim.hw.dcache import DataCache
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
-from dspsim.ops.base import align_up
-from dspsim.ops.copy.params import HOST, TCM
+from dspsim.ops.base import HOST, TCM, align_up
 from dspsim.ops.copy.program import ALIGN_BYTES, plan
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from dspsim.kernels.fc_s8 import FC_S8, groups, padded_bytes
 from dspsim.kernels.shapes import ddr_call_sequence
-from dspsim.ops.fc.params import HOST, TCM
+from dspsim.ops.base import HOST, TCM
 from dspsim.ops.fc.values import WEIGHTS_OFFSET
 
 
