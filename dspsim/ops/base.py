@@ -384,6 +384,19 @@ def bind(out: dict[str, Any], raise_estimate: bool = True) -> None:
 HOST, TCM = "host", "tcm"  # an op's ends besides the model's memories: host.memory, a DataRAM
 
 
+def memory_name(model: HardwareModel, where: str) -> str | None:
+    """The memory ``where`` names (``host``: ``host.memory``); None for TCM."""
+    if where == TCM:
+        return None
+    return model.host.memory if where == HOST else where
+
+
+def memory_of(model: HardwareModel, where: str) -> Any:
+    """The memory table of ``where`` (``host`` -> ``host.memory``); None for TCM."""
+    name = memory_name(model, where)
+    return None if name is None else model.memories[name]
+
+
 def check_memory_key(key: str, where: str, model: HardwareModel) -> None:
     """Refuse ``key = where`` when ``where`` is neither host, tcm nor a memory of ``model``."""
     if where not in (HOST, TCM) and where not in model.memories:

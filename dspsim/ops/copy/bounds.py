@@ -17,15 +17,9 @@ from typing import Any
 from dspsim.hw.policy import transfer_cycles
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.kernels.shapes import ddr_call, last_stores
-from dspsim.ops.base import TCM
+from dspsim.ops.base import TCM, memory_name, memory_of
 from dspsim.ops.copy.program import plan
-from dspsim.ops.copy.traffic import memory_name, traffic
-
-
-def memory_of(model: Any, where: str) -> Any:
-    """The memory table of ``where`` (``host`` -> ``host.memory``); None for TCM."""
-    name = memory_name(model, where)
-    return None if name is None else model.memories[name]
+from dspsim.ops.copy.traffic import traffic
 
 
 def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int]]:

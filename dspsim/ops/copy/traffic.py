@@ -25,7 +25,7 @@ from typing import Any
 from dspsim.arrays import HOST_ALIGN_BYTES, ddr_window_bytes
 from dspsim.hw.dcache import DataCache
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
-from dspsim.ops.base import HOST, TCM, align_up
+from dspsim.ops.base import HOST, TCM, align_up, memory_name
 from dspsim.ops.copy.program import ALIGN_BYTES, plan
 
 
@@ -42,13 +42,6 @@ def traffic(model: Any, variant: str, n: int) -> dict[str, int]:
         return counts
     _Replay(model, counts, variant == "loop").run(n)
     return counts
-
-
-def memory_name(model: Any, where: str) -> str | None:
-    """The memory ``where`` names (``host``: ``host.memory``); None for TCM."""
-    if where == TCM:
-        return None
-    return model.host.memory if where == HOST else where
 
 
 def placement(model: Any, n: int) -> tuple[int, int]:
