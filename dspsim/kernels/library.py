@@ -7,8 +7,16 @@ from typing import Any
 import numpy as np
 
 from dspsim.kernels import numerics
-from dspsim.kernels.registry import Kernel, reducing, register
+from dspsim.kernels.registry import Kernel, register
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
+
+
+def _vecmaxf(src: np.ndarray, dst: None, lanes: int) -> Any:
+    return numerics.vecmaxf(src, lanes)
+
+
+def _vecsum(src: np.ndarray, dst: None, lanes: int) -> Any:
+    return numerics.vecsum(src, lanes)
 
 
 def _vecexpf_max(
@@ -21,8 +29,8 @@ def _vecmul(src: np.ndarray, dst: np.ndarray, lanes: int, scalar: Any) -> None:
     dst[...] = numerics.vecmul(src, scalar)
 
 
-register(Kernel("vecmaxf", VECMAXF, reducing(numerics.vecmaxf), results=1))
-register(Kernel("vecsum", VECSUM, reducing(numerics.vecsum), results=1))
+register(Kernel("vecmaxf", VECMAXF, _vecmaxf, results=1))
+register(Kernel("vecsum", VECSUM, _vecsum, results=1))
 register(Kernel("vecexpf_max", VECEXPF_MAX, _vecexpf_max, writes=True, elementwise=True,
                 example_args=lambda size: {"max_value": np.float32(0.0)}))
 register(Kernel("vecmul", VECMUL, _vecmul, writes=True, elementwise=True,

@@ -48,12 +48,6 @@ class Kernel:
 KERNELS: dict[str, Kernel] = {}
 
 
-def reducing(numerics: Callable[..., Any]) -> Callable[..., Any]:
-    """The ``compute`` of a kernel with no destination from its numerics ``numerics(src, lanes,
-    **scalars)``: what they return."""
-    return lambda src, dst, lanes, **scalars: numerics(src, lanes, **scalars)
-
-
 def register(kernel: Kernel) -> Kernel:
     """Add a kernel to the library (a name may be registered once)."""
     if kernel.name in KERNELS and KERNELS[kernel.name] is not kernel:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from dspsim.kernels.numerics import vecmul
-from dspsim.kernels.registry import Kernel, reducing, register
+from dspsim.kernels.registry import Kernel, register
 from dspsim.kernels.shapes import two_accumulator_reduction
 from dspsim.kernels.toolkit import (
     F32,
@@ -67,4 +67,8 @@ def rmsnorm_rows(x2d: np.ndarray, eps: float, lanes: int) -> np.ndarray:
     return vecmul(x, rmsnorm_rstd(vecsumsq(x, lanes), cols, eps))
 
 
-register(Kernel("vecsumsq", VECSUMSQ, reducing(vecsumsq), results=1))
+def compute_vecsumsq(src: np.ndarray, dst: None, lanes: int) -> np.float32 | np.ndarray:
+    return vecsumsq(src, lanes)
+
+
+register(Kernel("vecsumsq", VECSUMSQ, compute_vecsumsq, results=1))
