@@ -475,8 +475,7 @@ def same_non_finite(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return ~np.isfinite(ref) & ((out == ref) | (np.isnan(out) & np.isnan(ref)))
 
 
-def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, wrong_rel: float,
-                  tolerance: float | None
+def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, tolerance: float | None
                   ) -> tuple[list[float], list[float], list[float], int, bool]:
     """One slice of :func:`error_summary`: its max relative and absolute errors (empty when none
     was measured), the errors its non-finite elements stand for (``inf`` wrong, 0 matching),
@@ -500,15 +499,15 @@ def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, wrong_rel: float
     special = ([np.inf] if off else []) + ([0.0] if same.any() else [])
     rels = [float(rel.max())] if rel.size else []
     absolutes = [float(absolute.max())] if absolute.size else []
-    return rels, absolutes, special, int(np.count_nonzero(rel > wrong_rel)) + off, within
+    return rels, absolutes, special, int(np.count_nonzero(rel > WRONG_REL)) + off, within
 
 
 def error_summary(
     out: np.ndarray, ref: np.ndarray | Callable[[slice], np.ndarray], floor: float = 1e-30,
-    wrong_rel: float = WRONG_REL, tolerance: float | None = None,
+    tolerance: float | None = None,
 ) -> dict[str, Any]:
     """Sum, non-finite counts, max relative error (where ``|ref| > floor``), max absolute error
-    and ``wrong_count`` (off by more than ``wrong_rel``), a slice at a time. A non-finite
+    and ``wrong_count`` (off by more than :data:`WRONG_REL`), a slice at a time. A non-finite
     reference matched exactly is right, any other non-finite disagreement wrong (errors inf);
     a max is None when nothing was compared. ``ref``: the float64 reference, or a function
     giving it for a slice of the flattened output (no float64 copy of a long output held).
@@ -522,7 +521,7 @@ def error_summary(
         part = slice(lo, lo + SUMMARY_CHUNK_ELEMENTS)
         r = ref(part) if callable(ref) else ref.reshape(-1)[part]
         rels, absolutes, special, chunk_wrong, chunk_within = _chunk_errors(
-            flat[part].astype(np.float64), r, floor, wrong_rel, tolerance)
+            flat[part].astype(np.float64), r, floor, tolerance)
         if rels or special:
             seen_rel, max_rel = True, max(max_rel, *rels, *special)
         if absolutes or special:
