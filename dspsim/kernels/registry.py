@@ -28,7 +28,7 @@ class Kernel:
     # it cannot take; ``example_args`` gives its scalar arguments for that size (default: none)
     unit: str = "float32 elements"
     call: Callable[[tuple[int, ...]], tuple[int, int]] | None = None
-    example_args: Callable[[tuple[int, ...]], dict[str, Any]] | None = None
+    example_args: Callable[[tuple[int, ...]], dict[str, Any]] = lambda size: {}
 
     def call_size(self, size: tuple[int, ...]) -> tuple[int, int]:
         """``(n, rows)`` of one call on ``size`` (:attr:`call`; default ``(n,)`` is one call of
@@ -36,9 +36,6 @@ class Kernel:
         if self.call is not None:
             return self.call(tuple(size))
         return (size[-1], 1) if len(size) == 1 else (size[1], size[0])
-
-    def bench_args(self, size: tuple[int, ...]) -> dict[str, Any]:
-        return self.example_args(tuple(size)) if self.example_args is not None else {}
 
     def no_data_result(self, rows: int = 1) -> Any:
         """What a call returns with the data path off: zeros of the right shape."""

@@ -381,6 +381,42 @@ def bind(out: dict[str, Any], raise_estimate: bool = True) -> None:
         out["estimate_cycles"] = max(out["estimate_cycles"], named[binding])
 
 
+HOST, TCM = "host", "tcm"  # an op's ends besides the model's memories: host.memory, a DataRAM
+
+
+def memory_name(model: HardwareModel, where: str) -> str | None:
+    """The memory ``where`` names (``host``: ``host.memory``); None for TCM."""
+    if where == TCM:
+        return None
+    return model.host.memory if where == HOST else where
+
+
+def memory_of(model: HardwareModel, where: str) -> Any:
+    """The memory table of ``where`` (``host`` -> ``host.memory``); None for TCM."""
+    name = memory_name(model, where)
+    return None if name is None else model.memories[name]
+
+
+def check_memory_key(key: str, where: str, model: HardwareModel) -> None:
+    """Refuse ``key = where`` when ``where`` is neither host, tcm nor a memory of ``model``."""
+    if where not in (HOST, TCM) and where not in model.memories:
+        raise ConfigError(
+            f"{key} = {where!r}: the platform has no such memory; allowed: host, tcm "
+            f"or one of its memories ({', '.join(model.memories)})"
+        )
+
+
+def align_up(x: int, a: int) -> int:
+    """``x`` rounded up to a multiple of ``a``."""
+    return -(-x // a) * a
+
+
+def free_bank_bytes(model: HardwareModel) -> int:
+    """Bytes of one DataRAM the tile manager can hand out (the firmware keeps the rest; a
+    buffer, or a transfer, stays in one DataRAM)."""
+    return max(0, model.tcm.bank_bytes - model.tcm.reserved_bytes)
+
+
 def check_tile_bytes(key: str, tile_bytes: int, model: HardwareModel) -> None:
     """Refuse a TCM tile key's value that is not whole float32 or exceeds a DataRAM's free space
     (``tcm.bank_bytes - tcm.reserved_bytes``)."""
@@ -439,8 +475,7 @@ def same_non_finite(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return ~np.isfinite(ref) & ((out == ref) | (np.isnan(out) & np.isnan(ref)))
 
 
-def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, wrong_rel: float,
-                  tolerance: float | None
+def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, tolerance: float | None
                   ) -> tuple[list[float], list[float], list[float], int, bool]:
     """One slice of :func:`error_summary`: its max relative and absolute errors (empty when none
     was measured), the errors its non-finite elements stand for (``inf`` wrong, 0 matching),
@@ -464,15 +499,15 @@ def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, wrong_rel: float
     special = ([np.inf] if off else []) + ([0.0] if same.any() else [])
     rels = [float(rel.max())] if rel.size else []
     absolutes = [float(absolute.max())] if absolute.size else []
-    return rels, absolutes, special, int(np.count_nonzero(rel > wrong_rel)) + off, within
+    return rels, absolutes, special, int(np.count_nonzero(rel > WRONG_REL)) + off, within
 
 
 def error_summary(
     out: np.ndarray, ref: np.ndarray | Callable[[slice], np.ndarray], floor: float = 1e-30,
-    wrong_rel: float = WRONG_REL, tolerance: float | None = None,
+    tolerance: float | None = None,
 ) -> dict[str, Any]:
     """Sum, non-finite counts, max relative error (where ``|ref| > floor``), max absolute error
-    and ``wrong_count`` (off by more than ``wrong_rel``), a slice at a time. A non-finite
+    and ``wrong_count`` (off by more than :data:`WRONG_REL`), a slice at a time. A non-finite
     reference matched exactly is right, any other non-finite disagreement wrong (errors inf);
     a max is None when nothing was compared. ``ref``: the float64 reference, or a function
     giving it for a slice of the flattened output (no float64 copy of a long output held).
@@ -486,7 +521,7 @@ def error_summary(
         part = slice(lo, lo + SUMMARY_CHUNK_ELEMENTS)
         r = ref(part) if callable(ref) else ref.reshape(-1)[part]
         rels, absolutes, special, chunk_wrong, chunk_within = _chunk_errors(
-            flat[part].astype(np.float64), r, floor, wrong_rel, tolerance)
+            flat[part].astype(np.float64), r, floor, tolerance)
         if rels or special:
             seen_rel, max_rel = True, max(max_rel, *rels, *special)
         if absolutes or special:

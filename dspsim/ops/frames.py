@@ -7,16 +7,16 @@ what the C reaches through globals.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dspsim.hw.idma import Transfer
 from dspsim.hw.memory import Ptr
+from dspsim.ops.base import Proc
 
 if TYPE_CHECKING:
     from dspsim.platform import Dsp
 
-Proc = Generator[Any, Any, Any]  # a SimPy process body: what ``yield from`` runs
 # func(dsp, out_addr, in_addr, size, func_out, func_in): one tile's work, in TCM
 TileFunc = Callable[["Dsp", Ptr, Ptr, int, list, Any], Proc]
 

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from dspsim.errors import DspsimInputError
-from dspsim.ops.base import NO_BOUND, Bounds, Op, Proc  # noqa: I001
+from dspsim.ops.base import HOST, NO_BOUND, TCM, Bounds, Op, Proc, free_bank_bytes  # noqa: I001
 from dspsim.ops.copy import bounds as _bounds
-from dspsim.ops.copy.params import HOST, PARAMS, TCM
+from dspsim.ops.copy.params import PARAMS
 from dspsim.ops.copy.program import (
     COPY_CMD,
     LOOP,
@@ -26,7 +26,6 @@ from dspsim.ops.copy.program import (
     hb_dsp_copy,
     hbDSPCopyParam,
     plan,
-    tcm_free_bytes,
 )
 from dspsim.ops.registry import register_op
 
@@ -148,7 +147,7 @@ class Copy(Op):
         pl = plan(model, p, n)
         for key, where, span in (("copy.src", p.src, pl.src_bytes),
                                  ("copy.dst", p.dst, pl.dst_bytes)):
-            room = tcm_free_bytes(model) if where == TCM else \
+            room = free_bank_bytes(model) if where == TCM else \
                 _bounds.memory_of(model, where).size_bytes
             if span > room:
                 raise DspsimInputError(
@@ -244,7 +243,7 @@ def _check_engine(model: Any, variant: str) -> None:
 def _check_space(model: Any, n: int) -> None:
     """The copy's ends hold its bytes: a DataRAM's free space (a ring's two slots, a
     descriptor) at a TCM end, the memory's size at an external one."""
-    p, free = model.copy, tcm_free_bytes(model)
+    p, free = model.copy, free_bank_bytes(model)
     if p.src == TCM and n > free:
         raise DspsimInputError(
             f"copy of {n:,} bytes from tcm: the source must fit one DataRAM's free space "

@@ -17,15 +17,9 @@ from typing import Any
 from dspsim.hw.policy import transfer_cycles
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.kernels.shapes import ddr_call, last_stores
-from dspsim.ops.copy.params import TCM
+from dspsim.ops.base import TCM, memory_name, memory_of
 from dspsim.ops.copy.program import plan
-from dspsim.ops.copy.traffic import memory_name, traffic
-
-
-def memory_of(model: Any, where: str) -> Any:
-    """The memory table of ``where`` (``host`` -> ``host.memory``); None for TCM."""
-    name = memory_name(model, where)
-    return None if name is None else model.memories[name]
+from dspsim.ops.copy.traffic import traffic
 
 
 def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int]]:
@@ -88,14 +82,6 @@ def _core_request_bytes(model: Any, variant: str, mem: Any) -> int:
     if variant == "loop":
         return min(p.access_bytes, 16)
     return p.memcpy_access_bytes or model.core.vector_bytes
-
-
-def _path(pol: Any, nbytes: float, burst_bytes: int, write: bool) -> float:
-    """Data-path cycles of ``nbytes`` in requests of ``burst_bytes`` through a port of policy
-    ``pol``; on a linear policy the bytes times its ``cycles_per_byte``."""
-    if pol.linear:
-        return nbytes * pol.cycles_per_byte
-    return pol.stream_path_cycles(int(nbytes), burst_bytes, write)
 
 
 def _ways_path(mem: Any, ways: tuple[bool, ...], nbytes: int, burst_bytes: int,
@@ -329,7 +315,7 @@ def _memcpy_cached(model: Any, ext: Any, calls: int, n: int, out: dict[str, Any]
         issue = MEMCPY.iterations(n // 4, core.lanes_f32) * MEMCPY.ii_cycles(core)
     miss = model.dcache.miss_cycles  # a demand miss's own cost besides its fill
     if extra:  # a line's stores issue while its evicted line is written back
-        extra -= min(issue / lines, _path(dst.policy, line, line, True)) * \
+        extra -= min(issue / lines, _ways_path(dst, (True,), line, line)) * \
             _evicted_bytes(model, "memcpy", n, moved) // line
     if model.dcache.prefetch_next_line:  # one demand miss, then each line's fill in turn
         per_line = issue / lines
@@ -350,7 +336,7 @@ def _memcpy_uncached(model: Any, ext: Any, calls: list[int], n: int) -> float:
     # MEMW: the last store done L after its data; stores alone stream through min(E, m) slots
     words = memcpy_words(n)
     store = last_stores(MEMCPY, words, core.lanes_f32)[-1]
-    drained = cycles + _path(policy, store, store, True) + policy.latency(True)
+    drained = cycles + _ways_path(ext, (True,), store, store) + policy.latency(True)
     if load_ext:
         return drained
     return max(drained, core.call_overhead_cycles + MEMCPY.ii_cycles(core)
@@ -375,7 +361,7 @@ def _store_lines_cycles(model: Any, n: int, mem: Any, moved: dict[str, int]) -> 
     written = moved[f"{name}_write"]
     if not written:
         return fills
-    return fills + pol.latency(True) + _path(pol, written, line, True)
+    return fills + pol.latency(True) + _ways_path(mem, (True,), written, line)
 
 
 def _evicted_bytes(model: Any, variant: str, n: int, moved: dict[str, int]) -> int:
@@ -416,19 +402,20 @@ def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) ->
             lines = math.ceil(n / dc.line_bytes)
             line = dc.line_bytes
             stall += lines * (pol.request_cycles(line, False))
-            data += _path(pol, n, line, False)
+            data += _ways_path(mem, (False,), n, line)
             if write and p.flush_destination:
-                stall += pol.latency(True) + _path(pol, n, line, True)
+                stall += pol.latency(True) + _ways_path(mem, (True,), n, line)
             if write and not pol.linear:
                 evicted = _evicted_bytes(model, "loop", n, moved)
                 if not p.flush_destination:  # evicted dirty lines, one transaction each
-                    stall += _path(pol, evicted, line, True)
+                    stall += _ways_path(mem, (True,), evicted, line)
                 # a line's compute while its evicted line is written
-                stall -= (min(compute / lines, _path(pol, line, line, True))
+                stall -= (min(compute / lines, _ways_path(mem, (True,), line, line))
                           * (evicted // line))
         elif not write:
             pieces = max(1, k // 16) if k > 16 else 1
-            stall += n // k * pieces * pol.latency(False) + _path(pol, n, min(k, 16), False)
+            stall += (n // k * pieces * pol.latency(False)
+                      + _ways_path(mem, (False,), n, min(k, 16)))
         else:
             stall += pol.request_cycles(k, True)  # MEMW: the last store
     if dc.prefetch_next_line and data:

@@ -11,20 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from dspsim.errors import ConfigError
+from dspsim.ops.base import HOST, TCM, check_memory_key
 from dspsim.schema import Key, OpSchema, Params
-
-HOST, TCM = "host", "tcm"
 
 
 def _check(p: Params, model: Any) -> None:
     for key in ("src", "dst"):
-        name = getattr(p, key)
-        if name not in (HOST, TCM) and name not in model.memories:
-            raise ConfigError(
-                f"copy.{key} = {name!r}: the platform has no such memory; allowed: host, tcm "
-                f"or one of its memories ({', '.join(model.memories)})"
-            )
+        check_memory_key(f"copy.{key}", getattr(p, key), model)
 
 
 PARAMS = OpSchema(

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from dspsim.hw.idma import rows_view
 from dspsim.hw.memory import Ptr
 from dspsim.kernels.memcpy import memcpy_words
+from dspsim.ops.base import HOST, TCM, free_bank_bytes
 from dspsim.ops.copy.loop import flush, loop_copy
-from dspsim.ops.copy.params import HOST, TCM
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc, at_byte
 
 if TYPE_CHECKING:
@@ -105,11 +105,6 @@ class Plan:
         return self.span(self.src_pitch) if self.rows > 1 else self.nbytes
 
 
-def tcm_free_bytes(model: Any) -> int:
-    """A DataRAM's bytes the tile manager hands out (one transfer stays in one DataRAM)."""
-    return model.tcm.bank_bytes - model.tcm.reserved_bytes
-
-
 def plan(model: Any, params: Any, nbytes: int) -> Plan:
     """The pieces and slots of a copy (checked beforehand by ``Copy.check_run``)."""
     given = params.descriptor_bytes
@@ -120,10 +115,10 @@ def plan(model: Any, params: Any, nbytes: int) -> Plan:
                     params.src_pitch_bytes or row, params.dst_pitch_bytes or row)
     if params.dst != TCM:
         return Plan(nbytes, given or nbytes, -(-nbytes // (given or nbytes)))
-    free = tcm_free_bytes(model) // ALIGN_BYTES * ALIGN_BYTES
+    free = free_bank_bytes(model) // ALIGN_BYTES * ALIGN_BYTES
     if given:
         piece = given
-    elif nbytes <= tcm_free_bytes(model):
+    elif nbytes <= free_bank_bytes(model):
         piece = nbytes
     else:
         piece = 1 << ((free // 2).bit_length() - 1)  # two of them fit the DataRAM

@@ -25,7 +25,7 @@ from typing import Any
 from dspsim.arrays import HOST_ALIGN_BYTES, ddr_window_bytes
 from dspsim.hw.dcache import DataCache
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
-from dspsim.ops.copy.params import HOST, TCM
+from dspsim.ops.base import HOST, TCM, align_up, memory_name
 from dspsim.ops.copy.program import ALIGN_BYTES, plan
 
 
@@ -44,36 +44,25 @@ def traffic(model: Any, variant: str, n: int) -> dict[str, int]:
     return counts
 
 
-def memory_name(model: Any, where: str) -> str | None:
-    """The memory ``where`` names (``host``: ``host.memory``); None for TCM."""
-    if where == TCM:
-        return None
-    return model.host.memory if where == HOST else where
-
-
-def _up(x: int, align: int) -> int:
-    return -(-x // align) * align
-
-
 def placement(model: Any, n: int) -> tuple[int, int]:
     """The source's and destination's addresses in a lone run (0: TCM): the host's input,
     output and parameter blocks 4096-aligned from its memory's base, then the source and
     destination 128-aligned from the top of their memory (the host's: after those blocks)."""
-    p, words_bytes = model.copy, _up(n, 4)
+    p, words_bytes = model.copy, align_up(n, 4)
     host = model.host.memory
     base = model.memories[host].base_address
     tops = {name: mem.base_address for name, mem in model.memories.items()}
-    host_in = _up(base, HOST_ALIGN_BYTES)
+    host_in = align_up(base, HOST_ALIGN_BYTES)
     window = ddr_window_bytes(words_bytes)  # input, output (aligned alike), parameter block
-    host_out = host_in + _up(words_bytes, HOST_ALIGN_BYTES)
+    host_out = host_in + align_up(words_bytes, HOST_ALIGN_BYTES)
     tops[host] = host_in + window
     out = []
     for where, nbytes, at_host in ((p.src, words_bytes, host_in),
-                                   (p.dst, _up(plan(model, p, n).dst_bytes, 4), host_out)):
+                                   (p.dst, align_up(plan(model, p, n).dst_bytes, 4), host_out)):
         if where in (HOST, TCM):
             out.append(at_host if where == HOST else 0)
             continue
-        start = _up(tops[where], ALIGN_BYTES)
+        start = align_up(tops[where], ALIGN_BYTES)
         tops[where] = start + nbytes
         out.append(start)
     return out[0], out[1]

@@ -18,9 +18,9 @@ import numpy as np
 from dspsim.arrays import ddr_window_bytes
 from dspsim.errors import DspsimInputError
 from dspsim.kernels.fc_s8 import padded_bytes
-from dspsim.ops.base import NO_BOUND, Bounds, Op, Proc  # noqa: I001
+from dspsim.ops.base import HOST, NO_BOUND, TCM, Bounds, Op, Proc  # noqa: I001
 from dspsim.ops.fc import bounds as _bounds
-from dspsim.ops.fc.params import HOST, PARAMS, TCM
+from dspsim.ops.fc.params import PARAMS
 from dspsim.ops.fc.program import FC_CMD, hb_dsp_fc, hbDSPFcParam
 from dspsim.ops.fc.reference import default_values, reference_of
 from dspsim.ops.fc.values import check_values, layout, pack, read_npz, unpack

@@ -16,7 +16,7 @@ import numpy as np
 
 from dspsim.kernels.fc_s8 import FC_S8, groups, padded_bytes
 from dspsim.kernels.shapes import ddr_call_sequence
-from dspsim.ops.fc.params import HOST, TCM
+from dspsim.ops.base import HOST, memory_name, memory_of
 from dspsim.ops.fc.values import WEIGHTS_OFFSET
 
 
@@ -28,9 +28,7 @@ def kernel_cycles(model: Any, rows: int, in_depth: int) -> int:
 def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     """Traffic, lower bounds and estimate of ``variant`` on ``shape`` (OUT, IN)."""
     out_depth, in_depth = shape
-    where = model.fc.weights
-    mem = None if where == TCM else model.memories[model.host.memory if where == HOST
-                                                   else where]
+    mem = memory_of(model, model.fc.weights)
     compute = kernel_cycles(model, out_depth, in_depth)
     out: dict[str, Any] = {"weights_bytes": out_depth * in_depth, "compute_bound_cycles": compute,
                            "macs": out_depth * in_depth}
@@ -193,10 +191,9 @@ def traffic(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, int]:
     host = model.host.memory
     counts[f"{host}_read"] += in_depth + 4 * out_depth
     counts[f"{host}_write"] += out_depth
-    where = model.fc.weights
-    if where == TCM:
+    name = memory_name(model, model.fc.weights)
+    if name is None:
         return counts
-    name = host if where == HOST else where
     mem = model.memories[name]
     if variant == "pingpong":
         weights = out_depth * in_depth

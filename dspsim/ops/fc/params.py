@@ -9,18 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from dspsim.errors import ConfigError
+from dspsim.ops.base import HOST, check_memory_key
 from dspsim.schema import Key, OpSchema, Params
-
-HOST, TCM = "host", "tcm"
 
 
 def _check(p: Params, model: Any) -> None:
-    if p.weights not in (HOST, TCM) and p.weights not in model.memories:
-        raise ConfigError(
-            f"fc.weights = {p.weights!r}: the platform has no such memory; allowed: host, tcm "
-            f"or one of its memories ({', '.join(model.memories)})"
-        )
+    check_memory_key("fc.weights", p.weights, model)
 
 
 PARAMS = OpSchema(

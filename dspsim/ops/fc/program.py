@@ -26,7 +26,7 @@ import numpy as np
 
 from dspsim.hw.memory import Ptr
 from dspsim.kernels.fc_s8 import groups, padded_bytes
-from dspsim.ops.fc.params import HOST, TCM
+from dspsim.ops.base import HOST, TCM
 from dspsim.ops.fc.values import layout
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc, at_byte
 

@@ -22,6 +22,7 @@ import numpy as np
 from dspsim.arrays import read_npz_arrays
 from dspsim.errors import DspsimInputError
 from dspsim.kernels.fc_s8 import padded_bytes
+from dspsim.ops.base import align_up
 
 WEIGHTS_OFFSET = 128
 ARRAYS = {"weights": (np.int8, 2), "input": (np.int8, 1), "bias": (np.int32, 1)}
@@ -29,15 +30,11 @@ _HINT = ("write one with numpy.savez(path, weights=W.astype(numpy.int8), "
          "input=x.astype(numpy.int8), bias=b.astype(numpy.int32))")
 
 
-def _align4(n: int) -> int:
-    return -(-n // 4) * 4
-
-
 def layout(shape: tuple[int, int]) -> dict[str, int]:
     """Byte offsets of the packed buffer's parts, and its size."""
     out_depth, in_depth = shape
-    x_off = _align4(WEIGHTS_OFFSET + padded_bytes(out_depth, in_depth))
-    bias_off = _align4(x_off + in_depth)
+    x_off = align_up(WEIGHTS_OFFSET + padded_bytes(out_depth, in_depth), 4)
+    bias_off = align_up(x_off + in_depth, 4)
     return {"weights": WEIGHTS_OFFSET, "input": x_off, "bias": bias_off,
             "bytes": bias_off + 4 * out_depth}
 

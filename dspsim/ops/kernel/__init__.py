@@ -101,7 +101,7 @@ class KernelBench(Op):
         cycles_start = dsp.TIME_STAMP()
         with dsp.pass_(kernel.name):
             yield from dsp.core.call(kernel.name, n, src, dst, rows=rows,
-                                     **kernel.bench_args(ptr.size))
+                                     **kernel.example_args(ptr.size))
         dsp.PROF(cycles_start, dsp.TIME_STAMP())
         tm.free(src)  # the core's DataRAMs as the call found them, for the next task
         if dst is not None:

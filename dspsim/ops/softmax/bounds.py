@@ -117,13 +117,13 @@ def _pass_traffic(model: HardwareModel, n: int, tiles: Tiling, cost: Callable[[i
     return in_bytes, out_bytes, requests, dma, latency, compute
 
 
-def regime(model: HardwareModel, mode: str, n: int, margin: float = UNCONTENDED_MARGIN) -> str:
+def regime(model: HardwareModel, mode: str, n: int) -> str:
     """``'uncontended'`` where the closed-form estimate is trusted to 5 %, else ``'mixed'``.
 
     Direct always is (the core is the port's only requester); ping-pong with one tile per pass,
-    or when one pacing resource exceeds every other by ``margin`` per tile: the port's data
-    path, the request windows, the round trips or the core (which must also cover one tile's
-    copies in and out)."""
+    or when one pacing resource exceeds every other by :data:`UNCONTENDED_MARGIN` per tile: the
+    port's data path, the request windows, the round trips or the core (which must also cover
+    one tile's copies in and out)."""
     if mode == "direct":
         return "uncontended"
     tiles = Tiling.of(n, tile_elems(model)).count
@@ -148,10 +148,10 @@ def regime(model: HardwareModel, mode: str, n: int, margin: float = UNCONTENDED_
         }
         top, second = sorted(pace.values(), reverse=True)[:2]
         pacing = max(pace, key=pace.get)
-        if top < margin * second:
+        if top < UNCONTENDED_MARGIN * second:
             return "mixed"
         if pacing == "window" and c.m < 2 * c.k:
             return "mixed"  # the channels share too few port slots: how they split them varies
-        if pacing == "core" and pace["core"] < margin * one * descriptors:
+        if pacing == "core" and pace["core"] < UNCONTENDED_MARGIN * one * descriptors:
             return "mixed"
     return "uncontended"

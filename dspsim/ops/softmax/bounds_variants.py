@@ -15,13 +15,13 @@ from typing import Any
 from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
 from dspsim.ops.base import bind
 from dspsim.ops.pingpong_bounds import PortCosts, Tiling
+from dspsim.ops.rowwise import rows_per_tile
 from dspsim.ops.softmax import bounds as seed_bounds
 from dspsim.ops.softmax.bounds import ORDER, ordered
 from dspsim.ops.softmax.layout import (
     STREAM_BUFFERS,
     channels_used,
     resident_layout,
-    rows_per_tile,
     stream_channels,
     tile_elems,
 )
@@ -223,7 +223,7 @@ def _new_variant(model: Any, variant: str, rows: int, cols: int) -> dict[str, An
                                       "streamed_bytes": rows * 4 * lay.streamed}
     if variant != "rows":
         raise ValueError(f"softmax has no variant {variant!r}")
-    per_tile = rows_per_tile(model, cols)
+    per_tile = rows_per_tile(model.softmax.tile_bytes, cols)
     if not per_tile:
         return _fields(c, _online(c, cols, "pingpong"), rows) | {"rows_per_tile": per_tile}
     w = _Work()

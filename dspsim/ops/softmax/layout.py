@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dspsim.ops.base import align_up, free_bank_bytes
 from dspsim.ops.stream import stream_channels
 
 # the host's run_tcm_opt: the seed's two values, then the new schedules
@@ -17,18 +18,9 @@ VARIANT_NAMES = {code: name for name, code in VARIANT_CODES.items()}
 STREAM_BUFFERS = 2  # online, rows and the streamed part of resident: one ping-pong pair
 
 
-def align_up(x: int, a: int) -> int:
-    return -(-x // a) * a
-
-
 def tile_elems(model: Any) -> int:
     """``TILE_SIZE >> 2``: float32 per tile."""
     return max(1, model.softmax.tile_bytes // 4)
-
-
-def free_bank_bytes(model: Any) -> int:
-    """Bytes of one DataRAM the tile manager can hand out (the firmware keeps the rest)."""
-    return max(0, model.tcm.bank_bytes - model.tcm.reserved_bytes)
 
 
 def fits(model: Any, buffers: int, nbytes: int) -> bool:
@@ -106,8 +98,3 @@ def resident_layout(model: Any, length: int) -> ResidentLayout:
             chunks.append((bank, off, row + off, min(step, count - off)))
         row += count
     return ResidentLayout(length, tuple(per_bank), tuple(chunks))
-
-
-def rows_per_tile(model: Any, cols: int) -> int:
-    """Whole rows of ``cols`` float32 one ``softmax.tile_bytes`` buffer holds (0: too long)."""
-    return model.softmax.tile_bytes // (4 * cols)

@@ -26,7 +26,8 @@ import numpy as np
 from dspsim.hw.memory import Ptr
 from dspsim.hw.tcm import TileManager
 from dspsim.ops.frames import Proc
-from dspsim.ops.softmax.layout import ping_pong_banks, rows_per_tile, tile_elems
+from dspsim.ops.rowwise import rows_per_tile
+from dspsim.ops.softmax.layout import ping_pong_banks, tile_elems
 from dspsim.ops.softmax.online import allocate_buffers, online_row, vecexpf_max
 from dspsim.ops.stream import hb_dsp_stream_frame
 
@@ -58,7 +59,7 @@ def tile_rows(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, cols: int, tile:
 
 def softmax_rows(dsp: Dsp, src: Ptr, dst: Ptr, tm: TileManager, rows: int, cols: int) -> Proc:
     model = dsp.model
-    per_tile = rows_per_tile(model, cols)
+    per_tile = rows_per_tile(model.softmax.tile_bytes, cols)
     bufs = allocate_buffers(dsp, tm, ping_pong_banks(model))
     if not per_tile:
         dsp.warn("row_too_long",
