@@ -169,6 +169,38 @@ def test_booked_iterations_through_a_cache_report_what_the_reference_does(seed, 
         assert fast.port_logs == ref.port_logs
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_booked_rows_of_interleaved_streams_through_a_cache_report_what_the_reference_does(
+        seed, booked):
+    """The HiFi5's fc ``direct``: one call whose rows each read four weight rows side by side
+    through the cache (interleaved streams); alike rows are booked at once, on random cache
+    geometries and policies, random and round shapes, values and the port logs on in some:
+    field for field the reference."""
+    rng = np.random.default_rng(300 + seed)
+    config = cached_config(rng)
+    out_rows = int(rng.choice([4, 64, 256, 1024])) if seed % 2 else int(rng.integers(9, 700))
+    in_bytes = int(rng.choice([64, 768, 1024])) if seed % 2 else int(rng.integers(17, 3000))
+    kwargs = {"data": seed % 3 == 0, "port_log": seed % 3 == 1, "trace": seed % 3 == 1,
+              "shape": (out_rows, in_bytes)}
+    try:
+        model = load_model("ameba_hifi5").with_overrides(config)
+        ref = simulate(model, "fc", "direct", elide=False, **kwargs)
+    except ValueError:
+        pytest.skip("a configuration the op refuses")
+    fast = simulate(model, "fc", "direct", **kwargs)
+    assert comparable(fast) == comparable(ref)
+    if kwargs["port_log"]:
+        assert fast.port_logs == ref.port_logs
+
+
+def test_fc_rows_through_the_cache_are_booked(booked):
+    """The HiFi5's fc ``direct`` at its default shape: most of its 128 rows booked at once."""
+    model = load_model("ameba_hifi5")
+    r = simulate(model, "fc", "direct", data=False)
+    ref = simulate(model, "fc", "direct", data=False, elide=False)
+    assert booked[0] > 64 and comparable(r) == comparable(ref)
+
+
 def test_a_stream_through_the_cache_is_booked(booked):
     """A 512 KiB memcpy on the HiFi5: most of its iterations booked, the reference's figures."""
     model = load_model("ameba_hifi5")

@@ -345,13 +345,22 @@ class Core:
 
     def _accesses(self, state: WalkState, cfg: CoreCfg, rows: int, iterations: list[tuple],
                   reduction: int, src: Ptr, dst: Ptr | None, stride: int = 0) -> Walk:
-        """:meth:`_walk`'s accesses (``stride`` > 0: an iteration's load ``j`` reads row ``j``)."""
+        """:meth:`_walk`'s accesses (``stride`` > 0: an iteration's load ``j`` reads row ``j``;
+        its runs are of alike rows, each moving every row's address on alike, not of iterations
+        within a row, whose loads move ``k`` streams)."""
         cache, wb, depth, name = self.dcache, self.write_buffer, cfg.write_buffer_entries, self.name
-        load_cached, store_cached, load, store, runs = self._routes(src, dst, state, stride)
+        load_cached, store_cached, load, store, runs = self._routes(src, dst, state)
+        runs, row_runs = (None, runs) if stride else (runs, None)
         load_addr = row_addr = src.addr  # (interleaved rows: the row's start, its column)
         owed, now, col, store_addr = 0, state.now, 0, dst.addr if dst is not None else 0
         call = ticks(cfg.call_overhead_cycles)
-        for _ in range(rows):
+        rows_left = rows
+        # a row as one iteration: the bytes its loads move on, the row's loop as its shape
+        at_row = row_runs.first(rows, (sum(c * sum(lo) for c, lo, _, _ in iterations),), (),
+                                ("rows", tuple(iterations), reduction, stride)
+                                ) if row_runs else -1
+        while rows_left:
+            rows_left -= 1
             owed += call
             for count, loads, stores, issue in iterations:
                 left, at = count, runs.first(count, loads, stores, issue) if runs else -1
@@ -391,15 +400,18 @@ class Core:
                     if left == at:
                         now, left, at, load_addr, store_addr = runs.note(
                             now, owed, left, load_addr, store_addr)
-            owed, row_addr, col = owed + reduction, load_addr, 0
+            owed, col = owed + reduction, 0
+            if rows_left == at_row:
+                now, rows_left, at_row, load_addr, store_addr = row_runs.note(
+                    now, owed, rows_left, load_addr, store_addr)
+            row_addr = load_addr
         state.now = now + owed  # (now itself when nothing is owed)
 
-    def _routes(self, src: Ptr, dst: Ptr | None, state: WalkState, stride: int
+    def _routes(self, src: Ptr, dst: Ptr | None, state: WalkState
                 ) -> tuple[bool, bool, Any, Any, IterationRuns | None]:
         """How :meth:`_accesses` reaches memory: loads cached or not, stores cached
         (write-back) or not, the ports' ``request`` for loads and stores (``None``: none), and
-        its :class:`IterationRuns` (``None`` where none may be: interleaved rows through the
-        cache)."""
+        its :class:`IterationRuns` (``None`` where none may be)."""
         load_cached = src.external and src.mem.cached
         store_cached = dst is not None and dst.mem.cached and self.dcache.write_back
         load = src.mem.port.request if src.external else None
@@ -410,7 +422,7 @@ class Core:
                               (load_cached, store_cached), self.known_runs,
                               (src.mem.name, dst.mem.name if dst is not None else None,
                                load_cached, store_cached))
-                if not stride and IterationRuns.applies(ports, self.elide) else None)
+                if IterationRuns.applies(ports, self.elide) else None)
         return load_cached, store_cached, load, store, runs
 
 

@@ -275,10 +275,11 @@ class IterationRuns:
         return elide and bool(ports) and all(
             p.log is None or isinstance(p.log, PortLog) for p in ports)
 
-    def first(self, count: int, loads: tuple[int, ...], stores: tuple[int, ...], issue: int
+    def first(self, count: int, loads: tuple[int, ...], stores: tuple[int, ...], issue: Any
               ) -> int:
         """A run of ``count`` alike iterations (each its ``loads`` and ``stores`` and
-        ``issue`` ticks) begins: how many are left at the first note (-1: none)."""
+        ``issue`` ticks; or alike rows, ``issue`` the row's loop) begins: how many are left at
+        the first note (-1: none)."""
         self.notes.clear()
         self.steps = (sum(loads), sum(stores))
         self.shape = (loads, stores, issue, self.route)
