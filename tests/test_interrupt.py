@@ -70,9 +70,11 @@ def check_interrupted(code: int, err: str, line: str = "dspsim: interrupted",
 
 
 CASES = {
-    # the HiFi5's fc through its data cache: interleaved weight rows walked line by line
-    "run": ([*CLI, "run", "--model", "ameba_hifi5", "--set", "psram.size_bytes=134217728",
-             "--op", "fc", "--variant", "direct", "--shape", "8192,8192", "--no-data",
+    # the HiFi5's fc through a 16 MiB data cache: its rows are booked only once the cache is
+    # full, so the first 16 MiB of interleaved weight rows are walked line by line
+    "run": ([*CLI, "run", "--model", "ameba_hifi5", "--set", "psram.size_bytes=268435456",
+             "--set", "dcache.capacity_bytes=16776960",
+             "--op", "fc", "--variant", "direct", "--shape", "16384,8192", "--no-data",
              "--trace", "{trace}", "--trace-limit", "100"], 0),
     "workload": ([*CLI, "workload", "{workload}"], 0),
     "calibrate": ([*CLI, "calibrate", "--measured", "pingpong,n=2000000=103000000",

@@ -25,15 +25,12 @@ count = 1000
 """
 CALIBRATE = ["calibrate", "--measured", "pingpong,n=4096=215000", "--free",
              "ddr.latency_cycles"]
-# several seconds, past the delay: a trace cut at a row limit simulates every tile
-# a run that still takes seconds: the HiFi5's direct softmax walks every vector through its
-# data cache (a ping-pong's tiles, and a DDR walk's iterations, are booked at once; its PSRAM
-# made large enough for 4,000,000 float32 in and out) + a path
-# the HiFi5's fc over 8192 x 8192 int8 weights through its data cache: four weight rows read
-# side by side, walked line by line (no run of them is booked), so it runs long
-LONG_RUN = ["run", "--model", "ameba_hifi5", "--set", "psram.size_bytes=134217728", "--op", "fc",
-            "--variant", "direct", "--shape", "8192,8192", "--no-data", "--trace-limit", "100",
-            "--trace"]
+# a run of several seconds, past the delay (+ a trace path): the HiFi5's fc over 16384 x 8192
+# int8 weights through a 16 MiB data cache: four weight rows read side by side, whose alike
+# rows are booked only once the cache is full, so the first 16 MiB are walked line by line
+LONG_RUN = ["run", "--model", "ameba_hifi5", "--set", "psram.size_bytes=268435456", "--set",
+            "dcache.capacity_bytes=16776960", "--op", "fc", "--variant", "direct", "--shape",
+            "16384,8192", "--no-data", "--trace-limit", "100", "--trace"]
 
 
 def on_tty(argv: list, timeout_s: float = 300) -> tuple[int, str]:

@@ -52,13 +52,15 @@ def drive(env: simpy.Environment, walk: Walk, state: WalkState, elide: bool,
           before_wait: Callable[[], None] | None = None) -> Generator[Event, None, None]:
     """Run ``walk`` in a SimPy process: at each wait, pass it if nothing else can act before
     (``elide``), else yield a real event (after ``before_wait``, which puts in place what others
-    may see). It ends with a real event at its local time."""
+    may see), and resume it there, its clock ``state.now`` at the wait's end. It ends with a
+    real event at its local time."""
     target = next(walk, None)
     while target is not None:
         if not (elide and target < env.peek()):
             if before_wait is not None:
                 before_wait()
             yield env.timeout(target - env.now)
+        state.now = target
         target = next(walk, None)
     if state.now > env.now:
         if before_wait is not None:

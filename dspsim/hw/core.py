@@ -340,27 +340,46 @@ class Core:
         k = shape.interleaved_rows
         stride = (sum(c * sum(loads) for c, loads, _, _ in iterations) // k
                   if k > 1 and load_ext and src.mem.cached else 0)
-        return self._accesses(state, cfg, rows, iterations, reduction, src,
-                              dst if store_ext else None, stride)
+        dst = dst if store_ext else None
+        if stride:
+            return self._rows(state, cfg, rows, iterations, reduction, src, dst, stride)
+        return self._accesses(state, cfg, rows, iterations, reduction, src, dst)
+
+    def _rows(self, state: WalkState, cfg: CoreCfg, rows: int, iterations: list[tuple],
+              reduction: int, src: Ptr, dst: Ptr | None, stride: int) -> Walk:
+        """:meth:`_accesses` a row at a time where a call reads rows side by side through the
+        cache (``stride``: bytes from one to the next), its runs of alike rows booked at once
+        (:class:`IterationRuns`, a row as one iteration: it moves every row's address on by
+        the bytes its loads read)."""
+        runs = self._routes(src, dst, state)[4]
+        # the bytes a row's loads and stores move on
+        load_step = sum(count * sum(loads) for count, loads, _, _ in iterations)
+        store_step = sum(count * sum(stores) for count, _, stores, _ in iterations)
+        at = runs.first(rows, (load_step,), (store_step,) if dst is not None else (),
+                        ("rows", tuple(iterations), reduction, stride)) if runs else -1
+        left, addr, store_addr, owed = rows, src.addr, dst.addr if dst is not None else 0, 0
+        while left:
+            left -= 1
+            now, owed = yield from self._accesses(
+                state, cfg, 1, iterations, reduction, Ptr(src.mem, addr),
+                Ptr(dst.mem, store_addr) if dst is not None else None, stride, owed)
+            addr, store_addr = addr + load_step, store_addr + store_step
+            if left == at:
+                now, left, at, addr, store_addr = runs.note(now, owed, left, addr, store_addr)
+            state.now = now
+        state.now = now + owed
 
     def _accesses(self, state: WalkState, cfg: CoreCfg, rows: int, iterations: list[tuple],
-                  reduction: int, src: Ptr, dst: Ptr | None, stride: int = 0) -> Walk:
-        """:meth:`_walk`'s accesses (``stride`` > 0: an iteration's load ``j`` reads row ``j``;
-        its runs are of alike rows, each moving every row's address on alike, not of iterations
-        within a row, whose loads move ``k`` streams)."""
+                  reduction: int, src: Ptr, dst: Ptr | None, stride: int = 0, owed: int = 0
+                  ) -> Generator[int, None, tuple[int, int]]:
+        """:meth:`_walk`'s accesses (``stride`` > 0: an iteration's load ``j`` reads row ``j``)
+        from ``state.now`` with ``owed`` due; return the walk's clock and what it owes."""
         cache, wb, depth, name = self.dcache, self.write_buffer, cfg.write_buffer_entries, self.name
-        load_cached, store_cached, load, store, runs = self._routes(src, dst, state)
-        runs, row_runs = (None, runs) if stride else (runs, None)
+        load_cached, store_cached, load, store, runs = self._routes(src, dst, state, stride)
         load_addr = row_addr = src.addr  # (interleaved rows: the row's start, its column)
-        owed, now, col, store_addr = 0, state.now, 0, dst.addr if dst is not None else 0
+        now, col, store_addr = state.now, 0, dst.addr if dst is not None else 0
         call = ticks(cfg.call_overhead_cycles)
-        rows_left = rows
-        # a row as one iteration: the bytes its loads move on, the row's loop as its shape
-        at_row = row_runs.first(rows, (sum(c * sum(lo) for c, lo, _, _ in iterations),), (),
-                                ("rows", tuple(iterations), reduction, stride)
-                                ) if row_runs else -1
-        while rows_left:
-            rows_left -= 1
+        for _ in range(rows):
             owed += call
             for count, loads, stores, issue in iterations:
                 left, at = count, runs.first(count, loads, stores, issue) if runs else -1
@@ -370,7 +389,6 @@ class Core:
                         if owed:
                             now = now + owed
                             yield now
-                            state.now = now
                         if load_cached:
                             at_addr = row_addr + col + j * stride if stride else load_addr
                             owed = cache.access(now, src.mem, at_addr, nbytes, False, name) - now
@@ -383,7 +401,6 @@ class Core:
                     for nbytes in stores:
                         now, owed = now + owed, 0
                         yield now
-                        state.now = now
                         ready = (cache.store(now, dst.mem, store_addr, nbytes, name)
                                  if store_cached else None)
                         if posted := ready is None:
@@ -393,25 +410,22 @@ class Core:
                             state.store_stall += ready - now
                             now = ready
                             yield now
-                            state.now = now
                         if posted:
                             wb.append(store(now, nbytes, True, name))
                         store_addr += nbytes
                     if left == at:
                         now, left, at, load_addr, store_addr = runs.note(
                             now, owed, left, load_addr, store_addr)
-            owed, col = owed + reduction, 0
-            if rows_left == at_row:
-                now, rows_left, at_row, load_addr, store_addr = row_runs.note(
-                    now, owed, rows_left, load_addr, store_addr)
-            row_addr = load_addr
+            owed, row_addr, col = owed + reduction, load_addr, 0
         state.now = now + owed  # (now itself when nothing is owed)
+        return now, owed
 
-    def _routes(self, src: Ptr, dst: Ptr | None, state: WalkState
+    def _routes(self, src: Ptr, dst: Ptr | None, state: WalkState, stride: int = 0
                 ) -> tuple[bool, bool, Any, Any, IterationRuns | None]:
         """How :meth:`_accesses` reaches memory: loads cached or not, stores cached
         (write-back) or not, the ports' ``request`` for loads and stores (``None``: none), and
-        its :class:`IterationRuns` (``None`` where none may be)."""
+        its :class:`IterationRuns` (``None`` where none may be; a row of interleaved rows,
+        ``stride``, has none: :meth:`_rows` books alike rows)."""
         load_cached = src.external and src.mem.cached
         store_cached = dst is not None and dst.mem.cached and self.dcache.write_back
         load = src.mem.port.request if src.external else None
@@ -422,7 +436,7 @@ class Core:
                               (load_cached, store_cached), self.known_runs,
                               (src.mem.name, dst.mem.name if dst is not None else None,
                                load_cached, store_cached))
-                if IterationRuns.applies(ports, self.elide) else None)
+                if not stride and IterationRuns.applies(ports, self.elide) else None)
         return load_cached, store_cached, load, store, runs
 
 
