@@ -11,6 +11,7 @@ import pytest
 
 from dspsim import load_model, simulate
 from dspsim.hw import repeats
+from dspsim.hw.dcache import DataCache
 from dspsim.ops import get_op, op_names
 from tests.op_keys import choice_settings, tile_settings
 from tests.test_elision import comparable as elision_fields
@@ -199,6 +200,19 @@ def test_fc_rows_through_the_cache_are_booked(booked):
     r = simulate(model, "fc", "direct", data=False)
     ref = simulate(model, "fc", "direct", data=False, elide=False)
     assert booked[0] > 64 and comparable(r) == comparable(ref)
+
+
+def test_the_cache_knows_its_top_lines_after_a_shift_past_them():
+    """A cache moved on by a booked run keeps its lines less an offset: a line held below that
+    offset (a second pass over a memory at address 0) is still its memory's top line, which
+    the runs' end-of-memory bound reads."""
+    model = load_model("ameba_hifi5")
+    cache = DataCache(model.dcache)
+    port = type("Port", (), {"request": staticmethod(lambda now, nbytes, write, who: now + 10)})
+    mem = type("Mem", (), {"base": 0, "size_bytes": 1 << 16, "name": "m", "port": port()})()
+    cache.shift(100, 0, 0)
+    cache.access(0, mem, 5 * model.dcache.line_bytes, 16, False, "core0")
+    assert cache.top_lines() == {mem: 5}
 
 
 def test_a_stream_through_the_cache_is_booked(booked):

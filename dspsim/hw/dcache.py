@@ -185,9 +185,10 @@ class DataCache:
     def top_lines(self) -> dict[Any, int]:
         """Per memory, the highest line the cache holds."""
         top: dict[Any, int] = {}
+        lowest = float("-inf")  # (a key is a line less _delta: it may be negative)
         for lines in self._sets:
             for key, entry in lines.items():
-                if key > top.get(entry[3], -1):
+                if key > top.get(entry[3], lowest):
                     top[entry[3]] = key
         return {mem: key + self._delta for mem, key in top.items()}
 
