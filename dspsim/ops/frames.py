@@ -34,8 +34,9 @@ def at_byte(p: Ptr, offset: int) -> Ptr:
 
 
 def copy_bytes(dst: Ptr, src: Ptr, nbytes: int) -> None:
-    """``memcpy(dst, src, nbytes)``, untimed: the values of copies a booked run stands for."""
-    dst.mem.read(dst.addr, nbytes)[:] = src.mem.read(src.addr, nbytes)
+    """``memcpy(dst, src, nbytes)``, untimed: the values of a copy whose time is taken
+    elsewhere (or that a booked run stands for)."""
+    dst.mem.write(dst.addr, src.mem.read(src.addr, nbytes))
 
 
 def IDMA_COPY(dsp: Dsp, channel: int, src: Ptr, dst: Ptr, size: int, tile: int, rows: int = 1,

@@ -27,7 +27,7 @@ from dspsim.hw.memory import Ptr
 from dspsim.kernels.memcpy import memcpy_words
 from dspsim.ops.base import HOST, TCM, free_bank_bytes
 from dspsim.ops.copy.loop import flush, loop_copy
-from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc, at_byte
+from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc, at_byte, copy_bytes
 
 if TYPE_CHECKING:
     from dspsim.hw.tcm import TileManager
@@ -265,4 +265,4 @@ def _loop_piece(dsp: Dsp, src: Ptr, dst: Ptr, nbytes: int, access_bytes: int,
     """One loop (the loop variant, or a memcpy run as one), then its bytes where it put them."""
     yield from loop_copy(dsp.core, src, dst, nbytes, access_bytes, cycles_per_iteration)
     if dsp.move_data:
-        dst.mem.write(dst.addr, src.mem.read(src.addr, nbytes))
+        copy_bytes(dst, src, nbytes)

@@ -28,7 +28,7 @@ from dspsim.hw.memory import Ptr
 from dspsim.kernels.fc_s8 import groups, padded_bytes
 from dspsim.ops.base import HOST, TCM
 from dspsim.ops.fc.values import layout
-from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc, at_byte
+from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc, at_byte, copy_bytes
 
 if TYPE_CHECKING:
     from dspsim.hw.tcm import TileManager
@@ -165,7 +165,7 @@ def _place_weights(dsp: Dsp, tm: TileManager, host: Ptr, out_depth: int, in_dept
         weights = dsp.memory(where).add_block(wbytes, weights_align_bytes(dsp.model),
                                               "fc weights")
     if dsp.move_data:
-        weights.mem.write(weights.addr, w_host.mem.read(w_host.addr, wbytes))
+        copy_bytes(weights, w_host, wbytes)
     return weights
 
 

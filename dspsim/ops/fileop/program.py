@@ -23,7 +23,12 @@ import numpy as np
 
 from dspsim.kernels.registry import Kernel, get_kernel
 from dspsim.ops.fileop.blocks import Block, run_blocks, uses_blocks
-from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, hb_dsp_ping_pong_frame
+from dspsim.ops.frames import (
+    XV_MEM_BANK_COLOR_0,
+    XV_MEM_BANK_COLOR_1,
+    copy_bytes,
+    hb_dsp_ping_pong_frame,
+)
 from dspsim.ops.stream import hb_dsp_stream_frame
 
 if TYPE_CHECKING:
@@ -188,7 +193,7 @@ def hb_dsp_fileop(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager, spec: OpSp
     for placed, host in ((y, output), (x, host_x)):
         if placed is not host:
             if placed is y and dsp.move_data:  # the result, back to the host's buffer
-                output.mem.write(output.addr, placed.mem.read(placed.addr, 4 * rows * cols))
+                copy_bytes(output, placed, 4 * rows * cols)
             placed.mem.free_block(placed)
     return 0
 
@@ -200,5 +205,5 @@ def place(dsp: Dsp, where: str, host: Ptr, n: int, fill: bool) -> Ptr:
         return host
     ptr = dsp.memory(where).add_block(4 * n, 128, f"{where} array")
     if fill and dsp.move_data:
-        ptr.mem.write(ptr.addr, host.mem.read(host.addr, 4 * n))
+        copy_bytes(ptr, host, 4 * n)
     return ptr
