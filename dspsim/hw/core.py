@@ -357,7 +357,8 @@ class Core:
         store_step = sum(count * sum(stores) for count, _, stores, _ in iterations)
         at = runs.first(rows, (load_step,), (store_step,) if dst is not None else (),
                         ("rows", tuple(iterations), reduction, stride)) if runs else -1
-        left, addr, store_addr, owed = rows, src.addr, dst.addr if dst is not None else 0, 0
+        left, addr, store_addr = rows, src.addr, dst.addr if dst is not None else 0
+        now, owed = state.now, 0
         while left:
             left -= 1
             now, owed = yield from self._accesses(

@@ -80,7 +80,6 @@ class Note:
         self.accs.append(x)
         self.acc_at.append((owner, attr))
 
-
     def steps_since(self, before: Note, ports: list[Any]
                     ) -> tuple[list[int], list[int], list[int]]:
         """The steps of the period from ``before`` to this note: of its numbers, its counters
