@@ -258,3 +258,30 @@ def test_a_copys_legend_names_its_two_ends(model_name, op, settings, shape, labe
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert label in legend
     assert any(t.startswith("iDMA copy (") for t in legend) == (model_name == "esp32s3")
+
+
+def test_requests_wholly_outside_the_window_count_exactly_zero():
+    """An interval before or after the bins adds nothing, not the rounding of adding and taking
+    away its length (a requester seen only outside the window once got a legend entry)."""
+    from dspsim.analysis.series import binned_mean
+
+    edges = np.linspace(0.0, 1_371_496.0, 800)
+    starts = np.array([-7483.126150965691, 1_371_600.0, 10.0])
+    ends = np.array([-7204.231193010, 1_372_929.3074221015, 10.0 + 0.1])
+    got = binned_mean(starts[:2], ends[:2], np.ones(2), edges)
+    assert not got.any()
+    got = binned_mean(starts, ends, np.ones(3), edges)
+    assert got[0] * (edges[1] - edges[0]) == pytest.approx(0.1, rel=1e-6)
+    assert np.abs(got[1:]).max() < 1e-12
+
+
+def test_a_channel_that_copies_only_outside_the_window_is_idle_and_not_in_the_legend():
+    """fc direct: the host's copies run before and after the timer; in the op's window no
+    channel works, so both channel lanes say idle and no channel has a requests entry."""
+    res = simulate(load_model(), op="fc", variant="direct", trace=True, port_log=True)
+    assert (res.trace["engine"] == "core0.idma0").any()  # copies outside the window exist
+    fig = timeline_figure(res)
+    keys = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "DDR requests in flight: core0" in keys
+    assert not any("idma" in k for k in keys)
+    assert [t.get_text() for t in fig.axes[0].texts].count("idle") == 2

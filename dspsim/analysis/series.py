@@ -135,7 +135,12 @@ def interval_integral(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray,
 
 def binned_mean(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray,
                 edges: np.ndarray) -> np.ndarray:
-    """Time-weighted mean, per bin, of the sum of ``weights`` of the intervals active then."""
-    f = interval_integral(starts, ends, weights, edges)
+    """Time-weighted mean, per bin, of the sum of ``weights`` of the intervals active then.
+    Only intervals that overlap the edges count: one wholly outside is exactly 0 in every bin,
+    not the rounding left by adding and taking away its length."""
+    starts, ends = np.asarray(starts, float), np.asarray(ends, float)
+    inside = (ends > edges[0]) & (starts < edges[-1])
+    f = interval_integral(starts[inside], ends[inside], np.asarray(weights, float)[inside],
+                          edges)
     width = np.diff(edges)
     return np.divide(np.diff(f), width, out=np.zeros(len(width)), where=width > 0)

@@ -245,7 +245,7 @@ def _draw_copy_lanes(lanes: Lanes, result: Any, engines: RunEngines, trace: pd.D
     for ch in engines.channels:
         y = ypos[f"engine:{ch}"]
         rows = trace[trace["engine"] == ch]
-        if rows.empty:
+        if not lanes.visible(rows["start_cycle"], rows["end_cycle"]).any():  # none in the window
             _grey_text(lanes.ax, lanes.lo, lanes.hi, y, "idle")
             continue
         for kind in ("copy_in", "copy_out"):
