@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dspsim.budgets import MAX_MODULE_LINES as MAX_LINES
 from dspsim.budgets import circles as _circles
 from dspsim.budgets import import_graph, long_functions, module_imports
@@ -128,3 +130,25 @@ def test_budgets_see_a_type_only_circle_and_a_long_function(tmp_path):
     # 1 line of def + 50 of body: 51 lines, one over the limit; the 2-line one is not counted
     assert long_functions(pkg) == [("pk.c", "long", 51)]
     assert long_functions(pkg, limit=51) == []
+
+
+def test_budgets_measure_a_git_revision_beside_today(capsys):
+    """``--against REV`` measures the package as git holds it at REV: the release the budgets
+    were set against (f260e12) had the figures its issue gives; a name that is no revision is
+    one line."""
+    import subprocess
+
+    from dspsim.budgets import PACKAGE, main, measure_revision
+
+    has = subprocess.run(["git", "-C", str(PACKAGE.parent), "cat-file", "-e", "f260e12^{commit}"],
+                         capture_output=True).returncode == 0
+    if not has:
+        pytest.skip("the repository's history is not here (a shallow clone or an sdist)")
+    then = measure_revision("f260e12")
+    assert then["package_lines"] == 27_495
+    assert len(then["import_circles_with_type_only"]) == 2 and then["import_circles"] == []
+    assert main(["--against", "f260e12"]) == 0
+    header, lines = capsys.readouterr().out.splitlines()[:2]
+    assert header.split() == ["now", "at", "f260e12"] and lines.endswith(" 27,495")
+    with pytest.raises(SystemExit, match="--against 'no-such-rev': not a revision"):
+        main(["--against", "no-such-rev"])
