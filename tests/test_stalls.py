@@ -99,6 +99,30 @@ def test_engine_utilisation(runs):
     assert eng[ddr]["achieved_bytes_per_cycle"] <= r.model.ddr.bytes_per_cycle * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("model, op, variant, shape, settings", [
+    ("j6", "softmax", "pingpong", (100_000,), {"softmax.tile_bytes": 131072}),  # unwaited copy
+    ("ameba_hifi5", "fc", "pingpong", (1, 8192), {}),  # input copied in before the timer
+])
+def test_achieved_bandwidth_counts_the_bytes_inside_the_span(model, op, variant, shape,
+                                                              settings):
+    """Bytes moved before the timer starts or after it stops are not the op's: the achieved
+    rate is the port's bytes inside the span (pipelined: its busy cycles there at its bytes per
+    cycle), never above what the port can move."""
+    from dspsim.config import load_model
+
+    m = load_model(model).with_overrides(settings)
+    r = simulate(m, op, variant, shape=shape, data=False, trace=True)
+    port = m.host.memory
+    moved = r.bytes[f"{port}_read"] + r.bytes[f"{port}_write"]
+    assert r.busy_cycles[port] < r.memories[port]["busy_cycles"]  # traffic outside the span
+    rate = stall_summary(r)["engines"][port]["achieved_bytes_per_cycle"]
+    assert rate == pytest.approx(moved * r.busy_cycles[port] / r.memories[port]["busy_cycles"]
+                                 / r.cycles)
+    peak = (m.ddr.bytes_per_cycle if port == "ddr"
+            else m.psram.bytes_per_clock / m.psram.clock_cycles)
+    assert rate <= peak
+
+
 def test_tile_table_one_row_per_tile_per_pass(runs, j6):
     r = runs["pingpong"]
     tiles = tile_table(r.trace, r.passes)
