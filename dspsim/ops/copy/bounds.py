@@ -5,7 +5,9 @@ lower bounds and an estimate per variant, every request priced by its memory's p
 ``b``, ``k``, ``S``: the iDMA's burst, outstanding requests and setup; ``P`` the timed
 prologue, added to every bound and estimate. The iDMA's bounds hold per descriptor, summed;
 a core copy's count the bytes that must cross each port before its closing ``MEMW`` (a
-write-allocate destination's are the run's own line fills and write-backs).
+write-allocate destination's are the run's own line fills and write-backs). An iDMA copy's
+also count its engine's own pace (``idma.engine_bytes_per_cycle``, ``idma.descriptor_cycles``)
+and the driver's cache sync of each cached end (``copy.dma_cache_sync_cycles_per_line``).
 """
 
 from __future__ import annotations
@@ -112,6 +114,7 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     pl = plan(model, p, n)
     sizes = [pl.size(i) for i in range(pl.pieces)]
     if variant == "idma":
+        prologue += _sync_cycles(model, pl)
         # each descriptor's (rows, row bytes), one row for a 1-D one; each port's (memory, ways)
         blocks = [(pl.piece_rows(i), sizes[i] // pl.piece_rows(i)) for i in range(pl.pieces)]
         legs = [(m, _ways(model, m)) for m, *_ in ways.values()]
@@ -132,6 +135,18 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     out["lower_bound_cycles"] = prologue + named[binding]
     out["estimate_cycles"] = max(estimate, out["lower_bound_cycles"])
     return out
+
+
+def _sync_cycles(model: Any, pl: Any) -> float:
+    """The DMA driver's cache sync of each cached end inside the span (the program's
+    ``_cache_sync``): ``copy.dma_cache_sync_cycles_per_line`` for each of its lines, at least
+    its bytes over the line."""
+    per_line, line = model.copy.dma_cache_sync_cycles_per_line, model.dcache.line_bytes
+    if not per_line or not model.dcache.capacity_bytes:
+        return 0.0
+    ends = ((model.copy.src, pl.src_bytes), (model.copy.dst, pl.dst_bytes))
+    return per_line * sum(-(-b // line) for where, b in ends
+                          if getattr(memory_of(model, where), "cached", False))
 
 
 def _port_bounds(model: Any, variant: str,
@@ -197,27 +212,46 @@ def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
     else:  # every descriptor's bursts, each a request of its own
         bandwidth = max(sum(_ways_path(m, w, rows * row, burst, rows) for rows, row in blocks)
                         for m, w in legs)
-    return {"latency_bandwidth": per_descriptor, "bandwidth": bandwidth,
-            "outstanding": outstanding}
+    named = {"latency_bandwidth": per_descriptor, "bandwidth": bandwidth,
+             "outstanding": outstanding}
+    if model.idma.engine_bytes_per_cycle or model.idma.descriptor_cycles:
+        named["engine"] = sum(_paced(model, rows, row) for rows, row in blocks)
+    return named
+
+
+def _paced(model: Any, rows: int, row: int) -> float:
+    """An engine's own pace on a descriptor (:mod:`dspsim.hw.idma`): its fetch
+    (``idma.descriptor_cycles``), then each burst but the last at least its bytes at
+    ``idma.engine_bytes_per_cycle`` after the one before."""
+    rate, burst = model.idma.engine_bytes_per_cycle, model.idma.burst_bytes
+    last = row - (math.ceil(row / burst) - 1) * burst
+    return model.idma.descriptor_cycles + ((rows * row - last) / rate if rate else 0.0)
 
 
 def _idma_estimate(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
                    blocks: list[tuple[int, int]], out: dict[str, Any]) -> float:
-    """``S + sum transfer_cycles(d) + H`` (``H``: the completion interrupt's handler): exact
-    when the channel is alone on the port and ``S`` is shorter than a transfer."""
+    """``S + sum transfer_cycles(d) + H`` (``H``: the completion interrupt's handler; an
+    engine slower than its ports: each descriptor's fetch and paced bursts): exact when the
+    channel is alone on the port and ``S`` is shorter than a transfer."""
     p, burst, k = model.copy, model.idma.burst_bytes, model.idma.max_outstanding
     handler = p.interrupt_handler_cycles if p.completion_interrupt else 0.0
     ext, ways = max(legs, key=lambda mw: len(mw[1]) * mw[0].policy.cycles_per_byte)
     window = min(k, ext.max_outstanding)
     lat, cpb = ext.policy.latency(ways[-1]), len(ways) * ext.policy.cycles_per_byte
-    if TCM not in (p.src, p.dst):  # two external ends
-        one = _two_ended_descriptor(model, legs)
-        moved = sum(one(rows * row, min(burst, row)) for rows, row in blocks)
-    elif not ext.policy.linear:  # one transaction at a time: the bursts' path cycles in turn
-        moved = sum(_ways_path(ext, ways, rows * row, burst, rows) for rows, row in blocks)
-    else:
-        moved = sum(rows_transfer_cycles(rows, row, burst, window, lat, cpb)
-                    for rows, row in blocks)
+    one = _two_ended_descriptor(model, legs) if TCM not in (p.src, p.dst) else None
+
+    def cost(rows: int, row: int) -> float:  # a descriptor's bursts through the ports
+        if one is not None:  # two external ends
+            return one(rows * row, min(burst, row))
+        if not ext.policy.linear:  # one transaction at a time: the bursts' path cycles in turn
+            return _ways_path(ext, ways, rows * row, burst, rows)
+        return rows_transfer_cycles(rows, row, burst, window, lat, cpb)
+
+    rate, moved = model.idma.engine_bytes_per_cycle, 0.0
+    for rows, row in blocks:  # an engine's own pace: its fetch, its bursts paced, the last's
+        last = row - (math.ceil(row / burst) - 1) * burst
+        paced = (rows * row - last) / rate + cost(1, last) if rate else 0.0
+        moved += model.idma.descriptor_cycles + max(cost(rows, row), paced)
     estimate = model.idma.setup_cycles + handler + moved
     beat = burst * cpb if ext.policy.linear else _ways_path(ext, ways, burst, burst)
     requests = sum(rows * math.ceil(row / burst) for rows, row in blocks)
