@@ -20,6 +20,7 @@ from dspsim.hw.policy import transfer_cycles
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.kernels.shapes import ddr_call, last_stores
 from dspsim.ops.base import TCM, memory_name, memory_of
+from dspsim.ops.copy.loop import pieces_of
 from dspsim.ops.copy.program import plan
 from dspsim.ops.copy.traffic import traffic
 
@@ -421,10 +422,11 @@ def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) ->
     """The loop variant's estimate (without the prologue): its compute and each line fill (or
     uncached load's round trip) in turn, or with a next-line prefetch the larger of compute and
     fills; a flush's data; on a one-transaction port the write-backs between the fills, less
-    the loop's cycles per evicted line (posted: the loop goes on while it drains)."""
+    the loop's cycles per evicted line (posted: the loop goes on while it drains); stores
+    posted to a port, at least the write buffer's drain (each holds an entry its round trip)."""
     p, dc = model.copy, model.dcache
     k = p.access_bytes
-    stall = data = 0.0
+    stall = data = drain = 0.0
     for where, write in ((p.src, False), (p.dst, True)):
         mem = memory_of(model, where)
         if mem is None or mem.core_local:
@@ -450,8 +452,12 @@ def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) ->
             pieces = max(1, k // 16) if k > 16 else 1
             stall += (n // k * pieces * pol.latency(False)
                       + _ways_path(mem, (False,), n, min(k, 16)))
-        else:
-            stall += pol.request_cycles(k, True)  # MEMW: the last store
+        else:  # posted stores: a full write buffer paces the loop at its drain
+            piece = pieces_of(k, model.core.scalar_access_bytes)
+            hold = pol.request_cycles(piece[0], True)  # a store holds its entry
+            drain = max(drain, n // k * len(piece) * max(
+                hold / model.core.write_buffer_entries, _ways_path(mem, (True,), piece[0], k)))
+            stall += hold  # MEMW: the last store
     if dc.prefetch_next_line and data:
         return max(compute, data) + stall / max(1, math.ceil(n / dc.line_bytes))
-    return compute + stall
+    return max(compute + stall, drain)
