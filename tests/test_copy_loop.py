@@ -180,3 +180,16 @@ def test_stores_to_an_uncached_port_pace_the_loop_at_the_write_buffers_drain(k, 
     b = get_op("copy").bounds(m, "loop", (n,))
     assert b["lower_bound_cycles"] <= r.cycles
     assert b["estimate_cycles"] == pytest.approx(r.cycles, rel=0.02)
+
+
+@pytest.mark.parametrize("src, dst", [("sram", "sram"), ("psram", "sram"), ("psram", "psram")])
+@pytest.mark.parametrize("n", [1000, 4096])
+def test_two_cached_ends_are_more_streams_than_the_prefetcher_follows(src, dst, n):
+    """The HiFi5 follows one stream (dcache.prefetch_streams = 1): a loop bringing source and
+    write-allocated destination lines in is two, so every line is a demand miss paying
+    dcache.miss_cycles; the estimate says so (it assumed the prefetch: 60-70 % low)."""
+    m = load_model("ameba_hifi5").with_overrides({"copy.src": src, "copy.dst": dst})
+    r = simulate(m, "copy", "loop", n=n, data=False)
+    b = get_op("copy").bounds(m, "loop", (n,))
+    assert r.dcache["prefetches"] == 0 and b["lower_bound_cycles"] <= r.cycles
+    assert b["estimate_cycles"] == pytest.approx(r.cycles, rel=0.02)

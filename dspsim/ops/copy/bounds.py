@@ -17,6 +17,7 @@ from collections import deque
 from typing import Any
 
 from dspsim.hw.policy import transfer_cycles
+from dspsim.kernels.cached import prefetches
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.kernels.shapes import ddr_call, last_stores
 from dspsim.ops.base import TCM, memory_name, memory_of
@@ -408,6 +409,17 @@ def _evicted_bytes(model: Any, variant: str, n: int, moved: dict[str, int]) -> i
     return moved[f"{name}_write"]
 
 
+def _streams(model: Any) -> int:
+    """The line streams a core copy's ends bring into the data cache (a source through it, a
+    write-allocate write-back destination): more than ``dcache.prefetch_streams`` and the
+    prefetcher follows none."""
+    p, dc = model.copy, model.dcache
+    mems = [(memory_of(model, where), write) for where, write in ((p.src, False),
+                                                                  (p.dst, True))]
+    return sum(1 for m, write in mems if m is not None and m.cached and dc.capacity_bytes
+               and (not write or dc.write_allocate and dc.write_policy == "write_back"))
+
+
 def loop_compute_cycles(model: Any, n: int) -> float:
     """The loop variant's cycles when nothing misses, ``(n / K) x C`` and each loop's call
     overhead (one per piece into a TCM ring): a lower bound, the run between two TCM ends."""
@@ -422,11 +434,14 @@ def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) ->
     """The loop variant's estimate (without the prologue): its compute and each line fill (or
     uncached load's round trip) in turn, or with a next-line prefetch the larger of compute and
     fills; a flush's data; on a one-transaction port the write-backs between the fills, less
-    the loop's cycles per evicted line (posted: the loop goes on while it drains); stores
+    the loop's cycles per evicted line (posted: the loop goes on while it drains); with more
+    line streams than the prefetcher follows, each line a demand miss (its fill and
+    ``dcache.miss_cycles``); stores
     posted to a port, at least the write buffer's drain (each holds an entry its round trip)."""
     p, dc = model.copy, model.dcache
     k = p.access_bytes
     stall = data = drain = 0.0
+    ahead = prefetches(dc, _streams(model))  # else every line a demand miss
     for where, write in ((p.src, False), (p.dst, True)):
         mem = memory_of(model, where)
         if mem is None or mem.core_local:
@@ -437,7 +452,8 @@ def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) ->
         if cached and (not write or dc.write_allocate):
             lines = math.ceil(n / dc.line_bytes)
             line = dc.line_bytes
-            stall += lines * (pol.request_cycles(line, False))
+            stall += lines * (pol.request_cycles(line, False) + (0.0 if ahead else
+                                                                  dc.miss_cycles))
             data += _ways_path(mem, (False,), n, line)
             if write and p.flush_destination:
                 stall += pol.latency(True) + _ways_path(mem, (True,), n, line)
@@ -458,6 +474,6 @@ def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) ->
             drain = max(drain, n // k * len(piece) * max(
                 hold / model.core.write_buffer_entries, _ways_path(mem, (True,), piece[0], k)))
             stall += hold  # MEMW: the last store
-    if dc.prefetch_next_line and data:
+    if ahead and data:
         return max(compute, data) + stall / max(1, math.ceil(n / dc.line_bytes))
     return max(compute + stall, drain)
