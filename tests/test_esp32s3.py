@@ -221,3 +221,12 @@ def test_the_cores_whole_priced_work_is_in_the_trace():
     handler = core[core["what"] == "interrupt handler"]
     assert (handler["end_cycle"] - handler["start_cycle"]).sum() == pytest.approx(
         m.copy.interrupt_handler_cycles)
+
+
+def test_a_memcpy_of_part_of_a_word_names_the_memcpy(capsys):
+    """The library memcpy is a word loop (copy.memcpy_access_bytes = 4): 33 bytes is refused
+    naming the variant asked for, not the loop variant."""
+    code, _, err = run_cli(capsys, "run", "--model", "esp32s3", "--op", "copy", "--variant",
+                           "memcpy", "--n", "33")
+    assert code == 2 and one_line(err)
+    assert "copy memcpy of 33 bytes with copy.memcpy_access_bytes = 4" in err
