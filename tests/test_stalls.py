@@ -270,6 +270,21 @@ def test_tiles_csv_and_report(tmp_path, capsys):
         assert word in out
 
 
+def test_the_reports_tiles_leave_out_what_is_no_tile():
+    """HiFi5 fc ping-pong: its input and bias copied in before the timer and its output out
+    after it are no tile: the report names them outside the passes with no tile or buffer
+    (not -1, the CSV's blanks) and its DMA total is the tiles' (7,660, not 8,373)."""
+    from dspsim.analysis.report import report_text
+    from dspsim.config import load_model
+
+    r = simulate(load_model("ameba_hifi5"), "fc", "pingpong", shape=(100, 64), data=False,
+                 trace=True)
+    text = report_text(r)
+    table = text[text.index("tiles (cycles"):]
+    assert " -1 " not in table and "(outside passes)" in table
+    assert "all tiles: 7,660 DMA cycles" in table
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
