@@ -38,3 +38,22 @@ def test_the_same_memory_through_its_port_stalls(esp):
     ported = _fc(esp.with_overrides({"sram.core_local": False}))
     assert ported.stall_cycles["sram"] > 0
     assert ported.cycles > local.cycles
+
+
+@pytest.mark.parametrize("op, variant, shape", [
+    ("softmax", "direct", (1000,)), ("layernorm", "direct", (4, 24)),
+    ("rmsnorm", "direct", (5, 538)), ("fc", "direct", (25, 785)),
+])
+def test_the_bounds_of_a_direct_run_on_a_core_local_memory_cost_no_request(esp, op, variant,
+                                                                           shape):
+    """The closed forms agree: no traffic on the SRAM's port beyond the run's own, the lower
+    bound at most the run, the estimate the kernels' loop cycles (the run, as in TCM)."""
+    from dspsim.ops import get_op
+
+    r = simulate(esp, op, variant, shape=shape, data=False)
+    b = get_op(op).bounds(esp, variant, shape)
+    traffic = b.get("traffic_bytes", {"sram_read": b["ddr_read_bytes"],
+                                      "sram_write": b["ddr_write_bytes"]})
+    assert (traffic["sram_read"], traffic["sram_write"]) == (r.bytes["sram_read"],
+                                                             r.bytes["sram_write"])
+    assert b["lower_bound_cycles"] <= r.cycles == b["estimate_cycles"]

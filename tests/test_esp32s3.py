@@ -188,6 +188,22 @@ def test_the_bounds_traffic_is_the_runs(esp, variant, settings):
     assert r.cycles >= get_op("copy").bounds(m, variant, (n,))["lower_bound_cycles"]
 
 
+@pytest.mark.parametrize("src, dst", [("sram", "sram"), ("psram", "sram"), ("sram", "psram"),
+                                      ("psram", "psram")])
+@pytest.mark.parametrize("n", [4, 4093, N])
+def test_the_gdmas_bounds_know_its_pace_and_its_cache_sync(esp, src, dst, n):
+    """The engine's own rate and descriptor fetch and the driver's cache sync are in the
+    closed forms: the estimate within 1 % of the run (it was 84 % low for SRAM -> SRAM, where
+    the engine's 0.25 bytes a cycle binds), the lower bound below it."""
+    from dspsim.ops import get_op
+
+    m = esp.with_overrides({"copy.src": src, "copy.dst": dst})
+    r = simulate(m, "copy", "dma", n=n, data=False)
+    b = get_op("copy").bounds(m, "dma", (n,))
+    assert b["lower_bound_cycles"] <= r.cycles
+    assert b["estimate_cycles"] == pytest.approx(r.cycles, rel=0.01)
+
+
 def test_the_cores_whole_priced_work_is_in_the_trace():
     """The DMA driver's cache sync of each PSRAM end and the interrupt handler are the core's
     compute in the trace (the timeline draws them), not idle time: per end, its lines x
@@ -205,3 +221,12 @@ def test_the_cores_whole_priced_work_is_in_the_trace():
     handler = core[core["what"] == "interrupt handler"]
     assert (handler["end_cycle"] - handler["start_cycle"]).sum() == pytest.approx(
         m.copy.interrupt_handler_cycles)
+
+
+def test_a_memcpy_of_part_of_a_word_names_the_memcpy(capsys):
+    """The library memcpy is a word loop (copy.memcpy_access_bytes = 4): 33 bytes is refused
+    naming the variant asked for, not the loop variant."""
+    code, _, err = run_cli(capsys, "run", "--model", "esp32s3", "--op", "copy", "--variant",
+                           "memcpy", "--n", "33")
+    assert code == 2 and one_line(err)
+    assert "copy memcpy of 33 bytes with copy.memcpy_access_bytes = 4" in err

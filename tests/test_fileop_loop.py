@@ -162,3 +162,21 @@ def test_tile_fidelitys_closed_form_call_uses_the_loops_values(j6, op_file):
     tile = simulate(j6, name, "direct", n=50_000, data=False, fidelity="tile")
     assert tile.cycles == burst.cycles
     assert tile.bytes["ddr_read"] == burst.bytes["ddr_read"] == 2 * 4 * 50_000 + 2 * 32
+
+
+@pytest.mark.parametrize("units", [1, 2, 3])
+@pytest.mark.parametrize("c, n", [(0.37, 1001), (2.5, 77), (0.125, 4096), (1.0, 1)])
+def test_a_measured_cost_is_its_cycles_per_element_on_any_core(j6, tmp_path, units, c, n):
+    """cycles_per_element = c: one call on TCM takes call_overhead + ceil(n c) cycles, whatever
+    the core's load/store units (one vector load and store an iteration does not set the II)."""
+    path = tmp_path / "measured.toml"
+    path.write_text(OP.split("[[pass]]")[0].format(name="measured")
+                    + '[[pass]]\nname = "scale"\nreads = "x"\nwrites = "y"\nvalue = "x * 2"\n'
+                    f"cycles_per_element = {c}\n")
+    name = load_op_file(path)
+    try:
+        m = j6.with_overrides({"core.load_store_units": units})
+        r = simulate(m, "kernel", f"{name}.scale", n=n)
+    finally:
+        unload_op_file(path)
+    assert r.cycles == m.core.call_overhead_cycles + math.ceil(n * c)

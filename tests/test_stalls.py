@@ -99,6 +99,30 @@ def test_engine_utilisation(runs):
     assert eng[ddr]["achieved_bytes_per_cycle"] <= r.model.ddr.bytes_per_cycle * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("model, op, variant, shape, settings", [
+    ("j6", "softmax", "pingpong", (100_000,), {"softmax.tile_bytes": 131072}),  # unwaited copy
+    ("ameba_hifi5", "fc", "pingpong", (1, 8192), {}),  # input copied in before the timer
+])
+def test_achieved_bandwidth_counts_the_bytes_inside_the_span(model, op, variant, shape,
+                                                              settings):
+    """Bytes moved before the timer starts or after it stops are not the op's: the achieved
+    rate is the port's bytes inside the span (pipelined: its busy cycles there at its bytes per
+    cycle), never above what the port can move."""
+    from dspsim.config import load_model
+
+    m = load_model(model).with_overrides(settings)
+    r = simulate(m, op, variant, shape=shape, data=False, trace=True)
+    port = m.host.memory
+    moved = r.bytes[f"{port}_read"] + r.bytes[f"{port}_write"]
+    assert r.busy_cycles[port] < r.memories[port]["busy_cycles"]  # traffic outside the span
+    rate = stall_summary(r)["engines"][port]["achieved_bytes_per_cycle"]
+    assert rate == pytest.approx(moved * r.busy_cycles[port] / r.memories[port]["busy_cycles"]
+                                 / r.cycles)
+    peak = (m.ddr.bytes_per_cycle if port == "ddr"
+            else m.psram.bytes_per_clock / m.psram.clock_cycles)
+    assert rate <= peak
+
+
 def test_tile_table_one_row_per_tile_per_pass(runs, j6):
     r = runs["pingpong"]
     tiles = tile_table(r.trace, r.passes)
@@ -244,6 +268,21 @@ def test_tiles_csv_and_report(tmp_path, capsys):
     out = capsys.readouterr().out
     for word in ("wait_in_cycles", "utilisation_pct", "hidden_dma_cycles", "exp_sum", "total"):
         assert word in out
+
+
+def test_the_reports_tiles_leave_out_what_is_no_tile():
+    """HiFi5 fc ping-pong: its input and bias copied in before the timer and its output out
+    after it are no tile: the report names them outside the passes with no tile or buffer
+    (not -1, the CSV's blanks) and its DMA total is the tiles' (7,660, not 8,373)."""
+    from dspsim.analysis.report import report_text
+    from dspsim.config import load_model
+
+    r = simulate(load_model("ameba_hifi5"), "fc", "pingpong", shape=(100, 64), data=False,
+                 trace=True)
+    text = report_text(r)
+    table = text[text.index("tiles (cycles"):]
+    assert " -1 " not in table and "(outside passes)" in table
+    assert "all tiles: 7,660 DMA cycles" in table
 
 
 @pytest.mark.parametrize(

@@ -84,6 +84,16 @@ def test_explore_fits_the_host_memory_of_the_model(hifi5):
     assert not any(k.startswith("ddr.") for k in space.keys)
 
 
+def test_explore_on_a_transactions_host_memory_is_one_line_exit_2(capsys):
+    """The packaged HiFi5's PSRAM has no latency or bandwidth to walk: refused in one line
+    (was a TypeError traceback)."""
+    code, _, err = run_cli(capsys, "calibrate", "--model", "ameba_hifi5", "--explore",
+                           "--measured", "copy:idma,n=98304=117434",
+                           "--free", "psram.refresh_clocks")
+    assert code == 2 and one_line(err), err
+    assert "psram" in err and "transactions" in err and "without --explore" in err
+
+
 def test_a_fitted_host_memory_window_reads_as_requests_on_its_port(hifi5, j6):
     from dspsim.study.calibrate.report import reading
 

@@ -25,6 +25,12 @@ def test_validate_prints_every_shipped_measurement_and_calibration_is_within_1_p
                  "fc_s8 kernel, 128 x 768", "iDMA PSRAM -> DTCM limit 430 MB/s"):
         assert name in out
     assert "every one within 1 %" in out
+    # the README's table of every platform's rows is this output, line for line
+    readme = (ROOT / "README.md").read_text()
+    shown = [line[4:] for line in readme.splitlines()
+             if line.startswith("    ") and line[4:] in out and len(line) > 40]
+    table = [line for line in out.splitlines() if line.strip()]
+    assert shown == table
 
 
 def test_validate_json_has_every_row(capsys):

@@ -328,3 +328,12 @@ def test_data_path_moves_values(j6):
     for name in ("a", "b"):
         np.testing.assert_allclose(run.outputs[name], ref, rtol=1e-5)
     assert run_workload(wl, j6).outputs is None  # off by default
+
+
+def test_a_small_workloads_bytes_are_not_printed_as_zero_megabytes(tmp_path, capsys):
+    """Two 8,192-byte copies: 16,384 bytes read, which one decimal of MB printed as 0.0."""
+    wl = write_toml(tmp_path / "small.toml", '[[stream]]\nname = "c"\nop = "copy"\n'
+                    'variant = "idma"\nn = 8192\nperiod_us = 1000\ncount = 2\n')
+    assert main(["workload", str(wl)]) == 0
+    out = capsys.readouterr().out
+    assert "(data path; 16,384 bytes read, 0 bytes written)" in out

@@ -127,10 +127,14 @@ def engine_utilisation(result: Any) -> dict[str, dict[str, float]]:
         out[ch] = {"busy_cycles": _clipped_busy(cols, cols["engine"] == ch, total)}
     for port in engines.ports:
         moved = float(result.bytes.get(f"{port}_read", 0) + result.bytes.get(f"{port}_write", 0))
-        out[port] = {
-            "busy_cycles": float(result.busy_cycles.get(port, 0)),
-            "achieved_bytes_per_cycle": moved / total if total else 0.0,
-        }
+        busy = float(result.busy_cycles.get(port, 0))
+        # the bytes inside the span: the traffic's share of data-path time there (copies before
+        # the timer or after it, unwaited, are not the op's; exact where time is bytes x rate)
+        whole = float((getattr(result, "memories", None) or {}).get(port, {}).get(
+            "busy_cycles", busy))
+        inside = moved * min(1.0, busy / whole) if whole else moved
+        out[port] = {"busy_cycles": busy,
+                     "achieved_bytes_per_cycle": inside / total if total else 0.0}
     for entry in out.values():
         entry["utilisation_pct"] = 100.0 * entry["busy_cycles"] / total if total else 0.0
     return out

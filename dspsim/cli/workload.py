@@ -172,9 +172,11 @@ def _print_shared(s: dict[str, Any]) -> None:
         for c in s["core_utilisation"]))
     d = s["ddr"]
     m = d["memory"]  # the host memory's port (J6: ddr), its bytes keyed by its name
+    def mb(b: int) -> str:  # bytes that one decimal of MB would show as 0.0: in bytes
+        return f"{b / 1e6:,.1f} MB" if b >= 50_000 else f"{b:,} bytes"
+
     print(f"  {m.upper()} port {100 * d['utilisation']:.1f} % busy (data path; "
-          f"{d['bytes'][f'{m}_read'] / 1e6:,.1f} MB read, "
-          f"{d['bytes'][f'{m}_write'] / 1e6:,.1f} MB written)")
+          f"{mb(d['bytes'][f'{m}_read'])} read, {mb(d['bytes'][f'{m}_write'])} written)")
     q = s["queue"]
     verdict = "OVERLOADED: the backlog grows" if q["overloaded"] else "the backlog does not grow"
     longest = (f"longest backlog {q['longest_backlog']:,} task(s) waiting (at "

@@ -310,6 +310,12 @@ def direct_bounds(model: HardwareModel, calls: tuple[CachedCall, ...], n: int,
             "writeback_lines": w.writeback_lines,
         }
     uncached = tuple((shape, dst is not None) for shape, _, dst in calls)
+    compute = repeat * sum(s.tcm_cycles(n, model.core) for s, _ in uncached)
+    if mem.core_local:  # on the core's own bus, as TCM: the loops' cycles, no request
+        return {"ddr_read_bytes": 0, "ddr_write_bytes": 0, "ddr_requests": 0,
+                "dma_bound_cycles": 0.0, "latency_bound_cycles": 0.0,
+                "compute_bound_cycles": compute, "estimate_cycles": compute,
+                "outstanding_requests": 1}
     walk = ddr_call_sequence(uncached, n, model.core, policy, mem.max_outstanding, repeat)
     return {
         "ddr_read_bytes": walk.read_bytes,
@@ -319,7 +325,7 @@ def direct_bounds(model: HardwareModel, calls: tuple[CachedCall, ...], n: int,
         "dma_bound_cycles": policy.data_cycles(walk.must_cross_bytes),
         # dependent loads, one at a time
         "latency_bound_cycles": walk.loads * policy.latency(False),
-        "compute_bound_cycles": repeat * sum(s.tcm_cycles(n, model.core) for s, _ in uncached),
+        "compute_bound_cycles": compute,
         "estimate_cycles": walk.cycles,
         "outstanding_requests": 1,
     }

@@ -50,6 +50,9 @@ class LoopShape:
     # j from row j, the rows a call row's bytes / this apart: the fc kernel's interleaved weight
     # rows), which a data cache sees; 0 or 1: one stream through the call row's bytes
     interleaved_rows: int = 0
+    # a measured cost's loop (an op file's cycles_per_element): iterations of this II whatever
+    # its loads and stores; 0: the II its operations set
+    ii: int = 0
 
     def on(self, core: Core) -> Core:
         """The core as this loop sees it: its own lanes (and vector bytes) and call overhead
@@ -63,6 +66,8 @@ class LoopShape:
         return self.lanes or lanes
 
     def ii_cycles(self, core: Core) -> int:
+        if self.ii:
+            return self.ii
         mem_ops = self.data_loads + self.table_loads + self.stores
         return max(1, math.ceil(mem_ops / core.load_store_units),
                    math.ceil(self.alu_ops / core.vector_alu_slots))

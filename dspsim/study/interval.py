@@ -22,7 +22,7 @@ MAX_UNTRENDED = 3
 # what is proven of the hardware keys; a memory's keys (any memory's name) by their short name
 # (+1: cycles never fall as it rises, -1: never rise, 0: do not depend on it)
 _HARDWARE_TRENDS: dict[str, int] = {
-    "core.clock_mhz": 0, "host.rpc_latency_us": 0, "tcm.reserved_bytes": 0,
+    "core.clock_mhz": 0, "host.rpc_latency_us": 0,
     "core.alu_latency_cycles": 1, "core.call_overhead_cycles": 1, "idma.setup_cycles": 1,
     "core.vector_alu_slots": -1, "core.load_store_units": -1,
     "core.write_buffer_entries": -1, "idma.max_outstanding": -1, "dcache.miss_cycles": 1,
@@ -31,6 +31,9 @@ _MEMORY_TRENDS: dict[str, int] = {"latency_cycles": 1, "write_latency_cycles": 1
                                   "bytes_per_cycle": -1, "max_outstanding": -1,
                                   "refresh_clocks": 1, "command_clocks": 1,
                                   "read_hold_clocks": 1, "write_hold_clocks": 1}
+# keys that act only through the TCM a run's buffers get (whether they fit, how much stays
+# resident, a ring's descriptors): no trend; its slow and fast ends are those it moves a run to
+FIT_KEYS = ("tcm.reserved_bytes",)
 
 
 def trend(key: str) -> int | None:
@@ -89,10 +92,17 @@ def _runner(model: HardwareModel, run: Callable[[HardwareModel], int]
     return runner, seen
 
 
-def _slow_fast(model: HardwareModel) -> tuple[dict, dict, dict[str, tuple]]:
-    """Each trended key's slow and fast end, and the values to try of each untrended key."""
+def _slow_fast(model: HardwareModel, run: Callable[[dict[str, Any]], int], point: int
+               ) -> tuple[dict, dict, dict[str, tuple]]:
+    """Each trended key's slow and fast end, and the values to try of each untrended key (a
+    :data:`FIT_KEYS` key: the value or end, where the run takes it, that alone gives the run
+    the most cycles is its slow end, the fewest its fast one)."""
     slow, fast, free = {}, {}, {}
     for key, (lo, hi) in model.ranges.items():
+        if key in FIT_KEYS:
+            alone = {v: run({key: v}) for v in (lo, model.get(key), hi) if _fits(run, key, v)}
+            slow[key], fast[key] = max(alone, key=alone.get), min(alone, key=alone.get)
+            continue
         t = trend(key)
         if t is None:
             free[key] = tuple(dict.fromkeys((lo, model.get(key), hi)))
@@ -103,6 +113,16 @@ def _slow_fast(model: HardwareModel) -> tuple[dict, dict, dict[str, tuple]]:
             f"interval: {len(free)} ranged keys without a proven trend ({', '.join(free)}); at "
             f"most {MAX_UNTRENDED} can be searched (3 values each)")
     return slow, fast, free
+
+
+def _fits(run: Callable[[dict[str, Any]], int], key: str, value: Any) -> bool:
+    """Whether the run takes ``key`` at ``value`` (a :data:`FIT_KEYS` key's end may leave its
+    buffers no room)."""
+    try:
+        run({key: value})
+    except DspsimInputError:
+        return False
+    return True
 
 
 def _alone(run: Callable[[dict[str, Any]], int], slow: dict, fast: dict, free: dict,
@@ -133,7 +153,7 @@ def interval(model: HardwareModel, run: Callable[[HardwareModel], int]) -> Inter
     ``model``."""
     runner, runs = _runner(model, run)
     point = runner({})
-    slow, fast, free = _slow_fast(model)
+    slow, fast, free = _slow_fast(model, runner, point)
     combos = [dict(zip(free, vs)) for vs in itertools.product(*free.values())]
     high = max([point] + [runner({**slow, **c}) for c in combos])
     low = min([point] + [runner({**fast, **c}) for c in combos])

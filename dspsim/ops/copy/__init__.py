@@ -178,7 +178,8 @@ class Copy(Op):
                 f"bytes (32 needs 16-byte vector loads); allowed: 1, 2, 4 ... up to "
                 f"{core.vector_bytes}{', 32' if core.lanes_f32 * 4 >= 16 else ''}")
         if n % k:
-            raise DspsimInputError(f"copy loop of {n:,} bytes with {key} = {k}: "
+            what = "memcpy" if key == "copy.memcpy_access_bytes" else "loop"
+            raise DspsimInputError(f"copy {what} of {n:,} bytes with {key} = {k}: "
                                    f"n must be a whole number of iterations; allowed: n a "
                                    f"multiple of {k}")
         pl = plan(model, model.copy, n)

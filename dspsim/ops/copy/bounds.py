@@ -5,7 +5,9 @@ lower bounds and an estimate per variant, every request priced by its memory's p
 ``b``, ``k``, ``S``: the iDMA's burst, outstanding requests and setup; ``P`` the timed
 prologue, added to every bound and estimate. The iDMA's bounds hold per descriptor, summed;
 a core copy's count the bytes that must cross each port before its closing ``MEMW`` (a
-write-allocate destination's are the run's own line fills and write-backs).
+write-allocate destination's are the run's own line fills and write-backs). An iDMA copy's
+also count its engine's own pace (``idma.engine_bytes_per_cycle``, ``idma.descriptor_cycles``)
+and the driver's cache sync of each cached end (``copy.dma_cache_sync_cycles_per_line``).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from collections import deque
 from typing import Any
 
 from dspsim.hw.policy import transfer_cycles
+from dspsim.kernels.cached import prefetches
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.kernels.shapes import ddr_call, last_stores
 from dspsim.ops.base import TCM, memory_name, memory_of
+from dspsim.ops.copy.loop import pieces_of
 from dspsim.ops.copy.program import plan
 from dspsim.ops.copy.traffic import traffic
 
@@ -112,6 +116,7 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     pl = plan(model, p, n)
     sizes = [pl.size(i) for i in range(pl.pieces)]
     if variant == "idma":
+        prologue += _sync_cycles(model, pl)
         # each descriptor's (rows, row bytes), one row for a 1-D one; each port's (memory, ways)
         blocks = [(pl.piece_rows(i), sizes[i] // pl.piece_rows(i)) for i in range(pl.pieces)]
         legs = [(m, _ways(model, m)) for m, *_ in ways.values()]
@@ -132,6 +137,18 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     out["lower_bound_cycles"] = prologue + named[binding]
     out["estimate_cycles"] = max(estimate, out["lower_bound_cycles"])
     return out
+
+
+def _sync_cycles(model: Any, pl: Any) -> float:
+    """The DMA driver's cache sync of each cached end inside the span (the program's
+    ``_cache_sync``): ``copy.dma_cache_sync_cycles_per_line`` for each of its lines, at least
+    its bytes over the line."""
+    per_line, line = model.copy.dma_cache_sync_cycles_per_line, model.dcache.line_bytes
+    if not per_line or not model.dcache.capacity_bytes:
+        return 0.0
+    ends = ((model.copy.src, pl.src_bytes), (model.copy.dst, pl.dst_bytes))
+    return per_line * sum(-(-b // line) for where, b in ends
+                          if getattr(memory_of(model, where), "cached", False))
 
 
 def _port_bounds(model: Any, variant: str,
@@ -197,27 +214,46 @@ def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
     else:  # every descriptor's bursts, each a request of its own
         bandwidth = max(sum(_ways_path(m, w, rows * row, burst, rows) for rows, row in blocks)
                         for m, w in legs)
-    return {"latency_bandwidth": per_descriptor, "bandwidth": bandwidth,
-            "outstanding": outstanding}
+    named = {"latency_bandwidth": per_descriptor, "bandwidth": bandwidth,
+             "outstanding": outstanding}
+    if model.idma.engine_bytes_per_cycle or model.idma.descriptor_cycles:
+        named["engine"] = sum(_paced(model, rows, row) for rows, row in blocks)
+    return named
+
+
+def _paced(model: Any, rows: int, row: int) -> float:
+    """An engine's own pace on a descriptor (:mod:`dspsim.hw.idma`): its fetch
+    (``idma.descriptor_cycles``), then each burst but the last at least its bytes at
+    ``idma.engine_bytes_per_cycle`` after the one before."""
+    rate, burst = model.idma.engine_bytes_per_cycle, model.idma.burst_bytes
+    last = row - (math.ceil(row / burst) - 1) * burst
+    return model.idma.descriptor_cycles + ((rows * row - last) / rate if rate else 0.0)
 
 
 def _idma_estimate(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
                    blocks: list[tuple[int, int]], out: dict[str, Any]) -> float:
-    """``S + sum transfer_cycles(d) + H`` (``H``: the completion interrupt's handler): exact
-    when the channel is alone on the port and ``S`` is shorter than a transfer."""
+    """``S + sum transfer_cycles(d) + H`` (``H``: the completion interrupt's handler; an
+    engine slower than its ports: each descriptor's fetch and paced bursts): exact when the
+    channel is alone on the port and ``S`` is shorter than a transfer."""
     p, burst, k = model.copy, model.idma.burst_bytes, model.idma.max_outstanding
     handler = p.interrupt_handler_cycles if p.completion_interrupt else 0.0
     ext, ways = max(legs, key=lambda mw: len(mw[1]) * mw[0].policy.cycles_per_byte)
     window = min(k, ext.max_outstanding)
     lat, cpb = ext.policy.latency(ways[-1]), len(ways) * ext.policy.cycles_per_byte
-    if TCM not in (p.src, p.dst):  # two external ends
-        one = _two_ended_descriptor(model, legs)
-        moved = sum(one(rows * row, min(burst, row)) for rows, row in blocks)
-    elif not ext.policy.linear:  # one transaction at a time: the bursts' path cycles in turn
-        moved = sum(_ways_path(ext, ways, rows * row, burst, rows) for rows, row in blocks)
-    else:
-        moved = sum(rows_transfer_cycles(rows, row, burst, window, lat, cpb)
-                    for rows, row in blocks)
+    one = _two_ended_descriptor(model, legs) if TCM not in (p.src, p.dst) else None
+
+    def cost(rows: int, row: int) -> float:  # a descriptor's bursts through the ports
+        if one is not None:  # two external ends
+            return one(rows * row, min(burst, row))
+        if not ext.policy.linear:  # one transaction at a time: the bursts' path cycles in turn
+            return _ways_path(ext, ways, rows * row, burst, rows)
+        return rows_transfer_cycles(rows, row, burst, window, lat, cpb)
+
+    rate, moved = model.idma.engine_bytes_per_cycle, 0.0
+    for rows, row in blocks:  # an engine's own pace: its fetch, its bursts paced, the last's
+        last = row - (math.ceil(row / burst) - 1) * burst
+        paced = (rows * row - last) / rate + cost(1, last) if rate else 0.0
+        moved += model.idma.descriptor_cycles + max(cost(rows, row), paced)
     estimate = model.idma.setup_cycles + handler + moved
     beat = burst * cpb if ext.policy.linear else _ways_path(ext, ways, burst, burst)
     requests = sum(rows * math.ceil(row / burst) for rows, row in blocks)
@@ -373,6 +409,17 @@ def _evicted_bytes(model: Any, variant: str, n: int, moved: dict[str, int]) -> i
     return moved[f"{name}_write"]
 
 
+def _streams(model: Any) -> int:
+    """The line streams a core copy's ends bring into the data cache (a source through it, a
+    write-allocate write-back destination): more than ``dcache.prefetch_streams`` and the
+    prefetcher follows none."""
+    p, dc = model.copy, model.dcache
+    mems = [(memory_of(model, where), write) for where, write in ((p.src, False),
+                                                                  (p.dst, True))]
+    return sum(1 for m, write in mems if m is not None and m.cached and dc.capacity_bytes
+               and (not write or dc.write_allocate and dc.write_policy == "write_back"))
+
+
 def loop_compute_cycles(model: Any, n: int) -> float:
     """The loop variant's cycles when nothing misses, ``(n / K) x C`` and each loop's call
     overhead (one per piece into a TCM ring): a lower bound, the run between two TCM ends."""
@@ -387,10 +434,14 @@ def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) ->
     """The loop variant's estimate (without the prologue): its compute and each line fill (or
     uncached load's round trip) in turn, or with a next-line prefetch the larger of compute and
     fills; a flush's data; on a one-transaction port the write-backs between the fills, less
-    the loop's cycles per evicted line (posted: the loop goes on while it drains)."""
+    the loop's cycles per evicted line (posted: the loop goes on while it drains); with more
+    line streams than the prefetcher follows, each line a demand miss (its fill and
+    ``dcache.miss_cycles``); stores
+    posted to a port, at least the write buffer's drain (each holds an entry its round trip)."""
     p, dc = model.copy, model.dcache
     k = p.access_bytes
-    stall = data = 0.0
+    stall = data = drain = 0.0
+    ahead = prefetches(dc, _streams(model))  # else every line a demand miss
     for where, write in ((p.src, False), (p.dst, True)):
         mem = memory_of(model, where)
         if mem is None or mem.core_local:
@@ -401,7 +452,8 @@ def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) ->
         if cached and (not write or dc.write_allocate):
             lines = math.ceil(n / dc.line_bytes)
             line = dc.line_bytes
-            stall += lines * (pol.request_cycles(line, False))
+            stall += lines * (pol.request_cycles(line, False) + (0.0 if ahead else
+                                                                  dc.miss_cycles))
             data += _ways_path(mem, (False,), n, line)
             if write and p.flush_destination:
                 stall += pol.latency(True) + _ways_path(mem, (True,), n, line)
@@ -416,8 +468,12 @@ def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) ->
             pieces = max(1, k // 16) if k > 16 else 1
             stall += (n // k * pieces * pol.latency(False)
                       + _ways_path(mem, (False,), n, min(k, 16)))
-        else:
-            stall += pol.request_cycles(k, True)  # MEMW: the last store
-    if dc.prefetch_next_line and data:
+        else:  # posted stores: a full write buffer paces the loop at its drain
+            piece = pieces_of(k, model.core.scalar_access_bytes)
+            hold = pol.request_cycles(piece[0], True)  # a store holds its entry
+            drain = max(drain, n // k * len(piece) * max(
+                hold / model.core.write_buffer_entries, _ways_path(mem, (True,), piece[0], k)))
+            stall += hold  # MEMW: the last store
+    if ahead and data:
         return max(compute, data) + stall / max(1, math.ceil(n / dc.line_bytes))
-    return compute + stall
+    return max(compute + stall, drain)

@@ -29,6 +29,8 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     """Traffic, lower bounds and estimate of ``variant`` on ``shape`` (OUT, IN)."""
     out_depth, in_depth = shape
     mem = memory_of(model, model.fc.weights)
+    if mem is not None and mem.core_local and variant != "pingpong":
+        mem = None  # on the core's own bus, as TCM: the kernel's loop cycles, no request
     compute = kernel_cycles(model, out_depth, in_depth)
     out: dict[str, Any] = {"weights_bytes": out_depth * in_depth, "compute_bound_cycles": compute,
                            "macs": out_depth * in_depth}
@@ -197,6 +199,8 @@ def traffic(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, int]:
     mem = model.memories[name]
     if variant == "pingpong":
         weights = out_depth * in_depth
+    elif mem.core_local:  # the core's own bus: no request
+        weights = 0
     elif mem.cached and model.dcache.capacity_bytes:
         weights = weight_lines(model, shape) * model.dcache.line_bytes
     else:

@@ -9,9 +9,9 @@ predicated. After it, ``tail_ops`` dependent ALU operations (default: a reductio
 (:meth:`LoopShape.on`: the core as the loop sees it, in the run and the bounds alike).
 
 ``cycles_per_element = c``: a measured cost: one vector load (and store) per ``lanes``
-elements, padded with one-ALU-op iterations to ``ceil(n c)``: a call of ``n`` in TCM takes
-``core.call_overhead_cycles + ceil(n c)`` cycles where the II is 1 (as on J6); against DDR
-each vector load still stalls for its round trip.
+elements, padded with one-ALU-op iterations to ``ceil(n c)``, each of II 1 on any core: a
+call of ``n`` in TCM takes ``core.call_overhead_cycles + ceil(n c)`` cycles; against DDR each
+vector load still stalls for its round trip.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def loop_shape(name: str, cost: LoopCost, reduces: bool) -> LoopShape:
     return LoopShape(name, data_loads=cost.loads, table_loads=cost.table_loads,
                      stores=cost.stores, alu_ops=cost.alu, segments=segments,
                      reduction_ops=reduction_ops, priming_loads=1, lanes=cost.lanes,
-                     call_overhead_cycles=cost.call_overhead_cycles)
+                     call_overhead_cycles=cost.call_overhead_cycles, ii=1 if cost.cpe else 0)
 
 
 def pass_numerics(p: PassSpec) -> Callable[..., Any]:

@@ -125,6 +125,12 @@ def explore_space(model: HardwareModel, measurements: Sequence[Measurement],
                   grid: Mapping[str, Sequence[int]] | None = None) -> Space:
     """The keys, grid and anchors of an exploration (see the module). ``grid`` replaces the
     values of grid keys (a test's tiny grid)."""
+    if model.host_memory.protocol == "transactions":  # no latency or bandwidth to walk
+        raise DspsimInputError(
+            f"calibrate --explore walks the host memory's latency_cycles and bytes_per_cycle; "
+            f"{model.host.memory} is a transactions memory, which has neither; allowed: "
+            f"calibrate without --explore (--free its keys, e.g. {model.host.memory}."
+            "command_clocks), or host.memory a pipelined memory")
     fixed = {k for m in measurements for k in m.settings}
     cont = {k: FreeParam(k, lo, hi, False)
             for k, (lo, hi) in host_keys(model, CONTINUOUS_RANGES).items()}
