@@ -151,7 +151,9 @@ class Ucp:
         (``host.memory``; J6: DDR)."""
         if size_bytes <= 0:
             raise DspsimInputError(f"hbUCPMalloc of {size_bytes} bytes: size must be positive")
-        ptr = self.platform.host_memory.add_block(size_bytes, 4096, what)
+        ptr = self.platform.host_memory.add_block(
+            size_bytes, 4096, what, "host.memory naming another memory (the host's buffers "
+            "live in host.memory)")
         return SysMem(ptr.addr, ptr, size_bytes)
 
     def rpc(self, input_mem: SysMem, output_mem: SysMem, cmd: int) -> Task:

@@ -71,10 +71,12 @@ class Memory:
             raise AllocationError(f"{self.name} 0x{ptr.addr:x} holds no parameter block")
         return self._structs[ptr.addr]
 
-    def add_block(self, size_bytes: int, alignment: int = 128, what: str = "buffer") -> Ptr:
+    def add_block(self, size_bytes: int, alignment: int = 128, what: str = "buffer",
+                  elsewhere: str = "the array in another memory") -> Ptr:
         """Reserve ``size_bytes`` at an aligned address: the first freed space it fits
         (:meth:`free_block`), else the next aligned address after the top (bump allocation:
-        while nothing is freed, every block goes where it always has)."""
+        while nothing is freed, every block goes where it always has). ``elsewhere``: how the
+        refusal says to put the block in another memory."""
         start = self._from_holes(size_bytes, alignment)
         if start is None:
             start = -(-self._next // alignment) * alignment
@@ -83,7 +85,7 @@ class Memory:
                 raise AllocationError(
                     f"{what} of {size_bytes} bytes does not fit {self.name} "
                     f"({max(free, 0)} bytes free of {self.size_bytes}); allowed: a smaller "
-                    f"input, a larger {self.name}.size_bytes, or the array in another memory")
+                    f"input, a larger {self.name}.size_bytes, or {elsewhere}")
             self._next = start + size_bytes
         backing = np.zeros(size_bytes, np.uint8) if self.data else None
         i = bisect.bisect_left(self._starts, start)
