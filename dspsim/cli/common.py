@@ -30,6 +30,13 @@ class _Parser(argparse.ArgumentParser):
         where = self.prog.removeprefix("dspsim").strip()
         raise UsageError(f"{where}: {message}" if where else message)
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # an empty value (``--output "$UNSET"``) would read as the option left out
+        if action.nargs not in (argparse.PARSER, argparse.REMAINDER) and "" in arg_strings:
+            left_out = " or leave the option out" if action.option_strings else ""
+            raise argparse.ArgumentError(action, f"an empty value; give a value{left_out}")
+        return super()._get_values(action, arg_strings)
+
 
 class StdoutError(DspsimInputError):
     """Standard output cannot be written (full, closed): one line, exit 2."""

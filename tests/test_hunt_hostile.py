@@ -1,0 +1,43 @@
+"""A hostile user's inputs the earlier hardening missed: each was a traceback, a silent
+fallback or nonsense accepted; each is now one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cli_helpers import one_line, run_cli
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "--n", "64", "--output", ""],
+    ["run", "--n", "64", "--save", ""],
+    ["run", "--n", "64", "--trace", ""],
+    ["run", "--n", "64", "--timeline", ""],
+    ["run", "--n", "64", "--tiles", ""],
+    ["run", "--n", "64", "--input", ""],
+    ["run", "--n", "64", "--variant", ""],
+    ["optimize", "--n", "64", "--out", ""],
+    ["report", ""],
+    ["plot", "timeline", ""],
+], ids=["output", "save", "trace", "timeline", "tiles", "input", "variant", "optimize-out",
+        "report", "plot-timeline"])
+def test_an_empty_value_is_refused_not_read_as_left_out(tmp_path, monkeypatch, capsys, args):
+    """Before: ``--output ""`` (an unset shell variable) ran with no output written and exit 0,
+    ``--variant ""`` ran the default variant, and ``plot timeline ""`` was a ValueError
+    traceback."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, *args)
+    assert code == 2 and one_line(err) and "an empty value" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [["plot", "timeline", "/"], ["plot", "timeline", "."],
+                                  ["plot", "sweep", "/", "--x", "n"],
+                                  ["plot", "sweep", ".", "--x", "n"]])
+def test_plot_of_a_folder_without_a_name_is_one_line(tmp_path, monkeypatch, capsys, args):
+    """Before: the default figure name was derived from '/' before the file was checked:
+    ``ValueError: PosixPath('.') has an empty name``, a traceback."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, *args)
+    assert code == 2 and one_line(err), err
+    assert list(tmp_path.iterdir()) == []
