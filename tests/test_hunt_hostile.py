@@ -41,3 +41,20 @@ def test_plot_of_a_folder_without_a_name_is_one_line(tmp_path, monkeypatch, caps
     code, _, err = run_cli(capsys, *args)
     assert code == 2 and one_line(err), err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("tolerance", ["[nan, 0]", "[0, nan]"])
+def test_an_op_file_tolerance_of_nan_is_refused(tmp_path, capsys, tolerance):
+    """Before: ``tolerance = [nan, 0]`` passed the ``>= 0`` check (NaN compares false), and a
+    run whose output equals its reference said ``within_tolerance: false``."""
+    name = "tol_nan_" + str(["[nan, 0]", "[0, nan]"].index(tolerance))
+    path = tmp_path / f"{name}.toml"
+    path.write_text(
+        f'[op]\nname = "{name}"\nndim = 1\n'
+        '[[array]]\nname = "x"\nshape = ["n"]\nrole = "input"\n'
+        '[[array]]\nname = "y"\nshape = ["n"]\nrole = "output"\n'
+        '[[pass]]\nname = "p"\nreads = "x"\nwrites = "y"\nvalue = "x"\n'
+        'loop = { loads = 1, stores = 1, alu = 1 }\n'
+        f'[reference]\nvalue = "x"\ntolerance = {tolerance}\n')
+    code, _, err = run_cli(capsys, "run", "--op-file", path, "--n", "64")
+    assert code == 2 and one_line(err) and "tolerance" in err and ">= 0" in err, err

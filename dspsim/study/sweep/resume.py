@@ -142,6 +142,8 @@ def check_cells(keys: list[str], columns: list[str], cells: list[str],
             check_value(key, _typed(key, canon))
         except DspsimInputError as e:
             raise ValueError(str(e)) from None
+        if key == "n" and int(canon) > MAX_COUNT:  # int64 in a typed table, as the counts
+            raise ValueError(f"n = {canon} is larger than {MAX_COUNT:,}")
         ident.append(canon)
     values = dict(zip(keys, ident))
     for key in VARIANT_KEYS:
