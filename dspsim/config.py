@@ -266,8 +266,8 @@ def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
         ops[section] = Params(section, {k.short: k.coerce(table.get(k.short, k.default))
                                         for k in schema.keys})
     name = meta.get("name", "model")
-    if not isinstance(name, str):
-        raise ConfigError(f"{source}: model.name = {name!r}: expected a string")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{source}: model.name = {name!r}: expected a non-empty string")
     model = HardwareModel(**built, ops=ops, name=name, source=source)
     _check_cross(model, [s for s in OP_SCHEMAS if raw.get(s)])
     return model

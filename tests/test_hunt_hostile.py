@@ -58,3 +58,13 @@ def test_an_op_file_tolerance_of_nan_is_refused(tmp_path, capsys, tolerance):
         f'[reference]\nvalue = "x"\ntolerance = {tolerance}\n')
     code, _, err = run_cli(capsys, "run", "--op-file", path, "--n", "64")
     assert code == 2 and one_line(err) and "tolerance" in err and ">= 0" in err, err
+
+
+@pytest.mark.parametrize("name", ['""', '"   "'])
+def test_an_empty_model_name_is_refused(tmp_path, capsys, name):
+    """Before: ``[model] name = ""`` loaded, titles read "softmax ... on  (m.toml)", and only
+    ``sweep --models`` refused the empty label, late and naming no file."""
+    path = tmp_path / "m.toml"
+    path.write_text(f'base = "j6"\n[model]\nname = {name}\n')
+    code, _, err = run_cli(capsys, "run", "--model", path, "--n", "64", "--no-data")
+    assert code == 2 and one_line(err) and "model.name" in err and "m.toml" in err, err
