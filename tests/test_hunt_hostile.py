@@ -3,6 +3,8 @@ fallback or nonsense accepted; each is now one line on stderr and exit code 2.""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.cli_helpers import one_line, run_cli
@@ -68,3 +70,24 @@ def test_an_empty_model_name_is_refused(tmp_path, capsys, name):
     path.write_text(f'base = "j6"\n[model]\nname = {name}\n')
     code, _, err = run_cli(capsys, "run", "--model", path, "--n", "64", "--no-data")
     assert code == 2 and one_line(err) and "model.name" in err and "m.toml" in err, err
+
+
+def test_validate_takes_two_model_files_of_one_name(tmp_path, capsys):
+    """Before: ``validate --models d1/a.toml,d2/a.toml`` (two readings in two folders) was
+    refused as "'d2/a.toml' is given twice", since validate labelled a model by its file's stem;
+    ``run --models`` takes them, labelled by their paths. One file given twice is still refused."""
+    for d, latency in (("d1", 150.0), ("d2", 200.0)):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "a.toml").write_text(f'base = "j6"\n[ddr]\nlatency_cycles = {latency}\n')
+    a1, a2 = tmp_path / "d1" / "a.toml", tmp_path / "d2" / "a.toml"
+    mine = tmp_path / "m.toml"
+    mine.write_text('platform = "j6"\nsource = "s"\n[[measurement]]\nname = "d"\n'
+                    'variant = "direct"\nn = 1024\ncycles = 100000\nrole = "check"\n')
+    code, out, err = run_cli(capsys, "validate", "--models", f"{a1},{a2}", "--measurements",
+                             mine, "--only", "--json")
+    assert code == 0 and err == "", err
+    rows = json.loads(out)["rows"]
+    assert [r["model"] for r in rows] == [str(a1), str(a2)]
+    assert rows[0]["predicted_cycles"] < rows[1]["predicted_cycles"]  # each its own latency
+    code, _, err = run_cli(capsys, "validate", "--models", f"{a1},{tmp_path}/d1/../d1/a.toml")
+    assert code == 2 and one_line(err) and "name one file" in err, err
