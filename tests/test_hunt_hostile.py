@@ -91,3 +91,17 @@ def test_validate_takes_two_model_files_of_one_name(tmp_path, capsys):
     assert rows[0]["predicted_cycles"] < rows[1]["predicted_cycles"]  # each its own latency
     code, _, err = run_cli(capsys, "validate", "--models", f"{a1},{tmp_path}/d1/../d1/a.toml")
     assert code == 2 and one_line(err) and "name one file" in err, err
+
+
+def test_validate_reads_a_measurements_file_once(tmp_path, monkeypatch, capsys):
+    """Before: ``--measurements m.toml --measurements ./m.toml`` (or a shipped file without
+    --only) ran every row twice and counted it twice in the summary."""
+    from dspsim.study.validate import shipped_files
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.toml").write_text(
+        'platform = "j6"\nsource = "s"\n[[measurement]]\nname = "d"\nvariant = "direct"\n'
+        'n = 1024\ncycles = 100000\nrole = "check"\n')
+    for args in (["m.toml", "--measurements", "./m.toml", "--only"], [shipped_files()[0]]):
+        code, out, err = run_cli(capsys, "validate", "--measurements", *args)
+        assert code == 2 and one_line(err) and "name one file" in err and out == "", err

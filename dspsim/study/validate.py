@@ -246,8 +246,15 @@ def validate(models: dict[str, tuple[HardwareModel, Path]] | None = None,
     every model of its platform in ``models`` (label -> (model, its file)), or its platform's
     own model file."""
     measurements: list[Measurement] = []
-    for f in (shipped_files() if shipped else []) + [Path(e) for e in extra]:
-        measurements += read_measurements(f)
+    read: dict[Path, str] = {}  # each file's real path: a file read twice doubles its rows
+    for given in (shipped_files() if shipped else []) + list(extra):
+        measurements += read_measurements(Path(given))
+        real = Path(given).resolve()
+        if real in read:
+            raise DspsimInputError(f"--measurements: {cell(str(given))} and {cell(read[real])} "
+                                   "name one file (a shipped one runs without --measurements); "
+                                   "give each file once")
+        read[real] = str(given)
     if not measurements:
         raise DspsimInputError("validate: no measurements")
     by_platform = _models_of(measurements, models, list(overrides))
