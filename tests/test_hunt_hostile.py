@@ -105,3 +105,21 @@ def test_validate_reads_a_measurements_file_once(tmp_path, monkeypatch, capsys):
     for args in (["m.toml", "--measurements", "./m.toml", "--only"], [shipped_files()[0]]):
         code, out, err = run_cli(capsys, "validate", "--measurements", *args)
         assert code == 2 and one_line(err) and "name one file" in err and out == "", err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--window", "0:100"], "--window"),
+    (["--trace-limit", "5"], "--trace-limit"),
+    (["--input", "x.npy", "--no-data"], "drop --no-data"),
+])
+def test_run_models_refuses_what_it_would_ignore(tmp_path, monkeypatch, capsys, extra, message):
+    """Before: ``run --models A,B --window 0:100`` and ``--trace-limit 5`` printed the table and
+    exit 0, the options ignored (one --model refuses them without --timeline or --trace), and
+    ``--input X --no-data`` said "pass data=True", the API's words, not the command's."""
+    import numpy as np
+
+    monkeypatch.chdir(tmp_path)
+    np.save(tmp_path / "x.npy", np.ones(64, np.float32))
+    code, out, err = run_cli(capsys, "run", "--models", "j6,j6_descriptor_bound", "--n", "64",
+                             *extra)
+    assert code == 2 and one_line(err) and message in err and out == "", err
