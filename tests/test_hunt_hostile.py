@@ -123,3 +123,18 @@ def test_run_models_refuses_what_it_would_ignore(tmp_path, monkeypatch, capsys, 
     code, out, err = run_cli(capsys, "run", "--models", "j6,j6_descriptor_bound", "--n", "64",
                              *extra)
     assert code == 2 and one_line(err) and message in err and out == "", err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["keys", "--markdown", "--model", "ameba_hifi5"], "drop --model"),
+    (["keys", "--markdown", "--json"], "drop --json"),
+    (["keys", "--markdown", "--set", "ddr.latency_cycles=5"], "drop --set"),
+    (["calibrate", "--measured", "direct,n=1024=100000", "--free", "ddr.latency_cycles",
+      "--jobs", "2"], "--explore"),
+], ids=["markdown-model", "markdown-json", "markdown-set", "calibrate-jobs"])
+def test_options_a_command_would_ignore_are_refused(capsys, args, message):
+    """Before: ``keys --markdown`` printed the same Markdown whatever --model, --set or --json
+    said (--json printed no JSON), and ``calibrate --jobs 2`` without --explore ran its fit in
+    one process, all with exit 0."""
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2 and one_line(err) and message in err and out == "", err
