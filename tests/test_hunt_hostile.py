@@ -138,3 +138,13 @@ def test_options_a_command_would_ignore_are_refused(capsys, args, message):
     one process, all with exit 0."""
     code, out, err = run_cli(capsys, *args)
     assert code == 2 and one_line(err) and message in err and out == "", err
+
+
+def test_the_kernel_op_refuses_an_output_file(tmp_path, capsys):
+    """Before: ``run --op kernel --output k.npy`` wrote a one-element array of 0.0 (the host's
+    parameter-block word, not a result) and exit 0; the op takes no --input either."""
+    out = tmp_path / "k.npy"
+    code, _, err = run_cli(capsys, "run", "--op", "kernel", "--variant", "vecmaxf",
+                           "--output", out)
+    assert code == 2 and one_line(err) and "no output array" in err, err
+    assert not out.exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dspsim.arrays import check_output_path, host_check, save_output
+from dspsim.arrays import host_check, save_output
 from dspsim.cli.common import (
     UsageError,
     add_data_args,
@@ -94,9 +94,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     outputs = run_outputs(args)  # checks paths and extensions before simulating
     check_outputs_not_inputs(args, [(opt, getattr(args, opt[2:])) for opt in RUN_FILES],
                              [("--input", args.input)])
-    if args.output:
-        check_output_path(args.output)
     op = get_op(args.op)
+    if args.output:
+        op.check_output_file(args.output)
     x = op.read_input_file(args.input) if args.input else None
     # one simulation has no unit of progress to count: on a terminal, how long it has run
     with elapsed(f"run: {op.name} {op_variant(args) or op.default_variant}"):

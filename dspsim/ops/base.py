@@ -201,6 +201,13 @@ class Op:
 
         return load_input(path, self.input_dims)
 
+    def check_output_file(self, path: str) -> None:
+        """``--output PATH``, refused before simulating (default: a path that cannot be
+        written)."""
+        from dspsim.arrays import check_output_path
+
+        check_output_path(path)
+
     def write_input(self, memory: Any, ptr: Any, x: np.ndarray, shape: tuple[int, ...]
                     ) -> None:
         """The host writes the input at ``ptr`` of its memory (default: float32, flat)."""

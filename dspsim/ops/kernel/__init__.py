@@ -69,6 +69,10 @@ class KernelBench(Op):
     def read_input_file(self, path: str) -> Any:
         raise DspsimInputError(f"--input {path!r}: {_NO_INPUT}")
 
+    def check_output_file(self, path: str) -> None:
+        raise DspsimInputError(f"--output {path!r}: the kernel op has no output array to write "
+                               "(its kernel's buffers are in TCM: a timing microbenchmark)")
+
     def host_array(self, memory: Any, ptr: Any, shape: tuple[int, ...], output: bool
                    ) -> np.ndarray:
         return memory.f32(ptr, 1)
