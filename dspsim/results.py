@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from dspsim.config import HardwareModel, build_model, model_key
 from dspsim.errors import DspsimInputError
 from dspsim.ops.base import summary_from_json
-from dspsim.paths import BOM, atomic_write, suffix_of, writable_file
+from dspsim.paths import BOM, atomic_write, path_problem, suffix_of, writable_file
 from dspsim.probes import COLUMNS, PORT_LOG_FIELDS, PortLog, TraceTable
 from dspsim.results_check import CUT_FIELDS, MEMORY_KIND, _is_int, _MalformedError, check_document
 from dspsim.schema import OP_SCHEMAS
@@ -175,8 +175,10 @@ def _read_document(p: Path) -> tuple[dict[str, Any], int]:
     ``MAX_RUN_BYTES``, JSON, tagged as a saved run, of a version this dspsim reads."""
     try:
         mode = os.stat(p).st_mode
-    except OSError:
+    except FileNotFoundError:
         raise DspsimInputError(f"result file {str(p)!r} not found") from None
+    except (OSError, ValueError) as e:  # a loop of links, a NUL byte, no permission
+        raise DspsimInputError(f"result file {str(p)!r} unreadable: {path_problem(e)}") from None
     if not stat.S_ISREG(mode):
         raise DspsimInputError(f"result file {str(p)!r} is not a regular file")
     try:

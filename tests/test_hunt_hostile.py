@@ -148,3 +148,18 @@ def test_the_kernel_op_refuses_an_output_file(tmp_path, capsys):
                            "--output", out)
     assert code == 2 and one_line(err) and "no output array" in err, err
     assert not out.exists()
+
+
+def test_a_saved_run_that_cannot_be_read_says_why(tmp_path, capsys):
+    """Before: a loop of symbolic links was reported as "not found", and load_run of a path
+    holding a NUL byte raised ``ValueError: embedded null byte`` from os.stat, not
+    a DspsimInputError."""
+    from dspsim.errors import DspsimInputError
+    from dspsim.results import load_run
+
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop)
+    code, _, err = run_cli(capsys, "report", loop)
+    assert code == 2 and one_line(err) and "loop of symbolic links" in err, err
+    with pytest.raises(DspsimInputError, match="NUL byte"):
+        load_run(str(tmp_path / "a\0b.json"))
