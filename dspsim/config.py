@@ -169,6 +169,10 @@ class HardwareModel:
 
     def with_overrides(self, overrides: dict[str, Any] | list[str]) -> HardwareModel:
         """Return a copy with dotted-key overrides applied and checked."""
+        if not isinstance(overrides, list | Mapping) or not all(isinstance(k, str)
+                                                                 for k in overrides):
+            raise ConfigError(f"overrides {overrides!r:.80}: expected a dict of model keys and "
+                              "values, e.g. {\"ddr.latency_cycles\": 300}, or KEY=VALUE texts")
         pairs = (parse_overrides(overrides, self) if isinstance(overrides, list)
                  else dict(overrides))
         # op tables at their defaults stay out, so that only the ops whose parameters are set

@@ -163,3 +163,44 @@ def test_a_saved_run_that_cannot_be_read_says_why(tmp_path, capsys):
     assert code == 2 and one_line(err) and "loop of symbolic links" in err, err
     with pytest.raises(DspsimInputError, match="NUL byte"):
         load_run(str(tmp_path / "a\0b.json"))
+
+
+def test_the_api_refuses_wrong_kinds_of_arguments_as_input_errors(tmp_path):
+    """Before: ``simulate("j6", ...)`` (a name for the model) and ``params="..."`` raised
+    AttributeError, ``with_overrides({5: 1})`` and ``(["..."] with a non-text item)``
+    AttributeError, and ``load_op_file`` of a path with a NUL byte a bare ValueError: none was
+    the documented DspsimInputError (a ValueError subclass) naming the argument."""
+    import dspsim
+    from dspsim.errors import DspsimInputError
+
+    model = dspsim.load_model()
+    with pytest.raises(DspsimInputError, match="expected a model"):
+        dspsim.simulate("j6", n=64)
+    for params in ("tile_bytes=4096", {1: 2}):
+        with pytest.raises(DspsimInputError, match="params"):
+            dspsim.simulate(model, n=64, params=params)
+    for overrides in ({5: 1}, [5], "ddr.latency_cycles=5"):
+        with pytest.raises(DspsimInputError, match="overrides"):
+            model.with_overrides(overrides)
+    with pytest.raises(DspsimInputError, match="NUL byte"):
+        dspsim.load_op_file(str(tmp_path / "a\0b.toml"))
+
+
+def test_numpy_numbers_are_model_values():
+    """Before: ``with_overrides({"core.count": numpy.int64(2)})`` said "expected an integer"
+    (numpy's integers are not Python ints), as a value from ``numpy.arange`` would be."""
+    import numpy as np
+
+    import dspsim
+    from dspsim.errors import DspsimInputError
+
+    model = dspsim.load_model()
+    assert model.with_overrides({"core.count": np.int64(2)}).core.count == 2
+    assert model.with_overrides({"ddr.latency_cycles": np.float32(150)}).memories[
+        "ddr"].latency_cycles == 150.0
+    assert model.with_overrides({"softmax.tile_bytes": np.float64(4096)}).ops[
+        "softmax"].tile_bytes == 4096
+    with pytest.raises(DspsimInputError, match="expected an integer"):
+        model.with_overrides({"core.count": np.float32(2.5)})  # never truncated to 2
+    with pytest.raises(DspsimInputError, match="expected"):
+        model.with_overrides({"core.count": np.bool_(True)})

@@ -31,8 +31,8 @@ def load_op_file(path: str | Path, allow_python: bool = False) -> str:
 
     if not isinstance(path, str | Path):
         raise DspsimInputError(f"op file {path!r}: expected a path")
+    text = read_text(path)  # first: a bad path (a NUL byte) is its one line
     key = os.path.realpath(path)
-    text = read_text(path)
     seen = _LOADED.get(key)
     if seen is not None and seen[0] == text and seen[2] >= allow_python:
         return seen[1]
