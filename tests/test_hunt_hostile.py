@@ -204,3 +204,18 @@ def test_numpy_numbers_are_model_values():
         model.with_overrides({"core.count": np.float32(2.5)})  # never truncated to 2
     with pytest.raises(DspsimInputError, match="expected"):
         model.with_overrides({"core.count": np.bool_(True)})
+
+
+@pytest.mark.parametrize("op", ["softmax", "layernorm", "rmsnorm", "copy", "kernel", "fc"])
+@pytest.mark.parametrize("shape", [(0, 5), (0,), (4, 64, 2), (4.5, 64), "abc"])
+def test_bounds_refuse_a_shape_the_op_does_not_take(op, shape):
+    """Before: ``get_op("layernorm").bounds(model, "pingpong", (0, 5))`` (README's call) gave
+    bounds of 0 cycles, ``(4,)`` an IndexError, fc ``(0, 0)`` a ZeroDivisionError, copy
+    ``(0,)`` a ZeroDivisionError and kernel ``(4.5, 64)`` bounds of a fractional call: only
+    softmax checked its shape."""
+    import dspsim
+    from dspsim.errors import DspsimInputError
+
+    the_op = dspsim.ops.get_op(op)
+    with pytest.raises(DspsimInputError, match="shape|size"):
+        the_op.bounds(dspsim.load_model(), the_op.default_variant, shape)

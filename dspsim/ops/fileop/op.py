@@ -156,7 +156,8 @@ class FileOp(Op):
 
     # ------------------------------------------------------------------ studies
     def bounds(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
-        return fbounds.bounds(self, model, self.check_variant(variant), tuple(shape))
+        return fbounds.bounds(self, model, self.check_variant(variant),
+                              self.shape_of(shape=shape))
 
     def search_space(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
                      ) -> dict[str, list]:

@@ -121,8 +121,8 @@ class KernelBench(Op):
                           "on their own)"}
 
     def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> Bounds:
-        kernel = get_kernel(variant)
-        n, rows = kernel.call_size(shape)
+        kernel = get_kernel(self.check_variant(variant))
+        n, rows = kernel.call_size(self.shape_of(shape=shape))
         cycles = rows * kernel.shape.tcm_cycles(n, model.core)
         return Bounds.of({**NO_BOUND,
                           "iterations": rows * kernel.shape.iterations(n, model.core.lanes_f32),
