@@ -219,3 +219,14 @@ def test_bounds_refuse_a_shape_the_op_does_not_take(op, shape):
     the_op = dspsim.ops.get_op(op)
     with pytest.raises(DspsimInputError, match="shape|size"):
         the_op.bounds(dspsim.load_model(), the_op.default_variant, shape)
+
+
+def test_a_short_row_of_a_measured_csv_is_refused(tmp_path, capsys):
+    """Before: a row with fewer cells than the header (``pingpong,213473`` under
+    ``variant,cycles,n``) was read with its missing n as the op's default size, while a row
+    with more cells was refused."""
+    m = tmp_path / "m.csv"
+    m.write_text("variant,cycles,n\npingpong,213473\n")
+    code, out, err = run_cli(capsys, "calibrate", "--measured-csv", m, "--free",
+                             "ddr.latency_cycles")
+    assert code == 2 and one_line(err) and "line 2: fewer cells than columns" in err, err
