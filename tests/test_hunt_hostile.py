@@ -230,3 +230,32 @@ def test_a_short_row_of_a_measured_csv_is_refused(tmp_path, capsys):
     code, out, err = run_cli(capsys, "calibrate", "--measured-csv", m, "--free",
                              "ddr.latency_cycles")
     assert code == 2 and one_line(err) and "line 2: fewer cells than columns" in err, err
+
+
+def test_a_changed_op_file_computes_its_sweep_rows_again(tmp_path, capsys):
+    """Before: a sweep of an op file, resumed after the file's loop changed (alu 1 -> 40),
+    kept the old rows and computed only the new points with the new loop: one table of two
+    ops under one name, silently. The sidecar's version now carries a digest of the op
+    files, so the old rows are noted and computed again; a comment's change is no change."""
+    import shutil
+
+    from dspsim.ops.fileop import unload_op_file
+
+    src = tmp_path / "sb.toml"
+    shutil.copy("examples/ops/scale_bias.toml", src)
+    out = tmp_path / "sb.csv"
+    args = ("sweep", "--op-file", src, "--n", "4096", "--variant", "direct", "--out", out)
+
+    def cycles(values):
+        code, _, err = run_cli(capsys, *args, "--param", f"scale_bias.a={values}")
+        assert code == 0, err
+        unload_op_file(src)  # the next run reads the file again, as a new process would
+        return [int(line.split(",")[4]) for line in out.read_text().splitlines()[1:]], err
+
+    before, _ = cycles("1,2")
+    src.write_text("# a new comment\n" + src.read_text())
+    same, err = cycles("1,2")
+    assert same == before and "computed again" not in err, err
+    src.write_text(src.read_text().replace("alu = 1 }", "alu = 40 }"))
+    after, err = cycles("1,2,3")
+    assert "computed again" in err and len(set(after)) == 1 and after[0] > before[0], err
