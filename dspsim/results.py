@@ -237,7 +237,9 @@ def _model(m: dict[str, Any], p: Path, version: int) -> HardwareModel:
     try:
         model = build_model(sections, m["source"])
     except DspsimInputError as e:
-        raise DspsimInputError(f"{str(p)!r}: its model does not load here: {e}") from None
+        hint = " (an op declared in a file needs its --op-file)" if str(e).split(
+            ": ", 1)[-1].startswith("unknown table") else ""
+        raise DspsimInputError(f"{str(p)!r}: its model does not load here{hint}: {e}") from None
     return dataclasses.replace(model, name=m["name"], overrides=tuple(map(tuple, overrides)),
                                ranges=_saved_ranges(m.get("ranges", {}), model))
 

@@ -259,3 +259,21 @@ def test_a_changed_op_file_computes_its_sweep_rows_again(tmp_path, capsys):
     src.write_text(src.read_text().replace("alu = 1 }", "alu = 40 }"))
     after, err = cycles("1,2,3")
     assert "computed again" in err and len(set(after)) == 1 and after[0] > before[0], err
+
+
+def test_an_op_files_run_and_table_without_the_file_name_the_option(tmp_path, capsys):
+    """Before: ``report`` of a run saved from an op file, without --op-file, said only
+    "unknown table [scale_bias]; allowed: core, ..." and ``plot sweep`` of its table "not a
+    sweep key ... or a model key": neither named --op-file, what the reader lacks."""
+    run = tmp_path / "r.json"
+    code, _, err = run_cli(capsys, "run", "--op-file", "examples/ops/scale_bias.toml", "--n",
+                           "4096", "--save", run)
+    assert code == 0, err
+    from dspsim.ops.fileop import unload_op_file
+
+    unload_op_file("examples/ops/scale_bias.toml")  # as a new process: the op is not loaded
+    table = tmp_path / "t.csv"
+    table.write_text("op,variant,n,scale_bias.a,cycles,error\n")
+    for args in (["report", run], ["plot", "sweep", table, "--x", "scale_bias.a"]):
+        code, _, err = run_cli(capsys, *args)
+        assert code == 2 and one_line(err) and "--op-file" in err, err
