@@ -277,3 +277,29 @@ def test_an_op_files_run_and_table_without_the_file_name_the_option(tmp_path, ca
     for args in (["report", run], ["plot", "sweep", table, "--x", "scale_bias.a"]):
         code, _, err = run_cli(capsys, *args)
         assert code == 2 and one_line(err) and "--op-file" in err, err
+
+
+def test_op_file_with_another_op_is_refused_and_with_its_op_loads(tmp_path, capsys):
+    """Before: a workload stream giving op_file and op never loaded the file: op = its own op
+    was refused as an unknown op, op = "softmax" ran softmax and a missing op_file went
+    unnoticed; a measurement with op = "softmax" beside its op_file ran softmax."""
+    import shutil
+
+    from dspsim.ops.fileop import unload_op_file
+
+    shutil.copy("examples/ops/scale_bias.toml", tmp_path / "sb.toml")
+    unload_op_file(tmp_path / "sb.toml")
+    stream = '[[stream]]\nname = "a"\nn = 4096\nperiod_us = 1000\ncount = 2\n'
+    for extra, code_wanted in (('op_file = "sb.toml"\nop = "scale_bias"\n', 0),
+                               ('op_file = "sb.toml"\nop = "softmax"\n', 2),
+                               ('op_file = "gone.toml"\nop = "softmax"\n', 2)):
+        w = tmp_path / "w.toml"
+        w.write_text(stream + extra)
+        code, _, err = run_cli(capsys, "workload", w)
+        assert code == code_wanted and (code == 0 or one_line(err)), err
+    m = tmp_path / "m.toml"
+    m.write_text('platform = "j6"\nsource = "s"\n[[measurement]]\nname = "a"\n'
+                 'op_file = "sb.toml"\nop = "softmax"\nn = 4096\ncycles = 100000\n'
+                 'role = "check"\n')
+    code, _, err = run_cli(capsys, "validate", "--measurements", m, "--only")
+    assert code == 2 and one_line(err) and "op_file declares op 'scale_bias'" in err, err

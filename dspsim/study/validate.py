@@ -119,7 +119,10 @@ def _entry(entry: Any, defaults: dict[str, Any], where: str, file: str) -> Measu
         if "op_file" in entry:  # an op declared in a file, relative to this one
             from dspsim.ops.fileop import load_op_file
 
-            entry.setdefault("op", load_op_file(Path(file).parent / entry["op_file"]))
+            file_op = load_op_file(Path(file).parent / entry["op_file"])
+            if entry.setdefault("op", file_op) != file_op:
+                raise DspsimInputError(f"op = {entry['op']!r} but op_file declares op "
+                                       f"{file_op!r}; give op_file alone (or op = its op)")
         op = get_op(entry.get("op", default_op()))
         variant = op.check_variant(entry.get("variant", op.default_variant))
         if "n" in entry and "shape" in entry:
