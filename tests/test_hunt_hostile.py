@@ -303,3 +303,21 @@ def test_op_file_with_another_op_is_refused_and_with_its_op_loads(tmp_path, caps
                  'role = "check"\n')
     code, _, err = run_cli(capsys, "validate", "--measurements", m, "--only")
     assert code == 2 and one_line(err) and "op_file declares op 'scale_bias'" in err, err
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "--n", "64", "--n", "128"],
+    ["run", "--n", "64", "--model", "j6", "--model", "ameba_hifi5"],
+    ["sweep", "--n", "64", "--out", "a.csv", "--out", "b.csv"],
+    ["plot", "timeline", "r.json", "--out", "a.png", "--out", "b.png"],
+])
+def test_a_single_valued_option_given_twice_is_refused(tmp_path, monkeypatch, capsys, args):
+    """Before: ``--n 64 --n 128`` ran 128 and ``--out a.csv --out b.csv`` wrote b.csv, the
+    first value dropped silently (argparse's last-wins), while ``--set`` given twice was
+    refused; the same value twice is still taken."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2 and one_line(err) and "given twice" in err and out == "", err
+    assert list(tmp_path.iterdir()) == []
+    code, _, err = run_cli(capsys, "run", "--n", "64", "--n", "64", "--no-data")
+    assert code == 0, err
