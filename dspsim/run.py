@@ -206,7 +206,8 @@ class Request:
             given = (the_op.shape_of(n=n, shape=shape)
                      if (n is not None or shape is not None) else None)
             if given is not None and given != x_shape:
-                raise DspsimInputError(f"shape {given} but the input array has shape {x_shape}")
+                raise DspsimInputError(f"shape {given} but the input array has shape {x_shape} "
+                                       f"(in {the_op.size_unit})")
             shape = x_shape
             n = None
         shape = the_op.shape_of(n=n, shape=shape)

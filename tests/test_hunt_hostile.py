@@ -332,3 +332,14 @@ def test_a_short_workload_prints_its_bytes_not_zero_megabytes(tmp_path, capsys):
     code, out, err = run_cli(capsys, "workload", w)
     assert code == 0, err
     assert "(data path; 0.0328 MB read, 0.0328 MB written)" in out, out
+
+
+def test_a_copy_input_of_another_size_names_the_unit(tmp_path, capsys):
+    """Before: ``run --op copy --input x.npy --n 25`` with 25 float32 said "shape (25,) but the
+    input array has shape (100,)", a file of 25 elements said to hold 100: copy counts bytes."""
+    import numpy as np
+
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones(25, np.float32))
+    code, _, err = run_cli(capsys, "run", "--op", "copy", "--input", x, "--n", "25")
+    assert code == 2 and one_line(err) and "(100,) (in bytes)" in err, err
