@@ -343,3 +343,22 @@ def test_a_copy_input_of_another_size_names_the_unit(tmp_path, capsys):
     np.save(x, np.ones(25, np.float32))
     code, _, err = run_cli(capsys, "run", "--op", "copy", "--input", x, "--n", "25")
     assert code == 2 and one_line(err) and "(100,) (in bytes)" in err, err
+
+
+@pytest.mark.parametrize("body, message", [
+    ("raise RuntimeError('boom')", "RuntimeError: boom"),
+    ("return x.sum()", "returned shape ()"),
+])
+def test_a_python_reference_that_fails_is_one_line(tmp_path, monkeypatch, capsys, body,
+                                                    message):
+    """Before: an op file's ``[reference] python`` function that raised, or returned a value
+    of another shape, ended the run in a traceback after the whole simulation."""
+    name = "pyref_" + ("raise" if "raise" in body else "shape")
+    (tmp_path / f"{name}_mod.py").write_text(f"def ref(x, params):\n    {body}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    src = open("examples/ops/scale_bias.toml").read().replace('name = "scale_bias"',
+                                                              f'name = "{name}"')
+    path = tmp_path / f"{name}.toml"
+    path.write_text(src + f'\n[reference]\npython = "{name}_mod:ref"\nallow_python = true\n')
+    code, _, err = run_cli(capsys, "run", "--op-file", path, "--allow-python", "--n", "4096")
+    assert code == 2 and one_line(err) and message in err and "[reference] python" in err, err
