@@ -362,3 +362,14 @@ def test_a_python_reference_that_fails_is_one_line(tmp_path, monkeypatch, capsys
     path.write_text(src + f'\n[reference]\npython = "{name}_mod:ref"\nallow_python = true\n')
     code, _, err = run_cli(capsys, "run", "--op-file", path, "--allow-python", "--n", "4096")
     assert code == 2 and one_line(err) and message in err and "[reference] python" in err, err
+
+
+def test_optimize_refuses_to_rank_different_kernels(capsys):
+    """Before: ``optimize --op kernel`` ranked vecsum, vecmaxf, fc_s8 and memcpy against each
+    other and printed "best: vecsum, 107 cycles, speed-up 1.48x over memcpy": a sum is not a
+    faster copy. One kernel's search still runs."""
+    code, out, err = run_cli(capsys, "optimize", "--op", "kernel", "--no-check")
+    assert code == 2 and one_line(err) and "different kernels" in err and out == "", err
+    code, _, err = run_cli(capsys, "optimize", "--op", "kernel", "--variants", "vecsum",
+                           "--no-check")
+    assert code == 0, err

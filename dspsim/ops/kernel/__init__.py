@@ -45,6 +45,7 @@ class KernelBench(Op):
     ndims = (1, 2)
     default_shape = (1, 4096)
     size_unit = "in the kernel's unit"
+    variants_differ = "its variants are different kernels, not ways to compute one result"
 
     @property
     def variants(self) -> dict[str, str]:  # type: ignore[override]
