@@ -373,3 +373,16 @@ def test_optimize_refuses_to_rank_different_kernels(capsys):
     code, _, err = run_cli(capsys, "optimize", "--op", "kernel", "--variants", "vecsum",
                            "--no-check")
     assert code == 0, err
+
+
+def test_plot_sweep_refuses_a_speedup_of_different_kernels(tmp_path, capsys):
+    """Before: ``plot sweep --y speedup`` of a kernel sweep drew memcpy's cycles over vecsum's
+    and the others' as speed-ups."""
+    table = tmp_path / "k.csv"
+    code, _, err = run_cli(capsys, "sweep", "--op", "kernel", "--param",
+                           "core.call_overhead_cycles=10,20", "--out", table)
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "plot", "sweep", table, "--x", "core.call_overhead_cycles",
+                           "--y", "speedup", "--out", tmp_path / "k.png")
+    assert code == 2 and one_line(err) and "different kernels" in err, err
+    assert not (tmp_path / "k.png").exists()
