@@ -4,10 +4,13 @@ fallback or nonsense accepted; each is now one line on stderr and exit code 2.""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from tests.cli_helpers import one_line, run_cli
+
+SCALE_BIAS = Path(__file__).resolve().parent.parent / "examples" / "ops" / "scale_bias.toml"
 
 
 @pytest.mark.parametrize("args", [
@@ -242,7 +245,7 @@ def test_a_changed_op_file_computes_its_sweep_rows_again(tmp_path, capsys):
     from dspsim.ops.fileop import unload_op_file
 
     src = tmp_path / "sb.toml"
-    shutil.copy("examples/ops/scale_bias.toml", src)
+    shutil.copy(SCALE_BIAS, src)
     out = tmp_path / "sb.csv"
     args = ("sweep", "--op-file", src, "--n", "4096", "--variant", "direct", "--out", out)
 
@@ -266,12 +269,12 @@ def test_an_op_files_run_and_table_without_the_file_name_the_option(tmp_path, ca
     "unknown table [scale_bias]; allowed: core, ..." and ``plot sweep`` of its table "not a
     sweep key ... or a model key": neither named --op-file, what the reader lacks."""
     run = tmp_path / "r.json"
-    code, _, err = run_cli(capsys, "run", "--op-file", "examples/ops/scale_bias.toml", "--n",
+    code, _, err = run_cli(capsys, "run", "--op-file", SCALE_BIAS, "--n",
                            "4096", "--save", run)
     assert code == 0, err
     from dspsim.ops.fileop import unload_op_file
 
-    unload_op_file("examples/ops/scale_bias.toml")  # as a new process: the op is not loaded
+    unload_op_file(SCALE_BIAS)  # as a new process: the op is not loaded
     table = tmp_path / "t.csv"
     table.write_text("op,variant,n,scale_bias.a,cycles,error\n")
     for args in (["report", run], ["plot", "sweep", table, "--x", "scale_bias.a"]):
@@ -287,7 +290,7 @@ def test_op_file_with_another_op_is_refused_and_with_its_op_loads(tmp_path, caps
 
     from dspsim.ops.fileop import unload_op_file
 
-    shutil.copy("examples/ops/scale_bias.toml", tmp_path / "sb.toml")
+    shutil.copy(SCALE_BIAS, tmp_path / "sb.toml")
     unload_op_file(tmp_path / "sb.toml")
     stream = '[[stream]]\nname = "a"\nn = 4096\nperiod_us = 1000\ncount = 2\n'
     for extra, code_wanted in (('op_file = "sb.toml"\nop = "scale_bias"\n', 0),
@@ -356,7 +359,7 @@ def test_a_python_reference_that_fails_is_one_line(tmp_path, monkeypatch, capsys
     name = "pyref_" + ("raise" if "raise" in body else "shape")
     (tmp_path / f"{name}_mod.py").write_text(f"def ref(x, params):\n    {body}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    src = open("examples/ops/scale_bias.toml").read().replace('name = "scale_bias"',
+    src = SCALE_BIAS.read_text().replace('name = "scale_bias"',
                                                               f'name = "{name}"')
     path = tmp_path / f"{name}.toml"
     path.write_text(src + f'\n[reference]\npython = "{name}_mod:ref"\nallow_python = true\n')
