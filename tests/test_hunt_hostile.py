@@ -389,3 +389,13 @@ def test_plot_sweep_refuses_a_speedup_of_different_kernels(tmp_path, capsys):
                            "--y", "speedup", "--out", tmp_path / "k.png")
     assert code == 2 and one_line(err) and "different kernels" in err, err
     assert not (tmp_path / "k.png").exists()
+
+
+def test_an_unquoted_dotted_range_key_says_to_quote_it(tmp_path, capsys):
+    """Before: ``[ranges]`` then ``ddr.latency_cycles = [100.0, 200.0]`` (TOML reads a table
+    ``ddr``) was refused as "unknown model key 'ddr'; allowed keys: core.count, ...": the key
+    the file meant was right, its quotes missing."""
+    path = tmp_path / "m.toml"
+    path.write_text('base = "j6"\n[ranges]\nddr.latency_cycles = [100.0, 200.0]\n')
+    code, _, err = run_cli(capsys, "run", "--model", path, "--n", "64", "--no-data")
+    assert code == 2 and one_line(err) and '"ddr.latency_cycles" = [LOW, HIGH]' in err, err
