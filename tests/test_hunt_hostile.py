@@ -399,3 +399,19 @@ def test_an_unquoted_dotted_range_key_says_to_quote_it(tmp_path, capsys):
     path.write_text('base = "j6"\n[ranges]\nddr.latency_cycles = [100.0, 200.0]\n')
     code, _, err = run_cli(capsys, "run", "--model", path, "--n", "64", "--no-data")
     assert code == 2 and one_line(err) and '"ddr.latency_cycles" = [LOW, HIGH]' in err, err
+
+
+def test_a_command_without_op_files_does_not_load_one(tmp_path, monkeypatch, capsys):
+    """Before: ``reproduce --op-file F --allow-python`` loaded F, importing its Python
+    reference (running its code), before refusing --op-file as an unknown argument; a missing
+    F was reported as "op file not found" instead."""
+    (tmp_path / "marker_mod.py").write_text(
+        f"open({str(tmp_path / 'imported')!r}, 'w').close()\ndef ref(x, params):\n    return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "mk.toml"
+    path.write_text(SCALE_BIAS.read_text().replace('name = "scale_bias"', 'name = "mk"')
+                    + '\n[reference]\npython = "marker_mod:ref"\nallow_python = true\n')
+    for f in (path, tmp_path / "gone.toml"):
+        code, _, err = run_cli(capsys, "reproduce", "--op-file", f, "--allow-python")
+        assert code == 2 and one_line(err) and "unrecognized arguments" in err, err
+    assert not (tmp_path / "imported").exists()

@@ -71,8 +71,9 @@ def load_op_files_of(argv: list[str]) -> list[str]:
     """Load the ``--op-file`` files of ``argv``; return their ops' names."""
     files = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--op-file"]
     files += [a.partition("=")[2] for a in argv if a.startswith("--op-file=")]
-    if not files:
-        return []
+    command = next((a for a in argv if not a.startswith("-")), None)  # the first word
+    if not files or command not in (*OP_FILE_COMMANDS, "plot"):
+        return []  # a command without --op-file refuses it unread (nor imports its python)
     from dspsim.ops.fileop import load_op_file
 
     allow = "--allow-python" in argv
