@@ -415,3 +415,20 @@ def test_a_command_without_op_files_does_not_load_one(tmp_path, monkeypatch, cap
         code, _, err = run_cli(capsys, "reproduce", "--op-file", f, "--allow-python")
         assert code == 2 and one_line(err) and "unrecognized arguments" in err, err
     assert not (tmp_path / "imported").exists()
+
+
+def test_a_measurements_dotted_setting_is_the_key_it_names(tmp_path, capsys):
+    """Before: ``settings = { ddr.latency_cycles = 150.0 }`` (TOML's dotted key, a nested
+    table) was refused as "unknown model key 'ddr'", while a sweep spec's [set] reads it as
+    ``ddr.latency_cycles``; the key given both ways is refused."""
+    m = tmp_path / "m.toml"
+    head = 'platform = "j6"\nsource = "s"\n[[measurement]]\nname = "a"\nn = 4096\n'
+    tail = 'cycles = 100000\nrole = "check"\n'
+    m.write_text(head + 'settings = { ddr.latency_cycles = 150.0 }\n' + tail)
+    code, out, err = run_cli(capsys, "validate", "--measurements", m, "--only", "--json")
+    assert code == 0, err
+    assert json.loads(out)["rows"][0]["settings"] == {"ddr.latency_cycles": 150.0}
+    m.write_text(head + 'settings = { ddr.latency_cycles = 150.0, "ddr.latency_cycles" = 1.0 }\n'
+                 + tail)
+    code, _, err = run_cli(capsys, "validate", "--measurements", m, "--only")
+    assert code == 2 and one_line(err) and "given twice" in err, err

@@ -21,6 +21,7 @@ from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import default_op, get_op
 from dspsim.paths import read_small_text
 from dspsim.study.interval import Interval, op_interval
+from dspsim.study.sweep.spec import _flat
 from dspsim.study.sweep.values import format_value
 from dspsim.text import cell, column_width
 
@@ -138,8 +139,11 @@ def _entry(entry: Any, defaults: dict[str, Any], where: str, file: str) -> Measu
     role = entry.get("role")
     if role not in ROLES:
         raise DspsimInputError(f"{where}: role = {role!r}: allowed {', '.join(ROLES)}")
-    try:  # the types are checked above: settings is a table, note a string
-        settings = {k: model_key(k).coerce(v) for k, v in entry.get("settings", {}).items()}
+    # the types are checked above: settings is a table (a dotted key in it, unquoted, is a
+    # nested table, as a sweep spec's [set] reads it), note a string
+    flat = _flat(where, "settings", entry.get("settings", {}))
+    try:
+        settings = {k: model_key(k).coerce(v) for k, v in flat.items()}
     except ConfigError as e:
         raise DspsimInputError(f"{where}: settings: {e}") from None
     return Measurement(name, source, platform, op.name, variant, shape, cycles, role, settings,
