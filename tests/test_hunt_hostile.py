@@ -432,3 +432,15 @@ def test_a_measurements_dotted_setting_is_the_key_it_names(tmp_path, capsys):
                  + tail)
     code, _, err = run_cli(capsys, "validate", "--measurements", m, "--only")
     assert code == 2 and one_line(err) and "given twice" in err, err
+
+
+def test_an_inherited_op_file_list_does_not_reach_the_workers(tmp_path, monkeypatch, capsys):
+    """Before: a DSPSIM_OP_FILES left in the environment (exported, or inherited from a dspsim
+    that started this one) was loaded by every worker of ``sweep --jobs 2``: a stale path ended
+    the sweep in an initializer traceback. The command now publishes only what it loads."""
+    monkeypatch.setenv("DSPSIM_OP_FILES", str(tmp_path / "gone.toml"))
+    out = tmp_path / "s.csv"
+    code, _, err = run_cli(capsys, "sweep", "--n", "4096", "--param",
+                           "ddr.latency_cycles=1:8:1", "--jobs", "2", "--out", out)
+    assert code == 0 and "Traceback" not in err, err
+    assert len(out.read_text().splitlines()) == 1 + 16

@@ -9,6 +9,7 @@ Each subcommand lives in a function pair: ``add_<name>(subparsers)`` declares it
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
@@ -104,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             try:
                 words = list(sys.argv[1:] if argv is None else argv)
+                # workers load the op files this command loads, not a list it inherited
+                os.environ.pop("DSPSIM_OP_FILES", None)
                 names = load_op_files_of(words)
                 args = build_parser().parse_args(words)
                 _default_op_of_files(args, words, names)
