@@ -305,6 +305,7 @@ def test_op_file_with_another_op_is_refused_and_with_its_op_loads(tmp_path, caps
                  'op_file = "sb.toml"\nop = "softmax"\nn = 4096\ncycles = 100000\n'
                  'role = "check"\n')
     code, _, err = run_cli(capsys, "validate", "--measurements", m, "--only")
+    unload_op_file(tmp_path / "sb.toml")  # the other tests load scale_bias from its own file
     assert code == 2 and one_line(err) and "op_file declares op 'scale_bias'" in err, err
 
 
@@ -364,6 +365,9 @@ def test_a_python_reference_that_fails_is_one_line(tmp_path, monkeypatch, capsys
     path = tmp_path / f"{name}.toml"
     path.write_text(src + f'\n[reference]\npython = "{name}_mod:ref"\nallow_python = true\n')
     code, _, err = run_cli(capsys, "run", "--op-file", path, "--allow-python", "--n", "4096")
+    from dspsim.ops.fileop import unload_op_file
+
+    unload_op_file(path)
     assert code == 2 and one_line(err) and message in err and "[reference] python" in err, err
 
 
@@ -444,3 +448,17 @@ def test_an_inherited_op_file_list_does_not_reach_the_workers(tmp_path, monkeypa
                            "ddr.latency_cycles=1:8:1", "--jobs", "2", "--out", out)
     assert code == 0 and "Traceback" not in err, err
     assert len(out.read_text().splitlines()) == 1 + 16
+
+
+@pytest.mark.parametrize("args", [["--x", "cycles"], ["--x", "n", "--hue", "cycles"],
+                                  ["--heatmap", "ddr.latency_cycles", "wall_s"]])
+def test_plot_sweep_draws_over_keys_not_results(tmp_path, capsys, args):
+    """Before: ``--hue cycles`` drew one "line" of one point per distinct cycle count, and
+    ``--x cycles`` plotted cycles against themselves: a result is no axis of a sweep."""
+    table = tmp_path / "s.csv"
+    code, _, err = run_cli(capsys, "sweep", "--n", "1024", "--param",
+                           "ddr.latency_cycles=100,200", "--out", table)
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "plot", "sweep", table, *args, "--out", tmp_path / "s.png")
+    assert code == 2 and one_line(err) and "not one of its keys" in err, err
+    assert not (tmp_path / "s.png").exists()
