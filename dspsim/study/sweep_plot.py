@@ -135,6 +135,9 @@ def _derived(df: pd.DataFrame, named: Sequence[tuple[str, str]], y: str, source:
         if column not in data.columns:
             raise DspsimInputError(
                 f"{option} {column}: with --y {y} the columns are {', '.join(data.columns)}")
+        if column not in keys:  # a result as an axis or a line: a line of one point each
+            raise DspsimInputError(f"{option} {column}: a result of the sweep, not one of its "
+                                   f"keys; allowed: {', '.join(keys)}")
     if data.empty:
         raise DspsimInputError(f"{source}: no successful points to plot")
     return data, keys
