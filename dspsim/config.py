@@ -169,6 +169,10 @@ class HardwareModel:
 
     def with_overrides(self, overrides: dict[str, Any] | list[str]) -> HardwareModel:
         """Return a copy with dotted-key overrides applied and checked."""
+        if not isinstance(overrides, list | Mapping) or not all(isinstance(k, str)
+                                                                 for k in overrides):
+            raise ConfigError(f"overrides {overrides!r:.80}: expected a dict of model keys and "
+                              "values, e.g. {\"ddr.latency_cycles\": 300}, or KEY=VALUE texts")
         pairs = (parse_overrides(overrides, self) if isinstance(overrides, list)
                  else dict(overrides))
         # op tables at their defaults stay out, so that only the ops whose parameters are set
@@ -266,8 +270,8 @@ def build_model(raw: Mapping[str, Any], source: str = "model") -> HardwareModel:
         ops[section] = Params(section, {k.short: k.coerce(table.get(k.short, k.default))
                                         for k in schema.keys})
     name = meta.get("name", "model")
-    if not isinstance(name, str):
-        raise ConfigError(f"{source}: model.name = {name!r}: expected a string")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{source}: model.name = {name!r}: expected a non-empty string")
     model = HardwareModel(**built, ops=ops, name=name, source=source)
     _check_cross(model, [s for s in OP_SCHEMAS if raw.get(s)])
     return model

@@ -94,6 +94,9 @@ def checked_ranges(model: Any, written: Mapping[str, tuple[Any, str]],
     out: dict[str, Range] = {}
     known = model.keys()
     for key, (spec, where) in written.items():
+        if key not in known and isinstance(spec, dict) and "span_of" not in spec:
+            raise ConfigError(f"{where}: ranges: {key!r} is a table (a dotted key without "
+                              f"quotes): write \"{key}.{next(iter(spec), 'KEY')}\" = [LOW, HIGH]")
         if key not in known:
             raise ConfigError(f"{where}: ranges: unknown model key {key!r}; allowed keys: "
                               f"{', '.join(known)}")

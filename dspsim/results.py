@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from dspsim.config import HardwareModel, build_model, model_key
 from dspsim.errors import DspsimInputError
 from dspsim.ops.base import summary_from_json
-from dspsim.paths import BOM, atomic_write, suffix_of, writable_file
+from dspsim.paths import BOM, atomic_write, path_problem, suffix_of, writable_file
 from dspsim.probes import COLUMNS, PORT_LOG_FIELDS, PortLog, TraceTable
 from dspsim.results_check import CUT_FIELDS, MEMORY_KIND, _is_int, _MalformedError, check_document
 from dspsim.schema import OP_SCHEMAS
@@ -175,8 +175,10 @@ def _read_document(p: Path) -> tuple[dict[str, Any], int]:
     ``MAX_RUN_BYTES``, JSON, tagged as a saved run, of a version this dspsim reads."""
     try:
         mode = os.stat(p).st_mode
-    except OSError:
+    except FileNotFoundError:
         raise DspsimInputError(f"result file {str(p)!r} not found") from None
+    except (OSError, ValueError) as e:  # a loop of links, a NUL byte, no permission
+        raise DspsimInputError(f"result file {str(p)!r} unreadable: {path_problem(e)}") from None
     if not stat.S_ISREG(mode):
         raise DspsimInputError(f"result file {str(p)!r} is not a regular file")
     try:
@@ -235,7 +237,9 @@ def _model(m: dict[str, Any], p: Path, version: int) -> HardwareModel:
     try:
         model = build_model(sections, m["source"])
     except DspsimInputError as e:
-        raise DspsimInputError(f"{str(p)!r}: its model does not load here: {e}") from None
+        hint = " (an op declared in a file needs its --op-file)" if str(e).split(
+            ": ", 1)[-1].startswith("unknown table") else ""
+        raise DspsimInputError(f"{str(p)!r}: its model does not load here{hint}: {e}") from None
     return dataclasses.replace(model, name=m["name"], overrides=tuple(map(tuple, overrides)),
                                ranges=_saved_ranges(m.get("ranges", {}), model))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -174,6 +174,13 @@ class Request:
     def check(cls, model: HardwareModel, op: str, variant: str | None, mode: str | None,
               n: int | None, shape: Any, x: np.ndarray | None, data: bool, fidelity: str,
               params: dict[str, Any] | None, core: Any, trace_limit: Any) -> Request:
+        if not isinstance(model, HardwareModel):  # simulate("j6", ...): the file, not the model
+            raise DspsimInputError(f"model {model!r:.80}: expected a model, e.g. "
+                                   "dspsim.load_model(\"j6\")")
+        if params is not None and (not isinstance(params, Mapping)
+                                   or not all(isinstance(k, str) for k in params)):
+            raise DspsimInputError(f"params {params!r:.80}: expected a dict of the op's keys, "
+                                   "e.g. {\"tile_bytes\": 8192}")
         the_op = get_op(op)
         if mode is not None:
             if variant is not None and variant != mode:
@@ -199,7 +206,8 @@ class Request:
             given = (the_op.shape_of(n=n, shape=shape)
                      if (n is not None or shape is not None) else None)
             if given is not None and given != x_shape:
-                raise DspsimInputError(f"shape {given} but the input array has shape {x_shape}")
+                raise DspsimInputError(f"shape {given} but the input array has shape {x_shape} "
+                                       f"(in {the_op.size_unit})")
             shape = x_shape
             n = None
         shape = the_op.shape_of(n=n, shape=shape)

@@ -9,6 +9,7 @@ keys here (:func:`register_op_params`), so the loader knows no operator.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
@@ -92,10 +93,10 @@ class Key:
         if want in (str, bool):
             if not isinstance(value, want):
                 raise ConfigError(f"{key} = {value!r}: expected {_TYPE_WORDS[want]}")
-        elif isinstance(value, bool) or not isinstance(value, int | float):
+        elif isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy's too
             raise ConfigError(f"{key} = {value!r}: expected {_TYPE_WORDS[want]}")
         elif want is int:
-            if isinstance(value, float) and not value.is_integer():
+            if not isinstance(value, numbers.Integral) and not float(value).is_integer():
                 raise ConfigError(f"{key} = {value!r}: expected an integer")
             value = int(value)
         else:

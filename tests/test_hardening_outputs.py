@@ -32,7 +32,7 @@ def no_simulation(monkeypatch):
     ["workload", "{d}/w.toml", "--trace", "{d}/o.txt"],
     ["workload", "{d}/w.toml", "--out", "{d}/o.txt"],
     ["optimize", "--n", "1000", "--jobs", "1", "--out", "{d}/o.txt"],
-    ["calibrate", "--measured", "direct,n=1000=100000", "--jobs", "1", "--out", "{d}/o.txt"],
+    ["calibrate", "--measured", "direct,n=1000=100000", "--out", "{d}/o.txt"],
     ["sweep", "--param", "ddr.latency_cycles=50", "--n", "1000", "--out", "{d}/o.txt"],
     ["plot", "timeline", "{d}/w.toml", "--out", "{d}/o.txt"],
 ])

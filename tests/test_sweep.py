@@ -891,6 +891,7 @@ def test_an_unreachable_scheduler_is_one_line_after_the_timeout(tmp_path, capsys
                             "--out", out)
     assert code == 2 and err.count("\n") == 1 and "cannot reach" in err, err
     assert "within 1 s" in err  # the timeout it was given, not the default
+    assert err.count("cannot reach") == 1, err  # before: the probe's line wrapped in itself
     assert not out.exists()  # nothing written before the cluster answered
 
 

@@ -173,16 +173,18 @@ def _cell(column, value):
     (_cell("ddr.latency_cycles", "abc"), "not a number"),
     (_cell("ddr.latency_cycles", "inf"), "not a finite number"),
     (_cell("n", "0"), "positive integer"),
+    (_cell("n", "9" * 40), "larger than"),
     (_cell("variant", "bogus"), "not a variant"),
     (_cell("warnings", "bogus_code"), "not a warning code"),
     (lambda rows: rows.__setitem__(2, rows[2][:5]), "fields, expected"),
     (lambda rows: rows[0].__setitem__(0, "opp"), "not a sweep key"),
     (lambda rows: [r.append(r[rows[0].index("cycles")]) for r in rows], "appears twice"),
     (lambda rows: rows.append(list(rows[1])), "second row of the point"),
-], ids=["inf", "1e400", "abc", "neg", "nan", "19-digits", "x-abc", "x-inf", "n0", "variant",
-        "warning", "short-row", "renamed-op", "dup-column", "dup-row"])
+], ids=["inf", "1e400", "abc", "neg", "nan", "19-digits", "x-abc", "x-inf", "n0", "n-40-digits",
+        "variant", "warning", "short-row", "renamed-op", "dup-column", "dup-row"])
 def test_plot_sweep_refuses_a_damaged_table(made, tmp_path, capsys, edit, message):
-    """Before: inf/1e400 cycles gave an OverflowError traceback; the others were plotted."""
+    """Before: inf/1e400 cycles (and a 40-digit n) gave an OverflowError traceback; the others
+    were plotted."""
     out, _ = made
     rows = copy.deepcopy(_rows(out))
     edit(rows)

@@ -336,4 +336,4 @@ def test_a_small_workloads_bytes_are_not_printed_as_zero_megabytes(tmp_path, cap
                     'variant = "idma"\nn = 8192\nperiod_us = 1000\ncount = 2\n')
     assert main(["workload", str(wl)]) == 0
     out = capsys.readouterr().out
-    assert "(data path; 16,384 bytes read, 0 bytes written)" in out
+    assert "(data path; 0.0164 MB read, 0 MB written)" in out

@@ -430,5 +430,7 @@ def plot_timeline(
 def default_timeline_path(result_path: str | Path) -> Path:
     """``run.json`` / ``run.json.gz`` -> ``run_timeline.png`` beside it."""
     p = Path(result_path)
+    if not p.name:  # "/", ".": no file to name the figure after
+        raise DspsimInputError(f"result file {str(p)!r} is not a regular file")
     stem = p.name[: -len(".json.gz")] if p.name.lower().endswith(".json.gz") else p.stem
     return p.with_name(f"{stem}_timeline.png")

@@ -9,6 +9,7 @@ Each subcommand lives in a function pair: ``add_<name>(subparsers)`` declares it
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
@@ -71,8 +72,9 @@ def load_op_files_of(argv: list[str]) -> list[str]:
     """Load the ``--op-file`` files of ``argv``; return their ops' names."""
     files = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--op-file"]
     files += [a.partition("=")[2] for a in argv if a.startswith("--op-file=")]
-    if not files:
-        return []
+    command = next((a for a in argv if not a.startswith("-")), None)  # the first word
+    if not files or command not in (*OP_FILE_COMMANDS, "plot"):
+        return []  # a command without --op-file refuses it unread (nor imports its python)
     from dspsim.ops.fileop import load_op_file
 
     allow = "--allow-python" in argv
@@ -103,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             try:
                 words = list(sys.argv[1:] if argv is None else argv)
+                # workers load the op files this command loads, not a list it inherited
+                os.environ.pop("DSPSIM_OP_FILES", None)
                 names = load_op_files_of(words)
                 args = build_parser().parse_args(words)
                 _default_op_of_files(args, words, names)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dspsim.cli.common import (
+    UsageError,
     add_model_args,
     check_outputs_not_inputs,
     emit_json,
@@ -115,6 +116,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                              [("--measured-csv", f) for f in args.measured_csv])
     if args.explore:
         return _explore(args, on_terminal())
+    if args.jobs is not None:  # the fit runs its simulations one after another
+        raise UsageError("--jobs sets --explore's worker processes; add --explore or drop "
+                         "--jobs")
     model = model_from_args(args)
     with counter("calibrate", unit="sim") as bar:  # the fit's simulations
         cal = run_calibration(model, args.measured, args.measured_csv, args.free,

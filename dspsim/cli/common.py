@@ -25,10 +25,35 @@ class UsageError(DspsimInputError):
     """A command-line argument is wrong."""
 
 
+class _Once(argparse._StoreAction):
+    """A single-valued option: given twice with two values it is refused, not last-wins (which
+    would drop one of them silently)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None
+                 ) -> None:
+        seen = namespace.__dict__.setdefault("_given", {})
+        if seen.setdefault(self.dest, values) != values:
+            raise argparse.ArgumentError(self, f"given twice ({seen[self.dest]!r} and "
+                                               f"{values!r}); give it once")
+        super().__call__(parser, namespace, values, option_string)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _Once)
+        self.register("action", "store", _Once)
+
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
         where = self.prog.removeprefix("dspsim").strip()
         raise UsageError(f"{where}: {message}" if where else message)
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # an empty value (``--output "$UNSET"``) would read as the option left out
+        if action.nargs not in (argparse.PARSER, argparse.REMAINDER) and "" in arg_strings:
+            left_out = " or leave the option out" if action.option_strings else ""
+            raise argparse.ArgumentError(action, f"an empty value; give a value{left_out}")
+        return super()._get_values(action, arg_strings)
 
 
 class StdoutError(DspsimInputError):

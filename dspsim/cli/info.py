@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dspsim.cli.common import add_model_args, emit_json, model_from_args
+from dspsim.cli.common import UsageError, add_model_args, emit_json, model_from_args
 from dspsim.config import key_sources, model_key, range_sources
 from dspsim.ops import get_op, op_names
 
@@ -63,6 +63,12 @@ def add_keys(sub) -> None:
 def cmd_keys(args: argparse.Namespace) -> int:
     if args.markdown:
         from dspsim.reference import model_file_reference
+
+        given = [o for o, v in (("--model", args.model), ("--set", args.overrides),
+                                ("--json", args.json)) if v]
+        if given:
+            raise UsageError(f"keys --markdown prints the model-file reference, one for every "
+                             f"model, as Markdown: drop {', '.join(given)}")
 
         print(model_file_reference(), end="")
         return 0

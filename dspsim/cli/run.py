@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dspsim.arrays import check_output_path, host_check, save_output
+from dspsim.arrays import host_check, save_output
 from dspsim.cli.common import (
     UsageError,
     add_data_args,
@@ -86,17 +86,17 @@ def _simulate(args: argparse.Namespace, model: Any, op: Any, x: Any, **kw: Any) 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.no_data and (args.input or args.output):
+        raise UsageError("run: --input and --output need the data path; drop --no-data")
     if args.models:
         return _run_models(args)
     model = model_from_args(args)
     outputs = run_outputs(args)  # checks paths and extensions before simulating
     check_outputs_not_inputs(args, [(opt, getattr(args, opt[2:])) for opt in RUN_FILES],
                              [("--input", args.input)])
-    if args.no_data and (args.input or args.output):
-        raise UsageError("run: --input and --output need the data path; drop --no-data")
-    if args.output:
-        check_output_path(args.output)
     op = get_op(args.op)
+    if args.output:
+        op.check_output_file(args.output)
     x = op.read_input_file(args.input) if args.input else None
     # one simulation has no unit of progress to count: on a terminal, how long it has run
     with elapsed(f"run: {op.name} {op_variant(args) or op.default_variant}"):
@@ -179,9 +179,9 @@ def _run_models(args: argparse.Namespace) -> int:
     """``run --models``: the same run under each model, one line (or object) per model."""
     if args.interval:
         raise UsageError("run --models prints a table: --interval is for one --model at a time")
-    if any(getattr(args, opt[2:]) for opt in RUN_FILES):
-        raise UsageError("run --models prints a table (or --json): drop the output files, or "
-                         "run one --model at a time")
+    if any(getattr(args, opt[2:]) for opt in RUN_FILES) or args.window or args.trace_limit:
+        raise UsageError("run --models prints a table (or --json): drop the output files (and "
+                         "--window, --trace-limit), or run one --model at a time")
     op = get_op(args.op)
     x = op.read_input_file(args.input) if args.input else None
     runs = {label: _simulate(args, model, op, x) for label, model in models_from_args(args).items()}

@@ -37,9 +37,7 @@ def add_validate(sub) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from dspsim.config import load_model, resolve_model_path
+    from dspsim.config import load_models, resolve_model_path
     from dspsim.errors import DspsimInputError
     from dspsim.study.validate import calibration_ok, table, validate
 
@@ -47,13 +45,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise DspsimInputError("validate --only needs --measurements FILE")
     models = None
     names = args.models or ([args.model] if args.model else None)
-    if names:
-        models = {}
-        for item in names:
-            label = Path(item).stem if item.endswith(".toml") else item
-            if label in models:
-                raise DspsimInputError(f"--models: {item!r} is given twice")
-            models[label] = (load_model(item, args.overrides), resolve_model_path(item))
+    if names:  # labelled as run's --models: two files of one name are two models
+        loaded = load_models(names, args.overrides)
+        models = {label: (model, resolve_model_path(item))
+                  for (label, model), item in zip(loaded.items(), names)}
     rows = validate(models, args.measurements, shipped=not args.only,
                     overrides=args.overrides)
     ok = calibration_ok(rows)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,13 @@ def _print_streams(s: dict[str, Any], clock: float) -> None:
               f"{st['deadline_misses']:>6,} {tput:>8}")
 
 
+def _mb(nbytes: int) -> str:
+    """Megabytes to at least 3 significant digits (a short run's 32,768 bytes are 0.0328 MB,
+    not 0.0 MB), to 0.1 MB from 10 MB."""
+    mb = nbytes / 1e6
+    return f"{mb:,.{max(1, 2 - math.floor(math.log10(mb)))}f} MB" if mb > 0 else "0 MB"
+
+
 def _print_shared(s: dict[str, Any]) -> None:
     """The cores, the host memory's port, the queue, deadline misses and notes."""
     print("  " + ", ".join(
@@ -172,11 +180,8 @@ def _print_shared(s: dict[str, Any]) -> None:
         for c in s["core_utilisation"]))
     d = s["ddr"]
     m = d["memory"]  # the host memory's port (J6: ddr), its bytes keyed by its name
-    def mb(b: int) -> str:  # bytes that one decimal of MB would show as 0.0: in bytes
-        return f"{b / 1e6:,.1f} MB" if b >= 50_000 else f"{b:,} bytes"
-
     print(f"  {m.upper()} port {100 * d['utilisation']:.1f} % busy (data path; "
-          f"{mb(d['bytes'][f'{m}_read'])} read, {mb(d['bytes'][f'{m}_write'])} written)")
+          f"{_mb(d['bytes'][f'{m}_read'])} read, {_mb(d['bytes'][f'{m}_write'])} written)")
     q = s["queue"]
     verdict = "OVERLOADED: the backlog grows" if q["overloaded"] else "the backlog does not grow"
     longest = (f"longest backlog {q['longest_backlog']:,} task(s) waiting (at "

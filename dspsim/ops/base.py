@@ -116,6 +116,8 @@ class Op:
     tile_key: ClassVar[str | None] = None
     # what the size counts, as printed after it ("100,000 float32", "128 x 768 weights")
     size_unit: ClassVar[str] = "float32"
+    # why its variants are not ways to one result (optimize refuses to rank them), or None
+    variants_differ: ClassVar[str | None] = None
     # (relative, absolute): an element is right when |out - ref| <= max(rel |ref|, abs);
     # None: no tolerance claimed (:meth:`output_summary` then gives no ``within_tolerance``)
     tolerance: ClassVar[tuple[float, float] | None] = None
@@ -200,6 +202,13 @@ class Op:
         from dspsim.arrays import load_input
 
         return load_input(path, self.input_dims)
+
+    def check_output_file(self, path: str) -> None:
+        """``--output PATH``, refused before simulating (default: a path that cannot be
+        written)."""
+        from dspsim.arrays import check_output_path
+
+        check_output_path(path)
 
     def write_input(self, memory: Any, ptr: Any, x: np.ndarray, shape: tuple[int, ...]
                     ) -> None:

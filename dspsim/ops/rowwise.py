@@ -327,5 +327,5 @@ class RowwiseOp(Op):
         return {self.tile_key: sorted(tiles)} if tiles else {}
 
     def bounds(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
-        return rowwise_bounds(model, self.check_variant(variant), (shape[0], shape[1]),
+        return rowwise_bounds(model, self.check_variant(variant), self.shape_of(shape=shape),
                               self.row_calls, model.params(self.name).tile_bytes)

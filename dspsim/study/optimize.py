@@ -313,6 +313,10 @@ def optimize(
     check_jobs(jobs)  # 1 to MAX_JOBS, as a sweep's
     shape_t = the_op.shape_of(n=n, shape=tuple(shape) if shape is not None else None)
     names = _variants(the_op, variants)
+    if the_op.variants_differ and len(names) > 1:
+        raise DspsimInputError(f"optimize {the_op.name}: {the_op.variants_differ}, so the "
+                               f"fastest says nothing; allowed: one --variants (compare them "
+                               f"with dspsim sweep --op {the_op.name})")
     axes = _axes(the_op, params, len(names))
     loaded = _load_models(model, models, overrides)
     for key in axes:  # a memory's key on a model without that memory: one line, not 0 runs

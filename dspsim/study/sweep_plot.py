@@ -30,6 +30,7 @@ from dspsim.analysis.timeline_draw import figure_name
 from dspsim.errors import DspsimInputError
 from dspsim.paths import check_not_inputs, plain_text
 from dspsim.study.sweep import key_columns, ok_rows, parse_shape, read_sweep
+from dspsim.study.sweep.files import check_extension
 from dspsim.study.sweep.same import identical_cycles_notes_of
 from dspsim.study.sweep.values import VARIANT_KEYS
 from dspsim.study.sweep_scales import LogTwoSlopeNorm, flat_axis, log_ticks, panel_norm
@@ -134,6 +135,9 @@ def _derived(df: pd.DataFrame, named: Sequence[tuple[str, str]], y: str, source:
         if column not in data.columns:
             raise DspsimInputError(
                 f"{option} {column}: with --y {y} the columns are {', '.join(data.columns)}")
+        if column not in keys:  # a result as an axis or a line: a line of one point each
+            raise DspsimInputError(f"{option} {column}: a result of the sweep, not one of its "
+                                   f"keys; allowed: {', '.join(keys)}")
     if data.empty:
         raise DspsimInputError(f"{source}: no successful points to plot")
     return data, keys
@@ -457,6 +461,7 @@ def plot_sweep(path: str | Path, x: str | None = None, y: str | None = None,
     figure's path (default: the table's path with ``.png``). ``y`` defaults to ``cycles``
     (``speedup`` with a ``baseline``, the variant it divides by)."""
     src = Path(path)
+    check_extension(src, "sweep file")  # before naming the figure after it ("/" has no name)
     dest = Path(out) if out is not None else src.with_suffix(".png")
     if heatmap_keys is not None and len(heatmap_keys) != 2:
         raise DspsimInputError("--heatmap needs exactly two keys: KEY1 KEY2")

@@ -29,6 +29,8 @@ def speedup_pair(df: pd.DataFrame, baseline: str | None = None
         raise DspsimInputError(
             f"speedup needs the points of one op; the table has {', '.join(map(str, ops))}")
     op = get_op(ops[0])
+    if op.variants_differ:
+        raise DspsimInputError(f"speedup of {op.name}: {op.variants_differ}; plot its cycles")
     variants = list(dict.fromkeys(df[col]))
     if baseline is not None and baseline not in op.variants:
         raise DspsimInputError(

@@ -21,6 +21,7 @@ from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import default_op, get_op
 from dspsim.paths import read_small_text
 from dspsim.study.interval import Interval, op_interval
+from dspsim.study.sweep.spec import _flat
 from dspsim.study.sweep.values import format_value
 from dspsim.text import cell, column_width
 
@@ -119,7 +120,10 @@ def _entry(entry: Any, defaults: dict[str, Any], where: str, file: str) -> Measu
         if "op_file" in entry:  # an op declared in a file, relative to this one
             from dspsim.ops.fileop import load_op_file
 
-            entry.setdefault("op", load_op_file(Path(file).parent / entry["op_file"]))
+            file_op = load_op_file(Path(file).parent / entry["op_file"])
+            if entry.setdefault("op", file_op) != file_op:
+                raise DspsimInputError(f"op = {entry['op']!r} but op_file declares op "
+                                       f"{file_op!r}; give op_file alone (or op = its op)")
         op = get_op(entry.get("op", default_op()))
         variant = op.check_variant(entry.get("variant", op.default_variant))
         if "n" in entry and "shape" in entry:
@@ -135,8 +139,11 @@ def _entry(entry: Any, defaults: dict[str, Any], where: str, file: str) -> Measu
     role = entry.get("role")
     if role not in ROLES:
         raise DspsimInputError(f"{where}: role = {role!r}: allowed {', '.join(ROLES)}")
-    try:  # the types are checked above: settings is a table, note a string
-        settings = {k: model_key(k).coerce(v) for k, v in entry.get("settings", {}).items()}
+    # the types are checked above: settings is a table (a dotted key in it, unquoted, is a
+    # nested table, as a sweep spec's [set] reads it), note a string
+    flat = _flat(where, "settings", entry.get("settings", {}))
+    try:
+        settings = {k: model_key(k).coerce(v) for k, v in flat.items()}
     except ConfigError as e:
         raise DspsimInputError(f"{where}: settings: {e}") from None
     return Measurement(name, source, platform, op.name, variant, shape, cycles, role, settings,
@@ -246,8 +253,15 @@ def validate(models: dict[str, tuple[HardwareModel, Path]] | None = None,
     every model of its platform in ``models`` (label -> (model, its file)), or its platform's
     own model file."""
     measurements: list[Measurement] = []
-    for f in (shipped_files() if shipped else []) + [Path(e) for e in extra]:
-        measurements += read_measurements(f)
+    read: dict[Path, str] = {}  # each file's real path: a file read twice doubles its rows
+    for given in (shipped_files() if shipped else []) + list(extra):
+        measurements += read_measurements(Path(given))
+        real = Path(given).resolve()
+        if real in read:
+            raise DspsimInputError(f"--measurements: {cell(str(given))} and {cell(read[real])} "
+                                   "name one file (a shipped one runs without --measurements); "
+                                   "give each file once")
+        read[real] = str(given)
     if not measurements:
         raise DspsimInputError("validate: no measurements")
     by_platform = _models_of(measurements, models, list(overrides))

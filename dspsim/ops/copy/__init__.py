@@ -203,7 +203,8 @@ class Copy(Op):
         return {"bytes": int(out.size), "mismatch_count": wrong, "exact": wrong == 0}
 
     def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> Bounds:
-        d = _bounds.bounds(model, engine_variant(variant), shape)
+        d = _bounds.bounds(model, engine_variant(self.check_variant(variant)),
+                           self.shape_of(shape=shape))
         # the study's fields: the binding bound (with the timed prologue) is the copy's port or
         # compute bound, the lower bound the largest
         binding = "compute" if d.get("binding_bound") == "compute" else "dma"

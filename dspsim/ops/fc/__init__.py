@@ -158,7 +158,7 @@ class FullyConnected(Op):
                 "sha256": hashlib.sha256(np.ascontiguousarray(out).tobytes()).hexdigest()}
 
     def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> Bounds:
-        d = _bounds.bounds(model, variant, shape)
+        d = _bounds.bounds(model, self.check_variant(variant), self.shape_of(shape=shape))
         # the traffic: every memory's together (each memory's in traffic_bytes); the
         # weights' memory bound (direct) is the study's port bound
         total = {way: sum(v for k, v in d["traffic_bytes"].items() if k.endswith(way))

@@ -8,7 +8,11 @@ parent loaded (:func:`loaded_op_files`, :func:`load_op_files`, ``DSPSIM_OP_FILES
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 
 from dspsim.errors import DspsimInputError
@@ -16,7 +20,7 @@ from dspsim.ops.fileop.op import FileOp
 from dspsim.ops.fileop.spec import OpSpec, read_spec, read_text
 
 __all__ = ["FileOp", "OpSpec", "load_op_file", "load_op_files", "loaded_op_files",
-           "unload_op_file"]
+           "op_file_digest", "unload_op_file"]
 
 # resolved path -> (the file's text, the op's name, whether python was allowed)
 _LOADED: dict[str, tuple[str, str, bool]] = {}
@@ -31,8 +35,8 @@ def load_op_file(path: str | Path, allow_python: bool = False) -> str:
 
     if not isinstance(path, str | Path):
         raise DspsimInputError(f"op file {path!r}: expected a path")
+    text = read_text(path)  # first: a bad path (a NUL byte) is its one line
     key = os.path.realpath(path)
-    text = read_text(path)
     seen = _LOADED.get(key)
     if seen is not None and seen[0] == text and seen[2] >= allow_python:
         return seen[1]
@@ -64,6 +68,16 @@ def build_op(spec: OpSpec, allow_python: bool = False) -> FileOp:
 def _publish() -> None:
     os.environ[ENV_VAR] = os.pathsep.join(("!" if allowed else "") + path
                                           for path, (_, _, allowed) in _LOADED.items())
+
+
+def op_file_digest(names: Iterable[str]) -> str | None:
+    """A digest of what the op files declaring any of ``names`` declare (their TOML, comments
+    and layout aside); None when none is a file's op."""
+    names = set(names)
+    decl = sorted((name, tomllib.loads(text)) for text, name, _ in _LOADED.values()
+                  if name in names)
+    return (hashlib.sha256(json.dumps(decl, sort_keys=True).encode()).hexdigest()[:12]
+            if decl else None)
 
 
 def loaded_op_files() -> list[str]:

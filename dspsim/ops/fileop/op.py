@@ -23,6 +23,7 @@ from dspsim.ops.fileop.spec import OpSpec, Range
 from dspsim.ops.rowwise import ramp_input
 from dspsim.ops.softmax.reference import seed_input
 from dspsim.schema import Key, OpSchema, Params
+from dspsim.text import one_line
 
 if TYPE_CHECKING:
     from dspsim.config import HardwareModel
@@ -127,8 +128,17 @@ class FileOp(Op):
     def reference(self, x: np.ndarray, params: Params) -> np.ndarray:
         spec = self.spec
         x64 = np.asarray(x, np.float64)
-        if self._python is not None:
-            return np.asarray(self._python(x64, params), np.float64)
+        if self._python is not None:  # the file author's code: what it raises is one line
+            try:
+                out = np.asarray(self._python(x64, params), np.float64)
+            except Exception as e:  # noqa: BLE001 - any error of code dspsim did not write
+                out = e
+            if isinstance(out, Exception) or out.shape != x64.shape:
+                why = (f"{type(out).__name__}: {one_line(out)}" if isinstance(out, Exception)
+                       else f"returned shape {out.shape}, expected {x64.shape}")
+                raise DspsimInputError(f"op file {spec.path}: [reference] python = "
+                                       f"{spec.python!r}(x, params) failed: {why}")
+            return out
         env: dict[str, Any] = {spec.input: x64, "cols": float(x64.shape[-1])}
         env.update({k: float(getattr(params, k)) for k in spec.params})
         if spec.reference is not None:
@@ -156,7 +166,8 @@ class FileOp(Op):
 
     # ------------------------------------------------------------------ studies
     def bounds(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
-        return fbounds.bounds(self, model, self.check_variant(variant), tuple(shape))
+        return fbounds.bounds(self, model, self.check_variant(variant),
+                              self.shape_of(shape=shape))
 
     def search_space(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
                      ) -> dict[str, list]:

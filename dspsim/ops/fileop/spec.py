@@ -533,7 +533,7 @@ def _reference(w: _Where, raw: Any, inp: str, params: dict[str, float]
                       "expression) or python = \"package.module:function\"")
     tol = w.typed(raw, "tolerance", "[reference]", list, "[relative, absolute]")
     if tol is not None and (len(tol) != 2 or any(
-            isinstance(t, bool) or not isinstance(t, int | float) or t < 0 for t in tol)):
+            isinstance(t, bool) or not isinstance(t, int | float) or not t >= 0 for t in tol)):
         raise w.error("[reference]", f"tolerance = {_show(tol)}: allowed [relative, "
                       "absolute], two numbers >= 0")
     return value, python, (float(tol[0]), float(tol[1])) if tol else None

@@ -45,6 +45,7 @@ class KernelBench(Op):
     ndims = (1, 2)
     default_shape = (1, 4096)
     size_unit = "in the kernel's unit"
+    variants_differ = "its variants are different kernels, not ways to compute one result"
 
     @property
     def variants(self) -> dict[str, str]:  # type: ignore[override]
@@ -68,6 +69,10 @@ class KernelBench(Op):
 
     def read_input_file(self, path: str) -> Any:
         raise DspsimInputError(f"--input {path!r}: {_NO_INPUT}")
+
+    def check_output_file(self, path: str) -> None:
+        raise DspsimInputError(f"--output {path!r}: the kernel op has no output array to write "
+                               "(its kernel's buffers are in TCM: a timing microbenchmark)")
 
     def host_array(self, memory: Any, ptr: Any, shape: tuple[int, ...], output: bool
                    ) -> np.ndarray:
@@ -117,8 +122,8 @@ class KernelBench(Op):
                           "on their own)"}
 
     def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> Bounds:
-        kernel = get_kernel(variant)
-        n, rows = kernel.call_size(shape)
+        kernel = get_kernel(self.check_variant(variant))
+        n, rows = kernel.call_size(self.shape_of(shape=shape))
         cycles = rows * kernel.shape.tcm_cycles(n, model.core)
         return Bounds.of({**NO_BOUND,
                           "iterations": rows * kernel.shape.iterations(n, model.core.lanes_f32),

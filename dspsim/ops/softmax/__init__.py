@@ -155,7 +155,7 @@ class Softmax(Op):
 
     def bounds(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> Bounds:
         return Bounds.of(bounds_variants.bounds(model, self.check_variant(variant),
-                                                self.shape_of(shape=tuple(shape))))
+                                                self.shape_of(shape=shape)))
 
     def search_space(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
                      ) -> dict[str, list]:

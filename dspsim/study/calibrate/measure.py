@@ -319,8 +319,9 @@ def read_measurements_csv(path: str | Path) -> list[Measurement]:
     variant_col = _check_columns(p, columns)
     out = []
     for i, raw in enumerate(rows, start=2):
-        if None in raw:
-            raise DspsimInputError(f"{p} line {i}: more cells than columns")
+        if None in raw or None in raw.values():  # a short row's missing cells are None
+            raise DspsimInputError(f"{p} line {i}: {'more' if None in raw else 'fewer'} cells "
+                                   "than columns")
         row = {k.strip(): (v or "").strip() for k, v in raw.items()}
         where = f"{p} line {i}"
         op = _parse_op(row.get("op") or DEFAULT_OP, where)

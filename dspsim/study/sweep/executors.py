@@ -228,6 +228,8 @@ class DaskCluster:
                 else:
                     self._start_local_cluster(distributed)
                 self.client = distributed.Client(self.scheduler or self.cluster, timeout=timeout)
+            except DspsimInputError:
+                raise  # the probe's line, whole (it is a ValueError too)
             except (OSError, TimeoutError, ValueError, TypeError, MemoryError) as e:  # TypeError:
                 # tls:// needs dask's TLS configuration (distributed.comm.tls)
                 raise DspsimInputError(f"cannot reach {self.where} within {timeout:g} s: "

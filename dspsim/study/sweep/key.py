@@ -2,9 +2,10 @@
 the result depends on: ``model`` (every hardware key and the point's op's own keys, the swept
 values in place of the fixed ones, each as its canonical text: ``100`` of a float key is
 ``100.0``), ``op``, ``variant``, ``shape`` (a 1-D op's ``n`` is ``[n]``), ``fidelity`` and
-dspsim's ``version``. Nothing else (the keys' order, the commit, another op's keys, the model
-file's name) is in it. A file's rows are keyed by its sidecar's values and their parameter
-cells, the grid's points by the sweep's model: a point is done when a row has its key.
+dspsim's ``version`` (with a digest of the op files of the sweep's ops). Nothing else (the
+keys' order, the commit, another op's keys, the model file's name) is in it. A file's rows are
+keyed by its sidecar's values and their parameter cells, the grid's points by the sweep's
+model: a point is done when a row has its key.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from dspsim.study.sweep.values import (
 from dspsim.tables import MemoryCfg
 from dspsim.version import __version__
 
-__all__ = ["applies", "canon", "key_default", "key_optional", "point_key", "sweep_values"]
+__all__ = ["applies", "canon", "key_default", "key_optional", "point_key", "sweep_values",
+           "sweep_version"]
 
 
 def applies(key: str, ops: Iterable[str]) -> bool:
@@ -64,6 +66,16 @@ def sweep_values(flat: Mapping[str, Any], swept: Iterable[str], ops: Iterable[st
     that apply to its ops and that it does not sweep."""
     swept, ops = set(swept), tuple(ops)
     return {k: v for k, v in flat.items() if k not in swept and applies(k, ops)}
+
+
+def sweep_version(ops: Iterable[str]) -> str:
+    """The version a sweep of ``ops`` records and keys its rows by: dspsim's, and after a ``+``
+    a digest of the op files declaring any of ``ops`` (a file is an op's code: a changed file
+    computes its rows again, as another dspsim version does)."""
+    from dspsim.ops.fileop import op_file_digest
+
+    digest = op_file_digest(ops)
+    return __version__ if digest is None else f"{__version__}+opfile.{digest}"
 
 
 def point_key(fixed: Mapping[str, Any], point: Mapping[str, Any], fidelity: str,

@@ -25,7 +25,7 @@ from dspsim.paths import BOM
 from dspsim.platform import WARNING_CODES as PLATFORM_WARNINGS
 from dspsim.study.sweep.files import csv_line
 from dspsim.study.sweep.grid import DEFAULT_OP, MEMORY_COLUMNS, WAIT_COLUMNS, Sweep
-from dspsim.study.sweep.key import canon, key_default, point_key, sweep_values
+from dspsim.study.sweep.key import canon, key_default, point_key, sweep_values, sweep_version
 from dspsim.study.sweep.values import (
     MODEL_KEY,
     VARIANT_KEYS,
@@ -34,7 +34,6 @@ from dspsim.study.sweep.values import (
     format_value,
     key_type,
 )
-from dspsim.version import __version__
 
 if TYPE_CHECKING:
     from dspsim.config import HardwareModel
@@ -142,6 +141,8 @@ def check_cells(keys: list[str], columns: list[str], cells: list[str],
             check_value(key, _typed(key, canon))
         except DspsimInputError as e:
             raise ValueError(str(e)) from None
+        if key == "n" and int(canon) > MAX_COUNT:  # int64 in a typed table, as the counts
+            raise ValueError(f"n = {canon} is larger than {MAX_COUNT:,}")
         ident.append(canon)
     values = dict(zip(keys, ident))
     for key in VARIANT_KEYS:
@@ -211,6 +212,7 @@ class Cache:
         self.torn = self.unterminated = False
         self.reasons: list[str] = []  # the first few invalid rows, why
         self._fixed: dict[Any, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self.version = sweep_version(sweep.ops)  # the rows' keys are of this version
 
     @property
     def clean(self) -> bool:
@@ -233,7 +235,7 @@ class Cache:
             theirs = theirs[label] if label is not None else theirs
             theirs = {k: theirs.get(k, key_default(k)) for k in ours}
             same = (self.old["fidelity"] == self.sweep.fidelity
-                    and self.old["dspsim_version"] == __version__
+                    and self.old["dspsim_version"] == self.version
                     and all(canon(k, v) == canon(k, theirs[k]) for k, v in ours.items()))
             self._fixed[label] = (theirs, ours, same)
         return self._fixed[label]
@@ -248,7 +250,7 @@ class Cache:
         theirs, ours, same = self._contexts(label)
         old, sweep = self.old, self.sweep
         return same or (point_key(theirs, point, old["fidelity"], old["dspsim_version"])
-                == point_key(ours, point, sweep.fidelity))
+                == point_key(ours, point, sweep.fidelity, self.version))
 
     def add(self, cells: list[str] | None, where: str, offset: int = -1) -> int | None:
         """The grid index of a row that counts, else None (the row is dropped)."""

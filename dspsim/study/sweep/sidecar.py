@@ -22,9 +22,15 @@ from dspsim.platform import FIDELITIES
 from dspsim.run import git_sha
 from dspsim.study.sweep.files import sidecar_path
 from dspsim.study.sweep.grid import Sweep
-from dspsim.study.sweep.key import applies, canon, key_default, key_optional, sweep_values
+from dspsim.study.sweep.key import (
+    applies,
+    canon,
+    key_default,
+    key_optional,
+    sweep_values,
+    sweep_version,
+)
 from dspsim.study.sweep.values import MODEL_KEY, format_value
-from dspsim.version import __version__
 
 SIDECAR_KEYS = ("format", "format_version", "columns", "fidelity", "grid", "fixed_model",
                 "model_source", "dspsim_version", "git_sha")
@@ -52,7 +58,7 @@ def sweep_meta(sweep: Sweep) -> dict[str, Any]:
         "grid": [[k, [format_value(v) for v in values]] for k, values in sweep.axes],
         "fixed_model": per_model(lambda m: sweep_values(m.flat(), sweep.keys, sweep.ops)),
         "model_source": per_model(lambda m: m.source),
-        "dspsim_version": __version__, "git_sha": git_sha(),
+        "dspsim_version": sweep_version(sweep.ops), "git_sha": git_sha(),
     }
 
 
@@ -243,12 +249,12 @@ def compare(out: Path, sweep: Sweep, old: dict[str, Any], rows: int) -> bool:
               file=sys.stderr)
     if grown:
         print(f"dspsim: note: extending the sweep in {out}: {'; '.join(grown)}", file=sys.stderr)
-    if old["dspsim_version"] != __version__:
+    if old["dspsim_version"] != new["dspsim_version"]:  # after a "+": the op files' digest
         print(f"dspsim: note: the {rows:,} rows in {out} were computed by dspsim "
-              f"{old['dspsim_version']}; this is dspsim {__version__}: they are computed again",
-              file=sys.stderr)
+              f"{old['dspsim_version']}; this is dspsim {new['dspsim_version']} (a digest after "
+              "'+' is of the op files): they are computed again", file=sys.stderr)
     return bool(newer or grown or old["format_version"] != META_FORMAT
-                or old["dspsim_version"] != __version__)
+                or old["dspsim_version"] != new["dspsim_version"])
 
 
 def _newer_keys(out: Path, old: dict[str, Any], new: dict[str, Any]) -> dict[str, str]:

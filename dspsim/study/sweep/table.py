@@ -112,7 +112,8 @@ def _check_header(header: list[str], source: str) -> list[str]:
         except DspsimInputError:
             raise DspsimInputError(
                 f"{source}: parameter column {k!r} is not a sweep key; allowed: "
-                f"{', '.join(SPECIAL_KEYS)} or a model key (dspsim keys)") from None
+                f"{', '.join(SPECIAL_KEYS)} or a model key (dspsim keys; an op file's keys "
+                "with its --op-file)") from None
     for group in (VARIANT_KEYS, SIZE_KEYS):
         if all(k in keys for k in group):
             raise DspsimInputError(f"{source}: columns {' and '.join(group)} both; a sweep "

@@ -156,8 +156,12 @@ def _stream(source: str, k: int, raw: Any) -> Stream:
         raise WorkloadError(f"{where}: expected a [[stream]] table")
     if isinstance(raw.get("name"), str):
         where = f"{source}: stream {_show(raw['name'])}"
-    if "op_file" in raw and "op" not in raw:
-        raw = {**raw, "op": _op_of_file(source, where, raw["op_file"])}
+    if "op_file" in raw:  # its op is the stream's: an op given too must be it
+        file_op = _op_of_file(source, where, raw["op_file"])
+        if raw.get("op", file_op) != file_op:
+            raise WorkloadError(f"{where}: op = {_show(raw['op'])} but op_file declares op "
+                                f"{file_op!r}; give op_file alone (or op = its op)")
+        raw = {**raw, "op": file_op}
     _check_keys(where, raw)
     name = raw["name"]
     if not isinstance(name, str) or not name.strip():
