@@ -261,3 +261,27 @@ def test_models_report_the_same_run_under_each_model(capsys, tmp_path):
                            "ddr.latency_cycles=100,200", "--out", str(tmp_path / "s.csv"))
     rows = list(csv.DictReader((tmp_path / "s.csv").open()))
     assert code == 0 and [r["model"] for r in rows] == ["j6"] * 4 + ["fast"] * 4
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--set", "layernorm.eps=0.5"], "it is a key of layernorm"),
+    (["--variant", "direct", "--set", "softmax.tile_bytes=16384"],
+     "does nothing in softmax direct: it acts in softmax pingpong"),
+    (["--op", "copy", "--set", "fc.tile_rows=4"], "in a copy run"),
+])
+def test_a_set_key_that_cannot_act_in_the_run_is_refused(capsys, argv, words):
+    """Every key does something or is refused: another op's key, or a key the variant does not
+    use, changed nothing in the run and said nothing."""
+    code, _, err = run_cli(capsys, "run", "--no-data", *argv)
+    assert code == 2 and one_line(err) and words in err, err
+
+
+def test_a_set_key_of_the_run_acts(capsys):
+    """The check lets through what acts: the op's own key in a variant that uses it and a
+    hardware key (both move the cycles)."""
+    cycles = []
+    for sets in ([], ["--set", "softmax.tile_bytes=65536"], ["--set", "ddr.latency_cycles=120"]):
+        code, out, _ = run_cli(capsys, "run", "--no-data", "--json", *sets)
+        assert code == 0
+        cycles.append(json.loads(out)["cycles"])
+    assert cycles[1] != cycles[0] and cycles[2] != cycles[0]

@@ -85,12 +85,33 @@ def _simulate(args: argparse.Namespace, model: Any, op: Any, x: Any, **kw: Any) 
                     data=not args.no_data, fidelity=args.fidelity, core=args.core, **kw)
 
 
+def check_sets_act(args: argparse.Namespace) -> None:
+    """Refuse a ``--set`` of an op's key that cannot act in this run: another op's key, or a
+    key of this op that its variant does not use (``Op.key_variants``)."""
+    op = get_op(args.op)
+    variant = op_variant(args) or op.default_variant
+    if variant not in op.variants:
+        return  # the run refuses the variant itself
+    for item in args.overrides:
+        key = item.partition("=")[0].strip()
+        section = key.partition(".")[0]
+        if section in op_names() and section != op.name:
+            raise UsageError(f"run: --set {key} does nothing in a {op.name} run: it is a key "
+                             f"of {section}; allowed: {op.name}'s keys and the hardware's "
+                             "(dspsim keys), or --op " + section)
+        if section == op.name and variant not in op.key_variants(key):
+            raise UsageError(f"run: --set {key} does nothing in {op.name} {variant}: it acts in "
+                             f"{op.name} {', '.join(op.key_variants(key))}; allowed: one of "
+                             "those variants, or leave it unset")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     if args.no_data and (args.input or args.output):
         raise UsageError("run: --input and --output need the data path; drop --no-data")
     if args.models:
         return _run_models(args)
     model = model_from_args(args)
+    check_sets_act(args)  # (after the values are checked)
     outputs = run_outputs(args)  # checks paths and extensions before simulating
     check_outputs_not_inputs(args, [(opt, getattr(args, opt[2:])) for opt in RUN_FILES],
                              [("--input", args.input)])
@@ -184,7 +205,9 @@ def _run_models(args: argparse.Namespace) -> int:
                          "--window, --trace-limit), or run one --model at a time")
     op = get_op(args.op)
     x = op.read_input_file(args.input) if args.input else None
-    runs = {label: _simulate(args, model, op, x) for label, model in models_from_args(args).items()}
+    models = models_from_args(args)
+    check_sets_act(args)
+    runs = {label: _simulate(args, model, op, x) for label, model in models.items()}
     if args.json:
         emit_json({"models": {label: run_object(r) for label, r in runs.items()}})
         return 0
