@@ -170,3 +170,19 @@ def test_a_panel_of_values_that_hardly_differ_is_not_painted_as_the_whole_scale(
     assert (norm.vmin, norm.vmax) == (1000.0, 1100.0)
     norm, _ = panel_norm(np.array([0.0, 0.0]), None)
     assert norm.vmin < 0.0 < norm.vmax
+
+
+def test_a_speedup_line_plots_y_label_fits_the_figure():
+    """Before: "speedup (direct cycles / pingpong cycles; above 1 pingpong is faster)" in one
+    line was taller than the axes and ran off the figure's top (experiments'
+    sweep_ddr_latency.png)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    df = two_variants()
+    df = df[df["idma.max_outstanding"] == 1]
+    fig = sweep_plot.line_plot(df, "ddr.latency_cycles", "speedup", baseline="direct")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    text = fig.axes[0].yaxis.label
+    assert "above 1 pingpong is faster" in text.get_text().replace("\n", " ")
+    box = text.get_window_extent(canvas.get_renderer())
+    assert 0 <= box.y0 and box.y1 <= fig.bbox.height, "the y label runs off the figure"

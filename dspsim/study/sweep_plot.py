@@ -59,7 +59,7 @@ WARNED_HATCH = ".."  # heatmap cells of points with warnings
 LEGEND_IN_PER_CHAR = 0.065  # width of a legend label's character at "small" (inches)
 LABEL_CHARS = 48  # an axis label (a column named after a long memory) shortened past this
 NUMBER_PAD_PT = 4.0  # clear margin around a heatmap cell's number (no dots, no contour)
-BAR_LABEL_CHARS = 40  # a colour bar's label wrapped past this: one line is taller than the bar
+BAR_LABEL_CHARS = 40  # a y-axis or colour bar label wrapped past this (one line overran)
 
 
 def label(column: str, df: pd.DataFrame | None = None, baseline: str | None = None) -> str:
@@ -240,7 +240,7 @@ def line_plot(df: pd.DataFrame, x: str, y: str = "cycles", hue: str | None = Non
         ring_warned(ax, [], [], [], "0.25", label=WARNED_LABEL)
     ylabel = label(y, df, baseline)
     ax.set_xlabel(label(x))
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel(textwrap.fill(ylabel, BAR_LABEL_CHARS))
     ax.grid(True, which="both", alpha=0.3)
     if groups or y == "speedup" or warned_any:
         # outside the axes, to the right: a legend inside covers lines wherever it goes
