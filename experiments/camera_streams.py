@@ -190,11 +190,12 @@ def figure(df: pd.DataFrame, limits: dict[str, int]):
             for ax in (ax_c, ax_h):
                 ax.axvline(lim + 0.08 * (i - 1.5), color=c, linestyle=":", linewidth=1.6)
     ax_c.axhline(PERIOD_US / 1000, color="#888888", linewidth=0.8)
-    ax_c.text(0.7, PERIOD_US / 1000 * 1.08, "deadline: the next frame (33.3 ms)", fontsize=8,
-              color="#555555")
+    # at the panel's right edge whatever cameras were run (the legend is upper left)
+    ax_c.text(0.99, PERIOD_US / 1000 * 1.08, "deadline: the next frame (33.3 ms)", fontsize=8,
+              color="#555555", ha="right", transform=ax_c.get_yaxis_transform())
     ax_h.axhline(HP["deadline_us"] / 1000, color="#888888", linewidth=0.8)
-    ax_h.text(0.7, HP["deadline_us"] / 1000 * 0.85, "deadline: 100 ms", fontsize=8,
-              color="#555555", va="top")
+    ax_h.text(0.99, HP["deadline_us"] / 1000 * 0.85, "deadline: 100 ms", fontsize=8,
+              color="#555555", va="top", ha="right", transform=ax_h.get_yaxis_transform())
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
     for ax, ticks in ((ax_c, (2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000)),

@@ -183,6 +183,28 @@ def test_camera_streams_figure_has_a_unit_on_every_axis():
         assert "ms" in ax.get_ylabel() and ax.get_xlabel()
 
 
+def test_camera_streams_deadline_labels_stay_inside_their_panels_and_clear_of_the_legend():
+    """Before: the deadline labels sat at 0.7 cameras, so a run of up to 3 cameras (x from about
+    0.9) drew them across the y axis and its label, and the left one under the legend."""
+    spec = importlib.util.spec_from_file_location("camera_streams",
+                                                  ROOT / "experiments" / "camera_streams.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    df = mod.read_table(ROOT / "results" / "camera_streams.csv")
+    for most in (3, 12):
+        small = df[df["cameras"] <= most]
+        limits = {s: mod.sustain_limit(small[small["setup"] == s]) for s in small["setup"].unique()}
+        fig = mod.figure(small, limits)
+        renderer = drawn(fig)
+        legend = fig.axes[0].get_legend().get_window_extent(renderer)
+        labels = [(ax, t) for ax in fig.axes for t in ax.texts if "deadline" in t.get_text()]
+        assert len(labels) == 2
+        for ax, t in labels:
+            box, inside = t.get_window_extent(renderer), ax.get_window_extent(renderer)
+            assert inside.x0 <= box.x0 and box.x1 <= inside.x1, f"{t.get_text()} leaves its axes"
+            assert not box.overlaps(legend), f"{t.get_text()} is under the legend"
+
+
 # ------------------------------------------------------------------ 6. workload trace time
 def test_workload_trace_times_are_whole_nanoseconds(busy, tmp_path):
     """Before: whole microseconds, so identical ops lasted 78 or 79 us. Now each time is a whole
