@@ -43,8 +43,8 @@ def add_sweep(sub) -> None:
                    "every variant of an op that names none)")
     p.add_argument("--mode", metavar="V1,V2",
                    help="older name of --variant (the table's column is then mode, not variant)")
-    p.add_argument("--n", help="a 1-D op's float32 elements (default: the op's); a list or range "
-                   "sweeps it")
+    p.add_argument("--n", help="a 1-D op's size: float32 elements, bytes for copy (default: the "
+                   "op's); a list or range sweeps it")
     p.add_argument("--shape", metavar="R,C",
                    help="a 2-D op's input shape (default: the op's); a list: 1024x256,512x512")
     add_model_args(p, set_help="fix a model key for every point (repeatable)", models=True)
