@@ -78,3 +78,14 @@ def test_every_ops_default_variant_is_the_first_it_lists():
     for name in op_names():
         op = get_op(name)
         assert next(iter(op.variants)) == op.default_variant, name
+    # an op file's too: ["direct", "pingpong"] defaults to pingpong, which it lists first
+    from pathlib import Path
+
+    from dspsim.ops.fileop.op import FileOp
+    from dspsim.ops.fileop.spec import read_spec
+    path = Path(__file__).resolve().parents[1] / "examples" / "ops" / "scale_bias.toml"
+    text = path.read_text().replace('"scale_bias"', '"scale_bias_dp"').replace(
+        'variants = ["pingpong", "direct", "nbuffer"]', 'variants = ["direct", "pingpong"]'
+        ).replace("buffers = {", "# buffers = {")
+    op = FileOp(read_spec(path, {}, text))  # not registered, nor its kernel
+    assert op.default_variant == "pingpong" and list(op.variants) == ["pingpong", "direct"]
