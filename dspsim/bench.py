@@ -436,8 +436,10 @@ def _parser() -> argparse.ArgumentParser:
     from dspsim.cli.common import float_in, int_in
 
     p = argparse.ArgumentParser(prog="python -m dspsim.bench", description=__doc__.splitlines()[0])
-    p.add_argument("--n", type=int_in(1), default=100_000)
-    p.add_argument("--repeat", type=int_in(1), default=3)
+    p.add_argument("--n", type=int_in(1), default=100_000,
+                   help="array length of every op and variant's runs (a 2-D op: its default shape)")
+    p.add_argument("--repeat", type=int_in(1), default=3,
+                   help="each wall time is the best of this many runs")
     p.add_argument("--sweep-points", type=int_in(0), default=1000,
                    help="points of the sweep benchmark (0 skips it)")
     p.add_argument("--elision-n", type=int_in(1), default=1_000_000,
