@@ -271,3 +271,20 @@ def test_models_report_the_same_run_under_each_model(capsys, tmp_path):
                            "ddr.latency_cycles=100,200", "--out", str(tmp_path / "s.csv"))
     rows = list(csv.DictReader((tmp_path / "s.csv").open()))
     assert code == 0 and [r["model"] for r in rows] == ["j6"] * 4 + ["fast"] * 4
+
+
+def test_every_option_of_every_command_has_help():
+    """`dspsim sweep --help` listed --executor without a word of what it does."""
+    import argparse
+
+    from dspsim.cli import build_parser
+
+    def bare(p, name):
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for sub, sp in a.choices.items():
+                    yield from bare(sp, f"{name} {sub}")
+            elif not a.help:
+                yield f"{name} {'/'.join(a.option_strings) or a.dest}"
+
+    assert list(bare(build_parser(), "dspsim")) == []

@@ -55,7 +55,9 @@ def add_sweep(sub) -> None:
                    help="worker processes, 1 to 256 (default 1; never more than the points to "
                    "compute)")
     p.add_argument("--fidelity", choices=FIDELITIES, help="simulation fidelity (default tile)")
-    p.add_argument("--executor", choices=EXECUTORS, default="local")
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="local worker processes (default), or dask: a cluster at --scheduler, "
+                   "else a local one of --jobs workers (pip install -e '.[dask]')")
     p.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--retry-failed", action="store_true",
                    help="compute again the points that failed before")
