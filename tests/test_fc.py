@@ -267,3 +267,18 @@ def test_a_run_on_a_platform_without_ddr_draws_its_timeline(tmp_path, capsys):
     code, _, err = run_cli(capsys, "run", "--model", "ameba_hifi5", "--op", "fc", "--shape",
                            "64,128", "--timeline", out)
     assert code == 0 and out.stat().st_size > 0, err
+
+
+def test_report_tiles_name_what_is_not_a_tile_and_sum_only_tiles():
+    """Before: fc ping-pong's report listed its input, bias and output copies (before and after
+    the timer) as a row "tile -1, buffer -1" with no pass, and counted them in "all tiles"."""
+    from dspsim.analysis.report import report_text
+    from dspsim.analysis.tiles import tile_table
+
+    r = simulate(load_model(), "fc", "pingpong", data=False, trace=True)
+    text = report_text(r).split("\ntiles (")[1]
+    assert " -1 " not in text and "(outside passes)" in text
+    tiles = tile_table(r.trace, r.passes)
+    dma = tiles[tiles["tile"] >= 0]["dma_cycles"].sum()
+    assert f"all tiles: {dma:,.0f} DMA cycles" in text
+    assert dma < tiles["dma_cycles"].sum()  # the copies outside the tiles are not in it

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from dspsim.analysis.engines import RunEngines, memory_label, shape_text
-from dspsim.analysis.stalls import CORE_PARTS, stall_summary
+from dspsim.analysis.stalls import CORE_PARTS, OUTSIDE_PASSES, stall_summary
 from dspsim.analysis.tiles import tile_table
 from dspsim.ops.base import errors_text
 
@@ -107,9 +107,12 @@ def _tiles(result: Any, engines: RunEngines) -> list[str]:
         return []
     out = ["", "tiles (cycles; hidden = copy time overlapped by the core's work)"]
     cols = _TILE_REPORT_COLUMNS
-    rows = [[str(r["pass"]), str(r["tile"]), str(r["buffer"])] + [_num(r[c]) for c in cols[3:]]
-            for _, r in tiles.iterrows()]
+    # a pass's kernel calls outside any tile, or copies outside every pass: no tile, no buffer
+    rows = [[str(r["pass"]) or OUTSIDE_PASSES] + [str(v) if v >= 0 else "-" for v in
+                                                  (r["tile"], r["buffer"])]
+            + [_num(r[c]) for c in cols[3:]] for _, r in tiles.iterrows()]
     out.append(table_text(cols, rows))
+    tiles = tiles[tiles["tile"] >= 0]
     dma, hidden = tiles["dma_cycles"].sum(), tiles["hidden_dma_cycles"].sum()
     if dma:
         out.append(f"all tiles: {_num(dma)} DMA cycles, {_num(hidden)} hidden "
