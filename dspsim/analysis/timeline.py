@@ -34,6 +34,7 @@ from dspsim.analysis.timeline_memories import (
     stall_memories,
 )
 from dspsim.errors import DspsimInputError
+from dspsim.ops.registry import OPS
 from dspsim.paths import atomic_savefig, check_suffix, plain_text, writable_file
 
 if TYPE_CHECKING:
@@ -319,7 +320,9 @@ def run_title(result: Any, lo: float, hi: float) -> str:
     """What ran, its tile and its cycles; the window when it is not the whole run."""
     model = result.model
     tile = tile_bytes(require_trace(result))
-    tile_text = f"tile {tile:,} bytes ({tile // 4:,} float32)" if tile else "no tiles"
+    unit = getattr(OPS.get(result.op), "size_unit", "float32")  # fc's tiles are int8 weights
+    count = f" ({tile // 4:,} float32)" if tile and unit == "float32" else ""
+    tile_text = f"tile {tile:,} bytes{count}" if tile else "no tiles"
     text = (f"{draw.figure_name(model.name)} {result.op}, {result.variant}, "
             f"{shape_text(result.shape)}, {tile_text}: {result.cycles:,} cycles = "
             f"{result.time_us:,.1f} µs at {model.core.clock_mhz:g} MHz")
