@@ -130,6 +130,12 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int, memory
         handles.append(Patch(facecolor=colour, label=f"{prefix}requests in flight: {who}"))
         base = base + v
     top = max(float(base.max()) if bins else 0.0, 1.0)
+    slots = model.memories[memory].max_outstanding if model is not None \
+        and memory in model.memories else None
+    if slots is not None and top > slots * (1 + 1e-6):  # the rest wait for a slot (binned: fp)
+        ax_req.axhline(slots, color="black", linestyle="--", linewidth=0.8)
+        handles.append(Line2D([], [], color="black", linestyle="--", label=f"{label} port "
+                              f"slots: {slots} (the requests above wait for one)"))
     ax_req.set_ylim(0, top * 1.2)
     ax_req.set_ylabel(f"{label}{label_gap(label)}requests\nin flight (count)", fontsize=8)
     ax_req.text(0.995, 0.95, f"means over {draw.bin_text((hi - lo) / bins)}-cycle bins",
