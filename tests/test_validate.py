@@ -221,3 +221,22 @@ def test_keys_lists_a_platform_without_ddr_with_its_labels(capsys):
     assert rows["psram.clock_cycles"]["label"] == "fact"
     assert rows["sram.bytes_per_cycle"]["label"] == "derived"
     assert rows["idma.tcm_end_required"]["value"] is True
+
+
+def test_validation_docs_fidelity_table_has_the_runs_events(monkeypatch):
+    """docs/validation.md section 2 (experiments/validation.py's output) gave the headline
+    ping-pong 493 events, idma.max_outstanding=1 1,411: the engine books more since (498,
+    466); each case's events are the run's."""
+    from dspsim.run import simulate
+    monkeypatch.syspath_prepend(str(ROOT / "experiments"))  # the script's _results
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("validation_script",
+                                                  ROOT / "experiments" / "validation.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    doc = (ROOT / "docs" / "validation.md").read_text()
+    for mode, n, settings in script.FIDELITY_CASES:
+        r = simulate(load_model().with_overrides(settings), variant=mode, n=n, data=False)
+        shown = ", ".join(f"`{k}={v}`" for k, v in settings.items()) or "J6"
+        assert f"| {mode} | {n:,} | {shown} | {r.cycles:,} | {r.cycles:,} | +0.00 | " \
+            f"{r.events:,} | {r.events:,} |" in doc, (mode, n, settings)
