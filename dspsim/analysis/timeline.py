@@ -268,6 +268,9 @@ def _draw_tcm_lanes(lanes: Lanes, segs: pd.DataFrame, ypos: dict[str, float]) ->
     states_shown: set[str] = set()
     for (b, k), group in segs.groupby(["buffer", "lane"]):
         yk = ypos[f"tcm{b}.{k}"]
+        if not lanes.visible(group["start_cycle"], group["end_cycle"]).any():  # as idle
+            _grey_text(lanes.ax, lanes.lo, lanes.hi, yk, "empty")
+            continue
         for state, colour in draw.TCM_COLOURS.items():
             r = group[group["state"] == state]
             if lanes.bars(r["start_cycle"], r["end_cycle"], yk, colour):
