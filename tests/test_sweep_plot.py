@@ -186,3 +186,16 @@ def test_a_speedup_line_plots_y_label_fits_the_figure():
     assert "above 1 pingpong is faster" in text.get_text().replace("\n", " ")
     box = text.get_window_extent(canvas.get_renderer())
     assert 0 <= box.y0 and box.y1 <= fig.bbox.height, "the y label runs off the figure"
+
+
+def test_a_colour_bar_of_millions_reads_without_an_offset():
+    """Before: ping-pong's bar read 1,000 to 1,100 fine, but cycles in millions were ticks
+    "3.080 .. 3.105" under a "1e6" offset; as the line plot's axis, whole numbers with commas."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    df = two_variants().assign(cycles=lambda d: d["cycles"] * 1000)
+    fig = heatmap(df[df["variant"] == "pingpong"], "ddr.latency_cycles", "idma.max_outstanding")
+    FigureCanvasAgg(fig).draw()
+    _, bars = panels(fig)
+    ticks = [t.get_text() for t in bars[0].yaxis.get_ticklabels() if t.get_text()]
+    assert ticks and all("," in t for t in ticks)
+    assert bars[0].yaxis.get_offset_text().get_text() == ""

@@ -438,6 +438,8 @@ def _colour_bar(fig: Figure, ax: Any, image: Any, norm: Any, text: str,
         bar.set_ticks(log_ticks(norm.vmin, norm.vmax, level))
         bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
         bar.ax.yaxis.set_minor_locator(NullLocator())
+    elif max(abs(norm.vmin), abs(norm.vmax)) >= 1e5:  # 5,000,000, not 5.0 under 1e6
+        bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
 
 
 def default_heatmap_y(df: pd.DataFrame, baseline: str | None = None) -> str:
