@@ -202,7 +202,9 @@ def figure(df: pd.DataFrame, limits: dict[str, int]):
                       (ax_h, (5, 7, 10, 15, 20, 30, 50, 100))):
         ax.set_yscale("log")
         lo, hi = ax.get_ylim()
-        ax.set_yticks([t for t in ticks if lo <= t <= hi * 1.5])
+        floor = max((t for t in ticks if t <= lo), default=lo)  # a labelled tick below all
+        ax.set_ylim(floor, hi)
+        ax.set_yticks([t for t in ticks if floor <= t <= hi * 1.5])
         ax.yaxis.set_major_formatter(ScalarFormatter())
         ax.yaxis.set_minor_formatter(NullFormatter())
     ax_c.set_title("cameras (30 fps, softmax of 100,000, priority 0): p99", fontsize=10)

@@ -289,3 +289,23 @@ def test_a_queue_denser_than_its_bins_is_drawn_as_their_mean_and_maximum():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_camera_streams_panels_label_a_tick_below_their_lowest_point():
+    """Before: with up to 3 cameras the left panel's lowest labelled tick was 5 ms and the
+    resident setup's 2.4 ms line ran below it, its value unreadable."""
+    spec = importlib.util.spec_from_file_location("camera_streams",
+                                                  ROOT / "experiments" / "camera_streams.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    df = mod.read_table(ROOT / "results" / "camera_streams.csv")
+    for most in (3, 12):
+        small = df[df["cameras"] <= most]
+        limits = {s: mod.sustain_limit(small[small["setup"] == s]) for s in small["setup"].unique()}
+        fig = mod.figure(small, limits)
+        drawn(fig)
+        for ax in fig.axes:
+            lowest = min(float(np.min(line.get_ydata())) for line in ax.get_lines()
+                         if len(line.get_ydata()) > 2)
+            ticks = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
+            assert min(ticks) <= lowest, (most, ax.get_title(), ticks, lowest)
