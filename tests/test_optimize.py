@@ -352,3 +352,16 @@ def test_the_winners_check_says_what_was_compared(capsys, op, said):
     assert code == 0, err
     line = next(ln for ln in out.splitlines() if ln.startswith("numerics"))
     assert said in line and "n/a" not in line
+
+
+def test_the_tables_columns_name_their_units_as_the_docs_show_them(capsys):
+    """Before: a column "lower_bound" of cycles beside ddr_bytes and core_busy_%."""
+    from pathlib import Path
+
+    code, out, err = run_cli(capsys, "optimize", "--n", "1000", "--top", "1", "--no-check")
+    assert code == 0, err
+    header = next(ln for ln in out.splitlines() if ln.startswith("rank"))
+    assert "lower_bound_cycles" in header.split()
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "schedules.md").read_text()
+    shown = next(ln for ln in doc.splitlines() if ln.strip().startswith("rank  variant"))
+    assert shown.split() == header.split()  # the widths follow the numbers

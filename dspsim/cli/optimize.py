@@ -115,7 +115,7 @@ def _table(res: Any) -> tuple[list[str], list[list[str]]]:
         names = [Path(m).name for m in res.models]
         header += names if len(set(names)) == len(names) else list(res.models)
     memories = list(dict.fromkeys(m for c in res.candidates for m in c.read_bytes))
-    header += ["speedup", *(f"{m}_bytes" for m in memories), "lower_bound", "gap_%",
+    header += ["speedup", *(f"{m}_bytes" for m in memories), "lower_bound_cycles", "gap_%",
                "core_busy_%", "warnings", "hazards"]
     rows = []
     for c in res.candidates:
