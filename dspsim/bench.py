@@ -436,8 +436,10 @@ def _parser() -> argparse.ArgumentParser:
     from dspsim.cli.common import float_in, int_in
 
     p = argparse.ArgumentParser(prog="python -m dspsim.bench", description=__doc__.splitlines()[0])
-    p.add_argument("--n", type=int_in(1), default=100_000)
-    p.add_argument("--repeat", type=int_in(1), default=3)
+    p.add_argument("--n", type=int_in(1), default=100_000,
+                   help="array length of every op and variant's runs (a 2-D op: its default shape)")
+    p.add_argument("--repeat", type=int_in(1), default=3,
+                   help="each wall time is the best of this many runs")
     p.add_argument("--sweep-points", type=int_in(0), default=1000,
                    help="points of the sweep benchmark (0 skips it)")
     p.add_argument("--elision-n", type=int_in(1), default=1_000_000,
@@ -456,13 +458,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--reference-seconds", type=float_in(0.1, 3600.0 * 24), default=2.0,
                    help="simulated seconds of the same workload simulating every task, "
                    "extrapolated (default 2)")
-    p.add_argument("--workload-cores", type=int_in(1), default=1)
+    p.add_argument("--workload-cores", type=int_in(1), default=1,
+                   help="cores of the camera workload's platform (core.count; default 1)")
     p.add_argument("--workload-jobs", type=int_in(1, 256), default=2,
                    help="also run the workload in this many parts at once, in worker "
                    "processes (default 2; 1 skips it)")
     p.add_argument("--workload-only", action="store_true",
                    help="run only the camera workload benchmark")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument("--out", metavar="FILE", type=out_file,
                    help="also write the report (the JSON with --json) to FILE, replaced whole "
                    "once the benchmark has finished (the README quotes docs/bench.txt)")

@@ -22,6 +22,7 @@ from dspsim.study.sweep_plot import line_plot, speedup_table
 
 NAME = "sweep_ddr_latency"
 VARIANTS = ["pingpong", "direct"]  # the seed's two versions
+BASELINE = "direct"  # speed-ups divide direct's cycles by ping-pong's
 N = 100_000
 # 1 to 10,000 cycles, three points a decade: from SRAM-like to a congested far memory
 LATENCIES_CYCLES = [float(f"{v:.3g}") for v in np.logspace(0, 4, 13)]
@@ -50,34 +51,37 @@ def run(args, final) -> None:
         variants=VARIANTS,
     )
     finish_table(out_dir / f"{NAME}.csv", final)
-    table = speedup_table(df).sort_values("ddr.latency_cycles")
-    lat = table["ddr.latency_cycles"].to_numpy(dtype=float)
-    s = table["speedup"].to_numpy(dtype=float)
-
-    fig = line_plot(df, "ddr.latency_cycles", "speedup", source=NAME)
+    # ping-pong's speed-up over direct: direct's cycles / ping-pong's (above 1 ping-pong pays)
+    fig = line_plot(df, "ddr.latency_cycles", "speedup", source=NAME, baseline=BASELINE)
     fitted = load_model().ddr.latency_cycles
     fig.axes[0].axvline(fitted, color="0.5", linestyle=":", label="model's latency_cycles")
     fig.axes[0].legend(fontsize="small")
     save_figure(fig, out_dir / f"{NAME}.png", dpi=130)
+    print(conclusion(df))
 
+
+def conclusion(df) -> str:
+    """The run's answer in one sentence, from ping-pong's speed-up over direct per latency."""
+    table = speedup_table(df, baseline=BASELINE).sort_values("ddr.latency_cycles")
+    lat = table["ddr.latency_cycles"].to_numpy(dtype=float)
+    s = table["speedup"].to_numpy(dtype=float)
     cross = crossovers(lat, s)
     lo, hi = lat.min(), lat.max()
     if cross:
         side = "below" if s[0] < 1 else "above"
-        print(
+        return (
             f"Ping-pong stops paying {side} a DDR latency of about {cross[0]:,.0f} cycles "
             f"(speed-up over direct {s.min():.2f}x to {s.max():.2f}x across {lo:g} to {hi:g} "
             "cycles)."
         )
-    else:
-        winner = "Ping-pong pays" if s.min() > 1 else "Ping-pong never pays"
-        low = s.argmin()
-        lowest = f" (lowest {s[low]:.2f}x at {lat[low]:g})" if 0 < low < len(s) - 1 else ""
-        print(
-            f"{winner} at every DDR latency from {lo:g} to {hi:g} cycles (no crossover in range): "
-            f"the speed-up over direct runs from {s[0]:.2f}x at {lat[0]:g} to {s[-1]:.2f}x at "
-            f"{lat[-1]:g} cycles{lowest}."
-        )
+    winner = "Ping-pong pays" if s.min() > 1 else "Ping-pong never pays"
+    low = s.argmin()
+    lowest = f" (lowest {s[low]:.2f}x at {lat[low]:g})" if 0 < low < len(s) - 1 else ""
+    return (
+        f"{winner} at every DDR latency from {lo:g} to {hi:g} cycles (no crossover in range): "
+        f"the speed-up over direct runs from {s[0]:.2f}x at {lat[0]:g} to {s[-1]:.2f}x at "
+        f"{lat[-1]:g} cycles{lowest}."
+    )
 
 
 if __name__ == "__main__":

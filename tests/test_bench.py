@@ -14,3 +14,11 @@ def test_streaming_rows_against_a_baseline_checkout():
     for r in rows:
         assert r["same_cycles"] and r["this_cycles"] > 0
         assert r["this_wall_s"] > 0 and r["baseline_wall_s"] > 0 and r["speedup"] > 0
+
+
+def test_every_bench_option_says_what_it_does():
+    """The README sends a reader to `python -m dspsim.bench --help` for what it runs: --n and
+    --repeat were listed without a word."""
+    from dspsim.bench import _parser
+    for action in _parser()._actions:
+        assert action.help, f"{action.option_strings} has no help"

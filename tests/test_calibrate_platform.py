@@ -23,3 +23,14 @@ def test_explore_on_a_platform_without_figures_is_one_line(capsys):
     assert code == 2 and one_line(err) and out == "", err
     assert "no document figures were measured on this model's platform (ameba_hifi5)" in err
     assert "--measured SPEC=CYCLES" in err
+
+
+def test_every_fitted_key_is_printed_with_its_unit():
+    """Before: the HiFi5's fitted psram.refresh_clocks printed "1.60065" with no unit and its
+    interval ended "(-37.5 % .. +37.4 %) : determined": calibrate guessed units from a few name
+    endings; a key the guess missed takes the unit the model's schema gives it."""
+    from dspsim.study.calibrate.report import unit
+    assert unit("psram.refresh_clocks") == "clocks"
+    assert unit("sram.bytes_per_clock") == "bytes/clock"
+    assert unit("core.load_store_units") == "ops/cycle"
+    assert unit("ddr.latency_cycles") == "cycles" and unit("ddr.bytes_per_cycle") == "B/cycle"

@@ -110,6 +110,16 @@ def test_version(capsys):
     assert capsys.readouterr().out.startswith("dspsim ")
 
 
+def test_run_help_says_what_input_and_n_are_for_every_op(capsys):
+    """Before: "--input X.npy  1-D float32 input" and "--n N  float32 elements", though
+    LayerNorm reads a 2-D .npy, fc an .npz and copy's n is bytes."""
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "1-D float32 input" not in text
+    assert "(1-D or 2-D), an .npz for --op fc" in text and "(bytes for copy;" in text
+
+
 def test_ops_lists_every_op_variant_and_parameter(capsys):
     code, out, _ = run_cli(capsys, "ops", "--json")
     ops = {o["op"]: o for o in json.loads(out)}
@@ -285,3 +295,20 @@ def test_a_set_key_of_the_run_acts(capsys):
         assert code == 0
         cycles.append(json.loads(out)["cycles"])
     assert cycles[1] != cycles[0] and cycles[2] != cycles[0]
+
+
+def test_every_option_of_every_command_has_help():
+    """`dspsim sweep --help` listed --executor without a word of what it does."""
+    import argparse
+
+    from dspsim.cli import build_parser
+
+    def bare(p, name):
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for sub, sp in a.choices.items():
+                    yield from bare(sp, f"{name} {sub}")
+            elif not a.help:
+                yield f"{name} {'/'.join(a.option_strings) or a.dest}"
+
+    assert list(bare(build_parser(), "dspsim")) == []

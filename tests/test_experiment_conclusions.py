@@ -75,3 +75,16 @@ def test_timelines_conclusion_follows_the_numbers():
                                 moved={"pingpong": 3000, "direct": 3000})
     assert "(1.50x slower), although it hides DMA" in text
     assert "the gain" not in text and "it moves no fewer bytes" in text
+
+
+def test_ddr_latency_speedup_is_ping_pongs_over_direct(monkeypatch):
+    """Before: the script divided by the op's default variant (ping-pong), so where direct
+    takes twice ping-pong's cycles it printed "Ping-pong never pays ... 0.50x"."""
+    import pandas as pd
+    monkeypatch.syspath_prepend(str(ROOT / "experiments"))  # its _results
+    rows = [{"op": "softmax", "variant": v, "n": 1000, "ddr.latency_cycles": lat,
+             "cycles": c * k, "warnings": "", "hazards": 0, "wall_s": 0.0, "error": ""}
+            for lat, k in ((1.0, 1), (10.0, 3)) for v, c in (("pingpong", 100), ("direct", 200))]
+    text = experiment("sweep_ddr_latency").conclusion(pd.DataFrame(rows))
+    assert text.startswith("Ping-pong pays at every DDR latency from 1 to 10 cycles")
+    assert "from 2.00x at 1 to 2.00x at 10 cycles" in text

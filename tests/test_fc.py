@@ -267,3 +267,30 @@ def test_a_run_on_a_platform_without_ddr_draws_its_timeline(tmp_path, capsys):
     code, _, err = run_cli(capsys, "run", "--model", "ameba_hifi5", "--op", "fc", "--shape",
                            "64,128", "--timeline", out)
     assert code == 0 and out.stat().st_size > 0, err
+
+
+def test_report_tiles_name_what_is_not_a_tile_and_sum_only_tiles():
+    """Before: fc ping-pong's report listed its input, bias and output copies (before and after
+    the timer) as a row "tile -1, buffer -1" with no pass, and counted them in "all tiles"."""
+    from dspsim.analysis.report import report_text
+    from dspsim.analysis.tiles import tile_table
+
+    r = simulate(load_model(), "fc", "pingpong", data=False, trace=True)
+    text = report_text(r).split("\ntiles (")[1]
+    assert " -1 " not in text and "(outside passes)" in text
+    tiles = tile_table(r.trace, r.passes)
+    dma = tiles[tiles["tile"] >= 0]["dma_cycles"].sum()
+    assert f"all tiles: {dma:,.0f} DMA cycles" in text
+    assert dma < tiles["dma_cycles"].sum()  # the copies outside the tiles are not in it
+
+
+def test_a_timeline_title_counts_float32_only_for_a_float32_op():
+    """Before: fc ping-pong's timeline title said "tile 98,304 bytes (24,576 float32)": its
+    tiles are int8 weights."""
+    from dspsim.analysis.timeline import run_title
+
+    r = simulate(load_model(), "fc", "pingpong", data=False, trace=True)
+    title = run_title(r, 0, r.cycles)
+    assert f"tile {128 * 768:,} bytes:" in title and "float32" not in title
+    r = simulate(load_model(), "softmax", "pingpong", n=20_000, data=False, trace=True)
+    assert "tile 32,768 bytes (8,192 float32)" in run_title(r, 0, r.cycles)

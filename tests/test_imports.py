@@ -152,3 +152,21 @@ def test_budgets_measure_a_git_revision_beside_today(capsys):
     assert header.split() == ["now", "at", "f260e12"] and lines.endswith(" 27,495")
     with pytest.raises(SystemExit, match="--against 'no-such-rev': not a revision"):
         main(["--against", "no-such-rev"])
+
+
+def test_the_readmes_layers_are_the_tested_ones():
+    """Before: the README drew dspsim/host/ beside platform.py, below ops, where this file's
+    LAYERS (which the imports are held to) has it above ops."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    arch = readme.split("## Architecture")[1].split("\n- The public API")[0]
+    named = {"dspsim/cli/": "dspsim.cli", "dspsim/study/": "dspsim.study",
+             "dspsim/run.py": "dspsim.run", "dspsim/analysis/": "dspsim.analysis",
+             "dspsim/host/": "dspsim.host", "dspsim/ops/": "dspsim.ops",
+             "dspsim/platform.py": "dspsim.platform", "dspsim/hw/": "dspsim.hw",
+             "dspsim/kernels/": "dspsim.kernels", "dspsim/schema.py": "dspsim.schema",
+             "dspsim/probes.py": "dspsim.probes"}
+    order = sorted(named, key=lambda path: arch.index(f"`{path}`"))
+    ranks = [_layer(named[path]) for path in order]
+    assert ranks == sorted(ranks, reverse=True), order

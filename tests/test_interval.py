@@ -267,3 +267,23 @@ def test_too_many_keys_without_a_trend_and_a_refused_corner_are_one_line(tmp_pat
     p.write_text('base = "j6"\n[ranges]\n"softmax.tile_bytes" = [16384, 1048576]\n')
     code, _, err = run_cli(capsys, "run", "--model", p, "--n", N, "--no-data", "--interval")
     assert code == 2 and one_line(err) and "softmax.tile_bytes=1048576" in err, err
+
+
+def test_suggest_names_the_model_its_command_runs_under(capsys, tmp_path):
+    """Before: the widest interval was the HiFi5's, but the command to measure left out
+    --model, so it ran J6: another interval, another dominant key."""
+    f = tmp_path / "hifi5.toml"
+    f.write_text('platform = "ameba_hifi5"\nsource = "a test"\n' + "".join(
+        f'[[measurement]]\nname = "fc {v}"\nop = "fc"\nvariant = "{v}"\nshape = [64, 256]\n'
+        f'cycles = 100000\nrole = "check"\n' for v in ("pingpong", "direct")))
+    code, out, err = run_cli(capsys, "validate", "--only", "--measurements", f, "--suggest")
+    assert code == 0, err
+    line = next(ln for ln in out.splitlines() if ln.startswith("widest interval"))
+    command = line.split("(`dspsim ")[1].split("`")[0].split()
+    assert command[:3] == ["run", "--model", "ameba_hifi5"]
+    code, js, _ = run_cli(capsys, "validate", "--only", "--measurements", f, "--suggest",
+                          "--json")
+    m = json.loads(js)["suggest"]["measure"]
+    code, ran, err = run_cli(capsys, *command, "--no-data")  # the interval it was chosen for
+    assert code == 0, err
+    assert f"cycles [{m['low_cycles']:,}, {m['high_cycles']:,}]" in ran

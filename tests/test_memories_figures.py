@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dspsim import simulate
+from dspsim import load_model, simulate
 from dspsim.analysis.compare import compare_figure
 from dspsim.analysis.engines import RunEngines
 from dspsim.analysis.perfetto import trace_events
@@ -190,3 +190,17 @@ def test_run_models_prints_a_byte_column_pair_per_memory(two_memories_run, capsy
     assert j6_row.split()[3:] == [f"{want.bytes['ddr_read']:,}",
                                   f"{want.bytes['ddr_write']:,}", "-", "-", "-"]
     assert sram_row.split()[5:7] == ["0", "0"]
+
+
+def test_requests_waiting_for_a_port_slot_are_shown_as_such(on_sram):
+    """Before: ping-pong from an SRAM of 16 request slots drew 64 "SRAM requests in flight"
+    (its two channels' 32 each, issued and not done) with nothing saying the port holds 16:
+    a dashed line at the slots now, and its key, where the requests exceed them."""
+    fig = timeline_figure(on_sram)
+    assert "SRAM port slots: 16 (the requests above wait for one)" in legend(fig)
+    ax = next(a for a in fig.axes if a.get_ylabel() == "SRAM requests\nin flight (count)")
+    level = [y0 for y0, y1 in (line.get_ydata() for line in ax.get_lines()) if y0 == y1]
+    assert level == [16]  # the one horizontal line (the others: pass boundaries)
+    j6 = simulate(load_model(), n=N, data=False, trace=True, port_log=True)
+    assert not any("slots" in k for k in legend(timeline_figure(j6)))  # 64 slots, 64 requests
+    assert not any("slots" in k for k in legend(compare_figure([on_sram, j6])))  # no requests

@@ -70,3 +70,22 @@ def test_the_generic_tests_derive_every_ops_keys(j6):
         assert searched <= keys
         assert (op.tile_key in searched) == (op.tile_key is not None)
     assert set(choice_settings(np.random.default_rng(0))) >= {"softmax.schedule"}
+
+
+def test_every_ops_default_variant_is_the_first_it_lists():
+    """The README and `run --help` say --variant defaults to the op's first variant: `dspsim ops`
+    listed the kernel op's fc_s8 first, but a run without --variant ran memcpy."""
+    for name in op_names():
+        op = get_op(name)
+        assert next(iter(op.variants)) == op.default_variant, name
+    # an op file's too: ["direct", "pingpong"] defaults to pingpong, which it lists first
+    from pathlib import Path
+
+    from dspsim.ops.fileop.op import FileOp
+    from dspsim.ops.fileop.spec import read_spec
+    path = Path(__file__).resolve().parents[1] / "examples" / "ops" / "scale_bias.toml"
+    text = path.read_text().replace('"scale_bias"', '"scale_bias_dp"').replace(
+        'variants = ["pingpong", "direct", "nbuffer"]', 'variants = ["direct", "pingpong"]'
+        ).replace("buffers = {", "# buffers = {")
+    op = FileOp(read_spec(path, {}, text))  # not registered, nor its kernel
+    assert op.default_variant == "pingpong" and list(op.variants) == ["pingpong", "direct"]

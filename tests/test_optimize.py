@@ -341,3 +341,27 @@ def test_the_op_search_times_the_axes_is_counted_before_it_is_built(monkeypatch)
         optimize("softmax", n=N, variants="online",
                  params=["ddr.latency_cycles=1:60000:1"], progress=False)
     assert made == []
+
+
+@pytest.mark.parametrize("op, said", [("copy", "the output equals the reference bit for bit (0 "),
+                                      ("kernel", "no output checked (zeros: a timing")])
+def test_the_winners_check_says_what_was_compared(capsys, op, said):
+    """Before: copy's and fc's winners, checked bit for bit, and a kernel's, checked not at all,
+    all printed "max relative error n/a against the float64 reference"."""
+    code, out, err = run_cli(capsys, "optimize", "--op", op, "--top", "1")
+    assert code == 0, err
+    line = next(ln for ln in out.splitlines() if ln.startswith("numerics"))
+    assert said in line and "n/a" not in line
+
+
+def test_the_tables_columns_name_their_units_as_the_docs_show_them(capsys):
+    """Before: a column "lower_bound" of cycles beside ddr_bytes and core_busy_%."""
+    from pathlib import Path
+
+    code, out, err = run_cli(capsys, "optimize", "--n", "1000", "--top", "1", "--no-check")
+    assert code == 0, err
+    header = next(ln for ln in out.splitlines() if ln.startswith("rank"))
+    assert "lower_bound_cycles" in header.split()
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "schedules.md").read_text()
+    shown = next(ln for ln in doc.splitlines() if ln.strip().startswith("rank  variant"))
+    assert shown.split() == header.split()  # the widths follow the numbers

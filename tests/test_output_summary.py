@@ -118,3 +118,16 @@ def test_a_saved_run_with_a_nan_sum_loads(tmp_path):
     back = load_run(path)
     assert math.isnan(back.output["sum"]) and back.output["wrong_count"] == 0
     assert back.output["max_rel_err"] == 0.0  # NaN where float64 is NaN: right
+
+
+def test_an_element_within_the_absolute_floor_is_not_wrong():
+    """LayerNorm's outputs near 0 (the docs' standard-normal rows) are off by 3e-7, inside its
+    tolerance's absolute 1e-6 but over 1e-3 relative: they were counted wrong beside
+    ``within_tolerance`` true. An element is wrong when off by more than both."""
+    ref = np.array([1e-4, -2e-4, 1.0, 0.0, 0.0])
+    out = (ref + np.array([3e-7, -3e-7, 0.0, 5e-7, 0.5])).astype(np.float32)
+    s = error_summary(out, ref, floor=1e-6, tolerance=1e-5)
+    assert s["wrong_count"] == 1  # 0.5 against 0: wrong, though no relative error exists
+    assert not s["within_tolerance"]
+    s = error_summary(out[:4], ref[:4], floor=1e-6, tolerance=1e-5)
+    assert s["within_tolerance"] and s["wrong_count"] == 0

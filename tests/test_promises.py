@@ -86,3 +86,20 @@ def test_the_validation_scripts_advice_is_computed_from_the_readings(monkeypatch
     assert "Section 1.2's proposal leaves two readings within 7.5 %" in text
     assert ("Measuring `--explore`'s proposal on a J6 board (pingpong, n = 64, "
             "`softmax.tile_bytes` = 256)") in text
+
+
+def test_readme_says_what_each_direct_load_stalls():
+    """Before: "each of 12,504 vector loads stalls ~444 cycles": the run makes 12,505 (its
+    1,600,640 bytes), and those of the passes that store (exp, mul) stall ~773, their round
+    trip behind a store's bytes on the one port."""
+    from dspsim import load_model, simulate
+
+    r = simulate(load_model(), "softmax", "direct", data=False, trace=True)
+    loads = r.bytes["ddr_read"] // 128  # one 32-lane float32 vector a load
+    core = r.trace[r.trace["engine"] == "core0"]
+    stall = core.groupby("pass")["ddr_stall_cycles"].sum() / (loads / 4)
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert f"each of {loads:,} vector loads stalls" in text
+    for passes, cycles in ((("max", "sum"), 444), (("exp", "mul"), 773)):
+        assert [stall[p] for p in passes] == [pytest.approx(cycles, abs=1)] * 2
+    assert "~444 cycles" in text and "~773 in exp and mul" in text

@@ -134,3 +134,68 @@ def test_every_figure_format_and_svg_text(tmp_path):
     assert (tmp_path / "s.png").exists() is False
     assert plot_sweep(src, x=keys[0]).read_bytes()[:4] == b"\x89PNG"
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_colour_bar_label_fits_beside_its_bar():
+    """Before: three variants' speed-up panels labelled each bar "speedup (pingpong cycles /
+    variant cycles; above 1 the variant is faster)" in one line, taller than the bar: it ran
+    into the figure's title and off the figure's top."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    df = pd.concat([two_variants(), two_variants().query("variant == 'direct'")
+                    .assign(variant="online", cycles=lambda d: d["cycles"] // 2)])
+    fig = heatmap(df, "ddr.latency_cycles", "idma.max_outstanding", "speedup")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    title = fig._suptitle.get_window_extent(renderer)
+    _, bars = panels(fig)
+    assert len(bars) == 2
+    for bar in bars:
+        text = bar.yaxis.label
+        assert "above 1" in text.get_text()
+        box = text.get_window_extent(renderer)
+        assert box.y0 >= 0 and box.y1 <= title.y0, "the colour bar's label runs into the title"
+
+
+def test_a_panel_of_values_that_hardly_differ_is_not_painted_as_the_whole_scale():
+    """Before: online's speed-ups 1.6662 to 1.6664 (0.012 %) spanned the whole colour map,
+    darkest to brightest, beside cell numbers all reading 1.67. As a line plot within 1 %
+    starts at 0, a panel within 1 % gets a scale 1 % of its largest value wide."""
+    values = np.array([1.6662, 1.6664, 1.6663])
+    norm, cmap = panel_norm(values, None)
+    shown = norm(values)
+    assert cmap == "viridis" and np.ptp(shown) < 0.02 and 0.4 < shown.min() < shown.max() < 0.6
+    assert norm.vmax - norm.vmin == pytest.approx(0.01 * 1.6664)
+    norm, _ = panel_norm(np.array([1000.0, 1100.0]), None)  # 10 %: its own range, as before
+    assert (norm.vmin, norm.vmax) == (1000.0, 1100.0)
+    norm, _ = panel_norm(np.array([0.0, 0.0]), None)
+    assert norm.vmin < 0.0 < norm.vmax
+
+
+def test_a_speedup_line_plots_y_label_fits_the_figure():
+    """Before: "speedup (direct cycles / pingpong cycles; above 1 pingpong is faster)" in one
+    line was taller than the axes and ran off the figure's top (experiments'
+    sweep_ddr_latency.png)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    df = two_variants()
+    df = df[df["idma.max_outstanding"] == 1]
+    fig = sweep_plot.line_plot(df, "ddr.latency_cycles", "speedup", baseline="direct")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    text = fig.axes[0].yaxis.label
+    assert "above 1 pingpong is faster" in text.get_text().replace("\n", " ")
+    box = text.get_window_extent(canvas.get_renderer())
+    assert 0 <= box.y0 and box.y1 <= fig.bbox.height, "the y label runs off the figure"
+
+
+def test_a_colour_bar_of_millions_reads_without_an_offset():
+    """Before: ping-pong's bar read 1,000 to 1,100 fine, but cycles in millions were ticks
+    "3.080 .. 3.105" under a "1e6" offset; as the line plot's axis, whole numbers with commas."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    df = two_variants().assign(cycles=lambda d: d["cycles"] * 1000)
+    fig = heatmap(df[df["variant"] == "pingpong"], "ddr.latency_cycles", "idma.max_outstanding")
+    FigureCanvasAgg(fig).draw()
+    _, bars = panels(fig)
+    ticks = [t.get_text() for t in bars[0].yaxis.get_ticklabels() if t.get_text()]
+    assert ticks and all("," in t for t in ticks)
+    assert bars[0].yaxis.get_offset_text().get_text() == ""

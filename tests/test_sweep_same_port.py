@@ -114,3 +114,18 @@ def test_dspsim_sweep_prints_the_reason_from_its_sidecars_model(j6, scale_bias, 
     assert main(["plot", "sweep", *args, str(out), "--x", "core.vector_alu_slots", "--out",
                  str(tmp_path / "sb.png")]) == 0
     assert capsys.readouterr().out.splitlines()[-1].endswith(expected)
+
+
+def test_a_group_of_several_variants_gets_each_variants_reason(j6, scale_bias):
+    """Before: tile sizes identical in direct (2,420,650) and in nbuffer (2,061,484) were one
+    note, direct's cycles, "and 1 other setting", and direct's reason ("does not act"), though
+    the tile acts in nbuffer, whose cycles the port sets."""
+    tiles = (1024, 4096, 16384)
+    models = {t: j6.with_overrides({f"{scale_bias}.tile_bytes": t}) for t in tiles}
+    rows = [{"op": scale_bias, "variant": v, "n": N, f"{scale_bias}.tile_bytes": t,
+             "cycles": simulate(models[t], scale_bias, v, n=N, data=False).cycles}
+            for v in ("direct", "nbuffer") for t in tiles]
+    notes = identical_cycles_notes(pd.DataFrame(rows), model_at=lambda s, k, v: models[v])
+    assert len(notes) == 2 and all("other setting" not in n for n in notes)
+    assert "variant=direct" in notes[0] and notes[0].endswith("does not act in scale_bias direct")
+    assert "variant=nbuffer" in notes[1] and notes[1].endswith(_expected(scale_bias, j6, "nbuffer"))

@@ -285,3 +285,14 @@ def test_a_channel_that_copies_only_outside_the_window_is_idle_and_not_in_the_le
     assert "DDR requests in flight: core0" in keys
     assert not any("idma" in k for k in keys)
     assert [t.get_text() for t in fig.axes[0].texts].count("idle") == 2
+
+
+def test_a_tcm_buffer_that_holds_nothing_in_the_window_says_empty():
+    """A window of the first 5 cycles (the core programming the first descriptor): the channel
+    lanes said idle and the two TCM buffer lanes were blank, unlabelled."""
+    res = simulate(load_model(), n=20_000, data=False, trace=True, port_log=True)
+    fig = timeline_figure(res, window=(0.0, 5.0))
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts.count("idle") == 2 and texts.count("empty") == 2
+    texts = [t.get_text() for t in timeline_figure(res).axes[0].texts]
+    assert "empty" not in texts  # the whole run: both buffers hold tiles

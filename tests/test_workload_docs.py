@@ -36,3 +36,13 @@ def test_the_pages_example_report_is_what_the_command_prints(tmp_path, monkeypat
     printed = capsys.readouterr().out.rstrip("\n").splitlines()
     assert [WALL.sub(" in _ s wall, ", line) for line in printed] == [
         WALL.sub(" in _ s wall, ", line) for line in shown]
+
+
+def test_the_stream_tables_deadline_column_names_its_unit(tmp_path, monkeypatch, capsys):
+    """Before: a column "deadline" of microseconds beside op_us, p50_us, ... max_us."""
+    text = PAGE.read_text(encoding="utf-8")
+    (tmp_path / "cams.toml").write_text("\n".join(_indented_block(text, "seed = 1")) + "\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["workload", "cams.toml"]) == 0
+    header = next(ln for ln in capsys.readouterr().out.splitlines() if "op/variant" in ln)
+    assert header.split()[-3:] == ["deadline_us", "missed", "tasks/s"]

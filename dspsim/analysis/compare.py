@@ -88,7 +88,8 @@ def _draw_runs(fig: Figure, gs: Any, results: Sequence[Any], memories: list[list
             twin = ax_bw.twinx()  # requests are drawn but hidden: only bandwidth here
             bw_handles = draw_ddr(ax_bw, twin, r, 0.0, float(r.cycles),
                                   bins=int(width_px // 2), memory=memory, named=named)
-            handles += [h for h in bw_handles if "requests in flight" not in h.get_label()]
+            handles += [h for h in bw_handles if "requests in flight" not in h.get_label()
+                        and "port slots" not in h.get_label()]
             twin.set_visible(False)
             ax_bw.tick_params(axis="x", labelbottom=False)
             ax_bw.tick_params(axis="y", labelsize=8)

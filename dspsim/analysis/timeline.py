@@ -34,6 +34,7 @@ from dspsim.analysis.timeline_memories import (
     stall_memories,
 )
 from dspsim.errors import DspsimInputError
+from dspsim.ops.registry import OPS
 from dspsim.paths import atomic_savefig, check_suffix, plain_text, writable_file
 
 if TYPE_CHECKING:
@@ -267,6 +268,9 @@ def _draw_tcm_lanes(lanes: Lanes, segs: pd.DataFrame, ypos: dict[str, float]) ->
     states_shown: set[str] = set()
     for (b, k), group in segs.groupby(["buffer", "lane"]):
         yk = ypos[f"tcm{b}.{k}"]
+        if not lanes.visible(group["start_cycle"], group["end_cycle"]).any():  # as idle
+            _grey_text(lanes.ax, lanes.lo, lanes.hi, yk, "empty")
+            continue
         for state, colour in draw.TCM_COLOURS.items():
             r = group[group["state"] == state]
             if lanes.bars(r["start_cycle"], r["end_cycle"], yk, colour):
@@ -319,7 +323,9 @@ def run_title(result: Any, lo: float, hi: float) -> str:
     """What ran, its tile and its cycles; the window when it is not the whole run."""
     model = result.model
     tile = tile_bytes(require_trace(result))
-    tile_text = f"tile {tile:,} bytes ({tile // 4:,} float32)" if tile else "no tiles"
+    unit = getattr(OPS.get(result.op), "size_unit", "float32")  # fc's tiles are int8 weights
+    count = f" ({tile // 4:,} float32)" if tile and unit == "float32" else ""
+    tile_text = f"tile {tile:,} bytes{count}" if tile else "no tiles"
     text = (f"{draw.figure_name(model.name)} {result.op}, {result.variant}, "
             f"{shape_text(result.shape)}, {tile_text}: {result.cycles:,} cycles = "
             f"{result.time_us:,.1f} µs at {model.core.clock_mhz:g} MHz")

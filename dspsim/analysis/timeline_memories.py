@@ -103,6 +103,7 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int, memory
     edges = panel["edges"]
     handles: list[Any] = []
     model = getattr(result, "model", None)
+    cfg = model.memories.get(memory) if model is not None else None  # its port's keys
     base = np.zeros(bins)
     for key, way, colour in (("read_bytes_per_cycle", "read", draw.COPY_COLOURS["copy_in"]),
                              ("write_bytes_per_cycle", "write", draw.COPY_COLOURS["copy_out"])):
@@ -111,8 +112,8 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int, memory
             ax_bw.stairs(base + v, edges, baseline=base, fill=True, color=colour, alpha=0.85)
             handles.append(Patch(facecolor=colour, label=f"{prefix}{way} (bytes/cycle)"))
         base = base + v
-    if model is not None and memory in model.memories:
-        peak = model.memories[memory].policy.bytes_per_cycle  # the data path's rate
+    if cfg is not None:
+        peak = cfg.policy.bytes_per_cycle  # the data path's rate
         ax_bw.axhline(peak, color="black", linestyle="--", linewidth=0.8)
         handles.append(Line2D([], [], color="black", linestyle="--",
                               label=f"{label} port peak {peak:g} bytes/cycle"))
@@ -130,6 +131,10 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int, memory
         handles.append(Patch(facecolor=colour, label=f"{prefix}requests in flight: {who}"))
         base = base + v
     top = max(float(base.max()) if bins else 0.0, 1.0)
+    if cfg is not None and top > cfg.max_outstanding * (1 + 1e-6):  # the rest wait (fp: 1e-6)
+        ax_req.axhline(cfg.max_outstanding, color="black", linestyle="--", linewidth=0.8)
+        handles.append(Line2D([], [], color="black", linestyle="--", label=f"{label} port "
+                              f"slots: {cfg.max_outstanding} (the requests above wait for one)"))
     ax_req.set_ylim(0, top * 1.2)
     ax_req.set_ylabel(f"{label}{label_gap(label)}requests\nin flight (count)", fontsize=8)
     ax_req.text(0.995, 0.95, f"means over {draw.bin_text((hi - lo) / bins)}-cycle bins",

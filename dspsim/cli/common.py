@@ -375,7 +375,9 @@ def add_data_args(p: argparse.ArgumentParser, arrays: bool) -> None:
                       help="timing only: move no values (faster; no output or host check)")
     if arrays:
         data.add_argument("--input", metavar="X.npy",
-                          help="1-D float32 input (default: the seed's x[i] = 1 + i/n)")
+                          help="the input: a float32 .npy of the op's shape (1-D or 2-D), an "
+                          ".npz for --op fc (default: the op's own, softmax the seed's x[i] = "
+                          "1 + i/n)")
         data.add_argument("--output", metavar="Y.npy", help="write the op's output here")
 
 
@@ -405,8 +407,8 @@ def add_op_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--mode", metavar="V", help="older name of --variant")
     size = g.add_mutually_exclusive_group()
     size.add_argument("--n", type=positive_int,
-                      help="float32 elements, for a 1-D op (default: the op's default shape, or "
-                      "the --input array's)")
+                      help="a 1-D op's size: float32 elements (bytes for copy; default: the "
+                      "op's default shape, or the --input array's)")
     size.add_argument("--shape", type=positive_shape, metavar="R,C",
                       help="input shape, e.g. 1024,256 for a 2-D op")
     g.add_argument("--core", type=int, default=0, metavar="K",

@@ -115,7 +115,7 @@ def _table(res: Any) -> tuple[list[str], list[list[str]]]:
         names = [Path(m).name for m in res.models]
         header += names if len(set(names)) == len(names) else list(res.models)
     memories = list(dict.fromkeys(m for c in res.candidates for m in c.read_bytes))
-    header += ["speedup", *(f"{m}_bytes" for m in memories), "lower_bound", "gap_%",
+    header += ["speedup", *(f"{m}_bytes" for m in memories), "lower_bound_cycles", "gap_%",
                "core_busy_%", "warnings", "hazards"]
     rows = []
     for c in res.candidates:
@@ -154,8 +154,13 @@ def _print_best(res: Any, op: Any) -> None:
         shown = "n/a" if err is None else f"{err:.3g}"
         note = "" if num.get("cycles_match", True) else (
             " (NOTE: its cycles with the data path on differ from the timing-only run)")
-        print(f"numerics (data path on, model {num['model']}): max relative error "
-              f"{shown} against the float64 reference{note}")
+        what = f"max relative error {shown} against the float64 reference"
+        if "exact" in num:  # an integer or byte output (copy, fc), against its exact reference
+            what = (f"the output {'equals' if num['exact'] else 'DIFFERS FROM'} the reference "
+                    f"bit for bit ({num.get('mismatch_count', 0):,} elements differ)")
+        elif "values" in num:  # nothing compared (a kernel microbenchmark's zeros)
+            what = f"no output checked ({num['values']})"
+        print(f"numerics (data path on, model {num['model']}): {what}{note}")
     if best.flagged:
         print("warning: every candidate carries a result-changing warning or a hazard; the "
               "ranking is by cycles that may not be the work done")

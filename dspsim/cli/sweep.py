@@ -43,8 +43,8 @@ def add_sweep(sub) -> None:
                    "every variant of an op that names none)")
     p.add_argument("--mode", metavar="V1,V2",
                    help="older name of --variant (the table's column is then mode, not variant)")
-    p.add_argument("--n", help="a 1-D op's float32 elements (default: the op's); a list or range "
-                   "sweeps it")
+    p.add_argument("--n", help="a 1-D op's size: float32 elements, bytes for copy (default: the "
+                   "op's); a list or range sweeps it")
     p.add_argument("--shape", metavar="R,C",
                    help="a 2-D op's input shape (default: the op's); a list: 1024x256,512x512")
     add_model_args(p, set_help="fix a model key for every point (repeatable)", models=True)
@@ -55,7 +55,9 @@ def add_sweep(sub) -> None:
                    help="worker processes, 1 to 256 (default 1; never more than the points to "
                    "compute)")
     p.add_argument("--fidelity", choices=FIDELITIES, help="simulation fidelity (default tile)")
-    p.add_argument("--executor", choices=EXECUTORS, default="local")
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="local worker processes (default), or dask: a cluster at --scheduler, "
+                   "else a local one of --jobs workers (pip install -e '.[dask]')")
     p.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--retry-failed", action="store_true",
                    help="compute again the points that failed before")

@@ -154,7 +154,7 @@ def _print_streams(s: dict[str, Any], clock: float) -> None:
     """One row per stream: latency percentiles, deadline misses, throughput."""
     print(f"  {'stream':<14} {'op/variant':<19} {'prio':>4} {'backend':>7} {'tasks':>6} "
           f"{'op_us':>9} {'p50_us':>9} {'p95_us':>9} {'p99_us':>9} {'max_us':>9} "
-          f"{'deadline':>9} {'missed':>6} {'tasks/s':>8}")
+          f"{'deadline_us':>11} {'missed':>6} {'tasks/s':>8}")
     for st in s["streams"]:
         lat = st["latency_us"]
         dl = "-" if st["deadline_us"] is None else f"{st['deadline_us']:,.0f}"
@@ -162,7 +162,7 @@ def _print_streams(s: dict[str, Any], clock: float) -> None:
         print(f"  {cell(st['name']):<14} {st['op'] + '/' + st['variant']:<19} "
               f"{st['priority']:>4} {st['backend']:>7} {st['tasks']:>6,} "
               f"{st['op_cycles']['mean'] / clock:>9,.0f} {lat['p50']:>9,.0f} "
-              f"{lat['p95']:>9,.0f} {lat['p99']:>9,.0f} {lat['max']:>9,.0f} {dl:>9} "
+              f"{lat['p95']:>9,.0f} {lat['p99']:>9,.0f} {lat['max']:>9,.0f} {dl:>11} "
               f"{st['deadline_misses']:>6,} {tput:>8}")
 
 

@@ -442,7 +442,7 @@ def check_tile_bytes(key: str, tile_bytes: int, model: HardwareModel) -> None:
 
 
 SUMMARY_CHUNK_ELEMENTS = 1 << 18  # reference and error arrays are built this many at a time
-WRONG_REL = 1e-3  # an element off by more than this, relative, is wrong (``wrong_count``)
+WRONG_REL = 1e-3  # an element off by more than this, relative (and the floor), is wrong
 # JSON has no infinite or NaN number: an output summary writes them as these strings
 NON_FINITE_TEXT = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
@@ -499,6 +499,8 @@ def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, tolerance: float
         same = same_non_finite(got, r)
         within = tolerance is None or bool(np.all(
             (diff <= np.maximum(tolerance * ref_abs, floor)) | same))
+        # wrong: off by more than WRONG_REL relative and floor absolute (NaN off too)
+        wrong = np.count_nonzero(finite & ~(diff <= np.maximum(WRONG_REL * ref_abs, floor)))
     rel = np.where(np.isnan(rel), np.inf, rel)
     absolute = np.where(np.isnan(absolute), np.inf, absolute)
     # wrong without a relative error: against a non-finite reference, or non-finite
@@ -508,7 +510,7 @@ def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, tolerance: float
     special = ([np.inf] if off else []) + ([0.0] if same.any() else [])
     rels = [float(rel.max())] if rel.size else []
     absolutes = [float(absolute.max())] if absolute.size else []
-    return rels, absolutes, special, int(np.count_nonzero(rel > WRONG_REL)) + off, within
+    return rels, absolutes, special, int(wrong + np.count_nonzero(~finite & ~same)), within
 
 
 def error_summary(
@@ -516,8 +518,9 @@ def error_summary(
     tolerance: float | None = None,
 ) -> dict[str, Any]:
     """Sum, non-finite counts, max relative error (where ``|ref| > floor``), max absolute error
-    and ``wrong_count`` (off by more than :data:`WRONG_REL`), a slice at a time. A non-finite
-    reference matched exactly is right, any other non-finite disagreement wrong (errors inf);
+    and ``wrong_count`` (off by more than :data:`WRONG_REL` relative and ``floor`` absolute), a
+    slice at a time. A non-finite reference matched exactly is right, any other non-finite
+    disagreement wrong (errors inf);
     a max is None when nothing was compared. ``ref``: the float64 reference, or a function
     giving it for a slice of the flattened output (no float64 copy of a long output held).
     With a relative ``tolerance``, also ``within_tolerance`` (``floor`` its absolute part)."""

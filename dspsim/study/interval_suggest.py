@@ -9,9 +9,12 @@ interval its dominant key explains times what pinning that key takes off the wid
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from dspsim.config import models_dir
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
 from dspsim.study.interval import Interval, op_interval
@@ -60,9 +63,11 @@ class Suggestion:
         size = "x".join(map(str, m["shape"]))
         sets = "".join(f" --set {k}={format_value(v)}" for k, v in m["settings"].items())
         shown = (f"n = {m['shape'][0]:,}" if len(m["shape"]) == 1 else f"shape {size}")
+        source = Path(self.widest.run_model.source)  # a packaged model by its name
+        model = source.stem if source.parent == models_dir() else shlex.quote(str(source))
         return (f"widest interval: {w['name']} under {w['model']}, [{w['low_cycles']:,}, "
                 f"{w['high_cycles']:,}] cycles. Measure {m['op']} {m['variant']} at {shown}"
-                f"{sets} (`dspsim run --op {m['op']} --variant {m['variant']} "
+                f"{sets} (`dspsim run --model {model} --op {m['op']} --variant {m['variant']} "
                 f"{'--n' if len(m['shape']) == 1 else '--shape'} {size.replace('x', ',')}"
                 f"{sets} --interval`): {self.key} alone explains {100 * self.share:.0f} % of "
                 f"its interval; pinning {self.key} narrows the widest to "

@@ -13,6 +13,7 @@ counted in the title; a table without an ``op`` column is of the default op.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,7 @@ WARNED_HATCH = ".."  # heatmap cells of points with warnings
 LEGEND_IN_PER_CHAR = 0.065  # width of a legend label's character at "small" (inches)
 LABEL_CHARS = 48  # an axis label (a column named after a long memory) shortened past this
 NUMBER_PAD_PT = 4.0  # clear margin around a heatmap cell's number (no dots, no contour)
+BAR_LABEL_CHARS = 40  # a y-axis or colour bar label wrapped past this (one line overran)
 
 
 def label(column: str, df: pd.DataFrame | None = None, baseline: str | None = None) -> str:
@@ -242,7 +244,7 @@ def line_plot(df: pd.DataFrame, x: str, y: str = "cycles", hue: str | None = Non
         ring_warned(ax, [], [], [], "0.25", label=WARNED_LABEL)
     ylabel = label(y, df, baseline)
     ax.set_xlabel(label(x))
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel(textwrap.fill(ylabel, BAR_LABEL_CHARS))
     ax.grid(True, which="both", alpha=0.3)
     if groups or y == "speedup" or warned_any:
         # outside the axes, to the right: a legend inside covers lines wherever it goes
@@ -435,11 +437,13 @@ def _mark_cells(ax: Any, image: Any, z: np.ma.MaskedArray, warned: np.ndarray) -
 def _colour_bar(fig: Figure, ax: Any, image: Any, norm: Any, text: str,
                 level: float | None) -> None:
     """A panel's colour bar; on a log scale, ticks at 1, 2 and 5 times the powers of ten."""
-    bar = fig.colorbar(image, ax=ax, label=text)
+    bar = fig.colorbar(image, ax=ax, label=textwrap.fill(text, BAR_LABEL_CHARS))
     if isinstance(norm, (LogNorm, LogTwoSlopeNorm)):
         bar.set_ticks(log_ticks(norm.vmin, norm.vmax, level))
         bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
         bar.ax.yaxis.set_minor_locator(NullLocator())
+    elif max(abs(norm.vmin), abs(norm.vmax)) >= 1e5:  # 5,000,000, not 5.0 under 1e6
+        bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
 
 
 def default_heatmap_y(df: pd.DataFrame, baseline: str | None = None) -> str:

@@ -1,6 +1,7 @@
 """The scales of sweep figures, each keeping a figure truthful at any scale: a line plot's
 y-axis from 0 when its points hardly differ (a small spread is not drawn as a jump), a heatmap
-panel's own colour scale (linear, logarithmic, diverging around a level) and its log ticks."""
+panel's own colour scale (linear, logarithmic, diverging around a level; at least 1 % of its
+largest value wide) and its log ticks."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ class LogTwoSlopeNorm(Normalize):
 
 def panel_norm(values: np.ndarray, level: float | None) -> tuple[Normalize, str]:
     """A panel's (norm, colour map): diverging around ``level`` when the values straddle it,
-    logarithmic when they span more than :data:`LOG_RANGE` times, else linear."""
+    logarithmic when they span more than :data:`LOG_RANGE` times, else linear, at least
+    :data:`FLAT_SPREAD` of the largest value wide (a tiny spread is not drawn as the map)."""
     v = values[np.isfinite(values)]
     if not v.size:
         return Normalize(0.0, 1.0), "viridis"
@@ -67,8 +69,9 @@ def panel_norm(values: np.ndarray, level: float | None) -> tuple[Normalize, str]
                 else TwoSlopeNorm(level, vmin, vmax)), "RdBu"
     if wide:
         return LogNorm(vmin, vmax), "viridis"
-    if vmin == vmax:
-        pad = abs(vmin) * 0.05 or 0.5
+    top = max(abs(vmin), abs(vmax))
+    if vmax - vmin < FLAT_SPREAD * top or vmin == vmax:  # a tiny spread is not the whole map
+        pad = (FLAT_SPREAD * top - (vmax - vmin)) / 2 or 0.5
         vmin, vmax = vmin - pad, vmax + pad
     return Normalize(vmin, vmax), "viridis"
 

@@ -79,8 +79,8 @@ class FileOp(Op):
         self.doc = spec.doc
         self.ndim = spec.ndim
         self.default_shape = spec.default_shape
-        self.variants = {v: _DESCRIBE[v].format(buffers=f"{spec.name}.buffers")
-                         for v in spec.variants}
+        self.variants = {v: _DESCRIBE[v].format(buffers=f"{spec.name}.buffers")  # default first
+                         for v in sorted(spec.variants, key=lambda v: v != spec.default_variant)}
         self.default_variant = spec.default_variant
         self.params = op_schema(spec)
         self.tile_key = f"{spec.name}.tile_bytes"

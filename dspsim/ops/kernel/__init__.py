@@ -49,9 +49,9 @@ class KernelBench(Op):
 
     @property
     def variants(self) -> dict[str, str]:  # type: ignore[override]
-        """Every registered kernel, by name."""
+        """Every registered kernel, by name, the default first (what --variant defaults to)."""
         return {name: f"{k.shape.name}: one call, size in {k.unit}"
-                for name, k in KERNELS.items()}
+                for name, k in sorted(KERNELS.items(), key=lambda i: i[0] != self.default_variant)}
 
     def shape_refusal(self, given: Any, dims: tuple[Any, ...]) -> str:
         return (f"kernel size {given!r}: expected a positive integer n or two positive "

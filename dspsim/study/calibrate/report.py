@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dspsim.config import HardwareModel
+from dspsim.config import HardwareModel, model_key
+from dspsim.errors import ConfigError
 from dspsim.study.calibrate.identify import Interval, Proposal
 from dspsim.study.calibrate.measure import Measurement, is_int_key, value_text
 from dspsim.study.calibrate.params import FreeParam
@@ -19,9 +20,13 @@ _UNITS = (("bytes_per_cycle", "B/cycle"), ("_cycles", "cycles"), ("_bytes", "B")
 
 
 def unit(key: str) -> str:
-    """The unit of a model key, from its name."""
+    """The unit of a model key, from its name (else the one its schema gives)."""
     name = key.split(".")[-1]
-    return next((u for suffix, u in _UNITS if name.endswith(suffix)), "")
+    try:
+        declared = model_key(key).unit
+    except ConfigError:
+        declared = ""
+    return next((u for suffix, u in _UNITS if name.endswith(suffix)), declared)
 
 
 def reading(key: str, value: float, model: HardwareModel) -> str:

@@ -100,8 +100,22 @@ def _reason(setting: Mapping[str, Any], key: str, values: tuple,
         return None
 
 
+def _lines(key: str, values: tuple, where: list[tuple[dict[str, Any], int]],
+           model_at: ModelAt | None = None) -> list[str]:
+    """A group's notes: one per reason the op gives at its settings' ops, variants and sizes
+    (a key that does not act in direct may be port-bound in another variant)."""
+    by_run: dict[tuple, list[tuple[dict[str, Any], int]]] = {}
+    for setting, cycles in where:
+        run = tuple(setting.get(k) for k in ("op", *VARIANT_KEYS, "n", "shape"))
+        by_run.setdefault(run, []).append((setting, cycles))
+    by_reason: dict[str | None, list[tuple[dict[str, Any], int]]] = {}
+    for part in by_run.values():
+        by_reason.setdefault(_reason(part[0][0], key, values, model_at), []).extend(part)
+    return [_line(key, values, part, reason) for reason, part in by_reason.items()]
+
+
 def _line(key: str, values: tuple, where: list[tuple[dict[str, Any], int]],
-          model_at: ModelAt | None = None) -> str:
+          reason: str | None) -> str:
     setting, cycles = where[0]
     shown = {k: v for k, v in setting.items() if k != "op" or setting.get("op") != DEFAULT_OP}
     at = ", ".join(f"{k}={format_value(v)}" for k, v in shown.items())
@@ -109,15 +123,14 @@ def _line(key: str, values: tuple, where: list[tuple[dict[str, Any], int]],
     more = f" and {rest} other setting{'s' if rest > 1 else ''}" if rest else ""
     text = (f"note: {key} = {', '.join(format_value(v) for v in values)} gave identical cycles "
             f"({cycles:,}{' at ' + at if at else ''}{more})")
-    reason = _reason(setting, key, values, model_at)
     return f"{text}: {reason}" if reason else text
 
 
 def identical_cycles_notes(df: pd.DataFrame, limit: int = MAX_NOTES,
                            model_at: ModelAt | None = None) -> list[str]:
-    """The note lines of a sweep table (:func:`dspsim.study.sweep.read_sweep`): at most
-    ``limit``, then one line counting the rest; ``model_at`` (:func:`sidecar_models`) lets an
-    op give reasons that need each run's model."""
+    """The note lines of a sweep table (:func:`dspsim.study.sweep.read_sweep`): groups' notes
+    until ``limit`` lines (a group whole), then one line counting the groups left;
+    ``model_at`` (:func:`sidecar_models`) lets an op give reasons that need each run's model."""
     if "cycles" not in df.columns:
         return []
     ok = ok_rows(df)
@@ -129,9 +142,15 @@ def identical_cycles_notes(df: pd.DataFrame, limit: int = MAX_NOTES,
             continue
         others = [k for k in keys if k != key]
         groups += [(key, values, where) for values, where in _groups(ok, key, others).items()]
-    lines = [_line(*group, model_at) for group in groups[:limit]]
-    if len(groups) > limit:
-        lines.append(f"note: {len(groups) - limit} more groups of values gave identical cycles "
+    lines: list[str] = []
+    shown = 0
+    for group in groups:
+        if len(lines) >= limit:
+            break
+        lines += _lines(*group, model_at)
+        shown += 1
+    if shown < len(groups):
+        lines.append(f"note: {len(groups) - shown} more groups of values gave identical cycles "
                      "(see the table)")
     return lines
 
