@@ -252,6 +252,11 @@ def test_the_default_reason_comes_from_the_ops_tiling():
     assert op.same_cycles_reason("direct", (100_000,), "softmax.tile_bytes", [4096, 8192]) == (
         "softmax.tile_bytes does not act in softmax direct")
     assert op.same_cycles_reason("pingpong", (100_000,), "ddr.latency_cycles", [1, 2]) is None
+    # an iDMA key in a variant of no channel (the note said "port-bound ... 761,457 cycles
+    # either way" of a run of 843,244: the port is not what left it alike)
+    assert op.same_cycles_reason("direct", (100_000,), "idma.max_outstanding", [16, 64]) == (
+        "idma.max_outstanding does not act in softmax direct: it uses no iDMA channel")
+    assert op.same_cycles_reason("pingpong", (100_000,), "idma.max_outstanding", [16]) is None
 
 
 def test_without_a_reason_the_note_says_the_values_gave_identical_cycles():

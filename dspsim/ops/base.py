@@ -275,6 +275,8 @@ class Op:
         the same last tile, or (given each value's model) the port binding every run alike."""
         if key.partition(".")[0] == self.name and variant not in self.key_variants(key):
             return f"{key} does not act in {self.name} {variant}"
+        if key.startswith("idma.") and not self.requirements(variant).get("channels"):
+            return f"{key} does not act in {self.name} {variant}: it uses no iDMA channel"
         reason = self._same_last_tile_reason(shape, key, values)
         if reason is None and models:
             reason = self.port_bound_reason(variant, shape, models)
