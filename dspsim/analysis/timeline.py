@@ -323,7 +323,8 @@ def run_title(result: Any, lo: float, hi: float) -> str:
     """What ran, its tile and its cycles; the window when it is not the whole run."""
     model = result.model
     tile = tile_bytes(require_trace(result))
-    unit = getattr(OPS.get(result.op), "size_unit", "float32")  # fc's tiles are int8 weights
+    op = OPS.get(result.op)  # (None: a saved run of an op file not loaded)
+    unit = op.size_unit if op is not None else "float32"  # fc's tiles are int8 weights
     count = f" ({tile // 4:,} float32)" if tile and unit == "float32" else ""
     tile_text = f"tile {tile:,} bytes{count}" if tile else "no tiles"
     text = (f"{draw.figure_name(model.name)} {result.op}, {result.variant}, "

@@ -24,7 +24,7 @@ from dspsim.ops import get_op, op_names
 from dspsim.ops.base import errors_text
 from dspsim.platform import FIDELITIES
 from dspsim.probes import pass_totals
-from dspsim.run import Result, simulate
+from dspsim.run import Request, Result, simulate
 from dspsim.text import cell
 
 PASS_LINES = 16  # more passes than this (many rows) print one line per pass name
@@ -85,13 +85,14 @@ def _simulate(args: argparse.Namespace, model: Any, op: Any, x: Any, **kw: Any) 
                     data=not args.no_data, fidelity=args.fidelity, core=args.core, **kw)
 
 
-def check_sets_act(args: argparse.Namespace) -> None:
+def check_sets_act(args: argparse.Namespace, model: Any, x: Any) -> None:
     """Refuse a ``--set`` of an op's key that cannot act in this run: another op's key, or a
-    key of this op that its variant does not use (``Op.key_variants``)."""
+    key of this op that its variant does not use (``Op.key_variants``); after the run's own
+    checks (``Request.check``: the op's refusals say more where it has its own)."""
+    Request.check(model, args.op, op_variant(args), None, args.n, args.shape, x,
+                  not args.no_data, args.fidelity, None, args.core, None)
     op = get_op(args.op)
     variant = op_variant(args) or op.default_variant
-    if variant not in op.variants:
-        return  # the run refuses the variant itself
     for item in args.overrides:
         key = item.partition("=")[0].strip()
         section = key.partition(".")[0]
@@ -111,7 +112,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.models:
         return _run_models(args)
     model = model_from_args(args)
-    check_sets_act(args)  # (after the values are checked)
     outputs = run_outputs(args)  # checks paths and extensions before simulating
     check_outputs_not_inputs(args, [(opt, getattr(args, opt[2:])) for opt in RUN_FILES],
                              [("--input", args.input)])
@@ -119,6 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.output:
         op.check_output_file(args.output)
     x = op.read_input_file(args.input) if args.input else None
+    check_sets_act(args, model, x)
     # one simulation has no unit of progress to count: on a terminal, how long it has run
     with elapsed(f"run: {op.name} {op_variant(args) or op.default_variant}"):
         r = _simulate(args, model, op, x, trace=outputs.needs_trace,
@@ -206,7 +207,8 @@ def _run_models(args: argparse.Namespace) -> int:
     op = get_op(args.op)
     x = op.read_input_file(args.input) if args.input else None
     models = models_from_args(args)
-    check_sets_act(args)
+    for model in models.values():
+        check_sets_act(args, model, x)
     runs = {label: _simulate(args, model, op, x) for label, model in models.items()}
     if args.json:
         emit_json({"models": {label: run_object(r) for label, r in runs.items()}})
