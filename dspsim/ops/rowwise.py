@@ -164,7 +164,9 @@ def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
     cross before the timer stops / ``B``; **latency** = direct, dependent vector loads one at a
     time, ping-pong, iDMA bursts ``min(m, 2 idma.max_outstanding)`` in flight; **compute** =
     kernels' TCM issue cycles + ``S`` per descriptor. ``estimate_cycles`` adds what no overlap
-    hides: direct, the kernels' walk (exact for the core alone on an uncached port); ping-pong,
+    hides: direct, the kernels' walk (exact for the core alone on an uncached port whose reads and
+    writes share a latency; with slower writes the write buffer's state carried from call
+    to call is not followed, and the estimate can be off by 10-20 %); ping-pong,
     the frame's one pass (:func:`~dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`: exact when
     the rows fit one tile).
     """
