@@ -100,3 +100,22 @@ def test_the_registry_allots_a_free_command_and_refuses_a_taken_one():
         for name in ("allotted_a", "allotted_b", "collides"):
             OPS.pop(name, None)
             OP_SCHEMAS.pop(name, None)
+
+
+@pytest.mark.parametrize("cmd", [0x10000, -1, "0x8009", True, 32769.0])
+def test_the_registry_refuses_a_command_the_firmware_cannot_hold(cmd):
+    """A command outside the firmware's 16-bit table (or not an integer) is refused when the
+    op registers, in one line; it was taken, and every later run of every op then failed
+    building the firmware's table."""
+    from dspsim import load_model, simulate
+    from dspsim.ops.registry import OPS
+    from dspsim.schema import OP_SCHEMAS
+
+    try:
+        with pytest.raises(ValueError, match="allowed: an integer 0x0 to 0xffff"):
+            register_op(_tiny_op("bad_cmd", cmd))
+        assert "bad_cmd" not in OPS
+        assert simulate(load_model(), "softmax", "direct", n=64, data=False).cycles > 0
+    finally:
+        OPS.pop("bad_cmd", None)
+        OP_SCHEMAS.pop("bad_cmd", None)

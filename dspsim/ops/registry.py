@@ -29,6 +29,9 @@ def register_op(op: Op, default: bool = False) -> Op:
     if op.cmd is None:  # the firmware's next free custom command
         op.cmd = next(c for c in range(CUSTOM_CMD_FIRST, 0x10000)
                       if all(o.cmd != c for o in OPS.values()))
+    if type(op.cmd) is not int or not 0 <= op.cmd <= 0xFFFF:  # the firmware's table's range
+        raise ValueError(f"op {op.name!r}: command {op.cmd!r}; allowed: an integer 0x0 to "
+                         "0xffff, or cmd = None and the registry allots a free one")
     taken = [o.name for o in OPS.values() if o.cmd == op.cmd]
     if taken:
         raise ValueError(f"op {op.name!r}: command 0x{op.cmd:x} is taken by {taken[0]!r}; "
