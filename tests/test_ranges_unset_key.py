@@ -32,3 +32,15 @@ def test_the_cli_refuses_it_in_one_line(tmp_path, capsys):
 def test_a_range_of_a_set_key_still_loads(tmp_path):
     m = load_model(_file(tmp_path, '"psram.refresh_clocks" = [0.2, 0.5]'))
     assert m.ranges["psram.refresh_clocks"] == (0.2, 0.5)
+
+
+@pytest.mark.parametrize("model, free, says", [
+    ("j6", "ddr.write_latency_cycles", "--set ddr.write_latency_cycles=VALUE"),
+    ("j6", "ddr.write_latency_cycles=10:2000", "--set ddr.write_latency_cycles=VALUE"),
+    ("esp32s3", "psram.latency_cycles", "cannot act on a transactions memory")])
+def test_calibrate_refuses_to_free_an_unset_key_in_one_line(capsys, model, free, says):
+    """--free of a key the model leaves unset (no value to start the fit from) was a
+    TypeError traceback; it is one line saying what to do."""
+    code, _, err = run_cli(capsys, "calibrate", "--model", model, "--free", free,
+                           "--measured", "copy:idma,n=4096=11000")
+    assert code == 2 and one_line(err) and says in err

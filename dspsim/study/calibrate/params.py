@@ -66,6 +66,13 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
     except ConfigError as e:
         raise DspsimInputError(f"--free {text!r}: {e}") from None
     check_on_model(model, key, f"--free {text!r}")
+    if model.get(key) is None:  # an optional key left unset: no value to start the fit from
+        try:
+            model.with_overrides({key: 1})  # one that cannot act here says why
+        except ConfigError as e:
+            raise DspsimInputError(f"--free {text!r}: {e}") from None
+        raise DspsimInputError(f"--free {text!r}: model {model.name} leaves {key} unset; give "
+                               f"the fit a value to start from: --set {key}=VALUE")
     if key_type(key) in (str, bool):
         kind = "text" if key_type(key) is str else "true/false"
         raise DspsimInputError(
