@@ -76,3 +76,22 @@ def test_a_key_without_a_default_missing_is_damage(old_sweep, capsys):
     side.write_text(json.dumps(doc))
     code, _, err = run_cli(capsys, *ARGV, "--set", "tcm.reserved_bytes=0", "--out", out)
     assert code == 2 and one_line(err) and "damaged" in err and "core.count" in err, err
+
+
+@pytest.mark.parametrize("first, then, says", [
+    (["--set", "ddr.write_latency_cycles=3000"], [], "write_latency_cycles = 3000.0 there, unset"),
+    ([], ["--set", "ddr.write_latency_cycles=300"], "write_latency_cycles unset there, 300.0")])
+def test_an_optional_key_set_on_one_side_only_is_another_sweep(tmp_path, capsys, first, then,
+                                                              says):
+    """A key with no default (ddr.write_latency_cycles: unset, writes take latency_cycles) set
+    when the file was begun and not on resume: its rows were taken as they were (the key was
+    compared only where this sweep sets it), the cycles of another model; set only on resume:
+    a TypeError traceback. Either is another sweep, refused in one line."""
+    out = tmp_path / "s.csv"
+    argv = ["sweep", "--op", "copy", "--variant", "idma", "--n", "65536", "--set", "copy.src=tcm",
+            "--set", "copy.dst=host", "--param", "copy.descriptor_bytes=4096,8192"]
+    assert run_cli(capsys, *argv, *first, "--out", out)[0] == 0
+    before = out.read_bytes()
+    code, _, err = run_cli(capsys, *argv, *then, "--out", out)
+    assert code == 2 and one_line(err) and "different sweep" in err and says in err, err
+    assert out.read_bytes() == before

@@ -233,9 +233,12 @@ class Cache:
             ours = sweep_values(model.flat(), self.sweep.keys, self.sweep.ops)
             theirs = self.old["fixed_model"]
             theirs = theirs[label] if label is not None else theirs
-            theirs = {k: theirs.get(k, key_default(k)) for k in ours}
+            # a key the file lacks at its default; an optional key unset (None) on either side
+            # left out, so that a key set on one side only makes other point keys
+            theirs = {k: v for k in {**theirs, **ours}
+                      if (v := theirs.get(k, key_default(k))) is not None}
             same = (self.old["fidelity"] == self.sweep.fidelity
-                    and self.old["dspsim_version"] == self.version
+                    and self.old["dspsim_version"] == self.version and theirs.keys() == ours.keys()
                     and all(canon(k, v) == canon(k, theirs[k]) for k, v in ours.items()))
             self._fixed[label] = (theirs, ours, same)
         return self._fixed[label]

@@ -271,11 +271,15 @@ def _newer_keys(out: Path, old: dict[str, Any], new: dict[str, Any]) -> dict[str
                 if canon(k, theirs[k]) != canon(k, v):
                     raise _different(out, f"{k} = {canon(k, theirs[k])} there, "
                                           f"{canon(k, v)} here{which}")
+            elif key_optional(k):  # an optional key the file left unset
+                raise _different(out, f"{k} unset there, {canon(k, v)} here{which}")
             elif key_default(k) is None or canon(k, key_default(k)) != canon(k, v):
                 raise _different(out, f"{k} = {v} here{which}; the file was begun before the "
                                       f"key existed, that is at its default {key_default(k)}")
             else:
                 newer[k] = format_value(v)
+        for k in (k for k in theirs if k not in ours):  # set there, left unset here
+            raise _different(out, f"{k} = {canon(k, theirs[k])} there, unset here{which}")
     return newer
 
 
