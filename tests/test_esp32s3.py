@@ -46,6 +46,33 @@ def test_a_memory_not_core_local_costs_its_requests(esp):
     assert _cycles(m, "loop") >= local + N // 4 * (s.latency_cycles + 4 / s.bytes_per_cycle) - 1
 
 
+@pytest.mark.parametrize("op, shape", [("softmax", (3, 4096)), ("layernorm", (4, 768)),
+                                       ("rmsnorm", (16, 1000)), ("fc", (16, 256))])
+def test_a_direct_kernel_on_a_core_local_memory_is_bounded_by_its_kernels(esp, op, shape):
+    """The host's SRAM is core_local: a direct variant's loads and stores cross no port, so
+    its bounds charge no port traffic and its estimate is the kernels' cycles, as simulated
+    (they charged the port's data path: a lower bound up to 4x the run's cycles)."""
+    from dspsim.ops import get_op
+    r = simulate(esp, op, "direct", shape=shape, data=False)
+    b = get_op(op).bounds(esp, "direct", shape)
+    assert b.lower_bound_cycles <= r.cycles == b.estimate_cycles
+    assert b.details.get("traffic_bytes", r.bytes) == r.bytes
+
+
+@pytest.mark.parametrize("src, dst", [("sram", "sram"), ("tcm", "tcm"), ("tcm", "sram")])
+@pytest.mark.parametrize("settings", [{}, {"sram.write_latency_cycles": 400.0}])
+def test_a_memcpy_with_no_port_between_its_ends_is_its_word_loop(esp, src, dst, settings):
+    """memcpy between TCM and core_local SRAM is the library's word loop alone
+    (copy.memcpy_access_bytes): its bounds were the vector kernel's (TCM to TCM: 8,206 where
+    the run takes 40,974) or priced on the SRAM's port (3,088 for 2,574, and 26,270 with a
+    write latency the run never meets); now every bound and the estimate are the run's."""
+    from dspsim.ops import get_op
+    m = esp.with_overrides({"copy.src": src, "copy.dst": dst, **settings})
+    r = simulate(m, "copy", "memcpy", n=65536, data=False)
+    b = get_op("copy").bounds(m, "memcpy", (65536,))
+    assert b["lower_bound_cycles"] == b["estimate_cycles"] == r.cycles
+
+
 @pytest.mark.parametrize("latency", [7.0, 13.5])
 def test_a_wide_scalar_access_is_several_requests(j6, latency):
     """From an uncached memory with core.scalar_access_bytes = 4, K = 8 is two blocking

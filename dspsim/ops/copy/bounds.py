@@ -106,9 +106,9 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {"bytes": n, "traffic_bytes": traffic(model, variant, n)}
     prologue = p.prologue_cycles if p.timed_prologue else 0.0
     ways = way_bytes(model, variant, n, out["traffic_bytes"])
-    if not ways:  # TCM to TCM: the core alone
+    if not any(r + w for _, r, w in ways.values()):  # TCM or the core's own bus: the core alone
         out["estimate_cycles"] = prologue + (
-            loop_compute_cycles(model, n) if variant == "loop"
+            loop_compute_cycles(model, n, variant) if variant == "loop" or p.memcpy_access_bytes
             else MEMCPY.tcm_cycles(n // 4, model.core))
         out["lower_bound_cycles"] = out["estimate_cycles"]
         out["binding_bound"] = "compute"
@@ -420,14 +420,16 @@ def _streams(model: Any) -> int:
                and (not write or dc.write_allocate and dc.write_policy == "write_back"))
 
 
-def loop_compute_cycles(model: Any, n: int) -> float:
+def loop_compute_cycles(model: Any, n: int, variant: str = "loop") -> float:
     """The loop variant's cycles when nothing misses, ``(n / K) x C`` and each loop's call
-    overhead (one per piece into a TCM ring): a lower bound, the run between two TCM ends."""
+    overhead (one per piece into a TCM ring): a lower bound, the run between two TCM ends; a
+    memcpy's word loop (``copy.memcpy_access_bytes``) likewise."""
     p = model.copy
     pl = plan(model, p, n)
     calls = 1 if pl.one_call else pl.pieces
-    return (calls * model.core.call_overhead_cycles
-            + n // p.access_bytes * p.loop_cycles_per_iteration)
+    k, c = ((p.access_bytes, p.loop_cycles_per_iteration) if variant == "loop"
+            else (p.memcpy_access_bytes, p.memcpy_cycles_per_iteration))
+    return calls * model.core.call_overhead_cycles + n // k * c
 
 
 def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) -> float:
