@@ -15,6 +15,7 @@ waits for it. Every tile but the last is full, so every sum is a closed form ove
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -82,14 +83,21 @@ class PortCosts:
         self.lat, self.cpb = policy.latency(False), policy.cycles_per_byte
         self.burst, self.k, self.m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
         self.setup = idma.setup_cycles
+        # the engine's own pace per channel (0: none) and its fetch of each descriptor
+        self.rate, self.fetch = idma.engine_bytes_per_cycle or math.inf, idma.descriptor_cycles
 
     def requests(self, nbytes: int) -> int:
         """Bursts of a copy of ``nbytes``."""
         return -(-nbytes // self.burst)
 
     def single(self, nbytes: int, write: bool = False) -> float:
-        """A copy alone on its channel and the port (into TCM, else out of it: ``write``)."""
-        return self.policy.transfer_cycles(nbytes, self.burst, min(self.k, self.m), write)
+        """A copy alone on its channel and the port (into TCM, else out of it: ``write``): its
+        descriptor fetched, then at the slower of the port and the engine's pace (the bytes but
+        the last burst's at the channel's rate, then that burst's trip)."""
+        moved = self.policy.transfer_cycles(nbytes, self.burst, min(self.k, self.m), write)
+        last = nbytes - (self.requests(nbytes) - 1) * self.burst
+        return self.fetch + max(moved, (nbytes - last) / self.rate
+                                + self.policy.request_cycles(last, write))
 
 
 class _Pass(PortCosts):
@@ -110,7 +118,7 @@ class _Pass(PortCosts):
         self.last_latency = policy.latency(write_back)
 
     def throughput(self, channels: int) -> float:
-        return min(self.policy.bytes_per_cycle,
+        return min(self.policy.bytes_per_cycle, channels * self.rate,
                    min(self.m, channels * self.k) * self.burst / self.occupancy)
 
     def d_in(self, i: int) -> float:

@@ -44,7 +44,7 @@ class _Cost(PortCosts):
 
     def throughput(self, channels: int) -> float:
         window = min(self.m, max(1, channels) * self.k)
-        return min(1.0 / self.cpb,
+        return min(1.0 / self.cpb, max(1, channels) * self.rate,
                    window * self.burst / self.policy.request_cycles(self.burst, False))
 
     def pass1(self, s: int) -> int:  # online pass 1, one tile: max, exp, sum, rescale
