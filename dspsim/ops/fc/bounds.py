@@ -60,9 +60,14 @@ def _pingpong(model: Any, mem: Any, shape: tuple[int, ...]) -> dict[str, Any]:
     tile = min(model.fc.tile_rows, out_depth)
     chunks = math.ceil(out_depth / tile)
     rows = [min(tile, out_depth - i * tile) for i in range(chunks)]
-    setup = idma.setup_cycles
-    dma = [setup + policy.transfer_cycles(r * in_depth, idma.burst_bytes, window, False)
-           for r in rows]
+    setup, burst, rate = idma.setup_cycles, idma.burst_bytes, idma.engine_bytes_per_cycle
+
+    def moved(b: int) -> float:  # fetched, then at the slower of the port and the engine's pace
+        last = b - (math.ceil(b / burst) - 1) * burst
+        paced = (b - last) / rate + policy.request_cycles(last, False) if rate else 0.0
+        return idma.descriptor_cycles + max(paced, policy.transfer_cycles(b, burst, window, False))
+
+    dma = [setup + moved(r * in_depth) for r in rows]
     ker = [kernel_cycles(model, r, in_depth) for r in rows]
     t = dma[0]  # the first chunk alone
     for i in range(chunks):
