@@ -108,3 +108,17 @@ def test_esp32s3_core_copy_from_psram_pays_a_transaction_a_line(variant):
     r = simulate(m, "copy", variant, n=n)
     assert b["lower_bound_cycles"] <= r.cycles
     assert abs(b["estimate_cycles"] - r.cycles) <= 1.0
+
+
+@pytest.mark.parametrize("write_latency", [300.0, 2000.0])
+@pytest.mark.parametrize("n", [1000, 4096])
+def test_a_write_allocate_destination_is_bounded_by_its_fills_latency(ameba, write_latency, n):
+    """memcpy TCM -> SRAM through the HiFi5's write-back, write-allocate cache: what crosses
+    the SRAM's port in the span is its line fills, reads. The port bound added the write
+    latency to them (1,000 bytes at sram.write_latency_cycles = 2000: a lower bound of 2,267
+    against 543 simulated); the last request is a read, its latency the read's."""
+    m = ameba.with_overrides({"copy.src": "tcm", "copy.dst": "sram",
+                              "sram.write_latency_cycles": write_latency})
+    r = simulate(m, "copy", "memcpy", n=n, data=False)
+    assert r.bytes["sram_write"] == 0 < r.bytes["sram_read"]
+    assert get_op("copy").bounds(m, "memcpy", (n,))["lower_bound_cycles"] <= r.cycles

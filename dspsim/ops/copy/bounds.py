@@ -164,10 +164,13 @@ def _port_bounds(model: Any, variant: str,
         return sum(m.policy.stream_path_cycles(b, size, way)
                    for b, way in ((r, False), (w, True)) if b > 0)
 
+    def latency(m: Any, r: int, w: int) -> float:  # the last request's: a read's or a write's
+        # as the bytes crossing are (a write-allocate destination's are its line fills: reads)
+        return min(m.policy.latency(way) for b, way in ((r, False), (w, True)) if b > 0)
+
     return {"bandwidth": max((path(m, r, w) for m, r, w in crossing), default=0.0),
-            "latency_bandwidth": max((min(m.policy.latency(w) for w in _ways(model, m))
-                                      + path(m, r, w) for m, r, w in crossing),
-                                     default=0.0)}
+            "latency_bandwidth": max((latency(m, r, w) + path(m, r, w)
+                                      for m, r, w in crossing), default=0.0)}
 
 
 def _ways(model: Any, mem: Any) -> tuple[bool, ...]:
