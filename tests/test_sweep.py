@@ -309,7 +309,7 @@ def test_kill_9_then_rerun_finishes_only_the_missing_points(tmp_path, capsys):
     out = tmp_path / "k.csv"
     args = [
         "--param",
-        "ddr.latency_cycles=10:400:10",
+        "ddr.latency_cycles=10:4000:5",  # 1,598 points: not all done before the kill
         "--n",
         "50000",
         "--fidelity",
@@ -336,7 +336,7 @@ def test_kill_9_then_rerun_finishes_only_the_missing_points(tmp_path, capsys):
     assert proc.returncode == -signal.SIGKILL
     assert "being written by another sweep" in capsys.readouterr().err
     partial = read_sweep(out)  # parses, whatever the kill tore
-    total = 40 * 2
+    total = 799 * 2
     assert 5 <= len(partial) < total
     assert not partial.duplicated(key_columns(partial)).any()
 
@@ -348,7 +348,7 @@ def test_kill_9_then_rerun_finishes_only_the_missing_points(tmp_path, capsys):
 
     final = read_sweep(out)
     ref = tmp_path / "ref.csv"
-    run_sweep(build_sweep(["ddr.latency_cycles=10:400:10"], n=50000, fidelity="burst"), ref, jobs=1)
+    run_sweep(build_sweep(["ddr.latency_cycles=10:4000:5"], n=50000, fidelity="burst"), ref, jobs=1)
     assert without_wall(final).equals(without_wall(read_sweep(ref)))
     merged = partial.merge(final, on=key_columns(final), suffixes=("", "_final"))
     assert (merged["cycles"] == merged["cycles_final"]).all()  # finished points kept as they were
