@@ -163,6 +163,12 @@ def refuse_idle(m: Any, keys: list[str]) -> None:
             why = protocol_misfit(section, memory.protocol, name)
             if why:
                 raise ConfigError(why)
+            if (name == "max_outstanding" and memory.protocol == "transactions"
+                    and memory.max_outstanding != 1):
+                raise ConfigError(
+                    f"{key} = {memory.max_outstanding} cannot act on a transactions memory: it "
+                    f"serves one transaction at a time; allowed: 1, or {section}.protocol = "
+                    "\"pipelined\"")
             continue
         if section in OP_KEY_IDLE:
             why = OP_KEY_IDLE[section](m, key)

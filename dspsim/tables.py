@@ -49,7 +49,8 @@ class MemoryCfg:
     """One external memory behind its own port (J6: ``[ddr]``; a smaller SoC: ``[psram]`` and
     ``[sram]``). Every table of a model file that is not a hardware or op table is one."""
 
-    max_outstanding: int = _key(1, 4096, "requests", "requests in flight on the port")
+    max_outstanding: int = _key(1, 4096, "requests", "requests in flight on the port (1 on a "
+                                                    "transactions memory, which serves one)")
     latency_cycles: float = _key(
         0.0, 1e6, "cycles", "round trip of one request, port to the memory and back (a read's; a "
         "write's too unless write_latency_cycles is given; a pipelined memory gives it, a "

@@ -101,7 +101,6 @@ configs = st.fixed_dictionaries({
     "ddr.read_hold_clocks": st.sampled_from([0, 2]),
     "ddr.write_hold_clocks": st.sampled_from([1, 4]),
     "ddr.page_bytes": st.sampled_from([0, 48, 1024]),
-    "ddr.max_outstanding": st.sampled_from([1, 4]),
     "idma.max_outstanding": st.sampled_from([1, 2, 16]),
     "idma.burst_bytes": st.sampled_from([32, 64, 128]),
 })
@@ -170,3 +169,19 @@ def test_a_model_file_gives_each_protocol_its_own_keys(tmp_path):
         j6.with_overrides({"ddr.protocol": "transactions", "ddr.clock_cycles": 2.0})
     with pytest.raises(ConfigError, match="missing key ddr.latency_cycles"):
         j6.with_overrides(PSRAM).with_overrides({"ddr.protocol": "pipelined"})
+
+
+def test_max_outstanding_other_than_one_is_refused_on_a_transactions_memory(j6):
+    """A transactions memory serves one transaction at a time: its request slots never held
+    more than one (1 and 16 gave the same cycles and request logs), so a value set other than
+    1 is refused in one line; 1, and a value inherited from a pipelined base, are taken."""
+    from dspsim.config import load_model
+
+    esp = load_model("esp32s3")
+    with pytest.raises(ConfigError, match="psram.max_outstanding = 4 cannot act on a "
+                                          "transactions memory.*allowed: 1"):
+        esp.with_overrides({"psram.max_outstanding": 4})
+    assert esp.with_overrides({"psram.max_outstanding": 1}).memories["psram"].max_outstanding == 1
+    assert j6.with_overrides(PSRAM).memories["ddr"].protocol == "transactions"  # 64 inherited
+    with pytest.raises(ConfigError, match="cannot act on a transactions memory"):
+        j6.with_overrides({**PSRAM, "ddr.max_outstanding": 64})
