@@ -312,3 +312,13 @@ def test_every_option_of_every_command_has_help():
                 yield f"{name} {'/'.join(a.option_strings) or a.dest}"
 
     assert list(bare(build_parser(), "dspsim")) == []
+
+
+def test_a_negative_window_is_refused_by_the_window_check(capsys, tmp_path):
+    """``--window -100:500`` was argparse's "expected one argument"; now the window's own
+    line says what is allowed, as ``--window=-100:500`` did."""
+    for window in (["--window", "-100:500"], ["--window=-100:500"]):
+        code, _, err = run_cli(capsys, "run", "--no-data", "--n", "4096", "--timeline",
+                               str(tmp_path / "t.png"), *window)
+        assert code == 2 and one_line(err) and "window -100:500 is outside the run" in err
+    assert not (tmp_path / "t.png").exists()

@@ -105,6 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             try:
                 words = list(sys.argv[1:] if argv is None else argv)
+                # "--window -100:500": argparse takes a value starting with "-" for an option
+                # ("expected one argument"); joined, the window's own check says what is allowed
+                words = [f"{w}={words[i + 1]}" if w == "--window" and words[i + 1:i + 2]
+                         and words[i + 1][:1] == "-" else w for i, w in enumerate(words)
+                         if not (i and words[i - 1] == "--window" and w[:1] == "-")]
                 # workers load the op files this command loads, not a list it inherited
                 os.environ.pop("DSPSIM_OP_FILES", None)
                 names = load_op_files_of(words)
