@@ -123,3 +123,42 @@ def test_rows_longer_than_a_tile_run_in_column_blocks(j6, tmp_path):
             simulate(m, name, "nbuffer", x=x)
     finally:
         unload_op_file(path)
+
+
+TWO_SHIFTS = op_text("down_twice", """[[pass]]
+name = "a"
+reads = "x"
+writes = "y"
+value = "shift_rows(x, 1) + x"
+loop = { loads = 1, stores = 1, alu = 1, table_loads = 1 }
+[[pass]]
+name = "b"
+reads = "y"
+writes = "y"
+value = "shift_rows(y, 1) + y"
+loop = { loads = 1, stores = 1, alu = 1, table_loads = 1 }
+[schedules]
+variants = ["pingpong", "direct"]
+tile_bytes = 2048
+""")
+
+
+def test_chained_shift_rows_passes_get_the_halo_of_both(j6, tmp_path):
+    """Pass b reads pass a's rows one further down, in place in the block: a block's middle
+    rows need 1 + 1 rows of halo, not the larger of the two (which left 1,216 of 40 x 64
+    wrong)."""
+    path = tmp_path / "twice.toml"
+    path.write_text(TWO_SHIFTS)
+    name = load_op_file(path)
+    try:
+        x = np.random.default_rng(7).standard_normal((40, 64)).astype(np.float64)
+        a = x.copy()
+        a[:-1] += x[1:]
+        want = a.copy()
+        want[:-1] += a[1:]
+        for variant in ("pingpong", "direct"):
+            r = simulate(j6, name, variant, x=x.astype(np.float32))
+            assert np.allclose(r.output_array, want, rtol=1e-5, atol=1e-5), variant
+        assert get_op(name).bounds(j6, "pingpong", (40, 64))["halo_rows"] == 2
+    finally:
+        unload_op_file(path)

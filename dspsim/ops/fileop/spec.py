@@ -106,7 +106,7 @@ class OpSpec:
     reference: Expr | None = None
     python: str | None = None
     tolerance: tuple[float, float] | None = None
-    halo: int = 0  # rows above and below a block its shift_rows reach
+    halo: int = 0  # rows above and below a block its shift_rows reach (summed over passes)
     block_cols: Range | None = None  # a 2-D op without reductions: columns per 2-D block
     memories: dict[str, str] = field(default_factory=dict)  # array -> its default memory
 
@@ -203,9 +203,10 @@ def parse_spec(raw: dict[str, Any], shown: str, taken: Mapping[str, Any]) -> OpS
 
 def _blocks(w: _Where, raw: dict[str, Any], passes: tuple[PassSpec, ...], ndim: int,
             variants: tuple[str, ...]) -> tuple[int, Range | None]:
-    """The halo of the passes' ``shift_rows`` and the ``block_cols`` range: 2-D blocks, for a
-    2-D op whose passes do not reduce (a row's reduction would see one block only)."""
-    halo = max((p.value.halo for p in passes if p.value is not None), default=0)
+    """The halo of the passes' ``shift_rows`` (their sum: each pass reads, in place, rows of
+    the pass before it) and the ``block_cols`` range: 2-D blocks, for a 2-D op whose passes
+    do not reduce (a row's reduction would see one block only)."""
+    halo = sum(p.value.halo for p in passes if p.value is not None)
     reducing = next((p for p in passes if p.reduce_op), None)
     if halo and reducing is not None:
         raise w.error(reducing.label, "reduces in an op whose values read other rows "
