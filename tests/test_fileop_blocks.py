@@ -162,3 +162,15 @@ def test_chained_shift_rows_passes_get_the_halo_of_both(j6, tmp_path):
         assert get_op(name).bounds(j6, "pingpong", (40, 64))["halo_rows"] == 2
     finally:
         unload_op_file(path)
+
+
+def test_a_long_images_reference_is_built_with_its_halo_rows(j6, name):
+    """The reference is built a block of rows at a time (2^18 elements): each block carries the
+    rows shift_rows reads beside it, so the exact answer of a 4 x 70,000 image (280,000
+    elements) has no error (it had 17,856 'wrong' at the second block's edge)."""
+    x = np.random.default_rng(11).standard_normal((4, 70_000)).astype(np.float32)
+    op = get_op(name)
+    params = j6.params(name)
+    exact = vertical(x).astype(np.float32)
+    summary = op.output_summary(exact, x, params)
+    assert summary["wrong_count"] == 0 and summary["max_rel_err"] < 1e-6

@@ -121,6 +121,8 @@ class Op:
     # (relative, absolute): an element is right when |out - ref| <= max(rel |ref|, abs);
     # None: no tolerance claimed (:meth:`output_summary` then gives no ``within_tolerance``)
     tolerance: ClassVar[tuple[float, float] | None] = None
+    # rows above and below a row that its reference reads (output_summary's blocks carry them)
+    reference_halo_rows: int = 0
 
     @property
     def input_dims(self) -> tuple[int, ...]:
@@ -330,15 +332,17 @@ class Op:
     # ------------------------------------------------------------------ may: checks
     def output_summary(self, out: np.ndarray, x: np.ndarray, params: Params) -> dict[str, Any]:
         """:func:`error_summary` against :meth:`reference`, a block of rows at a time (each row
-        independent: an op whose reference couples rows overrides this); with a
-        :attr:`tolerance`, also ``within_tolerance`` (the floor is its absolute part)."""
+        independent but for :attr:`reference_halo_rows`; an op whose reference couples more
+        rows overrides this); with a :attr:`tolerance`, also ``within_tolerance`` (the floor is
+        its absolute part)."""
         cols = x.shape[-1] if x.ndim else 1
         rel, floor = self.tolerance or (None, 1e-30)
+        halo = self.reference_halo_rows
 
         def reference(part: slice) -> np.ndarray:  # the rows covering a slice of the output
             lo, hi = part.start, min(part.stop, out.size)
-            first = lo // cols
-            block = x.reshape(-1, cols)[first:-(-hi // cols)]
+            first = max(0, lo // cols - halo)  # and the rows its reference reads beside them
+            block = x.reshape(-1, cols)[first:-(-hi // cols) + halo]
             return self.reference(block, params).reshape(-1)[lo - first * cols:hi - first * cols]
 
         return error_summary(out, reference, floor=floor, tolerance=rel)

@@ -85,6 +85,7 @@ class FileOp(Op):
         self.params = op_schema(spec)
         self.tile_key = f"{spec.name}.tile_bytes"
         self.tolerance = spec.tolerance
+        self.reference_halo_rows = max(spec.halo, spec.reference.halo if spec.reference else 0)
         self._python = _python_reference(spec, allow_python)
 
     # ------------------------------------------------------------------ firmware
