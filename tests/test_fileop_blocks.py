@@ -174,3 +174,11 @@ def test_a_long_images_reference_is_built_with_its_halo_rows(j6, name):
     exact = vertical(x).astype(np.float32)
     summary = op.output_summary(exact, x, params)
     assert summary["wrong_count"] == 0 and summary["max_rel_err"] < 1e-6
+
+
+def test_optimize_searches_the_tiles_of_blocks_narrower_than_a_row(j6, name):
+    """A row of 70,000 float32 fits no DataRAM, but 512-column blocks run in any tile that
+    holds one with its halo: optimize searches those tiles (it searched none)."""
+    space = get_op(name).search_space(j6, "pingpong", (4, 70_000))
+    assert 1024 not in space["col_filter.tile_bytes"]  # 3 rows of 512 columns: 6 KiB
+    assert {8192, 32768} <= set(space["col_filter.tile_bytes"])

@@ -209,8 +209,9 @@ def _tiled(model: HardwareModel, variant: str, frames: list[Frame]) -> Bounds:
 def search_space(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]
                  ) -> dict[str, list]:
     """``<op>.tile_bytes``: the powers of two from 1 KiB whose buffers fit (and hold a row of
-    a 2-D op), and the model's own; ``<op>.buffers``: its declared range (``nbuffer``; a count
-    whose buffers do not fit is refused by ``check_run`` and skipped). ``direct``: nothing."""
+    a 2-D op, or its 2-D block with the halo), and the model's own; ``<op>.buffers``: its
+    declared range (``nbuffer``; a count whose buffers do not fit is refused by ``check_run``
+    and skipped). ``direct``: nothing."""
     if variant == "direct":
         return {}
     space: dict[str, list] = {}
@@ -220,6 +221,8 @@ def search_space(op: Op, model: HardwareModel, variant: str, shape: tuple[int, .
         space[f"{op.name}.buffers"] = sorted({*range(b.lo, b.hi + 1), params.buffers})
     per_bank = per_bank_buffers(op, model, variant)
     row = 4 * shape[-1] if len(shape) == 2 else 4
+    if len(shape) == 2 and uses_blocks(op.spec, cols := _block_cols(op, model)):
+        row = 4 * min(shape[1], cols or shape[1]) * (1 + 2 * op.spec.halo)  # a block, halo too
     tiles, t = set(), 1024
     lo, hi = op.spec.tile.lo, op.spec.tile.hi
     while fits(model, per_bank, t) and t <= hi:
