@@ -156,6 +156,7 @@ BAD = [
     (GOOD.replace('min = 64', 'min = 63'), "multiples of 4"),
     (GOOD + '\n[reference]\npython = "os:system"\n', "needs allow_python = true"),
     ("[op\nname=", "not valid TOML"),
+    (GOOD.replace("b = 0.5", "b = 0.5\nx = 3.0"), "[params]: 'x' is an array's name"),
 ]
 
 

@@ -189,6 +189,8 @@ def parse_spec(raw: dict[str, Any], shown: str, taken: Mapping[str, Any]) -> OpS
     doc = w.typed(op, "doc", "[op]", str, "a one-line string", f"the op of {shown}")
     params = _params(w, raw.get("params", {}))
     inp, out, memories = _arrays(w, raw["array"], ndim)
+    if clash := next((k for k in params if k in (inp, out)), None):
+        raise w.error("[params]", f"{clash!r} is an array's name; allowed: another name")
     schedules = _schedules(w, raw.get("schedules", {}))
     passes = _passes(w, raw["pass"], inp, out, params, ndim)
     ref = _reference(w, raw.get("reference"), inp, params)
