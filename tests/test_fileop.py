@@ -185,6 +185,20 @@ def test_a_python_reference_runs_only_when_the_loader_allows_it(tmp_path, loaded
     assert loaded(path, allow_python=True) == "sb_python"
 
 
+def test_a_1d_ops_python_reference_is_called_with_a_vector(j6, tmp_path, loaded, monkeypatch):
+    """f(x, params) of a 1-D op gets the input's shape [n] (it got [1, n]: numpy.convolve,
+    which takes vectors only, failed)."""
+    (tmp_path / "sb_ref_1d.py").write_text(
+        "import numpy as np\n\ndef ref(x, params):\n"
+        "    return np.convolve(x, [params.a], 'same') + params.b\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    text = GOOD.replace('name = "scale_bias"\n', 'name = "sb_conv"\n') + (
+        '\n[reference]\npython = "sb_ref_1d:ref"\nallow_python = true\n')
+    name = loaded(write(tmp_path, text), allow_python=True)
+    r = simulate(j6, name, "direct", x=np.linspace(0.5, 1.0, 64, dtype=np.float32))
+    assert r.output["max_rel_err"] < 1e-6 and r.output["wrong_count"] == 0
+
+
 def test_the_command_line_exits_2_on_a_bad_file(tmp_path, capsys):
     from dspsim.cli import main
 

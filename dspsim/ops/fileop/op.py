@@ -130,16 +130,17 @@ class FileOp(Op):
         spec = self.spec
         x64 = np.asarray(x, np.float64)
         if self._python is not None:  # the file author's code: what it raises is one line
+            given = x64.reshape(-1) if spec.ndim == 1 else x64  # a 1-D op's [n], not [1, n]
             try:
-                out = np.asarray(self._python(x64, params), np.float64)
+                out = np.asarray(self._python(given, params), np.float64)
             except Exception as e:  # noqa: BLE001 - any error of code dspsim did not write
                 out = e
-            if isinstance(out, Exception) or out.shape != x64.shape:
+            if isinstance(out, Exception) or out.shape != given.shape:
                 why = (f"{type(out).__name__}: {one_line(out)}" if isinstance(out, Exception)
-                       else f"returned shape {out.shape}, expected {x64.shape}")
+                       else f"returned shape {out.shape}, expected {given.shape}")
                 raise DspsimInputError(f"op file {spec.path}: [reference] python = "
                                        f"{spec.python!r}(x, params) failed: {why}")
-            return out
+            return out.reshape(x64.shape)
         env: dict[str, Any] = {spec.input: x64, "cols": float(x64.shape[-1])}
         env.update({k: float(getattr(params, k)) for k in spec.params})
         if spec.reference is not None:
