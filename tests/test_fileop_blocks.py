@@ -182,3 +182,23 @@ def test_optimize_searches_the_tiles_of_blocks_narrower_than_a_row(j6, name):
     space = get_op(name).search_space(j6, "pingpong", (4, 70_000))
     assert 1024 not in space["col_filter.tile_bytes"]  # 3 rows of 512 columns: 6 KiB
     assert {8192, 32768} <= set(space["col_filter.tile_bytes"])
+
+
+def test_nested_shift_rows_reach_the_sum_of_their_shifts(j6, tmp_path):
+    """shift_rows(shift_rows(x, 1), 1) reads two rows down: its blocks need a halo of 2 (it
+    had 1, and 808 of 70 x 101 elements were wrong)."""
+    path = tmp_path / "nested.toml"
+    path.write_text(TWO_SHIFTS.replace('name = "down_twice"', 'name = "down_nested"').replace(
+        'value = "shift_rows(x, 1) + x"', 'value = "shift_rows(shift_rows(x, 1), 1)"'))
+    name = load_op_file(path)
+    try:
+        x = np.random.default_rng(9).standard_normal((40, 64)).astype(np.float32)
+        r = simulate(j6, name, "pingpong", x=x)
+        a = np.zeros_like(x)
+        a[:-2] = x[2:]
+        want = a.copy()
+        want[:-1] += a[1:]
+        assert np.allclose(r.output_array, want, rtol=1e-6, atol=1e-6)
+        assert r.output["wrong_count"] == 0
+    finally:
+        unload_op_file(path)

@@ -71,7 +71,7 @@ class Expr:
     names: frozenset[str]
     tree: ast.Expression
     shifts: bool  # calls shift (a row filter: whole rows per tile)
-    halo: int = 0  # the largest |k| of its shift_rows calls: rows above and below a block
+    halo: int = 0  # rows its shift_rows reach (nested ones add up): above and below a block
 
     def evaluate(self, env: Mapping[str, Any], dtype: type = np.float64) -> Any:
         """The value with ``env``'s names, every operation in ``dtype``."""
@@ -100,9 +100,16 @@ def parse_expr(text: Any, names: Mapping[str, str], where: str,
         raise DspsimInputError(f"{where}: {_short(text)} is nested more than {MAX_DEPTH} "
                                "deep; allowed: a shallower expression")
     found: set[str] = set()
-    flags: dict[str, Any] = {"shifts": False, "halo": 0}
+    flags: dict[str, Any] = {"shifts": False}
     _check(tree.body, names, where, text, reductions, found, flags)
-    return Expr(text, frozenset(found), tree, flags["shifts"], flags["halo"])
+    return Expr(text, frozenset(found), tree, flags["shifts"], _reach(tree.body))
+
+
+def _reach(node: ast.AST) -> int:
+    """The rows above and below that a (checked) value reads: nested shift_rows add up."""
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "shift_rows":
+        return abs(_int_const(node.args[1]) or 0) + _reach(node.args[0])
+    return max((_reach(c) for c in ast.iter_child_nodes(node)), default=0)
 
 
 def _depth(tree: ast.AST) -> int:
@@ -173,8 +180,6 @@ def _check_call(node: ast.Call, where: str, text: str, reductions: bool,
         raise DspsimInputError(f"{where}: {_short(text)}: {fn}(array, k) needs a whole number "
                                f"k from -{MAX_SHIFT} to {MAX_SHIFT}")
     flags["shifts"] |= fn == "shift"
-    if fn == "shift_rows":
-        flags["halo"] = max(flags["halo"], abs(k))
 
 
 def _int_const(node: ast.AST) -> int | None:
