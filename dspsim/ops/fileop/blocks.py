@@ -1,6 +1,6 @@
 """2-D blocks: a 2-D op file's op tiled in blocks of ``R`` rows of ``C`` columns (``C`` =
 ``<op>.block_cols``, 0: whole rows), moved by 2-D iDMA descriptors. A block's input copy
-brings ``h`` rows of halo above and below (the sum over the passes of each one's largest
+brings ``h`` rows of halo above and below (the sum over the passes of each one's reach in
 ``shift_rows``; fewer at the image's edges), packed in the TCM buffer; the passes run on it in
 place; the output copy takes its ``R`` middle rows back. ``R = tile_bytes // (4 C) - 2h``.
 Blocks go row band by row band, left to right, through two buffers and channels as the seed's
