@@ -202,3 +202,9 @@ def test_nested_shift_rows_reach_the_sum_of_their_shifts(j6, tmp_path):
         assert r.output["wrong_count"] == 0
     finally:
         unload_op_file(path)
+
+
+def test_the_tile_key_says_a_tile_may_hold_a_block(name):
+    """col_filter's tiles hold 2-D blocks narrower than a row: its tile key said whole rows."""
+    key = next(k for k in get_op(name).params.keys if k.name == "col_filter.tile_bytes")
+    assert "2-D block" in key.doc

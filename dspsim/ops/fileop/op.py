@@ -50,8 +50,11 @@ def op_schema(spec: OpSpec) -> OpSchema:
         return Key(f"{name}.{key}", int, what, default=r.default, lo=r.lo, hi=r.hi, unit=unit,
                    **more)
 
-    keys = [ranged("tile_bytes", spec.tile, "bytes per TCM buffer (multiple of 4)" + (
-        "; a tile holds whole rows" if spec.ndim == 2 else ""), "bytes", multiple=4)]
+    holds = ("; a tile holds whole rows" + (" or (pingpong) a 2-D block with its halo rows"
+                                             if spec.block_cols is not None else "")
+             if spec.ndim == 2 else "")
+    keys = [ranged("tile_bytes", spec.tile, "bytes per TCM buffer (multiple of 4)" + holds,
+                   "bytes", multiple=4)]
     if spec.buffers is not None:
         keys.append(ranged("buffers", spec.buffers, "nbuffer: TCM buffers of tile_bytes, round "
                            "robin over the DataRAMs", "buffers"))
