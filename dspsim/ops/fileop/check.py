@@ -59,6 +59,17 @@ def _probe_pass(op: FileOp, p: PassSpec, arrays: dict[str, np.ndarray], env: dic
             cur = dst
         if k.results:
             result = out
+    if p.reduce_op and p.kernels:  # tiles combine their kernels' results by reduce.op
+        h = src.shape[-1] // 2
+        halves = [_result(op, p, part, env) for part in (src[..., :h], src[..., h:])]
+        whole = ROW_REDUCTIONS[p.reduce_op](np.stack(halves, axis=-1), axis=-1)
+        if not np.allclose(np.asarray(result, np.float64), whole, rtol=AGREE_REL):
+            names = ", ".join(u.name for u in p.kernels)
+            raise DspsimInputError(
+                f"op file {op.spec.path}: {p.label}: reduce.op = {p.reduce_op!r}, but what its "
+                f"kernels ({names}) return for a row is not the {p.reduce_op} of what they "
+                "return for its halves (a probe input), so the variants would differ; allowed: "
+                "the reduction its kernels compute (max, min or sum)")
     if p.loop is None and p.value is not None:
         seen = {**columns(env, src.ndim == 2), p.reads: src}
         want = np.broadcast_to(p.value.evaluate(seen), src.shape)
@@ -66,6 +77,16 @@ def _probe_pass(op: FileOp, p: PassSpec, arrays: dict[str, np.ndarray], env: dic
             _disagree(op, p, dst, want, "element")
         if p.reduce_op:
             _disagree(op, p, result, ROW_REDUCTIONS[p.reduce_op](want, axis=-1), "row")
+    return result
+
+
+def _result(op: FileOp, p: PassSpec, src: np.ndarray, env: dict[str, Any]) -> Any:
+    """What the pass's kernels return for ``src`` (their output kept apart)."""
+    cur, dst, result = src.copy(), np.zeros_like(src), None
+    for k, kw in pass_calls(op.spec, p, env):
+        with np.errstate(all="ignore"):
+            out = k.compute(cur, dst if k.writes else None, PROBE_LANES, **kw)
+        cur, result = (dst if k.writes else cur), (out if k.results else result)
     return result
 
 
