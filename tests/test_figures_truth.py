@@ -101,6 +101,20 @@ def test_workload_ddr_mean_key_covers_no_data(busy):
         assert not legend.get_window_extent(renderer).overlaps(inside)
 
 
+def test_workload_ddr_mean_key_fits_the_figure_at_100_percent(busy):
+    """Before: the key, right of the DDR lane, fitted "mean 99.9 %" but ran off the figure's
+    right edge at "mean 100.0 %" (a saturated port), its value cut."""
+    import dataclasses
+
+    run, tasks = busy
+    full = dataclasses.replace(run, ddr_busy_cycles=run.end_cycle)
+    fig = workload_figure(full, tasks)
+    renderer = drawn(fig)
+    legend = fig.axes[2].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["mean 100.0 %"]
+    assert legend.get_window_extent(renderer).x1 <= fig.bbox.x1, "the key runs off the figure"
+
+
 # ------------------------------------------------------------------ 3. heatmap warned cells
 def warned_table() -> pd.DataFrame:
     rows = []

@@ -261,8 +261,8 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(14, height), dpi=DPI)
     FigureCanvasAgg(fig)  # measures the task labels
     gs = fig.add_gridspec(3, 1, height_ratios=[lanes_in, strip_in, strip_in], hspace=0.1,
-                          left=0.07, right=0.93, top=1 - top_in / height,
-                          bottom=(xlab_in + legend_in) / height)
+                          left=0.07, right=0.915, top=1 - top_in / height,
+                          bottom=(xlab_in + legend_in) / height)  # right: "mean 100.0 %" fits
     ax = fig.add_subplot(gs[0])
     ax_q = fig.add_subplot(gs[1], sharex=ax)
     ax_d = fig.add_subplot(gs[2], sharex=ax)
