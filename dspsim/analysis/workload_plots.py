@@ -112,7 +112,8 @@ def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges,
                 s, e = start[sel], stop[sel]
                 w = np.maximum(e - s, MIN_BAR_PX * x_per_px)
                 ax.broken_barh(np.column_stack([s, w]), (y - h / 2, h), facecolor=colour,
-                               edgecolor="white", linewidth=0.3)
+                               edgecolor="white",  # no outline over a bar it would whiten
+                               linewidth=np.where(w / x_per_px >= OCCUPANCY_PX, 0.3, 0.0))
                 idx = tasks["index"].to_numpy()[sel]
                 for x0, x1, i in zip(s, e, idx):
                     text = f"{figure_name(name)}#{i}"
@@ -280,6 +281,7 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
     for a in (ax, ax_q, ax_d):
         a.tick_params(axis="y", labelsize=8)
         a.grid(axis="x", color="#e4e4e4", linewidth=0.5)
+        a.set_axisbelow(True)  # under the bars: a grid line over a busy lane reads as a gap
     ax_d.tick_params(axis="x", labelsize=8)
     ax_d.set_xlabel(f"time ({unit} since the workload's t = 0; model clock {clock:g} MHz)",
                     fontsize=9)
