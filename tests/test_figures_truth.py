@@ -150,6 +150,27 @@ def test_workload_bar_narrower_than_a_pixel_is_drawn_in_its_colour():
             f"a grid line is drawn over the bar at {t} ms"
 
 
+def test_workload_last_deadline_miss_mark_is_drawn_whole():
+    """Before: the mark sat at the missed task's op end, which for the run's last task is
+    within a pixel of the axes' right edge (the run ends half the RPC round trip later): the
+    axes clipped it to half a triangle."""
+    wl = parse_workload({"seed": 1, "stream": [
+        {"name": "late", "op": "softmax", "variant": "direct", "n": 20000,
+         "period_us": 200000, "count": 3, "deadline_us": 1}]}, "late")
+    run = run_workload(wl, load_model())
+    tasks = task_table(run)
+    fig = workload_figure(run, tasks)
+    drawn(fig)
+    ax = fig.axes[0]
+    rgb = np.asarray(fig.canvas.buffer_rgba())[:, :, :3].astype(int)
+    red = (np.abs(rgb - [0xd6, 0x27, 0x28]).sum(axis=2) < 60)
+    counts = []
+    for r in tasks.itertuples():
+        px, _ = ax.transData.transform(((r.op_start_cycle + r.op_cycles) / 1e6, 0))
+        counts.append(int(red[:, int(px) - 10:int(px) + 11].sum()))
+    assert counts[0] > 0 and counts[-1] == counts[0], counts
+
+
 # ------------------------------------------------------------------ 3. heatmap warned cells
 def warned_table() -> pd.DataFrame:
     rows = []

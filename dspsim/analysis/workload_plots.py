@@ -125,7 +125,8 @@ def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges,
         missed = on & tasks["missed"].to_numpy(bool)
         if missed.any():
             ax.scatter(stop[missed], np.full(missed.sum(), y + h / 2 + 0.08), marker="v",
-                       s=14, color=MISS_COLOUR, linewidths=0, zorder=3)
+                       s=14, color=MISS_COLOUR, linewidths=0, zorder=3,
+                       clip_on=False)  # the last task's mark is at the right edge: whole
     ax.set_yticks(range(ncores), [run.core_names[ncores - 1 - y] for y in range(ncores)],
                   fontsize=9)
     ax.set_ylim(-0.6, ncores - 0.4)
