@@ -104,10 +104,12 @@ class Key:
             if not math.isfinite(value):
                 raise ConfigError(f"{key} = {value!r}: expected a finite number")
         if want in (int, float) and self.positive and value <= 0:
-            raise ConfigError(f"{key} = {value!r}: must be greater than 0 (up to {self.hi:g})")
+            raise ConfigError(
+                f"{key} = {value!r}: must be greater than 0 (up to {self._bound(self.hi)})")
         if want in (int, float) and ((self.lo is not None and value < self.lo)
                                      or (self.hi is not None and value > self.hi)):
-            raise ConfigError(f"{key} = {value!r}: allowed range is {self.lo:g} to {self.hi:g}")
+            raise ConfigError(f"{key} = {value!r}: allowed range is {self._bound(self.lo)} to "
+                              f"{self._bound(self.hi)}")
         if self.choices and value not in self.choices:
             raise ConfigError(
                 f"{key} = {value!r}: allowed values are {', '.join(map(str, self.choices))}"

@@ -101,6 +101,76 @@ def test_workload_ddr_mean_key_covers_no_data(busy):
         assert not legend.get_window_extent(renderer).overlaps(inside)
 
 
+def test_workload_ddr_mean_key_fits_the_figure_at_100_percent(busy):
+    """Before: the key, right of the DDR lane, fitted "mean 99.9 %" but ran off the figure's
+    right edge at "mean 100.0 %" (a saturated port), its value cut."""
+    import dataclasses
+
+    run, tasks = busy
+    full = dataclasses.replace(run, ddr_busy_cycles=run.end_cycle)
+    fig = workload_figure(full, tasks)
+    renderer = drawn(fig)
+    legend = fig.axes[2].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["mean 100.0 %"]
+    assert legend.get_window_extent(renderer).x1 <= fig.bbox.x1, "the key runs off the figure"
+
+
+def test_workload_bar_narrower_than_a_pixel_is_drawn_in_its_colour():
+    """Before: a task bar narrower than a pixel was widened to one pixel but kept its white
+    0.3-pt outline, which covered it: the bar came out nearly white (250, 238, 231), a task
+    the figure seemed not to have; and the x grid was drawn over the bars, a grey line across
+    a busy lane that read as a gap (over a one-pixel bar, all of it)."""
+    wl = parse_workload({"seed": 1, "stream": [
+        {"name": "long", "op": "softmax", "variant": "direct", "n": 400000, "period_us": 1,
+         "count": 1},
+        {"name": "blip", "op": "copy", "n": 64, "period_us": 1, "count": 1,
+         "start_us": 40000, "backend": "core1"},
+    ]}, "blip")
+    run = run_workload(wl, load_model().with_overrides({"core.count": 2}))
+    tasks = task_table(run)
+    fig = workload_figure(run, tasks)
+    drawn(fig)
+    ax = fig.axes[0]
+    blip = tasks[tasks["stream"] == "blip"].iloc[0]
+    x = (blip["op_start_cycle"] + blip["op_cycles"] / 2) / run.model.core.clock_mhz / 1000.0
+    px, py = ax.transData.transform((x, 0))  # core1's lane is at y = 0
+    rgb = np.asarray(fig.canvas.buffer_rgba())[:, :, :3].astype(int)
+    row = rgb.shape[0] - int(round(py))
+    cols = rgb[row, int(px) - 2:int(px) + 3]
+    assert (255 - cols).max() >= 100, f"the bar is drawn nearly white: {cols.tolist()}"
+    long = tasks[tasks["stream"] == "long"].iloc[0]
+    x0, x1 = (np.array([0, long["op_cycles"]]) + long["op_start_cycle"]) / 1e6
+    ticks = [t for t in ax.get_xticks() if x0 + 1 < t < x1 - 1]
+    assert ticks, "no grid line crosses the long bar: the test no longer covers the grid"
+    for t in ticks:
+        # near the lane's top, clear of the bar's label
+        (px, py), (qx, _) = ax.transData.transform([(t, 1.3), ((x0 + x1) / 2, 1.3)])
+        row = rgb.shape[0] - int(round(py))
+        assert (rgb[row, int(round(px)) - 1:int(round(px)) + 2] == rgb[row, int(qx)]).all(), \
+            f"a grid line is drawn over the bar at {t} ms"
+
+
+def test_workload_last_deadline_miss_mark_is_drawn_whole():
+    """Before: the mark sat at the missed task's op end, which for the run's last task is
+    within a pixel of the axes' right edge (the run ends half the RPC round trip later): the
+    axes clipped it to half a triangle."""
+    wl = parse_workload({"seed": 1, "stream": [
+        {"name": "late", "op": "softmax", "variant": "direct", "n": 20000,
+         "period_us": 200000, "count": 3, "deadline_us": 1}]}, "late")
+    run = run_workload(wl, load_model())
+    tasks = task_table(run)
+    fig = workload_figure(run, tasks)
+    drawn(fig)
+    ax = fig.axes[0]
+    rgb = np.asarray(fig.canvas.buffer_rgba())[:, :, :3].astype(int)
+    red = (np.abs(rgb - [0xd6, 0x27, 0x28]).sum(axis=2) < 60)
+    counts = []
+    for r in tasks.itertuples():
+        px, _ = ax.transData.transform(((r.op_start_cycle + r.op_cycles) / 1e6, 0))
+        counts.append(int(red[:, int(px) - 10:int(px) + 11].sum()))
+    assert counts[0] > 0 and counts[-1] == counts[0], counts
+
+
 # ------------------------------------------------------------------ 3. heatmap warned cells
 def warned_table() -> pd.DataFrame:
     rows = []

@@ -63,3 +63,15 @@ def test_an_exception_in_a_message_is_one_line():
     assert text.one_line(TimeoutError()) == "TimeoutError"
     assert text.one_line(ValueError(" \n "), "no message") == "no message"
     assert text.one_line(KeyError("a")) == "'a'"
+
+
+@pytest.mark.parametrize("key, value, bound", [
+    ("softmax.tile_bytes", 2**31, "allowed range is 4 to 1073741824"),
+    ("ddr.latency_cycles", 2e6, "allowed range is 0 to 1000000"),
+    ("ddr.latency_cycles", 0, "up to 1000000)")])
+def test_an_out_of_range_override_names_its_bound_exactly(key, value, bound):
+    """Before: the bound was printed to 6 digits, "4 to 1.07374e+09", which is not the bound
+    (1,073,741,824 is allowed), and "up to 1e+06" where `dspsim keys` says 1000000."""
+    with pytest.raises(ValueError) as e:
+        load_model("j6").with_overrides({key: value})
+    assert bound in str(e.value), str(e.value)

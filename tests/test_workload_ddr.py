@@ -73,3 +73,23 @@ def test_a_workload_that_fits_still_runs(tmp_path):
     w.write_text(stream("a") + stream("b", size="n = 2048"))
     run = run_workload(load_workload(w), load_model())
     assert len(run.tasks) == 4 and DDR_WINDOW_BYTES > 0
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_port_busy_is_the_ports_own_count_on_a_transactions_memory(jobs):
+    """Before: the host memory's busy cycles were its bytes at the path's rate as if one read
+    (policy.data_cycles of them all); a transactions memory (ameba_hifi5's PSRAM) pays each
+    request's command and hold clocks, and writes differ: a task of fc alone showed 406,323
+    busy cycles where its port, as `dspsim run` reports it (`memories`), counted 474,618."""
+    from dspsim import simulate
+    from dspsim.study.workload import parse_workload
+
+    model = load_model("ameba_hifi5")
+    alone = simulate(model, op="fc", fidelity="tile", data=False)
+    count = 40  # periods far apart: each task alone on an idle platform; 2 parts with jobs=2
+    wl = parse_workload({"seed": 1, "stream": [
+        {"name": "fc", "op": "fc", "period_us": 10000, "count": count}]}, "fc")
+    run = run_workload(wl, model, jobs=jobs)
+    port = alone.memories["psram"]["busy_cycles"]  # rounded to a cycle
+    assert run.ddr_busy_cycles == pytest.approx(count * port, abs=count / 2)
+    assert run.ddr_bytes["psram_read"] == count * alone.bytes["psram_read"]

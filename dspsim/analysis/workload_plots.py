@@ -112,7 +112,8 @@ def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges,
                 s, e = start[sel], stop[sel]
                 w = np.maximum(e - s, MIN_BAR_PX * x_per_px)
                 ax.broken_barh(np.column_stack([s, w]), (y - h / 2, h), facecolor=colour,
-                               edgecolor="white", linewidth=0.3)
+                               edgecolor="white",  # no outline over a bar it would whiten
+                               linewidth=np.where(w / x_per_px >= OCCUPANCY_PX, 0.3, 0.0))
                 idx = tasks["index"].to_numpy()[sel]
                 for x0, x1, i in zip(s, e, idx):
                     text = f"{figure_name(name)}#{i}"
@@ -124,7 +125,8 @@ def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges,
         missed = on & tasks["missed"].to_numpy(bool)
         if missed.any():
             ax.scatter(stop[missed], np.full(missed.sum(), y + h / 2 + 0.08), marker="v",
-                       s=14, color=MISS_COLOUR, linewidths=0, zorder=3)
+                       s=14, color=MISS_COLOUR, linewidths=0, zorder=3,
+                       clip_on=False)  # the last task's mark is at the right edge: whole
     ax.set_yticks(range(ncores), [run.core_names[ncores - 1 - y] for y in range(ncores)],
                   fontsize=9)
     ax.set_ylim(-0.6, ncores - 0.4)
@@ -261,8 +263,8 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(14, height), dpi=DPI)
     FigureCanvasAgg(fig)  # measures the task labels
     gs = fig.add_gridspec(3, 1, height_ratios=[lanes_in, strip_in, strip_in], hspace=0.1,
-                          left=0.07, right=0.93, top=1 - top_in / height,
-                          bottom=(xlab_in + legend_in) / height)
+                          left=0.07, right=0.915, top=1 - top_in / height,
+                          bottom=(xlab_in + legend_in) / height)  # right: "mean 100.0 %" fits
     ax = fig.add_subplot(gs[0])
     ax_q = fig.add_subplot(gs[1], sharex=ax)
     ax_d = fig.add_subplot(gs[2], sharex=ax)
@@ -280,6 +282,7 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
     for a in (ax, ax_q, ax_d):
         a.tick_params(axis="y", labelsize=8)
         a.grid(axis="x", color="#e4e4e4", linewidth=0.5)
+        a.set_axisbelow(True)  # under the bars: a grid line over a busy lane reads as a gap
     ax_d.tick_params(axis="x", labelsize=8)
     ax_d.set_xlabel(f"time ({unit} since the workload's t = 0; model clock {clock:g} MHz)",
                     fontsize=9)

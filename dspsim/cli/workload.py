@@ -17,7 +17,7 @@ from dspsim.cli.common import (
     model_from_args,
 )
 from dspsim.platform import FIDELITIES
-from dspsim.text import cell  # a stream's name as the file gives it: escaped, cut
+from dspsim.text import cell, column_width  # a name as the file gives it: escaped, cut
 from dspsim.workers import MAX_JOBS
 
 
@@ -152,14 +152,17 @@ def _print_run(s: dict[str, Any], model: Any) -> None:
 
 def _print_streams(s: dict[str, Any], clock: float) -> None:
     """One row per stream: latency percentiles, deadline misses, throughput."""
-    print(f"  {'stream':<14} {'op/variant':<19} {'prio':>4} {'backend':>7} {'tasks':>6} "
+    ops = [st["op"] + "/" + st["variant"] for st in s["streams"]]
+    nw = max(14, column_width([st["name"] for st in s["streams"]], "stream"))
+    ow = max(19, column_width(ops, "op/variant"))  # as wide as their cells: rows stay aligned
+    print(f"  {'stream':<{nw}} {'op/variant':<{ow}} {'prio':>4} {'backend':>7} {'tasks':>6} "
           f"{'op_us':>9} {'p50_us':>9} {'p95_us':>9} {'p99_us':>9} {'max_us':>9} "
           f"{'deadline_us':>11} {'missed':>6} {'tasks/s':>8}")
-    for st in s["streams"]:
+    for st, op in zip(s["streams"], ops):
         lat = st["latency_us"]
         dl = "-" if st["deadline_us"] is None else f"{st['deadline_us']:,.0f}"
         tput = "-" if st["throughput_per_s"] is None else f"{st['throughput_per_s']:.2f}"
-        print(f"  {cell(st['name']):<14} {st['op'] + '/' + st['variant']:<19} "
+        print(f"  {cell(st['name']):<{nw}} {cell(op):<{ow}} "
               f"{st['priority']:>4} {st['backend']:>7} {st['tasks']:>6,} "
               f"{st['op_cycles']['mean'] / clock:>9,.0f} {lat['p50']:>9,.0f} "
               f"{lat['p95']:>9,.0f} {lat['p99']:>9,.0f} {lat['max']:>9,.0f} {dl:>11} "

@@ -83,6 +83,7 @@ class _Booked:
     op_cycles: float
     read_bytes: int
     write_bytes: int
+    busy_ticks: int  # the port's data path (its own count: per request on a transactions one)
     warnings: list[dict[str, Any]]
     ddr: dict[str, np.ndarray] | None
     output: np.ndarray | None
@@ -166,7 +167,8 @@ class _Episode:
         stats = self.platform.port.stats()
         origin = cycles(self.start)
         return _Booked(end - self.start, op_start - origin, op_cycles, stats["read_bytes"],
-                       stats["write_bytes"], [dict(w) for w in self.platform.warnings.values()],
+                       stats["write_bytes"], self.platform.port.busy_ticks,
+                       [dict(w) for w in self.platform.warnings.values()],
                        _shifted(self.meter.arrays(), -origin) if self.meter is not None
                        else None, self.output(stream))
 
@@ -223,7 +225,7 @@ class _Schedule:
         self.memo: dict[tuple[int, int], _Booked] = {}
         self.episodes = 0
         self.events = 0
-        self.bytes = [0, 0]  # read, written (the host memory's port)
+        self.bytes = [0, 0, 0]  # read, written, data-path busy ticks (the host memory's port)
         self.warnings: list[tuple[int, list[dict[str, Any]]]] = []  # (episode start, ...)
         self.ddr_parts: list[dict[str, np.ndarray]] = []
         self.outputs: dict[int, tuple[int, np.ndarray]] = {}  # (stamp when set, last output)
@@ -350,6 +352,7 @@ class _Schedule:
         self.reused[task] = True
         self.bytes[0] += b.read_bytes
         self.bytes[1] += b.write_bytes
+        self.bytes[2] += b.busy_ticks
         if b.warnings:
             self.warnings.append((t, b.warnings))
         if b.ddr is not None:
@@ -362,6 +365,7 @@ class _Schedule:
         stats = ep.platform.port.stats()
         self.bytes[0] += stats["read_bytes"]
         self.bytes[1] += stats["write_bytes"]
+        self.bytes[2] += ep.platform.port.busy_ticks
         self.events += events_scheduled(ep.env)
         if ep.platform.warnings:
             self.warnings.append((ep.start, [dict(w) for w in ep.platform.warnings.values()]))
@@ -497,12 +501,12 @@ def _simulate(sched: _Schedule, jobs: int,
 
 
 def _host_traffic(model: HardwareModel, traffic: list[int]) -> dict[str, Any]:
-    """The host memory's bytes read and written, and the cycles its port was busy with them."""
-    port = model.memories[model.host.memory]
+    """The host memory's bytes read and written, and the cycles its port was busy with them
+    (its own count, as `dspsim run` reports it)."""
     name = model.host.memory
-    read, written = traffic
+    read, written, busy = traffic
     return {"ddr_bytes": {f"{name}_read": read, f"{name}_write": written},
-            "ddr_busy_cycles": port.policy.data_cycles(read + written)}
+            "ddr_busy_cycles": cycles(busy)}
 
 
 def _arrival_order(workload: Workload,

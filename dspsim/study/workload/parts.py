@@ -41,6 +41,8 @@ class Mark(NamedTuple):
 
     read_bytes: int
     write_bytes: int
+    busy_hi: int  # the port's busy ticks, hi * 2^32 + lo (a day's overflow int64 whole)
+    busy_lo: int
     events: int
     episodes: int
     warnings: int
@@ -80,7 +82,7 @@ class Segment:
 
 def mark(sched: Any) -> Mark:
     """The totals of ``sched`` (an ``engine._Schedule``) now."""
-    return Mark(sched.bytes[0], sched.bytes[1], sched.events, sched.episodes,
+    return Mark(*sched.bytes[:2], *divmod(sched.bytes[2], 1 << 32), sched.events, sched.episodes,
                 len(sched.warnings), len(sched.ddr_parts), len(sched.queue_log), sched.stamp)
 
 
@@ -104,6 +106,7 @@ def take(sched: Any, seg: Segment, first: int) -> int:
         getattr(sched, k)[first:seg.end] = values[first - seg.first:].tolist()
     sched.bytes[0] += t.read_bytes - m.read_bytes
     sched.bytes[1] += t.write_bytes - m.write_bytes
+    sched.bytes[2] += ((t.busy_hi - m.busy_hi) << 32) + t.busy_lo - m.busy_lo
     sched.events += t.events - m.events
     sched.episodes += t.episodes - m.episodes
     sched.warnings.extend(seg.warnings[m.warnings:])
