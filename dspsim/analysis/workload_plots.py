@@ -272,9 +272,7 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
     occupancy, edges = _bins(run, tasks, div, width_px)
     labels: list = []
     note = _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges, labels)
-    queue_note = _draw_queue(ax_q, run, div, edges)
-    if queue_note:
-        note = f"{note}; {queue_note}"
+    note = "; ".join(filter(None, [note, _draw_queue(ax_q, run, div, edges)]))
     _draw_ddr(ax_d, run, div, edges)
     ax.set_xlim(0, run.end_cycle / clock / div)
     for a in (ax, ax_q):
