@@ -253,9 +253,8 @@ def test_camera_streams_figure_has_a_unit_on_every_axis():
         assert "ms" in ax.get_ylabel() and ax.get_xlabel()
 
 
-def test_camera_streams_deadline_labels_stay_inside_their_panels_and_clear_of_the_legend():
-    """Before: the deadline labels sat at 0.7 cameras, so a run of up to 3 cameras (x from about
-    0.9) drew them across the y axis and its label, and the left one under the legend."""
+def _camera_figures():
+    """experiments/camera_streams.py's figure of the committed results, up to 3 and 12 cameras."""
     spec = importlib.util.spec_from_file_location("camera_streams",
                                                   ROOT / "experiments" / "camera_streams.py")
     mod = importlib.util.module_from_spec(spec)
@@ -264,7 +263,13 @@ def test_camera_streams_deadline_labels_stay_inside_their_panels_and_clear_of_th
     for most in (3, 12):
         small = df[df["cameras"] <= most]
         limits = {s: mod.sustain_limit(small[small["setup"] == s]) for s in small["setup"].unique()}
-        fig = mod.figure(small, limits)
+        yield mod.figure(small, limits)
+
+
+def test_camera_streams_deadline_labels_stay_inside_their_panels_and_clear_of_the_legend():
+    """Before: the deadline labels sat at 0.7 cameras, so a run of up to 3 cameras (x from about
+    0.9) drew them across the y axis and its label, and the left one under the legend."""
+    for fig in _camera_figures():
         renderer = drawn(fig)
         legend = fig.axes[0].get_legend().get_window_extent(renderer)
         labels = [(ax, t) for ax in fig.axes for t in ax.texts if "deadline" in t.get_text()]
@@ -364,18 +369,10 @@ def test_a_queue_denser_than_its_bins_is_drawn_as_their_mean_and_maximum():
 def test_camera_streams_panels_label_a_tick_below_their_lowest_point():
     """Before: with up to 3 cameras the left panel's lowest labelled tick was 5 ms and the
     resident setup's 2.4 ms line ran below it, its value unreadable."""
-    spec = importlib.util.spec_from_file_location("camera_streams",
-                                                  ROOT / "experiments" / "camera_streams.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    df = mod.read_table(ROOT / "results" / "camera_streams.csv")
-    for most in (3, 12):
-        small = df[df["cameras"] <= most]
-        limits = {s: mod.sustain_limit(small[small["setup"] == s]) for s in small["setup"].unique()}
-        fig = mod.figure(small, limits)
+    for fig in _camera_figures():
         drawn(fig)
         for ax in fig.axes:
             lowest = min(float(np.min(line.get_ydata())) for line in ax.get_lines()
                          if len(line.get_ydata()) > 2)
             ticks = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
-            assert min(ticks) <= lowest, (most, ax.get_title(), ticks, lowest)
+            assert min(ticks) <= lowest, (ax.get_title(), ticks, lowest)
