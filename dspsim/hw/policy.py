@@ -59,6 +59,19 @@ def transfer_cycles(nbytes: int, burst_bytes: int, window: int, latency_cycles: 
     return max(bandwidth_bound, latency_bound)
 
 
+def engine_paced_cycles(idma: Any, nbytes: int, row: int, port_cycles: float,
+                        last_trip: Any) -> float:
+    """A descriptor of ``nbytes`` (rows of ``row`` bytes) on an iDMA engine with its own pace
+    (:mod:`dspsim.hw.idma`): its fetch (``idma.descriptor_cycles``), then the slower of the
+    ports (``port_cycles``) and the engine: every byte but the last burst's at
+    ``idma.engine_bytes_per_cycle`` (0: no pace), then that burst's trip (``last_trip(bytes)``).
+    """
+    burst, rate = idma.burst_bytes, idma.engine_bytes_per_cycle
+    last = row - (math.ceil(row / burst) - 1) * burst
+    paced = (nbytes - last) / rate + last_trip(last) if rate else 0.0
+    return idma.descriptor_cycles + max(port_cycles, paced)
+
+
 @dataclass(frozen=True)
 class OneLatency:
     """Every request: ``nbytes / bytes_per_cycle`` on the data path, then ``latency_cycles``."""

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from dspsim.hw.policy import engine_paced_cycles
+
 if TYPE_CHECKING:
     from dspsim.config import HardwareModel
 
@@ -84,7 +86,7 @@ class PortCosts:
         self.burst, self.k, self.m = idma.burst_bytes, idma.max_outstanding, ddr.max_outstanding
         self.setup = idma.setup_cycles
         # the engine's own pace per channel (0: none) and its fetch of each descriptor
-        self.rate, self.fetch = idma.engine_bytes_per_cycle or math.inf, idma.descriptor_cycles
+        self.idma, self.rate = idma, idma.engine_bytes_per_cycle or math.inf
 
     def requests(self, nbytes: int) -> int:
         """Bursts of a copy of ``nbytes``."""
@@ -95,9 +97,8 @@ class PortCosts:
         descriptor fetched, then at the slower of the port and the engine's pace (the bytes but
         the last burst's at the channel's rate, then that burst's trip)."""
         moved = self.policy.transfer_cycles(nbytes, self.burst, min(self.k, self.m), write)
-        last = nbytes - (self.requests(nbytes) - 1) * self.burst
-        return self.fetch + max(moved, (nbytes - last) / self.rate
-                                + self.policy.request_cycles(last, write))
+        return engine_paced_cycles(self.idma, nbytes, nbytes, moved,
+                                   lambda last: self.policy.request_cycles(last, write))
 
 
 class _Pass(PortCosts):

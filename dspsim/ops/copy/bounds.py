@@ -16,7 +16,7 @@ import math
 from collections import deque
 from typing import Any
 
-from dspsim.hw.policy import transfer_cycles
+from dspsim.hw.policy import engine_paced_cycles, transfer_cycles
 from dspsim.kernels.cached import prefetches
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.kernels.shapes import ddr_call, last_stores
@@ -220,17 +220,9 @@ def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
     named = {"latency_bandwidth": per_descriptor, "bandwidth": bandwidth,
              "outstanding": outstanding}
     if model.idma.engine_bytes_per_cycle or model.idma.descriptor_cycles:
-        named["engine"] = sum(_paced(model, rows, row) for rows, row in blocks)
+        named["engine"] = sum(engine_paced_cycles(model.idma, rows * row, row, 0.0,
+                                                  lambda _: 0.0) for rows, row in blocks)
     return named
-
-
-def _paced(model: Any, rows: int, row: int) -> float:
-    """An engine's own pace on a descriptor (:mod:`dspsim.hw.idma`): its fetch
-    (``idma.descriptor_cycles``), then each burst but the last at least its bytes at
-    ``idma.engine_bytes_per_cycle`` after the one before."""
-    rate, burst = model.idma.engine_bytes_per_cycle, model.idma.burst_bytes
-    last = row - (math.ceil(row / burst) - 1) * burst
-    return model.idma.descriptor_cycles + ((rows * row - last) / rate if rate else 0.0)
 
 
 def _idma_estimate(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
@@ -252,11 +244,8 @@ def _idma_estimate(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
             return _ways_path(ext, ways, rows * row, burst, rows)
         return rows_transfer_cycles(rows, row, burst, window, lat, cpb)
 
-    rate, moved = model.idma.engine_bytes_per_cycle, 0.0
-    for rows, row in blocks:  # an engine's own pace: its fetch, its bursts paced, the last's
-        last = row - (math.ceil(row / burst) - 1) * burst
-        paced = (rows * row - last) / rate + cost(1, last) if rate else 0.0
-        moved += model.idma.descriptor_cycles + max(cost(rows, row), paced)
+    moved = sum(engine_paced_cycles(model.idma, rows * row, row, cost(rows, row),
+                                    lambda b: cost(1, b)) for rows, row in blocks)
     estimate = model.idma.setup_cycles + handler + moved
     beat = burst * cpb if ext.policy.linear else _ways_path(ext, ways, burst, burst)
     requests = sum(rows * math.ceil(row / burst) for rows, row in blocks)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dspsim.hw.policy import engine_paced_cycles
 from dspsim.kernels.fc_s8 import FC_S8, groups, padded_bytes
 from dspsim.kernels.shapes import ddr_call_sequence
 from dspsim.ops.base import HOST, memory_name, memory_of
@@ -60,12 +61,11 @@ def _pingpong(model: Any, mem: Any, shape: tuple[int, ...]) -> dict[str, Any]:
     tile = min(model.fc.tile_rows, out_depth)
     chunks = math.ceil(out_depth / tile)
     rows = [min(tile, out_depth - i * tile) for i in range(chunks)]
-    setup, burst, rate = idma.setup_cycles, idma.burst_bytes, idma.engine_bytes_per_cycle
+    setup, burst = idma.setup_cycles, idma.burst_bytes
 
     def moved(b: int) -> float:  # fetched, then at the slower of the port and the engine's pace
-        last = b - (math.ceil(b / burst) - 1) * burst
-        paced = (b - last) / rate + policy.request_cycles(last, False) if rate else 0.0
-        return idma.descriptor_cycles + max(paced, policy.transfer_cycles(b, burst, window, False))
+        return engine_paced_cycles(idma, b, b, policy.transfer_cycles(b, burst, window, False),
+                                   lambda last: policy.request_cycles(last, False))
 
     dma = [setup + moved(r * in_depth) for r in rows]
     ker = [kernel_cycles(model, r, in_depth) for r in rows]
