@@ -96,6 +96,19 @@ def _default_op_of_files(args: argparse.Namespace, argv: list[str], names: list[
         args.op = names[0]
 
 
+def _window_joined(words: list[str]) -> list[str]:
+    """``--window -100:500`` as ``--window=-100:500``: argparse takes a value starting with "-"
+    for an option ("expected one argument"); joined, the window's own check says what is
+    allowed."""
+    out: list[str] = []
+    for w in words:
+        if out and out[-1] == "--window" and w.startswith("-"):
+            out[-1] = f"--window={w}"
+        else:
+            out.append(w)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     # a file-size limit (ulimit -f) must not kill us mid-write: the write fails with EFBIG,
     # the atomic writer removes its temporary file and the error is one line (exit 2)
@@ -104,12 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     with interrupts_handled() as sigint, guarded_stdout():
         try:
             try:
-                words = list(sys.argv[1:] if argv is None else argv)
-                # "--window -100:500": argparse takes a value starting with "-" for an option
-                # ("expected one argument"); joined, the window's own check says what is allowed
-                words = [f"{w}={words[i + 1]}" if w == "--window" and words[i + 1:i + 2]
-                         and words[i + 1][:1] == "-" else w for i, w in enumerate(words)
-                         if not (i and words[i - 1] == "--window" and w[:1] == "-")]
+                words = _window_joined(list(sys.argv[1:] if argv is None else argv))
                 # workers load the op files this command loads, not a list it inherited
                 os.environ.pop("DSPSIM_OP_FILES", None)
                 names = load_op_files_of(words)
