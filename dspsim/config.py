@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from dspsim import model_rules as _rules
-from dspsim import ranges as _ranges
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.paths import path_problem, read_small_text
 from dspsim.schema import OP_SCHEMAS, Key, Params
@@ -47,9 +46,9 @@ def memory_keys(name: str) -> dict[str, Key]:
 
 
 # J6's memory (``ddr``) is listed among the keys, after the core's, as it always was
-_KEY_ORDER = [("core", Core), ("ddr", MemoryCfg), *((s, c) for s, c in HARDWARE.items()
-                                                     if s != "core")]
-HARDWARE_KEYS = {f"{s}.{f.name}": _hw_key(s, f) for s, cls in _KEY_ORDER for f in fields(cls)}
+HARDWARE_KEYS = {f"{s}.{f.name}": _hw_key(s, f) for s, cls in
+                 [("core", Core), ("ddr", MemoryCfg), *list(HARDWARE.items())[1:]]
+                 for f in fields(cls)}
 
 
 def all_keys() -> list[str]:
@@ -127,7 +126,7 @@ class HardwareModel:
     source: str = ""
     overrides: tuple[tuple[str, Any], ...] = ()
     # plausible (low, high) of each guessed or fitted key (the file's [ranges]; a fact has none)
-    ranges: Mapping[str, _ranges.Range] = field(default_factory=dict)
+    ranges: Mapping[str, _rules.Range] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
         """A memory's table or an operator's parameters as an attribute: ``model.ddr``,
@@ -331,6 +330,7 @@ def models_dir() -> Path:
 
 
 def default_model_path() -> Path:
+    """The packaged J6 model, the default of every command."""
     return models_dir() / "j6.toml"
 
 
@@ -352,9 +352,11 @@ def _clip(value: Any) -> str:
     return text if len(text) <= 200 else f"{text[:150]}...{text[-40:]} ({len(text)} characters)"
 
 
-def resolve_model_path(name_or_path: str | Path, relative_to: Path | None = None) -> Path:
-    """A packaged model name (``j6``) or a path (relative to ``relative_to``'s folder). A path
-    that cannot name a file (a NUL byte) is a one-line :class:`ConfigError`."""
+def resolve_model_path(name_or_path: str | Path | None, relative_to: Path | None = None) -> Path:
+    """A packaged model name (``j6``) or a path (relative to ``relative_to``'s folder); None:
+    the default model. A path that cannot name a file (a NUL byte) is one line."""
+    if name_or_path is None:
+        return default_model_path()
     text = str(name_or_path)
     if "\0" in text:
         raise ConfigError(f"model {_clip(text)}: a path cannot hold a NUL byte")
@@ -364,10 +366,6 @@ def resolve_model_path(name_or_path: str | Path, relative_to: Path | None = None
     if relative_to is not None and not p.is_absolute():
         p = relative_to.parent / p
     return p
-
-
-def _model_path(path: str | Path | None) -> Path:
-    return default_model_path() if path is None else resolve_model_path(path)
 
 
 def parse_toml(text: str, what: str, error: type[DspsimInputError] = DspsimInputError
@@ -405,8 +403,14 @@ def model_chain(p: Path) -> list[tuple[Path, dict[str, Any], str]]:
     first; at most :data:`MAX_BASE_DEPTH` files, none twice (a loop, through any links)."""
     chain: list[tuple[Path, dict[str, Any], str]] = []
     seen: list[tuple[int, int]] = []
+    where = ""  # the base being read, which its errors name
     while True:
-        raw, text = _read_toml(p)
+        try:
+            raw, text = _read_toml(p)
+        except ConfigError as e:
+            if not where:
+                raise
+            raise ConfigError(f"{where}: {e}") from None
         seen.append(_file_id(p))
         chain.append((p, raw, text))
         base = raw.pop("base", None)
@@ -431,10 +435,6 @@ def model_chain(p: Path) -> list[tuple[Path, dict[str, Any], str]]:
         if _file_id(q) in seen:
             raise ConfigError(f"{where} makes a loop of model files (it is a file of the "
                               "chain already)")
-        try:
-            _read_toml(q)
-        except ConfigError as e:
-            raise ConfigError(f"{where}: {e}") from None
         p = q
 
 
@@ -450,7 +450,7 @@ def _merged(chain: list[tuple[Path, dict[str, Any], str]]) -> dict[str, Any]:
     for _, raw, _ in reversed(chain):
         merged.pop("model", None)
         for section, table in raw.items():
-            if section == _ranges.RANGES_TABLE:  # read by file_ranges, not values
+            if section == _rules.RANGES_TABLE:  # read by file_ranges, not values
                 continue
             if isinstance(table, dict) and isinstance(merged.get(section), dict):
                 merged[section] = _rules.merged_table(merged[section], table)
@@ -473,7 +473,7 @@ def load_model(path: str | Path | None = None,
     """Load a model file (default: the packaged J6 model; a name such as ``j6`` also works)
     and apply overrides. The model is named by its ``[model] name``, else by its file's name
     (``my_board.toml``: ``my_board``)."""
-    p = _model_path(path)
+    p = resolve_model_path(path)
     chain = model_chain(Path(p))
     tables = _merged(chain)
     try:
@@ -493,7 +493,7 @@ def load_model(path: str | Path | None = None,
         raise ConfigError(f"{p}: {e}") from None
     if "name" not in tables.get("model", {}):  # (a [model] that is not a table was refused)
         model = dataclasses.replace(model, name=p.stem or "model")
-    ranges = _ranges.checked_ranges(model, _ranges.file_ranges(chain), model_key, _span_tables)
+    ranges = _rules.checked_ranges(model, _rules.file_ranges(chain), model_key, _span_tables)
     model = dataclasses.replace(model, ranges=ranges)
     return model.with_overrides(overrides) if overrides else model
 
@@ -531,10 +531,10 @@ def key_sources(path: str | Path | None = None) -> dict[str, str]:
     (fact, derived, inferred, guess, fitted) and source. A key a file gives without a comment
     has none (the base's comment was about the base's value)."""
     out: dict[str, str] = {}
-    for _, raw, text in reversed(model_chain(_model_path(path))):  # the base first
-        comments = {f"{s}.{k}": c for s, k, c in _ranges.line_comments(text)}
+    for _, raw, text in reversed(model_chain(resolve_model_path(path))):  # the base first
+        comments = {f"{s}.{k}": c for s, k, c in _rules.line_comments(text)}
         for section, table in raw.items():
-            if section not in ("model", _ranges.RANGES_TABLE) and isinstance(table, dict):
+            if section not in ("model", _rules.RANGES_TABLE) and isinstance(table, dict):
                 for k in table:
                     out[f"{section}.{k}"] = comments.get(f"{section}.{k}", "")
     return out
@@ -542,4 +542,6 @@ def key_sources(path: str | Path | None = None) -> dict[str, str]:
 
 def range_sources(path: str | Path | None = None) -> dict[str, str]:
     """Each ranged key's comment in the ``[ranges]`` table that gives its range."""
-    return _ranges.range_comments(model_chain(_model_path(path)))
+    return {key: comment for _, _, text in reversed(model_chain(resolve_model_path(path)))
+            for section, key, comment in _rules.line_comments(text)
+            if section == _rules.RANGES_TABLE}
