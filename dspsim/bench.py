@@ -72,31 +72,34 @@ def _measured(repeat: int, run: Callable[[], Any]) -> dict[str, Any]:
             "bare_simpy_events_per_s": bare, "ratio_to_bare_simpy": r.events / wall / bare}
 
 
-def run_benchmark(n: int = 100_000, repeat: int = 3, sweep_points: int = 1000,
-                  elision_n: int = 1_000_000, memory_elements: int = 10_000_000,
-                  stream_n: tuple[int, ...] = (1_000_000, 10_000_000),
-                  baseline: str | None = None, workload_seconds: float = 0.0,
-                  reference_seconds: float = 2.0, workload_cores: int = 1,
-                  workload_jobs: int = 2) -> dict[str, Any]:
-    """Every section of the benchmark, as ``main`` prints it (see the module docstring)."""
-    model = load_model()
+def run_benchmark(a: argparse.Namespace) -> dict[str, Any]:
+    """Every section of the benchmark the options ``a`` (:func:`_parser`'s) ask for, as ``main``
+    prints it (see the module docstring); ``--workload-only``: the camera workload alone."""
+    out = {} if a.workload_only else _sections(a)
+    secs = a.workload_seconds or (3600.0 if a.workload_only else 0.0)
+    if secs:
+        out["workload"] = workload_wall(secs, a.reference_seconds, a.workload_cores,
+                                        baseline=a.baseline, jobs=a.workload_jobs)
+    return out
+
+
+def _sections(a: argparse.Namespace) -> dict[str, Any]:
+    """Every section but the camera workload's."""
+    model, repeat, stream_n = load_model(), a.repeat, tuple(n for n in a.stream_n if n)
     machine = f"{platform.machine()} {platform.python_implementation()} {platform.python_version()}"
-    out: dict[str, Any] = {"machine": machine, "n": n, "runs": engine_runs(model, n, repeat)}
+    out: dict[str, Any] = {"machine": machine, "n": a.n, "runs": engine_runs(model, a.n, repeat)}
     out.update(tile_speedups(out["runs"]))
-    out["elision"] = elision_speedup(model, elision_n, repeat)
-    out["row_runs"] = row_run_speedup(model, repeat, baseline)
-    out["walks"] = walk_runs(repeat, baseline)
+    out["elision"] = elision_speedup(model, a.elision_n, repeat)
+    out["row_runs"] = row_run_speedup(model, repeat, a.baseline)
+    out["walks"] = walk_runs(repeat, a.baseline)
     if stream_n:
-        out["streaming"] = streaming(stream_n, repeat, baseline)
+        out["streaming"] = streaming(stream_n, repeat, a.baseline)
     out["cli"] = cli_wall(repeat)
     out["calibrate"] = calibrate_wall(model, repeat)
-    if memory_elements:
-        out["memory"] = memory_peaks(memory_elements)
-    if sweep_points:
-        out.update(sweep_walls(sweep_points, repeat))
-    if workload_seconds:
-        out["workload"] = workload_wall(workload_seconds, reference_seconds, workload_cores,
-                                        jobs=workload_jobs, baseline=baseline)
+    if a.memory_elements:
+        out["memory"] = memory_peaks(a.memory_elements)
+    if a.sweep_points:
+        out.update(sweep_walls(a.sweep_points, repeat))
     return out
 
 
@@ -472,31 +475,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def report_text(b: dict[str, Any], as_json: bool, workload_only: bool) -> str:
-    """The report as ``main`` prints it: the JSON, the workload alone, or every section."""
-    if as_json:
-        return json.dumps(b, indent=2) + "\n"
+def main() -> None:
+    """Run the benchmark, print its report (the JSON with ``--json``) and keep it (``--out``)."""
+    args = _parser().parse_args()
+    b = run_benchmark(args)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        if workload_only:
+        if args.json:
+            print(json.dumps(b, indent=2))
+        elif args.workload_only:
             print_workload(b["workload"])
         else:
             print_report(b)
-    return buf.getvalue()
-
-
-def main() -> None:
-    args = _parser().parse_args()
-    if args.workload_only:
-        b = {"workload": workload_wall(args.workload_seconds or 3600.0, args.reference_seconds,
-                                       args.workload_cores, baseline=args.baseline,
-                                       jobs=args.workload_jobs)}
-    else:
-        b = run_benchmark(args.n, args.repeat, args.sweep_points, args.elision_n,
-                          args.memory_elements, tuple(n for n in args.stream_n if n),
-                          args.baseline, args.workload_seconds, args.reference_seconds,
-                          args.workload_cores, args.workload_jobs)
-    text = report_text(b, args.json, args.workload_only)
+    text = buf.getvalue()
     sys.stdout.write(text)
     if args.out:
         from dspsim.paths import atomic_write_text
