@@ -36,13 +36,6 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_num(v: Any) -> bool:
-    """A finite number float64 holds (an int beyond it would overflow on conversion)."""
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return False
-    return abs(v) <= MAX_MAGNITUDE if isinstance(v, int) else math.isfinite(v)
-
-
 def _short(v: Any) -> str:
     """``repr(v)`` cut to 40 characters."""
     text = repr(v)
@@ -56,7 +49,10 @@ def _int(v: Any, where: str, lo: int = 0) -> int:
 
 
 def _num(v: Any, where: str, lo: float | None = 0.0) -> float:
-    if not _is_num(v) or (lo is not None and v < lo) or abs(v) > MAX_MAGNITUDE:
+    """``v`` if it is a finite number of at most 2**53 (an int beyond would overflow float64)
+    and at least ``lo``."""
+    finite = _is_int(v) or (isinstance(v, float) and math.isfinite(v))
+    if not finite or (lo is not None and v < lo) or abs(v) > MAX_MAGNITUDE:
         floor = f"{lo:g} to" if lo is not None else "at most"
         raise _MalformedError(f"{where} = {_short(v)}: expected a finite number, {floor} 2**53")
     return float(v)
