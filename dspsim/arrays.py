@@ -13,6 +13,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from dspsim.errors import DspsimInputError
@@ -55,6 +56,11 @@ def max_input_bytes() -> int:
     return per_array // HOST_ALIGN_BYTES * HOST_ALIGN_BYTES
 
 
+def _first_line(e: BaseException, empty: str = "") -> str:
+    """An exception's message's first line (empty: ``empty``, else its type's name)."""
+    return str(e).splitlines()[0] if str(e) else empty or type(e).__name__
+
+
 def _npy_header(f, what: str, not_npy: str, hint: str = _HINT) -> tuple[NpyHeader, int]:
     """(shape, fortran_order, dtype) from the header of the .npy file ``f`` (at its start), and
     its data's offset; ``not_npy``: the message when ``f`` is not a .npy file at all."""
@@ -71,7 +77,7 @@ def _npy_header(f, what: str, not_npy: str, hint: str = _HINT) -> tuple[NpyHeade
             read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
             return read(f, max_header_size=10_000), f.tell()
     except (ValueError, OSError, EOFError, SyntaxError, TokenError) as e:
-        reason = str(e).splitlines()[0] if str(e) else e.__class__.__name__
+        reason = _first_line(e)
         if " object at 0x" in reason or isinstance(e, TokenError):  # say what it means
             reason = "its header is not a dictionary of literals"
         raise DspsimInputError(f"{what}: not a readable .npy header ({reason}); {hint}") from None
@@ -108,7 +114,7 @@ def load_input(path: str, ndim: int | tuple[int, ...] = 1) -> np.ndarray:
     except DspsimInputError:
         raise
     except (OSError, ValueError, EOFError) as e:
-        reason = str(e).splitlines()[0] if str(e) else e.__class__.__name__
+        reason = _first_line(e)
         raise DspsimInputError(f"{what}: not a readable .npy array ({reason}); {_HINT}") from None
     return x
 
@@ -166,16 +172,11 @@ def save_output(path: str, y: np.ndarray) -> None:
 
     data = y if y.dtype in (np.int8, np.uint8) else y.astype(np.float32)
     # numpy writes a real file with ndarray.tofile, whose errors carry no errno ("20000 requested
-    # and 224 written"): through a plain writer it writes in chunks and a full disk or a
-    # file-size limit is reported as such
-    atomic_write(path, lambda f: np.save(_Writer(f), data, allow_pickle=False), "--output")
-
-
-class _Writer:
-    """A file object numpy does not recognise as a file (see :func:`save_output`)."""
-
-    def __init__(self, f):
-        self.write = f.write
+    # and 224 written"): through a plain writer (an object with only ``write``, which numpy does
+    # not recognise as a file) it writes in chunks and a full disk or a file-size limit is
+    # reported as such
+    atomic_write(path, lambda f: np.save(SimpleNamespace(write=f.write), data,
+                                         allow_pickle=False), "--output")
 
 
 def host_check(direct: np.ndarray, pingpong: np.ndarray, tolerance: float = 1e-6) -> dict:
@@ -309,8 +310,8 @@ def read_npz_arrays(path: str, check: Callable[[dict[str, NpyHeader]], None], hi
     except DspsimInputError:
         raise
     except zipfile.BadZipFile as e:
-        reason = str(e).splitlines()[0] if str(e) else "not a zip archive"
-        raise DspsimInputError(f"{what}: not an .npz file ({reason}); {hint}") from None
+        raise DspsimInputError(f"{what}: not an .npz file ({_first_line(e, 'not a zip archive')}"
+                               f"); {hint}") from None
     except (ValueError, OSError, EOFError, RuntimeError, NotImplementedError) as e:
-        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise DspsimInputError(f"{what}: not a readable .npz file ({reason}); {hint}") from None
+        raise DspsimInputError(f"{what}: not a readable .npz file ({_first_line(e)}); {hint}"
+                               ) from None
