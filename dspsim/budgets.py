@@ -116,33 +116,16 @@ def import_graph(type_only: bool = False, package: Path = PACKAGE) -> dict[str, 
     }
 
 
-def _components(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan; the depth of its
-    recursion is at most the package's modules)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    components: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = stack[stack.index(v):]
-            del stack[stack.index(v):]
-            if len(comp) > 1:
-                components.append(sorted(comp))
-
-    for root in sorted(graph):
-        if root not in index:
-            visit(root)
-    return components
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` reaches through imports (itself only through a circle)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in graph.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
 
 
 def _shortest_circle(graph: dict[str, set[str]], members: set[str], start: str) -> list[str]:
@@ -166,8 +149,12 @@ def _shortest_circle(graph: dict[str, set[str]], members: set[str], start: str) 
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """One circle (a -> ... -> a) per strongly connected component with more than one module."""
-    return [_shortest_circle(graph, set(c), c[0]) for c in _components(graph)]
+    """One circle (a -> ... -> a) per group of modules that reach each other (a strongly
+    connected component), the shortest from the group's first module by name."""
+    reach = {v: _reachable(graph, v) for v in graph}
+    groups = {tuple(sorted(w for w in reach[v] if v in reach.get(w, ()))) for v in graph
+              if v in reach[v]}
+    return [_shortest_circle(graph, set(g), g[0]) for g in sorted(groups)]
 
 
 def long_functions(package: Path = PACKAGE,

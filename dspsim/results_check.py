@@ -114,7 +114,7 @@ def _check_sequential(trace: dict[str, list]) -> None:
                                   "one thing at a time)")
 
 
-def check_document(doc: dict[str, Any], model: HardwareModel | None = None) -> None:
+def check_document(doc: dict[str, Any], model: HardwareModel) -> None:
     """Check a (version 2) saved run field by field; ``_MalformedError`` names the first bad
     one. ``model`` (the document's, checked by its loading) checks what depends on it."""
     r = _check_fields(doc)
@@ -145,8 +145,7 @@ def _check_fields(doc: dict[str, Any]) -> dict[str, Any]:
     return r
 
 
-def _check_engines(r: dict[str, Any],
-                   model: HardwareModel | None) -> tuple[dict[str, str], list[str]]:
+def _check_engines(r: dict[str, Any], model: HardwareModel) -> tuple[dict[str, str], list[str]]:
     """The run's engines (each of a known kind) and its memories (the model's)."""
     engines = _typed(r["engines"], dict, "result.engines")
     if not engines:
@@ -155,7 +154,7 @@ def _check_engines(r: dict[str, Any],
         if kind not in ENGINE_KINDS:
             raise _MalformedError(f"engine {name!r} of kind {kind!r}: expected {ENGINE_KINDS}")
     memories = [n for n, kind in engines.items() if kind == MEMORY_KIND]
-    if model is not None and memories != list(model.memories):
+    if memories != list(model.memories):
         raise _MalformedError(f"result.engines: memories {memories} are not the model's "
                               f"{list(model.memories)}")
     return engines, memories
@@ -271,12 +270,12 @@ def _check_trace(doc: dict[str, Any], names: set[str]) -> None:
     _check_sequential(trace)
 
 
-def _check_logs(doc: dict[str, Any], model: HardwareModel | None, memories: list[str],
+def _check_logs(doc: dict[str, Any], model: HardwareModel, memories: list[str],
                 names: set[str]) -> None:
     """The host memory's port log, the other memories' logs, and where each was cut."""
     if doc["port_log"] is not None:
         _check_log(doc["port_log"], "port_log", names)
-    host = model.host.memory if model is not None else None
+    host = model.host.memory
     logs = _typed(doc.get("port_logs", {}), dict, "port_logs")
     for m, log in logs.items():
         if m not in memories or m == host:
@@ -330,21 +329,18 @@ def _check_memories(r: dict[str, Any], memories: list[str]) -> None:
                                   f"is below result.busy_cycles.{m} = {r['busy_cycles'][m]}")
 
 
-def _check_dcache(r: dict[str, Any], model: HardwareModel | None) -> None:
+def _check_dcache(r: dict[str, Any], model: HardwareModel) -> None:
     """``result.dcache``: null without a data cache, else exactly its counters (integers)."""
     if "dcache" not in r:
         raise _MalformedError("result.dcache is missing (null when the core has no cache)")
-    dcache = r["dcache"]
-    has_cache = None if model is None else bool(model.dcache.capacity_bytes)
-    if dcache is None:
-        if has_cache:
-            raise _MalformedError("result.dcache is null but the model has a data cache "
-                                  "(dcache.capacity_bytes)")
-        return
-    if has_cache is False:
+    if r["dcache"] is None and model.dcache.capacity_bytes:
+        raise _MalformedError("result.dcache is null but the model has a data cache "
+                              "(dcache.capacity_bytes)")
+    if r["dcache"] is not None and not model.dcache.capacity_bytes:
         raise _MalformedError("result.dcache: the model has no data cache "
                               "(dcache.capacity_bytes = 0)")
-    _counters(dcache, DCACHE_COUNTERS, "result.dcache")
+    if r["dcache"] is not None:
+        _counters(r["dcache"], DCACHE_COUNTERS, "result.dcache")
 
 
 def _counters(table: Any, names: tuple[str, ...], where: str) -> dict[str, int]:
