@@ -234,14 +234,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--against", metavar="REV",
                    help="also measure the package at this git revision (the release: f260e12)")
     args = p.parse_args(argv)
-    m = measure()
+    m, old = measure(), measure_revision(args.against) if args.against else None
     verdicts = _verdicts(m)
-    then = _verdicts(measure_revision(args.against)) if args.against else None
     if args.json:
-        extra = {"against": {"revision": args.against, **measure_revision(args.against)}
-                 } if args.against else {}
+        extra = {"against": {"revision": args.against, **old}} if old else {}
         print(json.dumps({**m, "met": {k: ok for k, _, ok in verdicts}, **extra}, indent=2))
         return 0
+    then = _verdicts(old) if old else None
     width = max(len(k) for k, _, _ in verdicts)
     if then:
         print(f"{'':<{width}}  {'now':<24} {'':<7} {'at ' + args.against}")

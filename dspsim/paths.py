@@ -93,8 +93,8 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OverflowError, OSError):
-        return True  # another user's process (or not ours to judge): keep its file
+    except (OverflowError, OSError):  # another user's process (or not ours to judge): alive
+        pass
     return True
 
 
@@ -108,8 +108,7 @@ def remove_stale_temps(folder: str | Path, force: bool = False) -> list[Path]:
     if key in _cleaned and not force:
         return []
     _cleaned.add(key)
-    removed = []
-    now = time.time()
+    removed, now = [], time.time()
     try:
         entries = list(os.scandir(key))
     except OSError:
