@@ -32,12 +32,10 @@ _TYPES = {"int": int, "float": float, "str": str, "bool": bool}
 
 
 def _hw_key(section: str, f: dataclasses.Field) -> Key:
-    m = f.metadata
     kind = f.type if isinstance(f.type, type) else _TYPES[f.type.removesuffix(" | None")]
     # the default: what a file that does not give the key gets (None: it must give it)
-    return Key(f"{section}.{f.name}", kind, doc=m["doc"], lo=m["lo"], hi=m["hi"],
-               default=None if f.default is dataclasses.MISSING else f.default,
-               positive=m["positive"], unit=m["unit"], choices=m.get("choices", ()))
+    return Key(f"{section}.{f.name}", kind, **f.metadata,
+               default=None if f.default is dataclasses.MISSING else f.default)
 
 
 def memory_keys(name: str) -> dict[str, Key]:

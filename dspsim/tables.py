@@ -12,12 +12,11 @@ from typing import Any
 
 def _key(lo: float | None = None, hi: float | None = None, unit: str = "", doc: str = "",
          positive: bool = False, default: Any = dataclasses.MISSING, choices: tuple = ()) -> Any:
-    """A hardware key's metadata: allowed range (``positive``: strictly above 0) or choices,
-    unit, meaning; ``default``: the value of a model file that does not give the key (else it
-    must)."""
-    metadata = {"lo": lo, "hi": hi, "unit": unit, "doc": doc, "positive": positive,
-                "choices": choices}
-    return field(default=default, metadata=metadata)
+    """A hardware key: its :class:`dspsim.schema.Key` fields as the dataclass field's metadata
+    (``positive``: strictly above 0); ``default``: the value of a model file that does not give
+    the key (else it must)."""
+    return field(default=default, metadata=dict(lo=lo, hi=hi, unit=unit, doc=doc,
+                                                 positive=positive, choices=choices))
 
 
 @dataclass(frozen=True)
