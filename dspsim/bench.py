@@ -281,7 +281,7 @@ def workload_wall(seconds: float, reference_seconds: float, cores: int = 1,
     ``reference_seconds`` (extrapolated by tasks, tables compared); with ``jobs > 1`` in that
     many parts at once; with ``baseline`` (a checkout), that version extrapolated alike."""
     from dspsim.study.workload import run_workload, task_table
-    from dspsim.study.workload.cameras import camera_workload
+    from dspsim.study.workload.cameras import camera_spec, camera_workload
 
     model = load_model().with_overrides({"core.count": cores})
     plan = [("reuse", seconds, True, 1), ("reference", reference_seconds, False, 1),
@@ -298,31 +298,25 @@ def workload_wall(seconds: float, reference_seconds: float, cores: int = 1,
                        "table": table}
     ref, full = runs["reference"], runs["reuse"]
     extrapolated = ref["wall_s"] / ref["tasks"] * full["tasks"]
-    parts = {} if jobs <= 1 else {
+    out = {} if jobs <= 1 else {
         "jobs": jobs, "jobs_wall_s": runs["parts"]["wall_s"],
         "jobs_identical": bool(runs["parts"]["table"].equals(full["table"]))}
-    return {**parts,
+    out.update({
         "cameras": cameras, "cores": cores, "seconds": seconds, "tasks": full["tasks"],
         "wall_s": full["wall_s"], "reused_tasks": full["reused_tasks"],
         "episodes": full["episodes"],
         "reference_seconds": reference_seconds, "reference_tasks": ref["tasks"],
         "reference_wall_s": ref["wall_s"], "reference_extrapolated_wall_s": extrapolated,
         "speedup": extrapolated / full["wall_s"],
-        "identical_over_reference": bool(ref["table"].equals(runs["reuse_short"]["table"])),
-        **(_workload_on_baseline(baseline, cameras, cores, reference_seconds, ref["tasks"],
-                                 full) if baseline else {}),
-    }
-
-
-def _workload_on_baseline(root: str, cameras: int, cores: int, seconds: float, tasks: int,
-                          full: dict[str, Any]) -> dict[str, Any]:
-    from dspsim.study.workload.cameras import camera_spec
-
-    base = on_baseline(root, {"kind": "workload", "spec": camera_spec(cameras, seconds),
-                              "overrides": {"core.count": cores}, "fidelity": "tile"})
-    extrapolated = base["wall_s"] / tasks * full["tasks"]
-    return {"baseline_wall_s": base["wall_s"], "baseline_extrapolated_wall_s": extrapolated,
-            "speedup_over_baseline": extrapolated / full["wall_s"]}
+        "identical_over_reference": bool(ref["table"].equals(runs["reuse_short"]["table"]))})
+    if baseline:  # that version simulating every task over reference_seconds, extrapolated
+        base = on_baseline(baseline, {"kind": "workload", "overrides": {"core.count": cores},
+                                      "spec": camera_spec(cameras, reference_seconds),
+                                      "fidelity": "tile"})
+        out["baseline_wall_s"] = base["wall_s"]
+        out["baseline_extrapolated_wall_s"] = base["wall_s"] / ref["tasks"] * full["tasks"]
+        out["speedup_over_baseline"] = out["baseline_extrapolated_wall_s"] / full["wall_s"]
+    return out
 
 
 def cli_wall(repeat: int) -> dict[str, Any]:
