@@ -1,18 +1,8 @@
 """The rules a model must keep beyond each key's own range: which keys can act on it, which
-names a memory cannot take, which keys a file must give, and its ``[ranges]`` table of
-plausible values. :mod:`dspsim.config` applies them when a model is built or overridden; they
-read a model by duck typing and import no model class.
-
-A model file gives each value it does not know for a fact a range beside it::
-
-    [ranges]
-    "idma.setup_cycles" = [20.0, 50.0]                     # guess: 20-50 cycles
-    "ddr.latency_cycles" = { span_of = ["j6_outstanding_bound"] }  # the readings' values
-
-``span_of``: the smallest and largest of the key's value in this file and in each model file
-named (a packaged name, or a path relative to this file), read from their files, never typed
-again. A fact has no range. ``base`` inherits ranges, but a file that gives a key's value drops
-the range it inherits for that key, as ``--set`` does.
+names a memory cannot take, which keys a file must give, and its ``[ranges]`` table (each guessed
+or fitted value's plausible ``[LOW, HIGH]``, or ``{ span_of = [...] }`` the values other model
+files give it; ``docs/reference.md``). :mod:`dspsim.config` applies them when a model is built
+or overridden; they read a model by duck typing and import no model class.
 """
 
 from __future__ import annotations

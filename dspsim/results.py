@@ -1,24 +1,13 @@
-"""Save a run to a file and load it back.
-
-A saved run is one JSON document (``.json``, or gzip-compressed ``.json.gz``)::
-
-    {"format": "dspsim-run", "format_version": 2,
-     "result": {...Result.to_json()...},   # op, variant, shape, core, engines, memories, dcache
-     "model": {"name", "source", "overrides", "sections": {table: {...}},
-               "ranges": {key: [low, high]}},  # the model's ranges (none before they existed)
-     "origin_cycle": ...,                  # absolute cycle of the op's timer start
-     "trace": {column: [values]},          # trace rows, times relative to the op's timer
-     "port_log": {field: [values]},        # the host memory's requests, absolute cycles
-     "port_logs": {memory: {field: [values]} or null},  # every other memory's (optional)
-     "port_log_cut_cycles": {memory: cycle}}  # where --trace-limit cut them (optional)
+"""Save a run to a file and load it back: one JSON document (``.json``, or gzip-compressed
+``.json.gz``) tagged ``dspsim-run``, whose fields ``docs/reference.md`` lists ("Saved runs").
 
 It holds what the timeline, the Perfetto export and the report need (not the output array), so
-``dspsim plot timeline RUN`` and ``dspsim report RUN`` need no simulation. A file written
-before the platform had several memories has no ``memories``, ``dcache`` nor ``port_logs``: it
-ran on one memory without a cache and loads with them made from its ``bytes``,
-``busy_cycles`` and ``ddr_contention_cycles``. Version 1 (one op on one core named ``core``,
-its channels ``idma0``; ``mode`` and ``n``) loads as version 2 with today's names
-(``core0.idma0``), the model's one op table, the variant its mode and the shape ``(n,)``.
+``dspsim plot timeline RUN`` and ``dspsim report RUN`` need no simulation. Older files load: one
+written before the platform had several memories (no ``memories``, ``dcache`` nor
+``port_logs``) ran on one memory without a cache, and gets them from its ``bytes``,
+``busy_cycles`` and ``ddr_contention_cycles``; version 1 (one op on a core named ``core``, its
+channels ``idma0``; ``mode`` and ``n``) loads as version 2 with today's names (``core0.idma0``),
+the model's one op table, the variant its mode and the shape ``(n,)``.
 
 :func:`save_run` writes atomically; :func:`load_run` trusts nothing: it reads at most
 :data:`MAX_RUN_BYTES` decompressed, rebuilds the model as a model file's tables are checked and
