@@ -84,11 +84,8 @@ def _from_targets(name: str, node: ast.ImportFrom, modules: set[str],
         base = ".".join(base_parts + ([node.module] if node.module else []))
     else:
         base = node.module or ""
-    out: list[str | None] = []
-    for alias in node.names:
-        sub = f"{base}.{alias.name}"
-        out.append(sub if sub in modules else _within(base, modules))
-    return out
+    subs = [f"{base}.{alias.name}" for alias in node.names]
+    return [sub if sub in modules else _within(base, modules) for sub in subs]
 
 
 def module_imports(name: str, source: str, modules: set[str], is_package: bool = False,
