@@ -1,17 +1,15 @@
 """Benchmark: how fast the simulator runs on this machine.
 
-``python -m dspsim.bench`` reports, each time the best of ``--repeat``: every op and variant at
-its headline size, data path on and off, on three engines (burst without event elision, the
-reference; burst, the default; tile), with events per second against the bare SimPy rate
-measured right before each run; the tile engine's and event elision's speed-ups; the streaming
-ping-pong at ``--stream-n``; the direct variants' alike rows booked at once (against the
-reference engine on a slice, scaled); ``dspsim run --json`` against a bare interpreter; the J6
-calibration; the peak RSS of one run per op, variant and rank at ``--memory-elements`` against
-three times its arrays plus 150 MB; a 1,000-point sweep on two workers (and on a local dask
-cluster); with ``--workload-seconds``, the camera workload (:mod:`dspsim.study.workload.cameras`)
-with reuse, against simulating every task (extrapolated) and in ``--workload-jobs`` parts. With
-``--baseline DIR`` (another checkout) that version's runs alternate with this one's in fresh
-processes. Speed is measured here, never asserted in the test suite.
+``python -m dspsim.bench`` reports, each time the best of ``--repeat``: every op and variant on
+three engines (burst without event elision, the reference; burst, the default; tile), data path
+on and off, with events per second against the bare SimPy rate measured right before each run;
+the tile engine's and event elision's speed-ups; the streaming ping-pong; the direct variants'
+alike rows booked at once (against the reference engine on a slice, scaled); long kernel calls
+walked access by access; ``dspsim run --json`` against a bare interpreter; the J6 calibration;
+the peak RSS of one run per op, variant and rank; a sweep on two workers (and on a local dask
+cluster); with ``--workload-seconds``, the camera workload. With ``--baseline DIR`` (another
+checkout) that version's runs alternate with this one's in fresh processes. Speed is measured
+here, never asserted in the test suite.
 """
 
 from __future__ import annotations
