@@ -45,7 +45,8 @@ def memory_keys(name: str) -> dict[str, Key]:
 
 # J6's memory (``ddr``) is listed among the keys, after the core's, as it always was
 HARDWARE_KEYS = {f"{s}.{f.name}": _hw_key(s, f) for s, cls in
-                 [("core", Core), ("ddr", MemoryCfg), *list(HARDWARE.items())[1:]]
+                 [("core", Core), ("ddr", MemoryCfg),
+                  *((s, c) for s, c in HARDWARE.items() if s != "core")]
                  for f in fields(cls)}
 
 
