@@ -185,23 +185,20 @@ def imap_unordered(fn: Callable[..., Any], items: Iterable[Any], jobs: int,
     (``work``: the items' count, when known), at most ``window`` (``4 * workers``) in flight;
     with one job or item, here in order. ``started()``: once the workers are up. A task's or
     the pool's exception is raised here, as ``failed(e)`` when given."""
-    call = args or (lambda item: (item,))
+    call, started = args or (lambda item: (item,)), started or (lambda: None)
     it = iter(items)
     head = list(itertools.islice(it, 2))
     it = itertools.chain(head, it)
     if jobs <= 1 or len(head) <= 1 or (work is not None and work <= 1):
-        if started is not None:
-            started()
+        started()
         for item in it:
             yield item, fn(*call(item))
         return
     from concurrent.futures import FIRST_COMPLETED, wait
 
     with process_pool(jobs, work) as pool:
-        if started is not None:
-            started()
-        workers = pool._max_workers
-        limit = window or 4 * workers
+        started()
+        limit = window or 4 * pool._max_workers
         pending: dict[Any, Any] = {}
 
         def fill() -> None:
