@@ -1,9 +1,9 @@
 """Ops declared in a TOML file (docs/reference.md, "Op files"): "how many cycles will MY kernel
 and tiling take?" without a Python package. :func:`load_op_file` reads and checks the file
-(``spec.py``, its expressions ``expr.py``), registers the kernels it declares (``kernels.py``)
-and its :class:`FileOp` (``op.py``; passes in ``program.py``, closed forms in ``bounds.py``);
-from then on every command knows the op by name. Worker processes load the files their
-parent loaded (:func:`loaded_op_files`, :func:`load_op_files`, ``DSPSIM_OP_FILES``).
+(``spec.py``, expressions ``expr.py``), registers and checks the kernels it declares
+(``kernels.py``) and its :class:`FileOp` (``op.py``; passes and 2-D blocks in ``program.py``,
+closed forms in ``bounds.py``); then every command knows the op by name. Worker processes load
+the files their parent loaded (``DSPSIM_OP_FILES``).
 """
 
 from __future__ import annotations
@@ -54,8 +54,7 @@ def load_op_file(path: str | Path, allow_python: bool = False) -> str:
 def build_op(spec: OpSpec, allow_python: bool = False) -> FileOp:
     """The op of a checked spec, its declared kernels registered and its values checked
     against the kernels it names (not registered itself: :func:`load_op_file` does that)."""
-    from dspsim.ops.fileop.check import check_kernels_agree
-    from dspsim.ops.fileop.kernels import register_pass_kernel
+    from dspsim.ops.fileop.kernels import check_kernels_agree, register_pass_kernel
 
     op = FileOp(spec, allow_python)
     for p in spec.passes:

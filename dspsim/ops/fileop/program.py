@@ -8,6 +8,15 @@
 - ``nbuffer``: the same through ``<op>.buffers`` buffers, inputs and outputs on separate
   channels (:func:`~dspsim.ops.stream.hb_dsp_stream_frame`).
 
+2-D blocks (pingpong of a 2-D op with a halo or ``<op>.block_cols`` > 0): blocks of ``R``
+rows of ``C`` columns (``C`` = ``<op>.block_cols``, 0: whole rows), moved by 2-D iDMA
+descriptors. A block's input copy brings ``h`` rows of halo above and below (the sum over the
+passes of each one's reach in ``shift_rows``; fewer at the image's edges), packed in the TCM
+buffer; the passes run on it in place; the output copy takes its ``R`` middle rows back.
+``R = tile_bytes // (4 C) - 2h``. Blocks go row band by row band, left to right, through two
+buffers and channels as the seed's frame does (block ``i`` in buffer and on channel ``i % 2``);
+at the end the frame waits for every output.
+
 A pass's first kernel reads its array; a kernel that writes writes the output array (in TCM:
 the tile, in place), which the kernels after it read; the one that returns a value gives the
 pass's reduction.
@@ -22,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dspsim.kernels.registry import Kernel, get_kernel
-from dspsim.ops.fileop.blocks import Block, run_blocks, uses_blocks
 from dspsim.ops.frames import (
+    IDMA_COPY,
+    IDMA_WAIT,
     XV_MEM_BANK_COLOR_0,
     XV_MEM_BANK_COLOR_1,
     copy_bytes,
@@ -117,6 +127,73 @@ def frame(dsp: Dsp, variant: str, bufs: list[Ptr], dst: Ptr, src: Ptr, length: i
         return hb_dsp_ping_pong_frame(dsp, dst, src, bufs, bufs, length, func, state, None,
                                       write, block)
     return hb_dsp_stream_frame(dsp, dst, src, bufs, length, block, func, state, write, "split")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block's rows and columns in the image."""
+
+    r0: int  # output rows r0:r1
+    r1: int
+    a0: int  # input rows a0:a1 (the output rows and their halo, within the image)
+    a1: int
+    c0: int  # columns c0:c1
+    c1: int
+
+    @property
+    def cols(self) -> int:
+        return self.c1 - self.c0
+
+
+def uses_blocks(spec: OpSpec, block_cols: int) -> bool:
+    """Whether a 2-D op's tiled schedule moves 2-D blocks (a halo, or columns cut)."""
+    return spec.ndim == 2 and (spec.halo > 0 or block_cols > 0)
+
+
+def block_shape(tile_bytes: int, cols: int, block_cols: int, halo: int) -> tuple[int, int]:
+    """(output rows, columns) of a block: 0 rows when a buffer cannot hold one with its halo."""
+    width = min(cols, block_cols) if block_cols > 0 else cols
+    return max(0, tile_bytes // (4 * width) - 2 * halo), width
+
+
+def blocks(rows: int, cols: int, out_rows: int, width: int, halo: int) -> list[Block]:
+    """The blocks, row band by row band, left to right."""
+    return [Block(r, min(rows, r + out_rows), max(0, r - halo), min(rows, r + out_rows + halo),
+                  c, min(cols, c + width))
+            for r in range(0, rows, out_rows) for c in range(0, cols, width)]
+
+
+def run_blocks(dsp: Dsp, spec: OpSpec, bufs: list[Ptr], x: Ptr, y: Ptr, rows: int, cols: int,
+               pass_block: Any) -> Any:
+    """The blocks through two buffers; ``pass_block(buf, block)`` runs the passes on one."""
+    out_rows, width = block_shape(dsp.params.tile_bytes, cols, dsp.params.block_cols,
+                                  spec.halo)
+    todo = blocks(rows, cols, out_rows, width, spec.halo)
+    dsp.labels.new_tile_group()
+    vret_in: list[Any] = [None, None]
+    vret_out: list[Any] = [None, None]
+
+    def fetch(i: int) -> Any:
+        b = todo[i]
+        vret_in[i % 2] = yield from IDMA_COPY(
+            dsp, i % 2, x + b.a0 * cols + b.c0, bufs[i % 2], 4 * b.cols, i, rows=b.a1 - b.a0,
+            src_pitch=4 * cols, dst_pitch=4 * b.cols)
+
+    for i in range(min(2, len(todo))):
+        yield from fetch(i)
+    for i, b in enumerate(todo):
+        k = i % 2
+        dsp.labels.tile, dsp.labels.buffer = i, k
+        yield from IDMA_WAIT(dsp, k, vret_in[k], "wait_in")
+        yield from pass_block(bufs[k], b)
+        vret_out[k] = yield from IDMA_COPY(
+            dsp, k, bufs[k] + (b.r0 - b.a0) * b.cols, y + b.r0 * cols + b.c0, 4 * b.cols, i,
+            rows=b.r1 - b.r0, src_pitch=4 * b.cols, dst_pitch=4 * cols)
+        if i + 2 < len(todo):
+            yield from fetch(i + 2)
+    for k in range(2):
+        yield from IDMA_WAIT(dsp, k, vret_out[k], "wait_out")
+    dsp.labels.tile = dsp.labels.buffer = -1
 
 
 def tiled(dsp: Dsp, spec: OpSpec, variant: str, bufs: list[Ptr], x: Ptr, y: Ptr, rows: int,
