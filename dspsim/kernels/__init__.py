@@ -17,4 +17,4 @@ from dspsim.kernels.registry import KERNELS, Kernel, get_kernel, register
 __all__ = ["KERNELS", "Kernel", "get_kernel", "register"]
 
 # linked into every firmware image (an op's own kernels register when it imports them)
-from dspsim.kernels import fc_s8, library, memcpy  # noqa: E402, F401
+from dspsim.kernels import fc_s8, memcpy, numerics  # noqa: E402, F401

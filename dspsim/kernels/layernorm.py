@@ -139,11 +139,6 @@ def layernorm_rows(x2d: np.ndarray, eps: float, lanes: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- registry
-def compute_vecsumsq_dev(src: np.ndarray, dst: None, lanes: int, mean: float | np.ndarray
-                         ) -> tuple[np.float32, np.float32] | tuple[np.ndarray, np.ndarray]:
-    return vecsumsq_dev(src, lanes, mean)
-
-
 def compute_vecnorm(src: np.ndarray, dst: np.ndarray, lanes: int, mean: float | np.ndarray,
                     r: float | np.ndarray, rstd: float | np.ndarray) -> None:
     """Writes ``((src - mean) - r) * rstd`` into ``dst``."""
@@ -154,7 +149,8 @@ def compute_vecnorm(src: np.ndarray, dst: np.ndarray, lanes: int, mean: float | 
 
 
 # results=2: the C returns two values (through pointers), (sum_d, sum_d2)
-register(Kernel("vecsumsq_dev", VECSUMSQ_DEV, compute_vecsumsq_dev, results=2,
+register(Kernel("vecsumsq_dev", VECSUMSQ_DEV,
+                lambda src, dst, lanes, mean: vecsumsq_dev(src, lanes, mean), results=2,
                 example_args=lambda size: {"mean": F32(0.0)}))
 register(Kernel("vecnorm", VECNORM, compute_vecnorm, writes=True, elementwise=True,
                 example_args=lambda size: {"mean": F32(0.0), "r": F32(0.0), "rstd": F32(1.0)}))

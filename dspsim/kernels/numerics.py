@@ -1,4 +1,5 @@
-"""What the four SIMD kernels compute, bit for bit in float32, vectorised with numpy.
+"""The seed's four SIMD kernels, registered: what they compute, bit for bit in float32, vectorised
+with numpy (their loop shapes: :mod:`dspsim.kernels.shapes`).
 
 Each follows the seed's C where the order or an instruction changes the result: the two
 accumulators, predicated tail and lane reduction, and in ``vecexpf_max`` NatureDSP's fixed-point
@@ -32,8 +33,12 @@ Where the seed's C does not pin an instruction down, one documented choice, coll
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from dspsim.kernels.registry import Kernel, register
+from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
 from dspsim.kernels.toolkit import (
     F32,
     as_f32,
@@ -230,3 +235,21 @@ def vecmul(x: np.ndarray, scalar: float | np.ndarray) -> np.ndarray:
     s = row_scalar(scalar, x)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         return canonical_nan((x * s).astype(F32))
+
+
+# ----------------------------------------------------------------------------- registered
+def _vecexpf_max(src: np.ndarray, dst: np.ndarray, lanes: int, max_value: Any,
+                 guard_shifted_input: bool = False) -> None:
+    dst[...] = vecexpf_max(src, max_value, guard_shifted_input)
+
+
+def _vecmul(src: np.ndarray, dst: np.ndarray, lanes: int, scalar: Any) -> None:
+    dst[...] = vecmul(src, scalar)
+
+
+register(Kernel("vecmaxf", VECMAXF, lambda src, dst, lanes: vecmaxf(src, lanes), results=1))
+register(Kernel("vecsum", VECSUM, lambda src, dst, lanes: vecsum(src, lanes), results=1))
+register(Kernel("vecexpf_max", VECEXPF_MAX, _vecexpf_max, writes=True, elementwise=True,
+                example_args=lambda size: {"max_value": np.float32(0.0)}))
+register(Kernel("vecmul", VECMUL, _vecmul, writes=True, elementwise=True,
+                example_args=lambda size: {"scalar": np.float32(1.0)}))

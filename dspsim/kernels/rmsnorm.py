@@ -67,8 +67,4 @@ def rmsnorm_rows(x2d: np.ndarray, eps: float, lanes: int) -> np.ndarray:
     return vecmul(x, rmsnorm_rstd(vecsumsq(x, lanes), cols, eps))
 
 
-def compute_vecsumsq(src: np.ndarray, dst: None, lanes: int) -> np.float32 | np.ndarray:
-    return vecsumsq(src, lanes)
-
-
-register(Kernel("vecsumsq", VECSUMSQ, compute_vecsumsq, results=1))
+register(Kernel("vecsumsq", VECSUMSQ, lambda src, dst, lanes: vecsumsq(src, lanes), results=1))
