@@ -485,16 +485,11 @@ def errors_text(summary: Mapping[str, Any]) -> str:
     return text
 
 
-def same_non_finite(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """Where ``ref`` is NaN or infinite and ``out`` is the same (NaN for NaN, the same inf)."""
-    return ~np.isfinite(ref) & ((out == ref) | (np.isnan(out) & np.isnan(ref)))
-
-
 def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, tolerance: float | None
-                  ) -> tuple[list[float], list[float], list[float], int, bool]:
-    """One slice of :func:`error_summary`: its max relative and absolute errors (empty when none
-    was measured), the errors its non-finite elements stand for (``inf`` wrong, 0 matching),
-    how many of its elements are wrong, and whether all are within ``tolerance``."""
+                  ) -> tuple[list[float], list[float], int, bool]:
+    """One slice of :func:`error_summary`: its max relative and absolute errors (none when
+    nothing was measured; a non-finite element stands for ``inf`` wrong, 0 matching), how many
+    of its elements are wrong, and whether all are within ``tolerance``."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         ref_abs = np.abs(r)
         diff = np.abs(got - r)
@@ -502,7 +497,8 @@ def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, tolerance: float
         mask = finite & (ref_abs > floor)
         rel = diff[mask] / ref_abs[mask]
         absolute = diff[finite]
-        same = same_non_finite(got, r)
+        # a non-finite reference matched exactly: NaN for NaN, the same inf
+        same = ~finite & ((got == r) | (np.isnan(got) & np.isnan(r)))
         within = tolerance is None or bool(np.all(
             (diff <= np.maximum(tolerance * ref_abs, floor)) | same))
         # wrong: off by more than WRONG_REL relative and floor absolute (NaN off too)
@@ -514,9 +510,9 @@ def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, tolerance: float
     off = int(np.count_nonzero(~finite & ~same)
               + np.count_nonzero(finite & ~mask & ~np.isfinite(got)))
     special = ([np.inf] if off else []) + ([0.0] if same.any() else [])
-    rels = [float(rel.max())] if rel.size else []
-    absolutes = [float(absolute.max())] if absolute.size else []
-    return rels, absolutes, special, int(wrong + np.count_nonzero(~finite & ~same)), within
+    rels = ([float(rel.max())] if rel.size else []) + special
+    absolutes = ([float(absolute.max())] if absolute.size else []) + special
+    return rels, absolutes, int(wrong + np.count_nonzero(~finite & ~same)), within
 
 
 def error_summary(
@@ -526,30 +522,26 @@ def error_summary(
     """Sum, non-finite counts, max relative error (where ``|ref| > floor``), max absolute error
     and ``wrong_count`` (off by more than :data:`WRONG_REL` relative and ``floor`` absolute), a
     slice at a time. A non-finite reference matched exactly is right, any other non-finite
-    disagreement wrong (errors inf);
-    a max is None when nothing was compared. ``ref``: the float64 reference, or a function
-    giving it for a slice of the flattened output (no float64 copy of a long output held).
-    With a relative ``tolerance``, also ``within_tolerance`` (``floor`` its absolute part)."""
+    disagreement wrong (errors inf); a max is None when nothing was compared. ``ref``: the
+    float64 reference, or a function giving it for a slice of the flattened output (no float64
+    copy of a long output held). With a relative ``tolerance``, also ``within_tolerance``
+    (``floor`` its absolute part)."""
     flat = out.reshape(-1)
-    max_rel = max_abs = -1.0
-    wrong = 0
-    seen_rel = seen_abs = False
-    within = True
+    rels: list[float] = []
+    absolutes: list[float] = []
+    wrong, within = 0, True
     for lo in range(0, flat.size, SUMMARY_CHUNK_ELEMENTS):
         part = slice(lo, lo + SUMMARY_CHUNK_ELEMENTS)
         r = ref(part) if callable(ref) else ref.reshape(-1)[part]
-        rels, absolutes, special, chunk_wrong, chunk_within = _chunk_errors(
+        chunk_rels, chunk_abs, chunk_wrong, chunk_within = _chunk_errors(
             flat[part].astype(np.float64), r, floor, tolerance)
-        if rels or special:
-            seen_rel, max_rel = True, max(max_rel, *rels, *special)
-        if absolutes or special:
-            seen_abs, max_abs = True, max(max_abs, *absolutes, *special)
+        rels += chunk_rels
+        absolutes += chunk_abs
         wrong += chunk_wrong
         within &= chunk_within
     with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf: the sum is NaN
         total = float(np.sum(out, dtype=np.float64))
     summary = {"sum": total, "nan_count": int(np.isnan(out).sum()),
-               "inf_count": int(np.isinf(out).sum()),
-               "max_rel_err": max_rel if seen_rel else None,
-               "max_abs_err": max_abs if seen_abs else None, "wrong_count": wrong}
+               "inf_count": int(np.isinf(out).sum()), "max_rel_err": max(rels, default=None),
+               "max_abs_err": max(absolutes, default=None), "wrong_count": wrong}
     return summary if tolerance is None else summary | {"within_tolerance": within}
