@@ -122,9 +122,7 @@ class FileOp(Op):
                 raise DspsimInputError(
                     f"{self.name}.{a}_memory = {where!r}: the model has no such memory; "
                     f"allowed: host, {', '.join(model.memories)}")
-        if variant == "direct":
-            return
-        why = fbounds.tile_refusal(self, model, variant, shape)
+        why = variant != "direct" and fbounds.tile_refusal(self, model, variant, shape)
         if why:
             raise DspsimInputError(why)
 
