@@ -8,35 +8,34 @@
 - ``nbuffer``: the same through ``<op>.buffers`` buffers, inputs and outputs on separate
   channels (:func:`~dspsim.ops.stream.hb_dsp_stream_frame`).
 
-2-D blocks (pingpong of a 2-D op with a halo or ``<op>.block_cols`` > 0): blocks of ``R``
-rows of ``C`` columns (``C`` = ``<op>.block_cols``, 0: whole rows), moved by 2-D iDMA
-descriptors. A block's input copy brings ``h`` rows of halo above and below (the sum over the
-passes of each one's reach in ``shift_rows``; fewer at the image's edges), packed in the TCM
-buffer; the passes run on it in place; the output copy takes its ``R`` middle rows back.
-``R = tile_bytes // (4 C) - 2h``. Blocks go row band by row band, left to right, through two
-buffers and channels as the seed's frame does (block ``i`` in buffer and on channel ``i % 2``);
-at the end the frame waits for every output.
+2-D blocks (pingpong of a 2-D op with a halo or ``<op>.block_cols`` > 0): ``R`` rows of ``C``
+columns (``C`` = ``<op>.block_cols``, 0: whole rows) moved by 2-D iDMA descriptors, the input
+copy with ``h`` rows of halo above and below (the sum over the passes of each one's
+``shift_rows`` reach; fewer at the image's edges) packed in the TCM buffer, the passes run on it
+in place, the output copy takes the ``R`` middle rows back; ``R = tile_bytes // (4 C) - 2h``.
+Row band by row band, left to right, through two buffers and channels as the seed's frame
+(block ``i`` in buffer and on channel ``i % 2``); at the end the frame waits for every output.
 
 A pass's first kernel reads its array; a kernel that writes writes the output array (in TCM:
-the tile, in place), which the kernels after it read; the one that returns a value gives the
+the tile, in place), which the kernels after it read; the one returning a value gives the
 pass's reduction.
 
 A kernel the file declares by its cost is registered as ``<op>.<pass>``: a
 :class:`~dspsim.kernels.shapes.LoopShape` and numerics evaluating the pass's ``value`` in
-float32 (then a float32 ``max``, ``min`` or ``sum`` per row). A ``loop``: each iteration loads
-``loads`` vectors of the input, ``table_loads`` of local tables, stores ``stores`` and issues
-``alu`` vector ALU operations; the last iteration is predicated; then ``tail_ops`` dependent ALU
-operations (default: a reduction's tree, ``1 + log2(lanes)``, or none). ``lanes`` and
-``call_overhead_cycles`` default to the core's (:meth:`LoopShape.on`, in run and bounds alike).
+float32 (then a float32 ``max``, ``min`` or ``sum`` per row). A ``loop``: per iteration
+``loads`` input vectors, ``table_loads`` of local tables, ``stores`` stores and ``alu`` vector
+ALU operations, the last iteration predicated; then ``tail_ops`` dependent ALU operations
+(default: a reduction's tree, ``1 + log2(lanes)``, or none); ``lanes`` and
+``call_overhead_cycles`` default to the core's (:meth:`LoopShape.on`, run and bounds alike).
 ``cycles_per_element = c``: a measured cost: one vector load (and store) per ``lanes``
-elements, padded with one-ALU-op iterations to ``ceil(n c)``, each of II 1 on any core: a call
-of ``n`` in TCM takes ``core.call_overhead_cycles + ceil(n c)`` cycles; against DDR each vector
-load still stalls for its round trip.
+elements, padded with one-ALU-op iterations to ``ceil(n c)`` of II 1 on any core: a call of
+``n`` in TCM takes ``core.call_overhead_cycles + ceil(n c)``; against DDR each vector load
+still stalls for its round trip.
 
-The check of a pass's ``value`` against the registered kernels it names: both run in float32
-on a probe input (the op's default input of a small shape), pass after pass; a value the
-kernels do not compute (within 1e-3 relative) is refused in one line. A pass costed by
-``loop`` or ``cycles_per_element`` computes its value itself.
+A pass's ``value`` is checked against the registered kernels it names: both run in float32 on
+a probe input (the op's default input, small), pass after pass; a value the kernels do not
+compute (within 1e-3 relative) is refused in one line. A ``loop`` or ``cycles_per_element``
+pass computes its value itself.
 """
 
 from __future__ import annotations
@@ -222,7 +221,7 @@ def run_blocks(dsp: Dsp, spec: OpSpec, bufs: list[Ptr], x: Ptr, y: Ptr, rows: in
 
 def tiled(dsp: Dsp, spec: OpSpec, variant: str, bufs: list[Ptr], x: Ptr, y: Ptr, rows: int,
           cols: int) -> Any:
-    """The tiled schedules: one frame of whole-row tiles (2-D) or one frame per pass (1-D)."""
+    """The tiled schedules: 2-D blocks, one frame of whole-row tiles (2-D) or one per pass."""
     tile_bytes = dsp.params.tile_bytes
     env = _params_env(dsp, spec, cols)
     if uses_blocks(spec, getattr(dsp.params, "block_cols", 0)):
