@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dspsim.errors import DspsimInputError
+from dspsim.kernels.registry import KERNELS
 from dspsim.ops.base import Bounds, Op, Proc, check_tile_bytes
 from dspsim.ops.fileop import bounds as fbounds
 from dspsim.ops.fileop.expr import ROW_REDUCTIONS
@@ -36,9 +37,10 @@ from dspsim.ops.fileop.program import (
     register_pass_kernel,
 )
 from dspsim.ops.fileop.spec import OpSpec, Range, read_spec, read_text
+from dspsim.ops.registry import OPS, register_op
 from dspsim.ops.rowwise import ramp_input
 from dspsim.ops.softmax.reference import seed_input
-from dspsim.schema import Key, OpSchema, Params
+from dspsim.schema import OP_KEY_IDLE, OP_SCHEMAS, Key, OpSchema, Params
 from dspsim.text import one_line
 
 if TYPE_CHECKING:
@@ -226,8 +228,6 @@ def load_op_file(path: str | Path, allow_python: bool = False) -> str:
     """Load and register the op of the op file at ``path``; return its name (the same again
     for the same file). ``allow_python``: let a ``[reference] python`` the file allows be
     imported. A bad file raises a one-line :class:`~dspsim.errors.DspsimInputError`."""
-    from dspsim.ops.registry import OPS, register_op
-
     if not isinstance(path, str | Path):
         raise DspsimInputError(f"op file {path!r}: expected a path")
     text = read_text(path)  # first: a bad path (a NUL byte) is its one line
@@ -292,10 +292,6 @@ def load_op_files(paths: list[str] | tuple[str, ...] | None = None) -> list[str]
 def unload_op_file(path: str | Path) -> None:
     """Forget the op loaded from ``path`` (its op, table and kernels), if any: for tests and
     notebooks that load a file again after editing it."""
-    from dspsim.kernels.registry import KERNELS
-    from dspsim.ops.registry import OPS
-    from dspsim.schema import OP_KEY_IDLE, OP_SCHEMAS
-
     seen = _LOADED.pop(os.path.realpath(path), None)
     if seen is None:
         return
