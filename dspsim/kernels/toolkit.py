@@ -29,13 +29,6 @@ Segment = tuple[int, tuple[int, ...], tuple[int, ...]]
 
 
 # ----------------------------------------------------------------------------- arrays
-def check_lanes(lanes: int) -> None:
-    """Refuse a lane count the reduction trees cannot halve (a power of two >= 1)."""
-    if not isinstance(lanes, int | np.integer) or lanes < 1 or lanes & (lanes - 1):
-        raise DspsimInputError(f"float32 lanes per vector must be a power of two >= 1 for the "
-                               f"lane reduction, got {lanes!r}")
-
-
 def as_f32(x: np.ndarray) -> np.ndarray:
     """A kernel input as float32, of shape ``(n,)`` or ``(rows, n)`` (a batch of calls)."""
     x = np.asarray(x)
@@ -79,7 +72,9 @@ def reduction_input(x: np.ndarray, lanes: int
                     ) -> tuple[np.ndarray, np.ndarray, np.float32 | np.ndarray | None]:
     """A reduction kernel's input, ``lanes`` checked: ``x`` in float32, its ``(rows, n)`` view,
     and for empty rows the C's ``if (N <= 0) return 0.f;`` result (else ``None``)."""
-    check_lanes(lanes)
+    if not isinstance(lanes, int | np.integer) or lanes < 1 or lanes & (lanes - 1):
+        raise DspsimInputError(f"float32 lanes per vector must be a power of two >= 1 for the "
+                               f"lane reduction, got {lanes!r}")
     x = as_f32(x)
     xb = as_batch(x)
     empty = reduction_result(np.zeros(xb.shape[0], F32), x) if xb.shape[1] == 0 else None
