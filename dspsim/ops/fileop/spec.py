@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dspsim.errors import DspsimInputError
+from dspsim.kernels.registry import KERNELS
 from dspsim.ops.fileop.expr import Expr, parse_expr
 
 MAX_OP_FILE_BYTES = 1 << 20
@@ -461,8 +462,6 @@ def _loop(w: _Where, table: str, raw: Any, writes: str | None) -> LoopCost:
 
 def _kernels(w: _Where, table: str, raw: Any, writes: str | None, reduce_op: str | None,
              names: dict[str, str]) -> tuple[KernelUse, ...]:
-    from dspsim.kernels.registry import KERNELS
-
     items = raw if isinstance(raw, list) else [raw]
     if not items:
         raise w.error(table, "kernel = []: allowed a kernel name, or a list of them")
