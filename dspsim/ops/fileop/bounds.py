@@ -2,14 +2,13 @@
 search space of its tile and buffer keys.
 
 ``direct``: the kernels' walk over the host memory (:func:`~dspsim.kernels.cached.
-direct_bounds`). ``pingpong`` of a 2-D op: the row-wise ops' bounds (:func:`~dspsim.ops.
-rowwise.rowwise_bounds`). Otherwise, per frame: its bytes over the port (**DMA**), its bursts'
-round trips over ``min(m, C k)`` in flight through ``C`` channels (**latency**), the kernels'
-TCM cycles plus ``idma.setup_cycles`` per descriptor (**compute**); the estimate is the seed
-frame's (:func:`~dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`) summed over the frames;
-2-D blocks: :func:`block_bounds`.
-The ping-pong frame waits for its last output only: the last frame's other-buffer tile is
-left out of the DMA and latency bounds.
+direct_bounds`); ``pingpong`` of a 2-D op: the row-wise ops' bounds (:func:`~dspsim.ops.
+rowwise.rowwise_bounds`), or with 2-D blocks :func:`block_bounds`. Otherwise, per frame: its
+bytes over the port (**DMA**), its bursts' round trips over ``min(m, C k)`` in flight through
+``C`` channels (**latency**), the kernels' TCM cycles plus ``idma.setup_cycles`` per
+descriptor (**compute**); the estimate is the seed frame's (:func:`~dspsim.ops.pingpong_bounds.
+ping_pong_pass_cycles`) summed over the frames. The ping-pong frame waits for its last output
+only: the last frame's other-buffer tile is left out of the DMA and latency bounds.
 """
 
 from __future__ import annotations
