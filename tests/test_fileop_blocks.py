@@ -1,4 +1,4 @@
-"""2-D blocks of an op file (dspsim.ops.fileop.blocks): a vertical filter's blocks carry
+"""2-D blocks of an op file (dspsim.ops.fileop.program): a vertical filter's blocks carry
 their halo rows through 2-D iDMA descriptors, give the float64 reference's values, read
 exactly the bytes the blocks cover, stay above their lower bound, and refuse in one line what
 cannot run."""

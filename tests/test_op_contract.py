@@ -81,7 +81,7 @@ def test_every_ops_default_variant_is_the_first_it_lists():
     # an op file's too: ["direct", "pingpong"] defaults to pingpong, which it lists first
     from pathlib import Path
 
-    from dspsim.ops.fileop.op import FileOp
+    from dspsim.ops.fileop import FileOp
     from dspsim.ops.fileop.spec import read_spec
     path = Path(__file__).resolve().parents[1] / "examples" / "ops" / "scale_bias.toml"
     text = path.read_text().replace('"scale_bias"', '"scale_bias_dp"').replace(

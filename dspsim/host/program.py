@@ -1,9 +1,9 @@
 """The host program, once for every caller: the seed's ``test_softmax_op`` for any op.
 
 ``hbUCPMalloc`` the input, output and parameter block in the host's memory, write the input and
-the parameter block, then per task ``hbDSPRpcV2(cmd)`` and ``hbUCPSubmitTask``. An op's input
-and output are float32 arrays of its shape unless it overrides ``write_input``,
-``output_bytes`` or ``host_array`` (e.g. ``fc``'s int8 weights).
+the parameter block, then per task ``hbDSPRpcV2(cmd)`` and ``hbUCPSubmitTask``. Input and output
+are float32 arrays of the op's shape unless it overrides ``write_input``, ``output_bytes`` or
+``host_array`` (e.g. ``fc``'s int8 weights).
 """
 
 from __future__ import annotations
@@ -41,13 +41,11 @@ class HostProgram:
         (``values`` or the op's default, with the data path on) and the parameter block."""
         prefix = f"{what} " if what else ""
         memory = ucp.platform.host_memory
-        nbytes = op.input_bytes(shape)
-        input_data = ucp.malloc(nbytes, f"{prefix}input array")
+        input_data = ucp.malloc(op.input_bytes(shape), f"{prefix}input array")
         if ucp.platform.data:
             x = op.default_input(shape) if values is None else values
             op.write_input(memory, input_data.ptr, x, shape)
-        output_bytes = op.output_bytes(shape)
-        output = ucp.malloc(output_bytes, f"{prefix}output array")
+        output = ucp.malloc(op.output_bytes(shape), f"{prefix}output array")
         param = ucp.malloc(PARAM_BLOCK_BYTES, f"{prefix}parameter block")
         memory.store_struct(param.ptr, op.param_block(variant, shape, input_data.phy_addr))
         return cls(ucp, op, variant, tuple(shape), input_data, output, param)

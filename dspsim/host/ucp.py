@@ -77,11 +77,6 @@ class SchedulingPolicy:
     def __len__(self) -> int:
         return self._count
 
-    @staticmethod
-    def rank(task: Task) -> tuple[int, int]:
-        """Sort key of a waiting task: lower goes first."""
-        return (-task.priority, task.seq)
-
     def core_for(self, task: Task, free: list[bool]) -> int | None:
         """The core a task just arrived should start on now, or None (it waits)."""
         if task.backend is not None:
@@ -93,7 +88,7 @@ class SchedulingPolicy:
 
     def push(self, task: Task) -> None:
         heap = self._any if task.backend is None else self._fixed[task.backend]
-        heapq.heappush(heap, (*self.rank(task), task))
+        heapq.heappush(heap, (-task.priority, task.seq, task))
         self._count += 1
 
     def pop_for(self, core: int) -> Task | None:
@@ -113,9 +108,7 @@ def parse_backend(backend: Any, cores: int) -> int | None:
         if backend == ANY:
             return None
         m = _CORE_NAME.fullmatch(backend)
-        if m is None:
-            raise DspsimInputError(f"backend {backend!r}: {allowed}")
-        backend = int(m.group(1))
+        backend = int(m.group(1)) if m else backend  # a string left is refused below
     if isinstance(backend, bool) or not isinstance(backend, int):
         raise DspsimInputError(f"backend {backend!r}: {allowed}")
     if not 0 <= backend < cores:
@@ -136,9 +129,7 @@ class Ucp:
     """The UCP of one platform: its cores, the shared queue and the RPC round trip."""
 
     def __init__(self, platform, registry: Registry, policy: SchedulingPolicy | None = None):
-        self.platform = platform
-        self.env = platform.env
-        self.registry = registry
+        self.platform, self.env, self.registry = platform, platform.env, registry
         self.cores = len(platform.dsps)
         self.policy = policy or SchedulingPolicy(self.cores)
         self._free = [True] * self.cores

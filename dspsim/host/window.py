@@ -1,6 +1,6 @@
-"""What a run takes of the DSP's DDR window as the host lays it out (input, output, parameter
-block), and the refusal of a shape that cannot fit: the host's check, made before anything
-runs by ``run``, ``sweep``, ``calibrate`` and ``workload``."""
+"""What a run takes of the DSP's DDR window (input, output, parameter block), and the refusal,
+before anything runs (``run``, ``sweep``, ``calibrate``, ``workload``), of a shape that cannot
+fit."""
 
 from __future__ import annotations
 
@@ -21,10 +21,9 @@ def window_bytes(op: Op, shape: tuple[int, ...]) -> int:
 def largest_first_dim(op: Op, shape: tuple[int, ...]) -> int:
     """The largest first dimension (the others as in ``shape``) whose run fits the DSP's DDR
     window (0 if none does)."""
-    rest = tuple(shape[1:])
 
     def fits(first: int) -> bool:
-        return window_bytes(op, (first,) + rest) <= DDR_WINDOW_BYTES
+        return window_bytes(op, (first, *shape[1:])) <= DDR_WINDOW_BYTES
 
     if not fits(1):
         return 0

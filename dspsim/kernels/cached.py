@@ -1,8 +1,8 @@
 """Kernel calls on a memory the core reaches through its data cache, in closed form.
 
-The direct variants of the row-wise ops and softmax walk their arrays with kernels that sweep
-them front to back in lock step; on a cached memory (:mod:`dspsim.hw.dcache`) the core pays per
-line missed. This module gives each call's missed lines and their cost without walking a line.
+The direct variants of the row-wise ops and softmax sweep their arrays front to back in lock
+step; on a cached memory (:mod:`dspsim.hw.dcache`) the core pays per line missed. This gives
+each call's missed lines and their cost without walking a line.
 
 **Which lines miss.** The cache is taken as fully associative LRU over ``C = capacity / line``
 lines (the simulated one is ``ways``-way set associative; a sequential sweep spreads evenly
@@ -26,11 +26,10 @@ call's missing streams, ``streams x line / bandwidth``, ``streams x F`` with one
 the call costs its TCM cycles, one ``F`` for the first miss, and the excess of that period over
 the core's per line on every missed line. A call takes at least the port's own time: its fills,
 the write-backs below and, with ``write_through``, its vector stores, one posted request each.
-
-Dirty lines a write-back cache evicts are posted (the core does not wait) but share the port
-with the fills: a dirty line missed again was written back in between, and dirty lines left at
-the end are written back as later rows evict them, but for the last lines touched; their port
-time is spread over the calls that miss once something is dirty.
+Dirty lines a write-back cache evicts are posted but share the port with the fills: a dirty
+line missed again was written back in between, and dirty lines left at the end are written
+back as later rows evict them, but for the last lines touched; their port time is spread over
+the calls that miss once something is dirty.
 
 Lower bounds (exact, whatever the sets do): every touched byte's line is fetched once
 (``compulsory_lines``, at least ``ceil(bytes / line)``): ``dma_bound_cycles`` = those bytes
@@ -83,9 +82,8 @@ def _hits(lines: int, capacity: int, const: int, slope: int) -> int:
 
 def _distance(lines: int, arrays: set[str], before: set[str], between: set[str]
               ) -> tuple[int, int]:
-    """The reuse distance of line ``i`` of an array touched in a call with the other
-    ``arrays``, last touched in a call with the others ``before``, ``between`` touched fully
-    in between, as ``(const, slope)``: ``d(i) = const + slope * i``."""
+    """The reuse distance ``d(i) = const + slope * i`` of an array's line ``i``, touched with
+    the other ``arrays``, last with the others ``before``, ``between`` touched fully between."""
     both = before & arrays
     const = (lines - 1) * (1 + len(before)) + lines * len(between)
     return const, len(arrays - both) - len(before - both)
@@ -93,16 +91,14 @@ def _distance(lines: int, arrays: set[str], before: set[str], between: set[str]
 
 def cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem: MemoryCfg,
                          cache: Dcache, repeat: int = 1) -> CachedWalk:
-    """``calls`` one after another on arrays of ``n`` float32 each, the whole sequence
-    ``repeat`` times on fresh arrays (a row-wise op's rows), on memory ``mem`` through
-    ``cache`` (remembered per request policy too: what a request costs is the policy's)."""
+    """``calls`` in turn on arrays of ``n`` float32 each, all ``repeat`` times on fresh arrays
+    (a row-wise op's rows), on ``mem`` through ``cache`` (cached per request policy too)."""
     return _cached_call_sequence(calls, n, core, mem, mem.policy, cache, repeat)
 
 
 def prefetches(cache: Dcache, streams: int) -> bool:
-    """The next-line prefetch runs ahead of ``streams`` interleaved streams: it is on and
-    follows every stream (``dcache.prefetch_streams`` 0: no stream detection, or at least as
-    many as there are); else every line is a demand miss."""
+    """The next-line prefetch runs ahead of ``streams`` interleaved streams: it is on and follows
+    each (``dcache.prefetch_streams`` 0 or >= ``streams``); else every line is a demand miss."""
     return cache.prefetch_next_line and (not cache.prefetch_streams
                                          or cache.prefetch_streams >= streams)
 
@@ -151,9 +147,8 @@ def _cached_call_sequence(calls: tuple[CachedCall, ...], n: int, core: Core, mem
 def _call_misses(calls: tuple[CachedCall, ...], touched: list[set[str]], lines: int,
                  capacity: int, new_lines: float, write_back: bool
                  ) -> tuple[list[dict[str, float]], float, dict[str, float], dict[str, int]]:
-    """Per call, the lines of each array it touches that miss (LRU: the lines touched since
-    the array's last touch decide); the dirty lines those misses wrote back, the dirty lines
-    per array at the end, and each array's last call."""
+    """Per call, the missed lines of each array it touches (LRU); the dirty lines those misses
+    wrote back, the dirty lines per array at the end, and each array's last call."""
     last_seen: dict[str, int] = {}
     dirty: dict[str, float] = {}  # dirty lines per array
     misses: list[dict[str, float]] = []
@@ -183,8 +178,8 @@ def _call_misses(calls: tuple[CachedCall, ...], touched: list[set[str]], lines: 
 def _resident_dirty(dirty: dict[str, float], last_seen: dict[str, int],
                     touched: list[set[str]], lines: int, capacity: int, new_lines: float,
                     repeat: int, tail: float) -> float:
-    """The dirty lines still in the cache after the sequence: the others are evicted by what
-    follows (the next rows) unless they are among the last lines touched."""
+    """The dirty lines still cached after the sequence (the others are evicted by the next
+    rows, unless among the last lines touched)."""
     if repeat > 1:  # the last lines touched stay: the dirty share of what the cache holds
         row_lines = new_lines * len(set().union(*touched))
         return min(capacity, repeat * row_lines) * tail / row_lines if row_lines else 0.0
@@ -202,9 +197,8 @@ def _resident_dirty(dirty: dict[str, float], last_seen: dict[str, int],
 def _sequence_cycles(calls: tuple[CachedCall, ...], misses: list[dict[str, float]],
                      writebacks: float, n: int, core: Core, mem: MemoryCfg, cache: Dcache,
                      new_lines: float, repeat: int) -> tuple[float, int]:
-    """One pass of the sequence's cycles and its compute cycles: each call's compute plus its
-    misses, or its port's time when that is longer. The posted write-backs share the data path
-    with the fills: spread over the calls that miss once something is dirty."""
+    """One pass's cycles and compute cycles: each call's compute plus its misses, or its port's
+    time if longer; posted write-backs spread over the calls that miss once something is dirty."""
     end = len(calls)
     first_store = next((k for k, (_, _, dst) in enumerate(calls) if dst is not None), end)
     after_store = sum(sum(c.values()) for c in misses[first_store:])
@@ -221,8 +215,8 @@ def _sequence_cycles(calls: tuple[CachedCall, ...], misses: list[dict[str, float
 
 
 def _posted_bytes(calls: tuple[CachedCall, ...], n: int, core: Core, repeat: int) -> int:
-    """Bytes of the sequence's last ``core.write_buffer_entries`` stores (write-through:
-    each is posted): what the write buffer may still hold when the last call returns."""
+    """Bytes of the last ``core.write_buffer_entries`` stores (write-through: all posted): what
+    the write buffer may hold when the last call returns."""
     storing = [shape for shape, _, dst in calls if dst is not None]
     if not storing:
         return 0
@@ -238,8 +232,8 @@ def _posted_bytes(calls: tuple[CachedCall, ...], n: int, core: Core, repeat: int
 
 def _port_cycles(misses: dict[str, float], writebacks_per_miss: float, shape: LoopShape, n: int,
                  core: Core, mem: MemoryCfg, cache: Dcache, dst: str | None) -> float:
-    """The port's own time for a call: its fills, the write-backs they evict and, with
-    ``write_through``, its vector stores (posted, one request each), back to back."""
+    """A call's port time: its fills, the write-backs they evict and, with ``write_through``,
+    its vector stores (one posted request each), back to back."""
     policy, line = mem.policy, cache.line_bytes
     one_slot = mem.max_outstanding == 1  # a request holds the port for its round trip
     fill = (policy.latency(False) if one_slot else 0.0) + policy.data_cycles(line)
@@ -255,8 +249,7 @@ def _port_cycles(misses: dict[str, float], writebacks_per_miss: float, shape: Lo
 
 def _fills_and_evictions(lines: float, writebacks_per_line: float, fill_cycles: float,
                          evict_cycles: float) -> float:
-    """``lines`` fills of ``fill_cycles`` each and the write-backs they evict
-    (``writebacks_per_line`` each) of ``evict_cycles``."""
+    """``lines`` fills and the write-backs they evict (``writebacks_per_line`` each)."""
     if evict_cycles == fill_cycles:
         return lines * (1 + writebacks_per_line) * fill_cycles
     return lines * fill_cycles + lines * writebacks_per_line * evict_cycles
@@ -264,8 +257,7 @@ def _fills_and_evictions(lines: float, writebacks_per_line: float, fill_cycles: 
 
 def _miss_cycles(misses: dict[str, float], lines: float, tcm: int, writebacks_per_miss: float,
                  mem: MemoryCfg, cache: Dcache, first_miss: bool = True) -> float:
-    """What a call's missed lines (and the write-backs they evict) add to its TCM cycles
-    (see the module docstring)."""
+    """What a call's missed lines (and their write-backs) add to its TCM cycles (module text)."""
     total = sum(misses.values())
     if not total:
         return 0.0
@@ -287,10 +279,10 @@ def _miss_cycles(misses: dict[str, float], lines: float, tcm: int, writebacks_pe
 
 def direct_bounds(model: HardwareModel, calls: tuple[CachedCall, ...], n: int,
                   repeat: int = 1) -> dict[str, Any]:
-    """Traffic, lower bounds and estimate of a direct variant: ``calls`` on arrays of ``n``
-    float32 in ``host.memory``, ``repeat`` times on fresh arrays: through its data cache if
-    cached (:func:`cached_call_sequence`), else :func:`~dspsim.kernels.shapes.ddr_call_sequence`
-    (traffic exact; cycles exact for the core alone on the port)."""
+    """Traffic, bounds and estimate of a direct variant: ``calls`` on ``n`` float32 arrays in
+    ``host.memory``, ``repeat`` times on fresh ones: :func:`cached_call_sequence` if cached, else
+    :func:`~dspsim.kernels.shapes.ddr_call_sequence` (traffic exact; cycles exact for the core
+    alone on the port)."""
     mem = model.host_memory
     policy = mem.policy  # what a request costs (dspsim.hw.policy)
     if mem.cached and model.dcache.capacity_bytes:

@@ -6,24 +6,21 @@
 (TFLite's integer semantics; the tests hold it bit for bit equal to the op's separate
 transcription of TFLite's reference, :mod:`dspsim.ops.fc.reference`).
 
-Loop shape (HiFi5 style; the instructions are assumed, the vendor does not publish the
-inner loop), per group of four rows:
-
-* per iteration, one vector of ``V = 4 core.lanes_f32`` bytes (16 on a HiFi5): four weight
-  loads (``AE_L8X8X2_IP``, ``V`` bytes of each row), one input load (``AE_L8X8X2_IP`` from TCM:
-  a table load), three MACs: two ``AE_MULA8Q8X8`` (4 rows x 8 bytes = 32 MACs each) for ``W x``
-  and one against ones for the row sums ``input_zero_bias`` multiplies. ``II = max(ceil(5 /
-  load_store_units), ceil(3 / vector_alu_slots))``: 3 cycles for 64 MACs with two load/store
-  units (load-bound). A row length not a multiple of ``V`` loads the rest in one more.
-* the epilogue: 8 dependent operations (halves added, ``input_zero_bias`` x row sums, bias,
-  ``AE_SLAA32S``, ``AE_MULFP32X2RAS``, the rounding right shift, the zero point,
-  saturate-pack-store), ``reduction_ops = 8`` x ``core.alu_latency_cycles``.
+Loop shape (HiFi5 style; the instructions are assumed, the vendor does not publish the inner
+loop), per group of four rows: per iteration one vector of ``V = 4 core.lanes_f32`` bytes (16
+on a HiFi5): four weight loads (``AE_L8X8X2_IP``, ``V`` bytes of each row), one input load
+(``AE_L8X8X2_IP`` from TCM: a table load), three MACs: two ``AE_MULA8Q8X8`` (4 rows x 8 bytes
+= 32 MACs each) for ``W x`` and one against ones for the row sums ``input_zero_bias``
+multiplies; ``II = max(ceil(5 / load_store_units), ceil(3 / vector_alu_slots))``, 3 cycles for
+64 MACs with two load/store units. A row length not a multiple of ``V`` loads the rest in one
+more. The epilogue: 8 dependent operations (halves added, ``input_zero_bias`` x row sums, bias,
+``AE_SLAA32S``, ``AE_MULFP32X2RAS``, the rounding right shift, the zero point,
+saturate-pack-store), ``reduction_ops = 8`` x ``core.alu_latency_cycles``.
 
 On the core a group is one row of a batch call (``rows = ceil(OUT / 4)``, ``n = IN`` 32-bit
 words: four rows of ``IN`` int8; a last short group runs whole, its missing rows predicated
-off, its buffer whole groups), each paying ``core.call_overhead_cycles`` (loop setup) besides
-loop and epilogue. A memory (or its data cache) sees the four row streams side by side
-(``interleaved_rows``).
+off, its buffer whole groups), each paying ``core.call_overhead_cycles`` besides loop and
+epilogue. A memory (or its data cache) sees the four row streams side by side.
 
 Numerics: 32-bit accumulators (a sum leaving int32 wraps, as the hardware's); the left shift
 by ``max(out_shift, 0)`` saturates to int32 (``AE_SLAA32S``; TFLite's C overflows there); the
@@ -114,8 +111,7 @@ def _compute(src: np.ndarray, dst: None, lanes: int, x: np.ndarray, bias: np.nda
 
 
 def groups(out_depth: int) -> int:
-    """Groups of four rows of ``out_depth`` rows (a last group of fewer runs as a whole group
-    with its missing rows predicated off: it reads, and takes the time of, four rows)."""
+    """Groups of four of ``out_depth`` rows (a last short one reads and takes four rows' time)."""
     return -(-out_depth // ROWS_PER_GROUP)
 
 
@@ -125,8 +121,7 @@ def padded_bytes(out_depth: int, in_depth: int) -> int:
 
 
 def _call(size: tuple[int, ...]) -> tuple[int, int]:
-    """``(n, rows)`` of the core's batch call for ``OUT,IN`` weights: a row of the batch is a
-    group of four rows of ``IN`` int8, ``IN`` 32-bit words."""
+    """``(n, rows)`` of the batch call for ``OUT,IN`` weights (a row: four of ``IN`` int8)."""
     if len(size) != 2:
         raise DspsimInputError(f"fc_s8 size {size}: OUT,IN (--shape OUT,IN)")
     out_depth, in_depth = size

@@ -67,11 +67,10 @@ VECNORM = LoopShape(
 # ----------------------------------------------------------------------------- numerics
 def vecsumsq_dev(x: np.ndarray, lanes: int, mean: float | np.ndarray
                  ) -> tuple[np.float32, np.float32] | tuple[np.ndarray, np.ndarray]:
-    """``(sum(d), sum(d * d))`` with ``d = x - mean`` (one rounding), in float32 as the kernel
-    computes them: accumulators as ``vecsum``'s, the square sums by ``fma(d, d, acc)``; a padded
-    ``d = -0.0`` is the add's exact identity and its square +0.0 leaves a square sum (never
-    -0.0) unchanged. A ``(rows, n)`` batch (``mean`` a scalar or one per row) gives two
-    ``(rows,)`` arrays, each row bit for bit the 1-D call's; empty rows give ``(0.0, 0.0)``."""
+    """``(sum(d), sum(d * d))``, ``d = x - mean`` (one rounding), in float32 as the kernel: the
+    accumulators as ``vecsum``'s, squares by ``fma(d, d, acc)``; a padded ``d = -0.0`` is the
+    add's exact identity and its square +0.0 leaves a square sum (never -0.0) unchanged. A batch
+    gives two ``(rows,)`` arrays, each row the 1-D call's; an empty row ``(0.0, 0.0)``."""
     x, xb, empty = reduction_input(x, lanes)
     m = row_scalar(mean, xb)
     if empty is not None:
@@ -85,8 +84,7 @@ def vecsumsq_dev(x: np.ndarray, lanes: int, mean: float | np.ndarray
 
 def vecnorm(x: np.ndarray, mean: float | np.ndarray, r: float | np.ndarray,
             rstd: float | np.ndarray) -> np.ndarray:
-    """``((x - mean) - r) * rstd`` per element, each step one float32 rounding (SUB, SUB, MUL),
-    as a new array; for a ``(rows, n)`` batch each scalar may be one value per row."""
+    """``((x - mean) - r) * rstd`` per element, each step one float32 rounding (SUB, SUB, MUL)."""
     x = as_f32(x)
     m, rr, s = (row_scalar(v, x) for v in (mean, r, rstd))
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
@@ -103,9 +101,8 @@ def layernorm_mean_hi(s: np.float32 | np.ndarray, cols: int) -> np.float32 | np.
 
 def layernorm_rstd(sum_d: np.float32 | np.ndarray, sum_d2: np.float32 | np.ndarray, cols: int,
                    eps: float) -> tuple[np.float32, np.float32] | tuple[np.ndarray, np.ndarray]:
-    """Step 3: ``(r, rstd)`` from ``vecsumsq_dev``'s sums, in float32 (``C`` and ``eps`` too),
-    each of the steps rounded (``r * r`` before the subtraction; sqrt correctly rounded); a NaN
-    ``var`` propagates through the ``max``."""
+    """Step 3: ``(r, rstd)`` from ``vecsumsq_dev``'s sums in float32 (``C``, ``eps`` too), each
+    step rounded (``r * r`` before the subtraction; sqrt correctly rounded); NaN ``var`` stays."""
     c = F32(cols)
     sd = np.asarray(sum_d, F32)
     sq = np.asarray(sum_d2, F32)
@@ -119,15 +116,13 @@ def layernorm_rstd(sum_d: np.float32 | np.ndarray, sum_d2: np.float32 | np.ndarr
 
 def layernorm_rows(x2d: np.ndarray, eps: float, lanes: int) -> np.ndarray:
     """LayerNorm of each row of ``x2d`` (``(rows, cols)`` or ``(cols,)``) through the kernels,
-    chained as the op does (steps 1-4 above); float32, shaped like ``x2d``.
-
-    Accuracy (tests/test_layernorm_kernels.py, against float64): within ``max(1e-5 |ref|,
-    1e-6)`` on normal data of sigma 1e-3 to 1e3 offset by up to 1e5, uniform, outlier and
-    constant rows (within 1e-6 of 0, never NaN), 1 to 1000 elements; worst ~0.05 of that with
-    32 lanes (relative ~2-4e-7), ~0.15 with 1 lane (up to ~1.4e-6). Limit: the square sum is
-    float32, so ``|x - mean_hi|`` beyond ~1.8e19 overflows it (so does a constant row above
-    ~1e26, its ``mean_hi`` a few ulps off): ``var`` is then +inf (the row normalises to 0) or NaN.
-    """
+    chained as the op does (steps 1-4 above); float32, shaped like ``x2d``. Accuracy
+    (tests/test_layernorm_kernels.py, against float64): within ``max(1e-5 |ref|, 1e-6)`` on
+    normal data of sigma 1e-3 to 1e3 offset by up to 1e5, uniform, outlier and constant rows
+    (within 1e-6 of 0, never NaN), 1 to 1000 elements; worst ~0.05 of that with 32 lanes
+    (relative ~2-4e-7), ~0.15 with 1 lane (up to ~1.4e-6). Limit: the float32 square sum
+    overflows for ``|x - mean_hi|`` beyond ~1.8e19 (and a constant row above ~1e26, its
+    ``mean_hi`` a few ulps off): ``var`` is then +inf (the row normalises to 0) or NaN."""
     x = as_f32(x2d)
     cols = x.shape[-1]
     if cols == 0:
@@ -139,11 +134,6 @@ def layernorm_rows(x2d: np.ndarray, eps: float, lanes: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- registry
-def compute_vecsumsq_dev(src: np.ndarray, dst: None, lanes: int, mean: float | np.ndarray
-                         ) -> tuple[np.float32, np.float32] | tuple[np.ndarray, np.ndarray]:
-    return vecsumsq_dev(src, lanes, mean)
-
-
 def compute_vecnorm(src: np.ndarray, dst: np.ndarray, lanes: int, mean: float | np.ndarray,
                     r: float | np.ndarray, rstd: float | np.ndarray) -> None:
     """Writes ``((src - mean) - r) * rstd`` into ``dst``."""
@@ -154,7 +144,8 @@ def compute_vecnorm(src: np.ndarray, dst: np.ndarray, lanes: int, mean: float | 
 
 
 # results=2: the C returns two values (through pointers), (sum_d, sum_d2)
-register(Kernel("vecsumsq_dev", VECSUMSQ_DEV, compute_vecsumsq_dev, results=2,
+register(Kernel("vecsumsq_dev", VECSUMSQ_DEV,
+                lambda src, dst, lanes, mean: vecsumsq_dev(src, lanes, mean), results=2,
                 example_args=lambda size: {"mean": F32(0.0)}))
 register(Kernel("vecnorm", VECNORM, compute_vecnorm, writes=True, elementwise=True,
                 example_args=lambda size: {"mean": F32(0.0), "r": F32(0.0), "rstd": F32(1.0)}))

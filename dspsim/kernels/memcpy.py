@@ -1,14 +1,11 @@
 """``memcpy`` on the core: one vector load and one vector store per iteration.
 
-A copy between aligned buffers as a vectorising compiler (or a library memcpy) makes it: per
+As a vectorising compiler (or a library memcpy) makes it between aligned buffers: per
 iteration one aligned vector load (``IVP_LV2NX8_IP`` on a Vision core, ``AE_L128_IP`` on a
-HiFi5) and one store of the same width, the last variable-length (``..._XP`` forms). No priming
-load (aligned buffers). ``II = max(ceil(2 / load_store_units), 1)``. Against TCM the loop is
-pipelined; from an uncached memory every load stalls for its round trip; through a data cache
-the core pays per line missed (:mod:`dspsim.hw.dcache`).
-
-It counts 32-bit words like every kernel (``dspsim run --op kernel --variant memcpy --n
-WORDS``; a ``copy`` of ``n`` bytes copies :func:`memcpy_words`), copying bytes exactly.
+HiFi5) and one store of the same width, the last variable-length (``..._XP`` forms); no priming
+load; ``II = max(ceil(2 / load_store_units), 1)``. It counts 32-bit words like every kernel
+(``dspsim run --op kernel --variant memcpy --n WORDS``; a ``copy`` of ``n`` bytes copies
+:func:`memcpy_words`), copying bytes exactly.
 """
 
 from __future__ import annotations
@@ -34,8 +31,8 @@ def _memcpy(src: np.ndarray, dst: np.ndarray, lanes: int) -> None:
 
 
 def memcpy_words(nbytes: int) -> int:
-    """The 32-bit words a copy of ``nbytes`` moves: the last one whole (up to 3 bytes past
-    ``nbytes`` are read and written; the copy op's buffers are rounded up to a word)."""
+    """The 32-bit words a copy of ``nbytes`` moves, the last whole (up to 3 bytes past ``nbytes``
+    read and written; the copy op's buffers are rounded up to a word)."""
     return -(-nbytes // 4)
 
 

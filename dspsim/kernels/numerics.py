@@ -1,13 +1,12 @@
-"""What the four SIMD kernels compute, bit for bit in float32, vectorised with numpy.
+"""The seed's four SIMD kernels, registered: what they compute, bit for bit in float32, vectorised
+with numpy (their loop shapes: :mod:`dspsim.kernels.shapes`).
 
 Each follows the seed's C where the order or an instruction changes the result: the two
 accumulators, predicated tail and lane reduction, and in ``vecexpf_max`` NatureDSP's fixed-point
 range reduction, the polynomial in Estrin/Horner order and the scaling by two exponent halves.
-
-Batches: every function takes ``x`` of shape ``(n,)`` (one call) or ``(rows, n)`` (one call
-per row): a reduction then returns ``(rows,)`` instead of an ``np.float32``, and a scalar
-argument may be one value per row, ``(rows,)``. Each row is bit for bit the 1-D call's: the
-batch runs the same float32 operations, lane for lane, in the same order.
+``x`` is ``(n,)`` (one call) or ``(rows, n)`` (a call per row: a reduction returns ``(rows,)``,
+a scalar argument may be one per row); each row is bit for bit the 1-D call's (the same float32
+operations, lane for lane, in the same order).
 
 Where the seed's C does not pin an instruction down, one documented choice, collected here:
 
@@ -32,8 +31,12 @@ Where the seed's C does not pin an instruction down, one documented choice, coll
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from dspsim.kernels.registry import Kernel, register
+from dspsim.kernels.shapes import VECEXPF_MAX, VECMAXF, VECMUL, VECSUM
 from dspsim.kernels.toolkit import (
     F32,
     as_f32,
@@ -105,11 +108,9 @@ def _expf_masks(
 def expf_input_flags(
     x: np.ndarray, max_value: float | np.ndarray, guard_shifted_input: bool = False
 ) -> dict[str, int] | dict[str, np.ndarray]:
-    """How many elements raise the kernel's NaN flag and its overflow guard (NaN excluded).
-
-    ``overflow_guard`` counts what ``vecexpf_max`` replaces by 127 (so +inf): raw inputs
-    >= 88.722839, or with ``guard_shifted_input`` ``x - max`` >= 88.722839 or unordered. Counts
-    are ``int`` for 1-D ``x``, ``(rows,)`` int64 arrays for a batch."""
+    """How many elements raise the kernel's NaN flag and its overflow guard (NaN excluded:
+    what ``vecexpf_max`` replaces by 127, so +inf: raw inputs >= 88.722839, or with
+    ``guard_shifted_input`` ``x - max`` >= 88.722839 or unordered); ``int``, or ``(rows,)``."""
     x = as_f32(x)
     mx = row_scalar(max_value, x)
     with np.errstate(all="ignore"):
@@ -122,10 +123,9 @@ def expf_input_flags(
 
 
 def vecmaxf(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
-    """The seed's ``vecmaxf``: the largest element, or 0.0f for an empty array; any NaN gives
-    NaN. Two accumulators of ``lanes`` from -inf, 2*lanes elements per iteration, the tail a
-    predicated max (padding with -inf); then combined and rotated by lanes/2, ..., 1 with a max
-    at each step; lane 0 returned. A ``(rows, n)`` batch gives ``(rows,)``."""
+    """The seed's ``vecmaxf``: the largest element (0.0f if empty; any NaN gives NaN). Two
+    accumulators from -inf, the tail a predicated max (padding -inf); then combined and rotated
+    by lanes/2, ..., 1 with a max at each step; lane 0 returned."""
     x, xb, empty = reduction_input(x, lanes)
     if empty is not None:
         return empty
@@ -148,27 +148,24 @@ def vecmaxf(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
 
 
 def vecsum(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
-    """The seed's ``vecsum``: float32 sum in the kernel's order, or 0.0f for an empty array.
-    Two accumulators of ``lanes`` from +0.0 (element ``i`` to accumulator ``(i // lanes) % 2``,
-    lane ``i % lanes``), the tail predicated (padding with -0.0, the exact identity of IEEE
-    addition); then ``acc0 + acc1`` and the ``IVP_RADDN_2XF32`` tree. A batch gives ``(rows,)``."""
+    """The seed's ``vecsum`` in the kernel's order (0.0f if empty): element ``i`` to accumulator
+    ``(i // lanes) % 2`` lane ``i % lanes`` from +0.0, the tail padded with -0.0 (IEEE addition's
+    exact identity); then ``acc0 + acc1`` and the ``IVP_RADDN_2XF32`` tree."""
     return two_accumulator_sum(x, lanes, sequential_sum)
 
 
 def vecexpf_max(
     x: np.ndarray, max_value: float | np.ndarray, guard_shifted_input: bool = False
 ) -> np.ndarray:
-    """The seed's ``vecexpf_max``: ``exp(x - max_value)`` per element, in float32, as the C:
-    flags (the guard ``x >= 88.722839f`` tests the raw input, or ``x - max`` with
-    ``guard_shifted_input``, the corrected kernel); ``xin = x - max``, 127 where guarded, floored
-    at -128 by ``IVP_MAXN``; Q24 times invln2 in Q30 gives ``W`` in Q54, split into a Q31
-    fraction ``f`` in [0, 1) and an integer ``k``, ``k + f = W / 2^54`` (to 2^-31); ``2^f`` by
-    the degree-6 ``expftblf`` polynomial in the seed's order (fused multiply-adds); times ``2^k``
-    as two scales ``2^(e1-127) * 2^(e2-127)``, ``e1 + e2 = k + 254``. +inf and NaN inputs pass
-    through (+inf, NaN out); guarded elements give +inf, and so does a NaN ``x - max`` on a
-    non-NaN input (it survives ``IVP_MAXN`` and truncates to INT32_MAX). A batch row uses its
-    own ``max_value``. Accuracy (measured in tests): relative error <= 3e-7 where the result is
-    a normal float32; within 2 subnormal ULPs below."""
+    """The seed's ``vecexpf_max``: ``exp(x - max_value)`` in float32, as the C: the guard ``x >=
+    88.722839f`` tests ``x`` (or ``x - max`` with ``guard_shifted_input``, the corrected kernel);
+    ``xin = x - max``, 127 where guarded, floored at -128 by ``IVP_MAXN``; Q24 times invln2 in
+    Q30 gives ``W`` in Q54, split into a Q31 fraction ``f`` and an integer ``k``, ``k + f = W /
+    2^54`` (to 2^-31); ``2^f`` by the degree-6 ``expftblf`` polynomial in the seed's order
+    (FMAs); times ``2^k`` as two scales ``2^(e1-127) * 2^(e2-127)``, ``e1 + e2 = k + 254``. +inf
+    and NaN pass through; guarded elements give +inf, as does a NaN ``x - max`` on a non-NaN
+    input (it survives ``IVP_MAXN``, truncates to INT32_MAX). Measured: relative error <= 3e-7
+    for a normal float32 result, within 2 subnormal ULPs below."""
     x = as_f32(x)
     mx = row_scalar(max_value, x)
     if x.shape[-1] == 0:
@@ -198,8 +195,7 @@ def vecexpf_max(
 
 
 def _log2_split(xin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``xin`` times invln2 in fixed point, split into the Q31 fraction ``f`` and the integer
-    ``k`` (see :func:`vecexpf_max`)."""
+    """``xin`` times invln2 in fixed point, split into ``f`` (Q31) and ``k`` (vecexpf_max)."""
     t = _trunc_q(xin, 24)  # Q24, int32 range
     w = _mul_q30_via_16bit_halves(t, INVLN2_Q30)  # Q24 * Q30 -> Q54, int64
     # IVP_PACKVRNRN_2X64W(W, 22): arithmetic shift, low 32 bits (Q54 -> Q32 fraction);
@@ -224,9 +220,26 @@ def _times_pow2(p6: np.ndarray, exp_int: np.ndarray) -> np.ndarray:
 
 
 def vecmul(x: np.ndarray, scalar: float | np.ndarray) -> np.ndarray:
-    """The seed's ``vecmul``: each element times ``scalar`` (one per row for a batch), one
-    float32 rounding each."""
+    """The seed's ``vecmul``: each element times ``scalar``, one float32 rounding each."""
     x = as_f32(x)
     s = row_scalar(scalar, x)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         return canonical_nan((x * s).astype(F32))
+
+
+# ----------------------------------------------------------------------------- registered
+def _vecexpf_max(src: np.ndarray, dst: np.ndarray, lanes: int, max_value: Any,
+                 guard_shifted_input: bool = False) -> None:
+    dst[...] = vecexpf_max(src, max_value, guard_shifted_input)
+
+
+def _vecmul(src: np.ndarray, dst: np.ndarray, lanes: int, scalar: Any) -> None:
+    dst[...] = vecmul(src, scalar)
+
+
+register(Kernel("vecmaxf", VECMAXF, lambda src, dst, lanes: vecmaxf(src, lanes), results=1))
+register(Kernel("vecsum", VECSUM, lambda src, dst, lanes: vecsum(src, lanes), results=1))
+register(Kernel("vecexpf_max", VECEXPF_MAX, _vecexpf_max, writes=True, elementwise=True,
+                example_args=lambda size: {"max_value": np.float32(0.0)}))
+register(Kernel("vecmul", VECMUL, _vecmul, writes=True, elementwise=True,
+                example_args=lambda size: {"scalar": np.float32(1.0)}))

@@ -31,8 +31,8 @@ class Kernel:
     example_args: Callable[[tuple[int, ...]], dict[str, Any]] = lambda size: {}
 
     def call_size(self, size: tuple[int, ...]) -> tuple[int, int]:
-        """``(n, rows)`` of one call on ``size`` (:attr:`call`; default ``(n,)`` is one call of
-        ``n`` elements, ``(rows, n)`` a batch of ``rows`` calls)."""
+        """``(n, rows)`` of one call on ``size`` (:attr:`call`; default: ``(n,)`` one call,
+        ``(rows, n)`` a batch)."""
         if self.call is not None:
             return self.call(tuple(size))
         return (size[-1], 1) if len(size) == 1 else (size[1], size[0])

@@ -36,16 +36,15 @@ VECSUMSQ = two_accumulator_reduction("vecsumsq", 2, lambda lanes: 1 + log2_lanes
 
 
 def vecsumsq(x: np.ndarray, lanes: int) -> np.float32 | np.ndarray:
-    """``sum(x * x)`` in float32 as the kernel computes it (the module docstring; element ``i``
-    to accumulator ``(i // lanes) % 2``, lane ``i % lanes``, from +0.0). A ``(rows, n)`` batch
-    gives one sum per row, ``(rows,)``; an empty row gives 0.0."""
+    """``sum(x * x)`` in float32 as the kernel computes it (element ``i`` to accumulator
+    ``(i // lanes) % 2``, lane ``i % lanes``, from +0.0); ``(rows,)`` for a batch; 0.0 if empty."""
     return two_accumulator_sum(x, lanes, fused_square_sum)
 
 
 def rmsnorm_rstd(ss: np.float32 | np.ndarray, cols: int, eps: float
                  ) -> np.float32 | np.ndarray:
-    """Step 2: ``rstd = 1 / sqrt(ss / C + eps)`` in float32, each of the divide, add, sqrt
-    (correctly rounded) and reciprocal rounded; ``C`` and ``eps`` taken to float32 first."""
+    """Step 2: ``rstd = 1 / sqrt(ss / C + eps)`` in float32 (``C``, ``eps`` too), each of the
+    divide, add, sqrt (correctly rounded) and reciprocal rounded."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         ms = (np.asarray(ss, F32) / F32(cols)).astype(F32)
         rstd = (F32(1.0) / np.sqrt((ms + F32(eps)).astype(F32))).astype(F32)
@@ -67,8 +66,4 @@ def rmsnorm_rows(x2d: np.ndarray, eps: float, lanes: int) -> np.ndarray:
     return vecmul(x, rmsnorm_rstd(vecsumsq(x, lanes), cols, eps))
 
 
-def compute_vecsumsq(src: np.ndarray, dst: None, lanes: int) -> np.float32 | np.ndarray:
-    return vecsumsq(src, lanes)
-
-
-register(Kernel("vecsumsq", VECSUMSQ, compute_vecsumsq, results=1))
+register(Kernel("vecsumsq", VECSUMSQ, lambda src, dst, lanes: vecsumsq(src, lanes), results=1))

@@ -1,12 +1,11 @@
 """Loop structure of the kernels, from which their cycle cost follows; the seed's four shapes.
 
 A call is a prologue (call overhead, one priming load) and *segments*: runs of iterations that
-touch memory the same way, ``(count, load_bytes, store_bytes)`` (0 bytes: a predicated-off
-access that touches no memory). With ``II = max(ceil(memory ops / load_store_units), ceil(alu
-ops / vector_alu_slots))`` per iteration of the loop body, a call costs against TCM
-(pipelined) ``call_overhead + iterations * II + reduction_ops * alu_latency``; against DDR (no
-cache) each load stalls the core for its round trip, an iteration ``sum(load stalls) + II``,
-and stores are posted to the write buffer, stalling only when it is full.
+touch memory alike, ``(count, load_bytes, store_bytes)`` (0 bytes: a predicated-off access).
+With ``II = max(ceil(memory ops / load_store_units), ceil(alu ops / vector_alu_slots))``, a
+call costs against TCM (pipelined) ``call_overhead + iterations * II + reduction_ops *
+alu_latency``; against DDR (no cache) each load stalls the core for its round trip, an iteration
+``sum(load stalls) + II``, and stores are posted to the write buffer, stalling only when full.
 """
 
 from __future__ import annotations
@@ -55,8 +54,7 @@ class LoopShape:
     ii: int = 0
 
     def on(self, core: Core) -> Core:
-        """The core as this loop sees it: its own lanes (and vector bytes) and call overhead
-        where it sets them; ``core`` itself otherwise."""
+        """The core as this loop sees it: its own lanes (vector bytes) and call overhead if set."""
         if self.lanes is None and self.call_overhead_cycles is None:
             return core
         return _with_loop(core, self.lanes, self.call_overhead_cycles)
@@ -106,11 +104,10 @@ class DdrCall:
 def ddr_call(shape: LoopShape, n: int, core: Core, policy: RequestPolicy, load_ddr: bool,
              store_ddr: bool, port_slots: int = 2) -> DdrCall:
     """:meth:`dspsim.hw.core.Core._stalling_loop`'s burst-level walk summed, the core alone on
-    the port, priced by ``policy``: a DDR load stalls a read's ``latency + bytes / bandwidth``;
-    a store leaves at the end of its iteration and holds the data path ``bytes / bandwidth``,
-    delaying the next load (with one port slot, also a write's latency); a full write buffer
-    bounds an iteration below by a store's round trip / entries. Stores with no DDR load:
-    :func:`posted_stores_call`."""
+    the port, priced by ``policy``: a DDR load stalls a read's ``latency + bytes / bandwidth``; a
+    store leaves at its iteration's end and holds the data path ``bytes / bandwidth``, delaying
+    the next load (one port slot: also a write's latency); a full write buffer bounds an
+    iteration below by a store's round trip / entries. No DDR load: :func:`posted_stores_call`."""
     if n <= 0:
         return DdrCall(0.0, 0.0, 0, 0)
     core = shape.on(core)
@@ -147,8 +144,8 @@ def ddr_call(shape: LoopShape, n: int, core: Core, policy: RequestPolicy, load_d
 
 
 def posted_store_bytes(shape: LoopShape, n: int, lanes: int, entries: int) -> int:
-    """Bytes of a call's last ``entries`` stores (the predicated-off ones issue nothing): what
-    a write buffer of ``entries`` may still hold when a call with no DDR load returns."""
+    """Bytes of a call's last ``entries`` stores (predicated-off ones issue nothing): what a write
+    buffer of ``entries`` may hold when a call with no DDR load returns."""
     posted, left = 0, entries
     for count, _, stores in reversed(shape.segments(n, shape.vector_lanes(lanes))):
         per = [b for b in stores if b]
@@ -165,13 +162,13 @@ def posted_store_bytes(shape: LoopShape, n: int, lanes: int, entries: int) -> in
 
 def posted_stores_call(shape: LoopShape, n: int, core: Core, policy: RequestPolicy,
                        port_slots: int) -> DdrCall:
-    """Loads in TCM, stores to uncached DDR, the core alone on the port: store ``i`` is posted
-    at the end of its iteration once the write buffer has room (store ``i - E`` done, ``E`` =
+    """Loads in TCM, stores to uncached DDR, the core alone on the port: store ``i`` is posted at
+    its iteration's end once the write buffer has room (store ``i - E`` done, ``E`` =
     ``core.write_buffer_entries``), crosses in ``bytes / B`` and holds its slot a write's ``L``
-    more. The core returns once it posted the last store: the larger of its issue (TCM cycles)
-    and the wait for store ``N - 1 - E`` (the first iteration, then
-    :func:`~dspsim.hw.policy.transfer_cycles` of the first ``N - E`` stores with ``min(E, m)`` in
-    flight): exact when either paces the whole call; the last ``E`` stores cross after it."""
+    more. The core returns after posting the last store: the larger of its issue (TCM cycles)
+    and the wait for store ``N - 1 - E`` (the first iteration, then ``transfer_cycles`` of the
+    first ``N - E`` stores, ``min(E, m)`` in flight): exact when either paces the whole call;
+    the last ``E`` stores cross after it."""
     core = shape.on(core)
     issue = shape.tcm_cycles(n, core)
     total = sum(count * sum(stores) for count, _, stores in shape.segments(n, core.lanes_f32))
@@ -200,9 +197,9 @@ class DdrWalk:
 
 
 def last_stores(shape: LoopShape, n: int, lanes: int) -> tuple[int, ...]:
-    """Bytes of the stores of a call's last iteration that touches memory when its last request
-    is a store (loads come first), else ``()``: what it leaves on the port when it returns (a
-    last iteration that only loads, ``vecmul`` with n a multiple of the lanes, waited)."""
+    """Bytes of the stores of a call's last iteration touching memory if its last request is a
+    store, else ``()`` (a last iteration that only loads, ``vecmul``'s, waited): what it leaves
+    on the port when it returns."""
     for count, loads, stores in reversed(shape.segments(n, shape.vector_lanes(lanes))):
         if count <= 0:
             continue
@@ -214,8 +211,8 @@ def last_stores(shape: LoopShape, n: int, lanes: int) -> tuple[int, ...]:
 
 
 def ddr_requests(shape: LoopShape, n: int, lanes: int, store_ddr: bool) -> tuple[int, int]:
-    """(loads, stores) one call against DDR issues: the priming load(s), then every iteration's
-    accesses that touch memory (predicated-off ones issue nothing)."""
+    """(loads, stores) one call against DDR issues: the priming load(s), then every access that
+    touches memory."""
     loads, stores = shape.priming_loads, 0
     for count, seg_loads, seg_stores in shape.segments(n, shape.vector_lanes(lanes)):
         loads += count * sum(1 for b in seg_loads if b)
@@ -227,10 +224,10 @@ def ddr_requests(shape: LoopShape, n: int, lanes: int, store_ddr: bool) -> tuple
 @functools.lru_cache(maxsize=4096)
 def ddr_call_sequence(calls: tuple[tuple[LoopShape, bool], ...], n: int, core: Core,
                       policy: RequestPolicy, port_slots: int, repeat: int = 1) -> DdrWalk:
-    """``calls`` (each ``(shape, stores to DDR)``, loads from DDR) in turn on ``n`` elements,
-    ``repeat`` times: :func:`ddr_call` each, plus the hand-over: the previous call's last posted
-    store still holds the data path (one port slot: the slot) when the next call's first load
-    issues after its call overhead. Exact up to rounding for the core alone on the port."""
+    """``calls`` (``(shape, stores to DDR)``, loads from DDR) in turn on ``n`` elements,
+    ``repeat`` times: :func:`ddr_call` each, plus the hand-over (the last posted store still
+    holds the data path, or with one port slot the slot, when the next call's first load issues
+    after its call overhead). Exact up to rounding for the core alone on the port."""
     slot_blocks = port_slots == 1
     read = write = loads = stores = 0
     cycles = stall = 0.0
@@ -269,8 +266,7 @@ def ddr_call_sequence(calls: tuple[tuple[LoopShape, bool], ...], n: int, core: C
 
 def two_accumulator_reduction(name: str, alu_ops: int,
                               reduction_ops: Callable[[int], int]) -> LoopShape:
-    """A reduction over two accumulators: two ``IVP_LAN_2XF32_IP`` loads per iteration (two
-    ``IVP_LAVN_2XF32_XP`` in the tail, :func:`two_accumulator_segments`), no stores."""
+    """A reduction over two accumulators (:func:`two_accumulator_segments`), no stores."""
     return LoopShape(name, data_loads=2, table_loads=0, stores=0, alu_ops=alu_ops,
                      segments=two_accumulator_segments, reduction_ops=reduction_ops)
 

@@ -1,11 +1,8 @@
-"""What a kernel author needs: float32 helpers that compute as the Vision (IVP) instructions do,
-and the loop-segment builders of the usual NatureDSP-style loops.
-
-A kernel is a :class:`~dspsim.kernels.shapes.LoopShape` (per-iteration operations,
-:data:`Segment` runs, the reduction tree; the cost follows) and float32 numerics giving each row
-of a ``(rows, n)`` batch bit for bit the 1-D call's result, built of these helpers (each names
-the instruction it models; the shared assumptions are in :mod:`dspsim.kernels.numerics`).
-Typically::
+"""What a kernel author needs: float32 helpers that compute as the Vision (IVP) instructions do
+(each names the one it models; shared assumptions: :mod:`dspsim.kernels.numerics`), and the
+segment builders of the usual NatureDSP-style loops. A kernel is a
+:class:`~dspsim.kernels.shapes.LoopShape` and float32 numerics giving each row of a ``(rows,
+n)`` batch bit for bit the 1-D call's result. Typically::
 
     x, xb, empty = reduction_input(src, lanes)   # float32, its (rows, n); 0.0f if n == 0
     vectors = padded_iterations(xb, lanes, -0.0)   # IVP_LAN_2XF32_IP x2, predicated tail
@@ -32,13 +29,6 @@ Segment = tuple[int, tuple[int, ...], tuple[int, ...]]
 
 
 # ----------------------------------------------------------------------------- arrays
-def check_lanes(lanes: int) -> None:
-    """Refuse a lane count the reduction trees cannot halve (a power of two >= 1)."""
-    if not isinstance(lanes, int | np.integer) or lanes < 1 or lanes & (lanes - 1):
-        raise DspsimInputError(f"float32 lanes per vector must be a power of two >= 1 for the "
-                               f"lane reduction, got {lanes!r}")
-
-
 def as_f32(x: np.ndarray) -> np.ndarray:
     """A kernel input as float32, of shape ``(n,)`` or ``(rows, n)`` (a batch of calls)."""
     x = np.asarray(x)
@@ -66,15 +56,14 @@ def row_scalar(value: float | np.ndarray, x: np.ndarray) -> np.float32 | np.ndar
 
 
 def canonical_nan(a: np.ndarray) -> np.ndarray:
-    """Every NaN of the float32 array ``a`` (in place) made the default quiet NaN (0x7FC00000),
-    as the vector unit gives it; returns ``a``."""
+    """``a`` (float32) with every NaN, in place, the default quiet NaN 0x7FC00000."""
     np.copyto(a, F32(np.nan), where=np.isnan(a))
     return a
 
 
 def reduction_result(v: np.ndarray, x: np.ndarray) -> np.float32 | np.ndarray:
-    """A reduction's per-row results ``(rows,)`` (``IVP_MOVF32`` of lane 0 per call): an
-    ``np.float32`` for a 1-D call ``x``, NaN canonical."""
+    """Per-row results ``(rows,)`` (``IVP_MOVF32`` of lane 0), an ``np.float32`` for a 1-D
+    ``x``; NaN canonical."""
     v = canonical_nan(np.asarray(v, F32))
     return F32(v[0]) if x.ndim == 1 else v
 
@@ -83,7 +72,9 @@ def reduction_input(x: np.ndarray, lanes: int
                     ) -> tuple[np.ndarray, np.ndarray, np.float32 | np.ndarray | None]:
     """A reduction kernel's input, ``lanes`` checked: ``x`` in float32, its ``(rows, n)`` view,
     and for empty rows the C's ``if (N <= 0) return 0.f;`` result (else ``None``)."""
-    check_lanes(lanes)
+    if not isinstance(lanes, int | np.integer) or lanes < 1 or lanes & (lanes - 1):
+        raise DspsimInputError(f"float32 lanes per vector must be a power of two >= 1 for the "
+                               f"lane reduction, got {lanes!r}")
     x = as_f32(x)
     xb = as_batch(x)
     empty = reduction_result(np.zeros(xb.shape[0], F32), x) if xb.shape[1] == 0 else None
@@ -91,7 +82,7 @@ def reduction_input(x: np.ndarray, lanes: int
 
 
 def scalar_result(v: np.ndarray) -> np.float32 | np.ndarray:
-    """A scalar FPU step's float32 result, NaN canonical: ``np.float32`` if 0-D, else the array."""
+    """A scalar FPU step's float32 result, NaN canonical (``np.float32`` if 0-D)."""
     v = canonical_nan(np.asarray(v, F32))
     return F32(v) if v.ndim == 0 else v
 
@@ -110,9 +101,8 @@ def padded_iterations(x: np.ndarray, lanes: int, pad: float) -> np.ndarray:
 
 
 def sequential_sum(vectors: np.ndarray) -> np.ndarray:
-    """Two ``IVP_ADDN_2XF32`` accumulators starting at +0.0 that add ``vectors[:, k]`` for
-    k = 0, 1, ... in turn, one float32 rounding per add:
-    ``(rows, iterations, 2, lanes) -> (rows, 2, lanes)``."""
+    """Two ``IVP_ADDN_2XF32`` accumulators from +0.0 adding ``vectors[:, k]`` for k = 0, 1, ...
+    in turn, one rounding per add: ``(rows, iterations, 2, lanes) -> (rows, 2, lanes)``."""
     # np.cumsum adds along the axis in order (np.sum may reorder into pairwise partial sums).
     # It starts from the first element rather than +0.0; adding +0.0 at the end gives the same
     # bits: the two differ only on a -0.0 running sum, which stays -0.0 only while every term
@@ -121,9 +111,8 @@ def sequential_sum(vectors: np.ndarray) -> np.ndarray:
 
 
 def fused_square_sum(d: np.ndarray) -> np.ndarray:
-    """Two fused ``IVP_MULAN_2XF32`` accumulators (``acc += d * d``, one rounding) from +0.0:
-    ``(rows, iterations, 2, lanes) -> (rows, 2, lanes)``. A padded lane (``d = ±0``) adds +0.0,
-    which leaves the accumulator (never -0.0) unchanged."""
+    """Two fused ``IVP_MULAN_2XF32`` accumulators (``acc += d * d``) from +0.0, as
+    :func:`sequential_sum`; a padded ``d = ±0`` adds +0.0, leaving the accumulator (never -0.0)."""
     squares = np.square(d.astype(np.float64))  # exact: a float32 square fits a float64
     acc = np.zeros((d.shape[0],) + d.shape[2:], F32)
     for k in range(d.shape[1]):  # one fused add per iteration, vectorised over rows and lanes
@@ -134,8 +123,8 @@ def fused_square_sum(d: np.ndarray) -> np.ndarray:
 def two_accumulator_sum(x: np.ndarray, lanes: int,
                         accumulate: Callable[[np.ndarray], np.ndarray]
                         ) -> np.float32 | np.ndarray:
-    """A sum kernel: ``accumulate`` (:func:`sequential_sum`, :func:`fused_square_sum`) over
-    ``x``'s vectors, the tail padded with -0.0, then :func:`radd`; 0.0f for an empty row."""
+    """``accumulate`` (:func:`sequential_sum`, :func:`fused_square_sum`) over ``x``'s vectors,
+    the tail padded with -0.0, then :func:`radd`; 0.0f for an empty row."""
     x, xb, empty = reduction_input(x, lanes)
     if empty is not None:
         return empty
@@ -145,8 +134,8 @@ def two_accumulator_sum(x: np.ndarray, lanes: int,
 
 
 def radd(acc: np.ndarray) -> np.ndarray:
-    """``acc0 + acc1`` (``IVP_ADDN_2XF32``), then ``IVP_RADDN_2XF32`` as a pairwise tree of
-    halves: ``(rows, 2, lanes) -> (rows,)``, each add rounded to float32."""
+    """``acc0 + acc1`` (``IVP_ADDN_2XF32``), then ``IVP_RADDN_2XF32``, a pairwise tree of
+    halves, each add rounded: ``(rows, 2, lanes) -> (rows,)``."""
     v = (acc[:, 0] + acc[:, 1]).astype(F32)
     while v.shape[-1] > 1:
         half = v.shape[-1] // 2
@@ -156,8 +145,7 @@ def radd(acc: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- arithmetic
 def maxf(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
-    """``IVP_MAXN_2XF32``: elementwise IEEE 754-2019 ``maximum``: NaN if either operand is NaN
-    (the default quiet NaN), and +0.0 above -0.0."""
+    """``IVP_MAXN_2XF32``: IEEE 754-2019 ``maximum`` (NaN if either is, +0.0 above -0.0)."""
     with np.errstate(over="ignore", invalid="ignore"):
         m = np.maximum(a, b)  # propagates NaN, but returns either zero when they compare equal
         both_zero = (a == 0) & (b == 0)
@@ -171,10 +159,9 @@ def fma_f32(a: np.ndarray, b: np.ndarray | np.float32, c: np.ndarray | np.float3
 
 
 def add_exact_f32(p: np.ndarray, c: np.ndarray | np.float32) -> np.ndarray:
-    """``p + c`` rounded once to float32, for a float64 ``p`` holding an exact float32 product
-    (``fma(a, b, c) = add_exact_f32(float64(a) * float64(b), c)``). The float64 sum is made
-    round-to-odd (truncated, the last bit set if an exact TwoSum lost anything), which rounds to
-    float32 as the correctly rounded fused result, with no double-rounding error."""
+    """``p + c`` rounded once to float32, ``p`` a float64 holding an exact float32 product. The
+    float64 sum is made round-to-odd (truncated, last bit set if an exact TwoSum lost anything),
+    which rounds to float32 as the correctly rounded fused result: no double rounding."""
     p = np.asarray(p, np.float64)
     c64 = np.asarray(c, np.float64)
     s = np.asarray(p + c64)
@@ -195,15 +182,13 @@ def add_exact_f32(p: np.ndarray, c: np.ndarray | np.float32) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- segments
 def log2_lanes(lanes: int) -> int:
-    """Levels of a lane-reduction tree (``IVP_RADDN_2XF32``, or rotate-and-max with
-    ``IVP_SELN_2XF32I``) over ``lanes`` lanes."""
+    """Levels of a lane-reduction tree (``IVP_RADDN_2XF32``, or rotate-and-max) over ``lanes``."""
     return max(0, (lanes - 1).bit_length())
 
 
 def two_accumulator_segments(n: int, lanes: int) -> list[Segment]:
-    """A reduction over two accumulators: ``n // (2 lanes)`` iterations of two
-    ``IVP_LAN_2XF32_IP`` loads, then one predicated pass of two variable-length loads
-    (``IVP_LAVN_2XF32_XP``) over the rest (bytes 0 where a load is off)."""
+    """Two accumulators: ``n // (2 lanes)`` iterations of two ``IVP_LAN_2XF32_IP`` loads, then
+    one predicated pass of two ``IVP_LAVN_2XF32_XP`` over the rest (0 bytes where off)."""
     vb = 4 * lanes
     main = n // (2 * lanes)
     tail_bytes = (n & (2 * lanes - 1)) * 4
@@ -212,8 +197,8 @@ def two_accumulator_segments(n: int, lanes: int) -> list[Segment]:
 
 
 def one_vector_variable_segments(n: int, lanes: int) -> list[Segment]:
-    """An elementwise loop of ``ceil(n / lanes)`` iterations, one vector in and one out; the
-    last a variable-length load and store (``IVP_LAVN_2XF32_XP`` / ``IVP_SAVN_2XF32_XP``)."""
+    """``ceil(n / lanes)`` iterations of one vector in and out, the last variable-length
+    (``IVP_LAVN_2XF32_XP`` / ``IVP_SAVN_2XF32_XP``)."""
     vb = 4 * lanes
     full, rest = divmod(n, lanes)
     segs = [(full, (vb,), (vb,))]
@@ -223,10 +208,9 @@ def one_vector_variable_segments(n: int, lanes: int) -> list[Segment]:
 
 
 def one_vector_extra_segments(n: int, lanes: int) -> list[Segment]:
-    """An elementwise loop of ``n // lanes`` iterations (``IVP_LAN_2XF32_IP`` /
-    ``IVP_SAN_2XF32_IP``), then one whole aligning load and a variable store of the rest: a
-    whole vector even when n is a multiple of the lanes (the seed's ``vecmul`` reads up to one
-    vector past the end), then storing nothing, so the call's last request is a load."""
+    """``n // lanes`` iterations (``IVP_LAN_2XF32_IP`` / ``IVP_SAN_2XF32_IP``), then a whole
+    aligning load and a variable store of the rest: a whole vector even when n is a multiple of
+    the lanes (the seed's ``vecmul`` reads one past the end), then storing nothing: last a load."""
     vb = 4 * lanes
     full, rest = divmod(n, lanes)
     return [(full, (vb,), (vb,)), (1, (vb,), (4 * rest,))]

@@ -1,10 +1,9 @@
 """What an operator is to dspsim: the :class:`Op` contract, in one object.
 
-An op must give :data:`REQUIRED` (its identity, firmware and math;
-:func:`~dspsim.ops.register_op` refuses an op without them); every other hook is declared on
-:class:`Op` with a default that does nothing or the generic thing, so nothing outside ``ops/``
-looks one up by name. docs/contributing.md tabulates both and who reads each. Also here: the
-:class:`Bounds` an op's closed forms give, and the output summary against its reference.
+An op must give :data:`REQUIRED` (identity, firmware, math; :func:`~dspsim.ops.register_op`
+refuses an op without them); every other hook is declared on :class:`Op` with a default, so
+nothing outside ``ops/`` looks one up by name (docs/contributing.md tabulates them and who reads
+each). Also here: the :class:`Bounds` of an op's closed forms, and its output summary.
 """
 
 from __future__ import annotations
@@ -44,9 +43,8 @@ NO_BOUND = {"lower_bound_cycles": 0.0, "dma_bound_cycles": 0.0, "latency_bound_c
 
 @dataclass(frozen=True, eq=False)
 class Bounds(Mapping[str, Any]):
-    """An op's closed forms for one run (what ``study/`` reads; docs/contributing.md says who
-    reads each field) and ``details``, the op's own (shown in ``run --json``). Reads as the
-    mapping of all of them (``b["estimate_cycles"]``) in the op's ``order``."""
+    """An op's closed forms for one run (docs/contributing.md: who reads each field) and
+    ``details``, its own (``run --json``); reads as the mapping of all, in the op's ``order``."""
 
     lower_bound_cycles: float  # no run is faster: the largest of the three bounds below
     dma_bound_cycles: float  # the bytes that must cross the DDR port over its bandwidth
@@ -193,8 +191,8 @@ class Op:
 
     # ------------------------------------------------------------------ may: host side
     def check_input(self, x: Any) -> tuple[np.ndarray, tuple[int, ...] | None]:
-        """A given input checked: ``(array, shape)``, the shape None when it is the array's
-        (default: one float32 array of :attr:`input_dims` dimensions)."""
+        """A given input checked: ``(array, shape)``, shape None when the array's (default: one
+        float32 array of :attr:`input_dims` dimensions)."""
         from dspsim.arrays import check_input_array
 
         return check_input_array(x, "x", self.input_dims), None
@@ -206,8 +204,7 @@ class Op:
         return load_input(path, self.input_dims)
 
     def check_output_file(self, path: str) -> None:
-        """``--output PATH``, refused before simulating (default: a path that cannot be
-        written)."""
+        """``--output PATH``, refused before simulating (default: one that cannot be written)."""
         from dspsim.arrays import check_output_path
 
         check_output_path(path)
@@ -219,8 +216,7 @@ class Op:
 
     def host_array(self, memory: Any, ptr: Any, shape: tuple[int, ...], output: bool
                    ) -> np.ndarray:
-        """The host's view of the input (``output`` False) or output buffer at ``ptr``
-        (default: float32 in the op's shape)."""
+        """The host's view of the input or (``output``) output buffer (default: float32, shaped)."""
         return memory.f32(ptr, math.prod(shape)).reshape(shape)
 
     def run_report(self, r: Any) -> dict[str, float]:
@@ -229,8 +225,8 @@ class Op:
 
     # ------------------------------------------------------------------ may: refusals
     def checks_params(self, variant: str) -> bool:
-        """Whether a run of ``variant`` checks the op's table against the hardware (default:
-        every variant; one that uses no TCM need not fit a tile in it)."""
+        """Whether a run of ``variant`` checks the op's table against the hardware (default: yes;
+        a variant using no TCM need not fit a tile in it)."""
         return True
 
     def check_run(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> None:
@@ -242,8 +238,8 @@ class Op:
             raise DspsimInputError(f"{unmet} or another variant")
 
     def unmet_need(self, model: HardwareModel, variant: str) -> str | None:
-        """Why the platform lacks what ``variant`` needs of a core (:meth:`requirements`),
-        ending with what is allowed; None when it has it."""
+        """Why the platform lacks what ``variant`` needs of a core (:meth:`requirements`), with
+        what is allowed; None when it has it."""
         platform = {"channels": (model.idma.channels, "idma.channels", "iDMA channels"),
                     "banks": (model.tcm.banks, "tcm.banks", "DataRAM banks")}
         for what, count in self.requirements(variant).items():
@@ -254,15 +250,15 @@ class Op:
         return None
 
     def key_variants(self, key: str) -> tuple[str, ...]:
-        """The variants in which ``key`` (a dotted key of the op's table) acts (default: the
-        tile key where :meth:`checks_params`, every other key in every variant)."""
+        """The variants in which ``key`` (of the op's table) acts (default: the tile key where
+        :meth:`checks_params`, any other in every variant)."""
         if key == self.tile_key:
             return tuple(v for v in self.variants if self.checks_params(v))
         return tuple(self.variants)
 
     def idle_key(self, model: HardwareModel, key: str) -> str | None:
-        """Why ``key`` can act on no run of this op on ``model`` (every variant it acts in
-        needs more than the platform has), None when it can act."""
+        """Why ``key`` can act on no run of this op on ``model`` (each variant it acts in needs
+        more than the platform has), None when it can."""
         variants = self.key_variants(key)
         unmet = [self.unmet_need(model, v) for v in variants]
         if not variants or not all(unmet):
@@ -331,10 +327,9 @@ class Op:
 
     # ------------------------------------------------------------------ may: checks
     def output_summary(self, out: np.ndarray, x: np.ndarray, params: Params) -> dict[str, Any]:
-        """:func:`error_summary` against :meth:`reference`, a block of rows at a time (each row
-        independent but for :attr:`reference_halo_rows`; an op whose reference couples more
-        rows overrides this); with a :attr:`tolerance`, also ``within_tolerance`` (the floor is
-        its absolute part)."""
+        """:func:`error_summary` against :meth:`reference`, a block of rows at a time (rows
+        independent but for :attr:`reference_halo_rows`; an op coupling more overrides this);
+        with a :attr:`tolerance`, also ``within_tolerance`` (its absolute part the floor)."""
         cols = x.shape[-1] if x.ndim else 1
         rel, floor = self.tolerance or (None, 1e-30)
         halo = self.reference_halo_rows
@@ -357,18 +352,17 @@ class Op:
     # ------------------------------------------------------------------ may: optimisation
     def search_space(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
                      ) -> dict[str, list]:
-        """Model keys (``"softmax.tile_bytes"``) -> candidate values, the model's own among
-        them, for ``dspsim optimize`` to run in every combination :meth:`check_run` allows
-        (default: nothing to search)."""
+        """Model keys (``"softmax.tile_bytes"``) -> candidate values, the model's own among them,
+        for ``dspsim optimize`` to run in every combination :meth:`check_run` allows."""
         return {}
 
     # ------------------------------------------------------------------ may: calibration
     def calibration_candidates(
         self, model: HardwareModel, free_keys: Iterable[str], longest_shape: tuple[int, ...]
     ) -> list[Candidate]:
-        """Runs a board could make to tell equally good fits apart, for ``dspsim calibrate``
-        (``free_keys``: the keys fitted, which a run must not set). Default: each variant at
-        the default shape, the longest measured and one 16 times shorter (latency weighs more)."""
+        """Runs a board could make to tell equally good fits apart (``dspsim calibrate``;
+        ``free_keys``: fitted, so not set by a run). Default: each variant at the default shape,
+        the longest measured and one 16 times shorter (latency weighs more)."""
         small = (max(1, self.default_shape[0] // 16),) + tuple(self.default_shape[1:])
         shapes = sorted(
             {small, tuple(self.default_shape), tuple(longest_shape)},
@@ -387,7 +381,7 @@ class Op:
 
 def bind(out: dict[str, Any], raise_estimate: bool = True) -> None:
     """Set ``lower_bound_cycles`` (the largest of the three bounds) and ``binding_bound`` (its
-    name); with ``raise_estimate`` the estimate is at least the lower bound."""
+    name); ``raise_estimate``: the estimate at least the lower bound."""
     named = {k: out[f"{k}_bound_cycles"] for k in ("dma", "latency", "compute")}
     binding = max(named, key=named.get)
     out["lower_bound_cycles"] = named[binding]
@@ -427,14 +421,12 @@ def align_up(x: int, a: int) -> int:
 
 
 def free_bank_bytes(model: HardwareModel) -> int:
-    """Bytes of one DataRAM the tile manager can hand out (the firmware keeps the rest; a
-    buffer, or a transfer, stays in one DataRAM)."""
+    """Bytes of one DataRAM the tile manager can hand out (a buffer stays in one DataRAM)."""
     return max(0, model.tcm.bank_bytes - model.tcm.reserved_bytes)
 
 
 def check_tile_bytes(key: str, tile_bytes: int, model: HardwareModel) -> None:
-    """Refuse a TCM tile key's value that is not whole float32 or exceeds a DataRAM's free space
-    (``tcm.bank_bytes - tcm.reserved_bytes``)."""
+    """Refuse a TCM tile key's value not whole float32 or over a DataRAM's free space."""
     if tile_bytes % 4:
         raise ConfigError(f"{key} = {tile_bytes}: must be a multiple of 4 (float32)")
     bank, reserved = model.tcm.bank_bytes, model.tcm.reserved_bytes
@@ -472,8 +464,8 @@ def summary_from_json(summary: Mapping[str, Any] | None) -> dict[str, Any] | Non
 
 
 def errors_text(summary: Mapping[str, Any]) -> str:
-    """An output summary's errors in words: ``n/a`` for an error nothing was compared for,
-    ``inf`` for an infinite one, and how many elements are wrong when any is."""
+    """An output summary's errors in words (``n/a``: nothing compared), and how many elements
+    are wrong when any is."""
     def shown(v: Any) -> str:
         return "n/a" if v is None else f"{v:.3g}"
 
@@ -485,16 +477,11 @@ def errors_text(summary: Mapping[str, Any]) -> str:
     return text
 
 
-def same_non_finite(out: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """Where ``ref`` is NaN or infinite and ``out`` is the same (NaN for NaN, the same inf)."""
-    return ~np.isfinite(ref) & ((out == ref) | (np.isnan(out) & np.isnan(ref)))
-
-
 def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, tolerance: float | None
-                  ) -> tuple[list[float], list[float], list[float], int, bool]:
-    """One slice of :func:`error_summary`: its max relative and absolute errors (empty when none
-    was measured), the errors its non-finite elements stand for (``inf`` wrong, 0 matching),
-    how many of its elements are wrong, and whether all are within ``tolerance``."""
+                  ) -> tuple[list[float], list[float], int, bool]:
+    """One slice of :func:`error_summary`: its max relative and absolute errors (none when
+    nothing was measured; a non-finite element stands for ``inf`` wrong, 0 matching), how many
+    of its elements are wrong, and whether all are within ``tolerance``."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         ref_abs = np.abs(r)
         diff = np.abs(got - r)
@@ -502,7 +489,8 @@ def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, tolerance: float
         mask = finite & (ref_abs > floor)
         rel = diff[mask] / ref_abs[mask]
         absolute = diff[finite]
-        same = same_non_finite(got, r)
+        # a non-finite reference matched exactly: NaN for NaN, the same inf
+        same = ~finite & ((got == r) | (np.isnan(got) & np.isnan(r)))
         within = tolerance is None or bool(np.all(
             (diff <= np.maximum(tolerance * ref_abs, floor)) | same))
         # wrong: off by more than WRONG_REL relative and floor absolute (NaN off too)
@@ -514,9 +502,9 @@ def _chunk_errors(got: np.ndarray, r: np.ndarray, floor: float, tolerance: float
     off = int(np.count_nonzero(~finite & ~same)
               + np.count_nonzero(finite & ~mask & ~np.isfinite(got)))
     special = ([np.inf] if off else []) + ([0.0] if same.any() else [])
-    rels = [float(rel.max())] if rel.size else []
-    absolutes = [float(absolute.max())] if absolute.size else []
-    return rels, absolutes, special, int(wrong + np.count_nonzero(~finite & ~same)), within
+    rels = ([float(rel.max())] if rel.size else []) + special
+    absolutes = ([float(absolute.max())] if absolute.size else []) + special
+    return rels, absolutes, int(wrong + np.count_nonzero(~finite & ~same)), within
 
 
 def error_summary(
@@ -526,30 +514,26 @@ def error_summary(
     """Sum, non-finite counts, max relative error (where ``|ref| > floor``), max absolute error
     and ``wrong_count`` (off by more than :data:`WRONG_REL` relative and ``floor`` absolute), a
     slice at a time. A non-finite reference matched exactly is right, any other non-finite
-    disagreement wrong (errors inf);
-    a max is None when nothing was compared. ``ref``: the float64 reference, or a function
-    giving it for a slice of the flattened output (no float64 copy of a long output held).
-    With a relative ``tolerance``, also ``within_tolerance`` (``floor`` its absolute part)."""
+    disagreement wrong (errors inf); a max is None when nothing was compared. ``ref``: the
+    float64 reference, or a function giving it for a slice of the flattened output (no float64
+    copy of a long output held). With a relative ``tolerance``, also ``within_tolerance``
+    (``floor`` its absolute part)."""
     flat = out.reshape(-1)
-    max_rel = max_abs = -1.0
-    wrong = 0
-    seen_rel = seen_abs = False
-    within = True
+    rels: list[float] = []
+    absolutes: list[float] = []
+    wrong, within = 0, True
     for lo in range(0, flat.size, SUMMARY_CHUNK_ELEMENTS):
         part = slice(lo, lo + SUMMARY_CHUNK_ELEMENTS)
         r = ref(part) if callable(ref) else ref.reshape(-1)[part]
-        rels, absolutes, special, chunk_wrong, chunk_within = _chunk_errors(
+        chunk_rels, chunk_abs, chunk_wrong, chunk_within = _chunk_errors(
             flat[part].astype(np.float64), r, floor, tolerance)
-        if rels or special:
-            seen_rel, max_rel = True, max(max_rel, *rels, *special)
-        if absolutes or special:
-            seen_abs, max_abs = True, max(max_abs, *absolutes, *special)
+        rels += chunk_rels
+        absolutes += chunk_abs
         wrong += chunk_wrong
         within &= chunk_within
     with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf: the sum is NaN
         total = float(np.sum(out, dtype=np.float64))
     summary = {"sum": total, "nan_count": int(np.isnan(out).sum()),
-               "inf_count": int(np.isinf(out).sum()),
-               "max_rel_err": max_rel if seen_rel else None,
-               "max_abs_err": max_abs if seen_abs else None, "wrong_count": wrong}
+               "inf_count": int(np.isinf(out).sum()), "max_rel_err": max(rels, default=None),
+               "max_abs_err": max(absolutes, default=None), "wrong_count": wrong}
     return summary if tolerance is None else summary | {"within_tolerance": within}

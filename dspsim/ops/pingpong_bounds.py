@@ -65,9 +65,9 @@ class Tiling:
 def ping_pong_pass_cycles(model: HardwareModel, tiles: Tiling, cost: Callable[[int], float],
                           write_back: bool, split: bool = False, stops_timer: bool = False
                           ) -> float:
-    """Estimated cycles of one pass over ``tiles`` (float32), ``cost(elements)`` the kernel
-    cycles of a tile in TCM; ``split``: inputs on channel 0, outputs on 1 (else buffer b's
-    copies on channel b); ``stops_timer``: the op's timer stops when the pass ends."""
+    """Estimated cycles of one pass over ``tiles`` (``cost(elements)``: a tile's kernel cycles
+    in TCM); ``split``: inputs on channel 0, outputs on 1 (else buffer b's on channel b);
+    ``stops_timer``: the op's timer stops when the pass ends."""
     p = _Pass(model, tiles, cost, write_back, split)
     last = tiles.count - 1
     tail = cost(tiles.at(last)) + ((p.setup + p.d_out(last)) if write_back else 0.0)
@@ -93,9 +93,9 @@ class PortCosts:
         return -(-nbytes // self.burst)
 
     def single(self, nbytes: int, write: bool = False) -> float:
-        """A copy alone on its channel and the port (into TCM, else out of it: ``write``): its
-        descriptor fetched, then at the slower of the port and the engine's pace (the bytes but
-        the last burst's at the channel's rate, then that burst's trip)."""
+        """A copy alone on its channel and the port (into TCM, or out: ``write``): its descriptor
+        fetched, then at the slower of the port and the engine's pace (the bytes but the last
+        burst's at the channel's rate, then that burst's trip)."""
         moved = self.policy.transfer_cycles(nbytes, self.burst, min(self.k, self.m), write)
         return engine_paced_cycles(self.idma, nbytes, nbytes, moved,
                                    lambda last: self.policy.request_cycles(last, write))
@@ -129,8 +129,8 @@ class _Pass(PortCosts):
         return self.single(4 * self.tiles.at(i), True) if self.write_back else 0.0
 
     def gap(self, i: int) -> float:
-        """Between the core's starts of tiles i - 1 and i: its own work, a buffer's round trip
-        or, under 'split', one channel carrying every input (output)."""
+        """Between the core's starts of tiles i - 1 and i: its work, a buffer's round trip or,
+        under 'split', one channel carrying every input (output)."""
         j = i - 1  # the buffer cycle that ends with tile i + 1's input, averaged per tile
         n_tiles, d_in, d_out = self.n_tiles, self.d_in, self.d_out
         # descriptors the core programs after tile j: its output copy, the prefetch of j + 2
@@ -146,8 +146,8 @@ class _Pass(PortCosts):
         return max(work, cycle, serial)
 
     def staged(self, tail: float) -> float:
-        """Staged form. Gaps 1 .. T-3 see full tiles and a prefetch only, so they are equal;
-        the last two see the final, possibly partial, tile."""
+        """Staged form. Gaps 1 .. T-3 see full tiles and a prefetch only, so are equal; the
+        last two see the final, possibly partial, tile."""
         n_tiles, tiles = self.n_tiles, self.tiles
         generic = max(0, n_tiles - 3)
         gaps = (generic * self.gap(1) if generic else 0.0) + sum(

@@ -68,23 +68,19 @@ class RegisteredOp:
     latency_us: int  # the op's latency hint, 0 when unknown
 
 
-class Registry:
-    """The firmware's command table: ``hb_dsp_register_fn`` fills it, the RPC looks a command up."""
-
-    def __init__(self) -> None:
-        self._ops: dict[int, RegisteredOp] = {}
+class Registry(dict[int, RegisteredOp]):
+    """The firmware's command table: ``hb_dsp_register_fn`` fills it (with the commands
+    :func:`register_op` checked), the RPC looks a command up."""
 
     def register_fn(self, cmd: int, handler: Callable, latency: int = 0) -> int:
-        if not 0 <= cmd <= 0xFFFF:
-            raise DspsimInputError(f"command 0x{cmd:x}: allowed 0x0 to 0xffff")
-        self._ops[cmd] = RegisteredOp(cmd, handler, latency)
+        self[cmd] = RegisteredOp(cmd, handler, latency)
         return 0
 
     def lookup(self, cmd: int) -> RegisteredOp:
-        if cmd not in self._ops:
-            known = ", ".join(f"0x{c:x}" for c in sorted(self._ops)) or "none"
+        if cmd not in self:
+            known = ", ".join(f"0x{c:x}" for c in sorted(self)) or "none"
             raise DspsimInputError(f"no op registered for command 0x{cmd:x}; registered: {known}")
-        return self._ops[cmd]
+        return self[cmd]
 
 
 def _entry(op: Op) -> Callable:

@@ -2,13 +2,13 @@
 search space of its tile and buffer keys.
 
 ``direct``: the kernels' walk over the host memory (:func:`~dspsim.kernels.cached.
-direct_bounds`). ``pingpong`` of a 2-D op: the row-wise ops' bounds (:func:`~dspsim.ops.
-rowwise.rowwise_bounds`). Otherwise, per frame: its bytes over the port (**DMA**), its bursts'
-round trips over ``min(m, C k)`` in flight through ``C`` channels (**latency**), the kernels'
-TCM cycles plus ``idma.setup_cycles`` per descriptor (**compute**); the estimate is the seed
-frame's (:func:`~dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`) summed over the frames.
-The ping-pong frame waits for its last output only: the last frame's other-buffer tile is
-left out of the DMA and latency bounds.
+direct_bounds`); ``pingpong`` of a 2-D op: the row-wise ops' bounds (:func:`~dspsim.ops.
+rowwise.rowwise_bounds`), or with 2-D blocks :func:`block_bounds`. Otherwise, per frame: its
+bytes over the port (**DMA**), its bursts' round trips over ``min(m, C k)`` in flight through
+``C`` channels (**latency**), the kernels' TCM cycles plus ``idma.setup_cycles`` per
+descriptor (**compute**); the estimate is the seed frame's (:func:`~dspsim.ops.pingpong_bounds.
+ping_pong_pass_cycles`) summed over the frames. The ping-pong frame waits for its last output
+only: the last frame's other-buffer tile is left out of the DMA and latency bounds.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from dspsim.kernels.cached import direct_bounds
 from dspsim.ops.base import Bounds, Op
-from dspsim.ops.fileop.blocks import block_bounds, block_shape, uses_blocks
-from dspsim.ops.fileop.program import buffer_banks, pass_kernels
+from dspsim.ops.fileop.program import block_shape, blocks, buffer_banks, pass_kernels, uses_blocks
 from dspsim.ops.pingpong_bounds import Tiling, ping_pong_pass_cycles
 from dspsim.ops.rowwise import bounds_with_binding, rowwise_bounds
 from dspsim.ops.softmax.layout import fits, free_bank_bytes
@@ -165,6 +164,45 @@ def _bounds(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]) 
         frames = [(cols, max(1, tile // 4), bool(p.writes),
                    _tile_cost(_pass_calls(spec, p), core)) for p in spec.passes]
     return _tiled(model, variant, frames)
+
+
+def block_bounds(model: HardwareModel, spec: OpSpec, shape: tuple[int, int],
+                 row_cycles: Any) -> dict[str, Any]:
+    """Traffic and lower bounds of the blocks (``row_cycles(n)``: the passes' kernel cycles on
+    a row of ``n`` in TCM): every input (halo included) and output row over the port; their
+    bursts, cut at row ends, over ``min(m, 2k)`` in flight; the passes on every input row plus
+    two descriptors a block. The estimate: the larger of the port or the core busy throughout
+    but for the ends."""
+    rows, cols = shape
+    mem, idma = model.host_memory, model.idma
+    policy, burst = mem.policy, idma.burst_bytes  # what a request costs (dspsim.hw.policy)
+    p = model.params(spec.name)
+    out_rows, width = block_shape(p.tile_bytes, cols, p.block_cols, spec.halo)
+    todo = blocks(rows, cols, out_rows, width, spec.halo)
+    read = sum(4 * (b.a1 - b.a0) * b.cols for b in todo)
+    write = 4 * rows * cols
+    per_row = {b.cols: -(-4 * b.cols // burst) for b in todo}
+    reads = sum(per_row[b.cols] * (b.a1 - b.a0) for b in todo)
+    writes = sum(per_row[b.cols] * (b.r1 - b.r0) for b in todo)
+    work = [(b.a1 - b.a0) * row_cycles(b.cols) for b in todo]
+    window = min(mem.max_outstanding, 2 * idma.max_outstanding)
+    first, last = todo[0], todo[-1]
+
+    def copy(block_rows: int, n: int, write: bool) -> float:
+        return policy.transfer_cycles(4 * block_rows * n, burst,
+                                      min(idma.max_outstanding, mem.max_outstanding), write)
+
+    dma = policy.data_cycles(read + write)
+    compute = sum(work) + 2 * len(todo) * idma.setup_cycles
+    estimate = max(dma + work[-1] + idma.setup_cycles,  # the port busy but for the last block
+                   compute + copy(first.a1 - first.a0, first.cols, False)
+                   + copy(last.r1 - last.r0, last.cols, True))  # the core busy but for the ends
+    return {"ddr_read_bytes": read, "ddr_write_bytes": write,
+            "dma_bound_cycles": dma,
+            "latency_bound_cycles": policy.latency_total(reads, writes) / window,
+            "compute_bound_cycles": compute,
+            "blocks": len(todo), "block_rows": out_rows, "block_cols": width,
+            "halo_rows": spec.halo, "estimate_cycles": estimate}
 
 
 def _tile_cost(calls: Sequence[tuple[Any, bool]], core: Any) -> Callable[[int], float]:

@@ -100,9 +100,9 @@ def parse_expr(text: Any, names: Mapping[str, str], where: str,
         raise DspsimInputError(f"{where}: {_short(text)} is nested more than {MAX_DEPTH} "
                                "deep; allowed: a shallower expression")
     found: set[str] = set()
-    flags: dict[str, Any] = {"shifts": False}
-    _check(tree.body, names, where, text, reductions, found, flags)
-    return Expr(text, frozenset(found), tree, flags["shifts"], _reach(tree.body))
+    _check(tree.body, names, where, text, reductions, found)
+    shifts = any(isinstance(n, ast.Call) and n.func.id == "shift" for n in ast.walk(tree))
+    return Expr(text, frozenset(found), tree, shifts, _reach(tree.body))
 
 
 def _reach(node: ast.AST) -> int:
@@ -133,9 +133,9 @@ def _refuse(where: str, text: str, what: str) -> DspsimInputError:
 
 
 def _check(node: ast.AST, names: Mapping[str, str], where: str, text: str, reductions: bool,
-           found: set[str], flags: dict[str, Any]) -> None:
+           found: set[str]) -> None:
     def sub(n: ast.AST) -> None:
-        _check(n, names, where, text, reductions, found, flags)
+        _check(n, names, where, text, reductions, found)
 
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int | float):
@@ -155,15 +155,14 @@ def _check(node: ast.AST, names: Mapping[str, str], where: str, text: str, reduc
         sub(node.left)
         sub(node.comparators[0])
     elif isinstance(node, ast.Call):
-        _check_call(node, where, text, reductions, flags)
+        _check_call(node, where, text, reductions)
         for a in node.args:
             sub(a)
     else:
         raise _refuse(where, text, type(node).__name__.lower().replace("binop", "that operator"))
 
 
-def _check_call(node: ast.Call, where: str, text: str, reductions: bool,
-                flags: dict[str, Any]) -> None:
+def _check_call(node: ast.Call, where: str, text: str, reductions: bool) -> None:
     fn = node.func.id if isinstance(node.func, ast.Name) else None
     if fn is None or fn not in FUNCTIONS or node.keywords:
         raise _refuse(where, text, f"the call {ast.unparse(node.func)}(...)"
@@ -179,7 +178,6 @@ def _check_call(node: ast.Call, where: str, text: str, reductions: bool,
     if fn in SHIFTS and (k is None or abs(k) > MAX_SHIFT):
         raise DspsimInputError(f"{where}: {_short(text)}: {fn}(array, k) needs a whole number "
                                f"k from -{MAX_SHIFT} to {MAX_SHIFT}")
-    flags["shifts"] |= fn == "shift"
 
 
 def _int_const(node: ast.AST) -> int | None:

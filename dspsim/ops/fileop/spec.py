@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dspsim.errors import DspsimInputError
+from dspsim.kernels.registry import KERNELS
 from dspsim.ops.fileop.expr import Expr, parse_expr
 
 MAX_OP_FILE_BYTES = 1 << 20
@@ -116,11 +117,11 @@ class OpSpec:
         return any(p.value is not None and p.value.shifts for p in self.passes)
 
 
+@dataclass(frozen=True)
 class _Where:
     """The file's name, for one-line errors: ``FILE: TABLE: what; allowed: ...``."""
 
-    def __init__(self, path: str):
-        self.path = path
+    path: str
 
     def error(self, table: str, what: str) -> DspsimInputError:
         return DspsimInputError(f"op file {self.path}: {table}: {what}")
@@ -168,12 +169,10 @@ def read_spec(path: str | Path, taken: Mapping[str, Any], text: str | None = Non
     text = read_text(path) if text is None else text
     try:
         raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise DspsimInputError(f"op file {shown}: not valid TOML ({e}); see docs/reference.md, "
-                               "Op files") from None
-    except RecursionError:
-        raise DspsimInputError(f"op file {shown}: nested too deeply; see docs/reference.md, "
-                               "Op files") from None
+    except (tomllib.TOMLDecodeError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else f"not valid TOML ({e})"
+        raise DspsimInputError(f"op file {shown}: {why}; see docs/reference.md, Op files"
+                               ) from None
     return parse_spec(raw, shown, taken)
 
 
@@ -238,9 +237,8 @@ def _op_name(w: _Where, op: dict[str, Any], taken: Mapping[str, Any]) -> str:
 
 
 def _default_shape(w: _Where, op: dict[str, Any], ndim: int) -> tuple[int, ...]:
-    default = [100_000] if ndim == 1 else [1024, 256]
     shape = w.typed(op, "default_shape", "[op]", list, f"a list of {ndim} positive integers",
-                    default)
+                    [100_000] if ndim == 1 else [1024, 256])
     if len(shape) != ndim or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0
                                  for d in shape):
         raise w.error("[op]", f"default_shape = {_show(shape)}: expected a list of {ndim} "
@@ -464,8 +462,6 @@ def _loop(w: _Where, table: str, raw: Any, writes: str | None) -> LoopCost:
 
 def _kernels(w: _Where, table: str, raw: Any, writes: str | None, reduce_op: str | None,
              names: dict[str, str]) -> tuple[KernelUse, ...]:
-    from dspsim.kernels.registry import KERNELS
-
     items = raw if isinstance(raw, list) else [raw]
     if not items:
         raise w.error(table, "kernel = []: allowed a kernel name, or a list of them")
