@@ -5,7 +5,7 @@ UCP's (:class:`dspsim.host.ucp.SchedulingPolicy`)."""
 
 from __future__ import annotations
 
-from dspsim.study.workload.engine import release_cycles, run_workload
+from dspsim.study.workload.engine import run_workload
 from dspsim.study.workload.results import DdrMeter, WorkloadRun
 from dspsim.study.workload.spec import (
     Stream,
@@ -25,6 +25,6 @@ from dspsim.study.workload.summary import (
 
 __all__ = [
     "TASK_COLUMNS", "DdrMeter", "Stream", "Workload", "WorkloadError", "WorkloadRun",
-    "check_csv_path", "check_workload", "load_workload", "parse_workload", "release_cycles",
-    "run_workload", "summarise", "task_table", "write_tasks_csv",
+    "check_csv_path", "check_workload", "load_workload", "parse_workload", "run_workload",
+    "summarise", "task_table", "write_tasks_csv",
 ]
