@@ -68,11 +68,6 @@ class Stream:
     jitter_us: float = 0.0
     deadline_us: float | None = None
 
-    @property
-    def core(self) -> int | None:
-        """The core asked for, or None for any."""
-        return None if self.backend == ANY else int(self.backend.removeprefix("core"))
-
 
 @dataclass(frozen=True)
 class Workload:
@@ -180,9 +175,8 @@ def _check_keys(where: str, raw: dict[str, Any]) -> None:
     """Every key of a stream's table known, every required one given."""
     for key in raw:
         if key not in REQUIRED + OPTIONAL:
-            raise WorkloadError(
-                f"{where}: unknown key {_show(key)}; allowed: {', '.join(REQUIRED + OPTIONAL)}"
-            )
+            raise WorkloadError(f"{where}: unknown key {_show(key)}; allowed: "
+                                f"{', '.join(REQUIRED + OPTIONAL)}")
     for key in REQUIRED:
         if key not in raw:
             raise WorkloadError(f"{where}: missing key {_show(key)}")
@@ -222,18 +216,14 @@ def _releases(where: str, raw: dict[str, Any]) -> tuple[int, float, float, float
     period = _number(where, "period_us", raw["period_us"], positive=True, minimum=MIN_PERIOD_US)
     jitter = _number(where, "jitter_us", raw.get("jitter_us", 0))
     if jitter >= period:
-        raise WorkloadError(
-            f"{where}: jitter_us = {_show(raw['jitter_us'])}: must be below period_us "
-            f"({period:g}) so that releases stay in order"
-        )
+        raise WorkloadError(f"{where}: jitter_us = {_show(raw['jitter_us'])}: must be below "
+                            f"period_us ({period:g}) so that releases stay in order")
     start = _number(where, "start_us", raw.get("start_us", 0))
     last = start + (count - 1) * period + jitter
     if last > MAX_TIME_US:
-        raise WorkloadError(
-            f"{where}: the last release, start_us + (count - 1) * period_us + jitter_us = "
-            f"{_digits(last)} us, is past {_MAX_TIME}; allowed at most that, so that times stay "
-            "resolved in cycles"
-        )
+        raise WorkloadError(f"{where}: the last release, start_us + (count - 1) * period_us + "
+                            f"jitter_us = {_digits(last)} us, is past {_MAX_TIME}; allowed at "
+                            "most that, so that times stay resolved in cycles")
     return count, period, jitter, start
 
 
@@ -245,13 +235,11 @@ def _check_streams_fit_ddr(source: str, streams: tuple[Stream, ...]) -> None:
         need = ddr_layout_bytes(sizes[: k + 1])
         if need > DDR_WINDOW_BYTES:
             before = ", ".join(repr(s.name) for s in streams[:k])
-            raise WorkloadError(
-                f"{source}: stream {streams[k].name!r} does not fit the DSP's "
-                f"{DDR_WINDOW_BYTES:,}-byte DDR window beside stream(s) {before}: together "
-                f"they need {need:,} bytes (each stream's input, output and parameter block "
-                "stay allocated for the whole run); allowed: streams whose arrays total at "
-                "most the window"
-            )
+            raise WorkloadError(f"{source}: stream {streams[k].name!r} does not fit the DSP's "
+                                f"{DDR_WINDOW_BYTES:,}-byte DDR window beside stream(s) {before}: "
+                                f"together they need {need:,} bytes (each stream's input, output "
+                                "and parameter block stay allocated for the whole run); allowed: "
+                                "streams whose arrays total at most the window")
 
 
 def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
@@ -259,9 +247,8 @@ def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
     for key in raw:
         if key not in TOP_KEYS:
             hint = " (stream keys go under [[stream]])" if key in REQUIRED + OPTIONAL else ""
-            raise WorkloadError(
-                f"{source}: unknown key {_show(key)}{hint}; allowed: seed, [[stream]]"
-            )
+            raise WorkloadError(f"{source}: unknown key {_show(key)}{hint}; allowed: seed, "
+                                "[[stream]]")
     seed = raw.get("seed", 0)
     if not _is_int(seed) or seed < 0:
         raise WorkloadError(f"{source}: seed = {_show(seed)}: expected a non-negative integer")
@@ -271,13 +258,11 @@ def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
     if not isinstance(streams, list) or not streams:
         raise WorkloadError(f"{source}: stream must be an array of tables [[stream]]")
     out = tuple(_stream(source, k, s) for k, s in enumerate(streams))
-    names = [s.name for s in out]
     seen: set[str] = set()
-    dup = next((n for n in names if n in seen or seen.add(n)), None)
+    dup = next((s.name for s in out if s.name in seen or seen.add(s.name)), None)
     if dup is not None:
-        raise WorkloadError(
-            f"{source}: stream name {_show(dup)} is used twice; names must be unique"
-        )
+        raise WorkloadError(f"{source}: stream name {_show(dup)} is used twice; names must be "
+                            "unique")
     _check_streams_fit_ddr(source, out)
     workload = Workload(out, seed, source)
     if workload.tasks > MAX_TASKS:
@@ -297,13 +282,11 @@ def load_workload(path: str | Path) -> Workload:
 
 def check_workload(workload: Workload, model: Any) -> None:
     """Refuse, before simulating, what the platform cannot run: a backend beyond
-    ``core.count``, a variant needing more channels or DataRAMs, an op's own refusals."""
-    cores = model.core.count
+    ``core.count``, a variant needing more channels or DataRAMs, an op's own refusals (the
+    host's window was checked as the file was read)."""
     for s in workload.streams:
-        where = f"{workload.source}: stream {s.name!r}"
         try:
-            parse_backend(s.backend, cores)
-            check_fits_window(get_op(s.op), s.shape)
+            parse_backend(s.backend, model.core.count)
             get_op(s.op).check_run(model, s.variant, s.shape)
         except DspsimInputError as e:
-            raise WorkloadError(f"{where}: {e}") from None
+            raise WorkloadError(f"{workload.source}: stream {s.name!r}: {e}") from None
