@@ -32,7 +32,7 @@ import simpy
 from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError
 from dspsim.host.program import HostProgram
-from dspsim.host.ucp import SchedulingPolicy, Ucp, parse_backend
+from dspsim.host.ucp import SchedulingPolicy, Ucp
 from dspsim.hw.clock import at, events_scheduled
 from dspsim.ops import get_op
 from dspsim.ops.registry import firmware_registry
@@ -188,8 +188,7 @@ class _Schedule:
         self.queued = [round(r * TICKS_PER_CYCLE) + self.half_rpc for r in self.release.tolist()]
         self.stream = stream.tolist()
         self.priority = [workload.streams[k].priority for k in self.stream]
-        backends = [parse_backend(s.backend, cores) for s in workload.streams]
-        self.backend = [backends[k] for k in self.stream]
+        self.backend = [workload.streams[k].core for k in self.stream]  # checked: a core here
         # what the run fills in, task by task (lists: cheaper to set one at a time than arrays)
         self.core = [-1] * n
         self.started, self.op_start, self.op_cycles, self.core_end_cycle = (
