@@ -187,8 +187,9 @@ class _Schedule:
         # at the DSP side (ticks(r) inlined)
         self.queued = [round(r * TICKS_PER_CYCLE) + self.half_rpc for r in self.release.tolist()]
         self.stream = stream.tolist()
-        self.priority = [workload.streams[k].priority for k in self.stream]
-        self.backend = [workload.streams[k].core for k in self.stream]  # checked: a core here
+        priority, backend = zip(*((s.priority, s.core) for s in workload.streams))
+        self.priority = [priority[k] for k in self.stream]
+        self.backend = [backend[k] for k in self.stream]  # None: any core
         # what the run fills in, task by task (lists: cheaper to set one at a time than arrays)
         self.core = [-1] * n
         self.started, self.op_start, self.op_cycles, self.core_end_cycle = (
