@@ -38,8 +38,8 @@ from dspsim.ops import get_op
 from dspsim.ops.registry import firmware_registry
 from dspsim.platform import Platform, check_fidelity
 from dspsim.study.workload import parts
-from dspsim.study.workload.results import DdrMeter, TaskColumns, WorkloadRun
 from dspsim.study.workload.spec import Workload, check_workload
+from dspsim.study.workload.summary import DdrMeter, TaskColumns, WorkloadRun
 from dspsim.ticks import CYCLE, TICKS_PER_CYCLE, cycles, ticks
 from dspsim.workers import check_jobs
 
