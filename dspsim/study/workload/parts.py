@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -66,14 +67,11 @@ class Segment:
     ddr_parts: list[dict[str, np.ndarray]]
     queue_log: np.ndarray  # (cycle, tasks waiting) rows
     outputs: dict[int, tuple[int, np.ndarray]]  # stream: (stamp, its last output)
-    _marks: dict[int, int] | None = field(default=None, repr=False)
 
-    @property
+    @cached_property
     def marks(self) -> dict[int, int]:
         """The clean moments, by the arrival they came before: their row."""
-        if self._marks is None:
-            self._marks = {t: k for k, t in enumerate(self.mark_tasks.tolist())}
-        return self._marks
+        return {t: k for k, t in enumerate(self.mark_tasks.tolist())}
 
     def mark(self, first: int) -> Mark:
         """The totals at the clean moment before arrival ``first``."""
@@ -94,8 +92,7 @@ def segment(sched: Any) -> Segment:
                    np.array(list(marks.values()), np.int64).reshape(len(marks), len(Mark._fields)),
                    {k: np.array(getattr(sched, k)[sched.first:end]) for k in TASK_FIELDS},
                    mark(sched), sched.warnings, sched.ddr_parts,
-                   np.array(sched.queue_log, float).reshape(-1, 2),
-                   sched.outputs)
+                   np.array(sched.queue_log, float).reshape(-1, 2), sched.outputs)
 
 
 def take(sched: Any, seg: Segment, first: int) -> int:
@@ -128,11 +125,7 @@ def counter(part: int | None) -> Callable[[], None] | None:
     done = _done
     if part is None or done is None:
         return None
-
-    def one() -> None:
-        done[part] += 1
-
-    return one
+    return lambda: done.__setitem__(part, done[part] + 1)
 
 
 class _Progress:
@@ -190,21 +183,14 @@ def plan_parts(tasks: int, jobs: int, cached: bool) -> tuple[int, str | None]:
                        f"{MIN_PART_TASKS} (a worker's start costs more than so few save)")
 
 
-@dataclass
-class _Failed:
-    """A part's run that raised ``error`` (in a worker)."""
-
-    first: int
-    error: Exception
-
-
-def _part(segment_from: Callable[..., Segment], *args: Any) -> Segment | _Failed:
-    """In a worker: ``segment_from(*args)``, or what it raised (the join decides whether that
-    is the run's error: only the first part surely starts where the run does)."""
+def _part(segment_from: Callable[..., Segment], *args: Any) -> Segment | Exception:
+    """In a worker: ``segment_from(*args)``, or what it raised, handed back as a result (the
+    join decides whether that is the run's error: only the first part surely starts where the
+    run does)."""
     try:
         return segment_from(*args)
-    except Exception as e:  # the run's own error, handed back as a result
-        return _Failed(args[6], e)
+    except Exception as e:  # noqa: BLE001 - the run's own error, judged by the join
+        return e
 
 
 def _pool_failed(e: Exception) -> BaseException:
@@ -226,13 +212,13 @@ def run_parts(sched: Any, k: int, jobs: int, segment_from: Callable[..., Segment
     progress = _Progress(tick, k, n) if tick is not None else None
     segments: list[Segment] = []
     try:
-        for _, seg in imap_unordered(
+        for j, seg in imap_unordered(
                 _part, range(k), jobs, work=k,
                 args=lambda j: (segment_from, *spec, starts[j],
                                 starts[j + 1] if j + 1 < k else None, None, j),
                 failed=_pool_failed):
-            if isinstance(seg, _Failed) and seg.first == 0:
-                raise seg.error  # the run's own start: it fails as the run does
+            if isinstance(seg, Exception) and j == 0:
+                raise seg  # the run's own start: it fails as the run does
             if isinstance(seg, Segment):  # a later part that failed gives no clean moments
                 segments.append(seg)
     finally:
