@@ -80,11 +80,6 @@ class Candidate:
     rank: int = 0
     error: str = ""
 
-    @property
-    def memory_bytes(self) -> int:
-        """Bytes read and written in every memory (the tie-break after cycles)."""
-        return sum(self.read_bytes.values()) + sum(self.write_bytes.values())
-
     def bytes_columns(self) -> dict[str, int]:
         """``<memory>_read_bytes`` and ``<memory>_write_bytes`` of every memory it used."""
         return {f"{m}_{rw}_bytes": n for m, read in self.read_bytes.items()
@@ -106,6 +101,11 @@ class Candidate:
     def core_busy_pct(self) -> float | None:
         return 100.0 * self.core_busy_cycles / self.cycles if self.cycles else None
 
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes read and written in every memory (the tie-break after cycles)."""
+        return sum(self.read_bytes.values()) + sum(self.write_bytes.values())
+
     def sort_key(self) -> tuple:
         return (self.flagged, self.cycles, self.memory_bytes, self.index)
 
@@ -123,6 +123,8 @@ class Candidate:
 
 @dataclass
 class OptimizeResult:
+    """What :func:`optimize` found: the ranked re-runs, the screen, and what was left out."""
+
     op: str
     shape: tuple[int, ...]
     models: dict[str, str]  # label -> the file it was read from
@@ -170,9 +172,7 @@ class OptimizeResult:
         base = self.baseline or Candidate(get_op(self.op).default_variant, {})
         summary = ("variant", "params", "cycles", "cycles_by_model", "lower_bound_cycles")
         return {
-            "op": self.op,
-            "shape": list(self.shape),
-            "models": dict(self.models),
+            "op": self.op, "shape": list(self.shape), "models": dict(self.models),
             "fidelity": {"screen": SCREEN_FIDELITY, "rerun": RERUN_FIDELITY},
             "baseline": _picked(base, *summary, "warnings", "hazards")
             | {"refused": self.baseline_refused or None},
@@ -180,10 +180,8 @@ class OptimizeResult:
             | {"max_rel_err": summary_json(self.numerics or {}).get("max_rel_err")},
             "candidates": [c.to_json() for c in self.candidates],
             # every screened candidate, ranked (the re-runs first): what --out writes
-            "ranking": self.ranking_json(),
-            "screened": len(self.screened),
-            "refused": self.refused,
-            "failed": self.failed,
+            "ranking": self.ranking_json(), "screened": len(self.screened),
+            "refused": self.refused, "failed": self.failed,
             "numerics": summary_json(self.numerics),
         }
 

@@ -24,17 +24,14 @@ import numpy as np
 from dspsim.errors import WorkerError
 from dspsim.workers import imap_unordered
 
-# a run in parts gives each at least this many tasks
-MIN_PART_TASKS = 32
-# how often the progress count reads the workers' counts while they run
-PROGRESS_EVERY_S = 0.5
+MIN_PART_TASKS = 32  # a run in parts gives each at least this many tasks
+PROGRESS_EVERY_S = 0.5  # how often the progress count reads the workers' counts
 
 # while a run is in parts: each part's tasks done so far, shared with the workers (forked
 # after it is made), each writing its own slot; ``None`` otherwise
 _done: Any = None
 
-# the per-task fields a run fills in (``engine._Schedule``)
-TASK_FIELDS = ("core", "started", "op_start", "op_cycles", "core_end_cycle", "reused")
+TASK_FIELDS = ("core", "started", "op_start", "op_cycles", "core_end_cycle", "reused")  # a run's
 
 
 class Mark(NamedTuple):

@@ -121,22 +121,6 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _checked_n(n: Any) -> Any:
-    if n is not None and not _is_int(n):
-        raise WorkloadError(f"shape: n = {_show(n)}: expected a positive integer")
-    return n
-
-
-def _checked_shape(shape: Any) -> Any:
-    """Refuse, quoting it short, a shape that is not a short list of integers (the op checks
-    the rest)."""
-    if shape is not None and (not isinstance(shape, list) or len(shape) > 8
-                              or not all(_is_int(d) for d in shape)):
-        raise WorkloadError(f"shape = {_show(shape)}: expected a list of positive integers, "
-                            "e.g. [rows, cols]")
-    return shape
-
-
 def _op_of_file(source: str, where: str, path: Any) -> str:
     """The op of a stream's ``op_file`` (a path relative to the workload file), loaded."""
     from dspsim.ops.fileop import load_op_file
@@ -197,7 +181,15 @@ def _what_runs(where: str, raw: dict[str, Any]) -> tuple[Any, str, tuple[int, ..
         if not isinstance(variant, str):
             raise WorkloadError(f"variant = {_show(variant)}: expected a string")
         op.check_variant(variant)
-        shape = op.shape_of(n=_checked_n(raw.get("n")), shape=_checked_shape(raw.get("shape")))
+        n, shape = raw.get("n"), raw.get("shape")
+        if n is not None and not _is_int(n):
+            raise WorkloadError(f"shape: n = {_show(n)}: expected a positive integer")
+        # a short list of integers, quoted short if not (the op checks the rest)
+        if shape is not None and (not isinstance(shape, list) or len(shape) > 8
+                                  or not all(_is_int(d) for d in shape)):
+            raise WorkloadError(f"shape = {_show(shape)}: expected a list of positive "
+                                "integers, e.g. [rows, cols]")
+        shape = op.shape_of(n=n, shape=shape)
         check_fits_window(op, shape)  # before anything runs, naming the stream
         priority = check_priority(raw.get("priority", 0))
         backend = raw.get("backend", ANY)
