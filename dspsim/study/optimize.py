@@ -361,25 +361,24 @@ def evaluate_all(tasks: list[tuple[HardwareModel, dict, str]], jobs: int, show: 
                  desc: str) -> list[dict[str, Any]]:
     """``evaluate_point(*task)`` for every task in ``jobs`` processes; results in order."""
     results: list[dict[str, Any] | None] = [None] * len(tasks)
-    bar = None
+    bars: list[Any] = []  # the progress bar, once the workers are up
 
     def started() -> None:  # the workers are forked before the bar starts its thread
-        nonlocal bar
         if show and tasks:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(tasks), unit="run", desc=desc, file=sys.stderr,
-                       dynamic_ncols=True, leave=False)
+            bars.append(tqdm(total=len(tasks), unit="run", desc=desc, file=sys.stderr,
+                             dynamic_ncols=True, leave=False))
 
     try:
         for i, row in imap_unordered(evaluate_point, range(len(tasks)), jobs, work=len(tasks),
                                      args=lambda i: tasks[i], started=started,
                                      failed=pool_failure(f"optimize ({desc})")):
             results[i] = row
-            if bar is not None:
+            for bar in bars:
                 bar.update(1)
     finally:
-        if bar is not None:
+        for bar in bars:
             bar.close()
     return results  # type: ignore[return-value]
 
@@ -474,21 +473,29 @@ def _runnable(the_op: Op, names: list[str], shape_t: tuple[int, ...],
     refusals: list[str] = []
     refused = 0
     for c in _enumerate(the_op, names, shape_t, loaded, axes):
-        try:
-            for m in loaded.values():
-                the_op.check_run(_set(m, c), c.variant, shape_t)
-        except ValueError as e:
-            refused += 1
-            if len(refusals) < EXAMPLES:
-                refusals.append(f"{c.variant} {params_text(c.params)}: {one_line(e)}".strip())
+        why = _refusal(the_op, c, loaded, shape_t)
+        if not why:
+            runnable.append(c)
             continue
-        runnable.append(c)
+        refused += 1
+        if len(refusals) < EXAMPLES:
+            refusals.append(f"{c.variant} {params_text(c.params)}: {why}".strip())
     if not runnable:
         why = f" (e.g. {refusals[0]})" if refusals else ""
-        raise DspsimInputError(
-            f"no candidate left: the op refused all {refused} combinations of the search{why}"
-        )
+        raise DspsimInputError(f"no candidate left: the op refused all {refused} combinations "
+                               f"of the search{why}")
     return runnable, refused, refusals
+
+
+def _refusal(the_op: Op, c: Candidate, loaded: dict[str, HardwareModel],
+             shape_t: tuple[int, ...]) -> str:
+    """Why the op refuses to run ``c`` on one of the models (``""``: it runs on all)."""
+    try:
+        for m in loaded.values():
+            the_op.check_run(_set(m, c), c.variant, shape_t)
+    except ValueError as e:
+        return one_line(e)
+    return ""
 
 
 def _screen(the_op: Op, runnable: list[Candidate], shape_t: tuple[int, ...],
@@ -517,14 +524,8 @@ def _rerun(the_op: Op, best: list[Candidate], shape_t: tuple[int, ...],
     """Step 3: the best at burst fidelity beside the baseline, ranked, with bounds and
     speed-ups; the baseline (or why none), the re-runs' errors (also added to ``failures``)."""
     finals = [Candidate(c.variant, dict(c.params), index=c.index) for c in best]
-    default = the_op.default_variant
-    base = Candidate(default, {}, index=-1)
-    baseline_refused = ""
-    try:
-        for m in loaded.values():
-            the_op.check_run(m, default, shape_t)
-    except ValueError as e:
-        baseline_refused = one_line(e)
+    base = Candidate(the_op.default_variant, {}, index=-1)
+    baseline_refused = _refusal(the_op, base, loaded, shape_t)
     batch = finals + ([] if baseline_refused else [base])
     _run(the_op, batch, shape_t, loaded, RERUN_FIDELITY, jobs, show, "re-run")
     rerun_errors = {c.identity(): c.error for c in finals if c.error}

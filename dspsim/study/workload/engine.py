@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import time
+from collections import namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -53,28 +54,12 @@ def _shifted(segments: dict[str, np.ndarray], offset: float) -> dict[str, np.nda
             "share": segments["share"]}
 
 
-@dataclass
-class _Totals:
-    """What an episode (or a booking of one) adds to the run: bytes read and written, the port's
-    data-path busy ticks (its own count), warnings, DDR segments (cycles), outputs by stream."""
-
-    read_bytes: int
-    write_bytes: int
-    busy_ticks: int
-    warnings: list[dict[str, Any]]
-    ddr: dict[str, np.ndarray] | None
-    outputs: dict[int, np.ndarray]
-
-
-@dataclass
-class _Booked:
-    """A task alone on an idle platform, from its episode's start: its end (ticks), its op's
-    start and cycles, and its totals (DDR segments from the episode's start)."""
-
-    end: int
-    op_start: float
-    op_cycles: float
-    totals: _Totals
+# what an episode (or a booking of one) adds to the run: bytes read and written, the port's
+# data-path busy ticks (its own count), warnings, DDR segments (cycles), outputs by stream
+_Totals = namedtuple("_Totals", "read_bytes write_bytes busy_ticks warnings ddr outputs")
+# a task alone on an idle platform, from its episode's start: its end (ticks), its op's start
+# and cycles, and its totals (DDR segments from the episode's start)
+_Booked = namedtuple("_Booked", "end op_start op_cycles totals")
 
 
 @dataclass(eq=False, slots=True)

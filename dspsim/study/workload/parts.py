@@ -14,10 +14,11 @@ never clean: such a run is not split. The runs themselves are :mod:`.engine`'s `
 from __future__ import annotations
 
 import threading
+from collections import namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -34,19 +35,10 @@ _done: Any = None
 TASK_FIELDS = ("core", "started", "op_start", "op_cycles", "core_end_cycle", "reused")  # a run's
 
 
-class Mark(NamedTuple):
-    """A run's totals at a clean moment: where a part from there begins in them."""
-
-    read_bytes: int
-    write_bytes: int
-    busy_hi: int  # the port's busy ticks, hi * 2^32 + lo (a day's overflow int64 whole)
-    busy_lo: int
-    events: int
-    episodes: int
-    warnings: int
-    ddr_parts: int
-    queue_log: int
-    stamp: int
+# a run's totals at a clean moment, where a part from there begins in them (ints; the port's
+# busy ticks as hi * 2^32 + lo: a day's overflow int64 whole)
+Mark = namedtuple("Mark", "read_bytes write_bytes busy_hi busy_lo events episodes warnings "
+                          "ddr_parts queue_log stamp")
 
 
 @dataclass
