@@ -339,11 +339,10 @@ class _Schedule:
         self.outputs[stream] = (self.stamp, out)
 
     def _log_queue(self, t: int) -> None:
-        count, now = len(self.policy), t * CYCLE
-        if self.queue_log[-1][0] == now:
-            self.queue_log[-1] = (now, count)
-        else:
-            self.queue_log.append((now, count))
+        now = t * CYCLE
+        if self.queue_log[-1][0] == now:  # one entry a time: its last count
+            self.queue_log.pop()
+        self.queue_log.append((now, len(self.policy)))
 
     # ------------------------------------------------------------------ the totals
     def columns(self) -> TaskColumns:

@@ -99,8 +99,7 @@ def take(sched: Any, seg: Segment, first: int) -> int:
     sched.ddr_parts.extend(seg.ddr_parts[m.ddr_parts:])
     log = seg.queue_log[m.queue_log:]  # merged within; at one time with the last before, one
     if len(log) and sched.queue_log[-1][0] == log[0, 0]:
-        sched.queue_log[-1] = (float(log[0, 0]), int(log[0, 1]))
-        log = log[1:]
+        sched.queue_log.pop()
     sched.queue_log.extend(zip(log[:, 0].tolist(), log[:, 1].astype(int).tolist()))
     for stream, (stamp, out) in seg.outputs.items():
         if stamp > m.stamp:  # set after that moment: the last of the stream's

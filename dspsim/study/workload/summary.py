@@ -179,6 +179,8 @@ def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any
     streams = [_stream_summary(s, df[df["stream"] == s.name], clock)
                for s in run.workload.streams]
     cores = [_core_summary(name, df[df["core"] == name], total) for name in run.core_names]
+    q, growth = run.queue_log, backlog_growth(df)  # the longest backlog, and when
+    peak = int(np.argmax(q[:, 1]))
     return {
         "workload": run.workload.source, "model": run.model.source, "fidelity": run.fidelity,
         "data": run.data, "seed": run.workload.seed, "tasks": len(df),
@@ -189,7 +191,10 @@ def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any
             "utilisation": run.ddr_busy_cycles / total if total > 0 else 0.0,
             "bytes": run.ddr_bytes,
         },
-        "queue": _queue_summary(run, df), "deadline_misses": int(df["missed"].sum()),
+        "queue": {"longest_backlog": int(q[peak, 1]),
+                  "longest_backlog_at_us": float(q[peak, 0] / clock),
+                  "backlog_growth": growth, "overloaded": growth >= GROWTH_LIMIT},
+        "deadline_misses": int(df["missed"].sum()),
         "reuse": {  # tasks booked from an earlier identical one instead of simulated
             "enabled": run.reuse, "reused_tasks": run.reused_tasks,
             "simulated_tasks": len(df) - run.reused_tasks, "episodes": run.episodes,
@@ -206,19 +211,6 @@ def _core_summary(name: str, d: pd.DataFrame, total: float) -> dict[str, Any]:
     busy = float(d["op_cycles"].sum())
     return {"core": name, "tasks": len(d), "busy_cycles": int(round(busy)),
             "utilisation": float(busy / total) if total > 0 else 0.0}
-
-
-def _queue_summary(run: WorkloadRun, df: pd.DataFrame) -> dict[str, Any]:
-    """The queue's longest backlog and when, and whether it grows (overload)."""
-    q = run.queue_log
-    peak = int(np.argmax(q[:, 1]))
-    growth = backlog_growth(df)
-    return {
-        "longest_backlog": int(q[peak, 1]),
-        "longest_backlog_at_us": float(q[peak, 0] / run.clock_mhz),
-        "backlog_growth": growth,
-        "overloaded": growth >= GROWTH_LIMIT,
-    }
 
 
 def _stream_summary(s: Any, d: pd.DataFrame, clock: float) -> dict[str, Any]:
