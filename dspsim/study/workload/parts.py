@@ -1,14 +1,11 @@
 """A workload run in parts at once (``run_workload(..., jobs=N)``), joined at clean moments.
 
-A *clean* moment, just before an arrival with the platform idle, the queue empty and every core
-free, cuts a run in two: what follows depends only on the arrivals from there on. Each worker
-runs one share of the arrivals as if its start were clean, on to its first clean moment past
-the next share's start, noting its totals at every clean moment (a :class:`Segment`). Joining
-in order, a part that meets the run so far at a moment clean in both goes on from there; where
-none does, this process runs on to one. Every task, byte, warning, output, queue length and
-DDR segment is as in one run; only the reuse, events and episodes differ. A part that fails
-off the run's path is dropped (only the first part's error is the run's). A data cache is
-never clean: such a run is not split. The runs themselves are :mod:`.engine`'s ``_Schedule``.
+A *clean* moment (just before an arrival, the platform idle, the queue empty, every core free)
+cuts a run in two. Each worker runs one share of the arrivals as if its start were clean, to its
+first clean moment past the next share's start, noting its totals at every clean moment (a
+:class:`Segment`); the join goes on from a moment clean in both, or runs on here to one. A part
+that fails off the run's path is dropped (only the first part's error is the run's). Why this is
+the same run, and why a data cache is never split: docs/workloads.md, "Parts at once".
 """
 
 from __future__ import annotations
