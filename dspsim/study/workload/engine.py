@@ -24,7 +24,6 @@ import heapq
 import time
 from collections import namedtuple
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -60,16 +59,8 @@ _Totals = namedtuple("_Totals", "read_bytes write_bytes busy_ticks warnings ddr 
 # a task alone on an idle platform, from its episode's start: its end (ticks), its op's start
 # and cycles, and its totals (DDR segments from the episode's start)
 _Booked = namedtuple("_Booked", "end op_start op_cycles totals")
-
-
-@dataclass(eq=False, slots=True)
-class _Waiting:
-    """A task in the UCP's queue, as :class:`SchedulingPolicy` reads it."""
-
-    task: int
-    priority: int
-    backend: int | None
-    seq: int
+# a task in the UCP's queue, as :class:`SchedulingPolicy` reads it (backend: a core or None)
+_Waiting = namedtuple("_Waiting", "task priority backend seq")
 
 
 class _Episode:

@@ -178,7 +178,12 @@ def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any
     clock = run.clock_mhz
     streams = [_stream_summary(s, df[df["stream"] == s.name], clock)
                for s in run.workload.streams]
-    cores = [_core_summary(name, df[df["core"] == name], total) for name in run.core_names]
+    cores = []  # each core's tasks, busy cycles and share of the run
+    for name in run.core_names:
+        d = df[df["core"] == name]
+        busy = float(d["op_cycles"].sum())
+        cores.append({"core": name, "tasks": len(d), "busy_cycles": int(round(busy)),
+                      "utilisation": float(busy / total) if total > 0 else 0.0})
     q, growth = run.queue_log, backlog_growth(df)  # the longest backlog, and when
     peak = int(np.argmax(q[:, 1]))
     return {
@@ -204,13 +209,6 @@ def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any
         "parts": {"jobs": run.jobs, "parts": run.parts, "note": run.parts_note},
         "events": run.events, "wall_s": run.wall_s, "warnings": run.warnings,
     }
-
-
-def _core_summary(name: str, d: pd.DataFrame, total: float) -> dict[str, Any]:
-    """One core's tasks ``d``: how many, its busy cycles and its share of the run."""
-    busy = float(d["op_cycles"].sum())
-    return {"core": name, "tasks": len(d), "busy_cycles": int(round(busy)),
-            "utilisation": float(busy / total) if total > 0 else 0.0}
 
 
 def _stream_summary(s: Any, d: pd.DataFrame, clock: float) -> dict[str, Any]:
