@@ -54,7 +54,8 @@ def _shifted(segments: dict[str, np.ndarray], offset: float) -> dict[str, np.nda
 
 
 # what an episode (or a booking of one) adds to the run: bytes read and written, the port's
-# data-path busy ticks (its own count), warnings, DDR segments (cycles), outputs by stream
+# data-path busy ticks (its own count: per request on a transactions one), warnings, DDR
+# segments (cycles), outputs by stream
 _Totals = namedtuple("_Totals", "read_bytes write_bytes busy_ticks warnings ddr outputs")
 # a task alone on an idle platform, from its episode's start: its end (ticks), its op's start
 # and cycles, and its totals (DDR segments from the episode's start)

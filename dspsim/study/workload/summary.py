@@ -122,9 +122,10 @@ class WorkloadRun:
     def reused_tasks(self) -> int:
         return int(self.tasks.reused.sum())
 
+
 def task_table(run: WorkloadRun) -> pd.DataFrame:
     """One row per task, in submission order (``TASK_COLUMNS`` plus the cycle columns): the
-    times of :class:`.results.TaskColumns` since t = 0 in cycles (``*_cycle``) and us
+    times of :class:`TaskColumns` since t = 0 in cycles (``*_cycle``) and us
     (``*_us``); ``latency_us`` is ``done_us - submit_us``."""
     t = run.tasks
     streams = run.workload.streams
