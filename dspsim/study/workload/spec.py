@@ -150,14 +150,9 @@ def _stream(source: str, k: int, raw: Any) -> Stream:
     name = raw["name"]
     if not isinstance(name, str) or not name.strip():
         raise WorkloadError(f"{where}: name = {_show(name)}: expected a non-empty string")
-    op, variant, shape, priority, backend = _what_runs(where, raw)
-    count, period, jitter, start = _releases(where, raw)
-    deadline = raw.get("deadline_us")
-    return Stream(
-        name=name, op=op.name, variant=variant, shape=shape, period_us=period, count=count,
-        priority=priority, backend=backend, start_us=start, jitter_us=jitter,
-        deadline_us=None if deadline is None else _number(where, "deadline_us", deadline, True),
-    )
+    what, releases, deadline = _what_runs(where, raw), _releases(where, raw), raw.get("deadline_us")
+    return Stream(name, **what, **releases, deadline_us=None if deadline is None
+                  else _number(where, "deadline_us", deadline, True))
 
 
 def _check_keys(where: str, raw: dict[str, Any]) -> None:
@@ -171,7 +166,7 @@ def _check_keys(where: str, raw: dict[str, Any]) -> None:
             raise WorkloadError(f"{where}: missing key {_show(key)}")
 
 
-def _what_runs(where: str, raw: dict[str, Any]) -> tuple[Any, str, tuple[int, ...], int, str]:
+def _what_runs(where: str, raw: dict[str, Any]) -> dict[str, Any]:
     """A stream's op, variant, shape (fitting the host's window), priority and backend."""
     if not isinstance(raw["op"], str):
         raise WorkloadError(f"{where}: op = {_show(raw['op'])}: expected an op name")
@@ -199,10 +194,11 @@ def _what_runs(where: str, raw: dict[str, Any]) -> tuple[Any, str, tuple[int, ..
                                 "a leading zero)")
     except DspsimInputError as e:
         raise WorkloadError(f"{where}: {e}") from None
-    return op, variant, shape, priority, backend
+    return {"op": op.name, "variant": variant, "shape": shape, "priority": priority,
+            "backend": backend}
 
 
-def _releases(where: str, raw: dict[str, Any]) -> tuple[int, float, float, float]:
+def _releases(where: str, raw: dict[str, Any]) -> dict[str, Any]:
     """A stream's count, period, jitter and start (us), the last release within the times a
     run resolves."""
     count = raw["count"]
@@ -221,7 +217,7 @@ def _releases(where: str, raw: dict[str, Any]) -> tuple[int, float, float, float
         raise WorkloadError(f"{where}: the last release, start_us + (count - 1) * period_us + "
                             f"jitter_us = {_digits(last)} us, is past {_MAX_TIME}; allowed at "
                             "most that, so that times stay resolved in cycles")
-    return count, period, jitter, start
+    return {"count": count, "period_us": period, "jitter_us": jitter, "start_us": start}
 
 
 def _check_streams_fit_ddr(source: str, streams: tuple[Stream, ...]) -> None:
