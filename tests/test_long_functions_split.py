@@ -18,7 +18,6 @@ SHORT = (
     "dspsim.study.calibrate.",
     "dspsim.study.workload.",
     "dspsim.study.optimize",
-    "dspsim.study.optimize_result",
     "dspsim.study.sweep_plot",
     "dspsim.ops.pingpong_bounds",
     "dspsim.ops.softmax.bounds",

@@ -52,12 +52,8 @@ STREAM_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc
 MAX_DDR_COUNTER_BINS = 2000
 
 
-def _unit(end_us: float) -> tuple[str, float]:
-    """The time axis's unit and microseconds per unit."""
-    return ("ms", 1000.0) if end_us >= 20_000 else ("us", 1.0)
-
-
 def _unit_name(div: float) -> str:
+    """The time axis's unit, ``div`` microseconds (ms for runs of 20 ms or more, else us)."""
     return "ms" if div == 1000.0 else "us"
 
 
@@ -67,10 +63,11 @@ def _queue_steps(run: Any) -> tuple[np.ndarray, np.ndarray]:
     return q[:, 0], q[:, 1]
 
 
-def _bins(run: Any, tasks: pd.DataFrame, div: float, width_px: float) -> tuple[bool, np.ndarray]:
-    """Whether the core lanes show occupancy, and the bins' edges (x units): :data:`BIN_PX`
-    pixels, or with occupancy the longest stream period (so that periodic streams do not beat
-    against the bins) within :data:`BIN_PX` to :data:`MAX_BIN_PX` pixels."""
+def _bins(run: Any, tasks: pd.DataFrame, div: float,
+          width_px: float) -> tuple[bool, np.ndarray, str]:
+    """Whether the core lanes show occupancy, the bins' edges (x units): :data:`BIN_PX` pixels,
+    or with occupancy the longest stream period (so that periodic streams do not beat against
+    the bins) within :data:`BIN_PX` to :data:`MAX_BIN_PX` pixels; the note that says which."""
     clock = run.model.core.clock_mhz
     end_x = run.end_cycle / clock / div
     x_per_px = end_x / max(width_px, 1.0)
@@ -80,14 +77,19 @@ def _bins(run: Any, tasks: pd.DataFrame, div: float, width_px: float) -> tuple[b
     if occupancy:
         period = max(s.period_us for s in run.workload.streams) / div
         width = min(max(period, width), MAX_BIN_PX * x_per_px)
-    bins = max(1, int(round(end_x / width)))
-    return occupancy, np.linspace(0.0, end_x, bins + 1)
+    edges = np.linspace(0.0, end_x, max(1, int(round(end_x / width))) + 1)
+    if occupancy:
+        return occupancy, edges, (f"core lanes: busy share per {edges[1] - edges[0]:,.1f}-"
+                                  f"{_unit_name(div)} bin, stacked by stream (dotted: 100 %); "
+                                  "tasks too short to draw one by one")
+    return occupancy, edges, (f"core lanes: one bar per task (its op span); bars narrower than "
+                              f"{MIN_BAR_PX:g} px drawn {MIN_BAR_PX:g} px wide")
 
 
 def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges,
-                     labels: list) -> str:
-    """Bars or occupancy per core; returns the note on how they were drawn. Appends the
-    candidate task labels ``(lane y, x0, x1, text)`` to ``labels`` for :func:`_place_labels`."""
+                     labels: list) -> None:
+    """Bars or occupancy per core; the candidate task labels ``(lane y, x0, x1, text)`` go to
+    ``labels`` for :func:`_place_labels`."""
     clock = run.model.core.clock_mhz
     x_per_px = edges[-1] / max(width_px, 1.0)  # as _bins: the edges end at the run's end
     start = tasks["op_start_cycle"].to_numpy(float) / clock / div
@@ -130,16 +132,6 @@ def _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges,
     ax.set_yticks(range(ncores), [run.core_names[ncores - 1 - y] for y in range(ncores)],
                   fontsize=9)
     ax.set_ylim(-0.6, ncores - 0.4)
-    return _core_lanes_note(div, occupancy, edges)
-
-
-def _core_lanes_note(div: float, occupancy: bool, edges: np.ndarray) -> str:
-    """How the core lanes were drawn: one bar per task, or each stream's busy share per bin."""
-    if occupancy:
-        return (f"core lanes: busy share per {edges[1] - edges[0]:,.1f}-{_unit_name(div)} bin, "
-                "stacked by stream (dotted: 100 %); tasks too short to draw one by one")
-    return (f"core lanes: one bar per task (its op span); bars narrower than {MIN_BAR_PX:g} px "
-            f"drawn {MIN_BAR_PX:g} px wide")
 
 
 def _place_labels(ax, labels: list) -> None:
@@ -250,7 +242,7 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
     from matplotlib.figure import Figure
 
     clock = run.model.core.clock_mhz
-    unit, div = _unit(run.end_cycle / clock)
+    div = 1000.0 if run.end_cycle / clock >= 20_000 else 1.0
     ncores = len(run.core_names)
     colours = {s.name: STREAM_COLOURS[i % len(STREAM_COLOURS)]
                for i, s in enumerate(run.workload.streams)}
@@ -269,21 +261,19 @@ def workload_figure(run: Any, tasks: pd.DataFrame) -> Figure:
     ax_q = fig.add_subplot(gs[1], sharex=ax)
     ax_d = fig.add_subplot(gs[2], sharex=ax)
     width_px = fig.get_figwidth() * DPI * ax.get_position().width
-    occupancy, edges = _bins(run, tasks, div, width_px)
+    occupancy, edges, note = _bins(run, tasks, div, width_px)
     labels: list = []
-    note = _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges, labels)
+    _draw_core_lanes(ax, run, tasks, colours, div, width_px, occupancy, edges, labels)
     note = "; ".join(filter(None, [note, _draw_queue(ax_q, run, div, edges)]))
     _draw_ddr(ax_d, run, div, edges)
     ax.set_xlim(0, run.end_cycle / clock / div)
-    for a in (ax, ax_q):
-        a.tick_params(axis="x", labelbottom=False)
     for a in (ax, ax_q, ax_d):
+        a.tick_params(axis="x", labelbottom=a is ax_d, labelsize=8)
         a.tick_params(axis="y", labelsize=8)
         a.grid(axis="x", color="#e4e4e4", linewidth=0.5)
         a.set_axisbelow(True)  # under the bars: a grid line over a busy lane reads as a gap
-    ax_d.tick_params(axis="x", labelsize=8)
-    ax_d.set_xlabel(f"time ({unit} since the workload's t = 0; model clock {clock:g} MHz)",
-                    fontsize=9)
+    ax_d.set_xlabel(f"time ({_unit_name(div)} since the workload's t = 0; model clock "
+                    f"{clock:g} MHz)", fontsize=9)
     fig.suptitle(
         f"{figure_name(Path(str(run.workload.source)).name)}: {len(tasks):,} tasks, {len(colours)} "
         f"stream(s) on {ncores} core(s), {run.fidelity} fidelity; {misses:,} deadline "
@@ -331,8 +321,7 @@ def workload_trace(run: Any, tasks: pd.DataFrame) -> dict[str, Any]:
     _queue_events(ev, run, to_ns)
     ddr_note = _memory_events(ev, run, to_ns)
     return {
-        "traceEvents": ev,
-        "displayTimeUnit": "ms",
+        "traceEvents": ev, "displayTimeUnit": "ms",
         "otherData": {
             "workload": str(run.workload.source), "model": run.model.source,
             "fidelity": run.fidelity, "seed": run.workload.seed, "clock_mhz": clock,
@@ -352,17 +341,16 @@ def _task_columns(tasks: pd.DataFrame) -> dict[str, list[Any]]:
     def ints(name: str) -> list[int]:
         return tasks[name].to_numpy().astype(np.int64).tolist()
 
-    return {
-        "stream": tasks["stream"].astype(str).tolist(), "index": ints("index"),
+    def us(values: pd.Series) -> list[float]:
         # Python's round (correctly rounded), not numpy's (scaled, off by an ulp at times)
-        "latency_us": [round(v, 3) for v in tasks["latency_us"].to_numpy(float).tolist()],
-        "core": tasks["core"].astype(str).tolist(),
-        "missed": tasks["missed"].to_numpy(bool).tolist(),
-        "wait_us": [round(v, 3)
-                    for v in (tasks["start_us"] - tasks["queued_us"]).to_numpy(float).tolist()],
-        "priority": ints("priority"), "backend": tasks["backend"].tolist(),
-        "op_cycles": ints("op_cycles"),
-    }
+        return [round(v, 3) for v in values.to_numpy(float).tolist()]
+
+    return {"stream": tasks["stream"].astype(str).tolist(), "index": ints("index"),
+            "priority": ints("priority"), "backend": tasks["backend"].tolist(),
+            "latency_us": us(tasks["latency_us"]),
+            "wait_us": us(tasks["start_us"] - tasks["queued_us"]),
+            "op_cycles": ints("op_cycles"), "missed": tasks["missed"].to_numpy(bool).tolist(),
+            "core": tasks["core"].astype(str).tolist()}
 
 
 def _stream_events(ev: list[dict[str, Any]], run: Any, tasks: pd.DataFrame,
@@ -400,20 +388,17 @@ def _queue_events(ev: list[dict[str, Any]], run: Any, to_ns: Any) -> None:
 def _memory_events(ev: list[dict[str, Any]], run: Any, to_ns: Any) -> str:
     """The host memory's data path busy share per bin as a counter; the note saying how it was
     sampled."""
-    clock = run.model.core.clock_mhz
     label = memory_label(run.model.host.memory)  # the port the run profiles
-    ddr_note = f"no {label} profile"
-    if run.ddr is not None and run.end_cycle > 0:
-        bins = int(min(MAX_DDR_COUNTER_BINS, max(1, run.end_cycle / clock // 10)))
-        edges = np.linspace(0.0, run.end_cycle, bins + 1)
-        d = run.ddr
-        util = 100.0 * binned_mean(d["start"], d["end"], d["share"], edges)
-        for a, u in zip(_us(to_ns(edges[:-1])), util):
-            ev.append({"ph": "C", "pid": 1, "tid": 0, "name": f"{label} data path (%)",
-                       "ts": float(a), "args": {"busy": round(float(min(u, 100.0)), 2)}})
-        ddr_note = (f"{label} data path: time-weighted mean per bin of "
-                    f"{run.end_cycle / bins:,.0f} cycles")
-    return ddr_note
+    if run.ddr is None or run.end_cycle <= 0:
+        return f"no {label} profile"
+    bins = int(min(MAX_DDR_COUNTER_BINS, max(1, run.end_cycle / run.model.core.clock_mhz // 10)))
+    edges = np.linspace(0.0, run.end_cycle, bins + 1)
+    d = run.ddr
+    util = 100.0 * binned_mean(d["start"], d["end"], d["share"], edges)
+    for a, u in zip(_us(to_ns(edges[:-1])), util):
+        ev.append({"ph": "C", "pid": 1, "tid": 0, "name": f"{label} data path (%)",
+                   "ts": float(a), "args": {"busy": round(float(min(u, 100.0)), 2)}})
+    return f"{label} data path: time-weighted mean per bin of {run.end_cycle / bins:,.0f} cycles"
 
 
 def write_workload_trace(run: Any, tasks: pd.DataFrame, path: str | Path) -> Path:

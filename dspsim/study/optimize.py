@@ -12,30 +12,30 @@ when ``params`` changes the hardware); (4) run the winner with the data path on 
 With several ``models`` a candidate's cycles are its worst case (``cycles_by_model`` gives
 each) and its bound, bytes and busy cycles those of that model. Ranking: a result-changing
 warning or a hazard ranks after every clean candidate (it can make a run *look* faster than its
-work); then fewest cycles, fewest bytes in the memories, enumeration order.
+work); then fewest cycles, fewest bytes in the memories, enumeration order. The result
+(:class:`OptimizeResult`, a table, JSON or CSV): ``--out`` and ``--json`` keep every
+screened candidate, ranked (:meth:`OptimizeResult.ranking`): the re-runs at burst fidelity first,
+in their order, then the others in the screening's order at tile fidelity.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dspsim.config import HardwareModel, check_model_entries, load_model, model_key
 from dspsim.errors import DspsimInputError
 from dspsim.ops import default_op, get_op, op_names
-from dspsim.ops.base import Op
+from dspsim.ops.base import Op, summary_json
 from dspsim.run import simulate
-from dspsim.study.optimize_result import (  # noqa: F401 - the names callers import from here
-    RERUN_FIDELITY,
-    SCREEN_FIDELITY,
-    Candidate,
-    OptimizeResult,
-)
 from dspsim.study.sweep.executors import evaluate_point
+from dspsim.study.sweep.files import csv_line
 from dspsim.study.sweep.journal import check_jobs
 from dspsim.study.sweep.values import (
     MAX_VALUES_PER_KEY,
@@ -53,6 +53,169 @@ from dspsim.workers import imap_unordered, pool_failure
 DEFAULT_TOP = 5
 MAX_CANDIDATES = 100_000  # points x models screened at most
 EXAMPLES = 3  # reasons kept for refused and failed candidates
+SCREEN_FIDELITY = "tile"
+RERUN_FIDELITY = "burst"
+
+
+@dataclass
+class Candidate:
+    """One variant at one setting of its parameters, and what it did (worst case over the
+    models)."""
+
+    variant: str
+    params: dict[str, Any]
+    index: int = 0  # enumeration order: the last tie-break
+    fidelity: str = ""
+    cycles: int | None = None  # the worst case over the models
+    cycles_by_model: dict[str, int] = field(default_factory=dict)
+    worst_model: str = ""  # the model whose cycles these are
+    # bytes each memory of the worst model served (J6: ``ddr``; a model's own names)
+    read_bytes: dict[str, int] = field(default_factory=dict)
+    write_bytes: dict[str, int] = field(default_factory=dict)
+    core_busy_cycles: int = 0
+    warnings: list[str] = field(default_factory=list)  # codes that change the result
+    hazards: int = 0
+    lower_bound_cycles: float | None = None
+    speedup: float | None = None  # the baseline's cycles / these
+    rank: int = 0
+    error: str = ""
+
+    def bytes_columns(self) -> dict[str, int]:
+        """``<memory>_read_bytes`` and ``<memory>_write_bytes`` of every memory it used."""
+        return {f"{m}_{rw}_bytes": n for m, read in self.read_bytes.items()
+                for rw, n in (("read", read), ("write", self.write_bytes.get(m, 0)))}
+
+    @property
+    def flagged(self) -> bool:
+        """The run carries a result-changing warning or a hazard: its cycles are suspect."""
+        return bool(self.warnings) or self.hazards > 0
+
+    @property
+    def gap_pct(self) -> float | None:
+        """How far above its own lower bound, in %."""
+        if not self.lower_bound_cycles or self.cycles is None:
+            return None
+        return 100.0 * (self.cycles / self.lower_bound_cycles - 1.0)
+
+    @property
+    def core_busy_pct(self) -> float | None:
+        return 100.0 * self.core_busy_cycles / self.cycles if self.cycles else None
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes read and written in every memory (the tie-break after cycles)."""
+        return sum(self.read_bytes.values()) + sum(self.write_bytes.values())
+
+    def sort_key(self) -> tuple:
+        return (self.flagged, self.cycles, self.memory_bytes, self.index)
+
+    def identity(self) -> tuple:
+        return (self.variant, tuple(sorted((k, format_value(v)) for k, v in self.params.items())))
+
+    def to_json(self) -> dict[str, Any]:
+        def values(*keys: str) -> dict[str, Any]:  # containers copied
+            return {k: copy.copy(getattr(self, k)) for k in keys}
+
+        return {**values("rank", "variant", "params", "cycles", "cycles_by_model", "worst_model",
+                         "fidelity", "speedup"), **self.bytes_columns(),
+                **values("lower_bound_cycles", "gap_pct", "core_busy_pct", "warnings", "hazards")}
+
+
+@dataclass
+class OptimizeResult:
+    """What :func:`optimize` found: the ranked re-runs, the screen, and what was left out."""
+
+    op: str
+    shape: tuple[int, ...]
+    models: dict[str, str]  # label -> the file it was read from
+    top: int
+    baseline: Candidate | None  # the op's default variant at the model's values (burst)
+    candidates: list[Candidate]  # the re-runs at burst fidelity, ranked
+    screened: list[Candidate]  # every candidate that ran at tile fidelity, ranked
+    refused: int = 0  # combinations the op refused (not run)
+    refusals: list[str] = field(default_factory=list)  # a few of the reasons
+    failed: int = 0  # candidates whose run failed on some model
+    failures: list[str] = field(default_factory=list)
+    baseline_refused: str = ""  # why the default variant cannot run here, if it cannot
+    numerics: dict[str, Any] | None = None  # the winner with the data path on
+    rerun_errors: dict[tuple, str] = field(default_factory=dict)  # identity -> why it failed
+
+    def ranking(self) -> list[tuple[Candidate, Candidate]]:
+        """Every screened candidate, ranked: the re-runs at burst fidelity in their order, then
+        the others in the screening's order (their cycles are the screen's, at tile
+        fidelity). Pairs (the candidate as ranked, its screening run)."""
+        by_id = {c.identity(): c for c in self.screened}
+        ranked = [(c, by_id.get(c.identity(), c)) for c in self.candidates]
+        done = {c.identity() for c in self.candidates}
+        ranked += [(c, c) for c in self.screened if c.identity() not in done]
+        return ranked
+
+    @property
+    def best(self) -> Candidate:
+        return self.candidates[0]
+
+    def _union(self, keys_of: Any) -> list[str]:
+        """The keys ``keys_of(candidate)`` gives over every candidate, in first-seen order."""
+        return list(dict.fromkeys(k for c in [*self.candidates, *self.screened]
+                                  for k in keys_of(c)))
+
+    def ranking_json(self) -> list[dict[str, Any]]:
+        """:meth:`ranking` as JSON objects: ``rank`` (overall), ``fidelity`` of ``cycles``,
+        ``screen_rank`` and ``screen_cycles`` (the tile-fidelity screen), ``error`` (a re-run
+        that failed)."""
+        return [c.to_json() | {"rank": i, "screen_rank": screen.rank,
+                               "screen_cycles": screen.cycles,
+                               "error": self.rerun_errors.get(c.identity(), "")}
+                for i, (c, screen) in enumerate(self.ranking(), 1)]
+
+    def to_json(self) -> dict[str, Any]:
+        base = self.baseline or Candidate(get_op(self.op).default_variant, {})
+        summary = ("variant", "params", "cycles", "cycles_by_model", "lower_bound_cycles")
+        return {
+            "op": self.op, "shape": list(self.shape), "models": dict(self.models),
+            "fidelity": {"screen": SCREEN_FIDELITY, "rerun": RERUN_FIDELITY},
+            "baseline": _picked(base, *summary, "warnings", "hazards")
+            | {"refused": self.baseline_refused or None},
+            "best": _picked(self.best, *summary, "gap_pct", "speedup", "warnings", "hazards")
+            | {"max_rel_err": summary_json(self.numerics or {}).get("max_rel_err")},
+            "candidates": [c.to_json() for c in self.candidates],
+            # every screened candidate, ranked (the re-runs first): what --out writes
+            "ranking": self.ranking_json(), "screened": len(self.screened),
+            "refused": self.refused, "failed": self.failed,
+            "numerics": summary_json(self.numerics),
+        }
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """:meth:`ranking_json` as CSV rows: a column per parameter key (empty where a candidate
+        lacks it) and, with several models, a ``cycles[LABEL]`` column per model."""
+        rows = []
+        params, byte_columns = self._union(lambda c: c.params), self._union(Candidate.bytes_columns)
+        for obj in self.ranking_json():
+            row = {k: obj[k] for k in ("rank", "fidelity", "variant")}
+            row.update({k: obj["params"].get(k, "") for k in params}, cycles=obj["cycles"])
+            if len(self.models) > 1:
+                row.update({f"cycles[{m}]": obj["cycles_by_model"].get(m) for m in self.models})
+            row.update({k: obj.get(k, "") for k in ("screen_rank", "screen_cycles", "speedup",
+                        *byte_columns, "lower_bound_cycles", "gap_pct", "core_busy_pct")})
+            row.update(warnings=";".join(obj["warnings"]), hazards=obj["hazards"],
+                       error=obj["error"])
+            rows.append(row)
+        return rows
+
+    def csv_text(self) -> str:
+        rows = self.table_rows()
+        header = list(rows[0])
+        lines = [csv_line(header), *(csv_line([_cell(row[k]) for k in header]) for row in rows)]
+        return b"".join(lines).decode("utf-8")
+
+
+def _picked(c: Candidate, *keys: str) -> dict[str, Any]:
+    obj = c.to_json()
+    return {k: obj[k] for k in keys}
+
+
+def _cell(v: Any) -> str:
+    return "" if v is None else f"{v:.6g}" if isinstance(v, float) else format_value(v)
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -62,9 +225,8 @@ def _variants(the_op: Op, variants: str | Sequence[str] | None) -> list[str]:
     names = variants.split(",") if isinstance(variants, str) else list(variants)
     names = [str(v).strip() for v in names]
     if not names or any(not v for v in names):
-        raise DspsimInputError(
-            f"variants {variants!r}: expected V1,V2,...; allowed: {', '.join(the_op.variants)}"
-        )
+        raise DspsimInputError(f"variants {variants!r}: expected V1,V2,...; allowed: "
+                               f"{', '.join(the_op.variants)}")
     for v in names:
         the_op.check_variant(v)
     if len(set(names)) < len(names):
@@ -76,68 +238,50 @@ def _axes(the_op: Op, params: Sequence[str] | Mapping[str, Any] | None,
           variants: int = 1) -> dict[str, list]:
     """``--param`` texts (``KEY=V1,V2`` or ``KEY=START:STOP:STEP``) or key -> values, checked:
     keys of the hardware or this op's table; a search too large is refused before any value."""
-    if not params:
-        return {}
-    items = _param_items(params)
+    items = _param_items(params or {})
     axes: dict[str, list] = {}
     for key, _values in items:
         if key in SPECIAL_KEYS:
-            raise DspsimInputError(
-                f"--param {key}: not a model key; optimize takes the variants with --variants "
-                "and the size with --n / --shape"
-            )
+            raise DspsimInputError(f"--param {key}: not a model key; optimize takes the variants "
+                                   "with --variants and the size with --n / --shape")
         section = model_key(key).section  # unknown key -> one line naming the allowed ones
         if section != the_op.name and section in op_names():
-            raise DspsimInputError(
-                f"--param {key}: a key of op {section}, not of {the_op.name}; allowed: "
-                f"hardware keys and {the_op.name}.* keys"
-            )
+            raise DspsimInputError(f"--param {key}: a key of op {section}, not of {the_op.name}; "
+                                   f"allowed: hardware keys and {the_op.name}.* keys")
         if key in axes:
             raise DspsimInputError(f"--param {key} is given twice")
         axes[key] = []
-    _check_search_size(the_op, items, variants)
-    for key, values in items:
-        axes[key] = parse_values(key, values) if isinstance(values, str) else spec_values(
-            key, values)
-    return axes
+    # counted before a value is built (two axes of 10^6 values took minutes and gigabytes
+    # to refuse)
+    counts = {key: value_count(key, values) if isinstance(values, str) else
+              len(values) if isinstance(values, list) else 1 for key, values in items}
+    op_keys = [n for k, n in counts.items() if model_key(k).section == the_op.name]
+    hardware = math.prod(n for k, n in counts.items() if model_key(k).section != the_op.name)
+    if all(n <= MAX_VALUES_PER_KEY for n in counts.values()):
+        _check_runs(hardware * max(op_keys, default=1) * max(1, variants), "at least ")
+    return {key: parse_values(key, values) if isinstance(values, str) else
+            spec_values(key, values) for key, values in items}
 
 
 def _param_items(params: Sequence[str] | Mapping[str, Any]) -> list[tuple[str, Any]]:
     """(key, values) of each ``--param`` text (``KEY=...``) or mapping entry, keys stripped."""
     if isinstance(params, Mapping):
-        items = [(str(k), v) for k, v in params.items()]
-    else:
-        items = []
-        for item in params:
-            key, eq, text = str(item).partition("=")
-            if not eq or not key.strip():
-                raise DspsimInputError(
-                    f"--param {item!r}: expected KEY=V1,V2,... or KEY=START:STOP:STEP, e.g. "
-                    "idma.max_outstanding=8,32"
-                )
-            items.append((key, text))
-    return [(key.strip(), values) for key, values in items]
-
-
-def _check_search_size(the_op: Op, items: list[tuple[str, Any]], variants: int) -> None:
-    """Refuse a search of more than :data:`MAX_CANDIDATES` runs, counted before a value is built
-    (two axes of 10^6 values took minutes and gigabytes to refuse)."""
-    counts = {key: value_count(key, values) if isinstance(values, str) else
-              len(values) if isinstance(values, list) else 1 for key, values in items}
-    hardware = math.prod(n for k, n in counts.items() if model_key(k).section != the_op.name)
-    op_axis = max((n for k, n in counts.items() if model_key(k).section == the_op.name),
-                  default=1)
-    at_least = hardware * op_axis * max(1, variants)
-    if all(n <= MAX_VALUES_PER_KEY for n in counts.values()):
-        _check_runs(at_least, "at least ")
+        return [(str(k).strip(), v) for k, v in params.items()]
+    items = []
+    for item in params:
+        key, eq, text = str(item).partition("=")
+        if not eq or not key.strip():
+            raise DspsimInputError(f"--param {item!r}: expected KEY=V1,V2,... or "
+                                   "KEY=START:STOP:STEP, e.g. idma.max_outstanding=8,32")
+        items.append((key.strip(), text))
+    return items
 
 
 def _check_runs(runs: int, at_least: str = "") -> None:
     if runs > MAX_CANDIDATES:
-        raise DspsimInputError(
-            f"the search has {at_least}{runs:,} runs (candidates x models); at most "
-            f"{MAX_CANDIDATES:,}: restrict it with --variants or fewer --param values"
-        )
+        raise DspsimInputError(f"the search has {at_least}{runs:,} runs (candidates x models); "
+                               f"at most {MAX_CANDIDATES:,}: restrict it with --variants or "
+                               "fewer --param values")
 
 
 def _load_models(
@@ -183,9 +327,11 @@ def _enumerate(
         space: dict[str, list] = {}
         for m in models.values():  # the union over the models, each key's values ascending
             for key, values in the_op.search_space(m, v, shape).items():
-                merged = {format_value(x): x for x in space.get(key, [])}
-                merged.update({format_value(x): x for x in values})
-                space[key] = _ascending(list(merged.values()))
+                merged = {format_value(x): x for x in [*space.get(key, []), *values]}
+                try:
+                    space[key] = sorted(merged.values())
+                except TypeError:
+                    space[key] = list(merged.values())
         spaces[v] = space
     searched = {k for s in spaces.values() for k in s}
     for space in spaces.values():
@@ -211,42 +357,28 @@ def _enumerate(
     return out
 
 
-def _ascending(values: list[Any]) -> list[Any]:
-    try:
-        return sorted(values)
-    except TypeError:
-        return values
-
-
-def _point(the_op: Op, variant: str, shape: tuple[int, ...], params: Mapping[str, Any]) -> dict:
-    """A sweep point (what :func:`evaluate_point` runs)."""
-    size = {"n": shape[0]} if len(shape) == 1 else {"shape": shape_text(shape)}
-    return {"op": the_op.name, "variant": variant, **size, **params}
-
-
 def evaluate_all(tasks: list[tuple[HardwareModel, dict, str]], jobs: int, show: bool,
                  desc: str) -> list[dict[str, Any]]:
     """``evaluate_point(*task)`` for every task in ``jobs`` processes; results in order."""
     results: list[dict[str, Any] | None] = [None] * len(tasks)
-    bar = None
+    bars: list[Any] = []  # the progress bar, once the workers are up
 
     def started() -> None:  # the workers are forked before the bar starts its thread
-        nonlocal bar
         if show and tasks:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(tasks), unit="run", desc=desc, file=sys.stderr,
-                       dynamic_ncols=True, leave=False)
+            bars.append(tqdm(total=len(tasks), unit="run", desc=desc, file=sys.stderr,
+                             dynamic_ncols=True, leave=False))
 
     try:
         for i, row in imap_unordered(evaluate_point, range(len(tasks)), jobs, work=len(tasks),
                                      args=lambda i: tasks[i], started=started,
                                      failed=pool_failure(f"optimize ({desc})")):
             results[i] = row
-            if bar is not None:
+            for bar in bars:
                 bar.update(1)
     finally:
-        if bar is not None:
+        for bar in bars:
             bar.close()
     return results  # type: ignore[return-value]
 
@@ -257,8 +389,9 @@ def _run(
 ) -> None:
     """Run each candidate on every model at ``fidelity``; fill in its worst case (or error)."""
     labels = list(models)
-    tasks = [(models[m], _point(the_op, c.variant, shape, c.params), fidelity)
-             for c in cands for m in labels]
+    size = {"n": shape[0]} if len(shape) == 1 else {"shape": shape_text(shape)}
+    tasks = [(models[m], {"op": the_op.name, "variant": c.variant, **size, **c.params}, fidelity)
+             for c in cands for m in labels]  # sweep points (what evaluate_point runs)
     rows = evaluate_all(tasks, jobs, show, desc)
     for i, c in enumerate(cands):
         mine = dict(zip(labels, rows[i * len(labels):(i + 1) * len(labels)]))
@@ -286,12 +419,6 @@ def _run(
 def _set(model: HardwareModel, c: Candidate) -> HardwareModel:
     """``model`` at the candidate's parameters."""
     return model.with_overrides(dict(c.params)) if c.params else model
-
-
-def _bound(the_op: Op, model: HardwareModel, c: Candidate, shape: tuple[int, ...]) -> float | None:
-    b = the_op.bounds(_set(model, c), c.variant, shape)
-    value = None if b is None else b.lower_bound_cycles
-    return None if value is None or not math.isfinite(value) else float(value)
 
 
 def optimize(
@@ -346,21 +473,29 @@ def _runnable(the_op: Op, names: list[str], shape_t: tuple[int, ...],
     refusals: list[str] = []
     refused = 0
     for c in _enumerate(the_op, names, shape_t, loaded, axes):
-        try:
-            for m in loaded.values():
-                the_op.check_run(_set(m, c), c.variant, shape_t)
-        except ValueError as e:
-            refused += 1
-            if len(refusals) < EXAMPLES:
-                refusals.append(f"{c.variant} {params_text(c.params)}: {one_line(e)}".strip())
+        why = _refusal(the_op, c, loaded, shape_t)
+        if not why:
+            runnable.append(c)
             continue
-        runnable.append(c)
+        refused += 1
+        if len(refusals) < EXAMPLES:
+            refusals.append(f"{c.variant} {params_text(c.params)}: {why}".strip())
     if not runnable:
         why = f" (e.g. {refusals[0]})" if refusals else ""
-        raise DspsimInputError(
-            f"no candidate left: the op refused all {refused} combinations of the search{why}"
-        )
+        raise DspsimInputError(f"no candidate left: the op refused all {refused} combinations "
+                               f"of the search{why}")
     return runnable, refused, refusals
+
+
+def _refusal(the_op: Op, c: Candidate, loaded: dict[str, HardwareModel],
+             shape_t: tuple[int, ...]) -> str:
+    """Why the op refuses to run ``c`` on one of the models (``""``: it runs on all)."""
+    try:
+        for m in loaded.values():
+            the_op.check_run(_set(m, c), c.variant, shape_t)
+    except ValueError as e:
+        return one_line(e)
+    return ""
 
 
 def _screen(the_op: Op, runnable: list[Candidate], shape_t: tuple[int, ...],
@@ -389,14 +524,8 @@ def _rerun(the_op: Op, best: list[Candidate], shape_t: tuple[int, ...],
     """Step 3: the best at burst fidelity beside the baseline, ranked, with bounds and
     speed-ups; the baseline (or why none), the re-runs' errors (also added to ``failures``)."""
     finals = [Candidate(c.variant, dict(c.params), index=c.index) for c in best]
-    default = the_op.default_variant
-    base = Candidate(default, {}, index=-1)
-    baseline_refused = ""
-    try:
-        for m in loaded.values():
-            the_op.check_run(m, default, shape_t)
-    except ValueError as e:
-        baseline_refused = one_line(e)
+    base = Candidate(the_op.default_variant, {}, index=-1)
+    baseline_refused = _refusal(the_op, base, loaded, shape_t)
     batch = finals + ([] if baseline_refused else [base])
     _run(the_op, batch, shape_t, loaded, RERUN_FIDELITY, jobs, show, "re-run")
     rerun_errors = {c.identity(): c.error for c in finals if c.error}
@@ -405,7 +534,10 @@ def _rerun(the_op: Op, best: list[Candidate], shape_t: tuple[int, ...],
             failures.append(f"{c.variant} {params_text(c.params)} at {RERUN_FIDELITY} "
                             f"fidelity: {c.error}")
         else:
-            c.lower_bound_cycles = _bound(the_op, loaded[c.worst_model], c, shape_t)
+            b = the_op.bounds(_set(loaded[c.worst_model], c), c.variant, shape_t)
+            value = None if b is None else b.lower_bound_cycles
+            c.lower_bound_cycles = (None if value is None or not math.isfinite(value)
+                                    else float(value))
     if base.error:
         baseline_refused = f"its run failed: {base.error}"
     baseline = None if baseline_refused else base

@@ -1,27 +1,20 @@
 """Run a workload: streams of RPC tasks, the UCP's queue, and the ops on the cores.
 
-Each stream allocates its DDR buffers once (input, output, parameter block) and reuses them for
-every task, as a host program reusing its buffers would; each task is one ``hbDSPRpcV2`` +
-``hbUCPSubmitTask`` (non-blocking: a camera does not wait for the previous frame) and is
-released when done. The run ends when the last task is done, however late: an overloaded
-platform shows up as a growing backlog and latencies, not as a hang.
-
+Each stream allocates its DDR buffers once (input, output, parameter block) and reuses them; each
+task is one non-blocking ``hbDSPRpcV2`` + ``hbUCPSubmitTask``, released when done. The run ends
+when the last task is done, however late: overload shows as backlog and latency, not a hang.
 Release ``i`` of a stream is at ``start_us + i * period_us + U[0, jitter_us)``, the jitter drawn
-from ``numpy.random.default_rng([seed, stream position])``: same workload and seed, same run.
+from ``numpy.random.default_rng([seed, stream position])``.
 
-**One clock**, in integer ticks (:mod:`dspsim.ticks`): the host side (releases, the RPC
-round trip's two halves, the UCP's queue and its choice of core,
-:class:`dspsim.host.ucp.SchedulingPolicy`) is booked on it, in submission order at equal
-times; the task table reports cycles. The ops run in *episodes*, each on a fresh platform whose
-clock starts when a task starts on an idle one (no op running, no event pending, every port
-and iDMA channel idle); time being integers, a fresh platform is the idle one exactly and an
-op's cycles do not depend on when it runs. With ``reuse`` (the default) a task starting on an
-idle platform is booked from an earlier task of its stream that ran alone on that core from
-an idle platform, unless another task may start beside it (:meth:`_Schedule._contended`);
-``reuse=False`` simulates every task, the task table the same. ``jobs`` cuts the run at
-*clean* moments (nothing runs, waits or is booked) into parts run at once (:mod:`.parts`).
-Why each is exact, and why a data cache rules both out: docs/workloads.md, "Episodes and
-reuse" and "Parts at once".
+**One clock**, in integer ticks (:mod:`dspsim.ticks`): the host side (releases, the RPC round
+trip's halves, the queue and its choice of core, :class:`dspsim.host.ucp.SchedulingPolicy`) is
+booked on it, in submission order at equal times. The ops run in *episodes*, each on a fresh
+platform whose clock starts when a task starts on an idle one; time being integers, a fresh
+platform is the idle one exactly. With ``reuse`` a task starting on an idle platform is booked
+from an earlier task of its stream that ran alone on that core, unless another task may start
+beside it (:meth:`_Schedule._contended`). ``jobs`` cuts the run at *clean* moments into parts
+run at once (:mod:`.parts`). Why each is exact, and why a data cache rules both out:
+docs/workloads.md, "Episodes and reuse" and "Parts at once".
 """
 
 from __future__ import annotations
@@ -29,9 +22,8 @@ from __future__ import annotations
 import bisect
 import heapq
 import time
+from collections import namedtuple
 from collections.abc import Callable
-from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -40,14 +32,14 @@ import simpy
 from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError
 from dspsim.host.program import HostProgram
-from dspsim.host.ucp import SchedulingPolicy, Ucp, parse_backend
+from dspsim.host.ucp import SchedulingPolicy, Ucp
 from dspsim.hw.clock import at, events_scheduled
 from dspsim.ops import get_op
 from dspsim.ops.registry import firmware_registry
 from dspsim.platform import Platform, check_fidelity
 from dspsim.study.workload import parts
-from dspsim.study.workload.results import DdrMeter, TaskColumns, WorkloadRun
 from dspsim.study.workload.spec import Workload, check_workload
+from dspsim.study.workload.summary import DdrMeter, TaskColumns, WorkloadRun
 from dspsim.ticks import CYCLE, TICKS_PER_CYCLE, cycles, ticks
 from dspsim.workers import check_jobs
 
@@ -61,42 +53,15 @@ def _shifted(segments: dict[str, np.ndarray], offset: float) -> dict[str, np.nda
             "share": segments["share"]}
 
 
-def release_cycles(workload: Workload, clock_mhz: float) -> list[np.ndarray]:
-    """Every stream's release times in cycles (jitter drawn from the workload's seed)."""
-    out = []
-    for k, s in enumerate(workload.streams):
-        base = s.start_us + s.period_us * np.arange(s.count)
-        if s.jitter_us > 0:
-            rng = np.random.default_rng([workload.seed, k])
-            base = base + rng.uniform(0.0, s.jitter_us, s.count)
-        out.append(base * clock_mhz)
-    return out
-
-
-@dataclass
-class _Booked:
-    """What a task alone on an idle platform did, from its episode's start: its end (ticks),
-    its op's start and cycles, its DDR occupancy (cycles)."""
-
-    end: int
-    op_start: float
-    op_cycles: float
-    read_bytes: int
-    write_bytes: int
-    busy_ticks: int  # the port's data path (its own count: per request on a transactions one)
-    warnings: list[dict[str, Any]]
-    ddr: dict[str, np.ndarray] | None
-    output: np.ndarray | None
-
-
-@dataclass(eq=False, slots=True)
-class _Waiting:
-    """A task in the UCP's queue, as :class:`SchedulingPolicy` reads it."""
-
-    task: int
-    priority: int
-    backend: int | None
-    seq: int
+# what an episode (or a booking of one) adds to the run: bytes read and written, the port's
+# data-path busy ticks (its own count: per request on a transactions one), warnings, DDR
+# segments (cycles), outputs by stream
+_Totals = namedtuple("_Totals", "read_bytes write_bytes busy_ticks warnings ddr outputs")
+# a task alone on an idle platform, from its episode's start: its end (ticks), its op's start
+# and cycles, and its totals (DDR segments from the episode's start)
+_Booked = namedtuple("_Booked", "end op_start op_cycles totals")
+# a task in the UCP's queue, as :class:`SchedulingPolicy` reads it (backend: a core or None)
+_Waiting = namedtuple("_Waiting", "task priority backend seq")
 
 
 class _Episode:
@@ -113,13 +78,11 @@ class _Episode:
         ucp = Ucp(self.platform, run.registry)
         self.meter = None
         if run.ddr_profile:
-            self.meter = DdrMeter(self.platform.port)
-            self.platform.port.log = self.meter  # one entry per request
+            self.meter = self.platform.port.log = DdrMeter(self.platform.port)  # per request
         self.programs = [HostProgram.load(ucp, get_op(s.op), s.variant, s.shape, what=s.name)
                          for s in run.workload.streams]
         self.never_idle = run.model.dcache.capacity_bytes > 0
-        self.running = 0
-        self.tasks_started = 0
+        self.running = self.tasks_started = 0
         self.last: tuple[int, float, float, int] | None = None  # the latest done
         self.streams: set[int] = set()  # the streams whose ops ran here
         self.sentinel_for = -1  # the arrival a process of this platform waits to hand over
@@ -160,61 +123,57 @@ class _Episode:
                 and all(ch.current is None and not ch.fifo.items
                         for d in p.dsps for ch in d.idma))
 
-    def booked(self, stream: int) -> _Booked:
-        """This episode, a single task of ``stream`` that left the platform idle, as a
-        booking."""
-        _, op_start, op_cycles, end = self.last
-        stats = self.platform.port.stats()
-        origin = cycles(self.start)
-        return _Booked(end - self.start, op_start - origin, op_cycles, stats["read_bytes"],
-                       stats["write_bytes"], self.platform.port.busy_ticks,
-                       [dict(w) for w in self.platform.warnings.values()],
-                       _shifted(self.meter.arrays(), -origin) if self.meter is not None
-                       else None, self.output(stream))
+    def totals(self, origin: float = 0.0) -> _Totals:
+        """What this episode adds to the run, its DDR segments from ``origin`` (cycles)."""
+        p = self.platform
+        stats = p.port.stats()
+        return _Totals(stats["read_bytes"], stats["write_bytes"], p.port.busy_ticks,
+                       [dict(w) for w in p.warnings.values()],
+                       None if self.meter is None else _shifted(self.meter.arrays(), -origin),
+                       {k: self.output(k) for k in self.streams} if p.data else {})
 
-    def output(self, stream: int) -> np.ndarray | None:
-        if not self.platform.data:
-            return None
+    def booked(self) -> _Booked:
+        """This episode, a single task that left the platform idle, as a booking."""
+        _, op_start, op_cycles, end = self.last
+        origin = cycles(self.start)
+        return _Booked(end - self.start, op_start - origin, op_cycles, self.totals(origin))
+
+    def output(self, stream: int) -> np.ndarray:
         p = self.programs[stream]
         return p.array(p.output).copy()
 
 
 class _Schedule:
-    """The host side on the one clock (ticks), driving the episodes (module docstring)."""
+    """The host side on the one clock (ticks), driving the episodes (module docstring). As a
+    part of the run (:func:`.parts.run_parts`): from arrival ``first`` on a clean platform to
+    the first clean moment ``stop`` accepts, noting the totals at each clean moment."""
 
     def __init__(self, workload: Workload, model: HardwareModel, fidelity: str, data: bool,
                  ddr_profile: bool, reuse: bool, on_task_done: Callable[[], None] | None,
-                 first: int = 0, stop: Callable[[int], bool] | None = None,
-                 marks: bool = False):
+                 first: int = 0, stop: Callable[[int], bool] | None = None):
         self.workload, self.model, self.fidelity, self.data = workload, model, fidelity, data
         self.ddr_profile, self.reuse, self.on_task_done = ddr_profile, reuse, on_task_done
-        # a part of the run (:func:`.parts.run_parts`): from arrival ``first`` on a clean platform,
-        # to the first clean moment ``stop`` accepts; the totals at each clean moment
-        self.first, self.stop = first, stop
-        self.marks: dict[int, parts.Mark] | None = {} if marks else None
-        self.stopped: int | None = None
+        self.first, self.stop, self.stopped = first, stop, None
+        self.marks: dict[int, parts.Mark] | None = None if stop is None else {}
         self.registry = firmware_registry()
-        streams = workload.streams
         cores = self.cores = model.core.count
         clock = model.core.clock_mhz
         self.half_rpc = ticks(model.host.rpc_latency_us * clock / 2)  # as the UCP's
-        stream, self.index, release = _arrival_order(workload, clock)
-        n, self.release = len(release), release
-        half, per = self.half_rpc, TICKS_PER_CYCLE  # at the DSP side (ticks(r) inlined)
-        self.queued = [round(r * per) + half for r in release.tolist()]
-        self.priority = np.array([s.priority for s in streams], np.int64)[stream].tolist()
+        stream, self.index, self.release = _arrival_order(workload, clock)
+        n = len(stream)
+        # at the DSP side (ticks(r) inlined)
+        self.queued = [round(r * TICKS_PER_CYCLE) + self.half_rpc for r in self.release.tolist()]
+        self.stream = stream.tolist()
+        priority, backend = zip(*((s.priority, s.core) for s in workload.streams))
+        self.priority = [priority[k] for k in self.stream]
+        self.backend = [backend[k] for k in self.stream]  # None: any core
         # what the run fills in, task by task (lists: cheaper to set one at a time than arrays)
         self.core = [-1] * n
-        self.started = [-1.0] * n
-        self.op_start = [-1.0] * n
-        self.op_cycles = [-1.0] * n
-        self.core_end_cycle = [-1.0] * n
+        self.started, self.op_start, self.op_cycles, self.core_end_cycle = (
+            [-1.0] * n for _ in range(4))
         self.reused = [False] * n
-        backends = [parse_backend(s.backend, cores) for s in streams]
-        self.backend = [backends[k] for k in stream.tolist()]
-        self.stream = stream.tolist()
         # the arrivals a core other than c could take: "any" ones and those for core k
-        kind = np.array([-1 if b is None else b for b in backends], np.int64)[stream]
+        kind = np.array([-1 if b is None else b for b in self.backend], np.int64)
         self.arrivals_of = {k: np.flatnonzero(kind == k) for k in range(-1, cores)}
         self.policy = SchedulingPolicy(cores)
         self.free = [True] * cores
@@ -223,13 +182,11 @@ class _Schedule:
         self.queue_log: list[tuple[float, int]] = [(0.0, 0)]
         self.episode: _Episode | None = None
         self.memo: dict[tuple[int, int], _Booked] = {}
-        self.episodes = 0
-        self.events = 0
+        self.episodes = self.events = self.stamp = 0
         self.bytes = [0, 0, 0]  # read, written, data-path busy ticks (the host memory's port)
         self.warnings: list[tuple[int, list[dict[str, Any]]]] = []  # (episode start, ...)
         self.ddr_parts: list[dict[str, np.ndarray]] = []
         self.outputs: dict[int, tuple[int, np.ndarray]] = {}  # (stamp when set, last output)
-        self.stamp = 0
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -268,7 +225,7 @@ class _Schedule:
             if self.episode is not None:  # idle: closed here rather than as the task starts
                 self._close(self.episode)
             self.marks[task] = parts.mark(self)
-            if task > self.first and self.stop is not None and self.stop(task):
+            if task > self.first and self.stop(task):
                 self.stopped = task  # this part ends here: the arrival is the next part's
                 return
         waiting = _Waiting(task, self.priority[task], self.backend[task], task)
@@ -284,8 +241,7 @@ class _Schedule:
         arrivals from here on, as from the start of a run."""
         if self.heap or len(self.policy) or not all(self.free):
             return False
-        ep = self.episode
-        return ep is None or ep.idle(t)
+        return self.episode is None or self.episode.idle(t)
 
     def core_end(self, task: int, t: int) -> None:
         c = self.core[task]
@@ -310,7 +266,7 @@ class _Schedule:
         if ep is None:
             booked = self.memo.get((stream, core)) if self.reuse else None
             if booked is not None and not self._contended(core, t + booked.end):
-                self._book(task, stream, booked, t)
+                self._book(task, booked, t)
                 return
             ep = self.episode = _Episode(self, t)
             self.episodes += 1
@@ -341,79 +297,66 @@ class _Schedule:
         self.op_cycles[task] = op_cycles
         if ep.idle(end):
             if ep.tasks_started == 1 and self.reuse:
-                self.memo.setdefault((stream, core), ep.booked(stream))
+                self.memo.setdefault((stream, core), ep.booked())
             self._close(ep)
         self.core_end(task, end)
 
-    def _book(self, task: int, stream: int, b: _Booked, t: int) -> None:
+    def _book(self, task: int, b: _Booked, t: int) -> None:
         at_cycle = t * CYCLE
         self.op_start[task] = at_cycle + b.op_start
         self.op_cycles[task] = b.op_cycles
         self.reused[task] = True
-        self.bytes[0] += b.read_bytes
-        self.bytes[1] += b.write_bytes
-        self.bytes[2] += b.busy_ticks
-        if b.warnings:
-            self.warnings.append((t, b.warnings))
-        if b.ddr is not None:
-            self.ddr_parts.append(_shifted(b.ddr, at_cycle))
-        if b.output is not None:
-            self.output(stream, b.output)
+        self._add(b.totals, t, at_cycle)
         heapq.heappush(self.heap, (t + b.end, task))
 
     def _close(self, ep: _Episode) -> None:
-        stats = ep.platform.port.stats()
-        self.bytes[0] += stats["read_bytes"]
-        self.bytes[1] += stats["write_bytes"]
-        self.bytes[2] += ep.platform.port.busy_ticks
         self.events += events_scheduled(ep.env)
-        if ep.platform.warnings:
-            self.warnings.append((ep.start, [dict(w) for w in ep.platform.warnings.values()]))
-        if ep.meter is not None:
-            self.ddr_parts.append(ep.meter.arrays())
-        for stream in ep.streams:
-            out = ep.output(stream)
-            if out is not None:
-                self.output(stream, out)
+        self._add(ep.totals(), ep.start)
         self.episode = None
+
+    def _add(self, tot: _Totals, t: int, shift: float = 0.0) -> None:
+        """Add an episode's (or a booking's) totals at ``t``, its DDR segments ``shift`` cycles
+        later."""
+        for i, v in enumerate((tot.read_bytes, tot.write_bytes, tot.busy_ticks)):
+            self.bytes[i] += v
+        if tot.warnings:
+            self.warnings.append((t, tot.warnings))
+        if tot.ddr is not None:
+            self.ddr_parts.append(_shifted(tot.ddr, shift))
+        for stream, out in tot.outputs.items():
+            self.output(stream, out)
 
     def output(self, stream: int, out: np.ndarray) -> None:
         self.stamp += 1
         self.outputs[stream] = (self.stamp, out)
 
     def _log_queue(self, t: int) -> None:
-        count, now = len(self.policy), t * CYCLE
-        if self.queue_log[-1][0] == now:
-            self.queue_log[-1] = (now, count)
-        else:
-            self.queue_log.append((now, count))
+        now = t * CYCLE
+        if self.queue_log[-1][0] == now:  # one entry a time: its last count
+            self.queue_log.pop()
+        self.queue_log.append((now, len(self.policy)))
 
     # ------------------------------------------------------------------ the totals
     def columns(self) -> TaskColumns:
         core_end = np.array(self.core_end_cycle)
         return TaskColumns(
             np.array(self.stream, np.int32), self.index, np.array(self.priority, np.int16),
-            np.array(self.core, np.int16), self.release,
-            np.array(self.queued, float) * CYCLE,
+            np.array(self.core, np.int16), self.release, np.array(self.queued, float) * CYCLE,
             np.array(self.started), np.array(self.op_start), np.array(self.op_cycles),
             core_end, np.where(core_end >= 0, core_end + cycles(self.half_rpc), -1.0),
             np.array(self.reused, bool))
 
     def merged_warnings(self) -> list[dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
-        for _, ws in sorted(self.warnings, key=itemgetter(0)):
+        for _, ws in sorted(self.warnings, key=lambda w: w[0]):
             for w in ws:
-                entry = out.get(w["code"])
-                if entry is None:
-                    entry = out[w["code"]] = {**w, "count": 0}
-                entry["count"] += w["count"]
+                out.setdefault(w["code"], {**w, "count": 0})["count"] += w["count"]
         return list(out.values())
 
     def ddr(self) -> dict[str, np.ndarray]:
         """The DDR occupancy of every episode and booking, in time order."""
-        parts = self.ddr_parts or [{"start": np.zeros(0), "end": np.zeros(0),
-                                    "share": np.zeros(0)}]
-        cat = {k: np.concatenate([p[k] for p in parts]) for k in ("start", "end", "share")}
+        keys = ("start", "end", "share")
+        cat = {k: np.concatenate([np.zeros(0)] + [p[k] for p in self.ddr_parts]) for k in keys}
         order = np.lexsort((cat["share"], cat["end"], cat["start"]))
         return {k: v[order] for k, v in cat.items()}
 
@@ -425,26 +368,17 @@ def _segment_from(workload: Workload, model: HardwareModel, fidelity: str, data:
     """The run from arrival ``first`` on a clean platform, to its first clean moment at or
     after arrival ``until`` (or at one of ``targets``; with neither, to the end); its tasks
     done counted as ``part``'s (:func:`.parts.counter`)."""
-    stop = None
-    if until is not None:
-        stop = until.__le__
-    elif targets is not None:
-        stop = targets.__contains__
+    stop = until.__le__ if until is not None else (targets or frozenset()).__contains__
     sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, parts.counter(part),
-                      first=first, stop=stop, marks=True)
+                      first, stop)
     sched.run()
     return parts.segment(sched)
 
 
 def run_workload(
-    workload: Workload,
-    model: HardwareModel,
-    fidelity: str = "tile",
-    data: bool = False,
-    ddr_profile: bool = False,
-    on_task_done: Callable[[], None] | None = None,
-    reuse: bool = True,
-    jobs: int = 1,
+    workload: Workload, model: HardwareModel, fidelity: str = "tile", data: bool = False,
+    ddr_profile: bool = False, on_task_done: Callable[[], None] | None = None,
+    reuse: bool = True, jobs: int = 1,
 ) -> WorkloadRun:
     """Simulate ``workload`` on ``model``'s platform; ``data`` moves values (the op's default
     input in each stream's input buffer); ``ddr_profile`` keeps the DDR data path's occupancy
@@ -457,39 +391,8 @@ def run_workload(
     check_workload(workload, model)
     wall_start = time.perf_counter()
     sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, on_task_done)
-    k, parts_note, cols = _simulate(sched, jobs, model)
-    wall_s = time.perf_counter() - wall_start
-    names = [s.name for s in workload.streams]
-    return WorkloadRun(
-        workload=workload,
-        model=model,
-        fidelity=fidelity,
-        data=data,
-        tasks=cols,
-        queue_log=np.asarray(sched.queue_log, float).reshape(-1, 2),
-        end_cycle=float(cols.finished_cycle.max()),
-        core_names=[f"core{k}" for k in range(model.core.count)],
-        **_host_traffic(model, sched.bytes),
-        rpc_cycles=cycles(2 * sched.half_rpc),
-        events=sched.events,
-        wall_s=wall_s,
-        warnings=sched.merged_warnings(),
-        ddr=sched.ddr() if ddr_profile else None,
-        outputs={names[k]: v for k, (_, v) in sorted(sched.outputs.items())} if data else None,
-        reuse=reuse,
-        reuse_note=CACHE_NOTE if reuse and model.dcache.capacity_bytes > 0 else None,
-        episodes=sched.episodes,
-        jobs=jobs,
-        parts=k,
-        parts_note=parts_note,
-    )
-
-
-def _simulate(sched: _Schedule, jobs: int,
-              model: HardwareModel) -> tuple[int, str | None, TaskColumns]:
-    """Run the schedule, in parts at once when ``jobs`` and the run allow; the parts, the note
-    on why fewer than asked, and the task columns (every task finished, else a deadlock)."""
-    k, parts_note = parts.plan_parts(len(sched.queued), jobs, model.dcache.capacity_bytes > 0)
+    cached = model.dcache.capacity_bytes > 0
+    k, parts_note = parts.plan_parts(len(sched.queued), jobs, cached)
     if k > 1:
         parts.run_parts(sched, k, jobs, _segment_from)
     else:
@@ -497,24 +400,35 @@ def _simulate(sched: _Schedule, jobs: int,
     cols = sched.columns()
     if (cols.core_end_cycle < 0).any():
         raise DeadlockError(["host (waiting for a task that never finished)"])
-    return k, parts_note, cols
-
-
-def _host_traffic(model: HardwareModel, traffic: list[int]) -> dict[str, Any]:
-    """The host memory's bytes read and written, and the cycles its port was busy with them
-    (its own count, as `dspsim run` reports it)."""
-    name = model.host.memory
-    read, written, busy = traffic
-    return {"ddr_bytes": {f"{name}_read": read, f"{name}_write": written},
-            "ddr_busy_cycles": cycles(busy)}
+    names, mem = [s.name for s in workload.streams], model.host.memory
+    return WorkloadRun(
+        workload=workload, model=model, fidelity=fidelity, data=data, tasks=cols,
+        queue_log=np.asarray(sched.queue_log, float).reshape(-1, 2),
+        end_cycle=float(cols.finished_cycle.max()),
+        core_names=[f"core{c}" for c in range(model.core.count)],
+        # the host memory's port: its own count of busy cycles, as `dspsim run` reports it
+        ddr_bytes={f"{mem}_read": sched.bytes[0], f"{mem}_write": sched.bytes[1]},
+        ddr_busy_cycles=cycles(sched.bytes[2]), rpc_cycles=cycles(2 * sched.half_rpc),
+        events=sched.events, wall_s=time.perf_counter() - wall_start,
+        warnings=sched.merged_warnings(), ddr=sched.ddr() if ddr_profile else None,
+        outputs={names[s]: v for s, (_, v) in sorted(sched.outputs.items())} if data else None,
+        reuse=reuse, reuse_note=CACHE_NOTE if reuse and cached else None,
+        episodes=sched.episodes, jobs=jobs, parts=k, parts_note=parts_note,
+    )
 
 
 def _arrival_order(workload: Workload,
                    clock: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every task's stream, index in its stream and release cycle, by time, then stream
-    order."""
-    streams = workload.streams
-    release = np.concatenate(release_cycles(workload, clock))
+    """Every task's stream, index in its stream and release cycle (jitter drawn from the
+    workload's seed), by time, then stream order."""
+    streams, release = workload.streams, []
+    for k, s in enumerate(streams):
+        base = s.start_us + s.period_us * np.arange(s.count)
+        if s.jitter_us > 0:
+            rng = np.random.default_rng([workload.seed, k])
+            base = base + rng.uniform(0.0, s.jitter_us, s.count)
+        release.append(base * clock)
+    release = np.concatenate(release)
     stream = np.concatenate([np.full(s.count, k, np.int32) for k, s in enumerate(streams)])
     index = np.concatenate([np.arange(s.count, dtype=np.int64) for s in streams])
     order = np.lexsort((index, stream, release))  # by time, then stream order

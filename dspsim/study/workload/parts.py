@@ -1,54 +1,41 @@
 """A workload run in parts at once (``run_workload(..., jobs=N)``), joined at clean moments.
 
-A *clean* moment, just before an arrival with the platform idle, the queue empty and every core
-free, cuts a run in two: what follows depends only on the arrivals from there on. Each worker
-runs one share of the arrivals as if its start were clean, on to its first clean moment past
-the next share's start, noting its totals at every clean moment (a :class:`Segment`). Joining
-in order, a part that meets the run so far at a moment clean in both goes on from there; where
-none does, this process runs on to one. Every task, byte, warning, output, queue length and
-DDR segment is as in one run; only the reuse, events and episodes differ. A part that fails
-off the run's path is dropped (only the first part's error is the run's). A data cache is
-never clean: such a run is not split. The runs themselves are :mod:`.engine`'s ``_Schedule``.
+A *clean* moment (just before an arrival, the platform idle, the queue empty, every core free)
+cuts a run in two. Each worker runs one share of the arrivals as if its start were clean, to its
+first clean moment past the next share's start, noting its totals at every clean moment (a
+:class:`Segment`); the join goes on from a moment clean in both, or runs on here to one. A part
+that fails off the run's path is dropped (only the first part's error is the run's). Why this is
+the same run, and why a data cache is never split: docs/workloads.md, "Parts at once".
 """
 
 from __future__ import annotations
 
 import threading
+from collections import namedtuple
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 
 from dspsim.errors import WorkerError
 from dspsim.workers import imap_unordered
 
-# a run in parts gives each at least this many tasks
-MIN_PART_TASKS = 32
-# how often the progress count reads the workers' counts while they run
-PROGRESS_EVERY_S = 0.5
+MIN_PART_TASKS = 32  # a run in parts gives each at least this many tasks
+PROGRESS_EVERY_S = 0.5  # how often the progress count reads the workers' counts
 
 # while a run is in parts: each part's tasks done so far, shared with the workers (forked
 # after it is made), each writing its own slot; ``None`` otherwise
 _done: Any = None
 
-# the per-task fields a run fills in (``engine._Schedule``)
-TASK_FIELDS = ("core", "started", "op_start", "op_cycles", "core_end_cycle", "reused")
+TASK_FIELDS = ("core", "started", "op_start", "op_cycles", "core_end_cycle", "reused")  # a run's
 
 
-class Mark(NamedTuple):
-    """A run's totals at a clean moment: where a part from there begins in them."""
-
-    read_bytes: int
-    write_bytes: int
-    busy_hi: int  # the port's busy ticks, hi * 2^32 + lo (a day's overflow int64 whole)
-    busy_lo: int
-    events: int
-    episodes: int
-    warnings: int
-    ddr_parts: int
-    queue_log: int
-    stamp: int
+# a run's totals at a clean moment, where a part from there begins in them (ints; the port's
+# busy ticks as hi * 2^32 + lo: a day's overflow int64 whole)
+Mark = namedtuple("Mark", "read_bytes write_bytes busy_hi busy_lo events episodes warnings "
+                          "ddr_parts queue_log stamp")
 
 
 @dataclass
@@ -66,14 +53,11 @@ class Segment:
     ddr_parts: list[dict[str, np.ndarray]]
     queue_log: np.ndarray  # (cycle, tasks waiting) rows
     outputs: dict[int, tuple[int, np.ndarray]]  # stream: (stamp, its last output)
-    _marks: dict[int, int] | None = field(default=None, repr=False)
 
-    @property
+    @cached_property
     def marks(self) -> dict[int, int]:
         """The clean moments, by the arrival they came before: their row."""
-        if self._marks is None:
-            self._marks = {t: k for k, t in enumerate(self.mark_tasks.tolist())}
-        return self._marks
+        return {t: k for k, t in enumerate(self.mark_tasks.tolist())}
 
     def mark(self, first: int) -> Mark:
         """The totals at the clean moment before arrival ``first``."""
@@ -94,8 +78,7 @@ def segment(sched: Any) -> Segment:
                    np.array(list(marks.values()), np.int64).reshape(len(marks), len(Mark._fields)),
                    {k: np.array(getattr(sched, k)[sched.first:end]) for k in TASK_FIELDS},
                    mark(sched), sched.warnings, sched.ddr_parts,
-                   np.array(sched.queue_log, float).reshape(-1, 2),
-                   sched.outputs)
+                   np.array(sched.queue_log, float).reshape(-1, 2), sched.outputs)
 
 
 def take(sched: Any, seg: Segment, first: int) -> int:
@@ -113,8 +96,7 @@ def take(sched: Any, seg: Segment, first: int) -> int:
     sched.ddr_parts.extend(seg.ddr_parts[m.ddr_parts:])
     log = seg.queue_log[m.queue_log:]  # merged within; at one time with the last before, one
     if len(log) and sched.queue_log[-1][0] == log[0, 0]:
-        sched.queue_log[-1] = (float(log[0, 0]), int(log[0, 1]))
-        log = log[1:]
+        sched.queue_log.pop()
     sched.queue_log.extend(zip(log[:, 0].tolist(), log[:, 1].astype(int).tolist()))
     for stream, (stamp, out) in seg.outputs.items():
         if stamp > m.stamp:  # set after that moment: the last of the stream's
@@ -128,11 +110,7 @@ def counter(part: int | None) -> Callable[[], None] | None:
     done = _done
     if part is None or done is None:
         return None
-
-    def one() -> None:
-        done[part] += 1
-
-    return one
+    return lambda: done.__setitem__(part, done[part] + 1)
 
 
 class _Progress:
@@ -190,21 +168,14 @@ def plan_parts(tasks: int, jobs: int, cached: bool) -> tuple[int, str | None]:
                        f"{MIN_PART_TASKS} (a worker's start costs more than so few save)")
 
 
-@dataclass
-class _Failed:
-    """A part's run that raised ``error`` (in a worker)."""
-
-    first: int
-    error: Exception
-
-
-def _part(segment_from: Callable[..., Segment], *args: Any) -> Segment | _Failed:
-    """In a worker: ``segment_from(*args)``, or what it raised (the join decides whether that
-    is the run's error: only the first part surely starts where the run does)."""
+def _part(segment_from: Callable[..., Segment], *args: Any) -> Segment | Exception:
+    """In a worker: ``segment_from(*args)``, or what it raised, handed back as a result (the
+    join decides whether that is the run's error: only the first part surely starts where the
+    run does)."""
     try:
         return segment_from(*args)
-    except Exception as e:  # the run's own error, handed back as a result
-        return _Failed(args[6], e)
+    except Exception as e:  # noqa: BLE001 - the run's own error, judged by the join
+        return e
 
 
 def _pool_failed(e: Exception) -> BaseException:
@@ -226,13 +197,13 @@ def run_parts(sched: Any, k: int, jobs: int, segment_from: Callable[..., Segment
     progress = _Progress(tick, k, n) if tick is not None else None
     segments: list[Segment] = []
     try:
-        for _, seg in imap_unordered(
+        for j, seg in imap_unordered(
                 _part, range(k), jobs, work=k,
                 args=lambda j: (segment_from, *spec, starts[j],
                                 starts[j + 1] if j + 1 < k else None, None, j),
                 failed=_pool_failed):
-            if isinstance(seg, _Failed) and seg.first == 0:
-                raise seg.error  # the run's own start: it fails as the run does
+            if isinstance(seg, Exception) and j == 0:
+                raise seg  # the run's own start: it fails as the run does
             if isinstance(seg, Segment):  # a later part that failed gives no clean moments
                 segments.append(seg)
     finally:

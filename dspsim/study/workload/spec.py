@@ -121,22 +121,6 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _checked_n(n: Any) -> Any:
-    if n is not None and not _is_int(n):
-        raise WorkloadError(f"shape: n = {_show(n)}: expected a positive integer")
-    return n
-
-
-def _checked_shape(shape: Any) -> Any:
-    """Refuse, quoting it short, a shape that is not a short list of integers (the op checks
-    the rest)."""
-    if shape is not None and (not isinstance(shape, list) or len(shape) > 8
-                              or not all(_is_int(d) for d in shape)):
-        raise WorkloadError(f"shape = {_show(shape)}: expected a list of positive integers, "
-                            "e.g. [rows, cols]")
-    return shape
-
-
 def _op_of_file(source: str, where: str, path: Any) -> str:
     """The op of a stream's ``op_file`` (a path relative to the workload file), loaded."""
     from dspsim.ops.fileop import load_op_file
@@ -166,29 +150,23 @@ def _stream(source: str, k: int, raw: Any) -> Stream:
     name = raw["name"]
     if not isinstance(name, str) or not name.strip():
         raise WorkloadError(f"{where}: name = {_show(name)}: expected a non-empty string")
-    op, variant, shape, priority, backend = _what_runs(where, raw)
-    count, period, jitter, start = _releases(where, raw)
-    deadline = raw.get("deadline_us")
-    return Stream(
-        name=name, op=op.name, variant=variant, shape=shape, period_us=period, count=count,
-        priority=priority, backend=backend, start_us=start, jitter_us=jitter,
-        deadline_us=None if deadline is None else _number(where, "deadline_us", deadline, True),
-    )
+    what, releases, deadline = _what_runs(where, raw), _releases(where, raw), raw.get("deadline_us")
+    return Stream(name, **what, **releases, deadline_us=None if deadline is None
+                  else _number(where, "deadline_us", deadline, True))
 
 
 def _check_keys(where: str, raw: dict[str, Any]) -> None:
     """Every key of a stream's table known, every required one given."""
     for key in raw:
         if key not in REQUIRED + OPTIONAL:
-            raise WorkloadError(
-                f"{where}: unknown key {_show(key)}; allowed: {', '.join(REQUIRED + OPTIONAL)}"
-            )
+            raise WorkloadError(f"{where}: unknown key {_show(key)}; allowed: "
+                                f"{', '.join(REQUIRED + OPTIONAL)}")
     for key in REQUIRED:
         if key not in raw:
             raise WorkloadError(f"{where}: missing key {_show(key)}")
 
 
-def _what_runs(where: str, raw: dict[str, Any]) -> tuple[Any, str, tuple[int, ...], int, str]:
+def _what_runs(where: str, raw: dict[str, Any]) -> dict[str, Any]:
     """A stream's op, variant, shape (fitting the host's window), priority and backend."""
     if not isinstance(raw["op"], str):
         raise WorkloadError(f"{where}: op = {_show(raw['op'])}: expected an op name")
@@ -198,7 +176,15 @@ def _what_runs(where: str, raw: dict[str, Any]) -> tuple[Any, str, tuple[int, ..
         if not isinstance(variant, str):
             raise WorkloadError(f"variant = {_show(variant)}: expected a string")
         op.check_variant(variant)
-        shape = op.shape_of(n=_checked_n(raw.get("n")), shape=_checked_shape(raw.get("shape")))
+        n, shape = raw.get("n"), raw.get("shape")
+        if n is not None and not _is_int(n):
+            raise WorkloadError(f"shape: n = {_show(n)}: expected a positive integer")
+        # a short list of integers, quoted short if not (the op checks the rest)
+        if shape is not None and (not isinstance(shape, list) or len(shape) > 8
+                                  or not all(_is_int(d) for d in shape)):
+            raise WorkloadError(f"shape = {_show(shape)}: expected a list of positive "
+                                "integers, e.g. [rows, cols]")
+        shape = op.shape_of(n=n, shape=shape)
         check_fits_window(op, shape)  # before anything runs, naming the stream
         priority = check_priority(raw.get("priority", 0))
         backend = raw.get("backend", ANY)
@@ -208,10 +194,11 @@ def _what_runs(where: str, raw: dict[str, Any]) -> tuple[Any, str, tuple[int, ..
                                 "a leading zero)")
     except DspsimInputError as e:
         raise WorkloadError(f"{where}: {e}") from None
-    return op, variant, shape, priority, backend
+    return {"op": op.name, "variant": variant, "shape": shape, "priority": priority,
+            "backend": backend}
 
 
-def _releases(where: str, raw: dict[str, Any]) -> tuple[int, float, float, float]:
+def _releases(where: str, raw: dict[str, Any]) -> dict[str, Any]:
     """A stream's count, period, jitter and start (us), the last release within the times a
     run resolves."""
     count = raw["count"]
@@ -222,19 +209,15 @@ def _releases(where: str, raw: dict[str, Any]) -> tuple[int, float, float, float
     period = _number(where, "period_us", raw["period_us"], positive=True, minimum=MIN_PERIOD_US)
     jitter = _number(where, "jitter_us", raw.get("jitter_us", 0))
     if jitter >= period:
-        raise WorkloadError(
-            f"{where}: jitter_us = {_show(raw['jitter_us'])}: must be below period_us "
-            f"({period:g}) so that releases stay in order"
-        )
+        raise WorkloadError(f"{where}: jitter_us = {_show(raw['jitter_us'])}: must be below "
+                            f"period_us ({period:g}) so that releases stay in order")
     start = _number(where, "start_us", raw.get("start_us", 0))
     last = start + (count - 1) * period + jitter
     if last > MAX_TIME_US:
-        raise WorkloadError(
-            f"{where}: the last release, start_us + (count - 1) * period_us + jitter_us = "
-            f"{_digits(last)} us, is past {_MAX_TIME}; allowed at most that, so that times stay "
-            "resolved in cycles"
-        )
-    return count, period, jitter, start
+        raise WorkloadError(f"{where}: the last release, start_us + (count - 1) * period_us + "
+                            f"jitter_us = {_digits(last)} us, is past {_MAX_TIME}; allowed at "
+                            "most that, so that times stay resolved in cycles")
+    return {"count": count, "period_us": period, "jitter_us": jitter, "start_us": start}
 
 
 def _check_streams_fit_ddr(source: str, streams: tuple[Stream, ...]) -> None:
@@ -245,13 +228,11 @@ def _check_streams_fit_ddr(source: str, streams: tuple[Stream, ...]) -> None:
         need = ddr_layout_bytes(sizes[: k + 1])
         if need > DDR_WINDOW_BYTES:
             before = ", ".join(repr(s.name) for s in streams[:k])
-            raise WorkloadError(
-                f"{source}: stream {streams[k].name!r} does not fit the DSP's "
-                f"{DDR_WINDOW_BYTES:,}-byte DDR window beside stream(s) {before}: together "
-                f"they need {need:,} bytes (each stream's input, output and parameter block "
-                "stay allocated for the whole run); allowed: streams whose arrays total at "
-                "most the window"
-            )
+            raise WorkloadError(f"{source}: stream {streams[k].name!r} does not fit the DSP's "
+                                f"{DDR_WINDOW_BYTES:,}-byte DDR window beside stream(s) {before}: "
+                                f"together they need {need:,} bytes (each stream's input, output "
+                                "and parameter block stay allocated for the whole run); allowed: "
+                                "streams whose arrays total at most the window")
 
 
 def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
@@ -259,9 +240,8 @@ def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
     for key in raw:
         if key not in TOP_KEYS:
             hint = " (stream keys go under [[stream]])" if key in REQUIRED + OPTIONAL else ""
-            raise WorkloadError(
-                f"{source}: unknown key {_show(key)}{hint}; allowed: seed, [[stream]]"
-            )
+            raise WorkloadError(f"{source}: unknown key {_show(key)}{hint}; allowed: seed, "
+                                "[[stream]]")
     seed = raw.get("seed", 0)
     if not _is_int(seed) or seed < 0:
         raise WorkloadError(f"{source}: seed = {_show(seed)}: expected a non-negative integer")
@@ -271,13 +251,11 @@ def parse_workload(raw: dict[str, Any], source: str = "workload") -> Workload:
     if not isinstance(streams, list) or not streams:
         raise WorkloadError(f"{source}: stream must be an array of tables [[stream]]")
     out = tuple(_stream(source, k, s) for k, s in enumerate(streams))
-    names = [s.name for s in out]
     seen: set[str] = set()
-    dup = next((n for n in names if n in seen or seen.add(n)), None)
+    dup = next((s.name for s in out if s.name in seen or seen.add(s.name)), None)
     if dup is not None:
-        raise WorkloadError(
-            f"{source}: stream name {_show(dup)} is used twice; names must be unique"
-        )
+        raise WorkloadError(f"{source}: stream name {_show(dup)} is used twice; names must be "
+                            "unique")
     _check_streams_fit_ddr(source, out)
     workload = Workload(out, seed, source)
     if workload.tasks > MAX_TASKS:
@@ -297,13 +275,11 @@ def load_workload(path: str | Path) -> Workload:
 
 def check_workload(workload: Workload, model: Any) -> None:
     """Refuse, before simulating, what the platform cannot run: a backend beyond
-    ``core.count``, a variant needing more channels or DataRAMs, an op's own refusals."""
-    cores = model.core.count
+    ``core.count``, a variant needing more channels or DataRAMs, an op's own refusals (the
+    host's window was checked as the file was read)."""
     for s in workload.streams:
-        where = f"{workload.source}: stream {s.name!r}"
         try:
-            parse_backend(s.backend, cores)
-            check_fits_window(get_op(s.op), s.shape)
+            parse_backend(s.backend, model.core.count)
             get_op(s.op).check_run(model, s.variant, s.shape)
         except DspsimInputError as e:
-            raise WorkloadError(f"{where}: {e}") from None
+            raise WorkloadError(f"{workload.source}: stream {s.name!r}: {e}") from None

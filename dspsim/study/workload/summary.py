@@ -1,5 +1,6 @@
-"""What a workload run means: one row per task, and the summary per stream, per core, of the
-host memory's port (J6: DDR) and of the queue.
+"""What a workload run produced (:class:`WorkloadRun`: the task columns, the queue, the DDR
+port's occupancy) and what it means: one row per task, and the summary per stream, per core, of
+the host memory's port (J6: DDR) and of the queue.
 
 **latency** is submit to done, RPC round trip included; ``op_cycles`` the op's own
 ``TIME_STAMP`` span (as ``dspsim run`` reports it); percentiles are numpy's default (linear).
@@ -12,14 +13,17 @@ through the tasks outstanding at each release rises by :data:`GROWTH_LIMIT` or m
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dspsim.config import HardwareModel
 from dspsim.paths import atomic_write_bytes, writable_file
-from dspsim.study.workload.results import WorkloadRun
+from dspsim.study.workload.spec import Workload
+from dspsim.ticks import cycles
 
 TASK_COLUMNS = (
     "stream", "index", "core", "backend", "priority", "submit_us", "queued_us", "start_us",
@@ -29,9 +33,99 @@ PERCENTILES = (50, 95, 99)
 GROWTH_LIMIT = 1.0  # tasks: a backlog line rising by this much over the releases is overload
 
 
+class DdrMeter:
+    """The DDR data path's occupancy as merged segments ``(start, end, share of
+    bytes_per_cycle)``: a port request log (``append(entry)``, :data:`dspsim.probes.
+    PORT_LOG_FIELDS`) that keeps each entry's bytes spread evenly over its data span (exact:
+    an entry is one request)."""
+
+    def __init__(self, port: Any):
+        self.cycles_per_byte = port.policy.cycles_per_byte
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+        self.shares: list[float] = []
+
+    def append(self, entry: tuple) -> None:
+        """A port's request (times in ticks, :mod:`dspsim.hw.clock`), metered in cycles."""
+        start, end, nbytes = cycles(entry[1]), cycles(entry[2]), entry[4]
+        share = nbytes * self.cycles_per_byte / (end - start) if end > start else 0.0
+        if nbytes <= 0 or share <= 0:
+            return
+        if (self.ends and abs(self.ends[-1] - start) < 1e-9
+                and abs(self.shares[-1] - share) < 1e-9):
+            self.ends[-1] = end  # contiguous at the same share: one segment
+            return
+        self.starts.append(start)
+        self.ends.append(end)
+        self.shares.append(share)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"start": np.asarray(self.starts, float), "end": np.asarray(self.ends, float),
+                "share": np.asarray(self.shares, float)}
+
+
+@dataclass
+class TaskColumns:
+    """Every task of a run, in submission order, one array per field (about 100 bytes a
+    task). Cycles are absolute, -1 until they happen."""
+
+    stream: np.ndarray  # the stream's position in ``workload.streams``
+    index: np.ndarray  # the task's index in its stream
+    priority: np.ndarray
+    core: np.ndarray  # the core it ran on
+    submitted_cycle: np.ndarray  # hbUCPSubmitTask
+    queued_cycle: np.ndarray  # reached the DSP side (half the RPC round trip later)
+    started_cycle: np.ndarray  # a core took it
+    op_start_cycle: np.ndarray  # the op's TIME_STAMP start
+    op_cycles: np.ndarray  # the op's own span (PROF)
+    core_end_cycle: np.ndarray  # the op returned: the core is free
+    finished_cycle: np.ndarray  # the host sees it done (the other half later)
+    reused: np.ndarray  # booked from an earlier identical task instead of simulated
+
+    def __len__(self) -> int:
+        return len(self.stream)
+
+
+@dataclass
+class WorkloadRun:
+    """What a workload run produced: the tasks, the queue over time, the DDR port."""
+
+    workload: Workload
+    model: HardwareModel
+    fidelity: str
+    data: bool
+    tasks: TaskColumns
+    queue_log: np.ndarray  # (cycle, tasks waiting) at every change, cycle-sorted
+    end_cycle: float  # the last task done (host side)
+    core_names: list[str]
+    ddr_bytes: dict[str, int]
+    ddr_busy_cycles: float
+    rpc_cycles: float  # the whole round trip, half on submit and half on completion
+    events: int  # the events simulated (none for a reused task)
+    wall_s: float
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    ddr: dict[str, np.ndarray] | None = None  # DdrMeter.arrays() when profiled
+    # with the data path: each stream's output buffer at the end (its last task's output)
+    outputs: dict[str, np.ndarray] | None = None
+    reuse: bool = True  # whether tasks could be booked from earlier identical ones
+    reuse_note: str | None = None  # why none could be, when the platform rules it out
+    episodes: int = 0  # platforms simulated (a run of ops between idle moments each)
+    jobs: int = 1  # the parts asked for (``run_workload(..., jobs=)``)
+    parts: int = 1  # the parts the run was cut into
+    parts_note: str | None = None  # why fewer parts than jobs (None: as many as asked)
+
+    @property
+    def clock_mhz(self) -> float:
+        return self.model.core.clock_mhz
+
+    @property
+    def reused_tasks(self) -> int:
+        return int(self.tasks.reused.sum())
+
+
 def task_table(run: WorkloadRun) -> pd.DataFrame:
     """One row per task, in submission order (``TASK_COLUMNS`` plus the cycle columns): the
-    times of :class:`.results.TaskColumns` since t = 0 in cycles (``*_cycle``) and us
+    times of :class:`TaskColumns` since t = 0 in cycles (``*_cycle``) and us
     (``*_us``); ``latency_us`` is ``done_us - submit_us``."""
     t = run.tasks
     streams = run.workload.streams
@@ -85,63 +179,36 @@ def summarise(run: WorkloadRun, df: pd.DataFrame | None = None) -> dict[str, Any
     clock = run.clock_mhz
     streams = [_stream_summary(s, df[df["stream"] == s.name], clock)
                for s in run.workload.streams]
-    cores = [_core_summary(name, df[df["core"] == name], total) for name in run.core_names]
+    cores = []  # each core's tasks, busy cycles and share of the run
+    for name in run.core_names:
+        d = df[df["core"] == name]
+        busy = float(d["op_cycles"].sum())
+        cores.append({"core": name, "tasks": len(d), "busy_cycles": int(round(busy)),
+                      "utilisation": float(busy / total) if total > 0 else 0.0})
+    q, growth = run.queue_log, backlog_growth(df)  # the longest backlog, and when
+    peak = int(np.argmax(q[:, 1]))
     return {
-        "workload": run.workload.source,
-        "model": run.model.source,
-        "fidelity": run.fidelity,
-        "data": run.data,
-        "seed": run.workload.seed,
-        "tasks": len(df),
-        "cores": len(run.core_names),
-        "end_cycle": int(round(total)),
-        "end_us": total / clock,
-        "rpc_latency_us": run.rpc_cycles / clock,
-        "streams": streams,
-        "core_utilisation": cores,
+        "workload": run.workload.source, "model": run.model.source, "fidelity": run.fidelity,
+        "data": run.data, "seed": run.workload.seed, "tasks": len(df),
+        "cores": len(run.core_names), "end_cycle": int(round(total)), "end_us": total / clock,
+        "rpc_latency_us": run.rpc_cycles / clock, "streams": streams, "core_utilisation": cores,
         "ddr": {  # the host memory's port, whatever its name (J6: ddr)
-            "memory": run.model.host.memory,
-            "busy_cycles": int(round(run.ddr_busy_cycles)),
+            "memory": run.model.host.memory, "busy_cycles": int(round(run.ddr_busy_cycles)),
             "utilisation": run.ddr_busy_cycles / total if total > 0 else 0.0,
             "bytes": run.ddr_bytes,
         },
-        "queue": _queue_summary(run, df),
+        "queue": {"longest_backlog": int(q[peak, 1]),
+                  "longest_backlog_at_us": float(q[peak, 0] / clock),
+                  "backlog_growth": growth, "overloaded": growth >= GROWTH_LIMIT},
         "deadline_misses": int(df["missed"].sum()),
         "reuse": {  # tasks booked from an earlier identical one instead of simulated
-            "enabled": run.reuse,
-            "reused_tasks": run.reused_tasks,
-            "simulated_tasks": len(df) - run.reused_tasks,
-            "episodes": run.episodes,
+            "enabled": run.reuse, "reused_tasks": run.reused_tasks,
+            "simulated_tasks": len(df) - run.reused_tasks, "episodes": run.episodes,
             "note": run.reuse_note,
         },
-        "parts": {  # the run cut into parts at once (jobs), and why fewer than asked
-            "jobs": run.jobs,
-            "parts": run.parts,
-            "note": run.parts_note,
-        },
-        "events": run.events,
-        "wall_s": run.wall_s,
-        "warnings": run.warnings,
-    }
-
-
-def _core_summary(name: str, d: pd.DataFrame, total: float) -> dict[str, Any]:
-    """One core's tasks ``d``: how many, its busy cycles and its share of the run."""
-    busy = float(d["op_cycles"].sum())
-    return {"core": name, "tasks": len(d), "busy_cycles": int(round(busy)),
-            "utilisation": float(busy / total) if total > 0 else 0.0}
-
-
-def _queue_summary(run: WorkloadRun, df: pd.DataFrame) -> dict[str, Any]:
-    """The queue's longest backlog and when, and whether it grows (overload)."""
-    q = run.queue_log
-    peak = int(np.argmax(q[:, 1]))
-    growth = backlog_growth(df)
-    return {
-        "longest_backlog": int(q[peak, 1]),
-        "longest_backlog_at_us": float(q[peak, 0] / run.clock_mhz),
-        "backlog_growth": growth,
-        "overloaded": growth >= GROWTH_LIMIT,
+        # the run cut into parts at once (jobs), and why fewer than asked
+        "parts": {"jobs": run.jobs, "parts": run.parts, "note": run.parts_note},
+        "events": run.events, "wall_s": run.wall_s, "warnings": run.warnings,
     }
 
 
