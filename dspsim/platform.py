@@ -4,7 +4,7 @@ op's C reaches through globals.
 
 Requests go to a memory by address, as gem5's crossbar routes: :class:`AddressMap` turns a
 physical address (``hb_dsp_mem_map``) into a pointer into its memory. Observers and switches
-live in one :class:`~dspsim.hw.context.RunContext` every engine is built with. Engines are
+live in one :class:`~dspsim.probes.RunContext` every engine is built with. Engines are
 named here only (``core0``, ``core0.idma1``, ``ddr``); analyses read ``Result.engines``.
 ``tile`` fidelity is kept as a name (sweeps, workloads, calibrations ask for it) and runs the
 burst engine, whose repeat finders made its old closed forms no faster.
@@ -21,7 +21,6 @@ import simpy
 
 from dspsim.config import HardwareModel
 from dspsim.errors import AllocationError, DspsimInputError
-from dspsim.hw.context import RunContext
 from dspsim.hw.core import Core
 from dspsim.hw.dcache import DataCache
 from dspsim.hw.finder import Finder, row_loop
@@ -29,7 +28,7 @@ from dspsim.hw.idma import IdmaChannel
 from dspsim.hw.memory import Memory, Ptr
 from dspsim.hw.port import MemoryPort
 from dspsim.hw.tcm import TileManager
-from dspsim.probes import AccessLog, PassLog, Recorder
+from dspsim.probes import AccessLog, PassLog, Recorder, RunContext
 from dspsim.schema import Params
 from dspsim.ticks import cycles
 

@@ -6,11 +6,14 @@
 - :class:`PortLog`: the DDR port's requests (``PORT_LOG_FIELDS``) as compact columns.
 - :class:`PassLog`: the passes an op ran; a run of identical rows is one block, expanded on
   reading.
+- :class:`RunContext`: these observers and the run's switches, handed to every engine the
+  platform wires (as ns.py attaches a monitor to a port), not threaded through constructors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -19,6 +22,7 @@ from dspsim.ticks import TICKS_PER_CYCLE, cycles
 
 if TYPE_CHECKING:
     import pandas as pd
+    import simpy
 
 PORT_LOG_FIELDS = ("issue", "data_start", "data_end", "done", "bytes", "is_write", "requester")
 
@@ -569,3 +573,24 @@ def _describe(memory: str, a: Access, b: Access, origin: float) -> dict[str, Any
             f"{b.pass_name or a.pass_name} at cycle {at:,}"
         ),
     }
+
+
+@dataclass(eq=False)
+class RunContext:
+    """What every engine of one run shares: the observers and the run's switches."""
+
+    env: simpy.Environment
+    data: bool = True  # move values (the data path)
+    elide: bool = True  # skip the events nothing else can observe (hw.clock)
+    fidelity: str = "burst"  # burst | tile: the name asked for (one engine runs both)
+    port_log: bool = False  # every memory port logs its requests (PortLog)
+    log_limit: int | None = None  # keep at most this many trace rows / port requests each
+    recorder: Recorder = field(default_factory=lambda: Recorder(False))
+    accesses: AccessLog = field(default_factory=AccessLog)
+    warn: Callable[..., None] = lambda *args, **kwargs: None
+    _labels: dict[str, Labels] = field(default_factory=dict)
+
+    def labels(self, core: str) -> Labels:
+        """The trace labels (pass, tile, buffer) of the op running on ``core``: the op sets
+        them through its DSP, the core's engines stamp them on what they record."""
+        return self._labels.setdefault(core, Labels())

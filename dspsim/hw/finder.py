@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dspsim.hw.clock import put_into, requeue, set_now, split_queue, waits_on
 from dspsim.hw.repeats import (
@@ -59,9 +59,6 @@ from dspsim.hw.repeats import (
 )
 from dspsim.probes import PassRun, PortLog, TraceRun, numbered
 
-if TYPE_CHECKING:
-    from dspsim.hw.views import DspView
-
 Proc = Generator[Any, Any, Any]
 # a loop's booked iterations' values: values(k, pending) (module doc)
 Values = Callable[[int, Callable[[Any, Any], bool]], None]
@@ -75,7 +72,7 @@ class Finder:
     """The alike iterations of one loop on ``dsp``'s core, ``period`` iterations apart;
     ``rows``: an op's row loop (booked with the data path on too, its values batched)."""
 
-    def __init__(self, dsp: DspView, period: int, rows: bool = False):
+    def __init__(self, dsp: Any, period: int, rows: bool = False):
         ctx = dsp.platform.ctx
         self.dsp = dsp
         self.env = ctx.env
@@ -323,7 +320,7 @@ class Finder:
         set_now(self.env, now + dt)
 
 
-def _apart(dsp: DspView) -> bool:
+def _apart(dsp: Any) -> bool:
     """No descriptor pending on one channel writes where one pending on another reads or
     writes (with the data path on, the order they land in is then immaterial)."""
     return not ranges_meet([[(t.src.mem.name, t.src.addr, t.src.addr + t.src_pitch * t.rows,
@@ -384,7 +381,7 @@ def _next_rows(first: list, last: list, d: int) -> tuple[list[tuple], list] | No
     return template, numbers
 
 
-def row_loop(dsp: DspView, rows: int, row: Callable[[int], Proc],
+def row_loop(dsp: Any, rows: int, row: Callable[[int], Proc],
              values: Callable[[int, int], Proc] | None = None, row_elements: int = 1) -> Proc:
     """``for r in range(rows): yield from row(r)``, booking runs of alike rows at once (module
     doc); every ``row(r)`` runs the same kernel calls on its own bytes at the same offsets.

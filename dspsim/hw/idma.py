@@ -40,11 +40,11 @@ import simpy
 from dspsim.config import Idma
 from dspsim.errors import AllocationError, DspsimInputError
 from dspsim.hw.clock import Walk, WalkState, drive, event_heap
-from dspsim.hw.context import RunContext
 from dspsim.hw.memory import Ptr
 from dspsim.hw.periodic import Stream, StreamRuns
 from dspsim.hw.port import MemoryPort
 from dspsim.hw.repeats import Note
+from dspsim.probes import RunContext
 from dspsim.ticks import cycles, ticks
 
 
