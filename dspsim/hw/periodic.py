@@ -1,17 +1,14 @@
 """Runs of alike steps of iDMA channels streaming bursts through one port, inside their
 descriptors: the third place the one repeat check (:mod:`dspsim.hw.repeats`) is taken.
 
-While channels stream bursts through a shared port and nothing else acts, the state relative to
-now repeats. Each time a streaming channel wakes at a real event, its port's :class:`StreamRuns`
-notes the platform as the repeat check does (:class:`~dspsim.hw.repeats.Note`): the port's
-part (:meth:`dspsim.hw.port.MemoryPort.note`), each stream's walk (the burst it is at, its
-clock, its bursts in flight) and the order their wake-ups are queued in. When the waker wakes
-in a state noted ``D`` ticks earlier, with the same first foreign event pending, every later
-step is the same shifted by ``D`` (times and counters are integers: the step commutes with
-every shift): :func:`~dspsim.hw.repeats.book` moves every noted place on by whole steps, up to
-the next change (a stream's last window of bursts, anyone else's next event), and the others'
-queued wake-ups with them. A found step is kept and reused wherever the same state recurs
-(a stream's next descriptor, say).
+Each time a streaming channel wakes at a real event, its port's :class:`StreamRuns` notes the
+port, each stream's walk (the burst it is at, its clock, its bursts in flight) and the order
+their wake-ups are queued in. When the waker wakes in a state noted ``D`` ticks earlier, with
+the same first foreign event pending, every later step is the same shifted by ``D`` (times and
+counters are integers: the step commutes with every shift): :func:`~dspsim.hw.repeats.book`
+moves every noted place on by whole steps, up to the next change (a stream's last window of
+bursts, anyone else's next event), the others' queued wake-ups with them. A found step is kept
+and reused wherever the same state recurs (a stream's next descriptor, say).
 """
 
 from __future__ import annotations
@@ -27,10 +24,9 @@ from dspsim.probes import PortLog
 
 
 class Stream:
-    """A descriptor's walk, burst by burst: about to issue burst ``i`` at local time ``now``
-    (``None`` once its last is issued), ``inflight`` its bursts' completions. ``kind``: burst
-    bytes, window, direction. ``elides``: the walk itself passes the waits that end before the
-    next queued event."""
+    """A descriptor's walk: about to issue burst ``i`` at local time ``now`` (``None`` once its
+    last is issued), ``inflight`` its bursts' completions; ``kind``: burst bytes, window,
+    direction; ``elides``: the walk passes waits that end before the next queued event."""
 
     __slots__ = ("name", "process", "i", "now", "inflight", "full", "count", "burst_bytes",
                  "kind", "ranges", "elides", "last_window")
@@ -52,9 +48,8 @@ class Stream:
         self.last_window = min(self.full, self.count - 1) - window
 
     def note(self, st: Note) -> None:
-        """The walk's part of a note: which stream, the burst it is at (moving on), its clock
-        and bursts in flight relative to the note's time (those in flight moved by
-        :meth:`move`)."""
+        """The walk's part of a note: which stream, its burst (moving on), its clock and bursts
+        in flight relative to the note's time (moved by :meth:`move`)."""
         now = st.now
         st.key.append((self.name, self.kind, self.now is None,
                        tuple([x - now if x > now else None for x in self.inflight])))
@@ -103,7 +98,7 @@ class StreamRuns:
 
     def woke(self, stream: Stream) -> bool:
         """``stream`` woke at a real event: book whole steps ahead if the state was noted
-        before (or a step from it is known). ``True`` if it did."""
+        before (or a step from it is known); ``True`` if it did."""
         port = self.port
         if port.flows != len(self.streams) \
                 or not (port.log is None or isinstance(port.log, PortLog)) \
@@ -151,9 +146,8 @@ class StreamRuns:
         return True
 
     def _order(self, waker: Stream) -> tuple[tuple[int, int] | None, list] | None:
-        """The first foreign queued event (time, order) and the other streams' wake-ups in
-        the order they are queued (time, order, stream, event); ``None`` if a stream is not
-        waiting where its walk says."""
+        """The first foreign queued event (time, order) and the other streams' wake-ups as
+        queued (time, order, stream, event); ``None`` if a stream waits elsewhere."""
         env = self.port.env
         others = {id(waits_on(s.process)): s for s in self.streams if s is not waker}
         order, foreign = split_queue(env, lambda event: others.get(id(event)))
@@ -163,8 +157,7 @@ class StreamRuns:
         return foreign, order
 
     def _note(self, waker: Stream, foreign: tuple[int, int] | None, order: list) -> Note:
-        """The port and its streams when ``waker`` woke (the others by the order their
-        wake-ups are queued in, :meth:`_order`)."""
+        """The port and its streams when ``waker`` woke (the others in queue order)."""
         port = self.port
         st = Note(port.env.now, 0)
         st.foreign_id = foreign
@@ -179,8 +172,8 @@ class StreamRuns:
         return st
 
     def _requests(self, before: Note, st: Note, d: int) -> tuple[str, Any] | None:
-        """The port log's requests of a step after ``st``: those of the step noted, ``d``
-        later (or a count it drops, once full); ``None`` with no log."""
+        """The port log's requests of a step after ``st``: the noted step's, ``d`` later (or
+        a count it drops, once full); ``None`` with no log."""
         log = self.port.log
         if log is None:
             return None
@@ -191,14 +184,13 @@ class StreamRuns:
                         for e in log.ticks(a0, a1)]
 
     def _remember(self, before: Note, st: Note, cheap: tuple) -> None:
-        """Keep the step from ``st``'s state (its time, numbers, counters and slot turn)."""
+        """Keep the step from ``st``'s state."""
         if len(self._known) < KNOWN_STEPS and st.key not in self._known:
             self._known_cheap.add(cheap)
             self._known[st.key] = (st.now - before.now, st.steps_since(before, [self.port]))
 
     def _known_step(self, st: Note) -> Note | None:
-        """A note one known step before ``st`` (a step found from this state earlier), if
-        any, with no port log to fill."""
+        """A note one known step before ``st``, if any (and no port log to fill)."""
         found = self._known.get(st.key)
         if found is None or self.port.log is not None:
             return None

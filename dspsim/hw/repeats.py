@@ -1,15 +1,13 @@
 """The one repeat check: the platform noted at three starts, and how a run of alike periods is
 booked.
 
-Each engine adds its part of a note (``note(st)``: :meth:`dspsim.hw.core.Core.note`,
-:meth:`dspsim.hw.idma.IdmaChannel.note`, :meth:`dspsim.hw.port.MemoryPort.note`; a data
-cache its :meth:`~dspsim.hw.dcache.DataCache.relative_state`): what must be equal (``key``),
-the times that move with now, the numbers that move a step a period, the counters that grow.
-Three notes a period ``D`` apart that agree (:func:`alike`) show a period taking the state ``S``
-to ``S + D`` twice; times and counters being integers (:mod:`dspsim.ticks`), it goes on doing so
-while nothing else acts, and :func:`book` moves every noted place on by ``J`` periods at once
-(each port by its own :meth:`~dspsim.hw.port.MemoryPort.shift`). Two places take notes: a loop
-top or a row start (:mod:`dspsim.hw.finder`) and a kernel call's iteration end inside its walk
+Each engine adds its part of a note (``note(st)``; a data cache its ``relative_state``): what
+must be equal (``key``), the times that move with now, the numbers that move a step a period,
+the counters that grow. Three notes a period ``D`` apart that agree (:func:`alike`) show a
+period taking the state ``S`` to ``S + D`` twice; times and counters being integers, it goes on
+doing so while nothing else acts, and :func:`book` moves every noted place on by ``J`` periods
+at once (each port by its own ``shift``). Notes are taken at a loop top or a row start
+(:mod:`dspsim.hw.finder`) and at a kernel call's iteration end inside its walk
 (:class:`IterationRuns`). :func:`room` counts the periods that fit before another's event.
 """
 
@@ -23,16 +21,14 @@ from dspsim.probes import PortLog
 
 
 class Note:
-    """The platform at one loop top or row start, as :class:`dspsim.hw.finder.Finder` notes it
-    and each engine adds its part (``note(st)``): ``key`` must be equal at every note; ``times``
-    absolute times moving with now (``time_at`` where each lives, ``None`` if moved otherwise);
-    ``ints`` numbers moving one step a period (``int_at``; ``int_mem`` the memory of an
-    address); ``accs`` growing counters (``acc_at``); ``records`` the access log's kept
-    accesses (rebuilt from ``ints[i]`` and ``times[j]`` on); ``latest`` the latest of the times
-    held; ``foreign`` the first queued event not owned, ``queue`` the owned (event, and
-    its time or the stream it wakes);
-    ``rings`` each port's next slot; ``logged`` each record's (kept, dropped); ``passes`` the
-    passes begun and ``last_pass`` a copy of the last."""
+    """The platform at one period start, each engine adding its part (``note(st)``): ``key``
+    must be equal at every note; ``times`` absolute times moving with now (``time_at`` where
+    each lives, ``None`` if moved otherwise); ``ints`` numbers moving one step a period
+    (``int_at``; ``int_mem`` an address's memory); ``accs`` growing counters (``acc_at``);
+    ``records`` the access log's kept accesses (rebuilt from ``ints[i]`` and ``times[j]`` on);
+    ``latest`` the latest time held; ``foreign`` the first queued event not owned, ``queue``
+    the owned (event, and its time or the stream it wakes); ``rings`` each port's next slot;
+    ``logged`` each record's (kept, dropped); ``passes`` begun, ``last_pass`` the last's copy."""
 
     __slots__ = ("now", "alike", "key", "times", "time_at", "ints", "int_at", "int_mem",
                  "accs", "acc_at", "records", "latest", "foreign", "queue", "rings", "logged",
@@ -61,8 +57,7 @@ class Note:
         self.movers: list[Any] = []  # what moves its own times on: move(now, dt)
 
     def time(self, at: tuple[Any, Any] | None, t: int) -> None:
-        """An absolute time (held at ``at``: ``owner[key]`` or ``owner.key``) that moves with
-        now."""
+        """An absolute time (held at ``at``: ``owner[key]`` or ``owner.key``) moving with now."""
         self.times.append(t)
         self.time_at.append(at)
         if t > self.latest:
@@ -82,16 +77,16 @@ class Note:
 
     def steps_since(self, before: Note, ports: list[Any]
                     ) -> tuple[list[int], list[int], list[int]]:
-        """The steps of the period from ``before`` to this note: of its numbers, its counters
-        and its ports' next slots (what :meth:`earlier` undoes)."""
+        """The period's steps from ``before``: of the numbers, the counters and the ports'
+        next slots (what :meth:`earlier` undoes)."""
         return ([b - a for a, b in zip(before.ints, self.ints)],
                 [b - a for a, b in zip(before.accs, self.accs)],
                 [(b - a) % p.max_outstanding for p, a, b in zip(ports, before.rings, self.rings)])
 
     def earlier(self, k: int, d: int, steps: tuple[list[int], list[int], list[int]],
                 ports: list[Any]) -> Note:
-        """This note as it stood ``k`` periods of ``d`` earlier, the period's ``steps`` (of
-        the numbers, the counters, the ports' next slots) undone (what :func:`alike` reads)."""
+        """This note as it stood ``k`` periods of ``d`` earlier, the period's ``steps`` undone
+        (what :func:`alike` reads)."""
         ints, accs, rings = steps
         st = Note(self.now - k * d, self.alike)
         st.key, st.int_mem, st.logged = self.key, self.int_mem, self.logged
@@ -104,8 +99,8 @@ class Note:
 
 def ranges_meet(groups: list[list[tuple[Any, int, int, bool]]]) -> bool:
     """Two groups (a stream's, a channel's pending copies) hold ranges ``(memory, first byte,
-    end byte, written)`` that overlap with one of them written: when each lands its bytes, which
-    a booked run does not keep, could matter."""
+    end byte, written)`` that overlap, one written: when each lands (a booked run does not keep
+    it) could matter."""
     for i, group in enumerate(groups):
         for other in groups[i + 1:]:
             for mem, lo, hi, written in group:
@@ -116,8 +111,8 @@ def ranges_meet(groups: list[list[tuple[Any, int, int, bool]]]) -> bool:
 
 
 def assign(owner: Any, key: Any, value: Any) -> None:
-    """``owner[key] = value`` for a dict, list or deque, ``owner.assign(value)`` for what has
-    one (a descriptor's end), else ``setattr`` (a booked counter)."""
+    """``owner[key] = value`` (a dict, list or deque), ``owner.assign(value)`` (a descriptor's
+    end) or ``setattr``."""
     if hasattr(owner, "assign"):
         owner.assign(value)
     elif isinstance(owner, (dict, list, deque)):
@@ -127,8 +122,8 @@ def assign(owner: Any, key: Any, value: Any) -> None:
 
 
 def room(latest: int, step: int, limit: float) -> int:
-    """How many more steps of ``step`` (> 0) ``latest`` may take staying below ``limit`` (an
-    event time, or ``inf``: unbounded)."""
+    """How many steps of ``step`` (> 0) ``latest`` may take staying below ``limit`` (``inf``:
+    unbounded)."""
     if limit == float("inf"):
         return 1 << 62
     return max(0, (int(limit) - 1 - latest) // step)
@@ -136,9 +131,8 @@ def room(latest: int, step: int, limit: float) -> int:
 
 def alike(notes: list[Note], ports: list[Any]) -> int:
     """The period ``D`` (ticks) three notes show, -1 if they do not repeat: equal keys, each
-    time the same relative to its note, every number moving by one step twice (all addresses
-    of one memory by the same), every port's next slot turning alike, every counter growing
-    alike."""
+    time the same relative to its note, every number moving by one step twice (all addresses of
+    one memory by the same), every port's next slot turning alike, every counter growing alike."""
     s0, s1, s2 = notes
     d = s1.now - s0.now
     if not (s0.key == s1.key == s2.key and d >= 0 and s2.now - s1.now == d):
@@ -163,9 +157,9 @@ def alike(notes: list[Note], ports: list[Any]) -> int:
 
 
 def book(s1: Note, s2: Note, periods: int, ports: list[Any]) -> int:
-    """Move every place note ``s2`` holds on by ``periods`` periods like the one from ``s1``
-    (from ``s2``'s time): numbers by their step, times and what the ports hold in flight by
-    ``dt``, counters by their growth, the access log's kept records rebuilt; return ``dt``."""
+    """Move every place ``s2`` holds on by ``periods`` periods like the one from ``s1``:
+    numbers by their step, times and the ports' requests in flight by ``dt``, counters by their
+    growth, the access log's kept records rebuilt; return ``dt``."""
     now = s2.now
     dt = periods * (now - s1.now)
     ints = [c + periods * (c - b) if c != b else c for b, c in zip(s1.ints, s2.ints)]
@@ -192,8 +186,8 @@ def book(s1: Note, s2: Note, periods: int, ports: list[Any]) -> int:
 
 
 def next_requests(first: list, last: list, d: int) -> list[tuple] | None:
-    """A port log's requests of the period after ``last`` (``first`` the one before it):
-    ``None`` unless the two periods logged the same requests ``d`` apart."""
+    """A port log's requests of the period after ``last``: ``None`` unless ``first`` logged the
+    same, ``d`` earlier."""
     if len(first) != len(last):
         return None
     template = []
@@ -206,10 +200,9 @@ def next_requests(first: list, last: list, d: int) -> list[tuple] | None:
 
 def next_entries(marks: list[tuple[int, int]], kept: Any, follow: Any, d: int
                  ) -> tuple[str, Any] | None:
-    """What a record (a trace, a port log) gets in the period after three notes ``d`` apart,
-    given its ``(kept, dropped)`` counts at each (``marks``): ``("drop", c)`` when it is full
-    and drops ``c`` a period, ``("keep", follow(first, last, d))`` when it kept both periods'
-    entries alike (``kept(a, b)`` its entries ``a:b``), ``None`` when the periods differ."""
+    """What a record gets in the period after three notes ``d`` apart, from its ``(kept,
+    dropped)`` at each: ``("drop", c)`` when full (``c`` a period), ``("keep", follow(first,
+    last, d))`` when it kept both periods alike (``kept(a, b)``: entries ``a:b``), else None."""
     (a0, x0), (a1, x1), (a2, x2) = marks
     if a0 == a1 == a2 and x1 - x0 == x2 - x1:
         return "drop", x2 - x1
@@ -220,8 +213,8 @@ def next_entries(marks: list[tuple[int, int]], kept: Any, follow: Any, d: int
 
 
 def book_requests(log: Any, entries: tuple[str, Any], periods: int, d: int) -> None:
-    """A port log's requests of ``periods`` booked periods ``d`` apart (:func:`next_entries`:
-    the first period's, or a count each period drops); the log's limit counts those past it."""
+    """A port log's requests of ``periods`` booked periods ``d`` apart (:func:`next_entries`);
+    its limit counts those past it."""
     mode, template = entries
     if mode == "drop":
         log.dropped += periods * template
@@ -235,20 +228,16 @@ KNOWN_PERIODS = 64  # periods a core keeps for its later calls (bounded)
 
 
 class IterationRuns:
-    """Runs of alike iterations inside one kernel call's walk, booked at once: the loop of a
-    call on a memory port (softmax ``direct``: every vector load a round trip to DDR; a memcpy
-    streaming through the data cache) whose state relative to the walk's clock repeats.
+    """Runs of alike iterations inside one kernel call's walk, booked at once (softmax
+    ``direct``: every vector load a round trip to DDR; a memcpy through the data cache).
 
     Now and then, at an iteration's end, :meth:`note` reads what the walk owes, its ports'
-    slots and data paths (:meth:`dspsim.hw.port.MemoryPort.relative_state`), the write buffer
-    and the data cache's lines (:meth:`dspsim.hw.dcache.DataCache.relative_state`, relative to
-    the line the walk streams through), and the counters (the walk's stalls, the ports' and the
-    cache's). When three notes ``gap`` iterations apart agree as a row loop's three row starts
-    do (:func:`repeats`), the iterations that follow are booked at once, before any other
-    process's event; a port that logs its requests gets the booked ones (:func:`next_requests`;
-    its limit counts those past it). Through a cache a period moves the cached loads' and
-    stores' addresses alike by whole lines; the last period and the lines next to a memory's
-    end (where the prefetcher stops) are walked. Elided engine only (:meth:`applies`)."""
+    state, the write buffer, the data cache's lines (relative to the line the walk streams
+    through) and the counters. When three notes ``gap`` iterations apart agree (:func:`alike`),
+    the iterations that follow are booked at once, before any other process's event; a port
+    log gets the booked requests. Through a cache a period moves the cached loads' and stores'
+    addresses alike by whole lines; the last period and the lines next to a memory's end
+    (where the prefetcher stops) are walked. Elided engine only (:meth:`applies`)."""
 
     def __init__(self, env: Any, ports: list[Any], write_buffer: Any, state: Any,
                  cache: Any = None, cached: tuple[bool, bool] = (False, False),
@@ -269,16 +258,14 @@ class IterationRuns:
 
     @staticmethod
     def applies(ports: list[Any], elide: bool) -> bool:
-        """A walk over ``ports`` may be booked in runs: the elided engine, every port's log,
-        if any, one that can be read back."""
+        """A walk over ``ports`` may be booked in runs: elided, every port log readable."""
         return elide and bool(ports) and all(
             p.log is None or isinstance(p.log, PortLog) for p in ports)
 
     def first(self, count: int, loads: tuple[int, ...], stores: tuple[int, ...], issue: Any
               ) -> int:
-        """A run of ``count`` alike iterations (each its ``loads`` and ``stores`` and
-        ``issue`` ticks; or alike rows, ``issue`` the row's loop) begins: how many are left at
-        the first note (-1: none)."""
+        """A run of ``count`` alike iterations (``loads``, ``stores``, ``issue`` ticks; or rows,
+        ``issue`` the row's loop) begins: how many are left at the first note (-1: none)."""
         self.notes.clear()
         self.steps = (sum(loads), sum(stores))
         self.shape = (loads, stores, issue, self.route)
@@ -292,8 +279,8 @@ class IterationRuns:
         return at if at > 3 * self.gap else -1
 
     def _period(self) -> bool:
-        """Through the cache: the fewest iterations that move the cached addresses on by whole
-        lines, alike (``False``: they do not)."""
+        """Through the cache: the fewest iterations moving the cached addresses on by whole
+        lines, alike (``False``: none)."""
         steps = [s for s, cached in zip(self.steps, self.cached) if cached]
         if not steps or min(steps) != max(steps) or steps[0] <= 0:
             return False
@@ -306,8 +293,7 @@ class IterationRuns:
     def note(self, now: int, owed: int, left: int, load_addr: int, store_addr: int
              ) -> tuple[int, int, int, int, int]:
         """At an iteration's end, ``left`` to go: the walk's clock and iterations left after any
-        run found is booked, how many are left at the next note (-1: none), and the loads' and
-        the stores' next addresses."""
+        run booked, how many are left at the next note (-1: none), the next addresses."""
         notes = self.notes
         notes.append(self._note(now, owed, load_addr, store_addr))
         if len(notes) == 1:
@@ -334,9 +320,8 @@ class IterationRuns:
         return now, left, at if at > 0 else -1, load_addr, store_addr
 
     def _remember(self, logs: list[Any]) -> None:
-        """Keep the period the last two notes span, by the state it starts from (not where a
-        port log is kept: its requests are read from the notes; not one already kept, whose
-        earlier notes share the last one's key, :meth:`_known_period`)."""
+        """Keep the period the last two notes span, by its starting state (not with a port log,
+        whose requests come from the notes; not one already kept, :meth:`_known_period`)."""
         _, s1, s2 = self.notes
         if any(entries is not None for entries in logs) or s1.key is s2.key \
                 or s1.key != s2.key or len(self.known) >= KNOWN_PERIODS:
@@ -345,10 +330,8 @@ class IterationRuns:
                                              s2.steps_since(s1, self.ports))
 
     def _known_period(self, st: Note) -> None:
-        """``st`` is a state an earlier call's period started from (the same loop, ports and
-        cache): put the two notes that period's steps imply before it (its time, numbers,
-        counters and rings one and two periods back), so that the three-note check books from
-        here."""
+        """If an earlier call's period started from ``st``'s state (same loop, ports, cache),
+        put the two notes its steps imply before it, so the three-note check books from here."""
         found = self.known.get((self.shape, st.key))
         if found is None:
             return
@@ -356,8 +339,8 @@ class IterationRuns:
         self.notes[:0] = [st.earlier(k, d, steps, self.ports) for k in (2, 1)]
 
     def _cache_limit(self, periods: int) -> int:
-        """Of ``periods`` that repeat, those a cache lets be booked: one period short of the
-        run's end and clear of every memory's last lines (where the prefetcher stops)."""
+        """Of ``periods``, those a cache lets be booked: one short of the run's end, clear of
+        every memory's last lines (where the prefetcher stops)."""
         line = self.cache.line_bytes
         lines = self.gap * self.step // line  # a period's
         for mem, top in self.cache.top_lines().items():
@@ -366,8 +349,7 @@ class IterationRuns:
 
     def _note(self, now: int, owed: int, load_addr: int, store_addr: int) -> Note:
         """The walk at an iteration's end: what it owes, its write buffer, its stalls, its
-        ports (:meth:`dspsim.hw.port.MemoryPort.note`), the cache relative to the line it
-        streams through."""
+        ports, the cache relative to the line it streams through."""
         st, wb, state = Note(now, 0), self.wb, self.state
         st.key += [owed, tuple(t > now for t in wb)]
         for i, t in enumerate(wb):
@@ -389,8 +371,8 @@ class IterationRuns:
         return st
 
     def _requests(self) -> list[Any] | None:
-        """Each port log's requests in the period after the third note (:func:`next_entries`;
-        ``None`` for no log), if the two periods noted logged the same; ``None`` if not."""
+        """Each port log's requests in the period after the third note (``None``: no log);
+        ``None`` if the two periods noted differ."""
         d = self.notes[2].now - self.notes[1].now
         out: list[Any] = []
         for k, p in enumerate(self.ports):
@@ -402,8 +384,8 @@ class IterationRuns:
         return out
 
     def _book(self, periods: int, now: int, logs: list[Any]) -> int:
-        """Book ``periods`` periods like the last from ``now`` (the third note's time), each
-        port log's requests too (:meth:`_requests`); return the walk's clock after them."""
+        """Book ``periods`` periods like the last from ``now`` (port logs too); return the walk's
+        clock after them."""
         dt = book(self.notes[1], self.notes[2], periods, self.ports)
         cache = self.cache
         if cache is not None:
