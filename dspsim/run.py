@@ -87,7 +87,7 @@ class Result:
 
     @property
     def mode(self) -> str:
-        """The variant's older name (``pingpong`` / ``direct``)."""
+        """The variant's older name."""
         return self.variant
 
     @property
@@ -96,8 +96,7 @@ class Result:
         return int(np.prod(self.shape))
 
     def engines_of(self, kind: str) -> list[str]:
-        """The names of this run's engines of one kind (``core``, ``idma``, ``ddr``: the
-        memories' ports, every memory's)."""
+        """This run's engines of one kind (``core``, ``idma``, ``ddr``: every memory's port)."""
         return [name for name, k in self.engines.items() if k == kind]
 
     def to_json(self) -> dict[str, Any]:
@@ -137,11 +136,9 @@ def simulate(
 
     Input: ``x`` (needs ``data``) or the op's default input of ``shape`` (or ``n`` elements).
     ``params``: op parameters (``{"tile_bytes": 8192}`` or dotted keys). ``fidelity``: ``burst``
-    or ``tile`` (one engine). ``mode``: older name of ``variant``. ``core``: which core runs
-    it. ``elide=False``: the reference engine without event elision (same results).
-    ``trace_limit``: at most that many trace rows and port requests each; ``trace_cut_cycle``
-    and ``port_log_cut_cycle`` say up to where each is whole.
-    """
+    or ``tile`` (one engine). ``mode``: older name of ``variant``. ``core``: which core runs it.
+    ``elide=False``: the reference engine without event elision (same results).
+    ``trace_limit``: at most that many trace rows and port requests each."""
     req = Request.check(model, op, variant, mode, n, shape, x, data, fidelity, params, core,
                         trace_limit)
     wall_start = time.perf_counter()
