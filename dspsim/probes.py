@@ -127,16 +127,14 @@ class PortLog:
         return out
 
 
+@dataclass(eq=False, slots=True)
 class PassRun:
     """``count`` rows repeating the first row's passes (``template``), each ``shift_ticks``
     later."""
 
-    __slots__ = ("template", "count", "shift_ticks")
-
-    def __init__(self, template: list[dict[str, Any]], count: int, shift_ticks: int):
-        self.template = template
-        self.count = count
-        self.shift_ticks = shift_ticks
+    template: list[dict[str, Any]]
+    count: int
+    shift_ticks: int
 
     def __len__(self) -> int:
         return len(self.template) * self.count
@@ -314,18 +312,16 @@ def numbered(label: str) -> tuple[str, int | None]:
     return label, None
 
 
+@dataclass(eq=False, slots=True)
 class Labels:
     """The pass, tile and TCM buffer the op on one core works on, stamped on every trace row
     and access (tile numbering fields public: a fast-forward moves them on)."""
 
-    __slots__ = ("pass_name", "buffer", "tile_number", "tile_base", "tile_next")
-
-    def __init__(self) -> None:
-        self.pass_name = ""
-        self.buffer = -1
-        self.tile_number = -1
-        self.tile_base = 0  # tiles of earlier groups in this pass (see ``tile``)
-        self.tile_next = 0  # one past the highest tile number used in this pass
+    pass_name: str = ""
+    buffer: int = -1
+    tile_number: int = -1
+    tile_base: int = 0  # tiles of earlier groups in this pass (see ``tile``)
+    tile_next: int = 0  # one past the highest tile number used in this pass
 
     @property
     def tile(self) -> int:
@@ -352,19 +348,16 @@ class Labels:
         self.tile_number = -1
 
 
+@dataclass(eq=False, slots=True)
 class TraceRun:
     """``count`` booked rows repeating the first row's trace rows (``template``, ticks), each
     ``shift_ticks`` later; ``numbers``: per template row, ``None`` or ``(tile step, label head,
     label number, label step)``, how its numbers move on a row (``"copy_in ch0 #12"``)."""
 
-    __slots__ = ("template", "count", "shift_ticks", "numbers")
-
-    def __init__(self, template: list[tuple], count: int, shift_ticks: int,
-                 numbers: list[tuple | None] | None = None):
-        self.template = template
-        self.count = count
-        self.shift_ticks = shift_ticks
-        self.numbers = numbers
+    template: list[tuple]
+    count: int
+    shift_ticks: int
+    numbers: list[tuple | None] | None = None
 
     def columns(self, in_ticks: bool = False) -> list[np.ndarray]:
         """The rows' columns (``COLUMNS``' order), times in cycles (``in_ticks``: as recorded)."""

@@ -105,8 +105,11 @@ class Core:
         ``r`` from ``src + r * src_pitch`` to ``dst + r * dst_pitch`` (pitches in bytes,
         ``None``: the row), still one descriptor and one set-up (:mod:`dspsim.hw.idma`)."""
         check_block(src, dst, nbytes, rows, src_pitch, dst_pitch)  # before the set-up
-        if self.idma[channel].ring is not None:
-            yield from self._ring_room(channel)
+        ch = self.idma[channel]
+        if ch.ring is not None:  # ring mode: wait for a free descriptor
+            event = ch.when_pending_at_most(ch.ring - 1)
+            if event is not None:
+                yield from self._wait_event(event, ch, "wait_ring")
         start = self.env.now
         setup = self.idma[channel].setup_ticks
         if setup:
@@ -136,12 +139,6 @@ class Core:
         ``wait_out``: that op's traffic), then sets the ring up."""
         yield from self.idma_poll(channel, 0, "wait_out")
         self.idma[channel].init_loop(descriptors)
-
-    def _ring_room(self, channel: int) -> Proc:
-        ch = self.idma[channel]
-        event = ch.when_pending_at_most(ch.ring - 1)
-        if event is not None:
-            yield from self._wait_event(event, ch, "wait_ring")
 
     def idma_poll(self, channel: int, pending: int = 0, kind: str = "wait_in") -> Proc:
         """``while (idma_buffer_status(ch) > pending) ;``: one event, at the completion that

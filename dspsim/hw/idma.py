@@ -37,9 +37,8 @@ from dspsim.config import Idma
 from dspsim.errors import AllocationError, DspsimInputError
 from dspsim.hw.clock import Walk, WalkState, drive, event_heap
 from dspsim.hw.memory import Ptr
-from dspsim.hw.periodic import Stream, StreamRuns
 from dspsim.hw.port import MemoryPort
-from dspsim.hw.repeats import Note
+from dspsim.hw.repeats import Note, Stream, StreamRuns
 from dspsim.probes import RunContext
 from dspsim.ticks import cycles, ticks
 
@@ -251,7 +250,13 @@ class IdmaChannel:
             self.accesses.begin(self.name, t.start)
             yield from self._move(t)
             t.end = env.now
-            self._log_accesses(t)
+            if self.accesses.enabled:
+                for ptr, is_write in ((t.src, False), (t.dst, True)):
+                    for addr, nbytes in t.rows_of(ptr):
+                        self.accesses.add(self.name, ptr.mem.name, addr, nbytes, is_write,
+                                          t.start, t.end, f"{t.kind} #{t.index}", t.tile,
+                                          t.pass_name)
+            self.accesses.finish(self.name, t.end)
             self.busy_ticks += t.end - t.start
             self.bytes_moved += t.nbytes
             self.completed += 1
@@ -260,14 +265,6 @@ class IdmaChannel:
             self.recorder.record(self.name, t.kind, f"#{t.index}", t.start, t.end, t.nbytes,
                                  t.tile, t.pass_name, t.buffer)
             t.done.succeed()
-
-    def _log_accesses(self, t: Transfer) -> None:
-        if self.accesses.enabled:
-            for ptr, is_write in ((t.src, False), (t.dst, True)):
-                for addr, nbytes in t.rows_of(ptr):
-                    self.accesses.add(self.name, ptr.mem.name, addr, nbytes, is_write, t.start,
-                                      t.end, f"{t.kind} #{t.index}", t.tile, t.pass_name)
-        self.accesses.finish(self.name, t.end)
 
     def note(self, st: Note) -> bool:
         """The channel's part of a note (:class:`dspsim.hw.repeats.Note`): its counters, its
@@ -283,13 +280,10 @@ class IdmaChannel:
         for j, t in enumerate(self.issued):
             if not t.note(st, started=j == 0 and current is not None):
                 return False
-        return current is None or self._note_walk(st)
-
-    def _note_walk(self, st: Note) -> bool:
-        """The walk of the descriptor moving (:meth:`Stream.note`), if its port's stream runs
-        follow it."""
-        port = self.port_of(self.current)
-        if self.stream is None or port.repeats is None or self.stream not in port.repeats.streams:
+        if current is None:
+            return True
+        repeats = self.port_of(current).repeats  # the walk moving, if the stream runs follow it
+        if self.stream is None or repeats is None or self.stream not in repeats.streams:
             return False
         self.stream.note(st)
         return True
@@ -368,7 +362,7 @@ class IdmaChannel:
         """Bursts of ``idma.burst_bytes``, at most ``max_outstanding`` in flight, from
         ``state.now``, yielding at each wait the elided driver would not pass; leaves
         ``state.now`` at the last completion. Bursts land in order. ``stream`` holds the walk's
-        place, which :mod:`dspsim.hw.periodic` may advance by periods."""
+        place, which :class:`~dspsim.hw.repeats.StreamRuns` may advance by periods."""
         port = self.port_of(t)
         name, request = self.name, port.request
         repeats = port.repeats

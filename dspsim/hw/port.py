@@ -9,7 +9,7 @@ its slot until then. A lone request takes ``latency + bytes / bandwidth``.
 With a *uniform* policy (one latency: J6's) requests complete in issue order, so the slots are
 a ring turned one step a request; the inlined burst loop (:meth:`MemoryPort.stream`),
 :meth:`MemoryPort.shift`, :meth:`MemoryPort.relative_state` and the fast-forwards
-(:mod:`dspsim.hw.periodic`, :mod:`~dspsim.hw.finder`, :mod:`~dspsim.hw.repeats`) rely on it.
+(:mod:`dspsim.hw.finder`, :mod:`~dspsim.hw.repeats`) rely on it.
 Otherwise a request takes the slot that frees first, booked one by one (same cycles).
 
 Service is deterministic and FIFO, so a completion is known at issue: the port computes it then
@@ -21,16 +21,13 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dspsim.config import MemoryCfg
-from dspsim.hw.periodic import StreamRuns
 from dspsim.hw.policy import transfer_cycles
+from dspsim.hw.repeats import Note, StreamRuns
 from dspsim.probes import PortLog, RunContext
 from dspsim.ticks import cycles
-
-if TYPE_CHECKING:
-    from dspsim.hw.repeats import Note
 
 __all__ = ["MemoryPort", "transfer_cycles"]
 
@@ -73,7 +70,7 @@ class MemoryPort:
         self.flows = 0  # the walks running on the port now
         # (issue, data_start, data_end, done, bytes, is_write, requester) when logging
         self.log: Any = PortLog(ctx.log_limit) if ctx.port_log else None  # has append(entry)
-        # the elided engine fast-forwards channels streaming through the port (hw.periodic)
+        # the elided engine fast-forwards channels streaming through the port (repeats.StreamRuns)
         self.repeats = StreamRuns(self) if ctx.elide and self.ring else None
 
     def request(self, now: int, nbytes: int, write: bool, requester: str = "") -> int:
@@ -115,8 +112,10 @@ class MemoryPort:
         return done
 
     def _request_any(self, now: int, nbytes: int, write: bool, requester: str = "") -> int:
-        """:meth:`request` where requests may complete out of order: the first slot to free."""
-        self._next_slot = self._first_free()
+        """:meth:`request` where requests may complete out of order: the slot that frees first
+        (on a tie, the first from the ring's next)."""
+        free, m, k = self._slot_free, self.max_outstanding, self._next_slot
+        self._next_slot = min(range(k, k + m), key=lambda j: free[j % m]) % m
         return MemoryPort.request(self, now, nbytes, write, requester)
 
     def _request_path(self, now: int, nbytes: int, write: bool, requester: str = ""
@@ -125,11 +124,6 @@ class MemoryPort:
         self._fixed = self.policy.path_ticks(nbytes, write)
         self.path_busy_ticks += self._fixed
         return self._request_any(now, nbytes, write, requester)
-
-    def _first_free(self) -> int:
-        """The slot that frees first; on a tie, the first from the ring's next."""
-        free, m, k = self._slot_free, self.max_outstanding, self._next_slot
-        return min(range(k, k + m), key=lambda j: free[j % m]) % m
 
     def stream(self, now: int, inflight: deque[int], i: int, count: int, full: int,
                burst: int, rest: int, window: int, write: bool, requester: str,
