@@ -47,6 +47,8 @@ JSON_FIELDS = (
 
 @dataclass
 class Result:
+    """What one run reports: cycles, traffic, per-engine counters, records (``to_json``)."""
+
     op: str
     variant: str
     shape: tuple[int, ...]

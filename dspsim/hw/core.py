@@ -96,7 +96,6 @@ class Core:
         """Cycles stalled on every memory together."""
         return cycles(sum(self.stall_ticks.values()))
 
-    # ---------------------------------------------------------------- iDMA (IDMA_COPY / IDMA_WAIT)
     def idma_copy(self, channel: int, src: Ptr, dst: Ptr, nbytes: int, kind: str,
                   rows: int = 1, src_pitch: int | None = None, dst_pitch: int | None = None
                   ) -> Proc:
@@ -179,7 +178,6 @@ class Core:
         self.recorder.record(self.name, kind, label, start, self.env.now, nbytes, self.labels.tile,
                              self.labels.pass_name, self.labels.buffer, *stall)
 
-    # ---------------------------------------------------------------- kernels
     def call(self, name: str, n: int, src: Ptr, dst: Ptr | None = None, rows: int = 1,
              **args: Any) -> Proc:
         """Run the registered kernel ``name`` on ``n`` elements at ``src`` (writing ``dst``), or

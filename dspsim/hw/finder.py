@@ -120,7 +120,6 @@ class Finder:
         self._tick, self._gap = 0, min(2 * self._gap + 1, MAX_PROBE_GAP_PERIODS)
         return 0
 
-    # ------------------------------------------------------------------ noting
     def _note(self, alike: int, carried: bytes) -> Note | None:
         """The platform at an iteration top; ``None`` where nothing may be booked from it."""
         dsp = self.dsp
@@ -203,7 +202,6 @@ class Finder:
         for attr in ("tile_number", "tile_base", "tile_next"):
             st.int_((labels, attr), getattr(labels, attr))
 
-    # ------------------------------------------------------------------ the run
     def _run_length(self, s: list[Note]) -> int:
         """How many periods after the three starts ``s`` repeat the last: -1 if they do not,
         0 if none fits before another's event."""

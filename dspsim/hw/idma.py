@@ -195,7 +195,6 @@ class IdmaChannel:
         current = self.current
         return self.busy_ticks + (t - current.start if current is not None else 0)
 
-    # ------------------------------------------------------------ the library's ring mode
     def init_loop(self, descriptors: int) -> None:
         """``idma_init_loop(ch, buf, IDMA_1D_DESC, descriptors, ...)``: a fixed buffer of
         ``descriptors`` that ``idma_copy_desc`` fills in turn."""
