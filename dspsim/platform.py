@@ -116,11 +116,9 @@ class Dsp:
         self.stats_at_stop = self.platform.busy_until(self.env.now)
         for ch in self.idma:
             if ch.current is not None or ch.fifo.items:
-                self.warn(
-                    "unwaited_copy",
-                    f"{ch.name} was still copying when the op stopped its timer: the cycle "
-                    "count misses the end of that copy (the op never waited for it)",
-                )
+                self.warn("unwaited_copy", f"{ch.name} was still copying when the op stopped its "
+                          "timer: the cycle count misses the end of that copy (the op never "
+                          "waited for it)")
 
     def hb_dsp_mem_map(self, phy_addr: int, size_bytes: int) -> Ptr:
         """A physical address as a pointer into the memory that holds it (by address)."""
@@ -237,9 +235,8 @@ class Platform:
     def warn(self, code: str, message: str, count: int = 1, severity: str = "warning") -> None:
         """Report a quirk that fired. ``severity``: ``warning`` when it changes the cycles or
         the values, ``info`` when nothing depends on it."""
-        entry = self.warnings.setdefault(
-            code, {"code": code, "message": message, "count": 0, "severity": severity}
-        )
+        entry = self.warnings.setdefault(code, {"code": code, "message": message, "count": 0,
+                                                "severity": severity})
         entry["count"] += int(count)
 
     @property

@@ -409,9 +409,8 @@ class Recorder:
                     self.cut_cycle = cycles(end)
                 self.dropped += 1
                 return
-            self.rows.append(
-                (engine, kind, what, start, end, nbytes, tile, pass_name, buffer, ddr_stall)
-            )
+            self.rows.append((engine, kind, what, start, end, nbytes, tile, pass_name, buffer,
+                              ddr_stall))
 
     def rows_between(self, a: int, b: int) -> list[tuple | TraceRun]:
         """The rows ``a:b`` as recorded (a booked run's block one entry)."""

@@ -188,13 +188,11 @@ class Request:
         variant = the_op.check_variant(the_op.default_variant if variant is None else variant)
         check_fidelity(fidelity)
         if params:
-            model = model.with_overrides(
-                {(k if "." in k else f"{the_op.name}.{k}"): v for k, v in params.items()}
-            )
+            model = model.with_overrides({(k if "." in k else f"{the_op.name}.{k}"): v
+                                          for k, v in params.items()})
         if isinstance(core, bool) or not isinstance(core, int) or not 0 <= core < model.core.count:
-            raise DspsimInputError(
-                f"core {core!r}: the platform has cores 0 to {model.core.count - 1} (core.count)"
-            )
+            raise DspsimInputError(f"core {core!r}: the platform has cores 0 to "
+                                   f"{model.core.count - 1} (core.count)")
         if n is not None:
             n = check_n(n)
         if x is not None:
@@ -212,9 +210,8 @@ class Request:
         shape = the_op.shape_of(n=n, shape=shape)
         check_fits_window(the_op, shape)
         the_op.check_run(model, variant, shape)
-        if trace_limit is not None and (
-            isinstance(trace_limit, bool) or not isinstance(trace_limit, int) or trace_limit < 1
-        ):
+        if trace_limit is not None and (isinstance(trace_limit, bool)
+                                        or not isinstance(trace_limit, int) or trace_limit < 1):
             raise DspsimInputError(f"trace_limit {trace_limit!r}: must be a positive integer")
         return cls(the_op, variant, model, tuple(shape), x)
 
