@@ -295,17 +295,13 @@ class Core:
     def _walk(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None,
               state: WalkState) -> Walk:
         """Walk the loop access by access from ``state.now``, yielding at each wait;
-        ``state.stall`` ends as the cycles stalled (``state.store_stall`` the stores' part: the
-        write buffer full, a store miss's line).
+        ``state.stall`` ends as the ticks stalled (``state.store_stall`` the stores' part).
 
         ``owed`` (issue time due before the next access) is paid with the wait that brings the
-        core to that access: at most one wait an access (elided: an event only when another
-        process could act first, :mod:`dspsim.hw.clock`). A cached memory is read (write-back:
-        written) a line at a time, loads in order through ``src``, stores through ``dst``. A
-        store leaves at its iteration's end: into its line (write-allocate: fetched first; a
-        non-allocating miss goes through the write buffer) or posted to the write buffer, after
-        the oldest when it is full.
-        """
+        core to that access: at most one wait an access. A cached memory is read (write-back:
+        written) a line at a time. A store leaves at its iteration's end: into its line
+        (write-allocate: fetched first; a non-allocating miss goes through the write buffer) or
+        posted to the write buffer, after the oldest when it is full."""
         cfg = shape.on(self.cfg)  # a loop of its own lanes and call cost
         load_ext = src.external
         store_ext = dst is not None and dst.external
