@@ -2,12 +2,11 @@
 data cache) sharing the model's memories (J6: ``ddr``), each behind its own port; and what an
 op's C reaches through globals.
 
-Requests go to a memory by address, as gem5's crossbar routes: :class:`AddressMap` turns a
-physical address (``hb_dsp_mem_map``) into a pointer into its memory. Observers and switches
-live in one :class:`~dspsim.hw.context.RunContext` every engine is built with. Engines are
-named here only (``core0``, ``core0.idma1``, ``ddr``); analyses read ``Result.engines``.
-``tile`` fidelity is kept as a name (sweeps, workloads, calibrations ask for it) and runs the
-burst engine, whose repeat finders made its old closed forms no faster.
+Requests go to a memory by address, as gem5's crossbar routes (:class:`AddressMap`). Observers
+and switches live in one :class:`~dspsim.probes.RunContext` every engine is built with.
+Engines are named here only (``core0``, ``core0.idma1``, ``ddr``). ``tile`` fidelity is kept as
+a name (sweeps, workloads, calibrations ask for it) and runs the burst engine, whose repeat
+finders made its old closed forms no faster.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import simpy
 
 from dspsim.config import HardwareModel
 from dspsim.errors import AllocationError, DspsimInputError
-from dspsim.hw.context import RunContext
 from dspsim.hw.core import Core
 from dspsim.hw.dcache import DataCache
 from dspsim.hw.finder import Finder, row_loop
@@ -29,7 +27,7 @@ from dspsim.hw.idma import IdmaChannel
 from dspsim.hw.memory import Memory, Ptr
 from dspsim.hw.port import MemoryPort
 from dspsim.hw.tcm import TileManager
-from dspsim.probes import AccessLog, PassLog, Recorder
+from dspsim.probes import AccessLog, PassLog, Recorder, RunContext
 from dspsim.schema import Params
 from dspsim.ticks import cycles
 
@@ -37,7 +35,7 @@ FIDELITIES = ("burst", "tile")  # one engine: "tile" is kept as a name (module d
 
 
 def check_fidelity(fidelity: str) -> None:
-    """Refuse a fidelity the simulation does not have (one line, allowed ones named)."""
+    """Refuse a fidelity the simulation does not have (allowed ones named)."""
     if fidelity not in FIDELITIES:
         raise DspsimInputError(f"fidelity {fidelity!r}: allowed {', '.join(FIDELITIES)}")
 # the kind of a memory's engine (its port) in ``Platform.engines`` and ``Result.engines``,
@@ -104,12 +102,11 @@ class Dsp:
 
     @property
     def port(self) -> MemoryPort:
-        """The host memory's port."""
         return self.platform.host_memory.port
 
     # what the op's C gets from the platform
     def TIME_STAMP(self) -> int:  # noqa: N802
-        """The timer (ticks: :mod:`dspsim.hw.clock`; :meth:`PROF` reports cycles)."""
+        """The timer (ticks; :meth:`PROF` reports cycles)."""
         return self.env.now
 
     def PROF(self, cycles_start: int, cycles_stop: int) -> None:  # noqa: N802
@@ -119,11 +116,9 @@ class Dsp:
         self.stats_at_stop = self.platform.busy_until(self.env.now)
         for ch in self.idma:
             if ch.current is not None or ch.fifo.items:
-                self.warn(
-                    "unwaited_copy",
-                    f"{ch.name} was still copying when the op stopped its timer: the cycle "
-                    "count misses the end of that copy (the op never waited for it)",
-                )
+                self.warn("unwaited_copy", f"{ch.name} was still copying when the op stopped its "
+                          "timer: the cycle count misses the end of that copy (the op never "
+                          "waited for it)")
 
     def hb_dsp_mem_map(self, phy_addr: int, size_bytes: int) -> Ptr:
         """A physical address as a pointer into the memory that holds it (by address)."""
@@ -158,8 +153,7 @@ class Dsp:
                  values: Callable[[int, int], Any] | None = None, row_elements: int = 1
                  ) -> Any:
         """``for (r = 0; r < rows; r++) row(r);`` with rows alike booked at once
-        (:func:`dspsim.hw.finder.row_loop`; ``values(lo, hi)``: rows ``lo:hi``'s values,
-        untimed)."""
+        (:func:`dspsim.hw.finder.row_loop`)."""
         return row_loop(self, rows, row, values, row_elements)
 
     def alike_iterations(self, period: int) -> Finder:
@@ -169,7 +163,7 @@ class Dsp:
 
     @contextmanager
     def untimed(self) -> Iterator[None]:
-        """Kernel calls inside compute values only: no time, no pass (:meth:`row_loop`)."""
+        """Kernel calls inside compute values only: no time, no pass."""
         self.core.timed = False
         try:
             yield
@@ -191,9 +185,8 @@ class Platform:
     def __init__(self, env: simpy.Environment, model: HardwareModel, data: bool = True,
                  trace: bool = False, port_log: bool = False, fidelity: str = "burst",
                  elide: bool = True, trace_limit: int | None = None):
-        """``elide``: skip the events nothing else can observe (exact; :mod:`dspsim.hw.clock`);
-        off gives the reference engine with one event per memory access. ``trace_limit``:
-        keep at most that many trace rows and port requests each."""
+        """``elide``: skip the events nothing else can observe (exact; off: the reference
+        engine). ``trace_limit``: keep at most that many trace rows and port requests each."""
         check_fidelity(fidelity)
         self.model = model
         self.warnings: dict[str, dict[str, Any]] = {}
@@ -212,7 +205,6 @@ class Platform:
         self.host_memory = self.memories[model.host.memory]
         self.dsps = [Dsp(self, i) for i in range(model.core.count)]
 
-    # the observers, attached once
     @property
     def env(self) -> simpy.Environment:
         return self.ctx.env
@@ -232,7 +224,6 @@ class Platform:
 
     @property
     def port(self) -> MemoryPort:
-        """The host memory's port."""
         return self.host_memory.port
 
     def memory(self, name: str) -> Memory:
@@ -242,11 +233,10 @@ class Platform:
         return self.memories[name]
 
     def warn(self, code: str, message: str, count: int = 1, severity: str = "warning") -> None:
-        """Report a quirk that fired. ``severity``: ``warning`` when it changes the result (the
-        cycles or the values), ``info`` when the model notes it but nothing depends on it."""
-        entry = self.warnings.setdefault(
-            code, {"code": code, "message": message, "count": 0, "severity": severity}
-        )
+        """Report a quirk that fired. ``severity``: ``warning`` when it changes the cycles or
+        the values, ``info`` when nothing depends on it."""
+        entry = self.warnings.setdefault(code, {"code": code, "message": message, "count": 0,
+                                                "severity": severity})
         entry["count"] += int(count)
 
     @property
@@ -268,7 +258,7 @@ class Platform:
         return out
 
     def busy_until(self, t: int) -> dict[str, float]:
-        """Every engine's busy cycles up to ``t`` (the present, ticks), without later traffic."""
+        """Every engine's busy cycles up to ``t`` (the present, ticks)."""
         out: dict[str, int] = {}
         for dsp in self.dsps:
             out[dsp.name] = dsp.core.compute_ticks

@@ -1,16 +1,18 @@
 """What a run records while it runs; engine names come from the platform, none are known here.
 
-- :class:`Recorder` -> :class:`TraceTable`: one row per engine action, as numpy columns (the
-  pandas frame only on ``frame()``); with a ``limit``, the first rows kept, the rest counted.
+- :class:`Recorder` -> :class:`TraceTable`: one row per engine action, as numpy columns; with a
+  ``limit``, the first rows kept, the rest counted.
 - :class:`AccessLog`: who touched which bytes when, and the data hazards between engines.
-- :class:`PortLog`: the DDR port's requests (``PORT_LOG_FIELDS``) as compact columns.
-- :class:`PassLog`: the passes an op ran; a run of identical rows is one block, expanded on
-  reading.
+- :class:`PortLog`: a port's requests (``PORT_LOG_FIELDS``) as compact columns.
+- :class:`PassLog`: the passes an op ran; a run of identical rows is one block.
+- :class:`RunContext`: these observers and the run's switches, handed to every engine the
+  platform wires (as ns.py attaches a monitor to a port), not threaded through constructors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -19,15 +21,15 @@ from dspsim.ticks import TICKS_PER_CYCLE, cycles
 
 if TYPE_CHECKING:
     import pandas as pd
+    import simpy
 
 PORT_LOG_FIELDS = ("issue", "data_start", "data_end", "done", "bytes", "is_write", "requester")
 
 
 class PortLog:
-    """The DDR port's request log (``PORT_LOG_FIELDS``) as typed columns: ~45 bytes a request,
-    not a tuple's 250. With a ``limit``, the first entries kept and the rest counted
-    (``dropped``). The port appends times in ticks (:mod:`dspsim.hw.clock`); it reads like a
-    list of tuples and :meth:`columns` gives numpy arrays, times in cycles."""
+    """A port's request log (``PORT_LOG_FIELDS``) as typed columns: ~45 bytes a request, not a
+    tuple's 250; with a ``limit``, the rest counted (``dropped``). Appended in ticks, it reads
+    like a list of tuples in cycles; :meth:`columns` gives numpy arrays."""
 
     def __init__(self, limit: int | None = None) -> None:
         from array import array
@@ -94,8 +96,7 @@ class PortLog:
                 self._bytes[i], bool(self._write[i]), self._names[self._who[i]])
 
     def ticks(self, lo: int, hi: int) -> list[tuple]:
-        """Entries ``lo:hi`` as the port appended them (times in ticks): what a fast-forward
-        compares and shifts."""
+        """Entries ``lo:hi`` as appended (ticks): what a fast-forward compares and shifts."""
         t, names, who, nb, wr = self._times, self._names, self._who, self._bytes, self._write
         return [(t[0][i], t[1][i], t[2][i], t[3][i], nb[i], bool(wr[i]), names[who[i]])
                 for i in range(lo, min(hi, len(nb)))]
@@ -126,16 +127,14 @@ class PortLog:
         return out
 
 
+@dataclass(eq=False, slots=True)
 class PassRun:
     """``count`` rows repeating the first row's passes (``template``), each ``shift_ticks``
-    later (:mod:`dspsim.hw.finder`)."""
+    later."""
 
-    __slots__ = ("template", "count", "shift_ticks")
-
-    def __init__(self, template: list[dict[str, Any]], count: int, shift_ticks: int):
-        self.template = template
-        self.count = count
-        self.shift_ticks = shift_ticks
+    template: list[dict[str, Any]]
+    count: int
+    shift_ticks: int
 
     def __len__(self) -> int:
         return len(self.template) * self.count
@@ -148,10 +147,9 @@ class PassRun:
 
 
 class PassLog(Sequence):
-    """One core's passes in order, each ``{"name", "start_tick", "end_tick"}`` (absolute, in
-    ticks: :mod:`dspsim.ticks`; a view gives them in cycles):
-    dicts begun one by one (the last may be open) and :class:`PassRun` blocks. Reads like a
-    list; :meth:`view` maps every entry on reading (no copy per pass)."""
+    """One core's passes in order, each ``{"name", "start_tick", "end_tick"}`` (absolute
+    ticks): dicts begun one by one (the last may be open) and :class:`PassRun` blocks. Reads
+    like a list; :meth:`view` maps every entry on reading (no copy per pass)."""
 
     def __init__(self, fn: Callable[[dict[str, Any]], Any] | None = None,
                  parts: list | None = None) -> None:
@@ -202,19 +200,6 @@ class PassLog(Sequence):
             for raw in entries:
                 yield raw if self._fn is None else self._fn(raw)
 
-    def totals(self) -> dict[str, tuple[int, float]]:
-        """Per pass name (first-run order): span count and total cycles (unrounded; a run of
-        rows in closed form)."""
-        out: dict[str, tuple[int, float]] = {}
-        for part in self._parts:
-            count = 1 if isinstance(part, list) else part.count
-            for p in (part if isinstance(part, list) else part.template):
-                n, total = out.get(p["name"], (0, 0.0))
-                span = (cycles(p["end_tick"] - p["start_tick"]) if "end_tick" in p
-                        else p["end_cycle"] - p["start_cycle"])
-                out[p["name"]] = (n + count, total + count * span)
-        return out
-
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PassLog | list | tuple):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other))
@@ -227,10 +212,17 @@ class PassLog(Sequence):
 
 
 def pass_totals(passes: Sequence[dict[str, Any]]) -> dict[str, tuple[int, float]]:
-    """:meth:`PassLog.totals` of a pass log or a plain list of passes."""
-    if isinstance(passes, PassLog):
-        return passes.totals()
-    return PassLog(parts=[list(passes)]).totals()
+    """Per pass name (first-run order) of a pass log or a list of passes: span count and total
+    cycles (unrounded; a run of rows in closed form)."""
+    out: dict[str, tuple[int, float]] = {}
+    for part in passes._parts if isinstance(passes, PassLog) else [list(passes)]:
+        count = 1 if isinstance(part, list) else part.count
+        for p in (part if isinstance(part, list) else part.template):
+            n, total = out.get(p["name"], (0, 0.0))
+            span = (cycles(p["end_tick"] - p["start_tick"]) if "end_tick" in p
+                    else p["end_cycle"] - p["start_cycle"])
+            out[p["name"]] = (n + count, total + count * span)
+    return out
 
 
 COLUMNS = [
@@ -270,9 +262,8 @@ def in_cycles(column: str, values: Any) -> Any:
 
 
 class TraceTable:
-    """A run's trace as one numpy array per column (``COLUMNS``): text columns as object arrays,
-    ``bytes``/``tile``/``buffer`` as int64, times as float64 cycles; ``rows_dropped`` rows not
-    kept."""
+    """A run's trace as one numpy array per column (``COLUMNS``; times in cycles);
+    ``rows_dropped`` rows not kept."""
 
     def __init__(self, columns: dict[str, Any], rows_dropped: int = 0):
         self.columns = {c: typed_column(c, columns[c]).reshape(-1) for c in COLUMNS}
@@ -321,24 +312,21 @@ def numbered(label: str) -> tuple[str, int | None]:
     return label, None
 
 
+@dataclass(eq=False, slots=True)
 class Labels:
     """The pass, tile and TCM buffer the op on one core works on, stamped on every trace row
-    and access. The op sets them; engines read them; the tile numbering fields are public so
-    that a fast-forward can move them on."""
+    and access (tile numbering fields public: a fast-forward moves them on)."""
 
-    __slots__ = ("pass_name", "buffer", "tile_number", "tile_base", "tile_next")
-
-    def __init__(self) -> None:
-        self.pass_name = ""
-        self.buffer = -1
-        self.tile_number = -1
-        self.tile_base = 0  # tiles of earlier groups in this pass (see ``tile``)
-        self.tile_next = 0  # one past the highest tile number used in this pass
+    pass_name: str = ""
+    buffer: int = -1
+    tile_number: int = -1
+    tile_base: int = 0  # tiles of earlier groups in this pass (see ``tile``)
+    tile_next: int = 0  # one past the highest tile number used in this pass
 
     @property
     def tile(self) -> int:
         """The tile worked on (-1: none): the op's index ``j`` numbered after the pass's earlier
-        groups' tiles (:meth:`new_tile_group`), so no two tiles of a pass share a number."""
+        groups' tiles, so no two tiles of a pass share a number."""
         return self.tile_number
 
     @tile.setter
@@ -360,24 +348,19 @@ class Labels:
         self.tile_number = -1
 
 
+@dataclass(eq=False, slots=True)
 class TraceRun:
-    """``count`` booked rows repeating the first row's trace rows (``template``, times in
-    ticks), each ``shift_ticks`` later (:mod:`dspsim.hw.finder`).
-    ``numbers``: per template row, ``None`` or ``(tile step, label head, label number, label
-    step)``, how its numbers move on a row (``"copy_in ch0 #12"``)."""
+    """``count`` booked rows repeating the first row's trace rows (``template``, ticks), each
+    ``shift_ticks`` later; ``numbers``: per template row, ``None`` or ``(tile step, label head,
+    label number, label step)``, how its numbers move on a row (``"copy_in ch0 #12"``)."""
 
-    __slots__ = ("template", "count", "shift_ticks", "numbers")
-
-    def __init__(self, template: list[tuple], count: int, shift_ticks: int,
-                 numbers: list[tuple | None] | None = None):
-        self.template = template
-        self.count = count
-        self.shift_ticks = shift_ticks
-        self.numbers = numbers
+    template: list[tuple]
+    count: int
+    shift_ticks: int
+    numbers: list[tuple | None] | None = None
 
     def columns(self, in_ticks: bool = False) -> list[np.ndarray]:
-        """The rows' columns (``COLUMNS``' order): row by row, each row's trace rows; times in
-        cycles (``in_ticks``: as recorded)."""
+        """The rows' columns (``COLUMNS``' order), times in cycles (``in_ticks``: as recorded)."""
         out = []
         steps = np.arange(self.count, dtype=np.int64) * self.shift_ticks
         for c, values in zip(COLUMNS, zip(*self.template)):
@@ -390,8 +373,7 @@ class TraceRun:
         return out if in_ticks else [in_cycles(c, v) for c, v in zip(COLUMNS, out)]
 
     def rows(self) -> list[tuple]:
-        """The rows, one tuple each (``COLUMNS``' order), booked row after booked row, as
-        :meth:`Recorder.record` takes them (ticks)."""
+        """The rows, one tuple each, as :meth:`Recorder.record` takes them (ticks)."""
         return list(zip(*(column.tolist() for column in self.columns(in_ticks=True))))
 
     def _numbered(self, column: str, values: tuple) -> np.ndarray:
@@ -408,9 +390,8 @@ class TraceRun:
 
 
 class Recorder:
-    """The trace: a row per engine action (``record``, times in ticks), and :class:`TraceRun`
-    blocks of rows booked at once (``append_run``; only where no row limit is set);
-    :meth:`table` gives them in cycles."""
+    """The trace: a row per engine action (``record``, ticks) and :class:`TraceRun` blocks
+    (``append_run``; only with no row limit); :meth:`table` gives them in cycles."""
 
     def __init__(self, enabled: bool = True, limit: int | None = None):
         self.enabled = enabled
@@ -428,9 +409,8 @@ class Recorder:
                     self.cut_cycle = cycles(end)
                 self.dropped += 1
                 return
-            self.rows.append(
-                (engine, kind, what, start, end, nbytes, tile, pass_name, buffer, ddr_stall)
-            )
+            self.rows.append((engine, kind, what, start, end, nbytes, tile, pass_name, buffer,
+                              ddr_stall))
 
     def rows_between(self, a: int, b: int) -> list[tuple | TraceRun]:
         """The rows ``a:b`` as recorded (a booked run's block one entry)."""
@@ -482,8 +462,7 @@ class AccessLog:
 
     An engine calls :meth:`begin`, then :meth:`add` when the access ends, then :meth:`finish`.
     An access that ended before every in-flight access began can meet no later one and is let
-    go, so the log holds only what overlaps the present. The earliest ``limit`` hazards (in a
-    whole-run sort by start) are kept; ``dropped`` counts the rest."""
+    go. The earliest ``limit`` hazards (by start) are kept; ``dropped`` counts the rest."""
 
     def __init__(self, enabled: bool = True, limit: int | None = None) -> None:
         self.enabled = enabled
@@ -569,3 +548,24 @@ def _describe(memory: str, a: Access, b: Access, origin: float) -> dict[str, Any
             f"{b.pass_name or a.pass_name} at cycle {at:,}"
         ),
     }
+
+
+@dataclass(eq=False)
+class RunContext:
+    """What every engine of one run shares: the observers and the run's switches."""
+
+    env: simpy.Environment
+    data: bool = True  # move values (the data path)
+    elide: bool = True  # skip the events nothing else can observe (hw.clock)
+    fidelity: str = "burst"  # burst | tile: the name asked for (one engine runs both)
+    port_log: bool = False  # every memory port logs its requests (PortLog)
+    log_limit: int | None = None  # keep at most this many trace rows / port requests each
+    recorder: Recorder = field(default_factory=lambda: Recorder(False))
+    accesses: AccessLog = field(default_factory=AccessLog)
+    warn: Callable[..., None] = lambda *args, **kwargs: None
+    _labels: dict[str, Labels] = field(default_factory=dict)
+
+    def labels(self, core: str) -> Labels:
+        """The trace labels (pass, tile, buffer) of the op running on ``core``: the op sets
+        them through its DSP, the core's engines stamp them on what they record."""
+        return self._labels.setdefault(core, Labels())

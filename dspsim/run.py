@@ -47,6 +47,8 @@ JSON_FIELDS = (
 
 @dataclass
 class Result:
+    """What one run reports: cycles, traffic, per-engine counters, records (``to_json``)."""
+
     op: str
     variant: str
     shape: tuple[int, ...]
@@ -87,7 +89,7 @@ class Result:
 
     @property
     def mode(self) -> str:
-        """The variant's older name (``pingpong`` / ``direct``)."""
+        """The variant's older name."""
         return self.variant
 
     @property
@@ -96,8 +98,7 @@ class Result:
         return int(np.prod(self.shape))
 
     def engines_of(self, kind: str) -> list[str]:
-        """The names of this run's engines of one kind (``core``, ``idma``, ``ddr``: the
-        memories' ports, every memory's)."""
+        """This run's engines of one kind (``core``, ``idma``, ``ddr``: every memory's port)."""
         return [name for name, k in self.engines.items() if k == kind]
 
     def to_json(self) -> dict[str, Any]:
@@ -137,11 +138,9 @@ def simulate(
 
     Input: ``x`` (needs ``data``) or the op's default input of ``shape`` (or ``n`` elements).
     ``params``: op parameters (``{"tile_bytes": 8192}`` or dotted keys). ``fidelity``: ``burst``
-    or ``tile`` (one engine). ``mode``: older name of ``variant``. ``core``: which core runs
-    it. ``elide=False``: the reference engine without event elision (same results).
-    ``trace_limit``: at most that many trace rows and port requests each; ``trace_cut_cycle``
-    and ``port_log_cut_cycle`` say up to where each is whole.
-    """
+    or ``tile`` (one engine). ``mode``: older name of ``variant``. ``core``: which core runs it.
+    ``elide=False``: the reference engine without event elision (same results).
+    ``trace_limit``: at most that many trace rows and port requests each."""
     req = Request.check(model, op, variant, mode, n, shape, x, data, fidelity, params, core,
                         trace_limit)
     wall_start = time.perf_counter()
@@ -189,13 +188,11 @@ class Request:
         variant = the_op.check_variant(the_op.default_variant if variant is None else variant)
         check_fidelity(fidelity)
         if params:
-            model = model.with_overrides(
-                {(k if "." in k else f"{the_op.name}.{k}"): v for k, v in params.items()}
-            )
+            model = model.with_overrides({(k if "." in k else f"{the_op.name}.{k}"): v
+                                          for k, v in params.items()})
         if isinstance(core, bool) or not isinstance(core, int) or not 0 <= core < model.core.count:
-            raise DspsimInputError(
-                f"core {core!r}: the platform has cores 0 to {model.core.count - 1} (core.count)"
-            )
+            raise DspsimInputError(f"core {core!r}: the platform has cores 0 to "
+                                   f"{model.core.count - 1} (core.count)")
         if n is not None:
             n = check_n(n)
         if x is not None:
@@ -213,9 +210,8 @@ class Request:
         shape = the_op.shape_of(n=n, shape=shape)
         check_fits_window(the_op, shape)
         the_op.check_run(model, variant, shape)
-        if trace_limit is not None and (
-            isinstance(trace_limit, bool) or not isinstance(trace_limit, int) or trace_limit < 1
-        ):
+        if trace_limit is not None and (isinstance(trace_limit, bool)
+                                        or not isinstance(trace_limit, int) or trace_limit < 1):
             raise DspsimInputError(f"trace_limit {trace_limit!r}: must be a positive integer")
         return cls(the_op, variant, model, tuple(shape), x)
 

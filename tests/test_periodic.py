@@ -1,5 +1,5 @@
-"""The fast-forward of periodic streaming (dspsim.hw.periodic) reports exactly what the reference
-engine does: on random configurations with streams long enough to repeat (every op and
+"""The fast-forward of periodic streaming (dspsim.hw.repeats.StreamRuns) reports exactly what
+the reference engine does: on random configurations with streams long enough to repeat (every op and
 variant), and on round-valued ones where requests meet at the same instant and half-way
 roundings occur, the cycles, counters, warnings, hazards, trace, port log and output values are
 identical with the fast-forward and without elision; and it does advance by periods there."""
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dspsim import load_model, simulate
-from dspsim.hw import periodic
+from dspsim.hw import repeats
 from dspsim.ops import get_op, op_names
 from dspsim.study.workload import parse_workload, run_workload, task_table
 from tests.op_keys import choice_settings, tile_settings
@@ -22,14 +22,14 @@ from tests.test_elision import random_config as elision_config
 def skips(monkeypatch):
     """Counts the fast-forwards that advanced the clock."""
     count = [0]
-    woke = periodic.StreamRuns.woke
+    woke = repeats.StreamRuns.woke
 
     def counted(self, stream):
         advanced = woke(self, stream)
         count[0] += advanced
         return advanced
 
-    monkeypatch.setattr(periodic.StreamRuns, "woke", counted)
+    monkeypatch.setattr(repeats.StreamRuns, "woke", counted)
     return count
 
 
@@ -117,7 +117,7 @@ def test_four_channels_of_two_cores_fast_forward_as_they_step(j6, skips, monkeyp
     wl = parse_workload({"seed": 1, "stream": streams})
     fast = task_table(run_workload(wl, model, fidelity="burst"))
     assert skips[0] > 10
-    monkeypatch.setattr(periodic.StreamRuns, "woke", lambda self, stream: False)
+    monkeypatch.setattr(repeats.StreamRuns, "woke", lambda self, stream: False)
     assert fast.equals(task_table(run_workload(wl, model, fidelity="burst")))
 
 

@@ -179,7 +179,7 @@ def test_a_cached_kernel_pays_per_line_missed(tmp_path, n, fidelity):
                 + VECMAXF.reduction_ops(c.lanes_f32) * c.alu_latency_cycles)
     assert out["cycles"] == pytest.approx(expected, rel=1e-12)
     assert platform.stats()["psram"]["read_bytes"] == lines * line
-    assert dsp.core.stall_cycles["psram"] == pytest.approx(lines * miss)
+    assert dsp.core.stats()["stall_cycles"]["psram"] == pytest.approx(lines * miss)
     if lines * line > model.dcache.capacity_bytes:
         return
     # the same kernel again finds its lines in the cache (they fit): no miss, no stall

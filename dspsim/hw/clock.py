@@ -1,11 +1,10 @@
 """Simulation time, and exact event elision.
 
-**Time is an integer count of ticks**, :data:`~dspsim.ticks.TICKS_PER_CYCLE` to a core cycle
-(stated in :mod:`dspsim.ticks`). The platform quantizes every latency, rate and cost of its
-model once, when it is built (``ticks``); the engines add and compare integers, so ``t + k *
-d`` is ``t + d + ... + d`` exactly at any size, and a run of alike steps may be booked in one
-step. Results are reported in cycles (``cycles``): a tick count over a power of two, exact in a
-float below 2^53 ticks (2^29 cycles).
+**Time is an integer count of ticks**, :data:`~dspsim.ticks.TICKS_PER_CYCLE` to a core cycle.
+The platform quantizes every latency, rate and cost of its model once, when it is built; the
+engines add and compare integers, so ``t + k * d`` is ``t + d + ... + d`` exactly at any size,
+and a run of alike steps may be booked in one step. Results are reported in cycles: a tick
+count over a power of two, exact in a float below 2^53 ticks (2^29 cycles).
 
 An access completing before the next event in SimPy's queue needs no event: nothing runs in
 between, so a local clock advanced by the same integers gives the same times, bookings and
@@ -14,8 +13,7 @@ next event (at an equal time the queued one runs first), and always yields one, 
 clock's time, before doing anything another process can see (finish a copy, return).
 
 This module is the only one touching SimPy's internals (queue, event counter, clock, a
-process's pending event): the fast-forwards go through :func:`split_queue`, :func:`requeue`,
-:func:`set_now`, :func:`waits_on` and :func:`put_into`.
+process's pending event).
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from simpy.resources.base import Put
 
 
 def at(env: simpy.Environment, t: int) -> simpy.Timeout:
-    """The event processed at the absolute time ``t`` (>= ``env.now``): integers, exact."""
+    """The event processed at the absolute time ``t`` (>= ``env.now``)."""
     return env.timeout(t - env.now)
 
 
@@ -50,10 +48,9 @@ Walk = Generator[int, None, None]  # yields the absolute times (ticks) it waits 
 
 def drive(env: simpy.Environment, walk: Walk, state: WalkState, elide: bool,
           before_wait: Callable[[], None] | None = None) -> Generator[Event, None, None]:
-    """Run ``walk`` in a SimPy process: at each wait, pass it if nothing else can act before
-    (``elide``), else yield a real event (after ``before_wait``, which puts in place what others
-    may see), and resume it there, its clock ``state.now`` at the wait's end. It ends with a
-    real event at its local time."""
+    """Run ``walk`` in a SimPy process: pass each wait if nothing else can act before
+    (``elide``), else yield a real event (after ``before_wait``, which puts in place what
+    others may see); its clock ``state.now`` at the wait's end; end with a real event."""
     target = next(walk, None)
     while target is not None:
         if not (elide and target < env.peek()):
@@ -69,7 +66,7 @@ def drive(env: simpy.Environment, walk: Walk, state: WalkState, elide: bool,
 
 
 def events_scheduled(env: simpy.Environment) -> int:
-    """How many events the environment has scheduled so far (all are processed by a run's end)."""
+    """How many events the environment has scheduled so far."""
     return next(env._eid)
 
 
@@ -79,15 +76,14 @@ def waits_on(process: simpy.Process | None) -> Event | None:
 
 
 def put_into(event: Event) -> object | None:
-    """The store a queued put ``event`` puts into (a descriptor queued on a FIFO), else ``None``."""
+    """The store a queued put ``event`` puts into (a FIFO), else ``None``."""
     return event.resource if isinstance(event, Put) else None
 
 
 def split_queue(env: simpy.Environment, owner: Callable[[Event], Any]
                 ) -> tuple[list[tuple[int, int, Any, Event]], tuple[int, int] | None]:
-    """SimPy's queue split by ``owner(event)`` (``None``: foreign): the owned events as
-    ``(time, order, owner, event)`` in the order they are processed, and the first foreign
-    event's ``(time, order)`` (``None`` if none)."""
+    """SimPy's queue split by ``owner(event)`` (``None``: foreign): the owned as ``(time,
+    order, owner, event)`` in processing order, and the first foreign ``(time, order)``."""
     owned, foreign = [], None
     for when, _, eid, event in env._queue:
         who = owner(event)
@@ -110,7 +106,7 @@ def requeue(env: simpy.Environment, moves: dict[int, int]) -> None:
 
 
 def set_now(env: simpy.Environment, t: int) -> None:
-    """Advance SimPy's clock to ``t`` (the running process woke there, skipped steps later)."""
+    """Advance SimPy's clock to ``t`` (the running process woke there, steps skipped)."""
     env._now = t
 
 

@@ -2,12 +2,12 @@
 iDMA descriptors.
 
 Kernels are generators (``yield from core.call(name, ...)``) returning what the C returns.
-Against TCM a call is one timeout of its closed-form cost (loads pipelined). Against an uncached
-external memory (J6's DDR) every vector load is a request on its memory's port when the core
-reaches it, stalling the core until the data is back; stores are posted to a write buffer of
+Against TCM a call is one timeout of its closed-form cost. Against an uncached external memory
+(J6's DDR) every vector load is a request on its port when the core reaches it, stalling the
+core until the data is back; stores are posted to a write buffer of
 ``core.write_buffer_entries``, stalling only when it is full. One event per access, none per
-cycle. Through a data cache (:mod:`dspsim.hw.dcache`) the walk pays per line missed; a long
-call's runs of alike iterations are booked at once (:class:`dspsim.hw.repeats.IterationRuns`).
+cycle. Through a data cache (:mod:`dspsim.hw.dcache`) the walk pays per line missed; runs of
+alike iterations are booked at once (:class:`dspsim.hw.repeats.IterationRuns`).
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ import simpy
 from dspsim.config import Core as CoreCfg
 from dspsim.errors import DspsimInputError
 from dspsim.hw.clock import Walk, WalkState, drive
-from dspsim.hw.context import RunContext
 from dspsim.hw.dcache import DataCache
 from dspsim.hw.idma import IdmaChannel, Transfer, check_block
 from dspsim.hw.memory import Ptr
 from dspsim.hw.repeats import IterationRuns, Note
 from dspsim.kernels import get_kernel
 from dspsim.kernels.shapes import LoopShape
+from dspsim.probes import RunContext
 from dspsim.ticks import cycles, ticks
 
 Proc = Generator[simpy.Event, Any, Any]
@@ -36,6 +36,8 @@ NUMERICS_CHUNK_ELEMENTS = 1 << 16
 
 
 class Core:
+    """One core: its kernel calls, its iDMA programming and waits, its accounting (ticks)."""
+
     def __init__(self, ctx: RunContext, name: str, cfg: CoreCfg, idma: list[IdmaChannel],
                  dcache: DataCache | None = None):
         self.env = ctx.env
@@ -49,8 +51,7 @@ class Core:
         self.move_data = ctx.data
         self.accesses = ctx.accesses
         self.labels = ctx.labels(name)  # what the op is doing now, stamped on every trace row
-        # the posted stores' completion times, oldest first (at most write_buffer_entries): a
-        # walk that posts a store appends here and waits on the oldest when it is full
+        # the posted stores' completion times, oldest first (at most write_buffer_entries)
         self.write_buffer: deque[int] = deque()
         self.waiting_for: str | None = None
         self.timed = True  # False: kernel calls compute values only (Dsp.untimed)
@@ -60,35 +61,21 @@ class Core:
         self.stall_ticks: dict[str, int] = {}  # memory -> ticks stalled on it
         self.idma_wait_ticks = {"wait_in": 0, "wait_out": 0}
 
-    @property
-    def compute_cycles(self) -> float:
-        """:attr:`compute_ticks` in cycles."""
-        return cycles(self.compute_ticks)
-
-    @property
-    def stall_cycles(self) -> dict[str, float]:
-        """Cycles stalled on each memory (:attr:`stall_ticks` in cycles)."""
-        return {m: cycles(t) for m, t in self.stall_ticks.items()}
-
-    @property
-    def idma_wait_cycles(self) -> dict[str, float]:
-        """Cycles waiting for iDMA input and output copies (:attr:`idma_wait_ticks`)."""
-        return {k: cycles(t) for k, t in self.idma_wait_ticks.items()}
-
     def stats(self) -> dict[str, Any]:
-        """What the core counted: busy (compute) cycles, cycles stalled on each memory, cycles
-        waiting for iDMA input and output copies, and its data cache's counters (if any)."""
-        out: dict[str, Any] = {"busy_cycles": self.compute_cycles,
-                               "stall_cycles": self.stall_cycles,
-                               "idma_wait_cycles": self.idma_wait_cycles}
+        """Busy (compute) cycles, cycles stalled on each memory, cycles waiting for iDMA input
+        and output copies, and its data cache's counters (if any)."""
+        out: dict[str, Any] = {
+            "busy_cycles": cycles(self.compute_ticks),
+            "stall_cycles": {m: cycles(t) for m, t in self.stall_ticks.items()},
+            "idma_wait_cycles": {k: cycles(t) for k, t in self.idma_wait_ticks.items()}}
         if self.dcache is not None:
             out["dcache"] = self.dcache.stats()
         return out
 
     def note(self, st: Note) -> bool:
-        """The core's part of a repeat finder's note (:class:`dspsim.hw.repeats.Note`): waiting
-        on nothing (``False`` if it is), its write buffer's stores still in flight, its
-        counters, its data cache's (which the alike iterations must leave untouched)."""
+        """The core's part of a note (:class:`dspsim.hw.repeats.Note`): waiting on nothing
+        (``False`` if it is), its write buffer's stores in flight, its counters, its data
+        cache's (which the alike iterations must leave untouched)."""
         if self.waiting_for is not None:
             return False
         now, wb = st.now, self.write_buffer
@@ -106,10 +93,9 @@ class Core:
 
     @property
     def ddr_stall_cycles(self) -> float:
-        """Cycles stalled on every external memory together."""
+        """Cycles stalled on every memory together."""
         return cycles(sum(self.stall_ticks.values()))
 
-    # ---------------------------------------------------------------- iDMA (IDMA_COPY / IDMA_WAIT)
     def idma_copy(self, channel: int, src: Ptr, dst: Ptr, nbytes: int, kind: str,
                   rows: int = 1, src_pitch: int | None = None, dst_pitch: int | None = None
                   ) -> Proc:
@@ -118,8 +104,11 @@ class Core:
         ``r`` from ``src + r * src_pitch`` to ``dst + r * dst_pitch`` (pitches in bytes,
         ``None``: the row), still one descriptor and one set-up (:mod:`dspsim.hw.idma`)."""
         check_block(src, dst, nbytes, rows, src_pitch, dst_pitch)  # before the set-up
-        if self.idma[channel].ring is not None:
-            yield from self._ring_room(channel)
+        ch = self.idma[channel]
+        if ch.ring is not None:  # ring mode: wait for a free descriptor
+            event = ch.when_pending_at_most(ch.ring - 1)
+            if event is not None:
+                yield from self._wait_event(event, ch, "wait_ring")
         start = self.env.now
         setup = self.idma[channel].setup_ticks
         if setup:
@@ -134,9 +123,8 @@ class Core:
 
     def idma_copy_desc(self, channel: int, dst: Ptr, src: Ptr, nbytes: int, rows: int = 1,
                        src_pitch: int | None = None, dst_pitch: int | None = None) -> Proc:
-        """``idma_copy_desc(ch, dst, src, size, flags)`` in ring mode: waits for a free
-        descriptor when all are pending, then programs it like ``IDMA_COPY``; returns its
-        handle. ``rows > 1``: ``idma_copy_2d_desc(..., rows, src_pitch, dst_pitch)``."""
+        """``idma_copy_desc(ch, dst, src, size, flags)`` in ring mode (``rows > 1``:
+        ``idma_copy_2d_desc``): :meth:`idma_copy`, waiting first for a free descriptor."""
         if self.idma[channel].ring is None:
             raise DspsimInputError(f"idma_copy_desc on {self.idma[channel].name} before "
                                    "idma_init_loop")
@@ -145,22 +133,15 @@ class Core:
                                           dst_pitch))
 
     def idma_init_loop(self, channel: int, descriptors: int) -> Proc:
-        """``idma_init_loop(ch, buf, IDMA_1D_DESC, descriptors, ...)`` on a core running op
-        after op: the library wants an idle channel, so it first polls out what an earlier op
-        left queued (booked as ``wait_out``: that op's traffic), then sets the ring up."""
+        """``idma_init_loop(ch, buf, IDMA_1D_DESC, descriptors, ...)``: the library wants an
+        idle channel, so it first polls out what an earlier op left queued (booked as
+        ``wait_out``: that op's traffic), then sets the ring up."""
         yield from self.idma_poll(channel, 0, "wait_out")
         self.idma[channel].init_loop(descriptors)
 
-    def _ring_room(self, channel: int) -> Proc:
-        ch = self.idma[channel]
-        event = ch.when_pending_at_most(ch.ring - 1)
-        if event is not None:
-            yield from self._wait_event(event, ch, "wait_ring")
-
     def idma_poll(self, channel: int, pending: int = 0, kind: str = "wait_in") -> Proc:
-        """``while (idma_buffer_status(ch) > pending) ;``: spin until at most ``pending``
-        descriptors are pending, ending the cycle the last awaited completes (one event, not
-        one per poll); booked as ``kind`` (``wait_in`` / ``wait_out``)."""
+        """``while (idma_buffer_status(ch) > pending) ;``: one event, at the completion that
+        leaves ``pending``; booked as ``kind`` (``wait_in`` / ``wait_out``)."""
         ch = self.idma[channel]
         event = ch.when_pending_at_most(pending)
         if event is not None:
@@ -197,12 +178,11 @@ class Core:
         self.recorder.record(self.name, kind, label, start, self.env.now, nbytes, self.labels.tile,
                              self.labels.pass_name, self.labels.buffer, *stall)
 
-    # ---------------------------------------------------------------- kernels
     def call(self, name: str, n: int, src: Ptr, dst: Ptr | None = None, rows: int = 1,
              **args: Any) -> Proc:
         """Run the registered kernel ``name`` on ``n`` elements at ``src`` (writing ``dst``), or
-        on ``rows`` consecutive rows of ``n`` elements (one call per row, back to back); return
-        what the C function returns (per row when ``rows`` > 1)."""
+        on ``rows`` consecutive rows of ``n`` (a call per row, back to back); return what the C
+        returns (per row when ``rows`` > 1)."""
         kernel = get_kernel(name)
         if self.timed:
             yield from self._execute(kernel.shape, n, src, dst, rows)
@@ -217,8 +197,8 @@ class Core:
 
     def _in_chunks(self, kernel: Any, xs: Any, zs: Any, rows: int, n: int,
                    args: dict[str, Any]) -> None:
-        """An elementwise kernel over a long array, a slice at a time: the same bits, with
-        temporaries bounded by the slice (a block of short rows, or a run of one row)."""
+        """An elementwise kernel a slice at a time (a block of short rows, or a run of one
+        row): the same bits, with temporaries bounded."""
         lanes, chunk = self.cfg.lanes_f32, NUMERICS_CHUNK_ELEMENTS
 
         def per_row(lo: int, hi: int) -> dict[str, Any]:  # per-row scalars of rows lo:hi
@@ -244,7 +224,7 @@ class Core:
         load_mem = src.mem if src.requested else None
         store_mem = dst.mem if dst is not None and dst.requested else None
         if load_mem is not None or store_mem is not None:
-            stall, store_stall = yield from self._ddr_kernel(shape, n, rows, src, dst)
+            stall, store_stall = yield from self._stalling_loop(shape, n, rows, src, dst)
             # stalls are the memory's that held the core: the loads' memory for its lines or
             # round trips, the stores' for theirs (a store miss's line, the write buffer full)
             self.book_stall(load_mem or store_mem, stall - store_stall)
@@ -262,9 +242,8 @@ class Core:
         self._record("compute", shape.name, start, 4 * n * rows, stall)
 
     def memw(self, mem: Any) -> Proc:
-        """``MEMW`` (or a cache write-back call) before the timer is read: wait until every
-        store posted to the write buffer has completed; the wait is a stall on ``mem``, the
-        memory stored to (None: TCM, nothing posted)."""
+        """``MEMW`` (or a cache write-back call): wait until every posted store completed, a
+        stall on ``mem``, the memory stored to (None: TCM, nothing posted)."""
         start = self.env.now
         wait = max(self.write_buffer, default=start) - start
         if wait <= 0 or mem is None:
@@ -274,8 +253,8 @@ class Core:
         self._record("compute", "memw", start, 0, wait)
 
     def busy(self, busy_cycles: float, label: str) -> Proc:
-        """The core busy ``busy_cycles`` on work the model prices whole (cache maintenance, an
-        interrupt handler, a benchmark's fixed overhead): compute time, drawn as ``label``."""
+        """The core busy ``busy_cycles`` on work priced whole (cache maintenance, an interrupt
+        handler, a fixed overhead): compute time, drawn as ``label``."""
         busy = ticks(busy_cycles)
         if busy <= 0:
             return
@@ -289,26 +268,22 @@ class Core:
         if mem is not None:
             self.stall_ticks[mem.name] = self.stall_ticks.get(mem.name, 0) + stall
 
-    def _ddr_kernel(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None
-                    ) -> Proc:
-        """Walk the loop in a process of its own (an event resumes one generator, not the op's
-        chain of ``yield from`` frames); return the stalls (all, and the stores')."""
-        return (yield self.env.process(self._stalling_loop(shape, n, rows, src, dst)))
+    def _stalling_loop(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None
+                       ) -> Proc:
+        """Walk the loop (:meth:`_walk`) in a process of its own (an event resumes one
+        generator, not the op's chain of ``yield from`` frames); return the stalls (all, and
+        the stores')."""
+        state = WalkState(self.env.now)
+        walk = self._walk(shape, n, rows, src, dst, state)
+        return (yield self.env.process(self.drive_walk(walk, state, src, dst)))
 
     def _ports(self, src: Ptr, dst: Ptr | None) -> list[Any]:
         return list({id(p.mem.port): p.mem.port for p in (src, dst)
                      if p is not None and p.external}.values())
 
-    def _stalling_loop(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None
-                       ) -> Proc:
-        """The call access by access (:meth:`_walk`), as a process; return the stalls."""
-        state = WalkState(self.env.now)
-        return (yield from self.drive_walk(self._walk(shape, n, rows, src, dst, state), state,
-                                           src, dst))
-
     def drive_walk(self, walk: Walk, state: WalkState, src: Ptr, dst: Ptr | None) -> Proc:
-        """Run a walk of the core's accesses between ``src`` and ``dst`` (a flow on each
-        of their ports meanwhile); return its stalls (all, and the stores')."""
+        """Run a walk of the core's accesses between ``src`` and ``dst`` (a flow on each of
+        their ports meanwhile); return its stalls (all, and the stores')."""
         ports = self._ports(src, dst)
         for port in ports:
             port.flows += 1
@@ -320,17 +295,13 @@ class Core:
     def _walk(self, shape: LoopShape, n: int, rows: int, src: Ptr, dst: Ptr | None,
               state: WalkState) -> Walk:
         """Walk the loop access by access from ``state.now``, yielding at each wait;
-        ``state.stall`` ends as the cycles stalled (``state.store_stall`` the stores' part: the
-        write buffer full, a store miss's line).
+        ``state.stall`` ends as the ticks stalled (``state.store_stall`` the stores' part).
 
         ``owed`` (issue time due before the next access) is paid with the wait that brings the
-        core to that access: at most one wait an access (elided: an event only when another
-        process could act first, :mod:`dspsim.hw.clock`). A cached memory is read (write-back:
-        written) a line at a time, loads in order through ``src``, stores through ``dst``. A
-        store leaves at its iteration's end: into its line (write-allocate: fetched first; a
-        non-allocating miss goes through the write buffer) or posted to the write buffer, after
-        the oldest when it is full.
-        """
+        core to that access: at most one wait an access. A cached memory is read (write-back:
+        written) a line at a time. A store leaves at its iteration's end: into its line
+        (write-allocate: fetched first; a non-allocating miss goes through the write buffer) or
+        posted to the write buffer, after the oldest when it is full."""
         cfg = shape.on(self.cfg)  # a loop of its own lanes and call cost
         load_ext = src.external
         store_ext = dst is not None and dst.external

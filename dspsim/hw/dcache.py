@@ -2,22 +2,18 @@
 
 Set-associative, LRU, ``dcache.line_bytes`` lines; a vector access goes through it line by line.
 A line present (or on its way) costs only waiting for it; a missing line is fetched whole from
-its memory's port and the core waits (blocking misses). ``write_back``: a store dirties its line
-(a store miss fetches it first, unless ``write_allocate = false``: then it allocates nothing and
-goes through the core's write buffer, :meth:`DataCache.store`); a dirty victim is written back
-whole, posted (a request issued at eviction: it drains behind the core and later fills queue
-behind it). ``write_through``: stores go through the write buffer as uncached stores, allocating
-nothing. ``prefetch_next_line`` fetches line ``k + 1`` (no wait) on a miss of line ``k`` and on the
-first use of a line it prefetched. With ``prefetch_streams`` S > 0 at most S streams are followed
-(LRU makes room): a demand miss on a stream's expected line continues it, any other miss starts a
-stream fetching nothing yet, and a prefetched line's first use goes on only while its stream is
-followed: S or fewer interleaved streams are prefetched from their second line, more (almost)
-never. ``miss_cycles``: what a demand miss costs besides its fill (the request's way out, the
-refill); a line prefetched before use does not pay it.
+its memory's port and the core waits. ``write_back``: a store dirties its line (a store miss
+fetches it first, unless ``write_allocate = false``: then it goes through the core's write
+buffer); a dirty victim is written back whole, posted at eviction. ``write_through``: stores go
+through the write buffer as uncached stores. ``prefetch_next_line`` fetches line ``k + 1`` (no
+wait) on a miss of line ``k`` and on the first use of a line it prefetched. With
+``prefetch_streams`` S > 0 at most S streams are followed (LRU makes room): a demand miss on a
+stream's expected line continues it, any other miss starts a stream fetching nothing yet, and a
+prefetched line's first use goes on only while its stream is followed. ``miss_cycles``: what a
+demand miss costs besides its fill; a line prefetched before use does not pay it.
 
 One dictionary look-up per line touched, no event: the core waits on the times returned. Dirty
-lines stay at the end of a run (``dirty_lines`` counts them) unless the run cleans them
-(:meth:`DataCache.clean`, as ``esp_cache_msync`` does).
+lines stay at the end of a run (``dirty_lines``) unless it cleans them (:meth:`DataCache.clean`).
 """
 
 from __future__ import annotations
@@ -29,6 +25,8 @@ from dspsim.ticks import ticks
 
 
 class DataCache:
+    """The cache's sets, prefetch streams and counters (times in ticks)."""
+
     __slots__ = ("line_bytes", "ways", "set_count", "write_back", "allocate", "prefetch", "_sets",
                  "hits", "misses", "prefetches", "writebacks", "fill_bytes", "miss_ticks",
                  "stream_entries", "_streams", "_delta")
@@ -57,8 +55,7 @@ class DataCache:
     def access(self, now: int, mem: Any, addr: int, nbytes: int, write: bool,
                requester: str) -> int:
         """The bytes ``addr .. addr + nbytes`` of ``mem`` through the cache at ``now`` (a load,
-        or a write-back store): return the cycle the data is there (``now`` when every line is
-        present and ready)."""
+        or a write-back store): return when the data is there."""
         ready = now
         line_bytes = self.line_bytes
         for line in range(addr // line_bytes, (addr + nbytes - 1) // line_bytes + 1):
@@ -69,9 +66,8 @@ class DataCache:
 
     def store(self, now: int, mem: Any, addr: int, nbytes: int, requester: str
               ) -> int | None:
-        """A store of ``nbytes`` at ``addr`` into a write-back cache at ``now``: when its lines
-        are there (write-allocate: missing ones fetched first), or ``None`` for a miss with
-        ``write_allocate`` off (the caller posts the store through the write buffer)."""
+        """A store into a write-back cache at ``now``: when its lines are there, or ``None`` for
+        a miss with ``write_allocate`` off (the caller posts it through the write buffer)."""
         if not self.allocate:
             line_bytes = self.line_bytes
             for line in range(addr // line_bytes, (addr + nbytes - 1) // line_bytes + 1):
@@ -81,8 +77,7 @@ class DataCache:
 
     def clean(self, now: int, mem: Any, addr: int, nbytes: int, requester: str) -> int:
         """Write back every dirty line of ``mem`` in ``addr .. addr + nbytes`` at ``now`` (a
-        request each, in address order; lines stay, clean): return when the last is done
-        (``now`` when none is dirty). Walks the cache's lines, not the range's."""
+        request each, in address order; lines stay, clean): return when the last is done."""
         line_bytes = self.line_bytes
         first, last = addr // line_bytes, (addr + nbytes - 1) // line_bytes
         delta = self._delta
@@ -116,9 +111,8 @@ class DataCache:
         return done
 
     def _continues(self, line: int) -> bool:
-        """A demand miss of ``line`` continues a stream the prefetcher follows (always, when it
-        tracks none): the stream goes on past ``line + 1``; a miss that does not starts one in
-        the least recently used entry."""
+        """A demand miss of ``line`` continues a followed stream (always, when none is tracked);
+        one that does not starts a stream in the least recently used entry."""
         if self._goes_on(line, line + 2):
             return True
         streams = self._streams
@@ -128,9 +122,8 @@ class DataCache:
         return False
 
     def _goes_on(self, line: int, expected: int) -> bool:
-        """A stream the prefetcher follows expects ``line`` (always, when it tracks none): it
-        goes on and expects ``expected`` next. ``False``: no stream expects ``line`` (an entry
-        another stream took ended it)."""
+        """A followed stream expects ``line`` (always, when none is tracked): it goes on,
+        expecting ``expected`` next."""
         if not self.stream_entries:
             return True
         streams = self._streams
@@ -165,12 +158,10 @@ class DataCache:
     COUNTERS = ("hits", "misses", "prefetches", "writebacks", "fill_bytes")
 
     def relative_state(self, now: int, base: int) -> tuple:
-        """What the cache holds that a later access can tell, relative to ``now`` and to line
-        ``base`` (a run of alike iterations compares it: :mod:`dspsim.hw.repeats`): the sets
-        from ``base``'s on, each set's lines in LRU order (the line less ``base``, when it is
-        ready less ``now`` if after ``now``, dirty, prefetched and not yet used, its memory),
-        and the lines the prefetcher's streams expect (less ``base``). The cache does the same
-        to lines moved on by any number: a line's set moves on with it."""
+        """What a later access can tell, relative to ``now`` and line ``base``: the sets from
+        ``base``'s on, each set's lines in LRU order (line less ``base``, ready less ``now`` if
+        after it, dirty, prefetched and unused, memory), and the streams' expected lines less
+        ``base``. The cache does the same to lines moved on by any number (sets move along)."""
         count, held, off = self.set_count, self._sets, self._delta - base
         start = base % count
         sets = tuple([tuple([(key + off, r - now if r > now else None, d, f, m)
@@ -179,7 +170,6 @@ class DataCache:
         return sets, tuple(x - base for x in self._streams)
 
     def lines_held(self) -> int:
-        """How many lines the cache holds."""
         return sum(len(lines) for lines in self._sets)
 
     def top_lines(self) -> dict[Any, int]:
@@ -193,8 +183,8 @@ class DataCache:
         return {mem: key + self._delta for mem, key in top.items()}
 
     def shift(self, lines: int, now: int, dt: int) -> None:
-        """Move every line held and expected on by ``lines`` (each to its new line's set), and
-        what is ready after ``now`` by ``dt``."""
+        """Move every line held and expected on by ``lines`` (each to its new set), and what is
+        ready after ``now`` by ``dt``."""
         turn = lines % self.set_count  # set k gets what set k - lines held
         if turn:
             self._sets = self._sets[-turn:] + self._sets[:-turn]
@@ -206,8 +196,8 @@ class DataCache:
         self._streams = dict.fromkeys(x + lines for x in self._streams)
 
     def stats(self) -> dict[str, int]:
-        """Lines hit and missed (a miss: a line fetched because an access needed it),
-        prefetched, written back, dirty at the end; bytes fetched."""
+        """Lines hit, missed (fetched because an access needed it), prefetched, written back,
+        dirty at the end; bytes fetched."""
         return {"hits": self.hits, "misses": self.misses, "prefetches": self.prefetches,
                 "writebacks": self.writebacks, "fill_bytes": self.fill_bytes,
                 "dirty_lines": sum(e[1] for lines in self._sets for e in lines.values())}

@@ -1,50 +1,41 @@
 """The repeat finder: runs of alike loop iterations or rows at the price of a few.
 
-A loop whose iterations run alike asks the finder at each iteration top
-(:meth:`Finder.skip`): the ping-pong frame's middle tiles (each waits for its input, runs the
-same kernels in the same TCM buffer, copies out and prefetches on the same channel while the
-other channel streams the next tile; a *period* is two tiles, buffers and channels back in
-their roles), and an op's rows (:func:`row_loop`: each row runs the same kernel calls on its
-own bytes at the same offsets; a period is a row). Now and then the finder notes the platform
-at three period starts (:class:`~dspsim.hw.repeats.Note`), each engine adding its part:
-SimPy's queue (only the channels' wake-ups may lie in the booked stretch; read through
-:mod:`dspsim.hw.clock`), the core (:meth:`dspsim.hw.core.Core.note`), every channel with its
-descriptors in flight and queued (:meth:`dspsim.hw.idma.IdmaChannel.note`), every port's
-slots and data path (:meth:`dspsim.hw.port.MemoryPort.note`), the access log, the op's trace
-labels, tiles and warnings, the other cores (still). When every relative time, structural
-field and number step agree, the following periods are booked at once: times move by
-``J x D``, numbers by ``J`` steps, counters grow ``J`` times, the loop's counters move on, and
-the records get the booked periods' entries, the last period's ``D`` apart: the passes as one
-block (:class:`~dspsim.probes.PassRun`), the trace its rows as one block
-(:class:`~dspsim.probes.TraceRun`; row by row under a row limit), a port's request log its
-requests one by one (its limit counts those past it).
+A loop whose iterations run alike asks the finder at each iteration top (:meth:`Finder.skip`):
+the ping-pong frame's middle tiles (a *period* is two tiles, buffers and channels back in their
+roles) and an op's rows (:func:`row_loop`: each row runs the same kernel calls on its own bytes
+at the same offsets; a period is a row). Now and then the finder notes the platform at three
+period starts (:class:`~dspsim.hw.repeats.Note`), each engine adding its part: SimPy's queue
+(only the channels' wake-ups may lie in the booked stretch), the core, every channel with its
+descriptors in flight and queued, every port's slots and data path, the access log, the op's
+trace labels, tiles and warnings, the other cores (still). When every relative time,
+structural field and number step agree, the following periods are booked at once: times move
+by ``J x D``, numbers by ``J`` steps, counters grow ``J`` times, and the records get the booked
+periods' entries, the last period's ``D`` apart (passes and trace rows as one block; a port's
+request log one by one, its limit counting those past it).
 
-Why exact: times and counters are integers (ticks, :mod:`dspsim.ticks`), so a period, which
-adds constants to times, subtracts two times and compares, commutes with every shift; seen to
-take the state ``S`` to ``S + D`` twice, it gives every later period start ``S + jD``.
-Addresses only pick the memory (the same, for a tile inside one array) and decide overlaps;
-all of one memory move by the same step, so no overlap appears or vanishes. No foreign event
-may lie before what the booked periods hold (``latest``), so SimPy's order of equal-time events
-is kept.
+Why exact: times and counters are integers (ticks), so a period, which adds constants to times,
+subtracts two times and compares, commutes with every shift; seen to take the state ``S`` to
+``S + D`` twice, it gives every later period start ``S + jD``. Addresses only pick the memory
+(the same, for a tile inside one array) and decide overlaps; all of one memory move by the same
+step, so no overlap appears or vanishes. No foreign event may lie before what the booked
+periods hold (``latest``), so SimPy's order of equal-time events is kept.
 
 Booked only by the elided engine. With the data path on, the booked iterations' values are the
-loop's to compute, untimed (:meth:`dspsim.platform.Dsp.untimed`): a loop passes
-``values(k, pending)``, the ``k`` iterations from the top in program order, their copies done
-as plain copies except those ``pending(src, dst)`` says are still pending after the run (the
-loop-carried values are then left out of the notes: ``values`` carries them). The finder first
-lands every descriptor pending at the top (each is done within the run;
-:meth:`dspsim.hw.idma.IdmaChannel.land_all`), books, runs ``values``, then lands again what the
-moved-on descriptor in flight had landed (:meth:`~dspsim.hw.idma.IdmaChannel.reland`);
-rows are booked with no channel moving, their values computed after in batches
-(``values(lo, hi)``). Nothing here knows an op: the op promises alike iterations, the notes see
-that the engines agree.
+loop's to compute, untimed: a loop passes ``values(k, pending)``, the ``k`` iterations in
+program order, their copies done as plain copies except those ``pending(src, dst)`` says are
+still pending after the run (the loop-carried values are then left out of the notes). The
+finder first lands every descriptor pending at the top (each is done within the run), books,
+runs ``values``, then lands again what the moved-on descriptor in flight had landed; rows are
+booked with no channel moving, their values computed after in batches (``values(lo, hi)``).
+Nothing here knows an op: the op promises alike iterations, the notes see that the engines
+agree.
 """
 
 from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dspsim.hw.clock import put_into, requeue, set_now, split_queue, waits_on
 from dspsim.hw.repeats import (
@@ -59,9 +50,6 @@ from dspsim.hw.repeats import (
 )
 from dspsim.probes import PassRun, PortLog, TraceRun, numbered
 
-if TYPE_CHECKING:
-    from dspsim.hw.views import DspView
-
 Proc = Generator[Any, Any, Any]
 # a loop's booked iterations' values: values(k, pending) (module doc)
 Values = Callable[[int, Callable[[Any, Any], bool]], None]
@@ -72,18 +60,17 @@ VALUES_BATCH_ELEMENTS = 1 << 18
 
 
 class Finder:
-    """The alike iterations of one loop on ``dsp``'s core, ``period`` iterations apart;
-    ``rows``: an op's row loop (booked with the data path on too, its values batched)."""
+    """The alike iterations of one loop on ``dsp``'s core (a :class:`dspsim.platform.Dsp`),
+    ``period`` iterations apart; ``rows``: an op's row loop (its values batched)."""
 
-    def __init__(self, dsp: DspView, period: int, rows: bool = False):
+    def __init__(self, dsp: Any, period: int, rows: bool = False):
         ctx = dsp.platform.ctx
         self.dsp = dsp
         self.env = ctx.env
         self.period = period
         self.data = ctx.data
         self.ports = [m.port for m in dsp.platform.memories.values()]
-        # the records kept as the periods run (the trace, the ports' request logs) get the
-        # booked ones'
+        # the records kept as the periods run (the trace, the ports' request logs)
         self.recorder = ctx.recorder if ctx.recorder.enabled else None
         self.logs: list[Any] = [self.recorder, *[p.log for p in self.ports]]
         self.rows = rows
@@ -95,11 +82,9 @@ class Finder:
 
     def skip(self, alike: int, carried: Any = None,
              values: Values | None = None) -> int:
-        """At an iteration top, book at once (a multiple of ``period``) as many of the ``alike``
-        iterations ahead (same code, same sizes) as provably repeat the last ones, the loop's
-        ``carried`` values unchanged (data path off) or computed by ``values(k)`` (on: the
-        ``k`` booked iterations' values, untimed); return how many (the caller moves its
-        counters on)."""
+        """At an iteration top, book at once as many of the ``alike`` iterations ahead as
+        provably repeat the last ones (a multiple of ``period``; ``carried`` unchanged, or data
+        path on: ``values`` computes them); return how many (the caller moves on)."""
         if not self.enabled or (self.data and values is None and not self.rows):
             return 0
         self._tick += 1
@@ -135,7 +120,6 @@ class Finder:
         self._tick, self._gap = 0, min(2 * self._gap + 1, MAX_PROBE_GAP_PERIODS)
         return 0
 
-    # ------------------------------------------------------------------ noting
     def _note(self, alike: int, carried: bytes) -> Note | None:
         """The platform at an iteration top; ``None`` where nothing may be booked from it."""
         dsp = self.dsp
@@ -157,9 +141,8 @@ class Finder:
         return st
 
     def _others_still(self) -> bool:
-        """No other core's engine moves (a cheap look before a whole note): with two loops at
-        once the platform's state repeats only by chance. With the data path on, a row loop's
-        own channels are still too (its values are computed after)."""
+        """No other core's engine moves (with two loops at once the state repeats only by
+        chance); with the data path on, a row loop's own channels are still too."""
         for other in self.dsp.platform.dsps:
             mine = other is self.dsp
             if mine and not (self.data and self.rows):
@@ -171,8 +154,7 @@ class Finder:
 
     def _waits(self, st: Note) -> bool:
         """Who waits until when: channels' walks and just-queued descriptors (owned), anything
-        else (foreign: only the first time kept). ``False`` if a channel in flight has no
-        wake-up queued."""
+        else (foreign: the first kept). ``False`` if a channel in flight has no wake-up."""
         walking, fifos = {}, {}
         for other in self.dsp.platform.dsps:
             for ch in other.idma:
@@ -199,8 +181,7 @@ class Finder:
         return True
 
     def _channels(self, st: Note) -> bool:
-        """Every channel of every core (other cores' own state only compared: they must be
-        still)."""
+        """Every channel of every core (other cores' state only compared: they are still)."""
         for other in self.dsp.platform.dsps:
             if other is not self.dsp:
                 st.key += [other.core.waiting_for, repr(other.core.stats())]
@@ -210,8 +191,8 @@ class Finder:
         return True
 
     def _op(self, st: Note) -> None:
-        """The op's trace labels (tile numbers move on), the tiles each pass has numbered, its
-        warnings (with the data path on, the booked rows' values redo their checks)."""
+        """The op's trace labels (tile numbers move on), tiles per pass, warnings (data path
+        on: the booked rows' values redo their checks)."""
         dsp = self.dsp
         labels = dsp.labels
         st.key += [labels.pass_name, labels.buffer, tuple(sorted(dsp.tiles_seen.items()))]
@@ -221,10 +202,9 @@ class Finder:
         for attr in ("tile_number", "tile_base", "tile_next"):
             st.int_((labels, attr), getattr(labels, attr))
 
-    # ------------------------------------------------------------------ the run
     def _run_length(self, s: list[Note]) -> int:
         """How many periods after the three starts ``s`` repeat the last: -1 if they do not,
-        0 if no period fits before another's event (a period on, one may)."""
+        0 if none fits before another's event."""
         s0, s1, s2 = s
         if not (s0.alike - s1.alike == self.period == s1.alike - s2.alike):
             return -1
@@ -234,9 +214,8 @@ class Finder:
         return max(0, min(s2.alike // self.period, room(s2.latest, d, s2.foreign)))
 
     def _next_passes(self, s: list[Note]) -> list[dict[str, Any]] | None:
-        """The passes the period after ``s[2]`` begins (those of the last, ``D`` later), if the
-        two periods noted began the same passes ``D`` apart, ended them, and left the earlier
-        ones alone; ``None`` if not."""
+        """The passes the period after ``s[2]`` begins (the last's, ``D`` later) if the two
+        noted began the same passes ``D`` apart, ended them, left earlier ones alone."""
         s0, s1, s2 = s
         d = s2.now - s1.now
         passes = self.dsp.passes
@@ -256,17 +235,16 @@ class Finder:
         return template
 
     def _next_records(self, s: list[Note]) -> list[Any] | None:
-        """What each record (:attr:`logs`) gets in the period after ``s[2]`` if both noted
-        periods gave it the same, ``D`` apart (:func:`~dspsim.hw.repeats.next_entries`; a
-        trace's ``(template, numbers)``, numbers one step on as :class:`~dspsim.probes.TraceRun`
-        moves them): ``None`` for no record; ``None`` if a record's periods differ."""
+        """What each record (:attr:`logs`) gets in the period after ``s[2]``
+        (:func:`~dspsim.hw.repeats.next_entries`; ``None`` per absent record); ``None`` if a
+        record's two noted periods differ."""
         d = s[2].now - s[1].now
         out: list[Any] = []
         for k, log in enumerate(self.logs):
             if log is None:
                 out.append(None)
                 continue
-            kept, follow = ((self.recorder.rows_between, _next_rows) if log is self.recorder
+            kept, follow = ((log.rows_between, _next_rows) if log is self.recorder
                             else (log.ticks, next_requests))
             entries = next_entries([x.logged[k] for x in s], kept, follow, d)
             if entries is None:
@@ -276,8 +254,8 @@ class Finder:
 
     def _book_records(self, records: list[Any], periods: int, d: int) -> None:
         """Each record's entries of ``periods`` booked periods: the trace's as one
-        :class:`~dspsim.probes.TraceRun` block (row by row under a row limit), a request log's
-        entry by entry (it counts what passes its limit)."""
+        :class:`~dspsim.probes.TraceRun` (row by row under a row limit), a request log's one by
+        one."""
         for log, entries in zip(self.logs, records):
             if entries is None:
                 continue
@@ -298,9 +276,8 @@ class Finder:
 
     def _jump(self, s: list[Note], periods: int, records: list[Any],
               passes: list[dict[str, Any]], values: Values | None) -> None:
-        """Book ``periods`` periods like the last one from now (the note ``s[2]``): the
-        engines (:func:`~dspsim.hw.repeats.book`), the values (data path on), the records, the
-        queued wake-ups, the clock."""
+        """Book ``periods`` periods like the last from ``s[2]``: the engines, the values, the
+        records, the queued wake-ups, the clock."""
         now, d = s[2].now, s[2].now - s[1].now
         channels = [ch for other in self.dsp.platform.dsps for ch in other.idma]
         if self.data and values is not None:
@@ -323,9 +300,9 @@ class Finder:
         set_now(self.env, now + dt)
 
 
-def _apart(dsp: DspView) -> bool:
-    """No descriptor pending on one channel writes where one pending on another reads or
-    writes (with the data path on, the order they land in is then immaterial)."""
+def _apart(dsp: Any) -> bool:
+    """No descriptor pending on one channel writes where one pending on another reads or writes
+    (the order they land in is then immaterial)."""
     return not ranges_meet([[(t.src.mem.name, t.src.addr, t.src.addr + t.src_pitch * t.rows,
                               False) for t in ch.issued]
                             + [(t.dst.mem.name, t.dst.addr, t.dst.addr + t.dst_pitch * t.rows,
@@ -340,7 +317,7 @@ def _ends(src: Any, dst: Any) -> tuple:
 
 def _accesses(st: Note, acc: Any) -> None:
     """The access log, when kept: the accesses in flight, those kept for the hazard check
-    (frozen records, rebuilt from their numbers and times when booked), its numbering."""
+    (rebuilt from their numbers and times when booked), its numbering."""
     if not acc.enabled:
         return
     st.key += [len(acc.pairs), acc.dropped, tuple(sorted(acc.in_flight))]
@@ -366,8 +343,8 @@ def _accesses(st: Note, acc: Any) -> None:
 
 
 def _next_rows(first: list, last: list, d: int) -> tuple[list[tuple], list] | None:
-    """The trace rows of the period after ``last`` (``first`` before it) and how their numbers
-    move (:class:`~dspsim.probes.TraceRun`); ``None`` unless both are alike, ``d`` apart."""
+    """The trace rows of the period after ``last`` and how their numbers move
+    (:class:`~dspsim.probes.TraceRun`); ``None`` unless ``first`` and ``last`` are alike."""
     if len(first) != len(last):
         return None
     template, numbers = [], []
@@ -384,12 +361,11 @@ def _next_rows(first: list, last: list, d: int) -> tuple[list[tuple], list] | No
     return template, numbers
 
 
-def row_loop(dsp: DspView, rows: int, row: Callable[[int], Proc],
+def row_loop(dsp: Any, rows: int, row: Callable[[int], Proc],
              values: Callable[[int, int], Proc] | None = None, row_elements: int = 1) -> Proc:
-    """``for r in range(rows): yield from row(r)``, booking runs of alike rows at once (module
-    doc); every ``row(r)`` runs the same kernel calls on its own bytes at the same offsets.
-    ``values(lo, hi)``: rows ``lo:hi``'s calls as one untimed batch, run for booked rows when the
-    data path is on, in batches of about ``VALUES_BATCH_ELEMENTS`` (rows of ``row_elements``)."""
+    """``for r in range(rows): yield from row(r)``, booking runs of alike rows at once.
+    ``values(lo, hi)``: rows ``lo:hi``'s calls, untimed, run for booked rows with the data path
+    on, in batches of about ``VALUES_BATCH_ELEMENTS`` (rows of ``row_elements``)."""
     finder = Finder(dsp, period=1, rows=True)
     r = 0
     while r < rows:
@@ -407,9 +383,9 @@ def row_loop(dsp: DspView, rows: int, row: Callable[[int], Proc],
 
 def _values(warnings: dict[str, dict[str, Any]], values: Callable[[int, int], Proc],
             lo: int, hi: int) -> None:
-    """Run ``values(lo, hi)`` (untimed: it must yield nothing). Warnings list in the order their
-    codes first fire row by row, so a batch raising two new codes is undone and rerun in halves
-    (a row's outputs do not overwrite its inputs: recomputing gives the same values)."""
+    """Run ``values(lo, hi)`` (untimed: it yields nothing). Warnings list in the order codes
+    first fire row by row, so a batch raising two new codes is undone and rerun in halves (a
+    row's outputs do not overwrite its inputs: recomputing gives the same values)."""
     before = {code: dict(w) for code, w in warnings.items()}
     for _ in values(lo, hi):
         raise RuntimeError("a row loop's values(lo, hi) yielded an event: it must only "

@@ -1,29 +1,25 @@
 """An iDMA channel: a descriptor FIFO served, in order, by one long-lived process.
 
-``IDMA_COPY`` programs a descriptor (the core pays ``idma.setup_cycles``,
-:meth:`dspsim.hw.core.Core.idma_copy`) and appends it to the FIFO; the channel moves its bytes as
-requests of ``idma.burst_bytes``, at most ``idma.max_outstanding`` in flight, and finishes a
-descriptor before starting the next: that order keeps the seed's write-back of a buffer ahead of
-the next prefetch into it. The Cadence library's fixed-buffer mode is modelled too:
-:meth:`IdmaChannel.init_loop` gives a ring of N descriptors, ``idma_copy_desc`` adds one (waiting
-when all N are pending) and :meth:`IdmaChannel.buffer_status` counts those pending; a polling
-loop ``while (idma_buffer_status(ch) > 0) ;`` is ``yield from core.idma_poll(ch, 0)`` (no event
-per poll).
+``IDMA_COPY`` programs a descriptor (the core pays ``idma.setup_cycles``) and appends it to the
+FIFO; the channel moves its bytes as requests of ``idma.burst_bytes``, at most
+``idma.max_outstanding`` in flight, and finishes a descriptor before starting the next: that
+order keeps the seed's write-back of a buffer ahead of the next prefetch into it. The Cadence
+library's fixed-buffer mode too: :meth:`IdmaChannel.init_loop` gives a ring of N descriptors,
+``idma_copy_desc`` adds one (waiting when all N are pending), :meth:`IdmaChannel.buffer_status`
+counts those pending.
 
-A transfer goes through the port of its external end. Between two external ends (one memory, or
-two where ``idma.tcm_end_required`` is false) each burst is read through the source's port and
-written through the destination's when its read completes, holding its window place from read
-issue to write completion (:meth:`_walk_dual`: a write and a read at one instant, the write
-first). An engine slower than its ports (the ESP32-S3's GDMA) issues a burst no sooner than the
-previous burst's bytes at ``idma.engine_bytes_per_cycle`` after the previous issue, and waits
-``idma.descriptor_cycles`` before each descriptor (both 0 by default: J6, the HiFi5).
+A transfer goes through the port of its external end. Between two external ends each burst is
+read through the source's port and written through the destination's when its read completes,
+holding its window place from read issue to write completion (:meth:`_walk_dual`: a write and a
+read at one instant, the write first). An engine slower than its ports (the ESP32-S3's GDMA)
+issues a burst no sooner than the previous burst's bytes at ``idma.engine_bytes_per_cycle``
+after the previous issue, and waits ``idma.descriptor_cycles`` before each descriptor.
 
-A 2-D descriptor (``idma_copy_2d_desc(ch, dst, src, row_bytes, flags, rows, src_pitch,
-dst_pitch)``) is one descriptor whose bursts are cut at row boundaries (a 200-byte row in 64-byte
-bursts is 64+64+64+8). When a row is a whole number of bursts the port sees the bursts of a 1-D
-descriptor of ``rows * row_bytes`` and the 1-D walk and its fast paths serve it. Dual-ended,
-paced and cut-row transfers walk burst by burst (:meth:`_walk_rows`), with no fast-forward: a sum
-of per-row :func:`transfer_cycles` is not exact (the rows overlap in the window).
+A 2-D descriptor (``idma_copy_2d_desc``) is one descriptor whose bursts are cut at row
+boundaries (a 200-byte row in 64-byte bursts is 64+64+64+8). When a row is a whole number of
+bursts the port sees a 1-D descriptor's bursts and the 1-D walk and its fast paths serve it.
+Dual-ended, paced and cut-row transfers walk burst by burst, with no fast-forward: a sum of
+per-row :func:`transfer_cycles` is not exact (the rows overlap in the window).
 """
 
 from __future__ import annotations
@@ -40,18 +36,17 @@ import simpy
 from dspsim.config import Idma
 from dspsim.errors import AllocationError, DspsimInputError
 from dspsim.hw.clock import Walk, WalkState, drive, event_heap
-from dspsim.hw.context import RunContext
 from dspsim.hw.memory import Ptr
-from dspsim.hw.periodic import Stream, StreamRuns
 from dspsim.hw.port import MemoryPort
-from dspsim.hw.repeats import Note
+from dspsim.hw.repeats import Note, Stream, StreamRuns
+from dspsim.probes import RunContext
 from dspsim.ticks import cycles, ticks
 
 
 @dataclass(eq=False)
 class Transfer:
-    """A descriptor and the handle ``IDMA_COPY`` returns (``vret``). ``nbytes``: every byte
-    it moves (``rows * row_bytes``); a 1-D descriptor is one row, its pitches the row."""
+    """A descriptor and the handle ``IDMA_COPY`` returns (``vret``): ``nbytes`` in all (``rows
+    * row_bytes``); a 1-D descriptor is one row, its pitches the row."""
 
     channel: int
     index: int
@@ -79,8 +74,7 @@ class Transfer:
             self.dst_pitch = self.row_bytes
 
     def aligned(self, burst_bytes: int) -> bool:
-        """Its bursts are those of a 1-D descriptor of ``nbytes``: one row, or whole bursts
-        per row."""
+        """Its bursts are a 1-D descriptor's: one row, or whole bursts per row."""
         return self.rows == 1 or self.row_bytes % burst_bytes == 0
 
     def burst_sizes(self, burst_bytes: int) -> Iterator[int]:
@@ -93,8 +87,8 @@ class Transfer:
                 yield rest
 
     def note(self, st: Note, started: bool) -> bool:
-        """A descriptor in flight (``started``) or queued, in a repeat finder's note: its
-        shape, numbers, addresses (each end's moves with its memory) and start."""
+        """A descriptor in flight (``started``) or queued, in a note: its shape, numbers,
+        addresses (each end's moves with its memory) and start."""
         st.key.append((self.channel, self.kind, self.nbytes, self.rows, self.row_bytes,
                        self.src_pitch, self.dst_pitch, self.pass_name, self.buffer,
                        self.done.triggered, self.src.mem.name, self.dst.mem.name))
@@ -116,8 +110,8 @@ class Transfer:
 
 
 class _End:
-    """A descriptor's end (``src`` / ``dst``, a frozen pointer) as an address a repeat finder
-    moves on (:func:`dspsim.hw.repeats.assign`)."""
+    """A descriptor's end (``src`` / ``dst``, a frozen pointer) as an address a booked run moves
+    on (:func:`dspsim.hw.repeats.assign`)."""
 
     __slots__ = ("transfer", "end")
 
@@ -136,8 +130,7 @@ def span_bytes(rows: int, row_bytes: int, pitch: int) -> int:
 
 def check_block(src: Ptr, dst: Ptr, row_bytes: int, rows: int, src_pitch: int | None,
                 dst_pitch: int | None) -> tuple[int, int]:
-    """A descriptor's shape checked (one line naming what is wrong); returns its pitches
-    (``None``: the row)."""
+    """A descriptor's shape checked (one line naming what is wrong); returns its pitches."""
     if isinstance(rows, bool) or not isinstance(rows, Integral) or rows < 1:
         raise DspsimInputError(f"iDMA 2-D copy of rows={rows!r}: rows must be an integer >= 1")
     pitches = []
@@ -160,6 +153,8 @@ def check_block(src: Ptr, dst: Ptr, row_bytes: int, rows: int, src_pitch: int | 
 
 
 class IdmaChannel:
+    """One channel: its FIFO, its serving process, its counters (ticks)."""
+
     def __init__(self, ctx: RunContext, index: int, name: str, cfg: Idma):
         self.env = env = ctx.env
         self.elide = ctx.elide
@@ -183,61 +178,48 @@ class IdmaChannel:
         self.bytes_moved = 0
         self.ring: int | None = None  # idma_init_loop's descriptor count (None: the FIFO)
         self.current: Transfer | None = None
-        self._issued: deque[Transfer] = deque()  # submitted, not yet done, in order
+        self.issued: deque[Transfer] = deque()  # submitted, not yet done, oldest first
         # the descriptor moving now, with the data path on: its bytes landing and its walk
         self.lander: _Lander | None = None
         self.stream: Stream | None = None
         self._landed = (0, 0)  # what the lander had landed when a repeat run was booked
         self.process = env.process(self._serve())
 
-    @property
-    def busy_cycles(self) -> float:
-        """:attr:`busy_ticks` in cycles."""
-        return cycles(self.busy_ticks)
-
     def stats(self) -> dict[str, float]:
         """Descriptors done, bytes moved, cycles busy moving them."""
         return {"descriptors": self.completed, "bytes": self.bytes_moved,
-                "busy_cycles": self.busy_cycles}
+                "busy_cycles": cycles(self.busy_ticks)}
 
     def busy_until(self, t: int) -> int:
-        """Busy ticks up to ``t`` (the present): those of the descriptors done, and the part
-        of the one moving now."""
+        """Busy ticks up to ``t`` (the present): the descriptors done, and the one moving."""
         current = self.current
         return self.busy_ticks + (t - current.start if current is not None else 0)
 
-    # ------------------------------------------------------------ the library's ring mode
     def init_loop(self, descriptors: int) -> None:
         """``idma_init_loop(ch, buf, IDMA_1D_DESC, descriptors, ...)``: a fixed buffer of
         ``descriptors`` that ``idma_copy_desc`` fills in turn."""
         if isinstance(descriptors, bool) or not isinstance(descriptors, int) or descriptors < 1:
             raise DspsimInputError(f"idma_init_loop of {descriptors!r} descriptors: the "
                                    "buffer holds at least 1")
-        if self._issued:
+        if self.issued:
             raise DspsimInputError(f"idma_init_loop on {self.name} with descriptors pending")
         self.ring = descriptors
 
-    @property
-    def issued(self) -> deque[Transfer]:
-        """The descriptors submitted and not yet done, oldest first (read, not changed, by
-        the fast-forwards)."""
-        return self._issued
-
     def buffer_status(self) -> int:
         """``idma_buffer_status(ch)``: descriptors added and not yet done."""
-        return len(self._issued)
+        return len(self.issued)
 
     def when_pending_at_most(self, count: int) -> simpy.Event | None:
-        """The event of the moment at most ``count`` descriptors are pending (``None``: now);
-        descriptors finish in order, so it is that of the one ``count`` places from the end."""
-        if len(self._issued) <= count:
+        """The event of the moment at most ``count`` descriptors are pending (``None``: now):
+        the done of the one ``count`` places from the end (they finish in order)."""
+        if len(self.issued) <= count:
             return None
-        return self._issued[len(self._issued) - 1 - count].done
+        return self.issued[len(self.issued) - 1 - count].done
 
     def submit(self, src: Ptr, dst: Ptr, nbytes: int, rows: int = 1,
                src_pitch: int | None = None, dst_pitch: int | None = None, **tags) -> Transfer:
-        """Append a descriptor (already paid for by the core) to the FIFO: ``rows`` rows of
-        ``nbytes``, at ``src_pitch`` / ``dst_pitch`` (``None``: the row)."""
+        """Append a descriptor (paid for by the core) to the FIFO: ``rows`` rows of ``nbytes``,
+        at ``src_pitch`` / ``dst_pitch`` (``None``: the row)."""
         src_pitch, dst_pitch = check_block(src, dst, nbytes, rows, src_pitch, dst_pitch)
         if not (src.external or dst.external):
             raise DspsimInputError(f"iDMA copy {src!r} -> {dst!r}: one side must be an external "
@@ -246,7 +228,7 @@ class IdmaChannel:
             raise DspsimInputError(
                 f"iDMA copy {src!r} -> {dst!r}: between two external ends; one end of a "
                 "transfer must be TCM (idma.tcm_end_required)")
-        if self.ring is not None and len(self._issued) >= self.ring:
+        if self.ring is not None and len(self.issued) >= self.ring:
             raise DspsimInputError(f"{self.name}: idma_copy_desc with all {self.ring} "
                                    "descriptors of the buffer pending")
         rows = int(rows)
@@ -254,7 +236,7 @@ class IdmaChannel:
                      rows=rows, row_bytes=nbytes, src_pitch=src_pitch, dst_pitch=dst_pitch,
                      **tags)
         self.submitted += 1
-        self._issued.append(t)
+        self.issued.append(t)
         self.fifo.put(t)
         return t
 
@@ -267,53 +249,46 @@ class IdmaChannel:
             self.accesses.begin(self.name, t.start)
             yield from self._move(t)
             t.end = env.now
-            self._log_accesses(t)
+            if self.accesses.enabled:
+                for ptr, is_write in ((t.src, False), (t.dst, True)):
+                    for addr, nbytes in t.rows_of(ptr):
+                        self.accesses.add(self.name, ptr.mem.name, addr, nbytes, is_write,
+                                          t.start, t.end, f"{t.kind} #{t.index}", t.tile,
+                                          t.pass_name)
+            self.accesses.finish(self.name, t.end)
             self.busy_ticks += t.end - t.start
             self.bytes_moved += t.nbytes
             self.completed += 1
-            self._issued.popleft()
+            self.issued.popleft()
             self.current = None
             self.recorder.record(self.name, t.kind, f"#{t.index}", t.start, t.end, t.nbytes,
                                  t.tile, t.pass_name, t.buffer)
             t.done.succeed()
 
-    def _log_accesses(self, t: Transfer) -> None:
-        if self.accesses.enabled:
-            for ptr, is_write in ((t.src, False), (t.dst, True)):
-                for addr, nbytes in t.rows_of(ptr):
-                    self.accesses.add(self.name, ptr.mem.name, addr, nbytes, is_write, t.start,
-                                      t.end, f"{t.kind} #{t.index}", t.tile, t.pass_name)
-        self.accesses.finish(self.name, t.end)
-
     def note(self, st: Note) -> bool:
-        """The channel's part of a repeat finder's note (:class:`dspsim.hw.repeats.Note`): its
-        counters, the descriptors in flight and queued (their shapes, numbers, addresses and
-        start), the walk of the one moving; ``False`` where nothing may be booked from here
-        (a walk the fast-forward does not know, a descriptor done but not yet let go)."""
+        """The channel's part of a note (:class:`dspsim.hw.repeats.Note`): its counters, its
+        descriptors in flight and queued, the walk of the one moving; ``False`` where nothing
+        may be booked (a walk the fast-forward does not know, a descriptor done, not let go)."""
         for attr in ("submitted", "completed", "bytes_moved"):
             st.int_((self, attr), getattr(self, attr))
         st.acc(self, "busy_ticks", self.busy_ticks)
         current = self.current
-        if current is not None and current is not self._issued[0]:
+        if current is not None and current is not self.issued[0]:
             return False
-        st.key.append((current is not None, len(self.fifo.items), len(self._issued), self.ring))
-        for j, t in enumerate(self._issued):
+        st.key.append((current is not None, len(self.fifo.items), len(self.issued), self.ring))
+        for j, t in enumerate(self.issued):
             if not t.note(st, started=j == 0 and current is not None):
                 return False
-        return current is None or self._note_walk(st)
-
-    def _note_walk(self, st: Note) -> bool:
-        """The walk of the descriptor moving (:meth:`Stream.note`), if its port's stream
-        runs follow it (a walk they do not know keeps its place to itself)."""
-        port = self.port_of(self.current)
-        if self.stream is None or port.repeats is None or self.stream not in port.repeats.streams:
+        if current is None:
+            return True
+        repeats = self.port_of(current).repeats  # the walk moving, if the stream runs follow it
+        if self.stream is None or repeats is None or self.stream not in repeats.streams:
             return False
         self.stream.note(st)
         return True
 
     def known(self, t: Transfer) -> bool:
-        """The fast-forward knows the transfer's walk: one port, the bursts of a 1-D one, no
-        pace of the engine's own."""
+        """The fast-forward knows the transfer's walk: one port, 1-D bursts, no engine pace."""
         return not self.dual(t) and t.aligned(self.burst_bytes) and not self.ticks_per_byte
 
     @staticmethod
@@ -327,8 +302,7 @@ class IdmaChannel:
         return t.src.external and t.dst.external
 
     def _move(self, t: Transfer):
-        """Move the descriptor's bytes burst by burst (:meth:`_walk`), after the engine's
-        ``idma.descriptor_cycles``."""
+        """Move the descriptor's bytes burst by burst, after ``idma.descriptor_cycles``."""
         if self.descriptor_ticks:
             yield self.env.timeout(self.descriptor_ticks)
         state = WalkState(self.env.now)
@@ -354,19 +328,18 @@ class IdmaChannel:
         self.lander = self.stream = None
 
     def land_all(self) -> None:
-        """Before a repeat run is booked with the data path on: every descriptor pending,
-        in order, lands every byte it has left (each is done within the booked stretch; the
-        objects go on as the later descriptors the run stands for), what the one moving had
-        landed kept for :meth:`reland`."""
-        for t in self._issued:
+        """Before a run is booked with the data path on: every descriptor pending lands, in
+        order, the bytes it has left (each is done within the booked stretch; the objects go
+        on as later descriptors), what the one moving had landed kept for :meth:`reland`."""
+        for t in self.issued:
             lander = self.lander if t is self.current else None
             if lander is not None:
                 self._landed = (lander.landed, lander.upto)
             (lander or _Lander(t)).completed(t.nbytes, immediately=True)
 
     def reland(self) -> None:
-        """After: the descriptor moving, now the one the booked periods moved it on to, has
-        landed what the one before had (its bytes from its own addresses)."""
+        """After: the descriptor moving (moved on by the booked periods) has landed what the
+        one before had (its bytes from its own addresses)."""
         lander, t = self.lander, self.current
         if lander is not None and t is not None:
             landed, upto = self._landed
@@ -387,8 +360,8 @@ class IdmaChannel:
               ) -> Walk:
         """Bursts of ``idma.burst_bytes``, at most ``max_outstanding`` in flight, from
         ``state.now``, yielding at each wait the elided driver would not pass; leaves
-        ``state.now`` at the last completion. Bursts land in order as they complete. ``stream``
-        holds the walk's place, which :mod:`dspsim.hw.periodic` may advance by periods."""
+        ``state.now`` at the last completion. Bursts land in order. ``stream`` holds the walk's
+        place, which :class:`~dspsim.hw.repeats.StreamRuns` may advance by periods."""
         port = self.port_of(t)
         name, request = self.name, port.request
         repeats = port.repeats
@@ -432,8 +405,8 @@ class IdmaChannel:
 
     def _wait_for_slot(self, stream: Stream, repeats: StreamRuns, i: int, now: int
                        ) -> Generator[int, None, tuple[int, int]]:
-        """Wait for a window slot until ``now`` on a port whose stream runs may book steps ahead;
-        return where the walk stands after (possibly moved on by whole periods)."""
+        """Wait for a window slot until ``now`` on a port whose stream runs may book steps
+        ahead; return where the walk stands after."""
         env = self.env
         stream.i, stream.now = i, now
         yield now
@@ -448,10 +421,9 @@ class IdmaChannel:
 
     def _walk_dual(self, t: Transfer, state: WalkState, lander: _Lander | None,
                    stream: Stream) -> Walk:
-        """A transfer between two external ends, burst by burst: a read issued when the window
-        has room (``max_outstanding`` bursts from read issue to write completion), its write when
-        it completes. The walk's clock goes to the earlier next action (yielding each time) and
-        leaves ``state.now`` at the last write's completion."""
+        """Between two external ends, burst by burst: a read issued when the window has room
+        (from read issue to write completion), its write when it completes; the clock goes to
+        the earlier next action, and ends at the last write's completion."""
         read, write = t.src.mem.port.request, t.dst.mem.port.request
         name, window = self.name, self.max_outstanding
         sizes = t.burst_sizes(self.burst_bytes)
@@ -490,9 +462,8 @@ class IdmaChannel:
         stream.now = None
 
     def _walk_rows(self, t: Transfer, state: WalkState, lander: _Lander | None) -> Walk:
-        """A 2-D descriptor whose rows are not whole bursts, burst by burst through one port
-        (:meth:`Transfer.burst_sizes`), as the 1-D walk issues; leaves ``state.now`` at the last
-        completion."""
+        """A cut-row 2-D descriptor (or a paced engine's), burst by burst through one port as
+        the 1-D walk issues; leaves ``state.now`` at the last completion."""
         request = self.port_of(t).request
         name, window, write = self.name, self.max_outstanding, t.dst.external
         now = state.now
@@ -518,7 +489,7 @@ class IdmaChannel:
             state.now = inflight[-1][0]
 
     def describe_waiting(self) -> str | None:
-        """What this channel is stuck on, if anything (for deadlock reports)."""
+        """What this channel is stuck on, if anything (deadlock reports)."""
         if self.current is not None:
             return f"{self.name} (in descriptor #{self.current.index})"
         if self.fifo.items:
@@ -527,15 +498,14 @@ class IdmaChannel:
 
 
 class _Lander:
-    """A descriptor's bytes landing in its destination in order, as its bursts complete: byte
-    ``k`` of the descriptor is byte ``k % row`` of row ``k // row``, at its end's pitch."""
+    """A descriptor's bytes landing in order as its bursts complete: byte ``k`` is byte ``k %
+    row`` of row ``k // row``, at its end's pitch."""
 
     def __init__(self, t: Transfer):
         self.rebase(t)
 
     def rebase(self, t: Transfer) -> None:
-        """Land ``t``'s bytes, none landed yet (the walk holds this lander: a booked run moves
-        its descriptor on)."""
+        """Land ``t``'s bytes, none landed yet (a booked run moves the descriptor on)."""
         self.src = rows_view(t.src, t.rows, t.row_bytes, t.src_pitch)
         self.dst = rows_view(t.dst, t.rows, t.row_bytes, t.dst_pitch)  # writable
         self.row = max(t.row_bytes, 1)

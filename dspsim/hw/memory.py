@@ -1,9 +1,8 @@
-"""Byte-addressable memories (the external ones: DDR, PSRAM, SRAM; each DataRAM) and typed
-pointers into them.
+"""Byte-addressable memories (DDR, PSRAM, SRAM; each DataRAM) and typed pointers into them.
 
-A :class:`Ptr` is what a C ``float32_t *`` is in the seed: a memory and a byte address, and
-``ptr + k`` advances ``k`` float32 elements. With the data path on, a memory is backed by numpy
-arrays so that kernels and iDMA transfers move real values; with it off, only addresses exist.
+A :class:`Ptr` is a C ``float32_t *``: a memory and a byte address; ``ptr + k`` advances ``k``
+float32 elements. With the data path on, a memory is backed by numpy arrays so that kernels and
+iDMA transfers move real values; with it off, only addresses exist.
 """
 
 from __future__ import annotations
@@ -19,6 +18,8 @@ from dspsim.errors import AllocationError
 
 @dataclass(frozen=True)
 class Ptr:
+    """A byte address in a memory."""
+
     mem: Memory
     addr: int
 
@@ -27,13 +28,13 @@ class Ptr:
 
     @property
     def external(self) -> bool:
-        """Whether the pointer is into an external memory (reached through a port), not TCM."""
+        """Into an external memory (reached through a port), not TCM."""
         return self.mem.port is not None
 
     @property
     def requested(self) -> bool:
-        """Whether the core's loads and stores through the pointer are requests on a port: an
-        external memory not on the core's own bus (a ``core_local`` one is as TCM)."""
+        """The core's loads and stores through it are requests on a port (an external memory
+        not ``core_local``, which is as TCM)."""
         return self.mem.port is not None and not self.mem.core_local
 
     def __repr__(self) -> str:
@@ -41,9 +42,8 @@ class Ptr:
 
 
 class Memory:
-    """A range of addresses made of allocated blocks, each optionally backed by bytes. An
-    external memory has the ``port`` its requests go through (set by the platform) and may be
-    reached by the core through its data cache (``cached``); a DataRAM has neither."""
+    """A range of addresses made of allocated blocks, each optionally backed by bytes; an
+    external memory has a ``port`` (set by the platform) and may be ``cached``."""
 
     def __init__(self, name: str, kind: str, base: int, size_bytes: int, data: bool,
                  bank: int = -1):
@@ -73,10 +73,9 @@ class Memory:
 
     def add_block(self, size_bytes: int, alignment: int = 128, what: str = "buffer",
                   elsewhere: str = "the array in another memory") -> Ptr:
-        """Reserve ``size_bytes`` at an aligned address: the first freed space it fits
-        (:meth:`free_block`), else the next aligned address after the top (bump allocation:
-        while nothing is freed, every block goes where it always has). ``elsewhere``: how the
-        refusal says to put the block in another memory."""
+        """Reserve ``size_bytes`` at an aligned address: the first freed space it fits, else
+        the next aligned address after the top (while nothing is freed, every block goes where
+        it always has). ``elsewhere``: how the refusal says to use another memory."""
         start = self._from_holes(size_bytes, alignment)
         if start is None:
             start = -(-self._next // alignment) * alignment
@@ -104,8 +103,8 @@ class Memory:
         return None
 
     def free_block(self, ptr: Ptr) -> None:
-        """Give back the block that starts at ``ptr``: its space holds a later block that fits
-        it, and the top comes down when the top block goes."""
+        """Give back the block at ``ptr``: a later block may take its space; the top comes down
+        when the top block goes."""
         i = bisect.bisect_left(self._starts, ptr.addr)
         if ptr.mem is not self or i == len(self._starts) or self._starts[i] != ptr.addr:
             raise AllocationError(f"free of {ptr!r}: not a block of {self.name}")
@@ -125,8 +124,8 @@ class Memory:
             self._holes.insert(k, (lo, hi))
 
     def locate(self, addr: int, nbytes: int) -> tuple[np.ndarray, int]:
-        """The backing (None with the data path off) and offset of ``nbytes`` at ``addr``; an
-        AllocationError when the range is outside every allocation or runs past its end."""
+        """The backing (None with the data path off) and offset of ``nbytes`` at ``addr``;
+        refused outside every allocation or past its end."""
         i = bisect.bisect_right(self._starts, addr) - 1
         if i < 0:
             raise AllocationError(f"{self.name} address 0x{addr:x} is outside any allocation")

@@ -1,21 +1,18 @@
 """What a request costs on a memory's port: the memory's *request policy*.
 
-A request of ``nbytes`` occupies the data path for :meth:`RequestPolicy.data_cycles` and completes
-:meth:`RequestPolicy.latency` after its data crossed it. The port, the closed forms
-(:meth:`RequestPolicy.transfer_cycles`, :meth:`RequestPolicy.request_cycles`), the ops' bounds,
-the kernels' closed forms and the calibration all ask the policy; a new pricing is a new policy
-here.
+A request of ``nbytes`` occupies the data path for :meth:`RequestPolicy.data_cycles` and
+completes :meth:`RequestPolicy.latency` after its data crossed it. The port, the closed forms,
+the ops' bounds, the kernels and the calibration all ask the policy; a new pricing is a new
+policy here.
 
-- :class:`OneLatency`: every request completes ``latency_cycles`` after its data (J6's, and any
-  memory without a distinct ``write_latency_cycles``);
+- :class:`OneLatency`: every request completes ``latency_cycles`` after its data (J6's);
 - :class:`ReadWriteLatency`: reads take ``latency_cycles``, writes ``write_latency_cycles``;
 - :class:`Transactions` (``protocol = "transactions"``: the HiFi5's PSRAM controller): one
   transaction at a time, each holding the data path for its command, data and hold clocks.
 
 A policy is built from the model's values quantized to whole ticks (:mod:`dspsim.hw.clock`):
-its cycle figures (``latency``, ``cycles_per_byte``, ``path_cycles``) are tick counts over a
-power of two, so a closed form summed from them in floats is exact (below 2^29 cycles) and
-equals what the port books in ticks (``latency_ticks``, ``ticks_per_byte``, ``path_ticks``).
+its cycle figures are tick counts over a power of two, so a closed form summed from them in
+floats is exact (below 2^29 cycles) and equals what the port books in ticks.
 
 A *uniform* policy (one latency) completes requests in issue order, which the port's ring, its
 inlined burst loop and the fast-forwards rely on; on other ports those fast paths are off (same
@@ -43,8 +40,7 @@ def transfer_cycles(nbytes: int, burst_bytes: int, window: int, latency_cycles: 
     bursts of ``burst_bytes`` (the last partial), at most ``window`` in flight, each completing
     ``latency_cycles`` after its data crossed. Burst ``i`` completes at ``max(done[i-window] +
     size_i / bw + L, done[i-1] + size_i / bw)``: a max-plus recurrence whose longest path is all
-    data-path steps or as many window jumps as fit; the answer is the larger.
-    """
+    data-path steps or as many window jumps as fit; the answer is the larger."""
     if nbytes <= 0:
         return 0.0
     n = math.ceil(nbytes / burst_bytes)
@@ -61,11 +57,10 @@ def transfer_cycles(nbytes: int, burst_bytes: int, window: int, latency_cycles: 
 
 def engine_paced_cycles(idma: Any, nbytes: int, row: int, port_cycles: float,
                         last_trip: Any) -> float:
-    """A descriptor of ``nbytes`` (rows of ``row`` bytes) on an iDMA engine with its own pace
-    (:mod:`dspsim.hw.idma`): its fetch (``idma.descriptor_cycles``), then the slower of the
-    ports (``port_cycles``) and the engine: every byte but the last burst's at
-    ``idma.engine_bytes_per_cycle`` (0: no pace), then that burst's trip (``last_trip(bytes)``).
-    """
+    """A descriptor of ``nbytes`` (rows of ``row`` bytes) on an iDMA engine with its own pace:
+    its fetch (``idma.descriptor_cycles``), then the slower of the ports (``port_cycles``) and
+    the engine: every byte but the last burst's at ``idma.engine_bytes_per_cycle`` (0: no
+    pace), then that burst's trip (``last_trip(bytes)``)."""
     burst, rate = idma.burst_bytes, idma.engine_bytes_per_cycle
     last = row - (math.ceil(row / burst) - 1) * burst
     paced = (nbytes - last) / rate + last_trip(last) if rate else 0.0
@@ -88,7 +83,6 @@ class OneLatency:
 
     @functools.cached_property
     def cycles_per_byte(self) -> float:
-        """Data-path cycles per byte (:attr:`ticks_per_byte` in cycles)."""
         return self.ticks_per_byte / TICKS_PER_CYCLE
 
     def latency(self, write: bool) -> float:
@@ -96,8 +90,7 @@ class OneLatency:
         return self.latency_cycles
 
     def latency_ticks(self, write: bool) -> int:
-        """:meth:`latency` in ticks (the policy is built on whole ticks: exact)."""
-        return ticks(self.latency(write))
+        return ticks(self.latency(write))  # (built on whole ticks: exact)
 
     def path_ticks(self, nbytes: int, write: bool) -> int:
         """:meth:`path_cycles` in ticks (the port books them)."""
@@ -108,13 +101,12 @@ class OneLatency:
         return nbytes * self.cycles_per_byte
 
     def path_cycles(self, nbytes: float, write: bool) -> float:
-        """Cycles one request of ``nbytes`` holds the data path, either way (the port's generic
-        path books it)."""
+        """Cycles one request of ``nbytes`` holds the data path, either way."""
         return self.data_cycles(nbytes)
 
     def stream_path_cycles(self, nbytes: int, burst_bytes: int, write: bool) -> float:
-        """Data-path cycles of ``nbytes`` in requests of ``burst_bytes``, either way: here the
-        bytes at the path's rate, whatever the requests' size."""
+        """Data-path cycles of ``nbytes`` in requests of ``burst_bytes``, either way (here
+        whatever the requests' size)."""
         return nbytes * self.cycles_per_byte
 
     def request_cycles(self, nbytes: float, write: bool) -> float:
@@ -123,7 +115,7 @@ class OneLatency:
 
     def latency_total(self, reads: int, writes: int) -> float:
         """The latencies of ``reads`` reads and ``writes`` writes, summed (slot time beyond the
-        data path: a latency bound divides it by the slots)."""
+        data path)."""
         read, write = self.latency(False), self.latency(True)
         if read == write:
             return (reads + writes) * read
@@ -158,13 +150,12 @@ class ReadWriteLatency(OneLatency):
 @dataclass(frozen=True)
 class Transactions(OneLatency):
     """One transaction at a time (a PSRAM behind its controller): ``b`` bytes hold the data path
-    ``(command_clocks + ceil(b / bytes_per_clock) + hold) x clock_cycles`` (``hold`` a read's or a
-    write's) and complete on release (latency 0). ``page_bytes`` chops a request into page-sized
-    transactions, each paying command and hold (requests taken to start on a page boundary).
-    ``refresh_clocks``: memory clocks each transaction pays on average for refresh collisions
-    (share colliding x LC), 0: none. Built with ``bytes_per_cycle`` the data clocks' rate (read by
-    ``cycles_per_byte``). In order, but path cycles are not bytes times one rate: neither uniform
-    nor linear, so its port books every request through the generic path."""
+    ``(command_clocks + ceil(b / bytes_per_clock) + hold) x clock_cycles`` (``hold`` a read's or
+    a write's) and complete on release (latency 0). ``page_bytes`` chops a request into
+    page-sized transactions, each paying command and hold (requests taken to start on a page
+    boundary). ``refresh_clocks``: clocks each transaction pays on average for refresh
+    collisions (share colliding x LC), 0: none. ``bytes_per_cycle``: the data clocks' rate. In
+    order, but path cycles are not bytes times one rate: neither uniform nor linear."""
 
     clock_cycles: float = 1.0
     command_clocks: int = 0
@@ -177,8 +168,7 @@ class Transactions(OneLatency):
     linear: ClassVar[bool] = False
 
     def transaction_clocks(self, nbytes: float, write: bool) -> float:
-        """Memory clocks of one unchopped transaction of ``nbytes``, refresh clocks included
-        on average."""
+        """Memory clocks of one unchopped transaction of ``nbytes`` (refresh on average)."""
         hold = self.write_hold_clocks if write else self.read_hold_clocks
         clocks = self.command_clocks + math.ceil(nbytes / self.bytes_per_clock) + hold
         return clocks + self.refresh_clocks if self.refresh_clocks else clocks
@@ -209,8 +199,7 @@ class Transactions(OneLatency):
         return count * self.path_cycles(nbytes, write)
 
     def stream_path_cycles(self, nbytes: int, burst_bytes: int, write: bool) -> float:
-        """``nbytes`` in requests of ``burst_bytes`` (the last partial), each paying its
-        transactions' clocks."""
+        """``nbytes`` in requests of ``burst_bytes`` (the last partial), each paying its own."""
         if nbytes <= 0:
             return 0.0
         full, rest = divmod(int(nbytes), burst_bytes)
@@ -228,9 +217,7 @@ RequestPolicy = OneLatency  # every policy is one (a subclass), and may be used 
 
 @functools.lru_cache(maxsize=256)
 def request_policy(cfg: Any) -> OneLatency:
-    """The policy of a memory's table (built once per table, on its values quantized to
-    ticks): :class:`Transactions` for ``protocol = "transactions"``, :class:`ReadWriteLatency`
-    when writes' latency differs."""
+    """The policy of a memory's table (once per table, on its values quantized to ticks)."""
     if cfg.protocol == "transactions":  # (path cycles quantized per request: path_ticks)
         return Transactions(0.0, cfg.bytes_per_clock / cfg.clock_cycles, cfg.clock_cycles,
                             cfg.command_clocks, cfg.bytes_per_clock, cfg.read_hold_clocks,

@@ -1,43 +1,35 @@
 """A memory's port (J6: DDR; a smaller SoC: PSRAM, SRAM), shared by the core's uncached
-accesses, its data cache's line fills and every iDMA channel; one per memory, requests routed by
-address (:mod:`dspsim.platform`).
+accesses, its data cache's line fills and every iDMA channel; one per memory.
 
-A server of three parts: ``max_outstanding`` request slots (a request finding all taken waits for
-the first to free); the data path, occupied in issue order, each request for its
-:meth:`~dspsim.hw.policy.OneLatency.data_cycles`; the request policy (:mod:`dspsim.hw.policy`): a
-request completes its ``latency`` after its data crossed, holding its slot until then. A lone
-request takes ``latency + bytes / bandwidth``.
+A server of three parts: ``max_outstanding`` request slots (a request finding all taken waits
+for the first to free); the data path, occupied in issue order; the request policy
+(:mod:`dspsim.hw.policy`): a request completes its ``latency`` after its data crossed, holding
+its slot until then. A lone request takes ``latency + bytes / bandwidth``.
 
-With a *uniform* policy (one latency: J6's) requests complete in issue order, so the slots are a
-ring turned one step a request; the inlined burst loop (:meth:`MemoryPort.stream`),
+With a *uniform* policy (one latency: J6's) requests complete in issue order, so the slots are
+a ring turned one step a request; the inlined burst loop (:meth:`MemoryPort.stream`),
 :meth:`MemoryPort.shift`, :meth:`MemoryPort.relative_state` and the fast-forwards
-(:mod:`dspsim.hw.periodic`, :mod:`~dspsim.hw.finder`, :mod:`~dspsim.hw.repeats`) rely on
-it. Otherwise a request takes the slot that frees first and
-requests are booked one by one (same cycles as the reference engine).
+(:mod:`dspsim.hw.finder`, :mod:`~dspsim.hw.repeats`) rely on it.
+Otherwise a request takes the slot that frees first, booked one by one (same cycles).
 
 Service is deterministic and FIFO, so a completion is known at issue: the port computes it then
-(slot-free times, a data-path-free time) instead of waking a process per request, which keeps
-burst-level runs fast. Requests must be issued when they really leave the requester (never
-booked ahead), or FIFO order would be wrong.
+instead of waking a process per request. Requests must be issued when they really leave the
+requester (never booked ahead), or FIFO order would be wrong.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dspsim.config import MemoryCfg
-from dspsim.hw.context import RunContext
-from dspsim.hw.periodic import StreamRuns
 from dspsim.hw.policy import transfer_cycles
-from dspsim.probes import PortLog
+from dspsim.hw.repeats import Note, StreamRuns
+from dspsim.probes import PortLog, RunContext
 from dspsim.ticks import cycles
 
-if TYPE_CHECKING:
-    from dspsim.hw.repeats import Note
-
-__all__ = ["MemoryPort", "DdrPort", "transfer_cycles"]
+__all__ = ["MemoryPort", "transfer_cycles"]
 
 
 class MemoryPort:
@@ -51,27 +43,26 @@ class MemoryPort:
         self.latency_ticks = policy.latency_ticks(False)
         self.ticks_per_byte = policy.ticks_per_byte
         self.max_outstanding = cfg.max_outstanding
-        # Request slots: a ring under a uniform policy (FIFO path, one latency: the next slot
-        # to free is the oldest request's); else the first to free (the ring's next on a tie),
-        # with :meth:`_request_any` standing in for :meth:`request`
+        # Request slots: a ring under a uniform policy (the next slot to free is the oldest
+        # request's); else the first to free (:meth:`_request_any` stands in for request)
         self.ring = policy.uniform
         self._latencies = (self.latency_ticks, policy.latency_ticks(True))  # a read's, a write's
         if not self.ring:  # (a policy that is not linear: :meth:`_request_path`)
             self.request = (self._request_any if policy.linear  # type: ignore[method-assign]
                             else self._request_path)
         # a request's path ticks are bytes x _per_byte + _fixed: _fixed 0 unless the policy is
-        # not linear, which books each request's path ticks whole here
+        # not linear, which books each request's path ticks whole here (summed: path_busy_ticks)
         self._per_byte = self.ticks_per_byte if policy.linear else 0
         self._fixed = 0
-        self._path_busy = 0
+        self.path_busy_ticks = 0
         self._slot_free = [0] * cfg.max_outstanding
         self._slot_holder = [""] * cfg.max_outstanding
         self._next_slot = 0
         self._path_free = 0  # when the data path is next free
         self.bytes_read = 0
         self.bytes_written = 0
-        # data-path busy stretches (start, end) ending after the latest issue (``busy_until``);
-        # back-to-back spans extend the last stretch (a saturated path is one); ends only grow
+        # data-path busy stretches (start, end) ending after the latest issue (busy_until);
+        # back-to-back spans extend the last one; ends only grow
         self._recent: deque[tuple[int, int]] = deque()
         # ticks requests waited for a slot or the data path that another requester held
         self.contention_ticks = 0
@@ -79,13 +70,12 @@ class MemoryPort:
         self.flows = 0  # the walks running on the port now
         # (issue, data_start, data_end, done, bytes, is_write, requester) when logging
         self.log: Any = PortLog(ctx.log_limit) if ctx.port_log else None  # has append(entry)
-        # the elided engine fast-forwards channels streaming through the port (hw.periodic)
+        # the elided engine fast-forwards channels streaming through the port (repeats.StreamRuns)
         self.repeats = StreamRuns(self) if ctx.elide and self.ring else None
 
     def request(self, now: int, nbytes: int, write: bool, requester: str = "") -> int:
-        """Issue a request of ``nbytes`` at ``now`` (the current time, ticks); return its
-        completion.
-        (:meth:`stream` books a walk's bursts the same way, inlined: keep them alike.)"""
+        """Issue a request of ``nbytes`` at ``now`` (ticks); return its completion
+        (:meth:`stream` books bursts the same way, inlined: keep them alike)."""
         i = self._next_slot
         slot = self._slot_free[i]
         if slot > now:
@@ -122,30 +112,26 @@ class MemoryPort:
         return done
 
     def _request_any(self, now: int, nbytes: int, write: bool, requester: str = "") -> int:
-        """:meth:`request` where requests may complete out of order: the first slot to free."""
-        self._next_slot = self._first_free()
+        """:meth:`request` where requests may complete out of order: the slot that frees first
+        (on a tie, the first from the ring's next)."""
+        free, m, k = self._slot_free, self.max_outstanding, self._next_slot
+        self._next_slot = min(range(k, k + m), key=lambda j: free[j % m]) % m
         return MemoryPort.request(self, now, nbytes, write, requester)
 
     def _request_path(self, now: int, nbytes: int, write: bool, requester: str = ""
                       ) -> int:
         """:meth:`_request_any` under a non-linear policy: the path held for ``path_ticks``."""
         self._fixed = self.policy.path_ticks(nbytes, write)
-        self._path_busy += self._fixed
+        self.path_busy_ticks += self._fixed
         return self._request_any(now, nbytes, write, requester)
-
-    def _first_free(self) -> int:
-        """The slot that frees first; on a tie, the first from the ring's next."""
-        free, m, k = self._slot_free, self.max_outstanding, self._next_slot
-        return min(range(k, k + m), key=lambda j: free[j % m]) % m
 
     def stream(self, now: int, inflight: deque[int], i: int, count: int, full: int,
                burst: int, rest: int, window: int, write: bool, requester: str,
                horizon: int) -> tuple[int, int]:
         """A walk's bursts ``i`` .. ``count - 1`` from ``now`` (``burst`` bytes up to ``full``,
-        then one of ``rest``), at most ``window`` in flight (completions in ``inflight``), while
-        each wait ends before ``horizon`` (the next queued event); return the next burst and its
-        local time. Books each burst as :meth:`request` does, inlined (the hot path). On a
-        non-uniform policy it books nothing."""
+        then one of ``rest``), at most ``window`` in flight (``inflight``), while each wait ends
+        before ``horizon`` (the next queued event); return the next burst and its local time.
+        Books as :meth:`request` does, inlined; on a non-uniform policy it books nothing."""
         if not self.ring:
             return i, now
         first = i
@@ -166,8 +152,8 @@ class MemoryPort:
     def _book_bursts(self, now: int, inflight: deque[int], i: int, count: int, full: int,
                      burst: int, rest: int, window: int, write: bool, requester: str,
                      horizon: int) -> tuple[int, int]:
-        """:meth:`stream`'s burst loop. Per burst: the window (wait for the oldest), the ring's
-        slot, the data path, the path's busy stretch, the booking (slot, log, in flight)."""
+        """:meth:`stream`'s burst loop: per burst the window, the ring's slot, the data path,
+        its busy stretch, the booking."""
         (slot_free, slot_holder, m, k, path_free, owner, latency, recent, log,
          contention, beat, last_beat, run_start, run_end) = self._ring_locals(burst, rest)
         held = len(inflight)
@@ -212,9 +198,7 @@ class MemoryPort:
         return i, now
 
     def _ring_locals(self, burst: int, rest: int) -> tuple:
-        """The port's state as :meth:`_book_bursts` reads it into locals: the ring, the data
-        path, the log, the contention (and where its increments go: a scratch list when no
-        fast-forward records them), the bursts' data-path cycles, the last busy stretch."""
+        """The port's state as :meth:`_book_bursts` reads it into locals."""
         recent = self._recent
         # the last busy stretch, open: the bursts queued back to back on the path extend it
         run_start, run_end = recent.pop() if recent else (None, None)
@@ -226,8 +210,7 @@ class MemoryPort:
 
     def _store_ring(self, k: int, path_free: int, owner: str, contention: int,
                     run_start: int | None, run_end: int | None) -> None:
-        """:meth:`_book_bursts`'s locals stored back: the busy stretch it left open closed,
-        the ring's next slot, the data path's state, the contention."""
+        """:meth:`_book_bursts`'s locals stored back (its open busy stretch closed)."""
         if run_end is not None:
             self._recent.append((run_start, run_end))
         self._next_slot, self._path_free, self._path_owner = k, path_free, owner
@@ -235,15 +218,13 @@ class MemoryPort:
 
     @property
     def path_free(self) -> int:
-        """When the data path is next free."""
         return self._path_free
 
     def shift(self, before: int, now_slot: int, runs: int, now: int, dt: int) -> None:
         """Move the port on by ``runs`` repeats of a stretch that turned its next slot from
-        ``before`` to ``now_slot`` and lasted ``dt / runs`` (a booked run,
-        :mod:`dspsim.hw.finder`, :mod:`dspsim.hw.repeats`): what is
-        in flight after ``now`` moves by ``dt`` (on a port that is no ring every slot's free
-        time, whose order picks the next slot), the slots turn as the requests turned them."""
+        ``before`` to ``now_slot`` and lasted ``dt / runs`` (a booked run): what is in flight
+        after ``now`` moves by ``dt`` (on a port that is no ring every slot's free time, whose
+        order picks the next slot), the slots turn as the requests turned them."""
         m, free, holder = self.max_outstanding, self._slot_free, self._slot_holder
         order = free[now_slot:] + free[:now_slot]  # from the next slot on, as at ``now``
         held = holder[now_slot:] + holder[:now_slot]
@@ -257,9 +238,8 @@ class MemoryPort:
         self._recent = deque((max(a, now) + dt, e + dt) for a, e in self._recent if e > now)
 
     def note(self, st: Note) -> None:
-        """The port's part of a repeat finder's note (:class:`dspsim.hw.repeats.Note`): the
-        walks on it, its slots and data path relative to now (:meth:`relative_state`), its
-        next slot, its counters."""
+        """The port's part of a note (:class:`dspsim.hw.repeats.Note`): the walks on it, its
+        :meth:`relative_state`, its next slot, its counters."""
         state, held, ns = self.relative_state(st.now)
         st.key += [self.flows, state]
         if held > st.latest:
@@ -268,16 +248,15 @@ class MemoryPort:
         st.ints += [self.bytes_read, self.bytes_written]
         st.int_at += [(self, "bytes_read"), (self, "bytes_written")]
         st.int_mem += [None, None]
-        st.accs += [self.contention_ticks, self._path_busy]
+        st.accs += [self.contention_ticks, self.path_busy_ticks]
         st.acc_at += [(self, "contention_ticks"), (self, "path_busy_ticks")]
 
     def relative_state(self, now: int) -> tuple[tuple, int, int]:
         """What a later request can tell, relative to ``now``: each slot from the next (free
-        time less ``now`` if after it, else on a port that is no ring its rank among the free
-        ones, which picks the next slot; the holder of a slot still taken: a request waiting
-        for it counts contention unless it is the holder's), the data path likewise with its
-        owner, the busy stretches still crossing; with the latest time held and the next
-        slot."""
+        time less ``now`` if after it, else, on a port that is no ring, its rank among the free
+        ones, which picks the next slot; a taken slot's holder, as contention depends on it),
+        the data path and its owner likewise, the busy stretches still crossing; with the
+        latest time held and the next slot."""
         ns, slots, holders = self._next_slot, self._slot_free, self._slot_holder
         order = slots[ns:] + slots[:ns]
         if self.ring:  # completions in issue order: the slots still taken are the last ones
@@ -295,49 +274,35 @@ class MemoryPort:
         return (ring, (path, self._path_owner if path is not None else None), recent), latest, ns
 
     @property
-    def path_busy_ticks(self) -> int:
-        """The data-path ticks booked request by request (a policy that is not linear)."""
-        return self._path_busy
-
-    @path_busy_ticks.setter
-    def path_busy_ticks(self, busy: int) -> None:
-        self._path_busy = busy
-
-    @property
     def contention_cycles(self) -> float:
-        """:attr:`contention_ticks` in cycles."""
         return cycles(self.contention_ticks)
 
     @property
     def busy_cycles(self) -> float:
-        """:attr:`busy_ticks` in cycles."""
         return cycles(self.busy_ticks)
 
     @property
     def busy_ticks(self) -> int:
-        """Data-path occupancy: every byte crosses it once at the port's bandwidth (a policy
-        that is not linear: the sum of its requests' path ticks)."""
+        """Data-path occupancy: every byte once at the port's bandwidth (a policy that is not
+        linear: its requests' path ticks summed)."""
         if not self.policy.linear:
-            return self._path_busy
+            return self.path_busy_ticks
         return (self.bytes_read + self.bytes_written) * self.ticks_per_byte
 
     def busy_until(self, t: int) -> int:
-        """Data-path busy ticks up to ``t`` (>= every issue so far) of the requests booked so
-        far: the bytes booked less what of them crosses after ``t``."""
+        """Data-path busy ticks up to ``t`` (>= every issue so far): those booked less what
+        crosses after ``t``."""
         after = sum(end - max(start, t) for start, end in self._recent if end > t)
         return self.busy_ticks - after
 
     def idle_at(self, t: int) -> bool:
-        """Nothing on the port after ``t``: no walk running, no request in flight, the data
-        path free (a fresh port is the same)."""
+        """Nothing on the port after ``t``: no walk, no request in flight, the path free."""
         return not self.flows and self._path_free <= t and all(f <= t for f in self._slot_free)
 
     def stats(self) -> dict[str, float]:
-        """What the port counted: bytes each way, data-path busy cycles, contention cycles
-        (requests queued for a slot or the data path behind another requester's)."""
+        """Bytes each way, data-path busy cycles, contention cycles (requests queued for a slot
+        or the data path behind another requester's)."""
         return {"read_bytes": self.bytes_read, "write_bytes": self.bytes_written,
                 "busy_cycles": self.busy_cycles, "contention_cycles": self.contention_cycles}
 
-
-DdrPort = MemoryPort  # J6's one port; the older name
 

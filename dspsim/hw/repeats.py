@@ -1,16 +1,24 @@
 """The one repeat check: the platform noted at three starts, and how a run of alike periods is
-booked.
+booked; and the two places inside a walk it is taken.
 
-Each engine adds its part of a note (``note(st)``: :meth:`dspsim.hw.core.Core.note`,
-:meth:`dspsim.hw.idma.IdmaChannel.note`, :meth:`dspsim.hw.port.MemoryPort.note`; a data
-cache its :meth:`~dspsim.hw.dcache.DataCache.relative_state`): what must be equal (``key``),
-the times that move with now, the numbers that move a step a period, the counters that grow.
-Three notes a period ``D`` apart that agree (:func:`alike`) show a period taking the state ``S``
-to ``S + D`` twice; times and counters being integers (:mod:`dspsim.ticks`), it goes on doing so
-while nothing else acts, and :func:`book` moves every noted place on by ``J`` periods at once
-(each port by its own :meth:`~dspsim.hw.port.MemoryPort.shift`). Two places take notes: a loop
-top or a row start (:mod:`dspsim.hw.finder`) and a kernel call's iteration end inside its walk
-(:class:`IterationRuns`). :func:`room` counts the periods that fit before another's event.
+Each engine adds its part of a note (``note(st)``; a data cache its ``relative_state``): what
+must be equal (``key``), the times that move with now, the numbers that move a step a period,
+the counters that grow. Three notes a period ``D`` apart that agree (:func:`alike`) show a
+period taking the state ``S`` to ``S + D`` twice; times and counters being integers, it goes on
+doing so while nothing else acts, and :func:`book` moves every noted place on by ``J`` periods
+at once (each port by its own ``shift``). Notes are taken at a loop top or a row start
+(:mod:`dspsim.hw.finder`), at a kernel call's iteration end inside its walk
+(:class:`IterationRuns`), and when an iDMA channel streaming bursts through a port wakes
+(:class:`StreamRuns`). :func:`room` counts the periods that fit before another's event.
+
+Streams (:class:`StreamRuns`): each time a streaming channel wakes at a real event, its port's
+runs note the port, each stream's walk (the burst it is at, its clock, its bursts in flight)
+and the order their wake-ups are queued in. When the waker wakes in a state noted ``D`` ticks
+earlier, with the same first foreign event pending, every later step is the same shifted by
+``D``: :func:`book` moves every noted place on by whole steps, up to the next change (a
+stream's last window of bursts, anyone else's next event), the others' queued wake-ups with
+them. A found step is kept and reused wherever the same state recurs (a stream's next
+descriptor, say).
 """
 
 from __future__ import annotations
@@ -19,20 +27,21 @@ import math
 from collections import deque
 from typing import Any
 
+import simpy
+
+from dspsim.hw.clock import requeue, set_now, split_queue, waits_on
 from dspsim.probes import PortLog
 
 
 class Note:
-    """The platform at one loop top or row start, as :class:`dspsim.hw.finder.Finder` notes it
-    and each engine adds its part (``note(st)``): ``key`` must be equal at every note; ``times``
-    absolute times moving with now (``time_at`` where each lives, ``None`` if moved otherwise);
-    ``ints`` numbers moving one step a period (``int_at``; ``int_mem`` the memory of an
-    address); ``accs`` growing counters (``acc_at``); ``records`` the access log's kept
-    accesses (rebuilt from ``ints[i]`` and ``times[j]`` on); ``latest`` the latest of the times
-    held; ``foreign`` the first queued event not owned, ``queue`` the owned (event, and
-    its time or the stream it wakes);
-    ``rings`` each port's next slot; ``logged`` each record's (kept, dropped); ``passes`` the
-    passes begun and ``last_pass`` a copy of the last."""
+    """The platform at one period start, each engine adding its part (``note(st)``): ``key``
+    must be equal at every note; ``times`` absolute times moving with now (``time_at`` where
+    each lives, ``None`` if moved otherwise); ``ints`` numbers moving one step a period
+    (``int_at``; ``int_mem`` an address's memory); ``accs`` growing counters (``acc_at``);
+    ``records`` the access log's kept accesses (rebuilt from ``ints[i]`` and ``times[j]`` on);
+    ``latest`` the latest time held; ``foreign`` the first queued event not owned, ``queue``
+    the owned (event, and its time or the stream it wakes); ``rings`` each port's next slot;
+    ``logged`` each record's (kept, dropped); ``passes`` begun, ``last_pass`` the last's copy."""
 
     __slots__ = ("now", "alike", "key", "times", "time_at", "ints", "int_at", "int_mem",
                  "accs", "acc_at", "records", "latest", "foreign", "queue", "rings", "logged",
@@ -61,8 +70,7 @@ class Note:
         self.movers: list[Any] = []  # what moves its own times on: move(now, dt)
 
     def time(self, at: tuple[Any, Any] | None, t: int) -> None:
-        """An absolute time (held at ``at``: ``owner[key]`` or ``owner.key``) that moves with
-        now."""
+        """An absolute time (held at ``at``: ``owner[key]`` or ``owner.key``) moving with now."""
         self.times.append(t)
         self.time_at.append(at)
         if t > self.latest:
@@ -82,16 +90,16 @@ class Note:
 
     def steps_since(self, before: Note, ports: list[Any]
                     ) -> tuple[list[int], list[int], list[int]]:
-        """The steps of the period from ``before`` to this note: of its numbers, its counters
-        and its ports' next slots (what :meth:`earlier` undoes)."""
+        """The period's steps from ``before``: of the numbers, the counters and the ports'
+        next slots (what :meth:`earlier` undoes)."""
         return ([b - a for a, b in zip(before.ints, self.ints)],
                 [b - a for a, b in zip(before.accs, self.accs)],
                 [(b - a) % p.max_outstanding for p, a, b in zip(ports, before.rings, self.rings)])
 
     def earlier(self, k: int, d: int, steps: tuple[list[int], list[int], list[int]],
                 ports: list[Any]) -> Note:
-        """This note as it stood ``k`` periods of ``d`` earlier, the period's ``steps`` (of
-        the numbers, the counters, the ports' next slots) undone (what :func:`alike` reads)."""
+        """This note as it stood ``k`` periods of ``d`` earlier, the period's ``steps`` undone
+        (what :func:`alike` reads)."""
         ints, accs, rings = steps
         st = Note(self.now - k * d, self.alike)
         st.key, st.int_mem, st.logged = self.key, self.int_mem, self.logged
@@ -104,8 +112,8 @@ class Note:
 
 def ranges_meet(groups: list[list[tuple[Any, int, int, bool]]]) -> bool:
     """Two groups (a stream's, a channel's pending copies) hold ranges ``(memory, first byte,
-    end byte, written)`` that overlap with one of them written: when each lands its bytes, which
-    a booked run does not keep, could matter."""
+    end byte, written)`` that overlap, one written: when each lands (a booked run does not keep
+    it) could matter."""
     for i, group in enumerate(groups):
         for other in groups[i + 1:]:
             for mem, lo, hi, written in group:
@@ -116,8 +124,8 @@ def ranges_meet(groups: list[list[tuple[Any, int, int, bool]]]) -> bool:
 
 
 def assign(owner: Any, key: Any, value: Any) -> None:
-    """``owner[key] = value`` for a dict, list or deque, ``owner.assign(value)`` for what has
-    one (a descriptor's end), else ``setattr`` (a booked counter)."""
+    """``owner[key] = value`` (a dict, list or deque), ``owner.assign(value)`` (a descriptor's
+    end) or ``setattr``."""
     if hasattr(owner, "assign"):
         owner.assign(value)
     elif isinstance(owner, (dict, list, deque)):
@@ -127,8 +135,8 @@ def assign(owner: Any, key: Any, value: Any) -> None:
 
 
 def room(latest: int, step: int, limit: float) -> int:
-    """How many more steps of ``step`` (> 0) ``latest`` may take staying below ``limit`` (an
-    event time, or ``inf``: unbounded)."""
+    """How many steps of ``step`` (> 0) ``latest`` may take staying below ``limit`` (``inf``:
+    unbounded)."""
     if limit == float("inf"):
         return 1 << 62
     return max(0, (int(limit) - 1 - latest) // step)
@@ -136,9 +144,8 @@ def room(latest: int, step: int, limit: float) -> int:
 
 def alike(notes: list[Note], ports: list[Any]) -> int:
     """The period ``D`` (ticks) three notes show, -1 if they do not repeat: equal keys, each
-    time the same relative to its note, every number moving by one step twice (all addresses
-    of one memory by the same), every port's next slot turning alike, every counter growing
-    alike."""
+    time the same relative to its note, every number moving by one step twice (all addresses of
+    one memory by the same), every port's next slot turning alike, every counter growing alike."""
     s0, s1, s2 = notes
     d = s1.now - s0.now
     if not (s0.key == s1.key == s2.key and d >= 0 and s2.now - s1.now == d):
@@ -163,9 +170,9 @@ def alike(notes: list[Note], ports: list[Any]) -> int:
 
 
 def book(s1: Note, s2: Note, periods: int, ports: list[Any]) -> int:
-    """Move every place note ``s2`` holds on by ``periods`` periods like the one from ``s1``
-    (from ``s2``'s time): numbers by their step, times and what the ports hold in flight by
-    ``dt``, counters by their growth, the access log's kept records rebuilt; return ``dt``."""
+    """Move every place ``s2`` holds on by ``periods`` periods like the one from ``s1``:
+    numbers by their step, times and the ports' requests in flight by ``dt``, counters by their
+    growth, the access log's kept records rebuilt; return ``dt``."""
     now = s2.now
     dt = periods * (now - s1.now)
     ints = [c + periods * (c - b) if c != b else c for b, c in zip(s1.ints, s2.ints)]
@@ -192,8 +199,8 @@ def book(s1: Note, s2: Note, periods: int, ports: list[Any]) -> int:
 
 
 def next_requests(first: list, last: list, d: int) -> list[tuple] | None:
-    """A port log's requests of the period after ``last`` (``first`` the one before it):
-    ``None`` unless the two periods logged the same requests ``d`` apart."""
+    """A port log's requests of the period after ``last``: ``None`` unless ``first`` logged the
+    same, ``d`` earlier."""
     if len(first) != len(last):
         return None
     template = []
@@ -206,10 +213,9 @@ def next_requests(first: list, last: list, d: int) -> list[tuple] | None:
 
 def next_entries(marks: list[tuple[int, int]], kept: Any, follow: Any, d: int
                  ) -> tuple[str, Any] | None:
-    """What a record (a trace, a port log) gets in the period after three notes ``d`` apart,
-    given its ``(kept, dropped)`` counts at each (``marks``): ``("drop", c)`` when it is full
-    and drops ``c`` a period, ``("keep", follow(first, last, d))`` when it kept both periods'
-    entries alike (``kept(a, b)`` its entries ``a:b``), ``None`` when the periods differ."""
+    """What a record gets in the period after three notes ``d`` apart, from its ``(kept,
+    dropped)`` at each: ``("drop", c)`` when full (``c`` a period), ``("keep", follow(first,
+    last, d))`` when it kept both periods alike (``kept(a, b)``: entries ``a:b``), else None."""
     (a0, x0), (a1, x1), (a2, x2) = marks
     if a0 == a1 == a2 and x1 - x0 == x2 - x1:
         return "drop", x2 - x1
@@ -220,8 +226,8 @@ def next_entries(marks: list[tuple[int, int]], kept: Any, follow: Any, d: int
 
 
 def book_requests(log: Any, entries: tuple[str, Any], periods: int, d: int) -> None:
-    """A port log's requests of ``periods`` booked periods ``d`` apart (:func:`next_entries`:
-    the first period's, or a count each period drops); the log's limit counts those past it."""
+    """A port log's requests of ``periods`` booked periods ``d`` apart (:func:`next_entries`);
+    its limit counts those past it."""
     mode, template = entries
     if mode == "drop":
         log.dropped += periods * template
@@ -235,20 +241,16 @@ KNOWN_PERIODS = 64  # periods a core keeps for its later calls (bounded)
 
 
 class IterationRuns:
-    """Runs of alike iterations inside one kernel call's walk, booked at once: the loop of a
-    call on a memory port (softmax ``direct``: every vector load a round trip to DDR; a memcpy
-    streaming through the data cache) whose state relative to the walk's clock repeats.
+    """Runs of alike iterations inside one kernel call's walk, booked at once (softmax
+    ``direct``: every vector load a round trip to DDR; a memcpy through the data cache).
 
     Now and then, at an iteration's end, :meth:`note` reads what the walk owes, its ports'
-    slots and data paths (:meth:`dspsim.hw.port.MemoryPort.relative_state`), the write buffer
-    and the data cache's lines (:meth:`dspsim.hw.dcache.DataCache.relative_state`, relative to
-    the line the walk streams through), and the counters (the walk's stalls, the ports' and the
-    cache's). When three notes ``gap`` iterations apart agree as a row loop's three row starts
-    do (:func:`repeats`), the iterations that follow are booked at once, before any other
-    process's event; a port that logs its requests gets the booked ones (:func:`next_requests`;
-    its limit counts those past it). Through a cache a period moves the cached loads' and
-    stores' addresses alike by whole lines; the last period and the lines next to a memory's
-    end (where the prefetcher stops) are walked. Elided engine only (:meth:`applies`)."""
+    state, the write buffer, the data cache's lines (relative to the line the walk streams
+    through) and the counters. When three notes ``gap`` iterations apart agree (:func:`alike`),
+    the iterations that follow are booked at once, before any other process's event; a port
+    log gets the booked requests. Through a cache a period moves the cached loads' and stores'
+    addresses alike by whole lines; the last period and the lines next to a memory's end
+    (where the prefetcher stops) are walked. Elided engine only (:meth:`applies`)."""
 
     def __init__(self, env: Any, ports: list[Any], write_buffer: Any, state: Any,
                  cache: Any = None, cached: tuple[bool, bool] = (False, False),
@@ -269,16 +271,14 @@ class IterationRuns:
 
     @staticmethod
     def applies(ports: list[Any], elide: bool) -> bool:
-        """A walk over ``ports`` may be booked in runs: the elided engine, every port's log,
-        if any, one that can be read back."""
+        """A walk over ``ports`` may be booked in runs: elided, every port log readable."""
         return elide and bool(ports) and all(
             p.log is None or isinstance(p.log, PortLog) for p in ports)
 
     def first(self, count: int, loads: tuple[int, ...], stores: tuple[int, ...], issue: Any
               ) -> int:
-        """A run of ``count`` alike iterations (each its ``loads`` and ``stores`` and
-        ``issue`` ticks; or alike rows, ``issue`` the row's loop) begins: how many are left at
-        the first note (-1: none)."""
+        """A run of ``count`` alike iterations (``loads``, ``stores``, ``issue`` ticks; or rows,
+        ``issue`` the row's loop) begins: how many are left at the first note (-1: none)."""
         self.notes.clear()
         self.steps = (sum(loads), sum(stores))
         self.shape = (loads, stores, issue, self.route)
@@ -292,8 +292,8 @@ class IterationRuns:
         return at if at > 3 * self.gap else -1
 
     def _period(self) -> bool:
-        """Through the cache: the fewest iterations that move the cached addresses on by whole
-        lines, alike (``False``: they do not)."""
+        """Through the cache: the fewest iterations moving the cached addresses on by whole
+        lines, alike (``False``: none)."""
         steps = [s for s, cached in zip(self.steps, self.cached) if cached]
         if not steps or min(steps) != max(steps) or steps[0] <= 0:
             return False
@@ -306,8 +306,7 @@ class IterationRuns:
     def note(self, now: int, owed: int, left: int, load_addr: int, store_addr: int
              ) -> tuple[int, int, int, int, int]:
         """At an iteration's end, ``left`` to go: the walk's clock and iterations left after any
-        run found is booked, how many are left at the next note (-1: none), and the loads' and
-        the stores' next addresses."""
+        run booked, how many are left at the next note (-1: none), the next addresses."""
         notes = self.notes
         notes.append(self._note(now, owed, load_addr, store_addr))
         if len(notes) == 1:
@@ -334,9 +333,8 @@ class IterationRuns:
         return now, left, at if at > 0 else -1, load_addr, store_addr
 
     def _remember(self, logs: list[Any]) -> None:
-        """Keep the period the last two notes span, by the state it starts from (not where a
-        port log is kept: its requests are read from the notes; not one already kept, whose
-        earlier notes share the last one's key, :meth:`_known_period`)."""
+        """Keep the period the last two notes span, by its starting state (not with a port log,
+        whose requests come from the notes; not one already kept, :meth:`_known_period`)."""
         _, s1, s2 = self.notes
         if any(entries is not None for entries in logs) or s1.key is s2.key \
                 or s1.key != s2.key or len(self.known) >= KNOWN_PERIODS:
@@ -345,10 +343,8 @@ class IterationRuns:
                                              s2.steps_since(s1, self.ports))
 
     def _known_period(self, st: Note) -> None:
-        """``st`` is a state an earlier call's period started from (the same loop, ports and
-        cache): put the two notes that period's steps imply before it (its time, numbers,
-        counters and rings one and two periods back), so that the three-note check books from
-        here."""
+        """If an earlier call's period started from ``st``'s state (same loop, ports, cache),
+        put the two notes its steps imply before it, so the three-note check books from here."""
         found = self.known.get((self.shape, st.key))
         if found is None:
             return
@@ -356,8 +352,8 @@ class IterationRuns:
         self.notes[:0] = [st.earlier(k, d, steps, self.ports) for k in (2, 1)]
 
     def _cache_limit(self, periods: int) -> int:
-        """Of ``periods`` that repeat, those a cache lets be booked: one period short of the
-        run's end and clear of every memory's last lines (where the prefetcher stops)."""
+        """Of ``periods``, those a cache lets be booked: one short of the run's end, clear of
+        every memory's last lines (where the prefetcher stops)."""
         line = self.cache.line_bytes
         lines = self.gap * self.step // line  # a period's
         for mem, top in self.cache.top_lines().items():
@@ -366,8 +362,7 @@ class IterationRuns:
 
     def _note(self, now: int, owed: int, load_addr: int, store_addr: int) -> Note:
         """The walk at an iteration's end: what it owes, its write buffer, its stalls, its
-        ports (:meth:`dspsim.hw.port.MemoryPort.note`), the cache relative to the line it
-        streams through."""
+        ports, the cache relative to the line it streams through."""
         st, wb, state = Note(now, 0), self.wb, self.state
         st.key += [owed, tuple(t > now for t in wb)]
         for i, t in enumerate(wb):
@@ -389,8 +384,8 @@ class IterationRuns:
         return st
 
     def _requests(self) -> list[Any] | None:
-        """Each port log's requests in the period after the third note (:func:`next_entries`;
-        ``None`` for no log), if the two periods noted logged the same; ``None`` if not."""
+        """Each port log's requests in the period after the third note (``None``: no log);
+        ``None`` if the two periods noted differ."""
         d = self.notes[2].now - self.notes[1].now
         out: list[Any] = []
         for k, p in enumerate(self.ports):
@@ -402,8 +397,8 @@ class IterationRuns:
         return out
 
     def _book(self, periods: int, now: int, logs: list[Any]) -> int:
-        """Book ``periods`` periods like the last from ``now`` (the third note's time), each
-        port log's requests too (:meth:`_requests`); return the walk's clock after them."""
+        """Book ``periods`` periods like the last from ``now`` (port logs too); return the walk's
+        clock after them."""
         dt = book(self.notes[1], self.notes[2], periods, self.ports)
         cache = self.cache
         if cache is not None:
@@ -415,3 +410,183 @@ class IterationRuns:
         self.state.now = now + dt  # the walk is there (it may end with no wait after)
         return self.state.now
 
+
+class Stream:
+    """A descriptor's walk: about to issue burst ``i`` at local time ``now`` (``None`` once its
+    last is issued), ``inflight`` its bursts' completions; ``kind``: burst bytes, window,
+    direction; ``elides``: the walk passes waits that end before the next queued event."""
+
+    __slots__ = ("name", "process", "i", "now", "inflight", "full", "count", "burst_bytes",
+                 "kind", "ranges", "elides", "last_window")
+
+    def __init__(self, name: str, process: simpy.Process, burst_bytes: int, window: int,
+                 nbytes: int, write: bool, ranges: tuple = ()):
+        self.name = name
+        self.process = process
+        self.i = 0
+        self.now: int | None = None
+        self.inflight: deque[int] = deque()
+        self.full = nbytes // burst_bytes  # bursts of burst_bytes (a partial one may follow)
+        self.count = -(-nbytes // burst_bytes)
+        self.burst_bytes = burst_bytes
+        self.kind = (burst_bytes, window, write)
+        self.ranges = ranges  # ((memory, first byte, end byte, written), ...) when moving data
+        self.elides = False
+        # past this burst the walk is in its last window (no step is worth noting)
+        self.last_window = min(self.full, self.count - 1) - window
+
+    def note(self, st: Note) -> None:
+        """The walk's part of a note: which stream, its burst (moving on), its clock and bursts
+        in flight relative to the note's time (moved by :meth:`move`)."""
+        now = st.now
+        st.key.append((self.name, self.kind, self.now is None,
+                       tuple([x - now if x > now else None for x in self.inflight])))
+        st.int_((self, "i"), self.i)
+        if self.now is not None:
+            st.time((self, "now"), self.now)
+        st.movers.append(self)
+        if self.inflight and self.inflight[-1] > st.latest:  # (completions end in order)
+            st.latest = self.inflight[-1]
+
+    def move(self, now: int, dt: int) -> None:
+        """The bursts in flight after ``now`` complete ``dt`` later (a booked run)."""
+        inflight = self.inflight
+        for j, x in enumerate(inflight):
+            if x > now:
+                inflight[j] = x + dt
+
+
+# Steps kept per port for states met again later (a stream's next descriptor, say): bounded
+KNOWN_STEPS = 64
+
+
+class StreamRuns:
+    """The runs of alike steps of one port's streams (elided engine, uniform request policy:
+    requests complete in issue order)."""
+
+    def __init__(self, port: Any):  # (a MemoryPort, which imports this module)
+        self.port = port
+        self.streams: list[Stream] = []
+        self._seen: dict[tuple, Note] = {}
+        self._cheap: set[tuple] = set()  # the cheap looks at the states met (woke)
+        self._known: dict[tuple, tuple] = {}  # by a note's key, across resets
+        self._known_cheap: set[tuple] = set()  # their cheap looks
+
+    def enter(self, stream: Stream) -> None:
+        self.streams.append(stream)
+        self.reset()
+
+    def leave(self, stream: Stream) -> None:
+        self.streams.remove(stream)
+        self.reset()
+
+    def reset(self) -> None:
+        self._seen.clear()
+        self._cheap.clear()
+
+    def woke(self, stream: Stream) -> bool:
+        """``stream`` woke at a real event: book whole steps ahead if the state was noted
+        before (or a step from it is known); ``True`` if it did."""
+        port = self.port
+        if port.flows != len(self.streams) \
+                or not (port.log is None or isinstance(port.log, PortLog)) \
+                or any(s.i > s.last_window for s in self.streams) \
+                or ranges_meet([s.ranges for s in self.streams]):
+            return False
+        order = self._order(stream)
+        if order is None:
+            return False
+        # a cheap look first: the full state is noted from the second time this one is met
+        # with the same foreign event pending (or where a step from it may be known)
+        t, pf = stream.now, port.path_free
+        cheap = (stream.name, len(stream.inflight), pf - t if pf > t else None,
+                 *[(s.name, s.now - t) for _, _, s, _ in order[1]])
+        if (cheap, order[0]) not in self._cheap and cheap not in self._known_cheap:
+            self._cheap.add((cheap, order[0]))
+            return False
+        st = self._note(stream, *order)
+        before = self._seen.get(st.key)
+        self._seen[st.key] = st
+        if before is None or before.foreign_id != st.foreign_id or not _alike_log(before, st):
+            before = self._known_step(st)
+        if before is None:
+            return False
+        d = st.now - before.now
+        periods = room(st.latest, d, st.foreign) if d > 0 else 0
+        for at, a, b in zip(st.int_at, before.ints, st.ints):
+            if isinstance(at[0], Stream) and b > a:  # no partial burst, none past the last
+                periods = min(periods, (at[0].full - at[0].i) // (b - a))
+        if periods < 1 or any(b < a for a, b in zip(before.accs, st.accs)):
+            return False
+        requests = self._requests(before, st, d)
+        if requests is None:
+            self._remember(before, st, cheap)
+        dt = book(before, st, periods, [port])
+        if requests is not None:
+            book_requests(port.log, requests, periods, d)
+        for s in self.streams:
+            if s.i == s.count:  # its last burst went in the steps booked: it waits for them all
+                s.inflight.appendleft(s.now)  # (the one it would have waited on is in flight)
+                s.now = s.inflight[-1]  # the walk's end, where it is woken (FIFO: last is last)
+        requeue(port.env, {id(event): s.now for event, s in st.queue})
+        set_now(port.env, st.now + dt)
+        self.reset()
+        return True
+
+    def _order(self, waker: Stream) -> tuple[tuple[int, int] | None, list] | None:
+        """The first foreign queued event (time, order) and the other streams' wake-ups as
+        queued (time, order, stream, event); ``None`` if a stream waits elsewhere."""
+        env = self.port.env
+        others = {id(waits_on(s.process)): s for s in self.streams if s is not waker}
+        order, foreign = split_queue(env, lambda event: others.get(id(event)))
+        if len(order) != len(others) or waker.now != env.now \
+                or any(s.now != when for when, _, s, _ in order):
+            return None
+        return foreign, order
+
+    def _note(self, waker: Stream, foreign: tuple[int, int] | None, order: list) -> Note:
+        """The port and its streams when ``waker`` woke (the others in queue order)."""
+        port = self.port
+        st = Note(port.env.now, 0)
+        st.foreign_id = foreign
+        st.foreign = foreign[0] if foreign is not None else st.foreign
+        for s in (waker, *[q[2] for q in order]):
+            s.note(st)
+        st.queue = [(event, s) for _, _, s, event in order]  # (booked: requeued at s.now)
+        port.note(st)
+        log = port.log
+        st.logged = [(len(log), log.dropped) if log is not None else (0, 0)]
+        st.key = tuple(st.key)
+        return st
+
+    def _requests(self, before: Note, st: Note, d: int) -> tuple[str, Any] | None:
+        """The port log's requests of a step after ``st``: the noted step's, ``d`` later (or
+        a count it drops, once full); ``None`` with no log."""
+        log = self.port.log
+        if log is None:
+            return None
+        (a0, x0), (a1, x1) = before.logged[0], st.logged[0]
+        if a0 == a1:
+            return "drop", x1 - x0
+        return "keep", [(e[0] + d, e[1] + d, e[2] + d, e[3] + d, *e[4:])
+                        for e in log.ticks(a0, a1)]
+
+    def _remember(self, before: Note, st: Note, cheap: tuple) -> None:
+        """Keep the step from ``st``'s state."""
+        if len(self._known) < KNOWN_STEPS and st.key not in self._known:
+            self._known_cheap.add(cheap)
+            self._known[st.key] = (st.now - before.now, st.steps_since(before, [self.port]))
+
+    def _known_step(self, st: Note) -> Note | None:
+        """A note one known step before ``st``, if any (and no port log to fill)."""
+        found = self._known.get(st.key)
+        if found is None or self.port.log is not None:
+            return None
+        d, steps = found
+        return st.earlier(1, d, steps, [self.port])
+
+
+def _alike_log(before: Note, st: Note) -> bool:
+    """Between two notes, the port log kept every request or dropped every one."""
+    (a0, x0), (a1, x1) = before.logged[0], st.logged[0]
+    return a0 == a1 or x0 == x1

@@ -2,8 +2,8 @@
 
 Each DataRAM is one :class:`Memory` of ``tcm.bank_bytes``. The tile manager hands out buffers
 from the pool of a bank colour (``xvAllocateBuffer(tm, size, colour, alignment)``), first fit,
-and refuses with an :class:`AllocationError` when the pool cannot hold the request. The top
-``tcm.reserved_bytes`` of each DataRAM are the firmware's own and never handed out.
+refusing what the pool cannot hold. The top ``tcm.reserved_bytes`` of each DataRAM are the
+firmware's own.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ class TileManager:
         for bank in self.banks:
             bank.add_block(cfg.bank_bytes, 1, f"DataRAM {bank.name}")
         self._used: list[list[tuple[int, int]]] = [[] for _ in self.banks]  # sorted (start, end)
-        # the firmware's own TCM (tcm.reserved_bytes) at the top of each DataRAM: never handed out
         reserved = min(cfg.reserved_bytes, cfg.bank_bytes)
         if reserved:
             for bank, used in zip(self.banks, self._used):
