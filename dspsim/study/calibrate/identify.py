@@ -18,8 +18,7 @@ from dspsim.config import HardwareModel
 from dspsim.errors import ConfigError
 from dspsim.ops import get_op
 from dspsim.run import simulate
-from dspsim.study.calibrate.measure import DEFAULT_OP, Measurement
-from dspsim.study.calibrate.params import FreeParam, allowed_range
+from dspsim.study.calibrate.measure import DEFAULT_OP, FreeParam, Measurement, allowed_range
 from dspsim.study.calibrate.problem import FitPoint, Problem
 
 

@@ -8,13 +8,17 @@ model key set for that measurement only (e.g. ``softmax.tile_bytes=8192``). Ever
 the **last** ``=`` is the cycle count (``_`` allowed), so nothing is ambiguous. A CSV file
 (``--measured-csv``) has columns ``cycles`` and ``variant`` (or ``mode``), optionally ``op``,
 ``n``, ``shape`` and model keys (an empty cell leaves the key alone). The documents' figures
-(:func:`seed_measurements`) are every op's ``document["cycles"]`` at ``document["shape"]``."""
+(:func:`seed_measurements`) are every op's ``document["cycles"]`` at ``document["shape"]``.
+The free keys a calibration fits (``--free KEY[=LO:HI]``) are searched by default a factor of
+100 either side of their value, within the key's allowed range."""
 
 from __future__ import annotations
 
 import csv
 import inspect
+import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -25,11 +29,11 @@ import numpy as np
 
 from dspsim.config import HardwareModel, key_type, model_key, parse_value
 from dspsim.errors import ConfigError, DspsimInputError
-from dspsim.host.window import check_fits_window, largest_first_dim, window_bytes
+from dspsim.host.window import check_fits_window, largest_first_dim
 from dspsim.ops import Op, get_op, op_names
 from dspsim.paths import read_small_text
 from dspsim.run import simulate
-from dspsim.study.sweep.values import shape_text
+from dspsim.study.sweep.values import check_on_model, shape_text
 
 # A measurement that names no op is of the op a run that names none is of.
 DEFAULT_OP: str = inspect.signature(simulate).parameters["op"].default
@@ -50,15 +54,6 @@ def _size_text(shape: tuple[int, ...]) -> str:
     return f"n={shape[0]}" if len(shape) == 1 else f"shape={shape_text(shape)}"
 
 
-def _as_shape(op: Op, shape: Any) -> tuple[int, ...]:
-    """The op's default shape for ``None``, a 1-D op's length for an int, else ``shape``."""
-    if shape is None:
-        return tuple(op.default_shape)
-    if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
-        return op.shape_of(n=int(shape))
-    return op.shape_of(shape=shape)
-
-
 @dataclass(frozen=True)
 class Measurement:
     """One measured run: the op's variant, its input shape (an int: a 1-D op's length; None:
@@ -71,9 +66,11 @@ class Measurement:
     op: str = DEFAULT_OP
 
     def __post_init__(self) -> None:
-        the_op = get_op(self.op)
-        the_op.check_variant(self.variant)
-        object.__setattr__(self, "shape", _as_shape(the_op, self.shape))
+        op = get_op(self.op)
+        op.check_variant(self.variant)
+        n = isinstance(self.shape, int | np.integer) and not isinstance(self.shape, bool)
+        object.__setattr__(self, "shape", op.shape_of(n=int(self.shape)) if n
+                           else op.shape_of(shape=self.shape))
 
     @property
     def mode(self) -> str:
@@ -146,21 +143,8 @@ def _parse_cycles(text: str, where: str) -> float:
     return float(exact)
 
 
-# ------------------------------------------------------------------ the DSP's DDR window
-def ddr_bytes(shape: tuple[int, ...] | int, op: str = DEFAULT_OP) -> int:
-    """Bytes of the DSP's DDR window one run of ``op`` on ``shape`` takes (an int: a 1-D op's
-    length): :func:`dspsim.host.window.window_bytes`."""
-    shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
-    return window_bytes(get_op(op), shape)
-
-
-def max_first_dim(op: str, shape: tuple[int, ...]) -> int:
-    """:func:`dspsim.host.window.largest_first_dim` of ``op``."""
-    return largest_first_dim(get_op(op), shape)
-
-
 # the largest n of the default op whose arrays fit the DSP's DDR window
-MAX_N = max_first_dim(DEFAULT_OP, (1,)) if get_op(DEFAULT_OP).ndim == 1 else 0
+MAX_N = (largest_first_dim(get_op(DEFAULT_OP), (1,)) if get_op(DEFAULT_OP).ndim == 1 else 0)
 
 
 # ------------------------------------------------------------------ parsing
@@ -356,3 +340,117 @@ def simulated_cycles(model: HardwareModel, m: Measurement, fidelity: str = "burs
     if m.settings:
         model = model.with_overrides(m.settings)
     return simulate(model, m.op, m.variant, shape=m.shape, data=False, fidelity=fidelity).cycles
+
+
+# ------------------------------------------------------------------ the free keys
+RANGE_FACTOR = 100.0  # default search range: current value / 100 .. x 100
+
+# The J6 fit's free keys: the two DDR values the seed's two figures are fitted with.
+SEED_FREE = MappingProxyType(
+    {"ddr.latency_cycles": (1.0, 5000.0), "ddr.bytes_per_cycle": (0.01, 64.0)})
+
+
+@dataclass(frozen=True)
+class FreeParam:
+    """A model key to fit, its search range and whether it takes integer values."""
+
+    key: str
+    lo: float
+    hi: float
+    integer: bool
+
+    @property
+    def log(self) -> bool:
+        return self.lo > 0
+
+
+def default_range(model: HardwareModel, key: str) -> tuple[float, float]:
+    """A factor of 100 either side of the current value, clipped to the key's allowed range."""
+    v = float(model.get(key))
+    lo_allowed, hi_allowed = allowed_range(key)
+    if v > 0:
+        lo, hi = v / RANGE_FACTOR, v * RANGE_FACTOR
+    else:
+        lo, hi = lo_allowed, max(hi_allowed, 1.0)
+    lo, hi = max(lo, lo_allowed), min(hi, hi_allowed)
+    if model_key(key).positive and lo <= 0:
+        lo = min(v, hi) / RANGE_FACTOR if v > 0 else 1e-6
+    if is_int_key(key):
+        lo, hi = math.ceil(lo), math.floor(hi)
+    return lo, hi
+
+
+def allowed_range(key: str) -> tuple[float, float]:
+    """The range a model key allows (infinite where it sets no bound)."""
+    k = model_key(key)
+    return (-math.inf if k.lo is None else k.lo), (math.inf if k.hi is None else k.hi)
+
+
+def parse_free(text: str, model: HardwareModel) -> FreeParam:
+    """Parse ``KEY`` or ``KEY=LO:HI`` into a :class:`FreeParam` checked against the key."""
+    key, eq, rng = text.partition("=")
+    key = key.strip()
+    try:
+        f = model_key(key)
+    except ConfigError as e:
+        raise DspsimInputError(f"--free {text!r}: {e}") from None
+    check_on_model(model, key, f"--free {text!r}")
+    if model.get(key) is None:  # an optional key left unset: no value to start the fit from
+        try:
+            model.with_overrides({key: 1})  # one that cannot act here says why
+        except ConfigError as e:
+            raise DspsimInputError(f"--free {text!r}: {e}") from None
+        raise DspsimInputError(f"--free {text!r}: model {model.name} leaves {key} unset; give "
+                               f"the fit a value to start from: --set {key}=VALUE")
+    if key_type(key) in (str, bool):
+        kind = "text" if key_type(key) is str else "true/false"
+        raise DspsimInputError(
+            f"--free {text!r}: {key} takes {kind} values; only numeric keys can be fitted")
+    integer = is_int_key(key)
+    if not eq:
+        lo, hi = default_range(model, key)
+    else:
+        a, colon, b = rng.partition(":")
+        try:
+            lo, hi = float(a.replace("_", "")), float(b.replace("_", ""))
+        except ValueError:
+            lo = hi = math.nan
+        if not colon or not (math.isfinite(lo) and math.isfinite(hi)):
+            raise DspsimInputError(f"--free {text!r}: expected KEY=LO:HI with two numbers, e.g. "
+                                   "ddr.latency_cycles=50:400")
+        lo_allowed, hi_allowed = allowed_range(key)  # (infinite where the key sets no bound)
+        if lo < lo_allowed or hi > hi_allowed:
+            raise DspsimInputError(
+                f"--free {text!r}: {key} allows {lo_allowed:g} to {hi_allowed:g}")
+        if f.positive and lo <= 0:
+            raise DspsimInputError(f"--free {text!r}: {key} must stay greater than 0")
+        if integer:
+            step = f.multiple or 1  # the values the key takes
+            lo, hi = math.ceil(lo / step) * step, math.floor(hi / step) * step
+            if lo > hi:
+                raise DspsimInputError(
+                    f"--free {text!r}: {key} takes multiples of {step}; the range holds none")
+    if not lo < hi:
+        if integer and eq and lo == hi:
+            raise DspsimInputError(f"--free {text!r}: the range holds one value {key} takes "
+                                   f"({lo:g}); give a range with two or more")
+        raise DspsimInputError(f"--free {text!r}: the range must have LO < HI (got {lo:g}:{hi:g})")
+    return FreeParam(key, float(lo), float(hi), integer)
+
+
+def as_free(model: HardwareModel, free: Any) -> list[FreeParam]:
+    """Free keys given as :class:`FreeParam`, ``KEY[=LO:HI]`` texts or a key -> (lo, hi) map."""
+    if isinstance(free, Mapping):
+        return [parse_free(f"{k}={lo}:{hi}", model) for k, (lo, hi) in free.items()]
+    return [parse_free(f, model) if isinstance(f, str) else f for f in free]
+
+
+def parse_options(model: HardwareModel, measured: Iterable[str],
+                  measured_csv: Iterable[str | Path], free: Iterable[str]
+                  ) -> tuple[list[Measurement], list[FreeParam]]:
+    """The ``--measured`` specs and ``--measured-csv`` files' measurements, the ``--free``
+    keys."""
+    measurements = [parse_measurement(t) for t in measured]
+    for path in measured_csv:
+        measurements.extend(read_measurements_csv(path))
+    return measurements, [parse_free(t, model) for t in free]

@@ -19,8 +19,7 @@ from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import get_op
 from dspsim.platform import check_fidelity
 from dspsim.run import simulate
-from dspsim.study.calibrate.measure import Measurement, int_value, is_int_key
-from dspsim.study.calibrate.params import FreeParam
+from dspsim.study.calibrate.measure import FreeParam, Measurement, int_value, is_int_key
 
 Progress = Callable[[str], None] | None
 

@@ -1,7 +1,7 @@
 """The readings of the measurements: the explored fits grouped into families by what binds.
 
 Fits with the same binding resource on every measurement
-(:mod:`~dspsim.study.calibrate.classify`) are one family, one physical reading of the figures.
+(:mod:`~dspsim.study.calibrate.explore`) are one family, one physical reading of the figures.
 A family's *representative* is its fit nearest the model's own values (squared log ratios): the
 reading that changes the model least (:func:`nearer` moves one found on anchor (b)'s coarse
 walk toward the model while it stays in the family). The representatives are re-simulated at
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,25 +24,25 @@ import numpy as np
 from dspsim.config import HardwareModel
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import get_op
+from dspsim.platform import check_fidelity
 from dspsim.run import simulate
 from dspsim.schema import OP_SCHEMAS
-from dspsim.study.calibrate.classify import (
+from dspsim.study.calibrate.explore import (
+    FIT_NFEV,
+    GRID_FACTOR,
     RESOURCES,
     Binding,
+    Search,
+    Space,
     classify,
+    explore_space,
     model_at,
     physical_reading,
     reading_name,
     reading_of,
-)
-from dspsim.study.calibrate.explore import (
-    FIT_NFEV,
-    GRID_FACTOR,
-    Search,
-    Space,
-    explore_space,
     search_grid,
 )
+from dspsim.study.calibrate.fitting import DEFAULT_TOLERANCE_PCT, check_tolerance
 from dspsim.study.calibrate.identify import (
     Proposal,
     candidate_measurements,
@@ -50,8 +51,15 @@ from dspsim.study.calibrate.identify import (
     run_key,
     spanning_members,
 )
-from dspsim.study.calibrate.measure import Measurement, is_int_key, seed_measurements, value_text
-from dspsim.study.calibrate.params import FreeParam, as_free
+from dspsim.study.calibrate.measure import (
+    FreeParam,
+    Measurement,
+    as_free,
+    is_int_key,
+    parse_options,
+    seed_measurements,
+    value_text,
+)
 from dspsim.study.calibrate.problem import FitPoint, Problem, Progress
 from dspsim.text import cell
 
@@ -393,3 +401,22 @@ def explore(model: HardwareModel, measurements: Sequence[Measurement] | None = N
         Problem(model, measurements, as_free(model, free), fidelity).refuse_inert()
     return find_readings(model, measurements, space, tolerance_pct, fidelity, final_fidelity,
                          jobs, progress)
+
+
+def run_exploration(
+    model: HardwareModel,
+    measured: Iterable[str] = (),
+    measured_csv: Iterable[str | Path] = (),
+    free: Iterable[str] = (),
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
+    final_fidelity: str = "burst",
+    jobs: int | None = None,
+    progress: Progress = None,
+) -> Exploration:
+    """``--explore``: parse the options (no measurement: the documents' figures), then
+    :func:`explore`."""
+    check_tolerance(tolerance_pct)
+    check_fidelity(final_fidelity)
+    measurements, params = parse_options(model, measured, measured_csv, free)
+    return explore(model, measurements or None, params, tolerance_pct, jobs=jobs,
+                   final_fidelity=final_fidelity, progress=progress)

@@ -9,8 +9,7 @@ from typing import Any
 from dspsim.config import HardwareModel, model_key
 from dspsim.errors import ConfigError
 from dspsim.study.calibrate.identify import Interval, Proposal
-from dspsim.study.calibrate.measure import Measurement, is_int_key, value_text
-from dspsim.study.calibrate.params import FreeParam
+from dspsim.study.calibrate.measure import FreeParam, Measurement, is_int_key, value_text
 from dspsim.study.calibrate.problem import FitPoint
 from dspsim.text import cell
 
