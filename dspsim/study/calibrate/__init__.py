@@ -10,10 +10,9 @@ equally good fits), ``report`` (:class:`Calibration`, text and JSON), ``fitting`
 dspsim.study.calibrate`` (the documents' figures, ``ddr.latency_cycles`` and
 ``ddr.bytes_per_cycle`` free)."""
 
-from dspsim.study.calibrate.explore import Binding, classify
+from dspsim.study.calibrate.explore import classify
 from dspsim.study.calibrate.fitting import (
     DEFAULT_TOLERANCE_PCT,
-    Fit,
     calibrate,
     fit,
     fit_seed,
@@ -22,7 +21,6 @@ from dspsim.study.calibrate.fitting import (
 )
 from dspsim.study.calibrate.identify import candidate_measurements
 from dspsim.study.calibrate.measure import (
-    DEFAULT_OP,
     MAX_N,
     SEED_FREE,
     SEED_MEASUREMENTS_CYCLES,
@@ -31,16 +29,14 @@ from dspsim.study.calibrate.measure import (
     parse_measurement,
     read_measurements_csv,
     seed_measurements,
-    simulated_cycles,
 )
-from dspsim.study.calibrate.readings import Exploration, explore, run_exploration
+from dspsim.study.calibrate.readings import explore, run_exploration
 from dspsim.study.calibrate.report import Calibration, describe_interval, fits_table, reading, unit
 
 __all__ = [
-    "DEFAULT_OP", "DEFAULT_TOLERANCE_PCT", "MAX_N", "SEED_FREE", "SEED_MEASUREMENTS_CYCLES",
-    "Binding", "Calibration", "Exploration", "Fit", "Measurement", "calibrate",
-    "candidate_measurements", "classify", "describe_interval", "explore", "fit", "fit_seed",
-    "fits_table", "parse_free", "parse_measurement", "read_measurements_csv", "reading",
-    "run_calibration", "run_exploration", "seed_measurements", "simulated_cycles", "unit",
-    "write_model_file",
+    "DEFAULT_TOLERANCE_PCT", "MAX_N", "SEED_FREE", "SEED_MEASUREMENTS_CYCLES", "Calibration",
+    "Measurement", "calibrate", "candidate_measurements", "classify", "describe_interval",
+    "explore", "fit", "fit_seed", "fits_table", "parse_free", "parse_measurement",
+    "read_measurements_csv", "reading", "run_calibration", "run_exploration",
+    "seed_measurements", "unit", "write_model_file",
 ]

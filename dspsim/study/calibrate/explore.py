@@ -32,7 +32,7 @@ import itertools
 import math
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,7 @@ WALK_FACTOR = 8.0  # anchor (b)'s grid: the curve's far end changes slowly along
 FIT_NFEV = 20  # least-squares evaluations of one fit (a near miss is refitted once)
 SCREEN = 0.25  # an anchor's fit this close to every measurement is refitted with all keys free
 # ``host.`` stands for the model's host memory (``host.memory``: J6's ``ddr``, a HiFi5's
-# ``psram``): :func:`host_keys` names it
+# ``psram``): :func:`host_key` names it
 CONTINUOUS_RANGES: Mapping[str, tuple[float, float]] = {
     "host.latency_cycles": (1.0, 5000.0), "host.bytes_per_cycle": (0.05, 64.0),
     "idma.setup_cycles": (1.0, 1e5)}
@@ -60,16 +60,9 @@ HARDWARE_GRID: Mapping[str, tuple[int, int, float]] = {
     "idma.max_outstanding": (1, 64, GRID_FACTOR), "host.max_outstanding": (1, 64, 2 * GRID_FACTOR)}
 # which continuous keys are pinned when there are more of them than measurements
 PIN_ORDER = ("idma.setup_cycles", "host.bytes_per_cycle", "host.latency_cycles")
-
-
-RESOURCES = {
-    "port": "port bandwidth",
-    "outstanding": "outstanding requests",
-    "descriptor": "descriptor overhead",
-    "compute": "compute",
-    "unknown": "unknown (the op gives no bounds)",
-}
-SETUP_KEY = "idma.setup_cycles"
+RESOURCES = {"port": "port bandwidth", "outstanding": "outstanding requests",
+             "descriptor": "descriptor overhead", "compute": "compute",
+             "unknown": "unknown (the op gives no bounds)"}
 
 
 @dataclass(frozen=True)
@@ -84,15 +77,11 @@ class Binding:
     margin: float = math.inf  # the binding bound / the next largest of port, outstanding, core
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "measurement": self.measurement,
-            "binding": self.resource,
-            "binding_name": RESOURCES[self.resource],
-            "share_of_cycles": self.share,
-            "bound_cycles": {k: round(v) for k, v in self.bounds.items()},
-            "requests_in_flight": self.window,
-            "margin": self.margin if math.isfinite(self.margin) else None,
-        }
+        return {"measurement": self.measurement, "binding": self.resource,
+                "binding_name": RESOURCES[self.resource], "share_of_cycles": self.share,
+                "bound_cycles": {k: round(v) for k, v in self.bounds.items()},
+                "requests_in_flight": self.window,
+                "margin": self.margin if math.isfinite(self.margin) else None}
 
 
 def model_at(model: HardwareModel, values: Mapping[str, float], m: Measurement | None = None
@@ -124,7 +113,7 @@ def resource_bounds(model: HardwareModel, m: Measurement) -> tuple[dict[str, flo
     descriptor = 0.0
     if model.idma.setup_cycles > 0 and core > 0:
         try:
-            bare = op.bounds(model.with_overrides({SETUP_KEY: 0.0}), m.variant, m.shape)
+            bare = op.bounds(model.with_overrides({"idma.setup_cycles": 0.0}), m.variant, m.shape)
             bare_core = bare.compute_bound_cycles if bare is not None else 0.0
             descriptor = max(0.0, core - float(bare_core or 0.0))
         except ConfigError:
@@ -133,25 +122,24 @@ def resource_bounds(model: HardwareModel, m: Measurement) -> tuple[dict[str, flo
             "descriptor": descriptor, "compute": core - descriptor}, window
 
 
-def classify_run(model: HardwareModel, values: Mapping[str, float], m: Measurement) -> Binding:
-    """The binding resource of measurement ``m`` with ``values`` (see the module's rules)."""
-    bounds, window = resource_bounds(model_at(model, values, m), m)
-    if not bounds:
-        return Binding(m.label(), "unknown", {}, math.nan, None)
-    core = bounds["descriptor"] + bounds["compute"]
-    ranked = sorted((("port", bounds["port"]), ("outstanding", bounds["outstanding"]),
-                     ("core", core)), key=lambda kv: -kv[1])
-    (resource, top), (_, second) = ranked[0], ranked[1]
-    if resource == "core":
-        resource = "descriptor" if bounds["descriptor"] >= bounds["compute"] else "compute"
-    margin = top / second if second > 0 else math.inf
-    return Binding(m.label(), resource, bounds, top / m.cycles, window, margin)
-
-
 def classify(model: HardwareModel, values: Mapping[str, float],
              measurements: Sequence[Measurement]) -> tuple[Binding, ...]:
-    """Every measurement's :class:`Binding` under ``values``."""
-    return tuple(classify_run(model, values, m) for m in measurements)
+    """Every measurement's :class:`Binding` under ``values`` (see the module's rules)."""
+    out = []
+    for m in measurements:
+        bounds, window = resource_bounds(model_at(model, values, m), m)
+        if not bounds:
+            out.append(Binding(m.label(), "unknown", {}, math.nan, None))
+            continue
+        core = bounds["descriptor"] + bounds["compute"]
+        ranked = sorted((("port", bounds["port"]), ("outstanding", bounds["outstanding"]),
+                         ("core", core)), key=lambda kv: -kv[1])
+        (resource, top), (_, second) = ranked[0], ranked[1]
+        if resource == "core":
+            resource = "descriptor" if bounds["descriptor"] >= bounds["compute"] else "compute"
+        margin = top / second if second > 0 else math.inf
+        out.append(Binding(m.label(), resource, bounds, top / m.cycles, window, margin))
+    return tuple(out)
 
 
 def reading_of(bindings: Sequence[Binding]) -> tuple[str, ...]:
@@ -208,11 +196,6 @@ def host_key(model: HardwareModel, key: str) -> str:
     return f"{model.host.memory}.{rest}" if section == "host" and dot else key
 
 
-def host_keys(model: HardwareModel, table: Mapping[str, Any]) -> dict[str, Any]:
-    """``table`` with its ``host.`` keys named as the model's host memory."""
-    return {host_key(model, k): v for k, v in table.items()}
-
-
 @dataclass(frozen=True)
 class Space:
     """What ``explore`` searches: the fitted keys, the grid and the anchors."""
@@ -227,8 +210,7 @@ class Space:
         return list(self.grid) + [p.key for p in self.cont]
 
     def points(self) -> list[dict[str, int]]:
-        names = list(self.grid)
-        return [dict(zip(names, c)) for c in itertools.product(*self.grid.values())]
+        return [dict(zip(self.grid, c)) for c in itertools.product(*self.grid.values())]
 
     @property
     def size(self) -> int:
@@ -283,9 +265,9 @@ def explore_space(model: HardwareModel, measurements: Sequence[Measurement],
             f"calibrate without --explore (--free its keys, e.g. {model.host.memory}."
             "command_clocks), or host.memory a pipelined memory")
     fixed = {k for m in measurements for k in m.settings}
-    cont = {k: FreeParam(k, lo, hi, False)
-            for k, (lo, hi) in host_keys(model, CONTINUOUS_RANGES).items()}
-    ranges = host_keys(model, HARDWARE_GRID)
+    cont = {host_key(model, k): FreeParam(host_key(model, k), lo, hi, False)
+            for k, (lo, hi) in CONTINUOUS_RANGES.items()}
+    ranges = {host_key(model, k): v for k, v in HARDWARE_GRID.items()}
     values: dict[str, list[int]] = {}
     for key, cands in op_grid_keys(model, measurements).items():
         values[key] = thin(cands, keep=[model.get(key)])
@@ -423,14 +405,6 @@ def _same(a: Mapping[str, float], b: Mapping[str, float], rel: float = 0.005) ->
 
 
 # ------------------------------------------------------------------ the whole grid
-def _results(tasks: list[tuple], jobs: int) -> Iterator[tuple]:
-    """:func:`fit_point` of every task, as they complete, in at most ``jobs`` processes (never
-    more than tasks; they die with this one, and a Ctrl-C stops them at once)."""
-    for _, result in imap_unordered(fit_point, tasks, jobs, work=len(tasks),
-                                    failed=pool_failure("calibrate --explore")):
-        yield result
-
-
 @dataclass
 class Search:
     """Every fit within the tolerance over the grid, and the simulations it took."""
@@ -458,7 +432,10 @@ def search_grid(model: HardwareModel, measurements: Sequence[Measurement], space
     start = time.perf_counter()
     fits: list[FitPoint] = []
     sims = 0
-    for done, (_, found, n) in enumerate(_results(tasks, jobs), start=1):
+    # as they complete; the processes die with this one, and a Ctrl-C stops them at once
+    results = imap_unordered(fit_point, tasks, jobs, work=len(tasks),
+                             failed=pool_failure("calibrate --explore"))
+    for done, (_, (_, found, n)) in enumerate(results, start=1):
         sims += n
         fits.extend(FitPoint(v, np.asarray(r)) for v, r in found)
         say(f"explore: {done}/{len(tasks)} grid points, {len(fits)} fits within "

@@ -62,16 +62,11 @@ def check_tolerance(tolerance_pct: float) -> None:
         raise DspsimInputError(f"tolerance {tolerance_pct!r} %: must be a number between 0 and 100")
 
 
-def calibrate(
-    model: HardwareModel,
-    measurements: list[Measurement],
-    free: list[FreeParam] | list[str] | Mapping[str, tuple[float, float]],
-    fidelity: str = "burst",
-    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
-    identify: bool = True,
-    progress: Progress = None,
-    on_simulation: Callable[[], None] | None = None,
-) -> Calibration:
+def calibrate(model: HardwareModel, measurements: list[Measurement],
+              free: list[FreeParam] | list[str] | Mapping[str, tuple[float, float]],
+              fidelity: str = "burst", tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
+              identify: bool = True, progress: Progress = None,
+              on_simulation: Callable[[], None] | None = None) -> Calibration:
     """Fit the free keys to the measurements; with ``identify``, the intervals and verdict.
     ``progress(msg)`` names each stage, ``on_simulation()`` follows every simulation."""
     check_tolerance(tolerance_pct)
@@ -129,17 +124,11 @@ def fit_seed(model: HardwareModel | None = None, fidelity: str = "burst") -> Fit
     return fit(model or load_model(), seed_measurements(), SEED_FREE, fidelity=fidelity)
 
 
-def run_calibration(
-    model: HardwareModel,
-    measured: Iterable[str] = (),
-    measured_csv: Iterable[str | Path] = (),
-    free: Iterable[str] = (),
-    fidelity: str = "burst",
-    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
-    out: str | Path | None = None,
-    progress: Progress = None,
-    on_simulation: Callable[[], None] | None = None,
-) -> Calibration:
+def run_calibration(model: HardwareModel, measured: Iterable[str] = (),
+                    measured_csv: Iterable[str | Path] = (), free: Iterable[str] = (),
+                    fidelity: str = "burst", tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
+                    out: str | Path | None = None, progress: Progress = None,
+                    on_simulation: Callable[[], None] | None = None) -> Calibration:
     """Parse the options, calibrate, and with ``out`` write the fitted model file (its path
     checked before the fit)."""
     measurements, params = parse_options(model, measured, measured_csv, free)
@@ -157,9 +146,7 @@ def _toml_value(v: Any) -> str:
     """A value as TOML: a bool, an int, a float (round-trip exact) or a basic string."""
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
+    if isinstance(v, int | float):
         return repr(v)
     return json.dumps(str(v))  # JSON's escapes are TOML's basic-string escapes
 

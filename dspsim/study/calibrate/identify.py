@@ -88,42 +88,34 @@ def find_intervals(prob: Problem, good: list[FitPoint], families: list[FitPoint]
         for p in prob.cont:
             v = g.values[p.key]
             segments[p.key].append((v, v))
-    out = [_integer_interval(prob, p, good) if p.integer
-           else _interval(p, segments[p.key], hits[p.key]) for p in prob.free]
-    return out, edge_points
+    return [_interval(prob, p, good, segments.get(p.key), hits[p.key]) for p in prob.free
+            ], edge_points
 
 
-def _integer_interval(prob: Problem, p: FreeParam, good: list[FitPoint]) -> Interval:
-    """An integer key's values among the good fits: one segment when they are neighbours on
-    its grid, else each on its own."""
+def _interval(prob: Problem, p: FreeParam, good: list[FitPoint],
+              segments: list[tuple[float, float]] | None, hit: bool) -> Interval:
+    """A key's interval. An integer key's: its values among the good fits, one segment when
+    they are neighbours on its grid. A continuous key's: its profiles' ``segments`` merged;
+    ``hit``: a profile stopped at the search range (not at a misfit: it may go on beyond)."""
     lo_allowed, hi_allowed = allowed_range(p.key)
-    vals = sorted({int(round(g.values[p.key])) for g in good})
-    grid = sorted({int(round(c[p.key])) for c in prob.combos() if p.key in c})
-    pos = [grid.index(v) for v in vals]
-    contiguous = pos == list(range(pos[0], pos[-1] + 1))
-    segs = ([(float(vals[0]), float(vals[-1]))] if contiguous
-            else [(float(v), float(v)) for v in vals])
-    at_search = ((vals[0] == p.lo and p.lo > lo_allowed)
-                 or (vals[-1] == p.hi and p.hi < hi_allowed))
-    determined = len(vals) == 1 and not at_search
-    return Interval(p.key, vals[0], vals[-1], segs, vals, at_search, determined)
-
-
-def _interval(p: FreeParam, segments: list[tuple[float, float]], hit: bool) -> Interval:
-    """A continuous key's interval: its profiles' segments merged; ``hit``: a profile stopped
-    at the search range."""
-    lo_allowed, hi_allowed = allowed_range(p.key)
-    segs = _merge(segments)
+    vals = None
+    if p.integer:
+        vals = sorted({int(round(g.values[p.key])) for g in good})
+        grid = sorted({int(round(c[p.key])) for c in prob.combos() if p.key in c})
+        pos = [grid.index(v) for v in vals]
+        segs = ([(float(vals[0]), float(vals[-1]))] if pos == list(range(pos[0], pos[-1] + 1))
+                else [(float(v), float(v)) for v in vals])
+    else:
+        segs = _merge(segments or [])
     lo, hi = segs[0][0], segs[-1][1]
-    # the profile stopped at the search range, not at a misfit: it may go on beyond
-    at_search = hit and (
-        (math.isclose(lo, p.lo, rel_tol=1e-9) and p.lo > lo_allowed)
-        or (math.isclose(hi, p.hi, rel_tol=1e-9) and p.hi < hi_allowed)
-    )
-    # every value searched fits: the measurements do not depend on the key here
-    unconstrained = (math.isclose(lo, p.lo, rel_tol=1e-9)
-                     and math.isclose(hi, p.hi, rel_tol=1e-9))
-    determined = len(segs) == 1 and not at_search and not unconstrained
+    at_lo, at_hi = (math.isclose(lo, p.lo, rel_tol=1e-9), math.isclose(hi, p.hi, rel_tol=1e-9))
+    at_search = ((p.integer or hit) and ((at_lo and p.lo > lo_allowed)
+                                         or (at_hi and p.hi < hi_allowed)))
+    if p.integer:
+        return Interval(p.key, vals[0], vals[-1], segs, vals, at_search,
+                        len(vals) == 1 and not at_search)
+    # every value searched fits (unconstrained): the measurements do not depend on the key
+    determined = len(segs) == 1 and not at_search and not (at_lo and at_hi)
     return Interval(p.key, lo, hi, segs, None, at_search, determined)
 
 
@@ -141,9 +133,8 @@ def run_key(m: Measurement) -> tuple:
     return (m.op, m.variant, m.shape, tuple(sorted(m.settings.items())))
 
 
-def candidate_measurements(
-    model: HardwareModel, free_keys: Iterable[str], measured: list[Measurement]
-) -> list[Measurement]:
+def candidate_measurements(model: HardwareModel, free_keys: Iterable[str],
+                           measured: list[Measurement]) -> list[Measurement]:
     """Runs a board can make, as each measured op proposes them (given the free keys and the
     op's largest measured shape), less those already measured; with no measurement, the
     default op's at its default shape."""

@@ -148,32 +148,21 @@ MAX_N = (largest_first_dim(get_op(DEFAULT_OP), (1,)) if get_op(DEFAULT_OP).ndim 
 
 
 # ------------------------------------------------------------------ parsing
-def _parse_op(text: str, where: str) -> Op:
+def _op_variant(op_text: str | None, text: str, where: str) -> tuple[Op, str]:
+    """The op named (``None``: :data:`DEFAULT_OP`) and its variant ``text``, checked."""
     try:
-        return get_op(text.strip())
+        op = get_op((DEFAULT_OP if op_text is None else op_text).strip())
     except DspsimInputError as e:
         raise DspsimInputError(f"{where}: {e}") from None
-
-
-def _check_variant(op: Op, text: str, where: str, named: bool) -> str:
     variant = text.strip()
     if variant in op.variants:
-        return variant
+        return op, variant
     hint = ""
-    if not named and variant in op_names():  # an op given without its variant
+    if op_text is None and variant in op_names():  # an op given without its variant
         v = get_op(variant).variants
         hint = f" ({variant!r} is an op: write {variant}:VARIANT, VARIANT one of {', '.join(v)})"
-    raise DspsimInputError(
-        f"{where}: version {variant!r} unknown; allowed for {op.name}: "
-        f"{', '.join(op.variants)}{hint}"
-    )
-
-
-def _parse_n(text: str, where: str) -> int:
-    t = text.strip()
-    if not re.fullmatch(_DIGITS, t) or int(t.replace("_", "")) <= 0:
-        raise DspsimInputError(f"{where}: n = {text.strip()!r} must be a positive integer")
-    return int(t.replace("_", ""))
+    raise DspsimInputError(f"{where}: version {variant!r} unknown; allowed for {op.name}: "
+                           f"{', '.join(op.variants)}{hint}")
 
 
 def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[int, ...]:
@@ -187,7 +176,9 @@ def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[
                 f"{where}: {op.name} takes a {op.ndim}-D shape, not n; write "
                 f"shape={'x'.join(['ROWS', 'COLS'] if op.ndim == 2 else ['D'] * op.ndim)}, e.g. "
                 f"shape={shape_text(op.default_shape)}")
-        dims: tuple[int, ...] = (_parse_n(n, where),)
+        if not re.fullmatch(_DIGITS, n.strip()) or int(n.strip().replace("_", "")) <= 0:
+            raise DspsimInputError(f"{where}: n = {n.strip()!r} must be a positive integer")
+        dims: tuple[int, ...] = (int(n.strip().replace("_", "")),)
     elif shape is not None:
         parts = [p.strip() for p in shape.strip().lower().split("x")]
         parts = [p.replace("_", "") if re.fullmatch(_DIGITS, p) else "-" for p in parts]
@@ -212,11 +203,8 @@ def _setting(key: str, value: str, where: str) -> Any:
 
 def _examples() -> str:
     """One example measurement per registered op (its default variant and shape)."""
-    out = []
-    for name in op_names():
-        op = get_op(name)
-        out.append(f"{name}:{op.default_variant},{_size_text(tuple(op.default_shape))}=CYCLES")
-    return " or ".join(out)
+    return " or ".join(f"{op.name}:{op.default_variant},{_size_text(tuple(op.default_shape))}"
+                       "=CYCLES" for op in map(get_op, op_names()))
 
 
 def parse_measurement(text: str) -> Measurement:
@@ -230,8 +218,7 @@ def parse_measurement(text: str) -> Measurement:
     cycles = _parse_cycles(cycles_text, where)
     head, *rest = spec.split(",")
     op_text, colon, variant_text = head.rpartition(":")
-    op = _parse_op(op_text if colon else DEFAULT_OP, where)
-    variant = _check_variant(op, variant_text, where, named=bool(colon))
+    op, variant = _op_variant(op_text if colon else None, variant_text, where)
     size: dict[str, str] = {}
     raw: dict[str, str] = {}
     for item in rest:
@@ -308,8 +295,7 @@ def read_measurements_csv(path: str | Path) -> list[Measurement]:
                                    "than columns")
         row = {k.strip(): (v or "").strip() for k, v in raw.items()}
         where = f"{p} line {i}"
-        op = _parse_op(row.get("op") or DEFAULT_OP, where)
-        variant = _check_variant(op, row[variant_col], where, named=bool(row.get("op")))
+        op, variant = _op_variant(row.get("op") or None, row[variant_col], where)
         cycles = _parse_cycles(row["cycles"], where)
         shape = _parse_shape(op, row.get("n") or None, row.get("shape") or None, where)
         settings = {c: _setting(c, row[c], where) for c in columns

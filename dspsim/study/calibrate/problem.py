@@ -174,8 +174,7 @@ class Problem:
             est = None if b is None else b.estimate_cycles
         except ConfigError:
             return math.inf
-        # no closed-form estimate: a simulation (its repeats booked at once, so still cheap)
-        # stands in
+        # no closed-form estimate: a simulation (repeats booked at once, still cheap) stands in
         return self.simulated(values, i, fidelity="tile") if est is None else est
 
     # ---------------------------------------------------------------- continuous fits
@@ -237,14 +236,12 @@ class Problem:
         return seeds
 
     def _close(self, a: dict[str, float], b: dict[str, float], rel: float) -> bool:
-        for p in self.free:
-            if p.key not in a or p.key not in b:
-                continue
-            x, y = a[p.key], b[p.key]
-            scale = max(abs(x), abs(y), 1e-12) if p.log else max(p.hi - p.lo, 1e-12)
-            if abs(x - y) > rel * scale:
-                return False
-        return True
+        """Whether ``a`` and ``b`` agree within ``rel`` on every free key both give (of the
+        values where the range is in log space, else of the range)."""
+        return all(abs(a[p.key] - b[p.key])
+                   <= rel * (max(abs(a[p.key]), abs(b[p.key]), 1e-12) if p.log
+                             else max(p.hi - p.lo, 1e-12))
+                   for p in self.free if p.key in a and p.key in b)
 
     # ---------------------------------------------------------------- integer grid
     def int_grid(self, p: FreeParam, points: int) -> list[int]:
@@ -261,14 +258,13 @@ class Problem:
         return sorted(kept or {current})
 
     def combos(self) -> list[dict[str, float]]:
-        if not self.ints:
-            return [{}]
-        points = 10
-        while True:
+        """Every combination of the integer keys' grids: fewer points a key (10 down to 3)
+        until there are at most 48."""
+        grids: list[list[int]] = []
+        for points in range(10, 2, -1):
             grids = [self.int_grid(p, points) for p in self.ints]
-            if math.prod(len(g) for g in grids) <= 48 or points <= 3:
+            if math.prod(len(g) for g in grids) <= 48:
                 break
-            points -= 1
         return [dict(zip([p.key for p in self.ints], c)) for c in itertools.product(*grids)]
 
     def search(self) -> list[FitPoint]:

@@ -79,9 +79,8 @@ class Family:
     prediction_range: tuple[float, float] | None = None  # over the spanning fits
 
     def ranges(self) -> dict[str, tuple[float, float]]:
-        keys = self.representative.values
         return {k: (min(f.values[k] for f in self.members), max(f.values[k] for f in self.members))
-                for k in keys}
+                for k in self.representative.values}
 
 
 def distance(model: HardwareModel, values: Mapping[str, float]) -> float:
@@ -291,7 +290,8 @@ def _family_json(f: Family) -> dict[str, Any]:
     return {
         "reading": list(f.reading), "name": f.name, "fits": len(f.members),
         "bindings": [b.to_json() for b in f.bindings], "physical_reading": f.physical,
-        "representative": _json_values(f.representative.values),
+        "representative": {k: (int(round(v)) if is_int_key(k) else v)
+                           for k, v in f.representative.values.items()},
         "final_residuals_pct": f.final_residuals,
         "ranges": {k: [lo, hi] for k, (lo, hi) in f.ranges().items()},
         "predicted_cycles": None if f.prediction is None else round(f.prediction),
@@ -305,10 +305,6 @@ def ranges_disjoint(families: Sequence[Family]) -> bool:
     (every fit kept, not only the representatives, is told apart)."""
     spans = sorted(f.prediction_range for f in families if f.prediction_range is not None)
     return len(spans) == len(families) and all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
-
-
-def _json_values(values: Mapping[str, float]) -> dict[str, float]:
-    return {k: (int(round(v)) if is_int_key(k) else v) for k, v in values.items()}
 
 
 def find_readings(model: HardwareModel, measurements: Sequence[Measurement], space: Space,
@@ -403,16 +399,10 @@ def explore(model: HardwareModel, measurements: Sequence[Measurement] | None = N
                          jobs, progress)
 
 
-def run_exploration(
-    model: HardwareModel,
-    measured: Iterable[str] = (),
-    measured_csv: Iterable[str | Path] = (),
-    free: Iterable[str] = (),
-    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
-    final_fidelity: str = "burst",
-    jobs: int | None = None,
-    progress: Progress = None,
-) -> Exploration:
+def run_exploration(model: HardwareModel, measured: Iterable[str] = (),
+                    measured_csv: Iterable[str | Path] = (), free: Iterable[str] = (),
+                    tolerance_pct: float = DEFAULT_TOLERANCE_PCT, final_fidelity: str = "burst",
+                    jobs: int | None = None, progress: Progress = None) -> Exploration:
     """``--explore``: parse the options (no measurement: the documents' figures), then
     :func:`explore`."""
     check_tolerance(tolerance_pct)

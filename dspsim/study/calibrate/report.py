@@ -79,11 +79,6 @@ class Calibration:
         return self.best.worst <= self.tolerance_pct / 100.0  # as calibrate() sorts fits
 
     @property
-    def ops(self) -> list[str]:
-        """The ops measured, in the order they first appear."""
-        return list(dict.fromkeys(m.op for m in self.measurements))
-
-    @property
     def residuals_pct(self) -> list[float]:
         return [100.0 * float(r) for r in self.best.residuals]
 
@@ -143,7 +138,8 @@ class Calibration:
 
     def text(self) -> str:
         L = [f"calibrated {cell(self.model.name)} ({cell(self.model.source, 200)}): "
-             f"{len(self.measurements)} measurement(s) of {', '.join(self.ops)}, "
+             f"{len(self.measurements)} measurement(s) of "
+             f"{', '.join(dict.fromkeys(m.op for m in self.measurements))}, "
              f"{len(self.free)} free key(s), {self.fidelity} fidelity, "
              f"{self.simulations} simulations", "", "fitted values"]
         width = max(len(p.key) for p in self.free)
@@ -204,6 +200,7 @@ class Calibration:
 
 
 def describe_interval(iv: Interval, fitted: float, width: int = 0) -> str:
+    """One line: where the key may lie (relative to ``fitted``), its unit and verdict."""
     if iv.values is not None:
         vals = iv.values
         span = f"{vals[0]}" if len(vals) == 1 else f"{vals[0]} .. {vals[-1]}"
@@ -217,22 +214,19 @@ def describe_interval(iv: Interval, fitted: float, width: int = 0) -> str:
         flags.append("reaches the search bound")
     if len(iv.segments) > 1:
         flags.append(f"{len(iv.segments)} separate ranges")
-    verdict = "determined" if iv.determined else "NOT determined"
     extra = f" [{'; '.join(flags)}]" if flags else ""
-    return f"{iv.key:<{width}}  {where} {unit(iv.key)}: {verdict}{extra}"
+    return (f"{iv.key:<{width}}  {where} {unit(iv.key)}: "
+            f"{'determined' if iv.determined else 'NOT determined'}{extra}")
 
 
 def fits_table(points: list[FitPoint], free: list[FreeParam], limit: int = 16) -> list[str]:
     """The equally good fits, one line each (integer keys first)."""
     keys = [p.key for p in sorted(free, key=lambda p: not p.integer)]
     order = sorted(points, key=lambda g: tuple(g.values[k] for k in keys))
-    head = "  ".join(f"{k:>22}" for k in keys) + f"  {'max_abs_residual_pct':>21}"
-    rows = [head]
+    rows = ["  ".join(f"{k:>22}" for k in keys) + f"  {'max_abs_residual_pct':>21}"]
     for g in order[:limit]:
-        cells = [
-            f"{int(round(g.values[k])):>22}" if is_int_key(k) else f"{g.values[k]:>22.5g}"
-            for k in keys
-        ]
+        cells = [f"{int(round(g.values[k])):>22}" if is_int_key(k) else f"{g.values[k]:>22.5g}"
+                 for k in keys]
         rows.append("  ".join(cells) + f"  {100 * g.worst:>21.3f}")
     if len(order) > limit:
         rows.append(f"... and {len(order) - limit} more")
