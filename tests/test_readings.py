@@ -20,7 +20,7 @@ from dspsim.study.calibrate.explore import (
     reading_of,
     thin,
 )
-from dspsim.study.calibrate.identify import run_key
+from dspsim.study.calibrate.problem import run_key
 from dspsim.study.calibrate.readings import explore_candidates
 
 READINGS = sorted(p.stem for p in models_dir().glob("j6*.toml"))

@@ -172,14 +172,19 @@ MAX_STEPS = 60
 
 def _within(model: HardwareModel, key: str, value: Any, rows: Sequence[Any],
             tolerance_pct: float) -> bool:
-    """Whether every row is within ``tolerance_pct`` with ``key`` at ``value`` (a value the
-    model refuses is outside the range)."""
-    from dspsim.study.calibrate.measure import simulated_cycles
+    """Whether every row (a run with its settings, simulated at burst fidelity, data path
+    off) is within ``tolerance_pct`` with ``key`` at ``value`` (a value the model refuses is
+    outside the range)."""
+    from dspsim.run import simulate
 
     try:
-        m = model.with_overrides({key: value})
-        return all(abs(100.0 * (simulated_cycles(m, r) / r.cycles - 1.0)) <= tolerance_pct
-                   for r in rows)
+        at = model.with_overrides({key: value})
+        for r in rows:
+            run = at.with_overrides(r.settings) if r.settings else at
+            cycles = simulate(run, r.op, r.variant, shape=r.shape, data=False).cycles
+            if abs(100.0 * (cycles / r.cycles - 1.0)) > tolerance_pct:
+                return False
+        return True
     except DspsimInputError:
         return False
 

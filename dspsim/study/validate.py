@@ -19,14 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import (
-    HardwareModel,
-    load_model,
-    model_chain,
-    model_key,
-    models_dir,
-    parse_toml,
-)
+from dspsim.config import HardwareModel, load_model, model_chain, model_key, models_dir, parse_toml
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import default_op, get_op
 from dspsim.paths import read_small_text
@@ -136,7 +129,8 @@ def _entry(entry: Any, defaults: dict[str, Any], where: str, file: str) -> Measu
                                        f"{file_op!r}; give op_file alone (or op = its op)")
         op = get_op(entry.get("op", default_op()))
         variant = op.check_variant(entry.get("variant", op.default_variant))
-        shape = op.shape_of(n=entry.get("n"), shape=entry.get("shape"))
+        shape = entry.get("shape")  # as a tuple: a refusal quotes it
+        shape = op.shape_of(n=entry.get("n"), shape=None if shape is None else tuple(shape))
     except DspsimInputError as e:
         raise DspsimInputError(f"{where}: {e}") from None
     cycles = entry.get("cycles")  # its type checked above

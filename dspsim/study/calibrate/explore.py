@@ -32,7 +32,7 @@ import itertools
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -405,6 +405,14 @@ def _same(a: Mapping[str, float], b: Mapping[str, float], rel: float = 0.005) ->
 
 
 # ------------------------------------------------------------------ the whole grid
+def _results(tasks: list[tuple], jobs: int) -> Iterator[tuple]:
+    """:func:`fit_point` of every task, as they complete, in at most ``jobs`` processes (never
+    more than tasks; they die with this one, and a Ctrl-C stops them at once)."""
+    for _, result in imap_unordered(fit_point, tasks, jobs, work=len(tasks),
+                                    failed=pool_failure("calibrate --explore")):
+        yield result
+
+
 @dataclass
 class Search:
     """Every fit within the tolerance over the grid, and the simulations it took."""
@@ -432,10 +440,7 @@ def search_grid(model: HardwareModel, measurements: Sequence[Measurement], space
     start = time.perf_counter()
     fits: list[FitPoint] = []
     sims = 0
-    # as they complete; the processes die with this one, and a Ctrl-C stops them at once
-    results = imap_unordered(fit_point, tasks, jobs, work=len(tasks),
-                             failed=pool_failure("calibrate --explore"))
-    for done, (_, (_, found, n)) in enumerate(results, start=1):
+    for done, (_, found, n) in enumerate(_results(tasks, jobs), start=1):
         sims += n
         fits.extend(FitPoint(v, np.asarray(r)) for v, r in found)
         say(f"explore: {done}/{len(tasks)} grid points, {len(fits)} fits within "

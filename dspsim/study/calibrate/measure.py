@@ -238,17 +238,14 @@ def parse_measurement(text: str) -> Measurement:
 def _csv_rows(p: Path, text: str) -> list[dict[str, Any]]:
     """The file's rows as the CSV reader reads them: each column named once, at least one row
     and at most ``MAX_CSV_ROWS``."""
+    reader = csv.DictReader(text.splitlines())
     try:
-        header = next(csv.reader(text.splitlines()), [])
-    except csv.Error as e:
-        raise DspsimInputError(f"{p}: not a CSV file ({e})") from None
-    seen: set[str] = set()
-    for c in (c.strip() for c in header):
-        if c in seen:
-            raise DspsimInputError(f"{p}: column {c!r} is given twice; give each column once")
-        seen.add(c)
-    try:
-        rows = list(csv.DictReader(text.splitlines()))
+        names = [c.strip() for c in reader.fieldnames or []]  # the header, read first
+        twice = [c for i, c in enumerate(names) if c in names[:i]]
+        if twice:
+            raise DspsimInputError(f"{p}: column {twice[0]!r} is given twice; give each column "
+                                   "once")
+        rows = list(reader)
     except csv.Error as e:
         raise DspsimInputError(f"{p}: not a CSV file ({e})") from None
     if not rows:
@@ -319,13 +316,6 @@ def seed_measurements(model: HardwareModel | None = None) -> list[Measurement]:
             out += [Measurement(v, c, tuple(doc["shape"]), {}, name)
                     for v, c in doc["cycles"].items()]
     return out
-
-
-def simulated_cycles(model: HardwareModel, m: Measurement, fidelity: str = "burst") -> int:
-    """The cycles the model simulates for the run ``m`` describes."""
-    if m.settings:
-        model = model.with_overrides(m.settings)
-    return simulate(model, m.op, m.variant, shape=m.shape, data=False, fidelity=fidelity).cycles
 
 
 # ------------------------------------------------------------------ the free keys

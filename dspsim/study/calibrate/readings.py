@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,14 +43,6 @@ from dspsim.study.calibrate.explore import (
     search_grid,
 )
 from dspsim.study.calibrate.fitting import DEFAULT_TOLERANCE_PCT, check_tolerance
-from dspsim.study.calibrate.identify import (
-    Proposal,
-    candidate_measurements,
-    largest_shapes,
-    propose_measurement,
-    run_key,
-    spanning_members,
-)
 from dspsim.study.calibrate.measure import (
     FreeParam,
     Measurement,
@@ -60,7 +52,17 @@ from dspsim.study.calibrate.measure import (
     seed_measurements,
     value_text,
 )
-from dspsim.study.calibrate.problem import FitPoint, Problem, Progress
+from dspsim.study.calibrate.problem import (
+    FitPoint,
+    Problem,
+    Progress,
+    Proposal,
+    candidate_measurements,
+    largest_shapes,
+    propose_measurement,
+    run_key,
+    spanning_members,
+)
 from dspsim.text import cell
 
 
@@ -113,18 +115,18 @@ NEARER_STEPS = 6
 
 
 def nearer(model: HardwareModel, measurements: Sequence[Measurement], space: Space, fam: Family,
-           tol: float, fidelity: str, steps: int = NEARER_STEPS) -> tuple[FitPoint, int]:
-    """The family's representative moved toward the model: when it was found with the walked
+           tol: float, fidelity: str, steps: int = NEARER_STEPS) -> int:
+    """Move the family's representative toward the model: when it was found with the walked
     key pinned on its coarse grid (anchor (b)), that key is bisected (in log space, ``steps``
     times) between its grid value and the model's, the other continuous keys refitted, as far
-    as the fit stays within the tolerance and in the family. Returns (fit, simulations)."""
+    as the fit stays within the tolerance and in the family. Returns the simulations."""
     key, rep = space.pin_grid_key, fam.representative
     if key is None or not any(math.isclose(rep.values[key], a[key], rel_tol=1e-9)
                               for a in space.anchors[1:] if key in a):
-        return rep, 0
+        return 0
     target = float(model.get(key))
     if target <= 0 or math.isclose(rep.values[key], target, rel_tol=1e-3):
-        return rep, 0
+        return 0
     point = {k: rep.values[k] for k in space.grid}
     base = model.with_overrides(point)
     fitted = [p for p in space.cont if p.key != key]
@@ -142,7 +144,12 @@ def nearer(model: HardwareModel, measurements: Sequence[Measurement], space: Spa
             good, best = mid, FitPoint(vals, pt.residuals)
         else:
             bad = mid
-    return best, sims
+    if best is not rep:  # its bindings and physical reading again
+        fam.members.append(best)
+        fam.representative = best
+        fam.bindings = classify(model, best.values, measurements)
+        fam.physical = physical_reading(model, best.values, fam.bindings)
+    return sims
 
 
 def explore_candidates(model: HardwareModel, space: Space, measurements: Sequence[Measurement],
@@ -319,7 +326,9 @@ def find_readings(model: HardwareModel, measurements: Sequence[Measurement], spa
     families = group(model, measurements, search.fits)
     sims = search.simulations
     tol = tolerance_pct / 100.0
-    sims += _nearest_representatives(model, measurements, space, families, tol, fidelity, say)
+    for fam in families:
+        say(f"explore: the fit of reading '{fam.name}' nearest the model")
+        sims += nearer(model, measurements, space, fam, tol, fidelity)
     families.sort(key=lambda fam: distance(model, fam.representative.values))
     for fam in families:  # the finalists: the representatives at burst fidelity
         say(f"explore: checking reading '{fam.name}' at {final_fidelity} fidelity")
@@ -336,24 +345,6 @@ def find_readings(model: HardwareModel, measurements: Sequence[Measurement], spa
         sims += n
     return Exploration(model, measurements, search, families, proposal, tolerance_pct,
                        final_fidelity, sims, time.perf_counter() - start)
-
-
-def _nearest_representatives(model: HardwareModel, measurements: list[Measurement],
-                             space: Space, families: list[Family], tol: float, fidelity: str,
-                             say: Callable[[str], None]) -> int:
-    """Each reading's representative moved to its fit nearest the model (bindings and
-    physical reading again when it moves); the simulations that took."""
-    sims = 0
-    for fam in families:
-        say(f"explore: the fit of reading '{fam.name}' nearest the model")
-        rep, n = nearer(model, measurements, space, fam, tol, fidelity)
-        sims += n
-        if rep is not fam.representative:
-            fam.members.append(rep)
-            fam.representative = rep
-            fam.bindings = classify(model, rep.values, measurements)
-            fam.physical = physical_reading(model, rep.values, fam.bindings)
-    return sims
 
 
 def _separate(model: HardwareModel, measurements: list[Measurement], space: Space,
