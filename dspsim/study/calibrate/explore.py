@@ -268,9 +268,8 @@ def explore_space(model: HardwareModel, measurements: Sequence[Measurement],
     cont = {host_key(model, k): FreeParam(host_key(model, k), lo, hi, False)
             for k, (lo, hi) in CONTINUOUS_RANGES.items()}
     ranges = {host_key(model, k): v for k, v in HARDWARE_GRID.items()}
-    values: dict[str, list[int]] = {}
-    for key, cands in op_grid_keys(model, measurements).items():
-        values[key] = thin(cands, keep=[model.get(key)])
+    values = {key: thin(cands, keep=[model.get(key)])
+              for key, cands in op_grid_keys(model, measurements).items()}
     for f in free:
         p = parse_free(f, model) if isinstance(f, str) else f
         if p.integer:

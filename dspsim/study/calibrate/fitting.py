@@ -306,28 +306,20 @@ def calibrate(model: HardwareModel, measurements: list[Measurement],
     best = best_fit(prob, points, tol)
     good = [p for p in points if p.worst <= tol]
     families = find_families(prob, good)
-    intervals, determined, proposal = (_identify(prob, good, families, tol) if identify
-                                       else ([], False, None))
+    intervals, determined, proposal = [], False, None
+    if identify:  # each key's interval; if they leave a key open, what would separate the fits
+        intervals, edges = find_intervals(prob, good, families, tol)
+        determined = bool(intervals) and all(iv.determined for iv in intervals)
+        if good and not determined:
+            prob.progress("calibrate: looking for the separating measurement")
+            members = spanning_members(families, good, edges, prob.free)
+            proposal = propose_measurement(prob, members, len(families))
     fitted = model.with_overrides(
         {k: (int(round(v)) if is_int_key(k) else v) for k, v in best.values.items()})
     return Calibration(model=model, fitted=fitted, measurements=list(measurements), free=params,
                        best=best, fidelity=fidelity, tolerance_pct=tolerance_pct, good=good,
                        families=families, intervals=intervals, determined=determined,
                        proposal=proposal, simulations=prob.simulations)
-
-
-def _identify(prob: Problem, good: list[FitPoint], families: list[FitPoint], tol: float
-              ) -> tuple[list[Interval], bool, Proposal | None]:
-    """Each free key's interval, whether they determine every key, and (when they do not) the
-    measurement that would separate the good fits."""
-    intervals, edges = find_intervals(prob, good, families, tol)
-    determined = bool(intervals) and all(iv.determined for iv in intervals)
-    proposal = None
-    if good and not determined:
-        prob.progress("calibrate: looking for the separating measurement")
-        members = spanning_members(families, good, edges, prob.free)
-        proposal = propose_measurement(prob, members, len(families))
-    return intervals, determined, proposal
 
 
 @dataclass

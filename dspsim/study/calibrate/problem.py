@@ -495,12 +495,12 @@ def propose_measurement(prob: Problem, members: list[FitPoint], n_families: int,
     ``candidates`` default to :func:`candidate_measurements` for the problem's free keys."""
     if len(members) < 2:
         return None
-    cands = candidates
-    if cands is None:
-        cands = candidate_measurements(prob.model, [p.key for p in prob.free], prob.measurements)
+    if candidates is None:
+        candidates = candidate_measurements(prob.model, [p.key for p in prob.free],
+                                            prob.measurements)
     best: Proposal | None = None
     best_score = (-math.inf, -math.inf)
-    for cand in cands:
+    for cand in candidates:
         preds = []
         for mem in members:
             try:

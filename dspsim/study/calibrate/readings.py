@@ -87,12 +87,9 @@ class Family:
 
 def distance(model: HardwareModel, values: Mapping[str, float]) -> float:
     """Squared log distance of ``values`` from the model's own (keys whose value is > 0)."""
-    total = 0.0
-    for k, v in values.items():
-        own = float(model.get(k))
-        if own > 0 and v > 0:
-            total += math.log(v / own) ** 2
-    return total
+    own = {k: float(model.get(k)) for k in values}
+    return sum((math.log(v / own[k]) ** 2 for k, v in values.items() if own[k] > 0 and v > 0),
+               0.0)
 
 
 def group(model: HardwareModel, measurements: Sequence[Measurement], fits: Sequence[FitPoint]
