@@ -14,17 +14,12 @@ every key free. The screen runs at tile fidelity (a name for the one engine) in
 ``jobs`` worker processes; :mod:`~dspsim.study.calibrate.readings` groups the fits by what
 binds them.
 
-**What binds a fit** (which resource a measured run's time is made of): the op's closed-form
-bounds (:meth:`~dspsim.ops.base.Op.bounds`) at the fitted values give four lower bounds on a
-run's cycles: **port** bandwidth (``dma_bound_cycles``: bytes / the port's bytes per cycle);
-**outstanding** requests (the op's ``latency_bound_cycles`` scaled by ``(L + b / B) / L``, ``b``
-the mean bytes per request: a request holds its slot for its round trip *and* its own
-transfer); **descriptor** overhead (what ``idma.setup_cycles`` adds to
-``compute_bound_cycles``); **compute** (the rest of it, the core's kernels). A run is bound by
-the largest of port, outstanding and core (descriptor + compute: one core does both), a
-binding core being *descriptor* when that part is at least the kernels'; ``unknown`` when the
-op gives no bounds. A fit's *reading* is the tuple of its measurements' binding resources;
-fits with the same reading form a family."""
+**What binds a fit** (:func:`classify`): the largest of the op's closed-form lower bounds at
+the fitted values (:meth:`~dspsim.ops.base.Op.bounds`): port bandwidth, outstanding requests
+(each request holding its slot for its round trip *and* its own transfer), or the core
+(descriptor overhead plus compute); docs/readings.md, "How a fit is classified", gives the
+rules. A fit's *reading* is the tuple of its measurements' binding resources; fits with the
+same reading form a family."""
 
 from __future__ import annotations
 

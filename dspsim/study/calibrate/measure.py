@@ -339,6 +339,13 @@ class FreeParam:
     def log(self) -> bool:
         return self.lo > 0
 
+    def to_u(self, v: float) -> float:
+        """The optimiser's coordinate of the value ``v`` (its log where the range is > 0)."""
+        return math.log(v) if self.log else v
+
+    def from_u(self, u: float) -> float:
+        return math.exp(u) if self.log else u
+
 
 def default_range(model: HardwareModel, key: str) -> tuple[float, float]:
     """A factor of 100 either side of the current value, clipped to the key's allowed range."""

@@ -110,15 +110,6 @@ class Problem:
         self._models: dict[tuple, HardwareModel | ConfigError] = {}  # see model_with
         self.simulations = 0
 
-    # transforms between a key's value and the optimiser's coordinate
-    @staticmethod
-    def to_u(p: FreeParam, v: float) -> float:
-        return math.log(v) if p.log else v
-
-    @staticmethod
-    def from_u(p: FreeParam, u: float) -> float:
-        return math.exp(u) if p.log else u
-
     def model_with(self, values: dict[str, float], m: Measurement) -> HardwareModel:
         """The model with ``m``'s settings and ``values`` over it, built once per distinct
         override (every measurement of one fit point shares it, and the closed form and the
@@ -207,13 +198,13 @@ class Problem:
         base = {**ints, **fixed}
         if not keys:
             return FitPoint(dict(base), fn(base))
-        lo = np.array([self.to_u(p, p.lo) for p in keys])
-        hi = np.array([self.to_u(p, p.hi) for p in keys])
-        x0 = np.array([self.to_u(p, min(max(start[p.key], p.lo), p.hi)) for p in keys])
+        lo = np.array([p.to_u(p.lo) for p in keys])
+        hi = np.array([p.to_u(p.hi) for p in keys])
+        x0 = np.array([p.to_u(min(max(start[p.key], p.lo), p.hi)) for p in keys])
         x0 = np.clip(x0, lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
 
         def values_at(x: np.ndarray) -> dict[str, float]:
-            return {**base, **{p.key: self.from_u(p, float(u)) for p, u in zip(keys, x)}}
+            return {**base, **{p.key: p.from_u(float(u)) for p, u in zip(keys, x)}}
 
         sol = least_squares(lambda x: fn(values_at(x)), x0, bounds=(lo, hi), diff_step=1e-3,
                             xtol=1e-7, ftol=1e-9, gtol=1e-9,
@@ -228,11 +219,11 @@ class Problem:
         if not self.cont:
             return []
         per_axis = max(3, int(round(400 ** (1 / len(self.cont)))))
-        axes = [np.linspace(self.to_u(p, p.lo), self.to_u(p, p.hi), per_axis) for p in self.cont]
+        axes = [np.linspace(p.to_u(p.lo), p.to_u(p.hi), per_axis) for p in self.cont]
         grid = np.empty((per_axis,) * len(self.cont))
 
         def at(idx: tuple) -> dict[str, float]:
-            return {p.key: self.from_u(p, axes[a][i])
+            return {p.key: p.from_u(axes[a][i])
                     for a, (p, i) in enumerate(zip(self.cont, idx))}
 
         for idx in itertools.product(range(per_axis), repeat=len(self.cont)):
@@ -305,18 +296,18 @@ class Problem:
         """Edges of ``p``'s interval around ``at`` with every measurement within ``tol``:
         ([low, high], the fits at both edges, [low edge is the search bound, high ...])."""
         ints = {q.key: at.values[q.key] for q in self.ints}
-        u0 = self.to_u(p, at.values[p.key])
+        u0 = p.to_u(at.values[p.key])
         scale = 1.0 if p.log else p.hi - p.lo  # a step's unit in the optimiser's coordinate
         edges, points, hit = [], [], []
         for direction in (-1, 1):
-            bound_u = self.to_u(p, p.lo if direction < 0 else p.hi)
+            bound_u = p.to_u(p.lo if direction < 0 else p.hi)
             good_u, good, bad_u = u0, at, None
             step = 0.02 * scale
             while True:  # out in doubling steps until a misfit or the search bound
                 u = u0 + direction * step
                 if (u - bound_u) * direction >= 0:
                     u = bound_u
-                pt = self.fit_continuous(ints, good.values, {p.key: self.from_u(p, u)})
+                pt = self.fit_continuous(ints, good.values, {p.key: p.from_u(u)})
                 if pt.worst > tol:
                     bad_u = u
                     break
@@ -329,12 +320,12 @@ class Problem:
                     if abs(bad_u - good_u) < 5e-3 * scale:
                         break
                     mid = 0.5 * (good_u + bad_u)
-                    pt = self.fit_continuous(ints, good.values, {p.key: self.from_u(p, mid)})
+                    pt = self.fit_continuous(ints, good.values, {p.key: p.from_u(mid)})
                     if pt.worst <= tol:
                         good_u, good = mid, pt
                     else:
                         bad_u = mid
-            edges.append(self.from_u(p, good_u))
+            edges.append(p.from_u(good_u))
             points.append(good)
             hit.append(bad_u is None)  # stopped at the search bound, not at a misfit
         return edges, points, hit
