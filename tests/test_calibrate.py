@@ -602,18 +602,19 @@ def host_fits(model, op, shape):
 
 
 def test_the_ddr_window_check_is_per_op(j6):
-    from dspsim.study.calibrate import ddr_bytes, max_first_dim
+    from dspsim.host.window import largest_first_dim, window_bytes
+    from dspsim.ops import get_op
 
     op = two_d_op()
     cols = op.default_shape[1]
-    rows = max_first_dim(op.name, (1, cols))
+    rows = largest_first_dim(op, (1, cols))
     assert host_fits(j6, op, (rows, cols)) and not host_fits(j6, op, (rows + 1, cols))
-    assert ddr_bytes((rows, cols), op.name) <= 2**31 < ddr_bytes((rows + 1, cols), op.name)
+    assert window_bytes(op, (rows, cols)) <= 2**31 < window_bytes(op, (rows + 1, cols))
     v = op.default_variant
     assert parse_measurement(f"{op.name}:{v},shape={rows}x{cols}=5").shape == (rows, cols)
     with pytest.raises(DspsimInputError, match=f"DDR.*allowed shape up to {rows}x{cols}"):
         parse_measurement(f"{op.name}:{v},shape={rows + 1}x{cols}=5")
-    assert max_first_dim("softmax", (1,)) == MAX_N
+    assert largest_first_dim(get_op("softmax"), (1,)) == MAX_N
 
 
 def test_measurement_defaults_and_checks():
@@ -699,7 +700,7 @@ def test_a_tile_key_is_explored_and_freed_on_its_multiples(j6):
     """The explorer's grid and a --free range keep to the values the key takes (multiples of
     4): a grid value off them would be refused by the model and silently never tried."""
     from dspsim.study.calibrate.explore import explore_space
-    from dspsim.study.calibrate.params import parse_free
+    from dspsim.study.calibrate.measure import parse_free
 
     ms = [Measurement("pingpong", 5_154_293, (100_000,))]
     space = explore_space(j6, ms, free=["softmax.tile_bytes=4000:70000"])

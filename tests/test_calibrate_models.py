@@ -9,8 +9,7 @@ from dspsim.config import HardwareModel, load_model
 from dspsim.errors import ConfigError
 from dspsim.run import simulate
 from dspsim.study.calibrate import Measurement, calibrate
-from dspsim.study.calibrate.measure import int_value, is_int_key
-from dspsim.study.calibrate.params import as_free
+from dspsim.study.calibrate.measure import as_free, int_value, is_int_key
 from dspsim.study.calibrate.problem import Problem
 
 FREE = {"ddr.latency_cycles": (20.0, 2000.0), "ddr.bytes_per_cycle": (0.05, 20.0)}

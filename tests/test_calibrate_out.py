@@ -8,7 +8,7 @@ import tomllib
 
 import pytest
 
-import dspsim.study.calibrate.modelfile as modelfile
+import dspsim.study.calibrate.fitting as fitting
 from dspsim.config import load_model
 from tests.cli_helpers import one_line, run_cli
 
@@ -97,11 +97,11 @@ def test_a_complete_input_names_the_output_after_itself(tmp_path, capsys):
 def test_a_file_that_would_not_load_replaces_nothing(tmp_path, capsys, monkeypatch):
     out = tmp_path / "fit.toml"
     out.write_text("# an earlier fit\n")
-    real = modelfile.model_file_text
+    real = fitting.model_file_text
     for broken in (lambda *a: real(*a).replace("[ddr]", "[ddr]\nlatency_cycles = 1.0"),
                    lambda *a: real(*a).replace("latency_cycles = ", "latency_cycles = 2 * "),
                    lambda *a: real(*a).replace("channels = 2", "channels = 1")):
-        monkeypatch.setattr(modelfile, "model_file_text", broken)
+        monkeypatch.setattr(fitting, "model_file_text", broken)
         code, _, err = run_cli(capsys, "calibrate", "--measured", MEASURED, "--free",
                                "ddr.latency_cycles", "--out", out)
         assert code == 2 and one_line(err) and "nothing was written" in err, err

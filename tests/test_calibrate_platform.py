@@ -29,7 +29,7 @@ def test_every_fitted_key_is_printed_with_its_unit():
     """Before: the HiFi5's fitted psram.refresh_clocks printed "1.60065" with no unit and its
     interval ended "(-37.5 % .. +37.4 %) : determined": calibrate guessed units from a few name
     endings; a key the guess missed takes the unit the model's schema gives it."""
-    from dspsim.study.calibrate.report import unit
+    from dspsim.study.calibrate.fitting import unit
     assert unit("psram.refresh_clocks") == "clocks"
     assert unit("sram.bytes_per_clock") == "bytes/clock"
     assert unit("core.load_store_units") == "ops/cycle"

@@ -192,7 +192,7 @@ def test_validate_rows_carry_their_intervals(capsys, tmp_path):
 
 def test_tolerance_ranges_are_where_every_row_stays_within_tolerance():
     from dspsim.study.calibrate import Measurement
-    from dspsim.study.interval_fit import tolerance_ranges
+    from dspsim.study.interval import tolerance_ranges
 
     measured = _cycles(J6, "direct")
     rows = [Measurement("direct", measured, (N,), op="softmax")]

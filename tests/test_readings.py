@@ -12,9 +12,15 @@ from dspsim.cli import main
 from dspsim.config import load_model, models_dir
 from dspsim.run import simulate
 from dspsim.study.calibrate import Measurement, classify, explore, seed_measurements
-from dspsim.study.calibrate.classify import reading_name, reading_of
-from dspsim.study.calibrate.explore import Space, explore_space, log_grid, thin
-from dspsim.study.calibrate.identify import run_key
+from dspsim.study.calibrate.explore import (
+    Space,
+    explore_space,
+    log_grid,
+    reading_name,
+    reading_of,
+    thin,
+)
+from dspsim.study.calibrate.problem import run_key
 from dspsim.study.calibrate.readings import explore_candidates
 
 READINGS = sorted(p.stem for p in models_dir().glob("j6*.toml"))

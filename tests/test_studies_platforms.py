@@ -95,7 +95,7 @@ def test_explore_on_a_transactions_host_memory_is_one_line_exit_2(capsys):
 
 
 def test_a_fitted_host_memory_window_reads_as_requests_on_its_port(hifi5, j6):
-    from dspsim.study.calibrate.report import reading
+    from dspsim.study.calibrate.fitting import reading
 
     assert reading("psram.max_outstanding", 4, hifi5) == "4 requests in flight on the port"
     assert reading("ddr.max_outstanding", 4, j6) == "4 requests in flight on the port"

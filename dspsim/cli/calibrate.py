@@ -164,7 +164,7 @@ def _explore(args: argparse.Namespace, tty: bool) -> int:
 def tolerance_spans(cal: Calibration) -> dict[str, tuple]:
     """Each fitted key's range that keeps every measurement within the tolerance, the other
     keys at their fitted values (none when the fit missed)."""
-    from dspsim.study.interval_fit import tolerance_ranges
+    from dspsim.study.interval import tolerance_ranges
 
     if not cal.fitted_within_tolerance:
         return {}

@@ -53,7 +53,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                     overrides=args.overrides)
     ok = calibration_ok(rows)
     if args.suggest:
-        from dspsim.study.interval_suggest import suggest
+        from dspsim.study.validate import suggest
 
         hint = suggest(rows)
     if args.json:

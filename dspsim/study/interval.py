@@ -6,12 +6,15 @@ trended key at its slow end the run is slowest, at its fast end fastest; a key w
 trend (a tile size) is tried at its range's ends and its value, in every combination with the
 others of its kind (at most :data:`MAX_UNTRENDED`). The dominant key is the one whose range
 alone moves the cycles most; a key's second end is run only when it could still be the
-dominant one (docs/validation.md, "Intervals")."""
+dominant one (docs/validation.md, "Intervals").
+
+:func:`tolerance_ranges` is the other range of a key: where a calibration's measurements stay
+within the tolerance, the other keys at their fitted values."""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,8 +76,8 @@ class Interval:
 
 def _runner(model: HardwareModel, run: Callable[[HardwareModel], int]
             ) -> tuple[Callable[[dict[str, Any]], int], dict[tuple, int]]:
-    """Runs of one op at one shape under the model with some keys moved, each distinct
-    configuration once; and the runs made, by configuration."""
+    """Runs under the model with some keys moved, each distinct configuration once; and the
+    runs made, by configuration."""
     seen: dict[tuple, int] = {}
 
     def runner(moved: dict[str, Any]) -> int:
@@ -92,19 +95,23 @@ def _runner(model: HardwareModel, run: Callable[[HardwareModel], int]
     return runner, seen
 
 
-def _slow_fast(model: HardwareModel, run: Callable[[dict[str, Any]], int], point: int
+def _slow_fast(model: HardwareModel, run: Callable[[dict[str, Any]], int]
                ) -> tuple[dict, dict, dict[str, tuple]]:
     """Each trended key's slow and fast end, and the values to try of each untrended key (a
     :data:`FIT_KEYS` key: the value or end, where the run takes it, that alone gives the run
     the most cycles is its slow end, the fewest its fast one)."""
     slow, fast, free = {}, {}, {}
     for key, (lo, hi) in model.ranges.items():
-        if key in FIT_KEYS:
-            alone = {v: run({key: v}) for v in (lo, model.get(key), hi) if _fits(run, key, v)}
-            slow[key], fast[key] = max(alone, key=alone.get), min(alone, key=alone.get)
-            continue
         t = trend(key)
-        if t is None:
+        if key in FIT_KEYS:
+            alone = {}
+            for v in (lo, model.get(key), hi):
+                try:
+                    alone[v] = run({key: v})
+                except DspsimInputError:  # an end may leave the run's buffers no room
+                    pass
+            slow[key], fast[key] = max(alone, key=alone.get), min(alone, key=alone.get)
+        elif t is None:
             free[key] = tuple(dict.fromkeys((lo, model.get(key), hi)))
         elif t:
             slow[key], fast[key] = (hi, lo) if t > 0 else (lo, hi)
@@ -113,16 +120,6 @@ def _slow_fast(model: HardwareModel, run: Callable[[dict[str, Any]], int], point
             f"interval: {len(free)} ranged keys without a proven trend ({', '.join(free)}); at "
             f"most {MAX_UNTRENDED} can be searched (3 values each)")
     return slow, fast, free
-
-
-def _fits(run: Callable[[dict[str, Any]], int], key: str, value: Any) -> bool:
-    """Whether the run takes ``key`` at ``value`` (a :data:`FIT_KEYS` key's end may leave its
-    buffers no room)."""
-    try:
-        run({key: value})
-    except DspsimInputError:
-        return False
-    return True
 
 
 def _alone(run: Callable[[dict[str, Any]], int], slow: dict, fast: dict, free: dict,
@@ -148,27 +145,88 @@ def _alone(run: Callable[[dict[str, Any]], int], slow: dict, fast: dict, free: d
     return out
 
 
-def interval(model: HardwareModel, run: Callable[[HardwareModel], int]) -> Interval:
-    """The interval of ``run`` (one op at one shape: a model -> its cycles) over the ranges of
-    ``model``."""
-    runner, runs = _runner(model, run)
+def op_interval(model: HardwareModel, op: str, variant: str | None, shape: tuple[int, ...],
+                fidelity: str = "burst") -> Interval:
+    """The interval of one op's run (data path off) over the ranges of ``model``."""
+    from dspsim.run import simulate
+
+    runner, runs = _runner(model, lambda m: simulate(m, op, variant, shape=shape, data=False,
+                                                     fidelity=fidelity).cycles)
     point = runner({})
-    slow, fast, free = _slow_fast(model, runner, point)
+    slow, fast, free = _slow_fast(model, runner)
     combos = [dict(zip(free, vs)) for vs in itertools.product(*free.values())]
     high = max([point] + [runner({**slow, **c}) for c in combos])
     low = min([point] + [runner({**fast, **c}) for c in combos])
     alone = _alone(runner, slow, fast, free, point, low, high)
-    widths = {k: hi - lo for k, v in alone.items() if v is not None for lo, hi in [v]}
+    widths = {k: v[1] - v[0] for k, v in alone.items() if v is not None}
     dominant = max(widths, key=lambda k: widths[k], default=None)
     if dominant is not None and widths[dominant] == 0:
         dominant = None
     return Interval(point, low, high, dominant, alone, len(runs))
 
 
-def op_interval(model: HardwareModel, op: str, variant: str | None, shape: tuple[int, ...],
-                fidelity: str = "burst") -> Interval:
-    """The interval of one op's run (data path off) over the ranges of ``model``."""
+# ------------------------------------------------------------------ tolerance ranges
+REL_PRECISION = 1e-4  # a tolerance range's edge, relative to the value
+MAX_STEPS = 60
+
+
+def _within(model: HardwareModel, key: str, value: Any, rows: Sequence[Any],
+            tolerance_pct: float) -> bool:
+    """Whether every row (a run with its settings, simulated at burst fidelity, data path
+    off) is within ``tolerance_pct`` with ``key`` at ``value`` (a value the model refuses is
+    outside the range)."""
     from dspsim.run import simulate
 
-    return interval(model, lambda m: simulate(m, op, variant, shape=shape, data=False,
-                                              fidelity=fidelity).cycles)
+    try:
+        at = model.with_overrides({key: value})
+        for r in rows:
+            run = at.with_overrides(r.settings) if r.settings else at
+            cycles = simulate(run, r.op, r.variant, shape=r.shape, data=False).cycles
+            if abs(100.0 * (cycles / r.cycles - 1.0)) > tolerance_pct:
+                return False
+        return True
+    except DspsimInputError:
+        return False
+
+
+def _edge(model: HardwareModel, key: str, rows: Sequence[Any], tol: float, up: bool) -> Any:
+    """The last value (walking up or down from the key's value) at which every row fits:
+    out in doubling steps until a misfit (or the bound), then the last step bisected."""
+    k = model_key(key)
+    integer = k.type is int
+    value = good = model.get(key)
+    bound = k.hi if up else (k.lo if k.lo is not None else 0)
+    step = max(abs(value) * REL_PRECISION, 1 if integer else 1e-9)
+    for _ in range(MAX_STEPS):
+        trial = min(value + step, bound) if up else max(value - step, bound)
+        trial = int(round(trial)) if integer else trial
+        if not _within(model, key, trial, rows, tol):
+            bad = trial
+            break
+        good = trial
+        if trial == bound:
+            return good
+        step *= 2
+    else:
+        return good
+    while abs(bad - good) > max(abs(good) * REL_PRECISION, 1 if integer else 0):
+        mid = (good + bad) / 2
+        mid = int(round(mid)) if integer else mid
+        if mid in (good, bad):
+            break
+        good, bad = (mid, bad) if _within(model, key, mid, rows, tol) else (good, mid)
+    return good
+
+
+def tolerance_ranges(model: HardwareModel, keys: Sequence[str], rows: Sequence[Any],
+                     tolerance_pct: float) -> dict[str, tuple[Any, Any]]:
+    """Each key's (low, high): the values that keep every row (op, variant, shape, settings,
+    cycles) within ``tolerance_pct``, the other keys at their values. A key the rows do not
+    all fit at its own value gets (value, value)."""
+    out = {}
+    for key in keys:
+        value = model.get(key)
+        out[key] = ((_edge(model, key, rows, tolerance_pct, up=False),
+                     _edge(model, key, rows, tolerance_pct, up=True))
+                    if _within(model, key, value, rows, tolerance_pct) else (value, value))
+    return out

@@ -6,17 +6,20 @@ A measurements file (``validation/*.toml``; ``--measurements FILE`` adds one) is
 is that file, inherits from it (``base``) or carries its ``[model] name``. ``role`` is
 ``calibration`` (a value was fitted to it: the model must reproduce it within
 :data:`CALIBRATION_TOLERANCE_PCT`) or ``check`` (nothing was fitted to it). :func:`validate`
-runs each under every model of its platform (data path off) with its interval."""
+runs each under every model of its platform (data path off) with its interval; :func:`suggest`
+(``--suggest``) names the run that would narrow the widest interval most."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import shlex
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import HardwareModel, load_model, model_chain, model_key, parse_toml
+from dspsim.config import HardwareModel, load_model, model_chain, model_key, models_dir, parse_toml
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import default_op, get_op
 from dspsim.paths import read_small_text
@@ -96,8 +99,8 @@ def _check_types(fields: dict[str, Any], where: str) -> None:
 
 
 def _str(entry: dict, key: str, where: str) -> str:
-    v = entry.get(key)
-    if not isinstance(v, str) or not v.strip():
+    v = entry.get(key)  # a string if given (its type checked first)
+    if not (v or "").strip():
         raise DspsimInputError(f"{where}: {key} must be a non-empty string"
                                + ("" if key in entry else " (missing)"))
     return v
@@ -126,21 +129,18 @@ def _entry(entry: Any, defaults: dict[str, Any], where: str, file: str) -> Measu
                                        f"{file_op!r}; give op_file alone (or op = its op)")
         op = get_op(entry.get("op", default_op()))
         variant = op.check_variant(entry.get("variant", op.default_variant))
-        if "n" in entry and "shape" in entry:
-            raise DspsimInputError("give n or shape, not both")
-        shape = entry.get("shape")
+        shape = entry.get("shape")  # as a tuple: a refusal quotes it
         shape = op.shape_of(n=entry.get("n"), shape=None if shape is None else tuple(shape))
     except DspsimInputError as e:
         raise DspsimInputError(f"{where}: {e}") from None
-    cycles = entry.get("cycles")
-    if isinstance(cycles, bool) or not isinstance(cycles, int) or not 0 < cycles <= 2**53:
+    cycles = entry.get("cycles")  # its type checked above
+    if cycles is None or not 0 < cycles <= 2**53:
         raise DspsimInputError(f"{where}: cycles = {cycles!r}: expected a whole number of "
                                "cycles from 1 to 2**53")
     role = entry.get("role")
     if role not in ROLES:
         raise DspsimInputError(f"{where}: role = {role!r}: allowed {', '.join(ROLES)}")
-    # the types are checked above: settings is a table (a dotted key in it, unquoted, is a
-    # nested table, as a sweep spec's [set] reads it), note a string
+    # a dotted key in settings, unquoted, is a nested table (as a sweep spec's [set] reads it)
     flat = _flat(where, "settings", entry.get("settings", {}))
     try:
         settings = {k: model_key(k).coerce(v) for k, v in flat.items()}
@@ -191,18 +191,21 @@ def model_platforms(model: HardwareModel) -> set[str]:
 
 @dataclass(frozen=True)
 class Row:
-    """A measurement run under one model: its prediction and interval."""
+    """A measurement run under one model: its prediction's interval over the model's ranges."""
 
     measurement: Measurement
     model: str  # the label of the model it ran under
-    predicted: int
-    interval: Interval | None = None  # the prediction's over the model's ranges
-    run_model: HardwareModel | None = None  # the model it ran under, its settings applied
+    interval: Interval
+    run_model: HardwareModel  # the model it ran under, its settings applied
 
     @property
-    def inside(self) -> bool | None:
+    def predicted(self) -> int:
+        return self.interval.point_cycles
+
+    @property
+    def inside(self) -> bool:
         """Whether the measured cycles are inside the prediction's interval."""
-        return None if self.interval is None else self.interval.contains(self.measurement.cycles)
+        return self.interval.contains(self.measurement.cycles)
 
     @property
     def error_pct(self) -> float:
@@ -218,8 +221,8 @@ class Row:
                 "variant": m.variant, "shape": list(m.shape), "settings": m.settings,
                 "role": m.role, "measured_cycles": m.cycles, "predicted_cycles": self.predicted,
                 "error_pct": self.error_pct, "within_1_pct": self.within, "source": m.source,
-                "note": m.note, "file": m.file, "spec": m.spec(),
-                **(self.interval.to_json() if self.interval else {}), "inside": self.inside}
+                "note": m.note, "file": m.file, "spec": m.spec(), **self.interval.to_json(),
+                "inside": self.inside}
 
 
 def _models_of(measurements: list[Measurement], models: dict[str, tuple[HardwareModel, Path]]
@@ -239,10 +242,9 @@ def _models_of(measurements: list[Measurement], models: dict[str, tuple[Hardware
         out[platform] = [(label, model) for label, (model, _) in models.items()
                          if platform in names[label]]
     if not any(out.values()):
-        have = ", ".join(platforms)
         raise DspsimInputError(f"no measurement is of the models given: the measurements are "
-                               f"of {have}; give a model of one of them (or one inheriting "
-                               "from it)")
+                               f"of {', '.join(platforms)}; give a model of one of them (or one "
+                               "inheriting from it)")
     return out
 
 
@@ -274,7 +276,7 @@ def validate(models: dict[str, tuple[HardwareModel, Path]] | None = None,
             except DspsimInputError as e:
                 raise DspsimInputError(f"{cell(Path(m.file).name)} ({cell(m.name)}) under "
                                        f"{cell(label)}: {e}") from None
-            rows.append(Row(m, label, iv.point_cycles, iv, run_model))
+            rows.append(Row(m, label, iv, run_model))
     return rows
 
 
@@ -285,38 +287,148 @@ def calibration_ok(rows: list[Row]) -> bool:
 
 def table(rows: list[Row]) -> str:
     """The rows as a text table, platform by platform."""
-    lines = []
     # names are the files' own text: escaped and cut to a bounded column (dspsim.text)
     width = column_width([r.measurement.name for r in rows], "measurement")
     label = max(22, column_width([r.model for r in rows], "model"))
     header = (f"{'model':<{label}} {'measurement':<{width}} {'role':<11} {'measured':>12} "
               f"{'predicted':>12} {'error_pct':>9}  interval [low, high] cycles")
-    lines += [header, "-" * (len(header) + 2)]
+    lines = [header, "-" * (len(header) + 2)]
     for r in rows:
-        m = r.measurement
+        m, iv = r.measurement, r.interval
         flag = "" if m.role == "check" or r.within else "  OUTSIDE 1 %"
+        span = f"[{iv.low_cycles:,}, {iv.high_cycles:,}]" + ("" if r.inside else " out")
         lines.append(f"{cell(r.model):<{label}} {cell(m.name, width):<{width}} {m.role:<11} "
                      f"{m.cycles:>12,} {r.predicted:>12,} {r.error_pct:>+9.2f}  "
-                     f"{_interval_cell(r):<29}{flag}".rstrip())
+                     f"{span:<29}{flag}".rstrip())
     cal = [r for r in rows if r.measurement.role == "calibration"]
     checks = [r for r in rows if r.measurement.role == "check"]
     worst = max((abs(r.error_pct) for r in cal), default=math.nan)
-    lines.append("")
-    lines.append(f"{len(cal)} calibration measurement(s): "
-                 + ("every one within 1 %" if calibration_ok(rows) else "SOME OUTSIDE 1 %")
-                 + (f" (worst {worst:.2f} %)" if cal else ""))
+    lines += ["", f"{len(cal)} calibration measurement(s): "
+              + ("every one within 1 %" if calibration_ok(rows) else "SOME OUTSIDE 1 %")
+              + (f" (worst {worst:.2f} %)" if cal else "")]
     if checks:
         mean = sum(abs(r.error_pct) for r in checks) / len(checks)
         lines.append(f"{len(checks)} check(s), nothing fitted to them: mean |error| "
                      f"{mean:.2f} %, worst {max(abs(r.error_pct) for r in checks):.2f} %; "
-                     f"{sum(bool(r.inside) for r in checks)} of {len(checks)} inside their "
+                     f"{sum(r.inside for r in checks)} of {len(checks)} inside their "
                      "intervals")
     return "\n".join(lines)
 
 
-def _interval_cell(r: Row) -> str:
-    """``[low, high]`` and ``out`` when the measurement is outside it."""
-    if r.interval is None:
-        return "-"
-    iv = r.interval
-    return f"[{iv.low_cycles:,}, {iv.high_cycles:,}]" + ("" if r.inside else " out")
+# ------------------------------------------------------------------ --suggest
+# A run pins a ranged key as far as that key alone explains the run's own interval. The
+# candidates are runs not yet measured of each op the platform is measured with (every variant
+# at the measurement's size and at half of it, with its settings), each scored by the share of
+# its interval its dominant key explains times what pinning that key takes off the widest
+# interval (relative to its prediction).
+@dataclass(frozen=True)
+class Candidate:
+    """A run to measure: an op's variant at a shape, with a measurement's settings."""
+
+    op: str
+    variant: str
+    shape: tuple[int, ...]
+    settings: dict[str, Any]
+    interval: Interval
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """The widest row, the run to measure, the key it pins and the interval after."""
+
+    widest: Row
+    measure: Candidate
+    key: str  # the key that run pins
+    share: float  # of the measured run's interval, what the key alone explains
+    narrowed: Interval  # the widest row's interval with the key pinned
+
+    def to_json(self) -> dict[str, Any]:
+        w, m, iv = self.widest, self.measure, self.widest.interval
+        return {
+            "widest": {"model": w.model, "name": w.measurement.name,
+                       "low_cycles": iv.low_cycles, "high_cycles": iv.high_cycles},
+            "measure": {"op": m.op, "variant": m.variant, "shape": list(m.shape),
+                        "settings": m.settings, "low_cycles": m.interval.low_cycles,
+                        "high_cycles": m.interval.high_cycles},
+            "key": self.key, "key_share": self.share,
+            "narrowed": {"low_cycles": self.narrowed.low_cycles,
+                         "high_cycles": self.narrowed.high_cycles},
+            "narrowed_by_pct": 100.0 * (1 - self.narrowed.width_cycles / max(1, iv.width_cycles)),
+        }
+
+    def text(self) -> str:
+        j = self.to_json()
+        w, m, narrowed = j["widest"], j["measure"], j["narrowed"]
+        size = "x".join(map(str, m["shape"]))
+        sets = "".join(f" --set {k}={format_value(v)}" for k, v in m["settings"].items())
+        shown = (f"n = {m['shape'][0]:,}" if len(m["shape"]) == 1 else f"shape {size}")
+        source = Path(self.widest.run_model.source)  # a packaged model by its name
+        model = source.stem if source.parent == models_dir() else shlex.quote(str(source))
+        return (f"widest interval: {w['name']} under {w['model']}, [{w['low_cycles']:,}, "
+                f"{w['high_cycles']:,}] cycles. Measure {m['op']} {m['variant']} at {shown}"
+                f"{sets} (`dspsim run --model {model} --op {m['op']} --variant {m['variant']} "
+                f"{'--n' if len(m['shape']) == 1 else '--shape'} {size.replace('x', ',')}"
+                f"{sets} --interval`): {self.key} alone explains {100 * self.share:.0f} % of "
+                f"its interval; pinning {self.key} narrows the widest to "
+                f"[{narrowed['low_cycles']:,}, {narrowed['high_cycles']:,}] "
+                f"({j['narrowed_by_pct']:.0f} % narrower)")
+
+
+def _share(iv: Interval) -> float:
+    """What the dominant key alone explains of an interval's width."""
+    if iv.dominant_key is None or iv.width_cycles == 0:
+        return 0.0
+    lo, hi = iv.alone[iv.dominant_key]
+    return (hi - lo) / iv.width_cycles
+
+
+def candidates(rows: list[Row], label: str) -> list[Candidate]:
+    """The runs not yet measured of the ops measured under model ``label``: every variant at
+    each measurement's size and at half its first dimension."""
+    mine = [r for r in rows if r.model == label]
+    seen = {(r.measurement.op, r.measurement.variant, r.measurement.shape,
+             tuple(sorted(r.measurement.settings.items()))) for r in mine}
+    out = []
+    for r in mine:
+        m = r.measurement
+        half = (max(1, m.shape[0] // 2), *m.shape[1:])
+        for variant in get_op(m.op).variants:
+            for shape in dict.fromkeys((tuple(m.shape), half)):
+                ident = (m.op, variant, shape, tuple(sorted(m.settings.items())))
+                if ident in seen:
+                    continue
+                seen.add(ident)
+                try:
+                    iv = op_interval(r.run_model, m.op, variant, shape)
+                except DspsimInputError:  # a run this platform refuses
+                    continue
+                out.append(Candidate(m.op, variant, shape, m.settings, iv))
+    return out
+
+
+def suggest(rows: list[Row]) -> Suggestion | None:
+    """For the widest interval of ``rows``, the measurement that would narrow it most; None
+    when no interval has a width."""
+    ranged = [r for r in rows if r.interval.width_cycles > 0]
+    if not ranged:
+        return None
+    widest = max(ranged, key=lambda r: r.interval.width_cycles / max(1, r.predicted))
+    m = widest.measurement
+    pinned: dict[str, Interval] = {}  # the widest row's interval with a key's range removed
+    best: tuple[float, Candidate] | None = None
+    for c in candidates(rows, widest.model):
+        key = c.interval.dominant_key
+        if key not in widest.run_model.ranges:
+            continue
+        if key not in pinned:
+            ranges = {k: r for k, r in widest.run_model.ranges.items() if k != key}
+            pinned[key] = op_interval(dataclasses.replace(widest.run_model, ranges=ranges),
+                                      m.op, m.variant, m.shape)
+        gain = (widest.interval.width_cycles - pinned[key].width_cycles) * _share(c.interval)
+        if best is None or gain > best[0]:
+            best = (gain, c)
+    if best is None:
+        return None
+    c = best[1]
+    return Suggestion(widest, c, c.interval.dominant_key, _share(c.interval),
+                      pinned[c.interval.dominant_key])

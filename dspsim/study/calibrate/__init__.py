@@ -1,43 +1,45 @@
 """Fit free model keys to measured cycle counts, and say how well the measurements pin them.
 
-Modules, each importing only those before it: ``measure`` (the measurements,
-``--measured`` / ``--measured-csv``, the documents' figures), ``params`` (the ``--free`` keys),
-``problem`` (the least-squares fit), ``identify`` (each key's interval and the measurement that
-would separate equally good fits), ``report`` (:class:`Calibration`, text and JSON),
-``fitting`` (:func:`calibrate`), ``modelfile`` (``--out``), ``classify``, ``explore`` and
-``readings`` (``--explore``: every reading, grouped by what binds), ``command`` (what
-``dspsim calibrate`` does with its options; the argparse part is :mod:`dspsim.cli.calibrate`).
-The J6 model's two DDR values come from ``python -m dspsim.study.calibrate`` (the documents'
-figures, ``ddr.latency_cycles`` and ``ddr.bytes_per_cycle`` free)."""
+Modules, each importing only those before it: ``measure`` (the measurements, ``--measured`` /
+``--measured-csv``, the documents' figures, the ``--free`` keys), ``problem`` (the
+least-squares fit, each key's interval and the measurement that would separate equally good
+fits), ``fitting`` (:func:`calibrate`, :class:`Calibration` as text and JSON, ``--out``),
+``explore`` and ``readings`` (``--explore``: every reading, grouped by what binds). The
+argparse part is :mod:`dspsim.cli.calibrate`. The J6 model's two DDR values come from ``python
+-m dspsim.study.calibrate`` (the documents' figures, ``ddr.latency_cycles`` and
+``ddr.bytes_per_cycle`` free)."""
 
-from dspsim.study.calibrate.classify import Binding, classify
-from dspsim.study.calibrate.command import run_calibration, run_exploration
-from dspsim.study.calibrate.fitting import DEFAULT_TOLERANCE_PCT, Fit, calibrate, fit, fit_seed
-from dspsim.study.calibrate.identify import Interval, Proposal, candidate_measurements
+from dspsim.study.calibrate.explore import classify
+from dspsim.study.calibrate.fitting import (
+    DEFAULT_TOLERANCE_PCT,
+    Calibration,
+    calibrate,
+    describe_interval,
+    fit,
+    fit_seed,
+    fits_table,
+    reading,
+    run_calibration,
+    unit,
+    write_model_file,
+)
 from dspsim.study.calibrate.measure import (
-    DEFAULT_OP,
     MAX_N,
+    SEED_FREE,
     SEED_MEASUREMENTS_CYCLES,
     Measurement,
-    ddr_bytes,
-    max_first_dim,
+    parse_free,
     parse_measurement,
     read_measurements_csv,
     seed_measurements,
-    simulated_cycles,
 )
-from dspsim.study.calibrate.modelfile import write_model_file
-from dspsim.study.calibrate.params import SEED_FREE, FreeParam, default_range, parse_free
-from dspsim.study.calibrate.problem import FitPoint
-from dspsim.study.calibrate.readings import Exploration, Family, explore
-from dspsim.study.calibrate.report import Calibration, describe_interval, fits_table, reading, unit
+from dspsim.study.calibrate.problem import candidate_measurements
+from dspsim.study.calibrate.readings import explore, run_exploration
 
 __all__ = [
-    "DEFAULT_OP", "DEFAULT_TOLERANCE_PCT", "MAX_N", "SEED_FREE", "SEED_MEASUREMENTS_CYCLES",
-    "Binding", "Calibration", "Exploration", "Family", "Fit", "FitPoint", "FreeParam", "Interval",
-    "Measurement", "Proposal", "calibrate", "candidate_measurements", "classify", "ddr_bytes",
-    "default_range", "describe_interval", "explore", "fit", "fit_seed", "fits_table",
-    "max_first_dim", "parse_free", "parse_measurement", "read_measurements_csv", "reading",
-    "run_calibration", "run_exploration", "seed_measurements", "simulated_cycles", "unit",
-    "write_model_file",
+    "DEFAULT_TOLERANCE_PCT", "MAX_N", "SEED_FREE", "SEED_MEASUREMENTS_CYCLES", "Calibration",
+    "Measurement", "calibrate", "candidate_measurements", "classify", "describe_interval",
+    "explore", "fit", "fit_seed", "fits_table", "parse_free", "parse_measurement",
+    "read_measurements_csv", "reading", "run_calibration", "run_exploration",
+    "seed_measurements", "unit", "write_model_file",
 ]

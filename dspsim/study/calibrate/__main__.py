@@ -11,12 +11,7 @@ PROG = "python -m dspsim.study.calibrate"
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dspsim.cli.common import (
-        INTERRUPTED_EXIT,
-        _Parser,
-        interrupted_message,
-        interrupts_handled,
-    )
+    from dspsim.cli.common import INTERRUPTED_EXIT, _Parser, interrupted_message, interrupts_handled
     from dspsim.errors import DspsimInputError
 
     parser = _Parser(prog=PROG, description="Refit the J6 model's two DDR values "
@@ -26,8 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with interrupts_handled():
             parser.parse_args(argv)
-            from dspsim.study.calibrate.fitting import fit_seed
-            from dspsim.study.calibrate.measure import seed_measurements
+            from dspsim.study.calibrate import fit_seed, seed_measurements
 
             result = fit_seed()
             for k, v in result.values.items():

@@ -11,7 +11,15 @@ sampled at two kinds of anchor: (a) the extra keys at the model's values; (b) th
 :data:`PIN_ORDER` on a log grid ``WALK_FACTOR`` apart. An anchor whose closed-form lower bound
 already exceeds a measurement by more than ``SCREEN`` is skipped; a near miss is refitted with
 every key free. The screen runs at tile fidelity (a name for the one engine) in
-``jobs`` worker processes; :mod:`~dspsim.study.calibrate.readings` groups the fits."""
+``jobs`` worker processes; :mod:`~dspsim.study.calibrate.readings` groups the fits by what
+binds them.
+
+**What binds a fit** (:func:`classify`): the largest of the op's closed-form lower bounds at
+the fitted values (:meth:`~dspsim.ops.base.Op.bounds`): port bandwidth, outstanding requests
+(each request holding its slot for its round trip *and* its own transfer), or the core
+(descriptor overhead plus compute); docs/readings.md, "How a fit is classified", gives the
+rules. A fit's *reading* is the tuple of its measurements' binding resources; fits with the
+same reading form a family."""
 
 from __future__ import annotations
 
@@ -28,9 +36,7 @@ import numpy as np
 from dspsim.config import HardwareModel
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import get_op
-from dspsim.study.calibrate.classify import model_at
-from dspsim.study.calibrate.measure import Measurement, int_value, is_int_key
-from dspsim.study.calibrate.params import FreeParam, parse_free
+from dspsim.study.calibrate.measure import FreeParam, Measurement, int_value, is_int_key, parse_free
 from dspsim.study.calibrate.problem import FitPoint, Problem, Progress, built_once
 from dspsim.workers import MAX_JOBS, check_jobs, imap_unordered, pool_failure
 
@@ -39,7 +45,7 @@ WALK_FACTOR = 8.0  # anchor (b)'s grid: the curve's far end changes slowly along
 FIT_NFEV = 20  # least-squares evaluations of one fit (a near miss is refitted once)
 SCREEN = 0.25  # an anchor's fit this close to every measurement is refitted with all keys free
 # ``host.`` stands for the model's host memory (``host.memory``: J6's ``ddr``, a HiFi5's
-# ``psram``): :func:`host_keys` names it
+# ``psram``): :func:`host_key` names it
 CONTINUOUS_RANGES: Mapping[str, tuple[float, float]] = {
     "host.latency_cycles": (1.0, 5000.0), "host.bytes_per_cycle": (0.05, 64.0),
     "idma.setup_cycles": (1.0, 1e5)}
@@ -49,17 +55,140 @@ HARDWARE_GRID: Mapping[str, tuple[int, int, float]] = {
     "idma.max_outstanding": (1, 64, GRID_FACTOR), "host.max_outstanding": (1, 64, 2 * GRID_FACTOR)}
 # which continuous keys are pinned when there are more of them than measurements
 PIN_ORDER = ("idma.setup_cycles", "host.bytes_per_cycle", "host.latency_cycles")
+RESOURCES = {"port": "port bandwidth", "outstanding": "outstanding requests",
+             "descriptor": "descriptor overhead", "compute": "compute",
+             "unknown": "unknown (the op gives no bounds)"}
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What binds one measured run under one set of values."""
+
+    measurement: str  # the measurement's label
+    resource: str  # a key of RESOURCES
+    bounds: Mapping[str, float]  # cycles per resource: port, outstanding, descriptor, compute
+    share: float  # the binding resource's bound / the measured cycles
+    window: float | None  # requests in flight the outstanding bound assumes
+    margin: float = math.inf  # the binding bound / the next largest of port, outstanding, core
+
+    def to_json(self) -> dict[str, Any]:
+        return {"measurement": self.measurement, "binding": self.resource,
+                "binding_name": RESOURCES[self.resource], "share_of_cycles": self.share,
+                "bound_cycles": {k: round(v) for k, v in self.bounds.items()},
+                "requests_in_flight": self.window,
+                "margin": self.margin if math.isfinite(self.margin) else None}
+
+
+def model_at(model: HardwareModel, values: Mapping[str, float], m: Measurement | None = None
+             ) -> HardwareModel:
+    """``model`` with the fitted ``values``, then the measurement's own settings."""
+    vals = {k: (int(round(v)) if is_int_key(k) else float(v)) for k, v in values.items()}
+    return model.with_overrides({**vals, **(m.settings if m else {})})
+
+
+def resource_bounds(model: HardwareModel, m: Measurement) -> tuple[dict[str, float], float | None]:
+    """The four resources' lower bounds on ``m``'s cycles under ``model`` (empty if the op
+    gives none), and the requests in flight the outstanding bound assumes."""
+    op = get_op(m.op)
+    b = op.bounds(model, m.variant, m.shape)
+    if b is None:
+        return {}, None
+    policy = model.host_memory.policy  # what a request costs (dspsim.hw.policy)
+    lat = policy.mean_latency(b.ddr_read_bytes, b.ddr_write_bytes)
+    bw = policy.bytes_per_cycle
+    requests = b.ddr_requests or 0
+    nbytes = b.ddr_read_bytes + b.ddr_write_bytes
+    latency_bound = float(b.latency_bound_cycles or 0.0)
+    window = b.outstanding_requests  # the op's own, else what its latency bound implies
+    if window is None and latency_bound > 0:
+        window = requests * lat / latency_bound
+    per_request = nbytes / requests if requests else 0.0
+    outstanding = latency_bound * (1.0 + per_request / (bw * lat)) if lat > 0 else 0.0
+    core = float(b.compute_bound_cycles or 0.0)
+    descriptor = 0.0
+    if model.idma.setup_cycles > 0 and core > 0:
+        try:
+            bare = op.bounds(model.with_overrides({"idma.setup_cycles": 0.0}), m.variant, m.shape)
+            bare_core = bare.compute_bound_cycles if bare is not None else 0.0
+            descriptor = max(0.0, core - float(bare_core or 0.0))
+        except ConfigError:
+            descriptor = 0.0
+    return {"port": float(b.dma_bound_cycles), "outstanding": outstanding,
+            "descriptor": descriptor, "compute": core - descriptor}, window
+
+
+def classify(model: HardwareModel, values: Mapping[str, float],
+             measurements: Sequence[Measurement]) -> tuple[Binding, ...]:
+    """Every measurement's :class:`Binding` under ``values`` (see the module's rules)."""
+    out = []
+    for m in measurements:
+        bounds, window = resource_bounds(model_at(model, values, m), m)
+        if not bounds:
+            out.append(Binding(m.label(), "unknown", {}, math.nan, None))
+            continue
+        core = bounds["descriptor"] + bounds["compute"]
+        ranked = sorted((("port", bounds["port"]), ("outstanding", bounds["outstanding"]),
+                         ("core", core)), key=lambda kv: -kv[1])
+        (resource, top), (_, second) = ranked[0], ranked[1]
+        if resource == "core":
+            resource = "descriptor" if bounds["descriptor"] >= bounds["compute"] else "compute"
+        margin = top / second if second > 0 else math.inf
+        out.append(Binding(m.label(), resource, bounds, top / m.cycles, window, margin))
+    return tuple(out)
+
+
+def reading_of(bindings: Sequence[Binding]) -> tuple[str, ...]:
+    """The family key: each measurement's binding resource, in order."""
+    return tuple(b.resource for b in bindings)
+
+
+def reading_name(reading: Sequence[str], labels: Sequence[str]) -> str:
+    """``port-bandwidth-bound`` when every run agrees, else each run's, e.g.
+    ``descriptor-overhead-bound (pingpong,n=100000), outstanding-requests-bound
+    (direct,n=100000)``."""
+
+    def bound(r: str) -> str:
+        return RESOURCES[r].replace(" ", "-") + "-bound"
+
+    if len(set(reading)) == 1:
+        return bound(reading[0])
+    return ", ".join(f"{bound(r)} ({lab})" for lab, r in zip(labels, reading))
+
+
+def physical_reading(model: HardwareModel, values: Mapping[str, float],
+                     bindings: Sequence[Binding]) -> list[str]:
+    """What each binding resource means at ``values`` in physical units, one line per distinct
+    phrase naming the runs it binds, e.g. ``port bandwidth: 0.3881 B/cycle, 388 MB/s at 1000
+    MHz (pingpong,n=100000; direct,n=100000)``."""
+    m = model_at(model, values)
+    clock = m.core.clock_mhz
+    phrases: dict[str, list[str]] = {}
+    for b in bindings:
+        if b.resource == "port":
+            text = (f"{m.host_memory.bytes_per_cycle:.4g} B/cycle, "
+                    f"{m.host_memory.bytes_per_cycle * clock:.0f} MB/s at {clock:g} MHz")
+        elif b.resource == "outstanding":
+            w = b.window if b.window is not None else math.nan
+            lat = m.host_memory.policy.latency(False)
+            text = (f"{w:.3g} request(s) in flight, each a {lat:.0f}-cycle round "
+                    f"trip ({lat / clock * 1000:.0f} ns at {clock:g} MHz; "
+                    f"idma.max_outstanding = {m.idma.max_outstanding} per channel, "
+                    f"{m.host.memory}.max_outstanding = {m.host_memory.max_outstanding})")
+        elif b.resource == "descriptor":
+            text = (f"{m.idma.setup_cycles:.0f} cycles per descriptor, "
+                    f"{m.idma.setup_cycles / clock:.3g} us at {clock:g} MHz")
+        elif b.resource == "compute":
+            text = f"the core's kernels, {b.bounds['compute']:,.0f} cycles"
+        else:
+            text = "no closed-form bounds"
+        phrases.setdefault(f"{RESOURCES[b.resource]}: {text}", []).append(b.measurement)
+    return [f"{text} ({'; '.join(runs)})" for text, runs in phrases.items()]
 
 
 def host_key(model: HardwareModel, key: str) -> str:
     """``key`` with a leading ``host.`` (the tables above) named as the model's host memory."""
     section, dot, rest = key.partition(".")
     return f"{model.host.memory}.{rest}" if section == "host" and dot else key
-
-
-def host_keys(model: HardwareModel, table: Mapping[str, Any]) -> dict[str, Any]:
-    """``table`` with its ``host.`` keys named as the model's host memory."""
-    return {host_key(model, k): v for k, v in table.items()}
 
 
 @dataclass(frozen=True)
@@ -76,8 +205,7 @@ class Space:
         return list(self.grid) + [p.key for p in self.cont]
 
     def points(self) -> list[dict[str, int]]:
-        names = list(self.grid)
-        return [dict(zip(names, c)) for c in itertools.product(*self.grid.values())]
+        return [dict(zip(self.grid, c)) for c in itertools.product(*self.grid.values())]
 
     @property
     def size(self) -> int:
@@ -132,12 +260,11 @@ def explore_space(model: HardwareModel, measurements: Sequence[Measurement],
             f"calibrate without --explore (--free its keys, e.g. {model.host.memory}."
             "command_clocks), or host.memory a pipelined memory")
     fixed = {k for m in measurements for k in m.settings}
-    cont = {k: FreeParam(k, lo, hi, False)
-            for k, (lo, hi) in host_keys(model, CONTINUOUS_RANGES).items()}
-    ranges = host_keys(model, HARDWARE_GRID)
-    values: dict[str, list[int]] = {}
-    for key, cands in op_grid_keys(model, measurements).items():
-        values[key] = thin(cands, keep=[model.get(key)])
+    cont = {host_key(model, k): FreeParam(host_key(model, k), lo, hi, False)
+            for k, (lo, hi) in CONTINUOUS_RANGES.items()}
+    ranges = {host_key(model, k): v for k, v in HARDWARE_GRID.items()}
+    values = {key: thin(cands, keep=[model.get(key)])
+              for key, cands in op_grid_keys(model, measurements).items()}
     for f in free:
         p = parse_free(f, model) if isinstance(f, str) else f
         if p.integer:

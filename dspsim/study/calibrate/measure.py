@@ -8,13 +8,17 @@ model key set for that measurement only (e.g. ``softmax.tile_bytes=8192``). Ever
 the **last** ``=`` is the cycle count (``_`` allowed), so nothing is ambiguous. A CSV file
 (``--measured-csv``) has columns ``cycles`` and ``variant`` (or ``mode``), optionally ``op``,
 ``n``, ``shape`` and model keys (an empty cell leaves the key alone). The documents' figures
-(:func:`seed_measurements`) are every op's ``document["cycles"]`` at ``document["shape"]``."""
+(:func:`seed_measurements`) are every op's ``document["cycles"]`` at ``document["shape"]``.
+The free keys a calibration fits (``--free KEY[=LO:HI]``) are searched by default a factor of
+100 either side of their value, within the key's allowed range."""
 
 from __future__ import annotations
 
 import csv
 import inspect
+import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -25,11 +29,11 @@ import numpy as np
 
 from dspsim.config import HardwareModel, key_type, model_key, parse_value
 from dspsim.errors import ConfigError, DspsimInputError
-from dspsim.host.window import check_fits_window, largest_first_dim, window_bytes
+from dspsim.host.window import check_fits_window, largest_first_dim
 from dspsim.ops import Op, get_op, op_names
 from dspsim.paths import read_small_text
 from dspsim.run import simulate
-from dspsim.study.sweep.values import shape_text
+from dspsim.study.sweep.values import check_on_model, shape_text
 
 # A measurement that names no op is of the op a run that names none is of.
 DEFAULT_OP: str = inspect.signature(simulate).parameters["op"].default
@@ -50,15 +54,6 @@ def _size_text(shape: tuple[int, ...]) -> str:
     return f"n={shape[0]}" if len(shape) == 1 else f"shape={shape_text(shape)}"
 
 
-def _as_shape(op: Op, shape: Any) -> tuple[int, ...]:
-    """The op's default shape for ``None``, a 1-D op's length for an int, else ``shape``."""
-    if shape is None:
-        return tuple(op.default_shape)
-    if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
-        return op.shape_of(n=int(shape))
-    return op.shape_of(shape=shape)
-
-
 @dataclass(frozen=True)
 class Measurement:
     """One measured run: the op's variant, its input shape (an int: a 1-D op's length; None:
@@ -71,9 +66,11 @@ class Measurement:
     op: str = DEFAULT_OP
 
     def __post_init__(self) -> None:
-        the_op = get_op(self.op)
-        the_op.check_variant(self.variant)
-        object.__setattr__(self, "shape", _as_shape(the_op, self.shape))
+        op = get_op(self.op)
+        op.check_variant(self.variant)
+        n = isinstance(self.shape, int | np.integer) and not isinstance(self.shape, bool)
+        object.__setattr__(self, "shape", op.shape_of(n=int(self.shape)) if n
+                           else op.shape_of(shape=self.shape))
 
     @property
     def mode(self) -> str:
@@ -146,50 +143,26 @@ def _parse_cycles(text: str, where: str) -> float:
     return float(exact)
 
 
-# ------------------------------------------------------------------ the DSP's DDR window
-def ddr_bytes(shape: tuple[int, ...] | int, op: str = DEFAULT_OP) -> int:
-    """Bytes of the DSP's DDR window one run of ``op`` on ``shape`` takes (an int: a 1-D op's
-    length): :func:`dspsim.host.window.window_bytes`."""
-    shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
-    return window_bytes(get_op(op), shape)
-
-
-def max_first_dim(op: str, shape: tuple[int, ...]) -> int:
-    """:func:`dspsim.host.window.largest_first_dim` of ``op``."""
-    return largest_first_dim(get_op(op), shape)
-
-
 # the largest n of the default op whose arrays fit the DSP's DDR window
-MAX_N = max_first_dim(DEFAULT_OP, (1,)) if get_op(DEFAULT_OP).ndim == 1 else 0
+MAX_N = (largest_first_dim(get_op(DEFAULT_OP), (1,)) if get_op(DEFAULT_OP).ndim == 1 else 0)
 
 
 # ------------------------------------------------------------------ parsing
-def _parse_op(text: str, where: str) -> Op:
+def _op_variant(op_text: str | None, text: str, where: str) -> tuple[Op, str]:
+    """The op named (``None``: :data:`DEFAULT_OP`) and its variant ``text``, checked."""
     try:
-        return get_op(text.strip())
+        op = get_op((DEFAULT_OP if op_text is None else op_text).strip())
     except DspsimInputError as e:
         raise DspsimInputError(f"{where}: {e}") from None
-
-
-def _check_variant(op: Op, text: str, where: str, named: bool) -> str:
     variant = text.strip()
     if variant in op.variants:
-        return variant
+        return op, variant
     hint = ""
-    if not named and variant in op_names():  # an op given without its variant
+    if op_text is None and variant in op_names():  # an op given without its variant
         v = get_op(variant).variants
         hint = f" ({variant!r} is an op: write {variant}:VARIANT, VARIANT one of {', '.join(v)})"
-    raise DspsimInputError(
-        f"{where}: version {variant!r} unknown; allowed for {op.name}: "
-        f"{', '.join(op.variants)}{hint}"
-    )
-
-
-def _parse_n(text: str, where: str) -> int:
-    t = text.strip()
-    if not re.fullmatch(_DIGITS, t) or int(t.replace("_", "")) <= 0:
-        raise DspsimInputError(f"{where}: n = {text.strip()!r} must be a positive integer")
-    return int(t.replace("_", ""))
+    raise DspsimInputError(f"{where}: version {variant!r} unknown; allowed for {op.name}: "
+                           f"{', '.join(op.variants)}{hint}")
 
 
 def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[int, ...]:
@@ -203,7 +176,9 @@ def _parse_shape(op: Op, n: str | None, shape: str | None, where: str) -> tuple[
                 f"{where}: {op.name} takes a {op.ndim}-D shape, not n; write "
                 f"shape={'x'.join(['ROWS', 'COLS'] if op.ndim == 2 else ['D'] * op.ndim)}, e.g. "
                 f"shape={shape_text(op.default_shape)}")
-        dims: tuple[int, ...] = (_parse_n(n, where),)
+        if not re.fullmatch(_DIGITS, n.strip()) or int(n.strip().replace("_", "")) <= 0:
+            raise DspsimInputError(f"{where}: n = {n.strip()!r} must be a positive integer")
+        dims: tuple[int, ...] = (int(n.strip().replace("_", "")),)
     elif shape is not None:
         parts = [p.strip() for p in shape.strip().lower().split("x")]
         parts = [p.replace("_", "") if re.fullmatch(_DIGITS, p) else "-" for p in parts]
@@ -228,11 +203,8 @@ def _setting(key: str, value: str, where: str) -> Any:
 
 def _examples() -> str:
     """One example measurement per registered op (its default variant and shape)."""
-    out = []
-    for name in op_names():
-        op = get_op(name)
-        out.append(f"{name}:{op.default_variant},{_size_text(tuple(op.default_shape))}=CYCLES")
-    return " or ".join(out)
+    return " or ".join(f"{op.name}:{op.default_variant},{_size_text(tuple(op.default_shape))}"
+                       "=CYCLES" for op in map(get_op, op_names()))
 
 
 def parse_measurement(text: str) -> Measurement:
@@ -246,8 +218,7 @@ def parse_measurement(text: str) -> Measurement:
     cycles = _parse_cycles(cycles_text, where)
     head, *rest = spec.split(",")
     op_text, colon, variant_text = head.rpartition(":")
-    op = _parse_op(op_text if colon else DEFAULT_OP, where)
-    variant = _check_variant(op, variant_text, where, named=bool(colon))
+    op, variant = _op_variant(op_text if colon else None, variant_text, where)
     size: dict[str, str] = {}
     raw: dict[str, str] = {}
     for item in rest:
@@ -267,17 +238,14 @@ def parse_measurement(text: str) -> Measurement:
 def _csv_rows(p: Path, text: str) -> list[dict[str, Any]]:
     """The file's rows as the CSV reader reads them: each column named once, at least one row
     and at most ``MAX_CSV_ROWS``."""
+    reader = csv.DictReader(text.splitlines())
     try:
-        header = next(csv.reader(text.splitlines()), [])
-    except csv.Error as e:
-        raise DspsimInputError(f"{p}: not a CSV file ({e})") from None
-    seen: set[str] = set()
-    for c in (c.strip() for c in header):
-        if c in seen:
-            raise DspsimInputError(f"{p}: column {c!r} is given twice; give each column once")
-        seen.add(c)
-    try:
-        rows = list(csv.DictReader(text.splitlines()))
+        names = [c.strip() for c in reader.fieldnames or []]  # the header, read first
+        twice = [c for i, c in enumerate(names) if c in names[:i]]
+        if twice:
+            raise DspsimInputError(f"{p}: column {twice[0]!r} is given twice; give each column "
+                                   "once")
+        rows = list(reader)
     except csv.Error as e:
         raise DspsimInputError(f"{p}: not a CSV file ({e})") from None
     if not rows:
@@ -324,8 +292,7 @@ def read_measurements_csv(path: str | Path) -> list[Measurement]:
                                    "than columns")
         row = {k.strip(): (v or "").strip() for k, v in raw.items()}
         where = f"{p} line {i}"
-        op = _parse_op(row.get("op") or DEFAULT_OP, where)
-        variant = _check_variant(op, row[variant_col], where, named=bool(row.get("op")))
+        op, variant = _op_variant(row.get("op") or None, row[variant_col], where)
         cycles = _parse_cycles(row["cycles"], where)
         shape = _parse_shape(op, row.get("n") or None, row.get("shape") or None, where)
         settings = {c: _setting(c, row[c], where) for c in columns
@@ -351,8 +318,122 @@ def seed_measurements(model: HardwareModel | None = None) -> list[Measurement]:
     return out
 
 
-def simulated_cycles(model: HardwareModel, m: Measurement, fidelity: str = "burst") -> int:
-    """The cycles the model simulates for the run ``m`` describes."""
-    if m.settings:
-        model = model.with_overrides(m.settings)
-    return simulate(model, m.op, m.variant, shape=m.shape, data=False, fidelity=fidelity).cycles
+# ------------------------------------------------------------------ the free keys
+RANGE_FACTOR = 100.0  # default search range: current value / 100 .. x 100
+
+# The J6 fit's free keys: the two DDR values the seed's two figures are fitted with.
+SEED_FREE = MappingProxyType(
+    {"ddr.latency_cycles": (1.0, 5000.0), "ddr.bytes_per_cycle": (0.01, 64.0)})
+
+
+@dataclass(frozen=True)
+class FreeParam:
+    """A model key to fit, its search range and whether it takes integer values."""
+
+    key: str
+    lo: float
+    hi: float
+    integer: bool
+
+    @property
+    def log(self) -> bool:
+        return self.lo > 0
+
+    def to_u(self, v: float) -> float:
+        """The optimiser's coordinate of the value ``v`` (its log where the range is > 0)."""
+        return math.log(v) if self.log else v
+
+    def from_u(self, u: float) -> float:
+        return math.exp(u) if self.log else u
+
+
+def default_range(model: HardwareModel, key: str) -> tuple[float, float]:
+    """A factor of 100 either side of the current value, clipped to the key's allowed range."""
+    v = float(model.get(key))
+    lo_allowed, hi_allowed = allowed_range(key)
+    if v > 0:
+        lo, hi = v / RANGE_FACTOR, v * RANGE_FACTOR
+    else:
+        lo, hi = lo_allowed, max(hi_allowed, 1.0)
+    lo, hi = max(lo, lo_allowed), min(hi, hi_allowed)
+    if model_key(key).positive and lo <= 0:
+        lo = min(v, hi) / RANGE_FACTOR if v > 0 else 1e-6
+    if is_int_key(key):
+        lo, hi = math.ceil(lo), math.floor(hi)
+    return lo, hi
+
+
+def allowed_range(key: str) -> tuple[float, float]:
+    """The range a model key allows (infinite where it sets no bound)."""
+    k = model_key(key)
+    return (-math.inf if k.lo is None else k.lo), (math.inf if k.hi is None else k.hi)
+
+
+def parse_free(text: str, model: HardwareModel) -> FreeParam:
+    """Parse ``KEY`` or ``KEY=LO:HI`` into a :class:`FreeParam` checked against the key."""
+    key, eq, rng = text.partition("=")
+    key = key.strip()
+    try:
+        f = model_key(key)
+    except ConfigError as e:
+        raise DspsimInputError(f"--free {text!r}: {e}") from None
+    check_on_model(model, key, f"--free {text!r}")
+    if model.get(key) is None:  # an optional key left unset: no value to start the fit from
+        try:
+            model.with_overrides({key: 1})  # one that cannot act here says why
+        except ConfigError as e:
+            raise DspsimInputError(f"--free {text!r}: {e}") from None
+        raise DspsimInputError(f"--free {text!r}: model {model.name} leaves {key} unset; give "
+                               f"the fit a value to start from: --set {key}=VALUE")
+    if key_type(key) in (str, bool):
+        kind = "text" if key_type(key) is str else "true/false"
+        raise DspsimInputError(
+            f"--free {text!r}: {key} takes {kind} values; only numeric keys can be fitted")
+    integer = is_int_key(key)
+    if not eq:
+        lo, hi = default_range(model, key)
+    else:
+        a, colon, b = rng.partition(":")
+        try:
+            lo, hi = float(a.replace("_", "")), float(b.replace("_", ""))
+        except ValueError:
+            lo = hi = math.nan
+        if not colon or not (math.isfinite(lo) and math.isfinite(hi)):
+            raise DspsimInputError(f"--free {text!r}: expected KEY=LO:HI with two numbers, e.g. "
+                                   "ddr.latency_cycles=50:400")
+        lo_allowed, hi_allowed = allowed_range(key)  # (infinite where the key sets no bound)
+        if lo < lo_allowed or hi > hi_allowed:
+            raise DspsimInputError(
+                f"--free {text!r}: {key} allows {lo_allowed:g} to {hi_allowed:g}")
+        if f.positive and lo <= 0:
+            raise DspsimInputError(f"--free {text!r}: {key} must stay greater than 0")
+        if integer:
+            step = f.multiple or 1  # the values the key takes
+            lo, hi = math.ceil(lo / step) * step, math.floor(hi / step) * step
+            if lo > hi:
+                raise DspsimInputError(
+                    f"--free {text!r}: {key} takes multiples of {step}; the range holds none")
+    if not lo < hi:
+        if integer and eq and lo == hi:
+            raise DspsimInputError(f"--free {text!r}: the range holds one value {key} takes "
+                                   f"({lo:g}); give a range with two or more")
+        raise DspsimInputError(f"--free {text!r}: the range must have LO < HI (got {lo:g}:{hi:g})")
+    return FreeParam(key, float(lo), float(hi), integer)
+
+
+def as_free(model: HardwareModel, free: Any) -> list[FreeParam]:
+    """Free keys given as :class:`FreeParam`, ``KEY[=LO:HI]`` texts or a key -> (lo, hi) map."""
+    if isinstance(free, Mapping):
+        return [parse_free(f"{k}={lo}:{hi}", model) for k, (lo, hi) in free.items()]
+    return [parse_free(f, model) if isinstance(f, str) else f for f in free]
+
+
+def parse_options(model: HardwareModel, measured: Iterable[str],
+                  measured_csv: Iterable[str | Path], free: Iterable[str]
+                  ) -> tuple[list[Measurement], list[FreeParam]]:
+    """The ``--measured`` specs and ``--measured-csv`` files' measurements, the ``--free``
+    keys."""
+    measurements = [parse_measurement(t) for t in measured]
+    for path in measured_csv:
+        measurements.extend(read_measurements_csv(path))
+    return measurements, [parse_free(t, model) for t in free]

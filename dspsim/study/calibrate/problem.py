@@ -3,7 +3,14 @@ positive) on the relative error of every measurement; integer keys on a grid, th
 ones fitted at each grid value. Least squares is local, so every fit starts from the model's
 values *and* from the minima of the closed-form estimate (each op's ``estimate_cycles``): that
 finds a second, distant family of fits when there is one. :meth:`Problem.profile` walks one key
-away from a fit to the edges of the tolerance (the identifiability intervals)."""
+away from a fit to the edges of the tolerance (the identifiability intervals).
+
+**Identifiability**: a key's interval is where some choice of the other free keys keeps
+**every** measurement within the tolerance (profiled: the key pinned stepping away from the
+fit, the others refitted, the edge bisected); it is *determined* when that is one interval
+strictly inside its search range. Otherwise the equally good fits are simulated on the
+candidate runs each measured op proposes (:meth:`~dspsim.ops.base.Op.calibration_candidates`),
+and the one they differ most on is proposed."""
 
 from __future__ import annotations
 
@@ -19,8 +26,14 @@ from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import get_op
 from dspsim.platform import check_fidelity
 from dspsim.run import simulate
-from dspsim.study.calibrate.measure import Measurement, int_value, is_int_key
-from dspsim.study.calibrate.params import FreeParam
+from dspsim.study.calibrate.measure import (
+    DEFAULT_OP,
+    FreeParam,
+    Measurement,
+    allowed_range,
+    int_value,
+    is_int_key,
+)
 
 Progress = Callable[[str], None] | None
 
@@ -97,15 +110,6 @@ class Problem:
         self._models: dict[tuple, HardwareModel | ConfigError] = {}  # see model_with
         self.simulations = 0
 
-    # transforms between a key's value and the optimiser's coordinate
-    @staticmethod
-    def to_u(p: FreeParam, v: float) -> float:
-        return math.log(v) if p.log else v
-
-    @staticmethod
-    def from_u(p: FreeParam, u: float) -> float:
-        return math.exp(u) if p.log else u
-
     def model_with(self, values: dict[str, float], m: Measurement) -> HardwareModel:
         """The model with ``m``'s settings and ``values`` over it, built once per distinct
         override (every measurement of one fit point shares it, and the closed form and the
@@ -175,8 +179,7 @@ class Problem:
             est = None if b is None else b.estimate_cycles
         except ConfigError:
             return math.inf
-        # no closed-form estimate: a simulation (its repeats booked at once, so still cheap)
-        # stands in
+        # no closed-form estimate: a simulation (repeats booked at once, still cheap) stands in
         return self.simulated(values, i, fidelity="tile") if est is None else est
 
     # ---------------------------------------------------------------- continuous fits
@@ -195,13 +198,13 @@ class Problem:
         base = {**ints, **fixed}
         if not keys:
             return FitPoint(dict(base), fn(base))
-        lo = np.array([self.to_u(p, p.lo) for p in keys])
-        hi = np.array([self.to_u(p, p.hi) for p in keys])
-        x0 = np.array([self.to_u(p, min(max(start[p.key], p.lo), p.hi)) for p in keys])
+        lo = np.array([p.to_u(p.lo) for p in keys])
+        hi = np.array([p.to_u(p.hi) for p in keys])
+        x0 = np.array([p.to_u(min(max(start[p.key], p.lo), p.hi)) for p in keys])
         x0 = np.clip(x0, lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
 
         def values_at(x: np.ndarray) -> dict[str, float]:
-            return {**base, **{p.key: self.from_u(p, float(u)) for p, u in zip(keys, x)}}
+            return {**base, **{p.key: p.from_u(float(u)) for p, u in zip(keys, x)}}
 
         sol = least_squares(lambda x: fn(values_at(x)), x0, bounds=(lo, hi), diff_step=1e-3,
                             xtol=1e-7, ftol=1e-9, gtol=1e-9,
@@ -216,11 +219,11 @@ class Problem:
         if not self.cont:
             return []
         per_axis = max(3, int(round(400 ** (1 / len(self.cont)))))
-        axes = [np.linspace(self.to_u(p, p.lo), self.to_u(p, p.hi), per_axis) for p in self.cont]
+        axes = [np.linspace(p.to_u(p.lo), p.to_u(p.hi), per_axis) for p in self.cont]
         grid = np.empty((per_axis,) * len(self.cont))
 
         def at(idx: tuple) -> dict[str, float]:
-            return {p.key: self.from_u(p, axes[a][i])
+            return {p.key: p.from_u(axes[a][i])
                     for a, (p, i) in enumerate(zip(self.cont, idx))}
 
         for idx in itertools.product(range(per_axis), repeat=len(self.cont)):
@@ -238,14 +241,12 @@ class Problem:
         return seeds
 
     def _close(self, a: dict[str, float], b: dict[str, float], rel: float) -> bool:
-        for p in self.free:
-            if p.key not in a or p.key not in b:
-                continue
-            x, y = a[p.key], b[p.key]
-            scale = max(abs(x), abs(y), 1e-12) if p.log else max(p.hi - p.lo, 1e-12)
-            if abs(x - y) > rel * scale:
-                return False
-        return True
+        """Whether ``a`` and ``b`` agree within ``rel`` on every free key both give (of the
+        values where the range is in log space, else of the range)."""
+        return all(abs(a[p.key] - b[p.key])
+                   <= rel * (max(abs(a[p.key]), abs(b[p.key]), 1e-12) if p.log
+                             else max(p.hi - p.lo, 1e-12))
+                   for p in self.free if p.key in a and p.key in b)
 
     # ---------------------------------------------------------------- integer grid
     def int_grid(self, p: FreeParam, points: int) -> list[int]:
@@ -262,14 +263,13 @@ class Problem:
         return sorted(kept or {current})
 
     def combos(self) -> list[dict[str, float]]:
-        if not self.ints:
-            return [{}]
-        points = 10
-        while True:
+        """Every combination of the integer keys' grids: fewer points a key (10 down to 3)
+        until there are at most 48."""
+        grids: list[list[int]] = []
+        for points in range(10, 2, -1):
             grids = [self.int_grid(p, points) for p in self.ints]
-            if math.prod(len(g) for g in grids) <= 48 or points <= 3:
+            if math.prod(len(g) for g in grids) <= 48:
                 break
-            points -= 1
         return [dict(zip([p.key for p in self.ints], c)) for c in itertools.product(*grids)]
 
     def search(self) -> list[FitPoint]:
@@ -296,18 +296,18 @@ class Problem:
         """Edges of ``p``'s interval around ``at`` with every measurement within ``tol``:
         ([low, high], the fits at both edges, [low edge is the search bound, high ...])."""
         ints = {q.key: at.values[q.key] for q in self.ints}
-        u0 = self.to_u(p, at.values[p.key])
+        u0 = p.to_u(at.values[p.key])
         scale = 1.0 if p.log else p.hi - p.lo  # a step's unit in the optimiser's coordinate
         edges, points, hit = [], [], []
         for direction in (-1, 1):
-            bound_u = self.to_u(p, p.lo if direction < 0 else p.hi)
+            bound_u = p.to_u(p.lo if direction < 0 else p.hi)
             good_u, good, bad_u = u0, at, None
             step = 0.02 * scale
             while True:  # out in doubling steps until a misfit or the search bound
                 u = u0 + direction * step
                 if (u - bound_u) * direction >= 0:
                     u = bound_u
-                pt = self.fit_continuous(ints, good.values, {p.key: self.from_u(p, u)})
+                pt = self.fit_continuous(ints, good.values, {p.key: p.from_u(u)})
                 if pt.worst > tol:
                     bad_u = u
                     break
@@ -320,12 +320,12 @@ class Problem:
                     if abs(bad_u - good_u) < 5e-3 * scale:
                         break
                     mid = 0.5 * (good_u + bad_u)
-                    pt = self.fit_continuous(ints, good.values, {p.key: self.from_u(p, mid)})
+                    pt = self.fit_continuous(ints, good.values, {p.key: p.from_u(mid)})
                     if pt.worst <= tol:
                         good_u, good = mid, pt
                     else:
                         bad_u = mid
-            edges.append(self.from_u(p, good_u))
+            edges.append(p.from_u(good_u))
             points.append(good)
             hit.append(bad_u is None)  # stopped at the search bound, not at a misfit
         return edges, points, hit
@@ -350,3 +350,186 @@ def best_fit(prob: Problem, points: list[FitPoint], tol: float) -> FitPoint:
         return total
 
     return min(tied, key=distance)
+
+
+# ------------------------------------------------------------------ identifiability
+@dataclass
+class Interval:
+    """Where a free key may lie with every measurement within the tolerance."""
+
+    key: str
+    lo: float
+    hi: float
+    segments: list[tuple[float, float]]
+    values: list[float] | None  # integer keys: the grid values that fit
+    reaches_search_bound: bool
+    determined: bool
+
+
+@dataclass
+class Proposal:
+    """The measurement on which the equally good fits differ most."""
+
+    measurement: Measurement
+    predictions: list[tuple[dict[str, float], float]]  # (fit values, predicted cycles)
+    spread_cycles: float
+    spread_pct: float
+    family_gap_pct: float | None = None  # smallest difference between two families' fits
+
+
+def _merge(segments: list[tuple[float, float]], rel: float = 1e-3) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(segments):
+        if out and a <= out[-1][1] * (1 + rel) + 1e-12:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def find_families(prob: Problem, good: list[FitPoint], limit: int = 4) -> list[FitPoint]:
+    """One representative (the best) per family of good fits: fits whose continuous values
+    agree within 1 % are one family, whatever their integer keys."""
+    families: list[FitPoint] = []
+    for g in sorted(good, key=lambda g: g.cost):
+        if not any(all(abs(g.values[p.key] - f.values[p.key])
+                       <= 0.01 * max(abs(f.values[p.key]), 1e-12) for p in prob.cont)
+                   for f in families):
+            families.append(g)
+    return families[:limit]
+
+
+def find_intervals(prob: Problem, good: list[FitPoint], families: list[FitPoint], tol: float
+                   ) -> tuple[list[Interval], list[FitPoint]]:
+    """Identifiability interval of every free key (profiled once per family); also the fits
+    at the intervals' edges."""
+    if not good:
+        return [], []
+    segments: dict[str, list[tuple[float, float]]] = {p.key: [] for p in prob.cont}
+    hits: dict[str, bool] = {p.key: False for p in prob.free}
+    edge_points: list[FitPoint] = []
+    for fam in families:
+        for p in prob.cont:
+            prob.progress(f"calibrate: profiling {p.key}")
+            (lo, hi), pts, hit = prob.profile(fam, p, tol)
+            segments[p.key].append((lo, hi))
+            edge_points.extend(pts)
+            hits[p.key] |= any(hit)
+    for g in good:  # fits not profiled still belong to the set
+        for p in prob.cont:
+            v = g.values[p.key]
+            segments[p.key].append((v, v))
+    return [_interval(prob, p, good, segments.get(p.key), hits[p.key]) for p in prob.free
+            ], edge_points
+
+
+def _interval(prob: Problem, p: FreeParam, good: list[FitPoint],
+              segments: list[tuple[float, float]] | None, hit: bool) -> Interval:
+    """A key's interval. An integer key's: its values among the good fits, one segment when
+    they are neighbours on its grid. A continuous key's: its profiles' ``segments`` merged;
+    ``hit``: a profile stopped at the search range (not at a misfit: it may go on beyond)."""
+    lo_allowed, hi_allowed = allowed_range(p.key)
+    vals = None
+    if p.integer:
+        vals = sorted({int(round(g.values[p.key])) for g in good})
+        grid = sorted({int(round(c[p.key])) for c in prob.combos() if p.key in c})
+        pos = [grid.index(v) for v in vals]
+        segs = ([(float(vals[0]), float(vals[-1]))] if pos == list(range(pos[0], pos[-1] + 1))
+                else [(float(v), float(v)) for v in vals])
+    else:
+        segs = _merge(segments or [])
+    lo, hi = segs[0][0], segs[-1][1]
+    at_lo, at_hi = (math.isclose(lo, p.lo, rel_tol=1e-9), math.isclose(hi, p.hi, rel_tol=1e-9))
+    at_search = ((p.integer or hit) and ((at_lo and p.lo > lo_allowed)
+                                         or (at_hi and p.hi < hi_allowed)))
+    if p.integer:
+        return Interval(p.key, vals[0], vals[-1], segs, vals, at_search,
+                        len(vals) == 1 and not at_search)
+    # every value searched fits (unconstrained): the measurements do not depend on the key
+    determined = len(segs) == 1 and not at_search and not (at_lo and at_hi)
+    return Interval(p.key, lo, hi, segs, None, at_search, determined)
+
+
+def largest_shapes(measured: Iterable[Measurement]) -> dict[str, tuple[int, ...]]:
+    """Each measured op's largest measured shape, the ops in the order they first appear."""
+    longest: dict[str, tuple[int, ...]] = {}
+    for m in measured:
+        if m.op not in longest or m.n > math.prod(longest[m.op]):
+            longest[m.op] = m.shape
+    return longest
+
+
+def run_key(m: Measurement) -> tuple:
+    """What tells two runs apart: op, variant, shape and settings."""
+    return (m.op, m.variant, m.shape, tuple(sorted(m.settings.items())))
+
+
+def candidate_measurements(model: HardwareModel, free_keys: Iterable[str],
+                           measured: list[Measurement]) -> list[Measurement]:
+    """Runs a board can make, as each measured op proposes them (given the free keys and the
+    op's largest measured shape), less those already measured; with no measurement, the
+    default op's at its default shape."""
+    free_keys = list(free_keys)
+    longest = largest_shapes(measured) or {DEFAULT_OP: tuple(get_op(DEFAULT_OP).default_shape)}
+    out = [Measurement(variant, math.nan, tuple(cand_shape), dict(settings), name)
+           for name, shape in longest.items()
+           for variant, cand_shape, settings
+           in get_op(name).calibration_candidates(model, free_keys, shape)]
+    seen = {run_key(m) for m in measured}
+    return [m for m in out if run_key(m) not in seen]
+
+
+def propose_measurement(prob: Problem, members: list[FitPoint], n_families: int,
+                        candidates: list[Measurement] | None = None) -> Proposal | None:
+    """The candidate on which the fits differ most: first the one whose smallest difference
+    between two families is largest (it tells every family apart), then the widest spread.
+    ``candidates`` default to :func:`candidate_measurements` for the problem's free keys."""
+    if len(members) < 2:
+        return None
+    if candidates is None:
+        candidates = candidate_measurements(prob.model, [p.key for p in prob.free],
+                                            prob.measurements)
+    best: Proposal | None = None
+    best_score = (-math.inf, -math.inf)
+    for cand in candidates:
+        preds = []
+        for mem in members:
+            try:
+                model = prob.model_with(mem.values, cand)
+            except ConfigError:
+                preds = []
+                break
+            r = simulate(model, cand.op, cand.variant, shape=cand.shape, data=False,
+                         fidelity=prob.fidelity)
+            preds.append(float(r.cycles))
+            prob.simulations += 1
+        if not preds:
+            continue
+        fam = preds[:n_families]
+        gap = (min(100 * abs(a / b - 1) for a, b in itertools.combinations(fam, 2))
+               if len(fam) >= 2 else None)
+        lo, hi = min(preds), max(preds)
+        spread_pct = 100 * (hi / lo - 1)
+        score = (gap if gap is not None else 0.0, spread_pct)
+        if score > best_score:
+            best_score = score
+            best = Proposal(cand, [(m.values, c) for m, c in zip(members, preds)], hi - lo,
+                            spread_pct, gap)
+    return best
+
+
+def spanning_members(families: list[FitPoint], good: list[FitPoint], edges: list[FitPoint],
+                     free: list[FreeParam], limit: int = 8) -> list[FitPoint]:
+    """Fits spanning the equally good set: one per family first, then the extremes of every
+    key (the fits at the edges of the identifiability intervals)."""
+    pool = good + edges
+    chosen = list(families)
+    for p in free:
+        for pick in (min, max):
+            chosen.append(pick(pool, key=lambda g: g.values[p.key]))
+    distinct: list[FitPoint] = []
+    for c in chosen:
+        if not any(all(math.isclose(c.values[k], d.values[k], rel_tol=1e-4) for k in c.values)
+                   for d in distinct):
+            distinct.append(c)
+    return distinct[: max(limit, len(families))]

@@ -1,7 +1,7 @@
 """The readings of the measurements: the explored fits grouped into families by what binds.
 
 Fits with the same binding resource on every measurement
-(:mod:`~dspsim.study.calibrate.classify`) are one family, one physical reading of the figures.
+(:mod:`~dspsim.study.calibrate.explore`) are one family, one physical reading of the figures.
 A family's *representative* is its fit nearest the model's own values (squared log ratios): the
 reading that changes the model least (:func:`nearer` moves one found on anchor (b)'s coarse
 walk toward the model while it stays in the family). The representatives are re-simulated at
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,26 +24,38 @@ import numpy as np
 from dspsim.config import HardwareModel
 from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.ops import get_op
+from dspsim.platform import check_fidelity
 from dspsim.run import simulate
 from dspsim.schema import OP_SCHEMAS
-from dspsim.study.calibrate.classify import (
+from dspsim.study.calibrate.explore import (
+    FIT_NFEV,
+    GRID_FACTOR,
     RESOURCES,
     Binding,
+    Search,
+    Space,
     classify,
+    explore_space,
     model_at,
     physical_reading,
     reading_name,
     reading_of,
-)
-from dspsim.study.calibrate.explore import (
-    FIT_NFEV,
-    GRID_FACTOR,
-    Search,
-    Space,
-    explore_space,
     search_grid,
 )
-from dspsim.study.calibrate.identify import (
+from dspsim.study.calibrate.fitting import DEFAULT_TOLERANCE_PCT, check_tolerance
+from dspsim.study.calibrate.measure import (
+    FreeParam,
+    Measurement,
+    as_free,
+    is_int_key,
+    parse_options,
+    seed_measurements,
+    value_text,
+)
+from dspsim.study.calibrate.problem import (
+    FitPoint,
+    Problem,
+    Progress,
     Proposal,
     candidate_measurements,
     largest_shapes,
@@ -50,9 +63,6 @@ from dspsim.study.calibrate.identify import (
     run_key,
     spanning_members,
 )
-from dspsim.study.calibrate.measure import Measurement, is_int_key, seed_measurements, value_text
-from dspsim.study.calibrate.params import FreeParam, as_free
-from dspsim.study.calibrate.problem import FitPoint, Problem, Progress
 from dspsim.text import cell
 
 
@@ -71,19 +81,15 @@ class Family:
     prediction_range: tuple[float, float] | None = None  # over the spanning fits
 
     def ranges(self) -> dict[str, tuple[float, float]]:
-        keys = self.representative.values
         return {k: (min(f.values[k] for f in self.members), max(f.values[k] for f in self.members))
-                for k in keys}
+                for k in self.representative.values}
 
 
 def distance(model: HardwareModel, values: Mapping[str, float]) -> float:
     """Squared log distance of ``values`` from the model's own (keys whose value is > 0)."""
-    total = 0.0
-    for k, v in values.items():
-        own = float(model.get(k))
-        if own > 0 and v > 0:
-            total += math.log(v / own) ** 2
-    return total
+    own = {k: float(model.get(k)) for k in values}
+    return sum((math.log(v / own[k]) ** 2 for k, v in values.items() if own[k] > 0 and v > 0),
+               0.0)
 
 
 def group(model: HardwareModel, measurements: Sequence[Measurement], fits: Sequence[FitPoint]
@@ -106,18 +112,18 @@ NEARER_STEPS = 6
 
 
 def nearer(model: HardwareModel, measurements: Sequence[Measurement], space: Space, fam: Family,
-           tol: float, fidelity: str, steps: int = NEARER_STEPS) -> tuple[FitPoint, int]:
-    """The family's representative moved toward the model: when it was found with the walked
+           tol: float, fidelity: str, steps: int = NEARER_STEPS) -> int:
+    """Move the family's representative toward the model: when it was found with the walked
     key pinned on its coarse grid (anchor (b)), that key is bisected (in log space, ``steps``
     times) between its grid value and the model's, the other continuous keys refitted, as far
-    as the fit stays within the tolerance and in the family. Returns (fit, simulations)."""
+    as the fit stays within the tolerance and in the family. Returns the simulations."""
     key, rep = space.pin_grid_key, fam.representative
     if key is None or not any(math.isclose(rep.values[key], a[key], rel_tol=1e-9)
                               for a in space.anchors[1:] if key in a):
-        return rep, 0
+        return 0
     target = float(model.get(key))
     if target <= 0 or math.isclose(rep.values[key], target, rel_tol=1e-3):
-        return rep, 0
+        return 0
     point = {k: rep.values[k] for k in space.grid}
     base = model.with_overrides(point)
     fitted = [p for p in space.cont if p.key != key]
@@ -135,7 +141,12 @@ def nearer(model: HardwareModel, measurements: Sequence[Measurement], space: Spa
             good, best = mid, FitPoint(vals, pt.residuals)
         else:
             bad = mid
-    return best, sims
+    if best is not rep:  # its bindings and physical reading again
+        fam.members.append(best)
+        fam.representative = best
+        fam.bindings = classify(model, best.values, measurements)
+        fam.physical = physical_reading(model, best.values, fam.bindings)
+    return sims
 
 
 def explore_candidates(model: HardwareModel, space: Space, measurements: Sequence[Measurement],
@@ -283,7 +294,8 @@ def _family_json(f: Family) -> dict[str, Any]:
     return {
         "reading": list(f.reading), "name": f.name, "fits": len(f.members),
         "bindings": [b.to_json() for b in f.bindings], "physical_reading": f.physical,
-        "representative": _json_values(f.representative.values),
+        "representative": {k: (int(round(v)) if is_int_key(k) else v)
+                           for k, v in f.representative.values.items()},
         "final_residuals_pct": f.final_residuals,
         "ranges": {k: [lo, hi] for k, (lo, hi) in f.ranges().items()},
         "predicted_cycles": None if f.prediction is None else round(f.prediction),
@@ -299,10 +311,6 @@ def ranges_disjoint(families: Sequence[Family]) -> bool:
     return len(spans) == len(families) and all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
 
 
-def _json_values(values: Mapping[str, float]) -> dict[str, float]:
-    return {k: (int(round(v)) if is_int_key(k) else v) for k, v in values.items()}
-
-
 def find_readings(model: HardwareModel, measurements: Sequence[Measurement], space: Space,
                   tolerance_pct: float, fidelity: str = "tile", final_fidelity: str = "burst",
                   jobs: int | None = None, progress: Progress = None) -> Exploration:
@@ -315,7 +323,9 @@ def find_readings(model: HardwareModel, measurements: Sequence[Measurement], spa
     families = group(model, measurements, search.fits)
     sims = search.simulations
     tol = tolerance_pct / 100.0
-    sims += _nearest_representatives(model, measurements, space, families, tol, fidelity, say)
+    for fam in families:
+        say(f"explore: the fit of reading '{fam.name}' nearest the model")
+        sims += nearer(model, measurements, space, fam, tol, fidelity)
     families.sort(key=lambda fam: distance(model, fam.representative.values))
     for fam in families:  # the finalists: the representatives at burst fidelity
         say(f"explore: checking reading '{fam.name}' at {final_fidelity} fidelity")
@@ -332,24 +342,6 @@ def find_readings(model: HardwareModel, measurements: Sequence[Measurement], spa
         sims += n
     return Exploration(model, measurements, search, families, proposal, tolerance_pct,
                        final_fidelity, sims, time.perf_counter() - start)
-
-
-def _nearest_representatives(model: HardwareModel, measurements: list[Measurement],
-                             space: Space, families: list[Family], tol: float, fidelity: str,
-                             say: Callable[[str], None]) -> int:
-    """Each reading's representative moved to its fit nearest the model (bindings and
-    physical reading again when it moves); the simulations that took."""
-    sims = 0
-    for fam in families:
-        say(f"explore: the fit of reading '{fam.name}' nearest the model")
-        rep, n = nearer(model, measurements, space, fam, tol, fidelity)
-        sims += n
-        if rep is not fam.representative:
-            fam.members.append(rep)
-            fam.representative = rep
-            fam.bindings = classify(model, rep.values, measurements)
-            fam.physical = physical_reading(model, rep.values, fam.bindings)
-    return sims
 
 
 def _separate(model: HardwareModel, measurements: list[Measurement], space: Space,
@@ -393,3 +385,16 @@ def explore(model: HardwareModel, measurements: Sequence[Measurement] | None = N
         Problem(model, measurements, as_free(model, free), fidelity).refuse_inert()
     return find_readings(model, measurements, space, tolerance_pct, fidelity, final_fidelity,
                          jobs, progress)
+
+
+def run_exploration(model: HardwareModel, measured: Iterable[str] = (),
+                    measured_csv: Iterable[str | Path] = (), free: Iterable[str] = (),
+                    tolerance_pct: float = DEFAULT_TOLERANCE_PCT, final_fidelity: str = "burst",
+                    jobs: int | None = None, progress: Progress = None) -> Exploration:
+    """``--explore``: parse the options (no measurement: the documents' figures), then
+    :func:`explore`."""
+    check_tolerance(tolerance_pct)
+    check_fidelity(final_fidelity)
+    measurements, params = parse_options(model, measured, measured_csv, free)
+    return explore(model, measurements or None, params, tolerance_pct, jobs=jobs,
+                   final_fidelity=final_fidelity, progress=progress)
