@@ -1,22 +1,17 @@
-"""Running a sweep into a file without ever losing work: the journal, resuming, locking
-(``docs/sweeps.md``).
-
-- The journal (a CSV: the file itself, or ``FILE.parquet.journal.csv``) gets its header first,
-  then each finished point as one line, flushed at once (``kill -9`` loses nothing written) and
-  fsynced at most every second and at the end. A complete grid is rewritten in grid order, or
-  into the parquet file (the journal then removed), atomically. A point that fails is recorded
-  with its error and the sweep goes on.
-- The file is a cache of points (:mod:`.key`, :mod:`.sidecar`, :mod:`.resume`): a rerun reads
-  the rows as a stream and computes only the points no row has the key of; rows of another
-  sweep, or without their sidecar, are refused. ``retry_failed`` computes failed points again.
-- Memory is bounded whatever the grid: points are generated as they are handed out, and the
-  resume state is one byte per grid point (eight more while the table is put in grid order).
-- Only one sweep may write a file at a time (an advisory lock on it).
+"""Running a sweep into a file without ever losing work (``docs/sweeps.md``). The journal (the
+CSV itself, or ``FILE.parquet.journal.csv``) gets its header, then each finished point as one
+line, flushed at once (``kill -9`` loses nothing written), fsynced at most every second; a
+complete grid is rewritten in grid order, or into the parquet file, atomically. The file is a
+cache of points (:mod:`.resume`): a rerun computes only the points no row has the key of. Memory
+is bounded whatever the grid: points are generated as they are handed out, and the resume state
+is one byte per grid point (eight more while the table is put in grid order). Only one sweep may
+write a file at a time (an advisory lock on it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import itertools
 import json
 import os
@@ -31,8 +26,8 @@ from dspsim.errors import DspsimInputError
 from dspsim.paths import atomic_write, atomic_write_text
 from dspsim.study.sweep.executors import (
     EXECUTORS,
-    DaskCluster,
     check_scheduler,
+    dask_client,
     dask_results,
     import_dask,
     local_results,
@@ -98,7 +93,8 @@ def _check_unlocked(path: Path) -> None:
 
 
 class _Journal:
-    """Append-only CSV: one line per finished point, flushed at once, fsynced every second."""
+    """The journal opened to append: a torn last line cut off (``good_bytes`` kept), a whole
+    last row without its newline ended; one line per finished point."""
 
     def __init__(self, path: Path, header: list[str], good_bytes: int, fresh: bool,
                  unterminated: bool = False):
@@ -152,11 +148,6 @@ class _Journal:
                 self.f.close()
 
 
-def _has_rows(journal: Path) -> bool:
-    """Whether a line after the header is not blank (read up to the first)."""
-    return any(line for _, line, _ in journal_lines(journal))
-
-
 def _open(sweep: Sweep, out: Path, journal: Path
           ) -> tuple[bool, Cache, list[list[str]], dict[str, Any] | None, bool]:
     """(whether the journal has its header, the cache of what the files hold, the rows of an
@@ -169,7 +160,8 @@ def _open(sweep: Sweep, out: Path, journal: Path
         from dspsim.study.sweep.table import parquet_rows
 
         parquet = parquet_rows(out, sweep)
-    old = read_sidecar(out) if parquet or (header and _has_rows(journal)) else None
+    has_rows = header and any(line for _, line, _ in journal_lines(journal))  # up to the first
+    old = read_sidecar(out) if parquet or has_rows else None
     cache = Cache(sweep, old)
     for _ in cache.scan(journal if header else None, parquet):
         pass
@@ -233,7 +225,7 @@ def run_sweep(sweep: Sweep, out: str | Path, *, jobs: int = 1, executor: str = "
         cluster = None
         if executor == "dask" and resumed < sweep.size:  # connect before writing anything
             cluster = stack.enter_context(
-                DaskCluster(scheduler, min(jobs, sweep.size - resumed), dask_processes))
+                dask_client(scheduler, min(jobs, sweep.size - resumed), dask_processes))
         if parquet or (header and (not cache.clean or retry)):  # one row a point, all keyed
             _rewrite_journal(journal, sweep, old, parquet, drop_failed=retry)  # before the
             header, cache.good, cache.unterminated = True, journal.stat().st_size, False
@@ -251,7 +243,7 @@ def run_sweep(sweep: Sweep, out: str | Path, *, jobs: int = 1, executor: str = "
 
 
 def _run_points(sweep: Sweep, writer: _Journal, state: bytearray, resumed: int, jobs: int,
-                cluster: DaskCluster | None, progress: bool | None,
+                cluster: tuple[Any, str] | None, progress: bool | None,
                 timeout_s: float | None) -> int:
     """Compute the missing points, appending each row as it completes (``writer`` closed at
     the end); returns how many were computed."""
@@ -314,11 +306,9 @@ def _finish(sweep: Sweep, out: Path, journal: Path) -> int:
         if not in_order:
             atomic_write(out, write, "sweep table")
     else:
-        import csv as _csv
-
         from dspsim.study.sweep.table import typed_frame
 
-        df = typed_frame(sweep, [r for line in lines() for r in _csv.reader([line.decode()])])
+        df = typed_frame(sweep, [r for line in lines() for r in csv.reader([line.decode()])])
         atomic_write(out, lambda f: df.to_parquet(f, index=False), "sweep table")
         journal.unlink(missing_ok=True)
     return cache.state.count(FAILED)

@@ -25,7 +25,7 @@ from dspsim.paths import BOM
 from dspsim.platform import WARNING_CODES as PLATFORM_WARNINGS
 from dspsim.study.sweep.files import csv_line
 from dspsim.study.sweep.grid import DEFAULT_OP, MEMORY_COLUMNS, WAIT_COLUMNS, Sweep
-from dspsim.study.sweep.key import canon, key_default, point_key, sweep_values, sweep_version
+from dspsim.study.sweep.sidecar import canon, key_default, point_key, sweep_values, sweep_version
 from dspsim.study.sweep.values import (
     MODEL_KEY,
     VARIANT_KEYS,
