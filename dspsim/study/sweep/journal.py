@@ -2,7 +2,7 @@
 CSV itself, or ``FILE.parquet.journal.csv``) gets its header, then each finished point as one
 line, flushed at once (``kill -9`` loses nothing written), fsynced at most every second; a
 complete grid is rewritten in grid order, or into the parquet file, atomically. The file is a
-cache of points (:mod:`.resume`): a rerun computes only the points no row has the key of. Memory
+cache of points (:mod:`.table`): a rerun computes only the points no row has the key of. Memory
 is bounded whatever the grid: points are generated as they are handed out, and the resume state
 is one byte per grid point (eight more while the table is put in grid order). Only one sweep may
 write a file at a time (an advisory lock on it).
@@ -34,8 +34,17 @@ from dspsim.study.sweep.executors import (
 )
 from dspsim.study.sweep.files import check_out, csv_line, journal_path, sidecar_path
 from dspsim.study.sweep.grid import Sweep
-from dspsim.study.sweep.resume import DONE, FAILED, MISSING, Cache, journal_lines, read_header
 from dspsim.study.sweep.sidecar import compare, read_sidecar, sweep_meta
+from dspsim.study.sweep.table import (
+    DONE,
+    FAILED,
+    MISSING,
+    Cache,
+    journal_lines,
+    read_header,
+    read_parquet,
+    typed_frame,
+)
 from dspsim.study.sweep.values import format_value
 from dspsim.workers import MAX_JOBS, check_jobs  # noqa: F401 - the sweep's names for them
 
@@ -157,9 +166,8 @@ def _open(sweep: Sweep, out: Path, journal: Path
         sweep.check_columns(journal, header)
     parquet: list[list[str]] = []
     if out.suffix == ".parquet" and out.exists():
-        from dspsim.study.sweep.table import parquet_rows
-
-        parquet = parquet_rows(out, sweep)
+        columns, parquet = read_parquet(out)
+        sweep.check_columns(out, columns)
     has_rows = header and any(line for _, line, _ in journal_lines(journal))  # up to the first
     old = read_sidecar(out) if parquet or has_rows else None
     cache = Cache(sweep, old)
@@ -306,8 +314,6 @@ def _finish(sweep: Sweep, out: Path, journal: Path) -> int:
         if not in_order:
             atomic_write(out, write, "sweep table")
     else:
-        from dspsim.study.sweep.table import typed_frame
-
         df = typed_frame(sweep, [r for line in lines() for r in csv.reader([line.decode()])])
         atomic_write(out, lambda f: df.to_parquet(f, index=False), "sweep table")
         journal.unlink(missing_ok=True)
