@@ -159,8 +159,8 @@ class _Journal:
 
 def _open(sweep: Sweep, out: Path, journal: Path
           ) -> tuple[bool, Cache, list[list[str]], dict[str, Any] | None, bool]:
-    """(whether the journal has its header, the cache of what the files hold, the rows of an
-    earlier parquet file, the file's sidecar, whether to write the sidecar) for ``sweep``."""
+    """(whether the journal has its header, the cache of what the files hold, an earlier
+    parquet file's rows, the file's sidecar, whether to write the sidecar)."""
     header = read_header(journal)[0] if journal.exists() else []
     if header:
         sweep.check_columns(journal, header)
@@ -182,8 +182,8 @@ def _open(sweep: Sweep, out: Path, journal: Path
 
 def _rewrite_journal(journal: Path, sweep: Sweep, old: dict[str, Any] | None,
                      parquet: list[list[str]], drop_failed: bool) -> None:
-    """Rewrite the journal (atomically) with only the rows that count, and an earlier parquet
-    file's; without the failed points' with ``drop_failed``."""
+    """Rewrite the journal (atomically) with only the rows that count, an earlier parquet
+    file's too, the failed points' too unless ``drop_failed``."""
     cache = Cache(sweep, old)
 
     def write(f) -> None:
@@ -195,8 +195,7 @@ def _rewrite_journal(journal: Path, sweep: Sweep, old: dict[str, Any] | None,
 
 
 def check_run(out: str | Path, executor: str, scheduler: str | None, jobs: int) -> Path:
-    """The checked ``out`` of a sweep run by ``executor`` on ``jobs`` workers (refused while
-    another sweep writes it)."""
+    """The checked ``out`` of a sweep run by ``executor`` on ``jobs`` workers."""
     out = check_out(out)
     if executor not in EXECUTORS:
         raise DspsimInputError(f"executor {executor!r}: allowed {', '.join(EXECUTORS)}")
@@ -253,8 +252,7 @@ def run_sweep(sweep: Sweep, out: str | Path, *, jobs: int = 1, executor: str = "
 def _run_points(sweep: Sweep, writer: _Journal, state: bytearray, resumed: int, jobs: int,
                 cluster: tuple[Any, str] | None, progress: bool | None,
                 timeout_s: float | None) -> int:
-    """Compute the missing points, appending each row as it completes (``writer`` closed at
-    the end); returns how many were computed."""
+    """Compute the missing points, appending each row as it completes; returns how many."""
     todo = (p for i, p in enumerate(sweep.points()) if state[i] == MISSING)  # a generator
     show = sys.stderr.isatty() if progress is None else progress
     bars: list[Any] = []  # the progress bar, once the workers are up

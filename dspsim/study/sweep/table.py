@@ -86,8 +86,7 @@ def _non_negative(column: str, text: str) -> None:
 
 
 def check_row(sweep: Sweep, cells: list[str]) -> tuple[tuple[str, ...], bool]:
-    """(identity, failed) of a valid row of ``sweep``'s table; ``ValueError`` naming the first
-    bad cell otherwise."""
+    """(identity, failed) of a valid row of ``sweep``'s table, else ``ValueError``."""
     model: HardwareModel | None = sweep.model
     if sweep.models and len(cells) == len(sweep.columns):  # the row's model
         model = dict(sweep.models).get(cells[sweep.keys.index(MODEL_KEY)])
@@ -97,8 +96,7 @@ def check_row(sweep: Sweep, cells: list[str]) -> tuple[tuple[str, ...], bool]:
 
 
 def memory_of(column: str) -> str | None:
-    """The memory a ``<memory>_read_bytes`` (``_write_bytes``, ``_busy_cycles``,
-    ``_stall_cycles``) column is of; None for any other column."""
+    """The memory a ``<memory>_read_bytes`` (and so on) column is of, else None."""
     m = _MEMORY.fullmatch(column)
     if (m is None or column in WAIT_COLUMNS or re.fullmatch(r"idma[0-9]+", m["memory"])
             or not is_memory_section(m["memory"])):
@@ -107,9 +105,8 @@ def memory_of(column: str) -> str | None:
 
 
 def _absent(column: str, text: str, memories: set[str] | None, several: bool) -> bool:
-    """Whether ``column`` is one the row's model lacks (a memory's: its cell must be empty) or,
-    when a table of ``several`` models has rows of unknown model, an empty memory or channel
-    cell."""
+    """Whether ``column`` is a memory's the row's model lacks (its cell must be empty) or, in a
+    table of ``several`` models read alone, an empty memory or channel cell."""
     memory = memory_of(column)
     if memory is not None and memories is not None and memory not in memories:
         if text != "":
@@ -145,9 +142,9 @@ def _check_result_cell(c: str, v: str, failed: bool, channels: int | None) -> No
 def check_cells(keys: list[str], columns: list[str], cells: list[str],
                 channels: int | None, memories: set[str] | None = None,
                 ) -> tuple[tuple[str, ...], bool]:
-    """(identity, failed) of a valid row with these parameter ``keys`` then result ``columns``
-    (all, or some: a hand-made table); ``ValueError`` naming the first bad cell otherwise.
-    ``channels`` (iDMA channels) and ``memories`` of the row's model: None when unknown."""
+    """(identity, failed) of a valid row of parameter ``keys`` then result ``columns`` (all, or
+    some: a hand-made table), else ``ValueError`` naming the first bad cell. ``channels`` (iDMA)
+    and ``memories`` of the row's model: None when unknown."""
     if len(cells) != len(columns):
         raise ValueError(f"{len(cells)} fields, expected {len(columns)}")
     ident = []
@@ -181,8 +178,7 @@ def check_cells(keys: list[str], columns: list[str], cells: list[str],
 
 
 def journal_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
-    """(offset, line without its newline, whether it had one) of every line after the
-    header."""
+    """(offset, line without its newline, whether it had one) of each line after the header."""
     with open(path, "rb") as f:
         header = f.readline()
         offset = len(header)
@@ -215,9 +211,9 @@ def parse_line(line: bytes) -> list[str] | None:
 
 
 class Cache:
-    """What a sweep file holds: per grid point MISSING, DONE or FAILED and, with ``where``, the
-    offset of its row. A row counts when it is valid, the first of a point of the grid, and
-    its key (made from the sidecar ``old``; None: the sweep's own file) is the point's."""
+    """Per grid point MISSING, DONE or FAILED (and, with ``where``, its row's offset): a row
+    counts when it is valid, the first of a point of the grid, and its key (made from the
+    sidecar ``old``; None: the sweep's own file) is the point's."""
 
     def __init__(self, sweep: Sweep, old: Mapping[str, Any] | None, where: bool = False):
         self.sweep, self.old = sweep, old
@@ -274,9 +270,7 @@ class Cache:
     def add(self, cells: list[str] | None, where: str, offset: int = -1) -> int | None:
         """The grid index of a row that counts, else None (the row is dropped)."""
         try:
-            if cells is None:
-                raise ValueError("not a CSV line")
-            ident, failed = check_row(self.sweep, cells)
+            ident, failed = _checked(self.sweep, cells)
             i = self.sweep.index_of(ident)
             if i is None:
                 raise ValueError(_off_grid(self.sweep, ident))
@@ -309,7 +303,11 @@ class Cache:
                     continue  # a blank line
                 cells = parse_line(line)
                 if not ended:  # a torn line is kept only when it is a whole finished row
-                    if not _whole(self.sweep, cells):
+                    try:
+                        whole = not _checked(self.sweep, cells)[1]
+                    except ValueError:
+                        whole = False
+                    if not whole:
                         self.torn = True
                         break
                     self.unterminated = True
@@ -323,13 +321,10 @@ class Cache:
                 yield i, csv_line(cells)
 
 
-def _whole(sweep: Sweep, cells: list[str] | None) -> bool:
-    """Whether a last line without its newline is a whole row of a finished point (a kill
-    cannot tear a line into one: its last cell, ``error``, is empty)."""
-    try:
-        return cells is not None and not check_row(sweep, cells)[1]
-    except ValueError:
-        return False
+def _checked(sweep: Sweep, cells: list[str] | None) -> tuple[tuple[str, ...], bool]:
+    if cells is None:
+        raise ValueError("not a CSV line")
+    return check_row(sweep, cells)
 
 
 def _off_grid(sweep: Sweep, ident: tuple[str, ...]) -> str:
@@ -345,8 +340,7 @@ def _off_grid(sweep: Sweep, ident: tuple[str, ...]) -> str:
 
 def read_sweep(path: str | Path) -> pd.DataFrame:
     """A sweep file as a DataFrame: CSV (a torn last line left out), or parquet plus the journal
-    an interrupted run left (its rows first), every row checked as a resume checks it; one line
-    naming the file, line and fault for a bad one or a file over :data:`MAX_TABLE_BYTES`."""
+    an interrupted run left, every row checked; one line naming the file, line and fault."""
     p = Path(path)
     check_extension(p, "sweep file")
     check_regular_or_absent(p, "sweep file")
