@@ -1,13 +1,10 @@
-"""A sweep's sidecar ``FILE.sweep.json`` (its fields: ``docs/reference.md``, "Sweep tables and
-their sidecar"): what the file's rows were computed with, so that each row's key can be made
-again on resume. A point's key (:func:`point_key`) is a SHA-256 of the canonical JSON of
-everything its result depends on: ``model`` (every hardware key and the point's op's own keys,
-the swept values in place of the fixed ones, each as its canonical text), ``op``, ``variant``,
-``shape`` (a 1-D op's ``n`` is ``[n]``), ``fidelity`` and ``version`` (with a digest of the
-sweep's op files); nothing else (the keys' order, the commit, another op's keys). A format-3
-sidecar (dspsim 0.2.0: every op's keys) is read with the other ops' keys left out and rewritten
-as format 4. A damaged sidecar, or one of another sweep, is refused; a grid that contains the
-recorded one extends the file (a note).
+"""A sweep's sidecar ``FILE.sweep.json`` (``docs/reference.md``, "Sweep tables and their
+sidecar"): what the file's rows were computed with, so that each row's key can be made again on
+resume. A point's key (:func:`point_key`) hashes everything its result depends on: ``model``
+(every hardware key and the point's op's own keys, each as its canonical text), ``op``,
+``variant``, ``shape``, ``fidelity`` and ``version``; nothing else (the keys' order, the commit,
+another op's keys). A format-3 sidecar (every op's keys) is read with the other ops' keys left
+out and rewritten as format 4. A damaged sidecar, or another sweep's, is refused.
 """
 
 from __future__ import annotations
@@ -97,8 +94,8 @@ def sweep_values(flat: Mapping[str, Any], swept: Iterable[str], ops: Iterable[st
 
 
 def sweep_version(ops: Iterable[str]) -> str:
-    """The version a sweep of ``ops`` records and keys its rows by: dspsim's, and after a ``+``
-    a digest of the op files declaring any of ``ops`` (a changed file computes its rows again)."""
+    """The version a sweep of ``ops`` keys its rows by: dspsim's, and after a ``+`` a digest of
+    the op files declaring any of ``ops`` (a changed file computes its rows again)."""
     from dspsim.ops.fileop import op_file_digest
 
     digest = op_file_digest(ops)
@@ -165,7 +162,7 @@ def _load(side: Path) -> Any:
 
 def read_sidecar(out: Path) -> dict[str, Any]:
     """The checked sidecar of ``out`` (which holds rows), its ``fixed_model`` limited to the
-    keys that apply to its ops; one-line errors when it is missing or damaged."""
+    keys that apply to its ops; one line when it is missing or damaged."""
     side = sidecar_path(out)
     what = f"{out} holds finished rows but its sidecar {side.name}"
     try:
@@ -260,8 +257,8 @@ def _check_models(doc: dict[str, Any], swept: list[str]) -> None:
 
 def _check_fixed(fixed: Any, swept: list[str], ops: list[str], every_op: bool,
                  what: str) -> None:
-    """One model's fixed values: every key that applies and is not swept (one with a default
-    may be missing: newer than the file), each of its type and in its range."""
+    """One model's fixed values: every key that applies and is not swept (but one with a
+    default: newer than the file), each of its type and in its range."""
     if not isinstance(fixed, dict):
         raise _DamagedError(f"{what} is not an object")
     memories = dict.fromkeys(k.split(".", 1)[0] for k in [*fixed, *swept]
@@ -306,9 +303,9 @@ def _different(out: Path, what: str) -> DspsimInputError:
 
 
 def compare(out: Path, sweep: Sweep, old: dict[str, Any], rows: int) -> bool:
-    """Refuse ``old`` (a checked sidecar of ``out``) when it is another sweep's; print a note
-    when the sweep extends the grid, a key is newer than the file, or another dspsim version
-    computed the rows (computed again). Returns whether to rewrite the sidecar."""
+    """Refuse ``old`` (a checked sidecar of ``out``) when it is another sweep's; a note when the
+    sweep extends the grid, a key is newer than the file, or another dspsim version computed
+    the rows. Returns whether to rewrite the sidecar."""
     new = sweep_meta(sweep)
     if old["columns"] != new["columns"]:
         raise _different(out, f"columns {','.join(old['columns'])} there, "
