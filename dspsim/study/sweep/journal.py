@@ -102,22 +102,20 @@ def _check_unlocked(path: Path) -> None:
 
 
 class _Journal:
-    """The journal opened to append: a torn last line cut off (``good_bytes`` kept), a whole
-    last row without its newline ended; one line per finished point."""
+    """The journal opened to append: its first ``good_bytes`` kept (a line torn by a kill cut
+    off; none: begun with ``header``), a whole last row without its newline ended."""
 
-    def __init__(self, path: Path, header: list[str], good_bytes: int, fresh: bool,
-                 unterminated: bool = False):
+    def __init__(self, path: Path, header: list[str], good_bytes: int, unterminated: bool):
         self.path = path
         self.failed = False  # a write failed (full disk, file-size limit): reported once
         self.f = open(path, "a+b")  # noqa: SIM115 - closed in close()
         try:
             _lock(self.f, path)
-            if fresh:
-                self.f.truncate(0)
-                self._write(csv_line(header))
-            elif self.f.seek(0, os.SEEK_END) != good_bytes:
-                self.f.truncate(good_bytes)  # drop a line torn by a kill
+            if self.f.seek(0, os.SEEK_END) != good_bytes:
+                self.f.truncate(good_bytes)
             self.f.seek(0, os.SEEK_END)
+            if not good_bytes:
+                self._write(csv_line(header))
             if unterminated:  # a whole last row without its newline: end it
                 self._write(b"\n")
             self.fsync()
@@ -235,13 +233,12 @@ def run_sweep(sweep: Sweep, out: str | Path, *, jobs: int = 1, executor: str = "
                 dask_client(scheduler, min(jobs, sweep.size - resumed), dask_processes))
         if parquet or (header and (not cache.clean or retry)):  # one row a point, all keyed
             _rewrite_journal(journal, sweep, old, parquet, drop_failed=retry)  # before the
-            header, cache.good, cache.unterminated = True, journal.stat().st_size, False
+            cache.good, cache.unterminated = journal.stat().st_size, False
         if rewrite:  # sidecar that keys them
             atomic_write_text(side, json.dumps(sweep_meta(sweep), indent=2), "sweep sidecar")
         # never more workers than points to compute (a pool of 5,000 for 3 points would hang)
         workers = max(1, min(jobs, sweep.size - resumed))
-        writer = _Journal(journal, sweep.columns, cache.good, fresh=not header,
-                          unterminated=cache.unterminated)
+        writer = _Journal(journal, sweep.columns, cache.good, cache.unterminated)
         computed = _run_points(sweep, writer, cache.state, resumed, workers, cluster,
                                progress, timeout_s)
     failed = _finish(sweep, out, journal)
