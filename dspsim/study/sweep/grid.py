@@ -271,18 +271,14 @@ def _given(loaded: Mapping[str, Any], given: Mapping[str, Any], axes: Mapping[st
     extra: dict[str, list[Any]] = {}
     for key in SPECIAL_KEYS:
         value = given[key]
+        group = VARIANT_KEYS if key in VARIANT_KEYS else SIZE_KEYS if key in SIZE_KEYS else ()
         if value is not None:
             if key in axes:
                 raise DspsimInputError(f"sweep key {key!r} is given twice (--{key} and --param)")
             value = list(value) if isinstance(value, list | tuple) else value
             extra[key] = spec_values(key, value)
-        elif key not in axes and key in loaded:
+        elif key not in axes and key in loaded and all(given[k] is None for k in group):
             extra[key] = loaded[key]
-    for group in (VARIANT_KEYS, SIZE_KEYS):
-        if any(given[k] is not None for k in group):
-            for k in group:
-                if given[k] is None:
-                    extra.pop(k, None)
     return extra
 
 
