@@ -34,6 +34,7 @@ from dspsim.study.sweep.values import (
     SPECIAL_KEYS,
     VARIANT_KEYS,
     canon_text,
+    cell_value,
     check_value,
     format_value,
     key_type,
@@ -65,15 +66,6 @@ _RESULT_COLUMNS = ("cycles", "time_us", "ddr_read_bytes", "ddr_write_bytes", "co
 def warning_codes() -> frozenset[str]:
     """Every warning code a run can carry: the platform's and each registered op's."""
     return frozenset(PLATFORM_WARNINGS).union(*(get_op(o).warning_codes for o in op_names()))
-
-
-def _value(key: str, canon: str) -> Any:
-    t = key_type(key)
-    if key == "shape" or t is str:
-        return canon
-    if t is bool:
-        return canon == "true"
-    return int(canon) if t is int else float(canon)
 
 
 def _non_negative(column: str, text: str) -> None:
@@ -149,11 +141,12 @@ def check_cells(keys: list[str], columns: list[str], cells: list[str],
         raise ValueError(f"{len(cells)} fields, expected {len(columns)}")
     ident = []
     for key, text in zip(keys, cells):
-        canon = canon_text(key, text)
+        value = cell_value(key, text)
         try:
-            check_value(key, _value(key, canon))
+            check_value(key, value)
         except DspsimInputError as e:
             raise ValueError(str(e)) from None
+        canon = format_value(value)
         if key == "n" and int(canon) > MAX_COUNT:  # int64 in a typed table, as the counts
             raise ValueError(f"n = {canon} is larger than {MAX_COUNT:,}")
         ident.append(canon)

@@ -114,6 +114,11 @@ def format_value(value: Any) -> str:
 def canon_text(key: str, text: str) -> str:
     """Canonical text of a parameter cell read back from a file (``100`` of a float key is
     ``100.0``)."""
+    return format_value(cell_value(key, text))
+
+
+def cell_value(key: str, text: str) -> Any:
+    """A parameter cell read back from a file as its key's value; ``ValueError`` otherwise."""
     t = key_type(key)
     if key == "shape":
         try:
@@ -125,9 +130,9 @@ def canon_text(key: str, text: str) -> str:
     if t is bool:
         if text.strip().lower() not in ("true", "false"):
             raise ValueError(f"{key} value {text!r} is not true or false")
-        return text.strip().lower()
+        return text.strip().lower() == "true"
     if t is int and re.fullmatch(r"\s*[+-]?[0-9]{1,30}\s*", text):
-        return str(int(text))  # exactly: float() would round 99999999999999999999999
+        return int(text)  # exactly: float() would round 99999999999999999999999
     try:
         number = float(text)
     except ValueError:
@@ -137,8 +142,8 @@ def canon_text(key: str, text: str) -> str:
     if t is int:
         if not number.is_integer():
             raise ValueError(f"{key} value {text!r} is not an integer")
-        return str(int(number))
-    return repr(number)
+        return int(number)
+    return number
 
 
 def _parse_number(key: str, text: str, what: str = "value") -> int | float:
