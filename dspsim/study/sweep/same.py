@@ -103,13 +103,13 @@ def _lines(key: str, values: tuple, where: list[tuple[dict[str, Any], int]],
            model_at: ModelAt | None = None) -> list[str]:
     """A group's notes: one per reason the op gives at its settings' ops, variants and sizes
     (a key that does not act in direct may be port-bound in another variant)."""
-    by_run: dict[tuple, list[tuple[dict[str, Any], int]]] = {}
+    reasons: dict[tuple, str | None] = {}  # asked once per run: its op, variant and size
+    by_reason: dict[str | None, list[tuple[dict[str, Any], int]]] = {}
     for setting, cycles in where:
         run = tuple(setting.get(k) for k in ("op", *VARIANT_KEYS, "n", "shape"))
-        by_run.setdefault(run, []).append((setting, cycles))
-    by_reason: dict[str | None, list[tuple[dict[str, Any], int]]] = {}
-    for part in by_run.values():
-        by_reason.setdefault(_reason(part[0][0], key, values, model_at), []).extend(part)
+        if run not in reasons:
+            reasons[run] = _reason(setting, key, values, model_at)
+        by_reason.setdefault(reasons[run], []).append((setting, cycles))
     return [_line(key, values, part, reason) for reason, part in by_reason.items()]
 
 
