@@ -19,8 +19,8 @@ from dspsim.study.calibrate.explore import explore_space
 from dspsim.study.calibrate.measure import Measurement, parse_measurement
 from dspsim.study.optimize import optimize
 from dspsim.study.sweep import build_sweep, read_sweep, run_sweep
-from dspsim.study.sweep.resume import check_row
 from dspsim.study.sweep.same import identical_cycles_notes
+from dspsim.study.sweep.table import check_row
 from dspsim.study.sweep_plot import default_heatmap_y, heatmap, line_plot, speedup_table
 from tests.cli_helpers import one_line, run_cli
 

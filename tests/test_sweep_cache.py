@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dspsim.config import load_model
 from dspsim.schema import OP_SCHEMAS, Key, OpSchema
 from dspsim.study.sweep import build_sweep, executors, read_sweep, run_sweep
-from dspsim.study.sweep.key import applies, point_key, sweep_values
+from dspsim.study.sweep.sidecar import applies, point_key, sweep_values
 from tests.cli_helpers import one_line, run_cli
 
 OLD = Path(__file__).parent / "data" / "sweep_v3"  # made by dspsim 0.2.0 (format-3 sidecars)

@@ -16,7 +16,7 @@ import pytest
 from dspsim.errors import DspsimInputError
 from dspsim.study.sweep import build_sweep, read_sweep, run_sweep
 from dspsim.study.sweep import journal as journal_module
-from dspsim.study.sweep.resume import warning_codes
+from dspsim.study.sweep.table import warning_codes
 from dspsim.study.sweep.values import canon_text
 from tests.cli_helpers import one_line, run_cli
 

@@ -1,13 +1,12 @@
 """Figures of sweep tables (``dspsim plot sweep``; what it draws: ``docs/sweeps.md``).
 
 :func:`line_plot` draws ``y`` against a swept key, one line per value of ``--hue`` and of any
-other varying key, points with warnings ringed, the legend outside the axes. :func:`heatmap`
-maps ``y`` over two keys (KEY1 across, KEY2 up), one panel per value of any other varying key,
-each with its own colour scale (:mod:`.sweep_scales`), cells with warnings dotted, the contour
-of a level (1 for ``speedup``) drawn. ``y`` is any numeric column, ``speedup``
-(:mod:`.sweep_speedup`) or ``cycles_per_element`` (cycles / ``n`` or the product of a
-``shape``). ``mode`` and ``variant`` name the same column; failed points are left out and
-counted in the title; a table without an ``op`` column is of the default op.
+other varying key, points with warnings ringed. :func:`heatmap` maps ``y`` over two keys, one
+panel per value of any other varying key, each with its own colour scale (at least 1 % of its
+largest value wide: a tiny spread is not drawn as the map), cells with warnings dotted, the
+contour of a level drawn. ``y`` is any numeric column, ``speedup`` (:func:`speedup_table`) or
+``cycles_per_element``. ``mode`` and ``variant`` name the same column; failed points are left
+out and counted in the title; a table without an ``op`` column is of the default op.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.colors import LogNorm
+from matplotlib.colors import LogNorm, Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
@@ -29,17 +28,12 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from dspsim.analysis.timeline import FIGURE_FORMATS, check_figure_path, save_figure
 from dspsim.analysis.timeline_draw import figure_name
 from dspsim.errors import DspsimInputError
+from dspsim.ops import get_op
 from dspsim.paths import check_not_inputs, plain_text
-from dspsim.study.sweep import key_columns, ok_rows, parse_shape, read_sweep
+from dspsim.study.sweep import DEFAULT_OP, key_columns, ok_rows, parse_shape, read_sweep
 from dspsim.study.sweep.files import check_extension
 from dspsim.study.sweep.same import identical_cycles_notes_of
 from dspsim.study.sweep.values import VARIANT_KEYS
-from dspsim.study.sweep_scales import LogTwoSlopeNorm, flat_axis, log_ticks, panel_norm
-from dspsim.study.sweep_speedup import (
-    join_warnings,
-    speedup_pair,
-    speedup_table,  # named here too: the figures' derived tables
-)
 
 if TYPE_CHECKING:
     from argparse import Namespace
@@ -61,6 +55,150 @@ LEGEND_IN_PER_CHAR = 0.065  # width of a legend label's character at "small" (in
 LABEL_CHARS = 48  # an axis label (a column named after a long memory) shortened past this
 NUMBER_PAD_PT = 4.0  # clear margin around a heatmap cell's number (no dots, no contour)
 BAR_LABEL_CHARS = 40  # a y-axis or colour bar label wrapped past this (one line overran)
+LOG_RANGE = 10.0  # a heatmap panel whose values span more than this factor: log colour scale
+# a line plot whose values all lie within this fraction of the largest: its y-axis reaches 0
+# (a zoom to the data's range would draw a flat curve as a jump) and the figure says the spread
+FLAT_SPREAD = 0.01
+
+
+def flat_axis(ax: Any, values: np.ndarray) -> None:
+    """Within :data:`FLAT_SPREAD` of the largest: the y-axis from 0, the spread written."""
+    v = values[np.isfinite(values)]
+    top = float(np.max(np.abs(v))) if v.size else 0.0
+    spread = float(np.ptp(v)) / top if top > 0 else None
+    if spread is None or spread >= FLAT_SPREAD:
+        return
+    low, high = float(v.min()), float(v.max())
+    ax.set_ylim(0.0, high * 1.08) if low > 0 else ax.set_ylim(low * 1.08, 0.0)
+    text = (f"all points equal: {_short_number(low)}" if spread == 0 else
+            f"all within {100 * spread:.2g} % of each other: {_short_number(low)} to "
+            f"{_short_number(high)}")
+    ax.text(0.01, 0.02, text, transform=ax.transAxes, ha="left", va="bottom",
+            fontsize="small", bbox={"facecolor": "white", "edgecolor": "0.6", "alpha": 0.9})
+
+
+def _short_number(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1e3 and float(v).is_integer() else f"{v:.6g}"
+
+
+class LogTwoSlopeNorm(Normalize):
+    """A diverging scale on a log axis: ``vmin`` -> 0, ``vcenter`` -> 0.5, ``vmax`` -> 1."""
+
+    def __init__(self, vcenter: float, vmin: float, vmax: float):
+        super().__init__(vmin, vmax)
+        self._knots = np.log([vmin, vcenter, vmax])
+
+    def __call__(self, value, clip=None):
+        v = np.ma.masked_invalid(np.ma.asarray(value, float))
+        out = np.interp(np.log(np.clip(v.filled(1.0), 1e-300, None)), self._knots,
+                        [0.0, 0.5, 1.0])
+        return np.ma.array(out, mask=np.ma.getmaskarray(v))
+
+    def inverse(self, value):
+        return np.exp(np.interp(value, [0.0, 0.5, 1.0], self._knots))
+
+
+def panel_norm(values: np.ndarray, level: float | None) -> tuple[Normalize, str]:
+    """A panel's (norm, colour map): diverging around ``level`` when the values straddle it,
+    logarithmic past :data:`LOG_RANGE`, else linear, at least :data:`FLAT_SPREAD` wide."""
+    v = values[np.isfinite(values)]
+    if not v.size:
+        return Normalize(0.0, 1.0), "viridis"
+    vmin, vmax = float(v.min()), float(v.max())
+    wide = vmin > 0 and vmax / vmin > LOG_RANGE
+    if level is not None and vmin < level < vmax:
+        return (LogTwoSlopeNorm(level, vmin, vmax) if wide
+                else TwoSlopeNorm(level, vmin, vmax)), "RdBu"
+    if wide:
+        return LogNorm(vmin, vmax), "viridis"
+    top = max(abs(vmin), abs(vmax))
+    if vmax - vmin < FLAT_SPREAD * top or vmin == vmax:  # a tiny spread is not the whole map
+        pad = (FLAT_SPREAD * top - (vmax - vmin)) / 2 or 0.5
+        vmin, vmax = vmin - pad, vmax + pad
+    return Normalize(vmin, vmax), "viridis"
+
+
+def log_ticks(vmin: float, vmax: float, level: float | None = None) -> list[float]:
+    """Log colour bar ticks: 1, 2 and 5 times the powers of ten within, both ends, ``level``."""
+    ticks = {vmin, vmax} | ({level} if level is not None and vmin < level < vmax else set())
+    for e in range(math.floor(math.log10(vmin)), math.ceil(math.log10(vmax)) + 1):
+        ticks |= {m * 10.0**e for m in (1, 2, 5) if vmin * 1.5 < m * 10.0**e < vmax / 1.5}
+    return sorted(ticks)
+
+
+def speedup_pair(df: pd.DataFrame, baseline: str | None = None
+                 ) -> tuple[str, str, str, list[str]]:
+    """(op, variant column, baseline variant, the other variants): two or more variants of one
+    op, among them the baseline (default: the op's default variant)."""
+    col = next((c for c in VARIANT_KEYS if c in key_columns(df)), None)
+    if col is None:
+        raise DspsimInputError(
+            "speedup needs a variant (or mode) column with two or more variants of one op")
+    ops = list(dict.fromkeys(df["op"])) if "op" in df.columns else [DEFAULT_OP]
+    if len(ops) != 1:
+        raise DspsimInputError(
+            f"speedup needs the points of one op; the table has {', '.join(map(str, ops))}")
+    op = get_op(ops[0])
+    if op.variants_differ:
+        raise DspsimInputError(f"speedup of {op.name}: {op.variants_differ}; plot its cycles")
+    variants = list(dict.fromkeys(df[col]))
+    if baseline is not None and baseline not in op.variants:
+        raise DspsimInputError(
+            f"--baseline {baseline}: not a variant of {op.name}; allowed: {', '.join(op.variants)}")
+    if len(variants) < 2:
+        raise DspsimInputError(
+            f"speedup needs two or more variants of {op.name} in the {col} column; the table "
+            f"has {', '.join(map(str, variants))} (allowed: {', '.join(op.variants)})")
+    base = baseline if baseline is not None else op.default_variant
+    if base not in variants:
+        which = "--baseline" if baseline is not None else f"{op.name}'s default variant"
+        raise DspsimInputError(
+            f"speedup divides by {which} {base}; the table's {col} column has "
+            f"{', '.join(map(str, variants))} (give --baseline one of them)")
+    return op.name, col, base, [v for v in variants if v != base]
+
+
+def join_warnings(values: Sequence[Any]) -> str:
+    codes = [c for v in values if isinstance(v, str) for c in v.split(";") if c]
+    return ";".join(dict.fromkeys(codes))
+
+
+def speedup_table(df: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
+    """The baseline variant's cycles / each other's per setting of the other parameter columns
+    (successful points; above 1 the variant is faster, as ``dspsim optimize``'s speed-up): those
+    keys, the variant column (several other variants), ``speedup`` and either point's warnings."""
+    _, col, base, variants = speedup_pair(df, baseline)
+    keys = key_columns(df)
+    ok = ok_rows(df)
+    others = [k for k in keys if k != col]
+    wanted = ["cycles", *(["warnings"] if "warnings" in df.columns else [])]
+
+    def points(variant: str) -> pd.DataFrame:
+        part = ok[ok[col] == variant]
+        part = (part.set_index(others)[wanted] if others
+                else part[wanted].iloc[:1].reset_index(drop=True))
+        return part.assign(cycles=part["cycles"].astype(float))
+
+    if ok[ok[col] == base].empty:
+        raise DspsimInputError(f"speedup needs {base} points; the table has none that succeeded")
+    done = [v for v in variants if not ok[ok[col] == v].empty]
+    if not done:
+        raise DspsimInputError(
+            f"speedup needs {' or '.join(variants)} points; the table has none that succeeded")
+    denominator = points(base)
+    tables = []
+    for variant in done:
+        joined = pd.concat({variant: points(variant), base: denominator}, axis=1, join="inner")
+        table = pd.DataFrame(index=joined.index)
+        table["speedup"] = joined[(base, "cycles")] / joined[(variant, "cycles")]
+        if "warnings" in wanted:
+            table["warnings"] = [join_warnings(pair) for pair in
+                                 zip(joined[(variant, "warnings")], joined[(base, "warnings")])]
+        table = table.reset_index(drop=not others)
+        if len(variants) > 1:  # which variant each row is of, where the table had its column
+            table.insert(keys.index(col) if others else 0, col, variant)
+        tables.append(table)
+    return pd.concat(tables, ignore_index=True)
 
 
 def label(column: str, df: pd.DataFrame | None = None, baseline: str | None = None) -> str:
@@ -73,17 +211,6 @@ def label(column: str, df: pd.DataFrame | None = None, baseline: str | None = No
     if column == "cycles_per_element" and df is not None and "n" not in df.columns:
         return "cycles_per_element (cycles / elements)"
     return figure_name(LABELS.get(column, column), LABEL_CHARS)
-
-
-def unit_label(column: str, df: pd.DataFrame | None = None,
-               baseline: str | None = None) -> str:
-    """:func:`label` with the column's unit where the label does not say it (a colour bar's:
-    ``cycles (core clock cycles)``, ``time_us (us)``, ``ddr_read_bytes (bytes)``)."""
-    text = label(column, df, baseline)
-    unit = next((u for suffix, u in UNITS if column == suffix or column.endswith("_" + suffix)),
-                None)
-    plain = text == figure_name(column, LABEL_CHARS)  # no text of its own: say the unit
-    return text if unit is None or not plain else f"{text} ({unit})"
 
 
 def resolve(df: pd.DataFrame, column: str) -> str:
@@ -103,18 +230,10 @@ def _failed(df: pd.DataFrame) -> int:
     return int((df["error"] != "").sum()) if "error" in df.columns else 0
 
 
-def elements(df: pd.DataFrame) -> pd.Series:
-    """Elements of each point's input: ``n``, or the product of its ``shape``."""
-    if "n" in df.columns:
-        return df["n"].astype(float)
-    return df["shape"].map(lambda s: float(math.prod(parse_shape(str(s)))))
-
-
 def _derived(df: pd.DataFrame, named: Sequence[tuple[str, str]], y: str, source: str,
              baseline: str | None) -> tuple[pd.DataFrame, list[str]]:
-    """(rows with a numeric ``y`` column, their parameter columns), failed points left out,
-    each (option, column) of ``named`` among their columns; ``baseline``: the variant
-    ``speedup`` divides by; one line when no point succeeded."""
+    """(successful rows with a numeric ``y``, their parameter columns), each (option, column)
+    of ``named`` checked to be one of them."""
     keys = key_columns(df)
     if baseline is not None and y != "speedup":
         raise DspsimInputError(f"--baseline {baseline}: only --y speedup divides by a variant")
@@ -126,7 +245,9 @@ def _derived(df: pd.DataFrame, named: Sequence[tuple[str, str]], y: str, source:
         if y == "cycles_per_element":
             if "n" not in df.columns and "shape" not in df.columns:
                 _require(df, "n", source)
-            data[y] = data["cycles"].astype(float) / elements(data)
+            size = (data["n"].astype(float) if "n" in df.columns  # or the shape's product
+                    else data["shape"].map(lambda s: float(math.prod(parse_shape(str(s))))))
+            data[y] = data["cycles"].astype(float) / size
         else:
             _require(df, y, source)
             values = pd.to_numeric(data[y], errors="coerce")
@@ -166,8 +287,7 @@ def _wide(values: np.ndarray) -> bool:
 
 
 def _fmt(v: Any) -> str:
-    """A value as a tick or legend shows it: a number short, a name (a model's, a memory's)
-    as figures name it (no glyph the font lacks, a long one shortened)."""
+    """A value as a tick or legend shows it: a number short, a name as figures name it."""
     if isinstance(v, (int, float, np.integer, np.floating)):
         return f"{v:g}"
     return figure_name(str(v))
@@ -201,8 +321,7 @@ def warned_mask(df: pd.DataFrame) -> np.ndarray:
 
 
 def ring_warned(ax, xs, ys, warned, color, label: str | None = None) -> bool:
-    """Ring the points ``warned`` selects with a hollow marker (one legend entry when
-    ``label`` is given); True when any was ringed."""
+    """Ring the ``warned`` points with a hollow marker (a legend entry with ``label``); any?"""
     warned = np.asarray(warned, bool)
     if label is None and not warned.any():
         return False
@@ -216,9 +335,11 @@ def ring_warned(ax, xs, ys, warned, color, label: str | None = None) -> bool:
 @plain_text
 def line_plot(df: pd.DataFrame, x: str, y: str = "cycles", hue: str | None = None,
               source: str = "the table", baseline: str | None = None) -> Figure:
-    """``y`` against ``x``, one line per value of ``hue`` and of any other varying key; points
-    with warnings ringed; ``baseline``: the variant ``speedup`` divides by."""
-    x, y, hue, data, keys = _line_columns(df, x, y, hue, source, baseline)
+    """``y`` against ``x``, one line per value of ``hue`` and of any other varying key."""
+    named = [("--x", x)] + ([("--hue", hue)] if hue is not None else [])
+    (x, *hues), y, data, keys = _columns(df, named, y, source, baseline,
+                                         "--hue {} is the --x column; choose another key")
+    hue = hues[0] if hues else None
     groups = ([hue] if hue else []) + _varying(data, keys, [x, hue or ""])
     fig = Figure(figsize=(7.5, 4.8), layout="constrained")
     ax = fig.add_subplot()
@@ -257,24 +378,22 @@ def line_plot(df: pd.DataFrame, x: str, y: str = "cycles", hue: str | None = Non
     return fig
 
 
-def _line_columns(df: pd.DataFrame, x: str, y: str, hue: str | None, source: str,
-                  baseline: str | None) -> tuple[str, str, str | None, pd.DataFrame, list[str]]:
-    """The line plot's columns resolved and checked; its data (``y`` derived), varying keys."""
-    x, y = resolve(df, x), resolve(df, y)
-    hue = resolve(df, hue) if hue is not None else None
-    _require(df, x, source)
-    if hue is not None:
-        _require(df, hue, source)
-        if hue == x:
-            raise DspsimInputError(f"--hue {hue} is the --x column; choose another key")
-    named = [("--x", x)] + ([("--hue", hue)] if hue is not None else [])
-    return x, y, hue, *_derived(df, named, y, source, baseline)
+def _columns(df: pd.DataFrame, named: list[tuple[str, str]], y: str, source: str,
+             baseline: str | None, twice: str) -> tuple[list[str], str, pd.DataFrame, list[str]]:
+    """(the (option, column)s of ``named``, resolved and checked; ``y`` resolved; its data; the
+    parameter columns); ``twice``: the message when the two named are one column."""
+    named = [(option, resolve(df, c)) for option, c in named]
+    for _, c in named:
+        _require(df, c, source)
+    if len(named) == 2 and named[0][1] == named[1][1]:
+        raise DspsimInputError(twice.format(named[1][1]))
+    y = resolve(df, y)
+    return [c for _, c in named], y, *_derived(df, named, y, source, baseline)
 
 
 def _draw_lines(ax: Any, data: pd.DataFrame, x: str, y: str, groups: list[str],
                 numeric_x: bool, categories: list[Any]) -> bool:
-    """One line per group (colour: the first group key's value, line style: the rest; x at
-    the index in ``categories`` when not numeric), points with warnings ringed (whether any)."""
+    """One line per group (colour: the first group key's value, style: the rest); any ringed?"""
     parts = list(data.groupby(groups, sort=True)) if groups else [((), data)]
     if len(parts) > MAX_LINES:
         raise DspsimInputError(
@@ -313,10 +432,11 @@ def _draw_lines(ax: Any, data: pd.DataFrame, x: str, y: str, groups: list[str],
 def heatmap(df: pd.DataFrame, key_x: str, key_y: str, y: str = "cycles",
             contour: float | None = None, source: str = "the table",
             baseline: str | None = None) -> Figure:
-    """``y`` over ``key_x`` (across) x ``key_y`` (up); one panel per value of any other varying
-    key, each with its own colour scale and colour bar; cells of points with warnings dotted.
-    ``contour``: a level to outline (default 1 for ``speedup``, none otherwise)."""
-    key_x, key_y, y, data, keys = _heatmap_columns(df, key_x, key_y, y, source, baseline)
+    """``y`` over ``key_x`` (across) x ``key_y`` (up), one panel per value of any other varying
+    key; ``contour``: a level to outline (default 1 for ``speedup``, none otherwise)."""
+    (key_x, key_y), y, data, keys = _columns(
+        df, [("--heatmap", key_x), ("--heatmap", key_y)], y, source, baseline,
+        "--heatmap needs two different keys, got {} twice")
     level = 1.0 if contour is None and y == "speedup" else contour
     others = _varying(data, keys, [key_x, key_y])
     panels = list(data.groupby(others, sort=True)) if others else [((), data)]
@@ -331,7 +451,10 @@ def heatmap(df: pd.DataFrame, key_x: str, key_y: str, y: str = "cycles",
     fig = Figure(figsize=(1.6 + 5.8 * cols, 0.9 + 4.4 * rows), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     warned_any = contoured = False
-    bar_label = unit_label(y, df, baseline)
+    bar_label = label(y, df, baseline)
+    unit = next((u for suffix, u in UNITS if y == suffix or y.endswith("_" + suffix)), None)
+    if unit is not None and bar_label == figure_name(y, LABEL_CHARS):  # no text of its own
+        bar_label += f" ({unit})"
     for ax, (name, part) in zip(axes, panels):
         grid = part.pivot_table(index=key_y, columns=key_x, values=y, aggfunc="mean")
         z = np.ma.masked_invalid(grid.reindex(index=ys, columns=xs).to_numpy(dtype=float))
@@ -342,24 +465,16 @@ def heatmap(df: pd.DataFrame, key_x: str, key_y: str, y: str = "cycles",
         _colour_bar(fig, ax, image, norm, bar_label, level)
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
-    fig.suptitle(_heatmap_title(y, key_x, key_y, len(panels), _failed(df)))
+    title = "{} over {} x {}".format(*(figure_name(k, LABEL_CHARS) for k in (y, key_x, key_y)))
+    failed = _failed(df)
+    fig.suptitle(title + (" (each panel its own colour scale)" if len(panels) > 1 else "")
+                 + (f" ({failed} failed points not shown)" if failed else ""))
     _heatmap_legend(fig, f"{figure_name(y, LABEL_CHARS)} = {level:g}" if contoured else None,
                     join_warnings(list(data["warnings"])) if warned_any else None)
     return fig
 
 
-def _heatmap_title(y: str, key_x: str, key_y: str, panels: int, failed: int) -> str:
-    """The heatmap's title, each column named as the axes name it (a long name shortened)."""
-    title = "{} over {} x {}".format(*(figure_name(k, LABEL_CHARS) for k in (y, key_x, key_y)))
-    if panels > 1:
-        title += " (each panel its own colour scale)"
-    if failed:
-        title += f" ({failed} failed points not shown)"
-    return title
-
-
 def _heatmap_legend(fig: Figure, contour_label: str | None, codes: str | None) -> None:
-    """The legend below the panels: the contour's level, and the dotted cells' warnings."""
     handles: list[Any] = []
     if contour_label is not None:
         handles.append(Line2D([], [], color="k", linewidth=1.6, label=contour_label))
@@ -373,25 +488,12 @@ def _heatmap_legend(fig: Figure, contour_label: str | None, codes: str | None) -
 
 def _panel_axes(ax: Any, key_x: str, key_y: str, xs: list[Any], ys: list[Any],
                 title: str | None) -> None:
-    """A panel's ticks, axis labels and (when other keys vary) its title."""
     _ticks(ax.set_xticks, xs)
     _ticks(ax.set_yticks, ys)
     ax.set_xlabel(label(key_x))
     ax.set_ylabel(label(key_y))
     if title is not None:
         ax.set_title(title, fontsize="medium")
-
-
-def _heatmap_columns(df: pd.DataFrame, key_x: str, key_y: str, y: str, source: str,
-                     baseline: str | None) -> tuple[str, str, str, pd.DataFrame, list[str]]:
-    """The heatmap's keys and value resolved and checked; its data (``y`` derived), keys."""
-    key_x, key_y, y = resolve(df, key_x), resolve(df, key_y), resolve(df, y)
-    for k in (key_x, key_y):
-        _require(df, k, source)
-    if key_x == key_y:
-        raise DspsimInputError(f"--heatmap needs two different keys, got {key_x} twice")
-    named = [("--heatmap", key_x), ("--heatmap", key_y)]
-    return key_x, key_y, y, *_derived(df, named, y, source, baseline)
 
 
 def _draw_cells(ax: Any, z: np.ma.MaskedArray, level: float | None) -> tuple[Any, Any, bool]:
@@ -416,8 +518,7 @@ def _warned_cells(part: pd.DataFrame, key_x: str, key_y: str, xs: list[Any], ys:
 
 
 def _mark_cells(ax: Any, image: Any, z: np.ma.MaskedArray, warned: np.ndarray) -> bool:
-    """Warned cells dotted, and each cell's value written when the panel has few; whether any
-    cell was dotted."""
+    """Warned cells dotted, each cell's value written when the panel has few; any dotted?"""
     for (i, j), v in np.ndenumerate(z.filled(np.nan)):
         if not np.isfinite(v):
             continue
@@ -447,8 +548,7 @@ def _colour_bar(fig: Figure, ax: Any, image: Any, norm: Any, text: str,
 
 
 def default_heatmap_y(df: pd.DataFrame, baseline: str | None = None) -> str:
-    """What a heatmap draws when ``--y`` is not given: ``cycles``, or ``speedup`` when a
-    ``baseline`` (the variant it divides by) is given; never switched by the table."""
+    """``--y``'s default: ``cycles``, or ``speedup`` with a ``baseline``; never the table's."""
     return "speedup" if baseline is not None else "cycles"
 
 
@@ -461,9 +561,8 @@ def plot_sweep(path: str | Path, x: str | None = None, y: str | None = None,
                hue: str | None = None, heatmap_keys: Sequence[str] | None = None,
                out: str | Path | None = None, contour: float | None = None,
                baseline: str | None = None) -> Path:
-    """Draw a sweep file (line plot on ``x`` or heatmap on two keys) and save it; returns the
-    figure's path (default: the table's path with ``.png``). ``y`` defaults to ``cycles``
-    (``speedup`` with a ``baseline``, the variant it divides by)."""
+    """Draw a sweep file (line plot on ``x`` or heatmap on two keys) into ``out`` (default: the
+    table's path with ``.png``); returns its path."""
     src = Path(path)
     check_extension(src, "sweep file")  # before naming the figure after it ("/" has no name)
     dest = Path(out) if out is not None else src.with_suffix(".png")

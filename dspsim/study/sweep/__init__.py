@@ -7,10 +7,10 @@ failed" on stderr); 2 bad input (nothing was run); 130 interrupted (finished poi
 
 Modules: ``values`` (sweep keys, values, their canonical text), ``spec`` (``--spec FILE.toml``),
 ``grid`` (:class:`Sweep`, :func:`build_sweep`), ``executors`` (one point, a process pool, dask),
-``files`` (paths, atomic writes), ``table`` (columns, :func:`read_sweep`), ``key`` (a point's
-cache key), ``sidecar`` (``FILE.sweep.json``), ``resume`` (rows read back, checked, into the
-cache of points), ``journal`` (:func:`run_sweep`), ``same`` (values that gave identical
-cycles). The command line is ``dspsim.cli.sweep``; figures are ``dspsim.study.sweep_plot``.
+``files`` (paths), ``sidecar`` (``FILE.sweep.json``, a point's cache key), ``table`` (rows read
+back, checked, into the cache of points or a DataFrame), ``journal`` (:func:`run_sweep`),
+``same`` (values that gave identical cycles). The command line is ``dspsim.cli.sweep``; figures
+are ``dspsim.study.sweep_plot``.
 """
 
 import importlib

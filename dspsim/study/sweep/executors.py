@@ -1,9 +1,8 @@
 """Running the points of a sweep: one point, a local pool of ``--jobs`` processes, or a
-dask.distributed cluster (``--executor dask``: ``--scheduler ADDRESS`` or a LocalCluster of
-``--jobs`` workers; setting one up on many machines: ``docs/sweeps.md``). Both executors yield
-``(point, result)`` pairs as points complete, a few points per worker in flight, and call
-``started()`` once the workers are up. Every wait on a cluster is bounded
-(:data:`DASK_CONNECT_TIMEOUT_S`, :data:`DASK_WORKER_TIMEOUT_S`) and its cause named in one line.
+dask.distributed cluster (``--scheduler ADDRESS`` or a LocalCluster of ``--jobs`` workers; on
+many machines: ``docs/sweeps.md``). Both yield ``(point, result)`` pairs as points complete and
+call ``started()`` once the workers are up. Every wait on a cluster is bounded and its cause
+named in one line.
 """
 
 from __future__ import annotations
@@ -73,20 +72,16 @@ def evaluate_point(model: HardwareModel, point: Mapping[str, Any], fidelity: str
 
 
 # ------------------------------------------------------------------------ local processes
-def _worker_failed(e: Exception) -> SweepAbortedError:
-    # evaluate_point records a point's own failure: an exception here is the pool's (a worker
-    # killed, a result that cannot be sent back)
-    return SweepAbortedError(f"a worker process failed ({type(e).__name__}: {e})")
-
-
 def local_results(sweep: Sweep, todo: Iterable[dict[str, Any]], jobs: int, started
                   ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """The points of ``todo`` (never materialised) in a pool of ``jobs`` processes that die with
     this one (:func:`dspsim.workers.imap_unordered`; in this process for ``jobs`` 1)."""
+    # evaluate_point records a point's own failure: an exception here is the pool's (a worker
+    # killed, a result that cannot be sent back)
     yield from imap_unordered(
         evaluate_point, todo, jobs, args=lambda p: (sweep.model_of(p), p, sweep.fidelity),
-        started=started, failed=_worker_failed,
-    )
+        started=started, failed=lambda e: SweepAbortedError(
+            f"a worker process failed ({type(e).__name__}: {e})"))
 
 
 # ------------------------------------------------------------------------------------ dask
@@ -123,9 +118,8 @@ def check_scheduler(address: str) -> str:
 
 
 def probe_scheduler(address: str, timeout_s: float) -> None:
-    """Reach ``address``, do dask's handshake and ask who answers, all within ``timeout_s``
-    (dask's own connect bounds the connection, not the handshake); one line names what is
-    there instead of a scheduler: nothing, a silent server, another protocol, a dask worker."""
+    """Reach ``address``, do dask's handshake and ask who answers within ``timeout_s`` (dask's
+    connect bounds the connection, not the handshake); one line names what is there instead."""
     import socket
 
     m = _ADDRESS.fullmatch(check_scheduler(address))
@@ -156,8 +150,8 @@ def probe_scheduler(address: str, timeout_s: float) -> None:
 
 
 def _identity(address: str, left: float) -> dict[str, Any]:
-    """``{"reply": ...}`` or ``{"error": ...}`` of dask's identity request to ``address``, in a
-    thread given ``left`` seconds (empty when it did not finish)."""
+    """``{"reply": ...}`` or ``{"error": ...}`` of dask's identity request to ``address`` in
+    ``left`` seconds (empty when it did not finish)."""
     import asyncio
     import threading
 
@@ -187,136 +181,123 @@ def _identity(address: str, left: float) -> dict[str, Any]:
     return {} if asker.is_alive() else dict(answer)
 
 
-class DaskCluster:
-    """A dask client on ``scheduler`` or on a LocalCluster of ``jobs`` single-threaded workers
-    (threads unless ``processes``), connected on entry with every wait bounded, closed on exit
-    with its local cluster, so that no worker outlives the sweep."""
+@contextlib.contextmanager
+def dask_client(scheduler: str | None, jobs: int, processes: bool) -> Iterator[tuple[Any, str]]:
+    """(a dask client, where it is) on ``scheduler`` or on a LocalCluster of ``jobs``
+    single-threaded workers (threads unless ``processes``), connected with every wait bounded,
+    closed on exit with its local cluster, so that no worker outlives the sweep."""
+    import dask
 
-    def __init__(self, scheduler: str | None, jobs: int, processes: bool):
-        self.scheduler = check_scheduler(scheduler) if scheduler else None
-        self.jobs = jobs
-        self.processes = processes
-        self.client = None
-        self.cluster = None
-        self._config: Any = None
-        self._log_levels: dict[str, int] = {}
-        self._workerless_since: float | None = None
-        self._forked: list[Any] = []  # the local cluster's worker processes, when forked
-
-    @property
-    def where(self) -> str:
-        return f"the dask scheduler {self.scheduler}" if self.scheduler else "a local cluster"
-
-    def __enter__(self) -> DaskCluster:
-        import dask
-
-        distributed = import_dask()
-        timeout = DASK_CONNECT_TIMEOUT_S
-        # dask's client logs a lost connection as a traceback, and leaves the fetch of a result
-        # lost with its worker to asyncio's "never retrieved": the sweep names it in one line
-        names = [n for n in logging.Logger.manager.loggerDict if n.split(".")[0] == "distributed"]
-        self._log_levels = {n: logging.getLogger(n).level
-                            for n in {"distributed", "asyncio", *names}}
-        for n in self._log_levels:
-            logging.getLogger(n).setLevel(logging.CRITICAL)
+    distributed = import_dask()
+    scheduler = check_scheduler(scheduler) if scheduler else None
+    where = f"the dask scheduler {scheduler}" if scheduler else "a local cluster"
+    timeout = DASK_CONNECT_TIMEOUT_S
+    with contextlib.ExitStack() as stack:
+        stack.callback(_quiet_dask_logs())
+        stack.enter_context(dask.config.set({"distributed.comm.timeouts.connect": timeout}))
+        forked: list[Any] = []
         try:
-            try:
-                self._config = dask.config.set({"distributed.comm.timeouts.connect": timeout})
-                self._config.__enter__()
-                if self.scheduler:
-                    probe_scheduler(self.scheduler, timeout)
-                else:
-                    self._start_local_cluster(distributed)
-                self.client = distributed.Client(self.scheduler or self.cluster, timeout=timeout)
-            except DspsimInputError:
-                raise  # the probe's line, whole (it is a ValueError too)
-            except (OSError, TimeoutError, ValueError, TypeError, MemoryError) as e:  # TypeError:
-                # tls:// needs dask's TLS configuration (distributed.comm.tls)
-                raise DspsimInputError(f"cannot reach {self.where} within {timeout:g} s: "
-                                       f"{one_line(e)}") from None
-            try:
-                self.client.wait_for_workers(1, timeout=DASK_WORKER_TIMEOUT_S)
-            except (OSError, TimeoutError):
-                start = f"; start one with: dask worker {self.scheduler}" if self.scheduler else ""
-                raise DspsimInputError(f"{self.where} has no worker: none joined within "
-                                       f"{DASK_WORKER_TIMEOUT_S:g} s{start}") from None
-        except BaseException:
-            self.close()
-            raise
-        if len(self._forked) > 1:  # forked together, they join together: start on them all
-            with contextlib.suppress(OSError, TimeoutError):
-                self.client.wait_for_workers(len(self._forked), timeout=timeout)
-        return self
-
-    def _start_local_cluster(self, distributed: Any) -> None:
-        """A LocalCluster of ``jobs`` single-threaded workers, forked from this process when it
-        can (:func:`dspsim.workers.can_fork_workers`: they start with dspsim imported and die
-        with it), each sent the scheduler's address once it is up; else the cluster's own."""
-        import multiprocessing
-
-        n = max(1, self.jobs)
-        fork = self.processes and can_fork_workers()
-        pipes = []
-        if fork:
-            pipes = [multiprocessing.Pipe(duplex=False) for _ in range(n)]
-            self._forked = fork_processes((_serve_forked_worker, (r,)) for r, _ in pipes)
-            for r, _ in pipes:
-                r.close()
-        try:
-            self.cluster = distributed.LocalCluster(
-                n_workers=0 if fork else n, threads_per_worker=1, processes=self.processes,
-                dashboard_address=None, silence_logs=logging.ERROR)
-            for _, w in pipes:
-                w.send(self.cluster.scheduler_address)
-        finally:
-            for _, w in pipes:
-                w.close()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        client, cluster, self.client, self.cluster = self.client, self.cluster, None, None
-        forked, self._forked = self._forked, []
-        for thing in (client, forked, cluster):
-            with contextlib.suppress(Exception):  # closing what is left, best effort
-                if isinstance(thing, list):
-                    stop_processes(thing)  # every result is in: the workers are stopped
-                elif thing is not None:
-                    thing.close()
-        config, self._config = self._config, None
-        if config is not None:
-            config.__exit__(None, None, None)
-        if self._log_levels:
-            gc.collect()  # what the closed client left is reported (and silenced) now
-            for n, level in self._log_levels.items():
-                logging.getLogger(n).setLevel(level)
-            self._log_levels = {}
-
-    def check_workers(self) -> None:
-        """Raise :class:`SweepAbortedError` once the cluster has been without a worker, or the
-        client without its scheduler, for :attr:`worker_timeout_s`."""
-        cause = "every worker died or left"
-        try:
-            if self.client.status == "running":
-                workers = len(self.client.nthreads())
+            if scheduler:
+                probe_scheduler(scheduler, timeout)
             else:
-                workers, cause = 0, f"the scheduler is lost: the client is {self.client.status}"
-        except (OSError, TimeoutError) as e:
-            workers, cause = 0, f"the scheduler is lost: {one_line(e)}"
-        now = time.monotonic()
-        if workers:
-            self._workerless_since = None
-        elif self._workerless_since is None:
-            self._workerless_since = now
-        elif now - self._workerless_since >= DASK_WORKER_TIMEOUT_S:
-            raise SweepAbortedError(f"{self.where} has had no worker for "
-                                    f"{DASK_WORKER_TIMEOUT_S:g} s ({cause})")
+                cluster, forked = _local_cluster(stack, distributed, jobs, processes)
+            client = distributed.Client(scheduler or cluster, timeout=timeout)
+        except DspsimInputError:
+            raise  # the probe's line, whole (it is a ValueError too)
+        except (OSError, TimeoutError, ValueError, TypeError, MemoryError) as e:  # TypeError:
+            # tls:// needs dask's TLS configuration (distributed.comm.tls)
+            raise DspsimInputError(f"cannot reach {where} within {timeout:g} s: "
+                                   f"{one_line(e)}") from None
+        stack.callback(_close, client)
+        try:
+            client.wait_for_workers(1, timeout=DASK_WORKER_TIMEOUT_S)
+        except (OSError, TimeoutError):
+            start = f"; start one with: dask worker {scheduler}" if scheduler else ""
+            raise DspsimInputError(f"{where} has no worker: none joined within "
+                                   f"{DASK_WORKER_TIMEOUT_S:g} s{start}") from None
+        if len(forked) > 1:  # forked together, they join together: start on them all
+            with contextlib.suppress(OSError, TimeoutError):
+                client.wait_for_workers(len(forked), timeout=timeout)
+        yield client, where
+
+
+def _quiet_dask_logs() -> Any:
+    """Silence dask's loggers, returning what restores them: dask's client logs a lost
+    connection as a traceback, and leaves the fetch of a result lost with its worker to
+    asyncio's "never retrieved": the sweep names it in one line."""
+    names = [n for n in logging.Logger.manager.loggerDict if n.split(".")[0] == "distributed"]
+    levels = {n: logging.getLogger(n).level for n in {"distributed", "asyncio", *names}}
+    for n in levels:
+        logging.getLogger(n).setLevel(logging.CRITICAL)
+
+    def restore() -> None:
+        gc.collect()  # what the closed client left is reported (and silenced) now
+        for n, level in levels.items():
+            logging.getLogger(n).setLevel(level)
+
+    return restore
+
+
+def _close(*things: Any) -> None:
+    """Close what is left, best effort: a list is of worker processes (every result is in)."""
+    for thing in things:
+        with contextlib.suppress(Exception):
+            if isinstance(thing, list):
+                stop_processes(thing)
+            elif thing is not None:
+                thing.close()
+
+
+def _local_cluster(stack: contextlib.ExitStack, distributed: Any, jobs: int,
+                   processes: bool) -> tuple[Any, list[Any]]:
+    """(a LocalCluster of ``jobs`` single-threaded workers, its worker processes when forked
+    from this one: :func:`dspsim.workers.can_fork_workers`, they start with dspsim imported
+    and die with it, each sent the scheduler's address once it is up); closed by ``stack``."""
+    import multiprocessing
+
+    n = max(1, jobs)
+    fork = processes and can_fork_workers()
+    pipes = [multiprocessing.Pipe(duplex=False) for _ in range(n)] if fork else []
+    forked = fork_processes((_serve_forked_worker, (r,)) for r, _ in pipes) if fork else []
+    cluster = None
+    stack.callback(lambda: _close(forked, cluster))
+    for r, _ in pipes:
+        r.close()
+    try:
+        cluster = distributed.LocalCluster(
+            n_workers=0 if fork else n, threads_per_worker=1, processes=processes,
+            dashboard_address=None, silence_logs=logging.ERROR)
+        for _, w in pipes:
+            w.send(cluster.scheduler_address)
+    finally:
+        for _, w in pipes:
+            w.close()
+    return cluster, forked
+
+
+def _check_workers(client: Any, where: str, since: float | None) -> float | None:
+    """Since when the cluster has been without a worker, or the client without its scheduler
+    (None: it has one); :class:`SweepAbortedError` once that is :data:`DASK_WORKER_TIMEOUT_S`."""
+    cause = "every worker died or left"
+    try:
+        if client.status == "running":
+            workers = len(client.nthreads())
+        else:
+            workers, cause = 0, f"the scheduler is lost: the client is {client.status}"
+    except (OSError, TimeoutError) as e:
+        workers, cause = 0, f"the scheduler is lost: {one_line(e)}"
+    now = time.monotonic()
+    if workers:
+        return None
+    if since is not None and now - since >= DASK_WORKER_TIMEOUT_S:
+        raise SweepAbortedError(f"{where} has had no worker for "
+                                f"{DASK_WORKER_TIMEOUT_S:g} s ({cause})")
+    return now if since is None else since
 
 
 def _serve_forked_worker(conn: Any) -> None:
-    """A forked worker process: one single-threaded dask worker (not profiling) on the scheduler
-    whose address arrives on ``conn``, until the cluster stops it."""
+    """A forked worker process: one single-threaded dask worker on the scheduler whose address
+    arrives on ``conn``, until the cluster stops it."""
     try:
         address = conn.recv()
     except (EOFError, OSError):  # the cluster did not start
@@ -339,7 +320,7 @@ def _serve_forked_worker(conn: Any) -> None:
 
 def evaluate_points(points: list[tuple[HardwareModel, Mapping[str, Any]]], fidelity: str,
                     op_files: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """:func:`evaluate_point` on each ``(model, point)`` of one dask task, after loading the op
+    """One dask task: :func:`evaluate_point` on each ``(model, point)``, after loading the op
     files the sweep's process loaded (a worker elsewhere has none)."""
     if op_files:
         load_op_files(op_files)
@@ -372,11 +353,11 @@ def batch_size(done_points: int, done_wall_s: float, *, submitted: int = 0,
 
 
 class _Batches:
-    """The points of ``todo`` as dask tasks of :func:`batch_size` points, at most ``window``
-    in flight; ``pending`` maps each future to its points."""
+    """The points of ``todo`` (``total`` of them) as dask tasks of :func:`batch_size` points,
+    at most ``window`` in flight; ``pending`` maps each future to its points."""
 
-    def __init__(self, sweep: Sweep, todo: Iterable[dict[str, Any]], client: Any,
-                 total: int | None, workers: int):
+    def __init__(self, sweep: Sweep, todo: Iterable[dict[str, Any]], client: Any, total: int,
+                 workers: int):
         self.sweep, self.it, self.client = sweep, iter(todo), client
         self.total, self.workers, self.window = total, workers, 2 * workers
         self.pending: dict[Any, list[dict[str, Any]]] = {}
@@ -384,9 +365,9 @@ class _Batches:
 
     def fill(self) -> None:
         while len(self.pending) < self.window:
-            left = None if self.total is None else max(0, self.total - self.sent)
             size = batch_size(self.points, self.wall_s, submitted=self.tasks,
-                              largest_done=self.largest, left=left, workers=self.workers)
+                              largest_done=self.largest, left=max(0, self.total - self.sent),
+                              workers=self.workers)
             batch = list(itertools.islice(self.it, size))
             if not batch:
                 return
@@ -423,15 +404,15 @@ def _wait(pending: Iterable[Any], deadline: float | None) -> set[Any]:
                                 f"{one_line(e)})") from None
 
 
-def dask_results(sweep: Sweep, todo: Iterable[dict[str, Any]], cluster: DaskCluster, started,
-                 timeout_s: float | None, total: int | None = None
+def dask_results(sweep: Sweep, todo: Iterable[dict[str, Any]], cluster: tuple[Any, str], started,
+                 timeout_s: float | None, total: int
                  ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """The points of ``todo`` (``total`` of them, when known) on ``cluster`` in batches
-    (:func:`batch_size`), each yielded as its batch completes; the workers are checked while
-    none completes, and ``timeout_s`` bounds the whole."""
+    """The ``total`` points of ``todo`` on ``cluster`` (:func:`dask_client`) in batches, each
+    yielded as its batch completes; ``timeout_s`` bounds the whole."""
     started()
-    batches = _Batches(sweep, todo, cluster.client, total,
-                       max(1, sum(cluster.client.nthreads().values())))
+    client, where = cluster
+    batches = _Batches(sweep, todo, client, total, max(1, sum(client.nthreads().values())))
+    workerless_since = None
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     batches.fill()
     while batches.pending:
@@ -450,5 +431,5 @@ def dask_results(sweep: Sweep, todo: Iterable[dict[str, Any]], cluster: DaskClus
             fetched += 1
             yield from batches.done(f, results)
         if not fetched:
-            cluster.check_workers()
+            workerless_since = _check_workers(client, where, workerless_since)
         batches.fill()

@@ -1,6 +1,5 @@
 """The files of a sweep: the table (``.csv`` or ``.parquet``), its journal (the CSV itself, or
-``FILE.parquet.journal.csv``) and its sidecar ``FILE.sweep.json``, each written whole
-atomically (:func:`dspsim.paths.atomic_write`: a temporary file, fsynced, renamed over it)."""
+``FILE.parquet.journal.csv``) and its sidecar ``FILE.sweep.json``."""
 
 from __future__ import annotations
 
@@ -31,8 +30,8 @@ def check_extension(p: Path, what: str) -> None:
 
 def check_out(out: str | Path) -> Path:
     """The sweep's output path, checked before anything runs: its extension, pyarrow for
-    parquet, and that it, its journal and its sidecar are regular files or absent (``/dev/full``
-    would be read forever), with names that fit, and three files, not one under two names."""
+    parquet; it, its journal and its sidecar regular files or absent (``/dev/full`` would be
+    read forever), with names that fit, three files, not one under two names."""
     p = Path(out)
     check_extension(p, "output")
     if p.suffix == ".parquet":

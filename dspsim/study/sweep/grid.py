@@ -1,13 +1,9 @@
-"""The grid of a sweep: ordered (key, values) axes over a base model, at one fidelity, and the
-columns of its table.
-
-The grid is the cartesian product of the keys, the first outermost. ``op`` (default: a run's),
-the variant (``variant`` or ``mode``, its older name; default: the op's studied variants) and
-the input size (``n`` for a 1-D op, ``shape`` for a 2-D one; default: the op's) are always
-swept: given with ``--param`` they take their place among the keys, else they come last, in
-that order. ``--set`` fixes a model key for every point; the fidelity defaults to ``tile``.
-Result columns of a memory come once per memory of the model, named by it (J6's one memory:
-``ddr_read_bytes`` ...): a sweep cannot add or remove a memory, so its columns are fixed.
+"""The grid of a sweep: the cartesian product of ordered (key, values) axes, the first
+outermost, over a base model at one fidelity (default ``tile``), and the columns of its table.
+``op`` (default: a run's), the variant (``variant`` or ``mode``, its older name; default: the
+op's studied variants) and the input size (``n`` for a 1-D op, ``shape`` for a 2-D one) are
+always swept: given with ``--param`` they take their place among the keys, else they come last.
+A memory's result columns are named by it (``ddr_read_bytes``): a sweep cannot add a memory.
 """
 
 from __future__ import annotations
@@ -57,9 +53,8 @@ MAX_POINTS = 10_000_000
 
 @dataclass(frozen=True)
 class Sweep:
-    """A grid of points: ordered (key, values) axes over a base model, at one fidelity. A sweep
-    of several models has a ``model`` axis (outermost) whose values are the labels of
-    ``models``; ``model`` is then the first of them."""
+    """A grid of points. A sweep of several models has a ``model`` axis (outermost) whose values
+    are the labels of ``models``; ``model`` is then the first of them."""
 
     axes: tuple[tuple[str, tuple[Any, ...]], ...]
     model: HardwareModel
@@ -105,6 +100,7 @@ class Sweep:
             yield dict(zip(grid, combo))
 
     def identity(self, point: Mapping[str, Any]) -> tuple[str, ...]:
+        """A point's parameter cells, in :attr:`keys` order, as canonical text."""
         return tuple(format_value(point[k]) for k in self.keys)
 
     @functools.cached_property
@@ -137,27 +133,17 @@ class Sweep:
                 f"sweep has {','.join(self.columns)}); choose another --out or delete it")
 
     @property
-    def channels(self) -> int:
-        """iDMA channels to give busy columns to: the most any point has."""
-        own = [m.idma.channels for _, m in self.models] or [self.model.idma.channels]
-        return max(dict(self.axes).get("idma.channels", own))
-
-    @property
-    def memories(self) -> dict[str, None]:
-        """Every memory of the sweep's models, in the order first met."""
-        models = [m for _, m in self.models] or [self.model]
-        return {name: None for m in models for name in m.memories}
-
-    @property
     def columns(self) -> list[str]:
-        """The table's columns: :attr:`keys`, then the results (``docs/reference.md``). A sweep
-        of several models has every model's memories' columns."""
-        memories = list(self.memories)
+        """The table's columns: :attr:`keys`, then the results (``docs/reference.md``): every
+        memory of the sweep's models, busy columns for the most iDMA channels any point has."""
+        models = [m for _, m in self.models] or [self.model]
+        memories = list(dict.fromkeys(name for m in models for name in m.memories))
 
         def per_memory(*what: str) -> list[str]:
             return [f"{m}_{w}" for m in memories for w in what]
 
-        busy = ["core_busy_cycles"] + [f"idma{c}_busy_cycles" for c in range(self.channels)]
+        channels = max(dict(self.axes).get("idma.channels", [m.idma.channels for m in models]))
+        busy = ["core_busy_cycles"] + [f"idma{c}_busy_cycles" for c in range(channels)]
         return [
             *self.keys, *TIME_COLUMNS, *per_memory("read_bytes", "write_bytes"), *busy,
             *per_memory("busy_cycles"), *per_memory("stall_cycles"), *WAIT_COLUMNS,
@@ -232,8 +218,8 @@ def build_sweep(params: Sequence[str] | Mapping[str, Any] = (), *,
                 fidelity: str | None = None, spec: str | Path | None = None,
                 models: Sequence[str | Path] | None = None) -> Sweep:
     """A sweep of ``--param`` texts (or a key -> values mapping), ops, variants (or modes), n or
-    shapes (each a list, the command line's text or one value), a model (or several:
-    ``models``, a ``model`` column), fixed overrides, a fidelity and a spec file's values."""
+    shapes (each a list, the command line's text or one value), a model (or several), fixed
+    overrides, a fidelity and a spec file's values."""
     loaded = load_spec(spec) if spec is not None else {"params": {}, "overrides": {}}
     given = {"op": op, "variant": variants, "mode": modes, "n": n, "shape": shape}
     axes = _swept(loaded, params)
@@ -280,30 +266,25 @@ def _swept(loaded: Mapping[str, Any], params: Sequence[str] | Mapping[str, Any]
 
 def _given(loaded: Mapping[str, Any], given: Mapping[str, Any], axes: Mapping[str, Any]
            ) -> dict[str, list[Any]]:
-    """The special keys the options give (they replace the spec file's scalars: ``--mode``
-    replaces the file's variant too, and so on); one also swept is an error."""
+    """The special keys the options give (they replace the spec file's: ``--mode`` its variant
+    too); one also swept is an error."""
     extra: dict[str, list[Any]] = {}
     for key in SPECIAL_KEYS:
         value = given[key]
+        group = VARIANT_KEYS if key in VARIANT_KEYS else SIZE_KEYS if key in SIZE_KEYS else ()
         if value is not None:
             if key in axes:
                 raise DspsimInputError(f"sweep key {key!r} is given twice (--{key} and --param)")
             value = list(value) if isinstance(value, list | tuple) else value
             extra[key] = spec_values(key, value)
-        elif key not in axes and key in loaded:
+        elif key not in axes and key in loaded and all(given[k] is None for k in group):
             extra[key] = loaded[key]
-    for group in (VARIANT_KEYS, SIZE_KEYS):
-        if any(given[k] is not None for k in group):
-            for k in group:
-                if given[k] is None:
-                    extra.pop(k, None)
     return extra
 
 
 def _special_axes(axes: dict[str, list[Any]], extra: dict[str, list[Any]]
                   ) -> dict[str, list[Any]]:
-    """``axes`` with op, variant and size: swept keys keep their place; the others come last,
-    in this order."""
+    """``axes`` with op, variant and size: swept keys keep their place, the others come last."""
     axes.setdefault("op", extra.pop("op", [DEFAULT_OP]))
     ops = [get_op(name) for name in axes["op"]]
     for key in VARIANT_KEYS:

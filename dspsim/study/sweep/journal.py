@@ -1,22 +1,17 @@
-"""Running a sweep into a file without ever losing work: the journal, resuming, locking
-(``docs/sweeps.md``).
-
-- The journal (a CSV: the file itself, or ``FILE.parquet.journal.csv``) gets its header first,
-  then each finished point as one line, flushed at once (``kill -9`` loses nothing written) and
-  fsynced at most every second and at the end. A complete grid is rewritten in grid order, or
-  into the parquet file (the journal then removed), atomically. A point that fails is recorded
-  with its error and the sweep goes on.
-- The file is a cache of points (:mod:`.key`, :mod:`.sidecar`, :mod:`.resume`): a rerun reads
-  the rows as a stream and computes only the points no row has the key of; rows of another
-  sweep, or without their sidecar, are refused. ``retry_failed`` computes failed points again.
-- Memory is bounded whatever the grid: points are generated as they are handed out, and the
-  resume state is one byte per grid point (eight more while the table is put in grid order).
-- Only one sweep may write a file at a time (an advisory lock on it).
+"""Running a sweep into a file without ever losing work (``docs/sweeps.md``). The journal (the
+CSV itself, or ``FILE.parquet.journal.csv``) gets its header, then each finished point as one
+line, flushed at once (``kill -9`` loses nothing written), fsynced at most every second; a
+complete grid is rewritten in grid order, or into the parquet file, atomically. The file is a
+cache of points (:mod:`.table`): a rerun computes only the points no row has the key of. Memory
+is bounded whatever the grid: points are generated as they are handed out, and the resume state
+is one byte per grid point (eight more while the table is put in grid order). Only one sweep may
+write a file at a time (an advisory lock on it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import itertools
 import json
 import os
@@ -31,16 +26,25 @@ from dspsim.errors import DspsimInputError
 from dspsim.paths import atomic_write, atomic_write_text
 from dspsim.study.sweep.executors import (
     EXECUTORS,
-    DaskCluster,
     check_scheduler,
+    dask_client,
     dask_results,
     import_dask,
     local_results,
 )
 from dspsim.study.sweep.files import check_out, csv_line, journal_path, sidecar_path
 from dspsim.study.sweep.grid import Sweep
-from dspsim.study.sweep.resume import DONE, FAILED, MISSING, Cache, journal_lines, read_header
 from dspsim.study.sweep.sidecar import compare, read_sidecar, sweep_meta
+from dspsim.study.sweep.table import (
+    DONE,
+    FAILED,
+    MISSING,
+    Cache,
+    journal_lines,
+    read_header,
+    read_parquet,
+    typed_frame,
+)
 from dspsim.study.sweep.values import format_value
 from dspsim.workers import MAX_JOBS, check_jobs  # noqa: F401 - the sweep's names for them
 
@@ -98,21 +102,20 @@ def _check_unlocked(path: Path) -> None:
 
 
 class _Journal:
-    """Append-only CSV: one line per finished point, flushed at once, fsynced every second."""
+    """The journal opened to append: its first ``good_bytes`` kept (a line torn by a kill cut
+    off; none: begun with ``header``), a whole last row without its newline ended."""
 
-    def __init__(self, path: Path, header: list[str], good_bytes: int, fresh: bool,
-                 unterminated: bool = False):
+    def __init__(self, path: Path, header: list[str], good_bytes: int, unterminated: bool):
         self.path = path
         self.failed = False  # a write failed (full disk, file-size limit): reported once
         self.f = open(path, "a+b")  # noqa: SIM115 - closed in close()
         try:
             _lock(self.f, path)
-            if fresh:
-                self.f.truncate(0)
-                self._write(csv_line(header))
-            elif self.f.seek(0, os.SEEK_END) != good_bytes:
-                self.f.truncate(good_bytes)  # drop a line torn by a kill
+            if self.f.seek(0, os.SEEK_END) != good_bytes:
+                self.f.truncate(good_bytes)
             self.f.seek(0, os.SEEK_END)
+            if not good_bytes:
+                self._write(csv_line(header))
             if unterminated:  # a whole last row without its newline: end it
                 self._write(b"\n")
             self.fsync()
@@ -152,24 +155,19 @@ class _Journal:
                 self.f.close()
 
 
-def _has_rows(journal: Path) -> bool:
-    """Whether a line after the header is not blank (read up to the first)."""
-    return any(line for _, line, _ in journal_lines(journal))
-
-
 def _open(sweep: Sweep, out: Path, journal: Path
           ) -> tuple[bool, Cache, list[list[str]], dict[str, Any] | None, bool]:
-    """(whether the journal has its header, the cache of what the files hold, the rows of an
-    earlier parquet file, the file's sidecar, whether to write the sidecar) for ``sweep``."""
+    """(whether the journal has its header, the cache of what the files hold, an earlier
+    parquet file's rows, the file's sidecar, whether to write the sidecar)."""
     header = read_header(journal)[0] if journal.exists() else []
     if header:
         sweep.check_columns(journal, header)
     parquet: list[list[str]] = []
     if out.suffix == ".parquet" and out.exists():
-        from dspsim.study.sweep.table import parquet_rows
-
-        parquet = parquet_rows(out, sweep)
-    old = read_sidecar(out) if parquet or (header and _has_rows(journal)) else None
+        columns, parquet = read_parquet(out)
+        sweep.check_columns(out, columns)
+    has_rows = header and any(line for _, line, _ in journal_lines(journal))  # up to the first
+    old = read_sidecar(out) if parquet or has_rows else None
     cache = Cache(sweep, old)
     for _ in cache.scan(journal if header else None, parquet):
         pass
@@ -182,8 +180,8 @@ def _open(sweep: Sweep, out: Path, journal: Path
 
 def _rewrite_journal(journal: Path, sweep: Sweep, old: dict[str, Any] | None,
                      parquet: list[list[str]], drop_failed: bool) -> None:
-    """Rewrite the journal (atomically) with only the rows that count, and an earlier parquet
-    file's; without the failed points' with ``drop_failed``."""
+    """Rewrite the journal (atomically) with only the rows that count, an earlier parquet
+    file's too, the failed points' too unless ``drop_failed``."""
     cache = Cache(sweep, old)
 
     def write(f) -> None:
@@ -195,8 +193,7 @@ def _rewrite_journal(journal: Path, sweep: Sweep, old: dict[str, Any] | None,
 
 
 def check_run(out: str | Path, executor: str, scheduler: str | None, jobs: int) -> Path:
-    """The checked ``out`` of a sweep run by ``executor`` on ``jobs`` workers (refused while
-    another sweep writes it)."""
+    """The checked ``out`` of a sweep run by ``executor`` on ``jobs`` workers."""
     out = check_out(out)
     if executor not in EXECUTORS:
         raise DspsimInputError(f"executor {executor!r}: allowed {', '.join(EXECUTORS)}")
@@ -233,16 +230,15 @@ def run_sweep(sweep: Sweep, out: str | Path, *, jobs: int = 1, executor: str = "
         cluster = None
         if executor == "dask" and resumed < sweep.size:  # connect before writing anything
             cluster = stack.enter_context(
-                DaskCluster(scheduler, min(jobs, sweep.size - resumed), dask_processes))
+                dask_client(scheduler, min(jobs, sweep.size - resumed), dask_processes))
         if parquet or (header and (not cache.clean or retry)):  # one row a point, all keyed
             _rewrite_journal(journal, sweep, old, parquet, drop_failed=retry)  # before the
-            header, cache.good, cache.unterminated = True, journal.stat().st_size, False
+            cache.good, cache.unterminated = journal.stat().st_size, False
         if rewrite:  # sidecar that keys them
             atomic_write_text(side, json.dumps(sweep_meta(sweep), indent=2), "sweep sidecar")
         # never more workers than points to compute (a pool of 5,000 for 3 points would hang)
         workers = max(1, min(jobs, sweep.size - resumed))
-        writer = _Journal(journal, sweep.columns, cache.good, fresh=not header,
-                          unterminated=cache.unterminated)
+        writer = _Journal(journal, sweep.columns, cache.good, cache.unterminated)
         computed = _run_points(sweep, writer, cache.state, resumed, workers, cluster,
                                progress, timeout_s)
     failed = _finish(sweep, out, journal)
@@ -251,10 +247,9 @@ def run_sweep(sweep: Sweep, out: str | Path, *, jobs: int = 1, executor: str = "
 
 
 def _run_points(sweep: Sweep, writer: _Journal, state: bytearray, resumed: int, jobs: int,
-                cluster: DaskCluster | None, progress: bool | None,
+                cluster: tuple[Any, str] | None, progress: bool | None,
                 timeout_s: float | None) -> int:
-    """Compute the missing points, appending each row as it completes (``writer`` closed at
-    the end); returns how many were computed."""
+    """Compute the missing points, appending each row as it completes; returns how many."""
     todo = (p for i, p in enumerate(sweep.points()) if state[i] == MISSING)  # a generator
     show = sys.stderr.isatty() if progress is None else progress
     bars: list[Any] = []  # the progress bar, once the workers are up
@@ -314,11 +309,7 @@ def _finish(sweep: Sweep, out: Path, journal: Path) -> int:
         if not in_order:
             atomic_write(out, write, "sweep table")
     else:
-        import csv as _csv
-
-        from dspsim.study.sweep.table import typed_frame
-
-        df = typed_frame(sweep, [r for line in lines() for r in _csv.reader([line.decode()])])
+        df = typed_frame(sweep, [r for line in lines() for r in csv.reader([line.decode()])])
         atomic_write(out, lambda f: df.to_parquet(f, index=False), "sweep table")
         journal.unlink(missing_ok=True)
     return cache.state.count(FAILED)

@@ -1,8 +1,8 @@
 """Values of a swept key that did not move the answer, as ``dspsim sweep`` and ``dspsim plot
-sweep`` print them: for each swept model key and setting of the other parameter columns, the
-values whose points gave identical cycles form a group (one note for the same group at several
-settings), with the op's reason when it gives one (:meth:`dspsim.ops.base.Op.same_cycles_reason`,
-from each value's model: the sweep's sidecar gives its model file and fixed keys).
+sweep`` print them: per swept model key and setting of the other parameter columns, the values
+whose points gave identical cycles form a group (one note for a group at several settings), with
+the op's reason when it gives one (:meth:`dspsim.ops.base.Op.same_cycles_reason`, from each
+value's model, which the sidecar gives).
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ def _model(source: str, overrides: tuple[tuple[str, Any], ...]) -> Any:
 
 
 def sidecar_models(path: str | Path) -> ModelAt | None:
-    """The model of each point of a sweep file, from its sidecar (the model file and the
-    keys it held fixed) and the point's parameter cells; None without a readable sidecar."""
+    """The model of each point of a sweep file, from its sidecar (the model file, the keys it
+    held fixed) and the point's parameter cells; None without a readable sidecar."""
     try:
         doc = read_sidecar(Path(path))
     except (DspsimInputError, OSError):
@@ -80,8 +80,7 @@ def sidecar_models(path: str | Path) -> ModelAt | None:
 
 def _reason(setting: Mapping[str, Any], key: str, values: tuple,
             model_at: ModelAt | None = None) -> str | None:
-    """The op's reason for the group at ``setting`` (its op, variant and size), if it gives
-    one; ``model_at`` gives each value's model."""
+    """The op's reason for the group at ``setting`` (its op, variant and size), if any."""
     op = get_op(str(setting.get("op", DEFAULT_OP)))
     variant = next((str(setting[k]) for k in VARIANT_KEYS if k in setting), op.default_variant)
     if "n" in setting:
@@ -104,13 +103,13 @@ def _lines(key: str, values: tuple, where: list[tuple[dict[str, Any], int]],
            model_at: ModelAt | None = None) -> list[str]:
     """A group's notes: one per reason the op gives at its settings' ops, variants and sizes
     (a key that does not act in direct may be port-bound in another variant)."""
-    by_run: dict[tuple, list[tuple[dict[str, Any], int]]] = {}
+    reasons: dict[tuple, str | None] = {}  # asked once per run: its op, variant and size
+    by_reason: dict[str | None, list[tuple[dict[str, Any], int]]] = {}
     for setting, cycles in where:
         run = tuple(setting.get(k) for k in ("op", *VARIANT_KEYS, "n", "shape"))
-        by_run.setdefault(run, []).append((setting, cycles))
-    by_reason: dict[str | None, list[tuple[dict[str, Any], int]]] = {}
-    for part in by_run.values():
-        by_reason.setdefault(_reason(part[0][0], key, values, model_at), []).extend(part)
+        if run not in reasons:
+            reasons[run] = _reason(setting, key, values, model_at)
+        by_reason.setdefault(reasons[run], []).append((setting, cycles))
     return [_line(key, values, part, reason) for reason, part in by_reason.items()]
 
 
@@ -128,9 +127,8 @@ def _line(key: str, values: tuple, where: list[tuple[dict[str, Any], int]],
 
 def identical_cycles_notes(df: pd.DataFrame, limit: int = MAX_NOTES,
                            model_at: ModelAt | None = None) -> list[str]:
-    """The note lines of a sweep table (:func:`dspsim.study.sweep.read_sweep`): groups' notes
-    until ``limit`` lines (a group whole), then one line counting the groups left;
-    ``model_at`` (:func:`sidecar_models`) lets an op give reasons that need each run's model."""
+    """The note lines of a sweep table: groups' notes until ``limit`` lines (a group whole),
+    then one counting the groups left; ``model_at`` (:func:`sidecar_models`): each run's model."""
     if "cycles" not in df.columns:
         return []
     ok = ok_rows(df)
@@ -156,8 +154,7 @@ def identical_cycles_notes(df: pd.DataFrame, limit: int = MAX_NOTES,
 
 
 def identical_cycles_notes_of(path: Any) -> list[str]:
-    """:func:`identical_cycles_notes` of a sweep file; none when it cannot be read back whole
-    (larger than a table read back, or damaged: what reads it says so)."""
+    """:func:`identical_cycles_notes` of a sweep file; none when it cannot be read back whole."""
     try:
         return identical_cycles_notes(read_sweep(path), model_at=sidecar_models(path))
     except DspsimInputError:

@@ -1,36 +1,51 @@
-"""A sweep's sidecar ``FILE.sweep.json`` (its fields: ``docs/reference.md``, "Sweep tables and
-their sidecar"): what the file's rows were computed with, so that each row's key can be made
-again on resume. A format-3 sidecar (dspsim 0.2.0: every op's keys) is read with the other ops'
-keys left out and rewritten as format 4. A damaged sidecar (anything wrong), or one of another
-sweep, is refused; a grid that contains the recorded one extends the file (a note).
+"""A sweep's sidecar ``FILE.sweep.json`` (``docs/reference.md``, "Sweep tables and their
+sidecar"): what the file's rows were computed with, so that each row's key can be made again on
+resume. A point's key (:func:`point_key`) hashes everything its result depends on: ``model``
+(every hardware key and the point's op's own keys, each as its canonical text), ``op``,
+``variant``, ``shape``, ``fidelity`` and ``version``; nothing else (the keys' order, the commit,
+another op's keys). A format-3 sidecar (every op's keys) is read with the other ops' keys left
+out and rewritten as format 4. A damaged sidecar, or another sweep's, is refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
 import json
 import os
 import re
 import stat
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import all_keys, check_value, is_memory_section, key_type, memory_keys
+from dspsim.config import (
+    HARDWARE,
+    all_keys,
+    check_value,
+    is_memory_section,
+    key_type,
+    memory_keys,
+    model_key,
+)
 from dspsim.errors import DspsimInputError
 from dspsim.paths import BOM
 from dspsim.platform import FIDELITIES
 from dspsim.run import git_sha
+from dspsim.schema import OP_SCHEMAS
 from dspsim.study.sweep.files import sidecar_path
 from dspsim.study.sweep.grid import Sweep
-from dspsim.study.sweep.key import (
-    applies,
-    canon,
-    key_default,
-    key_optional,
-    sweep_values,
-    sweep_version,
+from dspsim.study.sweep.values import (
+    MODEL_KEY,
+    SPECIAL_KEYS,
+    VARIANT_KEYS,
+    format_value,
+    parse_shape,
 )
-from dspsim.study.sweep.values import MODEL_KEY, format_value
+from dspsim.tables import MemoryCfg
+from dspsim.version import __version__
 
 SIDECAR_KEYS = ("format", "format_version", "columns", "fidelity", "grid", "fixed_model",
                 "model_source", "dspsim_version", "git_sha")
@@ -40,7 +55,67 @@ READS = (3, 4)  # format 3 is resumed and rewritten as 4
 MAX_SIDECAR_BYTES = 256 << 20
 SHA = r"[0-9a-f]{40}([0-9a-f]{24})?"  # a git commit: SHA-1 or SHA-256
 
-__all__ = ["SIDECAR_KEYS", "compare", "key_default", "read_sidecar", "sweep_meta"]
+
+
+
+def applies(key: str, ops: Iterable[str]) -> bool:
+    """Whether model key ``key`` can act on a point of one of ``ops``: a hardware key, or a key
+    of one of the ops."""
+    section = key.partition(".")[0]
+    return section not in OP_SCHEMAS or section in set(ops)
+
+
+@functools.lru_cache(maxsize=1 << 16, typed=True)  # typed: True is not 1
+def canon(key: str, value: Any) -> str:
+    """A model key's value as its canonical text (a float key's ``100`` is ``100.0``)."""
+    return format_value(float(value) if key_type(key) is float else value)
+
+
+def key_default(key: str) -> Any:
+    """The value a model key takes when a model file does not give it (None: it must)."""
+    return model_key(key).default
+
+
+def key_optional(key: str) -> bool:
+    """Whether a model file (and so a sidecar's ``fixed_model``) may leave ``key`` out: a
+    hardware key whose default is None, such as a memory's ``write_latency_cycles``."""
+    k = model_key(key)
+    table = MemoryCfg if is_memory_section(k.section) else HARDWARE.get(k.section)
+    return table is not None and any(f.name == k.short and f.default is None
+                                     for f in dataclasses.fields(table))
+
+
+def sweep_values(flat: Mapping[str, Any], swept: Iterable[str], ops: Iterable[str]
+                 ) -> dict[str, Any]:
+    """The values a sweep of ``ops`` records of one model (``flat``: ``HardwareModel.flat()``):
+    the keys that apply to its ops and that it does not sweep."""
+    swept, ops = set(swept), tuple(ops)
+    return {k: v for k, v in flat.items() if k not in swept and applies(k, ops)}
+
+
+def sweep_version(ops: Iterable[str]) -> str:
+    """The version a sweep of ``ops`` keys its rows by: dspsim's, and after a ``+`` a digest of
+    the op files declaring any of ``ops`` (a changed file computes its rows again)."""
+    from dspsim.ops.fileop import op_file_digest
+
+    digest = op_file_digest(ops)
+    return __version__ if digest is None else f"{__version__}+opfile.{digest}"
+
+
+def point_key(fixed: Mapping[str, Any], point: Mapping[str, Any], fidelity: str,
+              version: str = __version__) -> str:
+    """The key of ``point`` (its swept keys' values, ``op``, the variant, ``n`` or ``shape``) on
+    a model whose other values are ``fixed`` (canonical text or values), at ``fidelity``."""
+    op = str(point["op"])
+    values = {**fixed, **{k: v for k, v in point.items()
+                          if k not in SPECIAL_KEYS and k != MODEL_KEY}}
+    variant = next((point[k] for k in VARIANT_KEYS if k in point), None)
+    shape = list(parse_shape(point["shape"])) if "shape" in point else [int(point["n"])]
+    doc = {"model": {k: canon(k, v) for k, v in values.items() if applies(k, (op,))},
+           "op": op, "variant": variant, "shape": shape, "fidelity": fidelity,
+           "version": version}
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 class _DamagedError(ValueError):
@@ -87,7 +162,7 @@ def _load(side: Path) -> Any:
 
 def read_sidecar(out: Path) -> dict[str, Any]:
     """The checked sidecar of ``out`` (which holds rows), its ``fixed_model`` limited to the
-    keys that apply to its ops; one-line errors when it is missing or damaged."""
+    keys that apply to its ops; one line when it is missing or damaged."""
     side = sidecar_path(out)
     what = f"{out} holds finished rows but its sidecar {side.name}"
     try:
@@ -182,8 +257,8 @@ def _check_models(doc: dict[str, Any], swept: list[str]) -> None:
 
 def _check_fixed(fixed: Any, swept: list[str], ops: list[str], every_op: bool,
                  what: str) -> None:
-    """One model's fixed values: every key that applies and is not swept (one with a default
-    may be missing: newer than the file), each of its type and in its range."""
+    """One model's fixed values: every key that applies and is not swept (but one with a
+    default: newer than the file), each of its type and in its range."""
     if not isinstance(fixed, dict):
         raise _DamagedError(f"{what} is not an object")
     memories = dict.fromkeys(k.split(".", 1)[0] for k in [*fixed, *swept]
@@ -207,11 +282,8 @@ def _check_fixed(fixed: Any, swept: list[str], ops: list[str], every_op: bool,
 
 def _check_model_value(key: str, value: Any) -> None:
     t = key_type(key)
-    ok = (isinstance(value, bool) if t is bool
-          else isinstance(value, int) and not isinstance(value, bool) if t is int
-          else isinstance(value, int | float) and not isinstance(value, bool) if t is float
-          else isinstance(value, str))
-    if not ok:
+    kind = int | float if t is float else t  # an int is a float's value; a bool is only a bool
+    if isinstance(value, bool) != (t is bool) or not isinstance(value, kind):
         raise _DamagedError(f"fixed_model {key} = {_text(value)} is not of type {t.__name__}")
     try:
         check_value(key, value)
@@ -231,9 +303,9 @@ def _different(out: Path, what: str) -> DspsimInputError:
 
 
 def compare(out: Path, sweep: Sweep, old: dict[str, Any], rows: int) -> bool:
-    """Refuse ``old`` (a checked sidecar of ``out``) when it is another sweep's; print a note
-    when the sweep extends the grid, a key is newer than the file, or another dspsim version
-    computed the rows (computed again). Returns whether to rewrite the sidecar."""
+    """Refuse ``old`` (a checked sidecar of ``out``) when it is another sweep's; a note when the
+    sweep extends the grid, a key is newer than the file, or another dspsim version computed
+    the rows. Returns whether to rewrite the sidecar."""
     new = sweep_meta(sweep)
     if old["columns"] != new["columns"]:
         raise _different(out, f"columns {','.join(old['columns'])} there, "

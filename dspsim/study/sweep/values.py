@@ -1,12 +1,9 @@
 """Sweep keys and their values: types, checks, ``V1,V2,...`` lists and ``START:STOP:STEP``
-ranges, and the canonical text of a value in a sweep table.
-
-A sweep key is a model key or ``op``, ``variant`` (``mode``: its older name; a table keeps the
-name used), ``n`` (a 1-D op's float32 elements), ``shape`` (a 2-D op's ``ROWSxCOLS``) or, in a
-sweep of several models, ``model`` (a model's name, or its path when two share a name).
-``START:STOP:STEP`` (numeric keys, STEP > 0, START <= STOP) includes STOP when it lands on the
-grid (``1:10:4`` is 1, 5, 9; ``0.1:0.5:0.1`` is 0.1 ... 0.5). Values are checked against their
-key before anything runs; variants and shapes against the ops when the grid is built.
+ranges (numeric keys; STOP included when it lands on the grid: ``1:10:4`` is 1, 5, 9), and the
+canonical text of a value in a table. A sweep key is a model key or ``op``, ``variant``
+(``mode``: its older name; a table keeps the name used), ``n`` (a 1-D op's float32 elements),
+``shape`` (a 2-D op's ``ROWSxCOLS``) or, in a sweep of several models, ``model`` (a model's
+name, or its path when two share a name). Values are checked before anything runs.
 """
 
 from __future__ import annotations
@@ -117,6 +114,11 @@ def format_value(value: Any) -> str:
 def canon_text(key: str, text: str) -> str:
     """Canonical text of a parameter cell read back from a file (``100`` of a float key is
     ``100.0``)."""
+    return format_value(cell_value(key, text))
+
+
+def cell_value(key: str, text: str) -> Any:
+    """A parameter cell read back from a file as its key's value; ``ValueError`` otherwise."""
     t = key_type(key)
     if key == "shape":
         try:
@@ -128,9 +130,9 @@ def canon_text(key: str, text: str) -> str:
     if t is bool:
         if text.strip().lower() not in ("true", "false"):
             raise ValueError(f"{key} value {text!r} is not true or false")
-        return text.strip().lower()
+        return text.strip().lower() == "true"
     if t is int and re.fullmatch(r"\s*[+-]?[0-9]{1,30}\s*", text):
-        return str(int(text))  # exactly: float() would round 99999999999999999999999
+        return int(text)  # exactly: float() would round 99999999999999999999999
     try:
         number = float(text)
     except ValueError:
@@ -140,8 +142,8 @@ def canon_text(key: str, text: str) -> str:
     if t is int:
         if not number.is_integer():
             raise ValueError(f"{key} value {text!r} is not an integer")
-        return str(int(number))
-    return repr(number)
+        return int(number)
+    return number
 
 
 def _parse_number(key: str, text: str, what: str = "value") -> int | float:
@@ -155,7 +157,7 @@ def _parse_number(key: str, text: str, what: str = "value") -> int | float:
 
 def value_count(key: str, text: str) -> int:
     """How many values ``KEY=TEXT`` gives, without building or checking them (a malformed text
-    counts as its items: parsing it later says what is wrong)."""
+    counts as its items: parsing it says what is wrong)."""
     text = text.strip()
     if ":" not in text:
         return len(text.split(","))
@@ -189,18 +191,6 @@ def _range_count(key: str, text: str) -> tuple[Any, Any, Any, int]:
     return start, stop, step, count
 
 
-def _range_values(key: str, text: str) -> list[Any]:
-    t = key_type(key)
-    start, stop, step, count = _range_count(key, text)
-    if count > MAX_VALUES_PER_KEY:
-        raise DspsimInputError(
-            f"{key}={text}: {count:,} values; at most {MAX_VALUES_PER_KEY:,} per key")
-    if t is int:
-        return list(range(start, start + count * step, step))
-    # 12 significant digits: 0.1 + 2 * 0.1 is 0.3, not 0.30000000000000004
-    return [float(f"{start + i * step:.12g}") for i in range(count)]
-
-
 def parse_values(key: str, text: str) -> list[Any]:
     """Values of ``KEY=TEXT``: ``V1,V2,...`` or ``START:STOP:STEP``, checked and coerced."""
     t = key_type(key)
@@ -208,7 +198,13 @@ def parse_values(key: str, text: str) -> list[Any]:
     if not text:
         raise DspsimInputError(f"{key}: no values; give V1,V2,... or START:STOP:STEP")
     if ":" in text:
-        raw: list[Any] = _range_values(key, text)
+        start, stop, step, count = _range_count(key, text)
+        if count > MAX_VALUES_PER_KEY:
+            raise DspsimInputError(
+                f"{key}={text}: {count:,} values; at most {MAX_VALUES_PER_KEY:,} per key")
+        # 12 significant digits: 0.1 + 2 * 0.1 is 0.3, not 0.30000000000000004
+        raw: list[Any] = (list(range(start, start + count * step, step)) if t is int
+                          else [float(f"{start + i * step:.12g}") for i in range(count)])
     else:
         items = [s.strip() for s in text.split(",")]
         if any(not s for s in items):
@@ -245,8 +241,7 @@ def parse_param(item: str) -> tuple[str, list[Any]]:
 
 
 def spec_values(key: str, value: Any) -> list[Any]:
-    """Values of a key given as data (a spec file, a mapping): a list, the command line's text,
-    or one scalar."""
+    """Values of a key given as data: a list, the command line's text, or one scalar."""
     if isinstance(value, str):
         return parse_values(key, value)
     if key == "shape" and isinstance(value, list | tuple) and value and all(
