@@ -731,3 +731,25 @@ def test_a_key_the_runs_ignore_is_refused():
                          "--free", "layernorm.eps=0:1")
     assert code == 2 and not out, out + err
     assert err.count("\n") == 1 and "layernorm.eps" in err and "changes no measurement" in err
+
+
+def test_integer_interval_ends_compare_exactly_at_large_values():
+    """An integer key's interval is at its search end only when it reaches it exactly: at 3e9
+    bytes a relative tolerance of 1e-9 would take 3,000,000,001 for 3,000,000,002."""
+    import numpy as np
+
+    from dspsim.study.calibrate.measure import FreeParam
+    from dspsim.study.calibrate.problem import FitPoint, _interval
+
+    hi = 3_000_000_002
+    p = FreeParam("ddr.size_bytes", 4096, hi, True)
+
+    class Grid:  # the one thing _interval asks of a Problem
+        def combos(self) -> list[dict[str, float]]:
+            return [{p.key: v} for v in (4096, hi - 1, hi)]
+
+    good = [FitPoint({p.key: float(hi - 1)}, np.zeros(1))]
+    short = _interval(Grid(), p, good, None, False)
+    assert (short.lo, short.hi, short.reaches_search_bound) == (hi - 1, hi - 1, False)
+    reached = _interval(Grid(), p, [FitPoint({p.key: float(hi)}, np.zeros(1))], None, False)
+    assert reached.reaches_search_bound

@@ -439,7 +439,9 @@ def _interval(prob: Problem, p: FreeParam, good: list[FitPoint],
     else:
         segs = _merge(segments or [])
     lo, hi = segs[0][0], segs[-1][1]
-    at_lo, at_hi = (math.isclose(lo, p.lo, rel_tol=1e-9), math.isclose(hi, p.hi, rel_tol=1e-9))
+    def at(v: float, end: float) -> bool:  # an integer key's grid is exact
+        return v == end if p.integer else math.isclose(v, end, rel_tol=1e-9)
+    at_lo, at_hi = at(lo, p.lo), at(hi, p.hi)
     at_search = ((p.integer or hit) and ((at_lo and p.lo > lo_allowed)
                                          or (at_hi and p.hi < hi_allowed)))
     if p.integer:
