@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from dspsim.cli.calibrate import add_calibrate, cmd_calibrate
+from dspsim.cli.calibrate import add_calibrate, add_validate, cmd_calibrate, cmd_validate
 from dspsim.cli.common import (
     INTERRUPTED_EXIT,
     _Parser,
@@ -25,11 +25,9 @@ from dspsim.cli.common import (
     silence_stdout,
 )
 from dspsim.cli.info import add_keys, add_ops, cmd_keys, cmd_ops
-from dspsim.cli.optimize import add_optimize, cmd_optimize
 from dspsim.cli.plot import add_plot, add_report, cmd_plot, cmd_report
 from dspsim.cli.run import add_reproduce, add_run, cmd_reproduce, cmd_run
-from dspsim.cli.sweep import add_sweep, cmd_sweep
-from dspsim.cli.validate import add_validate, cmd_validate
+from dspsim.cli.sweep import add_optimize, add_sweep, cmd_optimize, cmd_sweep
 from dspsim.cli.workload import add_workload, cmd_workload
 from dspsim.errors import DeadlockError, DspsimInputError, WorkerError
 from dspsim.version import __version__

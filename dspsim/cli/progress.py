@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 ELAPSED_DELAY_S = 1.0  # a short command draws nothing
@@ -30,23 +31,12 @@ def status_line(msg: str) -> None:
     sys.stderr.flush()
 
 
-class _NoBar:
-    """What :func:`counter` gives off a terminal: the two calls of a tqdm bar the commands make
-    (count, name the stage), doing nothing."""
-
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def set_description_str(self, desc: str) -> None:
-        pass
-
-
 @contextlib.contextmanager
 def counter(desc: str, total: int | None = None, unit: str = "it") -> Iterator[Any]:
-    """A tqdm counter of ``unit`` (``total`` of them, when known) on a terminal, else a
-    :class:`_NoBar`; removed from the screen when the block ends."""
+    """A tqdm counter of ``unit`` (``total`` of them, when known) on a terminal, else the two
+    calls the commands make of one (count, name the stage) doing nothing; removed at the end."""
     if not on_terminal():
-        yield _NoBar()
+        yield SimpleNamespace(update=lambda n=1: None, set_description_str=lambda desc: None)
         return
     from tqdm import tqdm
 

@@ -18,16 +18,17 @@ from dspsim.cli.common import (
     op_variant,
     positive_int,
 )
-from dspsim.cli.outputs import RUN_FILES, run_outputs
 from dspsim.cli.progress import elapsed
 from dspsim.ops import get_op, op_names
 from dspsim.ops.base import errors_text
+from dspsim.paths import check_distinct
 from dspsim.platform import FIDELITIES
 from dspsim.probes import pass_totals
 from dspsim.run import Request, Result, simulate
 from dspsim.text import cell
 
 PASS_LINES = 16  # more passes than this (many rows) print one line per pass name
+RUN_FILES = ("--timeline", "--trace", "--tiles", "--save", "--output")  # each a file path
 
 
 def add_run(sub) -> None:
@@ -39,7 +40,6 @@ def add_run(sub) -> None:
                    help="also the smallest and largest cycles over the model's ranges of its "
                    "guessed and fitted keys, and the key that moves them most")
     add_data_args(p, arrays=True)
-    # outputs: the run is traced (and its DDR port logged) only when one of these asks for it
     out = p.add_argument_group("outputs")
     out.add_argument("--timeline", metavar="FILE.png|.svg|.pdf",
                      help="draw the run's timeline")
@@ -106,13 +106,81 @@ def check_sets_act(args: argparse.Namespace, model: Any, x: Any) -> None:
                              "those variants, or leave it unset")
 
 
+def _check_outputs(args: argparse.Namespace) -> dict[str, Any]:
+    """The files ``run`` writes besides its summary, checked before simulating (paths,
+    extensions, the window's syntax, no two outputs one file)."""
+    limit = args.trace_limit
+    if args.window is not None and args.timeline is None:
+        raise UsageError("--window zooms the timeline: give --timeline FILE.png|.svg|.pdf too")
+    if limit is not None and args.trace is None and args.save is None:
+        raise UsageError(
+            "--trace-limit limits the trace: give --trace FILE.json or --save FILE.json too")
+    if limit is not None and (args.tiles or args.timeline):
+        given = "--tiles" if args.tiles else "--timeline"
+        raise UsageError(
+            f"--trace-limit keeps only the run's first trace rows; {given} needs all of them: "
+            f"drop --trace-limit or write {given} in another run")
+    check_distinct([(opt, getattr(args, opt[2:])) for opt in RUN_FILES])
+    files: dict[str, Any] = {}
+    if args.timeline:
+        from dspsim.analysis.timeline import check_figure_path, parse_window
+
+        files["timeline"] = check_figure_path(args.timeline)
+        files["window"] = None if args.window is None else parse_window(args.window)
+    if args.trace:
+        from dspsim.analysis.perfetto import DEFAULT_EVENT_LIMIT, check_limit, check_trace_path
+
+        files["trace"] = check_trace_path(args.trace)
+        files["limit"] = check_limit(DEFAULT_EVENT_LIMIT if limit is None else limit)
+    if args.tiles:
+        from dspsim.analysis.tiles import check_tiles_path
+
+        files["tiles"] = check_tiles_path(args.tiles)
+    if args.save:
+        from dspsim.results import check_save_path
+
+        files["save"] = check_save_path(args.save)
+    return files
+
+
+def _write_outputs(files: dict[str, Any], r: Result) -> list[str]:
+    """Write the files :func:`_check_outputs` checked (the analyses behind one are imported
+    only when it is asked for); one line per file written."""
+    if "timeline" in files:
+        from dspsim.analysis.timeline import check_window
+
+        check_window(files["window"], r.cycles)  # before writing anything
+    done = []
+    if "save" in files:
+        from dspsim.results import save_run
+
+        save_run(r, files["save"])
+        done.append(f"saved run to {files['save']}")
+    if "tiles" in files:
+        from dspsim.analysis.tiles import write_tiles_csv
+
+        write_tiles_csv(r, files["tiles"])
+        done.append(f"wrote tile table to {files['tiles']}")
+    if "trace" in files:
+        from dspsim.analysis.perfetto import write_trace
+
+        write_trace(r, files["trace"], files["limit"])
+        done.append(f"wrote Perfetto trace to {files['trace']} (open in ui.perfetto.dev)")
+    if "timeline" in files:
+        from dspsim.analysis.timeline import plot_timeline
+
+        plot_timeline(r, files["timeline"], files["window"])
+        done.append(f"wrote timeline to {files['timeline']}")
+    return done
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     if args.no_data and (args.input or args.output):
         raise UsageError("run: --input and --output need the data path; drop --no-data")
     if args.models:
         return _run_models(args)
     model = model_from_args(args)
-    outputs = run_outputs(args)  # checks paths and extensions before simulating
+    files = _check_outputs(args)
     check_outputs_not_inputs(args, [(opt, getattr(args, opt[2:])) for opt in RUN_FILES],
                              [("--input", args.input)])
     op = get_op(args.op)
@@ -120,11 +188,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         op.check_output_file(args.output)
     x = op.read_input_file(args.input) if args.input else None
     check_sets_act(args, model, x)
+    # the run is traced (and its ports logged) only when an output asks for it
+    traced = args.json or files.keys() & {"timeline", "trace", "tiles", "save"}
     # one simulation has no unit of progress to count: on a terminal, how long it has run
     with elapsed(f"run: {op.name} {op_variant(args) or op.default_variant}"):
-        r = _simulate(args, model, op, x, trace=outputs.needs_trace,
-                      port_log=outputs.needs_port_log, trace_limit=outputs.row_limit)
-    written = outputs.write(r)
+        r = _simulate(args, model, op, x, trace=bool(traced),
+                      port_log=bool(files.keys() & {"timeline", "trace", "save"}),
+                      trace_limit=args.trace_limit)
+    written = _write_outputs(files, r)
     if args.output:
         save_output(args.output, r.output_array)
         written.append(f"output written to {args.output}")
