@@ -100,8 +100,7 @@ _TILE_REPORT_COLUMNS = ["pass", "tile", "buffer", "copy_in_start_cycle", "comput
 
 
 def _tiles(result: Any, engines: RunEngines) -> list[str]:
-    """The tiles' table and their DMA cycles hidden and exposed (nothing for a run without
-    tiles)."""
+    """The tiles' table and their DMA cycles hidden and exposed (none: nothing)."""
     tiles = tile_table(result.trace, result.passes, engines)
     if not len(tiles):
         return []

@@ -1,11 +1,8 @@
-"""One row per tile per pass, what each TCM buffer holds when, and the tiles CSV.
-
-From a run's trace; times are cycles from the op's timer start. Per tile: ``dma_cycles`` (its
-input and output copies' durations, added), ``hidden_dma_cycles`` (the part during which the
-core did useful work: computing or programming descriptors), ``exposed_dma_cycles`` (the rest:
-the core waiting, on this copy, another one or memory, or idle; a copy hidden only behind
-another copy is exposed), ``wait_in_cycles`` / ``wait_out_cycles`` (the core in ``IDMA_WAIT``
-on this tile's own copies).
+"""One row per tile per pass, what each TCM buffer holds when, and the tiles CSV (from a run's
+trace; cycles from the op's timer start). A tile's ``dma_cycles`` (its copies' durations, added)
+split into ``hidden_dma_cycles`` (while the core computed or programmed descriptors) and
+``exposed_dma_cycles`` (the rest: the core waiting or idle; hidden only behind another copy is
+exposed); ``wait_in_cycles`` / ``wait_out_cycles``: the core in ``IDMA_WAIT`` on its copies.
 """
 
 from __future__ import annotations
@@ -23,8 +20,7 @@ from dspsim.paths import atomic_write_text, writable_file
 
 
 def _busy_integral(core: pd.DataFrame):
-    """``B(t)``: core cycles of useful work (compute net of DDR stalls, setup) before ``t``
-    (core rows never overlap: a running sum over rows sorted by start)."""
+    """``B(t)``: core cycles of useful work (compute net of DDR stalls, setup) before ``t``."""
     busy = core[core["kind"].isin(["compute", "setup"])].sort_values("start_cycle")
     starts = busy["start_cycle"].to_numpy(float)
     dur = (busy["end_cycle"] - busy["start_cycle"]).to_numpy(float)
@@ -70,8 +66,8 @@ def tile_table(trace: pd.DataFrame, passes: list[dict[str, Any]] | None = None,
 
 
 def _copies(trace: pd.DataFrame, engines: RunEngines, core: pd.DataFrame) -> pd.DataFrame:
-    """The run's input and output copies, each with its channel's number, its descriptor's
-    index on that channel, its duration and the part of it the core's useful work hides."""
+    """The run's copies, each with its channel's number, its descriptor's index on it, its
+    duration and the part of it the core's useful work hides."""
     copies = trace[trace["engine"].isin(engines.channels)
                    & trace["kind"].isin(["copy_in", "copy_out"])].copy()
     copies["channel"] = copies["engine"].map(engines.number).astype(int)
@@ -85,8 +81,7 @@ def _copies(trace: pd.DataFrame, engines: RunEngines, core: pd.DataFrame) -> pd.
 
 
 def _waits(core: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
-    """The core's waits, each charged to the tile of the copy it waits on (a wait names its
-    descriptor: "ch0 #7")."""
+    """The core's waits, each charged to the tile of the copy it names ("ch0 #7")."""
     waits = core[core["kind"].isin(["wait_in", "wait_out"])].copy()
     handle = waits["what"].str.extract(r"ch(\d+) #(\d+)").astype(float)
     waits["channel"], waits["index"] = handle[0], handle[1]
@@ -97,8 +92,7 @@ def _waits(core: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
 
 
 def _tile_parts(core: pd.DataFrame, copies: pd.DataFrame) -> list[pd.DataFrame]:
-    """Per (pass, tile): its input copies, its output copies, its compute, its waits on each
-    (one frame each, to be put side by side)."""
+    """Per (pass, tile): its input copies, output copies, compute and waits (a frame each)."""
     key = ["pass", "tile"]
     parts = []
     for kind in ("copy_in", "copy_out"):
@@ -123,7 +117,7 @@ def _tile_parts(core: pd.DataFrame, copies: pd.DataFrame) -> list[pd.DataFrame]:
 
 def _tile_columns(table: pd.DataFrame) -> None:
     """The table's derived columns, in place: compute net of stalls, DMA cycles hidden and
-    exposed, the tile's bytes and buffer, missing counts as 0 where a part is absent."""
+    exposed, the tile's bytes and buffer (missing counts 0)."""
     table["compute_cycles"] = table["compute_cycles"] - table["ddr_stall_cycles"].fillna(0.0)
     for col in ("wait_in_cycles", "wait_out_cycles", "ddr_stall_cycles"):
         table[col] = table[col].fillna(0.0)
@@ -138,7 +132,6 @@ def _tile_columns(table: pd.DataFrame) -> None:
         table[col] = table[col].astype("Int64")
 
 
-# ------------------------------------------------------------------------------ TCM buffers
 def tcm_segments(trace: pd.DataFrame, passes: list[dict[str, Any]] | None = None,
                  engines: RunEngines | None = None) -> pd.DataFrame:
     """What each TCM buffer holds, one row per (tile, state: filling, ready, computing, computed,
@@ -188,8 +181,7 @@ def _tile_chains(rows: list[dict[str, Any]], loaded: np.ndarray) -> dict[int, li
 
 def _lanes(rows: list[dict[str, Any]], starts: list[float], ends: list[float],
            owner: list[int]) -> dict[int, int]:
-    """Each tile's sub-lane in its buffer: tiles that hold one buffer at once on separate
-    lanes."""
+    """Each tile's sub-lane in its buffer (tiles holding one buffer at once: separate lanes)."""
     lane_of: dict[int, int] = {}
     buffers = np.array([int(rows[h]["buffer"]) for h in owner])
     for b in np.unique(buffers):
@@ -224,7 +216,6 @@ def _states(chain: list[dict[str, Any]]) -> list[tuple[str, str, float, float]]:
     return [(s, p, float(a), float(b)) for s, p, a, b in out if not (pd.isna(a) or pd.isna(b))]
 
 
-# ------------------------------------------------------------------------------ tiles CSV
 def check_tiles_path(path: str | Path) -> Path:
     """A writable ``.csv`` path (checked before simulating)."""
     return writable_file(path, "tiles file", (".csv",))

@@ -1,10 +1,7 @@
-"""Drawing primitives of the timeline figures: colours, lanes drawn as per-pixel occupancy,
-labels that fit their bars, plain tick formatters.
-
-A lane is drawn on a grid of one column per pixel, each column showing the share of its time in
-each state, stacked from the lane's bottom (white: idle); a row can count only a share of its
-time in a state (a kernel stalled for ``f`` of it: ``1 - f`` computing, ``f`` stalled). The
-stack is painted as cumulative towers, tallest first, so that states meet without white seams.
+"""Drawing primitives of the timeline figures: colours, labels that fit their bars, plain tick
+formatters, and lanes drawn as per-pixel occupancy: each pixel column shows the share of its
+time in each state, stacked from the lane's bottom (white: idle; a kernel stalled for ``f`` of a
+row counts ``1 - f`` computing), painted as cumulative towers so that states meet without seams.
 """
 
 from __future__ import annotations
@@ -43,7 +40,6 @@ CHANNEL_REQUEST_COLOURS = ("#0b2e59", "#00a89d", "#8e0152", "#6a00d8",
 OTHER_REQUEST_COLOUR = "#a07000"
 
 
-# ------------------------------------------------------------------------------ text
 FIGURE_NAME_CHARS = 32  # a name longer than this is shortened in a figure (middle ellipsis)
 MEMORY_LABEL_CHARS = 12  # a memory's label: its panels' rotated y labels fit their height
 
@@ -112,7 +108,6 @@ class PlainFormatter(Formatter):
         return "0" if text.lstrip("-").strip("0.,") == "" else text
 
 
-# ------------------------------------------------------------------------------ lanes
 class Lanes:
     """Draws one axes' lanes as per-pixel occupancy (:meth:`finish`), outlines of wide bars and
     labels that fit inside their bars."""
@@ -194,8 +189,7 @@ class Lanes:
     def labels(self, start, end, texts: Sequence[str | Sequence[str]], y: float,
                fontsize: float = 7, pad_px: float = 0.0, **style) -> None:
         """A label centred in each bar, the first of its candidate texts that fits inside the
-        bar's visible part; none where no candidate fits or it would overlap a label already
-        in the lane."""
+        bar's visible part and overlaps no label already in the lane."""
         a = np.maximum(np.asarray(start, float), self.lo)
         b = np.minimum(np.asarray(end, float), self.hi)
         px = (b - a) / self.cycles_per_px

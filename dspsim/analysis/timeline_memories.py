@@ -1,6 +1,5 @@
-"""The memories' part of the timeline figures: a pair of panels per memory (achieved bandwidth,
-requests in flight per requester), which memory a stalled kernel or a copy went to (from the
-port logs), and what a cut log did not record.
+"""The memories' part of the timeline figures: a pair of panels per memory (bandwidth, requests
+in flight per requester), which memory a stalled kernel or a copy went to, what a cut log lacks.
 """
 
 from __future__ import annotations
@@ -35,8 +34,7 @@ def ddr_stall_handle(memories: Sequence[str] = ("ddr",)):
 
 def stall_memories(result: Any, starts: Any, ends: Any) -> list[tuple[str, ...]]:
     """Per kernel row of the core, the memories it sent requests to during the row (port logs);
-    where the logs show none (cut by ``--trace-limit``, or none kept), those the core stalled
-    on."""
+    where the logs show none (cut, or none kept), those the core stalled on."""
     fallback = tuple(stalled_memories(result)) or tuple(filter(None, [series.host_memory(result)]))
     if not len(starts):
         return []
