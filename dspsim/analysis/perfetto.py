@@ -356,9 +356,8 @@ def _meta(ev: list[dict[str, Any]], pid: int, tid: int, kind: str, name: str,
 
 def _cut_at(cut_ns: int, slices: pd.DataFrame, flows: list[dict[str, Any]],
             tcm_samples: list[Any]) -> tuple[pd.DataFrame, list[dict[str, Any]], list[Any], int]:
-    """The slices that start before ``cut_ns`` (those running past it end there, marked
-    ``cut``), the flows between kept slices that end by then, the TCM samples up to it; and
-    how many slices were clipped."""
+    """The slices starting before ``cut_ns`` (those running past it end there, marked ``cut``),
+    the flows between them ending by then, the TCM samples up to it; and how many were clipped."""
     kept = (slices["ts_ns"] < cut_ns).to_numpy()
     ends = slices["end_ns"].to_numpy()
     flows = [f for f in flows if kept[f["from"]] and kept[f["to"]]

@@ -10,6 +10,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
+from matplotlib.font_manager import FontProperties, findfont, get_font
+from matplotlib.patches import StepPatch
+from matplotlib.textpath import TextToPath
 from matplotlib.ticker import Formatter
 
 from dspsim.analysis.engines import memory_label as engine_memory_label
@@ -47,8 +50,6 @@ MEMORY_LABEL_CHARS = 12  # a memory's label: its panels' rotated y labels fit th
 @lru_cache(maxsize=1)
 def _figure_font():
     """The font figures set their text in (the default family's first face)."""
-    from matplotlib.font_manager import FontProperties, findfont, get_font
-
     return get_font(findfont(FontProperties()))
 
 
@@ -77,9 +78,6 @@ def memories_text(names: Sequence[str], joiner: str = ", ") -> str:
 @lru_cache(maxsize=4096)
 def text_width_px(text: str, fontsize: float, dpi: float = DPI) -> float:
     """The width of ``text`` set in the default font at ``fontsize`` points, in pixels."""
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import TextToPath
-
     width, _, _ = TextToPath().get_text_width_height_descent(text, FontProperties(size=fontsize),
                                                              ismath=False)
     return float(width) * dpi / 72.0
@@ -168,8 +166,6 @@ class Lanes:
     def finish(self) -> None:
         """Draw every lane: per pixel column, each state's share of the column's time stacked
         from the lane's bottom, painted as cumulative towers (tallest first)."""
-        from matplotlib.patches import StepPatch
-
         edges = self.edges
         for y, groups in self.groups.items():
             shares = np.array([binned_mean(s, e, w, edges) for s, e, w, _ in groups])

@@ -4,6 +4,7 @@ shipped measurement beside what the model predicts."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -13,11 +14,14 @@ from dspsim.cli.common import (
     UsageError,
     add_model_args,
     check_outputs_not_inputs,
+    counter,
     emit_json,
     int_in,
     model_from_args,
+    on_terminal,
+    status_line,
 )
-from dspsim.cli.progress import counter, on_terminal, status_line
+from dspsim.config import load_models, resolve_model_path
 from dspsim.platform import FIDELITIES
 from dspsim.workers import MAX_JOBS
 
@@ -138,14 +142,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _explore(args: argparse.Namespace, tty: bool) -> int:
-    """``--explore``: it takes minutes, so on a terminal a status line, elsewhere what starts
-    and then a progress line now and then."""
-    from dspsim.errors import DspsimInputError
+    """``--explore`` (minutes): a status line on a terminal, else a progress line now and then."""
     from dspsim.study.calibrate import run_exploration
 
     model = model_from_args(args)
     if args.out:
-        raise DspsimInputError(
+        raise UsageError(
             "--out writes one fit; --explore finds several readings: write a reading's model "
             "file from its values (see --json), or calibrate without --explore")
     try:
@@ -187,8 +189,6 @@ def tolerance_text(cal: Calibration, spans: dict[str, tuple]) -> str:
 def _inward(x: float, up: bool) -> str:
     """A range end at 6 significant digits, rounded into the range (a low end up, a high end
     down), so the printed range holds only values that fit."""
-    import math
-
     if isinstance(x, int) or x == 0:
         return repr(x)
     scale = 10.0 ** (math.floor(math.log10(abs(x))) - 5)
@@ -229,12 +229,10 @@ def add_validate(sub) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from dspsim.config import load_models, resolve_model_path
-    from dspsim.errors import DspsimInputError
     from dspsim.study.validate import calibration_ok, table, validate
 
     if args.only and not args.measurements:
-        raise DspsimInputError("validate --only needs --measurements FILE")
+        raise UsageError("validate --only needs --measurements FILE")
     models = None
     names = args.models or ([args.model] if args.model else None)
     if names:  # labelled as run's --models: two files of one name are two models

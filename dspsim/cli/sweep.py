@@ -17,9 +17,11 @@ from dspsim.cli.common import (
     positive_shape,
 )
 from dspsim.errors import DspsimInputError
+from dspsim.ops import default_op, get_op, op_names
+from dspsim.paths import atomic_write_text, writable_file
 from dspsim.platform import FIDELITIES
 from dspsim.study.sweep.executors import EXECUTORS  # light: the grid and the table load later
-from dspsim.workers import MAX_JOBS
+from dspsim.workers import MAX_JOBS, check_jobs
 
 
 def shape_values(text: str | None) -> str | None:
@@ -31,8 +33,6 @@ def shape_values(text: str | None) -> str | None:
 
 
 def add_sweep(sub) -> None:
-    from dspsim.ops import default_op, get_op, op_names
-
     p = sub.add_parser(
         "sweep",
         help="run a grid of model keys, ops, variants and input sizes into a CSV or parquet "
@@ -81,7 +81,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from dspsim.study.sweep.files import journal_path, sidecar_path
     from dspsim.study.sweep.journal import check_run
     from dspsim.study.sweep.same import identical_cycles_notes_of
-    from dspsim.workers import check_jobs
 
     check_jobs(args.jobs)
     out = check_run(args.out, args.executor, args.scheduler, args.jobs)
@@ -114,8 +113,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def add_optimize(sub) -> None:
-    from dspsim.ops import default_op, op_names
-
     p = sub.add_parser(
         "optimize",
         help="find the fastest variant and parameters of an op: screen every candidate at tile "
@@ -162,17 +159,6 @@ def add_optimize(sub) -> None:
 
 def _fmt(v: Any, spec: str = ",") -> str:
     return "-" if v is None else format(v, spec)
-
-
-def print_result(res: Any) -> None:
-    """The ranked table and what it says, for a terminal."""
-    from dspsim.analysis.report import table_text
-    from dspsim.ops import get_op
-
-    op = get_op(res.op)
-    _print_search(res, op)
-    print(table_text(*_table(res), left={1, 2}, rule=False))  # variant, parameters: text
-    _print_best(res, op)
 
 
 def _print_search(res: Any, op: Any) -> None:
@@ -264,7 +250,7 @@ def _print_best(res: Any, op: Any) -> None:
 def cmd_optimize(args: argparse.Namespace) -> int:
     """Run ``dspsim optimize``. Exit 0: done; 1: some candidates failed; 2: bad input; 130:
     interrupted."""
-    from dspsim.paths import atomic_write_text, writable_file
+    from dspsim.analysis.tiles import table_text
     from dspsim.study.optimize import optimize
 
     out = writable_file(args.out, "--out", (".csv",)) if args.out else None
@@ -277,8 +263,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         atomic_write_text(out, res.csv_text(), "--out")
     if args.json:
         emit_json(res.to_json())
-    else:
-        print_result(res)
+    else:  # what was searched, the ranked table, the winner
+        _print_search(res, get_op(res.op))
+        print(table_text(*_table(res), left={1, 2}, rule=False))  # variant, parameters: text
+        _print_best(res, get_op(res.op))
         if out is not None:
             print(f"wrote the ranked table to {out}")
     if res.failed:
