@@ -18,10 +18,9 @@ from __future__ import annotations
 import pandas as pd
 from _results import out_dir_of, parser, script_main, staged
 
-from dspsim.analysis.compare import plot_compare
 from dspsim.analysis.stalls import core_breakdown, engine_utilisation
 from dspsim.analysis.tiles import tile_table
-from dspsim.analysis.timeline import plot_timeline
+from dspsim.analysis.timeline import plot_compare, plot_timeline
 from dspsim.config import load_model
 from dspsim.paths import atomic_write_text
 from dspsim.run import simulate

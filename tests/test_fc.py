@@ -272,8 +272,7 @@ def test_a_run_on_a_platform_without_ddr_draws_its_timeline(tmp_path, capsys):
 def test_report_tiles_name_what_is_not_a_tile_and_sum_only_tiles():
     """Before: fc ping-pong's report listed its input, bias and output copies (before and after
     the timer) as a row "tile -1, buffer -1" with no pass, and counted them in "all tiles"."""
-    from dspsim.analysis.report import report_text
-    from dspsim.analysis.tiles import tile_table
+    from dspsim.analysis.tiles import report_text, tile_table
 
     r = simulate(load_model(), "fc", "pingpong", data=False, trace=True)
     text = report_text(r).split("\ntiles (")[1]

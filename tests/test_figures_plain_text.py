@@ -15,8 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dspsim.analysis.compare import plot_compare
-from dspsim.analysis.timeline import plot_timeline, save_figure
+from dspsim.analysis.timeline import plot_compare, plot_timeline, save_figure
 from dspsim.analysis.workload_plots import plot_workload
 from dspsim.config import load_model
 from dspsim.results import load_run

@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 
 from dspsim import load_model, simulate
-from dspsim.analysis.compare import compare_figure
 from dspsim.analysis.engines import RunEngines
 from dspsim.analysis.perfetto import trace_events
-from dspsim.analysis.report import report_text
 from dspsim.analysis.stalls import stall_summary
-from dspsim.analysis.timeline import timeline_figure
+from dspsim.analysis.tiles import report_text
+from dspsim.analysis.timeline import compare_figure, timeline_figure
 from dspsim.analysis.timeline_memories import ddr_series
 from tests import two_memories
 from tests.cli_helpers import run_cli

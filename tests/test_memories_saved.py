@@ -13,7 +13,7 @@ from dspsim import load_model, simulate
 from dspsim.analysis.perfetto import trace_events
 from dspsim.analysis.series import port_log_cut_cycle
 from dspsim.analysis.timeline import timeline_figure
-from dspsim.cli.plot import cut_trace_note
+from dspsim.cli.run import cut_trace_note
 from dspsim.errors import DspsimInputError
 from dspsim.results import load_run, run_document, save_run
 from tests import two_memories

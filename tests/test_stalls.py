@@ -274,7 +274,7 @@ def test_the_reports_tiles_leave_out_what_is_no_tile():
     """HiFi5 fc ping-pong: its input and bias copied in before the timer and its output out
     after it are no tile: the report names them outside the passes with no tile or buffer
     (not -1, the CSV's blanks) and its DMA total is the tiles' (7,660, not 8,373)."""
-    from dspsim.analysis.report import report_text
+    from dspsim.analysis.tiles import report_text
     from dspsim.config import load_model
 
     r = simulate(load_model("ameba_hifi5"), "fc", "pingpong", shape=(100, 64), data=False,

@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dspsim.analysis.compare import compare_figure, plot_compare
 from dspsim.analysis.engines import RunEngines
 from dspsim.analysis.stalls import stall_summary
 from dspsim.analysis.tiles import tcm_segments, tile_table
@@ -16,9 +15,11 @@ from dspsim.analysis.timeline import (
     FIGURE_FORMATS,
     check_figure_path,
     check_window,
+    compare_figure,
     default_timeline_path,
     kernel_colours,
     parse_window,
+    plot_compare,
     plot_timeline,
     timeline_figure,
 )

@@ -1,6 +1,6 @@
 """Analyses of a finished run: where the time goes (:mod:`~dspsim.analysis.stalls`), the
-per-tile table (:mod:`~dspsim.analysis.tiles`), the text report, the timeline figures
-(:mod:`~dspsim.analysis.timeline`, :mod:`~dspsim.analysis.compare`) and the Perfetto export.
+per-tile table and the text report (:mod:`~dspsim.analysis.tiles`), the timeline figures
+(:mod:`~dspsim.analysis.timeline`) and the Perfetto export.
 
 They read a :class:`~dspsim.run.Result` only (trace, port logs, passes, counters, model), so they
 work alike on a run just simulated and one loaded by :func:`dspsim.results.load_run`; nothing

@@ -1,8 +1,6 @@
 """A run's engines as the analyses see them: the op's core, its iDMA channels (numbered by
-position: ``iDMA ch0``, as the op's C and its waits, ``ch1 #7``, number them), the memories'
-ports, and their labels. Names come from the run (``Result.engines``, ``Result.core``); nothing
-under :mod:`dspsim.analysis` spells one. Given only a trace, :meth:`RunEngines.from_trace`
-reads the roles off it: the core's rows compute, program and wait, a channel's rows copy.
+position, ``iDMA ch0``, as the op's C and its waits, ``ch1 #7``, number them), the memories'
+ports, and their labels, named by the run (``Result.engines``) or read off its trace alone.
 """
 
 from __future__ import annotations
@@ -37,18 +35,14 @@ class RunEngines:
     def of(cls, result: Any) -> RunEngines:
         """The run's own names (a result without them: read off its trace)."""
         engines = getattr(result, "engines", None) or {}
-        core = result.core
-        if core not in engines:
+        if result.core not in engines:
             trace = getattr(result, "trace_table", None)
             if trace is None:
                 trace = getattr(result, "trace", None)
             return cls.from_trace(trace if trace is not None else {"engine": [], "kind": []})
-        return cls(
-            core=core,
-            channels=tuple(n for n, k in engines.items() if k == CHANNEL_KIND),
-            ports=tuple(n for n, k in engines.items() if k == PORT_KIND),
-            core_label=engines[core],
-        )
+        return cls(core=result.core, core_label=engines[result.core],
+                   channels=tuple(n for n, k in engines.items() if k == CHANNEL_KIND),
+                   ports=tuple(n for n, k in engines.items() if k == PORT_KIND))
 
     @classmethod
     def from_trace(cls, trace: Any) -> RunEngines:
@@ -61,7 +55,6 @@ class RunEngines:
         return cls(core=cores[0] if len(cores) == 1 else None,
                    channels=tuple(sorted(copiers, key=_natural)))
 
-    # ------------------------------------------------------------------ trace rows
     def core_mask(self, trace: Any) -> np.ndarray:
         """Which rows of a trace (DataFrame or TraceTable) are the op's core's."""
         if self.core is None:
@@ -72,7 +65,6 @@ class RunEngines:
         """A channel's number: its position among the run's channels."""
         return self.channels.index(channel)
 
-    # ------------------------------------------------------------------ labels
     def label(self, engine: str) -> str:
         """How a lane or a trace thread names an engine."""
         if engine == self.core:
@@ -89,7 +81,5 @@ def memory_label(name: str) -> str:
 
 def shape_text(shape: Any) -> str:
     """``n = 100,000`` for a vector, ``shape 64x1,024`` for more dimensions."""
-    dims = tuple(int(d) for d in shape)
-    if len(dims) == 1:
-        return f"n = {dims[0]:,}"
-    return "shape " + "x".join(f"{d:,}" for d in dims)
+    dims = [f"{int(d):,}" for d in shape]
+    return f"n = {dims[0]}" if len(dims) == 1 else "shape " + "x".join(dims)

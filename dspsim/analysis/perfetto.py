@@ -1,21 +1,15 @@
-"""Export a run as a Chrome Trace Event file for Perfetto (ui.perfetto.dev) and chrome://tracing,
-``.json`` or ``.json.gz``.
+"""A run as a Chrome Trace Event file (``.json`` or ``.json.gz``) for ui.perfetto.dev: a thread
+per lane (pass, core, iDMA channels, TCM buffers; overlapping rows get extra threads,
+``TCM buffer 0 (2)``), ``X`` slices per pass, trace row and TCM buffer state, ``C`` counters per
+memory (bytes and requests in flight per requester) and for TCM occupancy, and flows from each
+tile's input copy to its compute to its output copy.
 
-One process (the DSP subsystem) with a thread per lane: ``pass``, the core, its iDMA channels,
-its TCM buffers (an engine whose rows overlap gets extra threads, ``TCM buffer 0 (2)``). ``X``
-slices per pass, trace row and TCM buffer state; ``C`` counters per memory (bytes and requests
-in flight, per requester, from its port log) and for TCM occupancy; flows (``s`` -> ``f``) from
-each tile's input copy to its compute to its output copy, each carrying the category of the
-slice it leaves.
+**Time.** ``ts`` and ``dur`` are microseconds: each boundary rounded to a whole cycle, then to a
+whole nanosecond at the model's clock (non-decreasing: slices apart in cycles stay apart), and a
+``dur`` lowered by an ulp of the end where ``ts + dur`` in floating point would pass it.
 
-**Time.** ``ts`` and ``dur`` are microseconds whatever ``displayTimeUnit`` says: each boundary
-is rounded to a whole cycle, then to a whole nanosecond at the model's clock (a non-decreasing
-map, so slices that do not overlap in cycles do not in the file), and a ``dur`` is lowered by an
-ulp of the end where ``ts + dur`` in floating point would pass it.
-
-**Size limit.** At most ``limit`` events, metadata included: the counters are resampled first
-(time-weighted means over equal bins), then slices, flows and TCM samples are cut at a point in
-time (a slice across the cut ends there, ``"cut": true``). ``otherData`` says what was done.
+**Size limit.** At most ``limit`` events, metadata included: counters are resampled first, then
+slices, flows and TCM samples cut at a point in time (a slice across it ends there, ``"cut"``).
 """
 
 from __future__ import annotations
@@ -167,8 +161,8 @@ def _slices(result: Any, clock: _Clock) -> tuple[pd.DataFrame, list[tuple[int, s
 
 
 def _flows(result: Any, slices: pd.DataFrame) -> list[dict[str, Any]]:
-    """Flow pairs input copy -> compute -> output copy, per tile: the slices they bind to and
-    the category of the slice each leaves."""
+    """Flow pairs input copy -> compute -> output copy, per tile (the slices they bind and the
+    category of the one each leaves)."""
     tiles = tile_table(result.trace, result.passes, RunEngines.of(result)).rename(
         columns={"pass": "pass_name"})
     by_key: dict[tuple, dict[str, list[int]]] = {}
@@ -300,8 +294,8 @@ def _cut_time(slices: pd.DataFrame, flows: list[dict], tcm: list, room: int) -> 
 
 
 def trace_events(result: Any, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any]:
-    """The whole trace object for ``result`` (a run with trace and port logs): at most
-    ``limit`` events, metadata included."""
+    """The trace object of ``result`` (a run with trace and port logs), at most ``limit``
+    events."""
     limit = check_limit(limit)
     clock = _Clock(result.model.core.clock_mhz)
     slices, threads = _slices(result, clock)
@@ -362,9 +356,8 @@ def _meta(ev: list[dict[str, Any]], pid: int, tid: int, kind: str, name: str,
 
 def _cut_at(cut_ns: int, slices: pd.DataFrame, flows: list[dict[str, Any]],
             tcm_samples: list[Any]) -> tuple[pd.DataFrame, list[dict[str, Any]], list[Any], int]:
-    """The slices that start before ``cut_ns`` (those running past it end there, marked
-    ``cut``), the flows between kept slices that end by then, the TCM samples up to it; and
-    how many slices were clipped."""
+    """The slices starting before ``cut_ns`` (those running past it end there, marked ``cut``),
+    the flows between them ending by then, the TCM samples up to it; and how many were clipped."""
     kept = (slices["ts_ns"] < cut_ns).to_numpy()
     ends = slices["end_ns"].to_numpy()
     flows = [f for f in flows if kept[f["from"]] and kept[f["to"]]

@@ -35,8 +35,7 @@ def assign_lanes(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 
 def host_memory(result: Any) -> str | None:
-    """The memory the run's host allocated its buffers from (``port_log`` is its): the model's
-    ``host.memory``, else the run's first memory port."""
+    """The memory the run's host allocated its buffers from (``port_log`` is its log)."""
     model = getattr(result, "model", None)
     if model is not None:
         return model.host.memory
@@ -45,8 +44,7 @@ def host_memory(result: Any) -> str | None:
 
 
 def memory_logs(result: Any) -> dict[str, Any]:
-    """Every memory's port log the run kept, by memory name in the run's engine order (a run
-    with only ``port_log``: the host memory's)."""
+    """Every memory's port log the run kept, by memory name in the run's engine order."""
     logs = {m: log for m, log in (getattr(result, "port_logs", None) or {}).items()
             if log is not None}
     host = getattr(result, "port_log", None)
@@ -57,8 +55,8 @@ def memory_logs(result: Any) -> dict[str, Any]:
 
 
 def logged_memories(result: Any) -> list[str]:
-    """The memories a figure or a trace shows a port for: the host memory's (whenever it has a
-    log, busy or not), and every other memory whose log holds a request."""
+    """The memories a figure or a trace shows a port for: the host's (if logged, busy or not),
+    and every other memory whose log holds a request."""
     host = host_memory(result)
     out = [m for m, log in memory_logs(result).items() if m == host or len(log)]
     if not out:
@@ -81,8 +79,8 @@ def port_log_cut_cycle(result: Any, memory: str) -> float | None:
 
 
 def port_log_arrays(result: Any, memory: str | None = None) -> dict[str, np.ndarray]:
-    """A memory's port log (default: the host memory's, ``port_log``) as numpy columns,
-    times relative to the op's timer start (cycles)."""
+    """A memory's port log (default: the host memory's) as numpy columns, times in cycles from
+    the op's timer start."""
     log = (getattr(result, "port_log", None) if memory is None
            else memory_logs(result).get(memory))
     if log is None:
@@ -104,8 +102,7 @@ def requesters(result: Any, log: dict[str, np.ndarray]) -> list[str]:
 def memories_requested(result: Any, requester: str, starts: np.ndarray,
                        ends: np.ndarray) -> list[tuple[str, ...]]:
     """Per interval ``[starts[i], ends[i])`` (cycles from the op's timer start), the memories
-    (in the run's order) to which ``requester`` issued a request in it, from the port logs the
-    run kept."""
+    to which ``requester`` issued a request in it (the logged ones, in the run's order)."""
     starts, ends = np.asarray(starts, float), np.asarray(ends, float)
     hits = []
     for memory in memory_logs(result):
@@ -135,9 +132,9 @@ def interval_integral(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray,
 
 def binned_mean(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray,
                 edges: np.ndarray) -> np.ndarray:
-    """Time-weighted mean, per bin, of the sum of ``weights`` of the intervals active then.
-    Only intervals that overlap the edges count: one wholly outside is exactly 0 in every bin,
-    not the rounding left by adding and taking away its length."""
+    """Time-weighted mean, per bin, of the sum of ``weights`` of the intervals active then (one
+    wholly outside the edges is left out: exactly 0, not the rounding of adding and taking away
+    its length)."""
     starts, ends = np.asarray(starts, float), np.asarray(ends, float)
     inside = (ends > edges[0]) & (starts < edges[-1])
     f = interval_integral(starts[inside], ends[inside], np.asarray(weights, float)[inside],

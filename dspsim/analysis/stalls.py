@@ -1,13 +1,9 @@
 """Where the core's time goes, per pass, and how busy each engine is (from a run's trace; cycles
-from the op's timer start).
-
-Per pass the core's span (first to last core row) splits into disjoint parts, so that
-``compute + idma_setup + wait_in + wait_out + wait_ddr + other = span`` exactly:
-``compute_cycles`` (kernels, minus their stalls), ``idma_setup_cycles`` (programming
-descriptors, ``IDMA_COPY``), ``wait_in_cycles`` / ``wait_out_cycles`` (in ``IDMA_WAIT`` on an
-input / output copy), ``wait_ddr_cycles`` (kernels stalled on external memories, all of them
-together: the trace does not split a stall, the run's ``stall_cycles`` does,
-:func:`memory_stalls`) and ``other_cycles`` (no core row). Per tile: :mod:`~dspsim.analysis.tiles`.
+from the op's timer start). Per pass the core's span (first to last core row) splits exactly
+into ``compute_cycles`` (kernels, minus their stalls), ``idma_setup_cycles`` (``IDMA_COPY``),
+``wait_in_cycles`` / ``wait_out_cycles`` (``IDMA_WAIT`` on an input / output copy),
+``wait_ddr_cycles`` (kernels stalled on any external memory: the trace does not split a stall,
+the run's ``stall_cycles`` does, :func:`memory_stalls`) and ``other_cycles`` (no core row).
 """
 
 from __future__ import annotations
@@ -39,7 +35,7 @@ def require_trace(result: Any) -> pd.DataFrame:
 
 
 def _columns(result: Any) -> Any:
-    """The run's trace columns without building a DataFrame when the run has them as numpy."""
+    """The run's trace columns (its numpy table when it has one: no DataFrame built)."""
     table = getattr(result, "trace_table", None)
     return table if table is not None else require_trace(result)
 
@@ -52,8 +48,8 @@ def _arrays(trace: Any, mask: np.ndarray | None = None) -> dict[str, np.ndarray]
 
 
 def pass_names(trace: Any, passes: list[dict[str, Any]] | None) -> list[str]:
-    """Pass names in run order, each once: the run's pass list first, then any the trace
-    adds (a run of many rows repeats its passes' names: one breakdown per name)."""
+    """Pass names in run order, each once (a run of many rows repeats its passes' names: one
+    breakdown per name): the run's pass list first, then any the trace adds."""
     names = dict.fromkeys(p["name"] for p in passes or [])
     for name in dict.fromkeys(np.asarray(trace["pass"], dtype=object)):
         names.setdefault(name or OUTSIDE_PASSES)
@@ -62,8 +58,8 @@ def pass_names(trace: Any, passes: list[dict[str, Any]] | None) -> list[str]:
 
 def core_breakdown(trace: Any, passes: list[dict[str, Any]] | None = None,
                    engines: RunEngines | None = None) -> list[dict[str, Any]]:
-    """Per pass: the core's span and its parts (see the module docstring), in cycles.
-    ``trace``: a DataFrame or a TraceTable; ``engines``: the run's (default: read off it)."""
+    """Per pass: the core's span and its parts (module docstring), in cycles, from a DataFrame
+    or a TraceTable (``engines``: the run's, default read off the trace)."""
     engines = engines or RunEngines.from_trace(trace)
     core = _arrays(trace, engines.core_mask(trace))
     dur = core["end_cycle"] - core["start_cycle"]
@@ -99,8 +95,7 @@ def _clipped_busy(cols: dict[str, np.ndarray], rows: np.ndarray, end_cycle: floa
 
 
 def memory_stalls(result: Any) -> dict[str, int]:
-    """Cycles the core stalled on each memory, by memory name in the run's order (from the
-    run's ``stall_cycles``, whose keys name the memories; J6: ``{"ddr": ...}``)."""
+    """Cycles the core stalled on each memory in the run's order (its ``stall_cycles``)."""
     stalls = getattr(result, "stall_cycles", None) or {}
     return {m: stalls[m] for m in RunEngines.of(result).ports if m in stalls}
 

@@ -1,30 +1,35 @@
-"""One row per tile per pass, what each TCM buffer holds when, and the tiles CSV.
-
-From a run's trace; times are cycles from the op's timer start. Per tile: ``dma_cycles`` (its
-input and output copies' durations, added), ``hidden_dma_cycles`` (the part during which the
-core did useful work: computing or programming descriptors), ``exposed_dma_cycles`` (the rest:
-the core waiting, on this copy, another one or memory, or idle; a copy hidden only behind
-another copy is exposed), ``wait_in_cycles`` / ``wait_out_cycles`` (the core in ``IDMA_WAIT``
-on this tile's own copies).
+"""One row per tile per pass, what each TCM buffer holds when, the tiles CSV, and the readable
+report of a run (the core's time per pass, engine utilisation, the tiles), from a run's trace;
+cycles from the op's timer start. A tile's ``dma_cycles`` (its copies' durations, added)
+split into ``hidden_dma_cycles`` (while the core computed or programmed descriptors) and
+``exposed_dma_cycles`` (the rest: the core waiting or idle; hidden only behind another copy is
+exposed); ``wait_in_cycles`` / ``wait_out_cycles``: the core in ``IDMA_WAIT`` on its copies.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dspsim.analysis.engines import RunEngines
+from dspsim.analysis.engines import RunEngines, memory_label, shape_text
 from dspsim.analysis.series import assign_lanes
-from dspsim.analysis.stalls import OUTSIDE_PASSES, pass_names, require_trace
+from dspsim.analysis.stalls import (
+    CORE_PARTS,
+    OUTSIDE_PASSES,
+    pass_names,
+    require_trace,
+    stall_summary,
+)
+from dspsim.ops.base import errors_text
 from dspsim.paths import atomic_write_text, writable_file
 
 
 def _busy_integral(core: pd.DataFrame):
-    """``B(t)``: core cycles of useful work (compute net of DDR stalls, setup) before ``t``
-    (core rows never overlap: a running sum over rows sorted by start)."""
+    """``B(t)``: core cycles of useful work (compute net of DDR stalls, setup) before ``t``."""
     busy = core[core["kind"].isin(["compute", "setup"])].sort_values("start_cycle")
     starts = busy["start_cycle"].to_numpy(float)
     dur = (busy["end_cycle"] - busy["start_cycle"]).to_numpy(float)
@@ -70,8 +75,8 @@ def tile_table(trace: pd.DataFrame, passes: list[dict[str, Any]] | None = None,
 
 
 def _copies(trace: pd.DataFrame, engines: RunEngines, core: pd.DataFrame) -> pd.DataFrame:
-    """The run's input and output copies, each with its channel's number, its descriptor's
-    index on that channel, its duration and the part of it the core's useful work hides."""
+    """The run's copies, each with its channel's number, its descriptor's index on it, its
+    duration and the part of it the core's useful work hides."""
     copies = trace[trace["engine"].isin(engines.channels)
                    & trace["kind"].isin(["copy_in", "copy_out"])].copy()
     copies["channel"] = copies["engine"].map(engines.number).astype(int)
@@ -85,8 +90,7 @@ def _copies(trace: pd.DataFrame, engines: RunEngines, core: pd.DataFrame) -> pd.
 
 
 def _waits(core: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
-    """The core's waits, each charged to the tile of the copy it waits on (a wait names its
-    descriptor: "ch0 #7")."""
+    """The core's waits, each charged to the tile of the copy it names ("ch0 #7")."""
     waits = core[core["kind"].isin(["wait_in", "wait_out"])].copy()
     handle = waits["what"].str.extract(r"ch(\d+) #(\d+)").astype(float)
     waits["channel"], waits["index"] = handle[0], handle[1]
@@ -97,8 +101,7 @@ def _waits(core: pd.DataFrame, copies: pd.DataFrame) -> pd.DataFrame:
 
 
 def _tile_parts(core: pd.DataFrame, copies: pd.DataFrame) -> list[pd.DataFrame]:
-    """Per (pass, tile): its input copies, its output copies, its compute, its waits on each
-    (one frame each, to be put side by side)."""
+    """Per (pass, tile): its input copies, output copies, compute and waits (a frame each)."""
     key = ["pass", "tile"]
     parts = []
     for kind in ("copy_in", "copy_out"):
@@ -123,7 +126,7 @@ def _tile_parts(core: pd.DataFrame, copies: pd.DataFrame) -> list[pd.DataFrame]:
 
 def _tile_columns(table: pd.DataFrame) -> None:
     """The table's derived columns, in place: compute net of stalls, DMA cycles hidden and
-    exposed, the tile's bytes and buffer, missing counts as 0 where a part is absent."""
+    exposed, the tile's bytes and buffer (missing counts 0)."""
     table["compute_cycles"] = table["compute_cycles"] - table["ddr_stall_cycles"].fillna(0.0)
     for col in ("wait_in_cycles", "wait_out_cycles", "ddr_stall_cycles"):
         table[col] = table[col].fillna(0.0)
@@ -138,7 +141,6 @@ def _tile_columns(table: pd.DataFrame) -> None:
         table[col] = table[col].astype("Int64")
 
 
-# ------------------------------------------------------------------------------ TCM buffers
 def tcm_segments(trace: pd.DataFrame, passes: list[dict[str, Any]] | None = None,
                  engines: RunEngines | None = None) -> pd.DataFrame:
     """What each TCM buffer holds, one row per (tile, state: filling, ready, computing, computed,
@@ -188,8 +190,7 @@ def _tile_chains(rows: list[dict[str, Any]], loaded: np.ndarray) -> dict[int, li
 
 def _lanes(rows: list[dict[str, Any]], starts: list[float], ends: list[float],
            owner: list[int]) -> dict[int, int]:
-    """Each tile's sub-lane in its buffer: tiles that hold one buffer at once on separate
-    lanes."""
+    """Each tile's sub-lane in its buffer (tiles holding one buffer at once: separate lanes)."""
     lane_of: dict[int, int] = {}
     buffers = np.array([int(rows[h]["buffer"]) for h in owner])
     for b in np.unique(buffers):
@@ -224,7 +225,6 @@ def _states(chain: list[dict[str, Any]]) -> list[tuple[str, str, float, float]]:
     return [(s, p, float(a), float(b)) for s, p, a, b in out if not (pd.isna(a) or pd.isna(b))]
 
 
-# ------------------------------------------------------------------------------ tiles CSV
 def check_tiles_path(path: str | Path) -> Path:
     """A writable ``.csv`` path (checked before simulating)."""
     return writable_file(path, "tiles file", (".csv",))
@@ -238,3 +238,109 @@ def write_tiles_csv(result: Any, path: str | Path) -> Path:
     for col in ("tile", "buffer"):
         table[col] = table[col].astype("Int64").mask(table[col] < 0)
     return atomic_write_text(p, table.to_csv(index=False, float_format="%.3f"), "tiles file")
+
+
+# ------------------------------------------------------------------------------ the report
+
+def table_text(headers: list[str], rows: list[list[str]], left: Collection[int] = (0,),
+               rule: bool = True) -> str:
+    """A text table, columns two spaces apart: the ``left`` columns (default the first)
+    left-aligned, the others right-aligned, no trailing spaces; ``rule``: a line of dashes
+    under the headers. The report's tables, and ``dspsim optimize``'s ranking (no rule)."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i in left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    dashes = ["  ".join("-" * w for w in widths)] if rule else []
+    return "\n".join([line(headers), *dashes, *map(line, rows)])
+
+
+def _num(v: Any, digits: int = 0) -> str:
+    """A number with thousands separators; ``-`` for a missing one."""
+    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+        return "-"
+    return f"{v:,.{digits}f}"
+
+
+def report_text(result: Any) -> str:
+    """Readable tables: the core's time per pass, engine utilisation, and the tiles."""
+    summary = stall_summary(result)
+    engines = RunEngines.of(result)
+    out = _headline(result)
+    out += ["", "where the core's time goes, per pass (cycles, and % of the pass span)"]
+    out += _core_time(result, summary)
+    out += ["", "engine utilisation (busy cycles, % of the op's cycles)"]
+    rows = [[name, _num(e["busy_cycles"]), _num(e["utilisation_pct"], 1)]
+            for name, e in summary["engines"].items()]
+    out.append(table_text(["engine", "busy_cycles", "utilisation_pct"], rows))
+    for port in engines.ports:
+        rate = summary["engines"][port]["achieved_bytes_per_cycle"]
+        out.append(f"{memory_label(port)} achieved {rate:.4f} bytes/cycle over the op")
+    out += _tiles(result, engines)
+    return "\n".join(out)
+
+
+def _headline(result: Any) -> list[str]:
+    """What ran and how long, the output's check, the run's warnings and hazards."""
+    model = getattr(result, "model", None)
+    clock = f" at {model.core.clock_mhz:g} MHz" if model is not None else ""
+    out = [f"{result.op} {result.variant} on {result.core}: {shape_text(result.shape)}, "
+           f"{result.cycles:,} cycles = {result.time_us:,.1f} us" + clock]
+    o = getattr(result, "output", None)
+    if o and "exact" in o:  # an integer or byte output, against the op's exact reference
+        out.append(f"output: {'equals' if o['exact'] else 'DIFFERS FROM'} the reference bit for "
+                   f"bit ({o.get('mismatch_count', 0):,} elements differ)")
+    elif o and "max_rel_err" in o:  # the values the run computed, against the op's float64
+        out.append(f"output: {o.get('nan_count', 0)} NaN, {o.get('inf_count', 0)} inf, "
+                   f"{errors_text(o)}")
+    for w in getattr(result, "warnings", None) or []:
+        out.append(f"warning [{w['code']}] x{w.get('count', 1)}: {w['message']}")
+    for h in getattr(result, "hazards", None) or []:
+        out.append(f"hazard: {h['message']}")
+    return out
+
+
+def _core_time(result: Any, summary: dict[str, Any]) -> list[str]:
+    """The core's time per pass and in all, and its stalls per memory."""
+    headers = ["pass", "span_cycles"] + list(CORE_PARTS)
+    rows = []
+    for p in summary["per_pass"] + [{"pass": "total"} | summary["total"]]:
+        span = p["span_cycles"]
+        cells = [p["pass"], _num(span)]
+        for k in CORE_PARTS:
+            pct = 100.0 * p[k] / span if span else 0.0
+            cells.append(f"{_num(p[k])} ({pct:4.1f}%)")
+        rows.append(cells)
+    out = [table_text(headers, rows)]
+    stalled = {m: v for m, v in summary["on_memory"].items() if v > 0}
+    if stalled:  # the run's own count per memory (the trace's rows do not split a stall)
+        out.append("wait_ddr_cycles: the core stalled on " + ", ".join(
+            f"{m} {_num(v)} cycles ({100.0 * v / result.cycles if result.cycles else 0.0:.1f}% "
+            "of the op)" for m, v in stalled.items()))
+    return out
+
+
+_TILE_REPORT_COLUMNS = ["pass", "tile", "buffer", "copy_in_start_cycle", "compute_start_cycle",
+                        "compute_end_cycle", "copy_out_end_cycle", "compute_cycles",
+                        "dma_cycles", "hidden_dma_cycles", "exposed_dma_cycles"]
+
+
+def _tiles(result: Any, engines: RunEngines) -> list[str]:
+    """The tiles' table and their DMA cycles hidden and exposed (none: nothing)."""
+    tiles = tile_table(result.trace, result.passes, engines)
+    if not len(tiles):
+        return []
+    out = ["", "tiles (cycles; hidden = copy time overlapped by the core's work)"]
+    cols = _TILE_REPORT_COLUMNS
+    rows = [[str(r["pass"] or OUTSIDE_PASSES)] + [str(r[c]) if r[c] >= 0 else "-"
+                                                   for c in ("tile", "buffer")]
+            + [_num(r[c]) for c in cols[3:]] for _, r in tiles.iterrows()]
+    out.append(table_text(cols, rows))
+    tiles = tiles[tiles["tile"] >= 0]  # copies no tile owns (set-up before the timer) are not
+    dma, hidden = tiles["dma_cycles"].sum(), tiles["hidden_dma_cycles"].sum()
+    if dma:
+        out.append(f"all tiles: {_num(dma)} DMA cycles, {_num(hidden)} hidden "
+                   f"({100.0 * hidden / dma:.2f}%), {_num(dma - hidden)} exposed")
+    return out

@@ -1,31 +1,30 @@
-"""Timeline (Gantt) figures of a run: one lane per engine, each memory's port below.
-
-Lanes, top to bottom: the op's passes; the core (kernels coloured in the order of their first
-call, their share stalled on memory hatched grey, waits on iDMA copies, descriptor programming);
-each iDMA channel's copies; each TCM buffer's tiles by state (split into sub-lanes where it holds
-two tiles at once). Below, a pair of panels per memory (:mod:`~dspsim.analysis.timeline_memories`):
-achieved bandwidth and requests in flight per requester. The x axis is cycles from the op's timer
-start, microseconds on top. Every lane is drawn as per-pixel occupancy
-(:mod:`~dspsim.analysis.timeline_draw`), so that its coloured area is its time in each state
-whatever the zoom. Figures are drawn on an Agg canvas (no pyplot), text always plain
-(:func:`dspsim.paths.plain_text`), and saved atomically as :data:`FIGURE_FORMATS`.
+"""Timeline (Gantt) figures of a run: lanes for the passes, the core (kernels, their stalled share
+hatched, iDMA waits and programming), each iDMA channel and each TCM buffer's tiles by state;
+below, each memory's bandwidth and requests in flight (:mod:`~dspsim.analysis.timeline_memories`);
+and several runs compared on one cycle axis (:func:`compare_figure`). The x axis is cycles from
+the op's timer start, microseconds on top. Lanes are drawn as per-pixel occupancy
+(:mod:`~dspsim.analysis.timeline_draw`) on an Agg canvas (no pyplot), text plain.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib import rc_context
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from dspsim.analysis import timeline_draw as draw
-from dspsim.analysis.engines import COPY_KINDS, RunEngines, shape_text
+from dspsim.analysis.engines import COPY_KINDS, RunEngines, memory_label, shape_text
 from dspsim.analysis.series import host_memory, logged_memories, memory_logs
-from dspsim.analysis.stalls import require_trace
+from dspsim.analysis.stalls import core_breakdown, require_trace, stalled_memories
 from dspsim.analysis.tiles import tcm_segments
-from dspsim.analysis.timeline_draw import DPI, Lanes, memories_text
+from dspsim.analysis.timeline_draw import DPI, WAIT_COLOURS, Lanes, memories_text
 from dspsim.analysis.timeline_memories import (
     copy_memories,
     ddr_stall_handle,
@@ -36,9 +35,6 @@ from dspsim.analysis.timeline_memories import (
 from dspsim.errors import DspsimInputError
 from dspsim.ops.registry import OPS
 from dspsim.paths import atomic_savefig, check_suffix, plain_text, writable_file
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 FIGURE_FORMATS = (".png", ".svg", ".pdf")  # every figure dspsim writes
 RIGHT = 0.97  # figure fraction: leaves room for the last x tick label
@@ -92,9 +88,6 @@ def check_figure_path(path: str | Path, what: str = "timeline file") -> Path:
 
 def save_figure(fig, path: str | Path, dpi: float = DPI, what: str = "figure") -> Path:
     """Save ``fig`` atomically, its extension picking the format (SVG keeps text as text)."""
-    from matplotlib import rc_context
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     path = Path(path)
     fmt = check_suffix(path, what, FIGURE_FORMATS)
     if not isinstance(fig.canvas, FigureCanvasAgg):
@@ -128,8 +121,8 @@ def _lane_spec(engines: RunEngines, segs: pd.DataFrame) -> list[tuple[str, str]]
 def draw_engine_lanes(
     ax, result: Any, lo: float, hi: float, width_px: float, tcm: bool = True
 ) -> tuple[list[Any], bool]:
-    """Draw the pass, core, iDMA and (optionally) TCM lanes over [lo, hi]; return the legend
-    handles of what the window shows and whether any lane was drawn as occupancy."""
+    """Draw the pass, core, iDMA and (optionally) TCM lanes over [lo, hi]; the legend handles of
+    what the window shows, and whether any lane was drawn as occupancy."""
     trace = require_trace(result)
     engines = RunEngines.of(result)
     segs = (tcm_segments(trace, result.passes, engines) if tcm
@@ -175,10 +168,8 @@ def _draw_pass_lane(lanes: Lanes, passes: Sequence[Any], y: float) -> None:
 
 def _draw_core_kernels(lanes: Lanes, result: Any, engines: RunEngines, core: pd.DataFrame,
                        y: float) -> list[Any]:
-    """The core's kernels stacked bottom-up (the longest first), then their stalled share
-    hatched on top, each stalled row labelled with its share and memory; legend handles."""
-    from matplotlib.patches import Patch
-
+    """The core's kernels (the longest first), their stalled share hatched on top and labelled
+    with its memory; legend handles."""
     handles: list[Any] = []
     comp = core[core["kind"] == "compute"]
     colours = kernel_colours(core)
@@ -215,13 +206,11 @@ def _draw_core_kernels(lanes: Lanes, result: Any, engines: RunEngines, core: pd.
 
 def _draw_core_waits(lanes: Lanes, core: pd.DataFrame, y: float) -> list[Any]:
     """The core lane's descriptor programming and iDMA waits; their legend handles."""
-    from matplotlib.patches import Patch
-
     handles = []
     for kind, colour, label in (
             ("setup", draw.SETUP_COLOUR, "core programming an iDMA descriptor"),
-            ("wait_in", draw.WAIT_COLOURS["wait_in"], "core waiting on iDMA input"),
-            ("wait_out", draw.WAIT_COLOURS["wait_out"], "core waiting on iDMA output")):
+            ("wait_in", WAIT_COLOURS["wait_in"], "core waiting on iDMA input"),
+            ("wait_out", WAIT_COLOURS["wait_out"], "core waiting on iDMA output")):
         rows = core[core["kind"] == kind]
         if lanes.bars(rows["start_cycle"], rows["end_cycle"], y, colour):
             handles.append(Patch(facecolor=colour, label=label))
@@ -230,10 +219,7 @@ def _draw_core_waits(lanes: Lanes, core: pd.DataFrame, y: float) -> list[Any]:
 
 def _draw_copy_lanes(lanes: Lanes, result: Any, engines: RunEngines, trace: pd.DataFrame,
                      ypos: dict[str, float]) -> list[Any]:
-    """One lane per iDMA channel, its copies labelled by tile; the legend handles of the copies
-    the window shows."""
-    from matplotlib.patches import Patch
-
+    """One lane per iDMA channel, its copies labelled by tile; legend handles."""
     logged = copy_memories(result, engines)  # one pass over the port logs, for both uses
     host = tuple(filter(None, [host_memory(result)]))  # what a kind none logged went to
     ends = {kind: memories_text(m or host, "/") for kind, m in logged.items()}
@@ -261,10 +247,8 @@ def _draw_copy_lanes(lanes: Lanes, result: Any, engines: RunEngines, trace: pd.D
 
 
 def _draw_tcm_lanes(lanes: Lanes, segs: pd.DataFrame, ypos: dict[str, float]) -> list[Any]:
-    """One lane per TCM buffer half, coloured by the tile's state, each tile outlined and
-    labelled; the legend handles of the states the window shows."""
-    from matplotlib.patches import Patch
-
+    """One lane per TCM buffer half, coloured by the tile's state, tiles outlined and labelled;
+    legend handles."""
     states_shown: set[str] = set()
     for (b, k), group in segs.groupby(["buffer", "lane"]):
         yk = ypos[f"tcm{b}.{k}"]
@@ -296,8 +280,7 @@ def add_us_axis(ax, clock_mhz: float) -> None:
 
 def draw_pass_lines(axes, result: Any, lo: float, hi: float) -> str | None:
     """Dashed verticals at the pass boundaries inside (lo, hi), unless closer than
-    :data:`PASS_LINE_MIN_PX` on average (they would hide every lane); the note that says
-    which, or ``None`` when there is no boundary in the window."""
+    :data:`PASS_LINE_MIN_PX` on average (they would hide every lane); the note saying which."""
     xs = [x for x in (float(p["start_cycle"]) for p in result.passes[1:]) if lo < x < hi]
     if not xs:
         return None
@@ -337,9 +320,7 @@ def run_title(result: Any, lo: float, hi: float) -> str:
 
 def finish_layout(fig, gs, handles: list[Any], notes: Sequence[str], ncol: int = 5) -> None:
     """The footnote at the bottom right, the legend (one entry per label) above it, the axes
-    above the legend, and every x tick label inside the figure."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
+    above, every x tick label inside the figure."""
     renderer = FigureCanvasAgg(fig).get_renderer()
     height = fig.bbox.height
     pad = 6.0 / height  # 6 px
@@ -410,8 +391,6 @@ def timeline_figure(result: Any, window: tuple[float, float] | None = None) -> F
 def _timeline_axes(memories: Sequence[str]) -> tuple[Figure, Any, Any,
                                                    dict[str, tuple[Any, Any]]]:
     """The timeline's figure, grid, lanes axes and each memory's pair of panels below it."""
-    from matplotlib.figure import Figure
-
     # the headline figure (one memory) is 9.5 inches high; each further memory's pair of
     # panels adds its own height, the margins above and below keeping their size in inches
     height = 9.5 + MEMORY_PANELS_IN * (len(memories) - 1)
@@ -441,3 +420,138 @@ def default_timeline_path(result_path: str | Path) -> Path:
         raise DspsimInputError(f"result file {str(p)!r} is not a regular file")
     stem = p.name[: -len(".json.gz")] if p.name.lower().endswith(".json.gz") else p.stem
     return p.with_name(f"{stem}_timeline.png")
+
+
+# ------------------------------------------------------------------------------ runs compared
+COMPUTE_SUMMARY_COLOUR = "#f2c14e"
+
+
+@plain_text
+def compare_figure(results: Sequence[Any]) -> Figure:
+    """Runs above each other on one cycle axis, each the timeline's lanes without the TCM buffers
+    and its memories' bandwidth; below, each core's cycles per part as bars as long as the runs."""
+    longest = float(max(r.cycles for r in results))
+    xmax = longest * 1.16  # room after the bars for their totals
+    for r in results:
+        require_trace(r)
+    memories = [logged_memories(r) for r in results]
+    heights = [h for m in memories for h in [3.0] + [1.0] * len(m)]
+    heights.append(0.25 + 0.55 * len(results))
+    extra = sum(len(m) - 1 for m in memories)  # bandwidth panels beyond one per run
+    # one legend entry for the core's stalls, naming every memory a run stalled on
+    stalled = list(dict.fromkeys(m for r in results for m in stalled_memories(r)))
+    stall_handle = ddr_stall_handle(stalled)
+    fig = Figure(figsize=(16, 3.4 * len(results) + 2.6 + 0.8 * extra))
+    gs = fig.add_gridspec(len(heights), 1, height_ratios=heights, hspace=0.35,
+                          left=0.075, right=RIGHT, top=0.90, bottom=0.12)
+    axes, handles, width_px, notes = _draw_runs(fig, gs, results, memories, xmax, stall_handle)
+    ax_sum = fig.add_subplot(gs[-1], sharex=axes[0])
+    drawn = _draw_core_summary(ax_sum, results, xmax, width_px)
+    if "compute_cycles" in drawn:
+        handles.append(Patch(facecolor=COMPUTE_SUMMARY_COLOUR,
+                             label="core computing (summary bar)"))
+    if "wait_ddr_cycles" in drawn:
+        handles.append(stall_handle)
+    ax_sum.set_xlim(0, xmax)
+    ax_sum.xaxis.set_major_formatter(draw.PlainFormatter())
+    ax_sum.set_xlabel("time (cycles from the op's timer start)", fontsize=9)
+    add_us_axis(axes[0], results[0].model.core.clock_mhz)
+    fig.suptitle("the same op, its versions on one time scale", fontsize=12, y=0.995)
+    finish_layout(fig, gs, handles, ["red verticals: end of each run", *notes])
+    return fig
+
+
+def _draw_runs(fig: Figure, gs: Any, results: Sequence[Any], memories: list[list[str]],
+               xmax: float, stall_handle: Any) -> tuple[list[Any], list[Any], float, list[str]]:
+    """Each run's lanes and bandwidth panels, one run below the other: their axes, legend
+    handles, the lanes' width (px) and footnotes."""
+    # the legend names the memory when every run shows the same one memory (J6's DDR)
+    named = len({tuple(m) for m in memories}) == 1 and len(memories[0]) == 1
+    axes: list[Any] = []
+    handles: list[Any] = []
+    width_px = None
+    any_occupancy = False
+    pass_notes: dict[str, None] = {}
+    row = 0
+    for i, r in enumerate(results):
+        ax = fig.add_subplot(gs[row], sharex=axes[0] if axes else None)
+        bws = [fig.add_subplot(gs[row + 1 + k], sharex=ax) for k in range(len(memories[i]))]
+        row += 1 + len(bws)
+        width_px = width_px or fig.get_figwidth() * DPI * ax.get_position().width
+        lane_handles, used = draw_engine_lanes(ax, r, 0.0, xmax, width_px, tcm=False)
+        handles += [stall_handle if h.get_label().startswith("core stalled on") else h
+                    for h in lane_handles]
+        any_occupancy |= used
+        for ax_bw, memory in zip(bws, memories[i]):
+            twin = ax_bw.twinx()  # requests are drawn but hidden: only bandwidth here
+            bw_handles = draw_ddr(ax_bw, twin, r, 0.0, float(r.cycles),
+                                  bins=int(width_px // 2), memory=memory, named=named)
+            handles += [h for h in bw_handles if "requests in flight" not in h.get_label()
+                        and "port slots" not in h.get_label()]
+            twin.set_visible(False)
+            ax_bw.tick_params(axis="x", labelbottom=False)
+            ax_bw.tick_params(axis="y", labelsize=8)
+        ax.set_title(run_title(r, 0.0, float(r.cycles)), fontsize=10, loc="left",
+                     pad=34 if i == 0 else 6)
+        ax.tick_params(axis="x", labelbottom=False)
+        pass_note = draw_pass_lines([ax, *bws], r, 0.0, float(r.cycles))
+        if pass_note:
+            pass_notes[pass_note] = None
+        for a in (ax, *bws):
+            a.axvline(r.cycles, color="#c44e52", linewidth=1.2)
+        axes += [ax, *bws]
+    notes = [*pass_notes, OCCUPANCY_NOTE] if any_occupancy else [*pass_notes]
+    return axes, handles, width_px, notes
+
+
+# the core-time summary's parts: the breakdown's key, its label, colour and hatch
+_SUMMARY_PARTS = (("compute_cycles", "computing", COMPUTE_SUMMARY_COLOUR, None),
+                  ("idma_setup_cycles", "programming iDMA", draw.SETUP_COLOUR, None),
+                  ("wait_in_cycles", "waiting on iDMA input", WAIT_COLOURS["wait_in"], None),
+                  ("wait_out_cycles", "waiting on iDMA output", WAIT_COLOURS["wait_out"], None),
+                  ("wait_ddr_cycles", "stalled on", "#bbbbbb", "xx"),  # + the run's memories
+                  ("other_cycles", "other", "#ffffff", None))
+
+
+def _draw_core_summary(ax_sum: Any, results: Sequence[Any], xmax: float,
+                       width_px: float) -> set[str]:
+    """Each core's time per part at its true length (parts too short to label named after the
+    bar); the parts drawn."""
+    longest = float(max(r.cycles for r in results))
+    drawn: set[str] = set()
+    for i, r in enumerate(results):
+        rows = core_breakdown(r.trace, r.passes, RunEngines.of(r))
+        left, y, small = 0.0, -i, []
+        for key, label, colour, hatch in _SUMMARY_PARTS:
+            v = sum(p[key] for p in rows)
+            if v <= 0:
+                continue
+            if key == "wait_ddr_cycles":
+                on = ", ".join(map(memory_label, stalled_memories(r)))
+                label = f"{label} {on or 'memory'}"
+            ax_sum.barh(y, v, left=left, height=0.6, color=colour, hatch=hatch,
+                        edgecolor="#333333" if hatch else colour, linewidth=0)
+            drawn.add(key)
+            pct = 100.0 * v / r.cycles
+            if v / xmax * width_px > 90:
+                ax_sum.text(left + v / 2, y, f"{label} {pct:.1f}%", ha="center", va="center",
+                            fontsize=8, bbox={"facecolor": "white", "alpha": 0.85, "pad": 1,
+                                              "linewidth": 0})
+            else:
+                small.append(f"{label} {pct:.2g}%")
+            left += v
+        text = f"{r.cycles:,} cycles" + (f"\n{', '.join(small)}" if small else "")
+        ax_sum.text(left + longest * 0.005, y, text, va="center", fontsize=7.5)
+    ax_sum.set_yticks([-i for i in range(len(results))],
+                      [f"core time,\n{r.variant}" for r in results])
+    ax_sum.set_ylim(-len(results) + 0.4, 0.6)
+    ax_sum.tick_params(axis="y", length=0, labelsize=8)
+    return drawn
+
+
+def plot_compare(results: Sequence[Any], path: str | Path) -> Path:
+    """Several runs on one cycle axis (a .png, .svg or .pdf file)."""
+    if not results:
+        raise DspsimInputError("compare: give at least one run")
+    p = check_figure_path(path)
+    return save_figure(compare_figure(results), p)

@@ -1,10 +1,7 @@
-"""Drawing primitives of the timeline figures: colours, lanes drawn as per-pixel occupancy,
-labels that fit their bars, plain tick formatters.
-
-A lane is drawn on a grid of one column per pixel, each column showing the share of its time in
-each state, stacked from the lane's bottom (white: idle); a row can count only a share of its
-time in a state (a kernel stalled for ``f`` of it: ``1 - f`` computing, ``f`` stalled). The
-stack is painted as cumulative towers, tallest first, so that states meet without white seams.
+"""Drawing primitives of the timeline figures: colours, labels that fit their bars, plain tick
+formatters, and lanes drawn as per-pixel occupancy: each pixel column shows the share of its
+time in each state, stacked from the lane's bottom (white: idle; a kernel stalled for ``f`` of a
+row counts ``1 - f`` computing), painted as cumulative towers so that states meet without seams.
 """
 
 from __future__ import annotations
@@ -13,6 +10,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
+from matplotlib.font_manager import FontProperties, findfont, get_font
+from matplotlib.patches import StepPatch
+from matplotlib.textpath import TextToPath
 from matplotlib.ticker import Formatter
 
 from dspsim.analysis.engines import memory_label as engine_memory_label
@@ -43,7 +43,6 @@ CHANNEL_REQUEST_COLOURS = ("#0b2e59", "#00a89d", "#8e0152", "#6a00d8",
 OTHER_REQUEST_COLOUR = "#a07000"
 
 
-# ------------------------------------------------------------------------------ text
 FIGURE_NAME_CHARS = 32  # a name longer than this is shortened in a figure (middle ellipsis)
 MEMORY_LABEL_CHARS = 12  # a memory's label: its panels' rotated y labels fit their height
 
@@ -51,8 +50,6 @@ MEMORY_LABEL_CHARS = 12  # a memory's label: its panels' rotated y labels fit th
 @lru_cache(maxsize=1)
 def _figure_font():
     """The font figures set their text in (the default family's first face)."""
-    from matplotlib.font_manager import FontProperties, findfont, get_font
-
     return get_font(findfont(FontProperties()))
 
 
@@ -81,9 +78,6 @@ def memories_text(names: Sequence[str], joiner: str = ", ") -> str:
 @lru_cache(maxsize=4096)
 def text_width_px(text: str, fontsize: float, dpi: float = DPI) -> float:
     """The width of ``text`` set in the default font at ``fontsize`` points, in pixels."""
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import TextToPath
-
     width, _, _ = TextToPath().get_text_width_height_descent(text, FontProperties(size=fontsize),
                                                              ismath=False)
     return float(width) * dpi / 72.0
@@ -112,7 +106,6 @@ class PlainFormatter(Formatter):
         return "0" if text.lstrip("-").strip("0.,") == "" else text
 
 
-# ------------------------------------------------------------------------------ lanes
 class Lanes:
     """Draws one axes' lanes as per-pixel occupancy (:meth:`finish`), outlines of wide bars and
     labels that fit inside their bars."""
@@ -173,8 +166,6 @@ class Lanes:
     def finish(self) -> None:
         """Draw every lane: per pixel column, each state's share of the column's time stacked
         from the lane's bottom, painted as cumulative towers (tallest first)."""
-        from matplotlib.patches import StepPatch
-
         edges = self.edges
         for y, groups in self.groups.items():
             shares = np.array([binned_mean(s, e, w, edges) for s, e, w, _ in groups])
@@ -194,8 +185,7 @@ class Lanes:
     def labels(self, start, end, texts: Sequence[str | Sequence[str]], y: float,
                fontsize: float = 7, pad_px: float = 0.0, **style) -> None:
         """A label centred in each bar, the first of its candidate texts that fits inside the
-        bar's visible part; none where no candidate fits or it would overlap a label already
-        in the lane."""
+        bar's visible part and overlaps no label already in the lane."""
         a = np.maximum(np.asarray(start, float), self.lo)
         b = np.minimum(np.asarray(end, float), self.hi)
         px = (b - a) / self.cycles_per_px

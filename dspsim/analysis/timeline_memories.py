@@ -1,6 +1,5 @@
-"""The memories' part of the timeline figures: a pair of panels per memory (achieved bandwidth,
-requests in flight per requester), which memory a stalled kernel or a copy went to (from the
-port logs), and what a cut log did not record.
+"""The memories' part of the timeline figures: a pair of panels per memory (bandwidth, requests
+in flight per requester), which memory a stalled kernel or a copy went to, what a cut log lacks.
 """
 
 from __future__ import annotations
@@ -9,6 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from dspsim.analysis import series
 from dspsim.analysis import timeline_draw as draw
@@ -26,8 +27,6 @@ def label_gap(label: str) -> str:
 
 def ddr_stall_handle(memories: Sequence[str] = ("ddr",)):
     """The legend entry of the core's stalls, naming the memories stalled on (J6: DDR)."""
-    from matplotlib.patches import Patch
-
     label = f"core stalled on {memories_text(memories) or 'memory'} (hatched)"
     return Patch(facecolor=draw.STALL_COLOUR, edgecolor=draw.STALL_HATCH_COLOUR,
                  hatch=draw.STALL_HATCH, label=label)
@@ -35,8 +34,7 @@ def ddr_stall_handle(memories: Sequence[str] = ("ddr",)):
 
 def stall_memories(result: Any, starts: Any, ends: Any) -> list[tuple[str, ...]]:
     """Per kernel row of the core, the memories it sent requests to during the row (port logs);
-    where the logs show none (cut by ``--trace-limit``, or none kept), those the core stalled
-    on."""
+    where the logs show none (cut, or none kept), those the core stalled on."""
     fallback = tuple(stalled_memories(result)) or tuple(filter(None, [series.host_memory(result)]))
     if not len(starts):
         return []
@@ -72,9 +70,8 @@ def requester_colour(who: str, engines: RunEngines) -> str:
 
 def ddr_series(result: Any, lo: float, hi: float, bins: int, memory: str | None = None
                ) -> dict[str, Any]:
-    """A memory's port (default: the host's memory's) per time bin over [lo, hi] (cycles): read
-    and write bandwidth (bytes/cycle; a request's bytes cross evenly over its data phase) and
-    mean requests in flight (issue to completion) per requester."""
+    """A memory's port (default: the host's) per bin over [lo, hi]: read and write bytes/cycle (a
+    request's bytes cross evenly over its data phase), mean requests in flight per requester."""
     log = series.port_log_arrays(result, memory)
     edges = np.linspace(lo, hi, bins + 1)
     span = log["data_end"] - log["data_start"]
@@ -94,9 +91,6 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int, memory
              named: bool) -> list[Any]:
     """A memory's bandwidth and requests in flight, binned over [lo, hi]; legend handles.
     ``named``: the legend's entries name the memory (a figure of one memory)."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
     label = memory_label(memory)
     prefix = f"{label} " if named else ""
     panel = ddr_series(result, lo, hi, bins, memory)
@@ -144,11 +138,8 @@ def draw_ddr(ax_bw, ax_req, result: Any, lo: float, hi: float, bins: int, memory
 
 def draw_not_recorded(lanes, memory_axes: dict[str, list[Any]], result: Any, lo: float,
                       hi: float) -> list[Any]:
-    """Cover what a ``--trace-limit`` run did not record, so that it reads as unknown, not as
-    idle: the lanes after ``trace_cut_cycle``, each memory's axes (``memory_axes``: by memory)
-    after its log's cut; the legend handle, if anything was covered."""
-    from matplotlib.patches import Patch
-
+    """Cover what a ``--trace-limit`` run did not record (unknown, not idle): the lanes after
+    ``trace_cut_cycle``, each memory's axes after its log's cut; the legend handle, if any."""
     style = {"facecolor": "#eeeeee", "edgecolor": "#999999", "hatch": "xx", "linewidth": 0,
              "zorder": 10}
     covered = []

@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from dspsim.cli.calibrate import add_calibrate, cmd_calibrate
+from dspsim.cli import calibrate, info, run, sweep, workload
 from dspsim.cli.common import (
     INTERRUPTED_EXIT,
     _Parser,
@@ -24,28 +24,17 @@ from dspsim.cli.common import (
     interrupts_handled,
     silence_stdout,
 )
-from dspsim.cli.info import add_keys, add_ops, cmd_keys, cmd_ops
-from dspsim.cli.optimize import add_optimize, cmd_optimize
-from dspsim.cli.plot import add_plot, add_report, cmd_plot, cmd_report
-from dspsim.cli.run import add_reproduce, add_run, cmd_reproduce, cmd_run
-from dspsim.cli.sweep import add_sweep, cmd_sweep
-from dspsim.cli.validate import add_validate, cmd_validate
-from dspsim.cli.workload import add_workload, cmd_workload
 from dspsim.errors import DeadlockError, DspsimInputError, WorkerError
+from dspsim.ops.fileop import load_op_file
 from dspsim.version import __version__
 
+# each command's (add_<name>, cmd_<name>), in the order --help lists them
 COMMANDS: dict[str, tuple[Callable, Callable]] = {
-    "run": (add_run, cmd_run),
-    "reproduce": (add_reproduce, cmd_reproduce),
-    "plot": (add_plot, cmd_plot),
-    "report": (add_report, cmd_report),
-    "sweep": (add_sweep, cmd_sweep),
-    "optimize": (add_optimize, cmd_optimize),
-    "calibrate": (add_calibrate, cmd_calibrate),
-    "validate": (add_validate, cmd_validate),
-    "ops": (add_ops, cmd_ops),
-    "keys": (add_keys, cmd_keys),
-    "workload": (add_workload, cmd_workload),
+    name: (getattr(module, f"add_{name}"), getattr(module, f"cmd_{name}"))
+    for module, names in ((run, ("run", "reproduce", "plot", "report")),
+                          (sweep, ("sweep", "optimize")), (calibrate, ("calibrate", "validate")),
+                          (info, ("ops", "keys")), (workload, ("workload",)))
+    for name in names
 }
 
 
@@ -75,7 +64,6 @@ def load_op_files_of(argv: list[str]) -> list[str]:
     command = next((a for a in argv if not a.startswith("-")), None)  # the first word
     if not files or command not in (*OP_FILE_COMMANDS, "plot"):
         return []  # a command without --op-file refuses it unread (nor imports its python)
-    from dspsim.ops.fileop import load_op_file
 
     allow = "--allow-python" in argv
     return [load_op_file(f, allow) for f in files]
@@ -97,9 +85,8 @@ def _default_op_of_files(args: argparse.Namespace, argv: list[str], names: list[
 
 
 def _window_joined(words: list[str]) -> list[str]:
-    """``--window -100:500`` as ``--window=-100:500``: argparse takes a value starting with "-"
-    for an option ("expected one argument"); joined, the window's own check says what is
-    allowed."""
+    """``--window -100:500`` as ``--window=-100:500`` (argparse takes a value starting with "-"
+    for an option); joined, the window's own check says what is allowed."""
     out: list[str] = []
     for w in words:
         if out and out[-1] == "--window" and w.startswith("-"):

@@ -1,8 +1,10 @@
-"""``dspsim calibrate``."""
+"""``dspsim calibrate`` and ``dspsim validate``: model keys fitted to measurements, and every
+shipped measurement beside what the model predicts."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -12,11 +14,14 @@ from dspsim.cli.common import (
     UsageError,
     add_model_args,
     check_outputs_not_inputs,
+    counter,
     emit_json,
     int_in,
     model_from_args,
+    on_terminal,
+    status_line,
 )
-from dspsim.cli.progress import counter, on_terminal, status_line
+from dspsim.config import load_models, resolve_model_path
 from dspsim.platform import FIDELITIES
 from dspsim.workers import MAX_JOBS
 
@@ -137,14 +142,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _explore(args: argparse.Namespace, tty: bool) -> int:
-    """``--explore``: it takes minutes, so on a terminal a status line, elsewhere what starts
-    and then a progress line now and then."""
-    from dspsim.errors import DspsimInputError
+    """``--explore`` (minutes): a status line on a terminal, else a progress line now and then."""
     from dspsim.study.calibrate import run_exploration
 
     model = model_from_args(args)
     if args.out:
-        raise DspsimInputError(
+        raise UsageError(
             "--out writes one fit; --explore finds several readings: write a reading's model "
             "file from its values (see --json), or calibrate without --explore")
     try:
@@ -186,8 +189,6 @@ def tolerance_text(cal: Calibration, spans: dict[str, tuple]) -> str:
 def _inward(x: float, up: bool) -> str:
     """A range end at 6 significant digits, rounded into the range (a low end up, a high end
     down), so the printed range holds only values that fit."""
-    import math
-
     if isinstance(x, int) or x == 0:
         return repr(x)
     scale = 10.0 ** (math.floor(math.log10(abs(x))) - 5)
@@ -195,3 +196,64 @@ def _inward(x: float, up: bool) -> str:
         return repr(x)
     text = f"{(math.ceil if up else math.floor)(x / scale) * scale:.6g}"
     return text if "." in text or "e" in text else f"{text}.0"
+
+
+VALIDATE_DESCRIPTION = """\
+Run every measurement the project ships (validation/*.toml: J6's two softmax figures, the
+AmebaLite HiFi5's microbenchmarks) on its platform's model and print measured, predicted,
+error and role: "calibration" (a value of the model was fitted to it; it must be reproduced
+within 1 %) or "check" (nothing was fitted to it). Exit 0 when every calibration measurement
+is within 1 %, 1 otherwise; checks never change the exit code.
+--models A,B runs each measurement under every model given that is of its platform (the file,
+one inheriting from it, or one with its [model] name): e.g. every reading of J6.
+--measurements FILE adds a file of your own (the same format; see dspsim.study.validate).
+Every prediction comes with its interval: the smallest and largest cycles over the model's
+ranges of its guessed and fitted keys (docs/validation.md, "Intervals"); --suggest names, for
+the widest interval, the measurement that would narrow it most.
+"""
+
+
+def add_validate(sub) -> None:
+    p = sub.add_parser("validate", help="every shipped measurement: measured, predicted, error",
+                       description=VALIDATE_DESCRIPTION,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_args(p, models=True, set_help="override a model key in every model (repeatable)")
+    p.add_argument("--measurements", metavar="FILE.toml", action="append", default=[],
+                   help="a measurements file of your own (repeatable)")
+    p.add_argument("--only", action="store_true",
+                   help="only the --measurements files, not the shipped ones")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--suggest", action="store_true",
+                   help="name, for the widest interval, the measurement that would narrow it "
+                   "most, and by how much")
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from dspsim.study.validate import calibration_ok, table, validate
+
+    if args.only and not args.measurements:
+        raise UsageError("validate --only needs --measurements FILE")
+    models = None
+    names = args.models or ([args.model] if args.model else None)
+    if names:  # labelled as run's --models: two files of one name are two models
+        loaded = load_models(names, args.overrides)
+        models = {label: (model, resolve_model_path(item))
+                  for (label, model), item in zip(loaded.items(), names)}
+    rows = validate(models, args.measurements, shipped=not args.only,
+                    overrides=args.overrides)
+    ok = calibration_ok(rows)
+    if args.suggest:
+        from dspsim.study.validate import suggest
+
+        hint = suggest(rows)
+    if args.json:
+        extra = {"suggest": hint.to_json() if hint else None} if args.suggest else {}
+        emit_json({"rows": [r.to_json() for r in rows], "calibration_within_1_pct": ok,
+                   "checks_inside_interval": sum(bool(r.inside) for r in rows
+                                                 if r.measurement.role == "check")} | extra)
+    else:
+        print(table(rows))
+        if args.suggest:
+            print("\n" + (hint.text() if hint else "suggest: no interval has a width (no "
+                           "model of these measurements gives a range that moves them)"))
+    return 0 if ok else 1

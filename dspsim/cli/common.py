@@ -1,7 +1,11 @@
-"""What every subcommand shares: the one-line-error parser, model options, JSON output."""
+"""What every subcommand shares: the one-line-error parser, model options, JSON output, the
+handling of stdout and Ctrl-C, and progress on a terminal (drawn on stderr only when it is a
+terminal: :func:`counter` counts units of work with tqdm; :func:`elapsed` says how long work
+without a unit to count has run, redrawn by a helper thread that sleeps between redraws)."""
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import contextlib
 import errno
@@ -10,14 +14,28 @@ import os
 import signal
 import sys
 import threading
+import time
+import tomllib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-from dspsim.config import HardwareModel, load_model, load_models
+from dspsim.config import (
+    MAX_BASE_DEPTH,
+    MAX_MODEL_FILE_BYTES,
+    HardwareModel,
+    default_model_path,
+    load_model,
+    load_models,
+    resolve_model_path,
+)
 from dspsim.entry import INTERRUPTED_EXIT
 from dspsim.errors import DspsimInputError
+from dspsim.ops import default_op, op_names
+from dspsim.paths import check_not_inputs
+from dspsim.platform import FIDELITIES
 from dspsim.results import json_default
 
 
@@ -26,8 +44,7 @@ class UsageError(DspsimInputError):
 
 
 class _Once(argparse._StoreAction):
-    """A single-valued option: given twice with two values it is refused, not last-wins (which
-    would drop one of them silently)."""
+    """A single-valued option given twice with two values is refused (last-wins drops one)."""
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None
                  ) -> None:
@@ -67,26 +84,24 @@ class _GuardedStdout:
     def __init__(self, stream: Any):
         self._stream = stream
 
-    def _fail(self, e: OSError) -> StdoutError:
-        silence_stdout()
-        return StdoutError(f"cannot write to standard output: {e.strerror or e}")
-
     def _call(self, method: str, *args: Any) -> Any:
         try:
+            if self._stream is None:
+                if method == "flush":
+                    return None
+                raise OSError(errno.EBADF, "standard output is closed")
             return getattr(self._stream, method)(*args)
         except BrokenPipeError:
             raise
         except OSError as e:
-            raise self._fail(e) from None
+            silence_stdout()
+            raise StdoutError(f"cannot write to standard output: {e.strerror or e}") from None
 
     def write(self, text: str) -> int:
-        if self._stream is None:
-            raise self._fail(OSError(errno.EBADF, "standard output is closed"))
         return self._call("write", text)
 
     def flush(self) -> None:
-        if self._stream is not None:
-            self._call("flush")
+        self._call("flush")
 
     def isatty(self) -> bool:
         return self._stream is not None and self._stream.isatty()
@@ -158,8 +173,6 @@ class Interrupts:
         timer.start()
 
     def _redeliver(self) -> None:
-        import _thread
-
         with self.lock:
             if self.active and self.pending:
                 _thread.interrupt_main()
@@ -267,8 +280,7 @@ def model_from_args(args: argparse.Namespace) -> HardwareModel:
 
 
 def models_from_args(args: argparse.Namespace) -> dict[str, HardwareModel]:
-    """``--models`` (each with ``--set``) by label (:func:`dspsim.config.load_models`), else
-    ``--model``."""
+    """``--models`` (each with ``--set``) by label, else ``--model``."""
     if not getattr(args, "models", None):
         model = model_from_args(args)
         return {model.name: model}
@@ -278,15 +290,6 @@ def models_from_args(args: argparse.Namespace) -> dict[str, HardwareModel]:
 def model_files(spec: str | Path | None) -> list[Path]:
     """The files a ``--model`` reads: the file and its ``base`` chain, best effort (a file
     that cannot be read ends the chain; loading reports why)."""
-    import tomllib
-
-    from dspsim.config import (
-        MAX_BASE_DEPTH,
-        MAX_MODEL_FILE_BYTES,
-        default_model_path,
-        resolve_model_path,
-    )
-
     out: list[Path] = []
     try:
         p: Path | None = default_model_path() if spec is None else resolve_model_path(spec)
@@ -319,8 +322,6 @@ def check_outputs_not_inputs(args: argparse.Namespace,
                              inputs: list[tuple[str, str | Path | None]] = ()) -> None:
     """Refuse, before any work, an output that is one of the command's input files (``inputs``,
     its model files, its ``--op-file`` files)."""
-    from dspsim.paths import check_not_inputs
-
     op_files = [("--op-file", f) for f in getattr(args, "op_file", None) or []]
     check_not_inputs(outputs, [*inputs, *model_inputs(args), *op_files])
 
@@ -396,9 +397,6 @@ def positive_shape(text: str) -> tuple[int, ...]:
 
 def add_op_args(p: argparse.ArgumentParser) -> None:
     """--op, --variant (--mode), --n / --shape, --core, --fidelity."""
-    from dspsim.ops import default_op, op_names
-    from dspsim.platform import FIDELITIES
-
     g = p.add_argument_group("operator")
     g.add_argument("--op", default=default_op(), metavar="OP",
                    help=f"operator: {', '.join(op_names())} (default {default_op()}; "
@@ -434,3 +432,73 @@ def add_op_file_args(p: argparse.ArgumentParser) -> None:
                    "its op is the default --op (repeatable)")
     g.add_argument("--allow-python", action="store_true",
                    help="let an op file's [reference] python = \"module:function\" run")
+
+
+# ------------------------------------------------------------------------------ progress
+ELAPSED_DELAY_S = 1.0  # a short command draws nothing
+ELAPSED_EVERY_S = 0.5
+
+
+def on_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def status_line(msg: str) -> None:
+    """One status line on the terminal, rewritten in place (``""`` clears it)."""
+    sys.stderr.write("\r\033[K" + msg)
+    sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def counter(desc: str, total: int | None = None, unit: str = "it") -> Iterator[Any]:
+    """A tqdm counter of ``unit`` (``total`` of them, when known) on a terminal, else the two
+    calls the commands make of one (count, name the stage) doing nothing; removed at the end."""
+    if not on_terminal():
+        yield SimpleNamespace(update=lambda n=1: None, set_description_str=lambda desc: None)
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
+               leave=False, smoothing=0.05)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+@contextlib.contextmanager
+def elapsed(desc: str) -> Iterator[None]:
+    """``desc: N s`` on a terminal while the block runs (after :data:`ELAPSED_DELAY_S`),
+    cleared when it ends."""
+    if not on_terminal():
+        yield
+        return
+    stop = threading.Event()
+    start = time.monotonic()
+    drawn = False
+
+    def draw() -> None:
+        nonlocal drawn
+        if stop.wait(ELAPSED_DELAY_S):
+            return
+        while not stop.is_set():
+            try:
+                status_line(f"{desc}: {time.monotonic() - start:,.0f} s")
+                drawn = True
+            except (OSError, ValueError):
+                return
+            stop.wait(ELAPSED_EVERY_S)
+
+    thread = threading.Thread(target=draw, daemon=True, name="dspsim-elapsed")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        if drawn:
+            with contextlib.suppress(OSError, ValueError):
+                status_line("")

@@ -15,23 +15,14 @@ def add_ops(sub) -> None:
 
 
 def ops_table() -> list[dict]:
-    out = []
-    for name in op_names():
-        op = get_op(name)
-        out.append({
-            "op": op.name,
-            "doc": op.doc,
-            "command": f"0x{op.cmd:04x}",
-            "input": " or ".join("n (1-D)" if d == 1 else "shape ROWS,COLS (2-D)"
-                                 for d in op.input_dims),
-            "default_shape": list(op.default_shape),
-            "variants": [
-                {"variant": v, "doc": d, "needs": op.requirements(v)}
-                for v, d in op.variants.items()
-            ],
-            "params": [k.describe() for k in op.params.keys],
-        })
-    return out
+    return [{"op": op.name, "doc": op.doc, "command": f"0x{op.cmd:04x}",
+             "input": " or ".join("n (1-D)" if d == 1 else "shape ROWS,COLS (2-D)"
+                                  for d in op.input_dims),
+             "default_shape": list(op.default_shape),
+             "variants": [{"variant": v, "doc": d, "needs": op.requirements(v)}
+                          for v, d in op.variants.items()],
+             "params": [k.describe() for k in op.params.keys]}
+            for op in map(get_op, op_names())]
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
@@ -69,7 +60,6 @@ def cmd_keys(args: argparse.Namespace) -> int:
         if given:
             raise UsageError(f"keys --markdown prints the model-file reference, one for every "
                              f"model, as Markdown: drop {', '.join(given)}")
-
         print(model_file_reference(), end="")
         return 0
     model = model_from_args(args)
@@ -79,10 +69,9 @@ def cmd_keys(args: argparse.Namespace) -> int:
     # the model's own hardware tables (its memories, whatever their names), then the ops'
     hardware = {k for k in model.keys() if k.partition(".")[0] in model.hardware_sections()}
     for key in model.keys():
-        k = model_key(key)
         source = sources.get(key, "" if key in hardware else "op default")
         span = model.ranges.get(key)
-        rows.append({**k.describe(), "value": model.get(key), "source": source,
+        rows.append({**model_key(key).describe(), "value": model.get(key), "source": source,
                      "label": source.split(":")[0].split()[0] if source else "",
                      "range": list(span) if span else None,
                      "range_source": range_notes.get(key, "") if span else ""})

@@ -1,33 +1,39 @@
-"""``dspsim run`` and ``dspsim reproduce``."""
+"""``dspsim run`` and ``dspsim reproduce``, and what reads a run saved by ``run --save``:
+``dspsim plot`` (its timeline, or a sweep table's figure) and ``dspsim report``."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from dspsim.arrays import host_check, save_output
 from dspsim.cli.common import (
     UsageError,
+    _Parser,
     add_data_args,
     add_model_args,
     add_op_args,
+    add_op_file_args,
     check_outputs_not_inputs,
+    elapsed,
     emit_json,
     model_from_args,
     models_from_args,
     op_variant,
     positive_int,
 )
-from dspsim.cli.outputs import RUN_FILES, run_outputs
-from dspsim.cli.progress import elapsed
 from dspsim.ops import get_op, op_names
 from dspsim.ops.base import errors_text
+from dspsim.paths import check_distinct
 from dspsim.platform import FIDELITIES
 from dspsim.probes import pass_totals
+from dspsim.results import check_save_path, load_run, save_run
 from dspsim.run import Request, Result, simulate
 from dspsim.text import cell
 
 PASS_LINES = 16  # more passes than this (many rows) print one line per pass name
+RUN_FILES = ("--timeline", "--trace", "--tiles", "--save", "--output")  # each a file path
 
 
 def add_run(sub) -> None:
@@ -39,7 +45,6 @@ def add_run(sub) -> None:
                    help="also the smallest and largest cycles over the model's ranges of its "
                    "guessed and fitted keys, and the key that moves them most")
     add_data_args(p, arrays=True)
-    # outputs: the run is traced (and its DDR port logged) only when one of these asks for it
     out = p.add_argument_group("outputs")
     out.add_argument("--timeline", metavar="FILE.png|.svg|.pdf",
                      help="draw the run's timeline")
@@ -106,13 +111,77 @@ def check_sets_act(args: argparse.Namespace, model: Any, x: Any) -> None:
                              "those variants, or leave it unset")
 
 
+def _check_outputs(args: argparse.Namespace) -> dict[str, Any]:
+    """The files ``run`` writes besides its summary, checked before simulating (paths,
+    extensions, the window's syntax, no two outputs one file)."""
+    limit = args.trace_limit
+    if args.window is not None and args.timeline is None:
+        raise UsageError("--window zooms the timeline: give --timeline FILE.png|.svg|.pdf too")
+    if limit is not None and args.trace is None and args.save is None:
+        raise UsageError(
+            "--trace-limit limits the trace: give --trace FILE.json or --save FILE.json too")
+    if limit is not None and (args.tiles or args.timeline):
+        given = "--tiles" if args.tiles else "--timeline"
+        raise UsageError(
+            f"--trace-limit keeps only the run's first trace rows; {given} needs all of them: "
+            f"drop --trace-limit or write {given} in another run")
+    check_distinct([(opt, getattr(args, opt[2:])) for opt in RUN_FILES])
+    files: dict[str, Any] = {}
+    if args.timeline:
+        from dspsim.analysis.timeline import check_figure_path, parse_window
+
+        files["timeline"] = check_figure_path(args.timeline)
+        files["window"] = None if args.window is None else parse_window(args.window)
+    if args.trace:
+        from dspsim.analysis.perfetto import DEFAULT_EVENT_LIMIT, check_limit, check_trace_path
+
+        files["trace"] = check_trace_path(args.trace)
+        files["limit"] = check_limit(DEFAULT_EVENT_LIMIT if limit is None else limit)
+    if args.tiles:
+        from dspsim.analysis.tiles import check_tiles_path
+
+        files["tiles"] = check_tiles_path(args.tiles)
+    if args.save:
+        files["save"] = check_save_path(args.save)
+    return files
+
+
+def _write_outputs(files: dict[str, Any], r: Result) -> list[str]:
+    """Write the files :func:`_check_outputs` checked (the analyses behind one are imported
+    only when it is asked for); one line per file written."""
+    if "timeline" in files:
+        from dspsim.analysis.timeline import check_window
+
+        check_window(files["window"], r.cycles)  # before writing anything
+    done = []
+    if "save" in files:
+        save_run(r, files["save"])
+        done.append(f"saved run to {files['save']}")
+    if "tiles" in files:
+        from dspsim.analysis.tiles import write_tiles_csv
+
+        write_tiles_csv(r, files["tiles"])
+        done.append(f"wrote tile table to {files['tiles']}")
+    if "trace" in files:
+        from dspsim.analysis.perfetto import write_trace
+
+        write_trace(r, files["trace"], files["limit"])
+        done.append(f"wrote Perfetto trace to {files['trace']} (open in ui.perfetto.dev)")
+    if "timeline" in files:
+        from dspsim.analysis.timeline import plot_timeline
+
+        plot_timeline(r, files["timeline"], files["window"])
+        done.append(f"wrote timeline to {files['timeline']}")
+    return done
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     if args.no_data and (args.input or args.output):
         raise UsageError("run: --input and --output need the data path; drop --no-data")
     if args.models:
         return _run_models(args)
     model = model_from_args(args)
-    outputs = run_outputs(args)  # checks paths and extensions before simulating
+    files = _check_outputs(args)
     check_outputs_not_inputs(args, [(opt, getattr(args, opt[2:])) for opt in RUN_FILES],
                              [("--input", args.input)])
     op = get_op(args.op)
@@ -120,11 +189,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         op.check_output_file(args.output)
     x = op.read_input_file(args.input) if args.input else None
     check_sets_act(args, model, x)
+    # the run is traced (and its ports logged) only when an output asks for it
+    traced = args.json or files.keys() & {"timeline", "trace", "tiles", "save"}
     # one simulation has no unit of progress to count: on a terminal, how long it has run
     with elapsed(f"run: {op.name} {op_variant(args) or op.default_variant}"):
-        r = _simulate(args, model, op, x, trace=outputs.needs_trace,
-                      port_log=outputs.needs_port_log, trace_limit=outputs.row_limit)
-    written = outputs.write(r)
+        r = _simulate(args, model, op, x, trace=bool(traced),
+                      port_log=bool(files.keys() & {"timeline", "trace", "save"}),
+                      trace_limit=args.trace_limit)
+    written = _write_outputs(files, r)
     if args.output:
         save_output(args.output, r.output_array)
         written.append(f"output written to {args.output}")
@@ -261,9 +333,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def _check_document_platform(ops: list[Any], label: str, model: Any) -> None:
-    """Refuse a model that is not of the platform an op's document figures were measured on
-    (its ``[model] name``, file stem or ``base`` chain names it): they compare with nothing
-    else."""
+    """Refuse a model not of the platform an op's document figures were measured on (its
+    ``[model] name``, file stem or ``base`` chain names it): they compare with nothing else."""
     from dspsim.study.validate import model_platforms
 
     names = model_platforms(model)
@@ -310,3 +381,91 @@ def _reproduce_op(op: Any, model: Any, args: argparse.Namespace) -> dict[str, An
         for h in r.hazards:
             print(f"hazard ({v}): {h['message']}")
     return {}
+
+
+def add_plot(sub) -> None:
+    p = sub.add_parser("plot", help="figures from saved results, without simulating again")
+    kinds = p.add_subparsers(
+        dest="plot_kind", metavar="{timeline,sweep}", required=True, parser_class=_Parser
+    )
+    t = kinds.add_parser("timeline", help="timeline of a run saved by `dspsim run --save`")
+    t.add_argument("result", metavar="RESULT", help="file written by `dspsim run --save`")
+    t.add_argument("--out", metavar="FILE.png|.svg|.pdf", help="default: RESULT_timeline.png")
+    t.add_argument("--window", metavar="START:END", help="cycles from the op's timer start")
+    s = kinds.add_parser("sweep", help="figure from a table written by `dspsim sweep`")
+    s.add_argument("file", metavar="FILE", help="sweep table")
+    s.add_argument("--x", metavar="KEY", help="column on the x axis (line plots)")
+    s.add_argument("--y", default=None, metavar="KEY",
+                   help="column on the y axis (a heatmap's colour), or speedup (the baseline "
+                   "variant's cycles / each other variant's: above 1 the variant is faster) or "
+                   "cycles_per_element (default: cycles; speedup when --baseline is given)")
+    s.add_argument("--baseline", metavar="V",
+                   help="the variant speedup divides by (default: the op's default variant; "
+                   "implies --y speedup)")
+    s.add_argument("--hue", metavar="KEY",
+                   help="one line per value of this column (variant and mode are one column)")
+    s.add_argument("--heatmap", nargs=2, metavar=("KEY1", "KEY2"), help="y over two keys")
+    s.add_argument("--out", metavar="FILE", help="figure file")
+    for kind in (t, s):  # a table's columns, a saved run's model
+        add_op_file_args(kind)
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """``dspsim plot sweep`` (:mod:`dspsim.study.sweep_plot`) or ``dspsim plot timeline``."""
+    if args.plot_kind == "sweep":
+        from dspsim.study.sweep_plot import plot_sweep_cli
+
+        return plot_sweep_cli(args)
+    from dspsim.analysis import timeline
+
+    out = timeline.check_figure_path(args.out or timeline.default_timeline_path(args.result))
+    check_distinct([("RESULT", args.result), ("--out", out)])
+    window = timeline.parse_window(args.window) if args.window is not None else None
+    result = load_run(args.result)
+    if result.port_log is None:
+        raise UsageError(f"{args.result!r} was saved without its port log")
+    timeline.plot_timeline(result, out, window)
+    note = cut_trace_note(result)
+    if note:
+        print(note, file=sys.stderr)
+    print(f"wrote timeline to {out}")
+    return 0
+
+
+def cut_trace_note(result) -> str | None:
+    """One line when ``--trace-limit`` cut the run's trace or a memory's port log (what is
+    drawn or summed from it covers only the run's start), else None."""
+    from dspsim.analysis.engines import memory_label
+    from dspsim.analysis.series import memory_logs, port_log_cut_cycle
+
+    dropped = int(result.trace.attrs.get("rows_dropped", 0)) if result.trace is not None else 0
+    cuts = []
+    trace_cut = getattr(result, "trace_cut_cycle", None)
+    if trace_cut is not None or dropped:
+        where = f"cycle {trace_cut:,.0f}" if trace_cut is not None else "the limit"
+        cuts.append(f"its trace up to {where} ({len(result.trace):,} rows kept, "
+                    f"{dropped:,} not)")
+    port_cuts = {m: port_log_cut_cycle(result, m) for m in memory_logs(result)}
+    cuts += [f"its {memory_label(m)} port log up to cycle {cut:,.0f}"
+             for m, cut in port_cuts.items() if cut is not None]
+    if not cuts:
+        return None
+    return (f"note: --trace-limit kept {' and '.join(cuts)} of its {result.cycles:,} cycles: "
+            "what follows from those covers only the run's start")
+
+
+def add_report(sub) -> None:
+    p = sub.add_parser("report", help="where the time goes in a run saved by `dspsim run --save`")
+    p.add_argument("result", metavar="RESULT", help="file written by `dspsim run --save`")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``dspsim report RESULT``: the note on a cut trace, then the report."""
+    from dspsim.analysis.tiles import report_text
+
+    result = load_run(args.result)
+    note = cut_trace_note(result)
+    if note:
+        print(note)
+    print(report_text(result))
+    return 0

@@ -12,6 +12,7 @@ from dspsim.cli.common import (
     UsageError,
     add_model_args,
     check_outputs_not_inputs,
+    counter,
     emit_json,
     int_in,
     model_from_args,
@@ -83,7 +84,6 @@ def cmd_workload(args: argparse.Namespace) -> int:
 
 def _workload(args: argparse.Namespace) -> int:
     from dspsim.analysis.workload_plots import plot_workload, write_workload_trace
-    from dspsim.cli.progress import counter
     from dspsim.study import workload as wl
 
     model = model_from_args(args)
