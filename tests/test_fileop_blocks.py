@@ -208,3 +208,20 @@ def test_the_tile_key_says_a_tile_may_hold_a_block(name):
     """col_filter's tiles hold 2-D blocks narrower than a row: its tile key said whole rows."""
     key = next(k for k in get_op(name).params.keys if k.name == "col_filter.tile_bytes")
     assert "2-D block" in key.doc
+
+
+FAST = {"ddr.bytes_per_cycle": 16.0}
+
+
+@pytest.mark.parametrize("extra", [{}, {"idma.engine_bytes_per_cycle": 1.0},
+                                   FAST | {"idma.engine_bytes_per_cycle": 1.0},
+                                   FAST | {"idma.engine_bytes_per_cycle": 0.25,
+                                           "idma.descriptor_cycles": 200.0}])
+def test_the_block_estimate_follows_the_engines_pace(j6, name, extra):
+    """An iDMA engine slower than the port paces every block's copies: the estimate ignored it
+    (64 x 640 in 128-column blocks: 22,132 cycles estimated, 721,728 simulated)."""
+    m = j6.with_overrides({"col_filter.block_cols": 128, "col_filter.tile_bytes": 8192, **extra})
+    r = simulate(m, name, "pingpong", shape=(64, 640), data=False)
+    b = get_op(name).bounds(m, "pingpong", (64, 640))
+    assert b["lower_bound_cycles"] <= r.cycles
+    assert b["estimate_cycles"] == pytest.approx(r.cycles, rel=0.02)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dspsim.hw.policy import engine_paced_cycles
 from dspsim.kernels.cached import direct_bounds
 from dspsim.ops.base import Bounds, Op
 from dspsim.ops.fileop.program import block_shape, blocks, buffer_banks, pass_kernels, uses_blocks
@@ -171,8 +172,9 @@ def block_bounds(model: HardwareModel, spec: OpSpec, shape: tuple[int, int],
     """Traffic and lower bounds of the blocks (``row_cycles(n)``: the passes' kernel cycles on
     a row of ``n`` in TCM): every input (halo included) and output row over the port; their
     bursts, cut at row ends, over ``min(m, 2k)`` in flight; the passes on every input row plus
-    two descriptors a block. The estimate: the larger of the port or the core busy throughout
-    but for the ends."""
+    two descriptors a block. The estimate: the larger of the port busy throughout but for the
+    last block, and the schedule block by block, each copy alone on the port and paced by the
+    engine (:func:`~dspsim.hw.policy.engine_paced_cycles`), its channel's copies in turn."""
     rows, cols = shape
     mem, idma = model.host_memory, model.idma
     policy, burst = mem.policy, idma.burst_bytes  # what a request costs (dspsim.hw.policy)
@@ -186,17 +188,34 @@ def block_bounds(model: HardwareModel, spec: OpSpec, shape: tuple[int, int],
     writes = sum(per_row[b.cols] * (b.r1 - b.r0) for b in todo)
     work = [(b.a1 - b.a0) * row_cycles(b.cols) for b in todo]
     window = min(mem.max_outstanding, 2 * idma.max_outstanding)
-    first, last = todo[0], todo[-1]
 
-    def copy(block_rows: int, n: int, write: bool) -> float:
-        return policy.transfer_cycles(4 * block_rows * n, burst,
-                                      min(idma.max_outstanding, mem.max_outstanding), write)
+    def copy(block_rows: int, n: int, write: bool) -> float:  # fetched, then port or engine
+        moved = policy.transfer_cycles(4 * block_rows * n, burst,
+                                       min(idma.max_outstanding, mem.max_outstanding), write)
+        return engine_paced_cycles(idma, 4 * block_rows * n, 4 * n, moved,
+                                   lambda b: policy.request_cycles(b, write))
 
+    setup, n_blocks = idma.setup_cycles, len(todo)
+    free, ready, core = [0.0, 0.0], [0.0] * n_blocks, 0.0  # block i's copies on channel i % 2
+
+    def fetch(i: int, t: float) -> float:  # block i's input, programmed at t: when it is in
+        b = todo[i]
+        free[i % 2] = max(t, free[i % 2]) + copy(b.a1 - b.a0, b.cols, False)
+        return free[i % 2]
+
+    for i in range(min(2, n_blocks)):  # the schedule (program.run_blocks), each copy alone
+        core += setup
+        ready[i] = fetch(i, core)
+    for i, b in enumerate(todo):
+        core = max(core, ready[i]) + work[i] + setup
+        free[i % 2] = max(core, free[i % 2]) + copy(b.r1 - b.r0, b.cols, True)
+        if i + 2 < n_blocks:
+            core += setup
+            ready[i + 2] = fetch(i + 2, core)
     dma = policy.data_cycles(read + write)
-    compute = sum(work) + 2 * len(todo) * idma.setup_cycles
-    estimate = max(dma + work[-1] + idma.setup_cycles,  # the port busy but for the last block
-                   compute + copy(first.a1 - first.a0, first.cols, False)
-                   + copy(last.r1 - last.r0, last.cols, True))  # the core busy but for the ends
+    compute = sum(work) + 2 * n_blocks * setup
+    estimate = max(dma + work[-1] + setup,  # the port busy but for the last block
+                   core, *free)  # the core and the two channels in turn
     return {"ddr_read_bytes": read, "ddr_write_bytes": write,
             "dma_bound_cycles": dma,
             "latency_bound_cycles": policy.latency_total(reads, writes) / window,
