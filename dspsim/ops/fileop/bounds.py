@@ -266,9 +266,10 @@ def _tiled(model: HardwareModel, variant: str, frames: list[Frame]) -> Bounds:
 def search_space(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]
                  ) -> dict[str, list]:
     """``<op>.tile_bytes``: the powers of two from 1 KiB whose buffers fit (and hold a row of
-    a 2-D op, or its 2-D block with the halo), and the model's own; ``<op>.buffers``: its
-    declared range (``nbuffer``; a count whose buffers do not fit is refused by ``check_run``
-    and skipped). ``direct``: nothing."""
+    a 2-D op, or its narrowest 2-D block with the halo), and the model's own; ``<op>.buffers``:
+    its declared range (``nbuffer``); ``<op>.block_cols`` (``pingpong``): :func:`_block_widths`
+    (a setting that does not fit is refused by ``check_run`` and skipped). ``direct``:
+    nothing."""
     if variant == "direct":
         return {}
     space: dict[str, list] = {}
@@ -278,8 +279,12 @@ def search_space(op: Op, model: HardwareModel, variant: str, shape: tuple[int, .
         space[f"{op.name}.buffers"] = sorted({*range(b.lo, b.hi + 1), params.buffers})
     per_bank = per_bank_buffers(op, model, variant)
     row = 4 * shape[-1] if len(shape) == 2 else 4
-    if len(shape) == 2 and uses_blocks(op.spec, cols := _block_cols(op, model)):
-        row = 4 * min(shape[1], cols or shape[1]) * (1 + 2 * op.spec.halo)  # a block, halo too
+    widths = _block_widths(op, model, shape, per_bank) if variant == "pingpong" else []
+    if widths:
+        space[f"{op.name}.block_cols"] = widths
+    if len(shape) == 2 and (widths or uses_blocks(op.spec, _block_cols(op, model))):
+        cols = min(w or shape[1] for w in widths or [_block_cols(op, model)])
+        row = 4 * min(shape[1], cols) * (1 + 2 * op.spec.halo)  # a block, halo too
     tiles, t = set(), 1024
     lo, hi = op.spec.tile.lo, op.spec.tile.hi
     while fits(model, per_bank, t) and t <= hi:
@@ -291,3 +296,19 @@ def search_space(op: Op, model: HardwareModel, variant: str, shape: tuple[int, .
     if tiles:
         space[f"{op.name}.tile_bytes"] = sorted(tiles)
     return space
+
+
+def _block_widths(op: Op, model: HardwareModel, shape: tuple[int, ...], per_bank: int
+                  ) -> list[int]:
+    """``<op>.block_cols`` of a 2-D op that declares it: 0 (whole rows), the powers of two from
+    a burst's columns and below the row whose one-row block with its halo fits a buffer (none
+    when a pass reads along the row), and the model's own; within the declared range."""
+    given = op.spec.block_cols
+    if len(shape) != 2 or given is None:
+        return []
+    widths, w = {0, _block_cols(op, model)}, max(1, model.idma.burst_bytes // 4)
+    while not op.spec.shifts and w < shape[1] and fits(model, per_bank,
+                                                       4 * w * (1 + 2 * op.spec.halo)):
+        widths.add(w)
+        w *= 2
+    return sorted(x for x in widths if given.lo <= x <= given.hi)
