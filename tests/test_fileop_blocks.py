@@ -241,3 +241,15 @@ def test_the_block_estimate_follows_the_engines_pace(j6, name, extra):
     b = get_op(name).bounds(m, "pingpong", (64, 640))
     assert b["lower_bound_cycles"] <= r.cycles
     assert b["estimate_cycles"] == pytest.approx(r.cycles, rel=0.02)
+
+
+def test_the_engines_descriptor_fetches_raise_the_port_bound_estimate(j6, name):
+    """Two blocks on a fast port: the run waits for the engine's fetch of the first input's and
+    the last output's descriptors, 2 x 500 cycles more; the estimate did not move."""
+    runs, estimates = [], []
+    for fetch in (0.0, 500.0):
+        m = j6.with_overrides({"col_filter.block_cols": 512, "ddr.bytes_per_cycle": 16.0,
+                               "idma.descriptor_cycles": fetch})
+        runs.append(simulate(m, name, "pingpong", shape=(40, 300), data=False).cycles)
+        estimates.append(get_op(name).bounds(m, "pingpong", (40, 300))["estimate_cycles"])
+    assert runs[1] - runs[0] == estimates[1] - estimates[0] == 1000

@@ -173,8 +173,9 @@ def block_bounds(model: HardwareModel, spec: OpSpec, shape: tuple[int, int],
     a row of ``n`` in TCM): every input (halo included) and output row over the port; their
     bursts, cut at row ends, over ``min(m, 2k)`` in flight; the passes on every input row plus
     two descriptors a block. The estimate: the larger of the port busy throughout but for the
-    last block, and the schedule block by block, each copy alone on the port and paced by the
-    engine (:func:`~dspsim.hw.policy.engine_paced_cycles`), its channel's copies in turn."""
+    last block and the engine's fetch of the first and last copies, and the schedule block by
+    block, each copy alone on the port and paced by the engine
+    (:func:`~dspsim.hw.policy.engine_paced_cycles`), its channel's copies in turn."""
     rows, cols = shape
     mem, idma = model.host_memory, model.idma
     policy, burst = mem.policy, idma.burst_bytes  # what a request costs (dspsim.hw.policy)
@@ -214,7 +215,8 @@ def block_bounds(model: HardwareModel, spec: OpSpec, shape: tuple[int, int],
             ready[i + 2] = fetch(i + 2, core)
     dma = policy.data_cycles(read + write)
     compute = sum(work) + 2 * n_blocks * setup
-    estimate = max(dma + work[-1] + setup,  # the port busy but for the last block
+    # the port busy but for the last block and the engine's fetch of the first and last copies
+    estimate = max(dma + work[-1] + setup + 2 * idma.descriptor_cycles,
                    core, *free)  # the core and the two channels in turn
     return {"ddr_read_bytes": read, "ddr_write_bytes": write,
             "dma_bound_cycles": dma,
