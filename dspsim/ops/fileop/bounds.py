@@ -173,9 +173,8 @@ def block_bounds(model: HardwareModel, spec: OpSpec, shape: tuple[int, int],
     a row of ``n`` in TCM): every input (halo included) and output row over the port; their
     bursts, cut at row ends, over ``min(m, 2k)`` in flight; the passes on every input row plus
     two descriptors a block. The estimate: the larger of the port busy throughout but for the
-    last block and the engine's fetch of the first and last copies, and the schedule block by
-    block, each copy alone on the port and paced by the engine
-    (:func:`~dspsim.hw.policy.engine_paced_cycles`), its channel's copies in turn."""
+    last block and the engine's fetch of the first and last copies, and the schedule followed
+    block by block (:func:`_block_schedule`)."""
     rows, cols = shape
     mem, idma = model.host_memory, model.idma
     policy, burst = mem.policy, idma.burst_bytes  # what a request costs (dspsim.hw.policy)
@@ -189,41 +188,47 @@ def block_bounds(model: HardwareModel, spec: OpSpec, shape: tuple[int, int],
     writes = sum(per_row[b.cols] * (b.r1 - b.r0) for b in todo)
     work = [(b.a1 - b.a0) * row_cycles(b.cols) for b in todo]
     window = min(mem.max_outstanding, 2 * idma.max_outstanding)
-
-    def copy(block_rows: int, n: int, write: bool) -> float:  # fetched, then port or engine
-        moved = policy.transfer_cycles(4 * block_rows * n, burst,
-                                       min(idma.max_outstanding, mem.max_outstanding), write)
-        return engine_paced_cycles(idma, 4 * block_rows * n, 4 * n, moved,
-                                   lambda b: policy.request_cycles(b, write))
-
-    setup, n_blocks = idma.setup_cycles, len(todo)
-    free, ready, core = [0.0, 0.0], [0.0] * n_blocks, 0.0  # block i's copies on channel i % 2
-
-    def fetch(i: int, t: float) -> float:  # block i's input, programmed at t: when it is in
-        b = todo[i]
-        free[i % 2] = max(t, free[i % 2]) + copy(b.a1 - b.a0, b.cols, False)
-        return free[i % 2]
-
-    for i in range(min(2, n_blocks)):  # the schedule (program.run_blocks), each copy alone
-        core += setup
-        ready[i] = fetch(i, core)
-    for i, b in enumerate(todo):
-        core = max(core, ready[i]) + work[i] + setup
-        free[i % 2] = max(core, free[i % 2]) + copy(b.r1 - b.r0, b.cols, True)
-        if i + 2 < n_blocks:
-            core += setup
-            ready[i + 2] = fetch(i + 2, core)
     dma = policy.data_cycles(read + write)
-    compute = sum(work) + 2 * n_blocks * setup
+    compute = sum(work) + 2 * len(todo) * idma.setup_cycles
     # the port busy but for the last block and the engine's fetch of the first and last copies
-    estimate = max(dma + work[-1] + setup + 2 * idma.descriptor_cycles,
-                   core, *free)  # the core and the two channels in turn
+    estimate = max(dma + work[-1] + idma.setup_cycles + 2 * idma.descriptor_cycles,
+                   _block_schedule(model, todo, work))
     return {"ddr_read_bytes": read, "ddr_write_bytes": write,
             "dma_bound_cycles": dma,
             "latency_bound_cycles": policy.latency_total(reads, writes) / window,
             "compute_bound_cycles": compute,
             "blocks": len(todo), "block_rows": out_rows, "block_cols": width,
             "halo_rows": spec.halo, "estimate_cycles": estimate}
+
+
+def _block_schedule(model: HardwareModel, todo: list[Any], work: list[float]) -> float:
+    """When the core and both channels are done with ``program.run_blocks``' schedule: the core
+    programs two inputs, then per block waits for its input, runs its passes (``work``),
+    programs its output and the input two blocks on; block i's copies go on channel i % 2 in
+    turn, each alone on the port and paced by the engine (:func:`~dspsim.hw.policy.
+    engine_paced_cycles`)."""
+    mem, idma = model.host_memory, model.idma
+    policy, setup = mem.policy, idma.setup_cycles
+    window = min(idma.max_outstanding, mem.max_outstanding)
+    free, ready, core = [0.0, 0.0], [0.0] * len(todo), 0.0
+
+    def copy(i: int, t: float, rows: int, write: bool) -> float:  # programmed at t, done then
+        n, row = 4 * rows * todo[i].cols, 4 * todo[i].cols
+        moved = policy.transfer_cycles(n, idma.burst_bytes, window, write)
+        free[i % 2] = max(t, free[i % 2]) + engine_paced_cycles(
+            idma, n, row, moved, lambda b: policy.request_cycles(b, write))
+        return free[i % 2]
+
+    for i in range(min(2, len(todo))):
+        core += setup
+        ready[i] = copy(i, core, todo[i].a1 - todo[i].a0, False)
+    for i, b in enumerate(todo):
+        core = max(core, ready[i]) + work[i] + setup
+        copy(i, core, b.r1 - b.r0, True)
+        if i + 2 < len(todo):
+            core += setup
+            ready[i + 2] = copy(i + 2, core, todo[i + 2].a1 - todo[i + 2].a0, False)
+    return max(core, *free)
 
 
 def _tile_cost(calls: Sequence[tuple[Any, bool]], core: Any) -> Callable[[int], float]:
