@@ -1,5 +1,5 @@
 """An op file's closed forms: traffic, lower bounds, an estimate, the tiles that fit, and the
-search space of its tile and buffer keys.
+search space of its tile, buffer and block_cols keys.
 
 ``direct``: the kernels' walk over the host memory (:func:`~dspsim.kernels.cached.
 direct_bounds`); ``pingpong`` of a 2-D op: the row-wise ops' bounds (:func:`~dspsim.ops.
