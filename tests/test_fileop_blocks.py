@@ -14,6 +14,7 @@ from dspsim import simulate
 from dspsim.errors import DspsimInputError
 from dspsim.ops import get_op
 from dspsim.ops.fileop import load_op_file, unload_op_file
+from dspsim.study.optimize import optimize
 from tests.fileop_helpers import op_text
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "ops"
@@ -177,11 +178,26 @@ def test_a_long_images_reference_is_built_with_its_halo_rows(j6, name):
 
 
 def test_optimize_searches_the_tiles_of_blocks_narrower_than_a_row(j6, name):
-    """A row of 70,000 float32 fits no DataRAM, but 512-column blocks run in any tile that
-    holds one with its halo: optimize searches those tiles (it searched none)."""
+    """A row of 70,000 float32 fits no DataRAM, but blocks narrower than a row run in any tile
+    that holds one with its halo: optimize searches those tiles (it searched none)."""
     space = get_op(name).search_space(j6, "pingpong", (4, 70_000))
-    assert 1024 not in space["col_filter.tile_bytes"]  # 3 rows of 512 columns: 6 KiB
+    narrowest = min(w for w in space["col_filter.block_cols"] if w)  # 3 rows of it in a tile
+    assert min(space["col_filter.tile_bytes"]) >= 4 * narrowest * 3
     assert {8192, 32768} <= set(space["col_filter.tile_bytes"])
+
+
+def test_optimize_searches_block_cols(j6, name):
+    """pingpong's 2-D blocks: whole rows (0), the powers of two from a burst's 16 columns below
+    the row, and the model's 512, within col_filter's declared 0..8192 (it searched none)."""
+    op = get_op(name)
+    assert op.search_space(j6, "pingpong", (480, 1920))["col_filter.block_cols"] == [
+        0, 16, 32, 64, 128, 256, 512, 1024]
+    assert op.search_space(j6, "pingpong", (4, 70_000))["col_filter.block_cols"][-1] == 8192
+    assert "col_filter.block_cols" not in op.search_space(j6, "direct", (480, 1920))
+    found = optimize(name, shape=(24, 96), variants="pingpong", model=j6, top=1,
+                     check_numerics=False, progress=False)
+    widths = {c.params["col_filter.block_cols"] for c in found.screened}
+    assert {0, 16, 32, 64} <= widths and all(c.cycles for c in found.screened)
 
 
 def test_nested_shift_rows_reach_the_sum_of_their_shifts(j6, tmp_path):
@@ -208,3 +224,32 @@ def test_the_tile_key_says_a_tile_may_hold_a_block(name):
     """col_filter's tiles hold 2-D blocks narrower than a row: its tile key said whole rows."""
     key = next(k for k in get_op(name).params.keys if k.name == "col_filter.tile_bytes")
     assert "2-D block" in key.doc
+
+
+FAST = {"ddr.bytes_per_cycle": 16.0}
+
+
+@pytest.mark.parametrize("extra", [{}, {"idma.engine_bytes_per_cycle": 1.0},
+                                   FAST | {"idma.engine_bytes_per_cycle": 1.0},
+                                   FAST | {"idma.engine_bytes_per_cycle": 0.25,
+                                           "idma.descriptor_cycles": 200.0}])
+def test_the_block_estimate_follows_the_engines_pace(j6, name, extra):
+    """An iDMA engine slower than the port paces every block's copies: the estimate ignored it
+    (64 x 640 in 128-column blocks: 22,132 cycles estimated, 721,728 simulated)."""
+    m = j6.with_overrides({"col_filter.block_cols": 128, "col_filter.tile_bytes": 8192, **extra})
+    r = simulate(m, name, "pingpong", shape=(64, 640), data=False)
+    b = get_op(name).bounds(m, "pingpong", (64, 640))
+    assert b["lower_bound_cycles"] <= r.cycles
+    assert b["estimate_cycles"] == pytest.approx(r.cycles, rel=0.02)
+
+
+def test_the_engines_descriptor_fetches_raise_the_port_bound_estimate(j6, name):
+    """Two blocks on a fast port: the run waits for the engine's fetch of the first input's and
+    the last output's descriptors, 2 x 500 cycles more; the estimate did not move."""
+    runs, estimates = [], []
+    for fetch in (0.0, 500.0):
+        m = j6.with_overrides({"col_filter.block_cols": 512, "ddr.bytes_per_cycle": 16.0,
+                               "idma.descriptor_cycles": fetch})
+        runs.append(simulate(m, name, "pingpong", shape=(40, 300), data=False).cycles)
+        estimates.append(get_op(name).bounds(m, "pingpong", (40, 300))["estimate_cycles"])
+    assert runs[1] - runs[0] == estimates[1] - estimates[0] == 1000

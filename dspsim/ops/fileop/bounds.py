@@ -1,5 +1,5 @@
 """An op file's closed forms: traffic, lower bounds, an estimate, the tiles that fit, and the
-search space of its tile and buffer keys.
+search space of its tile, buffer and block_cols keys.
 
 ``direct``: the kernels' walk over the host memory (:func:`~dspsim.kernels.cached.
 direct_bounds`); ``pingpong`` of a 2-D op: the row-wise ops' bounds (:func:`~dspsim.ops.
@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dspsim.hw.policy import engine_paced_cycles
 from dspsim.kernels.cached import direct_bounds
 from dspsim.ops.base import Bounds, Op
 from dspsim.ops.fileop.program import block_shape, blocks, buffer_banks, pass_kernels, uses_blocks
@@ -171,8 +172,9 @@ def block_bounds(model: HardwareModel, spec: OpSpec, shape: tuple[int, int],
     """Traffic and lower bounds of the blocks (``row_cycles(n)``: the passes' kernel cycles on
     a row of ``n`` in TCM): every input (halo included) and output row over the port; their
     bursts, cut at row ends, over ``min(m, 2k)`` in flight; the passes on every input row plus
-    two descriptors a block. The estimate: the larger of the port or the core busy throughout
-    but for the ends."""
+    two descriptors a block. The estimate: the larger of the port busy throughout but for the
+    last block and the engine's fetch of the first and last copies, and the schedule followed
+    block by block (:func:`_block_schedule`)."""
     rows, cols = shape
     mem, idma = model.host_memory, model.idma
     policy, burst = mem.policy, idma.burst_bytes  # what a request costs (dspsim.hw.policy)
@@ -186,23 +188,47 @@ def block_bounds(model: HardwareModel, spec: OpSpec, shape: tuple[int, int],
     writes = sum(per_row[b.cols] * (b.r1 - b.r0) for b in todo)
     work = [(b.a1 - b.a0) * row_cycles(b.cols) for b in todo]
     window = min(mem.max_outstanding, 2 * idma.max_outstanding)
-    first, last = todo[0], todo[-1]
-
-    def copy(block_rows: int, n: int, write: bool) -> float:
-        return policy.transfer_cycles(4 * block_rows * n, burst,
-                                      min(idma.max_outstanding, mem.max_outstanding), write)
-
     dma = policy.data_cycles(read + write)
     compute = sum(work) + 2 * len(todo) * idma.setup_cycles
-    estimate = max(dma + work[-1] + idma.setup_cycles,  # the port busy but for the last block
-                   compute + copy(first.a1 - first.a0, first.cols, False)
-                   + copy(last.r1 - last.r0, last.cols, True))  # the core busy but for the ends
+    # the port busy but for the last block and the engine's fetch of the first and last copies
+    estimate = max(dma + work[-1] + idma.setup_cycles + 2 * idma.descriptor_cycles,
+                   _block_schedule(model, todo, work))
     return {"ddr_read_bytes": read, "ddr_write_bytes": write,
             "dma_bound_cycles": dma,
             "latency_bound_cycles": policy.latency_total(reads, writes) / window,
             "compute_bound_cycles": compute,
             "blocks": len(todo), "block_rows": out_rows, "block_cols": width,
             "halo_rows": spec.halo, "estimate_cycles": estimate}
+
+
+def _block_schedule(model: HardwareModel, todo: list[Any], work: list[float]) -> float:
+    """When the core and both channels are done with ``program.run_blocks``' schedule: the core
+    programs two inputs, then per block waits for its input, runs its passes (``work``),
+    programs its output and the input two blocks on; block i's copies go on channel i % 2 in
+    turn, each alone on the port and paced by the engine (:func:`~dspsim.hw.policy.
+    engine_paced_cycles`)."""
+    mem, idma = model.host_memory, model.idma
+    policy, setup = mem.policy, idma.setup_cycles
+    window = min(idma.max_outstanding, mem.max_outstanding)
+    free, ready, core = [0.0, 0.0], [0.0] * len(todo), 0.0
+
+    def copy(i: int, t: float, rows: int, write: bool) -> float:  # programmed at t, done then
+        n, row = 4 * rows * todo[i].cols, 4 * todo[i].cols
+        moved = policy.transfer_cycles(n, idma.burst_bytes, window, write)
+        free[i % 2] = max(t, free[i % 2]) + engine_paced_cycles(
+            idma, n, row, moved, lambda b: policy.request_cycles(b, write))
+        return free[i % 2]
+
+    for i in range(min(2, len(todo))):
+        core += setup
+        ready[i] = copy(i, core, todo[i].a1 - todo[i].a0, False)
+    for i, b in enumerate(todo):
+        core = max(core, ready[i]) + work[i] + setup
+        copy(i, core, b.r1 - b.r0, True)
+        if i + 2 < len(todo):
+            core += setup
+            ready[i + 2] = copy(i + 2, core, todo[i + 2].a1 - todo[i + 2].a0, False)
+    return max(core, *free)
 
 
 def _tile_cost(calls: Sequence[tuple[Any, bool]], core: Any) -> Callable[[int], float]:
@@ -247,9 +273,10 @@ def _tiled(model: HardwareModel, variant: str, frames: list[Frame]) -> Bounds:
 def search_space(op: Op, model: HardwareModel, variant: str, shape: tuple[int, ...]
                  ) -> dict[str, list]:
     """``<op>.tile_bytes``: the powers of two from 1 KiB whose buffers fit (and hold a row of
-    a 2-D op, or its 2-D block with the halo), and the model's own; ``<op>.buffers``: its
-    declared range (``nbuffer``; a count whose buffers do not fit is refused by ``check_run``
-    and skipped). ``direct``: nothing."""
+    a 2-D op, or its narrowest 2-D block with the halo), and the model's own; ``<op>.buffers``:
+    its declared range (``nbuffer``); ``<op>.block_cols`` (``pingpong``): :func:`_block_widths`
+    (a setting that does not fit is refused by ``check_run`` and skipped). ``direct``:
+    nothing."""
     if variant == "direct":
         return {}
     space: dict[str, list] = {}
@@ -259,8 +286,12 @@ def search_space(op: Op, model: HardwareModel, variant: str, shape: tuple[int, .
         space[f"{op.name}.buffers"] = sorted({*range(b.lo, b.hi + 1), params.buffers})
     per_bank = per_bank_buffers(op, model, variant)
     row = 4 * shape[-1] if len(shape) == 2 else 4
-    if len(shape) == 2 and uses_blocks(op.spec, cols := _block_cols(op, model)):
-        row = 4 * min(shape[1], cols or shape[1]) * (1 + 2 * op.spec.halo)  # a block, halo too
+    widths = _block_widths(op, model, shape, per_bank) if variant == "pingpong" else []
+    if widths:
+        space[f"{op.name}.block_cols"] = widths
+    if len(shape) == 2 and (widths or uses_blocks(op.spec, _block_cols(op, model))):
+        cols = min(w or shape[1] for w in widths or [_block_cols(op, model)])
+        row = 4 * min(shape[1], cols) * (1 + 2 * op.spec.halo)  # a block, halo too
     tiles, t = set(), 1024
     lo, hi = op.spec.tile.lo, op.spec.tile.hi
     while fits(model, per_bank, t) and t <= hi:
@@ -272,3 +303,19 @@ def search_space(op: Op, model: HardwareModel, variant: str, shape: tuple[int, .
     if tiles:
         space[f"{op.name}.tile_bytes"] = sorted(tiles)
     return space
+
+
+def _block_widths(op: Op, model: HardwareModel, shape: tuple[int, ...], per_bank: int
+                  ) -> list[int]:
+    """``<op>.block_cols`` of a 2-D op that declares it: 0 (whole rows), the powers of two from
+    a burst's columns and below the row whose one-row block with its halo fits a buffer (none
+    when a pass reads along the row), and the model's own; within the declared range."""
+    given = op.spec.block_cols
+    if len(shape) != 2 or given is None:
+        return []
+    widths, w = {0, _block_cols(op, model)}, max(1, model.idma.burst_bytes // 4)
+    while not op.spec.shifts and w < shape[1] and fits(model, per_bank,
+                                                       4 * w * (1 + 2 * op.spec.halo)):
+        widths.add(w)
+        w *= 2
+    return sorted(x for x in widths if given.lo <= x <= given.hi)
