@@ -21,8 +21,7 @@ from dspsim.kernels.cached import prefetches
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.kernels.shapes import ddr_call, last_stores
 from dspsim.ops.base import TCM, memory_name, memory_of
-from dspsim.ops.copy.loop import pieces_of
-from dspsim.ops.copy.program import plan
+from dspsim.ops.copy.program import pieces_of, plan
 from dspsim.ops.copy.traffic import traffic
 
 

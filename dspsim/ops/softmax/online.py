@@ -45,6 +45,30 @@ separate channels over all of the core's (:func:`~dspsim.ops.stream.hb_dsp_strea
 Every new schedule starts the max at -inf and guards ``x - max`` (the seed's
 ``softmax.max_init`` and ``softmax.guard_shifted_input`` quirks are not theirs), and runs a
 ``[rows, cols]`` input row after row (``rows`` excepted: whole rows per tile).
+
+``resident`` (:func:`resident_row`) keeps the row in TCM, crossing the DDR port twice (one
+read, one write) instead of the seed's five times::
+
+    for (j = 0; j < chunks; j++)                       // copy in, tile by tile, on all channels
+        vret_in[j] = IDMA_COPY(j % C, &in[off_j], &res[j], size_j);
+    for (j = 0; j < chunks; j++) {                     // the max, tile by tile as it lands
+        IDMA_WAIT(vret_in[j]); m_j = vecmaxf(&res[j], size_j); M = m_j > M ? m_j : M;
+    }
+    if (streamed) online pass 1 over the rest -> (m_s, c_s, d_s); M = max(M, m_s)
+    for (b = 0; b < banks; b++) {                      // exp and sum in place, per DataRAM
+        vecexpf_max(res_b, res_b, n_b, M); d += vecsum(res_b, n_b);
+    }
+    if (streamed) d += d_s * exp(c_s - M);             // vecexpf_max on one element
+    inv = 1.0f / d;
+    for (j = 0; j < chunks; j++) {                     // multiply and copy out, tile by tile
+        vecmul(&res[j], &res[j], inv, size_j);
+        vret_out[j] = IDMA_COPY(j % C, &res[j], &out[off_j], size_j);
+    }
+    if (streamed) online pass 2 over the rest
+    for (j = 0; j < chunks; j++) IDMA_WAIT(vret_out[j]);
+
+The resident part is the row's first elements, as many as the DataRAMs' free space holds in
+whole vectors, bank 0 first (:func:`~dspsim.ops.softmax.layout.resident_layout`).
 """
 
 from __future__ import annotations
@@ -189,31 +213,8 @@ def softmax_streamed(dsp: Dsp, src: Ptr, dst: Ptr, tm: TileManager, rows: int, c
 # ----------------------------------------------------------------------------- resident
 def resident_row(dsp: Dsp, dst: Ptr, src: Ptr, lay: ResidentLayout, res: list[Ptr | None],
                  bufs: list[Ptr]) -> Proc:
-    """``resident``: the row stays in TCM, crossing the DDR port twice (one read, one write)
-    instead of the seed's five times::
-
-        for (j = 0; j < chunks; j++)                   // copy in, tile by tile, on all channels
-            vret_in[j] = IDMA_COPY(j % C, &in[off_j], &res[j], size_j);
-        for (j = 0; j < chunks; j++) {                 // the max, tile by tile as it lands
-            IDMA_WAIT(vret_in[j]); m_j = vecmaxf(&res[j], size_j); M = m_j > M ? m_j : M;
-        }
-        if (streamed) online pass 1 over the rest -> (m_s, c_s, d_s); M = max(M, m_s)
-        for (b = 0; b < banks; b++) {                  // exp and sum in place, per DataRAM
-            vecexpf_max(res_b, res_b, n_b, M); d += vecsum(res_b, n_b);
-        }
-        if (streamed) d += d_s * exp(c_s - M);         // vecexpf_max on one element
-        inv = 1.0f / d;
-        for (j = 0; j < chunks; j++) {                 // multiply and copy out, tile by tile
-            vecmul(&res[j], &res[j], inv, size_j);
-            vret_out[j] = IDMA_COPY(j % C, &res[j], &out[off_j], size_j);
-        }
-        if (streamed) online pass 2 over the rest
-        for (j = 0; j < chunks; j++) IDMA_WAIT(vret_out[j]);
-
-    The resident part is the row's first elements, as many as the DataRAMs' free space holds
-    in whole vectors, bank 0 first (:func:`~dspsim.ops.softmax.layout.resident_layout`)."""
-    core, channels = dsp.core, len(dsp.idma)
-    chunks = lay.chunks
+    """``resident`` on one row (module doc)."""
+    core, channels, chunks = dsp.core, len(dsp.idma), lay.chunks
 
     def tcm(bank: int, off: int) -> Ptr:
         return res[bank] + off
