@@ -3,9 +3,12 @@ NN library's ``xa_nn_fully_connected_sym8sxasym8s_asym8s`` computes it.
 
 ``--shape OUT,IN``: weights ``[OUT, IN]`` int8, input ``[IN]`` int8, bias ``[OUT]`` int32,
 output ``[OUT]`` int8, checked bit for bit against TFLite's integer reference
-(``reference.py``). Values from a fixed seed, or ``--input F.npz`` (``weights``, ``input``,
-``bias``). ``program.py`` is the example's C, ``params.py`` the ``[fc]`` table, ``values.py``
-the host buffer, ``bounds.py`` the closed forms; the kernel is :mod:`dspsim.kernels.fc_s8`.
+(``reference.py``, with the host buffer's layout). Values from a fixed seed, or ``--input
+F.npz`` (``weights``, ``input``, ``bias``). ``program.py`` is the example's C, ``bounds.py``
+the closed forms; the kernel is :mod:`dspsim.kernels.fc_s8`. The ``[fc]`` table's defaults are
+the AmebaLite SDK example's (fact): ``input_zero_bias = 0``, ``out_multiplier = 1776441054``,
+``out_shift = -9``, ``out_zero_bias = -128``, chunks of 128 rows; the weights in the host's
+memory (the example's PSRAM).
 """
 
 from __future__ import annotations
@@ -18,13 +21,32 @@ import numpy as np
 from dspsim.arrays import ddr_window_bytes
 from dspsim.errors import DspsimInputError
 from dspsim.kernels.fc_s8 import padded_bytes
-from dspsim.ops.base import HOST, NO_BOUND, TCM, Bounds, Op, Proc  # noqa: I001
+from dspsim.ops.base import HOST, NO_BOUND, TCM, Bounds, Op, Proc, check_memory_key  # noqa: I001
 from dspsim.ops.fc import bounds as _bounds
-from dspsim.ops.fc.params import PARAMS
+from dspsim.ops.fc import reference as fc_ref
 from dspsim.ops.fc.program import FC_CMD, hb_dsp_fc, hbDSPFcParam
-from dspsim.ops.fc.reference import default_values, reference_of
-from dspsim.ops.fc.values import check_values, layout, pack, read_npz, unpack
 from dspsim.ops.registry import register_op
+from dspsim.schema import Key, OpSchema
+
+PARAMS = OpSchema(
+    "fc",
+    (
+        Key("fc.input_zero_bias", int, "added to every input before the multiply (TFLite's "
+            "input_offset, minus the input zero point)", default=0, lo=-127, hi=128),
+        Key("fc.out_multiplier", int, "requantization multiplier (Q31)", default=1776441054,
+            lo=0, hi=(1 << 31) - 1),
+        Key("fc.out_shift", int, "requantization shift: > 0 left before the multiply, < 0 a "
+            "rounding right shift after it", default=-9, lo=-31, hi=30),
+        Key("fc.out_zero_bias", int, "added to the requantized value before the clamp to int8 "
+            "(the output zero point)", default=-128, lo=-128, hi=127),
+        Key("fc.tile_rows", int, "pingpong: rows of weights fetched per chunk (each chunk's "
+            "buffer must fit a DataRAM)", default=128, lo=1, hi=1 << 20, unit="rows"),
+        Key("fc.weights", str, "where the weights live: host (the host's memory, host.memory), "
+            "a memory of the model, or tcm (direct only: a DataRAM)", default=HOST),
+    ),
+    check=lambda p, model: check_memory_key("fc.weights", p.weights, model),
+)
+
 
 
 def _check_chunks_fit(tile: int, in_depth: int, size: str, free: int, small: int) -> None:
@@ -65,7 +87,7 @@ class FullyConnected(Op):
 
     # ------------------------------------------------------------------ values
     def input_bytes(self, shape: tuple[int, ...]) -> int:
-        return layout(shape)["bytes"]
+        return fc_ref.layout(shape)["bytes"]
 
     def output_bytes(self, shape: tuple[int, ...]) -> int:
         return -(-int(shape[0]) // 4) * 4
@@ -78,18 +100,18 @@ class FullyConnected(Op):
         return sum((ddr_window_bytes(nbytes) - block) // 2 for nbytes in arrays) + block
 
     def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
-        return pack(default_values(tuple(shape)))
+        return fc_ref.pack(fc_ref.default_values(tuple(shape)))
 
     def check_input(self, x: Any) -> tuple[np.ndarray, tuple[int, ...]]:
         """``x``: a mapping of ``weights``, ``input``, ``bias`` (checked), or a buffer packed
-        by :func:`dspsim.ops.fc.values.pack`."""
+        by :func:`dspsim.ops.fc.reference.pack`."""
         if isinstance(x, np.ndarray) and x.dtype == np.uint8 and x.ndim == 1 and x.size >= 8:
-            x = unpack(x)
-        values = check_values(x)
-        return pack(values), tuple(values["weights"].shape)
+            x = fc_ref.unpack(x)
+        values = fc_ref.check_values(x)
+        return fc_ref.pack(values), tuple(values["weights"].shape)
 
     def read_input_file(self, path: str) -> dict[str, np.ndarray]:
-        return read_npz(path)
+        return fc_ref.read_npz(path)
 
     def write_input(self, memory: Any, ptr: Any, x: np.ndarray, shape: tuple[int, ...]) -> None:
         memory.write(ptr.addr, x)
@@ -141,8 +163,8 @@ class FullyConnected(Op):
 
     # ------------------------------------------------------------------ checks
     def reference(self, x: Any, params: Any) -> np.ndarray:
-        values = unpack(x) if isinstance(x, np.ndarray) else check_values(x)
-        return reference_of(values, params)
+        values = fc_ref.unpack(x) if isinstance(x, np.ndarray) else fc_ref.check_values(x)
+        return fc_ref.reference_of(values, params)
 
     def output_summary(self, out: np.ndarray, x: Any, params: Any) -> dict[str, Any]:
         """Against TFLite's integer reference, element by element: how many differ (0: bit

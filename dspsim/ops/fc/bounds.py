@@ -18,7 +18,7 @@ from dspsim.hw.policy import engine_paced_cycles
 from dspsim.kernels.fc_s8 import FC_S8, groups, padded_bytes
 from dspsim.kernels.shapes import ddr_call_sequence
 from dspsim.ops.base import HOST, memory_name, memory_of
-from dspsim.ops.fc.values import WEIGHTS_OFFSET
+from dspsim.ops.fc.reference import WEIGHTS_OFFSET
 
 
 def kernel_cycles(model: Any, rows: int, in_depth: int) -> int:

@@ -27,7 +27,7 @@ import numpy as np
 from dspsim.hw.memory import Ptr
 from dspsim.kernels.fc_s8 import groups, padded_bytes
 from dspsim.ops.base import HOST, TCM
-from dspsim.ops.fc.values import layout
+from dspsim.ops.fc.reference import layout
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc, at_byte, copy_bytes
 
 if TYPE_CHECKING:
@@ -48,15 +48,14 @@ class hbDSPFcParam:  # noqa: N801 - named like the seed's structs
     pingpong: int  # 1: pingpong, 0: direct
 
 
-def _allocate_any(tm: TileManager, nbytes: int, first: int) -> Ptr:
-    """A DataRAM buffer, in DataRAM ``first`` if it has room, else in the other."""
-    colours = [first] + [c for c in range(len(tm.banks)) if c != first]
-    for c in colours[:-1]:
+def _allocate_any(tm: TileManager, nbytes: int) -> Ptr:
+    """A DataRAM buffer, in DataRAM 0 if it has room, else in the next that has."""
+    for c in range(len(tm.banks)):
         try:
             return tm.allocate(nbytes, c, ALIGN_BYTES)
         except ValueError:
-            continue
-    return tm.allocate(nbytes, colours[-1], ALIGN_BYTES)
+            if c == len(tm.banks) - 1:
+                raise
 
 
 class _Arrays:
@@ -64,9 +63,9 @@ class _Arrays:
 
     def __init__(self, dsp: Dsp, tm: TileManager, out_depth: int, in_depth: int):
         self.on = dsp.move_data
-        self.x = _allocate_any(tm, -(-in_depth // 4) * 4, XV_MEM_BANK_COLOR_0)
-        self.bias = _allocate_any(tm, 4 * out_depth, XV_MEM_BANK_COLOR_0)
-        self.out = _allocate_any(tm, -(-out_depth // 4) * 4, XV_MEM_BANK_COLOR_0)
+        self.x = _allocate_any(tm, -(-in_depth // 4) * 4)
+        self.bias = _allocate_any(tm, 4 * out_depth)
+        self.out = _allocate_any(tm, -(-out_depth // 4) * 4)
         self.out_depth, self.in_depth = out_depth, in_depth
         p = dsp.params
         self.quant = {"input_zero_bias": p.input_zero_bias, "out_multiplier": p.out_multiplier,
@@ -108,10 +107,6 @@ def _kernel(dsp: Dsp, w: Ptr, in_depth: int, first: int, rows: int, a: _Arrays) 
     """The kernel on ``rows`` rows of weights at ``w`` (output rows ``first ..``)."""
     yield from dsp.core.call("fc_s8", in_depth, w, None, rows=groups(rows),
                              **a.args(first, rows))
-
-
-def _wait_idle(dsp: Dsp) -> Proc:
-    yield from dsp.core.idma_poll(CHANNEL, 0)  # while (idma_buffer_status(0) > 0) ;
 
 
 def hb_dsp_fc(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
@@ -194,13 +189,13 @@ def _pingpong(dsp: Dsp, weights: Ptr, ping: Ptr, pong: Ptr, out_depth: int, in_d
 
     dsp.begin_pass("fc")
     yield from fetch(0)  # the first chunk, fetched and waited for alone
-    yield from _wait_idle(dsp)
+    yield from core.idma_poll(CHANNEL, 0)
     for i in range(0, chunks, 2):  # the pairs (i, i+1)
-        yield from _wait_idle(dsp)
+        yield from core.idma_poll(CHANNEL, 0)
         if i + 1 < chunks:
             yield from fetch(i + 1)
         yield from compute(i)
-        yield from _wait_idle(dsp)
+        yield from core.idma_poll(CHANNEL, 0)
         if i + 2 < chunks:  # unless this is the last pair
             yield from fetch(i + 2)
         if i + 1 < chunks:
