@@ -34,24 +34,8 @@ from dspsim.ops.base import (
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1
 from dspsim.ops.registry import register_op
 from dspsim.ops.softmax import bounds as _bounds
-from dspsim.ops.softmax.layout import (
-    STREAM_BUFFERS,
-    VARIANT_CODES,
-    VARIANT_NAMES,
-    buffer_banks,
-    buffers_fit,
-    fits,
-    free_bank_bytes,
-    resident_layout,
-)
-from dspsim.ops.softmax.online import softmax_resident, softmax_rows, softmax_streamed
-from dspsim.ops.softmax.program import (
-    SOFTMAX_CMD,
-    check_inf_input,
-    dsp_softmax,
-    hbDSPSoftmaxParam,
-    ping_pong_softmax,
-)
+from dspsim.ops.softmax import layout, online, program
+from dspsim.ops.softmax.program import SOFTMAX_CMD, hbDSPSoftmaxParam
 from dspsim.ops.softmax.reference import default_input, reference_softmax
 from dspsim.schema import Key, OpSchema
 
@@ -157,12 +141,12 @@ class Softmax(Op):
     def check_run(self, model: HardwareModel, variant: str, shape: tuple[int, ...]) -> None:
         super().check_run(model, variant, shape)
         if variant == "direct" or (
-                variant == "resident" and not resident_layout(model, shape[-1]).streamed):
+                variant == "resident" and not layout.resident_layout(model, shape[-1]).streamed):
             return  # no TCM buffer
         banks = _banks(model, variant)
-        if not buffers_fit(model, banks):
+        if not layout.buffers_fit(model, banks):
             per_bank = max(banks.count(b) for b in set(banks))
-            tile, free = model.softmax.tile_bytes, free_bank_bytes(model)
+            tile, free = model.softmax.tile_bytes, layout.free_bank_bytes(model)
             hint = {"multibuffer": ", fewer softmax.buffers or more tcm.banks",
                     "pingpong": ""}.get(variant, " or tcm.banks >= 2" if per_bank > 1 else "")
             raise DspsimInputError(
@@ -178,7 +162,7 @@ class Softmax(Op):
     def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int
                     ) -> hbDSPSoftmaxParam:
         rows = shape[0] if len(shape) == 2 else 1
-        return hbDSPSoftmaxParam(4 * int(np.prod(shape)), input_addr, VARIANT_CODES[variant],
+        return hbDSPSoftmaxParam(4 * int(np.prod(shape)), input_addr, layout.VARIANT_CODES[variant],
                                  rows)
 
     def handler(self, dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
@@ -232,10 +216,10 @@ class Softmax(Op):
         banks = _banks(model, variant, min(space.get("softmax.buffers", [0])))
         per_bank = max(banks.count(b) for b in set(banks))
         tiles, t = set(), 1024
-        while fits(model, per_bank, t):
+        while layout.fits(model, per_bank, t):
             tiles.add(t)
             t *= 2
-        if fits(model, per_bank, model.softmax.tile_bytes):
+        if layout.fits(model, per_bank, model.softmax.tile_bytes):
             tiles.add(model.softmax.tile_bytes)
         if tiles:
             space["softmax.tile_bytes"] = sorted(tiles)
@@ -253,16 +237,16 @@ def _banks(model: HardwareModel, variant: str, buffers: int = 0) -> list[int]:
     if variant == "pingpong":
         return [0, 1]  # the seed's one tile in DataRAM 0 and one in DataRAM 1
     if variant == "multibuffer":
-        return buffer_banks(model, buffers or model.softmax.buffers)
-    return buffer_banks(model, STREAM_BUFFERS)  # online, rows, resident's streamed part
+        return layout.buffer_banks(model, buffers or model.softmax.buffers)
+    return layout.buffer_banks(model)  # online, rows, resident's streamed part: one pair
 
 
 def _largest_tile(model: HardwareModel, buffers: int) -> int:
     """The largest multiple of 4 of which ``buffers`` tiles fit one DataRAM."""
-    lo, hi = 0, free_bank_bytes(model) // 4
+    lo, hi = 0, layout.free_bank_bytes(model) // 4
     while lo < hi:  # largest t with ``buffers`` tiles of 4 t bytes fitting
         mid = (lo + hi + 1) // 2
-        if fits(model, buffers, 4 * mid):
+        if layout.fits(model, buffers, 4 * mid):
             lo = mid
         else:
             hi = mid - 1
@@ -314,15 +298,15 @@ def hb_dsp_softmax(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
     src = dsp.hb_dsp_mem_map(ptr.input, ptr.data_size)
     dst = output
     rows = ptr.rows  # 1 in the seed; a [rows, cols] input runs its rows one after the other
-    variant = VARIANT_NAMES[ptr.run_tcm_opt]
-    check_inf_input(dsp, src, ptr.data_size >> 2)  # the model's report, untimed
+    variant = layout.VARIANT_NAMES[ptr.run_tcm_opt]
+    program.check_inf_input(dsp, src, ptr.data_size >> 2)  # the model's report, untimed
     if variant not in ("direct", "pingpong"):  # the new schedules (not in the seed)
         cols = (ptr.data_size >> 2) // rows
         if variant == "resident":
-            return (yield from softmax_resident(dsp, src, dst, tm, rows, cols))
+            return (yield from online.softmax_resident(dsp, src, dst, tm, rows, cols))
         if variant == "rows":
-            return (yield from softmax_rows(dsp, src, dst, tm, rows, cols))
-        return (yield from softmax_streamed(dsp, src, dst, tm, rows, cols,
+            return (yield from online.softmax_rows(dsp, src, dst, tm, rows, cols))
+        return (yield from online.softmax_streamed(dsp, src, dst, tm, rows, cols,
                                             multibuffer=variant == "multibuffer"))
 
     TILE_SIZE = dsp.params.tile_bytes  # noqa: N806 - the seed's macro
@@ -340,7 +324,7 @@ def hb_dsp_softmax(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
 
         cycles_start = dsp.TIME_STAMP()
         for r in range(rows):
-            yield from ping_pong_softmax(dsp, dst + r * length, src + r * length, src_idma,
+            yield from program.ping_pong_softmax(dsp, dst + r * length, src + r * length, src_idma,
                                          dst_idma, length, block)
         tm.free(src_0)
         tm.free(src_1)
@@ -350,8 +334,8 @@ def hb_dsp_softmax(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
         N = (ptr.data_size >> 2) // rows  # noqa: N806
         # for (r = 0; r < rows; r++): alike rows booked at once, their values as one batch
         yield from dsp.row_loop(
-            rows, lambda r: dsp_softmax(dsp, src + r * N, N, dst + r * N),
-            lambda lo, hi: dsp_softmax(dsp, src + lo * N, N, dst + lo * N, hi - lo), N)
+            rows, lambda r: program.dsp_softmax(dsp, src + r * N, N, dst + r * N),
+            lambda lo, hi: program.dsp_softmax(dsp, src + lo * N, N, dst + lo * N, hi - lo), N)
         cycles_stop = dsp.TIME_STAMP()
     dsp.PROF(cycles_start, cycles_stop)  # self_cycles = cycles_stop - cycles_start; DSP_LOGI
     return 0
