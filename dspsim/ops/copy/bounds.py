@@ -26,16 +26,15 @@ from dspsim.ops.copy.traffic import traffic
 
 
 def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int]]:
-    """Per external memory the copy goes through: its table and the bytes that must cross its
-    port inside the timed span (:func:`way_bytes`'s reads and writes together)."""
+    """Per external memory: its table and :func:`way_bytes`'s reads and writes together."""
     return {name: (mem, r + w) for name, (mem, r, w) in way_bytes(model, variant, n).items()}
 
 
 def way_bytes(model: Any, variant: str, n: int,
               moved: dict[str, int] | None = None) -> dict[str, tuple[Any, int, int]]:
-    """Per external memory the copy goes through: its table, the bytes read and written through
-    its port inside the timed span: ``n`` each way through it (none on the core's own bus); a
-    core copy's write-allocate destination, the run's own (``moved``: its traffic, if known)."""
+    """Per external memory: its table, the bytes read and written through its port inside the
+    timed span (``n`` each way through it, none on the core's own bus; a core copy's
+    write-allocate destination, the run's own: ``moved``, its traffic, if known)."""
     p = model.copy
     out: dict[str, tuple[Any, int, int]] = {}
     for where, write in ((p.src, False), (p.dst, True)):
@@ -56,9 +55,9 @@ def way_bytes(model: Any, variant: str, n: int,
 
 
 def _inside_span(model: Any, mem: Any, read_bytes: int, write_bytes: int) -> tuple[int, int]:
-    """Of a run's bytes through a write-allocate destination's port, those that must cross it
-    before the span ends: not a line prefetched past a stream's last, nor, without a flush, the
-    last dirty line evicted (posted: it may still drain)."""
+    """Of a run's bytes through a write-allocate destination's port, those that must cross
+    inside the span: not a line prefetched past a stream's last, nor, without a flush, the last
+    dirty line evicted (posted: it may still drain)."""
     p, dc = model.copy, model.dcache
     streams = sum(memory_of(model, where) is mem for where in (p.src, p.dst))
     if dc.prefetch_next_line:
@@ -69,16 +68,15 @@ def _inside_span(model: Any, mem: Any, read_bytes: int, write_bytes: int) -> tup
 
 
 def _allocates(model: Any, variant: str, mem: Any) -> bool:
-    """Whether a core copy's stores to ``mem`` go through a write-back, write-allocate data
-    cache (a store miss fills its line first)."""
+    """Whether a core copy's stores to ``mem`` go through a write-back, write-allocate cache."""
     dc = model.dcache
     return bool(variant != "idma" and mem.cached and dc.capacity_bytes and not mem.core_local
                 and dc.write_policy == "write_back" and dc.write_allocate)
 
 
 def _core_request_bytes(model: Any, variant: str, mem: Any) -> int:
-    """The size of a core copy's requests to ``mem``: its cache's lines, else its own accesses
-    (a loop's ``copy.access_bytes`` in pieces of at most 16, a memcpy's words or vectors)."""
+    """A core copy's request size at ``mem``: a cache line, else its accesses (a loop's
+    ``copy.access_bytes`` in pieces of at most 16, a memcpy's words or vectors)."""
     p = model.copy
     if mem.cached and model.dcache.capacity_bytes:
         return model.dcache.line_bytes
@@ -89,9 +87,8 @@ def _core_request_bytes(model: Any, variant: str, mem: Any) -> int:
 
 def _ways_path(mem: Any, ways: tuple[bool, ...], nbytes: int, burst_bytes: int,
                rows: int = 1) -> float:
-    """Data-path cycles of ``nbytes`` each way of ``ways`` through ``mem``'s port, in requests
-    of ``burst_bytes`` cut at each of ``rows`` rows' ends (each request's own on a policy that
-    is not linear)."""
+    """Data-path cycles of ``nbytes`` each way of ``ways`` through ``mem``'s port in requests of
+    ``burst_bytes`` cut at ``rows`` rows' ends (each request's own on a non-linear policy)."""
     pol = mem.policy
     if pol.linear:
         return len(ways) * nbytes * pol.cycles_per_byte
@@ -139,9 +136,8 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
 
 
 def _sync_cycles(model: Any, pl: Any) -> float:
-    """The DMA driver's cache sync of each cached end inside the span (the program's
-    ``_cache_sync``): ``copy.dma_cache_sync_cycles_per_line`` for each of its lines, at least
-    its bytes over the line."""
+    """The DMA driver's cache sync of each cached end (the program's ``_cache_sync``):
+    ``copy.dma_cache_sync_cycles_per_line`` per line, at least its bytes over the line."""
     per_line, line = model.copy.dma_cache_sync_cycles_per_line, model.dcache.line_bytes
     if not per_line or not model.dcache.capacity_bytes:
         return 0.0
@@ -153,7 +149,7 @@ def _sync_cycles(model: Any, pl: Any) -> float:
 def _port_bounds(model: Any, variant: str,
                  ways: dict[str, tuple[Any, int, int]]) -> dict[str, float]:
     """A core copy's port bounds: every byte of :func:`way_bytes` crosses its port (in the
-    core's requests on a policy that is not linear), the last done ``L`` after its data."""
+    core's requests on a non-linear policy), the last done ``L`` after its data."""
     crossing = [(m, r, w) for m, r, w in ways.values() if r + w > 0]
 
     def path(m: Any, r: int, w: int) -> float:
@@ -173,8 +169,7 @@ def _port_bounds(model: Any, variant: str,
 
 
 def _ways(model: Any, mem: Any) -> tuple[bool, ...]:
-    """The ways the copy goes through ``mem``'s port: ``False`` it reads there (its source),
-    ``True`` it writes (its destination); both for a copy within one memory."""
+    """The ways through ``mem``'s port: ``False`` reads (the source), ``True`` writes."""
     p = model.copy
     return tuple(write for where, write in ((p.src, False), (p.dst, True))
                  if memory_of(model, where) is mem)
@@ -182,9 +177,8 @@ def _ways(model: Any, mem: Any) -> tuple[bool, ...]:
 
 def _held(mem: Any, ways: tuple[bool, ...], requests: int, nbytes: int,
           burst_bytes: int = 0, rows: int = 1) -> float:
-    """Slot time of ``requests`` requests of ``nbytes`` in all, each way through ``mem``'s
-    port: each its way's latency, and the data path its bytes (:func:`_ways_path`;
-    ``burst_bytes`` 0: one request)."""
+    """Slot time of ``requests`` requests of ``nbytes`` in all, each way through ``mem``'s port:
+    their latencies and :func:`_ways_path` (``burst_bytes`` 0: one request)."""
     pol = mem.policy
     if pol.linear:
         return sum(requests * pol.latency(w) + nbytes * pol.cycles_per_byte for w in ways)
@@ -226,9 +220,9 @@ def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
 
 def _idma_estimate(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
                    blocks: list[tuple[int, int]], out: dict[str, Any]) -> float:
-    """``S + sum transfer_cycles(d) + H`` (``H``: the completion interrupt's handler; an
-    engine slower than its ports: each descriptor's fetch and paced bursts): exact when the
-    channel is alone on the port and ``S`` is shorter than a transfer."""
+    """``S + sum transfer_cycles(d) + H`` (``H`` the completion interrupt's handler; an engine
+    slower than its ports: each descriptor's fetch and paced bursts): exact when the channel is
+    alone on the port and ``S`` is shorter than a transfer."""
     p, burst, k = model.copy, model.idma.burst_bytes, model.idma.max_outstanding
     handler = p.interrupt_handler_cycles if p.completion_interrupt else 0.0
     ext, ways = max(legs, key=lambda mw: len(mw[1]) * mw[0].policy.cycles_per_byte)
@@ -256,8 +250,8 @@ def _idma_estimate(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
 def rows_transfer_cycles(rows: int, row_bytes: int, burst_bytes: int, window: int,
                          latency_cycles: float, cycles_per_byte: float) -> float:
     """A descriptor of ``rows`` rows of ``row_bytes`` alone on the port: :func:`transfer_cycles`
-    for rows of whole bursts (or one row), else the channel's recurrence over its bursts cut
-    at row ends (issued when the window has room, each done ``L`` after its data)."""
+    for rows of whole bursts (or one row), else the recurrence over its bursts cut at row ends
+    (issued when the window has room, each done ``L`` after its data)."""
     if rows == 1 or row_bytes % burst_bytes == 0:
         return transfer_cycles(rows * row_bytes, burst_bytes, window, latency_cycles,
                                cycles_per_byte)
@@ -273,9 +267,8 @@ def rows_transfer_cycles(rows: int, row_bytes: int, burst_bytes: int, window: in
 
 
 def _chain(model: Any) -> Any:
-    """Between two external ends, ``chain(a, b)`` = ``L_src + a / B_src + L_dst + b / B_dst``:
-    ``a`` bytes read, then ``b`` written (a burst is written only once read). With a TCM end,
-    0 (one leg)."""
+    """Between two external ends, ``chain(a, b) = L_src + a / B_src + L_dst + b / B_dst`` (``a``
+    bytes read, then ``b`` written: a burst is written once read); with a TCM end, 0."""
     p = model.copy
     src, dst = memory_of(model, p.src), memory_of(model, p.dst)
     if src is None or dst is None:
@@ -290,9 +283,9 @@ def _chain(model: Any) -> Any:
 
 
 def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
-    """A descriptor's estimated cycles between two external ends: its first burst's round
-    trip ``T``, then its other bytes at the least of the channel's window's rate (``k`` bursts
-    per ``T``), each port's request slots' and each port's data path's."""
+    """A descriptor's cycles between two external ends: its first burst's round trip ``T``, then
+    its other bytes at the least of the window's rate (``k`` bursts per ``T``), each port's
+    slots' and each port's data path's."""
     burst, k = model.idma.burst_bytes, model.idma.max_outstanding
 
     def trip(b: int) -> float:
@@ -311,7 +304,7 @@ def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
 
 
 def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) -> float:
-    """The core's memcpy calls of ``calls`` bytes each and the ``MEMW`` after them, without the
+    """The memcpy calls of ``calls`` bytes each and the ``MEMW`` after them, without the
     prologue: per line through the data cache, else each call's walk (every load stalls)."""
     p = model.copy
     ends = [m for m in (memory_of(model, p.src), memory_of(model, p.dst))
@@ -323,8 +316,8 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
 
 
 def _memcpy_cached(model: Any, ext: Any, calls: int, n: int, out: dict[str, Any]) -> float:
-    """A memcpy of ``n`` bytes in ``calls`` calls through the data cache in front of ``ext``:
-    ``lines x (F + M) + iterations x II + calls x O`` (``F`` a line's fill, ``M`` =
+    """``n`` bytes in ``calls`` memcpy calls through the cache in front of ``ext``: ``lines x
+    (F + M) + iterations x II + calls x O`` (``F`` a line's fill, ``M`` =
     ``dcache.miss_cycles``); with a next-line prefetch the fills overlap the loop."""
     p, core = model.copy, model.core
     policy = ext.policy  # what a request costs (dspsim.hw.policy)
@@ -373,8 +366,8 @@ def _memcpy_uncached(model: Any, ext: Any, calls: list[int], n: int) -> float:
 
 def _store_lines_cycles(model: Any, n: int, mem: Any, moved: dict[str, int]) -> float:
     """What a memcpy's stores to ``mem`` add through a write-back, write-allocate cache: each
-    line a store misses filled first (a blocking miss; only when the source is external too),
-    and the dirty lines written back inside the span (``moved``: the run's traffic)."""
+    missed line filled first (blocking; only when the source is external too), and the dirty
+    lines written back inside the span (``moved``: the run's traffic)."""
     if not _allocates(model, "memcpy", mem):
         return 0.0
     p, dc = model.copy, model.dcache
@@ -392,8 +385,8 @@ def _store_lines_cycles(model: Any, n: int, mem: Any, moved: dict[str, int]) -> 
 
 
 def _evicted_bytes(model: Any, variant: str, n: int, moved: dict[str, int]) -> int:
-    """The destination's dirty lines' bytes a core copy evicts before any flush (``moved``'s,
-    the run's traffic, when the run does not flush)."""
+    """The destination's dirty bytes a core copy evicts before any flush (``moved``: the run's
+    traffic, used when the run does not flush)."""
     name = memory_name(model, model.copy.dst)
     if model.copy.flush_destination:
         moved = traffic(model.with_overrides({"copy.flush_destination": False}), variant, n)
@@ -401,9 +394,8 @@ def _evicted_bytes(model: Any, variant: str, n: int, moved: dict[str, int]) -> i
 
 
 def _streams(model: Any) -> int:
-    """The line streams a core copy's ends bring into the data cache (a source through it, a
-    write-allocate write-back destination): more than ``dcache.prefetch_streams`` and the
-    prefetcher follows none."""
+    """The line streams a core copy's ends bring into the cache (a cached source, a
+    write-allocate write-back destination): past ``dcache.prefetch_streams``, none followed."""
     p, dc = model.copy, model.dcache
     mems = [(memory_of(model, where), write) for where, write in ((p.src, False),
                                                                   (p.dst, True))]
@@ -412,9 +404,8 @@ def _streams(model: Any) -> int:
 
 
 def loop_compute_cycles(model: Any, n: int, variant: str = "loop") -> float:
-    """The loop variant's cycles when nothing misses, ``(n / K) x C`` and each loop's call
-    overhead (one per piece into a TCM ring): a lower bound, the run between two TCM ends; a
-    memcpy's word loop (``copy.memcpy_access_bytes``) likewise."""
+    """The loop's cycles when nothing misses: ``(n / K) x C`` and each call's overhead (one per
+    piece into a TCM ring); the run between two TCM ends. A memcpy's word loop likewise."""
     p = model.copy
     pl = plan(model, p, n)
     calls = 1 if pl.one_call else pl.pieces
@@ -424,13 +415,12 @@ def loop_compute_cycles(model: Any, n: int, variant: str = "loop") -> float:
 
 
 def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) -> float:
-    """The loop variant's estimate (without the prologue): its compute and each line fill (or
-    uncached load's round trip) in turn, or with a next-line prefetch the larger of compute and
-    fills; a flush's data; on a one-transaction port the write-backs between the fills, less
-    the loop's cycles per evicted line (posted: the loop goes on while it drains); with more
-    line streams than the prefetcher follows, each line a demand miss (its fill and
-    ``dcache.miss_cycles``); stores
-    posted to a port, at least the write buffer's drain (each holds an entry its round trip)."""
+    """The loop's estimate without the prologue: its compute and each line fill (or uncached
+    load's round trip) in turn (a next-line prefetch: the larger of compute and fills; more
+    streams than it follows: each line a demand miss, its fill and ``dcache.miss_cycles``); a
+    flush's data; on a one-transaction port the write-backs between the fills, less the loop's
+    cycles per evicted line (posted: the loop goes on while they drain); stores posted to a
+    port, at least the write buffer's drain (each holds an entry its round trip)."""
     p, dc = model.copy, model.dcache
     k = p.access_bytes
     stall = data = drain = 0.0

@@ -157,16 +157,12 @@ def _place_weights(dsp: Dsp, tm: TileManager, host: Ptr, out_depth: int, in_dept
     if where == TCM:
         weights = tm.allocate(wbytes, XV_MEM_BANK_COLOR_0, ALIGN_BYTES)
     else:
-        weights = dsp.memory(where).add_block(wbytes, weights_align_bytes(dsp.model),
-                                              "fc weights")
+        # on a cache line (and on 128 bytes)
+        line = dsp.model.dcache.line_bytes if dsp.model.dcache.capacity_bytes else 0
+        weights = dsp.memory(where).add_block(wbytes, max(ALIGN_BYTES, line), "fc weights")
     if dsp.move_data:
         copy_bytes(weights, w_host, wbytes)
     return weights
-
-
-def weights_align_bytes(model: Any) -> int:
-    """A block of weights in a memory starts on a cache line (and on 128 bytes)."""
-    return max(ALIGN_BYTES, model.dcache.line_bytes if model.dcache.capacity_bytes else 0)
 
 
 def _pingpong(dsp: Dsp, weights: Ptr, ping: Ptr, pong: Ptr, out_depth: int, in_depth: int,

@@ -144,9 +144,9 @@ class Softmax(Op):
                 variant == "resident" and not layout.resident_layout(model, shape[-1]).streamed):
             return  # no TCM buffer
         banks = _banks(model, variant)
-        if not layout.buffers_fit(model, banks):
-            per_bank = max(banks.count(b) for b in set(banks))
-            tile, free = model.softmax.tile_bytes, layout.free_bank_bytes(model)
+        per_bank = max(banks.count(b) for b in set(banks))
+        tile, free = model.softmax.tile_bytes, layout.free_bank_bytes(model)
+        if not layout.fits(model, per_bank, tile):  # the fullest DataRAM's tiles
             hint = {"multibuffer": ", fewer softmax.buffers or more tcm.banks",
                     "pingpong": ""}.get(variant, " or tcm.banks >= 2" if per_bank > 1 else "")
             raise DspsimInputError(

@@ -38,11 +38,6 @@ def buffer_banks(model: Any, buffers: int = STREAM_BUFFERS) -> list[int]:
     return [b % model.tcm.banks for b in range(buffers)]
 
 
-def buffers_fit(model: Any, banks: list[int]) -> bool:
-    """Whether tiles of ``softmax.tile_bytes`` in ``banks`` (one entry per buffer) fit."""
-    return all(fits(model, banks.count(b), model.softmax.tile_bytes) for b in set(banks))
-
-
 def channels_used(policy: str, channels: int, write_back: bool, tiles: int) -> int:
     """Distinct channels a pass of ``tiles`` tiles programs (the window of the latency bound)."""
     ins, outs = stream_channels(policy, channels, write_back)
