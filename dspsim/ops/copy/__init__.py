@@ -5,7 +5,7 @@ few sizes, a memcpy).
 ``copy.src`` to ``copy.dst`` (``host``, ``tcm`` or a memory of the model). The default input
 is ``(7 + 131 i) mod 256`` for byte ``i`` (an ``--input`` array is copied as its bytes); the
 output is compared with it byte for byte. ``dma`` names the platform's DMA engine (an iDMA, a
-GDMA): the ``idma`` variant under another name (:func:`engine_variant`). ``program.py`` is the
+GDMA): the ``idma`` variant under another name (:data:`DMA_ALIASES`). ``program.py`` is the
 benchmark's C (with the loop variant's walk), ``traffic.py`` and ``bounds.py`` the closed forms.
 
 ``copy.src`` and ``copy.dst`` name ``host`` (the memory the host allocates from,
@@ -117,11 +117,6 @@ _VARIANT_CODE = {"memcpy": 0, "idma": 1, "loop": LOOP}
 DMA_ALIASES = {"dma": "idma"}  # another name of a variant -> the variant it runs (module doc)
 
 
-def engine_variant(variant: str) -> str:
-    """The variant ``variant`` runs (``dma`` -> ``idma``; every other name itself)."""
-    return DMA_ALIASES.get(variant, variant)
-
-
 class Copy(Op):
     name = "copy"
     doc = ("a copy microbenchmark: n bytes from copy.src to copy.dst (host, tcm or a memory) "
@@ -174,14 +169,14 @@ class Copy(Op):
 
     # ------------------------------------------------------------------ the run
     def requirements(self, variant: str) -> dict[str, int]:
-        return {"channels": 1 if engine_variant(variant) == "idma" else 0, "banks": 1}
+        return {"channels": 1 if DMA_ALIASES.get(variant, variant) == "idma" else 0, "banks": 1}
 
     def key_variants(self, key: str) -> tuple[str, ...]:
         return _KEY_VARIANTS.get(key) or super().key_variants(key)
 
     def check_run(self, model: Any, variant: str, shape: tuple[int, ...]) -> None:
         super().check_run(model, variant, shape)
-        variant = engine_variant(variant)
+        variant = DMA_ALIASES.get(variant, variant)
         p, n = model.copy, shape[0]
         if p.rows > 1:
             self._check_rows(model, variant, n)
@@ -262,7 +257,8 @@ class Copy(Op):
                                    f"a whole number of iterations; allowed: a multiple of {k}")
 
     def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int) -> Any:
-        return hbDSPCopyParam(int(shape[0]), input_addr, _VARIANT_CODE[engine_variant(variant)])
+        code = _VARIANT_CODE[DMA_ALIASES.get(variant, variant)]
+        return hbDSPCopyParam(int(shape[0]), input_addr, code)
 
     def handler(self, dsp: Any, input: Any, output: Any, tm: Any) -> Proc:
         return hb_dsp_copy(dsp, input, output, tm)
@@ -276,7 +272,8 @@ class Copy(Op):
         return {"bytes": int(out.size), "mismatch_count": wrong, "exact": wrong == 0}
 
     def bounds(self, model: Any, variant: str, shape: tuple[int, ...]) -> Bounds:
-        d = _bounds.bounds(model, engine_variant(self.check_variant(variant)),
+        variant = self.check_variant(variant)
+        d = _bounds.bounds(model, DMA_ALIASES.get(variant, variant),
                            self.shape_of(shape=shape))
         # the study's fields: the binding bound (with the timed prologue) is the copy's port or
         # compute bound, the lower bound the largest

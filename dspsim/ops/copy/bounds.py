@@ -87,12 +87,10 @@ def _core_request_bytes(model: Any, variant: str, mem: Any) -> int:
 
 def _ways_path(mem: Any, ways: tuple[bool, ...], nbytes: int, burst_bytes: int,
                rows: int = 1) -> float:
-    """Data-path cycles of ``nbytes`` each way of ``ways`` through ``mem``'s port in requests of
-    ``burst_bytes`` cut at ``rows`` rows' ends (each request's own on a non-linear policy)."""
-    pol = mem.policy
-    if pol.linear:
-        return len(ways) * nbytes * pol.cycles_per_byte
-    return rows * sum(pol.stream_path_cycles(nbytes // rows, burst_bytes, w) for w in ways)
+    """Data-path cycles of ``nbytes`` (whole rows) each way of ``ways`` through ``mem``'s port,
+    in requests of ``burst_bytes`` cut at ``rows`` rows' ends, as the policy prices them."""
+    return rows * sum(mem.policy.stream_path_cycles(nbytes // rows, burst_bytes, w)
+                      for w in ways)
 
 
 def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
@@ -116,7 +114,7 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         # each descriptor's (rows, row bytes), one row for a 1-D one; each port's (memory, ways)
         blocks = [(pl.piece_rows(i), sizes[i] // pl.piece_rows(i)) for i in range(pl.pieces)]
         legs = [(m, _ways(model, m)) for m, *_ in ways.values()]
-        named = _idma_bounds(model, legs, blocks, n)
+        named = _idma_bounds(model, legs, blocks)
         estimate = prologue + _idma_estimate(model, legs, blocks, out)
         out["descriptor_bytes"] = pl.piece_bytes
     elif variant == "loop":
@@ -153,8 +151,6 @@ def _port_bounds(model: Any, variant: str,
     crossing = [(m, r, w) for m, r, w in ways.values() if r + w > 0]
 
     def path(m: Any, r: int, w: int) -> float:
-        if m.policy.linear:
-            return (r + w) * m.policy.cycles_per_byte
         size = _core_request_bytes(model, variant, m)
         return sum(m.policy.stream_path_cycles(b, size, way)
                    for b, way in ((r, False), (w, True)) if b > 0)
@@ -179,15 +175,12 @@ def _held(mem: Any, ways: tuple[bool, ...], requests: int, nbytes: int,
           burst_bytes: int = 0, rows: int = 1) -> float:
     """Slot time of ``requests`` requests of ``nbytes`` in all, each way through ``mem``'s port:
     their latencies and :func:`_ways_path` (``burst_bytes`` 0: one request)."""
-    pol = mem.policy
-    if pol.linear:
-        return sum(requests * pol.latency(w) + nbytes * pol.cycles_per_byte for w in ways)
-    return sum(requests * pol.latency(w) for w in ways) + _ways_path(
+    return sum(requests * mem.policy.latency(w) for w in ways) + _ways_path(
         mem, ways, nbytes, burst_bytes or nbytes, rows)
 
 
 def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
-                 blocks: list[tuple[int, int]], n: int) -> dict[str, float]:
+                 blocks: list[tuple[int, int]]) -> dict[str, float]:
     """The channel's bounds, summed over its descriptors of ``d`` bytes in ``r`` requests:
     ``max_p (L_p + c_p d / B_p)`` (and the read-then-write chains), ``max_p c_p n / B_p``, and
     ``max(sum_p c_p (r L_p + d / B_p) / k, max_p c_p (r L_p + d / B_p) / m_p)``."""
@@ -205,11 +198,9 @@ def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
         # each port's, its slots
         held = [(_held(m, w, r, d, burst, rows), m.max_outstanding) for m, w in legs]
         outstanding += max(sum(h for h, _ in held) / k, *(h / slots for h, slots in held))
-    if all(m.policy.linear for m, _ in legs):
-        bandwidth = max(len(w) * n * m.policy.cycles_per_byte for m, w in legs)
-    else:  # every descriptor's bursts, each a request of its own
-        bandwidth = max(sum(_ways_path(m, w, rows * row, burst, rows) for rows, row in blocks)
-                        for m, w in legs)
+    # every descriptor's bursts through each port
+    bandwidth = max(sum(_ways_path(m, w, rows * row, burst, rows) for rows, row in blocks)
+                    for m, w in legs)
     named = {"latency_bandwidth": per_descriptor, "bandwidth": bandwidth,
              "outstanding": outstanding}
     if model.idma.engine_bytes_per_cycle or model.idma.descriptor_cycles:

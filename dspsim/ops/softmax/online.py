@@ -17,34 +17,30 @@ reads and one write instead of the seed's three and two. Per tile of pass 1
     r = c > -INFINITY ? r : 1.0f;               // tile adds nothing, d stays 0
     d = d * r + s_t; c_old = c;
 
-and after the last tile ``d *= exp(c - m)`` (one more one-element exp): ``d`` is the sum of
-``exp(x - m)``. The sum is rescaled only once the max outgrows its reference by more than
-``RESCALE_MARGIN`` (1.0): each rescale's exp truncates toward zero in its Q24 range reduction,
-a relative bias up to 2^-24 that accumulates. On the seed's ramp (the max grows every tile),
-rescaling at every growth gave errors of 9.8e-7 at 1,000,000 float32 (123 tiles) and 9e-5 with
-256-byte tiles; deferred, one or two rescales per row keep the seed's 1.9e-7. Terms are at most
-e^1 above the reference, so tile sums cannot overflow, and ``x - c`` of the largest elements
-stays within 1 of 0, where float32 subtracts exactly or nearly so.
-
-The rescale is the seed's ``vecexpf_max`` on one element (IVP_LAVN / IVP_SAVN of one lane, the
-same Q24 reduction and ``expftblf`` polynomial: 40 cycles on J6), on the tile buffer's first
-element (dead once ``vecsum`` read it: no TCM of its own). It runs every tile (timing never
-depends on values); the scalar selects and multiply-add are not timed. Pass 2 per tile
-(:func:`tile_exp_mul`): ``vecexpf_max(x, x, n, m); vecmul(x, x, 1 / d, n)`` in place, then the
-tile is copied out.
+and after the last tile ``d *= exp(c - m)``: ``d`` is the sum of ``exp(x - m)``. The sum is
+rescaled only once the max outgrows its reference by more than ``RESCALE_MARGIN`` (1.0): each
+rescale's exp truncates toward zero in its Q24 range reduction, a relative bias up to 2^-24
+that accumulates. On the seed's ramp (the max grows every tile), rescaling at every growth gave
+errors of 9.8e-7 at 1,000,000 float32 (123 tiles) and 9e-5 with 256-byte tiles; deferred, one
+or two rescales per row keep the seed's 1.9e-7. Terms are at most e^1 above the reference, so
+tile sums cannot overflow, and ``x - c`` of the largest elements stays within 1 of 0, where
+float32 subtracts exactly or nearly so. The rescale is the seed's ``vecexpf_max`` on one
+element (IVP_LAVN / IVP_SAVN of one lane, the same Q24 reduction and ``expftblf`` polynomial:
+40 cycles on J6) on the tile buffer's first element (dead once ``vecsum`` read it); it runs
+every tile (timing never depends on values); the scalar selects and multiply-add are untimed.
+Pass 2 per tile (:func:`tile_exp_mul`): ``vecexpf_max(x, x, n, m); vecmul(x, x, 1 / d, n)``
+in place, then the tile is copied out.
 
 Masked (-inf) elements: while every element so far is -inf, ``c`` is -inf and ``vecexpf_max``
 of ``-inf - -inf`` gives +inf, which would make ``d`` +inf then NaN; the two selects skip such
-a tile (``d`` stays 0 until a tile has a finite element). A row -inf throughout gives NaN (no
-softmax; float64: NaN), as the seed's variants do: ``d`` is 0 and ``0 * exp(-inf - -inf)``
-is ``0 * inf``.
+a tile (``d`` stays 0 until a tile has a finite element). A row -inf throughout gives NaN (as
+float64 and the seed's variants do): ``d`` is 0 and ``0 * exp(-inf - -inf)`` is ``0 * inf``.
 
-``online`` streams through the seed's two buffers and channels (tile i on i % 2);
+``online`` streams through the seed's two buffers and channels (tile i on i % 2),
 ``multibuffer`` through ``softmax.buffers`` buffers over the DataRAMs, inputs and outputs on
 separate channels over all of the core's (:func:`~dspsim.ops.stream.hb_dsp_stream_frame`).
-Every new schedule starts the max at -inf and guards ``x - max`` (the seed's
-``softmax.max_init`` and ``softmax.guard_shifted_input`` quirks are not theirs), and runs a
-``[rows, cols]`` input row after row (``rows`` excepted: whole rows per tile).
+Every new schedule starts the max at -inf and guards ``x - max`` (the seed's quirk switches
+are not theirs) and runs a ``[rows, cols]`` input row after row (``rows``: whole rows a tile).
 
 ``resident`` (:func:`resident_row`) keeps the row in TCM, crossing the DDR port twice (one
 read, one write) instead of the seed's five times::
@@ -301,8 +297,8 @@ def reciprocals(dsp: Dsp, sums: np.ndarray) -> np.ndarray:
 
 
 def tile_rows(dsp: Dsp, out_addr: Ptr, in_addr: Ptr, size: int, cols: int, tile: int) -> Proc:
-    """``rows``: a tile of ``k = TILE_SIZE / (4 * cols)`` whole rows, each kernel once per row,
-    back to back (``rows=k``); each row's max is its own (no running max)::
+    """``rows``: a tile of ``k = TILE_SIZE / (4 * cols)`` whole rows, each kernel once per row
+    back to back (``rows=k``), each row's max its own::
 
         vecmaxf(x + r * cols, cols) -> m[r]               for r < k
         vecexpf_max(x + r * cols, x + r * cols, cols, m[r])
