@@ -231,7 +231,7 @@ def _idma_estimate(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
     moved = sum(engine_paced_cycles(model.idma, rows * row, row, cost(rows, row),
                                     lambda b: cost(1, b)) for rows, row in blocks)
     estimate = model.idma.setup_cycles + handler + moved
-    beat = burst * cpb if ext.policy.linear else _ways_path(ext, ways, burst, burst)
+    beat = _ways_path(ext, ways, burst, burst)
     requests = sum(rows * math.ceil(row / burst) for rows, row in blocks)
     out.update({"descriptors": len(blocks), "requests": requests,
                 "outstanding_bytes_per_cycle": window * burst / (lat + beat)})
@@ -264,13 +264,9 @@ def _chain(model: Any) -> Any:
     src, dst = memory_of(model, p.src), memory_of(model, p.dst)
     if src is None or dst is None:
         return lambda a, b: 0.0
-    read, write = src.policy.latency(False), dst.policy.latency(True)
-    if not (src.policy.linear and dst.policy.linear):  # the bytes in the channel's bursts
-        burst = model.idma.burst_bytes
-        return lambda a, b: (read + src.policy.stream_path_cycles(a, burst, False) + write
-                             + dst.policy.stream_path_cycles(b, burst, True))
-    src_cpb, dst_cpb = src.policy.cycles_per_byte, dst.policy.cycles_per_byte
-    return lambda a, b: read + a * src_cpb + write + b * dst_cpb
+    read, write, burst = src.policy.latency(False), dst.policy.latency(True), model.idma.burst_bytes
+    return lambda a, b: (read + src.policy.stream_path_cycles(a, burst, False) + write
+                         + dst.policy.stream_path_cycles(b, burst, True))  # in the bursts
 
 
 def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:

@@ -15,6 +15,7 @@ when a variant runs: :meth:`Softmax.check_run`).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -273,20 +274,14 @@ def calibration_candidates(model: Any, free_keys: Iterable[str], longest_shape: 
     longest = longest_shape[0]
     out: list[tuple[str, tuple[int, ...], dict[str, Any]]] = []
     for tile in tiles:
-        for n in sorted({tile // 4, 4 * (tile // 4) + 1, longest}):
-            for schedule in ("seed", "split"):
-                for window in windows:
-                    settings: dict[str, Any] = {}
-                    if tile != p.tile_bytes:
-                        settings["softmax.tile_bytes"] = tile
-                    if schedule != p.schedule:
-                        settings["softmax.schedule"] = schedule
-                    if window is not None:
-                        settings["idma.max_outstanding"] = window
-                    out.append(("pingpong", (n,), settings))
-    for n in sorted({DIRECT_SHORT_N, longest}):
-        out.append(("direct", (n,), {}))
-    return out
+        lengths = sorted({tile // 4, 4 * (tile // 4) + 1, longest})
+        for n, schedule, window in itertools.product(lengths, ("seed", "split"), windows):
+            # the settings that differ from the model's (a window of None: the model's)
+            given = (("softmax.tile_bytes", tile, p.tile_bytes),
+                     ("softmax.schedule", schedule, p.schedule),
+                     ("idma.max_outstanding", window, None))
+            out.append(("pingpong", (n,), {k: v for k, v, own in given if v != own}))
+    return out + [("direct", (n,), {}) for n in sorted({DIRECT_SHORT_N, longest})]
 
 
 def hb_dsp_softmax(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
