@@ -1,21 +1,19 @@
 """The bytes a copy moves through each memory's port, exactly as a lone run counts them, keyed
-as a run's ``bytes`` (``<memory>_read``, ``<memory>_write``, every memory of the model):
+as a run's ``bytes`` (``<memory>_read``, ``<memory>_write``, every memory of the model).
 
-- ``idma``: ``n`` read from the source's memory, ``n`` written to the destination's (TCM: none).
-- ``memcpy``: the kernel's vector loads and stores (:func:`memcpy_words`: up to 3 bytes past
-  ``n``), as they are at an uncached end; a cached end moves whole lines: the loads', with
-  ``write_back`` the stores' too (write-allocate) and evicted dirty lines, with
-  ``prefetch_next_line`` its prefetches; ``write_through`` stores go out as they are. The
-  lines follow from a lone run's placement (:func:`placement`) and the cache's replacement,
-  replayed through :class:`dspsim.hw.dcache.DataCache` with counting ports (which lines move
-  does not depend on when), one access per change of the lines the next load and store touch.
-- ``loop`` (and ``memcpy`` with ``copy.memcpy_access_bytes``): as ``memcpy`` with ``n /
-  copy.access_bytes`` accesses each way; a write-back destination without
-  ``dcache.write_allocate`` takes no line for a store (its stores go out as they are).
-
-A ``core_local`` memory carries none of a core copy's accesses. With
-``copy.flush_destination`` (memcpy, loop) the destination's dirty lines are written back at
-the end, whole lines each.
+``idma`` reads ``n`` from the source's memory and writes ``n`` to the destination's (TCM:
+none). ``memcpy`` counts the kernel's vector loads and stores (:func:`memcpy_words`: up to 3
+bytes past ``n``) at an uncached end; a cached end moves whole lines: the loads', with
+``write_back`` the stores' too (write-allocate) and evicted dirty lines, with
+``prefetch_next_line`` its prefetches; ``write_through`` stores go out as they are. Which lines
+move follows from a lone run's placement (:func:`placement`) and the cache's replacement,
+replayed through :class:`dspsim.hw.dcache.DataCache` with counting ports (which lines move does
+not depend on when), one access per change of the lines the next load and store touch.
+``loop`` (and ``memcpy`` with ``copy.memcpy_access_bytes``) is as ``memcpy`` with ``n /
+copy.access_bytes`` accesses each way; a write-back destination without
+``dcache.write_allocate`` takes no line for a store. A ``core_local`` memory carries none of a
+core copy's accesses. With ``copy.flush_destination`` (memcpy, loop) the destination's dirty
+lines are written back at the end, whole lines each.
 """
 
 from __future__ import annotations

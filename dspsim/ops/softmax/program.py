@@ -2,7 +2,7 @@
 
 Each function is a SimPy process body on a DSP core: ``yield from`` is where the C calls a
 kernel, an iDMA macro or the frame; ``dsp.params`` holds ``TILE_SIZE`` (``softmax.tile_bytes``)
-and the quirk switches. ``hb_dsp_softmax`` is in ``handler.py``; added to the seed: a ``[rows,
+and the quirk switches. ``hb_dsp_softmax`` is in ``__init__.py``; added to the seed: a ``[rows,
 cols]`` input runs the seed's softmax row by row inside the timer, and codes from 2 run the new
 schedules (``online.py``).
 """
