@@ -88,14 +88,14 @@ class Plan:
         return self.size(i) // self.row_bytes if self.rows > 1 else 1
 
     def src_offset(self, i: int) -> int:
-        if self.rows == 1:
-            return i * self.piece_bytes
-        return i * (self.piece_bytes // self.row_bytes) * self.src_pitch
+        return i * self._step(self.src_pitch)
 
-    def dst_offset(self, i: int) -> int:
-        if self.rows == 1:
-            return (i % self.slots) * self.piece_bytes
-        return i * (self.piece_bytes // self.row_bytes) * self.dst_pitch
+    def dst_offset(self, i: int) -> int:  # a 2-D copy has a slot per piece: i % slots is i
+        return (i % self.slots) * self._step(self.dst_pitch)
+
+    def _step(self, pitch: int) -> int:
+        """Bytes from one piece's start to the next's (whole rows ``pitch`` apart in 2-D)."""
+        return (self.piece_bytes // self.row_bytes) * pitch if self.rows > 1 else self.piece_bytes
 
     def span(self, pitch: int) -> int:
         """Bytes from a 2-D block's first byte to its last at ``pitch``."""
