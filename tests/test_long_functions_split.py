@@ -23,7 +23,7 @@ SHORT = (
     "dspsim.ops.pingpong_bounds",
     "dspsim.ops.softmax.bounds",
     "dspsim.ops.copy.bounds",
-    "dspsim.ops.fc.bounds",
+    "dspsim.ops.fc",
     "dspsim.ops.rowwise",
     "dspsim.ops.base",
 )
