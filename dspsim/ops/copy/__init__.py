@@ -35,6 +35,13 @@ from dspsim.ops.copy.program import (
 from dspsim.ops.registry import register_op
 from dspsim.schema import Key, OpSchema
 
+
+def _check_ends(p: Any, model: Any) -> None:
+    """``copy.src`` and ``copy.dst`` name host, tcm or a memory of the model."""
+    for key in ("src", "dst"):
+        base.check_memory_key(f"copy.{key}", getattr(p, key), model)
+
+
 PARAMS = OpSchema(
     "copy",
     (
@@ -97,8 +104,7 @@ PARAMS = OpSchema(
             "the start, the destination's invalidated at completion); 0: none", default=0.0,
             lo=0.0, hi=1e6, unit="cycles", trend=1),
     ),
-    check=lambda p, model: (base.check_memory_key("copy.src", p.src, model),
-                            base.check_memory_key("copy.dst", p.dst, model)),
+    check=_check_ends,
 )
 
 
