@@ -407,8 +407,7 @@ def _fake_op():
     name, its own parameter table and no closed-form estimate."""
     import dataclasses
 
-    from dspsim.ops.softmax import Softmax
-    from dspsim.ops.softmax.params import PARAMS
+    from dspsim.ops.softmax import PARAMS, Softmax
     from dspsim.schema import OpSchema
 
     class Fake(Softmax):

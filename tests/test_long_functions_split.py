@@ -21,9 +21,8 @@ SHORT = (
     "dspsim.study.sweep_plot",
     "dspsim.ops.pingpong_bounds",
     "dspsim.ops.softmax.bounds",
-    "dspsim.ops.softmax.bounds_variants",
     "dspsim.ops.copy.bounds",
-    "dspsim.ops.fc.bounds",
+    "dspsim.ops.fc",
     "dspsim.ops.rowwise",
     "dspsim.ops.base",
 )

@@ -335,7 +335,7 @@ def test_the_npy_example_loads_for_the_ops_the_page_names(tmp_path, monkeypatch)
 
 def test_the_npz_example_loads_and_its_arrays_are_the_ops(tmp_path, monkeypatch):
     from dspsim.ops import get_op
-    from dspsim.ops.fc.values import ARRAYS
+    from dspsim.ops.fc.reference import ARRAYS
 
     _run_example("input-npz", tmp_path, monkeypatch)
     values = get_op("fc").read_input_file("fc.npz")

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from dspsim.errors import AllocationError, ConfigError, DspsimInputError
 from dspsim.hw.tcm import TileManager
 from dspsim.ops import get_op
-from dspsim.ops.softmax.calibration import calibration_candidates
+from dspsim.ops.softmax import calibration_candidates
 from dspsim.ops.softmax.reference import reference_softmax, seed_input
 from dspsim.run import simulate
 

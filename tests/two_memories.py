@@ -16,8 +16,7 @@ import pytest
 
 from dspsim import load_model
 from dspsim.ops import OPS, register_op
-from dspsim.ops.softmax import Softmax
-from dspsim.ops.softmax.params import PARAMS
+from dspsim.ops.softmax import PARAMS, Softmax
 from dspsim.schema import OP_SCHEMAS, OpSchema
 
 SRAM = """base = "j6"

@@ -1,9 +1,6 @@
-"""The seed's reusable pieces, for any op: ``IDMA_COPY``, ``IDMA_WAIT`` and the ping-pong frame.
-
-Every function here is a SimPy process body running on a DSP core: ``yield from`` an iDMA
-macro or the frame is where the C calls it. ``dsp`` (:class:`dspsim.platform.Dsp`) carries
-what the C reaches through globals.
-"""
+"""The seed's reusable pieces, for any op: ``IDMA_COPY``, ``IDMA_WAIT`` and the ping-pong frame,
+as SimPy process bodies on a DSP core (``yield from`` one is where the C calls it; ``dsp``,
+:class:`dspsim.platform.Dsp`, carries what the C reaches through globals)."""
 
 from __future__ import annotations
 
@@ -34,16 +31,14 @@ def at_byte(p: Ptr, offset: int) -> Ptr:
 
 
 def copy_bytes(dst: Ptr, src: Ptr, nbytes: int) -> None:
-    """``memcpy(dst, src, nbytes)``, untimed: the values of a copy whose time is taken
-    elsewhere (or that a booked run stands for)."""
+    """``memcpy(dst, src, nbytes)``, untimed (the values of a copy timed elsewhere)."""
     dst.mem.write(dst.addr, src.mem.read(src.addr, nbytes))
 
 
 def IDMA_COPY(dsp: Dsp, channel: int, src: Ptr, dst: Ptr, size: int, tile: int, rows: int = 1,
               src_pitch: int | None = None, dst_pitch: int | None = None) -> Proc:
-    """``IDMA_COPY(ch, vret, src, dst, size)``: returns the handle (``vret``). With ``rows >
-    1`` a 2-D descriptor (``idma_copy_2d_desc``): ``rows`` rows of ``size`` bytes, row ``r``
-    from ``src`` + ``r * src_pitch`` bytes to ``dst`` + ``r * dst_pitch`` (``None``: the row)."""
+    """``IDMA_COPY(ch, vret, src, dst, size)``: returns the handle (``vret``); ``rows > 1``: a
+    2-D descriptor, row ``r`` from ``src + r * src_pitch`` bytes to ``dst + r * dst_pitch``."""
     kind = "copy_in" if not dst.external else "copy_out"
     dsp.labels.tile = tile
     if dsp.channel_map is not None:

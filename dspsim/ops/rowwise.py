@@ -1,13 +1,9 @@
 """What every op over the rows of a float32 ``[rows, cols]`` tensor shares, so that writing one
-is writing its math.
-
-A row-wise op gives its name, command, doc, parameters (:func:`rowwise_params`), the kernels
-of a block of rows (:meth:`RowwiseOp.rows`), one row's kernel calls
-(:attr:`RowwiseOp.row_calls`) and its float64 reference. This module gives the rest: the
-variants ``direct`` (kernels on DDR row by row, like the seed's direct softmax) and
-``pingpong`` (whole rows per ``<name>.tile_bytes`` tile through the seed's ping-pong frame,
-in place in TCM); the parameter block and handler; the refusals, search space and
-closed-form bounds (:func:`rowwise_bounds`).
+is writing its math: the op gives its table (:func:`rowwise_params`), a block of rows' kernels
+(:meth:`RowwiseOp.rows`), one row's calls (:attr:`RowwiseOp.row_calls`) and its reference;
+this module the variants ``direct`` (kernels on DDR row by row, like the seed's direct
+softmax) and ``pingpong`` (whole rows per ``<name>.tile_bytes`` tile through the seed's
+frame, in place in TCM), the handler, refusals, search space and bounds.
 """
 
 from __future__ import annotations
@@ -77,8 +73,8 @@ _RSTD_UNDERFLOW = np.float32(2.0**63)
 def report_statistics(dsp: Dsp, op: RowwiseOp, x: Ptr, rows: int, cols: int,
                       stats: tuple[Any, ...], rstd: Any) -> None:
     """Count (a model check, not in the C) the finite rows whose float32 ``stats`` (a value per
-    row each) overflow, or whose denominator (from ``rstd = 1 / sqrt(denominator)``)
-    underflows float32's smallest normal where :meth:`~RowwiseOp.exact_denominator` is not 0."""
+    row each) overflow, or whose denominator (``rstd = 1 / sqrt(denominator)``) underflows
+    float32's smallest normal where :meth:`~RowwiseOp.exact_denominator` is not 0."""
     if not dsp.move_data:
         return
     stats32 = [np.atleast_1d(np.asarray(v, np.float32)) for v in stats]
@@ -122,26 +118,24 @@ def hb_dsp_rowwise(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager, rows: Row
     blocks (``run_tcm_opt = 1``) or every row on DDR, timed and profiled."""
     ptr: hbDSPRowsParam = dsp.ddr.load_struct(input)
     src = dsp.hb_dsp_mem_map(ptr.input, 4 * ptr.rows * ptr.cols)
-    dst = output
+    dst, cols = output, ptr.cols
     TILE_SIZE = dsp.params.tile_bytes  # noqa: N806 - as the seed's macro
-    length = ptr.rows * ptr.cols
 
     if ptr.run_tcm_opt:  # ping-pong over row blocks
         buf_0 = tm.allocate(TILE_SIZE, XV_MEM_BANK_COLOR_0, dsp.IVP_2N)
         buf_1 = tm.allocate(TILE_SIZE, XV_MEM_BANK_COLOR_1, dsp.IVP_2N)
-        block = rows_per_tile(TILE_SIZE, ptr.cols) * ptr.cols  # whole rows per tile
+        block = rows_per_tile(TILE_SIZE, cols) * cols  # whole rows per tile
 
         cycles_start = dsp.TIME_STAMP()
         with dsp.pass_(name):
             yield from hb_dsp_ping_pong_frame(
-                dsp, dst, src, [buf_0, buf_1], [buf_0, buf_1], length, tile_rows,
-                [np.float32(0)], (rows, ptr.cols), True, block,
+                dsp, dst, src, [buf_0, buf_1], [buf_0, buf_1], ptr.rows * cols, tile_rows,
+                [np.float32(0)], (rows, cols), True, block,
             )
         tm.free(buf_0)
         tm.free(buf_1)
         cycles_stop = dsp.TIME_STAMP()
     else:  # direct call to DDR, one row after the other
-        cols = ptr.cols
         cycles_start = dsp.TIME_STAMP()
         with dsp.pass_(name):  # alike rows booked at once; their values as one batch
             yield from dsp.row_loop(
@@ -156,20 +150,16 @@ def hb_dsp_rowwise(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager, rows: Row
 def rowwise_bounds(model: HardwareModel, variant: str, shape: tuple[int, int],
                    row_calls: tuple[tuple[LoopShape, bool], ...], tile_bytes: int) -> Bounds:
     """Closed-form traffic and bounds of a row-wise op whose rows each run ``row_calls``
-    (``(shape, stores to DDR in the direct variant)``).
-
-    With the host memory's ``L`` (latency, per its policy: :mod:`dspsim.hw.policy`), ``B``
-    (``bytes_per_cycle``), ``m`` (``max_outstanding``) and ``S`` = ``idma.setup_cycles`` (direct
-    through the data cache: per line, :mod:`dspsim.kernels.cached`): **DMA** = bytes that must
-    cross before the timer stops / ``B``; **latency** = direct, dependent vector loads one at a
-    time, ping-pong, iDMA bursts ``min(m, 2 idma.max_outstanding)`` in flight; **compute** =
-    kernels' TCM issue cycles + ``S`` per descriptor. ``estimate_cycles`` adds what no overlap
-    hides: direct, the kernels' walk (exact for the core alone on an uncached port whose reads and
-    writes share a latency; with slower writes the write buffer's state carried from call
-    to call is not followed, and the estimate can be off by 10-20 %); ping-pong,
-    the frame's one pass (:func:`~dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`: exact when
-    the rows fit one tile).
-    """
+    (``(shape, stores to DDR in the direct variant)``), with the host memory's ``L``
+    (:mod:`dspsim.hw.policy`), ``B``, ``m`` and ``S`` = ``idma.setup_cycles`` (direct through
+    the data cache: per line, :mod:`dspsim.kernels.cached`). **DMA**: bytes that must cross
+    before the timer stops / ``B``; **latency**: direct, dependent vector loads one at a time,
+    ping-pong, bursts ``min(m, 2 idma.max_outstanding)`` in flight; **compute**: the kernels'
+    TCM cycles + ``S`` per descriptor. ``estimate_cycles``: direct, the kernels' walk (exact for
+    the core alone on an uncached port whose reads and writes share a latency; with slower
+    writes the write buffer's state between calls is not followed: off by up to 10-20 %);
+    ping-pong, the frame's one pass (:func:`~dspsim.ops.pingpong_bounds.ping_pong_pass_cycles`:
+    exact when the rows fit one tile)."""
     rows, cols = shape
     row_compute = sum(s.tcm_cycles(cols, model.core) for s, _ in row_calls)
     if variant == "direct":
@@ -187,9 +177,7 @@ def _pingpong_bounds(model: HardwareModel, shape: tuple[int, int], row_compute: 
     """The ping-pong variant's traffic, bounds and estimate (tiles of whole rows)."""
     rows, cols = shape
     ddr, idma = model.host_memory, model.idma
-    policy = ddr.policy  # what a request costs (dspsim.hw.policy)
-    tensor = 4 * rows * cols
-    kernels = rows * row_compute
+    policy, tensor = ddr.policy, 4 * rows * cols
     per_tile = min(rows_per_tile(tile_bytes, cols), rows)  # the rows there are, at most
     tiles = -(-rows // per_tile) if per_tile else 0
     last_rows = rows - (tiles - 1) * per_tile if tiles else 0
@@ -204,7 +192,7 @@ def _pingpong_bounds(model: HardwareModel, shape: tuple[int, int], row_compute: 
         "dma_bound_cycles": policy.data_cycles(2 * tensor - unwaited),
         "latency_bound_cycles": policy.latency_total(reads, reads - -(-unwaited // burst))
         / window,
-        "compute_bound_cycles": kernels + 2 * tiles * idma.setup_cycles,
+        "compute_bound_cycles": rows * row_compute + 2 * tiles * idma.setup_cycles,
         "tiles": tiles,
         "rows_per_tile": per_tile,
     }
@@ -234,14 +222,12 @@ class RowwiseOp(Op):
     """An op over a float32 ``[rows, cols]`` tensor's rows (``pingpong``, ``direct``); a subclass
     gives ``name``, ``doc``, ``cmd``, ``params``, :attr:`row_calls`, :meth:`rows`, ``reference``."""
 
-    # what one row's kernels are, in order: (loop shape, stores to DDR in the direct variant)
+    # one row's kernels in order: (loop shape, stores to DDR in the direct variant)
     row_calls: ClassVar[tuple[tuple[LoopShape, bool], ...]]
-    # for the variants' descriptions: what a tile's kernels do in TCM, and how often the direct
-    # variant reads and writes the tensor
+    # the variants' descriptions: a tile's work in TCM, the direct variant's reads and writes
     tcm_work: ClassVar[str] = "the kernels"
     direct_traffic: ClassVar[str] = ""
-    # what the op adds eps to before the square root, for the underflow warning
-    denominator: ClassVar[str] = "variance"
+    denominator: ClassVar[str] = "variance"  # eps is added to it (the underflow warning)
     warning_codes = STATISTICS_WARNINGS
     default_variant = "pingpong"
     ndim = 2
@@ -260,15 +246,13 @@ class RowwiseOp(Op):
             }
 
     def rows(self, dsp: Dsp, out: Ptr, x: Ptr, rows: int, cols: int) -> Proc:
-        """The op's kernel calls and scalar steps on ``rows`` rows of ``cols`` at ``x`` into
-        ``out`` (may be ``x``)."""
+        """The op's kernels and scalar steps on ``rows`` rows of ``cols`` at ``x`` into ``out``."""
         raise NotImplementedError
 
     def exact_denominator(self, x64: np.ndarray, eps: float) -> np.ndarray:
         """Per row of ``x64`` (float64), what it divides by the root of: ``denominator + eps``."""
         raise NotImplementedError
 
-    # ------------------------------------------------------------------ firmware
     def param_block(self, variant: str, shape: tuple[int, ...], input_addr: int
                     ) -> hbDSPRowsParam:
         return hbDSPRowsParam(shape[0], shape[1], input_addr, int(variant == "pingpong"))
@@ -283,7 +267,6 @@ class RowwiseOp(Op):
     def default_input(self, shape: tuple[int, ...]) -> np.ndarray:
         return ramp_input(shape)
 
-    # ------------------------------------------------------------------ refusals
     def checks_params(self, variant: str) -> bool:
         return variant != "direct"  # the table's hardware check is the TCM tile's
 
@@ -307,7 +290,6 @@ class RowwiseOp(Op):
                 f"bytes); allowed: {row} to {free}"
             )
 
-    # ------------------------------------------------------------------ studies
     def search_space(self, model: HardwareModel, variant: str, shape: tuple[int, ...]
                      ) -> dict[str, list]:
         """``pingpong``'s tiles that hold a row and fit a DataRAM's free space: one row, powers

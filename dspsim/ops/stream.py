@@ -1,15 +1,12 @@
-"""The seed's ping-pong frame generalised (``hb_dsp_stream_frame``; softmax's online,
+"""The seed's ping-pong frame generalised (``hb_dsp_stream_frame``: softmax's online,
 multibuffer and rows schedules, an op file's nbuffer): one pass over ``length`` float32 in
-tiles of ``block``, as :func:`dspsim.ops.frames.hb_dsp_ping_pong_frame`, but
-
-- ``k`` buffers (``bufs``), tile i in buffer i % k; tile i's input on ``ins[i % len(ins)]``,
-  its output on ``outs[i % len(outs)]`` (:func:`stream_channels`);
-- a buffer's refill waits for its output copy when that runs on another channel (FIFO order
-  protects only one channel), deferred by one tile: after tile i's output is programmed, the
-  frame waits for tile i - 1's and refills that buffer with tile i - 1 + k;
-- no handle is waited on before it is written (the seed's ``unwritten_handle``), and the end
-  waits for *every* output copy (the seed's ``unwaited_copy``).
-
+tiles of ``block`` as :func:`dspsim.ops.frames.hb_dsp_ping_pong_frame`, but with ``k`` buffers
+(tile i in buffer i % k, its input on ``ins[i % len(ins)]``, its output on ``outs[i %
+len(outs)]``: :func:`stream_channels`); a buffer's refill waits for its output copy when that
+runs on another channel (FIFO order protects only one), deferred by one tile (after tile i's
+output is programmed, the frame waits for tile i - 1's and refills that buffer with tile
+i - 1 + k); no handle is waited on before it is written (the seed's ``unwritten_handle``), and
+the end waits for *every* output copy (the seed's ``unwaited_copy``).
 ``func(dsp, out_addr, in_addr, size, state, tile)`` runs one tile in TCM, in place.
 """
 

@@ -1,13 +1,30 @@
-"""Closed forms of the copy microbenchmark: traffic (exact, :mod:`dspsim.ops.copy.traffic`),
-lower bounds and an estimate per variant, every request priced by its memory's policy
-(:mod:`dspsim.hw.policy`). Per port ``p``: ``L_p`` its latency, ``B_p`` its bytes per cycle,
-``m_p`` its request slots, ``c_p`` the copy's directions through it (2 within one memory);
-``b``, ``k``, ``S``: the iDMA's burst, outstanding requests and setup; ``P`` the timed
-prologue, added to every bound and estimate. The iDMA's bounds hold per descriptor, summed;
-a core copy's count the bytes that must cross each port before its closing ``MEMW`` (a
-write-allocate destination's are the run's own line fills and write-backs). An iDMA copy's
-also count its engine's own pace (``idma.engine_bytes_per_cycle``, ``idma.descriptor_cycles``)
-and the driver's cache sync of each cached end (``copy.dma_cache_sync_cycles_per_line``).
+"""Closed forms of the copy microbenchmark: traffic, lower bounds and an estimate per variant.
+
+Traffic (:func:`traffic`): the bytes each memory's port carries, exactly as a lone run counts
+them, keyed as a run's ``bytes`` (``<memory>_read``, ``<memory>_write``). ``idma`` reads ``n``
+from the source's memory and writes ``n`` to the destination's (TCM: none). ``memcpy`` counts
+the kernel's vector loads and stores (:func:`memcpy_words`: up to 3 bytes past ``n``) at an
+uncached end; a cached end moves whole lines: the loads', with ``write_back`` the stores' too
+(write-allocate) and evicted dirty lines, with ``prefetch_next_line`` its prefetches;
+``write_through`` stores go out as they are. Which lines move follows from a lone run's
+placement (:func:`placement`) and the cache's replacement, replayed through
+:class:`dspsim.hw.dcache.DataCache` with counting ports (which lines move does not depend on
+when), one access per change of the lines the next load and store touch. ``loop`` (and
+``memcpy`` with ``copy.memcpy_access_bytes``) is as ``memcpy`` with ``n / copy.access_bytes``
+accesses each way; a write-back destination without ``dcache.write_allocate`` takes no line
+for a store. A ``core_local`` memory carries none of a core copy's accesses. With
+``copy.flush_destination`` (memcpy, loop) the destination's dirty lines are written back at
+the end, whole lines each.
+
+Bounds and estimates price every request by its memory's policy (:mod:`dspsim.hw.policy`). Per
+port ``p``: ``L_p`` its latency, ``B_p`` its bytes per cycle, ``m_p`` its request slots, ``c_p``
+the copy's directions through it (2 within one memory); ``b``, ``k``, ``S``: the iDMA's burst,
+outstanding requests and setup; ``P`` the timed prologue, added to every bound and estimate.
+The iDMA's bounds hold per descriptor, summed; a core copy's count the bytes that must cross
+each port before its closing ``MEMW`` (a write-allocate destination's are the run's own line
+fills and write-backs). An iDMA copy's also count its engine's own pace
+(``idma.engine_bytes_per_cycle``, ``idma.descriptor_cycles``) and the driver's cache sync of
+each cached end (``copy.dma_cache_sync_cycles_per_line``).
 """
 
 from __future__ import annotations
@@ -16,27 +33,157 @@ import math
 from collections import deque
 from typing import Any
 
+from dspsim.arrays import HOST_ALIGN_BYTES, ddr_window_bytes
+from dspsim.hw.dcache import DataCache
 from dspsim.hw.policy import engine_paced_cycles, transfer_cycles
 from dspsim.kernels.cached import prefetches
 from dspsim.kernels.memcpy import MEMCPY, memcpy_words
 from dspsim.kernels.shapes import ddr_call, last_stores
-from dspsim.ops.base import TCM, memory_name, memory_of
-from dspsim.ops.copy.loop import pieces_of
-from dspsim.ops.copy.program import plan
-from dspsim.ops.copy.traffic import traffic
+from dspsim.ops.base import HOST, TCM, align_up, memory_name, memory_of
+from dspsim.ops.copy.program import ALIGN_BYTES, pieces_of, plan
 
+
+def traffic(model: Any, variant: str, n: int) -> dict[str, int]:
+    """The bytes each memory's port carries in a lone run of the copy (module doc)."""
+    counts = {f"{m}_{way}": 0 for m in model.memories for way in ("read", "write")}
+    p = model.copy
+    src, dst = memory_name(model, p.src), memory_name(model, p.dst)
+    if variant == "idma":
+        if src is not None:
+            counts[f"{src}_read"] += n
+        if dst is not None:
+            counts[f"{dst}_write"] += n
+        return counts
+    _Replay(model, counts, variant == "loop").run(n)
+    return counts
+
+
+def placement(model: Any, n: int) -> tuple[int, int]:
+    """The source's and destination's addresses in a lone run (0: TCM): the host's input,
+    output and parameter blocks 4096-aligned from its memory's base, then the source and
+    destination 128-aligned from the top of their memory (the host's: after those blocks)."""
+    p, words_bytes = model.copy, align_up(n, 4)
+    host = model.host.memory
+    base = model.memories[host].base_address
+    tops = {name: mem.base_address for name, mem in model.memories.items()}
+    host_in = align_up(base, HOST_ALIGN_BYTES)
+    window = ddr_window_bytes(words_bytes)  # input, output (aligned alike), parameter block
+    host_out = host_in + align_up(words_bytes, HOST_ALIGN_BYTES)
+    tops[host] = host_in + window
+    out = []
+    for where, nbytes, at_host in ((p.src, words_bytes, host_in),
+                                   (p.dst, align_up(plan(model, p, n).dst_bytes, 4), host_out)):
+        if where in (HOST, TCM):
+            out.append(at_host if where == HOST else 0)
+            continue
+        start = align_up(tops[where], ALIGN_BYTES)
+        tops[where] = start + nbytes
+        out.append(start)
+    return out[0], out[1]
+
+
+class _Port:
+    """A memory as the data cache sees it, its port counting what crosses it."""
+
+    def __init__(self, name: str, cfg: Any, counts: dict[str, int]):
+        self.name, self.base, self.size_bytes = name, cfg.base_address, cfg.size_bytes
+        self.counts = counts
+        self.port = self
+
+    def request(self, now: float, nbytes: int, write: bool, requester: str = "") -> float:
+        self.counts[f"{self.name}_{'write' if write else 'read'}"] += nbytes
+        return now
+
+
+class _Replay:
+    """The memcpy calls' loads and stores, the cached ones through a data cache."""
+
+    def __init__(self, model: Any, counts: dict[str, int], loop: bool = False):
+        p, dc = model.copy, model.dcache
+        self.model, self.counts = model, counts
+        # a loop's access bytes (memcpy run as a word loop: copy.memcpy_access_bytes); 0: the
+        # core's vector memcpy kernel
+        self.loop_bytes = p.access_bytes if loop else p.memcpy_access_bytes
+        self.cache = DataCache(dc) if dc.capacity_bytes else None
+        self.line = dc.line_bytes
+        self.ends = []
+        ports: dict[str, _Port] = {}  # one per memory, as the run's (a line knows its memory)
+        for where, write in ((p.src, False), (p.dst, True)):
+            name = memory_name(model, where)
+            mem = None if name is None else model.memories[name]
+            if mem is not None and mem.core_local:  # the core's own bus: no port, as TCM
+                name, mem = None, None
+            through = (mem is not None and mem.cached and self.cache is not None
+                       and (not write or (self.cache.write_back and self.cache.allocate)))
+            port = ports.setdefault(name, _Port(name, mem, counts)) if through else None
+            self.ends.append((name, port, write))
+
+    def run(self, n: int) -> None:
+        p = self.model.copy
+        pl = plan(self.model, p, n)
+        src, dst = placement(self.model, n)
+        if pl.one_call:
+            self._piece(n, src, dst)
+        else:
+            for i in range(pl.pieces):
+                self._piece(pl.size(i), src + pl.src_offset(i), dst + pl.dst_offset(i))
+        _, port, _ = self.ends[1]
+        if p.flush_destination and port is not None:  # esp_cache_msync of the destination
+            self.cache.clean(0.0, port, dst, pl.dst_bytes, "")
+
+    def _piece(self, nbytes: int, src: int, dst: int) -> None:
+        if not self.loop_bytes:
+            self._call(memcpy_words(nbytes), src, dst)
+            return
+        k = self.loop_bytes
+        self._uncached(nbytes, nbytes)
+        self._lines(nbytes // k, (src, k), (dst, k))
+
+    def _uncached(self, load_bytes: int, store_bytes: int) -> None:
+        """The bytes of the uncached ends, counted as they are."""
+        for (name, port, write), nbytes in zip(self.ends, (load_bytes, store_bytes)):
+            if name is not None and port is None:
+                self.counts[f"{name}_{'write' if write else 'read'}"] += nbytes
+
+    def _call(self, words: int, src: int, dst: int) -> None:
+        lanes = self.model.core.lanes_f32
+        for count, loads, stores in MEMCPY.segments(words, lanes):
+            (load,), (store,) = loads, stores
+            self._uncached(count * load, count * store)
+            self._lines(count, (src, load), (dst, store))
+            src, dst = src + count * load, dst + count * store
+
+    def _lines(self, count: int, *accesses: tuple[int, int]) -> None:
+        """``count`` iterations of a vector load and store (address, bytes) through the cache.
+        On unchanged lines, an iteration that fills nothing (hits only, those lines already
+        the most recent) leaves the cache as it was, as would every later one: the walk skips
+        to the next change of lines."""
+        cached = [(port, addr, nbytes, write) for (_, port, write), (addr, nbytes)
+                  in zip(self.ends, accesses) if port is not None]
+        if not cached:
+            return
+        cache, line, j = self.cache, self.line, 0
+        while j < count:
+            nxt = count
+            for _, addr, nbytes, _ in cached:  # the next vector whose first or last line moves
+                for edge in (addr + j * nbytes, addr + (j + 1) * nbytes - 1):
+                    nxt = min(nxt, j + -(-((edge // line + 1) * line - edge) // nbytes))
+            while j < nxt:
+                fills = cache.misses + cache.prefetches
+                for port, addr, nbytes, write in cached:
+                    cache.access(0.0, port, addr + j * nbytes, nbytes, write, "")
+                j = nxt if cache.misses + cache.prefetches == fills else j + 1
 
 def crossing_bytes(model: Any, variant: str, n: int) -> dict[str, tuple[Any, int]]:
-    """Per external memory the copy goes through: its table and the bytes that must cross its
-    port inside the timed span (:func:`way_bytes`'s reads and writes together)."""
+    """Per external memory: its table and :func:`way_bytes`'s reads and writes together."""
     return {name: (mem, r + w) for name, (mem, r, w) in way_bytes(model, variant, n).items()}
 
 
 def way_bytes(model: Any, variant: str, n: int,
               moved: dict[str, int] | None = None) -> dict[str, tuple[Any, int, int]]:
-    """Per external memory the copy goes through: its table, the bytes read and written through
-    its port inside the timed span: ``n`` each way through it (none on the core's own bus); a
-    core copy's write-allocate destination, the run's own (``moved``: its traffic, if known)."""
+    """Per external memory: its table, the bytes read and written through its port inside the
+    timed span (``n`` each way through it, none on the core's own bus; a core copy's
+    write-allocate destination, the run's own: ``moved``, its traffic, if known)."""
     p = model.copy
     out: dict[str, tuple[Any, int, int]] = {}
     for where, write in ((p.src, False), (p.dst, True)):
@@ -57,9 +204,9 @@ def way_bytes(model: Any, variant: str, n: int,
 
 
 def _inside_span(model: Any, mem: Any, read_bytes: int, write_bytes: int) -> tuple[int, int]:
-    """Of a run's bytes through a write-allocate destination's port, those that must cross it
-    before the span ends: not a line prefetched past a stream's last, nor, without a flush, the
-    last dirty line evicted (posted: it may still drain)."""
+    """Of a run's bytes through a write-allocate destination's port, those that must cross
+    inside the span: not a line prefetched past a stream's last, nor, without a flush, the last
+    dirty line evicted (posted: it may still drain)."""
     p, dc = model.copy, model.dcache
     streams = sum(memory_of(model, where) is mem for where in (p.src, p.dst))
     if dc.prefetch_next_line:
@@ -70,16 +217,15 @@ def _inside_span(model: Any, mem: Any, read_bytes: int, write_bytes: int) -> tup
 
 
 def _allocates(model: Any, variant: str, mem: Any) -> bool:
-    """Whether a core copy's stores to ``mem`` go through a write-back, write-allocate data
-    cache (a store miss fills its line first)."""
+    """Whether a core copy's stores to ``mem`` go through a write-back, write-allocate cache."""
     dc = model.dcache
     return bool(variant != "idma" and mem.cached and dc.capacity_bytes and not mem.core_local
                 and dc.write_policy == "write_back" and dc.write_allocate)
 
 
 def _core_request_bytes(model: Any, variant: str, mem: Any) -> int:
-    """The size of a core copy's requests to ``mem``: its cache's lines, else its own accesses
-    (a loop's ``copy.access_bytes`` in pieces of at most 16, a memcpy's words or vectors)."""
+    """A core copy's request size at ``mem``: a cache line, else its accesses (a loop's
+    ``copy.access_bytes`` in pieces of at most 16, a memcpy's words or vectors)."""
     p = model.copy
     if mem.cached and model.dcache.capacity_bytes:
         return model.dcache.line_bytes
@@ -90,13 +236,10 @@ def _core_request_bytes(model: Any, variant: str, mem: Any) -> int:
 
 def _ways_path(mem: Any, ways: tuple[bool, ...], nbytes: int, burst_bytes: int,
                rows: int = 1) -> float:
-    """Data-path cycles of ``nbytes`` each way of ``ways`` through ``mem``'s port, in requests
-    of ``burst_bytes`` cut at each of ``rows`` rows' ends (each request's own on a policy that
-    is not linear)."""
-    pol = mem.policy
-    if pol.linear:
-        return len(ways) * nbytes * pol.cycles_per_byte
-    return rows * sum(pol.stream_path_cycles(nbytes // rows, burst_bytes, w) for w in ways)
+    """Data-path cycles of ``nbytes`` (whole rows) each way of ``ways`` through ``mem``'s port,
+    in requests of ``burst_bytes`` cut at ``rows`` rows' ends, as the policy prices them."""
+    return rows * sum(mem.policy.stream_path_cycles(nbytes // rows, burst_bytes, w)
+                      for w in ways)
 
 
 def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
@@ -120,7 +263,7 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
         # each descriptor's (rows, row bytes), one row for a 1-D one; each port's (memory, ways)
         blocks = [(pl.piece_rows(i), sizes[i] // pl.piece_rows(i)) for i in range(pl.pieces)]
         legs = [(m, _ways(model, m)) for m, *_ in ways.values()]
-        named = _idma_bounds(model, legs, blocks, n)
+        named = _idma_bounds(model, legs, blocks)
         estimate = prologue + _idma_estimate(model, legs, blocks, out)
         out["descriptor_bytes"] = pl.piece_bytes
     elif variant == "loop":
@@ -140,9 +283,8 @@ def bounds(model: Any, variant: str, shape: tuple[int, ...]) -> dict[str, Any]:
 
 
 def _sync_cycles(model: Any, pl: Any) -> float:
-    """The DMA driver's cache sync of each cached end inside the span (the program's
-    ``_cache_sync``): ``copy.dma_cache_sync_cycles_per_line`` for each of its lines, at least
-    its bytes over the line."""
+    """The DMA driver's cache sync of each cached end (the program's ``_cache_sync``):
+    ``copy.dma_cache_sync_cycles_per_line`` per line, at least its bytes over the line."""
     per_line, line = model.copy.dma_cache_sync_cycles_per_line, model.dcache.line_bytes
     if not per_line or not model.dcache.capacity_bytes:
         return 0.0
@@ -154,12 +296,10 @@ def _sync_cycles(model: Any, pl: Any) -> float:
 def _port_bounds(model: Any, variant: str,
                  ways: dict[str, tuple[Any, int, int]]) -> dict[str, float]:
     """A core copy's port bounds: every byte of :func:`way_bytes` crosses its port (in the
-    core's requests on a policy that is not linear), the last done ``L`` after its data."""
+    core's requests on a non-linear policy), the last done ``L`` after its data."""
     crossing = [(m, r, w) for m, r, w in ways.values() if r + w > 0]
 
     def path(m: Any, r: int, w: int) -> float:
-        if m.policy.linear:
-            return (r + w) * m.policy.cycles_per_byte
         size = _core_request_bytes(model, variant, m)
         return sum(m.policy.stream_path_cycles(b, size, way)
                    for b, way in ((r, False), (w, True)) if b > 0)
@@ -174,8 +314,7 @@ def _port_bounds(model: Any, variant: str,
 
 
 def _ways(model: Any, mem: Any) -> tuple[bool, ...]:
-    """The ways the copy goes through ``mem``'s port: ``False`` it reads there (its source),
-    ``True`` it writes (its destination); both for a copy within one memory."""
+    """The ways through ``mem``'s port: ``False`` reads (the source), ``True`` writes."""
     p = model.copy
     return tuple(write for where, write in ((p.src, False), (p.dst, True))
                  if memory_of(model, where) is mem)
@@ -183,18 +322,14 @@ def _ways(model: Any, mem: Any) -> tuple[bool, ...]:
 
 def _held(mem: Any, ways: tuple[bool, ...], requests: int, nbytes: int,
           burst_bytes: int = 0, rows: int = 1) -> float:
-    """Slot time of ``requests`` requests of ``nbytes`` in all, each way through ``mem``'s
-    port: each its way's latency, and the data path its bytes (:func:`_ways_path`;
-    ``burst_bytes`` 0: one request)."""
-    pol = mem.policy
-    if pol.linear:
-        return sum(requests * pol.latency(w) + nbytes * pol.cycles_per_byte for w in ways)
-    return sum(requests * pol.latency(w) for w in ways) + _ways_path(
+    """Slot time of ``requests`` requests of ``nbytes`` in all, each way through ``mem``'s port:
+    their latencies and :func:`_ways_path` (``burst_bytes`` 0: one request)."""
+    return sum(requests * mem.policy.latency(w) for w in ways) + _ways_path(
         mem, ways, nbytes, burst_bytes or nbytes, rows)
 
 
 def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
-                 blocks: list[tuple[int, int]], n: int) -> dict[str, float]:
+                 blocks: list[tuple[int, int]]) -> dict[str, float]:
     """The channel's bounds, summed over its descriptors of ``d`` bytes in ``r`` requests:
     ``max_p (L_p + c_p d / B_p)`` (and the read-then-write chains), ``max_p c_p n / B_p``, and
     ``max(sum_p c_p (r L_p + d / B_p) / k, max_p c_p (r L_p + d / B_p) / m_p)``."""
@@ -212,11 +347,9 @@ def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
         # each port's, its slots
         held = [(_held(m, w, r, d, burst, rows), m.max_outstanding) for m, w in legs]
         outstanding += max(sum(h for h, _ in held) / k, *(h / slots for h, slots in held))
-    if all(m.policy.linear for m, _ in legs):
-        bandwidth = max(len(w) * n * m.policy.cycles_per_byte for m, w in legs)
-    else:  # every descriptor's bursts, each a request of its own
-        bandwidth = max(sum(_ways_path(m, w, rows * row, burst, rows) for rows, row in blocks)
-                        for m, w in legs)
+    # every descriptor's bursts through each port
+    bandwidth = max(sum(_ways_path(m, w, rows * row, burst, rows) for rows, row in blocks)
+                    for m, w in legs)
     named = {"latency_bandwidth": per_descriptor, "bandwidth": bandwidth,
              "outstanding": outstanding}
     if model.idma.engine_bytes_per_cycle or model.idma.descriptor_cycles:
@@ -227,9 +360,9 @@ def _idma_bounds(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
 
 def _idma_estimate(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
                    blocks: list[tuple[int, int]], out: dict[str, Any]) -> float:
-    """``S + sum transfer_cycles(d) + H`` (``H``: the completion interrupt's handler; an
-    engine slower than its ports: each descriptor's fetch and paced bursts): exact when the
-    channel is alone on the port and ``S`` is shorter than a transfer."""
+    """``S + sum transfer_cycles(d) + H`` (``H`` the completion interrupt's handler; an engine
+    slower than its ports: each descriptor's fetch and paced bursts): exact when the channel is
+    alone on the port and ``S`` is shorter than a transfer."""
     p, burst, k = model.copy, model.idma.burst_bytes, model.idma.max_outstanding
     handler = p.interrupt_handler_cycles if p.completion_interrupt else 0.0
     ext, ways = max(legs, key=lambda mw: len(mw[1]) * mw[0].policy.cycles_per_byte)
@@ -247,7 +380,7 @@ def _idma_estimate(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
     moved = sum(engine_paced_cycles(model.idma, rows * row, row, cost(rows, row),
                                     lambda b: cost(1, b)) for rows, row in blocks)
     estimate = model.idma.setup_cycles + handler + moved
-    beat = burst * cpb if ext.policy.linear else _ways_path(ext, ways, burst, burst)
+    beat = _ways_path(ext, ways, burst, burst)
     requests = sum(rows * math.ceil(row / burst) for rows, row in blocks)
     out.update({"descriptors": len(blocks), "requests": requests,
                 "outstanding_bytes_per_cycle": window * burst / (lat + beat)})
@@ -257,8 +390,8 @@ def _idma_estimate(model: Any, legs: list[tuple[Any, tuple[bool, ...]]],
 def rows_transfer_cycles(rows: int, row_bytes: int, burst_bytes: int, window: int,
                          latency_cycles: float, cycles_per_byte: float) -> float:
     """A descriptor of ``rows`` rows of ``row_bytes`` alone on the port: :func:`transfer_cycles`
-    for rows of whole bursts (or one row), else the channel's recurrence over its bursts cut
-    at row ends (issued when the window has room, each done ``L`` after its data)."""
+    for rows of whole bursts (or one row), else the recurrence over its bursts cut at row ends
+    (issued when the window has room, each done ``L`` after its data)."""
     if rows == 1 or row_bytes % burst_bytes == 0:
         return transfer_cycles(rows * row_bytes, burst_bytes, window, latency_cycles,
                                cycles_per_byte)
@@ -274,26 +407,21 @@ def rows_transfer_cycles(rows: int, row_bytes: int, burst_bytes: int, window: in
 
 
 def _chain(model: Any) -> Any:
-    """Between two external ends, ``chain(a, b)`` = ``L_src + a / B_src + L_dst + b / B_dst``:
-    ``a`` bytes read, then ``b`` written (a burst is written only once read). With a TCM end,
-    0 (one leg)."""
+    """Between two external ends, ``chain(a, b) = L_src + a / B_src + L_dst + b / B_dst`` (``a``
+    bytes read, then ``b`` written: a burst is written once read); with a TCM end, 0."""
     p = model.copy
     src, dst = memory_of(model, p.src), memory_of(model, p.dst)
     if src is None or dst is None:
         return lambda a, b: 0.0
-    read, write = src.policy.latency(False), dst.policy.latency(True)
-    if not (src.policy.linear and dst.policy.linear):  # the bytes in the channel's bursts
-        burst = model.idma.burst_bytes
-        return lambda a, b: (read + src.policy.stream_path_cycles(a, burst, False) + write
-                             + dst.policy.stream_path_cycles(b, burst, True))
-    src_cpb, dst_cpb = src.policy.cycles_per_byte, dst.policy.cycles_per_byte
-    return lambda a, b: read + a * src_cpb + write + b * dst_cpb
+    read, write, burst = src.policy.latency(False), dst.policy.latency(True), model.idma.burst_bytes
+    return lambda a, b: (read + src.policy.stream_path_cycles(a, burst, False) + write
+                         + dst.policy.stream_path_cycles(b, burst, True))  # in the bursts
 
 
 def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
-    """A descriptor's estimated cycles between two external ends: its first burst's round
-    trip ``T``, then its other bytes at the least of the channel's window's rate (``k`` bursts
-    per ``T``), each port's request slots' and each port's data path's."""
+    """A descriptor's cycles between two external ends: its first burst's round trip ``T``, then
+    its other bytes at the least of the window's rate (``k`` bursts per ``T``), each port's
+    slots' and each port's data path's."""
     burst, k = model.idma.burst_bytes, model.idma.max_outstanding
 
     def trip(b: int) -> float:
@@ -312,7 +440,7 @@ def _two_ended_descriptor(model: Any, legs: list[tuple[Any, int]]) -> Any:
 
 
 def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) -> float:
-    """The core's memcpy calls of ``calls`` bytes each and the ``MEMW`` after them, without the
+    """The memcpy calls of ``calls`` bytes each and the ``MEMW`` after them, without the
     prologue: per line through the data cache, else each call's walk (every load stalls)."""
     p = model.copy
     ends = [m for m in (memory_of(model, p.src), memory_of(model, p.dst))
@@ -324,8 +452,8 @@ def _memcpy_estimate(model: Any, calls: list[int], n: int, out: dict[str, Any]) 
 
 
 def _memcpy_cached(model: Any, ext: Any, calls: int, n: int, out: dict[str, Any]) -> float:
-    """A memcpy of ``n`` bytes in ``calls`` calls through the data cache in front of ``ext``:
-    ``lines x (F + M) + iterations x II + calls x O`` (``F`` a line's fill, ``M`` =
+    """``n`` bytes in ``calls`` memcpy calls through the cache in front of ``ext``: ``lines x
+    (F + M) + iterations x II + calls x O`` (``F`` a line's fill, ``M`` =
     ``dcache.miss_cycles``); with a next-line prefetch the fills overlap the loop."""
     p, core = model.copy, model.core
     policy = ext.policy  # what a request costs (dspsim.hw.policy)
@@ -374,8 +502,8 @@ def _memcpy_uncached(model: Any, ext: Any, calls: list[int], n: int) -> float:
 
 def _store_lines_cycles(model: Any, n: int, mem: Any, moved: dict[str, int]) -> float:
     """What a memcpy's stores to ``mem`` add through a write-back, write-allocate cache: each
-    line a store misses filled first (a blocking miss; only when the source is external too),
-    and the dirty lines written back inside the span (``moved``: the run's traffic)."""
+    missed line filled first (blocking; only when the source is external too), and the dirty
+    lines written back inside the span (``moved``: the run's traffic)."""
     if not _allocates(model, "memcpy", mem):
         return 0.0
     p, dc = model.copy, model.dcache
@@ -393,8 +521,8 @@ def _store_lines_cycles(model: Any, n: int, mem: Any, moved: dict[str, int]) -> 
 
 
 def _evicted_bytes(model: Any, variant: str, n: int, moved: dict[str, int]) -> int:
-    """The destination's dirty lines' bytes a core copy evicts before any flush (``moved``'s,
-    the run's traffic, when the run does not flush)."""
+    """The destination's dirty bytes a core copy evicts before any flush (``moved``: the run's
+    traffic, used when the run does not flush)."""
     name = memory_name(model, model.copy.dst)
     if model.copy.flush_destination:
         moved = traffic(model.with_overrides({"copy.flush_destination": False}), variant, n)
@@ -402,9 +530,8 @@ def _evicted_bytes(model: Any, variant: str, n: int, moved: dict[str, int]) -> i
 
 
 def _streams(model: Any) -> int:
-    """The line streams a core copy's ends bring into the data cache (a source through it, a
-    write-allocate write-back destination): more than ``dcache.prefetch_streams`` and the
-    prefetcher follows none."""
+    """The line streams a core copy's ends bring into the cache (a cached source, a
+    write-allocate write-back destination): past ``dcache.prefetch_streams``, none followed."""
     p, dc = model.copy, model.dcache
     mems = [(memory_of(model, where), write) for where, write in ((p.src, False),
                                                                   (p.dst, True))]
@@ -413,9 +540,8 @@ def _streams(model: Any) -> int:
 
 
 def loop_compute_cycles(model: Any, n: int, variant: str = "loop") -> float:
-    """The loop variant's cycles when nothing misses, ``(n / K) x C`` and each loop's call
-    overhead (one per piece into a TCM ring): a lower bound, the run between two TCM ends; a
-    memcpy's word loop (``copy.memcpy_access_bytes``) likewise."""
+    """The loop's cycles when nothing misses: ``(n / K) x C`` and each call's overhead (one per
+    piece into a TCM ring); the run between two TCM ends. A memcpy's word loop likewise."""
     p = model.copy
     pl = plan(model, p, n)
     calls = 1 if pl.one_call else pl.pieces
@@ -425,13 +551,12 @@ def loop_compute_cycles(model: Any, n: int, variant: str = "loop") -> float:
 
 
 def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) -> float:
-    """The loop variant's estimate (without the prologue): its compute and each line fill (or
-    uncached load's round trip) in turn, or with a next-line prefetch the larger of compute and
-    fills; a flush's data; on a one-transaction port the write-backs between the fills, less
-    the loop's cycles per evicted line (posted: the loop goes on while it drains); with more
-    line streams than the prefetcher follows, each line a demand miss (its fill and
-    ``dcache.miss_cycles``); stores
-    posted to a port, at least the write buffer's drain (each holds an entry its round trip)."""
+    """The loop's estimate without the prologue: its compute and each line fill (or uncached
+    load's round trip) in turn (a next-line prefetch: the larger of compute and fills; more
+    streams than it follows: each line a demand miss, its fill and ``dcache.miss_cycles``); a
+    flush's data; on a one-transaction port the write-backs between the fills, less the loop's
+    cycles per evicted line (posted: the loop goes on while they drain); stores posted to a
+    port, at least the write buffer's drain (each holds an entry its round trip)."""
     p, dc = model.copy, model.dcache
     k = p.access_bytes
     stall = data = drain = 0.0

@@ -20,14 +20,14 @@ After the timer (untimed): the output copied to the host's buffer by one waited 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dspsim.hw.memory import Ptr
 from dspsim.kernels.fc_s8 import groups, padded_bytes
 from dspsim.ops.base import HOST, TCM
-from dspsim.ops.fc.values import layout
+from dspsim.ops.fc.reference import layout
 from dspsim.ops.frames import XV_MEM_BANK_COLOR_0, XV_MEM_BANK_COLOR_1, Proc, at_byte, copy_bytes
 
 if TYPE_CHECKING:
@@ -48,25 +48,24 @@ class hbDSPFcParam:  # noqa: N801 - named like the seed's structs
     pingpong: int  # 1: pingpong, 0: direct
 
 
-def _allocate_any(tm: TileManager, nbytes: int, first: int) -> Ptr:
-    """A DataRAM buffer, in DataRAM ``first`` if it has room, else in the other."""
-    colours = [first] + [c for c in range(len(tm.banks)) if c != first]
-    for c in colours[:-1]:
+def _allocate_any(tm: TileManager, nbytes: int) -> Ptr:
+    """A DataRAM buffer, in DataRAM 0 if it has room, else in the next that has."""
+    for c in range(len(tm.banks)):
         try:
             return tm.allocate(nbytes, c, ALIGN_BYTES)
         except ValueError:
-            continue
-    return tm.allocate(nbytes, colours[-1], ALIGN_BYTES)
+            if c == len(tm.banks) - 1:
+                raise
 
 
 class _Arrays:
-    """The input, bias and output in the DataRAMs, and the kernel's arguments for rows."""
+    """The input, bias and output in the DataRAMs, and the kernel on rows of weights."""
 
     def __init__(self, dsp: Dsp, tm: TileManager, out_depth: int, in_depth: int):
         self.on = dsp.move_data
-        self.x = _allocate_any(tm, -(-in_depth // 4) * 4, XV_MEM_BANK_COLOR_0)
-        self.bias = _allocate_any(tm, 4 * out_depth, XV_MEM_BANK_COLOR_0)
-        self.out = _allocate_any(tm, -(-out_depth // 4) * 4, XV_MEM_BANK_COLOR_0)
+        self.x = _allocate_any(tm, -(-in_depth // 4) * 4)
+        self.bias = _allocate_any(tm, 4 * out_depth)
+        self.out = _allocate_any(tm, -(-out_depth // 4) * 4)
         self.out_depth, self.in_depth = out_depth, in_depth
         p = dsp.params
         self.quant = {"input_zero_bias": p.input_zero_bias, "out_multiplier": p.out_multiplier,
@@ -76,21 +75,12 @@ class _Arrays:
             self.biases = self.bias.mem.read(self.bias.addr, 4 * out_depth).view("<i4")
             self.outs = self.out.mem.read(self.out.addr, out_depth).view(np.int8)
 
-    def fetch(self, dsp: Dsp, host: Ptr) -> Proc:
-        """Set-up: the input and the bias from the host's buffer into their DataRAM buffers."""
-        lay = layout((self.out_depth, self.in_depth))
-        yield from _untimed_copy(dsp, at_byte(host, lay["input"]), self.x, self.in_depth)
-        yield from _untimed_copy(dsp, at_byte(host, lay["bias"]), self.bias, 4 * self.out_depth)
-
-    def write_back(self, dsp: Dsp, output: Ptr) -> Proc:
-        """After the timer: the int8 result to the host's output buffer."""
-        yield from _untimed_copy(dsp, self.out, output, self.out_depth)
-
-    def args(self, first: int, rows: int) -> dict[str, Any]:
-        if not self.on:  # the kernel computes nothing with the data path off
-            return {}
-        return {"x": self.xs, "bias": self.biases[first:first + rows],
-                "out": self.outs[first:first + rows], **self.quant}
+    def kernel(self, dsp: Dsp, w: Ptr, first: int, rows: int) -> Proc:
+        """The kernel on ``rows`` rows of weights at ``w`` (output rows ``first ..``)."""
+        args = {} if not self.on else {  # the kernel computes nothing with the data path off
+            "x": self.xs, "bias": self.biases[first:first + rows],
+            "out": self.outs[first:first + rows], **self.quant}
+        yield from dsp.core.call("fc_s8", self.in_depth, w, None, rows=groups(rows), **args)
 
 
 def _untimed_copy(dsp: Dsp, src: Ptr, dst: Ptr, nbytes: int) -> Proc:
@@ -104,21 +94,12 @@ def _untimed_copy(dsp: Dsp, src: Ptr, dst: Ptr, nbytes: int) -> Proc:
     yield transfer.done
 
 
-def _kernel(dsp: Dsp, w: Ptr, in_depth: int, first: int, rows: int, a: _Arrays) -> Proc:
-    """The kernel on ``rows`` rows of weights at ``w`` (output rows ``first ..``)."""
-    yield from dsp.core.call("fc_s8", in_depth, w, None, rows=groups(rows),
-                             **a.args(first, rows))
-
-
-def _wait_idle(dsp: Dsp) -> Proc:
-    yield from dsp.core.idma_poll(CHANNEL, 0)  # while (idma_buffer_status(0) > 0) ;
-
-
 def hb_dsp_fc(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
     ptr: hbDSPFcParam = dsp.ddr.load_struct(input)
     params = dsp.params
     out_depth, in_depth = ptr.out_depth, ptr.in_depth
-    host = dsp.hb_dsp_mem_map(ptr.input, layout((out_depth, in_depth))["bytes"])
+    lay = layout((out_depth, in_depth))
+    host = dsp.hb_dsp_mem_map(ptr.input, lay["bytes"])
     weights = _place_weights(dsp, tm, host, out_depth, in_depth)
     buffers: tuple[Ptr, ...] = ()
     tile = min(params.tile_rows, out_depth)
@@ -127,7 +108,9 @@ def hb_dsp_fc(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
         buffers = (tm.allocate(buf, XV_MEM_BANK_COLOR_0, ALIGN_BYTES),
                    tm.allocate(buf, XV_MEM_BANK_COLOR_1, ALIGN_BYTES))
     arrays = _Arrays(dsp, tm, out_depth, in_depth)
-    yield from arrays.fetch(dsp, host)
+    # set-up: the input and the bias from the host's buffer into their DataRAM buffers
+    yield from _untimed_copy(dsp, at_byte(host, lay["input"]), arrays.x, in_depth)
+    yield from _untimed_copy(dsp, at_byte(host, lay["bias"]), arrays.bias, 4 * out_depth)
     before = dsp.platform.busy_until(dsp.env.now)  # the set-up's, not the op's
     cycles_start = dsp.TIME_STAMP()
     if ptr.pingpong:
@@ -136,12 +119,12 @@ def hb_dsp_fc(dsp: Dsp, input: Ptr, output: Ptr, tm: TileManager) -> Proc:
         yield from _pingpong(dsp, weights, *buffers, out_depth, in_depth, tile, arrays)
     else:
         dsp.begin_pass("fc")
-        yield from _kernel(dsp, weights, in_depth, 0, out_depth, arrays)
+        yield from arrays.kernel(dsp, weights, 0, out_depth)
         dsp.end_pass()
     cycles_stop = dsp.TIME_STAMP()
     dsp.PROF(cycles_start, cycles_stop)
     dsp.stats_at_stop = {k: v - before.get(k, 0.0) for k, v in dsp.stats_at_stop.items()}
-    yield from arrays.write_back(dsp, output)
+    yield from _untimed_copy(dsp, arrays.out, output, out_depth)  # the int8 result
     # the DataRAMs and the memory as the call found them, for the next task on this core
     for p in (arrays.x, arrays.bias, arrays.out, *buffers):
         tm.free(p)
@@ -162,16 +145,12 @@ def _place_weights(dsp: Dsp, tm: TileManager, host: Ptr, out_depth: int, in_dept
     if where == TCM:
         weights = tm.allocate(wbytes, XV_MEM_BANK_COLOR_0, ALIGN_BYTES)
     else:
-        weights = dsp.memory(where).add_block(wbytes, weights_align_bytes(dsp.model),
-                                              "fc weights")
+        # on a cache line (and on 128 bytes)
+        line = dsp.model.dcache.line_bytes if dsp.model.dcache.capacity_bytes else 0
+        weights = dsp.memory(where).add_block(wbytes, max(ALIGN_BYTES, line), "fc weights")
     if dsp.move_data:
         copy_bytes(weights, w_host, wbytes)
     return weights
-
-
-def weights_align_bytes(model: Any) -> int:
-    """A block of weights in a memory starts on a cache line (and on 128 bytes)."""
-    return max(ALIGN_BYTES, model.dcache.line_bytes if model.dcache.capacity_bytes else 0)
 
 
 def _pingpong(dsp: Dsp, weights: Ptr, ping: Ptr, pong: Ptr, out_depth: int, in_depth: int,
@@ -190,17 +169,17 @@ def _pingpong(dsp: Dsp, weights: Ptr, ping: Ptr, pong: Ptr, out_depth: int, in_d
 
     def compute(i: int) -> Proc:
         dsp.labels.tile, dsp.labels.buffer = i, i % 2
-        yield from _kernel(dsp, buffers[i % 2], in_depth, i * tile, rows_of(i), a)
+        yield from a.kernel(dsp, buffers[i % 2], i * tile, rows_of(i))
 
     dsp.begin_pass("fc")
     yield from fetch(0)  # the first chunk, fetched and waited for alone
-    yield from _wait_idle(dsp)
+    yield from core.idma_poll(CHANNEL, 0)
     for i in range(0, chunks, 2):  # the pairs (i, i+1)
-        yield from _wait_idle(dsp)
+        yield from core.idma_poll(CHANNEL, 0)
         if i + 1 < chunks:
             yield from fetch(i + 1)
         yield from compute(i)
-        yield from _wait_idle(dsp)
+        yield from core.idma_poll(CHANNEL, 0)
         if i + 2 < chunks:  # unless this is the last pair
             yield from fetch(i + 2)
         if i + 1 < chunks:

@@ -1,8 +1,7 @@
 """LayerNorm (RPC command 0x8001): ``y = (x - mean) / sqrt(var + eps)`` over the last axis of a
 float32 ``[rows, cols]`` tensor (biased variance, no affine terms), as a J6 custom operator
-would be written: a :class:`~dspsim.ops.rowwise.RowwiseOp` (this is its math; its kernels are
-in :mod:`dspsim.kernels.layernorm`).
-"""
+would be written: the math of a :class:`~dspsim.ops.rowwise.RowwiseOp` (kernels:
+:mod:`dspsim.kernels.layernorm`)."""
 
 from __future__ import annotations
 

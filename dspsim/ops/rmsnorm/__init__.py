@@ -1,8 +1,6 @@
 """RMSNorm (RPC command 0x8002): ``y = x / sqrt(mean(x^2) + eps)`` over the last axis of a
-float32 ``[rows, cols]`` tensor, as a J6 custom operator would be written. A
-:class:`~dspsim.ops.rowwise.RowwiseOp`: this is its math; its kernel is in
-:mod:`dspsim.kernels.rmsnorm`.
-"""
+float32 ``[rows, cols]`` tensor, as a J6 custom operator would be written: the math of a
+:class:`~dspsim.ops.rowwise.RowwiseOp` (kernel: :mod:`dspsim.kernels.rmsnorm`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Where the new softmax variants put things: pure functions of the model and the shape, shared
-by the programs (what the C does) and ``bounds_variants.py`` (what it costs), so the two cannot
-disagree on a tile, a buffer or a channel.
+by the programs (what the C does) and ``bounds.py`` (what it costs), so the two cannot disagree
+on a tile, a buffer or a channel.
 """
 
 from __future__ import annotations
@@ -32,19 +32,10 @@ def fits(model: Any, buffers: int, nbytes: int) -> bool:
     return (buffers - 1) * align_up(nbytes, align) + nbytes <= free_bank_bytes(model)
 
 
-def ping_pong_banks(model: Any) -> list[int]:
-    """The DataRAM of each ping-pong buffer: buffer b in bank b (both in bank 0 with one)."""
-    return [b % model.tcm.banks for b in range(STREAM_BUFFERS)]
-
-
-def multibuffer_banks(model: Any) -> list[int]:
-    """The DataRAM of each of the ``softmax.buffers`` buffers: round robin over the banks."""
-    return [b % model.tcm.banks for b in range(model.softmax.buffers)]
-
-
-def buffers_fit(model: Any, banks: list[int]) -> bool:
-    """Whether tiles of ``softmax.tile_bytes`` in ``banks`` (one entry per buffer) fit."""
-    return all(fits(model, banks.count(b), model.softmax.tile_bytes) for b in set(banks))
+def buffer_banks(model: Any, buffers: int = STREAM_BUFFERS) -> list[int]:
+    """The DataRAM of each of ``buffers`` buffers: round robin over the banks (the ping-pong
+    pair: buffer b in bank b, both in bank 0 with one bank)."""
+    return [b % model.tcm.banks for b in range(buffers)]
 
 
 def channels_used(policy: str, channels: int, write_back: bool, tiles: int) -> int:
@@ -82,7 +73,7 @@ def resident_layout(model: Any, length: int) -> ResidentLayout:
     free = free_bank_bytes(model)
     whole = [free // align * align // 4] * banks  # vectors' worth per bank, nothing streamed
     if sum(whole) < length:
-        stream = ping_pong_banks(model)
+        stream = buffer_banks(model)
         tile = align_up(model.softmax.tile_bytes, align)
         whole = [max(0, free - stream.count(b) * tile) // align * align // 4
                  for b in range(banks)]

@@ -2,9 +2,9 @@
 
 Each function is a SimPy process body on a DSP core: ``yield from`` is where the C calls a
 kernel, an iDMA macro or the frame; ``dsp.params`` holds ``TILE_SIZE`` (``softmax.tile_bytes``)
-and the quirk switches. ``hb_dsp_softmax`` is in ``handler.py``; added to the seed: a ``[rows,
+and the quirk switches. ``hb_dsp_softmax`` is in ``__init__.py``; added to the seed: a ``[rows,
 cols]`` input runs the seed's softmax row by row inside the timer, and codes from 2 run the new
-schedules (``online.py``, ``resident.py``, ``rows.py``).
+schedules (``online.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class hbDSPSoftmaxParam:  # noqa: N801 - the seed's struct name
     data_size: int  # bytes
     input: int  # physical address of the input in DDR
     run_tcm_opt: int  # 0: direct DDR, 1: ping-pong TCM; 2 and up: the new schedules
-    # (dspsim.ops.softmax.layout.VARIANT_CODES, run by dspsim.ops.softmax.handler)
+    # (dspsim.ops.softmax.layout.VARIANT_CODES, run by dspsim.ops.softmax.hb_dsp_softmax)
     rows: int = 1  # softmax along the last axis of [rows, data_size / 4 / rows] (not the seed's)
 
 
