@@ -68,11 +68,6 @@ class Stream:
     jitter_us: float = 0.0
     deadline_us: float | None = None
 
-    @property
-    def core(self) -> int | None:
-        """The core asked for, or None for any."""
-        return None if self.backend == ANY else int(self.backend.removeprefix("core"))
-
 
 @dataclass(frozen=True)
 class Workload:
@@ -275,11 +270,12 @@ def load_workload(path: str | Path) -> Workload:
 
 def check_workload(workload: Workload, model: Any) -> None:
     """Refuse, before simulating, what the platform cannot run: a backend beyond
-    ``core.count``, a variant needing more channels or DataRAMs, an op's own refusals (the
-    host's window was checked as the file was read)."""
+    ``core.count``, a shape past the host's window (a Workload built in Python was not read
+    from a file), a variant needing more channels or DataRAMs, an op's own refusals."""
     for s in workload.streams:
         try:
             parse_backend(s.backend, model.core.count)
+            check_fits_window(get_op(s.op), s.shape)
             get_op(s.op).check_run(model, s.variant, s.shape)
         except DspsimInputError as e:
             raise WorkloadError(f"{workload.source}: stream {s.name!r}: {e}") from None
