@@ -68,6 +68,11 @@ class Stream:
     jitter_us: float = 0.0
     deadline_us: float | None = None
 
+    @property
+    def core(self) -> int | None:
+        """The core asked for, or None for any."""
+        return None if self.backend == ANY else int(self.backend.removeprefix("core"))
+
 
 @dataclass(frozen=True)
 class Workload:
