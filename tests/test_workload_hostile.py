@@ -175,3 +175,14 @@ def test_a_workload_built_in_python_is_checked_like_a_file():
     named = Stream("one", "softmax", "direct", (1000,), 1000.0, 2, backend="core0")
     runs = [run_workload(Workload((s,), 0, "api"), model) for s in (one, named)]
     assert runs[0].end_cycle == runs[1].end_cycle and (runs[0].tasks.core == 0).all()
+
+
+@pytest.mark.parametrize("priority", ["1", 300, -1, 5.5, True])
+def test_a_priority_built_in_python_is_checked_like_a_file(priority):
+    """A file's priority is checked as it is read; one in a Stream built in Python was taken
+    silently (300 outside 0-255, 5.5 truncated, "1" parsed) until check_workload checked it."""
+    from dspsim import load_model
+    from dspsim.study.workload import Stream, Workload, run_workload
+    s = Stream("p", "softmax", "direct", (1000,), 1000.0, 1, priority=priority)
+    with pytest.raises(WorkloadError, match=r"stream 'p': task priority .*: allowed integers 0 "):
+        run_workload(Workload((s,), 0, "api"), load_model())
