@@ -159,3 +159,30 @@ def test_a_stream_too_large_for_the_ddr_window_says_what_fits(tmp_path, capsys):
     f.write_text(toml_of(n=300_000_000), encoding="utf-8")
     one_line_exit_2(capsys, ["workload", str(f)],
                     "stream 's': n = 300000000 needs 2,400,002,112 bytes of DDR")
+
+
+def test_a_workload_built_in_python_is_checked_like_a_file():
+    """check_workload still refuses a shape past the host's window (it was only checked as a
+    file is read, so a Workload built in Python failed mid-run on an allocation), and the
+    engine takes any backend check_workload accepts (an integer core was an AttributeError)."""
+    from dspsim import load_model
+    from dspsim.study.workload import Stream, Workload, run_workload
+    model = load_model()
+    big = Stream("big", "softmax", "direct", (10**9,), 1000.0, 1)
+    with pytest.raises(WorkloadError, match=r"stream 'big': n = 1000000000 needs .* allowed n "):
+        run_workload(Workload((big,), 0, "api"), model)
+    one = Stream("one", "softmax", "direct", (1000,), 1000.0, 2, backend=0)
+    named = Stream("one", "softmax", "direct", (1000,), 1000.0, 2, backend="core0")
+    runs = [run_workload(Workload((s,), 0, "api"), model) for s in (one, named)]
+    assert runs[0].end_cycle == runs[1].end_cycle and (runs[0].tasks.core == 0).all()
+
+
+@pytest.mark.parametrize("priority", ["1", 300, -1, 5.5, True])
+def test_a_priority_built_in_python_is_checked_like_a_file(priority):
+    """A file's priority is checked as it is read; one in a Stream built in Python was taken
+    silently (300 outside 0-255, 5.5 truncated, "1" parsed) until check_workload checked it."""
+    from dspsim import load_model
+    from dspsim.study.workload import Stream, Workload, run_workload
+    s = Stream("p", "softmax", "direct", (1000,), 1000.0, 1, priority=priority)
+    with pytest.raises(WorkloadError, match=r"stream 'p': task priority .*: allowed integers 0 "):
+        run_workload(Workload((s,), 0, "api"), load_model())

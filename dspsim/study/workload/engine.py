@@ -32,7 +32,7 @@ import simpy
 from dspsim.config import HardwareModel
 from dspsim.errors import DeadlockError
 from dspsim.host.program import HostProgram
-from dspsim.host.ucp import SchedulingPolicy, Ucp
+from dspsim.host.ucp import SchedulingPolicy, Ucp, parse_backend
 from dspsim.hw.clock import at, events_scheduled
 from dspsim.ops import get_op
 from dspsim.ops.registry import firmware_registry
@@ -164,7 +164,8 @@ class _Schedule:
         # at the DSP side (ticks(r) inlined)
         self.queued = [round(r * TICKS_PER_CYCLE) + self.half_rpc for r in self.release.tolist()]
         self.stream = stream.tolist()
-        priority, backend = zip(*((s.priority, s.core) for s in workload.streams))
+        priority, backend = zip(*((s.priority, parse_backend(s.backend, cores))
+                                  for s in workload.streams))
         self.priority = [priority[k] for k in self.stream]
         self.backend = [backend[k] for k in self.stream]  # None: any core
         # what the run fills in, task by task (lists: cheaper to set one at a time than arrays)

@@ -275,11 +275,14 @@ def load_workload(path: str | Path) -> Workload:
 
 def check_workload(workload: Workload, model: Any) -> None:
     """Refuse, before simulating, what the platform cannot run: a backend beyond
-    ``core.count``, a variant needing more channels or DataRAMs, an op's own refusals (the
-    host's window was checked as the file was read)."""
+    ``core.count``, a priority outside 0-255, a shape past the host's window (a Workload built
+    in Python was not read from a file), a variant needing more channels or DataRAMs, an op's
+    own refusals."""
     for s in workload.streams:
         try:
             parse_backend(s.backend, model.core.count)
+            check_priority(s.priority)
+            check_fits_window(get_op(s.op), s.shape)
             get_op(s.op).check_run(model, s.variant, s.shape)
         except DspsimInputError as e:
             raise WorkloadError(f"{workload.source}: stream {s.name!r}: {e}") from None
