@@ -278,6 +278,10 @@ def test_models_report_the_same_run_under_each_model(capsys, tmp_path):
     (["--variant", "direct", "--set", "softmax.tile_bytes=16384"],
      "does nothing in softmax direct: it acts in softmax pingpong"),
     (["--op", "copy", "--set", "fc.tile_rows=4"], "in a copy run"),
+    # an iDMA key in a variant of no channel (a sweep's note said so; the run took it silently)
+    (["--variant", "direct", "--set", "idma.max_outstanding=8"],
+     "does nothing in softmax direct: it acts in softmax pingpong"),
+    (["--op", "kernel", "--set", "idma.burst_bytes=64"], "it acts in no kernel variant"),
 ])
 def test_a_set_key_that_cannot_act_in_the_run_is_refused(capsys, argv, words):
     """Every key does something or is refused: another op's key, or a key the variant does not

@@ -91,24 +91,25 @@ def _simulate(args: argparse.Namespace, model: Any, op: Any, x: Any, **kw: Any) 
 
 
 def check_sets_act(args: argparse.Namespace, model: Any, x: Any) -> None:
-    """Refuse a ``--set`` of an op's key that cannot act in this run: another op's key, or a
-    key of this op that its variant does not use (``Op.key_variants``); after the run's own
-    checks (``Request.check``: the op's refusals say more where it has its own)."""
+    """Refuse a ``--set`` of a key that cannot act in this run (``Op.key_variants``: another
+    op's key, a key the variant does not use); after the run's own checks (``Request.check``:
+    the op's refusals say more where it has its own)."""
     Request.check(model, args.op, op_variant(args), None, args.n, args.shape, x,
                   not args.no_data, args.fidelity, None, args.core, None)
     op = get_op(args.op)
     variant = op_variant(args) or op.default_variant
     for item in args.overrides:
         key = item.partition("=")[0].strip()
-        section = key.partition(".")[0]
+        section, acts = key.partition(".")[0], op.key_variants(key)
         if section in op_names() and section != op.name:
             raise UsageError(f"run: --set {key} does nothing in a {op.name} run: it is a key "
                              f"of {section}; allowed: {op.name}'s keys and the hardware's "
                              "(dspsim keys), or --op " + section)
-        if section == op.name and variant not in op.key_variants(key):
+        if variant not in acts:
+            where = (f"{op.name} {', '.join(acts)}; allowed: one of those variants, or" if acts
+                     else f"no {op.name} variant; allowed:")
             raise UsageError(f"run: --set {key} does nothing in {op.name} {variant}: it acts in "
-                             f"{op.name} {', '.join(op.key_variants(key))}; allowed: one of "
-                             "those variants, or leave it unset")
+                             f"{where} leave it unset")
 
 
 def _check_outputs(args: argparse.Namespace) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from dspsim.errors import ConfigError, DspsimInputError
-from dspsim.schema import OpSchema
+from dspsim.schema import OP_SCHEMAS, OpSchema
 
 if TYPE_CHECKING:
     from dspsim.config import HardwareModel
@@ -250,8 +250,15 @@ class Op:
         return None
 
     def key_variants(self, key: str) -> tuple[str, ...]:
-        """The variants in which ``key`` (of the op's table) acts (default: the tile key where
-        :meth:`checks_params`, any other in every variant)."""
+        """The variants in which model key ``key`` acts: the one test of ``run --set``, a
+        sweep's notes and ``optimize --param`` (default: none for another op's key, those using
+        a channel for an iDMA key, the tile key where :meth:`checks_params`, any other in every
+        variant)."""
+        section = key.partition(".")[0]
+        if section in OP_SCHEMAS and section != self.name:
+            return ()
+        if section == "idma":
+            return tuple(v for v in self.variants if self.requirements(v).get("channels"))
         if key == self.tile_key:
             return tuple(v for v in self.variants if self.checks_params(v))
         return tuple(self.variants)
@@ -271,10 +278,9 @@ class Op:
         """Why ``values`` of ``key`` gave runs of ``variant`` the same cycles (``dspsim sweep``
         prints it), else None: a key that does not act in ``variant``, a 1-D tile key leaving
         the same last tile, or (given each value's model) the port binding every run alike."""
-        if key.partition(".")[0] == self.name and variant not in self.key_variants(key):
-            return f"{key} does not act in {self.name} {variant}"
-        if key.startswith("idma.") and not self.requirements(variant).get("channels"):
-            return f"{key} does not act in {self.name} {variant}: it uses no iDMA channel"
+        if variant not in self.key_variants(key):
+            why = ": it uses no iDMA channel" if key.startswith("idma.") else ""
+            return f"{key} does not act in {self.name} {variant}{why}"
         reason = self._same_last_tile_reason(shape, key, values)
         if reason is None and models:
             reason = self.port_bound_reason(variant, shape, models)
