@@ -139,8 +139,9 @@ def add_optimize(sub) -> None:
     p.add_argument(
         "--param", metavar="KEY=VALUES", action="append", default=[],
         help="search a model key over KEY=V1,V2,... or KEY=START:STOP:STEP: a hardware key "
-        "(e.g. idma.max_outstanding=8,32) for every variant; a key of the op's table replaces "
-        "the op's own values in the variants that search it (repeatable)",
+        "(e.g. idma.max_outstanding=8,32) for every variant it acts in; a key of the op's table "
+        "replaces the op's own values in the variants that search it; a key that acts in none "
+        "is refused (repeatable)",
     )
     p.add_argument("--models", metavar="A.toml,B.toml",
                    help="rank by the worst case over these model files (paths or packaged names)")

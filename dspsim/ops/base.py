@@ -385,6 +385,25 @@ class Op:
         return out
 
 
+def refuse_idle_keys(keys: Iterable[str], runs: Iterable[tuple[Op, str]], option: str) -> None:
+    """Refuse, in one line, a model key given with ``option`` that acts in none of ``runs`` (an
+    op and a variant each; :meth:`Op.key_variants`): ``sweep --set``, ``optimize`` and
+    ``workload --set`` (``run --set`` refuses its one run's in its own words)."""
+    runs = list(dict.fromkeys(runs))
+    for key in keys:
+        if any(v in op.key_variants(key) for op, v in runs):
+            continue
+        acts = "; ".join(f"{op.name} {', '.join(op.key_variants(key))}" for op in
+                         dict.fromkeys(op for op, _ in runs) if op.key_variants(key))
+        section = key.partition(".")[0]
+        why = (f"it acts in {acts}" if acts else f"it is a key of {section}"
+               if section in OP_SCHEMAS else "it acts in none of their variants")
+        where = "; ".join(f"{op.name} {', '.join(v for o, v in runs if o is op)}"
+                          for op in dict.fromkeys(op for op, _ in runs))
+        raise DspsimInputError(f"{option} {key} does nothing in {where}: {why}; allowed: a "
+                               "key that acts in one of them, or leave it out")
+
+
 def bind(out: dict[str, Any], raise_estimate: bool = True) -> None:
     """Set ``lower_bound_cycles`` (the largest of the three bounds) and ``binding_bound`` (its
     name); ``raise_estimate``: the estimate at least the lower bound."""

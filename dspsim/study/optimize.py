@@ -2,8 +2,9 @@
 
 The candidates are the op's variants times the values the op says are worth searching for each
 (:meth:`dspsim.ops.base.Op.search_space`); ``params`` adds axes (a hardware key goes to every
-variant) or replaces them (a key of the op's table, in the variants that search it). Nothing
-here knows an op, a variant or a key: the op decides. The steps: (1) enumerate, skipping and
+variant it acts in) or replaces them (a key of the op's table, in the variants that search it);
+a key that acts in no variant searched is refused (``Op.key_variants``). Nothing here knows an
+op, a variant or a key: the op decides. The steps: (1) enumerate, skipping and
 counting what the op refuses; (2) screen every candidate at tile fidelity, data path off, in
 ``jobs`` processes (:func:`dspsim.study.sweep.executors.evaluate_point`); (3) re-run the best
 ``top`` at burst fidelity beside the baseline (the default variant at the model's values, also
@@ -31,8 +32,8 @@ from typing import Any
 
 from dspsim.config import HardwareModel, check_model_entries, load_model, model_key
 from dspsim.errors import DspsimInputError
-from dspsim.ops import default_op, get_op, op_names
-from dspsim.ops.base import Op, summary_json
+from dspsim.ops import default_op, get_op
+from dspsim.ops.base import Op, refuse_idle_keys, summary_json
 from dspsim.run import simulate
 from dspsim.study.sweep.executors import evaluate_point
 from dspsim.study.sweep.files import csv_line
@@ -235,19 +236,17 @@ def _variants(the_op: Op, variants: str | Sequence[str] | None) -> list[str]:
 
 
 def _axes(the_op: Op, params: Sequence[str] | Mapping[str, Any] | None,
-          variants: int = 1) -> dict[str, list]:
+          variants: Sequence[str]) -> dict[str, list]:
     """``--param`` texts (``KEY=V1,V2`` or ``KEY=START:STOP:STEP``) or key -> values, checked:
-    keys of the hardware or this op's table; a search too large is refused before any value."""
+    keys that act in one of ``variants``; a search too large is refused before any value."""
     items = _param_items(params or {})
     axes: dict[str, list] = {}
     for key, _values in items:
         if key in SPECIAL_KEYS:
             raise DspsimInputError(f"--param {key}: not a model key; optimize takes the variants "
                                    "with --variants and the size with --n / --shape")
-        section = model_key(key).section  # unknown key -> one line naming the allowed ones
-        if section != the_op.name and section in op_names():
-            raise DspsimInputError(f"--param {key}: a key of op {section}, not of {the_op.name}; "
-                                   f"allowed: hardware keys and {the_op.name}.* keys")
+        model_key(key)  # unknown key -> one line naming the allowed ones
+        refuse_idle_keys([key], [(the_op, v) for v in variants], "--param")
         if key in axes:
             raise DspsimInputError(f"--param {key} is given twice")
         axes[key] = []
@@ -258,7 +257,7 @@ def _axes(the_op: Op, params: Sequence[str] | Mapping[str, Any] | None,
     op_keys = [n for k, n in counts.items() if model_key(k).section == the_op.name]
     hardware = math.prod(n for k, n in counts.items() if model_key(k).section != the_op.name)
     if all(n <= MAX_VALUES_PER_KEY for n in counts.values()):
-        _check_runs(hardware * max(op_keys, default=1) * max(1, variants), "at least ")
+        _check_runs(hardware * max(op_keys, default=1) * max(1, len(variants)), "at least ")
     return {key: parse_values(key, values) if isinstance(values, str) else
             spec_values(key, values) for key, values in items}
 
@@ -334,12 +333,12 @@ def _enumerate(
                     space[key] = list(merged.values())
         spaces[v] = space
     searched = {k for s in spaces.values() for k in s}
-    for space in spaces.values():
+    for v, space in spaces.items():
         for key, values in axes.items():
-            # a key of the op's table goes to the variants that search it (all, when none
-            # does); hardware keys to every variant
-            if (model_key(key).section != the_op.name or key in space
-                    or key not in searched):
+            # a key goes to the variants it acts in; of those, a key of the op's table to the
+            # variants that search it (all, when none does)
+            if v in the_op.key_variants(key) and (
+                    model_key(key).section != the_op.name or key in space or key not in searched):
                 space[key] = list(values)
     # counted before anything is built: each axis holds distinct values, so a variant's
     # candidates are exactly the product of its axes' lengths
@@ -444,8 +443,11 @@ def optimize(
         raise DspsimInputError(f"optimize {the_op.name}: {the_op.variants_differ}, so the "
                                f"fastest says nothing; allowed: one --variants (compare them "
                                f"with dspsim sweep --op {the_op.name})")
-    axes = _axes(the_op, params, len(names))
+    axes = _axes(the_op, params, names)
     loaded = _load_models(model, models, overrides)
+    refuse_idle_keys(overrides if isinstance(overrides, Mapping) else
+                     [o.partition("=")[0].strip() for o in overrides or ()],
+                     [(the_op, v) for v in names], "--set")
     for key in axes:  # a memory's key on a model without that memory: one line, not 0 runs
         for m in loaded.values():
             check_on_model(m, key, f"--param {key}")
