@@ -186,3 +186,18 @@ def test_a_priority_built_in_python_is_checked_like_a_file(priority):
     s = Stream("p", "softmax", "direct", (1000,), 1000.0, 1, priority=priority)
     with pytest.raises(WorkloadError, match=r"stream 'p': task priority .*: allowed integers 0 "):
         run_workload(Workload((s,), 0, "api"), load_model())
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("layernorm.eps=0.5", "it is a key of layernorm"),
+    ("softmax.tile_bytes=8192", "it acts in softmax pingpong"),
+    ("idma.max_outstanding=2", "does nothing in softmax direct"),  # direct uses no channel
+])
+def test_a_set_key_that_acts_on_no_stream_is_refused(tmp_path, capsys, setting, message):
+    """Every key does something or is refused: the run took these silently, its cycles as
+    without them (``dspsim run`` refuses them in a direct run)."""
+    f = tmp_path / "w.toml"
+    f.write_text(toml_of())
+    one_line_exit_2(capsys, ["workload", str(f), "--set", setting], message)
+    one_line_exit_2(capsys, ["run", "--variant", "direct", "--no-data", "--set", setting],
+                    "does nothing in")

@@ -17,6 +17,8 @@ from dspsim.cli.common import (
     int_in,
     model_from_args,
 )
+from dspsim.ops import get_op
+from dspsim.ops.base import refuse_idle_keys
 from dspsim.platform import FIDELITIES
 from dspsim.text import cell, column_width  # a name as the file gives it: escaped, cut
 from dspsim.workers import MAX_JOBS
@@ -88,6 +90,8 @@ def _workload(args: argparse.Namespace) -> int:
 
     model = model_from_args(args)
     workload = wl.load_workload(args.file)
+    refuse_idle_keys([o.partition("=")[0].strip() for o in args.overrides],
+                     [(get_op(s.op), s.variant) for s in workload.streams], "--set")
     outputs = _check_outputs(args)
     with counter("workload", total=workload.tasks, unit="task") as bar:  # on a terminal
         run = wl.run_workload(workload, model, fidelity=args.fidelity, data=args.data,
