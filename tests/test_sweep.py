@@ -161,6 +161,10 @@ def test_busy_columns_cover_the_most_channels_swept():
         (["--param", "ddr.latency_cycles=1", "--param", "ddr.latency_cycles=2"], "given twice"),
         (["--param", "ddr.latency_cycles=1", "--set", "ddr.latency_cycles=2"], "both fixed"),
         (["--param", "ddr.latency_cycles=1,1"], "given twice"),
+        # a fixed key that acts at no point (a swept one gets a note): it was taken silently
+        (["--variant", "online", "--set", "softmax.max_init=-inf"], "acts in softmax pingpong"),
+        (["--variant", "direct", "--set", "idma.burst_bytes=128"], "does nothing in softmax"),
+        (["--set", "layernorm.eps=0.5"], "it is a key of layernorm"),
         (["--param", "n=64", "--jobs", "0"], "--jobs 0"),
         (["--param", "n=64", "--scheduler", "tcp://x:1"], "--scheduler needs --executor dask"),
         (["--param", "n=64", "--spec", "missing.toml"], "not found"),
@@ -464,7 +468,9 @@ def test_spec_file(tmp_path):
     assert dict(s.axes)["idma.max_outstanding"] == (1, 3)
     assert s.size == 2 * 2 * 2 * 2
     assert s.fidelity == "burst" and s.model.idma.burst_bytes == 128
-    assert build_sweep(spec=spec, modes="direct").axes[-2] == ("mode", ("direct",))
+    assert build_sweep(spec=spec, modes="online").axes[-2] == ("mode", ("online",))
+    with pytest.raises(DspsimInputError, match="idma.burst_bytes does nothing in softmax direct"):
+        build_sweep(spec=spec, modes="direct")  # the [set] iDMA key acts at no point
     with pytest.raises(DspsimInputError, match="given twice"):
         build_sweep(["ddr.latency_cycles=1"], spec=spec)
     spec.write_text('[params]\n"ddr.latency_cycles" = []\n')

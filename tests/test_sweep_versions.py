@@ -13,7 +13,7 @@ ARGV = ["sweep", "--n", "1000", "--variant", "pingpong,direct", "--param",
         "ddr.latency_cycles=100,200", "--fidelity", "tile"]
 # keys with a default, j6 at it; tcm.reserved_bytes has one too (0), but j6 keeps 16 KiB (the
 # sidecar of a softmax sweep records no layernorm key: another op's keys do not act on it)
-NEWER = ("softmax.buffers", "tcm.reserved_bytes")
+NEWER = ("softmax.buffers", "softmax.schedule", "tcm.reserved_bytes")
 
 
 @pytest.fixture
@@ -48,16 +48,17 @@ def test_a_sweep_begun_before_a_key_existed_resumes_at_its_default(old_sweep, ca
     assert code == 0 and err == "" and "0 computed" in stdout, err
 
 
-@pytest.mark.parametrize("setting", [["--set", "softmax.buffers=2"], []])
+@pytest.mark.parametrize("setting", [["--set", "softmax.schedule=split"], []])
 def test_a_new_key_at_another_value_is_another_sweep(old_sweep, capsys, setting):
-    """``softmax.buffers=2``, or j6's own 16 KiB of tcm.reserved_bytes: not the default the
-    rows were computed at."""
+    """``softmax.schedule=split``, or j6's own 16 KiB of tcm.reserved_bytes: not the default the
+    rows were computed at (a key that acts in the sweep's runs: ``softmax.buffers=2``, which
+    acts in neither pingpong nor direct, is refused as it is by ``run``)."""
     out, _ = old_sweep
     before = out.read_bytes()
     fixed = ["--set", "tcm.reserved_bytes=0"] if setting else []
     code, _, err = run_cli(capsys, *ARGV, *setting, *fixed, "--out", out)
     assert code == 2 and one_line(err) and "different sweep" in err, err
-    assert ("softmax.buffers" if setting else "tcm.reserved_bytes") in err
+    assert ("softmax.schedule" if setting else "tcm.reserved_bytes") in err
     assert "before the key existed" in err
     assert out.read_bytes() == before
 

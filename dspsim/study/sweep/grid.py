@@ -21,6 +21,7 @@ from dspsim.config import HardwareModel, load_model, load_models, parse_value
 from dspsim.errors import DspsimInputError
 from dspsim.host.window import check_fits_window
 from dspsim.ops import Op, get_op
+from dspsim.ops.base import refuse_idle_keys
 from dspsim.platform import check_fidelity
 from dspsim.run import simulate
 from dspsim.study.sweep.spec import load_spec
@@ -225,6 +226,8 @@ def build_sweep(params: Sequence[str] | Mapping[str, Any] = (), *,
     axes = _swept(loaded, params)
     axes = _special_axes(axes, _given(loaded, given, axes))
     fixed = _fixed(loaded["overrides"], overrides, axes)
+    column = next(k for k in VARIANT_KEYS if k in axes)  # a key acting at no point: refused
+    refuse_idle_keys(fixed, [(get_op(o), v) for o in axes["op"] for v in axes[column]], "--set")
     if models is not None and model is not None:
         raise DspsimInputError("give --model or --models, not both")
     several: tuple[tuple[str, HardwareModel], ...] = ()
