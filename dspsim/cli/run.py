@@ -24,7 +24,7 @@ from dspsim.cli.common import (
     positive_int,
 )
 from dspsim.ops import get_op, op_names
-from dspsim.ops.base import errors_text
+from dspsim.ops.base import errors_text, refuse_idle_keys
 from dspsim.paths import check_distinct
 from dspsim.platform import FIDELITIES
 from dspsim.probes import pass_totals
@@ -97,19 +97,8 @@ def check_sets_act(args: argparse.Namespace, model: Any, x: Any) -> None:
     Request.check(model, args.op, op_variant(args), None, args.n, args.shape, x,
                   not args.no_data, args.fidelity, None, args.core, None)
     op = get_op(args.op)
-    variant = op_variant(args) or op.default_variant
-    for item in args.overrides:
-        key = item.partition("=")[0].strip()
-        section, acts = key.partition(".")[0], op.key_variants(key)
-        if section in op_names() and section != op.name:
-            raise UsageError(f"run: --set {key} does nothing in a {op.name} run: it is a key "
-                             f"of {section}; allowed: {op.name}'s keys and the hardware's "
-                             "(dspsim keys), or --op " + section)
-        if variant not in acts:
-            where = (f"{op.name} {', '.join(acts)}; allowed: one of those variants, or" if acts
-                     else f"no {op.name} variant; allowed:")
-            raise UsageError(f"run: --set {key} does nothing in {op.name} {variant}: it acts in "
-                             f"{where} leave it unset")
+    refuse_idle_keys([item.partition("=")[0].strip() for item in args.overrides],
+                     [(op, op_variant(args) or op.default_variant)], "run: --set")
 
 
 def _check_outputs(args: argparse.Namespace) -> dict[str, Any]:

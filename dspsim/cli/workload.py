@@ -91,7 +91,8 @@ def _workload(args: argparse.Namespace) -> int:
     model = model_from_args(args)
     workload = wl.load_workload(args.file)
     refuse_idle_keys([o.partition("=")[0].strip() for o in args.overrides],
-                     [(get_op(s.op), s.variant) for s in workload.streams], "--set")
+                     [(get_op(s.op), s.variant) for s in workload.streams], "--set",
+                     "a stream of op ")
     outputs = _check_outputs(args)
     with counter("workload", total=workload.tasks, unit="task") as bar:  # on a terminal
         run = wl.run_workload(workload, model, fidelity=args.fidelity, data=args.data,

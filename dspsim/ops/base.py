@@ -385,23 +385,28 @@ class Op:
         return out
 
 
-def refuse_idle_keys(keys: Iterable[str], runs: Iterable[tuple[Op, str]], option: str) -> None:
+def refuse_idle_keys(keys: Iterable[str], runs: Iterable[tuple[Op, str]], option: str,
+                     switch: str = "--op ") -> None:
     """Refuse, in one line, a model key given with ``option`` that acts in none of ``runs`` (an
-    op and a variant each; :meth:`Op.key_variants`): ``sweep --set``, ``optimize`` and
-    ``workload --set`` (``run --set`` refuses its one run's in its own words)."""
+    op and a variant each; :meth:`Op.key_variants`): ``run --set``, ``sweep --set``,
+    ``optimize`` and ``workload --set`` (``switch``: how a run of another op is asked for)."""
     runs = list(dict.fromkeys(runs))
+    ops = list(dict.fromkeys(op for op, _ in runs))
     for key in keys:
+        section = key.partition(".")[0]
         if any(v in op.key_variants(key) for op, v in runs):
             continue
-        acts = "; ".join(f"{op.name} {', '.join(op.key_variants(key))}" for op in
-                         dict.fromkeys(op for op, _ in runs) if op.key_variants(key))
-        section = key.partition(".")[0]
-        why = (f"it acts in {acts}" if acts else f"it is a key of {section}"
-               if section in OP_SCHEMAS else "it acts in none of their variants")
-        where = "; ".join(f"{op.name} {', '.join(v for o, v in runs if o is op)}"
-                          for op in dict.fromkeys(op for op, _ in runs))
-        raise DspsimInputError(f"{option} {key} does nothing in {where}: {why}; allowed: a "
-                               "key that acts in one of them, or leave it out")
+        if section in OP_SCHEMAS and section not in [op.name for op in ops]:
+            names = " or ".join(op.name for op in ops)
+            raise DspsimInputError(f"{option} {key} does nothing in a {names} run: it is a key "
+                                   f"of {section}; allowed: {names}'s keys and the hardware's "
+                                   f"(dspsim keys), or {switch}{section}")
+        acts = "; ".join(f"{op.name} {', '.join(op.key_variants(key))}" for op in ops
+                         if op.key_variants(key))
+        where = "; ".join(f"{op.name} {', '.join(v for o, v in runs if o is op)}" for op in ops)
+        raise DspsimInputError(f"{option} {key} does nothing in {where}: it acts in " + (
+            f"{acts}; allowed: one of those variants, or" if acts else
+            f"no {' or '.join(op.name for op in ops)} variant; allowed:") + " leave it unset")
 
 
 def bind(out: dict[str, Any], raise_estimate: bool = True) -> None:
