@@ -259,6 +259,15 @@ def test_the_default_reason_comes_from_the_ops_tiling():
     assert op.same_cycles_reason("pingpong", (100_000,), "idma.max_outstanding", [16]) is None
 
 
+def test_another_ops_key_is_not_blamed_on_the_port(j6):
+    """A sweep of softmax over layernorm.eps: the note said "port-bound: the DDR port moves
+    1,967,232 bytes ... either way", as if the port had left a key that acts alike."""
+    models = [j6.with_overrides({"layernorm.eps": e}) for e in (0.1, 0.2)]
+    assert get_op("softmax").same_cycles_reason("pingpong", (100_000,), "layernorm.eps",
+                                                [0.1, 0.2], models) == (
+        "layernorm.eps does not act in softmax pingpong")
+
+
 def test_without_a_reason_the_note_says_the_values_gave_identical_cycles():
     rows = [{"op": "softmax", "variant": v, "n": 4096, "ddr.latency_cycles": lat,
              "cycles": c, "warnings": "", "error": ""}
