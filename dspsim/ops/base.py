@@ -250,10 +250,10 @@ class Op:
         return None
 
     def key_variants(self, key: str) -> tuple[str, ...]:
-        """The variants in which model key ``key`` acts: the one test of ``run --set``, a
-        sweep's notes and ``optimize --param`` (default: none for another op's key, those using
-        a channel for an iDMA key, the tile key where :meth:`checks_params`, any other in every
-        variant)."""
+        """The variants in which model key ``key`` acts: the one test of
+        :func:`refuse_idle_keys` and a sweep's notes (default: none for another op's key, those
+        using a channel for an iDMA key, the tile key where :meth:`checks_params`, any other in
+        every variant)."""
         section = key.partition(".")[0]
         if section in OP_SCHEMAS and section != self.name:
             return ()
