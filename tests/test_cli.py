@@ -282,6 +282,9 @@ def test_models_report_the_same_run_under_each_model(capsys, tmp_path):
     (["--variant", "direct", "--set", "idma.max_outstanding=8"],
      "does nothing in softmax direct: it acts in softmax pingpong"),
     (["--op", "kernel", "--set", "idma.burst_bytes=64"], "it acts in no kernel variant"),
+    # a TCM key in a variant of no DataRAM (the same cycles at any tcm.banks, bank_bytes)
+    (["--op", "layernorm", "--variant", "direct", "--set", "tcm.reserved_bytes=0"],
+     "does nothing in layernorm direct: it acts in layernorm pingpong"),
 ])
 def test_a_set_key_that_cannot_act_in_the_run_is_refused(capsys, argv, words):
     """Every key does something or is refused: another op's key, or a key the variant does not

@@ -257,6 +257,8 @@ def test_the_default_reason_comes_from_the_ops_tiling():
     assert op.same_cycles_reason("direct", (100_000,), "idma.max_outstanding", [16, 64]) == (
         "idma.max_outstanding does not act in softmax direct: it uses no iDMA channel")
     assert op.same_cycles_reason("pingpong", (100_000,), "idma.max_outstanding", [16]) is None
+    assert op.same_cycles_reason("direct", (100_000,), "tcm.bank_bytes", [65536, 131072]) == (
+        "tcm.bank_bytes does not act in softmax direct: it uses no DataRAM")
 
 
 def test_another_ops_key_is_not_blamed_on_the_port(j6):

@@ -36,6 +36,8 @@ REQUIRED_METHODS = ("param_block", "handler", "reference", "default_input")
 REQUIRED = REQUIRED_ATTRIBUTES + REQUIRED_METHODS + ("requirements",)
 
 
+# a hardware table a variant uses only when it needs the part (:meth:`Op.requirements`)
+USES = {"idma": ("channels", "iDMA channel"), "tcm": ("banks", "DataRAM")}
 # a bound an op does not give (a microbenchmark's): 0 cycles, no constraint
 NO_BOUND = {"lower_bound_cycles": 0.0, "dma_bound_cycles": 0.0, "latency_bound_cycles": 0.0,
             "compute_bound_cycles": 0.0, "estimate_cycles": 0.0}
@@ -252,13 +254,13 @@ class Op:
     def key_variants(self, key: str) -> tuple[str, ...]:
         """The variants in which model key ``key`` acts: the one test of
         :func:`refuse_idle_keys` and a sweep's notes (default: none for another op's key, those
-        using a channel for an iDMA key, the tile key where :meth:`checks_params`, any other in
-        every variant)."""
+        needing a channel for an iDMA key and a DataRAM for a TCM key (:meth:`requirements`),
+        the tile key where :meth:`checks_params`, any other in every variant)."""
         section = key.partition(".")[0]
         if section in OP_SCHEMAS and section != self.name:
             return ()
-        if section == "idma":
-            return tuple(v for v in self.variants if self.requirements(v).get("channels"))
+        if section in USES:
+            return tuple(v for v in self.variants if self.requirements(v).get(USES[section][0]))
         if key == self.tile_key:
             return tuple(v for v in self.variants if self.checks_params(v))
         return tuple(self.variants)
@@ -279,7 +281,8 @@ class Op:
         prints it), else None: a key that does not act in ``variant``, a 1-D tile key leaving
         the same last tile, or (given each value's model) the port binding every run alike."""
         if variant not in self.key_variants(key):
-            why = ": it uses no iDMA channel" if key.startswith("idma.") else ""
+            uses = USES.get(key.partition(".")[0])
+            why = f": it uses no {uses[1]}" if uses else ""
             return f"{key} does not act in {self.name} {variant}{why}"
         reason = self._same_last_tile_reason(shape, key, values)
         if reason is None and models:
