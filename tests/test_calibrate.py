@@ -752,3 +752,33 @@ def test_integer_interval_ends_compare_exactly_at_large_values():
     assert (short.lo, short.hi, short.reaches_search_bound) == (hi - 1, hi - 1, False)
     reached = _interval(Grid(), p, [FitPoint({p.key: float(hi)}, np.zeros(1))], None, False)
     assert reached.reaches_search_bound
+
+
+
+def test_no_measurement_is_proposed_that_separates_nothing(j6):
+    """A write latency fitted to a TCM -> DDR copy: copies DDR -> TCM never write DDR, so every
+    fit predicts each of them to the cycle; none is proposed (one was, 'the equally good fits
+    differ by up to 0 cycles'), and the text says that none separates the fits."""
+    import dataclasses
+    import math
+
+    import numpy as np
+
+    from dspsim.study.calibrate.problem import FitPoint, Problem, propose_measurement
+
+    model = j6.with_overrides({"ddr.write_latency_cycles": 300.0})
+    settings = {"copy.src": "tcm", "copy.dst": "ddr"}
+    cycles = simulate(model.with_overrides(settings), "copy", "idma", shape=(65536,),
+                      data=False).cycles
+    m = Measurement("idma", cycles, 65536, settings, op="copy")
+    c = calibrate(model, [m], ["ddr.write_latency_cycles"], fidelity="tile")
+    assert not c.determined
+    pr = c.proposal
+    assert pr is None or (pr.spread_cycles > 0 and len({p for _, p in pr.predictions}) > 1)
+    prob = Problem(model, [m], c.free, "tile")
+    members = [FitPoint({"ddr.write_latency_cycles": v}, np.zeros(1)) for v in (3, 300, 2000)]
+    reads = [Measurement(v, math.nan, n, {}, op="copy") for v in ("idma", "memcpy")
+             for n in (4096, 65536)]  # DDR -> TCM: the copy op's default ends
+    assert propose_measurement(prob, members, 1, reads) is None
+    text = dataclasses.replace(c, proposal=None).text()
+    assert "separating measurement: none found" in text

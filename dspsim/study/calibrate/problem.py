@@ -484,8 +484,9 @@ def candidate_measurements(model: HardwareModel, free_keys: Iterable[str],
 def propose_measurement(prob: Problem, members: list[FitPoint], n_families: int,
                         candidates: list[Measurement] | None = None) -> Proposal | None:
     """The candidate on which the fits differ most: first the one whose smallest difference
-    between two families is largest (it tells every family apart), then the widest spread.
-    ``candidates`` default to :func:`candidate_measurements` for the problem's free keys."""
+    between two families is largest (it tells every family apart), then the widest spread;
+    None when every candidate has every fit predict the same cycles. ``candidates`` default to
+    :func:`candidate_measurements` for the problem's free keys."""
     if len(members) < 2:
         return None
     if candidates is None:
@@ -505,8 +506,8 @@ def propose_measurement(prob: Problem, members: list[FitPoint], n_families: int,
                          fidelity=prob.fidelity)
             preds.append(float(r.cycles))
             prob.simulations += 1
-        if not preds:
-            continue
+        if not preds or min(preds) == max(preds):
+            continue  # every fit predicts the same cycles: the run separates nothing
         fam = preds[:n_families]
         gap = (min(100 * abs(a / b - 1) for a, b in itertools.combinations(fam, 2))
                if len(fam) >= 2 else None)
