@@ -204,6 +204,25 @@ def test_tolerance_ranges_are_where_every_row_stays_within_tolerance():
         assert abs(_cycles(J6, "direct", **{"ddr.latency_cycles": v}) / measured - 1) > 0.01
 
 
+
+def test_a_positive_keys_tolerance_range_ends_at_a_value_the_walk_tried():
+    """A write latency a TCM -> DDR copy barely feels fits down towards 0, which the key
+    refuses: the low end is the walk's floor (its value x REL_PRECISION, within tolerance),
+    not the smallest float the bisection once halved down to (5e-324)."""
+    from dspsim.study.calibrate import Measurement
+    from dspsim.study.interval import REL_PRECISION, tolerance_ranges
+
+    model = J6.with_overrides({"ddr.write_latency_cycles": 300.0})
+    ends = {"copy.src": "tcm", "copy.dst": "ddr"}
+    measured = simulate(model.with_overrides(ends), "copy", "idma", shape=(65536,),
+                        data=False).cycles
+    rows = [Measurement("idma", measured, 65536, ends, op="copy")]
+    (lo, hi), = tolerance_ranges(model, ["ddr.write_latency_cycles"], rows, 1.0).values()
+    assert lo == pytest.approx(300.0 * REL_PRECISION) and 300.0 < hi
+    at_lo = model.with_overrides({**ends, "ddr.write_latency_cycles": lo})
+    cycles = simulate(at_lo, "copy", "idma", shape=(65536,), data=False).cycles
+    assert abs(cycles / measured - 1) <= 0.01
+
 def test_every_ranged_key_of_the_shipped_models_has_a_claim_or_is_searched():
     for name in ("j6", "ameba_hifi5", "esp32s3"):
         untrended = [k for k in load_model(name).ranges if trend(k) is None

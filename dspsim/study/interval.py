@@ -191,11 +191,15 @@ def _within(model: HardwareModel, key: str, value: Any, rows: Sequence[Any],
 
 def _edge(model: HardwareModel, key: str, rows: Sequence[Any], tol: float, up: bool) -> Any:
     """The last value (walking up or down from the key's value) at which every row fits:
-    out in doubling steps until a misfit (or the bound), then the last step bisected."""
+    out in doubling steps until a misfit (or the bound), then the last step bisected. A key
+    that must stay above 0 walks down to its value x REL_PRECISION (the walk's first step),
+    not towards 0, which it refuses (halving down to the smallest float)."""
     k = model_key(key)
     integer = k.type is int
     value = good = model.get(key)
     bound = k.hi if up else (k.lo if k.lo is not None else 0)
+    if not up and k.positive:
+        bound = abs(value) * REL_PRECISION
     step = max(abs(value) * REL_PRECISION, 1 if integer else 1e-9)
     for _ in range(MAX_STEPS):
         trial = min(value + step, bound) if up else max(value - step, bound)
