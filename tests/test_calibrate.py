@@ -782,3 +782,24 @@ def test_no_measurement_is_proposed_that_separates_nothing(j6):
     assert propose_measurement(prob, members, 1, reads) is None
     text = dataclasses.replace(c, proposal=None).text()
     assert "separating measurement: none found" in text
+
+
+def test_the_candidates_include_runs_with_each_measurements_settings(j6):
+    """A write latency fitted to a TCM -> DDR copy: the copy op's own candidates copy DDR ->
+    TCM and never write DDR; runs with the measurement's ends are proposed too, and one of them
+    separates the fits (the proposal was none, or one 'differing by up to 0 cycles')."""
+    from dspsim.study.calibrate import candidate_measurements
+
+    model = j6.with_overrides({"ddr.write_latency_cycles": 300.0})
+    ends = {"copy.src": "tcm", "copy.dst": "ddr"}
+    cycles = simulate(model.with_overrides(ends), "copy", "idma", shape=(65536,),
+                      data=False).cycles
+    m = Measurement("idma", cycles, 65536, ends, op="copy")
+    cands = candidate_measurements(model, ["ddr.write_latency_cycles"], [m])
+    assert any(c.settings == {} for c in cands)  # the op's own candidates stay
+    assert any(c.settings == ends for c in cands) and all(c.label() != m.label() for c in cands)
+    c = calibrate(model, [m], ["ddr.write_latency_cycles"], fidelity="tile")
+    pr = c.proposal
+    assert pr is not None and pr.measurement.settings == ends
+    assert pr.spread_cycles == max(p for _, p in pr.predictions) - min(p for _, p in pr.predictions)
+    assert pr.spread_cycles > 0

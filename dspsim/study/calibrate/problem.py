@@ -469,16 +469,21 @@ def run_key(m: Measurement) -> tuple:
 def candidate_measurements(model: HardwareModel, free_keys: Iterable[str],
                            measured: list[Measurement]) -> list[Measurement]:
     """Runs a board can make, as each measured op proposes them (given the free keys and the
-    op's largest measured shape), less those already measured; with no measurement, the
-    default op's at its default shape."""
+    op's largest measured shape) with the model's settings and with each measurement's (a copy
+    measured TCM -> DDR is proposed TCM -> DDR runs too), less those already measured; with no
+    measurement, the default op's at its default shape."""
     free_keys = list(free_keys)
     longest = largest_shapes(measured) or {DEFAULT_OP: tuple(get_op(DEFAULT_OP).default_shape)}
-    out = [Measurement(variant, math.nan, tuple(cand_shape), dict(settings), name)
-           for name, shape in longest.items()
-           for variant, cand_shape, settings
-           in get_op(name).calibration_candidates(model, free_keys, shape)]
-    seen = {run_key(m) for m in measured}
-    return [m for m in out if run_key(m) not in seen]
+    given = {(m.op, repr(sorted(m.settings.items()))): (m.op, m.settings) for m in measured}
+    out, seen = [], {run_key(m) for m in measured}
+    for name, base in [(name, {}) for name in longest] + list(given.values()):
+        for variant, cand_shape, settings in get_op(name).calibration_candidates(
+                model.with_overrides(base), free_keys, longest[name]):
+            c = Measurement(variant, math.nan, tuple(cand_shape), {**base, **settings}, name)
+            if run_key(c) not in seen:
+                seen.add(run_key(c))
+                out.append(c)
+    return out
 
 
 def propose_measurement(prob: Problem, members: list[FitPoint], n_families: int,
