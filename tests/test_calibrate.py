@@ -803,3 +803,21 @@ def test_the_candidates_include_runs_with_each_measurements_settings(j6):
     assert pr is not None and pr.measurement.settings == ends
     assert pr.spread_cycles == max(p for _, p in pr.predictions) - min(p for _, p in pr.predictions)
     assert pr.spread_cycles > 0
+
+
+@pytest.mark.parametrize("free", ["idma.engine_bytes_per_cycle",
+                                  "idma.engine_bytes_per_cycle=0:10000"])
+def test_a_rate_whose_0_means_no_limit_is_searched_above_0(free):
+    """idma.engine_bytes_per_cycle = 0 is no limit: a search from 0 (J6's value) to 10,000 had
+    both ends as fast, so a rate the runs plainly depend on was refused as changing no
+    measurement's cycles "between 0 and 10000". Refused in one line asking for LO > 0; a range
+    above 0 recovers the rate."""
+    cycles = simulate(load_model().with_overrides({"idma.engine_bytes_per_cycle": 0.1}),
+                      mode="pingpong", n=20_000, data=False).cycles
+    code, out, err = cli("calibrate", "--measured", f"pingpong,n=20000={cycles}",
+                         "--free", free)
+    assert code == 2 and not out and err.count("\n") == 1, out + err
+    assert "means no limit" in err and "LO > 0" in err and "changes no measurement" not in err
+    c = calibrate(load_model(), [Measurement("pingpong", cycles, 20_000)],
+                  ["idma.engine_bytes_per_cycle=0.001:10000"], fidelity="tile", identify=False)
+    assert c.values["idma.engine_bytes_per_cycle"] == pytest.approx(0.1, rel=0.01)
