@@ -821,3 +821,19 @@ def test_a_rate_whose_0_means_no_limit_is_searched_above_0(free):
     c = calibrate(load_model(), [Measurement("pingpong", cycles, 20_000)],
                   ["idma.engine_bytes_per_cycle=0.001:10000"], fidelity="tile", identify=False)
     assert c.values["idma.engine_bytes_per_cycle"] == pytest.approx(0.1, rel=0.01)
+
+
+def test_a_key_searched_from_0_gets_its_whole_interval():
+    """idma.descriptor_cycles (J6: 0) is searched over 0 .. 1e6 on a linear scale; its profile
+    stepped 0.5 % of that range (5,000 cycles), over the whole interval of a fit near 9,000, and
+    reported 8970 .. 8970 (+0.0 %), when every value from about 7,870 to 10,070 keeps the
+    measurement within 1 % (the tolerance range: with one key free, the same set)."""
+    from dspsim.study.interval import tolerance_ranges
+
+    model = load_model()
+    ms = [Measurement("pingpong", 1_100_000, 20_000)]
+    c = calibrate(model, ms, ["idma.descriptor_cycles"])
+    (iv,) = c.intervals
+    (lo, hi), = tolerance_ranges(c.fitted, ["idma.descriptor_cycles"], ms, 1.0).values()
+    assert lo < 0.9 * hi  # a real interval
+    assert iv.lo == pytest.approx(lo, rel=0.01) and iv.hi == pytest.approx(hi, rel=0.01)
