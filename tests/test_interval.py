@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dspsim.config import load_model, read_model_tables, resolve_model_path
-from dspsim.errors import ConfigError
+from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.run import simulate
 from dspsim.study.interval import FIT_KEYS, op_interval, trend
 from tests.cli_helpers import one_line, run_cli
@@ -222,6 +222,21 @@ def test_a_positive_keys_tolerance_range_ends_at_a_value_the_walk_tried():
     at_lo = model.with_overrides({**ends, "ddr.write_latency_cycles": lo})
     cycles = simulate(at_lo, "copy", "idma", shape=(65536,), data=False).cycles
     assert abs(cycles / measured - 1) <= 0.01
+
+
+def test_a_rate_range_reaching_0_is_refused_not_taken_as_its_slow_end(tmp_path):
+    """idma.engine_bytes_per_cycle = 0 is no limit: a range [0, 1] was searched with 0 as its
+    slow end (cycles fall as the rate rises), so the interval's high was the point itself,
+    though a rate near 0 makes the run as slow as you like. One line, no interval."""
+    p = tmp_path / "rate.toml"
+    p.write_text('base = "j6"\n[idma]\nengine_bytes_per_cycle = 0.25\n[ranges]\n'
+                 '"idma.engine_bytes_per_cycle" = [0.0, 1.0]\n')
+    with pytest.raises(DspsimInputError, match="reaches 0, which means no limit"):
+        op_interval(load_model(p), "softmax", "pingpong", (N,))
+    ok = load_model(p).with_overrides({})
+    ok = dataclasses.replace(ok, ranges={"idma.engine_bytes_per_cycle": (0.125, 1.0)})
+    iv = op_interval(ok, "softmax", "pingpong", (N,))
+    assert iv.high_cycles == _cycles(ok, **{"idma.engine_bytes_per_cycle": 0.125}) > iv.point_cycles
 
 def test_every_ranged_key_of_the_shipped_models_has_a_claim_or_is_searched():
     for name in ("j6", "ameba_hifi5", "esp32s3"):

@@ -113,6 +113,10 @@ def _slow_fast(model: HardwareModel, run: Callable[[dict[str, Any]], int]
             slow[key], fast[key] = max(alone, key=alone.get), min(alone, key=alone.get)
         elif t is None:
             free[key] = tuple(dict.fromkeys((lo, model.get(key), hi)))
+        elif t < 0 and lo <= 0:  # a rate at 0 is no limit (the fastest): no slowest end
+            raise DspsimInputError(
+                f"interval: [ranges] {key} = [{lo!r}, {hi!r}] reaches 0, which means no limit "
+                "(the fastest, not the slowest); allowed: a range above 0")
         elif t:
             slow[key], fast[key] = (hi, lo) if t > 0 else (lo, hi)
     if len(free) > MAX_UNTRENDED:
