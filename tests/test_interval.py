@@ -238,6 +238,22 @@ def test_a_rate_range_reaching_0_is_refused_not_taken_as_its_slow_end(tmp_path):
     iv = op_interval(ok, "softmax", "pingpong", (N,))
     assert iv.high_cycles == _cycles(ok, **{"idma.engine_bytes_per_cycle": 0.125}) > iv.point_cycles
 
+
+def test_a_tolerance_range_walks_a_key_on_its_multiples():
+    """softmax.tile_bytes takes multiples of 4: the walk tried 32,768 + 3 (refused: a misfit
+    for the walk) and reported [32768, 32768], though tiles from about 26,700 to 43,100 bytes
+    keep the measurement within 1 %. Each end is a multiple, the next multiple out misfits."""
+    from dspsim.study.calibrate import Measurement
+    from dspsim.study.interval import tolerance_ranges
+
+    measured = _cycles(J6, n=20_000)
+    rows = [Measurement("pingpong", measured, 20_000)]
+    (lo, hi), = tolerance_ranges(J6, ["softmax.tile_bytes"], rows, 1.0).values()
+    assert lo < J6.softmax.tile_bytes < hi and lo % 4 == 0 and hi % 4 == 0
+    for v, fits in ((lo, True), (hi, True), (lo - 4, False), (hi + 4, False)):
+        cycles = _cycles(J6, n=20_000, **{"softmax.tile_bytes": v})
+        assert (abs(cycles / measured - 1) <= 0.01) == fits, v
+
 def test_every_ranged_key_of_the_shipped_models_has_a_claim_or_is_searched():
     for name in ("j6", "ameba_hifi5", "esp32s3"):
         untrended = [k for k in load_model(name).ranges if trend(k) is None

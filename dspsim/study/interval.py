@@ -200,14 +200,15 @@ def _edge(model: HardwareModel, key: str, rows: Sequence[Any], tol: float, up: b
     not towards 0, which it refuses (halving down to the smallest float)."""
     k = model_key(key)
     integer = k.type is int
+    unit = k.multiple or 1  # an integer key's step: the values it takes (multiples of 4, say)
     value = good = model.get(key)
     bound = k.hi if up else (k.lo if k.lo is not None else 0)
     if not up and k.positive:
         bound = abs(value) * REL_PRECISION
-    step = max(abs(value) * REL_PRECISION, 1 if integer else 1e-9)
+    step = max(abs(value) * REL_PRECISION, unit if integer else 1e-9)
     for _ in range(MAX_STEPS):
         trial = min(value + step, bound) if up else max(value - step, bound)
-        trial = int(round(trial)) if integer else trial
+        trial = int(round(trial / unit)) * unit if integer else trial
         if not _within(model, key, trial, rows, tol):
             bad = trial
             break
@@ -217,9 +218,9 @@ def _edge(model: HardwareModel, key: str, rows: Sequence[Any], tol: float, up: b
         step *= 2
     else:
         return good
-    while abs(bad - good) > max(abs(good) * REL_PRECISION, 1 if integer else 0):
+    while abs(bad - good) > max(abs(good) * REL_PRECISION, unit if integer else 0):
         mid = (good + bad) / 2
-        mid = int(round(mid)) if integer else mid
+        mid = int(round(mid / unit)) * unit if integer else mid
         if mid in (good, bad):
             break
         good, bad = (mid, bad) if _within(model, key, mid, rows, tol) else (good, mid)
