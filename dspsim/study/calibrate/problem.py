@@ -298,8 +298,10 @@ class Problem:
         ints = {q.key: at.values[q.key] for q in self.ints}
         u0 = p.to_u(at.values[p.key])
         # a step's unit in the optimiser's coordinate: on a linear range (one from 0), the
-        # value's size if it has one (0.5 % of 0 .. 1e6 would step over a value of 9,000)
-        scale = 1.0 if p.log else min(p.hi - p.lo, abs(at.values[p.key]) or math.inf)
+        # value's size if it has one (0.5 % of 0 .. 1e6 would step over a value of 9,000), at
+        # least 1e-6 of the range (at most ~26 doublings across it)
+        width, v = p.hi - p.lo, abs(at.values[p.key])
+        scale = 1.0 if p.log else (min(width, max(v, 1e-6 * width)) if v else width)
         edges, points, hit = [], [], []
         for direction in (-1, 1):
             bound_u = p.to_u(p.lo if direction < 0 else p.hi)
