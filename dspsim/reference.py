@@ -54,8 +54,10 @@ operator and a `[model]` table, and may start from another file:
   inherits values, but a file that gives a key's value drops the range it inherits for that key,
   and so does `--set` (the range was about the other value). Refused in one line: a range on an
   unknown key or on a key that is not a number, an end the key does not accept, an inverted
-  range, a range that does not hold its value. `dspsim run --interval` and `dspsim validate`
-  give a prediction the smallest and largest cycles over the ranges (`docs/validation.md`,
+  range, a range that does not hold its value; and, where an interval is searched, a range
+  reaching 0 of a rate whose 0 means no limit (`idma.engine_bytes_per_cycle`: no slowest
+  end). `dspsim run --interval` and `dspsim validate` give a prediction the smallest and
+  largest cycles over the ranges (`docs/validation.md`,
   "Intervals"); the column *cycles* below says what the search relies on for each key: *rise*
   (cycles never fall as the key rises), *fall* (never rise), *none* (they do not depend on
   it), *searched* (no trend proven: the search tries its range's ends and its value), `-`

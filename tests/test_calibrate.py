@@ -752,3 +752,88 @@ def test_integer_interval_ends_compare_exactly_at_large_values():
     assert (short.lo, short.hi, short.reaches_search_bound) == (hi - 1, hi - 1, False)
     reached = _interval(Grid(), p, [FitPoint({p.key: float(hi)}, np.zeros(1))], None, False)
     assert reached.reaches_search_bound
+
+
+
+def test_no_measurement_is_proposed_that_separates_nothing(j6):
+    """A write latency fitted to a TCM -> DDR copy: copies DDR -> TCM never write DDR, so every
+    fit predicts each of them to the cycle; none is proposed (one was, 'the equally good fits
+    differ by up to 0 cycles'), and the text says that none separates the fits."""
+    import dataclasses
+    import math
+
+    import numpy as np
+
+    from dspsim.study.calibrate.problem import FitPoint, Problem, propose_measurement
+
+    model = j6.with_overrides({"ddr.write_latency_cycles": 300.0})
+    settings = {"copy.src": "tcm", "copy.dst": "ddr"}
+    cycles = simulate(model.with_overrides(settings), "copy", "idma", shape=(65536,),
+                      data=False).cycles
+    m = Measurement("idma", cycles, 65536, settings, op="copy")
+    c = calibrate(model, [m], ["ddr.write_latency_cycles"], fidelity="tile")
+    assert not c.determined
+    pr = c.proposal
+    assert pr is None or (pr.spread_cycles > 0 and len({p for _, p in pr.predictions}) > 1)
+    prob = Problem(model, [m], c.free, "tile")
+    members = [FitPoint({"ddr.write_latency_cycles": v}, np.zeros(1)) for v in (3, 300, 2000)]
+    reads = [Measurement(v, math.nan, n, {}, op="copy") for v in ("idma", "memcpy")
+             for n in (4096, 65536)]  # DDR -> TCM: the copy op's default ends
+    assert propose_measurement(prob, members, 1, reads) is None
+    text = dataclasses.replace(c, proposal=None).text()
+    assert "separating measurement: none found" in text
+
+
+def test_the_candidates_include_runs_with_each_measurements_settings(j6):
+    """A write latency fitted to a TCM -> DDR copy: the copy op's own candidates copy DDR ->
+    TCM and never write DDR; runs with the measurement's ends are proposed too, and one of them
+    separates the fits (the proposal was none, or one 'differing by up to 0 cycles')."""
+    from dspsim.study.calibrate import candidate_measurements
+
+    model = j6.with_overrides({"ddr.write_latency_cycles": 300.0})
+    ends = {"copy.src": "tcm", "copy.dst": "ddr"}
+    cycles = simulate(model.with_overrides(ends), "copy", "idma", shape=(65536,),
+                      data=False).cycles
+    m = Measurement("idma", cycles, 65536, ends, op="copy")
+    cands = candidate_measurements(model, ["ddr.write_latency_cycles"], [m])
+    assert any(c.settings == {} for c in cands)  # the op's own candidates stay
+    assert any(c.settings == ends for c in cands) and all(c.label() != m.label() for c in cands)
+    c = calibrate(model, [m], ["ddr.write_latency_cycles"], fidelity="tile")
+    pr = c.proposal
+    assert pr is not None and pr.measurement.settings == ends
+    assert pr.spread_cycles == max(p for _, p in pr.predictions) - min(p for _, p in pr.predictions)
+    assert pr.spread_cycles > 0
+
+
+@pytest.mark.parametrize("free", ["idma.engine_bytes_per_cycle",
+                                  "idma.engine_bytes_per_cycle=0:10000"])
+def test_a_rate_whose_0_means_no_limit_is_searched_above_0(free):
+    """idma.engine_bytes_per_cycle = 0 is no limit: a search from 0 (J6's value) to 10,000 had
+    both ends as fast, so a rate the runs plainly depend on was refused as changing no
+    measurement's cycles "between 0 and 10000". Refused in one line asking for LO > 0; a range
+    above 0 recovers the rate."""
+    cycles = simulate(load_model().with_overrides({"idma.engine_bytes_per_cycle": 0.1}),
+                      mode="pingpong", n=20_000, data=False).cycles
+    code, out, err = cli("calibrate", "--measured", f"pingpong,n=20000={cycles}",
+                         "--free", free)
+    assert code == 2 and not out and err.count("\n") == 1, out + err
+    assert "means no limit" in err and "LO > 0" in err and "changes no measurement" not in err
+    c = calibrate(load_model(), [Measurement("pingpong", cycles, 20_000)],
+                  ["idma.engine_bytes_per_cycle=0.001:10000"], fidelity="tile", identify=False)
+    assert c.values["idma.engine_bytes_per_cycle"] == pytest.approx(0.1, rel=0.01)
+
+
+def test_a_key_searched_from_0_gets_its_whole_interval():
+    """idma.descriptor_cycles (J6: 0) is searched over 0 .. 1e6 on a linear scale; its profile
+    stepped 0.5 % of that range (5,000 cycles), over the whole interval of a fit near 9,000, and
+    reported 8970 .. 8970 (+0.0 %), when every value from about 7,870 to 10,070 keeps the
+    measurement within 1 % (the tolerance range: with one key free, the same set)."""
+    from dspsim.study.interval import tolerance_ranges
+
+    model = load_model()
+    ms = [Measurement("pingpong", 1_100_000, 20_000)]
+    c = calibrate(model, ms, ["idma.descriptor_cycles"])
+    (iv,) = c.intervals
+    (lo, hi), = tolerance_ranges(c.fitted, ["idma.descriptor_cycles"], ms, 1.0).values()
+    assert lo < 0.9 * hi  # a real interval
+    assert iv.lo == pytest.approx(lo, rel=0.01) and iv.hi == pytest.approx(hi, rel=0.01)

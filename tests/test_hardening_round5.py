@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import signal
 import time
 import zipfile
@@ -204,12 +205,17 @@ def test_a_sweep_figure_names_cjk_models_and_long_columns_as_other_figures_do(tm
 
 
 def test_a_tolerance_range_down_to_the_smallest_float_prints(capsys):
-    """A fit whose key may go down to 0 within the tolerance: the range's low end is the
-    smallest positive float, 5e-324 (before: ZeroDivisionError rounding it to 6 digits)."""
+    """A fit whose key may go down to 0 within the tolerance (before: ZeroDivisionError
+    rounding 5e-324 to 6 digits): the low end is now the value the walk went down to, the
+    fitted latency x REL_PRECISION, not the smallest positive float."""
+    from dspsim.study.interval import REL_PRECISION
+
     code, out, err = run_cli(capsys, "calibrate", "--measured", "pingpong,n=4096=215000",
-                             "--free", "ddr.latency_cycles")
+                             "--free", "ddr.latency_cycles", "--json")
     assert code in (0, 1) and "Traceback" not in err, err
-    assert '"ddr.latency_cycles" = [5e-324, ' in out, out
+    obj = json.loads(out)
+    lo, _ = obj["tolerance_ranges"]["ddr.latency_cycles"]
+    assert lo == pytest.approx(obj["fit"]["ddr.latency_cycles"]["value"] * REL_PRECISION)
 
 
 def test_two_memories_whose_names_differ_only_in_case_are_refused(tmp_path):

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dspsim.config import load_model, read_model_tables, resolve_model_path
-from dspsim.errors import ConfigError
+from dspsim.errors import ConfigError, DspsimInputError
 from dspsim.run import simulate
 from dspsim.study.interval import FIT_KEYS, op_interval, trend
 from tests.cli_helpers import one_line, run_cli
@@ -203,6 +203,56 @@ def test_tolerance_ranges_are_where_every_row_stays_within_tolerance():
     for v in (lo * 0.99, hi * 1.01):  # just beyond: out of tolerance
         assert abs(_cycles(J6, "direct", **{"ddr.latency_cycles": v}) / measured - 1) > 0.01
 
+
+
+def test_a_positive_keys_tolerance_range_ends_at_a_value_the_walk_tried():
+    """A write latency a TCM -> DDR copy barely feels fits down towards 0, which the key
+    refuses: the low end is the walk's floor (its value x REL_PRECISION, within tolerance),
+    not the smallest float the bisection once halved down to (5e-324)."""
+    from dspsim.study.calibrate import Measurement
+    from dspsim.study.interval import REL_PRECISION, tolerance_ranges
+
+    model = J6.with_overrides({"ddr.write_latency_cycles": 300.0})
+    ends = {"copy.src": "tcm", "copy.dst": "ddr"}
+    measured = simulate(model.with_overrides(ends), "copy", "idma", shape=(65536,),
+                        data=False).cycles
+    rows = [Measurement("idma", measured, 65536, ends, op="copy")]
+    (lo, hi), = tolerance_ranges(model, ["ddr.write_latency_cycles"], rows, 1.0).values()
+    assert lo == pytest.approx(300.0 * REL_PRECISION) and 300.0 < hi
+    at_lo = model.with_overrides({**ends, "ddr.write_latency_cycles": lo})
+    cycles = simulate(at_lo, "copy", "idma", shape=(65536,), data=False).cycles
+    assert abs(cycles / measured - 1) <= 0.01
+
+
+def test_a_rate_range_reaching_0_is_refused_not_taken_as_its_slow_end(tmp_path):
+    """idma.engine_bytes_per_cycle = 0 is no limit: a range [0, 1] was searched with 0 as its
+    slow end (cycles fall as the rate rises), so the interval's high was the point itself,
+    though a rate near 0 makes the run as slow as you like. One line, no interval."""
+    p = tmp_path / "rate.toml"
+    p.write_text('base = "j6"\n[idma]\nengine_bytes_per_cycle = 0.25\n[ranges]\n'
+                 '"idma.engine_bytes_per_cycle" = [0.0, 1.0]\n')
+    with pytest.raises(DspsimInputError, match="reaches 0, which means no limit"):
+        op_interval(load_model(p), "softmax", "pingpong", (N,))
+    ok = load_model(p).with_overrides({})
+    ok = dataclasses.replace(ok, ranges={"idma.engine_bytes_per_cycle": (0.125, 1.0)})
+    iv = op_interval(ok, "softmax", "pingpong", (N,))
+    assert iv.high_cycles == _cycles(ok, **{"idma.engine_bytes_per_cycle": 0.125}) > iv.point_cycles
+
+
+def test_a_tolerance_range_walks_a_key_on_its_multiples():
+    """softmax.tile_bytes takes multiples of 4: the walk tried 32,768 + 3 (refused: a misfit
+    for the walk) and reported [32768, 32768], though tiles from about 26,700 to 43,100 bytes
+    keep the measurement within 1 %. Each end is a multiple, the next multiple out misfits."""
+    from dspsim.study.calibrate import Measurement
+    from dspsim.study.interval import tolerance_ranges
+
+    measured = _cycles(J6, n=20_000)
+    rows = [Measurement("pingpong", measured, 20_000)]
+    (lo, hi), = tolerance_ranges(J6, ["softmax.tile_bytes"], rows, 1.0).values()
+    assert lo < J6.softmax.tile_bytes < hi and lo % 4 == 0 and hi % 4 == 0
+    for v, fits in ((lo, True), (hi, True), (lo - 4, False), (hi + 4, False)):
+        cycles = _cycles(J6, n=20_000, **{"softmax.tile_bytes": v})
+        assert (abs(cycles / measured - 1) <= 0.01) == fits, v
 
 def test_every_ranged_key_of_the_shipped_models_has_a_claim_or_is_searched():
     for name in ("j6", "ameba_hifi5", "esp32s3"):

@@ -170,3 +170,20 @@ def test_a_small_explore_finds_the_three_readings_and_separates_them():
 def test_explore_refuses_bad_options_in_one_line(args, message):
     code, out, err = cli("calibrate", "--explore", *args)
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_readings_no_candidate_separates_are_said_so(monkeypatch):
+    """Two readings and no proposal (every candidate predicted the same cycles with each: such
+    a candidate is no longer proposed, 'differing by at least 0.0 %'): the text says none
+    separates them rather than ending silently."""
+    from types import SimpleNamespace as Ns
+
+    from dspsim.study.calibrate.readings import Exploration
+
+    monkeypatch.setattr(Exploration, "_reading_lines", lambda self, i, f: [])
+    space = Ns(grid={}, cont=[], pin_grid_key=None, anchors=[{}], size=1)
+    ex = Exploration(load_model(), seed_measurements(), Ns(space=space, fits=[], fidelity="tile"),
+                     [Ns(), Ns()], None, 1.0, "burst", 0, 0.0)
+    assert "separating measurement: none found" in ex.text()
+    ex.families = ex.families[:1]  # one reading: nothing to separate, nothing said
+    assert "separating measurement" not in ex.text()

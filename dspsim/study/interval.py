@@ -113,6 +113,10 @@ def _slow_fast(model: HardwareModel, run: Callable[[dict[str, Any]], int]
             slow[key], fast[key] = max(alone, key=alone.get), min(alone, key=alone.get)
         elif t is None:
             free[key] = tuple(dict.fromkeys((lo, model.get(key), hi)))
+        elif t < 0 and lo <= 0:  # a rate at 0 is no limit (the fastest): no slowest end
+            raise DspsimInputError(
+                f"interval: [ranges] {key} = [{lo!r}, {hi!r}] reaches 0, which means no limit "
+                "(the fastest, not the slowest); allowed: a range above 0")
         elif t:
             slow[key], fast[key] = (hi, lo) if t > 0 else (lo, hi)
     if len(free) > MAX_UNTRENDED:
@@ -191,15 +195,20 @@ def _within(model: HardwareModel, key: str, value: Any, rows: Sequence[Any],
 
 def _edge(model: HardwareModel, key: str, rows: Sequence[Any], tol: float, up: bool) -> Any:
     """The last value (walking up or down from the key's value) at which every row fits:
-    out in doubling steps until a misfit (or the bound), then the last step bisected."""
+    out in doubling steps until a misfit (or the bound), then the last step bisected. A key
+    that must stay above 0 walks down to its value x REL_PRECISION (the walk's first step),
+    not towards 0, which it refuses (halving down to the smallest float)."""
     k = model_key(key)
     integer = k.type is int
+    unit = k.multiple or 1  # an integer key's step: the values it takes (multiples of 4, say)
     value = good = model.get(key)
     bound = k.hi if up else (k.lo if k.lo is not None else 0)
-    step = max(abs(value) * REL_PRECISION, 1 if integer else 1e-9)
+    if not up and k.positive:
+        bound = abs(value) * REL_PRECISION
+    step = max(abs(value) * REL_PRECISION, unit if integer else 1e-9)
     for _ in range(MAX_STEPS):
         trial = min(value + step, bound) if up else max(value - step, bound)
-        trial = int(round(trial)) if integer else trial
+        trial = int(round(trial / unit)) * unit if integer else trial
         if not _within(model, key, trial, rows, tol):
             bad = trial
             break
@@ -209,9 +218,9 @@ def _edge(model: HardwareModel, key: str, rows: Sequence[Any], tol: float, up: b
         step *= 2
     else:
         return good
-    while abs(bad - good) > max(abs(good) * REL_PRECISION, 1 if integer else 0):
+    while abs(bad - good) > max(abs(good) * REL_PRECISION, unit if integer else 0):
         mid = (good + bad) / 2
-        mid = int(round(mid)) if integer else mid
+        mid = int(round(mid / unit)) * unit if integer else mid
         if mid in (good, bad):
             break
         good, bad = (mid, bad) if _within(model, key, mid, rows, tol) else (good, mid)

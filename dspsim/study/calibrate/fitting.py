@@ -206,6 +206,9 @@ class Calibration:
         L += ["", *self._verdict_lines(width)]
         if self.proposal is not None:
             L += self._proposal_lines()
+        elif self.good and self.intervals and not self.determined:
+            L += ["", "separating measurement: none found (every candidate run predicts the same "
+                  "cycles with each of the equally good fits)"]
         if self.out_path:
             missed = "" if self.fitted_within_tolerance else (
                 " (the fit missed the tolerance: the file's verdict comment says so)")

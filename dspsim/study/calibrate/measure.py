@@ -33,6 +33,7 @@ from dspsim.host.window import check_fits_window, largest_first_dim
 from dspsim.ops import Op, get_op, op_names
 from dspsim.paths import read_small_text
 from dspsim.run import simulate
+from dspsim.study.interval import trend
 from dspsim.study.sweep.values import check_on_model, shape_text
 
 # A measurement that names no op is of the op a run that names none is of.
@@ -413,6 +414,10 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
             if lo > hi:
                 raise DspsimInputError(
                     f"--free {text!r}: {key} takes multiples of {step}; the range holds none")
+    if lo <= 0 and trend(key) == -1:  # cycles fall as it rises, so its 0 is not the slowest
+        raise DspsimInputError(
+            f"--free {text!r}: {key} = 0 means no limit (the fastest, not the slowest), so a "
+            f"search from 0 cannot find it; allowed: a range above 0, {key}=LO:HI with LO > 0")
     if not lo < hi:
         if integer and eq and lo == hi:
             raise DspsimInputError(f"--free {text!r}: the range holds one value {key} takes "

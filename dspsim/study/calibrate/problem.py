@@ -297,7 +297,11 @@ class Problem:
         ([low, high], the fits at both edges, [low edge is the search bound, high ...])."""
         ints = {q.key: at.values[q.key] for q in self.ints}
         u0 = p.to_u(at.values[p.key])
-        scale = 1.0 if p.log else p.hi - p.lo  # a step's unit in the optimiser's coordinate
+        # a step's unit in the optimiser's coordinate: on a linear range (one from 0), the
+        # value's size if it has one (0.5 % of 0 .. 1e6 would step over a value of 9,000), at
+        # least 1e-6 of the range (at most ~26 doublings across it)
+        width, v = p.hi - p.lo, abs(at.values[p.key])
+        scale = 1.0 if p.log else (min(width, max(v, 1e-6 * width)) if v else width)
         edges, points, hit = [], [], []
         for direction in (-1, 1):
             bound_u = p.to_u(p.lo if direction < 0 else p.hi)
@@ -469,23 +473,29 @@ def run_key(m: Measurement) -> tuple:
 def candidate_measurements(model: HardwareModel, free_keys: Iterable[str],
                            measured: list[Measurement]) -> list[Measurement]:
     """Runs a board can make, as each measured op proposes them (given the free keys and the
-    op's largest measured shape), less those already measured; with no measurement, the
-    default op's at its default shape."""
+    op's largest measured shape) with the model's settings and with each measurement's (a copy
+    measured TCM -> DDR is proposed TCM -> DDR runs too), less those already measured; with no
+    measurement, the default op's at its default shape."""
     free_keys = list(free_keys)
     longest = largest_shapes(measured) or {DEFAULT_OP: tuple(get_op(DEFAULT_OP).default_shape)}
-    out = [Measurement(variant, math.nan, tuple(cand_shape), dict(settings), name)
-           for name, shape in longest.items()
-           for variant, cand_shape, settings
-           in get_op(name).calibration_candidates(model, free_keys, shape)]
-    seen = {run_key(m) for m in measured}
-    return [m for m in out if run_key(m) not in seen]
+    given = {(m.op, repr(sorted(m.settings.items()))): (m.op, m.settings) for m in measured}
+    out, seen = [], {run_key(m) for m in measured}
+    for name, base in [(name, {}) for name in longest] + list(given.values()):
+        for variant, cand_shape, settings in get_op(name).calibration_candidates(
+                model.with_overrides(base), free_keys, longest[name]):
+            c = Measurement(variant, math.nan, tuple(cand_shape), {**base, **settings}, name)
+            if run_key(c) not in seen:
+                seen.add(run_key(c))
+                out.append(c)
+    return out
 
 
 def propose_measurement(prob: Problem, members: list[FitPoint], n_families: int,
                         candidates: list[Measurement] | None = None) -> Proposal | None:
     """The candidate on which the fits differ most: first the one whose smallest difference
-    between two families is largest (it tells every family apart), then the widest spread.
-    ``candidates`` default to :func:`candidate_measurements` for the problem's free keys."""
+    between two families is largest (it tells every family apart), then the widest spread;
+    None when every candidate has every fit predict the same cycles. ``candidates`` default to
+    :func:`candidate_measurements` for the problem's free keys."""
     if len(members) < 2:
         return None
     if candidates is None:
@@ -505,8 +515,8 @@ def propose_measurement(prob: Problem, members: list[FitPoint], n_families: int,
                          fidelity=prob.fidelity)
             preds.append(float(r.cycles))
             prob.simulations += 1
-        if not preds:
-            continue
+        if not preds or min(preds) == max(preds):
+            continue  # every fit predicts the same cycles: the run separates nothing
         fam = preds[:n_families]
         gap = (min(100 * abs(a / b - 1) for a, b in itertools.combinations(fam, 2))
                if len(fam) >= 2 else None)

@@ -252,6 +252,9 @@ class Exploration:
             L += self._reading_lines(i, f)
         if self.proposal is not None:
             L += self._proposal_lines()
+        elif len(self.families) >= 2:
+            L += ["", "separating measurement: none found (every candidate run predicts the same "
+                  "cycles with each reading)"]
         return "\n".join(L)
 
     def _reading_lines(self, i: int, f: Family) -> list[str]:
