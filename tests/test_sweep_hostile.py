@@ -373,7 +373,7 @@ def _grid_with(**change):
     ({"axes": _grid_with() + (("n", (8,)),)}, "sweep axes idma.channels, op, variant, n, n: "),
     ({"axes": list(_grid_with())}, "sweep axes [('idma.channels', (1, 2)), "),
     ({"axes": ((3, (1,)),)}, "sweep axes ((3, (1,)),): expected a tuple of (key, tuple of "),
-    ({"model": None}, "sweep model None: expected a HardwareModel"),
+    ({"model": None}, "model None: expected a HardwareModel"),
     ({"models": ("j6",)}, "sweep axes (('idma.channels', (1, 2)), "),
 ])
 def test_a_sweep_built_in_python_is_refused_as_build_sweep_refuses_it(tmp_path, fields,

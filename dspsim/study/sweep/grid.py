@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import HardwareModel, load_model, load_models, parse_value
+from dspsim.config import HardwareModel, checked_model, load_model, load_models, parse_value
 from dspsim.errors import DspsimInputError
 from dspsim.host.window import check_fits_window
 from dspsim.ops import Op, get_op
@@ -245,9 +245,7 @@ def _grid(axes: dict[str, list[Any]], base: HardwareModel, fid: str,
           several: tuple[tuple[str, HardwareModel], ...]) -> Sweep:
     """The sweep of ``axes`` (each key one of every model's) on ``base`` at ``fid``, checked."""
     for _, m in several or (("", base),):
-        if not isinstance(m, HardwareModel):
-            raise DspsimInputError(f"sweep model {m!r:.60}: expected a HardwareModel "
-                                   "(dspsim.load_model)")
+        checked_model(m)  # one built or replaced in Python too
         for key in axes:
             if key not in SPECIAL_KEYS and key != MODEL_KEY:
                 check_on_model(m, key, f"sweep key {key}")

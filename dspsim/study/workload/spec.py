@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dspsim.arrays import DDR_WINDOW_BYTES, ddr_layout_bytes
-from dspsim.config import parse_toml
+from dspsim.config import checked_model, parse_toml
 from dspsim.errors import DspsimInputError
 from dspsim.host.ucp import ANY, check_priority, parse_backend
 from dspsim.host.window import check_fits_window
@@ -286,6 +286,7 @@ def check_workload(workload: Workload, model: Any) -> Workload:
                "backend": f"core{s.backend}" if _is_int(s.backend) and s.backend >= 0
                else s.backend} for s in streams]
     checked = parse_workload({"seed": workload.seed, "stream": tables}, source)
+    model = checked_model(model)  # one built or replaced in Python too
     for s in checked.streams:
         try:
             parse_backend(s.backend, model.core.count)
