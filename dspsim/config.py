@@ -207,6 +207,16 @@ class HardwareModel:
         return {f"{s}.{k}": v for s, d in self.as_dict().items() for k, v in d.items()}
 
 
+def checked_model(model: Any) -> HardwareModel:
+    """``model`` checked as its file is (one built or replaced in Python was not)."""
+    if not isinstance(model, HardwareModel):
+        raise ConfigError(f"model {model!r:.60}: expected a HardwareModel (dspsim.load_model)")
+    try:
+        return model.with_overrides({})
+    except ConfigError as e:
+        raise ConfigError(f"model {model.name!r}: {e}") from None
+
+
 def _table(source: str, raw: Mapping[str, Any], section: str, keyed: bool = True
            ) -> dict[str, Any]:
     """A table of ``raw`` (absent: empty); ``keyed``: each of its keys a model key."""

@@ -837,3 +837,40 @@ def test_a_key_searched_from_0_gets_its_whole_interval():
     (lo, hi), = tolerance_ranges(c.fitted, ["idma.descriptor_cycles"], ms, 1.0).values()
     assert lo < 0.9 * hi  # a real interval
     assert iv.lo == pytest.approx(lo, rel=0.01) and iv.hi == pytest.approx(hi, rel=0.01)
+@pytest.mark.parametrize(("measurement", "message"), [
+    (Measurement("pingpong", float("nan"), 4096), "measurement 'pingpong,n=4096': cycles nan: "),
+    (Measurement("pingpong", -5.0, 4096), "measurement 'pingpong,n=4096': cycles -5.0: "),
+    (Measurement("pingpong", 0, 4096), "measurement 'pingpong,n=4096': cycles 0: "),
+    (Measurement("pingpong", "5000", 4096), "measurement 'pingpong,n=4096': cycles '5000': "),
+    (Measurement("pingpong", True, 4096), "measurement 'pingpong,n=4096': cycles True: "),
+    (Measurement("pingpong", 2.0**54, 4096), "measurement 'pingpong,n=4096': cycles 1.8"),
+    (Measurement("pingpong", 5e4, 4096, [1]), "calibrate: measurement Measurement(variant="),
+    ("pingpong,n=4096=50000", "calibrate: measurement 'pingpong,n=4096=50000': expected a "),
+])
+def test_a_measurement_built_in_python_is_refused_before_the_fit(j6, measurement, message):
+    """A Measurement checks its op, variant and shape, but calibrate took its cycles and
+    settings as given: a NaN was SciPy's "Residuals are not finite", -5 or 0 cycles fitted
+    silently, text cycles or a list of settings a TypeError or AttributeError."""
+    with pytest.raises(DspsimInputError) as e:
+        calibrate(j6, [measurement], ["ddr.latency_cycles"], identify=False)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value), e.value
+
+
+@pytest.mark.parametrize(("free", "message"), [
+    (("dma.x", 1.0, 2.0, False), "--free 'dma.x=1.0:2.0': unknown model key 'dma.x'"),
+    (("ddr.latency_cycles", 300.0, 100.0, False), "--free 'ddr.latency_cycles=300.0:100.0': the "
+                                                  "range must have LO < HI"),
+    (("ddr.latency_cycles", -5.0, 1e9, False), "--free 'ddr.latency_cycles=-5.0:1000000000.0': "
+                                               "ddr.latency_cycles allows 0 to"),
+    (("ddr.latency_cycles", float("nan"), 9.0, False), "--free 'ddr.latency_cycles=nan:9.0': "
+                                                        "expected KEY=LO:HI with two numbers"),
+])
+def test_a_free_param_built_in_python_is_checked_as_its_text_is(j6, free, message):
+    """calibrate took a FreeParam as given: an inverted range was SciPy's ValueError, a range
+    outside the key's allowed one fitted, an unknown key a raw ConfigError mid-fit. Each is
+    parse_free's line for the same KEY=LO:HI now."""
+    from dspsim.study.calibrate.measure import FreeParam
+
+    with pytest.raises(DspsimInputError) as e:
+        calibrate(j6, [Measurement("pingpong", 5e4, 4096)], [FreeParam(*free)], identify=False)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value), e.value

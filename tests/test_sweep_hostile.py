@@ -351,3 +351,42 @@ def test_a_parquet_table_too_long_to_read_whole_is_refused_from_its_metadata(tmp
     assert code == 2 and one_line(err) and "5 rows" in err, err
     code, _, err = run_cli(capsys, *argv)
     assert code == 2 and one_line(err) and "5 rows" in err, err
+
+
+def _grid_with(**change):
+    """The axes of a 2-point sweep with ``change`` (key: values, None drops the key) applied."""
+    axes = {"idma.channels": (1, 2), "op": ("softmax",), "variant": ("pingpong",), "n": (4096,)}
+    return tuple((k, v) for k, v in (axes | change).items() if v is not None)
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"fidelity": "nope"}, "fidelity 'nope': allowed "),
+    ({"axes": _grid_with(**{"dma.x": (1, 2)})}, "unknown model key 'dma.x'"),
+    ({"axes": _grid_with(**{"idma.channels": (0, -1)})}, "idma.channels = 0: allowed range is"),
+    ({"axes": _grid_with(**{"idma.channels": ()})}, "idma.channels: no values"),
+    ({"axes": _grid_with(**{"idma.channels": (1, 1)})}, "idma.channels: value 1 is given twice"),
+    ({"axes": _grid_with(variant=("nope",))}, "variant 'nope' is not a variant of softmax"),
+    ({"axes": _grid_with(n=(0,))}, "n = 0: must be a positive integer"),
+    ({"axes": _grid_with(op=None)}, "sweep axes idma.channels, variant, n: build_sweep gives "
+                                    "idma.channels, variant, n, op ("),
+    ({"axes": ()}, "sweep axes none: build_sweep gives op, variant, n ("),
+    ({"axes": _grid_with() + (("n", (8,)),)}, "sweep axes idma.channels, op, variant, n, n: "),
+    ({"axes": list(_grid_with())}, "sweep axes [('idma.channels', (1, 2)), "),
+    ({"axes": ((3, (1,)),)}, "sweep axes ((3, (1,)),): expected a tuple of (key, tuple of "),
+    ({"model": None}, "model None: expected a HardwareModel"),
+    ({"models": ("j6",)}, "sweep axes (('idma.channels', (1, 2)), "),
+])
+def test_a_sweep_built_in_python_is_refused_as_build_sweep_refuses_it(tmp_path, fields,
+                                                                      message):
+    """run_sweep ran a Sweep built in Python unchecked: an unknown key or a value out of range
+    gave "0 failed" and a table without rows (the rows did not read back), a bad fidelity one
+    error a point, an empty axis or no model a traceback, a grid without op ran one unnamed
+    point. Each is build_sweep's own one line now, before anything is written."""
+    from dspsim import load_model
+    from dspsim.study.sweep import Sweep
+
+    sweep = Sweep(**({"axes": _grid_with(), "model": load_model(), "fidelity": "tile"} | fields))
+    with pytest.raises(DspsimInputError) as e:
+        run_sweep(sweep, tmp_path / "t.csv")
+    assert str(e.value).startswith(message) and "\n" not in str(e.value), e.value
+    assert not list(tmp_path.iterdir())

@@ -201,3 +201,74 @@ def test_a_set_key_that_acts_on_no_stream_is_refused(tmp_path, capsys, setting, 
     one_line_exit_2(capsys, ["workload", str(f), "--set", setting], message)
     one_line_exit_2(capsys, ["run", "--variant", "direct", "--no-data", "--set", setting],
                     "does nothing in")
+BAD_STREAM_FIELDS = [
+    ("count", 0), ("count", -1), ("count", 2.5), ("count", True), ("count", MAX_TASKS + 1),
+    ("period_us", float("nan")), ("period_us", 0), ("period_us", -1.0), ("period_us", "1"),
+    ("period_us", MIN_PERIOD_US / 2), ("jitter_us", 1000.0), ("jitter_us", -1.0),
+    ("deadline_us", -1), ("deadline_us", 0), ("start_us", -5), ("start_us", float("inf")),
+    ("start_us", MAX_TIME_US), ("name", ""), ("name", 3), ("variant", "nope"), ("variant", 3),
+    ("op", 3), ("shape", (0,)), ("shape", 1000), ("backend", "core01"), ("backend", -1),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_STREAM_FIELDS)
+def test_a_stream_built_in_python_is_refused_as_its_file_is(field, value):
+    """check_workload checked a Stream built in Python for only some of what a file's stream is
+    checked for: a count of 0 or 2.5 and a NaN period were numpy errors mid-run, an unknown
+    variant a KeyError, a zero period, a jitter past the period, a negative deadline or start and
+    an empty name ran. Now each is the file reader's own line, naming the stream and the key."""
+    from dspsim import load_model
+    from dspsim.study.workload import Stream, Workload, check_workload
+    kw = {"name": "s", "op": "softmax", "variant": "direct", "shape": (1000,),
+          "period_us": 1000.0, "count": 2, field: value}
+    with pytest.raises(DspsimInputError) as e:
+        check_workload(Workload((Stream(**kw),), 0, "api"), load_model())
+    table = kw | {"shape": list(kw["shape"]) if isinstance(kw["shape"], tuple) else kw["shape"]}
+    with pytest.raises(WorkloadError) as as_file:
+        parse_workload({"stream": [table]}, "api")
+    message = str(e.value)
+    assert message == str(as_file.value) and "\n" not in message
+    stream = repr(kw["name"]) if isinstance(kw["name"], str) else "1"  # its place if no name
+    assert message.startswith(f"api: stream {stream}: ") and field in message.split(": ", 2)[2]
+
+
+def _stream(name: str = "s", count: int = 2):
+    from dspsim.study.workload import Stream
+    return Stream(name, "softmax", "direct", (1000,), 1000.0, count)
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"seed": -1}, "api: seed = -1: expected a non-negative integer"),
+    ({"seed": 1.5}, "api: seed = 1.5: expected a non-negative integer"),
+    ({"seed": True}, "api: seed = True: expected a non-negative integer"),
+    ({"streams": ()}, "workload 'api': streams = (): expected a non-empty tuple of Stream"),
+    ({"streams": ({"name": "s"},)}, "workload 'api': streams = ({'name': 's'},): expected a "),
+    ({"streams": "s"}, "workload 'api': streams = 's': expected a non-empty tuple of Stream"),
+    ({"source": 5}, "workload 5: streams = (Stream(name='s', "),
+    ({"streams": (_stream(), _stream())}, "api: stream name 's' is used twice"),
+    ({"streams": (_stream("a", MAX_TASKS), _stream("b"))},
+     f"api: {MAX_TASKS + 2:,} tasks in all streams; allowed at most {MAX_TASKS:,}"),
+])
+def test_a_workload_built_in_python_is_refused_as_its_file_is(fields, message):
+    """A Workload's own fields were not checked: a negative or fractional seed, no streams, two
+    streams of one name and more tasks than a run holds ran (or failed mid-run); not a tuple of
+    Stream was an AttributeError. Each is one line now, the file reader's where it has one."""
+    from dspsim import load_model
+    from dspsim.study.workload import Workload, check_workload
+    w = Workload(**({"streams": (_stream(),), "seed": 0, "source": "api"} | fields))
+    with pytest.raises(DspsimInputError) as e:
+        check_workload(w, load_model())
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_check_workload_returns_the_workload_its_file_gives():
+    """What runs is what the file reader gives for the same tables: a shape as a tuple, times as
+    floats, an integer backend K as "core<K>" (the run's table and summary name it so)."""
+    from dspsim import load_model
+    from dspsim.study.workload import Stream, Workload, check_workload
+    s = Stream("s", "softmax", "direct", [1000], 1000, 2, backend=0, start_us=5, jitter_us=1)
+    table = {"name": "s", "op": "softmax", "variant": "direct", "shape": [1000],
+             "period_us": 1000, "count": 2, "backend": "core0", "start_us": 5, "jitter_us": 1}
+    got = check_workload(Workload((s,), 3, "api"), load_model())
+    assert got == parse_workload({"seed": 3, "stream": [table]}, "api")
+    assert got.streams[0].shape == (1000,) and got.streams[0].backend == "core0"

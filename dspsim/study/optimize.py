@@ -30,7 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import HardwareModel, check_model_entries, load_model, model_key
+from dspsim.config import (
+    HardwareModel,
+    check_model_entries,
+    checked_model,
+    load_model,
+    model_key,
+)
 from dspsim.errors import DspsimInputError
 from dspsim.ops import default_op, get_op
 from dspsim.ops.base import Op, refuse_idle_keys, summary_json
@@ -302,7 +308,8 @@ def _load_models(
     out: dict[str, HardwareModel] = {}
     for m in given:
         if isinstance(m, HardwareModel):
-            loaded = m.with_overrides(ov) if ov else m
+            loaded = checked_model(m)  # one built or replaced in Python too
+            loaded = loaded.with_overrides(ov) if ov else loaded
             label = m.name
         else:
             loaded = load_model(m, ov or None)

@@ -26,6 +26,7 @@ from dspsim.config import (
     OP_SCHEMAS,
     HardwareModel,
     build_model,
+    checked_model,
     key_sources,
     load_model,
     model_key,
@@ -301,6 +302,7 @@ def calibrate(model: HardwareModel, measurements: list[Measurement],
     """Fit the free keys to the measurements; with ``identify``, the intervals and verdict.
     ``progress(msg)`` names each stage, ``on_simulation()`` follows every simulation."""
     check_tolerance(tolerance_pct)
+    checked_model(model)  # one built or replaced in Python too
     params = as_free(model, free)
     prob = Problem(model, measurements, params, fidelity, progress, on_simulation)
     prob.refuse_inert()

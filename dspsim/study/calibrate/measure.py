@@ -430,7 +430,8 @@ def as_free(model: HardwareModel, free: Any) -> list[FreeParam]:
     """Free keys given as :class:`FreeParam`, ``KEY[=LO:HI]`` texts or a key -> (lo, hi) map."""
     if isinstance(free, Mapping):
         return [parse_free(f"{k}={lo}:{hi}", model) for k, (lo, hi) in free.items()]
-    return [parse_free(f, model) if isinstance(f, str) else f for f in free]
+    return [parse_free(f"{f.key}={f.lo!r}:{f.hi!r}" if isinstance(f, FreeParam) else f, model)
+            for f in free]  # a FreeParam built in Python checked as its text is
 
 
 def parse_options(model: HardwareModel, measured: Iterable[str],

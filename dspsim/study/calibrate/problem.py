@@ -28,6 +28,7 @@ from dspsim.platform import check_fidelity
 from dspsim.run import simulate
 from dspsim.study.calibrate.measure import (
     DEFAULT_OP,
+    MAX_CYCLES,
     FreeParam,
     Measurement,
     allowed_range,
@@ -89,7 +90,14 @@ class Problem:
         keys = [p.key for p in free]
         if len(set(keys)) != len(keys):
             raise DspsimInputError(f"--free: a key is given twice ({', '.join(keys)})")
-        for m in measurements:
+        for m in measurements:  # built in Python: a Measurement checks op, variant and shape
+            if not isinstance(m, Measurement) or not isinstance(m.settings, dict):
+                raise DspsimInputError(f"calibrate: measurement {m!r:.80}: expected a "
+                                       "Measurement, its settings a dict of model keys")
+            c, real = m.cycles, int | float | np.integer | np.floating
+            if isinstance(c, bool) or not isinstance(c, real) or not 0 < c <= MAX_CYCLES:
+                raise DspsimInputError(f"measurement {m.label()!r}: cycles {c!r}: expected a "
+                                       "positive number of cycles, at most 2**53")
             clash = set(m.settings) & set(keys)
             if clash:
                 raise DspsimInputError(f"measurement {m.label()!r} sets {sorted(clash)[0]}, which "

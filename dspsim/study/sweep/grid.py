@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dspsim.config import HardwareModel, load_model, load_models, parse_value
+from dspsim.config import HardwareModel, checked_model, load_model, load_models, parse_value
 from dspsim.errors import DspsimInputError
 from dspsim.host.window import check_fits_window
 from dspsim.ops import Op, get_op
@@ -30,6 +30,7 @@ from dspsim.study.sweep.values import (
     SIZE_KEYS,
     SPECIAL_KEYS,
     VARIANT_KEYS,
+    _checked,
     check_on_model,
     check_value,
     format_value,
@@ -239,16 +240,44 @@ def build_sweep(params: Sequence[str] | Mapping[str, Any] = (), *,
         axes = {MODEL_KEY: [label for label, _ in several], **axes}  # outermost
     else:
         base = load_model(model if model is not None else loaded.get("model"), fixed or None)
+    fid = fidelity if fidelity is not None else loaded.get("fidelity", DEFAULT_FIDELITY)
+    return _grid(axes, base, fid, several)
+
+
+def _grid(axes: dict[str, list[Any]], base: HardwareModel, fid: str,
+          several: tuple[tuple[str, HardwareModel], ...]) -> Sweep:
+    """The sweep of ``axes`` (each key one of every model's) on ``base`` at ``fid``, checked."""
     for _, m in several or (("", base),):
+        checked_model(m)  # one built or replaced in Python too
         for key in axes:
             if key not in SPECIAL_KEYS and key != MODEL_KEY:
                 check_on_model(m, key, f"sweep key {key}")
-    fid = fidelity if fidelity is not None else loaded.get("fidelity", DEFAULT_FIDELITY)
     check_fidelity(fid)
     sweep = Sweep(tuple((k, tuple(v)) for k, v in axes.items()), base, fid, several)
     if sweep.size > MAX_POINTS:
         raise DspsimInputError(f"the grid has {sweep.size:,} points; at most {MAX_POINTS:,}")
     return sweep
+
+
+def check_sweep(sweep: Sweep) -> None:
+    """Refuse a Sweep (one built in Python) that :func:`build_sweep` would not build: each
+    axis's values checked as ``--param``'s, op, variant and size as it gives them, each key one
+    of every model's (the labels of ``models`` the ``model`` axis), the fidelity."""
+    pairs = sweep.axes
+    if not all(isinstance(t, tuple) and all(isinstance(a, tuple) and len(a) == 2 and isinstance(
+            a[0], str) for a in t) for t in (pairs, sweep.models)) or any(
+            not isinstance(v, tuple) for _, v in pairs):
+        raise DspsimInputError(f"sweep axes {pairs!r:.80}: expected a tuple of (key, tuple of "
+                               "values) pairs, models one of (label, HardwareModel) pairs")
+    axes = {k: _checked(k, v) for k, v in pairs}
+    labels = {MODEL_KEY: [label for label, _ in sweep.models]} if sweep.models else {}
+    rest = {k: v for k, v in axes.items() if k != MODEL_KEY}
+    built = _grid(labels | _special_axes(rest, {}), sweep.model, sweep.fidelity, sweep.models)
+    if built.axes != pairs:
+        raise DspsimInputError(f"sweep axes {', '.join(k for k, _ in pairs) or 'none'}: "
+                               f"build_sweep gives {', '.join(k for k, _ in built.axes)} (op, "
+                               "variant and size always, first a model axis of models' labels, "
+                               "each value once); build it so")
 
 
 def _swept(loaded: Mapping[str, Any], params: Sequence[str] | Mapping[str, Any]

@@ -33,7 +33,7 @@ from dspsim.study.sweep.executors import (
     local_results,
 )
 from dspsim.study.sweep.files import check_out, csv_line, journal_path, sidecar_path
-from dspsim.study.sweep.grid import Sweep
+from dspsim.study.sweep.grid import Sweep, check_sweep
 from dspsim.study.sweep.sidecar import compare, read_sidecar, sweep_meta
 from dspsim.study.sweep.table import (
     DONE,
@@ -218,6 +218,7 @@ def run_sweep(sweep: Sweep, out: str | Path, *, jobs: int = 1, executor: str = "
     ``progress`` (default: stderr is a terminal) draws a bar, ``fresh`` discards the file first,
     ``timeout_s`` bounds a dask cluster's run (what finished is kept)."""
     t0 = time.perf_counter()
+    check_sweep(sweep)  # one built in Python was not checked as build_sweep checks its own
     out = check_run(out, executor, scheduler, jobs)
     journal, side = journal_path(out), sidecar_path(out)
     if fresh:

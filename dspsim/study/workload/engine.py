@@ -389,7 +389,7 @@ def run_workload(
     it in that many parts at once, in worker processes (module docstring: the same tasks)."""
     check_fidelity(fidelity)
     check_jobs(jobs, "jobs", "parts of the run")
-    check_workload(workload, model)
+    workload = check_workload(workload, model)  # as a file gives it
     wall_start = time.perf_counter()
     sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, on_task_done)
     cached = model.dcache.capacity_bytes > 0

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dspsim.arrays import DDR_WINDOW_BYTES, ddr_layout_bytes
-from dspsim.config import parse_toml
+from dspsim.config import checked_model, parse_toml
 from dspsim.errors import DspsimInputError
 from dspsim.host.ucp import ANY, check_priority, parse_backend
 from dspsim.host.window import check_fits_window
@@ -273,16 +273,24 @@ def load_workload(path: str | Path) -> Workload:
     return parse_workload(parse_toml(text, what, WorkloadError), shown)
 
 
-def check_workload(workload: Workload, model: Any) -> None:
-    """Refuse, before simulating, what the platform cannot run: a backend beyond
-    ``core.count``, a priority outside 0-255, a shape past the host's window (a Workload built
-    in Python was not read from a file), a variant needing more channels or DataRAMs, an op's
-    own refusals."""
-    for s in workload.streams:
+def check_workload(workload: Workload, model: Any) -> Workload:
+    """``workload`` checked as its file is (each Stream as its ``[[stream]]``, an integer backend
+    K as ``"core<K>"``) and returned as read; then refused if the platform cannot run it (a
+    backend past ``core.count``, a variant needing more channels or DataRAMs, the op's own)."""
+    streams, source = workload.streams, workload.source
+    if not isinstance(streams, tuple | list) or not streams or not isinstance(source, str) or any(
+            not isinstance(s, Stream) for s in streams):
+        raise WorkloadError(f"workload {_show(source)}: streams = {_show(streams)}: expected a "
+                            "non-empty tuple of Stream, source a string")
+    tables = [{**vars(s), "shape": list(s.shape) if isinstance(s.shape, tuple) else s.shape,
+               "backend": f"core{s.backend}" if _is_int(s.backend) and s.backend >= 0
+               else s.backend} for s in streams]
+    checked = parse_workload({"seed": workload.seed, "stream": tables}, source)
+    model = checked_model(model)  # one built or replaced in Python too
+    for s in checked.streams:
         try:
             parse_backend(s.backend, model.core.count)
-            check_priority(s.priority)
-            check_fits_window(get_op(s.op), s.shape)
             get_op(s.op).check_run(model, s.variant, s.shape)
         except DspsimInputError as e:
-            raise WorkloadError(f"{workload.source}: stream {s.name!r}: {e}") from None
+            raise WorkloadError(f"{source}: stream {s.name!r}: {e}") from None
+    return checked
