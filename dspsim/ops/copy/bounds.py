@@ -473,10 +473,14 @@ def _memcpy_cached(model: Any, ext: Any, calls: int, n: int, out: dict[str, Any]
     if extra:  # a line's stores issue while its evicted line is written back
         extra -= min(issue / lines, _ways_path(dst, (True,), line, line)) * \
             _evicted_bytes(model, "memcpy", n, moved) // line
-    if model.dcache.prefetch_next_line:  # one demand miss, then each line's fill in turn
+    if model.dcache.prefetch_next_line:  # two demand misses (the second starts the stream),
+        # then a line's first use prefetches the next: the port's data path line after line,
+        # or two lines in flight per fill and a line's issue
         per_line = issue / lines
-        return (core.call_overhead_cycles * calls + lines * max(fill, per_line)
-                + miss + 2 * per_line + extra)
+        ahead = max((lines - 1) * _ways_path(ext, (False,), line, line) + policy.latency(False),
+                    min(1, lines - 1) * (fill + miss)
+                    + max(0, lines - 2) * max(per_line, (fill + per_line) / 2))
+        return (core.call_overhead_cycles * calls + fill + miss + 2 * per_line + ahead + extra)
     return (core.call_overhead_cycles * calls + lines * (fill + miss) + issue + extra)
 
 
