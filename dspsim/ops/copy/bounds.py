@@ -470,10 +470,13 @@ def _memcpy_cached(model: Any, ext: Any, calls: int, n: int, out: dict[str, Any]
     else:
         issue = MEMCPY.iterations(n // 4, core.lanes_f32) * MEMCPY.ii_cycles(core)
     miss = model.dcache.miss_cycles  # a demand miss's own cost besides its fill
-    if extra:  # a line's stores issue while its evicted line is written back
-        extra -= min(issue / lines, _ways_path(dst, (True,), line, line)) * \
+    ahead = prefetches(model.dcache, _streams(model))  # else every line a demand miss
+    if extra:  # a line's stores issue while its evicted line is written back (demand misses:
+        # also during the miss's own cycles, and the next source line's on another port)
+        hide = issue / lines + (0.0 if ahead else miss + (fill + miss) * (ext is not dst))
+        extra -= min(hide, _ways_path(dst, (True,), line, line)) * \
             _evicted_bytes(model, "memcpy", n, moved) // line
-    if model.dcache.prefetch_next_line:  # two demand misses (the second starts the stream),
+    if ahead:  # two demand misses (the second starts the stream),
         # then a line's first use prefetches the next: the port's data path line after line,
         # or two lines in flight per fill and a line's issue
         per_line = issue / lines
