@@ -242,3 +242,18 @@ def test_the_pingpong_estimates_know_the_engines_pace(j6, settings, op, variant,
     b = get_op(op).bounds(model, variant, r.shape)
     assert b.lower_bound_cycles <= r.cycles
     assert b.estimate_cycles == pytest.approx(r.cycles, rel=0.01)
+
+
+@pytest.mark.parametrize("settings", [{"idma.engine_bytes_per_cycle": 0.05},
+                                      {"idma.engine_bytes_per_cycle": 0.2,
+                                       "idma.descriptor_cycles": 100.0}])
+@pytest.mark.parametrize("variant", ["online", "multibuffer"])
+def test_a_one_tile_row_under_a_slow_engine_is_its_copies_in_turn(j6, settings, variant):
+    """Rows of one tile (softmax online, multibuffer on 1024 x 256): each pass is serial, its
+    input copy, kernels and output copy; the path form priced the input at the engine's rate and
+    took the output back out at the port's, so counted it twice (+34 % at 0.05 bytes/cycle)."""
+    model = j6.with_overrides(settings)
+    r = simulate(model, "softmax", variant, shape=(1024, 256), data=False)
+    b = get_op("softmax").bounds(model, variant, r.shape)
+    assert b.lower_bound_cycles <= r.cycles
+    assert b.estimate_cycles == pytest.approx(r.cycles, rel=0.01)

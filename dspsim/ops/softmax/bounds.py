@@ -250,21 +250,23 @@ class _Work:
             lanes = [4 * tiles.parity_elems(j, len(ins)) for j in range(len(ins))]
             if write_back:
                 lanes += [4 * tiles.parity_elems(j, len(outs)) for j in range(len(outs))]
-        transfer = max(copies * nbytes / c.throughput(used), max(lanes) / c.throughput(1))
+        last = tiles.at(tiles.count - 1)
+        out = 4 * last if write_back else 0  # the last output: after the last tile's kernels
+        # the other copies, at the rate each term priced them (an engine slower than the port)
+        transfer = max((copies * nbytes - out) / c.throughput(used),
+                       (max(lanes) - out) / c.throughput(1))
         if policy == "split" and write_back:  # inputs and outputs each on their own channels
             transfer = max(transfer, nbytes / c.throughput(min(len(ins), buffers)),
-                           nbytes / c.throughput(min(len(outs), buffers)))
-        last = tiles.at(tiles.count - 1)
-        last_out = c.single(4 * last, True) if write_back else 0.0
-        path = (c.setup + transfer - (4 * last * c.cpb if write_back else 0.0)
-                + (c.lat_write if write_back else c.lat)
+                           (nbytes - out) / c.throughput(min(len(outs), buffers)))
+        last_out = c.single(out, True) if write_back else 0.0
+        path = (c.setup + transfer + (c.lat_write if write_back else c.lat)
                 + cost(last) + (c.setup + last_out if write_back else 0.0))
         core = c.single(4 * tiles.at(0)) + kernels + copies * tiles.count * c.setup + last_out
         if policy == "split" and write_back and buffers == 2:
             # a buffer is refilled only once the core has computed the other one: every input
             # copy is exposed
             core += tiles.total(lambda s: c.single(4 * s)) - c.single(4 * tiles.at(0))
-        self.estimate += max(path, core)
+        self.estimate += core if tiles.count == 1 else max(path, core)  # one tile: serial
 
 
 def _online(c: _Cost, cols: int, policy: str) -> _Work:
