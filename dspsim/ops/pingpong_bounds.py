@@ -141,7 +141,8 @@ class _Pass(PortCosts):
             cycle = (work + max(d_out(j), nxt)) / 2
             serial = max(d_in(i), d_out(j))
         else:
-            cycle = (work + d_out(j) + nxt) / 2
+            # no tile j + 2: no input waits for tile j's output (on its own channel)
+            cycle = (work + d_out(j) + nxt) / 2 if j + 2 < n_tiles else 0.0
             serial = 0.0
         return max(work, cycle, serial)
 
