@@ -141,8 +141,10 @@ class _Pass(PortCosts):
             cycle = (work + max(d_out(j), nxt)) / 2
             serial = max(d_in(i), d_out(j))
         else:
-            # no tile j + 2: no input waits for tile j's output (on its own channel)
-            cycle = (work + d_out(j) + nxt) / 2 if j + 2 < n_tiles else 0.0
+            # no tile j + 2 and channels paced by their engine, not a shared port: no input
+            # waits for tile j's output, on its own channel
+            own = j + 2 >= n_tiles and self.rate < self.policy.bytes_per_cycle
+            cycle = 0.0 if own else (work + d_out(j) + nxt) / 2
             serial = 0.0
         return max(work, cycle, serial)
 
