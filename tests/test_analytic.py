@@ -272,3 +272,15 @@ def test_the_seeds_last_gap_waits_for_no_round_trip(j6, settings):
     b = get_op("softmax").bounds(model, "pingpong", r.shape)
     assert b.lower_bound_cycles <= r.cycles
     assert b.estimate_cycles == pytest.approx(r.cycles, rel=0.01)
+
+
+def test_a_two_tile_rows_last_output_overlaps_the_other_channel(j6):
+    """softmax online on rows of two tiles (16 x 16384) at 0.05 bytes/cycle a channel: the
+    port is idle enough that each engine paces its own channel, so the last output crosses
+    beside the other channel's output. The path form took the other copies at the two
+    engines' joint rate then the last output alone after them (+16.5 %)."""
+    model = j6.with_overrides({"idma.engine_bytes_per_cycle": 0.05})
+    r = simulate(model, "softmax", "online", shape=(16, 16384), data=False)
+    b = get_op("softmax").bounds(model, "online", r.shape)
+    assert b.lower_bound_cycles <= r.cycles
+    assert b.estimate_cycles == pytest.approx(r.cycles, rel=0.01)

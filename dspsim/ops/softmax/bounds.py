@@ -189,9 +189,11 @@ class _Cost(PortCosts):
     def tcm(self, shape: Any, n: int) -> int:
         return shape.tcm_cycles(n, self.core)
 
-    def throughput(self, channels: int) -> float:
+    def throughput(self, channels: int, paced: bool = True) -> float:
+        """Bytes per cycle of ``channels`` together: the port's path and request windows, and
+        (``paced``) each channel's engine."""
         window = min(self.m, max(1, channels) * self.k)
-        return min(1.0 / self.cpb, max(1, channels) * self.rate,
+        return min(1.0 / self.cpb, max(1, channels) * self.rate if paced else float("inf"),
                    window * self.burst / self.policy.request_cycles(self.burst, False))
 
     def pass1(self, s: int) -> int:  # online pass 1, one tile: max, exp, sum, rescale
@@ -253,7 +255,9 @@ class _Work:
         last = tiles.at(tiles.count - 1)
         out = 4 * last if write_back else 0  # the last output: after the last tile's kernels
         # the other copies, at the rate each term priced them (an engine slower than the port)
-        transfer = max((copies * nbytes - out) / c.throughput(used),
+        # the port, shared (each engine paces its own channel's lane: the last output overlaps
+        # the other channels' copies)
+        transfer = max((copies * nbytes - out) / c.throughput(used, paced=False),
                        (max(lanes) - out) / c.throughput(1))
         if policy == "split" and write_back:  # inputs and outputs each on their own channels
             transfer = max(transfer, nbytes / c.throughput(min(len(ins), buffers)),
