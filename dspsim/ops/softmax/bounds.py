@@ -246,19 +246,21 @@ class _Work:
         used = min(channels_used(policy, c.channels, write_back, tiles.count), buffers)
         self.channels = max(self.channels, used)
         ins, outs = stream_channels(policy, c.channels, write_back)
+        # each channel's (bytes, descriptors): the engine fetches each descriptor in turn
         if policy == "pingpong":  # tile i's input and output on channel i % 2
-            lanes = [copies * 4 * tiles.parity_elems(j) for j in range(2)]
+            lanes = [_lane(tiles, j, 2, copies) for j in range(2)]
         else:  # tile i's input on ins[i % len(ins)], its output on outs[i % len(outs)]
-            lanes = [4 * tiles.parity_elems(j, len(ins)) for j in range(len(ins))]
+            lanes = [_lane(tiles, j, len(ins)) for j in range(len(ins))]
             if write_back:
-                lanes += [4 * tiles.parity_elems(j, len(outs)) for j in range(len(outs))]
+                lanes += [_lane(tiles, j, len(outs)) for j in range(len(outs))]
         last = tiles.at(tiles.count - 1)
         out = 4 * last if write_back else 0  # the last output: after the last tile's kernels
-        # the other copies, at the rate each term priced them (an engine slower than the port)
         # the port, shared (each engine paces its own channel's lane: the last output overlaps
-        # the other channels' copies)
+        # the other channels' copies), or a lane but the last output (priced by last_out)
+        fetch = c.idma.descriptor_cycles
         transfer = max((copies * nbytes - out) / c.throughput(used, paced=False),
-                       (max(lanes) - out) / c.throughput(1))
+                       max(b / c.throughput(1) + k * fetch for b, k in lanes)
+                       - out / c.throughput(1) - (fetch if write_back else 0.0))
         if policy == "split" and write_back:  # inputs and outputs each on their own channels
             transfer = max(transfer, nbytes / c.throughput(min(len(ins), buffers)),
                            (nbytes - out) / c.throughput(min(len(outs), buffers)))
@@ -271,6 +273,12 @@ class _Work:
             # copy is exposed
             core += tiles.total(lambda s: c.single(4 * s)) - c.single(4 * tiles.at(0))
         self.estimate += core if tiles.count == 1 else max(path, core)  # one tile: serial
+
+
+def _lane(tiles: Tiling, j: int, lanes: int, copies: int = 1) -> tuple[int, int]:
+    """Bytes and descriptors of ``copies`` copies of the tiles ``i`` with ``i % lanes == j``."""
+    return copies * 4 * tiles.parity_elems(j, lanes), copies * ((tiles.count - j + lanes - 1)
+                                                                // lanes)
 
 
 def _online(c: _Cost, cols: int, policy: str) -> _Work:
