@@ -167,17 +167,20 @@ class _Pass(PortCosts):
         copies = 2 if write_back else 1
         channels = 1 if (split and not write_back) else 2
         in_bytes = 4 * tiles.elems
+        # each channel's bytes and descriptors (the engine fetches each in turn)
         if split:  # inputs on channel 0, outputs on channel 1
-            lanes = [in_bytes]
+            lanes, fetches = [in_bytes], [self.n_tiles]
         else:  # buffer b's copies go on channel b: even tiles on 0, odd tiles on 1
             lanes = [copies * 4 * tiles.parity_elems(p) for p in (0, 1)]
+            fetches = [copies * ((self.n_tiles - p + 1) // 2) for p in (0, 1)]
         left = 0  # tile 0's output bytes still in flight when the timer stops
         if stops_timer and write_back and not split and self.n_tiles == 2:
             out0 = 4 * tiles.at(0)
             left = max(0, out0 - (min(self.k, self.m) * self.burst + 4 * tiles.at(1)))
             lanes[0] -= left
         transfer = max((copies * in_bytes - left) / self.throughput(channels),
-                       max(lanes) / self.throughput(1))
+                       max(b / self.throughput(1) + k * self.idma.descriptor_cycles
+                           for b, k in zip(lanes, fetches)))
         return (2 * self.setup + transfer + self.last_latency
                 + self.cost(tiles.at(self.n_tiles - 1))
                 + (self.setup if write_back else 0.0))
