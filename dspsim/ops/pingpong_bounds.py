@@ -69,6 +69,7 @@ def ping_pong_pass_cycles(model: HardwareModel, tiles: Tiling, cost: Callable[[i
     in TCM); ``split``: inputs on channel 0, outputs on 1 (else buffer b's on channel b);
     ``stops_timer``: the op's timer stops when the pass ends."""
     p = _Pass(model, tiles, cost, write_back, split)
+    p.stops_timer = stops_timer
     last = tiles.count - 1
     tail = cost(tiles.at(last)) + ((p.setup + p.d_out(last)) if write_back else 0.0)
     if tiles.count == 1:
@@ -109,6 +110,7 @@ class _Pass(PortCosts):
         super().__init__(model)
         policy = self.policy
         self.tiles, self.cost, self.write_back, self.split = tiles, cost, write_back, split
+        self.stops_timer = False  # the op's timer stops when the pass ends
         self.n_tiles = tiles.count
         # a burst's slot time, path free: a read's, or the mean of a read's and a write's when
         # the pass writes back as much as it reads
@@ -141,9 +143,10 @@ class _Pass(PortCosts):
             cycle = (work + max(d_out(j), nxt)) / 2
             serial = max(d_in(i), d_out(j))
         else:
-            # no tile j + 2 and channels paced by their engine, not a shared port: no input
-            # waits for tile j's output, on its own channel
-            own = j + 2 >= n_tiles and self.rate < self.policy.bytes_per_cycle
+            # no tile j + 2, and the timer stops on the last output or the channels are paced
+            # by their engine, not a shared port: nothing waits for tile j's output
+            own = j + 2 >= n_tiles and (self.stops_timer
+                                        or self.rate < self.policy.bytes_per_cycle)
             cycle = 0.0 if own else (work + d_out(j) + nxt) / 2
             serial = 0.0
         return max(work, cycle, serial)
