@@ -150,3 +150,16 @@ def test_hifi5_memcpy_between_cached_ends_is_a_demand_miss_a_line(ameba, src, ds
     r = simulate(m, "copy", "memcpy", n=n, data=False)
     assert r.dcache["prefetches"] == 0 and b["lower_bound_cycles"] <= r.cycles
     assert b["estimate_cycles"] == pytest.approx(r.cycles, rel=0.02)
+
+
+@pytest.mark.parametrize("src, dst", [("sram", "tcm"), ("tcm", "sram"), ("tcm", "psram")])
+@pytest.mark.parametrize("n", [64, 128])
+def test_hifi5_memcpy_of_one_line_is_a_demand_miss(ameba, src, dst, n):
+    """A memcpy within one cache line: its one demand miss starts a stream but prefetches
+    nothing, so the line crosses inside the span. The bounds took it for a prefetch past the
+    stream's end and left no byte on the port: the estimate was the core's alone (-90 %)."""
+    m = ameba.with_overrides({"copy.src": src, "copy.dst": dst})
+    b = get_op("copy").bounds(m, "memcpy", (n,))
+    r = simulate(m, "copy", "memcpy", n=n, data=False)
+    assert r.dcache["prefetches"] == 0 and b["lower_bound_cycles"] <= r.cycles
+    assert b["estimate_cycles"] == pytest.approx(r.cycles, rel=0.1)

@@ -193,7 +193,7 @@ def way_bytes(model: Any, variant: str, n: int,
         name = memory_name(model, where)
         if _allocates(model, variant, mem) and write:  # the run's bytes, both ways
             moved = moved or traffic(model, variant, n)
-            out[name] = (mem, *_inside_span(model, mem, moved[f"{name}_read"],
+            out[name] = (mem, *_inside_span(model, mem, n, moved[f"{name}_read"],
                                             moved[f"{name}_write"]))
             continue
         _, r, w = out.get(name, (mem, 0, 0))
@@ -203,13 +203,15 @@ def way_bytes(model: Any, variant: str, n: int,
     return out
 
 
-def _inside_span(model: Any, mem: Any, read_bytes: int, write_bytes: int) -> tuple[int, int]:
+def _inside_span(model: Any, mem: Any, n: int, read_bytes: int, write_bytes: int
+                 ) -> tuple[int, int]:
     """Of a run's bytes through a write-allocate destination's port, those that must cross
-    inside the span: not a line prefetched past a stream's last, nor, without a flush, the last
-    dirty line evicted (posted: it may still drain)."""
+    inside the span: not a line prefetched past a stream's last (a followed stream of more than
+    one line: its second miss starts the prefetch), nor, without a flush, the last dirty line
+    evicted (posted: it may still drain)."""
     p, dc = model.copy, model.dcache
     streams = sum(memory_of(model, where) is mem for where in (p.src, p.dst))
-    if dc.prefetch_next_line:
+    if prefetches(dc, _streams(model)) and n > dc.line_bytes:
         read_bytes = max(0, read_bytes - streams * dc.line_bytes)
     if not p.flush_destination:
         write_bytes = max(0, write_bytes - dc.line_bytes)
@@ -480,7 +482,8 @@ def _memcpy_cached(model: Any, ext: Any, calls: int, n: int, out: dict[str, Any]
         # then a line's first use prefetches the next: the port's data path line after line,
         # or two lines in flight per fill and a line's issue
         per_line = issue / lines
-        ahead = max((lines - 1) * _ways_path(ext, (False,), line, line) + policy.latency(False),
+        ahead = max((lines - 1) * _ways_path(ext, (False,), line, line)
+                    + min(1, lines - 1) * policy.latency(False),
                     min(1, lines - 1) * (fill + miss)
                     + max(0, lines - 2) * max(per_line, (fill + per_line) / 2))
         return (core.call_overhead_cycles * calls + fill + miss + 2 * per_line + ahead + extra)
