@@ -145,9 +145,12 @@ class _Pass(PortCosts):
         else:
             # no tile j + 2, and the timer stops on the last output or the channels are paced
             # by their engine, not a shared port: nothing waits for tile j's output
-            own = j + 2 >= n_tiles and (self.stops_timer
-                                        or self.rate < self.policy.bytes_per_cycle)
-            cycle = 0.0 if own else (work + d_out(j) + nxt) / 2
+            paced = self.rate < self.policy.bytes_per_cycle
+            own = j + 2 >= n_tiles and (self.stops_timer or paced)
+            # paced: the round trip is the channel's own; the prefetch's descriptor is
+            # programmed while tile j's output crosses
+            overlap = min(self.setup, d_out(j)) if paced and descriptors == 2 else 0.0
+            cycle = 0.0 if own else (work - overlap + d_out(j) + nxt) / 2
             serial = 0.0
         return max(work, cycle, serial)
 
