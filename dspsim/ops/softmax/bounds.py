@@ -262,8 +262,10 @@ class _Work:
                        max(b / c.throughput(1) + k * fetch for b, k in lanes)
                        - out / c.throughput(1) - (fetch if write_back else 0.0))
         if policy == "split" and write_back:  # inputs and outputs each on their own channels
+            # (the outputs' channels idle until the first tile is in and computed)
             transfer = max(transfer, nbytes / c.throughput(min(len(ins), buffers)),
-                           (nbytes - out) / c.throughput(min(len(outs), buffers)))
+                           c.single(4 * tiles.at(0)) + cost(tiles.at(0))
+                           + (nbytes - out) / c.throughput(min(len(outs), buffers)))
         last_out = c.single(out, True) if write_back else 0.0
         path = (c.setup + transfer + (c.lat_write if write_back else c.lat)
                 + cost(last) + (c.setup + last_out if write_back else 0.0))
