@@ -163,3 +163,16 @@ def test_hifi5_memcpy_of_one_line_is_a_demand_miss(ameba, src, dst, n):
     r = simulate(m, "copy", "memcpy", n=n, data=False)
     assert r.dcache["prefetches"] == 0 and b["lower_bound_cycles"] <= r.cycles
     assert b["estimate_cycles"] == pytest.approx(r.cycles, rel=0.1)
+
+
+@pytest.mark.parametrize("src, dst", [("sram", "tcm"), ("tcm", "sram"), ("psram", "tcm")])
+@pytest.mark.parametrize("n", [4, 128])
+def test_hifi5_loop_of_one_line_pays_its_demand_miss(ameba, src, dst, n):
+    """A loop within one cache line: its one miss starts the prefetcher's stream but nothing is
+    prefetched ahead of it, so it pays dcache.miss_cycles; the estimate assumed the prefetch
+    (20-54 % low)."""
+    m = ameba.with_overrides({"copy.src": src, "copy.dst": dst})
+    b = get_op("copy").bounds(m, "loop", (n,))
+    r = simulate(m, "copy", "loop", n=n, data=False)
+    assert r.dcache["prefetches"] == 0 and b["lower_bound_cycles"] <= r.cycles
+    assert b["estimate_cycles"] == pytest.approx(r.cycles, rel=0.05)

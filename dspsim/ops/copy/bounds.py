@@ -570,7 +570,8 @@ def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) ->
     p, dc = model.copy, model.dcache
     k = p.access_bytes
     stall = data = drain = 0.0
-    ahead = prefetches(dc, _streams(model))  # else every line a demand miss
+    # else every line a demand miss (one line: its miss only starts the stream)
+    ahead = prefetches(dc, _streams(model)) and n > dc.line_bytes
     for where, write in ((p.src, False), (p.dst, True)):
         mem = memory_of(model, where)
         if mem is None or mem.core_local:
