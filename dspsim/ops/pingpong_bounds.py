@@ -69,6 +69,7 @@ def ping_pong_pass_cycles(model: HardwareModel, tiles: Tiling, cost: Callable[[i
     in TCM); ``split``: inputs on channel 0, outputs on 1 (else buffer b's on channel b);
     ``stops_timer``: the op's timer stops when the pass ends."""
     p = _Pass(model, tiles, cost, write_back, split)
+    p.stops_timer = stops_timer
     last = tiles.count - 1
     tail = cost(tiles.at(last)) + ((p.setup + p.d_out(last)) if write_back else 0.0)
     if tiles.count == 1:
@@ -109,6 +110,7 @@ class _Pass(PortCosts):
         super().__init__(model)
         policy = self.policy
         self.tiles, self.cost, self.write_back, self.split = tiles, cost, write_back, split
+        self.stops_timer = False  # the op's timer stops when the pass ends
         self.n_tiles = tiles.count
         # a burst's slot time, path free: a read's, or the mean of a read's and a write's when
         # the pass writes back as much as it reads
@@ -141,7 +143,14 @@ class _Pass(PortCosts):
             cycle = (work + max(d_out(j), nxt)) / 2
             serial = max(d_in(i), d_out(j))
         else:
-            cycle = (work + d_out(j) + nxt) / 2
+            # no tile j + 2, and the timer stops on the last output or the channels are paced
+            # by their engine, not a shared port: nothing waits for tile j's output
+            paced = self.rate < self.policy.bytes_per_cycle
+            own = j + 2 >= n_tiles and (self.stops_timer or paced)
+            # paced: the round trip is the channel's own; the prefetch's descriptor is
+            # programmed while tile j's output crosses
+            overlap = min(self.setup, d_out(j)) if paced and descriptors == 2 else 0.0
+            cycle = 0.0 if own else (work - overlap + d_out(j) + nxt) / 2
             serial = 0.0
         return max(work, cycle, serial)
 
@@ -164,17 +173,20 @@ class _Pass(PortCosts):
         copies = 2 if write_back else 1
         channels = 1 if (split and not write_back) else 2
         in_bytes = 4 * tiles.elems
+        # each channel's bytes and descriptors (the engine fetches each in turn)
         if split:  # inputs on channel 0, outputs on channel 1
-            lanes = [in_bytes]
+            lanes, fetches = [in_bytes], [self.n_tiles]
         else:  # buffer b's copies go on channel b: even tiles on 0, odd tiles on 1
             lanes = [copies * 4 * tiles.parity_elems(p) for p in (0, 1)]
+            fetches = [copies * ((self.n_tiles - p + 1) // 2) for p in (0, 1)]
         left = 0  # tile 0's output bytes still in flight when the timer stops
         if stops_timer and write_back and not split and self.n_tiles == 2:
             out0 = 4 * tiles.at(0)
             left = max(0, out0 - (min(self.k, self.m) * self.burst + 4 * tiles.at(1)))
             lanes[0] -= left
         transfer = max((copies * in_bytes - left) / self.throughput(channels),
-                       max(lanes) / self.throughput(1))
+                       max(b / self.throughput(1) + k * self.idma.descriptor_cycles
+                           for b, k in zip(lanes, fetches)))
         return (2 * self.setup + transfer + self.last_latency
                 + self.cost(tiles.at(self.n_tiles - 1))
                 + (self.setup if write_back else 0.0))

@@ -193,7 +193,7 @@ def way_bytes(model: Any, variant: str, n: int,
         name = memory_name(model, where)
         if _allocates(model, variant, mem) and write:  # the run's bytes, both ways
             moved = moved or traffic(model, variant, n)
-            out[name] = (mem, *_inside_span(model, mem, moved[f"{name}_read"],
+            out[name] = (mem, *_inside_span(model, mem, n, moved[f"{name}_read"],
                                             moved[f"{name}_write"]))
             continue
         _, r, w = out.get(name, (mem, 0, 0))
@@ -203,13 +203,15 @@ def way_bytes(model: Any, variant: str, n: int,
     return out
 
 
-def _inside_span(model: Any, mem: Any, read_bytes: int, write_bytes: int) -> tuple[int, int]:
+def _inside_span(model: Any, mem: Any, n: int, read_bytes: int, write_bytes: int
+                 ) -> tuple[int, int]:
     """Of a run's bytes through a write-allocate destination's port, those that must cross
-    inside the span: not a line prefetched past a stream's last, nor, without a flush, the last
-    dirty line evicted (posted: it may still drain)."""
+    inside the span: not a line prefetched past a stream's last (a followed stream of more than
+    one line: its second miss starts the prefetch), nor, without a flush, the last dirty line
+    evicted (posted: it may still drain)."""
     p, dc = model.copy, model.dcache
     streams = sum(memory_of(model, where) is mem for where in (p.src, p.dst))
-    if dc.prefetch_next_line:
+    if prefetches(dc, _streams(model)) and n > dc.line_bytes:
         read_bytes = max(0, read_bytes - streams * dc.line_bytes)
     if not p.flush_destination:
         write_bytes = max(0, write_bytes - dc.line_bytes)
@@ -470,13 +472,21 @@ def _memcpy_cached(model: Any, ext: Any, calls: int, n: int, out: dict[str, Any]
     else:
         issue = MEMCPY.iterations(n // 4, core.lanes_f32) * MEMCPY.ii_cycles(core)
     miss = model.dcache.miss_cycles  # a demand miss's own cost besides its fill
-    if extra:  # a line's stores issue while its evicted line is written back
-        extra -= min(issue / lines, _ways_path(dst, (True,), line, line)) * \
+    ahead = prefetches(model.dcache, _streams(model))  # else every line a demand miss
+    if extra:  # a line's stores issue while its evicted line is written back (demand misses:
+        # also during the miss's own cycles, and the next source line's on another port)
+        hide = issue / lines + (0.0 if ahead else miss + (fill + miss) * (ext is not dst))
+        extra -= min(hide, _ways_path(dst, (True,), line, line)) * \
             _evicted_bytes(model, "memcpy", n, moved) // line
-    if model.dcache.prefetch_next_line:  # one demand miss, then each line's fill in turn
+    if ahead:  # two demand misses (the second starts the stream),
+        # then a line's first use prefetches the next: the port's data path line after line,
+        # or two lines in flight per fill and a line's issue
         per_line = issue / lines
-        return (core.call_overhead_cycles * calls + lines * max(fill, per_line)
-                + miss + 2 * per_line + extra)
+        ahead = max((lines - 1) * _ways_path(ext, (False,), line, line)
+                    + min(1, lines - 1) * policy.latency(False),
+                    min(1, lines - 1) * (fill + miss)
+                    + max(0, lines - 2) * max(per_line, (fill + per_line) / 2))
+        return (core.call_overhead_cycles * calls + fill + miss + 2 * per_line + ahead + extra)
     return (core.call_overhead_cycles * calls + lines * (fill + miss) + issue + extra)
 
 
@@ -560,7 +570,8 @@ def _loop_estimate(model: Any, n: int, compute: float, moved: dict[str, int]) ->
     p, dc = model.copy, model.dcache
     k = p.access_bytes
     stall = data = drain = 0.0
-    ahead = prefetches(dc, _streams(model))  # else every line a demand miss
+    # else every line a demand miss (one line: its miss only starts the stream)
+    ahead = prefetches(dc, _streams(model)) and n > dc.line_bytes
     for where, write in ((p.src, False), (p.dst, True)):
         mem = memory_of(model, where)
         if mem is None or mem.core_local:

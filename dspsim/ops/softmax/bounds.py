@@ -189,9 +189,11 @@ class _Cost(PortCosts):
     def tcm(self, shape: Any, n: int) -> int:
         return shape.tcm_cycles(n, self.core)
 
-    def throughput(self, channels: int) -> float:
+    def throughput(self, channels: int, paced: bool = True) -> float:
+        """Bytes per cycle of ``channels`` together: the port's path and request windows, and
+        (``paced``) each channel's engine."""
         window = min(self.m, max(1, channels) * self.k)
-        return min(1.0 / self.cpb, max(1, channels) * self.rate,
+        return min(1.0 / self.cpb, max(1, channels) * self.rate if paced else float("inf"),
                    window * self.burst / self.policy.request_cycles(self.burst, False))
 
     def pass1(self, s: int) -> int:  # online pass 1, one tile: max, exp, sum, rescale
@@ -244,27 +246,41 @@ class _Work:
         used = min(channels_used(policy, c.channels, write_back, tiles.count), buffers)
         self.channels = max(self.channels, used)
         ins, outs = stream_channels(policy, c.channels, write_back)
+        # each channel's (bytes, descriptors): the engine fetches each descriptor in turn
         if policy == "pingpong":  # tile i's input and output on channel i % 2
-            lanes = [copies * 4 * tiles.parity_elems(j) for j in range(2)]
+            lanes = [_lane(tiles, j, 2, copies) for j in range(2)]
         else:  # tile i's input on ins[i % len(ins)], its output on outs[i % len(outs)]
-            lanes = [4 * tiles.parity_elems(j, len(ins)) for j in range(len(ins))]
+            lanes = [_lane(tiles, j, len(ins)) for j in range(len(ins))]
             if write_back:
-                lanes += [4 * tiles.parity_elems(j, len(outs)) for j in range(len(outs))]
-        transfer = max(copies * nbytes / c.throughput(used), max(lanes) / c.throughput(1))
-        if policy == "split" and write_back:  # inputs and outputs each on their own channels
-            transfer = max(transfer, nbytes / c.throughput(min(len(ins), buffers)),
-                           nbytes / c.throughput(min(len(outs), buffers)))
+                lanes += [_lane(tiles, j, len(outs)) for j in range(len(outs))]
         last = tiles.at(tiles.count - 1)
-        last_out = c.single(4 * last, True) if write_back else 0.0
-        path = (c.setup + transfer - (4 * last * c.cpb if write_back else 0.0)
-                + (c.lat_write if write_back else c.lat)
+        out = 4 * last if write_back else 0  # the last output: after the last tile's kernels
+        # the port, shared (each engine paces its own channel's lane: the last output overlaps
+        # the other channels' copies), or a lane but the last output (priced by last_out)
+        fetch = c.idma.descriptor_cycles
+        transfer = max((copies * nbytes - out) / c.throughput(used, paced=False),
+                       max(b / c.throughput(1) + k * fetch for b, k in lanes)
+                       - out / c.throughput(1) - (fetch if write_back else 0.0))
+        if policy == "split" and write_back:  # inputs and outputs each on their own channels
+            # (the outputs' channels idle until the first tile is in and computed)
+            transfer = max(transfer, nbytes / c.throughput(min(len(ins), buffers)),
+                           c.single(4 * tiles.at(0)) + cost(tiles.at(0))
+                           + (nbytes - out) / c.throughput(min(len(outs), buffers)))
+        last_out = c.single(out, True) if write_back else 0.0
+        path = (c.setup + transfer + (c.lat_write if write_back else c.lat)
                 + cost(last) + (c.setup + last_out if write_back else 0.0))
         core = c.single(4 * tiles.at(0)) + kernels + copies * tiles.count * c.setup + last_out
         if policy == "split" and write_back and buffers == 2:
             # a buffer is refilled only once the core has computed the other one: every input
             # copy is exposed
             core += tiles.total(lambda s: c.single(4 * s)) - c.single(4 * tiles.at(0))
-        self.estimate += max(path, core)
+        self.estimate += core if tiles.count == 1 else max(path, core)  # one tile: serial
+
+
+def _lane(tiles: Tiling, j: int, lanes: int, copies: int = 1) -> tuple[int, int]:
+    """Bytes and descriptors of ``copies`` copies of the tiles ``i`` with ``i % lanes == j``."""
+    return copies * 4 * tiles.parity_elems(j, lanes), copies * ((tiles.count - j + lanes - 1)
+                                                                // lanes)
 
 
 def _online(c: _Cost, cols: int, policy: str) -> _Work:
