@@ -375,7 +375,7 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
     key, eq, rng = text.partition("=")
     key = key.strip()
     try:
-        f = model_key(key)
+        model_key(key)
     except ConfigError as e:
         raise DspsimInputError(f"--free {text!r}: {e}") from None
     check_on_model(model, key, f"--free {text!r}")
@@ -391,29 +391,7 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
         raise DspsimInputError(
             f"--free {text!r}: {key} takes {kind} values; only numeric keys can be fitted")
     integer = is_int_key(key)
-    if not eq:
-        lo, hi = default_range(model, key)
-    else:
-        a, colon, b = rng.partition(":")
-        try:
-            lo, hi = float(a.replace("_", "")), float(b.replace("_", ""))
-        except ValueError:
-            lo = hi = math.nan
-        if not colon or not (math.isfinite(lo) and math.isfinite(hi)):
-            raise DspsimInputError(f"--free {text!r}: expected KEY=LO:HI with two numbers, e.g. "
-                                   "ddr.latency_cycles=50:400")
-        lo_allowed, hi_allowed = allowed_range(key)  # (infinite where the key sets no bound)
-        if lo < lo_allowed or hi > hi_allowed:
-            raise DspsimInputError(
-                f"--free {text!r}: {key} allows {lo_allowed:g} to {hi_allowed:g}")
-        if f.positive and lo <= 0:
-            raise DspsimInputError(f"--free {text!r}: {key} must stay greater than 0")
-        if integer:
-            step = f.multiple or 1  # the values the key takes
-            lo, hi = math.ceil(lo / step) * step, math.floor(hi / step) * step
-            if lo > hi:
-                raise DspsimInputError(
-                    f"--free {text!r}: {key} takes multiples of {step}; the range holds none")
+    lo, hi = _given_range(text, key, rng, integer) if eq else default_range(model, key)
     if lo <= 0 and trend(key) == -1:  # cycles fall as it rises, so its 0 is not the slowest
         raise DspsimInputError(
             f"--free {text!r}: {key} = 0 means no limit (the fastest, not the slowest), so a "
@@ -424,6 +402,33 @@ def parse_free(text: str, model: HardwareModel) -> FreeParam:
                                    f"({lo:g}); give a range with two or more")
         raise DspsimInputError(f"--free {text!r}: the range must have LO < HI (got {lo:g}:{hi:g})")
     return FreeParam(key, float(lo), float(hi), integer)
+
+
+def _given_range(text: str, key: str, rng: str, integer: bool) -> tuple[float, float]:
+    """The ``LO:HI`` of ``--free KEY=LO:HI``, within what the key allows (an integer key's:
+    on the multiples it takes)."""
+    f = model_key(key)
+    a, colon, b = rng.partition(":")
+    try:
+        lo, hi = float(a.replace("_", "")), float(b.replace("_", ""))
+    except ValueError:
+        lo = hi = math.nan
+    if not colon or not (math.isfinite(lo) and math.isfinite(hi)):
+        raise DspsimInputError(f"--free {text!r}: expected KEY=LO:HI with two numbers, e.g. "
+                               "ddr.latency_cycles=50:400")
+    lo_allowed, hi_allowed = allowed_range(key)  # (infinite where the key sets no bound)
+    if lo < lo_allowed or hi > hi_allowed:
+        raise DspsimInputError(
+            f"--free {text!r}: {key} allows {lo_allowed:g} to {hi_allowed:g}")
+    if f.positive and lo <= 0:
+        raise DspsimInputError(f"--free {text!r}: {key} must stay greater than 0")
+    if integer:
+        step = f.multiple or 1  # the values the key takes
+        lo, hi = math.ceil(lo / step) * step, math.floor(hi / step) * step
+        if lo > hi:
+            raise DspsimInputError(
+                f"--free {text!r}: {key} takes multiples of {step}; the range holds none")
+    return lo, hi
 
 
 def as_free(model: HardwareModel, free: Any) -> list[FreeParam]:
