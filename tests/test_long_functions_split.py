@@ -22,6 +22,7 @@ SHORT = (
     "dspsim.ops.pingpong_bounds",
     "dspsim.ops.softmax.bounds",
     "dspsim.ops.copy.bounds",
+    "dspsim.ops.copy.traffic",
     "dspsim.ops.fc",
     "dspsim.ops.rowwise",
     "dspsim.ops.base",

@@ -6,7 +6,8 @@ few sizes, a memcpy).
 is ``(7 + 131 i) mod 256`` for byte ``i`` (an ``--input`` array is copied as its bytes); the
 output is compared with it byte for byte. ``dma`` names the platform's DMA engine (an iDMA, a
 GDMA): the ``idma`` variant under another name (:data:`DMA_ALIASES`). ``program.py`` is the
-benchmark's C (with the loop variant's walk), ``bounds.py`` the closed forms (traffic too).
+benchmark's C (with the loop variant's walk), ``traffic.py`` the bytes each port carries,
+``bounds.py`` the closed forms.
 
 ``copy.src`` and ``copy.dst`` name ``host`` (the memory the host allocates from,
 ``host.memory``), ``tcm`` (a DataRAM of the core) or any memory table of the model. Which names
