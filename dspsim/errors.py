@@ -17,6 +17,13 @@ class AllocationError(DspsimInputError):
     """A buffer does not fit the memory it was asked of (TCM bank pool or DDR)."""
 
 
+def check_flags(**flags: object) -> None:
+    """Refuse a switch that is not a bool (``reuse="no"`` would turn reuse on)."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise DspsimInputError(f"{name} = {value!r:.40}: expected True or False")
+
+
 class DeadlockError(RuntimeError):
     """The simulation ran out of events while processes were still waiting."""
 

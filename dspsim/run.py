@@ -19,7 +19,7 @@ import numpy as np
 import simpy
 
 from dspsim.config import HardwareModel
-from dspsim.errors import DeadlockError, DspsimInputError
+from dspsim.errors import DeadlockError, DspsimInputError, check_flags
 from dspsim.host.program import HostProgram
 from dspsim.host.ucp import Task, Ucp
 from dspsim.host.window import check_fits_window
@@ -141,6 +141,7 @@ def simulate(
     or ``tile`` (one engine). ``mode``: older name of ``variant``. ``core``: which core runs it.
     ``elide=False``: the reference engine without event elision (same results).
     ``trace_limit``: at most that many trace rows and port requests each."""
+    check_flags(data=data, trace=trace, port_log=port_log, elide=elide)
     req = Request.check(model, op, variant, mode, n, shape, x, data, fidelity, params, core,
                         trace_limit)
     wall_start = time.perf_counter()

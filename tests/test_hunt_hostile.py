@@ -462,3 +462,13 @@ def test_plot_sweep_draws_over_keys_not_results(tmp_path, capsys, args):
     code, _, err = run_cli(capsys, "plot", "sweep", table, *args, "--out", tmp_path / "s.png")
     assert code == 2 and one_line(err) and "not one of its keys" in err, err
     assert not (tmp_path / "s.png").exists()
+
+
+@pytest.mark.parametrize("flag", ["data", "trace", "port_log", "elide"])
+def test_a_simulate_switch_that_is_not_a_bool_is_refused(flag, j6):
+    """``data="no"`` used to turn the data path on (any truthy value did): one line instead."""
+    import dspsim
+    from dspsim.errors import DspsimInputError
+
+    with pytest.raises(DspsimInputError, match=rf"^{flag} = 'no': expected True or False$"):
+        dspsim.simulate(j6, n=64, **{flag: "no"})

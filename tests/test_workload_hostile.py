@@ -272,3 +272,15 @@ def test_check_workload_returns_the_workload_its_file_gives():
     got = check_workload(Workload((s,), 3, "api"), load_model())
     assert got == parse_workload({"seed": 3, "stream": [table]}, "api")
     assert got.streams[0].shape == (1000,) and got.streams[0].backend == "core0"
+
+
+@pytest.mark.parametrize("flag", ["data", "ddr_profile", "reuse"])
+def test_a_workload_switch_that_is_not_a_bool_is_refused(flag):
+    """``reuse="no"`` used to turn reuse on (any truthy value did): one line instead."""
+    from dspsim import load_model
+    from dspsim.errors import DspsimInputError
+    from dspsim.study.workload import Stream, Workload, run_workload
+
+    w = Workload((Stream("s", "softmax", "direct", (1000,), 1000.0, 1),), 0, "api")
+    with pytest.raises(DspsimInputError, match=rf"^{flag} = 'no': expected True or False$"):
+        run_workload(w, load_model(), **{flag: "no"})

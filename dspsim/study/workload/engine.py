@@ -30,7 +30,7 @@ import numpy as np
 import simpy
 
 from dspsim.config import HardwareModel
-from dspsim.errors import DeadlockError
+from dspsim.errors import DeadlockError, check_flags
 from dspsim.host.program import HostProgram
 from dspsim.host.ucp import SchedulingPolicy, Ucp, parse_backend
 from dspsim.hw.clock import at, events_scheduled
@@ -389,6 +389,7 @@ def run_workload(
     it in that many parts at once, in worker processes (module docstring: the same tasks)."""
     check_fidelity(fidelity)
     check_jobs(jobs, "jobs", "parts of the run")
+    check_flags(data=data, ddr_profile=ddr_profile, reuse=reuse)
     workload = check_workload(workload, model)  # as a file gives it
     wall_start = time.perf_counter()
     sched = _Schedule(workload, model, fidelity, data, ddr_profile, reuse, on_task_done)
