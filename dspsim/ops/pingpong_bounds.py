@@ -68,13 +68,12 @@ def ping_pong_pass_cycles(model: HardwareModel, tiles: Tiling, cost: Callable[[i
     """Estimated cycles of one pass over ``tiles`` (``cost(elements)``: a tile's kernel cycles
     in TCM); ``split``: inputs on channel 0, outputs on 1 (else buffer b's on channel b);
     ``stops_timer``: the op's timer stops when the pass ends."""
-    p = _Pass(model, tiles, cost, write_back, split)
-    p.stops_timer = stops_timer
+    p = _Pass(model, tiles, cost, write_back, split, stops_timer)
     last = tiles.count - 1
     tail = cost(tiles.at(last)) + ((p.setup + p.d_out(last)) if write_back else 0.0)
     if tiles.count == 1:
         return p.setup + p.d_in(0) + tail
-    return max(p.staged(tail), p.path(stops_timer))
+    return max(p.staged(tail), p.path())
 
 
 class PortCosts:
@@ -106,11 +105,11 @@ class _Pass(PortCosts):
     """One pass of the ping-pong frame, its two forms (the module's text)."""
 
     def __init__(self, model: HardwareModel, tiles: Tiling, cost: Callable[[int], float],
-                 write_back: bool, split: bool) -> None:
+                 write_back: bool, split: bool, stops_timer: bool) -> None:
         super().__init__(model)
         policy = self.policy
         self.tiles, self.cost, self.write_back, self.split = tiles, cost, write_back, split
-        self.stops_timer = False  # the op's timer stops when the pass ends
+        self.stops_timer = stops_timer  # the op's timer stops when the pass ends
         self.n_tiles = tiles.count
         # a burst's slot time, path free: a read's, or the mean of a read's and a write's when
         # the pass writes back as much as it reads
@@ -167,7 +166,7 @@ class _Pass(PortCosts):
             self.d_in(0), self.lat + 4 * (tiles.at(0) + tiles.at(1)) * self.cpb)
         return 2 * self.setup + first_in + gaps + tail
 
-    def path(self, stops_timer: bool) -> float:
+    def path(self) -> float:
         """Path form (the last output copy overlaps the other channel's)."""
         tiles, write_back, split = self.tiles, self.write_back, self.split
         copies = 2 if write_back else 1
@@ -180,7 +179,7 @@ class _Pass(PortCosts):
             lanes = [copies * 4 * tiles.parity_elems(p) for p in (0, 1)]
             fetches = [copies * ((self.n_tiles - p + 1) // 2) for p in (0, 1)]
         left = 0  # tile 0's output bytes still in flight when the timer stops
-        if stops_timer and write_back and not split and self.n_tiles == 2:
+        if self.stops_timer and write_back and not split and self.n_tiles == 2:
             out0 = 4 * tiles.at(0)
             left = max(0, out0 - (min(self.k, self.m) * self.burst + 4 * tiles.at(1)))
             lanes[0] -= left
